@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# kvss: one non-recursive Makefile. `make` builds everything; `make check`
+# and `make demo` first install what is missing (scripts/deps.sh), then
+# re-enter make so that pkg-config sees the freshly installed packages.
+
+.DEFAULT_GOAL := all
+
+BUILD ?= build
+CC ?= cc
+CLANG ?= clang
+FUZZ_SECONDS ?= 30
+PYTHON ?= python3
+
+PKGS := libdpdk libconfig libxxhash
+HAVE_PKGS := $(shell pkg-config --exists $(PKGS) criterion 2>/dev/null && echo yes)
+
+ifeq ($(HAVE_PKGS),yes)
+DPDK_CFLAGS := $(shell pkg-config --cflags libdpdk)
+DPDK_LIBS := $(shell pkg-config --libs libdpdk)
+DEP_LIBS := $(shell pkg-config --libs libconfig libxxhash) -lpcap -lm -lpthread
+CRITERION_LIBS := $(shell pkg-config --libs criterion)
+endif
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -Ilib/proto -Ilib/kvstore -Ilib/prefixcache
+# Library code that needs no DPDK is built without its flags (no -march,
+# no rte_config.h) so it stays portable and fuzzable.
+CFLAGS_PURE := $(BASE_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS_DPDK := $(BASE_CFLAGS) $(DPDK_CFLAGS) -Wno-missing-prototypes $(EXTRA_CFLAGS)
+
+# ---- libraries -------------------------------------------------------------
+
+PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_ref.c
+PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
+
+LIBPROTO := $(BUILD)/lib/libproto.a
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+TEST_COMMON_SRC := test/frames.c
+PURE_SRC := $(PROTO_PURE_SRC) app/dump/kvss_dump.c test/test_proto.c $(TEST_COMMON_SRC) \
+	test/gen_frames.c
+DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c
+
+$(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_PURE) -c $< -o $@
+
+$(call obj,$(DPDK_SRC)): $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_DPDK) -c $< -o $@
+
+$(LIBPROTO): $(call obj,$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+# ---- programs --------------------------------------------------------------
+
+KVSS_DUMP := $(BUILD)/kvss-dump
+
+$(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
+	$(CC) -o $@ $^ $(DEP_LIBS)
+
+# ---- tests -----------------------------------------------------------------
+
+TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_mbuf
+GEN_FRAMES := $(BUILD)/tools/gen_frames
+TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
+
+$(BUILD)/test/test_proto: $(call obj,test/test_proto.c) $(TEST_COMMON) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_proto_mbuf: $(call obj,test/test_proto_mbuf.c) $(TEST_COMMON) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
+
+$(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DEP_LIBS)
+
+# ---- fuzzing ---------------------------------------------------------------
+
+FUZZ_FLAGS := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -Ilib/proto
+FUZZ_PROTO := $(BUILD)/fuzz/fuzz_proto
+FUZZ_CORPUS := $(BUILD)/fuzz/corpus_proto
+FUZZ_SEEDS := $(BUILD)/fuzz/seeds_proto.stamp
+
+$(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -o $@ test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) -lxxhash
+
+$(FUZZ_SEEDS): $(GEN_FRAMES)
+	@mkdir -p $(FUZZ_CORPUS)
+	$(GEN_FRAMES) corpus $(FUZZ_CORPUS)
+	touch $@
+
+# ---- top-level targets -----------------------------------------------------
+
+ALL := $(LIBPROTO) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES)
+
+.PHONY: all check check-run bench demo fuzz fuzz-run clean deps need-deps
+
+all: need-deps $(ALL)
+
+need-deps:
+ifneq ($(HAVE_PKGS),yes)
+	@echo "missing packages ($(PKGS) criterion): run scripts/deps.sh" >&2; exit 2
+endif
+
+deps:
+	@scripts/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory check-run
+
+check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS)
+	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-run
+
+fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS)
+	@scripts/fuzz.sh $(FUZZ_PROTO) $(FUZZ_CORPUS) $(FUZZ_SECONDS)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@echo "bench: no benchmarks yet"
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@echo "demo: not yet"
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,911 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * KVSS wire protocol v1: parsing and building. No DPDK, no allocation.
+ *
+ * The parser reads the frame only through a proto_src read callback that
+ * refuses any range outside the frame, so no input can make it read past the
+ * end; every length taken from the wire is checked against what is left
+ * before it is used, in 64-bit arithmetic so that no sum can wrap.
+ */
+#include "proto.h"
+
+#include <errno.h>
+
+#define ETH_P_IPV4 0x0800
+#define ETH_P_VLAN 0x8100
+#define ETH_P_QINQ 0x88a8
+#define ETH_P_QINQ_OLD 0x9100
+#define IPPROTO_UDP_NUM 17
+#define IP4_MF 0x2000
+#define IP4_DF 0x4000
+#define IP4_FRAG_OFF 0x1fff
+
+const struct proto_ports proto_ports_default = {
+	.ctrl = PROTO_PORT_CTRL_DEFAULT,
+	.evict = PROTO_PORT_EVICT_DEFAULT,
+	.refill = PROTO_PORT_REFILL_DEFAULT,
+};
+
+static const char *const reason_names[PROTO_R_MAX] = {
+	[PROTO_OK] = "ok",
+#define PROTO_REASON_NAME(name, str) [PROTO_R_##name] = str,
+	PROTO_REASONS(PROTO_REASON_NAME)
+#undef PROTO_REASON_NAME
+};
+
+const char *
+proto_reason_name(enum proto_reason r)
+{
+	if ((unsigned int)r >= PROTO_R_MAX)
+		return "unknown";
+	return reason_names[r];
+}
+
+const char *
+proto_type_name(unsigned int type)
+{
+	switch (type) {
+#define PROTO_TYPE_CASE(name, val)                                                                 \
+	case val:                                                                                  \
+		return #name;
+		PROTO_TYPES(PROTO_TYPE_CASE)
+#undef PROTO_TYPE_CASE
+	default:
+		return NULL;
+	}
+}
+
+bool
+proto_type_is_control(unsigned int type)
+{
+	return type < 0x20 && proto_type_name(type) != NULL;
+}
+
+const char *
+proto_err_name(unsigned int code)
+{
+	switch (code) {
+	case 0:
+		return "OK";
+#define PROTO_ERR_CASE(name, val)                                                                  \
+	case val:                                                                                  \
+		return #name;
+		PROTO_ERRS(PROTO_ERR_CASE)
+#undef PROTO_ERR_CASE
+	default:
+		return NULL;
+	}
+}
+
+/* ---- Sources ------------------------------------------------------------ */
+
+static const void *
+flat_read(const void *ctx, uint32_t off, uint32_t len, void *buf)
+{
+	const struct proto_seg *s = ctx;
+
+	(void)buf;
+	if ((uint64_t)off + len > s->len)
+		return NULL;
+	return s->data + off;
+}
+
+void
+proto_src_bytes(struct proto_src *src, const void *frame, uint32_t len)
+{
+	src->flat.data = frame;
+	src->flat.len = len;
+	src->read = flat_read;
+	src->ctx = &src->flat;
+	src->len = len;
+}
+
+static const void *
+segs_read(const void *ctx, uint32_t off, uint32_t len, void *buf)
+{
+	const struct proto_segs *s = ctx;
+	uint8_t *out = buf;
+	unsigned int i = 0;
+	uint32_t done = 0;
+
+	/* Find the segment holding @off. */
+	while (i < s->nsegs && off >= s->seg[i].len) {
+		off -= s->seg[i].len;
+		i++;
+	}
+	if (len == 0)
+		return i < s->nsegs ? (const void *)(s->seg[i].data + off) : buf;
+	if (i == s->nsegs)
+		return NULL;
+	if ((uint64_t)off + len <= s->seg[i].len)
+		return s->seg[i].data + off;
+	/* Spans segments: copy piecewise, never past any segment's length. */
+	while (done < len) {
+		uint32_t n;
+
+		if (i == s->nsegs)
+			return NULL;
+		n = s->seg[i].len - off;
+		if (n > len - done)
+			n = len - done;
+		memcpy(out + done, s->seg[i].data + off, n);
+		done += n;
+		off = 0;
+		i++;
+	}
+	return buf;
+}
+
+void
+proto_src_segs(struct proto_src *src, const struct proto_segs *segs)
+{
+	uint64_t total = 0;
+	unsigned int i;
+
+	for (i = 0; i < segs->nsegs; i++)
+		total += segs->seg[i].len;
+	src->read = segs_read;
+	src->ctx = segs;
+	src->len = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+	src->flat.data = NULL;
+	src->flat.len = 0;
+}
+
+/* ---- Checksums ---------------------------------------------------------- */
+
+static uint32_t
+csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		sum += (uint32_t)p[len - 1] << 8;
+	return sum;
+}
+
+static uint16_t
+csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+uint16_t
+proto_ip4_cksum(const void *iphdr, uint32_t len)
+{
+	return (uint16_t)~csum_fold(csum_add(0, iphdr, len));
+}
+
+static inline uint16_t
+be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t
+be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void
+put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+	put_be16(p, (uint16_t)(v >> 16));
+	put_be16(p + 2, (uint16_t)v);
+}
+
+/*
+ * Verify a nonzero UDP checksum: pseudo-header, UDP header and payload, read
+ * through the source in even-sized chunks so a segmented frame works too.
+ */
+static bool
+udp_cksum_ok(const struct proto_src *src, uint32_t l4, uint32_t ulen, uint32_t sip, uint32_t dip)
+{
+	uint8_t pseudo[12], chunk[256];
+	uint32_t sum, off = 0;
+
+	put_be32(pseudo, sip);
+	put_be32(pseudo + 4, dip);
+	pseudo[8] = 0;
+	pseudo[9] = IPPROTO_UDP_NUM;
+	put_be16(pseudo + 10, (uint16_t)ulen);
+	sum = csum_add(0, pseudo, sizeof(pseudo));
+	while (off < ulen) {
+		uint32_t n = ulen - off > sizeof(chunk) ? sizeof(chunk) : ulen - off;
+		const uint8_t *p = src->read(src->ctx, l4 + off, n, chunk);
+
+		if (p == NULL)
+			return false;
+		sum = csum_add(sum, p, n);
+		/* Fold as we go: the 32-bit sum cannot overflow on any length. */
+		sum = csum_fold(sum);
+		off += n;
+	}
+	return csum_fold(sum) == 0xffff;
+}
+
+/* ---- Parsing ------------------------------------------------------------ */
+
+static void
+decode_hdr(const uint8_t *p, struct proto_hdr *h)
+{
+	h->version = p[4];
+	h->type = p[5];
+	h->flags = proto_ld16(p + 6);
+	h->model_id = proto_ld32(p + 8);
+	h->shard_id = proto_ld16(p + 12);
+	h->count = proto_ld16(p + 14);
+	h->epoch = proto_ld32(p + 16);
+	h->body_len = proto_ld32(p + 20);
+	h->seq = proto_ld64(p + 24);
+}
+
+static enum proto_reason
+check_records(uint32_t body_len, uint32_t count, uint32_t rec_len)
+{
+	return (uint64_t)count * rec_len == body_len ? PROTO_OK : PROTO_R_BAD_COUNT;
+}
+
+static enum proto_reason
+check_refill(const uint8_t *body, uint32_t body_len, uint32_t count)
+{
+	uint64_t off = 0;
+	uint32_t n = 0;
+
+	while (off < body_len) {
+		if (off + PROTO_REFILL_REQ_LEN > body_len)
+			return PROTO_R_BAD_COUNT;
+		off += PROTO_REFILL_REQ_LEN +
+		       (uint64_t)proto_ld16(body + off + 26) * PROTO_REFILL_CHUNK_LEN;
+		n++;
+	}
+	if (off != body_len || n != count)
+		return PROTO_R_BAD_COUNT;
+	return PROTO_OK;
+}
+
+static enum proto_reason
+parse_control_body(struct proto_msg *m)
+{
+	const struct proto_hdr *h = &m->hdr;
+	const uint8_t *b = m->body;
+
+	switch (h->type) {
+	case PROTO_T_HELLO:
+		if (h->count != 0)
+			return PROTO_R_BAD_COUNT;
+		return h->body_len == 0 ? PROTO_OK : PROTO_R_BAD_BODY_LEN;
+	case PROTO_T_ACK:
+		if (h->count != 0)
+			return PROTO_R_BAD_COUNT;
+		if (h->body_len != PROTO_ACK_LEN)
+			return PROTO_R_BAD_BODY_LEN;
+		m->u.ack.cum_seq = proto_ld64(b);
+		return PROTO_OK;
+	case PROTO_T_RESERVE:
+		return check_records(h->body_len, h->count, PROTO_RESERVE_LEN);
+	case PROTO_T_DELETE:
+		return check_records(h->body_len, h->count, PROTO_DELETE_LEN);
+	case PROTO_T_ERROR:
+		return check_records(h->body_len, h->count, PROTO_ERROR_LEN);
+	case PROTO_T_REFILL_DONE:
+		return check_records(h->body_len, h->count, PROTO_REFILL_DONE_LEN);
+	case PROTO_T_TOKEN_LOST:
+		return check_records(h->body_len, h->count, PROTO_LOST_LEN);
+	case PROTO_T_EVICT:
+		if (h->body_len < PROTO_EVICT_HDR_LEN)
+			return PROTO_R_BAD_BODY_LEN;
+		m->u.evict.batch_no = proto_ld64(b);
+		m->u.evict.num_caches = proto_ld16(b + 8);
+		m->u.evict.g = proto_ld16(b + 10);
+		if ((uint32_t)m->u.evict.num_caches * m->u.evict.g != h->count)
+			return PROTO_R_BAD_COUNT;
+		return check_records(h->body_len - PROTO_EVICT_HDR_LEN, h->count,
+				     PROTO_EVICT_ENTRY_LEN);
+	case PROTO_T_REFILL:
+		return check_refill(b, h->body_len, h->count);
+	case PROTO_T_STATUS:
+		if (h->body_len < PROTO_STATUS_LEN)
+			return PROTO_R_BAD_BODY_LEN;
+		m->u.status.batches_complete = proto_ld64(b);
+		m->u.status.last_seq_done = proto_ld64(b + 8);
+		m->u.status.uptime_ns = proto_ld64(b + 16);
+		m->u.status.flags = proto_ld32(b + 24);
+		m->u.status.driver_epoch = proto_ld32(b + 28);
+		return check_records(h->body_len - PROTO_STATUS_LEN, h->count,
+				     PROTO_CACHE_INFO_LEN);
+	default:
+		return PROTO_R_BAD_TYPE;
+	}
+}
+
+static enum proto_reason
+parse_data(const struct proto_src *src, uint32_t body_off, struct proto_msg *m)
+{
+	const struct proto_hdr *h = &m->hdr;
+	uint8_t tmp[PROTO_REFILL_DATA_HDR_LEN];
+	uint32_t hl = h->type == PROTO_T_EVICT_DATA ? PROTO_DATA_HDR_LEN : PROTO_REFILL_DATA_HDR_LEN;
+	const uint8_t *p;
+	uint32_t s_off, s_len;
+
+	if (h->count != 0)
+		return PROTO_R_BAD_COUNT;
+	if (h->body_len < hl)
+		return PROTO_R_BAD_BODY_LEN;
+	p = src->read(src->ctx, body_off, hl, tmp);
+	if (p == NULL)
+		return PROTO_R_TRUNCATED;
+	if (h->type == PROTO_T_EVICT_DATA) {
+		m->u.data.batch_no = proto_ld64(p);
+		m->u.data.cache_id = proto_ld16(p + 8);
+		m->u.data.stream_offset = s_off = proto_ld32(p + 12);
+		m->u.data.stream_len = s_len = proto_ld32(p + 16);
+	} else {
+		m->u.refill_data.refill_id = proto_ld64(p);
+		m->u.refill_data.sequence_id = proto_ld32(p + 8);
+		m->u.refill_data.cache_idx = proto_ld32(p + 12);
+		m->u.refill_data.cache_id = proto_ld16(p + 16);
+		m->u.refill_data.buffer_id = proto_ld16(p + 18);
+		m->u.refill_data.stream_offset = s_off = proto_ld32(p + 20);
+		m->u.refill_data.stream_len = s_len = proto_ld32(p + 24);
+	}
+	m->data_off = body_off + hl;
+	m->data_len = h->body_len - hl;
+	if ((uint64_t)s_off + m->data_len > s_len)
+		return PROTO_R_BAD_DATA_RANGE;
+	return PROTO_OK;
+}
+
+static bool
+type_fits_port(unsigned int type, uint16_t dport, const struct proto_ports *ports)
+{
+	if (type == PROTO_T_EVICT_DATA)
+		return dport == ports->evict;
+	if (type == PROTO_T_REFILL_DATA)
+		return dport == ports->refill;
+	return dport == ports->ctrl;
+}
+
+/* Sections 2 and 3 on the UDP payload at @off (@plen bytes) of @src. */
+static enum proto_reason
+parse_kvss(const struct proto_src *src, uint32_t off, uint32_t plen, uint16_t dport,
+	   const struct proto_ports *ports, struct proto_msg *m)
+{
+	uint8_t tmp[PROTO_HDR_LEN];
+	const uint8_t *p;
+	enum proto_reason r;
+
+	m->payload_off = off;
+	if (plen < PROTO_HDR_LEN)
+		return PROTO_R_TRUNCATED;
+	p = src->read(src->ctx, off, PROTO_HDR_LEN, tmp);
+	if (p == NULL)
+		return PROTO_R_TRUNCATED;
+	if (memcmp(p, PROTO_MAGIC, 4) != 0)
+		return PROTO_R_BAD_MAGIC;
+	decode_hdr(p, &m->hdr);
+	if (m->hdr.version != PROTO_VERSION)
+		return PROTO_R_BAD_VERSION;
+	if (proto_type_name(m->hdr.type) == NULL)
+		return PROTO_R_BAD_TYPE;
+	if (!type_fits_port(m->hdr.type, dport, ports))
+		return PROTO_R_WRONG_PORT;
+	if (m->hdr.body_len != plen - PROTO_HDR_LEN)
+		return PROTO_R_BAD_BODY_LEN;
+	if (!proto_type_is_control(m->hdr.type))
+		return parse_data(src, off + PROTO_HDR_LEN, m);
+	if (m->hdr.body_len > PROTO_SCRATCH_LEN)
+		return PROTO_R_BAD_BODY_LEN;
+	if (m->hdr.body_len == 0) {
+		m->body = m->scratch;
+	} else {
+		m->body = src->read(src->ctx, off + PROTO_HDR_LEN, m->hdr.body_len, m->scratch);
+		if (m->body == NULL)
+			return PROTO_R_TRUNCATED;
+	}
+	r = parse_control_body(m);
+	if (r != PROTO_OK)
+		m->body = NULL;
+	return r;
+}
+
+static void
+msg_reset(struct proto_msg *m)
+{
+	memset(&m->addr, 0, sizeof(m->addr));
+	memset(&m->hdr, 0, sizeof(m->hdr));
+	memset(&m->u, 0, sizeof(m->u));
+	m->body = NULL;
+	m->payload_off = 0;
+	m->data_off = 0;
+	m->data_len = 0;
+}
+
+static bool
+is_kvss_port(uint16_t port, const struct proto_ports *ports)
+{
+	return port == ports->ctrl || port == ports->evict || port == ports->refill;
+}
+
+enum proto_reason
+proto_parse_src(const struct proto_src *src, const struct proto_ports *ports,
+		struct proto_msg *m)
+{
+	uint8_t tmp[PROTO_IP4_LEN];
+	const uint8_t *p;
+	uint32_t l3 = PROTO_ETH_LEN, l4, tot;
+	uint16_t et, frag, ulen, ucsum;
+	struct proto_addr *a = &m->addr;
+
+	msg_reset(m);
+	p = src->read(src->ctx, 0, PROTO_ETH_LEN, tmp);
+	if (p == NULL)
+		return PROTO_R_TRUNCATED;
+	memcpy(a->dst_mac, p, 6);
+	memcpy(a->src_mac, p + 6, 6);
+	et = be16(p + 12);
+	if (et == ETH_P_VLAN) {
+		p = src->read(src->ctx, PROTO_ETH_LEN, PROTO_VLAN_LEN, tmp);
+		if (p == NULL)
+			return PROTO_R_TRUNCATED;
+		a->has_vlan = true;
+		a->vlan_tci = be16(p);
+		et = be16(p + 2);
+		l3 += PROTO_VLAN_LEN;
+		if (et == ETH_P_VLAN || et == ETH_P_QINQ || et == ETH_P_QINQ_OLD)
+			return PROTO_R_VLAN_STACKED;
+	} else if (et == ETH_P_QINQ || et == ETH_P_QINQ_OLD) {
+		return PROTO_R_VLAN_STACKED;
+	}
+	if (et != ETH_P_IPV4)
+		return PROTO_R_NOT_KVSS;
+
+	p = src->read(src->ctx, l3, PROTO_IP4_LEN, tmp);
+	if (p == NULL)
+		return PROTO_R_TRUNCATED;
+	if ((p[0] >> 4) != 4 || (p[0] & 0xf) < 5 || p[9] != IPPROTO_UDP_NUM)
+		return PROTO_R_NOT_KVSS;
+	if ((p[0] & 0xf) != 5)
+		return PROTO_R_IP_OPTIONS;
+	if (csum_fold(csum_add(0, p, PROTO_IP4_LEN)) != 0xffff)
+		return PROTO_R_BAD_IP_CHECKSUM;
+	tot = be16(p + 2);
+	frag = be16(p + 6);
+	a->src_ip = be32(p + 12);
+	a->dst_ip = be32(p + 16);
+	if (tot < PROTO_IP4_LEN)
+		return PROTO_R_NOT_KVSS;
+	if ((uint64_t)l3 + tot > src->len)
+		return PROTO_R_TRUNCATED;
+	if ((frag & IP4_MF) || (frag & IP4_FRAG_OFF))
+		return PROTO_R_IP_FRAGMENT;
+	if (tot < PROTO_IP4_LEN + PROTO_UDP_LEN)
+		return PROTO_R_BAD_UDP_LEN;
+
+	l4 = l3 + PROTO_IP4_LEN;
+	p = src->read(src->ctx, l4, PROTO_UDP_LEN, tmp);
+	if (p == NULL)
+		return PROTO_R_TRUNCATED;
+	a->src_port = be16(p);
+	a->dst_port = be16(p + 2);
+	ulen = be16(p + 4);
+	ucsum = be16(p + 6);
+	if (!is_kvss_port(a->dst_port, ports))
+		return PROTO_R_NOT_KVSS;
+	if (ulen != tot - PROTO_IP4_LEN)
+		return PROTO_R_BAD_UDP_LEN;
+	if (ucsum != 0 && !udp_cksum_ok(src, l4, ulen, a->src_ip, a->dst_ip))
+		return PROTO_R_BAD_UDP_CHECKSUM;
+	return parse_kvss(src, l4 + PROTO_UDP_LEN, ulen - PROTO_UDP_LEN, a->dst_port, ports, m);
+}
+
+enum proto_reason
+proto_parse(const void *frame, uint32_t len, const struct proto_ports *ports,
+	    struct proto_msg *msg)
+{
+	struct proto_src src;
+
+	proto_src_bytes(&src, frame, len);
+	return proto_parse_src(&src, ports, msg);
+}
+
+enum proto_reason
+proto_parse_payload(const void *payload, uint32_t len, uint16_t dst_port,
+		    const struct proto_ports *ports, struct proto_msg *msg)
+{
+	struct proto_src src;
+
+	msg_reset(msg);
+	msg->addr.dst_port = dst_port;
+	proto_src_bytes(&src, payload, len);
+	return parse_kvss(&src, 0, len, dst_port, ports, msg);
+}
+
+/* ---- Building ----------------------------------------------------------- */
+
+int
+proto_build_begin(struct proto_builder *b, void *buf, uint32_t cap, const struct proto_hdr *h)
+{
+	uint8_t *p = buf;
+
+	if (proto_type_name(h->type) == NULL)
+		return -EINVAL;
+	if (cap < PROTO_HDR_LEN)
+		return -ENOSPC;
+	b->buf = p;
+	b->cap = cap;
+	b->len = PROTO_HDR_LEN;
+	b->count = 0;
+	b->type = h->type;
+	b->cur_req = 0;
+	memcpy(p, PROTO_MAGIC, 4);
+	p[4] = PROTO_VERSION;
+	p[5] = h->type;
+	proto_st16(p + 6, h->flags);
+	proto_st32(p + 8, h->model_id);
+	proto_st16(p + 12, h->shard_id);
+	proto_st16(p + 14, 0);
+	proto_st32(p + 16, h->epoch);
+	proto_st32(p + 20, 0);
+	proto_st64(p + 24, h->seq);
+	return 0;
+}
+
+/*
+ * Reserve @n zeroed bytes for a record of a message of type @type.
+ * @counted: the record counts in the header's count field.
+ */
+static uint8_t *
+build_room(struct proto_builder *b, uint8_t type, uint32_t n, bool counted, int *err)
+{
+	uint8_t *p;
+
+	if (b->type != type) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (n > b->cap - b->len || (counted && b->count >= UINT16_MAX)) {
+		*err = -ENOSPC;
+		return NULL;
+	}
+	p = b->buf + b->len;
+	memset(p, 0, n);
+	b->len += n;
+	if (counted)
+		b->count++;
+	*err = 0;
+	return p;
+}
+
+int
+proto_build_reserve(struct proto_builder *b, const struct proto_reserve *r)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_RESERVE, PROTO_RESERVE_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	proto_st64(p, r->prompt_id);
+	proto_st64(p + 8, r->continue_id);
+	proto_st32(p + 16, r->start_token_idx);
+	proto_st32(p + 20, r->num_tokens);
+	proto_st16(p + 24, r->cache_id);
+	return 0;
+}
+
+int
+proto_build_evict_hdr(struct proto_builder *b, const struct proto_evict_hdr *e)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len != PROTO_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_EVICT, PROTO_EVICT_HDR_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, e->batch_no);
+	proto_st16(p + 8, e->num_caches);
+	proto_st16(p + 10, e->g);
+	return 0;
+}
+
+int
+proto_build_evict_entry(struct proto_builder *b, const struct proto_evict_entry *e)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len < PROTO_HDR_LEN + PROTO_EVICT_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_EVICT, PROTO_EVICT_ENTRY_LEN, true, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, e->prompt_id);
+	proto_st32(p + 8, e->token_idx);
+	proto_st32(p + 12, e->sequence_id);
+	return 0;
+}
+
+int
+proto_build_refill_req(struct proto_builder *b, const struct proto_refill_req *r)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_REFILL, PROTO_REFILL_REQ_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	b->cur_req = (uint32_t)(p - b->buf);
+	proto_st64(p, r->refill_id);
+	proto_st64(p + 8, r->evict_count);
+	proto_st32(p + 16, r->sequence_id);
+	proto_st32(p + 20, r->cache_idx);
+	proto_st16(p + 24, r->cache_id);
+	proto_st16(p + 26, 0);
+	return 0;
+}
+
+int
+proto_build_refill_chunk(struct proto_builder *b, const struct proto_refill_chunk *c)
+{
+	int err;
+	uint8_t *req, *p;
+	uint16_t n;
+
+	if (b->type != PROTO_T_REFILL || b->cur_req == 0)
+		return -EINVAL;
+	req = b->buf + b->cur_req;
+	n = proto_ld16(req + 26);
+	if (n == UINT16_MAX)
+		return -ENOSPC;
+	p = build_room(b, PROTO_T_REFILL, PROTO_REFILL_CHUNK_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, c->prompt_id);
+	proto_st32(p + 8, c->start_token_idx);
+	proto_st32(p + 12, c->num_tokens);
+	proto_st16(req + 26, (uint16_t)(n + 1));
+	return 0;
+}
+
+int
+proto_build_delete(struct proto_builder *b, const struct proto_delete *d)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_DELETE, PROTO_DELETE_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	proto_st64(p, d->prompt_id);
+	proto_st64(p + 8, d->evict_count);
+	proto_st32(p + 16, d->start_token_idx);
+	proto_st32(p + 20, d->end_token_idx);
+	proto_st16(p + 24, d->cache_id);
+	return 0;
+}
+
+int
+proto_build_status(struct proto_builder *b, const struct proto_status *s)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len != PROTO_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_STATUS, PROTO_STATUS_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, s->batches_complete);
+	proto_st64(p + 8, s->last_seq_done);
+	proto_st64(p + 16, s->uptime_ns);
+	proto_st32(p + 24, s->flags);
+	proto_st32(p + 28, s->driver_epoch);
+	return 0;
+}
+
+int
+proto_build_cache_info(struct proto_builder *b, const struct proto_cache_info *c)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len < PROTO_HDR_LEN + PROTO_STATUS_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_STATUS, PROTO_CACHE_INFO_LEN, true, &err);
+	if (p == NULL)
+		return err;
+	proto_st16(p, c->cache_id);
+	proto_st16(p + 2, c->num_buffers);
+	proto_st32(p + 4, c->bytes_per_token);
+	proto_st64(p + 8, c->capacity_tokens);
+	proto_st64(p + 16, c->stored_tokens);
+	proto_st64(p + 24, c->prompts);
+	return 0;
+}
+
+int
+proto_build_ack(struct proto_builder *b, const struct proto_ack *a)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len != PROTO_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_ACK, PROTO_ACK_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, a->cum_seq);
+	return 0;
+}
+
+int
+proto_build_error(struct proto_builder *b, const struct proto_error *e)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_ERROR, PROTO_ERROR_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	proto_st64(p, e->seq);
+	proto_st64(p + 8, e->prompt_id);
+	proto_st32(p + 16, e->token_idx);
+	proto_st16(p + 20, e->cache_id);
+	proto_st16(p + 22, e->code);
+	return 0;
+}
+
+int
+proto_build_refill_done(struct proto_builder *b, const struct proto_refill_done *d)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_REFILL_DONE, PROTO_REFILL_DONE_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	proto_st64(p, d->refill_id);
+	proto_st32(p + 8, d->tokens);
+	proto_st32(p + 12, d->status);
+	proto_st64(p + 16, d->bytes);
+	return 0;
+}
+
+int
+proto_build_lost(struct proto_builder *b, const struct proto_lost *l)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_TOKEN_LOST, PROTO_LOST_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	proto_st64(p, l->prompt_id);
+	proto_st32(p + 8, l->token_idx);
+	proto_st16(p + 12, l->cache_id);
+	return 0;
+}
+
+int
+proto_build_data_hdr(struct proto_builder *b, const struct proto_data_hdr *d)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len != PROTO_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_EVICT_DATA, PROTO_DATA_HDR_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, d->batch_no);
+	proto_st16(p + 8, d->cache_id);
+	proto_st32(p + 12, d->stream_offset);
+	proto_st32(p + 16, d->stream_len);
+	return 0;
+}
+
+int
+proto_build_refill_data_hdr(struct proto_builder *b, const struct proto_refill_data_hdr *d)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len != PROTO_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_REFILL_DATA, PROTO_REFILL_DATA_HDR_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, d->refill_id);
+	proto_st32(p + 8, d->sequence_id);
+	proto_st32(p + 12, d->cache_idx);
+	proto_st16(p + 16, d->cache_id);
+	proto_st16(p + 18, d->buffer_id);
+	proto_st32(p + 20, d->stream_offset);
+	proto_st32(p + 24, d->stream_len);
+	return 0;
+}
+
+int
+proto_build_bytes(struct proto_builder *b, const void *src, uint32_t len)
+{
+	if (b->type != PROTO_T_EVICT_DATA && b->type != PROTO_T_REFILL_DATA)
+		return -EINVAL;
+	if (b->len == PROTO_HDR_LEN)
+		return -EINVAL; /* the data header comes first */
+	if (len > b->cap - b->len)
+		return -ENOSPC;
+	memcpy(b->buf + b->len, src, len);
+	b->len += len;
+	return 0;
+}
+
+uint32_t
+proto_build_end(struct proto_builder *b)
+{
+	uint8_t *p = b->buf;
+
+	proto_st16(p + 14, (uint16_t)b->count);
+	proto_st32(p + 20, b->len - PROTO_HDR_LEN);
+	if (b->type == PROTO_T_EVICT && b->len >= PROTO_HDR_LEN + PROTO_EVICT_HDR_LEN) {
+		uint16_t nc = proto_ld16(p + PROTO_HDR_LEN + 8);
+
+		/* G follows from the entries added, so callers need not predict it. */
+		if (nc != 0 && b->count % nc == 0)
+			proto_st16(p + PROTO_HDR_LEN + 10, (uint16_t)(b->count / nc));
+	}
+	return b->len;
+}
+
+void
+proto_write_l2l4(void *hdr, const struct proto_addr *a, uint32_t payload_len)
+{
+	uint8_t *p = hdr;
+	uint8_t *ip;
+	uint32_t l3 = PROTO_ETH_LEN;
+
+	memcpy(p, a->dst_mac, 6);
+	memcpy(p + 6, a->src_mac, 6);
+	if (a->has_vlan) {
+		put_be16(p + 12, ETH_P_VLAN);
+		put_be16(p + 14, a->vlan_tci);
+		l3 += PROTO_VLAN_LEN;
+	}
+	put_be16(p + l3 - 2, ETH_P_IPV4);
+	ip = p + l3;
+	ip[0] = 0x45;
+	ip[1] = 0;
+	put_be16(ip + 2, (uint16_t)(PROTO_IP4_LEN + PROTO_UDP_LEN + payload_len));
+	put_be16(ip + 4, 0);
+	put_be16(ip + 6, IP4_DF);
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP_NUM;
+	put_be16(ip + 10, 0);
+	put_be32(ip + 12, a->src_ip);
+	put_be32(ip + 16, a->dst_ip);
+	put_be16(ip + 10, proto_ip4_cksum(ip, PROTO_IP4_LEN));
+	put_be16(ip + 20, a->src_port);
+	put_be16(ip + 22, a->dst_port);
+	put_be16(ip + 24, (uint16_t)(PROTO_UDP_LEN + payload_len));
+	put_be16(ip + 26, 0);
+}
+
+uint32_t
+proto_build_frame(void *frame, uint32_t cap, const struct proto_addr *a, const void *payload,
+		  uint32_t payload_len)
+{
+	uint32_t hl = proto_l2l4_len(a);
+
+	if (payload_len > PROTO_PAYLOAD_MAX || (uint64_t)hl + payload_len > cap)
+		return 0;
+	proto_write_l2l4(frame, a, payload_len);
+	memmove((uint8_t *)frame + hl, payload, payload_len);
+	return hl + payload_len;
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Run a libFuzzer target for SECONDS over a working corpus seeded from the
+# generated seeds and the stored regression inputs. A crash leaves its input
+# in build/fuzz/artifacts/: copy it into test/fuzz/regress/ and fix the bug.
+set -eu
+BIN=$1
+CORPUS=$2
+SECONDS_=${3:-30}
+cd "$(dirname "$0")/.."
+ART=$(dirname "$BIN")/artifacts
+mkdir -p "$CORPUS" "$ART"
+LOG=$(dirname "$BIN")/fuzz.log
+set +e
+"$BIN" -max_total_time="$SECONDS_" -max_len=9700 -print_final_stats=1 \
+	-artifact_prefix="$ART/" "$CORPUS" test/fuzz/regress >"$LOG" 2>&1
+rc=$?
+set -e
+runs=$(awk '/stat::number_of_executed_units/ {print $2}' "$LOG")
+rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$LOG")
+echo "fuzz: $(basename "$BIN") ran ${runs:-0} executions in ${SECONDS_}s (${rate:-0}/s), exit $rc"
+if [ $rc -ne 0 ]; then
+	tail -n 40 "$LOG"
+	exit 1
+fi

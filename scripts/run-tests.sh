@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Run every test: the Criterion suites, the kvss-dump golden checks, and the
+# fuzzer for a bounded time. Prints one summary line at the end.
+set -u
+BUILD=${1:-build}
+FUZZ_SECONDS=${2:-30}
+cd "$(dirname "$0")/.."
+
+failed=0
+passed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# Run one step; count its individual tests from the Criterion synthesis line
+# or a closing "N passed, M failed" line, else count the step itself.
+run() {
+	local name=$1 rc p f
+	shift
+	echo "== $name"
+	"$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	p=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+	f=$(sed -n 's/.*Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1+\2/p' "$log" | tail -n 1)
+	if [ -z "$p" ]; then
+		p=$(sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$log" | tail -n 1)
+		f=$(sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$log" | tail -n 1)
+	fi
+	if [ -z "$p" ]; then
+		if [ "$rc" -eq 0 ]; then p=1; f=0; else p=0; f=1; fi
+	fi
+	f=$((${f:-0}))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+	fi
+	[ "$f" -eq 0 ] || echo "FAILED: $name" >&2
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+for t in "$BUILD"/test/test_*; do
+	[ -x "$t" ] || continue
+	run "$(basename "$t")" "$t" --jobs 2 --short-filename
+done
+
+run kvss-dump scripts/test-dump.sh "$BUILD"
+run fuzz_proto scripts/fuzz.sh "$BUILD/fuzz/fuzz_proto" "$BUILD/fuzz/corpus_proto" "$FUZZ_SECONDS"
+
+echo "check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

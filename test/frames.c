@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "frames.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char frames_golden_delete_hex[] =
+	"4b5653530105000000000000ffff0100040302012000000007000000000000006f00000000000000"
+	"e80300000000000004000000070000000000000000000000";
+const char frames_golden_refill_hex[] =
+	"4b5653530104000000000000ffff0100040302014000000008000000000000002a00000000000000"
+	"140a000000000000090000000000000000000200000000006f000000000000000000000004000000"
+	"de000000000000000400000008000000";
+
+uint32_t
+frames_unhex(const char *hex, uint8_t *out, uint32_t cap)
+{
+	uint32_t n = 0;
+	unsigned int v;
+
+	while (hex[0] != '\0' && hex[1] != '\0' && n < cap) {
+		if (sscanf(hex, "%2x", &v) != 1)
+			break;
+		out[n++] = (uint8_t)v;
+		hex += 2;
+	}
+	return n;
+}
+
+void
+frames_addr(struct proto_addr *a, unsigned int type, bool vlan)
+{
+	static const uint8_t dmac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+	static const uint8_t smac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+
+	memset(a, 0, sizeof(*a));
+	memcpy(a->dst_mac, dmac, 6);
+	memcpy(a->src_mac, smac, 6);
+	a->has_vlan = vlan;
+	a->vlan_tci = vlan ? 0x2064 : 0; /* PCP 1, VID 100 */
+	a->src_ip = 0x0a000001;          /* 10.0.0.1: never sent anywhere */
+	a->dst_ip = 0x0a000002;
+	a->src_port = 40000;
+	if (type == PROTO_T_EVICT_DATA)
+		a->dst_port = PROTO_PORT_EVICT_DEFAULT;
+	else if (type == PROTO_T_REFILL_DATA)
+		a->dst_port = PROTO_PORT_REFILL_DEFAULT;
+	else
+		a->dst_port = PROTO_PORT_CTRL_DEFAULT;
+}
+
+static const unsigned int sample_types[] = {
+	PROTO_T_HELLO,	  PROTO_T_RESERVE,    PROTO_T_EVICT,	  PROTO_T_REFILL,
+	PROTO_T_DELETE,	  PROTO_T_STATUS,     PROTO_T_ACK,	  PROTO_T_ERROR,
+	PROTO_T_REFILL_DONE, PROTO_T_TOKEN_LOST, PROTO_T_EVICT_DATA, PROTO_T_REFILL_DATA,
+};
+
+unsigned int
+frames_count(void)
+{
+	return sizeof(sample_types) / sizeof(sample_types[0]);
+}
+
+uint32_t
+frames_payload(unsigned int i, uint8_t *buf, uint32_t cap, unsigned int *type)
+{
+	struct proto_builder b;
+	struct proto_hdr h = {
+		.type = (uint8_t)sample_types[i % frames_count()],
+		.flags = PROTO_F_ACK_REQ,
+		.model_id = 1,
+		.shard_id = 3,
+		.epoch = 0xA1B2C3D4,
+		.seq = 1000 + i,
+	};
+	unsigned int k;
+
+	*type = h.type;
+	if (h.type == PROTO_T_HELLO || h.type >= PROTO_T_EVICT_DATA)
+		h.seq = 0;
+	if (proto_build_begin(&b, buf, cap, &h) != 0)
+		return 0;
+	switch (h.type) {
+	case PROTO_T_RESERVE:
+		for (k = 0; k < 2; k++) {
+			struct proto_reserve r = {0x1111222233334444ULL + k, 0x99, 128 * k, 4096, 1};
+
+			proto_build_reserve(&b, &r);
+		}
+		break;
+	case PROTO_T_EVICT: {
+		struct proto_evict_hdr e = {.batch_no = 77, .num_caches = 2, .g = 3};
+
+		proto_build_evict_hdr(&b, &e);
+		for (k = 0; k < 6; k++) {
+			struct proto_evict_entry en = {k % 2 ? 0 : 0xABCDEF0123456789ULL,
+						       500 + k / 2, 31};
+
+			proto_build_evict_entry(&b, &en);
+		}
+		break;
+	}
+	case PROTO_T_REFILL:
+		for (k = 0; k < 2; k++) {
+			struct proto_refill_req r = {42 + k, 2580, 9, 64 * k, (uint16_t)k, 0};
+			unsigned int c;
+
+			proto_build_refill_req(&b, &r);
+			for (c = 0; c <= k + 1; c++) {
+				struct proto_refill_chunk ch = {111 + c, 64 * c, 64};
+
+				proto_build_refill_chunk(&b, &ch);
+			}
+		}
+		break;
+	case PROTO_T_DELETE:
+		for (k = 0; k < 3; k++) {
+			struct proto_delete d = {0x8000000000000001ULL + k, 1000 + k, 4 * k,
+						 4 * k + 3, (uint16_t)k};
+
+			proto_build_delete(&b, &d);
+		}
+		break;
+	case PROTO_T_STATUS: {
+		struct proto_status s = {123456, 1001, 987654321, PROTO_STATUS_F_STALLED, 0xA1B2C3D4};
+
+		proto_build_status(&b, &s);
+		for (k = 0; k < 2; k++) {
+			struct proto_cache_info c = {(uint16_t)k, 4, 4096 << k, 1000000, 1234 + k, 7};
+
+			proto_build_cache_info(&b, &c);
+		}
+		break;
+	}
+	case PROTO_T_ACK: {
+		struct proto_ack a = {0x0102030405060708ULL};
+
+		proto_build_ack(&b, &a);
+		break;
+	}
+	case PROTO_T_ERROR:
+		for (k = 0; k < 2; k++) {
+			struct proto_error e = {1005, 111, 152 + k, 0, (uint16_t)(PROTO_E_HOLE + k)};
+
+			proto_build_error(&b, &e);
+		}
+		break;
+	case PROTO_T_REFILL_DONE: {
+		struct proto_refill_done d = {42, 128, 0, 128 * 4096};
+		struct proto_refill_done e = {43, 0, PROTO_E_RANGE, 0};
+
+		proto_build_refill_done(&b, &d);
+		proto_build_refill_done(&b, &e);
+		break;
+	}
+	case PROTO_T_TOKEN_LOST: {
+		struct proto_lost l = {0xFEEDFACE, 64, 1};
+
+		proto_build_lost(&b, &l);
+		break;
+	}
+	case PROTO_T_EVICT_DATA: {
+		struct proto_data_hdr d = {.batch_no = 77, .cache_id = 1, .stream_offset = 16,
+					   .stream_len = 96};
+		uint8_t pay[40];
+
+		proto_ref_fill(0x1234, 1, 3, 1, 16, pay, sizeof(pay));
+		proto_build_data_hdr(&b, &d);
+		proto_build_bytes(&b, pay, sizeof(pay));
+		break;
+	}
+	case PROTO_T_REFILL_DATA: {
+		struct proto_refill_data_hdr d = {.refill_id = 42, .sequence_id = 9, .cache_idx = 128,
+						  .cache_id = 0, .buffer_id = 2,
+						  .stream_offset = 0, .stream_len = 64};
+		uint8_t pay[64];
+
+		proto_ref_fill(0x5678, 1, 3, 0, 0, pay, sizeof(pay));
+		proto_build_refill_data_hdr(&b, &d);
+		proto_build_bytes(&b, pay, sizeof(pay));
+		break;
+	}
+	default:
+		break;
+	}
+	return proto_build_end(&b);
+}
+
+uint32_t
+frames_wrap(const uint8_t *payload, uint32_t len, unsigned int type, bool vlan, uint8_t *buf,
+	    uint32_t cap)
+{
+	struct proto_addr a;
+
+	frames_addr(&a, type, vlan);
+	return proto_build_frame(buf, cap, &a, payload, len);
+}
+
+uint32_t
+frames_frame(unsigned int i, bool vlan, uint8_t *buf, uint32_t cap)
+{
+	uint8_t pay[PROTO_PAYLOAD_MAX];
+	unsigned int type;
+	uint32_t n = frames_payload(i, pay, sizeof(pay), &type);
+
+	return frames_wrap(pay, n, type, vlan, buf, cap);
+}

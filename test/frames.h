@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Sample frames for tests, fuzz seeds and pcap generation. */
+#ifndef KVSS_TEST_FRAMES_H
+#define KVSS_TEST_FRAMES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/** Section 8's golden UDP payloads. */
+extern const char frames_golden_delete_hex[];
+extern const char frames_golden_refill_hex[];
+
+/** Decode a hex string into @p out; returns the byte count. */
+uint32_t frames_unhex(const char *hex, uint8_t *out, uint32_t cap);
+
+/** Addresses used by every sample frame (dst port chosen per type). */
+void frames_addr(struct proto_addr *a, unsigned int type, bool vlan);
+
+/** Number of sample messages: at least one of every type. */
+unsigned int frames_count(void);
+
+/**
+ * Build sample message @p i (UDP payload only) with non-trivial values.
+ * @return payload length; *@p type gets its type.
+ */
+uint32_t frames_payload(unsigned int i, uint8_t *buf, uint32_t cap, unsigned int *type);
+
+/** Sample message @p i as a whole Ethernet frame. */
+uint32_t frames_frame(unsigned int i, bool vlan, uint8_t *buf, uint32_t cap);
+
+/** Wrap a UDP payload sent to the port of @p type in a frame. */
+uint32_t frames_wrap(const uint8_t *payload, uint32_t len, unsigned int type, bool vlan,
+		     uint8_t *buf, uint32_t cap);
+
+#endif

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Writes test inputs made with lib/proto's builders:
+ *   gen_frames corpus DIR        fuzz seeds: every type, tagged and not
+ *   gen_frames pcap FILE golden  section 8's two payloads, as frames
+ *   gen_frames pcap FILE bad     truncated and corrupted copies of them
+ *   gen_frames pcap FILE all     one sample frame of every type
+ */
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frames.h"
+
+static int
+write_seed(const char *dir, const char *name, const uint8_t *frame, uint32_t n)
+{
+	char path[1024];
+	FILE *f;
+	uint8_t split[2] = {(uint8_t)(n / 3), (uint8_t)(n / 2)};
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (f == NULL) {
+		perror(path);
+		return -1;
+	}
+	fwrite(split, 1, 2, f);
+	fwrite(frame, 1, n, f);
+	fclose(f);
+	return 0;
+}
+
+static int
+corpus(const char *dir)
+{
+	uint8_t frame[PROTO_FRAME_MAX], pay[256];
+	char name[64];
+	unsigned int i, v;
+	uint32_t n;
+
+	for (v = 0; v < 2; v++)
+		for (i = 0; i < frames_count(); i++) {
+			n = frames_frame(i, v, frame, sizeof(frame));
+			snprintf(name, sizeof(name), "sample_%02u_%s", i, v ? "vlan" : "plain");
+			if (write_seed(dir, name, frame, n) != 0)
+				return 1;
+		}
+	n = frames_unhex(frames_golden_delete_hex, pay, sizeof(pay));
+	n = frames_wrap(pay, n, PROTO_T_DELETE, false, frame, sizeof(frame));
+	write_seed(dir, "golden_delete", frame, n);
+	n = frames_unhex(frames_golden_refill_hex, pay, sizeof(pay));
+	n = frames_wrap(pay, n, PROTO_T_REFILL, false, frame, sizeof(frame));
+	write_seed(dir, "golden_refill", frame, n);
+	return 0;
+}
+
+static pcap_dumper_t *dumper;
+static unsigned int pkt_no;
+
+static void
+emit(const uint8_t *frame, uint32_t caplen, uint32_t len)
+{
+	struct pcap_pkthdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.ts.tv_sec = 1700000000;
+	h.ts.tv_usec = 1000 * pkt_no++;
+	h.caplen = caplen;
+	h.len = len;
+	pcap_dump((u_char *)dumper, &h, frame);
+}
+
+static void
+fix_ip(uint8_t *frame)
+{
+	uint16_t ck;
+
+	frame[24] = frame[25] = 0;
+	ck = proto_ip4_cksum(frame + 14, 20);
+	frame[24] = (uint8_t)(ck >> 8);
+	frame[25] = (uint8_t)ck;
+}
+
+static uint32_t
+golden(int which, uint8_t *frame)
+{
+	uint8_t pay[256];
+	uint32_t n;
+
+	if (which == 0) {
+		n = frames_unhex(frames_golden_delete_hex, pay, sizeof(pay));
+		return frames_wrap(pay, n, PROTO_T_DELETE, false, frame, PROTO_FRAME_MAX);
+	}
+	n = frames_unhex(frames_golden_refill_hex, pay, sizeof(pay));
+	return frames_wrap(pay, n, PROTO_T_REFILL, false, frame, PROTO_FRAME_MAX);
+}
+
+static void
+bad(void)
+{
+	uint8_t f[PROTO_FRAME_MAX];
+	uint32_t n;
+	const uint32_t P = PROTO_L2L4_LEN; /* payload offset */
+
+	n = golden(0, f); /* truncated: the capture lost the tail */
+	emit(f, n - 10, n - 10);
+	n = golden(1, f); /* snaplen cut the frame */
+	emit(f, 60, n);
+	n = golden(0, f);
+	f[P] = 'X';
+	emit(f, n, n); /* bad_magic */
+	n = golden(0, f);
+	f[P + 4] = 2;
+	emit(f, n, n); /* bad_version */
+	n = golden(0, f);
+	f[P + 5] = 0x7e;
+	emit(f, n, n); /* bad_type */
+	n = golden(0, f);
+	f[P + 20] = 33;
+	emit(f, n, n); /* bad_body_len */
+	n = golden(1, f);
+	f[P + 14] = 2;
+	emit(f, n, n); /* bad_count */
+	n = golden(0, f);
+	f[20] = 0x20;
+	fix_ip(f);
+	emit(f, n, n); /* ip_fragment */
+	n = golden(0, f);
+	f[25] ^= 0x5a;
+	emit(f, n, n); /* bad_ip_checksum */
+	n = golden(0, f);
+	f[39] -= 4;
+	emit(f, n, n); /* bad_udp_len */
+	n = golden(0, f);
+	f[36] = 0;
+	f[37] = 53;
+	emit(f, n, n); /* not_kvss: DNS port */
+	n = golden(1, f);
+	emit(f, n, n); /* and a good one after all that */
+}
+
+static int
+pcap_out(const char *file, const char *what)
+{
+	pcap_t *p = pcap_open_dead(DLT_EN10MB, 65535);
+	uint8_t frame[PROTO_FRAME_MAX];
+	unsigned int i;
+
+	dumper = pcap_dump_open(p, file);
+	if (dumper == NULL) {
+		fprintf(stderr, "gen_frames: %s: %s\n", file, pcap_geterr(p));
+		return 1;
+	}
+	if (strcmp(what, "golden") == 0) {
+		uint32_t n = golden(0, frame);
+
+		emit(frame, n, n);
+		n = golden(1, frame);
+		emit(frame, n, n);
+	} else if (strcmp(what, "bad") == 0) {
+		bad();
+	} else if (strcmp(what, "all") == 0) {
+		for (i = 0; i < frames_count(); i++) {
+			uint32_t n = frames_frame(i, i == 2, frame, sizeof(frame));
+
+			emit(frame, n, n);
+		}
+	} else {
+		fprintf(stderr, "gen_frames: unknown set %s\n", what);
+		return 1;
+	}
+	pcap_dump_close(dumper);
+	pcap_close(p);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "corpus") == 0)
+		return corpus(argv[2]);
+	if (argc == 4 && strcmp(argv[1], "pcap") == 0)
+		return pcap_out(argv[2], argv[3]);
+	fprintf(stderr, "usage: gen_frames corpus DIR | pcap FILE golden|bad|all\n");
+	return 2;
+}
