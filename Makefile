@@ -36,11 +36,14 @@ PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
 
 LIBPROTO := $(BUILD)/lib/libproto.a
 
+KVSTORE_SRC := lib/kvstore/kvstore.c
+LIBKVSTORE := $(BUILD)/lib/libkvstore.a
+
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 TEST_COMMON_SRC := test/frames.c
-PURE_SRC := $(PROTO_PURE_SRC) app/dump/kvss_dump.c test/test_proto.c $(TEST_COMMON_SRC) \
-	test/gen_frames.c
+PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
+	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
@@ -56,6 +59,11 @@ $(LIBPROTO): $(call obj,$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC))
 	rm -f $@
 	ar rcs $@ $^
 
+$(LIBKVSTORE): $(call obj,$(KVSTORE_SRC))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
 # ---- programs --------------------------------------------------------------
 
 KVSS_DUMP := $(BUILD)/kvss-dump
@@ -65,7 +73,8 @@ $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
 
 # ---- tests -----------------------------------------------------------------
 
-TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_mbuf
+TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_mbuf $(BUILD)/test/test_kvstore \
+	$(BUILD)/test/test_kvstore_model
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -76,6 +85,11 @@ $(BUILD)/test/test_proto: $(call obj,test/test_proto.c) $(TEST_COMMON) $(LIBPROT
 $(BUILD)/test/test_proto_mbuf: $(call obj,test/test_proto_mbuf.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_kvstore $(BUILD)/test/test_kvstore_model: $(BUILD)/test/%: \
+		$(BUILD)/obj/test/%.o $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
@@ -100,7 +114,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 # ---- top-level targets -----------------------------------------------------
 
-ALL := $(LIBPROTO) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES)
+ALL := $(LIBPROTO) $(LIBKVSTORE) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES)
 
 .PHONY: all check check-run bench demo fuzz fuzz-run clean deps need-deps
 
