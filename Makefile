@@ -91,6 +91,19 @@ $(BUILD)/test/test_kvstore $(BUILD)/test/test_kvstore_model: $(BUILD)/test/%: \
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
+STRESS := $(BUILD)/test/stress_kvstore $(BUILD)/test/stress_kvstore_tsan
+STRESS_SRC := test/stress_kvstore.c $(KVSTORE_SRC) $(PROTO_PURE_SRC)
+
+$(BUILD)/test/stress_kvstore: $(STRESS_SRC) test/kv_harness.h lib/kvstore/kvstore.h lib/proto/proto.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -Ilib/proto -Ilib/kvstore -o $@ $(STRESS_SRC) -lxxhash -lpthread
+
+# The same program under ThreadSanitizer (clang, like the fuzzer).
+$(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h lib/kvstore/kvstore.h lib/proto/proto.h
+	@mkdir -p $(@D)
+	$(CLANG) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Ilib/proto -Ilib/kvstore -o $@ \
+		$(STRESS_SRC) -lxxhash -lpthread
+
 $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
@@ -116,7 +129,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES)
 
-.PHONY: all check check-run bench demo fuzz fuzz-run clean deps need-deps
+.PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 
 all: need-deps $(ALL)
 
@@ -131,8 +144,11 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS)
+check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(STRESS)
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
+
+check-tsan: $(BUILD)/test/stress_kvstore_tsan
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test/stress_kvstore_tsan 1000000
 
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-run

@@ -5,6 +5,7 @@
 set -u
 BUILD=${1:-build}
 FUZZ_SECONDS=${2:-30}
+export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
 cd "$(dirname "$0")/.."
 
 failed=0
@@ -42,6 +43,8 @@ for t in "$BUILD"/test/test_*; do
 	run "$(basename "$t")" "$t" --jobs 2 --short-filename
 done
 
+run stress_kvstore "$BUILD/test/stress_kvstore" 2000000
+run stress_kvstore_tsan "$BUILD/test/stress_kvstore_tsan" 1000000
 run kvss-dump scripts/test-dump.sh "$BUILD"
 run fuzz_proto scripts/fuzz.sh "$BUILD/fuzz/fuzz_proto" "$BUILD/fuzz/corpus_proto" "$FUZZ_SECONDS"
 

@@ -406,9 +406,14 @@ Test(rules, memsize_is_slots_plus_metadata_and_too_little_memory_is_refused)
 	sz = kvstore_memsize(&p);
 	meta = kvstore_meta_size(&p);
 	cr_assert_gt(sz, meta);
-	/* Slots: (capacity + spare) x B per cache, spare being capacity / 64 by default. */
-	cr_assert_geq(sz - meta, 100000ull * 4096 + 50000ull * 1024);
-	cr_assert_leq(sz - meta, (100000ull + 1563 + 64) * 4096 + (50000ull + 1563 + 64) * 1024);
+	/*
+	 * Slots: (capacity + spare) rounded up to blocks of 64, each block 64 x B
+	 * bytes plus one cache line; spare is max(capacity / 256, 512) = 512.
+	 */
+	cr_assert_eq(sz - meta, (100512ull + 32) / 64 * (64 * 4096 + 64) +
+					(50512ull + 48) / 64 * (64 * 1024 + 64));
+	/* Metadata: under 40 bytes per token of capacity (1% of 4 KiB). */
+	cr_assert_lt(meta, 40 * 150000, "metadata %zu bytes", meta);
 	cr_assert_eq(posix_memalign(&m, 64, sz), 0);
 	cr_assert_null(kvstore_init(m, sz - 1, &p));
 	cr_assert_eq(errno, ENOSPC);

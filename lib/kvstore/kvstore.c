@@ -10,6 +10,10 @@
 #include <errno.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define NIL UINT32_MAX
 #define TOMB UINT32_MAX
 #define ALIGN 64
@@ -19,14 +23,13 @@
 #define ld_rlx(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define st_rlx(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
-/* One page of a prompt's token -> slot table: 1 KiB. */
+/* One page of a prompt's token -> slot table: 256 bytes. */
 struct kv_page {
 	uint32_t next;	/* rd: next page of the prompt, NIL at the tail */
 	uint32_t prev;
 	uint32_t dirty; /* entries past the prompt's end were once published */
 	uint32_t pad;
 	uint32_t slot[KVSTORE_PAGE_ENTRIES]; /* rd */
-	uint32_t pad2[2];
 };
 
 struct kv_prompt {
@@ -49,7 +52,8 @@ struct kv_cache {
 	uint32_t bb; /* bytes per token per buffer */
 	uint64_t capacity;
 	uint32_t nslots, nblocks;
-	uint8_t *data; /* block k at data + k * 64 * B, buffer-major inside */
+	uint8_t *data; /* block k at data + k * stride, buffer-major inside */
+	size_t stride; /* 64 * B plus one cache line: see block_stride() */
 	/* Block allocator: free-lane masks, and lists of empty and partial blocks. */
 	uint64_t *free_mask;
 	uint32_t *blk_next, *blk_prev;
@@ -70,6 +74,9 @@ struct kv_cache {
 	uint32_t npages, page_free;
 	/* Tokens accepted (published + open-batch growth): the capacity measure. */
 	uint64_t stored;
+	/* Retired objects, oldest first. */
+	struct kv_limbo *limbo;
+	uint64_t limbo_cap, limbo_head, limbo_tail;
 };
 
 enum entry_kind { E_DISCARD, E_GROW, E_OVER };
@@ -120,11 +127,10 @@ struct kvstore_refill {
 
 enum limbo_type { L_SLOT, L_PAGE, L_PROMPT };
 
+/* A retired object: 8 bytes, since there is one per slot at worst. */
 struct kv_limbo {
-	uint64_t tag;
-	uint32_t index;
-	uint16_t cache;
-	uint16_t type;
+	uint32_t tag;	 /* low 32 bits of the epoch it was retired in */
+	uint32_t object; /* type << 30 | index */
 };
 
 struct kvstore {
@@ -139,8 +145,6 @@ struct kvstore {
 	struct kvstore_refill *refills;
 	uint32_t refill_cursor; /* reader's */
 	uint64_t epoch;		/* rd */
-	struct kv_limbo *limbo;
-	uint64_t limbo_cap, limbo_head, limbo_tail;
 	struct kvstore_stats stats;
 };
 
@@ -171,8 +175,8 @@ apply_defaults(const struct kvstore_params *in, struct kvstore_params *p)
 		if (cp->bytes_per_token == 0 || cp->num_buffers == 0 ||
 		    cp->bytes_per_token % cp->num_buffers != 0 || cp->capacity_tokens == 0)
 			return -EINVAL;
-		/* Slot ids are 32-bit with NIL reserved. */
-		if (cp->capacity_tokens > (1ull << 31))
+		/* Slot ids fit 30 bits (limbo entries carry a type beside them). */
+		if (cp->capacity_tokens > (1ull << 29))
 			return -EINVAL;
 		if (cp->capacity_tokens > maxcap)
 			maxcap = cp->capacity_tokens;
@@ -182,7 +186,7 @@ apply_defaults(const struct kvstore_params *in, struct kvstore_params *p)
 	if (p->max_prompts > (1u << 28))
 		return -EINVAL;
 	if (p->spare_tokens == 0)
-		p->spare_tokens = (uint32_t)(maxcap / 64 > 256 ? maxcap / 64 : 256);
+		p->spare_tokens = (uint32_t)(maxcap / 256 > 512 ? maxcap / 256 : 512);
 	if (p->max_open_batches == 0)
 		p->max_open_batches = 64;
 	if (p->max_batch_entries == 0)
@@ -202,13 +206,24 @@ cache_nslots(const struct kvstore_params *p, unsigned int c)
 	return (uint32_t)((n + KVSTORE_BLOCK_SLOTS - 1) / KVSTORE_BLOCK_SLOTS * KVSTORE_BLOCK_SLOTS);
 }
 
+/*
+ * Blocks are 64 x B bytes plus one cache line. Without it, the same lane of
+ * different blocks sits a multiple of 64 x B apart, and prompts that start
+ * together (each in a fresh block) write one cache set over and over.
+ */
+static size_t
+block_stride(uint32_t B)
+{
+	return (size_t)KVSTORE_BLOCK_SLOTS * B + ALIGN;
+}
+
 static uint32_t
 cache_npages(const struct kvstore_params *p, unsigned int c)
 {
 	uint64_t n = cache_nslots(p, c) / KVSTORE_PAGE_ENTRIES + 1;
 
 	/* Each prompt's tail page is partial; copies on regrowth and limbo need slack. */
-	return (uint32_t)(n + p->max_prompts + p->max_prompts / 4 + 64);
+	return (uint32_t)(n + p->max_prompts + p->max_prompts / 16 + 64);
 }
 
 /*
@@ -228,7 +243,7 @@ layout(const struct kvstore_params *p, struct kvstore *s, uint8_t *base, size_t 
 {
 	size_t off = sizeof(struct kvstore);
 	unsigned int c, i;
-	uint64_t limbo = 0;
+	uint64_t limbo;
 	struct kv_page *pg = NULL;
 	struct kv_prompt *pr = NULL;
 	uint64_t *u64p = NULL;
@@ -272,7 +287,13 @@ layout(const struct kvstore_params *p, struct kvstore *s, uint8_t *base, size_t 
 		CARVE(pg, struct kv_page, cache_npages(p, c));
 		if (kc)
 			kc->pages = pg;
-		limbo += nslots + cache_npages(p, c) + p->max_prompts;
+		/* Every object at most once in limbo. */
+		limbo = nslots + cache_npages(p, c) + p->max_prompts;
+		CARVE(lp, struct kv_limbo, limbo);
+		if (kc) {
+			kc->limbo = lp;
+			kc->limbo_cap = limbo;
+		}
 	}
 	CARVE(bp, struct kv_batch, p->max_open_batches);
 	if (s)
@@ -293,15 +314,11 @@ layout(const struct kvstore_params *p, struct kvstore *s, uint8_t *base, size_t 
 		if (s)
 			s->refills[i].chunks = cp;
 	}
-	CARVE(lp, struct kv_limbo, limbo);
-	if (s) {
-		s->limbo = lp;
-		s->limbo_cap = limbo;
-	}
 	if (meta)
 		*meta = (off + ALIGN - 1) & ~(size_t)(ALIGN - 1);
 	for (c = 0; c < p->num_caches; c++) {
-		size_t sz = (size_t)cache_nslots(p, c) * p->cache[c].bytes_per_token;
+		size_t sz = (size_t)(cache_nslots(p, c) / KVSTORE_BLOCK_SLOTS) *
+			    block_stride(p->cache[c].bytes_per_token);
 
 		CARVE(u8p, uint8_t, sz);
 		if (s)
@@ -433,8 +450,8 @@ slot_addr(const struct kv_cache *c, uint32_t slot, uint32_t buffer)
 {
 	uint32_t k = slot / KVSTORE_BLOCK_SLOTS, lane = slot % KVSTORE_BLOCK_SLOTS;
 
-	return c->data + (size_t)k * KVSTORE_BLOCK_SLOTS * c->B +
-	       (size_t)buffer * KVSTORE_BLOCK_SLOTS * c->bb + (size_t)lane * c->bb;
+	return c->data + (size_t)k * c->stride + (size_t)buffer * KVSTORE_BLOCK_SLOTS * c->bb +
+	       (size_t)lane * c->bb;
 }
 
 /* ---- Reclamation ----------------------------------------------------------- */
@@ -459,20 +476,20 @@ static void page_release(struct kv_cache *c, uint32_t pg);
 static void prompt_release(struct kv_cache *c, uint32_t pi);
 
 static void
-limbo_free(struct kvstore *s, const struct kv_limbo *l)
+limbo_free(struct kv_cache *c, const struct kv_limbo *l)
 {
-	struct kv_cache *c = &s->cache[l->cache];
+	uint32_t index = l->object & ((1u << 30) - 1);
 
-	switch (l->type) {
+	switch (l->object >> 30) {
 	case L_SLOT:
 		c->limbo_slots--;
-		slot_free(c, l->index);
+		slot_free(c, index);
 		break;
 	case L_PAGE:
-		page_release(c, l->index);
+		page_release(c, index);
 		break;
 	default:
-		prompt_release(c, l->index);
+		prompt_release(c, index);
 		break;
 	}
 }
@@ -481,18 +498,24 @@ limbo_free(struct kvstore *s, const struct kv_limbo *l)
 static void
 reclaim(struct kvstore *s)
 {
-	uint64_t oldest;
+	uint64_t oldest = UINT64_MAX, now = __atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
+	unsigned int ci;
 
-	if (s->limbo_head == s->limbo_tail)
-		return;
-	oldest = oldest_ticket(s);
-	while (s->limbo_head != s->limbo_tail) {
-		struct kv_limbo *l = &s->limbo[s->limbo_head % s->limbo_cap];
+	for (ci = 0; ci < s->p.num_caches; ci++) {
+		struct kv_cache *c = &s->cache[ci];
 
-		if (l->tag >= oldest)
-			break;
-		limbo_free(s, l);
-		s->limbo_head++;
+		while (c->limbo_head != c->limbo_tail) {
+			struct kv_limbo *l = &c->limbo[c->limbo_head % c->limbo_cap];
+			/* The full tag, from its low bits and the epoch now. */
+			uint64_t tag = now - (uint32_t)((uint32_t)now - l->tag);
+
+			if (oldest == UINT64_MAX)
+				oldest = oldest_ticket(s);
+			if (tag >= oldest)
+				break;
+			limbo_free(c, l);
+			c->limbo_head++;
+		}
 	}
 }
 
@@ -504,15 +527,14 @@ reclaim(struct kvstore *s)
 static void
 retire(struct kvstore *s, uint16_t cache, enum limbo_type type, uint32_t index)
 {
-	struct kv_limbo *l = &s->limbo[s->limbo_tail % s->limbo_cap];
+	struct kv_cache *c = &s->cache[cache];
+	struct kv_limbo *l = &c->limbo[c->limbo_tail % c->limbo_cap];
 
-	l->tag = __atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
-	l->index = index;
-	l->cache = cache;
-	l->type = (uint16_t)type;
-	s->limbo_tail++;
+	l->tag = (uint32_t)__atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
+	l->object = (uint32_t)type << 30 | index;
+	c->limbo_tail++;
 	if (type == L_SLOT)
-		s->cache[cache].limbo_slots++;
+		c->limbo_slots++;
 }
 
 /*
@@ -863,6 +885,7 @@ kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
 		c->B = p.cache[ci].bytes_per_token;
 		c->nb = p.cache[ci].num_buffers;
 		c->bb = c->B / c->nb;
+		c->stride = block_stride(c->B);
 		c->capacity = p.cache[ci].capacity_tokens;
 		c->nslots = cache_nslots(&p, ci);
 		c->nblocks = c->nslots / KVSTORE_BLOCK_SLOTS;
@@ -1014,7 +1037,7 @@ batch_open(struct kvstore *s, uint64_t no, uint16_t g, uint16_t nc)
  */
 static void
 evict_needs(struct kvstore *s, uint16_t nc, uint32_t n, const struct proto_evict_entry *e,
-	    uint64_t *add, uint64_t *slots)
+	    struct kv_entry *be, uint64_t *add, uint64_t *slots)
 {
 	uint32_t i;
 
@@ -1023,14 +1046,34 @@ evict_needs(struct kvstore *s, uint16_t nc, uint32_t n, const struct proto_evict
 		struct kv_cache *c = &s->cache[ci];
 		uint32_t pi;
 
+		be[i].prompt = NIL;
 		if (e[i].prompt_id == 0)
 			continue;
 		slots[ci]++;
-		pi = prompt_find(c, e[i].prompt_id);
+		/* Remembered for evict_one(), which would look it up again. */
+		pi = be[i].prompt = prompt_find(c, e[i].prompt_id);
 		if (pi == NIL ||
 		    e[i].token_idx >= c->prompts[pi].offset + c->prompts[pi].n_claim)
 			add[ci]++;
 	}
+}
+
+/*
+ * True when even if every entry grew its prompt the batch would fit: then the
+ * exact count (a hash lookup per entry) is not needed. Usual far from full.
+ */
+static bool
+evict_surely_fits(const struct kvstore *s, uint16_t g)
+{
+	unsigned int c;
+
+	for (c = 0; c < s->p.num_caches; c++) {
+		const struct kv_cache *kc = &s->cache[c];
+
+		if (kc->stored + g > kc->capacity || kc->free_slots < g)
+			return false;
+	}
+	return true;
 }
 
 /* Accept entry @e of cache @ci into batch entry @be; return its code. */
@@ -1038,12 +1081,15 @@ static uint16_t
 evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, struct kv_entry *be)
 {
 	struct kv_cache *c = &s->cache[ci];
-	uint32_t pi = prompt_find(c, e->prompt_id), slot;
+	uint32_t pi = be->prompt, slot;
 	struct kv_prompt *p;
 	struct kv_page *pg;
 	uint32_t rel;
 	bool created = false;
 
+	/* Found before the batch, or created by an earlier entry of it. */
+	if (pi == NIL || c->prompts[pi].id != e->prompt_id)
+		pi = prompt_find(c, e->prompt_id);
 	be->kind = E_DISCARD;
 	be->prompt = NIL;
 	be->slot = NIL;
@@ -1118,11 +1164,15 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 	}
 	if (n > s->p.max_batch_entries)
 		return -EINVAL;
-	if (!(flags & KVSTORE_EVICT_FORCE)) {
+	/* The ring slot of this batch is free (the window check above). */
+	b = &s->batches[batch_no % s->p.max_open_batches];
+	for (i = 0; i < n; i++)
+		b->e[i].prompt = NIL;
+	if (!(flags & KVSTORE_EVICT_FORCE) && !evict_surely_fits(s, g)) {
 		uint64_t add[KVSTORE_MAX_CACHES] = {0}, slots[KVSTORE_MAX_CACHES] = {0};
 		unsigned int c;
 
-		evict_needs(s, num_caches, n, e, add, slots);
+		evict_needs(s, num_caches, n, e, b->e, add, slots);
 		for (c = 0; c < num_caches; c++) {
 			struct kv_cache *kc = &s->cache[c];
 
@@ -1134,7 +1184,7 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 					return -ENOSPC;
 			}
 		}
-	} else {
+	} else if (flags & KVSTORE_EVICT_FORCE) {
 		reclaim(s);
 	}
 	b = batch_open(s, batch_no, g, num_caches);
@@ -1197,6 +1247,53 @@ stream_add(struct kv_stream *st, uint32_t a, uint32_t z, struct kv_iv *m, uint32
 	return 0;
 }
 
+/*
+ * Copy evicted bytes into a slot. The store's bytes are not read again by
+ * this core (the NIC reads them at refill time), so pieces of 256 bytes and
+ * more go with non-temporal stores: no read-for-ownership of the destination,
+ * half the memory traffic of a cached copy. kvstore_data() fences when a
+ * batch completes, before anything of it can be published.
+ */
+static inline void
+copy_in(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+#if defined(__SSE2__)
+	if (n >= 256) {
+		uint32_t head = (uint32_t)(-(uintptr_t)dst & 15);
+
+		if (head != 0)
+			memcpy(dst, src, head);
+		dst += head;
+		src += head;
+		n -= head;
+		for (; n >= 64; n -= 64, dst += 64, src += 64) {
+			__m128i a = _mm_loadu_si128((const __m128i *)src);
+			__m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+			__m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+			__m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+
+			_mm_stream_si128((__m128i *)dst, a);
+			_mm_stream_si128((__m128i *)(dst + 16), b);
+			_mm_stream_si128((__m128i *)(dst + 32), c);
+			_mm_stream_si128((__m128i *)(dst + 48), d);
+		}
+		for (; n >= 16; n -= 16, dst += 16, src += 16)
+			_mm_stream_si128((__m128i *)dst, _mm_loadu_si128((const __m128i *)src));
+		if (n == 0)
+			return;
+	}
+#endif
+	memcpy(dst, src, n);
+}
+
+static inline void
+copy_fence(void)
+{
+#if defined(__SSE2__)
+	_mm_sfence();
+#endif
+}
+
 /* Copy bytes [x, x + len) of a token (buffer-major slot layout). */
 static inline void
 token_write(const struct kv_cache *c, uint32_t slot, uint32_t x, const uint8_t *src, uint32_t len)
@@ -1205,7 +1302,7 @@ token_write(const struct kv_cache *c, uint32_t slot, uint32_t x, const uint8_t *
 		uint32_t buf = x / c->bb, in = x % c->bb;
 		uint32_t n = c->bb - in < len ? c->bb - in : len;
 
-		memcpy(slot_addr(c, slot, buf) + in, src, n);
+		copy_in(slot_addr(c, slot, buf) + in, src, n);
 		src += n;
 		x += n;
 		len -= n;
@@ -1258,6 +1355,9 @@ kvstore_data(struct kvstore *s, uint64_t batch_no, uint16_t cache_id, uint32_t s
 	}
 	/* Coverage changed only inside this fragment: no other token completed. */
 	if (b->pending == 0) {
+		/* Streaming stores of every fragment must be visible before the
+		 * batch can be published; one fence per batch, not per frame. */
+		copy_fence();
 		b->done = true;
 		batches_advance(s);
 	}

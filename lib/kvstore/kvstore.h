@@ -17,7 +17,8 @@
  * and a refill of consecutive tokens becomes one segment per buffer and
  * block. Each prompt has a range [offset, offset + n) and a table from token
  * to slot, in pages of KVSTORE_PAGE_ENTRIES entries: the token's bytes may be
- * anywhere.
+ * anywhere. Metadata is about 25 bytes per token of capacity (4 for the
+ * table, 8 for the limbo ring, the rest per prompt and per batch).
  *
  * Threads. One thread, the owner (the ingest lcore), makes every call that
  * changes the store: reserve, evict, data, delete, batch loss, reset. One
@@ -28,7 +29,8 @@
  * acquire loads, and whatever the owner frees (slots, table pages, prompt
  * records) is retired to a limbo ring and reused only once every refill that
  * began before it has ended (epoch-based reclamation), so memory a refill
- * references is never rewritten under it. The refill queue's DELETEs are
+ * references is never rewritten under it. A refill must end within 2^31
+ * retire groups (deletes and overwriting batches) of its start. The refill queue's DELETEs are
  * gated by the reader but applied by the owner (the app passes them over a
  * ring), which keeps the single writer.
  *
@@ -55,8 +57,8 @@ extern "C" {
 #define KVSTORE_MAX_CACHES 16
 /** Slots per allocation block (one 64-bit free mask per block). */
 #define KVSTORE_BLOCK_SLOTS 64
-/** Slot ids per table page (the page is 1 KiB). */
-#define KVSTORE_PAGE_ENTRIES 250
+/** Slot ids per table page (the page is 256 bytes). */
+#define KVSTORE_PAGE_ENTRIES 60
 /** Disjoint received ranges tracked per stream of an open batch. */
 #define KVSTORE_MAX_HOLES 64
 
@@ -73,8 +75,8 @@ struct kvstore_params {
 	uint32_t max_prompts;
 	/**
 	 * Slots per cache beyond capacity, for overwrites in flight and for
-	 * memory that refills still reference after a delete; 0: capacity / 64,
-	 * at least 256. When they run out an evict waits (-ENOSPC) as if full.
+	 * memory that refills still reference after a delete; 0: capacity / 256,
+	 * at least 512. When they run out an evict waits (-ENOSPC) as if full.
 	 */
 	uint32_t spare_tokens;
 	/** EVICT batches open (data still arriving) at once; 0: 64. */

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvstore benchmarks, each printed as `bench: NAME VALUE UNIT` with its
+ * baseline measured in the same run:
+ *  - ingest: EVICT batches of 64 tokens whose streams arrive as frames of a
+ *    jumbo MTU's payload (8916 bytes), copied from a pool of frame buffers
+ *    much larger than the caches, for B_c = 1 KiB and 16 KiB; baseline: a
+ *    plain memcpy of the same frames into a region as large as the store's.
+ *  - refill segment-list building, in segments and tokens per second.
+ *  - metadata bytes per stored token, against B_c.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kvstore.h"
+
+#define FRAME_PAYLOAD 8916 /* MTU 9000 - IPv4 - UDP - KVSS header - DataHeader */
+#define FRAME_STRIDE 9216  /* an mbuf's data room */
+#define POOL_FRAMES 8192   /* 72 MiB of received frames */
+#define G 64
+#define REGION (256u << 20)
+#define BYTES_PER_RUN (3ull << 30)
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint8_t *pool;
+
+static void *
+xalloc(size_t n)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, n) != 0) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(1);
+	}
+	memset(p, 0, n); /* fault the pages in outside any timing */
+	return p;
+}
+
+/* Frames of the pool, as a NIC would have left them: one after another. */
+static inline const uint8_t *
+frame(uint64_t i)
+{
+	return pool + (i % POOL_FRAMES) * FRAME_STRIDE;
+}
+
+/* The baseline: the same bytes, in the same frame-sized pieces, memcpy'd into
+ * a region as large as the store's slots. */
+static double
+memcpy_rate(uint64_t total, uint8_t *dst)
+{
+	uint64_t done = 0, fi = 0, at = 0;
+	double t0 = now();
+
+	while (done < total) {
+		uint32_t n = FRAME_PAYLOAD;
+
+		if (at + n > REGION)
+			at = 0;
+		memcpy(dst + at, frame(fi++), n);
+		at += n;
+		done += n;
+	}
+	return (double)total / (now() - t0);
+}
+
+/* Ingest @total bytes through EVICT + EVICT_DATA; return bytes per second. */
+static double
+ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
+{
+	struct kvstore_params p = {.num_caches = 1, .max_prompts = 4096, .max_batch_entries = G};
+	uint64_t cap = REGION / B, done = 0, fi = 0, batch = 1, tokens = 0, pid_base = 1;
+	uint32_t claimed[G] = {0};
+	struct proto_evict_entry e[G];
+	struct kvstore *s;
+	size_t sz;
+	void *mem;
+	double busy = 0;
+	unsigned int i;
+
+	p.cache[0] = (struct kvstore_cache_params){B, 4, cap};
+	sz = kvstore_memsize(&p);
+	mem = xalloc(sz);
+	s = kvstore_init(mem, sz, &p);
+	if (s == NULL) {
+		fprintf(stderr, "bench: kvstore_init failed\n");
+		exit(1);
+	}
+	while (done < total) {
+		uint32_t stream = G * B, off;
+		double t0;
+
+		/* Start over when full: delete every prompt (not timed). */
+		if (tokens + G > cap - cap % G) {
+			for (i = 0; i < G; i++) {
+				struct proto_delete d = {pid_base + i, 0, 0, claimed[i] - 1, 0};
+
+				if (claimed[i] && kvstore_delete(s, &d) != 0) {
+					fprintf(stderr, "bench: delete failed\n");
+					exit(1);
+				}
+				claimed[i] = 0;
+			}
+			pid_base += G;
+			tokens = 0;
+		}
+		for (i = 0; i < G; i++)
+			e[i] = (struct proto_evict_entry){pid_base + i, claimed[i]++, 1};
+		t0 = now();
+		if (kvstore_evict(s, batch, 1, G, e, NULL, 0) != 0) {
+			fprintf(stderr, "bench: evict failed\n");
+			exit(1);
+		}
+		for (off = 0; off < stream; off += FRAME_PAYLOAD) {
+			uint32_t n = stream - off < FRAME_PAYLOAD ? stream - off : FRAME_PAYLOAD;
+
+			if (kvstore_data(s, batch, 0, off, stream, frame(fi++), n) != 0) {
+				fprintf(stderr, "bench: data failed\n");
+				exit(1);
+			}
+		}
+		busy += now() - t0;
+		if (kvstore_batches_complete(s) != batch) {
+			fprintf(stderr, "bench: batch incomplete\n");
+			exit(1);
+		}
+		batch++;
+		tokens += G;
+		done += stream;
+	}
+	free(mem);
+	*tokens_out = done / B;
+	return (double)done / busy;
+}
+
+static void
+bench_ingest(const char *name, uint32_t B, uint8_t *dst)
+{
+	double best_kv = 0, best_mc = 0, tok_rate;
+	uint64_t tokens = 0;
+	int r;
+
+	for (r = 0; r < 3; r++) {
+		double kv = ingest_rate(B, BYTES_PER_RUN, &tokens);
+		double mc = memcpy_rate(BYTES_PER_RUN, dst);
+
+		if (kv > best_kv)
+			best_kv = kv;
+		if (mc > best_mc)
+			best_mc = mc;
+	}
+	tok_rate = best_kv / B;
+	printf("bench: %s %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n", name, best_kv / 1e9,
+	       best_mc / 1e9, best_kv / best_mc);
+	printf("bench: %s_tokens %.0f tokens/s\n", name, tok_rate);
+}
+
+static void
+bench_refill(void)
+{
+	struct kvstore_params p = {.num_caches = 1, .max_prompts = 1024, .max_batch_entries = G};
+	const uint32_t B = 1024, NBUF = 4, PT = 1024, NPROMPT = 64;
+	struct proto_evict_entry e[G];
+	uint8_t *stream = xalloc((size_t)G * B);
+	uint64_t batch = 1, segs = 0, tokens = 0;
+	struct kvstore *s;
+	uint32_t t, k, i;
+	double t0, dt;
+	size_t sz;
+	void *mem;
+
+	p.cache[0] = (struct kvstore_cache_params){B, (uint16_t)NBUF, (uint64_t)PT * NPROMPT};
+	sz = kvstore_memsize(&p);
+	mem = xalloc(sz);
+	s = kvstore_init(mem, sz, &p);
+	/* 64 prompts of 1024 tokens, evicted interleaved as a wafer would. */
+	for (t = 0; t < PT; t++) {
+		for (i = 0; i < G; i++)
+			e[i] = (struct proto_evict_entry){i + 1, t, 1};
+		if (kvstore_evict(s, batch, 1, G, e, NULL, 0) != 0 ||
+		    kvstore_data(s, batch, 0, 0, G * B, stream, G * B) != 0) {
+			fprintf(stderr, "bench: refill setup failed\n");
+			exit(1);
+		}
+		batch++;
+	}
+	t0 = now();
+	for (k = 0; now() - t0 < 1.0; k++) {
+		struct proto_refill_chunk ch = {k % NPROMPT + 1, 0, PT};
+		struct kvstore_seg sg[32];
+		uint16_t code;
+		struct kvstore_refill *r = kvstore_refill_begin(s, 0, &ch, 1, &code);
+
+		for (i = 0; i < NBUF; i++) {
+			struct kvstore_refill_pos pos;
+			unsigned int n;
+
+			memset(&pos, 0, sizeof(pos));
+			while ((n = kvstore_refill_next(r, (uint16_t)i, &pos, FRAME_PAYLOAD, sg, 32)) > 0)
+				segs += n;
+		}
+		tokens += PT;
+		kvstore_refill_end(r);
+	}
+	dt = now() - t0;
+	printf("bench: kvstore_refill_build %.0f segments/s\n", (double)segs / dt);
+	printf("bench: kvstore_refill_build_tokens %.0f tokens/s\n", (double)tokens / dt);
+	free(mem);
+	free(stream);
+}
+
+static void
+bench_meta(void)
+{
+	static const uint32_t sizes[] = {4096, 16384};
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		struct kvstore_params p = {.num_caches = 1};
+		double per;
+
+		p.cache[0] = (struct kvstore_cache_params){sizes[i], 4, 1000000};
+		per = (double)kvstore_meta_size(&p) / 1e6;
+		printf("bench: kvstore_meta_bytes_per_token%s %.1f bytes (baseline %u bytes of KV, "
+		       "ratio %.4f)\n", i ? "_16k" : "", per, sizes[i], per / sizes[i]);
+	}
+}
+
+int
+main(void)
+{
+	uint8_t *dst;
+	uint64_t i;
+
+	pool = xalloc((size_t)POOL_FRAMES * FRAME_STRIDE);
+	for (i = 0; i < (uint64_t)POOL_FRAMES * FRAME_STRIDE; i++)
+		pool[i] = (uint8_t)(i * 2654435761u >> 13);
+	dst = xalloc(REGION);
+	bench_ingest("kvstore_ingest_1k", 1024, dst);
+	bench_ingest("kvstore_ingest_16k", 16384, dst);
+	bench_refill();
+	bench_meta();
+	free(dst);
+	free(pool);
+	return 0;
+}
