@@ -43,7 +43,8 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
-	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c
+	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
+	bench/bench_kvstore.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
@@ -108,6 +109,14 @@ $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
+# ---- benchmarks --------------------------------------------------------------
+
+BENCHES := $(BUILD)/bench/bench_kvstore
+
+$(BUILD)/bench/bench_kvstore: $(BUILD)/obj/bench/bench_kvstore.o $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DEP_LIBS)
+
 # ---- fuzzing ---------------------------------------------------------------
 
 FUZZ_FLAGS := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined \
@@ -127,7 +136,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 # ---- top-level targets -----------------------------------------------------
 
-ALL := $(LIBPROTO) $(LIBKVSTORE) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES)
+ALL := $(LIBPROTO) $(LIBKVSTORE) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES) $(BENCHES)
 
 .PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 
@@ -157,8 +166,10 @@ fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS)
 	@scripts/fuzz.sh $(FUZZ_PROTO) $(FUZZ_CORPUS) $(FUZZ_SECONDS)
 
 bench: deps
-	@$(MAKE) --no-print-directory all
-	@echo "bench: no benchmarks yet"
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run: all $(BENCHES)
+	@for b in $(BENCHES); do $$b || exit 1; done
 
 demo: deps
 	@$(MAKE) --no-print-directory all
