@@ -23,7 +23,8 @@ CRITERION_LIBS := $(shell pkg-config --libs criterion)
 endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -Ilib/proto -Ilib/kvstore -Ilib/prefixcache
+BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -Ilib/proto -Ilib/kvstore -Ilib/prefixcache \
+	-Iapp/trace
 # Library code that needs no DPDK is built without its flags (no -march,
 # no rte_config.h) so it stays portable and fuzzable.
 CFLAGS_PURE := $(BASE_CFLAGS) $(EXTRA_CFLAGS)
@@ -39,12 +40,16 @@ LIBPROTO := $(BUILD)/lib/libproto.a
 KVSTORE_SRC := lib/kvstore/kvstore.c
 LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
+PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
+LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
+REPLAY_SRC := app/trace/replay.c
+
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
-	bench/bench_kvstore.c
+	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
@@ -65,6 +70,11 @@ $(LIBKVSTORE): $(call obj,$(KVSTORE_SRC))
 	rm -f $@
 	ar rcs $@ $^
 
+$(LIBPREFIXCACHE): $(call obj,$(PREFIXCACHE_SRC))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
 # ---- programs --------------------------------------------------------------
 
 KVSS_DUMP := $(BUILD)/kvss-dump
@@ -75,7 +85,7 @@ $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
 # ---- tests -----------------------------------------------------------------
 
 TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_mbuf $(BUILD)/test/test_kvstore \
-	$(BUILD)/test/test_kvstore_model
+	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -104,6 +114,11 @@ $(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h lib/kvstore/k
 	@mkdir -p $(@D)
 	$(CLANG) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Ilib/proto -Ilib/kvstore -o $@ \
 		$(STRESS_SRC) -lxxhash -lpthread
+
+$(BUILD)/test/test_prefixcache: $(BUILD)/obj/test/test_prefixcache.o $(call obj,$(REPLAY_SRC)) \
+		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
@@ -136,7 +151,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 # ---- top-level targets -----------------------------------------------------
 
-ALL := $(LIBPROTO) $(LIBKVSTORE) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES) $(BENCHES)
+ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES) $(BENCHES)
 
 .PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A whole system in one thread, for kvss-trace and tests: lib/prefixcache
+ * drives a real lib/kvstore per model, an emulated wafer produces every
+ * evicted token's bytes (PROTOCOL.md section 6 reference content) and checks
+ * every refilled byte against what the requesting sequence's prefix must
+ * give. Any message a shard would refuse counts as a protocol error.
+ */
+#ifndef KVSS_REPLAY_H
+#define KVSS_REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kvstore.h"
+#include "prefixcache.h"
+
+struct replay_params {
+	struct prefixcache_params pc;
+	uint32_t bytes_per_token; /**< B_c of every cache in the emulated shard */
+	uint16_t num_buffers;
+	/** Called for every protocol message (for tests), may be NULL. */
+	struct prefixcache_sink observe;
+};
+
+struct replay_stats {
+	uint64_t protocol_errors; /**< anything a shard refused or a rule broken */
+	uint64_t verify_failures; /**< refilled bytes that differ from the reference */
+	uint64_t refills;
+	uint64_t refill_tokens; /**< tokens checked byte by byte */
+	uint64_t evict_batches;
+	uint64_t deletes;
+	uint64_t max_stored;	/**< largest count the shards held, per cache */
+};
+
+struct replay;
+struct replay_seq;
+
+struct replay *replay_create(const struct replay_params *p);
+void replay_free(struct replay *r);
+struct prefixcache *replay_pc(struct replay *r);
+struct kvstore *replay_kv(struct replay *r, uint16_t model);
+void replay_stats(const struct replay *r, struct replay_stats *st);
+
+/** Begin a sequence: lookup, refill (checked once its batches are in), reserve. */
+struct replay_seq *replay_begin(struct replay *r, uint16_t model,
+				const struct prefixcache_request *req, uint64_t now,
+				struct prefixcache_hit *hit);
+/** Send the sequence's next @p n tokens (prompt, then @p gen beyond the prompt). */
+void replay_send(struct replay *r, struct replay_seq *s, uint32_t n, const uint32_t *gen,
+		 uint64_t now);
+/** The prompt id of the sequence (its evictions). */
+uint64_t replay_prompt_id(const struct replay_seq *s);
+void replay_end(struct replay *r, struct replay_seq *s, uint64_t now);
+
+/** begin + send the whole prompt and @p ngen generated tokens + end. Returns hit tokens. */
+uint32_t replay_request(struct replay *r, uint16_t model, const struct prefixcache_request *req,
+			const uint32_t *gen, uint32_t ngen, uint64_t now);
+
+#endif

@@ -1,0 +1,1766 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/prefixcache: the SwDriver's cache logic. See prefixcache.h.
+ *
+ * Data. Entries (one per cached column of one cache group) live in a pool
+ * and are found through one chained hash table keyed by (group,
+ * organization, chained hash). Each entry knows its parent and children
+ * (deleting a column takes what hangs on it), the prompt that holds its
+ * tokens (and that prompt's other entries, in order), and its place in the
+ * policy's lists of leaves (only leaves can be freed: a shard shrinks a
+ * prompt from the right).
+ *
+ * Prompts. Each sequence evicts into a new prompt per cache group, starting
+ * at its hit length; the driver tracks each prompt's range [offset, end) as
+ * the shards hold it, which is what capacity counts.
+ */
+#include "prefixcache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define NIL UINT32_MAX
+#define MAX_GROUPS 4 /* per model */
+#define NBUCKETS 8   /* policy lists per group */
+
+struct pc_entry {
+	uint64_t hash;
+	uint64_t evict_count;
+	uint64_t first_used;
+	uint64_t last_used;
+	uint32_t start, length; /* logical tokens [start, length) */
+	uint32_t org;
+	uint32_t prompt; /* prompt record holding the tokens */
+	uint32_t parent, first_child, next_sib, prev_sib;
+	uint32_t lru_prev, lru_next; /* policy list (leaves only) */
+	uint32_t p_prev, p_next;     /* the prompt's entries, by start */
+	uint32_t hnext;		     /* hash chain; free list */
+	uint32_t hits;
+	uint32_t gen;	/* bumped on reuse: refills check it before unpinning */
+	uint16_t pins;	/* refills in flight, and a live sequence continuing it */
+	uint8_t gid;	/* global group id: model * MAX_GROUPS + group */
+	uint8_t bucket; /* policy list, or NO_BUCKET when not a leaf */
+	uint8_t prio;	/* under a request's priority hint */
+};
+#define NO_BUCKET 0xff
+
+struct pc_prompt {
+	uint64_t id;
+	uint32_t offset, end; /* range the shards hold */
+	uint32_t first, last; /* entries, by start */
+	uint64_t last_batch;  /* batch of its latest eviction */
+	struct prefixcache_seq *seq; /* live: evicting into it */
+	uint32_t hnext;		     /* id hash chain; free list */
+	uint32_t tmp;		     /* truncation point during a deletion, or NIL */
+	uint8_t gid;
+};
+
+struct pc_group {
+	enum prefixcache_rule rule;
+	uint32_t window, sinks;
+	uint16_t ncaches;
+	uint16_t cache[PREFIXCACHE_MAX_CACHES]; /* cache ids */
+	uint16_t cache_pos[PREFIXCACHE_MAX_CACHES]; /* index in the model's EVICT entries */
+	uint64_t capacity, stored;
+	uint32_t lru_head[NBUCKETS], lru_tail[NBUCKETS]; /* head: most recent */
+};
+
+struct pc_model {
+	struct prefixcache_model p;
+	uint16_t ngroups;
+	struct pc_group g[MAX_GROUPS];
+	uint8_t group_of_cache[PREFIXCACHE_MAX_CACHES];
+	uint64_t batches_sent;
+	uint16_t batch_g; /* tokens in the current batch */
+	struct proto_evict_entry *batch;
+};
+
+struct pc_org {
+	uint64_t isolation_id;
+	uint64_t ttl_last, ttl_first;
+	struct prefixcache_org_stats st;
+	uint32_t hnext;
+};
+
+struct seq_group {
+	bool caching;
+	uint32_t prompt;     /* record, NIL until the first eviction */
+	uint32_t cur_end;    /* end of the last column recorded or hit */
+	uint32_t last_entry; /* its entry (parent of the next), or NIL */
+	uint64_t last_hash;  /* its hash (isolation_id at the root) */
+	bool admitted;	     /* ADAPTIVE: this column may be stored */
+};
+
+struct prefixcache_seq {
+	struct prefixcache_seq *prev, *next; /* live sequences */
+	uint16_t model;
+	uint32_t org;
+	uint64_t isolation_id;
+	uint32_t *tokens; /* every token so far */
+	uint32_t ntok, cap;
+	uint32_t pos;	  /* next token index */
+	uint32_t verified; /* speculative decoding: tokens known right */
+	uint32_t allowed;
+	uint32_t priority;
+	uint32_t seq_id;
+	uint64_t prompt_id;
+	uint64_t *tok_batch; /* batch of each token's latest eviction (for spec) */
+	struct seq_group g[MAX_GROUPS];
+};
+
+struct pc_pin {
+	uint32_t entry, gen;
+};
+
+/* One prefixcache_begin()'s refill: ids [id, id + n), one per cache. */
+struct pc_refill {
+	uint64_t id;
+	uint32_t n, pending;
+	struct pc_pin *pin;
+	uint32_t npin, pincap;
+};
+
+struct prefixcache {
+	struct prefixcache_params p;
+	struct prefixcache_sink sink;
+	struct pc_model m[PREFIXCACHE_MAX_MODELS];
+	/* Entries. */
+	struct pc_entry *e;
+	uint32_t ecap, efree, nentries;
+	uint32_t *ebucket;
+	uint32_t emask;
+	uint32_t expire_cursor;
+	/* Prompts. */
+	struct pc_prompt *pr;
+	uint32_t prcap, prfree;
+	uint32_t *prbucket;
+	uint32_t prmask;
+	uint64_t next_prompt;
+	/* Organizations. */
+	struct pc_org *org;
+	uint32_t norg, orgcap;
+	uint32_t *orgbucket;
+	uint32_t orgmask;
+	/* Refills in flight. */
+	struct pc_refill *rf;
+	uint32_t nrf, rfcap;
+	uint64_t next_refill;
+	struct prefixcache_seq *live;
+	/* Lookup paths, per group. */
+	uint32_t *path[MAX_GROUPS];
+	uint32_t pathcap[MAX_GROUPS];
+	/* ADAPTIVE: column hashes seen once. */
+	uint64_t *ghost;
+	uint32_t ghost_mask;
+	/* Scratch. */
+	uint32_t *stack, stackcap;
+	uint32_t *touched, ntouched, touchedcap;
+	struct prefixcache_stats st;
+	uint64_t stored_total;
+};
+
+/* ---- Small helpers -------------------------------------------------------- */
+
+static uint32_t
+pow2_ghost(uint32_t n)
+{
+	uint32_t r = 1024;
+
+	while (r < n && r < (1u << 30))
+		r <<= 1;
+	return r;
+}
+
+static inline uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+uint64_t
+prefixcache_column_hash(uint64_t parent, const uint32_t *tokens, uint32_t n)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return XXH3_64bits_withSeed(tokens, (size_t)n * 4, parent);
+#else
+	uint8_t buf[4 * 256];
+	uint32_t i;
+
+	for (i = 0; i < n && i < 256; i++)
+		proto_st32(buf + 4 * i, tokens[i]);
+	return XXH3_64bits_withSeed(buf, (size_t)i * 4, parent);
+#endif
+}
+
+size_t
+prefixcache_bytes_per_entry(void)
+{
+	/* The record, and its share of the bucket array (one per entry at most). */
+	return sizeof(struct pc_entry) + sizeof(uint32_t);
+}
+
+static int
+grow(void **p, uint32_t *cap, size_t elem, uint32_t want)
+{
+	uint32_t n = *cap ? *cap : 16;
+	void *q;
+
+	while (n < want)
+		n *= 2;
+	if (n == *cap)
+		return 0;
+	q = realloc(*p, (size_t)n * elem);
+	if (q == NULL)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static inline uint32_t
+ebucket_of(const struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash)
+{
+	return (uint32_t)mix64(hash ^ ((uint64_t)org << 8 | gid) * 0x9E3779B97F4A7C15ULL) &
+	       pc->emask;
+}
+
+/* ---- Organizations -------------------------------------------------------- */
+
+static uint32_t
+org_get(struct prefixcache *pc, uint64_t iso)
+{
+	uint32_t b = (uint32_t)mix64(iso) & pc->orgmask, i;
+
+	for (i = pc->orgbucket[b]; i != NIL; i = pc->org[i].hnext)
+		if (pc->org[i].isolation_id == iso)
+			return i;
+	if (pc->norg == pc->orgcap &&
+	    grow((void **)&pc->org, &pc->orgcap, sizeof(*pc->org), pc->norg + 1) != 0)
+		return NIL;
+	i = pc->norg++;
+	memset(&pc->org[i], 0, sizeof(pc->org[i]));
+	pc->org[i].isolation_id = iso;
+	pc->org[i].st.isolation_id = iso;
+	pc->org[i].hnext = pc->orgbucket[b];
+	pc->orgbucket[b] = i;
+	/* Rehash when the chains grow long on average. */
+	if (pc->norg > 2 * (pc->orgmask + 1)) {
+		uint32_t nm = (pc->orgmask + 1) * 4 - 1, k;
+		uint32_t *nb = malloc(sizeof(uint32_t) * (nm + 1));
+
+		if (nb != NULL) {
+			for (k = 0; k <= nm; k++)
+				nb[k] = NIL;
+			for (k = 0; k < pc->norg; k++) {
+				uint32_t bb = (uint32_t)mix64(pc->org[k].isolation_id) & nm;
+
+				pc->org[k].hnext = nb[bb];
+				nb[bb] = k;
+			}
+			free(pc->orgbucket);
+			pc->orgbucket = nb;
+			pc->orgmask = nm;
+		}
+	}
+	return i;
+}
+
+int
+prefixcache_org_ttl(struct prefixcache *pc, uint64_t isolation_id, uint64_t ttl_last_ns,
+		    uint64_t ttl_first_ns)
+{
+	uint32_t o = org_get(pc, isolation_id);
+
+	if (o == NIL)
+		return -ENOMEM;
+	pc->org[o].ttl_last = ttl_last_ns;
+	pc->org[o].ttl_first = ttl_first_ns;
+	return 0;
+}
+
+static bool
+expired(const struct prefixcache *pc, const struct pc_entry *e, uint64_t now)
+{
+	const struct pc_org *o = &pc->org[e->org];
+	uint64_t tl = o->ttl_last ? o->ttl_last : pc->p.ttl_last_ns;
+	uint64_t tf = o->ttl_first ? o->ttl_first : pc->p.ttl_first_ns;
+
+	return (tl && now >= e->last_used && now - e->last_used >= tl) ||
+	       (tf && now >= e->first_used && now - e->first_used >= tf);
+}
+
+/* ---- Policy: bucketed LRU lists of leaves ---------------------------------- */
+
+static uint8_t
+policy_bucket(const struct prefixcache *pc, const struct pc_entry *e)
+{
+	uint32_t h;
+	uint8_t b = 0;
+
+	switch (pc->p.policy) {
+	case PREFIXCACHE_LFU:
+		for (h = e->hits; h > 0 && b < NBUCKETS - 1; h >>= 1)
+			b++;
+		return b;
+	case PREFIXCACHE_PRIORITY:
+		return e->prio ? 1 : 0;
+	case PREFIXCACHE_ADAPTIVE:
+		/* Deep columns of long prompts go first: shallow ones are shared. */
+		return e->hits > 0 ? 2 : e->length <= 8192 ? 1 : 0;
+	default:
+		return 0;
+	}
+}
+
+static void
+lru_unlink(struct prefixcache *pc, uint32_t i)
+{
+	struct pc_entry *e = &pc->e[i];
+	struct pc_group *g = &pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS];
+
+	if (e->bucket == NO_BUCKET)
+		return;
+	if (e->lru_prev != NIL)
+		pc->e[e->lru_prev].lru_next = e->lru_next;
+	else
+		g->lru_head[e->bucket] = e->lru_next;
+	if (e->lru_next != NIL)
+		pc->e[e->lru_next].lru_prev = e->lru_prev;
+	else
+		g->lru_tail[e->bucket] = e->lru_prev;
+	e->bucket = NO_BUCKET;
+}
+
+/* Put leaf @i at the most recent end of its bucket (or the least recent). */
+static void
+lru_insert(struct prefixcache *pc, uint32_t i, uint8_t bucket, bool oldest)
+{
+	struct pc_entry *e = &pc->e[i];
+	struct pc_group *g = &pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS];
+
+	e->bucket = bucket;
+	if (oldest) {
+		e->lru_next = NIL;
+		e->lru_prev = g->lru_tail[bucket];
+		if (e->lru_prev != NIL)
+			pc->e[e->lru_prev].lru_next = i;
+		else
+			g->lru_head[bucket] = i;
+		g->lru_tail[bucket] = i;
+	} else {
+		e->lru_prev = NIL;
+		e->lru_next = g->lru_head[bucket];
+		if (e->lru_next != NIL)
+			pc->e[e->lru_next].lru_prev = i;
+		else
+			g->lru_tail[bucket] = i;
+		g->lru_head[bucket] = i;
+	}
+}
+
+/* ---- Entries ---------------------------------------------------------------- */
+
+static uint32_t
+entry_find(const struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash)
+{
+	uint32_t i;
+
+	for (i = pc->ebucket[ebucket_of(pc, gid, org, hash)]; i != NIL; i = pc->e[i].hnext)
+		if (pc->e[i].hash == hash && pc->e[i].org == org && pc->e[i].gid == gid)
+			return i;
+	return NIL;
+}
+
+static int
+entries_rehash(struct prefixcache *pc, uint32_t nb)
+{
+	uint32_t *b = malloc(sizeof(uint32_t) * nb), i;
+
+	if (b == NULL)
+		return -ENOMEM;
+	for (i = 0; i < nb; i++)
+		b[i] = NIL;
+	free(pc->ebucket);
+	pc->ebucket = b;
+	pc->emask = nb - 1;
+	for (i = 0; i < pc->ecap; i++) {
+		struct pc_entry *e = &pc->e[i];
+		uint32_t k;
+
+		if (e->length == 0)
+			continue; /* free */
+		k = ebucket_of(pc, e->gid, e->org, e->hash);
+		e->hnext = b[k];
+		b[k] = i;
+	}
+	return 0;
+}
+
+static uint32_t
+entry_alloc(struct prefixcache *pc)
+{
+	uint32_t i;
+
+	if (pc->efree == NIL) {
+		uint32_t old = pc->ecap, k;
+
+		if (grow((void **)&pc->e, &pc->ecap, sizeof(*pc->e), old + 1) != 0)
+			return NIL;
+		for (k = pc->ecap; k-- > old;) {
+			pc->e[k].length = 0;
+			pc->e[k].hnext = pc->efree;
+			pc->efree = k;
+		}
+	}
+	i = pc->efree;
+	pc->efree = pc->e[i].hnext;
+	if (pc->nentries + 1 > pc->emask + 1 && entries_rehash(pc, (pc->emask + 1) * 2) != 0) {
+		pc->e[i].hnext = pc->efree;
+		pc->efree = i;
+		return NIL;
+	}
+	pc->nentries++;
+	return i;
+}
+
+static void
+entry_hash_unlink(struct prefixcache *pc, uint32_t i)
+{
+	struct pc_entry *e = &pc->e[i];
+	uint32_t *pp = &pc->ebucket[ebucket_of(pc, e->gid, e->org, e->hash)];
+
+	while (*pp != i)
+		pp = &pc->e[*pp].hnext;
+	*pp = e->hnext;
+}
+
+static void
+entry_release(struct prefixcache *pc, uint32_t i)
+{
+	pc->e[i].length = 0;
+	pc->e[i].hnext = pc->efree;
+	pc->efree = i;
+	pc->nentries--;
+}
+
+/* ---- Prompts ------------------------------------------------------------------ */
+
+static uint32_t
+prompt_bucket(const struct prefixcache *pc, uint8_t gid, uint64_t id)
+{
+	return (uint32_t)mix64(id * 31 + gid) & pc->prmask;
+}
+
+static uint32_t
+prompt_find(const struct prefixcache *pc, uint8_t gid, uint64_t id)
+{
+	uint32_t i;
+
+	for (i = pc->prbucket[prompt_bucket(pc, gid, id)]; i != NIL; i = pc->pr[i].hnext)
+		if (pc->pr[i].id == id && pc->pr[i].gid == gid)
+			return i;
+	return NIL;
+}
+
+static uint32_t
+prompt_new(struct prefixcache *pc, uint8_t gid, uint64_t id, uint32_t offset,
+	   struct prefixcache_seq *s)
+{
+	uint32_t i, b;
+
+	if (pc->prfree == NIL) {
+		uint32_t old = pc->prcap, k, nb;
+
+		if (grow((void **)&pc->pr, &pc->prcap, sizeof(*pc->pr), old + 1) != 0)
+			return NIL;
+		for (k = pc->prcap; k-- > old;) {
+			pc->pr[k].id = 0;
+			pc->pr[k].hnext = pc->prfree;
+			pc->prfree = k;
+		}
+		/* Keep the id index about as large as the records. */
+		nb = pc->prcap;
+		if (nb > pc->prmask + 1) {
+			uint32_t *bk = malloc(sizeof(uint32_t) * nb);
+
+			if (bk == NULL)
+				return NIL;
+			for (k = 0; k < nb; k++)
+				bk[k] = NIL;
+			free(pc->prbucket);
+			pc->prbucket = bk;
+			pc->prmask = nb - 1;
+			for (k = 0; k < old; k++)
+				if (pc->pr[k].id != 0) {
+					uint32_t bb = prompt_bucket(pc, pc->pr[k].gid, pc->pr[k].id);
+
+					pc->pr[k].hnext = bk[bb];
+					bk[bb] = k;
+				}
+		}
+	}
+	i = pc->prfree;
+	pc->prfree = pc->pr[i].hnext;
+	pc->pr[i] = (struct pc_prompt){.id = id, .offset = offset, .end = offset, .first = NIL,
+				       .last = NIL, .seq = s, .tmp = NIL, .gid = gid};
+	b = prompt_bucket(pc, gid, id);
+	pc->pr[i].hnext = pc->prbucket[b];
+	pc->prbucket[b] = i;
+	return i;
+}
+
+static void
+prompt_release(struct prefixcache *pc, uint32_t i)
+{
+	uint32_t *pp = &pc->prbucket[prompt_bucket(pc, pc->pr[i].gid, pc->pr[i].id)];
+
+	while (*pp != i)
+		pp = &pc->pr[*pp].hnext;
+	*pp = pc->pr[i].hnext;
+	pc->pr[i].id = 0;
+	pc->pr[i].hnext = pc->prfree;
+	pc->prfree = i;
+}
+
+static inline struct pc_group *
+group_of(struct prefixcache *pc, uint8_t gid)
+{
+	return &pc->m[gid / MAX_GROUPS].g[gid % MAX_GROUPS];
+}
+
+/* ---- Batches and messages ------------------------------------------------------ */
+
+static void
+flush_model(struct prefixcache *pc, uint16_t mi)
+{
+	struct pc_model *m = &pc->m[mi];
+
+	if (m->batch_g == 0)
+		return;
+	m->batches_sent++;
+	if (pc->sink.evict != NULL)
+		pc->sink.evict(pc->sink.arg, mi, m->batches_sent, m->p.num_caches, m->batch_g,
+			       m->batch);
+	m->batch_g = 0;
+}
+
+void
+prefixcache_flush(struct prefixcache *pc)
+{
+	uint16_t mi;
+
+	for (mi = 0; mi < pc->p.num_models; mi++)
+		flush_model(pc, mi);
+}
+
+/* The batch a token evicted now goes into. */
+static inline uint64_t
+current_batch(const struct pc_model *m)
+{
+	return m->batches_sent + 1;
+}
+
+/*
+ * Delete [from, to) of prompt @pi from every cache of its group, except that
+ * cache @lost_cache already dropped everything from @lost_from on. The
+ * DELETE waits for the prompt's latest batch, which must have been sent (a
+ * DELETE waiting for a batch that waits for space would deadlock the shard).
+ */
+static void
+emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to, int lost_cache,
+	    uint32_t lost_from)
+{
+	struct pc_prompt *p = &pc->pr[pi];
+	uint16_t mi = p->gid / MAX_GROUPS;
+	struct pc_model *m = &pc->m[mi];
+	struct pc_group *g = group_of(pc, p->gid);
+	uint16_t c;
+
+	if (from >= to)
+		return;
+	if (p->last_batch >= current_batch(m))
+		flush_model(pc, mi);
+	for (c = 0; c < g->ncaches; c++) {
+		struct proto_delete d = {.prompt_id = p->id, .evict_count = p->last_batch,
+					 .start_token_idx = from, .end_token_idx = to - 1,
+					 .cache_id = g->cache[c]};
+
+		if ((int)g->cache[c] == lost_cache) {
+			if (lost_from <= from)
+				continue;
+			d.end_token_idx = lost_from - 1;
+		}
+		if (pc->sink.del != NULL)
+			pc->sink.del(pc->sink.arg, mi, &d);
+	}
+}
+
+/* ---- Deleting columns ------------------------------------------------------------ */
+
+static void stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi);
+
+/*
+ * Shrink prompt @pi to @x, and further over the columns no entry references
+ * (stored twice, or a live sequence's partial column), emitting the DELETE.
+ * A prompt left empty and not live is forgotten.
+ */
+static void
+prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, int lost_cache, uint32_t lost_from,
+		bool send)
+{
+	struct pc_prompt *p = &pc->pr[pi];
+	struct pc_group *g = group_of(pc, p->gid);
+	uint32_t keep = p->last != NIL ? pc->e[p->last].length : p->offset;
+
+	if (keep > x)
+		keep = x; /* entries past x are being removed by the caller */
+	if (p->seq != NULL && keep < p->end) {
+		/* A live sequence's next token would be a hole: it stops caching. */
+		struct prefixcache_seq *s = p->seq;
+		unsigned int gi = p->gid % MAX_GROUPS;
+
+		p->seq = NULL;
+		s->g[gi].prompt = NIL;
+		if (s->g[gi].caching) {
+			s->g[gi].caching = false;
+			pc->st.stopped++;
+		}
+	}
+	if (keep < p->end) {
+		if (send)
+			emit_delete(pc, pi, keep, p->end, lost_cache, lost_from);
+		g->stored -= p->end - keep;
+		pc->stored_total -= p->end - keep;
+		pc->st.deleted_tokens += p->end - keep;
+		p->end = keep;
+	}
+	if (p->end == p->offset && p->seq == NULL && p->first == NIL)
+		prompt_release(pc, pi);
+}
+
+static bool
+subtree_pinned(struct prefixcache *pc, uint32_t root)
+{
+	uint32_t n = 0;
+
+	pc->stack[n++] = root;
+	while (n > 0) {
+		uint32_t i = pc->stack[--n], c;
+
+		if (pc->e[i].pins > 0)
+			return true;
+		for (c = pc->e[i].first_child; c != NIL; c = pc->e[c].next_sib) {
+			if (n == pc->stackcap &&
+			    grow((void **)&pc->stack, &pc->stackcap, sizeof(uint32_t), n + 1) != 0)
+				return true;
+			pc->stack[n++] = c;
+		}
+	}
+	return false;
+}
+
+/*
+ * Remove entry @root and everything that hangs on it; every prompt involved
+ * is truncated at its first removed column. Returns entries removed.
+ * @lost_cache/@lost_from: see emit_delete(); @send: emit DELETEs.
+ */
+static uint32_t
+delete_subtree(struct prefixcache *pc, uint32_t root, int lost_cache, uint32_t lost_from,
+	       bool send)
+{
+	uint32_t n = 0, removed = 0, k, parent = pc->e[root].parent;
+
+	/* Room for every entry and prompt at once: no failure half-way. */
+	if (grow((void **)&pc->stack, &pc->stackcap, sizeof(uint32_t), pc->nentries + 1) != 0 ||
+	    grow((void **)&pc->touched, &pc->touchedcap, sizeof(uint32_t), pc->prcap + 1) != 0)
+		return 0;
+	pc->ntouched = 0;
+	pc->stack[n++] = root;
+	while (n > 0) {
+		uint32_t i = pc->stack[--n], c;
+		struct pc_entry *e = &pc->e[i];
+		struct pc_prompt *p = &pc->pr[e->prompt];
+
+		for (c = e->first_child; c != NIL; c = pc->e[c].next_sib)
+			pc->stack[n++] = c;
+		/* Remember the prompt's cut. */
+		if (p->tmp == NIL) {
+			pc->touched[pc->ntouched++] = e->prompt;
+			p->tmp = e->start;
+		} else if (e->start < p->tmp) {
+			p->tmp = e->start;
+		}
+		/* Unlink from the prompt's list. */
+		if (e->p_prev != NIL)
+			pc->e[e->p_prev].p_next = e->p_next;
+		else
+			p->first = e->p_next;
+		if (e->p_next != NIL)
+			pc->e[e->p_next].p_prev = e->p_prev;
+		else
+			p->last = e->p_prev;
+		entry_hash_unlink(pc, i);
+		lru_unlink(pc, i);
+		pc->org[e->org].st.entries--;
+		pc->org[e->org].st.cached_tokens -= e->length - e->start;
+		removed++;
+	}
+	/* Detach the root from its parent, which may become a leaf. */
+	if (parent != NIL) {
+		struct pc_entry *pe = &pc->e[parent];
+		struct pc_entry *r = &pc->e[root];
+
+		if (r->prev_sib != NIL)
+			pc->e[r->prev_sib].next_sib = r->next_sib;
+		else
+			pe->first_child = r->next_sib;
+		if (r->next_sib != NIL)
+			pc->e[r->next_sib].prev_sib = r->prev_sib;
+		if (pe->first_child == NIL)
+			lru_insert(pc, parent, policy_bucket(pc, pe), true);
+	}
+	/* Free the records (walk again: the stack was consumed). */
+	n = 0;
+	pc->stack[n++] = root;
+	while (n > 0) {
+		uint32_t i = pc->stack[--n], c;
+
+		for (c = pc->e[i].first_child; c != NIL; c = pc->e[c].next_sib)
+			pc->stack[n++] = c;
+		entry_release(pc, i);
+	}
+	for (k = 0; k < pc->ntouched; k++) {
+		uint32_t pi = pc->touched[k], x = pc->pr[pi].tmp;
+
+		pc->pr[pi].tmp = NIL;
+		prompt_truncate(pc, pi, x, lost_cache, lost_from, send);
+	}
+	return removed;
+}
+
+/*
+ * Free at least one column of group @gid to make room: the policy's leaf,
+ * skipping pinned ones, ones in the batch being built, and (unless nothing
+ * else is left) live sequences' columns. Returns false when nothing can go.
+ */
+static bool
+free_one(struct prefixcache *pc, uint8_t gid)
+{
+	struct pc_group *g = group_of(pc, gid);
+	const struct pc_model *m = &pc->m[gid / MAX_GROUPS];
+	int pass, b;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (b = 0; b < NBUCKETS; b++) {
+			uint32_t i, seen = 0;
+
+			/* Visits at most 256 leaves per bucket and pass. */
+			for (i = g->lru_tail[b]; i != NIL && seen < 256; i = pc->e[i].lru_prev, seen++) {
+				struct pc_entry *e = &pc->e[i];
+
+				if (e->pins > 0 || e->evict_count >= current_batch(m))
+					continue;
+				if (pass == 0 && pc->pr[e->prompt].seq != NULL)
+					continue;
+				delete_subtree(pc, i, -1, 0, true);
+				pc->st.policy_deletes++;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* ---- Create ------------------------------------------------------------------------ */
+
+static int
+build_groups(struct pc_model *m, uint32_t C)
+{
+	uint16_t c, gi;
+
+	m->ngroups = 0;
+	for (c = 0; c < m->p.num_caches; c++) {
+		const struct prefixcache_cache *cc = &m->p.cache[c];
+
+		if (cc->capacity_tokens == 0)
+			return -EINVAL;
+		if (cc->rule == PREFIXCACHE_SWA && (cc->window == 0 || cc->sinks >= C ||
+						    cc->sinks >= cc->window))
+			return -EINVAL;
+		for (gi = 0; gi < m->ngroups; gi++) {
+			struct pc_group *g = &m->g[gi];
+
+			if (g->rule == cc->rule &&
+			    (cc->rule == PREFIXCACHE_FULL ||
+			     (g->window == cc->window && g->sinks == cc->sinks)))
+				break;
+		}
+		if (gi == m->ngroups) {
+			if (gi == MAX_GROUPS)
+				return -EINVAL;
+			memset(&m->g[gi], 0, sizeof(m->g[gi]));
+			m->g[gi].rule = cc->rule;
+			m->g[gi].window = cc->window;
+			m->g[gi].sinks = cc->sinks;
+			m->g[gi].capacity = UINT64_MAX;
+			memset(m->g[gi].lru_head, 0xff, sizeof(m->g[gi].lru_head));
+			memset(m->g[gi].lru_tail, 0xff, sizeof(m->g[gi].lru_tail));
+			m->ngroups++;
+		}
+		m->g[gi].cache_pos[m->g[gi].ncaches] = c;
+		m->g[gi].cache[m->g[gi].ncaches++] = cc->cache_id;
+		if (cc->capacity_tokens < m->g[gi].capacity)
+			m->g[gi].capacity = cc->capacity_tokens;
+		m->group_of_cache[c] = (uint8_t)gi;
+	}
+	return 0;
+}
+
+struct prefixcache *
+prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_sink *sink)
+{
+	struct prefixcache *pc;
+	uint16_t mi;
+	uint32_t k;
+
+	if (p == NULL || p->num_models == 0 || p->num_models > PREFIXCACHE_MAX_MODELS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pc = calloc(1, sizeof(*pc));
+	if (pc == NULL)
+		return NULL;
+	pc->p = *p;
+	if (pc->p.column == 0)
+		pc->p.column = PREFIXCACHE_COLUMN_DEFAULT;
+	if (sink != NULL)
+		pc->sink = *sink;
+	for (mi = 0; mi < p->num_models; mi++) {
+		struct pc_model *m = &pc->m[mi];
+
+		m->p = p->model[mi];
+		if (m->p.num_caches == 0 || m->p.num_caches > PREFIXCACHE_MAX_CACHES ||
+		    build_groups(m, pc->p.column) != 0)
+			goto einval;
+		if (m->p.max_batch_tokens == 0)
+			m->p.max_batch_tokens = (uint16_t)(proto_evict_max_entries(9000) / m->p.num_caches);
+		if (m->p.max_batch_tokens == 0 ||
+		    (uint32_t)m->p.max_batch_tokens * m->p.num_caches > 65535)
+			goto einval;
+		m->batch = calloc((size_t)m->p.max_batch_tokens * m->p.num_caches,
+				  sizeof(*m->batch));
+		if (m->batch == NULL)
+			goto enomem;
+	}
+	pc->efree = pc->prfree = NIL;
+	pc->emask = 1023;
+	pc->ebucket = malloc(sizeof(uint32_t) * 1024);
+	pc->prmask = 1023;
+	pc->prbucket = malloc(sizeof(uint32_t) * 1024);
+	pc->orgmask = 63;
+	pc->orgbucket = malloc(sizeof(uint32_t) * 64);
+	pc->stackcap = 1024;
+	pc->stack = malloc(sizeof(uint32_t) * pc->stackcap);
+	if (!pc->ebucket || !pc->prbucket || !pc->orgbucket || !pc->stack)
+		goto enomem;
+	for (k = 0; k < 1024; k++)
+		pc->ebucket[k] = pc->prbucket[k] = NIL;
+	for (k = 0; k < 64; k++)
+		pc->orgbucket[k] = NIL;
+	if (pc->p.policy == PREFIXCACHE_ADAPTIVE) {
+		uint32_t n = pow2_ghost(pc->p.ghost_entries ? pc->p.ghost_entries : 1u << 20);
+
+		pc->ghost = calloc(n, sizeof(uint64_t));
+		if (pc->ghost == NULL)
+			goto enomem;
+		pc->ghost_mask = n - 1;
+	}
+	pc->next_prompt = 1;
+	pc->next_refill = 1;
+	return pc;
+einval:
+	prefixcache_free(pc);
+	errno = EINVAL;
+	return NULL;
+enomem:
+	prefixcache_free(pc);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+prefixcache_free(struct prefixcache *pc)
+{
+	uint16_t mi;
+	uint32_t i;
+
+	if (pc == NULL)
+		return;
+	while (pc->live != NULL) {
+		struct prefixcache_seq *s = pc->live;
+
+		pc->live = s->next;
+		free(s->tokens);
+		free(s->tok_batch);
+		free(s);
+	}
+	for (mi = 0; mi < PREFIXCACHE_MAX_MODELS; mi++)
+		free(pc->m[mi].batch);
+	/* Records past nrf keep their pin arrays for reuse: free them all. */
+	for (i = 0; i < pc->rfcap; i++)
+		free(pc->rf[i].pin);
+	for (i = 0; i < MAX_GROUPS; i++)
+		free(pc->path[i]);
+	free(pc->rf);
+	free(pc->e);
+	free(pc->ebucket);
+	free(pc->pr);
+	free(pc->prbucket);
+	free(pc->org);
+	free(pc->orgbucket);
+	free(pc->ghost);
+	free(pc->stack);
+	free(pc->touched);
+	free(pc);
+}
+
+/* ---- Column geometry ------------------------------------------------------------- */
+
+/*
+ * End of the column after the one ending at @end, or 0 when caching stops.
+ * Full attention: every C tokens. Sliding window W with S sinks: every C
+ * tokens up to W; then the wafer loops over positions [S, W), and a column
+ * of positions completes whenever its last position is written, at lengths
+ * W + C - S, +C, ..., with a short column (C - S tokens) at each lap start.
+ * When W is not a multiple of C, caching stops at the window.
+ */
+static uint32_t
+next_end(const struct pc_group *g, uint32_t C, uint32_t end)
+{
+	uint32_t W = g->window, S = g->sinks, x, p, q;
+
+	if (g->rule == PREFIXCACHE_FULL)
+		return end > UINT32_MAX - C ? 0 : end + C;
+	if (end + C <= W)
+		return end + C;
+	if (W % C != 0 || end < W)
+		return 0;
+	x = end - W;
+	p = S + x % (W - S); /* position the next token writes */
+	q = (p / C + 1) * C - 1;  /* last position of its column */
+	return end + (q - p + 1);
+}
+
+/* ---- Lookup and refill -------------------------------------------------------------- */
+
+static void
+touch(struct prefixcache *pc, uint32_t i, uint64_t now)
+{
+	struct pc_entry *e = &pc->e[i];
+
+	e->last_used = now;
+	e->hits++;
+	if (e->bucket != NO_BUCKET) {
+		lru_unlink(pc, i);
+		lru_insert(pc, i, policy_bucket(pc, e), false);
+	}
+}
+
+static int
+pin_add(struct pc_refill *r, const struct pc_entry *e, uint32_t i)
+{
+	if (r->npin == r->pincap &&
+	    grow((void **)&r->pin, &r->pincap, sizeof(*r->pin), r->npin + 1) != 0)
+		return -ENOMEM;
+	r->pin[r->npin++] = (struct pc_pin){i, e->gen};
+	return 0;
+}
+
+static void
+unpin(struct prefixcache *pc, uint32_t i, uint32_t gen)
+{
+	if (i < pc->ecap && pc->e[i].length != 0 && pc->e[i].gen == gen && pc->e[i].pins > 0)
+		pc->e[i].pins--;
+}
+
+/* Append chunk (prompt, [a, z)) to @out, merging with the previous one. */
+static void
+chunk_add(struct proto_refill_chunk *out, uint16_t *n, uint64_t prompt, uint32_t a, uint32_t z)
+{
+	if (a >= z)
+		return;
+	if (*n > 0 && out[*n - 1].prompt_id == prompt &&
+	    out[*n - 1].start_token_idx + out[*n - 1].num_tokens == a) {
+		out[*n - 1].num_tokens += z - a;
+		return;
+	}
+	out[*n] = (struct proto_refill_chunk){prompt, a, z - a};
+	(*n)++;
+}
+
+/* Logical range [a, z) as chunks of the prompts holding it, along @path. */
+static void
+chunks_of_range(struct prefixcache *pc, const uint32_t *path, uint32_t np, uint32_t a, uint32_t z,
+		struct proto_refill_chunk *out, uint16_t *n)
+{
+	uint32_t k;
+
+	for (k = 0; k < np && a < z; k++) {
+		const struct pc_entry *e = &pc->e[path[k]];
+		uint32_t lo = a > e->start ? a : e->start, hi = z < e->length ? z : e->length;
+
+		if (lo < hi)
+			chunk_add(out, n, pc->pr[e->prompt].id, lo, hi);
+	}
+}
+
+/*
+ * The refill of @L logical tokens for group @g along @path: in wafer position
+ * order. Full attention: [0, L). Sliding window with L > W: the S sinks, then
+ * the part of the window written since the last lap began, then the rest.
+ */
+static uint16_t
+build_chunks(struct prefixcache *pc, const struct pc_group *g, const uint32_t *path, uint32_t np,
+	     uint32_t L, struct proto_refill_chunk *out)
+{
+	uint16_t n = 0;
+
+	if (g->rule == PREFIXCACHE_FULL || L <= g->window) {
+		chunks_of_range(pc, path, np, 0, L, out, &n);
+	} else {
+		uint32_t W = g->window, S = g->sinks, a = L - (W - S);
+		/* The window token at position S: (t - S) a multiple of W - S. */
+		uint32_t t0 = a + (W - S - (a - S) % (W - S)) % (W - S);
+
+		chunks_of_range(pc, path, np, 0, S, out, &n);
+		chunks_of_range(pc, path, np, t0, L, out, &n);
+		chunks_of_range(pc, path, np, a, t0, out, &n);
+	}
+	return n;
+}
+
+static struct pc_refill *
+refill_new(struct prefixcache *pc, uint32_t nreq)
+{
+	struct pc_refill *r;
+
+	if (pc->nrf == pc->rfcap) {
+		uint32_t old = pc->rfcap;
+
+		if (grow((void **)&pc->rf, &pc->rfcap, sizeof(*pc->rf), pc->nrf + 1) != 0)
+			return NULL;
+		memset(&pc->rf[old], 0, sizeof(*pc->rf) * (pc->rfcap - old));
+	}
+	r = &pc->rf[pc->nrf++];
+	r->id = pc->next_refill;
+	pc->next_refill += nreq;
+	r->n = r->pending = nreq;
+	r->npin = 0;
+	return r;
+}
+
+static int
+seq_reserve_tokens(struct prefixcache_seq *s, uint32_t n)
+{
+	uint32_t cap = s->cap;
+
+	if (n <= cap)
+		return 0;
+	if (grow((void **)&s->tokens, &cap, sizeof(uint32_t), n) != 0)
+		return -ENOMEM;
+	cap = s->cap;
+	if (grow((void **)&s->tok_batch, &cap, sizeof(uint64_t), n) != 0)
+		return -ENOMEM;
+	s->cap = cap;
+	return 0;
+}
+
+static void
+seq_pin_last(struct prefixcache *pc, struct seq_group *sg, uint32_t i)
+{
+	if (sg->last_entry != NIL)
+		unpin(pc, sg->last_entry, pc->e[sg->last_entry].gen);
+	sg->last_entry = i;
+	if (i != NIL)
+		pc->e[i].pins++;
+}
+
+struct prefixcache_seq *
+prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_request *req,
+		  uint64_t now, struct prefixcache_hit *hit)
+{
+	struct pc_model *m;
+	struct prefixcache_seq *s;
+	uint32_t limit, allowed, L = 0, np[MAX_GROUPS] = {0}, org, gi, k;
+	const uint32_t C = pc->p.column;
+
+	memset(hit, 0, sizeof(*hit));
+	if (mi >= pc->p.num_models || (req->num_tokens > 0 && req->tokens == NULL)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = &pc->m[mi];
+	org = org_get(pc, req->isolation_id);
+	s = calloc(1, sizeof(*s));
+	if (org == NIL || s == NULL || seq_reserve_tokens(s, req->num_tokens + 64) != 0)
+		goto enomem;
+	memcpy(s->tokens, req->tokens, sizeof(uint32_t) * req->num_tokens);
+	s->ntok = req->num_tokens;
+	s->model = mi;
+	s->org = org;
+	s->isolation_id = req->isolation_id;
+	s->seq_id = req->sequence_id;
+	s->priority = req->priority_tokens;
+	allowed = req->cache_length_allowed;
+	if (req->first_multimodal < allowed)
+		allowed = req->first_multimodal;
+	s->allowed = allowed;
+	limit = pc->p.no_minus_one ? req->num_tokens : req->num_tokens ? req->num_tokens - 1 : 0;
+	if (limit > allowed)
+		limit = allowed;
+
+	/* Walk each group's PrefixMap, column by column, to the first miss. */
+	for (gi = 0; gi < m->ngroups; gi++) {
+		const struct pc_group *g = &m->g[gi];
+		uint8_t gid = (uint8_t)(mi * MAX_GROUPS + gi);
+		uint64_t h = req->isolation_id;
+		uint32_t end = 0, ne;
+
+		while ((ne = next_end(g, C, end)) != 0 && ne <= limit) {
+			uint32_t i;
+
+			h = prefixcache_column_hash(h, s->tokens + end, ne - end);
+			i = entry_find(pc, gid, org, h);
+			if (i == NIL || expired(pc, &pc->e[i], now) || pc->e[i].length != ne)
+				break;
+			if (np[gi] == pc->pathcap[gi] &&
+			    grow((void **)&pc->path[gi], &pc->pathcap[gi], sizeof(uint32_t),
+				 np[gi] + 1) != 0)
+				goto enomem;
+			pc->path[gi][np[gi]++] = i;
+			end = ne;
+		}
+	}
+	/* The longest length that is a column end hit in every group. */
+	if (m->ngroups > 0) {
+		for (k = np[0]; k-- > 0 && L == 0;) {
+			uint32_t len = pc->e[pc->path[0][k]].length, g2, j;
+			bool all = true;
+
+			for (g2 = 1; g2 < m->ngroups && all; g2++) {
+				bool found = false;
+
+				for (j = 0; j < np[g2] && !found; j++)
+					found = pc->e[pc->path[g2][j]].length == len;
+				all = found;
+			}
+			if (all)
+				L = len;
+		}
+	}
+	/* Cut each path at L. */
+	for (gi = 0; gi < m->ngroups; gi++)
+		while (np[gi] > 0 && pc->e[pc->path[gi][np[gi] - 1]].length > L)
+			np[gi]--;
+
+	s->pos = s->verified = L;
+	s->prompt_id = mix64(pc->next_prompt++ * 0x9E3779B97F4A7C15ULL) | 1;
+	hit->prompt_id = s->prompt_id;
+	hit->hit_tokens = L;
+	hit->lookup_tokens = limit;
+	for (gi = 0; gi < m->ngroups; gi++) {
+		struct seq_group *sg = &s->g[gi];
+		uint32_t last = np[gi] ? pc->path[gi][np[gi] - 1] : NIL;
+
+		sg->caching = allowed > L;
+		sg->prompt = NIL;
+		sg->cur_end = L;
+		sg->last_entry = NIL;
+		sg->last_hash = last != NIL ? pc->e[last].hash : req->isolation_id;
+		if (sg->caching)
+			seq_pin_last(pc, sg, last);
+	}
+
+	if (L > 0) {
+		struct pc_refill *r = NULL;
+		uint32_t nreq = m->p.num_caches, done = 0;
+		uint64_t ec = 0;
+
+		for (gi = 0; gi < m->ngroups; gi++)
+			for (k = 0; k < np[gi]; k++) {
+				struct pc_entry *e = &pc->e[pc->path[gi][k]];
+
+				touch(pc, pc->path[gi][k], now);
+				if (e->evict_count > ec)
+					ec = e->evict_count;
+			}
+		r = refill_new(pc, nreq);
+		if (r == NULL)
+			goto enomem;
+		for (gi = 0; gi < m->ngroups; gi++) {
+			const struct pc_group *g = &m->g[gi];
+			struct proto_refill_chunk *ch = malloc(sizeof(*ch) * (2 * np[gi] + 4));
+			uint16_t nch, c;
+
+			if (ch == NULL)
+				goto enomem;
+			for (k = 0; k < np[gi]; k++) {
+				uint32_t i = pc->path[gi][k];
+
+				if (pin_add(r, &pc->e[i], i) == 0)
+					pc->e[i].pins++;
+			}
+			nch = build_chunks(pc, g, pc->path[gi], np[gi], L, ch);
+			for (c = 0; c < g->ncaches; c++) {
+				struct proto_refill_req rq = {
+					.refill_id = r->id + g->cache_pos[c], .evict_count = ec,
+					.sequence_id = s->seq_id, .cache_idx = 0,
+					.cache_id = g->cache[c], .num_chunks = nch};
+
+				if (pc->sink.refill != NULL)
+					pc->sink.refill(pc->sink.arg, mi, &rq, ch);
+				done++;
+			}
+			free(ch);
+		}
+		(void)done;
+		hit->refill_id = r->id;
+		hit->evict_count = ec;
+		hit->estimate_ns = m->p.refill_latency_ns;
+		if (m->p.refill_bytes_per_ns > 0)
+			hit->estimate_ns += (uint64_t)((double)L * (double)m->p.refill_bytes_per_token /
+						       m->p.refill_bytes_per_ns);
+		pc->st.refills++;
+	}
+	/* Reserve space for the evictions to come. */
+	if (allowed > L && pc->sink.reserve != NULL) {
+		for (gi = 0; gi < m->ngroups; gi++) {
+			const struct pc_group *g = &m->g[gi];
+			uint32_t last = np[gi] ? pc->path[gi][np[gi] - 1] : NIL;
+			uint16_t c;
+
+			for (c = 0; c < g->ncaches; c++) {
+				struct proto_reserve rv = {
+					.prompt_id = s->prompt_id,
+					.continue_id = last != NIL ? pc->pr[pc->e[last].prompt].id : 0,
+					.start_token_idx = L, .num_tokens = allowed - L,
+					.cache_id = g->cache[c]};
+
+				pc->sink.reserve(pc->sink.arg, mi, &rv);
+			}
+		}
+	}
+	pc->st.requests++;
+	pc->st.lookup_tokens += limit;
+	pc->st.hit_tokens += L;
+	pc->org[org].st.requests++;
+	pc->org[org].st.hit_tokens += L;
+	s->next = pc->live;
+	if (pc->live != NULL)
+		pc->live->prev = s;
+	pc->live = s;
+	return s;
+enomem:
+	if (s != NULL) {
+		free(s->tokens);
+		free(s->tok_batch);
+		free(s);
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < pc->nrf; i++) {
+		struct pc_refill *r = &pc->rf[i];
+
+		if (refill_id < r->id || refill_id >= r->id + r->n)
+			continue;
+		if (--r->pending > 0)
+			return;
+		for (k = 0; k < r->npin; k++)
+			unpin(pc, r->pin[k].entry, r->pin[k].gen);
+		/* Swap the last record in; keep its pin array. */
+		{
+			struct pc_refill t = *r;
+
+			*r = pc->rf[pc->nrf - 1];
+			pc->rf[pc->nrf - 1] = t;
+			pc->nrf--;
+		}
+		return;
+	}
+}
+
+/* ---- Evicting tokens and recording columns ------------------------------------------------ */
+
+static void
+stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
+{
+	struct seq_group *sg = &s->g[gi];
+
+	if (!sg->caching)
+		return;
+	sg->caching = false;
+	pc->st.stopped++;
+	seq_pin_last(pc, sg, NIL);
+	if (sg->prompt != NIL) {
+		uint32_t pi = sg->prompt;
+
+		pc->pr[pi].seq = NULL;
+		sg->prompt = NIL;
+		/* What no entry references goes (the partial column, duplicates). */
+		prompt_truncate(pc, pi, pc->pr[pi].end, -1, 0, true);
+	}
+}
+
+/* Is column [a, a + C) of the prompt worth storing? ADAPTIVE: seen before. */
+static bool
+admit(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi, uint32_t a, uint32_t b)
+{
+	uint64_t h, *slot;
+
+	if (pc->ghost == NULL || b > s->ntok)
+		return true; /* not ADAPTIVE, or generated tokens not known yet */
+	h = prefixcache_column_hash(s->g[gi].last_hash, s->tokens + a, b - a);
+	/* Cached already (by another sequence): storing it again is a duplicate. */
+	if (entry_find(pc, (uint8_t)(s->model * MAX_GROUPS + gi), s->org, h) != NIL)
+		return true;
+	slot = &pc->ghost[h & pc->ghost_mask];
+	if (*slot == h)
+		return true;
+	*slot = h;
+	return false;
+}
+
+static void
+record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi, uint32_t a,
+	      uint32_t b, uint64_t now)
+{
+	struct seq_group *sg = &s->g[gi];
+	uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
+	uint64_t h = prefixcache_column_hash(sg->last_hash, s->tokens + a, b - a), ec = 0;
+	uint32_t i, parent = sg->last_entry, t;
+	struct pc_entry *e;
+	struct pc_prompt *p;
+
+	/* The parent must still be there, or this column is unreachable. */
+	if (parent != NIL && (pc->e[parent].length != a || pc->e[parent].hash != sg->last_hash)) {
+		sg->last_entry = NIL;
+		stop_caching(pc, s, gi);
+		return;
+	}
+	i = entry_find(pc, gid, s->org, h);
+	if (i != NIL && expired(pc, &pc->e[i], now) && !subtree_pinned(pc, i)) {
+		delete_subtree(pc, i, -1, 0, true);
+		i = NIL;
+		if (!sg->caching)
+			return;
+	}
+	if (i != NIL) {
+		/* Stored twice (another sequence got there first): ours is unreferenced. */
+		pc->st.dup_columns++;
+		seq_pin_last(pc, sg, i);
+		sg->last_hash = h;
+		sg->cur_end = b;
+		return;
+	}
+	i = entry_alloc(pc);
+	if (i == NIL) {
+		stop_caching(pc, s, gi);
+		return;
+	}
+	for (t = a; t < b; t++)
+		if (s->tok_batch[t] > ec)
+			ec = s->tok_batch[t];
+	e = &pc->e[i];
+	p = &pc->pr[sg->prompt];
+	*e = (struct pc_entry){.hash = h, .evict_count = ec, .first_used = now, .last_used = now,
+			       .start = a, .length = b, .org = s->org, .prompt = sg->prompt,
+			       .parent = parent, .first_child = NIL, .next_sib = NIL,
+			       .prev_sib = NIL, .lru_prev = NIL, .lru_next = NIL,
+			       .p_prev = p->last, .p_next = NIL, .gen = e->gen + 1,
+			       .gid = gid, .bucket = NO_BUCKET, .prio = b <= s->priority};
+	/* Index, prompt list, family. */
+	{
+		uint32_t k = ebucket_of(pc, gid, s->org, h);
+
+		e->hnext = pc->ebucket[k];
+		pc->ebucket[k] = i;
+	}
+	if (p->last != NIL)
+		pc->e[p->last].p_next = i;
+	else
+		p->first = i;
+	p->last = i;
+	if (parent != NIL) {
+		struct pc_entry *pe = &pc->e[parent];
+
+		lru_unlink(pc, parent); /* no longer a leaf */
+		e->next_sib = pe->first_child;
+		if (pe->first_child != NIL)
+			pc->e[pe->first_child].prev_sib = i;
+		pe->first_child = i;
+	}
+	lru_insert(pc, i, policy_bucket(pc, e), false);
+	if (pc->sink.column != NULL)
+		pc->sink.column(pc->sink.arg, s->model, pc->m[s->model].g[gi].cache[0], s->isolation_id,
+				s->prompt_id, a, b);
+	pc->org[s->org].st.entries++;
+	pc->org[s->org].st.cached_tokens += b - a;
+	seq_pin_last(pc, sg, i);
+	sg->last_hash = h;
+	sg->cur_end = b;
+}
+
+/* Evict token @pos of @s into the current batch; complete columns if @verified. */
+static int
+evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uint64_t now,
+	    bool complete)
+{
+	struct pc_model *m = &pc->m[s->model];
+	struct proto_evict_entry *be = m->batch + (size_t)m->batch_g * m->p.num_caches;
+	const uint32_t C = pc->p.column;
+	unsigned int gi;
+	int evicted = 0;
+
+	for (gi = 0; gi < m->ngroups; gi++) {
+		struct pc_group *g = &m->g[gi];
+		struct seq_group *sg = &s->g[gi];
+		uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
+		uint64_t pid = 0;
+		uint16_t c;
+
+		/* ADAPTIVE: a prompt column is stored only if seen before. */
+		if (sg->caching && pos == sg->cur_end) {
+			uint32_t ne = next_end(g, C, pos);
+
+			if (ne != 0 && !admit(pc, s, gi, pos, ne)) {
+				pc->st.not_admitted++;
+				stop_caching(pc, s, gi);
+			}
+		}
+		if (sg->caching && next_end(g, C, sg->cur_end) == 0)
+			stop_caching(pc, s, gi); /* past the last column (window) */
+		if (sg->caching) {
+			bool growth = sg->prompt == NIL || pos >= pc->pr[sg->prompt].end;
+
+			while (growth && sg->caching && g->stored + 1 > g->capacity)
+				if (!free_one(pc, gid))
+					stop_caching(pc, s, gi);
+		}
+		if (sg->caching) {
+			struct pc_prompt *p;
+
+			if (sg->prompt == NIL) {
+				sg->prompt = prompt_new(pc, gid, s->prompt_id, pos, s);
+				if (sg->prompt == NIL) {
+					stop_caching(pc, s, gi);
+					goto entry;
+				}
+			}
+			p = &pc->pr[sg->prompt];
+			if (pos == p->end) {
+				p->end++;
+				g->stored++;
+				pc->stored_total++;
+				if (pc->stored_total > pc->st.peak_stored_tokens)
+					pc->st.peak_stored_tokens = pc->stored_total;
+			}
+			p->last_batch = current_batch(m);
+			pid = s->prompt_id;
+			evicted = 1;
+		}
+entry:
+		for (c = 0; c < g->ncaches; c++)
+			be[g->cache_pos[c]] = (struct proto_evict_entry){pid, pos, s->seq_id};
+	}
+	s->tok_batch[pos] = current_batch(m);
+	m->batch_g++;
+	if (evicted)
+		pc->st.evicted_tokens++;
+	if (complete) {
+		for (gi = 0; gi < m->ngroups; gi++) {
+			struct seq_group *sg = &s->g[gi];
+			uint32_t ne;
+
+			while (sg->caching && (ne = next_end(&m->g[gi], C, sg->cur_end)) != 0 &&
+			       ne <= s->verified && sg->prompt != NIL)
+				record_column(pc, s, gi, sg->cur_end, ne, now);
+		}
+	}
+	if (m->batch_g == m->p.max_batch_tokens)
+		flush_model(pc, s->model);
+	return evicted;
+}
+
+int
+prefixcache_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t token, uint64_t now)
+{
+	uint32_t pos = s->pos;
+
+	if (seq_reserve_tokens(s, pos + 1) != 0)
+		return 0;
+	s->tokens[pos] = token;
+	if (pos + 1 > s->ntok)
+		s->ntok = pos + 1;
+	s->pos = pos + 1;
+	s->verified = s->pos;
+	if (pos >= s->allowed)
+		return 0;
+	return evict_token(pc, s, pos, now, true);
+}
+
+int
+prefixcache_speculate(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *tokens,
+		      uint32_t n, uint64_t now)
+{
+	uint32_t k;
+	int ev = 0;
+
+	if (seq_reserve_tokens(s, s->pos + n) != 0)
+		return -ENOMEM;
+	for (k = 0; k < n; k++) {
+		uint32_t pos = s->pos++;
+
+		s->tokens[pos] = tokens[k];
+		if (pos + 1 > s->ntok)
+			s->ntok = pos + 1;
+		if (pos < s->allowed)
+			ev += evict_token(pc, s, pos, now, false);
+	}
+	return ev;
+}
+
+int
+prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t accepted,
+		   uint64_t now)
+{
+	struct pc_model *m = &pc->m[s->model];
+	unsigned int gi;
+
+	if (s->verified + accepted > s->pos)
+		return -EINVAL;
+	s->verified += accepted;
+	/* Rejected tokens are sent again (corrected), overwriting in place. */
+	s->pos = s->verified;
+	s->ntok = s->pos;
+	for (gi = 0; gi < m->ngroups; gi++) {
+		struct seq_group *sg = &s->g[gi];
+		uint32_t ne;
+
+		while (sg->caching && sg->prompt != NIL &&
+		       (ne = next_end(&m->g[gi], pc->p.column, sg->cur_end)) != 0 &&
+		       ne <= s->verified)
+			record_column(pc, s, gi, sg->cur_end, ne, now);
+	}
+	return 0;
+}
+
+void
+prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now)
+{
+	struct pc_model *m = &pc->m[s->model];
+	unsigned int gi;
+
+	(void)now;
+	for (gi = 0; gi < m->ngroups; gi++) {
+		struct seq_group *sg = &s->g[gi];
+
+		seq_pin_last(pc, sg, NIL);
+		if (sg->prompt != NIL) {
+			uint32_t pi = sg->prompt;
+
+			pc->pr[pi].seq = NULL;
+			sg->prompt = NIL;
+			/* The trailing tokens that fill no column go. */
+			prompt_truncate(pc, pi, pc->pr[pi].end, -1, 0, true);
+		}
+	}
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		pc->live = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	free(s->tokens);
+	free(s->tok_batch);
+	free(s);
+}
+
+/* ---- Events from the shards ---------------------------------------------------------- */
+
+void
+prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t prompt_id,
+		       uint32_t token_idx)
+{
+	struct pc_model *m;
+	uint16_t c;
+	uint8_t gid;
+	uint32_t pi, i;
+
+	if (mi >= pc->p.num_models)
+		return;
+	m = &pc->m[mi];
+	for (c = 0; c < m->p.num_caches && m->p.cache[c].cache_id != cache_id; c++)
+		;
+	if (c == m->p.num_caches)
+		return;
+	gid = (uint8_t)(mi * MAX_GROUPS + m->group_of_cache[c]);
+	pi = prompt_find(pc, gid, prompt_id);
+	pc->st.lost_tokens++;
+	if (pi == NIL || token_idx >= pc->pr[pi].end || token_idx < pc->pr[pi].offset)
+		return; /* already gone */
+	/* The first column holding the token, and all after it. */
+	for (i = pc->pr[pi].first; i != NIL && pc->e[i].length <= token_idx; i = pc->e[i].p_next)
+		;
+	if (i != NIL)
+		delete_subtree(pc, i, cache_id, token_idx, true);
+	else
+		prompt_truncate(pc, pi, token_idx, cache_id, token_idx, true);
+}
+
+void
+prefixcache_shard_restart(struct prefixcache *pc, uint16_t mi)
+{
+	struct pc_model *m;
+	uint32_t i;
+
+	if (mi >= pc->p.num_models)
+		return;
+	m = &pc->m[mi];
+	/* The shard holds nothing: drop every entry and prompt, sending nothing. */
+	for (i = 0; i < pc->ecap; i++)
+		if (pc->e[i].length != 0 && pc->e[i].gid / MAX_GROUPS == mi &&
+		    pc->e[i].parent == NIL)
+			delete_subtree(pc, i, -1, 0, false);
+	for (i = 0; i < pc->prcap; i++)
+		if (pc->pr[i].id != 0 && pc->pr[i].gid / MAX_GROUPS == mi) {
+			struct prefixcache_seq *s = pc->pr[i].seq;
+
+			if (s != NULL)
+				stop_caching(pc, s, pc->pr[i].gid % MAX_GROUPS);
+			if (pc->pr[i].id != 0)
+				prompt_truncate(pc, i, pc->pr[i].offset, -1, 0, false);
+		}
+	/* A new control stream: batches count from 1 again. */
+	m->batches_sent = 0;
+	m->batch_g = 0;
+}
+
+size_t
+prefixcache_expire(struct prefixcache *pc, uint64_t now, size_t max_visits)
+{
+	size_t removed = 0, v;
+	uint64_t deleted0 = pc->st.deleted_tokens;
+
+	if (pc->ecap == 0)
+		return 0;
+	for (v = 0; v < max_visits && v < pc->ecap; v++) {
+		uint32_t i = pc->expire_cursor++ % pc->ecap;
+
+		if (pc->e[i].length == 0 || !expired(pc, &pc->e[i], now))
+			continue;
+		if (subtree_pinned(pc, i))
+			continue; /* a refill needs it; next sweep */
+		removed += delete_subtree(pc, i, -1, 0, true);
+	}
+	pc->st.expired_entries += removed;
+	pc->st.expired_tokens += pc->st.deleted_tokens - deleted0;
+	return removed;
+}
+
+/* ---- Inspection -------------------------------------------------------------------- */
+
+void
+prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *st)
+{
+	*st = pc->st;
+	st->entries = pc->nentries;
+}
+
+uint64_t
+prefixcache_stored(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id)
+{
+	const struct pc_model *m;
+	uint16_t c;
+
+	if (mi >= pc->p.num_models)
+		return 0;
+	m = &pc->m[mi];
+	for (c = 0; c < m->p.num_caches; c++)
+		if (m->p.cache[c].cache_id == cache_id)
+			return m->g[m->group_of_cache[c]].stored;
+	return 0;
+}
+
+size_t
+prefixcache_orgs(const struct prefixcache *pc, struct prefixcache_org_stats *out, size_t max)
+{
+	size_t i;
+
+	for (i = 0; i < pc->norg && i < max; i++)
+		out[i] = pc->org[i].st;
+	return pc->norg;
+}
+
+int
+prefixcache_find(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t isolation_id,
+		 const uint32_t *tokens, uint32_t len, uint64_t now, struct prefixcache_entry_info *out)
+{
+	const struct pc_model *m;
+	const struct pc_group *g;
+	uint32_t b, o, i = NIL, end = 0, ne, c;
+	uint64_t h = isolation_id;
+	uint8_t gid;
+
+	if (mi >= pc->p.num_models)
+		return -EINVAL;
+	m = &pc->m[mi];
+	for (c = 0; c < m->p.num_caches && m->p.cache[c].cache_id != cache_id; c++)
+		;
+	if (c == m->p.num_caches)
+		return -EINVAL;
+	g = &m->g[m->group_of_cache[c]];
+	gid = (uint8_t)(mi * MAX_GROUPS + m->group_of_cache[c]);
+	/* The organization, without creating it. */
+	for (o = pc->orgbucket[(uint32_t)mix64(isolation_id) & pc->orgmask]; o != NIL;
+	     o = pc->org[o].hnext)
+		if (pc->org[o].isolation_id == isolation_id)
+			break;
+	if (o == NIL)
+		return -ENOENT;
+	while (end < len && (ne = next_end(g, pc->p.column, end)) != 0 && ne <= len) {
+		h = prefixcache_column_hash(h, tokens + end, ne - end);
+		i = entry_find(pc, gid, o, h);
+		if (i == NIL || expired(pc, &pc->e[i], now))
+			return -ENOENT;
+		end = ne;
+	}
+	if (end != len || i == NIL)
+		return -ENOENT;
+	b = pc->e[i].parent;
+	out->prompt_id = pc->pr[pc->e[i].prompt].id;
+	out->start = pc->e[i].start;
+	out->length = pc->e[i].length;
+	out->evict_count = pc->e[i].evict_count;
+	out->first_used = pc->e[i].first_used;
+	out->last_used = pc->e[i].last_used;
+	out->hash = pc->e[i].hash;
+	out->parent_hash = b != NIL ? pc->e[b].hash : 0;
+	out->hits = pc->e[i].hits;
+	return 0;
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef KVSS_PREFIXCACHE_H
+#define KVSS_PREFIXCACHE_H
+
+/**
+ * @file
+ * The driver's prompt-cache logic (SwDriver): what is cached, refilled,
+ * deleted and when. It knows nothing of DPDK: requests and tokens come in,
+ * protocol messages (RESERVE, EVICT batches, REFILL, DELETE) go out through a
+ * sink of function pointers, and STATUS-derived events (REFILL_DONE,
+ * TOKEN_LOST, shard restarts) come back.
+ *
+ * Model. Each model (target, draft, ...) has caches; caches that follow the
+ * same allocation rule form a group sharing one PrefixMap per organization:
+ * a map from the chained hash of a prefix's columns to where the column is
+ * stored (prompt id, length, evict count, first and last use, parent). A
+ * full-attention group has columns of C tokens; a sliding-window group
+ * (window W, S sink tokens) has columns of physical window positions, which
+ * after the loop-around end at unusual prefix lengths.
+ *
+ * Guarantees. It never asks a shard to hold more tokens than its capacity
+ * (the minimum over the model's shards, per cache), never sends an illegal
+ * operation (growth only on the right, deletes only of suffixes), never lets
+ * one organization reach another's entries (keys carry the organization,
+ * and hashes are seeded with its isolation_id), never returns an entry past
+ * its expiry, and never deletes a column an in-flight refill needs.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PREFIXCACHE_MAX_MODELS 4
+#define PREFIXCACHE_MAX_CACHES 16
+#define PREFIXCACHE_COLUMN_DEFAULT 64
+
+/** How a cache allocates on the wafer. */
+enum prefixcache_rule {
+	PREFIXCACHE_FULL, /**< token i at position i */
+	PREFIXCACHE_SWA,  /**< sliding window of W positions, S of them sinks */
+};
+
+/** Which columns to delete when full. */
+enum prefixcache_policy {
+	PREFIXCACHE_LRU,      /**< least recently used leaf (default) */
+	PREFIXCACHE_LFU,      /**< least often used leaf, then least recent */
+	PREFIXCACHE_PRIORITY, /**< LRU, but columns under a request's priority hint go last */
+	PREFIXCACHE_ADAPTIVE, /**< admit on second sight; delete deep columns of long prompts first */
+};
+
+struct prefixcache_cache {
+	uint16_t cache_id;
+	enum prefixcache_rule rule;
+	uint32_t window; /**< SWA: W, positions in the window (sinks included) */
+	uint32_t sinks;	 /**< SWA: S */
+	/** Tokens the cache can hold: the minimum over the model's shards. */
+	uint64_t capacity_tokens;
+};
+
+struct prefixcache_model {
+	uint16_t num_caches;
+	struct prefixcache_cache cache[PREFIXCACHE_MAX_CACHES];
+	/** Refill-time model: fixed latency plus bytes over bandwidth. */
+	uint64_t refill_latency_ns;
+	double refill_bytes_per_ns;
+	/** Bytes per token on the busiest shard (all caches): what one refill moves there. */
+	uint64_t refill_bytes_per_token;
+	/** Tokens per EVICT batch at most (G); entries G x num_caches fit one frame. */
+	uint16_t max_batch_tokens;
+};
+
+struct prefixcache_params {
+	uint16_t num_models;
+	struct prefixcache_model model[PREFIXCACHE_MAX_MODELS];
+	uint32_t column; /**< C, tokens per column; 0: 64 */
+	enum prefixcache_policy policy;
+	/** Global expiry from last and first use, ns; 0: none. */
+	uint64_t ttl_last_ns;
+	uint64_t ttl_first_ns;
+	/** Replay the last prompt token too (no "-1" rule). */
+	bool no_minus_one;
+	/** ADAPTIVE: remember this many column hashes seen once (0: 1M). */
+	uint32_t ghost_entries;
+};
+
+/** Where the library's messages go. Each callback may be NULL. */
+struct prefixcache_sink {
+	void *arg;
+	void (*reserve)(void *arg, uint16_t model, const struct proto_reserve *r);
+	/** One EVICT batch: entries e[t * num_caches + c]. */
+	void (*evict)(void *arg, uint16_t model, uint64_t batch_no, uint16_t num_caches, uint16_t g,
+		      const struct proto_evict_entry *e);
+	/** One RefillRequest (one cache) with its chunks. */
+	void (*refill)(void *arg, uint16_t model, const struct proto_refill_req *r,
+		       const struct proto_refill_chunk *chunks);
+	void (*del)(void *arg, uint16_t model, const struct proto_delete *d);
+	/**
+	 * Optional, for tests and tracing: a column entered the PrefixMap
+	 * (first cache of its group named), holding prompt tokens [start, end).
+	 */
+	void (*column)(void *arg, uint16_t model, uint16_t cache_id, uint64_t isolation_id,
+		       uint64_t prompt_id, uint32_t start, uint32_t end);
+};
+
+/** A request starting on one model. */
+struct prefixcache_request {
+	uint64_t isolation_id; /**< the organization (proto_ref_isolation_id of its name) */
+	const uint32_t *tokens; /**< the prompt */
+	uint32_t num_tokens;
+	/** Leftmost tokens that may be cached; may exceed the prompt (generated tokens). */
+	uint32_t cache_length_allowed;
+	/** Index of the first multimodal token, or UINT32_MAX: caching stops before it. */
+	uint32_t first_multimodal;
+	/** Hint: the first this many tokens will be reused often (PRIORITY policy). */
+	uint32_t priority_tokens;
+	uint32_t sequence_id; /**< on-wafer id, written into EVICT entries and REFILLs */
+};
+
+/** What a lookup found. */
+struct prefixcache_hit {
+	uint32_t hit_tokens;	/**< tokens refilled instead of recomputed */
+	uint32_t lookup_tokens; /**< tokens the lookup could have hit */
+	uint64_t refill_id;	/**< 0 when nothing is refilled */
+	uint64_t evict_count;	/**< what the refill waits for */
+	uint64_t estimate_ns;	/**< refill time by the model */
+	uint64_t prompt_id;	/**< the id this sequence's evictions use */
+};
+
+struct prefixcache;
+struct prefixcache_seq;
+
+/**
+ * Create a driver. The sink is copied.
+ * @return NULL with errno EINVAL (bad parameters) or ENOMEM.
+ */
+struct prefixcache *prefixcache_create(const struct prefixcache_params *p,
+				       const struct prefixcache_sink *sink);
+void prefixcache_free(struct prefixcache *pc);
+
+/** Per-organization expiry (0: the global value). */
+int prefixcache_org_ttl(struct prefixcache *pc, uint64_t isolation_id, uint64_t ttl_last_ns,
+			uint64_t ttl_first_ns);
+
+/**
+ * Start a sequence on @p model: look up the longest cached prefix, emit one
+ * REFILL request per cache for the hit and a RESERVE for the evictions to
+ * come. The sequence then continues from token hit_tokens: feed every token
+ * sent to the wafer from there with prefixcache_token().
+ * @return the sequence, or NULL (errno ENOMEM, EINVAL).
+ */
+struct prefixcache_seq *prefixcache_begin(struct prefixcache *pc, uint16_t model,
+					  const struct prefixcache_request *req, uint64_t now_ns,
+					  struct prefixcache_hit *hit);
+
+/**
+ * A token is sent to the wafer (the next prompt token, or a generated one,
+ * whose id is @p token). If it may be cached, room is made (deleting columns
+ * by the policy) and its eviction entry goes into the current batch; a
+ * completed column enters the PrefixMap.
+ * @return 1 when the token is evicted, 0 when not cached.
+ */
+int prefixcache_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t token,
+		      uint64_t now_ns);
+
+/**
+ * Speculative decoding: @p n speculative tokens after the verified ones; they
+ * are evicted but enter no column until verified.
+ */
+int prefixcache_speculate(struct prefixcache *pc, struct prefixcache_seq *s,
+			  const uint32_t *tokens, uint32_t n, uint64_t now_ns);
+
+/**
+ * Speculative decoding: the first @p accepted speculative tokens were right;
+ * the rest are dropped (their positions will be evicted again, overwriting
+ * in place). Verified columns enter the PrefixMap.
+ */
+int prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t accepted,
+		       uint64_t now_ns);
+
+/** Send the current EVICT batch of every model now (a wafer step ends). */
+void prefixcache_flush(struct prefixcache *pc);
+
+/** The sequence ends: its trailing tokens that fill no column are deleted. */
+void prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now_ns);
+
+/** A REFILL_DONE arrived: the refill's columns may be deleted again. */
+void prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id);
+
+/** TOKEN_LOST: every column containing the token goes, and what hangs on it. */
+void prefixcache_token_lost(struct prefixcache *pc, uint16_t model, uint16_t cache_id,
+			    uint64_t prompt_id, uint32_t token_idx);
+
+/** A shard of @p model restarted (new epoch): all of the model's prefixes go. */
+void prefixcache_shard_restart(struct prefixcache *pc, uint16_t model);
+
+/**
+ * Remove expired entries (and what hangs on them), emitting DELETEs.
+ * Visits at most @p max_visits entries per call, so the control loop can run
+ * it between bursts; a full sweep takes entries / max_visits calls.
+ * @return entries removed.
+ */
+size_t prefixcache_expire(struct prefixcache *pc, uint64_t now_ns, size_t max_visits);
+
+struct prefixcache_stats {
+	uint64_t requests;
+	uint64_t lookup_tokens; /**< tokens the lookups covered */
+	uint64_t hit_tokens;
+	uint64_t refills;
+	uint64_t evicted_tokens;
+	uint64_t deleted_tokens;
+	uint64_t expired_entries;
+	uint64_t expired_tokens;
+	uint64_t policy_deletes; /**< columns deleted to make room */
+	uint64_t dup_columns;	 /**< columns stored twice (concurrent misses), freed later */
+	uint64_t not_admitted;	 /**< ADAPTIVE: columns not stored at first sight */
+	uint64_t stopped;	 /**< sequences whose caching stopped (no room, loss) */
+	uint64_t lost_tokens;
+	uint64_t entries;	 /**< now */
+	uint64_t peak_stored_tokens;
+};
+
+void prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *st);
+
+/** Tokens the driver has asked shards of @p model to hold in @p cache_id. */
+uint64_t prefixcache_stored(const struct prefixcache *pc, uint16_t model, uint16_t cache_id);
+
+struct prefixcache_org_stats {
+	uint64_t isolation_id;
+	uint64_t entries;
+	uint64_t cached_tokens;
+	uint64_t hit_tokens;
+	uint64_t requests;
+};
+
+/** Organizations known so far; fills up to @p max, returns how many exist. */
+size_t prefixcache_orgs(const struct prefixcache *pc, struct prefixcache_org_stats *out,
+			size_t max);
+
+/** A PrefixMap entry, as prefixcache_find() reports it. */
+struct prefixcache_entry_info {
+	uint64_t prompt_id;
+	uint32_t start, length; /**< the column is tokens [start, length) of the prefix */
+	uint64_t evict_count;
+	uint64_t first_used, last_used;
+	uint64_t hash, parent_hash;
+	uint32_t hits;
+};
+
+/**
+ * The entry of the column ending at @p len of this prefix, if every column of
+ * it is cached and unexpired at @p now (touches nothing).
+ * @return 0, -ENOENT, or -EINVAL.
+ */
+int prefixcache_find(const struct prefixcache *pc, uint16_t model, uint16_t cache_id,
+		     uint64_t isolation_id, const uint32_t *tokens, uint32_t len, uint64_t now,
+		     struct prefixcache_entry_info *out);
+
+/** Bytes the PrefixMap uses per entry (entry record and index). */
+size_t prefixcache_bytes_per_entry(void);
+
+/**
+ * Hash of one column: xxh3 of its token ids (u32 little-endian) seeded with
+ * the parent's hash (the isolation_id for the first column).
+ */
+uint64_t prefixcache_column_hash(uint64_t parent, const uint32_t *tokens, uint32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVSS_PREFIXCACHE_H */

@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/prefixcache, driven through the replay system (a real kvstore and an
+ * emulated wafer that checks every refilled byte): the design's examples,
+ * capacity, isolation, expiry, losses, restarts, speculation, models.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+
+#include "prefixcache.h"
+#include "replay.h"
+
+#define SEC 1000000000ull
+
+/* Messages seen, for the checks. */
+static struct proto_refill_req refills[64];
+static struct proto_refill_chunk chunks[64][16];
+static unsigned int nrefills;
+static struct proto_delete dels[256];
+static unsigned int ndels;
+static struct proto_reserve reserves[64];
+static unsigned int nreserves;
+
+static void
+obs_refill(void *arg, uint16_t model, const struct proto_refill_req *r,
+	   const struct proto_refill_chunk *c)
+{
+	(void)arg;
+	(void)model;
+	if (nrefills < 64) {
+		refills[nrefills] = *r;
+		memcpy(chunks[nrefills], c, sizeof(*c) * (r->num_chunks < 16 ? r->num_chunks : 16));
+		nrefills++;
+	}
+}
+
+static void
+obs_del(void *arg, uint16_t model, const struct proto_delete *d)
+{
+	(void)arg;
+	(void)model;
+	if (ndels < 256)
+		dels[ndels++] = *d;
+}
+
+static void
+obs_reserve(void *arg, uint16_t model, const struct proto_reserve *r)
+{
+	(void)arg;
+	(void)model;
+	if (nreserves < 64)
+		reserves[nreserves++] = *r;
+}
+
+static struct replay_params
+params_full(uint32_t C, uint64_t capacity, uint16_t G)
+{
+	struct replay_params p = {.bytes_per_token = 16, .num_buffers = 2};
+
+	p.pc.num_models = 1;
+	p.pc.column = C;
+	p.pc.model[0].num_caches = 1;
+	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, capacity};
+	p.pc.model[0].max_batch_tokens = G;
+	p.observe.refill = obs_refill;
+	p.observe.del = obs_del;
+	p.observe.reserve = obs_reserve;
+	nrefills = ndels = nreserves = 0;
+	return p;
+}
+
+static void
+assert_clean(struct replay *r)
+{
+	struct replay_stats st;
+
+	replay_stats(r, &st);
+	cr_assert_eq(st.protocol_errors, 0, "%" PRIu64 " protocol errors", st.protocol_errors);
+	cr_assert_eq(st.verify_failures, 0, "%" PRIu64 " verify failures", st.verify_failures);
+}
+
+static struct prefixcache_request
+req_of(uint64_t iso, const uint32_t *t, uint32_t n, uint32_t allowed)
+{
+	struct prefixcache_request q = {.isolation_id = iso, .tokens = t, .num_tokens = n,
+					.cache_length_allowed = allowed,
+					.first_multimodal = UINT32_MAX, .sequence_id = 5};
+
+	return q;
+}
+
+/* ---- The design's PrefixMap example, C = 4 ---------------------------------- */
+
+Test(design, prefixmap_example_with_columns_of_four)
+{
+	/* A B C D E ... N as token ids 1..14; one token per batch, so a token's
+	 * evict count is its place among all evictions. */
+	uint32_t t[14], i;
+	struct replay_params p = params_full(4, 1000, 1);
+	struct replay *r = replay_create(&p);
+	struct prefixcache *pc = replay_pc(r);
+	struct prefixcache_entry_info e1, e2, e3;
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct replay_seq *s;
+	uint64_t p111, p222, iso = proto_ref_isolation_id("acme", 4);
+
+	for (i = 0; i < 14; i++)
+		t[i] = i + 1;
+	/* Prompt 111 = ABCDE. */
+	q = req_of(iso, t, 5, 5);
+	s = replay_begin(r, 0, &q, 1 * SEC, &hit);
+	cr_assert_eq(hit.hit_tokens, 0);
+	p111 = replay_prompt_id(s);
+	replay_send(r, s, 5, NULL, 1 * SEC);
+	replay_end(r, s, 1 * SEC);
+	/* Prompt 222 = ABCDEFGHIJKLMN, continuing it. */
+	q = req_of(iso, t, 14, 14);
+	s = replay_begin(r, 0, &q, 2 * SEC, &hit);
+	cr_assert_eq(hit.hit_tokens, 4, "hit %u", hit.hit_tokens);
+	p222 = replay_prompt_id(s);
+	replay_send(r, s, 10, NULL, 2 * SEC);
+	replay_end(r, s, 2 * SEC);
+
+	cr_assert_eq(prefixcache_find(pc, 0, 0, iso, t, 4, 3 * SEC, &e1), 0);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, iso, t, 8, 3 * SEC, &e2), 0);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, iso, t, 12, 3 * SEC, &e3), 0);
+	cr_assert_eq(e1.prompt_id, p111);
+	cr_assert_eq(e1.length, 4);
+	cr_assert_eq(e1.evict_count, 4, "D is the 4th eviction: %" PRIu64, e1.evict_count);
+	cr_assert_eq(e2.prompt_id, p222);
+	cr_assert_eq(e2.length, 8);
+	cr_assert_eq(e2.evict_count, 9, "H is the 9th eviction (A-E, then E-H)");
+	cr_assert_eq(e3.prompt_id, p222);
+	cr_assert_eq(e3.length, 12);
+	cr_assert_eq(e3.evict_count, 13);
+	cr_assert_eq(e2.parent_hash, e1.hash);
+	cr_assert_eq(e3.parent_hash, e2.hash);
+	cr_assert_eq(e1.parent_hash, 0);
+	/* The hashes chain: each column seeded with its parent's. */
+	cr_assert_eq(e1.hash, prefixcache_column_hash(iso, t, 4));
+	cr_assert_eq(e2.hash, prefixcache_column_hash(e1.hash, t + 4, 4));
+	cr_assert_eq(prefixcache_find(pc, 0, 0, iso, t, 13, 3 * SEC, &e1), -ENOENT);
+	/* The refill of 222 glued prompt 111's column, waiting for D's batch. */
+	cr_assert_eq(nrefills, 1);
+	cr_assert_eq(refills[0].num_chunks, 1);
+	cr_assert_eq(refills[0].evict_count, 4);
+	cr_assert_eq(chunks[0][0].prompt_id, p111);
+	cr_assert_eq(chunks[0][0].start_token_idx, 0);
+	cr_assert_eq(chunks[0][0].num_tokens, 4);
+	/* 222 reserved from token 4, continuing 111. */
+	cr_assert_eq(reserves[1].prompt_id, p222);
+	cr_assert_eq(reserves[1].continue_id, p111);
+	cr_assert_eq(reserves[1].start_token_idx, 4);
+	/* Trailing tokens that fill no column were deleted: E of 111, MN of 222. */
+	cr_assert_eq(ndels, 2);
+	cr_assert_eq(dels[0].prompt_id, p111);
+	cr_assert_eq(dels[0].start_token_idx, 4);
+	cr_assert_eq(dels[0].end_token_idx, 4);
+	cr_assert_eq(dels[1].prompt_id, p222);
+	cr_assert_eq(dels[1].start_token_idx, 12);
+	cr_assert_eq(dels[1].end_token_idx, 13);
+	/* A third request glues both prompts. */
+	nrefills = 0;
+	q = req_of(iso, t, 14, 14);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 4 * SEC), 12);
+	cr_assert_eq(refills[0].num_chunks, 2);
+	cr_assert_eq(chunks[0][1].prompt_id, p222);
+	cr_assert_eq(chunks[0][1].start_token_idx, 4);
+	cr_assert_eq(chunks[0][1].num_tokens, 8);
+	cr_assert_eq(refills[0].evict_count, 13, "the largest evict count of the entries used");
+	assert_clean(r);
+	replay_free(r);
+}
+
+/* ---- The design's sliding-window example ---------------------------------------- */
+
+Test(design, sliding_window_example_w100_c10_s3)
+{
+	struct replay_params p = params_full(10, 100000, 16);
+	struct replay *r;
+	struct prefixcache *pc;
+	struct prefixcache_entry_info e;
+	struct prefixcache_request q;
+	uint32_t t[141], i, len;
+	static const uint32_t want[] = {10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 107, 117, 127, 137};
+	unsigned int k = 0;
+
+	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_SWA, 100, 3, 100000};
+	r = replay_create(&p);
+	pc = replay_pc(r);
+	for (i = 0; i < 141; i++)
+		t[i] = 1000 + i;
+	q = req_of(7, t, 140, 140);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 0);
+	/* Entries exactly at the design's lengths (107, not 106: after evicting
+	 * tokens 0..106 the prefix length is 107). */
+	for (len = 1; len <= 140; len++) {
+		int rc = prefixcache_find(pc, 0, 0, 7, t, len, SEC, &e);
+
+		if (k < 14 && len == want[k]) {
+			cr_assert_eq(rc, 0, "no entry at %u", len);
+			k++;
+		} else {
+			cr_assert_eq(rc, -ENOENT, "unexpected entry at %u", len);
+		}
+	}
+	/* A request of 141 tokens refills 137 logical tokens as the design glues them. */
+	nrefills = 0;
+	q = req_of(7, t, 141, 141);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2 * SEC), 137);
+	cr_assert_eq(nrefills, 1);
+	cr_assert_eq(refills[0].num_chunks, 3);
+	cr_assert_eq(chunks[0][0].start_token_idx, 0);
+	cr_assert_eq(chunks[0][0].num_tokens, 3);
+	cr_assert_eq(chunks[0][1].start_token_idx, 100);
+	cr_assert_eq(chunks[0][1].num_tokens, 37);
+	cr_assert_eq(chunks[0][2].start_token_idx, 40);
+	cr_assert_eq(chunks[0][2].num_tokens, 60);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(design, a_window_not_a_multiple_of_the_column_stops_caching_there)
+{
+	struct replay_params p = params_full(10, 100000, 16);
+	struct replay *r;
+	struct prefixcache_entry_info e;
+	struct prefixcache_request q;
+	uint32_t t[200], i;
+
+	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_SWA, 95, 3, 100000};
+	r = replay_create(&p);
+	for (i = 0; i < 200; i++)
+		t[i] = i;
+	q = req_of(7, t, 200, 200);
+	replay_request(r, 0, &q, NULL, 0, SEC);
+	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 7, t, 90, SEC, &e), 0);
+	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 7, t, 100, SEC, &e), -ENOENT);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2 * SEC), 90);
+	cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), 90);
+	assert_clean(r);
+	replay_free(r);
+}
+
+/* ---- Request inputs -------------------------------------------------------------------- */
+
+Test(inputs, the_last_prompt_token_is_never_replayed_unless_asked)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r = replay_create(&p);
+	struct prefixcache_request q;
+	uint32_t t[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+	q = req_of(1, t, 8, 8);
+	replay_request(r, 0, &q, NULL, 0, SEC);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 4, "8 - 1 rounds down to 4");
+	replay_free(r);
+	p = params_full(4, 1000, 8);
+	p.pc.no_minus_one = true;
+	r = replay_create(&p);
+	replay_request(r, 0, &q, NULL, 0, SEC);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 8);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(inputs, caching_stops_at_the_allowed_length_and_before_multimodal_tokens)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r = replay_create(&p);
+	struct prefixcache_request q;
+	uint32_t t[20], i;
+
+	for (i = 0; i < 20; i++)
+		t[i] = i;
+	q = req_of(1, t, 20, 9);
+	replay_request(r, 0, &q, NULL, 0, SEC);
+	q.cache_length_allowed = 20;
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 8, "only 9 allowed: 2 columns");
+	q.isolation_id = 2;
+	q.first_multimodal = 6;
+	replay_request(r, 0, &q, NULL, 0, SEC);
+	q.first_multimodal = UINT32_MAX;
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 4, "cut before token 6: 1 column");
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(inputs, generated_tokens_are_cached_when_allowed)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r = replay_create(&p);
+	struct prefixcache_request q;
+	uint32_t t[16], gen[8] = {90, 91, 92, 93, 94, 95, 96, 97}, i;
+
+	for (i = 0; i < 8; i++)
+		t[i] = i;
+	memcpy(t + 8, gen, sizeof(gen));
+	q = req_of(1, t, 8, 16);
+	replay_request(r, 0, &q, gen, 8, SEC);
+	/* The next turn's prompt is the whole exchange. */
+	q = req_of(1, t, 16, 16);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2 * SEC), 12);
+	assert_clean(r);
+	replay_free(r);
+}
+
+/* ---- Isolation --------------------------------------------------------------------------- */
+
+Test(isolation, identical_prompts_of_two_organizations_never_meet)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r = replay_create(&p);
+	struct prefixcache_request q;
+	uint32_t t[17], i;
+	uint64_t a = proto_ref_isolation_id("org-a", 5), b = proto_ref_isolation_id("org-b", 5);
+
+	for (i = 0; i < 17; i++)
+		t[i] = 42;
+	q = req_of(a, t, 17, 17);
+	replay_request(r, 0, &q, NULL, 0, SEC);
+	q.isolation_id = b;
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 0);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 16);
+	q.isolation_id = a;
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 16);
+	assert_clean(r); /* every refilled byte was the requesting organization's */
+	replay_free(r);
+}
+
+/* ---- Capacity --------------------------------------------------------------------------- */
+
+Test(capacity, the_shards_never_hold_more_than_capacity)
+{
+	struct replay_params p = params_full(8, 100, 4);
+	struct replay *r = replay_create(&p);
+	struct replay_stats st;
+	struct prefixcache_stats ps;
+	struct prefixcache_request q;
+	uint32_t t[64], i, k;
+
+	for (k = 0; k < 200; k++) {
+		for (i = 0; i < 64; i++)
+			t[i] = (i < 16 ? 7 : k % 13) * 1000 + i;
+		q = req_of(1, t, 64, 64);
+		replay_request(r, 0, &q, NULL, 0, k * SEC);
+		cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), 100);
+	}
+	replay_stats(r, &st);
+	prefixcache_stats(replay_pc(r), &ps);
+	cr_assert_leq(st.max_stored, 100);
+	cr_assert_gt(ps.policy_deletes, 0);
+	cr_assert_gt(ps.hit_tokens, 0);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(capacity, a_column_an_inflight_refill_needs_is_not_deleted)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	struct prefixcache *pc;
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *s;
+	struct prefixcache_entry_info e;
+	uint32_t a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {9, 9, 9, 9, 9, 9, 9, 9}, i;
+	uint64_t refill_a;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 8};
+	pc = prefixcache_create(&p, NULL);
+	q = req_of(1, a, 8, 8);
+	s = prefixcache_begin(pc, 0, &q, 1, &hit);
+	for (i = 0; i < 8; i++)
+		prefixcache_token(pc, s, a[i], 1);
+	prefixcache_end(pc, s, 1);
+	prefixcache_flush(pc);
+	/* A refill of a's first column, not done yet. */
+	s = prefixcache_begin(pc, 0, &q, 2, &hit);
+	cr_assert_eq(hit.hit_tokens, 4);
+	cr_assert_neq(hit.refill_id, 0);
+	refill_a = hit.refill_id;
+	prefixcache_end(pc, s, 2);
+	/* b needs room: only a's second column may go... and then nothing. */
+	q = req_of(1, b, 8, 8);
+	s = prefixcache_begin(pc, 0, &q, 3, &hit);
+	for (i = 0; i < 8; i++)
+		prefixcache_token(pc, s, b[i], 3);
+	prefixcache_end(pc, s, 3);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, a, 4, 4, &e), 0, "pinned column deleted");
+	cr_assert_leq(prefixcache_stored(pc, 0, 0), 8);
+	/* Once the refill is done it can go. */
+	prefixcache_refill_done(pc, refill_a);
+	q = req_of(1, b, 8, 8);
+	s = prefixcache_begin(pc, 0, &q, 5, &hit);
+	for (i = hit.hit_tokens; i < 8; i++)
+		prefixcache_token(pc, s, b[i], 5);
+	prefixcache_end(pc, s, 5);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, a, 4, 6, &e), -ENOENT);
+	prefixcache_free(pc);
+}
+
+/* ---- Expiry ------------------------------------------------------------------------------ */
+
+Test(expiry, an_entry_past_its_last_use_ttl_is_never_returned)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r;
+	struct prefixcache_request q;
+	struct prefixcache_stats st;
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+
+	p.pc.ttl_last_ns = 10 * SEC;
+	r = replay_create(&p);
+	q = req_of(1, t, 9, 9);
+	replay_request(r, 0, &q, NULL, 0, 0);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 9 * SEC), 8);
+	/* Used at 9 s: alive until 19 s, even with no cleanup run. */
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 18 * SEC), 8);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 40 * SEC), 0, "expired, before cleanup");
+	/* Cleanup removes what expired and deletes it from the shards. */
+	ndels = 0;
+	cr_assert_gt(prefixcache_expire(replay_pc(r), 100 * SEC, 1000), 0);
+	cr_assert_gt(ndels, 0);
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_gt(st.expired_tokens, 0);
+	cr_assert_eq(st.entries, 0);
+	cr_assert_eq(prefixcache_stored(replay_pc(r), 0, 0), 0);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(expiry, first_use_expiry_takes_the_children_with_it)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r;
+	struct prefixcache_request q;
+	struct prefixcache_entry_info e;
+	uint32_t t[13], i;
+
+	p.pc.ttl_first_ns = 100 * SEC;
+	r = replay_create(&p);
+	for (i = 0; i < 13; i++)
+		t[i] = i;
+	q = req_of(1, t, 5, 5);
+	replay_request(r, 0, &q, NULL, 0, 0);	      /* column 1 at t=0 */
+	q = req_of(1, t, 13, 13);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 50 * SEC), 4); /* columns 2, 3 at 50 s */
+	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 1, t, 12, 60 * SEC, &e), 0);
+	/* At 120 s column 1 is 120 s old: it and everything after it go. */
+	cr_assert_eq(prefixcache_expire(replay_pc(r), 120 * SEC, 100), 3);
+	cr_assert_eq(prefixcache_stored(replay_pc(r), 0, 0), 0);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(expiry, organizations_can_have_their_own_ttls)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r;
+	struct prefixcache_request q;
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+
+	p.pc.ttl_last_ns = 1000 * SEC;
+	r = replay_create(&p);
+	cr_assert_eq(prefixcache_org_ttl(replay_pc(r), 2, 5 * SEC, 0), 0);
+	q = req_of(1, t, 9, 9);
+	replay_request(r, 0, &q, NULL, 0, 0);
+	q.isolation_id = 2;
+	replay_request(r, 0, &q, NULL, 0, 0);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 10 * SEC), 0, "org 2 keeps 5 s");
+	q.isolation_id = 1;
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 10 * SEC), 8, "org 1 keeps 1000 s");
+	assert_clean(r);
+	replay_free(r);
+}
+
+/* ---- Shard events ------------------------------------------------------------------------ */
+
+Test(events, a_lost_token_removes_every_column_containing_it)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r = replay_create(&p);
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct prefixcache_entry_info e;
+	struct replay_seq *s;
+	uint32_t t[13], i;
+	uint64_t pid;
+
+	for (i = 0; i < 13; i++)
+		t[i] = i;
+	q = req_of(1, t, 13, 13);
+	s = replay_begin(r, 0, &q, 0, &hit);
+	pid = replay_prompt_id(s);
+	replay_send(r, s, 13, NULL, 0);
+	replay_end(r, s, 0);
+	/* The shard reports token 6 lost (it dropped 6.. from its range). */
+	{
+		struct proto_delete d = {pid, 100, 6, 11, 0};
+
+		cr_assert_eq(kvstore_delete(replay_kv(r, 0), &d), 0);
+	}
+	ndels = 0;
+	prefixcache_token_lost(replay_pc(r), 0, 0, pid, 6);
+	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 1, t, 4, 1, &e), 0);
+	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 1, t, 8, 1, &e), -ENOENT);
+	cr_assert_eq(prefixcache_stored(replay_pc(r), 0, 0), 4);
+	cr_assert_eq(ndels, 1);
+	cr_assert_eq(dels[0].start_token_idx, 4);
+	cr_assert_eq(dels[0].end_token_idx, 5, "only what the shard still holds");
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2), 4);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(events, a_shard_restart_drops_every_prefix_of_that_model)
+{
+	struct prefixcache_params p = {.num_models = 2, .column = 4};
+	struct prefixcache *pc;
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *s;
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, i, m;
+
+	for (m = 0; m < 2; m++) {
+		p.model[m].num_caches = 1;
+		p.model[m].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
+	}
+	pc = prefixcache_create(&p, NULL);
+	q = req_of(1, t, 9, 9);
+	for (m = 0; m < 2; m++) {
+		s = prefixcache_begin(pc, (uint16_t)m, &q, 0, &hit);
+		for (i = 0; i < 9; i++)
+			prefixcache_token(pc, s, t[i], 0);
+		prefixcache_end(pc, s, 0);
+	}
+	prefixcache_shard_restart(pc, 1);
+	cr_assert_eq(prefixcache_stored(pc, 1, 0), 0);
+	cr_assert_eq(prefixcache_stored(pc, 0, 0), 8);
+	s = prefixcache_begin(pc, 1, &q, 1, &hit);
+	cr_assert_eq(hit.hit_tokens, 0, "the draft lost its cache");
+	prefixcache_end(pc, s, 1);
+	s = prefixcache_begin(pc, 0, &q, 1, &hit);
+	cr_assert_eq(hit.hit_tokens, 8, "the target kept its own");
+	prefixcache_end(pc, s, 1);
+	prefixcache_free(pc);
+}
+
+/* ---- Models and speculation ---------------------------------------------------------------- */
+
+Test(models, draft_and_target_have_their_own_maps_and_capacity)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r;
+	struct prefixcache_request q;
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+
+	p.pc.num_models = 2;
+	p.pc.model[1] = p.pc.model[0];
+	p.pc.model[1].cache[0].capacity_tokens = 4;
+	r = replay_create(&p);
+	q = req_of(1, t, 9, 9);
+	replay_request(r, 0, &q, NULL, 0, 0);
+	cr_assert_eq(replay_request(r, 1, &q, NULL, 0, 1), 0, "the draft has not seen it");
+	cr_assert_eq(replay_request(r, 1, &q, NULL, 0, 2), 4, "its capacity holds one column");
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 3), 8);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(models, several_caches_with_the_same_rule_share_one_map)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r;
+	struct prefixcache_request q;
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+
+	p.pc.model[0].num_caches = 3;
+	p.pc.model[0].cache[1] = p.pc.model[0].cache[0];
+	p.pc.model[0].cache[1].cache_id = 1;
+	p.pc.model[0].cache[2] = p.pc.model[0].cache[0];
+	p.pc.model[0].cache[2].cache_id = 2;
+	r = replay_create(&p);
+	q = req_of(1, t, 9, 9);
+	replay_request(r, 0, &q, NULL, 0, 0);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 1), 8);
+	cr_assert_eq(nrefills, 3, "one refill request per cache");
+	assert_clean(r); /* each cache's bytes checked against its own reference */
+	replay_free(r);
+}
+
+Test(models, speculative_tokens_enter_the_map_only_when_verified)
+{
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct prefixcache_entry_info e;
+	uint32_t t[4] = {1, 2, 3, 4}, spec[6] = {5, 6, 7, 8, 9, 10}, fixed[8] = {1, 2, 3, 4, 5, 6, 70, 80};
+
+	/* A plain driver: 4 verified, 4 speculative (5 6 7 8), 2 accepted, then 70 80. */
+	{
+		struct prefixcache_params pp = {.num_models = 1, .column = 4};
+		struct prefixcache *d;
+		struct prefixcache_seq *x;
+
+		pp.model[0].num_caches = 1;
+		pp.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
+		pp.model[0].max_batch_tokens = 1;
+		d = prefixcache_create(&pp, NULL);
+		q = req_of(1, t, 4, 100);
+		x = prefixcache_begin(d, 0, &q, 0, &hit);
+		for (int i = 0; i < 4; i++)
+			prefixcache_token(d, x, t[i], 0);
+		cr_assert_eq(prefixcache_speculate(d, x, spec, 4, 0), 4);
+		cr_assert_eq(prefixcache_find(d, 0, 0, 1, (uint32_t[]){1, 2, 3, 4, 5, 6, 7, 8}, 8, 0, &e),
+			     -ENOENT, "speculative column entered the map");
+		cr_assert_eq(prefixcache_verify(d, x, 2, 0), 0);
+		prefixcache_token(d, x, 70, 0); /* overwrites position 6 */
+		prefixcache_token(d, x, 80, 0); /* overwrites position 7 */
+		cr_assert_eq(prefixcache_find(d, 0, 0, 1, fixed, 8, 0, &e), 0);
+		cr_assert_eq(e.evict_count, 10, "the corrected tokens' batches count");
+		cr_assert_eq(prefixcache_stored(d, 0, 0), 8, "overwrites take no room");
+		prefixcache_end(d, x, 0);
+		prefixcache_free(d);
+	}
+}
