@@ -49,7 +49,8 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
-	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c
+	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
+	app/trace/kvss_trace.c bench/bench_prefixcache.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
@@ -78,6 +79,10 @@ $(LIBPREFIXCACHE): $(call obj,$(PREFIXCACHE_SRC))
 # ---- programs --------------------------------------------------------------
 
 KVSS_DUMP := $(BUILD)/kvss-dump
+KVSS_TRACE := $(BUILD)/kvss-trace
+
+$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c $(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	$(CC) -o $@ $^ $(DEP_LIBS)
 
 $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
@@ -126,9 +131,13 @@ $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 
 # ---- benchmarks --------------------------------------------------------------
 
-BENCHES := $(BUILD)/bench/bench_kvstore
+BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache
 
 $(BUILD)/bench/bench_kvstore: $(BUILD)/obj/bench/bench_kvstore.o $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DEP_LIBS)
+
+$(BUILD)/bench/bench_prefixcache: $(BUILD)/obj/bench/bench_prefixcache.o $(LIBPREFIXCACHE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
@@ -151,7 +160,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 # ---- top-level targets -----------------------------------------------------
 
-ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS_DUMP) $(TESTS) $(GEN_FRAMES) $(BENCHES)
+ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS_DUMP) $(KVSS_TRACE) $(TESTS) $(GEN_FRAMES) $(BENCHES)
 
 .PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 

@@ -27,11 +27,16 @@
 #define MAX_GROUPS 4 /* per model */
 #define NBUCKETS 8   /* policy lists per group */
 
+/*
+ * Uses are kept in ticks of 100 ms (32 bits: 13 years): an entry may expire
+ * up to one tick early, never late.
+ */
+#define TICK_NS 100000000ull
+
 struct pc_entry {
 	uint64_t hash;
 	uint64_t evict_count;
-	uint64_t first_used;
-	uint64_t last_used;
+	uint32_t first_used, last_used; /* ticks */
 	uint32_t start, length; /* logical tokens [start, length) */
 	uint32_t org;
 	uint32_t prompt; /* prompt record holding the tokens */
@@ -39,8 +44,8 @@ struct pc_entry {
 	uint32_t lru_prev, lru_next; /* policy list (leaves only) */
 	uint32_t p_prev, p_next;     /* the prompt's entries, by start */
 	uint32_t hnext;		     /* hash chain; free list */
-	uint32_t hits;
 	uint32_t gen;	/* bumped on reuse: refills check it before unpinning */
+	uint16_t hits;	/* saturating */
 	uint16_t pins;	/* refills in flight, and a live sequence continuing it */
 	uint8_t gid;	/* global group id: model * MAX_GROUPS + group */
 	uint8_t bucket; /* policy list, or NO_BUCKET when not a leaf */
@@ -100,8 +105,9 @@ struct prefixcache_seq {
 	uint16_t model;
 	uint32_t org;
 	uint64_t isolation_id;
-	uint32_t *tokens; /* every token so far */
-	uint32_t ntok, cap;
+	uint32_t *tokens; /* tokens from tbase on (those before are in the hit) */
+	uint32_t tbase;
+	uint32_t ntok, cap; /* ntok: absolute count; cap: from tbase */
 	uint32_t pos;	  /* next token index */
 	uint32_t verified; /* speculative decoding: tokens known right */
 	uint32_t allowed;
@@ -153,6 +159,8 @@ struct prefixcache {
 	/* Lookup paths, per group. */
 	uint32_t *path[MAX_GROUPS];
 	uint32_t pathcap[MAX_GROUPS];
+	struct proto_refill_chunk *chunks;
+	uint32_t chunkcap;
 	/* ADAPTIVE: column hashes seen once. */
 	uint64_t *ghost;
 	uint32_t ghost_mask;
@@ -287,15 +295,42 @@ prefixcache_org_ttl(struct prefixcache *pc, uint64_t isolation_id, uint64_t ttl_
 	return 0;
 }
 
+static inline uint32_t
+tick(uint64_t now_ns)
+{
+	uint64_t t = now_ns / TICK_NS;
+
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+/* An organization's TTLs, in ticks (0: none). */
+struct ttl {
+	uint64_t last, first;
+};
+
+static inline struct ttl
+org_ttl(const struct prefixcache *pc, uint32_t org)
+{
+	const struct pc_org *o = &pc->org[org];
+	uint64_t tl = o->ttl_last ? o->ttl_last : pc->p.ttl_last_ns;
+	uint64_t tf = o->ttl_first ? o->ttl_first : pc->p.ttl_first_ns;
+	/* Whole ticks, rounded down: an entry expires up to a tick early. */
+	struct ttl t = {tl ? (tl + TICK_NS - 1) / TICK_NS : 0, tf ? (tf + TICK_NS - 1) / TICK_NS : 0};
+
+	return t;
+}
+
+static inline bool
+expired_t(const struct pc_entry *e, struct ttl ttl, uint32_t t)
+{
+	return (ttl.last && t >= e->last_used && (uint64_t)(t - e->last_used) + 1 > ttl.last) ||
+	       (ttl.first && t >= e->first_used && (uint64_t)(t - e->first_used) + 1 > ttl.first);
+}
+
 static bool
 expired(const struct prefixcache *pc, const struct pc_entry *e, uint64_t now)
 {
-	const struct pc_org *o = &pc->org[e->org];
-	uint64_t tl = o->ttl_last ? o->ttl_last : pc->p.ttl_last_ns;
-	uint64_t tf = o->ttl_first ? o->ttl_first : pc->p.ttl_first_ns;
-
-	return (tl && now >= e->last_used && now - e->last_used >= tl) ||
-	       (tf && now >= e->first_used && now - e->first_used >= tf);
+	return expired_t(e, org_ttl(pc, e->org), tick(now));
 }
 
 /* ---- Policy: bucketed LRU lists of leaves ---------------------------------- */
@@ -405,6 +440,18 @@ entries_rehash(struct prefixcache *pc, uint32_t nb)
 	return 0;
 }
 
+static int
+grow_by(struct prefixcache *pc, uint32_t n)
+{
+	struct pc_entry *q = realloc(pc->e, sizeof(*pc->e) * (size_t)n);
+
+	if (q == NULL)
+		return -ENOMEM;
+	pc->e = q;
+	pc->ecap = n;
+	return 0;
+}
+
 static uint32_t
 entry_alloc(struct prefixcache *pc)
 {
@@ -413,17 +460,20 @@ entry_alloc(struct prefixcache *pc)
 	if (pc->efree == NIL) {
 		uint32_t old = pc->ecap, k;
 
-		if (grow((void **)&pc->e, &pc->ecap, sizeof(*pc->e), old + 1) != 0)
+		/* 1.25x: the pool is the driver's largest structure. */
+		if (grow_by(pc, old + old / 4 + 1024) != 0)
 			return NIL;
 		for (k = pc->ecap; k-- > old;) {
 			pc->e[k].length = 0;
+			pc->e[k].gen = 0;
 			pc->e[k].hnext = pc->efree;
 			pc->efree = k;
 		}
 	}
 	i = pc->efree;
 	pc->efree = pc->e[i].hnext;
-	if (pc->nentries + 1 > pc->emask + 1 && entries_rehash(pc, (pc->emask + 1) * 2) != 0) {
+	/* Chains of two on average at most. */
+	if (pc->nentries + 1 > 2 * (pc->emask + 1) && entries_rehash(pc, (pc->emask + 1) * 2) != 0) {
 		pc->e[i].hnext = pc->efree;
 		pc->efree = i;
 		return NIL;
@@ -921,6 +971,7 @@ prefixcache_free(struct prefixcache *pc)
 	for (i = 0; i < MAX_GROUPS; i++)
 		free(pc->path[i]);
 	free(pc->rf);
+	free(pc->chunks);
 	free(pc->e);
 	free(pc->ebucket);
 	free(pc->pr);
@@ -967,8 +1018,9 @@ touch(struct prefixcache *pc, uint32_t i, uint64_t now)
 {
 	struct pc_entry *e = &pc->e[i];
 
-	e->last_used = now;
-	e->hits++;
+	e->last_used = tick(now);
+	if (e->hits < UINT16_MAX)
+		e->hits++;
 	if (e->bucket != NO_BUCKET) {
 		lru_unlink(pc, i);
 		lru_insert(pc, i, policy_bucket(pc, e), false);
@@ -1068,11 +1120,18 @@ refill_new(struct prefixcache *pc, uint32_t nreq)
 	return r;
 }
 
+/* Token @pos of the sequence (pos >= tbase), and its latest eviction batch. */
+#define TOK(s, pos) ((s)->tokens[(pos) - (s)->tbase])
+#define TOKP(s, pos) ((s)->tokens + ((pos) - (s)->tbase))
+#define TBATCH(s, pos) ((s)->tok_batch[(pos) - (s)->tbase])
+
+/* Room for tokens up to absolute index @n. */
 static int
 seq_reserve_tokens(struct prefixcache_seq *s, uint32_t n)
 {
 	uint32_t cap = s->cap;
 
+	n -= s->tbase;
 	if (n <= cap)
 		return 0;
 	if (grow((void **)&s->tokens, &cap, sizeof(uint32_t), n) != 0)
@@ -1102,6 +1161,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	struct prefixcache_seq *s;
 	uint32_t limit, allowed, L = 0, np[MAX_GROUPS] = {0}, org, gi, k;
 	const uint32_t C = pc->p.column;
+	uint64_t ec1 = 0;
 
 	memset(hit, 0, sizeof(*hit));
 	if (mi >= pc->p.num_models || (req->num_tokens > 0 && req->tokens == NULL)) {
@@ -1111,9 +1171,8 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	m = &pc->m[mi];
 	org = org_get(pc, req->isolation_id);
 	s = calloc(1, sizeof(*s));
-	if (org == NIL || s == NULL || seq_reserve_tokens(s, req->num_tokens + 64) != 0)
+	if (org == NIL || s == NULL)
 		goto enomem;
-	memcpy(s->tokens, req->tokens, sizeof(uint32_t) * req->num_tokens);
 	s->ntok = req->num_tokens;
 	s->model = mi;
 	s->org = org;
@@ -1135,19 +1194,49 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 		uint64_t h = req->isolation_id;
 		uint32_t end = 0, ne;
 
-		while ((ne = next_end(g, C, end)) != 0 && ne <= limit) {
-			uint32_t i;
+		uint32_t ne2 = 0;
+		uint64_t h2 = 0;
+		struct ttl ttl = org_ttl(pc, org);
+		uint32_t tnow = tick(now);
 
-			h = prefixcache_column_hash(h, s->tokens + end, ne - end);
-			i = entry_find(pc, gid, org, h);
-			if (i == NIL || expired(pc, &pc->e[i], now) || pc->e[i].length != ne)
+		/*
+		 * Software-pipelined: while the next column is hashed (it is chained
+		 * on this column's hash alone), this column's bucket and entry are
+		 * on their way from memory.
+		 */
+		if ((ne = next_end(g, C, end)) != 0 && ne <= limit) {
+			h = prefixcache_column_hash(h, req->tokens, ne);
+			__builtin_prefetch(&pc->ebucket[ebucket_of(pc, gid, org, h)]);
+		}
+		while (ne != 0 && ne <= limit) {
+			uint32_t i = pc->ebucket[ebucket_of(pc, gid, org, h)];
+
+			if (i != NIL)
+				__builtin_prefetch(&pc->e[i]);
+			ne2 = next_end(g, C, ne);
+			if (ne2 != 0 && ne2 <= limit) {
+				h2 = prefixcache_column_hash(h, req->tokens + ne, ne2 - ne);
+				__builtin_prefetch(&pc->ebucket[ebucket_of(pc, gid, org, h2)]);
+			}
+			while (i != NIL && (pc->e[i].hash != h || pc->e[i].org != org ||
+					    pc->e[i].gid != gid))
+				i = pc->e[i].hnext;
+			if (i == NIL || expired_t(&pc->e[i], ttl, tnow) || pc->e[i].length != ne)
 				break;
+			/* One group: every hit is used; touch it while it is in cache. */
+			if (m->ngroups == 1) {
+				touch(pc, i, now);
+				if (pc->e[i].evict_count > ec1)
+					ec1 = pc->e[i].evict_count;
+			}
 			if (np[gi] == pc->pathcap[gi] &&
 			    grow((void **)&pc->path[gi], &pc->pathcap[gi], sizeof(uint32_t),
 				 np[gi] + 1) != 0)
 				goto enomem;
 			pc->path[gi][np[gi]++] = i;
 			end = ne;
+			ne = ne2;
+			h = h2;
 		}
 	}
 	/* The longest length that is a column end hit in every group. */
@@ -1172,6 +1261,11 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 		while (np[gi] > 0 && pc->e[pc->path[gi][np[gi] - 1]].length > L)
 			np[gi]--;
 
+	/* The sequence keeps its tokens from L on: the hit ones are hashed already. */
+	s->tbase = L;
+	if (seq_reserve_tokens(s, req->num_tokens + 64) != 0)
+		goto enomem;
+	memcpy(s->tokens, req->tokens + L, sizeof(uint32_t) * (req->num_tokens - L));
 	s->pos = s->verified = L;
 	s->prompt_id = mix64(pc->next_prompt++ * 0x9E3779B97F4A7C15ULL) | 1;
 	hit->prompt_id = s->prompt_id;
@@ -1193,9 +1287,9 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	if (L > 0) {
 		struct pc_refill *r = NULL;
 		uint32_t nreq = m->p.num_caches, done = 0;
-		uint64_t ec = 0;
+		uint64_t ec = ec1;
 
-		for (gi = 0; gi < m->ngroups; gi++)
+		for (gi = 0; gi < m->ngroups && m->ngroups > 1; gi++)
 			for (k = 0; k < np[gi]; k++) {
 				struct pc_entry *e = &pc->e[pc->path[gi][k]];
 
@@ -1208,13 +1302,19 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 			goto enomem;
 		for (gi = 0; gi < m->ngroups; gi++) {
 			const struct pc_group *g = &m->g[gi];
-			struct proto_refill_chunk *ch = malloc(sizeof(*ch) * (2 * np[gi] + 4));
+			struct proto_refill_chunk *ch;
 			uint16_t nch, c;
 
-			if (ch == NULL)
+			if (grow((void **)&pc->chunks, &pc->chunkcap, sizeof(*ch), 2 * np[gi] + 4) != 0)
 				goto enomem;
-			for (k = 0; k < np[gi]; k++) {
-				uint32_t i = pc->path[gi][k];
+			ch = pc->chunks;
+			/*
+			 * Pinning the deepest entry protects the whole path: its
+			 * ancestors are not leaves while it lives, and expiry skips
+			 * subtrees holding a pin.
+			 */
+			if (np[gi] > 0) {
+				uint32_t i = pc->path[gi][np[gi] - 1];
 
 				if (pin_add(r, &pc->e[i], i) == 0)
 					pc->e[i].pins++;
@@ -1230,7 +1330,6 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 					pc->sink.refill(pc->sink.arg, mi, &rq, ch);
 				done++;
 			}
-			free(ch);
 		}
 		(void)done;
 		hit->refill_id = r->id;
@@ -1335,7 +1434,7 @@ admit(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi, uint32
 
 	if (pc->ghost == NULL || b > s->ntok)
 		return true; /* not ADAPTIVE, or generated tokens not known yet */
-	h = prefixcache_column_hash(s->g[gi].last_hash, s->tokens + a, b - a);
+	h = prefixcache_column_hash(s->g[gi].last_hash, TOKP(s, a), b - a);
 	/* Cached already (by another sequence): storing it again is a duplicate. */
 	if (entry_find(pc, (uint8_t)(s->model * MAX_GROUPS + gi), s->org, h) != NIL)
 		return true;
@@ -1352,7 +1451,7 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 {
 	struct seq_group *sg = &s->g[gi];
 	uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
-	uint64_t h = prefixcache_column_hash(sg->last_hash, s->tokens + a, b - a), ec = 0;
+	uint64_t h = prefixcache_column_hash(sg->last_hash, TOKP(s, a), b - a), ec = 0;
 	uint32_t i, parent = sg->last_entry, t;
 	struct pc_entry *e;
 	struct pc_prompt *p;
@@ -1384,11 +1483,11 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 		return;
 	}
 	for (t = a; t < b; t++)
-		if (s->tok_batch[t] > ec)
-			ec = s->tok_batch[t];
+		if (TBATCH(s, t) > ec)
+			ec = TBATCH(s, t);
 	e = &pc->e[i];
 	p = &pc->pr[sg->prompt];
-	*e = (struct pc_entry){.hash = h, .evict_count = ec, .first_used = now, .last_used = now,
+	*e = (struct pc_entry){.hash = h, .evict_count = ec, .first_used = tick(now), .last_used = tick(now),
 			       .start = a, .length = b, .org = s->org, .prompt = sg->prompt,
 			       .parent = parent, .first_child = NIL, .next_sib = NIL,
 			       .prev_sib = NIL, .lru_prev = NIL, .lru_next = NIL,
@@ -1488,7 +1587,7 @@ entry:
 		for (c = 0; c < g->ncaches; c++)
 			be[g->cache_pos[c]] = (struct proto_evict_entry){pid, pos, s->seq_id};
 	}
-	s->tok_batch[pos] = current_batch(m);
+	TBATCH(s, pos) = current_batch(m);
 	m->batch_g++;
 	if (evicted)
 		pc->st.evicted_tokens++;
@@ -1514,7 +1613,7 @@ prefixcache_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t to
 
 	if (seq_reserve_tokens(s, pos + 1) != 0)
 		return 0;
-	s->tokens[pos] = token;
+	TOK(s, pos) = token;
 	if (pos + 1 > s->ntok)
 		s->ntok = pos + 1;
 	s->pos = pos + 1;
@@ -1536,7 +1635,7 @@ prefixcache_speculate(struct prefixcache *pc, struct prefixcache_seq *s, const u
 	for (k = 0; k < n; k++) {
 		uint32_t pos = s->pos++;
 
-		s->tokens[pos] = tokens[k];
+		TOK(s, pos) = tokens[k];
 		if (pos + 1 > s->ntok)
 			s->ntok = pos + 1;
 		if (pos < s->allowed)
@@ -1757,10 +1856,18 @@ prefixcache_find(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id, u
 	out->start = pc->e[i].start;
 	out->length = pc->e[i].length;
 	out->evict_count = pc->e[i].evict_count;
-	out->first_used = pc->e[i].first_used;
-	out->last_used = pc->e[i].last_used;
+	out->first_used = pc->e[i].first_used * TICK_NS;
+	out->last_used = pc->e[i].last_used * TICK_NS;
 	out->hash = pc->e[i].hash;
 	out->parent_hash = b != NIL ? pc->e[b].hash : 0;
 	out->hits = pc->e[i].hits;
 	return 0;
+}
+
+size_t
+prefixcache_memory(const struct prefixcache *pc)
+{
+	return (size_t)pc->ecap * sizeof(*pc->e) + (size_t)(pc->emask + 1) * sizeof(uint32_t) +
+	       (size_t)pc->prcap * sizeof(*pc->pr) + (size_t)(pc->prmask + 1) * sizeof(uint32_t) +
+	       (size_t)pc->orgcap * sizeof(*pc->org) + (size_t)(pc->orgmask + 1) * sizeof(uint32_t);
 }

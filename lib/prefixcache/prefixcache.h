@@ -264,6 +264,9 @@ int prefixcache_find(const struct prefixcache *pc, uint16_t model, uint16_t cach
 /** Bytes the PrefixMap uses per entry (entry record and index). */
 size_t prefixcache_bytes_per_entry(void);
 
+/** Bytes the driver holds now: entries, their index, prompts, organizations. */
+size_t prefixcache_memory(const struct prefixcache *pc);
+
 /**
  * Hash of one column: xxh3 of its token ids (u32 little-endian) seeded with
  * the parent's hash (the isolation_id for the first column).
