@@ -50,7 +50,7 @@ TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
-	app/trace/kvss_trace.c bench/bench_prefixcache.c
+	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
@@ -90,7 +90,8 @@ $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
 # ---- tests -----------------------------------------------------------------
 
 TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_mbuf $(BUILD)/test/test_kvstore \
-	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache
+	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
+	$(BUILD)/test/test_prefixcache_model
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -120,8 +121,8 @@ $(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h lib/kvstore/k
 	$(CLANG) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Ilib/proto -Ilib/kvstore -o $@ \
 		$(STRESS_SRC) -lxxhash -lpthread
 
-$(BUILD)/test/test_prefixcache: $(BUILD)/obj/test/test_prefixcache.o $(call obj,$(REPLAY_SRC)) \
-		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+$(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model: $(BUILD)/test/%: \
+		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

@@ -161,9 +161,10 @@ struct prefixcache {
 	uint32_t pathcap[MAX_GROUPS];
 	struct proto_refill_chunk *chunks;
 	uint32_t chunkcap;
-	/* ADAPTIVE: column hashes seen once. */
+	/* ADAPTIVE: a count-min sketch of column sightings, 4 rows. */
 	uint64_t *ghost;
 	uint32_t ghost_mask;
+	uint64_t sketch_adds;
 	/* Scratch. */
 	uint32_t *stack, stackcap;
 	uint32_t *touched, ntouched, touchedcap;
@@ -349,8 +350,7 @@ policy_bucket(const struct prefixcache *pc, const struct pc_entry *e)
 	case PREFIXCACHE_PRIORITY:
 		return e->prio ? 1 : 0;
 	case PREFIXCACHE_ADAPTIVE:
-		/* Deep columns of long prompts go first: shallow ones are shared. */
-		return e->hits > 0 ? 2 : e->length <= 8192 ? 1 : 0;
+		return 0; /* LRU order; admission does the rest */
 	default:
 		return 0;
 	}
@@ -657,6 +657,8 @@ emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to, int
 /* ---- Deleting columns ------------------------------------------------------------ */
 
 static void stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi);
+static void sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h,
+			  const uint32_t *t, uint32_t from, uint32_t limit);
 
 /*
  * Shrink prompt @pi to @x, and further over the columns no entry references
@@ -929,7 +931,8 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 	if (pc->p.policy == PREFIXCACHE_ADAPTIVE) {
 		uint32_t n = pow2_ghost(pc->p.ghost_entries ? pc->p.ghost_entries : 1u << 20);
 
-		pc->ghost = calloc(n, sizeof(uint64_t));
+		/* 4 rows of n 8-bit counters. */
+		pc->ghost = calloc(n / 2, sizeof(uint64_t));
 		if (pc->ghost == NULL)
 			goto enomem;
 		pc->ghost_mask = n - 1;
@@ -1239,6 +1242,10 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 			h = h2;
 		}
 	}
+	/* ADAPTIVE: every column of the prompt is sighted once more. */
+	if (pc->ghost != NULL)
+		for (gi = 0; gi < m->ngroups; gi++)
+			sketch_prompt(pc, &m->g[gi], req->isolation_id, req->tokens, 0, limit);
 	/* The longest length that is a column end hit in every group. */
 	if (m->ngroups > 0) {
 		for (k = np[0]; k-- > 0 && L == 0;) {
@@ -1426,23 +1433,116 @@ stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
 	}
 }
 
-/* Is column [a, a + C) of the prompt worth storing? ADAPTIVE: seen before. */
+/* ---- ADAPTIVE: frequency sketch (count-min, 4 rows of 8-bit counters) ------ */
+
+static inline uint8_t *
+sketch_cell(struct prefixcache *pc, uint64_t h, unsigned int row)
+{
+	uint64_t x = mix64(h + row * 0x9E3779B97F4A7C15ULL);
+
+	return (uint8_t *)pc->ghost + row * (size_t)(pc->ghost_mask + 1) + (x & pc->ghost_mask);
+}
+
+static uint8_t
+sketch_get(struct prefixcache *pc, uint64_t h)
+{
+	uint8_t m = 255;
+	unsigned int r;
+
+	for (r = 0; r < 4; r++) {
+		uint8_t v = *sketch_cell(pc, h, r);
+
+		if (v < m)
+			m = v;
+	}
+	return m;
+}
+
+/* One more sighting (conservative update); halve everything now and then. */
+static void
+sketch_add(struct prefixcache *pc, uint64_t h)
+{
+	uint8_t m = sketch_get(pc, h);
+	unsigned int r;
+
+	if (m == 255)
+		return;
+	for (r = 0; r < 4; r++) {
+		uint8_t *c = sketch_cell(pc, h, r);
+
+		if (*c == m)
+			(*c)++;
+	}
+	/* Aging: after as many sightings as counters in a row, halve. */
+	if (++pc->sketch_adds > pc->ghost_mask + 1) {
+		uint8_t *c = (uint8_t *)pc->ghost;
+		size_t i, n = 4 * (size_t)(pc->ghost_mask + 1);
+
+		for (i = 0; i < n; i++)
+			c[i] >>= 1;
+		pc->sketch_adds = 0;
+	}
+}
+
+/* Count every column of the known prompt from @from on (ADAPTIVE). */
+static void
+sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h, const uint32_t *t,
+	      uint32_t from, uint32_t limit)
+{
+	uint32_t e = from, ne;
+
+	while ((ne = next_end(g, pc->p.column, e)) != 0 && ne <= limit) {
+		h = prefixcache_column_hash(h, t + e, ne - e);
+		sketch_add(pc, h);
+		e = ne;
+	}
+}
+
+/* The leaf free_one() would take (peek). */
+static uint32_t
+peek_victim(struct prefixcache *pc, uint8_t gid)
+{
+	struct pc_group *g = group_of(pc, gid);
+	const struct pc_model *m = &pc->m[gid / MAX_GROUPS];
+	int b;
+
+	for (b = 0; b < NBUCKETS; b++) {
+		uint32_t i, seen = 0;
+
+		for (i = g->lru_tail[b]; i != NIL && seen < 256; i = pc->e[i].lru_prev, seen++) {
+			const struct pc_entry *e = &pc->e[i];
+
+			if (e->pins == 0 && e->evict_count < current_batch(m) &&
+			    pc->pr[e->prompt].seq == NULL)
+				return i;
+		}
+	}
+	return NIL;
+}
+
+/*
+ * Is column [a, b) of the prompt worth storing? ADAPTIVE only: while there is
+ * room, yes; when full, only if it has been seen more often than the column
+ * it would push out (TinyLFU's admission). A column never seen again is thus
+ * kept from flushing ones that are.
+ */
 static bool
 admit(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi, uint32_t a, uint32_t b)
 {
-	uint64_t h, *slot;
+	uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
+	const struct pc_group *g = &pc->m[s->model].g[gi];
+	uint32_t v;
+	uint64_t h;
 
 	if (pc->ghost == NULL || b > s->ntok)
-		return true; /* not ADAPTIVE, or generated tokens not known yet */
+		return true; /* not ADAPTIVE, or generated tokens: not known yet */
+	if (g->stored + (b - a) <= g->capacity)
+		return true;
 	h = prefixcache_column_hash(s->g[gi].last_hash, TOKP(s, a), b - a);
-	/* Cached already (by another sequence): storing it again is a duplicate. */
-	if (entry_find(pc, (uint8_t)(s->model * MAX_GROUPS + gi), s->org, h) != NIL)
-		return true;
-	slot = &pc->ghost[h & pc->ghost_mask];
-	if (*slot == h)
-		return true;
-	*slot = h;
-	return false;
+	if (entry_find(pc, gid, s->org, h) != NIL)
+		return true; /* cached by another sequence meanwhile */
+	v = peek_victim(pc, gid);
+	return v == NIL || sketch_get(pc, h) > sketch_get(pc, pc->e[v].hash);
 }
 
 static void
@@ -1525,14 +1625,20 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	sg->cur_end = b;
 }
 
-/* Evict token @pos of @s into the current batch; complete columns if @verified. */
+/*
+ * Evict token @pos of @s into the current batch; complete columns if
+ * @complete. Making room may send DELETEs, and a DELETE first flushes the
+ * batch it waits for: so the token's entries, and the batch number its
+ * prompts record, are taken only once every group has its room.
+ */
 static int
 evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uint64_t now,
 	    bool complete)
 {
 	struct pc_model *m = &pc->m[s->model];
-	struct proto_evict_entry *be = m->batch + (size_t)m->batch_g * m->p.num_caches;
+	struct proto_evict_entry *be;
 	const uint32_t C = pc->p.column;
+	uint64_t pid[MAX_GROUPS] = {0}, batch;
 	unsigned int gi;
 	int evicted = 0;
 
@@ -1540,10 +1646,9 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 		struct pc_group *g = &m->g[gi];
 		struct seq_group *sg = &s->g[gi];
 		uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
-		uint64_t pid = 0;
-		uint16_t c;
+		struct pc_prompt *p;
 
-		/* ADAPTIVE: a prompt column is stored only if seen before. */
+		/* ADAPTIVE: a prompt column is stored only if worth it. */
 		if (sg->caching && pos == sg->cur_end) {
 			uint32_t ne = next_end(g, C, pos);
 
@@ -1561,33 +1666,42 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 				if (!free_one(pc, gid))
 					stop_caching(pc, s, gi);
 		}
-		if (sg->caching) {
-			struct pc_prompt *p;
-
+		if (!sg->caching)
+			continue;
+		if (sg->prompt == NIL) {
+			sg->prompt = prompt_new(pc, gid, s->prompt_id, pos, s);
 			if (sg->prompt == NIL) {
-				sg->prompt = prompt_new(pc, gid, s->prompt_id, pos, s);
-				if (sg->prompt == NIL) {
-					stop_caching(pc, s, gi);
-					goto entry;
-				}
+				stop_caching(pc, s, gi);
+				continue;
 			}
-			p = &pc->pr[sg->prompt];
-			if (pos == p->end) {
-				p->end++;
-				g->stored++;
-				pc->stored_total++;
-				if (pc->stored_total > pc->st.peak_stored_tokens)
-					pc->st.peak_stored_tokens = pc->stored_total;
-			}
-			p->last_batch = current_batch(m);
-			pid = s->prompt_id;
-			evicted = 1;
 		}
-entry:
-		for (c = 0; c < g->ncaches; c++)
-			be[g->cache_pos[c]] = (struct proto_evict_entry){pid, pos, s->seq_id};
+		p = &pc->pr[sg->prompt];
+		if (pos == p->end) {
+			p->end++;
+			g->stored++;
+			pc->stored_total++;
+			if (pc->stored_total > pc->st.peak_stored_tokens)
+				pc->st.peak_stored_tokens = pc->stored_total;
+		}
+		pid[gi] = s->prompt_id;
+		evicted = 1;
 	}
-	TBATCH(s, pos) = current_batch(m);
+	/* Now no more flushes: this is the batch the token goes in. */
+	batch = current_batch(m);
+	be = m->batch + (size_t)m->batch_g * m->p.num_caches;
+	for (gi = 0; gi < m->ngroups; gi++) {
+		const struct pc_group *g = &m->g[gi];
+		uint16_t c;
+
+		/* A group that stopped after an earlier one's room-making: not stored. */
+		if (pid[gi] != 0 && !s->g[gi].caching)
+			pid[gi] = 0;
+		if (pid[gi] != 0)
+			pc->pr[s->g[gi].prompt].last_batch = batch;
+		for (c = 0; c < g->ncaches; c++)
+			be[g->cache_pos[c]] = (struct proto_evict_entry){pid[gi], pos, s->seq_id};
+	}
+	TBATCH(s, pos) = batch;
 	m->batch_g++;
 	if (evicted)
 		pc->st.evicted_tokens++;

@@ -51,7 +51,8 @@ enum prefixcache_policy {
 	PREFIXCACHE_LRU,      /**< least recently used leaf (default) */
 	PREFIXCACHE_LFU,      /**< least often used leaf, then least recent */
 	PREFIXCACHE_PRIORITY, /**< LRU, but columns under a request's priority hint go last */
-	PREFIXCACHE_ADAPTIVE, /**< admit on second sight; delete deep columns of long prompts first */
+	PREFIXCACHE_ADAPTIVE, /**< LRU, but when full a column is stored only if seen more often
+				   than the one it would push out (TinyLFU admission) */
 };
 
 struct prefixcache_cache {
@@ -85,7 +86,7 @@ struct prefixcache_params {
 	uint64_t ttl_first_ns;
 	/** Replay the last prompt token too (no "-1" rule). */
 	bool no_minus_one;
-	/** ADAPTIVE: remember this many column hashes seen once (0: 1M). */
+	/** ADAPTIVE: counters per row of the frequency sketch (0: 1M; 4 rows, 1 byte each). */
 	uint32_t ghost_entries;
 };
 

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/prefixcache against a plain reference, over a seeded random run of
+ * requests from several organizations (identical prompts across them),
+ * under capacity pressure, with a fake clock and TTLs (global and per
+ * organization), sequences that overlap (so columns get stored twice), and
+ * incremental expiry.
+ *
+ * The reference mirrors the PrefixMap from what the library reports (a
+ * column entered; DELETE messages) as records keyed by organization and the
+ * exact token prefix, never by hash. For every request it computes the
+ * longest prefix whose every column is live and unexpired, and the
+ * library's hit must equal it. Every refilled byte is also checked by the
+ * replay system against the requesting organization's content, and the
+ * shard never holds more than its capacity. KVSS_SEED=N replays a run.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "prefixcache.h"
+#include "replay.h"
+
+#define C 4
+#define CAP 160
+#define NORG 4
+#define MAXLEN 40
+#define SEC 1000000000ull
+#define TTL_LAST (30 * SEC)
+#define TTL_FIRST_ORG2 (50 * SEC)
+
+struct rec {
+	uint64_t iso;
+	uint32_t len;
+	uint32_t tok[MAXLEN];
+	uint64_t holder;
+	uint32_t start;
+	uint64_t first, last;
+	bool live;
+};
+
+static struct rec *recs;
+static size_t nrec, reccap;
+static uint64_t rng;
+static uint64_t now;
+static uint64_t isos[NORG];
+
+/* Prompt id -> its tokens, for the column callback. */
+struct owner {
+	uint64_t prompt;
+	uint64_t iso;
+	uint32_t tok[MAXLEN + 8];
+	uint32_t n;
+};
+static struct owner owners[8];
+
+static uint64_t
+rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static struct rec *
+rec_find(uint64_t iso, const uint32_t *tok, uint32_t len)
+{
+	size_t i;
+
+	for (i = 0; i < nrec; i++)
+		if (recs[i].live && recs[i].iso == iso && recs[i].len == len &&
+		    memcmp(recs[i].tok, tok, sizeof(uint32_t) * len) == 0)
+			return &recs[i];
+	return NULL;
+}
+
+static void
+on_column(void *arg, uint16_t model, uint16_t cache_id, uint64_t iso, uint64_t prompt, uint32_t a,
+	  uint32_t b)
+{
+	unsigned int k;
+	struct rec *r = NULL;
+	size_t i;
+
+	(void)arg;
+	(void)model;
+	(void)cache_id;
+	for (k = 0; k < 8 && owners[k].prompt != prompt; k++)
+		;
+	cr_assert(k < 8, "column of an unknown prompt");
+	cr_assert_eq(owners[k].iso, iso, "a column recorded under another organization");
+	cr_assert_leq(b, owners[k].n);
+	cr_assert_null(rec_find(iso, owners[k].tok, b), "a column stored twice in the map");
+	for (i = 0; i < nrec && r == NULL; i++)
+		if (!recs[i].live)
+			r = &recs[i];
+	if (r == NULL) {
+		if (nrec == reccap) {
+			reccap = reccap ? 2 * reccap : 256;
+			recs = realloc(recs, sizeof(*recs) * reccap);
+		}
+		r = &recs[nrec++];
+	}
+	r->iso = iso;
+	r->len = b;
+	memcpy(r->tok, owners[k].tok, sizeof(uint32_t) * b);
+	r->holder = prompt;
+	r->start = a;
+	r->first = r->last = now;
+	r->live = true;
+}
+
+static void
+on_del(void *arg, uint16_t model, const struct proto_delete *d)
+{
+	size_t i;
+
+	(void)arg;
+	(void)model;
+	/* Columns of that prompt ending past the start are gone. */
+	for (i = 0; i < nrec; i++)
+		if (recs[i].live && recs[i].holder == d->prompt_id && recs[i].len > d->start_token_idx)
+			recs[i].live = false;
+}
+
+static bool
+rec_expired(const struct rec *r)
+{
+	return now - r->last >= TTL_LAST ||
+	       (r->iso == isos[2] && now - r->first >= TTL_FIRST_ORG2);
+}
+
+/* The reference lookup: whole columns, all live and unexpired. */
+static uint32_t
+ref_hit(uint64_t iso, const uint32_t *tok, uint32_t n)
+{
+	uint32_t limit = n ? n - 1 : 0, L = 0, end;
+
+	for (end = C; end <= limit; end += C) {
+		struct rec *r = rec_find(iso, tok, end);
+
+		if (r == NULL || rec_expired(r))
+			break;
+		L = end;
+	}
+	return L;
+}
+
+static void
+ref_touch(uint64_t iso, const uint32_t *tok, uint32_t L)
+{
+	uint32_t end;
+
+	for (end = C; end <= L; end += C)
+		rec_find(iso, tok, end)->last = now;
+}
+
+/* A prompt: a shared opening, a few of a conversation's turns, a random tail. */
+static uint32_t
+make_prompt(uint32_t *t)
+{
+	static const uint32_t sys[3][8] = {{1, 2, 3, 4, 5, 6, 7, 8},
+					   {1, 2, 3, 4, 9, 9, 9, 9},
+					   {7, 7, 7, 7, 7, 7, 7, 7}};
+	uint32_t n = 0, s = (uint32_t)(rnd() % 3), conv = (uint32_t)(rnd() % 6), turns, i;
+
+	memcpy(t, sys[s], sizeof(sys[s]));
+	n = 8;
+	turns = (uint32_t)(rnd() % 5);
+	for (i = 0; i < turns && n + 5 <= MAXLEN; i++) {
+		uint32_t k;
+
+		for (k = 0; k < 5; k++)
+			t[n++] = 100 + conv * 10 + i * 2 + (k % 2);
+	}
+	for (i = (uint32_t)(rnd() % 6); i > 0 && n < MAXLEN; i--)
+		t[n++] = (uint32_t)(rnd() % 4);
+	return n;
+}
+
+Test(model, longest_prefix_equals_the_reference_over_100k_requests, .timeout = 600)
+{
+	struct replay_params p = {.bytes_per_token = 16, .num_buffers = 2};
+	const char *env = getenv("KVSS_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+	struct replay *r;
+	struct prefixcache *pc;
+	struct replay_stats st;
+	struct prefixcache_stats ps;
+	unsigned long step, hits = 0, nonzero = 0, overlaps = 0;
+	unsigned int o;
+
+	printf("prefixcache model test: seed %" PRIu64 " (KVSS_SEED=%" PRIu64 " to replay)\n", seed,
+	       seed);
+	fflush(stdout);
+	rng = seed * 2654435761u + 7;
+	p.pc.num_models = 1;
+	p.pc.column = C;
+	p.pc.ttl_last_ns = TTL_LAST;
+	p.pc.model[0].num_caches = 1;
+	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, CAP};
+	p.pc.model[0].max_batch_tokens = 6;
+	p.observe.column = on_column;
+	p.observe.del = on_del;
+	r = replay_create(&p);
+	pc = replay_pc(r);
+	for (o = 0; o < NORG; o++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "org%u", o);
+		isos[o] = proto_ref_isolation_id(name, strlen(name));
+	}
+	cr_assert_eq(prefixcache_org_ttl(pc, isos[2], 0, TTL_FIRST_ORG2), 0);
+
+	for (step = 0; step < 100000; step++) {
+		unsigned int nseq = rnd() % 8 == 0 ? 2 : 1, k;
+		struct replay_seq *seq[2];
+		struct prefixcache_request q[2];
+		struct prefixcache_hit hit;
+
+		now += (rnd() % 200 == 0 ? 35 : rnd() % 4) * SEC;
+		for (k = 0; k < nseq; k++) {
+			struct owner *ow = &owners[(step * 2 + k) % 8];
+			uint32_t want;
+
+			ow->iso = isos[rnd() % NORG];
+			/* Overlapping sequences often carry the same prompt. */
+			if (k == 1 && rnd() % 2) {
+				memcpy(ow->tok, owners[(step * 2) % 8].tok, sizeof(ow->tok));
+				ow->n = owners[(step * 2) % 8].n;
+				ow->iso = owners[(step * 2) % 8].iso;
+			} else {
+				ow->n = make_prompt(ow->tok);
+			}
+			q[k] = (struct prefixcache_request){
+				.isolation_id = ow->iso, .tokens = ow->tok, .num_tokens = ow->n,
+				.cache_length_allowed = rnd() % 10 == 0 ? ow->n / 2 : ow->n,
+				.first_multimodal = UINT32_MAX, .sequence_id = (uint32_t)step};
+			want = ref_hit(ow->iso, ow->tok, ow->n);
+			if (want > q[k].cache_length_allowed / C * C)
+				want = q[k].cache_length_allowed / C * C;
+			seq[k] = replay_begin(r, 0, &q[k], now, &hit);
+			cr_assert_not_null(seq[k]);
+			ow->prompt = hit.prompt_id;
+			cr_assert_eq(hit.hit_tokens, want,
+				     "step %lu: hit %u, reference %u (org %u, %u tokens)", step,
+				     hit.hit_tokens, want, (unsigned int)(ow->iso % 1000), ow->n);
+			ref_touch(ow->iso, ow->tok, want);
+			hits += want;
+			nonzero += want > 0;
+		}
+		/* Interleave the overlapping sequences' tokens. */
+		if (nseq == 2) {
+			overlaps++;
+			replay_send(r, seq[0], 2, NULL, now);
+			replay_send(r, seq[1], owners[(step * 2 + 1) % 8].n, NULL, now);
+			replay_send(r, seq[0], owners[(step * 2) % 8].n, NULL, now);
+		} else {
+			replay_send(r, seq[0], owners[(step * 2) % 8].n, NULL, now);
+		}
+		for (k = 0; k < nseq; k++)
+			replay_end(r, seq[k], now);
+		cr_assert_leq(prefixcache_stored(pc, 0, 0), CAP, "step %lu: over capacity", step);
+		if (step % 10 == 0)
+			prefixcache_expire(pc, now, 64);
+	}
+	replay_stats(r, &st);
+	prefixcache_stats(pc, &ps);
+	printf("prefixcache model test: %lu requests hit (%lu tokens), %lu overlapping, "
+	       "%" PRIu64 " refills checked (%" PRIu64 " tokens), %" PRIu64 " policy deletes, "
+	       "%" PRIu64 " expired entries, %" PRIu64 " duplicate columns\n",
+	       nonzero, hits, overlaps, st.refills, st.refill_tokens, ps.policy_deletes,
+	       ps.expired_entries, ps.dup_columns);
+	cr_assert_eq(st.protocol_errors, 0);
+	cr_assert_eq(st.verify_failures, 0);
+	cr_assert_leq(st.max_stored, CAP);
+	/* A run that exercised too little proves nothing. */
+	cr_assert_gt(nonzero, 10000);
+	cr_assert_gt(ps.policy_deletes, 1000);
+	cr_assert_gt(ps.expired_entries, 100);
+	cr_assert_gt(ps.dup_columns, 100);
+	replay_free(r);
+	free(recs);
+}
