@@ -195,10 +195,11 @@ bench: deps
 
 bench-run: all $(BENCHES)
 	@for b in $(BENCHES); do $$b || exit 1; done
+	@scripts/bench-trace.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@echo "demo: not yet"
+	@scripts/demo.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -626,3 +626,55 @@ Test(models, speculative_tokens_enter_the_map_only_when_verified)
 		prefixcache_free(d);
 	}
 }
+
+Test(events, an_eviction_the_shard_refused_is_not_counted_as_cached)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	struct prefixcache *pc;
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *s;
+	struct prefixcache_entry_info e;
+	struct prefixcache_stats st;
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, i;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
+	pc = prefixcache_create(&p, NULL);
+	q = req_of(1, t, 9, 9);
+	s = prefixcache_begin(pc, 0, &q, 0, &hit);
+	for (i = 0; i < 9; i++)
+		prefixcache_token(pc, s, t[i], 0);
+	prefixcache_end(pc, s, 0);
+	/* The shard answered NO_SPACE for token 5 after its timeout. */
+	prefixcache_error(pc, 0, 0, hit.prompt_id, 5, PROTO_E_NO_SPACE);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, t, 4, 0, &e), 0);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, t, 8, 0, &e), -ENOENT);
+	cr_assert_eq(prefixcache_stored(pc, 0, 0), 4);
+	/* A refused DELETE changes nothing here. */
+	prefixcache_error(pc, 0, 0, hit.prompt_id, 0, PROTO_E_RANGE);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, t, 4, 0, &e), 0);
+	prefixcache_stats(pc, &st);
+	cr_assert_eq(st.shard_errors, 2);
+	prefixcache_free(pc);
+}
+
+Test(events, a_shard_reporting_less_capacity_lowers_it)
+{
+	struct replay_params p = params_full(4, 100, 8);
+	struct replay *r = replay_create(&p);
+	struct prefixcache_request q;
+	uint32_t t[41], i;
+
+	for (i = 0; i < 41; i++)
+		t[i] = i;
+	q = req_of(1, t, 41, 41);
+	replay_request(r, 0, &q, NULL, 0, 0);
+	cr_assert_eq(prefixcache_stored(replay_pc(r), 0, 0), 40);
+	cr_assert_eq(prefixcache_status(replay_pc(r), 0, 0, 500), 100, "more is not taken");
+	cr_assert_eq(prefixcache_status(replay_pc(r), 0, 0, 16), 16);
+	cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), 16);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 1), 16, "the shallow columns stayed");
+	assert_clean(r);
+	replay_free(r);
+}

@@ -244,7 +244,115 @@ bad:
 	return -1;
 }
 
+/*
+ * The built-in workload, for when no trace is at hand: @n requests from 8
+ * organizations, each with 2 system prompts (500-3000 tokens). 30% start a
+ * chat (a system prompt and a first message), 60% continue one (the last
+ * prompt, its answer and a new message: the answer is cached, since
+ * cache_length_allowed covers it), 10% are one-off documents (5k-20k
+ * tokens). About 5 requests a second. The replay generates answer token p
+ * as p * 2654435761 (replay.c), so the generator writes the same.
+ */
+struct chat {
+	uint32_t *tok;
+	uint32_t n;
+	uint64_t iso;
+	uint32_t answer;
+};
+
+static uint64_t gen_rng = 0x5eed;
+
+static uint32_t
+grand(uint32_t n)
+{
+	gen_rng ^= gen_rng << 13;
+	gen_rng ^= gen_rng >> 7;
+	gen_rng ^= gen_rng << 17;
+	return (uint32_t)(gen_rng % n);
+}
+
+static int
+generate(size_t n, struct trace *t)
+{
+	enum { ORGS = 8, CHATS = 64 };
+	static uint32_t sys[ORGS][2][3000];
+	static uint32_t syslen[ORGS][2];
+	struct chat chats[CHATS] = {{0}};
+	uint64_t ts = 0;
+	size_t i;
+	unsigned int o, k;
+
+	for (o = 0; o < ORGS; o++)
+		for (k = 0; k < 2; k++) {
+			syslen[o][k] = 500 + grand(2500);
+			for (i = 0; i < syslen[o][k]; i++)
+				sys[o][k][i] = 1000000 * (o + 1) + 1000 * k + (uint32_t)i;
+		}
+	t->cap = n;
+	t->r = calloc(n, sizeof(*t->r));
+	if (t->r == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct req *q = &t->r[i];
+		uint32_t kind = grand(10), c = grand(CHATS), msg = 50 + grand(350), j;
+
+		ts += grand(400);
+		q->ts_ms = ts;
+		q->out = 50 + grand(250);
+		if (kind == 0) {
+			/* A one-off document. */
+			o = grand(ORGS);
+			q->n = 5000 + grand(15000);
+			q->tokens = malloc(sizeof(uint32_t) * q->n);
+			for (j = 0; j < q->n; j++)
+				q->tokens[j] = 0x80000000u | (uint32_t)(i * 20011 + j);
+			q->iso = proto_ref_isolation_id("org", 3) + o;
+			q->allowed = q->n;
+		} else if (kind <= 3 || chats[c].tok == NULL) {
+			/* A new chat in slot c. */
+			o = grand(ORGS);
+			k = grand(2);
+			free(chats[c].tok);
+			chats[c].n = syslen[o][k] + msg;
+			chats[c].tok = malloc(sizeof(uint32_t) * chats[c].n);
+			memcpy(chats[c].tok, sys[o][k], sizeof(uint32_t) * syslen[o][k]);
+			for (j = syslen[o][k]; j < chats[c].n; j++)
+				chats[c].tok[j] = 0x40000000u | (uint32_t)(i * 1009 + j);
+			chats[c].iso = proto_ref_isolation_id("org", 3) + o;
+			goto emit;
+		} else {
+			/* The chat goes on: its answer, then a new message. */
+			struct chat *ch = &chats[c];
+			uint32_t n0 = ch->n + ch->answer;
+
+			ch->tok = realloc(ch->tok, sizeof(uint32_t) * (n0 + msg));
+			for (j = ch->n; j < n0; j++)
+				ch->tok[j] = j * 2654435761u;
+			for (j = n0; j < n0 + msg; j++)
+				ch->tok[j] = 0x40000000u | (uint32_t)(i * 1009 + j);
+			ch->n = n0 + msg;
+emit:
+			q->n = chats[c].n;
+			q->tokens = malloc(sizeof(uint32_t) * q->n);
+			memcpy(q->tokens, chats[c].tok, sizeof(uint32_t) * q->n);
+			q->iso = chats[c].iso;
+			q->allowed = q->n + q->out; /* the answer may be cached */
+			chats[c].answer = q->out;
+			if (chats[c].n > 60000) {
+				free(chats[c].tok);
+				chats[c].tok = NULL;
+			}
+		}
+		t->tokens += q->n;
+	}
+	t->n = n;
+	for (k = 0; k < CHATS; k++)
+		free(chats[k].tok);
+	return 0;
+}
+
 struct opts {
+	size_t generate;
 	const char *trace;
 	uint64_t capacity[16];
 	unsigned int ncap;
@@ -254,6 +362,7 @@ struct opts {
 	uint32_t block;
 	bool json;
 	bool baseline;
+	bool no_minus_one;
 	size_t limit;
 	uint32_t orgs;
 };
@@ -288,6 +397,7 @@ run(const struct opts *o, const struct trace *t, uint64_t capacity, struct resul
 	p.pc.num_models = 1;
 	p.pc.column = o->column;
 	p.pc.policy = o->policy;
+	p.pc.no_minus_one = o->no_minus_one;
 	p.pc.ttl_last_ns = o->ttl_last_s * 1000000000ull;
 	p.pc.ttl_first_ns = o->ttl_first_s * 1000000000ull;
 	p.pc.model[0].num_caches = 1;
@@ -443,7 +553,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kvss-trace --trace FILE --capacity N[,N...] [options]\n"
+		"usage: kvss-trace --trace FILE|--generate N --capacity N[,N...] [options]\n"
+		"  --generate N       the built-in workload (chats, system prompts, orgs)\n"
 		"  --capacity N,...   shard capacity in tokens; inf (or 0) for unlimited\n"
 		"  --column C         tokens per cache column (default 64)\n"
 		"  --policy P         lru (default), lfu, priority, adaptive\n"
@@ -453,7 +564,8 @@ usage(FILE *f)
 		"  --orgs N           spread requests over N organizations by first block\n"
 		"  --limit N          replay the first N requests only\n"
 		"  --json             one JSON object per capacity on stdout\n"
-		"  --baseline         also a plain LRU over the trace's blocks (Mooncake format)\n");
+		"  --baseline         also a plain LRU over the trace's blocks (Mooncake format)\n"
+		"  --no-minus-one     replay the last prompt token too (beyond the design)\n");
 }
 
 static int
@@ -491,7 +603,9 @@ main(int argc, char **argv)
 		{"ttl-last", required_argument, NULL, 'L'}, {"ttl-first", required_argument, NULL, 'F'},
 		{"block-tokens", required_argument, NULL, 'b'}, {"json", no_argument, NULL, 'j'},
 		{"limit", required_argument, NULL, 'n'}, {"orgs", required_argument, NULL, 'o'},
-		{"baseline", no_argument, NULL, 'B'}, {"help", no_argument, NULL, 'h'},
+		{"baseline", no_argument, NULL, 'B'}, {"no-minus-one", no_argument, NULL, 'M'},
+		{"generate", required_argument, NULL, 'g'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512};
 	struct trace t = {0};
@@ -551,6 +665,13 @@ main(int argc, char **argv)
 		case 'B':
 			o.baseline = true;
 			break;
+		case 'M':
+			o.no_minus_one = true;
+			break;
+		case 'g':
+			o.generate = strtoull(optarg, NULL, 10);
+			bad |= o.generate == 0;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -559,11 +680,16 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (bad || o.trace == NULL || o.ncap == 0) {
+	if (bad || (o.trace == NULL) == (o.generate == 0) || o.ncap == 0) {
 		usage(stderr);
 		return 2;
 	}
-	if (load(o.trace, o.block, &t, err, sizeof(err)) != 0) {
+	if (o.generate != 0) {
+		if (generate(o.generate, &t) != 0) {
+			fprintf(stderr, "kvss-trace: out of memory\n");
+			return 1;
+		}
+	} else if (load(o.trace, o.block, &t, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss-trace: %s\n", err);
 		return 2;
 	}

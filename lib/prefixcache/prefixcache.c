@@ -1847,6 +1847,52 @@ prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, u
 }
 
 void
+prefixcache_error(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t prompt_id,
+		  uint32_t token_idx, uint16_t code)
+{
+	pc->st.shard_errors++;
+	switch (code) {
+	case PROTO_E_HOLE:
+	case PROTO_E_LEFT_GROWTH:
+	case PROTO_E_NO_SPACE:
+	case PROTO_E_BAD_CACHE:
+		if (prompt_id != 0) {
+			pc->st.lost_tokens--; /* counted as an error, not a loss */
+			prefixcache_token_lost(pc, mi, cache_id, prompt_id, token_idx);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+uint64_t
+prefixcache_status(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t capacity)
+{
+	struct pc_model *m;
+	struct pc_group *g;
+	uint16_t c;
+	uint8_t gid;
+
+	if (mi >= pc->p.num_models)
+		return 0;
+	m = &pc->m[mi];
+	for (c = 0; c < m->p.num_caches && m->p.cache[c].cache_id != cache_id; c++)
+		;
+	if (c == m->p.num_caches)
+		return 0;
+	gid = (uint8_t)(mi * MAX_GROUPS + m->group_of_cache[c]);
+	g = &m->g[m->group_of_cache[c]];
+	if (capacity < g->capacity) {
+		g->capacity = capacity;
+		/* Live sequences' columns may go too: the shard cannot hold more. */
+		while (g->stored > g->capacity && free_one(pc, gid))
+			;
+	}
+	return g->capacity;
+}
+
+void
 prefixcache_shard_restart(struct prefixcache *pc, uint16_t mi)
 {
 	struct pc_model *m;

@@ -197,6 +197,23 @@ void prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id);
 void prefixcache_token_lost(struct prefixcache *pc, uint16_t model, uint16_t cache_id,
 			    uint64_t prompt_id, uint32_t token_idx);
 
+/**
+ * An ERROR record from a shard. For an eviction the shard refused (HOLE,
+ * LEFT_GROWTH, NO_SPACE, BAD_CACHE) the token is not stored there: as
+ * TOKEN_LOST. Others (a DELETE or REFILL the shard refused) change nothing
+ * the driver holds; they are counted.
+ */
+void prefixcache_error(struct prefixcache *pc, uint16_t model, uint16_t cache_id,
+		       uint64_t prompt_id, uint32_t token_idx, uint16_t code);
+
+/**
+ * A STATUS CacheInfo from one of @p model's shards: a capacity below what the
+ * driver uses lowers it (the minimum over the model's shards), deleting
+ * columns until the stored count fits. Returns the capacity in force.
+ */
+uint64_t prefixcache_status(struct prefixcache *pc, uint16_t model, uint16_t cache_id,
+			    uint64_t capacity_tokens);
+
 /** A shard of @p model restarted (new epoch): all of the model's prefixes go. */
 void prefixcache_shard_restart(struct prefixcache *pc, uint16_t model);
 
@@ -222,6 +239,7 @@ struct prefixcache_stats {
 	uint64_t not_admitted;	 /**< ADAPTIVE: columns not stored at first sight */
 	uint64_t stopped;	 /**< sequences whose caching stopped (no room, loss) */
 	uint64_t lost_tokens;
+	uint64_t shard_errors;	 /**< ERROR records received */
 	uint64_t entries;	 /**< now */
 	uint64_t peak_stored_tokens;
 };

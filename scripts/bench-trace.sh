@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Hit ratio on the Mooncake synthetic trace at 1e6, 3e6, 1e7 tokens and
+# unlimited, beside a plain LRU over the trace's 512-token blocks computed in
+# the same run; then the other policies beside LRU.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+MC=../shared/traces/mooncake_synthetic.jsonl
+if [ ! -f "$MC" ]; then
+	echo "bench: trace_synthetic skipped (no $MC)"
+	exit 0
+fi
+names=(1e6 3e6 1e7 inf)
+out=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7,inf --json --baseline 2>/dev/null) || {
+	echo "bench: kvss-trace failed" >&2
+	exit 1
+}
+i=0
+while read -r line; do
+	python3 - "$line" "${names[$i]}" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1]); n = sys.argv[2]
+b = d["baseline_lru_hit_ratio"]
+print(f"bench: trace_synthetic_hit_{n} {d['hit_ratio']:.4f} hit_ratio (baseline {b:.4f} hit_ratio, ratio {d['hit_ratio']/b:.3f})")
+if d["protocol_errors"] or d["verify_failures"]:
+    print(f"bench: trace_synthetic_{n}: {d['protocol_errors']} protocol errors, {d['verify_failures']} verify failures")
+PY
+	i=$((i + 1))
+done <<<"$out"
+for pol in lfu adaptive; do
+	"$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7 --policy "$pol" --json 2>/dev/null |
+		python3 -c "
+import json, sys
+for n, l in zip(['1e6', '3e6', '1e7'], sys.stdin):
+    d = json.loads(l)
+    print(f'bench: trace_synthetic_hit_{n}_$pol {d[\"hit_ratio\"]:.4f} hit_ratio')
+"
+done

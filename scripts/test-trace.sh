@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# kvss-trace end to end: exact figures on a small hand-checked trace, errors
+# on bad input, and a replay of part of the public Mooncake trace (when
+# ../shared/traces has it) with no protocol error and no verify failure.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+T=$BUILD/kvss-trace
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ok=0
+fail=0
+check() {
+	local name=$1
+	shift
+	if "$@"; then ok=$((ok + 1)); else echo "  FAIL: $name" >&2; fail=$((fail + 1)); fi
+}
+field() { # FILE LINE KEY
+	sed -n "${2}p" "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['$3'])"
+}
+
+# test/data/chat.jsonl, columns of 8, unlimited: acme 40 tokens (miss),
+# acme 50 (hits 40), globex 40 (another org: miss), globex 40 allowed 16
+# (hits 16), acme 65 (hits 48), acme 40 again (hits 32: the last prompt
+# token is never replayed, so 39 rounds down): 136 of 275. Deleted: the
+# trailing 2 and 1 tokens, and the last request's column 32..39, stored
+# twice. Without the -1 rule the last request hits 40 and stores nothing.
+"$T" --trace test/data/chat.jsonl --capacity inf,40 --column 8 --json >"$tmp/out" 2>/dev/null
+check "exit 0" test $? -eq 0
+check "two lines" test "$(wc -l <"$tmp/out")" -eq 2
+check "hit tokens 136" test "$(field "$tmp/out" 1 hit_tokens)" = 136
+check "input tokens 275" test "$(field "$tmp/out" 1 input_tokens)" = 275
+check "deleted 11" test "$(field "$tmp/out" 1 deleted_tokens)" = 11
+check "unlimited is null" test "$(field "$tmp/out" 1 capacity_tokens)" = None
+check "capacity 40 holds 40 at most" test "$(field "$tmp/out" 2 peak_stored_tokens)" -le 40
+check "no protocol errors" test "$(field "$tmp/out" 2 protocol_errors)" = 0
+check "no verify failures" test "$(field "$tmp/out" 2 verify_failures)" = 0
+"$T" --trace test/data/chat.jsonl --capacity inf --column 8 --json --no-minus-one >"$tmp/nm" 2>/dev/null
+check "--no-minus-one hits 144" test "$(field "$tmp/nm" 1 hit_tokens)" = 144
+check "--no-minus-one deletes 3" test "$(field "$tmp/nm" 1 deleted_tokens)" = 3
+
+# Bad input: exit 2 and a message naming the file.
+"$T" --trace "$tmp/missing.jsonl" --capacity 1 >/dev/null 2>"$tmp/err"
+check "missing file exits 2" test $? -eq 2
+check "message names the file" grep -q missing.jsonl "$tmp/err"
+echo '{"timestamp": 1, "input_length": 600, "hash_ids": [1]}' >"$tmp/bad.jsonl"
+"$T" --trace "$tmp/bad.jsonl" --capacity 1 >/dev/null 2>"$tmp/err"
+check "inconsistent hash_ids exits 2" test $? -eq 2
+check "message names the line" grep -q "bad.jsonl:1" "$tmp/err"
+"$T" --trace test/data/chat.jsonl --capacity lots >/dev/null 2>&1
+check "bad capacity exits 2" test $? -eq 2
+
+# Part of the public trace, if it is there.
+MC=../shared/traces/mooncake_synthetic.jsonl
+if [ -f "$MC" ]; then
+	"$T" --trace "$MC" --capacity 1e6,inf --limit 300 --json --baseline >"$tmp/mc" 2>/dev/null
+	check "mooncake replay exits 0" test $? -eq 0
+	check "mooncake: no protocol errors" test "$(field "$tmp/mc" 1 protocol_errors)" = 0
+	check "mooncake: no verify failures" test "$(field "$tmp/mc" 2 verify_failures)" = 0
+	check "mooncake: capacity kept" test "$(field "$tmp/mc" 1 peak_stored_tokens)" -le 1000000
+else
+	echo "  (../shared/traces absent: the Mooncake replay is skipped)"
+fi
+echo "kvss-trace: $ok passed, $fail failed"
+[ $fail -eq 0 ]
