@@ -70,6 +70,21 @@ params_full(uint32_t C, uint64_t capacity, uint16_t G)
 	return p;
 }
 
+/* A driver with no shard behind it: one model, one full cache, columns of 4. */
+static struct prefixcache *
+plain_driver(uint64_t capacity, uint16_t max_batch_tokens)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	struct prefixcache *pc;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, capacity};
+	p.model[0].max_batch_tokens = max_batch_tokens;
+	pc = prefixcache_create(&p, NULL);
+	cr_assert_not_null(pc);
+	return pc;
+}
+
 static void
 assert_clean(struct replay *r)
 {
@@ -359,8 +374,7 @@ Test(capacity, the_shards_never_hold_more_than_capacity)
 
 Test(capacity, a_column_an_inflight_refill_needs_is_not_deleted)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = 4};
-	struct prefixcache *pc;
+	struct prefixcache *pc = plain_driver(8, 0);
 	struct prefixcache_request q;
 	struct prefixcache_hit hit;
 	struct prefixcache_seq *s;
@@ -368,9 +382,6 @@ Test(capacity, a_column_an_inflight_refill_needs_is_not_deleted)
 	uint32_t a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {9, 9, 9, 9, 9, 9, 9, 9}, i;
 	uint64_t refill_a;
 
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 8};
-	pc = prefixcache_create(&p, NULL);
 	q = req_of(1, a, 8, 8);
 	s = prefixcache_begin(pc, 0, &q, 1, &hit);
 	for (i = 0; i < 8; i++)
@@ -601,14 +612,9 @@ Test(models, speculative_tokens_enter_the_map_only_when_verified)
 
 	/* A plain driver: 4 verified, 4 speculative (5 6 7 8), 2 accepted, then 70 80. */
 	{
-		struct prefixcache_params pp = {.num_models = 1, .column = 4};
-		struct prefixcache *d;
+		struct prefixcache *d = plain_driver(100, 1);
 		struct prefixcache_seq *x;
 
-		pp.model[0].num_caches = 1;
-		pp.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
-		pp.model[0].max_batch_tokens = 1;
-		d = prefixcache_create(&pp, NULL);
 		q = req_of(1, t, 4, 100);
 		x = prefixcache_begin(d, 0, &q, 0, &hit);
 		for (int i = 0; i < 4; i++)
@@ -629,8 +635,7 @@ Test(models, speculative_tokens_enter_the_map_only_when_verified)
 
 Test(events, an_eviction_the_shard_refused_is_not_counted_as_cached)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = 4};
-	struct prefixcache *pc;
+	struct prefixcache *pc = plain_driver(100, 0);
 	struct prefixcache_request q;
 	struct prefixcache_hit hit;
 	struct prefixcache_seq *s;
@@ -638,9 +643,6 @@ Test(events, an_eviction_the_shard_refused_is_not_counted_as_cached)
 	struct prefixcache_stats st;
 	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, i;
 
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
-	pc = prefixcache_create(&p, NULL);
 	q = req_of(1, t, 9, 9);
 	s = prefixcache_begin(pc, 0, &q, 0, &hit);
 	for (i = 0; i < 9; i++)

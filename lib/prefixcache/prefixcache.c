@@ -587,6 +587,22 @@ group_of(struct prefixcache *pc, uint8_t gid)
 	return &pc->m[gid / MAX_GROUPS].g[gid % MAX_GROUPS];
 }
 
+/* The global group id of cache @cache_id of model @mi, or -1 if none. */
+static int
+gid_of_cache(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id)
+{
+	const struct pc_model *m;
+	uint16_t c;
+
+	if (mi >= pc->p.num_models)
+		return -1;
+	m = &pc->m[mi];
+	for (c = 0; c < m->p.num_caches; c++)
+		if (m->p.cache[c].cache_id == cache_id)
+			return mi * MAX_GROUPS + m->group_of_cache[c];
+	return -1;
+}
+
 /* ---- Batches and messages ------------------------------------------------------ */
 
 static void
@@ -1820,20 +1836,12 @@ void
 prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t prompt_id,
 		       uint32_t token_idx)
 {
-	struct pc_model *m;
-	uint16_t c;
-	uint8_t gid;
+	int gid = gid_of_cache(pc, mi, cache_id);
 	uint32_t pi, i;
 
-	if (mi >= pc->p.num_models)
+	if (gid < 0)
 		return;
-	m = &pc->m[mi];
-	for (c = 0; c < m->p.num_caches && m->p.cache[c].cache_id != cache_id; c++)
-		;
-	if (c == m->p.num_caches)
-		return;
-	gid = (uint8_t)(mi * MAX_GROUPS + m->group_of_cache[c]);
-	pi = prompt_find(pc, gid, prompt_id);
+	pi = prompt_find(pc, (uint8_t)gid, prompt_id);
 	pc->st.lost_tokens++;
 	if (pi == NIL || token_idx >= pc->pr[pi].end || token_idx < pc->pr[pi].offset)
 		return; /* already gone */
@@ -1869,24 +1877,16 @@ prefixcache_error(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64
 uint64_t
 prefixcache_status(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t capacity)
 {
-	struct pc_model *m;
+	int gid = gid_of_cache(pc, mi, cache_id);
 	struct pc_group *g;
-	uint16_t c;
-	uint8_t gid;
 
-	if (mi >= pc->p.num_models)
+	if (gid < 0)
 		return 0;
-	m = &pc->m[mi];
-	for (c = 0; c < m->p.num_caches && m->p.cache[c].cache_id != cache_id; c++)
-		;
-	if (c == m->p.num_caches)
-		return 0;
-	gid = (uint8_t)(mi * MAX_GROUPS + m->group_of_cache[c]);
-	g = &m->g[m->group_of_cache[c]];
+	g = group_of(pc, (uint8_t)gid);
 	if (capacity < g->capacity) {
 		g->capacity = capacity;
 		/* Live sequences' columns may go too: the shard cannot hold more. */
-		while (g->stored > g->capacity && free_one(pc, gid))
+		while (g->stored > g->capacity && free_one(pc, (uint8_t)gid))
 			;
 	}
 	return g->capacity;
@@ -1954,16 +1954,9 @@ prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *st)
 uint64_t
 prefixcache_stored(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id)
 {
-	const struct pc_model *m;
-	uint16_t c;
+	int gid = gid_of_cache(pc, mi, cache_id);
 
-	if (mi >= pc->p.num_models)
-		return 0;
-	m = &pc->m[mi];
-	for (c = 0; c < m->p.num_caches; c++)
-		if (m->p.cache[c].cache_id == cache_id)
-			return m->g[m->group_of_cache[c]].stored;
-	return 0;
+	return gid < 0 ? 0 : pc->m[mi].g[gid % MAX_GROUPS].stored;
 }
 
 size_t
@@ -1980,21 +1973,14 @@ int
 prefixcache_find(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t isolation_id,
 		 const uint32_t *tokens, uint32_t len, uint64_t now, struct prefixcache_entry_info *out)
 {
-	const struct pc_model *m;
 	const struct pc_group *g;
-	uint32_t b, o, i = NIL, end = 0, ne, c;
+	uint32_t b, o, i = NIL, end = 0, ne;
 	uint64_t h = isolation_id;
-	uint8_t gid;
+	int gid = gid_of_cache(pc, mi, cache_id);
 
-	if (mi >= pc->p.num_models)
+	if (gid < 0)
 		return -EINVAL;
-	m = &pc->m[mi];
-	for (c = 0; c < m->p.num_caches && m->p.cache[c].cache_id != cache_id; c++)
-		;
-	if (c == m->p.num_caches)
-		return -EINVAL;
-	g = &m->g[m->group_of_cache[c]];
-	gid = (uint8_t)(mi * MAX_GROUPS + m->group_of_cache[c]);
+	g = &pc->m[mi].g[gid % MAX_GROUPS];
 	/* The organization, without creating it. */
 	for (o = pc->orgbucket[(uint32_t)mix64(isolation_id) & pc->orgmask]; o != NIL;
 	     o = pc->org[o].hnext)
@@ -2004,7 +1990,7 @@ prefixcache_find(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id, u
 		return -ENOENT;
 	while (end < len && (ne = next_end(g, pc->p.column, end)) != 0 && ne <= len) {
 		h = prefixcache_column_hash(h, tokens + end, ne - end);
-		i = entry_find(pc, gid, o, h);
+		i = entry_find(pc, (uint8_t)gid, o, h);
 		if (i == NIL || expired(pc, &pc->e[i], now))
 			return -ENOENT;
 		end = ne;
