@@ -24,7 +24,7 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -Ilib/proto -Ilib/kvstore -Ilib/prefixcache \
-	-Iapp/trace
+	-Iapp/trace -Iapp/kvss
 # Library code that needs no DPDK is built without its flags (no -march,
 # no rte_config.h) so it stays portable and fuzzable.
 CFLAGS_PURE := $(BASE_CFLAGS) $(EXTRA_CFLAGS)
@@ -50,7 +50,8 @@ TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
-	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c
+	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
+	app/kvss/config.c test/test_config.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
@@ -91,7 +92,7 @@ $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
 
 TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_mbuf $(BUILD)/test/test_kvstore \
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
-	$(BUILD)/test/test_prefixcache_model
+	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -123,6 +124,11 @@ $(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h lib/kvstore/k
 
 $(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model: $(BUILD)/test/%: \
 		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_config: $(BUILD)/obj/test/test_config.o $(call obj,app/kvss/config.c) \
+		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Configuration: the only file that includes libconfig. Every value is
+ * checked here, at start; an error names the file, the line and the key, so
+ * the program can stop before any port starts.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ctx {
+	const char *path;
+	char *err;
+	size_t errlen;
+};
+
+/* "shard.caches.[0].buffers" for a setting (and a child name, or NULL). */
+static void
+key_of(const config_setting_t *s, const char *child, char *out, size_t n)
+{
+	const config_setting_t *chain[32];
+	int depth = 0, i;
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (; s != NULL && config_setting_parent(s) != NULL && depth < 32;
+	     s = config_setting_parent(s))
+		chain[depth++] = s;
+	for (i = depth - 1; i >= 0; i--) {
+		const char *name = config_setting_name(chain[i]);
+
+		if (name != NULL)
+			len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? "." : "",
+						name);
+		else
+			len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s[%d]",
+						len ? "." : "", config_setting_index(chain[i]));
+	}
+	if (child != NULL)
+		snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? "." : "", child);
+}
+
+static int __attribute__((format(printf, 4, 5)))
+fail(struct ctx *c, const config_setting_t *s, const char *child, const char *fmt, ...)
+{
+	const config_setting_t *at = s;
+	char key[256], msg[256];
+	va_list ap;
+
+	if (child != NULL && s != NULL && config_setting_get_member(s, child) != NULL)
+		at = config_setting_get_member(s, child);
+	key_of(s, child, key, sizeof(key));
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (at != NULL && config_setting_source_line(at) > 0)
+		snprintf(c->err, c->errlen, "%s:%d: %s: %s", c->path,
+			 (int)config_setting_source_line(at), key[0] ? key : "(top)", msg);
+	else
+		snprintf(c->err, c->errlen, "%s: %s: %s", c->path, key[0] ? key : "(top)", msg);
+	return -1;
+}
+
+/* An integer member within [lo, hi]; @def when missing unless @required. */
+static int
+get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo, long long hi,
+	long long def, bool required, long long *out)
+{
+	const config_setting_t *m = g ? config_setting_get_member(g, name) : NULL;
+	long long v;
+
+	if (m == NULL) {
+		if (required)
+			return fail(c, g, name, "missing (an integer in %lld..%lld)", lo, hi);
+		*out = def;
+		return 0;
+	}
+	switch (config_setting_type(m)) {
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64:
+		v = config_setting_get_int64(m);
+		break;
+	case CONFIG_TYPE_FLOAT: {
+		/* 1e6 is a float in libconfig: accept whole values. */
+		double d = config_setting_get_float(m);
+
+		if (d != (double)(long long)d)
+			return fail(c, g, name, "must be a whole number");
+		v = (long long)d;
+		break;
+	}
+	default:
+		return fail(c, g, name, "must be an integer");
+	}
+	if (v < lo || v > hi)
+		return fail(c, g, name, "%lld is out of range %lld..%lld", v, lo, hi);
+	*out = v;
+	return 0;
+}
+
+#define GET_INT(c, g, name, lo, hi, def, req, dst)                                                 \
+	do {                                                                                       \
+		long long v_;                                                                      \
+		if (get_int(c, g, name, lo, hi, def, req, &v_) != 0)                               \
+			return -1;                                                                 \
+		(dst) = (__typeof__(dst))v_;                                                       \
+	} while (0)
+
+static int
+get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out)
+{
+	const config_setting_t *m = g ? config_setting_get_member(g, name) : NULL;
+
+	if (m == NULL) {
+		*out = def;
+		return 0;
+	}
+	if (config_setting_type(m) != CONFIG_TYPE_BOOL)
+		return fail(c, g, name, "must be true or false");
+	*out = config_setting_get_bool(m);
+	return 0;
+}
+
+/* A string member, one of @choices (NULL-terminated) if given; returns its index. */
+static int
+get_choice(struct ctx *c, const config_setting_t *g, const char *name, const char *const *choices,
+	   int def, bool required)
+{
+	const config_setting_t *m = g ? config_setting_get_member(g, name) : NULL;
+	const char *v;
+	char list[256] = "";
+	int i;
+
+	if (m == NULL) {
+		if (required)
+			return fail(c, g, name, "missing"), -2;
+		return def;
+	}
+	if (config_setting_type(m) != CONFIG_TYPE_STRING)
+		return fail(c, g, name, "must be a string"), -2;
+	v = config_setting_get_string(m);
+	for (i = 0; choices[i] != NULL; i++) {
+		if (strcmp(v, choices[i]) == 0)
+			return i;
+		strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
+		strncat(list, choices[i], sizeof(list) - strlen(list) - 1);
+	}
+	return fail(c, g, name, "'%s' is not one of %s", v, list), -2;
+}
+
+static int
+get_str(struct ctx *c, const config_setting_t *g, const char *name, char *out, size_t n)
+{
+	const config_setting_t *m = g ? config_setting_get_member(g, name) : NULL;
+
+	if (m == NULL)
+		return 0;
+	if (config_setting_type(m) != CONFIG_TYPE_STRING)
+		return fail(c, g, name, "must be a string");
+	if (strlen(config_setting_get_string(m)) >= n)
+		return fail(c, g, name, "longer than %zu characters", n - 1);
+	strcpy(out, config_setting_get_string(m));
+	return 0;
+}
+
+int
+kvss_parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	char tail;
+	int i;
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
+		return -1;
+	for (i = 0; i < 6; i++) {
+		if (b[i] > 255)
+			return -1;
+		mac[i] = (uint8_t)b[i];
+	}
+	return 0;
+}
+
+int
+kvss_parse_ipv4(const char *s, uint32_t *ip)
+{
+	unsigned int a, b, c, d;
+	char tail;
+
+	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
+	    c > 255 || d > 255)
+		return -1;
+	*ip = a << 24 | b << 16 | c << 8 | d;
+	return 0;
+}
+
+/* { mac = "..."; ipv4 = "..."; vlan = N; } */
+static int
+get_endpoint(struct ctx *c, const config_setting_t *g, const char *name, bool required,
+	     struct kvss_endpoint *ep)
+{
+	const config_setting_t *e = g ? config_setting_get_member(g, name) : NULL;
+	const char *s;
+
+	memset(ep, 0, sizeof(*ep));
+	if (e == NULL)
+		return required ? fail(c, g, name, "missing ({ mac = ...; ipv4 = ...; })") : 0;
+	if (!config_setting_is_group(e))
+		return fail(c, g, name, "must be a group { mac = ...; ipv4 = ...; }");
+	if (config_setting_lookup_string(e, "mac", &s) != CONFIG_TRUE || kvss_parse_mac(s, ep->mac) != 0)
+		return fail(c, e, "mac", "want a MAC address like \"02:00:00:00:00:01\"");
+	if (config_setting_lookup_string(e, "ipv4", &s) != CONFIG_TRUE ||
+	    kvss_parse_ipv4(s, &ep->ipv4) != 0)
+		return fail(c, e, "ipv4", "want a dotted IPv4 address");
+	GET_INT(c, e, "vlan", 0, 4094, 0, false, ep->vlan);
+	return 0;
+}
+
+/* An array of integers of exactly @n elements. */
+static int
+get_u64_array(struct ctx *c, const config_setting_t *g, const char *name, unsigned int n,
+	      uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	const config_setting_t *a = g ? config_setting_get_member(g, name) : NULL;
+	unsigned int i;
+
+	if (a == NULL || !config_setting_is_array(a))
+		return fail(c, g, name, "missing (an array of %u integers, one per cache)", n);
+	if ((unsigned int)config_setting_length(a) != n)
+		return fail(c, g, name, "has %d elements, want %u (one per cache)",
+			    config_setting_length(a), n);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *el = config_setting_get_elem(a, i);
+		long long v = config_setting_type(el) == CONFIG_TYPE_FLOAT
+				      ? (long long)config_setting_get_float(el)
+				      : config_setting_get_int64(el);
+
+		if (v < (long long)lo || (uint64_t)v > hi)
+			return fail(c, g, name, "element %u (%lld) out of range %" PRIu64 "..%" PRIu64,
+				    i, v, lo, hi);
+		out[i] = (uint64_t)v;
+	}
+	return 0;
+}
+
+static int
+get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned int def,
+	   unsigned int *out, uint16_t *n)
+{
+	const config_setting_t *a = g ? config_setting_get_member(g, name) : NULL;
+	int i;
+
+	if (a == NULL) {
+		out[0] = def;
+		*n = 1;
+		return 0;
+	}
+	if (!config_setting_is_array(a) || config_setting_length(a) < 1 ||
+	    config_setting_length(a) > KVSS_MAX_LCORES)
+		return fail(c, g, name, "want an array of 1..%d lcore ids", KVSS_MAX_LCORES);
+	for (i = 0; i < config_setting_length(a); i++) {
+		long long v = config_setting_get_int64(config_setting_get_elem(a, i));
+
+		if (v < 0 || v > 1023)
+			return fail(c, g, name, "lcore %lld out of range 0..1023", v);
+		out[i] = (unsigned int)v;
+	}
+	*n = (uint16_t)config_setting_length(a);
+	return 0;
+}
+
+/* ---- Sections ---------------------------------------------------------------- */
+
+static int
+load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
+{
+	const config_setting_t *caches;
+	struct kvstore_params *kp = &cfg->shard.store;
+	int i, n;
+
+	if (sh == NULL)
+		return fail(c, NULL, "shard", "missing: the role needs a shard section");
+	GET_INT(c, sh, "port", 0, 31, 0, false, cfg->shard.port);
+	GET_INT(c, sh, "id", 0, 65534, 0, true, cfg->shard.id);
+	GET_INT(c, sh, "model", 0, PREFIXCACHE_MAX_MODELS - 1, 0, false, cfg->shard.model);
+	if (get_endpoint(c, sh, "address", true, &cfg->shard.addr) != 0 ||
+	    get_endpoint(c, sh, "wafer", true, &cfg->shard.wafer) != 0)
+		return -1;
+	GET_INT(c, sh, "batch_timeout_ms", 1, 60000, 50, false, cfg->shard.batch_timeout_ms);
+	GET_INT(c, sh, "space_timeout_ms", 1, 600000, 1000, false, cfg->shard.space_timeout_ms);
+	GET_INT(c, sh, "status_interval_ms", 1, 60000, 100, false, cfg->shard.status_interval_ms);
+	GET_INT(c, sh, "max_prompts", 0, 1 << 28, 0, false, kp->max_prompts);
+	GET_INT(c, sh, "spare_tokens", 0, 1 << 28, 0, false, kp->spare_tokens);
+	caches = config_setting_get_member(sh, "caches");
+	if (caches == NULL || !config_setting_is_list(caches) ||
+	    (n = config_setting_length(caches)) < 1 || n > KVSTORE_MAX_CACHES)
+		return fail(c, sh, "caches", "want a list of 1..%d caches ( { id = 0; ... } )",
+			    KVSTORE_MAX_CACHES);
+	kp->num_caches = (uint16_t)n;
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(caches, (unsigned int)i);
+		struct kvstore_cache_params *cp = &kp->cache[i];
+		long long id;
+
+		if (get_int(c, e, "id", 0, KVSTORE_MAX_CACHES - 1, 0, true, &id) != 0)
+			return -1;
+		if (id != i)
+			return fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
+		GET_INT(c, e, "bytes_per_token", 1, 1 << 26, 0, true, cp->bytes_per_token);
+		GET_INT(c, e, "buffers", 1, 256, 1, false, cp->num_buffers);
+		GET_INT(c, e, "capacity_tokens", 1, 1ll << 29, 0, true, cp->capacity_tokens);
+		if (cp->bytes_per_token % cp->num_buffers != 0)
+			return fail(c, e, "buffers", "must divide bytes_per_token (%u)",
+				    cp->bytes_per_token);
+	}
+	if (kvstore_memsize(kp) == 0)
+		return fail(c, sh, "caches", "these caches do not make a valid store");
+	return 0;
+}
+
+static int
+load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *pm,
+	   struct kvss_model_ref *mr, uint32_t column)
+{
+	const config_setting_t *caches = config_setting_get_member(me, "caches");
+	const config_setting_t *shards = config_setting_get_member(me, "shards");
+	static const char *const rules[] = {"full", "swa", NULL};
+	double gbps = 0;
+	int i, n, k, ns;
+
+	if (caches == NULL || !config_setting_is_list(caches) || (n = config_setting_length(caches)) < 1 ||
+	    n > PREFIXCACHE_MAX_CACHES)
+		return fail(c, me, "caches", "want a list of 1..%d caches", PREFIXCACHE_MAX_CACHES);
+	pm->num_caches = (uint16_t)n;
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(caches, (unsigned int)i);
+		struct prefixcache_cache *cc = &pm->cache[i];
+		long long id;
+		int rule;
+
+		if (get_int(c, e, "id", 0, PREFIXCACHE_MAX_CACHES - 1, 0, true, &id) != 0)
+			return -1;
+		if (id != i)
+			return fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
+		cc->cache_id = (uint16_t)id;
+		rule = get_choice(c, e, "rule", rules, 0, false);
+		if (rule < 0)
+			return -1;
+		cc->rule = rule == 1 ? PREFIXCACHE_SWA : PREFIXCACHE_FULL;
+		if (cc->rule == PREFIXCACHE_SWA) {
+			GET_INT(c, e, "window", 1, 1 << 24, 0, true, cc->window);
+			GET_INT(c, e, "sinks", 0, 1 << 24, 0, false, cc->sinks);
+			if (cc->sinks >= column || cc->sinks >= cc->window)
+				return fail(c, e, "sinks", "must be below the column (%u) and the window",
+					    column);
+		}
+	}
+	if (shards == NULL || !config_setting_is_list(shards) || (ns = config_setting_length(shards)) < 1 ||
+	    ns > KVSS_MAX_SHARDS)
+		return fail(c, me, "shards", "want a list of 1..%d shards", KVSS_MAX_SHARDS);
+	mr->num_shards = (uint16_t)ns;
+	for (i = 0; i < n; i++)
+		pm->cache[i].capacity_tokens = UINT64_MAX;
+	pm->refill_bytes_per_token = 0;
+	for (k = 0; k < ns; k++) {
+		const config_setting_t *e = config_setting_get_elem(shards, (unsigned int)k);
+		struct kvss_shard_ref *sr = &mr->shard[k];
+		uint64_t b[PREFIXCACHE_MAX_CACHES], sum = 0;
+		int j;
+
+		GET_INT(c, e, "id", 0, 65534, 0, true, sr->id);
+		for (j = 0; j < k; j++)
+			if (mr->shard[j].id == sr->id)
+				return fail(c, e, "id", "shard %u appears twice", sr->id);
+		if (get_endpoint(c, e, "address", true, &sr->addr) != 0 ||
+		    get_u64_array(c, e, "bytes_per_token", (unsigned int)n, 1, 1 << 26, b) != 0 ||
+		    get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, 1ull << 29,
+				  sr->capacity_tokens) != 0)
+			return -1;
+		for (i = 0; i < n; i++) {
+			sr->bytes_per_token[i] = (uint32_t)b[i];
+			sum += b[i];
+			/* A token is cached only when every shard holds it: the minimum. */
+			if (sr->capacity_tokens[i] < pm->cache[i].capacity_tokens)
+				pm->cache[i].capacity_tokens = sr->capacity_tokens[i];
+		}
+		if (sum > pm->refill_bytes_per_token)
+			pm->refill_bytes_per_token = sum;
+	}
+	{
+		long long us;
+
+		if (get_int(c, me, "refill_latency_us", 0, 10000000, 20, false, &us) != 0)
+			return -1;
+		pm->refill_latency_ns = (uint64_t)us * 1000;
+	}
+	if (config_setting_lookup_float(me, "refill_gbps", &gbps) != CONFIG_TRUE) {
+		long long gi;
+
+		if (get_int(c, me, "refill_gbps", 1, 100000, 100, false, &gi) != 0)
+			return -1;
+		gbps = (double)gi;
+	}
+	if (gbps <= 0)
+		return fail(c, me, "refill_gbps", "must be positive");
+	pm->refill_bytes_per_ns = gbps / 8.0;
+	GET_INT(c, me, "max_batch_tokens", 0, 65535, 0, false, pm->max_batch_tokens);
+	return 0;
+}
+
+static int
+load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
+{
+	static const char *const policies[] = {"lru", "lfu", "priority", "adaptive", NULL};
+	struct prefixcache_params *pp = &cfg->driver.pc;
+	const config_setting_t *models, *orgs;
+	long long ttl;
+	int i, n, pol;
+
+	if (d == NULL)
+		return fail(c, NULL, "driver", "missing: the role needs a driver section");
+	GET_INT(c, d, "port", 0, 31, 0, false, cfg->driver.port);
+	if (get_endpoint(c, d, "address", true, &cfg->driver.addr) != 0)
+		return -1;
+	GET_INT(c, d, "column", 1, 4096, 64, false, pp->column);
+	pol = get_choice(c, d, "policy", policies, 0, false);
+	if (pol < 0)
+		return -1;
+	pp->policy = (enum prefixcache_policy)pol;
+	if (get_int(c, d, "ttl_last_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
+		return -1;
+	pp->ttl_last_ns = (uint64_t)ttl * 1000000000ull;
+	if (get_int(c, d, "ttl_first_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
+		return -1;
+	pp->ttl_first_ns = (uint64_t)ttl * 1000000000ull;
+	if (get_bool(c, d, "no_minus_one", false, &pp->no_minus_one) != 0)
+		return -1;
+	GET_INT(c, d, "retransmit_ms", 1, 60000, 5, false, cfg->driver.retransmit_ms);
+	models = config_setting_get_member(d, "models");
+	if (models == NULL || !config_setting_is_list(models) || (n = config_setting_length(models)) < 1 ||
+	    n > PREFIXCACHE_MAX_MODELS)
+		return fail(c, d, "models", "want a list of 1..%d models", PREFIXCACHE_MAX_MODELS);
+	pp->num_models = (uint16_t)n;
+	for (i = 0; i < n; i++)
+		if (load_model(c, config_setting_get_elem(models, (unsigned int)i), &pp->model[i],
+			       &cfg->driver.models[i], pp->column) != 0)
+			return -1;
+	orgs = config_setting_get_member(d, "orgs");
+	if (orgs != NULL) {
+		if (!config_setting_is_list(orgs) || config_setting_length(orgs) > KVSS_MAX_ORGS)
+			return fail(c, d, "orgs", "want a list of at most %d organizations",
+				    KVSS_MAX_ORGS);
+		cfg->driver.num_orgs = (uint16_t)config_setting_length(orgs);
+		for (i = 0; i < cfg->driver.num_orgs; i++) {
+			const config_setting_t *o = config_setting_get_elem(orgs, (unsigned int)i);
+			struct kvss_org_ttl *ot = &cfg->driver.org[i];
+
+			if (get_str(c, o, "name", ot->name, sizeof(ot->name)) != 0)
+				return -1;
+			if (ot->name[0] == '\0')
+				return fail(c, o, "name", "missing");
+			if (get_int(c, o, "ttl_last_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
+				return -1;
+			ot->ttl_last_ns = (uint64_t)ttl * 1000000000ull;
+			if (get_int(c, o, "ttl_first_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
+				return -1;
+			ot->ttl_first_ns = (uint64_t)ttl * 1000000000ull;
+		}
+	}
+	return 0;
+}
+
+int
+kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t errlen)
+{
+	static const char *const roles[] = {"shard", "driver", "all", NULL};
+	static const char *const polls[] = {"busy", "idle", NULL};
+	struct ctx c = {path, err, errlen};
+	const config_setting_t *root, *g;
+	config_t lc;
+	int rc = -1, v;
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
+	config_init(&lc);
+	if (config_read_file(&lc, path) != CONFIG_TRUE) {
+		if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
+			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		else
+			snprintf(err, errlen, "%s:%d: %s", path, config_error_line(&lc),
+				 config_error_text(&lc));
+		goto out;
+	}
+	root = config_root_setting(&lc);
+	v = get_choice(&c, root, "role", roles, 0, true);
+	if (v < 0)
+		goto out;
+	cfg->role = (enum kvss_role)(v + 1);
+	v = get_choice(&c, root, "poll_mode", polls, 0, false);
+	if (v < 0)
+		goto out;
+	cfg->poll = (enum kvss_poll)v;
+	{
+		long long mtu;
+
+		if (get_int(&c, root, "mtu", 1500, PROTO_MTU_MAX, PROTO_MTU_DEFAULT, false, &mtu) != 0)
+			goto out;
+		cfg->mtu = (uint32_t)mtu;
+	}
+	g = config_setting_get_member(root, "udp");
+	{
+		long long a, b, d;
+
+		if (get_int(&c, g, "control", 1, 65535, PROTO_PORT_CTRL_DEFAULT, false, &a) != 0 ||
+		    get_int(&c, g, "evict", 1, 65535, PROTO_PORT_EVICT_DEFAULT, false, &b) != 0 ||
+		    get_int(&c, g, "refill", 1, 65535, PROTO_PORT_REFILL_DEFAULT, false, &d) != 0)
+			goto out;
+		if (a == b || a == d || b == d) {
+			fail(&c, g, "refill", "the three UDP ports must differ");
+			goto out;
+		}
+		cfg->udp = (struct proto_ports){(uint16_t)a, (uint16_t)b, (uint16_t)d};
+	}
+	g = config_setting_get_member(root, "lcores");
+	if (get_lcores(&c, g, "ingest", 1, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
+	    get_lcores(&c, g, "refill", 2, cfg->refill_lcore, &cfg->num_refill) != 0)
+		goto out;
+	{
+		long long ctl;
+		unsigned int i, j;
+
+		if (get_int(&c, g, "control", 0, 1023, 0, false, &ctl) != 0)
+			goto out;
+		cfg->control_lcore = (unsigned int)ctl;
+		for (i = 0; i < cfg->num_ingest; i++)
+			for (j = 0; j < cfg->num_refill; j++)
+				if (cfg->ingest_lcore[i] == cfg->refill_lcore[j] ||
+				    cfg->ingest_lcore[i] == cfg->control_lcore ||
+				    cfg->refill_lcore[j] == cfg->control_lcore) {
+					fail(&c, g, "refill", "an lcore has two roles");
+					goto out;
+				}
+	}
+	if ((cfg->role & KVSS_ROLE_SHARD) &&
+	    load_shard(&c, config_setting_get_member(root, "shard"), cfg) != 0)
+		goto out;
+	if ((cfg->role & KVSS_ROLE_DRIVER) &&
+	    load_driver(&c, config_setting_get_member(root, "driver"), cfg) != 0)
+		goto out;
+	if (cfg->role == KVSS_ROLE_ALL) {
+		const struct prefixcache_model *pm;
+
+		if (cfg->shard.model >= cfg->driver.pc.num_models) {
+			fail(&c, config_setting_get_member(root, "shard"), "model",
+			     "no such model in driver.models");
+			goto out;
+		}
+		pm = &cfg->driver.pc.model[cfg->shard.model];
+		if (pm->num_caches != cfg->shard.store.num_caches) {
+			fail(&c, config_setting_get_member(root, "shard"), "caches",
+			     "%u caches, but driver.models.[%u] has %u", cfg->shard.store.num_caches,
+			     cfg->shard.model, pm->num_caches);
+			goto out;
+		}
+	}
+	g = config_setting_get_member(root, "wafer");
+	if (get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
+		goto out;
+	{
+		long long lim, gen, inflight;
+
+		if (get_int(&c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
+		    get_int(&c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
+		    get_int(&c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0)
+			goto out;
+		cfg->wafer.limit = (uint32_t)lim;
+		cfg->wafer.generate = (uint32_t)gen;
+		cfg->wafer.max_inflight = (uint32_t)inflight;
+	}
+	rc = 0;
+out:
+	config_destroy(&lc);
+	return rc;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The kvss application's configuration: a libconfig file read and checked
+ * completely at start by config.c (the only file that includes libconfig),
+ * into this plain struct that the rest of the program reads.
+ */
+#ifndef KVSS_APP_CONFIG_H
+#define KVSS_APP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvstore.h"
+#include "prefixcache.h"
+#include "proto.h"
+
+#define KVSS_MAX_LCORES 8
+#define KVSS_MAX_SHARDS 8
+#define KVSS_MAX_ORGS 64
+#define KVSS_PATH_MAX 512
+
+enum kvss_role {
+	KVSS_ROLE_SHARD = 1,
+	KVSS_ROLE_DRIVER = 2,
+	KVSS_ROLE_ALL = 3, /* both, in one process, joined through net_ring */
+};
+
+enum kvss_poll {
+	KVSS_POLL_BUSY, /* bare metal: spin */
+	KVSS_POLL_IDLE, /* shared cores (tests, CI): pause, then sleep briefly, when idle */
+};
+
+/** An address on the rail: MAC, IPv4 (host order), optional VLAN id. */
+struct kvss_endpoint {
+	uint8_t mac[6];
+	uint32_t ipv4;
+	uint16_t vlan; /* 0: untagged */
+};
+
+/** A shard as the driver sees it. */
+struct kvss_shard_ref {
+	uint16_t id;
+	struct kvss_endpoint addr;
+	uint32_t bytes_per_token[PREFIXCACHE_MAX_CACHES]; /* this shard's slice, per cache */
+	uint64_t capacity_tokens[PREFIXCACHE_MAX_CACHES];
+};
+
+struct kvss_model_ref {
+	uint16_t num_shards;
+	struct kvss_shard_ref shard[KVSS_MAX_SHARDS];
+};
+
+struct kvss_org_ttl {
+	char name[64];
+	uint64_t ttl_last_ns, ttl_first_ns;
+};
+
+struct kvss_config {
+	char path[KVSS_PATH_MAX];
+	enum kvss_role role;
+	enum kvss_poll poll;
+	uint32_t mtu;
+	struct proto_ports udp;
+
+	/* Lcores: EAL lcore ids. */
+	uint16_t num_ingest, num_refill;
+	unsigned int ingest_lcore[KVSS_MAX_LCORES];
+	unsigned int refill_lcore[KVSS_MAX_LCORES];
+	unsigned int control_lcore;
+
+	/* Shard role. */
+	struct {
+		uint16_t port; /* EAL port id */
+		uint16_t id;
+		uint32_t model;
+		struct kvss_endpoint addr;
+		struct kvss_endpoint wafer; /* where REFILL_DATA goes */
+		struct kvstore_params store;
+		uint32_t batch_timeout_ms;
+		uint32_t space_timeout_ms;
+		uint32_t status_interval_ms;
+	} shard;
+
+	/* Driver role (with the wafer emulator). */
+	struct {
+		uint16_t port;
+		struct kvss_endpoint addr;
+		struct prefixcache_params pc;
+		struct kvss_model_ref models[PREFIXCACHE_MAX_MODELS];
+		uint32_t retransmit_ms;
+		uint16_t num_orgs;
+		struct kvss_org_ttl org[KVSS_MAX_ORGS];
+	} driver;
+
+	struct {
+		char trace[KVSS_PATH_MAX]; /* "" or missing file: the built-in workload */
+		uint32_t limit;		   /* requests; 0: all */
+		uint32_t generate;	   /* requests of the built-in workload */
+		uint32_t max_inflight;	   /* sequences at once */
+	} wafer;
+};
+
+/**
+ * Read and check @p path. On error, @p err holds one line naming the file,
+ * the line and the key ("f.cfg:12: shard.caches.[0].buffers: must divide
+ * bytes_per_token (4096)").
+ * @return 0, or -1 with @p err set.
+ */
+int kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t errlen);
+
+/** Parse "02:00:00:00:00:01". @return 0 or -1. */
+int kvss_parse_mac(const char *s, uint8_t mac[6]);
+
+/** Parse a dotted IPv4 address into host order. @return 0 or -1. */
+int kvss_parse_ipv4(const char *s, uint32_t *ip);
+
+#endif

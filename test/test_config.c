@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* app/kvss/config.c: the examples load; every bad value names file, line and key. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static struct kvss_config cfg;
+static char err[512];
+
+Test(config, every_example_in_config_loads)
+{
+	static const char *const files[] = {"config/bare-metal-shard.cfg", "config/ci-pcap-shard.cfg",
+					    "config/memif-driver.cfg", "config/memif-shard0.cfg",
+					    "config/memif-shard1.cfg"};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		cr_assert_eq(kvss_config_load(files[i], &cfg, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(config, the_ci_shard_example_reads_as_written)
+{
+	cr_assert_eq(kvss_config_load("config/ci-pcap-shard.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.role, KVSS_ROLE_SHARD);
+	cr_assert_eq(cfg.poll, KVSS_POLL_IDLE);
+	cr_assert_eq(cfg.mtu, 9000);
+	cr_assert_eq(cfg.udp.ctrl, 7400);
+	cr_assert_eq(cfg.shard.store.num_caches, 1);
+	cr_assert_eq(cfg.shard.store.cache[0].bytes_per_token, 64);
+	cr_assert_eq(cfg.shard.store.cache[0].num_buffers, 2);
+	cr_assert_eq(cfg.shard.store.cache[0].capacity_tokens, 4096);
+	cr_assert_eq(cfg.shard.addr.ipv4, 0x0a63000a);
+	cr_assert_eq(cfg.shard.wafer.mac[5], 1);
+	cr_assert_eq(cfg.shard.space_timeout_ms, 200);
+	cr_assert_eq(cfg.shard.batch_timeout_ms, 50);
+	cr_assert_eq(cfg.num_ingest, 1);
+	cr_assert_eq(cfg.ingest_lcore[0], 1);
+}
+
+Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
+{
+	cr_assert_eq(kvss_config_load("config/memif-driver.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.role, KVSS_ROLE_DRIVER);
+	cr_assert_eq(cfg.driver.pc.num_models, 1);
+	cr_assert_eq(cfg.driver.models[0].num_shards, 2);
+	cr_assert_eq(cfg.driver.pc.model[0].cache[0].capacity_tokens, 200000);
+	cr_assert_eq(cfg.driver.pc.model[0].refill_bytes_per_token, 256);
+	cr_assert_eq(cfg.driver.pc.ttl_last_ns, 3600ull * 1000000000ull);
+	cr_assert_eq(cfg.driver.num_orgs, 1);
+	cr_assert_str_eq(cfg.driver.org[0].name, "acme");
+	cr_assert_eq(cfg.driver.org[0].ttl_last_ns, 600ull * 1000000000ull);
+	cr_assert_eq(cfg.wafer.limit, 400);
+}
+
+struct bad {
+	char text[400];
+	char want[96]; /* what the message must contain */
+};
+
+static struct bad bads[] = {
+	{"role = \"router\";\n", ":1: role: 'router' is not one of shard, driver, all"},
+	{"mtu = 9000;\n", "role: missing"},
+	{"role = \"shard\";\n", "shard: missing"},
+	{"role = \"shard\";\nmtu = 100;\n", ":2: mtu: 100 is out of range 1500..9600"},
+	{"role = \"shard\";\nudp = { control = 7400; evict = 7400; };\n", "the three UDP ports must differ"},
+	{"role = \"shard\";\nlcores = { ingest = [1]; refill = [1]; };\n", "an lcore has two roles"},
+	{"role = \"shard\";\nshard = { id = 0;\n address = { mac = \"zz\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; }; caches = (); };\n",
+	 ":3: shard.address.mac: want a MAC address"},
+	{"role = \"shard\";\nshard = { id = 0;\n address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.256\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; }; caches = (); };\n",
+	 "shard.address.ipv4: want a dotted IPv4 address"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n caches = (\n"
+	 "  { id = 0; bytes_per_token = 100; buffers = 3; capacity_tokens = 10; } ); };\n",
+	 ":5: shard.caches.[0].buffers: must divide bytes_per_token (100)"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n caches = (\n"
+	 "  { id = 1; bytes_per_token = 64; capacity_tokens = 10; } ); };\n",
+	 "shard.caches.[0].id: caches must be numbered 0, 1, ... in order"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n caches = (\n"
+	 "  { id = 0; bytes_per_token = 64; capacity_tokens = -5; } ); };\n",
+	 "shard.caches.[0].capacity_tokens: -5 is out of range"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " policy = \"fifo\"; models = (); };\n", ":3: driver.policy: 'fifo' is not one of lru, lfu"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = (); };\n", "driver.models: want a list of 1..4 models"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64, 64]; capacity_tokens = [10]; } ); } ); };\n",
+	 "driver.models.[0].shards.[0].bytes_per_token: has 2 elements, want 1"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; rule = \"swa\"; window = 100; sinks = 80; } );\n"
+	 " shards = ( { id = 0; address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n",
+	 "driver.models.[0].caches.[0].sinks: must be below the column"},
+	{"role = \"shard\";\nmtu = ;\n", ":2: syntax error"},
+};
+
+ParameterizedTestParameters(config, a_bad_value_names_its_file_line_and_key)
+{
+	return cr_make_param_array(struct bad, bads, sizeof(bads) / sizeof(bads[0]));
+}
+
+ParameterizedTest(struct bad *b, config, a_bad_value_names_its_file_line_and_key)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/kvss_cfg_test_%d.cfg", (int)getpid());
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(b->text, f);
+	fclose(f);
+	cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), -1, "accepted: %s", b->text);
+	unlink(path);
+	cr_assert(strstr(err, path) == err, "message does not start with the file: %s", err);
+	cr_assert_not_null(strstr(err, b->want), "message '%s' lacks '%s'", err, b->want);
+}
+
+Test(config, a_missing_file_is_named)
+{
+	cr_assert_eq(kvss_config_load("/nonexistent/kvss.cfg", &cfg, err, sizeof(err)), -1);
+	cr_assert_not_null(strstr(err, "/nonexistent/kvss.cfg: cannot read"), "%s", err);
+}
