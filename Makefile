@@ -43,6 +43,7 @@ LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
 REPLAY_SRC := app/trace/replay.c
+KVSS_APP_SRC := app/kvss/main.c app/kvss/shard.c app/kvss/telemetry.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -52,7 +53,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	app/kvss/config.c test/test_config.c
-DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c
+DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC)
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -81,6 +82,10 @@ $(LIBPREFIXCACHE): $(call obj,$(PREFIXCACHE_SRC))
 
 KVSS_DUMP := $(BUILD)/kvss-dump
 KVSS_TRACE := $(BUILD)/kvss-trace
+KVSS := $(BUILD)/kvss
+
+$(KVSS): $(call obj,$(KVSS_APP_SRC) app/kvss/config.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	$(CC) -o $@ $^ $(DPDK_LIBS) $(DEP_LIBS)
 
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c $(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
@@ -167,7 +172,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 # ---- top-level targets -----------------------------------------------------
 
-ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS_DUMP) $(KVSS_TRACE) $(TESTS) $(GEN_FRAMES) $(BENCHES)
+ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(TESTS) $(GEN_FRAMES) $(BENCHES)
 
 .PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 

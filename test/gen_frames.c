@@ -5,6 +5,8 @@
  *   gen_frames pcap FILE golden  section 8's two payloads, as frames
  *   gen_frames pcap FILE bad     truncated and corrupted copies of them
  *   gen_frames pcap FILE all     one sample frame of every type
+ *   gen_frames pcap FILE shard   for a shard (config/ci-pcap-shard.cfg): HELLO,
+ *                                bad frames, a stale DELETE, a new driver's HELLO
  */
 #include <pcap/pcap.h>
 #include <stdio.h>
@@ -141,6 +143,44 @@ bad(void)
 	emit(f, n, n); /* and a good one after all that */
 }
 
+/* A control message from the driver of the CI config to its shard. */
+static uint32_t
+to_shard(uint8_t *frame, uint8_t type, uint32_t epoch)
+{
+	static const uint8_t drv[6] = {2, 0, 0, 0, 0, 1}, shd[6] = {2, 0, 0, 0, 1, 0};
+	uint8_t pay[128];
+	struct proto_builder b;
+	struct proto_hdr h = {.type = type, .shard_id = PROTO_SHARD_ALL, .epoch = epoch};
+	struct proto_addr a = {.src_ip = 0x0a630001, .dst_ip = 0x0a63000a, .src_port = PROTO_PORT_CTRL_DEFAULT,
+			       .dst_port = PROTO_PORT_CTRL_DEFAULT};
+
+	memcpy(a.src_mac, drv, 6);
+	memcpy(a.dst_mac, shd, 6);
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	if (type == PROTO_T_DELETE) {
+		struct proto_delete d = {.prompt_id = 5, .end_token_idx = 3};
+
+		h.seq = 1;
+		proto_build_delete(&b, &d);
+	}
+	return proto_build_frame(frame, PROTO_FRAME_MAX, &a, pay, proto_build_end(&b));
+}
+
+static void
+shard_set(void)
+{
+	uint8_t f[PROTO_FRAME_MAX];
+	uint32_t n;
+
+	n = to_shard(f, PROTO_T_HELLO, 0x11223344);
+	emit(f, n, n);
+	bad();
+	n = to_shard(f, PROTO_T_DELETE, 0x99);
+	emit(f, n, n);
+	n = to_shard(f, PROTO_T_HELLO, 0x55667788);
+	emit(f, n, n);
+}
+
 static int
 pcap_out(const char *file, const char *what)
 {
@@ -161,6 +201,8 @@ pcap_out(const char *file, const char *what)
 		emit(frame, n, n);
 	} else if (strcmp(what, "bad") == 0) {
 		bad();
+	} else if (strcmp(what, "shard") == 0) {
+		shard_set();
 	} else if (strcmp(what, "all") == 0) {
 		for (i = 0; i < frames_count(); i++) {
 			uint32_t n = frames_frame(i, i == 2, frame, sizeof(frame));
@@ -183,6 +225,6 @@ main(int argc, char **argv)
 		return corpus(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "pcap") == 0)
 		return pcap_out(argv[2], argv[3]);
-	fprintf(stderr, "usage: gen_frames corpus DIR | pcap FILE golden|bad|all\n");
+	fprintf(stderr, "usage: gen_frames corpus DIR | pcap FILE golden|bad|all|shard\n");
 	return 2;
 }

@@ -27,7 +27,7 @@ teardown(void)
 {
 	cr_assert_eq(rte_mempool_in_use_count(pool), 0, "mbufs leaked");
 	rte_mempool_free(pool);
-	rte_eal_cleanup();
+	test_eal_stop();
 }
 
 TestSuite(mbuf, .init = setup, .fini = teardown);

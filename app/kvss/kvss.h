@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The kvss application: state shared by its files (main.c, shard.c,
+ * telemetry.c). Each lcore writes only its own stats struct; telemetry and
+ * the final report read them.
+ */
+#ifndef KVSS_APP_H
+#define KVSS_APP_H
+
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_mempool.h>
+
+#include "config.h"
+#include "kvstore.h"
+#include "proto.h"
+
+/* Counters of one lcore, declared once: the struct, the names, the keys. */
+#define KVSS_STATS(X)                                                                              \
+	X(rx_frames)                                                                               \
+	X(rx_bytes)                                                                                \
+	X(tx_frames)                                                                               \
+	X(tx_bytes)                                                                                \
+	X(tx_drops)    /* the NIC did not take them: freed, counted */                              \
+	X(no_mbuf)     /* the pool was empty */                                                    \
+	X(hello)                                                                                   \
+	X(status_sent)                                                                             \
+	X(stale_epoch) /* control frames of another driver epoch */                                \
+	X(not_handled) /* valid messages this build does not act on yet */                         \
+	X(idle_polls)                                                                              \
+	X(busy_polls)
+
+struct kvss_lcore_stats {
+#define KVSS_STAT_FIELD(n) uint64_t n;
+	KVSS_STATS(KVSS_STAT_FIELD)
+#undef KVSS_STAT_FIELD
+	uint64_t drops[PROTO_R_MAX]; /* frames dropped, by parse reason */
+	uint64_t busy_cycles, idle_cycles;
+} __rte_cache_aligned;
+
+enum kvss_lcore_role { KVSS_LCORE_NONE, KVSS_LCORE_INGEST, KVSS_LCORE_REFILL, KVSS_LCORE_CONTROL };
+
+struct kvss_app {
+	struct kvss_config cfg;
+	int quit; /* set by the signal handler, read with __atomic */
+	uint32_t exit_idle_ms; /* --exit-when-idle: stop after this long with no RX */
+	uint32_t epoch;	       /* this process's epoch: random, nonzero */
+	uint64_t start_tsc;
+	struct rte_mempool *pool;
+	/* Shard role. */
+	struct kvstore *store;
+	void *store_mem;
+	uint32_t driver_epoch; /* established by HELLO; 0: none */
+	struct proto_addr driver_addr; /* where STATUS, ACK, ... go (the last control sender) */
+	int have_driver;
+	struct kvss_lcore_stats stats[RTE_MAX_LCORE];
+	enum kvss_lcore_role lcore_role[RTE_MAX_LCORE];
+};
+
+extern struct kvss_app kvss;
+
+static inline int
+kvss_quitting(void)
+{
+	return __atomic_load_n(&kvss.quit, __ATOMIC_RELAXED);
+}
+
+/** The shard's ingest lcore (shard.c). */
+int kvss_shard_ingest(void *arg);
+
+/** Register the /kvss/... telemetry commands (telemetry.c). */
+int kvss_telemetry_register(void);
+
+/** Sum of every lcore's stats. */
+void kvss_stats_total(struct kvss_lcore_stats *t);
+
+#endif

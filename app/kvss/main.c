@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvss [EAL options] -- --config FILE [--role shard|driver|all] [options]
+ *
+ * EAL consumes its arguments first (ports are whatever it gives: a PCI NIC,
+ * or --vdev net_pcap/net_memif/net_ring/net_tap); then the application's
+ * own options and its configuration, checked completely before any port
+ * starts. SIGINT and SIGTERM stop the lcores, which drain; the final stats
+ * are printed and the process exits 0.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_random.h>
+
+#include "kvss.h"
+
+struct kvss_app kvss;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
+}
+
+static void
+usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s [EAL options] -- --config FILE [options]\n"
+		"  --config FILE        libconfig file (examples in config/)\n"
+		"  --role R             shard, driver or all (overrides the file)\n"
+		"  --poll busy|idle     busy polling (default) or pause/sleep when idle\n"
+		"  --exit-when-idle MS  stop after MS without a received frame (replays)\n"
+		"  --help               this text\n"
+		"EAL examples: --no-pci --no-huge -m 512 --file-prefix NAME\n"
+		"  --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
+		"  --vdev net_memif0,role=server,socket=/tmp/kvss.sock\n",
+		prog);
+}
+
+static int
+port_init(uint16_t port, uint32_t mtu)
+{
+	struct rte_eth_conf conf = {0};
+	struct rte_eth_dev_info info;
+	int rc;
+
+	if (!rte_eth_dev_is_valid_port(port)) {
+		fprintf(stderr, "kvss: port %u: no such port (EAL found %u; add a NIC or --vdev)\n",
+			port, rte_eth_dev_count_avail());
+		return -1;
+	}
+	rc = rte_eth_dev_info_get(port, &info);
+	if (rc != 0)
+		return rc;
+	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0 ||
+	    (rc = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL,
+					 kvss.pool)) != 0 ||
+	    (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) != 0) {
+		fprintf(stderr, "kvss: port %u (%s): setup failed: %s\n", port, info.driver_name,
+			rte_strerror(-rc));
+		return rc;
+	}
+	/* Virtual devices may not support it; the parser enforces sizes anyway. */
+	if (rte_eth_dev_set_mtu(port, (uint16_t)mtu) != 0)
+		fprintf(stderr, "kvss: port %u (%s): MTU %u not set, keeping the default\n", port,
+			info.driver_name, mtu);
+	rc = rte_eth_dev_start(port);
+	if (rc != 0) {
+		fprintf(stderr, "kvss: port %u: start failed: %s\n", port, rte_strerror(-rc));
+		return rc;
+	}
+	printf("kvss: port %u (%s) started\n", port, info.driver_name);
+	return 0;
+}
+
+/* Shard memory from DPDK (hugepages where reserved, --no-huge memory otherwise). */
+static int
+store_init(void)
+{
+	const struct kvstore_params *kp = &kvss.cfg.shard.store;
+	size_t sz = kvstore_memsize(kp), per_token = 0;
+	uint64_t tokens = 0, kv = 0;
+	uint16_t c;
+
+	kvss.store_mem = rte_zmalloc_socket("kvss_store", sz, 64, (int)rte_socket_id());
+	if (kvss.store_mem == NULL) {
+		fprintf(stderr, "kvss: cannot get %zu bytes of shard memory from DPDK (raise -m or "
+				"reserve hugepages)\n", sz);
+		return -1;
+	}
+	kvss.store = kvstore_init(kvss.store_mem, sz, kp);
+	if (kvss.store == NULL)
+		return -1;
+	for (c = 0; c < kp->num_caches; c++) {
+		per_token += kp->cache[c].bytes_per_token;
+		kv += (uint64_t)kp->cache[c].bytes_per_token * kp->cache[c].capacity_tokens;
+		if (kp->cache[c].capacity_tokens > tokens)
+			tokens = kp->cache[c].capacity_tokens;
+	}
+	/* The memory-scheduling design's form: base + per-token x tokens. */
+	printf("kvss: shard memory %zu bytes = base %" PRIu64 " + %zu bytes/token x %" PRIu64
+	       " tokens\n", sz, (uint64_t)(sz - kv), per_token, tokens);
+	return 0;
+}
+
+static void
+print_stats(void)
+{
+	struct kvss_lcore_stats t;
+	int r;
+
+	kvss_stats_total(&t);
+	printf("kvss: final stats:");
+#define KVSS_STAT_PRINT(n) printf(" " #n "=%" PRIu64, t.n);
+	KVSS_STATS(KVSS_STAT_PRINT)
+#undef KVSS_STAT_PRINT
+	for (r = 1; r < PROTO_R_MAX; r++)
+		if (t.drops[r])
+			printf(" drop_%s=%" PRIu64, proto_reason_name((enum proto_reason)r), t.drops[r]);
+	printf("\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"config", required_argument, NULL, 'c'}, {"role", required_argument, NULL, 'r'},
+		{"poll", required_argument, NULL, 'p'}, {"exit-when-idle", required_argument, NULL, 'x'},
+		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	const char *config = NULL, *role = NULL, *poll = NULL, *prog = argv[0];
+	char err[512];
+	int ret, c, status = 0;
+
+	/* --help works before EAL, which would otherwise want devices and memory. */
+	for (c = 1; c < argc; c++)
+		if (strcmp(argv[c], "--help") == 0 || strcmp(argv[c], "-h") == 0) {
+			usage(stdout, prog);
+			return 0;
+		}
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		fprintf(stderr, "kvss: EAL init failed: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'r':
+			role = optarg;
+			break;
+		case 'p':
+			poll = optarg;
+			break;
+		case 'x':
+			kvss.exit_idle_ms = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		default:
+			usage(stderr, prog);
+			status = 2;
+			goto out_eal;
+		}
+	}
+	if (config == NULL) {
+		fprintf(stderr, "kvss: --config FILE is required\n");
+		usage(stderr, prog);
+		status = 2;
+		goto out_eal;
+	}
+	if (kvss_config_load(config, &kvss.cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss: %s\n", err);
+		status = 2;
+		goto out_eal;
+	}
+	if (role != NULL) {
+		if (strcmp(role, "shard") == 0)
+			kvss.cfg.role = KVSS_ROLE_SHARD;
+		else if (strcmp(role, "driver") == 0)
+			kvss.cfg.role = KVSS_ROLE_DRIVER;
+		else if (strcmp(role, "all") == 0)
+			kvss.cfg.role = KVSS_ROLE_ALL;
+		else {
+			fprintf(stderr, "kvss: --role: '%s' is not shard, driver or all\n", role);
+			status = 2;
+			goto out_eal;
+		}
+	}
+	if (poll != NULL) {
+		if (strcmp(poll, "busy") == 0)
+			kvss.cfg.poll = KVSS_POLL_BUSY;
+		else if (strcmp(poll, "idle") == 0)
+			kvss.cfg.poll = KVSS_POLL_IDLE;
+		else {
+			fprintf(stderr, "kvss: --poll: '%s' is not busy or idle\n", poll);
+			status = 2;
+			goto out_eal;
+		}
+	}
+	if (kvss.cfg.role != KVSS_ROLE_SHARD) {
+		fprintf(stderr, "kvss: %s: role %s: only the shard role is in this build\n", config,
+			kvss.cfg.role == KVSS_ROLE_DRIVER ? "driver" : "all");
+		status = 2;
+		goto out_eal;
+	}
+	if (!rte_lcore_is_enabled(kvss.cfg.ingest_lcore[0]) ||
+	    kvss.cfg.ingest_lcore[0] == rte_get_main_lcore()) {
+		fprintf(stderr, "kvss: %s: lcores.ingest: lcore %u is not an EAL worker lcore (-l/--lcores)\n",
+			config, kvss.cfg.ingest_lcore[0]);
+		status = 2;
+		goto out_eal;
+	}
+
+	do {
+		kvss.epoch = (uint32_t)rte_rand();
+	} while (kvss.epoch == 0);
+	kvss.start_tsc = rte_get_tsc_cycles();
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	kvss.pool = rte_pktmbuf_pool_create("kvss_pool", 8191, 256, 0,
+					    (uint16_t)(RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX),
+					    (int)rte_socket_id());
+	if (kvss.pool == NULL) {
+		fprintf(stderr, "kvss: mbuf pool: %s\n", rte_strerror(rte_errno));
+		status = 1;
+		goto out_eal;
+	}
+	if (store_init() != 0 || port_init(kvss.cfg.shard.port, kvss.cfg.mtu) != 0) {
+		status = 1;
+		goto out_free;
+	}
+	if (kvss_telemetry_register() != 0)
+		fprintf(stderr, "kvss: telemetry commands not registered\n");
+	kvss.lcore_role[rte_get_main_lcore()] = KVSS_LCORE_CONTROL;
+	kvss.lcore_role[kvss.cfg.ingest_lcore[0]] = KVSS_LCORE_INGEST;
+	printf("kvss: shard %u of model %u up, epoch 0x%08x, ingest on lcore %u\n",
+	       kvss.cfg.shard.id, kvss.cfg.shard.model, kvss.epoch, kvss.cfg.ingest_lcore[0]);
+	fflush(stdout);
+	rte_eal_remote_launch(kvss_shard_ingest, NULL, kvss.cfg.ingest_lcore[0]);
+	while (!kvss_quitting())
+		usleep(10000);
+	rte_eal_mp_wait_lcore();
+	print_stats();
+	rte_eth_dev_stop(kvss.cfg.shard.port);
+	rte_eth_dev_close(kvss.cfg.shard.port);
+out_free:
+	rte_free(kvss.store_mem);
+	rte_mempool_free(kvss.pool);
+out_eal:
+	rte_eal_cleanup();
+	return status;
+}

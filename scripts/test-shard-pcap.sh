@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The kvss shard over net_pcap: a capture of a driver's HELLO, malformed and
+# stale frames is replayed into it; its output capture must hold the STATUS
+# answers, and its stats every drop by reason. Bad configurations stop it
+# with exit 2 naming the key. No process or file prefix is left behind.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+prefix=kvss_shardtest_$$
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad' EXIT
+ok=0
+fail=0
+check() {
+	local name=$1
+	shift
+	if "$@"; then ok=$((ok + 1)); else echo "  FAIL: $name" >&2; fail=$((fail + 1)); fi
+}
+EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
+
+"$BUILD/tools/gen_frames" pcap "$tmp/in.pcap" shard
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "$prefix" \
+	--vdev "net_pcap0,rx_pcap=$tmp/in.pcap,tx_pcap=$tmp/out.pcap" \
+	-- --config config/ci-pcap-shard.cfg --exit-when-idle 300 >"$tmp/log" 2>&1
+check "the shard exits 0" test $? -eq 0
+check "it reports its memory as base + per-token x tokens" \
+	grep -q "shard memory .* = base .* + 64 bytes/token x 4096 tokens" "$tmp/log"
+stats=$(grep "final stats" "$tmp/log")
+for want in rx_frames=15 hello=2 stale_epoch=2 drop_truncated=2 drop_bad_magic=1 \
+	drop_bad_version=1 drop_bad_type=1 drop_bad_body_len=1 drop_bad_count=1 drop_ip_fragment=1 \
+	drop_bad_ip_checksum=1 drop_bad_udp_len=1 drop_not_kvss=1; do
+	check "stats: $want" grep -q " $want\b" <<<"$stats"
+done
+"$BUILD/kvss-dump" --json "$tmp/out.pcap" >"$tmp/out.json"
+check "the first answer is a STATUS with the HELLO's epoch" \
+	grep -q '^{"frame": 1, "type": "STATUS".*"driver_epoch": 287454020' "$tmp/out.json"
+check "the new driver's HELLO is answered with its epoch" \
+	grep -q '"type": "STATUS".*"driver_epoch": 1432778632' "$tmp/out.json"
+check "STATUS lists the cache" grep -q '"caches": \[{"cache_id": 0, "num_buffers": 2, "bytes_per_token": 64, "capacity_tokens": 4096' "$tmp/out.json"
+
+# A bad configuration stops it before any port starts, naming file, line, key.
+sed 's/buffers = 2;/buffers = 3;/' config/ci-pcap-shard.cfg >"$tmp/bad.cfg"
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_bad" \
+	--vdev "net_pcap0,rx_pcap=$tmp/in.pcap,tx_pcap=$tmp/bad.pcap" \
+	-- --config "$tmp/bad.cfg" >"$tmp/badlog" 2>&1
+check "a bad config exits 2" test $? -eq 2
+check "the message names file, line and key" \
+	grep -q "bad.cfg:[0-9]*: shard.caches.\[0\].buffers: must divide bytes_per_token (64)" "$tmp/badlog"
+check "no port started" sh -c "! grep -q 'started' '$tmp/badlog'"
+"$BUILD/kvss" --help >"$tmp/help" 2>&1
+check "--help lists the options" grep -q -- "--config FILE" "$tmp/help"
+
+check "no process left" sh -c '! pgrep -x kvss >/dev/null'
+rm -rf "/var/run/dpdk/$prefix" "/var/run/dpdk/${prefix}_bad"
+echo "kvss shard over pcap: $ok passed, $fail failed"
+[ $fail -eq 0 ]
