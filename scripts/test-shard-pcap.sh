@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel' EXIT
 ok=0
 fail=0
 check() {
@@ -38,6 +38,29 @@ check "the first answer is a STATUS with the HELLO's epoch" \
 check "the new driver's HELLO is answered with its epoch" \
 	grep -q '"type": "STATUS".*"driver_epoch": 1432778632' "$tmp/out.json"
 check "STATUS lists the cache" grep -q '"caches": \[{"cache_id": 0, "num_buffers": 2, "bytes_per_token": 64, "capacity_tokens": 4096' "$tmp/out.json"
+
+# Telemetry while it runs, then SIGTERM: it drains, prints its stats, exits 0.
+EAL_T=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error)
+"$BUILD/kvss" "${EAL_T[@]}" --file-prefix "${prefix}_tel" \
+	--vdev "net_pcap0,rx_pcap=$tmp/in.pcap,tx_pcap=$tmp/tel.pcap" \
+	-- --config config/ci-pcap-shard.cfg >"$tmp/tellog" 2>&1 &
+pid=$!
+for _ in $(seq 50); do
+	echo /kvss/stats | dpdk-telemetry.py -f "${prefix}_tel" 2>/dev/null | tail -n 1 >"$tmp/tel.json"
+	grep -q '"rx_frames": 15' "$tmp/tel.json" && break
+	sleep 0.2
+done
+check "/kvss/stats counts the frames" grep -q '"rx_frames": 15, .*"hello": 2' "$tmp/tel.json"
+check "/kvss/stats counts drops by reason" grep -q '"drop_truncated": 2' "$tmp/tel.json"
+echo /kvss/caches | dpdk-telemetry.py -f "${prefix}_tel" 2>/dev/null | tail -n 1 >"$tmp/caches.json"
+check "/kvss/caches lists the cache" grep -q '"capacity_tokens": \[4096\]' "$tmp/caches.json"
+echo /kvss/lcores | dpdk-telemetry.py -f "${prefix}_tel" 2>/dev/null | tail -n 1 >"$tmp/lcores.json"
+check "/kvss/lcores names the roles" grep -q '"role": \["control", "ingest"\]' "$tmp/lcores.json"
+kill -TERM $pid
+wait $pid
+check "SIGTERM: exit 0" test $? -eq 0
+check "SIGTERM: final stats printed" grep -q "final stats: rx_frames=15" "$tmp/tellog"
+rm -rf "/var/run/dpdk/${prefix}_tel"
 
 # A bad configuration stops it before any port starts, naming file, line, key.
 sed 's/buffers = 2;/buffers = 3;/' config/ci-pcap-shard.cfg >"$tmp/bad.cfg"

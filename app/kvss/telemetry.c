@@ -51,34 +51,54 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/*
+ * DPDK 22.11 containers hold only arrays of numbers or strings: per-cache and
+ * per-lcore figures come as a dict of arrays, element i for cache (lcore) i.
+ */
+static int
+add_u64_array(struct rte_tel_data *d, const char *name, const uint64_t *v, unsigned int n)
+{
+	struct rte_tel_data *a = rte_tel_data_alloc();
+	unsigned int i;
+
+	if (a == NULL)
+		return -ENOMEM;
+	rte_tel_data_start_array(a, RTE_TEL_U64_VAL);
+	for (i = 0; i < n; i++)
+		rte_tel_data_add_array_u64(a, v[i]);
+	return rte_tel_data_add_dict_container(d, name, a, 0);
+}
+
 static int
 tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	const struct kvstore_params *kp;
-	uint16_t c;
+	uint64_t id[KVSTORE_MAX_CACHES], bpt[KVSTORE_MAX_CACHES], nb[KVSTORE_MAX_CACHES],
+		cap[KVSTORE_MAX_CACHES], stored[KVSTORE_MAX_CACHES], prompts[KVSTORE_MAX_CACHES];
+	unsigned int c, n = 0;
 
 	(void)cmd;
 	(void)params;
-	rte_tel_data_start_array(d, RTE_TEL_CONTAINER);
-	if (kvss.store == NULL)
-		return 0;
-	kp = kvstore_params(kvss.store);
-	for (c = 0; c < kp->num_caches; c++) {
-		struct rte_tel_data *e = rte_tel_data_alloc();
-		struct kvstore_cache_stats cs;
+	rte_tel_data_start_dict(d);
+	if (kvss.store != NULL) {
+		n = kvstore_params(kvss.store)->num_caches;
+		for (c = 0; c < n; c++) {
+			struct kvstore_cache_stats cs;
 
-		if (e == NULL)
-			return -ENOMEM;
-		kvstore_cache_stats(kvss.store, c, &cs);
-		rte_tel_data_start_dict(e);
-		rte_tel_data_add_dict_u64(e, "cache_id", c);
-		rte_tel_data_add_dict_u64(e, "bytes_per_token", cs.bytes_per_token);
-		rte_tel_data_add_dict_u64(e, "buffers", cs.num_buffers);
-		rte_tel_data_add_dict_u64(e, "capacity_tokens", cs.capacity_tokens);
-		rte_tel_data_add_dict_u64(e, "stored_tokens", cs.stored_tokens);
-		rte_tel_data_add_dict_u64(e, "prompts", cs.prompts);
-		rte_tel_data_add_array_container(d, e, 0);
+			kvstore_cache_stats(kvss.store, (uint16_t)c, &cs);
+			id[c] = c;
+			bpt[c] = cs.bytes_per_token;
+			nb[c] = cs.num_buffers;
+			cap[c] = cs.capacity_tokens;
+			stored[c] = cs.stored_tokens;
+			prompts[c] = cs.prompts;
+		}
 	}
+	add_u64_array(d, "cache_id", id, n);
+	add_u64_array(d, "bytes_per_token", bpt, n);
+	add_u64_array(d, "buffers", nb, n);
+	add_u64_array(d, "capacity_tokens", cap, n);
+	add_u64_array(d, "stored_tokens", stored, n);
+	add_u64_array(d, "prompts", prompts, n);
 	return 0;
 }
 
@@ -86,23 +106,27 @@ static int
 tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	static const char *const names[] = {"none", "ingest", "refill", "control"};
-	unsigned int l;
+	static uint64_t id[RTE_MAX_LCORE], busy[RTE_MAX_LCORE], idle[RTE_MAX_LCORE];
+	struct rte_tel_data *roles = rte_tel_data_alloc();
+	unsigned int l, n = 0;
 
 	(void)cmd;
 	(void)params;
-	rte_tel_data_start_array(d, RTE_TEL_CONTAINER);
+	if (roles == NULL)
+		return -ENOMEM;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_start_array(roles, RTE_TEL_STRING_VAL);
 	RTE_LCORE_FOREACH(l) {
-		struct rte_tel_data *e = rte_tel_data_alloc();
-
-		if (e == NULL)
-			return -ENOMEM;
-		rte_tel_data_start_dict(e);
-		rte_tel_data_add_dict_u64(e, "lcore", l);
-		rte_tel_data_add_dict_string(e, "role", names[kvss.lcore_role[l]]);
-		rte_tel_data_add_dict_u64(e, "busy_cycles", kvss.stats[l].busy_cycles);
-		rte_tel_data_add_dict_u64(e, "idle_cycles", kvss.stats[l].idle_cycles);
-		rte_tel_data_add_array_container(d, e, 0);
+		id[n] = l;
+		busy[n] = kvss.stats[l].busy_cycles;
+		idle[n] = kvss.stats[l].idle_cycles;
+		rte_tel_data_add_array_string(roles, names[kvss.lcore_role[l]]);
+		n++;
 	}
+	add_u64_array(d, "lcore", id, n);
+	rte_tel_data_add_dict_container(d, "role", roles, 0);
+	add_u64_array(d, "busy_cycles", busy, n);
+	add_u64_array(d, "idle_cycles", idle, n);
 	return 0;
 }
 
