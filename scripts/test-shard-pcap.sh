@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc' EXIT
 ok=0
 fail=0
 check() {
@@ -38,6 +38,23 @@ check "the first answer is a STATUS with the HELLO's epoch" \
 check "the new driver's HELLO is answered with its epoch" \
 	grep -q '"type": "STATUS".*"driver_epoch": 1432778632' "$tmp/out.json"
 check "STATUS lists the cache" grep -q '"caches": \[{"cache_id": 0, "num_buffers": 2, "bytes_per_token": 64, "capacity_tokens": 4096' "$tmp/out.json"
+
+# A whole control stream (test/shard_scenario.c): RESERVE, EVICT batches with
+# data out of order and early, a retransmission, an early seq, a HOLE, a
+# DELETE that is no suffix, a batch whose data never completes, REFILLs
+# waiting for their batches; every answer and every refilled byte checked.
+"$BUILD/tools/shard_scenario" gen "$tmp/sc_in.pcap"
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_sc" \
+	--vdev "net_pcap0,rx_pcap=$tmp/sc_in.pcap,tx_pcap=$tmp/sc_out.pcap" \
+	-- --config config/ci-pcap-shard.cfg --exit-when-idle 400 >"$tmp/sclog" 2>&1
+check "the scenario run exits 0" test $? -eq 0
+check "the scenario's answers and refilled bytes" "$BUILD/tools/shard_scenario" check "$tmp/sc_out.pcap"
+scstats=$(grep "final stats" "$tmp/sclog")
+for want in duplicates=1 early=1 batches=3 batches_lost=1 lost_tokens=1 deletes=1 refills=2 \
+	data_frames=6 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
+	check "scenario stats: $want" grep -q " $want\b" <<<"$scstats"
+done
+rm -rf "/var/run/dpdk/${prefix}_sc"
 
 # Telemetry while it runs, then SIGTERM: it drains, prints its stats, exits 0.
 EAL_T=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error)

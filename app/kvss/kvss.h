@@ -27,7 +27,22 @@
 	X(hello)                                                                                   \
 	X(status_sent)                                                                             \
 	X(stale_epoch) /* control frames of another driver epoch */                                \
-	X(not_handled) /* valid messages this build does not act on yet */                         \
+	X(not_handled) /* valid messages not for a shard */                                        \
+	X(acks)                                                                                    \
+	X(duplicates)  /* control seq already accepted */                                          \
+	X(early)       /* control seq ahead: held */                                               \
+	X(out_of_window)                                                                           \
+	X(queue_full)                                                                              \
+	X(batches)                                                                                 \
+	X(batches_lost)                                                                            \
+	X(lost_tokens)                                                                             \
+	X(evict_waits) /* EVICT found no room, waiting for DELETEs */                              \
+	X(data_frames)                                                                             \
+	X(data_dropped)                                                                            \
+	X(data_expired) /* held for an EVICT that never came */                                    \
+	X(deletes)                                                                                 \
+	X(refills)                                                                                 \
+	X(refill_frames)                                                                           \
 	X(idle_polls)                                                                              \
 	X(busy_polls)
 
@@ -36,6 +51,7 @@ struct kvss_lcore_stats {
 	KVSS_STATS(KVSS_STAT_FIELD)
 #undef KVSS_STAT_FIELD
 	uint64_t drops[PROTO_R_MAX]; /* frames dropped, by parse reason */
+	uint64_t errors[PROTO_E_MAX]; /* ERROR records sent, by code */
 	uint64_t busy_cycles, idle_cycles;
 } __rte_cache_aligned;
 

@@ -129,6 +129,9 @@ print_stats(void)
 	for (r = 1; r < PROTO_R_MAX; r++)
 		if (t.drops[r])
 			printf(" drop_%s=%" PRIu64, proto_reason_name((enum proto_reason)r), t.drops[r]);
+	for (r = 1; r < PROTO_E_MAX; r++)
+		if (t.errors[r])
+			printf(" error_%s=%" PRIu64, proto_err_name((unsigned int)r), t.errors[r]);
 	printf("\n");
 }
 

@@ -1,12 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The shard's ingest lcore: busy-polls RX, parses every frame, counts drops
- * by reason, and answers what this build handles (HELLO with STATUS; STATUS
- * every status interval to the driver it last heard from).
+ * The shard: its control stream, evict data and refills.
+ *
+ * Control messages are accepted strictly in seq order (early ones held in a
+ * window of 64, duplicates ignored, a cumulative ACK after every burst that
+ * had any). Accepted messages go, in order, to two queues as the design's two
+ * threads do: RESERVE and EVICT to the evict queue, executed in order (an
+ * EVICT with no room waits for DELETEs, then answers NO_SPACE after the space
+ * timeout); DELETE and REFILL to the refill queue, executed in order, each
+ * waiting for its evict_count. EVICT_DATA is stored as it comes; fragments
+ * of a batch whose EVICT has not arrived are held for the batch timeout; a
+ * batch not whole in time completes with loss and TOKEN_LOST.
+ *
+ * In this build both queues run on the ingest lcore (kvstore's single
+ * writer); REFILL_DATA leaves as a header mbuf chained to mbufs with
+ * external buffers pointing into the store, released through their free
+ * callback, which ends the refill. Moving the refill queue to its own lcore
+ * over an rte_ring is the next step.
  */
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 #include <unistd.h>
@@ -14,32 +29,45 @@
 #include "kvss.h"
 
 #define BURST 32
+#define WINDOW 64	/* early control messages held */
+#define QMAX 1024	/* messages in each queue */
+#define EARLY_MAX 1024	/* data frames held before their EVICT */
+#define REFILLS_MAX 128 /* refills whose mbufs are in flight */
+/* Attached mbufs per refill at most: the shared info's refcount is 16-bit. */
+#define REFILL_SEGS_MAX 60000
 
-/* Send one control payload to the driver; frees on failure and counts it. */
+struct fifo {
+	struct rte_mbuf *m[QMAX];
+	uint64_t since[QMAX]; /* when the head first had to wait (0: not yet) */
+	uint32_t head, tail;
+};
+
+struct refill_ctx {
+	struct rte_mbuf_ext_shared_info sh;
+	struct kvstore_refill *r;
+	int used;
+};
+
+static struct {
+	uint64_t next_seq;		     /* expected control seq (1 after HELLO) */
+	struct rte_mbuf *window[WINDOW];     /* early messages by seq % WINDOW */
+	uint64_t window_seq[WINDOW];
+	int ack_due;
+	struct fifo evictq, refillq;
+	struct rte_mbuf *early[EARLY_MAX];
+	uint64_t early_t[EARLY_MAX];
+	uint32_t nearly;
+	uint64_t batch_t[256]; /* arrival of each open batch's EVICT, by batch_no % 256 */
+	struct refill_ctx rctx[REFILLS_MAX];
+	struct proto_msg msg, msg2;
+	uint64_t hz;
+} S;
+
+/* ---- Sending -------------------------------------------------------------------- */
+
 static void
-send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
+tx_one(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint32_t len)
 {
-	struct proto_addr a = kvss.driver_addr;
-	struct rte_mbuf *m;
-	uint8_t mac[6];
-	uint32_t ip;
-
-	/* Answer where the last control message came from. */
-	memcpy(mac, a.src_mac, 6);
-	memcpy(a.src_mac, kvss.cfg.shard.addr.mac, 6);
-	memcpy(a.dst_mac, mac, 6);
-	ip = a.src_ip;
-	a.src_ip = kvss.cfg.shard.addr.ipv4;
-	a.dst_ip = ip;
-	a.dst_port = a.src_port;
-	a.src_port = kvss.cfg.udp.ctrl;
-	a.has_vlan = kvss.cfg.shard.addr.vlan != 0;
-	a.vlan_tci = kvss.cfg.shard.addr.vlan;
-	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
-	if (m == NULL) {
-		st->no_mbuf++;
-		return;
-	}
 	if (rte_eth_tx_burst(kvss.cfg.shard.port, 0, &m, 1) != 1) {
 		rte_pktmbuf_free(m);
 		st->tx_drops++;
@@ -50,20 +78,67 @@ send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
 }
 
 static void
+reply_addr(struct proto_addr *a)
+{
+	const struct proto_addr *d = &kvss.driver_addr;
+
+	memcpy(a->dst_mac, d->src_mac, 6);
+	memcpy(a->src_mac, kvss.cfg.shard.addr.mac, 6);
+	a->dst_ip = d->src_ip;
+	a->src_ip = kvss.cfg.shard.addr.ipv4;
+	a->dst_port = d->src_port;
+	a->src_port = kvss.cfg.udp.ctrl;
+	a->has_vlan = kvss.cfg.shard.addr.vlan != 0;
+	a->vlan_tci = kvss.cfg.shard.addr.vlan;
+}
+
+/* Send one control payload to the driver (where its last control came from). */
+static void
+send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
+{
+	struct proto_addr a;
+	struct rte_mbuf *m;
+
+	reply_addr(&a);
+	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
+	if (m == NULL) {
+		st->no_mbuf++;
+		return;
+	}
+	tx_one(st, m, len);
+}
+
+static void
+begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type)
+{
+	struct proto_hdr h = {.type = type, .model_id = kvss.cfg.shard.model,
+			      .shard_id = kvss.cfg.shard.id, .epoch = kvss.epoch};
+
+	proto_build_begin(b, buf, cap, &h);
+}
+
+static uint32_t
+payload_cap(void)
+{
+	return kvss.cfg.mtu - PROTO_IP4_LEN - PROTO_UDP_LEN;
+}
+
+static void
 send_status(struct kvss_lcore_stats *st)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN + KVSTORE_MAX_CACHES * PROTO_CACHE_INFO_LEN];
 	const struct kvstore_params *kp = kvstore_params(kvss.store);
-	struct proto_hdr h = {.type = PROTO_T_STATUS, .model_id = kvss.cfg.shard.model,
-			      .shard_id = kvss.cfg.shard.id, .epoch = kvss.epoch};
 	struct proto_status s = {
 		.batches_complete = kvstore_batches_complete(kvss.store),
-		.uptime_ns = (rte_get_tsc_cycles() - kvss.start_tsc) * 1000000000ull / rte_get_tsc_hz(),
+		.last_seq_done = S.next_seq ? S.next_seq - 1 : 0,
+		.uptime_ns = (rte_get_tsc_cycles() - kvss.start_tsc) * 1000000000ull / S.hz,
+		.flags = S.evictq.head != S.evictq.tail && S.evictq.since[S.evictq.head % QMAX]
+				 ? PROTO_STATUS_F_STALLED : 0,
 		.driver_epoch = kvss.driver_epoch};
 	struct proto_builder b;
 	uint16_t c;
 
-	proto_build_begin(&b, buf, sizeof(buf), &h);
+	begin_reply(&b, buf, sizeof(buf), PROTO_T_STATUS);
 	proto_build_status(&b, &s);
 	for (c = 0; c < kp->num_caches; c++) {
 		struct kvstore_cache_stats cs;
@@ -79,33 +154,515 @@ send_status(struct kvss_lcore_stats *st)
 }
 
 static void
-handle(struct kvss_lcore_stats *st, struct proto_msg *msg)
+send_ack(struct kvss_lcore_stats *st)
 {
-	switch (msg->hdr.type) {
-	case PROTO_T_HELLO:
+	uint8_t buf[PROTO_HDR_LEN + PROTO_ACK_LEN];
+	struct proto_ack a = {S.next_seq - 1};
+	struct proto_builder b;
+
+	begin_reply(&b, buf, sizeof(buf), PROTO_T_ACK);
+	proto_build_ack(&b, &a);
+	send_control(st, buf, proto_build_end(&b));
+	st->acks++;
+}
+
+/* Records of one type, packed into as few frames as the MTU allows. */
+struct batcher {
+	struct proto_builder b;
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint8_t type;
+	struct kvss_lcore_stats *st;
+};
+
+static void
+batcher_flush(struct batcher *bt)
+{
+	if (bt->b.count > 0)
+		send_control(bt->st, bt->buf, proto_build_end(&bt->b));
+	begin_reply(&bt->b, bt->buf, payload_cap(), bt->type);
+}
+
+static void
+batcher_init(struct batcher *bt, uint8_t type, struct kvss_lcore_stats *st)
+{
+	bt->type = type;
+	bt->st = st;
+	begin_reply(&bt->b, bt->buf, payload_cap(), type);
+}
+
+static void
+add_error(struct batcher *bt, uint64_t seq, uint64_t prompt, uint32_t token, uint16_t cache,
+	  uint16_t code)
+{
+	struct proto_error e = {seq, prompt, token, cache, code};
+
+	if (proto_build_error(&bt->b, &e) == -ENOSPC) {
+		batcher_flush(bt);
+		proto_build_error(&bt->b, &e);
+	}
+	bt->st->errors[code < PROTO_E_MAX ? code : 0]++;
+}
+
+/* ---- The evict queue ---------------------------------------------------------------- */
+
+static int
+store_data(struct rte_mbuf *m, struct proto_msg *msg)
+{
+	uint32_t off = msg->data_off, left = msg->data_len, so = msg->u.data.stream_offset;
+	const struct rte_mbuf *seg = m;
+	int rc = 0;
+
+	/* Walk the chain: each contiguous piece goes in with its stream offset. */
+	while (seg != NULL && off >= seg->data_len) {
+		off -= seg->data_len;
+		seg = seg->next;
+	}
+	while (seg != NULL && left > 0 && rc == 0) {
+		uint32_t n = seg->data_len - off < left ? seg->data_len - off : left;
+
+		rc = kvstore_data(kvss.store, msg->u.data.batch_no, msg->u.data.cache_id, so,
+				  msg->u.data.stream_len, rte_pktmbuf_mtod_offset(seg, uint8_t *, off), n);
+		so += n;
+		left -= n;
+		off = 0;
+		seg = seg->next;
+	}
+	return rc;
+}
+
+static void
+retry_early(struct kvss_lcore_stats *st, uint64_t now)
+{
+	uint32_t i = 0;
+
+	while (i < S.nearly) {
+		int rc = -EAGAIN;
+
+		if (proto_parse_mbuf(S.early[i], &kvss.cfg.udp, &S.msg2) == PROTO_OK)
+			rc = store_data(S.early[i], &S.msg2);
+		if (rc == -EAGAIN && now - S.early_t[i] < S.hz / 1000 * kvss.cfg.shard.batch_timeout_ms) {
+			i++;
+			continue;
+		}
+		if (rc == -EAGAIN)
+			st->data_expired++;
+		else if (rc == 0)
+			st->data_frames++;
+		else
+			st->data_dropped++;
+		rte_pktmbuf_free(S.early[i]);
+		S.early[i] = S.early[--S.nearly];
+		S.early_t[i] = S.early_t[S.nearly];
+	}
+}
+
+/* Run the evict queue's head messages; stop at one that must wait. */
+static void
+run_evictq(struct kvss_lcore_stats *st, struct batcher *err, uint64_t now)
+{
+	struct fifo *q = &S.evictq;
+
+	while (q->head != q->tail) {
+		struct rte_mbuf *m = q->m[q->head % QMAX];
+		struct proto_msg *msg = &S.msg2;
+		uint16_t codes[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
+		struct proto_evict_entry e[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
+		unsigned int i, flags = 0;
+		int rc;
+
+		proto_parse_mbuf(m, &kvss.cfg.udp, msg);
+		if (msg->hdr.type == PROTO_T_RESERVE) {
+			for (i = 0; i < msg->hdr.count; i++) {
+				struct proto_reserve r;
+
+				proto_get_reserve(msg, i, &r);
+				kvstore_reserve(kvss.store, &r);
+			}
+		} else {
+			uint64_t *since = &q->since[q->head % QMAX];
+
+			for (i = 0; i < msg->hdr.count; i++)
+				proto_get_evict_entry(msg, i, &e[i]);
+			if (*since && now - *since >= S.hz / 1000 * kvss.cfg.shard.space_timeout_ms)
+				flags = KVSTORE_EVICT_FORCE; /* waited long enough: NO_SPACE */
+			rc = kvstore_evict(kvss.store, msg->u.evict.batch_no, msg->u.evict.num_caches,
+					   msg->u.evict.g, e, codes, flags);
+			if (rc == -ENOSPC || rc == -EBUSY) {
+				if (*since == 0)
+					*since = now;
+				st->evict_waits++;
+				return; /* waits for DELETEs (or for batches to complete) */
+			}
+			S.batch_t[msg->u.evict.batch_no % 256] = now;
+			if (rc == -EPROTO) {
+				add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_BAD_CACHE);
+			} else if (rc != 0) {
+				add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_MALFORMED);
+			} else {
+				for (i = 0; i < msg->hdr.count; i++)
+					if (codes[i] != 0)
+						add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
+							  (uint16_t)(i % msg->u.evict.num_caches),
+							  codes[i]);
+				st->batches++;
+			}
+			*since = 0;
+		}
+		rte_pktmbuf_free(m);
+		q->head++;
+	}
+}
+
+struct lost_ctx {
+	struct batcher *bt;
+};
+
+static void
+on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
+{
+	struct lost_ctx *l = arg;
+	struct proto_lost r = {prompt_id, token_idx, cache_id};
+
+	if (proto_build_lost(&l->bt->b, &r) == -ENOSPC) {
+		batcher_flush(l->bt);
+		proto_build_lost(&l->bt->b, &r);
+	}
+	l->bt->st->lost_tokens++;
+}
+
+/* Batches whose streams are not whole by the timeout complete with loss. */
+static void
+expire_batches(struct kvss_lcore_stats *st, uint64_t now)
+{
+	uint64_t b, limit = S.hz / 1000 * kvss.cfg.shard.batch_timeout_ms;
+	static struct batcher lost;
+	struct lost_ctx l = {&lost};
+	int any = 0;
+
+	while ((b = kvstore_oldest_open(kvss.store)) != 0 && now - S.batch_t[b % 256] >= limit) {
+		if (!any)
+			batcher_init(&lost, PROTO_T_TOKEN_LOST, st);
+		any = 1;
+		kvstore_batch_lose(kvss.store, b, on_lost, &l);
+		st->batches_lost++;
+	}
+	if (any)
+		batcher_flush(&lost);
+}
+
+/* ---- The refill queue ---------------------------------------------------------------- */
+
+static void
+refill_release(void *addr, void *opaque)
+{
+	struct refill_ctx *c = opaque;
+
+	(void)addr;
+	kvstore_refill_end(c->r);
+	c->used = 0;
+}
+
+static struct refill_ctx *
+rctx_get(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < REFILLS_MAX; i++)
+		if (!S.rctx[i].used) {
+			S.rctx[i].used = 1;
+			return &S.rctx[i];
+		}
+	return NULL;
+}
+
+/*
+ * Send one refill as REFILL_DATA streams, one per buffer: each frame is a
+ * header mbuf chained to external-buffer mbufs over the store's memory (no
+ * copy). Returns bytes sent, or -1 when out of mbufs or contexts.
+ */
+static int64_t
+send_refill(struct kvss_lcore_stats *st, const struct proto_refill_req *rq,
+	    struct kvstore_refill *r, struct refill_ctx *ctx)
+{
+	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	uint16_t nb = kp->cache[rq->cache_id].num_buffers, b;
+	uint32_t max = payload_cap() - PROTO_HDR_LEN - PROTO_REFILL_DATA_HDR_LEN;
+	uint64_t stream_len = kvstore_refill_buffer_len(r), sent = 0;
+	uint32_t attached = 0;
+	struct proto_addr a = {0};
+
+	memcpy(a.src_mac, kvss.cfg.shard.addr.mac, 6);
+	memcpy(a.dst_mac, kvss.cfg.shard.wafer.mac, 6);
+	a.src_ip = kvss.cfg.shard.addr.ipv4;
+	a.dst_ip = kvss.cfg.shard.wafer.ipv4;
+	a.src_port = a.dst_port = kvss.cfg.udp.refill;
+	a.has_vlan = kvss.cfg.shard.addr.vlan != 0;
+	a.vlan_tci = kvss.cfg.shard.addr.vlan;
+	/* One reference held while building, dropped at the end. */
+	rte_mbuf_ext_refcnt_set(&ctx->sh, 1);
+	ctx->sh.free_cb = refill_release;
+	ctx->sh.fcb_opaque = ctx;
+	ctx->r = r;
+	for (b = 0; b < nb; b++) {
+		struct kvstore_refill_pos pos;
+		struct kvstore_seg seg[16];
+		unsigned int n, i;
+
+		memset(&pos, 0, sizeof(pos));
+		while ((n = kvstore_refill_next(r, b, &pos, max, seg, 16)) > 0) {
+			struct rte_mbuf *h = rte_pktmbuf_alloc(kvss.pool);
+			uint32_t len = 0, hl = proto_l2l4_len(&a);
+			struct proto_refill_data_hdr dh;
+			struct proto_builder bb;
+			struct proto_hdr ph = {.type = PROTO_T_REFILL_DATA, .model_id = kvss.cfg.shard.model,
+					       .shard_id = kvss.cfg.shard.id, .epoch = kvss.epoch};
+			uint8_t *p;
+
+			for (i = 0; i < n; i++)
+				len += seg[i].len;
+			if (h == NULL || attached + n > REFILL_SEGS_MAX) {
+				rte_pktmbuf_free(h);
+				st->no_mbuf++;
+				goto fail;
+			}
+			p = (uint8_t *)rte_pktmbuf_append(h, (uint16_t)(hl + PROTO_HDR_LEN +
+								     PROTO_REFILL_DATA_HDR_LEN));
+			proto_write_l2l4(p, &a, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN + len);
+			dh = (struct proto_refill_data_hdr){rq->refill_id, rq->sequence_id, rq->cache_idx,
+							    rq->cache_id, b,
+							    (uint32_t)(pos.done - len), (uint32_t)stream_len};
+			proto_build_begin(&bb, p + hl, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN, &ph);
+			proto_build_refill_data_hdr(&bb, &dh);
+			proto_build_end(&bb);
+			proto_st32(p + hl + 20, PROTO_REFILL_DATA_HDR_LEN + len); /* body_len */
+			for (i = 0; i < n; i++) {
+				struct rte_mbuf *x = rte_pktmbuf_alloc(kvss.pool);
+				void *addr = (void *)(uintptr_t)seg[i].addr;
+
+				if (x == NULL) {
+					rte_pktmbuf_free(h);
+					st->no_mbuf++;
+					goto fail;
+				}
+				rte_mbuf_ext_refcnt_update(&ctx->sh, 1);
+				attached++;
+				rte_pktmbuf_attach_extbuf(x, addr, rte_mem_virt2iova(addr),
+							  (uint16_t)seg[i].len, &ctx->sh);
+				x->data_len = (uint16_t)seg[i].len;
+				x->pkt_len = seg[i].len;
+				if (rte_pktmbuf_chain(h, x) != 0) {
+					rte_pktmbuf_free(x);
+					rte_pktmbuf_free(h);
+					goto fail;
+				}
+			}
+			tx_one(st, h, len);
+			sent += len;
+			st->refill_frames++;
+		}
+	}
+	/* Drop the building reference: the refill ends when the NIC is done. */
+	if (rte_mbuf_ext_refcnt_update(&ctx->sh, -1) == 0)
+		refill_release(NULL, ctx);
+	return (int64_t)sent;
+fail:
+	if (rte_mbuf_ext_refcnt_update(&ctx->sh, -1) == 0)
+		refill_release(NULL, ctx);
+	return -1;
+}
+
+static void
+run_refillq(struct kvss_lcore_stats *st, struct batcher *err)
+{
+	struct fifo *q = &S.refillq;
+	uint64_t complete = kvstore_batches_complete(kvss.store);
+
+	while (q->head != q->tail) {
+		struct rte_mbuf *m = q->m[q->head % QMAX];
+		struct proto_msg *msg = &S.msg2;
+		unsigned int i;
+
+		proto_parse_mbuf(m, &kvss.cfg.udp, msg);
+		if (msg->hdr.type == PROTO_T_DELETE) {
+			/* Every record's evict_count must be in first. */
+			for (i = 0; i < msg->hdr.count; i++) {
+				struct proto_delete d;
+
+				proto_get_delete(msg, i, &d);
+				if (d.evict_count > complete)
+					return;
+			}
+			for (i = 0; i < msg->hdr.count; i++) {
+				struct proto_delete d;
+				int code;
+
+				proto_get_delete(msg, i, &d);
+				code = kvstore_delete(kvss.store, &d);
+				if (code != 0)
+					add_error(err, msg->hdr.seq, d.prompt_id, d.start_token_idx,
+						  d.cache_id, (uint16_t)code);
+				else
+					st->deletes++;
+			}
+		} else {
+			static struct batcher done;
+			struct proto_refill_req rq;
+			const uint8_t *ch;
+			uint32_t off = 0;
+
+			while (proto_next_refill(msg, &off, &rq, &ch))
+				if (rq.evict_count > complete)
+					return;
+			batcher_init(&done, PROTO_T_REFILL_DONE, st);
+			off = 0;
+			while (proto_next_refill(msg, &off, &rq, &ch)) {
+				struct proto_refill_chunk chunks[256];
+				struct proto_refill_done rd = {rq.refill_id, 0, 0, 0};
+				struct kvstore_refill *r = NULL;
+				struct refill_ctx *ctx;
+				uint16_t code = 0;
+				int64_t sent;
+
+				for (i = 0; i < rq.num_chunks && i < 256; i++)
+					proto_get_refill_chunk(ch, i, &chunks[i]);
+				if (rq.num_chunks > 256)
+					code = PROTO_E_MALFORMED;
+				else
+					r = kvstore_refill_begin(kvss.store, rq.cache_id, chunks,
+								 rq.num_chunks, &code);
+				if (r == NULL && code == 0)
+					code = PROTO_E_NO_SPACE; /* too many refills in flight */
+				if (r != NULL) {
+					ctx = rctx_get();
+					sent = ctx != NULL ? send_refill(st, &rq, r, ctx) : -1;
+					if (ctx == NULL)
+						kvstore_refill_end(r);
+					if (sent < 0) {
+						code = PROTO_E_NO_SPACE;
+					} else {
+						rd.tokens = kvstore_refill_tokens(r);
+						rd.bytes = (uint64_t)sent;
+						st->refills++;
+					}
+				}
+				rd.status = code;
+				if (proto_build_refill_done(&done.b, &rd) == -ENOSPC) {
+					batcher_flush(&done);
+					proto_build_refill_done(&done.b, &rd);
+				}
+			}
+			batcher_flush(&done);
+		}
+		rte_pktmbuf_free(m);
+		q->head++;
+	}
+}
+
+/* ---- The control stream ---------------------------------------------------------------- */
+
+static void
+reset_stream(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < WINDOW; i++) {
+		rte_pktmbuf_free(S.window[i]);
+		S.window[i] = NULL;
+	}
+	while (S.evictq.head != S.evictq.tail)
+		rte_pktmbuf_free(S.evictq.m[S.evictq.head++ % QMAX]);
+	while (S.refillq.head != S.refillq.tail)
+		rte_pktmbuf_free(S.refillq.m[S.refillq.head++ % QMAX]);
+	S.next_seq = 1;
+}
+
+/* Queue an accepted message (the mbuf now belongs to the queue). */
+static void
+queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint8_t type)
+{
+	struct fifo *q = type == PROTO_T_RESERVE || type == PROTO_T_EVICT ? &S.evictq : &S.refillq;
+
+	if (q->tail - q->head == QMAX) {
+		/* Cannot happen with a driver that waits for ACKs: drop, unacked. */
+		rte_pktmbuf_free(m);
+		st->queue_full++;
+		return;
+	}
+	q->since[q->tail % QMAX] = 0;
+	q->m[q->tail % QMAX] = m;
+	q->tail++;
+	S.next_seq++;
+}
+
+/* Returns 1 when the mbuf was kept (queued or held). */
+static int
+control(struct kvss_lcore_stats *st, struct rte_mbuf *m, struct proto_msg *msg)
+{
+	uint64_t seq = msg->hdr.seq;
+
+	if (msg->hdr.type == PROTO_T_HELLO) {
 		st->hello++;
 		kvss.driver_addr = msg->addr;
 		kvss.have_driver = 1;
 		if (msg->hdr.epoch != kvss.driver_epoch) {
 			/* A new driver: the old one's data can never be asked for. */
-			if (kvss.driver_epoch != 0)
+			if (kvss.driver_epoch != 0) {
+				reset_stream();
 				kvstore_reset(kvss.store);
+			}
 			kvss.driver_epoch = msg->hdr.epoch;
+			S.next_seq = 1;
 		}
 		send_status(st);
-		break;
-	default:
-		if (proto_type_is_control(msg->hdr.type) && msg->hdr.epoch != kvss.driver_epoch) {
-			/* Stale or unknown driver: drop, and tell it both epochs. */
-			st->stale_epoch++;
-			kvss.driver_addr = msg->addr;
-			kvss.have_driver = 1;
-			send_status(st);
-			break;
-		}
-		st->not_handled++;
-		break;
+		return 0;
 	}
+	if (msg->hdr.type >= PROTO_T_STATUS) {
+		st->not_handled++; /* shard -> driver types: not for us */
+		return 0;
+	}
+	if (msg->hdr.epoch != kvss.driver_epoch || kvss.driver_epoch == 0) {
+		/* Stale or unknown driver: drop, and tell it both epochs. */
+		st->stale_epoch++;
+		kvss.driver_addr = msg->addr;
+		kvss.have_driver = 1;
+		send_status(st);
+		return 0;
+	}
+	kvss.driver_addr = msg->addr;
+	S.ack_due = 1;
+	if (seq < S.next_seq) {
+		st->duplicates++;
+		return 0;
+	}
+	if (seq >= S.next_seq + WINDOW) {
+		st->out_of_window++;
+		return 0;
+	}
+	if (seq > S.next_seq) {
+		unsigned int w = seq % WINDOW;
+
+		if (S.window[w] != NULL) {
+			st->duplicates++;
+			return 0;
+		}
+		S.window[w] = m;
+		S.window_seq[w] = seq;
+		st->early++;
+		return 1;
+	}
+	queue_accepted(st, m, msg->hdr.type);
+	/* Held successors follow in order. */
+	for (;;) {
+		unsigned int w = S.next_seq % WINDOW;
+		struct rte_mbuf *x = S.window[w];
+
+		if (x == NULL || S.window_seq[w] != S.next_seq)
+			break;
+		S.window[w] = NULL;
+		proto_parse_mbuf(x, &kvss.cfg.udp, &S.msg2);
+		queue_accepted(st, x, S.msg2.hdr.type);
+	}
+	return 1;
 }
 
 int
@@ -113,28 +670,61 @@ kvss_shard_ingest(void *arg)
 {
 	struct kvss_lcore_stats *st = &kvss.stats[rte_lcore_id()];
 	uint16_t port = kvss.cfg.shard.port;
-	const uint64_t hz = rte_get_tsc_hz();
-	const uint64_t status_every = hz * kvss.cfg.shard.status_interval_ms / 1000;
-	uint64_t last_rx = rte_get_tsc_cycles(), next_status = last_rx + status_every;
+	uint64_t status_every, last_rx, next_status;
 	unsigned int empty = 0;
-	static struct proto_msg msg; /* large: one per lcore, reused */
 	struct rte_mbuf *pkts[BURST];
+	static struct batcher err;
 
 	(void)arg;
+	S.hz = rte_get_tsc_hz();
+	status_every = S.hz * kvss.cfg.shard.status_interval_ms / 1000;
+	last_rx = rte_get_tsc_cycles();
+	next_status = last_rx + status_every;
+	batcher_init(&err, PROTO_T_ERROR, st);
 	while (!kvss_quitting()) {
 		uint64_t t0 = rte_get_tsc_cycles();
 		uint16_t n = rte_eth_rx_burst(port, 0, pkts, BURST), i;
 
 		for (i = 0; i < n; i++) {
-			enum proto_reason r = proto_parse_mbuf(pkts[i], &kvss.cfg.udp, &msg);
+			struct rte_mbuf *m = pkts[i];
+			enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &S.msg);
+			int kept = 0;
 
 			st->rx_frames++;
-			st->rx_bytes += rte_pktmbuf_pkt_len(pkts[i]);
-			if (r != PROTO_OK)
+			st->rx_bytes += rte_pktmbuf_pkt_len(m);
+			if (r != PROTO_OK) {
 				st->drops[r]++;
-			else
-				handle(st, &msg);
-			rte_pktmbuf_free(pkts[i]);
+			} else if (S.msg.hdr.type == PROTO_T_EVICT_DATA) {
+				int rc = store_data(m, &S.msg);
+
+				if (rc == -EAGAIN && S.nearly < EARLY_MAX) {
+					S.early[S.nearly] = m;
+					S.early_t[S.nearly++] = t0;
+					kept = 1;
+				} else if (rc == 0) {
+					st->data_frames++;
+				} else {
+					st->data_dropped++;
+				}
+			} else if (S.msg.hdr.type == PROTO_T_REFILL_DATA) {
+				st->not_handled++;
+			} else {
+				kept = control(st, m, &S.msg);
+			}
+			if (!kept)
+				rte_pktmbuf_free(m);
+		}
+		/* The queues, in order; then what the time says. */
+		run_evictq(st, &err, t0);
+		if (S.nearly)
+			retry_early(st, t0);
+		run_refillq(st, &err);
+		run_evictq(st, &err, t0); /* deletes may have made room */
+		expire_batches(st, t0);
+		batcher_flush(&err);
+		if (S.ack_due) {
+			send_ack(st);
+			S.ack_due = 0;
 		}
 		if (n > 0) {
 			last_rx = t0;
@@ -143,12 +733,12 @@ kvss_shard_ingest(void *arg)
 			st->busy_cycles += rte_get_tsc_cycles() - t0;
 		} else {
 			st->idle_polls++;
-			/* Housekeeping only when idle: the status timer, the idle exit. */
 			if (kvss.have_driver && t0 >= next_status) {
 				send_status(st);
 				next_status = t0 + status_every;
 			}
-			if (kvss.exit_idle_ms && t0 - last_rx > hz / 1000 * kvss.exit_idle_ms)
+			if (kvss.exit_idle_ms && t0 - last_rx > S.hz / 1000 * kvss.exit_idle_ms &&
+			    S.evictq.head == S.evictq.tail && S.refillq.head == S.refillq.tail)
 				__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 			if (kvss.cfg.poll == KVSS_POLL_IDLE && ++empty > 64)
 				usleep(50); /* cores are shared: let the other side run */
@@ -157,5 +747,8 @@ kvss_shard_ingest(void *arg)
 			st->idle_cycles += rte_get_tsc_cycles() - t0;
 		}
 	}
+	reset_stream();
+	while (S.nearly)
+		rte_pktmbuf_free(S.early[--S.nearly]);
 	return 0;
 }

@@ -23,6 +23,8 @@ kvss_stats_total(struct kvss_lcore_stats *t)
 #undef KVSS_STAT_ADD
 		for (r = 0; r < PROTO_R_MAX; r++)
 			t->drops[r] += s->drops[r];
+		for (r = 0; r < PROTO_E_MAX; r++)
+			t->errors[r] += s->errors[r];
 		t->busy_cycles += s->busy_cycles;
 		t->idle_cycles += s->idle_cycles;
 	}
@@ -46,6 +48,12 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 
 		snprintf(key, sizeof(key), "drop_%s", proto_reason_name((enum proto_reason)r));
 		rte_tel_data_add_dict_u64(d, key, t.drops[r]);
+	}
+	for (r = 1; r < PROTO_E_MAX; r++) {
+		char key[48];
+
+		snprintf(key, sizeof(key), "error_%s", proto_err_name((unsigned int)r));
+		rte_tel_data_add_dict_u64(d, key, t.errors[r]);
 	}
 	rte_tel_data_add_dict_u64(d, "driver_epoch", kvss.driver_epoch);
 	return 0;

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A driver's and wafer's frames for one shard (config/ci-pcap-shard.cfg:
+ * one cache, 64 bytes per token in 2 buffers), and the check of what the
+ * shard sends back:
+ *
+ *   shard_scenario gen IN.pcap     write the frames the shard receives
+ *   shard_scenario check OUT.pcap  check what it sent
+ *
+ * The stream: HELLO; RESERVE; EVICT batch 1 (prompt A, tokens 0..3) with its
+ * data in three fragments, out of order; the data of batch 2 before its
+ * EVICT; seq 4 (REFILL of A 0..7, waiting for batch 2) before seq 3 (EVICT
+ * batch 2: A 4..7); seq 2 again (a retransmission); EVICT batch 3 (prompt B
+ * tokens 0..1, and A token 20: a HOLE) whose data for B's token 1 never
+ * comes (TOKEN_LOST after the batch timeout); DELETE A 6..7; DELETE A 2..3
+ * (not a suffix: ERROR); REFILL of A 0..5 waiting for batch 3.
+ */
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+#define B 64
+#define NB 2
+#define EPOCH 0x0BADCAFE
+#define A_ID 0xA000000000000001ULL
+#define B_ID 0xB000000000000002ULL
+
+static pcap_dumper_t *dumper;
+static unsigned int npkt;
+static uint64_t iso;
+
+/* Reference prefix hashes: prompt A is tokens 100.., prompt B tokens 200.. */
+static uint64_t
+href(uint64_t prompt, uint32_t token)
+{
+	uint64_t h = iso;
+	uint32_t i, base = prompt == A_ID ? 100 : 200;
+
+	for (i = 0; i <= token; i++)
+		h = proto_ref_hash_next(h, base + i);
+	return h;
+}
+
+static void
+emit(const uint8_t *f, uint32_t n)
+{
+	struct pcap_pkthdr h = {.caplen = n, .len = n};
+
+	h.ts.tv_sec = 1700000000;
+	h.ts.tv_usec = npkt++;
+	pcap_dump((u_char *)dumper, &h, f);
+}
+
+static void
+addr(struct proto_addr *a, uint16_t dport)
+{
+	static const uint8_t drv[6] = {2, 0, 0, 0, 0, 1}, shd[6] = {2, 0, 0, 0, 1, 0};
+
+	memset(a, 0, sizeof(*a));
+	memcpy(a->src_mac, drv, 6);
+	memcpy(a->dst_mac, shd, 6);
+	a->src_ip = 0x0a630001;
+	a->dst_ip = 0x0a63000a;
+	a->src_port = dport;
+	a->dst_port = dport;
+}
+
+static void
+send_payload(uint8_t *pay, uint32_t n, uint16_t dport)
+{
+	uint8_t f[PROTO_FRAME_MAX];
+	struct proto_addr a;
+
+	addr(&a, dport);
+	emit(f, proto_build_frame(f, sizeof(f), &a, pay, n));
+}
+
+static void
+begin(struct proto_builder *b, uint8_t *buf, uint8_t type, uint64_t seq)
+{
+	struct proto_hdr h = {.type = type, .shard_id = PROTO_SHARD_ALL, .epoch = EPOCH, .seq = seq};
+
+	proto_build_begin(b, buf, PROTO_PAYLOAD_MAX, &h);
+}
+
+static void
+evict(uint64_t seq, uint64_t batch, const uint64_t *prompt, const uint32_t *tok, uint16_t g)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	struct proto_evict_hdr eh = {batch, 1, g};
+	uint16_t i;
+
+	begin(&b, buf, PROTO_T_EVICT, seq);
+	proto_build_evict_hdr(&b, &eh);
+	for (i = 0; i < g; i++) {
+		struct proto_evict_entry e = {prompt[i], tok[i], 1};
+
+		proto_build_evict_entry(&b, &e);
+	}
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+}
+
+/* Bytes [a, z) of batch @batch's stream (tokens @prompt/@tok, g of them). */
+static void
+data(uint64_t batch, const uint64_t *prompt, const uint32_t *tok, uint16_t g, uint32_t a,
+     uint32_t z)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX], stream[16 * B];
+	struct proto_builder b;
+	struct proto_hdr h = {.type = PROTO_T_EVICT_DATA, .epoch = 77};
+	struct proto_data_hdr dh = {batch, 0, a, (uint32_t)g * B};
+	uint16_t i;
+
+	for (i = 0; i < g; i++)
+		proto_ref_fill(href(prompt[i], tok[i]), 0, 0, 0, 0, stream + i * B, B);
+	proto_build_begin(&b, buf, sizeof(buf), &h);
+	proto_build_data_hdr(&b, &dh);
+	proto_build_bytes(&b, stream + a, z - a);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_EVICT_DEFAULT);
+}
+
+static void
+gen(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	uint64_t p1[4] = {A_ID, A_ID, A_ID, A_ID}, p3[3] = {B_ID, B_ID, A_ID};
+	uint32_t t1[4] = {0, 1, 2, 3}, t2[4] = {4, 5, 6, 7}, t3[3] = {0, 1, 20};
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	{
+		struct proto_reserve r = {A_ID, 0, 0, 8, 0};
+
+		begin(&b, buf, PROTO_T_RESERVE, 1);
+		proto_build_reserve(&b, &r);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+	evict(2, 1, p1, t1, 4);
+	data(1, p1, t1, 4, 100, 256);
+	data(1, p1, t1, 4, 0, 50);
+	data(1, p1, t1, 4, 50, 100);
+	/* Batch 2's data before its EVICT, seq 4 before seq 3. */
+	data(2, p1, t2, 4, 0, 256);
+	{
+		struct proto_refill_req rq = {.refill_id = 1, .evict_count = 2, .sequence_id = 9,
+					      .cache_idx = 0, .cache_id = 0};
+		struct proto_refill_chunk ch = {A_ID, 0, 8};
+
+		begin(&b, buf, PROTO_T_REFILL, 4);
+		proto_build_refill_req(&b, &rq);
+		proto_build_refill_chunk(&b, &ch);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+	evict(3, 2, p1, t2, 4);
+	evict(2, 1, p1, t1, 4); /* a retransmission: ignored */
+	/* Batch 3: B 0..1 and a HOLE; B's token 1 never arrives whole. */
+	evict(5, 3, p3, t3, 3);
+	data(3, p3, t3, 3, 0, 64 + 10);
+	data(3, p3, t3, 3, 128, 192);
+	{
+		struct proto_delete d1 = {A_ID, 2, 6, 7, 0}, d2 = {A_ID, 2, 2, 3, 0};
+
+		begin(&b, buf, PROTO_T_DELETE, 6);
+		proto_build_delete(&b, &d1);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+		begin(&b, buf, PROTO_T_DELETE, 7);
+		proto_build_delete(&b, &d2);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+	{
+		struct proto_refill_req rq = {.refill_id = 2, .evict_count = 3, .sequence_id = 9,
+					      .cache_idx = 0, .cache_id = 0};
+		struct proto_refill_chunk ch = {A_ID, 0, 6};
+
+		begin(&b, buf, PROTO_T_REFILL, 8);
+		proto_build_refill_req(&b, &rq);
+		proto_build_refill_chunk(&b, &ch);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+}
+
+static int fails;
+
+#define EXPECT(cond, ...)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "  FAIL: " __VA_ARGS__);                                   \
+			fprintf(stderr, "\n");                                                     \
+			fails++;                                                                   \
+		}                                                                                  \
+	} while (0)
+
+static int
+check(const char *file)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *p = pcap_open_offline(file, err);
+	struct pcap_pkthdr *ph;
+	const u_char *d;
+	static struct proto_msg m;
+	uint64_t max_ack = 0, rd_bytes[3][NB] = {{0}}, done_tokens[3] = {0}, done_bytes[3] = {0};
+	int status = 0, hole = 0, not_right = 0, lost_b1 = 0, lost_other = 0, bad_bytes = 0, k;
+
+	if (p == NULL) {
+		fprintf(stderr, "shard_scenario: %s: %s\n", file, err);
+		return 2;
+	}
+	while (pcap_next_ex(p, &ph, &d) == 1) {
+		unsigned int i;
+
+		if (proto_parse(d, ph->caplen, &proto_ports_default, &m) != PROTO_OK)
+			continue;
+		switch (m.hdr.type) {
+		case PROTO_T_STATUS:
+			status += m.u.status.driver_epoch == EPOCH;
+			break;
+		case PROTO_T_ACK:
+			if (m.u.ack.cum_seq > max_ack)
+				max_ack = m.u.ack.cum_seq;
+			break;
+		case PROTO_T_ERROR:
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_error e;
+
+				proto_get_error(&m, i, &e);
+				hole += e.code == PROTO_E_HOLE && e.prompt_id == A_ID && e.token_idx == 20 &&
+					e.seq == 5;
+				not_right += e.code == PROTO_E_DELETE_NOT_RIGHT && e.token_idx == 2 &&
+					     e.seq == 7;
+			}
+			break;
+		case PROTO_T_TOKEN_LOST:
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_lost l;
+
+				proto_get_lost(&m, i, &l);
+				if (l.prompt_id == B_ID && l.token_idx == 1)
+					lost_b1++;
+				else
+					lost_other++;
+			}
+			break;
+		case PROTO_T_REFILL_DONE:
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_refill_done r;
+
+				proto_get_refill_done(&m, i, &r);
+				if (r.refill_id >= 1 && r.refill_id <= 2 && r.status == 0) {
+					done_tokens[r.refill_id] = r.tokens;
+					done_bytes[r.refill_id] = r.bytes;
+				}
+			}
+			break;
+		case PROTO_T_REFILL_DATA: {
+			const struct proto_refill_data_hdr *h = &m.u.refill_data;
+			uint32_t bb = B / NB, x;
+
+			EXPECT(h->refill_id >= 1 && h->refill_id <= 2 && h->buffer_id < NB,
+			       "REFILL_DATA of refill %lu buffer %u", (unsigned long)h->refill_id,
+			       h->buffer_id);
+			if (h->refill_id < 1 || h->refill_id > 2 || h->buffer_id >= NB)
+				break;
+			/* Every byte: glued token t is A's token t. */
+			for (x = 0; x < m.data_len; x++) {
+				uint32_t o = h->stream_offset + x, t = o / bb;
+				uint8_t want;
+
+				proto_ref_fill(href(A_ID, t), 0, 0, 0, (uint64_t)h->buffer_id * bb + o % bb,
+					       &want, 1);
+				bad_bytes += d[m.data_off + x] != want;
+			}
+			rd_bytes[h->refill_id][h->buffer_id] += m.data_len;
+			EXPECT(h->sequence_id == 9, "REFILL_DATA sequence_id %u", h->sequence_id);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	pcap_close(p);
+	EXPECT(status >= 1, "no STATUS with the driver's epoch");
+	EXPECT(max_ack == 8, "cumulative ACK %lu, want 8", (unsigned long)max_ack);
+	EXPECT(hole == 1, "the HOLE of A token 20 not reported (%d)", hole);
+	EXPECT(not_right == 1, "the DELETE of A 2..3 not reported as DELETE_NOT_RIGHT (%d)", not_right);
+	EXPECT(lost_b1 == 1 && lost_other == 0, "TOKEN_LOST: B token 1 %d times, others %d", lost_b1,
+	       lost_other);
+	EXPECT(done_tokens[1] == 8 && done_bytes[1] == 8 * B, "refill 1 done: %lu tokens %lu bytes",
+	       (unsigned long)done_tokens[1], (unsigned long)done_bytes[1]);
+	EXPECT(done_tokens[2] == 6 && done_bytes[2] == 6 * B, "refill 2 done: %lu tokens %lu bytes",
+	       (unsigned long)done_tokens[2], (unsigned long)done_bytes[2]);
+	for (k = 0; k < NB; k++) {
+		EXPECT(rd_bytes[1][k] == 8 * B / NB, "refill 1 buffer %d: %lu bytes", k,
+		       (unsigned long)rd_bytes[1][k]);
+		EXPECT(rd_bytes[2][k] == 6 * B / NB, "refill 2 buffer %d: %lu bytes", k,
+		       (unsigned long)rd_bytes[2][k]);
+	}
+	EXPECT(bad_bytes == 0, "%d refilled bytes differ from the reference", bad_bytes);
+	printf("shard scenario: %s\n", fails ? "FAILED" : "every answer and every refilled byte as expected");
+	return fails ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	iso = proto_ref_isolation_id("scenario", 8);
+	if (argc == 3 && strcmp(argv[1], "gen") == 0) {
+		pcap_t *p = pcap_open_dead(DLT_EN10MB, 65535);
+
+		dumper = pcap_dump_open(p, argv[2]);
+		if (dumper == NULL) {
+			fprintf(stderr, "shard_scenario: %s: %s\n", argv[2], pcap_geterr(p));
+			return 2;
+		}
+		gen();
+		pcap_dump_close(dumper);
+		pcap_close(p);
+		return 0;
+	}
+	if (argc == 3 && strcmp(argv[1], "check") == 0)
+		return check(argv[2]);
+	fprintf(stderr, "usage: shard_scenario gen|check FILE.pcap\n");
+	return 2;
+}
