@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2' EXIT
 ok=0
 fail=0
 check() {
@@ -55,6 +55,18 @@ for want in duplicates=1 early=1 batches=3 batches_lost=1 lost_tokens=1 deletes=
 	check "scenario stats: $want" grep -q " $want\b" <<<"$scstats"
 done
 rm -rf "/var/run/dpdk/${prefix}_sc"
+
+# The same with a refill lcore: a second TX queue (a second tx_pcap) lets the
+# refill queue run on its own lcore, joined to ingest by rte_rings.
+timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores 0@0,1@1,2@1 --log-level lib.eal:error \
+	--no-telemetry --file-prefix "${prefix}_sc2" \
+	--vdev "net_pcap0,rx_pcap=$tmp/sc_in.pcap,tx_pcap=$tmp/sc2_q0.pcap,tx_pcap=$tmp/sc2_q1.pcap" \
+	-- --config config/ci-pcap-shard.cfg --exit-when-idle 400 >"$tmp/sc2log" 2>&1
+check "two lcores: exits 0" test $? -eq 0
+check "two lcores: the refill lcore runs" grep -q "refill on lcore 2" "$tmp/sc2log"
+check "two lcores: the scenario's answers and refilled bytes" \
+	"$BUILD/tools/shard_scenario" check "$tmp/sc2_q0.pcap" "$tmp/sc2_q1.pcap"
+rm -rf "/var/run/dpdk/${prefix}_sc2"
 
 # Telemetry while it runs, then SIGTERM: it drains, prints its stats, exits 0.
 EAL_T=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error)

@@ -195,19 +195,22 @@ static int fails;
 		}                                                                                  \
 	} while (0)
 
+/* Everything the shard sent, over one or more captures (one per TX queue). */
 static int
-check(const char *file)
+check(char **files, int nfiles)
 {
 	char err[PCAP_ERRBUF_SIZE];
-	pcap_t *p = pcap_open_offline(file, err);
+	pcap_t *p = NULL;
 	struct pcap_pkthdr *ph;
 	const u_char *d;
 	static struct proto_msg m;
 	uint64_t max_ack = 0, rd_bytes[3][NB] = {{0}}, done_tokens[3] = {0}, done_bytes[3] = {0};
-	int status = 0, hole = 0, not_right = 0, lost_b1 = 0, lost_other = 0, bad_bytes = 0, k;
+	int status = 0, hole = 0, not_right = 0, lost_b1 = 0, lost_other = 0, bad_bytes = 0, k, fi;
 
+	for (fi = 0; fi < nfiles; fi++) {
+	p = pcap_open_offline(files[fi], err);
 	if (p == NULL) {
-		fprintf(stderr, "shard_scenario: %s: %s\n", file, err);
+		fprintf(stderr, "shard_scenario: %s: %s\n", files[fi], err);
 		return 2;
 	}
 	while (pcap_next_ex(p, &ph, &d) == 1) {
@@ -283,6 +286,7 @@ check(const char *file)
 		}
 	}
 	pcap_close(p);
+	}
 	EXPECT(status >= 1, "no STATUS with the driver's epoch");
 	EXPECT(max_ack == 8, "cumulative ACK %lu, want 8", (unsigned long)max_ack);
 	EXPECT(hole == 1, "the HOLE of A token 20 not reported (%d)", hole);
@@ -321,8 +325,8 @@ main(int argc, char **argv)
 		pcap_close(p);
 		return 0;
 	}
-	if (argc == 3 && strcmp(argv[1], "check") == 0)
-		return check(argv[2]);
-	fprintf(stderr, "usage: shard_scenario gen|check FILE.pcap\n");
+	if (argc >= 3 && strcmp(argv[1], "check") == 0)
+		return check(argv + 2, argc - 2);
+	fprintf(stderr, "usage: shard_scenario gen FILE.pcap | check FILE.pcap...\n");
 	return 2;
 }

@@ -11,6 +11,7 @@
 
 #include <rte_common.h>
 #include <rte_mempool.h>
+#include <rte_ring.h>
 
 #include "config.h"
 #include "kvstore.h"
@@ -43,6 +44,7 @@
 	X(deletes)                                                                                 \
 	X(refills)                                                                                 \
 	X(refill_frames)                                                                           \
+	X(ring_full)                                                                               \
 	X(idle_polls)                                                                              \
 	X(busy_polls)
 
@@ -70,6 +72,11 @@ struct kvss_app {
 	uint32_t driver_epoch; /* established by HELLO; 0: none */
 	struct proto_addr driver_addr; /* where STATUS, ACK, ... go (the last control sender) */
 	int have_driver;
+	/* The refill lcore (when the port has a second TX queue for it). */
+	int refill_lcore_on;
+	struct rte_ring *ingest_to_refill; /* accepted DELETE and REFILL, in order */
+	struct rte_ring *refill_to_ingest; /* DELETEs for the writer to apply */
+	uint64_t deletes_applied;	   /* by the ingest lcore; the refill lcore waits on it */
 	struct kvss_lcore_stats stats[RTE_MAX_LCORE];
 	enum kvss_lcore_role lcore_role[RTE_MAX_LCORE];
 };
@@ -84,6 +91,9 @@ kvss_quitting(void)
 
 /** The shard's ingest lcore (shard.c). */
 int kvss_shard_ingest(void *arg);
+
+/** The shard's refill lcore (shard.c). */
+int kvss_shard_refill(void *arg);
 
 /** Register the /kvss/... telemetry commands (telemetry.c). */
 int kvss_telemetry_register(void);

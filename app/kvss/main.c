@@ -21,6 +21,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_random.h>
+#include <rte_ring.h>
 
 #include "kvss.h"
 
@@ -49,11 +50,16 @@ usage(FILE *f, const char *prog)
 		prog);
 }
 
+/*
+ * One RX queue; a TX queue for the ingest lcore and, when the device has a
+ * second one and a refill lcore is there, one for the refill lcore.
+ */
 static int
-port_init(uint16_t port, uint32_t mtu)
+port_init(uint16_t port, uint32_t mtu, int want_refill)
 {
 	struct rte_eth_conf conf = {0};
 	struct rte_eth_dev_info info;
+	uint16_t ntx = 1, q;
 	int rc;
 
 	if (!rte_eth_dev_is_valid_port(port)) {
@@ -64,10 +70,21 @@ port_init(uint16_t port, uint32_t mtu)
 	rc = rte_eth_dev_info_get(port, &info);
 	if (rc != 0)
 		return rc;
-	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0 ||
+	if (want_refill && info.max_tx_queues >= 2)
+		ntx = 2;
+	else if (want_refill)
+		printf("kvss: port %u (%s) has one TX queue: the refill queue runs on the ingest lcore\n",
+		       port, info.driver_name);
+	kvss.refill_lcore_on = ntx == 2;
+	if ((rc = rte_eth_dev_configure(port, 1, ntx, &conf)) != 0 ||
 	    (rc = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL,
-					 kvss.pool)) != 0 ||
-	    (rc = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) != 0) {
+					 kvss.pool)) != 0) {
+		fprintf(stderr, "kvss: port %u (%s): setup failed: %s\n", port, info.driver_name,
+			rte_strerror(-rc));
+		return rc;
+	}
+	for (q = 0; q < ntx; q++)
+		if ((rc = rte_eth_tx_queue_setup(port, q, 1024, rte_eth_dev_socket_id(port), NULL)) != 0) {
 		fprintf(stderr, "kvss: port %u (%s): setup failed: %s\n", port, info.driver_name,
 			rte_strerror(-rc));
 		return rc;
@@ -243,18 +260,45 @@ main(int argc, char **argv)
 		status = 1;
 		goto out_eal;
 	}
-	if (store_init() != 0 || port_init(kvss.cfg.shard.port, kvss.cfg.mtu) != 0) {
-		status = 1;
-		goto out_free;
+	{
+		unsigned int rl = kvss.cfg.refill_lcore[0];
+		int want = rte_lcore_is_enabled(rl) && rl != rte_get_main_lcore() &&
+			   rl != kvss.cfg.ingest_lcore[0];
+
+		if (store_init() != 0 || port_init(kvss.cfg.shard.port, kvss.cfg.mtu, want) != 0) {
+			status = 1;
+			goto out_free;
+		}
+		if (!want)
+			printf("kvss: lcore %u (lcores.refill) is not an EAL worker: the refill queue runs "
+			       "on the ingest lcore\n", rl);
+	}
+	if (kvss.refill_lcore_on) {
+		kvss.ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, (int)rte_socket_id(),
+						       RING_F_SP_ENQ | RING_F_SC_DEQ);
+		kvss.refill_to_ingest = rte_ring_create("refill_to_ingest", 64, (int)rte_socket_id(),
+						       RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (kvss.ingest_to_refill == NULL || kvss.refill_to_ingest == NULL) {
+			fprintf(stderr, "kvss: rings: %s\n", rte_strerror(rte_errno));
+			status = 1;
+			goto out_free;
+		}
 	}
 	if (kvss_telemetry_register() != 0)
 		fprintf(stderr, "kvss: telemetry commands not registered\n");
 	kvss.lcore_role[rte_get_main_lcore()] = KVSS_LCORE_CONTROL;
 	kvss.lcore_role[kvss.cfg.ingest_lcore[0]] = KVSS_LCORE_INGEST;
-	printf("kvss: shard %u of model %u up, epoch 0x%08x, ingest on lcore %u\n",
-	       kvss.cfg.shard.id, kvss.cfg.shard.model, kvss.epoch, kvss.cfg.ingest_lcore[0]);
+	printf("kvss: shard %u of model %u up, epoch 0x%08x, ingest on lcore %u", kvss.cfg.shard.id,
+	       kvss.cfg.shard.model, kvss.epoch, kvss.cfg.ingest_lcore[0]);
+	if (kvss.refill_lcore_on)
+		printf(", refill on lcore %u", kvss.cfg.refill_lcore[0]);
+	printf("\n");
 	fflush(stdout);
 	rte_eal_remote_launch(kvss_shard_ingest, NULL, kvss.cfg.ingest_lcore[0]);
+	if (kvss.refill_lcore_on) {
+		kvss.lcore_role[kvss.cfg.refill_lcore[0]] = KVSS_LCORE_REFILL;
+		rte_eal_remote_launch(kvss_shard_refill, NULL, kvss.cfg.refill_lcore[0]);
+	}
 	while (!kvss_quitting())
 		usleep(10000);
 	rte_eal_mp_wait_lcore();
@@ -262,6 +306,8 @@ main(int argc, char **argv)
 	rte_eth_dev_stop(kvss.cfg.shard.port);
 	rte_eth_dev_close(kvss.cfg.shard.port);
 out_free:
+	rte_ring_free(kvss.ingest_to_refill);
+	rte_ring_free(kvss.refill_to_ingest);
 	rte_free(kvss.store_mem);
 	rte_mempool_free(kvss.pool);
 out_eal:

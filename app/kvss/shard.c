@@ -12,11 +12,12 @@
  * of a batch whose EVICT has not arrived are held for the batch timeout; a
  * batch not whole in time completes with loss and TOKEN_LOST.
  *
- * In this build both queues run on the ingest lcore (kvstore's single
- * writer); REFILL_DATA leaves as a header mbuf chained to mbufs with
- * external buffers pointing into the store, released through their free
- * callback, which ends the refill. Moving the refill queue to its own lcore
- * over an rte_ring is the next step.
+ * The refill queue runs on the refill lcore when the port has a second TX
+ * queue for it (else on the ingest lcore). REFILL_DATA leaves as a header
+ * mbuf chained to mbufs with external buffers pointing into the store,
+ * released through their free callback, which ends the refill. kvstore has
+ * one writer: the ingest lcore applies the refill queue's DELETEs when the
+ * refill lcore hands them over.
  */
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -24,6 +25,7 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
+#include <rte_ring.h>
 #include <unistd.h>
 
 #include "kvss.h"
@@ -66,9 +68,9 @@ static struct {
 /* ---- Sending -------------------------------------------------------------------- */
 
 static void
-tx_one(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint32_t len)
+tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
 {
-	if (rte_eth_tx_burst(kvss.cfg.shard.port, 0, &m, 1) != 1) {
+	if (rte_eth_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
 		rte_pktmbuf_free(m);
 		st->tx_drops++;
 		return;
@@ -77,11 +79,10 @@ tx_one(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint32_t len)
 	st->tx_bytes += len;
 }
 
+/* The reply to a control message that came from @d. */
 static void
-reply_addr(struct proto_addr *a)
+reply_addr(struct proto_addr *a, const struct proto_addr *d)
 {
-	const struct proto_addr *d = &kvss.driver_addr;
-
 	memcpy(a->dst_mac, d->src_mac, 6);
 	memcpy(a->src_mac, kvss.cfg.shard.addr.mac, 6);
 	a->dst_ip = d->src_ip;
@@ -92,20 +93,28 @@ reply_addr(struct proto_addr *a)
 	a->vlan_tci = kvss.cfg.shard.addr.vlan;
 }
 
-/* Send one control payload to the driver (where its last control came from). */
+/* Send one control payload back to @to (a driver's control source), on @queue. */
 static void
-send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
+send_control_to(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_addr *to,
+		const uint8_t *payload, uint32_t len)
 {
 	struct proto_addr a;
 	struct rte_mbuf *m;
 
-	reply_addr(&a);
+	reply_addr(&a, to);
 	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
 	if (m == NULL) {
 		st->no_mbuf++;
 		return;
 	}
-	tx_one(st, m, len);
+	tx_one(st, queue, m, len);
+}
+
+/* From the ingest lcore: to where the driver's last control came from. */
+static void
+send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
+{
+	send_control_to(st, 0, &kvss.driver_addr, payload, len);
 }
 
 static void
@@ -171,6 +180,8 @@ struct batcher {
 	struct proto_builder b;
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 	uint8_t type;
+	uint16_t queue;
+	const struct proto_addr *to; /* NULL: the driver's last control source */
 	struct kvss_lcore_stats *st;
 };
 
@@ -178,7 +189,8 @@ static void
 batcher_flush(struct batcher *bt)
 {
 	if (bt->b.count > 0)
-		send_control(bt->st, bt->buf, proto_build_end(&bt->b));
+		send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss.driver_addr, bt->buf,
+				proto_build_end(&bt->b));
 	begin_reply(&bt->b, bt->buf, payload_cap(), bt->type);
 }
 
@@ -187,6 +199,8 @@ batcher_init(struct batcher *bt, uint8_t type, struct kvss_lcore_stats *st)
 {
 	bt->type = type;
 	bt->st = st;
+	bt->queue = 0;
+	bt->to = NULL;
 	begin_reply(&bt->b, bt->buf, payload_cap(), type);
 }
 
@@ -381,7 +395,7 @@ rctx_get(void)
  * copy). Returns bytes sent, or -1 when out of mbufs or contexts.
  */
 static int64_t
-send_refill(struct kvss_lcore_stats *st, const struct proto_refill_req *rq,
+send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refill_req *rq,
 	    struct kvstore_refill *r, struct refill_ctx *ctx)
 {
 	const struct kvstore_params *kp = kvstore_params(kvss.store);
@@ -456,7 +470,7 @@ send_refill(struct kvss_lcore_stats *st, const struct proto_refill_req *rq,
 					goto fail;
 				}
 			}
-			tx_one(st, h, len);
+			tx_one(st, queue, h, len);
 			sent += len;
 			st->refill_frames++;
 		}
@@ -471,91 +485,213 @@ fail:
 	return -1;
 }
 
+/* Apply a DELETE message (the kvstore writer's side); ERRORs to its sender. */
+static void
+apply_delete(struct kvss_lcore_stats *st, struct batcher *err, struct proto_msg *msg)
+{
+	unsigned int i;
+
+	for (i = 0; i < msg->hdr.count; i++) {
+		struct proto_delete d;
+		int code;
+
+		proto_get_delete(msg, i, &d);
+		code = kvstore_delete(kvss.store, &d);
+		if (code != 0)
+			add_error(err, msg->hdr.seq, d.prompt_id, d.start_token_idx, d.cache_id,
+				  (uint16_t)code);
+		else
+			st->deletes++;
+	}
+}
+
+static void
+run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, struct proto_msg *msg)
+{
+	static struct batcher done[RTE_MAX_LCORE];
+	struct batcher *bt = &done[rte_lcore_id()];
+	struct proto_refill_req rq;
+	const uint8_t *ch;
+	uint32_t off = 0;
+	unsigned int i;
+
+	batcher_init(bt, PROTO_T_REFILL_DONE, st);
+	bt->queue = queue;
+	bt->to = &msg->addr; /* to the REFILL's sender */
+	while (proto_next_refill(msg, &off, &rq, &ch)) {
+		struct proto_refill_chunk chunks[256];
+		struct proto_refill_done rd = {rq.refill_id, 0, 0, 0};
+		struct kvstore_refill *r = NULL;
+		struct refill_ctx *ctx;
+		uint16_t code = 0;
+		int64_t sent;
+
+		for (i = 0; i < rq.num_chunks && i < 256; i++)
+			proto_get_refill_chunk(ch, i, &chunks[i]);
+		if (rq.num_chunks > 256)
+			code = PROTO_E_MALFORMED;
+		else
+			r = kvstore_refill_begin(kvss.store, rq.cache_id, chunks, rq.num_chunks, &code);
+		if (r == NULL && code == 0)
+			code = PROTO_E_NO_SPACE; /* too many refills in flight */
+		if (r != NULL) {
+			ctx = rctx_get();
+			sent = ctx != NULL ? send_refill(st, queue, &rq, r, ctx) : -1;
+			if (ctx == NULL)
+				kvstore_refill_end(r);
+			if (sent < 0) {
+				code = PROTO_E_NO_SPACE;
+			} else {
+				rd.tokens = kvstore_refill_tokens(r);
+				rd.bytes = (uint64_t)sent;
+				st->refills++;
+			}
+		}
+		rd.status = code;
+		if (proto_build_refill_done(&bt->b, &rd) == -ENOSPC) {
+			batcher_flush(bt);
+			proto_build_refill_done(&bt->b, &rd);
+		}
+	}
+	batcher_flush(bt);
+}
+
+/* Is every evict_count the message names complete? */
+static int
+gate_open(struct proto_msg *msg)
+{
+	uint64_t complete = kvstore_batches_complete(kvss.store);
+	unsigned int i;
+
+	if (msg->hdr.type == PROTO_T_DELETE) {
+		for (i = 0; i < msg->hdr.count; i++) {
+			struct proto_delete d;
+
+			proto_get_delete(msg, i, &d);
+			if (d.evict_count > complete)
+				return 0;
+		}
+	} else {
+		struct proto_refill_req rq;
+		const uint8_t *ch;
+		uint32_t off = 0;
+
+		while (proto_next_refill(msg, &off, &rq, &ch))
+			if (rq.evict_count > complete)
+				return 0;
+	}
+	return 1;
+}
+
+/* The refill queue on the ingest lcore (a port with one TX queue). */
 static void
 run_refillq(struct kvss_lcore_stats *st, struct batcher *err)
 {
 	struct fifo *q = &S.refillq;
-	uint64_t complete = kvstore_batches_complete(kvss.store);
 
 	while (q->head != q->tail) {
 		struct rte_mbuf *m = q->m[q->head % QMAX];
 		struct proto_msg *msg = &S.msg2;
-		unsigned int i;
 
 		proto_parse_mbuf(m, &kvss.cfg.udp, msg);
-		if (msg->hdr.type == PROTO_T_DELETE) {
-			/* Every record's evict_count must be in first. */
-			for (i = 0; i < msg->hdr.count; i++) {
-				struct proto_delete d;
-
-				proto_get_delete(msg, i, &d);
-				if (d.evict_count > complete)
-					return;
-			}
-			for (i = 0; i < msg->hdr.count; i++) {
-				struct proto_delete d;
-				int code;
-
-				proto_get_delete(msg, i, &d);
-				code = kvstore_delete(kvss.store, &d);
-				if (code != 0)
-					add_error(err, msg->hdr.seq, d.prompt_id, d.start_token_idx,
-						  d.cache_id, (uint16_t)code);
-				else
-					st->deletes++;
-			}
-		} else {
-			static struct batcher done;
-			struct proto_refill_req rq;
-			const uint8_t *ch;
-			uint32_t off = 0;
-
-			while (proto_next_refill(msg, &off, &rq, &ch))
-				if (rq.evict_count > complete)
-					return;
-			batcher_init(&done, PROTO_T_REFILL_DONE, st);
-			off = 0;
-			while (proto_next_refill(msg, &off, &rq, &ch)) {
-				struct proto_refill_chunk chunks[256];
-				struct proto_refill_done rd = {rq.refill_id, 0, 0, 0};
-				struct kvstore_refill *r = NULL;
-				struct refill_ctx *ctx;
-				uint16_t code = 0;
-				int64_t sent;
-
-				for (i = 0; i < rq.num_chunks && i < 256; i++)
-					proto_get_refill_chunk(ch, i, &chunks[i]);
-				if (rq.num_chunks > 256)
-					code = PROTO_E_MALFORMED;
-				else
-					r = kvstore_refill_begin(kvss.store, rq.cache_id, chunks,
-								 rq.num_chunks, &code);
-				if (r == NULL && code == 0)
-					code = PROTO_E_NO_SPACE; /* too many refills in flight */
-				if (r != NULL) {
-					ctx = rctx_get();
-					sent = ctx != NULL ? send_refill(st, &rq, r, ctx) : -1;
-					if (ctx == NULL)
-						kvstore_refill_end(r);
-					if (sent < 0) {
-						code = PROTO_E_NO_SPACE;
-					} else {
-						rd.tokens = kvstore_refill_tokens(r);
-						rd.bytes = (uint64_t)sent;
-						st->refills++;
-					}
-				}
-				rd.status = code;
-				if (proto_build_refill_done(&done.b, &rd) == -ENOSPC) {
-					batcher_flush(&done);
-					proto_build_refill_done(&done.b, &rd);
-				}
-			}
-			batcher_flush(&done);
-		}
+		if (!gate_open(msg))
+			return;
+		if (msg->hdr.type == PROTO_T_DELETE)
+			apply_delete(st, err, msg);
+		else
+			run_refill_msg(st, 0, msg);
 		rte_pktmbuf_free(m);
 		q->head++;
 	}
+}
+
+/*
+ * With a refill lcore: accepted DELETE and REFILL messages go to it over the
+ * ingest_to_refill ring, in order; it gates each on its evict_count, builds
+ * and sends refills on TX queue 1, and hands each DELETE back over
+ * refill_to_ingest, waiting until the ingest lcore (kvstore's only writer)
+ * has applied it, so the refill queue stays in order.
+ */
+static void
+pass_to_refill(struct kvss_lcore_stats *st)
+{
+	struct fifo *q = &S.refillq;
+
+	while (q->head != q->tail) {
+		if (rte_ring_enqueue(kvss.ingest_to_refill, q->m[q->head % QMAX]) != 0) {
+			st->ring_full++;
+			return;
+		}
+		q->head++;
+	}
+}
+
+static void
+apply_posted_deletes(struct kvss_lcore_stats *st, struct batcher *err)
+{
+	void *p;
+
+	while (rte_ring_dequeue(kvss.refill_to_ingest, &p) == 0) {
+		struct rte_mbuf *m = p;
+
+		proto_parse_mbuf(m, &kvss.cfg.udp, &S.msg2);
+		apply_delete(st, err, &S.msg2);
+		rte_pktmbuf_free(m);
+		__atomic_fetch_add(&kvss.deletes_applied, 1, __ATOMIC_RELEASE);
+	}
+}
+
+int
+kvss_shard_refill(void *arg)
+{
+	struct kvss_lcore_stats *st = &kvss.stats[rte_lcore_id()];
+	static struct proto_msg msg; /* one per lcore: only this one runs here */
+	struct rte_mbuf *cur = NULL;
+	uint64_t posted = 0;
+	unsigned int empty = 0;
+	void *p;
+
+	(void)arg;
+	while (!kvss_quitting()) {
+		uint64_t t0 = rte_get_tsc_cycles();
+
+		if (cur == NULL && rte_ring_dequeue(kvss.ingest_to_refill, &p) == 0) {
+			cur = p;
+			proto_parse_mbuf(cur, &kvss.cfg.udp, &msg);
+		}
+		if (cur != NULL && gate_open(&msg)) {
+			if (msg.hdr.type == PROTO_T_DELETE) {
+				/* The writer applies it; the queue waits, in order. */
+				while (rte_ring_enqueue(kvss.refill_to_ingest, cur) != 0 && !kvss_quitting())
+					rte_pause();
+				posted++;
+				while (__atomic_load_n(&kvss.deletes_applied, __ATOMIC_ACQUIRE) < posted &&
+				       !kvss_quitting())
+					rte_pause();
+			} else {
+				run_refill_msg(st, 1, &msg);
+				rte_pktmbuf_free(cur);
+			}
+			cur = NULL;
+			empty = 0;
+			st->busy_polls++;
+			st->busy_cycles += rte_get_tsc_cycles() - t0;
+			continue;
+		}
+		/* Nothing to do, or waiting for batches: let completions come. */
+		rte_eth_tx_done_cleanup(kvss.cfg.shard.port, 1, 0);
+		st->idle_polls++;
+		if (kvss.cfg.poll == KVSS_POLL_IDLE && ++empty > 64)
+			usleep(50);
+		else
+			rte_pause();
+		st->idle_cycles += rte_get_tsc_cycles() - t0;
+	}
+	if (cur != NULL)
+		rte_pktmbuf_free(cur);
+	while (rte_ring_dequeue(kvss.ingest_to_refill, &p) == 0)
+		rte_pktmbuf_free(p);
+	return 0;
 }
 
 /* ---- The control stream ---------------------------------------------------------------- */
@@ -718,7 +854,12 @@ kvss_shard_ingest(void *arg)
 		run_evictq(st, &err, t0);
 		if (S.nearly)
 			retry_early(st, t0);
-		run_refillq(st, &err);
+		if (kvss.refill_lcore_on) {
+			pass_to_refill(st);
+			apply_posted_deletes(st, &err);
+		} else {
+			run_refillq(st, &err);
+		}
 		run_evictq(st, &err, t0); /* deletes may have made room */
 		expire_batches(st, t0);
 		batcher_flush(&err);
@@ -738,7 +879,8 @@ kvss_shard_ingest(void *arg)
 				next_status = t0 + status_every;
 			}
 			if (kvss.exit_idle_ms && t0 - last_rx > S.hz / 1000 * kvss.exit_idle_ms &&
-			    S.evictq.head == S.evictq.tail && S.refillq.head == S.refillq.tail)
+			    S.evictq.head == S.evictq.tail && S.refillq.head == S.refillq.tail &&
+			    (!kvss.refill_lcore_on || rte_ring_empty(kvss.ingest_to_refill)))
 				__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 			if (kvss.cfg.poll == KVSS_POLL_IDLE && ++empty > 64)
 				usleep(50); /* cores are shared: let the other side run */
