@@ -71,16 +71,18 @@ rm -rf "/var/run/dpdk/${prefix}_sc2"
 # Telemetry while it runs, then SIGTERM: it drains, prints its stats, exits 0.
 EAL_T=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error)
 "$BUILD/kvss" "${EAL_T[@]}" --file-prefix "${prefix}_tel" \
-	--vdev "net_pcap0,rx_pcap=$tmp/in.pcap,tx_pcap=$tmp/tel.pcap" \
+	--vdev "net_pcap0,rx_pcap=$tmp/sc_in.pcap,tx_pcap=$tmp/tel.pcap" \
 	-- --config config/ci-pcap-shard.cfg >"$tmp/tellog" 2>&1 &
 pid=$!
 for _ in $(seq 50); do
 	echo /kvss/stats | dpdk-telemetry.py -f "${prefix}_tel" 2>/dev/null | tail -n 1 >"$tmp/tel.json"
-	grep -q '"rx_frames": 15' "$tmp/tel.json" && break
+	grep -q '"refills": 2' "$tmp/tel.json" && break
 	sleep 0.2
 done
-check "/kvss/stats counts the frames" grep -q '"rx_frames": 15, .*"hello": 2' "$tmp/tel.json"
-check "/kvss/stats counts drops by reason" grep -q '"drop_truncated": 2' "$tmp/tel.json"
+check "/kvss/stats counts the frames" grep -q '"rx_frames": 16, .*"hello": 1' "$tmp/tel.json"
+check "/kvss/stats counts errors by code" grep -q '"error_HOLE": 1' "$tmp/tel.json"
+echo "/kvss/prompt,0,0xA000000000000001" | dpdk-telemetry.py -f "${prefix}_tel" 2>/dev/null | tail -n 1 >"$tmp/prompt.json"
+check "/kvss/prompt: A holds tokens 0..5" grep -q '"offset": 0, "tokens": 6' "$tmp/prompt.json"
 echo /kvss/caches | dpdk-telemetry.py -f "${prefix}_tel" 2>/dev/null | tail -n 1 >"$tmp/caches.json"
 check "/kvss/caches lists the cache" grep -q '"capacity_tokens": \[4096\]' "$tmp/caches.json"
 echo /kvss/lcores | dpdk-telemetry.py -f "${prefix}_tel" 2>/dev/null | tail -n 1 >"$tmp/lcores.json"
@@ -88,7 +90,7 @@ check "/kvss/lcores names the roles" grep -q '"role": \["control", "ingest"\]' "
 kill -TERM $pid
 wait $pid
 check "SIGTERM: exit 0" test $? -eq 0
-check "SIGTERM: final stats printed" grep -q "final stats: rx_frames=15" "$tmp/tellog"
+check "SIGTERM: final stats printed" grep -q "final stats: rx_frames=16" "$tmp/tellog"
 rm -rf "/var/run/dpdk/${prefix}_tel"
 
 # A bad configuration stops it before any port starts, naming file, line, key.

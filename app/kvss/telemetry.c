@@ -3,6 +3,8 @@
  * Telemetry: /kvss/stats, /kvss/caches, /kvss/lcores, answered from the
  * telemetry thread by reading the lcores' stats (approximate while running).
  */
+#include <stdlib.h>
+
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
 
@@ -138,6 +140,36 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* /kvss/prompt,CACHE,PROMPT_ID: that prompt's range (approximate while running). */
+static int
+tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	unsigned long long cache, id;
+	uint32_t off, n;
+	char *end;
+
+	(void)cmd;
+	if (params == NULL)
+		return -EINVAL;
+	/* Prompt ids use all 64 bits: decimal or 0x hex. */
+	cache = strtoull(params, &end, 10);
+	if (end == params || *end != ',' || cache > 65535)
+		return -EINVAL;
+	id = strtoull(end + 1, &end, 0);
+	if (*end != '\0')
+		return -EINVAL;
+	rte_tel_data_start_dict(d);
+	if (kvss.store == NULL || kvstore_prompt(kvss.store, (uint16_t)cache, id, &off, &n) != 0) {
+		rte_tel_data_add_dict_string(d, "error", "no such prompt");
+		return 0;
+	}
+	rte_tel_data_add_dict_u64(d, "cache_id", cache);
+	rte_tel_data_add_dict_u64(d, "prompt_id", id);
+	rte_tel_data_add_dict_u64(d, "offset", off);
+	rte_tel_data_add_dict_u64(d, "tokens", n);
+	return 0;
+}
+
 int
 kvss_telemetry_register(void)
 {
@@ -146,7 +178,9 @@ kvss_telemetry_register(void)
 	    rte_telemetry_register_cmd("/kvss/caches", tel_caches,
 				       "Per cache: bytes per token, buffers, capacity, stored, prompts") ||
 	    rte_telemetry_register_cmd("/kvss/lcores", tel_lcores,
-				       "Per lcore: role, busy and idle cycles"))
+				       "Per lcore: role, busy and idle cycles") ||
+	    rte_telemetry_register_cmd("/kvss/prompt", tel_prompt,
+				       "A prompt's stored range. Parameters: cache_id,prompt_id"))
 		return -1;
 	return 0;
 }
