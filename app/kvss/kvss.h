@@ -95,6 +95,25 @@ int kvss_shard_ingest(void *arg);
 /** The shard's refill lcore (shard.c). */
 int kvss_shard_refill(void *arg);
 
+/** Transmit one frame on @p queue of the shard's port; frees and counts it on failure. */
+void kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len);
+
+/** Largest UDP payload at the configured MTU. */
+uint32_t kvss_payload_cap(void);
+
+/**
+ * Send refill @p r (begun by the caller) as REFILL_DATA streams, one per
+ * buffer, on @p queue, to the wafer (refill.c). The refill ends when the last
+ * mbuf referencing it is freed.
+ * @return payload bytes sent, or -1 (out of mbufs or refill slots; the refill
+ *   is ended all the same).
+ */
+int64_t kvss_refill_send(struct kvss_lcore_stats *st, uint16_t queue,
+			 const struct proto_refill_req *rq, struct kvstore_refill *r);
+
+/** Refills whose mbufs have not all been freed yet. */
+unsigned int kvss_refills_in_flight(void);
+
 /** Register the /kvss/... telemetry commands (telemetry.c). */
 int kvss_telemetry_register(void);
 

@@ -25,8 +25,6 @@
 
 #include "kvss.h"
 
-struct kvss_app kvss;
-
 static void
 on_signal(int sig)
 {

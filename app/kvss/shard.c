@@ -34,20 +34,11 @@
 #define WINDOW 64	/* early control messages held */
 #define QMAX 1024	/* messages in each queue */
 #define EARLY_MAX 1024	/* data frames held before their EVICT */
-#define REFILLS_MAX 128 /* refills whose mbufs are in flight */
-/* Attached mbufs per refill at most: the shared info's refcount is 16-bit. */
-#define REFILL_SEGS_MAX 60000
 
 struct fifo {
 	struct rte_mbuf *m[QMAX];
 	uint64_t since[QMAX]; /* when the head first had to wait (0: not yet) */
 	uint32_t head, tail;
-};
-
-struct refill_ctx {
-	struct rte_mbuf_ext_shared_info sh;
-	struct kvstore_refill *r;
-	int used;
 };
 
 static struct {
@@ -60,15 +51,14 @@ static struct {
 	uint64_t early_t[EARLY_MAX];
 	uint32_t nearly;
 	uint64_t batch_t[256]; /* arrival of each open batch's EVICT, by batch_no % 256 */
-	struct refill_ctx rctx[REFILLS_MAX];
 	struct proto_msg msg, msg2;
 	uint64_t hz;
 } S;
 
 /* ---- Sending -------------------------------------------------------------------- */
 
-static void
-tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
+void
+kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
 {
 	if (rte_eth_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
 		rte_pktmbuf_free(m);
@@ -107,7 +97,7 @@ send_control_to(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_
 		st->no_mbuf++;
 		return;
 	}
-	tx_one(st, queue, m, len);
+	kvss_tx_one(st, queue, m, len);
 }
 
 /* From the ingest lcore: to where the driver's last control came from. */
@@ -126,8 +116,8 @@ begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type)
 	proto_build_begin(b, buf, cap, &h);
 }
 
-static uint32_t
-payload_cap(void)
+uint32_t
+kvss_payload_cap(void)
 {
 	return kvss.cfg.mtu - PROTO_IP4_LEN - PROTO_UDP_LEN;
 }
@@ -191,7 +181,7 @@ batcher_flush(struct batcher *bt)
 	if (bt->b.count > 0)
 		send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss.driver_addr, bt->buf,
 				proto_build_end(&bt->b));
-	begin_reply(&bt->b, bt->buf, payload_cap(), bt->type);
+	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }
 
 static void
@@ -201,7 +191,7 @@ batcher_init(struct batcher *bt, uint8_t type, struct kvss_lcore_stats *st)
 	bt->st = st;
 	bt->queue = 0;
 	bt->to = NULL;
-	begin_reply(&bt->b, bt->buf, payload_cap(), type);
+	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), type);
 }
 
 static void
@@ -366,125 +356,6 @@ expire_batches(struct kvss_lcore_stats *st, uint64_t now)
 
 /* ---- The refill queue ---------------------------------------------------------------- */
 
-static void
-refill_release(void *addr, void *opaque)
-{
-	struct refill_ctx *c = opaque;
-
-	(void)addr;
-	kvstore_refill_end(c->r);
-	c->used = 0;
-}
-
-static struct refill_ctx *
-rctx_get(void)
-{
-	unsigned int i;
-
-	for (i = 0; i < REFILLS_MAX; i++)
-		if (!S.rctx[i].used) {
-			S.rctx[i].used = 1;
-			return &S.rctx[i];
-		}
-	return NULL;
-}
-
-/*
- * Send one refill as REFILL_DATA streams, one per buffer: each frame is a
- * header mbuf chained to external-buffer mbufs over the store's memory (no
- * copy). Returns bytes sent, or -1 when out of mbufs or contexts.
- */
-static int64_t
-send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refill_req *rq,
-	    struct kvstore_refill *r, struct refill_ctx *ctx)
-{
-	const struct kvstore_params *kp = kvstore_params(kvss.store);
-	uint16_t nb = kp->cache[rq->cache_id].num_buffers, b;
-	uint32_t max = payload_cap() - PROTO_HDR_LEN - PROTO_REFILL_DATA_HDR_LEN;
-	uint64_t stream_len = kvstore_refill_buffer_len(r), sent = 0;
-	uint32_t attached = 0;
-	struct proto_addr a = {0};
-
-	memcpy(a.src_mac, kvss.cfg.shard.addr.mac, 6);
-	memcpy(a.dst_mac, kvss.cfg.shard.wafer.mac, 6);
-	a.src_ip = kvss.cfg.shard.addr.ipv4;
-	a.dst_ip = kvss.cfg.shard.wafer.ipv4;
-	a.src_port = a.dst_port = kvss.cfg.udp.refill;
-	a.has_vlan = kvss.cfg.shard.addr.vlan != 0;
-	a.vlan_tci = kvss.cfg.shard.addr.vlan;
-	/* One reference held while building, dropped at the end. */
-	rte_mbuf_ext_refcnt_set(&ctx->sh, 1);
-	ctx->sh.free_cb = refill_release;
-	ctx->sh.fcb_opaque = ctx;
-	ctx->r = r;
-	for (b = 0; b < nb; b++) {
-		struct kvstore_refill_pos pos;
-		struct kvstore_seg seg[16];
-		unsigned int n, i;
-
-		memset(&pos, 0, sizeof(pos));
-		while ((n = kvstore_refill_next(r, b, &pos, max, seg, 16)) > 0) {
-			struct rte_mbuf *h = rte_pktmbuf_alloc(kvss.pool);
-			uint32_t len = 0, hl = proto_l2l4_len(&a);
-			struct proto_refill_data_hdr dh;
-			struct proto_builder bb;
-			struct proto_hdr ph = {.type = PROTO_T_REFILL_DATA, .model_id = kvss.cfg.shard.model,
-					       .shard_id = kvss.cfg.shard.id, .epoch = kvss.epoch};
-			uint8_t *p;
-
-			for (i = 0; i < n; i++)
-				len += seg[i].len;
-			if (h == NULL || attached + n > REFILL_SEGS_MAX) {
-				rte_pktmbuf_free(h);
-				st->no_mbuf++;
-				goto fail;
-			}
-			p = (uint8_t *)rte_pktmbuf_append(h, (uint16_t)(hl + PROTO_HDR_LEN +
-								     PROTO_REFILL_DATA_HDR_LEN));
-			proto_write_l2l4(p, &a, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN + len);
-			dh = (struct proto_refill_data_hdr){rq->refill_id, rq->sequence_id, rq->cache_idx,
-							    rq->cache_id, b,
-							    (uint32_t)(pos.done - len), (uint32_t)stream_len};
-			proto_build_begin(&bb, p + hl, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN, &ph);
-			proto_build_refill_data_hdr(&bb, &dh);
-			proto_build_end(&bb);
-			proto_st32(p + hl + 20, PROTO_REFILL_DATA_HDR_LEN + len); /* body_len */
-			for (i = 0; i < n; i++) {
-				struct rte_mbuf *x = rte_pktmbuf_alloc(kvss.pool);
-				void *addr = (void *)(uintptr_t)seg[i].addr;
-
-				if (x == NULL) {
-					rte_pktmbuf_free(h);
-					st->no_mbuf++;
-					goto fail;
-				}
-				rte_mbuf_ext_refcnt_update(&ctx->sh, 1);
-				attached++;
-				rte_pktmbuf_attach_extbuf(x, addr, rte_mem_virt2iova(addr),
-							  (uint16_t)seg[i].len, &ctx->sh);
-				x->data_len = (uint16_t)seg[i].len;
-				x->pkt_len = seg[i].len;
-				if (rte_pktmbuf_chain(h, x) != 0) {
-					rte_pktmbuf_free(x);
-					rte_pktmbuf_free(h);
-					goto fail;
-				}
-			}
-			tx_one(st, queue, h, len);
-			sent += len;
-			st->refill_frames++;
-		}
-	}
-	/* Drop the building reference: the refill ends when the NIC is done. */
-	if (rte_mbuf_ext_refcnt_update(&ctx->sh, -1) == 0)
-		refill_release(NULL, ctx);
-	return (int64_t)sent;
-fail:
-	if (rte_mbuf_ext_refcnt_update(&ctx->sh, -1) == 0)
-		refill_release(NULL, ctx);
-	return -1;
-}
-
 /* Apply a DELETE message (the kvstore writer's side); ERRORs to its sender. */
 static void
 apply_delete(struct kvss_lcore_stats *st, struct batcher *err, struct proto_msg *msg)
@@ -522,7 +393,6 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, struct proto_msg *ms
 		struct proto_refill_chunk chunks[256];
 		struct proto_refill_done rd = {rq.refill_id, 0, 0, 0};
 		struct kvstore_refill *r = NULL;
-		struct refill_ctx *ctx;
 		uint16_t code = 0;
 		int64_t sent;
 
@@ -535,10 +405,7 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, struct proto_msg *ms
 		if (r == NULL && code == 0)
 			code = PROTO_E_NO_SPACE; /* too many refills in flight */
 		if (r != NULL) {
-			ctx = rctx_get();
-			sent = ctx != NULL ? send_refill(st, queue, &rq, r, ctx) : -1;
-			if (ctx == NULL)
-				kvstore_refill_end(r);
+			sent = kvss_refill_send(st, queue, &rq, r);
 			if (sent < 0) {
 				code = PROTO_E_NO_SPACE;
 			} else {

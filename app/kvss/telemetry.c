@@ -10,28 +10,6 @@
 
 #include "kvss.h"
 
-void
-kvss_stats_total(struct kvss_lcore_stats *t)
-{
-	unsigned int l;
-	int r;
-
-	memset(t, 0, sizeof(*t));
-	for (l = 0; l < RTE_MAX_LCORE; l++) {
-		const struct kvss_lcore_stats *s = &kvss.stats[l];
-
-#define KVSS_STAT_ADD(n) t->n += s->n;
-		KVSS_STATS(KVSS_STAT_ADD)
-#undef KVSS_STAT_ADD
-		for (r = 0; r < PROTO_R_MAX; r++)
-			t->drops[r] += s->drops[r];
-		for (r = 0; r < PROTO_E_MAX; r++)
-			t->errors[r] += s->errors[r];
-		t->busy_cycles += s->busy_cycles;
-		t->idle_cycles += s->idle_cycles;
-	}
-}
-
 static int
 tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {

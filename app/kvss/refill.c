@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Refills on the wire: REFILL_DATA frames as gather lists. Each frame is a
+ * header mbuf chained to mbufs with external buffers that point into the
+ * store (no payload copy); all of one refill's attachments share one
+ * rte_mbuf_ext_shared_info, whose free callback ends the refill in the store
+ * when the last of them is freed, by the PMD after transmission or by
+ * whoever drops them. Until then the store keeps that memory as it is.
+ */
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "kvss.h"
+
+#define REFILLS_MAX 128 /* refills whose mbufs are in flight */
+/* Attached mbufs per refill at most: the shared info's refcount is 16-bit. */
+#define REFILL_SEGS_MAX 60000
+
+struct refill_ctx {
+	struct rte_mbuf_ext_shared_info sh;
+	struct kvstore_refill *r;
+	int used; /* taken by the sending lcore, given back by the free callback */
+};
+
+static struct refill_ctx rctx[REFILLS_MAX];
+
+static void
+refill_release(void *addr, void *opaque)
+{
+	struct refill_ctx *c = opaque;
+
+	(void)addr;
+	kvstore_refill_end(c->r);
+	__atomic_store_n(&c->used, 0, __ATOMIC_RELEASE);
+}
+
+static struct refill_ctx *
+rctx_get(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < REFILLS_MAX; i++)
+		if (!__atomic_load_n(&rctx[i].used, __ATOMIC_ACQUIRE)) {
+			rctx[i].used = 1;
+			return &rctx[i];
+		}
+	return NULL;
+}
+
+/*
+ * Send one refill as REFILL_DATA streams, one per buffer: each frame is a
+ * header mbuf chained to external-buffer mbufs over the store's memory (no
+ * copy). Returns bytes sent, or -1 when out of mbufs or contexts.
+ */
+static int64_t
+send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refill_req *rq,
+	    struct kvstore_refill *r, struct refill_ctx *ctx)
+{
+	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	uint16_t nb = kp->cache[rq->cache_id].num_buffers, b;
+	uint32_t max = kvss_payload_cap() - PROTO_HDR_LEN - PROTO_REFILL_DATA_HDR_LEN;
+	uint64_t stream_len = kvstore_refill_buffer_len(r), sent = 0;
+	uint32_t attached = 0;
+	struct proto_addr a = {0};
+
+	memcpy(a.src_mac, kvss.cfg.shard.addr.mac, 6);
+	memcpy(a.dst_mac, kvss.cfg.shard.wafer.mac, 6);
+	a.src_ip = kvss.cfg.shard.addr.ipv4;
+	a.dst_ip = kvss.cfg.shard.wafer.ipv4;
+	a.src_port = a.dst_port = kvss.cfg.udp.refill;
+	a.has_vlan = kvss.cfg.shard.addr.vlan != 0;
+	a.vlan_tci = kvss.cfg.shard.addr.vlan;
+	/* One reference held while building, dropped at the end. */
+	rte_mbuf_ext_refcnt_set(&ctx->sh, 1);
+	ctx->sh.free_cb = refill_release;
+	ctx->sh.fcb_opaque = ctx;
+	ctx->r = r;
+	for (b = 0; b < nb; b++) {
+		struct kvstore_refill_pos pos;
+		struct kvstore_seg seg[16];
+		unsigned int n, i;
+
+		memset(&pos, 0, sizeof(pos));
+		while ((n = kvstore_refill_next(r, b, &pos, max, seg, 16)) > 0) {
+			struct rte_mbuf *h = rte_pktmbuf_alloc(kvss.pool);
+			uint32_t len = 0, hl = proto_l2l4_len(&a);
+			struct proto_refill_data_hdr dh;
+			struct proto_builder bb;
+			struct proto_hdr ph = {.type = PROTO_T_REFILL_DATA, .model_id = kvss.cfg.shard.model,
+					       .shard_id = kvss.cfg.shard.id, .epoch = kvss.epoch};
+			uint8_t *p;
+
+			for (i = 0; i < n; i++)
+				len += seg[i].len;
+			if (h == NULL || attached + n > REFILL_SEGS_MAX) {
+				rte_pktmbuf_free(h);
+				st->no_mbuf++;
+				goto fail;
+			}
+			p = (uint8_t *)rte_pktmbuf_append(h, (uint16_t)(hl + PROTO_HDR_LEN +
+								     PROTO_REFILL_DATA_HDR_LEN));
+			proto_write_l2l4(p, &a, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN + len);
+			dh = (struct proto_refill_data_hdr){rq->refill_id, rq->sequence_id, rq->cache_idx,
+							    rq->cache_id, b,
+							    (uint32_t)(pos.done - len), (uint32_t)stream_len};
+			proto_build_begin(&bb, p + hl, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN, &ph);
+			proto_build_refill_data_hdr(&bb, &dh);
+			proto_build_end(&bb);
+			proto_st32(p + hl + 20, PROTO_REFILL_DATA_HDR_LEN + len); /* body_len */
+			for (i = 0; i < n; i++) {
+				struct rte_mbuf *x = rte_pktmbuf_alloc(kvss.pool);
+				void *addr = (void *)(uintptr_t)seg[i].addr;
+
+				if (x == NULL) {
+					rte_pktmbuf_free(h);
+					st->no_mbuf++;
+					goto fail;
+				}
+				rte_mbuf_ext_refcnt_update(&ctx->sh, 1);
+				attached++;
+				rte_pktmbuf_attach_extbuf(x, addr, rte_mem_virt2iova(addr),
+							  (uint16_t)seg[i].len, &ctx->sh);
+				x->data_len = (uint16_t)seg[i].len;
+				x->pkt_len = seg[i].len;
+				if (rte_pktmbuf_chain(h, x) != 0) {
+					rte_pktmbuf_free(x);
+					rte_pktmbuf_free(h);
+					goto fail;
+				}
+			}
+			kvss_tx_one(st, queue, h, len);
+			sent += len;
+			st->refill_frames++;
+		}
+	}
+	/* Drop the building reference: the refill ends when the NIC is done. */
+	if (rte_mbuf_ext_refcnt_update(&ctx->sh, -1) == 0)
+		refill_release(NULL, ctx);
+	return (int64_t)sent;
+fail:
+	if (rte_mbuf_ext_refcnt_update(&ctx->sh, -1) == 0)
+		refill_release(NULL, ctx);
+	return -1;
+}
+
+
+int64_t
+kvss_refill_send(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refill_req *rq,
+		 struct kvstore_refill *r)
+{
+	struct refill_ctx *ctx = rctx_get();
+
+	if (ctx == NULL) {
+		kvstore_refill_end(r);
+		return -1;
+	}
+	return send_refill(st, queue, rq, r, ctx);
+}
+
+unsigned int
+kvss_refills_in_flight(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < REFILLS_MAX; i++)
+		n += __atomic_load_n(&rctx[i].used, __ATOMIC_ACQUIRE) != 0;
+	return n;
+}
