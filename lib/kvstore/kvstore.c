@@ -133,9 +133,20 @@ struct kv_limbo {
 	uint32_t object; /* type << 30 | index */
 };
 
+/*
+ * The prompt found at each entry position of the previous batch: a wafer's
+ * batches keep their sequences in place, so entry i of batch n is usually
+ * the same prompt as entry i of batch n - 1. Checked by id before use.
+ */
+struct kv_hint {
+	uint64_t id;
+	uint32_t pi;
+};
+
 struct kvstore {
 	struct kvstore_params p;
 	struct kv_cache cache[KVSTORE_MAX_CACHES];
+	struct kv_hint *hint; /* max_batch_entries */
 	/* Batches. */
 	struct kv_batch *batches;
 	uint64_t next_batch;	   /* number the next EVICT must carry */
@@ -298,6 +309,13 @@ layout(const struct kvstore_params *p, struct kvstore *s, uint8_t *base, size_t 
 	CARVE(bp, struct kv_batch, p->max_open_batches);
 	if (s)
 		s->batches = bp;
+	{
+		struct kv_hint *hp = NULL;
+
+		CARVE(hp, struct kv_hint, p->max_batch_entries);
+		if (s)
+			s->hint = hp;
+	}
 	for (i = 0; i < p->max_open_batches; i++) {
 		CARVE(ep, struct kv_entry, p->max_batch_entries);
 		CARVE(sp, struct kv_stream, p->num_caches);
@@ -913,6 +931,8 @@ kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
 	}
 	for (i = 0; i < p.max_open_batches; i++)
 		s->batches[i].no = 0;
+	for (i = 0; i < p.max_batch_entries; i++)
+		s->hint[i] = (struct kv_hint){0, NIL};
 	for (i = 0; i < p.max_refills; i++) {
 		s->refills[i].ticket = 0;
 		s->refills[i].s = s;
@@ -1078,7 +1098,8 @@ evict_surely_fits(const struct kvstore *s, uint16_t g)
 
 /* Accept entry @e of cache @ci into batch entry @be; return its code. */
 static uint16_t
-evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, struct kv_entry *be)
+evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, struct kv_entry *be,
+	  struct kv_hint *hint)
 {
 	struct kv_cache *c = &s->cache[ci];
 	uint32_t pi = be->prompt, slot;
@@ -1087,7 +1108,11 @@ evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, str
 	uint32_t rel;
 	bool created = false;
 
-	/* Found before the batch, or created by an earlier entry of it. */
+	/* Found before the batch, at this position last batch, or by the hash. */
+	if ((pi == NIL || c->prompts[pi].id != e->prompt_id) && hint->pi != NIL &&
+	    hint->id == e->prompt_id && c->prompts[hint->pi].id == e->prompt_id &&
+	    c->prompts[hint->pi].n_claim != 0)
+		pi = hint->pi;
 	if (pi == NIL || c->prompts[pi].id != e->prompt_id)
 		pi = prompt_find(c, e->prompt_id);
 	be->kind = E_DISCARD;
@@ -1192,8 +1217,11 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 		uint16_t code = 0;
 
 		b->e[i].flags = 0;
-		if (e[i].prompt_id != 0)
-			code = evict_one(s, (uint16_t)(i % num_caches), &e[i], &b->e[i]);
+		if (e[i].prompt_id != 0) {
+			code = evict_one(s, (uint16_t)(i % num_caches), &e[i], &b->e[i], &s->hint[i]);
+			if (b->e[i].prompt != NIL)
+				s->hint[i] = (struct kv_hint){e[i].prompt_id, b->e[i].prompt};
+		}
 		else
 			b->e[i] = (struct kv_entry){.prompt = NIL, .slot = NIL, .kind = E_DISCARD,
 						    .token = e[i].token_idx};
