@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp' EXIT
 ok=0
 fail=0
 check() {
@@ -67,6 +67,20 @@ check "two lcores: the refill lcore runs" grep -q "refill on lcore 2" "$tmp/sc2l
 check "two lcores: the scenario's answers and refilled bytes" \
 	"$BUILD/tools/shard_scenario" check "$tmp/sc2_q0.pcap" "$tmp/sc2_q1.pcap"
 rm -rf "/var/run/dpdk/${prefix}_sc2"
+
+# Room: a shard of 8 tokens; an EVICT that does not fit waits for the DELETE
+# queued after it, then fits; one that never fits is answered NO_SPACE after
+# the space timeout (its data, held meanwhile, is not lost).
+"$BUILD/tools/shard_scenario" gen-space "$tmp/sp_in.pcap"
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_sp" \
+	--vdev "net_pcap0,rx_pcap=$tmp/sp_in.pcap,tx_pcap=$tmp/sp_out.pcap" \
+	-- --config test/data/shard-small.cfg --exit-when-idle 600 >"$tmp/splog" 2>&1
+check "space: exits 0" test $? -eq 0
+check "space: waited, then NO_SPACE; the refill's bytes" \
+	"$BUILD/tools/shard_scenario" check-space "$tmp/sp_out.pcap"
+check "space: it waited for room" grep -q " evict_waits=[1-9]" "$tmp/splog"
+check "space: no data lost while waiting" grep -q " data_expired=0 .*lost_tokens=0\| lost_tokens=0 .*data_expired=0" "$tmp/splog"
+rm -rf "/var/run/dpdk/${prefix}_sp"
 
 # Telemetry while it runs, then SIGTERM: it drains, prints its stats, exits 0.
 EAL_T=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error)

@@ -4,8 +4,12 @@
  * one cache, 64 bytes per token in 2 buffers), and the check of what the
  * shard sends back:
  *
- *   shard_scenario gen IN.pcap     write the frames the shard receives
- *   shard_scenario check OUT.pcap  check what it sent
+ *   shard_scenario gen IN.pcap        write the frames the shard receives
+ *   shard_scenario check OUT.pcap...  check what it sent
+ *   shard_scenario gen-space / check-space: the same for the space test
+ *     (test/data/shard-small.cfg, 8 tokens): A fills 6; B's 4 tokens wait for
+ *     the DELETE of A 2..5, then fit; C's 8 tokens never fit: after the
+ *     space timeout 2 are stored and 6 answered NO_SPACE; B is refilled.
  *
  * The stream: HELLO; RESERVE; EVICT batch 1 (prompt A, tokens 0..3) with its
  * data in three fragments, out of order; the data of batch 2 before its
@@ -27,6 +31,7 @@
 #define EPOCH 0x0BADCAFE
 #define A_ID 0xA000000000000001ULL
 #define B_ID 0xB000000000000002ULL
+#define C_ID 0xC000000000000003ULL
 
 static pcap_dumper_t *dumper;
 static unsigned int npkt;
@@ -37,7 +42,7 @@ static uint64_t
 href(uint64_t prompt, uint32_t token)
 {
 	uint64_t h = iso;
-	uint32_t i, base = prompt == A_ID ? 100 : 200;
+	uint32_t i, base = prompt == A_ID ? 100 : prompt == B_ID ? 200 : 300;
 
 	for (i = 0; i <= token; i++)
 		h = proto_ref_hash_next(h, base + i);
@@ -184,6 +189,42 @@ gen(void)
 	}
 }
 
+static void
+gen_space(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	uint64_t pa[6] = {A_ID, A_ID, A_ID, A_ID, A_ID, A_ID}, pb[4] = {B_ID, B_ID, B_ID, B_ID};
+	uint64_t pc[8] = {C_ID, C_ID, C_ID, C_ID, C_ID, C_ID, C_ID, C_ID};
+	uint32_t ta[6] = {0, 1, 2, 3, 4, 5}, t8[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	evict(1, 1, pa, ta, 6);
+	data(1, pa, ta, 6, 0, 6 * B);
+	evict(2, 2, pb, t8, 4); /* 6 + 4 > 8: waits */
+	data(2, pb, t8, 4, 0, 4 * B);
+	{
+		struct proto_delete d = {A_ID, 1, 2, 5, 0};
+
+		begin(&b, buf, PROTO_T_DELETE, 3);
+		proto_build_delete(&b, &d);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+	evict(4, 3, pc, t8, 8); /* 6 + 8 > 8, and no DELETE comes */
+	data(3, pc, t8, 8, 0, 8 * B);
+	{
+		struct proto_refill_req rq = {.refill_id = 1, .evict_count = 2, .sequence_id = 9,
+					      .cache_idx = 0, .cache_id = 0};
+		struct proto_refill_chunk ch = {B_ID, 0, 4};
+
+		begin(&b, buf, PROTO_T_REFILL, 5);
+		proto_build_refill_req(&b, &rq);
+		proto_build_refill_chunk(&b, &ch);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+}
+
 static int fails;
 
 #define EXPECT(cond, ...)                                                                          \
@@ -195,10 +236,14 @@ static int fails;
 		}                                                                                  \
 	} while (0)
 
+static int space_mode;
+
 /* Everything the shard sent, over one or more captures (one per TX queue). */
 static int
 check(char **files, int nfiles)
 {
+	int no_space = 0;
+	uint64_t want_prompt = space_mode ? B_ID : A_ID;
 	char err[PCAP_ERRBUF_SIZE];
 	pcap_t *p = NULL;
 	struct pcap_pkthdr *ph;
@@ -233,6 +278,8 @@ check(char **files, int nfiles)
 				proto_get_error(&m, i, &e);
 				hole += e.code == PROTO_E_HOLE && e.prompt_id == A_ID && e.token_idx == 20 &&
 					e.seq == 5;
+				no_space += e.code == PROTO_E_NO_SPACE && e.prompt_id == C_ID &&
+					    e.token_idx >= 2 && e.seq == 4;
 				not_right += e.code == PROTO_E_DELETE_NOT_RIGHT && e.token_idx == 2 &&
 					     e.seq == 7;
 			}
@@ -273,8 +320,8 @@ check(char **files, int nfiles)
 				uint32_t o = h->stream_offset + x, t = o / bb;
 				uint8_t want;
 
-				proto_ref_fill(href(A_ID, t), 0, 0, 0, (uint64_t)h->buffer_id * bb + o % bb,
-					       &want, 1);
+				proto_ref_fill(href(want_prompt, t), 0, 0, 0,
+					       (uint64_t)h->buffer_id * bb + o % bb, &want, 1);
 				bad_bytes += d[m.data_off + x] != want;
 			}
 			rd_bytes[h->refill_id][h->buffer_id] += m.data_len;
@@ -288,6 +335,19 @@ check(char **files, int nfiles)
 	pcap_close(p);
 	}
 	EXPECT(status >= 1, "no STATUS with the driver's epoch");
+	if (space_mode) {
+		EXPECT(max_ack == 5, "cumulative ACK %lu, want 5", (unsigned long)max_ack);
+		EXPECT(no_space == 6, "NO_SPACE for C's tokens 2..7: %d, want 6", no_space);
+		EXPECT(lost_b1 + lost_other == 0, "TOKEN_LOST: %d", lost_b1 + lost_other);
+		EXPECT(done_tokens[1] == 4 && done_bytes[1] == 4 * B, "refill of B: %lu tokens",
+		       (unsigned long)done_tokens[1]);
+		for (k = 0; k < NB; k++)
+			EXPECT(rd_bytes[1][k] == 4 * B / NB, "refill of B buffer %d: %lu bytes", k,
+			       (unsigned long)rd_bytes[1][k]);
+		EXPECT(bad_bytes == 0, "%d refilled bytes differ from the reference", bad_bytes);
+		printf("shard space scenario: %s\n", fails ? "FAILED" : "waited for the DELETE, then NO_SPACE, as expected");
+		return fails ? 1 : 0;
+	}
 	EXPECT(max_ack == 8, "cumulative ACK %lu, want 8", (unsigned long)max_ack);
 	EXPECT(hole == 1, "the HOLE of A token 20 not reported (%d)", hole);
 	EXPECT(not_right == 1, "the DELETE of A 2..3 not reported as DELETE_NOT_RIGHT (%d)", not_right);
@@ -312,7 +372,7 @@ int
 main(int argc, char **argv)
 {
 	iso = proto_ref_isolation_id("scenario", 8);
-	if (argc == 3 && strcmp(argv[1], "gen") == 0) {
+	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0)) {
 		pcap_t *p = pcap_open_dead(DLT_EN10MB, 65535);
 
 		dumper = pcap_dump_open(p, argv[2]);
@@ -320,13 +380,20 @@ main(int argc, char **argv)
 			fprintf(stderr, "shard_scenario: %s: %s\n", argv[2], pcap_geterr(p));
 			return 2;
 		}
-		gen();
+		if (strcmp(argv[1], "gen") == 0)
+			gen();
+		else
+			gen_space();
 		pcap_dump_close(dumper);
 		pcap_close(p);
 		return 0;
 	}
 	if (argc >= 3 && strcmp(argv[1], "check") == 0)
 		return check(argv + 2, argc - 2);
+	if (argc >= 3 && strcmp(argv[1], "check-space") == 0) {
+		space_mode = 1;
+		return check(argv + 2, argc - 2);
+	}
 	fprintf(stderr, "usage: shard_scenario gen FILE.pcap | check FILE.pcap...\n");
 	return 2;
 }

@@ -286,7 +286,13 @@ op_evict(unsigned int step)
 			} else if (me->token < p->offset) {
 				want = PROTO_E_LEFT_GROWTH;
 			} else if (me->token > p->offset + p->n_claim) {
+				unsigned int j;
+
 				want = PROTO_E_HOLE;
+				/* Past a token refused for room: that is the cause. */
+				for (j = c16; force && j < i; j += NC)
+					if (b->e[j].prompt == me->prompt && codes[j] == PROTO_E_NO_SPACE)
+						want = PROTO_E_NO_SPACE;
 			} else if (me->token < p->offset + p->n_claim) {
 				me->over = true;
 			} else if (stored[c16] >= CAP[c16]) {

@@ -51,6 +51,7 @@ static struct {
 	uint64_t early_t[EARLY_MAX];
 	uint32_t nearly;
 	uint64_t batch_t[256]; /* arrival of each open batch's EVICT, by batch_no % 256 */
+	uint64_t queued_batch;	/* highest batch_no of an EVICT accepted into the evict queue */
 	struct proto_msg msg, msg2;
 	uint64_t hz;
 } S;
@@ -244,7 +245,13 @@ retry_early(struct kvss_lcore_stats *st, uint64_t now)
 
 		if (proto_parse_mbuf(S.early[i], &kvss.cfg.udp, &S.msg2) == PROTO_OK)
 			rc = store_data(S.early[i], &S.msg2);
-		if (rc == -EAGAIN && now - S.early_t[i] < S.hz / 1000 * kvss.cfg.shard.batch_timeout_ms) {
+		/*
+		 * Held while its EVICT has not arrived (for the batch timeout), or
+		 * while it waits in the evict queue for room (as long as it waits).
+		 */
+		if (rc == -EAGAIN &&
+		    (S.msg2.u.data.batch_no <= S.queued_batch ||
+		     now - S.early_t[i] < S.hz / 1000 * kvss.cfg.shard.batch_timeout_ms)) {
 			i++;
 			continue;
 		}
@@ -577,6 +584,7 @@ reset_stream(void)
 	while (S.refillq.head != S.refillq.tail)
 		rte_pktmbuf_free(S.refillq.m[S.refillq.head++ % QMAX]);
 	S.next_seq = 1;
+	S.queued_batch = 0;
 }
 
 /* Queue an accepted message (the mbuf now belongs to the queue). */
@@ -595,6 +603,11 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint8_t type)
 	q->m[q->tail % QMAX] = m;
 	q->tail++;
 	S.next_seq++;
+	if (type == PROTO_T_EVICT) {
+		proto_parse_mbuf(m, &kvss.cfg.udp, &S.msg2);
+		if (S.msg2.u.evict.batch_no > S.queued_batch)
+			S.queued_batch = S.msg2.u.evict.batch_no;
+	}
 }
 
 /* Returns 1 when the mbuf was kept (queued or held). */

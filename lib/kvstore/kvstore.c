@@ -1221,6 +1221,18 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 			code = evict_one(s, (uint16_t)(i % num_caches), &e[i], &b->e[i], &s->hint[i]);
 			if (b->e[i].prompt != NIL)
 				s->hint[i] = (struct kv_hint){e[i].prompt_id, b->e[i].prompt};
+			/*
+			 * Growth past a token refused for room is a hole only because
+			 * of that refusal: answer its cause. (Rare: look back.)
+			 */
+			if (code == PROTO_E_HOLE && (flags & KVSTORE_EVICT_FORCE)) {
+				uint32_t j;
+
+				for (j = i % num_caches; j < i; j += num_caches)
+					if (e[j].prompt_id == e[i].prompt_id && codes != NULL &&
+					    codes[j] == PROTO_E_NO_SPACE)
+						code = PROTO_E_NO_SPACE;
+			}
 		}
 		else
 			b->e[i] = (struct kv_entry){.prompt = NIL, .slot = NIL, .kind = E_DISCARD,

@@ -125,9 +125,10 @@ void kvstore_reserve(struct kvstore *s, const struct proto_reserve *r);
  *
  * Each entry is checked alone: growth on the right, overwrite in place, or a
  * new prompt are accepted; anything else gets its error code in @p codes
- * (HOLE, LEFT_GROWTH, MALFORMED for a repeated token in one batch, NO_SPACE
- * with FORCE), and its data will be discarded. prompt_id 0 consumes data and
- * stores nothing.
+ * (HOLE, LEFT_GROWTH, NO_SPACE with FORCE: growth past a token refused for
+ * room is NO_SPACE too, its cause), and its data will be discarded. A token
+ * named twice in one batch: the later entry wins. prompt_id 0 consumes data
+ * and stores nothing. With FORCE, @p codes must be given.
  *
  * @param codes one code per entry (0 = accepted), or NULL.
  * @return 0 when the batch was opened (some entries may carry codes);
