@@ -9,18 +9,7 @@ DUMP=$BUILD/kvss-dump
 GEN=$BUILD/tools/gen_frames
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-ok=0
-check() { # name, then a command that must succeed
-	local name=$1
-	shift
-	if "$@"; then
-		ok=$((ok + 1))
-	else
-		echo "  FAIL: $name" >&2
-		fail=$((fail + 1))
-	fi
-}
+. scripts/check-lib.sh
 
 for set in section8:golden section8_bad:bad every_type:all; do
 	name=${set%%:*}
@@ -54,5 +43,4 @@ check "a missing file exits 2" test $? -eq 2
 "$DUMP" --ports 1,2 pcap/section8.pcap >/dev/null 2>&1
 check "bad --ports exits 2" test $? -eq 2
 
-echo "kvss-dump: $ok passed, $fail failed"
-[ $fail -eq 0 ]
+check_summary "kvss-dump"

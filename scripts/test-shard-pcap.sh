@@ -10,13 +10,7 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
 trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp' EXIT
-ok=0
-fail=0
-check() {
-	local name=$1
-	shift
-	if "$@"; then ok=$((ok + 1)); else echo "  FAIL: $name" >&2; fail=$((fail + 1)); fi
-}
+. scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
 "$BUILD/tools/gen_frames" pcap "$tmp/in.pcap" shard
@@ -121,5 +115,4 @@ check "--help lists the options" grep -q -- "--config FILE" "$tmp/help"
 
 check "no process left" sh -c '! pgrep -x kvss >/dev/null'
 rm -rf "/var/run/dpdk/$prefix" "/var/run/dpdk/${prefix}_bad"
-echo "kvss shard over pcap: $ok passed, $fail failed"
-[ $fail -eq 0 ]
+check_summary "kvss shard over pcap"

@@ -9,13 +9,7 @@ cd "$(dirname "$0")/.."
 T=$BUILD/kvss-trace
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ok=0
-fail=0
-check() {
-	local name=$1
-	shift
-	if "$@"; then ok=$((ok + 1)); else echo "  FAIL: $name" >&2; fail=$((fail + 1)); fi
-}
+. scripts/check-lib.sh
 field() { # FILE LINE KEY
 	sed -n "${2}p" "$1" | python3 -c "import json,sys; print(json.load(sys.stdin)['$3'])"
 }
@@ -62,5 +56,4 @@ if [ -f "$MC" ]; then
 else
 	echo "  (../shared/traces absent: the Mooncake replay is skipped)"
 fi
-echo "kvss-trace: $ok passed, $fail failed"
-[ $fail -eq 0 ]
+check_summary "kvss-trace"

@@ -1429,24 +1429,33 @@ prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id)
 
 /* ---- Evicting tokens and recording columns ------------------------------------------------ */
 
+/*
+ * The sequence lets go of group @gi: its pin, and its prompt, whose tokens no
+ * entry references (a partial column, columns stored twice) are deleted.
+ */
 static void
-stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
+seq_release_group(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
 {
 	struct seq_group *sg = &s->g[gi];
 
-	if (!sg->caching)
-		return;
-	sg->caching = false;
-	pc->st.stopped++;
 	seq_pin_last(pc, sg, NIL);
 	if (sg->prompt != NIL) {
 		uint32_t pi = sg->prompt;
 
 		pc->pr[pi].seq = NULL;
 		sg->prompt = NIL;
-		/* What no entry references goes (the partial column, duplicates). */
 		prompt_truncate(pc, pi, pc->pr[pi].end, -1, 0, true);
 	}
+}
+
+static void
+stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
+{
+	if (!s->g[gi].caching)
+		return;
+	s->g[gi].caching = false;
+	pc->st.stopped++;
+	seq_release_group(pc, s, gi);
 }
 
 /* ---- ADAPTIVE: frequency sketch (count-min, 4 rows of 8-bit counters) ------ */
@@ -1806,19 +1815,9 @@ prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now)
 	unsigned int gi;
 
 	(void)now;
-	for (gi = 0; gi < m->ngroups; gi++) {
-		struct seq_group *sg = &s->g[gi];
-
-		seq_pin_last(pc, sg, NIL);
-		if (sg->prompt != NIL) {
-			uint32_t pi = sg->prompt;
-
-			pc->pr[pi].seq = NULL;
-			sg->prompt = NIL;
-			/* The trailing tokens that fill no column go. */
-			prompt_truncate(pc, pi, pc->pr[pi].end, -1, 0, true);
-		}
-	}
+	/* The trailing tokens that fill no column go. */
+	for (gi = 0; gi < m->ngroups; gi++)
+		seq_release_group(pc, s, gi);
 	if (s->prev != NULL)
 		s->prev->next = s->next;
 	else
