@@ -83,7 +83,7 @@ apply_deletes(void)
 				deletes_ok++;
 			}
 		}
-		ops_owner++;
+		__atomic_fetch_add(&ops_owner, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
 		h++;
 		__atomic_store_n(&q_head, h, __ATOMIC_RELEASE);
@@ -123,7 +123,6 @@ again:
 		vv[i] = ver[p][t] + 1;
 	}
 	rc = kvstore_evict(s, next_batch, 1, G, e, codes, 0);
-	ops_owner++;
 	if (rc == -ENOSPC) {
 		/* Full: wait for the reader's deletes, as the app's ingest does;
 		 * they change what the batch may grow, so choose it again. */
@@ -131,9 +130,12 @@ again:
 		__atomic_store_n(&stalled, 1, __ATOMIC_RELEASE);
 		apply_deletes();
 		sched_yield();
+		if (__atomic_load_n(&owner_done, __ATOMIC_ACQUIRE) != 0)
+			return 0; /* stopping: give up the batch */
 		goto again;
 	}
 	__atomic_store_n(&stalled, 0, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&ops_owner, 1, __ATOMIC_RELAXED); /* an executed EVICT */
 	if (rc != 0) {
 		fprintf(stderr, "stress: evict failed: %d\n", rc);
 		return -1;
@@ -164,14 +166,14 @@ again:
 
 			if (kvstore_data(s, next_batch, 0, off, G * B, stream + off, n) != 0)
 				return -1;
-			ops_owner++;
+			__atomic_fetch_add(&ops_owner, 1, __ATOMIC_RELAXED);
 		}
 		for (off = 0; off < G * B / 2; off += frag) {
 			uint32_t n = G * B / 2 - off < frag ? G * B / 2 - off : frag;
 
 			if (kvstore_data(s, next_batch, 0, off, G * B, stream + off, n) != 0)
 				return -1;
-			ops_owner++;
+			__atomic_fetch_add(&ops_owner, 1, __ATOMIC_RELAXED);
 		}
 	}
 	if (kvstore_batches_complete(s) != next_batch) {
@@ -196,21 +198,23 @@ struct owner_arg {
 	int rc;
 };
 
+/*
+ * The owner evicts until told to stop (by then both sides did their share,
+ * whatever the machine's load), serving the reader's deletes throughout.
+ */
 static void *
 owner(void *argp)
 {
 	struct owner_arg *a = argp;
 	uint64_t rng = a->seed | 1;
 
-	while (ops_owner < a->ops) {
+	while (__atomic_load_n(&owner_done, __ATOMIC_ACQUIRE) == 0) {
 		apply_deletes();
 		if (owner_batch(&rng) != 0) {
-			a->rc = 1;
+			__atomic_store_n(&a->rc, 1, __ATOMIC_RELAXED);
 			break;
 		}
 	}
-	__atomic_store_n(&owner_done, 1, __ATOMIC_RELEASE);
-	/* Keep serving deletes until the reader stops. */
 	while (__atomic_load_n(&owner_done, __ATOMIC_ACQUIRE) != 2) {
 		apply_deletes();
 		sched_yield();
@@ -321,9 +325,16 @@ reader_refill(uint64_t *rng)
 	refills_ok++;
 }
 
+static int
+oa_rc_ok(const struct owner_arg *oa)
+{
+	return __atomic_load_n(&oa->rc, __ATOMIC_RELAXED) == 0;
+}
+
 int
 main(int argc, char **argv)
 {
+	time_t t_start;
 	uint64_t ops = argc > 1 ? strtoull(argv[1], NULL, 0) : 1000000;
 	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : (uint64_t)time(NULL);
 	struct kvstore_params prm = {.num_caches = 1, .max_prompts = 256, .max_batch_entries = G};
@@ -341,10 +352,17 @@ main(int argc, char **argv)
 		return 2;
 	for (i = 0; i < NP; i++)
 		pid_of[i] = 0x1000000000ull * (uint64_t)(i + 1) + 7;
-	/* The owner's half of the operations; the reader does the rest. */
+	/*
+	 * Until both sides did @ops operations (the reader a quarter at least)
+	 * and the reader checked enough refills, some with deletes under them;
+	 * or two minutes passed (then the check below fails).
+	 */
 	oa.ops = ops / 2;
+	t_start = time(NULL);
 	pthread_create(&th, NULL, owner, &oa);
-	while (!__atomic_load_n(&owner_done, __ATOMIC_ACQUIRE) || ops_reader < ops / 2) {
+	while ((__atomic_load_n(&ops_owner, __ATOMIC_RELAXED) + ops_reader < ops ||
+		ops_reader < ops / 4 || refills_ok < 2000 || deletes_in_flight < 200) &&
+	       time(NULL) - t_start < 120 && oa_rc_ok(&oa)) {
 		uint32_t p = (uint32_t)(xs(&rng) % NP);
 
 		if (__atomic_load_n(&stalled, __ATOMIC_ACQUIRE) || xs(&rng) % 64 == 0) {
@@ -354,9 +372,9 @@ main(int argc, char **argv)
 				continue;
 		}
 		reader_refill(&rng);
-		if (__atomic_load_n(&owner_done, __ATOMIC_ACQUIRE) && ops_reader > 4 * ops)
-			break;
 	}
+	__atomic_store_n(&owner_done, 1, __ATOMIC_RELEASE);
+	/* The owner may be waiting for room: serve nothing more, let it see the flag. */
 	__atomic_store_n(&owner_done, 2, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
 
