@@ -7,6 +7,7 @@
  *    much larger than the caches, for B_c = 1 KiB and 16 KiB; baseline: a
  *    plain memcpy of the same frames into a region as large as the store's.
  *  - refill segment-list building, in segments and tokens per second.
+ *  - delete rate, in tokens per second (the ingest lcore applies deletes);
  *  - metadata bytes per stored token, against B_c.
  */
 #include <inttypes.h>
@@ -35,6 +36,7 @@ now(void)
 }
 
 static uint8_t *pool;
+static double best_delete; /* tokens per second deleted, best seen */
 
 /*
  * Large regions are backed by huge pages where the kernel gives them (the
@@ -93,7 +95,8 @@ ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
 	struct kvstore *s;
 	size_t sz;
 	void *mem;
-	double busy = 0;
+	double busy = 0, del_t = 0;
+	uint64_t deleted = 0;
 	unsigned int i;
 
 	p.cache[0] = (struct kvstore_cache_params){B, 4, cap};
@@ -108,8 +111,10 @@ ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
 		uint32_t stream = G * B, off;
 		double t0;
 
-		/* Start over when full: delete every prompt (not timed). */
+		/* Start over when full: delete every prompt (timed apart). */
 		if (tokens + G > cap - cap % G) {
+			double t1 = now();
+
 			for (i = 0; i < G; i++) {
 				struct proto_delete d = {pid_base + i, 0, 0, claimed[i] - 1, 0};
 
@@ -117,8 +122,10 @@ ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
 					fprintf(stderr, "bench: delete failed\n");
 					exit(1);
 				}
+				deleted += claimed[i];
 				claimed[i] = 0;
 			}
+			del_t += now() - t1;
 			pid_base += G;
 			tokens = 0;
 		}
@@ -148,6 +155,8 @@ ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
 	}
 	free(mem);
 	*tokens_out = done / B;
+	if (deleted > 0 && del_t > 0 && (double)deleted / del_t > best_delete)
+		best_delete = (double)deleted / del_t;
 	return (double)done / busy;
 }
 
@@ -257,6 +266,8 @@ main(void)
 	dst = xalloc(REGION);
 	bench_ingest("kvstore_ingest_1k", 1024, dst);
 	bench_ingest("kvstore_ingest_16k", 16384, dst);
+	/* The writer applies deletes too: what they cost comes out of ingest. */
+	printf("bench: kvstore_delete %.0f tokens/s\n", best_delete);
 	bench_refill();
 	bench_meta();
 	free(dst);

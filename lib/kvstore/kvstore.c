@@ -74,9 +74,9 @@ struct kv_cache {
 	uint32_t npages, page_free;
 	/* Tokens accepted (published + open-batch growth): the capacity measure. */
 	uint64_t stored;
-	/* Retired objects, oldest first. */
+	/* Retired objects, oldest first: a ring of exactly the objects there are. */
 	struct kv_limbo *limbo;
-	uint64_t limbo_cap, limbo_head, limbo_tail;
+	uint32_t limbo_cap, limbo_head, limbo_tail, limbo_n;
 };
 
 enum entry_kind { E_DISCARD, E_GROW, E_OVER };
@@ -299,11 +299,11 @@ layout(const struct kvstore_params *p, struct kvstore *s, uint8_t *base, size_t 
 		if (kc)
 			kc->pages = pg;
 		/* Every object at most once in limbo. */
-		limbo = nslots + cache_npages(p, c) + p->max_prompts;
+		limbo = (uint64_t)nslots + cache_npages(p, c) + p->max_prompts;
 		CARVE(lp, struct kv_limbo, limbo);
 		if (kc) {
 			kc->limbo = lp;
-			kc->limbo_cap = limbo;
+			kc->limbo_cap = (uint32_t)limbo;
 		}
 	}
 	CARVE(bp, struct kv_batch, p->max_open_batches);
@@ -516,23 +516,29 @@ limbo_free(struct kv_cache *c, const struct kv_limbo *l)
 static void
 reclaim(struct kvstore *s)
 {
-	uint64_t oldest = UINT64_MAX, now = __atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
+	uint64_t oldest = 0, now = __atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
+	bool scanned = false;
 	unsigned int ci;
 
 	for (ci = 0; ci < s->p.num_caches; ci++) {
 		struct kv_cache *c = &s->cache[ci];
 
-		while (c->limbo_head != c->limbo_tail) {
-			struct kv_limbo *l = &c->limbo[c->limbo_head % c->limbo_cap];
+		while (c->limbo_n > 0) {
+			struct kv_limbo *l = &c->limbo[c->limbo_head];
 			/* The full tag, from its low bits and the epoch now. */
 			uint64_t tag = now - (uint32_t)((uint32_t)now - l->tag);
 
-			if (oldest == UINT64_MAX)
+			/* The refills in flight, looked at once per call. */
+			if (!scanned) {
 				oldest = oldest_ticket(s);
+				scanned = true;
+			}
 			if (tag >= oldest)
 				break;
 			limbo_free(c, l);
-			c->limbo_head++;
+			if (++c->limbo_head == c->limbo_cap)
+				c->limbo_head = 0;
+			c->limbo_n--;
 		}
 	}
 }
@@ -546,11 +552,13 @@ static void
 retire(struct kvstore *s, uint16_t cache, enum limbo_type type, uint32_t index)
 {
 	struct kv_cache *c = &s->cache[cache];
-	struct kv_limbo *l = &c->limbo[c->limbo_tail % c->limbo_cap];
+	struct kv_limbo *l = &c->limbo[c->limbo_tail];
 
 	l->tag = (uint32_t)__atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
 	l->object = (uint32_t)type << 30 | index;
-	c->limbo_tail++;
+	if (++c->limbo_tail == c->limbo_cap)
+		c->limbo_tail = 0;
+	c->limbo_n++;
 	if (type == L_SLOT)
 		c->limbo_slots++;
 }
