@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -61,6 +61,20 @@ check "two lcores: the refill lcore runs" grep -q "refill on lcore 2" "$tmp/sc2l
 check "two lcores: the scenario's answers and refilled bytes" \
 	"$BUILD/tools/shard_scenario" check "$tmp/sc2_q0.pcap" "$tmp/sc2_q1.pcap"
 rm -rf "/var/run/dpdk/${prefix}_sc2"
+
+# A driver restart: the old driver's DELETE and REFILL, waiting on the refill
+# lcore for a batch that never came, must not run on the new driver's batches
+# (batch numbers restart); the new driver's refill gets every token.
+"$BUILD/tools/shard_scenario" gen-restart "$tmp/rs_in.pcap"
+timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores 0@0,1@1,2@1 --log-level lib.eal:error \
+	--no-telemetry --file-prefix "${prefix}_rs" \
+	--vdev "net_pcap0,rx_pcap=$tmp/rs_in.pcap,tx_pcap=$tmp/rs_q0.pcap,tx_pcap=$tmp/rs_q1.pcap" \
+	-- --config config/ci-pcap-shard.cfg --exit-when-idle 400 >"$tmp/rslog" 2>&1
+check "restart: exits 0" test $? -eq 0
+check "restart: the old driver's messages dropped, the new refill whole" \
+	"$BUILD/tools/shard_scenario" check-restart "$tmp/rs_q0.pcap" "$tmp/rs_q1.pcap"
+check "restart: both old messages counted as dropped" grep -q " dropped_restart=2\b" "$tmp/rslog"
+rm -rf "/var/run/dpdk/${prefix}_rs"
 
 # Room: a shard of 8 tokens; an EVICT that does not fit waits for the DELETE
 # queued after it, then fits; one that never fits is answered NO_SPACE after

@@ -29,6 +29,7 @@
 #define B 64
 #define NB 2
 #define EPOCH 0x0BADCAFE
+#define EPOCH2 0x0C0FFEE2 /* the restarted driver (gen-restart) */
 #define A_ID 0xA000000000000001ULL
 #define B_ID 0xB000000000000002ULL
 #define C_ID 0xC000000000000003ULL
@@ -83,10 +84,12 @@ send_payload(uint8_t *pay, uint32_t n, uint16_t dport)
 	emit(f, proto_build_frame(f, sizeof(f), &a, pay, n));
 }
 
+static uint32_t cur_epoch = EPOCH;
+
 static void
 begin(struct proto_builder *b, uint8_t *buf, uint8_t type, uint64_t seq)
 {
-	struct proto_hdr h = {.type = type, .shard_id = PROTO_SHARD_ALL, .epoch = EPOCH, .seq = seq};
+	struct proto_hdr h = {.type = type, .shard_id = PROTO_SHARD_ALL, .epoch = cur_epoch, .seq = seq};
 
 	proto_build_begin(b, buf, PROTO_PAYLOAD_MAX, &h);
 }
@@ -225,6 +228,62 @@ gen_space(void)
 	}
 }
 
+/* One REFILL of @n tokens of prompt A from token 0. */
+static void
+refill_a(uint64_t seq, uint64_t refill_id, uint64_t evict_count, uint32_t n)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	struct proto_refill_req rq = {.refill_id = refill_id, .evict_count = evict_count,
+				      .sequence_id = 9, .cache_idx = 0, .cache_id = 0};
+	struct proto_refill_chunk ch = {A_ID, 0, n};
+
+	begin(&b, buf, PROTO_T_REFILL, seq);
+	proto_build_refill_req(&b, &rq);
+	proto_build_refill_chunk(&b, &ch);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+}
+
+/*
+ * The driver restarts. Its first stream stores A 0..3 (batch 1), then
+ * queues a DELETE of A from token 2 and a REFILL (id 1) of A 0..7, both
+ * waiting for a batch 2 that this driver never sends. Then 40 frames for
+ * another port (so the new HELLO comes in a later RX burst, after the
+ * waiting messages went to the refill lcore). The restarted driver stores
+ * A 0..3 and 4..7 as its batches 1 and 2 (batch numbers restart) and asks
+ * for A 0..7 (REFILL id 2): the old DELETE and REFILL must never run, and
+ * the new refill must get all 8 tokens.
+ */
+static void
+gen_restart(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX], junk[64] = {0};
+	struct proto_builder b;
+	uint64_t pa[4] = {A_ID, A_ID, A_ID, A_ID};
+	uint32_t t1[4] = {0, 1, 2, 3}, t2[4] = {4, 5, 6, 7};
+	struct proto_delete d = {A_ID, 2, 2, 8, 0};
+	int i;
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	evict(1, 1, pa, t1, 4);
+	data(1, pa, t1, 4, 0, 4 * B);
+	begin(&b, buf, PROTO_T_DELETE, 2);
+	proto_build_delete(&b, &d);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	refill_a(3, 1, 2, 8);
+	for (i = 0; i < 40; i++)
+		send_payload(junk, sizeof(junk), 9);
+	cur_epoch = EPOCH2;
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	evict(1, 1, pa, t1, 4);
+	data(1, pa, t1, 4, 0, 4 * B);
+	evict(2, 2, pa, t2, 4);
+	data(2, pa, t2, 4, 0, 4 * B);
+	refill_a(3, 2, 2, 8);
+}
+
 static int fails;
 
 #define EXPECT(cond, ...)                                                                          \
@@ -236,7 +295,7 @@ static int fails;
 		}                                                                                  \
 	} while (0)
 
-static int space_mode;
+static int space_mode, restart_mode;
 
 /* Everything the shard sent, over one or more captures (one per TX queue). */
 static int
@@ -251,6 +310,7 @@ check(char **files, int nfiles)
 	static struct proto_msg m;
 	uint64_t max_ack = 0, rd_bytes[3][NB] = {{0}}, done_tokens[3] = {0}, done_bytes[3] = {0};
 	int status = 0, hole = 0, not_right = 0, lost_b1 = 0, lost_other = 0, bad_bytes = 0, k, fi;
+	int status2 = 0, errors = 0, done_old = 0;
 
 	for (fi = 0; fi < nfiles; fi++) {
 	p = pcap_open_offline(files[fi], err);
@@ -266,6 +326,7 @@ check(char **files, int nfiles)
 		switch (m.hdr.type) {
 		case PROTO_T_STATUS:
 			status += m.u.status.driver_epoch == EPOCH;
+			status2 += m.u.status.driver_epoch == EPOCH2;
 			break;
 		case PROTO_T_ACK:
 			if (m.u.ack.cum_seq > max_ack)
@@ -276,6 +337,7 @@ check(char **files, int nfiles)
 				struct proto_error e;
 
 				proto_get_error(&m, i, &e);
+				errors++;
 				hole += e.code == PROTO_E_HOLE && e.prompt_id == A_ID && e.token_idx == 20 &&
 					e.seq == 5;
 				no_space += e.code == PROTO_E_NO_SPACE && e.prompt_id == C_ID &&
@@ -300,6 +362,7 @@ check(char **files, int nfiles)
 				struct proto_refill_done r;
 
 				proto_get_refill_done(&m, i, &r);
+				done_old += r.refill_id == 1;
 				if (r.refill_id >= 1 && r.refill_id <= 2 && r.status == 0) {
 					done_tokens[r.refill_id] = r.tokens;
 					done_bytes[r.refill_id] = r.bytes;
@@ -335,6 +398,24 @@ check(char **files, int nfiles)
 	pcap_close(p);
 	}
 	EXPECT(status >= 1, "no STATUS with the driver's epoch");
+	if (restart_mode) {
+		EXPECT(status2 >= 1, "no STATUS with the restarted driver's epoch");
+		EXPECT(max_ack == 3, "cumulative ACK %lu, want 3", (unsigned long)max_ack);
+		EXPECT(done_old == 0 && rd_bytes[1][0] + rd_bytes[1][1] == 0,
+		       "the old driver's REFILL ran after the restart (%d REFILL_DONE)", done_old);
+		EXPECT(errors == 0 && lost_b1 + lost_other == 0, "%d ERROR records, %d TOKEN_LOST", errors,
+		       lost_b1 + lost_other);
+		EXPECT(done_tokens[2] == 8 && done_bytes[2] == 8 * B,
+		       "the new driver's refill: %lu tokens %lu bytes, want 8 (the old DELETE ran?)",
+		       (unsigned long)done_tokens[2], (unsigned long)done_bytes[2]);
+		for (k = 0; k < NB; k++)
+			EXPECT(rd_bytes[2][k] == 8 * B / NB, "new refill buffer %d: %lu bytes", k,
+			       (unsigned long)rd_bytes[2][k]);
+		EXPECT(bad_bytes == 0, "%d refilled bytes differ from the reference", bad_bytes);
+		printf("shard restart scenario: %s\n",
+		       fails ? "FAILED" : "the old driver's DELETE and REFILL dropped, the new refill whole");
+		return fails ? 1 : 0;
+	}
 	if (space_mode) {
 		EXPECT(max_ack == 5, "cumulative ACK %lu, want 5", (unsigned long)max_ack);
 		EXPECT(no_space == 6, "NO_SPACE for C's tokens 2..7: %d, want 6", no_space);
@@ -372,7 +453,8 @@ int
 main(int argc, char **argv)
 {
 	iso = proto_ref_isolation_id("scenario", 8);
-	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0)) {
+	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0 ||
+			  strcmp(argv[1], "gen-restart") == 0)) {
 		pcap_t *p = pcap_open_dead(DLT_EN10MB, 65535);
 
 		dumper = pcap_dump_open(p, argv[2]);
@@ -382,18 +464,25 @@ main(int argc, char **argv)
 		}
 		if (strcmp(argv[1], "gen") == 0)
 			gen();
-		else
+		else if (strcmp(argv[1], "gen-space") == 0)
 			gen_space();
+		else
+			gen_restart();
 		pcap_dump_close(dumper);
 		pcap_close(p);
 		return 0;
 	}
 	if (argc >= 3 && strcmp(argv[1], "check") == 0)
 		return check(argv + 2, argc - 2);
+	if (argc >= 3 && strcmp(argv[1], "check-restart") == 0) {
+		restart_mode = 1;
+		return check(argv + 2, argc - 2);
+	}
 	if (argc >= 3 && strcmp(argv[1], "check-space") == 0) {
 		space_mode = 1;
 		return check(argv + 2, argc - 2);
 	}
-	fprintf(stderr, "usage: shard_scenario gen FILE.pcap | check FILE.pcap...\n");
+	fprintf(stderr, "usage: shard_scenario gen|gen-space|gen-restart FILE.pcap | "
+			"check|check-space|check-restart FILE.pcap...\n");
 	return 2;
 }

@@ -28,6 +28,7 @@
 	X(hello)                                                                                   \
 	X(status_sent)                                                                             \
 	X(stale_epoch) /* control frames of another driver epoch */                                \
+	X(dropped_restart) /* DELETE/REFILL of a driver that has since restarted */                  \
 	X(not_handled) /* valid messages not for a shard */                                        \
 	X(acks)                                                                                    \
 	X(duplicates)  /* control seq already accepted */                                          \
@@ -69,7 +70,9 @@ struct kvss_app {
 	/* Shard role. */
 	struct kvstore *store;
 	void *store_mem;
-	uint32_t driver_epoch; /* established by HELLO; 0: none */
+	/* Established by HELLO; 0: none. Written by the ingest lcore (release),
+	 * before it resets the store; the refill lcore reads it (acquire). */
+	uint32_t driver_epoch;
 	struct proto_addr driver_addr; /* where STATUS, ACK, ... go (the last control sender) */
 	int have_driver;
 	/* The refill lcore (when the port has a second TX queue for it). */

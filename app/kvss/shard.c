@@ -509,7 +509,10 @@ apply_posted_deletes(struct kvss_lcore_stats *st, struct batcher *err)
 		struct rte_mbuf *m = p;
 
 		proto_parse_mbuf(m, &kvss.cfg.udp, &S.msg2);
-		apply_delete(st, err, &S.msg2);
+		if (S.msg2.hdr.epoch == kvss.driver_epoch)
+			apply_delete(st, err, &S.msg2);
+		else
+			st->dropped_restart++;
 		rte_pktmbuf_free(m);
 		__atomic_fetch_add(&kvss.deletes_applied, 1, __ATOMIC_RELEASE);
 	}
@@ -533,7 +536,18 @@ kvss_shard_refill(void *arg)
 			cur = p;
 			proto_parse_mbuf(cur, &kvss.cfg.udp, &msg);
 		}
-		if (cur != NULL && gate_open(&msg)) {
+		/* A DELETE or REFILL of a driver that has restarted since: its
+		 * gate could open on the new driver's batches. Dropped. Checked
+		 * after the gate too: batches the gate saw that were published
+		 * after a reset come after the new epoch's store (acquire). */
+		if (cur != NULL && msg.hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
+			rte_pktmbuf_free(cur);
+			cur = NULL;
+			st->dropped_restart++;
+			continue;
+		}
+		if (cur != NULL && gate_open(&msg) &&
+		    msg.hdr.epoch == __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
 			if (msg.hdr.type == PROTO_T_DELETE) {
 				/* The writer applies it; the queue waits, in order. */
 				while (rte_ring_enqueue(kvss.refill_to_ingest, cur) != 0 && !kvss_quitting())
@@ -621,12 +635,17 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, struct proto_msg *msg)
 		kvss.driver_addr = msg->addr;
 		kvss.have_driver = 1;
 		if (msg->hdr.epoch != kvss.driver_epoch) {
-			/* A new driver: the old one's data can never be asked for. */
-			if (kvss.driver_epoch != 0) {
+			/* A new driver: the old one's data can never be asked for.
+			 * The epoch changes first: the old stream's DELETEs and
+			 * REFILLs on the refill lcore see it and are dropped (batch
+			 * numbers restart, so their gates would open again). */
+			uint32_t old = kvss.driver_epoch;
+
+			__atomic_store_n(&kvss.driver_epoch, msg->hdr.epoch, __ATOMIC_RELEASE);
+			if (old != 0) {
 				reset_stream();
 				kvstore_reset(kvss.store);
 			}
-			kvss.driver_epoch = msg->hdr.epoch;
 			S.next_seq = 1;
 		}
 		send_status(st);
