@@ -63,8 +63,9 @@ check "two lcores: the scenario's answers and refilled bytes" \
 rm -rf "/var/run/dpdk/${prefix}_sc2"
 
 # A driver restart: the old driver's DELETE and REFILL, waiting on the refill
-# lcore for a batch that never came, must not run on the new driver's batches
-# (batch numbers restart); the new driver's refill gets every token.
+# lcore for a batch that never came, and its data held for a batch not yet
+# evicted, must not act on the new driver's batches (batch numbers restart);
+# the new driver's refill gets every token.
 "$BUILD/tools/shard_scenario" gen-restart "$tmp/rs_in.pcap"
 timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores 0@0,1@1,2@1 --log-level lib.eal:error \
 	--no-telemetry --file-prefix "${prefix}_rs" \
@@ -73,7 +74,8 @@ timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores 0@0,1@1,2@1 --log-le
 check "restart: exits 0" test $? -eq 0
 check "restart: the old driver's messages dropped, the new refill whole" \
 	"$BUILD/tools/shard_scenario" check-restart "$tmp/rs_q0.pcap" "$tmp/rs_q1.pcap"
-check "restart: both old messages counted as dropped" grep -q " dropped_restart=2\b" "$tmp/rslog"
+check "restart: both old messages and the held data counted as dropped" \
+	grep -q " dropped_restart=3\b" "$tmp/rslog"
 rm -rf "/var/run/dpdk/${prefix}_rs"
 
 # Room: a shard of 8 tokens; an EVICT that does not fit waits for the DELETE

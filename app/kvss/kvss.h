@@ -28,7 +28,7 @@
 	X(hello)                                                                                   \
 	X(status_sent)                                                                             \
 	X(stale_epoch) /* control frames of another driver epoch */                                \
-	X(dropped_restart) /* DELETE/REFILL of a driver that has since restarted */                  \
+	X(dropped_restart) /* DELETE, REFILL, held data of a restarted driver */                       \
 	X(not_handled) /* valid messages not for a shard */                                        \
 	X(acks)                                                                                    \
 	X(duplicates)  /* control seq already accepted */                                          \

@@ -645,6 +645,11 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, struct proto_msg *msg)
 			if (old != 0) {
 				reset_stream();
 				kvstore_reset(kvss.store);
+				/* Held data is the old driver's: its batch numbers
+				 * would name the new driver's batches. */
+				st->dropped_restart += S.nearly;
+				while (S.nearly)
+					rte_pktmbuf_free(S.early[--S.nearly]);
 			}
 			S.next_seq = 1;
 		}
