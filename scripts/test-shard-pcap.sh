@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -61,6 +61,26 @@ check "two lcores: the refill lcore runs" grep -q "refill on lcore 2" "$tmp/sc2l
 check "two lcores: the scenario's answers and refilled bytes" \
 	"$BUILD/tools/shard_scenario" check "$tmp/sc2_q0.pcap" "$tmp/sc2_q1.pcap"
 rm -rf "/var/run/dpdk/${prefix}_sc2"
+
+# The same stream with a broken copy after every frame (truncated, bad magic,
+# version, body_len, IPv4 checksum, UDP length): the good traffic must come
+# out exactly as before, and every broken frame is counted as a drop.
+nbad=$("$BUILD/tools/shard_scenario" gen "$tmp/mb_in.pcap" --mix-bad | sed -n 's/^bad frames: //p')
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_mb" \
+	--vdev "net_pcap0,rx_pcap=$tmp/mb_in.pcap,tx_pcap=$tmp/mb_out.pcap" \
+	-- --config config/ci-pcap-shard.cfg --exit-when-idle 400 >"$tmp/mblog" 2>&1
+check "bad frames mixed in: exits 0" test $? -eq 0
+check "bad frames mixed in: the same answers and refilled bytes" \
+	"$BUILD/tools/shard_scenario" check "$tmp/mb_out.pcap"
+mbstats=$(grep "final stats" "$tmp/mblog")
+for want in duplicates=1 early=1 batches=3 batches_lost=1 lost_tokens=1 deletes=1 refills=2 \
+	data_frames=6 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
+	check "bad frames mixed in: stats: $want" grep -q " $want\b" <<<"$mbstats"
+done
+ndrop=$(grep -o ' drop_[a-z_]*=[0-9]*' <<<"$mbstats" | awk -F= '{s += $2} END {print s + 0}')
+check "bad frames mixed in: all ${nbad:-?} dropped and counted (drops: $ndrop)" \
+	test -n "$nbad" -a "$nbad" -gt 0 -a "$ndrop" = "$nbad"
+rm -rf "/var/run/dpdk/${prefix}_mb"
 
 # A driver restart: the old driver's DELETE and REFILL, waiting on the refill
 # lcore for a batch that never came, and its data held for a batch not yet

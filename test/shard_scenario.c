@@ -50,14 +50,55 @@ href(uint64_t prompt, uint32_t token)
 	return h;
 }
 
+static int mix_bad;	  /* gen --mix-bad: a broken copy after every frame */
+static unsigned int nbad; /* broken copies written */
+
 static void
-emit(const uint8_t *f, uint32_t n)
+dump(const uint8_t *f, uint32_t n)
 {
 	struct pcap_pkthdr h = {.caplen = n, .len = n};
 
 	h.ts.tv_sec = 1700000000;
 	h.ts.tv_usec = npkt++;
 	pcap_dump((u_char *)dumper, &h, f);
+}
+
+/*
+ * Write a frame; with --mix-bad, then a copy broken in one of six ways, in
+ * turn (truncated, magic, version, body_len, IPv4 checksum, UDP length),
+ * which the shard must drop as if it had never come.
+ */
+static void
+emit(const uint8_t *f, uint32_t n)
+{
+	uint8_t x[PROTO_FRAME_MAX];
+	const uint32_t P = PROTO_L2L4_LEN;
+
+	dump(f, n);
+	if (!mix_bad)
+		return;
+	memcpy(x, f, n);
+	switch (nbad++ % 6) {
+	case 0:
+		n -= 10;
+		break;
+	case 1:
+		x[P] = 'X';
+		break;
+	case 2:
+		x[P + 4] = 2;
+		break;
+	case 3:
+		x[P + 20] ^= 1;
+		break;
+	case 4:
+		x[25] ^= 0x5a;
+		break;
+	default:
+		x[39] -= 4;
+		break;
+	}
+	dump(x, n);
 }
 
 static void
@@ -460,6 +501,10 @@ int
 main(int argc, char **argv)
 {
 	iso = proto_ref_isolation_id("scenario", 8);
+	if (argc == 4 && strcmp(argv[1], "gen") == 0 && strcmp(argv[3], "--mix-bad") == 0) {
+		mix_bad = 1;
+		argc = 3;
+	}
 	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0 ||
 			  strcmp(argv[1], "gen-restart") == 0)) {
 		pcap_t *p = pcap_open_dead(DLT_EN10MB, 65535);
@@ -477,6 +522,8 @@ main(int argc, char **argv)
 			gen_restart();
 		pcap_dump_close(dumper);
 		pcap_close(p);
+		if (mix_bad)
+			printf("bad frames: %u\n", nbad);
 		return 0;
 	}
 	if (argc >= 3 && strcmp(argv[1], "check") == 0)
@@ -489,7 +536,7 @@ main(int argc, char **argv)
 		space_mode = 1;
 		return check(argv + 2, argc - 2);
 	}
-	fprintf(stderr, "usage: shard_scenario gen|gen-space|gen-restart FILE.pcap | "
+	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | gen-space|gen-restart FILE.pcap | "
 			"check|check-space|check-restart FILE.pcap...\n");
 	return 2;
 }
