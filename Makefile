@@ -32,7 +32,7 @@ CFLAGS_DPDK := $(BASE_CFLAGS) $(DPDK_CFLAGS) -Wno-missing-prototypes $(EXTRA_CFL
 
 # ---- libraries -------------------------------------------------------------
 
-PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_ref.c
+PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_ref.c lib/proto/proto_stream.c
 PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
 
 LIBPROTO := $(BUILD)/lib/libproto.a
@@ -50,6 +50,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
+	test/test_proto_stream.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
@@ -96,13 +97,18 @@ $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
 
 # ---- tests -----------------------------------------------------------------
 
-TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_mbuf $(BUILD)/test/test_kvstore \
+TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/test_proto_mbuf \
+	$(BUILD)/test/test_kvstore \
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
 $(BUILD)/test/test_proto: $(call obj,test/test_proto.c) $(TEST_COMMON) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_proto_stream: $(call obj,test/test_proto_stream.c) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The sending side of a control stream: seq, window, cumulative ACK, retransmission. */
+#include "proto_stream.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OFF_FLAGS 6
+#define OFF_SEQ 24
+
+int
+proto_stream_init(struct proto_stream *s, uint32_t window, uint64_t timeout)
+{
+	memset(s, 0, sizeof(*s));
+	if (window == 0 || window > PROTO_STREAM_WINDOW_MAX || timeout == 0)
+		return -EINVAL;
+	s->msg = calloc(window, sizeof(*s->msg));
+	if (s->msg == NULL)
+		return -ENOMEM;
+	s->window = window;
+	s->timeout = timeout;
+	s->next_seq = 1;
+	return 0;
+}
+
+void
+proto_stream_fini(struct proto_stream *s)
+{
+	free(s->msg);
+	s->msg = NULL;
+}
+
+void
+proto_stream_reset(struct proto_stream *s)
+{
+	s->next_seq = 1;
+	s->acked = 0;
+}
+
+static struct proto_stream_msg *
+slot(struct proto_stream *s, uint64_t seq)
+{
+	return &s->msg[seq % s->window];
+}
+
+uint64_t
+proto_stream_push(struct proto_stream *s, uint8_t *payload, uint32_t len, uint64_t now)
+{
+	struct proto_stream_msg *m;
+	uint64_t seq = s->next_seq;
+
+	if (!proto_stream_can_push(s) || len < PROTO_HDR_LEN || len > PROTO_PAYLOAD_MAX)
+		return 0;
+	proto_st64(payload + OFF_SEQ, seq);
+	proto_st16(payload + OFF_FLAGS,
+		   (uint16_t)(proto_ld16(payload + OFF_FLAGS) & ~PROTO_F_RETRANSMIT));
+	m = slot(s, seq);
+	memcpy(m->payload, payload, len);
+	m->len = len;
+	m->last_send = now;
+	m->sends = 1;
+	s->next_seq++;
+	s->st.sent++;
+	return seq;
+}
+
+uint32_t
+proto_stream_ack(struct proto_stream *s, uint64_t cum_seq)
+{
+	uint32_t n;
+
+	if (cum_seq <= s->acked) {
+		s->st.stale_acks++;
+		return 0;
+	}
+	if (cum_seq >= s->next_seq) {
+		/* Acknowledges what was never sent: not this stream's. */
+		s->st.bogus_acks++;
+		return 0;
+	}
+	n = (uint32_t)(cum_seq - s->acked);
+	s->acked = cum_seq;
+	s->st.acked += n;
+	return n;
+}
+
+const struct proto_stream_msg *
+proto_stream_due(struct proto_stream *s, uint64_t now)
+{
+	uint64_t seq;
+
+	for (seq = s->acked + 1; seq < s->next_seq; seq++) {
+		struct proto_stream_msg *m = slot(s, seq);
+
+		if (now < m->last_send || now - m->last_send < s->timeout)
+			continue;
+		proto_st16(m->payload + OFF_FLAGS,
+			   (uint16_t)(proto_ld16(m->payload + OFF_FLAGS) | PROTO_F_RETRANSMIT));
+		m->last_send = now;
+		m->sends++;
+		s->st.retransmits++;
+		return m;
+	}
+	return NULL;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The sending side of a control stream (PROTOCOL.md section 5): what a
+ * driver keeps per (driver epoch, shard epoch, model, shard).
+ *
+ * Every control payload pushed gets the next seq (1, 2, ...) written into
+ * its header, and a copy is kept until a cumulative ACK covers it. At most
+ * `window` messages are unacknowledged: the shard holds 64 early ones, so a
+ * window of 64 or less never sends what the shard must drop. Messages
+ * whose last send is older than the timeout go again, in seq order, with
+ * the retransmission flag set. A new stream (either side restarted) starts
+ * over at seq 1 with nothing kept.
+ *
+ * No EAL, no allocation after init, no clock of its own: the caller passes
+ * `now` in any unit it likes (the timeout is in the same unit).
+ */
+#ifndef PROTO_STREAM_H
+#define PROTO_STREAM_H
+
+#include <stdint.h>
+
+#include "proto.h"
+
+#define PROTO_STREAM_WINDOW_MAX 64
+
+struct proto_stream_stats {
+	uint64_t sent;		/* messages pushed */
+	uint64_t retransmits;	/* messages sent again */
+	uint64_t acked;		/* messages a cumulative ACK released */
+	uint64_t stale_acks;	/* ACKs at or below what was already acked */
+	uint64_t bogus_acks;	/* ACKs beyond the last seq sent: ignored */
+};
+
+struct proto_stream_msg {
+	uint64_t last_send;
+	uint32_t len;
+	uint32_t sends;
+	uint8_t payload[PROTO_PAYLOAD_MAX];
+};
+
+struct proto_stream {
+	uint64_t next_seq; /* the seq the next push gets */
+	uint64_t acked;	   /* cumulative: every seq <= acked is released */
+	uint64_t timeout;
+	uint32_t window;
+	struct proto_stream_msg *msg; /* window slots, by seq % window */
+	struct proto_stream_stats st;
+};
+
+/** Set up a stream: @p window in [1, 64], @p timeout > 0. 0 or -errno. */
+int proto_stream_init(struct proto_stream *s, uint32_t window, uint64_t timeout);
+void proto_stream_fini(struct proto_stream *s);
+
+/** A new stream (a HELLO of a new driver epoch, or a shard restart). */
+void proto_stream_reset(struct proto_stream *s);
+
+/** Messages sent and not yet acknowledged. */
+static inline uint32_t
+proto_stream_unacked(const struct proto_stream *s)
+{
+	return (uint32_t)(s->next_seq - 1 - s->acked);
+}
+
+/** Room for one more message? */
+static inline int
+proto_stream_can_push(const struct proto_stream *s)
+{
+	return proto_stream_unacked(s) < s->window;
+}
+
+/**
+ * Take a built control payload (header with any seq), stamp the next seq
+ * into it, keep a copy. Returns the seq (the caller sends @p payload now),
+ * 0 when the window is full, or 0 with nothing kept when @p len is not a
+ * whole header or above PROTO_PAYLOAD_MAX.
+ */
+uint64_t proto_stream_push(struct proto_stream *s, uint8_t *payload, uint32_t len, uint64_t now);
+
+/** A cumulative ACK: returns how many messages it released. */
+uint32_t proto_stream_ack(struct proto_stream *s, uint64_t cum_seq);
+
+/**
+ * The first unacknowledged message last sent at or before now - timeout,
+ * marked as a retransmission and stamped sent at @p now; NULL when none is
+ * due. Call until NULL, sending each (payload, len).
+ */
+const struct proto_stream_msg *proto_stream_due(struct proto_stream *s, uint64_t now);
+
+#endif

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The sending side of a control stream: seq stamping, the window,
+ * cumulative ACKs, retransmission. The last test runs it against a receiver
+ * that follows PROTOCOL.md section 5 over a channel that loses, duplicates
+ * and reorders both ways; every message must be accepted exactly once, in
+ * order, byte for byte.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto_stream.h"
+
+static struct proto_stream s;
+static struct proto_msg msg;
+
+/* A DELETE of prompt @p id (a different body per message), seq 0. */
+static uint32_t
+build(uint8_t *buf, uint64_t id)
+{
+	struct proto_builder b;
+	struct proto_hdr h = {.type = PROTO_T_DELETE, .shard_id = 1, .epoch = 0xE, .seq = 0};
+	struct proto_delete d = {id, id / 2, (uint32_t)id, (uint32_t)id + 3, 0};
+
+	proto_build_begin(&b, buf, PROTO_PAYLOAD_MAX, &h);
+	proto_build_delete(&b, &d);
+	return proto_build_end(&b);
+}
+
+static void
+parse(const uint8_t *p, uint32_t len)
+{
+	cr_assert_eq(proto_parse_payload(p, len, PROTO_PORT_CTRL_DEFAULT, &proto_ports_default, &msg),
+		     PROTO_OK);
+}
+
+static void
+teardown(void)
+{
+	proto_stream_fini(&s);
+}
+
+TestSuite(stream, .fini = teardown);
+
+Test(stream, init_checks_window_and_timeout)
+{
+	cr_assert_eq(proto_stream_init(&s, 0, 10), -EINVAL);
+	cr_assert_eq(proto_stream_init(&s, 65, 10), -EINVAL);
+	cr_assert_eq(proto_stream_init(&s, 8, 0), -EINVAL);
+	cr_assert_eq(proto_stream_init(&s, 64, 10), 0);
+	cr_assert_eq(proto_stream_unacked(&s), 0);
+}
+
+Test(stream, push_stamps_seq_until_the_window_is_full)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint32_t n;
+	uint64_t i;
+
+	cr_assert_eq(proto_stream_init(&s, 4, 100), 0);
+	for (i = 1; i <= 4; i++) {
+		n = build(buf, i);
+		buf[6] |= PROTO_F_RETRANSMIT; /* a stale flag is cleared */
+		cr_assert_eq(proto_stream_push(&s, buf, n, 0), i);
+		parse(buf, n);
+		cr_assert_eq(msg.hdr.seq, i);
+		cr_assert_eq(msg.hdr.flags & PROTO_F_RETRANSMIT, 0);
+	}
+	n = build(buf, 5);
+	cr_assert_eq(proto_stream_push(&s, buf, n, 0), 0, "a fifth message fits a window of 4");
+	cr_assert_eq(proto_stream_unacked(&s), 4);
+	cr_assert_eq(proto_stream_ack(&s, 2), 2);
+	cr_assert_eq(proto_stream_push(&s, buf, n, 0), 5);
+	cr_assert_eq(proto_stream_push(&s, buf, 10, 0), 0, "a payload shorter than a header");
+	cr_assert_eq(s.st.sent, 5);
+}
+
+Test(stream, stale_and_bogus_acks_change_nothing)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint32_t n = build(buf, 1);
+
+	cr_assert_eq(proto_stream_init(&s, 8, 100), 0);
+	proto_stream_push(&s, buf, n, 0);
+	proto_stream_push(&s, buf, n, 0);
+	proto_stream_push(&s, buf, n, 0);
+	cr_assert_eq(proto_stream_ack(&s, 7), 0);
+	cr_assert_eq(proto_stream_ack(&s, 4), 0, "seq 4 was never sent");
+	cr_assert_eq(s.st.bogus_acks, 2);
+	cr_assert_eq(proto_stream_ack(&s, 3), 3);
+	cr_assert_eq(proto_stream_ack(&s, 2), 0);
+	cr_assert_eq(proto_stream_ack(&s, 3), 0);
+	cr_assert_eq(s.st.stale_acks, 2);
+	cr_assert_eq(s.acked, 3);
+	cr_assert_eq(s.st.acked, 3);
+}
+
+Test(stream, unacked_messages_go_again_after_the_timeout_oldest_first)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX], first[PROTO_PAYLOAD_MAX];
+	const struct proto_stream_msg *m;
+	uint32_t n1, n;
+
+	cr_assert_eq(proto_stream_init(&s, 8, 100), 0);
+	n1 = build(first, 11);
+	proto_stream_push(&s, first, n1, 1000); /* seq 1 at t=1000 */
+	n = build(buf, 22);
+	proto_stream_push(&s, buf, n, 1050); /* seq 2 at t=1050 */
+	cr_assert_null(proto_stream_due(&s, 1099));
+	m = proto_stream_due(&s, 1100);
+	cr_assert_not_null(m);
+	cr_assert_eq(m->len, n1);
+	parse(m->payload, m->len);
+	cr_assert_eq(msg.hdr.seq, 1);
+	cr_assert_eq(msg.hdr.flags & PROTO_F_RETRANSMIT, PROTO_F_RETRANSMIT);
+	/* Apart from the flag, the same bytes as first sent. */
+	cr_assert_eq(memcmp(m->payload + 8, first + 8, n1 - 8), 0);
+	cr_assert_eq(memcmp(m->payload, first, 6), 0);
+	cr_assert_null(proto_stream_due(&s, 1100), "seq 2 is not due until 1150");
+	m = proto_stream_due(&s, 1150);
+	cr_assert_not_null(m);
+	parse(m->payload, m->len);
+	cr_assert_eq(msg.hdr.seq, 2);
+	cr_assert_eq(proto_stream_ack(&s, 1), 1);
+	cr_assert_null(proto_stream_due(&s, 1199));
+	m = proto_stream_due(&s, 1250);
+	cr_assert_not_null(m);
+	cr_assert_eq(m->sends, 3);
+	cr_assert_eq(proto_stream_ack(&s, 2), 1);
+	cr_assert_null(proto_stream_due(&s, 100000));
+	cr_assert_eq(s.st.retransmits, 3);
+}
+
+Test(stream, reset_starts_over_at_seq_1)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint32_t n = build(buf, 1);
+
+	cr_assert_eq(proto_stream_init(&s, 8, 100), 0);
+	proto_stream_push(&s, buf, n, 0);
+	proto_stream_push(&s, buf, n, 0);
+	proto_stream_reset(&s);
+	cr_assert_eq(proto_stream_unacked(&s), 0);
+	cr_assert_null(proto_stream_due(&s, 1000));
+	cr_assert_eq(proto_stream_push(&s, buf, n, 0), 1);
+}
+
+/* ---- Against a section-5 receiver over a bad channel --------------------- */
+
+#define RWIN 64
+#define NMSG 20000
+#define INFLIGHT 4096
+
+struct pkt {
+	uint32_t len;
+	uint64_t ack; /* ACK packets: the cumulative seq; else 0 */
+	uint8_t p[128];
+};
+
+static struct pkt net[INFLIGHT]; /* in flight, both ways; delivered in random order */
+static unsigned int nnet;
+static uint64_t rng;
+
+static uint64_t
+rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* The channel: loses 10%, duplicates 5%. */
+static void
+send_pkt(const uint8_t *p, uint32_t len, uint64_t ack)
+{
+	unsigned int copies = rnd() % 100 < 10 ? 0 : rnd() % 100 < 5 ? 2 : 1;
+
+	while (copies-- && nnet < INFLIGHT) {
+		net[nnet].len = len;
+		net[nnet].ack = ack;
+		if (len)
+			memcpy(net[nnet].p, p, len);
+		nnet++;
+	}
+}
+
+Test(stream, every_message_is_accepted_once_in_order_over_a_lossy_reordering_channel)
+{
+	static uint8_t held[RWIN][128];
+	static uint32_t held_len[RWIN];
+	static uint64_t held_seq[RWIN];
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint64_t seed = getenv("KVSS_SEED") ? strtoull(getenv("KVSS_SEED"), NULL, 0) : 0x5eed5eedULL;
+	uint64_t now = 0, pushed = 0, accepted = 0, next = 1, dups = 0, flagged = 0;
+
+	printf("stream channel test: seed %#lx (KVSS_SEED=N replays one)\n", (unsigned long)seed);
+	rng = seed | 1;
+	cr_assert_eq(proto_stream_init(&s, RWIN, 50), 0);
+	while (accepted < NMSG) {
+		const struct proto_stream_msg *m;
+		unsigned int k;
+
+		cr_assert_lt(now, 10000000, "no progress: %lu of %d accepted", (unsigned long)accepted,
+			     NMSG);
+		now++;
+		/* The driver: push while the window allows, retransmit what is due. */
+		while (pushed < NMSG && proto_stream_can_push(&s) && rnd() % 4 != 0) {
+			uint32_t n = build(buf, pushed + 1);
+
+			cr_assert_eq(proto_stream_push(&s, buf, n, now), pushed + 1);
+			pushed++;
+			send_pkt(buf, n, 0);
+		}
+		while ((m = proto_stream_due(&s, now)) != NULL)
+			send_pkt(m->payload, m->len, 0);
+		/* Deliver a few packets, picked at random (reordering). */
+		for (k = 0; k < 8 && nnet > 0; k++) {
+			unsigned int i = (unsigned int)(rnd() % nnet);
+			struct pkt p = net[i];
+
+			net[i] = net[--nnet];
+			if (p.len == 0) {
+				proto_stream_ack(&s, p.ack);
+				continue;
+			}
+			/* The receiver (section 5): strict order, 64 held, duplicates ignored. */
+			parse(p.p, p.len);
+			flagged += (msg.hdr.flags & PROTO_F_RETRANSMIT) != 0;
+			if (msg.hdr.seq < next || msg.hdr.seq >= next + RWIN) {
+				dups += msg.hdr.seq < next;
+			} else {
+				unsigned int w = msg.hdr.seq % RWIN;
+
+				memcpy(held[w], p.p, p.len);
+				held_len[w] = p.len;
+				held_seq[w] = msg.hdr.seq;
+				while (held_seq[next % RWIN] == next) {
+					w = next % RWIN;
+					parse(held[w], held_len[w]);
+					/* Message n is the DELETE of prompt n, exactly. */
+					struct proto_delete d;
+
+					proto_get_delete(&msg, 0, &d);
+					cr_assert_eq(d.prompt_id, next, "seq %lu carries prompt %lu",
+						     (unsigned long)next, (unsigned long)d.prompt_id);
+					cr_assert_eq(d.end_token_idx, (uint32_t)next + 3);
+					held_seq[w] = 0;
+					accepted++;
+					next++;
+				}
+			}
+			send_pkt(NULL, 0, next - 1); /* cumulative ACK */
+		}
+	}
+	printf("stream channel test: %lu accepted in order, %lu retransmissions, %lu duplicates "
+	       "ignored, %lu flagged copies received, %lu ticks\n",
+	       (unsigned long)accepted, (unsigned long)s.st.retransmits, (unsigned long)dups,
+	       (unsigned long)flagged, (unsigned long)now);
+	cr_assert_eq(accepted, NMSG);
+	cr_assert_gt(s.st.retransmits, 0, "a channel losing 10%% needs retransmissions");
+	cr_assert_gt(flagged, 0);
+}
