@@ -32,7 +32,8 @@ CFLAGS_DPDK := $(BASE_CFLAGS) $(DPDK_CFLAGS) -Wno-missing-prototypes $(EXTRA_CFL
 
 # ---- libraries -------------------------------------------------------------
 
-PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_ref.c lib/proto/proto_stream.c
+PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_ref.c lib/proto/proto_stream.c \
+	lib/proto/proto_wafer.c
 PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
 
 LIBPROTO := $(BUILD)/lib/libproto.a
@@ -50,7 +51,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
-	test/test_proto_stream.c \
+	test/test_proto_stream.c test/test_proto_wafer.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
@@ -97,7 +98,8 @@ $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
 
 # ---- tests -----------------------------------------------------------------
 
-TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/test_proto_mbuf \
+TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/test_proto_wafer \
+	$(BUILD)/test/test_proto_mbuf \
 	$(BUILD)/test/test_kvstore \
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill
@@ -108,7 +110,8 @@ $(BUILD)/test/test_proto: $(call obj,test/test_proto.c) $(TEST_COMMON) $(LIBPROT
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_proto_stream: $(call obj,test/test_proto_stream.c) $(LIBPROTO)
+$(BUILD)/test/test_proto_stream $(BUILD)/test/test_proto_wafer: $(BUILD)/test/%: \
+		$(BUILD)/obj/test/%.o $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

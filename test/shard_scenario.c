@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "proto_wafer.h"
 
 #define B 64
 #define NB 2
@@ -153,23 +154,22 @@ evict(uint64_t seq, uint64_t batch, const uint64_t *prompt, const uint32_t *tok,
 	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
 }
 
-/* Bytes [a, z) of batch @batch's stream (tokens @prompt/@tok, g of them). */
+/* Bytes [a, z) of batch @batch's stream (tokens @prompt/@tok, g of them): the wafer's. */
 static void
 data(uint64_t batch, const uint64_t *prompt, const uint32_t *tok, uint16_t g, uint32_t a,
      uint32_t z)
 {
-	uint8_t buf[PROTO_PAYLOAD_MAX], stream[16 * B];
-	struct proto_builder b;
-	struct proto_hdr h = {.type = PROTO_T_EVICT_DATA, .epoch = 77};
-	struct proto_data_hdr dh = {batch, 0, a, (uint32_t)g * B};
+	static const struct proto_wafer_place at = {.bytes_per_token = B};
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint64_t hash[16];
+	struct proto_wafer_evict w;
 	uint16_t i;
 
 	for (i = 0; i < g; i++)
-		proto_ref_fill(href(prompt[i], tok[i]), 0, 0, 0, 0, stream + i * B, B);
-	proto_build_begin(&b, buf, sizeof(buf), &h);
-	proto_build_data_hdr(&b, &dh);
-	proto_build_bytes(&b, stream + a, z - a);
-	send_payload(buf, proto_build_end(&b), PROTO_PORT_EVICT_DEFAULT);
+		hash[i] = href(prompt[i], tok[i]);
+	proto_wafer_evict_init(&w, &at, batch, hash, g, 77);
+	w.next = a;
+	send_payload(buf, proto_wafer_evict_next(&w, buf, z - a), PROTO_PORT_EVICT_DEFAULT);
 }
 
 static void

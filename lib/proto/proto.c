@@ -842,7 +842,8 @@ proto_build_bytes(struct proto_builder *b, const void *src, uint32_t len)
 		return -EINVAL; /* the data header comes first */
 	if (len > b->cap - b->len)
 		return -ENOSPC;
-	memcpy(b->buf + b->len, src, len);
+	if (src != b->buf + b->len) /* else written in place already */
+		memcpy(b->buf + b->len, src, len);
 	b->len += len;
 	return 0;
 }

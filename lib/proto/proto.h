@@ -614,7 +614,10 @@ int proto_build_lost(struct proto_builder *b, const struct proto_lost *l);
 /** EVICT_DATA: the data header; payload bytes follow via proto_build_bytes(). */
 int proto_build_data_hdr(struct proto_builder *b, const struct proto_data_hdr *d);
 int proto_build_refill_data_hdr(struct proto_builder *b, const struct proto_refill_data_hdr *d);
-/** Append raw payload bytes (data messages). */
+/**
+ * Append raw payload bytes (data messages). @p p may be where they go
+ * (b->buf + b->len), when the caller wrote them in place.
+ */
 int proto_build_bytes(struct proto_builder *b, const void *p, uint32_t len);
 
 /**

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The emulated wafer: EVICT_DATA payloads out, REFILL_DATA checked byte by byte. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "proto_wafer.h"
+
+#define NT 5
+#define BPT 96
+#define NBUF 3
+
+static struct proto_msg msg;
+static uint64_t hash[NT];
+static const struct proto_wafer_place at = {.model = 1, .shard = 2, .cache_id = 1,
+					    .bytes_per_token = BPT};
+
+static void
+setup(void)
+{
+	uint64_t h = proto_ref_isolation_id("wafer", 5);
+	int i;
+
+	for (i = 0; i < NT; i++)
+		hash[i] = h = proto_ref_hash_next(h, 1000 + (uint32_t)i);
+}
+
+TestSuite(wafer, .init = setup);
+
+Test(wafer, evict_payloads_carry_each_tokens_reference_bytes_in_batch_order)
+{
+	static uint8_t buf[PROTO_PAYLOAD_MAX], stream[NT * BPT], want[BPT];
+	struct proto_wafer_evict w;
+	uint32_t n, frames = 0, covered = 0, t;
+
+	proto_wafer_evict_init(&w, &at, 7, hash, NT, 0xAB);
+	while ((n = proto_wafer_evict_next(&w, buf, 100)) != 0) {
+		cr_assert_eq(proto_parse_payload(buf, n, PROTO_PORT_EVICT_DEFAULT, &proto_ports_default,
+						 &msg),
+			     PROTO_OK);
+		cr_assert_eq(msg.hdr.type, PROTO_T_EVICT_DATA);
+		cr_assert_eq(msg.hdr.epoch, 0xAB);
+		cr_assert_eq(msg.hdr.model_id, 1);
+		cr_assert_eq(msg.u.data.batch_no, 7);
+		cr_assert_eq(msg.u.data.cache_id, 1);
+		cr_assert_eq(msg.u.data.stream_len, NT * BPT);
+		cr_assert_eq(msg.u.data.stream_offset, covered, "payloads in stream order");
+		cr_assert_leq(msg.data_len, 100);
+		memcpy(stream + covered, buf + msg.data_off, msg.data_len);
+		covered += msg.data_len;
+		frames++;
+	}
+	cr_assert_eq(covered, NT * BPT);
+	cr_assert_eq(frames, (NT * BPT + 99) / 100);
+	for (t = 0; t < NT; t++) {
+		proto_ref_fill(hash[t], 1, 2, 1, 0, want, BPT);
+		cr_assert_eq(memcmp(stream + t * BPT, want, BPT), 0, "token %u", t);
+	}
+	cr_assert_eq(proto_wafer_evict_next(&w, buf, 100), 0, "the stream was all sent");
+}
+
+Test(wafer, evict_payloads_stop_at_the_frame_size)
+{
+	static uint8_t buf[PROTO_PAYLOAD_MAX];
+	static uint64_t many[200];
+	struct proto_wafer_place big = at;
+	struct proto_wafer_evict w;
+	uint32_t n;
+
+	big.bytes_per_token = 4096;
+	proto_wafer_evict_init(&w, &big, 1, many, 200, 1);
+	n = proto_wafer_evict_next(&w, buf, UINT32_MAX);
+	cr_assert_eq(n, PROTO_PAYLOAD_MAX);
+	cr_assert_eq(proto_parse_payload(buf, n, PROTO_PORT_EVICT_DEFAULT, &proto_ports_default, &msg),
+		     PROTO_OK);
+}
+
+/* REFILL_DATA of the glued tokens for one buffer, bytes [a, z) of its stream. */
+static uint32_t
+refill_frame(uint8_t *buf, uint64_t refill_id, uint16_t buffer, uint32_t a, uint32_t z,
+	     struct proto_refill_data_hdr *rh)
+{
+	const uint32_t bb = BPT / NBUF;
+	uint8_t bytes[NT * BPT];
+	uint32_t o;
+
+	for (o = a; o < z; o++)
+		proto_ref_fill(hash[o / bb], 1, 2, 1, (uint64_t)buffer * bb + o % bb, &bytes[o - a], 1);
+	*rh = (struct proto_refill_data_hdr){.refill_id = refill_id, .sequence_id = 4, .cache_idx = 0,
+					     .cache_id = 1, .buffer_id = buffer, .stream_offset = a,
+					     .stream_len = NT * bb};
+	memcpy(buf, bytes, z - a);
+	return z - a;
+}
+
+Test(wafer, a_whole_refill_checks_clean_and_every_fault_is_seen)
+{
+	const uint32_t bb = BPT / NBUF, whole = NT * bb;
+	struct proto_refill_data_hdr rh;
+	struct proto_wafer_refill r;
+	uint8_t d[NT * BPT];
+	uint32_t n, a;
+	uint16_t b;
+
+	cr_assert_eq(proto_wafer_refill_init(&r, &at, 5, 9, hash, NT), -EINVAL, "5 does not divide 96");
+	cr_assert_eq(proto_wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
+	for (b = 0; b < NBUF; b++) {
+		for (a = 0; a < whole; a += 50) {
+			n = refill_frame(d, 9, b, a, a + 50 < whole ? a + 50 : whole, &rh);
+			if (b == 1 && a == 50)
+				d[7] ^= 1; /* one bad byte */
+			cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), b == 1 && a == 50 ? 1 : 0);
+		}
+		if (b < NBUF - 1)
+			cr_assert(!proto_wafer_refill_whole(&r), "buffer %u of %u in", b + 1, NBUF);
+	}
+	cr_assert(proto_wafer_refill_whole(&r));
+	cr_assert_eq(r.bad_bytes, 1);
+	cr_assert_eq(r.bad_frames, 0);
+
+	/* Frames that are not this refill's, or out of order, or past the end. */
+	n = refill_frame(d, 8, 0, 0, 10, &rh);
+	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), -1, "another refill_id");
+	cr_assert_eq(proto_wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
+	n = refill_frame(d, 9, 0, 10, 20, &rh);
+	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), -1, "bytes 10.. before 0..9");
+	n = refill_frame(d, 9, 0, 0, 10, &rh);
+	rh.buffer_id = NBUF;
+	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), -1, "no such buffer");
+	rh.buffer_id = 0;
+	rh.stream_len = whole + 1;
+	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), -1, "wrong stream length");
+	rh.stream_len = whole;
+	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, whole + 1), -1, "past the end");
+	cr_assert_eq(r.bad_frames, 4);
+	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), 0);
+	cr_assert_eq(r.got[0], 10);
+	cr_assert(!proto_wafer_refill_whole(&r));
+}
