@@ -356,6 +356,17 @@ check(char **files, int nfiles)
 	uint64_t max_ack = 0, rd_bytes[3][NB] = {{0}}, done_tokens[3] = {0}, done_bytes[3] = {0};
 	int status = 0, hole = 0, not_right = 0, lost_b1 = 0, lost_other = 0, bad_bytes = 0, k, fi;
 	int status2 = 0, errors = 0, done_old = 0, lost_c = 0;
+	/* The wafer's own checker too: tokens each refill must bring whole. */
+	static const struct proto_wafer_place at = {.bytes_per_token = B};
+	const uint32_t want_tok[3] = {0, space_mode ? 4 : restart_mode ? 0 : 8,
+				      restart_mode ? 8 : space_mode ? 0 : 6};
+	struct proto_wafer_refill wr[3];
+	uint64_t hash[8];
+
+	for (k = 0; k < 8; k++)
+		hash[k] = href(want_prompt, (uint32_t)k);
+	for (k = 1; k < 3; k++)
+		proto_wafer_refill_init(&wr[k], &at, NB, (uint64_t)k, hash, want_tok[k]);
 
 	for (fi = 0; fi < nfiles; fi++) {
 	p = pcap_open_offline(files[fi], err);
@@ -434,6 +445,7 @@ check(char **files, int nfiles)
 				bad_bytes += d[m.data_off + x] != want;
 			}
 			rd_bytes[h->refill_id][h->buffer_id] += m.data_len;
+			proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
 			EXPECT(h->sequence_id == 9, "REFILL_DATA sequence_id %u", h->sequence_id);
 			break;
 		}
@@ -444,6 +456,14 @@ check(char **files, int nfiles)
 	pcap_close(p);
 	}
 	EXPECT(status >= 1, "no STATUS with the driver's epoch");
+	for (k = 1; k < 3; k++) {
+		if (want_tok[k] == 0)
+			continue;
+		EXPECT(proto_wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0 && wr[k].bad_frames == 0,
+		       "the wafer's check of refill %d: whole %d, %lu bad bytes, %lu bad frames", k,
+		       proto_wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes,
+		       (unsigned long)wr[k].bad_frames);
+	}
 	if (restart_mode) {
 		EXPECT(status2 >= 1, "no STATUS with the restarted driver's epoch");
 		EXPECT(max_ack == 4, "cumulative ACK %lu, want 4", (unsigned long)max_ack);
