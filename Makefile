@@ -127,12 +127,12 @@ $(BUILD)/test/test_kvstore $(BUILD)/test/test_kvstore_model: $(BUILD)/test/%: \
 STRESS := $(BUILD)/test/stress_kvstore $(BUILD)/test/stress_kvstore_tsan
 STRESS_SRC := test/stress_kvstore.c $(KVSTORE_SRC) $(PROTO_PURE_SRC)
 
-$(BUILD)/test/stress_kvstore: $(STRESS_SRC) test/kv_harness.h lib/kvstore/kvstore.h lib/proto/proto.h
+$(BUILD)/test/stress_kvstore: $(STRESS_SRC) test/kv_harness.h test/test_rng.h lib/kvstore/kvstore.h lib/proto/proto.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -Ilib/proto -Ilib/kvstore -o $@ $(STRESS_SRC) -lxxhash -lpthread
 
 # The same program under ThreadSanitizer (clang, like the fuzzer).
-$(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h lib/kvstore/kvstore.h lib/proto/proto.h
+$(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h test/test_rng.h lib/kvstore/kvstore.h lib/proto/proto.h
 	@mkdir -p $(@D)
 	$(CLANG) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Ilib/proto -Ilib/kvstore -o $@ \
 		$(STRESS_SRC) -lxxhash -lpthread

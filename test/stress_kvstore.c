@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "kv_harness.h"
+#include "test_rng.h"
 
 #define NP 48	   /* prompts */
 #define MAXT 2048  /* tokens per prompt at most */
@@ -51,15 +52,6 @@ static uint32_t q_head, q_tail; /* reader produces at tail, owner consumes at he
 
 static uint64_t ops_owner, ops_reader, refills_ok, refills_refused, tokens_checked,
 	verify_failures, deletes_ok, overwrites, enospc_waits, deletes_in_flight;
-
-static uint64_t
-xs(uint64_t *r)
-{
-	*r ^= *r << 13;
-	*r ^= *r >> 7;
-	*r ^= *r << 17;
-	return *r;
-}
 
 static void
 apply_deletes(void)
@@ -102,7 +94,7 @@ owner_batch(uint64_t *rng)
 
 again:
 	for (i = 0; i < G; i++) {
-		uint32_t p = (uint32_t)(xs(rng) % NP);
+		uint32_t p = (uint32_t)(test_xorshift(rng) % NP);
 		uint32_t t;
 
 		/* Distinct prompts in a batch keep growth simple. */
@@ -111,8 +103,8 @@ again:
 				p = (p + 1) % NP;
 				j = (uint32_t)-1;
 			}
-		if (claimed[p] > 0 && (xs(rng) % 8 == 0 || claimed[p] >= MAXT)) {
-			t = (uint32_t)(xs(rng) % claimed[p]);
+		if (claimed[p] > 0 && (test_xorshift(rng) % 8 == 0 || claimed[p] >= MAXT)) {
+			t = (uint32_t)(test_xorshift(rng) % claimed[p]);
 			overwrites++;
 		} else {
 			t = claimed[p];
@@ -155,7 +147,7 @@ again:
 		__atomic_store_n(&ver[p][tk[i]], vv[i], __ATOMIC_RELEASE);
 	}
 	/* The stream in fragments of a random size, the halves swapped. */
-	frag = 1 + (uint32_t)(xs(rng) % (G * B));
+	frag = 1 + (uint32_t)(test_xorshift(rng) % (G * B));
 	{
 		uint8_t stream[G * B];
 
@@ -244,7 +236,7 @@ post_delete(uint32_t p, uint32_t from)
 static void
 reader_refill(uint64_t *rng)
 {
-	uint32_t p = (uint32_t)(xs(rng) % NP), n = __atomic_load_n(&pub[p], __ATOMIC_ACQUIRE);
+	uint32_t p = (uint32_t)(test_xorshift(rng) % NP), n = __atomic_load_n(&pub[p], __ATOMIC_ACQUIRE);
 	uint32_t a, k, t, b;
 	static uint32_t lo[MAXT];
 	static uint8_t got[MAXT * (B / NB)], want[B];
@@ -256,8 +248,8 @@ reader_refill(uint64_t *rng)
 
 	if (n == 0)
 		return;
-	a = (uint32_t)(xs(rng) % n);
-	k = 1 + (uint32_t)(xs(rng) % (n - a < 256 ? n - a : 256));
+	a = (uint32_t)(test_xorshift(rng) % n);
+	k = 1 + (uint32_t)(test_xorshift(rng) % (n - a < 256 ? n - a : 256));
 	for (t = 0; t < k; t++)
 		lo[t] = __atomic_load_n(&ver[p][a + t], __ATOMIC_ACQUIRE);
 	ch = (struct proto_refill_chunk){pid_of[p], a, k};
@@ -278,18 +270,18 @@ reader_refill(uint64_t *rng)
 
 		memset(&pos, 0, sizeof(pos));
 		nseg[b] = 0;
-		while ((ns = kvstore_refill_next(r, (uint16_t)b, &pos, 64 + (uint32_t)(xs(rng) % 4096),
+		while ((ns = kvstore_refill_next(r, (uint16_t)b, &pos, 64 + (uint32_t)(test_xorshift(rng) % 4096),
 						 segs[b] + nseg[b], SEGMAX - nseg[b])) > 0) {
 			ops_reader++;
 			nseg[b] += ns;
 		}
 	}
 	/* ... then, sometimes, delete while they are in flight (this prompt or another). */
-	if (xs(rng) % 3 == 0) {
-		uint32_t q = xs(rng) % 2 ? p : (uint32_t)(xs(rng) % NP);
+	if (test_xorshift(rng) % 3 == 0) {
+		uint32_t q = test_xorshift(rng) % 2 ? p : (uint32_t)(test_xorshift(rng) % NP);
 		uint32_t nq = __atomic_load_n(&pub[q], __ATOMIC_ACQUIRE);
 
-		if (post_delete(q, nq ? (uint32_t)(xs(rng) % nq) : 0) == 0)
+		if (post_delete(q, nq ? (uint32_t)(test_xorshift(rng) % nq) : 0) == 0)
 			deletes_in_flight++;
 	}
 	for (b = 0; b < NB; b++) {
@@ -363,12 +355,12 @@ main(int argc, char **argv)
 	while ((__atomic_load_n(&ops_owner, __ATOMIC_RELAXED) + ops_reader < ops ||
 		ops_reader < ops / 4 || refills_ok < 2000 || deletes_in_flight < 200) &&
 	       time(NULL) - t_start < 120 && oa_rc_ok(&oa)) {
-		uint32_t p = (uint32_t)(xs(&rng) % NP);
+		uint32_t p = (uint32_t)(test_xorshift(&rng) % NP);
 
-		if (__atomic_load_n(&stalled, __ATOMIC_ACQUIRE) || xs(&rng) % 64 == 0) {
+		if (__atomic_load_n(&stalled, __ATOMIC_ACQUIRE) || test_xorshift(&rng) % 64 == 0) {
 			uint32_t n = __atomic_load_n(&pub[p], __ATOMIC_ACQUIRE);
 
-			if (post_delete(p, n ? (uint32_t)(xs(&rng) % n) : 0) == 0)
+			if (post_delete(p, n ? (uint32_t)(test_xorshift(&rng) % n) : 0) == 0)
 				continue;
 		}
 		reader_refill(&rng);

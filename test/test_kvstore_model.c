@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "kv_harness.h"
+#include "test_rng.h"
 
 #define NC 2
 #define NIDS 24
@@ -57,10 +58,7 @@ static void *mem;
 static uint64_t
 rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return test_xorshift(&rng);
 }
 
 static uint32_t
@@ -624,13 +622,10 @@ Test(model, matches_the_reference_over_100k_random_operations, .timeout = 300)
 {
 	struct kvstore_params p = {.num_caches = NC, .max_prompts = 64, .spare_tokens = 64,
 				   .max_batch_entries = 8 * NC};
-	const char *env = getenv("KVSS_SEED");
-	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+	uint64_t seed = test_seed("kvstore model test", (uint64_t)time(NULL));
 	struct kvstore_cache_stats st0[NC];
 	unsigned int step, i, c, steps = 100000;
 
-	printf("kvstore model test: seed %" PRIu64 " (KVSS_SEED=%" PRIu64 " to replay)\n", seed, seed);
-	fflush(stdout);
 	rng = seed * 2654435761u + 1;
 	for (c = 0; c < NC; c++)
 		p.cache[c] = (struct kvstore_cache_params){Bc[c], NBc[c], CAP[c]};

@@ -21,6 +21,7 @@
 
 #include "prefixcache.h"
 #include "replay.h"
+#include "test_rng.h"
 
 #define C 4
 #define CAP 160
@@ -58,10 +59,7 @@ static struct owner owners[8];
 static uint64_t
 rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return test_xorshift(&rng);
 }
 
 static struct rec *
@@ -183,8 +181,7 @@ make_prompt(uint32_t *t)
 Test(model, longest_prefix_equals_the_reference_over_100k_requests, .timeout = 600)
 {
 	struct replay_params p = {.bytes_per_token = 16, .num_buffers = 2};
-	const char *env = getenv("KVSS_SEED");
-	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+	uint64_t seed = test_seed("prefixcache model test", (uint64_t)time(NULL));
 	struct replay *r;
 	struct prefixcache *pc;
 	struct replay_stats st;
@@ -192,9 +189,6 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests, .timeout = 6
 	unsigned long step, hits = 0, nonzero = 0, overlaps = 0;
 	unsigned int o;
 
-	printf("prefixcache model test: seed %" PRIu64 " (KVSS_SEED=%" PRIu64 " to replay)\n", seed,
-	       seed);
-	fflush(stdout);
 	rng = seed * 2654435761u + 7;
 	p.pc.num_models = 1;
 	p.pc.column = C;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "proto_stream.h"
+#include "test_rng.h"
 
 static struct proto_stream s;
 static struct proto_msg msg;
@@ -167,10 +168,7 @@ static uint64_t rng;
 static uint64_t
 rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return test_xorshift(&rng);
 }
 
 /* The channel: loses 10%, duplicates 5%. */
@@ -194,10 +192,9 @@ Test(stream, every_message_is_accepted_once_in_order_over_a_lossy_reordering_cha
 	static uint32_t held_len[RWIN];
 	static uint64_t held_seq[RWIN];
 	uint8_t buf[PROTO_PAYLOAD_MAX];
-	uint64_t seed = getenv("KVSS_SEED") ? strtoull(getenv("KVSS_SEED"), NULL, 0) : 0x5eed5eedULL;
+	uint64_t seed = test_seed("stream channel test", 0x5eed5eedULL);
 	uint64_t now = 0, pushed = 0, accepted = 0, next = 1, dups = 0, flagged = 0;
 
-	printf("stream channel test: seed %#lx (KVSS_SEED=N replays one)\n", (unsigned long)seed);
 	rng = seed | 1;
 	cr_assert_eq(proto_stream_init(&s, RWIN, 50), 0);
 	while (accepted < NMSG) {
