@@ -43,7 +43,7 @@ LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
 PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
-REPLAY_SRC := app/trace/replay.c
+REPLAY_SRC := app/trace/replay.c app/trace/workload.c
 KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c app/kvss/shard.c app/kvss/refill.c \
 	app/kvss/telemetry.c
 

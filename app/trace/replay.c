@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "replay.h"
+#include "workload.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -439,7 +440,7 @@ replay_send(struct replay *r, struct replay_seq *s, uint32_t n, const uint32_t *
 		} else {
 			if (seq_room(s, s->n + 1) != 0)
 				return;
-			tok = gen != NULL ? gen[g++] : (uint32_t)(s->pos * 2654435761u);
+			tok = gen != NULL ? gen[g++] : workload_answer_token(s->pos);
 			seq_append(s, tok);
 		}
 		prefixcache_token(r->pc, s->s, tok, now);

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Request workloads: trace files and the built-in generator (workload.h). */
+#include "workload.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+/* ---- A small JSON scanner for flat objects ------------------------------------ */
+
+static const char *
+skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	return p;
+}
+
+/* Find "key": in the object; return the value's start or NULL. */
+static const char *
+json_key(const char *line, const char *key)
+{
+	size_t kl = strlen(key);
+	const char *p = line;
+
+	while ((p = strchr(p, '"')) != NULL) {
+		if (strncmp(p + 1, key, kl) == 0 && p[1 + kl] == '"') {
+			const char *q = skip_ws(p + 2 + kl);
+
+			if (*q == ':')
+				return skip_ws(q + 1);
+		}
+		p++;
+	}
+	return NULL;
+}
+
+static int
+json_u64(const char *line, const char *key, uint64_t *v)
+{
+	const char *p = json_key(line, key);
+	char *end;
+
+	if (p == NULL)
+		return -ENOENT;
+	errno = 0;
+	*v = strtoull(p, &end, 10);
+	if (end == p || errno != 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* An array of unsigned integers; *out is malloc'd. */
+static int
+json_u64_array(const char *line, const char *key, uint64_t **out, size_t *n)
+{
+	const char *p = json_key(line, key);
+	size_t cap = 64;
+	uint64_t *a;
+
+	*n = 0;
+	if (p == NULL)
+		return -ENOENT;
+	if (*p != '[')
+		return -EINVAL;
+	a = malloc(sizeof(*a) * cap);
+	if (a == NULL)
+		return -ENOMEM;
+	p = skip_ws(p + 1);
+	while (*p != ']') {
+		char *end;
+
+		if (*n == cap) {
+			uint64_t *b = realloc(a, sizeof(*a) * cap * 2);
+
+			if (b == NULL) {
+				free(a);
+				return -ENOMEM;
+			}
+			a = b;
+			cap *= 2;
+		}
+		a[*n] = strtoull(p, &end, 10);
+		if (end == p) {
+			free(a);
+			return -EINVAL;
+		}
+		(*n)++;
+		p = skip_ws(end);
+		if (*p == ',')
+			p = skip_ws(p + 1);
+		else if (*p != ']') {
+			free(a);
+			return -EINVAL;
+		}
+	}
+	*out = a;
+	return 0;
+}
+
+static int
+json_str(const char *line, const char *key, char *out, size_t cap)
+{
+	const char *p = json_key(line, key), *q;
+
+	if (p == NULL)
+		return -ENOENT;
+	if (*p != '"')
+		return -EINVAL;
+	q = strchr(p + 1, '"');
+	if (q == NULL || (size_t)(q - p - 1) >= cap)
+		return -EINVAL;
+	memcpy(out, p + 1, (size_t)(q - p - 1));
+	out[q - p - 1] = '\0';
+	return 0;
+}
+
+/* Token id of position @pos of the block named @hash_id: the same everywhere. */
+static inline uint32_t
+block_token(uint64_t hash_id, uint32_t pos)
+{
+	uint64_t x = hash_id * 0x9E3779B97F4A7C15ULL + pos + 1;
+
+	x ^= x >> 31;
+	x *= 0xBF58476D1CE4E5B9ULL;
+	x ^= x >> 29;
+	return (uint32_t)x;
+}
+
+int
+workload_load(const char *path, uint32_t block, size_t limit, struct workload *t, char *err,
+	      size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	unsigned long lineno = 0;
+	uint64_t default_iso = proto_ref_isolation_id("default", 7);
+
+	if (f == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while ((limit == 0 || t->n < limit) && (len = getline(&line, &lcap, f)) >= 0) {
+		struct wl_req q = {0};
+		uint64_t *ids = NULL, v;
+		size_t nids = 0, i;
+		char org[256];
+
+		lineno++;
+		if (len <= 1 || skip_ws(line)[0] == '\0')
+			continue;
+		if (json_u64(line, "timestamp", &q.ts_ms) != 0)
+			q.ts_ms = lineno;
+		if (json_u64(line, "output_length", &v) == 0)
+			q.out = (uint32_t)v;
+		q.iso = json_str(line, "org", org, sizeof(org)) == 0
+				? proto_ref_isolation_id(org, strlen(org))
+				: default_iso;
+		if (json_u64_array(line, "hash_ids", &ids, &nids) == 0) {
+			uint64_t in;
+
+			if (json_u64(line, "input_length", &in) != 0 || in > (uint64_t)nids * block ||
+			    (nids > 0 && in <= (uint64_t)(nids - 1) * block)) {
+				snprintf(err, errlen, "%s:%lu: input_length does not match hash_ids",
+					 path, lineno);
+				goto bad;
+			}
+			q.n = (uint32_t)in;
+			q.tokens = malloc(sizeof(uint32_t) * (q.n ? q.n : 1));
+			for (i = 0; i < q.n; i++)
+				q.tokens[i] = block_token(ids[i / block], (uint32_t)(i % block));
+			q.first_block = nids ? ids[0] : 0;
+			q.ids = ids;
+			q.nids = (uint32_t)nids;
+		} else if (json_u64_array(line, "tokens", &ids, &nids) == 0) {
+			q.n = (uint32_t)nids;
+			q.tokens = malloc(sizeof(uint32_t) * (nids ? nids : 1));
+			for (i = 0; i < nids; i++)
+				q.tokens[i] = (uint32_t)ids[i];
+			q.first_block = nids ? ids[0] : 0;
+			free(ids);
+		} else {
+			snprintf(err, errlen, "%s:%lu: neither hash_ids nor tokens", path, lineno);
+			goto bad;
+		}
+		q.allowed = q.n;
+		if (json_u64(line, "cache_length_allowed", &v) == 0)
+			q.allowed = (uint32_t)v;
+		if (t->n == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 1024;
+			t->r = realloc(t->r, sizeof(*t->r) * t->cap);
+		}
+		t->r[t->n++] = q;
+		t->tokens += q.n;
+	}
+	free(line);
+	fclose(f);
+	if (t->n == 0) {
+		snprintf(err, errlen, "%s: no requests", path);
+		return -1;
+	}
+	return 0;
+bad:
+	free(line);
+	fclose(f);
+	return -1;
+}
+
+/* The built-in workload (workload.h); answers are workload_answer_token(). */
+struct chat {
+	uint32_t *tok;
+	uint32_t n;
+	uint64_t iso;
+	uint32_t answer;
+};
+
+static uint64_t gen_rng;
+
+static uint32_t
+grand(uint32_t n)
+{
+	gen_rng ^= gen_rng << 13;
+	gen_rng ^= gen_rng >> 7;
+	gen_rng ^= gen_rng << 17;
+	return (uint32_t)(gen_rng % n);
+}
+
+int
+workload_generate(size_t n, struct workload *t)
+{
+	enum { ORGS = 8, CHATS = 64 };
+	static uint32_t sys[ORGS][2][3000];
+	static uint32_t syslen[ORGS][2];
+	struct chat chats[CHATS] = {{0}};
+	uint64_t ts = 0;
+	size_t i;
+	unsigned int o, k;
+
+	gen_rng = 0x5eed;
+
+	for (o = 0; o < ORGS; o++)
+		for (k = 0; k < 2; k++) {
+			syslen[o][k] = 500 + grand(2500);
+			for (i = 0; i < syslen[o][k]; i++)
+				sys[o][k][i] = 1000000 * (o + 1) + 1000 * k + (uint32_t)i;
+		}
+	t->cap = n;
+	t->r = calloc(n, sizeof(*t->r));
+	if (t->r == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		struct wl_req *q = &t->r[i];
+		uint32_t kind = grand(10), c = grand(CHATS), msg = 50 + grand(350), j;
+
+		ts += grand(400);
+		q->ts_ms = ts;
+		q->out = 50 + grand(250);
+		if (kind == 0) {
+			/* A one-off document. */
+			o = grand(ORGS);
+			q->n = 5000 + grand(15000);
+			q->tokens = malloc(sizeof(uint32_t) * q->n);
+			for (j = 0; j < q->n; j++)
+				q->tokens[j] = 0x80000000u | (uint32_t)(i * 20011 + j);
+			q->iso = proto_ref_isolation_id("org", 3) + o;
+			q->allowed = q->n;
+		} else if (kind <= 3 || chats[c].tok == NULL) {
+			/* A new chat in slot c. */
+			o = grand(ORGS);
+			k = grand(2);
+			free(chats[c].tok);
+			chats[c].n = syslen[o][k] + msg;
+			chats[c].tok = malloc(sizeof(uint32_t) * chats[c].n);
+			memcpy(chats[c].tok, sys[o][k], sizeof(uint32_t) * syslen[o][k]);
+			for (j = syslen[o][k]; j < chats[c].n; j++)
+				chats[c].tok[j] = 0x40000000u | (uint32_t)(i * 1009 + j);
+			chats[c].iso = proto_ref_isolation_id("org", 3) + o;
+			goto emit;
+		} else {
+			/* The chat goes on: its answer, then a new message. */
+			struct chat *ch = &chats[c];
+			uint32_t n0 = ch->n + ch->answer;
+
+			ch->tok = realloc(ch->tok, sizeof(uint32_t) * (n0 + msg));
+			for (j = ch->n; j < n0; j++)
+				ch->tok[j] = workload_answer_token(j);
+			for (j = n0; j < n0 + msg; j++)
+				ch->tok[j] = 0x40000000u | (uint32_t)(i * 1009 + j);
+			ch->n = n0 + msg;
+emit:
+			q->n = chats[c].n;
+			q->tokens = malloc(sizeof(uint32_t) * q->n);
+			memcpy(q->tokens, chats[c].tok, sizeof(uint32_t) * q->n);
+			q->iso = chats[c].iso;
+			q->allowed = q->n + q->out; /* the answer may be cached */
+			chats[c].answer = q->out;
+			if (chats[c].n > 60000) {
+				free(chats[c].tok);
+				chats[c].tok = NULL;
+			}
+		}
+		t->tokens += q->n;
+	}
+	t->n = n;
+	for (k = 0; k < CHATS; k++)
+		free(chats[k].tok);
+	return 0;
+}
+
+void
+workload_free(struct workload *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		free(t->r[i].tokens);
+		free(t->r[i].ids);
+	}
+	free(t->r);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Request workloads for kvss-trace and the kvss driver role: a trace file
+ * read into memory, or the built-in generator for when no trace is at hand.
+ *
+ * Formats, one JSON object per line:
+ *  - Mooncake: {"timestamp": ms, "input_length": n, "output_length": k,
+ *    "hash_ids": [...]}: 512-token blocks named by chained hash ids; token
+ *    ids are made from (hash id, position in block), so equal ids give equal
+ *    tokens; the last block may be partial.
+ *  - native: {"org": "acme", "tokens": [...], "cache_length_allowed": n,
+ *    "output_length": k, "timestamp": ms} (all but tokens optional).
+ */
+#ifndef KVSS_WORKLOAD_H
+#define KVSS_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct wl_req {
+	uint64_t ts_ms;
+	uint64_t iso;	   /* the organization's isolation_id */
+	uint32_t *tokens;  /* the prompt */
+	uint32_t n;
+	uint32_t allowed;  /* cache_length_allowed (may exceed n: the answer is cached) */
+	uint32_t out;	   /* tokens generated */
+	uint64_t first_block; /* Mooncake: first hash id (native: first token), for --orgs */
+	uint64_t *ids;	      /* Mooncake: block hash ids, for the block-LRU baseline */
+	uint32_t nids;
+};
+
+struct workload {
+	struct wl_req *r;
+	size_t n, cap;
+	uint64_t tokens; /* prompt tokens of all requests */
+};
+
+/**
+ * Read a trace (@p block tokens per Mooncake block; at most @p limit
+ * requests, 0: all). @return 0, or -1 with one line in @p err naming the
+ * file and line.
+ */
+int workload_load(const char *path, uint32_t block, size_t limit, struct workload *w, char *err,
+		  size_t errlen);
+
+/**
+ * The built-in workload: @p n requests from 8 organizations, each with 2
+ * system prompts (500-3000 tokens). 30% start a chat (a system prompt and a
+ * first message), 60% continue one (the last prompt, its answer and a new
+ * message: the answer is cached, since cache_length_allowed covers it), 10%
+ * are one-off documents (5k-20k tokens). About 5 requests a second. The
+ * same @p n always gives the same requests.
+ */
+int workload_generate(size_t n, struct workload *w);
+
+void workload_free(struct workload *w);
+
+/**
+ * The token a sequence generates at position @p pos (the emulated model's
+ * answer): the generator's continued chats contain these, so a replayer
+ * that generates them finds its cached answers again.
+ */
+static inline uint32_t
+workload_answer_token(uint32_t pos)
+{
+	return pos * 2654435761u;
+}
+
+#endif
