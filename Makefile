@@ -44,7 +44,7 @@ LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
 REPLAY_SRC := app/trace/replay.c app/trace/workload.c
-KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c app/kvss/shard.c app/kvss/refill.c \
+KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c app/kvss/shard.c app/kvss/refill.c app/kvss/driver.c \
 	app/kvss/telemetry.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -87,8 +87,8 @@ KVSS_DUMP := $(BUILD)/kvss-dump
 KVSS_TRACE := $(BUILD)/kvss-trace
 KVSS := $(BUILD)/kvss
 
-$(KVSS): $(call obj,$(KVSS_APP_SRC) app/kvss/config.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
-	$(CC) -o $@ $^ $(DPDK_LIBS) $(DEP_LIBS)
+$(KVSS): $(call obj,$(KVSS_APP_SRC) app/kvss/config.c app/trace/workload.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c $(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)

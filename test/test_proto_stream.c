@@ -120,19 +120,63 @@ Test(stream, unacked_messages_go_again_after_the_timeout_oldest_first)
 	/* Apart from the flag, the same bytes as first sent. */
 	cr_assert_eq(memcmp(m->payload + 8, first + 8, n1 - 8), 0);
 	cr_assert_eq(memcmp(m->payload, first, 6), 0);
-	cr_assert_null(proto_stream_due(&s, 1100), "seq 2 is not due until 1150");
-	m = proto_stream_due(&s, 1150);
+	cr_assert_eq(s.timeout, 200, "the oldest timed out: the timeout doubles");
+	cr_assert_null(proto_stream_due(&s, 1100));
+	cr_assert_null(proto_stream_due(&s, 1249), "seq 2 is not due until 1050 + 200");
+	m = proto_stream_due(&s, 1250);
 	cr_assert_not_null(m);
 	parse(m->payload, m->len);
 	cr_assert_eq(msg.hdr.seq, 2);
-	cr_assert_eq(proto_stream_ack(&s, 1), 1);
-	cr_assert_null(proto_stream_due(&s, 1199));
-	m = proto_stream_due(&s, 1250);
+	cr_assert_eq(s.timeout, 200, "only the oldest message backs off");
+	cr_assert_eq(proto_stream_ack_at(&s, 1, 1260), 1);
+	cr_assert_eq(s.st.rtt_samples, 0, "a message sent twice gives no round trip (Karn)");
+	cr_assert_null(proto_stream_due(&s, 1449));
+	m = proto_stream_due(&s, 1450);
 	cr_assert_not_null(m);
 	cr_assert_eq(m->sends, 3);
 	cr_assert_eq(proto_stream_ack(&s, 2), 1);
 	cr_assert_null(proto_stream_due(&s, 100000));
 	cr_assert_eq(s.st.retransmits, 3);
+}
+
+Test(stream, the_timeout_follows_the_measured_round_trip)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint64_t t = 1000, seq;
+	int i;
+
+	cr_assert_eq(proto_stream_init(&s, 8, 10), 0);
+	/* First sample 100: srtt 100, rttvar 50, timeout 300. */
+	seq = proto_stream_push(&s, buf, build(buf, 1), t);
+	cr_assert_eq(proto_stream_ack_at(&s, seq, t + 100), 1);
+	cr_assert_eq(s.st.rtt_samples, 1);
+	cr_assert_eq(s.timeout, 300);
+	proto_stream_push(&s, buf, build(buf, 2), 2000);
+	cr_assert_null(proto_stream_due(&s, 2299), "not before srtt + 4 rttvar");
+	cr_assert_not_null(proto_stream_due(&s, 2300));
+	cr_assert_eq(proto_stream_ack_at(&s, 2, 2400), 1);
+	cr_assert_eq(s.st.rtt_samples, 1, "a retransmitted message gives no sample");
+	/* A steady 100 brings the variation down: the timeout comes close to 100. */
+	for (i = 0; i < 60; i++) {
+		t += 1000;
+		seq = proto_stream_push(&s, buf, build(buf, 3 + (uint64_t)i), t);
+		cr_assert_eq(proto_stream_ack_at(&s, seq, t + 100), 1);
+	}
+	/* (Integer smoothing leaves a variation of a few units.) */
+	cr_assert(s.timeout >= 100 && s.timeout <= 115, "timeout %lu", (unsigned long)s.timeout);
+	/* Never above 64 times the minimum, never below it. */
+	seq = proto_stream_push(&s, buf, build(buf, 100), t);
+	proto_stream_ack_at(&s, seq, t + 1000000);
+	cr_assert_eq(s.timeout, 640);
+	for (i = 0; i < 200; i++) {
+		t += 1000;
+		seq = proto_stream_push(&s, buf, build(buf, 200 + (uint64_t)i), t);
+		proto_stream_ack_at(&s, seq, t + 1);
+	}
+	cr_assert_eq(s.timeout, 10);
+	proto_stream_reset(&s);
+	cr_assert_eq(s.timeout, 10);
+	cr_assert_eq(s.srtt8, 0);
 }
 
 Test(stream, reset_starts_over_at_seq_1)

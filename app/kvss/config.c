@@ -325,7 +325,7 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 
 static int
 load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *pm,
-	   struct kvss_model_ref *mr, uint32_t column)
+	   struct kvss_model_ref *mr, uint32_t column, uint16_t def_port)
 {
 	const config_setting_t *caches = config_setting_get_member(me, "caches");
 	const config_setting_t *shards = config_setting_get_member(me, "shards");
@@ -377,6 +377,7 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		for (j = 0; j < k; j++)
 			if (mr->shard[j].id == sr->id)
 				return fail(c, e, "id", "shard %u appears twice", sr->id);
+		GET_INT(c, e, "port", 0, 31, def_port, false, sr->port);
 		if (get_endpoint(c, e, "address", true, &sr->addr) != 0 ||
 		    get_u64_array(c, e, "bytes_per_token", (unsigned int)n, 1, 1 << 26, b) != 0 ||
 		    get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, 1ull << 29,
@@ -441,6 +442,9 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	if (get_bool(c, d, "no_minus_one", false, &pp->no_minus_one) != 0)
 		return -1;
 	GET_INT(c, d, "retransmit_ms", 1, 60000, 5, false, cfg->driver.retransmit_ms);
+	GET_INT(c, d, "hello_ms", 1, 60000, 100, false, cfg->driver.hello_ms);
+	GET_INT(c, d, "start_timeout_ms", 1, 3600000, 10000, false, cfg->driver.start_timeout_ms);
+	GET_INT(c, d, "refill_timeout_ms", 1, 600000, 2000, false, cfg->driver.refill_timeout_ms);
 	models = config_setting_get_member(d, "models");
 	if (models == NULL || !config_setting_is_list(models) || (n = config_setting_length(models)) < 1 ||
 	    n > PREFIXCACHE_MAX_MODELS)
@@ -448,7 +452,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	pp->num_models = (uint16_t)n;
 	for (i = 0; i < n; i++)
 		if (load_model(c, config_setting_get_elem(models, (unsigned int)i), &pp->model[i],
-			       &cfg->driver.models[i], pp->column) != 0)
+			       &cfg->driver.models[i], pp->column, cfg->driver.port) != 0)
 			return -1;
 	orgs = config_setting_get_member(d, "orgs");
 	if (orgs != NULL) {
@@ -572,15 +576,17 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 	if (get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
 		goto out;
 	{
-		long long lim, gen, inflight;
+		long long lim, gen, inflight, step;
 
 		if (get_int(&c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
+		    get_int(&c, g, "step_tokens", 1, 1 << 20, 256, false, &step) != 0 ||
 		    get_int(&c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
 		    get_int(&c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0)
 			goto out;
 		cfg->wafer.limit = (uint32_t)lim;
 		cfg->wafer.generate = (uint32_t)gen;
 		cfg->wafer.max_inflight = (uint32_t)inflight;
+		cfg->wafer.step_tokens = (uint32_t)step;
 	}
 	rc = 0;
 out:

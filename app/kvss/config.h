@@ -41,6 +41,7 @@ struct kvss_endpoint {
 /** A shard as the driver sees it. */
 struct kvss_shard_ref {
 	uint16_t id;
+	uint16_t port; /* EAL port the shard is reached through (default: driver.port) */
 	struct kvss_endpoint addr;
 	uint32_t bytes_per_token[PREFIXCACHE_MAX_CACHES]; /* this shard's slice, per cache */
 	uint64_t capacity_tokens[PREFIXCACHE_MAX_CACHES];
@@ -89,6 +90,9 @@ struct kvss_config {
 		struct prefixcache_params pc;
 		struct kvss_model_ref models[PREFIXCACHE_MAX_MODELS];
 		uint32_t retransmit_ms;
+		uint32_t hello_ms;	   /* HELLO again while a shard has not answered */
+		uint32_t start_timeout_ms; /* every shard must answer within this */
+		uint32_t refill_timeout_ms; /* a refill not whole by then fails */
 		uint16_t num_orgs;
 		struct kvss_org_ttl org[KVSS_MAX_ORGS];
 	} driver;
@@ -98,6 +102,7 @@ struct kvss_config {
 		uint32_t limit;		   /* requests; 0: all */
 		uint32_t generate;	   /* requests of the built-in workload */
 		uint32_t max_inflight;	   /* sequences at once */
+		uint32_t step_tokens;	   /* tokens a sequence sends per wafer step */
 	} wafer;
 };
 

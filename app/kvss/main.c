@@ -23,13 +23,56 @@
 #include <rte_random.h>
 #include <rte_ring.h>
 
+#include "driver.h"
 #include "kvss.h"
+
+#include <rte_eth_ring.h>
 
 static void
 on_signal(int sig)
 {
 	(void)sig;
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
+}
+
+static uint8_t started[RTE_MAX_ETHPORTS];
+static struct rte_ring *ring_d2s, *ring_s2d;
+
+static int
+port_started(uint16_t port)
+{
+	return port < RTE_MAX_ETHPORTS && started[port];
+}
+
+/*
+ * Role all: the driver and the shard in one process, joined by a pair of
+ * rte_rings made into two ports (net_ring): what one sends, the other
+ * receives. The configured port numbers are replaced by these two.
+ */
+static int
+ring_ports(void)
+{
+	int sport, dport;
+	uint16_t m, k;
+
+	ring_d2s = rte_ring_create("kvss_d2s", 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	ring_s2d = rte_ring_create("kvss_s2d", 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (ring_d2s == NULL || ring_s2d == NULL) {
+		fprintf(stderr, "kvss: role all: rings: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	sport = rte_eth_from_rings("net_ring_kvss_shard", &ring_d2s, 1, &ring_s2d, 1, (unsigned int)rte_socket_id());
+	dport = rte_eth_from_rings("net_ring_kvss_drv", &ring_s2d, 1, &ring_d2s, 1, (unsigned int)rte_socket_id());
+	if (sport < 0 || dport < 0) {
+		fprintf(stderr, "kvss: role all: net_ring ports: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	kvss.cfg.shard.port = (uint16_t)sport;
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
+		for (k = 0; k < kvss.cfg.driver.models[m].num_shards; k++)
+			kvss.cfg.driver.models[m].shard[k].port = (uint16_t)dport;
+	printf("kvss: role all: shard on port %d, driver on port %d (net_ring pair)\n", sport, dport);
+	return 0;
 }
 
 static void
@@ -53,7 +96,7 @@ usage(FILE *f, const char *prog)
  * second one and a refill lcore is there, one for the refill lcore.
  */
 static int
-port_init(uint16_t port, uint32_t mtu, int want_refill)
+port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 {
 	struct rte_eth_conf conf = {0};
 	struct rte_eth_dev_info info;
@@ -73,7 +116,8 @@ port_init(uint16_t port, uint32_t mtu, int want_refill)
 	else if (want_refill)
 		printf("kvss: port %u (%s) has one TX queue: the refill queue runs on the ingest lcore\n",
 		       port, info.driver_name);
-	kvss.refill_lcore_on = ntx == 2;
+	if (is_shard)
+		kvss.refill_lcore_on = ntx == 2;
 	if ((rc = rte_eth_dev_configure(port, 1, ntx, &conf)) != 0 ||
 	    (rc = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL,
 					 kvss.pool)) != 0) {
@@ -97,6 +141,7 @@ port_init(uint16_t port, uint32_t mtu, int want_refill)
 		return rc;
 	}
 	printf("kvss: port %u (%s) started\n", port, info.driver_name);
+	started[port] = 1;
 	return 0;
 }
 
@@ -159,7 +204,7 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *prog = argv[0];
 	char err[512];
-	int ret, c, status = 0;
+	int ret, c, status = 0, driver_on = 0;
 
 	/* --help works before EAL, which would otherwise want devices and memory. */
 	for (c = 1; c < argc; c++)
@@ -230,14 +275,9 @@ main(int argc, char **argv)
 			goto out_eal;
 		}
 	}
-	if (kvss.cfg.role != KVSS_ROLE_SHARD) {
-		fprintf(stderr, "kvss: %s: role %s: only the shard role is in this build\n", config,
-			kvss.cfg.role == KVSS_ROLE_DRIVER ? "driver" : "all");
-		status = 2;
-		goto out_eal;
-	}
-	if (!rte_lcore_is_enabled(kvss.cfg.ingest_lcore[0]) ||
-	    kvss.cfg.ingest_lcore[0] == rte_get_main_lcore()) {
+	if ((kvss.cfg.role & KVSS_ROLE_SHARD) &&
+	    (!rte_lcore_is_enabled(kvss.cfg.ingest_lcore[0]) ||
+	     kvss.cfg.ingest_lcore[0] == rte_get_main_lcore())) {
 		fprintf(stderr, "kvss: %s: lcores.ingest: lcore %u is not an EAL worker lcore (-l/--lcores)\n",
 			config, kvss.cfg.ingest_lcore[0]);
 		status = 2;
@@ -258,12 +298,16 @@ main(int argc, char **argv)
 		status = 1;
 		goto out_eal;
 	}
-	{
+	if (kvss.cfg.role == KVSS_ROLE_ALL && ring_ports() != 0) {
+		status = 1;
+		goto out_free;
+	}
+	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
 		unsigned int rl = kvss.cfg.refill_lcore[0];
 		int want = rte_lcore_is_enabled(rl) && rl != rte_get_main_lcore() &&
 			   rl != kvss.cfg.ingest_lcore[0];
 
-		if (store_init() != 0 || port_init(kvss.cfg.shard.port, kvss.cfg.mtu, want) != 0) {
+		if (store_init() != 0 || port_init(kvss.cfg.shard.port, kvss.cfg.mtu, want, 1) != 0) {
 			status = 1;
 			goto out_free;
 		}
@@ -271,43 +315,75 @@ main(int argc, char **argv)
 			printf("kvss: lcore %u (lcores.refill) is not an EAL worker: the refill queue runs "
 			       "on the ingest lcore\n", rl);
 	}
-	if (kvss.refill_lcore_on) {
-		kvss.ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, (int)rte_socket_id(),
-						       RING_F_SP_ENQ | RING_F_SC_DEQ);
-		kvss.refill_to_ingest = rte_ring_create("refill_to_ingest", 64, (int)rte_socket_id(),
-						       RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (kvss.ingest_to_refill == NULL || kvss.refill_to_ingest == NULL) {
-			fprintf(stderr, "kvss: rings: %s\n", rte_strerror(rte_errno));
+	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
+		uint16_t m, k;
+
+		for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
+			for (k = 0; k < kvss.cfg.driver.models[m].num_shards; k++) {
+				uint16_t port = kvss.cfg.driver.models[m].shard[k].port;
+
+				if (port_started(port))
+					continue;
+				if (port_init(port, kvss.cfg.mtu, 0, 0) != 0) {
+					status = 1;
+					goto out_free;
+				}
+			}
+		if (kvss_driver_init() != 0) {
 			status = 1;
 			goto out_free;
 		}
+		driver_on = 1;
 	}
 	if (kvss_telemetry_register() != 0)
 		fprintf(stderr, "kvss: telemetry commands not registered\n");
+	if ((kvss.cfg.role & KVSS_ROLE_DRIVER) && kvss_driver_telemetry_register() != 0)
+		fprintf(stderr, "kvss: driver telemetry commands not registered\n");
 	kvss.lcore_role[rte_get_main_lcore()] = KVSS_LCORE_CONTROL;
-	kvss.lcore_role[kvss.cfg.ingest_lcore[0]] = KVSS_LCORE_INGEST;
-	printf("kvss: shard %u of model %u up, epoch 0x%08x, ingest on lcore %u", kvss.cfg.shard.id,
-	       kvss.cfg.shard.model, kvss.epoch, kvss.cfg.ingest_lcore[0]);
-	if (kvss.refill_lcore_on)
-		printf(", refill on lcore %u", kvss.cfg.refill_lcore[0]);
-	printf("\n");
-	fflush(stdout);
-	rte_eal_remote_launch(kvss_shard_ingest, NULL, kvss.cfg.ingest_lcore[0]);
-	if (kvss.refill_lcore_on) {
-		kvss.lcore_role[kvss.cfg.refill_lcore[0]] = KVSS_LCORE_REFILL;
-		rte_eal_remote_launch(kvss_shard_refill, NULL, kvss.cfg.refill_lcore[0]);
+	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
+		kvss.lcore_role[kvss.cfg.ingest_lcore[0]] = KVSS_LCORE_INGEST;
+		printf("kvss: shard %u of model %u up, epoch 0x%08x, ingest on lcore %u",
+		       kvss.cfg.shard.id, kvss.cfg.shard.model, kvss.epoch, kvss.cfg.ingest_lcore[0]);
+		if (kvss.refill_lcore_on)
+			printf(", refill on lcore %u", kvss.cfg.refill_lcore[0]);
+		printf("\n");
+		fflush(stdout);
+		rte_eal_remote_launch(kvss_shard_ingest, NULL, kvss.cfg.ingest_lcore[0]);
+		if (kvss.refill_lcore_on) {
+			kvss.lcore_role[kvss.cfg.refill_lcore[0]] = KVSS_LCORE_REFILL;
+			rte_eal_remote_launch(kvss_shard_refill, NULL, kvss.cfg.refill_lcore[0]);
+		}
 	}
-	while (!kvss_quitting())
-		usleep(10000);
+	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
+		/* The control lcore is the main lcore: the driver runs here until done. */
+		kvss_driver_main(NULL);
+	} else {
+		while (!kvss_quitting())
+			usleep(10000);
+	}
 	rte_eal_mp_wait_lcore();
-	print_stats();
-	rte_eth_dev_stop(kvss.cfg.shard.port);
-	rte_eth_dev_close(kvss.cfg.shard.port);
+	if (kvss.cfg.role & KVSS_ROLE_SHARD)
+		print_stats();
+	if (driver_on) {
+		kvss_driver_summary();
+		/* A signal stops a run early: that is not a failure. */
+		if (__atomic_load_n(&kvss.quit, __ATOMIC_RELAXED) != 1)
+			status = kvss_driver_status();
+	}
+	for (c = 0; c < RTE_MAX_ETHPORTS; c++)
+		if (port_started((uint16_t)c)) {
+			rte_eth_dev_stop((uint16_t)c);
+			rte_eth_dev_close((uint16_t)c);
+		}
 out_free:
+	if (driver_on)
+		kvss_driver_free();
 	rte_ring_free(kvss.ingest_to_refill);
 	rte_ring_free(kvss.refill_to_ingest);
 	rte_free(kvss.store_mem);
 	rte_mempool_free(kvss.pool);
+	rte_ring_free(ring_d2s);
+	rte_ring_free(ring_s2d);
 out_eal:
 	rte_eal_cleanup();
 	return status;

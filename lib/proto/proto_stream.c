@@ -20,6 +20,8 @@ proto_stream_init(struct proto_stream *s, uint32_t window, uint64_t timeout)
 		return -ENOMEM;
 	s->window = window;
 	s->timeout = timeout;
+	s->min_timeout = timeout;
+	s->max_timeout = timeout * PROTO_STREAM_BACKOFF_MAX;
 	s->next_seq = 1;
 	return 0;
 }
@@ -36,6 +38,8 @@ proto_stream_reset(struct proto_stream *s)
 {
 	s->next_seq = 1;
 	s->acked = 0;
+	s->srtt8 = s->rttvar4 = 0;
+	s->timeout = s->min_timeout;
 }
 
 static struct proto_stream_msg *
@@ -85,6 +89,42 @@ proto_stream_ack(struct proto_stream *s, uint64_t cum_seq)
 	return n;
 }
 
+/*
+ * Jacobson/Karels, in fixed point as TCP keeps it (srtt x 8, rttvar x 4):
+ * srtt += (r - srtt) / 8, rttvar += (|r - srtt| - rttvar) / 4, timeout =
+ * srtt + 4 rttvar within [min, max]. Karn: a message sent more than once
+ * gives no sample (which send did the ACK answer?).
+ */
+uint32_t
+proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t now)
+{
+	const struct proto_stream_msg *m;
+	uint64_t rto;
+
+	if (cum_seq <= s->acked || cum_seq >= s->next_seq)
+		return proto_stream_ack(s, cum_seq);
+	m = slot(s, cum_seq);
+	if (m->sends == 1 && now >= m->last_send) {
+		int64_t r = (int64_t)(now - m->last_send), err;
+
+		if (s->srtt8 == 0 && s->rttvar4 == 0) {
+			s->srtt8 = r << 3;
+			s->rttvar4 = r << 1;
+		} else {
+			err = r - (s->srtt8 >> 3);
+			s->srtt8 += err;
+			if (err < 0)
+				err = -err;
+			s->rttvar4 += err - (s->rttvar4 >> 2);
+		}
+		rto = (uint64_t)((s->srtt8 >> 3) + s->rttvar4);
+		s->timeout = rto < s->min_timeout ? s->min_timeout
+			     : rto > s->max_timeout ? s->max_timeout : rto;
+		s->st.rtt_samples++;
+	}
+	return proto_stream_ack(s, cum_seq);
+}
+
 const struct proto_stream_msg *
 proto_stream_due(struct proto_stream *s, uint64_t now)
 {
@@ -100,6 +140,9 @@ proto_stream_due(struct proto_stream *s, uint64_t now)
 		m->last_send = now;
 		m->sends++;
 		s->st.retransmits++;
+		/* The oldest timed out: the path is slower than we thought, or lossy. */
+		if (seq == s->acked + 1 && s->timeout < s->max_timeout)
+			s->timeout = s->timeout * 2 < s->max_timeout ? s->timeout * 2 : s->max_timeout;
 		return m;
 	}
 	return NULL;

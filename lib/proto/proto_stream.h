@@ -8,7 +8,9 @@
  * `window` messages are unacknowledged: the shard holds 64 early ones, so a
  * window of 64 or less never sends what the shard must drop. Messages
  * whose last send is older than the timeout go again, in seq order, with
- * the retransmission flag set. A new stream (either side restarted) starts
+ * the retransmission flag set. The timeout adapts to the measured round
+ * trip (proto_stream_ack_at), so a shard whose ACKs queue behind data
+ * frames is not flooded with copies of what it already has. A new stream (either side restarted) starts
  * over at seq 1 with nothing kept.
  *
  * No EAL, no allocation after init, no clock of its own: the caller passes
@@ -22,6 +24,8 @@
 #include "proto.h"
 
 #define PROTO_STREAM_WINDOW_MAX 64
+/** The timeout never exceeds this many times the minimum. */
+#define PROTO_STREAM_BACKOFF_MAX 64
 
 struct proto_stream_stats {
 	uint64_t sent;		/* messages pushed */
@@ -29,6 +33,7 @@ struct proto_stream_stats {
 	uint64_t acked;		/* messages a cumulative ACK released */
 	uint64_t stale_acks;	/* ACKs at or below what was already acked */
 	uint64_t bogus_acks;	/* ACKs beyond the last seq sent: ignored */
+	uint64_t rtt_samples;	/* round trips measured (proto_stream_ack_at) */
 };
 
 struct proto_stream_msg {
@@ -41,7 +46,10 @@ struct proto_stream_msg {
 struct proto_stream {
 	uint64_t next_seq; /* the seq the next push gets */
 	uint64_t acked;	   /* cumulative: every seq <= acked is released */
-	uint64_t timeout;
+	uint64_t timeout;     /* in force: adapts to the round trip when ACKs carry time */
+	uint64_t min_timeout; /* as given to init */
+	uint64_t max_timeout;
+	int64_t srtt8, rttvar4; /* smoothed round trip x 8 and its variation x 4 (0: none yet) */
 	uint32_t window;
 	struct proto_stream_msg *msg; /* window slots, by seq % window */
 	struct proto_stream_stats st;
@@ -78,6 +86,16 @@ uint64_t proto_stream_push(struct proto_stream *s, uint8_t *payload, uint32_t le
 
 /** A cumulative ACK: returns how many messages it released. */
 uint32_t proto_stream_ack(struct proto_stream *s, uint64_t cum_seq);
+
+/**
+ * A cumulative ACK received at @p now: as proto_stream_ack(), and the round
+ * trip of the newest message it releases (when that was sent only once)
+ * updates the timeout: smoothed RTT + 4 x its variation, never below the
+ * timeout given to init nor above PROTO_STREAM_BACKOFF_MAX times it. A
+ * retransmission of the oldest unacknowledged message doubles the timeout
+ * until the next sample.
+ */
+uint32_t proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t now);
 
 /**
  * The first unacknowledged message last sent at or before now - timeout,

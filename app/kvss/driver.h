@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver role (driver.c): lib/prefixcache on the control lcore, talking
+ * to every shard of every model over its own control stream, with the wafer
+ * emulator that produces evicted bytes and checks refilled ones.
+ */
+#ifndef KVSS_DRIVER_H
+#define KVSS_DRIVER_H
+
+#include <stdint.h>
+
+/* The driver's counters: /swdriver/stats, the final summary. */
+#define KVSS_DRV_STATS(X)                                                                          \
+	X(requests)	    /* sequences begun */                                                   \
+	X(completed)	    /* sequences ended */                                                   \
+	X(prompt_tokens)    /* prompt tokens of the requests begun */                               \
+	X(lookup_tokens)                                                                           \
+	X(hit_tokens)                                                                              \
+	X(miss_tokens)	    /* prompt tokens computed, not refilled */                              \
+	X(refills)	    /* refills asked (one per request with a hit) */                        \
+	X(refilled_tokens)  /* tokens refilled (per cache, all shards together) */                 \
+	X(refill_bytes)	    /* REFILL_DATA payload bytes received */                                \
+	X(refill_failures)  /* a shard answered a REFILL with an error */                          \
+	X(refill_timeouts)  /* data not whole in time */                                           \
+	X(verify_failures)  /* refills with a byte that differs from the reference */              \
+	X(verify_bad_bytes)                                                                        \
+	X(verify_bad_frames) /* REFILL_DATA out of order, past the end, unknown refill */           \
+	X(evicted_tokens)                                                                          \
+	X(evict_batches)                                                                           \
+	X(evict_bytes)	    /* EVICT_DATA payload bytes sent */                                     \
+	X(evict_frames)                                                                            \
+	X(deletes)	    /* DELETE records sent (per shard) */                                   \
+	X(expiries)	    /* entries removed by expiry */                                          \
+	X(control_msgs)	    /* control messages pushed (all shards) */                              \
+	X(retransmits)                                                                             \
+	X(hellos)                                                                                  \
+	X(statuses)                                                                                \
+	X(acks)                                                                                    \
+	X(errors)	    /* ERROR records received */                                            \
+	X(lost_tokens)	    /* TOKEN_LOST records received */                                       \
+	X(refill_done)	    /* REFILL_DONE records received */                                      \
+	X(shard_restarts)   /* new shard epochs: the model's prefixes dropped */                    \
+	X(stale)	    /* frames of an old shard epoch, or of no known shard */                \
+	X(rx_drops)	    /* frames that did not parse */                                         \
+	X(tx_retries)	    /* data frames the port did not take at once */                         \
+	X(no_mbuf)                                                                                 \
+	X(too_big)	    /* a control record that cannot fit a frame */
+
+struct kvss_drv_stats {
+#define KVSS_DRV_FIELD(n) uint64_t n;
+	KVSS_DRV_STATS(KVSS_DRV_FIELD)
+#undef KVSS_DRV_FIELD
+	uint64_t errors_by_code[16];
+};
+
+/** Set up the driver (after the ports started): 0, or -1 with a message printed. */
+int kvss_driver_init(void);
+
+/** The control lcore's loop: runs the workload, prints the summary, sets quit. */
+int kvss_driver_main(void *arg);
+
+/** Print the summary of what has run (also after a signal). */
+void kvss_driver_summary(void);
+
+/** Exit status the run earned: 0, or 1 with verify failures or protocol errors. */
+int kvss_driver_status(void);
+
+void kvss_driver_free(void);
+
+/** /swdriver/stats and /swdriver/orgs. */
+int kvss_driver_telemetry_register(void);
+
+#endif
