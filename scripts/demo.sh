@@ -1,20 +1,100 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The main job on built-in defaults. Until the kvss DPDK application lands,
-# it replays requests through the driver library, a real shard store and the
-# emulated wafer (kvss-trace): the Mooncake synthetic trace when
-# ../shared/traces has it, else the built-in workload generator.
-set -eu
+#
+# The main job on built-in defaults: a driver-with-wafer process and two shard
+# processes with different bytes per token (256 and 128), joined over
+# net_memif, replaying ../shared/traces/mooncake_synthetic.jsonl (its first
+# wafer.limit requests, config/memif-driver.cfg) or, when the trace is not
+# there, the built-in workload. The driver prints a progress line every 2 s
+# and a summary ending in one JSON line.
+#
+# usage: scripts/demo.sh [BUILD] [extra driver options...]
+#   KVSS_DEMO_LIMIT=N   replay N requests instead of the config's limit
+#   KVSS_DEMO_JSON=F    also write the summary's JSON line to F
+#
+# Exit status: the driver's (0: every request done, every refilled byte
+# right, no protocol error). Every process is stopped and every file
+# prefix removed, whatever happens.
+set -u
 BUILD=${1:-build}
+[ $# -gt 0 ] && shift
 cd "$(dirname "$0")/.."
+
+run=$$
+tmp=$(mktemp -d /tmp/kvss-demo.XXXXXX)
+pids=()
+prefixes=("kvss_demo_s0_$run" "kvss_demo_s1_$run" "kvss_demo_drv_$run")
+
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	for p in "${prefixes[@]}"; do
+		rm -rf "/var/run/dpdk/$p" "${XDG_RUNTIME_DIR:-/nonexistent}/dpdk/$p"
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+EAL=(--no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error)
+# Three processes share this machine's cores: let the scheduler place them.
+LC="0@(0-$(($(nproc) - 1)))"
+
 MC=../shared/traces/mooncake_synthetic.jsonl
 if [ -f "$MC" ]; then
-	src=(--trace "$MC")
-	echo "demo: replaying $MC (3,993 requests, 61M tokens) at 1e6 and 1e7 tokens of shard capacity"
+	echo "demo: replaying $MC through a driver and two shards over net_memif"
 else
-	src=(--generate 20000)
-	echo "demo: no trace at $MC; replaying the built-in workload (20,000 requests)"
+	echo "demo: no trace at $MC: replaying the built-in workload through a driver and two shards"
 fi
-"$BUILD/kvss-trace" "${src[@]}" --capacity 1e6,1e7 --baseline
-echo "demo: the same, as JSON:"
-"$BUILD/kvss-trace" "${src[@]}" --capacity 1e7 --json 2>/dev/null
+
+for k in 0 1; do
+	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,1@(0-$(($(nproc) - 1)))" \
+		--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/memif$k.sock" \
+		-- --config "config/memif-shard$k.cfg" --poll idle >"$tmp/shard$k.log" 2>&1 &
+	pids+=($!)
+done
+# A memif client connects once, when its port starts: wait for the servers.
+for k in 0 1; do
+	for _ in $(seq 1 300); do
+		grep -q "up, epoch" "$tmp/shard$k.log" 2>/dev/null && break
+		kill -0 "${pids[$k]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! grep -q "up, epoch" "$tmp/shard$k.log" 2>/dev/null; then
+		echo "demo: shard $k did not start; its log:"
+		cat "$tmp/shard$k.log"
+		exit 1
+	fi
+done
+drv=(--config config/memif-driver.cfg --poll idle)
+[ -n "${KVSS_DEMO_LIMIT:-}" ] && drv+=(--limit "$KVSS_DEMO_LIMIT")
+"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
+	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/memif0.sock" \
+	--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/memif1.sock" \
+	-- "${drv[@]}" "$@" | tee "$tmp/driver.log"
+status=${PIPESTATUS[0]}
+for k in 0 1; do
+	if ! kill -0 "${pids[$k]}" 2>/dev/null; then
+		echo "demo: shard $k is gone; its log:"
+		cat "$tmp/shard$k.log"
+		status=1
+	fi
+done
+if [ -n "${KVSS_DEMO_JSON:-}" ]; then
+	grep '^{' "$tmp/driver.log" | tail -1 >"$KVSS_DEMO_JSON"
+fi
+# The shards' own account, after a clean stop.
+for k in 0 1; do
+	kill -TERM "${pids[$k]}" 2>/dev/null
+	wait "${pids[$k]}"
+	rc=$?
+	grep "final stats" "$tmp/shard$k.log" | sed "s/^kvss: final stats:/demo: shard $k:/" | cut -c1-300
+	[ "$rc" -ne 0 ] && { echo "demo: shard $k exited $rc"; cat "$tmp/shard$k.log"; status=1; }
+done
+pids=()
+exit "$status"

@@ -680,3 +680,70 @@ Test(events, a_shard_reporting_less_capacity_lowers_it)
 	assert_clean(r);
 	replay_free(r);
 }
+
+/* ---- Ordering the shard can live with ------------------------------------------- */
+
+static uint64_t order_batches_sent, order_refill_ec, order_refill_seen_batches;
+
+static void
+order_evict(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
+	    const struct proto_evict_entry *e)
+{
+	(void)arg;
+	(void)model;
+	(void)nc;
+	(void)g;
+	(void)e;
+	order_batches_sent = batch_no;
+}
+
+static void
+order_refill(void *arg, uint16_t model, const struct proto_refill_req *r,
+	     const struct proto_refill_chunk *c)
+{
+	(void)arg;
+	(void)model;
+	(void)c;
+	order_refill_ec = r->evict_count;
+	order_refill_seen_batches = order_batches_sent;
+}
+
+/*
+ * A shard runs REFILLs and DELETEs in one ordered queue, each waiting for
+ * its evict_count. A REFILL that waited for the batch still being filled
+ * would hold back the DELETEs that make room for that batch: the shard would
+ * stall until NO_SPACE. So the batch goes out before such a REFILL.
+ */
+Test(ordering, a_refill_never_waits_for_a_batch_not_yet_sent)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	struct prefixcache_sink sink = {.evict = order_evict, .refill = order_refill};
+	uint32_t t[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, i;
+	struct prefixcache_request q = req_of(7, t, 10, 10);
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *a, *b;
+	struct prefixcache *pc;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
+	p.model[0].max_batch_tokens = 64; /* nothing flushes by itself */
+	pc = prefixcache_create(&p, &sink);
+	cr_assert_not_null(pc);
+	order_batches_sent = order_refill_ec = order_refill_seen_batches = 0;
+	a = prefixcache_begin(pc, 0, &q, 0, &hit);
+	cr_assert_not_null(a);
+	for (i = 0; i < 10; i++)
+		prefixcache_token(pc, a, t[i], 1);
+	cr_assert_eq(order_batches_sent, 0, "the batch is still open");
+	/* Another request finds the two columns while their batch is open. */
+	b = prefixcache_begin(pc, 0, &q, 2, &hit);
+	cr_assert_not_null(b);
+	cr_assert_eq(hit.hit_tokens, 8);
+	cr_assert_eq(order_refill_ec, 1);
+	cr_assert_geq(order_refill_seen_batches, order_refill_ec,
+		      "REFILL waits for batch %" PRIu64 " but only %" PRIu64 " went out before it",
+		      order_refill_ec, order_refill_seen_batches);
+	prefixcache_end(pc, b, 3);
+	prefixcache_end(pc, a, 3);
+	prefixcache_free(pc);
+}

@@ -60,6 +60,12 @@
 /* Backpressure: stop sending tokens while this much waits to go out. */
 #define BACKLOG_HIGH 256
 #define JOBS_HIGH 32
+/*
+ * A batch's data goes out once the EVICT this many batches before it has run
+ * at the shard (its ACK came): a shard whose EVICTs wait for space is not
+ * sent data it can only hold (and drop after the batch timeout).
+ */
+#define DATA_AHEAD 4
 
 /* A control message waiting for room in its stream's window. */
 struct ctl_msg {
@@ -83,7 +89,10 @@ struct drv_shard {
 	int open_on;
 	struct proto_builder open;
 	uint8_t open_buf[PROTO_PAYLOAD_MAX];
-	uint64_t evict_sent; /* highest batch whose EVICT has gone out */
+	uint64_t evict_sent;  /* highest batch whose EVICT has gone out */
+	uint64_t evict_acked; /* highest batch whose EVICT an ACK covers: it ran */
+	uint64_t ev_seq[PROTO_STREAM_WINDOW_MAX], ev_batch[PROTO_STREAM_WINDOW_MAX];
+	uint32_t ev_head, ev_tail; /* EVICTs sent and not yet acknowledged */
 	uint64_t batches_complete;
 };
 
@@ -456,8 +465,15 @@ pump_streams(uint64_t tsc)
 		while (sh->head != NULL && proto_stream_can_push(&sh->stream)) {
 			struct ctl_msg *m = sh->head;
 
-			if (proto_stream_push(&sh->stream, m->p, m->len, tsc) == 0)
+			uint64_t seq = proto_stream_push(&sh->stream, m->p, m->len, tsc);
+
+			if (seq == 0)
 				break;
+			if (m->batch_no != 0) {
+				sh->ev_seq[sh->ev_tail % PROTO_STREAM_WINDOW_MAX] = seq;
+				sh->ev_batch[sh->ev_tail % PROTO_STREAM_WINDOW_MAX] = m->batch_no;
+				sh->ev_tail++;
+			}
 			send_ctl(sh, m->p, m->len);
 			D.st.control_msgs++;
 			if (m->batch_no > sh->evict_sent)
@@ -500,8 +516,9 @@ pump_data(void)
 			continue;
 		}
 		sh = &D.sh[D.first_shard[j->model] + j->shard_i];
-		if (!sh->up || sh->evict_sent < j->batch_no)
-			break; /* its EVICT has not gone out yet */
+		if (!sh->up || sh->evict_sent < j->batch_no ||
+		    sh->evict_acked + DATA_AHEAD < j->batch_no)
+			break; /* its EVICT has not gone out, or the shard is behind */
 		if (!j->w_on) {
 			struct proto_wafer_place at = {j->model, sh->ref->id, j->cache_i,
 						       sh->ref->bytes_per_token[j->cache_i]};
@@ -966,7 +983,8 @@ model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_sh
 		free_backlog(sh);
 		sh->up = 0;
 		sh->epoch = 0;
-		sh->evict_sent = 0;
+		sh->evict_sent = sh->evict_acked = 0;
+		sh->ev_head = sh->ev_tail = 0;
 		send_hello(sh, tsc);
 	}
 	/* Refills of the old epoch will not come: their requesters go on. */
@@ -1101,6 +1119,9 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 	case PROTO_T_ACK:
 		D.st.acks++;
 		proto_stream_ack_at(&sh->stream, msg->u.ack.cum_seq, tsc);
+		while (sh->ev_head != sh->ev_tail &&
+		       sh->ev_seq[sh->ev_head % PROTO_STREAM_WINDOW_MAX] <= sh->stream.acked)
+			sh->evict_acked = sh->ev_batch[sh->ev_head++ % PROTO_STREAM_WINDOW_MAX];
 		break;
 	case PROTO_T_ERROR:
 		for (i = 0; i < msg->hdr.count; i++) {

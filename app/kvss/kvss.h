@@ -23,7 +23,8 @@
 	X(rx_bytes)                                                                                \
 	X(tx_frames)                                                                               \
 	X(tx_bytes)                                                                                \
-	X(tx_drops)    /* the NIC did not take them: freed, counted */                              \
+	X(tx_drops)    /* the NIC took nothing for 100 ms: freed, counted */                       \
+	X(tx_full)     /* frames that waited for room in the TX ring */                            \
 	X(no_mbuf)     /* the pool was empty */                                                    \
 	X(hello)                                                                                   \
 	X(status_sent)                                                                             \

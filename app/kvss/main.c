@@ -84,6 +84,8 @@ usage(FILE *f, const char *prog)
 		"  --role R             shard, driver or all (overrides the file)\n"
 		"  --poll busy|idle     busy polling (default) or pause/sleep when idle\n"
 		"  --exit-when-idle MS  stop after MS without a received frame (replays)\n"
+		"  --trace FILE         driver: replay this trace (wafer.trace)\n"
+		"  --limit N            driver: replay N requests (wafer.limit)\n"
 		"  --help               this text\n"
 		"EAL examples: --no-pci --no-huge -m 512 --file-prefix NAME\n"
 		"  --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
@@ -201,8 +203,10 @@ main(int argc, char **argv)
 	static const struct option lo[] = {
 		{"config", required_argument, NULL, 'c'}, {"role", required_argument, NULL, 'r'},
 		{"poll", required_argument, NULL, 'p'}, {"exit-when-idle", required_argument, NULL, 'x'},
+		{"trace", required_argument, NULL, 't'}, {"limit", required_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-	const char *config = NULL, *role = NULL, *poll = NULL, *prog = argv[0];
+	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
+		   *prog = argv[0];
 	char err[512];
 	int ret, c, status = 0, driver_on = 0;
 
@@ -234,6 +238,12 @@ main(int argc, char **argv)
 		case 'x':
 			kvss.exit_idle_ms = (uint32_t)strtoul(optarg, NULL, 10);
 			break;
+		case 't':
+			trace = optarg;
+			break;
+		case 'n':
+			limit = optarg;
+			break;
 		default:
 			usage(stderr, prog);
 			status = 2;
@@ -263,6 +273,19 @@ main(int argc, char **argv)
 			status = 2;
 			goto out_eal;
 		}
+	}
+	if (trace != NULL)
+		snprintf(kvss.cfg.wafer.trace, sizeof(kvss.cfg.wafer.trace), "%s", trace);
+	if (limit != NULL) {
+		char *end;
+		unsigned long v = strtoul(limit, &end, 10);
+
+		if (*limit == '\0' || *end != '\0' || v == 0 || v > 100000000) {
+			fprintf(stderr, "kvss: --limit: '%s' is not a number of requests\n", limit);
+			status = 2;
+			goto out_eal;
+		}
+		kvss.cfg.wafer.limit = (uint32_t)v;
 	}
 	if (poll != NULL) {
 		if (strcmp(poll, "busy") == 0)
@@ -334,6 +357,17 @@ main(int argc, char **argv)
 			goto out_free;
 		}
 		driver_on = 1;
+	}
+	if (kvss.refill_lcore_on) {
+		kvss.ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, (int)rte_socket_id(),
+						       RING_F_SP_ENQ | RING_F_SC_DEQ);
+		kvss.refill_to_ingest = rte_ring_create("refill_to_ingest", 64, (int)rte_socket_id(),
+						       RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (kvss.ingest_to_refill == NULL || kvss.refill_to_ingest == NULL) {
+			fprintf(stderr, "kvss: rings: %s\n", rte_strerror(rte_errno));
+			status = 1;
+			goto out_free;
+		}
 	}
 	if (kvss_telemetry_register() != 0)
 		fprintf(stderr, "kvss: telemetry commands not registered\n");

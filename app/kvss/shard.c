@@ -37,6 +37,7 @@
 
 struct fifo {
 	struct rte_mbuf *m[QMAX];
+	uint64_t seq[QMAX];   /* control seq of each message */
 	uint64_t since[QMAX]; /* when the head first had to wait (0: not yet) */
 	uint32_t head, tail;
 };
@@ -46,6 +47,7 @@ static struct {
 	struct rte_mbuf *window[WINDOW];     /* early messages by seq % WINDOW */
 	uint64_t window_seq[WINDOW];
 	int ack_due;
+	uint64_t ack_sent; /* the last cum_seq sent */
 	struct fifo evictq, refillq;
 	struct rte_mbuf *early[EARLY_MAX];
 	uint64_t early_t[EARLY_MAX];
@@ -58,13 +60,33 @@ static struct {
 
 /* ---- Sending -------------------------------------------------------------------- */
 
+/*
+ * A full TX ring is back-pressure, not loss: a refill frame dropped here
+ * would cost the whole refill. Retry, yielding the core in idle mode, for up
+ * to 100 ms; only a port that takes nothing for that long loses the frame.
+ */
 void
 kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
 {
-	if (rte_eth_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
-		rte_pktmbuf_free(m);
-		st->tx_drops++;
-		return;
+	uint64_t t0 = 0, hz = rte_get_tsc_hz();
+	unsigned int tries = 0;
+
+	while (rte_eth_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
+		uint64_t now = rte_get_tsc_cycles();
+
+		if (t0 == 0) {
+			t0 = now;
+			st->tx_full++;
+		}
+		if (now - t0 > hz / 10 || kvss_quitting()) {
+			rte_pktmbuf_free(m);
+			st->tx_drops++;
+			return;
+		}
+		if (kvss.cfg.poll == KVSS_POLL_IDLE && ++tries > 16)
+			usleep(20);
+		else
+			rte_pause();
 	}
 	st->tx_frames++;
 	st->tx_bytes += len;
@@ -153,16 +175,38 @@ send_status(struct kvss_lcore_stats *st)
 	st->status_sent++;
 }
 
+/*
+ * The cumulative ACK: every message before the oldest one still waiting in
+ * a queue (an EVICT waiting for space, a DELETE or REFILL waiting for its
+ * batch). PROTOCOL.md allows "executed or queued"; acknowledging only what
+ * ran keeps a driver that waits for ACKs from piling up messages and data
+ * the shard cannot place yet (its window then bounds both queues).
+ */
+static uint64_t
+ack_value(void)
+{
+	uint64_t a = S.next_seq ? S.next_seq - 1 : 0;
+
+	if (a == 0)
+		return 0;
+	if (S.evictq.head != S.evictq.tail && S.evictq.seq[S.evictq.head % QMAX] - 1 < a)
+		a = S.evictq.seq[S.evictq.head % QMAX] - 1;
+	if (S.refillq.head != S.refillq.tail && S.refillq.seq[S.refillq.head % QMAX] - 1 < a)
+		a = S.refillq.seq[S.refillq.head % QMAX] - 1;
+	return a;
+}
+
 static void
 send_ack(struct kvss_lcore_stats *st)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_ACK_LEN];
-	struct proto_ack a = {S.next_seq - 1};
+	struct proto_ack a = {ack_value()};
 	struct proto_builder b;
 
 	begin_reply(&b, buf, sizeof(buf), PROTO_T_ACK);
 	proto_build_ack(&b, &a);
 	send_control(st, buf, proto_build_end(&b));
+	S.ack_sent = a.cum_seq;
 	st->acks++;
 }
 
@@ -599,6 +643,7 @@ reset_stream(void)
 		rte_pktmbuf_free(S.refillq.m[S.refillq.head++ % QMAX]);
 	S.next_seq = 1;
 	S.queued_batch = 0;
+	S.ack_sent = 0;
 }
 
 /* Queue an accepted message (the mbuf now belongs to the queue). */
@@ -615,6 +660,7 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint8_t type)
 	}
 	q->since[q->tail % QMAX] = 0;
 	q->m[q->tail % QMAX] = m;
+	q->seq[q->tail % QMAX] = S.next_seq;
 	q->tail++;
 	S.next_seq++;
 	if (type == PROTO_T_EVICT) {
@@ -767,7 +813,7 @@ kvss_shard_ingest(void *arg)
 		run_evictq(st, &err, t0); /* deletes may have made room */
 		expire_batches(st, t0);
 		batcher_flush(&err);
-		if (S.ack_due) {
+		if (S.ack_due || (kvss.have_driver && ack_value() != S.ack_sent)) {
 			send_ack(st);
 			S.ack_due = 0;
 		}

@@ -1656,7 +1656,11 @@ kvstore_refill_next(struct kvstore_refill *r, uint16_t buffer, struct kvstore_re
 			pos->page = pg;
 			pos->page_first = rel / KVSTORE_PAGE_ENTRIES;
 		}
-		slot = __atomic_load_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], __ATOMIC_SEQ_CST);
+		/* A token is read from one slot, one version, even across calls. */
+		slot = pos->byte != 0 ? pos->slot
+				      : __atomic_load_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES],
+							__ATOMIC_SEQ_CST);
+		pos->slot = slot;
 		a = slot_addr(c, slot, buffer) + pos->byte;
 		len = c->bb - pos->byte;
 		if (len > max_bytes - bytes)

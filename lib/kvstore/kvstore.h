@@ -208,6 +208,12 @@ struct kvstore_refill_pos {
 	uint64_t done;	 /**< bytes of the transfer produced so far */
 	const void *page; /**< cached table page of the current token */
 	uint32_t page_first;
+	/**
+	 * Slot of the token in progress when a call ended inside its slice
+	 * (byte != 0): the next call goes on from the same slot, so an
+	 * overwrite published between two frames never tears one token.
+	 */
+	uint32_t slot;
 };
 
 /**

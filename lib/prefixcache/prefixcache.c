@@ -1320,6 +1320,14 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 				if (e->evict_count > ec)
 					ec = e->evict_count;
 			}
+		/*
+		 * A refill never waits for a batch not yet sent: the shard runs
+		 * REFILLs and DELETEs in one ordered queue, so a REFILL waiting
+		 * for the open batch would hold back the DELETEs that make room
+		 * for that batch (a deadlock until NO_SPACE).
+		 */
+		if (ec > m->batches_sent)
+			flush_model(pc, mi);
 		r = refill_new(pc, nreq);
 		if (r == NULL)
 			goto enomem;
