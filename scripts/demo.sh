@@ -11,6 +11,7 @@
 # usage: scripts/demo.sh [BUILD] [extra driver options...]
 #   KVSS_DEMO_LIMIT=N   replay N requests instead of the config's limit
 #   KVSS_DEMO_JSON=F    also write the summary's JSON line to F
+#   KVSS_DEMO_TAG=T     name the file prefixes kvss_demo_{s0,s1,drv}_T (default: the pid)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
 # right, no protocol error). Every process is stopped and every file
@@ -20,7 +21,7 @@ BUILD=${1:-build}
 [ $# -gt 0 ] && shift
 cd "$(dirname "$0")/.."
 
-run=$$
+run=${KVSS_DEMO_TAG:-$$}
 tmp=$(mktemp -d /tmp/kvss-demo.XXXXXX)
 pids=()
 prefixes=("kvss_demo_s0_$run" "kvss_demo_s1_$run" "kvss_demo_drv_$run")

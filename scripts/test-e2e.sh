@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The whole system end to end, on the built-in workload (no outside data):
+#  1. role "all": driver, wafer emulator and one shard in one process over a
+#     net_ring pair;
+#  2. the demo's shape: a driver process and two shard processes with
+#     different bytes per token over net_memif (scripts/demo.sh);
+#  3. the same while running: /swdriver/stats, /swdriver/orgs and a shard's
+#     /kvss/stats answered through dpdk-telemetry.py, then SIGTERM: the driver
+#     drains, prints its summary (stopped early) and exits 0.
+# Every summary must show zero verify failures and zero protocol errors; no
+# process and no file prefix is left behind.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+tag=e2e$$
+trap 'rm -rf "$tmp" /var/run/dpdk/kvss_e2e_all_$$ /var/run/dpdk/kvss_demo_*_${tag}*' EXIT
+. scripts/check-lib.sh
+
+# field FILE KEY: a field of the summary's JSON line.
+field() {
+	python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])' "$1" "$2" 2>/dev/null
+}
+
+# 1. One process.
+timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 512 --lcores "0@0,1@1" --log-level lib.eal:error \
+	--no-telemetry --file-prefix "kvss_e2e_all_$$" -- --config config/all-in-one.cfg --limit 150 \
+	>"$tmp/all.log" 2>&1
+check "role all: exits 0" test $? -eq 0
+grep '^{' "$tmp/all.log" | tail -1 >"$tmp/all.json"
+check "role all: 150 requests done" test "$(field "$tmp/all.json" requests)" = 150
+check "role all: every request hit or missed, none lost" test "$(field "$tmp/all.json" finished)" = True
+check "role all: zero verify failures" test "$(field "$tmp/all.json" verify_failures)" = 0
+check "role all: zero protocol errors" test "$(field "$tmp/all.json" protocol_errors)" = 0
+check "role all: the chats hit (hit ratio above 0.2)" \
+	python3 -c "import sys; sys.exit(0 if $(field "$tmp/all.json" hit_ratio) > 0.2 else 1)"
+check "role all: refills were checked byte by byte" test "$(field "$tmp/all.json" refill_bytes)" -gt 0
+check "role all: the shard's final stats printed" grep -q "final stats: rx_frames=" "$tmp/all.log"
+
+# 2. Three processes over memif.
+KVSS_DEMO_TAG=${tag}a KVSS_DEMO_JSON="$tmp/memif.json" timeout 300 scripts/demo.sh "$BUILD" \
+	--trace "" --limit 400 >"$tmp/memif.log" 2>&1
+check "memif: the demo exits 0" test $? -eq 0
+check "memif: 400 requests done" test "$(field "$tmp/memif.json" requests)" = 400
+check "memif: zero verify failures" test "$(field "$tmp/memif.json" verify_failures)" = 0
+check "memif: zero protocol errors" test "$(field "$tmp/memif.json" protocol_errors)" = 0
+check "memif: bytes were refilled and checked" test "$(field "$tmp/memif.json" refill_bytes)" -gt 0
+check "memif: both shards came up" test "$(grep -c 'of model 0 is up' "$tmp/memif.log")" -eq 2
+check "memif: the shards stopped cleanly" test "$(grep -c '^demo: shard [01]: rx_frames' "$tmp/memif.log")" -eq 2
+check "memif: shard 1 stores 128 bytes per token, shard 0 256" \
+	grep -q "evicted .* tokens" "$tmp/memif.log"
+[ "$fail" -eq 0 ] || tail -30 "$tmp/memif.log"
+
+# 3. Telemetry while it runs, then SIGTERM.
+KVSS_DEMO_TAG=${tag}b timeout 300 scripts/demo.sh "$BUILD" --trace "" --limit 20000 \
+	>"$tmp/long.log" 2>&1 &
+demo=$!
+for _ in $(seq 1 200); do
+	grep -q "every shard is up" "$tmp/long.log" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 1
+tel() { echo "$2" | timeout 10 dpdk-telemetry.py -f "$1" 2>/dev/null | tail -n 1; }
+tel "kvss_demo_drv_${tag}b" /swdriver/stats >"$tmp/drv.json"
+tel "kvss_demo_drv_${tag}b" /swdriver/orgs >"$tmp/orgs.json"
+tel "kvss_demo_s1_${tag}b" /kvss/stats >"$tmp/s1.json"
+tel "kvss_demo_s1_${tag}b" /kvss/caches >"$tmp/s1c.json"
+jget() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=list(d.values())[0]
+for k in sys.argv[2].split("."): v=v[k] if not isinstance(v,list) else v[int(k)]
+print(v)' "$1" "$2" 2>/dev/null
+}
+check "telemetry: /swdriver/stats counts requests" test "$(jget "$tmp/drv.json" requests)" -gt 0
+check "telemetry: /swdriver/stats counts evictions" test "$(jget "$tmp/drv.json" evicted_tokens)" -gt 0
+check "telemetry: /swdriver/stats has verify_failures 0" test "$(jget "$tmp/drv.json" verify_failures)" = 0
+check "telemetry: /swdriver/orgs lists organizations with entries" \
+	python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]; sys.exit(0 if d and all("entries" in o for o in d.values()) and sum(o["entries"] for o in d.values()) > 0 else 1)' "$tmp/orgs.json"
+check "telemetry: a shard's /kvss/stats counts batches" test "$(jget "$tmp/s1.json" batches)" -gt 0
+check "telemetry: shard 1's /kvss/caches says 128 bytes per token" \
+	test "$(jget "$tmp/s1c.json" bytes_per_token.0)" = 128
+pkill -TERM -f "file-prefix kvss_demo_drv_${tag}b" 
+wait $demo
+rc=$?
+check "SIGTERM: the demo (driver) exits 0" test $rc -eq 0
+check "SIGTERM: the summary says it stopped early" grep -q "summary: (stopped early)" "$tmp/long.log"
+grep '^{' "$tmp/long.log" | tail -1 >"$tmp/long.json"
+check "SIGTERM: its JSON says finished false" test "$(field "$tmp/long.json" finished)" = False
+check "SIGTERM: zero verify failures" test "$(field "$tmp/long.json" verify_failures)" = 0
+check "SIGTERM: zero protocol errors" test "$(field "$tmp/long.json" protocol_errors)" = 0
+
+sleep 0.5
+check "no kvss process is left" test -z "$(pgrep -f "kvss_demo_.*_${tag}|kvss_e2e_all_$$")"
+check "no file prefix is left" test -z "$(ls -d /var/run/dpdk/kvss_demo_*_${tag}* /var/run/dpdk/kvss_e2e_all_$$ 2>/dev/null)"
+check_summary "kvss end to end"
