@@ -55,7 +55,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
-	app/kvss/config.c test/test_config.c test/shard_scenario.c
+	app/kvss/config.c test/test_config.c test/shard_scenario.c test/replay_check.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
@@ -153,6 +153,11 @@ $(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
 SHARD_SCENARIO := $(BUILD)/tools/shard_scenario
+REPLAY_CHECK := $(BUILD)/tools/replay_check
+
+$(REPLAY_CHECK): $(call obj,test/replay_check.c) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DEP_LIBS)
 
 $(SHARD_SCENARIO): $(call obj,test/shard_scenario.c) $(LIBPROTO)
 	@mkdir -p $(@D)
@@ -194,7 +199,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 # ---- top-level targets -----------------------------------------------------
 
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(TESTS) $(GEN_FRAMES) \
-	$(SHARD_SCENARIO) $(BENCHES)
+	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(BENCHES)
 
 .PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 

@@ -48,6 +48,7 @@ run stress_kvstore_tsan "$BUILD/test/stress_kvstore_tsan" 1000000
 run kvss-dump scripts/test-dump.sh "$BUILD"
 run kvss-trace scripts/test-trace.sh "$BUILD"
 run kvss-shard-pcap scripts/test-shard-pcap.sh "$BUILD"
+run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"
 run kvss-e2e scripts/test-e2e.sh "$BUILD"
 run fuzz_proto scripts/fuzz.sh "$BUILD/fuzz/fuzz_proto" "$BUILD/fuzz/corpus_proto" "$FUZZ_SECONDS"
 

@@ -383,6 +383,21 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		    get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, 1ull << 29,
 				  sr->capacity_tokens) != 0)
 			return -1;
+		if (config_setting_get_member(e, "buffers") != NULL) {
+			uint64_t nb[PREFIXCACHE_MAX_CACHES];
+
+			if (get_u64_array(c, e, "buffers", (unsigned int)n, 1, 256, nb) != 0)
+				return -1;
+			for (i = 0; i < n; i++) {
+				if (b[i] % nb[i] != 0)
+					return fail(c, e, "buffers", "element %d (%" PRIu64 ") must divide "
+						    "bytes_per_token (%" PRIu64 ")", i, nb[i], b[i]);
+				sr->buffers[i] = (uint16_t)nb[i];
+			}
+		} else {
+			for (i = 0; i < n; i++)
+				sr->buffers[i] = 1;
+		}
 		for (i = 0; i < n; i++) {
 			sr->bytes_per_token[i] = (uint32_t)b[i];
 			sum += b[i];

@@ -45,6 +45,9 @@ struct kvss_shard_ref {
 	struct kvss_endpoint addr;
 	uint32_t bytes_per_token[PREFIXCACHE_MAX_CACHES]; /* this shard's slice, per cache */
 	uint64_t capacity_tokens[PREFIXCACHE_MAX_CACHES];
+	/* Buffers per cache: the shard says so in STATUS; this is used only when
+	 * recording open loop (--record-expect), where no STATUS comes. */
+	uint16_t buffers[PREFIXCACHE_MAX_CACHES];
 };
 
 struct kvss_model_ref {

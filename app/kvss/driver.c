@@ -28,6 +28,7 @@
  * EVICT has left (so a shard never holds data past its batch timeout
  * because the EVICT waited for the window).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -187,6 +188,11 @@ static struct {
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 	struct snapshot snap;
 	char source[KVSS_PATH_MAX + 64];
+	/* Open loop (--record-expect): nothing is awaited; refills are written out. */
+	int open_loop;
+	FILE *expect;
+	uint64_t ol_done[PREFIXCACHE_MAX_MODELS * PREFIXCACHE_MAX_CACHES * 4];
+	uint32_t nol_done;
 } D;
 
 static inline uint64_t
@@ -469,7 +475,12 @@ pump_streams(uint64_t tsc)
 
 			if (seq == 0)
 				break;
-			if (m->batch_no != 0) {
+			if (D.open_loop) {
+				/* Recording: what is sent counts as run. */
+				proto_stream_ack(&sh->stream, seq);
+				if (m->batch_no > sh->evict_acked)
+					sh->evict_acked = m->batch_no;
+			} else if (m->batch_no != 0) {
 				sh->ev_seq[sh->ev_tail % PROTO_STREAM_WINDOW_MAX] = seq;
 				sh->ev_batch[sh->ev_tail % PROTO_STREAM_WINDOW_MAX] = m->batch_no;
 				sh->ev_tail++;
@@ -659,6 +670,27 @@ on_refill(void *arg, uint16_t model, const struct proto_refill_req *rq,
 		for (k = 0; k < rq->num_chunks; k++)
 			proto_build_refill_chunk(b, &ch[k]);
 	}
+	if (D.open_loop) {
+		/* What each shard must send back, for the capture's checker. */
+		for (i = 0; i < ns && s != NULL && D.expect != NULL; i++) {
+			const struct kvss_shard_ref *ref = D.sh[D.first_shard[model] + i].ref;
+
+			fprintf(D.expect, "refill %" PRIu64 " model %u shard %u cache %u bytes %u buffers %u "
+				"tokens %u", rq->refill_id, model, ref->id, rq->cache_id,
+				ref->bytes_per_token[rq->cache_id], ref->buffers[rq->cache_id], ntok);
+			for (k = 0; k < rq->num_chunks; k++)
+				for (j = 0; j < ch[k].num_tokens; j++) {
+					uint32_t idx = ch[k].start_token_idx + j;
+
+					fprintf(D.expect, " %" PRIx64, idx < s->total ? s->h[idx] : 0);
+				}
+			fprintf(D.expect, "\n");
+		}
+		if (D.nol_done < RTE_DIM(D.ol_done))
+			D.ol_done[D.nol_done++] = rq->refill_id;
+		D.st.refilled_tokens += ntok;
+		return;
+	}
 	if (s == NULL || s->nrec == MAX_REC_PER_SEQ)
 		return;
 	r = calloc(1, sizeof(*r) + sizeof(r->chk[0]) * ns);
@@ -829,6 +861,10 @@ seq_start(uint64_t tsc)
 		D.cur = s;
 		s->s[m] = prefixcache_begin(D.pc, m, &rq, now_ns(tsc), &hit);
 		D.cur = NULL;
+		/* Open loop: the refills count as done at once (the shard's ordered
+		 * queue still keeps their columns until their data has left). */
+		while (D.nol_done > 0)
+			prefixcache_refill_done(D.pc, D.ol_done[--D.nol_done]);
 		if (s->s[m] == NULL) {
 			D.fatal = 1;
 			continue;
@@ -1372,6 +1408,17 @@ kvss_driver_init(void)
 		snprintf(D.source, sizeof(D.source), "the built-in workload%s",
 			 cfg->wafer.trace[0] ? " (the trace is not there)" : "");
 	}
+	if (kvss.record_expect != NULL) {
+		D.open_loop = 1;
+		D.expect = fopen(kvss.record_expect, "w");
+		if (D.expect == NULL) {
+			fprintf(stderr, "kvss: --record-expect %s: %s\n", kvss.record_expect,
+				strerror(errno));
+			return -1;
+		}
+		fprintf(D.expect, "kvss-expect 1 driver-epoch %u\n", kvss.epoch);
+		printf("kvss: driver: recording open loop; expectations in %s\n", kvss.record_expect);
+	}
 	D.nreq = D.wl.n;
 	if (cfg->wafer.limit && D.nreq > cfg->wafer.limit)
 		D.nreq = cfg->wafer.limit;
@@ -1473,8 +1520,16 @@ kvss_driver_main(void *arg)
 	next_expire = tsc0;
 	next_snap = tsc0;
 	start_deadline = tsc0 + D.hz / 1000 * kvss.cfg.driver.start_timeout_ms;
-	for (i = 0; i < D.nsh; i++)
+	for (i = 0; i < D.nsh; i++) {
 		send_hello(&D.sh[i], tsc0);
+		if (D.open_loop) {
+			uint16_t c;
+
+			D.sh[i].up = 1;
+			for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
+				D.sh[i].num_buffers[c] = D.sh[i].ref->buffers[c];
+		}
+	}
 	while (!kvss_quitting() && !D.fatal) {
 		uint64_t t0 = rte_get_tsc_cycles();
 		int work = 0;
@@ -1545,6 +1600,15 @@ kvss_driver_main(void *arg)
 	}
 	D.t_end = rte_get_tsc_cycles();
 	txq_flush();
+	if (D.expect != NULL) {
+		for (i = 0; i < D.nsh; i++)
+			fprintf(D.expect, "control model %u shard %u messages %" PRIu64 " epoch %u\n",
+				D.sh[i].model, D.sh[i].ref->id, D.sh[i].stream.next_seq - 1,
+				D.model_epoch[D.sh[i].model]);
+		fprintf(D.expect, "end %s\n", D.finished ? "finished" : "stopped");
+		fclose(D.expect);
+		D.expect = NULL;
+	}
 	snapshot();
 	if (D.started)
 		progress(D.t_end);

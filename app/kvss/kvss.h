@@ -65,6 +65,7 @@ struct kvss_app {
 	struct kvss_config cfg;
 	int quit; /* set by the signal handler, read with __atomic */
 	uint32_t exit_idle_ms; /* --exit-when-idle: stop after this long with no RX */
+	const char *record_expect; /* driver, --record-expect: open loop, refills written there */
 	uint32_t epoch;	       /* this process's epoch: random, nonzero */
 	uint64_t start_tsc;
 	struct rte_mempool *pool;

@@ -117,6 +117,10 @@ usage(FILE *f, const char *prog)
 		"  --exit-when-idle MS  stop after MS without a received frame (replays)\n"
 		"  --trace FILE         driver: replay this trace (wafer.trace)\n"
 		"  --limit N            driver: replay N requests (wafer.limit)\n"
+		"  --record-expect FILE driver: record open loop (no answers awaited: every\n"
+		"                       message counts as acknowledged, refills as whole) and\n"
+		"                       write each refill's expected content to FILE; with a\n"
+		"                       net_pcap tx_pcap port this records a replayable capture\n"
 		"  --help               this text\n"
 		"EAL examples: --no-pci --no-huge -m 512 --file-prefix NAME\n"
 		"  --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
@@ -235,6 +239,7 @@ main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'}, {"role", required_argument, NULL, 'r'},
 		{"poll", required_argument, NULL, 'p'}, {"exit-when-idle", required_argument, NULL, 'x'},
 		{"trace", required_argument, NULL, 't'}, {"limit", required_argument, NULL, 'n'},
+		{"record-expect", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
 		   *prog = argv[0];
@@ -271,6 +276,9 @@ main(int argc, char **argv)
 			break;
 		case 't':
 			trace = optarg;
+			break;
+		case 'R':
+			kvss.record_expect = optarg;
 			break;
 		case 'n':
 			limit = optarg;
