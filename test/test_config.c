@@ -14,7 +14,8 @@ Test(config, every_example_in_config_loads)
 {
 	static const char *const files[] = {"config/bare-metal-shard.cfg", "config/ci-pcap-shard.cfg",
 					    "config/memif-driver.cfg", "config/memif-shard0.cfg",
-					    "config/memif-shard1.cfg"};
+					    "config/memif-shard1.cfg", "config/all-in-one.cfg",
+					    "config/record-driver.cfg"};
 	unsigned int i;
 
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
@@ -46,13 +47,15 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.role, KVSS_ROLE_DRIVER);
 	cr_assert_eq(cfg.driver.pc.num_models, 1);
 	cr_assert_eq(cfg.driver.models[0].num_shards, 2);
-	cr_assert_eq(cfg.driver.pc.model[0].cache[0].capacity_tokens, 200000);
+	cr_assert_eq(cfg.driver.pc.model[0].cache[0].capacity_tokens, 1000000);
 	cr_assert_eq(cfg.driver.pc.model[0].refill_bytes_per_token, 256);
 	cr_assert_eq(cfg.driver.pc.ttl_last_ns, 3600ull * 1000000000ull);
 	cr_assert_eq(cfg.driver.num_orgs, 1);
 	cr_assert_str_eq(cfg.driver.org[0].name, "acme");
 	cr_assert_eq(cfg.driver.org[0].ttl_last_ns, 600ull * 1000000000ull);
-	cr_assert_eq(cfg.wafer.limit, 400);
+	cr_assert_eq(cfg.wafer.limit, 0);
+	cr_assert_eq(cfg.driver.models[0].shard[1].port, 1);
+	cr_assert_eq(cfg.driver.models[0].shard[1].bytes_per_token[0], 128);
 }
 
 struct bad {
@@ -99,6 +102,16 @@ static struct bad bads[] = {
 	 " shards = ( { id = 0; address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n",
 	 "driver.models.[0].caches.[0].sinks: must be below the column"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; buffers = [3]; capacity_tokens = [10]; } ); } ); };\n",
+	 ":5: driver.models.[0].shards.[0].buffers: element 0 (3) must divide bytes_per_token (64)"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0; port = 40;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n",
+	 "driver.models.[0].shards.[0].port: 40 is out of range 0..31"},
 	{"role = \"shard\";\nmtu = ;\n", ":2: syntax error"},
 };
 
