@@ -15,7 +15,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 tag=e2e$$
-trap 'rm -rf "$tmp" /var/run/dpdk/kvss_e2e_all_$$ /var/run/dpdk/kvss_demo_*_${tag}*' EXIT
+trap '[ -n "${KEEP:-}" ] && cp "$tmp"/rs.log /tmp/rs_keep.log; rm -rf "$tmp" /var/run/dpdk/kvss_e2e_all_$$ /var/run/dpdk/kvss_demo_*_${tag}*' EXIT
 . scripts/check-lib.sh
 
 # field FILE KEY: a field of the summary's JSON line.
@@ -88,6 +88,37 @@ grep '^{' "$tmp/long.log" | tail -1 >"$tmp/long.json"
 check "SIGTERM: its JSON says finished false" test "$(field "$tmp/long.json" finished)" = False
 check "SIGTERM: zero verify failures" test "$(field "$tmp/long.json" verify_failures)" = 0
 check "SIGTERM: zero protocol errors" test "$(field "$tmp/long.json" protocol_errors)" = 0
+
+# 4. A shard restarts mid-run: the driver sees its new epoch, drops the
+#    model's prefixes, starts over with both shards, and finishes the run.
+KVSS_DEMO_TAG=${tag}c KVSS_DEMO_JSON="$tmp/rs.json" timeout 300 scripts/demo.sh "$BUILD" \
+	--trace "" --limit 4000 >"$tmp/rs.log" 2>&1 &
+demo=$!
+for _ in $(seq 1 200); do
+	grep -q "every shard is up" "$tmp/rs.log" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 2
+s1=$(pgrep -f "file-prefix kvss_demo_s1_${tag}c")
+sock=$(tr '\0' ' ' </proc/$s1/cmdline | grep -o 'socket=[^ ]*' | cut -d= -f2)
+kill -TERM $s1
+while kill -0 $s1 2>/dev/null; do sleep 0.1; done
+"$BUILD/kvss" --no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error \
+	--file-prefix "kvss_demo_s1_${tag}c" --lcores "0@(0-1),1@(0-1)" \
+	--vdev "net_memif0,role=server,id=1,bsize=10240,socket=$sock" \
+	-- --config config/memif-shard1.cfg --poll idle >"$tmp/rs_s1.log" 2>&1 &
+s1b=$!
+wait $demo
+check "restart: the driver noticed the new shard epoch" grep -q "shard 1 no longer knows our epoch" "$tmp/rs.log"
+check "restart: and counted it" test "$(field "$tmp/rs.json" shard_restarts)" -ge 1
+check "restart: every request still done" test "$(field "$tmp/rs.json" requests)" = 4000
+check "restart: zero verify failures" test "$(field "$tmp/rs.json" verify_failures)" = 0
+check "restart: the run finished" test "$(field "$tmp/rs.json" finished)" = True
+perr=$(field "$tmp/rs.json" protocol_errors)
+echo "restart: protocol errors around the restart: $perr"
+check "restart: only the refills in flight fail (at most max_inflight = 8 errors)" test "${perr:-99}" -le 8
+kill -TERM $s1b 2>/dev/null
+wait $s1b
 
 sleep 0.5
 check "no kvss process is left" test -z "$(pgrep -f "kvss_demo_.*_${tag}|kvss_e2e_all_$$")"

@@ -90,6 +90,10 @@ struct drv_shard {
 	int open_on;
 	struct proto_builder open;
 	uint8_t open_buf[PROTO_PAYLOAD_MAX];
+	struct data_job *jcur; /* the batch whose data this shard sends now (NULL: find it) */
+	uint16_t jcache;
+	int jw_on;
+	struct proto_wafer_evict jw;
 	uint64_t evict_sent;  /* highest batch whose EVICT has gone out */
 	uint64_t evict_acked; /* highest batch whose EVICT an ACK covers: it ran */
 	uint64_t ev_seq[PROTO_STREAM_WINDOW_MAX], ev_batch[PROTO_STREAM_WINDOW_MAX];
@@ -97,16 +101,18 @@ struct drv_shard {
 	uint64_t batches_complete;
 };
 
-/* One batch's EVICT_DATA, sent shard by shard, cache by cache. */
+/*
+ * One batch's EVICT_DATA, for every shard of its model. Each shard walks the
+ * job list at its own pace (drv_shard.jcur), so a shard that is slow or down
+ * never holds back another's data; a job goes when every shard is done.
+ */
 struct data_job {
 	struct data_job *next;
 	uint16_t model, nc, g;
 	uint32_t epoch; /* the model's when made: a restart drops it */
 	uint64_t batch_no;
-	uint16_t shard_i, cache_i;
-	int w_on;
-	struct proto_wafer_evict w;
-	uint64_t hash[]; /* hash[c * g + t] */
+	uint32_t done_mask, all_mask; /* shards (by index in the model) done with it */
+	uint64_t hash[];	      /* hash[c * g + t] */
 };
 
 struct drv_seq;
@@ -504,69 +510,109 @@ pump_streams(uint64_t tsc)
 
 /* ---- The wafer: EVICT_DATA ----------------------------------------------------- */
 
-/* Send data of the oldest batches, as far as their EVICTs have gone out. */
+/* The first job at or after @p j that shard @p sh still has to send. */
+static struct data_job *
+job_for(const struct drv_shard *sh, struct data_job *j)
+{
+	for (; j != NULL; j = j->next)
+		if (j->model == sh->model && !(j->done_mask & (1u << sh->idx)))
+			return j;
+	return NULL;
+}
+
+static void
+job_done(struct drv_shard *sh, struct data_job *j)
+{
+	j->done_mask |= 1u << sh->idx;
+	sh->jw_on = 0;
+	sh->jcache = 0;
+	sh->jcur = job_for(sh, j->next);
+}
+
+/*
+ * Send data of each shard's oldest batches, as far as their EVICTs have gone
+ * out and run (DATA_AHEAD); then free the jobs every shard is done with.
+ */
 static int
 pump_data(void)
 {
 	uint32_t maxdata = kvss_payload_cap() - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN;
 	int frames = 0;
+	uint16_t i;
 
-	while (D.jhead != NULL && frames < 4 * BURST) {
-		struct data_job *j = D.jhead;
-		struct drv_shard *sh;
-		struct rte_mbuf *m;
-		uint32_t hl, len;
-		int k;
+	for (i = 0; i < D.nsh; i++) {
+		struct drv_shard *sh = &D.sh[i];
+		int k = port_slot(sh->ref->port), budget = 2 * BURST;
 
-		if (j->epoch != D.model_epoch[j->model] || j->shard_i >= D.nshards[j->model]) {
-			D.jhead = j->next;
-			if (D.jhead == NULL)
-				D.jtail = NULL;
-			D.njobs--;
-			free(j);
+		if (!sh->up)
 			continue;
-		}
-		sh = &D.sh[D.first_shard[j->model] + j->shard_i];
-		if (!sh->up || sh->evict_sent < j->batch_no ||
-		    sh->evict_acked + DATA_AHEAD < j->batch_no)
-			break; /* its EVICT has not gone out, or the shard is behind */
-		if (!j->w_on) {
-			struct proto_wafer_place at = {j->model, sh->ref->id, j->cache_i,
-						       sh->ref->bytes_per_token[j->cache_i]};
+		while (budget > 0) {
+			struct data_job *j = sh->jcur != NULL ? sh->jcur : job_for(sh, D.jhead);
+			struct rte_mbuf *m;
+			uint32_t hl, len;
 
-			proto_wafer_evict_init(&j->w, &at, j->batch_no, &j->hash[(size_t)j->cache_i * j->g],
-					       j->g, kvss.epoch);
-			j->w_on = 1;
-		}
-		k = port_slot(sh->ref->port);
-		if (D.txq[k].n == TXQ_MAX) {
-			txq_flush();
-			if (D.txq[k].n == TXQ_MAX)
+			sh->jcur = j;
+			if (j == NULL)
 				break;
-		}
-		m = rte_pktmbuf_alloc(kvss.pool);
-		if (m == NULL) {
-			D.st.no_mbuf++;
-			break;
-		}
-		hl = proto_l2l4_len(&sh->evict);
-		len = proto_wafer_evict_next(&j->w, rte_pktmbuf_mtod(m, uint8_t *) + hl, maxdata);
-		if (len == 0) {
-			rte_pktmbuf_free(m);
-			j->w_on = 0;
-			if (++j->cache_i == j->nc) {
-				j->cache_i = 0;
-				j->shard_i++;
+			if (j->epoch != D.model_epoch[j->model]) {
+				job_done(sh, j);
+				continue;
 			}
-			continue;
+			if (sh->evict_sent < j->batch_no || sh->evict_acked + DATA_AHEAD < j->batch_no)
+				break; /* its EVICT has not gone out, or the shard is behind */
+			if (!sh->jw_on) {
+				struct proto_wafer_place at = {j->model, sh->ref->id, sh->jcache,
+							       sh->ref->bytes_per_token[sh->jcache]};
+
+				proto_wafer_evict_init(&sh->jw, &at, j->batch_no,
+						       &j->hash[(size_t)sh->jcache * j->g], j->g, kvss.epoch);
+				sh->jw_on = 1;
+			}
+			if (D.txq[k].n == TXQ_MAX) {
+				txq_flush();
+				if (D.txq[k].n == TXQ_MAX)
+					break;
+			}
+			m = rte_pktmbuf_alloc(kvss.pool);
+			if (m == NULL) {
+				D.st.no_mbuf++;
+				break;
+			}
+			hl = proto_l2l4_len(&sh->evict);
+			len = proto_wafer_evict_next(&sh->jw, rte_pktmbuf_mtod(m, uint8_t *) + hl, maxdata);
+			if (len == 0) {
+				rte_pktmbuf_free(m);
+				sh->jw_on = 0;
+				if (++sh->jcache == j->nc)
+					job_done(sh, j);
+				continue;
+			}
+			proto_write_l2l4(rte_pktmbuf_mtod(m, uint8_t *), &sh->evict, len);
+			m->data_len = (uint16_t)(hl + len);
+			m->pkt_len = hl + len;
+			D.st.evict_frames++;
+			D.st.evict_bytes += len - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN;
+			send_frame(sh->ref->port, m, hl + len);
+			frames++;
+			budget--;
 		}
-		proto_write_l2l4(rte_pktmbuf_mtod(m, uint8_t *), &sh->evict, len);
-		m->data_len = (uint16_t)(hl + len);
-		m->pkt_len = hl + len;
-		D.st.evict_frames++;
-		D.st.evict_bytes += len - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN;
-		send_frame(sh->ref->port, m, hl + len);
-		frames++;
+	}
+	/* Jobs every shard is done with, or of a model that restarted, go. */
+	while (D.jhead != NULL && (D.jhead->done_mask == D.jhead->all_mask ||
+				   D.jhead->epoch != D.model_epoch[D.jhead->model])) {
+		struct data_job *j = D.jhead;
+
+		for (i = 0; i < D.nsh; i++)
+			if (D.sh[i].jcur == j) {
+				D.sh[i].jcur = NULL;
+				D.sh[i].jw_on = 0;
+				D.sh[i].jcache = 0;
+			}
+		D.jhead = j->next;
+		if (D.jhead == NULL)
+			D.jtail = NULL;
+		D.njobs--;
+		free(j);
 	}
 	return frames;
 }
@@ -608,6 +654,7 @@ on_evict(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	j->g = g;
 	j->batch_no = batch_no;
 	j->epoch = D.model_epoch[model];
+	j->all_mask = (1u << D.nshards[model]) - 1;
 	for (t = 0; t < g; t++)
 		for (c = 0; c < nc; c++) {
 			const struct proto_evict_entry *en = &e[t * nc + c];
@@ -1021,6 +1068,9 @@ model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_sh
 		sh->epoch = 0;
 		sh->evict_sent = sh->evict_acked = 0;
 		sh->ev_head = sh->ev_tail = 0;
+		sh->jcur = NULL; /* the model's jobs are stale now */
+		sh->jw_on = 0;
+		sh->jcache = 0;
 		send_hello(sh, tsc);
 	}
 	/* Refills of the old epoch will not come: their requesters go on. */
@@ -1476,6 +1526,40 @@ kvss_driver_free(void)
 
 /* ---- The loop ----------------------------------------------------------------------- */
 
+/*
+ * A link that went down (a memif peer that restarted) comes back only when
+ * the port starts again: a memif client connects when its port starts.
+ * Checked every 500 ms; a port down for a second is restarted.
+ */
+static void
+watch_links(uint64_t tsc)
+{
+	static uint64_t down_since[DRV_MAX_PORTS];
+	uint16_t i;
+
+	for (i = 0; i < D.nports; i++) {
+		struct rte_eth_link link;
+
+		if (rte_eth_link_get_nowait(D.ports[i], &link) != 0 || link.link_status) {
+			down_since[i] = 0;
+			continue;
+		}
+		if (down_since[i] == 0) {
+			down_since[i] = tsc;
+			continue;
+		}
+		if (tsc - down_since[i] < D.hz)
+			continue;
+		printf("kvss: driver: port %u is down: restarting it\n", D.ports[i]);
+		fflush(stdout);
+		rte_eth_dev_stop(D.ports[i]);
+		if (rte_eth_dev_start(D.ports[i]) != 0)
+			fprintf(stderr, "kvss: driver: port %u: restart failed\n", D.ports[i]);
+		D.st.link_restarts++;
+		down_since[i] = tsc;
+	}
+}
+
 static int
 quiet(void)
 {
@@ -1509,7 +1593,8 @@ int
 kvss_driver_main(void *arg)
 {
 	struct kvss_lcore_stats *st = lst();
-	uint64_t tsc0 = rte_get_tsc_cycles(), next_progress, next_expire, next_snap, start_deadline;
+	uint64_t tsc0 = rte_get_tsc_cycles(), next_progress, next_expire, next_snap, start_deadline,
+		 next_link;
 	struct rte_mbuf *pkts[BURST];
 	uint32_t empty = 0;
 	uint16_t i;
@@ -1519,6 +1604,7 @@ kvss_driver_main(void *arg)
 	next_progress = tsc0 + 2 * D.hz;
 	next_expire = tsc0;
 	next_snap = tsc0;
+	next_link = tsc0 + D.hz;
 	start_deadline = tsc0 + D.hz / 1000 * kvss.cfg.driver.start_timeout_ms;
 	for (i = 0; i < D.nsh; i++) {
 		send_hello(&D.sh[i], tsc0);
@@ -1576,6 +1662,10 @@ kvss_driver_main(void *arg)
 		if (t0 >= next_snap) {
 			snapshot();
 			next_snap = t0 + D.hz / 10;
+		}
+		if (t0 >= next_link && !D.open_loop) {
+			watch_links(t0);
+			next_link = t0 + D.hz / 2;
 		}
 		if (D.started && t0 >= next_progress) {
 			progress(t0);
@@ -1697,10 +1787,11 @@ kvss_driver_summary(void)
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
-	       ",\"retransmits\":%" PRIu64 ",\"verify_failures\":%" PRIu64
+	       ",\"retransmits\":%" PRIu64 ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, p50, p99, e50, e99,
-	       s->retransmits, s->verify_failures, perr, D.finished ? "true" : "false");
+	       s->retransmits, s->shard_restarts, s->verify_failures, perr,
+	       D.finished ? "true" : "false");
 	fflush(stdout);
 }

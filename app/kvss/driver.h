@@ -40,6 +40,7 @@
 	X(lost_tokens)	    /* TOKEN_LOST records received */                                       \
 	X(refill_done)	    /* REFILL_DONE records received */                                      \
 	X(shard_restarts)   /* new shard epochs: the model's prefixes dropped */                    \
+	X(link_restarts)    /* ports restarted after their link went down */                        \
 	X(stale)	    /* frames of an old shard epoch, or of no known shard */                \
 	X(rx_drops)	    /* frames that did not parse */                                         \
 	X(tx_retries)	    /* data frames the port did not take at once */                         \
