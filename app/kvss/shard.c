@@ -63,7 +63,8 @@ static struct {
 /*
  * A full TX ring is back-pressure, not loss: a refill frame dropped here
  * would cost the whole refill. Retry, yielding the core in idle mode, for up
- * to 100 ms; only a port that takes nothing for that long loses the frame.
+ * to 100 ms; only a port that takes nothing for that long, or whose link is
+ * down, loses the frame.
  */
 void
 kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
@@ -75,6 +76,15 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 		uint64_t now = rte_get_tsc_cycles();
 
 		if (t0 == 0) {
+			struct rte_eth_link link;
+
+			/* No peer (a memif driver that went away): nothing to wait for. */
+			if (rte_eth_link_get_nowait(kvss.cfg.shard.port, &link) == 0 &&
+			    !link.link_status) {
+				rte_pktmbuf_free(m);
+				st->tx_drops++;
+				return;
+			}
 			t0 = now;
 			st->tx_full++;
 		}
