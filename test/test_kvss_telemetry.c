@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The application's telemetry handlers, asked the way dpdk-telemetry.py asks
+ * them: over the process's telemetry socket (SOCK_SEQPACKET in the runtime
+ * directory), with EAL running and the commands registered by
+ * kvss_telemetry_register(). The answers must be the lcores' stats summed,
+ * the store's caches and prompts, and errors for bad parameters.
+ */
+#include <criterion/criterion.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "eal_fixture.h"
+#include "kvss.h"
+
+static int sock = -1;
+
+static void
+setup(void)
+{
+	char prefix[64];
+	char *argv[] = {"test", "--no-pci", "--no-huge", "-m", "64", "--log-level", "lib.eal:error",
+			"-l", "0", prefix, NULL};
+	struct kvstore_params kp = {.num_caches = 1};
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	char info[1024];
+	size_t sz;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=kvss_tel_%d", (int)getpid());
+	cr_assert_geq(rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
+	kp.cache[0] = (struct kvstore_cache_params){64, 2, 1000};
+	sz = kvstore_memsize(&kp);
+	kvss.store_mem = rte_zmalloc("store", sz, 64);
+	kvss.store = kvstore_init(kvss.store_mem, sz, &kp);
+	cr_assert_not_null(kvss.store);
+	cr_assert_eq(kvss_telemetry_register(), 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/dpdk_telemetry.v2", rte_eal_get_runtime_dir());
+	sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	cr_assert_geq(sock, 0);
+	cr_assert_eq(connect(sock, (struct sockaddr *)&sun, sizeof(sun)), 0, "%s: %s", sun.sun_path,
+		     strerror(errno));
+	cr_assert_gt(read(sock, info, sizeof(info)), 0, "no greeting from the telemetry socket");
+}
+
+static void
+teardown(void)
+{
+	if (sock >= 0)
+		close(sock);
+	rte_free(kvss.store_mem);
+	kvss.store = NULL;
+	test_eal_stop();
+}
+
+TestSuite(telemetry, .init = setup, .fini = teardown);
+
+/* One command, its JSON answer (NUL-terminated in a static buffer). */
+static const char *
+ask(const char *cmd)
+{
+	static char buf[16384];
+	ssize_t n;
+
+	cr_assert_eq(write(sock, cmd, strlen(cmd)), (ssize_t)strlen(cmd));
+	n = read(sock, buf, sizeof(buf) - 1);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	return buf;
+}
+
+Test(telemetry, stats_are_the_sum_of_every_lcore)
+{
+	const char *a;
+
+	kvss.stats[0].rx_frames = 7;
+	kvss.stats[3].rx_frames = 5;
+	kvss.stats[3].drops[PROTO_R_BAD_MAGIC] = 3;
+	kvss.stats[0].errors[PROTO_E_HOLE] = 2;
+	kvss.driver_epoch = 0xE1;
+	a = ask("/kvss/stats");
+	cr_assert_not_null(strstr(a, "\"rx_frames\":12"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"drop_bad_magic\":3"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"error_HOLE\":2"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"driver_epoch\":225"), "%s", a);
+}
+
+Test(telemetry, caches_and_prompts_come_from_the_store)
+{
+	struct proto_evict_entry e[5];
+	uint8_t stream[5 * 64];
+	const char *a;
+	uint32_t t;
+
+	for (t = 0; t < 5; t++)
+		e[t] = (struct proto_evict_entry){0xAB, 10 + t, 1};
+	memset(stream, 0x5a, sizeof(stream));
+	cr_assert_eq(kvstore_evict(kvss.store, 1, 1, 5, e, NULL, 0), 0);
+	cr_assert_eq(kvstore_data(kvss.store, 1, 0, 0, sizeof(stream), stream, sizeof(stream)), 0);
+	a = ask("/kvss/caches");
+	cr_assert_not_null(strstr(a, "\"bytes_per_token\":[64]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"buffers\":[2]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"capacity_tokens\":[1000]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"stored_tokens\":[5]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"prompts\":[1]"), "%s", a);
+	a = ask("/kvss/prompt,0,0xab");
+	cr_assert_not_null(strstr(a, "\"offset\":10"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"tokens\":5"), "%s", a);
+	/* Bad parameters: no answer but null, and no crash. */
+	a = ask("/kvss/prompt,zero,1");
+	cr_assert_not_null(strstr(a, "null"), "%s", a);
+	a = ask("/kvss/prompt");
+	cr_assert_not_null(strstr(a, "null"), "%s", a);
+}
+
+Test(telemetry, lcores_say_their_role_and_cycles)
+{
+	const char *a;
+
+	kvss.lcore_role[0] = KVSS_LCORE_INGEST;
+	kvss.stats[0].busy_cycles = 1234;
+	a = ask("/kvss/lcores");
+	cr_assert_not_null(strstr(a, "\"role\":[\"ingest\"]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"busy_cycles\":[1234]"), "%s", a);
+}
