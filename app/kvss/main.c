@@ -429,6 +429,9 @@ main(int argc, char **argv)
 	}
 	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
 		/* The control lcore is the main lcore: the driver runs here until done. */
+		if (kvss.cfg.control_lcore != rte_get_main_lcore())
+			printf("kvss: lcores.control = %u: the driver runs on the main lcore, %u\n",
+			       kvss.cfg.control_lcore, rte_get_main_lcore());
 		kvss_driver_main(NULL);
 	} else {
 		while (!kvss_quitting())
