@@ -24,7 +24,7 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -Ilib/proto -Ilib/kvstore -Ilib/prefixcache \
-	-Iapp/trace -Iapp/kvss
+	-Iapp/trace -Iapp/kvss -Iapp/plan
 # Library code that needs no DPDK is built without its flags (no -march,
 # no rte_config.h) so it stays portable and fuzzable.
 CFLAGS_PURE := $(BASE_CFLAGS) $(EXTRA_CFLAGS)
@@ -55,7 +55,8 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
-	app/kvss/config.c test/test_config.c test/shard_scenario.c test/replay_check.c
+	app/kvss/config.c test/test_config.c test/shard_scenario.c test/replay_check.c \
+	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c
 
@@ -85,6 +86,11 @@ $(LIBPREFIXCACHE): $(call obj,$(PREFIXCACHE_SRC))
 # ---- programs --------------------------------------------------------------
 
 KVSS_DUMP := $(BUILD)/kvss-dump
+KVSS_PLAN := $(BUILD)/kvss-plan
+
+$(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c app/kvss/config.c) $(LIBPREFIXCACHE) \
+		$(LIBKVSTORE) $(LIBPROTO)
+	$(CC) -o $@ $^ $(DEP_LIBS)
 KVSS_TRACE := $(BUILD)/kvss-trace
 KVSS := $(BUILD)/kvss
 
@@ -104,7 +110,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvstore \
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill \
-	$(BUILD)/test/test_kvss_telemetry
+	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -159,6 +165,11 @@ $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvs
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
+$(BUILD)/test/test_plan: $(call obj,test/test_plan.c app/plan/plan.c app/kvss/config.c) \
+		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
 SHARD_SCENARIO := $(BUILD)/tools/shard_scenario
 REPLAY_CHECK := $(BUILD)/tools/replay_check
 
@@ -205,7 +216,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 # ---- top-level targets -----------------------------------------------------
 
-ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(TESTS) $(GEN_FRAMES) \
+ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(BENCHES)
 
 .PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps

@@ -46,24 +46,33 @@ key_of(const config_setting_t *s, const char *child, char *out, size_t n)
 		snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? "." : "", child);
 }
 
-static int __attribute__((format(printf, 4, 5)))
-fail(struct ctx *c, const config_setting_t *s, const char *child, const char *fmt, ...)
+int
+kvss_cfg_vfail(const char *file, char *err, size_t errlen, const config_setting_t *s,
+	       const char *child, const char *fmt, va_list ap)
 {
 	const config_setting_t *at = s;
 	char key[256], msg[256];
-	va_list ap;
 
 	if (child != NULL && s != NULL && config_setting_get_member(s, child) != NULL)
 		at = config_setting_get_member(s, child);
 	key_of(s, child, key, sizeof(key));
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	if (at != NULL && config_setting_source_line(at) > 0)
-		snprintf(c->err, c->errlen, "%s:%d: %s: %s", c->path,
-			 (int)config_setting_source_line(at), key[0] ? key : "(top)", msg);
+		snprintf(err, errlen, "%s:%d: %s: %s", file, (int)config_setting_source_line(at),
+			 key[0] ? key : "(top)", msg);
 	else
-		snprintf(c->err, c->errlen, "%s: %s: %s", c->path, key[0] ? key : "(top)", msg);
+		snprintf(err, errlen, "%s: %s: %s", file, key[0] ? key : "(top)", msg);
+	return -1;
+}
+
+static int __attribute__((format(printf, 4, 5)))
+fail(struct ctx *c, const config_setting_t *s, const char *child, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	kvss_cfg_vfail(c->path, c->err, c->errlen, s, child, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 

@@ -7,6 +7,7 @@
 #ifndef KVSS_APP_CONFIG_H
 #define KVSS_APP_CONFIG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -116,6 +117,16 @@ struct kvss_config {
  * @return 0, or -1 with @p err set.
  */
 int kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t errlen);
+
+/**
+ * The message every configuration reader here gives: "FILE:LINE: KEY: why",
+ * KEY the setting's path ("shard.caches.[0].buffers"), for setting @p s and
+ * its member @p child (may be NULL). Writes @p err; returns -1. For other
+ * readers of libconfig files (kvss-plan); @p s is a config_setting_t.
+ */
+struct config_setting_t;
+int kvss_cfg_vfail(const char *file, char *err, size_t errlen, const struct config_setting_t *s,
+		   const char *child, const char *fmt, va_list ap);
 
 /** Parse "02:00:00:00:00:01". @return 0 or -1. */
 int kvss_parse_mac(const char *s, uint8_t mac[6]);

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvss-plan CLUSTER.cfg [options]: how many tokens each shard gets (plan.h).
+ *
+ *   --policy equal|exact|fair|ratio   override the file's policy.kind
+ *   --no-keep-ratio                   shards of a job do not scale together
+ *   --discount D                      budgets x (1 - D) (default: the file's, else 0.2)
+ *   --strict                          a node whose grants do not fit is an error (exit 1)
+ *   --emit-config DIR                 write each shard's kvss config (capacity per cache)
+ *   --compare                         the design's three numbers: an ideal unsharded
+ *                                     pool, perfect proportional sharding, and equal
+ *                                     memory per shard (no discount)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "plan.h"
+
+#define GB 1e9
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: kvss-plan CLUSTER.cfg [--policy equal|exact|fair|ratio] [--no-keep-ratio]\n"
+		   "                 [--discount D] [--strict] [--emit-config DIR] [--compare]\n");
+}
+
+static void
+print_plan(const struct plan_cluster *c, const struct plan_result *r)
+{
+	uint32_t g;
+	uint16_t j, k;
+
+	printf("policy %s, keep_ratio %s, discount %.0f%%, tokens rounded down to %" PRIu64 "\n",
+	       plan_policy_name(c->policy), c->keep_ratio ? "yes" : "no", c->discount * 100,
+	       c->round_tokens);
+	printf("%-12s %-10s %6s %4s %-8s %12s %14s %10s %10s %10s\n", "job", "box", "domain", "wio",
+	       "node", "B/token", "tokens", "budget GB", "bytes GB", "wasted GB");
+	for (g = 0; g < r->ngrants; g++) {
+		const struct plan_grant *x = &r->grant[g];
+		const struct plan_shard *s = &c->shard[x->shard];
+
+		printf("%-12s %-10s %6u %4u %-8s %12" PRIu64 " %14" PRIu64 " %10.1f %10.1f %10.1f\n",
+		       c->job[x->job].name, s->box, s->domain, s->wio, c->node[s->node].name,
+		       x->mem_per_token, x->tokens, (double)x->budget / GB, (double)x->bytes / GB,
+		       (double)x->wasted / GB);
+	}
+	for (j = 0; j < c->njobs; j++) {
+		const struct plan_job_result *jr = &r->job[j];
+
+		printf("job %s: usable %" PRIu64 " tokens (its smallest shard); an unsharded pool of the "
+		       "same memory: %" PRIu64 " (%.1f%%); wasted %.1f GB of %.1f GB%s\n",
+		       c->job[j].name, jr->usable, jr->ideal, jr->ratio * 100, (double)jr->wasted / GB,
+		       (double)jr->budget / GB, jr->below_lower ? "; BELOW tokens_lower" : "");
+	}
+	for (k = 0; k < c->nnodes; k++) {
+		uint64_t av = c->node[k].ram - c->node[k].reserved;
+
+		if (r->node_bytes[k] > av)
+			fprintf(stderr, "kvss-plan: warning: node %s: grants need %.1f GB, it has %.1f GB\n",
+				c->node[k].name, (double)r->node_bytes[k] / GB, (double)av / GB);
+	}
+}
+
+/* One kvss shard configuration per (job, shard): deploy the plan as is. */
+static int
+emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
+{
+	uint32_t g;
+
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "kvss-plan: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	for (g = 0; g < r->ngrants; g++) {
+		const struct plan_grant *x = &r->grant[g];
+		const struct plan_shard *s = &c->shard[x->shard];
+		char path[512];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s-%s-d%u.cfg", dir, c->job[x->job].name, s->box,
+			 s->domain);
+		f = fopen(path, "w");
+		if (f == NULL) {
+			fprintf(stderr, "kvss-plan: %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		fprintf(f,
+			"# kvss-plan: job %s, box %s, domain %u (%u weight-I/O streams), node %s.\n"
+			"# Memory: %" PRIu64 " bytes = base + %" PRIu64 " bytes/token x %" PRIu64 " tokens.\n"
+			"# Fill in the addresses and the port before deploying.\n"
+			"role = \"shard\";\nmtu = 9000;\n"
+			"lcores = { ingest = [1]; refill = [2]; control = 0; };\n"
+			"shard = {\n  port = 0;\n  id = %u;\n  model = 0;\n"
+			"  address = { mac = \"02:00:00:00:%02x:%02x\"; ipv4 = \"10.100.%u.%u\"; };\n"
+			"  wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.100.0.1\"; };\n"
+			"  caches = (\n    { id = 0; bytes_per_token = %" PRIu64 "; buffers = %u; "
+			"capacity_tokens = %" PRIu64 "; }\n  );\n};\n",
+			c->job[x->job].name, s->box, s->domain, s->wio, c->node[s->node].name, x->bytes,
+			x->mem_per_token, x->tokens, s->domain, (x->shard >> 8) & 0xff, x->shard & 0xff,
+			(x->shard >> 8) + 1, (x->shard & 0xff) + 10, x->mem_per_token, s->wio,
+			x->tokens ? x->tokens : 1);
+		fclose(f);
+	}
+	printf("kvss-plan: %u shard configurations in %s\n", r->ngrants, dir);
+	return 0;
+}
+
+static int
+compare(struct plan_cluster *c)
+{
+	static struct plan_result r;
+	char err[256];
+	uint64_t ideal, perfect, equal;
+
+	c->discount = 0;
+	c->policy = PLAN_FAIR;
+	c->keep_ratio = true;
+	if (plan_run(c, &r, err, sizeof(err)) != 0)
+		goto bad;
+	ideal = r.job[0].ideal;
+	perfect = r.job[0].usable;
+	c->policy = PLAN_EQUAL;
+	if (plan_run(c, &r, err, sizeof(err)) != 0)
+		goto bad;
+	equal = r.job[0].usable;
+	printf("job %s (%s), all of the cluster's memory, no discount:\n", c->job[0].name,
+	       c->job[0].model);
+	printf("  ideal unsharded pool           %6.1fM tokens  100.0%%\n", (double)ideal / 1e6);
+	printf("  perfect proportional sharding  %6.1fM tokens  %5.1f%%\n", (double)perfect / 1e6,
+	       100.0 * (double)perfect / (double)ideal);
+	printf("  equal memory per shard         %6.1fM tokens  %5.1f%%\n", (double)equal / 1e6,
+	       100.0 * (double)equal / (double)ideal);
+	return 0;
+bad:
+	fprintf(stderr, "kvss-plan: %s\n", err);
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"policy", required_argument, NULL, 'p'}, {"no-keep-ratio", no_argument, NULL, 'k'},
+		{"discount", required_argument, NULL, 'd'}, {"strict", no_argument, NULL, 's'},
+		{"emit-config", required_argument, NULL, 'e'}, {"compare", no_argument, NULL, 'c'},
+		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	static struct plan_cluster c;
+	static struct plan_result r;
+	const char *policy = NULL, *discount = NULL, *emit_dir = NULL;
+	int opt, strict = 0, no_keep = 0, cmp = 0;
+	char err[512];
+
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			policy = optarg;
+			break;
+		case 'k':
+			no_keep = 1;
+			break;
+		case 'd':
+			discount = optarg;
+			break;
+		case 's':
+			strict = 1;
+			break;
+		case 'e':
+			emit_dir = optarg;
+			break;
+		case 'c':
+			cmp = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (plan_load(argv[optind], &c, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-plan: %s\n", err);
+		return 2;
+	}
+	if (policy != NULL) {
+		int i;
+
+		for (i = 0; i < 4 && strcmp(policy, plan_policy_name((enum plan_policy)i)) != 0; i++)
+			;
+		if (i == 4) {
+			fprintf(stderr, "kvss-plan: --policy: '%s' is not one of equal, exact, fair, ratio\n",
+				policy);
+			return 2;
+		}
+		c.policy = (enum plan_policy)i;
+	}
+	if (no_keep)
+		c.keep_ratio = false;
+	if (discount != NULL) {
+		char *end;
+		double d = strtod(discount, &end);
+
+		if (*end != '\0' || d < 0 || d > 0.95) {
+			fprintf(stderr, "kvss-plan: --discount: '%s' is not in 0..0.95\n", discount);
+			return 2;
+		}
+		c.discount = d;
+	}
+	if (cmp)
+		return compare(&c);
+	if (plan_run(&c, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-plan: %s: %s\n", argv[optind], err);
+		return 2;
+	}
+	print_plan(&c, &r);
+	if (r.overcommitted && strict) {
+		fprintf(stderr, "kvss-plan: %u node(s) cannot hold their grants (--strict)\n",
+			r.overcommitted);
+		return 1;
+	}
+	if (emit_dir != NULL && emit(emit_dir, &c, &r) != 0)
+		return 1;
+	return 0;
+}

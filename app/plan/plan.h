@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvss-plan: how many tokens each shard gets (the memory-scheduling design,
+ * ../shared/seeds/002_fdecab0ebcc58f81.txt).
+ *
+ * A shard's memory is base_mem + mem_per_token x tokens, where mem_per_token
+ * is the job's bytes per token per weight-I/O stream times the shard's
+ * weight-I/O count: shards are unequal, and a job can only use the tokens
+ * its smallest shard holds. Memory a shard is given beyond that is wasted.
+ *
+ * A policy gives every (job, shard) a memory budget; the plan then turns
+ * budgets into tokens:
+ *  - equal:  every shard on a node gets an equal share of the node's RAM
+ *            (the naive proposal, kept for comparison);
+ *  - exact:  the operator's grant per shard, in tokens;
+ *  - fair:   job j gets boxes(j) / all boxes of every node's RAM, divided
+ *            among its shards on that node;
+ *  - ratio:  as fair, with the jobs' priority ratios instead of their boxes.
+ * With keep_ratio (fair and ratio), all shards of a job scale together: one
+ * token count T for the job, found by a binary search that rounds down, so
+ * that base + T x mem_per_token of its shards fits the job's budget on
+ * every node. Without it each shard takes what its own budget holds and the
+ * job uses the minimum. A discount (default 20%) is taken off every budget
+ * first: the conservative grant the design asks for.
+ */
+#ifndef KVSS_PLAN_H
+#define KVSS_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PLAN_MAX_NODES 64
+#define PLAN_MAX_SHARDS 256
+#define PLAN_MAX_JOBS 16
+#define PLAN_NAME 48
+
+enum plan_policy { PLAN_EQUAL, PLAN_EXACT, PLAN_FAIR, PLAN_RATIO };
+
+struct plan_node {
+	char name[PLAN_NAME];
+	uint64_t ram;	   /* bytes */
+	uint64_t reserved; /* bytes taken by other services (CHIEF, ACT, ...) */
+};
+
+struct plan_shard {
+	char box[PLAN_NAME];
+	uint16_t domain;
+	uint16_t wio;	/* weight-I/O streams: bytes per token scale with it */
+	uint16_t node;	/* index into nodes */
+};
+
+struct plan_job {
+	char name[PLAN_NAME];
+	char model[PLAN_NAME];
+	uint32_t nboxes;
+	char box[PLAN_MAX_SHARDS][PLAN_NAME]; /* boxes the job uses */
+	uint64_t bytes_per_token_per_wio;
+	uint64_t base_mem;
+	uint64_t tokens_lower, tokens_upper;
+	double ratio;			      /* PLAN_RATIO: priority */
+	uint64_t grant[PLAN_MAX_SHARDS];      /* PLAN_EXACT: tokens, per shard index */
+	bool has_grant[PLAN_MAX_SHARDS];
+};
+
+struct plan_cluster {
+	uint16_t nnodes, nshards, njobs;
+	struct plan_node node[PLAN_MAX_NODES];
+	struct plan_shard shard[PLAN_MAX_SHARDS];
+	struct plan_job job[PLAN_MAX_JOBS];
+	enum plan_policy policy;
+	bool keep_ratio;
+	double discount;	/* 0.2: budgets x 0.8 */
+	uint64_t round_tokens;	/* the search rounds down to a multiple of this (>= 1) */
+};
+
+/* One (job, shard) of the result. */
+struct plan_grant {
+	uint16_t job, shard;
+	uint64_t mem_per_token;
+	uint64_t budget;  /* what the policy gave, after the discount */
+	uint64_t tokens;  /* granted */
+	uint64_t bytes;	  /* base + tokens x mem_per_token */
+	uint64_t wasted;  /* bytes holding no usable token: (tokens - usable) x mem_per_token */
+};
+
+struct plan_job_result {
+	uint64_t usable;	/* the minimum over the job's shards */
+	uint64_t ideal;		/* the job's budget as one unsharded pool */
+	double ratio;		/* usable / ideal */
+	uint64_t budget, bytes, wasted;
+	bool below_lower;
+};
+
+struct plan_result {
+	uint32_t ngrants;
+	struct plan_grant grant[PLAN_MAX_SHARDS * 2];
+	struct plan_job_result job[PLAN_MAX_JOBS];
+	uint64_t node_bytes[PLAN_MAX_NODES]; /* granted on each node */
+	uint32_t overcommitted;		     /* nodes whose grants do not fit */
+};
+
+/**
+ * Read and check a cluster description. @return 0, or -1 with one line in
+ * @p err naming the file, line and key.
+ */
+int plan_load(const char *path, struct plan_cluster *c, char *err, size_t errlen);
+
+/** Plan @p c into @p r. @return 0, or -1 with @p err (a job with no shard). */
+int plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t errlen);
+
+const char *plan_policy_name(enum plan_policy p);
+
+#endif
