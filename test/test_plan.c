@@ -7,6 +7,7 @@
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -207,4 +208,25 @@ Test(plan, emitted_shard_configurations_load_in_kvss)
 	cr_assert_gt(kc.shard.store.cache[0].capacity_tokens, 1000000);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
+}
+
+Test(plan, strict_makes_a_node_that_cannot_hold_its_grants_an_error)
+{
+	char file[64], cmd[256];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "/tmp/kvss_plan_strict_%d.cfg", (int)getpid());
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	/* Two jobs on the one box, each given all of it by box share: 200% of the node. */
+	fputs(ONE_NODE "jobs = ( " JOB("a", "") ", " JOB("b", "") " );\n"
+		       "policy = { kind = \"fair\"; discount = 0.0; };\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s >/dev/null 2>&1", file);
+	cr_assert_eq(system(cmd), 0, "without --strict: a warning only");
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --strict >/dev/null 2>&1", file);
+	cr_assert_eq(WEXITSTATUS(system(cmd)), 1);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --policy ratio --strict >/dev/null 2>&1", file);
+	cr_assert_eq(system(cmd), 0, "ratios share the node: it fits");
+	unlink(file);
 }

@@ -390,13 +390,16 @@ plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t 
 		const struct plan_job *j = &c->job[ji];
 		struct plan_job_result *jr = &r->job[ji];
 		uint64_t node_budget[PLAN_MAX_NODES] = {0}, n_on[PLAN_MAX_NODES] = {0}, pt_sum = 0;
+		uint64_t pt_on[PLAN_MAX_NODES] = {0};
 		uint32_t first = r->ngrants;
 		bool together = c->keep_ratio && (c->policy == PLAN_FAIR || c->policy == PLAN_RATIO);
 		uint64_t T = 0;
 
 		for (s = 0; s < c->nshards; s++)
-			if (job_has_box(j, c->shard[s].box))
+			if (job_has_box(j, c->shard[s].box)) {
 				n_on[c->shard[s].node]++;
+				pt_on[c->shard[s].node] += c->shard[s].wio * j->bytes_per_token_per_wio;
+			}
 		for (k = 0; k < c->nnodes; k++)
 			if (c->policy == PLAN_FAIR || c->policy == PLAN_RATIO)
 				node_budget[k] = (uint64_t)(share[ji] * (double)avail(c, k) *
@@ -434,7 +437,14 @@ plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t 
 				g->budget = j->base_mem + j->grant[s] * pt;
 				break;
 			default:
-				g->budget = node_budget[sh->node] / n_on[sh->node];
+				/* Together: the node's share in proportion to bytes per token. */
+				if (together && node_budget[sh->node] > n_on[sh->node] * j->base_mem)
+					g->budget = j->base_mem +
+						    (uint64_t)((double)(node_budget[sh->node] -
+									n_on[sh->node] * j->base_mem) *
+							       (double)pt / (double)pt_on[sh->node]);
+				else
+					g->budget = node_budget[sh->node] / n_on[sh->node];
 				break;
 			}
 			if (together) {
