@@ -43,7 +43,7 @@ LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
 PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
-REPLAY_SRC := app/trace/replay.c app/trace/workload.c
+REPLAY_SRC := app/trace/replay.c app/trace/workload.c app/trace/route.c
 KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c app/kvss/shard.c app/kvss/refill.c app/kvss/driver.c \
 	app/kvss/telemetry.c
 
@@ -56,7 +56,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	app/kvss/config.c test/test_config.c test/shard_scenario.c test/replay_check.c \
-	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c
+	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c
 
@@ -110,7 +110,8 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvstore \
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill \
-	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan
+	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
+	$(BUILD)/test/test_route
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -167,6 +168,10 @@ $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvs
 
 $(BUILD)/test/test_plan: $(call obj,test/test_plan.c app/plan/plan.c app/kvss/config.c) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

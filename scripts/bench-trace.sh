@@ -37,3 +37,17 @@ for n, l in zip(['1e6', '3e6', '1e7'], sys.stdin):
     print(f'bench: trace_synthetic_hit_{n}_$pol {d[\"hit_ratio\"]:.4f} hit_ratio')
 "
 done
+# Routing across 4 replicas of 1e6 tokens each (16 organizations by first
+# block): hit ratio against load balance (the busiest replica's tokens over
+# the mean, per minute of trace time; mean over minutes and the worst).
+echo "bench: routing table, 4 replicas x 1e6 tokens, --orgs 16 (policy: hit_ratio, balance mean, worst)"
+for route in affinity org prefix chash random; do
+	"$BUILD/kvss-trace" --trace "$MC" --capacity 1e6 --replicas 4 --route "$route" --orgs 16 --json \
+		2>/dev/null | python3 -c "
+import json, sys
+d = json.loads(sys.stdin.read())
+print(f'bench: route_{d[\"route\"]}_hit_ratio {d[\"hit_ratio\"]:.4f} hit_ratio')
+print(f'bench: route_{d[\"route\"]}_balance_mean {d[\"balance_mean\"]:.3f} max_over_mean')
+print(f'bench: route_{d[\"route\"]}_balance_worst {d[\"balance_worst\"]:.3f} max_over_mean')
+"
+done

@@ -45,6 +45,19 @@ check "message names the line" grep -q "bad.jsonl:1" "$tmp/err"
 "$T" --trace test/data/chat.jsonl --capacity lots >/dev/null 2>&1
 check "bad capacity exits 2" test $? -eq 2
 
+# Replicas: the built-in workload through 4 drivers, each policy.
+for route in affinity org prefix chash random; do
+	"$T" --generate 400 --capacity 1e5 --replicas 4 --route "$route" --json >"$tmp/rt" 2>/dev/null
+	check "replicas, $route: exits 0" test $? -eq 0
+	check "replicas, $route: says its route" grep -q "\"route\": \"$route\"" "$tmp/rt"
+	check "replicas, $route: no protocol errors or verify failures" \
+		test "$(field "$tmp/rt" 1 protocol_errors)$(field "$tmp/rt" 1 verify_failures)" = 00
+	check "replicas, $route: a balance figure of at least 1" \
+		python3 -c "import json,sys; sys.exit(0 if json.loads(open('$tmp/rt').readline())['balance_mean'] >= 1 else 1)"
+done
+"$T" --generate 10 --capacity 1e5 --replicas 4 --route fastest >/dev/null 2>&1
+check "an unknown route exits 2" test $? -eq 2
+
 # Part of the public trace, if it is there.
 MC=../shared/traces/mooncake_synthetic.jsonl
 if [ -f "$MC" ]; then

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "replay.h"
+#include "route.h"
 #include "workload.h"
 
 struct opts {
@@ -33,12 +34,15 @@ struct opts {
 	bool no_minus_one;
 	size_t limit;
 	uint32_t orgs;
+	uint32_t replicas; /* 0 or 1: one driver */
+	enum route_policy route;
 };
 
 struct result {
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
 	double wall;
 	double baseline;
+	double balance_mean, balance_worst; /* max over mean tokens per replica, per minute */
 };
 
 static double
@@ -50,17 +54,53 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Per minute of trace time: the busiest replica's tokens over the mean. */
+struct balance {
+	uint64_t minute;
+	double tok[ROUTE_MAX_REPLICAS];
+	double sum, worst;
+	uint64_t n;
+};
+
+static void
+balance_close(struct balance *b, uint32_t nrep)
+{
+	double total = 0, mx = 0;
+	uint32_t i;
+
+	for (i = 0; i < nrep; i++) {
+		total += b->tok[i];
+		if (b->tok[i] > mx)
+			mx = b->tok[i];
+		b->tok[i] = 0;
+	}
+	if (total > 0) {
+		double ratio = mx / (total / nrep);
+
+		b->sum += ratio;
+		b->n++;
+		if (ratio > b->worst)
+			b->worst = ratio;
+	}
+}
+
+/*
+ * Replay @p t through one driver, or through o->replicas independent drivers
+ * (each with the same capacity) with requests routed by o->route.
+ */
 static int
 run(const struct opts *o, const struct workload *t, uint64_t capacity, struct result *res)
 {
 	struct replay_params p = {.bytes_per_token = 8, .num_buffers = 1};
-	struct prefixcache_stats ps;
-	struct replay_stats rs;
-	struct replay *r;
+	struct replay *r[ROUTE_MAX_REPLICAS] = {NULL};
+	struct router *router = NULL;
+	struct balance bal = {.minute = UINT64_MAX};
 	size_t i, n = o->limit && o->limit < t->n ? o->limit : t->n, step = n / 20 ? n / 20 : 1;
 	uint64_t cap = capacity ? capacity : t->tokens + 1024;
+	uint32_t nrep = o->replicas > 1 ? o->replicas : 1, k;
 	double t0 = now_s();
 	bool tty = isatty(2);
+	int rc = -1;
 
 	p.pc.num_models = 1;
 	p.pc.column = o->column;
@@ -71,10 +111,19 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 	p.pc.model[0].num_caches = 1;
 	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, cap};
 	p.pc.model[0].max_batch_tokens = 256;
-	r = replay_create(&p);
-	if (r == NULL) {
-		fprintf(stderr, "kvss-trace: cannot set up capacity %" PRIu64 " (memory?)\n", cap);
-		return -1;
+	for (k = 0; k < nrep; k++) {
+		r[k] = replay_create(&p);
+		if (r[k] == NULL) {
+			fprintf(stderr, "kvss-trace: cannot set up capacity %" PRIu64 " (memory?)\n", cap);
+			goto out;
+		}
+	}
+	if (nrep > 1) {
+		struct route_params rp = {.replicas = nrep, .policy = o->route, .seed = 0x5eed};
+
+		router = route_create(&rp);
+		if (router == NULL)
+			goto out;
 	}
 	memset(res, 0, sizeof(*res));
 	res->capacity = capacity;
@@ -85,14 +134,24 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 			.isolation_id = q->iso, .tokens = q->tokens, .num_tokens = q->n,
 			.cache_length_allowed = q->allowed, .first_multimodal = UINT32_MAX,
 			.sequence_id = (uint32_t)i};
+		uint32_t rep = 0;
 
 		if (o->orgs)
 			rq.isolation_id = proto_ref_isolation_id("org", 3) + q->first_block % o->orgs;
-		res->hit += replay_request(r, 0, &rq, NULL, q->out, now);
+		if (router != NULL) {
+			rep = route_pick(router, rq.isolation_id, q->tokens, q->n, q->ts_ms);
+			if (q->ts_ms / 60000 != bal.minute) {
+				if (bal.minute != UINT64_MAX)
+					balance_close(&bal, nrep);
+				bal.minute = q->ts_ms / 60000;
+			}
+			bal.tok[rep] += q->n;
+		}
+		res->hit += replay_request(r[rep], 0, &rq, NULL, q->out, now);
 		res->input += q->n;
 		res->requests++;
 		if (o->ttl_last_s || o->ttl_first_s)
-			prefixcache_expire(replay_pc(r), now, 4096);
+			prefixcache_expire(replay_pc(r[rep]), now, 4096);
 		if ((i + 1) % step == 0 && (tty || (i + 1) % (5 * step) == 0))
 			fprintf(stderr, "%skvss-trace: capacity %" PRIu64 ": %zu/%zu requests, hit ratio %.3f%s",
 				tty ? "\r" : "", capacity, i + 1, n,
@@ -100,19 +159,34 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 	}
 	if (tty)
 		fprintf(stderr, "\n");
-	prefixcache_stats(replay_pc(r), &ps);
-	replay_stats(r, &rs);
-	res->evicted = ps.evicted_tokens;
-	res->deleted = ps.deleted_tokens;
-	res->expired = ps.expired_tokens;
-	res->peak = ps.peak_stored_tokens;
-	res->perr = rs.protocol_errors;
-	res->vfail = rs.verify_failures;
+	if (router != NULL) {
+		balance_close(&bal, nrep);
+		res->balance_mean = bal.n ? bal.sum / bal.n : 0;
+		res->balance_worst = bal.worst;
+	}
+	for (k = 0; k < nrep; k++) {
+		struct prefixcache_stats ps;
+		struct replay_stats rs;
+
+		prefixcache_stats(replay_pc(r[k]), &ps);
+		replay_stats(r[k], &rs);
+		res->evicted += ps.evicted_tokens;
+		res->deleted += ps.deleted_tokens;
+		res->expired += ps.expired_tokens;
+		if (ps.peak_stored_tokens > res->peak)
+			res->peak = ps.peak_stored_tokens;
+		res->perr += rs.protocol_errors;
+		res->vfail += rs.verify_failures;
+		if (rs.max_stored > cap)
+			res->perr++;
+	}
 	res->wall = now_s() - t0;
-	if (rs.max_stored > cap)
-		res->perr++;
-	replay_free(r);
-	return 0;
+	rc = 0;
+out:
+	for (k = 0; k < nrep; k++)
+		replay_free(r[k]);
+	route_free(router);
+	return rc;
 }
 
 /*
@@ -233,7 +307,10 @@ usage(FILE *f)
 		"  --limit N          replay the first N requests only\n"
 		"  --json             one JSON object per capacity on stdout\n"
 		"  --baseline         also a plain LRU over the trace's blocks (Mooncake format)\n"
-		"  --no-minus-one     replay the last prompt token too (beyond the design)\n");
+		"  --no-minus-one     replay the last prompt token too (beyond the design)\n"
+		"  --replicas R       R independent drivers, each with the capacity given\n"
+		"  --route P          which replica gets a request: affinity (default), random,\n"
+		"                     org, prefix, chash (consistent hashing, bounded loads)\n");
 }
 
 static int
@@ -272,7 +349,8 @@ main(int argc, char **argv)
 		{"block-tokens", required_argument, NULL, 'b'}, {"json", no_argument, NULL, 'j'},
 		{"limit", required_argument, NULL, 'n'}, {"orgs", required_argument, NULL, 'o'},
 		{"baseline", no_argument, NULL, 'B'}, {"no-minus-one", no_argument, NULL, 'M'},
-		{"generate", required_argument, NULL, 'g'},
+		{"generate", required_argument, NULL, 'g'}, {"replicas", required_argument, NULL, 'R'},
+		{"route", required_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512};
@@ -339,6 +417,24 @@ main(int argc, char **argv)
 			o.generate = strtoull(optarg, NULL, 10);
 			bad |= o.generate == 0;
 			break;
+		case 'R':
+			o.replicas = (uint32_t)atoi(optarg);
+			if (o.replicas < 1 || o.replicas > ROUTE_MAX_REPLICAS) {
+				fprintf(stderr, "kvss-trace: --replicas: want 1..%d\n", ROUTE_MAX_REPLICAS);
+				return 2;
+			}
+			break;
+		case 'r': {
+			int pol = route_policy_parse(optarg);
+
+			if (pol < 0) {
+				fprintf(stderr, "kvss-trace: --route: '%s' is not one of affinity, random, "
+						"org, prefix, chash\n", optarg);
+				return 2;
+			}
+			o.route = (enum route_policy)pol;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -389,6 +485,10 @@ main(int argc, char **argv)
 			       res.expired, res.peak, res.perr, res.vfail, res.wall);
 			if (res.baseline >= 0)
 				printf(", \"baseline_lru_hit_ratio\": %.4f", res.baseline);
+			if (o.replicas > 1)
+				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
+				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
+				       res.balance_mean, res.balance_worst);
 			printf("}\n");
 		} else {
 			char cs[32];
@@ -405,6 +505,10 @@ main(int argc, char **argv)
 			       res.expired, res.peak, res.perr, res.vfail, res.wall);
 			if (res.baseline >= 0)
 				printf("%-12s plain LRU over blocks: hit ratio %.4f\n", "", res.baseline);
+			if (o.replicas > 1)
+				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
+				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),
+				       res.balance_mean, res.balance_worst);
 		}
 		fflush(stdout);
 	}
