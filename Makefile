@@ -178,11 +178,11 @@ $(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c)
 SHARD_SCENARIO := $(BUILD)/tools/shard_scenario
 REPLAY_CHECK := $(BUILD)/tools/replay_check
 
-$(REPLAY_CHECK): $(call obj,test/replay_check.c) $(LIBPROTO)
+$(REPLAY_CHECK): $(call obj,test/replay_check.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
-$(SHARD_SCENARIO): $(call obj,test/shard_scenario.c) $(LIBPROTO)
+$(SHARD_SCENARIO): $(call obj,test/shard_scenario.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 

@@ -205,3 +205,28 @@ frames_frame(unsigned int i, bool vlan, uint8_t *buf, uint32_t cap)
 
 	return frames_wrap(pay, n, type, vlan, buf, cap);
 }
+
+uint32_t
+frames_break(uint8_t *f, uint32_t n, uint32_t off, unsigned int kind)
+{
+	switch (kind % 6) {
+	case 0:
+		return n - 10;
+	case 1:
+		f[off] = 'X';
+		break;
+	case 2:
+		f[off + 4] = 2;
+		break;
+	case 3:
+		f[off + 20] ^= 1;
+		break;
+	case 4:
+		f[off - PROTO_IP4_LEN - PROTO_UDP_LEN + 10] ^= 0x5a; /* IPv4 header checksum */
+		break;
+	default:
+		f[off - PROTO_UDP_LEN + 5] -= 4; /* UDP length, low byte */
+		break;
+	}
+	return n;
+}

@@ -34,4 +34,12 @@ uint32_t frames_frame(unsigned int i, bool vlan, uint8_t *buf, uint32_t cap);
 uint32_t frames_wrap(const uint8_t *payload, uint32_t len, unsigned int type, bool vlan,
 		     uint8_t *buf, uint32_t cap);
 
+/**
+ * Break a frame (untagged; its KVSS header at @p off) in way @p kind % 6:
+ * truncated by 10 bytes, bad magic, bad version, bad body_len, bad IPv4
+ * header checksum, bad UDP length. Every one must be dropped unanswered.
+ * Changes @p f in place and returns its new length.
+ */
+uint32_t frames_break(uint8_t *f, uint32_t n, uint32_t off, unsigned int kind);
+
 #endif

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frames.h"
 #include "proto.h"
 #include "proto_wafer.h"
 
@@ -61,27 +62,7 @@ dump_broken(const uint8_t *f, uint32_t n, uint32_t off)
 	if (n > sizeof(x) || n < off + PROTO_HDR_LEN)
 		return;
 	memcpy(x, f, n);
-	switch (nbroken++ % 6) {
-	case 0:
-		n -= 10;
-		break;
-	case 1:
-		x[off] = 'X';
-		break;
-	case 2:
-		x[off + 4] = 2;
-		break;
-	case 3:
-		x[off + 20] ^= 1;
-		break;
-	case 4:
-		x[off - 28 + 10] ^= 0x5a; /* IPv4 header checksum */
-		break;
-	default:
-		x[off - 8 + 5] -= 4; /* UDP length */
-		break;
-	}
-	dump(x, n);
+	dump(x, frames_break(x, n, off, nbroken++));
 }
 
 /* A control payload like @ref's header (model, shard, epoch) with one record. */

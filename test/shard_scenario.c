@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frames.h"
 #include "proto.h"
 #include "proto_wafer.h"
 
@@ -79,26 +80,7 @@ emit(const uint8_t *f, uint32_t n)
 	if (!mix_bad)
 		return;
 	memcpy(x, f, n);
-	switch (nbad++ % 6) {
-	case 0:
-		n -= 10;
-		break;
-	case 1:
-		x[P] = 'X';
-		break;
-	case 2:
-		x[P + 4] = 2;
-		break;
-	case 3:
-		x[P + 20] ^= 1;
-		break;
-	case 4:
-		x[25] ^= 0x5a;
-		break;
-	default:
-		x[39] -= 4;
-		break;
-	}
+	n = frames_break(x, n, P, nbad++);
 	dump(x, n);
 }
 
