@@ -124,7 +124,7 @@ $(BUILD)/test/test_proto_stream $(BUILD)/test/test_proto_wafer: $(BUILD)/test/%:
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_proto_mbuf: $(call obj,test/test_proto_mbuf.c) $(TEST_COMMON) $(LIBPROTO)
+$(BUILD)/test/test_proto_mbuf: $(call obj,test/test_proto_mbuf.c app/kvss/app.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 

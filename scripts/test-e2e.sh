@@ -23,6 +23,14 @@ field() {
 	python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])' "$1" "$2" 2>/dev/null
 }
 
+# Wait (up to 20 s) until the driver writing LOG has every shard up.
+wait_replaying() {
+	for _ in $(seq 1 200); do
+		grep -q "every shard is up" "$1" 2>/dev/null && return
+		sleep 0.1
+	done
+}
+
 # 1. One process.
 timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 512 --lcores "0@0,1@1" --log-level lib.eal:error \
 	--no-telemetry --file-prefix "kvss_e2e_all_$$" -- --config config/all-in-one.cfg --limit 150 \
@@ -56,10 +64,7 @@ check "memif: shard 1 stores 128 bytes per token, shard 0 256" \
 KVSS_DEMO_TAG=${tag}b timeout 300 scripts/demo.sh "$BUILD" --trace "" --limit 20000 \
 	>"$tmp/long.log" 2>&1 &
 demo=$!
-for _ in $(seq 1 200); do
-	grep -q "every shard is up" "$tmp/long.log" 2>/dev/null && break
-	sleep 0.1
-done
+wait_replaying "$tmp/long.log"
 sleep 1
 tel() { echo "$2" | timeout 10 dpdk-telemetry.py -f "$1" 2>/dev/null | tail -n 1; }
 tel "kvss_demo_drv_${tag}b" /swdriver/stats >"$tmp/drv.json"
@@ -94,10 +99,7 @@ check "SIGTERM: zero protocol errors" test "$(field "$tmp/long.json" protocol_er
 KVSS_DEMO_TAG=${tag}c KVSS_DEMO_JSON="$tmp/rs.json" timeout 300 scripts/demo.sh "$BUILD" \
 	--trace "" --limit 4000 >"$tmp/rs.log" 2>&1 &
 demo=$!
-for _ in $(seq 1 200); do
-	grep -q "every shard is up" "$tmp/rs.log" 2>/dev/null && break
-	sleep 0.1
-done
+wait_replaying "$tmp/rs.log"
 sleep 2
 s1=$(pgrep -f "file-prefix kvss_demo_s1_${tag}c")
 sock=$(tr '\0' ' ' </proc/$s1/cmdline | grep -o 'socket=[^ ]*' | cut -d= -f2)

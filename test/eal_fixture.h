@@ -7,8 +7,6 @@
 #ifndef KVSS_TEST_EAL_FIXTURE_H
 #define KVSS_TEST_EAL_FIXTURE_H
 
-#include <dirent.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,32 +24,13 @@ test_eal_start(const char *name)
 	return rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv);
 }
 
-/*
- * Stop EAL and remove the runtime directory of this process's file prefix
- * (EAL leaves it behind): no test leaves a prefix behind.
- */
+/* Stop EAL and remove this process's file prefix (app.c): none is left behind. */
+void kvss_eal_stop(void);
+
 static inline void
 test_eal_stop(void)
 {
-	char dir[PATH_MAX];
-	DIR *d;
-	struct dirent *de;
-
-	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
-	rte_eal_cleanup();
-	d = opendir(dir);
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		char f[PATH_MAX + 256];
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
-		unlink(f);
-	}
-	closedir(d);
-	rmdir(dir);
+	kvss_eal_stop();
 }
 
 #endif

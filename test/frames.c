@@ -230,3 +230,41 @@ frames_break(uint8_t *f, uint32_t n, uint32_t off, unsigned int kind)
 	}
 	return n;
 }
+
+int
+frames_pcap_open(struct frames_pcap *o, const char *file, uint32_t step_us, const char *tool)
+{
+	memset(o, 0, sizeof(*o));
+	o->step_us = step_us;
+	o->dead = pcap_open_dead(DLT_EN10MB, 65535);
+	o->d = o->dead != NULL ? pcap_dump_open(o->dead, file) : NULL;
+	if (o->d == NULL) {
+		fprintf(stderr, "%s: %s: %s\n", tool, file,
+			o->dead != NULL ? pcap_geterr(o->dead) : "cannot open a capture");
+		if (o->dead != NULL)
+			pcap_close(o->dead);
+		return -1;
+	}
+	return 0;
+}
+
+void
+frames_pcap_write(struct frames_pcap *o, const uint8_t *f, uint32_t caplen, uint32_t len)
+{
+	struct pcap_pkthdr h;
+	uint64_t t = (uint64_t)o->n++ * o->step_us;
+
+	memset(&h, 0, sizeof(h));
+	h.ts.tv_sec = 1700000000 + (time_t)(t / 1000000);
+	h.ts.tv_usec = (suseconds_t)(t % 1000000);
+	h.caplen = caplen;
+	h.len = len;
+	pcap_dump((u_char *)o->d, &h, f);
+}
+
+void
+frames_pcap_close(struct frames_pcap *o)
+{
+	pcap_dump_close(o->d);
+	pcap_close(o->dead);
+}

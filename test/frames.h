@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <pcap/pcap.h>
+
 #include "proto.h"
 
 /** Section 8's golden UDP payloads. */
@@ -33,6 +35,20 @@ uint32_t frames_frame(unsigned int i, bool vlan, uint8_t *buf, uint32_t cap);
 /** Wrap a UDP payload sent to the port of @p type in a frame. */
 uint32_t frames_wrap(const uint8_t *payload, uint32_t len, unsigned int type, bool vlan,
 		     uint8_t *buf, uint32_t cap);
+
+/** A capture being written: frame n is stamped 1700000000 s + n x step_us. */
+struct frames_pcap {
+	pcap_t *dead;
+	pcap_dumper_t *d;
+	unsigned int n;	 /* frames written */
+	uint32_t step_us;
+};
+
+/** Open @p file for writing. @return 0, or -1 after a message naming @p tool and the file. */
+int frames_pcap_open(struct frames_pcap *o, const char *file, uint32_t step_us, const char *tool);
+/** One frame: @p caplen bytes captured of @p len on the wire. */
+void frames_pcap_write(struct frames_pcap *o, const uint8_t *f, uint32_t caplen, uint32_t len);
+void frames_pcap_close(struct frames_pcap *o);
 
 /**
  * Break a frame (untagged; its KVSS header at @p off) in way @p kind % 6:

@@ -58,20 +58,12 @@ corpus(const char *dir)
 	return 0;
 }
 
-static pcap_dumper_t *dumper;
-static unsigned int pkt_no;
+static struct frames_pcap out;
 
 static void
 emit(const uint8_t *frame, uint32_t caplen, uint32_t len)
 {
-	struct pcap_pkthdr h;
-
-	memset(&h, 0, sizeof(h));
-	h.ts.tv_sec = 1700000000;
-	h.ts.tv_usec = 1000 * pkt_no++;
-	h.caplen = caplen;
-	h.len = len;
-	pcap_dump((u_char *)dumper, &h, frame);
+	frames_pcap_write(&out, frame, caplen, len);
 }
 
 static void
@@ -184,15 +176,11 @@ shard_set(void)
 static int
 pcap_out(const char *file, const char *what)
 {
-	pcap_t *p = pcap_open_dead(DLT_EN10MB, 65535);
 	uint8_t frame[PROTO_FRAME_MAX];
 	unsigned int i;
 
-	dumper = pcap_dump_open(p, file);
-	if (dumper == NULL) {
-		fprintf(stderr, "gen_frames: %s: %s\n", file, pcap_geterr(p));
+	if (frames_pcap_open(&out, file, 1000, "gen_frames") != 0)
 		return 1;
-	}
 	if (strcmp(what, "golden") == 0) {
 		uint32_t n = golden(0, frame);
 
@@ -213,8 +201,7 @@ pcap_out(const char *file, const char *what)
 		fprintf(stderr, "gen_frames: unknown set %s\n", what);
 		return 1;
 	}
-	pcap_dump_close(dumper);
-	pcap_close(p);
+	frames_pcap_close(&out);
 	return 0;
 }
 

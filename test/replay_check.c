@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
 #include "frames.h"
 #include "proto.h"
 #include "proto_wafer.h"
@@ -40,18 +41,13 @@
 #define BAD_PROMPT 0x5EED00000000001ULL
 #define BAD_REFILL 0xBAD0000000000001ULL
 
-static pcap_dumper_t *dumper;
-static unsigned int npkt, nbroken;
+static struct frames_pcap out;
+static unsigned int nbroken;
 
 static void
 dump(const uint8_t *f, uint32_t n)
 {
-	struct pcap_pkthdr h = {.caplen = n, .len = n};
-
-	h.ts.tv_sec = 1700000000 + npkt / 1000000;
-	h.ts.tv_usec = npkt % 1000000;
-	npkt++;
-	pcap_dump((u_char *)dumper, &h, f);
+	frames_pcap_write(&out, f, n, n);
 }
 
 static void
@@ -90,10 +86,10 @@ build_ctl(uint8_t *buf, const struct proto_msg *ref, uint8_t type, uint64_t seq,
 }
 
 static int
-mix(const char *in, const char *out)
+mix(const char *in, const char *outfile)
 {
 	char err[PCAP_ERRBUF_SIZE];
-	pcap_t *p = pcap_open_offline(in, err), *dead;
+	pcap_t *p = pcap_open_offline(in, err);
 	struct pcap_pkthdr *ph;
 	const u_char *d;
 	static struct proto_msg m;
@@ -105,12 +101,8 @@ mix(const char *in, const char *out)
 		fprintf(stderr, "replay_check: %s: %s\n", in, err);
 		return 2;
 	}
-	dead = pcap_open_dead(DLT_EN10MB, 65535);
-	dumper = pcap_dump_open(dead, out);
-	if (dumper == NULL) {
-		fprintf(stderr, "replay_check: %s: %s\n", out, pcap_geterr(dead));
+	if (frames_pcap_open(&out, outfile, 1, "replay_check") != 0)
 		return 2;
-	}
 	while (pcap_next_ex(p, &ph, &d) == 1) {
 		uint32_t n = ph->caplen;
 
@@ -148,14 +140,13 @@ mix(const char *in, const char *out)
 			inserted = 1;
 		}
 	}
-	pcap_dump_close(dumper);
-	pcap_close(dead);
+	frames_pcap_close(&out);
 	pcap_close(p);
 	if (!inserted) {
 		fprintf(stderr, "replay_check: %s: fewer than 3 control messages\n", in);
 		return 2;
 	}
-	printf("mixed: %u frames, %u broken copies, 4 whole bad frames\n", npkt, nbroken);
+	printf("mixed: %u frames, %u broken copies, 4 whole bad frames\n", out.n, nbroken);
 	return 0;
 }
 
@@ -171,16 +162,6 @@ struct exp_refill {
 	uint64_t done_bytes;
 };
 
-static int fails;
-
-#define EXPECT(cond, ...)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "  FAIL: " __VA_ARGS__);                                   \
-			fprintf(stderr, "\n");                                                     \
-			fails++;                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static int
 check(const char *expect, char **outs, int nouts, int mixed)
@@ -353,8 +334,8 @@ check(const char *expect, char **outs, int nouts, int mixed)
 	}
 	printf("good: %" PRIu64 " %" PRIu64 " %zu\n", good_frames, good_bytes, nrf);
 	printf("replay check: %zu refills, %" PRIu64 " control messages: %s\n", nrf, messages,
-	       fails ? "FAILED" : "every refilled byte and every answer as expected");
-	return fails ? 1 : 0;
+	       expect_fails ? "FAILED" : "every refilled byte and every answer as expected");
+	return expect_fails ? 1 : 0;
 }
 
 int

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
 #include "frames.h"
 #include "proto.h"
 #include "proto_wafer.h"
@@ -36,8 +37,7 @@
 #define B_ID 0xB000000000000002ULL
 #define C_ID 0xC000000000000003ULL
 
-static pcap_dumper_t *dumper;
-static unsigned int npkt;
+static struct frames_pcap out;
 static uint64_t iso;
 
 /* Reference prefix hashes: prompt A is tokens 100.., prompt B tokens 200.. */
@@ -58,11 +58,7 @@ static unsigned int nbad; /* broken copies written */
 static void
 dump(const uint8_t *f, uint32_t n)
 {
-	struct pcap_pkthdr h = {.caplen = n, .len = n};
-
-	h.ts.tv_sec = 1700000000;
-	h.ts.tv_usec = npkt++;
-	pcap_dump((u_char *)dumper, &h, f);
+	frames_pcap_write(&out, f, n, n);
 }
 
 /*
@@ -311,16 +307,6 @@ gen_restart(void)
 	evict(4, 3, pc, t1, 4); /* no data: the old held data must not fill it */
 }
 
-static int fails;
-
-#define EXPECT(cond, ...)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "  FAIL: " __VA_ARGS__);                                   \
-			fprintf(stderr, "\n");                                                     \
-			fails++;                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static int space_mode, restart_mode;
 
@@ -457,8 +443,8 @@ check(char **files, int nfiles)
 			       (unsigned long)rd_bytes[2][k]);
 		EXPECT(bad_bytes == 0, "%d refilled bytes differ from the reference", bad_bytes);
 		printf("shard restart scenario: %s\n",
-		       fails ? "FAILED" : "the old driver's DELETE and REFILL dropped, the new refill whole");
-		return fails ? 1 : 0;
+		       expect_fails ? "FAILED" : "the old driver's DELETE and REFILL dropped, the new refill whole");
+		return expect_fails ? 1 : 0;
 	}
 	if (space_mode) {
 		EXPECT(max_ack == 5, "cumulative ACK %lu, want 5", (unsigned long)max_ack);
@@ -470,8 +456,8 @@ check(char **files, int nfiles)
 			EXPECT(rd_bytes[1][k] == 4 * B / NB, "refill of B buffer %d: %lu bytes", k,
 			       (unsigned long)rd_bytes[1][k]);
 		EXPECT(bad_bytes == 0, "%d refilled bytes differ from the reference", bad_bytes);
-		printf("shard space scenario: %s\n", fails ? "FAILED" : "waited for the DELETE, then NO_SPACE, as expected");
-		return fails ? 1 : 0;
+		printf("shard space scenario: %s\n", expect_fails ? "FAILED" : "waited for the DELETE, then NO_SPACE, as expected");
+		return expect_fails ? 1 : 0;
 	}
 	EXPECT(max_ack == 8, "cumulative ACK %lu, want 8", (unsigned long)max_ack);
 	EXPECT(hole == 1, "the HOLE of A token 20 not reported (%d)", hole);
@@ -489,8 +475,8 @@ check(char **files, int nfiles)
 		       (unsigned long)rd_bytes[2][k]);
 	}
 	EXPECT(bad_bytes == 0, "%d refilled bytes differ from the reference", bad_bytes);
-	printf("shard scenario: %s\n", fails ? "FAILED" : "every answer and every refilled byte as expected");
-	return fails ? 1 : 0;
+	printf("shard scenario: %s\n", expect_fails ? "FAILED" : "every answer and every refilled byte as expected");
+	return expect_fails ? 1 : 0;
 }
 
 int
@@ -503,21 +489,15 @@ main(int argc, char **argv)
 	}
 	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0 ||
 			  strcmp(argv[1], "gen-restart") == 0)) {
-		pcap_t *p = pcap_open_dead(DLT_EN10MB, 65535);
-
-		dumper = pcap_dump_open(p, argv[2]);
-		if (dumper == NULL) {
-			fprintf(stderr, "shard_scenario: %s: %s\n", argv[2], pcap_geterr(p));
+		if (frames_pcap_open(&out, argv[2], 1, "shard_scenario") != 0)
 			return 2;
-		}
 		if (strcmp(argv[1], "gen") == 0)
 			gen();
 		else if (strcmp(argv[1], "gen-space") == 0)
 			gen_space();
 		else
 			gen_restart();
-		pcap_dump_close(dumper);
-		pcap_close(p);
+		frames_pcap_close(&out);
 		if (mix_bad)
 			printf("bad frames: %u\n", nbad);
 		return 0;

@@ -1,6 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The application's state, shared by its files (see kvss.h). */
+/* The application's state shared by its files, and helpers they share (see kvss.h). */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
 #include <rte_lcore.h>
+#include <rte_pause.h>
 
 #include "kvss.h"
 
@@ -26,4 +35,47 @@ kvss_stats_total(struct kvss_lcore_stats *t)
 		t->busy_cycles += s->busy_cycles;
 		t->idle_cycles += s->idle_cycles;
 	}
+}
+
+void
+kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
+{
+	*empty = 0;
+	st->busy_polls++;
+	st->busy_cycles += rte_get_tsc_cycles() - t0;
+}
+
+void
+kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
+{
+	st->idle_polls++;
+	if (kvss.cfg.poll == KVSS_POLL_IDLE && ++*empty > 64)
+		usleep(50); /* cores are shared: let the other side run */
+	else
+		rte_pause();
+	st->idle_cycles += rte_get_tsc_cycles() - t0;
+}
+
+void
+kvss_eal_stop(void)
+{
+	char dir[PATH_MAX];
+	int primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+	if (!primary || dir[0] == '\0' || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char f[PATH_MAX + 256];
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
+		unlink(f);
+	}
+	closedir(d);
+	rmdir(dir);
 }

@@ -492,7 +492,6 @@ pump_streams(uint64_t tsc)
 				sh->ev_tail++;
 			}
 			send_ctl(sh, m->p, m->len);
-			D.st.control_msgs++;
 			if (m->batch_no > sh->evict_sent)
 				sh->evict_sent = m->batch_no;
 			sh->head = m->next;
@@ -503,7 +502,6 @@ pump_streams(uint64_t tsc)
 		}
 		while ((r = proto_stream_due(&sh->stream, tsc)) != NULL) {
 			send_ctl(sh, r->payload, r->len);
-			D.st.retransmits++;
 		}
 	}
 }
@@ -639,6 +637,8 @@ on_evict(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	 const struct proto_evict_entry *e)
 {
 	struct data_job *j = malloc(sizeof(*j) + sizeof(uint64_t) * nc * g);
+	struct drv_seq *s = NULL;
+	uint64_t last_id = 0;
 	uint8_t *buf = D.scratch;
 	uint32_t t, c, len;
 	uint16_t i;
@@ -658,12 +658,16 @@ on_evict(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	for (t = 0; t < g; t++)
 		for (c = 0; c < nc; c++) {
 			const struct proto_evict_entry *en = &e[t * nc + c];
-			struct drv_seq *s = en->prompt_id ? seq_of_prompt(en->prompt_id) : NULL;
 
+			/* A batch holds runs of one prompt: look each run up once. */
+			if (en->prompt_id != last_id) {
+				last_id = en->prompt_id;
+				s = last_id ? seq_of_prompt(last_id) : NULL;
+			}
 			j->hash[(size_t)c * g + t] =
 				s != NULL && en->token_idx < s->total ? s->h[en->token_idx] : 0;
-			if (en->prompt_id != 0)
-				D.st.evicted_tokens += c == 0;
+			if (en->prompt_id != 0 && c == 0)
+				D.st.evicted_tokens++;
 		}
 	D.st.evict_batches++;
 	for (i = 0; i < D.nshards[model]; i++) {
@@ -1264,11 +1268,25 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 
 /* ---- Telemetry ---------------------------------------------------------------------- */
 
+/* What the streams count themselves: messages pushed and sent again. */
+static void
+stream_totals(void)
+{
+	uint16_t i;
+
+	D.st.control_msgs = D.st.retransmits = 0;
+	for (i = 0; i < D.nsh; i++) {
+		D.st.control_msgs += D.sh[i].stream.st.sent;
+		D.st.retransmits += D.sh[i].stream.st.retransmits;
+	}
+}
+
 static void
 snapshot(void)
 {
 	struct snapshot *sn = &D.snap;
 
+	stream_totals();
 	rte_spinlock_lock(&sn->lock);
 	sn->st = D.st;
 	prefixcache_stats(D.pc, &sn->pc);
@@ -1596,7 +1614,7 @@ kvss_driver_main(void *arg)
 	uint64_t tsc0 = rte_get_tsc_cycles(), next_progress, next_expire, next_snap, start_deadline,
 		 next_link;
 	struct rte_mbuf *pkts[BURST];
-	uint32_t empty = 0;
+	unsigned int empty = 0;
 	uint16_t i;
 
 	(void)arg;
@@ -1675,18 +1693,10 @@ kvss_driver_main(void *arg)
 			D.finished = 1;
 			break;
 		}
-		if (work) {
-			empty = 0;
-			st->busy_polls++;
-			st->busy_cycles += rte_get_tsc_cycles() - t0;
-		} else {
-			st->idle_polls++;
-			if (kvss.cfg.poll == KVSS_POLL_IDLE && ++empty > 64)
-				usleep(50);
-			else
-				rte_pause();
-			st->idle_cycles += rte_get_tsc_cycles() - t0;
-		}
+		if (work)
+			kvss_poll_busy(st, t0, &empty);
+		else
+			kvss_poll_idle(st, t0, &empty);
 	}
 	D.t_end = rte_get_tsc_cycles();
 	txq_flush();
@@ -1756,6 +1766,7 @@ kvss_driver_summary(void)
 
 	if (D.pc == NULL)
 		return;
+	stream_totals();
 	prefixcache_stats(D.pc, &ps);
 	if (D.nlat) {
 		qsort(D.lat_us, D.nlat, sizeof(uint32_t), cmp_u32);

@@ -122,6 +122,21 @@ unsigned int kvss_refills_in_flight(void);
 /** Register the /kvss/... telemetry commands (telemetry.c). */
 int kvss_telemetry_register(void);
 
+/**
+ * End of one poll of an lcore loop that began at @p t0: count it busy, or
+ * idle (then pause, or in idle poll mode sleep briefly after 64 empty polls
+ * in a row; @p empty counts them).
+ */
+void kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
+void kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
+
+/*
+ * Stop EAL and remove this process's runtime directory (/var/run/dpdk/PREFIX),
+ * which EAL leaves behind: a stopped kvss (or test) leaves no file prefix.
+ * Only a primary process owns it.
+ */
+void kvss_eal_stop(void);
+
 /** Sum of every lcore's stats. */
 void kvss_stats_total(struct kvss_lcore_stats *t);
 

@@ -8,9 +8,7 @@
  * starts. SIGINT and SIGTERM stop the lcores, which drain; the final stats
  * are printed and the process exits 0.
  */
-#include <dirent.h>
 #include <getopt.h>
-#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,35 +33,6 @@ on_signal(int sig)
 {
 	(void)sig;
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
-}
-
-/*
- * Stop EAL and remove this process's runtime directory (/var/run/dpdk/PREFIX),
- * which EAL leaves behind: a stopped kvss leaves no file prefix. Only a
- * primary process owns it.
- */
-static void
-remove_runtime_dir(void)
-{
-	char dir[PATH_MAX];
-	int primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
-	DIR *d;
-	struct dirent *de;
-
-	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
-	rte_eal_cleanup();
-	if (!primary || dir[0] == '\0' || (d = opendir(dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		char f[PATH_MAX + 256];
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
-		unlink(f);
-	}
-	closedir(d);
-	rmdir(dir);
 }
 
 static uint8_t started[RTE_MAX_ETHPORTS];
@@ -461,6 +430,6 @@ out_free:
 	rte_ring_free(ring_d2s);
 	rte_ring_free(ring_s2d);
 out_eal:
-	remove_runtime_dir();
+	kvss_eal_stop();
 	return status;
 }

@@ -615,19 +615,12 @@ kvss_shard_refill(void *arg)
 				rte_pktmbuf_free(cur);
 			}
 			cur = NULL;
-			empty = 0;
-			st->busy_polls++;
-			st->busy_cycles += rte_get_tsc_cycles() - t0;
+			kvss_poll_busy(st, t0, &empty);
 			continue;
 		}
 		/* Nothing to do, or waiting for batches: let completions come. */
 		rte_eth_tx_done_cleanup(kvss.cfg.shard.port, 1, 0);
-		st->idle_polls++;
-		if (kvss.cfg.poll == KVSS_POLL_IDLE && ++empty > 64)
-			usleep(50);
-		else
-			rte_pause();
-		st->idle_cycles += rte_get_tsc_cycles() - t0;
+		kvss_poll_idle(st, t0, &empty);
 	}
 	if (cur != NULL)
 		rte_pktmbuf_free(cur);
@@ -829,11 +822,8 @@ kvss_shard_ingest(void *arg)
 		}
 		if (n > 0) {
 			last_rx = t0;
-			empty = 0;
-			st->busy_polls++;
-			st->busy_cycles += rte_get_tsc_cycles() - t0;
+			kvss_poll_busy(st, t0, &empty);
 		} else {
-			st->idle_polls++;
 			if (kvss.have_driver && t0 >= next_status) {
 				send_status(st);
 				next_status = t0 + status_every;
@@ -842,11 +832,7 @@ kvss_shard_ingest(void *arg)
 			    S.evictq.head == S.evictq.tail && S.refillq.head == S.refillq.tail &&
 			    (!kvss.refill_lcore_on || rte_ring_empty(kvss.ingest_to_refill)))
 				__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
-			if (kvss.cfg.poll == KVSS_POLL_IDLE && ++empty > 64)
-				usleep(50); /* cores are shared: let the other side run */
-			else
-				rte_pause();
-			st->idle_cycles += rte_get_tsc_cycles() - t0;
+			kvss_poll_idle(st, t0, &empty);
 		}
 	}
 	reset_stream();

@@ -318,22 +318,17 @@ avail(const struct plan_cluster *c, uint16_t k)
 
 /*
  * keep_ratio: the largest T (a multiple of round, at most upper) such that on
- * every node the job's shards there, base + T x mem_per_token each, fit the
- * job's budget on that node. Binary search, rounding down.
+ * every node the job's shards there (@p n_on of them, @p pt_on bytes per
+ * token together), base + T x mem_per_token each, fit the job's budget on
+ * that node. Binary search, rounding down.
  */
 static uint64_t
-search_tokens(const struct plan_cluster *c, uint16_t ji, const uint64_t *node_budget)
+search_tokens(const struct plan_cluster *c, const struct plan_job *j, const uint64_t *node_budget,
+	      const uint64_t *n_on, const uint64_t *pt_on)
 {
-	const struct plan_job *j = &c->job[ji];
-	uint64_t n_on[PLAN_MAX_NODES] = {0}, pt_on[PLAN_MAX_NODES] = {0};
 	uint64_t lo = 0, hi = j->tokens_upper / c->round_tokens;
-	uint16_t s, k;
+	uint16_t k;
 
-	for (s = 0; s < c->nshards; s++)
-		if (job_has_box(j, c->shard[s].box)) {
-			n_on[c->shard[s].node]++;
-			pt_on[c->shard[s].node] += c->shard[s].wio * j->bytes_per_token_per_wio;
-		}
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo + 1) / 2, t = mid * c->round_tokens;
 		bool fits = true;
@@ -405,7 +400,7 @@ plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t 
 				node_budget[k] = (uint64_t)(share[ji] * (double)avail(c, k) *
 							    (1.0 - c->discount));
 		if (together)
-			T = search_tokens(c, ji, node_budget);
+			T = search_tokens(c, j, node_budget, n_on, pt_on);
 		for (s = 0; s < c->nshards; s++) {
 			const struct plan_shard *sh = &c->shard[s];
 			struct plan_grant *g;
