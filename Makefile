@@ -54,9 +54,10 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_proto_stream.c test/test_proto_wafer.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
-	app/trace/kvss_trace.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
+	app/trace/kvss_trace.c app/trace/oracle.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	app/kvss/config.c test/test_config.c test/shard_scenario.c test/replay_check.c \
-	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c
+	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
+	test/test_oracle.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c
 
@@ -97,7 +98,7 @@ KVSS := $(BUILD)/kvss
 $(KVSS): $(call obj,$(KVSS_APP_SRC) app/kvss/config.c app/trace/workload.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
-$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c $(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c $(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
 $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
@@ -111,7 +112,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill \
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
-	$(BUILD)/test/test_route
+	$(BUILD)/test/test_route $(BUILD)/test/test_oracle
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -172,6 +173,10 @@ $(BUILD)/test/test_plan: $(call obj,test/test_plan.c app/plan/plan.c app/kvss/co
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_oracle: $(call obj,test/test_oracle.c app/trace/oracle.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Hit ratio on the Mooncake synthetic trace at 1e6, 3e6, 1e7 tokens and
 # unlimited, beside a plain LRU over the trace's 512-token blocks computed in
-# the same run; then the other policies beside LRU.
+# the same run, with offline references (Belady with bypass; LRU told which
+# blocks return); then the other policies beside LRU.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ if [ ! -f "$MC" ]; then
 	exit 0
 fi
 names=(1e6 3e6 1e7 inf)
-out=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7,inf --json --baseline 2>/dev/null) || {
+out=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7,inf --json --baseline --oracle 2>/dev/null) || {
 	echo "bench: kvss-trace failed" >&2
 	exit 1
 }
@@ -23,19 +24,31 @@ import json, sys
 d = json.loads(sys.argv[1]); n = sys.argv[2]
 b = d["baseline_lru_hit_ratio"]
 print(f"bench: trace_synthetic_hit_{n} {d['hit_ratio']:.4f} hit_ratio (baseline {b:.4f} hit_ratio, ratio {d['hit_ratio']/b:.3f})")
+if n != "inf":
+    # Offline references over the same blocks: what knowing the future gives.
+    print(f"bench: trace_synthetic_belady_{n} {d['belady_hit_ratio']:.4f} hit_ratio")
+    print(f"bench: trace_synthetic_told_lru_{n} {d['told_lru_hit_ratio']:.4f} hit_ratio")
+    print(f"bench: trace_synthetic_told_lru_120s_{n} {d['told_lru_120s_hit_ratio']:.4f} hit_ratio")
 if d["protocol_errors"] or d["verify_failures"]:
     print(f"bench: trace_synthetic_{n}: {d['protocol_errors']} protocol errors, {d['verify_failures']} verify failures")
 PY
 	i=$((i + 1))
 done <<<"$out"
-for pol in lfu adaptive; do
+# The other policies beside LRU (the library's, this run), and the share of
+# the gap from LRU to Belady each closes.
+for pol in lfu slru; do
 	"$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7 --policy "$pol" --json 2>/dev/null |
 		python3 -c "
 import json, sys
-for n, l in zip(['1e6', '3e6', '1e7'], sys.stdin):
+ref = [json.loads(l) for l in sys.argv[1].splitlines()[:3]]
+for n, l, r in zip(['1e6', '3e6', '1e7'], sys.stdin, ref):
     d = json.loads(l)
-    print(f'bench: trace_synthetic_hit_{n}_$pol {d[\"hit_ratio\"]:.4f} hit_ratio')
-"
+    h, lru, bel = d['hit_ratio'], r['hit_ratio'], r['belady_hit_ratio']
+    print(f'bench: trace_synthetic_hit_{n}_$pol {h:.4f} hit_ratio (baseline {lru:.4f} hit_ratio, ratio {h/lru:.3f})')
+    print(f'bench: trace_synthetic_gap_closed_{n}_$pol {(h-lru)/(bel-lru):.3f} fraction')
+    if d['protocol_errors'] or d['verify_failures']:
+        print(f'bench: trace_synthetic_{n}_$pol: {d[\"protocol_errors\"]} protocol errors, {d[\"verify_failures\"]} verify failures')
+" "$out"
 done
 # Routing across 4 replicas of 1e6 tokens each (16 organizations by first
 # block): hit ratio against load balance (the busiest replica's tokens over

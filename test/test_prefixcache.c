@@ -747,3 +747,201 @@ Test(ordering, a_refill_never_waits_for_a_batch_not_yet_sent)
 	prefixcache_end(pc, a, 3);
 	prefixcache_free(pc);
 }
+
+/* ---- Deletion policies -------------------------------------------------------- */
+
+/*
+ * Prompt @k: 9 tokens of its own, two columns of 4 of which get cached (the
+ * ninth is never replayed, so its partial column is deleted at the end).
+ * A shard of 25 tokens holds three prompts and one partial column.
+ */
+#define POL_CAP 25
+
+static struct replay *
+policy_replay(enum prefixcache_policy pol, uint64_t capacity)
+{
+	struct replay_params p = params_full(4, capacity, 4);
+
+	p.pc.policy = pol;
+	return replay_create(&p);
+}
+
+static void
+prompt_of(uint32_t k, uint32_t *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < 9; i++)
+		t[i] = k * 100 + i;
+}
+
+static uint32_t
+send_prompt(struct replay *r, uint32_t k, uint32_t priority_tokens, uint64_t sec)
+{
+	uint32_t t[9];
+	struct prefixcache_request q;
+
+	prompt_of(k, t);
+	q = req_of(1, t, 9, 9);
+	q.priority_tokens = priority_tokens;
+	return replay_request(r, 0, &q, NULL, 0, sec * SEC);
+}
+
+/* Are both columns of prompt @k cached (touching nothing)? */
+static bool
+cached(struct replay *r, uint32_t k)
+{
+	uint32_t t[9];
+	struct prefixcache_entry_info e;
+
+	prompt_of(k, t);
+	return prefixcache_find(replay_pc(r), 0, 0, 1, t, 8, 100 * SEC, &e) == 0;
+}
+
+Test(policy, lru_frees_the_least_recent_and_slru_keeps_what_was_reused)
+{
+	enum prefixcache_policy pol[2] = {PREFIXCACHE_LRU, PREFIXCACHE_SLRU};
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		struct replay *r = policy_replay(pol[k], POL_CAP);
+		bool slru = pol[k] == PREFIXCACHE_SLRU;
+
+		send_prompt(r, 1, 0, 1);
+		cr_assert_eq(send_prompt(r, 1, 0, 2), 8);
+		send_prompt(r, 2, 0, 3);
+		send_prompt(r, 3, 0, 4);
+		send_prompt(r, 4, 0, 5); /* full: two columns must go */
+		/* LRU: prompt 1, used last at 2 s. SLRU: prompt 2, on probation (seen once). */
+		cr_assert_eq(cached(r, 1), slru, "%s: prompt 1", slru ? "slru" : "lru");
+		cr_assert_eq(cached(r, 2), !slru, "%s: prompt 2", slru ? "slru" : "lru");
+		cr_assert(cached(r, 3) && cached(r, 4));
+		cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), POL_CAP);
+		assert_clean(r);
+		replay_free(r);
+	}
+}
+
+Test(policy, lfu_frees_the_least_often_used_even_if_recent)
+{
+	struct replay *r = policy_replay(PREFIXCACHE_LFU, POL_CAP);
+
+	send_prompt(r, 1, 0, 1);
+	send_prompt(r, 1, 0, 2);
+	send_prompt(r, 1, 0, 3); /* two hits */
+	send_prompt(r, 2, 0, 4);
+	send_prompt(r, 2, 0, 5); /* one hit */
+	send_prompt(r, 3, 0, 6); /* none, and the most recent */
+	send_prompt(r, 4, 0, 7);
+	cr_assert(cached(r, 1) && cached(r, 2) && cached(r, 4));
+	cr_assert_not(cached(r, 3));
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(policy, priority_hint_columns_go_last)
+{
+	struct replay *r = policy_replay(PREFIXCACHE_PRIORITY, POL_CAP);
+
+	send_prompt(r, 1, 8, 1); /* "the first 8 tokens will be reused often" */
+	send_prompt(r, 2, 0, 2);
+	send_prompt(r, 3, 0, 3);
+	send_prompt(r, 4, 0, 4);
+	cr_assert(cached(r, 1), "the oldest, but hinted");
+	cr_assert_not(cached(r, 2));
+	cr_assert(cached(r, 3) && cached(r, 4));
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(policy, slru_protects_a_column_seen_before_it_was_stored)
+{
+	enum prefixcache_policy pol[2] = {PREFIXCACHE_LRU, PREFIXCACHE_SLRU};
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		struct replay *r = policy_replay(pol[k], POL_CAP);
+		bool slru = pol[k] == PREFIXCACHE_SLRU;
+		struct prefixcache_stats st;
+
+		send_prompt(r, 1, 0, 1);
+		send_prompt(r, 2, 0, 2);
+		send_prompt(r, 3, 0, 3);
+		send_prompt(r, 4, 0, 4); /* prompt 1 goes */
+		cr_assert_not(cached(r, 1));
+		cr_assert_eq(send_prompt(r, 1, 0, 5), 0, "a miss: stored again");
+		prefixcache_stats(replay_pc(r), &st);
+		cr_assert_eq(st.protected_columns, slru ? 2 : 0, "never hit, but seen before");
+		send_prompt(r, 5, 0, 6);
+		send_prompt(r, 6, 0, 7);
+		send_prompt(r, 7, 0, 8); /* LRU: prompt 1 is the least recent by now */
+		cr_assert_eq(cached(r, 1), slru, "%s", slru ? "slru" : "lru");
+		cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), POL_CAP);
+		assert_clean(r);
+		replay_free(r);
+	}
+}
+
+Test(policy, slru_protects_what_a_conversation_adds_but_not_a_branch)
+{
+	struct replay *r = policy_replay(PREFIXCACHE_SLRU, 1000);
+	struct prefixcache_stats st;
+	struct prefixcache_request q;
+	uint32_t t[17], i;
+
+	prompt_of(1, t);
+	replay_request(r, 0, &(struct prefixcache_request){.isolation_id = 1, .tokens = t,
+		       .num_tokens = 9, .cache_length_allowed = 9, .first_multimodal = UINT32_MAX},
+		       NULL, 0, SEC);
+	/* The next turn: all of prompt 1's columns, then 9 new tokens. */
+	for (i = 8; i < 17; i++)
+		t[i] = 5000 + i;
+	q = req_of(1, t, 17, 17);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2 * SEC), 8);
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_eq(st.protected_columns, 4, "2 hit, 2 new of a conversation: %" PRIu64,
+		     st.protected_columns);
+	/* A branch off prompt 1's first column is not a conversation going on. */
+	for (i = 4; i < 17; i++)
+		t[i] = 7000 + i;
+	q = req_of(1, t, 17, 17);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 3 * SEC), 4);
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_eq(st.protected_columns, 4, "%" PRIu64, st.protected_columns);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(policy, slru_sends_protected_columns_over_their_share_back_to_probation)
+{
+	struct replay *r = policy_replay(PREFIXCACHE_SLRU, POL_CAP);
+	struct prefixcache_stats st;
+	uint32_t k;
+
+	/* Three reused prompts: 24 protected tokens, over 90% of 25. */
+	for (k = 1; k <= 3; k++) {
+		send_prompt(r, k, 0, 2 * k);
+		cr_assert_eq(send_prompt(r, k, 0, 2 * k + 1), 8);
+	}
+	send_prompt(r, 4, 0, 10);
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_gt(st.demotions, 0);
+	cr_assert_not(cached(r, 1), "the least recent protected prompt went");
+	cr_assert(cached(r, 2) && cached(r, 3) && cached(r, 4));
+	cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), POL_CAP);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(policy, slru_probation_share_is_checked)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4, .policy = PREFIXCACHE_SLRU,
+				       .probation_pct = 91};
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
+	cr_assert_null(prefixcache_create(&p, NULL));
+	cr_assert_eq(errno, EINVAL);
+	p.probation_pct = 90;
+	prefixcache_free(prefixcache_create(&p, NULL));
+}

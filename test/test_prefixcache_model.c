@@ -178,10 +178,12 @@ make_prompt(uint32_t *t)
 	return n;
 }
 
-Test(model, longest_prefix_equals_the_reference_over_100k_requests, .timeout = 600)
+static void
+run_model(enum prefixcache_policy policy, const char *pname)
 {
 	struct replay_params p = {.bytes_per_token = 16, .num_buffers = 2};
-	uint64_t seed = test_seed("prefixcache model test", (uint64_t)time(NULL));
+	char title[64];
+	uint64_t seed;
 	struct replay *r;
 	struct prefixcache *pc;
 	struct replay_stats st;
@@ -189,8 +191,11 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests, .timeout = 6
 	unsigned long step, hits = 0, nonzero = 0, overlaps = 0;
 	unsigned int o;
 
+	snprintf(title, sizeof(title), "prefixcache model test, policy %s", pname);
+	seed = test_seed(title, (uint64_t)time(NULL));
 	rng = seed * 2654435761u + 7;
 	p.pc.num_models = 1;
+	p.pc.policy = policy;
 	p.pc.column = C;
 	p.pc.ttl_last_ns = TTL_LAST;
 	p.pc.model[0].num_caches = 1;
@@ -232,6 +237,8 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests, .timeout = 6
 				.isolation_id = ow->iso, .tokens = ow->tok, .num_tokens = ow->n,
 				.cache_length_allowed = rnd() % 10 == 0 ? ow->n / 2 : ow->n,
 				.first_multimodal = UINT32_MAX, .sequence_id = (uint32_t)step};
+			if (policy == PREFIXCACHE_PRIORITY && rnd() % 3 == 0)
+				q[k].priority_tokens = 8; /* a hint on a third of them */
 			want = ref_hit(ow->iso, ow->tok, ow->n);
 			if (want > q[k].cache_length_allowed / C * C)
 				want = q[k].cache_length_allowed / C * C;
@@ -262,10 +269,10 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests, .timeout = 6
 	}
 	replay_stats(r, &st);
 	prefixcache_stats(pc, &ps);
-	printf("prefixcache model test: %lu requests hit (%lu tokens), %lu overlapping, "
+	printf("%s: %lu requests hit (%lu tokens), %lu overlapping, "
 	       "%" PRIu64 " refills checked (%" PRIu64 " tokens), %" PRIu64 " policy deletes, "
 	       "%" PRIu64 " expired entries, %" PRIu64 " duplicate columns\n",
-	       nonzero, hits, overlaps, st.refills, st.refill_tokens, ps.policy_deletes,
+	       title, nonzero, hits, overlaps, st.refills, st.refill_tokens, ps.policy_deletes,
 	       ps.expired_entries, ps.dup_columns);
 	cr_assert_eq(st.protocol_errors, 0);
 	cr_assert_eq(st.verify_failures, 0);
@@ -277,4 +284,25 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests, .timeout = 6
 	cr_assert_gt(ps.dup_columns, 100);
 	replay_free(r);
 	free(recs);
+}
+
+/* The same run under every deletion policy: none may break a rule. */
+Test(model, longest_prefix_equals_the_reference_over_100k_requests_lru, .timeout = 600)
+{
+	run_model(PREFIXCACHE_LRU, "lru");
+}
+
+Test(model, longest_prefix_equals_the_reference_over_100k_requests_lfu, .timeout = 600)
+{
+	run_model(PREFIXCACHE_LFU, "lfu");
+}
+
+Test(model, longest_prefix_equals_the_reference_over_100k_requests_priority, .timeout = 600)
+{
+	run_model(PREFIXCACHE_PRIORITY, "priority");
+}
+
+Test(model, longest_prefix_equals_the_reference_over_100k_requests_slru, .timeout = 600)
+{
+	run_model(PREFIXCACHE_SLRU, "slru");
 }

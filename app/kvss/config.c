@@ -441,7 +441,7 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 static int
 load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 {
-	static const char *const policies[] = {"lru", "lfu", "priority", "adaptive", NULL};
+	static const char *const policies[] = {"lru", "lfu", "priority", "slru", NULL};
 	struct prefixcache_params *pp = &cfg->driver.pc;
 	const config_setting_t *models, *orgs;
 	long long ttl;
@@ -457,6 +457,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	if (pol < 0)
 		return -1;
 	pp->policy = (enum prefixcache_policy)pol;
+	GET_INT(c, d, "probation_pct", 1, 90, 10, false, pp->probation_pct);
 	if (get_int(c, d, "ttl_last_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
 		return -1;
 	pp->ttl_last_ns = (uint64_t)ttl * 1000000000ull;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "replay.h"
+#include "oracle.h"
 #include "route.h"
 #include "workload.h"
 
@@ -27,10 +28,12 @@ struct opts {
 	unsigned int ncap;
 	uint32_t column;
 	enum prefixcache_policy policy;
+	uint32_t probation_pct;
 	uint64_t ttl_last_s, ttl_first_s;
 	uint32_t block;
 	bool json;
 	bool baseline;
+	bool oracle;
 	bool no_minus_one;
 	size_t limit;
 	uint32_t orgs;
@@ -42,6 +45,7 @@ struct result {
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
 	double wall;
 	double baseline;
+	double belady, told, told120; /* --oracle */
 	double balance_mean, balance_worst; /* max over mean tokens per replica, per minute */
 };
 
@@ -105,6 +109,7 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 	p.pc.num_models = 1;
 	p.pc.column = o->column;
 	p.pc.policy = o->policy;
+	p.pc.probation_pct = (uint8_t)o->probation_pct;
 	p.pc.no_minus_one = o->no_minus_one;
 	p.pc.ttl_last_ns = o->ttl_last_s * 1000000000ull;
 	p.pc.ttl_first_ns = o->ttl_first_s * 1000000000ull;
@@ -299,7 +304,8 @@ usage(FILE *f)
 		"  --generate N       the built-in workload (chats, system prompts, orgs)\n"
 		"  --capacity N,...   shard capacity in tokens; inf (or 0) for unlimited\n"
 		"  --column C         tokens per cache column (default 64)\n"
-		"  --policy P         lru (default), lfu, priority, adaptive\n"
+		"  --policy P         lru (default), lfu, priority, slru\n"
+		"  --probation PCT    slru: share of capacity for columns seen once (default 10)\n"
 		"  --ttl-last SEC     expire entries this long after last use\n"
 		"  --ttl-first SEC    expire entries this long after first use\n"
 		"  --block-tokens N   Mooncake block size (default 512)\n"
@@ -307,6 +313,8 @@ usage(FILE *f)
 		"  --limit N          replay the first N requests only\n"
 		"  --json             one JSON object per capacity on stdout\n"
 		"  --baseline         also a plain LRU over the trace's blocks (Mooncake format)\n"
+		"  --oracle           also offline references over the blocks: Belady with bypass,\n"
+		"                     and LRU told which blocks return (ever; within 120 s)\n"
 		"  --no-minus-one     replay the last prompt token too (beyond the design)\n"
 		"  --replicas R       R independent drivers, each with the capacity given\n"
 		"  --route P          which replica gets a request: affinity (default), random,\n"
@@ -350,7 +358,8 @@ main(int argc, char **argv)
 		{"limit", required_argument, NULL, 'n'}, {"orgs", required_argument, NULL, 'o'},
 		{"baseline", no_argument, NULL, 'B'}, {"no-minus-one", no_argument, NULL, 'M'},
 		{"generate", required_argument, NULL, 'g'}, {"replicas", required_argument, NULL, 'R'},
-		{"route", required_argument, NULL, 'r'},
+		{"route", required_argument, NULL, 'r'}, {"probation", required_argument, NULL, 'P'},
+		{"oracle", no_argument, NULL, 'O'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512};
@@ -370,6 +379,16 @@ main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'O':
+			o.oracle = true;
+			break;
+		case 'P':
+			o.probation_pct = (uint32_t)atoi(optarg);
+			if (o.probation_pct < 1 || o.probation_pct > 90) {
+				fprintf(stderr, "kvss-trace: --probation: 1 to 90 percent\n");
+				return 2;
+			}
+			break;
 		case 'C':
 			o.column = (uint32_t)atoi(optarg);
 			bad |= o.column == 0 || o.column > 4096;
@@ -381,8 +400,8 @@ main(int argc, char **argv)
 				o.policy = PREFIXCACHE_LFU;
 			else if (strcmp(optarg, "priority") == 0)
 				o.policy = PREFIXCACHE_PRIORITY;
-			else if (strcmp(optarg, "adaptive") == 0)
-				o.policy = PREFIXCACHE_ADAPTIVE;
+			else if (strcmp(optarg, "slru") == 0)
+				o.policy = PREFIXCACHE_SLRU;
 			else {
 				fprintf(stderr, "kvss-trace: --policy: unknown '%s'\n", optarg);
 				return 2;
@@ -456,6 +475,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "kvss-trace: %s\n", err);
 		return 2;
 	}
+	if (o.oracle && (t.n == 0 || t.r[0].ids == NULL)) {
+		fprintf(stderr, "kvss-trace: --oracle needs a trace with block ids (Mooncake format)\n");
+		workload_free(&t);
+		return 2;
+	}
 	if (!o.json)
 		printf("%-12s %8s %12s %12s %9s %12s %12s %10s %12s %6s %6s %7s\n", "capacity",
 		       "requests", "input", "hit", "hit_ratio", "evicted", "deleted", "expired",
@@ -466,6 +490,12 @@ main(int argc, char **argv)
 		if (run(&o, &t, o.capacity[k], &res) != 0)
 			return 1;
 		res.baseline = o.baseline ? baseline_lru(&t, o.capacity[k], o.block, o.limit) : -1;
+		res.belady = res.told = res.told120 = -1;
+		if (o.oracle) {
+			res.belady = oracle_belady(&t, o.capacity[k], o.block, o.limit);
+			res.told = oracle_lru_told(&t, o.capacity[k], o.block, o.limit, 0);
+			res.told120 = oracle_lru_told(&t, o.capacity[k], o.block, o.limit, 120000);
+		}
 		bad |= res.perr != 0 || res.vfail != 0;
 		if (o.json) {
 			char cs[32];
@@ -485,6 +515,10 @@ main(int argc, char **argv)
 			       res.expired, res.peak, res.perr, res.vfail, res.wall);
 			if (res.baseline >= 0)
 				printf(", \"baseline_lru_hit_ratio\": %.4f", res.baseline);
+			if (res.belady >= 0)
+				printf(", \"belady_hit_ratio\": %.4f, \"told_lru_hit_ratio\": %.4f"
+				       ", \"told_lru_120s_hit_ratio\": %.4f",
+				       res.belady, res.told, res.told120);
 			if (o.replicas > 1)
 				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
 				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
@@ -505,6 +539,10 @@ main(int argc, char **argv)
 			       res.expired, res.peak, res.perr, res.vfail, res.wall);
 			if (res.baseline >= 0)
 				printf("%-12s plain LRU over blocks: hit ratio %.4f\n", "", res.baseline);
+			if (res.belady >= 0)
+				printf("%-12s offline: Belady with bypass %.4f; LRU told which blocks "
+				       "return %.4f, within 120 s %.4f\n",
+				       "", res.belady, res.told, res.told120);
 			if (o.replicas > 1)
 				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
 				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),

@@ -50,12 +50,14 @@ struct pc_entry {
 	uint8_t gid;	/* global group id: model * MAX_GROUPS + group */
 	uint8_t bucket; /* policy list, or NO_BUCKET when not a leaf */
 	uint8_t prio;	/* under a request's priority hint */
+	uint8_t prot;	/* SLRU: protected (else on probation) */
 };
 #define NO_BUCKET 0xff
 
 struct pc_prompt {
 	uint64_t id;
 	uint32_t offset, end; /* range the shards hold */
+	uint32_t hi;	      /* the largest end it had */
 	uint32_t first, last; /* entries, by start */
 	uint64_t last_batch;  /* batch of its latest eviction */
 	struct prefixcache_seq *seq; /* live: evicting into it */
@@ -71,6 +73,7 @@ struct pc_group {
 	uint16_t cache[PREFIXCACHE_MAX_CACHES]; /* cache ids */
 	uint16_t cache_pos[PREFIXCACHE_MAX_CACHES]; /* index in the model's EVICT entries */
 	uint64_t capacity, stored;
+	uint64_t protected_tokens; /* SLRU: tokens of protected columns */
 	uint32_t lru_head[NBUCKETS], lru_tail[NBUCKETS]; /* head: most recent */
 };
 
@@ -97,7 +100,6 @@ struct seq_group {
 	uint32_t cur_end;    /* end of the last column recorded or hit */
 	uint32_t last_entry; /* its entry (parent of the next), or NIL */
 	uint64_t last_hash;  /* its hash (isolation_id at the root) */
-	bool admitted;	     /* ADAPTIVE: this column may be stored */
 };
 
 struct prefixcache_seq {
@@ -111,6 +113,8 @@ struct prefixcache_seq {
 	uint32_t pos;	  /* next token index */
 	uint32_t verified; /* speculative decoding: tokens known right */
 	uint32_t allowed;
+	uint32_t sketched; /* SLRU: columns ending here or before were sighted at lookup */
+	bool resumes;	   /* SLRU: the hit reached the end of an earlier prompt (a chat) */
 	uint32_t priority;
 	uint32_t seq_id;
 	uint64_t prompt_id;
@@ -161,7 +165,7 @@ struct prefixcache {
 	uint32_t pathcap[MAX_GROUPS];
 	struct proto_refill_chunk *chunks;
 	uint32_t chunkcap;
-	/* ADAPTIVE: a count-min sketch of column sightings, 4 rows. */
+	/* SLRU: a count-min sketch of column sightings, 4 rows. */
 	uint64_t *ghost;
 	uint32_t ghost_mask;
 	uint64_t sketch_adds;
@@ -349,8 +353,8 @@ policy_bucket(const struct prefixcache *pc, const struct pc_entry *e)
 		return b;
 	case PREFIXCACHE_PRIORITY:
 		return e->prio ? 1 : 0;
-	case PREFIXCACHE_ADAPTIVE:
-		return 0; /* LRU order; admission does the rest */
+	case PREFIXCACHE_SLRU:
+		return e->prot; /* probation (0) is freed first */
 	default:
 		return 0;
 	}
@@ -400,6 +404,46 @@ lru_insert(struct prefixcache *pc, uint32_t i, uint8_t bucket, bool oldest)
 			g->lru_tail[bucket] = i;
 		g->lru_head[bucket] = i;
 	}
+}
+
+/*
+ * Put leaf @i into its bucket by last use: a column whose last child just
+ * went becomes a leaf with its own last use, which may be recent (a hot
+ * prefix whose one-off continuations were freed) or old. Lists are kept in
+ * last-use order (newest at the head): search from both ends, at most 32
+ * steps each; past that, the place the head-side search reached is close.
+ */
+static void
+lru_insert_by_use(struct prefixcache *pc, uint32_t i, uint8_t bucket)
+{
+	struct pc_entry *e = &pc->e[i];
+	struct pc_group *g = &pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS];
+	uint32_t t = e->last_used, x, y;
+	int n;
+
+	if (g->lru_tail[bucket] == NIL || t <= pc->e[g->lru_tail[bucket]].last_used) {
+		lru_insert(pc, i, bucket, true);
+		return;
+	}
+	if (t >= pc->e[g->lru_head[bucket]].last_used) {
+		lru_insert(pc, i, bucket, false);
+		return;
+	}
+	/* Find x, the first entry from the head not newer than @i; insert before it. */
+	for (x = g->lru_head[bucket], n = 0; n < 32 && pc->e[x].last_used > t; n++)
+		x = pc->e[x].lru_next;
+	if (pc->e[x].last_used > t) {
+		for (y = g->lru_tail[bucket], n = 0; n < 32 && pc->e[y].last_used < t; n++)
+			y = pc->e[y].lru_prev;
+		if (pc->e[y].last_used >= t)
+			x = pc->e[y].lru_next; /* after y */
+	}
+	/* The tail is older than @i and the head newer, so x is neither NIL nor the head. */
+	e->bucket = bucket;
+	e->lru_next = x;
+	e->lru_prev = pc->e[x].lru_prev;
+	pc->e[e->lru_prev].lru_next = i;
+	pc->e[x].lru_prev = i;
 }
 
 /* ---- Entries ---------------------------------------------------------------- */
@@ -560,7 +604,7 @@ prompt_new(struct prefixcache *pc, uint8_t gid, uint64_t id, uint32_t offset,
 	}
 	i = pc->prfree;
 	pc->prfree = pc->pr[i].hnext;
-	pc->pr[i] = (struct pc_prompt){.id = id, .offset = offset, .end = offset, .first = NIL,
+	pc->pr[i] = (struct pc_prompt){.id = id, .offset = offset, .end = offset, .hi = offset, .first = NIL,
 				       .last = NIL, .seq = s, .tmp = NIL, .gid = gid};
 	b = prompt_bucket(pc, gid, id);
 	pc->pr[i].hnext = pc->prbucket[b];
@@ -778,6 +822,8 @@ delete_subtree(struct prefixcache *pc, uint32_t root, int lost_cache, uint32_t l
 			p->last = e->p_prev;
 		entry_hash_unlink(pc, i);
 		lru_unlink(pc, i);
+		if (e->prot)
+			group_of(pc, e->gid)->protected_tokens -= e->length - e->start;
 		pc->org[e->org].st.entries--;
 		pc->org[e->org].st.cached_tokens -= e->length - e->start;
 		removed++;
@@ -794,7 +840,7 @@ delete_subtree(struct prefixcache *pc, uint32_t root, int lost_cache, uint32_t l
 		if (r->next_sib != NIL)
 			pc->e[r->next_sib].prev_sib = r->prev_sib;
 		if (pe->first_child == NIL)
-			lru_insert(pc, parent, policy_bucket(pc, pe), true);
+			lru_insert_by_use(pc, parent, policy_bucket(pc, pe));
 	}
 	/* Free the records (walk again: the stack was consumed). */
 	n = 0;
@@ -816,6 +862,43 @@ delete_subtree(struct prefixcache *pc, uint32_t root, int lost_cache, uint32_t l
 }
 
 /*
+ * SLRU: while protected columns hold more than their share of capacity, send
+ * the least recent protected leaf to probation's recent end (at most 64 per
+ * call; protected columns that are not leaves stay until their children go).
+ */
+static void
+slru_demote(struct prefixcache *pc, struct pc_group *g)
+{
+	uint64_t limit = g->capacity / 100 * (100 - pc->p.probation_pct) +
+			 g->capacity % 100 * (100 - pc->p.probation_pct) / 100;
+	int n;
+
+	for (n = 0; n < 64 && g->protected_tokens > limit && g->lru_tail[1] != NIL; n++) {
+		uint32_t i = g->lru_tail[1];
+		struct pc_entry *e = &pc->e[i];
+
+		lru_unlink(pc, i);
+		e->prot = 0;
+		g->protected_tokens -= e->length - e->start;
+		lru_insert(pc, i, 0, false);
+		pc->st.demotions++;
+	}
+}
+
+/* SLRU: a column is hit, or stored after it was seen before. */
+static void
+slru_protect(struct prefixcache *pc, uint32_t i)
+{
+	struct pc_entry *e = &pc->e[i];
+
+	if (pc->p.policy != PREFIXCACHE_SLRU || e->prot)
+		return;
+	e->prot = 1;
+	group_of(pc, e->gid)->protected_tokens += e->length - e->start;
+	pc->st.protected_columns++;
+}
+
+/*
  * Free at least one column of group @gid to make room: the policy's leaf,
  * skipping pinned ones, ones in the batch being built, and (unless nothing
  * else is left) live sequences' columns. Returns false when nothing can go.
@@ -827,6 +910,8 @@ free_one(struct prefixcache *pc, uint8_t gid)
 	const struct pc_model *m = &pc->m[gid / MAX_GROUPS];
 	int pass, b;
 
+	if (pc->p.policy == PREFIXCACHE_SLRU)
+		slru_demote(pc, g);
 	for (pass = 0; pass < 2; pass++) {
 		for (b = 0; b < NBUCKETS; b++) {
 			uint32_t i, seen = 0;
@@ -910,6 +995,10 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 	pc->p = *p;
 	if (pc->p.column == 0)
 		pc->p.column = PREFIXCACHE_COLUMN_DEFAULT;
+	if (pc->p.probation_pct == 0)
+		pc->p.probation_pct = 10;
+	if (pc->p.probation_pct > 90)
+		goto einval;
 	if (sink != NULL)
 		pc->sink = *sink;
 	for (mi = 0; mi < p->num_models; mi++) {
@@ -944,7 +1033,7 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 		pc->ebucket[k] = pc->prbucket[k] = NIL;
 	for (k = 0; k < 64; k++)
 		pc->orgbucket[k] = NIL;
-	if (pc->p.policy == PREFIXCACHE_ADAPTIVE) {
+	if (pc->p.policy == PREFIXCACHE_SLRU) {
 		uint32_t n = pow2_ghost(pc->p.ghost_entries ? pc->p.ghost_entries : 1u << 20);
 
 		/* 4 rows of n 8-bit counters. */
@@ -1040,6 +1129,7 @@ touch(struct prefixcache *pc, uint32_t i, uint64_t now)
 	e->last_used = tick(now);
 	if (e->hits < UINT16_MAX)
 		e->hits++;
+	slru_protect(pc, i);
 	if (e->bucket != NO_BUCKET) {
 		lru_unlink(pc, i);
 		lru_insert(pc, i, policy_bucket(pc, e), false);
@@ -1258,10 +1348,12 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 			h = h2;
 		}
 	}
-	/* ADAPTIVE: every column of the prompt is sighted once more. */
-	if (pc->ghost != NULL)
+	/* SLRU: every column of the prompt is sighted once more. */
+	if (pc->ghost != NULL) {
 		for (gi = 0; gi < m->ngroups; gi++)
 			sketch_prompt(pc, &m->g[gi], req->isolation_id, req->tokens, 0, limit);
+		s->sketched = limit;
+	}
 	/* The longest length that is a column end hit in every group. */
 	if (m->ngroups > 0) {
 		for (k = np[0]; k-- > 0 && L == 0;) {
@@ -1283,6 +1375,16 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	for (gi = 0; gi < m->ngroups; gi++)
 		while (np[gi] > 0 && pc->e[pc->path[gi][np[gi] - 1]].length > L)
 			np[gi]--;
+
+	/*
+	 * SLRU: a hit that covers an earlier prompt to its last column is a
+	 * conversation going on; what it adds is likely wanted by the next turn.
+	 */
+	if (pc->ghost != NULL && np[0] > 0) {
+		const struct pc_entry *le = &pc->e[pc->path[0][np[0] - 1]];
+
+		s->resumes = le->length + C > pc->pr[le->prompt].hi;
+	}
 
 	/* The sequence keeps its tokens from L on: the hit ones are hashed already. */
 	s->tbase = L;
@@ -1466,7 +1568,7 @@ stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
 	seq_release_group(pc, s, gi);
 }
 
-/* ---- ADAPTIVE: frequency sketch (count-min, 4 rows of 8-bit counters) ------ */
+/* ---- SLRU: sighting sketch (count-min, 4 rows of 8-bit counters) ---------- */
 
 static inline uint8_t *
 sketch_cell(struct prefixcache *pc, uint64_t h, unsigned int row)
@@ -1517,7 +1619,7 @@ sketch_add(struct prefixcache *pc, uint64_t h)
 	}
 }
 
-/* Count every column of the known prompt from @from on (ADAPTIVE). */
+/* Count every column of the known prompt from @from on (SLRU). */
 static void
 sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h, const uint32_t *t,
 	      uint32_t from, uint32_t limit)
@@ -1529,53 +1631,6 @@ sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h, cons
 		sketch_add(pc, h);
 		e = ne;
 	}
-}
-
-/* The leaf free_one() would take (peek). */
-static uint32_t
-peek_victim(struct prefixcache *pc, uint8_t gid)
-{
-	struct pc_group *g = group_of(pc, gid);
-	const struct pc_model *m = &pc->m[gid / MAX_GROUPS];
-	int b;
-
-	for (b = 0; b < NBUCKETS; b++) {
-		uint32_t i, seen = 0;
-
-		for (i = g->lru_tail[b]; i != NIL && seen < 256; i = pc->e[i].lru_prev, seen++) {
-			const struct pc_entry *e = &pc->e[i];
-
-			if (e->pins == 0 && e->evict_count < current_batch(m) &&
-			    pc->pr[e->prompt].seq == NULL)
-				return i;
-		}
-	}
-	return NIL;
-}
-
-/*
- * Is column [a, b) of the prompt worth storing? ADAPTIVE only: while there is
- * room, yes; when full, only if it has been seen more often than the column
- * it would push out (TinyLFU's admission). A column never seen again is thus
- * kept from flushing ones that are.
- */
-static bool
-admit(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi, uint32_t a, uint32_t b)
-{
-	uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
-	const struct pc_group *g = &pc->m[s->model].g[gi];
-	uint32_t v;
-	uint64_t h;
-
-	if (pc->ghost == NULL || b > s->ntok)
-		return true; /* not ADAPTIVE, or generated tokens: not known yet */
-	if (g->stored + (b - a) <= g->capacity)
-		return true;
-	h = prefixcache_column_hash(s->g[gi].last_hash, TOKP(s, a), b - a);
-	if (entry_find(pc, gid, s->org, h) != NIL)
-		return true; /* cached by another sequence meanwhile */
-	v = peek_victim(pc, gid);
-	return v == NIL || sketch_get(pc, h) > sketch_get(pc, pc->e[v].hash);
 }
 
 static void
@@ -1647,6 +1702,10 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 			pc->e[pe->first_child].prev_sib = i;
 		pe->first_child = i;
 	}
+	/* SLRU: seen before (this lookup's sighting aside) is protected at once. */
+	if (pc->ghost != NULL &&
+	    (s->resumes || sketch_get(pc, h) >= (b <= s->sketched ? 2 : 1)))
+		slru_protect(pc, i);
 	lru_insert(pc, i, policy_bucket(pc, e), false);
 	if (pc->sink.column != NULL)
 		pc->sink.column(pc->sink.arg, s->model, pc->m[s->model].g[gi].cache[0], s->isolation_id,
@@ -1681,15 +1740,6 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 		uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
 		struct pc_prompt *p;
 
-		/* ADAPTIVE: a prompt column is stored only if worth it. */
-		if (sg->caching && pos == sg->cur_end) {
-			uint32_t ne = next_end(g, C, pos);
-
-			if (ne != 0 && !admit(pc, s, gi, pos, ne)) {
-				pc->st.not_admitted++;
-				stop_caching(pc, s, gi);
-			}
-		}
 		if (sg->caching && next_end(g, C, sg->cur_end) == 0)
 			stop_caching(pc, s, gi); /* past the last column (window) */
 		if (sg->caching) {
@@ -1711,6 +1761,8 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 		p = &pc->pr[sg->prompt];
 		if (pos == p->end) {
 			p->end++;
+			if (p->end > p->hi)
+				p->hi = p->end;
 			g->stored++;
 			pc->stored_total++;
 			if (pc->stored_total > pc->st.peak_stored_tokens)

@@ -51,8 +51,15 @@ enum prefixcache_policy {
 	PREFIXCACHE_LRU,      /**< least recently used leaf (default) */
 	PREFIXCACHE_LFU,      /**< least often used leaf, then least recent */
 	PREFIXCACHE_PRIORITY, /**< LRU, but columns under a request's priority hint go last */
-	PREFIXCACHE_ADAPTIVE, /**< LRU, but when full a column is stored only if seen more often
-				   than the one it would push out (TinyLFU admission) */
+	/**
+	 * Segmented LRU. A column starts on probation unless it was seen
+	 * before it was stored (a count-min sketch of the columns of every
+	 * prompt looked up); a hit makes it protected. Probation is freed
+	 * first; protected columns beyond (100 - probation_pct)% of capacity
+	 * go back to probation's recent end. Columns seen once are thus kept
+	 * from flushing the ones that return.
+	 */
+	PREFIXCACHE_SLRU,
 };
 
 struct prefixcache_cache {
@@ -86,8 +93,10 @@ struct prefixcache_params {
 	uint64_t ttl_first_ns;
 	/** Replay the last prompt token too (no "-1" rule). */
 	bool no_minus_one;
-	/** ADAPTIVE: counters per row of the frequency sketch (0: 1M; 4 rows, 1 byte each). */
+	/** SLRU: counters per row of the sighting sketch (0: 1M; 4 rows, 1 byte each). */
 	uint32_t ghost_entries;
+	/** SLRU: share of capacity kept for probation, percent (0: 10; at most 90). */
+	uint8_t probation_pct;
 };
 
 /** Where the library's messages go. Each callback may be NULL. */
@@ -236,7 +245,8 @@ struct prefixcache_stats {
 	uint64_t expired_tokens;
 	uint64_t policy_deletes; /**< columns deleted to make room */
 	uint64_t dup_columns;	 /**< columns stored twice (concurrent misses), freed later */
-	uint64_t not_admitted;	 /**< ADAPTIVE: columns not stored at first sight */
+	uint64_t protected_columns; /**< SLRU: columns made protected (seen before, or hit) */
+	uint64_t demotions;	 /**< SLRU: protected columns sent back to probation */
 	uint64_t stopped;	 /**< sequences whose caching stopped (no room, loss) */
 	uint64_t lost_tokens;
 	uint64_t shard_errors;	 /**< ERROR records received */

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvss-trace's offline references (Belady with bypass; LRU told which blocks
+ * return) on workloads small enough to work out by hand.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "oracle.h"
+
+#define BLOCK 10
+
+static struct wl_req reqs[16];
+static uint64_t ids[16][4];
+
+/* Request @i: blocks @b (NUL-terminated letters), @n tokens, at @ts_ms. */
+static void
+req(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms)
+{
+	size_t i = w->n++, k;
+
+	memset(&reqs[i], 0, sizeof(reqs[i]));
+	for (k = 0; b[k] != '\0'; k++)
+		ids[i][k] = (uint64_t)b[k];
+	reqs[i].ids = ids[i];
+	reqs[i].nids = (uint32_t)k;
+	reqs[i].n = n;
+	reqs[i].ts_ms = ts_ms;
+	w->r = reqs;
+	w->tokens += n;
+}
+
+Test(oracle, a_cycle_longer_than_the_cache)
+{
+	struct workload w = {0};
+	const char *cyc = "abcabc";
+	size_t i;
+
+	for (i = 0; i < 6; i++)
+		req(&w, (char[]){cyc[i], 0}, BLOCK, i);
+	/*
+	 * Two blocks of room. Belady keeps a and b, bypasses c (wanted after
+	 * them): a and b hit, 2 of 6. LRU told: stores a, b, c and drops a (the
+	 * least recent); then b and c hit, a is not stored again (never used
+	 * after): also 2 of 6. A plain LRU would hit none.
+	 */
+	cr_assert_float_eq(oracle_belady(&w, 2 * BLOCK, BLOCK, 0), 2.0 / 6, 1e-9);
+	cr_assert_float_eq(oracle_lru_told(&w, 2 * BLOCK, BLOCK, 0, 0), 2.0 / 6, 1e-9);
+	/* One block: Belady keeps a until its use and bypasses b and c; 1 of 6. */
+	cr_assert_float_eq(oracle_belady(&w, BLOCK, BLOCK, 0), 1.0 / 6, 1e-9);
+	/* The first 3 requests only: nothing is used twice. */
+	cr_assert_float_eq(oracle_belady(&w, 2 * BLOCK, BLOCK, 3), 0.0, 1e-9);
+}
+
+Test(oracle, only_the_common_prefix_hits)
+{
+	struct workload w = {0};
+
+	req(&w, "xy", 2 * BLOCK, 0);
+	req(&w, "xz", 2 * BLOCK, 1);
+	cr_assert_float_eq(oracle_belady(&w, 0, BLOCK, 0), 10.0 / 40, 1e-9);
+	cr_assert_float_eq(oracle_lru_told(&w, 0, BLOCK, 0, 0), 10.0 / 40, 1e-9);
+	/* With room for one block, the one used again is the one kept. */
+	cr_assert_float_eq(oracle_belady(&w, BLOCK, BLOCK, 0), 10.0 / 40, 1e-9);
+	cr_assert_float_eq(oracle_lru_told(&w, BLOCK, BLOCK, 0, 0), 10.0 / 40, 1e-9);
+}
+
+Test(oracle, a_partial_last_block_counts_its_tokens)
+{
+	struct workload w = {0};
+
+	req(&w, "pq", 15, 0);
+	req(&w, "pq", 15, 1);
+	cr_assert_float_eq(oracle_belady(&w, 0, BLOCK, 0), 15.0 / 30, 1e-9);
+	/* 15 tokens of room hold both blocks. */
+	cr_assert_float_eq(oracle_lru_told(&w, 15, BLOCK, 0, 0), 15.0 / 30, 1e-9);
+	cr_assert_float_eq(oracle_lru_told(&w, 14, BLOCK, 0, 0), 10.0 / 30, 1e-9);
+}
+
+Test(oracle, the_horizon_limits_what_lru_is_told)
+{
+	struct workload w = {0};
+
+	req(&w, "a", BLOCK, 0);
+	req(&w, "a", BLOCK, 200000);
+	cr_assert_float_eq(oracle_lru_told(&w, 0, BLOCK, 0, 0), 0.5, 1e-9);
+	cr_assert_float_eq(oracle_lru_told(&w, 0, BLOCK, 0, 120000), 0.0, 1e-9);
+	cr_assert_float_eq(oracle_lru_told(&w, 0, BLOCK, 0, 200000), 0.5, 1e-9);
+}
