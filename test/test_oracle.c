@@ -30,6 +30,31 @@ req(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms)
 	w->tokens += n;
 }
 
+/* The references over the first @limit requests of @w (0: all). */
+static double
+belady(const struct workload *w, uint64_t capacity, size_t limit)
+{
+	struct oracle_blocks *b = oracle_blocks_new(w, limit);
+	double r;
+
+	cr_assert_not_null(b);
+	r = oracle_belady(b, capacity, BLOCK);
+	oracle_blocks_free(b);
+	return r;
+}
+
+static double
+told(const struct workload *w, uint64_t capacity, uint64_t horizon_ms)
+{
+	struct oracle_blocks *b = oracle_blocks_new(w, 0);
+	double r;
+
+	cr_assert_not_null(b);
+	r = oracle_lru_told(b, capacity, BLOCK, horizon_ms);
+	oracle_blocks_free(b);
+	return r;
+}
+
 Test(oracle, a_cycle_longer_than_the_cache)
 {
 	struct workload w = {0};
@@ -44,12 +69,12 @@ Test(oracle, a_cycle_longer_than_the_cache)
 	 * least recent); then b and c hit, a is not stored again (never used
 	 * after): also 2 of 6. A plain LRU would hit none.
 	 */
-	cr_assert_float_eq(oracle_belady(&w, 2 * BLOCK, BLOCK, 0), 2.0 / 6, 1e-9);
-	cr_assert_float_eq(oracle_lru_told(&w, 2 * BLOCK, BLOCK, 0, 0), 2.0 / 6, 1e-9);
+	cr_assert_float_eq(belady(&w, 2 * BLOCK, 0), 2.0 / 6, 1e-9);
+	cr_assert_float_eq(told(&w, 2 * BLOCK, 0), 2.0 / 6, 1e-9);
 	/* One block: Belady keeps a until its use and bypasses b and c; 1 of 6. */
-	cr_assert_float_eq(oracle_belady(&w, BLOCK, BLOCK, 0), 1.0 / 6, 1e-9);
+	cr_assert_float_eq(belady(&w, BLOCK, 0), 1.0 / 6, 1e-9);
 	/* The first 3 requests only: nothing is used twice. */
-	cr_assert_float_eq(oracle_belady(&w, 2 * BLOCK, BLOCK, 3), 0.0, 1e-9);
+	cr_assert_float_eq(belady(&w, 2 * BLOCK, 3), 0.0, 1e-9);
 }
 
 Test(oracle, only_the_common_prefix_hits)
@@ -58,11 +83,11 @@ Test(oracle, only_the_common_prefix_hits)
 
 	req(&w, "xy", 2 * BLOCK, 0);
 	req(&w, "xz", 2 * BLOCK, 1);
-	cr_assert_float_eq(oracle_belady(&w, 0, BLOCK, 0), 10.0 / 40, 1e-9);
-	cr_assert_float_eq(oracle_lru_told(&w, 0, BLOCK, 0, 0), 10.0 / 40, 1e-9);
+	cr_assert_float_eq(belady(&w, 0, 0), 10.0 / 40, 1e-9);
+	cr_assert_float_eq(told(&w, 0, 0), 10.0 / 40, 1e-9);
 	/* With room for one block, the one used again is the one kept. */
-	cr_assert_float_eq(oracle_belady(&w, BLOCK, BLOCK, 0), 10.0 / 40, 1e-9);
-	cr_assert_float_eq(oracle_lru_told(&w, BLOCK, BLOCK, 0, 0), 10.0 / 40, 1e-9);
+	cr_assert_float_eq(belady(&w, BLOCK, 0), 10.0 / 40, 1e-9);
+	cr_assert_float_eq(told(&w, BLOCK, 0), 10.0 / 40, 1e-9);
 }
 
 Test(oracle, a_partial_last_block_counts_its_tokens)
@@ -71,10 +96,10 @@ Test(oracle, a_partial_last_block_counts_its_tokens)
 
 	req(&w, "pq", 15, 0);
 	req(&w, "pq", 15, 1);
-	cr_assert_float_eq(oracle_belady(&w, 0, BLOCK, 0), 15.0 / 30, 1e-9);
+	cr_assert_float_eq(belady(&w, 0, 0), 15.0 / 30, 1e-9);
 	/* 15 tokens of room hold both blocks. */
-	cr_assert_float_eq(oracle_lru_told(&w, 15, BLOCK, 0, 0), 15.0 / 30, 1e-9);
-	cr_assert_float_eq(oracle_lru_told(&w, 14, BLOCK, 0, 0), 10.0 / 30, 1e-9);
+	cr_assert_float_eq(told(&w, 15, 0), 15.0 / 30, 1e-9);
+	cr_assert_float_eq(told(&w, 14, 0), 10.0 / 30, 1e-9);
 }
 
 Test(oracle, the_horizon_limits_what_lru_is_told)
@@ -83,7 +108,7 @@ Test(oracle, the_horizon_limits_what_lru_is_told)
 
 	req(&w, "a", BLOCK, 0);
 	req(&w, "a", BLOCK, 200000);
-	cr_assert_float_eq(oracle_lru_told(&w, 0, BLOCK, 0, 0), 0.5, 1e-9);
-	cr_assert_float_eq(oracle_lru_told(&w, 0, BLOCK, 0, 120000), 0.0, 1e-9);
-	cr_assert_float_eq(oracle_lru_told(&w, 0, BLOCK, 0, 200000), 0.5, 1e-9);
+	cr_assert_float_eq(told(&w, 0, 0), 0.5, 1e-9);
+	cr_assert_float_eq(told(&w, 0, 120000), 0.0, 1e-9);
+	cr_assert_float_eq(told(&w, 0, 200000), 0.5, 1e-9);
 }

@@ -194,108 +194,6 @@ out:
 	return rc;
 }
 
-/*
- * The plain baseline: an LRU cache of the trace's 512-token blocks (by hash
- * id), holding at most capacity / block blocks. A request hits the blocks of
- * its longest cached prefix (a partial last block counts its tokens), then
- * all its blocks become most recent.
- */
-struct lru_node {
-	uint64_t id;
-	uint32_t prev, next, hnext;
-};
-
-static double
-baseline_lru(const struct workload *t, uint64_t capacity, uint32_t block, size_t limit)
-{
-	size_t n = limit && limit < t->n ? limit : t->n, i;
-	uint64_t maxb = capacity ? capacity / block : UINT64_MAX, used = 0, hit = 0, input = 0;
-	uint32_t nb = 1 << 22, head = UINT32_MAX, tail = UINT32_MAX, nn = 0, freel = UINT32_MAX;
-	uint32_t *bucket = malloc(sizeof(uint32_t) * nb), cap = 1 << 16;
-	struct lru_node *nd = malloc(sizeof(*nd) * cap);
-
-	if (bucket == NULL || nd == NULL)
-		return -1;
-	memset(bucket, 0xff, sizeof(uint32_t) * nb);
-	for (i = 0; i < n; i++) {
-		const struct wl_req *q = &t->r[i];
-		uint32_t k;
-		bool prefix = true;
-
-		input += q->n;
-		for (k = 0; k < q->nids; k++) {
-			uint64_t id = q->ids[k];
-			uint32_t b = (uint32_t)((id * 0x9E3779B97F4A7C15ULL) >> 42) & (nb - 1), x;
-
-			for (x = bucket[b]; x != UINT32_MAX && nd[x].id != id; x = nd[x].hnext)
-				;
-			if (x != UINT32_MAX && prefix) {
-				uint32_t end = (k + 1) * block < q->n ? (k + 1) * block : q->n;
-
-				hit += end - k * block;
-			} else if (x == UINT32_MAX) {
-				prefix = false;
-			}
-			if (x == UINT32_MAX) {
-				if (used == maxb) {
-					/* Evict the least recent block. */
-					uint32_t v = tail, *pp;
-
-					tail = nd[v].prev;
-					if (tail != UINT32_MAX)
-						nd[tail].next = UINT32_MAX;
-					else
-						head = UINT32_MAX;
-					pp = &bucket[(uint32_t)((nd[v].id * 0x9E3779B97F4A7C15ULL) >> 42) & (nb - 1)];
-					while (*pp != v)
-						pp = &nd[*pp].hnext;
-					*pp = nd[v].hnext;
-					nd[v].hnext = freel;
-					freel = v;
-					used--;
-				}
-				if (freel != UINT32_MAX) {
-					x = freel;
-					freel = nd[x].hnext;
-				} else {
-					if (nn == cap) {
-						cap *= 2;
-						nd = realloc(nd, sizeof(*nd) * cap);
-						if (nd == NULL)
-							return -1;
-					}
-					x = nn++;
-				}
-				nd[x].id = id;
-				nd[x].hnext = bucket[b];
-				bucket[b] = x;
-				nd[x].prev = UINT32_MAX;
-				nd[x].next = head;
-				if (head != UINT32_MAX)
-					nd[head].prev = x;
-				else
-					tail = x;
-				head = x;
-				used++;
-			} else if (x != head) {
-				/* Move to the front. */
-				nd[nd[x].prev].next = nd[x].next;
-				if (nd[x].next != UINT32_MAX)
-					nd[nd[x].next].prev = nd[x].prev;
-				else
-					tail = nd[x].prev;
-				nd[x].prev = UINT32_MAX;
-				nd[x].next = head;
-				nd[head].prev = x;
-				head = x;
-			}
-		}
-	}
-	free(bucket);
-	free(nd);
-	return input ? (double)hit / input : 0;
-}
-
 static void
 usage(FILE *f)
 {
@@ -364,6 +262,7 @@ main(int argc, char **argv)
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512};
 	struct workload t = {0};
+	struct oracle_blocks *blocks = NULL;
 	char err[512];
 	unsigned int k;
 	int c, bad = 0;
@@ -480,6 +379,11 @@ main(int argc, char **argv)
 		workload_free(&t);
 		return 2;
 	}
+	if ((o.baseline || o.oracle) && (blocks = oracle_blocks_new(&t, o.limit)) == NULL) {
+		fprintf(stderr, "kvss-trace: out of memory\n");
+		workload_free(&t);
+		return 1;
+	}
 	if (!o.json)
 		printf("%-12s %8s %12s %12s %9s %12s %12s %10s %12s %6s %6s %7s\n", "capacity",
 		       "requests", "input", "hit", "hit_ratio", "evicted", "deleted", "expired",
@@ -489,12 +393,12 @@ main(int argc, char **argv)
 
 		if (run(&o, &t, o.capacity[k], &res) != 0)
 			return 1;
-		res.baseline = o.baseline ? baseline_lru(&t, o.capacity[k], o.block, o.limit) : -1;
+		res.baseline = o.baseline ? oracle_plain_lru(blocks, o.capacity[k], o.block) : -1;
 		res.belady = res.told = res.told120 = -1;
 		if (o.oracle) {
-			res.belady = oracle_belady(&t, o.capacity[k], o.block, o.limit);
-			res.told = oracle_lru_told(&t, o.capacity[k], o.block, o.limit, 0);
-			res.told120 = oracle_lru_told(&t, o.capacity[k], o.block, o.limit, 120000);
+			res.belady = oracle_belady(blocks, o.capacity[k], o.block);
+			res.told = oracle_lru_told(blocks, o.capacity[k], o.block, 0);
+			res.told120 = oracle_lru_told(blocks, o.capacity[k], o.block, 120000);
 		}
 		bad |= res.perr != 0 || res.vfail != 0;
 		if (o.json) {
@@ -550,6 +454,7 @@ main(int argc, char **argv)
 		}
 		fflush(stdout);
 	}
+	oracle_blocks_free(blocks);
 	workload_free(&t);
 	return bad ? 1 : 0;
 }

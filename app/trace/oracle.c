@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Offline references for kvss-trace: see oracle.h. */
+/* References over a trace's blocks for kvss-trace: see oracle.h. */
 #include "oracle.h"
 
 #include <stdbool.h>
@@ -9,7 +9,8 @@
 #define NONE UINT32_MAX
 
 /* The trace flattened: every (request, block) access, blocks numbered densely. */
-struct accesses {
+struct oracle_blocks {
+	const struct workload *t;
 	size_t nreq;
 	uint32_t *first; /* request i's accesses: [first[i], first[i + 1]) */
 	uint32_t *blk;	 /* dense block number of each access */
@@ -17,28 +18,34 @@ struct accesses {
 	uint32_t nblk;
 };
 
-static void
-accesses_free(struct accesses *a)
+void
+oracle_blocks_free(struct oracle_blocks *a)
 {
+	if (a == NULL)
+		return;
 	free(a->first);
 	free(a->blk);
 	free(a->next);
+	free(a);
 }
 
-static int
-accesses_build(const struct workload *t, size_t limit, struct accesses *a)
+struct oracle_blocks *
+oracle_blocks_new(const struct workload *t, size_t limit)
 {
 	size_t n = limit && limit < t->n ? limit : t->n, i, total = 0, mask = 1023, k;
+	struct oracle_blocks *a = calloc(1, sizeof(*a));
 	uint64_t *key = NULL;
 	uint32_t *val = NULL, *last = NULL, j;
 
-	memset(a, 0, sizeof(*a));
+	if (a == NULL)
+		return NULL;
 	for (i = 0; i < n; i++)
 		total += t->r[i].nids;
 	if (total >= NONE)
-		return -1;
+		goto fail;
 	while (mask + 1 < 2 * total)
 		mask = mask * 2 + 1;
+	a->t = t;
 	a->nreq = n;
 	a->first = malloc(sizeof(uint32_t) * (n + 1));
 	a->blk = malloc(sizeof(uint32_t) * (total + 1));
@@ -65,10 +72,6 @@ accesses_build(const struct workload *t, size_t limit, struct accesses *a)
 		}
 	}
 	a->first[n] = (uint32_t)total;
-	free(key);
-	free(val);
-	key = NULL;
-	val = NULL;
 	last = malloc(sizeof(uint32_t) * (a->nblk + 1));
 	if (last == NULL)
 		goto fail;
@@ -79,12 +82,60 @@ accesses_build(const struct workload *t, size_t limit, struct accesses *a)
 			last[a->blk[k]] = (uint32_t)i;
 		}
 	free(last);
-	return 0;
+	free(key);
+	free(val);
+	return a;
 fail:
 	free(key);
 	free(val);
-	accesses_free(a);
-	return -1;
+	oracle_blocks_free(a);
+	return NULL;
+}
+
+/* A recency list over dense block numbers: head most recent. */
+struct lru {
+	uint32_t *prev, *next, head, tail;
+};
+
+static int
+lru_init(struct lru *l, uint32_t nblk)
+{
+	l->prev = malloc(sizeof(uint32_t) * (nblk + 1));
+	l->next = malloc(sizeof(uint32_t) * (nblk + 1));
+	l->head = l->tail = NONE;
+	return l->prev && l->next ? 0 : -1;
+}
+
+static void
+lru_fini(struct lru *l)
+{
+	free(l->prev);
+	free(l->next);
+}
+
+static void
+lru_unlink(struct lru *l, uint32_t b)
+{
+	if (l->prev[b] != NONE)
+		l->next[l->prev[b]] = l->next[b];
+	else
+		l->head = l->next[b];
+	if (l->next[b] != NONE)
+		l->prev[l->next[b]] = l->prev[b];
+	else
+		l->tail = l->prev[b];
+}
+
+static void
+lru_push(struct lru *l, uint32_t b)
+{
+	l->prev[b] = NONE;
+	l->next[b] = l->head;
+	if (l->head != NONE)
+		l->prev[l->head] = b;
+	else
+		l->tail = b;
+	l->head = b;
 }
 
 /* Tokens of block @k of request @q. */
@@ -144,30 +195,72 @@ heap_pop(struct heap_item *h, size_t *n)
 }
 
 double
-oracle_belady(const struct workload *t, uint64_t capacity, uint32_t block, size_t limit)
+oracle_plain_lru(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
 {
-	struct accesses a;
-	struct heap_item *heap = NULL;
-	uint32_t *nu = NULL, *size = NULL;
-	size_t nh = 0, i;
-	uint64_t used = 0, hit = 0, input = 0, cap = capacity ? capacity : UINT64_MAX;
+	uint64_t maxb = capacity ? capacity / block : UINT64_MAX, used = 0, hit = 0, input = 0;
+	uint8_t *stored = calloc(a->nblk + 1, 1);
+	struct lru l;
+	size_t i;
 	double r = -1;
 
-	if (accesses_build(t, limit, &a) != 0)
-		return -1;
-	heap = malloc(sizeof(*heap) * (a.first[a.nreq] + 1));
-	nu = malloc(sizeof(uint32_t) * (a.nblk + 1));
-	size = calloc(a.nblk + 1, sizeof(uint32_t)); /* 0: not stored */
-	if (!heap || !nu || !size)
+	if (lru_init(&l, a->nblk) != 0 || stored == NULL)
 		goto out;
-	for (i = 0; i < a.nreq; i++) {
-		const struct wl_req *q = &t->r[i];
-		uint32_t k, base = a.first[i];
+	for (i = 0; i < a->nreq; i++) {
+		const struct wl_req *q = &a->t->r[i];
+		uint32_t k, base = a->first[i];
 		bool prefix = true;
 
 		input += q->n;
 		for (k = 0; k < q->nids; k++) {
-			uint32_t b = a.blk[base + k], n = a.next[base + k], s = block_tokens(q, k, block);
+			uint32_t b = a->blk[base + k];
+
+			if (stored[b]) {
+				if (prefix)
+					hit += block_tokens(q, k, block);
+				lru_unlink(&l, b);
+				lru_push(&l, b);
+				continue;
+			}
+			prefix = false;
+			if (maxb == 0)
+				continue;
+			if (used == maxb) {
+				stored[l.tail] = 0;
+				lru_unlink(&l, l.tail);
+				used--;
+			}
+			stored[b] = 1;
+			lru_push(&l, b);
+			used++;
+		}
+	}
+	r = input ? (double)hit / input : 0;
+out:
+	lru_fini(&l);
+	free(stored);
+	return r;
+}
+
+double
+oracle_belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
+{
+	struct heap_item *heap = malloc(sizeof(*heap) * (a->first[a->nreq] + 1));
+	uint32_t *nu = malloc(sizeof(uint32_t) * (a->nblk + 1));
+	uint32_t *size = calloc(a->nblk + 1, sizeof(uint32_t)); /* 0: not stored */
+	size_t nh = 0, i;
+	uint64_t used = 0, hit = 0, input = 0, cap = capacity ? capacity : UINT64_MAX;
+	double r = -1;
+
+	if (!heap || !nu || !size)
+		goto out;
+	for (i = 0; i < a->nreq; i++) {
+		const struct wl_req *q = &a->t->r[i];
+		uint32_t k, base = a->first[i];
+		bool prefix = true;
+
+		input += q->n;
+		for (k = 0; k < q->nids; k++) {
+			uint32_t b = a->blk[base + k], n = a->next[base + k], s = block_tokens(q, k, block);
 
 			if (size[b] != 0) {
 				if (prefix)
@@ -206,55 +299,39 @@ out:
 	free(heap);
 	free(nu);
 	free(size);
-	accesses_free(&a);
 	return r;
 }
 
 /* ---- LRU told the future reuse ------------------------------------------------ */
 
 double
-oracle_lru_told(const struct workload *t, uint64_t capacity, uint32_t block, size_t limit,
+oracle_lru_told(const struct oracle_blocks *a, uint64_t capacity, uint32_t block,
 		uint64_t horizon_ms)
 {
-	struct accesses a;
-	uint32_t *prev = NULL, *next = NULL, *size = NULL, head = NONE, tail = NONE;
+	const struct workload *t = a->t;
+	uint32_t *size = calloc(a->nblk + 1, sizeof(uint32_t));
 	uint64_t used = 0, hit = 0, input = 0, cap = capacity ? capacity : UINT64_MAX;
+	struct lru l;
 	size_t i;
 	double r = -1;
 
-	if (accesses_build(t, limit, &a) != 0)
-		return -1;
-	prev = malloc(sizeof(uint32_t) * (a.nblk + 1));
-	next = malloc(sizeof(uint32_t) * (a.nblk + 1));
-	size = calloc(a.nblk + 1, sizeof(uint32_t));
-	if (!prev || !next || !size)
+	if (lru_init(&l, a->nblk) != 0 || size == NULL)
 		goto out;
-#define UNLINK(b)                                                                                  \
-	do {                                                                                       \
-		if (prev[b] != NONE)                                                               \
-			next[prev[b]] = next[b];                                                   \
-		else                                                                               \
-			head = next[b];                                                            \
-		if (next[b] != NONE)                                                               \
-			prev[next[b]] = prev[b];                                                   \
-		else                                                                               \
-			tail = prev[b];                                                            \
-	} while (0)
-	for (i = 0; i < a.nreq; i++) {
+	for (i = 0; i < a->nreq; i++) {
 		const struct wl_req *q = &t->r[i];
-		uint32_t k, base = a.first[i];
+		uint32_t k, base = a->first[i];
 
 		input += q->n;
-		for (k = 0; k < q->nids && size[a.blk[base + k]] != 0; k++)
+		for (k = 0; k < q->nids && size[a->blk[base + k]] != 0; k++)
 			hit += block_tokens(q, k, block);
 		/* Deepest first, so the root ends most recent and only leaves go first. */
 		for (k = q->nids; k-- > 0;) {
-			uint32_t b = a.blk[base + k], n = a.next[base + k], s = block_tokens(q, k, block);
+			uint32_t b = a->blk[base + k], n = a->next[base + k], s = block_tokens(q, k, block);
 			bool wanted = n != NONE && s > 0 &&
 				      (horizon_ms == 0 || t->r[n].ts_ms - q->ts_ms <= horizon_ms);
 
 			if (size[b] != 0) {
-				UNLINK(b);
+				lru_unlink(&l, b);
 				used -= size[b];
 				size[b] = 0;
 			}
@@ -262,28 +339,19 @@ oracle_lru_told(const struct workload *t, uint64_t capacity, uint32_t block, siz
 				continue;
 			size[b] = s;
 			used += s;
-			prev[b] = NONE;
-			next[b] = head;
-			if (head != NONE)
-				prev[head] = b;
-			else
-				tail = b;
-			head = b;
+			lru_push(&l, b);
 		}
-		while (used > cap && tail != NONE) {
-			uint32_t v = tail;
+		while (used > cap && l.tail != NONE) {
+			uint32_t v = l.tail;
 
-			UNLINK(v);
+			lru_unlink(&l, v);
 			used -= size[v];
 			size[v] = 0;
 		}
 	}
-#undef UNLINK
 	r = input ? (double)hit / input : 0;
 out:
-	free(prev);
-	free(next);
+	lru_fini(&l);
 	free(size);
-	accesses_free(&a);
 	return r;
 }

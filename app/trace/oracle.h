@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Offline references for kvss-trace, over a Mooncake trace's blocks (by hash
- * id, like the plain LRU baseline): what a cache that knew the future would
- * reach, to say how much of the possible an online policy gets.
+ * References for kvss-trace over a Mooncake trace's blocks (by hash id): the
+ * plain LRU baseline, and what a cache that knew the future would reach, to
+ * say how much of the possible an online policy gets.
  *
  * A request hits the blocks of its longest cached prefix (a partial last
- * block counts its tokens). The result is hit tokens over input tokens.
+ * block counts its tokens). Each result is hit tokens over input tokens, or
+ * -1 when out of memory.
  */
 #ifndef KVSS_ORACLE_H
 #define KVSS_ORACLE_H
@@ -15,22 +16,34 @@
 
 #include "workload.h"
 
+/** The trace's block accesses, indexed once for every reference below. */
+struct oracle_blocks;
+
+/** Index the first @p limit requests of @p t (0: all); NULL when out of memory. */
+struct oracle_blocks *oracle_blocks_new(const struct workload *t, size_t limit);
+void oracle_blocks_free(struct oracle_blocks *b);
+
+/**
+ * The plain baseline: an LRU cache of at most capacity / block blocks (0:
+ * unlimited). A request's blocks become most recent in order, so its last
+ * block ends the most recent.
+ */
+double oracle_plain_lru(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
+
 /**
  * Belady with bypass: when full, free the block used again furthest in the
  * future (deepest first among equals, so only leaves go), and do not store a
  * block whose next use comes later than that of every stored one. @p capacity
- * in tokens (0: unlimited); first @p limit requests (0: all). @return the hit
- * ratio, or -1 when out of memory.
+ * in tokens (0: unlimited).
  */
-double oracle_belady(const struct workload *t, uint64_t capacity, uint32_t block, size_t limit);
+double oracle_belady(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
 
 /**
  * LRU told which blocks will be used again within @p horizon_ms of trace time
  * (0: ever): the others are never stored, and dropped when last used. An
  * upper bound for any LRU-ordered policy with admission, however it guesses.
- * @return the hit ratio, or -1 when out of memory.
  */
-double oracle_lru_told(const struct workload *t, uint64_t capacity, uint32_t block, size_t limit,
+double oracle_lru_told(const struct oracle_blocks *b, uint64_t capacity, uint32_t block,
 		       uint64_t horizon_ms);
 
 #endif
