@@ -889,11 +889,9 @@ Test(policy, slru_protects_what_a_conversation_adds_but_not_a_branch)
 	struct prefixcache_request q;
 	uint32_t t[17], i;
 
-	prompt_of(1, t);
-	replay_request(r, 0, &(struct prefixcache_request){.isolation_id = 1, .tokens = t,
-		       .num_tokens = 9, .cache_length_allowed = 9, .first_multimodal = UINT32_MAX},
-		       NULL, 0, SEC);
+	send_prompt(r, 1, 0, 1);
 	/* The next turn: all of prompt 1's columns, then 9 new tokens. */
+	prompt_of(1, t);
 	for (i = 8; i < 17; i++)
 		t[i] = 5000 + i;
 	q = req_of(1, t, 17, 17);

@@ -438,13 +438,26 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 	return 0;
 }
 
+/* ttl_last_s and ttl_first_s of @g (at most ten years), in ns; 0: none. */
+static int
+get_ttls(struct ctx *c, const config_setting_t *g, uint64_t *last_ns, uint64_t *first_ns)
+{
+	long long v;
+
+	if (get_int(c, g, "ttl_last_s", 0, 10ll * 365 * 86400, 0, false, &v) != 0)
+		return -1;
+	*last_ns = (uint64_t)v * 1000000000ull;
+	if (get_int(c, g, "ttl_first_s", 0, 10ll * 365 * 86400, 0, false, &v) != 0)
+		return -1;
+	*first_ns = (uint64_t)v * 1000000000ull;
+	return 0;
+}
+
 static int
 load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 {
-	static const char *const policies[] = {"lru", "lfu", "priority", "slru", NULL};
 	struct prefixcache_params *pp = &cfg->driver.pc;
 	const config_setting_t *models, *orgs;
-	long long ttl;
 	int i, n, pol;
 
 	if (d == NULL)
@@ -453,17 +466,13 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	if (get_endpoint(c, d, "address", true, &cfg->driver.addr) != 0)
 		return -1;
 	GET_INT(c, d, "column", 1, 4096, 64, false, pp->column);
-	pol = get_choice(c, d, "policy", policies, 0, false);
+	pol = get_choice(c, d, "policy", prefixcache_policy_names, 0, false);
 	if (pol < 0)
 		return -1;
 	pp->policy = (enum prefixcache_policy)pol;
 	GET_INT(c, d, "probation_pct", 1, 90, 10, false, pp->probation_pct);
-	if (get_int(c, d, "ttl_last_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
+	if (get_ttls(c, d, &pp->ttl_last_ns, &pp->ttl_first_ns) != 0)
 		return -1;
-	pp->ttl_last_ns = (uint64_t)ttl * 1000000000ull;
-	if (get_int(c, d, "ttl_first_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
-		return -1;
-	pp->ttl_first_ns = (uint64_t)ttl * 1000000000ull;
 	if (get_bool(c, d, "no_minus_one", false, &pp->no_minus_one) != 0)
 		return -1;
 	GET_INT(c, d, "retransmit_ms", 1, 60000, 5, false, cfg->driver.retransmit_ms);
@@ -493,12 +502,8 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 				return -1;
 			if (ot->name[0] == '\0')
 				return fail(c, o, "name", "missing");
-			if (get_int(c, o, "ttl_last_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
+			if (get_ttls(c, o, &ot->ttl_last_ns, &ot->ttl_first_ns) != 0)
 				return -1;
-			ot->ttl_last_ns = (uint64_t)ttl * 1000000000ull;
-			if (get_int(c, o, "ttl_first_s", 0, 10ll * 365 * 86400, 0, false, &ttl) != 0)
-				return -1;
-			ot->ttl_first_ns = (uint64_t)ttl * 1000000000ull;
 		}
 	}
 	return 0;

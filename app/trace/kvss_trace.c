@@ -292,20 +292,19 @@ main(int argc, char **argv)
 			o.column = (uint32_t)atoi(optarg);
 			bad |= o.column == 0 || o.column > 4096;
 			break;
-		case 'p':
-			if (strcmp(optarg, "lru") == 0)
-				o.policy = PREFIXCACHE_LRU;
-			else if (strcmp(optarg, "lfu") == 0)
-				o.policy = PREFIXCACHE_LFU;
-			else if (strcmp(optarg, "priority") == 0)
-				o.policy = PREFIXCACHE_PRIORITY;
-			else if (strcmp(optarg, "slru") == 0)
-				o.policy = PREFIXCACHE_SLRU;
-			else {
+		case 'p': {
+			int pol = 0;
+
+			while (prefixcache_policy_names[pol] != NULL &&
+			       strcmp(optarg, prefixcache_policy_names[pol]) != 0)
+				pol++;
+			if (prefixcache_policy_names[pol] == NULL) {
 				fprintf(stderr, "kvss-trace: --policy: unknown '%s'\n", optarg);
 				return 2;
 			}
+			o.policy = (enum prefixcache_policy)pol;
 			break;
+		}
 		case 'L':
 			o.ttl_last_s = strtoull(optarg, NULL, 10);
 			break;

@@ -176,6 +176,8 @@ struct prefixcache {
 	uint64_t stored_total;
 };
 
+const char *const prefixcache_policy_names[] = {"lru", "lfu", "priority", "slru", NULL};
+
 /* ---- Small helpers -------------------------------------------------------- */
 
 static uint32_t
@@ -379,31 +381,34 @@ lru_unlink(struct prefixcache *pc, uint32_t i)
 	e->bucket = NO_BUCKET;
 }
 
-/* Put leaf @i at the most recent end of its bucket (or the least recent). */
+/* Link leaf @i into @bucket just before @x (on the recent side); NIL: at the old end. */
 static void
-lru_insert(struct prefixcache *pc, uint32_t i, uint8_t bucket, bool oldest)
+lru_link_before(struct prefixcache *pc, uint32_t i, uint8_t bucket, uint32_t x)
 {
 	struct pc_entry *e = &pc->e[i];
 	struct pc_group *g = &pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS];
 
 	e->bucket = bucket;
-	if (oldest) {
-		e->lru_next = NIL;
-		e->lru_prev = g->lru_tail[bucket];
-		if (e->lru_prev != NIL)
-			pc->e[e->lru_prev].lru_next = i;
-		else
-			g->lru_head[bucket] = i;
-		g->lru_tail[bucket] = i;
-	} else {
-		e->lru_prev = NIL;
-		e->lru_next = g->lru_head[bucket];
-		if (e->lru_next != NIL)
-			pc->e[e->lru_next].lru_prev = i;
-		else
-			g->lru_tail[bucket] = i;
+	e->lru_next = x;
+	e->lru_prev = x != NIL ? pc->e[x].lru_prev : g->lru_tail[bucket];
+	if (e->lru_prev != NIL)
+		pc->e[e->lru_prev].lru_next = i;
+	else
 		g->lru_head[bucket] = i;
-	}
+	if (x != NIL)
+		pc->e[x].lru_prev = i;
+	else
+		g->lru_tail[bucket] = i;
+}
+
+/* Put leaf @i at the most recent end of its bucket (or the least recent). */
+static void
+lru_insert(struct prefixcache *pc, uint32_t i, uint8_t bucket, bool oldest)
+{
+	const struct pc_entry *e = &pc->e[i];
+
+	lru_link_before(pc, i, bucket,
+			oldest ? NIL : pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS].lru_head[bucket]);
 }
 
 /*
@@ -416,34 +421,26 @@ lru_insert(struct prefixcache *pc, uint32_t i, uint8_t bucket, bool oldest)
 static void
 lru_insert_by_use(struct prefixcache *pc, uint32_t i, uint8_t bucket)
 {
-	struct pc_entry *e = &pc->e[i];
-	struct pc_group *g = &pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS];
-	uint32_t t = e->last_used, x, y;
+	const struct pc_entry *e = &pc->e[i];
+	const struct pc_group *g = &pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS];
+	uint32_t t = e->last_used, x = g->lru_head[bucket], y = g->lru_tail[bucket];
 	int n;
 
-	if (g->lru_tail[bucket] == NIL || t <= pc->e[g->lru_tail[bucket]].last_used) {
-		lru_insert(pc, i, bucket, true);
-		return;
+	if (y != NIL && t <= pc->e[y].last_used) {
+		x = NIL; /* the oldest: the common case */
+	} else {
+		/* x: the first entry from the head not newer than @i. */
+		for (n = 0; n < 32 && x != NIL && pc->e[x].last_used > t; n++)
+			x = pc->e[x].lru_next;
+		if (x != NIL && pc->e[x].last_used > t) {
+			/* Not within 32: from the tail (the head is newer, so y stops by it). */
+			for (n = 0; n < 32 && pc->e[y].last_used < t; n++)
+				y = pc->e[y].lru_prev;
+			if (pc->e[y].last_used >= t)
+				x = pc->e[y].lru_next;
+		}
 	}
-	if (t >= pc->e[g->lru_head[bucket]].last_used) {
-		lru_insert(pc, i, bucket, false);
-		return;
-	}
-	/* Find x, the first entry from the head not newer than @i; insert before it. */
-	for (x = g->lru_head[bucket], n = 0; n < 32 && pc->e[x].last_used > t; n++)
-		x = pc->e[x].lru_next;
-	if (pc->e[x].last_used > t) {
-		for (y = g->lru_tail[bucket], n = 0; n < 32 && pc->e[y].last_used < t; n++)
-			y = pc->e[y].lru_prev;
-		if (pc->e[y].last_used >= t)
-			x = pc->e[y].lru_next; /* after y */
-	}
-	/* The tail is older than @i and the head newer, so x is neither NIL nor the head. */
-	e->bucket = bucket;
-	e->lru_next = x;
-	e->lru_prev = pc->e[x].lru_prev;
-	pc->e[e->lru_prev].lru_next = i;
-	pc->e[x].lru_prev = i;
+	lru_link_before(pc, i, bucket, x);
 }
 
 /* ---- Entries ---------------------------------------------------------------- */
@@ -717,8 +714,6 @@ emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to, int
 /* ---- Deleting columns ------------------------------------------------------------ */
 
 static void stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi);
-static void sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h,
-			  const uint32_t *t, uint32_t from, uint32_t limit);
 
 /*
  * Shrink prompt @pi to @x, and further over the columns no entry references
@@ -1119,6 +1114,71 @@ next_end(const struct pc_group *g, uint32_t C, uint32_t end)
 	return end + (q - p + 1);
 }
 
+/* ---- SLRU: sighting sketch (count-min, 4 rows of 8-bit counters) ---------- */
+
+static inline uint8_t *
+sketch_cell(struct prefixcache *pc, uint64_t h, unsigned int row)
+{
+	uint64_t x = mix64(h + row * 0x9E3779B97F4A7C15ULL);
+
+	return (uint8_t *)pc->ghost + row * (size_t)(pc->ghost_mask + 1) + (x & pc->ghost_mask);
+}
+
+static uint8_t
+sketch_get(struct prefixcache *pc, uint64_t h)
+{
+	uint8_t m = 255;
+	unsigned int r;
+
+	for (r = 0; r < 4; r++) {
+		uint8_t v = *sketch_cell(pc, h, r);
+
+		if (v < m)
+			m = v;
+	}
+	return m;
+}
+
+/* One more sighting (conservative update); halve everything now and then. */
+static void
+sketch_add(struct prefixcache *pc, uint64_t h)
+{
+	uint8_t m = sketch_get(pc, h);
+	unsigned int r;
+
+	if (m == 255)
+		return;
+	for (r = 0; r < 4; r++) {
+		uint8_t *c = sketch_cell(pc, h, r);
+
+		if (*c == m)
+			(*c)++;
+	}
+	/* Aging: after as many sightings as counters in a row, halve. */
+	if (++pc->sketch_adds > pc->ghost_mask + 1) {
+		uint8_t *c = (uint8_t *)pc->ghost;
+		size_t i, n = 4 * (size_t)(pc->ghost_mask + 1);
+
+		for (i = 0; i < n; i++)
+			c[i] >>= 1;
+		pc->sketch_adds = 0;
+	}
+}
+
+/* Count every column of the known prompt from @from on (SLRU). */
+static void
+sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h, const uint32_t *t,
+	      uint32_t from, uint32_t limit)
+{
+	uint32_t e = from, ne;
+
+	while ((ne = next_end(g, pc->p.column, e)) != 0 && ne <= limit) {
+		h = prefixcache_column_hash(h, t + e, ne - e);
+		sketch_add(pc, h);
+		e = ne;
+	}
+}
+
 /* ---- Lookup and refill -------------------------------------------------------------- */
 
 static void
@@ -1348,10 +1408,21 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 			h = h2;
 		}
 	}
-	/* SLRU: every column of the prompt is sighted once more. */
+	/* SLRU: every column of the prompt is sighted once more (the hit ones are hashed). */
 	if (pc->ghost != NULL) {
-		for (gi = 0; gi < m->ngroups; gi++)
-			sketch_prompt(pc, &m->g[gi], req->isolation_id, req->tokens, 0, limit);
+		for (gi = 0; gi < m->ngroups; gi++) {
+			uint64_t h = req->isolation_id;
+			uint32_t from = 0;
+
+			for (k = 0; k < np[gi]; k++) {
+				const struct pc_entry *e = &pc->e[pc->path[gi][k]];
+
+				sketch_add(pc, e->hash);
+				h = e->hash;
+				from = e->length;
+			}
+			sketch_prompt(pc, &m->g[gi], h, req->tokens, from, limit);
+		}
 		s->sketched = limit;
 	}
 	/* The longest length that is a column end hit in every group. */
@@ -1566,71 +1637,6 @@ stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
 	s->g[gi].caching = false;
 	pc->st.stopped++;
 	seq_release_group(pc, s, gi);
-}
-
-/* ---- SLRU: sighting sketch (count-min, 4 rows of 8-bit counters) ---------- */
-
-static inline uint8_t *
-sketch_cell(struct prefixcache *pc, uint64_t h, unsigned int row)
-{
-	uint64_t x = mix64(h + row * 0x9E3779B97F4A7C15ULL);
-
-	return (uint8_t *)pc->ghost + row * (size_t)(pc->ghost_mask + 1) + (x & pc->ghost_mask);
-}
-
-static uint8_t
-sketch_get(struct prefixcache *pc, uint64_t h)
-{
-	uint8_t m = 255;
-	unsigned int r;
-
-	for (r = 0; r < 4; r++) {
-		uint8_t v = *sketch_cell(pc, h, r);
-
-		if (v < m)
-			m = v;
-	}
-	return m;
-}
-
-/* One more sighting (conservative update); halve everything now and then. */
-static void
-sketch_add(struct prefixcache *pc, uint64_t h)
-{
-	uint8_t m = sketch_get(pc, h);
-	unsigned int r;
-
-	if (m == 255)
-		return;
-	for (r = 0; r < 4; r++) {
-		uint8_t *c = sketch_cell(pc, h, r);
-
-		if (*c == m)
-			(*c)++;
-	}
-	/* Aging: after as many sightings as counters in a row, halve. */
-	if (++pc->sketch_adds > pc->ghost_mask + 1) {
-		uint8_t *c = (uint8_t *)pc->ghost;
-		size_t i, n = 4 * (size_t)(pc->ghost_mask + 1);
-
-		for (i = 0; i < n; i++)
-			c[i] >>= 1;
-		pc->sketch_adds = 0;
-	}
-}
-
-/* Count every column of the known prompt from @from on (SLRU). */
-static void
-sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h, const uint32_t *t,
-	      uint32_t from, uint32_t limit)
-{
-	uint32_t e = from, ne;
-
-	while ((ne = next_end(g, pc->p.column, e)) != 0 && ne <= limit) {
-		h = prefixcache_column_hash(h, t + e, ne - e);
-		sketch_add(pc, h);
-		e = ne;
-	}
 }
 
 static void

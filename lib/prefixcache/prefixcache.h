@@ -62,6 +62,9 @@ enum prefixcache_policy {
 	PREFIXCACHE_SLRU,
 };
 
+/** The policies' names in enum order, NULL-terminated: "lru", "lfu", "priority", "slru". */
+extern const char *const prefixcache_policy_names[];
+
 struct prefixcache_cache {
 	uint16_t cache_id;
 	enum prefixcache_rule rule;
