@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Hit ratio on the Mooncake synthetic trace at 1e6, 3e6, 1e7 tokens and
 # unlimited, beside a plain LRU over the trace's 512-token blocks computed in
-# the same run, with offline references (Belady with bypass; LRU told which
-# blocks return); then the other policies beside LRU.
+# the same run, with offline references (Belady with bypass, told of every
+# block or not of first sightings; LRU told which blocks return); then the
+# other policies beside LRU.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -27,6 +28,7 @@ print(f"bench: trace_synthetic_hit_{n} {d['hit_ratio']:.4f} hit_ratio (baseline 
 if n != "inf":
     # Offline references over the same blocks: what knowing the future gives.
     print(f"bench: trace_synthetic_belady_{n} {d['belady_hit_ratio']:.4f} hit_ratio")
+    print(f"bench: trace_synthetic_belady_seen_{n} {d['belady_seen_hit_ratio']:.4f} hit_ratio")
     print(f"bench: trace_synthetic_told_lru_{n} {d['told_lru_hit_ratio']:.4f} hit_ratio")
     print(f"bench: trace_synthetic_told_lru_120s_{n} {d['told_lru_120s_hit_ratio']:.4f} hit_ratio")
 if d["protocol_errors"] or d["verify_failures"]:
@@ -36,7 +38,7 @@ PY
 done <<<"$out"
 # The other policies beside LRU (the library's, this run), and the share of
 # the gap from LRU to Belady each closes.
-for pol in lfu slru; do
+for pol in lfu slru admit; do
 	"$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7 --policy "$pol" --json 2>/dev/null |
 		python3 -c "
 import json, sys

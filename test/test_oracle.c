@@ -44,6 +44,18 @@ belady(const struct workload *w, uint64_t capacity, size_t limit)
 }
 
 static double
+belady_seen(const struct workload *w, uint64_t capacity)
+{
+	struct oracle_blocks *b = oracle_blocks_new(w, 0);
+	double r;
+
+	cr_assert_not_null(b);
+	r = oracle_belady_seen(b, capacity, BLOCK);
+	oracle_blocks_free(b);
+	return r;
+}
+
+static double
 told(const struct workload *w, uint64_t capacity, uint64_t horizon_ms)
 {
 	struct oracle_blocks *b = oracle_blocks_new(w, 0);
@@ -111,4 +123,29 @@ Test(oracle, the_horizon_limits_what_lru_is_told)
 	cr_assert_float_eq(told(&w, 0, 0), 0.5, 1e-9);
 	cr_assert_float_eq(told(&w, 0, 120000), 0.0, 1e-9);
 	cr_assert_float_eq(told(&w, 0, 200000), 0.5, 1e-9);
+}
+
+Test(oracle, belady_not_told_of_first_sightings_stores_a_block_on_its_second)
+{
+	struct workload w = {0};
+
+	/* a three times, b twice: 40 tokens. */
+	req(&w, "a", BLOCK, 0);
+	req(&w, "b", BLOCK, 1);
+	req(&w, "a", BLOCK, 2);
+	req(&w, "b", BLOCK, 3);
+	req(&w, "a", BLOCK, 4);
+	/* Told everything, unlimited: a hits twice, b once. */
+	cr_assert_float_eq(belady(&w, 0, 0), 30.0 / 50, 1e-9);
+	/* Not told of first sightings: a is stored at its second use, b never. */
+	cr_assert_float_eq(belady_seen(&w, 0), 10.0 / 50, 1e-9);
+	/* One block of room changes nothing for it; Belady keeps a (wanted sooner). */
+	cr_assert_float_eq(belady_seen(&w, BLOCK), 10.0 / 50, 1e-9);
+	cr_assert_float_eq(belady(&w, BLOCK, 0), 20.0 / 50, 1e-9);
+	/* A request's later blocks count as seen even when its first went unstored. */
+	w = (struct workload){0};
+	req(&w, "xy", 2 * BLOCK, 0);
+	req(&w, "xy", 2 * BLOCK, 1);
+	req(&w, "xy", 2 * BLOCK, 2);
+	cr_assert_float_eq(belady_seen(&w, 0), 20.0 / 60, 1e-9);
 }

@@ -931,6 +931,75 @@ Test(policy, slru_sends_protected_columns_over_their_share_back_to_probation)
 	replay_free(r);
 }
 
+Test(policy, admit_stores_a_new_column_only_in_the_room_of_new_ones)
+{
+	enum prefixcache_policy pol[2] = {PREFIXCACHE_LRU, PREFIXCACHE_ADMIT};
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		struct replay *r = policy_replay(pol[k], POL_CAP);
+		bool admit = pol[k] == PREFIXCACHE_ADMIT;
+		const char *name = admit ? "admit" : "lru";
+		struct prefixcache_stats st;
+
+		send_prompt(r, 1, 0, 1);
+		cr_assert_eq(send_prompt(r, 1, 0, 2), 8); /* known: hit */
+		send_prompt(r, 2, 0, 3);
+		send_prompt(r, 3, 0, 4); /* full: 24 of 25 tokens */
+		/* A new prompt: LRU frees prompt 1 (used at 2 s); admit frees new prompt 2. */
+		send_prompt(r, 4, 0, 5);
+		cr_assert_eq(cached(r, 1), admit, "%s: prompt 1", name);
+		cr_assert_eq(cached(r, 2), !admit, "%s: prompt 2", name);
+		cr_assert(cached(r, 3) && cached(r, 4), "%s", name);
+		prefixcache_stats(replay_pc(r), &st);
+		cr_assert_eq(st.bypassed, 0, "%s: new columns made the room", name);
+		cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), POL_CAP);
+		assert_clean(r);
+		replay_free(r);
+	}
+}
+
+Test(policy, admit_bypasses_a_new_column_rather_than_free_a_known_one)
+{
+	struct replay *r = policy_replay(PREFIXCACHE_ADMIT, POL_CAP);
+	struct prefixcache_stats st;
+	uint32_t k;
+
+	for (k = 1; k <= 3; k++) {
+		send_prompt(r, k, 0, 2 * k);
+		cr_assert_eq(send_prompt(r, k, 0, 2 * k + 1), 8); /* known */
+	}
+	/* Full of known columns: a new prompt is not stored. */
+	cr_assert_eq(send_prompt(r, 4, 0, 10), 0);
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_eq(st.bypassed, 1);
+	cr_assert_not(cached(r, 4));
+	cr_assert(cached(r, 1) && cached(r, 2) && cached(r, 3));
+	/* Seen once now, it is known: it takes the least recent known prompt's room. */
+	cr_assert_eq(send_prompt(r, 4, 0, 11), 0);
+	cr_assert(cached(r, 4), "stored on its second sighting");
+	cr_assert_not(cached(r, 1));
+	cr_assert(cached(r, 2) && cached(r, 3));
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_eq(st.bypassed, 1);
+	cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), POL_CAP);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(policy, an_unknown_policy_is_refused)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4,
+				       .policy = (enum prefixcache_policy)(PREFIXCACHE_ADMIT + 1)};
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
+	cr_assert_null(prefixcache_create(&p, NULL));
+	cr_assert_eq(errno, EINVAL);
+	p.policy = PREFIXCACHE_ADMIT;
+	prefixcache_free(prefixcache_create(&p, NULL));
+}
+
 Test(policy, slru_probation_share_is_checked)
 {
 	struct prefixcache_params p = {.num_models = 1, .column = 4, .policy = PREFIXCACHE_SLRU,

@@ -306,3 +306,8 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests_slru, .timeou
 {
 	run_model(PREFIXCACHE_SLRU, "slru");
 }
+
+Test(model, longest_prefix_equals_the_reference_over_100k_requests_admit, .timeout = 600)
+{
+	run_model(PREFIXCACHE_ADMIT, "admit");
+}

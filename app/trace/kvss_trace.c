@@ -45,7 +45,7 @@ struct result {
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
 	double wall;
 	double baseline;
-	double belady, told, told120; /* --oracle */
+	double belady, belady_seen, told, told120; /* --oracle */
 	double balance_mean, balance_worst; /* max over mean tokens per replica, per minute */
 };
 
@@ -202,7 +202,7 @@ usage(FILE *f)
 		"  --generate N       the built-in workload (chats, system prompts, orgs)\n"
 		"  --capacity N,...   shard capacity in tokens; inf (or 0) for unlimited\n"
 		"  --column C         tokens per cache column (default 64)\n"
-		"  --policy P         lru (default), lfu, priority, slru\n"
+		"  --policy P         lru (default), lfu, priority, slru, admit\n"
 		"  --probation PCT    slru: share of capacity for columns seen once (default 10)\n"
 		"  --ttl-last SEC     expire entries this long after last use\n"
 		"  --ttl-first SEC    expire entries this long after first use\n"
@@ -211,8 +211,9 @@ usage(FILE *f)
 		"  --limit N          replay the first N requests only\n"
 		"  --json             one JSON object per capacity on stdout\n"
 		"  --baseline         also a plain LRU over the trace's blocks (Mooncake format)\n"
-		"  --oracle           also offline references over the blocks: Belady with bypass,\n"
-		"                     and LRU told which blocks return (ever; within 120 s)\n"
+		"  --oracle           also offline references over the blocks: Belady with bypass\n"
+		"                     (told of every block; not told of first sightings), and LRU\n"
+		"                     told which blocks return (ever; within 120 s)\n"
 		"  --no-minus-one     replay the last prompt token too (beyond the design)\n"
 		"  --replicas R       R independent drivers, each with the capacity given\n"
 		"  --route P          which replica gets a request: affinity (default), random,\n"
@@ -393,9 +394,10 @@ main(int argc, char **argv)
 		if (run(&o, &t, o.capacity[k], &res) != 0)
 			return 1;
 		res.baseline = o.baseline ? oracle_plain_lru(blocks, o.capacity[k], o.block) : -1;
-		res.belady = res.told = res.told120 = -1;
+		res.belady = res.belady_seen = res.told = res.told120 = -1;
 		if (o.oracle) {
 			res.belady = oracle_belady(blocks, o.capacity[k], o.block);
+			res.belady_seen = oracle_belady_seen(blocks, o.capacity[k], o.block);
 			res.told = oracle_lru_told(blocks, o.capacity[k], o.block, 0);
 			res.told120 = oracle_lru_told(blocks, o.capacity[k], o.block, 120000);
 		}
@@ -419,9 +421,9 @@ main(int argc, char **argv)
 			if (res.baseline >= 0)
 				printf(", \"baseline_lru_hit_ratio\": %.4f", res.baseline);
 			if (res.belady >= 0)
-				printf(", \"belady_hit_ratio\": %.4f, \"told_lru_hit_ratio\": %.4f"
-				       ", \"told_lru_120s_hit_ratio\": %.4f",
-				       res.belady, res.told, res.told120);
+				printf(", \"belady_hit_ratio\": %.4f, \"belady_seen_hit_ratio\": %.4f"
+				       ", \"told_lru_hit_ratio\": %.4f, \"told_lru_120s_hit_ratio\": %.4f",
+				       res.belady, res.belady_seen, res.told, res.told120);
 			if (o.replicas > 1)
 				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
 				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
@@ -443,9 +445,10 @@ main(int argc, char **argv)
 			if (res.baseline >= 0)
 				printf("%-12s plain LRU over blocks: hit ratio %.4f\n", "", res.baseline);
 			if (res.belady >= 0)
-				printf("%-12s offline: Belady with bypass %.4f; LRU told which blocks "
-				       "return %.4f, within 120 s %.4f\n",
-				       "", res.belady, res.told, res.told120);
+				printf("%-12s offline: Belady with bypass %.4f, not told of first "
+				       "sightings %.4f; LRU told which blocks return %.4f, within 120 s "
+				       "%.4f\n",
+				       "", res.belady, res.belady_seen, res.told, res.told120);
 			if (o.replicas > 1)
 				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
 				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),

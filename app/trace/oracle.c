@@ -241,17 +241,19 @@ out:
 	return r;
 }
 
-double
-oracle_belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
+/* Belady with bypass; with @seen_only, a block's first use counts as its last. */
+static double
+belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, bool seen_only)
 {
 	struct heap_item *heap = malloc(sizeof(*heap) * (a->first[a->nreq] + 1));
 	uint32_t *nu = malloc(sizeof(uint32_t) * (a->nblk + 1));
 	uint32_t *size = calloc(a->nblk + 1, sizeof(uint32_t)); /* 0: not stored */
+	uint8_t *seen = seen_only ? calloc(a->nblk + 1, 1) : NULL;
 	size_t nh = 0, i;
 	uint64_t used = 0, hit = 0, input = 0, cap = capacity ? capacity : UINT64_MAX;
 	double r = -1;
 
-	if (!heap || !nu || !size)
+	if (!heap || !nu || !size || (seen_only && !seen))
 		goto out;
 	for (i = 0; i < a->nreq; i++) {
 		const struct wl_req *q = &a->t->r[i];
@@ -262,6 +264,8 @@ oracle_belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
 		for (k = 0; k < q->nids; k++) {
 			uint32_t b = a->blk[base + k], n = a->next[base + k], s = block_tokens(q, k, block);
 
+			if (seen != NULL && !seen[b])
+				n = NONE; /* not told: taken as never used again */
 			if (size[b] != 0) {
 				if (prefix)
 					hit += s;
@@ -293,13 +297,28 @@ oracle_belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
 			nu[b] = n;
 			heap_push(heap, &nh, (struct heap_item){n, k, b});
 		}
+		for (k = 0; seen != NULL && k < q->nids; k++)
+			seen[a->blk[base + k]] = 1;
 	}
 	r = input ? (double)hit / input : 0;
 out:
 	free(heap);
 	free(nu);
 	free(size);
+	free(seen);
 	return r;
+}
+
+double
+oracle_belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
+{
+	return belady(a, capacity, block, false);
+}
+
+double
+oracle_belady_seen(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
+{
+	return belady(a, capacity, block, true);
 }
 
 /* ---- LRU told the future reuse ------------------------------------------------ */

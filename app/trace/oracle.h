@@ -39,6 +39,14 @@ double oracle_plain_lru(const struct oracle_blocks *b, uint64_t capacity, uint32
 double oracle_belady(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
 
 /**
+ * Belady with bypass not told about blocks never seen before: a block's
+ * first use counts as never used again (so it is not stored), later uses as
+ * Belady knows them. Measures what knowing *when* seen blocks return is
+ * worth to a policy that admits a block only on its second sighting.
+ */
+double oracle_belady_seen(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
+
+/**
  * LRU told which blocks will be used again within @p horizon_ms of trace time
  * (0: ever): the others are never stored, and dropped when last used. An
  * upper bound for any LRU-ordered policy with admission, however it guesses.

@@ -115,6 +115,7 @@ struct prefixcache_seq {
 	uint32_t allowed;
 	uint32_t sketched; /* SLRU: columns ending here or before were sighted at lookup */
 	bool resumes;	   /* SLRU: the hit reached the end of an earlier prompt (a chat) */
+	uint32_t seen_end; /* SLRU: the prompt's columns ending here or before were seen before */
 	uint32_t priority;
 	uint32_t seq_id;
 	uint64_t prompt_id;
@@ -176,7 +177,8 @@ struct prefixcache {
 	uint64_t stored_total;
 };
 
-const char *const prefixcache_policy_names[] = {"lru", "lfu", "priority", "slru", NULL};
+const char *const prefixcache_policy_names[] = {"lru", "lfu", "priority", "slru", "admit",
+							    NULL};
 
 /* ---- Small helpers -------------------------------------------------------- */
 
@@ -356,7 +358,8 @@ policy_bucket(const struct prefixcache *pc, const struct pc_entry *e)
 	case PREFIXCACHE_PRIORITY:
 		return e->prio ? 1 : 0;
 	case PREFIXCACHE_SLRU:
-		return e->prot; /* probation (0) is freed first */
+	case PREFIXCACHE_ADMIT:
+		return e->prot; /* probation, or new columns (0), freed first */
 	default:
 		return 0;
 	}
@@ -886,7 +889,7 @@ slru_protect(struct prefixcache *pc, uint32_t i)
 {
 	struct pc_entry *e = &pc->e[i];
 
-	if (pc->p.policy != PREFIXCACHE_SLRU || e->prot)
+	if (pc->ghost == NULL || e->prot)
 		return;
 	e->prot = 1;
 	group_of(pc, e->gid)->protected_tokens += e->length - e->start;
@@ -896,10 +899,11 @@ slru_protect(struct prefixcache *pc, uint32_t i)
 /*
  * Free at least one column of group @gid to make room: the policy's leaf,
  * skipping pinned ones, ones in the batch being built, and (unless nothing
- * else is left) live sequences' columns. Returns false when nothing can go.
+ * else is left) live sequences' columns; with @first_list_only, only from the
+ * list freed first (admit: new columns). Returns false when nothing can go.
  */
 static bool
-free_one(struct prefixcache *pc, uint8_t gid)
+free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only)
 {
 	struct pc_group *g = group_of(pc, gid);
 	const struct pc_model *m = &pc->m[gid / MAX_GROUPS];
@@ -908,7 +912,7 @@ free_one(struct prefixcache *pc, uint8_t gid)
 	if (pc->p.policy == PREFIXCACHE_SLRU)
 		slru_demote(pc, g);
 	for (pass = 0; pass < 2; pass++) {
-		for (b = 0; b < NBUCKETS; b++) {
+		for (b = 0; b < (first_list_only ? 1 : NBUCKETS); b++) {
 			uint32_t i, seen = 0;
 
 			/* Visits at most 256 leaves per bucket and pass. */
@@ -992,7 +996,7 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 		pc->p.column = PREFIXCACHE_COLUMN_DEFAULT;
 	if (pc->p.probation_pct == 0)
 		pc->p.probation_pct = 10;
-	if (pc->p.probation_pct > 90)
+	if (pc->p.probation_pct > 90 || (unsigned int)pc->p.policy > PREFIXCACHE_ADMIT)
 		goto einval;
 	if (sink != NULL)
 		pc->sink = *sink;
@@ -1028,7 +1032,7 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 		pc->ebucket[k] = pc->prbucket[k] = NIL;
 	for (k = 0; k < 64; k++)
 		pc->orgbucket[k] = NIL;
-	if (pc->p.policy == PREFIXCACHE_SLRU) {
+	if (pc->p.policy == PREFIXCACHE_SLRU || pc->p.policy == PREFIXCACHE_ADMIT) {
 		uint32_t n = pow2_ghost(pc->p.ghost_entries ? pc->p.ghost_entries : 1u << 20);
 
 		/* 4 rows of n 8-bit counters. */
@@ -1165,18 +1169,24 @@ sketch_add(struct prefixcache *pc, uint64_t h)
 	}
 }
 
-/* Count every column of the known prompt from @from on (SLRU). */
-static void
+/*
+ * Count every column of the known prompt from @from on (SLRU). Returns where
+ * the run of columns from @from that were seen before ends.
+ */
+static uint32_t
 sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h, const uint32_t *t,
 	      uint32_t from, uint32_t limit)
 {
-	uint32_t e = from, ne;
+	uint32_t e = from, ne, seen_end = from;
 
 	while ((ne = next_end(g, pc->p.column, e)) != 0 && ne <= limit) {
 		h = prefixcache_column_hash(h, t + e, ne - e);
+		if (seen_end == e && sketch_get(pc, h) > 0)
+			seen_end = ne;
 		sketch_add(pc, h);
 		e = ne;
 	}
+	return seen_end;
 }
 
 /* ---- Lookup and refill -------------------------------------------------------------- */
@@ -1412,7 +1422,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	if (pc->ghost != NULL) {
 		for (gi = 0; gi < m->ngroups; gi++) {
 			uint64_t h = req->isolation_id;
-			uint32_t from = 0;
+			uint32_t from = 0, se;
 
 			for (k = 0; k < np[gi]; k++) {
 				const struct pc_entry *e = &pc->e[pc->path[gi][k]];
@@ -1421,7 +1431,9 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 				h = e->hash;
 				from = e->length;
 			}
-			sketch_prompt(pc, &m->g[gi], h, req->tokens, from, limit);
+			se = sketch_prompt(pc, &m->g[gi], h, req->tokens, from, limit);
+			if (gi == 0 || se < s->seen_end)
+				s->seen_end = se;
 		}
 		s->sketched = limit;
 	}
@@ -1751,9 +1763,16 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 		if (sg->caching) {
 			bool growth = sg->prompt == NIL || pos >= pc->pr[sg->prompt].end;
 
+			/* admit: a new column only takes the room of new ones. */
+			bool is_new = pc->p.policy == PREFIXCACHE_ADMIT && !s->resumes &&
+				      pos >= s->seen_end;
+
 			while (growth && sg->caching && g->stored + 1 > g->capacity)
-				if (!free_one(pc, gid))
+				if (!free_one(pc, gid, is_new)) {
+					if (is_new)
+						pc->st.bypassed++;
 					stop_caching(pc, s, gi);
+				}
 		}
 		if (!sg->caching)
 			continue;
@@ -1951,7 +1970,7 @@ prefixcache_status(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint6
 	if (capacity < g->capacity) {
 		g->capacity = capacity;
 		/* Live sequences' columns may go too: the shard cannot hold more. */
-		while (g->stored > g->capacity && free_one(pc, (uint8_t)gid))
+		while (g->stored > g->capacity && free_one(pc, (uint8_t)gid, false))
 			;
 	}
 	return g->capacity;

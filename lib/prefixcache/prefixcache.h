@@ -60,9 +60,18 @@ enum prefixcache_policy {
 	 * from flushing the ones that return.
 	 */
 	PREFIXCACHE_SLRU,
+	/**
+	 * LRU with admission by sighting. Columns are new (never seen
+	 * before they were stored, never hit) or known (seen before, hit,
+	 * or added by a conversation going on), sighted as in SLRU. New
+	 * columns are freed first; a new column may free only new ones, and
+	 * when none is left its sequence stops caching there (bypass) rather
+	 * than push out a known column. Known columns go in LRU order.
+	 */
+	PREFIXCACHE_ADMIT,
 };
 
-/** The policies' names in enum order, NULL-terminated: "lru", "lfu", "priority", "slru". */
+/** The policies' names in enum order, NULL-terminated: "lru", "lfu", "priority", "slru", "admit". */
 extern const char *const prefixcache_policy_names[];
 
 struct prefixcache_cache {
@@ -96,7 +105,7 @@ struct prefixcache_params {
 	uint64_t ttl_first_ns;
 	/** Replay the last prompt token too (no "-1" rule). */
 	bool no_minus_one;
-	/** SLRU: counters per row of the sighting sketch (0: 1M; 4 rows, 1 byte each). */
+	/** SLRU, admit: counters per row of the sighting sketch (0: 1M; 4 rows, 1 byte each). */
 	uint32_t ghost_entries;
 	/** SLRU: share of capacity kept for probation, percent (0: 10; at most 90). */
 	uint8_t probation_pct;
@@ -248,8 +257,9 @@ struct prefixcache_stats {
 	uint64_t expired_tokens;
 	uint64_t policy_deletes; /**< columns deleted to make room */
 	uint64_t dup_columns;	 /**< columns stored twice (concurrent misses), freed later */
-	uint64_t protected_columns; /**< SLRU: columns made protected (seen before, or hit) */
+	uint64_t protected_columns; /**< SLRU, admit: columns made protected or known (seen before, or hit) */
 	uint64_t demotions;	 /**< SLRU: protected columns sent back to probation */
+	uint64_t bypassed;	 /**< admit: sequences that stopped rather than free a known column */
 	uint64_t stopped;	 /**< sequences whose caching stopped (no room, loss) */
 	uint64_t lost_tokens;
 	uint64_t shard_errors;	 /**< ERROR records received */
