@@ -787,6 +787,18 @@ send_prompt(struct replay *r, uint32_t k, uint32_t priority_tokens, uint64_t sec
 	return replay_request(r, 0, &q, NULL, 0, sec * SEC);
 }
 
+/* Prompts 1 to @n, each sent twice (at 2k and 2k + 1 s), the second a whole hit. */
+static void
+send_reused_prompts(struct replay *r, uint32_t n)
+{
+	uint32_t k;
+
+	for (k = 1; k <= n; k++) {
+		send_prompt(r, k, 0, 2 * k);
+		cr_assert_eq(send_prompt(r, k, 0, 2 * k + 1), 8, "prompt %u", k);
+	}
+}
+
 /* Are both columns of prompt @k cached (touching nothing)? */
 static bool
 cached(struct replay *r, uint32_t k)
@@ -914,13 +926,8 @@ Test(policy, slru_sends_protected_columns_over_their_share_back_to_probation)
 {
 	struct replay *r = policy_replay(PREFIXCACHE_SLRU, POL_CAP);
 	struct prefixcache_stats st;
-	uint32_t k;
 
-	/* Three reused prompts: 24 protected tokens, over 90% of 25. */
-	for (k = 1; k <= 3; k++) {
-		send_prompt(r, k, 0, 2 * k);
-		cr_assert_eq(send_prompt(r, k, 0, 2 * k + 1), 8);
-	}
+	send_reused_prompts(r, 3); /* 24 protected tokens, over 90% of 25 */
 	send_prompt(r, 4, 0, 10);
 	prefixcache_stats(replay_pc(r), &st);
 	cr_assert_gt(st.demotions, 0);
@@ -963,12 +970,8 @@ Test(policy, admit_bypasses_a_new_column_rather_than_free_a_known_one)
 {
 	struct replay *r = policy_replay(PREFIXCACHE_ADMIT, POL_CAP);
 	struct prefixcache_stats st;
-	uint32_t k;
 
-	for (k = 1; k <= 3; k++) {
-		send_prompt(r, k, 0, 2 * k);
-		cr_assert_eq(send_prompt(r, k, 0, 2 * k + 1), 8); /* known */
-	}
+	send_reused_prompts(r, 3); /* 24 tokens of known columns */
 	/* Full of known columns: a new prompt is not stored. */
 	cr_assert_eq(send_prompt(r, 4, 0, 10), 0);
 	prefixcache_stats(replay_pc(r), &st);

@@ -115,7 +115,7 @@ struct prefixcache_seq {
 	uint32_t allowed;
 	uint32_t sketched; /* SLRU: columns ending here or before were sighted at lookup */
 	bool resumes;	   /* SLRU: the hit reached the end of an earlier prompt (a chat) */
-	uint32_t seen_end; /* SLRU: the prompt's columns ending here or before were seen before */
+	uint32_t seen_end; /* admit: the prompt's columns ending here or before were seen before */
 	uint32_t priority;
 	uint32_t seq_id;
 	uint64_t prompt_id;
@@ -177,8 +177,8 @@ struct prefixcache {
 	uint64_t stored_total;
 };
 
-const char *const prefixcache_policy_names[] = {"lru", "lfu", "priority", "slru", "admit",
-							    NULL};
+const char *const prefixcache_policy_names[] = {"lru",  "lfu",   "priority",
+						 "slru", "admit", NULL};
 
 /* ---- Small helpers -------------------------------------------------------- */
 
