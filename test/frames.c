@@ -268,3 +268,26 @@ frames_pcap_close(struct frames_pcap *o)
 	pcap_dump_close(o->d);
 	pcap_close(o->dead);
 }
+
+pcap_t *
+frames_pcap_read(const char *file, const char *tool)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	pcap_t *p = pcap_open_offline(file, err);
+
+	if (p == NULL)
+		fprintf(stderr, "%s: %s: %s\n", tool, file, err);
+	return p;
+}
+
+const uint8_t *
+frames_pcap_next_msg(pcap_t *p, struct proto_msg *m)
+{
+	struct pcap_pkthdr *ph;
+	const u_char *d;
+
+	while (pcap_next_ex(p, &ph, &d) == 1)
+		if (proto_parse(d, ph->caplen, &proto_ports_default, m) == PROTO_OK)
+			return d;
+	return NULL;
+}

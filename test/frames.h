@@ -50,6 +50,14 @@ int frames_pcap_open(struct frames_pcap *o, const char *file, uint32_t step_us, 
 void frames_pcap_write(struct frames_pcap *o, const uint8_t *f, uint32_t caplen, uint32_t len);
 void frames_pcap_close(struct frames_pcap *o);
 
+/** Open @p file for reading; NULL after a message naming @p tool and the file. */
+pcap_t *frames_pcap_read(const char *file, const char *tool);
+/**
+ * The next frame of @p p that parses as a message, into @p m: returns the
+ * frame (the message's data is at m->data_off), NULL at the end.
+ */
+const uint8_t *frames_pcap_next_msg(pcap_t *p, struct proto_msg *m);
+
 /**
  * Break a frame (untagged; its KVSS header at @p off) in way @p kind % 6:
  * truncated by 10 bytes, bad magic, bad version, bad body_len, bad IPv4

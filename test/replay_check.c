@@ -88,8 +88,7 @@ build_ctl(uint8_t *buf, const struct proto_msg *ref, uint8_t type, uint64_t seq,
 static int
 mix(const char *in, const char *outfile)
 {
-	char err[PCAP_ERRBUF_SIZE];
-	pcap_t *p = pcap_open_offline(in, err);
+	pcap_t *p = frames_pcap_read(in, "replay_check");
 	struct pcap_pkthdr *ph;
 	const u_char *d;
 	static struct proto_msg m;
@@ -97,10 +96,8 @@ mix(const char *in, const char *outfile)
 	uint32_t seq2_len = 0, k = 0;
 	int inserted = 0;
 
-	if (p == NULL) {
-		fprintf(stderr, "replay_check: %s: %s\n", in, err);
+	if (p == NULL)
 		return 2;
-	}
 	if (frames_pcap_open(&out, outfile, 1, "replay_check") != 0)
 		return 2;
 	while (pcap_next_ex(p, &ph, &d) == 1) {
@@ -223,20 +220,15 @@ check(const char *expect, char **outs, int nouts, int mixed)
 	EXPECT(nrf > 0, "%s: the recording holds no refill", expect);
 
 	for (o = 0; o < nouts; o++) {
-		char err[PCAP_ERRBUF_SIZE];
-		pcap_t *p = pcap_open_offline(outs[o], err);
-		struct pcap_pkthdr *ph;
-		const u_char *d;
+		pcap_t *p = frames_pcap_read(outs[o], "replay_check");
 
-		if (p == NULL) {
-			fprintf(stderr, "replay_check: %s: %s\n", outs[o], err);
+		if (p == NULL)
 			return 2;
-		}
-		while (pcap_next_ex(p, &ph, &d) == 1) {
+		const uint8_t *d;
+
+		while ((d = frames_pcap_next_msg(p, &m)) != NULL) {
 			unsigned int k;
 
-			if (proto_parse(d, ph->caplen, &proto_ports_default, &m) != PROTO_OK)
-				continue;
 			switch (m.hdr.type) {
 			case PROTO_T_REFILL_DATA:
 				for (i = 0; i < nrf && rf[i].id != m.u.refill_data.refill_id; i++)

@@ -316,10 +316,6 @@ check(char **files, int nfiles)
 {
 	int no_space = 0;
 	uint64_t want_prompt = space_mode ? B_ID : A_ID;
-	char err[PCAP_ERRBUF_SIZE];
-	pcap_t *p = NULL;
-	struct pcap_pkthdr *ph;
-	const u_char *d;
 	static struct proto_msg m;
 	uint64_t max_ack = 0, rd_bytes[3][NB] = {{0}}, done_tokens[3] = {0}, done_bytes[3] = {0};
 	int status = 0, hole = 0, not_right = 0, lost_b1 = 0, lost_other = 0, bad_bytes = 0, k, fi;
@@ -337,85 +333,84 @@ check(char **files, int nfiles)
 		proto_wafer_refill_init(&wr[k], &at, NB, (uint64_t)k, hash, want_tok[k]);
 
 	for (fi = 0; fi < nfiles; fi++) {
-	p = pcap_open_offline(files[fi], err);
-	if (p == NULL) {
-		fprintf(stderr, "shard_scenario: %s: %s\n", files[fi], err);
-		return 2;
-	}
-	while (pcap_next_ex(p, &ph, &d) == 1) {
-		unsigned int i;
+		pcap_t *p = frames_pcap_read(files[fi], "shard_scenario");
 
-		if (proto_parse(d, ph->caplen, &proto_ports_default, &m) != PROTO_OK)
-			continue;
-		switch (m.hdr.type) {
-		case PROTO_T_STATUS:
-			status += m.u.status.driver_epoch == EPOCH;
-			status2 += m.u.status.driver_epoch == EPOCH2;
-			break;
-		case PROTO_T_ACK:
-			if (m.u.ack.cum_seq > max_ack)
-				max_ack = m.u.ack.cum_seq;
-			break;
-		case PROTO_T_ERROR:
-			for (i = 0; i < m.hdr.count; i++) {
-				struct proto_error e;
+		if (p == NULL)
+			return 2;
+		const uint8_t *d;
 
-				proto_get_error(&m, i, &e);
-				errors++;
-				hole += e.code == PROTO_E_HOLE && e.prompt_id == A_ID && e.token_idx == 20 &&
-					e.seq == 5;
-				no_space += e.code == PROTO_E_NO_SPACE && e.prompt_id == C_ID &&
-					    e.token_idx >= 2 && e.seq == 4;
-				not_right += e.code == PROTO_E_DELETE_NOT_RIGHT && e.token_idx == 2 &&
-					     e.seq == 7;
-			}
-			break;
-		case PROTO_T_TOKEN_LOST:
-			for (i = 0; i < m.hdr.count; i++) {
-				struct proto_lost l;
+		while ((d = frames_pcap_next_msg(p, &m)) != NULL) {
+			unsigned int i;
 
-				proto_get_lost(&m, i, &l);
-				lost_c += l.prompt_id == C_ID && l.token_idx < 4;
-				if (l.prompt_id == B_ID && l.token_idx == 1)
-					lost_b1++;
-				else
-					lost_other++;
-			}
-			break;
-		case PROTO_T_REFILL_DONE:
-			for (i = 0; i < m.hdr.count; i++) {
-				struct proto_refill_done r;
-
-				proto_get_refill_done(&m, i, &r);
-				done_old += r.refill_id == 1;
-				if (r.refill_id >= 1 && r.refill_id <= 2 && r.status == 0) {
-					done_tokens[r.refill_id] = r.tokens;
-					done_bytes[r.refill_id] = r.bytes;
-				}
-			}
-			break;
-		case PROTO_T_REFILL_DATA: {
-			const struct proto_refill_data_hdr *h = &m.u.refill_data;
-			int64_t wrong;
-
-			EXPECT(h->refill_id >= 1 && h->refill_id <= 2 && h->buffer_id < NB,
-			       "REFILL_DATA of refill %lu buffer %u", (unsigned long)h->refill_id,
-			       h->buffer_id);
-			if (h->refill_id < 1 || h->refill_id > 2 || h->buffer_id >= NB)
+			switch (m.hdr.type) {
+			case PROTO_T_STATUS:
+				status += m.u.status.driver_epoch == EPOCH;
+				status2 += m.u.status.driver_epoch == EPOCH2;
 				break;
-			/* Every byte: glued token t is the prompt's token t. */
-			rd_bytes[h->refill_id][h->buffer_id] += m.data_len;
-			wrong = proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
-			if (wrong > 0)
-				bad_bytes += (int)wrong;
-			EXPECT(h->sequence_id == 9, "REFILL_DATA sequence_id %u", h->sequence_id);
-			break;
+			case PROTO_T_ACK:
+				if (m.u.ack.cum_seq > max_ack)
+					max_ack = m.u.ack.cum_seq;
+				break;
+			case PROTO_T_ERROR:
+				for (i = 0; i < m.hdr.count; i++) {
+					struct proto_error e;
+
+					proto_get_error(&m, i, &e);
+					errors++;
+					hole += e.code == PROTO_E_HOLE && e.prompt_id == A_ID && e.token_idx == 20 &&
+						e.seq == 5;
+					no_space += e.code == PROTO_E_NO_SPACE && e.prompt_id == C_ID &&
+						    e.token_idx >= 2 && e.seq == 4;
+					not_right += e.code == PROTO_E_DELETE_NOT_RIGHT && e.token_idx == 2 &&
+						     e.seq == 7;
+				}
+				break;
+			case PROTO_T_TOKEN_LOST:
+				for (i = 0; i < m.hdr.count; i++) {
+					struct proto_lost l;
+
+					proto_get_lost(&m, i, &l);
+					lost_c += l.prompt_id == C_ID && l.token_idx < 4;
+					if (l.prompt_id == B_ID && l.token_idx == 1)
+						lost_b1++;
+					else
+						lost_other++;
+				}
+				break;
+			case PROTO_T_REFILL_DONE:
+				for (i = 0; i < m.hdr.count; i++) {
+					struct proto_refill_done r;
+
+					proto_get_refill_done(&m, i, &r);
+					done_old += r.refill_id == 1;
+					if (r.refill_id >= 1 && r.refill_id <= 2 && r.status == 0) {
+						done_tokens[r.refill_id] = r.tokens;
+						done_bytes[r.refill_id] = r.bytes;
+					}
+				}
+				break;
+			case PROTO_T_REFILL_DATA: {
+				const struct proto_refill_data_hdr *h = &m.u.refill_data;
+				int64_t wrong;
+
+				EXPECT(h->refill_id >= 1 && h->refill_id <= 2 && h->buffer_id < NB,
+				       "REFILL_DATA of refill %lu buffer %u", (unsigned long)h->refill_id,
+				       h->buffer_id);
+				if (h->refill_id < 1 || h->refill_id > 2 || h->buffer_id >= NB)
+					break;
+				/* Every byte: glued token t is the prompt's token t. */
+				rd_bytes[h->refill_id][h->buffer_id] += m.data_len;
+				wrong = proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
+				if (wrong > 0)
+					bad_bytes += (int)wrong;
+				EXPECT(h->sequence_id == 9, "REFILL_DATA sequence_id %u", h->sequence_id);
+				break;
+			}
+			default:
+				break;
+			}
 		}
-		default:
-			break;
-		}
-	}
-	pcap_close(p);
+		pcap_close(p);
 	}
 	EXPECT(status >= 1, "no STATUS with the driver's epoch");
 	for (k = 1; k < 3; k++) {

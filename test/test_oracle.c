@@ -30,41 +30,39 @@ req(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms)
 	w->tokens += n;
 }
 
-/* The references over the first @limit requests of @w (0: all). */
+enum ref { BELADY, BELADY_SEEN, TOLD };
+
+/* Reference @k over the first @limit requests of @w (0: all). */
 static double
-belady(const struct workload *w, uint64_t capacity, size_t limit)
+ref(const struct workload *w, enum ref k, uint64_t capacity, size_t limit, uint64_t horizon_ms)
 {
 	struct oracle_blocks *b = oracle_blocks_new(w, limit);
 	double r;
 
 	cr_assert_not_null(b);
-	r = oracle_belady(b, capacity, BLOCK);
+	r = k == BELADY	       ? oracle_belady(b, capacity, BLOCK)
+	    : k == BELADY_SEEN ? oracle_belady_seen(b, capacity, BLOCK)
+			       : oracle_lru_told(b, capacity, BLOCK, horizon_ms);
 	oracle_blocks_free(b);
 	return r;
+}
+
+static double
+belady(const struct workload *w, uint64_t capacity, size_t limit)
+{
+	return ref(w, BELADY, capacity, limit, 0);
 }
 
 static double
 belady_seen(const struct workload *w, uint64_t capacity)
 {
-	struct oracle_blocks *b = oracle_blocks_new(w, 0);
-	double r;
-
-	cr_assert_not_null(b);
-	r = oracle_belady_seen(b, capacity, BLOCK);
-	oracle_blocks_free(b);
-	return r;
+	return ref(w, BELADY_SEEN, capacity, 0, 0);
 }
 
 static double
 told(const struct workload *w, uint64_t capacity, uint64_t horizon_ms)
 {
-	struct oracle_blocks *b = oracle_blocks_new(w, 0);
-	double r;
-
-	cr_assert_not_null(b);
-	r = oracle_lru_told(b, capacity, BLOCK, horizon_ms);
-	oracle_blocks_free(b);
-	return r;
+	return ref(w, TOLD, capacity, 0, horizon_ms);
 }
 
 Test(oracle, a_cycle_longer_than_the_cache)

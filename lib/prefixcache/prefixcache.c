@@ -1751,6 +1751,8 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 	uint64_t pid[MAX_GROUPS] = {0}, batch;
 	unsigned int gi;
 	int evicted = 0;
+	/* admit: a token of a new column only takes the room of new ones. */
+	const bool is_new = pc->p.policy == PREFIXCACHE_ADMIT && !s->resumes && pos >= s->seen_end;
 
 	for (gi = 0; gi < m->ngroups; gi++) {
 		struct pc_group *g = &m->g[gi];
@@ -1762,10 +1764,6 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 			stop_caching(pc, s, gi); /* past the last column (window) */
 		if (sg->caching) {
 			bool growth = sg->prompt == NIL || pos >= pc->pr[sg->prompt].end;
-
-			/* admit: a new column only takes the room of new ones. */
-			bool is_new = pc->p.policy == PREFIXCACHE_ADMIT && !s->resumes &&
-				      pos >= s->seen_end;
 
 			while (growth && sg->caching && g->stored + 1 > g->capacity)
 				if (!free_one(pc, gid, is_new)) {
