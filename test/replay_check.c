@@ -221,11 +221,10 @@ check(const char *expect, char **outs, int nouts, int mixed)
 
 	for (o = 0; o < nouts; o++) {
 		pcap_t *p = frames_pcap_read(outs[o], "replay_check");
+		const uint8_t *d;
 
 		if (p == NULL)
 			return 2;
-		const uint8_t *d;
-
 		while ((d = frames_pcap_next_msg(p, &m)) != NULL) {
 			unsigned int k;
 

@@ -334,11 +334,10 @@ check(char **files, int nfiles)
 
 	for (fi = 0; fi < nfiles; fi++) {
 		pcap_t *p = frames_pcap_read(files[fi], "shard_scenario");
+		const uint8_t *d;
 
 		if (p == NULL)
 			return 2;
-		const uint8_t *d;
-
 		while ((d = frames_pcap_next_msg(p, &m)) != NULL) {
 			unsigned int i;
 
