@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kvss-trace's offline references (Belady with bypass; LRU told which blocks
- * return) on workloads small enough to work out by hand.
+ * return; a cache told how many more uses) on workloads small enough to work
+ * out by hand.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -30,7 +31,7 @@ req(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms)
 	w->tokens += n;
 }
 
-enum ref { BELADY, BELADY_SEEN, TOLD };
+enum ref { BELADY, BELADY_SEEN, TOLD, TOLD_USES };
 
 /* Reference @k over the first @limit requests of @w (0: all). */
 static double
@@ -42,6 +43,7 @@ ref(const struct workload *w, enum ref k, uint64_t capacity, size_t limit, uint6
 	cr_assert_not_null(b);
 	r = k == BELADY	       ? oracle_belady(b, capacity, BLOCK)
 	    : k == BELADY_SEEN ? oracle_belady_seen(b, capacity, BLOCK)
+	    : k == TOLD_USES   ? oracle_told_uses(b, capacity, BLOCK)
 			       : oracle_lru_told(b, capacity, BLOCK, horizon_ms);
 	oracle_blocks_free(b);
 	return r;
@@ -63,6 +65,31 @@ static double
 told(const struct workload *w, uint64_t capacity, uint64_t horizon_ms)
 {
 	return ref(w, TOLD, capacity, 0, horizon_ms);
+}
+
+static double
+told_uses(const struct workload *w, uint64_t capacity)
+{
+	return ref(w, TOLD_USES, capacity, 0, 0);
+}
+
+Test(oracle, a_cache_told_how_many_uses_keeps_the_popular_block)
+{
+	struct workload w = {0};
+	const char *seq = "baaabbb";
+	size_t i;
+
+	for (i = 0; seq[i] != '\0'; i++)
+		req(&w, (char[]){seq[i], 0}, BLOCK, i);
+	/* Unlimited: every use after the first hits, a twice and b three times. */
+	cr_assert_float_eq(told_uses(&w, 0), 50.0 / 70, 1e-9);
+	/*
+	 * One block of room. Told only how many uses are left, it keeps b (three
+	 * more) and bypasses a (two more): b's last three uses hit. Belady, told
+	 * when, holds a while a is wanted sooner and then b again: 4 hits.
+	 */
+	cr_assert_float_eq(told_uses(&w, BLOCK), 30.0 / 70, 1e-9);
+	cr_assert_float_eq(belady(&w, BLOCK, 0), 40.0 / 70, 1e-9);
 }
 
 Test(oracle, a_cycle_longer_than_the_cache)

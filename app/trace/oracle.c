@@ -150,14 +150,17 @@ block_tokens(const struct wl_req *q, uint32_t k, uint32_t block)
 /* ---- Belady with bypass ------------------------------------------------------ */
 
 struct heap_item {
-	uint32_t next, depth, blk;
+	uint64_t key; /* larger: freed first; KEY_NEVER: never used again */
+	uint32_t depth, blk;
 };
 
-/* Max-heap by (next use, depth): the block to free first on top. */
+#define KEY_NEVER UINT64_MAX
+
+/* Max-heap by (key, depth): the block to free first on top. */
 static inline bool
 heap_above(const struct heap_item *x, const struct heap_item *y)
 {
-	return x->next > y->next || (x->next == y->next && x->depth > y->depth);
+	return x->key > y->key || (x->key == y->key && x->depth > y->depth);
 }
 
 static void
@@ -241,19 +244,49 @@ out:
 	return r;
 }
 
-/* Belady with bypass; with @seen_only, a block's first use counts as its last. */
+enum told { TOLD_NEXT, TOLD_NEXT_SEEN, TOLD_USES };
+
+/*
+ * Remaining uses of the block after each access (0: never used again), by
+ * counting each block's uses from the end; NULL when out of memory.
+ */
+static uint32_t *
+uses_after(const struct oracle_blocks *a)
+{
+	uint32_t *rem = malloc(sizeof(uint32_t) * (a->first[a->nreq] + 1));
+	uint32_t *cnt = calloc(a->nblk + 1, sizeof(uint32_t)), k;
+
+	if (rem != NULL && cnt != NULL)
+		for (k = a->first[a->nreq]; k-- > 0;)
+			rem[k] = cnt[a->blk[k]]++;
+	if (cnt == NULL) {
+		free(rem);
+		rem = NULL;
+	}
+	free(cnt);
+	return rem;
+}
+
+/*
+ * Replacement with bypass by what the reference is told at access @k of
+ * request @i: TOLD_NEXT, the next use (Belady); TOLD_NEXT_SEEN, the same but a
+ * first sighting counts as its last; TOLD_USES, only how many more times the
+ * block is used (fewest freed first, then least recently used).
+ */
 static double
-belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, bool seen_only)
+told_replace(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, enum told told)
 {
 	struct heap_item *heap = malloc(sizeof(*heap) * (a->first[a->nreq] + 1));
-	uint32_t *nu = malloc(sizeof(uint32_t) * (a->nblk + 1));
+	uint64_t *key = malloc(sizeof(uint64_t) * (a->nblk + 1));
 	uint32_t *size = calloc(a->nblk + 1, sizeof(uint32_t)); /* 0: not stored */
-	uint8_t *seen = seen_only ? calloc(a->nblk + 1, 1) : NULL;
+	uint8_t *seen = told == TOLD_NEXT_SEEN ? calloc(a->nblk + 1, 1) : NULL;
+	uint32_t *rem = told == TOLD_USES ? uses_after(a) : NULL;
 	size_t nh = 0, i;
 	uint64_t used = 0, hit = 0, input = 0, cap = capacity ? capacity : UINT64_MAX;
 	double r = -1;
 
-	if (!heap || !nu || !size || (seen_only && !seen))
+	if (!heap || !key || !size || (told == TOLD_NEXT_SEEN && !seen) ||
+	    (told == TOLD_USES && !rem))
 		goto out;
 	for (i = 0; i < a->nreq; i++) {
 		const struct wl_req *q = &a->t->r[i];
@@ -262,30 +295,35 @@ belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, bool se
 
 		input += q->n;
 		for (k = 0; k < q->nids; k++) {
-			uint32_t b = a->blk[base + k], n = a->next[base + k], s = block_tokens(q, k, block);
+			uint32_t b = a->blk[base + k], s = block_tokens(q, k, block);
+			uint64_t n = a->next[base + k] == NONE ? KEY_NEVER : a->next[base + k];
 
-			if (seen != NULL && !seen[b])
-				n = NONE; /* not told: taken as never used again */
+			if (told == TOLD_NEXT_SEEN && !seen[b])
+				n = KEY_NEVER; /* not told: taken as never used again */
+			else if (told == TOLD_USES && rem[base + k] == 0)
+				n = KEY_NEVER;
+			else if (told == TOLD_USES) /* fewer uses, then older, on top */
+				n = (uint64_t)(NONE - rem[base + k]) << 32 | (NONE - (uint32_t)i);
 			if (size[b] != 0) {
 				if (prefix)
 					hit += s;
-				nu[b] = n;
+				key[b] = n;
 				heap_push(heap, &nh, (struct heap_item){n, k, b});
 				continue;
 			}
 			prefix = false;
 			/* Never used again, or no room worth making: it and all after it go unstored. */
-			if (n == NONE || s == 0)
+			if (n == KEY_NEVER || s == 0)
 				break;
 			while (used + s > cap && nh > 0) {
 				const struct heap_item *top = &heap[0];
 
-				if (size[top->blk] == 0 || nu[top->blk] != top->next) {
+				if (size[top->blk] == 0 || key[top->blk] != top->key) {
 					heap_pop(heap, &nh); /* stale */
 					continue;
 				}
-				if (top->next <= n)
-					break; /* bypass: everything stored is wanted sooner */
+				if (top->key <= n)
+					break; /* bypass: everything stored ranks above it */
 				used -= size[top->blk];
 				size[top->blk] = 0;
 				heap_pop(heap, &nh);
@@ -294,7 +332,7 @@ belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, bool se
 				break;
 			size[b] = s;
 			used += s;
-			nu[b] = n;
+			key[b] = n;
 			heap_push(heap, &nh, (struct heap_item){n, k, b});
 		}
 		for (k = 0; seen != NULL && k < q->nids; k++)
@@ -303,22 +341,29 @@ belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, bool se
 	r = input ? (double)hit / input : 0;
 out:
 	free(heap);
-	free(nu);
+	free(key);
 	free(size);
 	free(seen);
+	free(rem);
 	return r;
 }
 
 double
 oracle_belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
 {
-	return belady(a, capacity, block, false);
+	return told_replace(a, capacity, block, TOLD_NEXT);
 }
 
 double
 oracle_belady_seen(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
 {
-	return belady(a, capacity, block, true);
+	return told_replace(a, capacity, block, TOLD_NEXT_SEEN);
+}
+
+double
+oracle_told_uses(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
+{
+	return told_replace(a, capacity, block, TOLD_USES);
 }
 
 /* ---- LRU told the future reuse ------------------------------------------------ */

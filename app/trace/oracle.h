@@ -47,6 +47,15 @@ double oracle_belady(const struct oracle_blocks *b, uint64_t capacity, uint32_t 
 double oracle_belady_seen(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
 
 /**
+ * Replacement with bypass told, at each use of a block, how many more times it
+ * will be used, but not when: when full, free the block with the fewest uses
+ * left (least recently used among equals), and do not store a block that would
+ * rank below every stored one. Measures how much of Belady's lead is knowing
+ * popularity rather than timing.
+ */
+double oracle_told_uses(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
+
+/**
  * LRU told which blocks will be used again within @p horizon_ms of trace time
  * (0: ever): the others are never stored, and dropped when last used. An
  * upper bound for any LRU-ordered policy with admission, however it guesses.
