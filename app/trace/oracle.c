@@ -147,7 +147,7 @@ block_tokens(const struct wl_req *q, uint32_t k, uint32_t block)
 	return end > k * block ? end - k * block : 0;
 }
 
-/* ---- Belady with bypass ------------------------------------------------------ */
+/* ---- Replacement told the future: Belady with bypass and kin ---------------- */
 
 struct heap_item {
 	uint64_t key; /* larger: freed first; KEY_NEVER: never used again */
@@ -244,6 +244,7 @@ out:
 	return r;
 }
 
+/* What a reference is told of the future. */
 enum told { TOLD_NEXT, TOLD_NEXT_SEEN, TOLD_USES };
 
 /*
@@ -256,23 +257,43 @@ uses_after(const struct oracle_blocks *a)
 	uint32_t *rem = malloc(sizeof(uint32_t) * (a->first[a->nreq] + 1));
 	uint32_t *cnt = calloc(a->nblk + 1, sizeof(uint32_t)), k;
 
-	if (rem != NULL && cnt != NULL)
-		for (k = a->first[a->nreq]; k-- > 0;)
-			rem[k] = cnt[a->blk[k]]++;
-	if (cnt == NULL) {
+	if (rem == NULL || cnt == NULL) {
 		free(rem);
-		rem = NULL;
+		free(cnt);
+		return NULL;
 	}
+	for (k = a->first[a->nreq]; k-- > 0;)
+		rem[k] = cnt[a->blk[k]]++;
 	free(cnt);
 	return rem;
 }
 
 /*
- * Replacement with bypass by what the reference is told at access @k of
- * request @i: TOLD_NEXT, the next use (Belady); TOLD_NEXT_SEEN, the same but a
- * first sighting counts as its last; TOLD_USES, only how many more times the
- * block is used (fewest freed first, then least recently used).
+ * The key of access @at (of request @i) under what the reference is told:
+ * TOLD_NEXT, the request of the next use (Belady); TOLD_NEXT_SEEN, the same
+ * but a first sighting counts as the last use; TOLD_USES, only how many more
+ * uses there are (fewest on top, then the least recent).
  */
+static inline uint64_t
+told_key(const struct oracle_blocks *a, enum told told, const uint8_t *seen,
+	 const uint32_t *rem, size_t i, uint32_t at)
+{
+	switch (told) {
+	case TOLD_NEXT_SEEN:
+		if (!seen[a->blk[at]])
+			return KEY_NEVER; /* not told: taken as never used again */
+		/* fall through */
+	case TOLD_NEXT:
+		return a->next[at] == NONE ? KEY_NEVER : a->next[at];
+	case TOLD_USES:
+		if (rem[at] == 0)
+			return KEY_NEVER;
+		return (uint64_t)(NONE - rem[at]) << 32 | (NONE - (uint32_t)i);
+	}
+	return KEY_NEVER;
+}
+
+/* Replacement with bypass by the keys above: the largest key is freed first. */
 static double
 told_replace(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, enum told told)
 {
@@ -296,14 +317,8 @@ told_replace(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, e
 		input += q->n;
 		for (k = 0; k < q->nids; k++) {
 			uint32_t b = a->blk[base + k], s = block_tokens(q, k, block);
-			uint64_t n = a->next[base + k] == NONE ? KEY_NEVER : a->next[base + k];
+			uint64_t n = told_key(a, told, seen, rem, i, base + k);
 
-			if (told == TOLD_NEXT_SEEN && !seen[b])
-				n = KEY_NEVER; /* not told: taken as never used again */
-			else if (told == TOLD_USES && rem[base + k] == 0)
-				n = KEY_NEVER;
-			else if (told == TOLD_USES) /* fewer uses, then older, on top */
-				n = (uint64_t)(NONE - rem[base + k]) << 32 | (NONE - (uint32_t)i);
 			if (size[b] != 0) {
 				if (prefix)
 					hit += s;
