@@ -147,7 +147,7 @@ block_tokens(const struct wl_req *q, uint32_t k, uint32_t block)
 	return end > k * block ? end - k * block : 0;
 }
 
-/* ---- Replacement told the future: Belady with bypass and kin ---------------- */
+/* ---- Replacement told the future: Belady with bypass and kin ------------------ */
 
 struct heap_item {
 	uint64_t key; /* larger: freed first; KEY_NEVER: never used again */
