@@ -15,6 +15,7 @@ struct oracle_blocks {
 	uint32_t *first; /* request i's accesses: [first[i], first[i + 1]) */
 	uint32_t *blk;	 /* dense block number of each access */
 	uint32_t *next;	 /* request of the block's next use, or NONE */
+	uint32_t *left;	 /* how many more times the block is used after this */
 	uint32_t nblk;
 };
 
@@ -26,6 +27,7 @@ oracle_blocks_free(struct oracle_blocks *a)
 	free(a->first);
 	free(a->blk);
 	free(a->next);
+	free(a->left);
 	free(a);
 }
 
@@ -35,7 +37,7 @@ oracle_blocks_new(const struct workload *t, size_t limit)
 	size_t n = limit && limit < t->n ? limit : t->n, i, total = 0, mask = 1023, k;
 	struct oracle_blocks *a = calloc(1, sizeof(*a));
 	uint64_t *key = NULL;
-	uint32_t *val = NULL, *last = NULL, j;
+	uint32_t *val = NULL, *last = NULL, *cnt = NULL, j;
 
 	if (a == NULL)
 		return NULL;
@@ -50,9 +52,10 @@ oracle_blocks_new(const struct workload *t, size_t limit)
 	a->first = malloc(sizeof(uint32_t) * (n + 1));
 	a->blk = malloc(sizeof(uint32_t) * (total + 1));
 	a->next = malloc(sizeof(uint32_t) * (total + 1));
+	a->left = malloc(sizeof(uint32_t) * (total + 1));
 	key = malloc(sizeof(uint64_t) * (mask + 1));
 	val = malloc(sizeof(uint32_t) * (mask + 1));
-	if (!a->first || !a->blk || !a->next || !key || !val)
+	if (!a->first || !a->blk || !a->next || !a->left || !key || !val)
 		goto fail;
 	memset(val, 0xff, sizeof(uint32_t) * (mask + 1));
 	total = 0;
@@ -73,19 +76,24 @@ oracle_blocks_new(const struct workload *t, size_t limit)
 	}
 	a->first[n] = (uint32_t)total;
 	last = malloc(sizeof(uint32_t) * (a->nblk + 1));
-	if (last == NULL)
+	cnt = calloc(a->nblk + 1, sizeof(uint32_t));
+	if (last == NULL || cnt == NULL)
 		goto fail;
 	memset(last, 0xff, sizeof(uint32_t) * (a->nblk + 1));
 	for (i = n; i-- > 0;)
 		for (k = a->first[i]; k < a->first[i + 1]; k++) {
 			a->next[k] = last[a->blk[k]];
+			a->left[k] = cnt[a->blk[k]]++;
 			last[a->blk[k]] = (uint32_t)i;
 		}
+	free(cnt);
 	free(last);
 	free(key);
 	free(val);
 	return a;
 fail:
+	free(cnt);
+	free(last);
 	free(key);
 	free(val);
 	oracle_blocks_free(a);
@@ -248,35 +256,13 @@ out:
 enum told { TOLD_NEXT, TOLD_NEXT_SEEN, TOLD_USES };
 
 /*
- * Remaining uses of the block after each access (0: never used again), by
- * counting each block's uses from the end; NULL when out of memory.
- */
-static uint32_t *
-uses_after(const struct oracle_blocks *a)
-{
-	uint32_t *rem = malloc(sizeof(uint32_t) * (a->first[a->nreq] + 1));
-	uint32_t *cnt = calloc(a->nblk + 1, sizeof(uint32_t)), k;
-
-	if (rem == NULL || cnt == NULL) {
-		free(rem);
-		free(cnt);
-		return NULL;
-	}
-	for (k = a->first[a->nreq]; k-- > 0;)
-		rem[k] = cnt[a->blk[k]]++;
-	free(cnt);
-	return rem;
-}
-
-/*
  * The key of access @at (of request @i) under what the reference is told:
  * TOLD_NEXT, the request of the next use (Belady); TOLD_NEXT_SEEN, the same
  * but a first sighting counts as the last use; TOLD_USES, only how many more
  * uses there are (fewest on top, then the least recent).
  */
 static inline uint64_t
-told_key(const struct oracle_blocks *a, enum told told, const uint8_t *seen,
-	 const uint32_t *rem, size_t i, uint32_t at)
+told_key(const struct oracle_blocks *a, enum told told, const uint8_t *seen, size_t i, uint32_t at)
 {
 	switch (told) {
 	case TOLD_NEXT_SEEN:
@@ -286,9 +272,9 @@ told_key(const struct oracle_blocks *a, enum told told, const uint8_t *seen,
 	case TOLD_NEXT:
 		return a->next[at] == NONE ? KEY_NEVER : a->next[at];
 	case TOLD_USES:
-		if (rem[at] == 0)
+		if (a->left[at] == 0)
 			return KEY_NEVER;
-		return (uint64_t)(NONE - rem[at]) << 32 | (NONE - (uint32_t)i);
+		return (uint64_t)(NONE - a->left[at]) << 32 | (NONE - (uint32_t)i);
 	}
 	return KEY_NEVER;
 }
@@ -301,13 +287,11 @@ told_replace(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, e
 	uint64_t *key = malloc(sizeof(uint64_t) * (a->nblk + 1));
 	uint32_t *size = calloc(a->nblk + 1, sizeof(uint32_t)); /* 0: not stored */
 	uint8_t *seen = told == TOLD_NEXT_SEEN ? calloc(a->nblk + 1, 1) : NULL;
-	uint32_t *rem = told == TOLD_USES ? uses_after(a) : NULL;
 	size_t nh = 0, i;
 	uint64_t used = 0, hit = 0, input = 0, cap = capacity ? capacity : UINT64_MAX;
 	double r = -1;
 
-	if (!heap || !key || !size || (told == TOLD_NEXT_SEEN && !seen) ||
-	    (told == TOLD_USES && !rem))
+	if (!heap || !key || !size || (told == TOLD_NEXT_SEEN && !seen))
 		goto out;
 	for (i = 0; i < a->nreq; i++) {
 		const struct wl_req *q = &a->t->r[i];
@@ -317,7 +301,7 @@ told_replace(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, e
 		input += q->n;
 		for (k = 0; k < q->nids; k++) {
 			uint32_t b = a->blk[base + k], s = block_tokens(q, k, block);
-			uint64_t n = told_key(a, told, seen, rem, i, base + k);
+			uint64_t n = told_key(a, told, seen, i, base + k);
 
 			if (size[b] != 0) {
 				if (prefix)
@@ -359,7 +343,6 @@ out:
 	free(key);
 	free(size);
 	free(seen);
-	free(rem);
 	return r;
 }
 
