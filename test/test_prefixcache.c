@@ -990,16 +990,111 @@ Test(policy, admit_bypasses_a_new_column_rather_than_free_a_known_one)
 	replay_free(r);
 }
 
+/* Prompt @k (as send_prompt), answered with @ngen generated tokens. */
+static uint32_t
+send_answered(struct replay *r, uint32_t k, uint32_t ngen, uint64_t sec)
+{
+	uint32_t t[9];
+	struct prefixcache_request q;
+
+	prompt_of(k, t);
+	q = req_of(1, t, 9, 9);
+	return replay_request(r, 0, &q, NULL, ngen, sec * SEC);
+}
+
+Test(policy, followup_frees_first_what_answers_of_a_cold_length_stored)
+{
+	enum prefixcache_policy pol[2] = {PREFIXCACHE_LRU, PREFIXCACHE_FOLLOWUP};
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		struct replay *r = policy_replay(pol[k], POL_CAP);
+		bool fu = pol[k] == PREFIXCACHE_FOLLOWUP;
+		const char *name = fu ? "followup" : "lru";
+		struct prefixcache_stats st;
+
+		/*
+		 * Long answers (100 tokens: class 7), never asked again. Stored
+		 * 0 of 8, then 0 of 16 tokens reused: from the third on, cold.
+		 */
+		send_answered(r, 10, 100, 1);
+		send_answered(r, 11, 100, 2);
+		send_answered(r, 12, 100, 3);
+		prefixcache_stats(replay_pc(r), &st);
+		cr_assert_eq(st.cold_columns, fu ? 2 : 0, "%s: %" PRIu64, name, st.cold_columns);
+		/* A short answer (class 2, unknown: warm). LRU frees prompt 10; followup, cold 12. */
+		send_answered(r, 1, 2, 4);
+		cr_assert_eq(cached(r, 10), fu, "%s: prompt 10", name);
+		cr_assert_eq(cached(r, 12), !fu, "%s: prompt 12", name);
+		cr_assert(cached(r, 11) && cached(r, 1), "%s", name);
+		cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), POL_CAP);
+		assert_clean(r);
+		replay_free(r);
+	}
+}
+
+Test(policy, followup_learns_from_sightings_and_a_hit_warms_a_cold_column)
+{
+	struct replay_params p = params_full(4, POL_CAP, 4);
+	struct replay *r;
+	struct prefixcache_stats st;
+
+	/* Cold when under half reused: (reused + 1) / (stored + 2) < 50%. */
+	p.pc.policy = PREFIXCACHE_FOLLOWUP;
+	p.pc.followup_pct = 50;
+	r = replay_create(&p);
+	send_answered(r, 10, 100, 1); /* class 7: 0 of 8 reused */
+	send_answered(r, 1, 2, 2);     /* class 2 */
+	cr_assert_eq(send_answered(r, 1, 2, 3), 8); /* class 2: 8 of 8 */
+	send_answered(r, 2, 2, 4);		    /* 8 of 16 */
+	send_answered(r, 3, 2, 5);		    /* 8 of 24; prompt 10 goes */
+	cr_assert_not(cached(r, 10));
+	/* Deleted, prompt 10 is stored again: its columns are sighted, 8 of 16. */
+	cr_assert_eq(send_answered(r, 10, 100, 6), 0);
+	send_answered(r, 11, 100, 7);
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_eq(st.cold_columns, 0, "class 7 was reused half: %" PRIu64, st.cold_columns);
+	send_answered(r, 12, 100, 8); /* 8 of 24: cold */
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_eq(st.cold_columns, 2);
+	/* A hit warms prompt 12 again. */
+	cr_assert_eq(send_answered(r, 12, 100, 9), 8);
+	send_answered(r, 4, 2, 10); /* class 2, 8 of 24: cold; prompt 10 (LRU) goes */
+	send_answered(r, 5, 2, 11); /* cold too: frees cold prompt 4, not the older 11 */
+	prefixcache_stats(replay_pc(r), &st);
+	cr_assert_eq(st.cold_columns, 6);
+	cr_assert_not(cached(r, 10));
+	cr_assert_not(cached(r, 4), "the cold column goes before older warm ones");
+	cr_assert(cached(r, 11) && cached(r, 5));
+	cr_assert(cached(r, 12), "hit since it went cold: warm");
+	cr_assert_leq(prefixcache_stored(replay_pc(r), 0, 0), POL_CAP);
+	assert_clean(r);
+	replay_free(r);
+}
+
 Test(policy, an_unknown_policy_is_refused)
 {
 	struct prefixcache_params p = {.num_models = 1, .column = 4,
-				       .policy = (enum prefixcache_policy)(PREFIXCACHE_ADMIT + 1)};
+				       .policy = (enum prefixcache_policy)(PREFIXCACHE_FOLLOWUP + 1)};
 
 	p.model[0].num_caches = 1;
 	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
 	cr_assert_null(prefixcache_create(&p, NULL));
 	cr_assert_eq(errno, EINVAL);
-	p.policy = PREFIXCACHE_ADMIT;
+	p.policy = PREFIXCACHE_FOLLOWUP;
+	prefixcache_free(prefixcache_create(&p, NULL));
+}
+
+Test(policy, followup_share_is_checked)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4,
+				       .policy = PREFIXCACHE_FOLLOWUP, .followup_pct = 101};
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
+	cr_assert_null(prefixcache_create(&p, NULL));
+	cr_assert_eq(errno, EINVAL);
+	p.followup_pct = 100;
 	prefixcache_free(prefixcache_create(&p, NULL));
 }
 

@@ -53,6 +53,7 @@ struct owner {
 	uint64_t iso;
 	uint32_t tok[MAXLEN + 8];
 	uint32_t n;
+	bool one_off; /* followup: unique tail, long answer */
 };
 static struct owner owners[8];
 
@@ -233,6 +234,16 @@ run_model(enum prefixcache_policy policy, const char *pname)
 			} else {
 				ow->n = make_prompt(ow->tok);
 			}
+			/*
+			 * followup: a quarter of single prompts are tokens of their
+			 * own (never asked again) with long answers, so that class
+			 * goes cold and the cold list is exercised.
+			 */
+			ow->one_off = policy == PREFIXCACHE_FOLLOWUP && nseq == 1 && rnd() % 4 == 0;
+			if (ow->one_off) {
+				for (ow->n = 0; ow->n < 13; ow->n++)
+					ow->tok[ow->n] = 1000 + (uint32_t)(step * 13 + ow->n);
+			}
 			q[k] = (struct prefixcache_request){
 				.isolation_id = ow->iso, .tokens = ow->tok, .num_tokens = ow->n,
 				.cache_length_allowed = rnd() % 10 == 0 ? ow->n / 2 : ow->n,
@@ -259,7 +270,11 @@ run_model(enum prefixcache_policy policy, const char *pname)
 			replay_send(r, seq[1], owners[(step * 2 + 1) % 8].n, NULL, now);
 			replay_send(r, seq[0], owners[(step * 2) % 8].n, NULL, now);
 		} else {
-			replay_send(r, seq[0], owners[(step * 2) % 8].n, NULL, now);
+			const struct owner *ow = &owners[(step * 2) % 8];
+
+			replay_send(r, seq[0], ow->n, NULL, now);
+			if (ow->one_off)
+				replay_send(r, seq[0], 64, NULL, now); /* a long answer */
 		}
 		for (k = 0; k < nseq; k++)
 			replay_end(r, seq[k], now);
@@ -271,9 +286,10 @@ run_model(enum prefixcache_policy policy, const char *pname)
 	prefixcache_stats(pc, &ps);
 	printf("%s: %lu requests hit (%lu tokens), %lu overlapping, "
 	       "%" PRIu64 " refills checked (%" PRIu64 " tokens), %" PRIu64 " policy deletes, "
-	       "%" PRIu64 " expired entries, %" PRIu64 " duplicate columns\n",
+	       "%" PRIu64 " expired entries, %" PRIu64 " duplicate columns, %" PRIu64
+	       " cold columns\n",
 	       title, nonzero, hits, overlaps, st.refills, st.refill_tokens, ps.policy_deletes,
-	       ps.expired_entries, ps.dup_columns);
+	       ps.expired_entries, ps.dup_columns, ps.cold_columns);
 	cr_assert_eq(st.protocol_errors, 0);
 	cr_assert_eq(st.verify_failures, 0);
 	cr_assert_leq(st.max_stored, CAP);
@@ -282,6 +298,8 @@ run_model(enum prefixcache_policy policy, const char *pname)
 	cr_assert_gt(ps.policy_deletes, 1000);
 	cr_assert_gt(ps.expired_entries, 100);
 	cr_assert_gt(ps.dup_columns, 100);
+	if (policy == PREFIXCACHE_FOLLOWUP)
+		cr_assert_gt(ps.cold_columns, 1000);
 	replay_free(r);
 	free(recs);
 }
@@ -310,4 +328,9 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests_slru, .timeou
 Test(model, longest_prefix_equals_the_reference_over_100k_requests_admit, .timeout = 600)
 {
 	run_model(PREFIXCACHE_ADMIT, "admit");
+}
+
+Test(model, longest_prefix_equals_the_reference_over_100k_requests_followup, .timeout = 600)
+{
+	run_model(PREFIXCACHE_FOLLOWUP, "followup");
 }

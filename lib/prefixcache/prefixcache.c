@@ -26,6 +26,7 @@
 #define NIL UINT32_MAX
 #define MAX_GROUPS 4 /* per model */
 #define NBUCKETS 8   /* policy lists per group */
+#define FU_CLASSES 16 /* followup: classes by bit length of the answer */
 
 /*
  * Uses are kept in ticks of 100 ms (32 bits: 13 years): an entry may expire
@@ -49,8 +50,9 @@ struct pc_entry {
 	uint16_t pins;	/* refills in flight, and a live sequence continuing it */
 	uint8_t gid;	/* global group id: model * MAX_GROUPS + group */
 	uint8_t bucket; /* policy list, or NO_BUCKET when not a leaf */
-	uint8_t prio;	/* under a request's priority hint */
-	uint8_t prot;	/* SLRU: protected (else on probation) */
+	uint8_t prio : 1; /* under a request's priority hint */
+	uint8_t prot : 1; /* SLRU: protected (else on probation) */
+	uint8_t cold : 1; /* followup: its sequence's class is seldom followed up */
 };
 #define NO_BUCKET 0xff
 
@@ -116,6 +118,7 @@ struct prefixcache_seq {
 	uint32_t sketched; /* SLRU: columns ending here or before were sighted at lookup */
 	bool resumes;	   /* SLRU: the hit reached the end of an earlier prompt (a chat) */
 	uint32_t seen_end; /* admit: the prompt's columns ending here or before were seen before */
+	uint32_t prompt_len; /* followup: what the sequence sent past this is its answer */
 	uint32_t priority;
 	uint32_t seq_id;
 	uint64_t prompt_id;
@@ -170,6 +173,13 @@ struct prefixcache {
 	uint64_t *ghost;
 	uint32_t ghost_mask;
 	uint64_t sketch_adds;
+	/*
+	 * followup: by column hash, the class of the sequence that stored the
+	 * column (low 8 bits) under 24 bits of the hash (0: none).
+	 */
+	uint32_t *tag;
+	uint32_t tag_mask;
+	uint64_t fu_stored[FU_CLASSES], fu_reused[FU_CLASSES]; /* tokens, per class */
 	/* Scratch. */
 	uint32_t *stack, stackcap;
 	uint32_t *touched, ntouched, touchedcap;
@@ -177,8 +187,8 @@ struct prefixcache {
 	uint64_t stored_total;
 };
 
-const char *const prefixcache_policy_names[] = {"lru",  "lfu",   "priority",
-						 "slru", "admit", NULL};
+const char *const prefixcache_policy_names[] = {"lru",	 "lfu",	     "priority", "slru",
+						 "admit", "followup", NULL};
 
 /* ---- Small helpers -------------------------------------------------------- */
 
@@ -360,6 +370,8 @@ policy_bucket(const struct prefixcache *pc, const struct pc_entry *e)
 	case PREFIXCACHE_SLRU:
 	case PREFIXCACHE_ADMIT:
 		return e->prot; /* probation, or new columns (0), freed first */
+	case PREFIXCACHE_FOLLOWUP:
+		return !e->cold; /* cold columns (0) freed first */
 	default:
 		return 0;
 	}
@@ -996,7 +1008,10 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 		pc->p.column = PREFIXCACHE_COLUMN_DEFAULT;
 	if (pc->p.probation_pct == 0)
 		pc->p.probation_pct = 10;
-	if (pc->p.probation_pct > 90 || (unsigned int)pc->p.policy > PREFIXCACHE_ADMIT)
+	if (pc->p.followup_pct == 0)
+		pc->p.followup_pct = 10;
+	if (pc->p.probation_pct > 90 || pc->p.followup_pct > 100 ||
+	    (unsigned int)pc->p.policy > PREFIXCACHE_FOLLOWUP)
 		goto einval;
 	if (sink != NULL)
 		pc->sink = *sink;
@@ -1040,6 +1055,14 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 		if (pc->ghost == NULL)
 			goto enomem;
 		pc->ghost_mask = n - 1;
+	}
+	if (pc->p.policy == PREFIXCACHE_FOLLOWUP) {
+		uint32_t n = pow2_ghost(pc->p.ghost_entries ? pc->p.ghost_entries : 1u << 20);
+
+		pc->tag = calloc(n, sizeof(uint32_t));
+		if (pc->tag == NULL)
+			goto enomem;
+		pc->tag_mask = n - 1;
 	}
 	pc->next_prompt = 1;
 	pc->next_refill = 1;
@@ -1086,6 +1109,7 @@ prefixcache_free(struct prefixcache *pc)
 	free(pc->org);
 	free(pc->orgbucket);
 	free(pc->ghost);
+	free(pc->tag);
 	free(pc->stack);
 	free(pc->touched);
 	free(pc);
@@ -1189,6 +1213,87 @@ sketch_prompt(struct prefixcache *pc, const struct pc_group *g, uint64_t h, cons
 	return seen_end;
 }
 
+/* ---- followup: which sequences get followed up, by class of answer length ---------- */
+
+static inline uint64_t
+fu_key(uint8_t gid, uint64_t h)
+{
+	return mix64(h ^ ((uint64_t)gid << 56));
+}
+
+/* Tag: 24 bits of the key over the class (never 0: the fingerprint is at least 1). */
+static inline uint32_t
+fu_tag(uint64_t key, uint32_t cls)
+{
+	return (uint32_t)((key >> 40) | 1) << 8 | cls;
+}
+
+/* A column of @tokens is looked up or stored: if a sequence stored it before, it is reused. */
+static void
+fu_sight(struct prefixcache *pc, uint8_t gid, uint64_t h, uint32_t tokens)
+{
+	uint64_t key;
+	uint32_t *t;
+
+	if (pc->tag == NULL)
+		return;
+	key = fu_key(gid, h);
+	t = &pc->tag[key & pc->tag_mask];
+	if (*t != 0 && *t >> 8 == fu_tag(key, 0) >> 8) {
+		pc->fu_reused[*t & 0xff] += tokens;
+		*t = 0;
+	}
+}
+
+/*
+ * Sequence @s ends: tag the columns it stored with its class and count their
+ * tokens; if the class is seldom followed up (reused share under
+ * followup_pct), they go to the cold list.
+ */
+static void
+fu_end(struct prefixcache *pc, const struct prefixcache_seq *s)
+{
+	const struct pc_model *m = &pc->m[s->model];
+	uint32_t out = s->ntok > s->prompt_len ? s->ntok - s->prompt_len : 0, cls = 0, gi;
+	bool cold;
+
+	if (pc->tag == NULL)
+		return;
+	while (out != 0 && cls < FU_CLASSES - 1) {
+		cls++;
+		out >>= 1;
+	}
+	/* Integer form of (reused + 1) / (stored + 2) < pct / 100: an unknown class is warm. */
+	cold = (pc->fu_reused[cls] + 1) * 100 < (pc->fu_stored[cls] + 2) * pc->p.followup_pct;
+	for (gi = 0; gi < m->ngroups; gi++) {
+		uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
+		uint32_t pi = prompt_find(pc, gid, s->prompt_id), i;
+
+		if (pi == NIL)
+			continue;
+		for (i = pc->pr[pi].first; i != NIL; i = pc->e[i].p_next) {
+			struct pc_entry *e = &pc->e[i];
+			uint64_t key = fu_key(gid, e->hash);
+
+			pc->tag[key & pc->tag_mask] = fu_tag(key, cls);
+			pc->fu_stored[cls] += e->length - e->start;
+			if (!cold || e->cold)
+				continue;
+			e->cold = 1;
+			pc->st.cold_columns++;
+			if (e->bucket != NO_BUCKET) {
+				lru_unlink(pc, i);
+				lru_insert(pc, i, policy_bucket(pc, e), false);
+			}
+		}
+	}
+	/* Keep the shares current over a long life: halve a class past 2^40 tokens. */
+	if (pc->fu_stored[cls] > (1ull << 40)) {
+		pc->fu_stored[cls] >>= 1;
+		pc->fu_reused[cls] >>= 1;
+	}
+}
+
 /* ---- Lookup and refill -------------------------------------------------------------- */
 
 static void
@@ -1199,6 +1304,7 @@ touch(struct prefixcache *pc, uint32_t i, uint64_t now)
 	e->last_used = tick(now);
 	if (e->hits < UINT16_MAX)
 		e->hits++;
+	e->cold = 0;
 	slru_protect(pc, i);
 	if (e->bucket != NO_BUCKET) {
 		lru_unlink(pc, i);
@@ -1352,7 +1458,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	s = calloc(1, sizeof(*s));
 	if (org == NIL || s == NULL)
 		goto enomem;
-	s->ntok = req->num_tokens;
+	s->ntok = s->prompt_len = req->num_tokens;
 	s->model = mi;
 	s->org = org;
 	s->isolation_id = req->isolation_id;
@@ -1437,6 +1543,13 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 		}
 		s->sketched = limit;
 	}
+	/* followup: the hit columns are sighted. */
+	for (gi = 0; gi < m->ngroups && pc->tag != NULL; gi++)
+		for (k = 0; k < np[gi]; k++) {
+			const struct pc_entry *e = &pc->e[pc->path[gi][k]];
+
+			fu_sight(pc, e->gid, e->hash, e->length - e->start);
+		}
 	/* The longest length that is a column end hit in every group. */
 	if (m->ngroups > 0) {
 		for (k = np[0]; k-- > 0 && L == 0;) {
@@ -1662,6 +1775,7 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	struct pc_entry *e;
 	struct pc_prompt *p;
 
+	fu_sight(pc, gid, h, b - a);
 	/* The parent must still be there, or this column is unreachable. */
 	if (parent != NIL && (pc->e[parent].length != a || pc->e[parent].hash != sg->last_hash)) {
 		sg->last_entry = NIL;
@@ -1898,6 +2012,7 @@ prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now)
 	unsigned int gi;
 
 	(void)now;
+	fu_end(pc, s);
 	/* The trailing tokens that fill no column go. */
 	for (gi = 0; gi < m->ngroups; gi++)
 		seq_release_group(pc, s, gi);

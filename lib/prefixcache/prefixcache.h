@@ -69,9 +69,21 @@ enum prefixcache_policy {
 	 * than push out a known column. Known columns go in LRU order.
 	 */
 	PREFIXCACHE_ADMIT,
+	/**
+	 * LRU that learns which sequences get followed up. At its end a
+	 * sequence's class is the bit length of the tokens it generated
+	 * (its answer); the columns it stored carry the class in a tag
+	 * table (ghost_entries slots of one byte, surviving deletion) until
+	 * a lookup or a later store sees them again, which counts their
+	 * tokens as reused for that class. When the share of stored tokens
+	 * reused is under followup_pct for the class, the sequence's columns
+	 * go to a cold list, freed first (least recent first); a hit brings
+	 * a column back to the main list.
+	 */
+	PREFIXCACHE_FOLLOWUP,
 };
 
-/** The policies' names in enum order, NULL-terminated: "lru", "lfu", "priority", "slru", "admit". */
+/** The policies' names in enum order, NULL-terminated: "lru", "lfu", "priority", "slru", "admit", "followup". */
 extern const char *const prefixcache_policy_names[];
 
 struct prefixcache_cache {
@@ -105,10 +117,12 @@ struct prefixcache_params {
 	uint64_t ttl_first_ns;
 	/** Replay the last prompt token too (no "-1" rule). */
 	bool no_minus_one;
-	/** SLRU, admit: counters per row of the sighting sketch (0: 1M; 4 rows, 1 byte each). */
+	/** SLRU, admit: counters per row of the sighting sketch; followup: tag slots (0: 1M; 1 byte per counter, 4 per tag). */
 	uint32_t ghost_entries;
 	/** SLRU: share of capacity kept for probation, percent (0: 10; at most 90). */
 	uint8_t probation_pct;
+	/** followup: a class reused less than this share, percent, is cold (0: 10; at most 100). */
+	uint8_t followup_pct;
 };
 
 /** Where the library's messages go. Each callback may be NULL. */
@@ -260,6 +274,7 @@ struct prefixcache_stats {
 	uint64_t protected_columns; /**< SLRU, admit: columns made protected or known (seen before, or hit) */
 	uint64_t demotions;	 /**< SLRU: protected columns sent back to probation */
 	uint64_t bypassed;	 /**< admit: sequences that stopped rather than free a known column */
+	uint64_t cold_columns;	 /**< followup: columns sent to the cold list at their sequence's end */
 	uint64_t stopped;	 /**< sequences whose caching stopped (no room, loss) */
 	uint64_t lost_tokens;
 	uint64_t shard_errors;	 /**< ERROR records received */
