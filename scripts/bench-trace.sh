@@ -39,7 +39,7 @@ PY
 done <<<"$out"
 # The other policies beside LRU (the library's, this run), and the share of
 # the gap from LRU to Belady each closes.
-for pol in lfu slru admit; do
+for pol in lfu slru admit followup; do
 	"$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7 --policy "$pol" --json 2>/dev/null |
 		python3 -c "
 import json, sys

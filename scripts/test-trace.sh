@@ -58,6 +58,20 @@ done
 "$T" --generate 10 --capacity 1e5 --replicas 4 --route fastest >/dev/null 2>&1
 check "an unknown route exits 2" test $? -eq 2
 
+# Every deletion policy under pressure: the shard never refuses a message,
+# every refilled byte is right, capacity is kept.
+for pol in lru lfu priority slru admit followup; do
+	"$T" --generate 400 --capacity 2e4 --policy "$pol" --json >"$tmp/pol" 2>/dev/null
+	check "policy $pol: exits 0" test $? -eq 0
+	check "policy $pol: no protocol errors or verify failures" \
+		test "$(field "$tmp/pol" 1 protocol_errors)$(field "$tmp/pol" 1 verify_failures)" = 00
+	check "policy $pol: capacity kept" test "$(field "$tmp/pol" 1 peak_stored_tokens)" -le 20000
+	check "policy $pol: some hits" test "$(field "$tmp/pol" 1 hit_tokens)" -gt 0
+done
+"$T" --generate 10 --capacity 1e5 --policy followup --followup 0 >/dev/null 2>"$tmp/err"
+check "--followup 0 exits 2" test $? -eq 2
+check "--followup 0: message names the option" grep -q -- "--followup" "$tmp/err"
+
 # Part of the public trace, if it is there.
 MC=../shared/traces/mooncake_synthetic.jsonl
 if [ -f "$MC" ]; then

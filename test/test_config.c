@@ -96,6 +96,9 @@ static struct bad bads[] = {
 	 " policy = \"slru\"; probation_pct = 95; models = (); };\n",
 	 ":3: driver.probation_pct: 95 is out of range"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " policy = \"followup\"; followup_pct = 0; models = (); };\n",
+	 ":3: driver.followup_pct: 0 is out of range"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
 	 "  bytes_per_token = [64, 64]; capacity_tokens = [10]; } ); } ); };\n",

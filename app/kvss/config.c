@@ -471,6 +471,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 		return -1;
 	pp->policy = (enum prefixcache_policy)pol;
 	GET_INT(c, d, "probation_pct", 1, 90, 10, false, pp->probation_pct);
+	GET_INT(c, d, "followup_pct", 1, 100, 10, false, pp->followup_pct);
 	if (get_ttls(c, d, &pp->ttl_last_ns, &pp->ttl_first_ns) != 0)
 		return -1;
 	if (get_bool(c, d, "no_minus_one", false, &pp->no_minus_one) != 0)

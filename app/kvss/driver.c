@@ -1318,6 +1318,7 @@ tel_drv_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "entries", sn->pc.entries);
 	rte_tel_data_add_dict_u64(d, "policy_deletes", sn->pc.policy_deletes);
 	rte_tel_data_add_dict_u64(d, "policy_bypassed", sn->pc.bypassed);
+	rte_tel_data_add_dict_u64(d, "policy_cold_columns", sn->pc.cold_columns);
 	rte_tel_data_add_dict_u64(d, "deleted_tokens", sn->pc.deleted_tokens);
 	rte_tel_data_add_dict_u64(d, "expired_tokens", sn->pc.expired_tokens);
 	rte_tel_data_add_dict_u64(d, "peak_stored_tokens", sn->pc.peak_stored_tokens);

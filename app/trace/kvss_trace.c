@@ -29,6 +29,7 @@ struct opts {
 	uint32_t column;
 	enum prefixcache_policy policy;
 	uint32_t probation_pct;
+	uint32_t followup_pct;
 	uint64_t ttl_last_s, ttl_first_s;
 	uint32_t block;
 	bool json;
@@ -110,6 +111,7 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 	p.pc.column = o->column;
 	p.pc.policy = o->policy;
 	p.pc.probation_pct = (uint8_t)o->probation_pct;
+	p.pc.followup_pct = (uint8_t)o->followup_pct;
 	p.pc.no_minus_one = o->no_minus_one;
 	p.pc.ttl_last_ns = o->ttl_last_s * 1000000000ull;
 	p.pc.ttl_first_ns = o->ttl_first_s * 1000000000ull;
@@ -202,8 +204,10 @@ usage(FILE *f)
 		"  --generate N       the built-in workload (chats, system prompts, orgs)\n"
 		"  --capacity N,...   shard capacity in tokens; inf (or 0) for unlimited\n"
 		"  --column C         tokens per cache column (default 64)\n"
-		"  --policy P         lru (default), lfu, priority, slru, admit\n"
+		"  --policy P         lru (default), lfu, priority, slru, admit, followup\n"
 		"  --probation PCT    slru: share of capacity for columns seen once (default 10)\n"
+		"  --followup PCT     followup: answer-length classes whose stored tokens are\n"
+		"                     used again less than this share go cold (default 10)\n"
 		"  --ttl-last SEC     expire entries this long after last use\n"
 		"  --ttl-first SEC    expire entries this long after first use\n"
 		"  --block-tokens N   Mooncake block size (default 512)\n"
@@ -259,7 +263,7 @@ main(int argc, char **argv)
 		{"baseline", no_argument, NULL, 'B'}, {"no-minus-one", no_argument, NULL, 'M'},
 		{"generate", required_argument, NULL, 'g'}, {"replicas", required_argument, NULL, 'R'},
 		{"route", required_argument, NULL, 'r'}, {"probation", required_argument, NULL, 'P'},
-		{"oracle", no_argument, NULL, 'O'},
+		{"oracle", no_argument, NULL, 'O'}, {"followup", required_argument, NULL, 'U'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512};
@@ -287,6 +291,13 @@ main(int argc, char **argv)
 			o.probation_pct = (uint32_t)atoi(optarg);
 			if (o.probation_pct < 1 || o.probation_pct > 90) {
 				fprintf(stderr, "kvss-trace: --probation: 1 to 90 percent\n");
+				return 2;
+			}
+			break;
+		case 'U':
+			o.followup_pct = (uint32_t)atoi(optarg);
+			if (o.followup_pct < 1 || o.followup_pct > 100) {
+				fprintf(stderr, "kvss-trace: --followup: 1 to 100 percent\n");
 				return 2;
 			}
 			break;
