@@ -775,8 +775,9 @@ prompt_of(uint32_t k, uint32_t *t)
 		t[i] = k * 100 + i;
 }
 
+/* Prompt @k at @sec, answered with @ngen generated tokens; returns its hit. */
 static uint32_t
-send_prompt(struct replay *r, uint32_t k, uint32_t priority_tokens, uint64_t sec)
+send_request(struct replay *r, uint32_t k, uint32_t priority_tokens, uint32_t ngen, uint64_t sec)
 {
 	uint32_t t[9];
 	struct prefixcache_request q;
@@ -784,7 +785,13 @@ send_prompt(struct replay *r, uint32_t k, uint32_t priority_tokens, uint64_t sec
 	prompt_of(k, t);
 	q = req_of(1, t, 9, 9);
 	q.priority_tokens = priority_tokens;
-	return replay_request(r, 0, &q, NULL, 0, sec * SEC);
+	return replay_request(r, 0, &q, NULL, ngen, sec * SEC);
+}
+
+static uint32_t
+send_prompt(struct replay *r, uint32_t k, uint32_t priority_tokens, uint64_t sec)
+{
+	return send_request(r, k, priority_tokens, 0, sec);
 }
 
 /* Prompts 1 to @n, each sent twice (at 2k and 2k + 1 s), the second a whole hit. */
@@ -990,16 +997,10 @@ Test(policy, admit_bypasses_a_new_column_rather_than_free_a_known_one)
 	replay_free(r);
 }
 
-/* Prompt @k (as send_prompt), answered with @ngen generated tokens. */
 static uint32_t
 send_answered(struct replay *r, uint32_t k, uint32_t ngen, uint64_t sec)
 {
-	uint32_t t[9];
-	struct prefixcache_request q;
-
-	prompt_of(k, t);
-	q = req_of(1, t, 9, 9);
-	return replay_request(r, 0, &q, NULL, ngen, sec * SEC);
+	return send_request(r, k, 0, ngen, sec);
 }
 
 Test(policy, followup_frees_first_what_answers_of_a_cold_length_stored)
@@ -1085,28 +1086,26 @@ Test(policy, an_unknown_policy_is_refused)
 	prefixcache_free(prefixcache_create(&p, NULL));
 }
 
-Test(policy, followup_share_is_checked)
+/* A share over its limit is refused; at the limit, taken. */
+Test(policy, slru_probation_and_followup_shares_are_checked)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = 4,
-				       .policy = PREFIXCACHE_FOLLOWUP, .followup_pct = 101};
+	unsigned int k;
 
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
-	cr_assert_null(prefixcache_create(&p, NULL));
-	cr_assert_eq(errno, EINVAL);
-	p.followup_pct = 100;
-	prefixcache_free(prefixcache_create(&p, NULL));
-}
+	for (k = 0; k < 2; k++) {
+		struct prefixcache_params p = {.num_models = 1, .column = 4};
+		struct prefixcache *pc;
+		uint8_t *share = k == 0 ? &p.probation_pct : &p.followup_pct;
+		uint8_t limit = k == 0 ? 90 : 100;
 
-Test(policy, slru_probation_share_is_checked)
-{
-	struct prefixcache_params p = {.num_models = 1, .column = 4, .policy = PREFIXCACHE_SLRU,
-				       .probation_pct = 91};
-
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
-	cr_assert_null(prefixcache_create(&p, NULL));
-	cr_assert_eq(errno, EINVAL);
-	p.probation_pct = 90;
-	prefixcache_free(prefixcache_create(&p, NULL));
+		p.policy = k == 0 ? PREFIXCACHE_SLRU : PREFIXCACHE_FOLLOWUP;
+		p.model[0].num_caches = 1;
+		p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 100};
+		*share = (uint8_t)(limit + 1);
+		cr_assert_null(prefixcache_create(&p, NULL), "share %u", limit + 1);
+		cr_assert_eq(errno, EINVAL);
+		*share = limit;
+		pc = prefixcache_create(&p, NULL);
+		cr_assert_not_null(pc, "share %u", limit);
+		prefixcache_free(pc);
+	}
 }

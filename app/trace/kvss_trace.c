@@ -251,6 +251,21 @@ parse_capacities(const char *s, struct opts *o)
 	return o->ncap ? 0 : -EINVAL;
 }
 
+/* A percentage from 1 to @max for option @opt, or a message and -1. */
+static int
+parse_pct(const char *opt, const char *arg, uint32_t max, uint32_t *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (end == arg || *end != '\0' || v < 1 || v > max) {
+		fprintf(stderr, "kvss-trace: %s: 1 to %u percent, not '%s'\n", opt, max, arg);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -288,18 +303,12 @@ main(int argc, char **argv)
 			o.oracle = true;
 			break;
 		case 'P':
-			o.probation_pct = (uint32_t)atoi(optarg);
-			if (o.probation_pct < 1 || o.probation_pct > 90) {
-				fprintf(stderr, "kvss-trace: --probation: 1 to 90 percent\n");
+			if (parse_pct("--probation", optarg, 90, &o.probation_pct) != 0)
 				return 2;
-			}
 			break;
 		case 'U':
-			o.followup_pct = (uint32_t)atoi(optarg);
-			if (o.followup_pct < 1 || o.followup_pct > 100) {
-				fprintf(stderr, "kvss-trace: --followup: 1 to 100 percent\n");
+			if (parse_pct("--followup", optarg, 100, &o.followup_pct) != 0)
 				return 2;
-			}
 			break;
 		case 'C':
 			o.column = (uint32_t)atoi(optarg);
