@@ -321,7 +321,11 @@ int prefixcache_find(const struct prefixcache *pc, uint16_t model, uint16_t cach
 /** Bytes the PrefixMap uses per entry (entry record and index). */
 size_t prefixcache_bytes_per_entry(void);
 
-/** Bytes the driver holds now: entries, their index, prompts, organizations. */
+/**
+ * Bytes the driver holds now: entries, their index, prompts, organizations.
+ * Not counted: the policies' fixed tables (slru and admit: 4 x ghost_entries
+ * bytes of sketch; followup: 4 x ghost_entries bytes of tags).
+ */
 size_t prefixcache_memory(const struct prefixcache *pc);
 
 /**
