@@ -354,17 +354,21 @@ expired(const struct prefixcache *pc, const struct pc_entry *e, uint64_t now)
 
 /* ---- Policy: bucketed LRU lists of leaves ---------------------------------- */
 
+/* Bits needed for @x (0 for 0), at most @max: LFU's lists, followup's classes. */
+static inline unsigned int
+bit_length(uint64_t x, unsigned int max)
+{
+	unsigned int n = x ? 64 - (unsigned int)__builtin_clzll(x) : 0;
+
+	return n < max ? n : max;
+}
+
 static uint8_t
 policy_bucket(const struct prefixcache *pc, const struct pc_entry *e)
 {
-	uint32_t h;
-	uint8_t b = 0;
-
 	switch (pc->p.policy) {
 	case PREFIXCACHE_LFU:
-		for (h = e->hits; h > 0 && b < NBUCKETS - 1; h >>= 1)
-			b++;
-		return b;
+		return (uint8_t)bit_length(e->hits, NBUCKETS - 1);
 	case PREFIXCACHE_PRIORITY:
 		return e->prio ? 1 : 0;
 	case PREFIXCACHE_SLRU:
@@ -424,6 +428,16 @@ lru_insert(struct prefixcache *pc, uint32_t i, uint8_t bucket, bool oldest)
 
 	lru_link_before(pc, i, bucket,
 			oldest ? NIL : pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS].lru_head[bucket]);
+}
+
+/* A leaf just used, or whose bucket changed: to the recent end of its policy's bucket. */
+static void
+lru_requeue(struct prefixcache *pc, uint32_t i)
+{
+	if (pc->e[i].bucket == NO_BUCKET)
+		return;
+	lru_unlink(pc, i);
+	lru_insert(pc, i, policy_bucket(pc, &pc->e[i]), false);
 }
 
 /*
@@ -1254,15 +1268,12 @@ static void
 fu_end(struct prefixcache *pc, const struct prefixcache_seq *s)
 {
 	const struct pc_model *m = &pc->m[s->model];
-	uint32_t out = s->ntok > s->prompt_len ? s->ntok - s->prompt_len : 0, cls = 0, gi;
+	uint32_t out = s->ntok > s->prompt_len ? s->ntok - s->prompt_len : 0, cls, gi;
 	bool cold;
 
 	if (pc->tag == NULL)
 		return;
-	while (out != 0 && cls < FU_CLASSES - 1) {
-		cls++;
-		out >>= 1;
-	}
+	cls = bit_length(out, FU_CLASSES - 1);
 	/* Integer form of (reused + 1) / (stored + 2) < pct / 100: an unknown class is warm. */
 	cold = (pc->fu_reused[cls] + 1) * 100 < (pc->fu_stored[cls] + 2) * pc->p.followup_pct;
 	for (gi = 0; gi < m->ngroups; gi++) {
@@ -1281,10 +1292,7 @@ fu_end(struct prefixcache *pc, const struct prefixcache_seq *s)
 				continue;
 			e->cold = 1;
 			pc->st.cold_columns++;
-			if (e->bucket != NO_BUCKET) {
-				lru_unlink(pc, i);
-				lru_insert(pc, i, policy_bucket(pc, e), false);
-			}
+			lru_requeue(pc, i);
 		}
 	}
 	/* Keep the shares current over a long life: halve a class past 2^40 tokens. */
@@ -1306,10 +1314,7 @@ touch(struct prefixcache *pc, uint32_t i, uint64_t now)
 		e->hits++;
 	e->cold = 0;
 	slru_protect(pc, i);
-	if (e->bucket != NO_BUCKET) {
-		lru_unlink(pc, i);
-		lru_insert(pc, i, policy_bucket(pc, e), false);
-	}
+	lru_requeue(pc, i);
 }
 
 static int
