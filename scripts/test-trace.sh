@@ -72,6 +72,23 @@ done
 check "--followup 0 exits 2" test $? -eq 2
 check "--followup 0: message names the option" grep -q -- "--followup" "$tmp/err"
 
+# --oracle on a Mooncake trace of 10-token blocks with room for one: x's
+# answer class returns in 3 s, y's (a half block) in 1.5 s. Belady and the
+# table fitted on the trace both keep x, 2 s old when y comes (10 of 30
+# tokens hit); the plain LRU stores y over x, then x over y, and hits none.
+{
+	echo '{"timestamp": 0, "input_length": 10, "output_length": 1000, "hash_ids": [1]}'
+	echo '{"timestamp": 2000, "input_length": 5, "output_length": 1, "hash_ids": [2]}'
+	echo '{"timestamp": 3000, "input_length": 10, "output_length": 1000, "hash_ids": [1]}'
+	echo '{"timestamp": 3500, "input_length": 5, "output_length": 1, "hash_ids": [2]}'
+} >"$tmp/mc4.jsonl"
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json --oracle \
+	--baseline >"$tmp/or" 2>/dev/null
+check "--oracle exits 0" test $? -eq 0
+check "--oracle: Belady 0.3333" test "$(field "$tmp/or" 1 belady_hit_ratio)" = 0.3333
+check "--oracle: fitted table 0.3333" test "$(field "$tmp/or" 1 fitted_table_hit_ratio)" = 0.3333
+check "--oracle: plain LRU 0.0" test "$(field "$tmp/or" 1 baseline_lru_hit_ratio)" = 0.0
+
 # Part of the public trace, if it is there.
 MC=../shared/traces/mooncake_synthetic.jsonl
 if [ -f "$MC" ]; then

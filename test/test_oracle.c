@@ -31,7 +31,15 @@ req(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms)
 	w->tokens += n;
 }
 
-enum ref { BELADY, BELADY_SEEN, TOLD, TOLD_USES };
+/* The same, for a request that generated @out tokens. */
+static void
+req_out(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms, uint32_t out)
+{
+	req(w, b, n, ts_ms);
+	reqs[w->n - 1].out = out;
+}
+
+enum ref { BELADY, BELADY_SEEN, TOLD, TOLD_USES, FITTED, PLAIN_LRU };
 
 /* Reference @k over the first @limit requests of @w (0: all). */
 static double
@@ -44,6 +52,8 @@ ref(const struct workload *w, enum ref k, uint64_t capacity, size_t limit, uint6
 	r = k == BELADY	       ? oracle_belady(b, capacity, BLOCK)
 	    : k == BELADY_SEEN ? oracle_belady_seen(b, capacity, BLOCK)
 	    : k == TOLD_USES   ? oracle_told_uses(b, capacity, BLOCK)
+	    : k == FITTED      ? oracle_fitted_table(b, capacity, BLOCK)
+	    : k == PLAIN_LRU   ? oracle_plain_lru(b, capacity, BLOCK)
 			       : oracle_lru_told(b, capacity, BLOCK, horizon_ms);
 	oracle_blocks_free(b);
 	return r;
@@ -71,6 +81,94 @@ static double
 told_uses(const struct workload *w, uint64_t capacity)
 {
 	return ref(w, TOLD_USES, capacity, 0, 0);
+}
+
+static double
+fitted(const struct workload *w, uint64_t capacity)
+{
+	return ref(w, FITTED, capacity, 0, 0);
+}
+
+Test(oracle, a_table_fitted_on_the_trace_bypasses_the_kind_that_never_returns)
+{
+	struct workload w = {0};
+
+	/* a after a 1-token answer comes back 2 s later; b after 1000 tokens never. */
+	req_out(&w, "a", BLOCK, 0, 1);
+	req_out(&w, "b", BLOCK, 1000, 1000);
+	req_out(&w, "a", BLOCK, 2000, 1);
+	cr_assert_float_eq(fitted(&w, 0), 10.0 / 30, 1e-9);
+	/*
+	 * One block of room. The table says a's kind, 1 s old, returns (one use
+	 * in the 1 s it waits) and b's never does: b is bypassed and a hits. A
+	 * plain LRU stores b over a and hits nothing.
+	 */
+	cr_assert_float_eq(fitted(&w, BLOCK), 10.0 / 30, 1e-9);
+	cr_assert_float_eq(ref(&w, PLAIN_LRU, BLOCK, 0, 0), 0.0, 1e-9);
+}
+
+Test(oracle, a_table_fitted_on_the_trace_cannot_tell_alike_blocks_apart)
+{
+	struct workload w = {0};
+
+	/* b and a are alike (same answer, depth, prompt length, first use); a returns. */
+	req_out(&w, "b", BLOCK, 0, 1);
+	req_out(&w, "a", BLOCK, 0, 1);
+	req_out(&w, "a", BLOCK, 1000, 1);
+	/* One block: a ranks no higher than b and is bypassed. Belady keeps a. */
+	cr_assert_float_eq(fitted(&w, BLOCK), 0.0, 1e-9);
+	cr_assert_float_eq(belady(&w, BLOCK, 0), 10.0 / 30, 1e-9);
+	cr_assert_float_eq(fitted(&w, 2 * BLOCK), 10.0 / 30, 1e-9);
+}
+
+Test(oracle, a_table_fitted_on_the_trace_frees_the_lowest_ranked_leaf)
+{
+	struct workload w = {0};
+
+	/* Kinds by answer: p's returns in 0.5 s, r's in 1 s, q's never. */
+	req_out(&w, "p", BLOCK, 0, 2);
+	req_out(&w, "q", BLOCK, 0, 1000);
+	req_out(&w, "r", BLOCK, 0, 1);
+	req_out(&w, "p", BLOCK, 500, 2);
+	req_out(&w, "r", BLOCK, 1000, 1);
+	/* Two blocks of room: r takes q's place (not p's), and both p and r hit. */
+	cr_assert_float_eq(fitted(&w, 2 * BLOCK), 20.0 / 50, 1e-9);
+}
+
+Test(oracle, a_table_fitted_on_the_trace_ranks_by_hits_within_the_horizon)
+{
+	struct workload w = {0};
+
+	/*
+	 * x's kind returns once, in 199 s: 1 hit per 199 s of waiting. The kind
+	 * of z and y (alike) returns half the time, in 1 s, and never otherwise:
+	 * 1 hit per 201 s of waiting (the never counted as the 200 s horizon).
+	 * With one block, x stays and z and y are bypassed: x hits. Counting
+	 * every wait as a hit would rank z's kind first and lose x.
+	 */
+	req_out(&w, "x", BLOCK, 0, 1000);
+	req_out(&w, "z", BLOCK, 0, 1);
+	req_out(&w, "y", BLOCK, 0, 1);
+	req_out(&w, "y", BLOCK, 1000, 1);
+	req_out(&w, "x", BLOCK, 199000, 1000);
+	cr_assert_float_eq(fitted(&w, BLOCK), 10.0 / 50, 1e-9);
+}
+
+Test(oracle, a_table_fitted_on_the_trace_ranks_a_block_by_its_age)
+{
+	struct workload w = {0};
+
+	/*
+	 * x's kind returns in 3 s: new, 1 hit per 3 s of waiting; 2 s old, 1 per
+	 * 1 s. y's kind (a half block) returns in 1.5 s. When y comes, x is 2 s
+	 * old and ranks above it: y is bypassed and x hits (10 tokens). Ranked
+	 * as if new, x would give way to y, which hits 5.
+	 */
+	req_out(&w, "x", BLOCK, 0, 1000);
+	req_out(&w, "y", BLOCK / 2, 2000, 1);
+	req_out(&w, "x", BLOCK, 3000, 1000);
+	req_out(&w, "y", BLOCK / 2, 3500, 1);
+	cr_assert_float_eq(fitted(&w, BLOCK), 10.0 / 30, 1e-9);
 }
 
 Test(oracle, a_cache_told_how_many_uses_keeps_the_popular_block)

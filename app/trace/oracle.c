@@ -417,3 +417,226 @@ out:
 	free(size);
 	return r;
 }
+
+/* ---- Replacement by a table fitted in hindsight --------------------------------- */
+
+#define FIT_CLASSES 13 /* bit length of the answer, 12 and more together */
+#define FIT_USES 5     /* uses before this one, 4 and more together */
+#define FIT_DEPTHS 9   /* bit length of the block's position, 8 and more together */
+#define FIT_LENS 10    /* bit length of the prompt's block count, 9 and more together */
+#define FIT_TAILS 4    /* blocks after it in the prompt, 3 and more together */
+#define FIT_KEYS (FIT_CLASSES * FIT_USES * FIT_DEPTHS * FIT_LENS * FIT_TAILS)
+#define FIT_AGES 12 /* ages from 0, 1, 2, 4, ... 1024 s on */
+#define FIT_HORIZON_MS 200000u
+#define FIT_SAMPLE 64
+
+static inline uint32_t
+fit_cap(uint32_t v, uint32_t max)
+{
+	return v < max ? v : max;
+}
+
+static inline uint32_t
+fit_bits(uint64_t v)
+{
+	return v ? 64 - (uint32_t)__builtin_clzll(v) : 0;
+}
+
+/* The kind of the access to block @k of @q, the block used @uses times before. */
+static uint32_t
+fit_key(const struct wl_req *q, uint32_t k, uint32_t uses)
+{
+	uint32_t key = fit_cap(fit_bits(q->out), FIT_CLASSES - 1);
+
+	key = key * FIT_USES + fit_cap(uses, FIT_USES - 1);
+	key = key * FIT_DEPTHS + fit_cap(fit_bits(k), FIT_DEPTHS - 1);
+	key = key * FIT_LENS + fit_cap(fit_bits(q->nids), FIT_LENS - 1);
+	return key * FIT_TAILS + fit_cap(q->nids - 1 - k, FIT_TAILS - 1);
+}
+
+static inline uint64_t
+fit_age_ms(uint32_t a)
+{
+	return a == 0 ? 0 : 1000ull << (a - 1);
+}
+
+static inline uint32_t
+fit_age(uint64_t age_ms)
+{
+	uint32_t a = 0;
+
+	while (a + 1 < FIT_AGES && age_ms >= fit_age_ms(a + 1))
+		a++;
+	return a;
+}
+
+/*
+ * score[key * FIT_AGES + a]: over the trace's accesses of that kind whose
+ * block is not used again by age a, the uses within the horizon after a
+ * over the time spent waiting for them (capped at the horizon): hits per
+ * millisecond of residence. 0 where no access of the kind lived that long.
+ */
+static double *
+fit_table(const struct oracle_blocks *a)
+{
+	double *score = calloc((size_t)FIT_KEYS * FIT_AGES, sizeof(double));
+	double *life = calloc((size_t)FIT_KEYS * FIT_AGES, sizeof(double));
+	uint32_t *num = calloc((size_t)FIT_KEYS * FIT_AGES, sizeof(uint32_t));
+	uint32_t *den = calloc((size_t)FIT_KEYS * FIT_AGES, sizeof(uint32_t));
+	uint32_t *uses = calloc(a->nblk + 1, sizeof(uint32_t));
+	size_t i, x;
+
+	if (!score || !life || !num || !den || !uses) {
+		free(score);
+		score = NULL;
+		goto out;
+	}
+	for (i = 0; i < a->nreq; i++) {
+		const struct wl_req *q = &a->t->r[i];
+		uint32_t k, base = a->first[i];
+
+		for (k = 0; k < q->nids; k++) {
+			uint32_t b = a->blk[base + k], n = a->next[base + k], age;
+			size_t row = (size_t)fit_key(q, k, uses[b]++) * FIT_AGES;
+			uint64_t gap = n == NONE ? UINT64_MAX : a->t->r[n].ts_ms - q->ts_ms;
+
+			for (age = 0; age < FIT_AGES; age++) {
+				uint64_t from = fit_age_ms(age), wait;
+
+				if (gap <= from)
+					break; /* used again by this age: no later row sees it */
+				wait = gap - from < FIT_HORIZON_MS ? gap - from : FIT_HORIZON_MS;
+				den[row + age]++;
+				life[row + age] += (double)wait;
+				num[row + age] += gap - from <= FIT_HORIZON_MS;
+			}
+		}
+	}
+	for (x = 0; x < (size_t)FIT_KEYS * FIT_AGES; x++)
+		if (den[x] != 0) {
+			double mean = life[x] / den[x];
+
+			score[x] = (double)num[x] / den[x] / (mean > 1 ? mean : 1);
+		}
+out:
+	free(life);
+	free(num);
+	free(den);
+	free(uses);
+	return score;
+}
+
+/* The stored blocks without a stored child, for sampling victims. */
+struct fit_leaves {
+	uint32_t *at; /* position in list, NONE when not a leaf */
+	uint32_t *list, n;
+};
+
+static void
+fit_leaf_add(struct fit_leaves *l, uint32_t b)
+{
+	l->at[b] = l->n;
+	l->list[l->n++] = b;
+}
+
+static void
+fit_leaf_del(struct fit_leaves *l, uint32_t b)
+{
+	uint32_t i = l->at[b], last = l->list[--l->n];
+
+	l->list[i] = last;
+	l->at[last] = i;
+	l->at[b] = NONE;
+}
+
+double
+oracle_fitted_table(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
+{
+	double *score = fit_table(a);
+	uint32_t *size = calloc(a->nblk + 1, sizeof(uint32_t)); /* 0: not stored */
+	uint32_t *key = malloc(sizeof(uint32_t) * (a->nblk + 1));
+	uint32_t *uses = calloc(a->nblk + 1, sizeof(uint32_t));
+	uint32_t *parent = malloc(sizeof(uint32_t) * (a->nblk + 1));
+	uint32_t *nchild = calloc(a->nblk + 1, sizeof(uint32_t));
+	uint64_t *last = malloc(sizeof(uint64_t) * (a->nblk + 1));
+	struct fit_leaves l = {malloc(sizeof(uint32_t) * (a->nblk + 1)),
+			       malloc(sizeof(uint32_t) * (a->nblk + 1)), 0};
+	uint64_t used = 0, hit = 0, input = 0, cap = capacity ? capacity : UINT64_MAX;
+	uint64_t rng = 0x9E3779B97F4A7C15ULL;
+	size_t i;
+	double r = -1;
+
+	if (!score || !size || !key || !uses || !parent || !nchild || !last || !l.at || !l.list)
+		goto out;
+	for (i = 0; i < a->nreq; i++) {
+		const struct wl_req *q = &a->t->r[i];
+		uint32_t k, base = a->first[i];
+		uint64_t now = q->ts_ms;
+
+		input += q->n;
+		for (k = 0; k < q->nids && size[a->blk[base + k]] != 0; k++)
+			hit += block_tokens(q, k, block);
+		for (k = 0; k < q->nids; k++) {
+			uint32_t b = a->blk[base + k];
+
+			key[b] = fit_key(q, k, uses[b]++);
+			last[b] = now;
+		}
+		for (k = 0; k < q->nids; k++) {
+			uint32_t b = a->blk[base + k], s = block_tokens(q, k, block);
+			uint32_t p = k ? a->blk[base + k - 1] : NONE;
+			double mine = score[(size_t)key[b] * FIT_AGES];
+			bool room = true;
+
+			if (size[b] != 0)
+				continue;
+			if ((p != NONE && size[p] == 0) || s == 0)
+				break;
+			while (used + s > cap) {
+				uint32_t v = NONE, n;
+				double worst = 0;
+
+				for (n = 0; n < FIT_SAMPLE && l.n > 0; n++) {
+					uint32_t c;
+					double sc;
+
+					rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+					c = l.list[(rng * 0x2545F4914F6CDD1DULL >> 32) % l.n];
+					sc = score[(size_t)key[c] * FIT_AGES + fit_age(now - last[c])];
+					if (v == NONE || sc < worst)
+						v = c, worst = sc;
+				}
+				if (v == NONE || worst >= mine || v == p) {
+					room = false; /* bypass: it ranks no higher than what it would push out */
+					break;
+				}
+				used -= size[v];
+				size[v] = 0;
+				fit_leaf_del(&l, v);
+				if (parent[v] != NONE && --nchild[parent[v]] == 0)
+					fit_leaf_add(&l, parent[v]);
+			}
+			if (!room)
+				break;
+			size[b] = s;
+			used += s;
+			parent[b] = p;
+			nchild[b] = 0;
+			fit_leaf_add(&l, b);
+			if (p != NONE && nchild[p]++ == 0)
+				fit_leaf_del(&l, p);
+		}
+	}
+	r = input ? (double)hit / input : 0;
+out:
+	free(score);
+	free(size);
+	free(key);
+	free(uses);
+	free(parent);
+	free(nchild);
+	free(last);
+	free(l.at);
+	free(l.list);
+	return r;
+}

@@ -63,4 +63,17 @@ double oracle_told_uses(const struct oracle_blocks *b, uint64_t capacity, uint32
 double oracle_lru_told(const struct oracle_blocks *b, uint64_t capacity, uint32_t block,
 		       uint64_t horizon_ms);
 
+/**
+ * Replacement with bypass by a table fitted on the whole trace in hindsight:
+ * for each kind of access (the bit length of the request's answer, how often
+ * the block was used before, the bit length of its depth and of the prompt's
+ * block count, how many blocks follow it in the prompt) and each age since
+ * that access (0, 1, 2, 4, ..., 1024 s), the trace's hits per second of
+ * residence within the next 200 s. When full, free the sampled leaf with the
+ * fewest (64 samples, seeded), and do not store a block that ranks no higher.
+ * An upper bound for online policies that guess from these features, which
+ * they would have to learn from the past instead.
+ */
+double oracle_fitted_table(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
+
 #endif
