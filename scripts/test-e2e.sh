@@ -111,6 +111,14 @@ while kill -0 $s1 2>/dev/null; do sleep 0.1; done
 	-- --config config/memif-shard1.cfg --poll idle >"$tmp/rs_s1.log" 2>&1 &
 s1b=$!
 wait $demo
+rc=$?
+if [ ! -s "$tmp/rs.json" ]; then
+	# No summary: show how the run ended (this has been seen once, not reproduced).
+	echo "restart: the demo exited $rc without a summary; its log ends:" >&2
+	tail -n 20 "$tmp/rs.log" >&2
+	echo "restart: the restarted shard's log ends:" >&2
+	tail -n 10 "$tmp/rs_s1.log" >&2
+fi
 check "restart: the driver noticed the new shard epoch" grep -q "shard 1 no longer knows our epoch" "$tmp/rs.log"
 check "restart: and counted it" test "$(field "$tmp/rs.json" shard_restarts)" -ge 1
 check "restart: every request still done" test "$(field "$tmp/rs.json" requests)" = 4000
