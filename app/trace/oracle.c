@@ -155,6 +155,19 @@ block_tokens(const struct wl_req *q, uint32_t k, uint32_t block)
 	return end > k * block ? end - k * block : 0;
 }
 
+/* Tokens request @i hits: its leading blocks with a nonzero @size. */
+static uint64_t
+stored_prefix_tokens(const struct oracle_blocks *a, size_t i, const uint32_t *size, uint32_t block)
+{
+	const struct wl_req *q = &a->t->r[i];
+	uint64_t hit = 0;
+	uint32_t k;
+
+	for (k = 0; k < q->nids && size[a->blk[a->first[i] + k]] != 0; k++)
+		hit += block_tokens(q, k, block);
+	return hit;
+}
+
 /* ---- Replacement told the future: Belady with bypass and kin ------------------ */
 
 struct heap_item {
@@ -384,8 +397,7 @@ oracle_lru_told(const struct oracle_blocks *a, uint64_t capacity, uint32_t block
 		uint32_t k, base = a->first[i];
 
 		input += q->n;
-		for (k = 0; k < q->nids && size[a->blk[base + k]] != 0; k++)
-			hit += block_tokens(q, k, block);
+		hit += stored_prefix_tokens(a, i, size, block);
 		/* Deepest first, so the root ends most recent and only leaves go first. */
 		for (k = q->nids; k-- > 0;) {
 			uint32_t b = a->blk[base + k], n = a->next[base + k], s = block_tokens(q, k, block);
@@ -442,16 +454,35 @@ fit_bits(uint64_t v)
 	return v ? 64 - (uint32_t)__builtin_clzll(v) : 0;
 }
 
-/* The kind of the access to block @k of @q, the block used @uses times before. */
-static uint32_t
-fit_key(const struct wl_req *q, uint32_t k, uint32_t uses)
+/* The kind of every access (see oracle.h), by access; NULL when out of memory. */
+static uint32_t *
+fit_kinds(const struct oracle_blocks *a)
 {
-	uint32_t key = fit_cap(fit_bits(q->out), FIT_CLASSES - 1);
+	uint32_t *kind = malloc(sizeof(uint32_t) * (a->first[a->nreq] + 1));
+	uint32_t *uses = calloc(a->nblk + 1, sizeof(uint32_t)); /* so far */
+	size_t i;
 
-	key = key * FIT_USES + fit_cap(uses, FIT_USES - 1);
-	key = key * FIT_DEPTHS + fit_cap(fit_bits(k), FIT_DEPTHS - 1);
-	key = key * FIT_LENS + fit_cap(fit_bits(q->nids), FIT_LENS - 1);
-	return key * FIT_TAILS + fit_cap(q->nids - 1 - k, FIT_TAILS - 1);
+	if (kind == NULL || uses == NULL) {
+		free(kind);
+		free(uses);
+		return NULL;
+	}
+	for (i = 0; i < a->nreq; i++) {
+		const struct wl_req *q = &a->t->r[i];
+		uint32_t k;
+
+		for (k = 0; k < q->nids; k++) {
+			uint32_t at = a->first[i] + k, key;
+
+			key = fit_cap(fit_bits(q->out), FIT_CLASSES - 1);
+			key = key * FIT_USES + fit_cap(uses[a->blk[at]]++, FIT_USES - 1);
+			key = key * FIT_DEPTHS + fit_cap(fit_bits(k), FIT_DEPTHS - 1);
+			key = key * FIT_LENS + fit_cap(fit_bits(q->nids), FIT_LENS - 1);
+			kind[at] = key * FIT_TAILS + fit_cap(q->nids - 1 - k, FIT_TAILS - 1);
+		}
+	}
+	free(uses);
+	return kind;
 }
 
 static inline uint64_t
@@ -477,27 +508,26 @@ fit_age(uint64_t age_ms)
  * millisecond of residence. 0 where no access of the kind lived that long.
  */
 static double *
-fit_table(const struct oracle_blocks *a)
+fit_table(const struct oracle_blocks *a, const uint32_t *kind)
 {
 	double *score = calloc((size_t)FIT_KEYS * FIT_AGES, sizeof(double));
 	double *life = calloc((size_t)FIT_KEYS * FIT_AGES, sizeof(double));
 	uint32_t *num = calloc((size_t)FIT_KEYS * FIT_AGES, sizeof(uint32_t));
 	uint32_t *den = calloc((size_t)FIT_KEYS * FIT_AGES, sizeof(uint32_t));
-	uint32_t *uses = calloc(a->nblk + 1, sizeof(uint32_t));
 	size_t i, x;
 
-	if (!score || !life || !num || !den || !uses) {
+	if (!score || !life || !num || !den) {
 		free(score);
 		score = NULL;
 		goto out;
 	}
 	for (i = 0; i < a->nreq; i++) {
 		const struct wl_req *q = &a->t->r[i];
-		uint32_t k, base = a->first[i];
+		uint32_t at, age;
 
-		for (k = 0; k < q->nids; k++) {
-			uint32_t b = a->blk[base + k], n = a->next[base + k], age;
-			size_t row = (size_t)fit_key(q, k, uses[b]++) * FIT_AGES;
+		for (at = a->first[i]; at < a->first[i + 1]; at++) {
+			size_t row = (size_t)kind[at] * FIT_AGES;
+			uint32_t n = a->next[at];
 			uint64_t gap = n == NONE ? UINT64_MAX : a->t->r[n].ts_ms - q->ts_ms;
 
 			for (age = 0; age < FIT_AGES; age++) {
@@ -522,7 +552,6 @@ out:
 	free(life);
 	free(num);
 	free(den);
-	free(uses);
 	return score;
 }
 
@@ -549,13 +578,36 @@ fit_leaf_del(struct fit_leaves *l, uint32_t b)
 	l->at[b] = NONE;
 }
 
+/*
+ * The lowest ranked of FIT_SAMPLE leaves drawn with @rng (its score in
+ * @worst) at time @now, or NONE when there is no leaf.
+ */
+static uint32_t
+fit_victim(const struct fit_leaves *l, const double *score, const uint32_t *key,
+	   const uint64_t *last, uint64_t now, uint64_t *rng, double *worst)
+{
+	uint32_t v = NONE, n;
+
+	for (n = 0; n < FIT_SAMPLE && l->n > 0; n++) {
+		uint32_t c;
+		double sc;
+
+		*rng ^= *rng >> 12, *rng ^= *rng << 25, *rng ^= *rng >> 27;
+		c = l->list[(*rng * 0x2545F4914F6CDD1DULL >> 32) % l->n];
+		sc = score[(size_t)key[c] * FIT_AGES + fit_age(now - last[c])];
+		if (v == NONE || sc < *worst)
+			v = c, *worst = sc;
+	}
+	return v;
+}
+
 double
 oracle_fitted_table(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
 {
-	double *score = fit_table(a);
+	uint32_t *kind = fit_kinds(a);
+	double *score = kind ? fit_table(a, kind) : NULL;
 	uint32_t *size = calloc(a->nblk + 1, sizeof(uint32_t)); /* 0: not stored */
-	uint32_t *key = malloc(sizeof(uint32_t) * (a->nblk + 1));
-	uint32_t *uses = calloc(a->nblk + 1, sizeof(uint32_t));
+	uint32_t *key = malloc(sizeof(uint32_t) * (a->nblk + 1)); /* kind of the last access */
 	uint32_t *parent = malloc(sizeof(uint32_t) * (a->nblk + 1));
 	uint32_t *nchild = calloc(a->nblk + 1, sizeof(uint32_t));
 	uint64_t *last = malloc(sizeof(uint64_t) * (a->nblk + 1));
@@ -566,7 +618,7 @@ oracle_fitted_table(const struct oracle_blocks *a, uint64_t capacity, uint32_t b
 	size_t i;
 	double r = -1;
 
-	if (!score || !size || !key || !uses || !parent || !nchild || !last || !l.at || !l.list)
+	if (!score || !size || !key || !parent || !nchild || !last || !l.at || !l.list)
 		goto out;
 	for (i = 0; i < a->nreq; i++) {
 		const struct wl_req *q = &a->t->r[i];
@@ -574,49 +626,33 @@ oracle_fitted_table(const struct oracle_blocks *a, uint64_t capacity, uint32_t b
 		uint64_t now = q->ts_ms;
 
 		input += q->n;
-		for (k = 0; k < q->nids && size[a->blk[base + k]] != 0; k++)
-			hit += block_tokens(q, k, block);
+		hit += stored_prefix_tokens(a, i, size, block);
 		for (k = 0; k < q->nids; k++) {
-			uint32_t b = a->blk[base + k];
-
-			key[b] = fit_key(q, k, uses[b]++);
-			last[b] = now;
+			key[a->blk[base + k]] = kind[base + k];
+			last[a->blk[base + k]] = now;
 		}
 		for (k = 0; k < q->nids; k++) {
 			uint32_t b = a->blk[base + k], s = block_tokens(q, k, block);
 			uint32_t p = k ? a->blk[base + k - 1] : NONE;
-			double mine = score[(size_t)key[b] * FIT_AGES];
-			bool room = true;
+			double mine, worst;
 
 			if (size[b] != 0)
 				continue;
 			if ((p != NONE && size[p] == 0) || s == 0)
 				break;
+			mine = score[(size_t)key[b] * FIT_AGES];
 			while (used + s > cap) {
-				uint32_t v = NONE, n;
-				double worst = 0;
+				uint32_t v = fit_victim(&l, score, key, last, now, &rng, &worst);
 
-				for (n = 0; n < FIT_SAMPLE && l.n > 0; n++) {
-					uint32_t c;
-					double sc;
-
-					rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
-					c = l.list[(rng * 0x2545F4914F6CDD1DULL >> 32) % l.n];
-					sc = score[(size_t)key[c] * FIT_AGES + fit_age(now - last[c])];
-					if (v == NONE || sc < worst)
-						v = c, worst = sc;
-				}
-				if (v == NONE || worst >= mine || v == p) {
-					room = false; /* bypass: it ranks no higher than what it would push out */
-					break;
-				}
+				if (v == NONE || worst >= mine || v == p)
+					break; /* bypass: it ranks no higher than what it would push out */
 				used -= size[v];
 				size[v] = 0;
 				fit_leaf_del(&l, v);
 				if (parent[v] != NONE && --nchild[parent[v]] == 0)
 					fit_leaf_add(&l, parent[v]);
 			}
-			if (!room)
+			if (used + s > cap)
 				break;
 			size[b] = s;
 			used += s;
@@ -629,10 +665,10 @@ oracle_fitted_table(const struct oracle_blocks *a, uint64_t capacity, uint32_t b
 	}
 	r = input ? (double)hit / input : 0;
 out:
+	free(kind);
 	free(score);
 	free(size);
 	free(key);
-	free(uses);
 	free(parent);
 	free(nchild);
 	free(last);
