@@ -45,7 +45,7 @@ check "the scenario run exits 0" test $? -eq 0
 check "the scenario's answers and refilled bytes" "$BUILD/tools/shard_scenario" check "$tmp/sc_out.pcap"
 scstats=$(grep "final stats" "$tmp/sclog")
 for want in duplicates=1 early=1 batches=3 batches_lost=1 lost_tokens=1 deletes=1 refills=2 \
-	data_frames=6 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
+	data_frames=6 dropped_restart=1 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
 	check "scenario stats: $want" grep -q " $want\b" <<<"$scstats"
 done
 rm -rf "/var/run/dpdk/${prefix}_sc"
@@ -74,7 +74,7 @@ check "bad frames mixed in: the same answers and refilled bytes" \
 	"$BUILD/tools/shard_scenario" check "$tmp/mb_out.pcap"
 mbstats=$(grep "final stats" "$tmp/mblog")
 for want in duplicates=1 early=1 batches=3 batches_lost=1 lost_tokens=1 deletes=1 refills=2 \
-	data_frames=6 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
+	data_frames=6 dropped_restart=1 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
 	check "bad frames mixed in: stats: $want" grep -q " $want\b" <<<"$mbstats"
 done
 ndrop=$(grep -o ' drop_[a-z_]*=[0-9]*' <<<"$mbstats" | awk -F= '{s += $2} END {print s + 0}')
@@ -123,7 +123,7 @@ for _ in $(seq 50); do
 	grep -q '"refills": 2' "$tmp/tel.json" && break
 	sleep 0.2
 done
-check "/kvss/stats counts the frames" grep -q '"rx_frames": 16, .*"hello": 1' "$tmp/tel.json"
+check "/kvss/stats counts the frames" grep -q '"rx_frames": 17, .*"hello": 1' "$tmp/tel.json"
 check "/kvss/stats counts errors by code" grep -q '"error_HOLE": 1' "$tmp/tel.json"
 echo "/kvss/prompt,0,0xA000000000000001" | dpdk-telemetry.py -f "${prefix}_tel" 2>/dev/null | tail -n 1 >"$tmp/prompt.json"
 check "/kvss/prompt: A holds tokens 0..5" grep -q '"offset": 0, "tokens": 6' "$tmp/prompt.json"
@@ -134,7 +134,7 @@ check "/kvss/lcores names the roles" grep -q '"role": \["control", "ingest"\]' "
 kill -TERM $pid
 wait $pid
 check "SIGTERM: exit 0" test $? -eq 0
-check "SIGTERM: final stats printed" grep -q "final stats: rx_frames=16" "$tmp/tellog"
+check "SIGTERM: final stats printed" grep -q "final stats: rx_frames=17" "$tmp/tellog"
 rm -rf "/var/run/dpdk/${prefix}_tel"
 
 # A bad configuration stops it before any port starts, naming file, line, key.

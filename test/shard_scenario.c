@@ -11,9 +11,10 @@
  *     the DELETE of A 2..5, then fit; C's 8 tokens never fit: after the
  *     space timeout 2 are stored and 6 answered NO_SPACE; B is refilled.
  *
- * The stream: HELLO; RESERVE; EVICT batch 1 (prompt A, tokens 0..3) with its
- * data in three fragments, out of order; the data of batch 2 before its
- * EVICT; seq 4 (REFILL of A 0..7, waiting for batch 2) before seq 3 (EVICT
+ * The stream: data of a batch 3 of a stream before this one (dropped at
+ * the HELLO: its batch 3 is not this stream's); HELLO; RESERVE; EVICT
+ * batch 1 (prompt A, tokens 0..3) with its data in three fragments, out of
+ * order; the data of batch 2 before its EVICT; seq 4 (REFILL of A 0..7, waiting for batch 2) before seq 3 (EVICT
  * batch 2: A 4..7); seq 2 again (a retransmission); EVICT batch 3 (prompt B
  * tokens 0..1, and A token 20: a HOLE) whose data for B's token 1 never
  * comes (TOKEN_LOST after the batch timeout); DELETE A 6..7; DELETE A 2..3
@@ -156,8 +157,16 @@ gen(void)
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 	struct proto_builder b;
 	uint64_t p1[4] = {A_ID, A_ID, A_ID, A_ID}, p3[3] = {B_ID, B_ID, A_ID};
+	uint64_t pc3[3] = {C_ID, C_ID, C_ID};
 	uint32_t t1[4] = {0, 1, 2, 3}, t2[4] = {4, 5, 6, 7}, t3[3] = {0, 1, 20};
 
+	/*
+	 * Before the HELLO: data that a driver queued for the shard this one
+	 * replaces (a restart), for a batch 3 of its stream, with the bytes of
+	 * B's token 1 that this stream's batch 3 never sends. Held, it would
+	 * make that token whole; it must be dropped at the HELLO.
+	 */
+	data(3, pc3, t3, 3, 64, 128);
 	begin(&b, buf, PROTO_T_HELLO, 0);
 	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
 	{

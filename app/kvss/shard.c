@@ -694,12 +694,17 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, struct proto_msg *msg)
 			if (old != 0) {
 				reset_stream();
 				kvstore_reset(kvss.store);
-				/* Held data is the old driver's: its batch numbers
-				 * would name the new driver's batches. */
-				st->dropped_restart += S.nearly;
-				while (S.nearly)
-					rte_pktmbuf_free(S.early[--S.nearly]);
 			}
+			/*
+			 * Data held before this HELLO belongs to no batch of the new
+			 * stream: an old driver's, or (old == 0, this shard just
+			 * restarted) frames sent to the shard it replaces, which a
+			 * driver queued while the link was down. Batch numbers start
+			 * over, so kept, it would fill the new stream's batches.
+			 */
+			st->dropped_restart += S.nearly;
+			while (S.nearly)
+				rte_pktmbuf_free(S.early[--S.nearly]);
 			S.next_seq = 1;
 		}
 		send_status(st);
