@@ -45,7 +45,7 @@ PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
 REPLAY_SRC := app/trace/replay.c app/trace/workload.c app/trace/route.c
 KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c app/kvss/shard.c app/kvss/refill.c app/kvss/driver.c \
-	app/kvss/telemetry.c
+	app/kvss/telemetry.c app/kvss/portgate.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -59,7 +59,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
-	test/test_kvss_telemetry.c
+	test/test_kvss_telemetry.c test/memif_flap.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -125,7 +125,7 @@ $(BUILD)/test/test_proto_stream $(BUILD)/test/test_proto_wafer: $(BUILD)/test/%:
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_proto_mbuf: $(call obj,test/test_proto_mbuf.c app/kvss/app.c) $(TEST_COMMON) $(LIBPROTO)
+$(BUILD)/test/test_proto_mbuf: $(call obj,test/test_proto_mbuf.c app/kvss/app.c app/kvss/portgate.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
@@ -158,12 +158,12 @@ $(BUILD)/test/test_config: $(BUILD)/obj/test/test_config.o $(call obj,app/kvss/c
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.c app/kvss/shard.c \
-		app/kvss/refill.c app/kvss/config.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		app/kvss/refill.c app/kvss/portgate.c app/kvss/config.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvss/app.c \
-		app/kvss/telemetry.c) $(LIBKVSTORE) $(LIBPROTO)
+		app/kvss/telemetry.c app/kvss/portgate.c) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
@@ -182,6 +182,11 @@ $(BUILD)/test/test_oracle: $(call obj,test/test_oracle.c app/trace/oracle.c)
 
 SHARD_SCENARIO := $(BUILD)/tools/shard_scenario
 REPLAY_CHECK := $(BUILD)/tools/replay_check
+MEMIF_FLAP := $(BUILD)/tools/memif_flap
+
+$(MEMIF_FLAP): $(call obj,test/memif_flap.c app/kvss/portgate.c app/kvss/app.c)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DPDK_LIBS) $(DEP_LIBS)
 
 $(REPLAY_CHECK): $(call obj,test/replay_check.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
@@ -227,7 +232,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 # ---- top-level targets -----------------------------------------------------
 
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
-	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(BENCHES)
+	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES)
 
 .PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 

@@ -49,24 +49,21 @@ void
 kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
 {
 	st->idle_polls++;
-	if (kvss.cfg.poll == KVSS_POLL_IDLE && ++*empty > 64)
+	if (kvss.cfg.poll == KVSS_POLL_IDLE && ++*empty > 64) {
+		kvss_gate_idle();
 		usleep(50); /* cores are shared: let the other side run */
-	else
+	} else
 		rte_pause();
 	st->idle_cycles += rte_get_tsc_cycles() - t0;
 }
 
-void
-kvss_eal_stop(void)
+static void
+remove_runtime_dir(const char *dir)
 {
-	char dir[PATH_MAX];
-	int primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
 	DIR *d;
 	struct dirent *de;
 
-	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
-	rte_eal_cleanup();
-	if (!primary || dir[0] == '\0' || (d = opendir(dir)) == NULL)
+	if (dir[0] == '\0' || (d = opendir(dir)) == NULL)
 		return;
 	while ((de = readdir(d)) != NULL) {
 		char f[PATH_MAX + 256];
@@ -78,4 +75,23 @@ kvss_eal_stop(void)
 	}
 	closedir(d);
 	rmdir(dir);
+}
+
+void
+kvss_eal_stop(void)
+{
+	char dir[PATH_MAX];
+	int primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
+
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+	rte_eal_cleanup();
+	if (primary)
+		remove_runtime_dir(dir);
+}
+
+void
+kvss_eal_leave(void)
+{
+	if (rte_eal_process_type() == RTE_PROC_PRIMARY)
+		remove_runtime_dir(rte_eal_get_runtime_dir());
 }

@@ -320,7 +320,7 @@ txq_flush(void)
 
 		if (q->n == 0)
 			continue;
-		sent = rte_eth_tx_burst(D.ports[i], 0, q->m, q->n);
+		sent = kvss_tx_burst(D.ports[i], 0, q->m, q->n);
 		if (sent < q->n) {
 			D.st.tx_retries++;
 			memmove(q->m, q->m + sent, sizeof(q->m[0]) * (q->n - sent));
@@ -1570,11 +1570,15 @@ watch_links(uint64_t tsc)
 		}
 		if (tsc - down_since[i] < D.hz)
 			continue;
+		/* Not while the interrupt thread may be connecting it (portgate.c). */
+		if (!kvss_gate_enter())
+			continue;
 		printf("kvss: driver: port %u is down: restarting it\n", D.ports[i]);
 		fflush(stdout);
 		rte_eth_dev_stop(D.ports[i]);
 		if (rte_eth_dev_start(D.ports[i]) != 0)
 			fprintf(stderr, "kvss: driver: port %u: restart failed\n", D.ports[i]);
+		kvss_gate_leave();
 		D.st.link_restarts++;
 		down_since[i] = tsc;
 	}
@@ -1642,7 +1646,7 @@ kvss_driver_main(void *arg)
 		uint16_t p, n, k;
 
 		for (p = 0; p < D.nports; p++) {
-			n = rte_eth_rx_burst(D.ports[p], 0, pkts, BURST);
+			n = kvss_rx_burst(D.ports[p], 0, pkts, BURST);
 			for (k = 0; k < n; k++) {
 				receive(pkts[k], t0);
 				rte_pktmbuf_free(pkts[k]);

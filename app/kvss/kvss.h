@@ -136,6 +136,33 @@ void kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empt
  * Only a primary process owns it.
  */
 void kvss_eal_stop(void);
+/*
+ * The same without rte_eal_cleanup, for a process about to exit whose
+ * devices cannot be closed safely (see test/memif_flap.c).
+ */
+void kvss_eal_leave(void);
+
+/*
+ * The port gate (portgate.c): with a memif port, lcores burst only while
+ * EAL's interrupt thread, where the memif PMD tears a connection down, is
+ * parked; elsewhere it costs one branch.
+ */
+/** Turn the gate on if a memif port is there (after the ports start). */
+int kvss_gate_init(void);
+/** Let the interrupt thread go for good (after the lcores stopped). */
+void kvss_gate_fini(void);
+/** 1: the caller may touch the ports until kvss_gate_leave(); 0: not now. */
+int kvss_gate_enter(void);
+void kvss_gate_leave(void);
+/** kvss_gate_enter(), retried for up to @p ms: 1 when in (the caller leaves). */
+int kvss_gate_wait(unsigned int ms);
+/** An lcore about to sleep: a good moment to let the interrupt thread run. */
+void kvss_gate_idle(void);
+/** Times the interrupt thread was parked (0 when the gate is off). */
+uint64_t kvss_gate_parks(void);
+/** rte_eth_rx_burst / rte_eth_tx_burst through the gate: 0 while it is shut. */
+uint16_t kvss_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
+uint16_t kvss_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
 
 /** Sum of every lcore's stats. */
 void kvss_stats_total(struct kvss_lcore_stats *t);

@@ -377,6 +377,10 @@ main(int argc, char **argv)
 			goto out_free;
 		}
 	}
+	if (kvss_gate_init() != 0) {
+		status = 1;
+		goto out_free;
+	}
 	if (kvss_telemetry_register() != 0)
 		fprintf(stderr, "kvss: telemetry commands not registered\n");
 	if ((kvss.cfg.role & KVSS_ROLE_DRIVER) && kvss_driver_telemetry_register() != 0)
@@ -415,12 +419,20 @@ main(int argc, char **argv)
 		if (__atomic_load_n(&kvss.quit, __ATOMIC_RELAXED) != 1)
 			status = kvss_driver_status();
 	}
-	for (c = 0; c < RTE_MAX_ETHPORTS; c++)
-		if (port_started((uint16_t)c)) {
-			rte_eth_dev_stop((uint16_t)c);
-			rte_eth_dev_close((uint16_t)c);
-		}
+	{
+		/* memif: closing a port must not meet its peer's disconnect (portgate.c). */
+		int held = kvss_gate_wait(1000);
+
+		for (c = 0; c < RTE_MAX_ETHPORTS; c++)
+			if (port_started((uint16_t)c)) {
+				rte_eth_dev_stop((uint16_t)c);
+				rte_eth_dev_close((uint16_t)c);
+			}
+		if (held)
+			kvss_gate_leave();
+	}
 out_free:
+	kvss_gate_fini();
 	if (driver_on)
 		kvss_driver_free();
 	rte_ring_free(kvss.ingest_to_refill);

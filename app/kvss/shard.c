@@ -72,7 +72,7 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 	uint64_t t0 = 0, hz = rte_get_tsc_hz();
 	unsigned int tries = 0;
 
-	while (rte_eth_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
+	while (kvss_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
 		uint64_t now = rte_get_tsc_cycles();
 
 		if (t0 == 0) {
@@ -777,7 +777,7 @@ kvss_shard_ingest(void *arg)
 	batcher_init(&err, PROTO_T_ERROR, st);
 	while (!kvss_quitting()) {
 		uint64_t t0 = rte_get_tsc_cycles();
-		uint16_t n = rte_eth_rx_burst(port, 0, pkts, BURST), i;
+		uint16_t n = kvss_rx_burst(port, 0, pkts, BURST), i;
 
 		for (i = 0; i < n; i++) {
 			struct rte_mbuf *m = pkts[i];
