@@ -84,6 +84,7 @@ check "telemetry: /swdriver/stats has verify_failures 0" test "$(jget "$tmp/drv.
 check "telemetry: /swdriver/orgs lists organizations with entries" \
 	python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]; sys.exit(0 if d and all("entries" in o for o in d.values()) and sum(o["entries"] for o in d.values()) > 0 else 1)' "$tmp/orgs.json"
 check "telemetry: a shard's /kvss/stats counts batches" test "$(jget "$tmp/s1.json" batches)" -gt 0
+check "telemetry: its port gate is on (memif)" test "$(jget "$tmp/s1.json" gate_parks)" -gt 0
 check "telemetry: shard 1's /kvss/caches says 128 bytes per token" \
 	test "$(jget "$tmp/s1c.json" bytes_per_token.0)" = 128
 pkill -TERM -f "file-prefix kvss_demo_drv_${tag}b" 

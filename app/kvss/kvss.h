@@ -158,6 +158,8 @@ void kvss_gate_leave(void);
 int kvss_gate_wait(unsigned int ms);
 /** An lcore about to sleep: a good moment to let the interrupt thread run. */
 void kvss_gate_idle(void);
+/** 1: bursts are skipped now (the interrupt thread is not parked). */
+int kvss_gate_shut(void);
 /** Times the interrupt thread was parked (0 when the gate is off). */
 uint64_t kvss_gate_parks(void);
 /** rte_eth_rx_burst / rte_eth_tx_burst through the gate: 0 while it is shut. */

@@ -237,6 +237,13 @@ kvss_gate_idle(void)
 		maybe_release(G.period);
 }
 
+int
+kvss_gate_shut(void)
+{
+	return G.on && (!__atomic_load_n(&G.parked, __ATOMIC_ACQUIRE) ||
+			__atomic_load_n(&G.releasing, __ATOMIC_ACQUIRE));
+}
+
 uint64_t
 kvss_gate_parks(void)
 {

@@ -75,6 +75,11 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 	while (kvss_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
 		uint64_t now = rte_get_tsc_cycles();
 
+		if (kvss_gate_shut() && !kvss_quitting()) {
+			/* Not a full ring: memif's control has the port (portgate.c). */
+			rte_pause();
+			continue;
+		}
 		if (t0 == 0) {
 			struct rte_eth_link link;
 

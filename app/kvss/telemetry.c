@@ -36,6 +36,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, key, t.errors[r]);
 	}
 	rte_tel_data_add_dict_u64(d, "driver_epoch", kvss.driver_epoch);
+	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
 	return 0;
 }
 
