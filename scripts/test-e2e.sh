@@ -132,6 +132,8 @@ echo "restart: protocol errors around the restart: $perr"
 check "restart: only the refills in flight fail (at most max_inflight = 8 errors)" test "${perr:-99}" -le 8
 kill -TERM $s1b 2>/dev/null
 wait $s1b
+check "restart: frames queued for the dead shard were dropped, not sent to its successor" \
+	grep -q "summary: ports: [0-9]* restarted after their link went down, [1-9][0-9]* frames dropped" "$tmp/rs.log"
 check "restart: the driver's port gate was on (memif)" grep -q "kvss: port gate: the interrupt thread was parked [1-9]" "$tmp/rs.log"
 
 # 5. A memif link that goes away under full traffic, hundreds of times in 8 s

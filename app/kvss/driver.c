@@ -308,7 +308,18 @@ lst(void)
 	return &kvss.stats[rte_lcore_id()];
 }
 
-/* Send what waits on each port; what the port does not take stays, in order. */
+static int
+link_down(uint16_t port)
+{
+	struct rte_eth_link link;
+
+	return !kvss_gate_shut() && rte_eth_link_get_nowait(port, &link) == 0 && !link.link_status;
+}
+
+/*
+ * Send what waits on each port; what the port does not take stays, in order,
+ * unless its link is down (then it is dropped).
+ */
 static void
 txq_flush(void)
 {
@@ -321,6 +332,19 @@ txq_flush(void)
 		if (q->n == 0)
 			continue;
 		sent = kvss_tx_burst(D.ports[i], 0, q->m, q->n);
+		if (sent == 0 && link_down(D.ports[i])) {
+			/*
+			 * No peer (a memif shard that went away): these frames were
+			 * for it. Streams resend their control messages; data is
+			 * never resent. Kept, they would reach the shard that
+			 * replaces it before it tells us its new epoch, and its
+			 * data names batches of a stream that is gone.
+			 */
+			rte_pktmbuf_free_bulk(q->m, q->n);
+			D.st.tx_link_drops += q->n;
+			q->n = 0;
+			continue;
+		}
 		if (sent < q->n) {
 			D.st.tx_retries++;
 			memmove(q->m, q->m + sent, sizeof(q->m[0]) * (q->n - sent));
@@ -1794,6 +1818,8 @@ kvss_driver_summary(void)
 	       ", retransmits %" PRIu64 ", shard restarts %" PRIu64 ", peak stored %" PRIu64 " tokens\n",
 	       s->deletes, ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
 	       ps.peak_stored_tokens);
+	printf("kvss: summary: ports: %" PRIu64 " restarted after their link went down, %" PRIu64
+	       " frames dropped for a link that was down\n", s->link_restarts, s->tx_link_drops);
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       "), protocol errors %" PRIu64 " (ERROR records %" PRIu64 ", refill failures %" PRIu64
 	       ", refill timeouts %" PRIu64 ", lost tokens %" PRIu64 ", dropped frames %" PRIu64 ")\n",

@@ -44,6 +44,7 @@
 	X(stale)	    /* frames of an old shard epoch, or of no known shard */                \
 	X(rx_drops)	    /* frames that did not parse */                                         \
 	X(tx_retries)	    /* data frames the port did not take at once */                         \
+	X(tx_link_drops)    /* frames queued for a port whose link went down */                     \
 	X(no_mbuf)                                                                                 \
 	X(too_big)	    /* a control record that cannot fit a frame */
 
