@@ -49,11 +49,17 @@ void
 kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
 {
 	st->idle_polls++;
-	if (kvss.cfg.poll == KVSS_POLL_IDLE && ++*empty > 64) {
-		kvss_gate_idle();
-		usleep(50); /* cores are shared: let the other side run */
-	} else
+	if (*empty <= 64)
+		++*empty;
+	if (*empty <= 64) {
 		rte_pause();
+	} else {
+		kvss_gate_idle(); /* nothing to do: a good moment for memif's control */
+		if (kvss.cfg.poll == KVSS_POLL_IDLE)
+			usleep(50); /* cores are shared: let the other side run */
+		else
+			rte_pause();
+	}
 	st->idle_cycles += rte_get_tsc_cycles() - t0;
 }
 

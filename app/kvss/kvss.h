@@ -125,7 +125,8 @@ int kvss_telemetry_register(void);
 /**
  * End of one poll of an lcore loop that began at @p t0: count it busy, or
  * idle (then pause, or in idle poll mode sleep briefly after 64 empty polls
- * in a row; @p empty counts them).
+ * in a row; @p empty counts them). After 64 empty polls the port gate may
+ * let memif's control run (kvss_gate_idle).
  */
 void kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
 void kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
