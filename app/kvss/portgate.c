@@ -81,7 +81,7 @@ gate_park(void *arg)
 			G.shut_max = d;
 	}
 	__atomic_store_n(&G.parked_at, now, __ATOMIC_RELAXED);
-	G.parks++;
+	__atomic_fetch_add(&G.parks, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&G.parked, 1, __ATOMIC_SEQ_CST);
 	while (sem_wait(&G.go) != 0 && errno == EINTR)
 		;

@@ -69,13 +69,15 @@ static struct {
 void
 kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
 {
-	uint64_t t0 = 0, hz = rte_get_tsc_hz();
+	uint64_t t0 = 0, first = 0, hz = rte_get_tsc_hz();
 	unsigned int tries = 0;
 
 	while (kvss_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
 		uint64_t now = rte_get_tsc_cycles();
 
-		if (kvss_gate_shut() && !kvss_quitting()) {
+		if (first == 0)
+			first = now;
+		if (kvss_gate_shut() && !kvss_quitting() && now - first < hz) {
 			/* Not a full ring: memif's control has the port (portgate.c). */
 			rte_pause();
 			continue;
