@@ -138,8 +138,8 @@ check "restart: the driver's port gate was on (memif)" grep -q "kvss: port gate:
 
 # 5. A memif link that goes away under full traffic, hundreds of times in 8 s
 #    (test/memif_flap.c): EAL's interrupt thread unmaps the rings a worker
-#    lcore receives from. With the port gate nothing crashes (without it, 4 of
-#    7 such runs died of SIGSEGV within 8 s).
+#    lcore receives from. With the port gate nothing crashes (without it, 7 of
+#    10 such runs died of SIGSEGV within 8 s).
 timeout 60 "$BUILD/tools/memif_flap" --no-pci --no-huge -m 256 --lcores 0@0,1@1 \
 	--log-level lib.eal:error --log-level pmd.net.memif:error --no-telemetry \
 	--file-prefix "kvss_e2e_flap_$$" \
