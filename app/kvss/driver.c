@@ -176,6 +176,7 @@ static struct {
 	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];
 	uint32_t model_epoch[PREFIXCACHE_MAX_MODELS];
 	uint16_t ports[DRV_MAX_PORTS], nports;
+	uint8_t port_stopped[DRV_MAX_PORTS]; /* a restart failed: no bursts until one works */
 	struct txq txq[DRV_MAX_PORTS];
 	struct data_job *jhead, *jtail;
 	uint32_t njobs;
@@ -331,7 +332,7 @@ txq_flush(void)
 
 		if (q->n == 0)
 			continue;
-		sent = kvss_tx_burst(D.ports[i], 0, q->m, q->n);
+		sent = D.port_stopped[i] ? 0 : kvss_tx_burst(D.ports[i], 0, q->m, q->n);
 		if (sent == 0 && link_down(D.ports[i])) {
 			/*
 			 * No peer (a memif shard that went away): these frames were
@@ -1599,9 +1600,12 @@ watch_links(uint64_t tsc)
 			continue;
 		printf("kvss: driver: port %u is down: restarting it\n", D.ports[i]);
 		fflush(stdout);
-		rte_eth_dev_stop(D.ports[i]);
-		if (rte_eth_dev_start(D.ports[i]) != 0)
-			fprintf(stderr, "kvss: driver: port %u: restart failed\n", D.ports[i]);
+		if (!D.port_stopped[i])
+			rte_eth_dev_stop(D.ports[i]);
+		D.port_stopped[i] = rte_eth_dev_start(D.ports[i]) != 0;
+		if (D.port_stopped[i])
+			fprintf(stderr, "kvss: driver: port %u: restart failed (its peer is not there yet?); "
+					"trying again in a second\n", D.ports[i]);
 		kvss_gate_leave();
 		D.st.link_restarts++;
 		down_since[i] = tsc;
@@ -1670,6 +1674,8 @@ kvss_driver_main(void *arg)
 		uint16_t p, n, k;
 
 		for (p = 0; p < D.nports; p++) {
+			if (D.port_stopped[p])
+				continue;
 			n = kvss_rx_burst(D.ports[p], 0, pkts, BURST);
 			for (k = 0; k < n; k++) {
 				receive(pkts[k], t0);
