@@ -157,7 +157,7 @@ int kvss_gate_enter(void);
 void kvss_gate_leave(void);
 /** kvss_gate_enter(), retried for up to @p ms: 1 when in (the caller leaves). */
 int kvss_gate_wait(unsigned int ms);
-/** An lcore about to sleep: a good moment to let the interrupt thread run. */
+/** An lcore with nothing to do (64 empty polls): the interrupt thread may run now. */
 void kvss_gate_idle(void);
 /** 1: bursts are skipped now (the interrupt thread is not parked). */
 int kvss_gate_shut(void);

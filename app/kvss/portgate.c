@@ -15,7 +15,7 @@
  * thread itself out of the way: it parks it inside a callback of our own
  * (an eventfd registered with EAL's interrupt handling, which runs one
  * callback at a time), and an lcore bursts on the ports only while it is
- * parked there. An lcore about to sleep lets it go after 1 ms parked, a
+ * parked there. An lcore idle for 64 polls lets it go after 1 ms parked, a
  * busy one after 20 ms: it waits until no lcore is inside a burst, posts the
  * semaphore the thread waits on, and asks at once for the next park. In
  * between, memif's control messages (connect, disconnect) run with no burst
