@@ -12,6 +12,7 @@
 #   KVSS_DEMO_LIMIT=N   replay N requests instead of the config's limit
 #   KVSS_DEMO_JSON=F    also write the summary's JSON line to F
 #   KVSS_DEMO_TAG=T     name the file prefixes kvss_demo_{s0,s1,drv}_T (default: the pid)
+#   KVSS_DEMO_DRIVER_CFG=F  the driver's configuration (default config/memif-driver.cfg)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
 # right, no protocol error). Every process is stopped and every file
@@ -72,7 +73,7 @@ for k in 0 1; do
 		exit 1
 	fi
 done
-drv=(--config config/memif-driver.cfg --poll idle)
+drv=(--config "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" --poll idle)
 [ -n "${KVSS_DEMO_LIMIT:-}" ] && drv+=(--limit "$KVSS_DEMO_LIMIT")
 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
 	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/memif0.sock" \

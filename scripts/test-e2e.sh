@@ -8,7 +8,7 @@
 #  3. the same while running: /swdriver/stats, /swdriver/orgs and a shard's
 #     /kvss/stats answered through dpdk-telemetry.py, then SIGTERM: the driver
 #     drains, prints its summary (stopped early) and exits 0;
-#  4. a shard killed and restarted mid-run;
+#  4. a shard killed and restarted mid-run, and one killed for good;
 #  5. a memif link flapping under traffic (the port gate).
 # Every summary must show zero verify failures and zero protocol errors; no
 # process and no file prefix is left behind.
@@ -97,9 +97,14 @@ check "SIGTERM: its JSON says finished false" test "$(field "$tmp/long.json" fin
 check "SIGTERM: zero verify failures" test "$(field "$tmp/long.json" verify_failures)" = 0
 check "SIGTERM: zero protocol errors" test "$(field "$tmp/long.json" protocol_errors)" = 0
 
-# 4. A shard restarts mid-run: the driver sees its new epoch, drops the
-#    model's prefixes, starts over with both shards, and finishes the run.
-KVSS_DEMO_TAG=${tag}c KVSS_DEMO_JSON="$tmp/rs.json" timeout 300 scripts/demo.sh "$BUILD" \
+# 4. A shard restarts mid-run, with away_ms = 0 (the driver waits for it
+#    rather than run its model as misses, so the run outlasts the restart):
+#    the driver sees its new epoch, drops the model's prefixes, starts over
+#    with both shards, and finishes the run.
+sed 's/^  away_ms = 1000;/  away_ms = 0;/' config/memif-driver.cfg >"$tmp/wait.cfg"
+check "restart: the config sets away_ms" grep -q "^  away_ms = 0;" "$tmp/wait.cfg"
+KVSS_DEMO_DRIVER_CFG="$tmp/wait.cfg" KVSS_DEMO_TAG=${tag}c KVSS_DEMO_JSON="$tmp/rs.json" \
+	timeout 300 scripts/demo.sh "$BUILD" \
 	--trace "" --limit 4000 >"$tmp/rs.log" 2>&1 &
 demo=$!
 wait_replaying "$tmp/rs.log"
@@ -123,6 +128,7 @@ if [ ! -s "$tmp/rs.json" ]; then
 	tail -n 10 "$tmp/rs_s1.log" >&2
 fi
 check "restart: the driver noticed the new shard epoch" grep -q "shard 1 no longer knows our epoch" "$tmp/rs.log"
+check "restart: and waited for it (away_ms = 0)" test "$(grep -c "shard 1 is away" "$tmp/rs.log")" = 0
 check "restart: and counted it" test "$(field "$tmp/rs.json" shard_restarts)" -ge 1
 check "restart: every request still done" test "$(field "$tmp/rs.json" requests)" = 4000
 check "restart: zero verify failures" test "$(field "$tmp/rs.json" verify_failures)" = 0
@@ -135,6 +141,31 @@ wait $s1b
 check "restart: frames queued for the dead shard were dropped, not sent to its successor" \
 	grep -q "summary: ports: [0-9]* restarted after their link went down, [1-9][0-9]* frames dropped" "$tmp/rs.log"
 check "restart: the driver's port gate was on (memif)" grep -q "kvss: port gate: the interrupt thread was parked [1-9]" "$tmp/rs.log"
+
+# 4b. The default (away_ms = 1000): a shard that goes and does not come
+#     back. The driver sees its link go down, fails the refills in flight,
+#     runs the model as misses, and finishes every request.
+KVSS_DEMO_TAG=${tag}d KVSS_DEMO_JSON="$tmp/gone.json" timeout 300 scripts/demo.sh "$BUILD" \
+	--trace "" --limit 4000 >"$tmp/gone.log" 2>&1 &
+demo=$!
+wait_replaying "$tmp/gone.log"
+sleep 1
+kill -TERM "$(pgrep -f "file-prefix kvss_demo_s1_${tag}d")"
+wait $demo
+rc=$?
+if [ ! -s "$tmp/gone.json" ]; then
+	echo "gone: the demo exited $rc without a summary; its log ends:" >&2
+	tail -n 20 "$tmp/gone.log" >&2
+fi
+check "gone: the driver saw shard 1 go" grep -q "shard 1 is away" "$tmp/gone.log"
+check "gone: every request still done" test "$(field "$tmp/gone.json" requests)" = 4000
+check "gone: the run finished" test "$(field "$tmp/gone.json" finished)" = True
+check "gone: zero verify failures" test "$(field "$tmp/gone.json" verify_failures)" = 0
+perr=$(field "$tmp/gone.json" protocol_errors)
+echo "gone: protocol errors: $perr"
+check "gone: only the refills in flight failed (at most 8)" test "${perr:-99}" -le 8
+check "gone: the requests after it ran as misses" \
+	grep -q "times a shard was away, [1-9][0-9]* requests begun as misses" "$tmp/gone.log"
 
 # 5. A memif link that goes away under full traffic, hundreds of times in 8 s
 #    (test/memif_flap.c): EAL's interrupt thread unmaps the rings a worker

@@ -56,6 +56,7 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.wafer.limit, 0);
 	cr_assert_eq(cfg.driver.models[0].shard[1].port, 1);
 	cr_assert_eq(cfg.driver.models[0].shard[1].bytes_per_token[0], 128);
+	cr_assert_eq(cfg.driver.away_ms, 1000);
 }
 
 struct bad {
@@ -98,6 +99,9 @@ static struct bad bads[] = {
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " policy = \"followup\"; followup_pct = 0; models = (); };\n",
 	 ":3: driver.followup_pct: 0 is out of range"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " away_ms = -1; models = (); };\n",
+	 ":3: driver.away_ms: -1 is out of range"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"

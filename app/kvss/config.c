@@ -480,6 +480,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	GET_INT(c, d, "hello_ms", 1, 60000, 100, false, cfg->driver.hello_ms);
 	GET_INT(c, d, "start_timeout_ms", 1, 3600000, 10000, false, cfg->driver.start_timeout_ms);
 	GET_INT(c, d, "refill_timeout_ms", 1, 600000, 2000, false, cfg->driver.refill_timeout_ms);
+	GET_INT(c, d, "away_ms", 0, 600000, 1000, false, cfg->driver.away_ms);
 	models = config_setting_get_member(d, "models");
 	if (models == NULL || !config_setting_is_list(models) || (n = config_setting_length(models)) < 1 ||
 	    n > PREFIXCACHE_MAX_MODELS)

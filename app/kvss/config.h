@@ -97,6 +97,7 @@ struct kvss_config {
 		uint32_t hello_ms;	   /* HELLO again while a shard has not answered */
 		uint32_t start_timeout_ms; /* every shard must answer within this */
 		uint32_t refill_timeout_ms; /* a refill not whole by then fails */
+		uint32_t away_ms;	    /* a shard silent this long is away (0: never) */
 		uint16_t num_orgs;
 		struct kvss_org_ttl org[KVSS_MAX_ORGS];
 	} driver;

@@ -84,6 +84,7 @@ struct drv_shard {
 	uint32_t epoch; /* the shard's (from its frames); 0: not up */
 	int up;		/* answered our HELLO with our epoch */
 	uint64_t hello_at;
+	uint64_t last_rx; /* tsc of its last frame (away after away_ms of silence) */
 	uint16_t num_buffers[PREFIXCACHE_MAX_CACHES]; /* from its STATUS */
 	struct ctl_msg *head, *tail;
 	uint32_t backlog;
@@ -890,6 +891,18 @@ refill_check(struct drv_refill *r, uint64_t tsc)
 		refill_free(r);
 }
 
+/* Every shard of @p model answered our HELLO: the model caches. */
+static int
+model_up(uint16_t model)
+{
+	uint16_t i;
+
+	for (i = 0; i < D.nshards[model]; i++)
+		if (!D.sh[D.first_shard[model] + i].up)
+			return 0;
+	return 1;
+}
+
 static void
 seq_start(uint64_t tsc)
 {
@@ -934,6 +947,16 @@ seq_start(uint64_t tsc)
 						 .first_multimodal = UINT32_MAX, .sequence_id = s->slot};
 		struct prefixcache_hit hit;
 
+		if (!model_up(m)) {
+			/* A shard of it is away: no lookup, no refill, nothing stored. */
+			s->s[m] = NULL;
+			s->prompt_id[m] = 0;
+			s->pos[m] = 0;
+			if (m == 0)
+				D.st.miss_tokens += q->n;
+			D.st.away_requests += m == 0;
+			continue;
+		}
 		D.cur = s;
 		s->s[m] = prefixcache_begin(D.pc, m, &rq, now_ns(tsc), &hit);
 		D.cur = NULL;
@@ -969,8 +992,9 @@ seq_end(struct drv_seq *s, uint64_t tsc)
 	uint16_t m;
 
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
-		if (s->s[m] != NULL)
-			prefixcache_end(D.pc, s->s[m], now_ns(tsc));
+		if (s->s[m] == NULL)
+			continue; /* its model was not up when it began */
+		prefixcache_end(D.pc, s->s[m], now_ns(tsc));
 		pid_del(s->prompt_id[m]);
 	}
 	free(s->tok);
@@ -991,6 +1015,23 @@ all_up(void)
 	return 1;
 }
 
+/* Data jobs some shard that is up has not sent yet (counted up to @p max). */
+static uint32_t
+jobs_for_up_shards(uint32_t max)
+{
+	const struct data_job *j;
+	uint32_t n = 0;
+	uint16_t k;
+
+	for (j = D.jhead; j != NULL && n < max; j = j->next)
+		for (k = 0; k < D.nshards[j->model]; k++)
+			if (!(j->done_mask & (1u << k)) && D.sh[D.first_shard[j->model] + k].up) {
+				n++;
+				break;
+			}
+	return n;
+}
+
 /* One wafer step: start what may start, send each running sequence's next tokens. */
 static int
 engine(uint64_t tsc)
@@ -999,12 +1040,16 @@ engine(uint64_t tsc)
 	uint64_t now = now_ns(tsc);
 	uint16_t m;
 
-	if (!all_up() || D.fatal)
-		return 0;
+	/*
+	 * A model with a shard not up runs as misses (seq_start); the rest go
+	 * on. What waits for a shard that is away holds nothing back.
+	 */
+	if (D.fatal || (kvss.cfg.driver.away_ms == 0 && !all_up()))
+		return 0; /* away_ms = 0: wait for every shard */
 	for (i = 0; i < D.nsh; i++)
-		if (D.sh[i].backlog > backlog)
+		if (D.sh[i].up && D.sh[i].backlog > backlog)
 			backlog = D.sh[i].backlog;
-	if (backlog > BACKLOG_HIGH || D.njobs > JOBS_HIGH)
+	if (backlog > BACKLOG_HIGH || jobs_for_up_shards(JOBS_HIGH + 1) > JOBS_HIGH)
 		return 0;
 	while (D.nactive < kvss.cfg.wafer.max_inflight && D.next_req < D.nreq && !D.fatal)
 		seq_start(tsc);
@@ -1160,6 +1205,7 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 			sh->num_buffers[ci.cache_id] = ci.num_buffers;
 		}
 		sh->up = 1;
+		sh->last_rx = tsc;
 		sh->epoch = msg->hdr.epoch;
 		proto_stream_reset(&sh->stream);
 		printf("kvss: driver: shard %u of model %u is up (epoch 0x%08x)\n", sh->ref->id, m,
@@ -1222,6 +1268,7 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 		D.st.stale++;
 		return;
 	}
+	sh->last_rx = tsc;
 	if (msg->hdr.type == PROTO_T_STATUS) {
 		on_status(sh, msg, tsc);
 		return;
@@ -1572,6 +1619,29 @@ kvss_driver_free(void)
 /* ---- The loop ----------------------------------------------------------------------- */
 
 /*
+ * A shard that is away (its port's link went down, or nothing heard from it
+ * for away_ms) holds nothing we can count on: its model drops its prefixes,
+ * fails its refills and takes a new epoch at once (model_restart), and runs
+ * as misses until every shard answers the new HELLO. Without this, requests
+ * waited for refills to time out and the wafer stopped on the backlog. With
+ * away_ms = 0 no shard is ever away: the wafer waits while one is not up.
+ */
+static void
+shards_away(uint16_t port, uint64_t tsc, const char *why)
+{
+	uint16_t i;
+
+	if (kvss.cfg.driver.away_ms == 0)
+		return; /* never away: the driver waits for it */
+	for (i = 0; i < D.nsh; i++)
+		if (D.sh[i].up && (port == UINT16_MAX || D.sh[i].ref->port == port) &&
+		    (port != UINT16_MAX || tsc - D.sh[i].last_rx > D.hz / 1000 * kvss.cfg.driver.away_ms)) {
+			D.st.shards_away++;
+			model_restart(D.sh[i].model, tsc, why, &D.sh[i]);
+		}
+}
+
+/*
  * A link that went down (a memif peer that restarted) comes back only when
  * the port starts again: a memif client connects when its port starts.
  * Checked every 500 ms; a port down for a second is restarted.
@@ -1591,6 +1661,7 @@ watch_links(uint64_t tsc)
 		}
 		if (down_since[i] == 0) {
 			down_since[i] = tsc;
+			shards_away(D.ports[i], tsc, "is away (its link went down)");
 			continue;
 		}
 		if (tsc - down_since[i] < D.hz)
@@ -1617,11 +1688,15 @@ quiet(void)
 {
 	uint16_t i;
 
-	if (D.next_req < D.nreq || D.nactive || D.nrefill || D.njobs)
+	if (D.next_req < D.nreq || D.nactive || D.nrefill)
+		return 0;
+	/* What waits only for a shard that is away waits for nobody. */
+	if (jobs_for_up_shards(1) > 0)
 		return 0;
 	for (i = 0; i < D.nsh; i++)
-		if (D.sh[i].backlog || D.sh[i].open_on || proto_stream_unacked(&D.sh[i].stream) ||
-		    D.txq[port_slot(D.sh[i].ref->port)].n)
+		if (D.sh[i].up && (D.sh[i].backlog || D.sh[i].open_on ||
+				   proto_stream_unacked(&D.sh[i].stream) ||
+				   D.txq[port_slot(D.sh[i].ref->port)].n))
 			return 0;
 	return 1;
 }
@@ -1719,6 +1794,8 @@ kvss_driver_main(void *arg)
 		}
 		if (t0 >= next_link && !D.open_loop) {
 			watch_links(t0);
+			if (D.started)
+				shards_away(UINT16_MAX, t0, "is away (nothing heard from it)");
 			next_link = t0 + D.hz / 2;
 		}
 		if (D.started && t0 >= next_progress) {
@@ -1825,7 +1902,9 @@ kvss_driver_summary(void)
 	       s->deletes, ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
 	       ps.peak_stored_tokens);
 	printf("kvss: summary: ports: %" PRIu64 " restarted after their link went down, %" PRIu64
-	       " frames dropped for a link that was down\n", s->link_restarts, s->tx_link_drops);
+	       " frames dropped for a link that was down; %" PRIu64 " times a shard was away, %" PRIu64
+	       " requests begun as misses meanwhile\n", s->link_restarts, s->tx_link_drops,
+	       s->shards_away, s->away_requests);
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       "), protocol errors %" PRIu64 " (ERROR records %" PRIu64 ", refill failures %" PRIu64
 	       ", refill timeouts %" PRIu64 ", lost tokens %" PRIu64 ", dropped frames %" PRIu64 ")\n",
