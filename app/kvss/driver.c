@@ -315,7 +315,7 @@ link_down(uint16_t port)
 {
 	struct rte_eth_link link;
 
-	return !kvss_gate_shut() && rte_eth_link_get_nowait(port, &link) == 0 && !link.link_status;
+	return rte_eth_link_get_nowait(port, &link) == 0 && !link.link_status;
 }
 
 /*
@@ -1049,7 +1049,8 @@ engine(uint64_t tsc)
 	for (i = 0; i < D.nsh; i++)
 		if (D.sh[i].up && D.sh[i].backlog > backlog)
 			backlog = D.sh[i].backlog;
-	if (backlog > BACKLOG_HIGH || jobs_for_up_shards(JOBS_HIGH + 1) > JOBS_HIGH)
+	if (backlog > BACKLOG_HIGH ||
+	    (D.njobs > JOBS_HIGH && jobs_for_up_shards(JOBS_HIGH + 1) > JOBS_HIGH))
 		return 0;
 	while (D.nactive < kvss.cfg.wafer.max_inflight && D.next_req < D.nreq && !D.fatal)
 		seq_start(tsc);
@@ -1627,18 +1628,23 @@ kvss_driver_free(void)
  * away_ms = 0 no shard is ever away: the wafer waits while one is not up.
  */
 static void
-shards_away(uint16_t port, uint64_t tsc, const char *why)
+shard_away(struct drv_shard *sh, uint64_t tsc, const char *why)
+{
+	if (kvss.cfg.driver.away_ms == 0 || !sh->up)
+		return; /* away_ms = 0: never away, the driver waits for it */
+	D.st.shards_away++;
+	model_restart(sh->model, tsc, why, sh);
+}
+
+/* Shards that have sent nothing for away_ms. */
+static void
+watch_silence(uint64_t tsc)
 {
 	uint16_t i;
 
-	if (kvss.cfg.driver.away_ms == 0)
-		return; /* never away: the driver waits for it */
 	for (i = 0; i < D.nsh; i++)
-		if (D.sh[i].up && (port == UINT16_MAX || D.sh[i].ref->port == port) &&
-		    (port != UINT16_MAX || tsc - D.sh[i].last_rx > D.hz / 1000 * kvss.cfg.driver.away_ms)) {
-			D.st.shards_away++;
-			model_restart(D.sh[i].model, tsc, why, &D.sh[i]);
-		}
+		if (tsc - D.sh[i].last_rx > D.hz / 1000 * kvss.cfg.driver.away_ms)
+			shard_away(&D.sh[i], tsc, "is away (nothing heard from it)");
 }
 
 /*
@@ -1650,7 +1656,7 @@ static void
 watch_links(uint64_t tsc)
 {
 	static uint64_t down_since[DRV_MAX_PORTS];
-	uint16_t i;
+	uint16_t i, k;
 
 	for (i = 0; i < D.nports; i++) {
 		struct rte_eth_link link;
@@ -1661,7 +1667,9 @@ watch_links(uint64_t tsc)
 		}
 		if (down_since[i] == 0) {
 			down_since[i] = tsc;
-			shards_away(D.ports[i], tsc, "is away (its link went down)");
+			for (k = 0; k < D.nsh; k++)
+				if (D.sh[k].ref->port == D.ports[i])
+					shard_away(&D.sh[k], tsc, "is away (its link went down)");
 			continue;
 		}
 		if (tsc - down_since[i] < D.hz)
@@ -1795,7 +1803,7 @@ kvss_driver_main(void *arg)
 		if (t0 >= next_link && !D.open_loop) {
 			watch_links(t0);
 			if (D.started)
-				shards_away(UINT16_MAX, t0, "is away (nothing heard from it)");
+				watch_silence(t0);
 			next_link = t0 + D.hz / 2;
 		}
 		if (D.started && t0 >= next_progress) {
