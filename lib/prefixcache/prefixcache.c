@@ -231,8 +231,8 @@ prefixcache_column_hash(uint64_t parent, const uint32_t *tokens, uint32_t n)
 size_t
 prefixcache_bytes_per_entry(void)
 {
-	/* The record, and its share of the bucket array (one per entry at most). */
-	return sizeof(struct pc_entry) + sizeof(uint32_t);
+	/* The record, and its share of the bucket array (two per entry at least). */
+	return sizeof(struct pc_entry) + 2 * sizeof(uint32_t);
 }
 
 static int
@@ -542,8 +542,12 @@ entry_alloc(struct prefixcache *pc)
 	}
 	i = pc->efree;
 	pc->efree = pc->e[i].hnext;
-	/* Chains of two on average at most. */
-	if (pc->nentries + 1 > 2 * (pc->emask + 1) && entries_rehash(pc, (pc->emask + 1) * 2) != 0) {
+	/*
+	 * Half a chain on average at most: a hit's walk seldom takes a second
+	 * dependent load (at two per bucket, a 128k-token hit took 1.2 times
+	 * as long).
+	 */
+	if (2 * (pc->nentries + 1) > pc->emask + 1 && entries_rehash(pc, (pc->emask + 1) * 2) != 0) {
 		pc->e[i].hnext = pc->efree;
 		pc->efree = i;
 		return NIL;
@@ -1304,7 +1308,7 @@ fu_end(struct prefixcache *pc, const struct prefixcache_seq *s)
 
 /* ---- Lookup and refill -------------------------------------------------------------- */
 
-static void
+static inline void
 touch(struct prefixcache *pc, uint32_t i, uint64_t now)
 {
 	struct pc_entry *e = &pc->e[i];
@@ -1313,8 +1317,11 @@ touch(struct prefixcache *pc, uint32_t i, uint64_t now)
 	if (e->hits < UINT16_MAX)
 		e->hits++;
 	e->cold = 0;
-	slru_protect(pc, i);
-	lru_requeue(pc, i);
+	/* Checked here: an inner column of a long hit is neither on probation nor a leaf. */
+	if (pc->ghost != NULL && !e->prot)
+		slru_protect(pc, i);
+	if (e->bucket != NO_BUCKET)
+		lru_requeue(pc, i);
 }
 
 static int
