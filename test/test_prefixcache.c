@@ -413,6 +413,55 @@ Test(capacity, a_column_an_inflight_refill_needs_is_not_deleted)
 	prefixcache_free(pc);
 }
 
+/*
+ * A sequence continuing a column that a shard restart dropped lets go of its
+ * pin when it ends: by then the record may hold another column, which a
+ * refill in flight needs. Its pin must stay.
+ */
+Test(capacity, a_sequence_ending_after_its_column_went_keeps_off_the_new_one)
+{
+	struct prefixcache *pc = plain_driver(8, 0);
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *s, *a_live;
+	struct prefixcache_entry_info e;
+	uint32_t a[9] = {1, 2, 3, 4, 5, 6, 7, 8, 0}, c[5] = {20, 21, 22, 23, 0},
+		 d[8] = {30, 31, 32, 33, 34, 35, 36, 37}, i;
+
+	/* a's two columns are cached; a sequence continues the second. */
+	q = req_of(1, a, 8, 8);
+	s = prefixcache_begin(pc, 0, &q, 1, &hit);
+	for (i = 0; i < 8; i++)
+		prefixcache_token(pc, s, a[i], 1);
+	prefixcache_end(pc, s, 1);
+	q = req_of(1, a, 9, 16);
+	a_live = prefixcache_begin(pc, 0, &q, 2, &hit);
+	cr_assert_eq(hit.hit_tokens, 8);
+	prefixcache_refill_done(pc, hit.refill_id);
+	/* The shard restarts: a's columns go, their records are free. */
+	prefixcache_shard_restart(pc, 0);
+	/* c's column takes a record; a refill of it is in flight. */
+	q = req_of(1, c, 5, 4);
+	s = prefixcache_begin(pc, 0, &q, 3, &hit);
+	for (i = 0; i < 4; i++)
+		prefixcache_token(pc, s, c[i], 3);
+	prefixcache_end(pc, s, 3);
+	s = prefixcache_begin(pc, 0, &q, 4, &hit);
+	cr_assert_eq(hit.hit_tokens, 4);
+	prefixcache_end(pc, s, 4);
+	/* The old sequence ends; then d needs all the room there is. */
+	prefixcache_end(pc, a_live, 5);
+	q = req_of(1, d, 8, 8);
+	s = prefixcache_begin(pc, 0, &q, 6, &hit);
+	for (i = 0; i < 8; i++)
+		prefixcache_token(pc, s, d[i], 6);
+	prefixcache_end(pc, s, 6);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, c, 4, 7, &e), 0,
+		     "a column a refill in flight needs was deleted");
+	cr_assert_leq(prefixcache_stored(pc, 0, 0), 8);
+	prefixcache_free(pc);
+}
+
 /* ---- Expiry ------------------------------------------------------------------------------ */
 
 Test(expiry, an_entry_past_its_last_use_ttl_is_never_returned)

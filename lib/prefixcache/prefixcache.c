@@ -101,6 +101,7 @@ struct seq_group {
 	uint32_t prompt;     /* record, NIL until the first eviction */
 	uint32_t cur_end;    /* end of the last column recorded or hit */
 	uint32_t last_entry; /* its entry (parent of the next), or NIL */
+	uint32_t last_gen;   /* that record's gen: it may be freed and reused */
 	uint64_t last_hash;  /* its hash (isolation_id at the root) */
 };
 
@@ -1444,10 +1445,12 @@ static void
 seq_pin_last(struct prefixcache *pc, struct seq_group *sg, uint32_t i)
 {
 	if (sg->last_entry != NIL)
-		unpin(pc, sg->last_entry, pc->e[sg->last_entry].gen);
+		unpin(pc, sg->last_entry, sg->last_gen);
 	sg->last_entry = i;
-	if (i != NIL)
+	if (i != NIL) {
+		sg->last_gen = pc->e[i].gen;
 		pc->e[i].pins++;
+	}
 }
 
 struct prefixcache_seq *
@@ -1788,8 +1791,12 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	struct pc_prompt *p;
 
 	fu_sight(pc, gid, h, b - a);
-	/* The parent must still be there, or this column is unreachable. */
-	if (parent != NIL && (pc->e[parent].length != a || pc->e[parent].hash != sg->last_hash)) {
+	/*
+	 * The parent must still be there, or this column is unreachable (a
+	 * restart or a lost token may have freed it, and its record may hold
+	 * another column since).
+	 */
+	if (parent != NIL && (pc->e[parent].length == 0 || pc->e[parent].gen != sg->last_gen)) {
 		sg->last_entry = NIL;
 		stop_caching(pc, s, gi);
 		return;
