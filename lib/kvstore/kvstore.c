@@ -42,6 +42,7 @@ struct kv_prompt {
 	uint32_t npages;
 	uint32_t last_slot; /* allocation hint: the slot of the last claimed token */
 	uint32_t free_next;
+	uint64_t last_batch; /* the latest batch with an entry of it (0: none) */
 };
 
 enum blk_state { BLK_EMPTY, BLK_PARTIAL, BLK_FULL };
@@ -723,14 +724,28 @@ hash_remove(struct kv_cache *c, uint64_t id)
 		hash_rebuild(c);
 }
 
-/* The page holding relative index @rel of prompt @p (owner). */
+/*
+ * The page holding relative index @rel of prompt @p (owner), walked to from
+ * the nearer end: DELETEs cut near the end of long prompts (a 100k-token
+ * prompt has 1,700 pages; walking there from the head took an eighth of the
+ * machine's time in `make demo`).
+ */
 static struct kv_page *
 page_of(const struct kv_cache *c, const struct kv_prompt *p, uint32_t rel)
 {
-	uint32_t pg = p->head, i;
+	uint32_t k = rel / KVSTORE_PAGE_ENTRIES, pg, i;
 
-	for (i = rel / KVSTORE_PAGE_ENTRIES; i > 0 && pg != NIL; i--)
-		pg = c->pages[pg].next;
+	if (k >= p->npages)
+		return NULL;
+	if (k >= p->npages / 2) {
+		pg = p->tail;
+		for (i = p->npages - 1; i > k && pg != NIL; i--)
+			pg = c->pages[pg].prev;
+	} else {
+		pg = p->head;
+		for (i = k; i > 0 && pg != NIL; i--)
+			pg = c->pages[pg].next;
+	}
 	return pg == NIL ? NULL : &c->pages[pg];
 }
 
@@ -799,6 +814,7 @@ prompt_create(struct kv_cache *c, uint64_t id, uint32_t offset)
 	p->tail = NIL;
 	p->npages = 0;
 	p->last_slot = NIL;
+	p->last_batch = 0;
 	st_rel(&p->id, id);
 	hash_insert(c, id, pi);
 	c->nprompts++;
@@ -836,9 +852,14 @@ prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kvsto
 		if ((r + 1) % KVSTORE_PAGE_ENTRIES == 0)
 			pg = pg->next == NIL ? NULL : &c->pages[pg->next];
 	}
-	/* Tokens in open batches (growth past n_pub, and overwrites): dead. */
-	if (s->oldest_open != 0) {
-		for (b = s->oldest_open; b < s->next_batch; b++) {
+	/*
+	 * Tokens in open batches (growth past n_pub, and overwrites): dead. Only
+	 * batches up to the prompt's last are looked at: most DELETEs are of
+	 * prompts no open batch holds (scanning every open batch for each took
+	 * a fifth of the machine's time in `make demo`).
+	 */
+	if (s->oldest_open != 0 && p->last_batch >= s->oldest_open) {
+		for (b = s->oldest_open; b < s->next_batch && b <= p->last_batch; b++) {
 			struct kv_batch *bt = &s->batches[b % s->p.max_open_batches];
 			uint32_t i, n = (uint32_t)bt->g * bt->nc;
 
@@ -1227,8 +1248,10 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 		b->e[i].flags = 0;
 		if (e[i].prompt_id != 0) {
 			code = evict_one(s, (uint16_t)(i % num_caches), &e[i], &b->e[i], &s->hint[i]);
-			if (b->e[i].prompt != NIL)
+			if (b->e[i].prompt != NIL) {
 				s->hint[i] = (struct kv_hint){e[i].prompt_id, b->e[i].prompt};
+				s->cache[i % num_caches].prompts[b->e[i].prompt].last_batch = batch_no;
+			}
 			/*
 			 * Growth past a token refused for room is a hole only because
 			 * of that refusal: answer its cause. (Rare: look back.)
