@@ -8,6 +8,10 @@
  *    plain memcpy of the same frames into a region as large as the store's.
  *  - refill segment-list building, in segments and tokens per second.
  *  - delete rate, in tokens per second (the ingest lcore applies deletes);
+ *  - DELETEs of a column (64 tokens) at the end of 32k-token prompts while
+ *    batches are open (a driver freeing leaves under load), in operations
+ *    per second; baseline: the same DELETEs at the end of 128-token prompts
+ *    with no batch open.
  *  - metadata bytes per stored token, against B_c.
  */
 #include <inttypes.h>
@@ -237,6 +241,92 @@ bench_refill(void)
 	free(stream);
 }
 
+/* Evict tokens [from, to) of prompt @pid in batches of G, their data whole. */
+static void
+fill(struct kvstore *s, uint64_t *batch, uint64_t pid, uint32_t from, uint32_t to,
+     const uint8_t *data, uint32_t B)
+{
+	struct proto_evict_entry e[G];
+	uint32_t t, i;
+
+	for (t = from; t < to; t += G) {
+		for (i = 0; i < G; i++)
+			e[i] = (struct proto_evict_entry){pid, t + i, 1};
+		if (kvstore_evict(s, *batch, 1, G, e, NULL, 0) != 0 ||
+		    kvstore_data(s, *batch, 0, 0, G * B, data, G * B) != 0) {
+			fprintf(stderr, "bench: fill failed\n");
+			exit(1);
+		}
+		(*batch)++;
+	}
+}
+
+/* Delete the last column of each prompt, @rounds times over; operations per second. */
+static double
+delete_tails(struct kvstore *s, uint64_t pid0, uint32_t np, uint32_t len, uint32_t rounds)
+{
+	uint32_t r, i;
+	double t0 = now();
+
+	for (r = 0; r < rounds; r++)
+		for (i = 0; i < np; i++) {
+			struct proto_delete d = {pid0 + i, 0, len - (r + 1) * G, len - r * G - 1, 0};
+
+			if (kvstore_delete(s, &d) != 0) {
+				fprintf(stderr, "bench: delete failed\n");
+				exit(1);
+			}
+		}
+	return (double)rounds * np / (now() - t0);
+}
+
+static void
+bench_delete_tail(void)
+{
+	enum { B = 64, LONG = 32768, NLONG = 32, SHORT = 128, NSHORT = 8192, OPEN = 60 };
+	struct kvstore_params p = {.num_caches = 1, .max_prompts = NSHORT + NLONG + 16,
+				   .max_batch_entries = G};
+	uint8_t *data = xalloc((size_t)G * B);
+	uint64_t batch = 1, k;
+	struct proto_evict_entry e[G];
+	double base, tail;
+	struct kvstore *s;
+	uint32_t i;
+	size_t sz;
+	void *mem;
+
+	memset(data, 0x5a, (size_t)G * B);
+	p.cache[0] = (struct kvstore_cache_params){B, 4, (uint64_t)LONG * NLONG +
+							 (uint64_t)SHORT * NSHORT + OPEN * G};
+	sz = kvstore_memsize(&p);
+	mem = xalloc(sz);
+	s = kvstore_init(mem, sz, &p);
+	if (s == NULL) {
+		fprintf(stderr, "bench: kvstore_init failed\n");
+		exit(1);
+	}
+	for (i = 0; i < NLONG; i++)
+		fill(s, &batch, 1 + i, 0, LONG, data, B);
+	for (i = 0; i < NSHORT; i++)
+		fill(s, &batch, 1000 + i, 0, SHORT, data, B);
+	/* Baseline: each short prompt loses its last column; no batch is open. */
+	base = delete_tails(s, 1000, NSHORT, SHORT, 1);
+	/* Batches whose data has not come (another prompt's tokens). */
+	for (k = 0; k < OPEN; k++) {
+		for (i = 0; i < G; i++)
+			e[i] = (struct proto_evict_entry){999, (uint32_t)(k * G + i), 1};
+		if (kvstore_evict(s, batch++, 1, G, e, NULL, 0) != 0) {
+			fprintf(stderr, "bench: evict failed\n");
+			exit(1);
+		}
+	}
+	tail = delete_tails(s, 1, NLONG, LONG, NSHORT / NLONG);
+	printf("bench: kvstore_delete_tail %.0f ops/s (baseline %.0f ops/s, ratio %.2f)\n", tail,
+	       base, tail / base);
+	free(mem);
+	free(data);
+}
+
 static void
 bench_meta(void)
 {
@@ -268,6 +358,7 @@ main(void)
 	bench_ingest("kvstore_ingest_16k", 16384, dst);
 	/* The writer applies deletes too: what they cost comes out of ingest. */
 	printf("bench: kvstore_delete %.0f tokens/s\n", best_delete);
+	bench_delete_tail();
 	bench_refill();
 	bench_meta();
 	free(dst);
