@@ -67,7 +67,7 @@ main(void)
 	prefixcache_end(pc, s, 0);
 	prefixcache_flush(pc);
 	/* Lookup: the whole prompt hits (N tokens: the last one is never replayed). */
-	for (k = 0; k < 50; k++) {
+	for (k = 0; k < 200; k++) {
 		t0 = now();
 		s = prefixcache_begin(pc, 0, &q, 1, &hit);
 		dt = now() - t0;
