@@ -61,6 +61,22 @@ xalloc(size_t n)
 	return p;
 }
 
+/* A store over memory of its own size; *@mem is for free(). */
+static struct kvstore *
+store_new(const struct kvstore_params *p, void **mem)
+{
+	size_t sz = kvstore_memsize(p);
+	struct kvstore *s;
+
+	*mem = xalloc(sz);
+	s = kvstore_init(*mem, sz, p);
+	if (s == NULL) {
+		fprintf(stderr, "bench: kvstore_init failed\n");
+		exit(1);
+	}
+	return s;
+}
+
 /* Frames of the pool, as a NIC would have left them: one after another. */
 static inline const uint8_t *
 frame(uint64_t i)
@@ -97,20 +113,13 @@ ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
 	uint32_t claimed[G] = {0};
 	struct proto_evict_entry e[G];
 	struct kvstore *s;
-	size_t sz;
 	void *mem;
 	double busy = 0, del_t = 0;
 	uint64_t deleted = 0;
 	unsigned int i;
 
 	p.cache[0] = (struct kvstore_cache_params){B, 4, cap};
-	sz = kvstore_memsize(&p);
-	mem = xalloc(sz);
-	s = kvstore_init(mem, sz, &p);
-	if (s == NULL) {
-		fprintf(stderr, "bench: kvstore_init failed\n");
-		exit(1);
-	}
+	s = store_new(&p, &mem);
 	while (done < total) {
 		uint32_t stream = G * B, off;
 		double t0;
@@ -198,13 +207,10 @@ bench_refill(void)
 	struct kvstore *s;
 	uint32_t t, k, i;
 	double t0, dt;
-	size_t sz;
 	void *mem;
 
 	p.cache[0] = (struct kvstore_cache_params){B, (uint16_t)NBUF, (uint64_t)PT * NPROMPT};
-	sz = kvstore_memsize(&p);
-	mem = xalloc(sz);
-	s = kvstore_init(mem, sz, &p);
+	s = store_new(&p, &mem);
 	/* 64 prompts of 1024 tokens, evicted interleaved as a wafer would. */
 	for (t = 0; t < PT; t++) {
 		for (i = 0; i < G; i++)
@@ -292,19 +298,12 @@ bench_delete_tail(void)
 	double base, tail;
 	struct kvstore *s;
 	uint32_t i;
-	size_t sz;
 	void *mem;
 
 	memset(data, 0x5a, (size_t)G * B);
 	p.cache[0] = (struct kvstore_cache_params){B, 4, (uint64_t)LONG * NLONG +
 							 (uint64_t)SHORT * NSHORT + OPEN * G};
-	sz = kvstore_memsize(&p);
-	mem = xalloc(sz);
-	s = kvstore_init(mem, sz, &p);
-	if (s == NULL) {
-		fprintf(stderr, "bench: kvstore_init failed\n");
-		exit(1);
-	}
+	s = store_new(&p, &mem);
 	for (i = 0; i < NLONG; i++)
 		fill(s, &batch, 1 + i, 0, LONG, data, B);
 	for (i = 0; i < NSHORT; i++)

@@ -1335,10 +1335,17 @@ pin_add(struct pc_refill *r, const struct pc_entry *e, uint32_t i)
 	return 0;
 }
 
+/* Record @i still holds the entry it held at generation @gen (records are reused). */
+static inline bool
+entry_is(const struct prefixcache *pc, uint32_t i, uint32_t gen)
+{
+	return i < pc->ecap && pc->e[i].length != 0 && pc->e[i].gen == gen;
+}
+
 static void
 unpin(struct prefixcache *pc, uint32_t i, uint32_t gen)
 {
-	if (i < pc->ecap && pc->e[i].length != 0 && pc->e[i].gen == gen && pc->e[i].pins > 0)
+	if (entry_is(pc, i, gen) && pc->e[i].pins > 0)
 		pc->e[i].pins--;
 }
 
@@ -1796,7 +1803,7 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	 * restart or a lost token may have freed it, and its record may hold
 	 * another column since).
 	 */
-	if (parent != NIL && (pc->e[parent].length == 0 || pc->e[parent].gen != sg->last_gen)) {
+	if (parent != NIL && !entry_is(pc, parent, sg->last_gen)) {
 		sg->last_entry = NIL;
 		stop_caching(pc, s, gi);
 		return;
