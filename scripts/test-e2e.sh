@@ -47,6 +47,8 @@ check "role all: the chats hit (hit ratio above 0.2)" \
 	python3 -c "import sys; sys.exit(0 if $(field "$tmp/all.json" hit_ratio) > 0.2 else 1)"
 check "role all: refills were checked byte by byte" test "$(field "$tmp/all.json" refill_bytes)" -gt 0
 check "role all: the shard's final stats printed" grep -q "final stats: rx_frames=" "$tmp/all.log"
+# A failure says why: the summary names each kind of protocol error.
+[ "$fail" -eq 0 ] || grep -E "summary:|final stats" "$tmp/all.log" >&2
 
 # 2. Three processes over memif.
 KVSS_DEMO_TAG=${tag}a KVSS_DEMO_JSON="$tmp/memif.json" timeout 300 scripts/demo.sh "$BUILD" \
