@@ -1833,7 +1833,8 @@ kvss_driver_main(void *arg)
 	snapshot();
 	if (D.started)
 		progress(D.t_end);
-	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
+	/* 2, not a signal's 1: main() then takes the exit status from the run. */
+	__atomic_store_n(&kvss.quit, 2, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -63,7 +63,7 @@ enum kvss_lcore_role { KVSS_LCORE_NONE, KVSS_LCORE_INGEST, KVSS_LCORE_REFILL, KV
 
 struct kvss_app {
 	struct kvss_config cfg;
-	int quit; /* set by the signal handler, read with __atomic */
+	int quit; /* 1: a signal (or --exit-when-idle); 2: the driver finished. __atomic */
 	uint32_t exit_idle_ms; /* --exit-when-idle: stop after this long with no RX */
 	const char *record_expect; /* driver, --record-expect: open loop, refills written there */
 	uint32_t epoch;	       /* this process's epoch: random, nonzero */
