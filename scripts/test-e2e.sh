@@ -47,8 +47,30 @@ check "role all: the chats hit (hit ratio above 0.2)" \
 	python3 -c "import sys; sys.exit(0 if $(field "$tmp/all.json" hit_ratio) > 0.2 else 1)"
 check "role all: refills were checked byte by byte" test "$(field "$tmp/all.json" refill_bytes)" -gt 0
 check "role all: the shard's final stats printed" grep -q "final stats: rx_frames=" "$tmp/all.log"
+check "role all: the shard holds what the driver accounts for" \
+	test "$(field "$tmp/all.json" unaccounted_tokens)" = 0
 # A failure says why: the summary names each kind of protocol error.
 [ "$fail" -eq 0 ] || grep -E "summary:|final stats" "$tmp/all.log" >&2
+
+# 1b. The same with lost data: the wafer withholds every 400th EVICT_DATA frame
+#     (--lose-data). Each loss makes the model start over (driver.on_loss =
+#     resync): no wrong byte is refilled, and at the end the shard holds
+#     exactly what the driver accounts for. Lost data is a protocol error, so
+#     the exit status is 1.
+timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 512 --lcores "0@0,1@1" --log-level lib.eal:error \
+	--no-telemetry --file-prefix "kvss_e2e_all_$$" -- --config config/all-in-one.cfg --limit 150 \
+	--lose-data 400 >"$tmp/lose.log" 2>&1
+rc=$?
+grep '^{' "$tmp/lose.log" | tail -1 >"$tmp/lose.json"
+sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, one process: \1/p' "$tmp/lose.log"
+check "lost data: exit status 1 (it had protocol errors), not a crash (got $rc)" test $rc -eq 1
+check "lost data: 150 requests done" test "$(field "$tmp/lose.json" requests)" = 150
+check "lost data: the run finished" test "$(field "$tmp/lose.json" finished)" = True
+check "lost data: frames were withheld" grep -q "withheld on purpose [1-9]" "$tmp/lose.log"
+check "lost data: the model started over" test "$(field "$tmp/lose.json" resyncs)" -ge 1
+check "lost data: zero verify failures" test "$(field "$tmp/lose.json" verify_failures)" = 0
+check "lost data: the shard holds what the driver accounts for" \
+	test "$(field "$tmp/lose.json" unaccounted_tokens)" = 0
 
 # 2. Three processes over memif.
 KVSS_DEMO_TAG=${tag}a KVSS_DEMO_JSON="$tmp/memif.json" timeout 300 scripts/demo.sh "$BUILD" \
@@ -58,11 +80,23 @@ check "memif: 400 requests done" test "$(field "$tmp/memif.json" requests)" = 40
 check "memif: zero verify failures" test "$(field "$tmp/memif.json" verify_failures)" = 0
 check "memif: zero protocol errors" test "$(field "$tmp/memif.json" protocol_errors)" = 0
 check "memif: bytes were refilled and checked" test "$(field "$tmp/memif.json" refill_bytes)" -gt 0
+check "memif: both shards hold what the driver accounts for" \
+	test "$(field "$tmp/memif.json" unaccounted_tokens)" = 0
 check "memif: both shards came up" test "$(grep -c 'of model 0 is up' "$tmp/memif.log")" -eq 2
 check "memif: the shards stopped cleanly" test "$(grep -c '^demo: shard [01]: rx_frames' "$tmp/memif.log")" -eq 2
 check "memif: shard 1 stores 128 bytes per token, shard 0 256" \
 	grep -q "evicted .* tokens" "$tmp/memif.log"
 [ "$fail" -eq 0 ] || tail -30 "$tmp/memif.log"
+
+# 2b. Lost data with two shards: every 3000th EVICT_DATA frame withheld.
+KVSS_DEMO_TAG=${tag}l KVSS_DEMO_JSON="$tmp/mlose.json" timeout 300 scripts/demo.sh "$BUILD" \
+	--trace "" --limit 400 --lose-data 3000 >"$tmp/mlose.log" 2>&1
+sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, memif: \1/p' "$tmp/mlose.log"
+check "memif, lost data: 400 requests done" test "$(field "$tmp/mlose.json" requests)" = 400
+check "memif, lost data: the model started over" test "$(field "$tmp/mlose.json" resyncs)" -ge 1
+check "memif, lost data: zero verify failures" test "$(field "$tmp/mlose.json" verify_failures)" = 0
+check "memif, lost data: both shards hold what the driver accounts for" \
+	test "$(field "$tmp/mlose.json" unaccounted_tokens)" = 0
 
 # 3. Telemetry while it runs, then SIGTERM.
 KVSS_DEMO_TAG=${tag}b timeout 300 scripts/demo.sh "$BUILD" --trace "" --limit 20000 \
@@ -135,6 +169,8 @@ check "restart: and counted it" test "$(field "$tmp/rs.json" shard_restarts)" -g
 check "restart: every request still done" test "$(field "$tmp/rs.json" requests)" = 4000
 check "restart: zero verify failures" test "$(field "$tmp/rs.json" verify_failures)" = 0
 check "restart: the run finished" test "$(field "$tmp/rs.json" finished)" = True
+check "restart: the shards hold what the driver accounts for" \
+	test "$(field "$tmp/rs.json" unaccounted_tokens)" = 0
 perr=$(field "$tmp/rs.json" protocol_errors)
 echo "restart: protocol errors around the restart: $perr"
 check "restart: only the refills in flight fail (at most max_inflight = 8 errors)" test "${perr:-99}" -le 8

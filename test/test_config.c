@@ -103,6 +103,9 @@ static struct bad bads[] = {
 	 " away_ms = -1; models = (); };\n",
 	 ":3: driver.away_ms: -1 is out of range"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " on_loss = \"ignore\"; models = (); };\n",
+	 ":3: driver.on_loss: 'ignore' is not one of resync, truncate"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
 	 "  bytes_per_token = [64, 64]; capacity_tokens = [10]; } ); } ); };\n",

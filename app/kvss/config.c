@@ -481,6 +481,14 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	GET_INT(c, d, "start_timeout_ms", 1, 3600000, 10000, false, cfg->driver.start_timeout_ms);
 	GET_INT(c, d, "refill_timeout_ms", 1, 600000, 2000, false, cfg->driver.refill_timeout_ms);
 	GET_INT(c, d, "away_ms", 0, 600000, 1000, false, cfg->driver.away_ms);
+	{
+		static const char *const on_loss[] = {"resync", "truncate", NULL};
+		int ol = get_choice(c, d, "on_loss", on_loss, KVSS_LOSS_RESYNC, false);
+
+		if (ol < 0)
+			return -1;
+		cfg->driver.on_loss = (uint8_t)ol;
+	}
 	models = config_setting_get_member(d, "models");
 	if (models == NULL || !config_setting_is_list(models) || (n = config_setting_length(models)) < 1 ||
 	    n > PREFIXCACHE_MAX_MODELS)
@@ -608,9 +616,10 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 	if (get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
 		goto out;
 	{
-		long long lim, gen, inflight, step;
+		long long lim, gen, inflight, step, lose;
 
 		if (get_int(&c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
+		    get_int(&c, g, "lose_data_every", 0, 1000000000, 0, false, &lose) != 0 ||
 		    get_int(&c, g, "step_tokens", 1, 1 << 20, 256, false, &step) != 0 ||
 		    get_int(&c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
 		    get_int(&c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0)
@@ -619,6 +628,7 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 		cfg->wafer.generate = (uint32_t)gen;
 		cfg->wafer.max_inflight = (uint32_t)inflight;
 		cfg->wafer.step_tokens = (uint32_t)step;
+		cfg->wafer.lose_data_every = (uint32_t)lose;
 	}
 	rc = 0;
 out:

@@ -61,6 +61,15 @@ struct kvss_org_ttl {
 	uint64_t ttl_last_ns, ttl_first_ns;
 };
 
+/*
+ * What the driver does when a shard says its state is not what the driver
+ * sent (TOKEN_LOST, an ERROR record, a failed REFILL). See docs/DESIGN.md.
+ */
+enum kvss_on_loss {
+	KVSS_LOSS_RESYNC,   /* the model starts over with a new epoch: exact */
+	KVSS_LOSS_TRUNCATE, /* PROTOCOL.md's minimum: drop the columns that hold it */
+};
+
 struct kvss_config {
 	char path[KVSS_PATH_MAX];
 	enum kvss_role role;
@@ -98,6 +107,7 @@ struct kvss_config {
 		uint32_t start_timeout_ms; /* every shard must answer within this */
 		uint32_t refill_timeout_ms; /* a refill not whole by then fails */
 		uint32_t away_ms;	    /* a shard silent this long is away (0: never) */
+		uint8_t on_loss;	    /* enum kvss_on_loss */
 		uint16_t num_orgs;
 		struct kvss_org_ttl org[KVSS_MAX_ORGS];
 	} driver;
@@ -108,6 +118,7 @@ struct kvss_config {
 		uint32_t generate;	   /* requests of the built-in workload */
 		uint32_t max_inflight;	   /* sequences at once */
 		uint32_t step_tokens;	   /* tokens a sequence sends per wafer step */
+		uint32_t lose_data_every;  /* fault injection: withhold every Nth EVICT_DATA (0: none) */
 	} wafer;
 };
 

@@ -100,6 +100,8 @@ struct drv_shard {
 	uint64_t ev_seq[PROTO_STREAM_WINDOW_MAX], ev_batch[PROTO_STREAM_WINDOW_MAX];
 	uint32_t ev_head, ev_tail; /* EVICTs sent and not yet acknowledged */
 	uint64_t batches_complete;
+	uint64_t status_at;			       /* tsc of its latest STATUS */
+	uint64_t stored[PREFIXCACHE_MAX_CACHES];       /* tokens it holds, by that STATUS */
 };
 
 /*
@@ -201,6 +203,8 @@ static struct {
 	FILE *expect;
 	uint64_t ol_done[PREFIXCACHE_MAX_MODELS * PREFIXCACHE_MAX_CACHES * 4];
 	uint32_t nol_done;
+	uint64_t data_count; /* EVICT_DATA frames made (wafer.lose_data_every) */
+	uint64_t settle_at;  /* tsc when the shards had every batch complete (quiet) */
 } D;
 
 static inline uint64_t
@@ -611,6 +615,14 @@ pump_data(void)
 					job_done(sh, j);
 				continue;
 			}
+			budget--;
+			if (kvss.cfg.wafer.lose_data_every &&
+			    ++D.data_count % kvss.cfg.wafer.lose_data_every == 0) {
+				/* Fault injection: this frame is lost on the way. */
+				rte_pktmbuf_free(m);
+				D.st.data_withheld++;
+				continue;
+			}
 			proto_write_l2l4(rte_pktmbuf_mtod(m, uint8_t *), &sh->evict, len);
 			m->data_len = (uint16_t)(hl + len);
 			m->pkt_len = hl + len;
@@ -618,7 +630,6 @@ pump_data(void)
 			D.st.evict_bytes += len - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN;
 			send_frame(sh->ref->port, m, hl + len);
 			frames++;
-			budget--;
 		}
 	}
 	/* Jobs every shard is done with, or of a model that restarted, go. */
@@ -1128,10 +1139,11 @@ model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_sh
 	uint32_t b;
 	uint16_t i;
 
-	D.st.shard_restarts++;
-	printf("kvss: driver: model %u shard %u %s: its prefixes are dropped, new epoch\n", model,
-	       who->ref->id, why);
-	fflush(stdout);
+	if (why != NULL) {
+		printf("kvss: driver: model %u shard %u %s: its prefixes are dropped, new epoch\n",
+		       model, who->ref->id, why);
+		fflush(stdout);
+	}
 	prefixcache_shard_restart(D.pc, model);
 	D.model_epoch[model] = new_epoch();
 	for (i = 0; i < D.nshards[model]; i++) {
@@ -1164,6 +1176,29 @@ model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_sh
 	}
 }
 
+/*
+ * Shard @p sh says its state is not what this driver sent it: data was lost
+ * (TOKEN_LOST), a message was refused (ERROR) or a refill named tokens it
+ * does not hold. With driver.on_loss = "resync" (the default) the model
+ * starts over (model_restart): PROTOCOL.md's DELETE must name a prompt's
+ * exact end, and after a loss the driver cannot know it for the messages
+ * still in flight (docs/DESIGN.md, "Lost data"). Returns 1 if it did.
+ */
+static int
+resync(struct drv_shard *sh, uint64_t tsc, const char *why)
+{
+	if (kvss.cfg.driver.on_loss != KVSS_LOSS_RESYNC || D.open_loop)
+		return 0;
+	D.st.resyncs++;
+	if (D.st.resyncs <= 5 || D.st.resyncs % 1000 == 0) {
+		printf("kvss: driver: model %u shard %u %s: the model starts over with a new epoch "
+		       "(resync %" PRIu64 ")\n", sh->model, sh->ref->id, why, D.st.resyncs);
+		fflush(stdout);
+	}
+	model_restart(sh->model, tsc, NULL, sh);
+	return 1;
+}
+
 /* ---- Receiving --------------------------------------------------------------------- */
 
 static void
@@ -1175,11 +1210,14 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 
 	D.st.statuses++;
 	if (st->driver_epoch != D.model_epoch[m]) {
-		if (sh->up)
+		if (sh->up) {
+			D.st.shard_restarts++;
 			model_restart(m, tsc, "no longer knows our epoch (it restarted)", sh);
+		}
 		return; /* not yet our HELLO's answer */
 	}
 	if (sh->up && msg->hdr.epoch != sh->epoch) {
+		D.st.shard_restarts++;
 		model_restart(m, tsc, "has a new epoch", sh);
 		return;
 	}
@@ -1214,12 +1252,15 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		fflush(stdout);
 	}
 	sh->batches_complete = st->batches_complete;
+	sh->status_at = tsc;
 	for (c = 0; c < n; c++) {
 		struct proto_cache_info ci;
 
 		proto_get_cache_info(msg, c, &ci);
-		if (ci.cache_id < pm->num_caches)
+		if (ci.cache_id < pm->num_caches) {
 			prefixcache_status(D.pc, m, ci.cache_id, ci.capacity_tokens);
+			sh->stored[ci.cache_id] = ci.stored_tokens;
+		}
 	}
 }
 
@@ -1300,6 +1341,7 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 					e.seq, e.prompt_id, e.token_idx, e.cache_id);
 			prefixcache_error(D.pc, sh->model, e.cache_id, e.prompt_id, e.token_idx, e.code);
 		}
+		resync(sh, tsc, "refused a message");
 		break;
 	case PROTO_T_REFILL_DONE:
 		for (i = 0; i < msg->hdr.count; i++) {
@@ -1319,6 +1361,8 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 				r->fail_mask |= 1u << sh->idx;
 			}
 			refill_check(r, tsc);
+			if (d.status != 0 && resync(sh, tsc, "does not hold what a refill named"))
+				break;
 		}
 		break;
 	case PROTO_T_TOKEN_LOST:
@@ -1329,6 +1373,7 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 			D.st.lost_tokens++;
 			prefixcache_token_lost(D.pc, sh->model, l.cache_id, l.prompt_id, l.token_idx);
 		}
+		resync(sh, tsc, "lost data (TOKEN_LOST)");
 		break;
 	case PROTO_T_REFILL_DATA:
 		on_refill_data(sh, mb, msg, tsc);
@@ -1633,6 +1678,7 @@ shard_away(struct drv_shard *sh, uint64_t tsc, const char *why)
 	if (kvss.cfg.driver.away_ms == 0 || !sh->up)
 		return; /* away_ms = 0: never away, the driver waits for it */
 	D.st.shards_away++;
+	D.st.shard_restarts++;
 	model_restart(sh->model, tsc, why, sh);
 }
 
@@ -1691,8 +1737,13 @@ watch_links(uint64_t tsc)
 	}
 }
 
+/*
+ * Every request done and every message acknowledged; then every shard's
+ * STATUS shows all its batches complete (so every DELETE can run), and one
+ * more STATUS after that gives what it holds (the summary's check).
+ */
 static int
-quiet(void)
+quiet(uint64_t tsc)
 {
 	uint16_t i;
 
@@ -1706,7 +1757,51 @@ quiet(void)
 				   proto_stream_unacked(&D.sh[i].stream) ||
 				   D.txq[port_slot(D.sh[i].ref->port)].n))
 			return 0;
+	if (D.open_loop)
+		return 1;
+	for (i = 0; i < D.nsh; i++)
+		if (D.sh[i].up && D.sh[i].batches_complete < D.sh[i].evict_sent)
+			return 0;
+	if (D.settle_at == 0) {
+		D.settle_at = tsc;
+		return 0;
+	}
+	for (i = 0; i < D.nsh; i++)
+		if (D.sh[i].up && D.sh[i].status_at <= D.settle_at)
+			return 0;
 	return 1;
+}
+
+/*
+ * What each shard holds (its last STATUS, after everything ran) against what
+ * the driver accounts for it: tokens stored that nobody can delete, or
+ * tokens the driver would refill that are not there. Both must be 0.
+ */
+static uint64_t
+unaccounted(int say)
+{
+	uint64_t sum = 0;
+	uint16_t i, c;
+
+	if (!D.finished || D.open_loop)
+		return 0;
+	for (i = 0; i < D.nsh; i++) {
+		const struct drv_shard *sh = &D.sh[i];
+
+		if (!sh->up)
+			continue;
+		for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
+			uint64_t mine = prefixcache_stored(D.pc, sh->model, c);
+			uint64_t d = sh->stored[c] > mine ? sh->stored[c] - mine : mine - sh->stored[c];
+
+			if (d && say)
+				printf("kvss: summary: shard %u of model %u holds %" PRIu64
+				       " tokens in cache %u; the driver accounts for %" PRIu64 "\n",
+				       sh->ref->id, sh->model, sh->stored[c], c, mine);
+			sum += d;
+		}
+	}
+	return sum;
 }
 
 static void
@@ -1810,7 +1905,7 @@ kvss_driver_main(void *arg)
 			progress(t0);
 			next_progress = t0 + 2 * D.hz;
 		}
-		if (D.started && quiet()) {
+		if (D.started && quiet(t0)) {
 			D.finished = 1;
 			break;
 		}
@@ -1871,7 +1966,7 @@ kvss_driver_status(void)
 {
 	if (D.fatal)
 		return D.fatal == 2 ? 2 : 1;
-	return D.st.verify_failures || protocol_errors() ? 1 : 0;
+	return D.st.verify_failures || protocol_errors() || unaccounted(0) ? 1 : 0;
 }
 
 void
@@ -1883,7 +1978,7 @@ kvss_driver_summary(void)
 	double egbs = secs > 0 ? (double)s->evict_bytes / 1e9 / secs : 0;
 	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
 	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
-	uint64_t perr = protocol_errors();
+	uint64_t perr = protocol_errors(), lost = unaccounted(1);
 	struct prefixcache_stats ps;
 
 	if (D.pc == NULL)
@@ -1919,16 +2014,21 @@ kvss_driver_summary(void)
 	       ", refill timeouts %" PRIu64 ", lost tokens %" PRIu64 ", dropped frames %" PRIu64 ")\n",
 	       s->verify_failures, s->verify_bad_bytes, s->verify_bad_frames, perr, s->errors,
 	       s->refill_failures, s->refill_timeouts, s->lost_tokens, s->rx_drops);
+	printf("kvss: summary: resyncs %" PRIu64 " (data frames withheld on purpose %" PRIu64
+	       "); the shards hold what the driver accounts for: %s (%" PRIu64 " tokens off)\n",
+	       s->resyncs, s->data_withheld,
+	       !D.finished ? "not checked" : lost == 0 ? "yes" : "NO", lost);
 	printf("{\"requests\":%" PRIu64 ",\"prompt_tokens\":%" PRIu64 ",\"hit_tokens\":%" PRIu64
 	       ",\"hit_ratio\":%.4f,\"evicted_tokens\":%" PRIu64 ",\"refilled_tokens\":%" PRIu64
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
 	       ",\"retransmits\":%" PRIu64 ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
-	       ",\"protocol_errors\":%" PRIu64 ",\"finished\":%s}\n",
+	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
+	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, p50, p99, e50, e99,
-	       s->retransmits, s->shard_restarts, s->verify_failures, perr,
+	       s->retransmits, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
 	       D.finished ? "true" : "false");
 	fflush(stdout);
 }

@@ -40,6 +40,8 @@
 	X(lost_tokens)	    /* TOKEN_LOST records received */                                       \
 	X(refill_done)	    /* REFILL_DONE records received */                                      \
 	X(shard_restarts)   /* new shard epochs: the model's prefixes dropped */                    \
+	X(resyncs)	    /* models started over because a shard's state left the driver's */    \
+	X(data_withheld)    /* EVICT_DATA frames not sent (wafer.lose_data_every) */                \
 	X(link_restarts)    /* ports restarted after their link went down */                        \
 	X(stale)	    /* frames of an old shard epoch, or of no known shard */                \
 	X(rx_drops)	    /* frames that did not parse */                                         \

@@ -86,6 +86,8 @@ usage(FILE *f, const char *prog)
 		"  --exit-when-idle MS  stop after MS without a received frame (replays)\n"
 		"  --trace FILE         driver: replay this trace (wafer.trace)\n"
 		"  --limit N            driver: replay N requests (wafer.limit)\n"
+		"  --lose-data N        driver: withhold every Nth EVICT_DATA frame, a lost\n"
+		"                       frame on purpose (wafer.lose_data_every; for tests)\n"
 		"  --record-expect FILE driver: record open loop (no answers awaited: every\n"
 		"                       message counts as acknowledged, refills as whole) and\n"
 		"                       write each refill's expected content to FILE; with a\n"
@@ -209,8 +211,10 @@ main(int argc, char **argv)
 		{"poll", required_argument, NULL, 'p'}, {"exit-when-idle", required_argument, NULL, 'x'},
 		{"trace", required_argument, NULL, 't'}, {"limit", required_argument, NULL, 'n'},
 		{"record-expect", required_argument, NULL, 'R'},
+		{"lose-data", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
+		   *lose = NULL,
 		   *prog = argv[0];
 	char err[512];
 	int ret, c, status = 0, driver_on = 0;
@@ -251,6 +255,9 @@ main(int argc, char **argv)
 			break;
 		case 'n':
 			limit = optarg;
+			break;
+		case 'L':
+			lose = optarg;
 			break;
 		default:
 			usage(stderr, prog);
@@ -294,6 +301,17 @@ main(int argc, char **argv)
 			goto out_eal;
 		}
 		kvss.cfg.wafer.limit = (uint32_t)v;
+	}
+	if (lose != NULL) {
+		char *end;
+		unsigned long v = strtoul(lose, &end, 10);
+
+		if (*lose == '\0' || *end != '\0' || v > 1000000000) {
+			fprintf(stderr, "kvss: --lose-data: '%s' is not a number of frames\n", lose);
+			status = 2;
+			goto out_eal;
+		}
+		kvss.cfg.wafer.lose_data_every = (uint32_t)v;
 	}
 	if (poll != NULL) {
 		if (strcmp(poll, "busy") == 0)
