@@ -93,6 +93,8 @@ assert_clean(struct replay *r)
 	replay_stats(r, &st);
 	cr_assert_eq(st.protocol_errors, 0, "%" PRIu64 " protocol errors", st.protocol_errors);
 	cr_assert_eq(st.verify_failures, 0, "%" PRIu64 " verify failures", st.verify_failures);
+	cr_assert_eq(st.unaccounted_tokens, 0, "the shard holds %" PRIu64 " tokens more or less "
+		     "than the driver accounts for", st.unaccounted_tokens);
 }
 
 static struct prefixcache_request

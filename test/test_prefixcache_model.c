@@ -279,6 +279,12 @@ run_model(enum prefixcache_policy policy, const char *pname)
 		for (k = 0; k < nseq; k++)
 			replay_end(r, seq[k], now);
 		cr_assert_leq(prefixcache_stored(pc, 0, 0), CAP, "step %lu: over capacity", step);
+		if (step % 1000 == 0) {
+			replay_stats(r, &st);
+			cr_assert_eq(st.unaccounted_tokens, 0,
+				     "step %lu: the shard and the driver's account differ by %" PRIu64,
+				     step, st.unaccounted_tokens);
+		}
 		if (step % 10 == 0)
 			prefixcache_expire(pc, now, 64);
 	}
@@ -292,6 +298,7 @@ run_model(enum prefixcache_policy policy, const char *pname)
 	       ps.expired_entries, ps.dup_columns, ps.cold_columns);
 	cr_assert_eq(st.protocol_errors, 0);
 	cr_assert_eq(st.verify_failures, 0);
+	cr_assert_eq(st.unaccounted_tokens, 0);
 	cr_assert_leq(st.max_stored, CAP);
 	/* A run that exercised too little proves nothing. */
 	cr_assert_gt(nonzero, 10000);

@@ -186,6 +186,11 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 		res->vfail += rs.verify_failures;
 		if (rs.max_stored > cap)
 			res->perr++;
+		if (rs.unaccounted_tokens != 0) {
+			fprintf(stderr, "kvss-trace: replica %u: the shard holds %" PRIu64 " tokens more or "
+					"less than the driver accounts for\n", k, rs.unaccounted_tokens);
+			res->perr++;
+		}
 	}
 	res->wall = now_s() - t0;
 	rc = 0;

@@ -357,7 +357,19 @@ replay_kv(struct replay *r, uint16_t model)
 void
 replay_stats(const struct replay *r, struct replay_stats *st)
 {
+	uint16_t m, c;
+
 	*st = r->st;
+	st->unaccounted_tokens = 0;
+	for (m = 0; m < r->p.pc.num_models; m++)
+		for (c = 0; c < r->p.pc.model[m].num_caches; c++) {
+			struct kvstore_cache_stats cs;
+			uint64_t mine = prefixcache_stored(r->pc, m, c);
+
+			kvstore_cache_stats(r->kv[m], c, &cs);
+			st->unaccounted_tokens += cs.stored_tokens > mine ? cs.stored_tokens - mine
+									  : mine - cs.stored_tokens;
+		}
 }
 
 uint64_t

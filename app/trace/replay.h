@@ -31,6 +31,8 @@ struct replay_stats {
 	uint64_t evict_batches;
 	uint64_t deletes;
 	uint64_t max_stored;	/**< largest count the shards held, per cache */
+	/** Now: |tokens each shard cache holds - the driver's account of them|, summed. */
+	uint64_t unaccounted_tokens;
 };
 
 struct replay;
