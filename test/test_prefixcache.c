@@ -18,6 +18,7 @@ static struct proto_refill_req refills[64];
 static struct proto_refill_chunk chunks[64][16];
 static unsigned int nrefills;
 static struct proto_delete dels[256];
+static struct prefixcache_shards del_to[256];
 static unsigned int ndels;
 static struct proto_reserve reserves[64];
 static unsigned int nreserves;
@@ -36,12 +37,14 @@ obs_refill(void *arg, uint16_t model, const struct proto_refill_req *r,
 }
 
 static void
-obs_del(void *arg, uint16_t model, const struct proto_delete *d)
+obs_del(void *arg, uint16_t model, struct prefixcache_shards to, const struct proto_delete *d)
 {
 	(void)arg;
 	(void)model;
-	if (ndels < 256)
+	if (ndels < 256) {
+		del_to[ndels] = to;
 		dels[ndels++] = *d;
+	}
 }
 
 static void
@@ -566,16 +569,88 @@ Test(events, a_lost_token_removes_every_column_containing_it)
 		cr_assert_eq(kvstore_delete(replay_kv(r, 0), &d), 0);
 	}
 	ndels = 0;
-	prefixcache_token_lost(replay_pc(r), 0, 0, pid, 6);
+	prefixcache_token_lost(replay_pc(r), 0, 0, 0, pid, 6);
 	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 1, t, 4, 1, &e), 0);
 	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 1, t, 8, 1, &e), -ENOENT);
 	cr_assert_eq(prefixcache_stored(replay_pc(r), 0, 0), 4);
-	cr_assert_eq(ndels, 1);
+	/* Shards other than 0 (none here) still hold 4..11; shard 0 holds 4..5. */
+	cr_assert_eq(ndels, 2);
+	cr_assert_eq(del_to[0].only, -1);
+	cr_assert_eq(del_to[0].except, 0);
 	cr_assert_eq(dels[0].start_token_idx, 4);
-	cr_assert_eq(dels[0].end_token_idx, 5, "only what the shard still holds");
+	cr_assert_eq(dels[0].end_token_idx, 11, "the other shards lost nothing");
+	cr_assert_eq(del_to[1].only, 0);
+	cr_assert_eq(del_to[1].except, -1);
+	cr_assert_eq(dels[1].start_token_idx, 4);
+	cr_assert_eq(dels[1].end_token_idx, 5, "only what the shard that lost 6 still holds");
 	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2), 4);
 	assert_clean(r);
 	replay_free(r);
+}
+
+/*
+ * Two shards. Shard 1 lost token 6 of prompt A (0..11); prompt B continues A
+ * (12..19). Shard 1 gets A's DELETE cut at 5, shard 0 A's whole range, and
+ * both get B's whole range: B lost nothing anywhere.
+ */
+Test(events, a_loss_on_one_shard_gives_each_shard_its_own_exact_delete)
+{
+	struct prefixcache *pc;
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	struct prefixcache_sink sink = {.del = obs_del};
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *s;
+	uint32_t t[20], i, k;
+	uint64_t a, b;
+	int seen_a0 = 0, seen_a1 = 0, seen_b = 0;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
+	pc = prefixcache_create(&p, &sink);
+	for (i = 0; i < 20; i++)
+		t[i] = 100 + i;
+	q = req_of(1, t, 13, 13);
+	s = prefixcache_begin(pc, 0, &q, 0, &hit);
+	a = hit.prompt_id;
+	for (i = 0; i < 13; i++)
+		prefixcache_token(pc, s, t[i], 0);
+	prefixcache_end(pc, s, 0);
+	q = req_of(1, t, 20, 20);
+	s = prefixcache_begin(pc, 0, &q, 1, &hit);
+	cr_assert_eq(hit.hit_tokens, 12);
+	b = hit.prompt_id;
+	cr_assert_neq(a, b);
+	for (i = 12; i < 20; i++)
+		prefixcache_token(pc, s, t[i], 1);
+	prefixcache_end(pc, s, 1);
+	cr_assert_eq(prefixcache_stored(pc, 0, 0), 12 + 4 + 4, "A 0..11, B 12..19");
+	ndels = 0;
+	prefixcache_token_lost(pc, 0, 1, 0, a, 6);
+	for (k = 0; k < ndels; k++) {
+		if (dels[k].prompt_id == a && del_to[k].only == 1) {
+			cr_assert_eq(dels[k].start_token_idx, 4);
+			cr_assert_eq(dels[k].end_token_idx, 5);
+			seen_a1++;
+		} else if (dels[k].prompt_id == a) {
+			cr_assert_eq(del_to[k].only, -1);
+			cr_assert_eq(del_to[k].except, 1, "every shard but the one that lost it");
+			cr_assert_eq(dels[k].start_token_idx, 4);
+			cr_assert_eq(dels[k].end_token_idx, 11);
+			seen_a0++;
+		} else {
+			cr_assert_eq(dels[k].prompt_id, b);
+			cr_assert_eq(del_to[k].only, -1, "B lost nothing: every shard");
+			cr_assert_eq(del_to[k].except, -1);
+			cr_assert_eq(dels[k].start_token_idx, 12);
+			seen_b++;
+		}
+	}
+	cr_assert_eq(seen_a0, 1);
+	cr_assert_eq(seen_a1, 1);
+	cr_assert_eq(seen_b, 1);
+	cr_assert_eq(prefixcache_stored(pc, 0, 0), 4);
+	prefixcache_free(pc);
 }
 
 Test(events, a_shard_restart_drops_every_prefix_of_that_model)
@@ -700,12 +775,12 @@ Test(events, an_eviction_the_shard_refused_is_not_counted_as_cached)
 		prefixcache_token(pc, s, t[i], 0);
 	prefixcache_end(pc, s, 0);
 	/* The shard answered NO_SPACE for token 5 after its timeout. */
-	prefixcache_error(pc, 0, 0, hit.prompt_id, 5, PROTO_E_NO_SPACE);
+	prefixcache_error(pc, 0, 0, 0, hit.prompt_id, 5, PROTO_E_NO_SPACE);
 	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, t, 4, 0, &e), 0);
 	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, t, 8, 0, &e), -ENOENT);
 	cr_assert_eq(prefixcache_stored(pc, 0, 0), 4);
 	/* A refused DELETE changes nothing here. */
-	prefixcache_error(pc, 0, 0, hit.prompt_id, 0, PROTO_E_RANGE);
+	prefixcache_error(pc, 0, 0, 0, hit.prompt_id, 0, PROTO_E_RANGE);
 	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, t, 4, 0, &e), 0);
 	prefixcache_stats(pc, &st);
 	cr_assert_eq(st.shard_errors, 2);

@@ -112,12 +112,13 @@ on_column(void *arg, uint16_t model, uint16_t cache_id, uint64_t iso, uint64_t p
 }
 
 static void
-on_del(void *arg, uint16_t model, const struct proto_delete *d)
+on_del(void *arg, uint16_t model, struct prefixcache_shards to, const struct proto_delete *d)
 {
 	size_t i;
 
 	(void)arg;
 	(void)model;
+	(void)to;
 	/* Columns of that prompt ending past the start are gone. */
 	for (i = 0; i < nrec; i++)
 		if (recs[i].live && recs[i].holder == d->prompt_id && recs[i].len > d->start_token_idx)

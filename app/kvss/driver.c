@@ -819,14 +819,18 @@ on_refill(void *arg, uint16_t model, const struct proto_refill_req *rq,
 }
 
 static void
-on_delete(void *arg, uint16_t model, const struct proto_delete *d)
+on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct proto_delete *d)
 {
 	uint16_t i;
 
 	(void)arg;
 	for (i = 0; i < D.nshards[model]; i++) {
 		struct drv_shard *sh = &D.sh[D.first_shard[model] + i];
-		struct proto_builder *b = open_for(sh, PROTO_T_DELETE, PROTO_DELETE_LEN);
+		struct proto_builder *b;
+
+		if ((to.only >= 0 && i != to.only) || i == to.except)
+			continue;
+		b = open_for(sh, PROTO_T_DELETE, PROTO_DELETE_LEN);
 
 		if (b != NULL) {
 			proto_build_delete(b, d);
@@ -1339,7 +1343,8 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 						", prompt %" PRIx64 ", token %u, cache %u)\n",
 					sh->ref->id, proto_err_name(e.code) ? proto_err_name(e.code) : "?",
 					e.seq, e.prompt_id, e.token_idx, e.cache_id);
-			prefixcache_error(D.pc, sh->model, e.cache_id, e.prompt_id, e.token_idx, e.code);
+			prefixcache_error(D.pc, sh->model, sh->idx, e.cache_id, e.prompt_id, e.token_idx,
+					  e.code);
 		}
 		if (msg->hdr.count > 0)
 			resync(sh, tsc, "refused a message");
@@ -1372,7 +1377,8 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 
 			proto_get_lost(msg, i, &l);
 			D.st.lost_tokens++;
-			prefixcache_token_lost(D.pc, sh->model, l.cache_id, l.prompt_id, l.token_idx);
+			prefixcache_token_lost(D.pc, sh->model, sh->idx, l.cache_id, l.prompt_id,
+					       l.token_idx);
 		}
 		if (msg->hdr.count > 0)
 			resync(sh, tsc, "lost data (TOKEN_LOST)");

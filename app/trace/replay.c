@@ -122,12 +122,15 @@ on_evict(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 }
 
 static void
-on_delete(void *arg, uint16_t model, const struct proto_delete *d)
+on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct proto_delete *d)
 {
 	struct replay *r = arg;
 
 	if (r->p.observe.del != NULL)
-		r->p.observe.del(r->p.observe.arg, model, d);
+		r->p.observe.del(r->p.observe.arg, model, to, d);
+	/* Each model has one shard here, index 0. */
+	if (to.only > 0 || to.except == 0)
+		return;
 	r->st.deletes++;
 	if (d->evict_count > kvstore_batches_complete(r->kv[model]) ||
 	    kvstore_delete(r->kv[model], d) != 0)

@@ -142,6 +142,9 @@ struct pc_refill {
 struct prefixcache {
 	struct prefixcache_params p;
 	struct prefixcache_sink sink;
+	/* The loss being handled (emit_delete): which shard, which prompt, or NIL. */
+	int16_t lost_shard;
+	uint32_t lost_prompt;
 	struct pc_model m[PREFIXCACHE_MAX_MODELS];
 	/* Entries. */
 	struct pc_entry *e;
@@ -712,9 +715,12 @@ current_batch(const struct pc_model *m)
 
 /*
  * Delete [from, to) of prompt @pi from every cache of its group, except that
- * cache @lost_cache already dropped everything from @lost_from on. The
- * DELETE waits for the prompt's latest batch, which must have been sent (a
- * DELETE waiting for a batch that waits for space would deadlock the shard).
+ * if @pi is the prompt that lost a token (pc->lost_prompt), cache
+ * @lost_cache of shard pc->lost_shard already dropped everything from
+ * @lost_from on: that shard gets its own shorter DELETE, the others the whole
+ * range. (Prompts that continue it lost nothing: whole range everywhere.) The DELETE waits for the prompt's latest batch, which must have been
+ * sent (a DELETE waiting for a batch that waits for space would deadlock the
+ * shard).
  */
 static void
 emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to, int lost_cache,
@@ -724,24 +730,30 @@ emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to, int
 	uint16_t mi = p->gid / MAX_GROUPS;
 	struct pc_model *m = &pc->m[mi];
 	struct pc_group *g = group_of(pc, p->gid);
+	const struct prefixcache_shards all = {-1, -1};
 	uint16_t c;
 
 	if (from >= to)
 		return;
 	if (p->last_batch >= current_batch(m))
 		flush_model(pc, mi);
+	if (pc->sink.del == NULL)
+		return;
 	for (c = 0; c < g->ncaches; c++) {
 		struct proto_delete d = {.prompt_id = p->id, .evict_count = p->last_batch,
 					 .start_token_idx = from, .end_token_idx = to - 1,
 					 .cache_id = g->cache[c]};
 
-		if ((int)g->cache[c] == lost_cache) {
-			if (lost_from <= from)
-				continue;
-			d.end_token_idx = lost_from - 1;
+		if ((int)g->cache[c] != lost_cache || pi != pc->lost_prompt) {
+			pc->sink.del(pc->sink.arg, mi, all, &d);
+			continue;
 		}
-		if (pc->sink.del != NULL)
-			pc->sink.del(pc->sink.arg, mi, &d);
+		pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){-1, pc->lost_shard}, &d);
+		if (lost_from > from) {
+			d.end_token_idx = lost_from - 1;
+			pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){pc->lost_shard, -1},
+				     &d);
+		}
 	}
 }
 
@@ -1034,6 +1046,8 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 		goto einval;
 	if (sink != NULL)
 		pc->sink = *sink;
+	pc->lost_shard = -1;
+	pc->lost_prompt = NIL;
 	for (mi = 0; mi < p->num_models; mi++) {
 		struct pc_model *m = &pc->m[mi];
 
@@ -2056,8 +2070,8 @@ prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now)
 /* ---- Events from the shards ---------------------------------------------------------- */
 
 void
-prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t prompt_id,
-		       uint32_t token_idx)
+prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t shard, uint16_t cache_id,
+		       uint64_t prompt_id, uint32_t token_idx)
 {
 	int gid = gid_of_cache(pc, mi, cache_id);
 	uint32_t pi, i;
@@ -2071,15 +2085,19 @@ prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, u
 	/* The first column holding the token, and all after it. */
 	for (i = pc->pr[pi].first; i != NIL && pc->e[i].length <= token_idx; i = pc->e[i].p_next)
 		;
+	pc->lost_shard = (int16_t)shard;
+	pc->lost_prompt = pi;
 	if (i != NIL)
 		delete_subtree(pc, i, cache_id, token_idx, true);
 	else
 		prompt_truncate(pc, pi, token_idx, cache_id, token_idx, true);
+	pc->lost_shard = -1;
+	pc->lost_prompt = NIL;
 }
 
 void
-prefixcache_error(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t prompt_id,
-		  uint32_t token_idx, uint16_t code)
+prefixcache_error(struct prefixcache *pc, uint16_t mi, uint16_t shard, uint16_t cache_id,
+		  uint64_t prompt_id, uint32_t token_idx, uint16_t code)
 {
 	pc->st.shard_errors++;
 	switch (code) {
@@ -2089,7 +2107,7 @@ prefixcache_error(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64
 	case PROTO_E_BAD_CACHE:
 		if (prompt_id != 0) {
 			pc->st.lost_tokens--; /* counted as an error, not a loss */
-			prefixcache_token_lost(pc, mi, cache_id, prompt_id, token_idx);
+			prefixcache_token_lost(pc, mi, shard, cache_id, prompt_id, token_idx);
 		}
 		break;
 	default:

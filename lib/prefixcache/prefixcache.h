@@ -126,6 +126,18 @@ struct prefixcache_params {
 };
 
 /** Where the library's messages go. Each callback may be NULL. */
+/**
+ * Which of a model's shards a DELETE goes to: every one (both -1), one alone,
+ * or every one but one. The library knows shards only by the index (within
+ * the model) that the caller gave prefixcache_token_lost() or
+ * prefixcache_error(): after a loss, the shard that lost a token holds less
+ * of that prompt than the others, and each must get its own exact suffix.
+ */
+struct prefixcache_shards {
+	int16_t only;	/**< this shard alone, or -1 */
+	int16_t except; /**< every shard but this one, or -1 */
+};
+
 struct prefixcache_sink {
 	void *arg;
 	void (*reserve)(void *arg, uint16_t model, const struct proto_reserve *r);
@@ -135,7 +147,8 @@ struct prefixcache_sink {
 	/** One RefillRequest (one cache) with its chunks. */
 	void (*refill)(void *arg, uint16_t model, const struct proto_refill_req *r,
 		       const struct proto_refill_chunk *chunks);
-	void (*del)(void *arg, uint16_t model, const struct proto_delete *d);
+	void (*del)(void *arg, uint16_t model, struct prefixcache_shards to,
+		    const struct proto_delete *d);
 	/**
 	 * Optional, for tests and tracing: a column entered the PrefixMap
 	 * (first cache of its group named), holding prompt tokens [start, end).
@@ -228,9 +241,12 @@ void prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t
 /** A REFILL_DONE arrived: the refill's columns may be deleted again. */
 void prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id);
 
-/** TOKEN_LOST: every column containing the token goes, and what hangs on it. */
-void prefixcache_token_lost(struct prefixcache *pc, uint16_t model, uint16_t cache_id,
-			    uint64_t prompt_id, uint32_t token_idx);
+/**
+ * TOKEN_LOST from the model's shard @p shard (its index in the model): every
+ * column containing the token goes, and what hangs on it.
+ */
+void prefixcache_token_lost(struct prefixcache *pc, uint16_t model, uint16_t shard,
+			    uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx);
 
 /**
  * An ERROR record from a shard. For an eviction the shard refused (HOLE,
@@ -238,8 +254,8 @@ void prefixcache_token_lost(struct prefixcache *pc, uint16_t model, uint16_t cac
  * TOKEN_LOST. Others (a DELETE or REFILL the shard refused) change nothing
  * the driver holds; they are counted.
  */
-void prefixcache_error(struct prefixcache *pc, uint16_t model, uint16_t cache_id,
-		       uint64_t prompt_id, uint32_t token_idx, uint16_t code);
+void prefixcache_error(struct prefixcache *pc, uint16_t model, uint16_t shard,
+		       uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx, uint16_t code);
 
 /**
  * A STATUS CacheInfo from one of @p model's shards: a capacity below what the
