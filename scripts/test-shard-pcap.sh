@@ -148,7 +148,19 @@ check "the message names file, line and key" \
 check "no port started" sh -c "! grep -q 'started' '$tmp/badlog'"
 "$BUILD/kvss" --help >"$tmp/help" 2>&1
 check "--help lists the options" grep -q -- "--config FILE" "$tmp/help"
+check "--help lists --lose-data" grep -q -- "--lose-data N" "$tmp/help"
+# A bad option value stops it too (exit 2), naming the option.
+badopt() {
+	timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_opt" -- \
+		--config config/all-in-one.cfg "$@" >"$tmp/optlog" 2>&1
+}
+badopt --role bogus
+check "--role bogus exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--role: 'bogus'\" '$tmp/optlog'"
+badopt --limit 0
+check "--limit 0 exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--limit: '0'\" '$tmp/optlog'"
+badopt --lose-data 3x
+check "--lose-data 3x exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--lose-data: '3x'\" '$tmp/optlog'"
 
 check "no process left" sh -c '! pgrep -x kvss >/dev/null'
-rm -rf "/var/run/dpdk/$prefix" "/var/run/dpdk/${prefix}_bad"
+rm -rf "/var/run/dpdk/$prefix" "/var/run/dpdk/${prefix}_bad" "/var/run/dpdk/${prefix}_opt"
 check_summary "kvss shard over pcap"
