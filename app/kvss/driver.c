@@ -129,6 +129,8 @@ struct drv_refill {
 	uint32_t ntok;
 	uint32_t whole_mask, done_mask, fail_mask, all_mask;
 	int finished;
+	uint32_t glue_end; /* the last glued position + 1: must be the requester's hit */
+	int glue_bad;	   /* a glued token would land in the wrong slot */
 	uint64_t *hash; /* prefix hash of every glued token */
 	struct proto_wafer_refill chk[];
 };
@@ -794,6 +796,33 @@ on_refill(void *arg, uint16_t model, const struct proto_refill_req *rq,
 	r->nshards = ns;
 	r->ntok = ntok;
 	r->all_mask = (1u << ns) - 1;
+	/*
+	 * Where each glued token lands: a FULL cache keeps position p in slot p;
+	 * a sliding window (W, S) past W keeps sink p in slot p and window
+	 * position p in slot S + (p - S) mod (W - S). Glued token t goes to slot
+	 * t, so every position must be the one that slot needs; and the last
+	 * position + 1 must be the hit (seq_start checks that).
+	 */
+	{
+		const struct prefixcache_cache *cc = &kvss.cfg.driver.pc.model[model].cache[rq->cache_id];
+		uint32_t end = 0, W = cc->window, S = cc->sinks;
+		int ring;
+
+		for (k = 0; k < rq->num_chunks; k++)
+			if (ch[k].num_tokens && ch[k].start_token_idx + ch[k].num_tokens > end)
+				end = ch[k].start_token_idx + ch[k].num_tokens;
+		ring = cc->rule == PREFIXCACHE_SWA && end > W;
+		r->glue_end = end;
+		r->glue_bad = ntok != (ring ? W : end);
+		for (k = 0, t = 0; k < rq->num_chunks; k++)
+			for (j = 0; j < ch[k].num_tokens; j++, t++) {
+				uint32_t p = ch[k].start_token_idx + j;
+
+				if ((ring && p >= S ? S + (p - S) % (W - S) : p) != t)
+					r->glue_bad = 1;
+			}
+		t = 0;
+	}
 	/* Glued token t is position chunk.start + j of the requester's own prefix. */
 	for (k = 0; k < rq->num_chunks; k++)
 		for (j = 0; j < ch[k].num_tokens; j++, t++) {
@@ -985,6 +1014,13 @@ seq_start(uint64_t tsc)
 		}
 		s->prompt_id[m] = hit.prompt_id;
 		s->pos[m] = hit.hit_tokens;
+		/* Every refill brings the whole hit, each token to its slot. */
+		for (k = 0; k < s->nrec; k++)
+			if (s->rec[k]->model == m &&
+			    (s->rec[k]->glue_bad || s->rec[k]->glue_end != hit.hit_tokens)) {
+				D.st.verify_failures++;
+				D.st.verify_bad_glue++;
+			}
 		pid_add(hit.prompt_id, s);
 		if (m == 0) {
 			D.st.lookup_tokens += hit.lookup_tokens;
@@ -2021,9 +2057,10 @@ kvss_driver_summary(void)
 	       " requests begun as misses meanwhile\n", s->link_restarts, s->tx_link_drops,
 	       s->shards_away, s->away_requests);
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
-	       "), protocol errors %" PRIu64 " (ERROR records %" PRIu64 ", refill failures %" PRIu64
+	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64 ", refill failures %" PRIu64
 	       ", refill timeouts %" PRIu64 ", lost tokens %" PRIu64 ", dropped frames %" PRIu64 ")\n",
-	       s->verify_failures, s->verify_bad_bytes, s->verify_bad_frames, perr, s->errors,
+	       s->verify_failures, s->verify_bad_bytes, s->verify_bad_frames, s->verify_bad_glue, perr,
+	       s->errors,
 	       s->refill_failures, s->refill_timeouts, s->lost_tokens, s->rx_drops);
 	printf("kvss: summary: resyncs %" PRIu64 " (data frames withheld on purpose %" PRIu64
 	       "); the shards hold what the driver accounts for: %s (%" PRIu64 " tokens off)\n",

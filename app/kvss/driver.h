@@ -25,6 +25,7 @@
 	X(verify_failures)  /* refills with a byte that differs from the reference */              \
 	X(verify_bad_bytes)                                                                        \
 	X(verify_bad_frames) /* REFILL_DATA out of order, past the end, unknown refill */           \
+	X(verify_bad_glue)  /* a refill that would not bring the whole hit, each token to its slot */ \
 	X(evicted_tokens)                                                                          \
 	X(evict_batches)                                                                           \
 	X(evict_bytes)	    /* EVICT_DATA payload bytes sent */                                     \

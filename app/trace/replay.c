@@ -408,6 +408,41 @@ seq_append(struct replay_seq *s, uint32_t token)
 	s->n++;
 }
 
+/*
+ * The refills this sequence's begin asked for bring exactly its hit, each
+ * token to the slot the wafer keeps it in: a FULL cache tokens 0..L-1 in
+ * order; a sliding window (W, S) min(L, W) tokens, sink t to slot t and
+ * window token p to slot S + (p - S) mod (W - S). The bytes are checked
+ * later by position; this checks that the positions are the right ones.
+ */
+static void
+check_glue(struct replay *r, struct replay_seq *s, uint16_t model, uint32_t L)
+{
+	uint32_t k;
+
+	for (k = 0; k < r->npend; k++) {
+		const struct pending_refill *pr = &r->pend[k];
+		const struct prefixcache_cache *cc;
+		uint32_t t = 0, j, c, want;
+		bool ok = true;
+
+		if (pr->seq != s || pr->model != model)
+			continue;
+		cc = &r->p.pc.model[model].cache[pr->req.cache_id];
+		want = cc->rule == PREFIXCACHE_SWA && L > cc->window ? cc->window : L;
+		for (c = 0; c < pr->req.num_chunks; c++)
+			for (j = 0; j < pr->ch[c].num_tokens; j++, t++) {
+				uint32_t p = pr->ch[c].start_token_idx + j, slot = p;
+
+				if (cc->rule == PREFIXCACHE_SWA && p >= cc->sinks && L > cc->window)
+					slot = cc->sinks + (p - cc->sinks) % (cc->window - cc->sinks);
+				ok = ok && p < L && slot == t;
+			}
+		if (!ok || t != want)
+			r->st.verify_failures++;
+	}
+}
+
 struct replay_seq *
 replay_begin(struct replay *r, uint16_t model, const struct prefixcache_request *req, uint64_t now,
 	     struct prefixcache_hit *hit)
@@ -435,6 +470,7 @@ replay_begin(struct replay *r, uint16_t model, const struct prefixcache_request 
 	}
 	s->prompt_id = hit->prompt_id;
 	s->pos = hit->hit_tokens;
+	check_glue(r, s, model, hit->hit_tokens);
 	b = bucket_of(r, s->prompt_id);
 	s->hnext = r->bucket[b];
 	r->bucket[b] = s;
