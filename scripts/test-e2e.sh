@@ -52,6 +52,24 @@ check "role all: the shard holds what the driver accounts for" \
 # A failure says why: the summary names each kind of protocol error.
 [ "$fail" -eq 0 ] || grep -E "summary:|final stats" "$tmp/all.log" >&2
 
+# 1a. A model with a full cache and a sliding-window cache (with sink tokens):
+#     hits go past the window (capped at it, the hit ratio was 0.27), and
+#     every refilled byte of both caches lands where the wafer keeps it.
+timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" --log-level lib.eal:error \
+	--no-telemetry --file-prefix "kvss_e2e_all_$$" -- --config config/all-in-one-hybrid.cfg \
+	>"$tmp/hyb.log" 2>&1
+check "hybrid: exits 0" test $? -eq 0
+grep '^{' "$tmp/hyb.log" | tail -1 >"$tmp/hyb.json"
+check "hybrid: 400 requests done" test "$(field "$tmp/hyb.json" requests)" = 400
+check "hybrid: zero verify failures (bytes, frames, glue)" \
+	test "$(field "$tmp/hyb.json" verify_failures)" = 0
+check "hybrid: zero protocol errors" test "$(field "$tmp/hyb.json" protocol_errors)" = 0
+check "hybrid: the shard holds what the driver accounts for" \
+	test "$(field "$tmp/hyb.json" unaccounted_tokens)" = 0
+check "hybrid: hits go past the window (hit ratio above 0.4)" \
+	python3 -c "import sys; sys.exit(0 if $(field "$tmp/hyb.json" hit_ratio) > 0.4 else 1)"
+[ "$fail" -eq 0 ] || grep -E "summary:" "$tmp/hyb.log" >&2
+
 # 1b. The same with lost data: the wafer withholds every 400th EVICT_DATA frame
 #     (--lose-data). Each loss makes the model start over (driver.on_loss =
 #     resync): no wrong byte is refilled, and at the end the shard holds

@@ -242,6 +242,55 @@ Test(design, sliding_window_example_w100_c10_s3)
 	replay_free(r);
 }
 
+/*
+ * A model with a full cache (0) and the design's sliding window (1: W = 100,
+ * S = 3) in one model. After the loop-around the window's entries end at
+ * 107, 117, ..., off the full cache's grid of 10: a second request hits 137
+ * tokens (not 100, the last length both grids share). The full cache refills
+ * [0, 137) from its columns up to 140 and caches again from 140 on; every
+ * refilled byte of both caches is checked, and a third request hits 157.
+ */
+Test(design, a_full_and_a_sliding_cache_in_one_model_hit_past_the_window)
+{
+	struct replay_params p = params_full(10, 100000, 16);
+	struct replay *r;
+	struct prefixcache_request q;
+	uint32_t t[171], i, k;
+	int full_req = -1, full_res = -1, swa_res = -1;
+
+	p.pc.model[0].num_caches = 2;
+	p.pc.model[0].cache[1] = (struct prefixcache_cache){1, PREFIXCACHE_SWA, 100, 3, 100000};
+	r = replay_create(&p);
+	for (i = 0; i < 171; i++)
+		t[i] = 2000 + i;
+	q = req_of(7, t, 141, 141);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 0);
+	nrefills = nreserves = 0;
+	q = req_of(7, t, 161, 161);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2 * SEC), 137);
+	for (k = 0; k < nrefills; k++)
+		if (refills[k].cache_id == 0)
+			full_req = (int)k;
+	cr_assert_geq(full_req, 0);
+	cr_assert_eq(refills[full_req].num_chunks, 1);
+	cr_assert_eq(chunks[full_req][0].start_token_idx, 0);
+	cr_assert_eq(chunks[full_req][0].num_tokens, 137, "the full cache refills [0, 137)");
+	for (k = 0; k < nreserves; k++) {
+		if (reserves[k].cache_id == 0)
+			full_res = (int)k;
+		else
+			swa_res = (int)k;
+	}
+	cr_assert_geq(full_res, 0);
+	cr_assert_geq(swa_res, 0);
+	cr_assert_eq(reserves[full_res].start_token_idx, 140, "after its last used column");
+	cr_assert_eq(reserves[swa_res].start_token_idx, 137);
+	q = req_of(7, t, 171, 171);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 3 * SEC), 157);
+	assert_clean(r);
+	replay_free(r);
+}
+
 Test(design, a_window_not_a_multiple_of_the_column_stops_caching_there)
 {
 	struct replay_params p = params_full(10, 100000, 16);

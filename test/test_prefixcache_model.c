@@ -342,3 +342,81 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests_followup, .ti
 {
 	run_model(PREFIXCACHE_FOLLOWUP, "followup");
 }
+
+/*
+ * A model with a full cache and a sliding-window cache (W = 24, S = 3, so
+ * after the loop-around the window's entries end off the full cache's column
+ * grid), under capacity pressure, with conversations that grow and
+ * organizations that share prompts. No reference here: the replay system
+ * checks every refilled byte of both caches against the requester's content,
+ * every message against the shard's rules, and the shard's stored tokens
+ * against the driver's account; and hits must go past the window.
+ */
+Test(model, a_full_and_a_sliding_cache_stay_exact_over_20k_requests, .timeout = 600)
+{
+	enum { NCONV = 24, CONVLEN = 120, WIN = 24, SINKS = 3, HCAP = 400 };
+	struct replay_params p = {.bytes_per_token = 16, .num_buffers = 2};
+	static uint32_t conv[NCONV][CONVLEN];
+	uint32_t clen[NCONV] = {0}, gen[8];
+	uint64_t seed, ciso[NCONV];
+	struct replay *r;
+	struct replay_stats st;
+	unsigned long step, past_window = 0, hits = 0;
+	unsigned int k;
+
+	seed = test_seed("prefixcache hybrid model test", (uint64_t)time(NULL));
+	rng = seed * 2654435761u + 11;
+	p.pc.num_models = 1;
+	p.pc.column = C;
+	p.pc.model[0].num_caches = 2;
+	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, HCAP};
+	p.pc.model[0].cache[1] = (struct prefixcache_cache){1, PREFIXCACHE_SWA, WIN, SINKS, HCAP};
+	p.pc.model[0].max_batch_tokens = 5;
+	r = replay_create(&p);
+	for (step = 0; step < 20000; step++) {
+		unsigned int c = (unsigned int)(rnd() % NCONV), add, i;
+		struct prefixcache_request q;
+		uint32_t hit;
+
+		if (clen[c] == 0 || clen[c] > CONVLEN - 40 || rnd() % 8 == 0) {
+			/* A new conversation: a shared system prompt of one of 3, or none. */
+			unsigned int sys = (unsigned int)(rnd() % 4);
+
+			ciso[c] = isos[0] + rnd() % 3;
+			clen[c] = sys ? 8 + 4 * sys : 0;
+			for (i = 0; i < clen[c]; i++)
+				conv[c][i] = 500 * sys + i;
+		}
+		add = 1 + (unsigned int)(rnd() % 30);
+		for (i = 0; i < add; i++)
+			conv[c][clen[c] + i] = (uint32_t)rnd() % 50000;
+		clen[c] += add;
+		for (k = 0; k < 8; k++)
+			gen[k] = (uint32_t)rnd() % 50000;
+		q = (struct prefixcache_request){.isolation_id = ciso[c], .tokens = conv[c],
+						 .num_tokens = clen[c],
+						 .cache_length_allowed = clen[c] + 8,
+						 .first_multimodal = UINT32_MAX, .sequence_id = 9};
+		now += SEC / 10;
+		hit = replay_request(r, 0, &q, gen, (uint32_t)(rnd() % 9), now);
+		hits += hit;
+		if (hit > WIN)
+			past_window++;
+		if (step % 1000 == 0) {
+			replay_stats(r, &st);
+			cr_assert_eq(st.protocol_errors, 0, "step %lu", step);
+			cr_assert_eq(st.verify_failures, 0, "step %lu", step);
+			cr_assert_eq(st.unaccounted_tokens, 0, "step %lu", step);
+		}
+	}
+	replay_stats(r, &st);
+	printf("prefixcache hybrid model test: %lu hit tokens, %lu requests hit past the window, "
+	       "%" PRIu64 " refills checked (%" PRIu64 " tokens)\n",
+	       hits, past_window, st.refills, st.refill_tokens);
+	cr_assert_eq(st.protocol_errors, 0);
+	cr_assert_eq(st.verify_failures, 0);
+	cr_assert_eq(st.unaccounted_tokens, 0);
+	cr_assert_leq(st.max_stored, HCAP);
+	cr_assert_gt(past_window, 1000, "too few hits past the window to prove anything");
+	replay_free(r);
+}

@@ -1586,27 +1586,61 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 
 			fu_sight(pc, e->gid, e->hash, e->length - e->start);
 		}
-	/* The longest length that is a column end hit in every group. */
-	if (m->ngroups > 0) {
-		for (k = np[0]; k-- > 0 && L == 0;) {
-			uint32_t len = pc->e[pc->path[0][k]].length, g2, j;
-			bool all = true;
+	/*
+	 * The longest length every group can refill. A FULL group holds every
+	 * token of its hit, so it can refill any prefix of it; a sliding-window
+	 * group only a length that ends one of its entries (its window state is
+	 * exact there). After the loop-around those lengths are off the column
+	 * grid, so a model mixing the two would otherwise stop at the window.
+	 */
+	{
+		uint32_t fullmax = UINT32_MAX;
+		int swa0 = -1;
 
-			for (g2 = 1; g2 < m->ngroups && all; g2++) {
-				bool found = false;
+		for (gi = 0; gi < m->ngroups; gi++) {
+			if (m->g[gi].rule == PREFIXCACHE_FULL) {
+				uint32_t end = np[gi] ? pc->e[pc->path[gi][np[gi] - 1]].length : 0;
 
-				for (j = 0; j < np[g2] && !found; j++)
-					found = pc->e[pc->path[g2][j]].length == len;
-				all = found;
+				if (end < fullmax)
+					fullmax = end;
+			} else if (swa0 < 0) {
+				swa0 = (int)gi;
 			}
-			if (all)
-				L = len;
+		}
+		if (swa0 < 0) {
+			L = fullmax == UINT32_MAX ? 0 : fullmax;
+		} else {
+			for (k = np[swa0]; k-- > 0 && L == 0;) {
+				uint32_t len = pc->e[pc->path[swa0][k]].length, g2, j;
+				bool all = len <= fullmax;
+
+				for (g2 = 0; g2 < m->ngroups && all; g2++) {
+					bool found = false;
+
+					if (m->g[g2].rule == PREFIXCACHE_FULL || (int)g2 == swa0)
+						continue;
+					for (j = 0; j < np[g2] && !found; j++)
+						found = pc->e[pc->path[g2][j]].length == len;
+					all = found;
+				}
+				if (all)
+					L = len;
+			}
 		}
 	}
-	/* Cut each path at L. */
-	for (gi = 0; gi < m->ngroups; gi++)
-		while (np[gi] > 0 && pc->e[pc->path[gi][np[gi] - 1]].length > L)
-			np[gi]--;
+	/*
+	 * Cut each path at L: a sliding-window group's ends at L; a FULL group's
+	 * keeps the column that holds token L - 1 (its last used column, which
+	 * may end past L).
+	 */
+	for (gi = 0; gi < m->ngroups; gi++) {
+		if (m->g[gi].rule == PREFIXCACHE_FULL)
+			while (np[gi] > 0 && pc->e[pc->path[gi][np[gi] - 1]].length >= L + C)
+				np[gi]--;
+		else
+			while (np[gi] > 0 && pc->e[pc->path[gi][np[gi] - 1]].length > L)
+				np[gi]--;
+	}
 
 	/*
 	 * SLRU: a hit that covers an earlier prompt to its last column is a
@@ -1632,9 +1666,14 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 		struct seq_group *sg = &s->g[gi];
 		uint32_t last = np[gi] ? pc->path[gi][np[gi] - 1] : NIL;
 
-		sg->caching = allowed > L;
+		/*
+		 * A FULL group whose last used column ends past L (a hit cut at a
+		 * sliding window's length) caches from that column's end on: the
+		 * tokens before it are that column's, held by its prompt.
+		 */
+		sg->cur_end = last != NIL && pc->e[last].length > L ? pc->e[last].length : L;
+		sg->caching = allowed > sg->cur_end;
 		sg->prompt = NIL;
-		sg->cur_end = L;
 		sg->last_entry = NIL;
 		sg->last_hash = last != NIL ? pc->e[last].hash : req->isolation_id;
 		if (sg->caching)
@@ -1713,13 +1752,15 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 			uint16_t c;
 
 			for (c = 0; c < g->ncaches; c++) {
+				uint32_t from = s->g[gi].cur_end;
 				struct proto_reserve rv = {
 					.prompt_id = s->prompt_id,
 					.continue_id = last != NIL ? pc->pr[pc->e[last].prompt].id : 0,
-					.start_token_idx = L, .num_tokens = allowed - L,
+					.start_token_idx = from, .num_tokens = allowed - from,
 					.cache_id = g->cache[c]};
 
-				pc->sink.reserve(pc->sink.arg, mi, &rv);
+				if (allowed > from)
+					pc->sink.reserve(pc->sink.arg, mi, &rv);
 			}
 		}
 	}
@@ -1916,6 +1957,8 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 
 		if (sg->caching && next_end(g, C, sg->cur_end) == 0)
 			stop_caching(pc, s, gi); /* past the last column (window) */
+		if (pos < sg->cur_end && sg->prompt == NIL)
+			continue; /* in its last hit column (held by that column's prompt) */
 		if (sg->caching) {
 			bool growth = sg->prompt == NIL || pos >= pc->pr[sg->prompt].end;
 
