@@ -352,7 +352,8 @@ Test(model, longest_prefix_equals_the_reference_over_100k_requests_followup, .ti
  * every message against the shard's rules, and the shard's stored tokens
  * against the driver's account; and hits must go past the window.
  */
-Test(model, a_full_and_a_sliding_cache_stay_exact_over_20k_requests, .timeout = 600)
+static void
+run_hybrid(const char *title, bool two_windows)
 {
 	enum { NCONV = 24, CONVLEN = 120, WIN = 24, SINKS = 3, HCAP = 400 };
 	struct replay_params p = {.bytes_per_token = 16, .num_buffers = 2};
@@ -364,13 +365,18 @@ Test(model, a_full_and_a_sliding_cache_stay_exact_over_20k_requests, .timeout = 
 	unsigned long step, past_window = 0, hits = 0;
 	unsigned int k;
 
-	seed = test_seed("prefixcache hybrid model test", (uint64_t)time(NULL));
+	seed = test_seed(title, (uint64_t)time(NULL));
 	rng = seed * 2654435761u + 11;
 	p.pc.num_models = 1;
 	p.pc.column = C;
 	p.pc.model[0].num_caches = 2;
 	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, HCAP};
 	p.pc.model[0].cache[1] = (struct prefixcache_cache){1, PREFIXCACHE_SWA, WIN, SINKS, HCAP};
+	if (two_windows) {
+		/* A second window, its laps out of step with the first's. */
+		p.pc.model[0].num_caches = 3;
+		p.pc.model[0].cache[2] = (struct prefixcache_cache){2, PREFIXCACHE_SWA, 16, 2, HCAP};
+	}
 	p.pc.model[0].max_batch_tokens = 5;
 	r = replay_create(&p);
 	for (step = 0; step < 20000; step++) {
@@ -410,13 +416,23 @@ Test(model, a_full_and_a_sliding_cache_stay_exact_over_20k_requests, .timeout = 
 		}
 	}
 	replay_stats(r, &st);
-	printf("prefixcache hybrid model test: %lu hit tokens, %lu requests hit past the window, "
+	printf("%s: %lu hit tokens, %lu requests hit past the window, "
 	       "%" PRIu64 " refills checked (%" PRIu64 " tokens)\n",
-	       hits, past_window, st.refills, st.refill_tokens);
+	       title, hits, past_window, st.refills, st.refill_tokens);
 	cr_assert_eq(st.protocol_errors, 0);
 	cr_assert_eq(st.verify_failures, 0);
 	cr_assert_eq(st.unaccounted_tokens, 0);
 	cr_assert_leq(st.max_stored, HCAP);
 	cr_assert_gt(past_window, 1000, "too few hits past the window to prove anything");
 	replay_free(r);
+}
+
+Test(model, a_full_and_a_sliding_cache_stay_exact_over_20k_requests, .timeout = 600)
+{
+	run_hybrid("prefixcache hybrid model test", false);
+}
+
+Test(model, a_full_cache_and_two_windows_stay_exact_over_20k_requests, .timeout = 600)
+{
+	run_hybrid("prefixcache hybrid model test, two windows", true);
 }

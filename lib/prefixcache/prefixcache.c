@@ -1587,60 +1587,26 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 			fu_sight(pc, e->gid, e->hash, e->length - e->start);
 		}
 	/*
-	 * The longest length every group can refill. A FULL group holds every
-	 * token of its hit, so it can refill any prefix of it; a sliding-window
-	 * group only a length that ends one of its entries (its window state is
-	 * exact there). After the loop-around those lengths are off the column
-	 * grid, so a model mixing the two would otherwise stop at the window.
-	 */
-	{
-		uint32_t fullmax = UINT32_MAX;
-		int swa0 = -1;
-
-		for (gi = 0; gi < m->ngroups; gi++) {
-			if (m->g[gi].rule == PREFIXCACHE_FULL) {
-				uint32_t end = np[gi] ? pc->e[pc->path[gi][np[gi] - 1]].length : 0;
-
-				if (end < fullmax)
-					fullmax = end;
-			} else if (swa0 < 0) {
-				swa0 = (int)gi;
-			}
-		}
-		if (swa0 < 0) {
-			L = fullmax == UINT32_MAX ? 0 : fullmax;
-		} else {
-			for (k = np[swa0]; k-- > 0 && L == 0;) {
-				uint32_t len = pc->e[pc->path[swa0][k]].length, g2, j;
-				bool all = len <= fullmax;
-
-				for (g2 = 0; g2 < m->ngroups && all; g2++) {
-					bool found = false;
-
-					if (m->g[g2].rule == PREFIXCACHE_FULL || (int)g2 == swa0)
-						continue;
-					for (j = 0; j < np[g2] && !found; j++)
-						found = pc->e[pc->path[g2][j]].length == len;
-					all = found;
-				}
-				if (all)
-					L = len;
-			}
-		}
-	}
-	/*
-	 * Cut each path at L: a sliding-window group's ends at L; a FULL group's
-	 * keeps the column that holds token L - 1 (its last used column, which
-	 * may end past L).
+	 * The longest length every group can refill: the shortest group's hit.
+	 * A group's hit chain certifies every token before its end, and the
+	 * shard holds them all (a prompt only shrinks from the right), so a
+	 * group can refill any prefix of its hit: a full cache tokens [0, L), a
+	 * sliding window its sinks and the W - S tokens before L. (Requiring a
+	 * length that ends an entry in every group stopped a model with a full
+	 * cache and a window at the window: after its first lap the window's
+	 * entries are off the column grid.) Each path keeps the entry holding
+	 * token L - 1, which may end past L.
 	 */
 	for (gi = 0; gi < m->ngroups; gi++) {
-		if (m->g[gi].rule == PREFIXCACHE_FULL)
-			while (np[gi] > 0 && pc->e[pc->path[gi][np[gi] - 1]].length >= L + C)
-				np[gi]--;
-		else
-			while (np[gi] > 0 && pc->e[pc->path[gi][np[gi] - 1]].length > L)
-				np[gi]--;
+		uint32_t end = np[gi] ? pc->e[pc->path[gi][np[gi] - 1]].length : 0;
+
+		if (gi == 0 || end < L)
+			L = end;
 	}
+	for (gi = 0; gi < m->ngroups; gi++)
+		while (np[gi] > 0 &&
+		       (np[gi] == 1 ? L == 0 : pc->e[pc->path[gi][np[gi] - 2]].length >= L))
+			np[gi]--;
 
 	/*
 	 * SLRU: a hit that covers an earlier prompt to its last column is a
@@ -1667,9 +1633,9 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 		uint32_t last = np[gi] ? pc->path[gi][np[gi] - 1] : NIL;
 
 		/*
-		 * A FULL group whose last used column ends past L (a hit cut at a
-		 * sliding window's length) caches from that column's end on: the
-		 * tokens before it are that column's, held by its prompt.
+		 * A group whose last used entry ends past L (another group's hit
+		 * was shorter) caches from that entry's end on: the tokens before
+		 * it are that entry's, held by its prompt.
 		 */
 		sg->cur_end = last != NIL && pc->e[last].length > L ? pc->e[last].length : L;
 		sg->caching = allowed > sg->cur_end;
