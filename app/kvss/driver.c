@@ -2057,7 +2057,8 @@ kvss_driver_summary(void)
 	       " requests begun as misses meanwhile\n", s->link_restarts, s->tx_link_drops,
 	       s->shards_away, s->away_requests);
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
-	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64 ", refill failures %" PRIu64
+	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64
+	       ", refill failures %" PRIu64
 	       ", refill timeouts %" PRIu64 ", lost tokens %" PRIu64 ", dropped frames %" PRIu64 ")\n",
 	       s->verify_failures, s->verify_bad_bytes, s->verify_bad_frames, s->verify_bad_glue, perr,
 	       s->errors,

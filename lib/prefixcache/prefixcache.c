@@ -718,8 +718,9 @@ current_batch(const struct pc_model *m)
  * if @pi is the prompt that lost a token (pc->lost_prompt), cache
  * @lost_cache of shard pc->lost_shard already dropped everything from
  * @lost_from on: that shard gets its own shorter DELETE, the others the whole
- * range. (Prompts that continue it lost nothing: whole range everywhere.) The DELETE waits for the prompt's latest batch, which must have been
- * sent (a DELETE waiting for a batch that waits for space would deadlock the
+ * range. (Prompts that continue it lost nothing: whole range everywhere.)
+ * The DELETE waits for the prompt's latest batch, which must have been sent
+ * (a DELETE waiting for a batch that waits for space would deadlock the
  * shard).
  */
 static void
@@ -1924,7 +1925,7 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 		if (sg->caching && next_end(g, C, sg->cur_end) == 0)
 			stop_caching(pc, s, gi); /* past the last column (window) */
 		if (pos < sg->cur_end && sg->prompt == NIL)
-			continue; /* in its last hit column (held by that column's prompt) */
+			continue; /* inside its last hit entry (held by that entry's prompt) */
 		if (sg->caching) {
 			bool growth = sg->prompt == NIL || pos >= pc->pr[sg->prompt].end;
 
