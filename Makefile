@@ -224,6 +224,17 @@ $(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) -lxxhash
 
+# The files kvss reads from outside: configurations and traces.
+FUZZ_FILES := $(BUILD)/fuzz/fuzz_files
+FUZZ_FILES_CORPUS := $(BUILD)/fuzz/corpus_files
+FUZZ_FILES_SRC := test/fuzz/fuzz_files.c app/kvss/config.c app/trace/workload.c \
+	lib/prefixcache/prefixcache.c lib/kvstore/kvstore.c $(PROTO_PURE_SRC)
+
+$(FUZZ_FILES): $(FUZZ_FILES_SRC) app/kvss/config.h app/trace/workload.h
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvstore -Ilib/prefixcache -Iapp/kvss -Iapp/trace -o $@ \
+		$(FUZZ_FILES_SRC) -lconfig -lxxhash -lm
+
 $(FUZZ_SEEDS): $(GEN_FRAMES)
 	@mkdir -p $(FUZZ_CORPUS)
 	$(GEN_FRAMES) corpus $(FUZZ_CORPUS)
@@ -249,7 +260,7 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(STRESS)
+check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(STRESS)
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
 
 check-tsan: $(BUILD)/test/stress_kvstore_tsan
@@ -258,8 +269,9 @@ check-tsan: $(BUILD)/test/stress_kvstore_tsan
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-run
 
-fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS)
+fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES)
 	@scripts/fuzz.sh $(FUZZ_PROTO) $(FUZZ_CORPUS) $(FUZZ_SECONDS)
+	@scripts/fuzz-files.sh $(FUZZ_FILES) $(FUZZ_FILES_CORPUS) $(FUZZ_SECONDS)
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run

@@ -126,6 +126,8 @@ static struct bad bads[] = {
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n",
 	 "driver.models.[0].shards.[0].port: 40 is out of range 0..31"},
 	{"role = \"shard\";\nmtu = ;\n", ":2: syntax error"},
+	/* libconfig 1.5 would exit the process on an include it cannot read. */
+	{"role = \"shard\";\n  @include \".\"\n", ":2: @include: not supported"},
 };
 
 ParameterizedTestParameters(config, a_bad_value_names_its_file_line_and_key)
@@ -153,4 +155,10 @@ Test(config, a_missing_file_is_named)
 {
 	cr_assert_eq(kvss_config_load("/nonexistent/kvss.cfg", &cfg, err, sizeof(err)), -1);
 	cr_assert_not_null(strstr(err, "/nonexistent/kvss.cfg: cannot read"), "%s", err);
+}
+
+Test(config, a_directory_is_refused_by_name)
+{
+	cr_assert_eq(kvss_config_load("/tmp", &cfg, err, sizeof(err)), -1);
+	cr_assert_str_eq(err, "/tmp: not a regular file");
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct ctx {
 	const char *path;
@@ -520,6 +521,52 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 }
 
 int
+kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	char line[4096];
+	unsigned int n = 0;
+	int at_start = 1;
+	FILE *f;
+
+	if (stat(path, &st) != 0 || (f = fopen(path, "r")) == NULL) {
+		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fclose(f);
+		snprintf(err, errlen, "%s: not a regular file", path);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		const char *p = line;
+		size_t len = strlen(line);
+
+		if (at_start) {
+			n++;
+			p += strspn(p, " \t\r\f\v");
+			if (strncmp(p, "@include", 8) == 0) {
+				fclose(f);
+				snprintf(err, errlen, "%s:%u: @include: not supported (one file)", path,
+					 n);
+				return -1;
+			}
+		}
+		at_start = len > 0 && line[len - 1] == '\n';
+	}
+	fclose(f);
+	if (config_read_file(lc, path) != CONFIG_TRUE) {
+		if (config_error_type(lc) == CONFIG_ERR_FILE_IO)
+			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+		else
+			snprintf(err, errlen, "%s:%d: %s", path, config_error_line(lc),
+				 config_error_text(lc));
+		return -1;
+	}
+	return 0;
+}
+
+int
 kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t errlen)
 {
 	static const char *const roles[] = {"shard", "driver", "all", NULL};
@@ -532,14 +579,8 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
 	config_init(&lc);
-	if (config_read_file(&lc, path) != CONFIG_TRUE) {
-		if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
-			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-		else
-			snprintf(err, errlen, "%s:%d: %s", path, config_error_line(&lc),
-				 config_error_text(&lc));
+	if (kvss_cfg_read(&lc, path, err, errlen) != 0)
 		goto out;
-	}
 	root = config_root_setting(&lc);
 	v = get_choice(&c, root, "role", roles, 0, true);
 	if (v < 0)

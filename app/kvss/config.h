@@ -140,6 +140,17 @@ struct config_setting_t;
 int kvss_cfg_vfail(const char *file, char *err, size_t errlen, const struct config_setting_t *s,
 		   const char *child, const char *fmt, va_list ap);
 
+/**
+ * Read libconfig file @p path into @p lc (a config_t, initialized), as every
+ * reader here does. Refused, with one line in @p err naming the file (and
+ * the line): a path that is not a regular file, an @include directive
+ * (libconfig 1.5 exits the whole process when an included path cannot be
+ * read, "input in flex scanner failed"; kvss files are one file each), and
+ * whatever libconfig refuses. @return 0 or -1.
+ */
+struct config_t;
+int kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen);
+
 /** Parse "02:00:00:00:00:01". @return 0 or -1. */
 int kvss_parse_mac(const char *s, uint8_t mac[6]);
 

@@ -257,14 +257,8 @@ plan_load(const char *path, struct plan_cluster *c, char *err, size_t errlen)
 	c->discount = 0.2;
 	c->round_tokens = 1000;
 	config_init(&lc);
-	if (config_read_file(&lc, path) != CONFIG_TRUE) {
-		if (config_error_type(&lc) == CONFIG_ERR_FILE_IO)
-			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-		else
-			snprintf(err, errlen, "%s:%d: %s", path, config_error_line(&lc),
-				 config_error_text(&lc));
+	if (kvss_cfg_read(&lc, path, err, errlen) != 0)
 		goto out;
-	}
 	root = config_root_setting(&lc);
 	if (load_nodes(&l, root, c) != 0 || load_boxes(&l, root, c) != 0 || load_jobs(&l, root, c) != 0)
 		goto out;

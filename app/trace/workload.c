@@ -3,6 +3,7 @@
 #include "workload.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,8 +158,14 @@ workload_load(const char *path, uint32_t block, size_t limit, struct workload *t
 			continue;
 		if (json_u64(line, "timestamp", &q.ts_ms) != 0)
 			q.ts_ms = lineno;
-		if (json_u64(line, "output_length", &v) == 0)
+		if (json_u64(line, "output_length", &v) == 0) {
+			if (v > WL_MAX_TOKENS) {
+				snprintf(err, errlen, "%s:%lu: output_length %" PRIu64 " is over %u",
+					 path, lineno, v, WL_MAX_TOKENS);
+				goto bad;
+			}
 			q.out = (uint32_t)v;
+		}
 		q.iso = json_str(line, "org", org, sizeof(org)) == 0
 				? proto_ref_isolation_id(org, strlen(org))
 				: default_iso;
@@ -171,33 +178,64 @@ workload_load(const char *path, uint32_t block, size_t limit, struct workload *t
 					 path, lineno);
 				goto bad;
 			}
+			if (in > WL_MAX_TOKENS) {
+				snprintf(err, errlen, "%s:%lu: input_length %" PRIu64 " is over %u",
+					 path, lineno, in, WL_MAX_TOKENS);
+				goto bad;
+			}
 			q.n = (uint32_t)in;
+			q.ids = ids; /* freed with the request, or at bad */
+			q.nids = (uint32_t)nids;
 			q.tokens = malloc(sizeof(uint32_t) * (q.n ? q.n : 1));
+			if (q.tokens == NULL)
+				goto nomem;
 			for (i = 0; i < q.n; i++)
 				q.tokens[i] = block_token(ids[i / block], (uint32_t)(i % block));
 			q.first_block = nids ? ids[0] : 0;
-			q.ids = ids;
-			q.nids = (uint32_t)nids;
 		} else if (json_u64_array(line, "tokens", &ids, &nids) == 0) {
+			if (nids > WL_MAX_TOKENS) {
+				snprintf(err, errlen, "%s:%lu: %zu tokens is over %u", path, lineno,
+					 nids, WL_MAX_TOKENS);
+				goto bad;
+			}
 			q.n = (uint32_t)nids;
 			q.tokens = malloc(sizeof(uint32_t) * (nids ? nids : 1));
+			if (q.tokens == NULL)
+				goto nomem;
 			for (i = 0; i < nids; i++)
 				q.tokens[i] = (uint32_t)ids[i];
 			q.first_block = nids ? ids[0] : 0;
 			free(ids);
+			ids = NULL;
 		} else {
 			snprintf(err, errlen, "%s:%lu: neither hash_ids nor tokens", path, lineno);
 			goto bad;
 		}
 		q.allowed = q.n;
 		if (json_u64(line, "cache_length_allowed", &v) == 0)
-			q.allowed = (uint32_t)v;
+			q.allowed = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 		if (t->n == t->cap) {
-			t->cap = t->cap ? 2 * t->cap : 1024;
-			t->r = realloc(t->r, sizeof(*t->r) * t->cap);
+			size_t cap = t->cap ? 2 * t->cap : 1024;
+			struct wl_req *r = realloc(t->r, sizeof(*t->r) * cap);
+
+			if (r == NULL)
+				goto nomem;
+			t->r = r;
+			t->cap = cap;
 		}
 		t->r[t->n++] = q;
 		t->tokens += q.n;
+		continue;
+nomem:
+		snprintf(err, errlen, "%s:%lu: out of memory", path, lineno);
+bad:
+		/* Nothing half-loaded stays behind: this line's arrays, and the rest. */
+		free(q.tokens);
+		free(ids);
+		free(line);
+		fclose(f);
+		workload_free(t);
+		return -1;
 	}
 	free(line);
 	fclose(f);
@@ -206,10 +244,6 @@ workload_load(const char *path, uint32_t block, size_t limit, struct workload *t
 		return -1;
 	}
 	return 0;
-bad:
-	free(line);
-	fclose(f);
-	return -1;
 }
 
 /* The built-in workload (workload.h); answers are workload_answer_token(). */

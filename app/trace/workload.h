@@ -29,6 +29,10 @@ struct wl_req {
 	uint32_t nids;
 };
 
+/* The most tokens a trace line may declare (prompt, or answer): a bound on what a
+ * bad line can make the reader allocate. 16M: far above any model's context. */
+#define WL_MAX_TOKENS (1u << 24)
+
 struct workload {
 	struct wl_req *r;
 	size_t n, cap;
