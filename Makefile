@@ -227,12 +227,12 @@ $(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h
 # The files kvss reads from outside: configurations and traces.
 FUZZ_FILES := $(BUILD)/fuzz/fuzz_files
 FUZZ_FILES_CORPUS := $(BUILD)/fuzz/corpus_files
-FUZZ_FILES_SRC := test/fuzz/fuzz_files.c app/kvss/config.c app/trace/workload.c \
+FUZZ_FILES_SRC := test/fuzz/fuzz_files.c app/kvss/config.c app/trace/workload.c app/plan/plan.c \
 	lib/prefixcache/prefixcache.c lib/kvstore/kvstore.c $(PROTO_PURE_SRC)
 
-$(FUZZ_FILES): $(FUZZ_FILES_SRC) app/kvss/config.h app/trace/workload.h
+$(FUZZ_FILES): $(FUZZ_FILES_SRC) app/kvss/config.h app/trace/workload.h app/plan/plan.h
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvstore -Ilib/prefixcache -Iapp/kvss -Iapp/trace -o $@ \
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvstore -Ilib/prefixcache -Iapp/kvss -Iapp/trace -Iapp/plan -o $@ \
 		$(FUZZ_FILES_SRC) -lconfig -lxxhash -lm
 
 $(FUZZ_SEEDS): $(GEN_FRAMES)

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Fuzz the readers of configuration and trace files (test/fuzz/fuzz_files.c)
 # for SECONDS. The seeds are this repository's own files: every config/*.cfg
-# (selector byte 0: the configuration reader) and test/data's traces plus a
-# Mooncake-format line written here (selector 1: the trace reader). A crash
+# (selector byte 0: the configuration reader), test/data's traces plus a
+# Mooncake-format line written here (1: the trace reader) and the cluster
+# examples (2: kvss-plan's reader and planner). A crash
 # leaves its input in build/fuzz/artifacts/: copy it into
 # test/fuzz/regress_files/ and fix the bug.
 set -eu
@@ -16,6 +17,10 @@ i=0
 for f in config/*.cfg test/data/*.cfg; do
 	i=$((i + 1))
 	{ printf '\000'; cat "$f"; } >"$CORPUS/seed_cfg_$i"
+done
+for f in config/cluster-*.cfg; do
+	i=$((i + 1))
+	{ printf '\002'; cat "$f"; } >"$CORPUS/seed_plan_$i"
 done
 for f in test/data/*.jsonl; do
 	i=$((i + 1))

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libFuzzer target: the files kvss reads from outside. The first byte picks
- * the reader: even, a kvss configuration (kvss_config_load: libconfig, then
- * every check); odd, a trace (workload_load: Mooncake or native JSONL). The
- * rest is the file. Each must accept it or refuse it with one line naming
- * the file; never crash, hang or leak.
+ * libFuzzer target: the files kvss reads from outside. The first byte, modulo
+ * 3, picks the reader: 0, a kvss configuration (kvss_config_load: libconfig,
+ * then every check); 1, a trace (workload_load: Mooncake or native JSONL);
+ * 2, a kvss-plan cluster (plan_load, then plan_run). The rest is the file.
+ * Each must accept it or refuse it with one line naming the file; never
+ * crash, hang or leak.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "plan.h"
 #include "workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -39,10 +41,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fclose(f);
 	err[0] = '\0';
-	if (data[0] % 2 == 0) {
+	if (data[0] % 3 == 0) {
 		memset(&cfg, 0, sizeof(cfg));
 		if (kvss_config_load(path, &cfg, err, sizeof(err)) != 0 && err[0] == '\0')
 			abort(); /* a refusal must say why */
+	} else if (data[0] % 3 == 2) {
+		static struct plan_cluster pc;
+		static struct plan_result pr;
+
+		if (plan_load(path, &pc, err, sizeof(err)) != 0) {
+			if (err[0] == '\0')
+				abort();
+		} else if (plan_run(&pc, &pr, err, sizeof(err)) != 0 && err[0] == '\0') {
+			abort();
+		}
 	} else {
 		struct workload w;
 
