@@ -13,6 +13,8 @@
 #   KVSS_DEMO_JSON=F    also write the summary's JSON line to F
 #   KVSS_DEMO_TAG=T     name the file prefixes kvss_demo_{s0,s1,drv}_T (default: the pid)
 #   KVSS_DEMO_DRIVER_CFG=F  the driver's configuration (default config/memif-driver.cfg)
+#   KVSS_DEMO_SHARD0_CFG=F, KVSS_DEMO_SHARD1_CFG=F  the shards' (default
+#                       config/memif-shard0.cfg, config/memif-shard1.cfg)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
 # right, no protocol error). Every process is stopped and every file
@@ -54,10 +56,11 @@ else
 	echo "demo: no trace at $MC: replaying the built-in workload through a driver and two shards"
 fi
 
+scfg=("${KVSS_DEMO_SHARD0_CFG:-config/memif-shard0.cfg}" "${KVSS_DEMO_SHARD1_CFG:-config/memif-shard1.cfg}")
 for k in 0 1; do
 	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,1@(0-$(($(nproc) - 1)))" \
 		--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/memif$k.sock" \
-		-- --config "config/memif-shard$k.cfg" --poll idle >"$tmp/shard$k.log" 2>&1 &
+		-- --config "${scfg[$k]}" --poll idle >"$tmp/shard$k.log" 2>&1 &
 	pids+=($!)
 done
 # A memif client connects once, when its port starts: wait for the servers.

@@ -116,6 +116,29 @@ check "memif, lost data: zero verify failures" test "$(field "$tmp/mlose.json" v
 check "memif, lost data: both shards hold what the driver accounts for" \
 	test "$(field "$tmp/mlose.json" unaccounted_tokens)" = 0
 
+# 2c. A target model and its draft, each on its own shard process, with their
+#     own capacities (config/memif-two-models.cfg); then the same with lost
+#     data, where each model starts over on its own.
+KVSS_DEMO_TAG=${tag}m KVSS_DEMO_JSON="$tmp/two.json" KVSS_DEMO_DRIVER_CFG=config/memif-two-models.cfg \
+	KVSS_DEMO_SHARD1_CFG=config/memif-shard-draft.cfg timeout 300 scripts/demo.sh "$BUILD" \
+	--limit 600 >"$tmp/two.log" 2>&1
+check "two models: the demo exits 0" test $? -eq 0
+check "two models: both are up" grep -q "shard 0 of model 1 is up" "$tmp/two.log"
+check "two models: 600 requests done" test "$(field "$tmp/two.json" requests)" = 600
+check "two models: zero verify failures" test "$(field "$tmp/two.json" verify_failures)" = 0
+check "two models: zero protocol errors" test "$(field "$tmp/two.json" protocol_errors)" = 0
+check "two models: both shards hold what the driver accounts for" \
+	test "$(field "$tmp/two.json" unaccounted_tokens)" = 0
+[ "$fail" -eq 0 ] || tail -20 "$tmp/two.log"
+KVSS_DEMO_TAG=${tag}n KVSS_DEMO_JSON="$tmp/twol.json" KVSS_DEMO_DRIVER_CFG=config/memif-two-models.cfg \
+	KVSS_DEMO_SHARD1_CFG=config/memif-shard-draft.cfg timeout 300 scripts/demo.sh "$BUILD" \
+	--limit 600 --lose-data 2000 >"$tmp/twol.log" 2>&1
+sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, two models: \1/p' "$tmp/twol.log"
+check "two models, lost data: 600 requests done" test "$(field "$tmp/twol.json" requests)" = 600
+check "two models, lost data: zero verify failures" test "$(field "$tmp/twol.json" verify_failures)" = 0
+check "two models, lost data: both shards hold what the driver accounts for" \
+	test "$(field "$tmp/twol.json" unaccounted_tokens)" = 0
+
 # 3. Telemetry while it runs, then SIGTERM.
 KVSS_DEMO_TAG=${tag}b timeout 300 scripts/demo.sh "$BUILD" --trace "" --limit 20000 \
 	>"$tmp/long.log" 2>&1 &
