@@ -15,7 +15,9 @@ Test(config, every_example_in_config_loads)
 	static const char *const files[] = {"config/bare-metal-shard.cfg", "config/ci-pcap-shard.cfg",
 					    "config/memif-driver.cfg", "config/memif-shard0.cfg",
 					    "config/memif-shard1.cfg", "config/all-in-one.cfg",
-					    "config/record-driver.cfg"};
+					    "config/record-driver.cfg", "config/all-in-one-hybrid.cfg",
+					    "config/memif-two-models.cfg",
+					    "config/memif-shard-draft.cfg"};
 	unsigned int i;
 
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
