@@ -436,3 +436,95 @@ Test(model, a_full_cache_and_two_windows_stay_exact_over_20k_requests, .timeout 
 {
 	run_hybrid("prefixcache hybrid model test, two windows", true);
 }
+
+/*
+ * Speculative decoding through a real shard: every answer is generated in
+ * rounds of 1 to 4 speculative tokens, of which a random number is accepted
+ * and the first rejected one is corrected (sent again at its position,
+ * overwriting it in the shard). The conversation then continues from the
+ * corrected answer, so later hits cover overwritten positions: every
+ * refilled byte must be the corrected token's, never the speculative one's.
+ */
+Test(model, speculative_answers_refill_only_corrected_bytes_over_10k_requests, .timeout = 600)
+{
+	enum { NCONV = 16, CONVLEN = 400, SCAP = 2000 };
+	struct replay_params p = {.bytes_per_token = 16, .num_buffers = 2};
+	static uint32_t conv[NCONV][CONVLEN];
+	uint32_t clen[NCONV] = {0}, ans[NCONV] = {0};
+	uint64_t seed;
+	struct replay *r;
+	struct replay_stats st;
+	unsigned long step, into_answers = 0, overwrites = 0;
+
+	seed = test_seed("prefixcache speculation model test", (uint64_t)time(NULL));
+	rng = seed * 2654435761u + 13;
+	p.pc.num_models = 1;
+	p.pc.column = C;
+	p.pc.model[0].num_caches = 1;
+	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, SCAP};
+	p.pc.model[0].max_batch_tokens = 7;
+	r = replay_create(&p);
+	for (step = 0; step < 10000; step++) {
+		unsigned int c = (unsigned int)(rnd() % NCONV), add, i, answer_from;
+		struct prefixcache_request q;
+		struct prefixcache_hit hit;
+		struct replay_seq *s;
+		uint32_t target;
+
+		if (clen[c] == 0 || clen[c] > CONVLEN - 80 || rnd() % 10 == 0)
+			clen[c] = ans[c] = 0;
+		add = 1 + (unsigned int)(rnd() % 20);
+		for (i = 0; i < add; i++)
+			conv[c][clen[c] + i] = (uint32_t)rnd() % 50000;
+		clen[c] += add;
+		q = (struct prefixcache_request){.isolation_id = 77, .tokens = conv[c],
+						 .num_tokens = clen[c],
+						 .cache_length_allowed = clen[c] + 40,
+						 .first_multimodal = UINT32_MAX, .sequence_id = 3};
+		now += SEC / 10;
+		s = replay_begin(r, 0, &q, now, &hit);
+		cr_assert_not_null(s);
+		if (ans[c] > 0 && hit.hit_tokens > ans[c])
+			into_answers++; /* the hit reaches into the last answer */
+		replay_send(r, s, clen[c] - hit.hit_tokens, NULL, now);
+		/* The answer: up to 24 tokens, in speculative rounds. */
+		answer_from = clen[c];
+		target = clen[c] + 1 + (uint32_t)(rnd() % 24);
+		while (clen[c] < target) {
+			uint32_t k = 1 + (uint32_t)(rnd() % 4), spec[4], a, fix;
+
+			for (i = 0; i < k; i++)
+				spec[i] = (uint32_t)rnd() % 50000;
+			replay_speculate(r, s, spec, k, now);
+			a = (uint32_t)(rnd() % (k + 1));
+			replay_verify(r, s, a, now);
+			for (i = 0; i < a; i++)
+				conv[c][clen[c]++] = spec[i];
+			if (a < k) {
+				fix = spec[a] + 1 + (uint32_t)(rnd() % 1000);
+				replay_send(r, s, 1, &fix, now);
+				conv[c][clen[c]++] = fix;
+				overwrites++;
+			}
+		}
+		ans[c] = answer_from;
+		replay_end(r, s, now);
+		if (step % 1000 == 0) {
+			replay_stats(r, &st);
+			cr_assert_eq(st.protocol_errors, 0, "step %lu", step);
+			cr_assert_eq(st.verify_failures, 0, "step %lu", step);
+			cr_assert_eq(st.unaccounted_tokens, 0, "step %lu", step);
+		}
+	}
+	replay_stats(r, &st);
+	printf("prefixcache speculation model test: %lu corrected tokens, %lu hits into an answer, "
+	       "%" PRIu64 " refills checked (%" PRIu64 " tokens)\n",
+	       overwrites, into_answers, st.refills, st.refill_tokens);
+	cr_assert_eq(st.protocol_errors, 0);
+	cr_assert_eq(st.verify_failures, 0);
+	cr_assert_eq(st.unaccounted_tokens, 0);
+	cr_assert_leq(st.max_stored, SCAP);
+	cr_assert_gt(overwrites, 5000, "too few corrections to prove anything");
+	cr_assert_gt(into_answers, 2000, "too few hits into answers to prove anything");
+	replay_free(r);
+}

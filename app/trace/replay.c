@@ -15,6 +15,8 @@ struct replay_seq {
 	uint32_t *tok;	/* prompt, then generated */
 	uint64_t *h;	/* reference prefix hash of every token */
 	uint32_t n, cap, pos, prompt_len;
+	uint32_t spec_from; /* the first speculative position, while speculating */
+	bool speculating;
 	struct replay_seq *hnext;
 };
 
@@ -530,4 +532,44 @@ replay_request(struct replay *r, uint16_t model, const struct prefixcache_reques
 	replay_send(r, s, req->num_tokens - hit.hit_tokens + ngen, gen, now);
 	replay_end(r, s, now);
 	return hit.hit_tokens;
+}
+
+void
+replay_speculate(struct replay *r, struct replay_seq *s, const uint32_t *tokens, uint32_t n,
+		 uint64_t now)
+{
+	uint32_t k;
+
+	/* Speculation follows the prompt: positions are generated ones. */
+	if (s->pos < s->prompt_len || s->pos != s->n || seq_room(s, s->n + n) != 0) {
+		r->st.protocol_errors++;
+		return;
+	}
+	/* Batches already built carry the bytes of what they were built with. */
+	prefixcache_flush(r->pc);
+	drain(r);
+	if (!s->speculating) {
+		s->spec_from = s->pos;
+		s->speculating = true;
+	}
+	for (k = 0; k < n; k++)
+		seq_append(s, tokens[k]);
+	prefixcache_speculate(r->pc, s->s, tokens, n, now);
+	prefixcache_flush(r->pc);
+	s->pos += n;
+	drain(r);
+}
+
+void
+replay_verify(struct replay *r, struct replay_seq *s, uint32_t accepted, uint64_t now)
+{
+	if (!s->speculating || prefixcache_verify(r->pc, s->s, accepted, now) != 0) {
+		r->st.protocol_errors++;
+		return;
+	}
+	/* The rejected tail is gone: its positions are sent again. */
+	s->n = s->pos = s->spec_from + accepted;
+	s->speculating = false;
+	prefixcache_flush(r->pc);
+	drain(r);
 }

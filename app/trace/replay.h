@@ -51,6 +51,19 @@ struct replay_seq *replay_begin(struct replay *r, uint16_t model,
 /** Send the sequence's next @p n tokens (prompt, then @p gen beyond the prompt). */
 void replay_send(struct replay *r, struct replay_seq *s, uint32_t n, const uint32_t *gen,
 		 uint64_t now);
+/**
+ * Speculative decoding: @p n speculative tokens after what was sent; they are
+ * evicted (their batch sent at once, so each eviction carries the bytes of
+ * its own prefix) but enter no column until verified.
+ */
+void replay_speculate(struct replay *r, struct replay_seq *s, const uint32_t *tokens, uint32_t n,
+		      uint64_t now);
+/**
+ * The first @p accepted speculative tokens were right; the rest are dropped,
+ * and the next replay_send() sends the corrected tokens at their positions
+ * (overwriting them in the shard).
+ */
+void replay_verify(struct replay *r, struct replay_seq *s, uint32_t accepted, uint64_t now);
 /** The prompt id of the sequence (its evictions). */
 uint64_t replay_prompt_id(const struct replay_seq *s);
 void replay_end(struct replay *r, struct replay_seq *s, uint64_t now);
