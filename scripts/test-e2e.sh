@@ -33,10 +33,18 @@ wait_replaying() {
 	done
 }
 
+# run_all CONFIG LOG [kvss options...]: one process (role "all"), its exit status.
+run_all() {
+	local cfg=$1 log=$2
+
+	shift 2
+	timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" \
+		--log-level lib.eal:error --no-telemetry --file-prefix "kvss_e2e_all_$$" -- \
+		--config "$cfg" "$@" >"$log" 2>&1
+}
+
 # 1. One process.
-timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 512 --lcores "0@0,1@1" --log-level lib.eal:error \
-	--no-telemetry --file-prefix "kvss_e2e_all_$$" -- --config config/all-in-one.cfg --limit 150 \
-	>"$tmp/all.log" 2>&1
+run_all config/all-in-one.cfg "$tmp/all.log" --limit 150
 check "role all: exits 0" test $? -eq 0
 grep '^{' "$tmp/all.log" | tail -1 >"$tmp/all.json"
 check "role all: 150 requests done" test "$(field "$tmp/all.json" requests)" = 150
@@ -55,9 +63,7 @@ check "role all: the shard holds what the driver accounts for" \
 # 1a. A model with a full cache and a sliding-window cache (with sink tokens):
 #     hits go past the window (capped at it, the hit ratio was 0.27), and
 #     every refilled byte of both caches lands where the wafer keeps it.
-timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" --log-level lib.eal:error \
-	--no-telemetry --file-prefix "kvss_e2e_all_$$" -- --config config/all-in-one-hybrid.cfg \
-	>"$tmp/hyb.log" 2>&1
+run_all config/all-in-one-hybrid.cfg "$tmp/hyb.log"
 check "hybrid: exits 0" test $? -eq 0
 grep '^{' "$tmp/hyb.log" | tail -1 >"$tmp/hyb.json"
 check "hybrid: 400 requests done" test "$(field "$tmp/hyb.json" requests)" = 400
@@ -75,9 +81,7 @@ check "hybrid: hits go past the window (hit ratio above 0.4)" \
 #     resync): no wrong byte is refilled, and at the end the shard holds
 #     exactly what the driver accounts for. Lost data is a protocol error, so
 #     the exit status is 1.
-timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 512 --lcores "0@0,1@1" --log-level lib.eal:error \
-	--no-telemetry --file-prefix "kvss_e2e_all_$$" -- --config config/all-in-one.cfg --limit 150 \
-	--lose-data 400 >"$tmp/lose.log" 2>&1
+run_all config/all-in-one.cfg "$tmp/lose.log" --limit 150 --lose-data 400
 rc=$?
 grep '^{' "$tmp/lose.log" | tail -1 >"$tmp/lose.json"
 sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, one process: \1/p' "$tmp/lose.log"
