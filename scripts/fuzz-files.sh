@@ -6,7 +6,7 @@
 # Mooncake-format line written here (1: the trace reader) and the cluster
 # examples (2: kvss-plan's reader and planner). A crash
 # leaves its input in build/fuzz/artifacts/: copy it into
-# test/fuzz/regress_files/ and fix the bug.
+# test/fuzz/regress_files/ and fix the bug. The run itself is scripts/fuzz.sh.
 set -eu
 BIN=$1
 CORPUS=$2
@@ -33,18 +33,4 @@ done
 # string cut off at the end of the file); the process exits after a bad file,
 # so that leak is libconfig's alone and suppressed by name.
 export LSAN_OPTIONS="suppressions=$PWD/test/fuzz/lsan_files.supp:print_suppressions=0"
-ART=$(dirname "$BIN")/artifacts
-mkdir -p "$ART" test/fuzz/regress_files
-LOG=$(dirname "$BIN")/fuzz_files.log
-set +e
-"$BIN" -max_total_time="$SECONDS_" -max_len=20000 -print_final_stats=1 \
-	-artifact_prefix="$ART/" "$CORPUS" test/fuzz/regress_files >"$LOG" 2>&1
-rc=$?
-set -e
-runs=$(awk '/stat::number_of_executed_units/ {print $2}' "$LOG")
-rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$LOG")
-echo "fuzz: $(basename "$BIN") ran ${runs:-0} executions in ${SECONDS_}s (${rate:-0}/s), exit $rc"
-if [ $rc -ne 0 ]; then
-	tail -n 40 "$LOG"
-	exit 1
-fi
+FUZZ_REGRESS=test/fuzz/regress_files FUZZ_MAX_LEN=20000 exec scripts/fuzz.sh "$BIN" "$CORPUS" "$SECONDS_"

@@ -2,18 +2,21 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Run a libFuzzer target for SECONDS over a working corpus seeded from the
 # generated seeds and the stored regression inputs. A crash leaves its input
-# in build/fuzz/artifacts/: copy it into test/fuzz/regress/ and fix the bug.
+# in build/fuzz/artifacts/: copy it into the regression folder and fix the bug.
+#   FUZZ_REGRESS  regression inputs (default test/fuzz/regress)
+#   FUZZ_MAX_LEN  longest input (default 9700: a jumbo frame)
 set -eu
 BIN=$1
 CORPUS=$2
 SECONDS_=${3:-30}
+REGRESS=${FUZZ_REGRESS:-test/fuzz/regress}
 cd "$(dirname "$0")/.."
 ART=$(dirname "$BIN")/artifacts
-mkdir -p "$CORPUS" "$ART"
-LOG=$(dirname "$BIN")/fuzz.log
+mkdir -p "$CORPUS" "$ART" "$REGRESS"
+LOG=$(dirname "$BIN")/$(basename "$BIN").log
 set +e
-"$BIN" -max_total_time="$SECONDS_" -max_len=9700 -print_final_stats=1 \
-	-artifact_prefix="$ART/" "$CORPUS" test/fuzz/regress >"$LOG" 2>&1
+"$BIN" -max_total_time="$SECONDS_" -max_len="${FUZZ_MAX_LEN:-9700}" -print_final_stats=1 \
+	-artifact_prefix="$ART/" "$CORPUS" "$REGRESS" >"$LOG" 2>&1
 rc=$?
 set -e
 runs=$(awk '/stat::number_of_executed_units/ {print $2}' "$LOG")

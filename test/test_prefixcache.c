@@ -110,6 +110,21 @@ req_of(uint64_t iso, const uint32_t *t, uint32_t n, uint32_t allowed)
 	return q;
 }
 
+/* On a driver with no shard behind it: begin @q at @now, send its first @n
+ * tokens, end. */
+static void
+plain_request(struct prefixcache *pc, uint16_t model, const struct prefixcache_request *q,
+	      uint32_t n, uint64_t now, struct prefixcache_hit *hit)
+{
+	struct prefixcache_seq *s = prefixcache_begin(pc, model, q, now, hit);
+	uint32_t i;
+
+	cr_assert_not_null(s);
+	for (i = 0; i < n; i++)
+		prefixcache_token(pc, s, q->tokens[i], now);
+	prefixcache_end(pc, s, now);
+}
+
 /* ---- The design's PrefixMap example, C = 4 ---------------------------------- */
 
 Test(design, prefixmap_example_with_columns_of_four)
@@ -437,10 +452,7 @@ Test(capacity, a_column_an_inflight_refill_needs_is_not_deleted)
 	uint64_t refill_a;
 
 	q = req_of(1, a, 8, 8);
-	s = prefixcache_begin(pc, 0, &q, 1, &hit);
-	for (i = 0; i < 8; i++)
-		prefixcache_token(pc, s, a[i], 1);
-	prefixcache_end(pc, s, 1);
+	plain_request(pc, 0, &q, 8, 1, &hit);
 	prefixcache_flush(pc);
 	/* A refill of a's first column, not done yet. */
 	s = prefixcache_begin(pc, 0, &q, 2, &hit);
@@ -450,10 +462,7 @@ Test(capacity, a_column_an_inflight_refill_needs_is_not_deleted)
 	prefixcache_end(pc, s, 2);
 	/* b needs room: only a's second column may go... and then nothing. */
 	q = req_of(1, b, 8, 8);
-	s = prefixcache_begin(pc, 0, &q, 3, &hit);
-	for (i = 0; i < 8; i++)
-		prefixcache_token(pc, s, b[i], 3);
-	prefixcache_end(pc, s, 3);
+	plain_request(pc, 0, &q, 8, 3, &hit);
 	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, a, 4, 4, &e), 0, "pinned column deleted");
 	cr_assert_leq(prefixcache_stored(pc, 0, 0), 8);
 	/* Once the refill is done it can go. */
@@ -480,14 +489,11 @@ Test(capacity, a_sequence_ending_after_its_column_went_keeps_off_the_new_one)
 	struct prefixcache_seq *s, *a_live;
 	struct prefixcache_entry_info e;
 	uint32_t a[9] = {1, 2, 3, 4, 5, 6, 7, 8, 0}, c[5] = {20, 21, 22, 23, 0},
-		 d[8] = {30, 31, 32, 33, 34, 35, 36, 37}, i;
+		 d[8] = {30, 31, 32, 33, 34, 35, 36, 37};
 
 	/* a's two columns are cached; a sequence continues the second. */
 	q = req_of(1, a, 8, 8);
-	s = prefixcache_begin(pc, 0, &q, 1, &hit);
-	for (i = 0; i < 8; i++)
-		prefixcache_token(pc, s, a[i], 1);
-	prefixcache_end(pc, s, 1);
+	plain_request(pc, 0, &q, 8, 1, &hit);
 	q = req_of(1, a, 9, 16);
 	a_live = prefixcache_begin(pc, 0, &q, 2, &hit);
 	cr_assert_eq(hit.hit_tokens, 8);
@@ -496,20 +502,14 @@ Test(capacity, a_sequence_ending_after_its_column_went_keeps_off_the_new_one)
 	prefixcache_shard_restart(pc, 0);
 	/* c's column takes a record; a refill of it is in flight. */
 	q = req_of(1, c, 5, 4);
-	s = prefixcache_begin(pc, 0, &q, 3, &hit);
-	for (i = 0; i < 4; i++)
-		prefixcache_token(pc, s, c[i], 3);
-	prefixcache_end(pc, s, 3);
+	plain_request(pc, 0, &q, 4, 3, &hit);
 	s = prefixcache_begin(pc, 0, &q, 4, &hit);
 	cr_assert_eq(hit.hit_tokens, 4);
 	prefixcache_end(pc, s, 4);
 	/* The old sequence ends; then d needs all the room there is. */
 	prefixcache_end(pc, a_live, 5);
 	q = req_of(1, d, 8, 8);
-	s = prefixcache_begin(pc, 0, &q, 6, &hit);
-	for (i = 0; i < 8; i++)
-		prefixcache_token(pc, s, d[i], 6);
-	prefixcache_end(pc, s, 6);
+	plain_request(pc, 0, &q, 8, 6, &hit);
 	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, c, 4, 7, &e), 0,
 		     "a column a refill in flight needs was deleted");
 	cr_assert_leq(prefixcache_stored(pc, 0, 0), 8);
@@ -660,11 +660,8 @@ Test(events, a_loss_on_one_shard_gives_each_shard_its_own_exact_delete)
 	for (i = 0; i < 20; i++)
 		t[i] = 100 + i;
 	q = req_of(1, t, 13, 13);
-	s = prefixcache_begin(pc, 0, &q, 0, &hit);
+	plain_request(pc, 0, &q, 13, 0, &hit);
 	a = hit.prompt_id;
-	for (i = 0; i < 13; i++)
-		prefixcache_token(pc, s, t[i], 0);
-	prefixcache_end(pc, s, 0);
 	q = req_of(1, t, 20, 20);
 	s = prefixcache_begin(pc, 0, &q, 1, &hit);
 	cr_assert_eq(hit.hit_tokens, 12);
@@ -709,7 +706,7 @@ Test(events, a_shard_restart_drops_every_prefix_of_that_model)
 	struct prefixcache_request q;
 	struct prefixcache_hit hit;
 	struct prefixcache_seq *s;
-	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, i, m;
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, m;
 
 	for (m = 0; m < 2; m++) {
 		p.model[m].num_caches = 1;
@@ -718,10 +715,7 @@ Test(events, a_shard_restart_drops_every_prefix_of_that_model)
 	pc = prefixcache_create(&p, NULL);
 	q = req_of(1, t, 9, 9);
 	for (m = 0; m < 2; m++) {
-		s = prefixcache_begin(pc, (uint16_t)m, &q, 0, &hit);
-		for (i = 0; i < 9; i++)
-			prefixcache_token(pc, s, t[i], 0);
-		prefixcache_end(pc, s, 0);
+		plain_request(pc, (uint16_t)m, &q, 9, 0, &hit);
 	}
 	prefixcache_shard_restart(pc, 1);
 	cr_assert_eq(prefixcache_stored(pc, 1, 0), 0);
@@ -813,16 +807,12 @@ Test(events, an_eviction_the_shard_refused_is_not_counted_as_cached)
 	struct prefixcache *pc = plain_driver(100, 0);
 	struct prefixcache_request q;
 	struct prefixcache_hit hit;
-	struct prefixcache_seq *s;
 	struct prefixcache_entry_info e;
 	struct prefixcache_stats st;
-	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, i;
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 
 	q = req_of(1, t, 9, 9);
-	s = prefixcache_begin(pc, 0, &q, 0, &hit);
-	for (i = 0; i < 9; i++)
-		prefixcache_token(pc, s, t[i], 0);
-	prefixcache_end(pc, s, 0);
+	plain_request(pc, 0, &q, 9, 0, &hit);
 	/* The shard answered NO_SPACE for token 5 after its timeout. */
 	prefixcache_error(pc, 0, 0, 0, hit.prompt_id, 5, PROTO_E_NO_SPACE);
 	cr_assert_eq(prefixcache_find(pc, 0, 0, 1, t, 4, 0, &e), 0);
