@@ -741,6 +741,7 @@ on_refill(void *arg, uint16_t model, const struct proto_refill_req *rq,
 	  const struct proto_refill_chunk *ch)
 {
 	struct drv_seq *s = D.cur;
+	const struct prefixcache_cache *cc = &kvss.cfg.driver.pc.model[model].cache[rq->cache_id];
 	uint16_t ns = D.nshards[model], i, k;
 	struct drv_refill *r;
 	uint32_t ntok = 0, t = 0, j;
@@ -797,38 +798,21 @@ on_refill(void *arg, uint16_t model, const struct proto_refill_req *rq,
 	r->ntok = ntok;
 	r->all_mask = (1u << ns) - 1;
 	/*
-	 * Where each glued token lands: a FULL cache keeps position p in slot p;
-	 * a sliding window (W, S) past W keeps sink p in slot p and window
-	 * position p in slot S + (p - S) mod (W - S). Glued token t goes to slot
-	 * t, so every position must be the one that slot needs; and the last
-	 * position + 1 must be the hit (seq_start checks that).
+	 * Glued token t is position chunk.start + j of the requester's own
+	 * prefix, and must land in slot t (prefixcache_slot) of a prefix that
+	 * ends at the last glued position, which seq_start checks is the hit.
 	 */
-	{
-		const struct prefixcache_cache *cc = &kvss.cfg.driver.pc.model[model].cache[rq->cache_id];
-		uint32_t end = 0, W = cc->window, S = cc->sinks;
-		int ring;
-
-		for (k = 0; k < rq->num_chunks; k++)
-			if (ch[k].num_tokens && ch[k].start_token_idx + ch[k].num_tokens > end)
-				end = ch[k].start_token_idx + ch[k].num_tokens;
-		ring = cc->rule == PREFIXCACHE_SWA && end > W;
-		r->glue_end = end;
-		r->glue_bad = ntok != (ring ? W : end);
-		for (k = 0, t = 0; k < rq->num_chunks; k++)
-			for (j = 0; j < ch[k].num_tokens; j++, t++) {
-				uint32_t p = ch[k].start_token_idx + j;
-
-				if ((ring && p >= S ? S + (p - S) % (W - S) : p) != t)
-					r->glue_bad = 1;
-			}
-		t = 0;
-	}
-	/* Glued token t is position chunk.start + j of the requester's own prefix. */
+	for (k = 0; k < rq->num_chunks; k++)
+		if (ch[k].num_tokens && ch[k].start_token_idx + ch[k].num_tokens > r->glue_end)
+			r->glue_end = ch[k].start_token_idx + ch[k].num_tokens;
+	r->glue_bad = ntok != prefixcache_glue_len(cc, r->glue_end);
 	for (k = 0; k < rq->num_chunks; k++)
 		for (j = 0; j < ch[k].num_tokens; j++, t++) {
 			uint32_t idx = ch[k].start_token_idx + j;
 
 			r->hash[t] = idx < s->total ? s->h[idx] : 0;
+			if (prefixcache_slot(cc, r->glue_end, idx) != t)
+				r->glue_bad = 1;
 		}
 	for (i = 0; i < ns; i++) {
 		struct drv_shard *sh = &D.sh[D.first_shard[model] + i];
@@ -1174,11 +1158,13 @@ new_epoch(void)
  * takes a new driver epoch and all its shards start over with it.
  */
 static void
-model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_shard *who)
+model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_shard *who,
+	      uint64_t *count)
 {
 	uint32_t b;
 	uint16_t i;
 
+	(*count)++;
 	if (why != NULL) {
 		printf("kvss: driver: model %u shard %u %s: its prefixes are dropped, new epoch\n",
 		       model, who->ref->id, why);
@@ -1229,13 +1215,12 @@ resync(struct drv_shard *sh, uint64_t tsc, const char *why)
 {
 	if (kvss.cfg.driver.on_loss != KVSS_LOSS_RESYNC || D.open_loop)
 		return 0;
-	D.st.resyncs++;
-	if (D.st.resyncs <= 5 || D.st.resyncs % 1000 == 0) {
+	if (D.st.resyncs < 5 || (D.st.resyncs + 1) % 1000 == 0) {
 		printf("kvss: driver: model %u shard %u %s: the model starts over with a new epoch "
-		       "(resync %" PRIu64 ")\n", sh->model, sh->ref->id, why, D.st.resyncs);
+		       "(resync %" PRIu64 ")\n", sh->model, sh->ref->id, why, D.st.resyncs + 1);
 		fflush(stdout);
 	}
-	model_restart(sh->model, tsc, NULL, sh);
+	model_restart(sh->model, tsc, NULL, sh, &D.st.resyncs);
 	return 1;
 }
 
@@ -1250,15 +1235,13 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 
 	D.st.statuses++;
 	if (st->driver_epoch != D.model_epoch[m]) {
-		if (sh->up) {
-			D.st.shard_restarts++;
-			model_restart(m, tsc, "no longer knows our epoch (it restarted)", sh);
-		}
+		if (sh->up)
+			model_restart(m, tsc, "no longer knows our epoch (it restarted)", sh,
+				      &D.st.shard_restarts);
 		return; /* not yet our HELLO's answer */
 	}
 	if (sh->up && msg->hdr.epoch != sh->epoch) {
-		D.st.shard_restarts++;
-		model_restart(m, tsc, "has a new epoch", sh);
+		model_restart(m, tsc, "has a new epoch", sh, &D.st.shard_restarts);
 		return;
 	}
 	if (!sh->up) {
@@ -1722,8 +1705,7 @@ shard_away(struct drv_shard *sh, uint64_t tsc, const char *why)
 	if (kvss.cfg.driver.away_ms == 0 || !sh->up)
 		return; /* away_ms = 0: never away, the driver waits for it */
 	D.st.shards_away++;
-	D.st.shard_restarts++;
-	model_restart(sh->model, tsc, why, sh);
+	model_restart(sh->model, tsc, why, sh, &D.st.shard_restarts);
 }
 
 /* Shards that have sent nothing for away_ms. */

@@ -411,11 +411,10 @@ seq_append(struct replay_seq *s, uint32_t token)
 }
 
 /*
- * The refills this sequence's begin asked for bring exactly its hit, each
- * token to the slot the wafer keeps it in: a FULL cache tokens 0..L-1 in
- * order; a sliding window (W, S) min(L, W) tokens, sink t to slot t and
- * window token p to slot S + (p - S) mod (W - S). The bytes are checked
- * later by position; this checks that the positions are the right ones.
+ * The refills this sequence's begin asked for bring exactly its hit, glued
+ * token t being the position the wafer keeps in slot t (prefixcache_slot).
+ * The bytes are checked later by position; this checks that the positions
+ * are the right ones.
  */
 static void
 check_glue(struct replay *r, struct replay_seq *s, uint16_t model, uint32_t L)
@@ -425,22 +424,19 @@ check_glue(struct replay *r, struct replay_seq *s, uint16_t model, uint32_t L)
 	for (k = 0; k < r->npend; k++) {
 		const struct pending_refill *pr = &r->pend[k];
 		const struct prefixcache_cache *cc;
-		uint32_t t = 0, j, c, want;
+		uint32_t t = 0, j, c;
 		bool ok = true;
 
 		if (pr->seq != s || pr->model != model)
 			continue;
 		cc = &r->p.pc.model[model].cache[pr->req.cache_id];
-		want = cc->rule == PREFIXCACHE_SWA && L > cc->window ? cc->window : L;
 		for (c = 0; c < pr->req.num_chunks; c++)
 			for (j = 0; j < pr->ch[c].num_tokens; j++, t++) {
-				uint32_t p = pr->ch[c].start_token_idx + j, slot = p;
+				uint32_t p = pr->ch[c].start_token_idx + j;
 
-				if (cc->rule == PREFIXCACHE_SWA && p >= cc->sinks && L > cc->window)
-					slot = cc->sinks + (p - cc->sinks) % (cc->window - cc->sinks);
-				ok = ok && p < L && slot == t;
+				ok = ok && p < L && prefixcache_slot(cc, L, p) == t;
 			}
-		if (!ok || t != want)
+		if (!ok || t != prefixcache_glue_len(cc, L))
 			r->st.verify_failures++;
 	}
 }

@@ -142,9 +142,6 @@ struct pc_refill {
 struct prefixcache {
 	struct prefixcache_params p;
 	struct prefixcache_sink sink;
-	/* The loss being handled (emit_delete): which shard, which prompt, or NIL. */
-	int16_t lost_shard;
-	uint32_t lost_prompt;
 	struct pc_model m[PREFIXCACHE_MAX_MODELS];
 	/* Entries. */
 	struct pc_entry *e;
@@ -713,19 +710,27 @@ current_batch(const struct pc_model *m)
 	return m->batches_sent + 1;
 }
 
+/* A token a shard lost: that shard's cache dropped prompt @prompt from @from on. */
+struct loss {
+	uint32_t prompt; /* record index */
+	uint32_t from;
+	uint16_t cache_id;
+	int16_t shard;
+};
+
 /*
  * Delete [from, to) of prompt @pi from every cache of its group, except that
- * if @pi is the prompt that lost a token (pc->lost_prompt), cache
- * @lost_cache of shard pc->lost_shard already dropped everything from
- * @lost_from on: that shard gets its own shorter DELETE, the others the whole
- * range. (Prompts that continue it lost nothing: whole range everywhere.)
+ * if @pi is the prompt that lost a token (@lost, may be NULL), that cache of
+ * that shard already dropped everything from lost->from on: the shard gets
+ * its own shorter DELETE, the others the whole range. (Prompts that continue
+ * it lost nothing: whole range everywhere.)
  * The DELETE waits for the prompt's latest batch, which must have been sent
  * (a DELETE waiting for a batch that waits for space would deadlock the
  * shard).
  */
 static void
-emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to, int lost_cache,
-	    uint32_t lost_from)
+emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to,
+	    const struct loss *lost)
 {
 	struct pc_prompt *p = &pc->pr[pi];
 	uint16_t mi = p->gid / MAX_GROUPS;
@@ -745,15 +750,14 @@ emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to, int
 					 .start_token_idx = from, .end_token_idx = to - 1,
 					 .cache_id = g->cache[c]};
 
-		if ((int)g->cache[c] != lost_cache || pi != pc->lost_prompt) {
+		if (lost == NULL || g->cache[c] != lost->cache_id || pi != lost->prompt) {
 			pc->sink.del(pc->sink.arg, mi, all, &d);
 			continue;
 		}
-		pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){-1, pc->lost_shard}, &d);
-		if (lost_from > from) {
-			d.end_token_idx = lost_from - 1;
-			pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){pc->lost_shard, -1},
-				     &d);
+		pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){-1, lost->shard}, &d);
+		if (lost->from > from) {
+			d.end_token_idx = lost->from - 1;
+			pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){lost->shard, -1}, &d);
 		}
 	}
 }
@@ -768,7 +772,7 @@ static void stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsi
  * A prompt left empty and not live is forgotten.
  */
 static void
-prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, int lost_cache, uint32_t lost_from,
+prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, const struct loss *lost,
 		bool send)
 {
 	struct pc_prompt *p = &pc->pr[pi];
@@ -791,7 +795,7 @@ prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, int lost_cache,
 	}
 	if (keep < p->end) {
 		if (send)
-			emit_delete(pc, pi, keep, p->end, lost_cache, lost_from);
+			emit_delete(pc, pi, keep, p->end, lost);
 		g->stored -= p->end - keep;
 		pc->stored_total -= p->end - keep;
 		pc->st.deleted_tokens += p->end - keep;
@@ -825,10 +829,10 @@ subtree_pinned(struct prefixcache *pc, uint32_t root)
 /*
  * Remove entry @root and everything that hangs on it; every prompt involved
  * is truncated at its first removed column. Returns entries removed.
- * @lost_cache/@lost_from: see emit_delete(); @send: emit DELETEs.
+ * @lost: see emit_delete(); @send: emit DELETEs.
  */
 static uint32_t
-delete_subtree(struct prefixcache *pc, uint32_t root, int lost_cache, uint32_t lost_from,
+delete_subtree(struct prefixcache *pc, uint32_t root, const struct loss *lost,
 	       bool send)
 {
 	uint32_t n = 0, removed = 0, k, parent = pc->e[root].parent;
@@ -898,7 +902,7 @@ delete_subtree(struct prefixcache *pc, uint32_t root, int lost_cache, uint32_t l
 		uint32_t pi = pc->touched[k], x = pc->pr[pi].tmp;
 
 		pc->pr[pi].tmp = NIL;
-		prompt_truncate(pc, pi, x, lost_cache, lost_from, send);
+		prompt_truncate(pc, pi, x, lost, send);
 	}
 	return removed;
 }
@@ -967,7 +971,7 @@ free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only)
 					continue;
 				if (pass == 0 && pc->pr[e->prompt].seq != NULL)
 					continue;
-				delete_subtree(pc, i, -1, 0, true);
+				delete_subtree(pc, i, NULL, true);
 				pc->st.policy_deletes++;
 				return true;
 			}
@@ -1047,8 +1051,6 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 		goto einval;
 	if (sink != NULL)
 		pc->sink = *sink;
-	pc->lost_shard = -1;
-	pc->lost_prompt = NIL;
 	for (mi = 0; mi < p->num_models; mi++) {
 		struct pc_model *m = &pc->m[mi];
 
@@ -1794,7 +1796,7 @@ seq_release_group(struct prefixcache *pc, struct prefixcache_seq *s, unsigned in
 
 		pc->pr[pi].seq = NULL;
 		sg->prompt = NIL;
-		prompt_truncate(pc, pi, pc->pr[pi].end, -1, 0, true);
+		prompt_truncate(pc, pi, pc->pr[pi].end, NULL, true);
 	}
 }
 
@@ -1832,7 +1834,7 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	}
 	i = entry_find(pc, gid, s->org, h);
 	if (i != NIL && expired(pc, &pc->e[i], now) && !subtree_pinned(pc, i)) {
-		delete_subtree(pc, i, -1, 0, true);
+		delete_subtree(pc, i, NULL, true);
 		i = NIL;
 		if (!sg->caching)
 			return;
@@ -2095,14 +2097,14 @@ prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t shard, uint
 	/* The first column holding the token, and all after it. */
 	for (i = pc->pr[pi].first; i != NIL && pc->e[i].length <= token_idx; i = pc->e[i].p_next)
 		;
-	pc->lost_shard = (int16_t)shard;
-	pc->lost_prompt = pi;
-	if (i != NIL)
-		delete_subtree(pc, i, cache_id, token_idx, true);
-	else
-		prompt_truncate(pc, pi, token_idx, cache_id, token_idx, true);
-	pc->lost_shard = -1;
-	pc->lost_prompt = NIL;
+	{
+		const struct loss lost = {pi, token_idx, cache_id, (int16_t)shard};
+
+		if (i != NIL)
+			delete_subtree(pc, i, &lost, true);
+		else
+			prompt_truncate(pc, pi, token_idx, &lost, true);
+	}
 }
 
 void
@@ -2156,7 +2158,7 @@ prefixcache_shard_restart(struct prefixcache *pc, uint16_t mi)
 	for (i = 0; i < pc->ecap; i++)
 		if (pc->e[i].length != 0 && pc->e[i].gid / MAX_GROUPS == mi &&
 		    pc->e[i].parent == NIL)
-			delete_subtree(pc, i, -1, 0, false);
+			delete_subtree(pc, i, NULL, false);
 	for (i = 0; i < pc->prcap; i++)
 		if (pc->pr[i].id != 0 && pc->pr[i].gid / MAX_GROUPS == mi) {
 			struct prefixcache_seq *s = pc->pr[i].seq;
@@ -2164,7 +2166,7 @@ prefixcache_shard_restart(struct prefixcache *pc, uint16_t mi)
 			if (s != NULL)
 				stop_caching(pc, s, pc->pr[i].gid % MAX_GROUPS);
 			if (pc->pr[i].id != 0)
-				prompt_truncate(pc, i, pc->pr[i].offset, -1, 0, false);
+				prompt_truncate(pc, i, pc->pr[i].offset, NULL, false);
 		}
 	/* A new control stream: batches count from 1 again. */
 	m->batches_sent = 0;
@@ -2186,7 +2188,7 @@ prefixcache_expire(struct prefixcache *pc, uint64_t now, size_t max_visits)
 			continue;
 		if (subtree_pinned(pc, i))
 			continue; /* a refill needs it; next sweep */
-		removed += delete_subtree(pc, i, -1, 0, true);
+		removed += delete_subtree(pc, i, NULL, true);
 	}
 	pc->st.expired_entries += removed;
 	pc->st.expired_tokens += pc->st.deleted_tokens - deleted0;

@@ -95,6 +95,27 @@ struct prefixcache_cache {
 	uint64_t capacity_tokens;
 };
 
+/**
+ * The slot in which cache @p c keeps token @p pos of a prefix of @p len
+ * tokens: a FULL cache slot pos; a sliding window, once @p len is past its
+ * first lap, its sinks in their own slots and the rest in S + (pos - S)
+ * mod (W - S). A refill glues tokens in slot order, prefixcache_glue_len()
+ * of them: checkers use both.
+ */
+static inline uint32_t
+prefixcache_slot(const struct prefixcache_cache *c, uint32_t len, uint32_t pos)
+{
+	if (c->rule != PREFIXCACHE_SWA || len <= c->window || pos < c->sinks)
+		return pos;
+	return c->sinks + (pos - c->sinks) % (c->window - c->sinks);
+}
+
+static inline uint32_t
+prefixcache_glue_len(const struct prefixcache_cache *c, uint32_t len)
+{
+	return c->rule == PREFIXCACHE_SWA && len > c->window ? c->window : len;
+}
+
 struct prefixcache_model {
 	uint16_t num_caches;
 	struct prefixcache_cache cache[PREFIXCACHE_MAX_CACHES];
