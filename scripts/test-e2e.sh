@@ -102,6 +102,8 @@ check "memif: 400 requests done" test "$(field "$tmp/memif.json" requests)" = 40
 check "memif: zero verify failures" test "$(field "$tmp/memif.json" verify_failures)" = 0
 check "memif: zero protocol errors" test "$(field "$tmp/memif.json" protocol_errors)" = 0
 check "memif: bytes were refilled and checked" test "$(field "$tmp/memif.json" refill_bytes)" -gt 0
+check "memif: no control frame dropped behind data (its own queue, sent first)" \
+	test "$(field "$tmp/memif.json" control_frames_dropped)" = 0
 check "memif: both shards hold what the driver accounts for" \
 	test "$(field "$tmp/memif.json" unaccounted_tokens)" = 0
 check "memif: both shards came up" test "$(grep -c 'of model 0 is up' "$tmp/memif.log")" -eq 2

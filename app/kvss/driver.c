@@ -56,6 +56,13 @@
 #define DRV_MAX_PORTS 32
 #define BURST 32
 #define TXQ_MAX 64
+/*
+ * Control frames wait in a queue of their own, sent before any data: a
+ * REFILL does not queue behind megabytes of evicted bytes, and a full data
+ * queue never drops one. What waits here is bounded by two windows per
+ * stream (pump_streams): room for four shards on one port.
+ */
+#define CTLQ_MAX (8 * PROTO_STREAM_WINDOW_MAX)
 #define HBUCKETS 4096
 #define MAX_REC_PER_SEQ (PREFIXCACHE_MAX_MODELS * PREFIXCACHE_MAX_CACHES)
 /* Backpressure: stop sending tokens while this much waits to go out. */
@@ -160,8 +167,9 @@ struct pid_node {
 };
 
 struct txq {
-	struct rte_mbuf *m[TXQ_MAX];
-	uint16_t n;
+	struct rte_mbuf *m[TXQ_MAX];   /* data */
+	struct rte_mbuf *c[CTLQ_MAX];  /* control, first */
+	uint16_t n, nc;
 };
 
 struct snapshot {
@@ -324,9 +332,24 @@ link_down(uint16_t port)
 	return rte_eth_link_get_nowait(port, &link) == 0 && !link.link_status;
 }
 
+/* Send the first @p *n frames of @p v on @p port; what it does not take stays, in order. */
+static uint16_t
+txq_send(uint16_t i, struct rte_mbuf **v, uint16_t *n)
+{
+	uint16_t sent = D.port_stopped[i] ? 0 : kvss_tx_burst(D.ports[i], 0, v, *n);
+
+	if (sent < *n) {
+		D.st.tx_retries++;
+		memmove(v, v + sent, sizeof(v[0]) * (*n - sent));
+	}
+	*n = (uint16_t)(*n - sent);
+	return sent;
+}
+
 /*
- * Send what waits on each port; what the port does not take stays, in order,
- * unless its link is down (then it is dropped).
+ * Send what waits on each port, control frames first; data only once no
+ * control frame waits. What the port does not take stays, in order, unless
+ * its link is down (then it is dropped).
  */
 static void
 txq_flush(void)
@@ -335,11 +358,14 @@ txq_flush(void)
 
 	for (i = 0; i < D.nports; i++) {
 		struct txq *q = &D.txq[i];
-		uint16_t sent;
+		uint16_t sent = 0;
 
-		if (q->n == 0)
+		if (q->n == 0 && q->nc == 0)
 			continue;
-		sent = D.port_stopped[i] ? 0 : kvss_tx_burst(D.ports[i], 0, q->m, q->n);
+		if (q->nc > 0)
+			sent = txq_send(i, q->c, &q->nc);
+		if (q->nc == 0 && q->n > 0)
+			sent += txq_send(i, q->m, &q->n);
 		if (sent == 0 && link_down(D.ports[i])) {
 			/*
 			 * No peer (a memif shard that went away): these frames were
@@ -348,39 +374,39 @@ txq_flush(void)
 			 * replaces it before it tells us its new epoch, and its
 			 * data names batches of a stream that is gone.
 			 */
+			rte_pktmbuf_free_bulk(q->c, q->nc);
 			rte_pktmbuf_free_bulk(q->m, q->n);
-			D.st.tx_link_drops += q->n;
-			q->n = 0;
-			continue;
+			D.st.tx_link_drops += q->nc + q->n;
+			q->nc = q->n = 0;
 		}
-		if (sent < q->n) {
-			D.st.tx_retries++;
-			memmove(q->m, q->m + sent, sizeof(q->m[0]) * (q->n - sent));
-		}
-		q->n = (uint16_t)(q->n - sent);
 	}
 }
 
+/* Queue one frame for @p port: a data frame, or (@p ctl) a control frame. */
 static void
-send_frame(uint16_t port, struct rte_mbuf *m, uint32_t len)
+send_frame(uint16_t port, struct rte_mbuf *m, uint32_t len, int ctl)
 {
 	int k = port_slot(port);
 	struct txq *q;
+	uint16_t *n, max;
 
 	if (k < 0) {
 		rte_pktmbuf_free(m);
 		return;
 	}
 	q = &D.txq[k];
-	if (q->n == TXQ_MAX)
+	n = ctl ? &q->nc : &q->n;
+	max = ctl ? CTLQ_MAX : TXQ_MAX;
+	if (*n == max)
 		txq_flush();
-	if (q->n == TXQ_MAX) {
+	if (*n == max) {
 		/* A control frame: the stream resends it; a data frame: never made. */
 		rte_pktmbuf_free(m);
 		lst()->tx_drops++;
+		D.st.tx_full_drops += ctl;
 		return;
 	}
-	q->m[q->n++] = m;
+	(ctl ? q->c : q->m)[(*n)++] = m;
 	lst()->tx_frames++;
 	lst()->tx_bytes += len;
 }
@@ -394,7 +420,7 @@ send_ctl(struct drv_shard *sh, const uint8_t *p, uint32_t len)
 		D.st.no_mbuf++;
 		return;
 	}
-	send_frame(sh->ref->port, m, len);
+	send_frame(sh->ref->port, m, len, 1);
 }
 
 static void
@@ -506,6 +532,15 @@ pump_streams(uint64_t tsc)
 		if (!sh->up)
 			continue;
 		close_open(sh);
+		/*
+		 * Resend what timed out, oldest first, but not while control
+		 * frames still wait for this port: the copies sent before have
+		 * not even left, and a stuck port would fill the queue with
+		 * copies. So the queue holds at most two windows per stream.
+		 */
+		if (D.txq[port_slot(sh->ref->port)].nc == 0)
+			while ((r = proto_stream_due(&sh->stream, tsc)) != NULL)
+				send_ctl(sh, r->payload, r->len);
 		while (sh->head != NULL && proto_stream_can_push(&sh->stream)) {
 			struct ctl_msg *m = sh->head;
 
@@ -531,9 +566,6 @@ pump_streams(uint64_t tsc)
 				sh->tail = NULL;
 			sh->backlog--;
 			free(m);
-		}
-		while ((r = proto_stream_due(&sh->stream, tsc)) != NULL) {
-			send_ctl(sh, r->payload, r->len);
 		}
 	}
 }
@@ -630,7 +662,7 @@ pump_data(void)
 			m->pkt_len = hl + len;
 			D.st.evict_frames++;
 			D.st.evict_bytes += len - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN;
-			send_frame(sh->ref->port, m, hl + len);
+			send_frame(sh->ref->port, m, hl + len, 0);
 			frames++;
 		}
 	}
@@ -1678,8 +1710,10 @@ kvss_driver_free(void)
 		free_backlog(&D.sh[i]);
 		proto_stream_fini(&D.sh[i].stream);
 	}
-	for (i = 0; i < D.nports; i++)
+	for (i = 0; i < D.nports; i++) {
+		rte_pktmbuf_free_bulk(D.txq[i].c, D.txq[i].nc);
 		rte_pktmbuf_free_bulk(D.txq[i].m, D.txq[i].n);
+	}
 	free(D.seq);
 	rte_free(D.sh);
 	free(D.lat_us);
@@ -1781,7 +1815,8 @@ quiet(uint64_t tsc)
 	for (i = 0; i < D.nsh; i++)
 		if (D.sh[i].up && (D.sh[i].backlog || D.sh[i].open_on ||
 				   proto_stream_unacked(&D.sh[i].stream) ||
-				   D.txq[port_slot(D.sh[i].ref->port)].n))
+				   D.txq[port_slot(D.sh[i].ref->port)].n ||
+				   D.txq[port_slot(D.sh[i].ref->port)].nc))
 			return 0;
 	if (D.open_loop)
 		return 1;
@@ -2035,9 +2070,9 @@ kvss_driver_summary(void)
 	       s->deletes, ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
 	       ps.peak_stored_tokens);
 	printf("kvss: summary: ports: %" PRIu64 " restarted after their link went down, %" PRIu64
-	       " frames dropped for a link that was down; %" PRIu64 " times a shard was away, %" PRIu64
-	       " requests begun as misses meanwhile\n", s->link_restarts, s->tx_link_drops,
-	       s->shards_away, s->away_requests);
+	       " frames dropped for a link that was down, %" PRIu64 " control frames for a full queue; %"
+	       PRIu64 " times a shard was away, %" PRIu64 " requests begun as misses meanwhile\n",
+	       s->link_restarts, s->tx_link_drops, s->tx_full_drops, s->shards_away, s->away_requests);
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64
 	       ", refill failures %" PRIu64
@@ -2054,12 +2089,13 @@ kvss_driver_summary(void)
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
-	       ",\"retransmits\":%" PRIu64 ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
+	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
+	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, p50, p99, e50, e99,
-	       s->retransmits, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
+	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
 	       D.finished ? "true" : "false");
 	fflush(stdout);
 }

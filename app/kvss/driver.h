@@ -48,6 +48,7 @@
 	X(rx_drops)	    /* frames that did not parse */                                         \
 	X(tx_retries)	    /* data frames the port did not take at once */                         \
 	X(tx_link_drops)    /* frames queued for a port whose link went down */                     \
+	X(tx_full_drops)    /* control frames dropped: the port's control queue stayed full */      \
 	X(shards_away)	    /* shards found away (link down, or silent for away_ms) */             \
 	X(away_requests)    /* requests begun while a shard of model 0 was not up: all misses */  \
 	X(no_mbuf)                                                                                 \
