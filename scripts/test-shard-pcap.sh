@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -81,6 +81,29 @@ ndrop=$(grep -o ' drop_[a-z_]*=[0-9]*' <<<"$mbstats" | awk -F= '{s += $2} END {p
 check "bad frames mixed in: all ${nbad:-?} dropped and counted (drops: $ndrop)" \
 	test -n "$nbad" -a "$nbad" -gt 0 -a "$ndrop" = "$nbad"
 rm -rf "/var/run/dpdk/${prefix}_mb"
+
+# REFILLs behind a DELETE that waits for its batch (test/shard_scenario.c,
+# gen_ahead): one that reads no prompt the DELETE names runs at once, one
+# that reads its prompt waits for it; with one TX queue the capture shows the
+# order, and with a refill lcore the stats do.
+"$BUILD/tools/shard_scenario" gen-ahead "$tmp/ah_in.pcap"
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_ah" \
+	--vdev "net_pcap0,rx_pcap=$tmp/ah_in.pcap,tx_pcap=$tmp/ah_out.pcap" \
+	-- --config test/data/shard-slow-batch.cfg --exit-when-idle 1500 >"$tmp/ahlog" 2>&1
+check "run ahead: exits 0" test $? -eq 0
+check "run ahead: refill of A before the batch timeout, of B after the DELETE" \
+	"$BUILD/tools/shard_scenario" check-ahead "$tmp/ah_out.pcap"
+check "run ahead: counted" grep -q " refills_ahead=1\b" "$tmp/ahlog"
+rm -rf "/var/run/dpdk/${prefix}_ah"
+timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores 0@0,1@1,2@1 --log-level lib.eal:error \
+	--no-telemetry --file-prefix "${prefix}_ah2" \
+	--vdev "net_pcap0,rx_pcap=$tmp/ah_in.pcap,tx_pcap=$tmp/ah2_q0.pcap,tx_pcap=$tmp/ah2_q1.pcap" \
+	-- --config test/data/shard-slow-batch.cfg --exit-when-idle 1500 >"$tmp/ah2log" 2>&1
+check "run ahead, refill lcore: exits 0" test $? -eq 0
+check "run ahead, refill lcore: the refills' answers and bytes" \
+	"$BUILD/tools/shard_scenario" check-ahead "$tmp/ah2_q0.pcap" "$tmp/ah2_q1.pcap"
+check "run ahead, refill lcore: counted" grep -q " refills_ahead=1\b" "$tmp/ah2log"
+rm -rf "/var/run/dpdk/${prefix}_ah2"
 
 # A driver restart: the old driver's DELETE and REFILL, waiting on the refill
 # lcore for a batch that never came, and its data held for a batch not yet

@@ -6,6 +6,8 @@
  *
  *   shard_scenario gen IN.pcap        write the frames the shard receives
  *   shard_scenario check OUT.pcap...  check what it sent
+ *   shard_scenario gen-ahead / check-ahead: REFILLs that may and may not run
+ *     before a DELETE waiting for its batch (see gen_ahead)
  *   shard_scenario gen-space / check-space: the same for the space test
  *     (test/data/shard-small.cfg, 8 tokens): A fills 6; B's 4 tokens wait for
  *     the DELETE of A 2..5, then fit; C's 8 tokens never fit: after the
@@ -316,6 +318,130 @@ gen_restart(void)
 	evict(4, 3, pc, t1, 4); /* no data: the old held data must not fill it */
 }
 
+/*
+ * A DELETE waits for its batch; REFILLs behind it. Batch 1 stores A 0..3
+ * and B 0..3; batch 2 stores C 0, whose data never comes, so batch 2
+ * completes only at the batch timeout (TOKEN_LOST C 0). Then, in order: a
+ * DELETE of B 2..3 naming batch 2 (waits for it), a REFILL (id 1) of A 0..3
+ * (needs batch 1 only and reads no prompt the DELETE names: runs ahead of
+ * it, before the batch timeout), a REFILL (id 2) of B 0..1 (reads B: waits
+ * for the DELETE) and a REFILL (id 3) of A 0..3 naming batch 2 (waits for
+ * it, though it reads no prompt the DELETE names).
+ */
+static void
+gen_ahead(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	uint64_t p1[8] = {A_ID, A_ID, A_ID, A_ID, B_ID, B_ID, B_ID, B_ID}, pc[1] = {C_ID};
+	uint32_t t1[8] = {0, 1, 2, 3, 0, 1, 2, 3}, tc[1] = {0};
+	struct proto_delete d = {B_ID, 2, 2, 3, 0};
+	struct proto_refill_req rq = {.refill_id = 2, .evict_count = 1, .sequence_id = 9,
+				      .cache_idx = 0, .cache_id = 0};
+	struct proto_refill_chunk ch = {B_ID, 0, 2};
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	evict(1, 1, p1, t1, 8);
+	data(1, p1, t1, 8, 0, 8 * B);
+	evict(2, 2, pc, tc, 1);
+	begin(&b, buf, PROTO_T_DELETE, 3);
+	proto_build_delete(&b, &d);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	refill_a(4, 1, 1, 4);
+	begin(&b, buf, PROTO_T_REFILL, 5);
+	proto_build_refill_req(&b, &rq);
+	proto_build_refill_chunk(&b, &ch);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	refill_a(6, 3, 2, 4);
+}
+
+/*
+ * What the shard sent for gen_ahead (one capture per TX queue): every refill
+ * whole and right; with one capture (one TX queue, so the order of
+ * sending), refill 1 done before the TOKEN_LOST that ends batch 2, refills
+ * 2 and 3 after it.
+ */
+static int
+check_ahead(char **files, int nfiles)
+{
+	static const struct proto_wafer_place at = {.bytes_per_token = B};
+	static struct proto_msg m;
+	struct proto_wafer_refill wr[4];
+	uint64_t hash[2][4];
+	long at_done[4] = {-1, -1, -1, -1}, at_lost = -1, n = 0;
+	int fi, k, lost = 0;
+
+	for (k = 0; k < 4; k++) {
+		hash[0][k] = href(A_ID, (uint32_t)k);
+		hash[1][k] = href(B_ID, (uint32_t)k);
+	}
+	proto_wafer_refill_init(&wr[1], &at, NB, 1, hash[0], 4);
+	proto_wafer_refill_init(&wr[2], &at, NB, 2, hash[1], 2);
+	proto_wafer_refill_init(&wr[3], &at, NB, 3, hash[0], 4);
+	for (fi = 0; fi < nfiles; fi++) {
+		pcap_t *p = frames_pcap_read(files[fi], "shard_scenario");
+		const uint8_t *d;
+
+		if (p == NULL)
+			return 2;
+		while ((d = frames_pcap_next_msg(p, &m)) != NULL) {
+			unsigned int i;
+
+			n++;
+			if (m.hdr.type == PROTO_T_TOKEN_LOST) {
+				for (i = 0; i < m.hdr.count; i++) {
+					struct proto_lost l;
+
+					proto_get_lost(&m, i, &l);
+					lost++;
+					EXPECT(l.prompt_id == C_ID && l.token_idx == 0, "TOKEN_LOST of %lx token %u",
+					       (unsigned long)l.prompt_id, l.token_idx);
+					at_lost = n;
+				}
+			} else if (m.hdr.type == PROTO_T_REFILL_DONE) {
+				for (i = 0; i < m.hdr.count; i++) {
+					struct proto_refill_done r;
+
+					proto_get_refill_done(&m, i, &r);
+					EXPECT(r.refill_id >= 1 && r.refill_id <= 3 && r.status == 0,
+					       "REFILL_DONE of refill %lu, status %u", (unsigned long)r.refill_id,
+					       r.status);
+					if (r.refill_id >= 1 && r.refill_id <= 3)
+						at_done[r.refill_id] = n;
+				}
+			} else if (m.hdr.type == PROTO_T_REFILL_DATA) {
+				const struct proto_refill_data_hdr *h = &m.u.refill_data;
+
+				EXPECT(h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB,
+				       "REFILL_DATA of refill %lu", (unsigned long)h->refill_id);
+				if (h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB)
+					proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
+			}
+		}
+		pcap_close(p);
+	}
+	for (k = 1; k <= 3; k++)
+		EXPECT(proto_wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0 && wr[k].bad_frames == 0,
+		       "refill %d: whole %d, %lu bad bytes, %lu bad frames", k,
+		       proto_wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes,
+		       (unsigned long)wr[k].bad_frames);
+	EXPECT(lost == 1, "%d TOKEN_LOST records, want 1 (C 0)", lost);
+	EXPECT(at_done[1] > 0 && at_done[2] > 0 && at_done[3] > 0,
+	       "REFILL_DONE of refills 1, 2, 3 at frames %ld, %ld, %ld", at_done[1], at_done[2],
+	       at_done[3]);
+	if (nfiles == 1) {
+		EXPECT(at_done[1] < at_lost, "refill 1 waited for batch 2 (done at frame %ld, batch 2 at %ld)",
+		       at_done[1], at_lost);
+		EXPECT(at_done[2] > at_lost, "refill 2 ran before the DELETE of B (done at frame %ld, "
+		       "batch 2 at %ld)", at_done[2], at_lost);
+		EXPECT(at_done[3] > at_lost, "refill 3 ran before its batch 2 (done at frame %ld, "
+		       "batch 2 at %ld)", at_done[3], at_lost);
+	}
+	printf("shard run-ahead scenario: %s\n",
+	       expect_fails ? "FAILED" : "the refill of A ran ahead of the waiting DELETE; B's and the one waiting for its batch did not");
+	return expect_fails ? 1 : 0;
+}
 
 static int space_mode, restart_mode;
 
@@ -491,13 +617,15 @@ main(int argc, char **argv)
 		argc = 3;
 	}
 	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0 ||
-			  strcmp(argv[1], "gen-restart") == 0)) {
+			  strcmp(argv[1], "gen-restart") == 0 || strcmp(argv[1], "gen-ahead") == 0)) {
 		if (frames_pcap_open(&out, argv[2], 1, "shard_scenario") != 0)
 			return 2;
 		if (strcmp(argv[1], "gen") == 0)
 			gen();
 		else if (strcmp(argv[1], "gen-space") == 0)
 			gen_space();
+		else if (strcmp(argv[1], "gen-ahead") == 0)
+			gen_ahead();
 		else
 			gen_restart();
 		frames_pcap_close(&out);
@@ -511,11 +639,13 @@ main(int argc, char **argv)
 		restart_mode = 1;
 		return check(argv + 2, argc - 2);
 	}
+	if (argc >= 3 && strcmp(argv[1], "check-ahead") == 0)
+		return check_ahead(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-space") == 0) {
 		space_mode = 1;
 		return check(argv + 2, argc - 2);
 	}
-	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | gen-space|gen-restart FILE.pcap | "
-			"check|check-space|check-restart FILE.pcap...\n");
+	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | gen-space|gen-restart|gen-ahead "
+			"FILE.pcap | check|check-space|check-restart|check-ahead FILE.pcap...\n");
 	return 2;
 }

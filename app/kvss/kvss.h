@@ -45,6 +45,7 @@
 	X(data_expired) /* held for an EVICT that never came */                                    \
 	X(deletes)                                                                                 \
 	X(refills)                                                                                 \
+	X(refills_ahead) /* ran before DELETEs that waited for their batches */                      \
 	X(refill_frames)                                                                           \
 	X(ring_full)                                                                               \
 	X(idle_polls)                                                                              \

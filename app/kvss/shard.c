@@ -33,6 +33,8 @@
 #define BURST 32
 #define WINDOW 64	/* early control messages held */
 #define QMAX 1024	/* messages in each queue */
+/* REFILLs may run before this many messages of the refill queue at most. */
+#define REFILL_AHEAD 64
 #define EARLY_MAX 1024	/* data frames held before their EVICT */
 
 struct fifo {
@@ -518,6 +520,92 @@ gate_open(struct proto_msg *msg)
 	return 1;
 }
 
+/* Does the DELETE message @p del name a prompt that a chunk of @p refill reads? */
+static int
+touches(const struct proto_msg *del, const struct proto_msg *refill)
+{
+	struct proto_refill_req rq;
+	const uint8_t *ch;
+	uint32_t off = 0;
+	unsigned int i, k;
+
+	while (proto_next_refill(refill, &off, &rq, &ch))
+		for (k = 0; k < rq.num_chunks; k++) {
+			struct proto_refill_chunk c;
+
+			proto_get_refill_chunk(ch, k, &c);
+			for (i = 0; i < del->hdr.count; i++) {
+				struct proto_delete d;
+
+				proto_get_delete(del, i, &d);
+				if (d.prompt_id == c.prompt_id)
+					return 1;
+			}
+		}
+	return 0;
+}
+
+/*
+ * The head of the refill queue waits for its batches. A REFILL behind it
+ * whose own batches are complete, and that reads no prompt a DELETE before
+ * it names, runs now: that gives what running in order gives (a REFILL only
+ * reads; a DELETE changes only the prompts it names), sooner. Otherwise a
+ * small REFILL waits behind every DELETE of the sequences that just ended
+ * until their last batches are stored.
+ *
+ * @p slot: the queue's first @p n messages, in order (NULL: ran already);
+ * each that runs is freed and its slot set to NULL. The queue runs on one
+ * lcore (ingest or refill), so one set of parsed messages serves.
+ */
+static void
+run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n, uint16_t queue)
+{
+	static struct proto_msg msg[REFILL_AHEAD];
+	const struct proto_msg *del[REFILL_AHEAD];
+	unsigned int i, k, nd = 0;
+
+	for (i = 0; i < n && i < REFILL_AHEAD; i++) {
+		struct proto_msg *m = &msg[i];
+
+		if (*slot[i] == NULL)
+			continue;
+		proto_parse_mbuf(*slot[i], &kvss.cfg.udp, m);
+		if (m->hdr.type == PROTO_T_DELETE) {
+			del[nd++] = m;
+			continue;
+		}
+		/* The head; or a stale driver's (dropped when it is the head). */
+		if (i == 0 || m->hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE) ||
+		    !gate_open(m) || m->hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE))
+			continue;
+		for (k = 0; k < nd && !touches(del[k], m); k++)
+			;
+		if (k < nd)
+			continue;
+		run_refill_msg(st, queue, m);
+		rte_pktmbuf_free(*slot[i]);
+		*slot[i] = NULL;
+		st->refills_ahead++;
+	}
+}
+
+/*
+ * Is a look past the waiting head worth it: have batches completed,
+ * messages come or gone since the last look? (A look parses up to
+ * REFILL_AHEAD messages; a poll loop would repeat it for nothing.)
+ */
+static int
+ahead_changed(uint64_t came, uint64_t gone)
+{
+	static uint64_t seen[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+	uint64_t now[3] = {kvstore_batches_complete(kvss.store), came, gone};
+
+	if (memcmp(now, seen, sizeof(now)) == 0)
+		return 0;
+	memcpy(seen, now, sizeof(now));
+	return 1;
+}
+
 /* The refill queue on the ingest lcore (a port with one TX queue). */
 static void
 run_refillq(struct kvss_lcore_stats *st, struct batcher *err)
@@ -528,9 +616,22 @@ run_refillq(struct kvss_lcore_stats *st, struct batcher *err)
 		struct rte_mbuf *m = q->m[q->head % QMAX];
 		struct proto_msg *msg = &S.msg2;
 
+		if (m == NULL) {
+			q->head++; /* it ran ahead */
+			continue;
+		}
 		proto_parse_mbuf(m, &kvss.cfg.udp, msg);
-		if (!gate_open(msg))
+		if (!gate_open(msg)) {
+			struct rte_mbuf **slot[REFILL_AHEAD];
+			uint32_t i, n = q->tail - q->head < REFILL_AHEAD ? q->tail - q->head : REFILL_AHEAD;
+
+			if (n > 1 && ahead_changed(q->tail, q->head)) {
+				for (i = 0; i < n; i++)
+					slot[i] = &q->m[(q->head + i) % QMAX];
+				run_ahead(st, slot, n, 0);
+			}
 			return;
+		}
 		if (msg->hdr.type == PROTO_T_DELETE)
 			apply_delete(st, err, msg);
 		else
@@ -584,34 +685,48 @@ kvss_shard_refill(void *arg)
 {
 	struct kvss_lcore_stats *st = &kvss.stats[rte_lcore_id()];
 	static struct proto_msg msg; /* one per lcore: only this one runs here */
-	struct rte_mbuf *cur = NULL;
-	uint64_t posted = 0;
-	unsigned int empty = 0;
+	struct rte_mbuf *pend[REFILL_AHEAD], *parsed = NULL;
+	uint64_t posted = 0, came = 0, gone = 0;
+	unsigned int empty = 0, np = 0, i, k;
 	void *p;
 
 	(void)arg;
 	while (!kvss_quitting()) {
 		uint64_t t0 = rte_get_tsc_cycles();
 
-		if (cur == NULL && rte_ring_dequeue(kvss.ingest_to_refill, &p) == 0) {
-			cur = p;
-			proto_parse_mbuf(cur, &kvss.cfg.udp, &msg);
+		/* The queue's first messages, in order; those that ran ahead go. */
+		for (i = k = 0; i < np; i++)
+			if (pend[i] != NULL)
+				pend[k++] = pend[i];
+		gone += np - k;
+		np = k;
+		while (np < REFILL_AHEAD && rte_ring_dequeue(kvss.ingest_to_refill, &p) == 0) {
+			pend[np++] = p;
+			came++;
+		}
+		if (np == 0) {
+			rte_eth_tx_done_cleanup(kvss.cfg.shard.port, 1, 0);
+			kvss_poll_idle(st, t0, &empty);
+			continue;
+		}
+		if (pend[0] != parsed) {
+			parsed = pend[0];
+			proto_parse_mbuf(parsed, &kvss.cfg.udp, &msg);
 		}
 		/* A DELETE or REFILL of a driver that has restarted since: its
 		 * gate could open on the new driver's batches. Dropped. Checked
 		 * after the gate too: batches the gate saw that were published
 		 * after a reset come after the new epoch's store (acquire). */
-		if (cur != NULL && msg.hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
-			rte_pktmbuf_free(cur);
-			cur = NULL;
+		if (msg.hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
+			rte_pktmbuf_free(pend[0]);
+			pend[0] = parsed = NULL;
 			st->dropped_restart++;
 			continue;
 		}
-		if (cur != NULL && gate_open(&msg) &&
-		    msg.hdr.epoch == __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
+		if (gate_open(&msg) && msg.hdr.epoch == __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
 			if (msg.hdr.type == PROTO_T_DELETE) {
 				/* The writer applies it; the queue waits, in order. */
-				while (rte_ring_enqueue(kvss.refill_to_ingest, cur) != 0 && !kvss_quitting())
+				while (rte_ring_enqueue(kvss.refill_to_ingest, pend[0]) != 0 && !kvss_quitting())
 					rte_pause();
 				posted++;
 				while (__atomic_load_n(&kvss.deletes_applied, __ATOMIC_ACQUIRE) < posted &&
@@ -619,18 +734,30 @@ kvss_shard_refill(void *arg)
 					rte_pause();
 			} else {
 				run_refill_msg(st, 1, &msg);
-				rte_pktmbuf_free(cur);
+				rte_pktmbuf_free(pend[0]);
 			}
-			cur = NULL;
+			pend[0] = parsed = NULL;
 			kvss_poll_busy(st, t0, &empty);
 			continue;
 		}
-		/* Nothing to do, or waiting for batches: let completions come. */
+		if (np > 1 && ahead_changed(came, gone)) {
+			struct rte_mbuf **slot[REFILL_AHEAD];
+			uint64_t before = st->refills_ahead;
+
+			for (i = 0; i < np; i++)
+				slot[i] = &pend[i];
+			run_ahead(st, slot, np, 1);
+			if (st->refills_ahead != before) {
+				kvss_poll_busy(st, t0, &empty);
+				continue;
+			}
+		}
+		/* Waiting for batches: let completions come. */
 		rte_eth_tx_done_cleanup(kvss.cfg.shard.port, 1, 0);
 		kvss_poll_idle(st, t0, &empty);
 	}
-	if (cur != NULL)
-		rte_pktmbuf_free(cur);
+	for (i = 0; i < np; i++)
+		rte_pktmbuf_free(pend[i]);
 	while (rte_ring_dequeue(kvss.ingest_to_refill, &p) == 0)
 		rte_pktmbuf_free(p);
 	return 0;
