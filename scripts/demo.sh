@@ -15,6 +15,7 @@
 #   KVSS_DEMO_DRIVER_CFG=F  the driver's configuration (default config/memif-driver.cfg)
 #   KVSS_DEMO_SHARD0_CFG=F, KVSS_DEMO_SHARD1_CFG=F  the shards' (default
 #                       config/memif-shard0.cfg, config/memif-shard1.cfg)
+#   KVSS_DEMO_REFILL_LCORE=1  give each shard its refill lcore too (lcore 2)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
 # right, no protocol error). Every process is stopped and every file
@@ -56,9 +57,11 @@ else
 	echo "demo: no trace at $MC: replaying the built-in workload through a driver and two shards"
 fi
 
+SLC="1@(0-$(($(nproc) - 1)))"
+[ "${KVSS_DEMO_REFILL_LCORE:-0}" = 1 ] && SLC="$SLC,2@(0-$(($(nproc) - 1)))"
 scfg=("${KVSS_DEMO_SHARD0_CFG:-config/memif-shard0.cfg}" "${KVSS_DEMO_SHARD1_CFG:-config/memif-shard1.cfg}")
 for k in 0 1; do
-	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,1@(0-$(($(nproc) - 1)))" \
+	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,$SLC" \
 		--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/memif$k.sock" \
 		-- --config "${scfg[$k]}" --poll idle >"$tmp/shard$k.log" 2>&1 &
 	pids+=($!)

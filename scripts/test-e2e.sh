@@ -122,7 +122,18 @@ check "memif, lost data: zero verify failures" test "$(field "$tmp/mlose.json" v
 check "memif, lost data: both shards hold what the driver accounts for" \
 	test "$(field "$tmp/mlose.json" unaccounted_tokens)" = 0
 
-# 2c. A target model and its draft, each on its own shard process, with their
+# 2c. Shards with a refill lcore. A memif peer maps rings only for the
+#     queues it configured (the driver: one), so a shard must not refill on
+#     a second TX queue there: before, every refill failed this way.
+KVSS_DEMO_TAG=${tag}r KVSS_DEMO_JSON="$tmp/rl.json" KVSS_DEMO_REFILL_LCORE=1 timeout 300 \
+	scripts/demo.sh "$BUILD" --trace "" --limit 300 >"$tmp/rl.log" 2>&1
+check "memif, refill lcores: the demo exits 0" test $? -eq 0
+check "memif, refill lcores: zero protocol errors" test "$(field "$tmp/rl.json" protocol_errors)" = 0
+check "memif, refill lcores: bytes were refilled and checked" \
+	test "$(field "$tmp/rl.json" refill_bytes)" -gt 0
+[ "$fail" -eq 0 ] || tail -20 "$tmp/rl.log"
+
+# 2d. A target model and its draft, each on its own shard process, with their
 #     own capacities (config/memif-two-models.cfg); then the same with lost
 #     data, where each model starts over on its own.
 KVSS_DEMO_TAG=${tag}m KVSS_DEMO_JSON="$tmp/two.json" KVSS_DEMO_DRIVER_CFG=config/memif-two-models.cfg \

@@ -119,11 +119,17 @@ port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 	rc = rte_eth_dev_info_get(port, &info);
 	if (rc != 0)
 		return rc;
-	if (want_refill && info.max_tx_queues >= 2)
+	/*
+	 * A memif peer maps only the rings it configured queues for, and a kvss
+	 * driver polls one RX queue: what a shard sent on a second TX queue
+	 * would never arrive (every refill failed that way).
+	 */
+	if (want_refill && info.max_tx_queues >= 2 && strcmp(info.driver_name, "net_memif") != 0)
 		ntx = 2;
 	else if (want_refill)
-		printf("kvss: port %u (%s) has one TX queue: the refill queue runs on the ingest lcore\n",
-		       port, info.driver_name);
+		printf("kvss: port %u (%s) %s: the refill queue runs on the ingest lcore\n", port,
+		       info.driver_name, info.max_tx_queues >= 2 ? "reaches its peer on one queue only"
+		       : "has one TX queue");
 	if (is_shard)
 		kvss.refill_lcore_on = ntx == 2;
 	if ((rc = rte_eth_dev_configure(port, 1, ntx, &conf)) != 0 ||
