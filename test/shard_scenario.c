@@ -318,6 +318,37 @@ gen_restart(void)
 	evict(4, 3, pc, t1, 4); /* no data: the old held data must not fill it */
 }
 
+/* What a shard sent, over one capture per TX queue, taken in turn. */
+struct captures {
+	char **files;
+	int n, i;
+	pcap_t *p;
+	int bad; /* a capture could not be read */
+};
+
+/* The next message of @p c into @p m (its frame returned), or NULL at the end. */
+static const uint8_t *
+captures_next(struct captures *c, struct proto_msg *m)
+{
+	const uint8_t *d;
+
+	for (;;) {
+		if (c->p == NULL) {
+			if (c->i == c->n)
+				return NULL;
+			c->p = frames_pcap_read(c->files[c->i++], "shard_scenario");
+			if (c->p == NULL) {
+				c->bad = 1;
+				return NULL;
+			}
+		}
+		if ((d = frames_pcap_next_msg(c->p, m)) != NULL)
+			return d;
+		pcap_close(c->p);
+		c->p = NULL;
+	}
+}
+
 /*
  * A DELETE waits for its batch; REFILLs behind it. Batch 1 stores A 0..3
  * and B 0..3; batch 2 stores C 0, whose data never comes, so batch 2
@@ -370,7 +401,9 @@ check_ahead(char **files, int nfiles)
 	struct proto_wafer_refill wr[4];
 	uint64_t hash[2][4];
 	long at_done[4] = {-1, -1, -1, -1}, at_lost = -1, n = 0;
-	int fi, k, lost = 0;
+	struct captures cap = {.files = files, .n = nfiles};
+	const uint8_t *d;
+	int k, lost = 0;
 
 	for (k = 0; k < 4; k++) {
 		hash[0][k] = href(A_ID, (uint32_t)k);
@@ -379,48 +412,42 @@ check_ahead(char **files, int nfiles)
 	proto_wafer_refill_init(&wr[1], &at, NB, 1, hash[0], 4);
 	proto_wafer_refill_init(&wr[2], &at, NB, 2, hash[1], 2);
 	proto_wafer_refill_init(&wr[3], &at, NB, 3, hash[0], 4);
-	for (fi = 0; fi < nfiles; fi++) {
-		pcap_t *p = frames_pcap_read(files[fi], "shard_scenario");
-		const uint8_t *d;
+	while ((d = captures_next(&cap, &m)) != NULL) {
+		unsigned int i;
 
-		if (p == NULL)
-			return 2;
-		while ((d = frames_pcap_next_msg(p, &m)) != NULL) {
-			unsigned int i;
+		n++;
+		if (m.hdr.type == PROTO_T_TOKEN_LOST) {
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_lost l;
 
-			n++;
-			if (m.hdr.type == PROTO_T_TOKEN_LOST) {
-				for (i = 0; i < m.hdr.count; i++) {
-					struct proto_lost l;
-
-					proto_get_lost(&m, i, &l);
-					lost++;
-					EXPECT(l.prompt_id == C_ID && l.token_idx == 0, "TOKEN_LOST of %lx token %u",
-					       (unsigned long)l.prompt_id, l.token_idx);
-					at_lost = n;
-				}
-			} else if (m.hdr.type == PROTO_T_REFILL_DONE) {
-				for (i = 0; i < m.hdr.count; i++) {
-					struct proto_refill_done r;
-
-					proto_get_refill_done(&m, i, &r);
-					EXPECT(r.refill_id >= 1 && r.refill_id <= 3 && r.status == 0,
-					       "REFILL_DONE of refill %lu, status %u", (unsigned long)r.refill_id,
-					       r.status);
-					if (r.refill_id >= 1 && r.refill_id <= 3)
-						at_done[r.refill_id] = n;
-				}
-			} else if (m.hdr.type == PROTO_T_REFILL_DATA) {
-				const struct proto_refill_data_hdr *h = &m.u.refill_data;
-
-				EXPECT(h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB,
-				       "REFILL_DATA of refill %lu", (unsigned long)h->refill_id);
-				if (h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB)
-					proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
+				proto_get_lost(&m, i, &l);
+				lost++;
+				EXPECT(l.prompt_id == C_ID && l.token_idx == 0, "TOKEN_LOST of %lx token %u",
+				       (unsigned long)l.prompt_id, l.token_idx);
+				at_lost = n;
 			}
+		} else if (m.hdr.type == PROTO_T_REFILL_DONE) {
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_refill_done r;
+
+				proto_get_refill_done(&m, i, &r);
+				EXPECT(r.refill_id >= 1 && r.refill_id <= 3 && r.status == 0,
+				       "REFILL_DONE of refill %lu, status %u", (unsigned long)r.refill_id,
+				       r.status);
+				if (r.refill_id >= 1 && r.refill_id <= 3)
+					at_done[r.refill_id] = n;
+			}
+		} else if (m.hdr.type == PROTO_T_REFILL_DATA) {
+			const struct proto_refill_data_hdr *h = &m.u.refill_data;
+
+			EXPECT(h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB,
+			       "REFILL_DATA of refill %lu", (unsigned long)h->refill_id);
+			if (h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB)
+				proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
 		}
-		pcap_close(p);
 	}
+	if (cap.bad)
+		return 2;
 	for (k = 1; k <= 3; k++)
 		EXPECT(proto_wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0 && wr[k].bad_frames == 0,
 		       "refill %d: whole %d, %lu bad bytes, %lu bad frames", k,
@@ -453,7 +480,9 @@ check(char **files, int nfiles)
 	uint64_t want_prompt = space_mode ? B_ID : A_ID;
 	static struct proto_msg m;
 	uint64_t max_ack = 0, rd_bytes[3][NB] = {{0}}, done_tokens[3] = {0}, done_bytes[3] = {0};
-	int status = 0, hole = 0, not_right = 0, lost_b1 = 0, lost_other = 0, bad_bytes = 0, k, fi;
+	int status = 0, hole = 0, not_right = 0, lost_b1 = 0, lost_other = 0, bad_bytes = 0, k;
+	struct captures cap = {.files = files, .n = nfiles};
+	const uint8_t *d;
 	int status2 = 0, errors = 0, done_old = 0, lost_c = 0;
 	/* The wafer's own checker too: tokens each refill must bring whole. */
 	static const struct proto_wafer_place at = {.bytes_per_token = B};
@@ -467,85 +496,79 @@ check(char **files, int nfiles)
 	for (k = 1; k < 3; k++)
 		proto_wafer_refill_init(&wr[k], &at, NB, (uint64_t)k, hash, want_tok[k]);
 
-	for (fi = 0; fi < nfiles; fi++) {
-		pcap_t *p = frames_pcap_read(files[fi], "shard_scenario");
-		const uint8_t *d;
+	while ((d = captures_next(&cap, &m)) != NULL) {
+		unsigned int i;
 
-		if (p == NULL)
-			return 2;
-		while ((d = frames_pcap_next_msg(p, &m)) != NULL) {
-			unsigned int i;
+		switch (m.hdr.type) {
+		case PROTO_T_STATUS:
+			status += m.u.status.driver_epoch == EPOCH;
+			status2 += m.u.status.driver_epoch == EPOCH2;
+			break;
+		case PROTO_T_ACK:
+			if (m.u.ack.cum_seq > max_ack)
+				max_ack = m.u.ack.cum_seq;
+			break;
+		case PROTO_T_ERROR:
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_error e;
 
-			switch (m.hdr.type) {
-			case PROTO_T_STATUS:
-				status += m.u.status.driver_epoch == EPOCH;
-				status2 += m.u.status.driver_epoch == EPOCH2;
-				break;
-			case PROTO_T_ACK:
-				if (m.u.ack.cum_seq > max_ack)
-					max_ack = m.u.ack.cum_seq;
-				break;
-			case PROTO_T_ERROR:
-				for (i = 0; i < m.hdr.count; i++) {
-					struct proto_error e;
-
-					proto_get_error(&m, i, &e);
-					errors++;
-					hole += e.code == PROTO_E_HOLE && e.prompt_id == A_ID && e.token_idx == 20 &&
-						e.seq == 5;
-					no_space += e.code == PROTO_E_NO_SPACE && e.prompt_id == C_ID &&
-						    e.token_idx >= 2 && e.seq == 4;
-					not_right += e.code == PROTO_E_DELETE_NOT_RIGHT && e.token_idx == 2 &&
-						     e.seq == 7;
-				}
-				break;
-			case PROTO_T_TOKEN_LOST:
-				for (i = 0; i < m.hdr.count; i++) {
-					struct proto_lost l;
-
-					proto_get_lost(&m, i, &l);
-					lost_c += l.prompt_id == C_ID && l.token_idx < 4;
-					if (l.prompt_id == B_ID && l.token_idx == 1)
-						lost_b1++;
-					else
-						lost_other++;
-				}
-				break;
-			case PROTO_T_REFILL_DONE:
-				for (i = 0; i < m.hdr.count; i++) {
-					struct proto_refill_done r;
-
-					proto_get_refill_done(&m, i, &r);
-					done_old += r.refill_id == 1;
-					if (r.refill_id >= 1 && r.refill_id <= 2 && r.status == 0) {
-						done_tokens[r.refill_id] = r.tokens;
-						done_bytes[r.refill_id] = r.bytes;
-					}
-				}
-				break;
-			case PROTO_T_REFILL_DATA: {
-				const struct proto_refill_data_hdr *h = &m.u.refill_data;
-				int64_t wrong;
-
-				EXPECT(h->refill_id >= 1 && h->refill_id <= 2 && h->buffer_id < NB,
-				       "REFILL_DATA of refill %lu buffer %u", (unsigned long)h->refill_id,
-				       h->buffer_id);
-				if (h->refill_id < 1 || h->refill_id > 2 || h->buffer_id >= NB)
-					break;
-				/* Every byte: glued token t is the prompt's token t. */
-				rd_bytes[h->refill_id][h->buffer_id] += m.data_len;
-				wrong = proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
-				if (wrong > 0)
-					bad_bytes += (int)wrong;
-				EXPECT(h->sequence_id == 9, "REFILL_DATA sequence_id %u", h->sequence_id);
-				break;
+				proto_get_error(&m, i, &e);
+				errors++;
+				hole += e.code == PROTO_E_HOLE && e.prompt_id == A_ID && e.token_idx == 20 &&
+					e.seq == 5;
+				no_space += e.code == PROTO_E_NO_SPACE && e.prompt_id == C_ID &&
+					    e.token_idx >= 2 && e.seq == 4;
+				not_right += e.code == PROTO_E_DELETE_NOT_RIGHT && e.token_idx == 2 &&
+					     e.seq == 7;
 			}
-			default:
-				break;
+			break;
+		case PROTO_T_TOKEN_LOST:
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_lost l;
+
+				proto_get_lost(&m, i, &l);
+				lost_c += l.prompt_id == C_ID && l.token_idx < 4;
+				if (l.prompt_id == B_ID && l.token_idx == 1)
+					lost_b1++;
+				else
+					lost_other++;
 			}
+			break;
+		case PROTO_T_REFILL_DONE:
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_refill_done r;
+
+				proto_get_refill_done(&m, i, &r);
+				done_old += r.refill_id == 1;
+				if (r.refill_id >= 1 && r.refill_id <= 2 && r.status == 0) {
+					done_tokens[r.refill_id] = r.tokens;
+					done_bytes[r.refill_id] = r.bytes;
+				}
+			}
+			break;
+		case PROTO_T_REFILL_DATA: {
+			const struct proto_refill_data_hdr *h = &m.u.refill_data;
+			int64_t wrong;
+
+			EXPECT(h->refill_id >= 1 && h->refill_id <= 2 && h->buffer_id < NB,
+			       "REFILL_DATA of refill %lu buffer %u", (unsigned long)h->refill_id,
+			       h->buffer_id);
+			if (h->refill_id < 1 || h->refill_id > 2 || h->buffer_id >= NB)
+				break;
+			/* Every byte: glued token t is the prompt's token t. */
+			rd_bytes[h->refill_id][h->buffer_id] += m.data_len;
+			wrong = proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
+			if (wrong > 0)
+				bad_bytes += (int)wrong;
+			EXPECT(h->sequence_id == 9, "REFILL_DATA sequence_id %u", h->sequence_id);
+			break;
 		}
-		pcap_close(p);
+		default:
+			break;
+		}
 	}
+	if (cap.bad)
+		return 2;
 	EXPECT(status >= 1, "no STATUS with the driver's epoch");
 	for (k = 1; k < 3; k++) {
 		if (want_tok[k] == 0)
