@@ -390,8 +390,8 @@ gen_ahead(void)
 /*
  * What the shard sent for gen_ahead (one capture per TX queue): every refill
  * whole and right; with one capture (one TX queue, so the order of
- * sending), refill 1 done before the TOKEN_LOST that ends batch 2, refills
- * 2 and 3 after it.
+ * sending), refill 1 done and every message (seq 6) acknowledged before the
+ * TOKEN_LOST that ends batch 2, refills 2 and 3 done after it.
  */
 static int
 check_ahead(char **files, int nfiles)
@@ -400,7 +400,7 @@ check_ahead(char **files, int nfiles)
 	static struct proto_msg m;
 	struct proto_wafer_refill wr[4];
 	uint64_t hash[2][4];
-	long at_done[4] = {-1, -1, -1, -1}, at_lost = -1, n = 0;
+	long at_done[4] = {-1, -1, -1, -1}, at_lost = -1, at_ack6 = -1, n = 0;
 	struct captures cap = {.files = files, .n = nfiles};
 	const uint8_t *d;
 	int k, lost = 0;
@@ -416,6 +416,8 @@ check_ahead(char **files, int nfiles)
 		unsigned int i;
 
 		n++;
+		if (m.hdr.type == PROTO_T_ACK && m.u.ack.cum_seq >= 6 && at_ack6 < 0)
+			at_ack6 = n;
 		if (m.hdr.type == PROTO_T_TOKEN_LOST) {
 			for (i = 0; i < m.hdr.count; i++) {
 				struct proto_lost l;
@@ -464,6 +466,11 @@ check_ahead(char **files, int nfiles)
 		       "batch 2 at %ld)", at_done[2], at_lost);
 		EXPECT(at_done[3] > at_lost, "refill 3 ran before its batch 2 (done at frame %ld, "
 		       "batch 2 at %ld)", at_done[3], at_lost);
+		/* Queued is acknowledged: the DELETE and the REFILLs waiting at
+		 * their gates are not left to look lost until batch 2 ends. */
+		EXPECT(at_ack6 > 0 && at_ack6 < at_lost,
+		       "no ACK of seq 6 before batch 2 ended (first at frame %ld, batch 2 at %ld)",
+		       at_ack6, at_lost);
 	}
 	printf("shard run-ahead scenario: %s\n",
 	       expect_fails ? "FAILED" : "the refill of A ran ahead of the waiting DELETE; B's and the one waiting for its batch did not");

@@ -195,11 +195,18 @@ send_status(struct kvss_lcore_stats *st)
 }
 
 /*
- * The cumulative ACK: every message before the oldest one still waiting in
- * a queue (an EVICT waiting for space, a DELETE or REFILL waiting for its
- * batch). PROTOCOL.md allows "executed or queued"; acknowledging only what
- * ran keeps a driver that waits for ACKs from piling up messages and data
- * the shard cannot place yet (its window then bounds both queues).
+ * The cumulative ACK: every message accepted, up to the oldest EVICT or
+ * RESERVE not yet run (one waiting for space, or not reached). PROTOCOL.md
+ * allows "executed or queued in order". The evict queue is acknowledged as
+ * it runs: the driver sends a batch's data only a few batches past what an
+ * ACK covers, so the driver's window bounds the EVICTs and data the shard
+ * cannot place yet. DELETEs and REFILLs are acknowledged once queued, as the
+ * refill lcore's ring has always had them: one waiting for its batch has
+ * arrived, and holding its ACK back made it look lost (the driver resent it)
+ * and held back the ACK of every EVICT after it, so the driver withheld
+ * data the shard could store.
+ * The refill queue's own bound (QMAX) then bounds them: beyond it a message
+ * is dropped unacknowledged (queue_full) and comes again.
  */
 static uint64_t
 ack_value(void)
@@ -210,8 +217,6 @@ ack_value(void)
 		return 0;
 	if (S.evictq.head != S.evictq.tail && S.evictq.seq[S.evictq.head % QMAX] - 1 < a)
 		a = S.evictq.seq[S.evictq.head % QMAX] - 1;
-	if (S.refillq.head != S.refillq.tail && S.refillq.seq[S.refillq.head % QMAX] - 1 < a)
-		a = S.refillq.seq[S.refillq.head % QMAX] - 1;
 	return a;
 }
 
@@ -790,7 +795,9 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint8_t type)
 	struct fifo *q = type == PROTO_T_RESERVE || type == PROTO_T_EVICT ? &S.evictq : &S.refillq;
 
 	if (q->tail - q->head == QMAX) {
-		/* Cannot happen with a driver that waits for ACKs: drop, unacked. */
+		/* The evict queue: not with a driver that keeps to its window. The
+		 * refill queue: DELETEs and REFILLs far ahead of their batches.
+		 * Dropped unacknowledged: the driver sends it again. */
 		rte_pktmbuf_free(m);
 		st->queue_full++;
 		return;
