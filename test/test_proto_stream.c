@@ -99,7 +99,7 @@ Test(stream, stale_and_bogus_acks_change_nothing)
 	cr_assert_eq(s.st.acked, 3);
 }
 
-Test(stream, unacked_messages_go_again_after_the_timeout_oldest_first)
+Test(stream, the_oldest_unacked_message_goes_again_alone_after_the_timeout)
 {
 	uint8_t buf[PROTO_PAYLOAD_MAX], first[PROTO_PAYLOAD_MAX];
 	const struct proto_stream_msg *m;
@@ -120,23 +120,64 @@ Test(stream, unacked_messages_go_again_after_the_timeout_oldest_first)
 	/* Apart from the flag, the same bytes as first sent. */
 	cr_assert_eq(memcmp(m->payload + 8, first + 8, n1 - 8), 0);
 	cr_assert_eq(memcmp(m->payload, first, 6), 0);
-	cr_assert_eq(s.timeout, 200, "the oldest timed out: the timeout doubles");
-	cr_assert_null(proto_stream_due(&s, 1100));
-	cr_assert_null(proto_stream_due(&s, 1249), "seq 2 is not due until 1050 + 200");
-	m = proto_stream_due(&s, 1250);
+	cr_assert_eq(s.timeout, 200, "a retransmission doubles the timeout");
+	cr_assert_null(proto_stream_due(&s, 1100), "one message per timeout");
+	cr_assert_null(proto_stream_due(&s, 1299),
+		       "seq 2 (sent at 1050) does not go while seq 1 is unacknowledged");
+	cr_assert_eq(proto_stream_ack_at(&s, 1, 1260), 1);
+	cr_assert_eq(s.st.rtt_samples, 0, "a message sent twice gives no round trip (Karn)");
+	cr_assert_eq(s.timeout, 200, "no sample: the backed-off timeout stays");
+	cr_assert_null(proto_stream_due(&s, 1459), "the ACK at 1260 started the timer over");
+	m = proto_stream_due(&s, 1460);
 	cr_assert_not_null(m);
 	parse(m->payload, m->len);
 	cr_assert_eq(msg.hdr.seq, 2);
-	cr_assert_eq(s.timeout, 200, "only the oldest message backs off");
-	cr_assert_eq(proto_stream_ack_at(&s, 1, 1260), 1);
-	cr_assert_eq(s.st.rtt_samples, 0, "a message sent twice gives no round trip (Karn)");
-	cr_assert_null(proto_stream_due(&s, 1449));
-	m = proto_stream_due(&s, 1450);
-	cr_assert_not_null(m);
-	cr_assert_eq(m->sends, 3);
+	cr_assert_eq(m->sends, 2);
+	cr_assert_eq(s.timeout, 400);
 	cr_assert_eq(proto_stream_ack(&s, 2), 1);
 	cr_assert_null(proto_stream_due(&s, 100000));
+	cr_assert_eq(s.st.retransmits, 2);
+}
+
+/*
+ * A receiver that holds a message in a queue (a shard's EVICT waiting for
+ * space) acknowledges nothing past it until it runs. Each timeout sends one
+ * copy of that message, not the window: 8 messages held for 7 timeouts
+ * cost 3 copies with the timeout doubling (100, 200, 400), not 24.
+ */
+Test(stream, a_message_held_by_the_receiver_costs_one_copy_per_timeout)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	const struct proto_stream_msg *m;
+	uint64_t t, copies = 0, seq;
+	int i;
+
+	cr_assert_eq(proto_stream_init(&s, 8, 100), 0);
+	for (i = 0; i < 8; i++)
+		proto_stream_push(&s, buf, build(buf, 1 + (uint64_t)i), 1000 + (uint64_t)i);
+	for (t = 1000; t <= 1700; t++)
+		while ((m = proto_stream_due(&s, t)) != NULL) {
+			parse(m->payload, m->len);
+			cr_assert_eq(msg.hdr.seq, 1, "only the oldest goes again (t=%lu, seq %lu)",
+				     (unsigned long)t, (unsigned long)msg.hdr.seq);
+			copies++;
+		}
+	/* Sent at 1000; copies at 1100, 1300 and 1700. */
+	cr_assert_eq(copies, 3);
 	cr_assert_eq(s.st.retransmits, 3);
+	/* It ran: the ACK covers 5 (the receiver holds seq 6 now). Seq 5, sent
+	 * once at 1004, gives the first sample, 746: timeout 3 x 746. */
+	cr_assert_eq(proto_stream_ack_at(&s, 5, 1750), 5);
+	cr_assert_eq(s.timeout, 2238);
+	cr_assert_null(proto_stream_due(&s, 1750 + 2238 - 1), "the timer starts over at the ACK");
+	m = proto_stream_due(&s, 1750 + 2238);
+	cr_assert_not_null(m);
+	parse(m->payload, m->len);
+	cr_assert_eq(msg.hdr.seq, 6);
+	/* Everything released: nothing more. */
+	seq = s.next_seq - 1;
+	cr_assert_eq(proto_stream_ack_at(&s, seq, 4000), 3);
+	cr_assert_null(proto_stream_due(&s, 1000000));
 }
 
 Test(stream, the_timeout_follows_the_measured_round_trip)

@@ -40,6 +40,7 @@ proto_stream_reset(struct proto_stream *s)
 	s->acked = 0;
 	s->srtt8 = s->rttvar4 = 0;
 	s->timeout = s->min_timeout;
+	s->progress_at = 0;
 }
 
 static struct proto_stream_msg *
@@ -122,28 +123,40 @@ proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t now)
 			     : rto > s->max_timeout ? s->max_timeout : rto;
 		s->st.rtt_samples++;
 	}
+	s->progress_at = now; /* something was released: the timer starts over */
 	return proto_stream_ack(s, cum_seq);
 }
 
+/*
+ * One retransmission timer per stream, as TCP keeps it (RFC 6298): it runs
+ * from the later of the oldest message's last send and the last ACK that
+ * released something, and when it expires only that oldest message goes
+ * again. A cumulative ACK cannot tell a lost message from one the shard
+ * holds in a queue (an EVICT waiting for space is acknowledged when it
+ * runs): resending the whole window then sent up to 64 copies of what had
+ * arrived, per timeout. What followed a message that really was lost is
+ * held by the shard and released by the same ACK as the copy; a later loss
+ * goes again a timeout after that ACK.
+ */
 const struct proto_stream_msg *
 proto_stream_due(struct proto_stream *s, uint64_t now)
 {
-	uint64_t seq;
+	struct proto_stream_msg *m;
+	uint64_t since;
 
-	for (seq = s->acked + 1; seq < s->next_seq; seq++) {
-		struct proto_stream_msg *m = slot(s, seq);
-
-		if (now < m->last_send || now - m->last_send < s->timeout)
-			continue;
-		proto_st16(m->payload + OFF_FLAGS,
-			   (uint16_t)(proto_ld16(m->payload + OFF_FLAGS) | PROTO_F_RETRANSMIT));
-		m->last_send = now;
-		m->sends++;
-		s->st.retransmits++;
-		/* The oldest timed out: the path is slower than we thought, or lossy. */
-		if (seq == s->acked + 1 && s->timeout < s->max_timeout)
-			s->timeout = s->timeout * 2 < s->max_timeout ? s->timeout * 2 : s->max_timeout;
-		return m;
-	}
-	return NULL;
+	if (s->acked + 1 >= s->next_seq)
+		return NULL;
+	m = slot(s, s->acked + 1);
+	since = m->last_send > s->progress_at ? m->last_send : s->progress_at;
+	if (now < since || now - since < s->timeout)
+		return NULL;
+	proto_st16(m->payload + OFF_FLAGS,
+		   (uint16_t)(proto_ld16(m->payload + OFF_FLAGS) | PROTO_F_RETRANSMIT));
+	m->last_send = now;
+	m->sends++;
+	s->st.retransmits++;
+	/* The path is slower than we thought, or lossy: back off until a sample. */
+	if (s->timeout < s->max_timeout)
+		s->timeout = s->timeout * 2 < s->max_timeout ? s->timeout * 2 : s->max_timeout;
+	return m;
 }

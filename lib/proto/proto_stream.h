@@ -6,12 +6,13 @@
  * Every control payload pushed gets the next seq (1, 2, ...) written into
  * its header, and a copy is kept until a cumulative ACK covers it. At most
  * `window` messages are unacknowledged: the shard holds 64 early ones, so a
- * window of 64 or less never sends what the shard must drop. Messages
- * whose last send is older than the timeout go again, in seq order, with
- * the retransmission flag set. The timeout adapts to the measured round
- * trip (proto_stream_ack_at), so a shard whose ACKs queue behind data
- * frames is not flooded with copies of what it already has. A new stream (either side restarted) starts
- * over at seq 1 with nothing kept.
+ * window of 64 or less never sends what the shard must drop. When nothing
+ * has been released for a timeout, the oldest unacknowledged message goes
+ * again, alone, with the retransmission flag set (one timer per stream, as
+ * TCP's). The timeout adapts to the measured round trip
+ * (proto_stream_ack_at), so a shard whose ACKs queue behind data frames is
+ * not flooded with copies of what it already has. A new stream (either
+ * side restarted) starts over at seq 1 with nothing kept.
  *
  * No EAL, no allocation after init, no clock of its own: the caller passes
  * `now` in any unit it likes (the timeout is in the same unit).
@@ -50,6 +51,7 @@ struct proto_stream {
 	uint64_t min_timeout; /* as given to init */
 	uint64_t max_timeout;
 	int64_t srtt8, rttvar4; /* smoothed round trip x 8 and its variation x 4 (0: none yet) */
+	uint64_t progress_at;	/* when an ACK last released something (proto_stream_ack_at) */
 	uint32_t window;
 	struct proto_stream_msg *msg; /* window slots, by seq % window */
 	struct proto_stream_stats st;
@@ -92,15 +94,19 @@ uint32_t proto_stream_ack(struct proto_stream *s, uint64_t cum_seq);
  * trip of the newest message it releases (when that was sent only once)
  * updates the timeout: smoothed RTT + 4 x its variation, never below the
  * timeout given to init nor above PROTO_STREAM_BACKOFF_MAX times it. A
- * retransmission of the oldest unacknowledged message doubles the timeout
- * until the next sample.
+ * retransmission doubles the timeout until the next sample. Any ACK that
+ * releases something starts the retransmission timer over.
  */
 uint32_t proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t now);
 
 /**
- * The first unacknowledged message last sent at or before now - timeout,
- * marked as a retransmission and stamped sent at @p now; NULL when none is
- * due. Call until NULL, sending each (payload, len).
+ * The oldest unacknowledged message, when neither its last send nor the
+ * last ACK that released something (proto_stream_ack_at) is less than the
+ * timeout ago: marked as a retransmission, stamped sent at @p now, and the
+ * timeout doubled until the next round-trip sample. NULL when nothing is
+ * due. Only that one message goes: the rest were sent no earlier, and a
+ * cumulative ACK cannot tell a lost message from one the receiver still
+ * holds in a queue. Call until NULL, sending each (payload, len).
  */
 const struct proto_stream_msg *proto_stream_due(struct proto_stream *s, uint64_t now);
 
