@@ -5,7 +5,7 @@
 #     net_ring pair;
 #  2. the demo's shape: a driver process and two shard processes with
 #     different bytes per token over net_memif (scripts/demo.sh);
-#  3. the same while running: /swdriver/stats, /swdriver/orgs and a shard's
+#  3. the same while running: /swdriver/stats, /swdriver/orgs, /swdriver/shards and a shard's
 #     /kvss/stats answered through dpdk-telemetry.py, then SIGTERM: the driver
 #     drains, prints its summary (stopped early) and exits 0;
 #  4. a shard killed and restarted mid-run, and one killed for good;
@@ -165,6 +165,7 @@ sleep 1
 tel() { echo "$2" | timeout 10 dpdk-telemetry.py -f "$1" 2>/dev/null | tail -n 1; }
 tel "kvss_demo_drv_${tag}b" /swdriver/stats >"$tmp/drv.json"
 tel "kvss_demo_drv_${tag}b" /swdriver/orgs >"$tmp/orgs.json"
+tel "kvss_demo_drv_${tag}b" /swdriver/shards >"$tmp/shards.json"
 tel "kvss_demo_s1_${tag}b" /kvss/stats >"$tmp/s1.json"
 tel "kvss_demo_s1_${tag}b" /kvss/caches >"$tmp/s1c.json"
 jget() {
@@ -177,6 +178,10 @@ check "telemetry: /swdriver/stats counts evictions" test "$(jget "$tmp/drv.json"
 check "telemetry: /swdriver/stats has verify_failures 0" test "$(jget "$tmp/drv.json" verify_failures)" = 0
 check "telemetry: /swdriver/orgs lists organizations with entries" \
 	python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]; sys.exit(0 if d and all("entries" in o for o in d.values()) and sum(o["entries"] for o in d.values()) > 0 else 1)' "$tmp/orgs.json"
+check "telemetry: /swdriver/shards shows both shards up, their streams acknowledged up to what was sent" \
+	python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]
+ok = d and sorted(d) == ["model0_shard0", "model0_shard1"] and all(s["up"] == 1 and 0 < s["seq_acked"] <= s["seq_sent"] and s["stored_tokens"] > 0 and 0 <= s["heard_ms_ago"] < 1000 for s in d.values())
+sys.exit(0 if ok else 1)' "$tmp/shards.json"
 check "telemetry: a shard's /kvss/stats counts batches" test "$(jget "$tmp/s1.json" batches)" -gt 0
 check "telemetry: its port gate is on (memif)" test "$(jget "$tmp/s1.json" gate_parks)" -gt 0
 check "telemetry: shard 1's /kvss/caches says 128 bytes per token" \

@@ -172,12 +172,24 @@ struct txq {
 	uint16_t n, nc;
 };
 
+/* A shard's control stream, as /swdriver/shards shows it. */
+struct shard_snap {
+	uint16_t model, shard_id, port;
+	uint8_t up;
+	uint32_t epoch;
+	uint64_t seq_sent, seq_acked, backlog, retransmits, rtt_samples, stale_acks, bogus_acks;
+	uint64_t srtt_us, timeout_us, evict_sent, evict_acked, batches_complete, stored_tokens;
+	uint64_t heard_ms_ago, status_ms_ago;
+};
+
 struct snapshot {
 	rte_spinlock_t lock;
 	struct kvss_drv_stats st;
 	struct prefixcache_stats pc;
 	struct prefixcache_org_stats org[KVSS_MAX_ORGS + 64];
 	size_t norg;
+	struct shard_snap sh[DRV_MAX_SHARDS];
+	uint16_t nsh;
 };
 
 static struct {
@@ -1458,6 +1470,49 @@ stream_totals(void)
 	}
 }
 
+static uint64_t
+tsc_ms_ago(uint64_t now, uint64_t then)
+{
+	return then == 0 || now < then ? UINT64_MAX : (now - then) * 1000 / D.hz;
+}
+
+static void
+snapshot_shards(struct snapshot *sn)
+{
+	uint64_t now = rte_get_tsc_cycles();
+	uint16_t i, c;
+
+	sn->nsh = D.nsh < DRV_MAX_SHARDS ? D.nsh : DRV_MAX_SHARDS;
+	for (i = 0; i < sn->nsh; i++) {
+		const struct drv_shard *sh = &D.sh[i];
+		const struct proto_stream *ps = &sh->stream;
+		struct shard_snap *x = &sn->sh[i];
+
+		x->model = sh->model;
+		x->shard_id = sh->ref->id;
+		x->port = sh->ref->port;
+		x->up = (uint8_t)sh->up;
+		x->epoch = sh->epoch;
+		x->seq_sent = ps->next_seq - 1;
+		x->seq_acked = ps->acked;
+		x->backlog = sh->backlog;
+		x->retransmits = ps->st.retransmits;
+		x->rtt_samples = ps->st.rtt_samples;
+		x->stale_acks = ps->st.stale_acks;
+		x->bogus_acks = ps->st.bogus_acks;
+		x->srtt_us = (uint64_t)(ps->srtt8 >> 3) * 1000000 / D.hz;
+		x->timeout_us = ps->timeout * 1000000 / D.hz;
+		x->evict_sent = sh->evict_sent;
+		x->evict_acked = sh->evict_acked;
+		x->batches_complete = sh->batches_complete;
+		x->stored_tokens = 0;
+		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
+			x->stored_tokens += sh->stored[c];
+		x->heard_ms_ago = tsc_ms_ago(now, sh->last_rx);
+		x->status_ms_ago = tsc_ms_ago(now, sh->status_at);
+	}
+}
+
 static void
 snapshot(void)
 {
@@ -1466,6 +1521,7 @@ snapshot(void)
 	stream_totals();
 	rte_spinlock_lock(&sn->lock);
 	sn->st = D.st;
+	snapshot_shards(sn);
 	prefixcache_stats(D.pc, &sn->pc);
 	sn->norg = prefixcache_orgs(D.pc, sn->org, RTE_DIM(sn->org));
 	if (sn->norg > RTE_DIM(sn->org))
@@ -1549,6 +1605,56 @@ tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+static int
+tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct snapshot *sn = &D.snap;
+	uint16_t i;
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	rte_spinlock_lock(&sn->lock);
+	for (i = 0; i < sn->nsh; i++) {
+		const struct shard_snap *x = &sn->sh[i];
+		struct rte_tel_data *o = rte_tel_data_alloc();
+		char key[32];
+
+		if (o == NULL)
+			break;
+		rte_tel_data_start_dict(o);
+#define KVSS_SNAP_TEL(n) rte_tel_data_add_dict_u64(o, #n, x->n);
+		KVSS_SNAP_TEL(model)
+		KVSS_SNAP_TEL(shard_id)
+		KVSS_SNAP_TEL(port)
+		KVSS_SNAP_TEL(up)
+		KVSS_SNAP_TEL(epoch)
+		KVSS_SNAP_TEL(seq_sent)
+		KVSS_SNAP_TEL(seq_acked)
+		KVSS_SNAP_TEL(backlog)
+		KVSS_SNAP_TEL(retransmits)
+		KVSS_SNAP_TEL(rtt_samples)
+		KVSS_SNAP_TEL(stale_acks)
+		KVSS_SNAP_TEL(bogus_acks)
+		KVSS_SNAP_TEL(srtt_us)
+		KVSS_SNAP_TEL(timeout_us)
+		KVSS_SNAP_TEL(evict_sent)
+		KVSS_SNAP_TEL(evict_acked)
+		KVSS_SNAP_TEL(batches_complete)
+		KVSS_SNAP_TEL(stored_tokens)
+#undef KVSS_SNAP_TEL
+		/* Never heard from (yet): -1 reads better than 2^64 - 1. */
+		rte_tel_data_add_dict_int(o, "heard_ms_ago",
+					  x->heard_ms_ago > INT32_MAX ? -1 : (int)x->heard_ms_ago);
+		rte_tel_data_add_dict_int(o, "status_ms_ago",
+					  x->status_ms_ago > INT32_MAX ? -1 : (int)x->status_ms_ago);
+		snprintf(key, sizeof(key), "model%u_shard%u", x->model, x->shard_id);
+		rte_tel_data_add_dict_container(d, key, o, 0);
+	}
+	rte_spinlock_unlock(&sn->lock);
+	return 0;
+}
+
 int
 kvss_driver_telemetry_register(void)
 {
@@ -1556,7 +1662,10 @@ kvss_driver_telemetry_register(void)
 				       "Driver: requests, hits, refills, evictions, deletes, "
 				       "expiries, retransmits, verify failures") != 0 ||
 	    rte_telemetry_register_cmd("/swdriver/orgs", tel_drv_orgs,
-				       "Driver, per organization: entries, cached tokens, hits") != 0)
+				       "Driver, per organization: entries, cached tokens, hits") != 0 ||
+	    rte_telemetry_register_cmd("/swdriver/shards", tel_drv_shards,
+				       "Driver, per shard: up, epoch, control stream (seqs, "
+				       "retransmits, round trip, timeout), batches, stored") != 0)
 		return -1;
 	return 0;
 }
