@@ -124,32 +124,48 @@ Test(stream, the_oldest_unacked_message_goes_again_alone_after_the_timeout)
 	cr_assert_null(proto_stream_due(&s, 1100), "one message per timeout");
 	cr_assert_null(proto_stream_due(&s, 1299),
 		       "seq 2 (sent at 1050) does not go while seq 1 is unacknowledged");
-	cr_assert_eq(proto_stream_ack_at(&s, 1, 1260), 1);
+	/* The copy's ACK stops short of seq 2, sent before the timeout: partial. */
+	cr_assert_eq(proto_stream_ack_at(&s, 1, 1310), 1);
 	cr_assert_eq(s.st.rtt_samples, 0, "a message sent twice gives no round trip (Karn)");
-	cr_assert_eq(s.timeout, 200, "no sample: the backed-off timeout stays");
-	cr_assert_null(proto_stream_due(&s, 1459), "the ACK at 1260 started the timer over");
-	m = proto_stream_due(&s, 1460);
-	cr_assert_not_null(m);
+	m = proto_stream_due(&s, 1310);
+	cr_assert_not_null(m, "after a partial ACK the next message goes at once");
 	parse(m->payload, m->len);
 	cr_assert_eq(msg.hdr.seq, 2);
 	cr_assert_eq(m->sends, 2);
-	cr_assert_eq(s.timeout, 400);
+	cr_assert_eq(s.timeout, 200, "a copy for a partial ACK does not back off");
+	cr_assert_null(proto_stream_due(&s, 1310));
 	cr_assert_eq(proto_stream_ack(&s, 2), 1);
 	cr_assert_null(proto_stream_due(&s, 100000));
 	cr_assert_eq(s.st.retransmits, 2);
+}
+
+Test(stream, an_ack_that_releases_something_starts_the_timer_over)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+
+	cr_assert_eq(proto_stream_init(&s, 8, 100), 0);
+	proto_stream_push(&s, buf, build(buf, 1), 1000);
+	proto_stream_push(&s, buf, build(buf, 2), 1050);
+	/* No timeout yet: seq 1's round trip, 80, makes the timeout 3 x 80. */
+	cr_assert_eq(proto_stream_ack_at(&s, 1, 1080), 1);
+	cr_assert_eq(s.timeout, 240);
+	cr_assert_null(proto_stream_due(&s, 1080), "not a partial ACK: no timeout came before it");
+	cr_assert_null(proto_stream_due(&s, 1319), "seq 2 was sent at 1050, but the ACK came at 1080");
+	cr_assert_not_null(proto_stream_due(&s, 1320));
 }
 
 /*
  * A receiver that holds a message in a queue (a shard's EVICT waiting for
  * space) acknowledges nothing past it until it runs. Each timeout sends one
  * copy of that message, not the window: 8 messages held for 7 timeouts
- * cost 3 copies with the timeout doubling (100, 200, 400), not 24.
+ * cost 3 copies with the timeout doubling (100, 200, 400), not 24; and
+ * when it runs, the next one waiting is not taken for lost.
  */
 Test(stream, a_message_held_by_the_receiver_costs_one_copy_per_timeout)
 {
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 	const struct proto_stream_msg *m;
-	uint64_t t, copies = 0, seq;
+	uint64_t t, copies = 0;
 	int i;
 
 	cr_assert_eq(proto_stream_init(&s, 8, 100), 0);
@@ -165,19 +181,51 @@ Test(stream, a_message_held_by_the_receiver_costs_one_copy_per_timeout)
 	/* Sent at 1000; copies at 1100, 1300 and 1700. */
 	cr_assert_eq(copies, 3);
 	cr_assert_eq(s.st.retransmits, 3);
-	/* It ran: the ACK covers 5 (the receiver holds seq 6 now). Seq 5, sent
-	 * once at 1004, gives the first sample, 746: timeout 3 x 746. */
+	/* It ran, and 2 to 5 after it; 6 waits there now. An ACK past the copy
+	 * says what came after it arrived: no copy of 6 at once. */
 	cr_assert_eq(proto_stream_ack_at(&s, 5, 1750), 5);
-	cr_assert_eq(s.timeout, 2238);
-	cr_assert_null(proto_stream_due(&s, 1750 + 2238 - 1), "the timer starts over at the ACK");
-	m = proto_stream_due(&s, 1750 + 2238);
-	cr_assert_not_null(m);
-	parse(m->payload, m->len);
-	cr_assert_eq(msg.hdr.seq, 6);
-	/* Everything released: nothing more. */
-	seq = s.next_seq - 1;
-	cr_assert_eq(proto_stream_ack_at(&s, seq, 4000), 3);
+	cr_assert_null(proto_stream_due(&s, 1750), "an ACK beyond the copy is not taken for a loss");
+	cr_assert_eq(proto_stream_ack_at(&s, 8, 1760), 3);
 	cr_assert_null(proto_stream_due(&s, 1000000));
+	cr_assert_eq(s.st.retransmits, 3);
+}
+
+/*
+ * Every message of a window lost at once (a TX queue that overflowed): the
+ * first goes again after the timeout, and each ACK of a copy then sends the
+ * next, a round trip apart. With the timeout doubling per copy instead, 32
+ * losses would take minutes of ticks here.
+ */
+Test(stream, a_burst_of_losses_costs_a_round_trip_per_message)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	const struct proto_stream_msg *m;
+	uint64_t t, next = 1, ack_at = 0, ack = 0;
+	const uint64_t rtt = 10;
+	int i;
+
+	cr_assert_eq(proto_stream_init(&s, 32, 100), 0);
+	for (i = 0; i < 32; i++)
+		proto_stream_push(&s, buf, build(buf, 1 + (uint64_t)i), 0); /* all lost */
+	for (t = 0; s.acked < 32 && t < 100000; t++) {
+		if (ack_at != 0 && t == ack_at) {
+			proto_stream_ack_at(&s, ack, t);
+			ack_at = 0;
+		}
+		while ((m = proto_stream_due(&s, t)) != NULL) {
+			parse(m->payload, m->len);
+			/* The receiver has everything before it: in order, acknowledged. */
+			cr_assert_eq(msg.hdr.seq, next, "copy of seq %lu, want %lu",
+				     (unsigned long)msg.hdr.seq, (unsigned long)next);
+			next++;
+			ack = msg.hdr.seq;
+			ack_at = t + rtt;
+		}
+	}
+	cr_assert_eq(s.acked, 32);
+	cr_assert_eq(s.st.retransmits, 32, "each lost message sent again once");
+	/* The timeout (100), then 32 round trips. */
+	cr_assert_eq(t, 100 + 32 * rtt + 1, "all acknowledged at tick %lu", (unsigned long)(t - 1));
 }
 
 Test(stream, the_timeout_follows_the_measured_round_trip)

@@ -41,6 +41,9 @@ proto_stream_reset(struct proto_stream *s)
 	s->srtt8 = s->rttvar4 = 0;
 	s->timeout = s->min_timeout;
 	s->progress_at = 0;
+	s->recover = 0;
+	s->rtx_seq = 0;
+	s->resend_head = 0;
 }
 
 static struct proto_stream_msg *
@@ -87,6 +90,19 @@ proto_stream_ack(struct proto_stream *s, uint64_t cum_seq)
 	n = (uint32_t)(cum_seq - s->acked);
 	s->acked = cum_seq;
 	s->st.acked += n;
+	/*
+	 * After a timeout, an ACK short of what was sent by then is partial
+	 * (NewReno). One that stops exactly at the copy says the receiver holds
+	 * nothing after it: the next message was lost too (or waits there).
+	 * One that goes further says the messages after the copy arrived; the
+	 * next one most likely waits at the receiver, and the timer will tell.
+	 */
+	if (s->recover != 0) {
+		if (cum_seq >= s->recover)
+			s->recover = 0;
+		else if (cum_seq == s->rtx_seq)
+			s->resend_head = 1;
+	}
 	return n;
 }
 
@@ -133,28 +149,37 @@ proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t now)
  * released something, and when it expires only that oldest message goes
  * again. A cumulative ACK cannot tell a lost message from one the shard
  * holds in a queue (an EVICT waiting for space is acknowledged when it
- * runs): resending the whole window then sent up to 64 copies of what had
- * arrived, per timeout. What followed a message that really was lost is
- * held by the shard and released by the same ACK as the copy; a later loss
- * goes again a timeout after that ACK.
+ * runs): resending the whole window sent up to 64 copies of what had
+ * arrived, per timeout. What followed a lost message is held by the shard
+ * and released by the same ACK as the copy. An ACK of exactly the copy,
+ * after a timeout and short of what had been sent by then (partial, as
+ * NewReno calls it), sends the next message at once, without waiting for
+ * another timeout: a burst of losses costs a round trip per message, not a
+ * timeout each (and a timeout doubled each time).
  */
 const struct proto_stream_msg *
 proto_stream_due(struct proto_stream *s, uint64_t now)
 {
 	struct proto_stream_msg *m;
 	uint64_t since;
+	int partial = s->resend_head;
 
+	s->resend_head = 0;
 	if (s->acked + 1 >= s->next_seq)
 		return NULL;
 	m = slot(s, s->acked + 1);
 	since = m->last_send > s->progress_at ? m->last_send : s->progress_at;
-	if (now < since || now - since < s->timeout)
+	if (!partial && (now < since || now - since < s->timeout))
 		return NULL;
 	proto_st16(m->payload + OFF_FLAGS,
 		   (uint16_t)(proto_ld16(m->payload + OFF_FLAGS) | PROTO_F_RETRANSMIT));
 	m->last_send = now;
 	m->sends++;
 	s->st.retransmits++;
+	s->rtx_seq = s->acked + 1;
+	if (partial)
+		return m;
+	s->recover = s->next_seq - 1;
 	/* The path is slower than we thought, or lossy: back off until a sample. */
 	if (s->timeout < s->max_timeout)
 		s->timeout = s->timeout * 2 < s->max_timeout ? s->timeout * 2 : s->max_timeout;

@@ -9,7 +9,8 @@
  * window of 64 or less never sends what the shard must drop. When nothing
  * has been released for a timeout, the oldest unacknowledged message goes
  * again, alone, with the retransmission flag set (one timer per stream, as
- * TCP's). The timeout adapts to the measured round trip
+ * TCP's); after that, each ACK of exactly the copy that stops short of what
+ * had been sent sends the next one at once (NewReno's partial ACK). The timeout adapts to the measured round trip
  * (proto_stream_ack_at), so a shard whose ACKs queue behind data frames is
  * not flooded with copies of what it already has. A new stream (either
  * side restarted) starts over at seq 1 with nothing kept.
@@ -52,6 +53,9 @@ struct proto_stream {
 	uint64_t max_timeout;
 	int64_t srtt8, rttvar4; /* smoothed round trip x 8 and its variation x 4 (0: none yet) */
 	uint64_t progress_at;	/* when an ACK last released something (proto_stream_ack_at) */
+	uint64_t recover;	/* after a timeout: the last seq sent then (0: none) */
+	uint64_t rtx_seq;	/* the seq last sent again */
+	int resend_head;	/* a partial ACK came: the oldest goes at once */
 	uint32_t window;
 	struct proto_stream_msg *msg; /* window slots, by seq % window */
 	struct proto_stream_stats st;
@@ -103,8 +107,11 @@ uint32_t proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t 
  * The oldest unacknowledged message, when neither its last send nor the
  * last ACK that released something (proto_stream_ack_at) is less than the
  * timeout ago: marked as a retransmission, stamped sent at @p now, and the
- * timeout doubled until the next round-trip sample. NULL when nothing is
- * due. Only that one message goes: the rest were sent no earlier, and a
+ * timeout doubled until the next round-trip sample. Also, at once and with
+ * no doubling, after an ACK that followed such a timeout and released up to
+ * the copy exactly, short of the last seq sent by then (a partial ACK: the
+ * receiver holds nothing after the copy). NULL when nothing is due.
+ * Only that one message goes: the rest were sent no earlier, and a
  * cumulative ACK cannot tell a lost message from one the receiver still
  * holds in a queue. Call until NULL, sending each (payload, len).
  */
