@@ -43,7 +43,6 @@ proto_stream_reset(struct proto_stream *s)
 	s->progress_at = 0;
 	s->recover = 0;
 	s->rtx_seq = 0;
-	s->resend_head = 0;
 }
 
 static struct proto_stream_msg *
@@ -90,19 +89,6 @@ proto_stream_ack(struct proto_stream *s, uint64_t cum_seq)
 	n = (uint32_t)(cum_seq - s->acked);
 	s->acked = cum_seq;
 	s->st.acked += n;
-	/*
-	 * After a timeout, an ACK short of what was sent by then is partial
-	 * (NewReno). One that stops exactly at the copy says the receiver holds
-	 * nothing after it: the next message was lost too (or waits there).
-	 * One that goes further says the messages after the copy arrived; the
-	 * next one most likely waits at the receiver, and the timer will tell.
-	 */
-	if (s->recover != 0) {
-		if (cum_seq >= s->recover)
-			s->recover = 0;
-		else if (cum_seq == s->rtx_seq)
-			s->resend_head = 1;
-	}
 	return n;
 }
 
@@ -162,9 +148,16 @@ proto_stream_due(struct proto_stream *s, uint64_t now)
 {
 	struct proto_stream_msg *m;
 	uint64_t since;
-	int partial = s->resend_head;
+	/*
+	 * After a timeout, an ACK short of what was sent by then is partial
+	 * (NewReno). One that stopped exactly at the copy says the receiver
+	 * holds nothing after it: the next message was lost too (or waits
+	 * there). One that went further says the messages after the copy
+	 * arrived; the next one most likely waits at the receiver, and the
+	 * timer will tell.
+	 */
+	int partial = s->acked == s->rtx_seq && s->acked < s->recover;
 
-	s->resend_head = 0;
 	if (s->acked + 1 >= s->next_seq)
 		return NULL;
 	m = slot(s, s->acked + 1);

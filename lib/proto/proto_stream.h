@@ -53,9 +53,8 @@ struct proto_stream {
 	uint64_t max_timeout;
 	int64_t srtt8, rttvar4; /* smoothed round trip x 8 and its variation x 4 (0: none yet) */
 	uint64_t progress_at;	/* when an ACK last released something (proto_stream_ack_at) */
-	uint64_t recover;	/* after a timeout: the last seq sent then (0: none) */
-	uint64_t rtx_seq;	/* the seq last sent again */
-	int resend_head;	/* a partial ACK came: the oldest goes at once */
+	uint64_t recover;	/* at the last timeout: the last seq sent then (0: none yet) */
+	uint64_t rtx_seq;	/* the seq last sent again (0: none yet) */
 	uint32_t window;
 	struct proto_stream_msg *msg; /* window slots, by seq % window */
 	struct proto_stream_stats st;
