@@ -172,15 +172,17 @@ struct txq {
 	uint16_t n, nc;
 };
 
-/* A shard's control stream, as /swdriver/shards shows it. */
+/* A shard and its control stream, as /swdriver/shards shows them (u64 each). */
+#define SHARD_SNAP_FIELDS(X)                                                                       \
+	X(model) X(shard_id) X(port) X(up) X(epoch) X(seq_sent) X(seq_acked) X(backlog)            \
+	X(retransmits) X(rtt_samples) X(stale_acks) X(bogus_acks) X(srtt_us) X(timeout_us)         \
+	X(evict_sent) X(evict_acked) X(batches_complete) X(stored_tokens)
+#define SHARD_SNAP_DECL(n) uint64_t n;
 struct shard_snap {
-	uint16_t model, shard_id, port;
-	uint8_t up;
-	uint32_t epoch;
-	uint64_t seq_sent, seq_acked, backlog, retransmits, rtt_samples, stale_acks, bogus_acks;
-	uint64_t srtt_us, timeout_us, evict_sent, evict_acked, batches_complete, stored_tokens;
-	uint64_t heard_ms_ago, status_ms_ago;
+	SHARD_SNAP_FIELDS(SHARD_SNAP_DECL)
+	uint64_t heard_ms_ago, status_ms_ago; /* UINT64_MAX: never */
 };
+#undef SHARD_SNAP_DECL
 
 struct snapshot {
 	rte_spinlock_t lock;
@@ -1491,7 +1493,7 @@ snapshot_shards(struct snapshot *sn)
 		x->model = sh->model;
 		x->shard_id = sh->ref->id;
 		x->port = sh->ref->port;
-		x->up = (uint8_t)sh->up;
+		x->up = (uint64_t)sh->up;
 		x->epoch = sh->epoch;
 		x->seq_sent = ps->next_seq - 1;
 		x->seq_acked = ps->acked;
@@ -1623,32 +1625,15 @@ tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *d)
 		if (o == NULL)
 			break;
 		rte_tel_data_start_dict(o);
-#define KVSS_SNAP_TEL(n) rte_tel_data_add_dict_u64(o, #n, x->n);
-		KVSS_SNAP_TEL(model)
-		KVSS_SNAP_TEL(shard_id)
-		KVSS_SNAP_TEL(port)
-		KVSS_SNAP_TEL(up)
-		KVSS_SNAP_TEL(epoch)
-		KVSS_SNAP_TEL(seq_sent)
-		KVSS_SNAP_TEL(seq_acked)
-		KVSS_SNAP_TEL(backlog)
-		KVSS_SNAP_TEL(retransmits)
-		KVSS_SNAP_TEL(rtt_samples)
-		KVSS_SNAP_TEL(stale_acks)
-		KVSS_SNAP_TEL(bogus_acks)
-		KVSS_SNAP_TEL(srtt_us)
-		KVSS_SNAP_TEL(timeout_us)
-		KVSS_SNAP_TEL(evict_sent)
-		KVSS_SNAP_TEL(evict_acked)
-		KVSS_SNAP_TEL(batches_complete)
-		KVSS_SNAP_TEL(stored_tokens)
-#undef KVSS_SNAP_TEL
+#define SHARD_SNAP_TEL(n) rte_tel_data_add_dict_u64(o, #n, x->n);
+		SHARD_SNAP_FIELDS(SHARD_SNAP_TEL)
+#undef SHARD_SNAP_TEL
 		/* Never heard from (yet): -1 reads better than 2^64 - 1. */
 		rte_tel_data_add_dict_int(o, "heard_ms_ago",
 					  x->heard_ms_ago > INT32_MAX ? -1 : (int)x->heard_ms_ago);
 		rte_tel_data_add_dict_int(o, "status_ms_ago",
 					  x->status_ms_ago > INT32_MAX ? -1 : (int)x->status_ms_ago);
-		snprintf(key, sizeof(key), "model%u_shard%u", x->model, x->shard_id);
+		snprintf(key, sizeof(key), "model%" PRIu64 "_shard%" PRIu64, x->model, x->shard_id);
 		rte_tel_data_add_dict_container(d, key, o, 0);
 	}
 	rte_spinlock_unlock(&sn->lock);
