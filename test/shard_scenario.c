@@ -357,7 +357,10 @@ captures_next(struct captures *c, struct proto_msg *m)
  * (needs batch 1 only and reads no prompt the DELETE names: runs ahead of
  * it, before the batch timeout), a REFILL (id 2) of B 0..1 (reads B: waits
  * for the DELETE) and a REFILL (id 3) of A 0..3 naming batch 2 (waits for
- * it, though it reads no prompt the DELETE names).
+ * it, though it reads no prompt the DELETE names). Last, a DELETE of A 2..3
+ * and a REFILL (id 4) of A 0..3 right behind it: run in order, it finds A
+ * cut and fails (the refill lcore hands DELETEs to the ingest lcore, and a
+ * REFILL must wait until those before it are applied).
  */
 static void
 gen_ahead(void)
@@ -385,13 +388,19 @@ gen_ahead(void)
 	proto_build_refill_chunk(&b, &ch);
 	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
 	refill_a(6, 3, 2, 4);
+	d = (struct proto_delete){A_ID, 2, 2, 3, 0};
+	begin(&b, buf, PROTO_T_DELETE, 7);
+	proto_build_delete(&b, &d);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	refill_a(8, 4, 2, 4);
 }
 
 /*
  * What the shard sent for gen_ahead (one capture per TX queue): every refill
- * whole and right; with one capture (one TX queue, so the order of
- * sending), refill 1 done and every message (seq 6) acknowledged before the
- * TOKEN_LOST that ends batch 2, refills 2 and 3 done after it.
+ * whole and right, refill 4 failed with nothing sent; with one capture
+ * (one TX queue, so the order of sending), refill 1 done and every message
+ * (seq 6) acknowledged before the TOKEN_LOST that ends batch 2, refills 2
+ * and 3 done after it.
  */
 static int
 check_ahead(char **files, int nfiles)
@@ -400,7 +409,8 @@ check_ahead(char **files, int nfiles)
 	static struct proto_msg m;
 	struct proto_wafer_refill wr[4];
 	uint64_t hash[2][4];
-	long at_done[4] = {-1, -1, -1, -1}, at_lost = -1, at_ack6 = -1, n = 0;
+	long at_done[5] = {-1, -1, -1, -1, -1}, at_lost = -1, at_ack6 = -1, n = 0;
+	unsigned int status4 = 0;
 	struct captures cap = {.files = files, .n = nfiles};
 	const uint8_t *d;
 	int k, lost = 0;
@@ -433,11 +443,13 @@ check_ahead(char **files, int nfiles)
 				struct proto_refill_done r;
 
 				proto_get_refill_done(&m, i, &r);
-				EXPECT(r.refill_id >= 1 && r.refill_id <= 3 && r.status == 0,
+				EXPECT(r.refill_id >= 1 && r.refill_id <= 4 && (r.status == 0) == (r.refill_id < 4),
 				       "REFILL_DONE of refill %lu, status %u", (unsigned long)r.refill_id,
 				       r.status);
-				if (r.refill_id >= 1 && r.refill_id <= 3)
+				if (r.refill_id >= 1 && r.refill_id <= 4)
 					at_done[r.refill_id] = n;
+				if (r.refill_id == 4)
+					status4 = r.status;
 			}
 		} else if (m.hdr.type == PROTO_T_REFILL_DATA) {
 			const struct proto_refill_data_hdr *h = &m.u.refill_data;
@@ -456,9 +468,10 @@ check_ahead(char **files, int nfiles)
 		       proto_wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes,
 		       (unsigned long)wr[k].bad_frames);
 	EXPECT(lost == 1, "%d TOKEN_LOST records, want 1 (C 0)", lost);
-	EXPECT(at_done[1] > 0 && at_done[2] > 0 && at_done[3] > 0,
-	       "REFILL_DONE of refills 1, 2, 3 at frames %ld, %ld, %ld", at_done[1], at_done[2],
-	       at_done[3]);
+	EXPECT(at_done[1] > 0 && at_done[2] > 0 && at_done[3] > 0 && at_done[4] > 0,
+	       "REFILL_DONE of refills 1, 2, 3, 4 at frames %ld, %ld, %ld, %ld", at_done[1],
+	       at_done[2], at_done[3], at_done[4]);
+	EXPECT(status4 != 0, "refill 4 of A 0..3 ran before the DELETE of A 2..3 ahead of it");
 	if (nfiles == 1) {
 		EXPECT(at_done[1] < at_lost, "refill 1 waited for batch 2 (done at frame %ld, batch 2 at %ld)",
 		       at_done[1], at_lost);
@@ -473,7 +486,7 @@ check_ahead(char **files, int nfiles)
 		       at_ack6, at_lost);
 	}
 	printf("shard run-ahead scenario: %s\n",
-	       expect_fails ? "FAILED" : "the refill of A ran ahead of the waiting DELETE; B's and the one waiting for its batch did not");
+	       expect_fails ? "FAILED" : "the refill of A ran ahead of the waiting DELETE; B's and the one waiting for its batch did not; the one behind A's DELETE found A cut");
 	return expect_fails ? 1 : 0;
 }
 

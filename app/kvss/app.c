@@ -63,6 +63,15 @@ kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
 	st->idle_cycles += rte_get_tsc_cycles() - t0;
 }
 
+void
+kvss_wait_turn(unsigned int *turns)
+{
+	if (kvss.cfg.poll == KVSS_POLL_IDLE && ++*turns > 16)
+		usleep(20);
+	else
+		rte_pause();
+}
+
 static void
 remove_runtime_dir(const char *dir)
 {

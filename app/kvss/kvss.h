@@ -132,6 +132,14 @@ int kvss_telemetry_register(void);
 void kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
 void kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
 
+/**
+ * One turn of a wait for another thread (a full TX ring, a DELETE the ingest
+ * lcore has yet to apply): a pause, or in idle poll mode, after 16 turns in
+ * a row (@p turns counts them), a 20 us sleep, so that the thread waited
+ * for can have the core.
+ */
+void kvss_wait_turn(unsigned int *turns);
+
 /*
  * Stop EAL and remove this process's runtime directory (/var/run/dpdk/PREFIX),
  * which EAL leaves behind: a stopped kvss (or test) leaves no file prefix.

@@ -81,7 +81,7 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 			first = now;
 		if (kvss_gate_shut() && !kvss_quitting() && now - first < hz) {
 			/* Not a full ring: memif's control has the port (portgate.c). */
-			rte_pause();
+			kvss_wait_turn(&tries);
 			continue;
 		}
 		if (t0 == 0) {
@@ -102,10 +102,7 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 			st->tx_drops++;
 			return;
 		}
-		if (kvss.cfg.poll == KVSS_POLL_IDLE && ++tries > 16)
-			usleep(20);
-		else
-			rte_pause();
+		kvss_wait_turn(&tries);
 	}
 	st->tx_frames++;
 	st->tx_bytes += len;
@@ -650,8 +647,9 @@ run_refillq(struct kvss_lcore_stats *st, struct batcher *err)
  * With a refill lcore: accepted DELETE and REFILL messages go to it over the
  * ingest_to_refill ring, in order; it gates each on its evict_count, builds
  * and sends refills on TX queue 1, and hands each DELETE back over
- * refill_to_ingest, waiting until the ingest lcore (kvstore's only writer)
- * has applied it, so the refill queue stays in order.
+ * refill_to_ingest to the ingest lcore (kvstore's only writer); a REFILL
+ * runs once every DELETE before it has been applied, so the refill queue
+ * stays in order.
  */
 static void
 pass_to_refill(struct kvss_lcore_stats *st)
@@ -683,6 +681,21 @@ apply_posted_deletes(struct kvss_lcore_stats *st, struct batcher *err)
 		rte_pktmbuf_free(m);
 		__atomic_fetch_add(&kvss.deletes_applied, 1, __ATOMIC_RELEASE);
 	}
+}
+
+/*
+ * Wait until the ingest lcore has applied the @p posted DELETEs the refill
+ * lcore handed it: a REFILL runs only after every DELETE before it. (Each
+ * DELETE waiting for its own application cost a round trip between the two
+ * lcores: the refill queue fell behind by its whole ring.)
+ */
+static void
+deletes_applied(uint64_t posted)
+{
+	unsigned int turns = 0;
+
+	while (__atomic_load_n(&kvss.deletes_applied, __ATOMIC_ACQUIRE) < posted && !kvss_quitting())
+		kvss_wait_turn(&turns);
 }
 
 int
@@ -730,14 +743,14 @@ kvss_shard_refill(void *arg)
 		}
 		if (gate_open(&msg) && msg.hdr.epoch == __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
 			if (msg.hdr.type == PROTO_T_DELETE) {
-				/* The writer applies it; the queue waits, in order. */
+				unsigned int turns = 0;
+
+				/* The writer applies it, in order; a REFILL waits for that. */
 				while (rte_ring_enqueue(kvss.refill_to_ingest, pend[0]) != 0 && !kvss_quitting())
-					rte_pause();
+					kvss_wait_turn(&turns);
 				posted++;
-				while (__atomic_load_n(&kvss.deletes_applied, __ATOMIC_ACQUIRE) < posted &&
-				       !kvss_quitting())
-					rte_pause();
 			} else {
+				deletes_applied(posted);
 				run_refill_msg(st, 1, &msg);
 				rte_pktmbuf_free(pend[0]);
 			}
@@ -751,6 +764,7 @@ kvss_shard_refill(void *arg)
 
 			for (i = 0; i < np; i++)
 				slot[i] = &pend[i];
+			deletes_applied(posted);
 			run_ahead(st, slot, np, 1);
 			if (st->refills_ahead != before) {
 				kvss_poll_busy(st, t0, &empty);
