@@ -16,6 +16,7 @@
 #   KVSS_DEMO_SHARD0_CFG=F, KVSS_DEMO_SHARD1_CFG=F  the shards' (default
 #                       config/memif-shard0.cfg, config/memif-shard1.cfg)
 #   KVSS_DEMO_REFILL_LCORE=1  give each shard its refill lcore too (lcore 2)
+#   KVSS_DEMO_STATS_WIDTH=N   cut each shard's final stats line at N characters (300)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
 # right, no protocol error). Every process is stopped and every file
@@ -78,6 +79,7 @@ for k in 0 1; do
 		cat "$tmp/shard$k.log"
 		exit 1
 	fi
+	sed -n "s/^kvss: \(shard .* up, epoch .*\)/demo: \1/p" "$tmp/shard$k.log"
 done
 drv=(--config "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" --poll idle)
 [ -n "${KVSS_DEMO_LIMIT:-}" ] && drv+=(--limit "$KVSS_DEMO_LIMIT")
@@ -101,7 +103,7 @@ for k in 0 1; do
 	kill -TERM "${pids[$k]}" 2>/dev/null
 	wait "${pids[$k]}"
 	rc=$?
-	grep "final stats" "$tmp/shard$k.log" | sed "s/^kvss: final stats:/demo: shard $k:/" | cut -c1-300
+	grep "final stats" "$tmp/shard$k.log" | sed "s/^kvss: final stats:/demo: shard $k:/" | cut -c1-${KVSS_DEMO_STATS_WIDTH:-300}
 	[ "$rc" -ne 0 ] && { echo "demo: shard $k exited $rc"; cat "$tmp/shard$k.log"; status=1; }
 done
 pids=()

@@ -122,15 +122,21 @@ check "memif, lost data: zero verify failures" test "$(field "$tmp/mlose.json" v
 check "memif, lost data: both shards hold what the driver accounts for" \
 	test "$(field "$tmp/mlose.json" unaccounted_tokens)" = 0
 
-# 2c. Shards with a refill lcore. A memif peer maps rings only for the
-#     queues it configured (the driver: one), so a shard must not refill on
-#     a second TX queue there: before, every refill failed this way.
+# 2c. Shards with a refill lcore, which sends refills on the shard's second
+#     TX queue. A memif peer maps rings only for the queues it configured:
+#     the driver sets up and polls two RX queues (with one, every refill
+#     failed; later shards fell back to the ingest lcore over memif).
 KVSS_DEMO_TAG=${tag}r KVSS_DEMO_JSON="$tmp/rl.json" KVSS_DEMO_REFILL_LCORE=1 timeout 300 \
 	scripts/demo.sh "$BUILD" --trace "" --limit 300 >"$tmp/rl.log" 2>&1
 check "memif, refill lcores: the demo exits 0" test $? -eq 0
+check "memif, refill lcores: both shards refill on their refill lcore" \
+	test "$(grep -c "^demo: shard .* refill on lcore 2" "$tmp/rl.log")" = 2
 check "memif, refill lcores: zero protocol errors" test "$(field "$tmp/rl.json" protocol_errors)" = 0
 check "memif, refill lcores: bytes were refilled and checked" \
 	test "$(field "$tmp/rl.json" refill_bytes)" -gt 0
+check "memif, refill lcores: zero verify failures" test "$(field "$tmp/rl.json" verify_failures)" = 0
+check "memif, refill lcores: both shards hold what the driver accounts for" \
+	test "$(field "$tmp/rl.json" unaccounted_tokens)" = 0
 [ "$fail" -eq 0 ] || tail -20 "$tmp/rl.log"
 
 # 2d. A target model and its draft, each on its own shard process, with their

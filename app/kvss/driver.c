@@ -203,6 +203,7 @@ static struct {
 	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];
 	uint32_t model_epoch[PREFIXCACHE_MAX_MODELS];
 	uint16_t ports[DRV_MAX_PORTS], nports;
+	uint16_t nrxq[DRV_MAX_PORTS]; /* RX queues configured: each is polled */
 	uint8_t port_stopped[DRV_MAX_PORTS]; /* a restart failed: no bursts until one works */
 	struct txq txq[DRV_MAX_PORTS];
 	struct data_job *jhead, *jtail;
@@ -1728,8 +1729,12 @@ kvss_driver_init(void)
 					      D.hz / 1000 * cfg->driver.retransmit_ms) != 0)
 				return -1;
 			if (port_slot(sh->ref->port) < 0) {
-				if (D.nports == DRV_MAX_PORTS)
+				struct rte_eth_dev_info info;
+
+				if (D.nports == DRV_MAX_PORTS ||
+				    rte_eth_dev_info_get(sh->ref->port, &info) != 0)
 					return -1;
+				D.nrxq[D.nports] = RTE_MAX(info.nb_rx_queues, 1);
 				D.ports[D.nports++] = sh->ref->port;
 			}
 		}
@@ -2004,17 +2009,19 @@ kvss_driver_main(void *arg)
 	while (!kvss_quitting() && !D.fatal) {
 		uint64_t t0 = rte_get_tsc_cycles();
 		int work = 0;
-		uint16_t p, n, k;
+		uint16_t p, q, n, k;
 
 		for (p = 0; p < D.nports; p++) {
 			if (D.port_stopped[p])
 				continue;
-			n = kvss_rx_burst(D.ports[p], 0, pkts, BURST);
-			for (k = 0; k < n; k++) {
-				receive(pkts[k], t0);
-				rte_pktmbuf_free(pkts[k]);
+			for (q = 0; q < D.nrxq[p]; q++) {
+				n = kvss_rx_burst(D.ports[p], q, pkts, BURST);
+				for (k = 0; k < n; k++) {
+					receive(pkts[k], t0);
+					rte_pktmbuf_free(pkts[k]);
+				}
+				work += n;
 			}
-			work += n;
 		}
 		for (i = 0; i < D.nsh; i++)
 			if (!D.sh[i].up && t0 - D.sh[i].hello_at > D.hz / 1000 * kvss.cfg.driver.hello_ms)

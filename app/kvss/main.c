@@ -100,15 +100,17 @@ usage(FILE *f, const char *prog)
 }
 
 /*
- * One RX queue; a TX queue for the ingest lcore and, when the device has a
- * second one and a refill lcore is there, one for the refill lcore.
+ * A shard: one RX queue; a TX queue for the ingest lcore and, when the
+ * device has a second one and a refill lcore is there, one for the refill
+ * lcore. A driver: one TX queue; on memif two RX queues, one per shard TX
+ * queue (the driver polls every RX queue it configured).
  */
 static int
 port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 {
 	struct rte_eth_conf conf = {0};
 	struct rte_eth_dev_info info;
-	uint16_t ntx = 1, q;
+	uint16_t ntx = 1, nrx = 1, q;
 	int rc;
 
 	if (!rte_eth_dev_is_valid_port(port)) {
@@ -120,31 +122,35 @@ port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 	if (rc != 0)
 		return rc;
 	/*
-	 * A memif peer maps only the rings it configured queues for, and a kvss
-	 * driver polls one RX queue: what a shard sent on a second TX queue
-	 * would never arrive (every refill failed that way).
+	 * A memif connection carries the rings both ends configured queues for,
+	 * and fails when their counts differ. What a shard sends on its second
+	 * TX queue (the refill lcore's) arrives only where the driver set up a
+	 * second RX queue, which it then polls. So on memif a shard always has
+	 * two TX queues and a driver two RX queues, whether a refill lcore
+	 * runs or not.
 	 */
-	if (want_refill && info.max_tx_queues >= 2 && strcmp(info.driver_name, "net_memif") != 0)
+	if (strcmp(info.driver_name, "net_memif") == 0) {
+		if (is_shard && info.max_tx_queues >= 2)
+			ntx = 2;
+		if (!is_shard && info.max_rx_queues >= 2)
+			nrx = 2;
+	}
+	if (want_refill && info.max_tx_queues >= 2)
 		ntx = 2;
 	else if (want_refill)
-		printf("kvss: port %u (%s) %s: the refill queue runs on the ingest lcore\n", port,
-		       info.driver_name, info.max_tx_queues >= 2 ? "reaches its peer on one queue only"
-		       : "has one TX queue");
+		printf("kvss: port %u (%s) has one TX queue: the refill queue runs on the ingest "
+		       "lcore\n", port, info.driver_name);
 	if (is_shard)
-		kvss.refill_lcore_on = ntx == 2;
-	if ((rc = rte_eth_dev_configure(port, 1, ntx, &conf)) != 0 ||
-	    (rc = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL,
-					 kvss.pool)) != 0) {
-		fprintf(stderr, "kvss: port %u (%s): setup failed: %s\n", port, info.driver_name,
-			rte_strerror(-rc));
-		return rc;
-	}
+		kvss.refill_lcore_on = want_refill && ntx == 2;
+	if ((rc = rte_eth_dev_configure(port, nrx, ntx, &conf)) != 0)
+		goto fail;
+	for (q = 0; q < nrx; q++)
+		if ((rc = rte_eth_rx_queue_setup(port, q, 1024, rte_eth_dev_socket_id(port), NULL,
+						 kvss.pool)) != 0)
+			goto fail;
 	for (q = 0; q < ntx; q++)
-		if ((rc = rte_eth_tx_queue_setup(port, q, 1024, rte_eth_dev_socket_id(port), NULL)) != 0) {
-		fprintf(stderr, "kvss: port %u (%s): setup failed: %s\n", port, info.driver_name,
-			rte_strerror(-rc));
-		return rc;
-	}
+		if ((rc = rte_eth_tx_queue_setup(port, q, 1024, rte_eth_dev_socket_id(port), NULL)) != 0)
+			goto fail;
 	/* Virtual devices may not support it; the parser enforces sizes anyway. */
 	if (rte_eth_dev_set_mtu(port, (uint16_t)mtu) != 0)
 		fprintf(stderr, "kvss: port %u (%s): MTU %u not set, keeping the default\n", port,
@@ -157,6 +163,10 @@ port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 	printf("kvss: port %u (%s) started\n", port, info.driver_name);
 	started[port] = 1;
 	return 0;
+fail:
+	fprintf(stderr, "kvss: port %u (%s): setup failed: %s\n", port, info.driver_name,
+		rte_strerror(-rc));
+	return rc;
 }
 
 /* Shard memory from DPDK (hugepages where reserved, --no-huge memory otherwise). */
