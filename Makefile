@@ -245,7 +245,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES)
 
-.PHONY: all check check-run check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
+.PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 
 all: need-deps $(ALL)
 
@@ -260,8 +260,20 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(STRESS)
+check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(STRESS) check-sanitize-build
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
+
+# The tests that need no DPDK, and kvss-trace, built again with
+# AddressSanitizer and UndefinedBehaviorSanitizer in $(BUILD)/asan; any
+# report fails the test (run-tests.sh runs them when they are there).
+SAN_BUILD := $(BUILD)/asan
+SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_TESTS := test_proto test_proto_stream test_proto_wafer test_kvstore test_kvstore_model \
+	test_prefixcache test_prefixcache_model test_config test_plan test_route test_oracle
+
+check-sanitize-build: need-deps
+	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \
+		$(addprefix $(SAN_BUILD)/test/,$(SAN_TESTS)) $(SAN_BUILD)/kvss-trace
 
 check-tsan: $(BUILD)/test/stress_kvstore_tsan
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test/stress_kvstore_tsan 1000000

@@ -43,6 +43,13 @@ for t in "$BUILD"/test/test_*; do
 	run "$(basename "$t")" "$t" --jobs 2 --short-filename
 done
 
+# The same library tests under AddressSanitizer and UBSan (make check-sanitize-build).
+for t in "$BUILD"/asan/test/test_*; do
+	[ -x "$t" ] || continue
+	run "asan/$(basename "$t")" "$t" --jobs 2 --short-filename
+done
+[ -x "$BUILD/asan/kvss-trace" ] && run kvss-trace-asan scripts/test-trace.sh "$BUILD/asan"
+
 run stress_kvstore "$BUILD/test/stress_kvstore" 2000000
 run stress_kvstore_tsan "$BUILD/test/stress_kvstore_tsan" 1000000
 run kvss-dump scripts/test-dump.sh "$BUILD"
