@@ -263,9 +263,10 @@ check: deps
 check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(STRESS) check-sanitize-build
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
 
-# The tests that need no DPDK, and kvss-trace, built again with
-# AddressSanitizer and UndefinedBehaviorSanitizer in $(BUILD)/asan; any
-# report fails the test (run-tests.sh runs them when they are there).
+# The tests that need no DPDK, kvss-trace, and kvss with the tools its
+# capture tests use, built again with AddressSanitizer and
+# UndefinedBehaviorSanitizer in $(BUILD)/asan; any report fails the test
+# (run-tests.sh runs them when they are there).
 SAN_BUILD := $(BUILD)/asan
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SAN_TESTS := test_proto test_proto_stream test_proto_wafer test_kvstore test_kvstore_model \
@@ -273,7 +274,9 @@ SAN_TESTS := test_proto test_proto_stream test_proto_wafer test_kvstore test_kvs
 
 check-sanitize-build: need-deps
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \
-		$(addprefix $(SAN_BUILD)/test/,$(SAN_TESTS)) $(SAN_BUILD)/kvss-trace
+		$(addprefix $(SAN_BUILD)/test/,$(SAN_TESTS)) $(SAN_BUILD)/kvss-trace \
+		$(SAN_BUILD)/kvss $(SAN_BUILD)/kvss-dump $(addprefix $(SAN_BUILD)/tools/,gen_frames \
+		replay_check shard_scenario)
 
 check-tsan: $(BUILD)/test/stress_kvstore_tsan
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test/stress_kvstore_tsan 1000000

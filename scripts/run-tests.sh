@@ -49,6 +49,11 @@ for t in "$BUILD"/asan/test/test_*; do
 	run "asan/$(basename "$t")" "$t" --jobs 2 --short-filename
 done
 [ -x "$BUILD/asan/kvss-trace" ] && run kvss-trace-asan scripts/test-trace.sh "$BUILD/asan"
+if [ -x "$BUILD/asan/kvss" ]; then
+	# DPDK's own memory (rte_malloc, mbufs) is not instrumented; kvss's is.
+	run kvss-shard-pcap-asan scripts/test-shard-pcap.sh "$BUILD/asan"
+	run kvss-replay-pcap-asan scripts/test-replay-pcap.sh "$BUILD/asan"
+fi
 
 run stress_kvstore "$BUILD/test/stress_kvstore" 2000000
 run stress_kvstore_tsan "$BUILD/test/stress_kvstore_tsan" 1000000
