@@ -269,8 +269,7 @@ check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(STRESS) check-sanitiz
 # (run-tests.sh runs them when they are there).
 SAN_BUILD := $(BUILD)/asan
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-SAN_TESTS := test_proto test_proto_stream test_proto_wafer test_kvstore test_kvstore_model \
-	test_prefixcache test_prefixcache_model test_config test_plan test_route test_oracle
+SAN_TESTS := $(filter-out test_proto_mbuf test_kvss_refill test_kvss_telemetry,$(notdir $(TESTS)))
 
 check-sanitize-build: need-deps
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \

@@ -38,15 +38,11 @@ run() {
 	failed=$((failed + f))
 }
 
-for t in "$BUILD"/test/test_*; do
+# The Criterion suites, then those built with AddressSanitizer and UBSan
+# (make check-sanitize-build) again.
+for t in "$BUILD"/test/test_* "$BUILD"/asan/test/test_*; do
 	[ -x "$t" ] || continue
-	run "$(basename "$t")" "$t" --jobs 2 --short-filename
-done
-
-# The same library tests under AddressSanitizer and UBSan (make check-sanitize-build).
-for t in "$BUILD"/asan/test/test_*; do
-	[ -x "$t" ] || continue
-	run "asan/$(basename "$t")" "$t" --jobs 2 --short-filename
+	run "${t#"$BUILD"/}" "$t" --jobs 2 --short-filename
 done
 [ -x "$BUILD/asan/kvss-trace" ] && run kvss-trace-asan scripts/test-trace.sh "$BUILD/asan"
 if [ -x "$BUILD/asan/kvss" ]; then

@@ -25,6 +25,19 @@ field() {
 	python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])[sys.argv[2]])' "$1" "$2" 2>/dev/null
 }
 
+# check_exact LABEL JSON WHO: zero verify failures, and WHO ("the shard
+# holds", "both shards hold") exactly what the driver accounts for.
+check_exact() {
+	check "$1: zero verify failures" test "$(field "$2" verify_failures)" = 0
+	check "$1: $3 what the driver accounts for" test "$(field "$2" unaccounted_tokens)" = 0
+}
+
+# check_clean LABEL JSON WHO: check_exact, and zero protocol errors.
+check_clean() {
+	check_exact "$@"
+	check "$1: zero protocol errors" test "$(field "$2" protocol_errors)" = 0
+}
+
 # Wait (up to 20 s) until the driver writing LOG has every shard up.
 wait_replaying() {
 	for _ in $(seq 1 200); do
@@ -49,14 +62,11 @@ check "role all: exits 0" test $? -eq 0
 grep '^{' "$tmp/all.log" | tail -1 >"$tmp/all.json"
 check "role all: 150 requests done" test "$(field "$tmp/all.json" requests)" = 150
 check "role all: every request hit or missed, none lost" test "$(field "$tmp/all.json" finished)" = True
-check "role all: zero verify failures" test "$(field "$tmp/all.json" verify_failures)" = 0
-check "role all: zero protocol errors" test "$(field "$tmp/all.json" protocol_errors)" = 0
+check_clean "role all" "$tmp/all.json" "the shard holds"
 check "role all: the chats hit (hit ratio above 0.2)" \
 	python3 -c "import sys; sys.exit(0 if $(field "$tmp/all.json" hit_ratio) > 0.2 else 1)"
 check "role all: refills were checked byte by byte" test "$(field "$tmp/all.json" refill_bytes)" -gt 0
 check "role all: the shard's final stats printed" grep -q "final stats: rx_frames=" "$tmp/all.log"
-check "role all: the shard holds what the driver accounts for" \
-	test "$(field "$tmp/all.json" unaccounted_tokens)" = 0
 # A failure says why: the summary names each kind of protocol error.
 [ "$fail" -eq 0 ] || grep -E "summary:|final stats" "$tmp/all.log" >&2
 
@@ -67,11 +77,7 @@ run_all config/all-in-one-hybrid.cfg "$tmp/hyb.log"
 check "hybrid: exits 0" test $? -eq 0
 grep '^{' "$tmp/hyb.log" | tail -1 >"$tmp/hyb.json"
 check "hybrid: 400 requests done" test "$(field "$tmp/hyb.json" requests)" = 400
-check "hybrid: zero verify failures (bytes, frames, glue)" \
-	test "$(field "$tmp/hyb.json" verify_failures)" = 0
-check "hybrid: zero protocol errors" test "$(field "$tmp/hyb.json" protocol_errors)" = 0
-check "hybrid: the shard holds what the driver accounts for" \
-	test "$(field "$tmp/hyb.json" unaccounted_tokens)" = 0
+check_clean "hybrid" "$tmp/hyb.json" "the shard holds"
 check "hybrid: hits go past the window (hit ratio above 0.4)" \
 	python3 -c "import sys; sys.exit(0 if $(field "$tmp/hyb.json" hit_ratio) > 0.4 else 1)"
 [ "$fail" -eq 0 ] || grep -E "summary:" "$tmp/hyb.log" >&2
@@ -90,22 +96,17 @@ check "lost data: 150 requests done" test "$(field "$tmp/lose.json" requests)" =
 check "lost data: the run finished" test "$(field "$tmp/lose.json" finished)" = True
 check "lost data: frames were withheld" grep -q "withheld on purpose [1-9]" "$tmp/lose.log"
 check "lost data: the model started over" test "$(field "$tmp/lose.json" resyncs)" -ge 1
-check "lost data: zero verify failures" test "$(field "$tmp/lose.json" verify_failures)" = 0
-check "lost data: the shard holds what the driver accounts for" \
-	test "$(field "$tmp/lose.json" unaccounted_tokens)" = 0
+check_exact "lost data" "$tmp/lose.json" "the shard holds"
 
 # 2. Three processes over memif.
 KVSS_DEMO_TAG=${tag}a KVSS_DEMO_JSON="$tmp/memif.json" timeout 300 scripts/demo.sh "$BUILD" \
 	--trace "" --limit 400 >"$tmp/memif.log" 2>&1
 check "memif: the demo exits 0" test $? -eq 0
 check "memif: 400 requests done" test "$(field "$tmp/memif.json" requests)" = 400
-check "memif: zero verify failures" test "$(field "$tmp/memif.json" verify_failures)" = 0
-check "memif: zero protocol errors" test "$(field "$tmp/memif.json" protocol_errors)" = 0
+check_clean "memif" "$tmp/memif.json" "both shards hold"
 check "memif: bytes were refilled and checked" test "$(field "$tmp/memif.json" refill_bytes)" -gt 0
 check "memif: no control frame dropped behind data (its own queue, sent first)" \
 	test "$(field "$tmp/memif.json" control_frames_dropped)" = 0
-check "memif: both shards hold what the driver accounts for" \
-	test "$(field "$tmp/memif.json" unaccounted_tokens)" = 0
 check "memif: both shards came up" test "$(grep -c 'of model 0 is up' "$tmp/memif.log")" -eq 2
 check "memif: the shards stopped cleanly" test "$(grep -c '^demo: shard [01]: rx_frames' "$tmp/memif.log")" -eq 2
 check "memif: shard 1 stores 128 bytes per token, shard 0 256" \
@@ -118,9 +119,7 @@ KVSS_DEMO_TAG=${tag}l KVSS_DEMO_JSON="$tmp/mlose.json" timeout 300 scripts/demo.
 sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, memif: \1/p' "$tmp/mlose.log"
 check "memif, lost data: 400 requests done" test "$(field "$tmp/mlose.json" requests)" = 400
 check "memif, lost data: the model started over" test "$(field "$tmp/mlose.json" resyncs)" -ge 1
-check "memif, lost data: zero verify failures" test "$(field "$tmp/mlose.json" verify_failures)" = 0
-check "memif, lost data: both shards hold what the driver accounts for" \
-	test "$(field "$tmp/mlose.json" unaccounted_tokens)" = 0
+check_exact "memif, lost data" "$tmp/mlose.json" "both shards hold"
 
 # 2c. Shards with a refill lcore, which sends refills on the shard's second
 #     TX queue. A memif peer maps rings only for the queues it configured:
@@ -131,12 +130,9 @@ KVSS_DEMO_TAG=${tag}r KVSS_DEMO_JSON="$tmp/rl.json" KVSS_DEMO_REFILL_LCORE=1 tim
 check "memif, refill lcores: the demo exits 0" test $? -eq 0
 check "memif, refill lcores: both shards refill on their refill lcore" \
 	test "$(grep -c "^demo: shard .* refill on lcore 2" "$tmp/rl.log")" = 2
-check "memif, refill lcores: zero protocol errors" test "$(field "$tmp/rl.json" protocol_errors)" = 0
+check_clean "memif, refill lcores" "$tmp/rl.json" "both shards hold"
 check "memif, refill lcores: bytes were refilled and checked" \
 	test "$(field "$tmp/rl.json" refill_bytes)" -gt 0
-check "memif, refill lcores: zero verify failures" test "$(field "$tmp/rl.json" verify_failures)" = 0
-check "memif, refill lcores: both shards hold what the driver accounts for" \
-	test "$(field "$tmp/rl.json" unaccounted_tokens)" = 0
 [ "$fail" -eq 0 ] || tail -20 "$tmp/rl.log"
 
 # 2d. A target model and its draft, each on its own shard process, with their
@@ -148,19 +144,14 @@ KVSS_DEMO_TAG=${tag}m KVSS_DEMO_JSON="$tmp/two.json" KVSS_DEMO_DRIVER_CFG=config
 check "two models: the demo exits 0" test $? -eq 0
 check "two models: both are up" grep -q "shard 0 of model 1 is up" "$tmp/two.log"
 check "two models: 600 requests done" test "$(field "$tmp/two.json" requests)" = 600
-check "two models: zero verify failures" test "$(field "$tmp/two.json" verify_failures)" = 0
-check "two models: zero protocol errors" test "$(field "$tmp/two.json" protocol_errors)" = 0
-check "two models: both shards hold what the driver accounts for" \
-	test "$(field "$tmp/two.json" unaccounted_tokens)" = 0
+check_clean "two models" "$tmp/two.json" "both shards hold"
 [ "$fail" -eq 0 ] || tail -20 "$tmp/two.log"
 KVSS_DEMO_TAG=${tag}n KVSS_DEMO_JSON="$tmp/twol.json" KVSS_DEMO_DRIVER_CFG=config/memif-two-models.cfg \
 	KVSS_DEMO_SHARD1_CFG=config/memif-shard-draft.cfg timeout 300 scripts/demo.sh "$BUILD" \
 	--limit 600 --lose-data 2000 >"$tmp/twol.log" 2>&1
 sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, two models: \1/p' "$tmp/twol.log"
 check "two models, lost data: 600 requests done" test "$(field "$tmp/twol.json" requests)" = 600
-check "two models, lost data: zero verify failures" test "$(field "$tmp/twol.json" verify_failures)" = 0
-check "two models, lost data: both shards hold what the driver accounts for" \
-	test "$(field "$tmp/twol.json" unaccounted_tokens)" = 0
+check_exact "two models, lost data" "$tmp/twol.json" "both shards hold"
 
 # 3. Telemetry while it runs, then SIGTERM.
 KVSS_DEMO_TAG=${tag}b timeout 300 scripts/demo.sh "$BUILD" --trace "" --limit 20000 \
@@ -236,10 +227,8 @@ check "restart: the driver noticed the new shard epoch" grep -q "shard 1 no long
 check "restart: and waited for it (away_ms = 0)" test "$(grep -c "shard 1 is away" "$tmp/rs.log")" = 0
 check "restart: and counted it" test "$(field "$tmp/rs.json" shard_restarts)" -ge 1
 check "restart: every request still done" test "$(field "$tmp/rs.json" requests)" = 4000
-check "restart: zero verify failures" test "$(field "$tmp/rs.json" verify_failures)" = 0
 check "restart: the run finished" test "$(field "$tmp/rs.json" finished)" = True
-check "restart: the shards hold what the driver accounts for" \
-	test "$(field "$tmp/rs.json" unaccounted_tokens)" = 0
+check_exact "restart" "$tmp/rs.json" "the shards hold"
 perr=$(field "$tmp/rs.json" protocol_errors)
 echo "restart: protocol errors around the restart: $perr"
 check "restart: only the refills in flight fail (at most max_inflight = 8 errors)" test "${perr:-99}" -le 8
