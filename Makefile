@@ -59,7 +59,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
-	test/test_kvss_telemetry.c test/memif_flap.c
+	test/test_kvss_telemetry.c test/memif_flap.c bench/bench_shard.c
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -202,7 +202,7 @@ $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 
 # ---- benchmarks --------------------------------------------------------------
 
-BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache
+BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD)/bench/bench_shard
 
 $(BUILD)/bench/bench_kvstore: $(BUILD)/obj/bench/bench_kvstore.o $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
@@ -211,6 +211,12 @@ $(BUILD)/bench/bench_kvstore: $(BUILD)/obj/bench/bench_kvstore.o $(LIBKVSTORE) $
 $(BUILD)/bench/bench_prefixcache: $(BUILD)/obj/bench/bench_prefixcache.o $(LIBPREFIXCACHE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
+
+# The application's shard lcore (shard.c, refill.c) on a net_ring port pair.
+$(BUILD)/bench/bench_shard: $(call obj,bench/bench_shard.c app/kvss/app.c app/kvss/shard.c \
+		app/kvss/refill.c app/kvss/portgate.c app/kvss/config.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
 # ---- fuzzing ---------------------------------------------------------------
 

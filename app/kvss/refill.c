@@ -21,7 +21,7 @@ struct refill_ctx {
 	struct rte_mbuf_ext_shared_info sh;
 	struct kvstore_refill *r;
 	int used; /* taken by the sending lcore, given back by the free callback */
-};
+} __rte_cache_aligned; /* whoever frees one refill's mbufs does not slow the next one's */
 
 static struct refill_ctx rctx[REFILLS_MAX];
 
