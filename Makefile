@@ -57,7 +57,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	app/trace/kvss_trace.c app/trace/oracle.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	app/kvss/config.c test/test_config.c test/shard_scenario.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
-	test/test_oracle.c
+	test/test_oracle.c test/test_linfit.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/memif_flap.c bench/bench_shard.c
 
@@ -112,7 +112,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill \
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
-	$(BUILD)/test/test_route $(BUILD)/test/test_oracle
+	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -179,6 +179,10 @@ $(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c)
 $(BUILD)/test/test_oracle: $(call obj,test/test_oracle.c app/trace/oracle.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_linfit: $(call obj,test/test_linfit.c)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
 
 SHARD_SCENARIO := $(BUILD)/tools/shard_scenario
 REPLAY_CHECK := $(BUILD)/tools/replay_check

@@ -47,6 +47,7 @@
 
 #include "driver.h"
 #include "kvss.h"
+#include "linfit.h"
 #include "prefixcache.h"
 #include "proto_stream.h"
 #include "proto_wafer.h"
@@ -158,6 +159,7 @@ struct drv_seq {
 	struct drv_refill *rec[MAX_REC_PER_SEQ];
 	uint32_t nrec;
 	uint64_t t0, deadline, estimate_ns;
+	double estimate_bytes; /* what the model charges for the refill it estimates longest */
 };
 
 struct pid_node {
@@ -219,6 +221,7 @@ static struct {
 	struct kvss_drv_stats st;
 	uint32_t *lat_us, *est_us;
 	size_t nlat, latcap;
+	struct linfit fit; /* refill time (ns) by the bytes the model charges */
 	struct proto_msg msg;
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 	struct snapshot snap;
@@ -902,8 +905,9 @@ on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct 
 /* ---- Refills and sequences -------------------------------------------------------- */
 
 static void
-latency_sample(uint64_t ns, uint64_t est_ns)
+latency_sample(uint64_t ns, uint64_t est_ns, double est_bytes)
 {
+	linfit_add(&D.fit, est_bytes, (double)ns);
 	if (D.nlat == D.latcap) {
 		size_t cap = D.latcap ? 2 * D.latcap : 1024;
 		uint32_t *a = realloc(D.lat_us, sizeof(uint32_t) * cap);
@@ -943,7 +947,7 @@ refill_finish(struct drv_refill *r, uint64_t tsc)
 	r->seq = NULL;
 	if (s != NULL && --s->wait == 0 && s->state == SEQ_WAIT) {
 		s->state = SEQ_RUN;
-		latency_sample(now_ns(tsc) - s->t0, s->estimate_ns);
+		latency_sample(now_ns(tsc) - s->t0, s->estimate_ns, s->estimate_bytes);
 	}
 }
 
@@ -1060,8 +1064,15 @@ seq_start(uint64_t tsc)
 		}
 		if (hit.refill_id != 0) {
 			D.st.refills += m == 0;
-			if (hit.estimate_ns > s->estimate_ns)
+			if (hit.estimate_ns > s->estimate_ns) {
+				const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];
+
 				s->estimate_ns = hit.estimate_ns;
+				/* The bytes behind the estimate: its time past the latency, at the
+				 * model's bandwidth (a window's glue length and all). */
+				s->estimate_bytes = (double)(hit.estimate_ns - pm->refill_latency_ns) *
+						    pm->refill_bytes_per_ns;
+			}
 		}
 	}
 	if (s->wait == 0)
@@ -2144,6 +2155,8 @@ kvss_driver_summary(void)
 	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
 	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
 	uint64_t perr = protocol_errors(), lost = unaccounted(1);
+	double fit_a, fit_b;
+	char fitj[96] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
 	struct prefixcache_stats ps;
 
 	if (D.pc == NULL)
@@ -2166,6 +2179,20 @@ kvss_driver_summary(void)
 	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs);
 	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
 	       "p50 %u us, p99 %u us)\n", s->refills, p50, p99, e50, e99);
+	/* What the model would have to say to match: in the configuration's own
+	 * keys and units, for an operator to copy (model 0's shown beside it). */
+	if (linfit_solve(&D.fit, 20, &fit_a, &fit_b) == 0 && fit_b > 0) {
+		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[0];
+		double fit_us = fit_a > 0 ? fit_a / 1000 : 0, fit_gbps = 8 / fit_b;
+
+		snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":%.3f",
+			 fit_us, fit_gbps);
+		printf("kvss: summary: the model fitted to these %" PRIu64 " refills: refill_latency_us = %.0f, "
+		       "refill_gbps = %.2f (configured: %.0f and %.2f)\n", D.fit.n, fit_us, fit_gbps,
+		       (double)pm->refill_latency_ns / 1000, pm->refill_bytes_per_ns * 8);
+	} else {
+		printf("kvss: summary: the model fitted to these refills: too few, or all of one size\n");
+	}
 	printf("kvss: summary: deletes %" PRIu64 ", policy deletes %" PRIu64 ", expiries %" PRIu64
 	       ", retransmits %" PRIu64 ", shard restarts %" PRIu64 ", peak stored %" PRIu64 " tokens\n",
 	       s->deletes, ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
@@ -2190,12 +2217,14 @@ kvss_driver_summary(void)
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
+	       ",%s"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, p50, p99, e50, e99,
+	       fitj,
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
 	       D.finished ? "true" : "false");
 	fflush(stdout);

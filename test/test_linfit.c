@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The running line fit the driver uses to fit its refill-time model. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "linfit.h"
+#include "test_rng.h"
+
+Test(linfit, points_on_a_line_give_that_line)
+{
+	struct linfit f = {0};
+	double a, b;
+	int i;
+
+	for (i = 0; i < 10; i++)
+		linfit_add(&f, 1000.0 * i, 250000.0 + 0.4 * 1000.0 * i);
+	cr_assert_eq(linfit_solve(&f, 2, &a, &b), 0);
+	cr_assert_float_eq(a, 250000.0, 1e-6);
+	cr_assert_float_eq(b, 0.4, 1e-12);
+}
+
+Test(linfit, too_few_points_or_one_x_value_give_no_line)
+{
+	struct linfit f = {0};
+	double a = -1, b = -1;
+	int i;
+
+	cr_assert_eq(linfit_solve(&f, 2, &a, &b), -1, "no points");
+	linfit_add(&f, 5, 7);
+	cr_assert_eq(linfit_solve(&f, 2, &a, &b), -1, "one point");
+	for (i = 0; i < 100; i++)
+		linfit_add(&f, 5, 7 + i);
+	cr_assert_eq(linfit_solve(&f, 2, &a, &b), -1, "every x the same: no slope");
+	linfit_add(&f, 6, 8);
+	cr_assert_eq(linfit_solve(&f, 1000, &a, &b), -1, "fewer than asked for");
+	cr_assert_eq(linfit_solve(&f, 2, &a, &b), 0, "two x values: a line");
+}
+
+/*
+ * Refills as the demo sees them: 0.1 to 100 MB at 2 GB/s after 1.5 ms, with
+ * noise of +-20% on each time. The fit finds both, the bandwidth within 2.5%
+ * and the latency within 0.3 ms (about 7 standard errors).
+ */
+Test(linfit, noisy_refills_give_latency_and_bandwidth)
+{
+	uint64_t st = test_seed("linfit noisy", 0x5eed1234), i;
+	struct linfit f = {0};
+	double a, b;
+
+	for (i = 0; i < 20000; i++) {
+		double bytes = 1e5 + (double)(test_xorshift(&st) % 1000000) * 100.0;
+		double noise = 1.0 + ((double)(test_xorshift(&st) % 40001) - 20000.0) / 100000.0;
+
+		linfit_add(&f, bytes, (1.5e6 + bytes / 2.0) * noise);
+	}
+	cr_assert_eq(linfit_solve(&f, 10, &a, &b), 0);
+	cr_assert(fabs(1.0 / b - 2.0) < 0.05, "bandwidth %.3f GB/s, want 2", 1.0 / b);
+	cr_assert(fabs(a - 1.5e6) < 0.3e6, "latency %.0f ns, want 1.5e6", a);
+}
