@@ -907,7 +907,17 @@ on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct 
 static void
 latency_sample(uint64_t ns, uint64_t est_ns, double est_bytes)
 {
+	double lat_ns, ns_per_byte;
+
 	linfit_add(&D.fit, est_bytes, (double)ns);
+	if (linfit_solve(&D.fit, 20, &lat_ns, &ns_per_byte) == 0 && ns_per_byte > 0) {
+		D.st.fit_latency_us = lat_ns > 0 ? (uint64_t)(lat_ns / 1000) : 0;
+		D.st.fit_mbps = (uint64_t)(8000 / ns_per_byte);
+	} else if (D.fit.n >= 20) {
+		/* No bandwidth to be told (as in the summary): the mean time. */
+		D.st.fit_latency_us = (uint64_t)(D.fit.my / 1000);
+		D.st.fit_mbps = 0;
+	}
 	if (D.nlat == D.latcap) {
 		size_t cap = D.latcap ? 2 * D.latcap : 1024;
 		uint32_t *a = realloc(D.lat_us, sizeof(uint32_t) * cap);
@@ -2156,7 +2166,7 @@ kvss_driver_summary(void)
 	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
 	uint64_t perr = protocol_errors(), lost = unaccounted(1);
 	double fit_a, fit_b;
-	char fitj[96] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
+	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
 	struct prefixcache_stats ps;
 
 	if (D.pc == NULL)
@@ -2180,15 +2190,24 @@ kvss_driver_summary(void)
 	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
 	       "p50 %u us, p99 %u us)\n", s->refills, p50, p99, e50, e99);
 	/* What the model would have to say to match: in the configuration's own
-	 * keys and units, for an operator to copy (model 0's shown beside it). */
-	if (linfit_solve(&D.fit, 20, &fit_a, &fit_b) == 0 && fit_b > 0) {
+	 * keys and units, for an operator to copy (model 0's shown beside it).
+	 * When the times do not grow with the bytes (a fixed wait swamps the
+	 * transfer), no bandwidth can be told: the latency is then their mean. */
+	if (linfit_solve(&D.fit, 20, &fit_a, &fit_b) == 0) {
 		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[0];
-		double fit_us = fit_a > 0 ? fit_a / 1000 : 0, fit_gbps = 8 / fit_b;
+		double fit_us = fit_b > 0 ? (fit_a > 0 ? fit_a / 1000 : 0) : D.fit.my / 1000;
+		char gbps[64] = "no bound (the times did not grow with the bytes)";
 
-		snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":%.3f",
-			 fit_us, fit_gbps);
+		if (fit_b > 0) {
+			snprintf(gbps, sizeof(gbps), "%.2f", 8 / fit_b);
+			snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":%.3f",
+				 fit_us, 8 / fit_b);
+		} else {
+			snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":null",
+				 fit_us);
+		}
 		printf("kvss: summary: the model fitted to these %" PRIu64 " refills: refill_latency_us = %.0f, "
-		       "refill_gbps = %.2f (configured: %.0f and %.2f)\n", D.fit.n, fit_us, fit_gbps,
+		       "refill_gbps = %s (configured: %.0f and %.2f)\n", D.fit.n, fit_us, gbps,
 		       (double)pm->refill_latency_ns / 1000, pm->refill_bytes_per_ns * 8);
 	} else {
 		printf("kvss: summary: the model fitted to these refills: too few, or all of one size\n");

@@ -52,7 +52,9 @@
 	X(shards_away)	    /* shards found away (link down, or silent for away_ms) */             \
 	X(away_requests)    /* requests begun while a shard of model 0 was not up: all misses */  \
 	X(no_mbuf)                                                                                 \
-	X(too_big)	    /* a control record that cannot fit a frame */
+	X(too_big)	    /* a control record that cannot fit a frame */                          \
+	X(fit_latency_us)   /* the refill model fitted so far (0 before 20 refills) ... */          \
+	X(fit_mbps)	    /* ... and its bandwidth, in Mb/s (refill_gbps x 1000; 0: no bound seen) */
 
 struct kvss_drv_stats {
 #define KVSS_DRV_FIELD(n) uint64_t n;
