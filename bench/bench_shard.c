@@ -73,7 +73,6 @@ static uint64_t refill_bytes, dones, bad;
 static uint32_t bpt;	    /* bytes per token of the run */
 static uint64_t last_batch; /* of the last ingest: REFILLs wait for it */
 static uint64_t last_gen;   /* whose prompts the REFILLs read */
-static double last_busy;    /* the shard lcore's share of cycles with frames, last ingest */
 static struct proto_msg rxm;
 /* REFILL_DATA frames taken, freed when their REFILL_DONE comes (after the
  * last of them): a NIC frees a refill's mbufs on the sending lcore, which
@@ -242,18 +241,26 @@ hello(void)
 	acked = 0;
 }
 
+/* Begin the next control message (seq) in @p buf, within the window. */
+static void
+ctrl_begin(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type)
+{
+	struct proto_hdr h;
+
+	window(48);
+	hdr(&h, type, seq++);
+	proto_build_begin(b, buf, cap, &h);
+}
+
 static void
 evict(uint64_t batch, uint64_t prompt, uint32_t first)
 {
 	static uint8_t p[PROTO_PAYLOAD_MAX];
 	struct proto_evict_hdr eh = {batch, 1, G};
 	struct proto_builder b;
-	struct proto_hdr h;
 	uint32_t t;
 
-	window(48);
-	hdr(&h, PROTO_T_EVICT, seq++);
-	proto_build_begin(&b, p, sizeof(p), &h);
+	ctrl_begin(&b, p, sizeof(p), PROTO_T_EVICT);
 	proto_build_evict_hdr(&b, &eh);
 	for (t = 0; t < G; t++) {
 		struct proto_evict_entry e = {prompt, first + t, 1};
@@ -269,11 +276,8 @@ delete_prompt(uint64_t prompt, uint64_t evict_count)
 	uint8_t p[128];
 	struct proto_delete d = {prompt, evict_count, 0, PROMPT_TOKENS - 1, 0};
 	struct proto_builder b;
-	struct proto_hdr h;
 
-	window(48);
-	hdr(&h, PROTO_T_DELETE, seq++);
-	proto_build_begin(&b, p, sizeof(p), &h);
+	ctrl_begin(&b, p, sizeof(p), PROTO_T_DELETE);
 	proto_build_delete(&b, &d);
 	send_payload(p, proto_build_end(&b));
 }
@@ -420,10 +424,11 @@ shard_stop(void)
 /*
  * Ingest @p total bytes: prompts of PROMPT_TOKENS tokens in two halves of
  * the capacity; before a half is written again, its prompts are deleted.
- * Returns bytes per second; *@p fps gets frames per second.
+ * Returns bytes per second; *@p fps gets frames per second, *@p busy_share the
+ * share of the shard lcore's cycles spent on polls that found frames.
  */
 static double
-ingest(uint64_t total, double *fps)
+ingest(uint64_t total, double *fps, double *busy_share)
 {
 	uint64_t cap = kvss.cfg.shard.store.cache[0].capacity_tokens;
 	uint64_t per_half = cap / 2 / PROMPT_TOKENS, batch = 0, frames = 0, done = 0;
@@ -466,7 +471,7 @@ ingest(uint64_t total, double *fps)
 	last_batch = batch;
 	busy = STAT(busy_cycles) - busy0;
 	idle = STAT(idle_cycles) - idle0;
-	last_busy = busy + idle ? (double)busy / (double)(busy + idle) : 0;
+	*busy_share = busy + idle ? (double)busy / (double)(busy + idle) : 0;
 	if (STAT(data_dropped) || STAT(batches_lost) || STAT(lost_tokens) || STAT(queue_full) ||
 	    STAT(out_of_window) || STAT(no_mbuf) || STAT(tx_drops) || bad) {
 		fprintf(stderr,
@@ -502,11 +507,8 @@ refill(uint64_t total)
 							 (uint32_t)(r % per_prompt) * REFILL_TOKENS,
 							 REFILL_TOKENS};
 			struct proto_builder b;
-			struct proto_hdr h;
 
-			window(48);
-			hdr(&h, PROTO_T_REFILL, seq++);
-			proto_build_begin(&b, p, sizeof(p), &h);
+			ctrl_begin(&b, p, sizeof(p), PROTO_T_REFILL);
 			proto_build_refill_req(&b, &rq);
 			proto_build_refill_chunk(&b, &ch);
 			send_payload(p, proto_build_end(&b));
@@ -600,18 +602,18 @@ addresses(void)
 static void
 bench_ingest(const char *name, uint32_t B, int with_refill)
 {
-	double best = 0, best_fps = 0, best_mc = 0, best_rf = 0, best_rmc = 0, fps, busy = 0;
+	double best = 0, best_fps = 0, best_mc = 0, best_rf = 0, best_rmc = 0, fps, share, busy = 0;
 	int r;
 
 	shard_start(B);
 	for (r = 0; r < RUNS; r++) {
-		double v = ingest(INGEST_BYTES, &fps);
+		double v = ingest(INGEST_BYTES, &fps, &share);
 		double mc = memcpy_rate(NULL, 0, INGEST_BYTES, FRAME_PAYLOAD);
 
 		if (v > best) {
 			best = v;
 			best_fps = fps;
-			busy = last_busy;
+			busy = share;
 		}
 		if (mc > best_mc)
 			best_mc = mc;
@@ -669,7 +671,6 @@ main(int argc, char **argv)
 	ports();
 	addresses();
 	frames_init();
-	kvss.lcore_role[SHARD_LCORE] = KVSS_LCORE_INGEST;
 	bench_ingest("kvss_shard_ingest_1k", 1024, 0);
 	bench_ingest("kvss_shard_ingest_16k", 16384, 1);
 	rte_eth_dev_stop(gport);

@@ -159,7 +159,7 @@ struct drv_seq {
 	struct drv_refill *rec[MAX_REC_PER_SEQ];
 	uint32_t nrec;
 	uint64_t t0, deadline, estimate_ns;
-	double estimate_bytes; /* what the model charges for the refill it estimates longest */
+	uint64_t estimate_bytes; /* what the model charges for the refill it estimates longest */
 };
 
 struct pid_node {
@@ -905,19 +905,9 @@ on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct 
 /* ---- Refills and sequences -------------------------------------------------------- */
 
 static void
-latency_sample(uint64_t ns, uint64_t est_ns, double est_bytes)
+latency_sample(uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 {
-	double lat_ns, ns_per_byte;
-
-	linfit_add(&D.fit, est_bytes, (double)ns);
-	if (linfit_solve(&D.fit, 20, &lat_ns, &ns_per_byte) == 0 && ns_per_byte > 0) {
-		D.st.fit_latency_us = lat_ns > 0 ? (uint64_t)(lat_ns / 1000) : 0;
-		D.st.fit_mbps = (uint64_t)(8000 / ns_per_byte);
-	} else if (D.fit.n >= 20) {
-		/* No bandwidth to be told (as in the summary): the mean time. */
-		D.st.fit_latency_us = (uint64_t)(D.fit.my / 1000);
-		D.st.fit_mbps = 0;
-	}
+	linfit_add(&D.fit, (double)est_bytes, (double)ns);
 	if (D.nlat == D.latcap) {
 		size_t cap = D.latcap ? 2 * D.latcap : 1024;
 		uint32_t *a = realloc(D.lat_us, sizeof(uint32_t) * cap);
@@ -1075,13 +1065,8 @@ seq_start(uint64_t tsc)
 		if (hit.refill_id != 0) {
 			D.st.refills += m == 0;
 			if (hit.estimate_ns > s->estimate_ns) {
-				const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];
-
 				s->estimate_ns = hit.estimate_ns;
-				/* The bytes behind the estimate: its time past the latency, at the
-				 * model's bandwidth (a window's glue length and all). */
-				s->estimate_bytes = (double)(hit.estimate_ns - pm->refill_latency_ns) *
-						    pm->refill_bytes_per_ns;
+				s->estimate_bytes = hit.estimate_bytes;
 			}
 		}
 	}
@@ -1481,11 +1466,36 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 
 /* ---- Telemetry ---------------------------------------------------------------------- */
 
-/* What the streams count themselves: messages pushed and sent again. */
-static void
-stream_totals(void)
+/*
+ * The refill model fitted to the refills so far, in the configuration's
+ * units: 0, or -1 under 20 refills or with one size only. When the times do
+ * not grow with the bytes (a fixed wait swamps the transfer), no bandwidth
+ * can be told: *@p gbps is 0 and the latency is their mean time.
+ */
+static int
+model_fit(double *lat_us, double *gbps)
 {
+	double a, b;
+
+	if (linfit_solve(&D.fit, 20, &a, &b) != 0)
+		return -1;
+	*lat_us = b > 0 ? (a > 0 ? a / 1000 : 0) : D.fit.my / 1000;
+	*gbps = b > 0 ? 8 / b : 0;
+	return 0;
+}
+
+/* Counters derived when read: what the streams count themselves (messages
+ * pushed and sent again), and the fitted refill model. */
+static void
+derived_totals(void)
+{
+	double lat_us, gbps;
 	uint16_t i;
+
+	if (model_fit(&lat_us, &gbps) == 0) {
+		D.st.fit_latency_us = (uint64_t)lat_us;
+		D.st.fit_mbps = (uint64_t)(gbps * 1000);
+	}
 
 	D.st.control_msgs = D.st.retransmits = 0;
 	for (i = 0; i < D.nsh; i++) {
@@ -1542,7 +1552,7 @@ snapshot(void)
 {
 	struct snapshot *sn = &D.snap;
 
-	stream_totals();
+	derived_totals();
 	rte_spinlock_lock(&sn->lock);
 	sn->st = D.st;
 	snapshot_shards(sn);
@@ -2165,13 +2175,13 @@ kvss_driver_summary(void)
 	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
 	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
 	uint64_t perr = protocol_errors(), lost = unaccounted(1);
-	double fit_a, fit_b;
+	double fit_us, fit_gbps;
 	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
 	struct prefixcache_stats ps;
 
 	if (D.pc == NULL)
 		return;
-	stream_totals();
+	derived_totals();
 	prefixcache_stats(D.pc, &ps);
 	if (D.nlat) {
 		qsort(D.lat_us, D.nlat, sizeof(uint32_t), cmp_u32);
@@ -2190,18 +2200,15 @@ kvss_driver_summary(void)
 	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
 	       "p50 %u us, p99 %u us)\n", s->refills, p50, p99, e50, e99);
 	/* What the model would have to say to match: in the configuration's own
-	 * keys and units, for an operator to copy (model 0's shown beside it).
-	 * When the times do not grow with the bytes (a fixed wait swamps the
-	 * transfer), no bandwidth can be told: the latency is then their mean. */
-	if (linfit_solve(&D.fit, 20, &fit_a, &fit_b) == 0) {
+	 * keys and units, for an operator to copy (model 0's shown beside it). */
+	if (model_fit(&fit_us, &fit_gbps) == 0) {
 		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[0];
-		double fit_us = fit_b > 0 ? (fit_a > 0 ? fit_a / 1000 : 0) : D.fit.my / 1000;
 		char gbps[64] = "no bound (the times did not grow with the bytes)";
 
-		if (fit_b > 0) {
-			snprintf(gbps, sizeof(gbps), "%.2f", 8 / fit_b);
+		if (fit_gbps > 0) {
+			snprintf(gbps, sizeof(gbps), "%.2f", fit_gbps);
 			snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":%.3f",
-				 fit_us, 8 / fit_b);
+				 fit_us, fit_gbps);
 		} else {
 			snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":null",
 				 fit_us);

@@ -1707,10 +1707,10 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 		(void)done;
 		hit->refill_id = r->id;
 		hit->evict_count = ec;
+		hit->estimate_bytes = (uint64_t)L * m->p.refill_bytes_per_token;
 		hit->estimate_ns = m->p.refill_latency_ns;
 		if (m->p.refill_bytes_per_ns > 0)
-			hit->estimate_ns += (uint64_t)((double)L * (double)m->p.refill_bytes_per_token /
-						       m->p.refill_bytes_per_ns);
+			hit->estimate_ns += (uint64_t)((double)hit->estimate_bytes / m->p.refill_bytes_per_ns);
 		pc->st.refills++;
 	}
 	/* Reserve space for the evictions to come. */

@@ -199,6 +199,7 @@ struct prefixcache_hit {
 	uint64_t refill_id;	/**< 0 when nothing is refilled */
 	uint64_t evict_count;	/**< what the refill waits for */
 	uint64_t estimate_ns;	/**< refill time by the model */
+	uint64_t estimate_bytes; /**< the bytes it charges: hit x bytes/token of the busiest shard */
 	uint64_t prompt_id;	/**< the id this sequence's evictions use */
 };
 
