@@ -4,7 +4,8 @@
 # unlimited, beside a plain LRU over the trace's 512-token blocks computed in
 # the same run, with offline references (Belady with bypass, told of every
 # block or not of first sightings; LRU told which blocks return; a cache told
-# how many more times each block is used; replacement by a table fitted on the
+# how many more times each block is used, and also when the last use comes, or
+# only each block's mean gap between uses; replacement by a table fitted on the
 # trace in hindsight); then the other policies beside LRU.
 set -u
 BUILD=${1:-build}
@@ -33,6 +34,8 @@ if n != "inf":
     print(f"bench: trace_synthetic_told_lru_{n} {d['told_lru_hit_ratio']:.4f} hit_ratio")
     print(f"bench: trace_synthetic_told_lru_120s_{n} {d['told_lru_120s_hit_ratio']:.4f} hit_ratio")
     print(f"bench: trace_synthetic_told_uses_{n} {d['told_uses_hit_ratio']:.4f} hit_ratio")
+    print(f"bench: trace_synthetic_told_rate_{n} {d['told_rate_hit_ratio']:.4f} hit_ratio")
+    print(f"bench: trace_synthetic_told_life_rate_{n} {d['told_life_rate_hit_ratio']:.4f} hit_ratio")
     print(f"bench: trace_synthetic_fitted_table_{n} {d['fitted_table_hit_ratio']:.4f} hit_ratio")
 if d["protocol_errors"] or d["verify_failures"]:
     print(f"bench: trace_synthetic_{n}: {d['protocol_errors']} protocol errors, {d['verify_failures']} verify failures")

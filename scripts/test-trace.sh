@@ -76,6 +76,8 @@ check "--followup 0: message names the option" grep -q -- "--followup" "$tmp/err
 # answer class returns in 3 s, y's (a half block) in 1.5 s. Belady and the
 # table fitted on the trace both keep x, 2 s old when y comes (10 of 30
 # tokens hit); the plain LRU stores y over x, then x over y, and hits none.
+# Told the wait per use left (x 3 s, y 1.5 s), or the mean gap over each
+# block's life (the same here), a cache keeps y instead: 5 of 30.
 {
 	echo '{"timestamp": 0, "input_length": 10, "output_length": 1000, "hash_ids": [1]}'
 	echo '{"timestamp": 2000, "input_length": 5, "output_length": 1, "hash_ids": [2]}'
@@ -88,6 +90,9 @@ check "--oracle exits 0" test $? -eq 0
 check "--oracle: Belady 0.3333" test "$(field "$tmp/or" 1 belady_hit_ratio)" = 0.3333
 check "--oracle: fitted table 0.3333" test "$(field "$tmp/or" 1 fitted_table_hit_ratio)" = 0.3333
 check "--oracle: plain LRU 0.0" test "$(field "$tmp/or" 1 baseline_lru_hit_ratio)" = 0.0
+check "--oracle: told the rate 0.1667" test "$(field "$tmp/or" 1 told_rate_hit_ratio)" = 0.1667
+check "--oracle: told the life's gap 0.1667" \
+	test "$(field "$tmp/or" 1 told_life_rate_hit_ratio)" = 0.1667
 
 # Part of the public trace, if it is there.
 MC=../shared/traces/mooncake_synthetic.jsonl

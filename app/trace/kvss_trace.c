@@ -46,7 +46,7 @@ struct result {
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
 	double wall;
 	double baseline;
-	double belady, belady_seen, told, told120, told_uses, fitted; /* --oracle */
+	double belady, belady_seen, told, told120, told_uses, told_rate, life_rate, fitted; /* --oracle */
 	double balance_mean, balance_worst; /* max over mean tokens per replica, per minute */
 };
 
@@ -223,7 +223,9 @@ usage(FILE *f)
 		"  --oracle           also offline references over the blocks: Belady with bypass\n"
 		"                     (told of every block; not told of first sightings), and LRU\n"
 		"                     told which blocks return (ever; within 120 s), and a cache\n"
-		"                     told how many more times each block is used, not when;\n"
+		"                     told how many more times each block is used, not when,\n"
+		"                     or also when the last use comes, or only the mean gap\n"
+		"                     between a block's uses over its life;\n"
 		"                     and replacement by a table of reuse by kind of access and\n"
 		"                     age fitted on the whole trace in hindsight\n"
 		"  --no-minus-one     replay the last prompt token too (beyond the design)\n"
@@ -422,13 +424,16 @@ main(int argc, char **argv)
 		if (run(&o, &t, o.capacity[k], &res) != 0)
 			return 1;
 		res.baseline = o.baseline ? oracle_plain_lru(blocks, o.capacity[k], o.block) : -1;
-		res.belady = res.belady_seen = res.told = res.told120 = res.told_uses = res.fitted = -1;
+		res.belady = res.belady_seen = res.told = res.told120 = res.told_uses = -1;
+		res.told_rate = res.life_rate = res.fitted = -1;
 		if (o.oracle) {
 			res.belady = oracle_belady(blocks, o.capacity[k], o.block);
 			res.belady_seen = oracle_belady_seen(blocks, o.capacity[k], o.block);
 			res.told = oracle_lru_told(blocks, o.capacity[k], o.block, 0);
 			res.told120 = oracle_lru_told(blocks, o.capacity[k], o.block, 120000);
 			res.told_uses = oracle_told_uses(blocks, o.capacity[k], o.block);
+			res.told_rate = oracle_told_rate(blocks, o.capacity[k], o.block);
+			res.life_rate = oracle_told_life_rate(blocks, o.capacity[k], o.block);
 			res.fitted = oracle_fitted_table(blocks, o.capacity[k], o.block);
 		}
 		bad |= res.perr != 0 || res.vfail != 0;
@@ -453,9 +458,10 @@ main(int argc, char **argv)
 			if (res.belady >= 0)
 				printf(", \"belady_hit_ratio\": %.4f, \"belady_seen_hit_ratio\": %.4f"
 				       ", \"told_lru_hit_ratio\": %.4f, \"told_lru_120s_hit_ratio\": %.4f"
-				       ", \"told_uses_hit_ratio\": %.4f, \"fitted_table_hit_ratio\": %.4f",
+				       ", \"told_uses_hit_ratio\": %.4f, \"told_rate_hit_ratio\": %.4f"
+				       ", \"told_life_rate_hit_ratio\": %.4f, \"fitted_table_hit_ratio\": %.4f",
 				       res.belady, res.belady_seen, res.told, res.told120, res.told_uses,
-				       res.fitted);
+				       res.told_rate, res.life_rate, res.fitted);
 			if (o.replicas > 1)
 				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
 				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
@@ -479,10 +485,11 @@ main(int argc, char **argv)
 			if (res.belady >= 0)
 				printf("%-12s offline: Belady with bypass %.4f, not told of first "
 				       "sightings %.4f; LRU told which blocks return %.4f, within 120 s "
-				       "%.4f; told how many more uses %.4f; by a table fitted on "
-				       "the trace %.4f\n",
+				       "%.4f; told how many more uses %.4f, and when the last %.4f, "
+				       "only the life's mean gap %.4f; by a table fitted on the trace "
+				       "%.4f\n",
 				       "", res.belady, res.belady_seen, res.told, res.told120, res.told_uses,
-				       res.fitted);
+				       res.told_rate, res.life_rate, res.fitted);
 			if (o.replicas > 1)
 				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
 				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),

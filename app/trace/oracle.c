@@ -16,6 +16,7 @@ struct oracle_blocks {
 	uint32_t *blk;	 /* dense block number of each access */
 	uint32_t *next;	 /* request of the block's next use, or NONE */
 	uint32_t *left;	 /* how many more times the block is used after this */
+	uint32_t *used;	 /* per block: its first use, its last, and how many uses */
 	uint32_t nblk;
 };
 
@@ -28,6 +29,7 @@ oracle_blocks_free(struct oracle_blocks *a)
 	free(a->blk);
 	free(a->next);
 	free(a->left);
+	free(a->used);
 	free(a);
 }
 
@@ -77,15 +79,23 @@ oracle_blocks_new(const struct workload *t, size_t limit)
 	a->first[n] = (uint32_t)total;
 	last = malloc(sizeof(uint32_t) * (a->nblk + 1));
 	cnt = calloc(a->nblk + 1, sizeof(uint32_t));
-	if (last == NULL || cnt == NULL)
+	a->used = malloc(sizeof(uint32_t) * 3 * (a->nblk + 1));
+	if (last == NULL || cnt == NULL || a->used == NULL)
 		goto fail;
 	memset(last, 0xff, sizeof(uint32_t) * (a->nblk + 1));
 	for (i = n; i-- > 0;)
 		for (k = a->first[i]; k < a->first[i + 1]; k++) {
-			a->next[k] = last[a->blk[k]];
-			a->left[k] = cnt[a->blk[k]]++;
-			last[a->blk[k]] = (uint32_t)i;
+			uint32_t b = a->blk[k];
+
+			if (last[b] == NONE)
+				a->used[3 * b + 1] = (uint32_t)i;
+			a->used[3 * b] = (uint32_t)i;
+			a->next[k] = last[b];
+			a->left[k] = cnt[b]++;
+			last[b] = (uint32_t)i;
 		}
+	for (j = 0; j < a->nblk; j++)
+		a->used[3 * j + 2] = cnt[j];
 	free(cnt);
 	free(last);
 	free(key);
@@ -266,13 +276,23 @@ out:
 }
 
 /* What a reference is told of the future. */
-enum told { TOLD_NEXT, TOLD_NEXT_SEEN, TOLD_USES };
+enum told { TOLD_NEXT, TOLD_NEXT_SEEN, TOLD_USES, TOLD_RATE, TOLD_LIFE_RATE };
+
+/* A wait in sixteenths of a millisecond, as the high half of a key. */
+static inline uint64_t
+wait_key(uint64_t ms16, uint32_t i)
+{
+	return (ms16 < NONE - 1 ? ms16 : NONE - 1) << 32 | (NONE - i);
+}
 
 /*
  * The key of access @at (of request @i) under what the reference is told:
  * TOLD_NEXT, the request of the next use (Belady); TOLD_NEXT_SEEN, the same
  * but a first sighting counts as the last use; TOLD_USES, only how many more
- * uses there are (fewest on top, then the least recent).
+ * uses there are (fewest on top, then the least recent); TOLD_RATE, how many
+ * and when the last of them comes (the longest wait per use left on top);
+ * TOLD_LIFE_RATE, only the block's mean gap between uses over its life (one
+ * use: the longest), not whether any are left.
  */
 static inline uint64_t
 told_key(const struct oracle_blocks *a, enum told told, const uint8_t *seen, size_t i, uint32_t at)
@@ -288,6 +308,22 @@ told_key(const struct oracle_blocks *a, enum told told, const uint8_t *seen, siz
 		if (a->left[at] == 0)
 			return KEY_NEVER;
 		return (uint64_t)(NONE - a->left[at]) << 32 | (NONE - (uint32_t)i);
+	case TOLD_RATE: {
+		const uint32_t *u = &a->used[3 * a->blk[at]];
+
+		if (a->left[at] == 0)
+			return KEY_NEVER;
+		return wait_key((a->t->r[u[1]].ts_ms - a->t->r[i].ts_ms) * 16 / a->left[at],
+				(uint32_t)i);
+	}
+	case TOLD_LIFE_RATE: {
+		const uint32_t *u = &a->used[3 * a->blk[at]];
+
+		if (u[2] < 2)
+			return wait_key(UINT64_MAX, (uint32_t)i);
+		return wait_key((a->t->r[u[1]].ts_ms - a->t->r[u[0]].ts_ms) * 16 / (u[2] - 1),
+				(uint32_t)i);
+	}
 	}
 	return KEY_NEVER;
 }
@@ -375,6 +411,18 @@ double
 oracle_told_uses(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
 {
 	return told_replace(a, capacity, block, TOLD_USES);
+}
+
+double
+oracle_told_rate(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
+{
+	return told_replace(a, capacity, block, TOLD_RATE);
+}
+
+double
+oracle_told_life_rate(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
+{
+	return told_replace(a, capacity, block, TOLD_LIFE_RATE);
 }
 
 /* ---- LRU told the future reuse ------------------------------------------------ */

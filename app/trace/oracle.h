@@ -55,6 +55,22 @@ double oracle_belady_seen(const struct oracle_blocks *b, uint64_t capacity, uint
  */
 double oracle_told_uses(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
 
+/*
+ * The same told also when the block's last use comes: free the block with
+ * the longest wait per use left (its remaining uses over the time to its
+ * last), and do not store one that would rank below every stored one. What a
+ * policy that learns each block's rate of use and when that use ends could
+ * reach at best.
+ */
+double oracle_told_rate(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
+
+/*
+ * The same told only each block's mean gap between uses over its whole life
+ * (the rate an online estimate converges to), not whether any use is left: a
+ * block used once ranks last, and a block past its last use keeps its rank.
+ */
+double oracle_told_life_rate(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
+
 /**
  * LRU told which blocks will be used again within @p horizon_ms of trace time
  * (0: ever): the others are never stored, and dropped when last used. An
