@@ -49,6 +49,9 @@ if [ -x "$BUILD/asan/kvss" ]; then
 	# DPDK's own memory (rte_malloc, mbufs) is not instrumented; kvss's is.
 	run kvss-shard-pcap-asan scripts/test-shard-pcap.sh "$BUILD/asan"
 	run kvss-replay-pcap-asan scripts/test-replay-pcap.sh "$BUILD/asan"
+	# Every end-to-end run (one process, memif demos, restarts, telemetry,
+	# the flapping link) with kvss and its tools built so.
+	run kvss-e2e-asan scripts/test-e2e.sh "$BUILD/asan"
 fi
 
 run stress_kvstore "$BUILD/test/stress_kvstore" 2000000
