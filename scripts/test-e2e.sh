@@ -69,10 +69,30 @@ check "role all: refills were checked byte by byte" test "$(field "$tmp/all.json
 check "role all: a refill model was fitted to the refills (a latency; a bandwidth when one shows)" \
 	python3 -c "import sys; g = $(field "$tmp/all.json" fit_refill_gbps); sys.exit(0 if $(field "$tmp/all.json" fit_refill_latency_us) > 0 and (g is None or g > 0) else 1)"
 check "role all: the shard's final stats printed" grep -q "final stats: rx_frames=" "$tmp/all.log"
+check "role all: the estimates came from the configured model (the default)" \
+	test "$(field "$tmp/all.json" refill_model)" = configured
 # A failure says why: the summary names each kind of protocol error.
 [ "$fail" -eq 0 ] || grep -E "summary:|final stats" "$tmp/all.log" >&2
 
-# 1a. A model with a full cache and a sliding-window cache (with sink tokens):
+# 1a. The same with refill_model = "learned": from the 20th refill the
+#     estimates follow the line fitted to the refills taken. The configured
+#     20 us + 10 Gb/s falls short of nearly every refill here (the wafer,
+#     picking a sequence again once its estimate has passed, would wait for
+#     its data); the learned model of about half.
+sed 's/^  retransmit_ms = 5;$/&\n  refill_model = "learned";/' config/all-in-one.cfg >"$tmp/learn.cfg"
+check "learned model: the config sets it" grep -q '^  refill_model = "learned";' "$tmp/learn.cfg"
+run_all "$tmp/learn.cfg" "$tmp/learn.log" --limit 150
+check "learned model: exits 0" test $? -eq 0
+grep '^{' "$tmp/learn.log" | tail -1 >"$tmp/learn.json"
+check_clean "learned model" "$tmp/learn.json" "the shard holds"
+check "learned model: the JSON says so" test "$(field "$tmp/learn.json" refill_model)" = learned
+short_c=$(field "$tmp/all.json" model_short_share)
+short_l=$(field "$tmp/learn.json" model_short_share)
+echo "refill estimates short of the time taken: configured $short_c, learned $short_l"
+check "learned model: under 90% of refills took longer than estimated" \
+	python3 -c "import sys; sys.exit(0 if $short_l < 0.9 else 1)"
+
+# 1b. A model with a full cache and a sliding-window cache (with sink tokens):
 #     hits go past the window (capped at it, the hit ratio was 0.27), and
 #     every refilled byte of both caches lands where the wafer keeps it.
 run_all config/all-in-one-hybrid.cfg "$tmp/hyb.log"
@@ -84,7 +104,7 @@ check "hybrid: hits go past the window (hit ratio above 0.4)" \
 	python3 -c "import sys; sys.exit(0 if $(field "$tmp/hyb.json" hit_ratio) > 0.4 else 1)"
 [ "$fail" -eq 0 ] || grep -E "summary:" "$tmp/hyb.log" >&2
 
-# 1b. The same with lost data: the wafer withholds every 400th EVICT_DATA frame
+# 1c. The same with lost data: the wafer withholds every 400th EVICT_DATA frame
 #     (--lose-data). Each loss makes the model start over (driver.on_loss =
 #     resync): no wrong byte is refilled, and at the end the shard holds
 #     exactly what the driver accounts for. Lost data is a protocol error, so
@@ -179,6 +199,8 @@ check "telemetry: /swdriver/stats counts evictions" test "$(jget "$tmp/drv.json"
 check "telemetry: /swdriver/stats has verify_failures 0" test "$(jget "$tmp/drv.json" verify_failures)" = 0
 check "telemetry: /swdriver/stats has the fitted refill model (0 until 20 refills)" \
 	test -n "$(jget "$tmp/drv.json" fit_mbps)" -a -n "$(jget "$tmp/drv.json" fit_latency_us)"
+check "telemetry: /swdriver/stats counts the estimates that fell short and the model's updates" \
+	test -n "$(jget "$tmp/drv.json" model_short)" -a -n "$(jget "$tmp/drv.json" model_updates)"
 check "telemetry: /swdriver/orgs lists organizations with entries" \
 	python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]; sys.exit(0 if d and all("entries" in o for o in d.values()) and sum(o["entries"] for o in d.values()) > 0 else 1)' "$tmp/orgs.json"
 check "telemetry: /swdriver/shards shows both shards up, their streams acknowledged up to what was sent" \

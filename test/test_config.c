@@ -59,6 +59,7 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.driver.models[0].shard[1].port, 1);
 	cr_assert_eq(cfg.driver.models[0].shard[1].bytes_per_token[0], 128);
 	cr_assert_eq(cfg.driver.away_ms, 1000);
+	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
 }
 
 struct bad {
@@ -107,6 +108,9 @@ static struct bad bads[] = {
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " on_loss = \"ignore\"; models = (); };\n",
 	 ":3: driver.on_loss: 'ignore' is not one of resync, truncate"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " refill_model = \"fitted\"; models = (); };\n",
+	 ":3: driver.refill_model: 'fitted' is not one of configured, learned"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"

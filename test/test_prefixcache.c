@@ -751,6 +751,50 @@ Test(models, draft_and_target_have_their_own_maps_and_capacity)
 	replay_free(r);
 }
 
+Test(models, the_refill_estimate_is_latency_plus_bytes_over_bandwidth)
+{
+	struct prefixcache_params p = {.num_models = 2, .column = 4};
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	struct prefixcache_request q = req_of(1, t, 9, 9);
+	struct prefixcache_hit hit;
+	struct prefixcache *pc;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
+	p.model[0].refill_latency_ns = 20000;
+	p.model[0].refill_bytes_per_ns = 1.25; /* 10 Gb/s */
+	p.model[0].refill_bytes_per_token = 1000;
+	p.model[1] = p.model[0];
+	pc = prefixcache_create(&p, NULL);
+	cr_assert_not_null(pc);
+	plain_request(pc, 0, &q, 9, 0, &hit);
+	cr_assert_eq(hit.hit_tokens, 0);
+	cr_assert_eq(hit.estimate_ns, 0, "a miss refills nothing");
+	/* 8 tokens hit: 8,000 bytes at 1.25 per ns after 20 us. */
+	plain_request(pc, 0, &q, 9, 1, &hit);
+	cr_assert_eq(hit.hit_tokens, 8);
+	cr_assert_eq(hit.estimate_bytes, 8000);
+	cr_assert_eq(hit.estimate_ns, 20000 + 6400);
+	/* A model learned at run time: 1 ms plus 0.5 bytes per ns; model 1 keeps its own. */
+	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 1000000, 0.5), 0);
+	plain_request(pc, 0, &q, 9, 2, &hit);
+	cr_assert_eq(hit.estimate_ns, 1000000 + 16000);
+	plain_request(pc, 1, &q, 9, 3, &hit);
+	plain_request(pc, 1, &q, 9, 4, &hit);
+	cr_assert_eq(hit.estimate_ns, 20000 + 6400);
+	/* No bandwidth term: a fixed time. */
+	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 7000, 0), 0);
+	plain_request(pc, 0, &q, 9, 5, &hit);
+	cr_assert_eq(hit.estimate_ns, 7000);
+	cr_assert_eq(hit.estimate_bytes, 8000);
+	cr_assert_eq(prefixcache_set_refill_model(pc, 2, 0, 1), -EINVAL, "no model 2");
+	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 0, -1), -EINVAL);
+	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 0, 0.0 / 0.0), -EINVAL);
+	plain_request(pc, 0, &q, 9, 6, &hit);
+	cr_assert_eq(hit.estimate_ns, 7000, "a refused model changes nothing");
+	prefixcache_free(pc);
+}
+
 Test(models, several_caches_with_the_same_rule_share_one_map)
 {
 	struct replay_params p = params_full(4, 1000, 8);

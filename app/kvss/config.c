@@ -490,6 +490,14 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 			return -1;
 		cfg->driver.on_loss = (uint8_t)ol;
 	}
+	{
+		static const char *const sources[] = {"configured", "learned", NULL};
+		int rm = get_choice(c, d, "refill_model", sources, KVSS_MODEL_CONFIGURED, false);
+
+		if (rm < 0)
+			return -1;
+		cfg->driver.refill_model = (uint8_t)rm;
+	}
 	models = config_setting_get_member(d, "models");
 	if (models == NULL || !config_setting_is_list(models) || (n = config_setting_length(models)) < 1 ||
 	    n > PREFIXCACHE_MAX_MODELS)

@@ -65,6 +65,12 @@ struct kvss_org_ttl {
  * What the driver does when a shard says its state is not what the driver
  * sent (TOKEN_LOST, an ERROR record, a failed REFILL). See docs/DESIGN.md.
  */
+/* Where the refill-time estimates come from. */
+enum kvss_refill_model {
+	KVSS_MODEL_CONFIGURED, /* refill_latency_us + bytes / refill_gbps, as configured */
+	KVSS_MODEL_LEARNED,    /* those to begin with, then the line fitted to the refills */
+};
+
 enum kvss_on_loss {
 	KVSS_LOSS_RESYNC,   /* the model starts over with a new epoch: exact */
 	KVSS_LOSS_TRUNCATE, /* PROTOCOL.md's minimum: drop the columns that hold it */
@@ -108,6 +114,7 @@ struct kvss_config {
 		uint32_t refill_timeout_ms; /* a refill not whole by then fails */
 		uint32_t away_ms;	    /* a shard silent this long is away (0: never) */
 		uint8_t on_loss;	    /* enum kvss_on_loss */
+		uint8_t refill_model;	    /* enum kvss_refill_model */
 		uint16_t num_orgs;
 		struct kvss_org_ttl org[KVSS_MAX_ORGS];
 	} driver;

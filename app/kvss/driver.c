@@ -222,6 +222,7 @@ static struct {
 	uint32_t *lat_us, *est_us;
 	size_t nlat, latcap;
 	struct linfit fit; /* refill time (ns) by the bytes the model charges */
+	uint64_t learned_at; /* refills seen when a learned model first took the fit (0: not yet) */
 	struct proto_msg msg;
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 	struct snapshot snap;
@@ -904,10 +905,50 @@ on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct 
 
 /* ---- Refills and sequences -------------------------------------------------------- */
 
+/*
+ * The refill model fitted to the refills so far, in the configuration's
+ * units: 0, or -1 under 20 refills or with one size only. When the times do
+ * not grow with the bytes (a fixed wait swamps the transfer), no bandwidth
+ * can be told: *@p gbps is 0 and the latency is their mean time.
+ */
+static int
+model_fit(double *lat_us, double *gbps)
+{
+	double a, b;
+
+	if (linfit_solve(&D.fit, 20, &a, &b) != 0)
+		return -1;
+	*lat_us = b > 0 ? (a > 0 ? a / 1000 : 0) : D.fit.my / 1000;
+	*gbps = b > 0 ? 8 / b : 0;
+	return 0;
+}
+
+/*
+ * refill_model "learned": every model's estimates take the line fitted so
+ * far (one line: a sequence's time is that of its longest refill, whichever
+ * model it was for), from the 20th refill on and every 16th after.
+ */
+static void
+learn_model(void)
+{
+	double lat_us, gbps;
+	uint16_t mi;
+
+	if (D.fit.n < 20 || (D.fit.n - 20) % 16 != 0 || model_fit(&lat_us, &gbps) != 0)
+		return;
+	for (mi = 0; mi < kvss.cfg.driver.pc.num_models; mi++)
+		prefixcache_set_refill_model(D.pc, mi, (uint64_t)(lat_us * 1000), gbps / 8);
+	if (D.st.model_updates++ == 0)
+		D.learned_at = D.fit.n;
+}
+
 static void
 latency_sample(uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 {
 	linfit_add(&D.fit, (double)est_bytes, (double)ns);
+	D.st.model_short += ns > est_ns;
+	if (kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED)
+		learn_model();
 	if (D.nlat == D.latcap) {
 		size_t cap = D.latcap ? 2 * D.latcap : 1024;
 		uint32_t *a = realloc(D.lat_us, sizeof(uint32_t) * cap);
@@ -1465,24 +1506,6 @@ receive(struct rte_mbuf *mb, uint64_t tsc)
 }
 
 /* ---- Telemetry ---------------------------------------------------------------------- */
-
-/*
- * The refill model fitted to the refills so far, in the configuration's
- * units: 0, or -1 under 20 refills or with one size only. When the times do
- * not grow with the bytes (a fixed wait swamps the transfer), no bandwidth
- * can be told: *@p gbps is 0 and the latency is their mean time.
- */
-static int
-model_fit(double *lat_us, double *gbps)
-{
-	double a, b;
-
-	if (linfit_solve(&D.fit, 20, &a, &b) != 0)
-		return -1;
-	*lat_us = b > 0 ? (a > 0 ? a / 1000 : 0) : D.fit.my / 1000;
-	*gbps = b > 0 ? 8 / b : 0;
-	return 0;
-}
 
 /* Counters derived when read: what the streams count themselves (messages
  * pushed and sent again), and the fitted refill model. */
@@ -2178,6 +2201,7 @@ kvss_driver_summary(void)
 	double fit_us, fit_gbps;
 	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
 	struct prefixcache_stats ps;
+	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 
 	if (D.pc == NULL)
 		return;
@@ -2199,11 +2223,24 @@ kvss_driver_summary(void)
 	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs);
 	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
 	       "p50 %u us, p99 %u us)\n", s->refills, p50, p99, e50, e99);
+	/* The design picks a sequence again once its estimate has passed: a
+	 * refill that took longer would make the wafer wait for its data. */
+	if (D.fit.n)
+		printf("kvss: summary: the model's estimate fell short of the time taken for %" PRIu64
+		       " of %" PRIu64 " refills (%.1f%%)%s\n", s->model_short, D.fit.n,
+		       100.0 * (double)s->model_short / (double)D.fit.n,
+		       learned ? "; the estimates followed the fitted model (refill_model = \"learned\")"
+			       : "");
 	/* What the model would have to say to match: in the configuration's own
 	 * keys and units, for an operator to copy (model 0's shown beside it). */
 	if (model_fit(&fit_us, &fit_gbps) == 0) {
 		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[0];
-		char gbps[64] = "no bound (the times did not grow with the bytes)";
+		char gbps[64] = "no bound (the times did not grow with the bytes)", used[64] = "";
+
+		if (learned && D.learned_at)
+			snprintf(used, sizeof(used), ", used for the first %" PRIu64 " refills", D.learned_at);
+		else if (learned)
+			snprintf(used, sizeof(used), ", used for all of them");
 
 		if (fit_gbps > 0) {
 			snprintf(gbps, sizeof(gbps), "%.2f", fit_gbps);
@@ -2214,8 +2251,8 @@ kvss_driver_summary(void)
 				 fit_us);
 		}
 		printf("kvss: summary: the model fitted to these %" PRIu64 " refills: refill_latency_us = %.0f, "
-		       "refill_gbps = %s (configured: %.0f and %.2f)\n", D.fit.n, fit_us, gbps,
-		       (double)pm->refill_latency_ns / 1000, pm->refill_bytes_per_ns * 8);
+		       "refill_gbps = %s (configured: %.0f and %.2f%s)\n", D.fit.n, fit_us, gbps,
+		       (double)pm->refill_latency_ns / 1000, pm->refill_bytes_per_ns * 8, used);
 	} else {
 		printf("kvss: summary: the model fitted to these refills: too few, or all of one size\n");
 	}
@@ -2243,13 +2280,15 @@ kvss_driver_summary(void)
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
-	       ",%s"
+	       ",\"refill_model\":\"%s\",\"model_short_share\":%.4f,%s"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, p50, p99, e50, e99,
+	       learned ? "learned" : "configured",
+	       D.fit.n ? (double)s->model_short / (double)D.fit.n : 0.0,
 	       fitj,
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
 	       D.finished ? "true" : "false");

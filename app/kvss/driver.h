@@ -54,7 +54,9 @@
 	X(no_mbuf)                                                                                 \
 	X(too_big)	    /* a control record that cannot fit a frame */                          \
 	X(fit_latency_us)   /* the refill model fitted so far (0 before 20 refills) ... */          \
-	X(fit_mbps)	    /* ... and its bandwidth, in Mb/s (refill_gbps x 1000; 0: no bound seen) */
+	X(fit_mbps)	    /* ... and its bandwidth, in Mb/s (refill_gbps x 1000; 0: no bound seen) */ \
+	X(model_updates)    /* times the estimates took the fitted model (refill_model "learned") */ \
+	X(model_short)	    /* refills that took longer than their estimate */
 
 struct kvss_drv_stats {
 #define KVSS_DRV_FIELD(n) uint64_t n;

@@ -315,6 +315,17 @@ prefixcache_org_ttl(struct prefixcache *pc, uint64_t isolation_id, uint64_t ttl_
 	return 0;
 }
 
+int
+prefixcache_set_refill_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
+			     double bytes_per_ns)
+{
+	if (model >= pc->p.num_models || !(bytes_per_ns >= 0))
+		return -EINVAL;
+	pc->m[model].p.refill_latency_ns = latency_ns;
+	pc->m[model].p.refill_bytes_per_ns = bytes_per_ns;
+	return 0;
+}
+
 static inline uint32_t
 tick(uint64_t now_ns)
 {

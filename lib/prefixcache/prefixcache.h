@@ -219,6 +219,15 @@ int prefixcache_org_ttl(struct prefixcache *pc, uint64_t isolation_id, uint64_t 
 			uint64_t ttl_first_ns);
 
 /**
+ * Replace @p model's refill-time model: a refill of B bytes (on its busiest
+ * shard) is estimated to take @p latency_ns + B / @p bytes_per_ns; 0 bytes
+ * per ns leaves the bytes out (a fixed time). Lookups from now on use it.
+ * @return 0, or -EINVAL (no such model, or a negative or NaN bandwidth).
+ */
+int prefixcache_set_refill_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
+				 double bytes_per_ns);
+
+/**
  * Start a sequence on @p model: look up the longest cached prefix, emit one
  * REFILL request per cache for the hit and a RESERVE for the evictions to
  * come. The sequence then continues from token hit_tokens: feed every token
