@@ -8,7 +8,11 @@
  *    of a column's tokens evicted, then the column recorded), beside the same
  *    raw XXH3 rate;
  *  - prefix_hit_128k_us: one whole lookup of a cached 128k-token prompt;
- *  - prefixmap_bytes_per_entry: the driver's memory over its entries, at 10M.
+ *  - prefixmap_bytes_per_entry: the driver's memory over its entries, at 10M;
+ *  - prefix_evict_full_tokens_POLICY: tokens per second a stream of prompts
+ *    (a shared system prompt, then tokens of their own) is looked up and
+ *    evicted through a full cache, where every new column first deletes one
+ *    by the policy, beside the same stream into a cache with room for all.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,13 +38,71 @@ now(void)
 }
 
 static struct prefixcache *
-make(uint32_t column, uint64_t capacity)
+make_policy(uint32_t column, uint64_t capacity, enum prefixcache_policy policy)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = column};
+	struct prefixcache_params p = {.num_models = 1, .column = column, .policy = policy};
 
 	p.model[0].num_caches = 1;
 	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, capacity};
 	return prefixcache_create(&p, NULL);
+}
+
+static struct prefixcache *
+make(uint32_t column, uint64_t capacity)
+{
+	return make_policy(column, capacity, PREFIXCACHE_LRU);
+}
+
+#define FULL_PROMPTS 2000
+#define FULL_SHARED 1024 /* a system prompt of 16 columns, one of 16 */
+#define FULL_OWN 3072	 /* then 48 columns of the prompt's own */
+#define FULL_CAPACITY 1000000
+
+/* Tokens per second through the stream; *@p deleted: the policy's deletes. */
+static double
+full_stream(enum prefixcache_policy policy, uint64_t capacity, uint64_t *deleted)
+{
+	struct prefixcache *pc = make_policy(C, capacity, policy);
+	uint32_t *t = malloc(sizeof(uint32_t) * (FULL_SHARED + FULL_OWN + 1)), k, i;
+	uint64_t tokens = 0;
+	struct prefixcache_stats st;
+	double t0, dt = 0;
+
+	if (pc == NULL || t == NULL) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(1);
+	}
+	for (k = 0; k < FULL_PROMPTS; k++) {
+		struct prefixcache_request q = {.isolation_id = 1 + k % 4, .tokens = t,
+						.num_tokens = FULL_SHARED + FULL_OWN + 1,
+						.cache_length_allowed = FULL_SHARED + FULL_OWN + 1,
+						.first_multimodal = UINT32_MAX};
+		struct prefixcache_hit hit;
+		struct prefixcache_seq *s;
+
+		for (i = 0; i < FULL_SHARED; i++)
+			t[i] = (k % 16) * 2654435761u + i;
+		for (; i <= FULL_SHARED + FULL_OWN; i++)
+			t[i] = (uint32_t)XXH32(&k, sizeof(k), i);
+		t0 = now();
+		s = prefixcache_begin(pc, 0, &q, (uint64_t)k * 1000000, &hit);
+		if (s == NULL) {
+			fprintf(stderr, "bench: prefixcache_begin failed\n");
+			exit(1);
+		}
+		for (i = hit.hit_tokens; i <= FULL_SHARED + FULL_OWN; i++)
+			prefixcache_token(pc, s, t[i], (uint64_t)k * 1000000);
+		tokens += FULL_SHARED + FULL_OWN + 1 - hit.hit_tokens;
+		if (hit.refill_id)
+			prefixcache_refill_done(pc, hit.refill_id);
+		prefixcache_end(pc, s, (uint64_t)k * 1000000);
+		dt += now() - t0;
+	}
+	prefixcache_stats(pc, &st);
+	*deleted = st.policy_deletes;
+	prefixcache_free(pc);
+	free(t);
+	return (double)tokens / dt;
 }
 
 int
@@ -120,6 +182,31 @@ main(void)
 		       (double)prefixcache_memory(pc) / st.entries / 128);
 		prefixcache_end(pc, s, 0);
 		prefixcache_free(pc);
+	}
+	/* Deleting as it goes: each policy against the same stream with room. */
+	{
+		uint64_t dels, none;
+		enum prefixcache_policy pol;
+
+		for (pol = PREFIXCACHE_LRU; prefixcache_policy_names[pol] != NULL; pol++) {
+			double best_full = 0, best_room = 0, r;
+			int rep;
+
+			for (rep = 0; rep < 3; rep++) {
+				r = full_stream(pol, FULL_CAPACITY, &dels);
+				best_full = r > best_full ? r : best_full;
+				r = full_stream(pol, 1ull << 40, &none);
+				best_room = r > best_room ? r : best_room;
+			}
+			if (dels == 0 || none != 0) {
+				fprintf(stderr, "bench: %s: %" PRIu64 " deletes when full, %" PRIu64
+					" with room\n", prefixcache_policy_names[pol], dels, none);
+				return 1;
+			}
+			printf("bench: prefix_evict_full_tokens_%s %.0f tokens/s (baseline %.0f tokens/s, "
+			       "ratio %.2f)\n", prefixcache_policy_names[pol], best_full, best_room,
+			       best_full / best_room);
+		}
 	}
 	free(t);
 	(void)sink;
