@@ -112,6 +112,12 @@ static struct bad bads[] = {
 	 " refill_model = \"fitted\"; models = (); };\n",
 	 ":3: driver.refill_model: 'fitted' is not one of configured, learned"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " refill_short_pct = 10; models = (); };\n",
+	 "driver.refill_short_pct: needs refill_model = \"learned\""},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " refill_model = \"learned\"; refill_short_pct = 100; models = (); };\n",
+	 ":3: driver.refill_short_pct: 100 is out of range 0..99"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
 	 "  bytes_per_token = [64, 64]; capacity_tokens = [10]; } ); } ); };\n",

@@ -57,3 +57,60 @@ Test(linfit, noisy_refills_give_latency_and_bandwidth)
 	cr_assert(fabs(1.0 / b - 2.0) < 0.05, "bandwidth %.3f GB/s, want 2", 1.0 / b);
 	cr_assert(fabs(a - 1.5e6) < 0.3e6, "latency %.0f ns, want 1.5e6", a);
 }
+
+Test(ratioq, nothing_counted_gives_one)
+{
+	struct ratioq q = {0};
+
+	cr_assert_float_eq(ratioq_factor(&q, 0.1), 1.0, 1e-12);
+	ratioq_add(&q, 0, 5);
+	ratioq_add(&q, 5, 0);
+	ratioq_add(&q, NAN, 5);
+	cr_assert_eq(q.n, 0, "times or predictions not positive are not counted");
+}
+
+Test(ratioq, times_twice_the_prediction_give_a_factor_of_two)
+{
+	struct ratioq q = {0};
+	int i;
+
+	for (i = 0; i < 100; i++)
+		ratioq_add(&q, 2000, 1000);
+	/* The upper edge of the eighth of an octave that holds 2. */
+	cr_assert_float_eq(ratioq_factor(&q, 0.1), exp2(1.125), 1e-12);
+	cr_assert_float_eq(ratioq_factor(&q, 0.5), exp2(1.125), 1e-12);
+	/* Far outside the range: the end buckets. */
+	ratioq_add(&q, 1e9, 1);
+	cr_assert_float_eq(ratioq_factor(&q, 0.001), 256, 1e-12);
+}
+
+/*
+ * Random ratios over four octaves: the factor is exceeded by at most the
+ * share asked for, and the bucket edge below it by more.
+ */
+Test(ratioq, the_factor_is_the_least_edge_exceeded_by_at_most_the_share)
+{
+	uint64_t st = test_seed("ratioq random", 0x7a7105), i;
+	static double r[5000];
+	struct ratioq q = {0};
+	const double shares[] = {0.01, 0.1, 0.25, 0.5, 0.9};
+	unsigned int k;
+
+	for (i = 0; i < 5000; i++) {
+		r[i] = exp2(((double)(test_xorshift(&st) % 40000) - 19999.5) / 10000.0); /* off the edges */
+		ratioq_add(&q, 1e6 * r[i], 1e6);
+	}
+	for (k = 0; k < sizeof(shares) / sizeof(shares[0]); k++) {
+		double f = ratioq_factor(&q, shares[k]), below = f / exp2(1.0 / RATIOQ_STEPS);
+		unsigned int over = 0, over_below = 0;
+
+		for (i = 0; i < 5000; i++) {
+			over += r[i] > f;
+			over_below += r[i] >= below;
+		}
+		cr_assert(over <= shares[k] * 5000, "share %.2f: %u of 5000 exceed %.4f", shares[k],
+			  over, f);
+		cr_assert(over_below > shares[k] * 5000, "share %.2f: %.4f is not the least edge (%u)",
+			  shares[k], f, over_below);
+	}
+}

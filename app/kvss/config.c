@@ -498,6 +498,9 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 			return -1;
 		cfg->driver.refill_model = (uint8_t)rm;
 	}
+	GET_INT(c, d, "refill_short_pct", 0, 99, 0, false, cfg->driver.refill_short_pct);
+	if (cfg->driver.refill_short_pct && cfg->driver.refill_model != KVSS_MODEL_LEARNED)
+		return fail(c, d, "refill_short_pct", "needs refill_model = \"learned\"");
 	models = config_setting_get_member(d, "models");
 	if (models == NULL || !config_setting_is_list(models) || (n = config_setting_length(models)) < 1 ||
 	    n > PREFIXCACHE_MAX_MODELS)

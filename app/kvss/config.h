@@ -115,6 +115,7 @@ struct kvss_config {
 		uint32_t away_ms;	    /* a shard silent this long is away (0: never) */
 		uint8_t on_loss;	    /* enum kvss_on_loss */
 		uint8_t refill_model;	    /* enum kvss_refill_model */
+		uint8_t refill_short_pct;   /* learned: scaled so this share runs longer (0: unscaled) */
 		uint16_t num_orgs;
 		struct kvss_org_ttl org[KVSS_MAX_ORGS];
 	} driver;

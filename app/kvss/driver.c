@@ -223,6 +223,8 @@ static struct {
 	size_t nlat, latcap;
 	struct linfit fit; /* refill time (ns) by the bytes the model charges */
 	uint64_t learned_at; /* refills seen when a learned model first took the fit (0: not yet) */
+	struct ratioq rq;    /* refill times over what the fitted line said (refill_short_pct) */
+	double factor;	     /* the learned model's scale: 1, or from rq */
 	struct proto_msg msg;
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 	struct snapshot snap;
@@ -926,7 +928,9 @@ model_fit(double *lat_us, double *gbps)
 /*
  * refill_model "learned": every model's estimates take the line fitted so
  * far (one line: a sequence's time is that of its longest refill, whichever
- * model it was for), from the 20th refill on and every 16th after.
+ * model it was for), from the 20th refill on and every 16th after. With
+ * refill_short_pct, the line is scaled by the factor that share of refills
+ * exceeded over what the line said when each came (once 20 are counted).
  */
 static void
 learn_model(void)
@@ -936,8 +940,12 @@ learn_model(void)
 
 	if (D.fit.n < 20 || (D.fit.n - 20) % 16 != 0 || model_fit(&lat_us, &gbps) != 0)
 		return;
+	D.factor = kvss.cfg.driver.refill_short_pct && D.rq.n >= 20
+			   ? ratioq_factor(&D.rq, kvss.cfg.driver.refill_short_pct / 100.0)
+			   : 1;
 	for (mi = 0; mi < kvss.cfg.driver.pc.num_models; mi++)
-		prefixcache_set_refill_model(D.pc, mi, (uint64_t)(lat_us * 1000), gbps / 8);
+		prefixcache_set_refill_model(D.pc, mi, (uint64_t)(lat_us * 1000 * D.factor),
+					     gbps / 8 / D.factor);
 	if (D.st.model_updates++ == 0)
 		D.learned_at = D.fit.n;
 }
@@ -945,6 +953,11 @@ learn_model(void)
 static void
 latency_sample(uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 {
+	double lat_us, gbps;
+
+	if (kvss.cfg.driver.refill_short_pct && model_fit(&lat_us, &gbps) == 0)
+		ratioq_add(&D.rq, (double)ns,
+			   lat_us * 1000 + (gbps > 0 ? (double)est_bytes * 8 / gbps : 0));
 	linfit_add(&D.fit, (double)est_bytes, (double)ns);
 	D.st.model_short += ns > est_ns;
 	if (kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED)
@@ -1740,6 +1753,7 @@ kvss_driver_init(void)
 	uint16_t m, i, k;
 
 	memset(&D, 0, sizeof(D));
+	D.factor = 1;
 	rte_spinlock_init(&D.snap.lock);
 	D.hz = rte_get_tsc_hz();
 	/* One EVICT frame holds G x C entries: G follows from the MTU. */
@@ -2229,8 +2243,14 @@ kvss_driver_summary(void)
 		printf("kvss: summary: the model's estimate fell short of the time taken for %" PRIu64
 		       " of %" PRIu64 " refills (%.1f%%)%s\n", s->model_short, D.fit.n,
 		       100.0 * (double)s->model_short / (double)D.fit.n,
-		       learned ? "; the estimates followed the fitted model (refill_model = \"learned\")"
-			       : "");
+		       !learned ? ""
+		       : kvss.cfg.driver.refill_short_pct
+			       ? "; the estimates followed the fitted model, scaled for a share short "
+				 "(refill_model = \"learned\", refill_short_pct)"
+			       : "; the estimates followed the fitted model (refill_model = \"learned\")");
+	if (learned && kvss.cfg.driver.refill_short_pct)
+		printf("kvss: summary: the learned model's scale: %.3f, for %u%% of refills to take "
+		       "longer than estimated\n", D.factor, kvss.cfg.driver.refill_short_pct);
 	/* What the model would have to say to match: in the configuration's own
 	 * keys and units, for an operator to copy (model 0's shown beside it). */
 	if (model_fit(&fit_us, &fit_gbps) == 0) {
@@ -2280,14 +2300,14 @@ kvss_driver_summary(void)
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
-	       ",\"refill_model\":\"%s\",\"model_short_share\":%.4f,%s"
+	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%.4f,%s"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, p50, p99, e50, e99,
-	       learned ? "learned" : "configured",
+	       learned ? "learned" : "configured", D.factor,
 	       D.fit.n ? (double)s->model_short / (double)D.fit.n : 0.0,
 	       fitj,
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,

@@ -9,6 +9,7 @@
 #ifndef KVSS_LINFIT_H
 #define KVSS_LINFIT_H
 
+#include <math.h>
 #include <stdint.h>
 
 struct linfit {
@@ -43,6 +44,57 @@ linfit_solve(const struct linfit *f, uint64_t min_points, double *a, double *b)
 	*b = f->cxy / f->cxx;
 	*a = f->my - *b * f->mx;
 	return 0;
+}
+
+/*
+ * How far times fall from a prediction: a histogram of log2(time /
+ * predicted) in eighths of an octave over [-8, 8) octaves (the end buckets
+ * take the rest). The driver scales its learned refill model by the factor
+ * that a chosen share of refills exceeds.
+ */
+#define RATIOQ_STEPS 8 /* buckets per octave */
+#define RATIOQ_OCTAVES 8
+#define RATIOQ_BUCKETS (2 * RATIOQ_OCTAVES * RATIOQ_STEPS)
+
+struct ratioq {
+	uint64_t n;
+	uint64_t b[RATIOQ_BUCKETS];
+};
+
+/** Count one time against its prediction (both positive; others are ignored). */
+static inline void
+ratioq_add(struct ratioq *q, double time, double predicted)
+{
+	double k;
+
+	if (!(time > 0) || !(predicted > 0))
+		return;
+	k = floor((log2(time / predicted) + RATIOQ_OCTAVES) * RATIOQ_STEPS);
+	k = k < 0 ? 0 : k > RATIOQ_BUCKETS - 1 ? RATIOQ_BUCKETS - 1 : k;
+	q->b[(int)k]++;
+	q->n++;
+}
+
+/**
+ * The least bucket edge f such that at most a share @p above of the times
+ * counted exceeded f times their prediction (up to an eighth of an octave
+ * above the exact quantile); 1 with nothing counted.
+ */
+static inline double
+ratioq_factor(const struct ratioq *q, double above)
+{
+	double need = ceil((1 - above) * (double)q->n - 1e-9); /* at or below f */
+	uint64_t seen = 0;
+	int k;
+
+	if (q->n == 0)
+		return 1;
+	for (k = 0; k < RATIOQ_BUCKETS - 1; k++) {
+		seen += q->b[k];
+		if ((double)seen >= need)
+			break;
+	}
+	return exp2((double)(k + 1) / RATIOQ_STEPS - RATIOQ_OCTAVES);
 }
 
 #endif
