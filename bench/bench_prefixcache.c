@@ -77,6 +77,7 @@ full_stream(enum prefixcache_policy policy, uint64_t capacity, uint64_t *deleted
 						.num_tokens = FULL_SHARED + FULL_OWN + 1,
 						.cache_length_allowed = FULL_SHARED + FULL_OWN + 1,
 						.first_multimodal = UINT32_MAX};
+		uint64_t at = (uint64_t)k * 1000000; /* a prompt a millisecond */
 		struct prefixcache_hit hit;
 		struct prefixcache_seq *s;
 
@@ -85,17 +86,17 @@ full_stream(enum prefixcache_policy policy, uint64_t capacity, uint64_t *deleted
 		for (; i <= FULL_SHARED + FULL_OWN; i++)
 			t[i] = (uint32_t)XXH32(&k, sizeof(k), i);
 		t0 = now();
-		s = prefixcache_begin(pc, 0, &q, (uint64_t)k * 1000000, &hit);
+		s = prefixcache_begin(pc, 0, &q, at, &hit);
 		if (s == NULL) {
 			fprintf(stderr, "bench: prefixcache_begin failed\n");
 			exit(1);
 		}
 		for (i = hit.hit_tokens; i <= FULL_SHARED + FULL_OWN; i++)
-			prefixcache_token(pc, s, t[i], (uint64_t)k * 1000000);
+			prefixcache_token(pc, s, t[i], at);
 		tokens += FULL_SHARED + FULL_OWN + 1 - hit.hit_tokens;
 		if (hit.refill_id)
 			prefixcache_refill_done(pc, hit.refill_id);
-		prefixcache_end(pc, s, (uint64_t)k * 1000000);
+		prefixcache_end(pc, s, at);
 		dt += now() - t0;
 	}
 	prefixcache_stats(pc, &st);

@@ -31,6 +31,16 @@ req(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms)
 	w->tokens += n;
 }
 
+/* One request a millisecond from 0, each of the one block its letter of @seq names. */
+static void
+block_per_ms(struct workload *w, const char *seq)
+{
+	size_t i;
+
+	for (i = 0; seq[i] != '\0'; i++)
+		req(w, (char[]){seq[i], 0}, BLOCK, i);
+}
+
 /* The same, for a request that generated @out tokens. */
 static void
 req_out(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms, uint32_t out)
@@ -39,7 +49,14 @@ req_out(struct workload *w, const char *b, uint32_t n, uint64_t ts_ms, uint32_t 
 	reqs[w->n - 1].out = out;
 }
 
-enum ref { BELADY, BELADY_SEEN, TOLD, TOLD_USES, TOLD_RATE, LIFE_RATE, FITTED, PLAIN_LRU };
+/* The first five: oracle_told() told what told_of[] says. */
+enum ref { BELADY, BELADY_SEEN, TOLD_USES, TOLD_RATE, LIFE_RATE, TOLD, FITTED, PLAIN_LRU };
+
+static const enum oracle_told told_of[] = {
+	[BELADY] = ORACLE_BELADY,	  [BELADY_SEEN] = ORACLE_BELADY_SEEN,
+	[TOLD_USES] = ORACLE_TOLD_USES, [TOLD_RATE] = ORACLE_TOLD_RATE,
+	[LIFE_RATE] = ORACLE_TOLD_LIFE_RATE,
+};
 
 /* Reference @k over the first @limit requests of @w (0: all). */
 static double
@@ -49,14 +66,10 @@ ref(const struct workload *w, enum ref k, uint64_t capacity, size_t limit, uint6
 	double r;
 
 	cr_assert_not_null(b);
-	r = k == BELADY	       ? oracle_belady(b, capacity, BLOCK)
-	    : k == BELADY_SEEN ? oracle_belady_seen(b, capacity, BLOCK)
-	    : k == TOLD_USES   ? oracle_told_uses(b, capacity, BLOCK)
-	    : k == TOLD_RATE   ? oracle_told_rate(b, capacity, BLOCK)
-	    : k == LIFE_RATE   ? oracle_told_life_rate(b, capacity, BLOCK)
-	    : k == FITTED      ? oracle_fitted_table(b, capacity, BLOCK)
-	    : k == PLAIN_LRU   ? oracle_plain_lru(b, capacity, BLOCK)
-			       : oracle_lru_told(b, capacity, BLOCK, horizon_ms);
+	r = k <= LIFE_RATE   ? oracle_told(b, capacity, BLOCK, told_of[k])
+	    : k == FITTED    ? oracle_fitted_table(b, capacity, BLOCK)
+	    : k == PLAIN_LRU ? oracle_plain_lru(b, capacity, BLOCK)
+			     : oracle_lru_told(b, capacity, BLOCK, horizon_ms);
 	oracle_blocks_free(b);
 	return r;
 }
@@ -176,11 +189,8 @@ Test(oracle, a_table_fitted_on_the_trace_ranks_a_block_by_its_age)
 Test(oracle, a_cache_told_how_many_uses_keeps_the_popular_block)
 {
 	struct workload w = {0};
-	const char *seq = "baaabbb";
-	size_t i;
 
-	for (i = 0; seq[i] != '\0'; i++)
-		req(&w, (char[]){seq[i], 0}, BLOCK, i);
+	block_per_ms(&w, "baaabbb");
 	/* Unlimited: every use after the first hits, a twice and b three times. */
 	cr_assert_float_eq(told_uses(&w, 0), 50.0 / 70, 1e-9);
 	/*
@@ -195,11 +205,8 @@ Test(oracle, a_cache_told_how_many_uses_keeps_the_popular_block)
 Test(oracle, a_cache_told_when_uses_end_keeps_the_block_wanted_sooner)
 {
 	struct workload w = {0};
-	const char *seq = "baaabbb";
-	size_t i;
 
-	for (i = 0; seq[i] != '\0'; i++)
-		req(&w, (char[]){seq[i], 0}, BLOCK, i);
+	block_per_ms(&w, "baaabbb");
 	/* Unlimited: every use after the first hits, whatever a reference knows. */
 	cr_assert_float_eq(ref(&w, TOLD_RATE, 0, 0, 0), 50.0 / 70, 1e-9);
 	cr_assert_float_eq(ref(&w, LIFE_RATE, 0, 0, 0), 50.0 / 70, 1e-9);
@@ -225,11 +232,8 @@ Test(oracle, a_cache_told_when_uses_end_keeps_the_block_wanted_sooner)
 Test(oracle, a_cycle_longer_than_the_cache)
 {
 	struct workload w = {0};
-	const char *cyc = "abcabc";
-	size_t i;
 
-	for (i = 0; i < 6; i++)
-		req(&w, (char[]){cyc[i], 0}, BLOCK, i);
+	block_per_ms(&w, "abcabc");
 	/*
 	 * Two blocks of room. Belady keeps a and b, bypasses c (wanted after
 	 * them): a and b hit, 2 of 6. LRU told: stores a, b, c and drops a (the

@@ -908,20 +908,34 @@ on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct 
 /* ---- Refills and sequences -------------------------------------------------------- */
 
 /*
- * The refill model fitted to the refills so far, in the configuration's
- * units: 0, or -1 under 20 refills or with one size only. When the times do
- * not grow with the bytes (a fixed wait swamps the transfer), no bandwidth
- * can be told: *@p gbps is 0 and the latency is their mean time.
+ * The line fitted to the refills so far: *@p lat_ns plus *@p ns_per_byte
+ * for each byte the model charged. -1 under 20 refills or with one size
+ * only. When the times do not grow with the bytes (a fixed wait swamps the
+ * transfer), no bandwidth can be told: the slope is 0 and the latency is
+ * their mean time.
  */
 static int
-model_fit(double *lat_us, double *gbps)
+model_line(double *lat_ns, double *ns_per_byte)
 {
 	double a, b;
 
 	if (linfit_solve(&D.fit, 20, &a, &b) != 0)
 		return -1;
-	*lat_us = b > 0 ? (a > 0 ? a / 1000 : 0) : D.fit.my / 1000;
-	*gbps = b > 0 ? 8 / b : 0;
+	*lat_ns = b > 0 ? (a > 0 ? a : 0) : D.fit.my;
+	*ns_per_byte = b > 0 ? b : 0;
+	return 0;
+}
+
+/* The same in the configuration's units (refill_latency_us, refill_gbps; 0: no bound). */
+static int
+model_fit(double *lat_us, double *gbps)
+{
+	double lat_ns, ns_per_byte;
+
+	if (model_line(&lat_ns, &ns_per_byte) != 0)
+		return -1;
+	*lat_us = lat_ns / 1000;
+	*gbps = ns_per_byte > 0 ? 8 / ns_per_byte : 0;
 	return 0;
 }
 
@@ -935,17 +949,17 @@ model_fit(double *lat_us, double *gbps)
 static void
 learn_model(void)
 {
-	double lat_us, gbps;
+	double lat_ns, ns_per_byte;
 	uint16_t mi;
 
-	if (D.fit.n < 20 || (D.fit.n - 20) % 16 != 0 || model_fit(&lat_us, &gbps) != 0)
+	if (D.fit.n < 20 || (D.fit.n - 20) % 16 != 0 || model_line(&lat_ns, &ns_per_byte) != 0)
 		return;
 	D.factor = kvss.cfg.driver.refill_short_pct && D.rq.n >= 20
 			   ? ratioq_factor(&D.rq, kvss.cfg.driver.refill_short_pct / 100.0)
 			   : 1;
 	for (mi = 0; mi < kvss.cfg.driver.pc.num_models; mi++)
-		prefixcache_set_refill_model(D.pc, mi, (uint64_t)(lat_us * 1000 * D.factor),
-					     gbps / 8 / D.factor);
+		prefixcache_set_refill_model(D.pc, mi, (uint64_t)(lat_ns * D.factor),
+					     ns_per_byte > 0 ? 1 / (ns_per_byte * D.factor) : 0);
 	if (D.st.model_updates++ == 0)
 		D.learned_at = D.fit.n;
 }
@@ -953,11 +967,10 @@ learn_model(void)
 static void
 latency_sample(uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 {
-	double lat_us, gbps;
+	double lat_ns, ns_per_byte;
 
-	if (kvss.cfg.driver.refill_short_pct && model_fit(&lat_us, &gbps) == 0)
-		ratioq_add(&D.rq, (double)ns,
-			   lat_us * 1000 + (gbps > 0 ? (double)est_bytes * 8 / gbps : 0));
+	if (kvss.cfg.driver.refill_short_pct && model_line(&lat_ns, &ns_per_byte) == 0)
+		ratioq_add(&D.rq, (double)ns, lat_ns + (double)est_bytes * ns_per_byte);
 	linfit_add(&D.fit, (double)est_bytes, (double)ns);
 	D.st.model_short += ns > est_ns;
 	if (kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED)

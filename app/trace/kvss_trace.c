@@ -427,13 +427,13 @@ main(int argc, char **argv)
 		res.belady = res.belady_seen = res.told = res.told120 = res.told_uses = -1;
 		res.told_rate = res.life_rate = res.fitted = -1;
 		if (o.oracle) {
-			res.belady = oracle_belady(blocks, o.capacity[k], o.block);
-			res.belady_seen = oracle_belady_seen(blocks, o.capacity[k], o.block);
+			res.belady = oracle_told(blocks, o.capacity[k], o.block, ORACLE_BELADY);
+			res.belady_seen = oracle_told(blocks, o.capacity[k], o.block, ORACLE_BELADY_SEEN);
 			res.told = oracle_lru_told(blocks, o.capacity[k], o.block, 0);
 			res.told120 = oracle_lru_told(blocks, o.capacity[k], o.block, 120000);
-			res.told_uses = oracle_told_uses(blocks, o.capacity[k], o.block);
-			res.told_rate = oracle_told_rate(blocks, o.capacity[k], o.block);
-			res.life_rate = oracle_told_life_rate(blocks, o.capacity[k], o.block);
+			res.told_uses = oracle_told(blocks, o.capacity[k], o.block, ORACLE_TOLD_USES);
+			res.told_rate = oracle_told(blocks, o.capacity[k], o.block, ORACLE_TOLD_RATE);
+			res.life_rate = oracle_told(blocks, o.capacity[k], o.block, ORACLE_TOLD_LIFE_RATE);
 			res.fitted = oracle_fitted_table(blocks, o.capacity[k], o.block);
 		}
 		bad |= res.perr != 0 || res.vfail != 0;

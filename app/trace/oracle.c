@@ -8,6 +8,11 @@
 
 #define NONE UINT32_MAX
 
+/* A block's uses: the requests of its first and last, and how many. */
+struct block_use {
+	uint32_t first, last, n;
+};
+
 /* The trace flattened: every (request, block) access, blocks numbered densely. */
 struct oracle_blocks {
 	const struct workload *t;
@@ -16,7 +21,7 @@ struct oracle_blocks {
 	uint32_t *blk;	 /* dense block number of each access */
 	uint32_t *next;	 /* request of the block's next use, or NONE */
 	uint32_t *left;	 /* how many more times the block is used after this */
-	uint32_t *used;	 /* per block: its first use, its last, and how many uses */
+	struct block_use *use; /* per block */
 	uint32_t nblk;
 };
 
@@ -29,7 +34,7 @@ oracle_blocks_free(struct oracle_blocks *a)
 	free(a->blk);
 	free(a->next);
 	free(a->left);
-	free(a->used);
+	free(a->use);
 	free(a);
 }
 
@@ -79,8 +84,8 @@ oracle_blocks_new(const struct workload *t, size_t limit)
 	a->first[n] = (uint32_t)total;
 	last = malloc(sizeof(uint32_t) * (a->nblk + 1));
 	cnt = calloc(a->nblk + 1, sizeof(uint32_t));
-	a->used = malloc(sizeof(uint32_t) * 3 * (a->nblk + 1));
-	if (last == NULL || cnt == NULL || a->used == NULL)
+	a->use = malloc(sizeof(*a->use) * (a->nblk + 1));
+	if (last == NULL || cnt == NULL || a->use == NULL)
 		goto fail;
 	memset(last, 0xff, sizeof(uint32_t) * (a->nblk + 1));
 	for (i = n; i-- > 0;)
@@ -88,14 +93,14 @@ oracle_blocks_new(const struct workload *t, size_t limit)
 			uint32_t b = a->blk[k];
 
 			if (last[b] == NONE)
-				a->used[3 * b + 1] = (uint32_t)i;
-			a->used[3 * b] = (uint32_t)i;
+				a->use[b].last = (uint32_t)i;
+			a->use[b].first = (uint32_t)i;
 			a->next[k] = last[b];
 			a->left[k] = cnt[b]++;
 			last[b] = (uint32_t)i;
 		}
 	for (j = 0; j < a->nblk; j++)
-		a->used[3 * j + 2] = cnt[j];
+		a->use[j].n = cnt[j];
 	free(cnt);
 	free(last);
 	free(key);
@@ -275,9 +280,6 @@ out:
 	return r;
 }
 
-/* What a reference is told of the future. */
-enum told { TOLD_NEXT, TOLD_NEXT_SEEN, TOLD_USES, TOLD_RATE, TOLD_LIFE_RATE };
-
 /* A wait in sixteenths of a millisecond, as the high half of a key. */
 static inline uint64_t
 wait_key(uint64_t ms16, uint32_t i)
@@ -286,61 +288,55 @@ wait_key(uint64_t ms16, uint32_t i)
 }
 
 /*
- * The key of access @at (of request @i) under what the reference is told:
- * TOLD_NEXT, the request of the next use (Belady); TOLD_NEXT_SEEN, the same
- * but a first sighting counts as the last use; TOLD_USES, only how many more
- * uses there are (fewest on top, then the least recent); TOLD_RATE, how many
- * and when the last of them comes (the longest wait per use left on top);
- * TOLD_LIFE_RATE, only the block's mean gap between uses over its life (one
- * use: the longest), not whether any are left.
+ * The key of access @at (of request @i) under what the reference is told
+ * (oracle.h): ORACLE_BELADY, the request of the next use; ORACLE_TOLD_USES,
+ * the uses left, fewest on top, then the least recent; ORACLE_TOLD_RATE and
+ * ORACLE_TOLD_LIFE_RATE, a wait per use in sixteenths of a millisecond.
  */
 static inline uint64_t
-told_key(const struct oracle_blocks *a, enum told told, const uint8_t *seen, size_t i, uint32_t at)
+told_key(const struct oracle_blocks *a, enum oracle_told told, const uint8_t *seen, size_t i,
+	 uint32_t at)
 {
+	const struct block_use *u = &a->use[a->blk[at]];
+
 	switch (told) {
-	case TOLD_NEXT_SEEN:
+	case ORACLE_BELADY_SEEN:
 		if (!seen[a->blk[at]])
 			return KEY_NEVER; /* not told: taken as never used again */
 		/* fall through */
-	case TOLD_NEXT:
+	case ORACLE_BELADY:
 		return a->next[at] == NONE ? KEY_NEVER : a->next[at];
-	case TOLD_USES:
+	case ORACLE_TOLD_USES:
 		if (a->left[at] == 0)
 			return KEY_NEVER;
 		return (uint64_t)(NONE - a->left[at]) << 32 | (NONE - (uint32_t)i);
-	case TOLD_RATE: {
-		const uint32_t *u = &a->used[3 * a->blk[at]];
-
+	case ORACLE_TOLD_RATE:
 		if (a->left[at] == 0)
 			return KEY_NEVER;
-		return wait_key((a->t->r[u[1]].ts_ms - a->t->r[i].ts_ms) * 16 / a->left[at],
+		return wait_key((a->t->r[u->last].ts_ms - a->t->r[i].ts_ms) * 16 / a->left[at],
 				(uint32_t)i);
-	}
-	case TOLD_LIFE_RATE: {
-		const uint32_t *u = &a->used[3 * a->blk[at]];
-
-		if (u[2] < 2)
+	case ORACLE_TOLD_LIFE_RATE:
+		if (u->n < 2)
 			return wait_key(UINT64_MAX, (uint32_t)i);
-		return wait_key((a->t->r[u[1]].ts_ms - a->t->r[u[0]].ts_ms) * 16 / (u[2] - 1),
+		return wait_key((a->t->r[u->last].ts_ms - a->t->r[u->first].ts_ms) * 16 / (u->n - 1),
 				(uint32_t)i);
-	}
 	}
 	return KEY_NEVER;
 }
 
 /* Replacement with bypass by the keys above: the largest key is freed first. */
-static double
-told_replace(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, enum told told)
+double
+oracle_told(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, enum oracle_told told)
 {
 	struct heap_item *heap = malloc(sizeof(*heap) * (a->first[a->nreq] + 1));
 	uint64_t *key = malloc(sizeof(uint64_t) * (a->nblk + 1));
 	uint32_t *size = calloc(a->nblk + 1, sizeof(uint32_t)); /* 0: not stored */
-	uint8_t *seen = told == TOLD_NEXT_SEEN ? calloc(a->nblk + 1, 1) : NULL;
+	uint8_t *seen = told == ORACLE_BELADY_SEEN ? calloc(a->nblk + 1, 1) : NULL;
 	size_t nh = 0, i;
 	uint64_t used = 0, hit = 0, input = 0, cap = capacity ? capacity : UINT64_MAX;
 	double r = -1;
 
-	if (!heap || !key || !size || (told == TOLD_NEXT_SEEN && !seen))
+	if (!heap || !key || !size || (told == ORACLE_BELADY_SEEN && !seen))
 		goto out;
 	for (i = 0; i < a->nreq; i++) {
 		const struct wl_req *q = &a->t->r[i];
@@ -393,36 +389,6 @@ out:
 	free(size);
 	free(seen);
 	return r;
-}
-
-double
-oracle_belady(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
-{
-	return told_replace(a, capacity, block, TOLD_NEXT);
-}
-
-double
-oracle_belady_seen(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
-{
-	return told_replace(a, capacity, block, TOLD_NEXT_SEEN);
-}
-
-double
-oracle_told_uses(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
-{
-	return told_replace(a, capacity, block, TOLD_USES);
-}
-
-double
-oracle_told_rate(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
-{
-	return told_replace(a, capacity, block, TOLD_RATE);
-}
-
-double
-oracle_told_life_rate(const struct oracle_blocks *a, uint64_t capacity, uint32_t block)
-{
-	return told_replace(a, capacity, block, TOLD_LIFE_RATE);
 }
 
 /* ---- LRU told the future reuse ------------------------------------------------ */

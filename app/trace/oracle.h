@@ -30,46 +30,51 @@ void oracle_blocks_free(struct oracle_blocks *b);
  */
 double oracle_plain_lru(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
 
-/**
- * Belady with bypass: when full, free the block used again furthest in the
- * future (deepest first among equals, so only leaves go), and do not store a
- * block whose next use comes later than that of every stored one. @p capacity
- * in tokens (0: unlimited).
- */
-double oracle_belady(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
+/** What a replacement with bypass is told of the future (oracle_told). */
+enum oracle_told {
+	/**
+	 * When each block is used next: Belady with bypass. Frees the block used
+	 * again furthest in the future.
+	 */
+	ORACLE_BELADY,
+	/**
+	 * The same, but a block's first use counts as never used again (so it
+	 * is not stored), later uses as Belady knows them. Measures what knowing
+	 * *when* seen blocks return is worth to a policy that admits a block
+	 * only on its second sighting.
+	 */
+	ORACLE_BELADY_SEEN,
+	/**
+	 * How many more times the block will be used, but not when: frees the
+	 * block with the fewest uses left (least recently used among equals).
+	 * Measures how much of Belady's lead is knowing popularity rather than
+	 * timing.
+	 */
+	ORACLE_TOLD_USES,
+	/**
+	 * Also when the block's last use comes: frees the block with the
+	 * longest wait per use left (the time to its last use over its uses
+	 * left). What a policy that learns each block's rate of use and when
+	 * that use ends could reach at best.
+	 */
+	ORACLE_TOLD_RATE,
+	/**
+	 * Only each block's mean gap between uses over its whole life (the rate
+	 * an online estimate converges to), not whether any use is left: a
+	 * block used once ranks last, and a block past its last use keeps its
+	 * rank.
+	 */
+	ORACLE_TOLD_LIFE_RATE,
+};
 
 /**
- * Belady with bypass not told about blocks never seen before: a block's
- * first use counts as never used again (so it is not stored), later uses as
- * Belady knows them. Measures what knowing *when* seen blocks return is
- * worth to a policy that admits a block only on its second sighting.
+ * Replacement with bypass, told @p told: when full, free the block that
+ * ranks last by what it is told (deepest first among equals, so only leaves
+ * go), and do not store a block that would rank below every stored one.
+ * @p capacity in tokens (0: unlimited).
  */
-double oracle_belady_seen(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
-
-/**
- * Replacement with bypass told, at each use of a block, how many more times it
- * will be used, but not when: when full, free the block with the fewest uses
- * left (least recently used among equals), and do not store a block that would
- * rank below every stored one. Measures how much of Belady's lead is knowing
- * popularity rather than timing.
- */
-double oracle_told_uses(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
-
-/*
- * The same told also when the block's last use comes: free the block with
- * the longest wait per use left (its remaining uses over the time to its
- * last), and do not store one that would rank below every stored one. What a
- * policy that learns each block's rate of use and when that use ends could
- * reach at best.
- */
-double oracle_told_rate(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
-
-/*
- * The same told only each block's mean gap between uses over its whole life
- * (the rate an online estimate converges to), not whether any use is left: a
- * block used once ranks last, and a block past its last use keeps its rank.
- */
-double oracle_told_life_rate(const struct oracle_blocks *b, uint64_t capacity, uint32_t block);
+double oracle_told(const struct oracle_blocks *b, uint64_t capacity, uint32_t block,
+		   enum oracle_told told);
 
 /**
  * LRU told which blocks will be used again within @p horizon_ms of trace time
