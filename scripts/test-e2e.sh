@@ -81,10 +81,16 @@ check "role all: the estimates came from the configured model (the default)" \
 #     its data); the learned line of about a third. Scaled for 10% short
 #     (refill_short_pct), about 12-16% of 1,200 refills fell short (the
 #     first 40 or so come before the scale is learned).
+#     The first run resumes a sequence as soon as its data is whole
+#     (wafer.resume = "whole"); the second as the design says (the default,
+#     "estimate"): once its estimate has passed too, so each sequence whose
+#     data came early waits at least that long (held_ms >= refill_early_ms).
 sed 's/^  retransmit_ms = 5;$/&\n  refill_model = "learned";/; s/^  generate = 200;$/  generate = 1500;/' \
-	config/all-in-one.cfg >"$tmp/learn.cfg"
-check "learned model: the config sets it" grep -q '^  refill_model = "learned";' "$tmp/learn.cfg"
-sed 's/^  refill_model = "learned";$/&\n  refill_short_pct = 10;/' "$tmp/learn.cfg" >"$tmp/learn10.cfg"
+	config/all-in-one.cfg >"$tmp/learn10.cfg"
+check "learned model: the config sets it" grep -q '^  refill_model = "learned";' "$tmp/learn10.cfg"
+sed 's/^wafer = {$/&\n  resume = "whole";/' "$tmp/learn10.cfg" >"$tmp/learn.cfg"
+check "learned model: the config sets wafer.resume" grep -q '^  resume = "whole";' "$tmp/learn.cfg"
+sed -i 's/^  refill_model = "learned";$/&\n  refill_short_pct = 10;/' "$tmp/learn10.cfg"
 check "learned model: the config sets refill_short_pct" grep -q '^  refill_short_pct = 10;' "$tmp/learn10.cfg"
 for v in learn learn10; do
 	run_all "$tmp/$v.cfg" "$tmp/$v.log"
@@ -104,6 +110,13 @@ check "learned for 10% short: under 25% took longer, and fewer than unscaled" \
 	python3 -c "import sys; sys.exit(0 if $short_10 < 0.25 and $short_10 < $short_l else 1)"
 check "learned for 10% short: the scale is above 1" \
 	python3 -c "import sys; sys.exit(0 if $(field "$tmp/learn10.json" model_scale) > 1 else 1)"
+echo "refills before their estimate: $(field "$tmp/learn.json" refill_early_ms) ms in all (resume whole, held $(field "$tmp/learn.json" held_ms) ms); $(field "$tmp/learn10.json" refill_early_ms) ms (resume estimate, held $(field "$tmp/learn10.json" held_ms) ms)"
+check "resume whole: no sequence held for its estimate, though refills came early" \
+	python3 -c "import sys; sys.exit(0 if $(field "$tmp/learn.json" held_ms) == 0 and $(field "$tmp/learn.json" refill_early_ms) > 0 else 1)"
+check "resume estimate (the default): every early refill's sequence held until its estimate" \
+	python3 -c "import sys; e = $(field "$tmp/learn10.json" refill_early_ms); sys.exit(0 if e > 0 and $(field "$tmp/learn10.json" held_ms) >= e else 1)"
+check "resume: the JSON names the mode" \
+	test "$(field "$tmp/learn.json" resume)$(field "$tmp/learn10.json" resume)" = wholeestimate
 
 # 1b. A model with a full cache and a sliding-window cache (with sink tokens):
 #     hits go past the window (capped at it, the hit ratio was 0.27), and
@@ -213,7 +226,8 @@ check "telemetry: /swdriver/stats has verify_failures 0" test "$(jget "$tmp/drv.
 check "telemetry: /swdriver/stats has the fitted refill model (0 until 20 refills)" \
 	test -n "$(jget "$tmp/drv.json" fit_mbps)" -a -n "$(jget "$tmp/drv.json" fit_latency_us)"
 check "telemetry: /swdriver/stats counts the estimates that fell short and the model's updates" \
-	test -n "$(jget "$tmp/drv.json" model_short)" -a -n "$(jget "$tmp/drv.json" model_updates)"
+	test -n "$(jget "$tmp/drv.json" model_short)" -a -n "$(jget "$tmp/drv.json" model_updates)" \
+	-a -n "$(jget "$tmp/drv.json" late_us)" -a -n "$(jget "$tmp/drv.json" held_us)"
 check "telemetry: /swdriver/orgs lists organizations with entries" \
 	python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]; sys.exit(0 if d and all("entries" in o for o in d.values()) and sum(o["entries"] for o in d.values()) > 0 else 1)' "$tmp/orgs.json"
 check "telemetry: /swdriver/shards shows both shards up, their streams acknowledged up to what was sent" \

@@ -60,6 +60,7 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.driver.models[0].shard[1].bytes_per_token[0], 128);
 	cr_assert_eq(cfg.driver.away_ms, 1000);
 	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
+	cr_assert_eq(cfg.wafer.resume, KVSS_RESUME_ESTIMATE);
 }
 
 struct bad {
@@ -137,6 +138,12 @@ static struct bad bads[] = {
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n",
 	 "driver.models.[0].shards.[0].port: 40 is out of range 0..31"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
+	 "wafer = { resume = \"data\"; };\n",
+	 ":6: wafer.resume: 'data' is not one of estimate, whole"},
 	{"role = \"shard\";\nmtu = ;\n", ":2: syntax error"},
 	/* libconfig 1.5 would exit the process on an include it cannot read. */
 	{"role = \"shard\";\n  @include \".\"\n", ":2: @include: not supported"},

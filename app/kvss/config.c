@@ -682,6 +682,14 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 		cfg->wafer.step_tokens = (uint32_t)step;
 		cfg->wafer.lose_data_every = (uint32_t)lose;
 	}
+	{
+		static const char *const resume[] = {"estimate", "whole", NULL};
+		int r = get_choice(&c, g, "resume", resume, KVSS_RESUME_ESTIMATE, false);
+
+		if (r < 0)
+			goto out;
+		cfg->wafer.resume = (uint8_t)r;
+	}
 	rc = 0;
 out:
 	config_destroy(&lc);

@@ -61,16 +61,22 @@ struct kvss_org_ttl {
 	uint64_t ttl_last_ns, ttl_first_ns;
 };
 
-/*
- * What the driver does when a shard says its state is not what the driver
- * sent (TOKEN_LOST, an ERROR record, a failed REFILL). See docs/DESIGN.md.
- */
 /* Where the refill-time estimates come from. */
 enum kvss_refill_model {
 	KVSS_MODEL_CONFIGURED, /* refill_latency_us + bytes / refill_gbps, as configured */
 	KVSS_MODEL_LEARNED,    /* those to begin with, then the line fitted to the refills */
 };
 
+/* When the wafer emulator picks a sequence with a refill again. */
+enum kvss_resume {
+	KVSS_RESUME_ESTIMATE, /* the design: once its estimate has passed, and its data is whole */
+	KVSS_RESUME_WHOLE,    /* as soon as its data is whole, whatever the estimate said */
+};
+
+/*
+ * What the driver does when a shard says its state is not what the driver
+ * sent (TOKEN_LOST, an ERROR record, a failed REFILL). See docs/DESIGN.md.
+ */
 enum kvss_on_loss {
 	KVSS_LOSS_RESYNC,   /* the model starts over with a new epoch: exact */
 	KVSS_LOSS_TRUNCATE, /* PROTOCOL.md's minimum: drop the columns that hold it */
@@ -127,6 +133,7 @@ struct kvss_config {
 		uint32_t max_inflight;	   /* sequences at once */
 		uint32_t step_tokens;	   /* tokens a sequence sends per wafer step */
 		uint32_t lose_data_every;  /* fault injection: withhold every Nth EVICT_DATA (0: none) */
+		uint8_t resume;		   /* enum kvss_resume */
 	} wafer;
 };
 

@@ -8,7 +8,8 @@
  *    a lookup on every model, which emits REFILLs and a RESERVE; a sequence
  *    with a refill resumes only when every shard's REFILL_DATA for it is
  *    whole and checked byte by byte against the reference content of the
- *    sequence's own prefix (the design's start_recv/wait_recv);
+ *    sequence's own prefix (the design's start_recv/wait_recv), and (as
+ *    the design picks it again only then) its estimate has passed;
  *  - every token sent goes through prefixcache_token(); the EVICT batches it
  *    emits go to every shard of the model, and their bytes follow as
  *    EVICT_DATA, each shard its own slice (its bytes per token);
@@ -143,7 +144,12 @@ struct drv_refill {
 	struct proto_wafer_refill chk[];
 };
 
-enum { SEQ_FREE, SEQ_WAIT, SEQ_RUN };
+/*
+ * SEQ_WAIT: its refills are not all finished. SEQ_HOLD (wafer.resume
+ * "estimate"): they are, but its estimate has not passed, and the design
+ * picks it again only then.
+ */
+enum { SEQ_FREE, SEQ_WAIT, SEQ_HOLD, SEQ_RUN };
 
 struct drv_seq {
 	int state;
@@ -160,6 +166,7 @@ struct drv_seq {
 	uint32_t nrec;
 	uint64_t t0, deadline, estimate_ns;
 	uint64_t estimate_bytes; /* what the model charges for the refill it estimates longest */
+	uint64_t whole_ns;	 /* when its refills finished (SEQ_HOLD) */
 };
 
 struct pid_node {
@@ -225,6 +232,9 @@ static struct {
 	uint64_t learned_at; /* refills seen when a learned model first took the fit (0: not yet) */
 	struct ratioq rq;    /* refill times over what the fitted line said (refill_short_pct) */
 	double factor;	     /* the learned model's scale: 1, or from rq */
+	/* Refill time against estimate, summed: past it, before it; and the time
+	 * sequences whose data was whole waited for their estimate. */
+	uint64_t late_ns, early_ns, held_ns;
 	struct proto_msg msg;
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 	struct snapshot snap;
@@ -973,6 +983,10 @@ latency_sample(uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 		ratioq_add(&D.rq, (double)ns, lat_ns + (double)est_bytes * ns_per_byte);
 	linfit_add(&D.fit, (double)est_bytes, (double)ns);
 	D.st.model_short += ns > est_ns;
+	if (ns > est_ns)
+		D.late_ns += ns - est_ns;
+	else
+		D.early_ns += est_ns - ns;
 	if (kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED)
 		learn_model();
 	if (D.nlat == D.latcap) {
@@ -1013,8 +1027,14 @@ refill_finish(struct drv_refill *r, uint64_t tsc)
 	D.st.verify_failures += bad;
 	r->seq = NULL;
 	if (s != NULL && --s->wait == 0 && s->state == SEQ_WAIT) {
-		s->state = SEQ_RUN;
-		latency_sample(now_ns(tsc) - s->t0, s->estimate_ns, s->estimate_bytes);
+		uint64_t now = now_ns(tsc);
+
+		latency_sample(now - s->t0, s->estimate_ns, s->estimate_bytes);
+		s->whole_ns = now;
+		s->state = kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE &&
+					   now - s->t0 < s->estimate_ns
+				   ? SEQ_HOLD
+				   : SEQ_RUN;
 	}
 }
 
@@ -1213,6 +1233,10 @@ engine(uint64_t tsc)
 		struct drv_seq *s = &D.seq[i];
 		int done = 1;
 
+		if (s->state == SEQ_HOLD && now - s->t0 >= s->estimate_ns) {
+			D.held_ns += now - s->whole_ns;
+			s->state = SEQ_RUN;
+		}
 		if (s->state != SEQ_RUN)
 			continue;
 		for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
@@ -1545,6 +1569,9 @@ derived_totals(void)
 		D.st.fit_latency_us = (uint64_t)lat_us;
 		D.st.fit_mbps = (uint64_t)(gbps * 1000);
 	}
+	D.st.late_us = D.late_ns / 1000;
+	D.st.early_us = D.early_ns / 1000;
+	D.st.held_us = D.held_ns / 1000;
 
 	D.st.control_msgs = D.st.retransmits = 0;
 	for (i = 0; i < D.nsh; i++) {
@@ -2264,6 +2291,24 @@ kvss_driver_summary(void)
 	if (learned && kvss.cfg.driver.refill_short_pct)
 		printf("kvss: summary: the learned model's scale: %.3f, for %u%% of refills to take "
 		       "longer than estimated\n", D.factor, kvss.cfg.driver.refill_short_pct);
+	/* Both ways an estimate costs: past it the wafer waits for data (wait_recv);
+	 * before it, the sequence waits to be picked. */
+	if (D.fit.n) {
+		uint64_t early = D.fit.n - s->model_short;
+
+		printf("kvss: summary: refills past their estimate by %.1f ms in all (%.0f us each), "
+		       "the wafer waiting for their data; before it by %.1f ms in all (%.0f us each)%s",
+		       (double)D.late_ns / 1e6,
+		       s->model_short ? (double)D.late_ns / 1e3 / (double)s->model_short : 0.0,
+		       (double)D.early_ns / 1e6, early ? (double)D.early_ns / 1e3 / (double)early : 0.0,
+		       kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE
+			       ? ", their sequences waiting to be picked"
+			       : ", which the design would have made their sequences wait "
+				 "(wafer.resume = \"whole\" did not)");
+		if (kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE)
+			printf(" (%.1f ms held in all)", (double)D.held_ns / 1e6);
+		printf("\n");
+	}
 	/* What the model would have to say to match: in the configuration's own
 	 * keys and units, for an operator to copy (model 0's shown beside it). */
 	if (model_fit(&fit_us, &fit_gbps) == 0) {
@@ -2314,6 +2359,7 @@ kvss_driver_summary(void)
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
 	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%.4f,%s"
+	       ",\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
@@ -2322,7 +2368,8 @@ kvss_driver_summary(void)
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, p50, p99, e50, e99,
 	       learned ? "learned" : "configured", D.factor,
 	       D.fit.n ? (double)s->model_short / (double)D.fit.n : 0.0,
-	       fitj,
+	       fitj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
+	       (double)D.late_ns / 1e6, (double)D.early_ns / 1e6, (double)D.held_ns / 1e6,
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
 	       D.finished ? "true" : "false");
 	fflush(stdout);
