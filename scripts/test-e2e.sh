@@ -287,6 +287,9 @@ check_exact "restart" "$tmp/rs.json" "the shards hold"
 perr=$(field "$tmp/rs.json" protocol_errors)
 echo "restart: protocol errors around the restart: $perr"
 check "restart: only the refills in flight fail (at most max_inflight = 8 errors)" test "${perr:-99}" -le 8
+echo "restart: refills $(field "$tmp/rs.json" refills), timed $(field "$tmp/rs.json" refills_timed), failed $(field "$tmp/rs.json" refills_failed)"
+check "restart: the refills that failed are not in the refill times the model learns from" \
+	test "$(($(field "$tmp/rs.json" refills_timed) + $(field "$tmp/rs.json" refills_failed)))" = "$(field "$tmp/rs.json" refills)"
 kill -TERM $s1b 2>/dev/null
 wait $s1b
 check "restart: frames queued for the dead shard were dropped, not sent to its successor" \

@@ -167,6 +167,7 @@ struct drv_seq {
 	uint64_t t0, deadline, estimate_ns;
 	uint64_t estimate_bytes; /* what the model charges for the refill it estimates longest */
 	uint64_t whole_ns;	 /* when its refills finished (SEQ_HOLD) */
+	int refill_failed;	 /* one of its refills failed: its time says nothing of the model */
 };
 
 struct pid_node {
@@ -1026,10 +1027,17 @@ refill_finish(struct drv_refill *r, uint64_t tsc)
 		bad = 1;
 	D.st.verify_failures += bad;
 	r->seq = NULL;
+	if (s != NULL && r->fail_mask != 0 && !s->refill_failed) {
+		s->refill_failed = 1;
+		D.st.seq_refill_failed++;
+	}
 	if (s != NULL && --s->wait == 0 && s->state == SEQ_WAIT) {
 		uint64_t now = now_ns(tsc);
 
-		latency_sample(now - s->t0, s->estimate_ns, s->estimate_bytes);
+		/* A refill that failed (a shard restarted, or it timed out) took
+		 * however long the failure did: it would skew the learned model. */
+		if (!s->refill_failed)
+			latency_sample(now - s->t0, s->estimate_ns, s->estimate_bytes);
 		s->whole_ns = now;
 		s->state = kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE &&
 					   now - s->t0 < s->estimate_ns
@@ -2276,7 +2284,10 @@ kvss_driver_summary(void)
 	       " tokens, %" PRIu64 " bytes, %.3f GB/s; %.2f s\n",
 	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs);
 	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
-	       "p50 %u us, p99 %u us)\n", s->refills, p50, p99, e50, e99);
+	       "p50 %u us, p99 %u us)", s->refills, p50, p99, e50, e99);
+	if (s->seq_refill_failed)
+		printf("; %" PRIu64 " sequences' refills failed, not timed", s->seq_refill_failed);
+	printf("\n");
 	/* The design picks a sequence again once its estimate has passed: a
 	 * refill that took longer would make the wafer wait for its data. */
 	if (D.fit.n)
@@ -2357,6 +2368,7 @@ kvss_driver_summary(void)
 	       ",\"hit_ratio\":%.4f,\"evicted_tokens\":%" PRIu64 ",\"refilled_tokens\":%" PRIu64
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
+	       ",\"refills_timed\":%" PRIu64 ",\"refills_failed\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
 	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%.4f,%s"
 	       ",\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
@@ -2365,7 +2377,8 @@ kvss_driver_summary(void)
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
-	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, p50, p99, e50, e99,
+	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, D.fit.n,
+	       s->seq_refill_failed, p50, p99, e50, e99,
 	       learned ? "learned" : "configured", D.factor,
 	       D.fit.n ? (double)s->model_short / (double)D.fit.n : 0.0,
 	       fitj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
