@@ -186,15 +186,21 @@ check "memif, refill lcores: bytes were refilled and checked" \
 [ "$fail" -eq 0 ] || tail -20 "$tmp/rl.log"
 
 # 2d. A target model and its draft, each on its own shard process, with their
-#     own capacities (config/memif-two-models.cfg); then the same with lost
-#     data, where each model starts over on its own.
-KVSS_DEMO_TAG=${tag}m KVSS_DEMO_JSON="$tmp/two.json" KVSS_DEMO_DRIVER_CFG=config/memif-two-models.cfg \
+#     own capacities (config/memif-two-models.cfg), the driver learning each
+#     model's refill times apart; then the same with lost data, where each
+#     model starts over on its own.
+sed 's/^  on_loss = "resync";$/&\n  refill_model = "learned";/' config/memif-two-models.cfg >"$tmp/two.cfg"
+check "two models: the config learns the refill model" grep -q '^  refill_model = "learned";' "$tmp/two.cfg"
+KVSS_DEMO_TAG=${tag}m KVSS_DEMO_JSON="$tmp/two.json" KVSS_DEMO_DRIVER_CFG="$tmp/two.cfg" \
 	KVSS_DEMO_SHARD1_CFG=config/memif-shard-draft.cfg timeout 300 scripts/demo.sh "$BUILD" \
 	--limit 600 >"$tmp/two.log" 2>&1
 check "two models: the demo exits 0" test $? -eq 0
 check "two models: both are up" grep -q "shard 0 of model 1 is up" "$tmp/two.log"
 check "two models: 600 requests done" test "$(field "$tmp/two.json" requests)" = 600
 check_clean "two models" "$tmp/two.json" "both shards hold"
+sed -n "s/^kvss: summary: \(model [01]'s own .*\)/two models: \1/p" "$tmp/two.log"
+check "two models: each model's refill times fitted apart, each from 20 refills or more" \
+	python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["model_fits"]; sys.exit(0 if [m["model"] for m in f] == [0, 1] and all(m["refills"] >= 20 and m["latency_us"] is not None for m in f) else 1)' "$tmp/two.json"
 [ "$fail" -eq 0 ] || tail -20 "$tmp/two.log"
 KVSS_DEMO_TAG=${tag}n KVSS_DEMO_JSON="$tmp/twol.json" KVSS_DEMO_DRIVER_CFG=config/memif-two-models.cfg \
 	KVSS_DEMO_SHARD1_CFG=config/memif-shard-draft.cfg timeout 300 scripts/demo.sh "$BUILD" \

@@ -168,6 +168,17 @@ struct drv_seq {
 	uint64_t estimate_bytes; /* what the model charges for the refill it estimates longest */
 	uint64_t whole_ns;	 /* when its refills finished (SEQ_HOLD) */
 	int refill_failed;	 /* one of its refills failed: its time says nothing of the model */
+	/* Per model: refills not finished, one of them failed, the bytes it charged. */
+	uint32_t mwait[PREFIXCACHE_MAX_MODELS];
+	uint8_t mfailed[PREFIXCACHE_MAX_MODELS];
+	uint64_t mbytes[PREFIXCACHE_MAX_MODELS];
+};
+
+/* What refill_model "learned" knows of one model's refills. */
+struct model_learn {
+	struct linfit fit; /* time (ns) from the lookup to its refills whole, by the bytes charged */
+	struct ratioq rq;  /* those times over what its fitted line said (refill_short_pct) */
+	double factor;	   /* its line's scale: 1, or from rq */
 };
 
 struct pid_node {
@@ -229,10 +240,9 @@ static struct {
 	struct kvss_drv_stats st;
 	uint32_t *lat_us, *est_us;
 	size_t nlat, latcap;
-	struct linfit fit; /* refill time (ns) by the bytes the model charges */
+	struct linfit fit; /* a sequence's refill time (ns) by the bytes of its longest estimate */
 	uint64_t learned_at; /* refills seen when a learned model first took the fit (0: not yet) */
-	struct ratioq rq;    /* refill times over what the fitted line said (refill_short_pct) */
-	double factor;	     /* the learned model's scale: 1, or from rq */
+	struct model_learn ml[PREFIXCACHE_MAX_MODELS];
 	/* Refill time against estimate, summed: past it, before it; and the time
 	 * sequences whose data was whole waited for their estimate. */
 	uint64_t late_ns, early_ns, held_ns;
@@ -892,6 +902,7 @@ on_refill(void *arg, uint16_t model, const struct proto_refill_req *rq,
 	D.nrefill++;
 	s->rec[s->nrec++] = r;
 	s->wait++;
+	s->mwait[model]++;
 	D.st.refilled_tokens += ntok;
 }
 
@@ -919,31 +930,31 @@ on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct 
 /* ---- Refills and sequences -------------------------------------------------------- */
 
 /*
- * The line fitted to the refills so far: *@p lat_ns plus *@p ns_per_byte
- * for each byte the model charged. -1 under 20 refills or with one size
- * only. When the times do not grow with the bytes (a fixed wait swamps the
- * transfer), no bandwidth can be told: the slope is 0 and the latency is
- * their mean time.
+ * The line fitted to the refills of @p f so far: *@p lat_ns plus
+ * *@p ns_per_byte for each byte the model charged. -1 under 20 refills or
+ * with one size only. When the times do not grow with the bytes (a fixed
+ * wait swamps the transfer), no bandwidth can be told: the slope is 0 and
+ * the latency is their mean time.
  */
 static int
-model_line(double *lat_ns, double *ns_per_byte)
+model_line(const struct linfit *f, double *lat_ns, double *ns_per_byte)
 {
 	double a, b;
 
-	if (linfit_solve(&D.fit, 20, &a, &b) != 0)
+	if (linfit_solve(f, 20, &a, &b) != 0)
 		return -1;
-	*lat_ns = b > 0 ? (a > 0 ? a : 0) : D.fit.my;
+	*lat_ns = b > 0 ? (a > 0 ? a : 0) : f->my;
 	*ns_per_byte = b > 0 ? b : 0;
 	return 0;
 }
 
 /* The same in the configuration's units (refill_latency_us, refill_gbps; 0: no bound). */
 static int
-model_fit(double *lat_us, double *gbps)
+model_fit(const struct linfit *f, double *lat_us, double *gbps)
 {
 	double lat_ns, ns_per_byte;
 
-	if (model_line(&lat_ns, &ns_per_byte) != 0)
+	if (model_line(f, &lat_ns, &ns_per_byte) != 0)
 		return -1;
 	*lat_us = lat_ns / 1000;
 	*gbps = ns_per_byte > 0 ? 8 / ns_per_byte : 0;
@@ -951,45 +962,45 @@ model_fit(double *lat_us, double *gbps)
 }
 
 /*
- * refill_model "learned": every model's estimates take the line fitted so
- * far (one line: a sequence's time is that of its longest refill, whichever
- * model it was for), from the 20th refill on and every 16th after. With
- * refill_short_pct, the line is scaled by the factor that share of refills
- * exceeded over what the line said when each came (once 20 are counted).
+ * Model @p m's refills of one sequence are whole after @p ns, for
+ * @p bytes charged. refill_model "learned": the model's estimates take the
+ * line fitted to its own refills (draft and target models have their own
+ * shards), from its 20th refill on and every 16th after. With
+ * refill_short_pct, the line is scaled by the factor that share of its
+ * refills exceeded over what the line said when each came (once 20 are
+ * counted).
  */
 static void
-learn_model(void)
+model_sample(uint16_t m, uint64_t ns, uint64_t bytes)
 {
+	struct model_learn *l = &D.ml[m];
 	double lat_ns, ns_per_byte;
-	uint16_t mi;
 
-	if (D.fit.n < 20 || (D.fit.n - 20) % 16 != 0 || model_line(&lat_ns, &ns_per_byte) != 0)
+	if (kvss.cfg.driver.refill_short_pct && model_line(&l->fit, &lat_ns, &ns_per_byte) == 0)
+		ratioq_add(&l->rq, (double)ns, lat_ns + (double)bytes * ns_per_byte);
+	linfit_add(&l->fit, (double)bytes, (double)ns);
+	if (kvss.cfg.driver.refill_model != KVSS_MODEL_LEARNED || l->fit.n < 20 ||
+	    (l->fit.n - 20) % 16 != 0 || model_line(&l->fit, &lat_ns, &ns_per_byte) != 0)
 		return;
-	D.factor = kvss.cfg.driver.refill_short_pct && D.rq.n >= 20
-			   ? ratioq_factor(&D.rq, kvss.cfg.driver.refill_short_pct / 100.0)
-			   : 1;
-	for (mi = 0; mi < kvss.cfg.driver.pc.num_models; mi++)
-		prefixcache_set_refill_model(D.pc, mi, (uint64_t)(lat_ns * D.factor),
-					     ns_per_byte > 0 ? 1 / (ns_per_byte * D.factor) : 0);
+	l->factor = kvss.cfg.driver.refill_short_pct && l->rq.n >= 20
+			    ? ratioq_factor(&l->rq, kvss.cfg.driver.refill_short_pct / 100.0)
+			    : 1;
+	prefixcache_set_refill_model(D.pc, m, (uint64_t)(lat_ns * l->factor),
+				     ns_per_byte > 0 ? 1 / (ns_per_byte * l->factor) : 0);
 	if (D.st.model_updates++ == 0)
-		D.learned_at = D.fit.n;
+		D.learned_at = l->fit.n;
 }
 
+/* A sequence's refills are all whole after @p ns: against its longest estimate. */
 static void
 latency_sample(uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 {
-	double lat_ns, ns_per_byte;
-
-	if (kvss.cfg.driver.refill_short_pct && model_line(&lat_ns, &ns_per_byte) == 0)
-		ratioq_add(&D.rq, (double)ns, lat_ns + (double)est_bytes * ns_per_byte);
 	linfit_add(&D.fit, (double)est_bytes, (double)ns);
 	D.st.model_short += ns > est_ns;
 	if (ns > est_ns)
 		D.late_ns += ns - est_ns;
 	else
 		D.early_ns += est_ns - ns;
-	if (kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED)
-		learn_model();
 	if (D.nlat == D.latcap) {
 		size_t cap = D.latcap ? 2 * D.latcap : 1024;
 		uint32_t *a = realloc(D.lat_us, sizeof(uint32_t) * cap);
@@ -1027,10 +1038,14 @@ refill_finish(struct drv_refill *r, uint64_t tsc)
 		bad = 1;
 	D.st.verify_failures += bad;
 	r->seq = NULL;
-	if (s != NULL && r->fail_mask != 0 && !s->refill_failed) {
+	if (s != NULL && r->fail_mask != 0) {
+		s->mfailed[r->model] = 1;
+		if (!s->refill_failed)
+			D.st.seq_refill_failed++;
 		s->refill_failed = 1;
-		D.st.seq_refill_failed++;
 	}
+	if (s != NULL && --s->mwait[r->model] == 0 && !s->mfailed[r->model])
+		model_sample(r->model, now_ns(tsc) - s->t0, s->mbytes[r->model]);
 	if (s != NULL && --s->wait == 0 && s->state == SEQ_WAIT) {
 		uint64_t now = now_ns(tsc);
 
@@ -1159,6 +1174,7 @@ seq_start(uint64_t tsc)
 		}
 		if (hit.refill_id != 0) {
 			D.st.refills += m == 0;
+			s->mbytes[m] = hit.estimate_bytes;
 			if (hit.estimate_ns > s->estimate_ns) {
 				s->estimate_ns = hit.estimate_ns;
 				s->estimate_bytes = hit.estimate_bytes;
@@ -1573,7 +1589,7 @@ derived_totals(void)
 	double lat_us, gbps;
 	uint16_t i;
 
-	if (model_fit(&lat_us, &gbps) == 0) {
+	if (model_fit(&D.fit, &lat_us, &gbps) == 0) {
 		D.st.fit_latency_us = (uint64_t)lat_us;
 		D.st.fit_mbps = (uint64_t)(gbps * 1000);
 	}
@@ -1801,7 +1817,8 @@ kvss_driver_init(void)
 	uint16_t m, i, k;
 
 	memset(&D, 0, sizeof(D));
-	D.factor = 1;
+	for (m = 0; m < PREFIXCACHE_MAX_MODELS; m++)
+		D.ml[m].factor = 1;
 	rte_spinlock_init(&D.snap.lock);
 	D.hz = rte_get_tsc_hz();
 	/* One EVICT frame holds G x C entries: G follows from the MTU. */
@@ -2250,6 +2267,33 @@ kvss_driver_status(void)
 	return D.st.verify_failures || protocol_errors() || unaccounted(0) ? 1 : 0;
 }
 
+/* [{"model":M,"refills":N,"latency_us":X,"gbps":Y,"scale":S}, ...]: each model's own line. */
+static void
+model_fits_json(char *out, size_t size)
+{
+	size_t n = 0;
+	uint16_t m;
+
+	n += (size_t)snprintf(out, size, "[");
+	for (m = 0; m < kvss.cfg.driver.pc.num_models && n < size; m++) {
+		const struct model_learn *l = &D.ml[m];
+		double us, gbps;
+
+		if (model_fit(&l->fit, &us, &gbps) == 0)
+			n += (size_t)snprintf(out + n, size - n,
+					      "%s{\"model\":%u,\"refills\":%" PRIu64 ",\"latency_us\":%.0f,"
+					      "\"gbps\":%.3f,\"scale\":%.3f}",
+					      m ? "," : "", m, l->fit.n, us, gbps, l->factor);
+		else
+			n += (size_t)snprintf(out + n, size - n,
+					      "%s{\"model\":%u,\"refills\":%" PRIu64 ",\"latency_us\":null,"
+					      "\"gbps\":null,\"scale\":%.3f}",
+					      m ? "," : "", m, l->fit.n, l->factor);
+	}
+	if (n < size)
+		snprintf(out + n, size - n, "]");
+}
+
 void
 kvss_driver_summary(void)
 {
@@ -2264,6 +2308,8 @@ kvss_driver_summary(void)
 	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
 	struct prefixcache_stats ps;
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
+	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
+	uint16_t m;
 
 	if (D.pc == NULL)
 		return;
@@ -2301,7 +2347,7 @@ kvss_driver_summary(void)
 			       : "; the estimates followed the fitted model (refill_model = \"learned\")");
 	if (learned && kvss.cfg.driver.refill_short_pct)
 		printf("kvss: summary: the learned model's scale: %.3f, for %u%% of refills to take "
-		       "longer than estimated\n", D.factor, kvss.cfg.driver.refill_short_pct);
+		       "longer than estimated\n", D.ml[0].factor, kvss.cfg.driver.refill_short_pct);
 	/* Both ways an estimate costs: past it the wafer waits for data (wait_recv);
 	 * before it, the sequence waits to be picked. */
 	if (D.fit.n) {
@@ -2322,7 +2368,7 @@ kvss_driver_summary(void)
 	}
 	/* What the model would have to say to match: in the configuration's own
 	 * keys and units, for an operator to copy (model 0's shown beside it). */
-	if (model_fit(&fit_us, &fit_gbps) == 0) {
+	if (model_fit(&D.fit, &fit_us, &fit_gbps) == 0) {
 		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[0];
 		char gbps[64] = "no bound (the times did not grow with the bytes)", used[64] = "";
 
@@ -2345,6 +2391,19 @@ kvss_driver_summary(void)
 	} else {
 		printf("kvss: summary: the model fitted to these refills: too few, or all of one size\n");
 	}
+	/* Each model learns apart (a draft's shards are not the target's). */
+	for (m = 0; kvss.cfg.driver.pc.num_models > 1 && m < kvss.cfg.driver.pc.num_models; m++) {
+		const struct model_learn *l = &D.ml[m];
+
+		if (model_fit(&l->fit, &fit_us, &fit_gbps) == 0)
+			printf("kvss: summary: model %u's own %" PRIu64 " refills fit refill_latency_us = "
+			       "%.0f, refill_gbps = %.2f (0: no bound)%s%.3f\n", m, l->fit.n, fit_us, fit_gbps,
+			       learned ? ", its estimates scaled by " : ", scale ", l->factor);
+		else
+			printf("kvss: summary: model %u's own %" PRIu64 " refills: too few to fit, or all of "
+			       "one size\n", m, l->fit.n);
+	}
+	model_fits_json(fitsj, sizeof(fitsj));
 	printf("kvss: summary: deletes %" PRIu64 ", policy deletes %" PRIu64 ", expiries %" PRIu64
 	       ", retransmits %" PRIu64 ", shard restarts %" PRIu64 ", peak stored %" PRIu64 " tokens\n",
 	       s->deletes, ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
@@ -2371,7 +2430,7 @@ kvss_driver_summary(void)
 	       ",\"refills_timed\":%" PRIu64 ",\"refills_failed\":%" PRIu64
 	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
 	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%.4f,%s"
-	       ",\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
+	       ",\"model_fits\":%s,\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
@@ -2379,9 +2438,9 @@ kvss_driver_summary(void)
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, D.fit.n,
 	       s->seq_refill_failed, p50, p99, e50, e99,
-	       learned ? "learned" : "configured", D.factor,
+	       learned ? "learned" : "configured", D.ml[0].factor,
 	       D.fit.n ? (double)s->model_short / (double)D.fit.n : 0.0,
-	       fitj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
+	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
 	       (double)D.late_ns / 1e6, (double)D.early_ns / 1e6, (double)D.held_ns / 1e6,
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
 	       D.finished ? "true" : "false");
