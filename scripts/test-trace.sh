@@ -34,6 +34,31 @@ check "no verify failures" test "$(field "$tmp/out" 2 verify_failures)" = 0
 check "--no-minus-one hits 144" test "$(field "$tmp/nm" 1 hit_tokens)" = 144
 check "--no-minus-one deletes 3" test "$(field "$tmp/nm" 1 deleted_tokens)" = 3
 
+# Rates over the trace's clock (seconds 0 to 5 here: a span of 6 s, shorter
+# than the 10 s window, so the busiest window is the whole span): 115
+# evicted and 136 refilled tokens over 6 s.
+check "rates: the window is the 6 s span" test "$(field "$tmp/out" 1 peak_window_s)" = 6
+check "rates: evicted 115 / 6 s, refilled 136 / 6 s, the busiest the same" \
+	test "$(field "$tmp/out" 1 evict_tokens_per_s) $(field "$tmp/out" 1 evict_tokens_per_s_peak) $(field "$tmp/out" 1 refill_tokens_per_s) $(field "$tmp/out" 1 refill_tokens_per_s_peak)" = "19.2 19.2 22.7 22.7"
+# A burst: three organizations' 64-token prompts (no hits) at 0, 20 and
+# 20.5 s: each evicts the same E tokens; over 21 s that is 3E / 21 a second,
+# and the busiest 10 s (those holding 20 s) 2E / 10.
+for t in 0 20000 20500; do
+	printf '{"org": "o%s", "timestamp": %s, "tokens": [%s], "output_length": 0}\n' "$t" "$t" \
+		"$(seq -s, 1 64)"
+done >"$tmp/burst.jsonl"
+"$T" --trace "$tmp/burst.jsonl" --capacity inf --column 8 --kv-bytes-per-token 1000000 --json \
+	>"$tmp/burst" 2>/dev/null
+check "burst: exits 0" test $? -eq 0
+check "burst: a 10 s window" test "$(field "$tmp/burst" 1 peak_window_s)" = 10
+check "burst: evicted 3E / 21 s, the busiest 10 s 2E / 10, nothing refilled" \
+	python3 -c "import json,sys; d=json.load(open('$tmp/burst')); e=d['evicted_tokens']; sys.exit(0 if e > 0 and e % 3 == 0 and abs(d['evict_tokens_per_s'] - e / 21) < 0.06 and abs(d['evict_tokens_per_s_peak'] - 2 * e / 30) < 0.06 and d['refill_tokens_per_s_peak'] == 0 else 1)"
+check "burst: Gb/s are tokens/s x 1,000,000 bytes x 8" \
+	python3 -c "import json,sys; d=json.load(open('$tmp/burst')); sys.exit(0 if abs(d['evict_gbps_peak'] - d['evict_tokens_per_s_peak'] * 8e6 / 1e9) < 1e-3 and d['evict_gbps_peak'] > 0.1 else 1)"
+"$T" --trace "$tmp/burst.jsonl" --capacity inf --kv-bytes-per-token 0 >/dev/null 2>"$tmp/err"
+check "a bad --kv-bytes-per-token exits 2, naming the option" \
+	sh -c "test $? -eq 2 && grep -q -- --kv-bytes-per-token '$tmp/err'"
+
 # Bad input: exit 2 and a message naming the file.
 "$T" --trace "$tmp/missing.jsonl" --capacity 1 >/dev/null 2>"$tmp/err"
 check "missing file exits 2" test $? -eq 2

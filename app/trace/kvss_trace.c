@@ -40,7 +40,10 @@ struct opts {
 	uint32_t orgs;
 	uint32_t replicas; /* 0 or 1: one driver */
 	enum route_policy route;
+	uint64_t kv_bytes; /* KV bytes per token, over a model's shards (0: not given) */
 };
+
+#define PEAK_WINDOW_S 10 /* the busiest this many seconds of trace time */
 
 struct result {
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
@@ -48,7 +51,64 @@ struct result {
 	double baseline;
 	double belady, belady_seen, told, told120, told_uses, told_rate, life_rate, fitted; /* --oracle */
 	double balance_mean, balance_worst; /* max over mean tokens per replica, per minute */
+	/* Tokens per second of trace time evicted to and refilled from the shards:
+	 * over the whole trace, and over its busiest PEAK_WINDOW_S seconds. */
+	double evict_rate, evict_peak, refill_rate, refill_peak;
+	unsigned int peak_window_s;
 };
+
+/*
+ * Per second of trace time, tokens evicted and refilled: each request's are
+ * counted at its arrival (the trace has no compute times).
+ */
+struct rates {
+	uint64_t first_ms;
+	size_t nsec;
+	uint64_t *evict, *refill;
+};
+
+static int
+rates_init(struct rates *rt, const struct workload *t, size_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		lo = t->r[i].ts_ms < lo ? t->r[i].ts_ms : lo;
+		hi = t->r[i].ts_ms > hi ? t->r[i].ts_ms : hi;
+	}
+	rt->first_ms = n ? lo : 0;
+	rt->nsec = n ? (size_t)((hi - lo) / 1000 + 1) : 1;
+	rt->evict = calloc(rt->nsec, sizeof(uint64_t));
+	rt->refill = calloc(rt->nsec, sizeof(uint64_t));
+	return rt->evict && rt->refill ? 0 : -1;
+}
+
+/* The window for the busiest seconds: PEAK_WINDOW_S, or the whole span when shorter. */
+static size_t
+rates_window(const struct rates *rt)
+{
+	return rt->nsec < PEAK_WINDOW_S ? rt->nsec : PEAK_WINDOW_S;
+}
+
+/* Over the whole span, and over the busiest window. */
+static void
+rates_close(const struct rates *rt, const uint64_t *v, double *mean, double *peak)
+{
+	size_t w = rates_window(rt), i;
+	uint64_t sum = 0, total = 0, best = 0;
+
+	for (i = 0; i < rt->nsec; i++) {
+		total += v[i];
+		sum += v[i];
+		if (i >= w)
+			sum -= v[i - w];
+		if (i + 1 >= w && sum > best)
+			best = sum;
+	}
+	*mean = (double)total / (double)rt->nsec;
+	*peak = (double)best / (double)w;
+}
 
 static double
 now_s(void)
@@ -106,6 +166,7 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 	double t0 = now_s();
 	bool tty = isatty(2);
 	int rc = -1;
+	struct rates rt = {0};
 
 	p.pc.num_models = 1;
 	p.pc.column = o->column;
@@ -134,6 +195,10 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 	}
 	memset(res, 0, sizeof(*res));
 	res->capacity = capacity;
+	if (rates_init(&rt, t, n) != 0) {
+		fprintf(stderr, "kvss-trace: out of memory\n");
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
 		const struct wl_req *q = &t->r[i];
 		uint64_t now = q->ts_ms * 1000000ull;
@@ -154,7 +219,18 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 			}
 			bal.tok[rep] += q->n;
 		}
-		res->hit += replay_request(r[rep], 0, &rq, NULL, q->out, now);
+		{
+			struct prefixcache_stats before, after;
+			size_t sec = (size_t)((q->ts_ms - rt.first_ms) / 1000);
+			uint32_t hit;
+
+			prefixcache_stats(replay_pc(r[rep]), &before);
+			hit = replay_request(r[rep], 0, &rq, NULL, q->out, now);
+			prefixcache_stats(replay_pc(r[rep]), &after);
+			rt.evict[sec] += after.evicted_tokens - before.evicted_tokens;
+			rt.refill[sec] += hit;
+			res->hit += hit;
+		}
 		res->input += q->n;
 		res->requests++;
 		if (o->ttl_last_s || o->ttl_first_s)
@@ -192,13 +268,24 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 			res->perr++;
 		}
 	}
+	rates_close(&rt, rt.evict, &res->evict_rate, &res->evict_peak);
+	rates_close(&rt, rt.refill, &res->refill_rate, &res->refill_peak);
+	res->peak_window_s = (unsigned int)rates_window(&rt);
 	res->wall = now_s() - t0;
 	rc = 0;
 out:
+	free(rt.evict);
+	free(rt.refill);
 	for (k = 0; k < nrep; k++)
 		replay_free(r[k]);
 	route_free(router);
 	return rc;
+}
+
+static double
+gbps(const struct opts *o, double tokens_per_s)
+{
+	return tokens_per_s * (double)o->kv_bytes * 8 / 1e9;
 }
 
 static void
@@ -229,6 +316,8 @@ usage(FILE *f)
 		"                     and replacement by a table of reuse by kind of access and\n"
 		"                     age fitted on the whole trace in hindsight\n"
 		"  --no-minus-one     replay the last prompt token too (beyond the design)\n"
+		"  --kv-bytes-per-token B  KV bytes of one token over a model's shards: the\n"
+		"                     eviction and refill rates also in Gb/s\n"
 		"  --replicas R       R independent drivers, each with the capacity given\n"
 		"  --route P          which replica gets a request: affinity (default), random,\n"
 		"                     org, prefix, chash (consistent hashing, bounded loads)\n");
@@ -288,7 +377,7 @@ main(int argc, char **argv)
 		{"generate", required_argument, NULL, 'g'}, {"replicas", required_argument, NULL, 'R'},
 		{"route", required_argument, NULL, 'r'}, {"probation", required_argument, NULL, 'P'},
 		{"oracle", no_argument, NULL, 'O'}, {"followup", required_argument, NULL, 'U'},
-		{"help", no_argument, NULL, 'h'},
+		{"kv-bytes-per-token", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512};
 	struct workload t = {0};
@@ -311,6 +400,19 @@ main(int argc, char **argv)
 		case 'O':
 			o.oracle = true;
 			break;
+		case 'K': {
+			char *end;
+
+			errno = 0;
+			o.kv_bytes = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end != '\0' || o.kv_bytes == 0 ||
+			    o.kv_bytes > (1ull << 30)) {
+				fprintf(stderr, "kvss-trace: --kv-bytes-per-token: 1 to 2^30 bytes, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'P':
 			if (parse_pct("--probation", optarg, 90, &o.probation_pct) != 0)
 				return 2;
@@ -453,6 +555,16 @@ main(int argc, char **argv)
 			       cs, res.requests, res.input, res.hit,
 			       res.input ? (double)res.hit / res.input : 0.0, res.evicted, res.deleted,
 			       res.expired, res.peak, res.perr, res.vfail, res.wall);
+			printf(", \"evict_tokens_per_s\": %.1f, \"evict_tokens_per_s_peak\": %.1f"
+			       ", \"refill_tokens_per_s\": %.1f, \"refill_tokens_per_s_peak\": %.1f"
+			       ", \"peak_window_s\": %u",
+			       res.evict_rate, res.evict_peak, res.refill_rate, res.refill_peak,
+			       res.peak_window_s);
+			if (o.kv_bytes)
+				printf(", \"evict_gbps\": %.3f, \"evict_gbps_peak\": %.3f"
+				       ", \"refill_gbps\": %.3f, \"refill_gbps_peak\": %.3f",
+				       gbps(&o, res.evict_rate), gbps(&o, res.evict_peak),
+				       gbps(&o, res.refill_rate), gbps(&o, res.refill_peak));
 			if (res.baseline >= 0)
 				printf(", \"baseline_lru_hit_ratio\": %.4f", res.baseline);
 			if (res.belady >= 0)
@@ -480,6 +592,14 @@ main(int argc, char **argv)
 			       cs, res.requests, res.input, res.hit,
 			       res.input ? (double)res.hit / res.input : 0.0, res.evicted, res.deleted,
 			       res.expired, res.peak, res.perr, res.vfail, res.wall);
+			printf("%-12s tokens/s of trace time: evicted %.0f, busiest %u s %.0f; refilled "
+			       "%.0f, busiest %u s %.0f", "", res.evict_rate, res.peak_window_s,
+			       res.evict_peak, res.refill_rate, res.peak_window_s, res.refill_peak);
+			if (o.kv_bytes)
+				printf(" (Gb/s: %.2f, %.2f; %.2f, %.2f)", gbps(&o, res.evict_rate),
+				       gbps(&o, res.evict_peak), gbps(&o, res.refill_rate),
+				       gbps(&o, res.refill_peak));
+			printf("\n");
 			if (res.baseline >= 0)
 				printf("%-12s plain LRU over blocks: hit ratio %.4f\n", "", res.baseline);
 			if (res.belady >= 0)
