@@ -240,6 +240,11 @@ check "telemetry: /swdriver/shards shows both shards up, their streams acknowled
 	python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]
 ok = d and sorted(d) == ["model0_shard0", "model0_shard1"] and all(s["up"] == 1 and 0 < s["seq_acked"] <= s["seq_sent"] and s["stored_tokens"] > 0 and 0 <= s["heard_ms_ago"] < 1000 for s in d.values())
 sys.exit(0 if ok else 1)' "$tmp/shards.json"
+check "telemetry: /swdriver/shards gives each shard its model's refill estimate: the configured 20 us + 10 Gb/s under 20 timed refills, the learned line from then on" \
+	python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]
+conf = lambda s: (s["model_estimate_latency_us"], s["model_estimate_mbps"]) == (20, 10000)
+sys.exit(0 if d and all(conf(s) == (s["model_refills_timed"] < 20) for s in d.values()) else 1)' "$tmp/shards.json"
+python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]; s=d["model0_shard0"]; print("telemetry: model 0 after %d timed refills estimates %d us + %d Mb/s" % (s["model_refills_timed"], s["model_estimate_latency_us"], s["model_estimate_mbps"]))' "$tmp/shards.json"
 check "telemetry: a shard's /kvss/stats counts batches" test "$(jget "$tmp/s1.json" batches)" -gt 0
 check "telemetry: its port gate is on (memif)" test "$(jget "$tmp/s1.json" gate_parks)" -gt 0
 check "telemetry: shard 1's /kvss/caches says 128 bytes per token" \

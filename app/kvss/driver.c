@@ -179,6 +179,8 @@ struct model_learn {
 	struct linfit fit; /* time (ns) from the lookup to its refills whole, by the bytes charged */
 	struct ratioq rq;  /* those times over what its fitted line said (refill_short_pct) */
 	double factor;	   /* its line's scale: 1, or from rq */
+	uint64_t est_latency_ns; /* what its estimates use now (learned, or as configured) */
+	double est_bytes_per_ns;
 };
 
 struct pid_node {
@@ -197,7 +199,8 @@ struct txq {
 #define SHARD_SNAP_FIELDS(X)                                                                       \
 	X(model) X(shard_id) X(port) X(up) X(epoch) X(seq_sent) X(seq_acked) X(backlog)            \
 	X(retransmits) X(rtt_samples) X(stale_acks) X(bogus_acks) X(srtt_us) X(timeout_us)         \
-	X(evict_sent) X(evict_acked) X(batches_complete) X(stored_tokens)
+	X(evict_sent) X(evict_acked) X(batches_complete) X(stored_tokens)                         \
+	X(model_refills_timed) X(model_estimate_latency_us) X(model_estimate_mbps)
 #define SHARD_SNAP_DECL(n) uint64_t n;
 struct shard_snap {
 	SHARD_SNAP_FIELDS(SHARD_SNAP_DECL)
@@ -985,8 +988,9 @@ model_sample(uint16_t m, uint64_t ns, uint64_t bytes)
 	l->factor = kvss.cfg.driver.refill_short_pct && l->rq.n >= 20
 			    ? ratioq_factor(&l->rq, kvss.cfg.driver.refill_short_pct / 100.0)
 			    : 1;
-	prefixcache_set_refill_model(D.pc, m, (uint64_t)(lat_ns * l->factor),
-				     ns_per_byte > 0 ? 1 / (ns_per_byte * l->factor) : 0);
+	l->est_latency_ns = (uint64_t)(lat_ns * l->factor);
+	l->est_bytes_per_ns = ns_per_byte > 0 ? 1 / (ns_per_byte * l->factor) : 0;
+	prefixcache_set_refill_model(D.pc, m, l->est_latency_ns, l->est_bytes_per_ns);
 	if (D.st.model_updates++ == 0)
 		D.learned_at = l->fit.n;
 }
@@ -1642,6 +1646,10 @@ snapshot_shards(struct snapshot *sn)
 		x->stored_tokens = 0;
 		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
 			x->stored_tokens += sh->stored[c];
+		/* Its model's refill estimates (0 Mb/s: no bandwidth term). */
+		x->model_refills_timed = D.ml[sh->model].fit.n;
+		x->model_estimate_latency_us = D.ml[sh->model].est_latency_ns / 1000;
+		x->model_estimate_mbps = (uint64_t)(D.ml[sh->model].est_bytes_per_ns * 8000);
 		x->heard_ms_ago = tsc_ms_ago(now, sh->last_rx);
 		x->status_ms_ago = tsc_ms_ago(now, sh->status_at);
 	}
@@ -1817,8 +1825,11 @@ kvss_driver_init(void)
 	uint16_t m, i, k;
 
 	memset(&D, 0, sizeof(D));
-	for (m = 0; m < PREFIXCACHE_MAX_MODELS; m++)
+	for (m = 0; m < PREFIXCACHE_MAX_MODELS; m++) {
 		D.ml[m].factor = 1;
+		D.ml[m].est_latency_ns = pp.model[m].refill_latency_ns;
+		D.ml[m].est_bytes_per_ns = pp.model[m].refill_bytes_per_ns;
+	}
 	rte_spinlock_init(&D.snap.lock);
 	D.hz = rte_get_tsc_hz();
 	/* One EVICT frame holds G x C entries: G follows from the MTU. */
