@@ -102,7 +102,9 @@ check "--followup 0: message names the option" grep -q -- "--followup" "$tmp/err
 # table fitted on the trace both keep x, 2 s old when y comes (10 of 30
 # tokens hit); the plain LRU stores y over x, then x over y, and hits none.
 # Told the wait per use left (x 3 s, y 1.5 s), or the mean gap over each
-# block's life (the same here), a cache keeps y instead: 5 of 30.
+# block's life (the same here), a cache keeps y instead: 5 of 30. These
+# count hits with --no-minus-one (whole columns of 5, the last token too);
+# with the design's -1 rule x's hit is 9 tokens, a column of 5: 5 of 30.
 {
 	echo '{"timestamp": 0, "input_length": 10, "output_length": 1000, "hash_ids": [1]}'
 	echo '{"timestamp": 2000, "input_length": 5, "output_length": 1, "hash_ids": [2]}'
@@ -110,7 +112,7 @@ check "--followup 0: message names the option" grep -q -- "--followup" "$tmp/err
 	echo '{"timestamp": 3500, "input_length": 5, "output_length": 1, "hash_ids": [2]}'
 } >"$tmp/mc4.jsonl"
 "$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json --oracle \
-	--baseline >"$tmp/or" 2>/dev/null
+	--baseline --no-minus-one >"$tmp/or" 2>/dev/null
 check "--oracle exits 0" test $? -eq 0
 check "--oracle: Belady 0.3333" test "$(field "$tmp/or" 1 belady_hit_ratio)" = 0.3333
 check "--oracle: fitted table 0.3333" test "$(field "$tmp/or" 1 fitted_table_hit_ratio)" = 0.3333
@@ -118,6 +120,10 @@ check "--oracle: plain LRU 0.0" test "$(field "$tmp/or" 1 baseline_lru_hit_ratio
 check "--oracle: told the rate 0.1667" test "$(field "$tmp/or" 1 told_rate_hit_ratio)" = 0.1667
 check "--oracle: told the life's gap 0.1667" \
 	test "$(field "$tmp/or" 1 told_life_rate_hit_ratio)" = 0.1667
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json --oracle \
+	>"$tmp/or1" 2>/dev/null
+check "--oracle, the -1 rule: Belady 0.1667 (x refills 5 of its 10 tokens)" \
+	test "$(field "$tmp/or1" 1 belady_hit_ratio)" = 0.1667
 
 # Part of the public trace, if it is there.
 MC=../shared/traces/mooncake_synthetic.jsonl

@@ -58,6 +58,16 @@ static const enum oracle_told told_of[] = {
 	[LIFE_RATE] = ORACLE_TOLD_LIFE_RATE,
 };
 
+/* Reference @k over the blocks @b indexes. */
+static double
+ref_on(const struct oracle_blocks *b, enum ref k, uint64_t capacity, uint64_t horizon_ms)
+{
+	return k <= LIFE_RATE	? oracle_told(b, capacity, BLOCK, told_of[k])
+	       : k == FITTED	? oracle_fitted_table(b, capacity, BLOCK)
+	       : k == PLAIN_LRU ? oracle_plain_lru(b, capacity, BLOCK)
+				: oracle_lru_told(b, capacity, BLOCK, horizon_ms);
+}
+
 /* Reference @k over the first @limit requests of @w (0: all). */
 static double
 ref(const struct workload *w, enum ref k, uint64_t capacity, size_t limit, uint64_t horizon_ms)
@@ -66,10 +76,7 @@ ref(const struct workload *w, enum ref k, uint64_t capacity, size_t limit, uint6
 	double r;
 
 	cr_assert_not_null(b);
-	r = k <= LIFE_RATE   ? oracle_told(b, capacity, BLOCK, told_of[k])
-	    : k == FITTED    ? oracle_fitted_table(b, capacity, BLOCK)
-	    : k == PLAIN_LRU ? oracle_plain_lru(b, capacity, BLOCK)
-			     : oracle_lru_told(b, capacity, BLOCK, horizon_ms);
+	r = ref_on(b, k, capacity, horizon_ms);
 	oracle_blocks_free(b);
 	return r;
 }
@@ -271,6 +278,42 @@ Test(oracle, a_partial_last_block_counts_its_tokens)
 	/* 15 tokens of room hold both blocks. */
 	cr_assert_float_eq(told(&w, 15, 0), 15.0 / 30, 1e-9);
 	cr_assert_float_eq(told(&w, 14, 0), 10.0 / 30, 1e-9);
+}
+
+/* Every reference under a replay rule, over @w with unlimited room. */
+static void
+assert_replay_rule(const struct workload *w, uint32_t column, bool minus_one, double want)
+{
+	struct oracle_blocks *b = oracle_blocks_new(w, 0);
+	enum ref k;
+
+	cr_assert_not_null(b);
+	oracle_blocks_replay_rule(b, column, minus_one);
+	for (k = BELADY; k <= PLAIN_LRU; k++) {
+		double r;
+
+		if (k == BELADY_SEEN)
+			continue; /* it stores nothing on a block's first sighting */
+		r = ref_on(b, k, 0, 0);
+		cr_assert_float_eq(r, want, 1e-9, "reference %d, column %u, minus one %d: %f, want %f",
+				   (int)k, column, (int)minus_one, r, want);
+	}
+	oracle_blocks_free(b);
+}
+
+Test(oracle, a_replay_rule_counts_whole_columns_and_never_the_last_token)
+{
+	struct workload w = {0};
+
+	req(&w, "pq", 15, 0);
+	req(&w, "pq", 15, 1);
+	/* The repeat holds all 15 tokens: 14 of them may be refilled, 12 in
+	 * columns of 4, 10 in columns of 5; without the -1 rule 12 and 15. */
+	assert_replay_rule(&w, 4, true, 12.0 / 30);
+	assert_replay_rule(&w, 5, true, 10.0 / 30);
+	assert_replay_rule(&w, 4, false, 12.0 / 30);
+	assert_replay_rule(&w, 5, false, 15.0 / 30);
+	assert_replay_rule(&w, 1, false, 15.0 / 30);
 }
 
 Test(oracle, the_horizon_limits_what_lru_is_told)

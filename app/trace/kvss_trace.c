@@ -516,6 +516,8 @@ main(int argc, char **argv)
 		workload_free(&t);
 		return 1;
 	}
+	if (blocks != NULL)
+		oracle_blocks_replay_rule(blocks, o.column, !o.no_minus_one);
 	if (!o.json)
 		printf("%-12s %8s %12s %12s %9s %12s %12s %10s %12s %6s %6s %7s\n", "capacity",
 		       "requests", "input", "hit", "hit_ratio", "evicted", "deleted", "expired",

@@ -23,7 +23,30 @@ struct oracle_blocks {
 	uint32_t *left;	 /* how many more times the block is used after this */
 	struct block_use *use; /* per block */
 	uint32_t nblk;
+	uint32_t column;       /* the replay rule (oracle_blocks_replay_rule) */
+	bool minus_one;
 };
+
+void
+oracle_blocks_replay_rule(struct oracle_blocks *a, uint32_t column, bool minus_one)
+{
+	a->column = column ? column : 1;
+	a->minus_one = minus_one;
+}
+
+/*
+ * Of the @p h leading tokens of request @p q a cache holds, those a refill
+ * can bring: whole columns, and (the -1 rule) never the prompt's last token.
+ */
+static uint64_t
+replayable(const struct oracle_blocks *a, const struct wl_req *q, uint64_t h)
+{
+	uint64_t lim = a->minus_one && q->n > 0 ? q->n - 1 : q->n;
+
+	if (h > lim)
+		h = lim;
+	return h / a->column * a->column;
+}
 
 void
 oracle_blocks_free(struct oracle_blocks *a)
@@ -48,6 +71,7 @@ oracle_blocks_new(const struct workload *t, size_t limit)
 
 	if (a == NULL)
 		return NULL;
+	a->column = 1; /* every token counts until a replay rule is set */
 	for (i = 0; i < n; i++)
 		total += t->r[i].nids;
 	if (total >= NONE)
@@ -180,7 +204,7 @@ stored_prefix_tokens(const struct oracle_blocks *a, size_t i, const uint32_t *si
 
 	for (k = 0; k < q->nids && size[a->blk[a->first[i] + k]] != 0; k++)
 		hit += block_tokens(q, k, block);
-	return hit;
+	return replayable(a, q, hit);
 }
 
 /* ---- Replacement told the future: Belady with bypass and kin ------------------ */
@@ -248,6 +272,7 @@ oracle_plain_lru(const struct oracle_blocks *a, uint64_t capacity, uint32_t bloc
 		const struct wl_req *q = &a->t->r[i];
 		uint32_t k, base = a->first[i];
 		bool prefix = true;
+		uint64_t h = 0;
 
 		input += q->n;
 		for (k = 0; k < q->nids; k++) {
@@ -255,7 +280,7 @@ oracle_plain_lru(const struct oracle_blocks *a, uint64_t capacity, uint32_t bloc
 
 			if (stored[b]) {
 				if (prefix)
-					hit += block_tokens(q, k, block);
+					h += block_tokens(q, k, block);
 				lru_unlink(&l, b);
 				lru_push(&l, b);
 				continue;
@@ -272,6 +297,7 @@ oracle_plain_lru(const struct oracle_blocks *a, uint64_t capacity, uint32_t bloc
 			lru_push(&l, b);
 			used++;
 		}
+		hit += replayable(a, q, h);
 	}
 	r = input ? (double)hit / input : 0;
 out:
@@ -342,6 +368,7 @@ oracle_told(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, en
 		const struct wl_req *q = &a->t->r[i];
 		uint32_t k, base = a->first[i];
 		bool prefix = true;
+		uint64_t h = 0;
 
 		input += q->n;
 		for (k = 0; k < q->nids; k++) {
@@ -350,7 +377,7 @@ oracle_told(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, en
 
 			if (size[b] != 0) {
 				if (prefix)
-					hit += s;
+					h += s;
 				key[b] = n;
 				heap_push(heap, &nh, (struct heap_item){n, k, b});
 				continue;
@@ -379,6 +406,7 @@ oracle_told(const struct oracle_blocks *a, uint64_t capacity, uint32_t block, en
 			key[b] = n;
 			heap_push(heap, &nh, (struct heap_item){n, k, b});
 		}
+		hit += replayable(a, q, h);
 		for (k = 0; seen != NULL && k < q->nids; k++)
 			seen[a->blk[base + k]] = 1;
 	}

@@ -12,6 +12,7 @@
 #define KVSS_ORACLE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "workload.h"
@@ -22,6 +23,15 @@ struct oracle_blocks;
 /** Index the first @p limit requests of @p t (0: all); NULL when out of memory. */
 struct oracle_blocks *oracle_blocks_new(const struct workload *t, size_t limit);
 void oracle_blocks_free(struct oracle_blocks *b);
+
+/**
+ * Count a request's hit as the driver could refill it: whole columns of
+ * @p column tokens, and with @p minus_one never the prompt's last token
+ * (the design's rule, which the driver follows unless --no-minus-one).
+ * Every reference below then measures policy against policy under the
+ * same rule. Until this is called, every token of a hit block counts.
+ */
+void oracle_blocks_replay_rule(struct oracle_blocks *b, uint32_t column, bool minus_one);
 
 /**
  * The plain baseline: an LRU cache of at most capacity / block blocks (0:
