@@ -59,6 +59,13 @@ check "burst: Gb/s are tokens/s x 1,000,000 bytes x 8" \
 check "a bad --kv-bytes-per-token exits 2, naming the option" \
 	sh -c "test $? -eq 2 && grep -q -- --kv-bytes-per-token '$tmp/err'"
 
+# Timestamps 285 years apart: the rates count the last 48 days' worth of
+# seconds apart and say so, rather than ask for terabytes.
+printf '{"org": "a", "timestamp": %s, "tokens": [1,2,3,4,5,6,7,8,9]}\n' 0 9000000000000 >"$tmp/far.jsonl"
+"$T" --trace "$tmp/far.jsonl" --capacity inf --column 4 --json >"$tmp/far" 2>"$tmp/err"
+check "a trace of 285 years: exits 0 and says how it counts the rates" \
+	sh -c "test $? -eq 0 && grep -q 'the trace spans 9000000001 s' '$tmp/err'"
+
 # Bad input: exit 2 and a message naming the file.
 "$T" --trace "$tmp/missing.jsonl" --capacity 1 >/dev/null 2>"$tmp/err"
 check "missing file exits 2" test $? -eq 2

@@ -43,7 +43,8 @@ struct opts {
 	uint64_t kv_bytes; /* KV bytes per token, over a model's shards (0: not given) */
 };
 
-#define PEAK_WINDOW_S 10 /* the busiest this many seconds of trace time */
+#define PEAK_WINDOW_S 10	   /* the busiest this many seconds of trace time */
+#define RATES_MAX_S (1u << 22) /* seconds counted apart (48 days); later ones go in the last */
 
 struct result {
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
@@ -79,6 +80,11 @@ rates_init(struct rates *rt, const struct workload *t, size_t n)
 	}
 	rt->first_ms = n ? lo : 0;
 	rt->nsec = n ? (size_t)((hi - lo) / 1000 + 1) : 1;
+	if (rt->nsec > RATES_MAX_S) {
+		fprintf(stderr, "kvss-trace: the trace spans %zu s; the rates count what comes after "
+				"%u s in its %u-th second\n", rt->nsec, RATES_MAX_S, RATES_MAX_S);
+		rt->nsec = RATES_MAX_S;
+	}
 	rt->evict = calloc(rt->nsec, sizeof(uint64_t));
 	rt->refill = calloc(rt->nsec, sizeof(uint64_t));
 	return rt->evict && rt->refill ? 0 : -1;
@@ -227,6 +233,8 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 			prefixcache_stats(replay_pc(r[rep]), &before);
 			hit = replay_request(r[rep], 0, &rq, NULL, q->out, now);
 			prefixcache_stats(replay_pc(r[rep]), &after);
+			if (sec >= rt.nsec)
+				sec = rt.nsec - 1;
 			rt.evict[sec] += after.evicted_tokens - before.evicted_tokens;
 			rt.refill[sec] += hit;
 			res->hit += hit;
