@@ -283,6 +283,28 @@ delete_prompt(uint64_t prompt, uint64_t evict_count)
 }
 
 /*
+ * Write the headers of an EVICT_DATA frame at @p p whose @p n stream bytes,
+ * at @p off of batch @p batch's @p stream, are in place already: L2-L4,
+ * the message header (the wafer's epoch: 0 here) and the data header.
+ * Returns the frame's length.
+ */
+static uint32_t
+data_frame(uint8_t *p, uint64_t batch, uint32_t off, uint32_t n, uint32_t stream)
+{
+	uint32_t l4 = proto_l2l4_len(&adata);
+	struct proto_data_hdr dh = {batch, 0, off, stream};
+	struct proto_hdr h = {.version = PROTO_VERSION, .type = PROTO_T_EVICT_DATA};
+	struct proto_builder b;
+
+	proto_build_begin(&b, p + l4, PROTO_HDR_LEN + PROTO_DATA_HDR_LEN + n, &h);
+	proto_build_data_hdr(&b, &dh);
+	proto_build_bytes(&b, p + l4 + b.len, n);
+	proto_build_end(&b);
+	proto_write_l2l4(p, &adata, b.len);
+	return l4 + b.len;
+}
+
+/*
  * A batch's stream as EVICT_DATA frames: the next frames of the ring, each
  * taken when the shard has let go of it (its reference count is back to
  * ours alone), its headers rewritten for this piece of the stream. Returns
@@ -298,9 +320,7 @@ batch_data(uint64_t batch)
 
 	for (off = 0; off < stream; off += FRAME_PAYLOAD) {
 		uint32_t n = stream - off < FRAME_PAYLOAD ? stream - off : FRAME_PAYLOAD;
-		uint32_t l4 = proto_l2l4_len(&adata);
 		struct rte_mbuf *m = frame[next_frame++ % FRAMES];
-		uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
 
 		if (rte_mbuf_refcnt_read(m) != 1) {
 			unsigned int k = 0;
@@ -314,12 +334,7 @@ batch_data(uint64_t batch)
 					fail("the shard kept a frame for 10 s");
 			}
 		}
-		proto_write_l2l4(p, &adata, PROTO_HDR_LEN + PROTO_DATA_HDR_LEN + n);
-		proto_st32(p + l4 + 20, PROTO_DATA_HDR_LEN + n);   /* body_len */
-		proto_st64(p + l4 + PROTO_HDR_LEN, batch);	    /* batch_no */
-		proto_st32(p + l4 + PROTO_HDR_LEN + 12, off);	    /* stream_offset */
-		proto_st32(p + l4 + PROTO_HDR_LEN + 16, stream);    /* stream_len */
-		m->data_len = (uint16_t)(l4 + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN + n);
+		m->data_len = (uint16_t)data_frame(rte_pktmbuf_mtod(m, uint8_t *), batch, off, n, stream);
 		m->pkt_len = m->data_len;
 		rte_mbuf_refcnt_update(m, 1); /* the shard's, dropped when it frees it */
 		burst[nb++] = m;
@@ -337,9 +352,8 @@ batch_data(uint64_t batch)
 static void
 frames_init(void)
 {
-	struct proto_data_hdr dh = {1, 0, 0, FRAME_PAYLOAD};
+	uint32_t l4 = proto_l2l4_len(&adata), k;
 	unsigned int i;
-	uint32_t k;
 
 	fpool = rte_pktmbuf_pool_create("bench_frames", FRAMES, 0, 0,
 					(uint16_t)(RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX),
@@ -347,20 +361,12 @@ frames_init(void)
 	if (fpool == NULL || rte_pktmbuf_alloc_bulk(fpool, frame, FRAMES) != 0)
 		fail("no memory for the frames");
 	for (i = 0; i < FRAMES; i++) {
-		uint32_t l4 = proto_l2l4_len(&adata);
 		uint8_t *p = (uint8_t *)rte_pktmbuf_append(frame[i], (uint16_t)(l4 + PROTO_HDR_LEN +
 					PROTO_DATA_HDR_LEN + FRAME_PAYLOAD));
-		struct proto_builder b;
-		struct proto_hdr h;
 
-		hdr(&h, PROTO_T_EVICT_DATA, 0);
-		proto_build_begin(&b, p + l4, PROTO_HDR_LEN + PROTO_DATA_HDR_LEN + FRAME_PAYLOAD, &h);
-		proto_build_data_hdr(&b, &dh);
 		for (k = 0; k < FRAME_PAYLOAD; k++)
 			p[l4 + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN + k] = (uint8_t)(i * 31 + k * 7);
-		proto_build_bytes(&b, p + b.len, FRAME_PAYLOAD);
-		proto_build_end(&b);
-		proto_write_l2l4(p, &adata, b.len);
+		data_frame(p, 1, 0, FRAME_PAYLOAD, FRAME_PAYLOAD);
 	}
 }
 

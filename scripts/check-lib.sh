@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the test scripts: `check NAME COMMAND...` runs COMMAND and
 # counts it passed or failed (naming it on stderr); `check_summary TITLE`
-# prints "TITLE: N passed, M failed" and returns nonzero on any failure.
+# prints "TITLE: N passed, M failed" and returns nonzero on any failure;
+# `holds EXPR` is true when the Python expression EXPR is (figures pasted
+# in by the caller), for comparing numbers.
 ok=0
 fail=0
 check() {
@@ -13,6 +15,9 @@ check() {
 		echo "  FAIL: $name" >&2
 		fail=$((fail + 1))
 	fi
+}
+holds() {
+	python3 -c "import sys; sys.exit(0 if ($1) else 1)"
 }
 check_summary() {
 	echo "$1: $ok passed, $fail failed"

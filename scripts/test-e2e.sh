@@ -64,10 +64,10 @@ check "role all: 150 requests done" test "$(field "$tmp/all.json" requests)" = 1
 check "role all: every request hit or missed, none lost" test "$(field "$tmp/all.json" finished)" = True
 check_clean "role all" "$tmp/all.json" "the shard holds"
 check "role all: the chats hit (hit ratio above 0.2)" \
-	python3 -c "import sys; sys.exit(0 if $(field "$tmp/all.json" hit_ratio) > 0.2 else 1)"
+	holds "$(field "$tmp/all.json" hit_ratio) > 0.2"
 check "role all: refills were checked byte by byte" test "$(field "$tmp/all.json" refill_bytes)" -gt 0
 check "role all: a refill model was fitted to the refills (a latency; a bandwidth when one shows)" \
-	python3 -c "import sys; g = $(field "$tmp/all.json" fit_refill_gbps); sys.exit(0 if $(field "$tmp/all.json" fit_refill_latency_us) > 0 and (g is None or g > 0) else 1)"
+	holds "$(field "$tmp/all.json" fit_refill_latency_us) > 0 and (lambda g: g is None or g > 0)($(field "$tmp/all.json" fit_refill_gbps))"
 check "role all: the shard's final stats printed" grep -q "final stats: rx_frames=" "$tmp/all.log"
 check "role all: the estimates came from the configured model (the default)" \
 	test "$(field "$tmp/all.json" refill_model)" = configured
@@ -105,16 +105,16 @@ short_l=$(field "$tmp/learn.json" model_short_share)
 short_10=$(field "$tmp/learn10.json" model_short_share)
 echo "refill estimates short of the time taken: configured $short_c, learned $short_l, learned for 10% short $short_10 (scale $(field "$tmp/learn10.json" model_scale))"
 check "learned model: under 90% of refills took longer than estimated" \
-	python3 -c "import sys; sys.exit(0 if $short_l < 0.9 else 1)"
+	holds "$short_l < 0.9"
 check "learned for 10% short: under 25% took longer, and fewer than unscaled" \
-	python3 -c "import sys; sys.exit(0 if $short_10 < 0.25 and $short_10 < $short_l else 1)"
+	holds "$short_10 < 0.25 and $short_10 < $short_l"
 check "learned for 10% short: the scale is above 1" \
-	python3 -c "import sys; sys.exit(0 if $(field "$tmp/learn10.json" model_scale) > 1 else 1)"
+	holds "$(field "$tmp/learn10.json" model_scale) > 1"
 echo "refills before their estimate: $(field "$tmp/learn.json" refill_early_ms) ms in all (resume whole, held $(field "$tmp/learn.json" held_ms) ms); $(field "$tmp/learn10.json" refill_early_ms) ms (resume estimate, held $(field "$tmp/learn10.json" held_ms) ms)"
 check "resume whole: no sequence held for its estimate, though refills came early" \
-	python3 -c "import sys; sys.exit(0 if $(field "$tmp/learn.json" held_ms) == 0 and $(field "$tmp/learn.json" refill_early_ms) > 0 else 1)"
+	holds "$(field "$tmp/learn.json" held_ms) == 0 and $(field "$tmp/learn.json" refill_early_ms) > 0"
 check "resume estimate (the default): every early refill's sequence held until its estimate" \
-	python3 -c "import sys; e = $(field "$tmp/learn10.json" refill_early_ms); sys.exit(0 if e > 0 and $(field "$tmp/learn10.json" held_ms) >= e else 1)"
+	holds "0 < $(field "$tmp/learn10.json" refill_early_ms) <= $(field "$tmp/learn10.json" held_ms)"
 check "resume: the JSON names the mode" \
 	test "$(field "$tmp/learn.json" resume)$(field "$tmp/learn10.json" resume)" = wholeestimate
 
@@ -127,7 +127,7 @@ grep '^{' "$tmp/hyb.log" | tail -1 >"$tmp/hyb.json"
 check "hybrid: 400 requests done" test "$(field "$tmp/hyb.json" requests)" = 400
 check_clean "hybrid" "$tmp/hyb.json" "the shard holds"
 check "hybrid: hits go past the window (hit ratio above 0.4)" \
-	python3 -c "import sys; sys.exit(0 if $(field "$tmp/hyb.json" hit_ratio) > 0.4 else 1)"
+	holds "$(field "$tmp/hyb.json" hit_ratio) > 0.4"
 [ "$fail" -eq 0 ] || grep -E "summary:" "$tmp/hyb.log" >&2
 
 # 1c. The same with lost data: the wafer withholds every 400th EVICT_DATA frame

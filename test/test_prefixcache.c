@@ -758,6 +758,8 @@ Test(models, the_refill_estimate_is_latency_plus_bytes_over_bandwidth)
 	struct prefixcache_request q = req_of(1, t, 9, 9);
 	struct prefixcache_hit hit;
 	struct prefixcache *pc;
+	uint64_t lat;
+	double bpns;
 
 	p.model[0].num_caches = 1;
 	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
@@ -792,6 +794,12 @@ Test(models, the_refill_estimate_is_latency_plus_bytes_over_bandwidth)
 	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 0, 0.0 / 0.0), -EINVAL);
 	plain_request(pc, 0, &q, 9, 6, &hit);
 	cr_assert_eq(hit.estimate_ns, 7000, "a refused model changes nothing");
+	/* What each model estimates with now: model 0 as last set, model 1 as configured. */
+	cr_assert_eq(prefixcache_refill_model(pc, 0, &lat, &bpns), 0);
+	cr_assert(lat == 7000 && bpns == 0);
+	cr_assert_eq(prefixcache_refill_model(pc, 1, &lat, &bpns), 0);
+	cr_assert(lat == 20000 && bpns == 1.25);
+	cr_assert_eq(prefixcache_refill_model(pc, 2, &lat, &bpns), -EINVAL, "no model 2");
 	prefixcache_free(pc);
 }
 

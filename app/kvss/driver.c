@@ -167,8 +167,8 @@ struct drv_seq {
 	uint64_t t0, deadline, estimate_ns;
 	uint64_t estimate_bytes; /* what the model charges for the refill it estimates longest */
 	uint64_t whole_ns;	 /* when its refills finished (SEQ_HOLD) */
-	int refill_failed;	 /* one of its refills failed: its time says nothing of the model */
-	/* Per model: refills not finished, one of them failed, the bytes it charged. */
+	/* Per model: refills not finished, one of them failed (its time says
+	 * nothing of the model), the bytes it charged. */
 	uint32_t mwait[PREFIXCACHE_MAX_MODELS];
 	uint8_t mfailed[PREFIXCACHE_MAX_MODELS];
 	uint64_t mbytes[PREFIXCACHE_MAX_MODELS];
@@ -179,8 +179,6 @@ struct model_learn {
 	struct linfit fit; /* time (ns) from the lookup to its refills whole, by the bytes charged */
 	struct ratioq rq;  /* those times over what its fitted line said (refill_short_pct) */
 	double factor;	   /* its line's scale: 1, or from rq */
-	uint64_t est_latency_ns; /* what its estimates use now (learned, or as configured) */
-	double est_bytes_per_ns;
 };
 
 struct pid_node {
@@ -988,9 +986,8 @@ model_sample(uint16_t m, uint64_t ns, uint64_t bytes)
 	l->factor = kvss.cfg.driver.refill_short_pct && l->rq.n >= 20
 			    ? ratioq_factor(&l->rq, kvss.cfg.driver.refill_short_pct / 100.0)
 			    : 1;
-	l->est_latency_ns = (uint64_t)(lat_ns * l->factor);
-	l->est_bytes_per_ns = ns_per_byte > 0 ? 1 / (ns_per_byte * l->factor) : 0;
-	prefixcache_set_refill_model(D.pc, m, l->est_latency_ns, l->est_bytes_per_ns);
+	prefixcache_set_refill_model(D.pc, m, (uint64_t)(lat_ns * l->factor),
+				     ns_per_byte > 0 ? 1 / (ns_per_byte * l->factor) : 0);
 	if (D.st.model_updates++ == 0)
 		D.learned_at = l->fit.n;
 }
@@ -1021,6 +1018,18 @@ latency_sample(uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 	D.est_us[D.nlat++] = (uint32_t)(est_ns / 1000);
 }
 
+/* Has a refill of @p s, of any model, failed? */
+static bool
+seq_refill_failed(const struct drv_seq *s)
+{
+	uint16_t m;
+
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
+		if (s->mfailed[m])
+			return true;
+	return false;
+}
+
 /* A refill is finished for its requester (whole, failed or timed out). */
 static void
 refill_finish(struct drv_refill *r, uint64_t tsc)
@@ -1043,10 +1052,8 @@ refill_finish(struct drv_refill *r, uint64_t tsc)
 	D.st.verify_failures += bad;
 	r->seq = NULL;
 	if (s != NULL && r->fail_mask != 0) {
+		D.st.seq_refill_failed += !seq_refill_failed(s);
 		s->mfailed[r->model] = 1;
-		if (!s->refill_failed)
-			D.st.seq_refill_failed++;
-		s->refill_failed = 1;
 	}
 	if (s != NULL && --s->mwait[r->model] == 0 && !s->mfailed[r->model])
 		model_sample(r->model, now_ns(tsc) - s->t0, s->mbytes[r->model]);
@@ -1055,7 +1062,7 @@ refill_finish(struct drv_refill *r, uint64_t tsc)
 
 		/* A refill that failed (a shard restarted, or it timed out) took
 		 * however long the failure did: it would skew the learned model. */
-		if (!s->refill_failed)
+		if (!seq_refill_failed(s))
 			latency_sample(now - s->t0, s->estimate_ns, s->estimate_bytes);
 		s->whole_ns = now;
 		s->state = kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE &&
@@ -1617,7 +1624,8 @@ tsc_ms_ago(uint64_t now, uint64_t then)
 static void
 snapshot_shards(struct snapshot *sn)
 {
-	uint64_t now = rte_get_tsc_cycles();
+	uint64_t now = rte_get_tsc_cycles(), lat_ns;
+	double bytes_per_ns;
 	uint16_t i, c;
 
 	sn->nsh = D.nsh < DRV_MAX_SHARDS ? D.nsh : DRV_MAX_SHARDS;
@@ -1648,8 +1656,10 @@ snapshot_shards(struct snapshot *sn)
 			x->stored_tokens += sh->stored[c];
 		/* Its model's refill estimates (0 Mb/s: no bandwidth term). */
 		x->model_refills_timed = D.ml[sh->model].fit.n;
-		x->model_estimate_latency_us = D.ml[sh->model].est_latency_ns / 1000;
-		x->model_estimate_mbps = (uint64_t)(D.ml[sh->model].est_bytes_per_ns * 8000);
+		if (prefixcache_refill_model(D.pc, sh->model, &lat_ns, &bytes_per_ns) == 0) {
+			x->model_estimate_latency_us = lat_ns / 1000;
+			x->model_estimate_mbps = (uint64_t)(bytes_per_ns * 8000);
+		}
 		x->heard_ms_ago = tsc_ms_ago(now, sh->last_rx);
 		x->status_ms_ago = tsc_ms_ago(now, sh->status_at);
 	}
@@ -1825,11 +1835,8 @@ kvss_driver_init(void)
 	uint16_t m, i, k;
 
 	memset(&D, 0, sizeof(D));
-	for (m = 0; m < PREFIXCACHE_MAX_MODELS; m++) {
+	for (m = 0; m < PREFIXCACHE_MAX_MODELS; m++)
 		D.ml[m].factor = 1;
-		D.ml[m].est_latency_ns = pp.model[m].refill_latency_ns;
-		D.ml[m].est_bytes_per_ns = pp.model[m].refill_bytes_per_ns;
-	}
 	rte_spinlock_init(&D.snap.lock);
 	D.hz = rte_get_tsc_hz();
 	/* One EVICT frame holds G x C entries: G follows from the MTU. */
@@ -2288,18 +2295,14 @@ model_fits_json(char *out, size_t size)
 	n += (size_t)snprintf(out, size, "[");
 	for (m = 0; m < kvss.cfg.driver.pc.num_models && n < size; m++) {
 		const struct model_learn *l = &D.ml[m];
+		char line[64] = "\"latency_us\":null,\"gbps\":null";
 		double us, gbps;
 
 		if (model_fit(&l->fit, &us, &gbps) == 0)
-			n += (size_t)snprintf(out + n, size - n,
-					      "%s{\"model\":%u,\"refills\":%" PRIu64 ",\"latency_us\":%.0f,"
-					      "\"gbps\":%.3f,\"scale\":%.3f}",
-					      m ? "," : "", m, l->fit.n, us, gbps, l->factor);
-		else
-			n += (size_t)snprintf(out + n, size - n,
-					      "%s{\"model\":%u,\"refills\":%" PRIu64 ",\"latency_us\":null,"
-					      "\"gbps\":null,\"scale\":%.3f}",
-					      m ? "," : "", m, l->fit.n, l->factor);
+			snprintf(line, sizeof(line), "\"latency_us\":%.0f,\"gbps\":%.3f", us, gbps);
+		n += (size_t)snprintf(out + n, size - n,
+				      "%s{\"model\":%u,\"refills\":%" PRIu64 ",%s,\"scale\":%.3f}",
+				      m ? "," : "", m, l->fit.n, line, l->factor);
 	}
 	if (n < size)
 		snprintf(out + n, size - n, "]");

@@ -326,6 +326,17 @@ prefixcache_set_refill_model(struct prefixcache *pc, uint16_t model, uint64_t la
 	return 0;
 }
 
+int
+prefixcache_refill_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
+			 double *bytes_per_ns)
+{
+	if (model >= pc->p.num_models)
+		return -EINVAL;
+	*latency_ns = pc->m[model].p.refill_latency_ns;
+	*bytes_per_ns = pc->m[model].p.refill_bytes_per_ns;
+	return 0;
+}
+
 static inline uint32_t
 tick(uint64_t now_ns)
 {

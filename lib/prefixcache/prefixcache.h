@@ -228,6 +228,14 @@ int prefixcache_set_refill_model(struct prefixcache *pc, uint16_t model, uint64_
 				 double bytes_per_ns);
 
 /**
+ * @p model's refill-time model now (as configured, or as last set): its
+ * latency in *@p latency_ns, its bandwidth in *@p bytes_per_ns (0: none).
+ * @return 0, or -EINVAL (no such model).
+ */
+int prefixcache_refill_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
+			     double *bytes_per_ns);
+
+/**
  * Start a sequence on @p model: look up the longest cached prefix, emit one
  * REFILL request per cache for the hit and a RESERVE for the evictions to
  * come. The sequence then continues from token hit_tokens: feed every token
