@@ -23,8 +23,12 @@ CRITERION_LIBS := $(shell pkg-config --libs criterion)
 endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP -Ilib/proto -Ilib/kvstore -Ilib/prefixcache \
-	-Iapp/trace -Iapp/kvss -Iapp/plan
+# Every library's header is on the path; an app's own headers are not: an
+# app includes its own ("kvss.h" beside it) and the libraries', never
+# another app's. Tests and benchmarks reach into the apps they test.
+LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer
+APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
+BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
 # no rte_config.h) so it stays portable and fuzzable.
 CFLAGS_PURE := $(BASE_CFLAGS) $(EXTRA_CFLAGS)
@@ -32,8 +36,7 @@ CFLAGS_DPDK := $(BASE_CFLAGS) $(DPDK_CFLAGS) -Wno-missing-prototypes $(EXTRA_CFL
 
 # ---- libraries -------------------------------------------------------------
 
-PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_ref.c lib/proto/proto_stream.c \
-	lib/proto/proto_wafer.c
+PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_ref.c lib/proto/proto_stream.c
 PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
 
 LIBPROTO := $(BUILD)/lib/libproto.a
@@ -43,7 +46,21 @@ LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
 PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
-REPLAY_SRC := app/trace/replay.c app/trace/workload.c app/trace/route.c
+
+# The configuration reader (kvss's files and kvss-plan's clusters): the
+# only code that includes libconfig.
+CONFIG_SRC := lib/config/config.c lib/config/cluster.c
+LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
+
+# Requests: the trace reader and the built-in generator (kvss, kvss-trace).
+WORKLOAD_SRC := lib/workload/workload.c
+LIBWORKLOAD := $(BUILD)/lib/libworkload.a
+
+# The emulated accelerator: EVICT_DATA produced, refilled bytes checked.
+WAFER_SRC := lib/wafer/wafer.c
+LIBWAFER := $(BUILD)/lib/libwafer.a
+
+REPLAY_SRC := app/trace/replay.c app/trace/route.c
 KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c app/kvss/shard.c app/kvss/refill.c app/kvss/driver.c \
 	app/kvss/telemetry.c app/kvss/portgate.c
 
@@ -51,23 +68,25 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
-	test/test_proto_stream.c test/test_proto_wafer.c \
+	test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/oracle.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
-	app/kvss/config.c test/test_config.c test/shard_scenario.c test/replay_check.c \
+	test/test_config.c test/shard_scenario.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/memif_flap.c bench/bench_shard.c
 
+$(BUILD)/obj/test/%.o $(BUILD)/obj/bench/%.o: TEST_INC := $(APP_INC)
+
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_PURE) -c $< -o $@
+	$(CC) $(CFLAGS_PURE) $(TEST_INC) -c $< -o $@
 
 $(call obj,$(DPDK_SRC)): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_DPDK) -c $< -o $@
+	$(CC) $(CFLAGS_DPDK) $(TEST_INC) -c $< -o $@
 
 $(LIBPROTO): $(call obj,$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC))
 	@mkdir -p $(@D)
@@ -84,21 +103,38 @@ $(LIBPREFIXCACHE): $(call obj,$(PREFIXCACHE_SRC))
 	rm -f $@
 	ar rcs $@ $^
 
+$(LIBCONFIG): $(call obj,$(CONFIG_SRC))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(LIBWORKLOAD): $(call obj,$(WORKLOAD_SRC))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(LIBWAFER): $(call obj,$(WAFER_SRC))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
 # ---- programs --------------------------------------------------------------
 
 KVSS_DUMP := $(BUILD)/kvss-dump
 KVSS_PLAN := $(BUILD)/kvss-plan
 
-$(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c app/kvss/config.c) $(LIBPREFIXCACHE) \
+$(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c) $(LIBCONFIG) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 KVSS_TRACE := $(BUILD)/kvss-trace
 KVSS := $(BUILD)/kvss
 
-$(KVSS): $(call obj,$(KVSS_APP_SRC) app/kvss/config.c app/trace/workload.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+$(KVSS): $(call obj,$(KVSS_APP_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
+		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
-$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c $(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c $(REPLAY_SRC)) $(LIBWORKLOAD) $(LIBWAFER) \
+		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
 $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
@@ -106,7 +142,7 @@ $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
 
 # ---- tests -----------------------------------------------------------------
 
-TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/test_proto_wafer \
+TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/test_wafer \
 	$(BUILD)/test/test_proto_mbuf \
 	$(BUILD)/test/test_kvstore \
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
@@ -120,8 +156,8 @@ $(BUILD)/test/test_proto: $(call obj,test/test_proto.c) $(TEST_COMMON) $(LIBPROT
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_proto_stream $(BUILD)/test/test_proto_wafer: $(BUILD)/test/%: \
-		$(BUILD)/obj/test/%.o $(LIBPROTO)
+$(BUILD)/test/test_proto_stream $(BUILD)/test/test_wafer: $(BUILD)/test/%: \
+		$(BUILD)/obj/test/%.o $(LIBWAFER) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
@@ -148,17 +184,18 @@ $(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h test/test_rng
 		$(STRESS_SRC) -lxxhash -lpthread
 
 $(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model: $(BUILD)/test/%: \
-		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
+		$(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_config: $(BUILD)/obj/test/test_config.o $(call obj,app/kvss/config.c) \
+$(BUILD)/test/test_config: $(BUILD)/obj/test/test_config.o $(LIBCONFIG) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.c app/kvss/shard.c \
-		app/kvss/refill.c app/kvss/portgate.c app/kvss/config.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		app/kvss/refill.c app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
@@ -167,7 +204,7 @@ $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvs
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_plan: $(call obj,test/test_plan.c app/plan/plan.c app/kvss/config.c) \
+$(BUILD)/test/test_plan: $(call obj,test/test_plan.c app/plan/plan.c) $(LIBCONFIG) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
@@ -192,11 +229,11 @@ $(MEMIF_FLAP): $(call obj,test/memif_flap.c app/kvss/portgate.c app/kvss/app.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DPDK_LIBS) $(DEP_LIBS)
 
-$(REPLAY_CHECK): $(call obj,test/replay_check.c) $(TEST_COMMON) $(LIBPROTO)
+$(REPLAY_CHECK): $(call obj,test/replay_check.c) $(TEST_COMMON) $(LIBWAFER) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
-$(SHARD_SCENARIO): $(call obj,test/shard_scenario.c) $(TEST_COMMON) $(LIBPROTO)
+$(SHARD_SCENARIO): $(call obj,test/shard_scenario.c) $(TEST_COMMON) $(LIBWAFER) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
@@ -218,7 +255,7 @@ $(BUILD)/bench/bench_prefixcache: $(BUILD)/obj/bench/bench_prefixcache.o $(LIBPR
 
 # The application's shard lcore (shard.c, refill.c) on a net_ring port pair.
 $(BUILD)/bench/bench_shard: $(call obj,bench/bench_shard.c app/kvss/app.c app/kvss/shard.c \
-		app/kvss/refill.c app/kvss/portgate.c app/kvss/config.c) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		app/kvss/refill.c app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
@@ -237,12 +274,13 @@ $(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h
 # The files kvss reads from outside: configurations and traces.
 FUZZ_FILES := $(BUILD)/fuzz/fuzz_files
 FUZZ_FILES_CORPUS := $(BUILD)/fuzz/corpus_files
-FUZZ_FILES_SRC := test/fuzz/fuzz_files.c app/kvss/config.c app/trace/workload.c app/plan/plan.c \
+FUZZ_FILES_SRC := test/fuzz/fuzz_files.c $(CONFIG_SRC) $(WORKLOAD_SRC) app/plan/plan.c \
 	lib/prefixcache/prefixcache.c lib/kvstore/kvstore.c $(PROTO_PURE_SRC)
 
-$(FUZZ_FILES): $(FUZZ_FILES_SRC) app/kvss/config.h app/trace/workload.h app/plan/plan.h
+$(FUZZ_FILES): $(FUZZ_FILES_SRC) lib/config/config.h lib/config/cluster.h lib/workload/workload.h \
+		app/plan/plan.h
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvstore -Ilib/prefixcache -Iapp/kvss -Iapp/trace -Iapp/plan -o $@ \
+	$(CLANG) $(FUZZ_FLAGS) $(LIB_INC) -Iapp/plan -o $@ \
 		$(FUZZ_FILES_SRC) -lconfig -lxxhash -lm
 
 $(FUZZ_SEEDS): $(GEN_FRAMES)
@@ -252,7 +290,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 # ---- top-level targets -----------------------------------------------------
 
-ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
+ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES)
 
 .PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps

@@ -36,7 +36,7 @@
 #include "expect.h"
 #include "frames.h"
 #include "proto.h"
-#include "proto_wafer.h"
+#include "wafer.h"
 
 #define BAD_PROMPT 0x5EED00000000001ULL
 #define BAD_REFILL 0xBAD0000000000001ULL
@@ -153,7 +153,7 @@ struct exp_refill {
 	uint64_t id;
 	uint32_t ntok, bytes;
 	uint64_t *hash;
-	struct proto_wafer_refill chk;
+	struct wafer_refill chk;
 	int done, done_status;
 	uint32_t done_tokens;
 	uint64_t done_bytes;
@@ -207,9 +207,9 @@ check(const char *expect, char **outs, int nouts, int mixed)
 			p = e;
 		}
 		{
-			struct proto_wafer_place at = {mdl, (uint16_t)sh, (uint16_t)c, B};
+			struct wafer_place at = {mdl, (uint16_t)sh, (uint16_t)c, B};
 
-			if (proto_wafer_refill_init(&rf[nrf].chk, &at, (uint16_t)nb, id, rf[nrf].hash, n) != 0)
+			if (wafer_refill_init(&rf[nrf].chk, &at, (uint16_t)nb, id, rf[nrf].hash, n) != 0)
 				EXPECT(0, "refill %" PRIu64 ": bad expectation", id);
 		}
 		nrf++;
@@ -236,7 +236,7 @@ check(const char *expect, char **outs, int nouts, int mixed)
 					unknown_data++;
 					break;
 				}
-				proto_wafer_refill_data(&rf[i].chk, &m.u.refill_data, d + m.data_off, m.data_len);
+				wafer_refill_data(&rf[i].chk, &m.u.refill_data, d + m.data_off, m.data_len);
 				good_frames++;
 				good_bytes += m.data_len;
 				break;
@@ -297,7 +297,7 @@ check(const char *expect, char **outs, int nouts, int mixed)
 	for (i = 0; i < nrf; i++) {
 		struct exp_refill *r = &rf[i];
 
-		EXPECT(proto_wafer_refill_whole(&r->chk), "refill %" PRIu64 ": %u tokens not whole", r->id,
+		EXPECT(wafer_refill_whole(&r->chk), "refill %" PRIu64 ": %u tokens not whole", r->id,
 		       r->ntok);
 		EXPECT(r->chk.bad_bytes == 0, "refill %" PRIu64 ": %" PRIu64 " bytes differ from the reference",
 		       r->id, r->chk.bad_bytes);

@@ -30,7 +30,7 @@
 #include "expect.h"
 #include "frames.h"
 #include "proto.h"
-#include "proto_wafer.h"
+#include "wafer.h"
 
 #define B 64
 #define NB 2
@@ -140,17 +140,17 @@ static void
 data(uint64_t batch, const uint64_t *prompt, const uint32_t *tok, uint16_t g, uint32_t a,
      uint32_t z)
 {
-	static const struct proto_wafer_place at = {.bytes_per_token = B};
+	static const struct wafer_place at = {.bytes_per_token = B};
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 	uint64_t hash[16];
-	struct proto_wafer_evict w;
+	struct wafer_evict w;
 	uint16_t i;
 
 	for (i = 0; i < g; i++)
 		hash[i] = href(prompt[i], tok[i]);
-	proto_wafer_evict_init(&w, &at, batch, hash, g, 77);
+	wafer_evict_init(&w, &at, batch, hash, g, 77);
 	w.next = a;
-	send_payload(buf, proto_wafer_evict_next(&w, buf, z - a), PROTO_PORT_EVICT_DEFAULT);
+	send_payload(buf, wafer_evict_next(&w, buf, z - a), PROTO_PORT_EVICT_DEFAULT);
 }
 
 static void
@@ -405,9 +405,9 @@ gen_ahead(void)
 static int
 check_ahead(char **files, int nfiles)
 {
-	static const struct proto_wafer_place at = {.bytes_per_token = B};
+	static const struct wafer_place at = {.bytes_per_token = B};
 	static struct proto_msg m;
-	struct proto_wafer_refill wr[4];
+	struct wafer_refill wr[4];
 	uint64_t hash[2][4];
 	long at_done[5] = {-1, -1, -1, -1, -1}, at_lost = -1, at_ack6 = -1, n = 0;
 	unsigned int status4 = 0;
@@ -419,9 +419,9 @@ check_ahead(char **files, int nfiles)
 		hash[0][k] = href(A_ID, (uint32_t)k);
 		hash[1][k] = href(B_ID, (uint32_t)k);
 	}
-	proto_wafer_refill_init(&wr[1], &at, NB, 1, hash[0], 4);
-	proto_wafer_refill_init(&wr[2], &at, NB, 2, hash[1], 2);
-	proto_wafer_refill_init(&wr[3], &at, NB, 3, hash[0], 4);
+	wafer_refill_init(&wr[1], &at, NB, 1, hash[0], 4);
+	wafer_refill_init(&wr[2], &at, NB, 2, hash[1], 2);
+	wafer_refill_init(&wr[3], &at, NB, 3, hash[0], 4);
 	while ((d = captures_next(&cap, &m)) != NULL) {
 		unsigned int i;
 
@@ -457,15 +457,15 @@ check_ahead(char **files, int nfiles)
 			EXPECT(h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB,
 			       "REFILL_DATA of refill %lu", (unsigned long)h->refill_id);
 			if (h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB)
-				proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
+				wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
 		}
 	}
 	if (cap.bad)
 		return 2;
 	for (k = 1; k <= 3; k++)
-		EXPECT(proto_wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0 && wr[k].bad_frames == 0,
+		EXPECT(wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0 && wr[k].bad_frames == 0,
 		       "refill %d: whole %d, %lu bad bytes, %lu bad frames", k,
-		       proto_wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes,
+		       wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes,
 		       (unsigned long)wr[k].bad_frames);
 	EXPECT(lost == 1, "%d TOKEN_LOST records, want 1 (C 0)", lost);
 	EXPECT(at_done[1] > 0 && at_done[2] > 0 && at_done[3] > 0 && at_done[4] > 0,
@@ -505,16 +505,16 @@ check(char **files, int nfiles)
 	const uint8_t *d;
 	int status2 = 0, errors = 0, done_old = 0, lost_c = 0;
 	/* The wafer's own checker too: tokens each refill must bring whole. */
-	static const struct proto_wafer_place at = {.bytes_per_token = B};
+	static const struct wafer_place at = {.bytes_per_token = B};
 	const uint32_t want_tok[3] = {0, space_mode ? 4 : restart_mode ? 0 : 8,
 				      restart_mode ? 8 : space_mode ? 0 : 6};
-	struct proto_wafer_refill wr[3];
+	struct wafer_refill wr[3];
 	uint64_t hash[8];
 
 	for (k = 0; k < 8; k++)
 		hash[k] = href(want_prompt, (uint32_t)k);
 	for (k = 1; k < 3; k++)
-		proto_wafer_refill_init(&wr[k], &at, NB, (uint64_t)k, hash, want_tok[k]);
+		wafer_refill_init(&wr[k], &at, NB, (uint64_t)k, hash, want_tok[k]);
 
 	while ((d = captures_next(&cap, &m)) != NULL) {
 		unsigned int i;
@@ -577,7 +577,7 @@ check(char **files, int nfiles)
 				break;
 			/* Every byte: glued token t is the prompt's token t. */
 			rd_bytes[h->refill_id][h->buffer_id] += m.data_len;
-			wrong = proto_wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
+			wrong = wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
 			if (wrong > 0)
 				bad_bytes += (int)wrong;
 			EXPECT(h->sequence_id == 9, "REFILL_DATA sequence_id %u", h->sequence_id);
@@ -593,9 +593,9 @@ check(char **files, int nfiles)
 	for (k = 1; k < 3; k++) {
 		if (want_tok[k] == 0)
 			continue;
-		EXPECT(proto_wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0 && wr[k].bad_frames == 0,
+		EXPECT(wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0 && wr[k].bad_frames == 0,
 		       "the wafer's check of refill %d: whole %d, %lu bad bytes, %lu bad frames", k,
-		       proto_wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes,
+		       wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes,
 		       (unsigned long)wr[k].bad_frames);
 	}
 	if (restart_mode) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* app/kvss/config.c: the examples load; every bad value names file, line and key. */
+/* lib/config/config.c: the examples load; every bad value names file, line and key. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@ static struct plan_cluster c;
 static struct plan_result r;
 static char err[512], path[64];
 
-/* Write @p text to a file and load it; returns plan_load's result. */
+/* Write @p text to a file and load it; returns kvss_cluster_load's result. */
 static int
 load(const char *text)
 {
@@ -29,7 +29,7 @@ load(const char *text)
 	cr_assert_not_null(f);
 	fputs(text, f);
 	fclose(f);
-	rc = plan_load(path, &c, err, sizeof(err));
+	rc = kvss_cluster_load(path, &c, err, sizeof(err));
 	unlink(path);
 	return rc;
 }
@@ -142,7 +142,7 @@ Test(plan, ratios_share_the_memory_across_jobs)
 
 Test(plan, the_example_cluster_shows_the_designs_point)
 {
-	cr_assert_eq(plan_load("config/cluster-70b.cfg", &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(kvss_cluster_load("config/cluster-70b.cfg", &c, err, sizeof(err)), 0, "%s", err);
 	c.discount = 0;
 	run();
 	/* Perfect proportional sharding sits between equal memory and the ideal pool. */

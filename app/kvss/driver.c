@@ -51,7 +51,7 @@
 #include "linfit.h"
 #include "prefixcache.h"
 #include "proto_stream.h"
-#include "proto_wafer.h"
+#include "wafer.h"
 #include "workload.h"
 
 #define DRV_MAX_SHARDS (PREFIXCACHE_MAX_MODELS * KVSS_MAX_SHARDS)
@@ -103,7 +103,7 @@ struct drv_shard {
 	struct data_job *jcur; /* the batch whose data this shard sends now (NULL: find it) */
 	uint16_t jcache;
 	int jw_on;
-	struct proto_wafer_evict jw;
+	struct wafer_evict jw;
 	uint64_t evict_sent;  /* highest batch whose EVICT has gone out */
 	uint64_t evict_acked; /* highest batch whose EVICT an ACK covers: it ran */
 	uint64_t ev_seq[PROTO_STREAM_WINDOW_MAX], ev_batch[PROTO_STREAM_WINDOW_MAX];
@@ -141,7 +141,7 @@ struct drv_refill {
 	uint32_t glue_end; /* the last glued position + 1: must be the requester's hit */
 	int glue_bad;	   /* a glued token would land in the wrong slot */
 	uint64_t *hash; /* prefix hash of every glued token */
-	struct proto_wafer_refill chk[];
+	struct wafer_refill chk[];
 };
 
 /*
@@ -666,10 +666,10 @@ pump_data(void)
 			if (sh->evict_sent < j->batch_no || sh->evict_acked + DATA_AHEAD < j->batch_no)
 				break; /* its EVICT has not gone out, or the shard is behind */
 			if (!sh->jw_on) {
-				struct proto_wafer_place at = {j->model, sh->ref->id, sh->jcache,
+				struct wafer_place at = {j->model, sh->ref->id, sh->jcache,
 							       sh->ref->bytes_per_token[sh->jcache]};
 
-				proto_wafer_evict_init(&sh->jw, &at, j->batch_no,
+				wafer_evict_init(&sh->jw, &at, j->batch_no,
 						       &j->hash[(size_t)sh->jcache * j->g], j->g, kvss.epoch);
 				sh->jw_on = 1;
 			}
@@ -684,7 +684,7 @@ pump_data(void)
 				break;
 			}
 			hl = proto_l2l4_len(&sh->evict);
-			len = proto_wafer_evict_next(&sh->jw, rte_pktmbuf_mtod(m, uint8_t *) + hl, maxdata);
+			len = wafer_evict_next(&sh->jw, rte_pktmbuf_mtod(m, uint8_t *) + hl, maxdata);
 			if (len == 0) {
 				rte_pktmbuf_free(m);
 				sh->jw_on = 0;
@@ -891,10 +891,10 @@ on_refill(void *arg, uint16_t model, const struct proto_refill_req *rq,
 		}
 	for (i = 0; i < ns; i++) {
 		struct drv_shard *sh = &D.sh[D.first_shard[model] + i];
-		struct proto_wafer_place at = {model, sh->ref->id, rq->cache_id,
+		struct wafer_place at = {model, sh->ref->id, rq->cache_id,
 					       sh->ref->bytes_per_token[rq->cache_id]};
 
-		if (proto_wafer_refill_init(&r->chk[i], &at, sh->num_buffers[rq->cache_id],
+		if (wafer_refill_init(&r->chk[i], &at, sh->num_buffers[rq->cache_id],
 					    rq->refill_id, r->hash, ntok) != 0)
 			r->fail_mask |= 1u << i;
 	}
@@ -1485,9 +1485,9 @@ on_refill_data(struct drv_shard *sh, struct rte_mbuf *mb, const struct proto_msg
 		return;
 	}
 	D.st.refill_bytes += msg->data_len;
-	bad = proto_wafer_refill_data(&r->chk[sh->idx], h, p, msg->data_len);
+	bad = wafer_refill_data(&r->chk[sh->idx], h, p, msg->data_len);
 	(void)bad;
-	if (proto_wafer_refill_whole(&r->chk[sh->idx]))
+	if (wafer_refill_whole(&r->chk[sh->idx]))
 		r->whole_mask |= 1u << sh->idx;
 	refill_check(r, tsc);
 }

@@ -188,7 +188,7 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (plan_load(argv[optind], &c, err, sizeof(err)) != 0) {
+	if (kvss_cluster_load(argv[optind], &c, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss-plan: %s\n", err);
 		return 2;
 	}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "replay.h"
+#include "wafer.h"
 #include "workload.h"
 
 #include <errno.h>
@@ -102,10 +103,11 @@ on_evict(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	for (c = 0; c < nc; c++) {
 		for (t = 0; t < g; t++) {
 			const struct proto_evict_entry *en = &e[t * nc + c];
+			const struct wafer_place at = {model, 0, (uint16_t)c, B};
 			struct replay_seq *s = en->prompt_id ? seq_of(r, en->prompt_id) : NULL;
 
 			if (s != NULL && en->token_idx < s->n)
-				proto_ref_fill(s->h[en->token_idx], model, 0, c, 0, stream + (size_t)t * B, B);
+				wafer_fill(&at, &s->h[en->token_idx], 0, stream + (size_t)t * B, B);
 			else
 				memset(stream + (size_t)t * B, 0, B);
 		}
@@ -159,16 +161,22 @@ on_column(void *arg, uint16_t model, uint16_t cache_id, uint64_t iso, uint64_t p
 		r->p.observe.column(r->p.observe.arg, model, cache_id, iso, prompt_id, a, b);
 }
 
-/* Check one refill against the requester's reference content; then it is done. */
+/*
+ * Check one refill against the requester's reference content, through the
+ * wafer's own checker (lib/wafer) as kvss checks REFILL_DATA; then it is
+ * done.
+ */
 static void
 run_refill(struct replay *r, struct pending_refill *pr)
 {
 	struct kvstore *kv = r->kv[pr->model];
 	const struct kvstore_params *kp = kvstore_params(kv);
 	uint16_t c = pr->req.cache_id, code, nb = kp->cache[c].num_buffers, b;
-	uint32_t B = kp->cache[c].bytes_per_token, bb = B / nb, tokens = 0, k, j;
+	struct wafer_place at = {pr->model, 0, c, kp->cache[c].bytes_per_token};
+	uint32_t tokens = 0, k, j, t = 0;
 	struct kvstore_refill *rf;
-	uint8_t ref[256];
+	struct wafer_refill chk;
+	uint64_t *glued;
 
 	for (k = 0; k < pr->req.num_chunks; k++)
 		tokens += pr->ch[k].num_tokens;
@@ -178,37 +186,37 @@ run_refill(struct replay *r, struct pending_refill *pr)
 		r->st.protocol_errors++;
 		goto done;
 	}
+	/* Glued token t is token chunk.start + j of the requester's prefix. */
+	glued = calloc(tokens ? tokens : 1, sizeof(*glued));
+	for (k = 0; k < pr->req.num_chunks; k++)
+		for (j = 0; j < pr->ch[k].num_tokens; j++, t++) {
+			uint32_t idx = pr->ch[k].start_token_idx + j;
+
+			if (idx < pr->nh)
+				glued[t] = pr->h[idx];
+			else
+				r->st.verify_failures++;
+		}
+	if (glued == NULL || wafer_refill_init(&chk, &at, nb, pr->req.refill_id, glued, tokens) != 0) {
+		r->st.verify_failures++;
+		goto end;
+	}
 	for (b = 0; b < nb; b++) {
-		uint8_t *got = scratch(r, (size_t)tokens * bb);
 		struct kvstore_refill_pos pos;
 		struct kvstore_seg seg[64];
-		uint64_t off = 0;
 		unsigned int n, i;
-		uint32_t t = 0;
 
 		memset(&pos, 0, sizeof(pos));
 		while ((n = kvstore_refill_next(rf, b, &pos, 8916, seg, 64)) > 0)
-			for (i = 0; i < n; i++) {
-				memcpy(got + off, seg[i].addr, seg[i].len);
-				off += seg[i].len;
-			}
-		if (off != (uint64_t)tokens * bb)
-			r->st.verify_failures++;
-		/* Glued token t is token chunk.start + j of the requester's prefix. */
-		for (k = 0; k < pr->req.num_chunks; k++)
-			for (j = 0; j < pr->ch[k].num_tokens; j++, t++) {
-				uint32_t idx = pr->ch[k].start_token_idx + j;
-
-				if (idx >= pr->nh || bb > sizeof(ref)) {
+			for (i = 0; i < n; i++)
+				if (wafer_refill_bytes(&chk, b, chk.got[b], seg[i].addr, seg[i].len) != 0)
 					r->st.verify_failures++;
-					continue;
-				}
-				proto_ref_fill(pr->h[idx], pr->model, 0, c, (uint64_t)b * bb, ref, bb);
-				if (memcmp(ref, got + (size_t)t * bb, bb) != 0)
-					r->st.verify_failures++;
-			}
 	}
+	if (!wafer_refill_whole(&chk))
+		r->st.verify_failures++;
 	r->st.refill_tokens += tokens;
+end:
+	free(glued);
 	kvstore_refill_end(rf);
 done:
 	if (r->ndone == r->donecap) {

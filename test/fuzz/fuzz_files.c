@@ -3,7 +3,7 @@
  * libFuzzer target: the files kvss reads from outside. The first byte, modulo
  * 3, picks the reader: 0, a kvss configuration (kvss_config_load: libconfig,
  * then every check); 1, a trace (workload_load: Mooncake or native JSONL);
- * 2, a kvss-plan cluster (plan_load, then plan_run). The rest is the file.
+ * 2, a kvss-plan cluster (kvss_cluster_load, then plan_run). The rest is the file.
  * Each must accept it or refuse it with one line naming the file; never
  * crash, hang or leak.
  */
@@ -50,7 +50,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		static struct plan_cluster pc;
 		static struct plan_result pr;
 
-		if (plan_load(path, &pc, err, sizeof(err)) != 0) {
+		if (kvss_cluster_load(path, &pc, err, sizeof(err)) != 0) {
 			if (err[0] == '\0')
 				abort();
 		} else if (plan_run(&pc, &pr, err, sizeof(err)) != 0 && err[0] == '\0') {

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The emulated wafer's two data paths (PROTOCOL.md sections 3 and 6),
- * without EAL, so the driver role, test tools and tests share them:
+ * The emulated accelerator (wafer): its reference content laid out as a
+ * stream, its EVICT_DATA, and the check of what comes back (PROTOCOL.md
+ * sections 3 and 6). No EAL and no I/O, so kvss's wafer emulator,
+ * kvss-trace, the test tools and the tests share one implementation:
  *
- * - proto_wafer_evict: the EVICT_DATA payloads of one batch for one cache
+ * - wafer_evict: the EVICT_DATA payloads of one batch for one cache
  *   of one shard: tokens in batch order, B_c bytes each, of the reference
  *   content of each token's prefix hash, cut into payloads of a given size.
- * - proto_wafer_refill: checks the REFILL_DATA of one refill for one cache
+ * - wafer_refill: checks the REFILL_DATA of one refill for one cache
  *   of one shard: every byte against the reference content of the glued
  *   tokens, each buffer's stream in order and whole.
  *
  * Both keep a pointer to the caller's array of prefix hashes, which must
  * live as long as they do.
  */
-#ifndef PROTO_WAFER_H
-#define PROTO_WAFER_H
+#ifndef WAFER_H
+#define WAFER_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,15 +24,22 @@
 #include "proto.h"
 
 /** Where reference bytes come from: model, shard and cache of section 6. */
-struct proto_wafer_place {
+struct wafer_place {
 	uint32_t model;
 	uint16_t shard;
 	uint16_t cache_id;
 	uint32_t bytes_per_token; /* B_c */
 };
 
-struct proto_wafer_evict {
-	struct proto_wafer_place at;
+/**
+ * The stream bytes [off, off + len) of tokens in order, B_c bytes each:
+ * token t's bytes are the reference content of @p hash[t] at its place.
+ */
+void wafer_fill(const struct wafer_place *at, const uint64_t *hash, uint64_t off, uint8_t *out,
+		uint32_t len);
+
+struct wafer_evict {
+	struct wafer_place at;
 	const uint64_t *hash; /* prefix hash of each token of the batch, in order */
 	uint32_t ntok;
 	uint64_t batch_no;
@@ -38,7 +47,7 @@ struct proto_wafer_evict {
 	uint32_t next;	/* the next stream byte to send */
 };
 
-void proto_wafer_evict_init(struct proto_wafer_evict *w, const struct proto_wafer_place *at,
+void wafer_evict_init(struct wafer_evict *w, const struct wafer_place *at,
 			    uint64_t batch_no, const uint64_t *hash, uint32_t ntok, uint32_t epoch);
 
 /**
@@ -46,23 +55,23 @@ void proto_wafer_evict_init(struct proto_wafer_evict *w, const struct proto_wafe
  * into @p buf (room for PROTO_PAYLOAD_MAX). Returns its length, 0 when the
  * whole stream has been given (or @p max_data is 0).
  */
-uint32_t proto_wafer_evict_next(struct proto_wafer_evict *w, uint8_t *buf, uint32_t max_data);
+uint32_t wafer_evict_next(struct wafer_evict *w, uint8_t *buf, uint32_t max_data);
 
-#define PROTO_WAFER_MAX_BUFFERS 64
+#define WAFER_MAX_BUFFERS 64
 
-struct proto_wafer_refill {
-	struct proto_wafer_place at;
+struct wafer_refill {
+	struct wafer_place at;
 	const uint64_t *hash; /* prefix hash of each glued token, in order */
 	uint32_t ntok;
 	uint16_t num_buffers;
 	uint64_t refill_id;
-	uint64_t got[PROTO_WAFER_MAX_BUFFERS]; /* stream bytes received in order, per buffer */
+	uint64_t got[WAFER_MAX_BUFFERS]; /* stream bytes received in order, per buffer */
 	uint64_t bad_bytes;		       /* differ from the reference */
 	uint64_t bad_frames;		       /* not this refill's, out of order, past the end */
 };
 
 /** 0, or -EINVAL when the buffers do not divide B_c or are too many. */
-int proto_wafer_refill_init(struct proto_wafer_refill *r, const struct proto_wafer_place *at,
+int wafer_refill_init(struct wafer_refill *r, const struct wafer_place *at,
 			    uint16_t num_buffers, uint64_t refill_id, const uint64_t *hash,
 			    uint32_t ntok);
 
@@ -72,10 +81,19 @@ int proto_wafer_refill_init(struct proto_wafer_refill *r, const struct proto_waf
  * reference. Returns the number of bad bytes it carried, or -1 when the
  * frame itself is wrong (counted in bad_frames, its bytes not checked).
  */
-int64_t proto_wafer_refill_data(struct proto_wafer_refill *r, const struct proto_refill_data_hdr *h,
+int64_t wafer_refill_data(struct wafer_refill *r, const struct proto_refill_data_hdr *h,
 				const uint8_t *data, uint32_t len);
 
+/**
+ * Bytes of one buffer's stream as they come, wherever from (a REFILL_DATA
+ * frame, or a store's gather list): @p offset must be where that buffer's
+ * stream stands. Returns the number of bad bytes, or -1 (counted in
+ * bad_frames) for a buffer out of range, a gap or bytes past the end.
+ */
+int64_t wafer_refill_bytes(struct wafer_refill *r, uint16_t buffer_id, uint64_t offset,
+			   const uint8_t *data, uint32_t len);
+
 /** Has every buffer's stream arrived whole? */
-bool proto_wafer_refill_whole(const struct proto_wafer_refill *r);
+bool wafer_refill_whole(const struct wafer_refill *r);
 
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The kvss application's configuration: a libconfig file read and checked
- * completely at start by config.c (the only file that includes libconfig),
- * into this plain struct that the rest of the program reads.
+ * completely at start by config.c into this plain struct that the rest of
+ * the program reads. lib/config (this reader and cluster.c, kvss-plan's)
+ * is the only code that includes libconfig.
  */
 #ifndef KVSS_APP_CONFIG_H
 #define KVSS_APP_CONFIG_H

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "proto_wafer.h"
+#include "wafer.h"
 
 #define NT 5
 #define BPT 96
@@ -12,7 +12,7 @@
 
 static struct proto_msg msg;
 static uint64_t hash[NT];
-static const struct proto_wafer_place at = {.model = 1, .shard = 2, .cache_id = 1,
+static const struct wafer_place at = {.model = 1, .shard = 2, .cache_id = 1,
 					    .bytes_per_token = BPT};
 
 static void
@@ -30,11 +30,11 @@ TestSuite(wafer, .init = setup);
 Test(wafer, evict_payloads_carry_each_tokens_reference_bytes_in_batch_order)
 {
 	static uint8_t buf[PROTO_PAYLOAD_MAX], stream[NT * BPT], want[BPT];
-	struct proto_wafer_evict w;
+	struct wafer_evict w;
 	uint32_t n, frames = 0, covered = 0, t;
 
-	proto_wafer_evict_init(&w, &at, 7, hash, NT, 0xAB);
-	while ((n = proto_wafer_evict_next(&w, buf, 100)) != 0) {
+	wafer_evict_init(&w, &at, 7, hash, NT, 0xAB);
+	while ((n = wafer_evict_next(&w, buf, 100)) != 0) {
 		cr_assert_eq(proto_parse_payload(buf, n, PROTO_PORT_EVICT_DEFAULT, &proto_ports_default,
 						 &msg),
 			     PROTO_OK);
@@ -56,20 +56,20 @@ Test(wafer, evict_payloads_carry_each_tokens_reference_bytes_in_batch_order)
 		proto_ref_fill(hash[t], 1, 2, 1, 0, want, BPT);
 		cr_assert_eq(memcmp(stream + t * BPT, want, BPT), 0, "token %u", t);
 	}
-	cr_assert_eq(proto_wafer_evict_next(&w, buf, 100), 0, "the stream was all sent");
+	cr_assert_eq(wafer_evict_next(&w, buf, 100), 0, "the stream was all sent");
 }
 
 Test(wafer, evict_payloads_stop_at_the_frame_size)
 {
 	static uint8_t buf[PROTO_PAYLOAD_MAX];
 	static uint64_t many[200];
-	struct proto_wafer_place big = at;
-	struct proto_wafer_evict w;
+	struct wafer_place big = at;
+	struct wafer_evict w;
 	uint32_t n;
 
 	big.bytes_per_token = 4096;
-	proto_wafer_evict_init(&w, &big, 1, many, 200, 1);
-	n = proto_wafer_evict_next(&w, buf, UINT32_MAX);
+	wafer_evict_init(&w, &big, 1, many, 200, 1);
+	n = wafer_evict_next(&w, buf, UINT32_MAX);
 	cr_assert_eq(n, PROTO_PAYLOAD_MAX);
 	cr_assert_eq(proto_parse_payload(buf, n, PROTO_PORT_EVICT_DEFAULT, &proto_ports_default, &msg),
 		     PROTO_OK);
@@ -97,43 +97,66 @@ Test(wafer, a_whole_refill_checks_clean_and_every_fault_is_seen)
 {
 	const uint32_t bb = BPT / NBUF, whole = NT * bb;
 	struct proto_refill_data_hdr rh;
-	struct proto_wafer_refill r;
+	struct wafer_refill r;
 	uint8_t d[NT * BPT];
 	uint32_t n, a;
 	uint16_t b;
 
-	cr_assert_eq(proto_wafer_refill_init(&r, &at, 5, 9, hash, NT), -EINVAL, "5 does not divide 96");
-	cr_assert_eq(proto_wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
+	cr_assert_eq(wafer_refill_init(&r, &at, 5, 9, hash, NT), -EINVAL, "5 does not divide 96");
+	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
 	for (b = 0; b < NBUF; b++) {
 		for (a = 0; a < whole; a += 50) {
 			n = refill_frame(d, 9, b, a, a + 50 < whole ? a + 50 : whole, &rh);
 			if (b == 1 && a == 50)
 				d[7] ^= 1; /* one bad byte */
-			cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), b == 1 && a == 50 ? 1 : 0);
+			cr_assert_eq(wafer_refill_data(&r, &rh, d, n), b == 1 && a == 50 ? 1 : 0);
 		}
 		if (b < NBUF - 1)
-			cr_assert(!proto_wafer_refill_whole(&r), "buffer %u of %u in", b + 1, NBUF);
+			cr_assert(!wafer_refill_whole(&r), "buffer %u of %u in", b + 1, NBUF);
 	}
-	cr_assert(proto_wafer_refill_whole(&r));
+	cr_assert(wafer_refill_whole(&r));
 	cr_assert_eq(r.bad_bytes, 1);
 	cr_assert_eq(r.bad_frames, 0);
 
 	/* Frames that are not this refill's, or out of order, or past the end. */
 	n = refill_frame(d, 8, 0, 0, 10, &rh);
-	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), -1, "another refill_id");
-	cr_assert_eq(proto_wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1, "another refill_id");
+	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
 	n = refill_frame(d, 9, 0, 10, 20, &rh);
-	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), -1, "bytes 10.. before 0..9");
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1, "bytes 10.. before 0..9");
 	n = refill_frame(d, 9, 0, 0, 10, &rh);
 	rh.buffer_id = NBUF;
-	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), -1, "no such buffer");
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1, "no such buffer");
 	rh.buffer_id = 0;
 	rh.stream_len = whole + 1;
-	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), -1, "wrong stream length");
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1, "wrong stream length");
 	rh.stream_len = whole;
-	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, whole + 1), -1, "past the end");
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, whole + 1), -1, "past the end");
 	cr_assert_eq(r.bad_frames, 4);
-	cr_assert_eq(proto_wafer_refill_data(&r, &rh, d, n), 0);
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), 0);
 	cr_assert_eq(r.got[0], 10);
-	cr_assert(!proto_wafer_refill_whole(&r));
+	cr_assert(!wafer_refill_whole(&r));
+}
+
+Test(wafer, bytes_from_a_gather_list_are_checked_as_they_come_and_a_gap_is_refused)
+{
+	/* Buffer 1 of a refill of tokens 1..3: as a store's gather list gives it. */
+	static uint8_t stream[NT * BPT], buf1[3 * (BPT / NBUF)];
+	const uint32_t bb = BPT / NBUF;
+	struct wafer_refill r;
+	uint32_t t;
+
+	wafer_fill(&at, hash, 0, stream, NT * BPT);
+	for (t = 0; t < 3; t++)
+		memcpy(buf1 + t * bb, stream + (1 + t) * BPT + bb, bb);
+	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash + 1, 3), 0);
+	cr_assert_eq(wafer_refill_bytes(&r, 1, 0, buf1, 10), 0, "a piece within a token");
+	cr_assert_eq(wafer_refill_bytes(&r, 1, 20, buf1 + 20, 5), -1, "a gap is refused");
+	buf1[bb + 3] ^= 0x40;
+	cr_assert_eq(wafer_refill_bytes(&r, 1, 10, buf1 + 10, 3 * bb - 10), 1, "one flipped byte");
+	cr_assert_eq(r.bad_bytes, 1);
+	cr_assert_eq(r.bad_frames, 1);
+	cr_assert_eq(wafer_refill_bytes(&r, 1, 3 * bb, buf1, 1), -1, "nothing past the end");
+	cr_assert_eq(wafer_refill_bytes(&r, NBUF, 0, buf1, 1), -1, "no such buffer");
+	cr_assert(!wafer_refill_whole(&r), "buffers 0 and 2 never came");
 }

@@ -1,12 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The emulated wafer: EVICT_DATA out, REFILL_DATA checked. */
-#include "proto_wafer.h"
+#include "wafer.h"
 
 #include <errno.h>
 #include <string.h>
 
 void
-proto_wafer_evict_init(struct proto_wafer_evict *w, const struct proto_wafer_place *at,
+wafer_fill(const struct wafer_place *at, const uint64_t *hash, uint64_t off, uint8_t *out,
+	   uint32_t len)
+{
+	const uint32_t bpt = at->bytes_per_token;
+	const uint64_t end = off + len;
+
+	while (off < end) {
+		uint64_t t = off / bpt;
+		uint32_t in = (uint32_t)(off % bpt), k = bpt - in;
+
+		if (k > end - off)
+			k = (uint32_t)(end - off);
+		proto_ref_fill(hash[t], at->model, at->shard, at->cache_id, in, out, k);
+		out += k;
+		off += k;
+	}
+}
+
+void
+wafer_evict_init(struct wafer_evict *w, const struct wafer_place *at,
 		       uint64_t batch_no, const uint64_t *hash, uint32_t ntok, uint32_t epoch)
 {
 	memset(w, 0, sizeof(*w));
@@ -18,7 +37,7 @@ proto_wafer_evict_init(struct proto_wafer_evict *w, const struct proto_wafer_pla
 }
 
 uint32_t
-proto_wafer_evict_next(struct proto_wafer_evict *w, uint8_t *buf, uint32_t max_data)
+wafer_evict_next(struct wafer_evict *w, uint8_t *buf, uint32_t max_data)
 {
 	const uint32_t bpt = w->at.bytes_per_token, total = w->ntok * bpt;
 	const uint32_t room = PROTO_PAYLOAD_MAX - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN;
@@ -26,7 +45,7 @@ proto_wafer_evict_next(struct proto_wafer_evict *w, uint8_t *buf, uint32_t max_d
 			      .shard_id = w->at.shard, .epoch = w->epoch};
 	struct proto_data_hdr dh = {w->batch_no, w->at.cache_id, w->next, total};
 	struct proto_builder b;
-	uint32_t n, end, o;
+	uint32_t n, o;
 
 	if (w->next >= total || max_data == 0)
 		return 0;
@@ -39,26 +58,18 @@ proto_wafer_evict_next(struct proto_wafer_evict *w, uint8_t *buf, uint32_t max_d
 	proto_build_data_hdr(&b, &dh);
 	/* The bytes in place: the builder's tail is where they go. */
 	o = PROTO_HDR_LEN + PROTO_DATA_HDR_LEN;
-	end = w->next + n;
-	while (w->next < end) {
-		uint32_t t = w->next / bpt, in = w->next % bpt, k = bpt - in;
-
-		if (k > end - w->next)
-			k = end - w->next;
-		proto_ref_fill(w->hash[t], w->at.model, w->at.shard, w->at.cache_id, in, buf + o, k);
-		o += k;
-		w->next += k;
-	}
-	proto_build_bytes(&b, buf + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, n);
+	wafer_fill(&w->at, w->hash, w->next, buf + o, n);
+	w->next += n;
+	proto_build_bytes(&b, buf + o, n);
 	return proto_build_end(&b);
 }
 
 int
-proto_wafer_refill_init(struct proto_wafer_refill *r, const struct proto_wafer_place *at,
+wafer_refill_init(struct wafer_refill *r, const struct wafer_place *at,
 			uint16_t num_buffers, uint64_t refill_id, const uint64_t *hash, uint32_t ntok)
 {
 	memset(r, 0, sizeof(*r));
-	if (num_buffers == 0 || num_buffers > PROTO_WAFER_MAX_BUFFERS ||
+	if (num_buffers == 0 || num_buffers > WAFER_MAX_BUFFERS ||
 	    at->bytes_per_token == 0 || at->bytes_per_token % num_buffers != 0)
 		return -EINVAL;
 	r->at = *at;
@@ -70,25 +81,24 @@ proto_wafer_refill_init(struct proto_wafer_refill *r, const struct proto_wafer_p
 }
 
 int64_t
-proto_wafer_refill_data(struct proto_wafer_refill *r, const struct proto_refill_data_hdr *h,
-			const uint8_t *data, uint32_t len)
+wafer_refill_bytes(struct wafer_refill *r, uint16_t buffer_id, uint64_t offset, const uint8_t *data,
+		   uint32_t len)
 {
 	const uint32_t bb = r->at.bytes_per_token / r->num_buffers;
 	const uint64_t whole = (uint64_t)r->ntok * bb;
 	uint64_t o, end, bad = 0;
 
-	if (h->refill_id != r->refill_id || h->cache_id != r->at.cache_id ||
-	    h->buffer_id >= r->num_buffers || h->stream_len != whole ||
-	    h->stream_offset != r->got[h->buffer_id] || h->stream_offset + (uint64_t)len > whole) {
+	if (buffer_id >= r->num_buffers || offset != r->got[buffer_id] ||
+	    offset + (uint64_t)len > whole) {
 		r->bad_frames++;
 		return -1;
 	}
-	o = h->stream_offset;
+	o = offset;
 	end = o + len;
 	while (o < end) {
 		uint32_t t = (uint32_t)(o / bb), in = (uint32_t)(o % bb), k = bb - in;
-		uint64_t off = (uint64_t)h->buffer_id * bb + in;
-		const uint8_t *p = data + (o - h->stream_offset);
+		uint64_t off = (uint64_t)buffer_id * bb + in;
+		const uint8_t *p = data + (o - offset);
 
 		if (k > end - o)
 			k = (uint32_t)(end - o);
@@ -109,13 +119,27 @@ proto_wafer_refill_data(struct proto_wafer_refill *r, const struct proto_refill_
 		}
 		o += k;
 	}
-	r->got[h->buffer_id] = end;
+	r->got[buffer_id] = end;
 	r->bad_bytes += bad;
 	return (int64_t)bad;
 }
 
+int64_t
+wafer_refill_data(struct wafer_refill *r, const struct proto_refill_data_hdr *h,
+		  const uint8_t *data, uint32_t len)
+{
+	const uint64_t whole = (uint64_t)r->ntok * (r->at.bytes_per_token / r->num_buffers);
+
+	if (h->refill_id != r->refill_id || h->cache_id != r->at.cache_id ||
+	    h->stream_len != whole) {
+		r->bad_frames++;
+		return -1;
+	}
+	return wafer_refill_bytes(r, h->buffer_id, h->stream_offset, data, len);
+}
+
 bool
-proto_wafer_refill_whole(const struct proto_wafer_refill *r)
+wafer_refill_whole(const struct wafer_refill *r)
 {
 	const uint64_t whole = (uint64_t)r->ntok * (r->at.bytes_per_token / r->num_buffers);
 	uint16_t b;
