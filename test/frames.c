@@ -2,6 +2,7 @@
 #include "frames.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char frames_golden_delete_hex[] =
@@ -25,6 +26,64 @@ frames_unhex(const char *hex, uint8_t *out, uint32_t cap)
 		hex += 2;
 	}
 	return n;
+}
+
+const char *
+frames_protocol_md(void)
+{
+	const char *p = getenv("KVSS_PROTOCOL_MD");
+
+	return p != NULL && p[0] != '\0' ? p : "docs/PROTOCOL.md";
+}
+
+/* The hex lines of the fenced block after "<!-- golden: NAME -->", concatenated. */
+int
+frames_golden_hex(const char *name, char *hex, size_t cap)
+{
+	FILE *f = fopen(frames_protocol_md(), "r");
+	char line[512], want[128];
+	size_t n = 0;
+	int state = 0; /* 0: looking for the marker, 1: for the fence, 2: in the block */
+
+	if (f == NULL)
+		return -1;
+	snprintf(want, sizeof(want), "<!-- golden: %s -->", name);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (state == 0 && strcmp(line, want) == 0)
+			state = 1;
+		else if (state == 1 && strncmp(line, "```", 3) == 0)
+			state = 2;
+		else if (state == 2 && strncmp(line, "```", 3) == 0)
+			break;
+		else if (state == 2) {
+			size_t k = strlen(line);
+
+			if (n + k + 1 > cap) {
+				fclose(f);
+				return -1;
+			}
+			memcpy(hex + n, line, k);
+			n += k;
+		}
+	}
+	fclose(f);
+	if (state != 2)
+		return -1;
+	hex[n] = '\0';
+	return (int)n;
+}
+
+uint32_t
+frames_golden(const char *name, uint8_t *out, uint32_t cap)
+{
+	char hex[2048];
+	uint32_t n;
+
+	if (frames_golden_hex(name, hex, sizeof(hex)) <= 0)
+		return 0;
+	n = frames_unhex(hex, out, cap);
+	return 2 * (size_t)n == strlen(hex) ? n : 0;
 }
 
 void

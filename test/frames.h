@@ -4,15 +4,32 @@
 #define KVSS_TEST_FRAMES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <pcap/pcap.h>
 
 #include "proto.h"
 
-/** Section 8's golden UDP payloads. */
+/**
+ * The golden DELETE and REFILL payloads, for the captures gen_frames
+ * writes; test_proto checks they equal docs/PROTOCOL.md's.
+ */
 extern const char frames_golden_delete_hex[];
 extern const char frames_golden_refill_hex[];
+
+/** docs/PROTOCOL.md, or the file $KVSS_PROTOCOL_MD names. */
+const char *frames_protocol_md(void);
+
+/**
+ * The hex of the golden vector @p name of docs/PROTOCOL.md section 10 (the
+ * fenced block after its "golden:" marker, lines joined). @return its
+ * length, or -1 when the file, the marker or the block is missing.
+ */
+int frames_golden_hex(const char *name, char *hex, size_t cap);
+
+/** The same vector decoded; 0 when it is missing or not whole hex. */
+uint32_t frames_golden(const char *name, uint8_t *out, uint32_t cap);
 
 /** Decode a hex string into @p out; returns the byte count. */
 uint32_t frames_unhex(const char *hex, uint8_t *out, uint32_t cap);

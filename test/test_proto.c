@@ -6,45 +6,90 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "frames.h"
 #include "proto.h"
 
 static struct proto_msg msg, msg2;
 
-/* ---- Section 8: reference content ------------------------------------- */
+/*
+ * ---- docs/PROTOCOL.md section 10: the golden vectors, read from the
+ * document itself, so the contract and the code cannot drift apart.
+ */
 
-Test(reference, isolation_id_of_acme_matches_section_8)
+static uint64_t
+golden_u64(const char *name)
 {
-	cr_assert_eq(proto_ref_isolation_id("acme", 4), 0x44ad98655d8858e1ULL);
+	char hex[64];
+
+	cr_assert_eq(frames_golden_hex(name, hex, sizeof(hex)), 16, "%s: no 16-digit vector in %s",
+		     name, frames_protocol_md());
+	return strtoull(hex, NULL, 16);
 }
 
-Test(reference, prefix_hashes_of_tokens_1_2_3_match_section_8)
+Test(reference, isolation_id_of_acme_matches_the_document)
+{
+	cr_assert_eq(proto_ref_isolation_id("acme", 4), golden_u64("ref_isolation_acme"));
+}
+
+Test(reference, prefix_hashes_of_tokens_1_2_3_match_the_document)
 {
 	uint64_t h = proto_ref_isolation_id("acme", 4);
 
 	h = proto_ref_hash_next(h, 1);
-	cr_assert_eq(h, 0x6f39a3bc6fb623d8ULL);
+	cr_assert_eq(h, golden_u64("ref_hash_acme_1"));
 	h = proto_ref_hash_next(h, 2);
-	cr_assert_eq(h, 0x5a8a11fc82acc891ULL);
+	cr_assert_eq(h, golden_u64("ref_hash_acme_1_2"));
 	h = proto_ref_hash_next(h, 3);
-	cr_assert_eq(h, 0x571fe91c5fbc45fcULL);
+	cr_assert_eq(h, golden_u64("ref_hash_acme_1_2_3"));
 }
 
-Test(reference, token_bytes_match_section_8)
+Test(reference, token_bytes_match_the_document)
 {
+	uint64_t h3 = golden_u64("ref_hash_acme_1_2_3");
 	uint8_t want[20], got[20];
-	uint32_t n;
 
-	n = frames_unhex("c54c198629f18ab30083819d95b8189d", want, sizeof(want));
-	proto_ref_fill(0x571fe91c5fbc45fcULL, 0, 0, 0, 0, got, 16);
-	cr_assert_eq(n, 16);
+	cr_assert_eq(frames_golden("ref_bytes_m0_s0_c0_16", want, sizeof(want)), 16);
+	proto_ref_fill(h3, 0, 0, 0, 0, got, 16);
 	cr_assert_arr_eq(got, want, 16);
 
-	n = frames_unhex("d72541ff7313169234459a4b6a96f85ab1c373a0", want, sizeof(want));
-	proto_ref_fill(0x571fe91c5fbc45fcULL, 1, 3, 2, 0, got, 20);
-	cr_assert_eq(n, 20);
+	cr_assert_eq(frames_golden("ref_bytes_m1_s3_c2_20", want, sizeof(want)), 20);
+	proto_ref_fill(h3, 1, 3, 2, 0, got, 20);
 	cr_assert_arr_eq(got, want, 20);
+}
+
+Test(golden, every_vector_of_the_document_is_one_the_tests_check)
+{
+	static const char *const known[] = {
+		"ref_isolation_acme", "ref_hash_acme_1", "ref_hash_acme_1_2", "ref_hash_acme_1_2_3",
+		"ref_bytes_m0_s0_c0_16", "ref_bytes_m1_s3_c2_20", "delete", "refill"};
+	FILE *f = fopen(frames_protocol_md(), "r");
+	char line[512], name[128];
+	unsigned int seen = 0, k;
+
+	cr_assert_not_null(f, "%s: %s", frames_protocol_md(), strerror(errno));
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "<!-- golden: %127s -->", name) != 1)
+			continue;
+		for (k = 0; k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], name) != 0; k++)
+			;
+		cr_assert_lt(k, sizeof(known) / sizeof(known[0]), "vector %s is checked by no test",
+			     name);
+		seen++;
+	}
+	fclose(f);
+	cr_assert_eq(seen, sizeof(known) / sizeof(known[0]), "every checked vector is in the document");
+}
+
+Test(golden, the_captures_carry_the_documents_payloads)
+{
+	char hex[512];
+
+	cr_assert_gt(frames_golden_hex("delete", hex, sizeof(hex)), 0);
+	cr_assert_str_eq(hex, frames_golden_delete_hex);
+	cr_assert_gt(frames_golden_hex("refill", hex, sizeof(hex)), 0);
+	cr_assert_str_eq(hex, frames_golden_refill_hex);
 }
 
 Test(reference, any_slice_equals_the_same_bytes_of_the_whole_stream)
@@ -78,12 +123,11 @@ Test(reference, check_reports_the_first_wrong_byte)
 	cr_assert_neq(proto_ref_check(7, 1, 0, 0, 8, b, sizeof(b)), 0);
 }
 
-/* ---- Section 8: golden payloads ---------------------------------------- */
 
 Test(golden, delete_payload_parses_to_its_fields)
 {
 	uint8_t p[128];
-	uint32_t n = frames_unhex(frames_golden_delete_hex, p, sizeof(p));
+	uint32_t n = frames_golden("delete", p, sizeof(p));
 	struct proto_delete d;
 
 	cr_assert_eq(n, 64);
@@ -106,7 +150,7 @@ Test(golden, delete_payload_parses_to_its_fields)
 Test(golden, delete_payload_is_built_byte_for_byte)
 {
 	uint8_t want[128], got[128];
-	uint32_t n = frames_unhex(frames_golden_delete_hex, want, sizeof(want));
+	uint32_t n = frames_golden("delete", want, sizeof(want));
 	struct proto_builder b;
 	struct proto_hdr h = {.type = PROTO_T_DELETE, .shard_id = PROTO_SHARD_ALL,
 			      .epoch = 0x01020304, .seq = 7};
@@ -122,7 +166,7 @@ Test(golden, delete_payload_is_built_byte_for_byte)
 Test(golden, refill_payload_parses_to_its_fields)
 {
 	uint8_t p[128];
-	uint32_t n = frames_unhex(frames_golden_refill_hex, p, sizeof(p)), off = 0;
+	uint32_t n = frames_golden("refill", p, sizeof(p)), off = 0;
 	struct proto_refill_req r;
 	struct proto_refill_chunk c;
 	const uint8_t *chunks;
@@ -153,7 +197,7 @@ Test(golden, refill_payload_parses_to_its_fields)
 Test(golden, refill_payload_is_built_byte_for_byte)
 {
 	uint8_t want[128], got[128];
-	uint32_t n = frames_unhex(frames_golden_refill_hex, want, sizeof(want));
+	uint32_t n = frames_golden("refill", want, sizeof(want));
 	struct proto_builder b;
 	struct proto_hdr h = {.type = PROTO_T_REFILL, .shard_id = PROTO_SHARD_ALL,
 			      .epoch = 0x01020304, .seq = 8};

@@ -4,11 +4,15 @@
 
 /**
  * @file
- * KVSS wire protocol, version 1 (docs: ../shared/PROTOCOL.md).
+ * KVSS wire protocol, version 1 (the contract: docs/PROTOCOL.md).
  *
- * Bytes in, messages out; no state. The parsing core and the builders need
+ * Bytes in, messages out: parsing and building keep no state between
+ * calls. (The library's one stateful part is the driver's control-stream
+ * sender, proto_stream.h: sequence numbers, window and retransmission
+ * timer, with no I/O of its own.) The parsing core and the builders need
  * no DPDK and no EAL, so they can be unit-tested and fuzzed on their own;
- * only the mbuf entry points (proto_mbuf.h) use DPDK.
+ * only the mbuf entry points (proto_parse_mbuf and its kin, declared at
+ * the end of this header and built from proto_mbuf.c) use DPDK.
  *
  * Parsing never reads outside the frame it is given, never crashes on any
  * input, and names every rejection with its own reason (enum proto_reason).
