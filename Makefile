@@ -62,7 +62,11 @@ LIBWAFER := $(BUILD)/lib/libwafer.a
 
 REPLAY_SRC := app/trace/replay.c app/trace/route.c
 KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c app/kvss/shard.c app/kvss/refill.c app/kvss/driver.c \
-	app/kvss/telemetry.c app/kvss/portgate.c
+	app/kvss/drv_link.c app/kvss/drv_report.c app/kvss/drv_rx.c app/kvss/telemetry.c \
+	app/kvss/portgate.c
+# The driver's parts that need no EAL: the wafer emulator, the sink, the
+# control queues, refill-time learning (unit-tested without EAL).
+KVSS_PURE_SRC := app/kvss/emulator.c app/kvss/emu_data.c app/kvss/drv_sink.c app/kvss/drv_ctlq.c app/kvss/drv_learn.c
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -74,9 +78,9 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	app/trace/kvss_trace.c app/trace/oracle.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
-	test/test_oracle.c test/test_linfit.c
+	test/test_oracle.c test/test_linfit.c test/test_emulator.c $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
-	test/test_kvss_telemetry.c test/memif_flap.c bench/bench_shard.c
+	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
 $(BUILD)/obj/test/%.o $(BUILD)/obj/bench/%.o: TEST_INC := $(APP_INC)
 
@@ -129,7 +133,7 @@ $(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c) $(LIBCONFIG) $(LI
 KVSS_TRACE := $(BUILD)/kvss-trace
 KVSS := $(BUILD)/kvss
 
-$(KVSS): $(call obj,$(KVSS_APP_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
+$(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
@@ -148,7 +152,8 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill \
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
-	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit
+	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
+	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -199,6 +204,12 @@ $(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
+$(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/drv_link.c app/kvss/app.c \
+		app/kvss/shard.c app/kvss/refill.c app/kvss/portgate.c $(KVSS_PURE_SRC)) $(LIBCONFIG) \
+		$(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
+
 $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvss/app.c \
 		app/kvss/telemetry.c app/kvss/portgate.c) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
@@ -214,6 +225,11 @@ $(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_oracle: $(call obj,test/test_oracle.c app/trace/oracle.c)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_emulator: $(call obj,test/test_emulator.c $(KVSS_PURE_SRC)) $(LIBWORKLOAD) \
+		$(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
@@ -317,7 +333,7 @@ check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(STRESS) check-sanitiz
 # (run-tests.sh runs them when they are there).
 SAN_BUILD := $(BUILD)/asan
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-SAN_TESTS := $(filter-out test_proto_mbuf test_kvss_refill test_kvss_telemetry,$(notdir $(TESTS)))
+SAN_TESTS := $(filter-out test_proto_mbuf test_kvss_refill test_kvss_telemetry test_drv_link,$(notdir $(TESTS)))
 
 check-sanitize-build: need-deps
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \

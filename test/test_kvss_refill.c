@@ -34,22 +34,10 @@ href(uint32_t t)
 static void
 setup(void)
 {
-	char prefix[64];
-	char *argv[] = {"test", "--no-pci", "--no-huge", "--no-shconf", "-m", "128", "--log-level",
-			"lib.eal:error", "--no-telemetry", "-l", "0", "--vdev", "net_ring0", prefix, NULL};
 	struct kvstore_params kp = {.num_caches = 1};
-	struct rte_eth_conf conf = {0};
 	size_t sz;
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=kvss_test_%d", (int)getpid());
-	cr_assert_geq(rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
-	kvss.pool = rte_pktmbuf_pool_create("p", 4095, 0, 0, RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX,
-					    SOCKET_ID_ANY);
-	cr_assert_not_null(kvss.pool);
-	cr_assert_eq(rte_eth_dev_configure(0, 1, 1, &conf), 0);
-	cr_assert_eq(rte_eth_rx_queue_setup(0, 0, 1024, SOCKET_ID_ANY, NULL, kvss.pool), 0);
-	cr_assert_eq(rte_eth_tx_queue_setup(0, 0, 1024, SOCKET_ID_ANY, NULL), 0);
-	cr_assert_eq(rte_eth_dev_start(0), 0);
+	cr_assert_eq(test_eal_start_ring(&kvss.pool), 0, "EAL and a net_ring port");
 	kvss.cfg.mtu = 1500; /* small frames: several per stream */
 	kvss.cfg.udp = proto_ports_default;
 	kvss.cfg.shard.port = 0;

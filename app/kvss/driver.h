@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The driver role (driver.c): lib/prefixcache on the control lcore, talking
- * to every shard of every model over its own control stream, with the wafer
- * emulator that produces evicted bytes and checks refilled ones.
+ * The driver role (driver.c and its parts, drv.h): lib/prefixcache on the
+ * control lcore, talking to every shard of every model over its own control
+ * stream, with the wafer emulator (emulator.h) that produces evicted bytes
+ * and checks refilled ones. This is what main.c sees.
  */
 #ifndef KVSS_DRIVER_H
 #define KVSS_DRIVER_H
 
 #include <stdint.h>
+
+#include "proto.h"
 
 /* The driver's counters: /swdriver/stats, the final summary. */
 #define KVSS_DRV_STATS(X)                                                                          \
@@ -66,7 +69,7 @@ struct kvss_drv_stats {
 #define KVSS_DRV_FIELD(n) uint64_t n;
 	KVSS_DRV_STATS(KVSS_DRV_FIELD)
 #undef KVSS_DRV_FIELD
-	uint64_t errors_by_code[16];
+	uint64_t errors_by_code[PROTO_E_MAX]; /* ERROR records received, by code */
 };
 
 /** Set up the driver (after the ports started): 0, or -1 with a message printed. */

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver role's parts, private to them (driver.h is what main.c sees).
+ * Everything here runs on the control lcore, except where a field says
+ * otherwise; each struct says which part writes each field:
+ *
+ *   drv_ctlq.c    a shard's queue of control messages waiting for its
+ *                 stream's window, and the message records are being put
+ *                 into (no EAL)
+ *   drv_sink.c    lib/prefixcache's sink: RESERVE, EVICT, REFILL and DELETE
+ *                 records into the queues, evicted batches and refills to
+ *                 the wafer emulator, and (open loop) what each shard must
+ *                 send back, to a file (no EAL)
+ *   drv_learn.c   refill times learned: the fitted lines, the estimates'
+ *                 scale, the latency percentiles (no EAL)
+ *   drv_link.c    ports and TX queues, control streams pushed and resent,
+ *                 EVICT_DATA framed and sent, links watched
+ *   drv_report.c  telemetry (/swdriver/...), progress, the summary
+ *   drv_rx.c      what the shards send, taken in
+ *   driver.c      set-up, the loop, epochs and restarts
+ *   emulator.c    the wafer (emulator.h)
+ */
+#ifndef KVSS_DRV_H
+#define KVSS_DRV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "driver.h"
+#include "linfit.h"
+#include "prefixcache.h"
+#include "proto.h"
+#include "proto_stream.h"
+#include "workload.h"
+
+struct emu;
+struct rte_mbuf;
+
+#define DRV_MAX_SHARDS (PREFIXCACHE_MAX_MODELS * KVSS_MAX_SHARDS)
+#define DRV_MAX_PORTS 32
+
+/* ---- drv_ctlq.c --------------------------------------------------------------------- */
+
+/* A control message waiting for room in its stream's window. */
+struct drv_ctl_msg {
+	struct drv_ctl_msg *next;
+	uint64_t batch_no; /* EVICT: its batch; else 0 */
+	uint32_t len;
+	uint8_t p[];
+};
+
+/*
+ * One shard's control messages, in order: the sink writes records into the
+ * open message and queues whole ones (drv_sink.c); the link pushes them into
+ * the stream as its window allows (drv_link.c). Both on the control lcore.
+ */
+struct drv_ctlq {
+	struct drv_ctl_msg *head, *tail;
+	uint32_t backlog; /* messages queued */
+	bool open_on;	  /* records are being put into open */
+	struct proto_builder open;
+	uint8_t open_buf[PROTO_PAYLOAD_MAX];
+};
+
+/** Queue a whole message (a copy of @p p). 0, or -ENOMEM. */
+int drv_ctlq_push(struct drv_ctlq *q, const uint8_t *p, uint32_t len, uint64_t batch_no);
+
+/** The open message, if it holds a record, joins the queue. 0, or -ENOMEM. */
+int drv_ctlq_close(struct drv_ctlq *q);
+
+/**
+ * The message whose header is @p h that records of @p need bytes go into:
+ * the open one if it is of that type with room, else a new one (the open
+ * one queued first). NULL when a record that size fits no message of
+ * @p cap bytes, or the queue has no memory.
+ */
+struct proto_builder *drv_ctlq_open(struct drv_ctlq *q, const struct proto_hdr *h, uint32_t need,
+				    uint32_t cap);
+
+/** The oldest queued message, taken off the queue (the caller frees it); NULL: none. */
+struct drv_ctl_msg *drv_ctlq_pop(struct drv_ctlq *q);
+
+/** The oldest queued message, left on the queue (the stream writes its seq); NULL: none. */
+static inline struct drv_ctl_msg *
+drv_ctlq_peek(struct drv_ctlq *q)
+{
+	return q->head;
+}
+
+/** Drop everything queued and the open message. */
+void drv_ctlq_clear(struct drv_ctlq *q);
+
+/* ---- A shard as the driver knows it -------------------------------------------------- */
+
+struct drv_shard {
+	/* Set at start, read-only after. */
+	uint16_t model, idx; /* idx: position in the model's shard list */
+	uint16_t k;	     /* position in the driver's shard array */
+	const struct kvss_shard_ref *ref;
+	struct proto_addr ctrl, evict;
+	/* The link (drv_link.c): its control stream and what it sent. */
+	struct proto_stream stream;
+	struct drv_ctlq q; /* sink: writes records; link: drains */
+	uint64_t hello_at;
+	uint64_t evict_sent;  /* highest batch whose EVICT has gone out */
+	uint64_t evict_acked; /* highest batch whose EVICT an ACK covers: it ran */
+	uint64_t ev_seq[PROTO_STREAM_WINDOW_MAX], ev_batch[PROTO_STREAM_WINDOW_MAX];
+	uint32_t ev_head, ev_tail; /* EVICTs sent and not yet acknowledged */
+	/* What it says (driver.c, from its frames). */
+	uint32_t epoch;	  /* the shard's; 0: not up */
+	bool up;	  /* answered our HELLO with our epoch */
+	uint64_t last_rx; /* tsc of its last frame (away after away_ms of silence) */
+	uint64_t batches_complete;
+	uint64_t status_at;			 /* tsc of its latest STATUS */
+	uint64_t stored[PREFIXCACHE_MAX_CACHES]; /* tokens it holds, by that STATUS */
+};
+
+/* ---- drv_sink.c ------------------------------------------------------------------------ */
+
+/*
+ * lib/prefixcache's sink (prefixcache_sink.arg points here). Turns each
+ * library call into records for every shard of the model it names; the
+ * requester of a REFILL is the wafer sequence its sequence_id names.
+ */
+struct drv_sink {
+	/* Set at start, read-only after. */
+	uint16_t nsh;
+	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];
+	struct drv_shard *sh;	    /* [nsh]: the queues it writes */
+	const uint32_t *model_epoch; /* the driver's, per model (driver.c writes) */
+	uint32_t payload_cap;	    /* largest UDP payload at the MTU */
+	struct emu *emu;
+	struct kvss_drv_stats *st; /* it writes deletes, too_big */
+	FILE *expect;		   /* open loop: what each shard must send back (NULL: closed) */
+	bool failed;		   /* out of memory: the run stops */
+	uint8_t scratch[PROTO_PAYLOAD_MAX];
+};
+
+/** The callbacks, for prefixcache_create (arg: the drv_sink). */
+void drv_sink_ops(struct drv_sink *s, struct prefixcache_sink *out);
+
+/** A header for a message to shard @p sh of @p type, in its model's epoch. */
+void drv_hdr_for(struct proto_hdr *h, const struct drv_shard *sh, uint32_t epoch, uint8_t type);
+
+/* ---- drv_learn.c ------------------------------------------------------------------------ */
+
+/* What refill_model "learned" knows of one model's refills. */
+struct drv_model_learn {
+	struct linfit fit; /* time (ns) from the lookup to its refills whole, by the bytes charged */
+	struct ratioq rq;  /* those times over what its fitted line said (refill_short_pct) */
+	double factor;	   /* its line's scale: 1, or from rq */
+};
+
+/* Refill times against estimates. All written by drv_learn.c; reports read them. */
+struct drv_learn {
+	struct prefixcache *pc;	   /* the estimates it updates */
+	struct kvss_drv_stats *st; /* it writes model_updates, model_short */
+	bool learned;		   /* refill_model "learned": estimates follow the fit */
+	unsigned int short_pct;	   /* refill_short_pct: scale for this share of refills short */
+	struct linfit fit;  /* a sequence's refill time (ns) by the bytes of its longest estimate */
+	uint64_t learned_at; /* refills seen when a model first took the fit (0: not yet) */
+	struct drv_model_learn ml[PREFIXCACHE_MAX_MODELS];
+	uint64_t late_ns, early_ns; /* refill time past its estimate, and short of it, summed */
+	uint32_t *lat_us, *est_us;  /* each sequence's refill time and estimate */
+	size_t nlat, latcap;
+};
+
+void drv_learn_init(struct drv_learn *l, struct prefixcache *pc, struct kvss_drv_stats *st,
+		    bool learned, unsigned int short_pct);
+void drv_learn_free(struct drv_learn *l);
+
+/** Model @p m's refills of one sequence were whole after @p ns, for @p bytes charged. */
+void drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes);
+
+/** A sequence's refills were all whole after @p ns; its longest estimate. */
+void drv_learn_seq(struct drv_learn *l, uint64_t ns, uint64_t est_ns, uint64_t est_bytes);
+
+/**
+ * The line fitted so far: *@p lat_ns plus *@p ns_per_byte for each byte
+ * charged. -1 under 20 refills or with one size only. When the times do
+ * not grow with the bytes (a fixed wait swamps the transfer), no bandwidth
+ * can be told: the slope is 0 and the latency is their mean time.
+ */
+int drv_learn_line(const struct linfit *f, double *lat_ns, double *ns_per_byte);
+
+/** The same in the configuration's units (refill_latency_us, refill_gbps; 0: no bound). */
+int drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps);
+
+/* ---- drv_link.c --------------------------------------------------------------------------- */
+
+#define DRV_TXQ_MAX 64
+/*
+ * Control frames wait in a queue of their own, sent before any data: a
+ * REFILL does not queue behind megabytes of evicted bytes, and a full data
+ * queue never drops one. What waits here is bounded by two windows per
+ * stream (drv_link_pump_streams): room for four shards on one port.
+ */
+#define DRV_CTLQ_MAX (8 * PROTO_STREAM_WINDOW_MAX)
+
+struct drv_txq {
+	struct rte_mbuf *m[DRV_TXQ_MAX];  /* data */
+	struct rte_mbuf *c[DRV_CTLQ_MAX]; /* control, first */
+	uint16_t n, nc;
+};
+
+/* The driver's ports. All written by drv_link.c. */
+struct drv_link {
+	uint16_t ports[DRV_MAX_PORTS], nports;
+	uint16_t nrxq[DRV_MAX_PORTS];	     /* RX queues configured: each is polled */
+	uint8_t port_stopped[DRV_MAX_PORTS]; /* a restart failed: no bursts until one works */
+	uint64_t down_since[DRV_MAX_PORTS];  /* tsc its link was first seen down (0: up) */
+	struct drv_txq txq[DRV_MAX_PORTS];
+	struct kvss_drv_stats *st; /* it writes the tx_*, hellos, evict_*, no_mbuf counters */
+	bool open_loop;		   /* recording: what is pushed counts as acknowledged */
+	uint32_t lose_data_every;  /* wafer.lose_data_every: withhold every Nth data frame */
+	uint64_t data_count;	   /* EVICT_DATA frames made */
+	bool failed;		   /* out of memory: the run stops */
+};
+
+/** Take @p port on (once). 0, or -1 (too many ports, or no such port). */
+int drv_link_add_port(struct drv_link *L, uint16_t port);
+
+/** The index of @p port among the link's, or -1. */
+int drv_link_slot(const struct drv_link *L, uint16_t port);
+
+/** Send what waits on each port, control frames first. */
+void drv_link_flush(struct drv_link *L);
+
+/** Frames queued for @p port, control and data. */
+uint32_t drv_link_queued(const struct drv_link *L, uint16_t port);
+
+/** A control payload to shard @p sh, now (a HELLO, or a message of its stream). */
+void drv_link_send_ctl(struct drv_link *L, const struct drv_shard *sh, const uint8_t *p,
+		       uint32_t len);
+
+/** HELLO to @p sh with @p epoch (the model's). */
+void drv_link_hello(struct drv_link *L, struct drv_shard *sh, uint32_t epoch, uint64_t tsc);
+
+/** Push what each shard's window allows; resend what is due. */
+void drv_link_pump_streams(struct drv_link *L, struct drv_shard *sh, uint16_t nsh, uint64_t tsc);
+
+/**
+ * Send each shard's EVICT_DATA from the emulator, as far as its EVICTs have
+ * gone out and run (DRV_DATA_AHEAD); returns the frames sent.
+ */
+int drv_link_pump_data(struct drv_link *L, struct emu *emu, struct drv_shard *sh, uint16_t nsh);
+
+/** An ACK for @p sh: its stream takes it, EVICTs it covers ran. */
+void drv_link_ack(struct drv_shard *sh, uint64_t cum_seq, uint64_t tsc);
+
+/** @p sh's stream starts over (a new epoch): nothing queued or in flight. */
+void drv_link_reset(struct drv_shard *sh);
+
+/**
+ * Restart ports whose link has been down for a second (a memif client
+ * connects when its port starts); @p went_down is called once for each
+ * shard on a port whose link is first seen down.
+ */
+void drv_link_watch(struct drv_link *L, struct drv_shard *sh, uint16_t nsh, uint64_t tsc,
+		    void (*went_down)(struct drv_shard *sh, uint64_t tsc));
+
+void drv_link_free(struct drv_link *L);
+
+/* ---- drv_report.c ------------------------------------------------------------------------- */
+
+/** Counters derived when read (streams, the fitted model, late / early / held). */
+void drv_report_derive(void);
+
+/** Copy what telemetry shows (the control lcore, every 100 ms). */
+void drv_report_snapshot(void);
+
+/** One progress line. */
+void drv_report_progress(uint64_t tsc);
+
+/* ---- driver.c: the state every part above is a piece of ----------------------------------- */
+
+struct drv {
+	struct prefixcache *pc;
+	struct emu *emu;
+	struct workload wl;
+	size_t nreq;
+	uint16_t nsh;
+	struct drv_shard *sh; /* [nsh] */
+	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];
+	uint32_t model_epoch[PREFIXCACHE_MAX_MODELS]; /* a new one at every restart of the model */
+	struct drv_link link;
+	struct drv_sink sink;
+	struct drv_learn learn;
+	struct kvss_drv_stats st; /* every part writes its own counters (driver.h) */
+	uint64_t hz, t_start, t_end;
+	bool started, finished, open_loop;
+	int fatal;
+	uint64_t settle_at; /* tsc when the shards had every batch complete (quiet) */
+	char source[KVSS_PATH_MAX + 64];
+	struct proto_msg msg;
+	uint8_t scratch[PROTO_PAYLOAD_MAX];
+};
+
+extern struct drv drv;
+
+/** Nanoseconds of the run at @p tsc. */
+uint64_t drv_now_ns(uint64_t tsc);
+
+/** Tokens a shard holds against what the driver accounts for (after the run). */
+uint64_t drv_unaccounted(bool say);
+
+/** Protocol errors the run counted. */
+uint64_t drv_protocol_errors(void);
+
+/**
+ * A shard of @p model lost what it held: the model's prefixes go, it takes
+ * a new driver epoch and all its shards start over with it; @p why said
+ * (unless NULL), @p count counted.
+ */
+void drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_shard *who,
+		       uint64_t *count);
+
+/** Shard @p sh's state left the driver's: with on_loss "resync", the model restarts (1). */
+int drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why);
+
+/* ---- drv_rx.c ---- */
+
+/** One frame from a shard (the caller frees it). */
+void drv_receive(struct rte_mbuf *mb, uint64_t tsc);
+
+#endif

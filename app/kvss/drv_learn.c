@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Refill times learned (drv.h): each sequence's refill time against the
+ * driver's estimate, a line fitted per model to its own refills, and
+ * (refill_model "learned") the library's estimates set from those lines.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "drv.h"
+
+void
+drv_learn_init(struct drv_learn *l, struct prefixcache *pc, struct kvss_drv_stats *st,
+	       bool learned, unsigned int short_pct)
+{
+	uint16_t m;
+
+	memset(l, 0, sizeof(*l));
+	l->pc = pc;
+	l->st = st;
+	l->learned = learned;
+	l->short_pct = short_pct;
+	for (m = 0; m < PREFIXCACHE_MAX_MODELS; m++)
+		l->ml[m].factor = 1;
+}
+
+void
+drv_learn_free(struct drv_learn *l)
+{
+	free(l->lat_us);
+	free(l->est_us);
+	l->lat_us = l->est_us = NULL;
+	l->nlat = l->latcap = 0;
+}
+
+int
+drv_learn_line(const struct linfit *f, double *lat_ns, double *ns_per_byte)
+{
+	double a, b;
+
+	if (linfit_solve(f, 20, &a, &b) != 0)
+		return -1;
+	*lat_ns = b > 0 ? (a > 0 ? a : 0) : f->my;
+	*ns_per_byte = b > 0 ? b : 0;
+	return 0;
+}
+
+int
+drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps)
+{
+	double lat_ns, ns_per_byte;
+
+	if (drv_learn_line(f, &lat_ns, &ns_per_byte) != 0)
+		return -1;
+	*lat_us = lat_ns / 1000;
+	*gbps = ns_per_byte > 0 ? 8 / ns_per_byte : 0;
+	return 0;
+}
+
+/*
+ * refill_model "learned": the model's estimates take the line fitted to its
+ * own refills (draft and target models have their own shards), from its
+ * 20th refill on and every 16th after. With refill_short_pct, the line is
+ * scaled by the factor that share of its refills exceeded over what the
+ * line said when each came (once 20 are counted).
+ */
+void
+drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes)
+{
+	struct drv_model_learn *ml;
+	double lat_ns, ns_per_byte;
+
+	if (m >= PREFIXCACHE_MAX_MODELS)
+		return;
+	ml = &l->ml[m];
+	if (l->short_pct && drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) == 0)
+		ratioq_add(&ml->rq, (double)ns, lat_ns + (double)bytes * ns_per_byte);
+	linfit_add(&ml->fit, (double)bytes, (double)ns);
+	if (!l->learned || ml->fit.n < 20 || (ml->fit.n - 20) % 16 != 0 ||
+	    drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) != 0)
+		return;
+	ml->factor = l->short_pct && ml->rq.n >= 20 ? ratioq_factor(&ml->rq, l->short_pct / 100.0) : 1;
+	prefixcache_set_refill_model(l->pc, m, (uint64_t)(lat_ns * ml->factor),
+				     ns_per_byte > 0 ? 1 / (ns_per_byte * ml->factor) : 0);
+	if (l->st->model_updates++ == 0)
+		l->learned_at = ml->fit.n;
+}
+
+void
+drv_learn_seq(struct drv_learn *l, uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
+{
+	linfit_add(&l->fit, (double)est_bytes, (double)ns);
+	l->st->model_short += ns > est_ns;
+	if (ns > est_ns)
+		l->late_ns += ns - est_ns;
+	else
+		l->early_ns += est_ns - ns;
+	if (l->nlat == l->latcap) {
+		size_t cap = l->latcap ? 2 * l->latcap : 1024;
+		uint32_t *a = realloc(l->lat_us, sizeof(uint32_t) * cap);
+		uint32_t *b = a ? realloc(l->est_us, sizeof(uint32_t) * cap) : NULL;
+
+		if (a != NULL)
+			l->lat_us = a;
+		if (b == NULL)
+			return;
+		l->est_us = b;
+		l->latcap = cap;
+	}
+	l->lat_us[l->nlat] = (uint32_t)(ns / 1000);
+	l->est_us[l->nlat++] = (uint32_t)(est_ns / 1000);
+}

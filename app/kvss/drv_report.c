@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the driver shows (drv.h): /swdriver/stats, /orgs and /shards from a
+ * snapshot the control lcore copies every 100 ms (telemetry's thread reads
+ * only the snapshot, under its lock), the progress line, and the summary
+ * (lines for people, then one JSON line for scripts).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_spinlock.h>
+#include <rte_telemetry.h>
+
+#include "drv.h"
+#include "emulator.h"
+#include "kvss.h"
+
+/* A shard and its control stream, as /swdriver/shards shows them (u64 each). */
+#define SHARD_SNAP_FIELDS(X)                                                                       \
+	X(model) X(shard_id) X(port) X(up) X(epoch) X(seq_sent) X(seq_acked) X(backlog)            \
+	X(retransmits) X(rtt_samples) X(stale_acks) X(bogus_acks) X(srtt_us) X(timeout_us)         \
+	X(evict_sent) X(evict_acked) X(batches_complete) X(stored_tokens)                         \
+	X(model_refills_timed) X(model_estimate_latency_us) X(model_estimate_mbps)
+#define SHARD_SNAP_DECL(n) uint64_t n;
+struct shard_snap {
+	SHARD_SNAP_FIELDS(SHARD_SNAP_DECL)
+	uint64_t heard_ms_ago, status_ms_ago; /* UINT64_MAX: never */
+};
+#undef SHARD_SNAP_DECL
+
+struct snapshot {
+	rte_spinlock_t lock; /* the control lcore writes under it; telemetry reads */
+	struct kvss_drv_stats st;
+	struct prefixcache_stats pc;
+	struct prefixcache_org_stats org[KVSS_MAX_ORGS + 64];
+	size_t norg;
+	struct shard_snap sh[DRV_MAX_SHARDS];
+	uint16_t nsh;
+};
+
+static struct snapshot snap = {.lock = RTE_SPINLOCK_INITIALIZER};
+
+/* ---- Telemetry ---------------------------------------------------------------------- */
+
+/* Counters derived when read: what the streams count themselves (messages
+ * pushed and sent again), and the fitted refill model. */
+void
+drv_report_derive(void)
+{
+	double lat_us, gbps;
+	uint16_t i;
+
+	if (drv_learn_fit(&drv.learn.fit, &lat_us, &gbps) == 0) {
+		drv.st.fit_latency_us = (uint64_t)lat_us;
+		drv.st.fit_mbps = (uint64_t)(gbps * 1000);
+	}
+	drv.st.late_us = drv.learn.late_ns / 1000;
+	drv.st.early_us = drv.learn.early_ns / 1000;
+	drv.st.held_us = drv.emu != NULL ? emu_held_ns(drv.emu) / 1000 : 0;
+
+	drv.st.control_msgs = drv.st.retransmits = 0;
+	for (i = 0; i < drv.nsh; i++) {
+		drv.st.control_msgs += drv.sh[i].stream.st.sent;
+		drv.st.retransmits += drv.sh[i].stream.st.retransmits;
+	}
+}
+
+static uint64_t
+tsc_ms_ago(uint64_t now, uint64_t then)
+{
+	return then == 0 || now < then ? UINT64_MAX : (now - then) * 1000 / drv.hz;
+}
+
+static void
+snapshot_shards(struct snapshot *sn)
+{
+	uint64_t now = rte_get_tsc_cycles(), lat_ns;
+	double bytes_per_ns;
+	uint16_t i, c;
+
+	sn->nsh = drv.nsh < DRV_MAX_SHARDS ? drv.nsh : DRV_MAX_SHARDS;
+	for (i = 0; i < sn->nsh; i++) {
+		const struct drv_shard *sh = &drv.sh[i];
+		const struct proto_stream *ps = &sh->stream;
+		struct shard_snap *x = &sn->sh[i];
+
+		x->model = sh->model;
+		x->shard_id = sh->ref->id;
+		x->port = sh->ref->port;
+		x->up = (uint64_t)sh->up;
+		x->epoch = sh->epoch;
+		x->seq_sent = ps->next_seq - 1;
+		x->seq_acked = ps->acked;
+		x->backlog = sh->q.backlog;
+		x->retransmits = ps->st.retransmits;
+		x->rtt_samples = ps->st.rtt_samples;
+		x->stale_acks = ps->st.stale_acks;
+		x->bogus_acks = ps->st.bogus_acks;
+		x->srtt_us = (uint64_t)(ps->srtt8 >> 3) * 1000000 / drv.hz;
+		x->timeout_us = ps->timeout * 1000000 / drv.hz;
+		x->evict_sent = sh->evict_sent;
+		x->evict_acked = sh->evict_acked;
+		x->batches_complete = sh->batches_complete;
+		x->stored_tokens = 0;
+		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
+			x->stored_tokens += sh->stored[c];
+		/* Its model's refill estimates (0 Mb/s: no bandwidth term). */
+		x->model_refills_timed = drv.learn.ml[sh->model].fit.n;
+		if (prefixcache_refill_model(drv.pc, sh->model, &lat_ns, &bytes_per_ns) == 0) {
+			x->model_estimate_latency_us = lat_ns / 1000;
+			x->model_estimate_mbps = (uint64_t)(bytes_per_ns * 8000);
+		}
+		x->heard_ms_ago = tsc_ms_ago(now, sh->last_rx);
+		x->status_ms_ago = tsc_ms_ago(now, sh->status_at);
+	}
+}
+
+void
+drv_report_snapshot(void)
+{
+	struct snapshot *sn = &snap;
+
+	drv_report_derive();
+	rte_spinlock_lock(&sn->lock);
+	sn->st = drv.st;
+	snapshot_shards(sn);
+	prefixcache_stats(drv.pc, &sn->pc);
+	sn->norg = prefixcache_orgs(drv.pc, sn->org, RTE_DIM(sn->org));
+	if (sn->norg > RTE_DIM(sn->org))
+		sn->norg = RTE_DIM(sn->org);
+	rte_spinlock_unlock(&sn->lock);
+}
+
+static int
+tel_drv_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct snapshot *sn = &snap;
+	int c;
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	rte_spinlock_lock(&sn->lock);
+#define KVSS_DRV_TEL(n) rte_tel_data_add_dict_u64(d, #n, sn->st.n);
+	KVSS_DRV_STATS(KVSS_DRV_TEL)
+#undef KVSS_DRV_TEL
+	for (c = 1; c < PROTO_E_MAX; c++) {
+		char key[48];
+
+		snprintf(key, sizeof(key), "error_%s", proto_err_name((unsigned int)c));
+		rte_tel_data_add_dict_u64(d, key, sn->st.errors_by_code[c]);
+	}
+	rte_tel_data_add_dict_u64(d, "entries", sn->pc.entries);
+	rte_tel_data_add_dict_u64(d, "policy_deletes", sn->pc.policy_deletes);
+	rte_tel_data_add_dict_u64(d, "policy_bypassed", sn->pc.bypassed);
+	rte_tel_data_add_dict_u64(d, "policy_cold_columns", sn->pc.cold_columns);
+	rte_tel_data_add_dict_u64(d, "deleted_tokens", sn->pc.deleted_tokens);
+	rte_tel_data_add_dict_u64(d, "expired_tokens", sn->pc.expired_tokens);
+	rte_tel_data_add_dict_u64(d, "peak_stored_tokens", sn->pc.peak_stored_tokens);
+	rte_spinlock_unlock(&sn->lock);
+	return 0;
+}
+
+static const char *
+org_name(uint64_t iso, char *buf, size_t cap)
+{
+	uint16_t i;
+
+	for (i = 0; i < kvss.cfg.driver.num_orgs; i++) {
+		const char *n = kvss.cfg.driver.org[i].name;
+
+		if (proto_ref_isolation_id(n, strlen(n)) == iso)
+			return n;
+	}
+	if (iso == proto_ref_isolation_id("default", 7))
+		return "default";
+	snprintf(buf, cap, "%016" PRIx64, iso);
+	return buf;
+}
+
+static int
+tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct snapshot *sn = &snap;
+	size_t i;
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	rte_spinlock_lock(&sn->lock);
+	for (i = 0; i < sn->norg; i++) {
+		struct rte_tel_data *o = rte_tel_data_alloc();
+		char buf[24];
+
+		if (o == NULL)
+			break;
+		rte_tel_data_start_dict(o);
+		rte_tel_data_add_dict_u64(o, "isolation_id", sn->org[i].isolation_id);
+		rte_tel_data_add_dict_u64(o, "entries", sn->org[i].entries);
+		rte_tel_data_add_dict_u64(o, "cached_tokens", sn->org[i].cached_tokens);
+		rte_tel_data_add_dict_u64(o, "hit_tokens", sn->org[i].hit_tokens);
+		rte_tel_data_add_dict_u64(o, "requests", sn->org[i].requests);
+		rte_tel_data_add_dict_container(d, org_name(sn->org[i].isolation_id, buf, sizeof(buf)),
+						o, 0);
+	}
+	rte_spinlock_unlock(&sn->lock);
+	return 0;
+}
+
+static int
+tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct snapshot *sn = &snap;
+	uint16_t i;
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	rte_spinlock_lock(&sn->lock);
+	for (i = 0; i < sn->nsh; i++) {
+		const struct shard_snap *x = &sn->sh[i];
+		struct rte_tel_data *o = rte_tel_data_alloc();
+		char key[32];
+
+		if (o == NULL)
+			break;
+		rte_tel_data_start_dict(o);
+#define SHARD_SNAP_TEL(n) rte_tel_data_add_dict_u64(o, #n, x->n);
+		SHARD_SNAP_FIELDS(SHARD_SNAP_TEL)
+#undef SHARD_SNAP_TEL
+		/* Never heard from (yet): -1 reads better than 2^64 - 1. */
+		rte_tel_data_add_dict_int(o, "heard_ms_ago",
+					  x->heard_ms_ago > INT32_MAX ? -1 : (int)x->heard_ms_ago);
+		rte_tel_data_add_dict_int(o, "status_ms_ago",
+					  x->status_ms_ago > INT32_MAX ? -1 : (int)x->status_ms_ago);
+		snprintf(key, sizeof(key), "model%" PRIu64 "_shard%" PRIu64, x->model, x->shard_id);
+		rte_tel_data_add_dict_container(d, key, o, 0);
+	}
+	rte_spinlock_unlock(&sn->lock);
+	return 0;
+}
+
+int
+kvss_driver_telemetry_register(void)
+{
+	if (rte_telemetry_register_cmd("/swdriver/stats", tel_drv_stats,
+				       "Driver: requests, hits, refills, evictions, deletes, "
+				       "expiries, retransmits, verify failures") != 0 ||
+	    rte_telemetry_register_cmd("/swdriver/orgs", tel_drv_orgs,
+				       "Driver, per organization: entries, cached tokens, hits") != 0 ||
+	    rte_telemetry_register_cmd("/swdriver/shards", tel_drv_shards,
+				       "Driver, per shard: up, epoch, control stream (seqs, "
+				       "retransmits, round trip, timeout), batches, stored") != 0)
+		return -1;
+	return 0;
+}
+
+void
+drv_report_progress(uint64_t tsc)
+{
+	double s = (double)(tsc - drv.t_start) / (double)drv.hz;
+
+	printf("kvss: driver: %6.1f s  %" PRIu64 "/%zu requests, hit ratio %.4f, evicted %.2f GB "
+	       "(%.2f GB/s), refilled %.2f GB (%.2f GB/s), verify failures %" PRIu64 "\n",
+	       s, drv.st.completed, drv.nreq,
+	       drv.st.prompt_tokens ? (double)drv.st.hit_tokens / (double)drv.st.prompt_tokens : 0.0,
+	       (double)drv.st.evict_bytes / 1e9, s > 0 ? (double)drv.st.evict_bytes / 1e9 / s : 0,
+	       (double)drv.st.refill_bytes / 1e9, s > 0 ? (double)drv.st.refill_bytes / 1e9 / s : 0,
+	       drv.st.verify_failures);
+	fflush(stdout);
+}
+
+/* ---- The summary -------------------------------------------------------------------- */
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint32_t
+pct(const uint32_t *v, size_t n, double p)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	i = (size_t)ceil(p * (double)n) - 1;
+	return v[i < n ? i : n - 1];
+}
+
+/* [{"model":M,"refills":N,"latency_us":X,"gbps":Y,"scale":S}, ...]: each model's own line. */
+static void
+model_fits_json(char *out, size_t size)
+{
+	size_t n = 0;
+	uint16_t m;
+
+	n += (size_t)snprintf(out, size, "[");
+	for (m = 0; m < kvss.cfg.driver.pc.num_models && n < size; m++) {
+		const struct drv_model_learn *l = &drv.learn.ml[m];
+		char line[64] = "\"latency_us\":null,\"gbps\":null";
+		double us, gbps;
+
+		if (drv_learn_fit(&l->fit, &us, &gbps) == 0)
+			snprintf(line, sizeof(line), "\"latency_us\":%.0f,\"gbps\":%.3f", us, gbps);
+		n += (size_t)snprintf(out + n, size - n,
+				      "%s{\"model\":%u,\"refills\":%" PRIu64 ",%s,\"scale\":%.3f}",
+				      m ? "," : "", m, l->fit.n, line, l->factor);
+	}
+	if (n < size)
+		snprintf(out + n, size - n, "]");
+}
+
+void
+kvss_driver_summary(void)
+{
+	const struct kvss_drv_stats *s = &drv.st;
+	double secs = drv.started ? (double)(drv.t_end - drv.t_start) / (double)drv.hz : 0;
+	double hr = s->prompt_tokens ? (double)s->hit_tokens / (double)s->prompt_tokens : 0;
+	double egbs = secs > 0 ? (double)s->evict_bytes / 1e9 / secs : 0;
+	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
+	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
+	uint64_t perr = drv_protocol_errors(), lost = drv_unaccounted(true);
+	double fit_us, fit_gbps;
+	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
+	struct prefixcache_stats ps;
+	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
+	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
+	uint16_t m;
+
+	if (drv.pc == NULL)
+		return;
+	drv_report_derive();
+	prefixcache_stats(drv.pc, &ps);
+	if (drv.learn.nlat) {
+		qsort(drv.learn.lat_us, drv.learn.nlat, sizeof(uint32_t), cmp_u32);
+		qsort(drv.learn.est_us, drv.learn.nlat, sizeof(uint32_t), cmp_u32);
+		p50 = pct(drv.learn.lat_us, drv.learn.nlat, 0.50);
+		p99 = pct(drv.learn.lat_us, drv.learn.nlat, 0.99);
+		e50 = pct(drv.learn.est_us, drv.learn.nlat, 0.50);
+		e99 = pct(drv.learn.est_us, drv.learn.nlat, 0.99);
+	}
+	printf("kvss: summary: %s%s\n", drv.finished ? "" : "(stopped early) ", drv.source);
+	printf("kvss: summary: requests %" PRIu64 " of %zu, prompt tokens %" PRIu64 ", hit tokens %" PRIu64
+	       ", hit ratio %.4f\n", s->completed, drv.nreq, s->prompt_tokens, s->hit_tokens, hr);
+	printf("kvss: summary: evicted %" PRIu64 " tokens, %" PRIu64 " bytes, %.3f GB/s; refilled %" PRIu64
+	       " tokens, %" PRIu64 " bytes, %.3f GB/s; %.2f s\n",
+	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs);
+	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
+	       "p50 %u us, p99 %u us)", s->refills, p50, p99, e50, e99);
+	if (s->seq_refill_failed)
+		printf("; %" PRIu64 " sequences' refills failed, not timed", s->seq_refill_failed);
+	printf("\n");
+	/* The design picks a sequence again once its estimate has passed: a
+	 * refill that took longer would make the wafer wait for its data. */
+	if (drv.learn.fit.n)
+		printf("kvss: summary: the model's estimate fell short of the time taken for %" PRIu64
+		       " of %" PRIu64 " refills (%.1f%%)%s\n", s->model_short, drv.learn.fit.n,
+		       100.0 * (double)s->model_short / (double)drv.learn.fit.n,
+		       !learned ? ""
+		       : kvss.cfg.driver.refill_short_pct
+			       ? "; the estimates followed the fitted model, scaled for a share short "
+				 "(refill_model = \"learned\", refill_short_pct)"
+			       : "; the estimates followed the fitted model (refill_model = \"learned\")");
+	if (learned && kvss.cfg.driver.refill_short_pct)
+		printf("kvss: summary: the learned model's scale: %.3f, for %u%% of refills to take "
+		       "longer than estimated\n", drv.learn.ml[0].factor, kvss.cfg.driver.refill_short_pct);
+	/* Both ways an estimate costs: past it the wafer waits for data (wait_recv);
+	 * before it, the sequence waits to be picked. */
+	if (drv.learn.fit.n) {
+		uint64_t early = drv.learn.fit.n - s->model_short;
+
+		printf("kvss: summary: refills past their estimate by %.1f ms in all (%.0f us each), "
+		       "the wafer waiting for their data; before it by %.1f ms in all (%.0f us each)%s",
+		       (double)drv.learn.late_ns / 1e6,
+		       s->model_short ? (double)drv.learn.late_ns / 1e3 / (double)s->model_short : 0.0,
+		       (double)drv.learn.early_ns / 1e6, early ? (double)drv.learn.early_ns / 1e3 / (double)early : 0.0,
+		       kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE
+			       ? ", their sequences waiting to be picked"
+			       : ", which the design would have made their sequences wait "
+				 "(wafer.resume = \"whole\" did not)");
+		if (kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE)
+			printf(" (%.1f ms held in all)", (double)emu_held_ns(drv.emu) / 1e6);
+		printf("\n");
+	}
+	/* What the model would have to say to match: in the configuration's own
+	 * keys and units, for an operator to copy (model 0's shown beside it). */
+	if (drv_learn_fit(&drv.learn.fit, &fit_us, &fit_gbps) == 0) {
+		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[0];
+		char gbps[64] = "no bound (the times did not grow with the bytes)", used[64] = "";
+
+		if (learned && drv.learn.learned_at)
+			snprintf(used, sizeof(used), ", used for the first %" PRIu64 " refills", drv.learn.learned_at);
+		else if (learned)
+			snprintf(used, sizeof(used), ", used for all of them");
+
+		if (fit_gbps > 0) {
+			snprintf(gbps, sizeof(gbps), "%.2f", fit_gbps);
+			snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":%.3f",
+				 fit_us, fit_gbps);
+		} else {
+			snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":null",
+				 fit_us);
+		}
+		printf("kvss: summary: the model fitted to these %" PRIu64 " refills: refill_latency_us = %.0f, "
+		       "refill_gbps = %s (configured: %.0f and %.2f%s)\n", drv.learn.fit.n, fit_us, gbps,
+		       (double)pm->refill_latency_ns / 1000, pm->refill_bytes_per_ns * 8, used);
+	} else {
+		printf("kvss: summary: the model fitted to these refills: too few, or all of one size\n");
+	}
+	/* Each model learns apart (a draft's shards are not the target's). */
+	for (m = 0; kvss.cfg.driver.pc.num_models > 1 && m < kvss.cfg.driver.pc.num_models; m++) {
+		const struct drv_model_learn *l = &drv.learn.ml[m];
+
+		if (drv_learn_fit(&l->fit, &fit_us, &fit_gbps) == 0)
+			printf("kvss: summary: model %u's own %" PRIu64 " refills fit refill_latency_us = "
+			       "%.0f, refill_gbps = %.2f (0: no bound)%s%.3f\n", m, l->fit.n, fit_us, fit_gbps,
+			       learned ? ", its estimates scaled by " : ", scale ", l->factor);
+		else
+			printf("kvss: summary: model %u's own %" PRIu64 " refills: too few to fit, or all of "
+			       "one size\n", m, l->fit.n);
+	}
+	model_fits_json(fitsj, sizeof(fitsj));
+	printf("kvss: summary: deletes %" PRIu64 ", policy deletes %" PRIu64 ", expiries %" PRIu64
+	       ", retransmits %" PRIu64 ", shard restarts %" PRIu64 ", peak stored %" PRIu64 " tokens\n",
+	       s->deletes, ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
+	       ps.peak_stored_tokens);
+	printf("kvss: summary: ports: %" PRIu64 " restarted after their link went down, %" PRIu64
+	       " frames dropped for a link that was down, %" PRIu64 " control frames for a full queue; %"
+	       PRIu64 " times a shard was away, %" PRIu64 " requests begun as misses meanwhile\n",
+	       s->link_restarts, s->tx_link_drops, s->tx_full_drops, s->shards_away, s->away_requests);
+	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
+	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64
+	       ", refill failures %" PRIu64
+	       ", refill timeouts %" PRIu64 ", lost tokens %" PRIu64 ", dropped frames %" PRIu64 ")\n",
+	       s->verify_failures, s->verify_bad_bytes, s->verify_bad_frames, s->verify_bad_glue, perr,
+	       s->errors,
+	       s->refill_failures, s->refill_timeouts, s->lost_tokens, s->rx_drops);
+	printf("kvss: summary: resyncs %" PRIu64 " (data frames withheld on purpose %" PRIu64
+	       "); the shards hold what the driver accounts for: %s (%" PRIu64 " tokens off)\n",
+	       s->resyncs, s->data_withheld,
+	       !drv.finished ? "not checked" : lost == 0 ? "yes" : "NO", lost);
+	printf("{\"requests\":%" PRIu64 ",\"prompt_tokens\":%" PRIu64 ",\"hit_tokens\":%" PRIu64
+	       ",\"hit_ratio\":%.4f,\"evicted_tokens\":%" PRIu64 ",\"refilled_tokens\":%" PRIu64
+	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
+	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
+	       ",\"refills_timed\":%" PRIu64 ",\"refills_failed\":%" PRIu64
+	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
+	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%.4f,%s"
+	       ",\"model_fits\":%s,\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
+	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
+	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
+	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
+	       ",\"finished\":%s}\n",
+	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
+	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, drv.learn.fit.n,
+	       s->seq_refill_failed, p50, p99, e50, e99,
+	       learned ? "learned" : "configured", drv.learn.ml[0].factor,
+	       drv.learn.fit.n ? (double)s->model_short / (double)drv.learn.fit.n : 0.0,
+	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
+	       (double)drv.learn.late_ns / 1e6, (double)drv.learn.early_ns / 1e6, (double)emu_held_ns(drv.emu) / 1e6,
+	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
+	       drv.finished ? "true" : "false");
+	fflush(stdout);
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the shards send the driver (drv.h): STATUS (a shard up, its epoch,
+ * what it holds), ACK (into its control stream), ERROR and TOKEN_LOST (into
+ * the library, and a resync), REFILL_DONE and REFILL_DATA (to the wafer
+ * emulator, which checks every byte).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "drv.h"
+#include "emulator.h"
+#include "kvss.h"
+
+static struct kvss_lcore_stats *
+lst(void)
+{
+	return &kvss.stats[rte_lcore_id()];
+}
+
+static struct drv_shard *
+shard_of(uint32_t model, uint16_t id)
+{
+	uint16_t i;
+
+	if (model >= PREFIXCACHE_MAX_MODELS || model >= kvss.cfg.driver.pc.num_models)
+		return NULL;
+	for (i = 0; i < drv.nshards[model]; i++)
+		if (drv.sh[drv.first_shard[model] + i].ref->id == id)
+			return &drv.sh[drv.first_shard[model] + i];
+	return NULL;
+}
+
+/* ---- Receiving --------------------------------------------------------------------- */
+
+static void
+on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+{
+	const struct proto_status *st = &msg->u.status;
+	uint16_t m = sh->model, c, n = msg->hdr.count;
+	const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];
+
+	drv.st.statuses++;
+	if (st->driver_epoch != drv.model_epoch[m]) {
+		if (sh->up)
+			drv_model_restart(m, tsc, "no longer knows our epoch (it restarted)", sh,
+				      &drv.st.shard_restarts);
+		return; /* not yet our HELLO's answer */
+	}
+	if (sh->up && msg->hdr.epoch != sh->epoch) {
+		drv_model_restart(m, tsc, "has a new epoch", sh, &drv.st.shard_restarts);
+		return;
+	}
+	if (!sh->up) {
+		if (n != pm->num_caches) {
+			fprintf(stderr, "kvss: driver: shard %u of model %u has %u caches; %s says %u\n",
+				sh->ref->id, m, n, kvss.cfg.path, pm->num_caches);
+			drv.fatal = 2;
+			return;
+		}
+		for (c = 0; c < n; c++) {
+			struct proto_cache_info ci;
+
+			proto_get_cache_info(msg, c, &ci);
+			if (ci.cache_id >= n || ci.bytes_per_token != sh->ref->bytes_per_token[ci.cache_id]) {
+				fprintf(stderr,
+					"kvss: driver: shard %u of model %u stores %u bytes per token in cache %u; "
+					"%s: driver.models.[%u] says %u\n",
+					sh->ref->id, m, ci.bytes_per_token, ci.cache_id, kvss.cfg.path, m,
+					ci.cache_id < n ? sh->ref->bytes_per_token[ci.cache_id] : 0);
+				drv.fatal = 2;
+				return;
+			}
+			emu_shard_buffers(drv.emu, sh->k, ci.cache_id, ci.num_buffers);
+		}
+		sh->up = true;
+		sh->last_rx = tsc;
+		sh->epoch = msg->hdr.epoch;
+		proto_stream_reset(&sh->stream);
+		printf("kvss: driver: shard %u of model %u is up (epoch 0x%08x)\n", sh->ref->id, m,
+		       sh->epoch);
+		fflush(stdout);
+	}
+	sh->batches_complete = st->batches_complete;
+	sh->status_at = tsc;
+	for (c = 0; c < n; c++) {
+		struct proto_cache_info ci;
+
+		proto_get_cache_info(msg, c, &ci);
+		if (ci.cache_id < pm->num_caches) {
+			prefixcache_status(drv.pc, m, ci.cache_id, ci.capacity_tokens);
+			sh->stored[ci.cache_id] = ci.stored_tokens;
+		}
+	}
+}
+
+static void
+on_refill_data(struct drv_shard *sh, struct rte_mbuf *mb, const struct proto_msg *msg,
+	       uint64_t tsc)
+{
+	const uint8_t *p = rte_pktmbuf_read(mb, msg->data_off, msg->data_len, drv.scratch);
+
+	if (p == NULL) {
+		drv.st.verify_bad_frames++;
+		return;
+	}
+	emu_refill_data(drv.emu, sh->k, &msg->u.refill_data, p, msg->data_len, drv_now_ns(tsc));
+}
+
+static void
+on_error(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+{
+	uint16_t i;
+
+	for (i = 0; i < msg->hdr.count; i++) {
+		struct proto_error e;
+
+		proto_get_error(msg, i, &e);
+		drv.st.errors++;
+		drv.st.errors_by_code[e.code < PROTO_E_MAX ? e.code : 0]++;
+		if (drv.st.errors <= 5)
+			fprintf(stderr, "kvss: driver: shard %u: ERROR %s (seq %" PRIu64
+					", prompt %" PRIx64 ", token %u, cache %u)\n",
+				sh->ref->id, proto_err_name(e.code) ? proto_err_name(e.code) : "?",
+				e.seq, e.prompt_id, e.token_idx, e.cache_id);
+		prefixcache_error(drv.pc, sh->model, sh->idx, e.cache_id, e.prompt_id, e.token_idx,
+				  e.code);
+	}
+	if (msg->hdr.count > 0)
+		drv_resync(sh, tsc, "refused a message");
+}
+
+static void
+on_refill_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+{
+	uint16_t i;
+
+	for (i = 0; i < msg->hdr.count; i++) {
+		struct proto_refill_done d;
+
+		proto_get_refill_done(msg, i, &d);
+		drv.st.refill_done++;
+		if (!emu_refill_done(drv.emu, sh->k, d.refill_id, d.status, drv_now_ns(tsc)))
+			continue;
+		if (d.status != 0 && drv_resync(sh, tsc, "does not hold what a refill named"))
+			break;
+	}
+}
+
+static void
+on_token_lost(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+{
+	uint16_t i;
+
+	for (i = 0; i < msg->hdr.count; i++) {
+		struct proto_lost l;
+
+		proto_get_lost(msg, i, &l);
+		drv.st.lost_tokens++;
+		prefixcache_token_lost(drv.pc, sh->model, sh->idx, l.cache_id, l.prompt_id, l.token_idx);
+	}
+	if (msg->hdr.count > 0)
+		drv_resync(sh, tsc, "lost data (TOKEN_LOST)");
+}
+
+void
+drv_receive(struct rte_mbuf *mb, uint64_t tsc)
+{
+	struct proto_msg *msg = &drv.msg;
+	enum proto_reason why = proto_parse_mbuf(mb, &kvss.cfg.udp, msg);
+	struct drv_shard *sh;
+
+	lst()->rx_frames++;
+	lst()->rx_bytes += rte_pktmbuf_pkt_len(mb);
+	if (why != PROTO_OK) {
+		lst()->drops[why]++;
+		drv.st.rx_drops++;
+		return;
+	}
+	sh = shard_of(msg->hdr.model_id, msg->hdr.shard_id);
+	if (sh == NULL) {
+		drv.st.stale++;
+		return;
+	}
+	sh->last_rx = tsc;
+	if (msg->hdr.type == PROTO_T_STATUS) {
+		on_status(sh, msg, tsc);
+		return;
+	}
+	if (!sh->up || (msg->hdr.type != PROTO_T_REFILL_DATA && msg->hdr.epoch != sh->epoch)) {
+		drv.st.stale++;
+		return;
+	}
+	switch (msg->hdr.type) {
+	case PROTO_T_ACK:
+		drv.st.acks++;
+		drv_link_ack(sh, msg->u.ack.cum_seq, tsc);
+		break;
+	case PROTO_T_ERROR:
+		on_error(sh, msg, tsc);
+		break;
+	case PROTO_T_REFILL_DONE:
+		on_refill_done(sh, msg, tsc);
+		break;
+	case PROTO_T_TOKEN_LOST:
+		on_token_lost(sh, msg, tsc);
+		break;
+	case PROTO_T_REFILL_DATA:
+		on_refill_data(sh, mb, msg, tsc);
+		break;
+	default:
+		lst()->not_handled++;
+		break;
+	}
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/prefixcache's sink in the driver (drv.h): every call the library makes
+ * becomes records for the shards of its model, queued on their control
+ * streams; evicted batches and refills also go to the wafer emulator, which
+ * sends the bytes and checks what comes back. In open loop (recording) each
+ * REFILL also writes what every shard must send back, for the capture's
+ * checker (test/replay_check.c).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "drv.h"
+#include "emulator.h"
+
+void
+drv_hdr_for(struct proto_hdr *h, const struct drv_shard *sh, uint32_t epoch, uint8_t type)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = PROTO_VERSION;
+	h->type = type;
+	h->model_id = sh->model;
+	h->shard_id = sh->ref->id;
+	h->epoch = epoch;
+}
+
+/* The message of shard @p sh records of @p type go into, with room for @p need bytes. */
+static struct proto_builder *
+open_for(struct drv_sink *s, struct drv_shard *sh, uint8_t type, uint32_t need)
+{
+	struct proto_builder *b;
+	struct proto_hdr h;
+
+	if (PROTO_HDR_LEN + need > s->payload_cap) {
+		s->st->too_big++;
+		return NULL;
+	}
+	drv_hdr_for(&h, sh, s->model_epoch[sh->model], type);
+	b = drv_ctlq_open(&sh->q, &h, need, s->payload_cap);
+	if (b == NULL)
+		s->failed = true;
+	return b;
+}
+
+static struct drv_shard *
+shard_of(struct drv_sink *s, uint16_t model, uint16_t i)
+{
+	return &s->sh[s->first_shard[model] + i];
+}
+
+static void
+on_reserve(void *arg, uint16_t model, const struct proto_reserve *r)
+{
+	struct drv_sink *s = arg;
+	uint16_t i;
+
+	for (i = 0; i < s->nshards[model]; i++) {
+		struct proto_builder *b = open_for(s, shard_of(s, model, i), PROTO_T_RESERVE,
+						   PROTO_RESERVE_LEN);
+
+		if (b != NULL)
+			proto_build_reserve(b, r);
+	}
+}
+
+static void
+on_evict(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
+	 const struct proto_evict_entry *e)
+{
+	struct drv_sink *s = arg;
+	struct proto_evict_hdr eh = {batch_no, nc, g};
+	uint32_t t;
+	uint16_t i;
+
+	if (emu_evict(s->emu, model, batch_no, nc, g, e) != 0)
+		s->failed = true;
+	for (i = 0; i < s->nshards[model]; i++) {
+		struct drv_shard *sh = shard_of(s, model, i);
+		struct proto_builder b;
+		struct proto_hdr h;
+
+		/* An EVICT is a message of its own, after what was open. */
+		if (drv_ctlq_close(&sh->q) != 0)
+			s->failed = true;
+		drv_hdr_for(&h, sh, s->model_epoch[model], PROTO_T_EVICT);
+		proto_build_begin(&b, s->scratch, s->payload_cap, &h);
+		proto_build_evict_hdr(&b, &eh);
+		for (t = 0; t < (uint32_t)g * nc; t++)
+			if (proto_build_evict_entry(&b, &e[t]) != 0) {
+				s->st->too_big++;
+				break;
+			}
+		if (drv_ctlq_push(&sh->q, s->scratch, proto_build_end(&b), batch_no) != 0)
+			s->failed = true;
+	}
+}
+
+/* Open loop: what each shard of @p model must send back for this refill. */
+static void
+record_refill(struct drv_sink *s, uint16_t model, const struct proto_refill_req *rq,
+	      const struct proto_refill_chunk *ch)
+{
+	uint32_t ntok = 0, nh = 0, j;
+	const uint64_t *h = emu_seq_hashes(s->emu, rq->sequence_id, &nh);
+	uint16_t i, k;
+
+	if (h == NULL)
+		return;
+	for (k = 0; k < rq->num_chunks; k++)
+		ntok += ch[k].num_tokens;
+	for (i = 0; i < s->nshards[model]; i++) {
+		const struct kvss_shard_ref *ref = shard_of(s, model, i)->ref;
+
+		fprintf(s->expect, "refill %" PRIu64 " model %u shard %u cache %u bytes %u buffers %u "
+			"tokens %u", rq->refill_id, model, ref->id, rq->cache_id,
+			ref->bytes_per_token[rq->cache_id], ref->buffers[rq->cache_id], ntok);
+		for (k = 0; k < rq->num_chunks; k++)
+			for (j = 0; j < ch[k].num_tokens; j++) {
+				uint32_t idx = ch[k].start_token_idx + j;
+
+				fprintf(s->expect, " %" PRIx64, idx < nh ? h[idx] : 0);
+			}
+		fprintf(s->expect, "\n");
+	}
+}
+
+static void
+on_refill(void *arg, uint16_t model, const struct proto_refill_req *rq,
+	  const struct proto_refill_chunk *ch)
+{
+	struct drv_sink *s = arg;
+	uint16_t i, k;
+
+	for (i = 0; i < s->nshards[model]; i++) {
+		struct proto_builder *b =
+			open_for(s, shard_of(s, model, i), PROTO_T_REFILL,
+				 PROTO_REFILL_REQ_LEN + (uint32_t)rq->num_chunks * PROTO_REFILL_CHUNK_LEN);
+
+		if (b == NULL)
+			continue;
+		proto_build_refill_req(b, rq);
+		for (k = 0; k < rq->num_chunks; k++)
+			proto_build_refill_chunk(b, &ch[k]);
+	}
+	if (s->expect != NULL)
+		record_refill(s, model, rq, ch);
+	/* The requester is the sequence the REFILL names: it checks the data. */
+	emu_refill(s->emu, model, rq, ch);
+}
+
+static void
+on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct proto_delete *d)
+{
+	struct drv_sink *s = arg;
+	uint16_t i;
+
+	for (i = 0; i < s->nshards[model]; i++) {
+		struct proto_builder *b;
+
+		if ((to.only >= 0 && i != to.only) || i == to.except)
+			continue;
+		b = open_for(s, shard_of(s, model, i), PROTO_T_DELETE, PROTO_DELETE_LEN);
+		if (b != NULL) {
+			proto_build_delete(b, d);
+			s->st->deletes++;
+		}
+	}
+}
+
+void
+drv_sink_ops(struct drv_sink *s, struct prefixcache_sink *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->arg = s;
+	out->reserve = on_reserve;
+	out->evict = on_evict;
+	out->refill = on_refill;
+	out->del = on_delete;
+}

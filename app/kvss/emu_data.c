@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The wafer emulator's evicted bytes (emulator.h): one job per EVICT batch,
+ * holding each token's prefix hash; each shard of the model walks the jobs
+ * at its own pace and sends its slice of every token as EVICT_DATA
+ * payloads (lib/wafer), as far as the driver lets it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_priv.h"
+
+/* ---- Evicted bytes -------------------------------------------------------------- */
+
+int
+emu_evict(struct emu *e, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
+	  const struct proto_evict_entry *en)
+{
+	struct data_job *j;
+	const struct emu_seq *s = NULL;
+	uint64_t last_id = 0;
+	uint32_t t, c;
+
+	if (model >= e->p.num_models)
+		return -EINVAL;
+	j = malloc(sizeof(*j) + sizeof(uint64_t) * nc * g);
+	if (j == NULL) {
+		e->failed = true;
+		return -ENOMEM;
+	}
+	memset(j, 0, sizeof(*j));
+	j->model = model;
+	j->nc = nc;
+	j->g = g;
+	j->batch_no = batch_no;
+	j->all_mask = (uint32_t)((1ull << e->nshards[model]) - 1);
+	for (t = 0; t < g; t++)
+		for (c = 0; c < nc; c++) {
+			const struct proto_evict_entry *x = &en[t * nc + c];
+
+			/* A batch holds runs of one prompt: look each run up once. */
+			if (x->prompt_id != last_id) {
+				last_id = x->prompt_id;
+				s = last_id ? emu_seq_of_prompt(e, last_id) : NULL;
+			}
+			j->hash[(size_t)c * g + t] =
+				s != NULL && x->token_idx < s->total ? s->h[x->token_idx] : 0;
+			if (x->prompt_id != 0 && c == 0)
+				e->p.st->evicted_tokens++;
+		}
+	e->p.st->evict_batches++;
+	j->next = NULL;
+	if (e->jtail != NULL)
+		e->jtail->next = j;
+	else
+		e->jhead = j;
+	e->jtail = j;
+	e->njobs++;
+	return 0;
+}
+
+struct data_job *
+emu_job_for(const struct emu *e, uint16_t k, struct data_job *j)
+{
+	uint16_t m = e->p.shard[k].model, idx = (uint16_t)(k - e->first_shard[m]);
+
+	for (; j != NULL; j = j->next)
+		if (j->model == m && !(j->done_mask & (1u << idx)))
+			return j;
+	return NULL;
+}
+
+static void
+job_done(struct emu *e, uint16_t k, struct data_job *j)
+{
+	struct emu_cursor *c = &e->cur[k];
+
+	j->done_mask |= 1u << (k - e->first_shard[j->model]);
+	c->on = false;
+	c->cache = 0;
+	c->j = emu_job_for(e, k, j->next);
+}
+
+bool
+emu_data_ready(struct emu *e, uint16_t k, uint64_t through)
+{
+	struct emu_cursor *c;
+
+	if (k >= e->p.nshards)
+		return false;
+	c = &e->cur[k];
+	if (c->j == NULL)
+		c->j = emu_job_for(e, k, e->jhead);
+	return c->j != NULL && c->j->batch_no <= through;
+}
+
+uint32_t
+emu_data_next(struct emu *e, uint16_t k, uint64_t through, uint32_t epoch, uint8_t *buf,
+	      uint32_t max_data)
+{
+	struct emu_cursor *c;
+
+	if (k >= e->p.nshards)
+		return 0;
+	c = &e->cur[k];
+	for (;;) {
+		struct data_job *j = c->j != NULL ? c->j : emu_job_for(e, k, e->jhead);
+		uint32_t len;
+
+		c->j = j;
+		if (j == NULL || j->batch_no > through)
+			return 0; /* nothing, or its EVICT may not have run yet */
+		if (!c->on) {
+			const struct emu_shard *sh = &e->p.shard[k];
+			struct wafer_place at = {j->model, sh->id, c->cache,
+						 sh->bytes_per_token[c->cache]};
+
+			wafer_evict_init(&c->w, &at, j->batch_no, &j->hash[(size_t)c->cache * j->g],
+					 j->g, epoch);
+			c->on = true;
+		}
+		len = wafer_evict_next(&c->w, buf, max_data);
+		if (len != 0)
+			return len;
+		c->on = false;
+		if (++c->cache == j->nc)
+			job_done(e, k, j);
+	}
+}
+
+void
+emu_data_gc(struct emu *e)
+{
+	uint16_t k;
+
+	while (e->jhead != NULL && e->jhead->done_mask == e->jhead->all_mask) {
+		struct data_job *j = e->jhead;
+
+		for (k = 0; k < e->p.nshards; k++)
+			if (e->cur[k].j == j) {
+				e->cur[k].j = NULL;
+				e->cur[k].on = false;
+				e->cur[k].cache = 0;
+			}
+		e->jhead = j->next;
+		if (e->jhead == NULL)
+			e->jtail = NULL;
+		e->njobs--;
+		free(j);
+	}
+}
+
+uint32_t
+emu_jobs_pending(const struct emu *e, uint32_t max)
+{
+	const struct data_job *j;
+	uint32_t n = 0;
+	uint16_t i;
+
+	for (j = e->jhead; j != NULL && n < max; j = j->next)
+		for (i = 0; i < e->nshards[j->model]; i++)
+			if (!(j->done_mask & (1u << i)) &&
+			    e->p.hooks->shard_up(e->p.arg, (uint16_t)(e->first_shard[j->model] + i))) {
+				n++;
+				break;
+			}
+	return n;
+}

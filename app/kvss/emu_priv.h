@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The wafer emulator's insides, shared by its two files: emulator.c
+ * (sequences, refills and their checks) and emu_data.c (the evicted bytes
+ * of every batch, each shard at its own pace). Nothing else includes this.
+ */
+#ifndef KVSS_EMU_PRIV_H
+#define KVSS_EMU_PRIV_H
+
+#include "emulator.h"
+#include "wafer.h"
+
+#define HBUCKETS 4096
+#define MAX_REC_PER_SEQ (PREFIXCACHE_MAX_MODELS * PREFIXCACHE_MAX_CACHES)
+#define MAX_SHARDS_PER_MODEL 32 /* a refill's masks are 32 bits */
+
+/*
+ * One batch's EVICT_DATA, for every shard of its model. Each shard walks the
+ * job list at its own pace (emu_cursor), so a shard that is slow or down
+ * never holds back another's data; a job goes when every shard is done.
+ */
+struct data_job {
+	struct data_job *next;
+	uint16_t model, nc, g;
+	uint64_t batch_no;
+	uint32_t done_mask, all_mask; /* shards (by index in the model) done with it */
+	uint64_t hash[];	      /* hash[c * g + t]: the token's prefix hash (0: none) */
+};
+
+/* Where one shard stands in the job list. */
+struct emu_cursor {
+	struct data_job *j; /* the batch whose data it sends now (NULL: find it) */
+	uint16_t cache;	    /* the cache whose stream it sends */
+	bool on;	    /* w is set up for (j, cache) */
+	struct wafer_evict w;
+	uint16_t num_buffers[PREFIXCACHE_MAX_CACHES]; /* from its STATUS */
+};
+
+struct emu_seq;
+
+/* One refill (one model, one cache) as every shard of the model sends it. */
+struct emu_refill {
+	struct emu_refill *hnext;
+	uint64_t refill_id;
+	struct emu_seq *seq; /* the requester, until finished */
+	uint16_t model, cache_id, nshards;
+	uint32_t ntok;
+	uint32_t whole_mask, done_mask, fail_mask, all_mask;
+	bool finished;
+	uint32_t glue_end; /* the last glued position + 1: must be the requester's hit */
+	bool glue_bad;	   /* a glued token would land in the wrong slot */
+	uint64_t *hash;	   /* prefix hash of every glued token */
+	struct wafer_refill chk[];
+};
+
+/*
+ * SEQ_WAIT: its refills are not all finished. SEQ_HOLD (resume "estimate"):
+ * they are, but its estimate has not passed, and the design picks it again
+ * only then. SEQ_DONE: every token sent; it ends after the step's flush.
+ */
+enum { SEQ_FREE, SEQ_WAIT, SEQ_HOLD, SEQ_RUN, SEQ_DONE };
+
+struct emu_seq {
+	int state;
+	uint32_t slot; /* its wafer sequence id */
+	const struct wl_req *q;
+	struct prefixcache_seq *s[PREFIXCACHE_MAX_MODELS];
+	uint64_t prompt_id[PREFIXCACHE_MAX_MODELS];
+	uint32_t pos[PREFIXCACHE_MAX_MODELS];
+	uint32_t *tok;
+	uint64_t *h; /* prefix hash of every token: the reference content */
+	uint32_t total;
+	uint32_t wait; /* refills not finished */
+	struct emu_refill *rec[MAX_REC_PER_SEQ];
+	uint32_t nrec;
+	uint64_t t0, deadline, estimate_ns;
+	uint64_t estimate_bytes; /* what the model charges for the refill it estimates longest */
+	uint64_t whole_ns;	 /* when its refills finished (SEQ_HOLD) */
+	/* Per model: refills not finished, one of them failed (its time says
+	 * nothing of the model), the bytes it charged. */
+	uint32_t mwait[PREFIXCACHE_MAX_MODELS];
+	uint8_t mfailed[PREFIXCACHE_MAX_MODELS];
+	uint64_t mbytes[PREFIXCACHE_MAX_MODELS];
+};
+
+struct pid_node {
+	struct pid_node *next;
+	uint64_t prompt_id;
+	struct emu_seq *seq;
+};
+
+struct emu {
+	struct emu_params p;
+	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];
+	size_t next_req;
+	struct emu_seq *seq; /* [max_inflight] */
+	uint32_t nactive;
+	struct pid_node *pid[HBUCKETS]; /* prompt id -> its sequence */
+	struct emu_refill *rf[HBUCKETS];
+	uint32_t nrefill;
+	struct data_job *jhead, *jtail;
+	uint32_t njobs;
+	struct emu_cursor *cur; /* [nshards] */
+	struct emu_shard *shard; /* [nshards], a copy of the caller's */
+	uint64_t held_ns;
+	bool failed;
+	/* Open loop: refills of the lookup under way, done at once after it. */
+	uint64_t ol_done[MAX_REC_PER_SEQ * 4];
+	uint32_t nol_done;
+};
+
+static inline uint32_t
+hbucket(uint64_t id)
+{
+	return (uint32_t)((id * 0x9E3779B97F4A7C15ULL) >> 52);
+}
+
+/* The sequence that prompt @p prompt_id belongs to, or NULL (emulator.c). */
+struct emu_seq *emu_seq_of_prompt(const struct emu *e, uint64_t prompt_id);
+
+/* The first job at or after @p j that shard @p k still has to send (emu_data.c). */
+struct data_job *emu_job_for(const struct emu *e, uint16_t k, struct data_job *j);
+
+#endif

@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The wafer emulator (emulator.h): its sequences and their refills, checked
+ * byte by byte; the evicted bytes of every batch are emu_data.c's. One
+ * thread (the driver's control lcore) calls everything here.
+ */
+#include "emulator.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_priv.h"
+
+/* ---- Lookups -------------------------------------------------------------------- */
+
+struct emu_seq *
+emu_seq_of_prompt(const struct emu *e, uint64_t prompt_id)
+{
+	const struct pid_node *n;
+
+	for (n = e->pid[hbucket(prompt_id)]; n != NULL; n = n->next)
+		if (n->prompt_id == prompt_id)
+			return n->seq;
+	return NULL;
+}
+
+static void
+pid_add(struct emu *e, uint64_t prompt_id, struct emu_seq *s)
+{
+	struct pid_node *n = malloc(sizeof(*n));
+
+	if (n == NULL)
+		return;
+	n->prompt_id = prompt_id;
+	n->seq = s;
+	n->next = e->pid[hbucket(prompt_id)];
+	e->pid[hbucket(prompt_id)] = n;
+}
+
+static void
+pid_del(struct emu *e, uint64_t prompt_id)
+{
+	struct pid_node **pp = &e->pid[hbucket(prompt_id)];
+
+	while (*pp != NULL && (*pp)->prompt_id != prompt_id)
+		pp = &(*pp)->next;
+	if (*pp != NULL) {
+		struct pid_node *n = *pp;
+
+		*pp = n->next;
+		free(n);
+	}
+}
+
+static struct emu_refill *
+refill_of(const struct emu *e, uint64_t id)
+{
+	struct emu_refill *r;
+
+	for (r = e->rf[hbucket(id)]; r != NULL; r = r->hnext)
+		if (r->refill_id == id)
+			return r;
+	return NULL;
+}
+
+static void
+refill_unlink(struct emu *e, struct emu_refill *r)
+{
+	struct emu_refill **pp = &e->rf[hbucket(r->refill_id)];
+
+	while (*pp != r)
+		pp = &(*pp)->hnext;
+	*pp = r->hnext;
+	e->nrefill--;
+}
+
+/* ---- Life ----------------------------------------------------------------------- */
+
+struct emu *
+emu_create(const struct emu_params *p)
+{
+	struct emu *e;
+	uint16_t k;
+
+	if (p->pc == NULL || p->pcp == NULL || p->wl == NULL || p->st == NULL || p->hooks == NULL ||
+	    p->max_inflight == 0 || p->step_tokens == 0 || p->num_models == 0 ||
+	    p->num_models > PREFIXCACHE_MAX_MODELS || p->nshards == 0 || p->shard == NULL)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	e->p = *p;
+	if (e->p.nreq > p->wl->n)
+		e->p.nreq = p->wl->n;
+	/* A model's shards stand in a row. */
+	for (k = 0; k < p->nshards; k++) {
+		uint16_t m = p->shard[k].model;
+
+		if (m >= p->num_models || (e->nshards[m] != 0 && e->first_shard[m] + e->nshards[m] != k) ||
+		    e->nshards[m] == MAX_SHARDS_PER_MODEL)
+			goto fail;
+		if (e->nshards[m]++ == 0)
+			e->first_shard[m] = k;
+	}
+	e->seq = calloc(p->max_inflight, sizeof(*e->seq));
+	e->cur = calloc(p->nshards, sizeof(*e->cur));
+	e->shard = malloc(sizeof(*e->shard) * p->nshards);
+	if (e->seq == NULL || e->cur == NULL || e->shard == NULL)
+		goto fail;
+	memcpy(e->shard, p->shard, sizeof(*e->shard) * p->nshards);
+	e->p.shard = e->shard; /* the caller's array need not outlive this call */
+	return e;
+fail:
+	emu_free(e);
+	return NULL;
+}
+
+void
+emu_free(struct emu *e)
+{
+	uint32_t b, i;
+
+	if (e == NULL)
+		return;
+	for (b = 0; b < HBUCKETS; b++) {
+		while (e->rf[b] != NULL) {
+			struct emu_refill *r = e->rf[b];
+
+			e->rf[b] = r->hnext;
+			free(r->hash);
+			free(r);
+		}
+		while (e->pid[b] != NULL) {
+			struct pid_node *n = e->pid[b];
+
+			e->pid[b] = n->next;
+			free(n);
+		}
+	}
+	for (i = 0; e->seq != NULL && i < e->p.max_inflight; i++)
+		if (e->seq[i].state != SEQ_FREE) {
+			free(e->seq[i].tok);
+			free(e->seq[i].h);
+		}
+	while (e->jhead != NULL) {
+		struct data_job *j = e->jhead;
+
+		e->jhead = j->next;
+		free(j);
+	}
+	free(e->seq);
+	free(e->cur);
+	free(e->shard);
+	free(e);
+}
+
+bool
+emu_failed(const struct emu *e)
+{
+	return e->failed;
+}
+
+bool
+emu_done(const struct emu *e)
+{
+	return e->next_req >= e->p.nreq && e->nactive == 0 && e->nrefill == 0;
+}
+
+size_t
+emu_next_request(const struct emu *e)
+{
+	return e->next_req;
+}
+
+uint64_t
+emu_held_ns(const struct emu *e)
+{
+	return e != NULL ? e->held_ns : 0;
+}
+
+const uint64_t *
+emu_seq_hashes(const struct emu *e, uint32_t sequence_id, uint32_t *n)
+{
+	const struct emu_seq *s;
+
+	if (sequence_id >= e->p.max_inflight || e->seq[sequence_id].state == SEQ_FREE)
+		return NULL;
+	s = &e->seq[sequence_id];
+	*n = s->total;
+	return s->h;
+}
+
+void
+emu_shard_buffers(struct emu *e, uint16_t k, uint16_t cache, uint16_t num_buffers)
+{
+	if (k < e->p.nshards && cache < PREFIXCACHE_MAX_CACHES)
+		e->cur[k].num_buffers[cache] = num_buffers;
+}
+
+/* ---- Refills -------------------------------------------------------------------- */
+
+/* Has a refill of @p s, of any model, failed? */
+static bool
+seq_refill_failed(const struct emu *e, const struct emu_seq *s)
+{
+	uint16_t m;
+
+	for (m = 0; m < e->p.num_models; m++)
+		if (s->mfailed[m])
+			return true;
+	return false;
+}
+
+/* A refill is finished for its requester (whole, failed or timed out). */
+static void
+refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
+{
+	struct kvss_drv_stats *st = e->p.st;
+	struct emu_seq *s = r->seq;
+	bool bad = false;
+	uint16_t i;
+
+	if (r->finished)
+		return;
+	r->finished = true;
+	for (i = 0; i < r->nshards; i++) {
+		st->verify_bad_bytes += r->chk[i].bad_bytes;
+		st->verify_bad_frames += r->chk[i].bad_frames;
+		bad |= r->chk[i].bad_bytes != 0 || r->chk[i].bad_frames != 0;
+	}
+	/* Every shard said its data went out, yet some is missing: also a failure. */
+	if (r->whole_mask != r->all_mask && r->done_mask == r->all_mask && r->fail_mask == 0)
+		bad = true;
+	st->verify_failures += bad;
+	r->seq = NULL;
+	if (s == NULL)
+		return;
+	if (r->fail_mask != 0) {
+		st->seq_refill_failed += !seq_refill_failed(e, s);
+		s->mfailed[r->model] = 1;
+	}
+	if (--s->mwait[r->model] == 0 && !s->mfailed[r->model] && e->p.hooks->model_refilled != NULL)
+		e->p.hooks->model_refilled(e->p.arg, r->model, now - s->t0, s->mbytes[r->model]);
+	if (--s->wait == 0 && s->state == SEQ_WAIT) {
+		/* A refill that failed (a shard restarted, or it timed out) took
+		 * however long the failure did: it would skew the learned model. */
+		if (!seq_refill_failed(e, s) && e->p.hooks->seq_refilled != NULL)
+			e->p.hooks->seq_refilled(e->p.arg, now - s->t0, s->estimate_ns, s->estimate_bytes);
+		s->whole_ns = now;
+		s->state = e->p.resume_estimate && now - s->t0 < s->estimate_ns ? SEQ_HOLD : SEQ_RUN;
+	}
+}
+
+static void
+refill_free(struct emu *e, struct emu_refill *r)
+{
+	refill_unlink(e, r);
+	prefixcache_refill_done(e->p.pc, r->refill_id);
+	free(r->hash);
+	free(r);
+}
+
+/* Finished for the requester and answered by every shard: the columns may go. */
+static void
+refill_check(struct emu *e, struct emu_refill *r, uint64_t now)
+{
+	if (!r->finished && (r->whole_mask == r->all_mask || r->fail_mask != 0))
+		refill_finish(e, r, now);
+	if (r->finished && (r->done_mask | r->fail_mask) == r->all_mask)
+		refill_free(e, r);
+}
+
+void
+emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
+	   const struct proto_refill_chunk *ch)
+{
+	const struct prefixcache_cache *cc;
+	uint16_t ns, i, k;
+	struct emu_refill *r;
+	struct emu_seq *s;
+	uint32_t ntok = 0, t = 0, j;
+
+	if (model >= e->p.num_models || rq->sequence_id >= e->p.max_inflight)
+		return;
+	for (k = 0; k < rq->num_chunks; k++)
+		ntok += ch[k].num_tokens;
+	if (e->p.open_loop) {
+		e->p.st->refilled_tokens += ntok;
+		/* Nothing awaited: done at once, after the lookup that asked for it. */
+		if (e->nol_done < sizeof(e->ol_done) / sizeof(e->ol_done[0]))
+			e->ol_done[e->nol_done++] = rq->refill_id;
+		return;
+	}
+	s = &e->seq[rq->sequence_id];
+	if (s->state != SEQ_WAIT || s->nrec == MAX_REC_PER_SEQ)
+		return;
+	cc = rq->cache_id < e->p.pcp->model[model].num_caches ? &e->p.pcp->model[model].cache[rq->cache_id]
+							       : NULL;
+	ns = e->nshards[model];
+	r = calloc(1, sizeof(*r) + sizeof(r->chk[0]) * ns);
+	if (r == NULL || (r->hash = malloc(sizeof(uint64_t) * (ntok ? ntok : 1))) == NULL) {
+		free(r);
+		e->failed = true;
+		return;
+	}
+	r->refill_id = rq->refill_id;
+	r->seq = s;
+	r->model = model;
+	r->cache_id = rq->cache_id;
+	r->nshards = ns;
+	r->ntok = ntok;
+	r->all_mask = (uint32_t)((1ull << ns) - 1);
+	/*
+	 * Glued token t is position chunk.start + j of the requester's own
+	 * prefix, and must land in slot t (prefixcache_slot) of a prefix that
+	 * ends at the last glued position, which emu_step checks is the hit.
+	 */
+	for (k = 0; k < rq->num_chunks; k++)
+		if (ch[k].num_tokens && ch[k].start_token_idx + ch[k].num_tokens > r->glue_end)
+			r->glue_end = ch[k].start_token_idx + ch[k].num_tokens;
+	r->glue_bad = cc == NULL || ntok != prefixcache_glue_len(cc, r->glue_end);
+	for (k = 0; k < rq->num_chunks; k++)
+		for (j = 0; j < ch[k].num_tokens; j++, t++) {
+			uint32_t idx = ch[k].start_token_idx + j;
+
+			r->hash[t] = idx < s->total ? s->h[idx] : 0;
+			if (cc != NULL && prefixcache_slot(cc, r->glue_end, idx) != t)
+				r->glue_bad = true;
+		}
+	for (i = 0; i < ns; i++) {
+		uint16_t sk = (uint16_t)(e->first_shard[model] + i);
+		const struct emu_shard *sh = &e->p.shard[sk];
+		struct wafer_place at = {model, sh->id, rq->cache_id,
+					 rq->cache_id < PREFIXCACHE_MAX_CACHES
+						 ? sh->bytes_per_token[rq->cache_id] : 0};
+
+		if (rq->cache_id >= PREFIXCACHE_MAX_CACHES ||
+		    wafer_refill_init(&r->chk[i], &at, e->cur[sk].num_buffers[rq->cache_id],
+				      rq->refill_id, r->hash, ntok) != 0)
+			r->fail_mask |= 1u << i;
+	}
+	r->hnext = e->rf[hbucket(r->refill_id)];
+	e->rf[hbucket(r->refill_id)] = r;
+	e->nrefill++;
+	s->rec[s->nrec++] = r;
+	s->wait++;
+	s->mwait[model]++;
+	e->p.st->refilled_tokens += ntok;
+}
+
+/* The refill @p id for shard @p k's model, NULL (counted stale) when none. */
+static struct emu_refill *
+refill_for_shard(struct emu *e, uint16_t k, uint64_t id)
+{
+	struct emu_refill *r = k < e->p.nshards ? refill_of(e, id) : NULL;
+
+	if (r == NULL || r->model != e->p.shard[k].model) {
+		e->p.st->stale++;
+		return NULL;
+	}
+	return r;
+}
+
+void
+emu_refill_data(struct emu *e, uint16_t k, const struct proto_refill_data_hdr *h,
+		const uint8_t *data, uint32_t len, uint64_t now_ns)
+{
+	struct emu_refill *r = refill_for_shard(e, k, h->refill_id);
+	uint16_t i;
+
+	if (r == NULL)
+		return;
+	if (r->finished) {
+		e->p.st->stale++;
+		return;
+	}
+	i = (uint16_t)(k - e->first_shard[r->model]);
+	e->p.st->refill_bytes += len;
+	wafer_refill_data(&r->chk[i], h, data, len);
+	if (wafer_refill_whole(&r->chk[i]))
+		r->whole_mask |= 1u << i;
+	refill_check(e, r, now_ns);
+}
+
+bool
+emu_refill_done(struct emu *e, uint16_t k, uint64_t refill_id, uint32_t status, uint64_t now_ns)
+{
+	struct emu_refill *r = refill_for_shard(e, k, refill_id);
+	uint16_t i;
+
+	if (r == NULL)
+		return false;
+	i = (uint16_t)(k - e->first_shard[r->model]);
+	r->done_mask |= 1u << i;
+	if (status != 0) {
+		e->p.st->refill_failures++;
+		r->fail_mask |= 1u << i;
+	}
+	refill_check(e, r, now_ns);
+	return true;
+}
+
+/* ---- Sequences ------------------------------------------------------------------ */
+
+static void
+seq_start(struct emu *e, uint64_t now)
+{
+	const struct wl_req *q = &e->p.wl->r[e->next_req];
+	struct kvss_drv_stats *st = e->p.st;
+	struct emu_seq *s = NULL;
+	uint32_t i, k;
+	uint16_t m;
+
+	for (i = 0; i < e->p.max_inflight; i++)
+		if (e->seq[i].state == SEQ_FREE) {
+			s = &e->seq[i];
+			break;
+		}
+	if (s == NULL)
+		return;
+	memset(s, 0, sizeof(*s));
+	s->slot = i;
+	s->q = q;
+	s->total = q->n + q->out;
+	s->tok = malloc(sizeof(uint32_t) * (s->total ? s->total : 1));
+	s->h = malloc(sizeof(uint64_t) * (s->total ? s->total : 1));
+	if (s->tok == NULL || s->h == NULL) {
+		free(s->tok);
+		free(s->h);
+		s->tok = NULL;
+		s->h = NULL;
+		e->failed = true;
+		return;
+	}
+	e->next_req++;
+	for (k = 0; k < s->total; k++) {
+		s->tok[k] = k < q->n ? q->tokens[k] : workload_answer_token(k);
+		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : q->iso, s->tok[k]);
+	}
+	s->t0 = now;
+	s->deadline = now + e->p.refill_timeout_ns;
+	s->state = SEQ_WAIT;
+	e->nactive++;
+	st->requests++;
+	st->prompt_tokens += q->n;
+	for (m = 0; m < e->p.num_models; m++) {
+		struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
+						 .num_tokens = q->n, .cache_length_allowed = q->allowed,
+						 .first_multimodal = UINT32_MAX, .sequence_id = s->slot};
+		struct prefixcache_hit hit;
+
+		if (!e->p.hooks->model_up(e->p.arg, m)) {
+			/* A shard of it is away: no lookup, no refill, nothing stored. */
+			if (m == 0)
+				st->miss_tokens += q->n;
+			st->away_requests += m == 0;
+			continue;
+		}
+		/* Its REFILLs name this sequence by its id (emu_refill). */
+		s->s[m] = prefixcache_begin(e->p.pc, m, &rq, now, &hit);
+		/* Open loop: the refills count as done at once (the shard's ordered
+		 * queue still keeps their columns until their data has left). */
+		while (e->nol_done > 0)
+			prefixcache_refill_done(e->p.pc, e->ol_done[--e->nol_done]);
+		if (s->s[m] == NULL) {
+			e->failed = true;
+			continue;
+		}
+		s->prompt_id[m] = hit.prompt_id;
+		s->pos[m] = hit.hit_tokens;
+		/* Every refill brings the whole hit, each token to its slot. */
+		for (k = 0; k < s->nrec; k++)
+			if (s->rec[k]->model == m &&
+			    (s->rec[k]->glue_bad || s->rec[k]->glue_end != hit.hit_tokens)) {
+				st->verify_failures++;
+				st->verify_bad_glue++;
+			}
+		pid_add(e, hit.prompt_id, s);
+		if (m == 0) {
+			st->lookup_tokens += hit.lookup_tokens;
+			st->hit_tokens += hit.hit_tokens;
+			st->miss_tokens += q->n - hit.hit_tokens;
+		}
+		if (hit.refill_id != 0) {
+			st->refills += m == 0;
+			s->mbytes[m] = hit.estimate_bytes;
+			if (hit.estimate_ns > s->estimate_ns) {
+				s->estimate_ns = hit.estimate_ns;
+				s->estimate_bytes = hit.estimate_bytes;
+			}
+		}
+	}
+	if (s->wait == 0)
+		s->state = SEQ_RUN;
+}
+
+static void
+seq_end(struct emu *e, struct emu_seq *s, uint64_t now)
+{
+	uint16_t m;
+
+	for (m = 0; m < e->p.num_models; m++) {
+		if (s->s[m] == NULL)
+			continue; /* its model was not up when it began */
+		prefixcache_end(e->p.pc, s->s[m], now);
+		pid_del(e, s->prompt_id[m]);
+	}
+	free(s->tok);
+	free(s->h);
+	s->tok = NULL;
+	s->h = NULL;
+	s->state = SEQ_FREE;
+	e->nactive--;
+	e->p.st->completed++;
+}
+
+int
+emu_step(struct emu *e, uint64_t now)
+{
+	uint32_t i, sent = 0;
+	uint16_t m;
+
+	while (e->nactive < e->p.max_inflight && e->next_req < e->p.nreq && !e->failed)
+		seq_start(e, now);
+	for (i = 0; i < e->p.max_inflight; i++) {
+		struct emu_seq *s = &e->seq[i];
+		bool done = true;
+
+		if (s->state == SEQ_HOLD && now - s->t0 >= s->estimate_ns) {
+			e->held_ns += now - s->whole_ns;
+			s->state = SEQ_RUN;
+		}
+		if (s->state != SEQ_RUN)
+			continue;
+		for (m = 0; m < e->p.num_models; m++) {
+			uint32_t k;
+
+			for (k = 0; k < e->p.step_tokens && s->pos[m] < s->total; k++) {
+				if (s->s[m] != NULL)
+					prefixcache_token(e->p.pc, s->s[m], s->tok[s->pos[m]], now);
+				s->pos[m]++;
+				sent++;
+			}
+			done &= s->pos[m] == s->total;
+		}
+		if (done)
+			s->state = SEQ_DONE;
+	}
+	/* The wafer step ends: its batches go out before any sequence's deletes. */
+	prefixcache_flush(e->p.pc);
+	for (i = 0; i < e->p.max_inflight; i++)
+		if (e->seq[i].state == SEQ_DONE)
+			seq_end(e, &e->seq[i], now);
+	return sent > 0;
+}
+
+void
+emu_check_timeouts(struct emu *e, uint64_t now)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < e->p.max_inflight; i++) {
+		struct emu_seq *s = &e->seq[i];
+
+		if (s->state != SEQ_WAIT || now < s->deadline)
+			continue;
+		for (k = 0; k < s->nrec; k++) {
+			struct emu_refill *r = s->rec[k];
+
+			if (r->finished || r->seq != s)
+				continue;
+			e->p.st->refill_timeouts++;
+			r->fail_mask = r->all_mask;
+			refill_finish(e, r, now);
+			refill_free(e, r);
+		}
+	}
+}
+
+void
+emu_model_restart(struct emu *e, uint16_t model, uint64_t now)
+{
+	struct data_job *j;
+	uint32_t b;
+	uint16_t i;
+
+	if (model >= e->p.num_models)
+		return;
+	/* Its jobs name batches of a stream that is gone. */
+	for (j = e->jhead; j != NULL; j = j->next)
+		if (j->model == model)
+			j->done_mask = j->all_mask;
+	for (i = 0; i < e->nshards[model]; i++) {
+		struct emu_cursor *c = &e->cur[e->first_shard[model] + i];
+
+		c->j = NULL;
+		c->on = false;
+		c->cache = 0;
+	}
+	/* Refills of the old epoch will not come: their requesters go on. */
+	for (b = 0; b < HBUCKETS; b++) {
+		struct emu_refill *r = e->rf[b], *nx;
+
+		for (; r != NULL; r = nx) {
+			nx = r->hnext;
+			if (r->model != model)
+				continue;
+			r->fail_mask = r->all_mask;
+			e->p.st->refill_failures++;
+			refill_finish(e, r, now);
+			refill_free(e, r);
+		}
+	}
+}

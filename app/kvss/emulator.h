@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The wafer emulator (emulator.c): the accelerator that the driver serves,
+ * as the design's wafer loop runs it. It takes requests from a workload,
+ * begins each as a sequence on every model (a lookup through
+ * lib/prefixcache, which emits REFILLs and a RESERVE through the driver's
+ * sink), sends each running sequence's tokens, and ends it. It produces the
+ * evicted bytes (EVICT_DATA payloads, lib/wafer) of every batch the driver
+ * evicts, for every shard of its model, and checks every refilled byte
+ * against the reference content of the requester's own prefix.
+ *
+ * A sequence with a refill resumes when every shard's REFILL_DATA for it is
+ * whole and checked (the design's start_recv / wait_recv) and, with resume
+ * "estimate", once its refill estimate has passed, as the design picks it
+ * again only then.
+ *
+ * No EAL, no ports, no clock of its own: time comes in as nanoseconds, and
+ * payloads go out as bytes for the driver's link to frame. So it runs in a
+ * unit test (test/test_emulator.c) as it runs in kvss.
+ */
+#ifndef KVSS_EMULATOR_H
+#define KVSS_EMULATOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver.h"
+#include "prefixcache.h"
+#include "proto.h"
+#include "workload.h"
+
+struct emu;
+
+/** What the emulator asks of the driver around it. */
+struct emu_hooks {
+	/** Are all of @p model's shards up, so that a request may look it up? */
+	bool (*model_up)(void *arg, uint16_t model);
+	/** Is shard @p k (index in emu_params.shard) up: does its data wait for it? */
+	bool (*shard_up)(void *arg, uint16_t k);
+	/** Model @p m's refills of one sequence were whole after @p ns, for @p bytes charged. */
+	void (*model_refilled)(void *arg, uint16_t m, uint64_t ns, uint64_t bytes);
+	/** A sequence's refills were all whole (none failed) after @p ns; its longest estimate. */
+	void (*seq_refilled)(void *arg, uint64_t ns, uint64_t est_ns, uint64_t est_bytes);
+};
+
+/** One shard of one model, as the emulator's data and checks need it. */
+struct emu_shard {
+	uint16_t model;
+	uint16_t id;
+	uint32_t bytes_per_token[PREFIXCACHE_MAX_CACHES];
+};
+
+struct emu_params {
+	struct prefixcache *pc; /* the driver's library: lookups, tokens, ends, refills done */
+	const struct prefixcache_params *pcp; /* what it was made with (the caches' windows) */
+	const struct workload *wl;
+	size_t nreq;	       /* requests to run (at most wl->n) */
+	uint16_t num_models;
+	uint32_t max_inflight; /* sequences running at once */
+	uint32_t step_tokens;  /* tokens a running sequence sends per step */
+	uint64_t refill_timeout_ns;
+	bool resume_estimate;  /* wafer.resume "estimate"; false: "whole" */
+	bool open_loop;	       /* recording: refills are not awaited nor checked */
+	uint16_t nshards;
+	const struct emu_shard *shard; /* [nshards], a model's shards in a row (copied) */
+	struct kvss_drv_stats *st;     /* the counters the emulator keeps (driver.h says which) */
+	const struct emu_hooks *hooks;
+	void *arg;
+};
+
+/** NULL on a bad parameter or no memory. */
+struct emu *emu_create(const struct emu_params *p);
+
+void emu_free(struct emu *e);
+
+/**
+ * One wafer step at @p now_ns: start what may start, send each running
+ * sequence's next tokens, flush the batches, end the sequences that are
+ * done. Returns 1 when a token was sent.
+ */
+int emu_step(struct emu *e, uint64_t now_ns);
+
+/** Refills past the refill timeout fail (their sequences go on). */
+void emu_check_timeouts(struct emu *e, uint64_t now_ns);
+
+/** The emulator ran out of memory, or the library refused a lookup: the run stops. */
+bool emu_failed(const struct emu *e);
+
+/** Everything run: no request left, no sequence running, no refill open. */
+bool emu_done(const struct emu *e);
+
+/** Requests begun so far (the next one's index). */
+size_t emu_next_request(const struct emu *e);
+
+/** Data jobs that some shard that is up has not sent, counted up to @p max. */
+uint32_t emu_jobs_pending(const struct emu *e, uint32_t max);
+
+/* ---- From the driver's sink ---- */
+
+/** An EVICT batch went to the model's shards: its bytes are to be sent. -ENOMEM. */
+int emu_evict(struct emu *e, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
+	      const struct proto_evict_entry *entries);
+
+/**
+ * A REFILL went to the model's shards for the sequence named by its
+ * sequence_id: each shard's REFILL_DATA will be checked against it.
+ */
+void emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
+		const struct proto_refill_chunk *ch);
+
+/**
+ * The prefix hashes of the sequence with wafer id @p sequence_id (NULL
+ * when none runs there), *@p n of them: the reference of what a refill for
+ * it must bring.
+ */
+const uint64_t *emu_seq_hashes(const struct emu *e, uint32_t sequence_id, uint32_t *n);
+
+/* ---- From the shards ---- */
+
+/** Shard @p k's cache @p cache has @p num_buffers buffers (its STATUS). */
+void emu_shard_buffers(struct emu *e, uint16_t k, uint16_t cache, uint16_t num_buffers);
+
+/** A REFILL_DATA payload from shard @p k. */
+void emu_refill_data(struct emu *e, uint16_t k, const struct proto_refill_data_hdr *h,
+		     const uint8_t *data, uint32_t len, uint64_t now_ns);
+
+/**
+ * A REFILL_DONE record from shard @p k: its data for the refill went out,
+ * or it failed. false: no such refill of the shard's model (counted stale).
+ */
+bool emu_refill_done(struct emu *e, uint16_t k, uint64_t refill_id, uint32_t status,
+		     uint64_t now_ns);
+
+/**
+ * The next EVICT_DATA payload shard @p k sends (header and at most
+ * @p max_data bytes, into @p buf of PROTO_PAYLOAD_MAX), of batches up to
+ * @p through only (the driver's pacing: what the shard's EVICTs allow);
+ * headers carry @p epoch (the wafer's). 0: nothing to send now.
+ */
+uint32_t emu_data_next(struct emu *e, uint16_t k, uint64_t through, uint32_t epoch, uint8_t *buf,
+		       uint32_t max_data);
+
+/** Has shard @p k data of a batch up to @p through to send? */
+bool emu_data_ready(struct emu *e, uint16_t k, uint64_t through);
+
+/** Free the jobs every shard is done with. */
+void emu_data_gc(struct emu *e);
+
+/**
+ * Shard data of @p model is gone (a new driver epoch): its jobs are
+ * dropped, its refills fail (their sequences go on).
+ */
+void emu_model_restart(struct emu *e, uint16_t model, uint64_t now_ns);
+
+/** Time sequences with their data whole waited for their estimate (resume "estimate"). */
+uint64_t emu_held_ns(const struct emu *e);
+
+#endif

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver's parts that need no EAL, run together without kvss: the wafer
+ * emulator (sequences, data jobs, refill checks), the sink that turns
+ * library calls into control messages (drv_sink.c, drv_ctlq.c) and the
+ * refill-time learning (drv_learn.c). A real lib/kvstore plays the shard:
+ * every queued message is parsed back from its bytes and run on it, every
+ * EVICT_DATA payload the emulator makes is stored, and every refill is read
+ * from it into REFILL_DATA streams that the emulator checks byte by byte.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drv.h"
+#include "emulator.h"
+#include "kvstore.h"
+
+#define B 64	  /* bytes per token */
+#define NBUF 2	  /* buffers */
+#define NSH 2	  /* shards of the model */
+#define MS 1000000ull
+
+struct pending {
+	struct proto_refill_req rq;
+	struct proto_refill_chunk ch[64];
+};
+
+/* One emulated driver and its two shards. */
+static struct rig {
+	struct prefixcache_params pp;
+	struct prefixcache *pc;
+	struct workload wl;
+	struct kvss_shard_ref ref[NSH];
+	struct drv_shard sh[NSH];
+	struct drv_sink sink;
+	struct drv_learn learn;
+	struct emu *emu;
+	struct kvss_drv_stats st;
+	uint32_t epoch[PREFIXCACHE_MAX_MODELS];
+	struct kvstore *kv[NSH];
+	void *kvmem[NSH];
+	struct pending pend[NSH][256];
+	unsigned int npend[NSH];
+	uint64_t flip_from; /* flip a byte of each EVICT_DATA payload from this one on (0: none) */
+	uint64_t payloads, data_bytes;
+	unsigned int up_mask; /* shards up */
+} R;
+
+static bool
+h_model_up(void *arg, uint16_t m)
+{
+	(void)arg;
+	(void)m;
+	return R.up_mask == (1u << NSH) - 1;
+}
+
+static bool
+h_shard_up(void *arg, uint16_t k)
+{
+	(void)arg;
+	return R.up_mask & (1u << k);
+}
+
+static void
+h_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes)
+{
+	(void)arg;
+	drv_learn_model(&R.learn, m, ns, bytes);
+}
+
+static void
+h_seq_refilled(void *arg, uint64_t ns, uint64_t est, uint64_t est_bytes)
+{
+	(void)arg;
+	drv_learn_seq(&R.learn, ns, est, est_bytes);
+}
+
+static const struct emu_hooks hooks = {h_model_up, h_shard_up, h_model_refilled, h_seq_refilled};
+
+static void
+rig_up(uint32_t requests, uint64_t capacity, bool learned)
+{
+	struct prefixcache_sink sink;
+	struct emu_shard es[NSH];
+	struct emu_params ep;
+	uint16_t k;
+
+	memset(&R, 0, sizeof(R));
+	R.up_mask = (1u << NSH) - 1;
+	R.pp.num_models = 1;
+	R.pp.column = 16;
+	R.pp.model[0].num_caches = 1;
+	R.pp.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, capacity};
+	R.pp.model[0].max_batch_tokens = 32;
+	/* kvss's defaults: 20 us + 10 Gb/s. */
+	R.pp.model[0].refill_latency_ns = 20000;
+	R.pp.model[0].refill_bytes_per_ns = 1.25;
+	R.pp.model[0].refill_bytes_per_token = B; /* a shard's bytes: they refill in parallel */
+	drv_sink_ops(&R.sink, &sink);
+	R.pc = prefixcache_create(&R.pp, &sink);
+	cr_assert_not_null(R.pc);
+	drv_learn_init(&R.learn, R.pc, &R.st, learned, 0);
+	cr_assert_eq(workload_generate(requests, &R.wl), 0);
+	for (k = 0; k < NSH; k++) {
+		struct kvstore_params kp = {.num_caches = 1, .max_batch_entries = 32,
+					    .max_refill_chunks = 64};
+		size_t sz;
+
+		R.ref[k] = (struct kvss_shard_ref){.id = k, .bytes_per_token = {B}, .buffers = {NBUF}};
+		R.sh[k] = (struct drv_shard){.model = 0, .idx = k, .k = k, .ref = &R.ref[k], .up = true};
+		es[k] = (struct emu_shard){0, k, {B}};
+		kp.cache[0] = (struct kvstore_cache_params){B, NBUF, capacity};
+		sz = kvstore_memsize(&kp);
+		cr_assert_eq(posix_memalign(&R.kvmem[k], 64, sz), 0);
+		R.kv[k] = kvstore_init(R.kvmem[k], sz, &kp);
+		cr_assert_not_null(R.kv[k]);
+	}
+	R.epoch[0] = 0x1234;
+	ep = (struct emu_params){.pc = R.pc, .pcp = &R.pp, .wl = &R.wl, .nreq = requests,
+				 .num_models = 1, .max_inflight = 8, .step_tokens = 64,
+				 .refill_timeout_ns = 1000 * MS, .resume_estimate = false,
+				 .nshards = NSH, .shard = es, .st = &R.st, .hooks = &hooks};
+	R.emu = emu_create(&ep);
+	cr_assert_not_null(R.emu);
+	for (k = 0; k < NSH; k++)
+		emu_shard_buffers(R.emu, k, 0, NBUF);
+	R.sink = (struct drv_sink){.nsh = NSH, .nshards = {NSH}, .sh = R.sh, .model_epoch = R.epoch,
+				   .payload_cap = 1472, .emu = R.emu, .st = &R.st};
+}
+
+static void
+rig_down(void)
+{
+	uint16_t k;
+
+	emu_free(R.emu);
+	prefixcache_free(R.pc);
+	drv_learn_free(&R.learn);
+	workload_free(&R.wl);
+	for (k = 0; k < NSH; k++) {
+		drv_ctlq_clear(&R.sh[k].q);
+		free(R.kvmem[k]);
+	}
+}
+
+/* Shard @p k runs one queued control message, parsed back from its bytes. */
+static void
+shard_run(uint16_t k, const uint8_t *p, uint32_t len)
+{
+	static struct proto_msg m;
+	static struct proto_evict_entry e[64];
+	uint32_t i, off = 0;
+
+	cr_assert_eq(proto_parse_payload(p, len, PROTO_PORT_CTRL_DEFAULT, &proto_ports_default, &m),
+		     PROTO_OK, "the sink's message parses");
+	cr_assert_eq(m.hdr.shard_id, k, "addressed to its shard");
+	cr_assert_eq(m.hdr.epoch, R.epoch[0], "in the model's epoch");
+	switch (m.hdr.type) {
+	case PROTO_T_RESERVE:
+		break;
+	case PROTO_T_EVICT:
+		cr_assert_leq(m.hdr.count, 64);
+		for (i = 0; i < m.hdr.count; i++)
+			proto_get_evict_entry(&m, i, &e[i]);
+		cr_assert_eq(kvstore_evict(R.kv[k], m.u.evict.batch_no, m.u.evict.num_caches,
+					   m.u.evict.g, e, NULL, 0),
+			     0, "the shard takes every EVICT (within capacity)");
+		break;
+	case PROTO_T_DELETE:
+		for (i = 0; i < m.hdr.count; i++) {
+			struct proto_delete d;
+
+			proto_get_delete(&m, i, &d);
+			cr_assert_eq(kvstore_delete(R.kv[k], &d), 0, "every DELETE is legal");
+		}
+		break;
+	case PROTO_T_REFILL: {
+		struct proto_refill_req rq;
+		const uint8_t *ch;
+
+		while (proto_next_refill(&m, &off, &rq, &ch)) {
+			struct pending *pd = &R.pend[k][R.npend[k]++];
+
+			cr_assert_leq(rq.num_chunks, 64);
+			pd->rq = rq;
+			for (i = 0; i < rq.num_chunks; i++)
+				proto_get_refill_chunk(ch, i, &pd->ch[i]);
+		}
+		break;
+	}
+	default:
+		cr_assert_fail("type %u is not the driver's", m.hdr.type);
+	}
+}
+
+/* Shard @p k sends refill @p pd from its store, a REFILL_DATA stream per buffer. */
+static void
+shard_refill(uint16_t k, const struct pending *pd, uint64_t now)
+{
+	struct kvstore_refill *rf;
+	uint16_t code = 0, b;
+
+	rf = kvstore_refill_begin(R.kv[k], pd->rq.cache_id, pd->ch, pd->rq.num_chunks, &code);
+	cr_assert_not_null(rf, "refill %lu: the shard holds what the driver refills (code %u)",
+			   (unsigned long)pd->rq.refill_id, code);
+	for (b = 0; b < NBUF; b++) {
+		struct kvstore_refill_pos pos = {0};
+		struct kvstore_seg seg[8];
+		struct proto_refill_data_hdr h = {pd->rq.refill_id, pd->rq.sequence_id, 0,
+						  pd->rq.cache_id, b, 0,
+						  (uint32_t)kvstore_refill_buffer_len(rf)};
+		unsigned int n, i;
+
+		/* Each segment as a frame of its own, at its place in the stream. */
+		while ((n = kvstore_refill_next(rf, b, &pos, 1000, seg, 8)) > 0)
+			for (i = 0; i < n; i++) {
+				emu_refill_data(R.emu, k, &h, seg[i].addr, seg[i].len, now);
+				h.stream_offset += seg[i].len;
+			}
+	}
+	kvstore_refill_end(rf);
+	cr_assert(emu_refill_done(R.emu, k, pd->rq.refill_id, 0, now));
+}
+
+/* The shards: control queues drained, data stored, refills whose batches are in sent. */
+static void
+shards_turn(uint64_t now)
+{
+	static uint8_t buf[PROTO_PAYLOAD_MAX];
+	static struct proto_msg m;
+	uint16_t k;
+	uint32_t len, i;
+
+	for (k = 0; k < NSH; k++) {
+		struct drv_ctl_msg *x;
+
+		if (!(R.up_mask & (1u << k)))
+			continue;
+		/* Refills queued in an earlier turn: a refill takes a turn (1 ms) at least. */
+		for (i = 0; i < R.npend[k];) {
+			if (R.pend[k][i].rq.evict_count > kvstore_batches_complete(R.kv[k])) {
+				i++;
+				continue;
+			}
+			shard_refill(k, &R.pend[k][i], now);
+			memmove(&R.pend[k][i], &R.pend[k][i + 1], sizeof(R.pend[k][0]) * (R.npend[k] - i - 1));
+			R.npend[k]--;
+		}
+		cr_assert_eq(drv_ctlq_close(&R.sh[k].q), 0);
+		while ((x = drv_ctlq_pop(&R.sh[k].q)) != NULL) {
+			shard_run(k, x->p, x->len);
+			free(x);
+		}
+		while ((len = emu_data_next(R.emu, k, UINT64_MAX, 7, buf, 1400)) != 0) {
+			cr_assert_eq(proto_parse_payload(buf, len, PROTO_PORT_EVICT_DEFAULT,
+							 &proto_ports_default, &m),
+				     PROTO_OK);
+			if (R.flip_from != 0 && ++R.payloads >= R.flip_from)
+				buf[m.data_off + m.data_len / 2] ^= 0x10;
+			R.data_bytes += m.data_len;
+			cr_assert_eq(kvstore_data(R.kv[k], m.u.data.batch_no, m.u.data.cache_id,
+						  m.u.data.stream_offset, m.u.data.stream_len,
+						  buf + m.data_off, m.data_len),
+				     0);
+		}
+	}
+	emu_data_gc(R.emu);
+}
+
+static void
+run(uint64_t *now)
+{
+	unsigned int steps = 0;
+
+	while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0 || R.npend[0] || R.npend[1]) {
+		emu_step(R.emu, *now);
+		shards_turn(*now);
+		*now += MS;
+		cr_assert_lt(++steps, 100000, "the run ends");
+	}
+	cr_assert(!emu_failed(R.emu));
+	cr_assert(!R.sink.failed);
+}
+
+TestSuite(emulator, .fini = rig_down);
+
+Test(emulator, every_request_runs_and_every_refilled_byte_checks_out)
+{
+	uint64_t now = MS;
+
+	rig_up(60, 1u << 20, false);
+	run(&now);
+	cr_assert_eq(R.st.requests, 60);
+	cr_assert_eq(R.st.completed, 60);
+	cr_assert_gt(R.st.hit_tokens, 0, "the built-in workload shares prefixes");
+	cr_assert_gt(R.st.refills, 0);
+	cr_assert_eq(R.st.verify_failures, 0, "%lu bad bytes, %lu bad frames",
+		     (unsigned long)R.st.verify_bad_bytes, (unsigned long)R.st.verify_bad_frames);
+	/* Both shards sent every refilled token's bytes: tokens x B, all shards. */
+	cr_assert_eq(R.st.refill_bytes, R.st.refilled_tokens * B * NSH);
+	/* Every evicted token's bytes went to both shards (entries of prompt 0 too). */
+	cr_assert_geq(R.data_bytes, R.st.evicted_tokens * B * NSH);
+	cr_assert_eq(R.learn.fit.n, R.st.refills, "each refilled sequence was timed");
+}
+
+Test(emulator, a_byte_flipped_in_the_store_fails_the_check)
+{
+	uint64_t now = MS;
+
+	rig_up(60, 1u << 20, false);
+	R.flip_from = 1;
+	run(&now);
+	cr_assert_gt(R.st.refills, 0);
+	cr_assert_eq(R.st.verify_failures, R.st.refills, "every refill brings a flipped byte");
+	cr_assert_geq(R.st.verify_bad_bytes, R.st.refills);
+}
+
+Test(emulator, deletes_keep_the_shards_within_capacity)
+{
+	uint64_t now = MS;
+	struct kvstore_cache_stats cs;
+
+	rig_up(60, 4096, false);
+	run(&now);
+	cr_assert_gt(R.st.deletes, 0, "a small cache deletes");
+	cr_assert_eq(R.st.verify_failures, 0);
+	kvstore_cache_stats(R.kv[0], 0, &cs);
+	cr_assert_leq(cs.stored_tokens, 4096);
+	cr_assert_eq(cs.stored_tokens, prefixcache_stored(R.pc, 0, 0),
+		     "the shard holds what the driver accounts for");
+}
+
+Test(emulator, a_restart_fails_the_models_refills_and_drops_its_data)
+{
+	uint64_t now = MS;
+	unsigned int i;
+
+	rig_up(60, 1u << 20, false);
+	/* Run until a refill is open, then the model's shards lose everything. */
+	for (i = 0; i < 100000 && R.st.refills == 0; i++) {
+		emu_step(R.emu, now);
+		now += MS;
+	}
+	cr_assert_gt(R.st.refills, 0);
+	prefixcache_shard_restart(R.pc, 0);
+	emu_model_restart(R.emu, 0, now);
+	cr_assert_gt(R.st.refill_failures, 0, "the open refills failed");
+	cr_assert_eq(emu_jobs_pending(R.emu, 1), 0, "no data of the old stream waits");
+	cr_assert_eq(emu_data_next(R.emu, 0, UINT64_MAX, 7, (uint8_t[PROTO_PAYLOAD_MAX]){0}, 1400), 0);
+}
+
+Test(emulator, a_model_that_is_not_up_runs_as_misses)
+{
+	uint64_t now = MS;
+
+	rig_up(10, 1u << 20, false);
+	R.up_mask = 1; /* shard 1 is away */
+	while (!emu_done(R.emu))
+		emu_step(R.emu, now += MS);
+	cr_assert_eq(R.st.completed, 10);
+	cr_assert_eq(R.st.away_requests, 10);
+	cr_assert_eq(R.st.hit_tokens, 0);
+	cr_assert_eq(R.st.evicted_tokens, 0, "nothing is stored while a shard is away");
+}
+
+Test(emulator, learned_estimates_follow_the_refills)
+{
+	uint64_t now = MS, lat0, lat1;
+	double bw;
+
+	rig_up(200, 1u << 20, true);
+	cr_assert_eq(prefixcache_refill_model(R.pc, 0, &lat0, &bw), 0);
+	run(&now);
+	cr_assert_geq(R.learn.ml[0].fit.n, 20, "%lu refills", (unsigned long)R.learn.ml[0].fit.n);
+	cr_assert_gt(R.st.model_updates, 0, "the estimates took the fitted line");
+	cr_assert_eq(prefixcache_refill_model(R.pc, 0, &lat1, &bw), 0);
+	/* Each step is 1 ms here: a refill takes whole milliseconds, far above the default. */
+	cr_assert_gt(lat1, lat0, "learned latency %lu ns, configured %lu", (unsigned long)lat1,
+		     (unsigned long)lat0);
+}
