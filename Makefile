@@ -41,7 +41,7 @@ PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
 
 LIBPROTO := $(BUILD)/lib/libproto.a
 
-KVSTORE_SRC := lib/kvstore/kvstore.c
+KVSTORE_SRC := lib/kvstore/kvstore.c lib/kvstore/kvstore_read.c lib/kvstore/kvstore_layout.c
 LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
 PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
@@ -178,12 +178,14 @@ $(BUILD)/test/test_kvstore $(BUILD)/test/test_kvstore_model: $(BUILD)/test/%: \
 STRESS := $(BUILD)/test/stress_kvstore $(BUILD)/test/stress_kvstore_tsan
 STRESS_SRC := test/stress_kvstore.c $(KVSTORE_SRC) $(PROTO_PURE_SRC)
 
-$(BUILD)/test/stress_kvstore: $(STRESS_SRC) test/kv_harness.h test/test_rng.h lib/kvstore/kvstore.h lib/proto/proto.h
+$(BUILD)/test/stress_kvstore: $(STRESS_SRC) test/kv_harness.h test/test_rng.h lib/kvstore/kvstore.h \
+		lib/kvstore/kvstore_priv.h lib/proto/proto.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -Ilib/proto -Ilib/kvstore -o $@ $(STRESS_SRC) -lxxhash -lpthread
 
 # The same program under ThreadSanitizer (clang, like the fuzzer).
-$(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h test/test_rng.h lib/kvstore/kvstore.h lib/proto/proto.h
+$(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h test/test_rng.h lib/kvstore/kvstore.h \
+		lib/kvstore/kvstore_priv.h lib/proto/proto.h
 	@mkdir -p $(@D)
 	$(CLANG) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Ilib/proto -Ilib/kvstore -o $@ \
 		$(STRESS_SRC) -lxxhash -lpthread
@@ -291,7 +293,7 @@ $(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h
 FUZZ_FILES := $(BUILD)/fuzz/fuzz_files
 FUZZ_FILES_CORPUS := $(BUILD)/fuzz/corpus_files
 FUZZ_FILES_SRC := test/fuzz/fuzz_files.c $(CONFIG_SRC) $(WORKLOAD_SRC) app/plan/plan.c \
-	lib/prefixcache/prefixcache.c lib/kvstore/kvstore.c $(PROTO_PURE_SRC)
+	lib/prefixcache/prefixcache.c $(KVSTORE_SRC) $(PROTO_PURE_SRC)
 
 $(FUZZ_FILES): $(FUZZ_FILES_SRC) lib/config/config.h lib/config/cluster.h lib/workload/workload.h \
 		app/plan/plan.h

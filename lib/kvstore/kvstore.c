@@ -1,376 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/kvstore: see kvstore.h for the model (single writer, lock-free reader,
- * epoch-based reclamation). Fields the reader loads while the owner may
- * write them are accessed with __atomic builtins and marked "rd" below; all
- * others are the owner's alone.
+ * lib/kvstore, the owner's side: see kvstore.h for the model (single
+ * writer, lock-free reader, epoch-based reclamation) and kvstore_priv.h for
+ * the structures. The reader is kvstore_read.c, the layout
+ * kvstore_layout.c.
+ *
+ * Why this file holds the whole write path (about 1,200 lines): slot
+ * allocation, prompt lookup, page growth and token writes are steps of
+ * every evicted token, and in one translation unit the compiler inlines
+ * them into kvstore_evict and kvstore_data. Split across files they would
+ * be calls per token on the ingest lcore's hot path.
  */
-#include "kvstore.h"
-
-#include <errno.h>
-#include <string.h>
+#include "kvstore_priv.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-
-#define NIL UINT32_MAX
-#define TOMB UINT32_MAX
-#define ALIGN 64
-
-#define ld_acq(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define st_rel(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define ld_rlx(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define st_rlx(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-
-/* One page of a prompt's token -> slot table: 256 bytes. */
-struct kv_page {
-	uint32_t next;	/* rd: next page of the prompt, NIL at the tail */
-	uint32_t prev;
-	uint32_t dirty; /* entries past the prompt's end were once published */
-	uint32_t pad;
-	uint32_t slot[KVSTORE_PAGE_ENTRIES]; /* rd */
-};
-
-struct kv_prompt {
-	uint64_t id;	 /* rd: 0 when the record is free */
-	uint32_t offset; /* first token index; fixed while the record lives */
-	uint32_t n_pub;	 /* rd: readable tokens */
-	uint32_t n_claim; /* accepted tokens: readable ones + open batches' growth */
-	uint32_t head;	 /* rd: first page */
-	uint32_t tail;
-	uint32_t npages;
-	uint32_t last_slot; /* allocation hint: the slot of the last claimed token */
-	uint32_t free_next;
-	uint64_t last_batch; /* the latest batch with an entry of it (0: none) */
-};
-
-enum blk_state { BLK_EMPTY, BLK_PARTIAL, BLK_FULL };
-
-struct kv_cache {
-	uint32_t B;  /* bytes per token */
-	uint32_t nb; /* buffers */
-	uint32_t bb; /* bytes per token per buffer */
-	uint64_t capacity;
-	uint32_t nslots, nblocks;
-	uint8_t *data; /* block k at data + k * stride, buffer-major inside */
-	size_t stride; /* 64 * B plus one cache line: see block_stride() */
-	/* Block allocator: free-lane masks, and lists of empty and partial blocks. */
-	uint64_t *free_mask;
-	uint32_t *blk_next, *blk_prev;
-	uint8_t *blk_state;
-	uint32_t empty_head, partial_head;
-	uint64_t free_slots;
-	uint64_t limbo_slots;
-	/* Prompts. */
-	struct kv_prompt *prompts;
-	uint32_t max_prompts, prompt_free;
-	uint64_t nprompts;
-	uint64_t *hkeys; /* rd */
-	uint32_t *hidx;	 /* rd */
-	uint32_t hmask, hlive, htomb;
-	uint32_t hseq; /* rd: odd while the table is rebuilt */
-	/* Table pages. */
-	struct kv_page *pages;
-	uint32_t npages, page_free;
-	/* Tokens accepted (published + open-batch growth): the capacity measure. */
-	uint64_t stored;
-	/* Retired objects, oldest first: a ring of exactly the objects there are. */
-	struct kv_limbo *limbo;
-	uint32_t limbo_cap, limbo_head, limbo_tail, limbo_n;
-};
-
-enum entry_kind { E_DISCARD, E_GROW, E_OVER };
-#define EF_COMPLETE 0x1 /* all bytes arrived */
-#define EF_DEAD 0x2	/* removed by a loss or delete while open: drop its data */
-
-struct kv_entry {
-	uint32_t prompt; /* record index, NIL for discard */
-	uint32_t token;	 /* token index */
-	uint32_t slot;	 /* destination slot, NIL for discard */
-	uint8_t kind;
-	uint8_t flags;
-	uint16_t pad;
-};
-
-struct kv_iv {
-	uint32_t s, e;
-};
-
-struct kv_stream {
-	uint32_t n_iv;
-	struct kv_iv iv[KVSTORE_MAX_HOLES];
-};
-
-struct kv_batch {
-	uint64_t no; /* 0: free */
-	uint16_t g, nc;
-	uint32_t pending; /* entries not complete */
-	bool done;	  /* streams whole, or lost */
-	struct kv_entry *e;
-	struct kv_stream *st; /* one per cache */
-};
-
-struct kv_rchunk {
-	uint32_t prompt;
-	uint32_t rel; /* start, relative to the prompt's offset */
-	uint32_t n;
-};
-
-struct kvstore_refill {
-	uint64_t ticket; /* rd: epoch at begin; 0 when free */
-	struct kvstore *s;
-	uint16_t cache;
-	uint32_t tokens;
-	uint32_t nchunks;
-	struct kv_rchunk *chunks;
-};
-
-enum limbo_type { L_SLOT, L_PAGE, L_PROMPT };
-
-/* A retired object: 8 bytes, since there is one per slot at worst. */
-struct kv_limbo {
-	uint32_t tag;	 /* low 32 bits of the epoch it was retired in */
-	uint32_t object; /* type << 30 | index */
-};
-
-/*
- * The prompt found at each entry position of the previous batch: a wafer's
- * batches keep their sequences in place, so entry i of batch n is usually
- * the same prompt as entry i of batch n - 1. Checked by id before use.
- */
-struct kv_hint {
-	uint64_t id;
-	uint32_t pi;
-};
-
-struct kvstore {
-	struct kvstore_params p;
-	struct kv_cache cache[KVSTORE_MAX_CACHES];
-	struct kv_hint *hint; /* max_batch_entries */
-	/* Batches. */
-	struct kv_batch *batches;
-	uint64_t next_batch;	   /* number the next EVICT must carry */
-	uint64_t oldest_open;	   /* 0 when none open */
-	uint64_t batches_complete; /* rd */
-	/* Refills and reclamation. */
-	struct kvstore_refill *refills;
-	uint32_t refill_cursor; /* reader's */
-	uint64_t epoch;		/* rd */
-	struct kvstore_stats stats;
-};
-
-/* ---- Parameters and layout ---------------------------------------------- */
-
-static uint32_t
-pow2_at_least(uint64_t v)
-{
-	uint32_t r = 1;
-
-	while (r < v && r < (1u << 31))
-		r <<= 1;
-	return r;
-}
-
-static int
-apply_defaults(const struct kvstore_params *in, struct kvstore_params *p)
-{
-	unsigned int c;
-	uint64_t maxcap = 0;
-
-	*p = *in;
-	if (p->num_caches == 0 || p->num_caches > KVSTORE_MAX_CACHES)
-		return -EINVAL;
-	for (c = 0; c < p->num_caches; c++) {
-		const struct kvstore_cache_params *cp = &p->cache[c];
-
-		if (cp->bytes_per_token == 0 || cp->num_buffers == 0 ||
-		    cp->bytes_per_token % cp->num_buffers != 0 || cp->capacity_tokens == 0)
-			return -EINVAL;
-		/* Slot ids fit 30 bits (limbo entries carry a type beside them). */
-		if (cp->capacity_tokens > (1ull << 29))
-			return -EINVAL;
-		if (cp->capacity_tokens > maxcap)
-			maxcap = cp->capacity_tokens;
-	}
-	if (p->max_prompts == 0)
-		p->max_prompts = (uint32_t)(maxcap / 32 > 1024 ? maxcap / 32 : 1024);
-	if (p->max_prompts > (1u << 28))
-		return -EINVAL;
-	if (p->spare_tokens == 0)
-		p->spare_tokens = (uint32_t)(maxcap / 256 > 512 ? maxcap / 256 : 512);
-	if (p->max_open_batches == 0)
-		p->max_open_batches = 64;
-	if (p->max_batch_entries == 0)
-		p->max_batch_entries = 557;
-	if (p->max_refills == 0)
-		p->max_refills = 128;
-	if (p->max_refill_chunks == 0)
-		p->max_refill_chunks = 256;
-	return 0;
-}
-
-static uint32_t
-cache_nslots(const struct kvstore_params *p, unsigned int c)
-{
-	uint64_t n = p->cache[c].capacity_tokens + p->spare_tokens;
-
-	return (uint32_t)((n + KVSTORE_BLOCK_SLOTS - 1) / KVSTORE_BLOCK_SLOTS * KVSTORE_BLOCK_SLOTS);
-}
-
-/*
- * Blocks are 64 x B bytes plus one cache line. Without it, the same lane of
- * different blocks sits a multiple of 64 x B apart, and prompts that start
- * together (each in a fresh block) write one cache set over and over.
- */
-static size_t
-block_stride(uint32_t B)
-{
-	return (size_t)KVSTORE_BLOCK_SLOTS * B + ALIGN;
-}
-
-static uint32_t
-cache_npages(const struct kvstore_params *p, unsigned int c)
-{
-	uint64_t n = cache_nslots(p, c) / KVSTORE_PAGE_ENTRIES + 1;
-
-	/* Each prompt's tail page is partial; copies on regrowth and limbo need slack. */
-	return (uint32_t)(n + p->max_prompts + p->max_prompts / 16 + 64);
-}
-
-/*
- * One function lays the region out, for both kvstore_memsize() (s == NULL)
- * and kvstore_init(), so the two cannot disagree.
- */
-#define CARVE(ptr, type, count)                                                                    \
-	do {                                                                                       \
-		off = (off + ALIGN - 1) & ~(size_t)(ALIGN - 1);                                    \
-		if (s != NULL)                                                                     \
-			(ptr) = (type *)(base + off);                                              \
-		off += sizeof(type) * (size_t)(count);                                             \
-	} while (0)
-
-static size_t
-layout(const struct kvstore_params *p, struct kvstore *s, uint8_t *base, size_t *meta)
-{
-	size_t off = sizeof(struct kvstore);
-	unsigned int c, i;
-	uint64_t limbo;
-	struct kv_page *pg = NULL;
-	struct kv_prompt *pr = NULL;
-	uint64_t *u64p = NULL;
-	uint32_t *u32p = NULL;
-	uint8_t *u8p = NULL;
-	struct kv_batch *bp = NULL;
-	struct kv_entry *ep = NULL;
-	struct kv_stream *sp = NULL;
-	struct kvstore_refill *rp = NULL;
-	struct kv_rchunk *cp = NULL;
-	struct kv_limbo *lp = NULL;
-
-	for (c = 0; c < p->num_caches; c++) {
-		uint32_t nslots = cache_nslots(p, c), nblocks = nslots / KVSTORE_BLOCK_SLOTS;
-		uint32_t hsize = pow2_at_least((uint64_t)p->max_prompts * 2);
-		struct kv_cache *kc = s ? &s->cache[c] : NULL;
-
-		CARVE(u64p, uint64_t, nblocks);
-		if (kc)
-			kc->free_mask = u64p;
-		CARVE(u32p, uint32_t, nblocks);
-		if (kc)
-			kc->blk_next = u32p;
-		CARVE(u32p, uint32_t, nblocks);
-		if (kc)
-			kc->blk_prev = u32p;
-		CARVE(u8p, uint8_t, nblocks);
-		if (kc)
-			kc->blk_state = u8p;
-		CARVE(pr, struct kv_prompt, p->max_prompts);
-		if (kc)
-			kc->prompts = pr;
-		CARVE(u64p, uint64_t, hsize);
-		if (kc)
-			kc->hkeys = u64p;
-		CARVE(u32p, uint32_t, hsize);
-		if (kc) {
-			kc->hidx = u32p;
-			kc->hmask = hsize - 1;
-		}
-		CARVE(pg, struct kv_page, cache_npages(p, c));
-		if (kc)
-			kc->pages = pg;
-		/* Every object at most once in limbo. */
-		limbo = (uint64_t)nslots + cache_npages(p, c) + p->max_prompts;
-		CARVE(lp, struct kv_limbo, limbo);
-		if (kc) {
-			kc->limbo = lp;
-			kc->limbo_cap = (uint32_t)limbo;
-		}
-	}
-	CARVE(bp, struct kv_batch, p->max_open_batches);
-	if (s)
-		s->batches = bp;
-	{
-		struct kv_hint *hp = NULL;
-
-		CARVE(hp, struct kv_hint, p->max_batch_entries);
-		if (s)
-			s->hint = hp;
-	}
-	for (i = 0; i < p->max_open_batches; i++) {
-		CARVE(ep, struct kv_entry, p->max_batch_entries);
-		CARVE(sp, struct kv_stream, p->num_caches);
-		if (s) {
-			s->batches[i].e = ep;
-			s->batches[i].st = sp;
-		}
-	}
-	CARVE(rp, struct kvstore_refill, p->max_refills);
-	if (s)
-		s->refills = rp;
-	for (i = 0; i < p->max_refills; i++) {
-		CARVE(cp, struct kv_rchunk, p->max_refill_chunks);
-		if (s)
-			s->refills[i].chunks = cp;
-	}
-	if (meta)
-		*meta = (off + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-	for (c = 0; c < p->num_caches; c++) {
-		size_t sz = (size_t)(cache_nslots(p, c) / KVSTORE_BLOCK_SLOTS) *
-			    block_stride(p->cache[c].bytes_per_token);
-
-		CARVE(u8p, uint8_t, sz);
-		if (s)
-			s->cache[c].data = u8p;
-	}
-	return (off + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-}
-
-size_t
-kvstore_memsize(const struct kvstore_params *in)
-{
-	struct kvstore_params p;
-
-	if (in == NULL || apply_defaults(in, &p) != 0) {
-		errno = EINVAL;
-		return 0;
-	}
-	return layout(&p, NULL, NULL, NULL);
-}
-
-size_t
-kvstore_meta_size(const struct kvstore_params *in)
-{
-	struct kvstore_params p;
-	size_t meta = 0;
-
-	if (in == NULL || apply_defaults(in, &p) != 0) {
-		errno = EINVAL;
-		return 0;
-	}
-	layout(&p, NULL, NULL, &meta);
-	return meta;
-}
 
 /* ---- Block allocator (owner) ---------------------------------------------- */
 
@@ -462,15 +107,6 @@ slot_free(struct kv_cache *c, uint32_t slot)
 	c->free_mask[k] |= 1ull << (slot % KVSTORE_BLOCK_SLOTS);
 	c->free_slots++;
 	blk_settle(c, k);
-}
-
-static inline uint8_t *
-slot_addr(const struct kv_cache *c, uint32_t slot, uint32_t buffer)
-{
-	uint32_t k = slot / KVSTORE_BLOCK_SLOTS, lane = slot % KVSTORE_BLOCK_SLOTS;
-
-	return c->data + (size_t)k * c->stride + (size_t)buffer * KVSTORE_BLOCK_SLOTS * c->bb +
-	       (size_t)lane * c->bb;
 }
 
 /* ---- Reclamation ----------------------------------------------------------- */
@@ -608,18 +244,9 @@ prompt_release(struct kv_cache *c, uint32_t pi)
 	c->prompt_free = pi;
 }
 
-static inline uint32_t
-hash_pos(uint64_t id, uint32_t mask)
-{
-	id ^= id >> 33;
-	id *= 0xff51afd7ed558ccdULL;
-	id ^= id >> 33;
-	return (uint32_t)id & mask;
-}
-
 /* Owner lookup: the record index of @id, or NIL. */
-static uint32_t
-prompt_find(const struct kv_cache *c, uint64_t id)
+uint32_t
+kv_prompt_find(const struct kv_cache *c, uint64_t id)
 {
 	uint32_t h = hash_pos(id, c->hmask), n;
 
@@ -632,38 +259,6 @@ prompt_find(const struct kv_cache *c, uint64_t id)
 			return c->hidx[h];
 	}
 	return NIL;
-}
-
-/* Reader lookup: tolerates the owner inserting, deleting and rebuilding. */
-static uint32_t
-prompt_find_rd(const struct kv_cache *c, uint64_t id)
-{
-	uint32_t seq, h, n, found;
-
-	do {
-		seq = ld_acq(&c->hseq);
-		if (seq & 1)
-			continue;
-		found = NIL;
-		h = hash_pos(id, c->hmask);
-		for (n = 0; n <= c->hmask; n++, h = (h + 1) & c->hmask) {
-			uint64_t k = ld_acq(&c->hkeys[h]);
-			uint32_t i;
-
-			if (k == 0)
-				break;
-			if (k != id)
-				continue;
-			i = ld_acq(&c->hidx[h]);
-			/* A reused tombstone may pair a stale key with a new index. */
-			if (i != TOMB && i < c->max_prompts && ld_acq(&c->prompts[i].id) == id) {
-				found = i;
-				break;
-			}
-		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	} while ((seq & 1) || ld_rlx(&c->hseq) != seq);
-	return found;
 }
 
 static void
@@ -730,8 +325,8 @@ hash_remove(struct kv_cache *c, uint64_t id)
  * prompt has 1,700 pages; walking there from the head took an eighth of the
  * machine's time in `make demo`).
  */
-static struct kv_page *
-page_of(const struct kv_cache *c, const struct kv_prompt *p, uint32_t rel)
+struct kv_page *
+kv_page_of(const struct kv_cache *c, const struct kv_prompt *p, uint32_t rel)
 {
 	uint32_t k = rel / KVSTORE_PAGE_ENTRIES, pg, i;
 
@@ -846,7 +441,7 @@ prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kvsto
 	c->stored -= removed;
 
 	/* Published tokens: retire their slots. */
-	pg = rel < n_pub ? page_of(c, p, rel) : NULL;
+	pg = rel < n_pub ? kv_page_of(c, p, rel) : NULL;
 	for (r = rel; r < n_pub && pg != NULL; r++) {
 		retire(s, ci, L_SLOT, pg->slot[r % KVSTORE_PAGE_ENTRIES]);
 		if ((r + 1) % KVSTORE_PAGE_ENTRIES == 0)
@@ -914,17 +509,17 @@ kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
 	unsigned int ci, i;
 
 	if (mem == NULL || in == NULL || ((uintptr_t)mem & (ALIGN - 1)) != 0 ||
-	    apply_defaults(in, &p) != 0) {
+	    kv_apply_defaults(in, &p) != 0) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (len < layout(&p, NULL, NULL, NULL)) {
+	if (len < kv_layout(&p, NULL, NULL, NULL)) {
 		errno = ENOSPC;
 		return NULL;
 	}
 	memset(s, 0, sizeof(*s));
 	s->p = p;
-	layout(&p, s, mem, NULL);
+	kv_layout(&p, s, mem, NULL);
 	for (ci = 0; ci < p.num_caches; ci++) {
 		struct kv_cache *c = &s->cache[ci];
 		uint32_t k, np;
@@ -932,9 +527,9 @@ kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
 		c->B = p.cache[ci].bytes_per_token;
 		c->nb = p.cache[ci].num_buffers;
 		c->bb = c->B / c->nb;
-		c->stride = block_stride(c->B);
+		c->stride = kv_block_stride(c->B);
 		c->capacity = p.cache[ci].capacity_tokens;
-		c->nslots = cache_nslots(&p, ci);
+		c->nslots = kv_cache_nslots(&p, ci);
 		c->nblocks = c->nslots / KVSTORE_BLOCK_SLOTS;
 		c->empty_head = c->partial_head = NIL;
 		for (k = c->nblocks; k-- > 0;) {
@@ -952,7 +547,7 @@ kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
 			c->hkeys[i] = 0;
 			c->hidx[i] = TOMB;
 		}
-		np = cache_npages(&p, ci);
+		np = kv_cache_npages(&p, ci);
 		c->page_free = NIL;
 		for (i = np; i-- > 0;)
 			page_release(c, i);
@@ -969,12 +564,6 @@ kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
 	s->next_batch = 1;
 	s->epoch = 1;
 	return s;
-}
-
-const struct kvstore_params *
-kvstore_params(const struct kvstore *s)
-{
-	return &s->p;
 }
 
 /* ---- Batches --------------------------------------------------------------- */
@@ -1025,7 +614,7 @@ batch_publish(struct kvstore *s, struct kv_batch *b)
 			continue;
 		}
 		/* Overwrite: swap the slot in; the old one waits for refills. */
-		pg = page_of(c, p, rel);
+		pg = kv_page_of(c, p, rel);
 		retire(s, ci, L_SLOT, pg->slot[rel % KVSTORE_PAGE_ENTRIES]);
 		__atomic_store_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], e->slot, __ATOMIC_SEQ_CST);
 		retired = true;
@@ -1100,7 +689,7 @@ evict_needs(struct kvstore *s, uint16_t nc, uint32_t n, const struct proto_evict
 			continue;
 		slots[ci]++;
 		/* Remembered for evict_one(), which would look it up again. */
-		pi = be[i].prompt = prompt_find(c, e[i].prompt_id);
+		pi = be[i].prompt = kv_prompt_find(c, e[i].prompt_id);
 		if (pi == NIL ||
 		    e[i].token_idx >= c->prompts[pi].offset + c->prompts[pi].n_claim)
 			add[ci]++;
@@ -1143,7 +732,7 @@ evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, str
 	    c->prompts[hint->pi].n_claim != 0)
 		pi = hint->pi;
 	if (pi == NIL || c->prompts[pi].id != e->prompt_id)
-		pi = prompt_find(c, e->prompt_id);
+		pi = kv_prompt_find(c, e->prompt_id);
 	be->kind = E_DISCARD;
 	be->prompt = NIL;
 	be->slot = NIL;
@@ -1493,7 +1082,7 @@ kvstore_delete(struct kvstore *s, const struct proto_delete *d)
 	if (d->cache_id >= s->p.num_caches)
 		return PROTO_E_BAD_CACHE;
 	c = &s->cache[d->cache_id];
-	pi = prompt_find(c, d->prompt_id);
+	pi = kv_prompt_find(c, d->prompt_id);
 	if (d->prompt_id == 0 || pi == NIL)
 		return PROTO_E_UNKNOWN_PROMPT;
 	if (d->start_token_idx > d->end_token_idx)
@@ -1541,180 +1130,6 @@ kvstore_reset(struct kvstore *s)
 	retire_close(s);
 }
 
-/* ---- Refills (reader) ------------------------------------------------------ */
-
-struct kvstore_refill *
-kvstore_refill_begin(struct kvstore *s, uint16_t cache_id, const struct proto_refill_chunk *chunks,
-		     unsigned int n, uint16_t *code)
-{
-	struct kvstore_refill *r = NULL;
-	struct kv_cache *c;
-	uint64_t tokens = 0;
-	unsigned int i;
-
-	*code = 0;
-	if (cache_id >= s->p.num_caches) {
-		*code = PROTO_E_BAD_CACHE;
-		return NULL;
-	}
-	if (n > s->p.max_refill_chunks) {
-		errno = E2BIG;
-		return NULL;
-	}
-	for (i = 0; i < s->p.max_refills; i++) {
-		struct kvstore_refill *x = &s->refills[(s->refill_cursor + i) % s->p.max_refills];
-
-		if (__atomic_load_n(&x->ticket, __ATOMIC_ACQUIRE) == 0) {
-			r = x;
-			s->refill_cursor = (uint32_t)((x - s->refills) + 1);
-			break;
-		}
-	}
-	if (r == NULL) {
-		errno = EBUSY;
-		return NULL;
-	}
-	/*
-	 * Take the ticket before reading anything: whatever the owner retires
-	 * from now on waits for us; whatever it retired before, we cannot
-	 * reach (it was unlinked before the epoch we read).
-	 */
-	__atomic_store_n(&r->ticket, __atomic_load_n(&s->epoch, __ATOMIC_SEQ_CST),
-			 __ATOMIC_SEQ_CST);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-
-	c = &s->cache[cache_id];
-	for (i = 0; i < n; i++) {
-		uint32_t pi = prompt_find_rd(c, chunks[i].prompt_id);
-		struct kv_prompt *p;
-		uint32_t off, npub;
-
-		if (chunks[i].prompt_id == 0 || pi == NIL) {
-			*code = PROTO_E_UNKNOWN_PROMPT;
-			break;
-		}
-		p = &c->prompts[pi];
-		off = p->offset;
-		npub = __atomic_load_n(&p->n_pub, __ATOMIC_SEQ_CST);
-		if (chunks[i].start_token_idx < off ||
-		    (uint64_t)chunks[i].start_token_idx + chunks[i].num_tokens >
-			    (uint64_t)off + npub) {
-			*code = PROTO_E_RANGE;
-			break;
-		}
-		r->chunks[i].prompt = pi;
-		r->chunks[i].rel = chunks[i].start_token_idx - off;
-		r->chunks[i].n = chunks[i].num_tokens;
-		tokens += chunks[i].num_tokens;
-	}
-	if (*code != 0 || tokens > UINT32_MAX) {
-		if (*code == 0)
-			*code = PROTO_E_RANGE;
-		__atomic_store_n(&r->ticket, 0, __ATOMIC_RELEASE);
-		return NULL;
-	}
-	r->cache = cache_id;
-	r->nchunks = n;
-	r->tokens = (uint32_t)tokens;
-	return r;
-}
-
-uint32_t
-kvstore_refill_tokens(const struct kvstore_refill *r)
-{
-	return r->tokens;
-}
-
-uint64_t
-kvstore_refill_buffer_len(const struct kvstore_refill *r)
-{
-	return (uint64_t)r->tokens * r->s->cache[r->cache].bb;
-}
-
-/* The table page holding relative index @rel, walking from the head. */
-static const struct kv_page *
-page_of_rd(const struct kv_cache *c, const struct kv_prompt *p, uint32_t rel)
-{
-	uint32_t pg = ld_acq(&p->head), i;
-
-	for (i = rel / KVSTORE_PAGE_ENTRIES; i > 0 && pg != NIL; i--)
-		pg = ld_acq(&c->pages[pg].next);
-	return pg == NIL ? NULL : &c->pages[pg];
-}
-
-unsigned int
-kvstore_refill_next(struct kvstore_refill *r, uint16_t buffer, struct kvstore_refill_pos *pos,
-		    uint32_t max_bytes, struct kvstore_seg *segs, unsigned int max_segs)
-{
-	const struct kv_cache *c = &r->s->cache[r->cache];
-	unsigned int ns = 0;
-	uint32_t bytes = 0;
-
-	if (buffer >= c->nb)
-		return 0;
-	while (bytes < max_bytes && pos->chunk < r->nchunks) {
-		const struct kv_rchunk *ch = &r->chunks[pos->chunk];
-		const struct kv_prompt *p = &c->prompts[ch->prompt];
-		const struct kv_page *pg = pos->page;
-		uint32_t rel, slot, len;
-		const uint8_t *a;
-
-		if (pos->token >= ch->n) {
-			pos->chunk++;
-			pos->token = 0;
-			pos->page = NULL;
-			continue;
-		}
-		rel = ch->rel + pos->token;
-		if (pg == NULL || rel / KVSTORE_PAGE_ENTRIES != pos->page_first) {
-			if (pg != NULL && rel / KVSTORE_PAGE_ENTRIES == pos->page_first + 1) {
-				uint32_t nx = ld_acq(&pg->next);
-
-				pg = nx == NIL ? NULL : &c->pages[nx];
-			} else {
-				pg = page_of_rd(c, p, rel);
-			}
-			if (pg == NULL)
-				break; /* cannot happen while the ticket holds */
-			pos->page = pg;
-			pos->page_first = rel / KVSTORE_PAGE_ENTRIES;
-		}
-		/* A token is read from one slot, one version, even across calls. */
-		slot = pos->byte != 0 ? pos->slot
-				      : __atomic_load_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES],
-							__ATOMIC_SEQ_CST);
-		pos->slot = slot;
-		a = slot_addr(c, slot, buffer) + pos->byte;
-		len = c->bb - pos->byte;
-		if (len > max_bytes - bytes)
-			len = max_bytes - bytes;
-		if (ns > 0 && (const uint8_t *)segs[ns - 1].addr + segs[ns - 1].len == a &&
-		    segs[ns - 1].len <= UINT32_MAX - len) {
-			segs[ns - 1].len += len;
-		} else {
-			if (ns == max_segs)
-				break;
-			segs[ns].addr = a;
-			segs[ns].len = len;
-			ns++;
-		}
-		bytes += len;
-		pos->done += len;
-		pos->byte += len;
-		if (pos->byte == c->bb) {
-			pos->byte = 0;
-			pos->token++;
-		}
-	}
-	return ns;
-}
-
-void
-kvstore_refill_end(struct kvstore_refill *r)
-{
-	__atomic_store_n(&r->ticket, 0, __ATOMIC_RELEASE);
-}
-
 /* ---- Inspection ------------------------------------------------------------ */
 
 void
@@ -1747,7 +1162,7 @@ kvstore_prompt(const struct kvstore *s, uint16_t cache_id, uint64_t prompt_id, u
 	if (cache_id >= s->p.num_caches)
 		return -ENOENT;
 	c = &s->cache[cache_id];
-	pi = prompt_find(c, prompt_id);
+	pi = kv_prompt_find(c, prompt_id);
 	if (pi == NIL)
 		return -ENOENT;
 	*offset = c->prompts[pi].offset;
@@ -1767,14 +1182,14 @@ kvstore_read_token(const struct kvstore *s, uint16_t cache_id, uint64_t prompt_i
 	if (cache_id >= s->p.num_caches)
 		return -ENOENT;
 	c = &s->cache[cache_id];
-	pi = prompt_find(c, prompt_id);
+	pi = kv_prompt_find(c, prompt_id);
 	if (pi == NIL)
 		return -ENOENT;
 	p = &c->prompts[pi];
 	if (token_idx < p->offset || token_idx - p->offset >= p->n_pub)
 		return -ENOENT;
 	rel = token_idx - p->offset;
-	pg = page_of(c, p, rel);
+	pg = kv_page_of(c, p, rel);
 	slot = pg->slot[rel % KVSTORE_PAGE_ENTRIES];
 	for (b = 0; b < c->nb; b++)
 		memcpy((uint8_t *)out + (size_t)b * c->bb, slot_addr(c, slot, b), c->bb);
