@@ -44,7 +44,9 @@ LIBPROTO := $(BUILD)/lib/libproto.a
 KVSTORE_SRC := lib/kvstore/kvstore.c lib/kvstore/kvstore_read.c lib/kvstore/kvstore_layout.c
 LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
-PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c
+PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c lib/prefixcache/pc_map.c lib/prefixcache/pc_lookup.c \
+	lib/prefixcache/pc_record.c lib/prefixcache/pc_delete.c lib/prefixcache/pc_policy.c \
+	lib/prefixcache/pc_policy_slru.c lib/prefixcache/pc_policy_followup.c
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
 
 # The configuration reader (kvss's files and kvss-plan's clusters): the
@@ -293,7 +295,7 @@ $(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h
 FUZZ_FILES := $(BUILD)/fuzz/fuzz_files
 FUZZ_FILES_CORPUS := $(BUILD)/fuzz/corpus_files
 FUZZ_FILES_SRC := test/fuzz/fuzz_files.c $(CONFIG_SRC) $(WORKLOAD_SRC) app/plan/plan.c \
-	lib/prefixcache/prefixcache.c $(KVSTORE_SRC) $(PROTO_PURE_SRC)
+	$(PREFIXCACHE_SRC) $(KVSTORE_SRC) $(PROTO_PURE_SRC)
 
 $(FUZZ_FILES): $(FUZZ_FILES_SRC) lib/config/config.h lib/config/cluster.h lib/workload/workload.h \
 		app/plan/plan.h

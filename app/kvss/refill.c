@@ -144,7 +144,6 @@ fail:
 	return -1;
 }
 
-
 int64_t
 kvss_refill_send(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refill_req *rq,
 		 struct kvstore_refill *r)

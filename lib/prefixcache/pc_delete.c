@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Deleting (pc_priv.h): batches flushed before the DELETEs that wait for
+ * them, DELETE records for a prompt's suffix, a column and everything that
+ * hangs on it freed (a shard shrinks a prompt only from the right), and one
+ * column freed for room by the policy's lists.
+ */
+#include "pc_priv.h"
+
+/* ---- Batches and messages ------------------------------------------------------ */
+
+void
+pc_flush_model(struct prefixcache *pc, uint16_t mi)
+{
+	struct pc_model *m = &pc->m[mi];
+
+	if (m->batch_g == 0)
+		return;
+	m->batches_sent++;
+	if (pc->sink.evict != NULL)
+		pc->sink.evict(pc->sink.arg, mi, m->batches_sent, m->p.num_caches, m->batch_g,
+			       m->batch);
+	m->batch_g = 0;
+}
+
+void
+prefixcache_flush(struct prefixcache *pc)
+{
+	uint16_t mi;
+
+	for (mi = 0; mi < pc->p.num_models; mi++)
+		pc_flush_model(pc, mi);
+}
+
+/*
+ * Delete [from, to) of prompt @pi from every cache of its group, except that
+ * if @pi is the prompt that lost a token (@lost, may be NULL), that cache of
+ * that shard already dropped everything from lost->from on: the shard gets
+ * its own shorter DELETE, the others the whole range. (Prompts that continue
+ * it lost nothing: whole range everywhere.)
+ * The DELETE waits for the prompt's latest batch, which must have been sent
+ * (a DELETE waiting for a batch that waits for space would deadlock the
+ * shard).
+ */
+static void
+emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to,
+	    const struct loss *lost)
+{
+	struct pc_prompt *p = &pc->pr[pi];
+	uint16_t mi = p->gid / MAX_GROUPS;
+	struct pc_model *m = &pc->m[mi];
+	struct pc_group *g = group_of(pc, p->gid);
+	const struct prefixcache_shards all = {-1, -1};
+	uint16_t c;
+
+	if (from >= to)
+		return;
+	if (p->last_batch >= current_batch(m))
+		pc_flush_model(pc, mi);
+	if (pc->sink.del == NULL)
+		return;
+	for (c = 0; c < g->ncaches; c++) {
+		struct proto_delete d = {.prompt_id = p->id, .evict_count = p->last_batch,
+					 .start_token_idx = from, .end_token_idx = to - 1,
+					 .cache_id = g->cache[c]};
+
+		if (lost == NULL || g->cache[c] != lost->cache_id || pi != lost->prompt) {
+			pc->sink.del(pc->sink.arg, mi, all, &d);
+			continue;
+		}
+		pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){-1, lost->shard}, &d);
+		if (lost->from > from) {
+			d.end_token_idx = lost->from - 1;
+			pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){lost->shard, -1}, &d);
+		}
+	}
+}
+
+/* ---- Deleting columns ------------------------------------------------------------ */
+
+/*
+ * Shrink prompt @pi to @x, and further over the columns no entry references
+ * (stored twice, or a live sequence's partial column), emitting the DELETE.
+ * A prompt left empty and not live is forgotten.
+ */
+void
+pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, const struct loss *lost,
+		bool send)
+{
+	struct pc_prompt *p = &pc->pr[pi];
+	struct pc_group *g = group_of(pc, p->gid);
+	uint32_t keep = p->last != NIL ? pc->e[p->last].length : p->offset;
+
+	if (keep > x)
+		keep = x; /* entries past x are being removed by the caller */
+	if (p->seq != NULL && keep < p->end) {
+		/* A live sequence's next token would be a hole: it stops caching. */
+		struct prefixcache_seq *s = p->seq;
+		unsigned int gi = p->gid % MAX_GROUPS;
+
+		p->seq = NULL;
+		s->g[gi].prompt = NIL;
+		if (s->g[gi].caching) {
+			s->g[gi].caching = false;
+			pc->st.stopped++;
+		}
+	}
+	if (keep < p->end) {
+		if (send)
+			emit_delete(pc, pi, keep, p->end, lost);
+		g->stored -= p->end - keep;
+		pc->stored_total -= p->end - keep;
+		pc->st.deleted_tokens += p->end - keep;
+		p->end = keep;
+	}
+	if (p->end == p->offset && p->seq == NULL && p->first == NIL)
+		pc_prompt_release(pc, pi);
+}
+
+bool
+pc_subtree_pinned(struct prefixcache *pc, uint32_t root)
+{
+	uint32_t n = 0;
+
+	pc->stack[n++] = root;
+	while (n > 0) {
+		uint32_t i = pc->stack[--n], c;
+
+		if (pc->e[i].pins > 0)
+			return true;
+		for (c = pc->e[i].first_child; c != NIL; c = pc->e[c].next_sib) {
+			if (n == pc->stackcap &&
+			    pc_grow((void **)&pc->stack, &pc->stackcap, sizeof(uint32_t), n + 1) != 0)
+				return true;
+			pc->stack[n++] = c;
+		}
+	}
+	return false;
+}
+
+/*
+ * Remove entry @root and everything that hangs on it; every prompt involved
+ * is truncated at its first removed column. Returns entries removed.
+ * @lost: see emit_delete(); @send: emit DELETEs.
+ */
+uint32_t
+pc_delete_subtree(struct prefixcache *pc, uint32_t root, const struct loss *lost,
+	       bool send)
+{
+	uint32_t n = 0, removed = 0, k, parent = pc->e[root].parent;
+
+	/* Room for every entry and prompt at once: no failure half-way. */
+	if (pc_grow((void **)&pc->stack, &pc->stackcap, sizeof(uint32_t), pc->nentries + 1) != 0 ||
+	    pc_grow((void **)&pc->touched, &pc->touchedcap, sizeof(uint32_t), pc->prcap + 1) != 0)
+		return 0;
+	pc->ntouched = 0;
+	pc->stack[n++] = root;
+	while (n > 0) {
+		uint32_t i = pc->stack[--n], c;
+		struct pc_entry *e = &pc->e[i];
+		struct pc_prompt *p = &pc->pr[e->prompt];
+
+		for (c = e->first_child; c != NIL; c = pc->e[c].next_sib)
+			pc->stack[n++] = c;
+		/* Remember the prompt's cut. */
+		if (p->tmp == NIL) {
+			pc->touched[pc->ntouched++] = e->prompt;
+			p->tmp = e->start;
+		} else if (e->start < p->tmp) {
+			p->tmp = e->start;
+		}
+		/* Unlink from the prompt's list. */
+		if (e->p_prev != NIL)
+			pc->e[e->p_prev].p_next = e->p_next;
+		else
+			p->first = e->p_next;
+		if (e->p_next != NIL)
+			pc->e[e->p_next].p_prev = e->p_prev;
+		else
+			p->last = e->p_prev;
+		pc_entry_hash_unlink(pc, i);
+		pc_lru_unlink(pc, i);
+		if (e->prot)
+			group_of(pc, e->gid)->protected_tokens -= e->length - e->start;
+		pc->org[e->org].st.entries--;
+		pc->org[e->org].st.cached_tokens -= e->length - e->start;
+		removed++;
+	}
+	/* Detach the root from its parent, which may become a leaf. */
+	if (parent != NIL) {
+		struct pc_entry *pe = &pc->e[parent];
+		struct pc_entry *r = &pc->e[root];
+
+		if (r->prev_sib != NIL)
+			pc->e[r->prev_sib].next_sib = r->next_sib;
+		else
+			pe->first_child = r->next_sib;
+		if (r->next_sib != NIL)
+			pc->e[r->next_sib].prev_sib = r->prev_sib;
+		if (pe->first_child == NIL)
+			pc_lru_insert_by_use(pc, parent, pc_bucket(pc, pe));
+	}
+	/* Free the records (walk again: the stack was consumed). */
+	n = 0;
+	pc->stack[n++] = root;
+	while (n > 0) {
+		uint32_t i = pc->stack[--n], c;
+
+		for (c = pc->e[i].first_child; c != NIL; c = pc->e[c].next_sib)
+			pc->stack[n++] = c;
+		pc_entry_release(pc, i);
+	}
+	for (k = 0; k < pc->ntouched; k++) {
+		uint32_t pi = pc->touched[k], x = pc->pr[pi].tmp;
+
+		pc->pr[pi].tmp = NIL;
+		pc_prompt_truncate(pc, pi, x, lost, send);
+	}
+	return removed;
+}
+
+/*
+ * Free at least one column of group @gid to make room: the policy's leaf,
+ * skipping pinned ones, ones in the batch being built, and (unless nothing
+ * else is left) live sequences' columns; with @first_list_only, only from the
+ * list freed first (admit: new columns). Returns false when nothing can go.
+ */
+bool
+pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only)
+{
+	struct pc_group *g = group_of(pc, gid);
+	const struct pc_model *m = &pc->m[gid / MAX_GROUPS];
+	int pass, b;
+
+	if (pc->pol->before_free != NULL)
+		pc->pol->before_free(pc, g);
+	for (pass = 0; pass < 2; pass++) {
+		for (b = 0; b < (first_list_only ? 1 : NBUCKETS); b++) {
+			uint32_t i, seen = 0;
+
+			/* Visits at most 256 leaves per bucket and pass. */
+			for (i = g->lru_tail[b]; i != NIL && seen < 256; i = pc->e[i].lru_prev, seen++) {
+				struct pc_entry *e = &pc->e[i];
+
+				if (e->pins > 0 || e->evict_count >= current_batch(m))
+					continue;
+				if (pass == 0 && pc->pr[e->prompt].seq != NULL)
+					continue;
+				pc_delete_subtree(pc, i, NULL, true);
+				pc->st.policy_deletes++;
+				return true;
+			}
+		}
+	}
+	return false;
+}

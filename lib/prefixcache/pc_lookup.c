@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The request path (pc_priv.h): a lookup walks each cache group's chain of
+ * column hashes as far as it is cached and not expired, pins what a refill
+ * will read, and sends one REFILL per cache glued from the prompts that
+ * hold the hit; prefixcache_refill_done releases the pins.
+ */
+#include "pc_priv.h"
+
+/* ---- Lookup and refill -------------------------------------------------------------- */
+
+static inline void
+touch(struct prefixcache *pc, uint32_t i, uint64_t now)
+{
+	struct pc_entry *e = &pc->e[i];
+
+	e->last_used = tick(now);
+	if (e->hits < UINT16_MAX)
+		e->hits++;
+	/* Checked here: an inner column of a long hit is not a leaf. */
+	if (pc->pol->touch != NULL)
+		pc->pol->touch(pc, i);
+	if (e->bucket != NO_BUCKET)
+		pc_lru_requeue(pc, i);
+}
+
+static int
+pin_add(struct pc_refill *r, const struct pc_entry *e, uint32_t i)
+{
+	if (r->npin == r->pincap &&
+	    pc_grow((void **)&r->pin, &r->pincap, sizeof(*r->pin), r->npin + 1) != 0)
+		return -ENOMEM;
+	r->pin[r->npin++] = (struct pc_pin){i, e->gen};
+	return 0;
+}
+
+static void
+unpin(struct prefixcache *pc, uint32_t i, uint32_t gen)
+{
+	if (entry_is(pc, i, gen) && pc->e[i].pins > 0)
+		pc->e[i].pins--;
+}
+
+/* Append chunk (prompt, [a, z)) to @out, merging with the previous one. */
+static void
+chunk_add(struct proto_refill_chunk *out, uint16_t *n, uint64_t prompt, uint32_t a, uint32_t z)
+{
+	if (a >= z)
+		return;
+	if (*n > 0 && out[*n - 1].prompt_id == prompt &&
+	    out[*n - 1].start_token_idx + out[*n - 1].num_tokens == a) {
+		out[*n - 1].num_tokens += z - a;
+		return;
+	}
+	out[*n] = (struct proto_refill_chunk){prompt, a, z - a};
+	(*n)++;
+}
+
+/* Logical range [a, z) as chunks of the prompts holding it, along @path. */
+static void
+chunks_of_range(struct prefixcache *pc, const uint32_t *path, uint32_t np, uint32_t a, uint32_t z,
+		struct proto_refill_chunk *out, uint16_t *n)
+{
+	uint32_t k;
+
+	for (k = 0; k < np && a < z; k++) {
+		const struct pc_entry *e = &pc->e[path[k]];
+		uint32_t lo = a > e->start ? a : e->start, hi = z < e->length ? z : e->length;
+
+		if (lo < hi)
+			chunk_add(out, n, pc->pr[e->prompt].id, lo, hi);
+	}
+}
+
+/*
+ * The refill of @L logical tokens for group @g along @path: in wafer position
+ * order. Full attention: [0, L). Sliding window with L > W: the S sinks, then
+ * the part of the window written since the last lap began, then the rest.
+ */
+static uint16_t
+build_chunks(struct prefixcache *pc, const struct pc_group *g, const uint32_t *path, uint32_t np,
+	     uint32_t L, struct proto_refill_chunk *out)
+{
+	uint16_t n = 0;
+
+	if (g->rule == PREFIXCACHE_FULL || L <= g->window) {
+		chunks_of_range(pc, path, np, 0, L, out, &n);
+	} else {
+		uint32_t W = g->window, S = g->sinks, a = L - (W - S);
+		/* The window token at position S: (t - S) a multiple of W - S. */
+		uint32_t t0 = a + (W - S - (a - S) % (W - S)) % (W - S);
+
+		chunks_of_range(pc, path, np, 0, S, out, &n);
+		chunks_of_range(pc, path, np, t0, L, out, &n);
+		chunks_of_range(pc, path, np, a, t0, out, &n);
+	}
+	return n;
+}
+
+static struct pc_refill *
+refill_new(struct prefixcache *pc, uint32_t nreq)
+{
+	struct pc_refill *r;
+
+	if (pc->nrf == pc->rfcap) {
+		uint32_t old = pc->rfcap;
+
+		if (pc_grow((void **)&pc->rf, &pc->rfcap, sizeof(*pc->rf), pc->nrf + 1) != 0)
+			return NULL;
+		memset(&pc->rf[old], 0, sizeof(*pc->rf) * (pc->rfcap - old));
+	}
+	r = &pc->rf[pc->nrf++];
+	r->id = pc->next_refill;
+	pc->next_refill += nreq;
+	r->n = r->pending = nreq;
+	r->npin = 0;
+	return r;
+}
+
+/* Token @pos of the sequence (pos >= tbase), and its latest eviction batch. */
+
+/* Room for tokens up to absolute index @n. */
+int
+pc_seq_reserve_tokens(struct prefixcache_seq *s, uint32_t n)
+{
+	uint32_t cap = s->cap;
+
+	n -= s->tbase;
+	if (n <= cap)
+		return 0;
+	if (pc_grow((void **)&s->tokens, &cap, sizeof(uint32_t), n) != 0)
+		return -ENOMEM;
+	cap = s->cap;
+	if (pc_grow((void **)&s->tok_batch, &cap, sizeof(uint64_t), n) != 0)
+		return -ENOMEM;
+	s->cap = cap;
+	return 0;
+}
+
+void
+pc_seq_pin_last(struct prefixcache *pc, struct seq_group *sg, uint32_t i)
+{
+	if (sg->last_entry != NIL)
+		unpin(pc, sg->last_entry, sg->last_gen);
+	sg->last_entry = i;
+	if (i != NIL) {
+		sg->last_gen = pc->e[i].gen;
+		pc->e[i].pins++;
+	}
+}
+
+/*
+ * Walk group @gi's PrefixMap, column by column, to the first miss: its hit
+ * path goes into pc->path[gi], np[gi] entries. With one group every hit is
+ * used, so each is touched while it is in cache and *@p ec1 takes the
+ * largest evict count. -ENOMEM.
+ */
+static int
+walk_group(struct prefixcache *pc, uint16_t mi, unsigned int gi, const struct prefixcache_request *req,
+	   uint32_t org, uint32_t limit, uint64_t now, uint32_t *np, uint64_t *ec1)
+{
+	const struct pc_model *m = &pc->m[mi];
+	const struct pc_group *g = &m->g[gi];
+	const uint32_t C = pc->p.column;
+	uint8_t gid = (uint8_t)(mi * MAX_GROUPS + gi);
+	uint64_t h = req->isolation_id, h2 = 0;
+	uint32_t ne, ne2 = 0;
+	struct ttl ttl = org_ttl(pc, org);
+	uint32_t tnow = tick(now);
+
+	/*
+	 * Software-pipelined: while the next column is hashed (it is chained
+	 * on this column's hash alone), this column's bucket and entry are
+	 * on their way from memory.
+	 */
+	if ((ne = pc_next_end(g, C, 0)) != 0 && ne <= limit) {
+		h = prefixcache_column_hash(h, req->tokens, ne);
+		__builtin_prefetch(&pc->ebucket[ebucket_of(pc, gid, org, h)]);
+	}
+	while (ne != 0 && ne <= limit) {
+		uint32_t i = pc->ebucket[ebucket_of(pc, gid, org, h)];
+
+		if (i != NIL)
+			__builtin_prefetch(&pc->e[i]);
+		ne2 = pc_next_end(g, C, ne);
+		if (ne2 != 0 && ne2 <= limit) {
+			h2 = prefixcache_column_hash(h, req->tokens + ne, ne2 - ne);
+			__builtin_prefetch(&pc->ebucket[ebucket_of(pc, gid, org, h2)]);
+		}
+		while (i != NIL && (pc->e[i].hash != h || pc->e[i].org != org || pc->e[i].gid != gid))
+			i = pc->e[i].hnext;
+		if (i == NIL || expired_t(&pc->e[i], ttl, tnow) || pc->e[i].length != ne)
+			break;
+		if (m->ngroups == 1) {
+			touch(pc, i, now);
+			if (pc->e[i].evict_count > *ec1)
+				*ec1 = pc->e[i].evict_count;
+		}
+		if (np[gi] == pc->pathcap[gi] &&
+		    pc_grow((void **)&pc->path[gi], &pc->pathcap[gi], sizeof(uint32_t), np[gi] + 1) != 0)
+			return -ENOMEM;
+		pc->path[gi][np[gi]++] = i;
+		ne = ne2;
+		h = h2;
+	}
+	return 0;
+}
+
+/*
+ * The longest length every group can refill: the shortest group's hit.
+ * A group's hit chain certifies every token before its end, and the
+ * shard holds them all (a prompt only shrinks from the right), so a
+ * group can refill any prefix of its hit: a full cache tokens [0, L), a
+ * sliding window its sinks and the W - S tokens before L. (Requiring a
+ * length that ends an entry in every group stopped a model with a full
+ * cache and a window at the window: after its first lap the window's
+ * entries are off the column grid.) Each path keeps the entry holding
+ * token L - 1, which may end past L.
+ */
+static uint32_t
+hit_length(const struct prefixcache *pc, const struct pc_model *m, uint32_t *np)
+{
+	uint32_t L = 0;
+	unsigned int gi;
+
+	for (gi = 0; gi < m->ngroups; gi++) {
+		uint32_t end = np[gi] ? pc->e[pc->path[gi][np[gi] - 1]].length : 0;
+
+		if (gi == 0 || end < L)
+			L = end;
+	}
+	for (gi = 0; gi < m->ngroups; gi++)
+		while (np[gi] > 0 &&
+		       (np[gi] == 1 ? L == 0 : pc->e[pc->path[gi][np[gi] - 2]].length >= L))
+			np[gi]--;
+	return L;
+}
+
+/*
+ * Each group of @s caches from its hit on: a group whose last used entry
+ * ends past L (another group's hit was shorter) caches from that entry's
+ * end on, the tokens before it being that entry's, held by its prompt.
+ */
+static void
+start_groups(struct prefixcache *pc, struct prefixcache_seq *s, const struct pc_model *m,
+	     const uint32_t *np, uint32_t L, uint64_t isolation_id)
+{
+	unsigned int gi;
+
+	for (gi = 0; gi < m->ngroups; gi++) {
+		struct seq_group *sg = &s->g[gi];
+		uint32_t last = np[gi] ? pc->path[gi][np[gi] - 1] : NIL;
+
+		sg->cur_end = last != NIL && pc->e[last].length > L ? pc->e[last].length : L;
+		sg->caching = s->allowed > sg->cur_end;
+		sg->prompt = NIL;
+		sg->last_entry = NIL;
+		sg->last_hash = last != NIL ? pc->e[last].hash : isolation_id;
+		if (sg->caching)
+			pc_seq_pin_last(pc, sg, last);
+	}
+}
+
+/*
+ * The hit of L tokens is refilled: its path pinned, one REFILL per cache,
+ * glued from the prompts that hold it, and the estimate in @p hit. -ENOMEM.
+ */
+static int
+send_refill(struct prefixcache *pc, struct prefixcache_seq *s, uint16_t mi, const uint32_t *np,
+	    uint32_t L, uint64_t ec, uint64_t now, struct prefixcache_hit *hit)
+{
+	struct pc_model *m = &pc->m[mi];
+	struct pc_refill *r;
+	unsigned int gi;
+	uint32_t k;
+
+	/* More than one group: the hit is what all can refill, touched now. */
+	for (gi = 0; gi < m->ngroups && m->ngroups > 1; gi++)
+		for (k = 0; k < np[gi]; k++) {
+			struct pc_entry *e = &pc->e[pc->path[gi][k]];
+
+			touch(pc, pc->path[gi][k], now);
+			if (e->evict_count > ec)
+				ec = e->evict_count;
+		}
+	/*
+	 * A refill never waits for a batch not yet sent: the shard runs
+	 * REFILLs and DELETEs in one ordered queue, so a REFILL waiting
+	 * for the open batch would hold back the DELETEs that make room
+	 * for that batch (a deadlock until NO_SPACE).
+	 */
+	if (ec > m->batches_sent)
+		pc_flush_model(pc, mi);
+	r = refill_new(pc, m->p.num_caches);
+	if (r == NULL)
+		return -ENOMEM;
+	for (gi = 0; gi < m->ngroups; gi++) {
+		const struct pc_group *g = &m->g[gi];
+		struct proto_refill_chunk *ch;
+		uint16_t nch, c;
+
+		if (pc_grow((void **)&pc->chunks, &pc->chunkcap, sizeof(*ch), 2 * np[gi] + 4) != 0)
+			return -ENOMEM;
+		ch = pc->chunks;
+		/*
+		 * Pinning the deepest entry protects the whole path: its
+		 * ancestors are not leaves while it lives, and expiry skips
+		 * subtrees holding a pin.
+		 */
+		if (np[gi] > 0) {
+			uint32_t i = pc->path[gi][np[gi] - 1];
+
+			if (pin_add(r, &pc->e[i], i) == 0)
+				pc->e[i].pins++;
+		}
+		nch = build_chunks(pc, g, pc->path[gi], np[gi], L, ch);
+		for (c = 0; c < g->ncaches; c++) {
+			struct proto_refill_req rq = {
+				.refill_id = r->id + g->cache_pos[c], .evict_count = ec,
+				.sequence_id = s->seq_id, .cache_idx = 0,
+				.cache_id = g->cache[c], .num_chunks = nch};
+
+			if (pc->sink.refill != NULL)
+				pc->sink.refill(pc->sink.arg, mi, &rq, ch);
+		}
+	}
+	hit->refill_id = r->id;
+	hit->evict_count = ec;
+	hit->estimate_bytes = (uint64_t)L * m->p.refill_bytes_per_token;
+	hit->estimate_ns = m->p.refill_latency_ns;
+	if (m->p.refill_bytes_per_ns > 0)
+		hit->estimate_ns += (uint64_t)((double)hit->estimate_bytes / m->p.refill_bytes_per_ns);
+	pc->st.refills++;
+	return 0;
+}
+
+/* Reserve space for the evictions to come: each cache, from where its group caches on. */
+static void
+send_reserve(struct prefixcache *pc, const struct prefixcache_seq *s, uint16_t mi,
+	     const uint32_t *np)
+{
+	const struct pc_model *m = &pc->m[mi];
+	unsigned int gi;
+
+	for (gi = 0; gi < m->ngroups; gi++) {
+		const struct pc_group *g = &m->g[gi];
+		uint32_t last = np[gi] ? pc->path[gi][np[gi] - 1] : NIL;
+		uint16_t c;
+
+		for (c = 0; c < g->ncaches; c++) {
+			uint32_t from = s->g[gi].cur_end;
+			struct proto_reserve rv = {
+				.prompt_id = s->prompt_id,
+				.continue_id = last != NIL ? pc->pr[pc->e[last].prompt].id : 0,
+				.start_token_idx = from, .num_tokens = s->allowed - from,
+				.cache_id = g->cache[c]};
+
+			if (s->allowed > from)
+				pc->sink.reserve(pc->sink.arg, mi, &rv);
+		}
+	}
+}
+
+struct prefixcache_seq *
+prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_request *req,
+		  uint64_t now, struct prefixcache_hit *hit)
+{
+	struct pc_model *m;
+	struct prefixcache_seq *s;
+	uint32_t limit, allowed, L, np[MAX_GROUPS] = {0}, org, gi;
+	uint64_t ec1 = 0;
+
+	memset(hit, 0, sizeof(*hit));
+	if (mi >= pc->p.num_models || (req->num_tokens > 0 && req->tokens == NULL)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = &pc->m[mi];
+	org = pc_org_get(pc, req->isolation_id);
+	s = calloc(1, sizeof(*s));
+	if (org == NIL || s == NULL)
+		goto enomem;
+	s->ntok = s->prompt_len = req->num_tokens;
+	s->model = mi;
+	s->org = org;
+	s->isolation_id = req->isolation_id;
+	s->seq_id = req->sequence_id;
+	s->priority = req->priority_tokens;
+	allowed = req->cache_length_allowed;
+	if (req->first_multimodal < allowed)
+		allowed = req->first_multimodal;
+	s->allowed = allowed;
+	limit = pc->p.no_minus_one ? req->num_tokens : req->num_tokens ? req->num_tokens - 1 : 0;
+	if (limit > allowed)
+		limit = allowed;
+
+	for (gi = 0; gi < m->ngroups; gi++)
+		if (walk_group(pc, mi, gi, req, org, limit, now, np, &ec1) != 0)
+			goto enomem;
+	/* The policy sights the prompt's columns (the hit ones are hashed). */
+	if (pc->pol->sight != NULL)
+		pc->pol->sight(pc, s, req, np, limit);
+	L = hit_length(pc, m, np);
+	if (pc->pol->hit != NULL)
+		pc->pol->hit(pc, s, np);
+
+	/* The sequence keeps its tokens from L on: the hit ones are hashed already. */
+	s->tbase = L;
+	if (pc_seq_reserve_tokens(s, req->num_tokens + 64) != 0)
+		goto enomem;
+	memcpy(s->tokens, req->tokens + L, sizeof(uint32_t) * (req->num_tokens - L));
+	s->pos = s->verified = L;
+	s->prompt_id = mix64(pc->next_prompt++ * 0x9E3779B97F4A7C15ULL) | 1;
+	hit->prompt_id = s->prompt_id;
+	hit->hit_tokens = L;
+	hit->lookup_tokens = limit;
+	start_groups(pc, s, m, np, L, req->isolation_id);
+	if (L > 0 && send_refill(pc, s, mi, np, L, ec1, now, hit) != 0)
+		goto enomem;
+	if (allowed > L && pc->sink.reserve != NULL)
+		send_reserve(pc, s, mi, np);
+	pc->st.requests++;
+	pc->st.lookup_tokens += limit;
+	pc->st.hit_tokens += L;
+	pc->org[org].st.requests++;
+	pc->org[org].st.hit_tokens += L;
+	s->next = pc->live;
+	if (pc->live != NULL)
+		pc->live->prev = s;
+	pc->live = s;
+	return s;
+enomem:
+	if (s != NULL) {
+		free(s->tokens);
+		free(s->tok_batch);
+		free(s);
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+void
+prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < pc->nrf; i++) {
+		struct pc_refill *r = &pc->rf[i];
+
+		if (refill_id < r->id || refill_id >= r->id + r->n)
+			continue;
+		if (--r->pending > 0)
+			return;
+		for (k = 0; k < r->npin; k++)
+			unpin(pc, r->pin[k].entry, r->pin[k].gen);
+		/* Swap the last record in; keep its pin array. */
+		{
+			struct pc_refill t = *r;
+
+			*r = pc->rf[pc->nrf - 1];
+			pc->rf[pc->nrf - 1] = t;
+			pc->nrf--;
+		}
+		return;
+	}
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Tokens evicted and columns recorded (pc_priv.h): each token the wafer
+ * sends joins the current EVICT batch of every cache group that still
+ * caches (freeing room by the policy first); a completed column becomes an
+ * entry under its parent. Speculative tokens, their verification, and a
+ * sequence's end (its trailing tokens that fill no column go).
+ */
+#include "pc_priv.h"
+
+/* ---- Evicting tokens and recording columns ------------------------------------------------ */
+
+/*
+ * The sequence lets go of group @gi: its pin, and its prompt, whose tokens no
+ * entry references (a partial column, columns stored twice) are deleted.
+ */
+static void
+seq_release_group(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
+{
+	struct seq_group *sg = &s->g[gi];
+
+	pc_seq_pin_last(pc, sg, NIL);
+	if (sg->prompt != NIL) {
+		uint32_t pi = sg->prompt;
+
+		pc->pr[pi].seq = NULL;
+		sg->prompt = NIL;
+		pc_prompt_truncate(pc, pi, pc->pr[pi].end, NULL, true);
+	}
+}
+
+void
+pc_stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi)
+{
+	if (!s->g[gi].caching)
+		return;
+	s->g[gi].caching = false;
+	pc->st.stopped++;
+	seq_release_group(pc, s, gi);
+}
+
+static void
+record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi, uint32_t a,
+	      uint32_t b, uint64_t now)
+{
+	struct seq_group *sg = &s->g[gi];
+	uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
+	uint64_t h = prefixcache_column_hash(sg->last_hash, TOKP(s, a), b - a), ec = 0;
+	uint32_t i, parent = sg->last_entry, t;
+	struct pc_entry *e;
+	struct pc_prompt *p;
+
+	if (pc->pol->column_seen != NULL)
+		pc->pol->column_seen(pc, gid, h, b - a);
+	/*
+	 * The parent must still be there, or this column is unreachable (a
+	 * restart or a lost token may have freed it, and its record may hold
+	 * another column since).
+	 */
+	if (parent != NIL && !entry_is(pc, parent, sg->last_gen)) {
+		sg->last_entry = NIL;
+		pc_stop_caching(pc, s, gi);
+		return;
+	}
+	i = pc_entry_find(pc, gid, s->org, h);
+	if (i != NIL && expired(pc, &pc->e[i], now) && !pc_subtree_pinned(pc, i)) {
+		pc_delete_subtree(pc, i, NULL, true);
+		i = NIL;
+		if (!sg->caching)
+			return;
+	}
+	if (i != NIL) {
+		/* Stored twice (another sequence got there first): ours is unreferenced. */
+		pc->st.dup_columns++;
+		pc_seq_pin_last(pc, sg, i);
+		sg->last_hash = h;
+		sg->cur_end = b;
+		return;
+	}
+	i = pc_entry_alloc(pc);
+	if (i == NIL) {
+		pc_stop_caching(pc, s, gi);
+		return;
+	}
+	for (t = a; t < b; t++)
+		if (TBATCH(s, t) > ec)
+			ec = TBATCH(s, t);
+	e = &pc->e[i];
+	p = &pc->pr[sg->prompt];
+	*e = (struct pc_entry){.hash = h, .evict_count = ec, .first_used = tick(now), .last_used = tick(now),
+			       .start = a, .length = b, .org = s->org, .prompt = sg->prompt,
+			       .parent = parent, .first_child = NIL, .next_sib = NIL,
+			       .prev_sib = NIL, .lru_prev = NIL, .lru_next = NIL,
+			       .p_prev = p->last, .p_next = NIL, .gen = e->gen + 1,
+			       .gid = gid, .bucket = NO_BUCKET, .prio = b <= s->priority};
+	/* Index, prompt list, family. */
+	{
+		uint32_t k = ebucket_of(pc, gid, s->org, h);
+
+		e->hnext = pc->ebucket[k];
+		pc->ebucket[k] = i;
+	}
+	if (p->last != NIL)
+		pc->e[p->last].p_next = i;
+	else
+		p->first = i;
+	p->last = i;
+	if (parent != NIL) {
+		struct pc_entry *pe = &pc->e[parent];
+
+		pc_lru_unlink(pc, parent); /* no longer a leaf */
+		e->next_sib = pe->first_child;
+		if (pe->first_child != NIL)
+			pc->e[pe->first_child].prev_sib = i;
+		pe->first_child = i;
+	}
+	if (pc->pol->recorded != NULL)
+		pc->pol->recorded(pc, s, i, h, b);
+	pc_lru_insert(pc, i, pc_bucket(pc, e), false);
+	if (pc->sink.column != NULL)
+		pc->sink.column(pc->sink.arg, s->model, pc->m[s->model].g[gi].cache[0], s->isolation_id,
+				s->prompt_id, a, b);
+	pc->org[s->org].st.entries++;
+	pc->org[s->org].st.cached_tokens += b - a;
+	pc_seq_pin_last(pc, sg, i);
+	sg->last_hash = h;
+	sg->cur_end = b;
+}
+
+/*
+ * Evict token @pos of @s into the current batch; complete columns if
+ * @complete. Making room may send DELETEs, and a DELETE first flushes the
+ * batch it waits for: so the token's entries, and the batch number its
+ * prompts record, are taken only once every group has its room.
+ */
+static int
+evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uint64_t now,
+	    bool complete)
+{
+	struct pc_model *m = &pc->m[s->model];
+	struct proto_evict_entry *be;
+	const uint32_t C = pc->p.column;
+	uint64_t pid[MAX_GROUPS] = {0}, batch;
+	unsigned int gi;
+	int evicted = 0;
+	/* admit: a token of a new column only takes the room of new ones. */
+	const bool is_new = pc->pol->new_only != NULL && pc->pol->new_only(pc, s, pos);
+
+	for (gi = 0; gi < m->ngroups; gi++) {
+		struct pc_group *g = &m->g[gi];
+		struct seq_group *sg = &s->g[gi];
+		uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
+		struct pc_prompt *p;
+
+		if (sg->caching && pc_next_end(g, C, sg->cur_end) == 0)
+			pc_stop_caching(pc, s, gi); /* past the last column (window) */
+		if (pos < sg->cur_end && sg->prompt == NIL)
+			continue; /* inside its last hit entry (held by that entry's prompt) */
+		if (sg->caching) {
+			bool growth = sg->prompt == NIL || pos >= pc->pr[sg->prompt].end;
+
+			while (growth && sg->caching && g->stored + 1 > g->capacity)
+				if (!pc_free_one(pc, gid, is_new)) {
+					if (is_new)
+						pc->st.bypassed++;
+					pc_stop_caching(pc, s, gi);
+				}
+		}
+		if (!sg->caching)
+			continue;
+		if (sg->prompt == NIL) {
+			sg->prompt = pc_prompt_new(pc, gid, s->prompt_id, pos, s);
+			if (sg->prompt == NIL) {
+				pc_stop_caching(pc, s, gi);
+				continue;
+			}
+		}
+		p = &pc->pr[sg->prompt];
+		if (pos == p->end) {
+			p->end++;
+			if (p->end > p->hi)
+				p->hi = p->end;
+			g->stored++;
+			pc->stored_total++;
+			if (pc->stored_total > pc->st.peak_stored_tokens)
+				pc->st.peak_stored_tokens = pc->stored_total;
+		}
+		pid[gi] = s->prompt_id;
+		evicted = 1;
+	}
+	/* Now no more flushes: this is the batch the token goes in. */
+	batch = current_batch(m);
+	be = m->batch + (size_t)m->batch_g * m->p.num_caches;
+	for (gi = 0; gi < m->ngroups; gi++) {
+		const struct pc_group *g = &m->g[gi];
+		uint16_t c;
+
+		/* A group that stopped after an earlier one's room-making: not stored. */
+		if (pid[gi] != 0 && !s->g[gi].caching)
+			pid[gi] = 0;
+		if (pid[gi] != 0)
+			pc->pr[s->g[gi].prompt].last_batch = batch;
+		for (c = 0; c < g->ncaches; c++)
+			be[g->cache_pos[c]] = (struct proto_evict_entry){pid[gi], pos, s->seq_id};
+	}
+	TBATCH(s, pos) = batch;
+	m->batch_g++;
+	if (evicted)
+		pc->st.evicted_tokens++;
+	if (complete) {
+		for (gi = 0; gi < m->ngroups; gi++) {
+			struct seq_group *sg = &s->g[gi];
+			uint32_t ne;
+
+			while (sg->caching && (ne = pc_next_end(&m->g[gi], C, sg->cur_end)) != 0 &&
+			       ne <= s->verified && sg->prompt != NIL)
+				record_column(pc, s, gi, sg->cur_end, ne, now);
+		}
+	}
+	if (m->batch_g == m->p.max_batch_tokens)
+		pc_flush_model(pc, s->model);
+	return evicted;
+}
+
+int
+prefixcache_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t token, uint64_t now)
+{
+	uint32_t pos = s->pos;
+
+	if (pc_seq_reserve_tokens(s, pos + 1) != 0)
+		return 0;
+	TOK(s, pos) = token;
+	if (pos + 1 > s->ntok)
+		s->ntok = pos + 1;
+	s->pos = pos + 1;
+	s->verified = s->pos;
+	if (pos >= s->allowed)
+		return 0;
+	return evict_token(pc, s, pos, now, true);
+}
+
+int
+prefixcache_speculate(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *tokens,
+		      uint32_t n, uint64_t now)
+{
+	uint32_t k;
+	int ev = 0;
+
+	if (pc_seq_reserve_tokens(s, s->pos + n) != 0)
+		return -ENOMEM;
+	for (k = 0; k < n; k++) {
+		uint32_t pos = s->pos++;
+
+		TOK(s, pos) = tokens[k];
+		if (pos + 1 > s->ntok)
+			s->ntok = pos + 1;
+		if (pos < s->allowed)
+			ev += evict_token(pc, s, pos, now, false);
+	}
+	return ev;
+}
+
+int
+prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t accepted,
+		   uint64_t now)
+{
+	struct pc_model *m = &pc->m[s->model];
+	unsigned int gi;
+
+	if (s->verified + accepted > s->pos)
+		return -EINVAL;
+	s->verified += accepted;
+	/* Rejected tokens are sent again (corrected), overwriting in place. */
+	s->pos = s->verified;
+	s->ntok = s->pos;
+	for (gi = 0; gi < m->ngroups; gi++) {
+		struct seq_group *sg = &s->g[gi];
+		uint32_t ne;
+
+		while (sg->caching && sg->prompt != NIL &&
+		       (ne = pc_next_end(&m->g[gi], pc->p.column, sg->cur_end)) != 0 &&
+		       ne <= s->verified)
+			record_column(pc, s, gi, sg->cur_end, ne, now);
+	}
+	return 0;
+}
+
+void
+prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now)
+{
+	struct pc_model *m = &pc->m[s->model];
+	unsigned int gi;
+
+	(void)now;
+	if (pc->pol->end != NULL)
+		pc->pol->end(pc, s);
+	/* The trailing tokens that fill no column go. */
+	for (gi = 0; gi < m->ngroups; gi++)
+		seq_release_group(pc, s, gi);
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		pc->live = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	free(s->tokens);
+	free(s->tok_batch);
+	free(s);
+}
