@@ -63,7 +63,11 @@ WAFER_SRC := lib/wafer/wafer.c
 LIBWAFER := $(BUILD)/lib/libwafer.a
 
 REPLAY_SRC := app/trace/replay.c app/trace/route.c
-KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c app/kvss/shard.c app/kvss/refill.c app/kvss/driver.c \
+# The shard role (shard.h lists its parts).
+SHARD_SRC := app/kvss/shard.c app/kvss/shard_tx.c app/kvss/shard_evict.c app/kvss/shard_refillq.c \
+	app/kvss/refill.c
+
+KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c $(SHARD_SRC) app/kvss/driver.c \
 	app/kvss/drv_link.c app/kvss/drv_report.c app/kvss/drv_rx.c app/kvss/telemetry.c \
 	app/kvss/portgate.c
 # The driver's parts that need no EAL: the wafer emulator, the sink, the
@@ -203,13 +207,13 @@ $(BUILD)/test/test_config: $(BUILD)/obj/test/test_config.o $(LIBCONFIG) \
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.c app/kvss/shard.c \
-		app/kvss/refill.c app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+$(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.c $(SHARD_SRC) \
+		app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/drv_link.c app/kvss/app.c \
-		app/kvss/shard.c app/kvss/refill.c app/kvss/portgate.c $(KVSS_PURE_SRC)) $(LIBCONFIG) \
+		$(SHARD_SRC) app/kvss/portgate.c $(KVSS_PURE_SRC)) $(LIBCONFIG) \
 		$(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
@@ -274,8 +278,8 @@ $(BUILD)/bench/bench_prefixcache: $(BUILD)/obj/bench/bench_prefixcache.o $(LIBPR
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
 # The application's shard lcore (shard.c, refill.c) on a net_ring port pair.
-$(BUILD)/bench/bench_shard: $(call obj,bench/bench_shard.c app/kvss/app.c app/kvss/shard.c \
-		app/kvss/refill.c app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+$(BUILD)/bench/bench_shard: $(call obj,bench/bench_shard.c app/kvss/app.c $(SHARD_SRC) \
+		app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 

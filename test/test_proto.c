@@ -779,3 +779,32 @@ Test(fuzz_regress, stored_inputs_parse_alike_flat_and_segmented)
 	closedir(d);
 	cr_assert_gt(files, 0, "no regression inputs in %s", dir);
 }
+
+Test(builder, a_gather_list_counts_in_body_len_like_bytes_built_in_place)
+{
+	static const uint8_t bytes[100] = {1, 2, 3};
+	struct proto_refill_data_hdr dh = {7, 1, 0, 0, 1, 300, 900};
+	struct proto_hdr h = {.type = PROTO_T_REFILL_DATA, .epoch = 9};
+	uint8_t whole[256], head[64];
+	struct proto_builder b;
+	uint32_t n;
+
+	cr_assert_eq(proto_build_begin(&b, whole, sizeof(whole), &h), 0);
+	cr_assert_eq(proto_build_refill_data_hdr(&b, &dh), 0);
+	cr_assert_eq(proto_build_bytes(&b, bytes, sizeof(bytes)), 0);
+	n = proto_build_end(&b);
+	cr_assert_eq(n, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN + sizeof(bytes));
+
+	cr_assert_eq(proto_build_begin(&b, head, sizeof(head), &h), 0);
+	cr_assert_eq(proto_build_gather(&b, 10), -EINVAL, "the data header comes first");
+	cr_assert_eq(proto_build_refill_data_hdr(&b, &dh), 0);
+	cr_assert_eq(proto_build_gather(&b, sizeof(bytes)), 0);
+	cr_assert_eq(proto_build_gather(&b, PROTO_PAYLOAD_MAX), -ENOSPC);
+	cr_assert_eq(proto_build_end(&b), PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN,
+		     "only the headers are in the buffer");
+	cr_assert_arr_eq(head, whole, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN,
+			 "the same headers, body_len included");
+	cr_assert_eq(proto_parse_payload(whole, n, PROTO_PORT_REFILL_DEFAULT, &proto_ports_default,
+					 &msg),
+		     PROTO_OK);
+}

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The kvss application: state shared by its files (main.c, shard.c,
- * telemetry.c). Each lcore writes only its own stats struct; telemetry and
- * the final report read them.
+ * The kvss application: what every role's files share (the process's
+ * configuration, epoch, pool, quit flag, per-lcore stats, the port gate and
+ * the poll helpers). Each lcore writes only its own stats struct; telemetry
+ * and the final report read them. A role's own parts have their own header:
+ * shard.h (the shard), drv.h (the driver), emulator.h (the wafer).
  */
 #ifndef KVSS_APP_H
 #define KVSS_APP_H
@@ -62,9 +64,15 @@ struct kvss_lcore_stats {
 
 enum kvss_lcore_role { KVSS_LCORE_NONE, KVSS_LCORE_INGEST, KVSS_LCORE_REFILL, KVSS_LCORE_CONTROL };
 
+/*
+ * The process. main.c writes everything before the lcores start, except
+ * where a field says otherwise.
+ */
 struct kvss_app {
 	struct kvss_config cfg;
-	int quit; /* 1: a signal (or --exit-when-idle); 2: the driver finished. __atomic */
+	/* 1: a signal (or --exit-when-idle); 2: the driver finished. Any thread
+	 * writes it (__atomic); every loop reads it. */
+	int quit;
 	uint32_t exit_idle_ms; /* --exit-when-idle: stop after this long with no RX */
 	const char *record_expect; /* driver, --record-expect: open loop, refills written there */
 	uint32_t epoch;	       /* this process's epoch: random, nonzero */
@@ -76,13 +84,15 @@ struct kvss_app {
 	/* Established by HELLO; 0: none. Written by the ingest lcore (release),
 	 * before it resets the store; the refill lcore reads it (acquire). */
 	uint32_t driver_epoch;
-	struct proto_addr driver_addr; /* where STATUS, ACK, ... go (the last control sender) */
-	int have_driver;
+	/* Where STATUS, ACK, ... go (the last control sender): ingest lcore: wo. */
+	struct proto_addr driver_addr;
+	int have_driver; /* ingest lcore: wo */
 	/* The refill lcore (when the port has a second TX queue for it). */
 	int refill_lcore_on;
 	struct rte_ring *ingest_to_refill; /* accepted DELETE and REFILL, in order */
 	struct rte_ring *refill_to_ingest; /* DELETEs for the writer to apply */
 	uint64_t deletes_applied;	   /* by the ingest lcore; the refill lcore waits on it */
+	/* One per lcore: that lcore writes it; telemetry and the report read. */
 	struct kvss_lcore_stats stats[RTE_MAX_LCORE];
 	enum kvss_lcore_role lcore_role[RTE_MAX_LCORE];
 };

@@ -104,10 +104,11 @@ send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refi
 			dh = (struct proto_refill_data_hdr){rq->refill_id, rq->sequence_id, rq->cache_idx,
 							    rq->cache_id, b,
 							    (uint32_t)(pos.done - len), (uint32_t)stream_len};
+			/* The header mbuf holds the headers; the bytes follow chained. */
 			proto_build_begin(&bb, p + hl, PROTO_HDR_LEN + PROTO_REFILL_DATA_HDR_LEN, &ph);
 			proto_build_refill_data_hdr(&bb, &dh);
+			proto_build_gather(&bb, len);
 			proto_build_end(&bb);
-			proto_st32(p + hl + 20, PROTO_REFILL_DATA_HDR_LEN + len); /* body_len */
 			for (i = 0; i < n; i++) {
 				struct rte_mbuf *x = rte_pktmbuf_alloc(kvss.pool);
 				void *addr = (void *)(uintptr_t)seg[i].addr;

@@ -549,6 +549,7 @@ proto_build_begin(struct proto_builder *b, void *buf, uint32_t cap, const struct
 	b->count = 0;
 	b->type = h->type;
 	b->cur_req = 0;
+	b->gather = 0;
 	memcpy(p, PROTO_MAGIC, 4);
 	p[4] = PROTO_VERSION;
 	p[5] = h->type;
@@ -848,13 +849,26 @@ proto_build_bytes(struct proto_builder *b, const void *src, uint32_t len)
 	return 0;
 }
 
+int
+proto_build_gather(struct proto_builder *b, uint32_t len)
+{
+	if (b->type != PROTO_T_EVICT_DATA && b->type != PROTO_T_REFILL_DATA)
+		return -EINVAL;
+	if (b->len == PROTO_HDR_LEN)
+		return -EINVAL; /* the data header comes first */
+	if (len > PROTO_PAYLOAD_MAX - b->len - b->gather)
+		return -ENOSPC;
+	b->gather += len;
+	return 0;
+}
+
 uint32_t
 proto_build_end(struct proto_builder *b)
 {
 	uint8_t *p = b->buf;
 
 	proto_st16(p + 14, (uint16_t)b->count);
-	proto_st32(p + 20, b->len - PROTO_HDR_LEN);
+	proto_st32(p + 20, b->len + b->gather - PROTO_HDR_LEN);
 	if (b->type == PROTO_T_EVICT && b->len >= PROTO_HDR_LEN + PROTO_EVICT_HDR_LEN) {
 		uint16_t nc = proto_ld16(p + PROTO_HDR_LEN + 8);
 

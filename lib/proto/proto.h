@@ -588,6 +588,8 @@ struct proto_builder {
 	uint8_t type;
 	/** Offset of the REFILL request that chunks are being added to. */
 	uint32_t cur_req;
+	/** Data messages: payload bytes that follow outside buf (a gather list). */
+	uint32_t gather;
 };
 
 /**
@@ -625,8 +627,18 @@ int proto_build_refill_data_hdr(struct proto_builder *b, const struct proto_refi
 int proto_build_bytes(struct proto_builder *b, const void *p, uint32_t len);
 
 /**
+ * Data messages: @p len more payload bytes that the caller sends after the
+ * built bytes, from elsewhere (a chain of mbufs over stored memory):
+ * body_len counts them, the length proto_build_end() returns does not.
+ * @return 0, -EINVAL before the data header or for another type, -ENOSPC
+ *   when the message would pass PROTO_PAYLOAD_MAX.
+ */
+int proto_build_gather(struct proto_builder *b, uint32_t len);
+
+/**
  * Finish the message: write count and body_len.
- * @return the payload length in bytes.
+ * @return the payload length in bytes built in the buffer (without the
+ *   bytes proto_build_gather() announced).
  */
 uint32_t proto_build_end(struct proto_builder *b);
 

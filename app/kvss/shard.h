@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shard role's parts, private to them (kvss.h is what the rest sees):
+ *
+ *   shard.c          the ingest lcore: frames received, the control stream
+ *                    (seq order, the window of early messages), the loop
+ *   shard_tx.c       TX with retry, replies (STATUS, ACK) and the batcher
+ *                    that packs ERROR, REFILL_DONE and TOKEN_LOST records
+ *   shard_evict.c    the evict queue (RESERVE, EVICT), EVICT_DATA stored or
+ *                    held for its EVICT, batches lost at the timeout
+ *   shard_refillq.c  the refill queue (DELETE, REFILL) on the ingest lcore
+ *                    or on the refill lcore, refills running ahead
+ *   refill.c         REFILL_DATA as gather lists over the store
+ *
+ * Every frame is parsed once, when it is received: what the queues need of
+ * it later stays beside it as a struct shard_rec, and shard_msg() gives the
+ * accessors of lib/proto a view of its body without parsing it again.
+ */
+#ifndef KVSS_SHARD_H
+#define KVSS_SHARD_H
+
+#include <stdint.h>
+
+#include "kvss.h"
+
+#define SHARD_WINDOW 64	       /* early control messages held */
+#define SHARD_QMAX 1024	       /* messages in each queue */
+#define SHARD_REFILL_AHEAD 64  /* REFILLs may run before this many messages of the refill queue */
+#define SHARD_EARLY_MAX 1024   /* data frames held before their EVICT */
+
+/* What a queued frame's later stages need of it: decoded at receive. */
+struct shard_rec {
+	struct proto_hdr hdr;
+	struct proto_addr addr; /* its sender: REFILL_DONE goes back there */
+	uint32_t payload_off;	/* the KVSS header in the frame */
+	union {
+		struct proto_evict_hdr evict; /* EVICT */
+		struct proto_data_hdr data;   /* EVICT_DATA */
+	} u;
+	uint32_t data_off, data_len; /* EVICT_DATA: the bytes in the frame */
+	uint64_t gate;		     /* DELETE, REFILL: the largest evict_count it names */
+};
+
+/** Decode what the later stages need of the parsed message @p msg. */
+void shard_rec_of(struct shard_rec *r, const struct proto_msg *msg);
+
+/**
+ * A view of frame @p m (decoded into @p r at receive) for lib/proto's
+ * accessors, in @p out: its header and addresses, and its body, in the
+ * frame when the frame is one segment (else copied into out->scratch).
+ */
+const struct proto_msg *shard_msg(const struct shard_rec *r, const struct rte_mbuf *m,
+				  struct proto_msg *out);
+
+/* One of the two queues of accepted messages, in seq order. */
+struct shard_fifo {
+	struct rte_mbuf *m[SHARD_QMAX]; /* NULL: it ran ahead */
+	struct shard_rec rec[SHARD_QMAX];
+	uint64_t seq[SHARD_QMAX];   /* control seq of each message */
+	uint64_t since[SHARD_QMAX]; /* when the head first had to wait (0: not yet) */
+	uint32_t head, tail;
+};
+
+/*
+ * The shard's state. The ingest lcore writes all of it; the refill lcore
+ * touches none of it (it has its ring, kvss.h).
+ */
+struct shard_state {
+	/* shard.c: the control stream. */
+	uint64_t next_seq;		       /* expected control seq (1 after HELLO) */
+	struct rte_mbuf *window[SHARD_WINDOW]; /* early messages by seq % SHARD_WINDOW */
+	struct shard_rec window_rec[SHARD_WINDOW];
+	uint64_t window_seq[SHARD_WINDOW];
+	struct shard_fifo evictq, refillq;
+	uint64_t queued_batch; /* highest batch_no of an EVICT accepted into the evict queue */
+	/* shard_tx.c: acknowledgements. */
+	int ack_due;
+	uint64_t ack_sent; /* the last cum_seq sent */
+	/* shard_evict.c: data held for its EVICT, batches' clocks. */
+	struct rte_mbuf *early[SHARD_EARLY_MAX];
+	struct shard_rec early_rec[SHARD_EARLY_MAX];
+	uint64_t early_t[SHARD_EARLY_MAX];
+	uint32_t nearly;
+	uint64_t batch_t[256]; /* when each open batch's EVICT ran, by batch_no % 256 */
+	struct proto_msg msg, msg2; /* the frame received; a view of a queued one */
+	uint64_t hz;
+};
+
+extern struct shard_state shard;
+
+/* ---- shard_tx.c ---- */
+
+/* Records of one type, packed into as few frames as the MTU allows. */
+struct shard_batcher {
+	struct proto_builder b;
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint8_t type;
+	uint16_t queue;
+	const struct proto_addr *to; /* NULL: the driver's last control source */
+	struct kvss_lcore_stats *st;
+};
+
+void shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_lcore_stats *st);
+/** Send what it holds (if anything) and begin the next frame. */
+void shard_batcher_flush(struct shard_batcher *bt);
+void shard_add_error(struct shard_batcher *bt, uint64_t seq, uint64_t prompt, uint32_t token,
+		     uint16_t cache, uint16_t code);
+void shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id,
+		    uint32_t token_idx);
+
+void shard_send_status(struct kvss_lcore_stats *st);
+/** The cumulative ACK now (PROTOCOL.md section 3, AckBody). */
+uint64_t shard_ack_value(void);
+void shard_send_ack(struct kvss_lcore_stats *st);
+
+/* ---- shard_evict.c ---- */
+
+/** Store EVICT_DATA frame @p m; -EAGAIN when its batch's EVICT has not run. */
+int shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r);
+/** Hold @p m (its EVICT has not run) until @p now + the batch timeout. false: no room. */
+bool shard_hold_data(struct rte_mbuf *m, const struct shard_rec *r, uint64_t now);
+/** Store what was held, now that its EVICT ran; drop what waited too long. */
+void shard_retry_held(struct kvss_lcore_stats *st, uint64_t now);
+/** Drop everything held (a new driver epoch); returns how many. */
+uint32_t shard_drop_held(void);
+/** Run the evict queue's head messages; stop at one that must wait. */
+void shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now);
+/** Batches whose streams are not whole by the timeout complete with loss. */
+void shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now);
+
+/* ---- shard_refillq.c ---- */
+
+/** The refill queue on the ingest lcore (a port with one TX queue). */
+void shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err);
+/** With a refill lcore: the refill queue, in order, onto its ring. */
+void shard_pass_to_refill(struct kvss_lcore_stats *st);
+/** DELETEs the refill lcore handed back: applied by the store's writer. */
+void shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err);
+
+#endif

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The evict queue (shard.h): RESERVE and EVICT run in order; an EVICT with
+ * no room waits for DELETEs, then answers NO_SPACE after the space timeout.
+ * EVICT_DATA is stored as it comes; a frame of a batch whose EVICT has not
+ * run is held (at most SHARD_EARLY_MAX, for the batch timeout, or while its
+ * EVICT waits in the queue); a batch not whole within the batch timeout of
+ * its EVICT's run completes with loss, its lost tokens in TOKEN_LOST.
+ */
+#include <errno.h>
+
+#include <rte_mbuf.h>
+
+#include "shard.h"
+
+int
+shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r)
+{
+	uint32_t off = r->data_off, left = r->data_len, so = r->u.data.stream_offset;
+	const struct rte_mbuf *seg = m;
+	int rc = 0;
+
+	/* Walk the chain: each contiguous piece goes in with its stream offset. */
+	while (seg != NULL && off >= seg->data_len) {
+		off -= seg->data_len;
+		seg = seg->next;
+	}
+	while (seg != NULL && left > 0 && rc == 0) {
+		uint32_t n = seg->data_len - off < left ? seg->data_len - off : left;
+
+		rc = kvstore_data(kvss.store, r->u.data.batch_no, r->u.data.cache_id, so,
+				  r->u.data.stream_len, rte_pktmbuf_mtod_offset(seg, uint8_t *, off), n);
+		so += n;
+		left -= n;
+		off = 0;
+		seg = seg->next;
+	}
+	return rc;
+}
+
+bool
+shard_hold_data(struct rte_mbuf *m, const struct shard_rec *r, uint64_t now)
+{
+	if (shard.nearly == SHARD_EARLY_MAX)
+		return false;
+	shard.early[shard.nearly] = m;
+	shard.early_rec[shard.nearly] = *r;
+	shard.early_t[shard.nearly++] = now;
+	return true;
+}
+
+uint32_t
+shard_drop_held(void)
+{
+	uint32_t n = shard.nearly;
+
+	while (shard.nearly)
+		rte_pktmbuf_free(shard.early[--shard.nearly]);
+	return n;
+}
+
+void
+shard_retry_held(struct kvss_lcore_stats *st, uint64_t now)
+{
+	uint32_t i = 0;
+
+	while (i < shard.nearly) {
+		const struct shard_rec *r = &shard.early_rec[i];
+		int rc = shard_store_data(shard.early[i], r);
+
+		/*
+		 * Held while its EVICT has not arrived (for the batch timeout), or
+		 * while it waits in the evict queue for room (as long as it waits).
+		 */
+		if (rc == -EAGAIN &&
+		    (r->u.data.batch_no <= shard.queued_batch ||
+		     now - shard.early_t[i] < shard.hz / 1000 * kvss.cfg.shard.batch_timeout_ms)) {
+			i++;
+			continue;
+		}
+		if (rc == -EAGAIN)
+			st->data_expired++;
+		else if (rc == 0)
+			st->data_frames++;
+		else
+			st->data_dropped++;
+		rte_pktmbuf_free(shard.early[i]);
+		shard.nearly--;
+		shard.early[i] = shard.early[shard.nearly];
+		shard.early_rec[i] = shard.early_rec[shard.nearly];
+		shard.early_t[i] = shard.early_t[shard.nearly];
+	}
+}
+
+void
+shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
+{
+	struct shard_fifo *q = &shard.evictq;
+
+	while (q->head != q->tail) {
+		struct rte_mbuf *m = q->m[q->head % SHARD_QMAX];
+		const struct proto_msg *msg = shard_msg(&q->rec[q->head % SHARD_QMAX], m, &shard.msg2);
+		uint16_t codes[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
+		struct proto_evict_entry e[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
+		unsigned int i, flags = 0;
+		int rc;
+
+		if (msg->hdr.type == PROTO_T_RESERVE) {
+			for (i = 0; i < msg->hdr.count; i++) {
+				struct proto_reserve r;
+
+				proto_get_reserve(msg, i, &r);
+				kvstore_reserve(kvss.store, &r);
+			}
+		} else {
+			uint64_t *since = &q->since[q->head % SHARD_QMAX];
+
+			for (i = 0; i < msg->hdr.count; i++)
+				proto_get_evict_entry(msg, i, &e[i]);
+			if (*since && now - *since >= shard.hz / 1000 * kvss.cfg.shard.space_timeout_ms)
+				flags = KVSTORE_EVICT_FORCE; /* waited long enough: NO_SPACE */
+			rc = kvstore_evict(kvss.store, msg->u.evict.batch_no, msg->u.evict.num_caches,
+					   msg->u.evict.g, e, codes, flags);
+			if (rc == -ENOSPC || rc == -EBUSY) {
+				if (*since == 0)
+					*since = now;
+				st->evict_waits++;
+				return; /* waits for DELETEs (or for batches to complete) */
+			}
+			shard.batch_t[msg->u.evict.batch_no % 256] = now;
+			if (rc == -EPROTO) {
+				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_BAD_CACHE);
+			} else if (rc != 0) {
+				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_MALFORMED);
+			} else {
+				for (i = 0; i < msg->hdr.count; i++)
+					if (codes[i] != 0)
+						shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
+							  (uint16_t)(i % msg->u.evict.num_caches),
+							  codes[i]);
+				st->batches++;
+			}
+			*since = 0;
+		}
+		rte_pktmbuf_free(m);
+		q->head++;
+	}
+}
+
+static void
+on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
+{
+	shard_add_lost(arg, cache_id, prompt_id, token_idx);
+}
+
+void
+shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now)
+{
+	uint64_t b, limit = shard.hz / 1000 * kvss.cfg.shard.batch_timeout_ms;
+	static struct shard_batcher lost;
+	int any = 0;
+
+	while ((b = kvstore_oldest_open(kvss.store)) != 0 && now - shard.batch_t[b % 256] >= limit) {
+		if (!any)
+			shard_batcher_init(&lost, PROTO_T_TOKEN_LOST, st);
+		any = 1;
+		kvstore_batch_lose(kvss.store, b, on_lost, &lost);
+		st->batches_lost++;
+	}
+	if (any)
+		shard_batcher_flush(&lost);
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the shard sends on the control path (shard.h): frames onto a TX
+ * queue with retry, replies to the driver's last control source (STATUS,
+ * the cumulative ACK), and the batcher that packs ERROR, REFILL_DONE and
+ * TOKEN_LOST records into as few frames as the MTU allows.
+ */
+#include <errno.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "shard.h"
+
+/*
+ * A full TX ring is back-pressure, not loss: a refill frame dropped here
+ * would cost the whole refill. Retry, yielding the core in idle mode, for up
+ * to 100 ms; only a port that takes nothing for that long, or whose link is
+ * down, loses the frame.
+ */
+void
+kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
+{
+	uint64_t t0 = 0, first = 0, hz = rte_get_tsc_hz();
+	unsigned int tries = 0;
+
+	while (kvss_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
+		uint64_t now = rte_get_tsc_cycles();
+
+		if (first == 0)
+			first = now;
+		if (kvss_gate_shut() && !kvss_quitting() && now - first < hz) {
+			/* Not a full ring: memif's control has the port (portgate.c). */
+			kvss_wait_turn(&tries);
+			continue;
+		}
+		if (t0 == 0) {
+			struct rte_eth_link link;
+
+			/* No peer (a memif driver that went away): nothing to wait for. */
+			if (rte_eth_link_get_nowait(kvss.cfg.shard.port, &link) == 0 &&
+			    !link.link_status) {
+				rte_pktmbuf_free(m);
+				st->tx_drops++;
+				return;
+			}
+			t0 = now;
+			st->tx_full++;
+		}
+		if (now - t0 > hz / 10 || kvss_quitting()) {
+			rte_pktmbuf_free(m);
+			st->tx_drops++;
+			return;
+		}
+		kvss_wait_turn(&tries);
+	}
+	st->tx_frames++;
+	st->tx_bytes += len;
+}
+
+/* The reply to a control message that came from @d. */
+static void
+reply_addr(struct proto_addr *a, const struct proto_addr *d)
+{
+	memcpy(a->dst_mac, d->src_mac, 6);
+	memcpy(a->src_mac, kvss.cfg.shard.addr.mac, 6);
+	a->dst_ip = d->src_ip;
+	a->src_ip = kvss.cfg.shard.addr.ipv4;
+	a->dst_port = d->src_port;
+	a->src_port = kvss.cfg.udp.ctrl;
+	a->has_vlan = kvss.cfg.shard.addr.vlan != 0;
+	a->vlan_tci = kvss.cfg.shard.addr.vlan;
+}
+
+/* Send one control payload back to @to (a driver's control source), on @queue. */
+static void
+send_control_to(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_addr *to,
+		const uint8_t *payload, uint32_t len)
+{
+	struct proto_addr a;
+	struct rte_mbuf *m;
+
+	reply_addr(&a, to);
+	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
+	if (m == NULL) {
+		st->no_mbuf++;
+		return;
+	}
+	kvss_tx_one(st, queue, m, len);
+}
+
+/* From the ingest lcore: to where the driver's last control came from. */
+static void
+send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
+{
+	send_control_to(st, 0, &kvss.driver_addr, payload, len);
+}
+
+static void
+begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type)
+{
+	struct proto_hdr h = {.type = type, .model_id = kvss.cfg.shard.model,
+			      .shard_id = kvss.cfg.shard.id, .epoch = kvss.epoch};
+
+	proto_build_begin(b, buf, cap, &h);
+}
+
+uint32_t
+kvss_payload_cap(void)
+{
+	return kvss.cfg.mtu - PROTO_IP4_LEN - PROTO_UDP_LEN;
+}
+
+void
+shard_send_status(struct kvss_lcore_stats *st)
+{
+	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN + KVSTORE_MAX_CACHES * PROTO_CACHE_INFO_LEN];
+	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	struct proto_status s = {
+		.batches_complete = kvstore_batches_complete(kvss.store),
+		.last_seq_done = shard.next_seq ? shard.next_seq - 1 : 0,
+		.uptime_ns = (rte_get_tsc_cycles() - kvss.start_tsc) * 1000000000ull / shard.hz,
+		.flags = shard.evictq.head != shard.evictq.tail && shard.evictq.since[shard.evictq.head % SHARD_QMAX]
+				 ? PROTO_STATUS_F_STALLED : 0,
+		.driver_epoch = kvss.driver_epoch};
+	struct proto_builder b;
+	uint16_t c;
+
+	begin_reply(&b, buf, sizeof(buf), PROTO_T_STATUS);
+	proto_build_status(&b, &s);
+	for (c = 0; c < kp->num_caches; c++) {
+		struct kvstore_cache_stats cs;
+		struct proto_cache_info ci;
+
+		kvstore_cache_stats(kvss.store, c, &cs);
+		ci = (struct proto_cache_info){c, cs.num_buffers, cs.bytes_per_token,
+					       cs.capacity_tokens, cs.stored_tokens, cs.prompts};
+		proto_build_cache_info(&b, &ci);
+	}
+	send_control(st, buf, proto_build_end(&b));
+	st->status_sent++;
+}
+
+/*
+ * The cumulative ACK: every message accepted, up to the oldest EVICT or
+ * RESERVE not yet run (one waiting for space, or not reached). PROTOCOL.md
+ * allows "executed or queued in order". The evict queue is acknowledged as
+ * it runs: the driver sends a batch's data only a few batches past what an
+ * ACK covers, so the driver's window bounds the EVICTs and data the shard
+ * cannot place yet. DELETEs and REFILLs are acknowledged once queued, as the
+ * refill lcore's ring has always had them: one waiting for its batch has
+ * arrived, and holding its ACK back made it look lost (the driver resent it)
+ * and held back the ACK of every EVICT after it, so the driver withheld
+ * data the shard could store.
+ * The refill queue's own bound (SHARD_QMAX) then bounds them: beyond it a message
+ * is dropped unacknowledged (queue_full) and comes again.
+ */
+uint64_t
+shard_ack_value(void)
+{
+	uint64_t a = shard.next_seq ? shard.next_seq - 1 : 0;
+
+	if (a == 0)
+		return 0;
+	if (shard.evictq.head != shard.evictq.tail && shard.evictq.seq[shard.evictq.head % SHARD_QMAX] - 1 < a)
+		a = shard.evictq.seq[shard.evictq.head % SHARD_QMAX] - 1;
+	return a;
+}
+
+void
+shard_send_ack(struct kvss_lcore_stats *st)
+{
+	uint8_t buf[PROTO_HDR_LEN + PROTO_ACK_LEN];
+	struct proto_ack a = {shard_ack_value()};
+	struct proto_builder b;
+
+	begin_reply(&b, buf, sizeof(buf), PROTO_T_ACK);
+	proto_build_ack(&b, &a);
+	send_control(st, buf, proto_build_end(&b));
+	shard.ack_sent = a.cum_seq;
+	st->acks++;
+}
+
+
+void
+shard_batcher_flush(struct shard_batcher *bt)
+{
+	if (bt->b.count > 0)
+		send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss.driver_addr, bt->buf,
+				proto_build_end(&bt->b));
+	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
+}
+
+void
+shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_lcore_stats *st)
+{
+	bt->type = type;
+	bt->st = st;
+	bt->queue = 0;
+	bt->to = NULL;
+	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), type);
+}
+
+void
+shard_add_error(struct shard_batcher *bt, uint64_t seq, uint64_t prompt, uint32_t token, uint16_t cache,
+	  uint16_t code)
+{
+	struct proto_error e = {seq, prompt, token, cache, code};
+
+	if (proto_build_error(&bt->b, &e) == -ENOSPC) {
+		shard_batcher_flush(bt);
+		proto_build_error(&bt->b, &e);
+	}
+	bt->st->errors[code < PROTO_E_MAX ? code : 0]++;
+}
+
+
+void
+shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
+{
+	struct proto_lost r = {prompt_id, token_idx, cache_id};
+
+	if (proto_build_lost(&bt->b, &r) == -ENOSPC) {
+		shard_batcher_flush(bt);
+		proto_build_lost(&bt->b, &r);
+	}
+	bt->st->lost_tokens++;
+}
