@@ -245,6 +245,22 @@ check "telemetry: /swdriver/shards gives each shard its model's refill estimate:
 conf = lambda s: (s["model_estimate_latency_us"], s["model_estimate_mbps"]) == (20, 10000)
 sys.exit(0 if d and all(conf(s) == (s["model_refills_timed"] < 20) for s in d.values()) else 1)' "$tmp/shards.json"
 python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]; s=d["model0_shard0"]; print("telemetry: model 0 after %d timed refills estimates %d us + %d Mb/s" % (s["model_refills_timed"], s["model_estimate_latency_us"], s["model_estimate_mbps"]))' "$tmp/shards.json"
+# What every endpoint answers is what docs/telemetry.md lists (generated
+# from the code): no key missing, none undocumented.
+tel "kvss_demo_s1_${tag}b" /kvss/lcores >"$tmp/s1l.json"
+samekeys() { # JSON SHAPE ENDPOINT: its keys (of the first inner dict when nested) are the doc's
+	scripts/telemetry-doc.py --keys "$3" >"$tmp/doc.keys" &&
+		python3 -c 'import json,sys; d=list(json.load(open(sys.argv[1])).values())[0]
+v = next(iter(d.values())) if sys.argv[2] == "nested" else d
+doc = set(open(sys.argv[3]).read().split())
+sys.exit(0 if v and set(v) == doc else "live only: %s; documented only: %s" % (sorted(set(v) - doc), sorted(doc - set(v))))' "$1" "$2" "$tmp/doc.keys"
+}
+for ep in /swdriver/stats:drv.json:flat /swdriver/shards:shards.json:nested /swdriver/orgs:orgs.json:nested \
+	/kvss/stats:s1.json:flat /kvss/caches:s1c.json:flat /kvss/lcores:s1l.json:flat; do
+	IFS=: read -r name file shape <<<"$ep"
+	check "telemetry: $name answers exactly the keys docs/telemetry.md lists" \
+		samekeys "$tmp/$file" "$shape" "$name"
+done
 check "telemetry: a shard's /kvss/stats counts batches" test "$(jget "$tmp/s1.json" batches)" -gt 0
 check "telemetry: its port gate is on (memif)" test "$(jget "$tmp/s1.json" gate_parks)" -gt 0
 check "telemetry: shard 1's /kvss/caches says 128 bytes per token" \

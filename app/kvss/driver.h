@@ -17,8 +17,8 @@
 	X(requests)	    /* sequences begun */                                                   \
 	X(completed)	    /* sequences ended */                                                   \
 	X(prompt_tokens)    /* prompt tokens of the requests begun */                               \
-	X(lookup_tokens)                                                                           \
-	X(hit_tokens)                                                                              \
+	X(lookup_tokens) /* prompt tokens the lookups could hit (the -1 rule, allowed length) */   \
+	X(hit_tokens) /* prompt tokens hit (model 0) */                                            \
 	X(miss_tokens)	    /* prompt tokens computed, not refilled */                              \
 	X(refills)	    /* refills asked (one per request with a hit) */                        \
 	X(refilled_tokens)  /* tokens refilled (per cache, all shards together) */                 \
@@ -26,20 +26,20 @@
 	X(refill_failures)  /* a shard answered a REFILL with an error */                          \
 	X(refill_timeouts)  /* data not whole in time */                                           \
 	X(verify_failures)  /* refills with a byte that differs from the reference */              \
-	X(verify_bad_bytes)                                                                        \
+	X(verify_bad_bytes) /* refilled bytes that differ from the reference */                    \
 	X(verify_bad_frames) /* REFILL_DATA out of order, past the end, unknown refill */           \
 	X(verify_bad_glue)  /* a refill that would not bring the whole hit, each token to its slot */ \
-	X(evicted_tokens)                                                                          \
-	X(evict_batches)                                                                           \
+	X(evicted_tokens) /* tokens evicted (model 0's first cache counts each once) */            \
+	X(evict_batches) /* EVICT batches made */                                                  \
 	X(evict_bytes)	    /* EVICT_DATA payload bytes sent */                                     \
-	X(evict_frames)                                                                            \
+	X(evict_frames) /* EVICT_DATA frames sent */                                               \
 	X(deletes)	    /* DELETE records sent (per shard) */                                   \
 	X(expiries)	    /* entries removed by expiry */                                          \
 	X(control_msgs)	    /* control messages pushed (all shards) */                              \
-	X(retransmits)                                                                             \
-	X(hellos)                                                                                  \
-	X(statuses)                                                                                \
-	X(acks)                                                                                    \
+	X(retransmits) /* control messages sent again */                                           \
+	X(hellos)   /* HELLOs sent */                                                              \
+	X(statuses) /* STATUS frames received */                                                   \
+	X(acks)     /* ACKs received */                                                            \
 	X(errors)	    /* ERROR records received */                                            \
 	X(lost_tokens)	    /* TOKEN_LOST records received */                                       \
 	X(refill_done)	    /* REFILL_DONE records received */                                      \
@@ -54,7 +54,7 @@
 	X(tx_full_drops)    /* control frames dropped: the port's control queue stayed full */      \
 	X(shards_away)	    /* shards found away (link down, or silent for away_ms) */             \
 	X(away_requests)    /* requests begun while a shard of model 0 was not up: all misses */  \
-	X(no_mbuf)                                                                                 \
+	X(no_mbuf)  /* the pool was empty */                                                       \
 	X(too_big)	    /* a control record that cannot fit a frame */                          \
 	X(fit_latency_us)   /* the refill model fitted so far (0 before 20 refills) ... */          \
 	X(fit_mbps)	    /* ... and its bandwidth, in Mb/s (refill_gbps x 1000; 0: no bound seen) */ \

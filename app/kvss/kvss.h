@@ -21,37 +21,37 @@
 
 /* Counters of one lcore, declared once: the struct, the names, the keys. */
 #define KVSS_STATS(X)                                                                              \
-	X(rx_frames)                                                                               \
-	X(rx_bytes)                                                                                \
-	X(tx_frames)                                                                               \
-	X(tx_bytes)                                                                                \
-	X(tx_drops)    /* the NIC took nothing for 100 ms: freed, counted */                       \
-	X(tx_full)     /* frames that waited for room in the TX ring */                            \
-	X(no_mbuf)     /* the pool was empty */                                                    \
-	X(hello)                                                                                   \
-	X(status_sent)                                                                             \
-	X(stale_epoch) /* control frames of another driver epoch */                                \
-	X(dropped_restart) /* DELETE, REFILL, held data of a restarted driver */                       \
-	X(not_handled) /* valid messages not for a shard */                                        \
-	X(acks)                                                                                    \
-	X(duplicates)  /* control seq already accepted */                                          \
-	X(early)       /* control seq ahead: held */                                               \
-	X(out_of_window)                                                                           \
-	X(queue_full)                                                                              \
-	X(batches)                                                                                 \
-	X(batches_lost)                                                                            \
-	X(lost_tokens)                                                                             \
-	X(evict_waits) /* EVICT found no room, waiting for DELETEs */                              \
-	X(data_frames)                                                                             \
-	X(data_dropped)                                                                            \
+	X(rx_frames)    /* frames received */                                                      \
+	X(rx_bytes)     /* bytes received */                                                       \
+	X(tx_frames)    /* frames sent */                                                          \
+	X(tx_bytes)     /* bytes sent */                                                           \
+	X(tx_drops)     /* the NIC took nothing for 100 ms: freed, counted */                      \
+	X(tx_full)      /* frames that waited for room in the TX ring */                           \
+	X(no_mbuf)      /* the pool was empty */                                                   \
+	X(hello)        /* HELLOs received */                                                      \
+	X(status_sent)  /* STATUS frames sent */                                                   \
+	X(stale_epoch)  /* control frames of another driver epoch */                               \
+	X(dropped_restart) /* DELETE, REFILL, held data of a restarted driver */                   \
+	X(not_handled)  /* valid messages not for a shard */                                       \
+	X(acks)         /* ACKs sent */                                                            \
+	X(duplicates)   /* control seq already accepted */                                         \
+	X(early)        /* control seq ahead: held */                                              \
+	X(out_of_window) /* control seq past the window of 64: dropped, the driver resends */      \
+	X(queue_full)   /* accepted messages dropped, queue full (1,024): sent again */         \
+	X(batches)      /* EVICT batches run */                                                    \
+	X(batches_lost) /* batches completed with loss at the batch timeout */                     \
+	X(lost_tokens)  /* TOKEN_LOST records sent */                                              \
+	X(evict_waits)  /* EVICT found no room, waiting for DELETEs */                             \
+	X(data_frames)  /* EVICT_DATA frames stored */                                             \
+	X(data_dropped) /* EVICT_DATA frames the store refused (stale or outside its batch) */     \
 	X(data_expired) /* held for an EVICT that never came */                                    \
-	X(deletes)                                                                                 \
-	X(refills)                                                                                 \
-	X(refills_ahead) /* ran before DELETEs that waited for their batches */                      \
-	X(refill_frames)                                                                           \
-	X(ring_full)                                                                               \
-	X(idle_polls)                                                                              \
-	X(busy_polls)
+	X(deletes)      /* DELETE records applied */                                               \
+	X(refills)      /* refills sent */                                                         \
+	X(refills_ahead) /* ran before DELETEs that waited for their batches */                    \
+	X(refill_frames) /* REFILL_DATA frames sent */                                             \
+	X(ring_full)    /* times the refill lcore's ring was full */                               \
+	X(idle_polls)   /* polls that found nothing */                                             \
+	X(busy_polls)   /* polls that found work */
 
 struct kvss_lcore_stats {
 #define KVSS_STAT_FIELD(n) uint64_t n;

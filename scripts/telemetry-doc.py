@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""The telemetry keys of kvss, as a Markdown table, from the code itself.
+
+Keys come from the X-macros that declare the counters (KVSS_STATS,
+KVSS_DRV_STATS, SHARD_SNAP_FIELDS, PROTO_REASONS, PROTO_ERRS) and from the
+string literals each telemetry handler adds; descriptions from the comments
+beside the X-macro entries, and for the few literal keys from the table
+below. So docs/telemetry.md cannot drift from the code:
+
+  scripts/telemetry-doc.py              print the document
+  scripts/telemetry-doc.py --check F    exit 1 unless F is what it prints
+  scripts/telemetry-doc.py --keys EP    the keys of endpoint EP, one a line
+"""
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Keys a handler adds by name rather than through an X-macro.
+LITERAL = {
+    "driver_epoch": "the driver epoch a HELLO established (0: none)",
+    "gate_parks": "times the port gate parked EAL's interrupt thread (memif)",
+    "cache_id": "the cache (one array element per cache)",
+    "bytes_per_token": "this shard's slice of a token, all buffers",
+    "buffers": "buffers per token",
+    "capacity_tokens": "tokens the cache may hold",
+    "stored_tokens": "tokens it holds",
+    "prompts": "prompts it holds",
+    "lcore": "the lcore id (one array element per lcore)",
+    "role": "control, ingest, refill, or none",
+    "busy_cycles": "TSC cycles of polls that found work",
+    "idle_cycles": "TSC cycles of polls that found none",
+    "prompt_id": "the prompt asked for",
+    "offset": "its first token held",
+    "tokens": "tokens held from the offset",
+    "error": "why there is no answer (no such prompt)",
+    "entries": "cached columns (entries of every PrefixMap)",
+    "policy_deletes": "columns the deletion policy freed for room",
+    "policy_bypassed": "admit: sequences that stopped caching rather than push out a known column",
+    "policy_cold_columns": "followup: columns sent to the cold list",
+    "deleted_tokens": "tokens deleted (policy, expiry, losses)",
+    "expired_tokens": "tokens deleted by expiry",
+    "peak_stored_tokens": "most tokens stored at once",
+    "isolation_id": "the organization's isolation id",
+    "cached_tokens": "tokens of its cached columns",
+    "hit_tokens": "prompt tokens hit",
+    "requests": "requests looked up",
+    "heard_ms_ago": "ms since its last frame (-1: never)",
+    "status_ms_ago": "ms since its last STATUS (-1: never)",
+}
+
+ENDPOINTS = [
+    ("/kvss/stats", "app/kvss/telemetry.c", "tel_stats",
+     "A shard: every lcore's counters summed."),
+    ("/kvss/caches", "app/kvss/telemetry.c", "tel_caches",
+     "A shard: its caches, one array element per cache."),
+    ("/kvss/lcores", "app/kvss/telemetry.c", "tel_lcores",
+     "The process's lcores, one array element per lcore."),
+    ("/kvss/prompt", "app/kvss/telemetry.c", "tel_prompt",
+     "A shard: `/kvss/prompt,CACHE,PROMPT_ID`, that prompt's range."),
+    ("/swdriver/stats", "app/kvss/drv_report.c", "tel_drv_stats",
+     "The driver, from a snapshot the control lcore takes every 100 ms."),
+    ("/swdriver/orgs", "app/kvss/drv_report.c", "tel_drv_orgs",
+     "The driver, one dictionary per organization (by name when the configuration names it)."),
+    ("/swdriver/shards", "app/kvss/drv_report.c", "tel_drv_shards",
+     "The driver, one dictionary per shard, keyed `model<M>_shard<S>`."),
+]
+
+
+def xmacro(path, name):
+    """[(key, comment)] of #define NAME(X) X(key) /* comment */ ..."""
+    text = (ROOT / path).read_text()
+    m = re.search(r"#define " + name + r"\(X\)(.*?)(?<!\\)\n(?![\t ]*X\()", text, re.S)
+    if m is None:
+        sys.exit(f"telemetry-doc: no {name} in {path}")
+    body = m.group(1)
+    out = []
+    for line in body.split("\n"):
+        comment = re.search(r"/\*\s*(.*?)\s*\*/", line)
+        keys = re.findall(r"\bX\((\w+)(?:,\s*(\"?[\w]+\"?))?\)", line)
+        for i, (k, second) in enumerate(keys):
+            key = second.strip('"') if second.startswith('"') else k
+            out.append((key, comment.group(1) if comment and i == len(keys) - 1 else ""))
+    return out
+
+
+def handler(path, fn):
+    text = (ROOT / path).read_text()
+    m = re.search(r"^" + fn + r"\(.*?^}", text, re.S | re.M)
+    if m is None:
+        sys.exit(f"telemetry-doc: no {fn} in {path}")
+    return m.group(0)
+
+
+def keys_of(path, fn):
+    """[(key, description)] of one handler, in the order it adds them."""
+    body = handler(path, fn)
+    out = []
+    for line in body.split("\n"):
+        if "KVSS_STATS(" in line:
+            out += [(k, c) for k, c in xmacro("app/kvss/kvss.h", "KVSS_STATS")]
+        elif "KVSS_DRV_STATS(" in line:
+            out += [(k, c) for k, c in xmacro("app/kvss/driver.h", "KVSS_DRV_STATS")]
+        elif "SHARD_SNAP_FIELDS(" in line:
+            out += [(k, "") for k, _ in xmacro("app/kvss/drv_report.c", "SHARD_SNAP_FIELDS")]
+        elif '"drop_%s"' in line:
+            out += [("drop_" + k, "frames dropped: " + (c or k.replace("_", " ")))
+                    for k, c in xmacro("lib/proto/proto.h", "PROTO_REASONS")]
+        elif '"error_%s"' in line:
+            what = "ERROR records sent" if "telemetry.c" in path else "ERROR records received"
+            out += [("error_" + k, what + ", code " + k) for k, _ in
+                    xmacro("lib/proto/proto.h", "PROTO_ERRS")]
+        else:
+            for k in re.findall(r'(?:add_dict_\w+|add_u64_array)\(\w+,\s*"(\w+)"', line):
+                if k not in LITERAL:
+                    sys.exit(f"telemetry-doc: key {k} of {fn} has no description in LITERAL")
+                out.append((k, LITERAL[k]))
+    return out
+
+
+SNAP_DESC = {
+    "model": "its model", "shard_id": "its id", "port": "the port it is reached through",
+    "up": "1: it answered our HELLO", "epoch": "its epoch",
+    "seq_sent": "control messages sent", "seq_acked": "the highest acknowledged",
+    "backlog": "messages waiting for the window", "retransmits": "messages sent again",
+    "rtt_samples": "round trips measured", "stale_acks": "ACKs of nothing new",
+    "bogus_acks": "ACKs past what was sent", "srtt_us": "smoothed round trip",
+    "timeout_us": "retransmission timeout", "evict_sent": "highest batch whose EVICT went out",
+    "evict_acked": "highest batch whose EVICT ran", "batches_complete": "by its last STATUS",
+    "stored_tokens": "tokens it holds, by its last STATUS",
+    "model_refills_timed": "refills its model's estimate learned from",
+    "model_estimate_latency_us": "its model's refill estimate in use: latency",
+    "model_estimate_mbps": "... and bandwidth (0: no bandwidth term)",
+}
+
+
+def document():
+    lines = [
+        "# Telemetry keys",
+        "",
+        "Generated by `scripts/telemetry-doc.py` from the X-macros and handlers that",
+        "declare them (`make check` fails when this page and the code differ).",
+        "Query a running kvss with DPDK's client: `echo /kvss/stats | dpdk-telemetry.py",
+        "-f PREFIX` (PREFIX: its `--file-prefix`).",
+    ]
+    for ep, path, fn, what in ENDPOINTS:
+        lines += ["", f"## {ep}", "", what, "", "| key | meaning |", "|---|---|"]
+        for k, c in keys_of(path, fn):
+            if ep == "/swdriver/shards" and not c:
+                c = SNAP_DESC.get(k, "")
+            if not c:
+                sys.exit(f"telemetry-doc: {ep} key {k} has no description (a comment beside "
+                         f"its X-macro entry)")
+            lines.append(f"| `{k}` | {c} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "--check":
+        want = document()
+        have = Path(argv[2]).read_text() if Path(argv[2]).exists() else ""
+        if have != want:
+            print(f"telemetry-doc: {argv[2]} differs from the code; run "
+                  f"scripts/telemetry-doc.py > {argv[2]}", file=sys.stderr)
+            return 1
+        return 0
+    if len(argv) == 3 and argv[1] == "--keys":
+        for ep, path, fn, _ in ENDPOINTS:
+            if ep == argv[2]:
+                print("\n".join(k for k, _ in keys_of(path, fn)))
+                return 0
+        print(f"telemetry-doc: no endpoint {argv[2]}", file=sys.stderr)
+        return 2
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    sys.stdout.write(document())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
