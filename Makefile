@@ -36,7 +36,7 @@ CFLAGS_DPDK := $(BASE_CFLAGS) $(DPDK_CFLAGS) -Wno-missing-prototypes $(EXTRA_CFL
 
 # ---- libraries -------------------------------------------------------------
 
-PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_ref.c lib/proto/proto_stream.c
+PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_build.c lib/proto/proto_ref.c lib/proto/proto_stream.c
 PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
 
 LIBPROTO := $(BUILD)/lib/libproto.a
@@ -291,7 +291,7 @@ FUZZ_PROTO := $(BUILD)/fuzz/fuzz_proto
 FUZZ_CORPUS := $(BUILD)/fuzz/corpus_proto
 FUZZ_SEEDS := $(BUILD)/fuzz/seeds_proto.stamp
 
-$(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h
+$(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h lib/proto/proto_priv.h
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_FLAGS) -o $@ test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) -lxxhash
 
