@@ -380,3 +380,55 @@ Test(emulator, learned_estimates_follow_the_refills)
 	cr_assert_gt(lat1, lat0, "learned latency %lu ns, configured %lu", (unsigned long)lat1,
 		     (unsigned long)lat0);
 }
+
+/* The sink alone: records by type into one message per shard, DELETEs where the library says. */
+Test(emulator, the_sink_packs_records_per_shard_and_sends_a_delete_only_where_told)
+{
+	struct prefixcache_sink ops;
+	struct proto_reserve rv = {.prompt_id = 5, .start_token_idx = 0, .num_tokens = 64};
+	struct proto_delete d = {.prompt_id = 5, .evict_count = 0, .start_token_idx = 16,
+				 .end_token_idx = 31};
+	struct proto_evict_entry e[2] = {{5, 0, 0}, {5, 1, 0}};
+	static struct proto_msg m;
+	struct drv_ctl_msg *x;
+	uint16_t k;
+
+	rig_up(1, 1u << 20, false);
+	drv_sink_ops(&R.sink, &ops);
+	ops.reserve(ops.arg, 0, &rv);
+	ops.reserve(ops.arg, 0, &rv);
+	ops.del(ops.arg, 0, (struct prefixcache_shards){.only = 1, .except = -1}, &d);
+	ops.evict(ops.arg, 0, 1, 1, 2, e);
+	for (k = 0; k < NSH; k++) {
+		x = drv_ctlq_pop(&R.sh[k].q);
+		cr_assert_not_null(x);
+		cr_assert_eq(proto_parse_payload(x->p, x->len, PROTO_PORT_CTRL_DEFAULT,
+						 &proto_ports_default, &m),
+			     PROTO_OK);
+		cr_assert_eq(m.hdr.type, PROTO_T_RESERVE);
+		cr_assert_eq(m.hdr.count, 2, "both RESERVEs in one message");
+		cr_assert_eq(m.hdr.shard_id, k);
+		free(x);
+		if (k == 1) {
+			x = drv_ctlq_pop(&R.sh[k].q);
+			cr_assert_not_null(x, "shard 1 gets the DELETE");
+			cr_assert_eq(proto_parse_payload(x->p, x->len, PROTO_PORT_CTRL_DEFAULT,
+							 &proto_ports_default, &m),
+				     PROTO_OK);
+			cr_assert_eq(m.hdr.type, PROTO_T_DELETE);
+			free(x);
+		}
+		x = drv_ctlq_pop(&R.sh[k].q);
+		cr_assert_not_null(x, "the EVICT, a message of its own, after what was open");
+		cr_assert_eq(x->batch_no, 1);
+		cr_assert_eq(proto_parse_payload(x->p, x->len, PROTO_PORT_CTRL_DEFAULT,
+						 &proto_ports_default, &m),
+			     PROTO_OK);
+		cr_assert_eq(m.hdr.type, PROTO_T_EVICT);
+		cr_assert_eq(m.u.evict.g, 2);
+		free(x);
+		cr_assert_null(drv_ctlq_pop(&R.sh[k].q), "nothing else for shard %u", k);
+	}
+	cr_assert_eq(R.st.deletes, 1, "one DELETE record, to one shard");
+	cr_assert_eq(emu_jobs_pending(R.emu, 8), 1, "the batch's bytes wait to be sent");
+}
