@@ -26,7 +26,8 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # Every library's header is on the path; an app's own headers are not: an
 # app includes its own ("kvss.h" beside it) and the libraries', never
 # another app's. Tests and benchmarks reach into the apps they test.
-LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer
+LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
+	-Ilib/fileio
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -54,6 +55,9 @@ LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
 CONFIG_SRC := lib/config/config.c lib/config/cluster.c
 LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 
+# Files from outside, opened without blocking and read with bounds.
+FILEIO_SRC := lib/fileio/fileio.c
+
 # Requests: the trace reader and the built-in generator (kvss, kvss-trace).
 WORKLOAD_SRC := lib/workload/workload.c
 LIBWORKLOAD := $(BUILD)/lib/libworkload.a
@@ -79,12 +83,13 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
+	$(FILEIO_SRC) \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/oracle.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
-	test/test_oracle.c test/test_linfit.c test/test_emulator.c $(KVSS_PURE_SRC)
+	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
@@ -113,12 +118,13 @@ $(LIBPREFIXCACHE): $(call obj,$(PREFIXCACHE_SRC))
 	rm -f $@
 	ar rcs $@ $^
 
-$(LIBCONFIG): $(call obj,$(CONFIG_SRC))
+# Both archives carry fileio.o: a program linked with both takes it once.
+$(LIBCONFIG): $(call obj,$(CONFIG_SRC) $(FILEIO_SRC))
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
 
-$(LIBWORKLOAD): $(call obj,$(WORKLOAD_SRC))
+$(LIBWORKLOAD): $(call obj,$(WORKLOAD_SRC) $(FILEIO_SRC))
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
@@ -159,7 +165,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill \
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
-	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link
+	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -241,6 +247,10 @@ $(BUILD)/test/test_emulator: $(call obj,test/test_emulator.c $(KVSS_PURE_SRC)) $
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
+$(BUILD)/test/test_workload: $(call obj,test/test_workload.c) $(LIBWORKLOAD) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
 $(BUILD)/test/test_linfit: $(call obj,test/test_linfit.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
@@ -298,7 +308,7 @@ $(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h lib/pr
 # The files kvss reads from outside: configurations and traces.
 FUZZ_FILES := $(BUILD)/fuzz/fuzz_files
 FUZZ_FILES_CORPUS := $(BUILD)/fuzz/corpus_files
-FUZZ_FILES_SRC := test/fuzz/fuzz_files.c $(CONFIG_SRC) $(WORKLOAD_SRC) app/plan/plan.c \
+FUZZ_FILES_SRC := test/fuzz/fuzz_files.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(FILEIO_SRC) app/plan/plan.c \
 	$(PREFIXCACHE_SRC) $(KVSTORE_SRC) $(PROTO_PURE_SRC)
 
 $(FUZZ_FILES): $(FUZZ_FILES_SRC) lib/config/config.h lib/config/cluster.h lib/workload/workload.h \

@@ -183,6 +183,11 @@ badopt --limit 0
 check "--limit 0 exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--limit: '0'\" '$tmp/optlog'"
 badopt --lose-data 3x
 check "--lose-data 3x exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--lose-data: '3x'\" '$tmp/optlog'"
+# A trace that never ends is refused before it is read (it grew memory
+# until the kernel killed the process), and the runtime directory goes.
+badopt --trace /dev/zero
+check "--trace /dev/zero stops at once, naming it" sh -c "[ $? -ne 0 ] && grep -q \
+	'wafer.trace: /dev/zero: not a regular file (a character device)' '$tmp/optlog'"
 
 # Only this test's own processes: another kvss on the machine is not ours.
 check "no process of this test is left" test -z "$(pgrep -f "file-prefix ${prefix}")"

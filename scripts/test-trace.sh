@@ -143,4 +143,12 @@ if [ -f "$MC" ]; then
 else
 	echo "  (../shared/traces absent: the Mooncake replay is skipped)"
 fi
+# Files that are not traces: refused before anything is read, exit 2.
+timeout 20 "$BUILD/kvss-trace" --trace /dev/zero --capacity 1e6 >"$tmp/zero" 2>&1
+check "--trace /dev/zero: exit 2, refused as a device" sh -c \
+	"[ $? -eq 2 ] && grep -q 'not a regular file (a character device)' '$tmp/zero'"
+mkfifo "$tmp/fifo"
+timeout 20 "$BUILD/kvss-trace" --trace "$tmp/fifo" --capacity 1e6 >"$tmp/fifo.out" 2>&1
+check "--trace FIFO: exit 2 at once, refused as a FIFO" sh -c \
+	"[ $? -eq 2 ] && grep -q 'not a regular file (a FIFO)' '$tmp/fifo.out'"
 check_summary "kvss-trace"

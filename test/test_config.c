@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -179,5 +180,24 @@ Test(config, a_missing_file_is_named)
 Test(config, a_directory_is_refused_by_name)
 {
 	cr_assert_eq(kvss_config_load("/tmp", &cfg, err, sizeof(err)), -1);
-	cr_assert_str_eq(err, "/tmp: not a regular file");
+	cr_assert_str_eq(err, "/tmp: not a regular file (a directory)");
+}
+
+Test(config, a_device_is_refused_before_it_is_read)
+{
+	cr_assert_eq(kvss_config_load("/dev/zero", &cfg, err, sizeof(err)), -1);
+	cr_assert_str_eq(err, "/dev/zero: not a regular file (a character device)");
+}
+
+/* Opened the usual way, a FIFO with no writer blocks until the timeout. */
+Test(config, a_fifo_with_no_writer_is_refused_at_once, .timeout = 20)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/kvss_test_fifo_%d", (int)getpid());
+	unlink(path);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), -1);
+	unlink(path);
+	cr_assert(strstr(err, "not a regular file (a FIFO)") != NULL, "%s", err);
 }

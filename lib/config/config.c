@@ -5,6 +5,7 @@
  * the program can stop before any port starts.
  */
 #include "config.h"
+#include "fileio.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -534,21 +535,15 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 int
 kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
 {
-	struct stat st;
 	char line[4096];
 	unsigned int n = 0;
-	int at_start = 1;
+	int at_start = 1, rc;
 	FILE *f;
 
-	if (stat(path, &st) != 0 || (f = fopen(path, "r")) == NULL) {
-		snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+	/* Not blocking on a FIFO, and only a regular file (fileio.h). */
+	f = fileio_open(path, err, errlen);
+	if (f == NULL)
 		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		fclose(f);
-		snprintf(err, errlen, "%s: not a regular file", path);
-		return -1;
-	}
 	while (fgets(line, sizeof(line), f) != NULL) {
 		const char *p = line;
 		size_t len = strlen(line);
@@ -565,13 +560,12 @@ kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
 		}
 		at_start = len > 0 && line[len - 1] == '\n';
 	}
+	/* The same open file, read again: never another file by the same name. */
+	rewind(f);
+	rc = config_read(lc, f);
 	fclose(f);
-	if (config_read_file(lc, path) != CONFIG_TRUE) {
-		if (config_error_type(lc) == CONFIG_ERR_FILE_IO)
-			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-		else
-			snprintf(err, errlen, "%s:%d: %s", path, config_error_line(lc),
-				 config_error_text(lc));
+	if (rc != CONFIG_TRUE) {
+		snprintf(err, errlen, "%s:%d: %s", path, config_error_line(lc), config_error_text(lc));
 		return -1;
 	}
 	return 0;

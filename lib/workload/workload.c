@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "fileio.h"
 #include "proto.h"
 
 /* ---- A small JSON scanner for flat objects ------------------------------------ */
@@ -136,26 +137,44 @@ int
 workload_load(const char *path, uint32_t block, size_t limit, struct workload *t, char *err,
 	      size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	return workload_load_bounded(path, block, limit, WL_MAX_LINE, WL_MAX_REQUESTS, t, err, errlen);
+}
+
+int
+workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max_line,
+		      size_t max_requests, struct workload *t, char *err, size_t errlen)
+{
+	FILE *f = fileio_open(path, err, errlen);
 	char *line = NULL;
 	size_t lcap = 0;
 	ssize_t len;
 	unsigned long lineno = 0;
 	uint64_t default_iso = proto_ref_isolation_id("default", 7);
 
-	if (f == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (f == NULL)
 		return -1;
-	}
-	while ((limit == 0 || t->n < limit) && (len = getline(&line, &lcap, f)) >= 0) {
+	while ((limit == 0 || t->n < limit) && (len = fileio_getline(&line, &lcap, max_line, f)) != -1) {
 		struct wl_req q = {0};
 		uint64_t *ids = NULL, v;
 		size_t nids = 0, i;
 		char org[256];
 
 		lineno++;
+		if (len == -2) {
+			if (errno == EFBIG)
+				snprintf(err, errlen, "%s:%lu: a line longer than %zu bytes", path, lineno,
+					 max_line);
+			else
+				snprintf(err, errlen, "%s:%lu: out of memory", path, lineno);
+			goto bad;
+		}
 		if (len <= 1 || skip_ws(line)[0] == '\0')
 			continue;
+		if (t->n == max_requests) {
+			snprintf(err, errlen, "%s:%lu: more than %zu requests (--limit reads fewer)", path,
+				 lineno, max_requests);
+			goto bad;
+		}
 		if (json_u64(line, "timestamp", &q.ts_ms) != 0)
 			q.ts_ms = lineno;
 		if (json_u64(line, "output_length", &v) == 0) {

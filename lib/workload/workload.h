@@ -33,6 +33,12 @@ struct wl_req {
  * bad line can make the reader allocate. 16M: far above any model's context. */
 #define WL_MAX_TOKENS (1u << 24)
 
+/* A trace line's bytes at most (a line of WL_MAX_TOKENS ids fits), and the
+ * most requests a trace may hold: what a file with no newline, or with no
+ * end, can make the reader take before it stops with an error. */
+#define WL_MAX_LINE (256u << 20)
+#define WL_MAX_REQUESTS (1u << 24)
+
 struct workload {
 	struct wl_req *r;
 	size_t n, cap;
@@ -46,6 +52,14 @@ struct workload {
  */
 int workload_load(const char *path, uint32_t block, size_t limit, struct workload *w, char *err,
 		  size_t errlen);
+
+/**
+ * workload_load() with other bounds than WL_MAX_LINE and WL_MAX_REQUESTS
+ * (tests use small ones). Only a regular file is read (fileio.h): a FIFO,
+ * a device or a directory is refused before anything is read.
+ */
+int workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max_line,
+			  size_t max_requests, struct workload *w, char *err, size_t errlen);
 
 /**
  * The built-in workload: @p n requests from 8 organizations, each with 2
