@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -21,7 +21,7 @@ check "the shard exits 0" test $? -eq 0
 check "it reports its memory as base + per-token x tokens" \
 	grep -q "shard memory .* = base .* + 64 bytes/token x 4096 tokens" "$tmp/log"
 stats=$(grep "final stats" "$tmp/log")
-for want in rx_frames=15 hello=2 stale_epoch=2 drop_truncated=2 drop_bad_magic=1 \
+for want in rx_frames=15 hello=2 stale_epoch=1 not_mine_mac=1 drop_truncated=2 drop_bad_magic=1 \
 	drop_bad_version=1 drop_bad_type=1 drop_bad_body_len=1 drop_bad_count=1 drop_ip_fragment=1 \
 	drop_bad_ip_checksum=1 drop_bad_udp_len=1 drop_not_kvss=1; do
 	check "stats: $want" grep -q " $want\b" <<<"$stats"
@@ -32,6 +32,38 @@ check "the first answer is a STATUS with the HELLO's epoch" \
 check "the new driver's HELLO is answered with its epoch" \
 	grep -q '"type": "STATUS".*"driver_epoch": 1432778632' "$tmp/out.json"
 check "STATUS lists the cache" grep -q '"caches": \[{"cache_id": 0, "num_buffers": 2, "bytes_per_token": 64, "capacity_tokens": 4096' "$tmp/out.json"
+
+# Frames not for this shard (another model, shard, IPv4 address, MAC;
+# PROTOCOL.md section 1) among a real stream: each a DELETE of the stored
+# prompt with the next seq. None is obeyed: the real REFILL with that seq
+# finds the prompt whole. Then with shard.drivers listing the driver, a
+# DELETE from another address is refused too.
+for run in strangers strangers_src; do
+	cfg=config/ci-pcap-shard.cfg
+	if [ $run = strangers_src ]; then
+		sed 's/^  batch_timeout_ms = 50;/  drivers = ["10.99.0.1"];\n&/' config/ci-pcap-shard.cfg >"$tmp/drivers.cfg"
+		cfg=$tmp/drivers.cfg
+	fi
+	"$BUILD/tools/gen_frames" pcap "$tmp/$run.pcap" $run
+	timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_st" \
+		--vdev "net_pcap0,rx_pcap=$tmp/$run.pcap,tx_pcap=$tmp/${run}_out.pcap" \
+		-- --config "$cfg" --exit-when-idle 300 >"$tmp/$run.log" 2>&1
+	check "$run: exits 0" test $? -eq 0
+	ststats=$(grep "final stats" "$tmp/$run.log")
+	for want in not_mine_model=1 not_mine_shard=1 not_mine_ip=1 not_mine_mac=1 deletes=0 duplicates=0; do
+		check "$run: stats: $want" grep -q " $want\b" <<<"$ststats"
+	done
+	"$BUILD/kvss-dump" --json "$tmp/${run}_out.pcap" >"$tmp/${run}_out.json"
+	check "$run: the real REFILL with seq 2 finds the prompt whole" \
+		grep -q '"type": "REFILL_DONE".*"refill_id": 77, "tokens": 4, "status": 0' "$tmp/${run}_out.json"
+	rm -rf "/var/run/dpdk/${prefix}_st"
+done
+check "strangers_src: a DELETE from an address shard.drivers does not list is refused" \
+	grep -q " not_a_driver=1\b" "$tmp/strangers_src.log"
+check "strangers_src: it says whose control it takes" \
+	grep -q "control taken from 10.99.0.1;" "$tmp/strangers_src.log"
+check "strangers: without shard.drivers, it says it takes any driver's" \
+	grep -q "control taken from any driver" "$tmp/strangers.log"
 
 # A whole control stream (test/shard_scenario.c): RESERVE, EVICT batches with
 # data out of order and early, a retransmission, an early seq, a HOLE, a

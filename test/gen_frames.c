@@ -173,6 +173,85 @@ shard_set(void)
 	emit(f, n, n);
 }
 
+/*
+ * Frames not for the CI shard among a real stream (PROTOCOL.md section 1):
+ * prompt 5 is stored (EVICT seq 1 and its data), then DELETEs of it with
+ * seq 2 to another model, shard, IPv4 address and MAC (and, with @p src, one
+ * from an address that is not the driver's), then the real REFILL of it
+ * with seq 2. A shard that obeys any stray deletes the prompt and takes
+ * seq 2, so the REFILL is dropped as a duplicate or finds nothing.
+ */
+static void
+strangers_set(bool src)
+{
+	static const uint8_t drv[6] = {2, 0, 0, 0, 0, 1}, shd[6] = {2, 0, 0, 0, 1, 0};
+	static const uint8_t other[6] = {2, 0, 0, 0, 1, 9};
+	const uint32_t E = 0x5eed0001;
+	uint8_t f[PROTO_FRAME_MAX], pay[512];
+	struct proto_builder b;
+	struct proto_addr a = {.src_ip = 0x0a630001, .dst_ip = 0x0a63000a,
+			       .src_port = PROTO_PORT_CTRL_DEFAULT, .dst_port = PROTO_PORT_CTRL_DEFAULT};
+	struct proto_hdr h = {.type = PROTO_T_HELLO, .shard_id = 0, .epoch = E};
+	struct proto_evict_hdr eh = {1, 1, 4};
+	struct proto_data_hdr dh = {1, 0, 0, 4 * 64};
+	struct proto_refill_req rq = {.refill_id = 77, .evict_count = 1, .cache_id = 0};
+	struct proto_refill_chunk ch = {5, 0, 4};
+	struct proto_delete d = {.prompt_id = 5, .evict_count = 1, .end_token_idx = 3};
+	uint32_t n, t, k;
+
+	memcpy(a.src_mac, drv, 6);
+	memcpy(a.dst_mac, shd, 6);
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
+	emit(f, n, n);
+	h.type = PROTO_T_EVICT;
+	h.seq = 1;
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	proto_build_evict_hdr(&b, &eh);
+	for (t = 0; t < 4; t++) {
+		struct proto_evict_entry e = {5, t, 1};
+
+		proto_build_evict_entry(&b, &e);
+	}
+	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
+	emit(f, n, n);
+	h.type = PROTO_T_EVICT_DATA;
+	h.seq = 0;
+	a.dst_port = PROTO_PORT_EVICT_DEFAULT;
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	proto_build_data_hdr(&b, &dh);
+	memset(pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 0xa5, 4 * 64);
+	proto_build_bytes(&b, pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 4 * 64);
+	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
+	emit(f, n, n);
+	a.dst_port = PROTO_PORT_CTRL_DEFAULT;
+	for (k = 0; k < (src ? 5u : 4u); k++) {
+		struct proto_addr x = a;
+
+		h = (struct proto_hdr){.type = PROTO_T_DELETE, .shard_id = 0, .epoch = E, .seq = 2};
+		if (k == 0)
+			h.model_id = 1;
+		else if (k == 1)
+			h.shard_id = 5;
+		else if (k == 2)
+			x.dst_ip = 0x0a630063;
+		else if (k == 3)
+			memcpy(x.dst_mac, other, 6);
+		else
+			x.src_ip = 0x0a63004d; /* 10.99.0.77: not the driver */
+		proto_build_begin(&b, pay, sizeof(pay), &h);
+		proto_build_delete(&b, &d);
+		n = proto_build_frame(f, sizeof(f), &x, pay, proto_build_end(&b));
+		emit(f, n, n);
+	}
+	h = (struct proto_hdr){.type = PROTO_T_REFILL, .shard_id = PROTO_SHARD_ALL, .epoch = E, .seq = 2};
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	proto_build_refill_req(&b, &rq);
+	proto_build_refill_chunk(&b, &ch);
+	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
+	emit(f, n, n);
+}
+
 static int
 pcap_out(const char *file, const char *what)
 {
@@ -191,6 +270,8 @@ pcap_out(const char *file, const char *what)
 		bad();
 	} else if (strcmp(what, "shard") == 0) {
 		shard_set();
+	} else if (strcmp(what, "strangers") == 0 || strcmp(what, "strangers_src") == 0) {
+		strangers_set(strcmp(what, "strangers_src") == 0);
 	} else if (strcmp(what, "all") == 0) {
 		for (i = 0; i < frames_count(); i++) {
 			uint32_t n = frames_frame(i, i == 2, frame, sizeof(frame));
@@ -212,6 +293,6 @@ main(int argc, char **argv)
 		return corpus(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "pcap") == 0)
 		return pcap_out(argv[2], argv[3]);
-	fprintf(stderr, "usage: gen_frames corpus DIR | pcap FILE golden|bad|all|shard\n");
+	fprintf(stderr, "usage: gen_frames corpus DIR | pcap FILE golden|bad|all|shard|strangers|strangers_src\n");
 	return 2;
 }

@@ -94,6 +94,14 @@ static struct bad bads[] = {
 	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n caches = (\n"
 	 "  { id = 0; bytes_per_token = 64; capacity_tokens = -5; } ); };\n",
 	 "shard.caches.[0].capacity_tokens: -5 is out of range"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n drivers = [\"10.0.0.3\", \"host\"];\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } ); };\n",
+	 "shard.drivers: element 1: want an IPv4 address in quotes"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n drivers = \"10.0.0.3\";\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } ); };\n",
+	 "shard.drivers: want an array of 1..16 IPv4 addresses"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " policy = \"fifo\"; models = (); };\n", ":3: driver.policy: 'fifo' is not one of lru, lfu"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
@@ -200,4 +208,14 @@ Test(config, a_fifo_with_no_writer_is_refused_at_once, .timeout = 20)
 	cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), -1);
 	unlink(path);
 	cr_assert(strstr(err, "not a regular file (a FIFO)") != NULL, "%s", err);
+}
+
+Test(config, shard_drivers_lists_the_addresses_control_is_taken_from)
+{
+	cr_assert_eq(kvss_config_load("config/bare-metal-shard.cfg", &cfg, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(cfg.shard.num_drivers, 1);
+	cr_assert_eq(cfg.shard.driver_ip[0], 0x0a140001);
+	cr_assert_eq(kvss_config_load("config/ci-pcap-shard.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.shard.num_drivers, 0, "none listed: any driver");
 }

@@ -33,6 +33,11 @@
 	X(stale_epoch)  /* control frames of another driver epoch */                               \
 	X(dropped_restart) /* DELETE, REFILL, held data of a restarted driver */                   \
 	X(not_handled)  /* valid messages not for a shard */                                       \
+	X(not_mine_mac) /* frames to another MAC (not broadcast): dropped */                       \
+	X(not_mine_ip)  /* frames to another IPv4 address: dropped */                              \
+	X(not_mine_model) /* frames of another model: dropped */                                   \
+	X(not_mine_shard) /* frames to another shard (not 0xFFFF): dropped */                      \
+	X(not_a_driver) /* control from an address shard.drivers does not list */                  \
 	X(acks)         /* ACKs sent */                                                            \
 	X(duplicates)   /* control seq already accepted */                                         \
 	X(early)        /* control seq ahead: held */                                              \

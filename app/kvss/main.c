@@ -75,6 +75,25 @@ ring_ports(void)
 	return 0;
 }
 
+/* Whose control the shard takes (shard.drivers), said at start. */
+static void
+say_drivers(void)
+{
+	const struct kvss_config *c = &kvss.cfg;
+	uint16_t i;
+
+	printf("kvss: shard %u of model %u at %u.%u.%u.%u: control taken from ", c->shard.id,
+	       c->shard.model, c->shard.addr.ipv4 >> 24, (c->shard.addr.ipv4 >> 16) & 0xff,
+	       (c->shard.addr.ipv4 >> 8) & 0xff, c->shard.addr.ipv4 & 0xff);
+	if (c->shard.num_drivers == 0)
+		printf("any driver (shard.drivers lists none)");
+	for (i = 0; i < c->shard.num_drivers; i++)
+		printf("%s%u.%u.%u.%u", i ? ", " : "", c->shard.driver_ip[i] >> 24,
+		       (c->shard.driver_ip[i] >> 16) & 0xff, (c->shard.driver_ip[i] >> 8) & 0xff,
+		       c->shard.driver_ip[i] & 0xff);
+	printf("; frames to another address, model or shard are dropped\n");
+}
+
 static void
 usage(FILE *f, const char *prog)
 {
@@ -196,6 +215,7 @@ store_init(void)
 	/* The memory-scheduling design's form: base + per-token x tokens. */
 	printf("kvss: shard memory %zu bytes = base %" PRIu64 " + %zu bytes/token x %" PRIu64
 	       " tokens\n", sz, (uint64_t)(sz - kv), per_token, tokens);
+	say_drivers();
 	return 0;
 }
 

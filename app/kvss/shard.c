@@ -22,6 +22,8 @@
  * refill lcore hands them over.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -108,6 +110,43 @@ reset_stream(void)
 	shard.next_seq = 1;
 	shard.queued_batch = 0;
 	shard.ack_sent = 0;
+}
+
+/*
+ * Is the frame this shard's (PROTOCOL.md section 1, "Addressed to it")?
+ * Checked before it touches any state or sequence number: another shard's
+ * DELETE must not delete here, nor take the next seq. Counted by reason.
+ */
+static bool
+for_me(struct kvss_lcore_stats *st, const struct proto_msg *msg)
+{
+	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	const struct kvss_endpoint *me = &kvss.cfg.shard.addr;
+	uint16_t i;
+
+	if (memcmp(msg->addr.dst_mac, me->mac, 6) != 0 && memcmp(msg->addr.dst_mac, bcast, 6) != 0) {
+		st->not_mine_mac++;
+		return false;
+	}
+	if (msg->addr.dst_ip != me->ipv4) {
+		st->not_mine_ip++;
+		return false;
+	}
+	if (msg->hdr.model_id != kvss.cfg.shard.model) {
+		st->not_mine_model++;
+		return false;
+	}
+	if (msg->hdr.shard_id != kvss.cfg.shard.id && msg->hdr.shard_id != PROTO_SHARD_ALL) {
+		st->not_mine_shard++;
+		return false;
+	}
+	if (kvss.cfg.shard.num_drivers == 0 || !proto_type_is_control(msg->hdr.type))
+		return true;
+	for (i = 0; i < kvss.cfg.shard.num_drivers; i++)
+		if (msg->addr.src_ip == kvss.cfg.shard.driver_ip[i])
+			return true;
+	st->not_a_driver++;
+	return false;
 }
 
 /* Queue an accepted message (the mbuf now belongs to the queue), with its record. */
@@ -251,6 +290,8 @@ kvss_shard_ingest(void *arg)
 			st->rx_bytes += rte_pktmbuf_pkt_len(m);
 			if (r != PROTO_OK) {
 				st->drops[r]++;
+			} else if (!for_me(st, &shard.msg)) {
+				/* counted by reason */
 			} else if (shard.msg.hdr.type == PROTO_T_EVICT_DATA) {
 				struct shard_rec rec;
 				int rc;

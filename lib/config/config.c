@@ -287,6 +287,30 @@ get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned 
 
 /* ---- Sections ---------------------------------------------------------------- */
 
+/* shard.drivers = ["10.99.0.1", ...]: the only senders of control it takes. */
+static int
+get_drivers(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
+{
+	const config_setting_t *d = config_setting_get_member(sh, "drivers");
+	int i, n;
+
+	cfg->shard.num_drivers = 0;
+	if (d == NULL)
+		return 0;
+	if (!config_setting_is_array(d) || (n = config_setting_length(d)) < 1 ||
+	    n > KVSS_MAX_DRIVERS)
+		return fail(c, sh, "drivers", "want an array of 1..%d IPv4 addresses in quotes",
+			    KVSS_MAX_DRIVERS);
+	for (i = 0; i < n; i++) {
+		const char *v = config_setting_get_string_elem(d, (unsigned int)i);
+
+		if (v == NULL || kvss_parse_ipv4(v, &cfg->shard.driver_ip[i]) != 0)
+			return fail(c, sh, "drivers", "element %d: want an IPv4 address in quotes", i);
+	}
+	cfg->shard.num_drivers = (uint16_t)n;
+	return 0;
+}
+
 static int
 load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 {
@@ -305,6 +329,8 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 	GET_INT(c, sh, "batch_timeout_ms", 1, 60000, 50, false, cfg->shard.batch_timeout_ms);
 	GET_INT(c, sh, "space_timeout_ms", 1, 600000, 1000, false, cfg->shard.space_timeout_ms);
 	GET_INT(c, sh, "status_interval_ms", 1, 60000, 100, false, cfg->shard.status_interval_ms);
+	if (get_drivers(c, sh, cfg) != 0)
+		return -1;
 	GET_INT(c, sh, "max_prompts", 0, 1 << 28, 0, false, kp->max_prompts);
 	GET_INT(c, sh, "spare_tokens", 0, 1 << 28, 0, false, kp->spare_tokens);
 	caches = config_setting_get_member(sh, "caches");

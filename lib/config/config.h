@@ -20,6 +20,7 @@
 #define KVSS_MAX_LCORES 8
 #define KVSS_MAX_SHARDS 8
 #define KVSS_MAX_ORGS 64
+#define KVSS_MAX_DRIVERS 16
 #define KVSS_PATH_MAX 512
 
 enum kvss_role {
@@ -107,6 +108,10 @@ struct kvss_config {
 		uint32_t batch_timeout_ms;
 		uint32_t space_timeout_ms;
 		uint32_t status_interval_ms;
+		/* shard.drivers: control is taken only from these IPv4 addresses
+		 * (none listed: from any driver). */
+		uint32_t driver_ip[KVSS_MAX_DRIVERS];
+		uint16_t num_drivers;
 	} shard;
 
 	/* Driver role (with the wafer emulator). */
