@@ -65,6 +65,24 @@ check "strangers_src: it says whose control it takes" \
 check "strangers: without shard.drivers, it says it takes any driver's" \
 	grep -q "control taken from any driver" "$tmp/strangers.log"
 
+# Data for batches never announced (1,100 frames far ahead, 1,100 near
+# enough to hold) must not push out the data of the batch that is: batch
+# 1's data comes after them all, before its EVICT; the REFILL finds it whole.
+"$BUILD/tools/gen_frames" pcap "$tmp/junk.pcap" junkdata
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_st" \
+	--vdev "net_pcap0,rx_pcap=$tmp/junk.pcap,tx_pcap=$tmp/junk_out.pcap" \
+	-- --config config/ci-pcap-shard.cfg --exit-when-idle 300 >"$tmp/junk.log" 2>&1
+check "junk data: exits 0" test $? -eq 0
+jstats=$(grep "final stats" "$tmp/junk.log")
+for want in data_unannounced=1100 data_displaced=1 data_hold_full=76 data_expired=1023 \
+	batches_lost=0 lost_tokens=0; do
+	check "junk data: stats: $want" grep -q " $want\b" <<<"$jstats"
+done
+"$BUILD/kvss-dump" --json "$tmp/junk_out.pcap" >"$tmp/junk_out.json"
+check "junk data: the announced batch's data was kept: the REFILL finds it whole" \
+	grep -q '"type": "REFILL_DONE".*"refill_id": 78, "tokens": 4, "status": 0' "$tmp/junk_out.json"
+rm -rf "/var/run/dpdk/${prefix}_st"
+
 # A whole control stream (test/shard_scenario.c): RESERVE, EVICT batches with
 # data out of order and early, a retransmission, an early seq, a HOLE, a
 # DELETE that is no suffix, a batch whose data never completes, REFILLs

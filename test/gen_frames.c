@@ -252,6 +252,65 @@ strangers_set(bool src)
 	emit(f, n, n);
 }
 
+/*
+ * Data that is never announced, against data that is (PROTOCOL.md section
+ * 5, held data): 1,100 EVICT_DATA frames for batch 5000, far past any
+ * EVICT; 1,100 for batch 9, near enough to hold but never announced; then
+ * batch 1's data, its EVICT (seq 1), and a REFILL of it (seq 2).
+ */
+static void
+junkdata_set(void)
+{
+	static const uint8_t drv[6] = {2, 0, 0, 0, 0, 1}, shd[6] = {2, 0, 0, 0, 1, 0};
+	const uint32_t E = 0x5eed0002;
+	uint8_t f[PROTO_FRAME_MAX], pay[512];
+	struct proto_builder b;
+	struct proto_addr a = {.src_ip = 0x0a630001, .dst_ip = 0x0a63000a,
+			       .src_port = PROTO_PORT_CTRL_DEFAULT, .dst_port = PROTO_PORT_CTRL_DEFAULT};
+	struct proto_hdr h = {.type = PROTO_T_HELLO, .epoch = E};
+	struct proto_evict_hdr eh = {1, 1, 4};
+	struct proto_refill_req rq = {.refill_id = 78, .evict_count = 1, .cache_id = 0};
+	struct proto_refill_chunk ch = {5, 0, 4};
+	uint64_t batches[3] = {5000, 9, 1};
+	uint32_t n, t, k, copies;
+
+	memcpy(a.src_mac, drv, 6);
+	memcpy(a.dst_mac, shd, 6);
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
+	emit(f, n, n);
+	a.dst_port = PROTO_PORT_EVICT_DEFAULT;
+	for (k = 0; k < 3; k++)
+		for (copies = 0; copies < (k < 2 ? 1100u : 1u); copies++) {
+			struct proto_data_hdr dh = {batches[k], 0, 0, 4 * 64};
+
+			h = (struct proto_hdr){.type = PROTO_T_EVICT_DATA, .epoch = E};
+			proto_build_begin(&b, pay, sizeof(pay), &h);
+			proto_build_data_hdr(&b, &dh);
+			memset(pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 0x5a, 4 * 64);
+			proto_build_bytes(&b, pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 4 * 64);
+			n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
+			emit(f, n, n);
+		}
+	a.dst_port = PROTO_PORT_CTRL_DEFAULT;
+	h = (struct proto_hdr){.type = PROTO_T_EVICT, .epoch = E, .seq = 1};
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	proto_build_evict_hdr(&b, &eh);
+	for (t = 0; t < 4; t++) {
+		struct proto_evict_entry e = {5, t, 1};
+
+		proto_build_evict_entry(&b, &e);
+	}
+	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
+	emit(f, n, n);
+	h = (struct proto_hdr){.type = PROTO_T_REFILL, .shard_id = PROTO_SHARD_ALL, .epoch = E, .seq = 2};
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	proto_build_refill_req(&b, &rq);
+	proto_build_refill_chunk(&b, &ch);
+	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
+	emit(f, n, n);
+}
+
 static int
 pcap_out(const char *file, const char *what)
 {
@@ -270,6 +329,8 @@ pcap_out(const char *file, const char *what)
 		bad();
 	} else if (strcmp(what, "shard") == 0) {
 		shard_set();
+	} else if (strcmp(what, "junkdata") == 0) {
+		junkdata_set();
 	} else if (strcmp(what, "strangers") == 0 || strcmp(what, "strangers_src") == 0) {
 		strangers_set(strcmp(what, "strangers_src") == 0);
 	} else if (strcmp(what, "all") == 0) {
@@ -293,6 +354,6 @@ main(int argc, char **argv)
 		return corpus(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "pcap") == 0)
 		return pcap_out(argv[2], argv[3]);
-	fprintf(stderr, "usage: gen_frames corpus DIR | pcap FILE golden|bad|all|shard|strangers|strangers_src\n");
+	fprintf(stderr, "usage: gen_frames corpus DIR | pcap FILE golden|bad|all|shard|strangers|strangers_src|junkdata\n");
 	return 2;
 }

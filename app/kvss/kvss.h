@@ -50,6 +50,9 @@
 	X(data_frames)  /* EVICT_DATA frames stored */                                             \
 	X(data_dropped) /* EVICT_DATA frames the store refused (stale or outside its batch) */     \
 	X(data_expired) /* held for an EVICT that never came */                                    \
+	X(data_unannounced) /* data for a batch too far past the last EVICT: dropped */            \
+	X(data_hold_full) /* data to hold, no room a later batch held: dropped */                  \
+	X(data_displaced) /* held data of the batch furthest ahead, given up for a nearer one */   \
 	X(deletes)      /* DELETE records applied */                                               \
 	X(refills)      /* refills sent */                                                         \
 	X(refills_ahead) /* ran before DELETEs that waited for their batches */                    \

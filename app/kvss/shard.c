@@ -298,11 +298,11 @@ kvss_shard_ingest(void *arg)
 
 				shard_rec_of(&rec, &shard.msg);
 				rc = shard_store_data(m, &rec);
-				if (rc == -EAGAIN && shard_hold_data(m, &rec, t0))
+				if (rc == -EAGAIN && shard_hold_data(st, m, &rec, t0))
 					kept = 1;
 				else if (rc == 0)
 					st->data_frames++;
-				else
+				else if (rc != -EAGAIN)
 					st->data_dropped++;
 			} else if (shard.msg.hdr.type == PROTO_T_REFILL_DATA) {
 				st->not_handled++;

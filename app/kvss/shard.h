@@ -27,6 +27,7 @@
 #define SHARD_QMAX 1024	       /* messages in each queue */
 #define SHARD_REFILL_AHEAD 64  /* REFILLs may run before this many messages of the refill queue */
 #define SHARD_EARLY_MAX 1024   /* data frames held before their EVICT */
+#define SHARD_HOLD_AHEAD 16    /* ... of batches at most this far past the last EVICT accepted */
 
 /* What a queued frame's later stages need of it: decoded at receive. */
 struct shard_rec {
@@ -117,8 +118,13 @@ void shard_send_ack(struct kvss_lcore_stats *st);
 
 /** Store EVICT_DATA frame @p m; -EAGAIN when its batch's EVICT has not run. */
 int shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r);
-/** Hold @p m (its EVICT has not run) until @p now + the batch timeout. false: no room. */
-bool shard_hold_data(struct rte_mbuf *m, const struct shard_rec *r, uint64_t now);
+/**
+ * Hold @p m (its EVICT has not run) until @p now + the batch timeout.
+ * false (counted): its batch is too far ahead, or no room is left that a
+ * batch further ahead holds.
+ */
+bool shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct shard_rec *r,
+		     uint64_t now);
 /** Store what was held, now that its EVICT ran; drop what waited too long. */
 void shard_retry_held(struct kvss_lcore_stats *st, uint64_t now);
 /** Drop everything held (a new driver epoch); returns how many. */

@@ -38,11 +38,40 @@ shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r)
 	return rc;
 }
 
+/*
+ * Hold @p m until its EVICT runs. What may be held is bounded so that no
+ * volume of data for batches that are never announced can push out the
+ * data of one that is announced, or about to be (PROTOCOL.md section 5):
+ * data for a batch more than SHARD_HOLD_AHEAD past the last EVICT accepted
+ * is dropped at once; and when the room is full, the held frame of the
+ * batch furthest ahead gives way to one of a nearer batch.
+ */
 bool
-shard_hold_data(struct rte_mbuf *m, const struct shard_rec *r, uint64_t now)
+shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct shard_rec *r,
+		uint64_t now)
 {
-	if (shard.nearly == SHARD_EARLY_MAX)
+	uint64_t b = r->u.data.batch_no;
+	uint32_t i, far = 0;
+
+	if (b > shard.queued_batch + SHARD_HOLD_AHEAD) {
+		st->data_unannounced++;
 		return false;
+	}
+	if (shard.nearly == SHARD_EARLY_MAX) {
+		for (i = 1; i < shard.nearly; i++)
+			if (shard.early_rec[i].u.data.batch_no > shard.early_rec[far].u.data.batch_no)
+				far = i;
+		if (shard.early_rec[far].u.data.batch_no <= b) {
+			st->data_hold_full++;
+			return false;
+		}
+		rte_pktmbuf_free(shard.early[far]);
+		st->data_displaced++;
+		shard.nearly--;
+		shard.early[far] = shard.early[shard.nearly];
+		shard.early_rec[far] = shard.early_rec[shard.nearly];
+		shard.early_t[far] = shard.early_t[shard.nearly];
+	}
 	shard.early[shard.nearly] = m;
 	shard.early_rec[shard.nearly] = *r;
 	shard.early_t[shard.nearly++] = now;
