@@ -18,7 +18,9 @@ Test(config, every_example_in_config_loads)
 					    "config/memif-shard1.cfg", "config/all-in-one.cfg",
 					    "config/record-driver.cfg", "config/all-in-one-hybrid.cfg",
 					    "config/memif-two-models.cfg",
-					    "config/memif-shard-draft.cfg"};
+					    "config/memif-shard-draft.cfg", "config/bare-metal-shard.cfg",
+					    "bench/shard.cfg", "test/data/shard-small.cfg",
+					    "test/data/shard-slow-batch.cfg"};
 	unsigned int i;
 
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++)
@@ -153,6 +155,35 @@ static struct bad bads[] = {
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
 	 "wafer = { resume = \"data\"; };\n",
 	 ":6: wafer.resume: 'data' is not one of estimate, whole"},
+	/* Unknown keys: an error naming the nearest known one, never a silent default. */
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+	 " batch_timout_ms = 200; };\n",
+	 ":5: shard.batch_timout_ms: unknown key (did you mean batch_timeout_ms?)"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+	 " };\nwafer = 5;\n", ":6: wafer: want a group { ... }, not a value"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+	 " };\npoll_mod = \"idle\";\n", ":6: poll_mod: unknown key (did you mean poll_mode?)"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+	 " };\nfrobnicate = 1;\n", ":6: frobnicate: unknown key"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; buffer = [1]; } ); } ); };\n",
+	 "driver.models.[0].shards.[0].buffer: unknown key (did you mean buffers?)"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " orgs = ( { name = \"acme\"; ttl_last_s = 5; }, { name = \"acme\"; } ); };\n",
+	 "driver.orgs.[1].name: 'acme' is named twice (also orgs.[0])"},
 	{"role = \"shard\";\nmtu = ;\n", ":2: syntax error"},
 	/* libconfig 1.5 would exit the process on an include it cannot read. */
 	{"role = \"shard\";\n  @include \".\"\n", ":2: @include: not supported"},

@@ -16,11 +16,32 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Every (group, key) the loader asked for: what is not among them is unknown. */
+#define SEEN_MAX 2048
+
 struct ctx {
 	const char *path;
 	char *err;
 	size_t errlen;
+	struct {
+		const config_setting_t *g;
+		const char *name;
+	} seen[SEEN_MAX];
+	unsigned int nseen;
 };
+
+/* config_setting_get_member, remembering that @p name is a key of @p g. */
+static config_setting_t *
+member(struct ctx *c, const config_setting_t *g, const char *name)
+{
+	if (g == NULL)
+		return NULL;
+	if (c->nseen < SEEN_MAX) {
+		c->seen[c->nseen].g = g;
+		c->seen[c->nseen++].name = name;
+	}
+	return config_setting_get_member(g, name);
+}
 
 /* "shard.caches.[0].buffers" for a setting (and a child name, or NULL). */
 static void
@@ -83,7 +104,7 @@ static int
 get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo, long long hi,
 	long long def, bool required, long long *out)
 {
-	const config_setting_t *m = g ? config_setting_get_member(g, name) : NULL;
+	const config_setting_t *m = g ? member(c, g, name) : NULL;
 	long long v;
 
 	if (m == NULL) {
@@ -126,7 +147,7 @@ get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo
 static int
 get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out)
 {
-	const config_setting_t *m = g ? config_setting_get_member(g, name) : NULL;
+	const config_setting_t *m = g ? member(c, g, name) : NULL;
 
 	if (m == NULL) {
 		*out = def;
@@ -143,7 +164,7 @@ static int
 get_choice(struct ctx *c, const config_setting_t *g, const char *name, const char *const *choices,
 	   int def, bool required)
 {
-	const config_setting_t *m = g ? config_setting_get_member(g, name) : NULL;
+	const config_setting_t *m = g ? member(c, g, name) : NULL;
 	const char *v;
 	char list[256] = "";
 	int i;
@@ -168,7 +189,7 @@ get_choice(struct ctx *c, const config_setting_t *g, const char *name, const cha
 static int
 get_str(struct ctx *c, const config_setting_t *g, const char *name, char *out, size_t n)
 {
-	const config_setting_t *m = g ? config_setting_get_member(g, name) : NULL;
+	const config_setting_t *m = g ? member(c, g, name) : NULL;
 
 	if (m == NULL)
 		return 0;
@@ -215,7 +236,7 @@ static int
 get_endpoint(struct ctx *c, const config_setting_t *g, const char *name, bool required,
 	     struct kvss_endpoint *ep)
 {
-	const config_setting_t *e = g ? config_setting_get_member(g, name) : NULL;
+	const config_setting_t *e = g ? member(c, g, name) : NULL;
 	const char *s;
 
 	memset(ep, 0, sizeof(*ep));
@@ -223,6 +244,8 @@ get_endpoint(struct ctx *c, const config_setting_t *g, const char *name, bool re
 		return required ? fail(c, g, name, "missing ({ mac = ...; ipv4 = ...; })") : 0;
 	if (!config_setting_is_group(e))
 		return fail(c, g, name, "must be a group { mac = ...; ipv4 = ...; }");
+	member(c, e, "mac");
+	member(c, e, "ipv4");
 	if (config_setting_lookup_string(e, "mac", &s) != CONFIG_TRUE || kvss_parse_mac(s, ep->mac) != 0)
 		return fail(c, e, "mac", "want a MAC address like \"02:00:00:00:00:01\"");
 	if (config_setting_lookup_string(e, "ipv4", &s) != CONFIG_TRUE ||
@@ -237,7 +260,7 @@ static int
 get_u64_array(struct ctx *c, const config_setting_t *g, const char *name, unsigned int n,
 	      uint64_t lo, uint64_t hi, uint64_t *out)
 {
-	const config_setting_t *a = g ? config_setting_get_member(g, name) : NULL;
+	const config_setting_t *a = g ? member(c, g, name) : NULL;
 	unsigned int i;
 
 	if (a == NULL || !config_setting_is_array(a))
@@ -263,7 +286,7 @@ static int
 get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned int def,
 	   unsigned int *out, uint16_t *n)
 {
-	const config_setting_t *a = g ? config_setting_get_member(g, name) : NULL;
+	const config_setting_t *a = g ? member(c, g, name) : NULL;
 	int i;
 
 	if (a == NULL) {
@@ -291,7 +314,7 @@ get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned 
 static int
 get_drivers(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 {
-	const config_setting_t *d = config_setting_get_member(sh, "drivers");
+	const config_setting_t *d = member(c, sh, "drivers");
 	int i, n;
 
 	cfg->shard.num_drivers = 0;
@@ -333,7 +356,7 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 		return -1;
 	GET_INT(c, sh, "max_prompts", 0, 1 << 28, 0, false, kp->max_prompts);
 	GET_INT(c, sh, "spare_tokens", 0, 1 << 28, 0, false, kp->spare_tokens);
-	caches = config_setting_get_member(sh, "caches");
+	caches = member(c, sh, "caches");
 	if (caches == NULL || !config_setting_is_list(caches) ||
 	    (n = config_setting_length(caches)) < 1 || n > KVSTORE_MAX_CACHES)
 		return fail(c, sh, "caches", "want a list of 1..%d caches ( { id = 0; ... } )",
@@ -364,8 +387,8 @@ static int
 load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *pm,
 	   struct kvss_model_ref *mr, uint32_t column, uint16_t def_port)
 {
-	const config_setting_t *caches = config_setting_get_member(me, "caches");
-	const config_setting_t *shards = config_setting_get_member(me, "shards");
+	const config_setting_t *caches = member(c, me, "caches");
+	const config_setting_t *shards = member(c, me, "shards");
 	static const char *const rules[] = {"full", "swa", NULL};
 	double gbps = 0;
 	int i, n, k, ns;
@@ -420,7 +443,7 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		    get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, 1ull << 29,
 				  sr->capacity_tokens) != 0)
 			return -1;
-		if (config_setting_get_member(e, "buffers") != NULL) {
+		if (member(c, e, "buffers") != NULL) {
 			uint64_t nb[PREFIXCACHE_MAX_CACHES];
 
 			if (get_u64_array(c, e, "buffers", (unsigned int)n, 1, 256, nb) != 0)
@@ -487,6 +510,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	struct prefixcache_params *pp = &cfg->driver.pc;
 	const config_setting_t *models, *orgs;
 	int i, n, pol;
+	uint16_t k;
 
 	if (d == NULL)
 		return fail(c, NULL, "driver", "missing: the role needs a driver section");
@@ -528,7 +552,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	GET_INT(c, d, "refill_short_pct", 0, 99, 0, false, cfg->driver.refill_short_pct);
 	if (cfg->driver.refill_short_pct && cfg->driver.refill_model != KVSS_MODEL_LEARNED)
 		return fail(c, d, "refill_short_pct", "needs refill_model = \"learned\"");
-	models = config_setting_get_member(d, "models");
+	models = member(c, d, "models");
 	if (models == NULL || !config_setting_is_list(models) || (n = config_setting_length(models)) < 1 ||
 	    n > PREFIXCACHE_MAX_MODELS)
 		return fail(c, d, "models", "want a list of 1..%d models", PREFIXCACHE_MAX_MODELS);
@@ -537,7 +561,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 		if (load_model(c, config_setting_get_elem(models, (unsigned int)i), &pp->model[i],
 			       &cfg->driver.models[i], pp->column, cfg->driver.port) != 0)
 			return -1;
-	orgs = config_setting_get_member(d, "orgs");
+	orgs = member(c, d, "orgs");
 	if (orgs != NULL) {
 		if (!config_setting_is_list(orgs) || config_setting_length(orgs) > KVSS_MAX_ORGS)
 			return fail(c, d, "orgs", "want a list of at most %d organizations",
@@ -551,6 +575,10 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 				return -1;
 			if (ot->name[0] == '\0')
 				return fail(c, o, "name", "missing");
+			for (k = 0; k < i; k++)
+				if (strcmp(cfg->driver.org[k].name, ot->name) == 0)
+					return fail(c, o, "name", "'%s' is named twice (also orgs.[%u])",
+						    ot->name, k);
 			if (get_ttls(c, o, &ot->ttl_last_ns, &ot->ttl_first_ns) != 0)
 				return -1;
 		}
@@ -597,12 +625,98 @@ kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+
+/* Edit distance of @p a and @p b (both short keys), capped at 9. */
+static unsigned int
+distance(const char *a, const char *b)
+{
+	unsigned int la = (unsigned int)strlen(a), lb = (unsigned int)strlen(b), i, j;
+	unsigned int row[64], prev, t;
+
+	if (la >= 63 || lb >= 63)
+		return 9;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			t = row[j];
+			row[j] = a[i - 1] == b[j - 1] ? prev : 1 + (prev < row[j] ? prev : row[j]);
+			if (row[j - 1] + 1 < row[j])
+				row[j] = row[j - 1] + 1;
+			prev = t;
+		}
+	}
+	return row[lb] < 9 ? row[lb] : 9;
+}
+
+static bool
+seen(const struct ctx *c, const config_setting_t *g, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nseen; i++)
+		if (c->seen[i].g == g && (name == NULL || strcmp(c->seen[i].name, name) == 0))
+			return true;
+	return false;
+}
+
+/*
+ * Every key in the groups the loader read is one it asked for: a misspelt
+ * key (batch_timout_ms) is an error naming the nearest known one, not a
+ * silent default; a section given as a value (wafer = 5) is refused.
+ */
+static int
+check_keys(struct ctx *c, const config_setting_t *g)
+{
+	/* Sections of a role this configuration does not run are not read. */
+	static const char *const sections[] = {"shard", "driver", NULL};
+	int i, n = config_setting_length(g);
+
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(g, (unsigned int)i);
+		const char *name = config_setting_name(e);
+		unsigned int k, best = 9;
+		const char *hint = NULL;
+
+		if (name != NULL && !seen(c, g, name)) {
+			for (k = 0; config_setting_parent(g) == NULL && sections[k] != NULL; k++)
+				if (strcmp(name, sections[k]) == 0)
+					break;
+			if (config_setting_parent(g) == NULL && sections[k] != NULL)
+				continue;
+			for (k = 0; k < c->nseen; k++) {
+				unsigned int d;
+
+				if (c->seen[k].g != g)
+					continue;
+				d = distance(name, c->seen[k].name);
+				if (d < best) {
+					best = d;
+					hint = c->seen[k].name;
+				}
+			}
+			if (hint != NULL && best <= 3)
+				return fail(c, g, name, "unknown key (did you mean %s?)", hint);
+			return fail(c, g, name, "unknown key");
+		}
+		if (config_setting_is_group(e) || config_setting_is_list(e)) {
+			if (check_keys(c, e) != 0)
+				return -1;
+		} else if (name != NULL && seen(c, e, NULL)) {
+			return fail(c, g, name, "want a group { ... }, not a value");
+		}
+	}
+	return 0;
+}
+
 int
 kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t errlen)
 {
 	static const char *const roles[] = {"shard", "driver", "all", NULL};
 	static const char *const polls[] = {"busy", "idle", NULL};
-	struct ctx c = {path, err, errlen};
+	struct ctx c = {.path = path, .err = err, .errlen = errlen};
 	const config_setting_t *root, *g;
 	config_t lc;
 	int rc = -1, v;
@@ -628,7 +742,7 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 			goto out;
 		cfg->mtu = (uint32_t)mtu;
 	}
-	g = config_setting_get_member(root, "udp");
+	g = member(&c, root, "udp");
 	{
 		long long a, b, d;
 
@@ -642,7 +756,7 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 		}
 		cfg->udp = (struct proto_ports){(uint16_t)a, (uint16_t)b, (uint16_t)d};
 	}
-	g = config_setting_get_member(root, "lcores");
+	g = member(&c, root, "lcores");
 	if (get_lcores(&c, g, "ingest", 1, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
 	    get_lcores(&c, g, "refill", 2, cfg->refill_lcore, &cfg->num_refill) != 0)
 		goto out;
@@ -663,28 +777,28 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 				}
 	}
 	if ((cfg->role & KVSS_ROLE_SHARD) &&
-	    load_shard(&c, config_setting_get_member(root, "shard"), cfg) != 0)
+	    load_shard(&c, member(&c, root, "shard"), cfg) != 0)
 		goto out;
 	if ((cfg->role & KVSS_ROLE_DRIVER) &&
-	    load_driver(&c, config_setting_get_member(root, "driver"), cfg) != 0)
+	    load_driver(&c, member(&c, root, "driver"), cfg) != 0)
 		goto out;
 	if (cfg->role == KVSS_ROLE_ALL) {
 		const struct prefixcache_model *pm;
 
 		if (cfg->shard.model >= cfg->driver.pc.num_models) {
-			fail(&c, config_setting_get_member(root, "shard"), "model",
+			fail(&c, member(&c, root, "shard"), "model",
 			     "no such model in driver.models");
 			goto out;
 		}
 		pm = &cfg->driver.pc.model[cfg->shard.model];
 		if (pm->num_caches != cfg->shard.store.num_caches) {
-			fail(&c, config_setting_get_member(root, "shard"), "caches",
+			fail(&c, member(&c, root, "shard"), "caches",
 			     "%u caches, but driver.models.[%u] has %u", cfg->shard.store.num_caches,
 			     cfg->shard.model, pm->num_caches);
 			goto out;
 		}
 	}
-	g = config_setting_get_member(root, "wafer");
+	g = member(&c, root, "wafer");
 	if (get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
 		goto out;
 	{
@@ -710,6 +824,8 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 			goto out;
 		cfg->wafer.resume = (uint8_t)r;
 	}
+	if (check_keys(&c, root) != 0)
+		goto out;
 	rc = 0;
 out:
 	config_destroy(&lc);
