@@ -27,7 +27,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # app includes its own ("kvss.h" beside it) and the libraries', never
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
-	-Ilib/fileio
+	-Ilib/fileio -Ilib/args
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -58,6 +58,9 @@ LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 # Files from outside, opened without blocking and read with bounds.
 FILEIO_SRC := lib/fileio/fileio.c
 
+# Whole numbers from a command line (1e6 too; never a prefix).
+ARGS_SRC := lib/args/args.c
+
 # Requests: the trace reader and the built-in generator (kvss, kvss-trace).
 WORKLOAD_SRC := lib/workload/workload.c
 LIBWORKLOAD := $(BUILD)/lib/libworkload.a
@@ -83,13 +86,13 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
-	$(FILEIO_SRC) \
+	$(FILEIO_SRC) $(ARGS_SRC) \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/oracle.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
-	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c $(KVSS_PURE_SRC)
+	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
@@ -145,11 +148,12 @@ $(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c) $(LIBCONFIG) $(LI
 KVSS_TRACE := $(BUILD)/kvss-trace
 KVSS := $(BUILD)/kvss
 
-$(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
+$(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
-$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c $(REPLAY_SRC)) $(LIBWORKLOAD) $(LIBWAFER) \
+$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c $(REPLAY_SRC) $(ARGS_SRC)) \
+		$(LIBWORKLOAD) $(LIBWAFER) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
@@ -165,7 +169,8 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_config $(BUILD)/test/test_kvss_refill \
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
-	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload
+	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
+	$(BUILD)/test/test_args
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -250,6 +255,10 @@ $(BUILD)/test/test_emulator: $(call obj,test/test_emulator.c $(KVSS_PURE_SRC)) $
 $(BUILD)/test/test_workload: $(call obj,test/test_workload.c) $(LIBWORKLOAD) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+$(BUILD)/test/test_args: $(call obj,test/test_args.c $(ARGS_SRC))
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
 
 $(BUILD)/test/test_linfit: $(call obj,test/test_linfit.c)
 	@mkdir -p $(@D)

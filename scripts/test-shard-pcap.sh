@@ -233,6 +233,13 @@ badopt --limit 0
 check "--limit 0 exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--limit: '0'\" '$tmp/optlog'"
 badopt --lose-data 3x
 check "--lose-data 3x exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--lose-data: '3x'\" '$tmp/optlog'"
+# Numbers are read whole: never a prefix of what was given.
+badopt --exit-when-idle abc
+check "--exit-when-idle abc exits 2, naming it" sh -c \
+	"[ $? -eq 2 ] && grep -q -- \"--exit-when-idle: 'abc' is not a whole number\" '$tmp/optlog'"
+badopt --limit 1e3x
+check "--limit 1e3x exits 2, naming it" sh -c \
+	"[ $? -eq 2 ] && grep -q -- \"--limit: '1e3x' is not a whole number\" '$tmp/optlog'"
 # A trace that never ends is refused before it is read (it grew memory
 # until the kernel killed the process), and the runtime directory goes.
 badopt --trace /dev/zero

@@ -143,6 +143,18 @@ if [ -f "$MC" ]; then
 else
 	echo "  (../shared/traces absent: the Mooncake replay is skipped)"
 fi
+# Numbers are read whole, 1e6 notation too: --generate 3e3 is 3,000
+# requests (it ran 3), and what is not a whole number is refused, exit 2.
+"$BUILD/kvss-trace" --generate 2e2 --capacity 1e5 --json >"$tmp/gen2e2" 2>/dev/null
+check "--generate 2e2 replays 200 requests" grep -q '"requests": 200,' "$tmp/gen2e2"
+"$BUILD/kvss-trace" --trace test/data/chat.jsonl --limit 2e0 --capacity inf --json >"$tmp/lim" 2>/dev/null
+check "--limit 2e0 replays 2 requests" grep -q '"requests": 2,' "$tmp/lim"
+for bad in "--generate 3e3x" "--generate 1.5" "--ttl-last -1" "--column 0" "--limit abc" "--orgs 2k"; do
+	set -- $bad
+	"$BUILD/kvss-trace" --trace test/data/chat.jsonl --capacity inf "$@" >"$tmp/bad" 2>&1
+	check "$bad: exit 2, naming the option" sh -c "[ $? -eq 2 ] && grep -q -- '^kvss-trace: $1: ' '$tmp/bad'"
+done
+
 # Files that are not traces: refused before anything is read, exit 2.
 timeout 20 "$BUILD/kvss-trace" --trace /dev/zero --capacity 1e6 >"$tmp/zero" 2>&1
 check "--trace /dev/zero: exit 2, refused as a device" sh -c \

@@ -23,6 +23,7 @@
 #include <rte_random.h>
 #include <rte_ring.h>
 
+#include "args.h"
 #include "driver.h"
 #include "kvss.h"
 
@@ -250,8 +251,7 @@ main(int argc, char **argv)
 		{"lose-data", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
-		   *lose = NULL,
-		   *prog = argv[0];
+		   *lose = NULL, *idle = NULL, *prog = argv[0];
 	char err[512];
 	int ret, c, status = 0, driver_on = 0;
 
@@ -281,7 +281,7 @@ main(int argc, char **argv)
 			poll = optarg;
 			break;
 		case 'x':
-			kvss.exit_idle_ms = (uint32_t)strtoul(optarg, NULL, 10);
+			idle = optarg;
 			break;
 		case 't':
 			trace = optarg;
@@ -327,27 +327,25 @@ main(int argc, char **argv)
 	}
 	if (trace != NULL)
 		snprintf(kvss.cfg.wafer.trace, sizeof(kvss.cfg.wafer.trace), "%s", trace);
-	if (limit != NULL) {
-		char *end;
-		unsigned long v = strtoul(limit, &end, 10);
+	/* Whole numbers, 1e6 notation too, never a prefix of what was given. */
+	{
+		uint64_t v;
 
-		if (*limit == '\0' || *end != '\0' || v == 0 || v > 100000000) {
-			fprintf(stderr, "kvss: --limit: '%s' is not a number of requests\n", limit);
-			status = 2;
-			goto out_eal;
+		if (idle != NULL) {
+			if (args_u64("--exit-when-idle", idle, 1, 86400000, &v, err, sizeof(err)) != 0)
+				goto bad_arg;
+			kvss.exit_idle_ms = (uint32_t)v;
 		}
-		kvss.cfg.wafer.limit = (uint32_t)v;
-	}
-	if (lose != NULL) {
-		char *end;
-		unsigned long v = strtoul(lose, &end, 10);
-
-		if (*lose == '\0' || *end != '\0' || v > 1000000000) {
-			fprintf(stderr, "kvss: --lose-data: '%s' is not a number of frames\n", lose);
-			status = 2;
-			goto out_eal;
+		if (limit != NULL) {
+			if (args_u64("--limit", limit, 1, 100000000, &v, err, sizeof(err)) != 0)
+				goto bad_arg;
+			kvss.cfg.wafer.limit = (uint32_t)v;
 		}
-		kvss.cfg.wafer.lose_data_every = (uint32_t)v;
+		if (lose != NULL) {
+			if (args_u64("--lose-data", lose, 0, 1000000000, &v, err, sizeof(err)) != 0)
+				goto bad_arg;
+			kvss.cfg.wafer.lose_data_every = (uint32_t)v;
+		}
 	}
 	if (poll != NULL) {
 		if (strcmp(poll, "busy") == 0)
@@ -498,4 +496,8 @@ out_free:
 out_eal:
 	kvss_eal_stop();
 	return status;
+bad_arg:
+	fprintf(stderr, "kvss: %s\n", err);
+	status = 2;
+	goto out_eal;
 }

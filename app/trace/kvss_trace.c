@@ -20,6 +20,7 @@
 #include "oracle.h"
 #include "route.h"
 #include "workload.h"
+#include "args.h"
 
 struct opts {
 	size_t generate;
@@ -357,20 +358,29 @@ parse_capacities(const char *s, struct opts *o)
 	return o->ncap ? 0 : -EINVAL;
 }
 
-/* A percentage from 1 to @max for option @opt, or a message and -1. */
+/* Whole number @p arg of option @p opt in [lo, hi] (1e6 allowed), or a message and -1. */
 static int
-parse_pct(const char *opt, const char *arg, uint32_t max, uint32_t *out)
+num(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
+	char err[256];
 
-	if (end == arg || *end != '\0' || v < 1 || v > max) {
-		fprintf(stderr, "kvss-trace: %s: 1 to %u percent, not '%s'\n", opt, max, arg);
+	if (args_u64(opt, arg, lo, hi, out, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-trace: %s\n", err);
 		return -1;
 	}
-	*out = (uint32_t)v;
 	return 0;
 }
+
+#define NUM(opt, lo, hi, dst)                                                                      \
+	do {                                                                                       \
+		uint64_t v_;                                                                       \
+		if (num(opt, optarg, lo, hi, &v_) != 0)                                            \
+			return 2;                                                                  \
+		(dst) = (__typeof__(dst))v_;                                                       \
+	} while (0)
+
+/* TTLs up to ten years, in seconds. */
+#define TTL_MAX_S (10ull * 365 * 86400)
 
 int
 main(int argc, char **argv)
@@ -408,30 +418,17 @@ main(int argc, char **argv)
 		case 'O':
 			o.oracle = true;
 			break;
-		case 'K': {
-			char *end;
-
-			errno = 0;
-			o.kv_bytes = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end != '\0' || o.kv_bytes == 0 ||
-			    o.kv_bytes > (1ull << 30)) {
-				fprintf(stderr, "kvss-trace: --kv-bytes-per-token: 1 to 2^30 bytes, not '%s'\n",
-					optarg);
-				return 2;
-			}
+		case 'K':
+			NUM("--kv-bytes-per-token", 1, 1ull << 30, o.kv_bytes);
 			break;
-		}
 		case 'P':
-			if (parse_pct("--probation", optarg, 90, &o.probation_pct) != 0)
-				return 2;
+			NUM("--probation", 1, 90, o.probation_pct);
 			break;
 		case 'U':
-			if (parse_pct("--followup", optarg, 100, &o.followup_pct) != 0)
-				return 2;
+			NUM("--followup", 1, 100, o.followup_pct);
 			break;
 		case 'C':
-			o.column = (uint32_t)atoi(optarg);
-			bad |= o.column == 0 || o.column > 4096;
+			NUM("--column", 1, 4096, o.column);
 			break;
 		case 'p': {
 			int pol = 0;
@@ -447,23 +444,22 @@ main(int argc, char **argv)
 			break;
 		}
 		case 'L':
-			o.ttl_last_s = strtoull(optarg, NULL, 10);
+			NUM("--ttl-last", 0, TTL_MAX_S, o.ttl_last_s);
 			break;
 		case 'F':
-			o.ttl_first_s = strtoull(optarg, NULL, 10);
+			NUM("--ttl-first", 0, TTL_MAX_S, o.ttl_first_s);
 			break;
 		case 'b':
-			o.block = (uint32_t)atoi(optarg);
-			bad |= o.block == 0;
+			NUM("--block-tokens", 1, 1u << 20, o.block);
 			break;
 		case 'j':
 			o.json = true;
 			break;
 		case 'n':
-			o.limit = strtoull(optarg, NULL, 10);
+			NUM("--limit", 1, WL_MAX_REQUESTS, o.limit);
 			break;
 		case 'o':
-			o.orgs = (uint32_t)atoi(optarg);
+			NUM("--orgs", 1, 1u << 20, o.orgs);
 			break;
 		case 'B':
 			o.baseline = true;
@@ -472,15 +468,10 @@ main(int argc, char **argv)
 			o.no_minus_one = true;
 			break;
 		case 'g':
-			o.generate = strtoull(optarg, NULL, 10);
-			bad |= o.generate == 0;
+			NUM("--generate", 1, WL_MAX_REQUESTS, o.generate);
 			break;
 		case 'R':
-			o.replicas = (uint32_t)atoi(optarg);
-			if (o.replicas < 1 || o.replicas > ROUTE_MAX_REPLICAS) {
-				fprintf(stderr, "kvss-trace: --replicas: want 1..%d\n", ROUTE_MAX_REPLICAS);
-				return 2;
-			}
+			NUM("--replicas", 1, ROUTE_MAX_REPLICAS, o.replicas);
 			break;
 		case 'r': {
 			int pol = route_policy_parse(optarg);
