@@ -142,7 +142,7 @@ $(LIBWAFER): $(call obj,$(WAFER_SRC))
 KVSS_DUMP := $(BUILD)/kvss-dump
 KVSS_PLAN := $(BUILD)/kvss-plan
 
-$(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c) $(LIBCONFIG) $(LIBPREFIXCACHE) \
+$(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c $(ARGS_SRC)) $(LIBCONFIG) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 KVSS_TRACE := $(BUILD)/kvss-trace
@@ -157,7 +157,7 @@ $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c $(REPLAY_SRC
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
-$(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBPROTO)
+$(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c $(ARGS_SRC)) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
 # ---- tests -----------------------------------------------------------------

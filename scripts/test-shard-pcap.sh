@@ -233,6 +233,26 @@ badopt --limit 0
 check "--limit 0 exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--limit: '0'\" '$tmp/optlog'"
 badopt --lose-data 3x
 check "--lose-data 3x exits 2, naming it" sh -c "[ $? -eq 2 ] && grep -q -- \"--lose-data: '3x'\" '$tmp/optlog'"
+# Options that mean nothing to a shard, a trace that is not there, a file
+# run as a role it does not describe: usage and configuration errors, exit 2.
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_opt" -- \
+	--config config/ci-pcap-shard.cfg --trace test/data/chat.jsonl >"$tmp/optlog" 2>&1
+check "--trace on a shard exits 2, naming it" sh -c \
+	"[ $? -eq 2 ] && grep -q -- '--trace: means nothing to a shard' '$tmp/optlog'"
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_opt" -- \
+	--config config/ci-pcap-shard.cfg --role driver >"$tmp/optlog" 2>&1
+check "--role driver with a shard's file exits 2, naming the missing section" sh -c \
+	"[ $? -eq 2 ] && grep -q 'driver: missing: the role needs a driver section' '$tmp/optlog'"
+badopt --trace /nonexistent/trace.jsonl
+check "--trace of a missing file exits 2 (no fall-back to the built-in workload)" sh -c \
+	"[ $? -eq 2 ] && grep -q -- '--trace: /nonexistent/trace.jsonl: cannot read' '$tmp/optlog'"
+"$BUILD/kvss" >"$tmp/bare" 2>&1
+check "kvss with no arguments prints its usage, exit 2, before EAL" sh -c \
+	"[ $? -eq 2 ] && grep -q '^usage:' '$tmp/bare' && ! grep -q EAL: '$tmp/bare'"
+for tool in kvss kvss-trace kvss-dump kvss-plan; do
+	check "$tool --version" sh -c "'$BUILD/$tool' --version | grep -q '^$tool [0-9.]* (wire protocol v1)$'"
+done
+
 # Numbers are read whole: never a prefix of what was given.
 badopt --exit-when-idle abc
 check "--exit-when-idle abc exits 2, naming it" sh -c \
@@ -243,7 +263,13 @@ check "--limit 1e3x exits 2, naming it" sh -c \
 # A trace that never ends is refused before it is read (it grew memory
 # until the kernel killed the process), and the runtime directory goes.
 badopt --trace /dev/zero
-check "--trace /dev/zero stops at once, naming it" sh -c "[ $? -ne 0 ] && grep -q \
+check "--trace /dev/zero stops at once, naming it (exit 2)" sh -c "[ $? -eq 2 ] && grep -q \
+	'trace: /dev/zero: not a regular file (a character device)' '$tmp/optlog'"
+# The same as wafer.trace in the file: the driver refuses it as it starts.
+sed 's|^  trace = "";|  trace = "/dev/zero";|' config/all-in-one.cfg >"$tmp/zero.cfg"
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_opt" -- --config "$tmp/zero.cfg" \
+	>"$tmp/optlog" 2>&1
+check "wafer.trace = /dev/zero stops at once, naming it (exit 2)" sh -c "[ $? -eq 2 ] && grep -q \
 	'wafer.trace: /dev/zero: not a regular file (a character device)' '$tmp/optlog'"
 
 # Only this test's own processes: another kvss on the machine is not ours.

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "proto.h"
 
 /* Readable mode prints at most this many records of one message. */
@@ -345,7 +346,8 @@ usage(FILE *f)
 	fprintf(f, "usage: kvss-dump [--json] [--ports CTRL,EVICT,REFILL] FILE.pcap...\n"
 		   "  --json         one JSON object per frame, nothing else on stdout\n"
 		   "  --ports C,E,R  UDP ports of the control, evict-data and refill-data\n"
-		   "                 streams (default 7400,7401,7402)\n");
+		   "                 streams (default 7400,7401,7402)\n"
+		   "  --version      the release and the wire protocol version\n");
 }
 
 int
@@ -355,6 +357,7 @@ main(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"ports", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	struct proto_ports ports = proto_ports_default;
@@ -375,6 +378,9 @@ main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'V':
+			args_version("kvss-dump", PROTO_VERSION);
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -314,7 +314,7 @@ kvss_driver_init(void)
 	drv.pc = prefixcache_create(&pp, &sink);
 	if (drv.pc == NULL) {
 		fprintf(stderr, "kvss: %s: driver: the models do not make a valid driver\n", cfg->path);
-		return -1;
+		return -2;
 	}
 	drv_learn_init(&drv.learn, drv.pc, &drv.st, cfg->driver.refill_model == KVSS_MODEL_LEARNED,
 		       cfg->driver.refill_short_pct);
@@ -350,7 +350,7 @@ kvss_driver_init(void)
 		}
 	}
 	if (load_workload(cfg) != 0)
-		return -1;
+		return -2; /* the configuration's trace */
 	if (kvss.record_expect != NULL) {
 		drv.sink.expect = fopen(kvss.record_expect, "w");
 		if (drv.sink.expect == NULL) {

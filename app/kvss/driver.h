@@ -72,7 +72,10 @@ struct kvss_drv_stats {
 	uint64_t errors_by_code[PROTO_E_MAX]; /* ERROR records received, by code */
 };
 
-/** Set up the driver (after the ports started): 0, or -1 with a message printed. */
+/**
+ * Set up the driver (after the ports started): 0, or with a message
+ * printed -2 (the configuration: its models, its trace) or -1 (no memory).
+ */
 int kvss_driver_init(void);
 
 /** The control lcore's loop: runs the workload, prints the summary, sets quit. */

@@ -25,6 +25,7 @@
 
 #include "args.h"
 #include "driver.h"
+#include "fileio.h"
 #include "kvss.h"
 
 #include <rte_eth_ring.h>
@@ -113,6 +114,7 @@ usage(FILE *f, const char *prog)
 		"                       write each refill's expected content to FILE; with a\n"
 		"                       net_pcap tx_pcap port this records a replayable capture\n"
 		"  --help               this text\n"
+		"  --version            the release and the wire protocol version\n"
 		"EAL examples: --no-pci --no-huge -m 512 --file-prefix NAME\n"
 		"  --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
 		"  --vdev net_memif0,role=server,socket=/tmp/kvss.sock\n",
@@ -255,12 +257,23 @@ main(int argc, char **argv)
 	char err[512];
 	int ret, c, status = 0, driver_on = 0;
 
-	/* --help works before EAL, which would otherwise want devices and memory. */
-	for (c = 1; c < argc; c++)
+	/* --help and --version work before EAL, which would otherwise want
+	 * devices and memory; so does a bare `kvss`, which would probe this
+	 * machine's own NICs. */
+	if (argc < 2) {
+		usage(stderr, prog);
+		return 2;
+	}
+	for (c = 1; c < argc; c++) {
 		if (strcmp(argv[c], "--help") == 0 || strcmp(argv[c], "-h") == 0) {
 			usage(stdout, prog);
 			return 0;
 		}
+		if (strcmp(argv[c], "--version") == 0) {
+			args_version("kvss", PROTO_VERSION);
+			return 0;
+		}
+	}
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "kvss: EAL init failed: %s\n", rte_strerror(rte_errno));
@@ -307,26 +320,55 @@ main(int argc, char **argv)
 		status = 2;
 		goto out_eal;
 	}
-	if (kvss_config_load(config, &kvss.cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "kvss: %s\n", err);
-		status = 2;
-		goto out_eal;
-	}
-	if (role != NULL) {
-		if (strcmp(role, "shard") == 0)
-			kvss.cfg.role = KVSS_ROLE_SHARD;
-		else if (strcmp(role, "driver") == 0)
-			kvss.cfg.role = KVSS_ROLE_DRIVER;
-		else if (strcmp(role, "all") == 0)
-			kvss.cfg.role = KVSS_ROLE_ALL;
-		else {
-			fprintf(stderr, "kvss: --role: '%s' is not shard, driver or all\n", role);
+	{
+		enum kvss_role as = 0;
+
+		if (role != NULL) {
+			if (strcmp(role, "shard") == 0)
+				as = KVSS_ROLE_SHARD;
+			else if (strcmp(role, "driver") == 0)
+				as = KVSS_ROLE_DRIVER;
+			else if (strcmp(role, "all") == 0)
+				as = KVSS_ROLE_ALL;
+			else {
+				fprintf(stderr, "kvss: --role: '%s' is not shard, driver or all\n", role);
+				status = 2;
+				goto out_eal;
+			}
+		}
+		/* The file is read for the role it runs as: a shard's file run as
+		 * a driver is a configuration error naming what is missing. */
+		if (kvss_config_load_as(config, as, &kvss.cfg, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss: %s\n", err);
 			status = 2;
 			goto out_eal;
 		}
 	}
-	if (trace != NULL)
+	/* Options of the driver role mean nothing to a shard. */
+	if (kvss.cfg.role == KVSS_ROLE_SHARD) {
+		const char *what = trace ? "--trace" : limit ? "--limit" : lose ? "--lose-data"
+				   : kvss.record_expect ? "--record-expect" : NULL;
+
+		if (what != NULL) {
+			fprintf(stderr, "kvss: %s: means nothing to a shard (the driver's wafer "
+					"emulator replays requests)\n", what);
+			status = 2;
+			goto out_eal;
+		}
+	}
+	if (trace != NULL) {
+		FILE *f = fileio_open(trace, err, sizeof(err));
+
+		/* Given on the command line, a trace must be there: no silent
+		 * fall-back to the built-in workload (wafer.trace has one). */
+		if (f == NULL) {
+			fprintf(stderr, "kvss: --trace: %s\n", err);
+			status = 2;
+			goto out_eal;
+		}
+		fclose(f);
 		snprintf(kvss.cfg.wafer.trace, sizeof(kvss.cfg.wafer.trace), "%s", trace);
+	}
 	/* Whole numbers, 1e6 notation too, never a prefix of what was given. */
 	{
 		uint64_t v;
@@ -412,8 +454,9 @@ main(int argc, char **argv)
 					goto out_free;
 				}
 			}
-		if (kvss_driver_init() != 0) {
-			status = 1;
+		ret = kvss_driver_init();
+		if (ret != 0) {
+			status = ret == -2 ? 2 : 1; /* 2: a configuration error */
 			goto out_free;
 		}
 		driver_on = 1;

@@ -19,7 +19,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "plan.h"
+#include "proto.h"
 
 #define GB 1e9
 
@@ -27,7 +29,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: kvss-plan CLUSTER.cfg [--policy equal|exact|fair|ratio] [--no-keep-ratio]\n"
-		   "                 [--discount D] [--strict] [--emit-config DIR] [--compare]\n");
+		   "                 [--discount D] [--strict] [--emit-config DIR] [--compare]\n"
+		   "       kvss-plan --version\n");
 }
 
 static void
@@ -149,7 +152,8 @@ main(int argc, char **argv)
 		{"policy", required_argument, NULL, 'p'}, {"no-keep-ratio", no_argument, NULL, 'k'},
 		{"discount", required_argument, NULL, 'd'}, {"strict", no_argument, NULL, 's'},
 		{"emit-config", required_argument, NULL, 'e'}, {"compare", no_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+		{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}};
 	static struct plan_cluster c;
 	static struct plan_result r;
 	const char *policy = NULL, *discount = NULL, *emit_dir = NULL;
@@ -176,6 +180,9 @@ main(int argc, char **argv)
 		case 'c':
 			cmp = 1;
 			break;
+		case 'V':
+			args_version("kvss-plan", PROTO_VERSION);
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;

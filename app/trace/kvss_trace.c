@@ -302,6 +302,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvss-trace --trace FILE|--generate N --capacity N[,N...] [options]\n"
+		"       kvss-trace --version\n"
 		"  --generate N       the built-in workload (chats, system prompts, orgs)\n"
 		"  --capacity N,...   shard capacity in tokens; inf (or 0) for unlimited\n"
 		"  --column C         tokens per cache column (default 64)\n"
@@ -396,6 +397,7 @@ main(int argc, char **argv)
 		{"route", required_argument, NULL, 'r'}, {"probation", required_argument, NULL, 'P'},
 		{"oracle", no_argument, NULL, 'O'}, {"followup", required_argument, NULL, 'U'},
 		{"kv-bytes-per-token", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512};
 	struct workload t = {0};
@@ -484,6 +486,9 @@ main(int argc, char **argv)
 			o.route = (enum route_policy)pol;
 			break;
 		}
+		case 'V':
+			args_version("kvss-trace", PROTO_VERSION);
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -49,3 +49,9 @@ args_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out
 	*out = v;
 	return 0;
 }
+
+void
+args_version(const char *tool, unsigned int protocol)
+{
+	printf("%s %s (wire protocol v%u)\n", tool, KVSS_RELEASE, protocol);
+}

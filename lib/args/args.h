@@ -10,6 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The release every tool reports with --version (beside the wire protocol's). */
+#define KVSS_RELEASE "0.26"
+
+/**
+ * Print "@p tool RELEASE (wire protocol vN)" on stdout for --version.
+ */
+void args_version(const char *tool, unsigned int protocol);
+
 /**
  * @p s as a whole number in [@p lo, @p hi] into *@p out. @return 0, or -1
  * with one line in @p err: "OPT: 'S' is not a whole number", "... is out

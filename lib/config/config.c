@@ -714,6 +714,13 @@ check_keys(struct ctx *c, const config_setting_t *g)
 int
 kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t errlen)
 {
+	return kvss_config_load_as(path, 0, cfg, err, errlen);
+}
+
+int
+kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg, char *err,
+		    size_t errlen)
+{
 	static const char *const roles[] = {"shard", "driver", "all", NULL};
 	static const char *const polls[] = {"busy", "idle", NULL};
 	struct ctx c = {.path = path, .err = err, .errlen = errlen};
@@ -730,7 +737,7 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 	v = get_choice(&c, root, "role", roles, 0, true);
 	if (v < 0)
 		goto out;
-	cfg->role = (enum kvss_role)(v + 1);
+	cfg->role = as != 0 ? as : (enum kvss_role)(v + 1);
 	v = get_choice(&c, root, "poll_mode", polls, 0, false);
 	if (v < 0)
 		goto out;

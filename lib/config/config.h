@@ -152,6 +152,13 @@ struct kvss_config {
 int kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t errlen);
 
 /**
+ * kvss_config_load() for the role @p as (0: the file's own `role`): the
+ * sections that role needs are read and checked, as if the file said so.
+ */
+int kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg, char *err,
+			size_t errlen);
+
+/**
  * The message every configuration reader here gives: "FILE:LINE: KEY: why",
  * KEY the setting's path ("shard.caches.[0].buffers"), for setting @p s and
  * its member @p child (may be NULL). Writes @p err; returns -1. For other
