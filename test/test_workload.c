@@ -6,6 +6,7 @@
  * stop with an error naming the file and line, and nothing is left loaded.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto.h"
 #include "workload.h"
 
 static char dir[64], path[128], err[512];
@@ -37,6 +39,8 @@ teardown(void)
 }
 
 TestSuite(workload, .init = setup, .fini = teardown, .timeout = 20);
+
+static const char *file_of(const char *name, const char *text);
 
 static const char *
 file_of(const char *name, const char *text)
@@ -116,4 +120,51 @@ Test(workload, a_trace_with_too_many_requests_stops_with_an_error_a_limit_reads_
 		     err);
 	cr_assert_eq(w.n, 3);
 	cr_assert_eq(w.r[2].tokens[0], 3);
+}
+
+Test(workload, a_key_nested_in_another_object_is_not_the_requests)
+{
+	file_of("nested.jsonl", "{\"meta\": {\"tokens\": [9, 9], \"org\": \"x\"}, \"tokens\": [1, 2, 3], "
+				"\"org\": \"acme\"}\n");
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(w.n, 1);
+	cr_assert_eq(w.r[0].n, 3, "the request's own tokens, not meta's");
+	cr_assert_eq(w.r[0].tokens[0], 1);
+	cr_assert_eq(w.r[0].iso, proto_ref_isolation_id("acme", 4));
+}
+
+/* Arrays, not pointers: Criterion copies the parameters to its workers. */
+struct bad_line {
+	char line[96];
+	char want[96];
+};
+
+static struct bad_line bad_lines[] = {
+	{"{\"tokens\": [1, 18446744073709551616]}", ":1: tokens: want an array of token ids"},
+	{"{\"tokens\": [1, -1]}", ":1: tokens: want an array of token ids"},
+	{"{\"tokens\": [1e23]}", ":1: tokens: want an array of token ids"},
+	{"{\"tokens\": [4294967296]}", ":1: tokens: want an array of token ids"},
+	{"{\"tokens\": [1], \"timestamp\": -5}", ":1: timestamp: want whole milliseconds"},
+	{"{\"tokens\": [1], \"timestamp\": 1e23}", ":1: timestamp: want whole milliseconds"},
+	{"{\"tokens\": [1], \"timestamp\": 9007199254740993}", ":1: timestamp: want whole milliseconds"},
+	{"{\"tokens\": [1], \"output_length\": \"many\"}", ":1: output_length: want a whole number"},
+	{"{\"hash_ids\": [-1], \"input_length\": 5}", ":1: hash_ids: want an array of whole numbers"},
+	{"{\"tokens\": [1], \"org\": 7}", ":1: org: want a name in quotes"},
+};
+
+ParameterizedTestParameters(workload, a_value_it_cannot_use_is_refused_with_line_and_field)
+{
+	return cr_make_param_array(struct bad_line, bad_lines,
+				   sizeof(bad_lines) / sizeof(bad_lines[0]));
+}
+
+ParameterizedTest(struct bad_line *b, workload, a_value_it_cannot_use_is_refused_with_line_and_field)
+{
+	char text[128];
+
+	snprintf(text, sizeof(text), "%s\n", b->line);
+	file_of("bad.jsonl", text);
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), -1, "accepted: %s", b->line);
+	cr_assert(strstr(err, b->want) != NULL, "'%s': %s", b->line, err);
+	cr_assert_eq(w.n, 0);
 }

@@ -105,7 +105,8 @@ usage(FILE *f, const char *prog)
 		"  --role R             shard, driver or all (overrides the file)\n"
 		"  --poll busy|idle     busy polling (default) or pause/sleep when idle\n"
 		"  --exit-when-idle MS  stop after MS without a received frame (replays)\n"
-		"  --trace FILE         driver: replay this trace (wafer.trace)\n"
+		"  --trace FILE         driver: replay this trace (wafer.trace; \"\": the built-in\n"
+		"                       workload)\n"
 		"  --limit N            driver: replay N requests (wafer.limit)\n"
 		"  --lose-data N        driver: withhold every Nth EVICT_DATA frame, a lost\n"
 		"                       frame on purpose (wafer.lose_data_every; for tests)\n"
@@ -357,16 +358,19 @@ main(int argc, char **argv)
 		}
 	}
 	if (trace != NULL) {
-		FILE *f = fileio_open(trace, err, sizeof(err));
-
 		/* Given on the command line, a trace must be there: no silent
-		 * fall-back to the built-in workload (wafer.trace has one). */
-		if (f == NULL) {
-			fprintf(stderr, "kvss: --trace: %s\n", err);
-			status = 2;
-			goto out_eal;
+		 * fall-back to the built-in workload (wafer.trace has one).
+		 * --trace "" asks for the built-in workload. */
+		if (trace[0] != '\0') {
+			FILE *f = fileio_open(trace, err, sizeof(err));
+
+			if (f == NULL) {
+				fprintf(stderr, "kvss: --trace: %s\n", err);
+				status = 2;
+				goto out_eal;
+			}
+			fclose(f);
 		}
-		fclose(f);
 		snprintf(kvss.cfg.wafer.trace, sizeof(kvss.cfg.wafer.trace), "%s", trace);
 	}
 	/* Whole numbers, 1e6 notation too, never a prefix of what was given. */

@@ -22,43 +22,88 @@ skip_ws(const char *p)
 	return p;
 }
 
-/* Find "key": in the object; return the value's start or NULL. */
+/* The end of the JSON string that starts at @p p ('"'), past its closing quote; NULL if none. */
+static const char *
+string_end(const char *p)
+{
+	for (p++; *p != '\0'; p++) {
+		if (*p == '\\' && p[1] != '\0')
+			p++;
+		else if (*p == '"')
+			return p + 1;
+	}
+	return NULL;
+}
+
+/*
+ * Find "key": among the top-level keys of the object on @p line (a key of
+ * an object nested in it is not the request's); return the value's start,
+ * or NULL.
+ */
 static const char *
 json_key(const char *line, const char *key)
 {
 	size_t kl = strlen(key);
 	const char *p = line;
+	int depth = 0;
 
-	while ((p = strchr(p, '"')) != NULL) {
-		if (strncmp(p + 1, key, kl) == 0 && p[1 + kl] == '"') {
-			const char *q = skip_ws(p + 2 + kl);
+	while (*p != '\0') {
+		if (*p == '"') {
+			const char *e = string_end(p), *q;
 
-			if (*q == ':')
+			if (e == NULL)
+				return NULL;
+			q = skip_ws(e);
+			if (depth == 1 && *q == ':' && (size_t)(e - p - 2) == kl &&
+			    strncmp(p + 1, key, kl) == 0)
 				return skip_ws(q + 1);
+			p = e;
+			continue;
 		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if (*p == '}' || *p == ']')
+			depth--;
 		p++;
 	}
 	return NULL;
 }
 
+/*
+ * A whole number at @p p, up to @p max, ending where a JSON value ends:
+ * not negative, not 1e23, not 2^64 (never a prefix of what is written).
+ * Returns its end, or NULL.
+ */
+static const char *
+json_num(const char *p, uint64_t max, uint64_t *v)
+{
+	char *end;
+
+	if (*p < '0' || *p > '9')
+		return NULL;
+	errno = 0;
+	*v = strtoull(p, &end, 10);
+	if (errno != 0 || *v > max)
+		return NULL;
+	p = skip_ws(end);
+	if (*p != ',' && *p != '}' && *p != ']' && *p != '\0')
+		return NULL;
+	return end;
+}
+
 static int
-json_u64(const char *line, const char *key, uint64_t *v)
+json_u64(const char *line, const char *key, uint64_t max, uint64_t *v)
 {
 	const char *p = json_key(line, key);
-	char *end;
 
 	if (p == NULL)
 		return -ENOENT;
-	errno = 0;
-	*v = strtoull(p, &end, 10);
-	if (end == p || errno != 0)
-		return -EINVAL;
-	return 0;
+	return json_num(p, max, v) != NULL ? 0 : -EINVAL;
 }
 
 /* An array of unsigned integers; *out is malloc'd. */
 static int
-json_u64_array(const char *line, const char *key, uint64_t **out, size_t *n)
+json_u64_array(const char *line, const char *key, uint64_t max, uint64_t **out, size_t *n)
 {
 	const char *p = json_key(line, key);
 	size_t cap = 64;
@@ -86,8 +131,8 @@ json_u64_array(const char *line, const char *key, uint64_t **out, size_t *n)
 			a = b;
 			cap *= 2;
 		}
-		a[*n] = strtoull(p, &end, 10);
-		if (end == p) {
+		end = (char *)json_num(p, max, &a[*n]);
+		if (end == NULL) {
 			free(a);
 			return -EINVAL;
 		}
@@ -140,6 +185,13 @@ workload_load(const char *path, uint32_t block, size_t limit, struct workload *t
 	return workload_load_bounded(path, block, limit, WL_MAX_LINE, WL_MAX_REQUESTS, t, err, errlen);
 }
 
+/* One line's field is not what the format says: the error, and out. */
+#define FIELD_BAD(field, want)                                                                     \
+	do {                                                                                       \
+		snprintf(err, errlen, "%s:%lu: %s: %s", path, lineno, field, want);                \
+		goto bad;                                                                          \
+	} while (0)
+
 int
 workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max_line,
 		      size_t max_requests, struct workload *t, char *err, size_t errlen)
@@ -158,6 +210,7 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 		uint64_t *ids = NULL, v;
 		size_t nids = 0, i;
 		char org[256];
+		int rc;
 
 		lineno++;
 		if (len == -2) {
@@ -175,31 +228,33 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 				 lineno, max_requests);
 			goto bad;
 		}
-		if (json_u64(line, "timestamp", &q.ts_ms) != 0)
+		/* Each field: absent (its default), or what it says, or an error
+		 * naming the line and the field: never a default for a bad value. */
+		rc = json_u64(line, "timestamp", WL_MAX_TS_MS, &q.ts_ms);
+		if (rc == -ENOENT)
 			q.ts_ms = lineno;
-		if (json_u64(line, "output_length", &v) == 0) {
-			if (v > WL_MAX_TOKENS) {
-				snprintf(err, errlen, "%s:%lu: output_length %" PRIu64 " is over %u",
-					 path, lineno, v, WL_MAX_TOKENS);
-				goto bad;
-			}
+		else if (rc != 0)
+			FIELD_BAD("timestamp", "want whole milliseconds, 0 to 2^53");
+		rc = json_u64(line, "output_length", WL_MAX_TOKENS, &v);
+		if (rc == 0)
 			q.out = (uint32_t)v;
-		}
-		q.iso = json_str(line, "org", org, sizeof(org)) == 0
-				? proto_ref_isolation_id(org, strlen(org))
-				: default_iso;
-		if (json_u64_array(line, "hash_ids", &ids, &nids) == 0) {
+		else if (rc != -ENOENT)
+			FIELD_BAD("output_length", "want a whole number of tokens, 0 to 2^24");
+		rc = json_str(line, "org", org, sizeof(org));
+		if (rc == 0)
+			q.iso = proto_ref_isolation_id(org, strlen(org));
+		else if (rc == -ENOENT)
+			q.iso = default_iso;
+		else
+			FIELD_BAD("org", "want a name in quotes, under 256 bytes");
+		rc = json_u64_array(line, "hash_ids", UINT64_MAX, &ids, &nids);
+		if (rc == 0) {
 			uint64_t in;
 
-			if (json_u64(line, "input_length", &in) != 0 || in > (uint64_t)nids * block ||
-			    (nids > 0 && in <= (uint64_t)(nids - 1) * block)) {
+			if (json_u64(line, "input_length", WL_MAX_TOKENS, &in) != 0 ||
+			    in > (uint64_t)nids * block || (nids > 0 && in <= (uint64_t)(nids - 1) * block)) {
 				snprintf(err, errlen, "%s:%lu: input_length does not match hash_ids",
 					 path, lineno);
-				goto bad;
-			}
-			if (in > WL_MAX_TOKENS) {
-				snprintf(err, errlen, "%s:%lu: input_length %" PRIu64 " is over %u",
-					 path, lineno, in, WL_MAX_TOKENS);
 				goto bad;
 			}
 			q.n = (uint32_t)in;
@@ -211,7 +266,11 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 			for (i = 0; i < q.n; i++)
 				q.tokens[i] = block_token(ids[i / block], (uint32_t)(i % block));
 			q.first_block = nids ? ids[0] : 0;
-		} else if (json_u64_array(line, "tokens", &ids, &nids) == 0) {
+		} else if (rc == -ENOMEM) {
+			goto nomem;
+		} else if (rc == -EINVAL) {
+			FIELD_BAD("hash_ids", "want an array of whole numbers, 0 to 2^64 - 1");
+		} else if ((rc = json_u64_array(line, "tokens", UINT32_MAX, &ids, &nids)) == 0) {
 			if (nids > WL_MAX_TOKENS) {
 				snprintf(err, errlen, "%s:%lu: %zu tokens is over %u", path, lineno,
 					 nids, WL_MAX_TOKENS);
@@ -226,13 +285,20 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 			q.first_block = nids ? ids[0] : 0;
 			free(ids);
 			ids = NULL;
+		} else if (rc == -ENOMEM) {
+			goto nomem;
+		} else if (rc == -EINVAL) {
+			FIELD_BAD("tokens", "want an array of token ids, whole numbers 0 to 2^32 - 1");
 		} else {
 			snprintf(err, errlen, "%s:%lu: neither hash_ids nor tokens", path, lineno);
 			goto bad;
 		}
 		q.allowed = q.n;
-		if (json_u64(line, "cache_length_allowed", &v) == 0)
+		rc = json_u64(line, "cache_length_allowed", UINT64_MAX, &v);
+		if (rc == 0)
 			q.allowed = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+		else if (rc != -ENOENT)
+			FIELD_BAD("cache_length_allowed", "want a whole number of tokens");
 		if (t->n == t->cap) {
 			size_t cap = t->cap ? 2 * t->cap : 1024;
 			struct wl_req *r = realloc(t->r, sizeof(*t->r) * cap);

@@ -33,6 +33,9 @@ struct wl_req {
  * bad line can make the reader allocate. 16M: far above any model's context. */
 #define WL_MAX_TOKENS (1u << 24)
 
+/* The largest timestamp a trace may give, in ms: 2^53, what JSON readers keep exactly. */
+#define WL_MAX_TS_MS (1ull << 53)
+
 /* A trace line's bytes at most (a line of WL_MAX_TOKENS ids fits), and the
  * most requests a trace may hold: what a file with no newline, or with no
  * end, can make the reader take before it stops with an error. */
