@@ -184,6 +184,23 @@ static struct bad bads[] = {
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
 	 " orgs = ( { name = \"acme\"; ttl_last_s = 5; }, { name = \"acme\"; } ); };\n",
 	 "driver.orgs.[1].name: 'acme' is named twice (also orgs.[0])"},
+	/* Messages that say what is wrong (they used to mislead). */
+	{"role = \"shard\";\nlcores = { ingest = [1.0]; };\n",
+	 ":2: lcores.ingest: element 0: want a whole lcore id"},
+	{"role = \"shard\";\nmtu = 99999999999999999999;\n",
+	 ":2: 99999999999999999999 is too large for a number"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+	 " };\nmtu = 1e30;\n", ":6: mtu: is too large"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [1e30]; capacity_tokens = [10]; } ); } ); };\n",
+	 "shards.[0].bytes_per_token: element 0 is too large"},
+	{"role = \"shard\";\nmtu = 1500;\nmtu = 9000;\n", ":3: duplicate setting name 'mtu'"},
+	{"\xef\xbb\xbfrole = \"shard\";\n", ":1: starts with a UTF-8 byte-order mark"},
+	{"role = \"shard\";\nshard = 7;\n", ":2: shard: want a group { ... }, not a value"},
 	{"role = \"shard\";\nmtu = ;\n", ":2: syntax error"},
 	/* libconfig 1.5 would exit the process on an include it cannot read. */
 	{"role = \"shard\";\n  @include \".\"\n", ":2: @include: not supported"},

@@ -100,6 +100,33 @@ fail(struct ctx *c, const config_setting_t *s, const char *child, const char *fm
 }
 
 /* An integer member within [lo, hi]; @def when missing unless @required. */
+/*
+ * A setting as a whole number: an integer, or a float with a whole value
+ * (libconfig reads 1e6 as a float). NULL, or why not.
+ */
+static const char *
+whole(const config_setting_t *m, long long *v)
+{
+	switch (config_setting_type(m)) {
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64:
+		*v = config_setting_get_int64(m);
+		return NULL;
+	case CONFIG_TYPE_FLOAT: {
+		double d = config_setting_get_float(m);
+
+		if (!(d >= -9.2e18 && d <= 9.2e18))
+			return "is too large";
+		if (d != (double)(long long)d)
+			return "must be a whole number";
+		*v = (long long)d;
+		return NULL;
+	}
+	default:
+		return "must be a whole number";
+	}
+}
+
 static int
 get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo, long long hi,
 	long long def, bool required, long long *out)
@@ -113,22 +140,11 @@ get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo
 		*out = def;
 		return 0;
 	}
-	switch (config_setting_type(m)) {
-	case CONFIG_TYPE_INT:
-	case CONFIG_TYPE_INT64:
-		v = config_setting_get_int64(m);
-		break;
-	case CONFIG_TYPE_FLOAT: {
-		/* 1e6 is a float in libconfig: accept whole values. */
-		double d = config_setting_get_float(m);
+	{
+		const char *why = whole(m, &v);
 
-		if (d != (double)(long long)d)
-			return fail(c, g, name, "must be a whole number");
-		v = (long long)d;
-		break;
-	}
-	default:
-		return fail(c, g, name, "must be an integer");
+		if (why != NULL)
+			return fail(c, g, name, "%s", why);
 	}
 	if (v < lo || v > hi)
 		return fail(c, g, name, "%lld is out of range %lld..%lld", v, lo, hi);
@@ -270,10 +286,11 @@ get_u64_array(struct ctx *c, const config_setting_t *g, const char *name, unsign
 			    config_setting_length(a), n);
 	for (i = 0; i < n; i++) {
 		const config_setting_t *el = config_setting_get_elem(a, i);
-		long long v = config_setting_type(el) == CONFIG_TYPE_FLOAT
-				      ? (long long)config_setting_get_float(el)
-				      : config_setting_get_int64(el);
+		const char *why;
+		long long v;
 
+		if ((why = whole(el, &v)) != NULL)
+			return fail(c, g, name, "element %u %s", i, why);
 		if (v < (long long)lo || (uint64_t)v > hi)
 			return fail(c, g, name, "element %u (%lld) out of range %" PRIu64 "..%" PRIu64,
 				    i, v, lo, hi);
@@ -298,8 +315,12 @@ get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned 
 	    config_setting_length(a) > KVSS_MAX_LCORES)
 		return fail(c, g, name, "want an array of 1..%d lcore ids", KVSS_MAX_LCORES);
 	for (i = 0; i < config_setting_length(a); i++) {
-		long long v = config_setting_get_int64(config_setting_get_elem(a, i));
+		const config_setting_t *el = config_setting_get_elem(a, i);
+		long long v;
 
+		if (config_setting_type(el) != CONFIG_TYPE_INT && config_setting_type(el) != CONFIG_TYPE_INT64)
+			return fail(c, g, name, "element %d: want a whole lcore id", i);
+		v = config_setting_get_int64(el);
 		if (v < 0 || v > 1023)
 			return fail(c, g, name, "lcore %lld out of range 0..1023", v);
 		out[i] = (unsigned int)v;
@@ -343,6 +364,8 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 
 	if (sh == NULL)
 		return fail(c, NULL, "shard", "missing: the role needs a shard section");
+	if (!config_setting_is_group(sh))
+		return fail(c, config_setting_parent(sh), "shard", "want a group { ... }, not a value");
 	GET_INT(c, sh, "port", 0, 31, 0, false, cfg->shard.port);
 	GET_INT(c, sh, "id", 0, 65534, 0, true, cfg->shard.id);
 	GET_INT(c, sh, "model", 0, PREFIXCACHE_MAX_MODELS - 1, 0, false, cfg->shard.model);
@@ -514,6 +537,8 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 
 	if (d == NULL)
 		return fail(c, NULL, "driver", "missing: the role needs a driver section");
+	if (!config_setting_is_group(d))
+		return fail(c, config_setting_parent(d), "driver", "want a group { ... }, not a value");
 	GET_INT(c, d, "port", 0, 31, 0, false, cfg->driver.port);
 	if (get_endpoint(c, d, "address", true, &cfg->driver.addr) != 0)
 		return -1;
@@ -586,6 +611,92 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	return 0;
 }
 
+
+/*
+ * A run of 20 or more digits outside quotes and comments on @p line: a
+ * number no setting can hold (libconfig reads 99999999999999999999 as -1).
+ */
+static int
+long_number(const char *line, char *err, size_t errlen, const char *path, unsigned int n)
+{
+	const char *p = line;
+	bool quoted = false;
+
+	for (; *p != '\0'; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		if (quoted)
+			continue;
+		if (*p == '#' || (p[0] == '/' && (p[1] == '/' || p[1] == '*')))
+			return 0;
+		if (*p >= '0' && *p <= '9' && (p == line || !(p[-1] == '.' || p[-1] == '_' ||
+							       (p[-1] >= 'a' && p[-1] <= 'z') ||
+							       (p[-1] >= 'A' && p[-1] <= 'Z') ||
+							       (p[-1] >= '0' && p[-1] <= '9')))) {
+			size_t k = strspn(p, "0123456789");
+
+			if (k >= 20) {
+				snprintf(err, errlen, "%s:%u: %.*s is too large for a number (at most "
+						      "19 digits)", path, n, (int)k, p);
+				return -1;
+			}
+			p += k - 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The name set twice on line @p n of @p path (libconfig's duplicate error
+ * names no key): a name set twice on that line, else its first. 0, or -1.
+ */
+static int
+duplicate_on_line(const char *path, int n, char *key, size_t cap)
+{
+	char line[4096], names[16][64];
+	unsigned int nn = 0, i, j, pick;
+	const char *p;
+	FILE *f;
+	int at = 0;
+
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (at < n && fgets(line, sizeof(line), f) != NULL)
+		at++;
+	fclose(f);
+	if (at != n)
+		return -1;
+	for (p = line; *p != '\0' && nn < 16;) {
+		size_t k = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789");
+		const char *q = p + k;
+
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (k > 0 && k < 64 && !(*p >= '0' && *p <= '9') && (*q == '=' || *q == ':')) {
+			memcpy(names[nn], p, k);
+			names[nn++][k] = '\0';
+		}
+		p += k ? k : 1;
+	}
+	if (nn == 0)
+		return -1;
+	/* The name set twice on the line, else its first. */
+	for (pick = 0, i = 0; i < nn && pick == 0; i++)
+		for (j = i + 1; j < nn; j++)
+			if (strcmp(names[i], names[j]) == 0) {
+				pick = i + 1;
+				break;
+			}
+	i = pick ? pick - 1 : 0;
+	j = (unsigned int)strlen(names[i]);
+	if (j >= cap)
+		j = (unsigned int)cap - 1;
+	memcpy(key, names[i], j);
+	key[j] = '\0';
+	return 0;
+}
+
 int
 kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
 {
@@ -602,6 +713,17 @@ kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
 		const char *p = line;
 		size_t len = strlen(line);
 
+		if (n == 0 && at_start && (unsigned char)line[0] == 0xef &&
+		    (unsigned char)line[1] == 0xbb && (unsigned char)line[2] == 0xbf) {
+			fclose(f);
+			snprintf(err, errlen, "%s:1: starts with a UTF-8 byte-order mark: save the file "
+					      "without it", path);
+			return -1;
+		}
+		if (at_start && long_number(line, err, errlen, path, n + 1) != 0) {
+			fclose(f);
+			return -1;
+		}
 		if (at_start) {
 			n++;
 			p += strspn(p, " \t\r\f\v");
@@ -619,7 +741,16 @@ kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
 	rc = config_read(lc, f);
 	fclose(f);
 	if (rc != CONFIG_TRUE) {
-		snprintf(err, errlen, "%s:%d: %s", path, config_error_line(lc), config_error_text(lc));
+		char key[64];
+
+		/* libconfig does not say which name: the line does. */
+		if (strcmp(config_error_text(lc), "duplicate setting name") == 0 &&
+		    duplicate_on_line(path, config_error_line(lc), key, sizeof(key)) == 0)
+			snprintf(err, errlen, "%s:%d: duplicate setting name '%s'", path,
+				 config_error_line(lc), key);
+		else
+			snprintf(err, errlen, "%s:%d: %s", path, config_error_line(lc),
+				 config_error_text(lc));
 		return -1;
 	}
 	return 0;
@@ -750,6 +881,10 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		cfg->mtu = (uint32_t)mtu;
 	}
 	g = member(&c, root, "udp");
+	if (g != NULL && !config_setting_is_group(g)) {
+		fail(&c, root, "udp", "want a group { ... }, not a value");
+		goto out;
+	}
 	{
 		long long a, b, d;
 
@@ -764,6 +899,10 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		cfg->udp = (struct proto_ports){(uint16_t)a, (uint16_t)b, (uint16_t)d};
 	}
 	g = member(&c, root, "lcores");
+	if (g != NULL && !config_setting_is_group(g)) {
+		fail(&c, root, "lcores", "want a group { ... }, not a value");
+		goto out;
+	}
 	if (get_lcores(&c, g, "ingest", 1, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
 	    get_lcores(&c, g, "refill", 2, cfg->refill_lcore, &cfg->num_refill) != 0)
 		goto out;
@@ -806,6 +945,10 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		}
 	}
 	g = member(&c, root, "wafer");
+	if (g != NULL && !config_setting_is_group(g)) {
+		fail(&c, root, "wafer", "want a group { ... }, not a value");
+		goto out;
+	}
 	if (get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
 		goto out;
 	{
