@@ -253,6 +253,20 @@ for tool in kvss kvss-trace kvss-dump kvss-plan; do
 	check "$tool --version" sh -c "'$BUILD/$tool' --version | grep -q '^$tool [0-9.]* (wire protocol v1)$'"
 done
 
+# A failed EAL start leaves no runtime directory behind, and does not take
+# one that was there before (it may be another process's).
+rm -rf "/var/run/dpdk/${prefix}_eal"
+"$BUILD/kvss" --no-pci --no-huge -m 256 --file-prefix "${prefix}_eal" --vdev net_bogus0 -- \
+	--config config/ci-pcap-shard.cfg >"$tmp/eal.log" 2>&1
+check "a failed EAL start exits 1, naming it" sh -c "[ $? -eq 1 ] && grep -q 'EAL init failed' '$tmp/eal.log'"
+check "a failed EAL start leaves no runtime directory" test ! -e "/var/run/dpdk/${prefix}_eal"
+mkdir -p "/var/run/dpdk/${prefix}_eal" && touch "/var/run/dpdk/${prefix}_eal/theirs"
+"$BUILD/kvss" --no-pci --no-huge -m 256 --file-prefix "${prefix}_eal" --vdev net_bogus0 -- \
+	--config config/ci-pcap-shard.cfg >"$tmp/eal.log" 2>&1
+check "a failed EAL start keeps a runtime directory that was there" \
+	test -e "/var/run/dpdk/${prefix}_eal/theirs"
+rm -rf "/var/run/dpdk/${prefix}_eal"
+
 # Numbers are read whole: never a prefix of what was given.
 badopt --exit-when-idle abc
 check "--exit-when-idle abc exits 2, naming it" sh -c \

@@ -72,8 +72,8 @@ kvss_wait_turn(unsigned int *turns)
 		rte_pause();
 }
 
-static void
-remove_runtime_dir(const char *dir)
+void
+kvss_remove_dir(const char *dir)
 {
 	DIR *d;
 	struct dirent *de;
@@ -101,12 +101,12 @@ kvss_eal_stop(void)
 	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
 	if (primary)
-		remove_runtime_dir(dir);
+		kvss_remove_dir(dir);
 }
 
 void
 kvss_eal_leave(void)
 {
 	if (rte_eal_process_type() == RTE_PROC_PRIMARY)
-		remove_runtime_dir(rte_eal_get_runtime_dir());
+		kvss_remove_dir(rte_eal_get_runtime_dir());
 }

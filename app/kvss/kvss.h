@@ -170,6 +170,9 @@ void kvss_eal_stop(void);
  */
 void kvss_eal_leave(void);
 
+/** Remove directory @p dir and the files in it (a runtime directory). */
+void kvss_remove_dir(const char *dir);
+
 /*
  * The port gate (portgate.c): with a memif port, lcores burst only while
  * EAL's interrupt thread, where the memif PMD tears a connection down, is

@@ -10,7 +10,9 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -179,7 +181,24 @@ port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 		fprintf(stderr, "kvss: port %u (%s): MTU %u not set, keeping the default\n", port,
 			info.driver_name, mtu);
 	rc = rte_eth_dev_start(port);
+	if (rc != 0 && !is_shard && strcmp(info.driver_name, "net_memif") == 0) {
+		/* A memif client connects as it starts: its shard may come up
+		 * later (the demo's order is only a convention). Wait for it,
+		 * within the driver's start timeout, stopping on a signal. */
+		uint64_t waited = 0, limit = kvss.cfg.driver.start_timeout_ms;
+
+		printf("kvss: port %u (net_memif): its shard is not there yet; waiting up to %" PRIu64
+		       " ms (driver.start_timeout_ms)\n", port, limit);
+		fflush(stdout);
+		while (rc != 0 && waited < limit && !kvss_quitting()) {
+			usleep(100 * 1000);
+			waited += 100;
+			rc = rte_eth_dev_start(port);
+		}
+	}
 	if (rc != 0) {
+		if (kvss_quitting())
+			return -EINTR;
 		fprintf(stderr, "kvss: port %u: start failed: %s\n", port, rte_strerror(-rc));
 		return rc;
 	}
@@ -243,6 +262,35 @@ print_stats(void)
 	printf("\n");
 }
 
+/*
+ * The runtime directory EAL will use for these arguments: its --file-prefix
+ * (default "rte") under /var/run/dpdk for root, else $XDG_RUNTIME_DIR/dpdk
+ * (or /tmp/dpdk). 0, or -1 (it cannot be told).
+ */
+static int
+runtime_dir_of(int argc, char **argv, char *out, size_t cap)
+{
+	const char *prefix = "rte", *base;
+	int i;
+
+	out[0] = '\0';
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--file-prefix") == 0 && i + 1 < argc)
+			prefix = argv[++i];
+		else if (strncmp(argv[i], "--file-prefix=", 14) == 0)
+			prefix = argv[i] + 14;
+	}
+	if (prefix[0] == '\0' || strchr(prefix, '/') != NULL)
+		return -1;
+	if (getuid() == 0) {
+		snprintf(out, cap, "/var/run/dpdk/%s", prefix);
+	} else {
+		base = getenv("XDG_RUNTIME_DIR");
+		snprintf(out, cap, "%s/dpdk/%s", base != NULL ? base : "/tmp", prefix);
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -275,11 +323,30 @@ main(int argc, char **argv)
 			return 0;
 		}
 	}
-	ret = rte_eal_init(argc, argv);
-	if (ret < 0) {
-		fprintf(stderr, "kvss: EAL init failed: %s\n", rte_strerror(rte_errno));
-		return 1;
+	/*
+	 * A signal at any moment stops the program within about a second and
+	 * leaves no runtime directory: the handlers are in place before EAL
+	 * starts, and every step after checks the flag they set.
+	 */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	{
+		char rundir[PATH_MAX];
+		bool had = runtime_dir_of(argc, argv, rundir, sizeof(rundir)) == 0 &&
+			   access(rundir, F_OK) == 0;
+
+		ret = rte_eal_init(argc, argv);
+		if (ret < 0) {
+			fprintf(stderr, "kvss: EAL init failed: %s\n", rte_strerror(rte_errno));
+			/* What a failed start made, and only that: a directory that
+			 * was there before may be another process's. */
+			if (!had && rundir[0] != '\0')
+				kvss_remove_dir(rundir);
+			return 1;
+		}
 	}
+	if (kvss_quitting())
+		goto out_eal;
 	argc -= ret;
 	argv += ret;
 	optind = 1;
@@ -417,8 +484,8 @@ main(int argc, char **argv)
 		kvss.epoch = (uint32_t)rte_rand();
 	} while (kvss.epoch == 0);
 	kvss.start_tsc = rte_get_tsc_cycles();
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	if (kvss_quitting())
+		goto out_eal;
 	kvss.pool = rte_pktmbuf_pool_create("kvss_pool", 8191, 256, 0,
 					    (uint16_t)(RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX),
 					    (int)rte_socket_id());
@@ -454,7 +521,7 @@ main(int argc, char **argv)
 				if (port_started(port))
 					continue;
 				if (port_init(port, kvss.cfg.mtu, 0, 0) != 0) {
-					status = 1;
+					status = kvss_quitting() ? 0 : 1;
 					goto out_free;
 				}
 			}
