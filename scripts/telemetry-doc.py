@@ -108,6 +108,9 @@ def keys_of(path, fn):
         elif '"drop_%s"' in line:
             out += [("drop_" + k, "frames dropped: " + (c or k.replace("_", " ")))
                     for k, c in xmacro("lib/proto/proto.h", "PROTO_REASONS")]
+        elif '"refill_failed_%s"' in line:
+            out += [("refill_failed_" + k, "REFILLs answered with a failure, code " + k) for k, _ in
+                    xmacro("lib/proto/proto.h", "PROTO_ERRS")]
         elif '"error_%s"' in line:
             what = "ERROR records sent" if "telemetry.c" in path else "ERROR records received"
             out += [("error_" + k, what + ", code " + k) for k, _ in

@@ -30,8 +30,10 @@ kvss_stats_total(struct kvss_lcore_stats *t)
 #undef KVSS_STAT_ADD
 		for (r = 0; r < PROTO_R_MAX; r++)
 			t->drops[r] += s->drops[r];
-		for (r = 0; r < PROTO_E_MAX; r++)
+		for (r = 0; r < PROTO_E_MAX; r++) {
 			t->errors[r] += s->errors[r];
+			t->refill_errors[r] += s->refill_errors[r];
+		}
 		t->busy_cycles += s->busy_cycles;
 		t->idle_cycles += s->idle_cycles;
 	}

@@ -21,7 +21,7 @@
 	X(hit_tokens) /* prompt tokens hit (model 0) */                                            \
 	X(miss_tokens)	    /* prompt tokens computed, not refilled */                              \
 	X(refills)	    /* refills asked (one per request with a hit) */                        \
-	X(refilled_tokens)  /* tokens refilled (per cache, all shards together) */                 \
+	X(refilled_tokens)  /* tokens refilled whole and right (per cache, all shards together) */                 \
 	X(refill_bytes)	    /* REFILL_DATA payload bytes received */                                \
 	X(refill_failures)  /* a shard answered a REFILL with an error */                          \
 	X(refill_timeouts)  /* data not whole in time */                                           \

@@ -333,6 +333,7 @@ kvss_driver_summary(void)
 	struct prefixcache_stats ps;
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
+	char pctj[160], shortj[16] = "null", lostj[24] = "null";
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -447,26 +448,37 @@ kvss_driver_summary(void)
 	       "); the shards hold what the driver accounts for: %s (%" PRIu64 " tokens off)\n",
 	       s->resyncs, s->data_withheld,
 	       !drv.finished ? "not checked" : lost == 0 ? "yes" : "NO", lost);
+	/* What was not measured or not checked is null, not 0. */
+	if (drv.learn.nlat)
+		snprintf(pctj, sizeof(pctj), "\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,"
+			 "\"model_p99_us\":%u", p50, p99, e50, e99);
+	else
+		snprintf(pctj, sizeof(pctj), "\"refill_p50_us\":null,\"refill_p99_us\":null,"
+			 "\"model_p50_us\":null,\"model_p99_us\":null");
+	if (drv.learn.fit.n)
+		snprintf(shortj, sizeof(shortj), "%.4f",
+			 (double)s->model_short / (double)drv.learn.fit.n);
+	if (drv.finished && !drv.open_loop)
+		snprintf(lostj, sizeof(lostj), "%" PRIu64, lost);
 	printf("{\"requests\":%" PRIu64 ",\"prompt_tokens\":%" PRIu64 ",\"hit_tokens\":%" PRIu64
 	       ",\"hit_ratio\":%.4f,\"evicted_tokens\":%" PRIu64 ",\"refilled_tokens\":%" PRIu64
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
 	       ",\"refills_timed\":%" PRIu64 ",\"refills_failed\":%" PRIu64
-	       ",\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,\"model_p99_us\":%u"
-	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%.4f,%s"
+	       ",%s"
+	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%s,%s"
 	       ",\"model_fits\":%s,\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
-	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%" PRIu64
+	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%s"
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, drv.learn.fit.n,
-	       s->seq_refill_failed, p50, p99, e50, e99,
-	       learned ? "learned" : "configured", drv.learn.ml[0].factor,
-	       drv.learn.fit.n ? (double)s->model_short / (double)drv.learn.fit.n : 0.0,
+	       s->seq_refill_failed, pctj,
+	       learned ? "learned" : "configured", drv.learn.ml[0].factor, shortj,
 	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
 	       (double)drv.learn.late_ns / 1e6, (double)drv.learn.early_ns / 1e6, (double)emu_held_ns(drv.emu) / 1e6,
-	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs, lost,
-	       drv.finished ? "true" : "false");
+	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs,
+	       lostj, drv.finished ? "true" : "false");
 	fflush(stdout);
 }

@@ -233,6 +233,10 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 	if (r->whole_mask != r->all_mask && r->done_mask == r->all_mask && r->fail_mask == 0)
 		bad = true;
 	st->verify_failures += bad;
+	/* Refilled: whole from every shard, every byte right. A refill that
+	 * failed or timed out brought nothing the wafer could use. */
+	if (!bad && r->fail_mask == 0 && r->whole_mask == r->all_mask)
+		st->refilled_tokens += r->ntok;
 	r->seq = NULL;
 	if (s == NULL)
 		return;
@@ -346,7 +350,6 @@ emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 	s->rec[s->nrec++] = r;
 	s->wait++;
 	s->mwait[model]++;
-	e->p.st->refilled_tokens += ntok;
 }
 
 /* The refill @p id for shard @p k's model, NULL (counted stale) when none. */

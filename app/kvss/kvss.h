@@ -67,6 +67,7 @@ struct kvss_lcore_stats {
 #undef KVSS_STAT_FIELD
 	uint64_t drops[PROTO_R_MAX]; /* frames dropped, by parse reason */
 	uint64_t errors[PROTO_E_MAX]; /* ERROR records sent, by code */
+	uint64_t refill_errors[PROTO_E_MAX]; /* refills answered with a failure, by code */
 	uint64_t busy_cycles, idle_cycles;
 } __rte_cache_aligned;
 

@@ -259,6 +259,10 @@ print_stats(void)
 	for (r = 1; r < PROTO_E_MAX; r++)
 		if (t.errors[r])
 			printf(" error_%s=%" PRIu64, proto_err_name((unsigned int)r), t.errors[r]);
+	for (r = 1; r < PROTO_E_MAX; r++)
+		if (t.refill_errors[r])
+			printf(" refill_failed_%s=%" PRIu64, proto_err_name((unsigned int)r),
+			       t.refill_errors[r]);
 	printf("\n");
 }
 
@@ -528,6 +532,7 @@ main(int argc, char **argv)
 		ret = kvss_driver_init();
 		if (ret != 0) {
 			status = ret == -2 ? 2 : 1; /* 2: a configuration error */
+			kvss_driver_free(); /* what it set up before it stopped */
 			goto out_free;
 		}
 		driver_on = 1;

@@ -78,6 +78,7 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 			}
 		}
 		rd.status = code;
+		st->refill_errors[code < PROTO_E_MAX ? code : 0] += code != 0;
 		if (proto_build_refill_done(&bt->b, &rd) == -ENOSPC) {
 			shard_batcher_flush(bt);
 			proto_build_refill_done(&bt->b, &rd);
