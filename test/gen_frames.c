@@ -173,6 +173,97 @@ shard_set(void)
 	emit(f, n, n);
 }
 
+/* The CI driver's (10.99.0.1) frames to the CI shard (10.99.0.10) on @p port. */
+static struct proto_addr
+ci_addr(uint16_t port)
+{
+	static const uint8_t drv[6] = {2, 0, 0, 0, 0, 1}, shd[6] = {2, 0, 0, 0, 1, 0};
+	struct proto_addr a = {.src_ip = 0x0a630001, .dst_ip = 0x0a63000a,
+			       .src_port = PROTO_PORT_CTRL_DEFAULT, .dst_port = port};
+
+	memcpy(a.src_mac, drv, 6);
+	memcpy(a.dst_mac, shd, 6);
+	return a;
+}
+
+/* Emit the message being built in @p b to @p a. */
+static void
+emit_built(const struct proto_addr *a, struct proto_builder *b)
+{
+	uint8_t f[PROTO_FRAME_MAX];
+	uint32_t n = proto_build_frame(f, sizeof(f), a, b->buf, proto_build_end(b));
+
+	emit(f, n, n);
+}
+
+/* HELLO in epoch @p e. */
+static void
+emit_hello(uint32_t e)
+{
+	struct proto_addr a = ci_addr(PROTO_PORT_CTRL_DEFAULT);
+	struct proto_hdr h = {.type = PROTO_T_HELLO, .epoch = e};
+	uint8_t pay[64];
+	struct proto_builder b;
+
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	emit_built(&a, &b);
+}
+
+/* EVICT seq 1, batch 1: tokens 0..3 of prompt 5 (cache 0). */
+static void
+emit_evict5(uint32_t e)
+{
+	struct proto_addr a = ci_addr(PROTO_PORT_CTRL_DEFAULT);
+	struct proto_hdr h = {.type = PROTO_T_EVICT, .epoch = e, .seq = 1};
+	struct proto_evict_hdr eh = {1, 1, 4};
+	uint8_t pay[256];
+	struct proto_builder b;
+	uint32_t t;
+
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	proto_build_evict_hdr(&b, &eh);
+	for (t = 0; t < 4; t++) {
+		struct proto_evict_entry en = {5, t, 1};
+
+		proto_build_evict_entry(&b, &en);
+	}
+	emit_built(&a, &b);
+}
+
+/* EVICT_DATA of batch @p batch: 4 tokens of 64 bytes, all @p fill. */
+static void
+emit_data(uint32_t e, uint64_t batch, uint8_t fill)
+{
+	struct proto_addr a = ci_addr(PROTO_PORT_EVICT_DEFAULT);
+	struct proto_hdr h = {.type = PROTO_T_EVICT_DATA, .epoch = e};
+	struct proto_data_hdr dh = {batch, 0, 0, 4 * 64};
+	uint8_t pay[512];
+	struct proto_builder b;
+
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	proto_build_data_hdr(&b, &dh);
+	memset(pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, fill, 4 * 64);
+	proto_build_bytes(&b, pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 4 * 64);
+	emit_built(&a, &b);
+}
+
+/* REFILL seq 2 of prompt 5's tokens 0..3 after batch 1, id @p id. */
+static void
+emit_refill5(uint32_t e, uint64_t id)
+{
+	struct proto_addr a = ci_addr(PROTO_PORT_CTRL_DEFAULT);
+	struct proto_hdr h = {.type = PROTO_T_REFILL, .shard_id = PROTO_SHARD_ALL, .epoch = e, .seq = 2};
+	struct proto_refill_req rq = {.refill_id = id, .evict_count = 1, .cache_id = 0};
+	struct proto_refill_chunk ch = {5, 0, 4};
+	uint8_t pay[128];
+	struct proto_builder b;
+
+	proto_build_begin(&b, pay, sizeof(pay), &h);
+	proto_build_refill_req(&b, &rq);
+	proto_build_refill_chunk(&b, &ch);
+	emit_built(&a, &b);
+}
+
 /*
  * Frames not for the CI shard among a real stream (PROTOCOL.md section 1):
  * prompt 5 is stored (EVICT seq 1 and its data), then DELETEs of it with
@@ -184,51 +275,20 @@ shard_set(void)
 static void
 strangers_set(bool src)
 {
-	static const uint8_t drv[6] = {2, 0, 0, 0, 0, 1}, shd[6] = {2, 0, 0, 0, 1, 0};
 	static const uint8_t other[6] = {2, 0, 0, 0, 1, 9};
 	const uint32_t E = 0x5eed0001;
-	uint8_t f[PROTO_FRAME_MAX], pay[512];
-	struct proto_builder b;
-	struct proto_addr a = {.src_ip = 0x0a630001, .dst_ip = 0x0a63000a,
-			       .src_port = PROTO_PORT_CTRL_DEFAULT, .dst_port = PROTO_PORT_CTRL_DEFAULT};
-	struct proto_hdr h = {.type = PROTO_T_HELLO, .shard_id = 0, .epoch = E};
-	struct proto_evict_hdr eh = {1, 1, 4};
-	struct proto_data_hdr dh = {1, 0, 0, 4 * 64};
-	struct proto_refill_req rq = {.refill_id = 77, .evict_count = 1, .cache_id = 0};
-	struct proto_refill_chunk ch = {5, 0, 4};
 	struct proto_delete d = {.prompt_id = 5, .evict_count = 1, .end_token_idx = 3};
-	uint32_t n, t, k;
+	uint8_t pay[128];
+	struct proto_builder b;
+	uint32_t k;
 
-	memcpy(a.src_mac, drv, 6);
-	memcpy(a.dst_mac, shd, 6);
-	proto_build_begin(&b, pay, sizeof(pay), &h);
-	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
-	emit(f, n, n);
-	h.type = PROTO_T_EVICT;
-	h.seq = 1;
-	proto_build_begin(&b, pay, sizeof(pay), &h);
-	proto_build_evict_hdr(&b, &eh);
-	for (t = 0; t < 4; t++) {
-		struct proto_evict_entry e = {5, t, 1};
-
-		proto_build_evict_entry(&b, &e);
-	}
-	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
-	emit(f, n, n);
-	h.type = PROTO_T_EVICT_DATA;
-	h.seq = 0;
-	a.dst_port = PROTO_PORT_EVICT_DEFAULT;
-	proto_build_begin(&b, pay, sizeof(pay), &h);
-	proto_build_data_hdr(&b, &dh);
-	memset(pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 0xa5, 4 * 64);
-	proto_build_bytes(&b, pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 4 * 64);
-	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
-	emit(f, n, n);
-	a.dst_port = PROTO_PORT_CTRL_DEFAULT;
+	emit_hello(E);
+	emit_evict5(E);
+	emit_data(E, 1, 0xa5);
 	for (k = 0; k < (src ? 5u : 4u); k++) {
-		struct proto_addr x = a;
+		struct proto_addr x = ci_addr(PROTO_PORT_CTRL_DEFAULT);
+		struct proto_hdr h = {.type = PROTO_T_DELETE, .epoch = E, .seq = 2};
 
-		h = (struct proto_hdr){.type = PROTO_T_DELETE, .shard_id = 0, .epoch = E, .seq = 2};
 		if (k == 0)
 			h.model_id = 1;
 		else if (k == 1)
@@ -241,15 +301,9 @@ strangers_set(bool src)
 			x.src_ip = 0x0a63004d; /* 10.99.0.77: not the driver */
 		proto_build_begin(&b, pay, sizeof(pay), &h);
 		proto_build_delete(&b, &d);
-		n = proto_build_frame(f, sizeof(f), &x, pay, proto_build_end(&b));
-		emit(f, n, n);
+		emit_built(&x, &b);
 	}
-	h = (struct proto_hdr){.type = PROTO_T_REFILL, .shard_id = PROTO_SHARD_ALL, .epoch = E, .seq = 2};
-	proto_build_begin(&b, pay, sizeof(pay), &h);
-	proto_build_refill_req(&b, &rq);
-	proto_build_refill_chunk(&b, &ch);
-	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
-	emit(f, n, n);
+	emit_refill5(E, 77);
 }
 
 /*
@@ -261,54 +315,17 @@ strangers_set(bool src)
 static void
 junkdata_set(void)
 {
-	static const uint8_t drv[6] = {2, 0, 0, 0, 0, 1}, shd[6] = {2, 0, 0, 0, 1, 0};
 	const uint32_t E = 0x5eed0002;
-	uint8_t f[PROTO_FRAME_MAX], pay[512];
-	struct proto_builder b;
-	struct proto_addr a = {.src_ip = 0x0a630001, .dst_ip = 0x0a63000a,
-			       .src_port = PROTO_PORT_CTRL_DEFAULT, .dst_port = PROTO_PORT_CTRL_DEFAULT};
-	struct proto_hdr h = {.type = PROTO_T_HELLO, .epoch = E};
-	struct proto_evict_hdr eh = {1, 1, 4};
-	struct proto_refill_req rq = {.refill_id = 78, .evict_count = 1, .cache_id = 0};
-	struct proto_refill_chunk ch = {5, 0, 4};
-	uint64_t batches[3] = {5000, 9, 1};
-	uint32_t n, t, k, copies;
+	uint32_t k;
 
-	memcpy(a.src_mac, drv, 6);
-	memcpy(a.dst_mac, shd, 6);
-	proto_build_begin(&b, pay, sizeof(pay), &h);
-	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
-	emit(f, n, n);
-	a.dst_port = PROTO_PORT_EVICT_DEFAULT;
-	for (k = 0; k < 3; k++)
-		for (copies = 0; copies < (k < 2 ? 1100u : 1u); copies++) {
-			struct proto_data_hdr dh = {batches[k], 0, 0, 4 * 64};
-
-			h = (struct proto_hdr){.type = PROTO_T_EVICT_DATA, .epoch = E};
-			proto_build_begin(&b, pay, sizeof(pay), &h);
-			proto_build_data_hdr(&b, &dh);
-			memset(pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 0x5a, 4 * 64);
-			proto_build_bytes(&b, pay + PROTO_HDR_LEN + PROTO_DATA_HDR_LEN, 4 * 64);
-			n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
-			emit(f, n, n);
-		}
-	a.dst_port = PROTO_PORT_CTRL_DEFAULT;
-	h = (struct proto_hdr){.type = PROTO_T_EVICT, .epoch = E, .seq = 1};
-	proto_build_begin(&b, pay, sizeof(pay), &h);
-	proto_build_evict_hdr(&b, &eh);
-	for (t = 0; t < 4; t++) {
-		struct proto_evict_entry e = {5, t, 1};
-
-		proto_build_evict_entry(&b, &e);
-	}
-	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
-	emit(f, n, n);
-	h = (struct proto_hdr){.type = PROTO_T_REFILL, .shard_id = PROTO_SHARD_ALL, .epoch = E, .seq = 2};
-	proto_build_begin(&b, pay, sizeof(pay), &h);
-	proto_build_refill_req(&b, &rq);
-	proto_build_refill_chunk(&b, &ch);
-	n = proto_build_frame(f, sizeof(f), &a, pay, proto_build_end(&b));
-	emit(f, n, n);
+	emit_hello(E);
+	for (k = 0; k < 1100; k++)
+		emit_data(E, 5000, 0x5a);
+	for (k = 0; k < 1100; k++)
+		emit_data(E, 9, 0x5a);
+	emit_data(E, 1, 0x5a);
+	emit_evict5(E);
+	emit_refill5(E, 78);
 }
 
 static int
