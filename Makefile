@@ -52,7 +52,7 @@ LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
 
 # The configuration reader (kvss's files and kvss-plan's clusters): the
 # only code that includes libconfig.
-CONFIG_SRC := lib/config/config.c lib/config/cluster.c
+CONFIG_SRC := lib/config/config.c lib/config/config_read.c lib/config/cluster.c
 LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 
 # Files from outside, opened without blocking and read with bounds.

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Configuration: the only file that includes libconfig. Every value is
- * checked here, at start; an error names the file, the line and the key, so
- * the program can stop before any port starts.
+ * The settings of a kvss configuration (config.h): every value is checked
+ * here, at start; an error names the file, the line and the key, so the
+ * program can stop before any port starts. Reading the file and refusing
+ * unknown keys is config_read.c's; lib/config is the only code that
+ * includes libconfig.
  */
-#include "config.h"
-#include "fileio.h"
+#include "config_priv.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,90 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Every (group, key) the loader asked for: what is not among them is unknown. */
-#define SEEN_MAX 2048
-
-struct ctx {
-	const char *path;
-	char *err;
-	size_t errlen;
-	struct {
-		const config_setting_t *g;
-		const char *name;
-	} seen[SEEN_MAX];
-	unsigned int nseen;
-};
-
-/* config_setting_get_member, remembering that @p name is a key of @p g. */
-static config_setting_t *
-member(struct ctx *c, const config_setting_t *g, const char *name)
-{
-	if (g == NULL)
-		return NULL;
-	if (c->nseen < SEEN_MAX) {
-		c->seen[c->nseen].g = g;
-		c->seen[c->nseen++].name = name;
-	}
-	return config_setting_get_member(g, name);
-}
-
-/* "shard.caches.[0].buffers" for a setting (and a child name, or NULL). */
-static void
-key_of(const config_setting_t *s, const char *child, char *out, size_t n)
-{
-	const config_setting_t *chain[32];
-	int depth = 0, i;
-	size_t len = 0;
-
-	out[0] = '\0';
-	for (; s != NULL && config_setting_parent(s) != NULL && depth < 32;
-	     s = config_setting_parent(s))
-		chain[depth++] = s;
-	for (i = depth - 1; i >= 0; i--) {
-		const char *name = config_setting_name(chain[i]);
-
-		if (name != NULL)
-			len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? "." : "",
-						name);
-		else
-			len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s[%d]",
-						len ? "." : "", config_setting_index(chain[i]));
-	}
-	if (child != NULL)
-		snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? "." : "", child);
-}
-
-int
-kvss_cfg_vfail(const char *file, char *err, size_t errlen, const config_setting_t *s,
-	       const char *child, const char *fmt, va_list ap)
-{
-	const config_setting_t *at = s;
-	char key[256], msg[256];
-
-	if (child != NULL && s != NULL && config_setting_get_member(s, child) != NULL)
-		at = config_setting_get_member(s, child);
-	key_of(s, child, key, sizeof(key));
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (at != NULL && config_setting_source_line(at) > 0)
-		snprintf(err, errlen, "%s:%d: %s: %s", file, (int)config_setting_source_line(at),
-			 key[0] ? key : "(top)", msg);
-	else
-		snprintf(err, errlen, "%s: %s: %s", file, key[0] ? key : "(top)", msg);
-	return -1;
-}
-
-static int __attribute__((format(printf, 4, 5)))
-fail(struct ctx *c, const config_setting_t *s, const char *child, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	kvss_cfg_vfail(c->path, c->err, c->errlen, s, child, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-/* An integer member within [lo, hi]; @def when missing unless @required. */
 /*
  * A setting as a whole number: an integer, or a float with a whole value
  * (libconfig reads 1e6 as a float). NULL, or why not.
@@ -127,16 +44,17 @@ whole(const config_setting_t *m, long long *v)
 	}
 }
 
+/* An integer member within [lo, hi]; @def when missing unless @required. */
 static int
 get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo, long long hi,
 	long long def, bool required, long long *out)
 {
-	const config_setting_t *m = g ? member(c, g, name) : NULL;
+	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
 	long long v;
 
 	if (m == NULL) {
 		if (required)
-			return fail(c, g, name, "missing (an integer in %lld..%lld)", lo, hi);
+			return cfg_fail(c, g, name, "missing (an integer in %lld..%lld)", lo, hi);
 		*out = def;
 		return 0;
 	}
@@ -144,10 +62,10 @@ get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo
 		const char *why = whole(m, &v);
 
 		if (why != NULL)
-			return fail(c, g, name, "%s", why);
+			return cfg_fail(c, g, name, "%s", why);
 	}
 	if (v < lo || v > hi)
-		return fail(c, g, name, "%lld is out of range %lld..%lld", v, lo, hi);
+		return cfg_fail(c, g, name, "%lld is out of range %lld..%lld", v, lo, hi);
 	*out = v;
 	return 0;
 }
@@ -163,14 +81,14 @@ get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo
 static int
 get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out)
 {
-	const config_setting_t *m = g ? member(c, g, name) : NULL;
+	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
 
 	if (m == NULL) {
 		*out = def;
 		return 0;
 	}
 	if (config_setting_type(m) != CONFIG_TYPE_BOOL)
-		return fail(c, g, name, "must be true or false");
+		return cfg_fail(c, g, name, "must be true or false");
 	*out = config_setting_get_bool(m);
 	return 0;
 }
@@ -180,18 +98,18 @@ static int
 get_choice(struct ctx *c, const config_setting_t *g, const char *name, const char *const *choices,
 	   int def, bool required)
 {
-	const config_setting_t *m = g ? member(c, g, name) : NULL;
+	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
 	const char *v;
 	char list[256] = "";
 	int i;
 
 	if (m == NULL) {
 		if (required)
-			return fail(c, g, name, "missing"), -2;
+			return cfg_fail(c, g, name, "missing"), -2;
 		return def;
 	}
 	if (config_setting_type(m) != CONFIG_TYPE_STRING)
-		return fail(c, g, name, "must be a string"), -2;
+		return cfg_fail(c, g, name, "must be a string"), -2;
 	v = config_setting_get_string(m);
 	for (i = 0; choices[i] != NULL; i++) {
 		if (strcmp(v, choices[i]) == 0)
@@ -199,20 +117,20 @@ get_choice(struct ctx *c, const config_setting_t *g, const char *name, const cha
 		strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
 		strncat(list, choices[i], sizeof(list) - strlen(list) - 1);
 	}
-	return fail(c, g, name, "'%s' is not one of %s", v, list), -2;
+	return cfg_fail(c, g, name, "'%s' is not one of %s", v, list), -2;
 }
 
 static int
 get_str(struct ctx *c, const config_setting_t *g, const char *name, char *out, size_t n)
 {
-	const config_setting_t *m = g ? member(c, g, name) : NULL;
+	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
 
 	if (m == NULL)
 		return 0;
 	if (config_setting_type(m) != CONFIG_TYPE_STRING)
-		return fail(c, g, name, "must be a string");
+		return cfg_fail(c, g, name, "must be a string");
 	if (strlen(config_setting_get_string(m)) >= n)
-		return fail(c, g, name, "longer than %zu characters", n - 1);
+		return cfg_fail(c, g, name, "longer than %zu characters", n - 1);
 	strcpy(out, config_setting_get_string(m));
 	return 0;
 }
@@ -252,21 +170,21 @@ static int
 get_endpoint(struct ctx *c, const config_setting_t *g, const char *name, bool required,
 	     struct kvss_endpoint *ep)
 {
-	const config_setting_t *e = g ? member(c, g, name) : NULL;
+	const config_setting_t *e = g ? cfg_member(c, g, name) : NULL;
 	const char *s;
 
 	memset(ep, 0, sizeof(*ep));
 	if (e == NULL)
-		return required ? fail(c, g, name, "missing ({ mac = ...; ipv4 = ...; })") : 0;
+		return required ? cfg_fail(c, g, name, "missing ({ mac = ...; ipv4 = ...; })") : 0;
 	if (!config_setting_is_group(e))
-		return fail(c, g, name, "must be a group { mac = ...; ipv4 = ...; }");
-	member(c, e, "mac");
-	member(c, e, "ipv4");
+		return cfg_fail(c, g, name, "must be a group { mac = ...; ipv4 = ...; }");
+	cfg_member(c, e, "mac");
+	cfg_member(c, e, "ipv4");
 	if (config_setting_lookup_string(e, "mac", &s) != CONFIG_TRUE || kvss_parse_mac(s, ep->mac) != 0)
-		return fail(c, e, "mac", "want a MAC address like \"02:00:00:00:00:01\"");
+		return cfg_fail(c, e, "mac", "want a MAC address like \"02:00:00:00:00:01\"");
 	if (config_setting_lookup_string(e, "ipv4", &s) != CONFIG_TRUE ||
 	    kvss_parse_ipv4(s, &ep->ipv4) != 0)
-		return fail(c, e, "ipv4", "want a dotted IPv4 address");
+		return cfg_fail(c, e, "ipv4", "want a dotted IPv4 address");
 	GET_INT(c, e, "vlan", 0, 4094, 0, false, ep->vlan);
 	return 0;
 }
@@ -276,13 +194,13 @@ static int
 get_u64_array(struct ctx *c, const config_setting_t *g, const char *name, unsigned int n,
 	      uint64_t lo, uint64_t hi, uint64_t *out)
 {
-	const config_setting_t *a = g ? member(c, g, name) : NULL;
+	const config_setting_t *a = g ? cfg_member(c, g, name) : NULL;
 	unsigned int i;
 
 	if (a == NULL || !config_setting_is_array(a))
-		return fail(c, g, name, "missing (an array of %u integers, one per cache)", n);
+		return cfg_fail(c, g, name, "missing (an array of %u integers, one per cache)", n);
 	if ((unsigned int)config_setting_length(a) != n)
-		return fail(c, g, name, "has %d elements, want %u (one per cache)",
+		return cfg_fail(c, g, name, "has %d elements, want %u (one per cache)",
 			    config_setting_length(a), n);
 	for (i = 0; i < n; i++) {
 		const config_setting_t *el = config_setting_get_elem(a, i);
@@ -290,9 +208,9 @@ get_u64_array(struct ctx *c, const config_setting_t *g, const char *name, unsign
 		long long v;
 
 		if ((why = whole(el, &v)) != NULL)
-			return fail(c, g, name, "element %u %s", i, why);
+			return cfg_fail(c, g, name, "element %u %s", i, why);
 		if (v < (long long)lo || (uint64_t)v > hi)
-			return fail(c, g, name, "element %u (%lld) out of range %" PRIu64 "..%" PRIu64,
+			return cfg_fail(c, g, name, "element %u (%lld) out of range %" PRIu64 "..%" PRIu64,
 				    i, v, lo, hi);
 		out[i] = (uint64_t)v;
 	}
@@ -303,7 +221,7 @@ static int
 get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned int def,
 	   unsigned int *out, uint16_t *n)
 {
-	const config_setting_t *a = g ? member(c, g, name) : NULL;
+	const config_setting_t *a = g ? cfg_member(c, g, name) : NULL;
 	int i;
 
 	if (a == NULL) {
@@ -313,16 +231,16 @@ get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned 
 	}
 	if (!config_setting_is_array(a) || config_setting_length(a) < 1 ||
 	    config_setting_length(a) > KVSS_MAX_LCORES)
-		return fail(c, g, name, "want an array of 1..%d lcore ids", KVSS_MAX_LCORES);
+		return cfg_fail(c, g, name, "want an array of 1..%d lcore ids", KVSS_MAX_LCORES);
 	for (i = 0; i < config_setting_length(a); i++) {
 		const config_setting_t *el = config_setting_get_elem(a, i);
 		long long v;
 
 		if (config_setting_type(el) != CONFIG_TYPE_INT && config_setting_type(el) != CONFIG_TYPE_INT64)
-			return fail(c, g, name, "element %d: want a whole lcore id", i);
+			return cfg_fail(c, g, name, "element %d: want a whole lcore id", i);
 		v = config_setting_get_int64(el);
 		if (v < 0 || v > 1023)
-			return fail(c, g, name, "lcore %lld out of range 0..1023", v);
+			return cfg_fail(c, g, name, "lcore %lld out of range 0..1023", v);
 		out[i] = (unsigned int)v;
 	}
 	*n = (uint16_t)config_setting_length(a);
@@ -335,7 +253,7 @@ get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned 
 static int
 get_drivers(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 {
-	const config_setting_t *d = member(c, sh, "drivers");
+	const config_setting_t *d = cfg_member(c, sh, "drivers");
 	int i, n;
 
 	cfg->shard.num_drivers = 0;
@@ -343,13 +261,13 @@ get_drivers(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 		return 0;
 	if (!config_setting_is_array(d) || (n = config_setting_length(d)) < 1 ||
 	    n > KVSS_MAX_DRIVERS)
-		return fail(c, sh, "drivers", "want an array of 1..%d IPv4 addresses in quotes",
+		return cfg_fail(c, sh, "drivers", "want an array of 1..%d IPv4 addresses in quotes",
 			    KVSS_MAX_DRIVERS);
 	for (i = 0; i < n; i++) {
 		const char *v = config_setting_get_string_elem(d, (unsigned int)i);
 
 		if (v == NULL || kvss_parse_ipv4(v, &cfg->shard.driver_ip[i]) != 0)
-			return fail(c, sh, "drivers", "element %d: want an IPv4 address in quotes", i);
+			return cfg_fail(c, sh, "drivers", "element %d: want an IPv4 address in quotes", i);
 	}
 	cfg->shard.num_drivers = (uint16_t)n;
 	return 0;
@@ -363,9 +281,9 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 	int i, n;
 
 	if (sh == NULL)
-		return fail(c, NULL, "shard", "missing: the role needs a shard section");
+		return cfg_fail(c, NULL, "shard", "missing: the role needs a shard section");
 	if (!config_setting_is_group(sh))
-		return fail(c, config_setting_parent(sh), "shard", "want a group { ... }, not a value");
+		return cfg_fail(c, config_setting_parent(sh), "shard", "want a group { ... }, not a value");
 	GET_INT(c, sh, "port", 0, 31, 0, false, cfg->shard.port);
 	GET_INT(c, sh, "id", 0, 65534, 0, true, cfg->shard.id);
 	GET_INT(c, sh, "model", 0, PREFIXCACHE_MAX_MODELS - 1, 0, false, cfg->shard.model);
@@ -379,10 +297,10 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 		return -1;
 	GET_INT(c, sh, "max_prompts", 0, 1 << 28, 0, false, kp->max_prompts);
 	GET_INT(c, sh, "spare_tokens", 0, 1 << 28, 0, false, kp->spare_tokens);
-	caches = member(c, sh, "caches");
+	caches = cfg_member(c, sh, "caches");
 	if (caches == NULL || !config_setting_is_list(caches) ||
 	    (n = config_setting_length(caches)) < 1 || n > KVSTORE_MAX_CACHES)
-		return fail(c, sh, "caches", "want a list of 1..%d caches ( { id = 0; ... } )",
+		return cfg_fail(c, sh, "caches", "want a list of 1..%d caches ( { id = 0; ... } )",
 			    KVSTORE_MAX_CACHES);
 	kp->num_caches = (uint16_t)n;
 	for (i = 0; i < n; i++) {
@@ -393,16 +311,16 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 		if (get_int(c, e, "id", 0, KVSTORE_MAX_CACHES - 1, 0, true, &id) != 0)
 			return -1;
 		if (id != i)
-			return fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
+			return cfg_fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
 		GET_INT(c, e, "bytes_per_token", 1, 1 << 26, 0, true, cp->bytes_per_token);
 		GET_INT(c, e, "buffers", 1, 256, 1, false, cp->num_buffers);
 		GET_INT(c, e, "capacity_tokens", 1, 1ll << 29, 0, true, cp->capacity_tokens);
 		if (cp->bytes_per_token % cp->num_buffers != 0)
-			return fail(c, e, "buffers", "must divide bytes_per_token (%u)",
+			return cfg_fail(c, e, "buffers", "must divide bytes_per_token (%u)",
 				    cp->bytes_per_token);
 	}
 	if (kvstore_memsize(kp) == 0)
-		return fail(c, sh, "caches", "these caches do not make a valid store");
+		return cfg_fail(c, sh, "caches", "these caches do not make a valid store");
 	return 0;
 }
 
@@ -410,15 +328,15 @@ static int
 load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *pm,
 	   struct kvss_model_ref *mr, uint32_t column, uint16_t def_port)
 {
-	const config_setting_t *caches = member(c, me, "caches");
-	const config_setting_t *shards = member(c, me, "shards");
+	const config_setting_t *caches = cfg_member(c, me, "caches");
+	const config_setting_t *shards = cfg_member(c, me, "shards");
 	static const char *const rules[] = {"full", "swa", NULL};
 	double gbps = 0;
 	int i, n, k, ns;
 
 	if (caches == NULL || !config_setting_is_list(caches) || (n = config_setting_length(caches)) < 1 ||
 	    n > PREFIXCACHE_MAX_CACHES)
-		return fail(c, me, "caches", "want a list of 1..%d caches", PREFIXCACHE_MAX_CACHES);
+		return cfg_fail(c, me, "caches", "want a list of 1..%d caches", PREFIXCACHE_MAX_CACHES);
 	pm->num_caches = (uint16_t)n;
 	for (i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(caches, (unsigned int)i);
@@ -429,7 +347,7 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		if (get_int(c, e, "id", 0, PREFIXCACHE_MAX_CACHES - 1, 0, true, &id) != 0)
 			return -1;
 		if (id != i)
-			return fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
+			return cfg_fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
 		cc->cache_id = (uint16_t)id;
 		rule = get_choice(c, e, "rule", rules, 0, false);
 		if (rule < 0)
@@ -439,13 +357,13 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 			GET_INT(c, e, "window", 1, 1 << 24, 0, true, cc->window);
 			GET_INT(c, e, "sinks", 0, 1 << 24, 0, false, cc->sinks);
 			if (cc->sinks >= column || cc->sinks >= cc->window)
-				return fail(c, e, "sinks", "must be below the column (%u) and the window",
+				return cfg_fail(c, e, "sinks", "must be below the column (%u) and the window",
 					    column);
 		}
 	}
 	if (shards == NULL || !config_setting_is_list(shards) || (ns = config_setting_length(shards)) < 1 ||
 	    ns > KVSS_MAX_SHARDS)
-		return fail(c, me, "shards", "want a list of 1..%d shards", KVSS_MAX_SHARDS);
+		return cfg_fail(c, me, "shards", "want a list of 1..%d shards", KVSS_MAX_SHARDS);
 	mr->num_shards = (uint16_t)ns;
 	for (i = 0; i < n; i++)
 		pm->cache[i].capacity_tokens = UINT64_MAX;
@@ -459,21 +377,21 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		GET_INT(c, e, "id", 0, 65534, 0, true, sr->id);
 		for (j = 0; j < k; j++)
 			if (mr->shard[j].id == sr->id)
-				return fail(c, e, "id", "shard %u appears twice", sr->id);
+				return cfg_fail(c, e, "id", "shard %u appears twice", sr->id);
 		GET_INT(c, e, "port", 0, 31, def_port, false, sr->port);
 		if (get_endpoint(c, e, "address", true, &sr->addr) != 0 ||
 		    get_u64_array(c, e, "bytes_per_token", (unsigned int)n, 1, 1 << 26, b) != 0 ||
 		    get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, 1ull << 29,
 				  sr->capacity_tokens) != 0)
 			return -1;
-		if (member(c, e, "buffers") != NULL) {
+		if (cfg_member(c, e, "buffers") != NULL) {
 			uint64_t nb[PREFIXCACHE_MAX_CACHES];
 
 			if (get_u64_array(c, e, "buffers", (unsigned int)n, 1, 256, nb) != 0)
 				return -1;
 			for (i = 0; i < n; i++) {
 				if (b[i] % nb[i] != 0)
-					return fail(c, e, "buffers", "element %d (%" PRIu64 ") must divide "
+					return cfg_fail(c, e, "buffers", "element %d (%" PRIu64 ") must divide "
 						    "bytes_per_token (%" PRIu64 ")", i, nb[i], b[i]);
 				sr->buffers[i] = (uint16_t)nb[i];
 			}
@@ -506,7 +424,7 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		gbps = (double)gi;
 	}
 	if (gbps <= 0)
-		return fail(c, me, "refill_gbps", "must be positive");
+		return cfg_fail(c, me, "refill_gbps", "must be positive");
 	pm->refill_bytes_per_ns = gbps / 8.0;
 	GET_INT(c, me, "max_batch_tokens", 0, 65535, 0, false, pm->max_batch_tokens);
 	return 0;
@@ -536,9 +454,9 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	uint16_t k;
 
 	if (d == NULL)
-		return fail(c, NULL, "driver", "missing: the role needs a driver section");
+		return cfg_fail(c, NULL, "driver", "missing: the role needs a driver section");
 	if (!config_setting_is_group(d))
-		return fail(c, config_setting_parent(d), "driver", "want a group { ... }, not a value");
+		return cfg_fail(c, config_setting_parent(d), "driver", "want a group { ... }, not a value");
 	GET_INT(c, d, "port", 0, 31, 0, false, cfg->driver.port);
 	if (get_endpoint(c, d, "address", true, &cfg->driver.addr) != 0)
 		return -1;
@@ -576,20 +494,20 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	}
 	GET_INT(c, d, "refill_short_pct", 0, 99, 0, false, cfg->driver.refill_short_pct);
 	if (cfg->driver.refill_short_pct && cfg->driver.refill_model != KVSS_MODEL_LEARNED)
-		return fail(c, d, "refill_short_pct", "needs refill_model = \"learned\"");
-	models = member(c, d, "models");
+		return cfg_fail(c, d, "refill_short_pct", "needs refill_model = \"learned\"");
+	models = cfg_member(c, d, "models");
 	if (models == NULL || !config_setting_is_list(models) || (n = config_setting_length(models)) < 1 ||
 	    n > PREFIXCACHE_MAX_MODELS)
-		return fail(c, d, "models", "want a list of 1..%d models", PREFIXCACHE_MAX_MODELS);
+		return cfg_fail(c, d, "models", "want a list of 1..%d models", PREFIXCACHE_MAX_MODELS);
 	pp->num_models = (uint16_t)n;
 	for (i = 0; i < n; i++)
 		if (load_model(c, config_setting_get_elem(models, (unsigned int)i), &pp->model[i],
 			       &cfg->driver.models[i], pp->column, cfg->driver.port) != 0)
 			return -1;
-	orgs = member(c, d, "orgs");
+	orgs = cfg_member(c, d, "orgs");
 	if (orgs != NULL) {
 		if (!config_setting_is_list(orgs) || config_setting_length(orgs) > KVSS_MAX_ORGS)
-			return fail(c, d, "orgs", "want a list of at most %d organizations",
+			return cfg_fail(c, d, "orgs", "want a list of at most %d organizations",
 				    KVSS_MAX_ORGS);
 		cfg->driver.num_orgs = (uint16_t)config_setting_length(orgs);
 		for (i = 0; i < cfg->driver.num_orgs; i++) {
@@ -599,10 +517,10 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 			if (get_str(c, o, "name", ot->name, sizeof(ot->name)) != 0)
 				return -1;
 			if (ot->name[0] == '\0')
-				return fail(c, o, "name", "missing");
+				return cfg_fail(c, o, "name", "missing");
 			for (k = 0; k < i; k++)
 				if (strcmp(cfg->driver.org[k].name, ot->name) == 0)
-					return fail(c, o, "name", "'%s' is named twice (also orgs.[%u])",
+					return cfg_fail(c, o, "name", "'%s' is named twice (also orgs.[%u])",
 						    ot->name, k);
 			if (get_ttls(c, o, &ot->ttl_last_ns, &ot->ttl_first_ns) != 0)
 				return -1;
@@ -611,236 +529,6 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	return 0;
 }
 
-
-/*
- * A run of 20 or more digits outside quotes and comments on @p line: a
- * number no setting can hold (libconfig reads 99999999999999999999 as -1).
- */
-static int
-long_number(const char *line, char *err, size_t errlen, const char *path, unsigned int n)
-{
-	const char *p = line;
-	bool quoted = false;
-
-	for (; *p != '\0'; p++) {
-		if (*p == '"')
-			quoted = !quoted;
-		if (quoted)
-			continue;
-		if (*p == '#' || (p[0] == '/' && (p[1] == '/' || p[1] == '*')))
-			return 0;
-		if (*p >= '0' && *p <= '9' && (p == line || !(p[-1] == '.' || p[-1] == '_' ||
-							       (p[-1] >= 'a' && p[-1] <= 'z') ||
-							       (p[-1] >= 'A' && p[-1] <= 'Z') ||
-							       (p[-1] >= '0' && p[-1] <= '9')))) {
-			size_t k = strspn(p, "0123456789");
-
-			if (k >= 20) {
-				snprintf(err, errlen, "%s:%u: %.*s is too large for a number (at most "
-						      "19 digits)", path, n, (int)k, p);
-				return -1;
-			}
-			p += k - 1;
-		}
-	}
-	return 0;
-}
-
-/*
- * The name set twice on line @p n of @p path (libconfig's duplicate error
- * names no key): a name set twice on that line, else its first. 0, or -1.
- */
-static int
-duplicate_on_line(const char *path, int n, char *key, size_t cap)
-{
-	char line[4096], names[16][64];
-	unsigned int nn = 0, i, j, pick;
-	const char *p;
-	FILE *f;
-	int at = 0;
-
-	f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	while (at < n && fgets(line, sizeof(line), f) != NULL)
-		at++;
-	fclose(f);
-	if (at != n)
-		return -1;
-	for (p = line; *p != '\0' && nn < 16;) {
-		size_t k = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789");
-		const char *q = p + k;
-
-		while (*q == ' ' || *q == '\t')
-			q++;
-		if (k > 0 && k < 64 && !(*p >= '0' && *p <= '9') && (*q == '=' || *q == ':')) {
-			memcpy(names[nn], p, k);
-			names[nn++][k] = '\0';
-		}
-		p += k ? k : 1;
-	}
-	if (nn == 0)
-		return -1;
-	/* The name set twice on the line, else its first. */
-	for (pick = 0, i = 0; i < nn && pick == 0; i++)
-		for (j = i + 1; j < nn; j++)
-			if (strcmp(names[i], names[j]) == 0) {
-				pick = i + 1;
-				break;
-			}
-	i = pick ? pick - 1 : 0;
-	j = (unsigned int)strlen(names[i]);
-	if (j >= cap)
-		j = (unsigned int)cap - 1;
-	memcpy(key, names[i], j);
-	key[j] = '\0';
-	return 0;
-}
-
-int
-kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
-{
-	char line[4096];
-	unsigned int n = 0;
-	int at_start = 1, rc;
-	FILE *f;
-
-	/* Not blocking on a FIFO, and only a regular file (fileio.h). */
-	f = fileio_open(path, err, errlen);
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		const char *p = line;
-		size_t len = strlen(line);
-
-		if (n == 0 && at_start && (unsigned char)line[0] == 0xef &&
-		    (unsigned char)line[1] == 0xbb && (unsigned char)line[2] == 0xbf) {
-			fclose(f);
-			snprintf(err, errlen, "%s:1: starts with a UTF-8 byte-order mark: save the file "
-					      "without it", path);
-			return -1;
-		}
-		if (at_start && long_number(line, err, errlen, path, n + 1) != 0) {
-			fclose(f);
-			return -1;
-		}
-		if (at_start) {
-			n++;
-			p += strspn(p, " \t\r\f\v");
-			if (strncmp(p, "@include", 8) == 0) {
-				fclose(f);
-				snprintf(err, errlen, "%s:%u: @include: not supported (one file)", path,
-					 n);
-				return -1;
-			}
-		}
-		at_start = len > 0 && line[len - 1] == '\n';
-	}
-	/* The same open file, read again: never another file by the same name. */
-	rewind(f);
-	rc = config_read(lc, f);
-	fclose(f);
-	if (rc != CONFIG_TRUE) {
-		char key[64];
-
-		/* libconfig does not say which name: the line does. */
-		if (strcmp(config_error_text(lc), "duplicate setting name") == 0 &&
-		    duplicate_on_line(path, config_error_line(lc), key, sizeof(key)) == 0)
-			snprintf(err, errlen, "%s:%d: duplicate setting name '%s'", path,
-				 config_error_line(lc), key);
-		else
-			snprintf(err, errlen, "%s:%d: %s", path, config_error_line(lc),
-				 config_error_text(lc));
-		return -1;
-	}
-	return 0;
-}
-
-
-/* Edit distance of @p a and @p b (both short keys), capped at 9. */
-static unsigned int
-distance(const char *a, const char *b)
-{
-	unsigned int la = (unsigned int)strlen(a), lb = (unsigned int)strlen(b), i, j;
-	unsigned int row[64], prev, t;
-
-	if (la >= 63 || lb >= 63)
-		return 9;
-	for (j = 0; j <= lb; j++)
-		row[j] = j;
-	for (i = 1; i <= la; i++) {
-		prev = row[0];
-		row[0] = i;
-		for (j = 1; j <= lb; j++) {
-			t = row[j];
-			row[j] = a[i - 1] == b[j - 1] ? prev : 1 + (prev < row[j] ? prev : row[j]);
-			if (row[j - 1] + 1 < row[j])
-				row[j] = row[j - 1] + 1;
-			prev = t;
-		}
-	}
-	return row[lb] < 9 ? row[lb] : 9;
-}
-
-static bool
-seen(const struct ctx *c, const config_setting_t *g, const char *name)
-{
-	unsigned int i;
-
-	for (i = 0; i < c->nseen; i++)
-		if (c->seen[i].g == g && (name == NULL || strcmp(c->seen[i].name, name) == 0))
-			return true;
-	return false;
-}
-
-/*
- * Every key in the groups the loader read is one it asked for: a misspelt
- * key (batch_timout_ms) is an error naming the nearest known one, not a
- * silent default; a section given as a value (wafer = 5) is refused.
- */
-static int
-check_keys(struct ctx *c, const config_setting_t *g)
-{
-	/* Sections of a role this configuration does not run are not read. */
-	static const char *const sections[] = {"shard", "driver", NULL};
-	int i, n = config_setting_length(g);
-
-	for (i = 0; i < n; i++) {
-		const config_setting_t *e = config_setting_get_elem(g, (unsigned int)i);
-		const char *name = config_setting_name(e);
-		unsigned int k, best = 9;
-		const char *hint = NULL;
-
-		if (name != NULL && !seen(c, g, name)) {
-			for (k = 0; config_setting_parent(g) == NULL && sections[k] != NULL; k++)
-				if (strcmp(name, sections[k]) == 0)
-					break;
-			if (config_setting_parent(g) == NULL && sections[k] != NULL)
-				continue;
-			for (k = 0; k < c->nseen; k++) {
-				unsigned int d;
-
-				if (c->seen[k].g != g)
-					continue;
-				d = distance(name, c->seen[k].name);
-				if (d < best) {
-					best = d;
-					hint = c->seen[k].name;
-				}
-			}
-			if (hint != NULL && best <= 3)
-				return fail(c, g, name, "unknown key (did you mean %s?)", hint);
-			return fail(c, g, name, "unknown key");
-		}
-		if (config_setting_is_group(e) || config_setting_is_list(e)) {
-			if (check_keys(c, e) != 0)
-				return -1;
-		} else if (name != NULL && seen(c, e, NULL)) {
-			return fail(c, g, name, "want a group { ... }, not a value");
-		}
-	}
-	return 0;
-}
 
 int
 kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t errlen)
@@ -880,9 +568,9 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 			goto out;
 		cfg->mtu = (uint32_t)mtu;
 	}
-	g = member(&c, root, "udp");
+	g = cfg_member(&c, root, "udp");
 	if (g != NULL && !config_setting_is_group(g)) {
-		fail(&c, root, "udp", "want a group { ... }, not a value");
+		cfg_fail(&c, root, "udp", "want a group { ... }, not a value");
 		goto out;
 	}
 	{
@@ -893,14 +581,14 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		    get_int(&c, g, "refill", 1, 65535, PROTO_PORT_REFILL_DEFAULT, false, &d) != 0)
 			goto out;
 		if (a == b || a == d || b == d) {
-			fail(&c, g, "refill", "the three UDP ports must differ");
+			cfg_fail(&c, g, "refill", "the three UDP ports must differ");
 			goto out;
 		}
 		cfg->udp = (struct proto_ports){(uint16_t)a, (uint16_t)b, (uint16_t)d};
 	}
-	g = member(&c, root, "lcores");
+	g = cfg_member(&c, root, "lcores");
 	if (g != NULL && !config_setting_is_group(g)) {
-		fail(&c, root, "lcores", "want a group { ... }, not a value");
+		cfg_fail(&c, root, "lcores", "want a group { ... }, not a value");
 		goto out;
 	}
 	if (get_lcores(&c, g, "ingest", 1, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
@@ -918,35 +606,35 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 				if (cfg->ingest_lcore[i] == cfg->refill_lcore[j] ||
 				    cfg->ingest_lcore[i] == cfg->control_lcore ||
 				    cfg->refill_lcore[j] == cfg->control_lcore) {
-					fail(&c, g, "refill", "an lcore has two roles");
+					cfg_fail(&c, g, "refill", "an lcore has two roles");
 					goto out;
 				}
 	}
 	if ((cfg->role & KVSS_ROLE_SHARD) &&
-	    load_shard(&c, member(&c, root, "shard"), cfg) != 0)
+	    load_shard(&c, cfg_member(&c, root, "shard"), cfg) != 0)
 		goto out;
 	if ((cfg->role & KVSS_ROLE_DRIVER) &&
-	    load_driver(&c, member(&c, root, "driver"), cfg) != 0)
+	    load_driver(&c, cfg_member(&c, root, "driver"), cfg) != 0)
 		goto out;
 	if (cfg->role == KVSS_ROLE_ALL) {
 		const struct prefixcache_model *pm;
 
 		if (cfg->shard.model >= cfg->driver.pc.num_models) {
-			fail(&c, member(&c, root, "shard"), "model",
+			cfg_fail(&c, cfg_member(&c, root, "shard"), "model",
 			     "no such model in driver.models");
 			goto out;
 		}
 		pm = &cfg->driver.pc.model[cfg->shard.model];
 		if (pm->num_caches != cfg->shard.store.num_caches) {
-			fail(&c, member(&c, root, "shard"), "caches",
+			cfg_fail(&c, cfg_member(&c, root, "shard"), "caches",
 			     "%u caches, but driver.models.[%u] has %u", cfg->shard.store.num_caches,
 			     cfg->shard.model, pm->num_caches);
 			goto out;
 		}
 	}
-	g = member(&c, root, "wafer");
+	g = cfg_member(&c, root, "wafer");
 	if (g != NULL && !config_setting_is_group(g)) {
-		fail(&c, root, "wafer", "want a group { ... }, not a value");
+		cfg_fail(&c, root, "wafer", "want a group { ... }, not a value");
 		goto out;
 	}
 	if (get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
@@ -974,7 +662,7 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 			goto out;
 		cfg->wafer.resume = (uint8_t)r;
 	}
-	if (check_keys(&c, root) != 0)
+	if (cfg_check_keys(&c, root) != 0)
 		goto out;
 	rc = 0;
 out:
