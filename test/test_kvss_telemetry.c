@@ -116,6 +116,35 @@ Test(telemetry, caches_and_prompts_come_from_the_store)
 	cr_assert_not_null(strstr(a, "null"), "%s", a);
 }
 
+/* Ids beyond 2^53 as kvss-dump --json writes them: decimal in, string out. */
+Test(telemetry, prompt_ids_use_all_64_bits_and_nothing_else)
+{
+	static const char *const bad[] = {"/kvss/prompt,0,-1", "/kvss/prompt,0,",
+					  "/kvss/prompt,0,018446744073709551615",
+					  "/kvss/prompt,0,18446744073709551616", "/kvss/prompt,0,+1"};
+	struct proto_evict_entry e[3];
+	uint8_t stream[3 * 64];
+	const char *a;
+	unsigned int i;
+	uint32_t t;
+
+	for (t = 0; t < 3; t++)
+		e[t] = (struct proto_evict_entry){UINT64_MAX, t, 1};
+	memset(stream, 0x33, sizeof(stream));
+	cr_assert_eq(kvstore_evict(kvss.store, 1, 1, 3, e, NULL, 0), 0);
+	cr_assert_eq(kvstore_data(kvss.store, 1, 0, 0, sizeof(stream), stream, sizeof(stream)), 0);
+	a = ask("/kvss/prompt,0,18446744073709551615");
+	cr_assert_not_null(strstr(a, "\"prompt_id\":\"18446744073709551615\""), "%s", a);
+	cr_assert_not_null(strstr(a, "\"tokens\":3"), "%s", a);
+	a = ask("/kvss/prompt,0,0xffffffffffffffff");
+	cr_assert_not_null(strstr(a, "\"tokens\":3"), "%s", a);
+	/* A sign, an empty id, octal-looking or overflowing digits: refused. */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		a = ask(bad[i]);
+		cr_assert_not_null(strstr(a, "null"), "%s: %s", bad[i], a);
+	}
+}
+
 Test(telemetry, lcores_say_their_role_and_cycles)
 {
 	const char *a;

@@ -44,6 +44,22 @@ field_str(struct out *o, const char *k, const char *v)
 	o->first = false;
 }
 
+/*
+ * A field 64 bits wide on the wire. JSON numbers are doubles to most readers
+ * (jq, JavaScript): above 2^53 they round, so a prompt_id read back would name
+ * another prompt. JSON gets the exact decimal as a string, which is also what
+ * /kvss/prompt takes; text mode prints the number as it is.
+ */
+static void
+field_w64(struct out *o, const char *k, uint64_t v)
+{
+	if (o->json)
+		fprintf(o->f, "%s\"%s\": \"%" PRIu64 "\"", o->first ? "" : ", ", k, v);
+	else
+		fprintf(o->f, "%s%s=%" PRIu64, o->first ? "" : " ", k, v);
+	o->first = false;
+}
+
 /* Open a list (JSON) or a bracketed group (text) named @k. */
 static void
 list_open(struct out *o, const char *k)
@@ -100,8 +116,8 @@ print_body(struct out *o, const struct proto_msg *m)
 			struct proto_reserve r;
 
 			proto_get_reserve(m, i, &r);
-			field_u64(o, "prompt_id", r.prompt_id);
-			field_u64(o, "continue_id", r.continue_id);
+			field_w64(o, "prompt_id", r.prompt_id);
+			field_w64(o, "continue_id", r.continue_id);
 			field_u64(o, "start_token_idx", r.start_token_idx);
 			field_u64(o, "num_tokens", r.num_tokens);
 			field_u64(o, "cache_id", r.cache_id);
@@ -110,7 +126,7 @@ print_body(struct out *o, const struct proto_msg *m)
 		list_close(o);
 		break;
 	case PROTO_T_EVICT:
-		field_u64(o, "batch_no", m->u.evict.batch_no);
+		field_w64(o, "batch_no", m->u.evict.batch_no);
 		field_u64(o, "num_caches", m->u.evict.num_caches);
 		field_u64(o, "g", m->u.evict.g);
 		list_open(o, "records");
@@ -120,7 +136,7 @@ print_body(struct out *o, const struct proto_msg *m)
 			proto_get_evict_entry(m, i, &e);
 			field_u64(o, "token", i / m->u.evict.num_caches);
 			field_u64(o, "cache_id", i % m->u.evict.num_caches);
-			field_u64(o, "prompt_id", e.prompt_id);
+			field_w64(o, "prompt_id", e.prompt_id);
 			field_u64(o, "token_idx", e.token_idx);
 			field_u64(o, "sequence_id", e.sequence_id);
 			rec_close(o);
@@ -136,8 +152,8 @@ print_body(struct out *o, const struct proto_msg *m)
 		for (i = 0; proto_next_refill(m, &off, &r, &ch); i++) {
 			if (!rec_open(o, i, n))
 				continue;
-			field_u64(o, "refill_id", r.refill_id);
-			field_u64(o, "evict_count", r.evict_count);
+			field_w64(o, "refill_id", r.refill_id);
+			field_w64(o, "evict_count", r.evict_count);
 			field_u64(o, "sequence_id", r.sequence_id);
 			field_u64(o, "cache_idx", r.cache_idx);
 			field_u64(o, "cache_id", r.cache_id);
@@ -147,7 +163,7 @@ print_body(struct out *o, const struct proto_msg *m)
 				struct proto_refill_chunk c;
 
 				proto_get_refill_chunk(ch, j, &c);
-				field_u64(o, "prompt_id", c.prompt_id);
+				field_w64(o, "prompt_id", c.prompt_id);
 				field_u64(o, "start_token_idx", c.start_token_idx);
 				field_u64(o, "num_tokens", c.num_tokens);
 				rec_close(o);
@@ -164,8 +180,8 @@ print_body(struct out *o, const struct proto_msg *m)
 			struct proto_delete d;
 
 			proto_get_delete(m, i, &d);
-			field_u64(o, "prompt_id", d.prompt_id);
-			field_u64(o, "evict_count", d.evict_count);
+			field_w64(o, "prompt_id", d.prompt_id);
+			field_w64(o, "evict_count", d.evict_count);
 			field_u64(o, "start_token_idx", d.start_token_idx);
 			field_u64(o, "end_token_idx", d.end_token_idx);
 			field_u64(o, "cache_id", d.cache_id);
@@ -174,9 +190,9 @@ print_body(struct out *o, const struct proto_msg *m)
 		list_close(o);
 		break;
 	case PROTO_T_STATUS:
-		field_u64(o, "batches_complete", m->u.status.batches_complete);
-		field_u64(o, "last_seq_done", m->u.status.last_seq_done);
-		field_u64(o, "uptime_ns", m->u.status.uptime_ns);
+		field_w64(o, "batches_complete", m->u.status.batches_complete);
+		field_w64(o, "last_seq_done", m->u.status.last_seq_done);
+		field_w64(o, "uptime_ns", m->u.status.uptime_ns);
 		/* "flags" is the common header's; the body's are status_flags. */
 		field_u64(o, "status_flags", m->u.status.flags);
 		field_u64(o, "driver_epoch", m->u.status.driver_epoch);
@@ -188,15 +204,15 @@ print_body(struct out *o, const struct proto_msg *m)
 			field_u64(o, "cache_id", c.cache_id);
 			field_u64(o, "num_buffers", c.num_buffers);
 			field_u64(o, "bytes_per_token", c.bytes_per_token);
-			field_u64(o, "capacity_tokens", c.capacity_tokens);
-			field_u64(o, "stored_tokens", c.stored_tokens);
-			field_u64(o, "prompts", c.prompts);
+			field_w64(o, "capacity_tokens", c.capacity_tokens);
+			field_w64(o, "stored_tokens", c.stored_tokens);
+			field_w64(o, "prompts", c.prompts);
 			rec_close(o);
 		}
 		list_close(o);
 		break;
 	case PROTO_T_ACK:
-		field_u64(o, "cum_seq", m->u.ack.cum_seq);
+		field_w64(o, "cum_seq", m->u.ack.cum_seq);
 		break;
 	case PROTO_T_ERROR:
 		list_open(o, "records");
@@ -206,8 +222,8 @@ print_body(struct out *o, const struct proto_msg *m)
 
 			proto_get_error(m, i, &e);
 			name = proto_err_name(e.code);
-			field_u64(o, "seq", e.seq);
-			field_u64(o, "prompt_id", e.prompt_id);
+			field_w64(o, "seq", e.seq);
+			field_w64(o, "prompt_id", e.prompt_id);
 			field_u64(o, "token_idx", e.token_idx);
 			field_u64(o, "cache_id", e.cache_id);
 			field_u64(o, "code", e.code);
@@ -222,10 +238,10 @@ print_body(struct out *o, const struct proto_msg *m)
 			struct proto_refill_done d;
 
 			proto_get_refill_done(m, i, &d);
-			field_u64(o, "refill_id", d.refill_id);
+			field_w64(o, "refill_id", d.refill_id);
 			field_u64(o, "tokens", d.tokens);
 			field_u64(o, "status", d.status);
-			field_u64(o, "bytes", d.bytes);
+			field_w64(o, "bytes", d.bytes);
 			rec_close(o);
 		}
 		list_close(o);
@@ -236,7 +252,7 @@ print_body(struct out *o, const struct proto_msg *m)
 			struct proto_lost l;
 
 			proto_get_lost(m, i, &l);
-			field_u64(o, "prompt_id", l.prompt_id);
+			field_w64(o, "prompt_id", l.prompt_id);
 			field_u64(o, "token_idx", l.token_idx);
 			field_u64(o, "cache_id", l.cache_id);
 			rec_close(o);
@@ -244,14 +260,14 @@ print_body(struct out *o, const struct proto_msg *m)
 		list_close(o);
 		break;
 	case PROTO_T_EVICT_DATA:
-		field_u64(o, "batch_no", m->u.data.batch_no);
+		field_w64(o, "batch_no", m->u.data.batch_no);
 		field_u64(o, "cache_id", m->u.data.cache_id);
 		field_u64(o, "stream_offset", m->u.data.stream_offset);
 		field_u64(o, "stream_len", m->u.data.stream_len);
 		field_u64(o, "payload_len", m->data_len);
 		break;
 	case PROTO_T_REFILL_DATA:
-		field_u64(o, "refill_id", m->u.refill_data.refill_id);
+		field_w64(o, "refill_id", m->u.refill_data.refill_id);
 		field_u64(o, "sequence_id", m->u.refill_data.sequence_id);
 		field_u64(o, "cache_idx", m->u.refill_data.cache_idx);
 		field_u64(o, "cache_id", m->u.refill_data.cache_id);
@@ -292,7 +308,7 @@ print_frame(struct out *o, uint64_t no, const uint8_t *frame, uint32_t caplen,
 			field_u64(o, "shard_id", h->shard_id);
 			field_u64(o, "count", h->count);
 			field_u64(o, "epoch", h->epoch);
-			field_u64(o, "seq", h->seq);
+			field_w64(o, "seq", h->seq);
 			print_body(o, m);
 		}
 		fputs("}\n", o->f);

@@ -3,6 +3,9 @@
  * Telemetry: /kvss/stats, /kvss/caches, /kvss/lcores, answered from the
  * telemetry thread by reading the lcores' stats (approximate while running).
  */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <rte_lcore.h>
@@ -130,6 +133,7 @@ static int
 tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	unsigned long long cache, id;
+	char idbuf[24];
 	uint32_t off, n;
 	char *end;
 
@@ -140,8 +144,13 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 	cache = strtoull(params, &end, 10);
 	if (end == params || *end != ',' || cache > 65535)
 		return -EINVAL;
-	id = strtoull(end + 1, &end, 0);
-	if (*end != '\0')
+	/* Not empty, no sign (strtoull would wrap "-1"), no octal reading of "01". */
+	params = end + 1;
+	if (!isxdigit((unsigned char)params[0]) || (params[0] == '0' && isdigit((unsigned char)params[1])))
+		return -EINVAL;
+	errno = 0;
+	id = strtoull(params, &end, 0);
+	if (*end != '\0' || errno == ERANGE)
 		return -EINVAL;
 	rte_tel_data_start_dict(d);
 	if (kvss.store == NULL || kvstore_prompt(kvss.store, (uint16_t)cache, id, &off, &n) != 0) {
@@ -149,7 +158,9 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 		return 0;
 	}
 	rte_tel_data_add_dict_u64(d, "cache_id", cache);
-	rte_tel_data_add_dict_u64(d, "prompt_id", id);
+	/* As kvss-dump --json writes it: a string, exact beyond 2^53. */
+	snprintf(idbuf, sizeof(idbuf), "%llu", id);
+	rte_tel_data_add_dict_string(d, "prompt_id", idbuf);
 	rte_tel_data_add_dict_u64(d, "offset", off);
 	rte_tel_data_add_dict_u64(d, "tokens", n);
 	return 0;
