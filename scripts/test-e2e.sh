@@ -69,8 +69,12 @@ check "role all: refills were checked byte by byte" test "$(field "$tmp/all.json
 check "role all: a refill model was fitted to the refills (a latency; a bandwidth when one shows)" \
 	holds "$(field "$tmp/all.json" fit_refill_latency_us) > 0 and (lambda g: g is None or g > 0)($(field "$tmp/all.json" fit_refill_gbps))"
 check "role all: the shard's final stats printed" grep -q "final stats: rx_frames=" "$tmp/all.log"
-check "role all: the estimates came from the configured model (the default)" \
-	test "$(field "$tmp/all.json" refill_model)" = configured
+check "role all: the estimates were learned (the default: the example does not set refill_model)" \
+	test "$(field "$tmp/all.json" refill_model)" = learned -a -z "$(grep refill_model config/all-in-one.cfg)"
+check "role all: the log says where the estimates come from" \
+	grep -q "model 0 refill estimates: learned, starting from 20 us + 10 Gb/s" "$tmp/all.log"
+check "role all: under 90% of refills fell short of the default estimates (configured: all of them)" \
+	holds "$(field "$tmp/all.json" model_short_share) < 0.9"
 # A failure says why: the summary names each kind of protocol error.
 [ "$fail" -eq 0 ] || grep -E "summary:|final stats" "$tmp/all.log" >&2
 
@@ -103,7 +107,7 @@ done
 short_c=$(field "$tmp/all.json" model_short_share)
 short_l=$(field "$tmp/learn.json" model_short_share)
 short_10=$(field "$tmp/learn10.json" model_short_share)
-echo "refill estimates short of the time taken: configured $short_c, learned $short_l, learned for 10% short $short_10 (scale $(field "$tmp/learn10.json" model_scale))"
+echo "refill estimates short of the time taken: default (learned, 150 requests) $short_c, learned $short_l, learned for 10% short $short_10 (scale $(field "$tmp/learn10.json" model_scale))"
 check "learned model: under 90% of refills took longer than estimated" \
 	holds "$short_l < 0.9"
 check "learned for 10% short: under 25% took longer, and fewer than unscaled" \
@@ -121,13 +125,20 @@ check "resume: the JSON names the mode" \
 # 1b. A model with a full cache and a sliding-window cache (with sink tokens):
 #     hits go past the window (capped at it, the hit ratio was 0.27), and
 #     every refilled byte of both caches lands where the wafer keeps it.
-run_all config/all-in-one-hybrid.cfg "$tmp/hyb.log"
+#     Its estimates stay as configured (refill_model = "configured").
+sed 's/^  retransmit_ms = 5;$/&\n  refill_model = "configured";/' config/all-in-one-hybrid.cfg >"$tmp/hyb.cfg"
+check "hybrid: the config keeps the configured estimates" grep -q '^  refill_model = "configured";' "$tmp/hyb.cfg"
+run_all "$tmp/hyb.cfg" "$tmp/hyb.log"
 check "hybrid: exits 0" test $? -eq 0
 grep '^{' "$tmp/hyb.log" | tail -1 >"$tmp/hyb.json"
 check "hybrid: 400 requests done" test "$(field "$tmp/hyb.json" requests)" = 400
 check_clean "hybrid" "$tmp/hyb.json" "the shard holds"
 check "hybrid: hits go past the window (hit ratio above 0.4)" \
 	holds "$(field "$tmp/hyb.json" hit_ratio) > 0.4"
+check "hybrid: the JSON and the log say the estimates were configured" \
+	test "$(field "$tmp/hyb.json" refill_model)" = configured -a \
+	-n "$(grep 'model 0 refill estimates: configured, 20 us + 10 Gb/s' "$tmp/hyb.log")"
+echo "refill estimates short of the time taken, configured: $(field "$tmp/hyb.json" model_short_share) (hybrid)"
 [ "$fail" -eq 0 ] || grep -E "summary:" "$tmp/hyb.log" >&2
 
 # 1c. The same with lost data: the wafer withholds every 400th EVICT_DATA frame

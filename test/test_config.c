@@ -46,6 +46,13 @@ Test(config, the_ci_shard_example_reads_as_written)
 	cr_assert_eq(cfg.ingest_lcore[0], 1);
 }
 
+/* The README's example sets no refill_model: the estimates are learned. */
+Test(config, refill_estimates_are_learned_unless_configured_otherwise)
+{
+	cr_assert_eq(kvss_config_load("config/all-in-one.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
+}
+
 Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 {
 	cr_assert_eq(kvss_config_load("config/memif-driver.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
@@ -124,7 +131,7 @@ static struct bad bads[] = {
 	 " refill_model = \"fitted\"; models = (); };\n",
 	 ":3: driver.refill_model: 'fitted' is not one of configured, learned"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
-	 " refill_short_pct = 10; models = (); };\n",
+	 " refill_model = \"configured\"; refill_short_pct = 10; models = (); };\n",
 	 "driver.refill_short_pct: needs refill_model = \"learned\""},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " refill_model = \"learned\"; refill_short_pct = 100; models = (); };\n",

@@ -373,6 +373,16 @@ kvss_driver_init(void)
 	drv.sink.st = &drv.st;
 	printf("kvss: driver: %zu requests from %s; %u model(s), %u shard(s), epoch 0x%08x\n", drv.nreq,
 	       drv.source, pp.num_models, drv.nsh, kvss.epoch);
+	/* Say where the refill estimates come from, and what they start at. */
+	for (m = 0; m < pp.num_models; m++)
+		printf("kvss: driver: model %u refill estimates: %s %" PRIu64 " us + %.3g Gb/s%s\n", m,
+		       cfg->driver.refill_model == KVSS_MODEL_LEARNED ? "learned, starting from"
+								    : "configured,",
+		       pp.model[m].refill_latency_ns / 1000, pp.model[m].refill_bytes_per_ns * 8,
+		       cfg->driver.refill_model == KVSS_MODEL_LEARNED
+			       ? " (refill_latency_us, refill_gbps), then the line fitted to its refills "
+				 "from the 20th (refill_model = \"learned\", the default)"
+			       : " (refill_latency_us, refill_gbps; refill_model = \"configured\")");
 	fflush(stdout);
 	return 0;
 }

@@ -365,7 +365,7 @@ kvss_driver_summary(void)
 		printf("kvss: summary: the model's estimate fell short of the time taken for %" PRIu64
 		       " of %" PRIu64 " refills (%.1f%%)%s\n", s->model_short, drv.learn.fit.n,
 		       100.0 * (double)s->model_short / (double)drv.learn.fit.n,
-		       !learned ? ""
+		       !learned ? "; the estimates stayed as configured (refill_model = \"configured\")"
 		       : kvss.cfg.driver.refill_short_pct
 			       ? "; the estimates followed the fitted model, scaled for a share short "
 				 "(refill_model = \"learned\", refill_short_pct)"

@@ -486,7 +486,9 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	}
 	{
 		static const char *const sources[] = {"configured", "learned", NULL};
-		int rm = get_choice(c, d, "refill_model", sources, KVSS_MODEL_CONFIGURED, false);
+		/* Learned by default: the configured line is a guess that, on the
+		 * README's own example, fell short of every refill. */
+		int rm = get_choice(c, d, "refill_model", sources, KVSS_MODEL_LEARNED, false);
 
 		if (rm < 0)
 			return -1;
