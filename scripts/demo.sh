@@ -61,6 +61,17 @@ fi
 SLC="1@(0-$(($(nproc) - 1)))"
 [ "${KVSS_DEMO_REFILL_LCORE:-0}" = 1 ] && SLC="$SLC,2@(0-$(($(nproc) - 1)))"
 scfg=("${KVSS_DEMO_SHARD0_CFG:-config/memif-shard0.cfg}" "${KVSS_DEMO_SHARD1_CFG:-config/memif-shard1.cfg}")
+# The refill lcore: lcore 2 for EAL and a copy of each shard's file naming it.
+if [ "${KVSS_DEMO_REFILL_LCORE:-0}" = 1 ]; then
+	for k in 0 1; do
+		sed 's/^\(lcores = { ingest = \[1\]; refill = \)\[\]/\1[2]/' "${scfg[$k]}" >"$tmp/shard$k.cfg"
+		grep -q 'refill = \[2\]' "$tmp/shard$k.cfg" || {
+			echo "demo: ${scfg[$k]}: no 'lcores = { ingest = [1]; refill = [];' line to give lcore 2" >&2
+			exit 2
+		}
+		scfg[k]=$tmp/shard$k.cfg
+	done
+fi
 for k in 0 1; do
 	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,$SLC" \
 		--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/memif$k.sock" \

@@ -385,8 +385,8 @@ check "late shards: the driver waited for them and ran, exit 0 (got $rc)" test $
 check "late shards: it said it was waiting" grep -q "its shard is not there yet; waiting" "$tmp/late.log"
 check "late shards: every request done" grep -q '"requests":100,' "$tmp/late.log"
 "$BUILD/kvss" "${MEAL[@]}" --file-prefix "kvss_demo_drv_${tag}f" --lcores "0@(0-1)" \
-	--vdev "net_memif0,role=client,id=0,socket=$tmp/none0.sock" \
-	--vdev "net_memif1,role=client,id=1,socket=$tmp/none1.sock" \
+	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/none0.sock" \
+	--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/none1.sock" \
 	-- --config config/memif-driver.cfg --poll idle --trace "" >"$tmp/none.log" 2>&1 &
 none=$!
 sleep 1.5

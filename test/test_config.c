@@ -47,6 +47,16 @@ Test(config, the_ci_shard_example_reads_as_written)
 }
 
 /* The README's example sets no refill_model: the estimates are learned. */
+/* refill = []: no refill lcore; absent, lcore 2 as before. */
+Test(config, an_empty_refill_list_means_no_refill_lcore)
+{
+	cr_assert_eq(kvss_config_load("config/all-in-one.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.num_refill, 0);
+	cr_assert_eq(kvss_config_load("config/ci-pcap-shard.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.num_refill, 1);
+	cr_assert_eq(cfg.refill_lcore[0], 2);
+}
+
 Test(config, refill_estimates_are_learned_unless_configured_otherwise)
 {
 	cr_assert_eq(kvss_config_load("config/all-in-one.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
@@ -84,7 +94,13 @@ static struct bad bads[] = {
 	{"role = \"shard\";\n", "shard: missing"},
 	{"role = \"shard\";\nmtu = 100;\n", ":2: mtu: 100 is out of range 1500..9600"},
 	{"role = \"shard\";\nudp = { control = 7400; evict = 7400; };\n", "the three UDP ports must differ"},
-	{"role = \"shard\";\nlcores = { ingest = [1]; refill = [1]; };\n", "an lcore has two roles"},
+	{"role = \"shard\";\nlcores = { ingest = [1]; refill = [1]; };\n",
+	 ":2: lcores.refill: lcore 1 is also lcores.ingest"},
+	/* With no refill lcore, ingest and control still may not meet. */
+	{"role = \"shard\";\nlcores = { ingest = [0]; refill = []; };\n",
+	 ":2: lcores.ingest: lcore 0 is also lcores.control"},
+	{"role = \"shard\";\nlcores = { ingest = [2]; refill = [0]; };\n",
+	 ":2: lcores.refill: lcore 0 is also lcores.control"},
 	{"role = \"shard\";\nshard = { id = 0;\n address = { mac = \"zz\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; }; caches = (); };\n",
 	 ":3: shard.address.mac: want a MAC address"},

@@ -633,6 +633,21 @@ kvss_driver_main(void *arg)
 	drv_report_snapshot();
 	if (drv.started)
 		drv_report_progress(drv.t_end);
+	/* --linger: the run is done and its figures final; telemetry keeps
+	 * answering (the shards' too in role all) while the links are kept. */
+	if (drv.finished && kvss.linger_ms) {
+		uint64_t until = rte_get_tsc_cycles() + drv.hz / 1000 * kvss.linger_ms, t;
+
+		printf("kvss: driver: done; telemetry answers for %u ms more (--linger), or until "
+		       "SIGINT/SIGTERM; then the summary\n", kvss.linger_ms);
+		fflush(stdout);
+		while (!kvss_quitting() && (t = rte_get_tsc_cycles()) < until) {
+			poll_ports(t);
+			drv_link_pump_streams(&drv.link, drv.sh, drv.nsh, t);
+			drv_link_flush(&drv.link);
+			rte_delay_us_sleep(1000);
+		}
+	}
 	/* 2, not a signal's 1: main() then takes the exit status from the run. */
 	__atomic_store_n(&kvss.quit, 2, __ATOMIC_RELAXED);
 	return 0;

@@ -83,6 +83,7 @@ struct kvss_app {
 	 * writes it (__atomic); every loop reads it. */
 	int quit;
 	uint32_t exit_idle_ms; /* --exit-when-idle: stop after this long with no RX */
+	uint32_t linger_ms;    /* --linger: a finished driver keeps serving telemetry */
 	const char *record_expect; /* driver, --record-expect: open loop, refills written there */
 	uint32_t epoch;	       /* this process's epoch: random, nonzero */
 	uint64_t start_tsc;

@@ -8,6 +8,7 @@
  * starts. SIGINT and SIGTERM stop the lcores, which drain; the final stats
  * are printed and the process exits 0.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -18,6 +19,8 @@
 #include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -112,6 +115,9 @@ usage(FILE *f, const char *prog)
 		"  --limit N            driver: replay N requests (wafer.limit)\n"
 		"  --lose-data N        driver: withhold every Nth EVICT_DATA frame, a lost\n"
 		"                       frame on purpose (wafer.lose_data_every; for tests)\n"
+		"  --linger MS          driver: once the run is done, keep answering telemetry\n"
+		"                       for MS (SIGINT/SIGTERM ends it sooner); the summary\n"
+		"                       follows\n"
 		"  --record-expect FILE driver: record open loop (no answers awaited: every\n"
 		"                       message counts as acknowledged, refills as whole) and\n"
 		"                       write each refill's expected content to FILE; with a\n"
@@ -130,6 +136,30 @@ usage(FILE *f, const char *prog)
  * lcore. A driver: one TX queue; on memif two RX queues, one per shard TX
  * queue (the driver polls every RX queue it configured).
  */
+/*
+ * memif: a frame longer than one buffer (the vdev's bsize, 2048 unless
+ * given) goes over several descriptors, and such frames arrived corrupted
+ * (docs/DESIGN.md). The MTU cannot be set on memif either: so the buffer
+ * must hold a whole frame of the configured mtu, or the port is refused.
+ */
+static int
+memif_fits(uint16_t port, const struct rte_eth_dev_info *info, uint32_t mtu)
+{
+	const struct rte_devargs *da = info->device ? rte_dev_devargs(info->device) : NULL;
+	const char *a = da && da->args ? strstr(da->args, "bsize=") : NULL;
+	unsigned long bsize = 2048;
+	uint32_t frame = mtu + 18; /* Ethernet header and a VLAN tag */
+
+	if (a != NULL && (a == da->args || a[-1] == ','))
+		bsize = strtoul(a + 6, NULL, 0);
+	if (bsize >= frame)
+		return 0;
+	fprintf(stderr, "kvss: port %u (net_memif): mtu = %u wants %u-byte frames, but its buffers "
+		"hold %lu (bsize%s); give the vdev bsize=%u or more, or lower mtu\n", port, mtu, frame,
+		bsize, a ? "" : " unset: 2048", (frame + 1023) / 1024 * 1024);
+	return -1;
+}
+
 static int
 port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 {
@@ -155,6 +185,8 @@ port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 	 * runs or not.
 	 */
 	if (strcmp(info.driver_name, "net_memif") == 0) {
+		if (memif_fits(port, &info, mtu) != 0)
+			return -EDOM;
 		if (is_shard && info.max_tx_queues >= 2)
 			ntx = 2;
 		if (!is_shard && info.max_rx_queues >= 2)
@@ -303,10 +335,10 @@ main(int argc, char **argv)
 		{"poll", required_argument, NULL, 'p'}, {"exit-when-idle", required_argument, NULL, 'x'},
 		{"trace", required_argument, NULL, 't'}, {"limit", required_argument, NULL, 'n'},
 		{"record-expect", required_argument, NULL, 'R'},
-		{"lose-data", required_argument, NULL, 'L'},
+		{"lose-data", required_argument, NULL, 'L'}, {"linger", required_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
-		   *lose = NULL, *idle = NULL, *prog = argv[0];
+		   *lose = NULL, *idle = NULL, *linger = NULL, *prog = argv[0];
 	char err[512];
 	int ret, c, status = 0, driver_on = 0;
 
@@ -380,6 +412,9 @@ main(int argc, char **argv)
 		case 'L':
 			lose = optarg;
 			break;
+		case 'G':
+			linger = optarg;
+			break;
 		default:
 			usage(stderr, prog);
 			status = 2;
@@ -419,7 +454,7 @@ main(int argc, char **argv)
 	/* Options of the driver role mean nothing to a shard. */
 	if (kvss.cfg.role == KVSS_ROLE_SHARD) {
 		const char *what = trace ? "--trace" : limit ? "--limit" : lose ? "--lose-data"
-				   : kvss.record_expect ? "--record-expect" : NULL;
+				   : linger ? "--linger" : kvss.record_expect ? "--record-expect" : NULL;
 
 		if (what != NULL) {
 			fprintf(stderr, "kvss: %s: means nothing to a shard (the driver's wafer "
@@ -457,6 +492,11 @@ main(int argc, char **argv)
 			if (args_u64("--limit", limit, 1, 100000000, &v, err, sizeof(err)) != 0)
 				goto bad_arg;
 			kvss.cfg.wafer.limit = (uint32_t)v;
+		}
+		if (linger != NULL) {
+			if (args_u64("--linger", linger, 1, 86400000, &v, err, sizeof(err)) != 0)
+				goto bad_arg;
+			kvss.linger_ms = (uint32_t)v;
 		}
 		if (lose != NULL) {
 			if (args_u64("--lose-data", lose, 0, 1000000000, &v, err, sizeof(err)) != 0)
@@ -503,15 +543,17 @@ main(int argc, char **argv)
 		goto out_free;
 	}
 	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
-		unsigned int rl = kvss.cfg.refill_lcore[0];
-		int want = rte_lcore_is_enabled(rl) && rl != rte_get_main_lcore() &&
-			   rl != kvss.cfg.ingest_lcore[0];
+		/* lcores.refill = []: none asked for, nothing to say. */
+		unsigned int rl = kvss.cfg.num_refill ? kvss.cfg.refill_lcore[0] : RTE_MAX_LCORE;
+		int want = kvss.cfg.num_refill && rte_lcore_is_enabled(rl) &&
+			   rl != rte_get_main_lcore() && rl != kvss.cfg.ingest_lcore[0];
 
-		if (store_init() != 0 || port_init(kvss.cfg.shard.port, kvss.cfg.mtu, want, 1) != 0) {
-			status = 1;
+		ret = 0;
+		if (store_init() != 0 || (ret = port_init(kvss.cfg.shard.port, kvss.cfg.mtu, want, 1)) != 0) {
+			status = ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
 			goto out_free;
 		}
-		if (!want)
+		if (!want && kvss.cfg.num_refill)
 			printf("kvss: lcore %u (lcores.refill) is not an EAL worker: the refill queue runs "
 			       "on the ingest lcore\n", rl);
 	}
@@ -524,8 +566,8 @@ main(int argc, char **argv)
 
 				if (port_started(port))
 					continue;
-				if (port_init(port, kvss.cfg.mtu, 0, 0) != 0) {
-					status = kvss_quitting() ? 0 : 1;
+				if ((ret = port_init(port, kvss.cfg.mtu, 0, 0)) != 0) {
+					status = ret == -EDOM ? 2 : kvss_quitting() ? 0 : 1;
 					goto out_free;
 				}
 			}

@@ -219,7 +219,7 @@ get_u64_array(struct ctx *c, const config_setting_t *g, const char *name, unsign
 
 static int
 get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned int def,
-	   unsigned int *out, uint16_t *n)
+	   bool may_be_empty, unsigned int *out, uint16_t *n)
 {
 	const config_setting_t *a = g ? cfg_member(c, g, name) : NULL;
 	int i;
@@ -229,9 +229,10 @@ get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned 
 		*n = 1;
 		return 0;
 	}
-	if (!config_setting_is_array(a) || config_setting_length(a) < 1 ||
+	if (!config_setting_is_array(a) || config_setting_length(a) < (may_be_empty ? 0 : 1) ||
 	    config_setting_length(a) > KVSS_MAX_LCORES)
-		return cfg_fail(c, g, name, "want an array of 1..%d lcore ids", KVSS_MAX_LCORES);
+		return cfg_fail(c, g, name, "want an array of %d..%d lcore ids", may_be_empty ? 0 : 1,
+				KVSS_MAX_LCORES);
 	for (i = 0; i < config_setting_length(a); i++) {
 		const config_setting_t *el = config_setting_get_elem(a, i);
 		long long v;
@@ -593,8 +594,9 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		cfg_fail(&c, root, "lcores", "want a group { ... }, not a value");
 		goto out;
 	}
-	if (get_lcores(&c, g, "ingest", 1, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
-	    get_lcores(&c, g, "refill", 2, cfg->refill_lcore, &cfg->num_refill) != 0)
+	/* refill = []: none; the ingest lcore runs the refill queue. */
+	if (get_lcores(&c, g, "ingest", 1, false, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
+	    get_lcores(&c, g, "refill", 2, true, cfg->refill_lcore, &cfg->num_refill) != 0)
 		goto out;
 	{
 		long long ctl;
@@ -604,13 +606,24 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 			goto out;
 		cfg->control_lcore = (unsigned int)ctl;
 		for (i = 0; i < cfg->num_ingest; i++)
-			for (j = 0; j < cfg->num_refill; j++)
-				if (cfg->ingest_lcore[i] == cfg->refill_lcore[j] ||
-				    cfg->ingest_lcore[i] == cfg->control_lcore ||
-				    cfg->refill_lcore[j] == cfg->control_lcore) {
-					cfg_fail(&c, g, "refill", "an lcore has two roles");
+			if (cfg->ingest_lcore[i] == cfg->control_lcore) {
+				cfg_fail(&c, g, "ingest", "lcore %u is also lcores.control",
+					 cfg->control_lcore);
+				goto out;
+			}
+		for (j = 0; j < cfg->num_refill; j++) {
+			for (i = 0; i < cfg->num_ingest; i++)
+				if (cfg->ingest_lcore[i] == cfg->refill_lcore[j]) {
+					cfg_fail(&c, g, "refill", "lcore %u is also lcores.ingest",
+						 cfg->refill_lcore[j]);
 					goto out;
 				}
+			if (cfg->refill_lcore[j] == cfg->control_lcore) {
+				cfg_fail(&c, g, "refill", "lcore %u is also lcores.control",
+					 cfg->control_lcore);
+				goto out;
+			}
+		}
 	}
 	if ((cfg->role & KVSS_ROLE_SHARD) &&
 	    load_shard(&c, cfg_member(&c, root, "shard"), cfg) != 0)
