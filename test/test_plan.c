@@ -7,6 +7,7 @@
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,9 +67,17 @@ Test(plan, equal_memory_wastes_what_the_smallest_shard_cannot_use)
 	cr_assert_eq(r.job[0].usable, 13333);
 	/* One pool of 100 GB: (100 - 10) GB / 4 MB = 22500. */
 	cr_assert_eq(r.job[0].ideal, 22500);
-	/* The 1-stream shard holds 13333 usable tokens in 50 GB: 26.667 GB wasted. */
+	/* The 1-stream shard holds 40000 tokens, 13333 usable: 26.667 GB wasted.
+	 * The 3-stream one uses all it holds; 3 MB of its budget is left. */
 	cr_assert_eq(r.grant[0].wasted, 50000000000ull - 10000000000ull - 13333000000ull);
-	cr_assert_eq(r.grant[1].wasted, 50000000000ull - 10000000000ull - 39999000000ull);
+	cr_assert_eq(r.grant[0].left, 0);
+	cr_assert_eq(r.grant[1].wasted, 0);
+	cr_assert_eq(r.grant[1].left, 50000000000ull - 10000000000ull - 39999000000ull);
+	/* What is allocated is what is used plus what is wasted, per shard and job. */
+	for (unsigned int g = 0; g < r.ngrants; g++)
+		cr_assert_eq(r.grant[g].bytes, r.grant[g].used + r.grant[g].wasted, "grant %u", g);
+	cr_assert_eq(r.job[0].bytes, r.job[0].used + r.job[0].wasted);
+	cr_assert_eq(r.job[0].budget, r.job[0].bytes + r.job[0].left);
 }
 
 Test(plan, fair_with_keep_ratio_scales_every_shard_together)
@@ -177,6 +186,19 @@ static struct bad bads[] = {
 	 "policy.kind: 'greedy' is not one of equal, exact, fair, ratio"},
 	{ONE_NODE "jobs = ( " JOB("j", "tokens_lower = 10; tokens_upper = 5;") " );\n",
 	 "jobs.[0].tokens_lower: 10 is above tokens_upper"},
+	/* The same box, shard, job or a job's box twice. */
+	{"nodes = ( { name = \"n0\"; ram_gb = 100; } );\n"
+	 "boxes = ( { name = \"b0\"; shards = ( { domain = 0; wio = 1; node = \"n0\"; } ); },\n"
+	 "          { name = \"b0\"; shards = ( { domain = 1; wio = 1; node = \"n0\"; } ); } );\n",
+	 ":3: boxes.[1].name: box 'b0' appears twice"},
+	{"nodes = ( { name = \"n0\"; ram_gb = 100; } );\n"
+	 "boxes = ( { name = \"b0\"; shards = ( { domain = 2; wio = 1; node = \"n0\"; },\n"
+	 "                                      { domain = 2; wio = 3; node = \"n0\"; } ); } );\n",
+	 ":3: boxes.[0].shards.[1].domain: box 'b0' has a shard in domain 2 already"},
+	{ONE_NODE "jobs = ( " JOB("j", "") ",\n " JOB("j", "") " );\n",
+	 ":5: jobs.[1].name: job 'j' appears twice"},
+	{ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\", \"b0\"]; bytes_per_token_per_wio = 1; } );\n",
+	 "jobs.[0].boxes: element 1: box 'b0' is listed twice"},
 };
 
 ParameterizedTestParameters(plan, a_bad_cluster_names_its_key)
@@ -208,6 +230,118 @@ Test(plan, emitted_shard_configurations_load_in_kvss)
 	cr_assert_gt(kc.shard.store.cache[0].capacity_tokens, 1000000);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
+}
+
+/*
+ * Two jobs over 132 shards (264 grants, past every byte of the address
+ * scheme's counters): every emitted configuration loads, no two share a
+ * MAC or an IPv4 address, none has the wafer's, and shard ids do not
+ * repeat within a job.
+ */
+Test(plan, emitted_addresses_and_shard_ids_are_unique)
+{
+	static struct {
+		char job[8];
+		uint16_t id;
+		uint8_t mac[6];
+		uint32_t ip;
+	} seen[600];
+	static struct kvss_config kc;
+	char file[64], dir[64], cmd[256], kerr[512], line[128];
+	unsigned int n = 0, a, b;
+	FILE *f, *ls;
+
+	snprintf(file, sizeof(file), "/tmp/kvss_plan_many_%d.cfg", (int)getpid());
+	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_many_%d.d", (int)getpid());
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	fputs("nodes = ( { name = \"n0\"; ram_gb = 100000; } );\nboxes = (\n", f);
+	for (a = 0; a < 33; a++)
+		fprintf(f, "%s{ name = \"b%u\"; shards = ( { domain = 0; wio = 1; node = \"n0\"; }, "
+			   "{ domain = 1; wio = 1; node = \"n0\"; }, { domain = 2; wio = 1; node = \"n0\"; }, "
+			   "{ domain = 3; wio = 1; node = \"n0\"; } ); }\n", a ? ", " : "", a);
+	fputs(");\njobs = (", f);
+	for (b = 0; b < 2; b++) {
+		fprintf(f, "%s{ name = \"j%c\"; bytes_per_token_per_wio = 10000; base_mem_gb = 1; boxes = [",
+			b ? ", " : "", 'a' + b);
+		for (a = 0; a < 33; a++)
+			fprintf(f, "%s\"b%u\"", a ? ", " : "", a);
+		fputs("]; }\n", f);
+	}
+	fputs(");\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config %s >/dev/null 2>&1", file, dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "ls %s", dir);
+	ls = popen(cmd, "r");
+	cr_assert_not_null(ls);
+	while (fgets(line, sizeof(line), ls) != NULL && n < 600) {
+		char p[256];
+
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(p, sizeof(p), "%s/%s", dir, line);
+		cr_assert_eq(kvss_config_load(p, &kc, kerr, sizeof(kerr)), 0, "%s", kerr);
+		snprintf(seen[n].job, sizeof(seen[n].job), "%.*s", (int)strcspn(line, "-"), line);
+		seen[n].id = kc.shard.id;
+		memcpy(seen[n].mac, kc.shard.addr.mac, 6);
+		seen[n].ip = kc.shard.addr.ipv4;
+		cr_assert(memcmp(seen[n].mac, kc.shard.wafer.mac, 6) != 0, "%s has the wafer's MAC", line);
+		cr_assert_neq(seen[n].ip, kc.shard.wafer.ipv4, "%s has the wafer's IPv4", line);
+		n++;
+	}
+	pclose(ls);
+	cr_assert_eq(n, 264);
+	for (a = 0; a < n; a++)
+		for (b = a + 1; b < n; b++) {
+			cr_assert(memcmp(seen[a].mac, seen[b].mac, 6) != 0, "MAC twice (%u, %u)", a, b);
+			cr_assert_neq(seen[a].ip, seen[b].ip, "IPv4 twice (%u, %u)", a, b);
+			cr_assert(strcmp(seen[a].job, seen[b].job) != 0 || seen[a].id != seen[b].id,
+				  "job %s: shard id %u twice", seen[a].job, seen[a].id);
+		}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, file);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* --compare fails (exit 1) when a policy leaves the job nothing; --json parses. */
+Test(plan, compare_fails_when_a_policy_does_and_speaks_json)
+{
+	char file[64], cmd[512];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "/tmp/kvss_plan_cmp_%d.cfg", (int)getpid());
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	/* 55 GB of base per shard: equal memory (50 GB each) holds nothing. */
+	fputs(ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1000; "
+		       "base_mem_gb = 55; } );\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --compare >/dev/null 2>&1", file);
+	cr_assert_eq(WEXITSTATUS(system(cmd)), 1, "equal memory leaves no token: exit 1");
+	/* 1 byte per token: more tokens than a shard's cache takes; emitting fails. */
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	fputs(ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1; } );\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config /tmp/kvss_plan_cmp_%d.d 2>&1 | "
+		 "grep -q 'more than one kvss shard cache holds'", file, (int)getpid());
+	cr_assert_eq(system(cmd), 0, "too many tokens for a shard: said");
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config /tmp/kvss_plan_cmp_%d.d >/dev/null 2>&1",
+		 file, (int)getpid());
+	cr_assert_eq(WEXITSTATUS(system(cmd)), 1, "too many tokens for a shard: exit 1");
+	snprintf(cmd, sizeof(cmd), "rm -rf /tmp/kvss_plan_cmp_%d.d", (int)getpid());
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan config/cluster-70b.cfg --compare >/dev/null 2>&1");
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "build/kvss-plan config/cluster-70b.cfg --json | python3 -c 'import json, sys; "
+		 "d = json.load(sys.stdin); j = d[\"jobs\"][0]; "
+		 "sys.exit(0 if j[\"bytes\"] == j[\"used\"] + j[\"wasted\"] == sum(s[\"bytes\"] for s in d[\"shards\"]) "
+		 "and j[\"budget\"] == j[\"bytes\"] + j[\"left\"] and len(d[\"shards\"]) == 8 else 1)'");
+	cr_assert_eq(system(cmd), 0, "--json: one object whose figures add up");
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan config/cluster-70b.cfg --compare --json | python3 -c "
+		 "'import json, sys; d = json.load(sys.stdin); sys.exit(0 if d[\"equal_pct\"] == 62.2 else 1)'");
+	cr_assert_eq(system(cmd), 0, "--compare --json");
+	unlink(file);
 }
 
 Test(plan, strict_makes_a_node_that_cannot_hold_its_grants_an_error)

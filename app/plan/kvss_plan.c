@@ -9,7 +9,10 @@
  *   --emit-config DIR                 write each shard's kvss config (capacity per cache)
  *   --compare                         the design's three numbers: an ideal unsharded
  *                                     pool, perfect proportional sharding, and equal
- *                                     memory per shard (no discount)
+ *                                     memory per shard (no discount); exit 1 when a
+ *                                     policy leaves the job no token or fewer than
+ *                                     tokens_lower
+ *   --json                            the same as one JSON object on stdout
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "args.h"
+#include "config.h"
 #include "plan.h"
 #include "proto.h"
 
@@ -29,7 +33,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: kvss-plan CLUSTER.cfg [--policy equal|exact|fair|ratio] [--no-keep-ratio]\n"
-		   "                 [--discount D] [--strict] [--emit-config DIR] [--compare]\n"
+		   "                 [--discount D] [--strict] [--emit-config DIR] [--compare] [--json]\n"
 		   "       kvss-plan --version\n");
 }
 
@@ -42,24 +46,26 @@ print_plan(const struct plan_cluster *c, const struct plan_result *r)
 	printf("policy %s, keep_ratio %s, discount %.0f%%, tokens rounded down to %" PRIu64 "\n",
 	       plan_policy_name(c->policy), c->keep_ratio ? "yes" : "no", c->discount * 100,
 	       c->round_tokens);
-	printf("%-12s %-10s %6s %4s %-8s %12s %14s %10s %10s %10s\n", "job", "box", "domain", "wio",
-	       "node", "B/token", "tokens", "budget GB", "bytes GB", "wasted GB");
+	printf("%-12s %-10s %6s %4s %-8s %12s %14s %10s %10s %10s %10s\n", "job", "box", "domain",
+	       "wio", "node", "B/token", "tokens", "budget GB", "bytes GB", "wasted GB", "left GB");
 	for (g = 0; g < r->ngrants; g++) {
 		const struct plan_grant *x = &r->grant[g];
 		const struct plan_shard *s = &c->shard[x->shard];
 
-		printf("%-12s %-10s %6u %4u %-8s %12" PRIu64 " %14" PRIu64 " %10.1f %10.1f %10.1f\n",
+		printf("%-12s %-10s %6u %4u %-8s %12" PRIu64 " %14" PRIu64 " %10.1f %10.1f %10.1f %10.1f\n",
 		       c->job[x->job].name, s->box, s->domain, s->wio, c->node[s->node].name,
 		       x->mem_per_token, x->tokens, (double)x->budget / GB, (double)x->bytes / GB,
-		       (double)x->wasted / GB);
+		       (double)x->wasted / GB, (double)x->left / GB);
 	}
 	for (j = 0; j < c->njobs; j++) {
 		const struct plan_job_result *jr = &r->job[j];
 
 		printf("job %s: usable %" PRIu64 " tokens (its smallest shard); an unsharded pool of the "
-		       "same memory: %" PRIu64 " (%.1f%%); wasted %.1f GB of %.1f GB%s\n",
-		       c->job[j].name, jr->usable, jr->ideal, jr->ratio * 100, (double)jr->wasted / GB,
-		       (double)jr->budget / GB, jr->below_lower ? "; BELOW tokens_lower" : "");
+		       "same memory: %" PRIu64 " (%.1f%%); allocated %.1f GB = used %.1f GB + wasted "
+		       "%.1f GB; budget %.1f GB, %.1f GB of it not allocated%s\n",
+		       c->job[j].name, jr->usable, jr->ideal, jr->ratio * 100, (double)jr->bytes / GB,
+		       (double)jr->used / GB, (double)jr->wasted / GB, (double)jr->budget / GB,
+		       (double)jr->left / GB, jr->below_lower ? "; BELOW tokens_lower" : "");
 	}
 	for (k = 0; k < c->nnodes; k++) {
 		uint64_t av = c->node[k].ram - c->node[k].reserved;
@@ -70,7 +76,87 @@ print_plan(const struct plan_cluster *c, const struct plan_result *r)
 	}
 }
 
+/* JSON strings here are names from the cluster file: escape what JSON needs. */
+static void
+json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+/* --json: the plan as one object; bytes and tokens as numbers (below 2^53). */
+static void
+print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
+{
+	uint32_t g;
+	uint16_t j, k;
+
+	printf("{\"policy\": \"%s\", \"keep_ratio\": %s, \"discount\": %g, \"round_tokens\": %" PRIu64
+	       ", \"shards\": [", plan_policy_name(c->policy), c->keep_ratio ? "true" : "false",
+	       c->discount, c->round_tokens);
+	for (g = 0; g < r->ngrants; g++) {
+		const struct plan_grant *x = &r->grant[g];
+		const struct plan_shard *s = &c->shard[x->shard];
+
+		printf("%s{\"job\": ", g ? ", " : "");
+		json_str(c->job[x->job].name);
+		printf(", \"box\": ");
+		json_str(s->box);
+		printf(", \"domain\": %u, \"wio\": %u, \"node\": ", s->domain, s->wio);
+		json_str(c->node[s->node].name);
+		printf(", \"bytes_per_token\": %" PRIu64 ", \"tokens\": %" PRIu64 ", \"budget\": %" PRIu64
+		       ", \"bytes\": %" PRIu64 ", \"used\": %" PRIu64 ", \"wasted\": %" PRIu64
+		       ", \"left\": %" PRIu64 "}",
+		       x->mem_per_token, x->tokens, x->budget, x->bytes, x->used, x->wasted, x->left);
+	}
+	printf("], \"jobs\": [");
+	for (j = 0; j < c->njobs; j++) {
+		const struct plan_job_result *jr = &r->job[j];
+
+		printf("%s{\"name\": ", j ? ", " : "");
+		json_str(c->job[j].name);
+		printf(", \"usable_tokens\": %" PRIu64 ", \"ideal_tokens\": %" PRIu64
+		       ", \"ratio\": %.6f, \"budget\": %" PRIu64 ", \"bytes\": %" PRIu64
+		       ", \"used\": %" PRIu64 ", \"wasted\": %" PRIu64 ", \"left\": %" PRIu64
+		       ", \"below_tokens_lower\": %s}",
+		       jr->usable, jr->ideal, jr->ratio, jr->budget, jr->bytes, jr->used, jr->wasted,
+		       jr->left, jr->below_lower ? "true" : "false");
+	}
+	printf("], \"nodes\": [");
+	for (k = 0; k < c->nnodes; k++) {
+		printf("%s{\"name\": ", k ? ", " : "");
+		json_str(c->node[k].name);
+		printf(", \"available\": %" PRIu64 ", \"granted\": %" PRIu64 ", \"fits\": %s}",
+		       c->node[k].ram - c->node[k].reserved, r->node_bytes[k],
+		       r->node_bytes[k] <= c->node[k].ram - c->node[k].reserved ? "true" : "false");
+	}
+	printf("]}\n");
+}
+
 /* One kvss shard configuration per (job, shard): deploy the plan as is. */
+/* The job's grants are consecutive: the first of @g's job. */
+static uint32_t
+first_of_job(const struct plan_result *r, uint32_t g)
+{
+	while (g > 0 && r->grant[g - 1].job == r->grant[g].job)
+		g--;
+	return g;
+}
+
+/*
+ * Addresses: MAC 02:00:00:JJ:GG:GG (JJ the job + 1, so never the wafer's
+ * 02:00:00:00:00:01) and IPv4 10.100.(1 + g / 240).(10 + g % 240) (never the
+ * wafer's 10.100.0.1), g the grant's index: distinct across every shard of
+ * the plan. Shard ids are 0.. within each job (its model 0).
+ */
 static int
 emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 {
@@ -86,6 +172,14 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 		char path[512];
 		FILE *f;
 
+		if (x->tokens > KVSS_MAX_CAPACITY_TOKENS) {
+			fprintf(stderr, "kvss-plan: --emit-config: job %s, box %s, domain %u: %" PRIu64
+				" tokens, more than one kvss shard cache holds (%llu, "
+				"shard.caches.capacity_tokens); split the memory over more shards\n",
+				c->job[x->job].name, s->box, s->domain, x->tokens,
+				(unsigned long long)KVSS_MAX_CAPACITY_TOKENS);
+			return -1;
+		}
 		snprintf(path, sizeof(path), "%s/%s-%s-d%u.cfg", dir, c->job[x->job].name, s->box,
 			 s->domain);
 		f = fopen(path, "w");
@@ -96,17 +190,18 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 		fprintf(f,
 			"# kvss-plan: job %s, box %s, domain %u (%u weight-I/O streams), node %s.\n"
 			"# Memory: %" PRIu64 " bytes = base + %" PRIu64 " bytes/token x %" PRIu64 " tokens.\n"
-			"# Fill in the addresses and the port before deploying.\n"
+			"# Addresses are placeholders, unique across the plan (fill in the real ones\n"
+			"# and the port before deploying); shard ids number the job's shards.\n"
 			"role = \"shard\";\nmtu = 9000;\n"
 			"lcores = { ingest = [1]; refill = [2]; control = 0; };\n"
 			"shard = {\n  port = 0;\n  id = %u;\n  model = 0;\n"
-			"  address = { mac = \"02:00:00:00:%02x:%02x\"; ipv4 = \"10.100.%u.%u\"; };\n"
+			"  address = { mac = \"02:00:00:%02x:%02x:%02x\"; ipv4 = \"10.100.%u.%u\"; };\n"
 			"  wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.100.0.1\"; };\n"
 			"  caches = (\n    { id = 0; bytes_per_token = %" PRIu64 "; buffers = %u; "
 			"capacity_tokens = %" PRIu64 "; }\n  );\n};\n",
 			c->job[x->job].name, s->box, s->domain, s->wio, c->node[s->node].name, x->bytes,
-			x->mem_per_token, x->tokens, s->domain, (x->shard >> 8) & 0xff, x->shard & 0xff,
-			(x->shard >> 8) + 1, (x->shard & 0xff) + 10, x->mem_per_token, s->wio,
+			x->mem_per_token, x->tokens, g - first_of_job(r, g), x->job + 1, (g >> 8) & 0xff,
+			g & 0xff, 1 + g / 240, 10 + g % 240, x->mem_per_token, s->wio,
 			x->tokens ? x->tokens : 1);
 		fclose(f);
 	}
@@ -114,12 +209,31 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 	return 0;
 }
 
+/* A policy fails a job that gets no token, or fewer than its tokens_lower. */
 static int
-compare(struct plan_cluster *c)
+job_fails(const struct plan_cluster *c, uint64_t usable, const char *what)
+{
+	if (usable > 0 && usable >= c->job[0].tokens_lower)
+		return 0;
+	fprintf(stderr, "kvss-plan: --compare: %s gives job %s %" PRIu64 " tokens%s\n", what,
+		c->job[0].name, usable,
+		usable ? " (below its tokens_lower)" : ": its base memory does not fit");
+	return 1;
+}
+
+static double
+pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0;
+}
+
+static int
+compare(struct plan_cluster *c, bool json)
 {
 	static struct plan_result r;
 	char err[256];
 	uint64_t ideal, perfect, equal;
+	int failed;
 
 	c->discount = 0;
 	c->policy = PLAN_FAIR;
@@ -132,14 +246,24 @@ compare(struct plan_cluster *c)
 	if (plan_run(c, &r, err, sizeof(err)) != 0)
 		goto bad;
 	equal = r.job[0].usable;
-	printf("job %s (%s), all of the cluster's memory, no discount:\n", c->job[0].name,
-	       c->job[0].model);
-	printf("  ideal unsharded pool           %6.1fM tokens  100.0%%\n", (double)ideal / 1e6);
-	printf("  perfect proportional sharding  %6.1fM tokens  %5.1f%%\n", (double)perfect / 1e6,
-	       100.0 * (double)perfect / (double)ideal);
-	printf("  equal memory per shard         %6.1fM tokens  %5.1f%%\n", (double)equal / 1e6,
-	       100.0 * (double)equal / (double)ideal);
-	return 0;
+	if (json) {
+		printf("{\"job\": ");
+		json_str(c->job[0].name);
+		printf(", \"ideal_tokens\": %" PRIu64 ", \"proportional_tokens\": %" PRIu64
+		       ", \"equal_tokens\": %" PRIu64 ", \"proportional_pct\": %.1f, \"equal_pct\": %.1f}\n",
+		       ideal, perfect, equal, pct(perfect, ideal), pct(equal, ideal));
+	} else {
+		printf("job %s (%s), all of the cluster's memory, no discount:\n", c->job[0].name,
+		       c->job[0].model);
+		printf("  ideal unsharded pool           %6.1fM tokens  100.0%%\n", (double)ideal / 1e6);
+		printf("  perfect proportional sharding  %6.1fM tokens  %5.1f%%\n",
+		       (double)perfect / 1e6, pct(perfect, ideal));
+		printf("  equal memory per shard         %6.1fM tokens  %5.1f%%\n", (double)equal / 1e6,
+		       pct(equal, ideal));
+	}
+	failed = job_fails(c, perfect, "perfect proportional sharding");
+	failed |= job_fails(c, equal, "equal memory per shard");
+	return failed;
 bad:
 	fprintf(stderr, "kvss-plan: %s\n", err);
 	return 1;
@@ -152,12 +276,13 @@ main(int argc, char **argv)
 		{"policy", required_argument, NULL, 'p'}, {"no-keep-ratio", no_argument, NULL, 'k'},
 		{"discount", required_argument, NULL, 'd'}, {"strict", no_argument, NULL, 's'},
 		{"emit-config", required_argument, NULL, 'e'}, {"compare", no_argument, NULL, 'c'},
+		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
 	static struct plan_cluster c;
 	static struct plan_result r;
 	const char *policy = NULL, *discount = NULL, *emit_dir = NULL;
-	int opt, strict = 0, no_keep = 0, cmp = 0;
+	int opt, strict = 0, no_keep = 0, cmp = 0, json = 0;
 	char err[512];
 
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -179,6 +304,9 @@ main(int argc, char **argv)
 			break;
 		case 'c':
 			cmp = 1;
+			break;
+		case 'j':
+			json = 1;
 			break;
 		case 'V':
 			args_version("kvss-plan", PROTO_VERSION);
@@ -224,12 +352,15 @@ main(int argc, char **argv)
 		c.discount = d;
 	}
 	if (cmp)
-		return compare(&c);
+		return compare(&c, json);
 	if (plan_run(&c, &r, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss-plan: %s: %s\n", argv[optind], err);
 		return 2;
 	}
-	print_plan(&c, &r);
+	if (json)
+		print_plan_json(&c, &r);
+	else
+		print_plan(&c, &r);
 	if (r.overcommitted && strict) {
 		fprintf(stderr, "kvss-plan: %u node(s) cannot hold their grants (--strict)\n",
 			r.overcommitted);

@@ -184,15 +184,16 @@ plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t 
 				jr->usable = r->grant[b].tokens;
 		for (b = first; b < r->ngrants; b++) {
 			struct plan_grant *g = &r->grant[b];
-			uint64_t used = j->base_mem + jr->usable * g->mem_per_token;
-			uint64_t held = g->budget > g->bytes ? g->budget : g->bytes;
-
-			g->wasted = held > used ? held - used : 0;
-			if (together)
-				g->wasted = g->bytes - used; /* 0: every shard holds T */
+			/* Allocated = used + wasted, exactly; what the budget gave
+			 * beyond the allocation (rounding down) is left, apart. */
+			g->used = j->base_mem + jr->usable * g->mem_per_token;
+			g->wasted = g->bytes - g->used; /* usable <= tokens: never negative */
+			g->left = g->budget > g->bytes ? g->budget - g->bytes : 0;
 			jr->budget += g->budget;
 			jr->bytes += g->bytes;
+			jr->used += g->used;
 			jr->wasted += g->wasted;
+			jr->left += g->left;
 			r->node_bytes[c->shard[g->shard].node] += g->bytes;
 		}
 		/* The same memory as one pool: one base, every stream's bytes per token. */

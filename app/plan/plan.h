@@ -39,14 +39,16 @@ struct plan_grant {
 	uint64_t budget;  /* what the policy gave, after the discount */
 	uint64_t tokens;  /* granted */
 	uint64_t bytes;	  /* base + tokens x mem_per_token */
-	uint64_t wasted;  /* bytes holding no usable token: (tokens - usable) x mem_per_token */
+	uint64_t used;	  /* base + usable x mem_per_token: what the job can use */
+	uint64_t wasted;  /* bytes - used: tokens held that the job cannot use */
+	uint64_t left;	  /* budget - bytes when positive: given, not allocated (rounding) */
 };
 
 struct plan_job_result {
 	uint64_t usable;	/* the minimum over the job's shards */
 	uint64_t ideal;		/* the job's budget as one unsharded pool */
 	double ratio;		/* usable / ideal */
-	uint64_t budget, bytes, wasted;
+	uint64_t budget, bytes, used, wasted, left; /* sums; bytes = used + wasted */
 	bool below_lower;
 };
 

@@ -126,6 +126,9 @@ load_boxes(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 
 		if (get_name(l, b, "name", name) != 0)
 			return -1;
+		for (k = 0; k < c->nshards; k++)
+			if (strcmp(c->shard[k].box, name) == 0)
+				return fail(l, b, "name", "box '%s' appears twice", name);
 		if (ss == NULL || !config_setting_is_list(ss) || (m = config_setting_length(ss)) < 1)
 			return fail(l, b, "shards", "want a list of shards ( { domain; wio; node; } )");
 		for (k = 0; k < m; k++) {
@@ -145,6 +148,11 @@ load_boxes(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 			nd = node_of(c, nodename);
 			if (nd < 0)
 				return fail(l, e, "node", "no storage node named '%s' in nodes", nodename);
+			/* A shard is (box, domain): the same domain twice is one shard twice. */
+			for (int o = c->nshards - k; o < c->nshards; o++)
+				if (c->shard[o].domain == (uint16_t)dom)
+					return fail(l, e, "domain", "box '%s' has a shard in domain %g already",
+						    name, dom);
 			snprintf(sh->box, PLAN_NAME, "%s", name);
 			sh->domain = (uint16_t)dom;
 			sh->wio = (uint16_t)wio;
@@ -184,7 +192,12 @@ load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 		int k, m;
 
 		memset(j, 0, sizeof(*j));
-		if (get_name(l, e, "name", j->name) != 0 ||
+		if (get_name(l, e, "name", j->name) != 0)
+			return -1;
+		for (k = 0; k < i; k++)
+			if (strcmp(c->job[k].name, j->name) == 0)
+				return fail(l, e, "name", "job '%s' appears twice", j->name);
+		if (
 		    get_num(l, e, "bytes_per_token_per_wio", 1, 1e9, 0, true, &bpt) != 0 ||
 		    get_num(l, e, "base_mem_gb", 0, 1e5, 10, false, &base) != 0 ||
 		    get_num(l, e, "tokens_lower", 0, 1e12, 0, false, &lo) != 0 ||
@@ -207,6 +220,9 @@ load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 
 			if (b == NULL || !box_known(c, b))
 				return fail(l, e, "boxes", "element %d: no box named '%s'", k, b ? b : "");
+			for (int o = 0; o < k; o++)
+				if (strcmp(j->box[o], b) == 0)
+					return fail(l, e, "boxes", "element %d: box '%s' is listed twice", k, b);
 			snprintf(j->box[k], PLAN_NAME, "%s", b);
 		}
 		j->nboxes = (uint32_t)m;

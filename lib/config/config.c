@@ -315,7 +315,8 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 			return cfg_fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
 		GET_INT(c, e, "bytes_per_token", 1, 1 << 26, 0, true, cp->bytes_per_token);
 		GET_INT(c, e, "buffers", 1, 256, 1, false, cp->num_buffers);
-		GET_INT(c, e, "capacity_tokens", 1, 1ll << 29, 0, true, cp->capacity_tokens);
+		GET_INT(c, e, "capacity_tokens", 1, (long long)KVSS_MAX_CAPACITY_TOKENS, 0, true,
+			cp->capacity_tokens);
 		if (cp->bytes_per_token % cp->num_buffers != 0)
 			return cfg_fail(c, e, "buffers", "must divide bytes_per_token (%u)",
 				    cp->bytes_per_token);
@@ -382,7 +383,7 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		GET_INT(c, e, "port", 0, 31, def_port, false, sr->port);
 		if (get_endpoint(c, e, "address", true, &sr->addr) != 0 ||
 		    get_u64_array(c, e, "bytes_per_token", (unsigned int)n, 1, 1 << 26, b) != 0 ||
-		    get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, 1ull << 29,
+		    get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, KVSS_MAX_CAPACITY_TOKENS,
 				  sr->capacity_tokens) != 0)
 			return -1;
 		if (cfg_member(c, e, "buffers") != NULL) {

@@ -34,6 +34,9 @@ enum kvss_poll {
 	KVSS_POLL_IDLE, /* shared cores (tests, CI): pause, then sleep briefly, when idle */
 };
 
+/** The most tokens one cache of a shard holds (shard.caches.capacity_tokens). */
+#define KVSS_MAX_CAPACITY_TOKENS (1ull << 29)
+
 /** An address on the rail: MAC, IPv4 (host order), optional VLAN id. */
 struct kvss_endpoint {
 	uint8_t mac[6];
