@@ -19,6 +19,12 @@ check() {
 holds() {
 	python3 -c "import sys; sys.exit(0 if ($1) else 1)"
 }
+# stat_has KEY=VALUE STATS: the final stats (every "final stats" line of a
+# log) say KEY=VALUE; a counter they leave out is 0.
+stat_has() {
+	local key=${1%%=*} val=${1#*=}
+	grep -q " $1\b" <<<"$2" || { [ "$val" = 0 ] && ! grep -q " $key=" <<<"$2"; }
+}
 check_summary() {
 	echo "$1: $ok passed, $fail failed"
 	[ "$fail" -eq 0 ]

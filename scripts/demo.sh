@@ -16,7 +16,7 @@
 #   KVSS_DEMO_SHARD0_CFG=F, KVSS_DEMO_SHARD1_CFG=F  the shards' (default
 #                       config/memif-shard0.cfg, config/memif-shard1.cfg)
 #   KVSS_DEMO_REFILL_LCORE=1  give each shard its refill lcore too (lcore 2)
-#   KVSS_DEMO_STATS_WIDTH=N   cut each shard's final stats line at N characters (300)
+#   KVSS_DEMO_STATS_WIDTH=N   cut each shard's final stats lines at N characters (300)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
 # right, no protocol error). Every process is stopped and every file

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Keys a handler adds by name rather than through an X-macro.
 LITERAL = {
-    "driver_epoch": "the driver epoch a HELLO established (0: none)",
+    "driver_epoch": "the driver epoch a HELLO established, 0x%08x as in the logs (0x00000000: none)",
     "gate_parks": "times the port gate parked EAL's interrupt thread (memif)",
     "cache_id": "the cache (one array element per cache)",
     "bytes_per_token": "this shard's slice of a token, all buffers",
@@ -49,6 +49,7 @@ LITERAL = {
     "requests": "requests looked up",
     "heard_ms_ago": "ms since its last frame (-1: never)",
     "status_ms_ago": "ms since its last STATUS (-1: never)",
+    "epoch": "its epoch, 0x%08x as in the logs",
 }
 
 ENDPOINTS = [
@@ -125,7 +126,7 @@ def keys_of(path, fn):
 
 SNAP_DESC = {
     "model": "its model", "shard_id": "its id", "port": "the port it is reached through",
-    "up": "1: it answered our HELLO", "epoch": "its epoch",
+    "up": "1: it answered our HELLO",
     "seq_sent": "control messages sent", "seq_acked": "the highest acknowledged",
     "backlog": "messages waiting for the window", "retransmits": "messages sent again",
     "rtt_samples": "round trips measured", "stale_acks": "ACKs of nothing new",

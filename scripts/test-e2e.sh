@@ -68,7 +68,7 @@ check "role all: the chats hit (hit ratio above 0.2)" \
 check "role all: refills were checked byte by byte" test "$(field "$tmp/all.json" refill_bytes)" -gt 0
 check "role all: a refill model was fitted to the refills (a latency; a bandwidth when one shows)" \
 	holds "$(field "$tmp/all.json" fit_refill_latency_us) > 0 and (lambda g: g is None or g > 0)($(field "$tmp/all.json" fit_refill_gbps))"
-check "role all: the shard's final stats printed" grep -q "final stats: rx_frames=" "$tmp/all.log"
+check "role all: the shard's final stats printed" grep -q "final stats: frames rx_frames=" "$tmp/all.log"
 check "role all: the estimates were learned (the default: the example does not set refill_model)" \
 	test "$(field "$tmp/all.json" refill_model)" = learned -a -z "$(grep refill_model config/all-in-one.cfg)"
 check "role all: the log says where the estimates come from" \
@@ -169,7 +169,7 @@ check "memif: the summary says what the model should be" \
 check "memif: no control frame dropped behind data (its own queue, sent first)" \
 	test "$(field "$tmp/memif.json" control_frames_dropped)" = 0
 check "memif: both shards came up" test "$(grep -c 'of model 0 is up' "$tmp/memif.log")" -eq 2
-check "memif: the shards stopped cleanly" test "$(grep -c '^demo: shard [01]: rx_frames' "$tmp/memif.log")" -eq 2
+check "memif: the shards stopped cleanly" test "$(grep -c '^demo: shard [01]: frames rx_frames' "$tmp/memif.log")" -eq 2
 check "memif: shard 1 stores 128 bytes per token, shard 0 256" \
 	grep -q "evicted .* tokens" "$tmp/memif.log"
 [ "$fail" -eq 0 ] || tail -30 "$tmp/memif.log"
@@ -273,6 +273,13 @@ for ep in /swdriver/stats:drv.json:flat /swdriver/shards:shards.json:nested /swd
 		samekeys "$tmp/$file" "$shape" "$name"
 done
 check "telemetry: a shard's /kvss/stats counts batches" test "$(jget "$tmp/s1.json" batches)" -gt 0
+# Epochs as the logs print them: shard 1's (its up line) and the driver's.
+sep=$(jget "$tmp/shards.json" model0_shard1.epoch)
+dep=$(jget "$tmp/s1.json" driver_epoch)
+check "telemetry: /swdriver/shards gives shard 1's epoch as its log line does ($sep)" \
+	grep -q "shard 1 of model 0 up, epoch $sep\b" "$tmp/long.log"
+check "telemetry: /kvss/stats gives the driver's epoch as the driver's log does ($dep)" \
+	grep -q "epoch $dep\b" "$tmp/long.log"
 check "telemetry: its port gate is on (memif)" test "$(jget "$tmp/s1.json" gate_parks)" -gt 0
 check "telemetry: shard 1's /kvss/caches says 128 bytes per token" \
 	test "$(jget "$tmp/s1c.json" bytes_per_token.0)" = 128

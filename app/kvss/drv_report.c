@@ -21,7 +21,7 @@
 
 /* A shard and its control stream, as /swdriver/shards shows them (u64 each). */
 #define SHARD_SNAP_FIELDS(X)                                                                       \
-	X(model) X(shard_id) X(port) X(up) X(epoch) X(seq_sent) X(seq_acked) X(backlog)            \
+	X(model) X(shard_id) X(port) X(up) X(seq_sent) X(seq_acked) X(backlog)                      \
 	X(retransmits) X(rtt_samples) X(stale_acks) X(bogus_acks) X(srtt_us) X(timeout_us)         \
 	X(evict_sent) X(evict_acked) X(batches_complete) X(stored_tokens)                         \
 	X(model_refills_timed) X(model_estimate_latency_us) X(model_estimate_mbps)
@@ -29,6 +29,7 @@
 struct shard_snap {
 	SHARD_SNAP_FIELDS(SHARD_SNAP_DECL)
 	uint64_t heard_ms_ago, status_ms_ago; /* UINT64_MAX: never */
+	uint32_t epoch; /* shown as the logs show it: 0x%08x */
 };
 #undef SHARD_SNAP_DECL
 
@@ -232,6 +233,9 @@ tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *d)
 #define SHARD_SNAP_TEL(n) rte_tel_data_add_dict_u64(o, #n, x->n);
 		SHARD_SNAP_FIELDS(SHARD_SNAP_TEL)
 #undef SHARD_SNAP_TEL
+		/* Epochs read as in the logs ("epoch 0x1d04328f"). */
+		snprintf(key, sizeof(key), "0x%08x", x->epoch);
+		rte_tel_data_add_dict_string(o, "epoch", key);
 		/* Never heard from (yet): -1 reads better than 2^64 - 1. */
 		rte_tel_data_add_dict_int(o, "heard_ms_ago",
 					  x->heard_ms_ago > INT32_MAX ? -1 : (int)x->heard_ms_ago);

@@ -15,7 +15,9 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -274,28 +276,78 @@ store_init(void)
 	return 0;
 }
 
+/*
+ * The final stats, a line per group ("kvss: final stats: GROUP k=v ..."),
+ * counters that are 0 left out (a group with none, its line too): every
+ * key=value is as telemetry names it, and a key not printed is 0. A group
+ * runs from its first counter (in KVSS_STATS order) to the next group's.
+ */
 static void
 print_stats(void)
 {
+	static const struct {
+		const char *first, *group;
+	} groups[] = {{"rx_frames", "frames"},	  {"hello", "control"},	     {"not_mine_mac", "strangers"},
+		      {"acks", "stream"},	  {"batches", "evict"},	     {"data_frames", "data"},
+		      {"deletes", "refill"},	  {"idle_polls", "polls"}};
+	static const char *const names[] = {
+#define KVSS_STAT_NAME(n) #n,
+		KVSS_STATS(KVSS_STAT_NAME)
+#undef KVSS_STAT_NAME
+	};
 	struct kvss_lcore_stats t;
+	const uint64_t *v = (const uint64_t *)&t; /* KVSS_STATS' fields come first, in order */
+	unsigned int i, g = 0, n = sizeof(names) / sizeof(names[0]);
+	bool open = false, any = false;
 	int r;
 
+	_Static_assert(offsetof(struct kvss_lcore_stats, drops) == sizeof(names) / sizeof(names[0]) *
+									 sizeof(uint64_t),
+		       "KVSS_STATS' counters lead struct kvss_lcore_stats");
 	kvss_stats_total(&t);
-	printf("kvss: final stats:");
-#define KVSS_STAT_PRINT(n) printf(" " #n "=%" PRIu64, t.n);
-	KVSS_STATS(KVSS_STAT_PRINT)
-#undef KVSS_STAT_PRINT
+	for (i = 0; i < n; i++) {
+		if (g + 1 < sizeof(groups) / sizeof(groups[0]) && strcmp(names[i], groups[g + 1].first) == 0) {
+			g++;
+			if (open)
+				printf("\n");
+			open = false;
+		}
+		if (v[i] == 0)
+			continue;
+		if (!open)
+			printf("kvss: final stats: %s", groups[g].group);
+		open = any = true;
+		printf(" %s=%" PRIu64, names[i], v[i]);
+	}
+	if (open)
+		printf("\n");
+	open = false;
 	for (r = 1; r < PROTO_R_MAX; r++)
-		if (t.drops[r])
-			printf(" drop_%s=%" PRIu64, proto_reason_name((enum proto_reason)r), t.drops[r]);
+		if (t.drops[r]) {
+			printf("%s drop_%s=%" PRIu64, open ? "" : "kvss: final stats: dropped",
+			       proto_reason_name((enum proto_reason)r), t.drops[r]);
+			open = any = true;
+		}
+	if (open)
+		printf("\n");
+	open = false;
 	for (r = 1; r < PROTO_E_MAX; r++)
-		if (t.errors[r])
-			printf(" error_%s=%" PRIu64, proto_err_name((unsigned int)r), t.errors[r]);
+		if (t.errors[r]) {
+			printf("%s error_%s=%" PRIu64, open ? "" : "kvss: final stats: errors",
+			       proto_err_name((unsigned int)r), t.errors[r]);
+			open = any = true;
+		}
 	for (r = 1; r < PROTO_E_MAX; r++)
-		if (t.refill_errors[r])
-			printf(" refill_failed_%s=%" PRIu64, proto_err_name((unsigned int)r),
-			       t.refill_errors[r]);
-	printf("\n");
+		if (t.refill_errors[r]) {
+			printf("%s refill_failed_%s=%" PRIu64, open ? "" : "kvss: final stats: errors",
+			       proto_err_name((unsigned int)r), t.refill_errors[r]);
+			open = any = true;
+		}
+	if (open)
+		printf("\n");
+	if (!any && !open)
+		printf("kvss: final stats: every counter 0\n");
+	fflush(stdout);
 }
 
 /*

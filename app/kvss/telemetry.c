@@ -44,7 +44,12 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		snprintf(key, sizeof(key), "refill_failed_%s", proto_err_name((unsigned int)r));
 		rte_tel_data_add_dict_u64(d, key, t.refill_errors[r]);
 	}
-	rte_tel_data_add_dict_u64(d, "driver_epoch", kvss.driver_epoch);
+	{
+		char ep[16]; /* as the logs print epochs */
+
+		snprintf(ep, sizeof(ep), "0x%08x", kvss.driver_epoch);
+		rte_tel_data_add_dict_string(d, "driver_epoch", ep);
+	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
 	return 0;
 }
