@@ -89,18 +89,27 @@ Test(telemetry, stats_are_the_sum_of_every_lcore)
 	cr_assert_not_null(strstr(a, "\"driver_epoch\":\"0x000000e1\""), "%s", a);
 }
 
-Test(telemetry, caches_and_prompts_come_from_the_store)
+/* Store tokens @first.. @first + @n - 1 of prompt @id as batch 1 (64 bytes each). */
+static void
+store_prompt(uint64_t id, uint32_t first, uint32_t n)
 {
-	struct proto_evict_entry e[5];
-	uint8_t stream[5 * 64];
-	const char *a;
+	struct proto_evict_entry e[8];
+	uint8_t stream[8 * 64];
 	uint32_t t;
 
-	for (t = 0; t < 5; t++)
-		e[t] = (struct proto_evict_entry){0xAB, 10 + t, 1};
+	cr_assert_leq(n, 8);
+	for (t = 0; t < n; t++)
+		e[t] = (struct proto_evict_entry){id, first + t, 1};
 	memset(stream, 0x5a, sizeof(stream));
-	cr_assert_eq(kvstore_evict(kvss.store, 1, 1, 5, e, NULL, 0), 0);
-	cr_assert_eq(kvstore_data(kvss.store, 1, 0, 0, sizeof(stream), stream, sizeof(stream)), 0);
+	cr_assert_eq(kvstore_evict(kvss.store, 1, 1, (uint16_t)n, e, NULL, 0), 0);
+	cr_assert_eq(kvstore_data(kvss.store, 1, 0, 0, n * 64, stream, n * 64), 0);
+}
+
+Test(telemetry, caches_and_prompts_come_from_the_store)
+{
+	const char *a;
+
+	store_prompt(0xAB, 10, 5);
 	a = ask("/kvss/caches");
 	cr_assert_not_null(strstr(a, "\"bytes_per_token\":[64]"), "%s", a);
 	cr_assert_not_null(strstr(a, "\"buffers\":[2]"), "%s", a);
@@ -123,17 +132,10 @@ Test(telemetry, prompt_ids_use_all_64_bits_and_nothing_else)
 	static const char *const bad[] = {"/kvss/prompt,0,-1", "/kvss/prompt,0,",
 					  "/kvss/prompt,0,018446744073709551615",
 					  "/kvss/prompt,0,18446744073709551616", "/kvss/prompt,0,+1"};
-	struct proto_evict_entry e[3];
-	uint8_t stream[3 * 64];
 	const char *a;
 	unsigned int i;
-	uint32_t t;
 
-	for (t = 0; t < 3; t++)
-		e[t] = (struct proto_evict_entry){UINT64_MAX, t, 1};
-	memset(stream, 0x33, sizeof(stream));
-	cr_assert_eq(kvstore_evict(kvss.store, 1, 1, 3, e, NULL, 0), 0);
-	cr_assert_eq(kvstore_data(kvss.store, 1, 0, 0, sizeof(stream), stream, sizeof(stream)), 0);
+	store_prompt(UINT64_MAX, 0, 3);
 	a = ask("/kvss/prompt,0,18446744073709551615");
 	cr_assert_not_null(strstr(a, "\"prompt_id\":\"18446744073709551615\""), "%s", a);
 	cr_assert_not_null(strstr(a, "\"tokens\":3"), "%s", a);

@@ -48,6 +48,19 @@ load(const char *text)
 	"{ name = \"" name "\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1000000; base_mem_gb = 10; " \
 	extra " }"
 
+/* Write @p text to /tmp/kvss_plan_TAG_PID.cfg, named in @p file. */
+static void
+write_cluster(char *file, size_t n, const char *tag, const char *text)
+{
+	FILE *f;
+
+	snprintf(file, n, "/tmp/kvss_plan_%s_%d.cfg", tag, (int)getpid());
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 static void
 run(void)
 {
@@ -306,22 +319,16 @@ Test(plan, emitted_addresses_and_shard_ids_are_unique)
 Test(plan, compare_fails_when_a_policy_does_and_speaks_json)
 {
 	char file[64], cmd[512];
-	FILE *f;
 
-	snprintf(file, sizeof(file), "/tmp/kvss_plan_cmp_%d.cfg", (int)getpid());
-	f = fopen(file, "w");
-	cr_assert_not_null(f);
 	/* 55 GB of base per shard: equal memory (50 GB each) holds nothing. */
-	fputs(ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1000; "
-		       "base_mem_gb = 55; } );\n", f);
-	fclose(f);
+	write_cluster(file, sizeof(file), "cmp",
+		      ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1000; "
+			       "base_mem_gb = 55; } );\n");
 	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --compare >/dev/null 2>&1", file);
 	cr_assert_eq(WEXITSTATUS(system(cmd)), 1, "equal memory leaves no token: exit 1");
 	/* 1 byte per token: more tokens than a shard's cache takes; emitting fails. */
-	f = fopen(file, "w");
-	cr_assert_not_null(f);
-	fputs(ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1; } );\n", f);
-	fclose(f);
+	write_cluster(file, sizeof(file), "cmp",
+		      ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1; } );\n");
 	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config /tmp/kvss_plan_cmp_%d.d 2>&1 | "
 		 "grep -q 'more than one kvss shard cache holds'", file, (int)getpid());
 	cr_assert_eq(system(cmd), 0, "too many tokens for a shard: said");
@@ -347,15 +354,11 @@ Test(plan, compare_fails_when_a_policy_does_and_speaks_json)
 Test(plan, strict_makes_a_node_that_cannot_hold_its_grants_an_error)
 {
 	char file[64], cmd[256];
-	FILE *f;
 
-	snprintf(file, sizeof(file), "/tmp/kvss_plan_strict_%d.cfg", (int)getpid());
-	f = fopen(file, "w");
-	cr_assert_not_null(f);
 	/* Two jobs on the one box, each given all of it by box share: 200% of the node. */
-	fputs(ONE_NODE "jobs = ( " JOB("a", "") ", " JOB("b", "") " );\n"
-		       "policy = { kind = \"fair\"; discount = 0.0; };\n", f);
-	fclose(f);
+	write_cluster(file, sizeof(file), "strict",
+		      ONE_NODE "jobs = ( " JOB("a", "") ", " JOB("b", "") " );\n"
+			       "policy = { kind = \"fair\"; discount = 0.0; };\n");
 	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s >/dev/null 2>&1", file);
 	cr_assert_eq(system(cmd), 0, "without --strict: a warning only");
 	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --strict >/dev/null 2>&1", file);
