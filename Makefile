@@ -42,7 +42,8 @@ PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
 
 LIBPROTO := $(BUILD)/lib/libproto.a
 
-KVSTORE_SRC := lib/kvstore/kvstore.c lib/kvstore/kvstore_read.c lib/kvstore/kvstore_layout.c
+KVSTORE_SRC := lib/kvstore/kvstore.c lib/kvstore/kvstore_read.c lib/kvstore/kvstore_layout.c \
+	lib/kvstore/kvstore_delete.c
 LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
 PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c lib/prefixcache/pc_map.c lib/prefixcache/pc_lookup.c \

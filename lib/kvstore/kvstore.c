@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/kvstore, the owner's side: see kvstore.h for the model (single
+ * lib/kvstore, the owner's write path: see kvstore.h for the model (single
  * writer, lock-free reader, epoch-based reclamation) and kvstore_priv.h for
- * the structures. The reader is kvstore_read.c, the layout
- * kvstore_layout.c.
- *
- * Why this file holds the whole write path (about 1,200 lines): slot
- * allocation, prompt lookup, page growth and token writes are steps of
- * every evicted token, and in one translation unit the compiler inlines
- * them into kvstore_evict and kvstore_data. Split across files they would
- * be calls per token on the ingest lcore's hot path.
+ * the structures. Block and slot allocation, prompt lookup, page growth,
+ * batches, EVICT and EVICT_DATA: the steps of every evicted token, kept in
+ * one translation unit so that the compiler inlines them into kvstore_evict
+ * and kvstore_data. Deletions and reclamation (once per batch or per cut,
+ * not per token) are kvstore_delete.c; set-up is kvstore_layout.c; the
+ * reader and inspection kvstore_read.c.
  */
 #include "kvstore_priv.h"
 
@@ -32,8 +30,8 @@ blk_unlink(struct kv_cache *c, uint32_t k)
 		c->blk_prev[c->blk_next[k]] = c->blk_prev[k];
 }
 
-static void
-blk_push(struct kv_cache *c, uint32_t k, enum blk_state st)
+void
+kv_blk_push(struct kv_cache *c, uint32_t k, enum blk_state st)
 {
 	uint32_t *head = st == BLK_EMPTY ? &c->empty_head : &c->partial_head;
 
@@ -59,7 +57,7 @@ blk_settle(struct kv_cache *c, uint32_t k)
 	if (want == BLK_FULL)
 		c->blk_state[k] = BLK_FULL;
 	else
-		blk_push(c, k, want);
+		kv_blk_push(c, k, want);
 }
 
 static uint32_t
@@ -99,117 +97,14 @@ slot_alloc(struct kv_cache *c, uint32_t hint)
 	return slot_take(c, k * KVSTORE_BLOCK_SLOTS + (uint32_t)__builtin_ctzll(c->free_mask[k]));
 }
 
-static void
-slot_free(struct kv_cache *c, uint32_t slot)
+void
+kv_slot_free(struct kv_cache *c, uint32_t slot)
 {
 	uint32_t k = slot / KVSTORE_BLOCK_SLOTS;
 
 	c->free_mask[k] |= 1ull << (slot % KVSTORE_BLOCK_SLOTS);
 	c->free_slots++;
 	blk_settle(c, k);
-}
-
-/* ---- Reclamation ----------------------------------------------------------- */
-
-/* Oldest ticket among refills in flight, or UINT64_MAX. */
-static uint64_t
-oldest_ticket(const struct kvstore *s)
-{
-	uint64_t m = UINT64_MAX;
-	unsigned int i;
-
-	for (i = 0; i < s->p.max_refills; i++) {
-		uint64_t t = __atomic_load_n(&s->refills[i].ticket, __ATOMIC_SEQ_CST);
-
-		if (t != 0 && t < m)
-			m = t;
-	}
-	return m;
-}
-
-static void page_release(struct kv_cache *c, uint32_t pg);
-static void prompt_release(struct kv_cache *c, uint32_t pi);
-
-static void
-limbo_free(struct kv_cache *c, const struct kv_limbo *l)
-{
-	uint32_t index = l->object & ((1u << 30) - 1);
-
-	switch (l->object >> 30) {
-	case L_SLOT:
-		c->limbo_slots--;
-		slot_free(c, index);
-		break;
-	case L_PAGE:
-		page_release(c, index);
-		break;
-	default:
-		prompt_release(c, index);
-		break;
-	}
-}
-
-/* Reuse what no refill in flight can still reference. */
-static void
-reclaim(struct kvstore *s)
-{
-	uint64_t oldest = 0, now = __atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
-	bool scanned = false;
-	unsigned int ci;
-
-	for (ci = 0; ci < s->p.num_caches; ci++) {
-		struct kv_cache *c = &s->cache[ci];
-
-		while (c->limbo_n > 0) {
-			struct kv_limbo *l = &c->limbo[c->limbo_head];
-			/* The full tag, from its low bits and the epoch now. */
-			uint64_t tag = now - (uint32_t)((uint32_t)now - l->tag);
-
-			/* The refills in flight, looked at once per call. */
-			if (!scanned) {
-				oldest = oldest_ticket(s);
-				scanned = true;
-			}
-			if (tag >= oldest)
-				break;
-			limbo_free(c, l);
-			if (++c->limbo_head == c->limbo_cap)
-				c->limbo_head = 0;
-			c->limbo_n--;
-		}
-	}
-}
-
-/*
- * Retire an object the owner has just unlinked. Objects retired before the
- * next retire_close() share its tag; the reader cannot reach them once it
- * starts later (see kvstore_refill_begin()).
- */
-static void
-retire(struct kvstore *s, uint16_t cache, enum limbo_type type, uint32_t index)
-{
-	struct kv_cache *c = &s->cache[cache];
-	struct kv_limbo *l = &c->limbo[c->limbo_tail];
-
-	l->tag = (uint32_t)__atomic_load_n(&s->epoch, __ATOMIC_RELAXED);
-	l->object = (uint32_t)type << 30 | index;
-	if (++c->limbo_tail == c->limbo_cap)
-		c->limbo_tail = 0;
-	c->limbo_n++;
-	if (type == L_SLOT)
-		c->limbo_slots++;
-}
-
-/*
- * End a group of retirements: a refill that begins after this sees the
- * unlinked state; one that began before holds a ticket <= the group's tag.
- */
-static void
-retire_close(struct kvstore *s)
-{
-	__atomic_fetch_add(&s->epoch, 1, __ATOMIC_SEQ_CST);
-	/* With no refill in flight, nothing waits: reuse at once. */
-	reclaim(s);
 }
 
 /* ---- Prompts and their pages (owner) ------------------------------------ */
@@ -228,20 +123,6 @@ page_alloc(struct kv_cache *c)
 	p->dirty = 0;
 	st_rlx(&p->next, NIL);
 	return pg;
-}
-
-static void
-page_release(struct kv_cache *c, uint32_t pg)
-{
-	st_rlx(&c->pages[pg].next, c->page_free);
-	c->page_free = pg;
-}
-
-static void
-prompt_release(struct kv_cache *c, uint32_t pi)
-{
-	c->prompts[pi].free_next = c->prompt_free;
-	c->prompt_free = pi;
 }
 
 /* Owner lookup: the record index of @id, or NIL. */
@@ -299,8 +180,8 @@ hash_rebuild(struct kv_cache *c)
 	st_rel(&c->hseq, c->hseq + 1);
 }
 
-static void
-hash_remove(struct kv_cache *c, uint64_t id)
+void
+kv_hash_remove(struct kv_cache *c, uint64_t id)
 {
 	uint32_t h = hash_pos(id, c->hmask), n;
 
@@ -387,8 +268,8 @@ page_for_growth(struct kvstore *s, uint16_t ci, struct kv_prompt *p, uint32_t re
 	else
 		st_rel(&c->pages[op->prev].next, pg);
 	p->tail = pg;
-	retire(s, ci, L_PAGE, old);
-	retire_close(s);
+	kv_retire(s, ci, L_PAGE, old);
+	kv_retire_close(s);
 	return np;
 }
 
@@ -416,155 +297,6 @@ prompt_create(struct kv_cache *c, uint64_t id, uint32_t offset)
 	return pi;
 }
 
-/*
- * Remove relative indices [rel, n_claim) of prompt @pi. Published tokens'
- * slots are retired; tokens still in open batches are marked dead there and
- * their slots go back when their batch completes. A prompt left empty is
- * forgotten. Reports each removed token through @fn when given.
- */
-static uint32_t
-prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kvstore_lost_fn fn,
-		void *arg)
-{
-	struct kv_cache *c = &s->cache[ci];
-	struct kv_prompt *p = &c->prompts[pi];
-	uint32_t n_pub = p->n_pub, n_claim = p->n_claim, r, removed = n_claim - rel;
-	struct kv_page *pg;
-	uint64_t b;
-
-	if (rel > n_claim || (rel == n_claim && rel != 0))
-		return 0;
-	/* Unpublish first so that no refill begun from now on reaches them. */
-	if (n_pub > rel)
-		__atomic_store_n(&p->n_pub, rel, __ATOMIC_SEQ_CST);
-	p->n_claim = rel;
-	c->stored -= removed;
-
-	/* Published tokens: retire their slots. */
-	pg = rel < n_pub ? kv_page_of(c, p, rel) : NULL;
-	for (r = rel; r < n_pub && pg != NULL; r++) {
-		retire(s, ci, L_SLOT, pg->slot[r % KVSTORE_PAGE_ENTRIES]);
-		if ((r + 1) % KVSTORE_PAGE_ENTRIES == 0)
-			pg = pg->next == NIL ? NULL : &c->pages[pg->next];
-	}
-	/*
-	 * Tokens in open batches (growth past n_pub, and overwrites): dead. Only
-	 * batches up to the prompt's last are looked at: most DELETEs are of
-	 * prompts no open batch holds (scanning every open batch for each took
-	 * a fifth of the machine's time in `make demo`).
-	 */
-	if (s->oldest_open != 0 && p->last_batch >= s->oldest_open) {
-		for (b = s->oldest_open; b < s->next_batch && b <= p->last_batch; b++) {
-			struct kv_batch *bt = &s->batches[b % s->p.max_open_batches];
-			uint32_t i, n = (uint32_t)bt->g * bt->nc;
-
-			if (bt->no != b || bt->nc <= ci)
-				continue;
-			for (i = ci; i < n; i += bt->nc) {
-				struct kv_entry *e = &bt->e[i];
-
-				if (e->prompt == pi && e->kind != E_DISCARD &&
-				    e->token - p->offset >= rel)
-					e->flags |= EF_DEAD;
-			}
-		}
-	}
-	if (fn != NULL)
-		for (r = rel; r < n_claim; r++)
-			fn(arg, ci, p->id, p->offset + r);
-
-	/* Pages wholly past the new end go; a cut tail page is marked dirty. */
-	while (p->npages > (rel + KVSTORE_PAGE_ENTRIES - 1) / KVSTORE_PAGE_ENTRIES) {
-		uint32_t t = p->tail;
-
-		p->tail = c->pages[t].prev;
-		if (p->tail == NIL)
-			st_rel(&p->head, NIL);
-		else
-			st_rel(&c->pages[p->tail].next, NIL);
-		p->npages--;
-		retire(s, ci, L_PAGE, t);
-	}
-	if (p->tail != NIL && rel % KVSTORE_PAGE_ENTRIES != 0)
-		c->pages[p->tail].dirty = 1;
-	if (rel == 0) {
-		uint64_t id = p->id;
-
-		__atomic_store_n(&p->id, 0, __ATOMIC_SEQ_CST);
-		hash_remove(c, id);
-		c->nprompts--;
-		retire(s, ci, L_PROMPT, pi);
-	}
-	retire_close(s);
-	return removed;
-}
-
-/* ---- Init ---------------------------------------------------------------- */
-
-struct kvstore *
-kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
-{
-	struct kvstore_params p;
-	struct kvstore *s = mem;
-	unsigned int ci, i;
-
-	if (mem == NULL || in == NULL || ((uintptr_t)mem & (ALIGN - 1)) != 0 ||
-	    kv_apply_defaults(in, &p) != 0) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (len < kv_layout(&p, NULL, NULL, NULL)) {
-		errno = ENOSPC;
-		return NULL;
-	}
-	memset(s, 0, sizeof(*s));
-	s->p = p;
-	kv_layout(&p, s, mem, NULL);
-	for (ci = 0; ci < p.num_caches; ci++) {
-		struct kv_cache *c = &s->cache[ci];
-		uint32_t k, np;
-
-		c->B = p.cache[ci].bytes_per_token;
-		c->nb = p.cache[ci].num_buffers;
-		c->bb = c->B / c->nb;
-		c->stride = kv_block_stride(c->B);
-		c->capacity = p.cache[ci].capacity_tokens;
-		c->nslots = kv_cache_nslots(&p, ci);
-		c->nblocks = c->nslots / KVSTORE_BLOCK_SLOTS;
-		c->empty_head = c->partial_head = NIL;
-		for (k = c->nblocks; k-- > 0;) {
-			c->free_mask[k] = ~0ull;
-			blk_push(c, k, BLK_EMPTY);
-		}
-		c->free_slots = c->nslots;
-		c->max_prompts = p.max_prompts;
-		c->prompt_free = NIL;
-		for (i = p.max_prompts; i-- > 0;) {
-			c->prompts[i].id = 0;
-			prompt_release(c, i);
-		}
-		for (i = 0; i <= c->hmask; i++) {
-			c->hkeys[i] = 0;
-			c->hidx[i] = TOMB;
-		}
-		np = kv_cache_npages(&p, ci);
-		c->page_free = NIL;
-		for (i = np; i-- > 0;)
-			page_release(c, i);
-		c->npages = np;
-	}
-	for (i = 0; i < p.max_open_batches; i++)
-		s->batches[i].no = 0;
-	for (i = 0; i < p.max_batch_entries; i++)
-		s->hint[i] = (struct kv_hint){0, NIL};
-	for (i = 0; i < p.max_refills; i++) {
-		s->refills[i].ticket = 0;
-		s->refills[i].s = s;
-	}
-	s->next_batch = 1;
-	s->epoch = 1;
-	return s;
-}
 
 /* ---- Batches --------------------------------------------------------------- */
 
@@ -575,8 +307,8 @@ kvstore_reserve(struct kvstore *s, const struct proto_reserve *r)
 	s->stats.reserves++;
 }
 
-static inline struct kv_batch *
-batch_get(struct kvstore *s, uint64_t no)
+struct kv_batch *
+kv_batch_get(struct kvstore *s, uint64_t no)
 {
 	struct kv_batch *b = &s->batches[no % s->p.max_open_batches];
 
@@ -602,7 +334,7 @@ batch_publish(struct kvstore *s, struct kv_batch *b)
 			continue;
 		if (e->flags & EF_DEAD) {
 			/* Growth slots of dead entries were never published: free now. */
-			retire(s, ci, L_SLOT, e->slot);
+			kv_retire(s, ci, L_SLOT, e->slot);
 			retired = true;
 			continue;
 		}
@@ -615,23 +347,23 @@ batch_publish(struct kvstore *s, struct kv_batch *b)
 		}
 		/* Overwrite: swap the slot in; the old one waits for refills. */
 		pg = kv_page_of(c, p, rel);
-		retire(s, ci, L_SLOT, pg->slot[rel % KVSTORE_PAGE_ENTRIES]);
+		kv_retire(s, ci, L_SLOT, pg->slot[rel % KVSTORE_PAGE_ENTRIES]);
 		__atomic_store_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], e->slot, __ATOMIC_SEQ_CST);
 		retired = true;
 	}
 	if (retired)
-		retire_close(s);
+		kv_retire_close(s);
 	st_rel(&s->batches_complete, b->no);
 	b->no = 0;
 }
 
 /* Publish every done batch at the head of the open window, in order. */
-static void
-batches_advance(struct kvstore *s)
+void
+kv_batches_advance(struct kvstore *s)
 {
 	struct kv_batch *b;
 
-	while (s->oldest_open != 0 && (b = batch_get(s, s->oldest_open)) != NULL && b->done) {
+	while (s->oldest_open != 0 && (b = kv_batch_get(s, s->oldest_open)) != NULL && b->done) {
 		batch_publish(s, b);
 		s->oldest_open = s->oldest_open + 1 < s->next_batch ? s->oldest_open + 1 : 0;
 	}
@@ -774,7 +506,7 @@ evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, str
 	slot = pg == NULL ? NIL : slot_alloc(c, p->last_slot);
 	if (slot == NIL) {
 		if (created)
-			prompt_truncate(s, ci, pi, 0, NULL, NULL);
+			kv_prompt_truncate(s, ci, pi, 0, NULL, NULL);
 		return PROTO_E_NO_SPACE;
 	}
 	__atomic_store_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], slot, __ATOMIC_RELEASE);
@@ -802,7 +534,7 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 	if (num_caches != s->p.num_caches) {
 		/* BAD_CACHE: complete at once, its data discarded. */
 		b = batch_open(s, batch_no, 0, 0);
-		batches_advance(s);
+		kv_batches_advance(s);
 		return -EPROTO;
 	}
 	if (n > s->p.max_batch_entries)
@@ -822,13 +554,13 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 			if (kc->stored + add[c] > kc->capacity)
 				return -ENOSPC;
 			if (kc->free_slots < slots[c]) {
-				reclaim(s);
+				kv_reclaim(s);
 				if (kc->free_slots < slots[c])
 					return -ENOSPC;
 			}
 		}
 	} else if (flags & KVSTORE_EVICT_FORCE) {
-		reclaim(s);
+		kv_reclaim(s);
 	}
 	b = batch_open(s, batch_no, g, num_caches);
 	for (i = 0; i < n; i++) {
@@ -862,7 +594,7 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 		if (codes != NULL)
 			codes[i] = code;
 	}
-	batches_advance(s);
+	kv_batches_advance(s);
 	return 0;
 }
 
@@ -973,7 +705,7 @@ int
 kvstore_data(struct kvstore *s, uint64_t batch_no, uint16_t cache_id, uint32_t stream_offset,
 	     uint32_t stream_len, const void *payload, uint32_t len)
 {
-	struct kv_batch *b = batch_get(s, batch_no);
+	struct kv_batch *b = kv_batch_get(s, batch_no);
 	const uint8_t *src = payload;
 	struct kv_cache *c;
 	struct kv_iv m;
@@ -1019,179 +751,8 @@ kvstore_data(struct kvstore *s, uint64_t batch_no, uint16_t cache_id, uint32_t s
 		 * batch can be published; one fence per batch, not per frame. */
 		copy_fence();
 		b->done = true;
-		batches_advance(s);
+		kv_batches_advance(s);
 	}
 	return 0;
 }
 
-struct lose_ctx {
-	kvstore_lost_fn fn;
-	void *arg;
-	int count;
-};
-
-static void
-count_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
-{
-	struct lose_ctx *l = arg;
-
-	l->count++;
-	if (l->fn != NULL)
-		l->fn(l->arg, cache_id, prompt_id, token_idx);
-}
-
-int
-kvstore_batch_lose(struct kvstore *s, uint64_t batch_no, kvstore_lost_fn fn, void *arg)
-{
-	struct kv_batch *b;
-	struct lose_ctx l = {fn, arg, 0};
-	uint32_t i, n;
-
-	if (batch_no == 0 || batch_no != s->oldest_open || (b = batch_get(s, batch_no)) == NULL)
-		return -EINVAL;
-	n = (uint32_t)b->g * b->nc;
-	for (i = 0; i < n; i++) {
-		struct kv_entry *e = &b->e[i];
-		uint16_t ci = (uint16_t)(i % b->nc);
-		struct kv_prompt *p;
-
-		if ((e->flags & (EF_COMPLETE | EF_DEAD)) || e->kind == E_DISCARD)
-			continue;
-		/* A token missing bytes truncates its prompt there. */
-		p = &s->cache[ci].prompts[e->prompt];
-		prompt_truncate(s, ci, e->prompt, e->token - p->offset, count_lost, &l);
-		/* An overwrite past the new end, or itself lost: dead too. */
-		e->flags |= EF_DEAD;
-	}
-	b->done = true;
-	s->stats.batches_lost++;
-	s->stats.lost_tokens += (uint64_t)l.count;
-	batches_advance(s);
-	return l.count;
-}
-
-/* ---- Delete and reset ------------------------------------------------------ */
-
-int
-kvstore_delete(struct kvstore *s, const struct proto_delete *d)
-{
-	struct kv_cache *c;
-	struct kv_prompt *p;
-	uint32_t pi, last;
-
-	if (d->cache_id >= s->p.num_caches)
-		return PROTO_E_BAD_CACHE;
-	c = &s->cache[d->cache_id];
-	pi = kv_prompt_find(c, d->prompt_id);
-	if (d->prompt_id == 0 || pi == NIL)
-		return PROTO_E_UNKNOWN_PROMPT;
-	if (d->start_token_idx > d->end_token_idx)
-		return PROTO_E_MALFORMED;
-	p = &c->prompts[pi];
-	last = p->offset + p->n_claim - 1;
-	if (d->start_token_idx < p->offset || d->end_token_idx > last)
-		return PROTO_E_RANGE;
-	if (d->end_token_idx < last)
-		return PROTO_E_DELETE_NOT_RIGHT;
-	s->stats.deleted_tokens +=
-		prompt_truncate(s, d->cache_id, pi, d->start_token_idx - p->offset, NULL, NULL);
-	return 0;
-}
-
-void
-kvstore_reset(struct kvstore *s)
-{
-	unsigned int ci;
-	uint64_t b;
-	uint32_t i;
-
-	/* Every prompt goes; this marks the open batches' entries dead. */
-	for (ci = 0; ci < s->p.num_caches; ci++) {
-		struct kv_cache *c = &s->cache[ci];
-
-		for (i = 0; i < c->max_prompts; i++)
-			if (c->prompts[i].id != 0)
-				prompt_truncate(s, (uint16_t)ci, i, 0, NULL, NULL);
-	}
-	/* Open batches are dropped: their slots go back (after refills end). */
-	for (b = s->oldest_open; s->oldest_open != 0 && b < s->next_batch; b++) {
-		struct kv_batch *bt = batch_get(s, b);
-
-		if (bt == NULL)
-			continue;
-		for (i = 0; i < (uint32_t)bt->g * bt->nc; i++)
-			if (bt->e[i].kind != E_DISCARD)
-				retire(s, (uint16_t)(i % bt->nc), L_SLOT, bt->e[i].slot);
-		bt->no = 0;
-	}
-	s->oldest_open = 0;
-	s->next_batch = 1;
-	st_rel(&s->batches_complete, 0);
-	retire_close(s);
-}
-
-/* ---- Inspection ------------------------------------------------------------ */
-
-void
-kvstore_cache_stats(const struct kvstore *s, uint16_t cache_id, struct kvstore_cache_stats *st)
-{
-	const struct kv_cache *c = &s->cache[cache_id];
-
-	st->stored_tokens = c->stored;
-	st->prompts = c->nprompts;
-	st->free_slots = c->free_slots;
-	st->limbo_slots = c->limbo_slots;
-	st->capacity_tokens = c->capacity;
-	st->bytes_per_token = c->B;
-	st->num_buffers = (uint16_t)c->nb;
-}
-
-void
-kvstore_stats(const struct kvstore *s, struct kvstore_stats *st)
-{
-	*st = s->stats;
-}
-
-int
-kvstore_prompt(const struct kvstore *s, uint16_t cache_id, uint64_t prompt_id, uint32_t *offset,
-	       uint32_t *n)
-{
-	const struct kv_cache *c;
-	uint32_t pi;
-
-	if (cache_id >= s->p.num_caches)
-		return -ENOENT;
-	c = &s->cache[cache_id];
-	pi = kv_prompt_find(c, prompt_id);
-	if (pi == NIL)
-		return -ENOENT;
-	*offset = c->prompts[pi].offset;
-	*n = c->prompts[pi].n_pub;
-	return 0;
-}
-
-int
-kvstore_read_token(const struct kvstore *s, uint16_t cache_id, uint64_t prompt_id,
-		   uint32_t token_idx, void *out)
-{
-	const struct kv_cache *c;
-	const struct kv_prompt *p;
-	struct kv_page *pg;
-	uint32_t pi, rel, slot, b;
-
-	if (cache_id >= s->p.num_caches)
-		return -ENOENT;
-	c = &s->cache[cache_id];
-	pi = kv_prompt_find(c, prompt_id);
-	if (pi == NIL)
-		return -ENOENT;
-	p = &c->prompts[pi];
-	if (token_idx < p->offset || token_idx - p->offset >= p->n_pub)
-		return -ENOENT;
-	rel = token_idx - p->offset;
-	pg = kv_page_of(c, p, rel);
-	slot = pg->slot[rel % KVSTORE_PAGE_ENTRIES];
-	for (b = 0; b < c->nb; b++)
-		memcpy((uint8_t *)out + (size_t)b * c->bb, slot_addr(c, slot, b), c->bb);
-	return 0;
-}

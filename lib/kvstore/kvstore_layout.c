@@ -2,7 +2,8 @@
 /*
  * lib/kvstore's parameters and memory layout (kvstore_priv.h): defaults
  * filled in and checked, and every array carved out of the caller's memory
- * (or only measured, for kvstore_memsize).
+ * (or only measured, for kvstore_memsize), and kvstore_init, which lays
+ * the store out and links every free block, page and prompt record.
  */
 #include "kvstore_priv.h"
 
@@ -222,4 +223,71 @@ const struct kvstore_params *
 kvstore_params(const struct kvstore *s)
 {
 	return &s->p;
+}
+
+/* ---- Init ---------------------------------------------------------------- */
+
+struct kvstore *
+kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
+{
+	struct kvstore_params p;
+	struct kvstore *s = mem;
+	unsigned int ci, i;
+
+	if (mem == NULL || in == NULL || ((uintptr_t)mem & (ALIGN - 1)) != 0 ||
+	    kv_apply_defaults(in, &p) != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (len < kv_layout(&p, NULL, NULL, NULL)) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	memset(s, 0, sizeof(*s));
+	s->p = p;
+	kv_layout(&p, s, mem, NULL);
+	for (ci = 0; ci < p.num_caches; ci++) {
+		struct kv_cache *c = &s->cache[ci];
+		uint32_t k, np;
+
+		c->B = p.cache[ci].bytes_per_token;
+		c->nb = p.cache[ci].num_buffers;
+		c->bb = c->B / c->nb;
+		c->stride = kv_block_stride(c->B);
+		c->capacity = p.cache[ci].capacity_tokens;
+		c->nslots = kv_cache_nslots(&p, ci);
+		c->nblocks = c->nslots / KVSTORE_BLOCK_SLOTS;
+		c->empty_head = c->partial_head = NIL;
+		for (k = c->nblocks; k-- > 0;) {
+			c->free_mask[k] = ~0ull;
+			kv_blk_push(c, k, BLK_EMPTY);
+		}
+		c->free_slots = c->nslots;
+		c->max_prompts = p.max_prompts;
+		c->prompt_free = NIL;
+		for (i = p.max_prompts; i-- > 0;) {
+			c->prompts[i].id = 0;
+			kv_prompt_release(c, i);
+		}
+		for (i = 0; i <= c->hmask; i++) {
+			c->hkeys[i] = 0;
+			c->hidx[i] = TOMB;
+		}
+		np = kv_cache_npages(&p, ci);
+		c->page_free = NIL;
+		for (i = np; i-- > 0;)
+			kv_page_release(c, i);
+		c->npages = np;
+	}
+	for (i = 0; i < p.max_open_batches; i++)
+		s->batches[i].no = 0;
+	for (i = 0; i < p.max_batch_entries; i++)
+		s->hint[i] = (struct kv_hint){0, NIL};
+	for (i = 0; i < p.max_refills; i++) {
+		s->refills[i].ticket = 0;
+		s->refills[i].s = s;
+	}
+	s->next_batch = 1;
+	s->epoch = 1;
+	return s;
 }

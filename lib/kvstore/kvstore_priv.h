@@ -187,6 +187,26 @@ struct kv_page *kv_page_of(const struct kv_cache *c, const struct kv_prompt *p, 
 /* The owner's lookup of prompt @p id: its record index, or NIL (kvstore.c). */
 uint32_t kv_prompt_find(const struct kv_cache *c, uint64_t id);
 
+/* The write path's pieces the other owner files call (kvstore.c). */
+void kv_blk_push(struct kv_cache *c, uint32_t k, enum blk_state st);
+void kv_slot_free(struct kv_cache *c, uint32_t slot);
+void kv_hash_remove(struct kv_cache *c, uint64_t id);
+struct kv_batch *kv_batch_get(struct kvstore *s, uint64_t no);
+void kv_batches_advance(struct kvstore *s);
+
+/* Deletions and reclamation (kvstore_delete.c): retire a page or prompt
+ * record until no refill in flight can read it, close the retirement
+ * ticket, free what no refill can read any more; release records; cut
+ * prompt @p pi back to relative token @p rel, reporting each stored token
+ * dropped to @p fn (may be NULL), returning how many. */
+void kv_retire(struct kvstore *s, uint16_t cache, enum limbo_type type, uint32_t index);
+void kv_retire_close(struct kvstore *s);
+void kv_reclaim(struct kvstore *s);
+void kv_page_release(struct kv_cache *c, uint32_t pg);
+void kv_prompt_release(struct kv_cache *c, uint32_t pi);
+uint32_t kv_prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kvstore_lost_fn fn,
+			    void *arg);
+
 /* The reader's lookup (kvstore_read.c): tolerates the owner changing the table. */
 uint32_t kv_prompt_find_rd(const struct kv_cache *c, uint64_t id);
 

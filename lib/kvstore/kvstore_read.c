@@ -4,7 +4,8 @@
  * refill takes a ticket of the current epoch before it reads anything, so
  * that what the owner retires meanwhile is not reused until the ticket is
  * given back (kvstore_refill_end); lookups tolerate the owner inserting,
- * deleting and rebuilding the prompt table.
+ * deleting and rebuilding the prompt table. Also the inspection calls
+ * (stats, a prompt's range, a token's bytes), which are the owner's.
  */
 #include "kvstore_priv.h"
 
@@ -212,4 +213,70 @@ void
 kvstore_refill_end(struct kvstore_refill *r)
 {
 	__atomic_store_n(&r->ticket, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- Inspection ------------------------------------------------------------ */
+
+void
+kvstore_cache_stats(const struct kvstore *s, uint16_t cache_id, struct kvstore_cache_stats *st)
+{
+	const struct kv_cache *c = &s->cache[cache_id];
+
+	st->stored_tokens = c->stored;
+	st->prompts = c->nprompts;
+	st->free_slots = c->free_slots;
+	st->limbo_slots = c->limbo_slots;
+	st->capacity_tokens = c->capacity;
+	st->bytes_per_token = c->B;
+	st->num_buffers = (uint16_t)c->nb;
+}
+
+void
+kvstore_stats(const struct kvstore *s, struct kvstore_stats *st)
+{
+	*st = s->stats;
+}
+
+int
+kvstore_prompt(const struct kvstore *s, uint16_t cache_id, uint64_t prompt_id, uint32_t *offset,
+	       uint32_t *n)
+{
+	const struct kv_cache *c;
+	uint32_t pi;
+
+	if (cache_id >= s->p.num_caches)
+		return -ENOENT;
+	c = &s->cache[cache_id];
+	pi = kv_prompt_find(c, prompt_id);
+	if (pi == NIL)
+		return -ENOENT;
+	*offset = c->prompts[pi].offset;
+	*n = c->prompts[pi].n_pub;
+	return 0;
+}
+
+int
+kvstore_read_token(const struct kvstore *s, uint16_t cache_id, uint64_t prompt_id,
+		   uint32_t token_idx, void *out)
+{
+	const struct kv_cache *c;
+	const struct kv_prompt *p;
+	struct kv_page *pg;
+	uint32_t pi, rel, slot, b;
+
+	if (cache_id >= s->p.num_caches)
+		return -ENOENT;
+	c = &s->cache[cache_id];
+	pi = kv_prompt_find(c, prompt_id);
+	if (pi == NIL)
+		return -ENOENT;
+	p = &c->prompts[pi];
+	if (token_idx < p->offset || token_idx - p->offset >= p->n_pub)
+		return -ENOENT;
+	rel = token_idx - p->offset;
+	pg = kv_page_of(c, p, rel);
+	slot = pg->slot[rel % KVSTORE_PAGE_ENTRIES];
+	for (b = 0; b < c->nb; b++)
+		memcpy((uint8_t *)out + (size_t)b * c->bb, slot_addr(c, slot, b), c->bb);
+	return 0;
 }
