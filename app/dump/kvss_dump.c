@@ -53,11 +53,10 @@ field_str(struct out *o, const char *k, const char *v)
 static void
 field_w64(struct out *o, const char *k, uint64_t v)
 {
-	if (o->json)
-		fprintf(o->f, "%s\"%s\": \"%" PRIu64 "\"", o->first ? "" : ", ", k, v);
-	else
-		fprintf(o->f, "%s%s=%" PRIu64, o->first ? "" : " ", k, v);
-	o->first = false;
+	char b[24];
+
+	snprintf(b, sizeof(b), "%" PRIu64, v);
+	field_str(o, k, b);
 }
 
 /* Open a list (JSON) or a bracketed group (text) named @k. */

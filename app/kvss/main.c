@@ -282,6 +282,27 @@ store_init(void)
  * key=value is as telemetry names it, and a key not printed is 0. A group
  * runs from its first counter (in KVSS_STATS order) to the next group's.
  */
+/* One counter of a final stats group: opens the group's line if need be. */
+static void
+stat_put(bool *open, bool *any, const char *group, const char *prefix, const char *name, uint64_t v)
+{
+	if (v == 0)
+		return;
+	if (!*open)
+		printf("kvss: final stats: %s", group);
+	*open = *any = true;
+	printf(" %s%s=%" PRIu64, prefix, name, v);
+}
+
+/* End a final stats group's line, if one was opened. */
+static void
+stat_end(bool *open)
+{
+	if (*open)
+		printf("\n");
+	*open = false;
+}
+
 static void
 print_stats(void)
 {
@@ -308,44 +329,22 @@ print_stats(void)
 	for (i = 0; i < n; i++) {
 		if (g + 1 < sizeof(groups) / sizeof(groups[0]) && strcmp(names[i], groups[g + 1].first) == 0) {
 			g++;
-			if (open)
-				printf("\n");
-			open = false;
+			stat_end(&open);
 		}
-		if (v[i] == 0)
-			continue;
-		if (!open)
-			printf("kvss: final stats: %s", groups[g].group);
-		open = any = true;
-		printf(" %s=%" PRIu64, names[i], v[i]);
+		stat_put(&open, &any, groups[g].group, "", names[i], v[i]);
 	}
-	if (open)
-		printf("\n");
-	open = false;
+	stat_end(&open);
 	for (r = 1; r < PROTO_R_MAX; r++)
-		if (t.drops[r]) {
-			printf("%s drop_%s=%" PRIu64, open ? "" : "kvss: final stats: dropped",
-			       proto_reason_name((enum proto_reason)r), t.drops[r]);
-			open = any = true;
-		}
-	if (open)
-		printf("\n");
-	open = false;
+		stat_put(&open, &any, "dropped", "drop_", proto_reason_name((enum proto_reason)r),
+			 t.drops[r]);
+	stat_end(&open);
 	for (r = 1; r < PROTO_E_MAX; r++)
-		if (t.errors[r]) {
-			printf("%s error_%s=%" PRIu64, open ? "" : "kvss: final stats: errors",
-			       proto_err_name((unsigned int)r), t.errors[r]);
-			open = any = true;
-		}
+		stat_put(&open, &any, "errors", "error_", proto_err_name((unsigned int)r), t.errors[r]);
 	for (r = 1; r < PROTO_E_MAX; r++)
-		if (t.refill_errors[r]) {
-			printf("%s refill_failed_%s=%" PRIu64, open ? "" : "kvss: final stats: errors",
-			       proto_err_name((unsigned int)r), t.refill_errors[r]);
-			open = any = true;
-		}
-	if (open)
-		printf("\n");
-	if (!any && !open)
+		stat_put(&open, &any, "errors", "refill_failed_", proto_err_name((unsigned int)r),
+			 t.refill_errors[r]);
+	stat_end(&open);
+	if (!any)
 		printf("kvss: final stats: every counter 0\n");
 	fflush(stdout);
 }
@@ -533,27 +532,26 @@ main(int argc, char **argv)
 	}
 	/* Whole numbers, 1e6 notation too, never a prefix of what was given. */
 	{
+		const struct {
+			const char *opt, *val;
+			uint64_t lo, hi;
+			uint32_t *dst;
+		} nums[] = {
+			{"--exit-when-idle", idle, 1, 86400000, &kvss.exit_idle_ms},
+			{"--limit", limit, 1, 100000000, &kvss.cfg.wafer.limit},
+			{"--linger", linger, 1, 86400000, &kvss.linger_ms},
+			{"--lose-data", lose, 0, 1000000000, &kvss.cfg.wafer.lose_data_every},
+		};
+		unsigned int i;
 		uint64_t v;
 
-		if (idle != NULL) {
-			if (args_u64("--exit-when-idle", idle, 1, 86400000, &v, err, sizeof(err)) != 0)
+		for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+			if (nums[i].val == NULL)
+				continue;
+			if (args_u64(nums[i].opt, nums[i].val, nums[i].lo, nums[i].hi, &v, err,
+				     sizeof(err)) != 0)
 				goto bad_arg;
-			kvss.exit_idle_ms = (uint32_t)v;
-		}
-		if (limit != NULL) {
-			if (args_u64("--limit", limit, 1, 100000000, &v, err, sizeof(err)) != 0)
-				goto bad_arg;
-			kvss.cfg.wafer.limit = (uint32_t)v;
-		}
-		if (linger != NULL) {
-			if (args_u64("--linger", linger, 1, 86400000, &v, err, sizeof(err)) != 0)
-				goto bad_arg;
-			kvss.linger_ms = (uint32_t)v;
-		}
-		if (lose != NULL) {
-			if (args_u64("--lose-data", lose, 0, 1000000000, &v, err, sizeof(err)) != 0)
-				goto bad_arg;
-			kvss.cfg.wafer.lose_data_every = (uint32_t)v;
+			*nums[i].dst = (uint32_t)v;
 		}
 	}
 	if (poll != NULL) {

@@ -142,15 +142,6 @@ print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
 }
 
 /* One kvss shard configuration per (job, shard): deploy the plan as is. */
-/* The job's grants are consecutive: the first of @g's job. */
-static uint32_t
-first_of_job(const struct plan_result *r, uint32_t g)
-{
-	while (g > 0 && r->grant[g - 1].job == r->grant[g].job)
-		g--;
-	return g;
-}
-
 /*
  * Addresses: MAC 02:00:00:JJ:GG:GG (JJ the job + 1, so never the wafer's
  * 02:00:00:00:00:01) and IPv4 10.100.(1 + g / 240).(10 + g % 240) (never the
@@ -160,7 +151,7 @@ first_of_job(const struct plan_result *r, uint32_t g)
 static int
 emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 {
-	uint32_t g;
+	uint32_t g, first = 0; /* a job's grants are consecutive: its first */
 
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
 		fprintf(stderr, "kvss-plan: %s: %s\n", dir, strerror(errno));
@@ -172,6 +163,8 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 		char path[512];
 		FILE *f;
 
+		if (g > 0 && r->grant[g - 1].job != x->job)
+			first = g;
 		if (x->tokens > KVSS_MAX_CAPACITY_TOKENS) {
 			fprintf(stderr, "kvss-plan: --emit-config: job %s, box %s, domain %u: %" PRIu64
 				" tokens, more than one kvss shard cache holds (%llu, "
@@ -200,7 +193,7 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 			"  caches = (\n    { id = 0; bytes_per_token = %" PRIu64 "; buffers = %u; "
 			"capacity_tokens = %" PRIu64 "; }\n  );\n};\n",
 			c->job[x->job].name, s->box, s->domain, s->wio, c->node[s->node].name, x->bytes,
-			x->mem_per_token, x->tokens, g - first_of_job(r, g), x->job + 1, (g >> 8) & 0xff,
+			x->mem_per_token, x->tokens, g - first, x->job + 1, (g >> 8) & 0xff,
 			g & 0xff, 1 + g / 240, 10 + g % 240, x->mem_per_token, s->wio,
 			x->tokens ? x->tokens : 1);
 		fclose(f);
