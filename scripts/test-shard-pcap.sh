@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_re' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -156,6 +156,30 @@ check "run ahead, refill lcore: the refills' answers and bytes" \
 	"$BUILD/tools/shard_scenario" check-ahead "$tmp/ah2_q0.pcap" "$tmp/ah2_q1.pcap"
 check "run ahead, refill lcore: counted" grep -q " refills_ahead=1\b" "$tmp/ah2log"
 rm -rf "/var/run/dpdk/${prefix}_ah2"
+
+# Deleted and evicted again (test/shard_scenario_order.c, gen_reevict): a
+# REFILL reads what complete batches left (a prompt only an open batch holds
+# is UNKNOWN_PROMPT, not RANGE), and a DELETE and an EVICT of one prompt run
+# in their order whichever queue each waits in; on one lcore and on two.
+"$BUILD/tools/shard_scenario" gen-reevict "$tmp/re_in.pcap"
+for lc in one two; do
+	if [ $lc = one ]; then
+		lcores=0@0,1@1 tx="tx_pcap=$tmp/re1.pcap" outs=("$tmp/re1.pcap")
+	else
+		lcores=0@0,1@1,2@1 tx="tx_pcap=$tmp/re2_q0.pcap,tx_pcap=$tmp/re2_q1.pcap"
+		outs=("$tmp/re2_q0.pcap" "$tmp/re2_q1.pcap")
+	fi
+	timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores $lcores --log-level lib.eal:error \
+		--no-telemetry --file-prefix "${prefix}_re" \
+		--vdev "net_pcap0,rx_pcap=$tmp/re_in.pcap,$tx" \
+		-- --config test/data/shard-slow-batch.cfg --exit-when-idle 1500 >"$tmp/re_$lc.log" 2>&1
+	check "re-evict, $lc lcore(s): exits 0" test $? -eq 0
+	check "re-evict, $lc lcore(s): every refill's code and bytes" \
+		"$BUILD/tools/shard_scenario" check-reevict "${outs[@]}"
+	check "re-evict, $lc lcore(s): the EVICT after a DELETE of its prompt waited for it" \
+		stat_has evict_after_delete=1 "$(grep 'final stats' "$tmp/re_$lc.log")"
+	rm -rf "/var/run/dpdk/${prefix}_re"
+done
 
 # A driver restart: the old driver's DELETE and REFILL, waiting on the refill
 # lcore for a batch that never came, and its data held for a batch not yet

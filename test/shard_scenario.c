@@ -6,8 +6,8 @@
  *
  *   shard_scenario gen IN.pcap        write the frames the shard receives
  *   shard_scenario check OUT.pcap...  check what it sent
- *   shard_scenario gen-ahead / check-ahead: REFILLs that may and may not run
- *     before a DELETE waiting for its batch (see gen_ahead)
+ *   shard_scenario gen-ahead / check-ahead, gen-reevict / check-reevict:
+ *     the refill queue's order (shard_scenario_order.c)
  *   shard_scenario gen-space / check-space: the same for the space test
  *     (test/data/shard-small.cfg, 8 tokens): A fills 6; B's 4 tokens wait for
  *     the DELETE of A 2..5, then fit; C's 8 tokens never fit: after the
@@ -16,8 +16,8 @@
  * The stream: data of a batch 3 of a stream before this one (dropped at
  * the HELLO: its batch 3 is not this stream's); HELLO; RESERVE; EVICT
  * batch 1 (prompt A, tokens 0..3) with its data in three fragments, out of
- * order; the data of batch 2 before its EVICT; seq 4 (REFILL of A 0..7, waiting for batch 2) before seq 3 (EVICT
- * batch 2: A 4..7); seq 2 again (a retransmission); EVICT batch 3 (prompt B
+ * order; the data of batch 2 before its EVICT; seq 4 (REFILL of A 0..7,
+ * waiting for batch 2) before seq 3 (EVICT batch 2: A 4..7); seq 2 again (a retransmission); EVICT batch 3 (prompt B
  * tokens 0..1, and A token 20: a HOLE) whose data for B's token 1 never
  * comes (TOKEN_LOST after the batch timeout); DELETE A 6..7; DELETE A 2..3
  * (not a suffix: ERROR); REFILL of A 0..5 waiting for batch 3.
@@ -28,32 +28,35 @@
 #include <string.h>
 
 #include "expect.h"
-#include "frames.h"
-#include "proto.h"
-#include "wafer.h"
-
-#define B 64
-#define NB 2
-#define EPOCH 0x0BADCAFE
-#define EPOCH2 0x0C0FFEE2 /* the restarted driver (gen-restart) */
-#define A_ID 0xA000000000000001ULL
-#define B_ID 0xB000000000000002ULL
-#define C_ID 0xC000000000000003ULL
+#include "shard_scenario.h"
 
 static struct frames_pcap out;
 static uint64_t iso;
 
-/* Reference prefix hashes: prompt A is tokens 100.., prompt B tokens 200.. */
-static uint64_t
-href(uint64_t prompt, uint32_t token)
+/*
+ * Reference prefix hashes, which the wafer's bytes of a token are made from:
+ * prompt X's tokens are 100 * (X's top hex digit) + i, and those of its
+ * generation g (the same tokens evicted again, with other bytes) 10000 * g
+ * further on.
+ */
+uint64_t
+href_gen(uint64_t prompt, uint32_t token, unsigned int gen)
 {
 	uint64_t h = iso;
-	uint32_t i, base = prompt == A_ID ? 100 : prompt == B_ID ? 200 : 300;
+	uint32_t i, base = (uint32_t)(prompt >> 60) * 100 + gen * 10000;
 
 	for (i = 0; i <= token; i++)
 		h = proto_ref_hash_next(h, base + i);
 	return h;
 }
+
+uint64_t
+href(uint64_t prompt, uint32_t token)
+{
+	return href_gen(prompt, token, 0);
+}
+
+unsigned int sc_gen;
 
 static int mix_bad;	  /* gen --mix-bad: a broken copy after every frame */
 static unsigned int nbad; /* broken copies written */
@@ -97,7 +100,7 @@ addr(struct proto_addr *a, uint16_t dport)
 	a->dst_port = dport;
 }
 
-static void
+void
 send_payload(uint8_t *pay, uint32_t n, uint16_t dport)
 {
 	uint8_t f[PROTO_FRAME_MAX];
@@ -107,9 +110,9 @@ send_payload(uint8_t *pay, uint32_t n, uint16_t dport)
 	emit(f, proto_build_frame(f, sizeof(f), &a, pay, n));
 }
 
-static uint32_t cur_epoch = EPOCH;
+uint32_t cur_epoch = EPOCH;
 
-static void
+void
 begin(struct proto_builder *b, uint8_t *buf, uint8_t type, uint64_t seq)
 {
 	struct proto_hdr h = {.type = type, .shard_id = PROTO_SHARD_ALL, .epoch = cur_epoch, .seq = seq};
@@ -117,7 +120,7 @@ begin(struct proto_builder *b, uint8_t *buf, uint8_t type, uint64_t seq)
 	proto_build_begin(b, buf, PROTO_PAYLOAD_MAX, &h);
 }
 
-static void
+void
 evict(uint64_t seq, uint64_t batch, const uint64_t *prompt, const uint32_t *tok, uint16_t g)
 {
 	uint8_t buf[PROTO_PAYLOAD_MAX];
@@ -136,21 +139,62 @@ evict(uint64_t seq, uint64_t batch, const uint64_t *prompt, const uint32_t *tok,
 }
 
 /* Bytes [a, z) of batch @batch's stream (tokens @prompt/@tok, g of them): the wafer's. */
-static void
+void
 data(uint64_t batch, const uint64_t *prompt, const uint32_t *tok, uint16_t g, uint32_t a,
      uint32_t z)
 {
 	static const struct wafer_place at = {.bytes_per_token = B};
 	uint8_t buf[PROTO_PAYLOAD_MAX];
-	uint64_t hash[16];
+	uint64_t hash[64];
 	struct wafer_evict w;
 	uint16_t i;
 
+	if (g > 64)
+		abort(); /* a scenario's batch is small */
 	for (i = 0; i < g; i++)
-		hash[i] = href(prompt[i], tok[i]);
+		hash[i] = href_gen(prompt[i], tok[i], sc_gen);
 	wafer_evict_init(&w, &at, batch, hash, g, 77);
 	w.next = a;
 	send_payload(buf, wafer_evict_next(&w, buf, z - a), PROTO_PORT_EVICT_DEFAULT);
+}
+
+/* One REFILL of @n tokens of prompt A from token 0. */
+void
+refill_a(uint64_t seq, uint64_t refill_id, uint64_t evict_count, uint32_t n)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	struct proto_refill_req rq = {.refill_id = refill_id, .evict_count = evict_count,
+				      .sequence_id = 9, .cache_idx = 0, .cache_id = 0};
+	struct proto_refill_chunk ch = {A_ID, 0, n};
+
+	begin(&b, buf, PROTO_T_REFILL, seq);
+	proto_build_refill_req(&b, &rq);
+	proto_build_refill_chunk(&b, &ch);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+}
+
+/* The next message of @p c into @p m (its frame returned), or NULL at the end. */
+const uint8_t *
+captures_next(struct captures *c, struct proto_msg *m)
+{
+	const uint8_t *d;
+
+	for (;;) {
+		if (c->p == NULL) {
+			if (c->i == c->n)
+				return NULL;
+			c->p = frames_pcap_read(c->files[c->i++], "shard_scenario");
+			if (c->p == NULL) {
+				c->bad = 1;
+				return NULL;
+			}
+		}
+		if ((d = frames_pcap_next_msg(c->p, m)) != NULL)
+			return d;
+		pcap_close(c->p);
+		c->p = NULL;
+	}
 }
 
 static void
@@ -258,22 +302,6 @@ gen_space(void)
 	}
 }
 
-/* One REFILL of @n tokens of prompt A from token 0. */
-static void
-refill_a(uint64_t seq, uint64_t refill_id, uint64_t evict_count, uint32_t n)
-{
-	uint8_t buf[PROTO_PAYLOAD_MAX];
-	struct proto_builder b;
-	struct proto_refill_req rq = {.refill_id = refill_id, .evict_count = evict_count,
-				      .sequence_id = 9, .cache_idx = 0, .cache_id = 0};
-	struct proto_refill_chunk ch = {A_ID, 0, n};
-
-	begin(&b, buf, PROTO_T_REFILL, seq);
-	proto_build_refill_req(&b, &rq);
-	proto_build_refill_chunk(&b, &ch);
-	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
-}
-
 /*
  * The driver restarts. Its first stream stores A 0..3 (batch 1), then
  * queues a DELETE of A from token 2 and a REFILL (id 1) of A 0..7, both
@@ -316,178 +344,6 @@ gen_restart(void)
 	data(2, pa, t2, 4, 0, 4 * B);
 	refill_a(3, 2, 2, 8);
 	evict(4, 3, pc, t1, 4); /* no data: the old held data must not fill it */
-}
-
-/* What a shard sent, over one capture per TX queue, taken in turn. */
-struct captures {
-	char **files;
-	int n, i;
-	pcap_t *p;
-	int bad; /* a capture could not be read */
-};
-
-/* The next message of @p c into @p m (its frame returned), or NULL at the end. */
-static const uint8_t *
-captures_next(struct captures *c, struct proto_msg *m)
-{
-	const uint8_t *d;
-
-	for (;;) {
-		if (c->p == NULL) {
-			if (c->i == c->n)
-				return NULL;
-			c->p = frames_pcap_read(c->files[c->i++], "shard_scenario");
-			if (c->p == NULL) {
-				c->bad = 1;
-				return NULL;
-			}
-		}
-		if ((d = frames_pcap_next_msg(c->p, m)) != NULL)
-			return d;
-		pcap_close(c->p);
-		c->p = NULL;
-	}
-}
-
-/*
- * A DELETE waits for its batch; REFILLs behind it. Batch 1 stores A 0..3
- * and B 0..3; batch 2 stores C 0, whose data never comes, so batch 2
- * completes only at the batch timeout (TOKEN_LOST C 0). Then, in order: a
- * DELETE of B 2..3 naming batch 2 (waits for it), a REFILL (id 1) of A 0..3
- * (needs batch 1 only and reads no prompt the DELETE names: runs ahead of
- * it, before the batch timeout), a REFILL (id 2) of B 0..1 (reads B: waits
- * for the DELETE) and a REFILL (id 3) of A 0..3 naming batch 2 (waits for
- * it, though it reads no prompt the DELETE names). Last, a DELETE of A 2..3
- * and a REFILL (id 4) of A 0..3 right behind it: run in order, it finds A
- * cut and fails (the refill lcore hands DELETEs to the ingest lcore, and a
- * REFILL must wait until those before it are applied).
- */
-static void
-gen_ahead(void)
-{
-	uint8_t buf[PROTO_PAYLOAD_MAX];
-	struct proto_builder b;
-	uint64_t p1[8] = {A_ID, A_ID, A_ID, A_ID, B_ID, B_ID, B_ID, B_ID}, pc[1] = {C_ID};
-	uint32_t t1[8] = {0, 1, 2, 3, 0, 1, 2, 3}, tc[1] = {0};
-	struct proto_delete d = {B_ID, 2, 2, 3, 0};
-	struct proto_refill_req rq = {.refill_id = 2, .evict_count = 1, .sequence_id = 9,
-				      .cache_idx = 0, .cache_id = 0};
-	struct proto_refill_chunk ch = {B_ID, 0, 2};
-
-	begin(&b, buf, PROTO_T_HELLO, 0);
-	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
-	evict(1, 1, p1, t1, 8);
-	data(1, p1, t1, 8, 0, 8 * B);
-	evict(2, 2, pc, tc, 1);
-	begin(&b, buf, PROTO_T_DELETE, 3);
-	proto_build_delete(&b, &d);
-	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
-	refill_a(4, 1, 1, 4);
-	begin(&b, buf, PROTO_T_REFILL, 5);
-	proto_build_refill_req(&b, &rq);
-	proto_build_refill_chunk(&b, &ch);
-	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
-	refill_a(6, 3, 2, 4);
-	d = (struct proto_delete){A_ID, 2, 2, 3, 0};
-	begin(&b, buf, PROTO_T_DELETE, 7);
-	proto_build_delete(&b, &d);
-	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
-	refill_a(8, 4, 2, 4);
-}
-
-/*
- * What the shard sent for gen_ahead (one capture per TX queue): every refill
- * whole and right, refill 4 failed with nothing sent; with one capture
- * (one TX queue, so the order of sending), refill 1 done and every message
- * (seq 6) acknowledged before the TOKEN_LOST that ends batch 2, refills 2
- * and 3 done after it.
- */
-static int
-check_ahead(char **files, int nfiles)
-{
-	static const struct wafer_place at = {.bytes_per_token = B};
-	static struct proto_msg m;
-	struct wafer_refill wr[4];
-	uint64_t hash[2][4];
-	long at_done[5] = {-1, -1, -1, -1, -1}, at_lost = -1, at_ack6 = -1, n = 0;
-	unsigned int status4 = 0;
-	struct captures cap = {.files = files, .n = nfiles};
-	const uint8_t *d;
-	int k, lost = 0;
-
-	for (k = 0; k < 4; k++) {
-		hash[0][k] = href(A_ID, (uint32_t)k);
-		hash[1][k] = href(B_ID, (uint32_t)k);
-	}
-	wafer_refill_init(&wr[1], &at, NB, 1, hash[0], 4);
-	wafer_refill_init(&wr[2], &at, NB, 2, hash[1], 2);
-	wafer_refill_init(&wr[3], &at, NB, 3, hash[0], 4);
-	while ((d = captures_next(&cap, &m)) != NULL) {
-		unsigned int i;
-
-		n++;
-		if (m.hdr.type == PROTO_T_ACK && m.u.ack.cum_seq >= 6 && at_ack6 < 0)
-			at_ack6 = n;
-		if (m.hdr.type == PROTO_T_TOKEN_LOST) {
-			for (i = 0; i < m.hdr.count; i++) {
-				struct proto_lost l;
-
-				proto_get_lost(&m, i, &l);
-				lost++;
-				EXPECT(l.prompt_id == C_ID && l.token_idx == 0, "TOKEN_LOST of %lx token %u",
-				       (unsigned long)l.prompt_id, l.token_idx);
-				at_lost = n;
-			}
-		} else if (m.hdr.type == PROTO_T_REFILL_DONE) {
-			for (i = 0; i < m.hdr.count; i++) {
-				struct proto_refill_done r;
-
-				proto_get_refill_done(&m, i, &r);
-				EXPECT(r.refill_id >= 1 && r.refill_id <= 4 && (r.status == 0) == (r.refill_id < 4),
-				       "REFILL_DONE of refill %lu, status %u", (unsigned long)r.refill_id,
-				       r.status);
-				if (r.refill_id >= 1 && r.refill_id <= 4)
-					at_done[r.refill_id] = n;
-				if (r.refill_id == 4)
-					status4 = r.status;
-			}
-		} else if (m.hdr.type == PROTO_T_REFILL_DATA) {
-			const struct proto_refill_data_hdr *h = &m.u.refill_data;
-
-			EXPECT(h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB,
-			       "REFILL_DATA of refill %lu", (unsigned long)h->refill_id);
-			if (h->refill_id >= 1 && h->refill_id <= 3 && h->buffer_id < NB)
-				wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
-		}
-	}
-	if (cap.bad)
-		return 2;
-	for (k = 1; k <= 3; k++)
-		EXPECT(wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0 && wr[k].bad_frames == 0,
-		       "refill %d: whole %d, %lu bad bytes, %lu bad frames", k,
-		       wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes,
-		       (unsigned long)wr[k].bad_frames);
-	EXPECT(lost == 1, "%d TOKEN_LOST records, want 1 (C 0)", lost);
-	EXPECT(at_done[1] > 0 && at_done[2] > 0 && at_done[3] > 0 && at_done[4] > 0,
-	       "REFILL_DONE of refills 1, 2, 3, 4 at frames %ld, %ld, %ld, %ld", at_done[1],
-	       at_done[2], at_done[3], at_done[4]);
-	EXPECT(status4 != 0, "refill 4 of A 0..3 ran before the DELETE of A 2..3 ahead of it");
-	if (nfiles == 1) {
-		EXPECT(at_done[1] < at_lost, "refill 1 waited for batch 2 (done at frame %ld, batch 2 at %ld)",
-		       at_done[1], at_lost);
-		EXPECT(at_done[2] > at_lost, "refill 2 ran before the DELETE of B (done at frame %ld, "
-		       "batch 2 at %ld)", at_done[2], at_lost);
-		EXPECT(at_done[3] > at_lost, "refill 3 ran before its batch 2 (done at frame %ld, "
-		       "batch 2 at %ld)", at_done[3], at_lost);
-		/* Queued is acknowledged: the DELETE and the REFILLs waiting at
-		 * their gates are not left to look lost until batch 2 ends. */
-		EXPECT(at_ack6 > 0 && at_ack6 < at_lost,
-		       "no ACK of seq 6 before batch 2 ended (first at frame %ld, batch 2 at %ld)",
-		       at_ack6, at_lost);
-	}
-	printf("shard run-ahead scenario: %s\n",
-	       expect_fails ? "FAILED" : "the refill of A ran ahead of the waiting DELETE; B's and the one waiting for its batch did not; the one behind A's DELETE found A cut");
-	return expect_fails ? 1 : 0;
 }
 
 static int space_mode, restart_mode;
@@ -660,7 +516,8 @@ main(int argc, char **argv)
 		argc = 3;
 	}
 	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0 ||
-			  strcmp(argv[1], "gen-restart") == 0 || strcmp(argv[1], "gen-ahead") == 0)) {
+			  strcmp(argv[1], "gen-restart") == 0 || strcmp(argv[1], "gen-ahead") == 0 ||
+			  strcmp(argv[1], "gen-reevict") == 0)) {
 		if (frames_pcap_open(&out, argv[2], 1, "shard_scenario") != 0)
 			return 2;
 		if (strcmp(argv[1], "gen") == 0)
@@ -669,6 +526,8 @@ main(int argc, char **argv)
 			gen_space();
 		else if (strcmp(argv[1], "gen-ahead") == 0)
 			gen_ahead();
+		else if (strcmp(argv[1], "gen-reevict") == 0)
+			gen_reevict();
 		else
 			gen_restart();
 		frames_pcap_close(&out);
@@ -684,11 +543,14 @@ main(int argc, char **argv)
 	}
 	if (argc >= 3 && strcmp(argv[1], "check-ahead") == 0)
 		return check_ahead(argv + 2, argc - 2);
+	if (argc >= 3 && strcmp(argv[1], "check-reevict") == 0)
+		return check_reevict(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-space") == 0) {
 		space_mode = 1;
 		return check(argv + 2, argc - 2);
 	}
-	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | gen-space|gen-restart|gen-ahead "
-			"FILE.pcap | check|check-space|check-restart|check-ahead FILE.pcap...\n");
+	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | "
+			"gen-space|gen-restart|gen-ahead|gen-reevict FILE.pcap | "
+			"check|check-space|check-restart|check-ahead|check-reevict FILE.pcap...\n");
 	return 2;
 }

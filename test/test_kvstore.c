@@ -218,8 +218,8 @@ Test(rules, a_token_is_readable_only_when_all_its_bytes_are_there)
 	cr_assert_eq(kvstore_data(s, 1, 0, 40, 3 * B0, stream + 40, 56), 0);
 	cr_assert_eq(kvstore_data(s, 1, 0, 40, 3 * B0, stream + 40, 56), 0);
 	cr_assert_eq(kvstore_batches_complete(s), 0);
-	cr_assert_eq(kvstore_prompt(s, 0, 42, &o, &n), 0);
-	cr_assert_eq(n, 0, "nothing readable before the batch completes");
+	cr_assert_eq(kvstore_prompt(s, 0, 42, &o, &n), -ENOENT,
+		     "nothing readable before the batch completes");
 	cr_assert_eq(kvstore_data(s, 1, 0, 0, 3 * B0, stream, 20), 0);
 	cr_assert_eq(kvstore_batches_complete(s), 0);
 	cr_assert_eq(kvstore_data(s, 1, 0, 20, 3 * B0, stream + 20, 20), 0);
@@ -510,6 +510,103 @@ Test(rules, refills_of_what_is_not_stored_are_refused_with_a_code)
 		cr_assert_null(kvstore_refill_begin(s, 0, &c151, 1, &code));
 		cr_assert_eq(code, PROTO_E_RANGE);
 	}
+}
+
+/* Open batch @b: entries (prompt, token) of cache 0, every one accepted. */
+static void
+evict_open(uint64_t b, const uint64_t *pr, const uint32_t *tk, uint16_t g)
+{
+	struct proto_evict_entry e[8];
+	uint16_t codes[8], i;
+
+	for (i = 0; i < g; i++)
+		e[i] = (struct proto_evict_entry){pr[i], tk[i], 1};
+	cr_assert_eq(kvstore_evict(s, b, 1, g, e, codes, 0), 0);
+	for (i = 0; i < g; i++)
+		cr_assert_eq(codes[i], 0, "batch %" PRIu64 " entry %u: code %u", b, i, codes[i]);
+}
+
+/* Refill chunk (prompt, a, n): the code, and when 0, each token's version checked. */
+static uint16_t
+refill_ver(uint64_t prompt, uint32_t a, uint32_t n, const uint32_t *ver)
+{
+	struct proto_refill_chunk ch = {prompt, a, n};
+	uint8_t got[16 * B0 / NB0], want[B0];
+	struct kvstore_refill *r;
+	uint16_t code = 0;
+	uint32_t k;
+
+	r = kvstore_refill_begin(s, 0, &ch, 1, &code);
+	if (r == NULL)
+		return code;
+	cr_assert_eq(code, 0);
+	cr_assert_eq(kvh_gather(r, 0, 1 << 20, got), (uint64_t)n * (B0 / NB0));
+	for (k = 0; k < n; k++) {
+		kvh_fill(prompt, a + k, ver[k], 0, want, B0);
+		cr_assert_arr_eq(got + k * (B0 / NB0), want, B0 / NB0, "prompt %" PRIu64 " token %u",
+				 prompt, a + k);
+	}
+	kvstore_refill_end(r);
+	return 0;
+}
+
+/*
+ * Issue 26 item 5: DELETE, a new EVICT and REFILL in every order. DELETE
+ * and EVICT act on what was accepted (open batches included); a REFILL
+ * reads what complete batches left, so a prompt that only an open batch
+ * holds is UNKNOWN_PROMPT until that batch completes (not RANGE), growth
+ * still open is RANGE, an overwrite still open reads the old bytes, and
+ * what a DELETE removed while its batch was open never comes back.
+ */
+Test(rules, a_refill_sees_what_complete_batches_left_whatever_was_deleted_and_evicted_again)
+{
+	static const uint32_t v0[4] = {0, 0, 0, 0}, v1[4] = {1, 1, 1, 1}, v10[4] = {1, 0, 0, 0};
+	const uint64_t A = 1, Bp = 2, C = 3, D = 4;
+	uint64_t pr[8] = {A, A, Bp, Bp, C, D, D, 0};
+	uint32_t tk[8] = {0, 1, 2, 3, 0, 4, 5, 0}, ver[8] = {1, 1, 1, 1, 1, 1, 1, 0};
+	uint64_t b;
+
+	evict_range(A, 0, 3);
+	evict_range(Bp, 0, 3);
+	evict_range(C, 0, 3);
+	evict_range(D, 0, 3);
+	b = next_batch++;
+	/* A deleted whole, Bp's suffix 2..3 deleted: then evicted again in
+	 * batch b, with C 0 overwritten and D grown by 4..5. */
+	cr_assert_eq(del(A, 0, 3), 0);
+	cr_assert_eq(del(Bp, 2, 3), 0);
+	evict_open(b, pr, tk, 7);
+	/* While b is open. */
+	cr_assert_eq(refill_ver(A, 0, 2, v1), PROTO_E_UNKNOWN_PROMPT, "A only in an open batch");
+	cr_assert_eq(kvstore_prompt(s, 0, A, &(uint32_t){0}, &(uint32_t){0}), -ENOENT);
+	cr_assert_eq(refill_ver(Bp, 0, 4, v0), PROTO_E_RANGE, "Bp 2..3 still open");
+	cr_assert_eq(refill_ver(Bp, 0, 2, v0), 0);
+	cr_assert_eq(refill_ver(C, 0, 4, v0), 0, "C 0's overwrite not seen yet");
+	cr_assert_eq(refill_ver(D, 2, 4, v0), PROTO_E_RANGE, "D 4..5 still open");
+	/* DELETE and EVICT count what was accepted: D's open growth can be
+	 * deleted (RANGE if they did not), A's EVICT was taken as a new prompt. */
+	cr_assert_eq(del(D, 3, 5), 0);
+	cr_assert_eq(refill_ver(D, 0, 3, v0), 0);
+	/* The data comes: b completes. */
+	cr_assert_eq(kvh_send(s, b, 0, B0, 7, pr, tk, ver, 100), 0);
+	cr_assert_eq(kvstore_batches_complete(s), b);
+	cr_assert_eq(refill_ver(A, 0, 2, v1), 0, "A, evicted again");
+	assert_range(A, 0, 2);
+	cr_assert_eq(refill_ver(Bp, 0, 4, (const uint32_t[]){0, 0, 1, 1}), 0);
+	cr_assert_eq(refill_ver(C, 0, 4, v10), 0, "C 0 overwritten");
+	cr_assert_eq(refill_ver(D, 0, 5, v0), PROTO_E_RANGE, "D's deleted growth stays deleted");
+	assert_range(D, 0, 3);
+	/* Deleted again while a new batch re-creates it: gone until that completes. */
+	b = next_batch++;
+	cr_assert_eq(del(A, 0, 1), 0);
+	evict_open(b, (const uint64_t[]){A}, (const uint32_t[]){0}, 1);
+	cr_assert_eq(refill_ver(A, 0, 1, v0), PROTO_E_UNKNOWN_PROMPT);
+	cr_assert_eq(del(A, 0, 0), 0, "a DELETE of a prompt only an open batch holds");
+	cr_assert_eq(kvh_send(s, b, 0, B0, 1, (const uint64_t[]){A}, (const uint32_t[]){0},
+			      (const uint32_t[]){2}, 100),
+		     0);
+	cr_assert_eq(refill_ver(A, 0, 1, v0), PROTO_E_UNKNOWN_PROMPT, "its data is dropped");
+	cr_assert_eq(kvstore_prompt(s, 0, A, &(uint32_t){0}, &(uint32_t){0}), -ENOENT);
 }
 
 Test(rules, memory_a_refill_references_is_not_reused_until_it_ends)

@@ -477,7 +477,7 @@ op_refill(unsigned int step)
 			ch[i].num_tokens = 1 + rn(40);
 		}
 		if (want == 0) {
-			if (!p->live)
+			if (!p->live || p->n_pub == 0)
 				want = PROTO_E_UNKNOWN_PROMPT;
 			else if (ch[i].start_token_idx < p->offset ||
 				 ch[i].start_token_idx + ch[i].num_tokens > p->offset + p->n_pub)
@@ -604,7 +604,8 @@ check_counts(unsigned int step)
 			int rc = kvstore_prompt(s, (uint16_t)c, ids[i], &o, &n);
 
 			prompts += model[c][i].live;
-			cr_assert_eq(rc == 0, model[c][i].live, "step %u: prompt %u liveness", step, i);
+			cr_assert_eq(rc == 0, model[c][i].live && model[c][i].n_pub > 0,
+				     "step %u: prompt %u liveness", step, i);
 			if (rc == 0) {
 				cr_assert_eq(o, model[c][i].offset, "step %u: offset", step);
 				cr_assert_eq(n, model[c][i].n_pub, "step %u: prompt %u n %u want %u",

@@ -47,6 +47,8 @@
 	X(batches_lost) /* batches completed with loss at the batch timeout */                     \
 	X(lost_tokens)  /* TOKEN_LOST records sent */                                              \
 	X(evict_waits)  /* EVICT found no room, waiting for DELETEs */                             \
+	X(evict_after_delete) /* EVICT waited for a DELETE before it naming its prompt */          \
+	X(delete_gate_ahead) /* DELETE waiting for a batch not sent before it: no barrier */       \
 	X(data_frames)  /* EVICT_DATA frames stored */                                             \
 	X(data_dropped) /* EVICT_DATA frames the store refused (stale or outside its batch) */     \
 	X(data_expired) /* held for an EVICT that never came */                                    \

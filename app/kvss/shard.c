@@ -110,6 +110,7 @@ reset_stream(void)
 	shard.next_seq = 1;
 	shard.queued_batch = 0;
 	shard.ack_sent = 0;
+	shard_barrier_reset();
 }
 
 /*
@@ -168,6 +169,8 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 	q->since[q->tail % SHARD_QMAX] = 0;
 	q->m[q->tail % SHARD_QMAX] = m;
 	q->rec[q->tail % SHARD_QMAX] = *r;
+	if (type == PROTO_T_EVICT || type == PROTO_T_DELETE)
+		shard_barrier_accept(st, &q->rec[q->tail % SHARD_QMAX], m);
 	q->seq[q->tail % SHARD_QMAX] = shard.next_seq;
 	q->tail++;
 	shard.next_seq++;
@@ -207,6 +210,7 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 			 */
 			st->dropped_restart += shard_drop_held();
 			shard.next_seq = 1;
+			shard_barrier_reset();
 		}
 		shard_send_status(st);
 		return 0;

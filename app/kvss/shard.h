@@ -28,6 +28,7 @@
 #define SHARD_REFILL_AHEAD 64  /* REFILLs may run before this many messages of the refill queue */
 #define SHARD_EARLY_MAX 1024   /* data frames held before their EVICT */
 #define SHARD_HOLD_AHEAD 16    /* ... of batches at most this far past the last EVICT accepted */
+#define SHARD_DEL_SLOTS 4096   /* the DELETE barrier's slots, by prompt hash */
 
 /* What a queued frame's later stages need of it: decoded at receive. */
 struct shard_rec {
@@ -39,7 +40,8 @@ struct shard_rec {
 		struct proto_data_hdr data;   /* EVICT_DATA */
 	} u;
 	uint32_t data_off, data_len; /* EVICT_DATA: the bytes in the frame */
-	uint64_t gate;		     /* DELETE, REFILL: the largest evict_count it names */
+	uint64_t gate;		     /* DELETE, REFILL: the largest evict_count it names;
+				      * EVICT: the seq of the DELETE it waits for (0: none) */
 };
 
 /** Decode what the later stages need of the parsed message @p msg. */
@@ -74,6 +76,18 @@ struct shard_state {
 	uint64_t window_seq[SHARD_WINDOW];
 	struct shard_fifo evictq, refillq;
 	uint64_t queued_batch; /* highest batch_no of an EVICT accepted into the evict queue */
+	/*
+	 * The DELETE barrier (PROTOCOL.md section 4): an EVICT runs after
+	 * every DELETE accepted before it that names one of its prompts. By
+	 * prompt hash, the seq of the latest DELETE accepted naming it; the
+	 * DELETEs run in seq order, so del_applied (the seq of the last one
+	 * run) says which have.
+	 */
+	uint64_t del_seq[SHARD_DEL_SLOTS];
+	uint64_t del_id[SHARD_DEL_SLOTS]; /* its prompt; 0 when DELETEs of several wait */
+	uint64_t del_last;     /* seq of the latest DELETE accepted */
+	uint64_t del_applied;  /* seq of the latest DELETE run (applied or refused) */
+	uint64_t del_gate_max; /* largest evict_count of a DELETE accepted in this stream */
 	/* shard_tx.c: acknowledgements. */
 	int ack_due;
 	uint64_t ack_sent; /* the last cum_seq sent */
@@ -129,6 +143,12 @@ bool shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const stru
 void shard_retry_held(struct kvss_lcore_stats *st, uint64_t now);
 /** Drop everything held (a new driver epoch); returns how many. */
 uint32_t shard_drop_held(void);
+/** At acceptance, in seq order: a DELETE's slots; the DELETE an EVICT waits for (its gate). */
+void shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const struct rte_mbuf *m);
+/** Must DELETE @p msg wait for an EVICT before it naming its prompt to run? */
+bool shard_delete_must_wait(const struct proto_msg *msg);
+/** Forget the barrier (a new stream). */
+void shard_barrier_reset(void);
 /** Run the evict queue's head messages; stop at one that must wait. */
 void shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now);
 /** Batches whose streams are not whole by the timeout complete with loss. */

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The evict queue (shard.h): RESERVE and EVICT run in order; an EVICT with
- * no room waits for DELETEs, then answers NO_SPACE after the space timeout.
+ * The evict queue (shard.h): RESERVE and EVICT run in order; an EVICT runs
+ * after the DELETEs before it that name its prompts (the barrier); an EVICT
+ * with no room waits for DELETEs, then answers NO_SPACE after the space
+ * timeout.
  * EVICT_DATA is stored as it comes; a frame of a batch whose EVICT has not
  * run is held (at most SHARD_EARLY_MAX, for the batch timeout, or while its
  * EVICT waits in the queue); a batch not whole within the batch timeout of
  * its EVICT's run completes with loss, its lost tokens in TOKEN_LOST.
  */
 #include <errno.h>
+#include <string.h>
 
 #include <rte_mbuf.h>
 
@@ -121,9 +124,118 @@ shard_retry_held(struct kvss_lcore_stats *st, uint64_t now)
 	}
 }
 
+/* The barrier's slot of a prompt. */
+static inline uint32_t
+del_slot(uint64_t prompt)
+{
+	return (uint32_t)((prompt * 0x9E3779B97F4A7C15ULL) >> 40) % SHARD_DEL_SLOTS;
+}
+
+/*
+ * A DELETE accepted: it marks its prompts' slots. An EVICT accepted: its
+ * gate is the latest DELETE before it naming one of its prompts that has
+ * not run, so that it runs on the state that DELETE leaves (a prompt
+ * deleted and evicted again is the new prompt, not the old one cut).
+ * Unless a DELETE before it waits for this batch or a later one, which a
+ * driver must not send: waiting, the EVICT would wait for ever.
+ */
+void
+shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const struct rte_mbuf *m)
+{
+	static struct proto_msg view; /* the ingest lcore's */
+	const struct proto_msg *msg;
+	uint64_t seq = r->hdr.seq;
+	unsigned int i;
+	uint32_t k;
+
+	if (r->hdr.type == PROTO_T_DELETE) {
+		msg = shard_msg(r, m, &view);
+		for (i = 0; i < msg->hdr.count; i++) {
+			struct proto_delete d;
+
+			proto_get_delete(msg, i, &d);
+			k = del_slot(d.prompt_id);
+			if (shard.del_seq[k] > shard.del_applied && shard.del_id[k] != d.prompt_id)
+				shard.del_id[k] = 0; /* two prompts' DELETEs wait: either matches */
+			else
+				shard.del_id[k] = d.prompt_id;
+			shard.del_seq[k] = seq;
+		}
+		shard.del_last = seq;
+		if (r->gate > shard.queued_batch)
+			st->delete_gate_ahead++;
+		if (r->gate > shard.del_gate_max)
+			shard.del_gate_max = r->gate;
+		return;
+	}
+	r->gate = 0;
+	if (r->hdr.type != PROTO_T_EVICT || shard.del_last <= shard.del_applied ||
+	    shard.del_gate_max >= r->u.evict.batch_no)
+		return;
+	msg = shard_msg(r, m, &view);
+	for (i = 0; i < msg->hdr.count; i++) {
+		struct proto_evict_entry e;
+		uint64_t s;
+
+		proto_get_evict_entry(msg, i, &e);
+		k = del_slot(e.prompt_id);
+		s = shard.del_seq[k];
+		if (e.prompt_id != 0 && s > shard.del_applied && s > r->gate &&
+		    (shard.del_id[k] == e.prompt_id || shard.del_id[k] == 0))
+			r->gate = s;
+	}
+}
+
+/*
+ * The other half of the barrier: must the DELETE @p msg wait for an EVICT
+ * accepted before it that names one of its prompts and has not run (it
+ * waits for room, or for a DELETE before it)? Exact, by prompt id: the
+ * DELETEs that make room for a waiting EVICT name other prompts, and a
+ * false match would hold them until the space timeout.
+ */
+bool
+shard_delete_must_wait(const struct proto_msg *msg)
+{
+	static struct proto_msg view; /* the ingest lcore's */
+	const struct shard_fifo *q = &shard.evictq;
+	uint32_t i;
+
+	for (i = q->head; i != q->tail && q->seq[i % SHARD_QMAX] < msg->hdr.seq; i++) {
+		const struct shard_rec *r = &q->rec[i % SHARD_QMAX];
+		const struct proto_msg *ev;
+		unsigned int a, b;
+
+		if (r->hdr.type != PROTO_T_EVICT)
+			continue;
+		ev = shard_msg(r, q->m[i % SHARD_QMAX], &view);
+		for (b = 0; b < msg->hdr.count; b++) {
+			struct proto_delete d;
+
+			proto_get_delete(msg, b, &d);
+			for (a = 0; a < ev->hdr.count; a++) {
+				struct proto_evict_entry e;
+
+				proto_get_evict_entry(ev, a, &e);
+				if (e.prompt_id == d.prompt_id)
+					return true;
+			}
+		}
+	}
+	return false;
+}
+
+void
+shard_barrier_reset(void)
+{
+	memset(shard.del_seq, 0, sizeof(shard.del_seq));
+	memset(shard.del_id, 0, sizeof(shard.del_id));
+	shard.del_last = shard.del_applied = shard.del_gate_max = 0;
+}
+
 void
 shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
 {
+	static uint64_t counted; /* the seq of the last EVICT counted waiting for a DELETE */
 	struct shard_fifo *q = &shard.evictq;
 
 	while (q->head != q->tail) {
@@ -144,6 +256,13 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 		} else {
 			uint64_t *since = &q->since[q->head % SHARD_QMAX];
 
+			if (q->rec[q->head % SHARD_QMAX].gate > shard.del_applied) {
+				if (counted != q->seq[q->head % SHARD_QMAX]) {
+					counted = q->seq[q->head % SHARD_QMAX];
+					st->evict_after_delete++;
+				}
+				return; /* runs once the DELETE before it has */
+			}
 			for (i = 0; i < msg->hdr.count; i++)
 				proto_get_evict_entry(msg, i, &e[i]);
 			if (*since && now - *since >= shard.hz / 1000 * kvss.cfg.shard.space_timeout_ms)

@@ -25,6 +25,7 @@ apply_delete(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 {
 	unsigned int i;
 
+	shard.del_applied = msg->hdr.seq; /* EVICTs behind it may run (the barrier) */
 	for (i = 0; i < msg->hdr.count; i++) {
 		struct proto_delete d;
 		int code;
@@ -226,6 +227,8 @@ shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			return;
 		}
 		shard_msg(&q->rec[q->head % SHARD_QMAX], m, msg);
+		if (msg->hdr.type == PROTO_T_DELETE && shard_delete_must_wait(msg))
+			return; /* an EVICT before it, of its prompt, has not run */
 		if (msg->hdr.type == PROTO_T_DELETE)
 			apply_delete(st, err, msg);
 		else
@@ -260,12 +263,18 @@ shard_pass_to_refill(struct kvss_lcore_stats *st)
 void
 shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err)
 {
+	static struct rte_mbuf *waiting; /* taken from the ring, waits for an EVICT */
 	void *p;
 
-	while (rte_ring_dequeue(kvss.refill_to_ingest, &p) == 0) {
-		struct rte_mbuf *m = p;
+	while (waiting != NULL || rte_ring_dequeue(kvss.refill_to_ingest, &p) == 0) {
+		struct rte_mbuf *m = waiting != NULL ? waiting : p;
 
 		proto_parse_mbuf(m, &kvss.cfg.udp, &shard.msg2);
+		if (shard.msg2.hdr.epoch == kvss.driver_epoch && shard_delete_must_wait(&shard.msg2)) {
+			waiting = m; /* an EVICT before it, of its prompt, has not run */
+			return;
+		}
+		waiting = NULL;
 		if (shard.msg2.hdr.epoch == kvss.driver_epoch)
 			apply_delete(st, err, &shard.msg2);
 		else

@@ -219,7 +219,10 @@ struct kvstore_refill_pos {
 /**
  * Begin a refill of @p n chunks of cache @p cache_id, glued in order. From
  * here until kvstore_refill_end(), the memory of every token named stays as
- * it is, even if the tokens are deleted or overwritten meanwhile.
+ * it is, even if the tokens are deleted or overwritten meanwhile. A refill
+ * reads the store as its complete batches left it: a prompt that only
+ * batches still open hold is UNKNOWN_PROMPT, a chunk reaching into their
+ * growth RANGE, and an overwrite they carry not yet seen.
  *
  * @param code set to 0, or the protocol error (UNKNOWN_PROMPT, RANGE,
  *   BAD_CACHE) when NULL is returned for that reason.
@@ -281,8 +284,9 @@ struct kvstore_stats {
 void kvstore_stats(const struct kvstore *s, struct kvstore_stats *st);
 
 /**
- * A prompt's stored range in a cache.
- * @return 0 with *@p offset and *@p n (readable tokens), or -ENOENT.
+ * A prompt's stored range in a cache, as a refill sees it.
+ * @return 0 with *@p offset and *@p n (readable tokens), or -ENOENT (also
+ * for a prompt that only batches still open hold).
  */
 int kvstore_prompt(const struct kvstore *s, uint16_t cache_id, uint64_t prompt_id,
 		   uint32_t *offset, uint32_t *n);

@@ -96,6 +96,11 @@ kvstore_refill_begin(struct kvstore *s, uint16_t cache_id, const struct proto_re
 		p = &c->prompts[pi];
 		off = p->offset;
 		npub = __atomic_load_n(&p->n_pub, __ATOMIC_SEQ_CST);
+		if (npub == 0) {
+			/* Only batches still open hold it: it is not there yet. */
+			*code = PROTO_E_UNKNOWN_PROMPT;
+			break;
+		}
 		if (chunks[i].start_token_idx < off ||
 		    (uint64_t)chunks[i].start_token_idx + chunks[i].num_tokens >
 			    (uint64_t)off + npub) {
@@ -248,8 +253,8 @@ kvstore_prompt(const struct kvstore *s, uint16_t cache_id, uint64_t prompt_id, u
 		return -ENOENT;
 	c = &s->cache[cache_id];
 	pi = kv_prompt_find(c, prompt_id);
-	if (pi == NIL)
-		return -ENOENT;
+	if (pi == NIL || c->prompts[pi].n_pub == 0)
+		return -ENOENT; /* absent, or held only by batches still open */
 	*offset = c->prompts[pi].offset;
 	*n = c->prompts[pi].n_pub;
 	return 0;
