@@ -281,6 +281,24 @@ Test(config, a_fifo_with_no_writer_is_refused_at_once, .timeout = 20)
 	cr_assert(strstr(err, "not a regular file (a FIFO)") != NULL, "%s", err);
 }
 
+/* What a parse may take is bounded: a huge file (of comments here) is no configuration. */
+Test(config, a_file_over_the_bound_is_refused_by_size)
+{
+	char path[64];
+	FILE *f;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/tmp/kvss_test_huge_%d.cfg", (int)getpid());
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	for (i = 0; i <= KVSS_CFG_MAX_BYTES / 64; i++)
+		fprintf(f, "# %061zu\n", i); /* 64 bytes */
+	fclose(f);
+	cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), -1);
+	unlink(path);
+	cr_assert(strstr(err, "over 16 MiB: not a configuration") != NULL, "%s", err);
+}
+
 Test(config, shard_drivers_lists_the_addresses_control_is_taken_from)
 {
 	cr_assert_eq(kvss_config_load("config/bare-metal-shard.cfg", &cfg, err, sizeof(err)), 0, "%s",

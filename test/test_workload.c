@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,44 @@ Test(workload, a_trace_with_too_many_requests_stops_with_an_error_a_limit_reads_
 		     err);
 	cr_assert_eq(w.n, 3);
 	cr_assert_eq(w.r[2].tokens[0], 3);
+}
+
+/* The stop hook: asked how often, and says stop from its third call on. */
+static unsigned int stop_calls;
+
+static bool
+stop_on_third(void)
+{
+	return ++stop_calls >= 3;
+}
+
+Test(workload, a_signal_stops_a_long_load_within_the_lines_between_two_checks)
+{
+	FILE *f;
+	unsigned int i;
+
+	snprintf(path, sizeof(path), "%s/long.jsonl", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	for (i = 0; i < 20 * WL_STOP_EVERY; i++)
+		fprintf(f, "{\"tokens\": [%u, 2, 3]}\n", i);
+	fclose(f);
+	/* No hook: all of it. */
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(w.n, 20 * WL_STOP_EVERY);
+	workload_free(&w);
+	memset(&w, 0, sizeof(w));
+	/* A signal came before the third check: it stops there, nothing kept. */
+	stop_calls = 0;
+	workload_set_stop(stop_on_third);
+	errno = 0;
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), -1);
+	workload_set_stop(NULL);
+	cr_assert_eq(errno, EINTR);
+	cr_assert_eq(stop_calls, 3);
+	cr_assert(strstr(err, "long.jsonl:3072: stopped (a signal)") != NULL, "%s", err);
+	cr_assert_eq(w.n, 0);
+	cr_assert_null(w.r);
 }
 
 Test(workload, a_key_nested_in_another_object_is_not_the_requests)

@@ -191,7 +191,13 @@ shard_away(struct drv_shard *sh, uint64_t tsc, const char *why)
 {
 	if (kvss.cfg.driver.away_ms == 0 || !sh->up)
 		return; /* away_ms = 0: never away, the driver waits for it */
+	if (drv.st.shards_away == 0) {
+		drv.away_at[0] = drv.st.requests;
+		drv.away_at[1] = drv.st.prompt_tokens;
+		drv.away_at[2] = drv.st.hit_tokens;
+	}
 	drv.st.shards_away++;
+	sh->away = true;
 	drv_model_restart(sh->model, tsc, why, sh, &drv.st.shard_restarts);
 }
 
@@ -230,6 +236,12 @@ endpoint_addr(struct proto_addr *a, const struct kvss_endpoint *to, uint16_t dst
 	a->vlan_tci = to->vlan;
 }
 
+static bool
+quitting(void)
+{
+	return kvss_quitting() != 0;
+}
+
 /* The requests: the trace, or the built-in workload when it is not there. */
 static int
 load_workload(const struct kvss_config *cfg)
@@ -237,7 +249,13 @@ load_workload(const struct kvss_config *cfg)
 	char err[512];
 
 	if (cfg->wafer.trace[0] != '\0' && access(cfg->wafer.trace, R_OK) == 0) {
+		/* A long trace: a signal stops the load (then the program). */
+		workload_set_stop(quitting);
 		if (workload_load(cfg->wafer.trace, 512, cfg->wafer.limit, &drv.wl, err, sizeof(err)) != 0) {
+			if (kvss_quitting()) {
+				printf("kvss: driver: %s\n", err);
+				return -3;
+			}
 			fprintf(stderr, "kvss: %s: wafer.trace: %s\n", cfg->path, err);
 			return -1;
 		}
@@ -265,6 +283,7 @@ create_emulator(const struct kvss_config *cfg)
 		.num_models = cfg->driver.pc.num_models, .max_inflight = cfg->wafer.max_inflight,
 		.step_tokens = cfg->wafer.step_tokens,
 		.refill_timeout_ns = (uint64_t)cfg->driver.refill_timeout_ms * 1000000,
+		.recompute_tokens_per_s = cfg->driver.recompute_tokens_per_s,
 		.resume_estimate = cfg->wafer.resume == KVSS_RESUME_ESTIMATE,
 		.open_loop = drv.open_loop, .nshards = drv.nsh, .shard = es, .st = &drv.st,
 		.hooks = &hooks};
@@ -297,6 +316,7 @@ kvss_driver_init(void)
 	struct prefixcache_sink sink;
 	uint32_t max_entries = proto_evict_max_entries(cfg->mtu);
 	uint16_t m, i, k;
+	int ret;
 
 	memset(&drv, 0, sizeof(drv));
 	drv.hz = rte_get_tsc_hz();
@@ -349,8 +369,8 @@ kvss_driver_init(void)
 				return -1;
 		}
 	}
-	if (load_workload(cfg) != 0)
-		return -2; /* the configuration's trace */
+	if ((ret = load_workload(cfg)) != 0)
+		return ret == -3 ? -3 : -2; /* a signal; the configuration's trace */
 	if (kvss.record_expect != NULL) {
 		drv.sink.expect = fopen(kvss.record_expect, "w");
 		if (drv.sink.expect == NULL) {

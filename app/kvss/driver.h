@@ -54,6 +54,8 @@
 	X(tx_full_drops)    /* control frames dropped: the port's control queue stayed full */      \
 	X(shards_away)	    /* shards found away (link down, or silent for away_ms) */             \
 	X(away_requests)    /* requests begun while a shard of model 0 was not up: all misses */  \
+	X(shards_back)      /* shards that were away and answered again */                          \
+	X(compute_us)       /* the wafer's prefill of missed tokens (recompute_tokens_per_s) */      \
 	X(no_mbuf)  /* the pool was empty */                                                       \
 	X(too_big)	    /* a control record that cannot fit a frame */                          \
 	X(fit_latency_us)   /* the refill model fitted so far (0 before 20 refills) ... */          \
@@ -74,7 +76,8 @@ struct kvss_drv_stats {
 
 /**
  * Set up the driver (after the ports started): 0, or with a message
- * printed -2 (the configuration: its models, its trace) or -1 (no memory).
+ * printed -2 (the configuration: its models, its trace), -3 (a signal
+ * stopped the trace's load) or -1 (no memory).
  */
 int kvss_driver_init(void);
 

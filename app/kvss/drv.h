@@ -111,6 +111,7 @@ struct drv_shard {
 	/* What it says (driver.c, from its frames). */
 	uint32_t epoch;	  /* the shard's; 0: not up */
 	bool up;	  /* answered our HELLO with our epoch */
+	bool away;	  /* found away (driver.c), not yet back */
 	uint64_t last_rx; /* tsc of its last frame (away after away_ms of silence) */
 	uint64_t batches_complete;
 	uint64_t status_at;			 /* tsc of its latest STATUS */
@@ -293,6 +294,9 @@ struct drv {
 	bool started, finished, open_loop;
 	int fatal;
 	uint64_t settle_at; /* tsc when the shards had every batch complete (quiet) */
+	/* Model 0's requests, prompt and hit tokens when a shard was first
+	 * away, and when one last came back: the hit ratio before and after. */
+	uint64_t away_at[3], back_at[3];
 	char source[KVSS_PATH_MAX + 64];
 	struct proto_msg msg;
 	uint8_t scratch[PROTO_PAYLOAD_MAX];

@@ -322,6 +322,25 @@ model_fits_json(char *out, size_t size)
 		snprintf(out + n, size - n, "]");
 }
 
+/*
+ * Model 0's hit ratio over the requests begun since snapshot @p at
+ * (requests, prompt tokens, hit tokens), up to @p now (NULL: up to the
+ * snapshot itself, from the start), as JSON: a number, or null when none.
+ */
+static void
+ratio_since(const uint64_t at[3], const struct kvss_drv_stats *now, char *out, size_t cap)
+{
+	uint64_t prompt = now ? now->prompt_tokens - at[1] : at[1];
+	uint64_t hit = now ? now->hit_tokens - at[2] : at[2];
+
+	if (now != NULL && now->shards_back == 0)
+		prompt = 0;
+	if (prompt == 0)
+		snprintf(out, cap, "null");
+	else
+		snprintf(out, cap, "%.4f", (double)hit / (double)prompt);
+}
+
 void
 kvss_driver_summary(void)
 {
@@ -337,7 +356,7 @@ kvss_driver_summary(void)
 	struct prefixcache_stats ps;
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
-	char pctj[160], shortj[16] = "null", lostj[24] = "null";
+	char pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -439,8 +458,21 @@ kvss_driver_summary(void)
 	       ps.peak_stored_tokens);
 	printf("kvss: summary: ports: %" PRIu64 " restarted after their link went down, %" PRIu64
 	       " frames dropped for a link that was down, %" PRIu64 " control frames for a full queue; %"
-	       PRIu64 " times a shard was away, %" PRIu64 " requests begun as misses meanwhile\n",
-	       s->link_restarts, s->tx_link_drops, s->tx_full_drops, s->shards_away, s->away_requests);
+	       PRIu64 " times a shard was away, %" PRIu64 " requests begun as misses meanwhile, %" PRIu64
+	       " shards back\n",
+	       s->link_restarts, s->tx_link_drops, s->tx_full_drops, s->shards_away, s->away_requests,
+	       s->shards_back);
+	if (s->shards_away) {
+		ratio_since(drv.away_at, NULL, awayj, sizeof(awayj));
+		ratio_since(drv.back_at, s, backj, sizeof(backj));
+		printf("kvss: summary: hit ratio before a shard was first away %s; of the %" PRIu64
+		       " requests begun after one last came back %s\n", awayj,
+		       s->shards_back ? s->requests - drv.back_at[0] : 0, backj);
+	}
+	if (kvss.cfg.driver.recompute_tokens_per_s)
+		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
+		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
+		       (double)s->compute_us / 1e3, kvss.cfg.driver.recompute_tokens_per_s);
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64
 	       ", refill failures %" PRIu64
@@ -473,7 +505,8 @@ kvss_driver_summary(void)
 	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%s,%s"
 	       ",\"model_fits\":%s,\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
-	       ",\"shard_restarts\":%" PRIu64 ",\"verify_failures\":%" PRIu64
+	       ",\"shard_restarts\":%" PRIu64 ",\"shards_back\":%" PRIu64
+	       ",\"hit_ratio_before_away\":%s,\"hit_ratio_after_return\":%s,\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%s"
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
@@ -482,7 +515,8 @@ kvss_driver_summary(void)
 	       learned ? "learned" : "configured", drv.learn.ml[0].factor, shortj,
 	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
 	       (double)drv.learn.late_ns / 1e6, (double)drv.learn.early_ns / 1e6, (double)emu_held_ns(drv.emu) / 1e6,
-	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->verify_failures, perr, s->resyncs,
+	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj,
+	       s->verify_failures, perr, s->resyncs,
 	       lostj, drv.finished ? "true" : "false");
 	fflush(stdout);
 }

@@ -80,9 +80,16 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		sh->last_rx = tsc;
 		sh->epoch = msg->hdr.epoch;
 		proto_stream_reset(&sh->stream);
-		printf("kvss: driver: shard %u of model %u is up (epoch 0x%08x)\n", sh->ref->id, m,
-		       sh->epoch);
+		printf("kvss: driver: shard %u of model %u is up (epoch 0x%08x)%s\n", sh->ref->id, m,
+		       sh->epoch, sh->away ? ", back from away: its model caches again" : "");
 		fflush(stdout);
+		if (sh->away) {
+			sh->away = false;
+			drv.st.shards_back++;
+			drv.back_at[0] = drv.st.requests;
+			drv.back_at[1] = drv.st.prompt_tokens;
+			drv.back_at[2] = drv.st.hit_tokens;
+		}
 	}
 	sh->batches_complete = st->batches_complete;
 	sh->status_at = tsc;

@@ -76,6 +76,8 @@ struct emu_seq {
 	uint64_t t0, deadline, estimate_ns;
 	uint64_t estimate_bytes; /* what the model charges for the refill it estimates longest */
 	uint64_t whole_ns;	 /* when its refills finished (SEQ_HOLD) */
+	uint64_t compute_ns;	 /* its prefill: model 0's missed tokens at the recompute rate */
+	uint64_t compute_end;	 /* when that prefill ends (0: not begun) */
 	/* Per model: refills not finished, one of them failed (its time says
 	 * nothing of the model), the bytes it charged. */
 	uint32_t mwait[PREFIXCACHE_MAX_MODELS];
@@ -103,6 +105,7 @@ struct emu {
 	struct emu_cursor *cur; /* [nshards] */
 	struct emu_shard *shard; /* [nshards], a copy of the caller's */
 	uint64_t held_ns;
+	uint64_t compute_free; /* when the wafer's compute is free (one prefill at a time) */
 	bool failed;
 	/* Open loop: refills of the lookup under way, done at once after it. */
 	uint64_t ol_done[MAX_REC_PER_SEQ * 4];

@@ -406,6 +406,15 @@ emu_refill_done(struct emu *e, uint16_t k, uint64_t refill_id, uint32_t status, 
 
 /* ---- Sequences ------------------------------------------------------------------ */
 
+/* The prefill of @p tokens missed tokens (0: compute is free). */
+static uint64_t
+emu_compute_ns(const struct emu *e, uint32_t tokens)
+{
+	if (e->p.recompute_tokens_per_s == 0)
+		return 0;
+	return (uint64_t)tokens * 1000000000ULL / e->p.recompute_tokens_per_s;
+}
+
 static void
 seq_start(struct emu *e, uint64_t now)
 {
@@ -455,8 +464,10 @@ seq_start(struct emu *e, uint64_t now)
 
 		if (!e->p.hooks->model_up(e->p.arg, m)) {
 			/* A shard of it is away: no lookup, no refill, nothing stored. */
-			if (m == 0)
+			if (m == 0) {
 				st->miss_tokens += q->n;
+				s->compute_ns = emu_compute_ns(e, q->n);
+			}
 			st->away_requests += m == 0;
 			continue;
 		}
@@ -484,6 +495,7 @@ seq_start(struct emu *e, uint64_t now)
 			st->lookup_tokens += hit.lookup_tokens;
 			st->hit_tokens += hit.hit_tokens;
 			st->miss_tokens += q->n - hit.hit_tokens;
+			s->compute_ns = emu_compute_ns(e, q->n - hit.hit_tokens);
 		}
 		if (hit.refill_id != 0) {
 			st->refills += m == 0;
@@ -536,6 +548,16 @@ emu_step(struct emu *e, uint64_t now)
 		}
 		if (s->state != SEQ_RUN)
 			continue;
+		if (s->compute_ns != 0) {
+			/* Its prefill: on the wafer's one compute, after those before it. */
+			if (s->compute_end == 0) {
+				s->compute_end = (e->compute_free > now ? e->compute_free : now) + s->compute_ns;
+				e->compute_free = s->compute_end;
+				e->p.st->compute_us += s->compute_ns / 1000;
+			}
+			if (now < s->compute_end)
+				continue;
+		}
 		for (m = 0; m < e->p.num_models; m++) {
 			uint32_t k;
 

@@ -60,6 +60,7 @@ struct emu_params {
 	uint32_t max_inflight; /* sequences running at once */
 	uint32_t step_tokens;  /* tokens a running sequence sends per step */
 	uint64_t refill_timeout_ns;
+	uint32_t recompute_tokens_per_s; /* a sequence's missed tokens take this long to run (0: free) */
 	bool resume_estimate;  /* wafer.resume "estimate"; false: "whole" */
 	bool open_loop;	       /* recording: refills are not awaited nor checked */
 	uint16_t nshards;

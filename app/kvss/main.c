@@ -623,7 +623,8 @@ main(int argc, char **argv)
 			}
 		ret = kvss_driver_init();
 		if (ret != 0) {
-			status = ret == -2 ? 2 : 1; /* 2: a configuration error */
+			/* 2: a configuration error; a signal while it loaded: 0 */
+			status = ret == -2 ? 2 : ret == -3 ? 0 : 1;
 			kvss_driver_free(); /* what it set up before it stopped */
 			goto out_free;
 		}

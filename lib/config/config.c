@@ -478,6 +478,8 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	GET_INT(c, d, "start_timeout_ms", 1, 3600000, 10000, false, cfg->driver.start_timeout_ms);
 	GET_INT(c, d, "refill_timeout_ms", 1, 600000, 2000, false, cfg->driver.refill_timeout_ms);
 	GET_INT(c, d, "away_ms", 0, 600000, 1000, false, cfg->driver.away_ms);
+	GET_INT(c, d, "recompute_tokens_per_s", 0, 1000000000, 0, false,
+		cfg->driver.recompute_tokens_per_s);
 	{
 		static const char *const on_loss[] = {"resync", "truncate", NULL};
 		int ol = get_choice(c, d, "on_loss", on_loss, KVSS_LOSS_RESYNC, false);

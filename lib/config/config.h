@@ -128,6 +128,7 @@ struct kvss_config {
 		uint32_t start_timeout_ms; /* every shard must answer within this */
 		uint32_t refill_timeout_ms; /* a refill not whole by then fails */
 		uint32_t away_ms;	    /* a shard silent this long is away (0: never) */
+		uint32_t recompute_tokens_per_s; /* the wafer's prefill of missed tokens (0: free) */
 		uint8_t on_loss;	    /* enum kvss_on_loss */
 		uint8_t refill_model;	    /* enum kvss_refill_model */
 		uint8_t refill_short_pct;   /* learned: scaled so this share runs longer (0: unscaled) */
@@ -176,9 +177,11 @@ int kvss_cfg_vfail(const char *file, char *err, size_t errlen, const struct conf
  * reader here does. Refused, with one line in @p err naming the file (and
  * the line): a path that is not a regular file, an @include directive
  * (libconfig 1.5 exits the whole process when an included path cannot be
- * read, "input in flex scanner failed"; kvss files are one file each), and
- * whatever libconfig refuses. @return 0 or -1.
+ * read, "input in flex scanner failed"; kvss files are one file each), a
+ * file over KVSS_CFG_MAX_BYTES, and whatever libconfig refuses.
+ * @return 0 or -1.
  */
+#define KVSS_CFG_MAX_BYTES (16u << 20)
 struct config_t;
 int kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen);
 

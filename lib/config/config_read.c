@@ -173,6 +173,7 @@ int
 kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
 {
 	char line[4096];
+	size_t total = 0;
 	unsigned int n = 0;
 	int at_start = 1, rc;
 	FILE *f;
@@ -184,6 +185,16 @@ kvss_cfg_read(struct config_t *lc, const char *path, char *err, size_t errlen)
 	while (fgets(line, sizeof(line), f) != NULL) {
 		const char *p = line;
 		size_t len = strlen(line);
+
+		/* A bound on what a parse takes (memory, and time a signal
+		 * waits for): real configurations are a few kilobytes. */
+		total += len;
+		if (total > KVSS_CFG_MAX_BYTES) {
+			fclose(f);
+			snprintf(err, errlen, "%s: over %u MiB: not a configuration", path,
+				 KVSS_CFG_MAX_BYTES >> 20);
+			return -1;
+		}
 
 		if (n == 0 && at_start && (unsigned char)line[0] == 0xef &&
 		    (unsigned char)line[1] == 0xbb && (unsigned char)line[2] == 0xbf) {

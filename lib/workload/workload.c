@@ -178,6 +178,14 @@ block_token(uint64_t hash_id, uint32_t pos)
 	return (uint32_t)x;
 }
 
+static bool (*wl_stop)(void);
+
+void
+workload_set_stop(bool (*stop)(void))
+{
+	wl_stop = stop;
+}
+
 int
 workload_load(const char *path, uint32_t block, size_t limit, struct workload *t, char *err,
 	      size_t errlen)
@@ -213,6 +221,14 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 		int rc;
 
 		lineno++;
+		if (wl_stop != NULL && (lineno % WL_STOP_EVERY == 0 || len > (64 << 10)) && wl_stop()) {
+			snprintf(err, errlen, "%s:%lu: stopped (a signal) before the end", path, lineno);
+			free(line);
+			fclose(f);
+			workload_free(t);
+			errno = EINTR;
+			return -1;
+		}
 		if (len == -2) {
 			if (errno == EFBIG)
 				snprintf(err, errlen, "%s:%lu: a line longer than %zu bytes", path, lineno,

@@ -14,6 +14,7 @@
 #ifndef KVSS_WORKLOAD_H
 #define KVSS_WORKLOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,15 @@ struct workload {
  */
 int workload_load(const char *path, uint32_t block, size_t limit, struct workload *w, char *err,
 		  size_t errlen);
+
+/**
+ * A long load asks @p stop (NULL: never) every WL_STOP_EVERY lines, or
+ * every line of more than 64 KiB, whether to give up: a program that
+ * caught a signal stops within that much reading, with an error saying so
+ * and errno EINTR.
+ */
+void workload_set_stop(bool (*stop)(void));
+#define WL_STOP_EVERY 1024
 
 /**
  * workload_load() with other bounds than WL_MAX_LINE and WL_MAX_REQUESTS
