@@ -90,7 +90,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	$(FILEIO_SRC) $(ARGS_SRC) \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
-	app/trace/kvss_trace.c app/trace/oracle.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
+	app/trace/kvss_trace.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c $(KVSS_PURE_SRC)
@@ -153,7 +153,7 @@ $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC)) $(LIBCONFIG) $
 		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
-$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c $(REPLAY_SRC) $(ARGS_SRC)) \
+$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC)) \
 		$(LIBWORKLOAD) $(LIBWAFER) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
@@ -244,7 +244,7 @@ $(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_oracle: $(call obj,test/test_oracle.c app/trace/oracle.c)
+$(BUILD)/test/test_oracle: $(call obj,test/test_oracle.c app/trace/oracle.c app/trace/tier2.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

@@ -6,7 +6,8 @@
 # block or not of first sightings; LRU told which blocks return; a cache told
 # how many more times each block is used, and also when the last use comes, or
 # only each block's mean gap between uses; replacement by a table fitted on the
-# trace in hindsight); then the other policies beside LRU.
+# trace in hindsight); a second tier behind 1e6 (kvss-trace --l2); then the
+# other policies beside LRU.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -16,7 +17,8 @@ if [ ! -f "$MC" ]; then
 	exit 0
 fi
 names=(1e6 3e6 1e7 inf)
-out=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7,inf --json --baseline --oracle 2>/dev/null) || {
+out=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1e6,3e6,1e7,inf --json --baseline --oracle \
+	--l2 1e7 --l2-admit all,seen2 2>/dev/null) || {
 	echo "bench: kvss-trace failed" >&2
 	exit 1
 }
@@ -42,6 +44,26 @@ if d["protocol_errors"] or d["verify_failures"]:
 PY
 	i=$((i + 1))
 done <<<"$out"
+# A second tier of 1e7 tokens behind 1e6 of DRAM (kvss-trace --l2, the block
+# model of app/trace/tier2.h) against one tier of 1.1e7 (the library's LRU,
+# this run) and against the best use of 1e6 alone (Belady with bypass); and
+# what each admission rule writes for its hits.
+one=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1.1e7 --json 2>/dev/null) || {
+	echo "bench: kvss-trace failed" >&2
+	exit 1
+}
+python3 - "$(head -n 1 <<<"$out")" "$one" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1]); one = json.loads(sys.argv[2])["hit_ratio"]; bel = d["belady_hit_ratio"]
+for t in d["l2"]:
+    name = "" if t["admit"] == "all" else "_" + t["admit"]
+    h = t["hit_ratio"]
+    print(f"bench: trace_synthetic_hit_1e6_l2_1e7{name} {h:.4f} hit_ratio (baseline {one:.4f} hit_ratio, ratio {h/one:.3f})")
+    print(f"bench: trace_synthetic_hit_1e6_l2_1e7{name}_vs_belady_1e6 {h:.4f} hit_ratio (baseline {bel:.4f} hit_ratio, ratio {h/bel:.3f})")
+    print(f"bench: trace_synthetic_l2_written_1e6_l2_1e7{name} {t['l2_written_tokens']} tokens")
+    print(f"bench: trace_synthetic_l2_write_peak_1e6_l2_1e7{name} {t['l2_write_tokens_per_s_peak']:.0f} tokens/s")
+    print(f"bench: trace_synthetic_l2_hits_per_written_1e6_l2_1e7{name} {t['l2_read_tokens'] / max(t['l2_written_tokens'], 1):.3f} fraction")
+PY
 # The other policies beside LRU (the library's, this run), and the share of
 # the gap from LRU to Belady each closes.
 for pol in lfu slru admit followup; do

@@ -132,6 +132,31 @@ check "--oracle: told the life's gap 0.1667" \
 check "--oracle, the -1 rule: Belady 0.1667 (x refills 5 of its 10 tokens)" \
 	test "$(field "$tmp/or1" 1 belady_hit_ratio)" = 0.1667
 
+# --l2 on the same trace, room for one block in each tier: x goes down when
+# y comes, comes up when x returns (10 of 30 tokens, --no-minus-one, all from
+# L2), y goes down; y's return hits L2 too (5 more). One block written per
+# L1 miss after the first: x, y, x... Admitting only blocks used twice, x
+# and y are each freed once before their second use: no hit from L2.
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json \
+	--no-minus-one --l2 10 --l2-admit all,seen2 >"$tmp/l2" 2>"$tmp/l2err"
+check "--l2 exits 0" test $? -eq 0
+l2f() { sed -n 1p "$tmp/l2" | python3 -c "import json,sys; print(json.load(sys.stdin)['l2'][$1]['$2'])"; }
+check "--l2 all: hit ratio 0.5 (15 of 30)" test "$(l2f 0 hit_ratio)" = 0.5
+check "--l2 all: all of it from L2" test "$(l2f 0 hit_tokens_l2)" = 15
+check "--l2 all: 15 tokens read from L2" test "$(l2f 0 l2_read_tokens)" = 15
+check "--l2 all: three blocks written (x, y, x)" test "$(l2f 0 l2_written_tokens)" = 30
+check "--l2 seen2: no L2 hit" test "$(l2f 1 hit_tokens_l2)" = 0
+"$T" --trace test/data/chat.jsonl --capacity 100 --l2 1000 >/dev/null 2>"$tmp/l2err"
+check "--l2 on a trace without block ids exits 2, naming it" \
+	sh -c "[ $? -eq 2 ] && grep -q -- '--l2 need a trace with block ids' '$tmp/l2err'"
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --l2 10 --recompute-tokens-per-s 1e4 \
+	>/dev/null 2>"$tmp/l2err"
+check "--recompute-tokens-per-s without --kv-bytes-per-token exits 2, naming it" \
+	sh -c "[ $? -eq 2 ] && grep -q -- '--kv-bytes-per-token' '$tmp/l2err'"
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --l2 10 --l2-admit twice >/dev/null 2>"$tmp/l2err"
+check "--l2-admit twice exits 2, naming it" \
+	sh -c "[ $? -eq 2 ] && grep -q -- \"--l2-admit: 'twice'\" '$tmp/l2err'"
+
 # Part of the public trace, if it is there.
 MC=../shared/traces/mooncake_synthetic.jsonl
 if [ -f "$MC" ]; then

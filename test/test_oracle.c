@@ -2,12 +2,15 @@
 /*
  * kvss-trace's offline references (Belady with bypass; LRU told which blocks
  * return; a cache told how many more uses) on workloads small enough to work
- * out by hand.
+ * out by hand; and the two-tier model of kvss-trace --l2 (tier2.h).
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "oracle.h"
+#include "test_rng.h"
+#include "tier2.h"
 
 #define BLOCK 10
 
@@ -109,6 +112,12 @@ static double
 fitted(const struct workload *w, uint64_t capacity)
 {
 	return ref(w, FITTED, capacity, 0, 0);
+}
+
+static double
+plain_lru(const struct workload *w, uint64_t capacity)
+{
+	return ref(w, PLAIN_LRU, capacity, 0, 0);
 }
 
 Test(oracle, a_table_fitted_on_the_trace_bypasses_the_kind_that_never_returns)
@@ -350,4 +359,115 @@ Test(oracle, belady_not_told_of_first_sightings_stores_a_block_on_its_second)
 	req(&w, "xy", 2 * BLOCK, 1);
 	req(&w, "xy", 2 * BLOCK, 2);
 	cr_assert_float_eq(belady_seen(&w, 0), 20.0 / 60, 1e-9);
+}
+
+/* ---- The second tier (tier2.h) ------------------------------------------------- */
+
+static struct tier2_result
+tier2(struct workload *w, uint64_t l1, uint64_t l2, enum tier2_admit admit)
+{
+	struct oracle_blocks *b = oracle_blocks_new(w, 0);
+	struct tier2_params p = {.l1_tokens = l1, .l2_tokens = l2, .block = BLOCK, .admit = admit};
+	struct tier2_result r;
+
+	cr_assert_not_null(b);
+	cr_assert_eq(tier2_run(b, &p, &r), 0);
+	oracle_blocks_free(b);
+	return r;
+}
+
+Test(tier2, what_l1_frees_goes_down_and_a_hit_in_l2_comes_up)
+{
+	struct workload w = {0};
+	struct tier2_result r;
+
+	/*
+	 * One block in each tier. a, b: a goes down. a hits in L2 and comes up,
+	 * b goes down; b hits in L2 likewise. 20 of 40 tokens, all from L2;
+	 * three blocks written (a, b, a), two read. One LRU of two blocks hits
+	 * the same; of one block, none.
+	 */
+	block_per_ms(&w, "abab");
+	r = tier2(&w, BLOCK, BLOCK, TIER2_ADMIT_ALL);
+	cr_assert_eq(r.input, 40);
+	cr_assert_eq(r.hit_l1, 0);
+	cr_assert_eq(r.hit_l2, 20);
+	cr_assert_eq(r.written, 3 * BLOCK);
+	cr_assert_eq(r.read, 20);
+	cr_assert_float_eq(plain_lru(&w, 2 * BLOCK), 0.5, 1e-9);
+	cr_assert_float_eq(plain_lru(&w, BLOCK), 0.0, 1e-9);
+	/* Admitting only blocks used twice: a and b each go when first freed
+	 * (neither was used twice yet), so nothing hits; a, freed last, was. */
+	r = tier2(&w, BLOCK, BLOCK, TIER2_ADMIT_SEEN2);
+	cr_assert_eq(r.hit_l1 + r.hit_l2, 0);
+	cr_assert_eq(r.written, BLOCK);
+}
+
+Test(tier2, a_hit_that_computing_beats_is_a_miss)
+{
+	struct workload w = {0};
+	struct oracle_blocks *b;
+	struct tier2_params p = {.l1_tokens = BLOCK, .l2_tokens = BLOCK, .block = BLOCK,
+				 .bytes_per_token = 1 << 20, .recompute_tokens_per_s = 1e6,
+				 .l2_read_gbps = 1, .l2_read_latency_us = 100};
+	struct tier2_result r;
+
+	/* 10 tokens of 1 MiB at 1 GB/s and 100 us: 10.6 ms; computing them, 10 us. */
+	block_per_ms(&w, "abab");
+	b = oracle_blocks_new(&w, 0);
+	cr_assert_not_null(b);
+	cr_assert_eq(tier2_run(b, &p, &r), 0);
+	cr_assert_eq(r.hit_l2, 0);
+	cr_assert_eq(r.recompute_faster, 20);
+	/* A fast disk: taken. */
+	p.l2_read_gbps = 1000;
+	p.l2_read_latency_us = 1;
+	p.recompute_tokens_per_s = 1e3;
+	cr_assert_eq(tier2_run(b, &p, &r), 0);
+	cr_assert_eq(r.hit_l2, 20);
+	cr_assert_eq(r.recompute_faster, 0);
+	oracle_blocks_free(b);
+}
+
+/*
+ * Admitting all, two LRU tiers hold what one LRU of their sum holds: over a
+ * random workload, the hit is the plain LRU's at L1 + L2 exactly, and with
+ * no L2 the plain LRU's at L1.
+ */
+Test(tier2, admitting_all_two_tiers_hit_as_one_lru_of_their_sum)
+{
+	uint64_t seed = test_seed("tier2 random workload", 0x7132);
+	struct workload w = {0};
+	static struct wl_req rq[3000];
+	static uint64_t id[3000][6];
+	uint64_t x = seed;
+	size_t i, k;
+
+	for (i = 0; i < 3000; i++) {
+		uint32_t nb = 1 + (uint32_t)(i % 6);
+
+		for (k = 0; k < nb; k++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			/* Shared first blocks, a long tail after them. */
+			id[i][k] = k == 0 ? (x >> 33) % 8 : (x >> 33) % (40 * k);
+			id[i][k] = id[i][k] * 16 + k;
+		}
+		rq[i] = (struct wl_req){.ids = id[i], .nids = nb, .n = nb * BLOCK, .ts_ms = i * 10};
+		w.tokens += rq[i].n;
+	}
+	w.r = rq;
+	w.n = 3000;
+	for (k = 1; k <= 4; k++) {
+		uint64_t l1 = k * 8 * BLOCK, l2 = k * 30 * BLOCK;
+		struct tier2_result all = tier2(&w, l1, l2, TIER2_ADMIT_ALL);
+		struct tier2_result none = tier2(&w, l1, 0, TIER2_ADMIT_ALL);
+		double sum = plain_lru(&w, l1 + l2), one = plain_lru(&w, l1);
+
+		cr_assert_float_eq((double)(all.hit_l1 + all.hit_l2) / (double)all.input, sum, 1e-12,
+				   "seed %#" PRIx64 ": L1 %" PRIu64 " + L2 %" PRIu64, seed, l1, l2);
+		cr_assert_gt(all.hit_l2, 0);
+		cr_assert_eq(all.read, all.hit_l2);
+		cr_assert_float_eq((double)none.hit_l1 / (double)none.input, one, 1e-12);
+		cr_assert_eq(none.hit_l2 + none.written, 0);
+	}
 }

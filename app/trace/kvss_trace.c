@@ -19,6 +19,7 @@
 #include "replay.h"
 #include "oracle.h"
 #include "route.h"
+#include "tier2.h"
 #include "workload.h"
 #include "args.h"
 
@@ -42,7 +43,14 @@ struct opts {
 	uint32_t replicas; /* 0 or 1: one driver */
 	enum route_policy route;
 	uint64_t kv_bytes; /* KV bytes per token, over a model's shards (0: not given) */
+	/* --l2: the two-tier block model (tier2.h) per L2 capacity and admission rule. */
+	uint64_t l2[16];
+	unsigned int nl2;
+	unsigned int l2_admit; /* bit per enum tier2_admit */
+	double recompute_tps, l2_gbps, l2_lat_us;
 };
+
+static const char *const admit_names[] = {"all", "seen2", NULL};
 
 #define PEAK_WINDOW_S 10	   /* the busiest this many seconds of trace time */
 #define RATES_MAX_S (1u << 22) /* seconds counted apart (48 days); later ones go in the last */
@@ -330,11 +338,21 @@ usage(FILE *f)
 		"                     eviction and refill rates also in Gb/s\n"
 		"  --replicas R       R independent drivers, each with the capacity given\n"
 		"  --route P          which replica gets a request: affinity (default), random,\n"
-		"                     org, prefix, chash (consistent hashing, bounded loads)\n");
+		"                     org, prefix, chash (consistent hashing, bounded loads)\n"
+		"  --l2 N,...         also a second tier of N tokens behind each capacity, over\n"
+		"                     the trace's blocks (Mooncake format): hit ratio by tier,\n"
+		"                     L2 tokens written and read (docs/kvss-trace.md)\n"
+		"  --l2-admit R,...   what L2 takes of what L1 frees: all (default), seen2 (a\n"
+		"                     block used twice: fewer writes, fewer hits)\n"
+		"  --recompute-tokens-per-s R  an L2 hit counts only when reading it is faster\n"
+		"                     than computing it at R tokens/s (needs --kv-bytes-per-token)\n"
+		"  --l2-read-gbps G   L2 read bandwidth for that, GB/s (default 3)\n"
+		"  --l2-latency-us U  and its latency per request (default 100)\n");
 }
 
+/* A list of token counts ("1e6,3e6,inf") into @p v (16 at most; inf: 0). */
 static int
-parse_capacities(const char *s, struct opts *o)
+parse_capacities(const char *s, uint64_t *v, unsigned int *n)
 {
 	char buf[512], *tok, *save = NULL;
 
@@ -343,20 +361,97 @@ parse_capacities(const char *s, struct opts *o)
 	strcpy(buf, s);
 	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 		char *end;
-		double v;
+		double x;
 
-		if (o->ncap == 16)
+		if (*n == 16)
 			return -EINVAL;
 		if (strcmp(tok, "inf") == 0 || strcmp(tok, "unlimited") == 0) {
-			o->capacity[o->ncap++] = 0;
+			v[(*n)++] = 0;
 			continue;
 		}
-		v = strtod(tok, &end);
-		if (end == tok || *end != '\0' || v < 0 || v > 1e12)
+		x = strtod(tok, &end);
+		if (end == tok || *end != '\0' || x < 0 || x > 1e12)
 			return -EINVAL;
-		o->capacity[o->ncap++] = (uint64_t)v;
+		v[(*n)++] = (uint64_t)x;
 	}
-	return o->ncap ? 0 : -EINVAL;
+	return *n ? 0 : -EINVAL;
+}
+
+/* A positive number @p arg of option @p opt, at most @p hi; or a message and -1. */
+static int
+num_f(const char *opt, const char *arg, double hi, double *out)
+{
+	char *end;
+	double x = strtod(arg, &end);
+
+	if (end == arg || *end != '\0' || !(x > 0) || x > hi) {
+		fprintf(stderr, "kvss-trace: %s: '%s' is not a number in (0, %g]\n", opt, arg, hi);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/*
+ * --l2: the two-tier model at L1 capacity @p cap for each L2 capacity and
+ * admission rule asked, as a JSON array member or as text lines.
+ */
+static int
+print_l2(const struct opts *o, const struct oracle_blocks *b, uint64_t cap)
+{
+	unsigned int i, a;
+	bool first = true;
+
+	if (o->json)
+		printf(", \"l2\": [");
+	for (i = 0; i < o->nl2; i++)
+		for (a = 0; admit_names[a] != NULL; a++) {
+			struct tier2_params tp = {.l1_tokens = cap, .l2_tokens = o->l2[i],
+						  .block = o->block, .admit = (enum tier2_admit)a,
+						  .bytes_per_token = o->kv_bytes,
+						  .recompute_tokens_per_s = o->recompute_tps,
+						  .l2_read_gbps = o->l2_gbps,
+						  .l2_read_latency_us = o->l2_lat_us};
+			struct tier2_result r;
+			double hr, s;
+
+			if (!(o->l2_admit & (1u << a)))
+				continue;
+			if (tier2_run(b, &tp, &r) != 0) {
+				fprintf(stderr, "kvss-trace: out of memory\n");
+				return -1;
+			}
+			hr = r.input ? (double)(r.hit_l1 + r.hit_l2) / (double)r.input : 0;
+			s = r.seconds > 0 ? r.seconds : 1;
+			if (o->json) {
+				printf("%s{\"l2_tokens\": %" PRIu64 ", \"admit\": \"%s\", \"hit_ratio\": %.4f"
+				       ", \"hit_tokens_l1\": %" PRIu64 ", \"hit_tokens_l2\": %" PRIu64
+				       ", \"recompute_faster_tokens\": %" PRIu64
+				       ", \"l2_written_tokens\": %" PRIu64 ", \"l2_read_tokens\": %" PRIu64
+				       ", \"l2_write_tokens_per_s\": %.1f, \"l2_write_tokens_per_s_peak\": %.1f"
+				       ", \"l2_read_tokens_per_s\": %.1f, \"l2_read_tokens_per_s_peak\": %.1f",
+				       first ? "" : ", ", o->l2[i], admit_names[a], hr, r.hit_l1, r.hit_l2,
+				       r.recompute_faster, r.written, r.read, (double)r.written / s,
+				       r.written_peak, (double)r.read / s, r.read_peak);
+				if (o->kv_bytes)
+					printf(", \"l2_write_gbps_peak\": %.3f, \"l2_read_gbps_peak\": %.3f",
+					       gbps(o, r.written_peak), gbps(o, r.read_peak));
+				printf("}");
+			} else {
+				printf("%-12s L2 %" PRIu64 " tokens (admit %s): hit ratio %.4f (L1 %.4f, L2 "
+				       "%.4f), %" PRIu64 " L2 hit tokens recomputed (faster); L2 written %"
+				       PRIu64 ", read %" PRIu64 " tokens; tokens/s written %.0f, busiest 10 s "
+				       "%.0f; read %.0f, busiest %.0f\n", "", o->l2[i], admit_names[a], hr,
+				       r.input ? (double)r.hit_l1 / (double)r.input : 0,
+				       r.input ? (double)r.hit_l2 / (double)r.input : 0, r.recompute_faster,
+				       r.written, r.read, (double)r.written / s, r.written_peak,
+				       (double)r.read / s, r.read_peak);
+			}
+			first = false;
+		}
+	if (o->json)
+		printf("]");
+	return 0;
 }
 
 /* Whole number @p arg of option @p opt in [lo, hi] (1e6 allowed), or a message and -1. */
@@ -397,9 +492,14 @@ main(int argc, char **argv)
 		{"route", required_argument, NULL, 'r'}, {"probation", required_argument, NULL, 'P'},
 		{"oracle", no_argument, NULL, 'O'}, {"followup", required_argument, NULL, 'U'},
 		{"kv-bytes-per-token", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
+		{"version", no_argument, NULL, 'V'}, {"l2", required_argument, NULL, '2'},
+		{"l2-admit", required_argument, NULL, 'A'},
+		{"recompute-tokens-per-s", required_argument, NULL, 'T'},
+		{"l2-read-gbps", required_argument, NULL, 'G'},
+		{"l2-latency-us", required_argument, NULL, 'Y'},
 		{NULL, 0, NULL, 0}};
-	struct opts o = {.column = 64, .block = 512};
+	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
+			 .l2_gbps = 3.0, .l2_lat_us = 100};
 	struct workload t = {0};
 	struct oracle_blocks *blocks = NULL;
 	char err[512];
@@ -412,13 +512,48 @@ main(int argc, char **argv)
 			o.trace = optarg;
 			break;
 		case 'c':
-			if (parse_capacities(optarg, &o) != 0) {
+			if (parse_capacities(optarg, o.capacity, &o.ncap) != 0) {
 				fprintf(stderr, "kvss-trace: --capacity: bad list '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 'O':
 			o.oracle = true;
+			break;
+		case '2':
+			if (parse_capacities(optarg, o.l2, &o.nl2) != 0) {
+				fprintf(stderr, "kvss-trace: --l2: bad list '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'A': {
+			char buf[64], *tok, *save = NULL;
+			unsigned int a;
+
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			o.l2_admit = 0;
+			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+				for (a = 0; admit_names[a] != NULL && strcmp(tok, admit_names[a]) != 0; a++)
+					;
+				if (admit_names[a] == NULL) {
+					fprintf(stderr, "kvss-trace: --l2-admit: '%s' is not all or seen2\n", tok);
+					return 2;
+				}
+				o.l2_admit |= 1u << a;
+			}
+			break;
+		}
+		case 'T':
+			if (num_f("--recompute-tokens-per-s", optarg, 1e12, &o.recompute_tps) != 0)
+				return 2;
+			break;
+		case 'G':
+			if (num_f("--l2-read-gbps", optarg, 1e4, &o.l2_gbps) != 0)
+				return 2;
+			break;
+		case 'Y':
+			if (num_f("--l2-latency-us", optarg, 1e7, &o.l2_lat_us) != 0)
+				return 2;
 			break;
 		case 'K':
 			NUM("--kv-bytes-per-token", 1, 1ull << 30, o.kv_bytes);
@@ -510,12 +645,19 @@ main(int argc, char **argv)
 		fprintf(stderr, "kvss-trace: %s\n", err);
 		return 2;
 	}
-	if (o.oracle && (t.n == 0 || t.r[0].ids == NULL)) {
-		fprintf(stderr, "kvss-trace: --oracle needs a trace with block ids (Mooncake format)\n");
+	if (o.recompute_tps > 0 && o.kv_bytes == 0) {
+		fprintf(stderr, "kvss-trace: --recompute-tokens-per-s needs --kv-bytes-per-token (what "
+				"an L2 read of a token costs)\n");
 		workload_free(&t);
 		return 2;
 	}
-	if ((o.baseline || o.oracle) && (blocks = oracle_blocks_new(&t, o.limit)) == NULL) {
+	if ((o.oracle || o.nl2) && (t.n == 0 || t.r[0].ids == NULL)) {
+		fprintf(stderr, "kvss-trace: --oracle and --l2 need a trace with block ids (Mooncake "
+				"format)\n");
+		workload_free(&t);
+		return 2;
+	}
+	if ((o.baseline || o.oracle || o.nl2) && (blocks = oracle_blocks_new(&t, o.limit)) == NULL) {
 		fprintf(stderr, "kvss-trace: out of memory\n");
 		workload_free(&t);
 		return 1;
@@ -584,6 +726,8 @@ main(int argc, char **argv)
 				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
 				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
+			if (o.nl2 && print_l2(&o, blocks, o.capacity[k]) != 0)
+				return 1;
 			printf("}\n");
 		} else {
 			char cs[32];
@@ -620,6 +764,8 @@ main(int argc, char **argv)
 				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
 				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
+			if (o.nl2 && print_l2(&o, blocks, o.capacity[k]) != 0)
+				return 1;
 		}
 		fflush(stdout);
 	}

@@ -6,46 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NONE UINT32_MAX
-
-/* A block's uses: the requests of its first and last, and how many. */
-struct block_use {
-	uint32_t first, last, n;
-};
-
-/* The trace flattened: every (request, block) access, blocks numbered densely. */
-struct oracle_blocks {
-	const struct workload *t;
-	size_t nreq;
-	uint32_t *first; /* request i's accesses: [first[i], first[i + 1]) */
-	uint32_t *blk;	 /* dense block number of each access */
-	uint32_t *next;	 /* request of the block's next use, or NONE */
-	uint32_t *left;	 /* how many more times the block is used after this */
-	struct block_use *use; /* per block */
-	uint32_t nblk;
-	uint32_t column;       /* the replay rule (oracle_blocks_replay_rule) */
-	bool minus_one;
-};
+#include "oracle_priv.h"
 
 void
 oracle_blocks_replay_rule(struct oracle_blocks *a, uint32_t column, bool minus_one)
 {
 	a->column = column ? column : 1;
 	a->minus_one = minus_one;
-}
-
-/*
- * Of the @p h leading tokens of request @p q a cache holds, those a refill
- * can bring: whole columns, and (the -1 rule) never the prompt's last token.
- */
-static uint64_t
-replayable(const struct oracle_blocks *a, const struct wl_req *q, uint64_t h)
-{
-	uint64_t lim = a->minus_one && q->n > 0 ? q->n - 1 : q->n;
-
-	if (h > lim)
-		h = lim;
-	return h / a->column * a->column;
 }
 
 void
@@ -137,61 +104,6 @@ fail:
 	free(val);
 	oracle_blocks_free(a);
 	return NULL;
-}
-
-/* A recency list over dense block numbers: head most recent. */
-struct lru {
-	uint32_t *prev, *next, head, tail;
-};
-
-static int
-lru_init(struct lru *l, uint32_t nblk)
-{
-	l->prev = malloc(sizeof(uint32_t) * (nblk + 1));
-	l->next = malloc(sizeof(uint32_t) * (nblk + 1));
-	l->head = l->tail = NONE;
-	return l->prev && l->next ? 0 : -1;
-}
-
-static void
-lru_fini(struct lru *l)
-{
-	free(l->prev);
-	free(l->next);
-}
-
-static void
-lru_unlink(struct lru *l, uint32_t b)
-{
-	if (l->prev[b] != NONE)
-		l->next[l->prev[b]] = l->next[b];
-	else
-		l->head = l->next[b];
-	if (l->next[b] != NONE)
-		l->prev[l->next[b]] = l->prev[b];
-	else
-		l->tail = l->prev[b];
-}
-
-static void
-lru_push(struct lru *l, uint32_t b)
-{
-	l->prev[b] = NONE;
-	l->next[b] = l->head;
-	if (l->head != NONE)
-		l->prev[l->head] = b;
-	else
-		l->tail = b;
-	l->head = b;
-}
-
-/* Tokens of block @k of request @q. */
-static inline uint32_t
-block_tokens(const struct wl_req *q, uint32_t k, uint32_t block)
-{
-	uint32_t end = (k + 1) * block < q->n ? (k + 1) * block : q->n;
-
-	return end > k * block ? end - k * block : 0;
 }
 
 /* Tokens request @i hits: its leading blocks with a nonzero @size. */
