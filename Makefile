@@ -12,7 +12,7 @@ CLANG ?= clang
 FUZZ_SECONDS ?= 30
 PYTHON ?= python3
 
-PKGS := libdpdk libconfig libxxhash
+PKGS := libdpdk libconfig libxxhash liburing
 HAVE_PKGS := $(shell pkg-config --exists $(PKGS) criterion 2>/dev/null && echo yes)
 
 ifeq ($(HAVE_PKGS),yes)
@@ -20,6 +20,7 @@ DPDK_CFLAGS := $(shell pkg-config --cflags libdpdk)
 DPDK_LIBS := $(shell pkg-config --libs libdpdk)
 DEP_LIBS := $(shell pkg-config --libs libconfig libxxhash) -lpcap -lm -lpthread
 CRITERION_LIBS := $(shell pkg-config --libs criterion)
+URING_LIBS := $(shell pkg-config --libs liburing)
 endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -27,7 +28,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # app includes its own ("kvss.h" beside it) and the libraries', never
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
-	-Ilib/fileio -Ilib/args
+	-Ilib/fileio -Ilib/args -Ilib/kvdisk
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -58,6 +59,7 @@ LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 
 # Files from outside, opened without blocking and read with bounds.
 FILEIO_SRC := lib/fileio/fileio.c
+KVDISK_SRC := lib/kvdisk/kvdisk.c
 
 # Whole numbers from a command line (1e6 too; never a prefix).
 ARGS_SRC := lib/args/args.c
@@ -93,7 +95,8 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	app/trace/kvss_trace.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
-	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c $(KVSS_PURE_SRC)
+	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
+	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
@@ -171,7 +174,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
-	$(BUILD)/test/test_args
+	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -257,6 +260,10 @@ $(BUILD)/test/test_workload: $(call obj,test/test_workload.c) $(LIBWORKLOAD) $(L
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
+$(BUILD)/test/test_kvdisk: $(call obj,test/test_kvdisk.c $(KVDISK_SRC))
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS) $(URING_LIBS)
+
 $(BUILD)/test/test_args: $(call obj,test/test_args.c $(ARGS_SRC))
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
@@ -288,6 +295,10 @@ $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 # ---- benchmarks --------------------------------------------------------------
 
 BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD)/bench/bench_shard
+
+$(BUILD)/bench/bench_kvdisk: $(call obj,bench/bench_kvdisk.c $(KVDISK_SRC))
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
 $(BUILD)/bench/bench_kvstore: $(BUILD)/obj/bench/bench_kvstore.o $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
@@ -335,7 +346,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 # ---- top-level targets -----------------------------------------------------
 
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
-	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES)
+	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 
 .PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
 
@@ -382,8 +393,9 @@ fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES)
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BENCHES)
+bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@for b in $(BENCHES); do $$b || exit 1; done
+	@scripts/bench-kvdisk.sh $(BUILD)
 	@scripts/bench-trace.sh $(BUILD)
 
 demo: deps

@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
 	build-essential pkg-config
 	dpdk dpdk-dev libdpdk-dev
-	libconfig-dev libxxhash-dev libcriterion-dev libpcap-dev
+	libconfig-dev libxxhash-dev libcriterion-dev libpcap-dev liburing-dev fio
 	clang libclang-rt-dev
 	python3 iproute2
 )

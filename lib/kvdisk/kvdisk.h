@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/kvdisk: a shard's second tier (L2) on its local disk (issue 27). It
+ * stores whole columns and executes what it is told: put a column, get
+ * one, delete one; it decides nothing (the driver chooses what goes down,
+ * what comes up and what is deleted, and knows what each shard's L2 holds).
+ *
+ * The file (or block device): a 4 KiB superblock saying its geometry, then
+ * per cache a region of fixed slots, each one column: a 64-byte header
+ * (the column's organization-scoped chained hash as its key, its parent's,
+ * its organization, first use, first token, tokens, and XXH3-64 of the
+ * bytes and of the header) and the column's bytes, the slot rounded up to
+ * 4 KiB. A put is one write of the whole slot; a delete writes a cleared
+ * header (a deleted or expired column cannot come back after a restart);
+ * every get checks both checksums and the key, and a column that fails is
+ * dropped (its header cleared) and reported, never returned.
+ *
+ * Keys mean the same in any process and after any restart: they are the
+ * chained hashes the driver computes from the organization's isolation id
+ * and the tokens (never a process-random seed), so a file outlives the
+ * process and could be shared by replicas later.
+ *
+ * Opening rebuilds the index from the headers. A file made for another
+ * geometry (caches, bytes per token, column, capacity) is refused with a
+ * message saying both; a new file is allocated whole (fallocate), so that
+ * a disk too small fails at open, not in the middle of a run. Files are
+ * created 0600. I/O is O_DIRECT through io_uring (liburing), batched up to
+ * the queue depth, on the thread that calls kvdisk_poll(); where the file
+ * system refuses O_DIRECT (tmpfs) it falls back to the page cache, and says
+ * so (kvdisk_direct()).
+ *
+ * One thread uses a kvdisk (the shard's tier lcore or thread): no lock.
+ */
+#ifndef KVDISK_H
+#define KVDISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KVDISK_MAX_CACHES 16
+#define KVDISK_ALIGN 4096u
+#define KVDISK_HDR_LEN 64u
+
+struct kvdisk_cache_params {
+	uint32_t bytes_per_token; /**< B_c */
+	uint32_t column_tokens;	  /**< tokens of a whole column */
+	uint64_t capacity_tokens; /**< columns = capacity / column_tokens */
+};
+
+struct kvdisk_params {
+	uint16_t num_caches;
+	struct kvdisk_cache_params cache[KVDISK_MAX_CACHES];
+	uint32_t queue_depth; /**< operations in flight at most (0: 64) */
+};
+
+/** What a column's header says (also what a put is given). */
+struct kvdisk_meta {
+	uint64_t key;	 /**< organization-scoped chained hash of the column's last token */
+	uint64_t parent; /**< the key of the column before it (0: the first) */
+	uint64_t org;	 /**< the organization's isolation id */
+	uint64_t first_use_ns; /**< wall clock (CLOCK_REALTIME) of its first use */
+	uint32_t start;	 /**< its first token's index in the prompt */
+	uint32_t tokens; /**< its tokens (a whole column) */
+	uint16_t cache;
+};
+
+enum kvdisk_op_type { KVDISK_PUT, KVDISK_GET, KVDISK_DEL };
+
+/** A finished operation, from kvdisk_poll(). */
+struct kvdisk_done {
+	enum kvdisk_op_type type;
+	uint64_t cookie;     /**< the caller's */
+	int status;	     /**< 0, or -errno: ENOENT (no such column), EBADMSG (checksum:
+			      *   dropped), EIO, ENOSPC (a short write) */
+	struct kvdisk_meta meta;
+	const uint8_t *data; /**< GET: the column's bytes, valid until the next kvdisk_poll() */
+	uint32_t len;
+};
+
+struct kvdisk_stats {
+	uint64_t puts, gets, dels;
+	uint64_t bytes_written, bytes_read;
+	uint64_t corrupt;      /**< columns whose checksum or key failed: dropped */
+	uint64_t write_errors; /**< failed or short writes: the column is not stored */
+	uint64_t read_errors;
+	uint64_t rebuilt;      /**< columns found at open */
+	uint64_t rebuild_dropped; /**< headers found at open that did not check */
+	uint64_t stored[KVDISK_MAX_CACHES]; /**< columns held, per cache */
+};
+
+struct kvdisk;
+
+/**
+ * Open (or create) @p path for @p p, rebuilding the index from what it
+ * holds. @return the L2, or NULL with one line in @p err naming the file.
+ */
+struct kvdisk *kvdisk_open(const char *path, const struct kvdisk_params *p, char *err,
+			   size_t errlen);
+void kvdisk_close(struct kvdisk *d);
+
+/** Does it use O_DIRECT (false: the file system refused it; the page cache is used)? */
+bool kvdisk_direct(const struct kvdisk *d);
+
+/** Columns a cache holds at most. */
+uint64_t kvdisk_slots(const struct kvdisk *d, uint16_t cache);
+
+/**
+ * Store a column: @p len bytes (tokens x B_c, in the caller's layout) as
+ * @p m says. It replaces a column of the same key. @return 0 when
+ * submitted (its kvdisk_done says how it went), -ENOSPC when the cache's
+ * slots are all used (the driver deletes first), -EBUSY when the queue is
+ * full (poll, then again), -EINVAL on a bad cache or length.
+ */
+int kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint32_t len,
+	       uint64_t cookie);
+
+/** Read the column @p key of organization @p org in @p cache. -ENOENT, -EBUSY as above. */
+int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
+
+/** Delete a column: not served from now on; its header is cleared on disk. -ENOENT. */
+int kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
+
+/** Is the column there (for the driver's inventory and tests)? */
+bool kvdisk_has(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org);
+
+/**
+ * Submit what is queued and take up to @p max finished operations into
+ * @p out, waiting for at least one when @p wait and any is in flight.
+ * @return how many.
+ */
+unsigned int kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wait);
+
+/** Operations in flight. */
+unsigned int kvdisk_inflight(const struct kvdisk *d);
+
+/** Every column held, in no order (the inventory a restarted shard gives). */
+void kvdisk_foreach(const struct kvdisk *d, void (*fn)(void *arg, const struct kvdisk_meta *m),
+		    void *arg);
+
+void kvdisk_stats(const struct kvdisk *d, struct kvdisk_stats *st);
+
+#endif
