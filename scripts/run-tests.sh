@@ -58,6 +58,7 @@ run stress_kvstore "$BUILD/test/stress_kvstore" 2000000
 run stress_kvstore_tsan "$BUILD/test/stress_kvstore_tsan" 1000000
 run kvss-dump scripts/test-dump.sh "$BUILD"
 run telemetry-doc scripts/telemetry-doc.py --check docs/telemetry.md
+run metrics scripts/test-metrics.sh "$BUILD"
 run kvss-trace scripts/test-trace.sh "$BUILD"
 run kvss-shard-pcap scripts/test-shard-pcap.sh "$BUILD"
 run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The Prometheus exporter (tools/kvss-exporter) against the real thing: one
+# kvss process (role "all") runs 300 requests and lingers with its final
+# figures; the exporter reads its telemetry socket; promtool (Debian's
+# prometheus package) checks the exposition; a Prometheus server scrapes the
+# exporter on loopback, and its HTTP API must give what telemetry says.
+# Also: docs/metrics.md matches the mapping; a process that is gone is
+# kvss_up 0. Only this test's own processes, ports and files.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+. scripts/check-lib.sh
+X=tools/kvss-exporter
+check "docs/metrics.md matches the exporter's mapping of docs/telemetry.md" \
+	"$X" --doc --check docs/metrics.md
+if ! /usr/bin/python3 -c "import prometheus_client" 2>/dev/null || ! command -v prometheus >/dev/null; then
+	echo "metrics: skipped: python3-prometheus-client or prometheus missing (scripts/deps.sh)"
+	check_summary "metrics"
+	exit $?
+fi
+tmp=$(mktemp -d)
+prefix=kvss_metrics_$$
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$tmp" "/var/run/dpdk/$prefix"
+}
+trap cleanup EXIT
+# A free loopback port (the kernel's pick).
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+"$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" --log-level lib.eal:error \
+	--file-prefix "$prefix" -- --config config/all-in-one.cfg --trace "" --limit 300 \
+	--linger 60000 >"$tmp/kvss.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 150); do
+	grep -q "telemetry answers for" "$tmp/kvss.log" && break
+	sleep 0.2
+done
+check "kvss ran its 300 requests and lingers" grep -q "telemetry answers for" "$tmp/kvss.log"
+
+# Once, on stdout: promtool's own check of the exposition.
+"$X" --prefix "$prefix" --once >"$tmp/once.txt" 2>"$tmp/once.err"
+check "the exporter's exposition (--once)" test -s "$tmp/once.txt"
+check "promtool check metrics passes on it" sh -c "promtool check metrics <'$tmp/once.txt' >'$tmp/promtool.log' 2>&1"
+cat "$tmp/promtool.log" | head -5
+check "kvss_up is 1" grep -q "^kvss_up{prefix=\"$prefix\"} 1.0" "$tmp/once.txt"
+
+ep=$(port)
+"$X" --prefix "$prefix" --prefix "kvss_metrics_gone_$$" --listen "127.0.0.1:$ep" >"$tmp/exp.log" 2>&1 &
+pids+=($!)
+pp=$(port)
+cat >"$tmp/prom.yml" <<YML
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: kvss
+    static_configs:
+      - targets: ["127.0.0.1:$ep"]
+YML
+prometheus --config.file="$tmp/prom.yml" --storage.tsdb.path="$tmp/tsdb" \
+	--web.listen-address="127.0.0.1:$pp" >"$tmp/prom.log" 2>&1 &
+pids+=($!)
+# query EXPR: the value Prometheus has for it (empty when none yet).
+query() {
+	/usr/bin/python3 - "$pp" "$1" <<'PY'
+import json, sys, urllib.parse, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/api/v1/query?" + urllib.parse.urlencode({"query": sys.argv[2]})
+try:
+    r = json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+except Exception:
+    r = []
+print(r[0]["value"][1] if r else "")
+PY
+}
+for _ in $(seq 100); do
+	[ -n "$(query "kvss_driver_requests_total{prefix=\"$prefix\"}")" ] && break
+	sleep 0.2
+done
+# tel ENDPOINT KEY: what the telemetry socket says.
+tel() {
+	echo "$1" | dpdk-telemetry.py -f "$prefix" 2>/dev/null | tail -n 1 |
+		python3 -c "import json,sys; d=json.load(sys.stdin)['$1']; print(d$2)"
+}
+for pair in "kvss_driver_requests_total|/swdriver/stats|['requests']" \
+	"kvss_driver_hit_tokens_total|/swdriver/stats|['hit_tokens']" \
+	"kvss_shard_refills_total|/kvss/stats|['refills']" \
+	"kvss_shard_batches_total|/kvss/stats|['batches']" \
+	"kvss_shard_cache_stored_tokens{cache=\"0\"}|/kvss/caches|['stored_tokens'][0]"; do
+	IFS='|' read -r series endpoint key <<<"$pair"
+	sel=${series/\}/,prefix=\"$prefix\"\}}
+	[ "$sel" = "$series" ] && sel="$series{prefix=\"$prefix\"}"
+	got=$(query "$sel")
+	want=$(tel "$endpoint" "$key")
+	check "Prometheus has $series = telemetry's $endpoint $key ($got, $want)" \
+		python3 -c "import sys; sys.exit(not (sys.argv[1] != '' and float(sys.argv[1]) == float(sys.argv[2])))" "$got" "$want"
+done
+check "the requests were 300" test "$(query "kvss_driver_requests_total{prefix=\"$prefix\"}")" = 300
+check "a process that is not there is kvss_up 0" \
+	test "$(query "kvss_up{prefix=\"kvss_metrics_gone_$$\"}")" = 0
+check "units in names: the fitted refill latency in seconds, below a second" \
+	python3 -c "import sys; v=float(sys.argv[1] or -1); sys.exit(not (0 < v < 1))" \
+	"$(query "kvss_driver_fit_latency_seconds{prefix=\"$prefix\"}")"
+check_summary "metrics"
