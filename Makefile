@@ -48,6 +48,7 @@ KVSTORE_SRC := lib/kvstore/kvstore.c lib/kvstore/kvstore_read.c lib/kvstore/kvst
 LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
 PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c lib/prefixcache/pc_map.c lib/prefixcache/pc_lookup.c \
+	lib/prefixcache/pc_l2.c \
 	lib/prefixcache/pc_record.c lib/prefixcache/pc_delete.c lib/prefixcache/pc_policy.c \
 	lib/prefixcache/pc_policy_slru.c lib/prefixcache/pc_policy_followup.c
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
@@ -72,7 +73,7 @@ LIBWORKLOAD := $(BUILD)/lib/libworkload.a
 WAFER_SRC := lib/wafer/wafer.c
 LIBWAFER := $(BUILD)/lib/libwafer.a
 
-REPLAY_SRC := app/trace/replay.c app/trace/route.c
+REPLAY_SRC := app/trace/replay.c app/trace/route.c $(KVDISK_SRC)
 # The shard role (shard.h lists its parts).
 SHARD_SRC := app/kvss/shard.c app/kvss/shard_tx.c app/kvss/shard_evict.c app/kvss/shard_refillq.c \
 	app/kvss/refill.c
@@ -96,7 +97,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
-	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c $(KVSS_PURE_SRC)
+	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
@@ -159,7 +160,7 @@ $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC)) $(LIBCONFIG) $
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC)) \
 		$(LIBWORKLOAD) $(LIBWAFER) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
-	$(CC) -o $@ $^ $(DEP_LIBS)
+	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
 $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c $(ARGS_SRC)) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
@@ -174,7 +175,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
-	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk
+	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -211,11 +212,11 @@ $(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h test/test_rng
 	$(CLANG) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Ilib/proto -Ilib/kvstore -o $@ \
 		$(STRESS_SRC) -lxxhash -lpthread
 
-$(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model: $(BUILD)/test/%: \
+$(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_prefixcache_l2: $(BUILD)/test/%: \
 		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS) $(URING_LIBS)
 
 $(BUILD)/test/test_config: $(BUILD)/obj/test/test_config.o $(LIBCONFIG) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)

@@ -64,6 +64,24 @@ for t in d["l2"]:
     print(f"bench: trace_synthetic_l2_write_peak_1e6_l2_1e7{name} {t['l2_write_tokens_per_s_peak']:.0f} tokens/s")
     print(f"bench: trace_synthetic_l2_hits_per_written_1e6_l2_1e7{name} {t['l2_read_tokens'] / max(t['l2_written_tokens'], 1):.3f} fraction")
 PY
+# The same through the driver library's own second tier, its shard's L2 in a
+# lib/kvdisk file (KVSS_BENCH_DIR, default /var/tmp), every refilled byte
+# checked (about two minutes here).
+lib=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1e6 --l2 1e7 --l2-dir "${KVSS_BENCH_DIR:-/var/tmp}" \
+	--json 2>/dev/null) || {
+	echo "bench: kvss-trace --l2-dir failed" >&2
+	exit 1
+}
+python3 - "$lib" "$one" <<'PY'
+import json, sys
+t = json.loads(sys.argv[1])["l2"][0]["library"]; one = json.loads(sys.argv[2])["hit_ratio"]
+h = t["hit_ratio"]
+print(f"bench: trace_synthetic_hit_1e6_l2_1e7_library {h:.4f} hit_ratio (baseline {one:.4f} hit_ratio, ratio {h/one:.3f})")
+print(f"bench: trace_synthetic_l2_library_hit_tokens_l2 {t['hit_tokens_l2']} tokens")
+print(f"bench: trace_synthetic_l2_library_written {t['l2_written_tokens']} tokens")
+if t["protocol_errors"] or t["verify_failures"]:
+    print(f"bench: trace_synthetic_l2_library: {t['protocol_errors']} protocol errors, {t['verify_failures']} verify failures")
+PY
 # The other policies beside LRU (the library's, this run), and the share of
 # the gap from LRU to Belady each closes.
 for pol in lfu slru admit followup; do

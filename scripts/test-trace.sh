@@ -146,6 +146,20 @@ check "--l2 all: all of it from L2" test "$(l2f 0 hit_tokens_l2)" = 15
 check "--l2 all: 15 tokens read from L2" test "$(l2f 0 l2_read_tokens)" = 15
 check "--l2 all: three blocks written (x, y, x)" test "$(l2f 0 l2_written_tokens)" = 30
 check "--l2 seen2: no L2 hit" test "$(l2f 1 hit_tokens_l2)" = 0
+# The same through the driver library's own second tier (--l2-dir: its
+# shards' L2 in lib/kvdisk files), which frees columns (5 tokens), not
+# blocks: y takes x's second column's room, so x's return hits its first
+# column in DRAM and its second in L2, and y's return hits L2: 15 of 30
+# again, 10 from L2. Every refilled byte checked, no file left behind.
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json \
+	--no-minus-one --l2 10 --l2-dir "$tmp" >"$tmp/l2lib" 2>"$tmp/l2err"
+check "--l2-dir exits 0" test $? -eq 0
+l2lib() { sed -n 1p "$tmp/l2lib" | python3 -c "import json,sys; print(json.load(sys.stdin)['l2'][0]['library']['$1'])"; }
+check "--l2-dir: the library hits 15 of 30 too" test "$(l2lib hit_tokens)" = 15
+check "--l2-dir: from L2, 10" test "$(l2lib hit_tokens_l2)" = 10
+check "--l2-dir: no protocol error, no wrong byte" \
+	test "$(l2lib protocol_errors)$(l2lib verify_failures)" = 00
+check "--l2-dir: its L2 files are gone" test -z "$(ls "$tmp" | grep kvss_replay_l2)"
 "$T" --trace test/data/chat.jsonl --capacity 100 --l2 1000 >/dev/null 2>"$tmp/l2err"
 check "--l2 on a trace without block ids exits 2, naming it" \
 	sh -c "[ $? -eq 2 ] && grep -q -- '--l2 need a trace with block ids' '$tmp/l2err'"

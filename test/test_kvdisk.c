@@ -294,6 +294,9 @@ Test(kvdisk, a_full_tier_and_a_full_queue_say_so)
 	m.tokens = COL + 1;
 	cr_assert_eq(kvdisk_put(d, &m, buf, COL * B, 1), -EINVAL, "more than a column");
 	cr_assert_eq(kvdisk_del(d, 0, 0x1000, 77, 2), 0);
+	m.tokens = COL;
+	cr_assert_eq(kvdisk_put(d, &m, buf, COL * B, 1), -EAGAIN,
+		     "the only room is a slot whose cleared header is not written yet");
 	cr_assert_eq(wait_for(d, 2).status, 0);
 	cr_assert_eq(put_sync(d, 3, 1), 0);
 	/* Eight reads in flight fill a queue of eight. */

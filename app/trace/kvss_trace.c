@@ -48,6 +48,7 @@ struct opts {
 	unsigned int nl2;
 	unsigned int l2_admit; /* bit per enum tier2_admit */
 	double recompute_tps, l2_gbps, l2_lat_us;
+	const char *l2_dir; /* --l2-dir: the library's replay keeps its L2 files here */
 };
 
 static const char *const admit_names[] = {"all", "seen2", NULL};
@@ -65,6 +66,8 @@ struct result {
 	 * over the whole trace, and over its busiest PEAK_WINDOW_S seconds. */
 	double evict_rate, evict_peak, refill_rate, refill_peak;
 	unsigned int peak_window_s;
+	/* With the driver's second tier (run_l2). */
+	uint64_t l2_hit, l2_down, l2_read;
 };
 
 /*
@@ -164,12 +167,25 @@ balance_close(struct balance *b, uint32_t nrep)
 	}
 }
 
-/*
- * Replay @p t through one driver, or through o->replicas independent drivers
- * (each with the same capacity) with requests routed by o->route.
- */
+static int
+run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uint64_t l2,
+	  unsigned int admit, struct result *res);
+
 static int
 run(const struct opts *o, const struct workload *t, uint64_t capacity, struct result *res)
+{
+	return run_tiers(o, t, capacity, 0, 0, res);
+}
+
+/*
+ * Replay @p t through one driver, or through o->replicas independent drivers
+ * (each with the same capacity) with requests routed by o->route; with @p
+ * l2 tokens of second tier behind each (a lib/kvdisk file per replica in
+ * o->l2_dir), admitting by rule @p admit.
+ */
+static int
+run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uint64_t l2,
+	  unsigned int admit, struct result *res)
 {
 	struct replay_params p = {.bytes_per_token = 8, .num_buffers = 1};
 	struct replay *r[ROUTE_MAX_REPLICAS] = {NULL};
@@ -194,6 +210,9 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 	p.pc.model[0].num_caches = 1;
 	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, cap};
 	p.pc.model[0].max_batch_tokens = 256;
+	p.pc.model[0].l2_capacity_tokens = l2;
+	p.pc.model[0].l2_admit = (uint8_t)admit;
+	p.l2_dir = l2 ? o->l2_dir : NULL;
 	for (k = 0; k < nrep; k++) {
 		r[k] = replay_create(&p);
 		if (r[k] == NULL) {
@@ -277,6 +296,9 @@ run(const struct opts *o, const struct workload *t, uint64_t capacity, struct re
 			res->peak = ps.peak_stored_tokens;
 		res->perr += rs.protocol_errors;
 		res->vfail += rs.verify_failures;
+		res->l2_hit += ps.l2_hit_tokens;
+		res->l2_down += ps.l2_down_tokens;
+		res->l2_read += rs.l2_read_tokens;
 		if (rs.max_stored > cap)
 			res->perr++;
 		if (rs.unaccounted_tokens != 0) {
@@ -347,7 +369,10 @@ usage(FILE *f)
 		"  --recompute-tokens-per-s R  an L2 hit counts only when reading it is faster\n"
 		"                     than computing it at R tokens/s (needs --kv-bytes-per-token)\n"
 		"  --l2-read-gbps G   L2 read bandwidth for that, GB/s (default 3)\n"
-		"  --l2-latency-us U  and its latency per request (default 100)\n");
+		"  --l2-latency-us U  and its latency per request (default 100)\n"
+		"  --l2-dir DIR       with --l2, also replay through the driver library's own\n"
+		"                     second tier, its shards' L2 in lib/kvdisk files in DIR\n"
+		"                     (removed at the end), every refilled byte checked\n");
 }
 
 /* A list of token counts ("1e6,3e6,inf") into @p v (16 at most; inf: 0). */
@@ -397,10 +422,11 @@ num_f(const char *opt, const char *arg, double hi, double *out)
  * admission rule asked, as a JSON array member or as text lines.
  */
 static int
-print_l2(const struct opts *o, const struct oracle_blocks *b, uint64_t cap)
+print_l2(const struct opts *o, const struct workload *wl, const struct oracle_blocks *b,
+	 uint64_t cap)
 {
 	unsigned int i, a;
-	bool first = true;
+	bool first = true, bad = false;
 
 	if (o->json)
 		printf(", \"l2\": [");
@@ -413,6 +439,7 @@ print_l2(const struct opts *o, const struct oracle_blocks *b, uint64_t cap)
 						  .l2_read_gbps = o->l2_gbps,
 						  .l2_read_latency_us = o->l2_lat_us};
 			struct tier2_result r;
+			struct result lib = {0};
 			double hr, s;
 
 			if (!(o->l2_admit & (1u << a)))
@@ -423,6 +450,11 @@ print_l2(const struct opts *o, const struct oracle_blocks *b, uint64_t cap)
 			}
 			hr = r.input ? (double)(r.hit_l1 + r.hit_l2) / (double)r.input : 0;
 			s = r.seconds > 0 ? r.seconds : 1;
+			if (o->l2_dir != NULL && o->l2[i] > 0) {
+				/* The driver library itself, its shards' L2 in real files. */
+				if (run_tiers(o, wl, cap, o->l2[i], a, &lib) != 0)
+					return -1;
+			}
 			if (o->json) {
 				printf("%s{\"l2_tokens\": %" PRIu64 ", \"admit\": \"%s\", \"hit_ratio\": %.4f"
 				       ", \"hit_tokens_l1\": %" PRIu64 ", \"hit_tokens_l2\": %" PRIu64
@@ -436,6 +468,13 @@ print_l2(const struct opts *o, const struct oracle_blocks *b, uint64_t cap)
 				if (o->kv_bytes)
 					printf(", \"l2_write_gbps_peak\": %.3f, \"l2_read_gbps_peak\": %.3f",
 					       gbps(o, r.written_peak), gbps(o, r.read_peak));
+				if (o->l2_dir != NULL && o->l2[i] > 0)
+					printf(", \"library\": {\"hit_ratio\": %.4f, \"hit_tokens\": %" PRIu64
+					       ", \"hit_tokens_l2\": %" PRIu64 ", \"l2_written_tokens\": %" PRIu64
+					       ", \"l2_read_tokens\": %" PRIu64 ", \"protocol_errors\": %" PRIu64
+					       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.1f}",
+					       lib.input ? (double)lib.hit / (double)lib.input : 0, lib.hit,
+					       lib.l2_hit, lib.l2_down, lib.l2_read, lib.perr, lib.vfail, lib.wall);
 				printf("}");
 			} else {
 				printf("%-12s L2 %" PRIu64 " tokens (admit %s): hit ratio %.4f (L1 %.4f, L2 "
@@ -446,12 +485,20 @@ print_l2(const struct opts *o, const struct oracle_blocks *b, uint64_t cap)
 				       r.input ? (double)r.hit_l2 / (double)r.input : 0, r.recompute_faster,
 				       r.written, r.read, (double)r.written / s, r.written_peak,
 				       (double)r.read / s, r.read_peak);
+				if (o->l2_dir != NULL && o->l2[i] > 0)
+					printf("%-12s   the driver library with its shards' L2 files: hit ratio "
+					       "%.4f (L2 %.4f), %" PRIu64 " tokens down, %" PRIu64 " up; %" PRIu64
+					       " protocol errors, %" PRIu64 " verify failures (%.1f s)\n", "",
+					       lib.input ? (double)lib.hit / (double)lib.input : 0,
+					       lib.input ? (double)lib.l2_hit / (double)lib.input : 0, lib.l2_down,
+					       lib.l2_read, lib.perr, lib.vfail, lib.wall);
 			}
+			bad |= lib.perr != 0 || lib.vfail != 0;
 			first = false;
 		}
 	if (o->json)
 		printf("]");
-	return 0;
+	return bad ? 1 : 0;
 }
 
 /* Whole number @p arg of option @p opt in [lo, hi] (1e6 allowed), or a message and -1. */
@@ -497,6 +544,7 @@ main(int argc, char **argv)
 		{"recompute-tokens-per-s", required_argument, NULL, 'T'},
 		{"l2-read-gbps", required_argument, NULL, 'G'},
 		{"l2-latency-us", required_argument, NULL, 'Y'},
+		{"l2-dir", required_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
 			 .l2_gbps = 3.0, .l2_lat_us = 100};
@@ -554,6 +602,9 @@ main(int argc, char **argv)
 		case 'Y':
 			if (num_f("--l2-latency-us", optarg, 1e7, &o.l2_lat_us) != 0)
 				return 2;
+			break;
+		case 'D':
+			o.l2_dir = optarg;
 			break;
 		case 'K':
 			NUM("--kv-bytes-per-token", 1, 1ull << 30, o.kv_bytes);
@@ -670,6 +721,7 @@ main(int argc, char **argv)
 		       "peak_stored", "perr", "vfail", "wall_s");
 	for (k = 0; k < o.ncap; k++) {
 		struct result res;
+		int rc2;
 
 		if (run(&o, &t, o.capacity[k], &res) != 0)
 			return 1;
@@ -726,8 +778,11 @@ main(int argc, char **argv)
 				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
 				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
-			if (o.nl2 && print_l2(&o, blocks, o.capacity[k]) != 0)
-				return 1;
+			if (o.nl2 && (rc2 = print_l2(&o, &t, blocks, o.capacity[k])) != 0) {
+				if (rc2 < 0)
+					return 1;
+				bad = 1;
+			}
 			printf("}\n");
 		} else {
 			char cs[32];
@@ -764,8 +819,11 @@ main(int argc, char **argv)
 				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
 				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
-			if (o.nl2 && print_l2(&o, blocks, o.capacity[k]) != 0)
-				return 1;
+			if (o.nl2 && (rc2 = print_l2(&o, &t, blocks, o.capacity[k])) != 0) {
+				if (rc2 < 0)
+					return 1;
+				bad = 1;
+			}
 		}
 		fflush(stdout);
 	}

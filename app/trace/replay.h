@@ -21,6 +21,12 @@ struct replay_params {
 	uint16_t num_buffers;
 	/** Called for every protocol message (for tests), may be NULL. */
 	struct prefixcache_sink observe;
+	/**
+	 * The second tier: with a model's l2_capacity_tokens, its emulated
+	 * shard keeps L2 in a lib/kvdisk file created in this directory
+	 * (removed at the end); NULL: no second tier.
+	 */
+	const char *l2_dir;
 };
 
 struct replay_stats {
@@ -33,6 +39,8 @@ struct replay_stats {
 	uint64_t max_stored;	/**< largest count the shards held, per cache */
 	/** Now: |tokens each shard cache holds - the driver's account of them|, summed. */
 	uint64_t unaccounted_tokens;
+	/** The second tier: tokens written to and read from the L2 files, columns it holds. */
+	uint64_t l2_written_tokens, l2_read_tokens, l2_columns;
 };
 
 struct replay;

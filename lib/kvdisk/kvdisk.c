@@ -64,6 +64,7 @@ struct region {
 	struct slot *s;
 	uint32_t *bucket, nbucket;
 	uint32_t *free, nfree;
+	uint32_t clearing; /* slots being cleared: free once their cleared header is written */
 };
 
 struct op {
@@ -201,6 +202,8 @@ clear_slot(struct kvdisk *d, uint16_t c, uint32_t i, struct op *o)
 {
 	struct region *r = &d->r[c];
 
+	if (r->s[i].state != S_CLEAR)
+		r->clearing++;
 	r->s[i].state = S_CLEAR;
 	if (r->s[i].readers > 0) {
 		/* Cleared when its reads end (they read it whole: a refill that
@@ -238,7 +241,7 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	    len != m->tokens * r->g.bytes_per_token || m->key == 0)
 		return -EINVAL;
 	if (r->nfree == 0)
-		return -ENOSPC;
+		return r->clearing > 0 ? -EAGAIN : -ENOSPC;
 	if ((o = op_get(d)) == NULL)
 		return -EBUSY;
 	i = r->free[--r->nfree];
@@ -393,6 +396,7 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 			s->state = S_FREE;
 			r->free[r->nfree++] = o->slot;
 		}
+		r->clearing--;
 		give = !o->clear_only;
 		break;
 	}
@@ -592,6 +596,7 @@ rebuild(struct kvdisk *d)
 					/* Torn, of another cache, or a second copy: cleared. */
 					d->st.rebuild_dropped++;
 					s->state = S_CLEAR;
+					r->clearing++;
 					d->clears[d->nclears++] = (struct clear_req){c, o->slot};
 				}
 			}

@@ -17,7 +17,10 @@ pc_flush_model(struct prefixcache *pc, uint16_t mi)
 	if (m->batch_g == 0)
 		return;
 	m->batches_sent++;
-	if (pc->sink.evict != NULL)
+	if (m->nup > 0) /* columns coming up from L2: their bytes are the shards' (pc_l2.c) */
+		pc->sink.l2_up(pc->sink.arg, mi, m->batches_sent, m->p.num_caches, m->batch_g,
+			       m->batch, m->up, m->nup);
+	else if (pc->sink.evict != NULL)
 		pc->sink.evict(pc->sink.arg, mi, m->batches_sent, m->p.num_caches, m->batch_g,
 			       m->batch);
 	m->batch_g = 0;
@@ -246,6 +249,7 @@ pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only)
 					continue;
 				if (pass == 0 && pc->pr[e->prompt].seq != NULL)
 					continue;
+				pc_l2_demote(pc, i); /* down to L2 first, if it admits it */
 				pc_delete_subtree(pc, i, NULL, true);
 				pc->st.policy_deletes++;
 				return true;

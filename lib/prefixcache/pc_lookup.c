@@ -367,7 +367,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 {
 	struct pc_model *m;
 	struct prefixcache_seq *s;
-	uint32_t limit, allowed, L, np[MAX_GROUPS] = {0}, org, gi;
+	uint32_t limit, allowed, L, np[MAX_GROUPS] = {0}, org, gi, l2n;
 	uint64_t ec1 = 0;
 
 	memset(hit, 0, sizeof(*hit));
@@ -404,6 +404,12 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	if (pc->pol->hit != NULL)
 		pc->pol->hit(pc, s, np);
 
+	/* Past the DRAM hit, the columns L2 holds (pc_l2.c), when the sequence caches. */
+	l2n = allowed > L ? pc_l2_walk(pc, mi, org, req, L,
+				       np[0] ? pc->e[pc->path[0][np[0] - 1]].hash : req->isolation_id,
+				       limit, now)
+			  : 0;
+
 	/* The sequence keeps its tokens from L on: the hit ones are hashed already. */
 	s->tbase = L;
 	if (pc_seq_reserve_tokens(s, req->num_tokens + 64) != 0)
@@ -415,6 +421,26 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	hit->hit_tokens = L;
 	hit->lookup_tokens = limit;
 	start_groups(pc, s, m, np, L, req->isolation_id);
+	if (l2n > 0) {
+		/* They come up into this sequence's prompt, and join the hit. */
+		uint32_t up = pc_l2_promote(pc, s, l2n, req, now), i;
+
+		s->pos = s->verified = L + up;
+		if (up > 0) {
+			for (i = pc->pr[s->g[0].prompt].first; i != NIL; i = pc->e[i].p_next) {
+				if (np[0] == pc->pathcap[0] &&
+				    pc_grow((void **)&pc->path[0], &pc->pathcap[0], sizeof(uint32_t),
+					    np[0] + 1) != 0)
+					goto enomem;
+				pc->path[0][np[0]++] = i;
+				if (pc->e[i].evict_count > ec1)
+					ec1 = pc->e[i].evict_count;
+			}
+			L += up;
+			hit->l2_hit_tokens = up;
+			hit->hit_tokens = L;
+		}
+	}
 	if (L > 0 && send_refill(pc, s, mi, np, L, ec1, now, hit) != 0)
 		goto enomem;
 	if (allowed > L && pc->sink.reserve != NULL)

@@ -85,6 +85,20 @@ struct pc_group {
 	uint64_t capacity, stored;
 	uint64_t protected_tokens; /* SLRU: tokens of protected columns */
 	uint32_t lru_head[NBUCKETS], lru_tail[NBUCKETS]; /* head: most recent */
+	/* The second tier (pc_l2.c): columns, and their LRU (head: most recent). */
+	uint64_t l2_capacity, l2_stored; /* tokens */
+	uint32_t l2_head, l2_tail;
+};
+
+/* A column in the second tier: what the driver knows of it (pc_l2.c). */
+struct pc_l2e {
+	uint64_t hash, parent;
+	uint32_t org;
+	uint32_t start, length;
+	uint32_t first_used, last_used; /* ticks */
+	uint32_t hnext;			/* hash chain; free list */
+	uint32_t prev, next;		/* LRU */
+	uint8_t gid;
 };
 
 struct pc_model {
@@ -95,6 +109,9 @@ struct pc_model {
 	uint64_t batches_sent;
 	uint16_t batch_g; /* tokens in the current batch */
 	struct proto_evict_entry *batch;
+	/* While columns come up from L2 (pc_l2.c): the batch is theirs. */
+	struct prefixcache_l2col *up;
+	uint32_t nup;
 };
 
 struct pc_org {
@@ -196,6 +213,13 @@ struct prefixcache {
 	uint32_t *touched, ntouched, touchedcap;
 	struct prefixcache_stats st;
 	uint64_t stored_total;
+	/* The second tier (pc_l2.c). */
+	struct pc_l2e *l2;
+	uint32_t l2cap, l2free, l2mask;
+	uint32_t *l2bucket;
+	uint32_t *l2path, l2pathcap; /* a lookup's L2 columns */
+	struct prefixcache_l2col *upcols;
+	uint32_t upcap;
 };
 
 /* ---- Small shared helpers ---- */
@@ -390,6 +414,23 @@ void pc_lru_unlink(struct prefixcache *pc, uint32_t i);
 uint32_t pc_delete_subtree(struct prefixcache *pc, uint32_t root, const struct loss *lost, bool send);
 void pc_flush_model(struct prefixcache *pc, uint16_t mi);
 bool pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only);
+
+/* ---- pc_l2.c: the second tier ---- */
+int pc_l2_init(struct prefixcache *pc);
+void pc_l2_fini(struct prefixcache *pc);
+bool pc_l2_on(const struct prefixcache *pc, uint16_t mi);
+/* Entry @i is about to be freed by the policy: down to L2 if it admits it. */
+void pc_l2_demote(struct prefixcache *pc, uint32_t i);
+/*
+ * The columns after a DRAM hit ending at @end (hash @h) that L2 holds, up
+ * to @limit: their records in pc->l2path. @return how many.
+ */
+uint32_t pc_l2_walk(struct prefixcache *pc, uint16_t mi, uint32_t org,
+		    const struct prefixcache_request *req, uint32_t end, uint64_t h, uint32_t limit,
+		    uint64_t now);
+/* Move the @n columns of pc->l2path up into @s's prompt; the tokens now in DRAM. */
+uint32_t pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
+		       const struct prefixcache_request *req, uint64_t now);
 void pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, const struct loss *lost, bool send);
 bool pc_subtree_pinned(struct prefixcache *pc, uint32_t root);
 

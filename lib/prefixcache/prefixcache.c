@@ -137,6 +137,11 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 	pc->pol = pc_policies[pc->p.policy];
 	if (pc->pol->init != NULL && pc->pol->init(pc) != 0)
 		goto enomem;
+	k = (uint32_t)-pc_l2_init(pc);
+	if (k == EINVAL)
+		goto einval;
+	if (k != 0)
+		goto enomem;
 	pc->next_prompt = 1;
 	pc->next_refill = 1;
 	return pc;
@@ -173,6 +178,7 @@ prefixcache_free(struct prefixcache *pc)
 		free(pc->rf[i].pin);
 	for (i = 0; i < MAX_GROUPS; i++)
 		free(pc->path[i]);
+	pc_l2_fini(pc);
 	free(pc->rf);
 	free(pc->chunks);
 	free(pc->e);

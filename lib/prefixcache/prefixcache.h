@@ -126,6 +126,32 @@ struct prefixcache_model {
 	uint64_t refill_bytes_per_token;
 	/** Tokens per EVICT batch at most (G); entries G x num_caches fit one frame. */
 	uint16_t max_batch_tokens;
+	/**
+	 * The second tier (each shard's local disk), in tokens per cache: the
+	 * minimum over the model's shards; 0: none. Only for a model whose
+	 * caches are all full attention (a sliding window's column means
+	 * nothing without the window's glue): pc_l2.c.
+	 */
+	uint64_t l2_capacity_tokens;
+	/** What L2 takes of the columns the policy frees (enum prefixcache_l2_admit). */
+	uint8_t l2_admit;
+};
+
+enum prefixcache_l2_admit {
+	PREFIXCACHE_L2_ALL,   /**< every column the policy frees */
+	PREFIXCACHE_L2_SEEN2, /**< a column hit at least once (fewer writes, fewer hits) */
+};
+
+/** A column of one cache in the second tier, as the sink's L2 operations name it. */
+struct prefixcache_l2col {
+	uint64_t key;	       /**< the column's chained hash (organization-scoped) */
+	uint64_t parent;       /**< the hash before it (the isolation id for a prompt's first) */
+	uint64_t isolation_id; /**< its organization */
+	uint64_t prompt_id;    /**< down: the prompt holding it in DRAM; up: the one it goes to */
+	uint64_t evict_count;  /**< down: the batch its tokens are complete after */
+	uint64_t first_use_ns; /**< its first use (expiry by first use survives a restart) */
+	uint32_t start, tokens; /**< token indexes [start, start + tokens) */
+	uint16_t cache_id;
 };
 
 struct prefixcache_params {
@@ -176,6 +202,21 @@ struct prefixcache_sink {
 	 */
 	void (*column)(void *arg, uint16_t model, uint16_t cache_id, uint64_t isolation_id,
 		       uint64_t prompt_id, uint32_t start, uint32_t end);
+	/*
+	 * The second tier (l2_capacity_tokens): all three or none.
+	 * l2_down: copy a column's tokens from DRAM to L2 under its key (sent
+	 * before the DELETE that frees them). l2_up: an EVICT batch whose bytes
+	 * come from L2, not from the wafer: entries as for evict, and the
+	 * columns that hold them (a long one spans batches). l2_del: L2 lets a
+	 * column go, once batch @p evict_count is complete (a column moved up
+	 * goes once its batches have read it; one freed for room at once, 0).
+	 */
+	void (*l2_down)(void *arg, uint16_t model, const struct prefixcache_l2col *c);
+	void (*l2_up)(void *arg, uint16_t model, uint64_t batch_no, uint16_t num_caches, uint16_t g,
+		      const struct proto_evict_entry *e, const struct prefixcache_l2col *cols,
+		      uint32_t ncols);
+	void (*l2_del)(void *arg, uint16_t model, uint16_t cache_id, uint64_t key,
+		       uint64_t isolation_id, uint64_t evict_count);
 };
 
 /** A request starting on one model. */
@@ -195,6 +236,7 @@ struct prefixcache_request {
 /** What a lookup found. */
 struct prefixcache_hit {
 	uint32_t hit_tokens;	/**< tokens refilled instead of recomputed */
+	uint32_t l2_hit_tokens; /**< of them, those that came up from the second tier */
 	uint32_t lookup_tokens; /**< tokens the lookup could have hit */
 	uint64_t refill_id;	/**< 0 when nothing is refilled */
 	uint64_t evict_count;	/**< what the refill waits for */
@@ -335,6 +377,11 @@ struct prefixcache_stats {
 	uint64_t shard_errors;	 /**< ERROR records received */
 	uint64_t entries;	 /**< now */
 	uint64_t peak_stored_tokens;
+	/* The second tier. */
+	uint64_t l2_down_tokens;   /**< written to L2 (per cache group) */
+	uint64_t l2_hit_tokens;    /**< hit in L2 and moved up */
+	uint64_t l2_deleted_tokens; /**< L2 let go: room, expiry */
+	uint64_t l2_stored_tokens; /**< now */
 };
 
 void prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *st);

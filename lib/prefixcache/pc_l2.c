@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The second tier (pc_priv.h; issue 27): each shard's local disk behind its
+ * DRAM, driven by the driver like DRAM, whose every column the driver
+ * knows. A column the policy frees goes down when L2 admits it (l2_down,
+ * before the DELETE that frees its DRAM); L2 frees its least recent
+ * columns for room (l2_del). A lookup that ends in DRAM goes on in L2;
+ * the columns it finds there come up into the sequence's own prompt as a
+ * batch of their own (l2_up: an EVICT whose bytes the shard reads from its
+ * L2), and the refill brings them with the rest of the hit. A column is in
+ * one tier at most: moved, never copied.
+ *
+ * Only for models whose caches are all full attention, one group: a
+ * sliding window's column means nothing without the window's glue, so a
+ * model with a window stays DRAM-only.
+ */
+#include "pc_priv.h"
+
+bool
+pc_l2_on(const struct prefixcache *pc, uint16_t mi)
+{
+	const struct pc_model *m = &pc->m[mi];
+
+	return m->p.l2_capacity_tokens > 0 && m->ngroups == 1 && m->g[0].rule == PREFIXCACHE_FULL &&
+	       pc->sink.l2_down != NULL && pc->sink.l2_up != NULL && pc->sink.l2_del != NULL;
+}
+
+int
+pc_l2_init(struct prefixcache *pc)
+{
+	uint64_t cols = 0;
+	uint32_t k, n = 16;
+	uint16_t mi;
+
+	pc->l2free = NIL;
+	for (mi = 0; mi < pc->p.num_models; mi++) {
+		struct pc_group *g = &pc->m[mi].g[0];
+
+		g->l2_head = g->l2_tail = NIL;
+		if (!pc_l2_on(pc, mi))
+			continue;
+		g->l2_capacity = pc->m[mi].p.l2_capacity_tokens;
+		cols += g->l2_capacity / pc->p.column + 1;
+	}
+	if (cols == 0)
+		return 0;
+	if (cols > UINT32_MAX / 4)
+		return -EINVAL;
+	pc->l2 = calloc(cols, sizeof(*pc->l2));
+	while (n < cols)
+		n <<= 1;
+	pc->l2bucket = malloc(sizeof(uint32_t) * n);
+	if (pc->l2 == NULL || pc->l2bucket == NULL)
+		return -ENOMEM;
+	pc->l2mask = n - 1;
+	for (k = 0; k < n; k++)
+		pc->l2bucket[k] = NIL;
+	pc->l2cap = (uint32_t)cols;
+	for (k = pc->l2cap; k-- > 0;) {
+		pc->l2[k].hnext = pc->l2free;
+		pc->l2free = k;
+	}
+	return 0;
+}
+
+void
+pc_l2_fini(struct prefixcache *pc)
+{
+	free(pc->l2);
+	free(pc->l2bucket);
+	free(pc->l2path);
+	free(pc->upcols);
+}
+
+static inline uint32_t
+l2_bucket(const struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash)
+{
+	return (uint32_t)mix64(hash ^ ((uint64_t)org << 8 | gid) * 0x9E3779B97F4A7C15ULL) &
+	       pc->l2mask;
+}
+
+static uint32_t
+l2_find(const struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash)
+{
+	uint32_t i;
+
+	for (i = pc->l2bucket[l2_bucket(pc, gid, org, hash)]; i != NIL; i = pc->l2[i].hnext)
+		if (pc->l2[i].hash == hash && pc->l2[i].org == org && pc->l2[i].gid == gid)
+			return i;
+	return NIL;
+}
+
+static void
+lru_unlink(struct pc_group *g, struct pc_l2e *l2, uint32_t i)
+{
+	if (l2[i].prev != NIL)
+		l2[l2[i].prev].next = l2[i].next;
+	else
+		g->l2_head = l2[i].next;
+	if (l2[i].next != NIL)
+		l2[l2[i].next].prev = l2[i].prev;
+	else
+		g->l2_tail = l2[i].prev;
+}
+
+static void
+lru_push(struct pc_group *g, struct pc_l2e *l2, uint32_t i)
+{
+	l2[i].prev = NIL;
+	l2[i].next = g->l2_head;
+	if (g->l2_head != NIL)
+		l2[g->l2_head].prev = i;
+	else
+		g->l2_tail = i;
+	g->l2_head = i;
+}
+
+/*
+ * Unlink record @i from the index and the LRU: no lookup finds it, no room
+ * making takes it. It still counts as stored: the shards hold it until
+ * they are told to let it go (l2_release).
+ */
+static void
+l2_detach(struct prefixcache *pc, uint32_t i)
+{
+	struct pc_l2e *e = &pc->l2[i];
+	struct pc_group *g = group_of(pc, e->gid);
+	uint32_t *p = &pc->l2bucket[l2_bucket(pc, e->gid, e->org, e->hash)];
+
+	while (*p != i)
+		p = &pc->l2[*p].hnext;
+	*p = e->hnext;
+	lru_unlink(g, pc->l2, i);
+}
+
+static void
+l2_release(struct prefixcache *pc, uint32_t i)
+{
+	struct pc_l2e *e = &pc->l2[i];
+	struct pc_group *g = group_of(pc, e->gid);
+
+	g->l2_stored -= e->length - e->start;
+	pc->st.l2_stored_tokens -= e->length - e->start;
+	pc->l2[i].length = 0;
+	pc->l2[i].hnext = pc->l2free;
+	pc->l2free = i;
+}
+
+/* The shards let column @i go (every cache of its group), after batch @ec. */
+static void
+l2_tell_del(struct prefixcache *pc, const struct pc_l2e *e, uint64_t ec)
+{
+	const struct pc_group *g = group_of(pc, e->gid);
+	uint16_t c;
+
+	for (c = 0; c < g->ncaches; c++)
+		pc->sink.l2_del(pc->sink.arg, e->gid / MAX_GROUPS, g->cache[c], e->hash,
+				pc->org[e->org].isolation_id, ec);
+}
+
+/* L2 lets column @i go for room or expiry, at once. */
+static void
+l2_drop(struct prefixcache *pc, uint32_t i)
+{
+	struct pc_l2e *e = &pc->l2[i];
+
+	l2_detach(pc, i);
+	l2_tell_del(pc, e, 0);
+	pc->st.l2_deleted_tokens += e->length - e->start;
+	l2_release(pc, i);
+}
+
+void
+pc_l2_demote(struct prefixcache *pc, uint32_t i)
+{
+	const struct pc_entry *e = &pc->e[i];
+	uint16_t mi = e->gid / MAX_GROUPS;
+	struct pc_group *g = group_of(pc, e->gid);
+	uint32_t n = e->length - e->start, k;
+	uint64_t parent;
+	uint16_t c;
+
+	if (!pc_l2_on(pc, mi) || n > g->l2_capacity ||
+	    (pc->m[mi].p.l2_admit == PREFIXCACHE_L2_SEEN2 && e->hits == 0))
+		return;
+	k = l2_find(pc, e->gid, e->org, e->hash);
+	if (k != NIL)
+		l2_drop(pc, k); /* an older copy: this one replaces it */
+	while (g->l2_stored + n > g->l2_capacity && g->l2_tail != NIL)
+		l2_drop(pc, g->l2_tail);
+	/* No room left but columns on their way up: this one is deleted, not kept. */
+	if (g->l2_stored + n > g->l2_capacity || (k = pc->l2free) == NIL)
+		return;
+	pc->l2free = pc->l2[k].hnext;
+	parent = e->parent != NIL ? pc->e[e->parent].hash : pc->org[e->org].isolation_id;
+	pc->l2[k] = (struct pc_l2e){.hash = e->hash, .parent = parent, .org = e->org,
+				    .start = e->start, .length = e->length,
+				    .first_used = e->first_used, .last_used = e->last_used,
+				    .gid = e->gid};
+	{
+		uint32_t b = l2_bucket(pc, e->gid, e->org, e->hash);
+
+		pc->l2[k].hnext = pc->l2bucket[b];
+		pc->l2bucket[b] = k;
+	}
+	lru_push(g, pc->l2, k);
+	g->l2_stored += n;
+	pc->st.l2_stored_tokens += n;
+	pc->st.l2_down_tokens += n;
+	for (c = 0; c < g->ncaches; c++) {
+		struct prefixcache_l2col col = {
+			.key = e->hash, .parent = parent,
+			.isolation_id = pc->org[e->org].isolation_id,
+			.prompt_id = pc->pr[e->prompt].id, .evict_count = e->evict_count,
+			.first_use_ns = (uint64_t)e->first_used * TICK_NS, .start = e->start,
+			.tokens = n, .cache_id = g->cache[c]};
+
+		pc->sink.l2_down(pc->sink.arg, mi, &col);
+	}
+}
+
+uint32_t
+pc_l2_walk(struct prefixcache *pc, uint16_t mi, uint32_t org, const struct prefixcache_request *req,
+	   uint32_t end, uint64_t h, uint32_t limit, uint64_t now)
+{
+	const struct pc_group *g = &pc->m[mi].g[0];
+	const uint32_t C = pc->p.column;
+	uint8_t gid = (uint8_t)(mi * MAX_GROUPS);
+	struct ttl ttl = org_ttl(pc, org);
+	uint32_t ne, n = 0, t = tick(now);
+
+	if (!pc_l2_on(pc, mi))
+		return 0;
+	while ((ne = pc_next_end(g, C, end)) != 0 && ne <= limit) {
+		uint32_t i;
+		struct pc_entry probe;
+
+		h = prefixcache_column_hash(h, req->tokens + end, ne - end);
+		i = l2_find(pc, gid, org, h);
+		if (i == NIL || pc->l2[i].length != ne || pc->l2[i].start != end)
+			break;
+		probe.first_used = pc->l2[i].first_used;
+		probe.last_used = pc->l2[i].last_used;
+		if (expired_t(&probe, ttl, t)) {
+			l2_drop(pc, i); /* expired on disk too */
+			break;
+		}
+		if (n == pc->l2pathcap &&
+		    pc_grow((void **)&pc->l2path, &pc->l2pathcap, sizeof(uint32_t), n + 1) != 0)
+			break;
+		pc->l2path[n++] = i;
+		end = ne;
+	}
+	return n;
+}
+
+uint32_t
+pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
+	      const struct prefixcache_request *req, uint64_t now)
+{
+	struct pc_model *m = &pc->m[s->model];
+	const struct pc_group *g = &m->g[0];
+	uint32_t k, from = s->pos, to, c, nc = 0;
+
+	if (n == 0 || !s->g[0].caching)
+		return 0;
+	if (pc_grow((void **)&pc->upcols, &pc->upcap, sizeof(*pc->upcols), n * g->ncaches) != 0)
+		return 0;
+	/* Out of L2's index and LRU first: room made meanwhile cannot take them. */
+	for (k = 0; k < n; k++) {
+		const struct pc_l2e *e = &pc->l2[pc->l2path[k]];
+
+		l2_detach(pc, pc->l2path[k]);
+		for (c = 0; c < g->ncaches; c++)
+			pc->upcols[nc++] = (struct prefixcache_l2col){
+				.key = e->hash, .parent = e->parent,
+				.isolation_id = pc->org[e->org].isolation_id, .prompt_id = s->prompt_id,
+				.first_use_ns = (uint64_t)e->first_used * TICK_NS, .start = e->start,
+				.tokens = e->length - e->start, .cache_id = g->cache[c]};
+	}
+	to = pc->l2[pc->l2path[n - 1]].length;
+	/* A batch of their own: what is pending goes first. */
+	pc_flush_model(pc, s->model);
+	m->up = pc->upcols;
+	m->nup = nc;
+	for (k = from; k < to && s->g[0].caching; k++)
+		prefixcache_token(pc, s, req->tokens[k], now);
+	pc_flush_model(pc, s->model);
+	m->up = NULL;
+	m->nup = 0;
+	/* Read by the batches just sent (or not wanted any more): L2 lets them go after. */
+	for (k = 0; k < n; k++) {
+		l2_tell_del(pc, &pc->l2[pc->l2path[k]], m->batches_sent);
+		l2_release(pc, pc->l2path[k]);
+	}
+	/* What DRAM holds of them now: all, unless caching stopped for want of
+	 * room (then none: the sequence computes them, its prompt went). */
+	k = s->g[0].caching && s->g[0].prompt != NIL && s->g[0].cur_end > from
+		    ? s->g[0].cur_end - from
+		    : 0;
+	pc->st.l2_hit_tokens += k;
+	return k;
+}

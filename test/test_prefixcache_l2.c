@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver's second tier (lib/prefixcache/pc_l2.c) through the replay
+ * system: a real kvstore per model and a real lib/kvdisk file as its L2,
+ * every refilled byte checked against the wafer's reference content. A
+ * column the policy frees goes down; a later request hits it there, it
+ * comes up into the sequence's prompt as a batch of its own, and the
+ * refill brings it with the rest of the hit.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prefixcache.h"
+#include "replay.h"
+#include "test_rng.h"
+
+#define SEC 1000000000ull
+
+static char dir[64];
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/kvss_test_pcl2_%d", (int)getpid());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+}
+
+static void
+teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(l2, .init = setup, .fini = teardown, .timeout = 120);
+
+/* The sink's L2 operations, as they came. */
+static unsigned int ndown, nup, ndel, nevict_after_down;
+static int last_op; /* 1 down, 2 delete */
+
+static void
+obs_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
+{
+	(void)arg;
+	(void)model;
+	cr_assert_gt(c->key, 0);
+	cr_assert_gt(c->tokens, 0);
+	ndown++;
+	last_op = 1;
+}
+
+static void
+obs_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
+       const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
+{
+	(void)arg;
+	(void)model;
+	(void)batch_no;
+	(void)nc;
+	(void)g;
+	(void)e;
+	(void)cols;
+	cr_assert_gt(ncols, 0);
+	nup++;
+}
+
+static void
+obs_l2del(void *arg, uint16_t model, uint16_t cache_id, uint64_t key, uint64_t iso, uint64_t ec)
+{
+	(void)ec;
+	(void)arg;
+	(void)model;
+	(void)cache_id;
+	(void)key;
+	(void)iso;
+	ndel++;
+}
+
+static void
+obs_del(void *arg, uint16_t model, struct prefixcache_shards to, const struct proto_delete *d)
+{
+	(void)arg;
+	(void)model;
+	(void)to;
+	(void)d;
+	if (last_op == 1)
+		nevict_after_down++; /* a DELETE right after a column went down: its room */
+	last_op = 2;
+}
+
+static struct replay_params
+params(uint32_t C, uint64_t dram, uint64_t l2, enum prefixcache_l2_admit admit)
+{
+	struct replay_params p = {.bytes_per_token = 16, .num_buffers = 2, .l2_dir = dir};
+
+	p.pc.num_models = 1;
+	p.pc.column = C;
+	p.pc.model[0].num_caches = 1;
+	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, dram};
+	p.pc.model[0].max_batch_tokens = 16;
+	p.pc.model[0].l2_capacity_tokens = l2;
+	p.pc.model[0].l2_admit = (uint8_t)admit;
+	p.observe.l2_down = obs_down;
+	p.observe.l2_up = obs_up;
+	p.observe.l2_del = obs_l2del;
+	p.observe.del = obs_del;
+	ndown = nup = ndel = nevict_after_down = 0;
+	last_op = 0;
+	return p;
+}
+
+static void
+assert_clean(struct replay *r)
+{
+	struct replay_stats st;
+
+	replay_stats(r, &st);
+	cr_assert_eq(st.protocol_errors, 0, "%" PRIu64 " protocol errors", st.protocol_errors);
+	cr_assert_eq(st.verify_failures, 0, "%" PRIu64 " verify failures", st.verify_failures);
+	cr_assert_eq(st.unaccounted_tokens, 0, "DRAM holds %" PRIu64 " tokens more or less than "
+		     "the driver accounts for", st.unaccounted_tokens);
+}
+
+/* Prompt @k: 129 tokens of its own (two columns of 64 hit, the -1 rule). */
+static void
+prompt(uint32_t k, uint32_t *t)
+{
+	uint32_t i;
+
+	for (i = 0; i < 129; i++)
+		t[i] = k * 1000 + i + 1;
+}
+
+static uint32_t
+request(struct replay *r, uint32_t k, uint64_t now, uint32_t *l2hit)
+{
+	uint32_t t[129];
+	struct prefixcache_request q = {.isolation_id = 77, .tokens = t, .num_tokens = 129,
+					.cache_length_allowed = 129,
+					.first_multimodal = UINT32_MAX, .sequence_id = k};
+	struct prefixcache_stats before, after;
+	uint32_t hit;
+
+	prompt(k, t);
+	prefixcache_stats(replay_pc(r), &before);
+	hit = replay_request(r, 0, &q, NULL, 0, now);
+	prefixcache_stats(replay_pc(r), &after);
+	*l2hit = (uint32_t)(after.l2_hit_tokens - before.l2_hit_tokens);
+	return hit;
+}
+
+Test(l2, a_freed_column_goes_down_and_a_later_hit_brings_it_up_byte_for_byte)
+{
+	struct replay_params p = params(64, 256, 1024, PREFIXCACHE_L2_ALL);
+	struct replay *r = replay_create(&p);
+	struct prefixcache_stats ps;
+	struct replay_stats st;
+	uint32_t l2hit, k;
+
+	cr_assert_not_null(r);
+	/* A, B fill DRAM (two columns each); C pushes A's down. */
+	for (k = 0; k < 3; k++)
+		cr_assert_eq(request(r, k, (k + 1) * SEC, &l2hit), 0);
+	cr_assert_geq(ndown, 2, "A's two columns went down (%u)", ndown);
+	cr_assert_geq(nevict_after_down, 1, "each down before the DELETE of its room");
+	/* A again: nothing in DRAM, both columns in L2: they come up, refilled. */
+	cr_assert_eq(request(r, 0, 10 * SEC, &l2hit), 128);
+	cr_assert_eq(l2hit, 128);
+	cr_assert_geq(nup, 1);
+	/* And once up, A hits in DRAM. */
+	cr_assert_eq(request(r, 0, 11 * SEC, &l2hit), 128);
+	cr_assert_eq(l2hit, 0);
+	assert_clean(r);
+	replay_stats(r, &st);
+	prefixcache_stats(replay_pc(r), &ps);
+	cr_assert_eq(st.l2_read_tokens, 128, "the L2 file gave %" PRIu64, st.l2_read_tokens);
+	cr_assert_eq(st.l2_written_tokens, ps.l2_down_tokens);
+	cr_assert_eq(st.l2_columns * 64, ps.l2_stored_tokens,
+		     "the L2 file holds %" PRIu64 " columns, the driver counts %" PRIu64 " tokens",
+		     st.l2_columns, ps.l2_stored_tokens);
+	replay_free(r);
+}
+
+Test(l2, another_organization_never_hits_a_column_in_l2)
+{
+	struct replay_params p = params(64, 256, 1024, PREFIXCACHE_L2_ALL);
+	struct replay *r = replay_create(&p);
+	uint32_t t[129], l2hit, k;
+	struct prefixcache_request q = {.isolation_id = 78, .tokens = t, .num_tokens = 129,
+					.cache_length_allowed = 129,
+					.first_multimodal = UINT32_MAX, .sequence_id = 9};
+
+	for (k = 0; k < 3; k++)
+		request(r, k, (k + 1) * SEC, &l2hit);
+	prompt(0, t);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 10 * SEC), 0, "org 78 hit org 77's column");
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(l2, admitting_only_columns_hit_before_keeps_the_others_out)
+{
+	struct replay_params p = params(64, 256, 1024, PREFIXCACHE_L2_SEEN2);
+	struct replay *r = replay_create(&p);
+	uint32_t l2hit, k;
+
+	for (k = 0; k < 3; k++)
+		request(r, k, (k + 1) * SEC, &l2hit);
+	cr_assert_eq(ndown, 0, "A's columns were never hit: not admitted");
+	cr_assert_eq(request(r, 0, 10 * SEC, &l2hit), 0);
+	assert_clean(r);
+	replay_free(r);
+}
+
+Test(l2, a_column_past_its_first_use_ttl_is_not_served_from_l2)
+{
+	struct replay_params p = params(64, 256, 1024, PREFIXCACHE_L2_ALL);
+	struct replay *r;
+	uint32_t l2hit, k;
+
+	p.pc.ttl_first_ns = 5 * SEC;
+	r = replay_create(&p);
+	for (k = 0; k < 3; k++)
+		request(r, k, (k + 1) * SEC, &l2hit);
+	cr_assert_geq(ndown, 2);
+	cr_assert_eq(request(r, 0, 20 * SEC, &l2hit), 0, "an expired column came up");
+	cr_assert_geq(ndel, 1, "and L2 was told to let it go");
+	cr_assert_eq(nup, 0, "nothing came up");
+	assert_clean(r);
+	replay_free(r);
+}
+
+/*
+ * Seeded: many organizations' prompts over a small DRAM and L2, some
+ * returning: every refilled byte right, DRAM as the driver accounts for it,
+ * L2's file holding what the driver counts, and both tiers within their
+ * capacities, after every request.
+ */
+Test(l2, a_seeded_workload_over_both_tiers_is_never_wrong)
+{
+	uint64_t seed = test_seed("two-tier model test", 0x12c2);
+	struct replay_params p = params(16, 512, 2048, PREFIXCACHE_L2_ALL);
+	struct replay *r = replay_create(&p);
+	uint64_t x = seed, hits = 0, l2hits = 0;
+	unsigned int i;
+
+	cr_assert_not_null(r);
+	for (i = 0; i < 600; i++) {
+		uint32_t t[200], n, j, base, org;
+		struct prefixcache_request q;
+		struct prefixcache_stats before, after;
+		struct replay_stats st;
+
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		org = (uint32_t)(x >> 60) % 3;
+		base = (uint32_t)(x >> 40) % 24; /* 24 prompt families */
+		n = 20 + (uint32_t)(x >> 20) % 170;
+		for (j = 0; j < n; j++)
+			t[j] = base * 100000 + (j < 60 ? j : j + (uint32_t)(x >> 8) % 3 * 1000) + 1;
+		q = (struct prefixcache_request){.isolation_id = 100 + org, .tokens = t, .num_tokens = n,
+						 .cache_length_allowed = n,
+						 .first_multimodal = UINT32_MAX, .sequence_id = i};
+		prefixcache_stats(replay_pc(r), &before);
+		hits += replay_request(r, 0, &q, NULL, (uint32_t)(x >> 4) % 8, (uint64_t)i * SEC / 10);
+		prefixcache_stats(replay_pc(r), &after);
+		l2hits += after.l2_hit_tokens - before.l2_hit_tokens;
+		replay_stats(r, &st);
+		cr_assert_eq(st.protocol_errors + st.verify_failures, 0,
+			     "seed %#" PRIx64 " request %u: %" PRIu64 " protocol errors, %" PRIu64
+			     " verify failures", seed, i, st.protocol_errors, st.verify_failures);
+		cr_assert_eq(st.unaccounted_tokens, 0, "seed %#" PRIx64 " request %u", seed, i);
+		cr_assert_leq(st.max_stored, 512);
+		cr_assert_leq(after.l2_stored_tokens, 2048);
+		cr_assert_eq(st.l2_columns * 16, after.l2_stored_tokens,
+			     "seed %#" PRIx64 " request %u: L2 holds %" PRIu64 " columns, the driver "
+			     "counts %" PRIu64 " tokens", seed, i, st.l2_columns, after.l2_stored_tokens);
+	}
+	printf("two-tier model test: %" PRIu64 " hit tokens, %" PRIu64 " of them from L2\n", hits,
+	       l2hits);
+	cr_assert_gt(l2hits, 0, "the workload never hit L2: the test tests nothing");
+	replay_free(r);
+}
