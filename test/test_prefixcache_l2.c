@@ -237,6 +237,42 @@ Test(l2, a_column_past_its_first_use_ttl_is_not_served_from_l2)
 	replay_free(r);
 }
 
+Test(l2, a_hit_in_l2_that_computing_beats_is_not_taken)
+{
+	struct replay_params p = params(64, 256, 1024, PREFIXCACHE_L2_ALL);
+	struct replay *r;
+	struct prefixcache_stats ps;
+	uint32_t l2hit, k;
+
+	/* Bringing 128 tokens up costs 1 ms; computing them, 128 ns. */
+	p.pc.model[0].l2_latency_ns = 1000000;
+	p.pc.model[0].recompute_tokens_per_ns = 1.0;
+	r = replay_create(&p);
+	for (k = 0; k < 3; k++)
+		request(r, k, (k + 1) * SEC, &l2hit);
+	cr_assert_geq(ndown, 2);
+	cr_assert_eq(request(r, 0, 10 * SEC, &l2hit), 0, "taken though computing was faster");
+	cr_assert_eq(nup, 0);
+	prefixcache_stats(replay_pc(r), &ps);
+	cr_assert_eq(ps.l2_recompute_faster_tokens, 128);
+	/* Computed again, A is in DRAM again: L2 let its copies go (one tier at
+	 * most); L2 had room for all, so nothing else was let go. */
+	cr_assert_eq(ps.l2_deleted_tokens, 128, "L2 let %" PRIu64 " tokens go", ps.l2_deleted_tokens);
+	assert_clean(r);
+	replay_free(r);
+	/* A slow wafer (1,000 tokens/s: 128 ms): taken. */
+	p = params(64, 256, 1024, PREFIXCACHE_L2_ALL);
+	p.pc.model[0].l2_latency_ns = 1000000;
+	p.pc.model[0].recompute_tokens_per_ns = 1e-6;
+	r = replay_create(&p);
+	for (k = 0; k < 3; k++)
+		request(r, k, (k + 1) * SEC, &l2hit);
+	cr_assert_eq(request(r, 0, 10 * SEC, &l2hit), 128);
+	cr_assert_eq(l2hit, 128);
+	assert_clean(r);
+	replay_free(r);
+}
+
 /*
  * Seeded: many organizations' prompts over a small DRAM and L2, some
  * returning: every refilled byte right, DRAM as the driver accounts for it,

@@ -254,6 +254,39 @@ pc_l2_walk(struct prefixcache *pc, uint16_t mi, uint32_t org, const struct prefi
 	return n;
 }
 
+void
+pc_l2_forget(struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash)
+{
+	uint32_t i;
+
+	if (pc->l2 == NULL || (i = l2_find(pc, gid, org, hash)) == NIL)
+		return;
+	l2_drop(pc, i); /* DRAM has it again (computed): one tier at most */
+}
+
+uint64_t
+pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens)
+{
+	const struct prefixcache_model *p = &pc->m[mi].p;
+	uint64_t ns = p->l2_latency_ns;
+
+	if (p->l2_bytes_per_ns > 0)
+		ns += (uint64_t)((double)tokens * (double)p->refill_bytes_per_token / p->l2_bytes_per_ns);
+	return ns;
+}
+
+bool
+pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens)
+{
+	const struct prefixcache_model *p = &pc->m[mi].p;
+
+	if (p->recompute_tokens_per_ns <= 0 ||
+	    (double)pc_l2_estimate_ns(pc, mi, tokens) < (double)tokens / p->recompute_tokens_per_ns)
+		return true;
+	pc->st.l2_recompute_faster_tokens += tokens;
+	return false;
+}
+
 uint32_t
 pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
 	      const struct prefixcache_request *req, uint64_t now)

@@ -421,6 +421,9 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	hit->hit_tokens = L;
 	hit->lookup_tokens = limit;
 	start_groups(pc, s, m, np, L, req->isolation_id);
+	/* Taken only when reading them beats computing them (counted when not). */
+	if (l2n > 0 && !pc_l2_worth(pc, mi, pc->l2[pc->l2path[l2n - 1]].length - L))
+		l2n = 0;
 	if (l2n > 0) {
 		/* They come up into this sequence's prompt, and join the hit. */
 		uint32_t up = pc_l2_promote(pc, s, l2n, req, now), i;
@@ -443,6 +446,9 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	}
 	if (L > 0 && send_refill(pc, s, mi, np, L, ec1, now, hit) != 0)
 		goto enomem;
+	/* Bringing them up first: the L2 line's time before the refill's. */
+	if (hit->l2_hit_tokens > 0)
+		hit->estimate_ns += pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens);
 	if (allowed > L && pc->sink.reserve != NULL)
 		send_reserve(pc, s, mi, np);
 	pc->st.requests++;

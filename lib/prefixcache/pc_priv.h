@@ -428,6 +428,12 @@ void pc_l2_demote(struct prefixcache *pc, uint32_t i);
 uint32_t pc_l2_walk(struct prefixcache *pc, uint16_t mi, uint32_t org,
 		    const struct prefixcache_request *req, uint32_t end, uint64_t h, uint32_t limit,
 		    uint64_t now);
+/* A column DRAM records again (computed, not brought up): L2 lets its copy go. */
+void pc_l2_forget(struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash);
+/* The L2 line's estimate for bringing @p tokens up (ns). */
+uint64_t pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens);
+/* Are @p tokens found in L2 worth taking, or is computing them faster (counted)? */
+bool pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens);
 /* Move the @n columns of pc->l2path up into @s's prompt; the tokens now in DRAM. */
 uint32_t pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
 		       const struct prefixcache_request *req, uint64_t now);

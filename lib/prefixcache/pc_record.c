@@ -120,6 +120,7 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	if (pc->sink.column != NULL)
 		pc->sink.column(pc->sink.arg, s->model, pc->m[s->model].g[gi].cache[0], s->isolation_id,
 				s->prompt_id, a, b);
+	pc_l2_forget(pc, gid, s->org, h);
 	pc->org[s->org].st.entries++;
 	pc->org[s->org].st.cached_tokens += b - a;
 	pc_seq_pin_last(pc, sg, i);

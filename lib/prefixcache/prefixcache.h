@@ -135,6 +135,19 @@ struct prefixcache_model {
 	uint64_t l2_capacity_tokens;
 	/** What L2 takes of the columns the policy frees (enum prefixcache_l2_admit). */
 	uint8_t l2_admit;
+	/**
+	 * The second tier's line of the refill-time model: what bringing n
+	 * tokens up from L2 adds to a refill (latency + n x
+	 * refill_bytes_per_token / bandwidth; 0 bandwidth: no bandwidth term).
+	 */
+	uint64_t l2_latency_ns;
+	double l2_bytes_per_ns;
+	/**
+	 * The wafer's prefill rate, tokens per ns (0: not known): a hit in L2
+	 * whose estimate does not beat recomputing its tokens is not taken
+	 * (counted in l2_recompute_faster_tokens), as the issue's rule says.
+	 */
+	double recompute_tokens_per_ns;
 };
 
 enum prefixcache_l2_admit {
@@ -382,6 +395,7 @@ struct prefixcache_stats {
 	uint64_t l2_hit_tokens;    /**< hit in L2 and moved up */
 	uint64_t l2_deleted_tokens; /**< L2 let go: room, expiry */
 	uint64_t l2_stored_tokens; /**< now */
+	uint64_t l2_recompute_faster_tokens; /**< hit in L2 but not taken: computing them was faster */
 };
 
 void prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *st);
