@@ -160,6 +160,16 @@ check "--l2-dir: from L2, 10" test "$(l2lib hit_tokens_l2)" = 10
 check "--l2-dir: no protocol error, no wrong byte" \
 	test "$(l2lib protocol_errors)$(l2lib verify_failures)" = 00
 check "--l2-dir: its L2 files are gone" test -z "$(ls "$tmp" | grep kvss_replay_l2)"
+# A disk slower than the wafer (1 MiB tokens at 1 GB/s against 1e6 tokens/s
+# computed): neither takes its L2 hits, both count them.
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json --no-minus-one \
+	--l2 10 --l2-dir "$tmp" --kv-bytes-per-token 1048576 --recompute-tokens-per-s 1e6 \
+	--l2-read-gbps 1 >"$tmp/l2lib" 2>"$tmp/l2err"
+check "--recompute-tokens-per-s: the library takes no L2 hit" test "$(l2lib hit_tokens_l2)" = 0
+check "--recompute-tokens-per-s: and counts the 10 tokens it left" \
+	test "$(l2lib recompute_faster_tokens)" = 10
+check "--recompute-tokens-per-s: the model counts its 15" test "$(sed -n 1p "$tmp/l2lib" |
+	python3 -c "import json,sys; print(json.load(sys.stdin)['l2'][0]['recompute_faster_tokens'])")" = 15
 "$T" --trace test/data/chat.jsonl --capacity 100 --l2 1000 >/dev/null 2>"$tmp/l2err"
 check "--l2 on a trace without block ids exits 2, naming it" \
 	sh -c "[ $? -eq 2 ] && grep -q -- '--l2 need a trace with block ids' '$tmp/l2err'"

@@ -67,7 +67,7 @@ struct result {
 	double evict_rate, evict_peak, refill_rate, refill_peak;
 	unsigned int peak_window_s;
 	/* With the driver's second tier (run_l2). */
-	uint64_t l2_hit, l2_down, l2_read;
+	uint64_t l2_hit, l2_down, l2_read, l2_slower;
 };
 
 /*
@@ -212,6 +212,11 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 	p.pc.model[0].max_batch_tokens = 256;
 	p.pc.model[0].l2_capacity_tokens = l2;
 	p.pc.model[0].l2_admit = (uint8_t)admit;
+	/* The recompute rule, with the same line as the block model's. */
+	p.pc.model[0].refill_bytes_per_token = o->kv_bytes;
+	p.pc.model[0].l2_latency_ns = (uint64_t)(o->l2_lat_us * 1000);
+	p.pc.model[0].l2_bytes_per_ns = o->l2_gbps; /* GB/s = bytes per ns */
+	p.pc.model[0].recompute_tokens_per_ns = o->recompute_tps / 1e9;
 	p.l2_dir = l2 ? o->l2_dir : NULL;
 	for (k = 0; k < nrep; k++) {
 		r[k] = replay_create(&p);
@@ -299,6 +304,7 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 		res->l2_hit += ps.l2_hit_tokens;
 		res->l2_down += ps.l2_down_tokens;
 		res->l2_read += rs.l2_read_tokens;
+		res->l2_slower += ps.l2_recompute_faster_tokens;
 		if (rs.max_stored > cap)
 			res->perr++;
 		if (rs.unaccounted_tokens != 0) {
@@ -471,10 +477,12 @@ print_l2(const struct opts *o, const struct workload *wl, const struct oracle_bl
 				if (o->l2_dir != NULL && o->l2[i] > 0)
 					printf(", \"library\": {\"hit_ratio\": %.4f, \"hit_tokens\": %" PRIu64
 					       ", \"hit_tokens_l2\": %" PRIu64 ", \"l2_written_tokens\": %" PRIu64
-					       ", \"l2_read_tokens\": %" PRIu64 ", \"protocol_errors\": %" PRIu64
+					       ", \"l2_read_tokens\": %" PRIu64 ", \"recompute_faster_tokens\": %" PRIu64
+					       ", \"protocol_errors\": %" PRIu64
 					       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.1f}",
 					       lib.input ? (double)lib.hit / (double)lib.input : 0, lib.hit,
-					       lib.l2_hit, lib.l2_down, lib.l2_read, lib.perr, lib.vfail, lib.wall);
+					       lib.l2_hit, lib.l2_down, lib.l2_read, lib.l2_slower, lib.perr,
+					       lib.vfail, lib.wall);
 				printf("}");
 			} else {
 				printf("%-12s L2 %" PRIu64 " tokens (admit %s): hit ratio %.4f (L1 %.4f, L2 "
