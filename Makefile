@@ -97,7 +97,8 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
-	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c $(KVSS_PURE_SRC)
+	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
+	test/test_proto_l2.c $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
@@ -175,9 +176,14 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
-	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2
+	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
+	$(BUILD)/test/test_proto_l2
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
+
+$(BUILD)/test/test_proto_l2: $(call obj,test/test_proto_l2.c) $(TEST_COMMON) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_proto: $(call obj,test/test_proto.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)

@@ -256,7 +256,7 @@ static void
 evict(uint64_t batch, uint64_t prompt, uint32_t first)
 {
 	static uint8_t p[PROTO_PAYLOAD_MAX];
-	struct proto_evict_hdr eh = {batch, 1, G};
+	struct proto_evict_hdr eh = {batch, 1, G, 0};
 	struct proto_builder b;
 	uint32_t t;
 

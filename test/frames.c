@@ -112,6 +112,9 @@ static const unsigned int sample_types[] = {
 	PROTO_T_HELLO,	  PROTO_T_RESERVE,    PROTO_T_EVICT,	  PROTO_T_REFILL,
 	PROTO_T_DELETE,	  PROTO_T_STATUS,     PROTO_T_ACK,	  PROTO_T_ERROR,
 	PROTO_T_REFILL_DONE, PROTO_T_TOKEN_LOST, PROTO_T_EVICT_DATA, PROTO_T_REFILL_DATA,
+	/* The second tier (PROTOCOL.md section 9), after the first ones. */
+	PROTO_T_L2_DOWN,  PROTO_T_L2_UP,      PROTO_T_L2_DELETE,  PROTO_T_L2_DONE,
+	PROTO_T_L2_INVENTORY,
 };
 
 unsigned int
@@ -237,6 +240,52 @@ frames_payload(unsigned int i, uint8_t *buf, uint32_t cap, unsigned int *type)
 		proto_ref_fill(0x5678, 1, 3, 0, 0, pay, sizeof(pay));
 		proto_build_refill_data_hdr(&b, &d);
 		proto_build_bytes(&b, pay, sizeof(pay));
+		break;
+	}
+	case PROTO_T_L2_DOWN:
+		for (k = 0; k < 2; k++) {
+			struct proto_l2col c = {0x5EC0000000000001ULL + k, 0x5EC0000000000000ULL + k,
+						0x44ad98655d8858e1ULL, 111, 1000, 1700000000000000000ULL,
+						64 * k, 64, 0};
+
+			proto_build_l2_down(&b, &c);
+		}
+		break;
+	case PROTO_T_L2_UP: {
+		struct proto_evict_hdr e = {.batch_no = 78, .num_caches = 1, .g = 2, .ncols = 1};
+		struct proto_l2col c = {0x5EC0000000000001ULL, 0x5EC0000000000000ULL,
+					0x44ad98655d8858e1ULL, 222, 0, 1700000000000000000ULL, 0, 64, 0};
+
+		proto_build_l2_up_hdr(&b, &e);
+		for (k = 0; k < 2; k++) {
+			struct proto_evict_entry en = {222, k, 31};
+
+			proto_build_l2_up_entry(&b, &en);
+		}
+		proto_build_l2_up_col(&b, &c);
+		break;
+	}
+	case PROTO_T_L2_DELETE: {
+		struct proto_l2del d = {0x5EC0000000000001ULL, 0x44ad98655d8858e1ULL, 78, 0};
+
+		proto_build_l2_delete(&b, &d);
+		break;
+	}
+	case PROTO_T_L2_DONE: {
+		struct proto_l2done d = {0x5EC0000000000001ULL, 0x44ad98655d8858e1ULL, 0, 1, 0};
+		struct proto_l2done e = {0x5EC0000000000002ULL, 0x44ad98655d8858e1ULL, 0, 2,
+					 PROTO_E_L2_FAILED};
+
+		proto_build_l2_done(&b, &d);
+		proto_build_l2_done(&b, &e);
+		break;
+	}
+	case PROTO_T_L2_INVENTORY: {
+		struct proto_l2col c = {0x5EC0000000000001ULL, 0x5EC0000000000000ULL,
+					0x44ad98655d8858e1ULL, 0, 0, 1700000000000000000ULL, 0, 64, 0};
+
+		proto_build_l2_inventory_hdr(&b, 3, 2);
+		proto_build_l2_inventory_col(&b, &c);
 		break;
 	}
 	default:

@@ -215,7 +215,7 @@ emit_evict5(uint32_t e)
 {
 	struct proto_addr a = ci_addr(PROTO_PORT_CTRL_DEFAULT);
 	struct proto_hdr h = {.type = PROTO_T_EVICT, .epoch = e, .seq = 1};
-	struct proto_evict_hdr eh = {1, 1, 4};
+	struct proto_evict_hdr eh = {1, 1, 4, 0};
 	uint8_t pay[256];
 	struct proto_builder b;
 	uint32_t t;

@@ -125,7 +125,7 @@ evict(uint64_t seq, uint64_t batch, const uint64_t *prompt, const uint32_t *tok,
 {
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 	struct proto_builder b;
-	struct proto_evict_hdr eh = {batch, 1, g};
+	struct proto_evict_hdr eh = {batch, 1, g, 0};
 	uint16_t i;
 
 	begin(&b, buf, PROTO_T_EVICT, seq);
@@ -517,7 +517,7 @@ main(int argc, char **argv)
 	}
 	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0 ||
 			  strcmp(argv[1], "gen-restart") == 0 || strcmp(argv[1], "gen-ahead") == 0 ||
-			  strcmp(argv[1], "gen-reevict") == 0)) {
+			  strcmp(argv[1], "gen-reevict") == 0 || strcmp(argv[1], "gen-notier") == 0)) {
 		if (frames_pcap_open(&out, argv[2], 1, "shard_scenario") != 0)
 			return 2;
 		if (strcmp(argv[1], "gen") == 0)
@@ -528,6 +528,8 @@ main(int argc, char **argv)
 			gen_ahead();
 		else if (strcmp(argv[1], "gen-reevict") == 0)
 			gen_reevict();
+		else if (strcmp(argv[1], "gen-notier") == 0)
+			gen_notier();
 		else
 			gen_restart();
 		frames_pcap_close(&out);
@@ -545,12 +547,15 @@ main(int argc, char **argv)
 		return check_ahead(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-reevict") == 0)
 		return check_reevict(argv + 2, argc - 2);
+	if (argc >= 3 && strcmp(argv[1], "check-notier") == 0)
+		return check_notier(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-space") == 0) {
 		space_mode = 1;
 		return check(argv + 2, argc - 2);
 	}
 	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | "
-			"gen-space|gen-restart|gen-ahead|gen-reevict FILE.pcap | "
-			"check|check-space|check-restart|check-ahead|check-reevict FILE.pcap...\n");
+			"gen-space|gen-restart|gen-ahead|gen-reevict|gen-notier FILE.pcap | "
+			"check|check-space|check-restart|check-ahead|check-reevict|check-notier "
+			"FILE.pcap...\n");
 	return 2;
 }

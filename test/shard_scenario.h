@@ -57,5 +57,7 @@ void gen_ahead(void);
 int check_ahead(char **files, int nfiles);
 void gen_reevict(void);
 int check_reevict(char **files, int nfiles);
+void gen_notier(void);
+int check_notier(char **files, int nfiles);
 
 #endif

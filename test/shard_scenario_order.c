@@ -357,3 +357,129 @@ check_reevict(char **files, int nfiles)
 	       expect_fails ? "FAILED" : "every refill saw what complete batches left");
 	return expect_fails ? 1 : 0;
 }
+
+
+/* ---- A shard with no second tier ----------------------------------------- */
+
+/*
+ * PROTOCOL.md section 9, "Without a second tier": batch 1 stores A 0..3;
+ * an L2_DOWN of two columns (seq 2), an L2_UP as batch 2 of A 4..5 (seq 3)
+ * and an L2_DELETE (seq 4) are each refused with NO_TIER, one record each
+ * (the UP whole, its tokens lost); each takes its seq, so a REFILL of A
+ * 0..3 after batch 2 (seq 5) is whole, and batch 3 (B 0..1, seq 6) and a
+ * REFILL of B 0..1 (seq 7) work as ever.
+ */
+void
+gen_notier(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	const uint64_t pa[4] = {A_ID, A_ID, A_ID, A_ID}, pb[2] = {B_ID, B_ID};
+	const uint32_t t1[4] = {0, 1, 2, 3}, t3[2] = {0, 1};
+	struct proto_l2col c = {.key = 0x1111, .parent = 0x2222, .isolation_id = 0x3333,
+				.prompt_id = A_ID, .evict_count = 1, .start_token_idx = 0,
+				.num_tokens = 2, .cache_id = 0};
+	struct proto_evict_hdr eh = {.batch_no = 2, .num_caches = 1, .g = 2, .ncols = 1};
+	struct proto_l2del d = {0x1111, 0x3333, 0, 0};
+	unsigned int k;
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	evict(1, 1, pa, t1, 4);
+	data(1, pa, t1, 4, 0, 4 * B);
+	begin(&b, buf, PROTO_T_L2_DOWN, 2);
+	proto_build_l2_down(&b, &c);
+	c.key = 0x1112;
+	c.start_token_idx = 2;
+	proto_build_l2_down(&b, &c);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	begin(&b, buf, PROTO_T_L2_UP, 3);
+	proto_build_l2_up_hdr(&b, &eh);
+	for (k = 0; k < 2; k++) {
+		struct proto_evict_entry e = {A_ID, 4 + k, 1};
+
+		proto_build_l2_up_entry(&b, &e);
+	}
+	c.start_token_idx = 4;
+	proto_build_l2_up_col(&b, &c);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	begin(&b, buf, PROTO_T_L2_DELETE, 4);
+	proto_build_l2_delete(&b, &d);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	refill_a(5, 1, 2, 4);
+	evict(6, 3, pb, t3, 2);
+	data(3, pb, t3, 2, 0, 2 * B);
+	refill_x(7, 2, 3, B_ID, 0, 2);
+}
+
+int
+check_notier(char **files, int nfiles)
+{
+	static const struct wafer_place at = {.bytes_per_token = B};
+	static struct proto_msg m;
+	static uint64_t hash[4], hashb[2];
+	struct wafer_refill wr[3];
+	struct captures cap = {.files = files, .n = nfiles};
+	int notier = 0, other = 0, lost = 0, done[3] = {0};
+	uint64_t max_ack = 0;
+	const uint8_t *d;
+	unsigned int k;
+
+	for (k = 0; k < 4; k++)
+		hash[k] = href(A_ID, k);
+	for (k = 0; k < 2; k++)
+		hashb[k] = href(B_ID, k);
+	wafer_refill_init(&wr[1], &at, NB, 1, hash, 4);
+	wafer_refill_init(&wr[2], &at, NB, 2, hashb, 2);
+	while ((d = captures_next(&cap, &m)) != NULL) {
+		unsigned int i;
+
+		if (m.hdr.type == PROTO_T_ACK && m.u.ack.cum_seq > max_ack)
+			max_ack = m.u.ack.cum_seq;
+		for (i = 0; m.hdr.type == PROTO_T_ERROR && i < m.hdr.count; i++) {
+			struct proto_error e;
+
+			proto_get_error(&m, i, &e);
+			if (e.code == PROTO_E_NO_TIER && e.seq >= 2 && e.seq <= 4)
+				notier++;
+			else
+				other++;
+		}
+		for (i = 0; m.hdr.type == PROTO_T_TOKEN_LOST && i < m.hdr.count; i++) {
+			struct proto_lost l;
+
+			proto_get_lost(&m, i, &l);
+			lost += l.prompt_id == A_ID && (l.token_idx == 4 || l.token_idx == 5);
+		}
+		for (i = 0; m.hdr.type == PROTO_T_REFILL_DONE && i < m.hdr.count; i++) {
+			struct proto_refill_done r;
+
+			proto_get_refill_done(&m, i, &r);
+			EXPECT(r.refill_id >= 1 && r.refill_id <= 2 && r.status == 0,
+			       "REFILL_DONE of refill %lu: status %u", (unsigned long)r.refill_id, r.status);
+			if (r.refill_id >= 1 && r.refill_id <= 2)
+				done[r.refill_id]++;
+		}
+		if (m.hdr.type == PROTO_T_REFILL_DATA) {
+			const struct proto_refill_data_hdr *h = &m.u.refill_data;
+
+			if (h->refill_id >= 1 && h->refill_id <= 2 && h->buffer_id < NB)
+				wafer_refill_data(&wr[h->refill_id], h, d + m.data_off, m.data_len);
+		}
+	}
+	if (cap.bad)
+		return 2;
+	EXPECT(notier == 4, "%d NO_TIER records for seq 2..4, want 4 (two DOWN records, the UP, "
+	       "the DELETE)", notier);
+	EXPECT(other == 0, "%d other ERROR records", other);
+	EXPECT(lost == 2, "TOKEN_LOST of A 4..5 (the refused UP's tokens): %d", lost);
+	EXPECT(max_ack == 7, "cumulative ACK %lu, want 7: every second-tier message took its seq",
+	       (unsigned long)max_ack);
+	for (k = 1; k <= 2; k++)
+		EXPECT(done[k] == 1 && wafer_refill_whole(&wr[k]) && wr[k].bad_bytes == 0,
+		       "refill %u: %d answers, whole %d, %lu bad bytes", k, done[k],
+		       wafer_refill_whole(&wr[k]), (unsigned long)wr[k].bad_bytes);
+	printf("shard without a second tier: %s\n",
+	       expect_fails ? "FAILED" : "each L2 message refused NO_TIER, its seq taken, the rest as ever");
+	return expect_fails ? 1 : 0;
+}

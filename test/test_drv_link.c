@@ -137,7 +137,7 @@ queue_msg(uint8_t type, uint64_t batch)
 	drv_hdr_for(&h, &sh, 0x55, type);
 	proto_build_begin(&b, buf, sizeof(buf), &h);
 	if (type == PROTO_T_EVICT) {
-		struct proto_evict_hdr eh = {batch, 1, 2};
+		struct proto_evict_hdr eh = {batch, 1, 2, 0};
 		struct proto_evict_entry e = {0, 0, 0};
 
 		proto_build_evict_hdr(&b, &eh);

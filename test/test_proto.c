@@ -63,7 +63,9 @@ Test(golden, every_vector_of_the_document_is_one_the_tests_check)
 {
 	static const char *const known[] = {
 		"ref_isolation_acme", "ref_hash_acme_1", "ref_hash_acme_1_2", "ref_hash_acme_1_2_3",
-		"ref_bytes_m0_s0_c0_16", "ref_bytes_m1_s3_c2_20", "delete", "refill"};
+		"ref_bytes_m0_s0_c0_16", "ref_bytes_m1_s3_c2_20", "delete", "refill",
+		/* test_proto_l2.c */
+		"l2_down", "l2_up", "l2_delete", "l2_done", "l2_inventory"};
 	FILE *f = fopen(frames_protocol_md(), "r");
 	char line[512], name[128];
 	unsigned int seen = 0, k;
@@ -530,7 +532,7 @@ static struct bad_case bad_cases[] = {
 	{"version 2", PROTO_T_DELETE, PL(4), 0, 2, 0, PROTO_R_BAD_VERSION},
 	{"version 0", PROTO_T_HELLO, PL(4), 0, 0, 0, PROTO_R_BAD_VERSION},
 	{"type 0", PROTO_T_DELETE, PL(5), 0, 0, 0, PROTO_R_BAD_TYPE},
-	{"type 0x06", PROTO_T_DELETE, PL(5), 0, 0x06, 0, PROTO_R_BAD_TYPE},
+	{"type 0x09", PROTO_T_DELETE, PL(5), 0, 0x09, 0, PROTO_R_BAD_TYPE},
 	{"type 0x22", PROTO_T_EVICT_DATA, PL(5), 0, 0x22, 0, PROTO_R_BAD_TYPE},
 	{"control type on evict port", PROTO_T_EVICT_DATA, PL(5), 0, PROTO_T_DELETE, 0,
 	 PROTO_R_WRONG_PORT},

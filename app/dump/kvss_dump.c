@@ -103,6 +103,21 @@ rec_close(struct out *o)
 	o->first = false;
 }
 
+/* An L2Column's fields (PROTOCOL.md section 9). */
+static void
+l2col_fields(struct out *o, const struct proto_l2col *c)
+{
+	field_w64(o, "key", c->key);
+	field_w64(o, "parent", c->parent);
+	field_w64(o, "isolation_id", c->isolation_id);
+	field_w64(o, "prompt_id", c->prompt_id);
+	field_w64(o, "evict_count", c->evict_count);
+	field_w64(o, "first_use_ns", c->first_use_ns);
+	field_u64(o, "start_token_idx", c->start_token_idx);
+	field_u64(o, "num_tokens", c->num_tokens);
+	field_u64(o, "cache_id", c->cache_id);
+}
+
 static void
 print_body(struct out *o, const struct proto_msg *m)
 {
@@ -188,6 +203,94 @@ print_body(struct out *o, const struct proto_msg *m)
 		}
 		list_close(o);
 		break;
+	case PROTO_T_L2_DOWN:
+		list_open(o, "records");
+		for (i = 0; i < n && rec_open(o, i, n); i++) {
+			struct proto_l2col c;
+
+			proto_get_l2_down(m, i, &c);
+			l2col_fields(o, &c);
+			rec_close(o);
+		}
+		list_close(o);
+		break;
+	case PROTO_T_L2_UP:
+		field_w64(o, "batch_no", m->u.evict.batch_no);
+		field_u64(o, "num_caches", m->u.evict.num_caches);
+		field_u64(o, "g", m->u.evict.g);
+		field_u64(o, "ncols", m->u.evict.ncols);
+		list_open(o, "records");
+		for (i = 0; i < n && rec_open(o, i, n); i++) {
+			struct proto_evict_entry e;
+
+			proto_get_evict_entry(m, i, &e);
+			field_u64(o, "token", i / m->u.evict.num_caches);
+			field_u64(o, "cache_id", i % m->u.evict.num_caches);
+			field_w64(o, "prompt_id", e.prompt_id);
+			field_u64(o, "token_idx", e.token_idx);
+			field_u64(o, "sequence_id", e.sequence_id);
+			rec_close(o);
+		}
+		list_close(o);
+		list_open(o, "columns");
+		for (i = 0; i < m->u.evict.ncols && rec_open(o, i, m->u.evict.ncols); i++) {
+			struct proto_l2col c;
+
+			proto_get_l2_up_col(m, i, &c);
+			l2col_fields(o, &c);
+			rec_close(o);
+		}
+		list_close(o);
+		break;
+	case PROTO_T_L2_DELETE:
+		list_open(o, "records");
+		for (i = 0; i < n && rec_open(o, i, n); i++) {
+			struct proto_l2del d;
+
+			proto_get_l2_delete(m, i, &d);
+			field_w64(o, "key", d.key);
+			field_w64(o, "isolation_id", d.isolation_id);
+			field_w64(o, "evict_count", d.evict_count);
+			field_u64(o, "cache_id", d.cache_id);
+			rec_close(o);
+		}
+		list_close(o);
+		break;
+	case PROTO_T_L2_DONE:
+		list_open(o, "records");
+		for (i = 0; i < n && rec_open(o, i, n); i++) {
+			struct proto_l2done d;
+			const char *name;
+
+			proto_get_l2_done(m, i, &d);
+			name = proto_err_name(d.status);
+			field_w64(o, "key", d.key);
+			field_w64(o, "isolation_id", d.isolation_id);
+			field_u64(o, "cache_id", d.cache_id);
+			field_str(o, "op", d.op == 1 ? "L2_DOWN" : d.op == 2 ? "L2_UP" : "UNKNOWN");
+			field_u64(o, "status", d.status);
+			field_str(o, "status_name", name ? name : "UNKNOWN");
+			rec_close(o);
+		}
+		list_close(o);
+		break;
+	case PROTO_T_L2_INVENTORY: {
+		uint32_t total, first;
+
+		proto_get_l2_inventory_hdr(m, &total, &first);
+		field_u64(o, "total", total);
+		field_u64(o, "first", first);
+		list_open(o, "records");
+		for (i = 0; i < n && rec_open(o, i, n); i++) {
+			struct proto_l2col c;
+
+			proto_get_l2_inventory(m, i, &c);
+			l2col_fields(o, &c);
+			rec_close(o);
+		}
+		list_close(o);
+		break;
+	}
 	case PROTO_T_STATUS:
 		field_w64(o, "batches_complete", m->u.status.batches_complete);
 		field_w64(o, "last_seq_done", m->u.status.last_seq_done);

@@ -68,7 +68,7 @@ on_evict(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	 const struct proto_evict_entry *e)
 {
 	struct drv_sink *s = arg;
-	struct proto_evict_hdr eh = {batch_no, nc, g};
+	struct proto_evict_hdr eh = {batch_no, nc, g, 0};
 	uint32_t t;
 	uint16_t i;
 

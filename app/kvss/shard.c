@@ -47,7 +47,7 @@ shard_rec_of(struct shard_rec *r, const struct proto_msg *msg)
 	r->data_off = msg->data_off;
 	r->data_len = msg->data_len;
 	r->gate = 0;
-	if (msg->hdr.type == PROTO_T_EVICT) {
+	if (msg->hdr.type == PROTO_T_EVICT || msg->hdr.type == PROTO_T_L2_UP) {
 		r->u.evict = msg->u.evict;
 	} else if (msg->hdr.type == PROTO_T_EVICT_DATA) {
 		r->u.data = msg->u.data;
@@ -82,7 +82,7 @@ shard_msg(const struct shard_rec *r, const struct rte_mbuf *m, struct proto_msg 
 	out->payload_off = r->payload_off;
 	out->data_off = r->data_off;
 	out->data_len = r->data_len;
-	if (r->hdr.type == PROTO_T_EVICT)
+	if (r->hdr.type == PROTO_T_EVICT || r->hdr.type == PROTO_T_L2_UP)
 		out->u.evict = r->u.evict;
 	else if (r->hdr.type == PROTO_T_EVICT_DATA)
 		out->u.data = r->u.data;
@@ -155,8 +155,35 @@ static void
 queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct shard_rec *r)
 {
 	uint8_t type = r->hdr.type;
-	struct shard_fifo *q =
-		type == PROTO_T_RESERVE || type == PROTO_T_EVICT ? &shard.evictq : &shard.refillq;
+	struct shard_fifo *q = type == PROTO_T_RESERVE || type == PROTO_T_EVICT || type == PROTO_T_L2_UP
+				       ? &shard.evictq
+				       : &shard.refillq;
+
+	if (type == PROTO_T_L2_DOWN || type == PROTO_T_L2_DELETE) {
+		/* No second tier here (PROTOCOL.md section 9): each record refused; the seq is taken. */
+		static struct shard_batcher nt;
+		static struct proto_msg view;
+		const struct proto_msg *msg = shard_msg(r, m, &view);
+		unsigned int i;
+
+		shard_batcher_init(&nt, PROTO_T_ERROR, st);
+		for (i = 0; i < msg->hdr.count; i++) {
+			struct proto_l2col c = {0};
+			struct proto_l2del d = {0};
+
+			if (type == PROTO_T_L2_DOWN)
+				proto_get_l2_down(msg, i, &c);
+			else
+				proto_get_l2_delete(msg, i, &d);
+			shard_add_error(&nt, msg->hdr.seq, type == PROTO_T_L2_DOWN ? c.key : d.key,
+					type == PROTO_T_L2_DOWN ? c.start_token_idx : 0,
+					type == PROTO_T_L2_DOWN ? c.cache_id : d.cache_id, PROTO_E_NO_TIER);
+		}
+		shard_batcher_flush(&nt);
+		rte_pktmbuf_free(m);
+		shard.next_seq++;
+		return;
+	}
 
 	if (q->tail - q->head == SHARD_QMAX) {
 		/* The evict queue: not with a driver that keeps to its window. The
@@ -169,12 +196,12 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 	q->since[q->tail % SHARD_QMAX] = 0;
 	q->m[q->tail % SHARD_QMAX] = m;
 	q->rec[q->tail % SHARD_QMAX] = *r;
-	if (type == PROTO_T_EVICT || type == PROTO_T_DELETE)
+	if (type == PROTO_T_EVICT || type == PROTO_T_L2_UP || type == PROTO_T_DELETE)
 		shard_barrier_accept(st, &q->rec[q->tail % SHARD_QMAX], m);
 	q->seq[q->tail % SHARD_QMAX] = shard.next_seq;
 	q->tail++;
 	shard.next_seq++;
-	if (type == PROTO_T_EVICT && r->u.evict.batch_no > shard.queued_batch)
+	if ((type == PROTO_T_EVICT || type == PROTO_T_L2_UP) && r->u.evict.batch_no > shard.queued_batch)
 		shard.queued_batch = r->u.evict.batch_no;
 }
 

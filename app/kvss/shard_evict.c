@@ -169,7 +169,8 @@ shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const str
 		return;
 	}
 	r->gate = 0;
-	if (r->hdr.type != PROTO_T_EVICT || shard.del_last <= shard.del_applied ||
+	if ((r->hdr.type != PROTO_T_EVICT && r->hdr.type != PROTO_T_L2_UP) ||
+	    shard.del_last <= shard.del_applied ||
 	    shard.del_gate_max >= r->u.evict.batch_no)
 		return;
 	msg = shard_msg(r, m, &view);
@@ -205,7 +206,7 @@ shard_delete_must_wait(const struct proto_msg *msg)
 		const struct proto_msg *ev;
 		unsigned int a, b;
 
-		if (r->hdr.type != PROTO_T_EVICT)
+		if (r->hdr.type != PROTO_T_EVICT && r->hdr.type != PROTO_T_L2_UP)
 			continue;
 		ev = shard_msg(r, q->m[i % SHARD_QMAX], &view);
 		for (b = 0; b < msg->hdr.count; b++) {
@@ -276,7 +277,14 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				return; /* waits for DELETEs (or for batches to complete) */
 			}
 			shard.batch_t[msg->u.evict.batch_no % 256] = now;
-			if (rc == -EPROTO) {
+			if (rc == 0 && msg->hdr.type == PROTO_T_L2_UP) {
+				/* No second tier to read its bytes from: refused whole,
+				 * its batch lost at once when its turn comes (section 9). */
+				shard.batch_t[msg->u.evict.batch_no % 256] =
+					now - shard.hz / 1000 * kvss.cfg.shard.batch_timeout_ms;
+				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_NO_TIER);
+				st->batches++;
+			} else if (rc == -EPROTO) {
 				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_BAD_CACHE);
 			} else if (rc != 0) {
 				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_MALFORMED);

@@ -264,6 +264,28 @@ parse_control_body(struct proto_msg *m)
 		return check_records(h->body_len, h->count, PROTO_RESERVE_LEN);
 	case PROTO_T_DELETE:
 		return check_records(h->body_len, h->count, PROTO_DELETE_LEN);
+	case PROTO_T_L2_DOWN:
+		return check_records(h->body_len, h->count, PROTO_L2COL_LEN);
+	case PROTO_T_L2_DELETE:
+		return check_records(h->body_len, h->count, PROTO_L2DEL_LEN);
+	case PROTO_T_L2_DONE:
+		return check_records(h->body_len, h->count, PROTO_L2DONE_LEN);
+	case PROTO_T_L2_INVENTORY:
+		if (h->body_len < PROTO_L2INV_HDR_LEN)
+			return PROTO_R_BAD_BODY_LEN;
+		return check_records(h->body_len - PROTO_L2INV_HDR_LEN, h->count, PROTO_L2COL_LEN);
+	case PROTO_T_L2_UP:
+		if (h->body_len < PROTO_EVICT_HDR_LEN)
+			return PROTO_R_BAD_BODY_LEN;
+		m->u.evict.batch_no = proto_ld64(b);
+		m->u.evict.num_caches = proto_ld16(b + 8);
+		m->u.evict.g = proto_ld16(b + 10);
+		m->u.evict.ncols = proto_ld16(b + 12);
+		if ((uint32_t)m->u.evict.num_caches * m->u.evict.g != h->count ||
+		    (uint64_t)h->count * PROTO_EVICT_ENTRY_LEN + (uint64_t)m->u.evict.ncols * PROTO_L2COL_LEN !=
+			    (uint64_t)h->body_len - PROTO_EVICT_HDR_LEN)
+			return PROTO_R_BAD_COUNT;
+		return PROTO_OK;
 	case PROTO_T_ERROR:
 		return check_records(h->body_len, h->count, PROTO_ERROR_LEN);
 	case PROTO_T_REFILL_DONE:
@@ -276,6 +298,7 @@ parse_control_body(struct proto_msg *m)
 		m->u.evict.batch_no = proto_ld64(b);
 		m->u.evict.num_caches = proto_ld16(b + 8);
 		m->u.evict.g = proto_ld16(b + 10);
+		m->u.evict.ncols = 0; /* reserved in an EVICT */
 		if ((uint32_t)m->u.evict.num_caches * m->u.evict.g != h->count)
 			return PROTO_R_BAD_COUNT;
 		return check_records(h->body_len - PROTO_EVICT_HDR_LEN, h->count,

@@ -61,6 +61,10 @@ extern "C" {
 #define PROTO_LOST_LEN 16
 #define PROTO_DATA_HDR_LEN 24
 #define PROTO_REFILL_DATA_HDR_LEN 32
+#define PROTO_L2COL_LEN 64	/* L2Column (section 9) */
+#define PROTO_L2DEL_LEN 32	/* L2Delete */
+#define PROTO_L2DONE_LEN 24	/* L2Done */
+#define PROTO_L2INV_HDR_LEN 16 /* InventoryHeader */
 
 #define PROTO_MTU_DEFAULT 9000
 /** Largest MTU accepted anywhere (jumbo). */
@@ -99,11 +103,16 @@ proto_evict_max_entries(uint32_t mtu)
 	X(EVICT, 0x03)                                                                             \
 	X(REFILL, 0x04)                                                                            \
 	X(DELETE, 0x05)                                                                            \
+	X(L2_DOWN, 0x06)                                                                           \
+	X(L2_UP, 0x07)                                                                             \
+	X(L2_DELETE, 0x08)                                                                         \
 	X(STATUS, 0x10)                                                                            \
 	X(ACK, 0x11)                                                                               \
 	X(ERROR, 0x12)                                                                             \
 	X(REFILL_DONE, 0x13)                                                                       \
 	X(TOKEN_LOST, 0x14)                                                                        \
+	X(L2_DONE, 0x15)                                                                           \
+	X(L2_INVENTORY, 0x16)                                                                      \
 	X(EVICT_DATA, 0x20)                                                                        \
 	X(REFILL_DATA, 0x21)
 
@@ -128,7 +137,9 @@ bool proto_type_is_control(unsigned int type);
 	X(RANGE, 5)                                                                                \
 	X(NO_SPACE, 6)                                                                             \
 	X(MALFORMED, 7)                                                                            \
-	X(BAD_CACHE, 8)
+	X(BAD_CACHE, 8)                                                                            \
+	X(NO_TIER, 9)                                                                              \
+	X(L2_FAILED, 10)
 
 enum proto_err {
 	PROTO_E_OK = 0,
@@ -200,6 +211,7 @@ struct proto_evict_hdr {
 	uint64_t batch_no;
 	uint16_t num_caches;
 	uint16_t g;
+	uint16_t ncols; /**< L2_UP: its L2Columns after the entries; EVICT: 0 (reserved) */
 };
 
 struct proto_evict_entry {
@@ -221,6 +233,27 @@ struct proto_refill_chunk {
 	uint64_t prompt_id;
 	uint32_t start_token_idx;
 	uint32_t num_tokens;
+};
+
+/** L2Column (section 9): a column of the second tier. */
+struct proto_l2col {
+	uint64_t key, parent, isolation_id, prompt_id, evict_count, first_use_ns;
+	uint32_t start_token_idx, num_tokens;
+	uint16_t cache_id;
+};
+
+/** L2Delete. */
+struct proto_l2del {
+	uint64_t key, isolation_id, evict_count;
+	uint16_t cache_id;
+};
+
+/** L2Done: op 1 L2_DOWN, 2 L2_UP. */
+struct proto_l2done {
+	uint64_t key, isolation_id;
+	uint16_t cache_id;
+	uint8_t op;
+	uint16_t status;
 };
 
 struct proto_delete {
@@ -477,6 +510,73 @@ proto_get_evict_entry(const struct proto_msg *m, unsigned int i, struct proto_ev
 	e->sequence_id = proto_ld32(p + 12);
 }
 
+/** An L2Column at @p p (section 9). */
+static inline void
+proto_get_l2col_at(const uint8_t *p, struct proto_l2col *c)
+{
+	c->key = proto_ld64(p);
+	c->parent = proto_ld64(p + 8);
+	c->isolation_id = proto_ld64(p + 16);
+	c->prompt_id = proto_ld64(p + 24);
+	c->evict_count = proto_ld64(p + 32);
+	c->first_use_ns = proto_ld64(p + 40);
+	c->start_token_idx = proto_ld32(p + 48);
+	c->num_tokens = proto_ld32(p + 52);
+	c->cache_id = proto_ld16(p + 56);
+}
+
+/** Record @p i of an L2_DOWN. */
+static inline void
+proto_get_l2_down(const struct proto_msg *m, unsigned int i, struct proto_l2col *c)
+{
+	proto_get_l2col_at(m->body + (size_t)i * PROTO_L2COL_LEN, c);
+}
+
+/** Column @p i of an L2_UP (after its u.evict.g x num_caches entries). */
+static inline void
+proto_get_l2_up_col(const struct proto_msg *m, unsigned int i, struct proto_l2col *c)
+{
+	proto_get_l2col_at(m->body + PROTO_EVICT_HDR_LEN + (size_t)m->hdr.count * PROTO_EVICT_ENTRY_LEN +
+			   (size_t)i * PROTO_L2COL_LEN, c);
+}
+
+/** Record @p i of an L2_INVENTORY; its header's total and first. */
+static inline void
+proto_get_l2_inventory(const struct proto_msg *m, unsigned int i, struct proto_l2col *c)
+{
+	proto_get_l2col_at(m->body + PROTO_L2INV_HDR_LEN + (size_t)i * PROTO_L2COL_LEN, c);
+}
+
+static inline void
+proto_get_l2_inventory_hdr(const struct proto_msg *m, uint32_t *total, uint32_t *first)
+{
+	*total = proto_ld32(m->body);
+	*first = proto_ld32(m->body + 4);
+}
+
+static inline void
+proto_get_l2_delete(const struct proto_msg *m, unsigned int i, struct proto_l2del *d)
+{
+	const uint8_t *p = m->body + (size_t)i * PROTO_L2DEL_LEN;
+
+	d->key = proto_ld64(p);
+	d->isolation_id = proto_ld64(p + 8);
+	d->evict_count = proto_ld64(p + 16);
+	d->cache_id = proto_ld16(p + 24);
+}
+
+static inline void
+proto_get_l2_done(const struct proto_msg *m, unsigned int i, struct proto_l2done *d)
+{
+	const uint8_t *p = m->body + (size_t)i * PROTO_L2DONE_LEN;
+
+	d->key = proto_ld64(p);
+	d->isolation_id = proto_ld64(p + 8);
+	d->cache_id = proto_ld16(p + 16);
+	d->op = p[18];
+	d->status = proto_ld16(p + 20);
+}
+
 static inline void
 proto_get_delete(const struct proto_msg *m, unsigned int i, struct proto_delete *d)
 {
@@ -610,6 +710,16 @@ int proto_build_refill_req(struct proto_builder *b, const struct proto_refill_re
 /** REFILL: one chunk of the last request added. */
 int proto_build_refill_chunk(struct proto_builder *b, const struct proto_refill_chunk *c);
 int proto_build_delete(struct proto_builder *b, const struct proto_delete *d);
+/* The second tier (section 9). L2_UP: its header (ncols set), its entries, then its columns. */
+int proto_build_l2_down(struct proto_builder *b, const struct proto_l2col *c);
+int proto_build_l2_up_hdr(struct proto_builder *b, const struct proto_evict_hdr *e);
+int proto_build_l2_up_entry(struct proto_builder *b, const struct proto_evict_entry *e);
+int proto_build_l2_up_col(struct proto_builder *b, const struct proto_l2col *c);
+int proto_build_l2_delete(struct proto_builder *b, const struct proto_l2del *d);
+int proto_build_l2_done(struct proto_builder *b, const struct proto_l2done *d);
+/* L2_INVENTORY: its header first, then its columns. */
+int proto_build_l2_inventory_hdr(struct proto_builder *b, uint32_t total, uint32_t first);
+int proto_build_l2_inventory_col(struct proto_builder *b, const struct proto_l2col *c);
 /** STATUS: the body; must be the first add. */
 int proto_build_status(struct proto_builder *b, const struct proto_status *s);
 int proto_build_cache_info(struct proto_builder *b, const struct proto_cache_info *c);

@@ -171,6 +171,146 @@ proto_build_delete(struct proto_builder *b, const struct proto_delete *d)
 	return 0;
 }
 
+/* ---- The second tier (section 9) ---- */
+
+static void
+st_l2col(uint8_t *p, const struct proto_l2col *c)
+{
+	proto_st64(p, c->key);
+	proto_st64(p + 8, c->parent);
+	proto_st64(p + 16, c->isolation_id);
+	proto_st64(p + 24, c->prompt_id);
+	proto_st64(p + 32, c->evict_count);
+	proto_st64(p + 40, c->first_use_ns);
+	proto_st32(p + 48, c->start_token_idx);
+	proto_st32(p + 52, c->num_tokens);
+	proto_st16(p + 56, c->cache_id);
+}
+
+int
+proto_build_l2_down(struct proto_builder *b, const struct proto_l2col *c)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_L2_DOWN, PROTO_L2COL_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	st_l2col(p, c);
+	return 0;
+}
+
+int
+proto_build_l2_up_hdr(struct proto_builder *b, const struct proto_evict_hdr *e)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len != PROTO_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_L2_UP, PROTO_EVICT_HDR_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, e->batch_no);
+	proto_st16(p + 8, e->num_caches);
+	proto_st16(p + 10, e->g);
+	proto_st16(p + 12, e->ncols);
+	return 0;
+}
+
+int
+proto_build_l2_up_entry(struct proto_builder *b, const struct proto_evict_entry *e)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len < PROTO_HDR_LEN + PROTO_EVICT_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_L2_UP, PROTO_EVICT_ENTRY_LEN, true, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, e->prompt_id);
+	proto_st32(p + 8, e->token_idx);
+	proto_st32(p + 12, e->sequence_id);
+	return 0;
+}
+
+int
+proto_build_l2_up_col(struct proto_builder *b, const struct proto_l2col *c)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len < PROTO_HDR_LEN + PROTO_EVICT_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_L2_UP, PROTO_L2COL_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	st_l2col(p, c);
+	return 0;
+}
+
+int
+proto_build_l2_delete(struct proto_builder *b, const struct proto_l2del *d)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_L2_DELETE, PROTO_L2DEL_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	proto_st64(p, d->key);
+	proto_st64(p + 8, d->isolation_id);
+	proto_st64(p + 16, d->evict_count);
+	proto_st16(p + 24, d->cache_id);
+	return 0;
+}
+
+int
+proto_build_l2_done(struct proto_builder *b, const struct proto_l2done *d)
+{
+	int err;
+	uint8_t *p = build_room(b, PROTO_T_L2_DONE, PROTO_L2DONE_LEN, true, &err);
+
+	if (p == NULL)
+		return err;
+	proto_st64(p, d->key);
+	proto_st64(p + 8, d->isolation_id);
+	proto_st16(p + 16, d->cache_id);
+	p[18] = d->op;
+	proto_st16(p + 20, d->status);
+	return 0;
+}
+
+int
+proto_build_l2_inventory_hdr(struct proto_builder *b, uint32_t total, uint32_t first)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len != PROTO_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_L2_INVENTORY, PROTO_L2INV_HDR_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st32(p, total);
+	proto_st32(p + 4, first);
+	return 0;
+}
+
+int
+proto_build_l2_inventory_col(struct proto_builder *b, const struct proto_l2col *c)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len < PROTO_HDR_LEN + PROTO_L2INV_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_L2_INVENTORY, PROTO_L2COL_LEN, true, &err);
+	if (p == NULL)
+		return err;
+	st_l2col(p, c);
+	return 0;
+}
+
 int
 proto_build_status(struct proto_builder *b, const struct proto_status *s)
 {
