@@ -28,7 +28,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # app includes its own ("kvss.h" beside it) and the libraries', never
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
-	-Ilib/fileio -Ilib/args -Ilib/kvdisk
+	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -61,6 +61,7 @@ LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 # Files from outside, opened without blocking and read with bounds.
 FILEIO_SRC := lib/fileio/fileio.c
 KVDISK_SRC := lib/kvdisk/kvdisk.c
+PLOT_SRC := lib/plot/plot.c
 
 # Whole numbers from a command line (1e6 too; never a prefix).
 ARGS_SRC := lib/args/args.c
@@ -98,7 +99,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
-	test/test_proto_l2.c $(KVSS_PURE_SRC)
+	test/test_proto_l2.c $(PLOT_SRC) $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
@@ -154,11 +155,11 @@ $(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c $(ARGS_SRC)) $(LIB
 KVSS_TRACE := $(BUILD)/kvss-trace
 KVSS := $(BUILD)/kvss
 
-$(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
+$(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC) $(PLOT_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
-$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC)) \
+$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC) $(PLOT_SRC)) \
 		$(LIBWORKLOAD) $(LIBWAFER) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)

@@ -58,8 +58,17 @@ run_all() {
 }
 
 # 1. One process.
-run_all config/all-in-one.cfg "$tmp/all.log" --limit 150
+plot=()
+command -v gnuplot >/dev/null && plot=(--plot-refills "$tmp/refills.png")
+run_all config/all-in-one.cfg "$tmp/all.log" --limit 150 "${plot[@]}"
 check "role all: exits 0" test $? -eq 0
+if [ ${#plot[@]} -gt 0 ]; then
+	check "role all: --plot-refills drew the refill times (a PNG)" \
+		sh -c "head -c 4 '$tmp/refills.png' | od -An -tx1 | grep -q '89 50 4e 47' &&
+			grep -q 'refill times drawn in $tmp/refills.png' '$tmp/all.log'"
+else
+	echo "role all: --plot-refills not tested: no gnuplot (scripts/deps.sh installs gnuplot-nox)"
+fi
 grep '^{' "$tmp/all.log" | tail -1 >"$tmp/all.json"
 check "role all: 150 requests done" test "$(field "$tmp/all.json" requests)" = 150
 check "role all: every request hit or missed, none lost" test "$(field "$tmp/all.json" finished)" = True

@@ -181,6 +181,22 @@ check "--recompute-tokens-per-s without --kv-bytes-per-token exits 2, naming it"
 check "--l2-admit twice exits 2, naming it" \
 	sh -c "[ $? -eq 2 ] && grep -q -- \"--l2-admit: 'twice'\" '$tmp/l2err'"
 
+# --plot: a PNG through gnuplot of each policy asked, the baseline, Belady
+# and the second tier; a file that cannot be written is an error naming it.
+if command -v gnuplot >/dev/null; then
+	"$T" --trace "$tmp/mc4.jsonl" --capacity 10,20,40 --block-tokens 10 --column 5 \
+		--policy lru,slru --baseline --oracle --l2 10 --plot "$tmp/hit.png" >"$tmp/plot.out" 2>"$tmp/plot.err"
+	check "--plot exits 0" test $? -eq 0
+	check "--plot writes a PNG" sh -c "head -c 4 '$tmp/hit.png' | od -An -tx1 | grep -q '89 50 4e 47'"
+	check "--plot: each policy in turn" test "$(grep -c '^policy ' "$tmp/plot.out")" = 2
+	"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --plot /nonexistent/x.png \
+		>/dev/null 2>"$tmp/plot.err"
+	check "--plot to a directory that is not there: exit 1, naming it" \
+		sh -c "[ $? -eq 1 ] && grep -q -- '--plot /nonexistent/x.png: plot: gnuplot failed' '$tmp/plot.err'"
+else
+	echo "kvss-trace: --plot not tested: no gnuplot (scripts/deps.sh installs gnuplot-nox)"
+fi
+
 # Part of the public trace, if it is there.
 MC=../shared/traces/mooncake_synthetic.jsonl
 if [ -f "$MC" ]; then

@@ -16,6 +16,7 @@
 #include <rte_telemetry.h>
 
 #include "drv.h"
+#include "plot.h"
 #include "emulator.h"
 #include "kvss.h"
 
@@ -299,6 +300,43 @@ pct(const uint32_t *v, size_t n, double p)
 	return v[i < n ? i : n - 1];
 }
 
+/*
+ * --plot-refills: the distribution of the refill times measured, beside
+ * that of the model's estimates for the same refills (both sorted), as a
+ * PNG through gnuplot; said on stdout, or why not on stderr.
+ */
+static void
+plot_refills(void)
+{
+	size_t n = drv.learn.nlat, i, step = n > 2000 ? n / 2000 : 1, k = 0;
+	double *x = malloc(sizeof(double) * (n / step + 1) * 3), *xe, *y;
+	struct plot p = {.png = kvss.plot_refills, .title = "kvss: refill times, measured and estimated",
+			 .xlabel = "refill time (us)", .ylabel = "share of refills taking at most this",
+			 .logx = true, .ymin = 0, .ymax = 1};
+	struct plot_series s[2];
+	char err[512];
+
+	if (x == NULL || n == 0) {
+		fprintf(stderr, "kvss: --plot-refills: %s\n", n == 0 ? "no refill was timed" : "out of memory");
+		free(x);
+		return;
+	}
+	xe = x + n / step + 1;
+	y = xe + n / step + 1;
+	for (i = 0; i < n; i += step, k++) {
+		x[k] = drv.learn.lat_us[i] ? drv.learn.lat_us[i] : 1;
+		xe[k] = drv.learn.est_us[i] ? drv.learn.est_us[i] : 1;
+		y[k] = (double)(i + 1) / (double)n;
+	}
+	s[0] = (struct plot_series){"measured", x, y, k, false};
+	s[1] = (struct plot_series){"the driver's estimate (refill_model)", xe, y, k, false};
+	if (plot_png(&p, s, 2, err, sizeof(err)) != 0)
+		fprintf(stderr, "kvss: --plot-refills %s: %s\n", kvss.plot_refills, err);
+	else
+		printf("kvss: summary: refill times drawn in %s (%zu refills)\n", kvss.plot_refills, n);
+	free(x);
+}
+
 /* [{"model":M,"refills":N,"latency_us":X,"gbps":Y,"scale":S}, ...]: each model's own line. */
 static void
 model_fits_json(char *out, size_t size)
@@ -371,6 +409,8 @@ kvss_driver_summary(void)
 		e50 = pct(drv.learn.est_us, drv.learn.nlat, 0.50);
 		e99 = pct(drv.learn.est_us, drv.learn.nlat, 0.99);
 	}
+	if (kvss.plot_refills != NULL)
+		plot_refills();
 	printf("kvss: summary: %s%s\n", drv.finished ? "" : "(stopped early) ", drv.source);
 	printf("kvss: summary: requests %" PRIu64 " of %zu, prompt tokens %" PRIu64 ", hit tokens %" PRIu64
 	       ", hit ratio %.4f\n", s->completed, drv.nreq, s->prompt_tokens, s->hit_tokens, hr);

@@ -87,6 +87,7 @@ struct kvss_app {
 	uint32_t exit_idle_ms; /* --exit-when-idle: stop after this long with no RX */
 	uint32_t linger_ms;    /* --linger: a finished driver keeps serving telemetry */
 	const char *record_expect; /* driver, --record-expect: open loop, refills written there */
+	const char *plot_refills;  /* driver, --plot-refills: a PNG of refill times at the end */
 	uint32_t epoch;	       /* this process's epoch: random, nonzero */
 	uint64_t start_tsc;
 	struct rte_mempool *pool;

@@ -120,6 +120,8 @@ usage(FILE *f, const char *prog)
 		"  --linger MS          driver: once the run is done, keep answering telemetry\n"
 		"                       for MS (SIGINT/SIGTERM ends it sooner); the summary\n"
 		"                       follows\n"
+		"  --plot-refills FILE  driver: at the end, draw the refill times measured\n"
+		"                       against the model's estimates (a PNG, gnuplot)\n"
 		"  --record-expect FILE driver: record open loop (no answers awaited: every\n"
 		"                       message counts as acknowledged, refills as whole) and\n"
 		"                       write each refill's expected content to FILE; with a\n"
@@ -386,6 +388,7 @@ main(int argc, char **argv)
 		{"poll", required_argument, NULL, 'p'}, {"exit-when-idle", required_argument, NULL, 'x'},
 		{"trace", required_argument, NULL, 't'}, {"limit", required_argument, NULL, 'n'},
 		{"record-expect", required_argument, NULL, 'R'},
+		{"plot-refills", required_argument, NULL, 'P'},
 		{"lose-data", required_argument, NULL, 'L'}, {"linger", required_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
@@ -457,6 +460,9 @@ main(int argc, char **argv)
 		case 'R':
 			kvss.record_expect = optarg;
 			break;
+		case 'P':
+			kvss.plot_refills = optarg;
+			break;
 		case 'n':
 			limit = optarg;
 			break;
@@ -505,7 +511,8 @@ main(int argc, char **argv)
 	/* Options of the driver role mean nothing to a shard. */
 	if (kvss.cfg.role == KVSS_ROLE_SHARD) {
 		const char *what = trace ? "--trace" : limit ? "--limit" : lose ? "--lose-data"
-				   : linger ? "--linger" : kvss.record_expect ? "--record-expect" : NULL;
+				   : linger ? "--linger" : kvss.record_expect ? "--record-expect"
+				   : kvss.plot_refills ? "--plot-refills" : NULL;
 
 		if (what != NULL) {
 			fprintf(stderr, "kvss: %s: means nothing to a shard (the driver's wafer "

@@ -18,6 +18,7 @@
 
 #include "replay.h"
 #include "oracle.h"
+#include "plot.h"
 #include "route.h"
 #include "tier2.h"
 #include "workload.h"
@@ -49,7 +50,54 @@ struct opts {
 	unsigned int l2_admit; /* bit per enum tier2_admit */
 	double recompute_tps, l2_gbps, l2_lat_us;
 	const char *l2_dir; /* --l2-dir: the library's replay keeps its L2 files here */
+	enum prefixcache_policy pols[8]; /* --policy P[,P...]: each in turn */
+	unsigned int npol;
+	const char *plot; /* --plot FILE.png */
 };
+
+/* What --plot draws: per policy, the hit ratio at each capacity; the references. */
+struct curves {
+	double x[16], hit[8][16], base[16], belady[16], l2[16];
+	unsigned int n;
+};
+
+static int
+draw(const struct opts *o, const struct curves *cv)
+{
+	struct plot_series s[12];
+	struct plot p = {.png = o->plot, .title = "kvss-trace: hit ratio against shard capacity",
+			 .xlabel = "capacity (tokens per cache)", .ylabel = "hit ratio", .logx = true,
+			 .ymin = 0, .ymax = 1};
+	char names[8][64], l2name[96], err[512];
+	unsigned int k, ns = 0;
+
+	for (k = 0; k < o->npol; k++) {
+		snprintf(names[k], sizeof(names[k]), "%s (the driver library)",
+			 prefixcache_policy_names[o->pols[k]]);
+		s[ns++] = (struct plot_series){names[k], cv->x, cv->hit[k], cv->n, true};
+	}
+	if (o->baseline)
+		s[ns++] = (struct plot_series){"plain LRU over blocks (baseline)", cv->x, cv->base, cv->n,
+					       true};
+	if (o->oracle)
+		s[ns++] = (struct plot_series){"Belady with bypass (the offline optimum)", cv->x,
+					       cv->belady, cv->n, true};
+	if (o->nl2) {
+		snprintf(l2name, sizeof(l2name), "with an L2 of %.3g tokens behind (model, admit %s)",
+			 (double)o->l2[0], o->l2_admit & 1 ? "all" : "seen2");
+		s[ns++] = (struct plot_series){l2name, cv->x, cv->l2, cv->n, true};
+	}
+	if (cv->n == 0) {
+		fprintf(stderr, "kvss-trace: --plot: no finite capacity to draw\n");
+		return -1;
+	}
+	if (plot_png(&p, s, ns, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-trace: --plot %s: %s\n", o->plot, err);
+		return -1;
+	}
+	fprintf(stderr, "kvss-trace: --plot: %s\n", o->plot);
+	return 0;
+}
 
 static const char *const admit_names[] = {"all", "seen2", NULL};
 
@@ -342,7 +390,8 @@ usage(FILE *f)
 		"  --generate N       the built-in workload (chats, system prompts, orgs)\n"
 		"  --capacity N,...   shard capacity in tokens; inf (or 0) for unlimited\n"
 		"  --column C         tokens per cache column (default 64)\n"
-		"  --policy P         lru (default), lfu, priority, slru, admit, followup\n"
+		"  --policy P[,P...]  lru (default), lfu, priority, slru, admit, followup (a list:\n"
+		"                     each in turn)\n"
 		"  --probation PCT    slru: share of capacity for columns seen once (default 10)\n"
 		"  --followup PCT     followup: answer-length classes whose stored tokens are\n"
 		"                     used again less than this share go cold (default 10)\n"
@@ -376,6 +425,8 @@ usage(FILE *f)
 		"                     than computing it at R tokens/s (needs --kv-bytes-per-token)\n"
 		"  --l2-read-gbps G   L2 read bandwidth for that, GB/s (default 3)\n"
 		"  --l2-latency-us U  and its latency per request (default 100)\n"
+		"  --plot FILE.png    draw hit ratio against capacity (gnuplot): each policy of\n"
+		"                     --policy P,P..., and --baseline, --oracle's Belady, --l2\n"
 		"  --l2-dir DIR       with --l2, also replay through the driver library's own\n"
 		"                     second tier, its shards' L2 in lib/kvdisk files in DIR\n"
 		"                     (removed at the end), every refilled byte checked\n");
@@ -552,12 +603,14 @@ main(int argc, char **argv)
 		{"recompute-tokens-per-s", required_argument, NULL, 'T'},
 		{"l2-read-gbps", required_argument, NULL, 'G'},
 		{"l2-latency-us", required_argument, NULL, 'Y'},
-		{"l2-dir", required_argument, NULL, 'D'},
+		{"l2-dir", required_argument, NULL, 'D'}, {"plot", required_argument, NULL, 'Q'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
 			 .l2_gbps = 3.0, .l2_lat_us = 100};
 	struct workload t = {0};
 	struct oracle_blocks *blocks = NULL;
+	struct curves cv = {0};
+	unsigned int pi;
 	char err[512];
 	unsigned int k;
 	int c, bad = 0;
@@ -627,18 +680,32 @@ main(int argc, char **argv)
 			NUM("--column", 1, 4096, o.column);
 			break;
 		case 'p': {
-			int pol = 0;
+			char buf[128], *tok, *save = NULL;
 
-			while (prefixcache_policy_names[pol] != NULL &&
-			       strcmp(optarg, prefixcache_policy_names[pol]) != 0)
-				pol++;
-			if (prefixcache_policy_names[pol] == NULL) {
-				fprintf(stderr, "kvss-trace: --policy: unknown '%s'\n", optarg);
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			o.npol = 0;
+			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+				int pol = 0;
+
+				while (prefixcache_policy_names[pol] != NULL &&
+				       strcmp(tok, prefixcache_policy_names[pol]) != 0)
+					pol++;
+				if (prefixcache_policy_names[pol] == NULL || o.npol == 8) {
+					fprintf(stderr, "kvss-trace: --policy: unknown '%s'\n", tok);
+					return 2;
+				}
+				o.pols[o.npol++] = (enum prefixcache_policy)pol;
+			}
+			if (o.npol == 0) {
+				fprintf(stderr, "kvss-trace: --policy: empty\n");
 				return 2;
 			}
-			o.policy = (enum prefixcache_policy)pol;
+			o.policy = o.pols[0];
 			break;
 		}
+		case 'Q':
+			o.plot = optarg;
+			break;
 		case 'L':
 			NUM("--ttl-last", 0, TTL_MAX_S, o.ttl_last_s);
 			break;
@@ -727,16 +794,52 @@ main(int argc, char **argv)
 		printf("%-12s %8s %12s %12s %9s %12s %12s %10s %12s %6s %6s %7s\n", "capacity",
 		       "requests", "input", "hit", "hit_ratio", "evicted", "deleted", "expired",
 		       "peak_stored", "perr", "vfail", "wall_s");
-	for (k = 0; k < o.ncap; k++) {
+	if (o.npol == 0)
+		o.pols[o.npol++] = o.policy;
+	for (pi = 0, k = 0; pi < o.npol; k++) {
 		struct result res;
 		int rc2;
 
+		if (k == o.ncap) {
+			k = (unsigned int)-1; /* the next policy, from the first capacity */
+			pi++;
+			continue;
+		}
+		o.policy = o.pols[pi];
+		if (o.npol > 1 && k == 0 && !o.json)
+			printf("policy %s\n", prefixcache_policy_names[o.policy]);
 		if (run(&o, &t, o.capacity[k], &res) != 0)
 			return 1;
 		res.baseline = o.baseline ? oracle_plain_lru(blocks, o.capacity[k], o.block) : -1;
 		res.belady = res.belady_seen = res.told = res.told120 = res.told_uses = -1;
 		res.told_rate = res.life_rate = res.fitted = -1;
-		if (o.oracle) {
+		if (o.capacity[k] != 0 && cv.n < 16 && pi == 0) {
+			cv.x[cv.n] = (double)o.capacity[k];
+			cv.base[cv.n] = res.baseline;
+			if (o.plot != NULL && o.nl2) {
+				struct tier2_params tp = {.l1_tokens = o.capacity[k], .l2_tokens = o.l2[0],
+							  .block = o.block,
+							  .admit = o.l2_admit & 1 ? TIER2_ADMIT_ALL
+										  : TIER2_ADMIT_SEEN2};
+				struct tier2_result tr;
+
+				if (tier2_run(blocks, &tp, &tr) == 0 && tr.input)
+					cv.l2[cv.n] = (double)(tr.hit_l1 + tr.hit_l2) / (double)tr.input;
+			}
+			cv.n++;
+		}
+		if (o.capacity[k] != 0) {
+			unsigned int j;
+
+			for (j = 0; j < cv.n && cv.x[j] != (double)o.capacity[k]; j++)
+				;
+			if (j < cv.n)
+				cv.hit[pi][j] = res.input ? (double)res.hit / (double)res.input : 0;
+		}
+		if (o.oracle && pi > 0) {
+			/* The references do not depend on the policy: once is enough. */
+			res.belady = -1;
+		} else if (o.oracle) {
 			res.belady = oracle_told(blocks, o.capacity[k], o.block, ORACLE_BELADY);
 			res.belady_seen = oracle_told(blocks, o.capacity[k], o.block, ORACLE_BELADY_SEEN);
 			res.told = oracle_lru_told(blocks, o.capacity[k], o.block, 0);
@@ -745,6 +848,8 @@ main(int argc, char **argv)
 			res.told_rate = oracle_told(blocks, o.capacity[k], o.block, ORACLE_TOLD_RATE);
 			res.life_rate = oracle_told(blocks, o.capacity[k], o.block, ORACLE_TOLD_LIFE_RATE);
 			res.fitted = oracle_fitted_table(blocks, o.capacity[k], o.block);
+			if (o.capacity[k] != 0 && cv.n > 0 && cv.x[cv.n - 1] == (double)o.capacity[k])
+				cv.belady[cv.n - 1] = res.belady;
 		}
 		bad |= res.perr != 0 || res.vfail != 0;
 		if (o.json) {
@@ -754,7 +859,8 @@ main(int argc, char **argv)
 				snprintf(cs, sizeof(cs), "%" PRIu64, res.capacity);
 			else
 				snprintf(cs, sizeof(cs), "null");
-			printf("{\"capacity_tokens\": %s, \"requests\": %" PRIu64
+			printf("{\"policy\": \"%s\", ", prefixcache_policy_names[o.policy]);
+			printf("\"capacity_tokens\": %s, \"requests\": %" PRIu64
 			       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
 			       ", \"hit_ratio\": %.4f, \"evicted_tokens\": %" PRIu64
 			       ", \"deleted_tokens\": %" PRIu64 ", \"expired_tokens\": %" PRIu64
@@ -835,6 +941,8 @@ main(int argc, char **argv)
 		}
 		fflush(stdout);
 	}
+	if (o.plot != NULL && draw(&o, &cv) != 0)
+		bad = 1;
 	oracle_blocks_free(blocks);
 	workload_free(&t);
 	return bad ? 1 : 0;
