@@ -10,49 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-struct replay_seq {
-	struct prefixcache_seq *s;
-	uint16_t model;
-	uint64_t iso;
-	uint64_t prompt_id;
-	uint32_t *tok;	/* prompt, then generated */
-	uint64_t *h;	/* reference prefix hash of every token */
-	uint32_t n, cap, pos, prompt_len;
-	uint32_t spec_from; /* the first speculative position, while speculating */
-	bool speculating;
-	struct replay_seq *hnext;
-};
-
-struct pending_refill {
-	uint16_t model;
-	struct proto_refill_req req;
-	struct proto_refill_chunk *ch;
-	struct replay_seq *seq; /* the requester, for the reference bytes */
-	uint64_t *h;		/* its prefix hashes (kept even if it ends first) */
-	uint32_t nh;
-};
-
-struct replay {
-	struct replay_params p;
-	struct prefixcache *pc;
-	struct kvstore *kv[PREFIXCACHE_MAX_MODELS];
-	void *kvmem[PREFIXCACHE_MAX_MODELS];
-	struct replay_seq **bucket; /* prompt id -> live sequence */
-	uint32_t nbucket;
-	struct pending_refill *pend;
-	uint32_t npend, pendcap;
-	uint64_t *done;
-	uint32_t ndone, donecap;
-	struct replay_seq *cur; /* sequence being begun (its refill is verified against it) */
-	uint8_t *buf;
-	size_t bufcap;
-	struct replay_stats st;
-	/* The second tier: one L2 per model's shard, in a file (kvdisk). */
-	struct kvdisk *l2[PREFIXCACHE_MAX_MODELS];
-	char l2path[PREFIXCACHE_MAX_MODELS][512];
-	uint8_t *l2buf;
-	size_t l2bufcap;
-};
+#include "replay_priv.h"
 
 static uint32_t
 bucket_of(const struct replay *r, uint64_t id)
@@ -166,184 +124,6 @@ on_column(void *arg, uint16_t model, uint16_t cache_id, uint64_t iso, uint64_t p
 
 	if (r->p.observe.column != NULL)
 		r->p.observe.column(r->p.observe.arg, model, cache_id, iso, prompt_id, a, b);
-}
-
-/* ---- The emulated shards' second tier ------------------------------------------ */
-
-/* Until every L2 operation asked has finished: -1 when one failed. */
-static int
-l2_settle(struct replay *r, struct kvdisk *d)
-{
-	struct kvdisk_done done[32];
-	int bad = 0;
-
-	while (kvdisk_inflight(d) > 0) {
-		unsigned int n = kvdisk_poll(d, done, 32, true), i;
-
-		for (i = 0; i < n; i++)
-			if (done[i].status != 0)
-				bad = -1;
-	}
-	if (bad)
-		r->st.protocol_errors++;
-	return bad;
-}
-
-static uint8_t *
-l2_scratch(struct replay *r, size_t n)
-{
-	if (n > r->l2bufcap) {
-		free(r->l2buf);
-		r->l2buf = malloc(n);
-		r->l2bufcap = r->l2buf ? n : 0;
-	}
-	return r->l2buf;
-}
-
-/* A column goes down: its tokens, as DRAM holds them now, into L2 (writes are pipelined). */
-static void
-on_l2_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
-{
-	struct replay *r = arg;
-	struct kvdisk *d = r->l2[model];
-	uint32_t B = r->p.bytes_per_token, t;
-	uint8_t *buf = l2_scratch(r, (size_t)c->tokens * B);
-	struct kvdisk_meta m = {.key = c->key, .parent = c->parent, .org = c->isolation_id,
-				.first_use_ns = c->first_use_ns, .start = c->start,
-				.tokens = c->tokens, .cache = c->cache_id};
-	int rc;
-
-	if (r->p.observe.l2_down != NULL)
-		r->p.observe.l2_down(r->p.observe.arg, model, c);
-	if (d == NULL || buf == NULL || c->evict_count > kvstore_batches_complete(r->kv[model])) {
-		r->st.protocol_errors++;
-		return;
-	}
-	for (t = 0; t < c->tokens; t++)
-		if (kvstore_read_token(r->kv[model], c->cache_id, c->prompt_id, c->start + t,
-				       buf + (size_t)t * B) != 0) {
-			r->st.protocol_errors++; /* the driver sent down what DRAM does not hold */
-			return;
-		}
-	while ((rc = kvdisk_put(d, &m, buf, c->tokens * B, 0)) == -EBUSY || rc == -EAGAIN) {
-		struct kvdisk_done done[32];
-		unsigned int n = kvdisk_poll(d, done, 32, true), i;
-
-		for (i = 0; i < n; i++)
-			if (done[i].status != 0)
-				r->st.protocol_errors++;
-	}
-	if (rc != 0)
-		r->st.protocol_errors++; /* full: the driver's account of L2 is off */
-	else
-		r->st.l2_written_tokens += c->tokens;
-}
-
-/* Read column @c whole from L2 into @out: 0, or -1 (counted). */
-static int
-l2_read(struct replay *r, struct kvdisk *d, const struct prefixcache_l2col *c, uint8_t *out)
-{
-	struct kvdisk_done done[32];
-	int found = -1;
-
-	if (l2_settle(r, d) != 0 || kvdisk_get(d, c->cache_id, c->key, c->isolation_id, 1) != 0) {
-		r->st.protocol_errors++;
-		return -1;
-	}
-	while (kvdisk_inflight(d) > 0) {
-		unsigned int n = kvdisk_poll(d, done, 32, true), i;
-
-		for (i = 0; i < n; i++)
-			if (done[i].type == KVDISK_GET && done[i].status == 0 &&
-			    done[i].len == c->tokens * r->p.bytes_per_token) {
-				memcpy(out, done[i].data, done[i].len);
-				found = 0;
-			}
-	}
-	if (found != 0)
-		r->st.protocol_errors++;
-	return found;
-}
-
-/* Columns come up: an EVICT batch whose bytes the shard reads from its L2, then lets go. */
-static void
-on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
-	 const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
-{
-	struct replay *r = arg;
-	struct kvdisk *d = r->l2[model];
-	struct kvstore *kv = r->kv[model];
-	uint16_t codes[PROTO_PAYLOAD_MAX / 16];
-	uint32_t B = r->p.bytes_per_token, t, c, k, C = 0;
-	uint8_t *stream, *colb;
-
-	if (r->p.observe.l2_up != NULL)
-		r->p.observe.l2_up(r->p.observe.arg, model, batch_no, nc, g, e, cols, ncols);
-	r->st.evict_batches++;
-	for (k = 0; k < ncols; k++)
-		if (cols[k].tokens > C)
-			C = cols[k].tokens;
-	/* One stream per cache, then room for a column. */
-	stream = l2_scratch(r, (size_t)nc * g * B + (size_t)C * B);
-	if (d == NULL || stream == NULL || kvstore_evict(kv, batch_no, nc, g, e, codes, 0) != 0) {
-		r->st.protocol_errors++;
-		return;
-	}
-	memset(stream, 0, (size_t)nc * g * B);
-	colb = stream + (size_t)nc * g * B;
-	for (t = 0; t < (uint32_t)g * nc; t++)
-		if (codes[t] != 0)
-			r->st.protocol_errors++;
-	/* The columns this batch has tokens of (an UP spans batches when it is long). */
-	for (k = 0; k < ncols; k++) {
-		const struct prefixcache_l2col *col = &cols[k];
-		bool need = false, last = false;
-
-		for (t = 0; t < g; t++) {
-			const struct proto_evict_entry *en = &e[t * nc + col->cache_id];
-
-			if (en->prompt_id == col->prompt_id && en->token_idx >= col->start &&
-			    en->token_idx < col->start + col->tokens) {
-				need = true;
-				last |= en->token_idx == col->start + col->tokens - 1;
-			}
-		}
-		if (!need)
-			continue;
-		if (l2_read(r, d, col, colb) != 0)
-			memset(colb, 0, (size_t)C * B);
-		for (t = 0; t < g; t++) {
-			const struct proto_evict_entry *en = &e[t * nc + col->cache_id];
-
-			if (en->prompt_id == col->prompt_id && en->token_idx >= col->start &&
-			    en->token_idx < col->start + col->tokens)
-				memcpy(stream + ((size_t)col->cache_id * g + t) * B,
-				       colb + (size_t)(en->token_idx - col->start) * B, B);
-		}
-		if (last)
-			r->st.l2_read_tokens += col->tokens;
-	}
-	for (c = 0; c < nc; c++)
-		if (kvstore_data(kv, batch_no, (uint16_t)c, 0, g * B, stream + (size_t)c * g * B,
-				 g * B) != 0)
-			r->st.protocol_errors++;
-	if (kvstore_batches_complete(kv) != batch_no)
-		r->st.protocol_errors++;
-}
-
-/* L2 lets a column go (after its batch: here every batch is complete when sent). */
-static void
-on_l2_del(void *arg, uint16_t model, uint16_t cache_id, uint64_t key, uint64_t iso, uint64_t ec)
-{
-	struct replay *r = arg;
-
-	if (r->p.observe.l2_del != NULL)
-		r->p.observe.l2_del(r->p.observe.arg, model, cache_id, key, iso, ec);
-	if (ec > kvstore_batches_complete(r->kv[model]))
-		r->st.protocol_errors++;
-	if (r->l2[model] == NULL || l2_settle(r, r->l2[model]) != 0 ||
-	    kvdisk_del(r->l2[model], cache_id, key, iso, 0) != 0)
-		r->st.protocol_errors++; /* the driver's account of L2 is off */
 }
 
 /*
@@ -493,9 +273,9 @@ replay_create(const struct replay_params *p)
 			fprintf(stderr, "replay: the second tier: %s\n", err);
 			goto fail;
 		}
-		sink.l2_down = on_l2_down;
-		sink.l2_up = on_l2_up;
-		sink.l2_del = on_l2_del;
+		sink.l2_down = replay_l2_down;
+		sink.l2_up = replay_l2_up;
+		sink.l2_del = replay_l2_del;
 	}
 	r->nbucket = 4099;
 	r->bucket = calloc(r->nbucket, sizeof(*r->bucket));
@@ -744,7 +524,7 @@ replay_end(struct replay *r, struct replay_seq *s, uint64_t now)
 	/* The second tier's writes, pipelined meanwhile, are done too. */
 	for (k = 0; k < PREFIXCACHE_MAX_MODELS; k++)
 		if (r->l2[k] != NULL)
-			l2_settle(r, r->l2[k]);
+			replay_l2_settle(r, r->l2[k]);
 	while (*pp != s)
 		pp = &(*pp)->hnext;
 	*pp = s->hnext;

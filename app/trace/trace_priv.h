@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvss-trace's parts: kvss_trace.c (options, the replays, the table) and
+ * trace_report.c (the usage, the second tier's lines, the plot).
+ */
+#ifndef KVSS_TRACE_PRIV_H
+#define KVSS_TRACE_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "oracle.h"
+#include "prefixcache.h"
+#include "route.h"
+#include "workload.h"
+
+struct opts {
+	size_t generate;
+	const char *trace;
+	uint64_t capacity[16];
+	unsigned int ncap;
+	uint32_t column;
+	enum prefixcache_policy policy;
+	uint32_t probation_pct;
+	uint32_t followup_pct;
+	uint64_t ttl_last_s, ttl_first_s;
+	uint32_t block;
+	bool json;
+	bool baseline;
+	bool oracle;
+	bool no_minus_one;
+	size_t limit;
+	uint32_t orgs;
+	uint32_t replicas; /* 0 or 1: one driver */
+	enum route_policy route;
+	uint64_t kv_bytes; /* KV bytes per token, over a model's shards (0: not given) */
+	/* --l2: the two-tier block model (tier2.h) per L2 capacity and admission rule. */
+	uint64_t l2[16];
+	unsigned int nl2;
+	unsigned int l2_admit; /* bit per enum tier2_admit */
+	double recompute_tps, l2_gbps, l2_lat_us;
+	const char *l2_dir; /* --l2-dir: the library's replay keeps its L2 files here */
+	enum prefixcache_policy pols[8]; /* --policy P[,P...]: each in turn */
+	unsigned int npol;
+	const char *plot; /* --plot FILE.png */
+};
+
+/* What --plot draws: per policy, the hit ratio at each capacity; the references. */
+struct curves {
+	double x[16], hit[8][16], base[16], belady[16], l2[16];
+	unsigned int n;
+};
+
+struct result {
+	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
+	double wall;
+	double baseline;
+	double belady, belady_seen, told, told120, told_uses, told_rate, life_rate, fitted; /* --oracle */
+	double balance_mean, balance_worst; /* max over mean tokens per replica, per minute */
+	/* Tokens per second of trace time evicted to and refilled from the shards:
+	 * over the whole trace, and over its busiest PEAK_WINDOW_S seconds. */
+	double evict_rate, evict_peak, refill_rate, refill_peak;
+	unsigned int peak_window_s;
+	/* With the driver's second tier (run_l2). */
+	uint64_t l2_hit, l2_down, l2_read, l2_slower;
+};
+
+/* The admission rules' names (tier2.h's order). */
+extern const char *const admit_names[];
+
+int run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uint64_t l2,
+	      unsigned int admit, struct result *res);
+double gbps(const struct opts *o, double tokens_per_s);
+void usage(FILE *f);
+int draw(const struct opts *o, const struct curves *cv);
+int print_l2(const struct opts *o, const struct workload *wl, const struct oracle_blocks *b,
+	     uint64_t cap);
+
+#endif
