@@ -57,6 +57,23 @@ run_all() {
 		--config "$cfg" "$@" >"$log" 2>&1
 }
 
+# restart_shard1 TAG PAUSE LOG: stop shard 1 of the demo tagged TAG (SIGTERM,
+# waited for), PAUSE seconds later start it again on the same memif socket,
+# its output in LOG; its pid in s1b.
+restart_shard1() {
+	local s1 sock
+	s1=$(pgrep -f "file-prefix kvss_demo_s1_$1")
+	sock=$(tr '\0' ' ' </proc/$s1/cmdline | grep -o 'socket=[^ ]*' | cut -d= -f2)
+	kill -TERM $s1
+	while kill -0 $s1 2>/dev/null; do sleep 0.1; done
+	sleep "$2"
+	"$BUILD/kvss" --no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error \
+		--file-prefix "kvss_demo_s1_$1" --lcores "0@(0-1),1@(0-1)" \
+		--vdev "net_memif0,role=server,id=1,bsize=10240,socket=$sock" \
+		-- --config config/memif-shard1.cfg --poll idle >"$3" 2>&1 &
+	s1b=$!
+}
+
 # 1. One process.
 plot=()
 command -v gnuplot >/dev/null && plot=(--plot-refills "$tmp/refills.png")
@@ -315,15 +332,7 @@ KVSS_DEMO_DRIVER_CFG="$tmp/wait.cfg" KVSS_DEMO_TAG=${tag}c KVSS_DEMO_JSON="$tmp/
 demo=$!
 wait_replaying "$tmp/rs.log"
 sleep 2
-s1=$(pgrep -f "file-prefix kvss_demo_s1_${tag}c")
-sock=$(tr '\0' ' ' </proc/$s1/cmdline | grep -o 'socket=[^ ]*' | cut -d= -f2)
-kill -TERM $s1
-while kill -0 $s1 2>/dev/null; do sleep 0.1; done
-"$BUILD/kvss" --no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error \
-	--file-prefix "kvss_demo_s1_${tag}c" --lcores "0@(0-1),1@(0-1)" \
-	--vdev "net_memif0,role=server,id=1,bsize=10240,socket=$sock" \
-	-- --config config/memif-shard1.cfg --poll idle >"$tmp/rs_s1.log" 2>&1 &
-s1b=$!
+restart_shard1 "${tag}c" 0 "$tmp/rs_s1.log"
 wait $demo
 rc=$?
 if [ ! -s "$tmp/rs.json" ]; then
@@ -390,16 +399,7 @@ KVSS_DEMO_DRIVER_CFG="$tmp/back.cfg" KVSS_DEMO_TAG=${tag}b2 KVSS_DEMO_JSON="$tmp
 demo=$!
 wait_replaying "$tmp/back.log"
 sleep 1.5
-s1=$(pgrep -f "file-prefix kvss_demo_s1_${tag}b2")
-sock=$(tr '\0' ' ' </proc/$s1/cmdline | grep -o 'socket=[^ ]*' | cut -d= -f2)
-kill -TERM $s1
-while kill -0 $s1 2>/dev/null; do sleep 0.1; done
-sleep 1
-"$BUILD/kvss" --no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error \
-	--file-prefix "kvss_demo_s1_${tag}b2" --lcores "0@(0-1),1@(0-1)" \
-	--vdev "net_memif0,role=server,id=1,bsize=10240,socket=$sock" \
-	-- --config config/memif-shard1.cfg --poll idle >"$tmp/back_s1.log" 2>&1 &
-s1b=$!
+restart_shard1 "${tag}b2" 1 "$tmp/back_s1.log"
 wait $demo
 kill -TERM $s1b 2>/dev/null
 wait $s1b

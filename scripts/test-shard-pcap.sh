@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_re /var/run/dpdk/${prefix}_nt' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_reevict /var/run/dpdk/${prefix}_notier' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -161,48 +161,35 @@ rm -rf "/var/run/dpdk/${prefix}_ah2"
 # REFILL reads what complete batches left (a prompt only an open batch holds
 # is UNKNOWN_PROMPT, not RANGE), and a DELETE and an EVICT of one prompt run
 # in their order whichever queue each waits in; on one lcore and on two.
-"$BUILD/tools/shard_scenario" gen-reevict "$tmp/re_in.pcap"
-for lc in one two; do
-	if [ $lc = one ]; then
-		lcores=0@0,1@1 tx="tx_pcap=$tmp/re1.pcap" outs=("$tmp/re1.pcap")
-	else
-		lcores=0@0,1@1,2@1 tx="tx_pcap=$tmp/re2_q0.pcap,tx_pcap=$tmp/re2_q1.pcap"
-		outs=("$tmp/re2_q0.pcap" "$tmp/re2_q1.pcap")
-	fi
-	timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores $lcores --log-level lib.eal:error \
-		--no-telemetry --file-prefix "${prefix}_re" \
-		--vdev "net_pcap0,rx_pcap=$tmp/re_in.pcap,$tx" \
-		-- --config test/data/shard-slow-batch.cfg --exit-when-idle 1500 >"$tmp/re_$lc.log" 2>&1
-	check "re-evict, $lc lcore(s): exits 0" test $? -eq 0
-	check "re-evict, $lc lcore(s): every refill's code and bytes" \
-		"$BUILD/tools/shard_scenario" check-reevict "${outs[@]}"
-	check "re-evict, $lc lcore(s): the EVICT after a DELETE of its prompt waited for it" \
-		stat_has evict_after_delete=1 "$(grep 'final stats' "$tmp/re_$lc.log")"
-	rm -rf "/var/run/dpdk/${prefix}_re"
-done
+# on_lcores NAME CFG WHAT STAT: shard_scenario gen-NAME replayed into a shard
+# on one lcore and on a refill lcore too, checked by check-NAME, with the
+# final stat STAT (key=value) there.
+on_lcores() {
+	local name=$1 cfg=$2 what=$3 want=$4 lc lcores tx outs
+	"$BUILD/tools/shard_scenario" "gen-$name" "$tmp/${name}_in.pcap"
+	for lc in one two; do
+		if [ $lc = one ]; then
+			lcores=0@0,1@1 tx="tx_pcap=$tmp/${name}1.pcap" outs=("$tmp/${name}1.pcap")
+		else
+			lcores=0@0,1@1,2@1 tx="tx_pcap=$tmp/${name}2_q0.pcap,tx_pcap=$tmp/${name}2_q1.pcap"
+			outs=("$tmp/${name}2_q0.pcap" "$tmp/${name}2_q1.pcap")
+		fi
+		timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores $lcores \
+			--log-level lib.eal:error --no-telemetry --file-prefix "${prefix}_$name" \
+			--vdev "net_pcap0,rx_pcap=$tmp/${name}_in.pcap,$tx" \
+			-- --config "$cfg" --exit-when-idle 1500 >"$tmp/${name}_$lc.log" 2>&1
+		check "$name, $lc lcore(s): exits 0" test $? -eq 0
+		check "$name, $lc lcore(s): $what" "$BUILD/tools/shard_scenario" "check-$name" "${outs[@]}"
+		check "$name, $lc lcore(s): $want" stat_has "$want" "$(grep 'final stats' "$tmp/${name}_$lc.log")"
+		rm -rf "/var/run/dpdk/${prefix}_$name"
+	done
+}
+on_lcores reevict test/data/shard-slow-batch.cfg "every refill's code and bytes" evict_after_delete=1
 
 # A shard with no second tier (PROTOCOL.md section 9): L2_DOWN, L2_UP and
 # L2_DELETE each refused NO_TIER (the UP's tokens lost), each taking its seq,
 # and what follows works as ever; on one lcore and on two.
-"$BUILD/tools/shard_scenario" gen-notier "$tmp/nt_in.pcap"
-for lc in one two; do
-	if [ $lc = one ]; then
-		lcores=0@0,1@1 tx="tx_pcap=$tmp/nt1.pcap" outs=("$tmp/nt1.pcap")
-	else
-		lcores=0@0,1@1,2@1 tx="tx_pcap=$tmp/nt2_q0.pcap,tx_pcap=$tmp/nt2_q1.pcap"
-		outs=("$tmp/nt2_q0.pcap" "$tmp/nt2_q1.pcap")
-	fi
-	timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores $lcores --log-level lib.eal:error \
-		--no-telemetry --file-prefix "${prefix}_nt" \
-		--vdev "net_pcap0,rx_pcap=$tmp/nt_in.pcap,$tx" \
-		-- --config config/ci-pcap-shard.cfg --exit-when-idle 400 >"$tmp/nt_$lc.log" 2>&1
-	check "no second tier, $lc lcore(s): exits 0" test $? -eq 0
-	check "no second tier, $lc lcore(s): NO_TIER each, seqs taken, the rest whole" \
-		"$BUILD/tools/shard_scenario" check-notier "${outs[@]}"
-	check "no second tier, $lc lcore(s): counted by code" \
-		stat_has error_NO_TIER=4 "$(grep 'final stats' "$tmp/nt_$lc.log")"
-	rm -rf "/var/run/dpdk/${prefix}_nt"
-done
+on_lcores notier config/ci-pcap-shard.cfg "NO_TIER each, seqs taken, the rest whole" error_NO_TIER=4
 
 # A driver restart: the old driver's DELETE and REFILL, waiting on the refill
 # lcore for a batch that never came, and its data held for a batch not yet

@@ -10,6 +10,7 @@
 
 #include "prefixcache.h"
 #include "replay.h"
+#include "replay_assert.h"
 
 #define SEC 1000000000ull
 
@@ -86,18 +87,6 @@ plain_driver(uint64_t capacity, uint16_t max_batch_tokens)
 	pc = prefixcache_create(&p, NULL);
 	cr_assert_not_null(pc);
 	return pc;
-}
-
-static void
-assert_clean(struct replay *r)
-{
-	struct replay_stats st;
-
-	replay_stats(r, &st);
-	cr_assert_eq(st.protocol_errors, 0, "%" PRIu64 " protocol errors", st.protocol_errors);
-	cr_assert_eq(st.verify_failures, 0, "%" PRIu64 " verify failures", st.verify_failures);
-	cr_assert_eq(st.unaccounted_tokens, 0, "the shard holds %" PRIu64 " tokens more or less "
-		     "than the driver accounts for", st.unaccounted_tokens);
 }
 
 static struct prefixcache_request

@@ -17,6 +17,7 @@
 
 #include "prefixcache.h"
 #include "replay.h"
+#include "replay_assert.h"
 #include "test_rng.h"
 
 #define SEC 1000000000ull
@@ -114,18 +115,6 @@ params(uint32_t C, uint64_t dram, uint64_t l2, enum prefixcache_l2_admit admit)
 	ndown = nup = ndel = nevict_after_down = 0;
 	last_op = 0;
 	return p;
-}
-
-static void
-assert_clean(struct replay *r)
-{
-	struct replay_stats st;
-
-	replay_stats(r, &st);
-	cr_assert_eq(st.protocol_errors, 0, "%" PRIu64 " protocol errors", st.protocol_errors);
-	cr_assert_eq(st.verify_failures, 0, "%" PRIu64 " verify failures", st.verify_failures);
-	cr_assert_eq(st.unaccounted_tokens, 0, "DRAM holds %" PRIu64 " tokens more or less than "
-		     "the driver accounts for", st.unaccounted_tokens);
 }
 
 /* Prompt @k: 129 tokens of its own (two columns of 64 hit, the -1 rule). */

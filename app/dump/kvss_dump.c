@@ -103,6 +103,32 @@ rec_close(struct out *o)
 	o->first = false;
 }
 
+/* An EvictBatch: EVICT's, and L2_UP's (which adds ncols) before its columns. */
+static void
+evict_batch(struct out *o, const struct proto_msg *m)
+{
+	unsigned int i, n = m->hdr.count;
+
+	field_w64(o, "batch_no", m->u.evict.batch_no);
+	field_u64(o, "num_caches", m->u.evict.num_caches);
+	field_u64(o, "g", m->u.evict.g);
+	if (m->hdr.type == PROTO_T_L2_UP)
+		field_u64(o, "ncols", m->u.evict.ncols);
+	list_open(o, "records");
+	for (i = 0; i < n && rec_open(o, i, n); i++) {
+		struct proto_evict_entry e;
+
+		proto_get_evict_entry(m, i, &e);
+		field_u64(o, "token", i / m->u.evict.num_caches);
+		field_u64(o, "cache_id", i % m->u.evict.num_caches);
+		field_w64(o, "prompt_id", e.prompt_id);
+		field_u64(o, "token_idx", e.token_idx);
+		field_u64(o, "sequence_id", e.sequence_id);
+		rec_close(o);
+	}
+	list_close(o);
+}
+
 /* An L2Column's fields (PROTOCOL.md section 9). */
 static void
 l2col_fields(struct out *o, const struct proto_l2col *c)
@@ -140,22 +166,7 @@ print_body(struct out *o, const struct proto_msg *m)
 		list_close(o);
 		break;
 	case PROTO_T_EVICT:
-		field_w64(o, "batch_no", m->u.evict.batch_no);
-		field_u64(o, "num_caches", m->u.evict.num_caches);
-		field_u64(o, "g", m->u.evict.g);
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_evict_entry e;
-
-			proto_get_evict_entry(m, i, &e);
-			field_u64(o, "token", i / m->u.evict.num_caches);
-			field_u64(o, "cache_id", i % m->u.evict.num_caches);
-			field_w64(o, "prompt_id", e.prompt_id);
-			field_u64(o, "token_idx", e.token_idx);
-			field_u64(o, "sequence_id", e.sequence_id);
-			rec_close(o);
-		}
-		list_close(o);
+		evict_batch(o, m);
 		break;
 	case PROTO_T_REFILL: {
 		struct proto_refill_req r;
@@ -215,23 +226,7 @@ print_body(struct out *o, const struct proto_msg *m)
 		list_close(o);
 		break;
 	case PROTO_T_L2_UP:
-		field_w64(o, "batch_no", m->u.evict.batch_no);
-		field_u64(o, "num_caches", m->u.evict.num_caches);
-		field_u64(o, "g", m->u.evict.g);
-		field_u64(o, "ncols", m->u.evict.ncols);
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_evict_entry e;
-
-			proto_get_evict_entry(m, i, &e);
-			field_u64(o, "token", i / m->u.evict.num_caches);
-			field_u64(o, "cache_id", i % m->u.evict.num_caches);
-			field_w64(o, "prompt_id", e.prompt_id);
-			field_u64(o, "token_idx", e.token_idx);
-			field_u64(o, "sequence_id", e.sequence_id);
-			rec_close(o);
-		}
-		list_close(o);
+		evict_batch(o, m);
 		list_open(o, "columns");
 		for (i = 0; i < m->u.evict.ncols && rec_open(o, i, m->u.evict.ncols); i++) {
 			struct proto_l2col c;
