@@ -57,6 +57,7 @@ fi
 run stress_kvstore "$BUILD/test/stress_kvstore" 2000000
 run stress_kvstore_tsan "$BUILD/test/stress_kvstore_tsan" 1000000
 run kvss-dump scripts/test-dump.sh "$BUILD"
+run wireshark scripts/test-wireshark.sh "$BUILD"
 run telemetry-doc scripts/telemetry-doc.py --check docs/telemetry.md
 run metrics scripts/test-metrics.sh "$BUILD"
 run kvss-trace scripts/test-trace.sh "$BUILD"
