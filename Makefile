@@ -99,7 +99,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
-	test/test_proto_l2.c $(PLOT_SRC) $(KVSS_PURE_SRC)
+	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
@@ -178,7 +178,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
 	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
-	$(BUILD)/test/test_proto_l2
+	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -219,7 +219,8 @@ $(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h test/test_rng
 	$(CLANG) -std=gnu11 -O1 -g -fsanitize=thread $(WARN) -Ilib/proto -Ilib/kvstore -o $@ \
 		$(STRESS_SRC) -lxxhash -lpthread
 
-$(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_prefixcache_l2: $(BUILD)/test/%: \
+$(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_prefixcache_l2 \
+		$(BUILD)/test/test_prefixcache_bulk: $(BUILD)/test/%: \
 		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)

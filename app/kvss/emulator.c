@@ -561,12 +561,12 @@ emu_step(struct emu *e, uint64_t now)
 		for (m = 0; m < e->p.num_models; m++) {
 			uint32_t k;
 
-			for (k = 0; k < e->p.step_tokens && s->pos[m] < s->total; k++) {
-				if (s->s[m] != NULL)
-					prefixcache_token(e->p.pc, s->s[m], s->tok[s->pos[m]], now);
-				s->pos[m]++;
-				sent++;
-			}
+			k = e->p.step_tokens < s->total - s->pos[m] ? e->p.step_tokens
+								     : s->total - s->pos[m];
+			if (s->s[m] != NULL && k > 0)
+				prefixcache_tokens(e->p.pc, s->s[m], s->tok + s->pos[m], k, now);
+			s->pos[m] += k;
+			sent += k;
 			done &= s->pos[m] == s->total;
 		}
 		if (done)

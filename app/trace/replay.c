@@ -493,19 +493,20 @@ replay_send(struct replay *r, struct replay_seq *s, uint32_t n, const uint32_t *
 {
 	uint32_t k, g = 0;
 
-	for (k = 0; k < n; k++) {
-		uint32_t tok;
-
-		if (s->pos < s->prompt_len) {
-			tok = s->tok[s->pos];
-		} else {
-			if (seq_room(s, s->n + 1) != 0)
-				return;
-			tok = gen != NULL ? gen[g++] : workload_answer_token(s->pos);
-			seq_append(s, tok);
-		}
-		prefixcache_token(r->pc, s->s, tok, now);
-		s->pos++;
+	/* The tokens past the prompt are generated: known from here on. */
+	for (k = s->pos; k < s->pos + n; k++) {
+		if (k < s->n)
+			continue; /* the prompt's */
+		if (seq_room(s, s->n + 1) != 0)
+			return;
+		seq_append(s, gen != NULL ? gen[g++] : workload_answer_token(k));
+	}
+	while (n > 0) {
+		/* In runs (prefixcache_tokens), each followed by what came in meanwhile. */
+		k = n < 16 ? n : 16;
+		prefixcache_tokens(r->pc, s->s, s->tok + s->pos, k, now);
+		s->pos += k;
+		n -= k;
 		drain(r);
 	}
 }

@@ -240,6 +240,94 @@ prefixcache_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t to
 	return evict_token(pc, s, pos, now, true);
 }
 
+/*
+ * A run of the @p n tokens at @p tokens that evict_token() would take one by
+ * one with nothing but bookkeeping: one full-attention group still caching
+ * into its prompt, which grows; room for all of them; the batch not filled;
+ * nothing verified ahead; up to the end of the column in progress (which
+ * is then recorded as evict_token() would). The same state and entries as
+ * token by token; returns how many it took (0: the slow path must).
+ */
+static uint32_t
+fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *tokens, uint32_t n,
+	 uint64_t now)
+{
+	struct pc_model *m = &pc->m[s->model];
+	struct pc_group *g = &m->g[0];
+	struct seq_group *sg = &s->g[0];
+	uint32_t pos = s->pos, k, i, ne;
+	struct pc_prompt *p;
+	uint64_t batch;
+	uint16_t c;
+
+	if (m->ngroups != 1 || g->rule != PREFIXCACHE_FULL || !sg->caching || sg->prompt == NIL ||
+	    s->verified != pos || pos >= s->allowed)
+		return 0;
+	p = &pc->pr[sg->prompt];
+	ne = pc_next_end(g, pc->p.column, sg->cur_end);
+	if (pos != p->end || pos < sg->cur_end || ne == 0 || ne <= pos)
+		return 0;
+	k = n;
+	if (k > s->allowed - pos)
+		k = s->allowed - pos;
+	if (k > ne - pos)
+		k = ne - pos; /* up to the end of the column in progress */
+	if (g->stored + k > g->capacity)
+		k = g->capacity > g->stored ? (uint32_t)(g->capacity - g->stored) : 0;
+	if (k > (uint32_t)(m->p.max_batch_tokens - m->batch_g))
+		k = m->p.max_batch_tokens - m->batch_g;
+	if (k == 0 || pc_seq_reserve_tokens(s, pos + k) != 0)
+		return 0;
+	batch = current_batch(m);
+	memcpy(TOKP(s, pos), tokens, sizeof(uint32_t) * k);
+	for (i = 0; i < k; i++) {
+		struct proto_evict_entry *be = m->batch + (size_t)(m->batch_g + i) * m->p.num_caches;
+
+		for (c = 0; c < g->ncaches; c++)
+			be[g->cache_pos[c]] = (struct proto_evict_entry){s->prompt_id, pos + i, s->seq_id};
+		TBATCH(s, pos + i) = batch;
+	}
+	m->batch_g = (uint16_t)(m->batch_g + k);
+	p->end += k;
+	if (p->end > p->hi)
+		p->hi = p->end;
+	p->last_batch = batch;
+	g->stored += k;
+	pc->stored_total += k;
+	if (pc->stored_total > pc->st.peak_stored_tokens)
+		pc->st.peak_stored_tokens = pc->stored_total;
+	pc->st.evicted_tokens += k;
+	s->pos = s->verified = pos + k;
+	if (s->pos > s->ntok)
+		s->ntok = s->pos;
+	if (ne <= s->verified)
+		record_column(pc, s, 0, sg->cur_end, ne, now);
+	if (m->batch_g == m->p.max_batch_tokens)
+		pc_flush_model(pc, s->model);
+	return k;
+}
+
+int
+prefixcache_tokens(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *tokens,
+		   uint32_t n, uint64_t now)
+{
+	int ev = 0;
+
+	while (n > 0) {
+		uint32_t k = fast_run(pc, s, tokens, n, now);
+
+		if (k == 0) {
+			ev += prefixcache_token(pc, s, *tokens, now);
+			k = 1;
+		} else {
+			ev += (int)k;
+		}
+		tokens += k;
+		n -= k;
+	}
+	return ev;
+}
+
 int
 prefixcache_speculate(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *tokens,
 		      uint32_t n, uint64_t now)

@@ -309,8 +309,17 @@ struct prefixcache_seq *prefixcache_begin(struct prefixcache *pc, uint16_t model
  * @return 1 when the token is evicted, 0 when not cached.
  */
 int prefixcache_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t token,
-		      uint64_t now_ns);
+		      uint64_t now);
 
+/**
+ * The next @p n tokens, as @p n calls of prefixcache_token() would (the
+ * same sink calls in the same order, the same state), but each run of
+ * them that needs no room made, no new prompt and no batch sent is taken
+ * at once: what a wafer's step sends costs about what hashing it does.
+ * @return the tokens evicted.
+ */
+int prefixcache_tokens(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *tokens,
+		       uint32_t n, uint64_t now);
 /**
  * Speculative decoding: @p n speculative tokens after the verified ones; they
  * are evicted but enter no column until verified.
