@@ -21,6 +21,7 @@ DPDK_LIBS := $(shell pkg-config --libs libdpdk)
 DEP_LIBS := $(shell pkg-config --libs libconfig libxxhash) -lpcap -lm -lpthread
 CRITERION_LIBS := $(shell pkg-config --libs criterion)
 URING_LIBS := $(shell pkg-config --libs liburing)
+DPDK_LIBS += $(URING_LIBS)
 endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -77,10 +78,10 @@ LIBWAFER := $(BUILD)/lib/libwafer.a
 REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c $(KVDISK_SRC)
 # The shard role (shard.h lists its parts).
 SHARD_SRC := app/kvss/shard.c app/kvss/shard_tx.c app/kvss/shard_evict.c app/kvss/shard_refillq.c \
-	app/kvss/refill.c
+	app/kvss/refill.c app/kvss/shard_l2.c $(KVDISK_SRC)
 
 KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c $(SHARD_SRC) app/kvss/driver.c \
-	app/kvss/drv_link.c app/kvss/drv_report.c app/kvss/drv_rx.c app/kvss/telemetry.c \
+	app/kvss/drv_link.c app/kvss/drv_report.c app/kvss/drv_rx.c app/kvss/drv_l2.c app/kvss/telemetry.c \
 	app/kvss/portgate.c
 # The driver's parts that need no EAL: the wafer emulator, the sink, the
 # control queues, refill-time learning (unit-tested without EAL).
@@ -100,7 +101,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
 	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC)
-DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(KVSS_APP_SRC) test/test_kvss_refill.c \
+DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(filter-out $(KVDISK_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
 $(BUILD)/obj/test/%.o $(BUILD)/obj/bench/%.o: TEST_INC := $(APP_INC)

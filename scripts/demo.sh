@@ -16,6 +16,8 @@
 #   KVSS_DEMO_SHARD0_CFG=F, KVSS_DEMO_SHARD1_CFG=F  the shards' (default
 #                       config/memif-shard0.cfg, config/memif-shard1.cfg)
 #   KVSS_DEMO_REFILL_LCORE=1  give each shard its refill lcore too (lcore 2)
+#   KVSS_DEMO_L2_DIR=D  the shards' second tiers in D (default: where their
+#                       configuration says, /var/tmp/kvss, kept from run to run)
 #   KVSS_DEMO_STATS_WIDTH=N   cut each shard's final stats lines at N characters (300)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
@@ -75,7 +77,8 @@ fi
 for k in 0 1; do
 	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,$SLC" \
 		--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/memif$k.sock" \
-		-- --config "${scfg[$k]}" --poll idle >"$tmp/shard$k.log" 2>&1 &
+		-- --config "${scfg[$k]}" --poll idle ${KVSS_DEMO_L2_DIR:+--l2-dir "$KVSS_DEMO_L2_DIR"} \
+		>"$tmp/shard$k.log" 2>&1 &
 	pids+=($!)
 done
 # A memif client connects once, when its port starts: wait for the servers.

@@ -20,6 +20,10 @@ tmp=$(mktemp -d)
 tag=e2e$$
 trap '[ -n "${KEEP:-}" ] && cp "$tmp"/rs.log /tmp/rs_keep.log; rm -rf "$tmp" /var/run/dpdk/kvss_e2e_all_$$ /var/run/dpdk/kvss_e2e_flap_$$ /var/run/dpdk/kvss_demo_*_${tag}*' EXIT
 . scripts/check-lib.sh
+# The demo's shards keep a second tier on disk: here, in this test's own
+# directory (kept from one section to the next: each run takes back what the
+# one before left, as a restarted shard does).
+export KVSS_DEMO_L2_DIR="$tmp/l2"
 
 # field FILE KEY: a field of the summary's JSON line.
 field() {
@@ -70,7 +74,7 @@ restart_shard1() {
 	"$BUILD/kvss" --no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error \
 		--file-prefix "kvss_demo_s1_$1" --lcores "0@(0-1),1@(0-1)" \
 		--vdev "net_memif0,role=server,id=1,bsize=10240,socket=$sock" \
-		-- --config config/memif-shard1.cfg --poll idle >"$3" 2>&1 &
+		-- --config config/memif-shard1.cfg --poll idle --l2-dir "$KVSS_DEMO_L2_DIR" >"$3" 2>&1 &
 	s1b=$!
 }
 
@@ -431,7 +435,8 @@ sleep 2
 for k in 0 1; do
 	"$BUILD/kvss" "${MEAL[@]}" --file-prefix "kvss_demo_s${k}_${tag}e" --lcores "0@(0-1),1@(0-1)" \
 		--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/late$k.sock" \
-		-- --config config/memif-shard$k.cfg --poll idle >"$tmp/late_s$k.log" 2>&1 &
+		-- --config config/memif-shard$k.cfg --poll idle --l2-dir "$KVSS_DEMO_L2_DIR" \
+		>"$tmp/late_s$k.log" 2>&1 &
 	lpids+=($!)
 done
 timeout 120 tail --pid=$late -f /dev/null

@@ -3,8 +3,9 @@
 # The documents' kvss command lines (docs/kvss.md, the comments heading
 # config/*.cfg) run as written on a two-core machine: scripts/examples.py
 # checks each one's lcores against its configuration and the files it reads,
-# then each is run here with only its file prefix, its memif sockets and
-# the captures it writes moved to this test's own names. None may say that
+# then each is run here with only its file prefix, its memif sockets, the
+# captures it writes and its second tier's files moved to this test's own
+# names. None may say that
 # an lcore its configuration names is missing, and each ends with status 0;
 # the telemetry query docs/kvss.md shows answers while the example runs.
 set -u
@@ -34,7 +35,8 @@ own() {
 	sed -e "s/--file-prefix \([A-Za-z0-9_]*\)/--file-prefix \1$sfx/" \
 		-e "s#socket=/tmp/#socket=$tmp/#g" \
 		-e "s#tx_pcap=\([^, ]*/\)\{0,1\}\([^/, ]*\)#tx_pcap=$tmp/\2#g" \
-		-e "s#^build/#$BUILD/#" <<<"$1"
+		-e "s#^build/#$BUILD/#" \
+		-e "s#\(--config config/memif-shard[01].cfg\)#\1 --l2-dir $tmp/l2#" <<<"$1"
 }
 example() { python3 scripts/examples.py list | awk -F'\t' -v s="$1" '$1 ~ s { print $2 }'; }
 # run NAME COMMAND: in the foreground, at most 120 s; its status.

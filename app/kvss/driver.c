@@ -144,9 +144,11 @@ drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct dr
 	}
 	prefixcache_shard_restart(drv.pc, model);
 	drv.model_epoch[model] = new_epoch();
+	drv.l2_pending[model] = drv_l2_model(model); /* the inventories list what L2 kept */
 	for (i = 0; i < drv.nshards[model]; i++) {
 		struct drv_shard *sh = &drv.sh[drv.first_shard[model] + i];
 
+		drv_l2_forget_inventory(sh);
 		drv_link_reset(sh);
 		sh->up = false;
 		sh->epoch = 0;
@@ -352,6 +354,7 @@ kvss_driver_init(void)
 	k = 0;
 	for (m = 0; m < pp.num_models; m++) {
 		drv.model_epoch[m] = kvss.epoch;
+		drv.l2_pending[m] = drv_l2_model(m);
 		drv.first_shard[m] = k;
 		drv.nshards[m] = cfg->driver.models[m].num_shards;
 		for (i = 0; i < drv.nshards[m]; i++, k++) {
@@ -415,6 +418,7 @@ kvss_driver_free(void)
 	emu_free(drv.emu);
 	drv.emu = NULL;
 	for (i = 0; drv.sh != NULL && i < drv.nsh; i++) {
+		free(drv.sh[i].inv);
 		drv_ctlq_clear(&drv.sh[i].q);
 		proto_stream_fini(&drv.sh[i].stream);
 	}
@@ -541,14 +545,25 @@ wait_for_shards(uint64_t t0, uint64_t start_deadline)
 {
 	uint16_t i;
 
-	if (all_up()) {
+	uint16_t m;
+	bool ready = all_up();
+
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
+		ready = ready && drv_l2_ready(m);
+	if (ready) {
 		drv.started = true;
 		drv.t_start = t0;
+		drv.sink.wall_base_ns = drv_wall_ns();
 		printf("kvss: driver: every shard is up; replaying\n");
 		fflush(stdout);
+		drv_l2_adopt_ready(t0); /* what the second tiers kept, before the first request */
 	} else if (t0 > start_deadline) {
 		for (i = 0; i < drv.nsh; i++)
-			if (!drv.sh[i].up)
+			if (drv.sh[i].up && !drv.sh[i].inv_done && drv_l2_model(drv.sh[i].model))
+				fprintf(stderr, "kvss: driver: shard %u of model %u did not list its second "
+						"tier (L2_INVENTORY) in %u ms\n", drv.sh[i].ref->id,
+					drv.sh[i].model, kvss.cfg.driver.start_timeout_ms);
+			else if (!drv.sh[i].up)
 				fprintf(stderr, "kvss: driver: shard %u of model %u (port %u, %s) "
 						"did not answer HELLO in %u ms\n",
 					drv.sh[i].ref->id, drv.sh[i].model, drv.sh[i].ref->port,

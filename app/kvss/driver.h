@@ -58,6 +58,14 @@
 	X(compute_us)       /* the wafer's prefill of missed tokens (recompute_tokens_per_s) */      \
 	X(no_mbuf)  /* the pool was empty */                                                       \
 	X(too_big)	    /* a control record that cannot fit a frame */                          \
+	X(l2_down_cols)     /* columns sent down to the second tier (L2_DOWN, per cache group) */    \
+	X(l2_up_batches)    /* batches whose bytes the shards read from their second tier (L2_UP) */ \
+	X(l2_del_cols)      /* columns the second tier let go (L2_DELETE, per cache) */              \
+	X(l2_done)          /* L2_DONE records received */                                          \
+	X(l2_failed)        /* of them, failures (the model starts over; the tiers' inventories say what is left) */ \
+	X(l2_inventory_cols) /* columns shards listed in their inventories */                      \
+	X(l2_adopted_cols)  /* columns taken back from them (held by every shard of the model) */   \
+	X(l2_refused_cols)  /* columns let go instead: parent gone, expired, no room, on some shards only */ \
 	X(fit_latency_us)   /* the refill model fitted so far (0 before 20 refills) ... */          \
 	X(fit_mbps)	    /* ... and its bandwidth, in Mb/s (refill_gbps x 1000; 0: no bound seen) */ \
 	X(model_updates)    /* times the estimates took the fitted model (refill_model "learned") */ \

@@ -116,6 +116,11 @@ struct drv_shard {
 	uint64_t batches_complete;
 	uint64_t status_at;			 /* tsc of its latest STATUS */
 	uint64_t stored[PREFIXCACHE_MAX_CACHES]; /* tokens it holds, by that STATUS */
+	/* Its second tier (drv_l2.c): does it have one, and its inventory being listed. */
+	bool has_l2;
+	bool inv_done;
+	struct proto_l2col *inv;
+	uint32_t inv_n, inv_cap, inv_total;
 };
 
 /* ---- drv_sink.c ------------------------------------------------------------------------ */
@@ -135,12 +140,16 @@ struct drv_sink {
 	struct emu *emu;
 	struct kvss_drv_stats *st; /* it writes deletes, too_big */
 	FILE *expect;		   /* open loop: what each shard must send back (NULL: closed) */
+	uint64_t wall_base_ns;	   /* wall clock (ns since 1970) at the library's time 0 (driver.c) */
 	bool failed;		   /* out of memory: the run stops */
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };
 
 /** The callbacks, for prefixcache_create (arg: the drv_sink). */
 void drv_sink_ops(struct drv_sink *s, struct prefixcache_sink *out);
+
+/** An L2_DELETE record for shard @p sh alone (a column the others do not hold). */
+void drv_sink_l2_delete_one(struct drv_sink *s, struct drv_shard *sh, const struct proto_l2del *d);
 
 /** A header for a message to shard @p sh of @p type, in its model's epoch. */
 void drv_hdr_for(struct proto_hdr *h, const struct drv_shard *sh, uint32_t epoch, uint8_t type);
@@ -297,6 +306,7 @@ struct drv {
 	/* Model 0's requests, prompt and hit tokens when a shard was first
 	 * away, and when one last came back: the hit ratio before and after. */
 	uint64_t away_at[3], back_at[3];
+	bool l2_pending[PREFIXCACHE_MAX_MODELS]; /* inventories to take back (drv_l2.c) */
 	char source[KVSS_PATH_MAX + 64];
 	struct proto_msg msg;
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
@@ -323,6 +333,23 @@ void drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const stru
 
 /** Shard @p sh's state left the driver's: with on_loss "resync", the model restarts (1). */
 int drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why);
+
+/* ---- drv_l2.c: the shards' second tiers ---- */
+
+/** Wall-clock time, ns since 1970 (first use on disk outlives a run). */
+uint64_t drv_wall_ns(void);
+/** Does model @p m have a second tier (l2_tokens)? */
+bool drv_l2_model(uint16_t m);
+/** Has every shard of @p m listed its inventory (true without a second tier)? */
+bool drv_l2_ready(uint16_t m);
+/** A STATUS answering our HELLO: does the shard have the tier its model needs? */
+void drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg);
+/** @p sh answers a new HELLO: its inventory is listed again. */
+void drv_l2_forget_inventory(struct drv_shard *sh);
+void drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc);
+void drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc);
+/** Models whose inventories are all in: their columns are taken back (once per restart). */
+void drv_l2_adopt_ready(uint64_t tsc);
 
 /* ---- drv_rx.c ---- */
 

@@ -395,6 +395,7 @@ kvss_driver_summary(void)
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
+	char l2j[512];
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -513,6 +514,28 @@ kvss_driver_summary(void)
 		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
 		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
 		       (double)s->compute_us / 1e3, kvss.cfg.driver.recompute_tokens_per_s);
+	{
+		uint64_t l2hit = ps.l2_hit_tokens < s->hit_tokens ? ps.l2_hit_tokens : s->hit_tokens;
+
+		snprintf(l2j, sizeof(l2j), "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
+			 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
+			 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
+			 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
+			 ",\"l2_recompute_faster_tokens\":%" PRIu64,
+			 s->hit_tokens - l2hit, l2hit, ps.l2_down_tokens, ps.l2_stored_tokens,
+			 ps.l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
+			 ps.l2_recompute_faster_tokens);
+		if (drv_l2_model(0))
+			printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
+			       " from L2 (moved up in %" PRIu64 " batches); %" PRIu64 " tokens written down "
+			       "(%.1f MB), %" PRIu64 " let go, %" PRIu64 " held at the end; %" PRIu64
+			       " columns taken back after restarts, %" PRIu64 " let go instead; %" PRIu64
+			       " failures; %" PRIu64 " tokens recomputed, faster than L2\n",
+			       s->hit_tokens - l2hit, l2hit, s->l2_up_batches, ps.l2_down_tokens,
+			       (double)ps.l2_down_tokens * (double)kvss.cfg.driver.pc.model[0].refill_bytes_per_token / 1e6,
+			       ps.l2_deleted_tokens, ps.l2_stored_tokens, s->l2_adopted_cols,
+			       s->l2_refused_cols, s->l2_failed, ps.l2_recompute_faster_tokens);
+	}
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64
 	       ", refill failures %" PRIu64
@@ -546,7 +569,7 @@ kvss_driver_summary(void)
 	       ",\"model_fits\":%s,\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"shards_back\":%" PRIu64
-	       ",\"hit_ratio_before_away\":%s,\"hit_ratio_after_return\":%s,\"verify_failures\":%" PRIu64
+	       ",\"hit_ratio_before_away\":%s,\"hit_ratio_after_return\":%s,%s,\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%s"
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
@@ -555,7 +578,7 @@ kvss_driver_summary(void)
 	       learned ? "learned" : "configured", drv.learn.ml[0].factor, shortj,
 	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
 	       (double)drv.learn.late_ns / 1e6, (double)drv.learn.early_ns / 1e6, (double)emu_held_ns(drv.emu) / 1e6,
-	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj,
+	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j,
 	       s->verify_failures, perr, s->resyncs,
 	       lostj, drv.finished ? "true" : "false");
 	fflush(stdout);

@@ -76,6 +76,7 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 			}
 			emu_shard_buffers(drv.emu, sh->k, ci.cache_id, ci.num_buffers);
 		}
+		drv_l2_status(sh, msg);
 		sh->up = true;
 		sh->last_rx = tsc;
 		sh->epoch = msg->hdr.epoch;
@@ -217,6 +218,12 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 		break;
 	case PROTO_T_REFILL_DATA:
 		on_refill_data(sh, mb, msg, tsc);
+		break;
+	case PROTO_T_L2_INVENTORY:
+		drv_l2_inventory(sh, msg, tsc);
+		break;
+	case PROTO_T_L2_DONE:
+		drv_l2_done(sh, msg, tsc);
 		break;
 	default:
 		lst()->not_handled++;

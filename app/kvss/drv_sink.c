@@ -167,6 +167,102 @@ on_delete(void *arg, uint16_t model, struct prefixcache_shards to, const struct 
 	}
 }
 
+/* ---- The second tier (PROTOCOL.md section 9) ---- */
+
+static void
+l2col_of(const struct drv_sink *s, struct proto_l2col *o, const struct prefixcache_l2col *c)
+{
+	*o = (struct proto_l2col){.key = c->key, .parent = c->parent, .isolation_id = c->isolation_id,
+				  .prompt_id = c->prompt_id, .evict_count = c->evict_count,
+				  /* on disk, first use is wall-clock time: it outlives this run */
+				  .first_use_ns = s->wall_base_ns + c->first_use_ns,
+				  .start_token_idx = c->start, .num_tokens = c->tokens,
+				  .cache_id = c->cache_id};
+}
+
+static void
+on_l2_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
+{
+	struct drv_sink *s = arg;
+	struct proto_l2col o;
+	uint16_t i;
+
+	l2col_of(s, &o, c);
+	for (i = 0; i < s->nshards[model]; i++) {
+		struct proto_builder *b = open_for(s, shard_of(s, model, i), PROTO_T_L2_DOWN,
+						   PROTO_L2COL_LEN);
+
+		if (b != NULL)
+			proto_build_l2_down(b, &o);
+	}
+	s->st->l2_down_cols++;
+}
+
+static void
+on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
+	 const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
+{
+	struct drv_sink *s = arg;
+	struct proto_evict_hdr eh = {batch_no, nc, g, (uint16_t)ncols};
+	uint32_t t, k;
+	uint16_t i;
+
+	for (i = 0; i < s->nshards[model]; i++) {
+		struct drv_shard *sh = shard_of(s, model, i);
+		struct proto_builder b;
+		struct proto_hdr h;
+		int rc = 0;
+
+		/* A batch of its own, after what was open; no EVICT_DATA follows it. */
+		if (drv_ctlq_close(&sh->q) != 0)
+			s->failed = true;
+		drv_hdr_for(&h, sh, s->model_epoch[model], PROTO_T_L2_UP);
+		proto_build_begin(&b, s->scratch, s->payload_cap, &h);
+		proto_build_l2_up_hdr(&b, &eh);
+		for (t = 0; t < (uint32_t)g * nc && rc == 0; t++)
+			rc = proto_build_l2_up_entry(&b, &e[t]);
+		for (k = 0; k < ncols && rc == 0; k++) {
+			struct proto_l2col o;
+
+			l2col_of(s, &o, &cols[k]);
+			rc = proto_build_l2_up_col(&b, &o);
+		}
+		if (rc != 0) {
+			s->st->too_big++;
+			continue;
+		}
+		if (drv_ctlq_push(&sh->q, s->scratch, proto_build_end(&b), batch_no) != 0)
+			s->failed = true;
+	}
+	s->st->l2_up_batches++;
+}
+
+static void
+on_l2_del(void *arg, uint16_t model, uint16_t cache_id, uint64_t key, uint64_t iso, uint64_t ec)
+{
+	struct drv_sink *s = arg;
+	struct proto_l2del d = {key, iso, ec, cache_id};
+	uint16_t i;
+
+	for (i = 0; i < s->nshards[model]; i++) {
+		struct proto_builder *b = open_for(s, shard_of(s, model, i), PROTO_T_L2_DELETE,
+						   PROTO_L2DEL_LEN);
+
+		if (b != NULL)
+			proto_build_l2_delete(b, &d);
+	}
+	s->st->l2_del_cols++;
+}
+
+void
+drv_sink_l2_delete_one(struct drv_sink *s, struct drv_shard *sh, const struct proto_l2del *d)
+{
+	struct proto_builder *b = open_for(s, sh, PROTO_T_L2_DELETE, PROTO_L2DEL_LEN);
+
+	if (b != NULL)
+		proto_build_l2_delete(b, d);
+}
+
 void
 drv_sink_ops(struct drv_sink *s, struct prefixcache_sink *out)
 {
@@ -176,4 +272,7 @@ drv_sink_ops(struct drv_sink *s, struct prefixcache_sink *out)
 	out->evict = on_evict;
 	out->refill = on_refill;
 	out->del = on_delete;
+	out->l2_down = on_l2_down;
+	out->l2_up = on_l2_up;
+	out->l2_del = on_l2_del;
 }

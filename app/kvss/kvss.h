@@ -60,6 +60,10 @@
 	X(refills_ahead) /* ran before DELETEs that waited for their batches */                    \
 	X(refill_frames) /* REFILL_DATA frames sent */                                             \
 	X(ring_full)    /* times the refill lcore's ring was full */                               \
+	X(l2_down)      /* columns written to the second tier (L2_DOWN) */                         \
+	X(l2_up)        /* columns read from it into a batch (L2_UP) */                            \
+	X(l2_deleted)   /* columns it let go (L2_DELETE) */                                        \
+	X(l2_errors)    /* second-tier operations that failed (L2_DONE or ERROR sent) */           \
 	X(idle_polls)   /* polls that found nothing */                                             \
 	X(busy_polls)   /* polls that found work */
 

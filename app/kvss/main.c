@@ -33,7 +33,9 @@
 #include "args.h"
 #include "driver.h"
 #include "fileio.h"
+#include "kvdisk.h"
 #include "kvss.h"
+#include "shard.h"
 
 #include <rte_eth_ring.h>
 
@@ -122,6 +124,8 @@ usage(FILE *f, const char *prog)
 		"                       follows\n"
 		"  --plot-refills FILE  driver: at the end, draw the refill times measured\n"
 		"                       against the model's estimates (a PNG, gnuplot)\n"
+		"  --l2-dir DIR         shard: its second tier's file in DIR (shard-MODEL-ID.l2)\n"
+		"                       instead of where shard.l2 says\n"
 		"  --record-expect FILE driver: record open loop (no answers awaited: every\n"
 		"                       message counts as acknowledged, refills as whole) and\n"
 		"                       write each refill's expected content to FILE; with a\n"
@@ -389,10 +393,11 @@ main(int argc, char **argv)
 		{"trace", required_argument, NULL, 't'}, {"limit", required_argument, NULL, 'n'},
 		{"record-expect", required_argument, NULL, 'R'},
 		{"plot-refills", required_argument, NULL, 'P'},
+		{"l2-dir", required_argument, NULL, 'D'},
 		{"lose-data", required_argument, NULL, 'L'}, {"linger", required_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
-		   *lose = NULL, *idle = NULL, *linger = NULL, *prog = argv[0];
+		   *lose = NULL, *idle = NULL, *linger = NULL, *l2dir = NULL, *prog = argv[0];
 	char err[512];
 	int ret, c, status = 0, driver_on = 0;
 
@@ -463,6 +468,9 @@ main(int argc, char **argv)
 		case 'P':
 			kvss.plot_refills = optarg;
 			break;
+		case 'D':
+			l2dir = optarg;
+			break;
 		case 'n':
 			limit = optarg;
 			break;
@@ -504,6 +512,22 @@ main(int argc, char **argv)
 		 * a driver is a configuration error naming what is missing. */
 		if (kvss_config_load_as(config, as, &kvss.cfg, err, sizeof(err)) != 0) {
 			fprintf(stderr, "kvss: %s\n", err);
+			status = 2;
+			goto out_eal;
+		}
+	}
+	if (l2dir != NULL) {
+		/* The shard's second tier in another directory (its file named as shard.l2.dir names it). */
+		if (!(kvss.cfg.role & KVSS_ROLE_SHARD) || kvss.cfg.shard.l2.path[0] == '\0') {
+			fprintf(stderr, "kvss: --l2-dir: %s gives this process no second tier (shard.l2)\n",
+				config);
+			status = 2;
+			goto out_eal;
+		}
+		if (l2dir[0] == '\0' ||
+		    snprintf(kvss.cfg.shard.l2.path, sizeof(kvss.cfg.shard.l2.path), "%s/shard-%u-%u.l2",
+			     l2dir, kvss.cfg.shard.model, kvss.cfg.shard.id) >= (int)sizeof(kvss.cfg.shard.l2.path)) {
+			fprintf(stderr, "kvss: --l2-dir: '%s' is empty or too long\n", l2dir);
 			status = 2;
 			goto out_eal;
 		}
@@ -610,6 +634,27 @@ main(int argc, char **argv)
 			status = ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
 			goto out_free;
 		}
+		{
+			char l2err[512];
+
+			if (shard_l2_open(l2err, sizeof(l2err)) != 0) {
+				fprintf(stderr, "kvss: %s: shard.l2: %s\n", config, l2err);
+				status = 1;
+				goto out_free;
+			}
+			if (shard_l2_on()) {
+				struct kvdisk_stats ks;
+				uint64_t held = 0;
+
+				shard_l2_stats(&ks);
+				for (c = 0; c < KVDISK_MAX_CACHES; c++)
+					held += ks.stored[c];
+				printf("kvss: second tier %s%s: %" PRIu64 " columns kept from before, %" PRIu64
+				       " dropped (checksum)\n", kvss.cfg.shard.l2.path,
+				       shard_l2_direct() ? " (O_DIRECT)" : " (page cache: no O_DIRECT here)",
+				       held, ks.rebuild_dropped);
+			}
+		}
 		if (!want && kvss.cfg.num_refill)
 			printf("kvss: lcore %u (lcores.refill) is not an EAL worker: the refill queue runs "
 			       "on the ingest lcore\n", rl);
@@ -704,6 +749,7 @@ main(int argc, char **argv)
 	}
 out_free:
 	kvss_gate_fini();
+	shard_l2_close(); /* the lcores have stopped: the tier thread drains, then ends */
 	if (driver_on)
 		kvss_driver_free();
 	rte_ring_free(kvss.ingest_to_refill);

@@ -61,6 +61,24 @@ shard_rec_of(struct shard_rec *r, const struct proto_msg *msg)
 			if (d.evict_count > r->gate)
 				r->gate = d.evict_count;
 		}
+	} else if (msg->hdr.type == PROTO_T_L2_DOWN || msg->hdr.type == PROTO_T_L2_DELETE) {
+		unsigned int i;
+
+		for (i = 0; i < msg->hdr.count; i++) {
+			struct proto_l2col c;
+			struct proto_l2del d;
+			uint64_t ec;
+
+			if (msg->hdr.type == PROTO_T_L2_DOWN) {
+				proto_get_l2_down(msg, i, &c);
+				ec = c.evict_count;
+			} else {
+				proto_get_l2_delete(msg, i, &d);
+				ec = d.evict_count;
+			}
+			if (ec > r->gate)
+				r->gate = ec;
+		}
 	} else if (msg->hdr.type == PROTO_T_REFILL) {
 		struct proto_refill_req rq;
 		const uint8_t *ch;
@@ -159,7 +177,7 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 				       ? &shard.evictq
 				       : &shard.refillq;
 
-	if (type == PROTO_T_L2_DOWN || type == PROTO_T_L2_DELETE) {
+	if ((type == PROTO_T_L2_DOWN || type == PROTO_T_L2_DELETE) && !shard_l2_on()) {
 		/* No second tier here (PROTOCOL.md section 9): each record refused; the seq is taken. */
 		static struct shard_batcher nt;
 		static struct proto_msg view;
@@ -198,6 +216,9 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 	q->rec[q->tail % SHARD_QMAX] = *r;
 	if (type == PROTO_T_EVICT || type == PROTO_T_L2_UP || type == PROTO_T_DELETE)
 		shard_barrier_accept(st, &q->rec[q->tail % SHARD_QMAX], m);
+	if (type == PROTO_T_L2_DOWN)
+		shard.l2down_last = shard.next_seq;
+	q->rec[q->tail % SHARD_QMAX].l2gate = type == PROTO_T_L2_UP ? shard.l2down_last : 0;
 	q->seq[q->tail % SHARD_QMAX] = shard.next_seq;
 	q->tail++;
 	shard.next_seq++;
@@ -240,6 +261,7 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 			shard_barrier_reset();
 		}
 		shard_send_status(st);
+		shard_l2_inventory(st); /* what its second tier holds, kept across restarts */
 		return 0;
 	}
 	if (msg->hdr.type >= PROTO_T_STATUS) {
@@ -353,6 +375,7 @@ kvss_shard_ingest(void *arg)
 		} else {
 			shard_run_refillq(st, &err);
 		}
+		shard_l2_poll(st, &err);
 		shard_run_evictq(st, &err, t0); /* deletes may have made room */
 		shard_expire_batches(st, t0);
 		shard_batcher_flush(&err);

@@ -19,6 +19,7 @@
 #ifndef KVSS_SHARD_H
 #define KVSS_SHARD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kvss.h"
@@ -42,6 +43,7 @@ struct shard_rec {
 	uint32_t data_off, data_len; /* EVICT_DATA: the bytes in the frame */
 	uint64_t gate;		     /* DELETE, REFILL: the largest evict_count it names;
 				      * EVICT: the seq of the DELETE it waits for (0: none) */
+	uint64_t l2gate;	     /* L2_UP: the seq of the last L2_DOWN accepted before it */
 };
 
 /** Decode what the later stages need of the parsed message @p msg. */
@@ -88,6 +90,11 @@ struct shard_state {
 	uint64_t del_last;     /* seq of the latest DELETE accepted */
 	uint64_t del_applied;  /* seq of the latest DELETE run (applied or refused) */
 	uint64_t del_gate_max; /* largest evict_count of a DELETE accepted in this stream */
+	/* An L2_UP runs after the L2_DOWNs accepted before it (a column sent
+	 * down may come up at once): the seq of the latest accepted, and of the
+	 * latest run (its column handed to the tier thread, which writes
+	 * before it reads). */
+	uint64_t l2down_last, l2down_done;
 	/* shard_tx.c: acknowledgements. */
 	int ack_due;
 	uint64_t ack_sent; /* the last cum_seq sent */
@@ -118,6 +125,8 @@ struct shard_batcher {
 void shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_lcore_stats *st);
 /** Send what it holds (if anything) and begin the next frame. */
 void shard_batcher_flush(struct shard_batcher *bt);
+/** Send its frame even with no record (a header alone), and begin the next. */
+void shard_batcher_send(struct shard_batcher *bt);
 void shard_add_error(struct shard_batcher *bt, uint64_t seq, uint64_t prompt, uint32_t token,
 		     uint16_t cache, uint16_t code);
 void shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id,
@@ -162,5 +171,27 @@ void shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err);
 void shard_pass_to_refill(struct kvss_lcore_stats *st);
 /** DELETEs the refill lcore handed back: applied by the store's writer. */
 void shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err);
+
+/* ---- shard_l2.c: the second tier (PROTOCOL.md section 9) ---- */
+
+struct kvdisk_stats;
+/** Open shard.l2 and start the tier thread (nothing when not configured). -1: @p err says why. */
+int shard_l2_open(char *err, size_t errlen);
+void shard_l2_close(void);
+bool shard_l2_on(void);
+/** Does it use O_DIRECT (false: the file system refused it)? */
+bool shard_l2_direct(void);
+void shard_l2_stats(struct kvdisk_stats *st);
+/** Run L2_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the tier is behind; again later. */
+int shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
+/** Is there room to run L2_UP @p msg (0), or must it wait (-EAGAIN)? */
+int shard_l2_up_room(const struct proto_msg *msg);
+/** L2_UP @p msg, its batch just opened (entries @p e): its columns are read, their tokens stored. */
+void shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
+		 const struct proto_evict_entry *e);
+/** After a STATUS answering a HELLO: the inventory goes out when the tier thread has it. */
+void shard_l2_inventory(struct kvss_lcore_stats *st);
+/** What the tier thread finished: L2_DONE, ERROR, tokens stored, the inventory sent. */
+void shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err);
 
 #endif

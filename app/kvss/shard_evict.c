@@ -231,6 +231,7 @@ shard_barrier_reset(void)
 	memset(shard.del_seq, 0, sizeof(shard.del_seq));
 	memset(shard.del_id, 0, sizeof(shard.del_id));
 	shard.del_last = shard.del_applied = shard.del_gate_max = 0;
+	shard.l2down_last = shard.l2down_done = 0;
 }
 
 void
@@ -264,6 +265,10 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				}
 				return; /* runs once the DELETE before it has */
 			}
+			if (msg->hdr.type == PROTO_T_L2_UP && shard_l2_on() &&
+			    (q->rec[q->head % SHARD_QMAX].l2gate > shard.l2down_done ||
+			     shard_l2_up_room(msg) != 0))
+				return; /* an L2_DOWN before it has not run, or the tier thread is behind */
 			for (i = 0; i < msg->hdr.count; i++)
 				proto_get_evict_entry(msg, i, &e[i]);
 			if (*since && now - *since >= shard.hz / 1000 * kvss.cfg.shard.space_timeout_ms)
@@ -277,7 +282,15 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				return; /* waits for DELETEs (or for batches to complete) */
 			}
 			shard.batch_t[msg->u.evict.batch_no % 256] = now;
-			if (rc == 0 && msg->hdr.type == PROTO_T_L2_UP) {
+			if (rc == 0 && msg->hdr.type == PROTO_T_L2_UP && shard_l2_on()) {
+				/* Its bytes come from the second tier, not from EVICT_DATA. */
+				for (i = 0; i < msg->hdr.count; i++)
+					if (codes[i] != 0)
+						shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
+							  (uint16_t)(i % msg->u.evict.num_caches), codes[i]);
+				shard_l2_up(st, msg, e);
+				st->batches++;
+			} else if (rc == 0 && msg->hdr.type == PROTO_T_L2_UP) {
 				/* No second tier to read its bytes from: refused whole,
 				 * its batch lost at once when its turn comes (section 9). */
 				shard.batch_t[msg->u.evict.batch_no % 256] =

@@ -103,6 +103,18 @@ gate_open(const struct proto_msg *msg)
 			if (d.evict_count > complete)
 				return 0;
 		}
+	} else if (msg->hdr.type == PROTO_T_L2_DOWN || msg->hdr.type == PROTO_T_L2_DELETE) {
+		for (i = 0; i < msg->hdr.count; i++) {
+			struct proto_l2col c;
+			struct proto_l2del d;
+
+			if (msg->hdr.type == PROTO_T_L2_DOWN)
+				proto_get_l2_down(msg, i, &c);
+			else
+				proto_get_l2_delete(msg, i, &d);
+			if ((msg->hdr.type == PROTO_T_L2_DOWN ? c.evict_count : d.evict_count) > complete)
+				return 0;
+		}
 	} else {
 		struct proto_refill_req rq;
 		const uint8_t *ch;
@@ -169,6 +181,8 @@ run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n,
 			del[nd++] = m;
 			continue;
 		}
+		if (m->hdr.type != PROTO_T_REFILL)
+			continue; /* L2_DOWN, L2_DELETE: in their turn (they change nothing a REFILL reads) */
 		/* The head; or a stale driver's (dropped when it is the head). */
 		if (i == 0 || m->hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE) ||
 		    !gate_open(m) || m->hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE))
@@ -231,7 +245,10 @@ shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			return; /* an EVICT before it, of its prompt, has not run */
 		if (msg->hdr.type == PROTO_T_DELETE)
 			apply_delete(st, err, msg);
-		else
+		else if (msg->hdr.type == PROTO_T_L2_DOWN || msg->hdr.type == PROTO_T_L2_DELETE) {
+			if (shard_l2_run(st, err, msg) != 0)
+				return; /* the tier thread is behind */
+		} else
 			run_refill_msg(st, 0, msg);
 		rte_pktmbuf_free(m);
 		q->head++;
@@ -270,14 +287,20 @@ shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *er
 		struct rte_mbuf *m = waiting != NULL ? waiting : p;
 
 		proto_parse_mbuf(m, &kvss.cfg.udp, &shard.msg2);
-		if (shard.msg2.hdr.epoch == kvss.driver_epoch && shard_delete_must_wait(&shard.msg2)) {
+		if (shard.msg2.hdr.epoch == kvss.driver_epoch && shard.msg2.hdr.type == PROTO_T_DELETE &&
+		    shard_delete_must_wait(&shard.msg2)) {
 			waiting = m; /* an EVICT before it, of its prompt, has not run */
 			return;
 		}
+		if (shard.msg2.hdr.epoch == kvss.driver_epoch && shard.msg2.hdr.type != PROTO_T_DELETE &&
+		    shard_l2_run(st, err, &shard.msg2) != 0) {
+			waiting = m; /* L2_DOWN, L2_DELETE: the tier thread is behind */
+			return;
+		}
 		waiting = NULL;
-		if (shard.msg2.hdr.epoch == kvss.driver_epoch)
+		if (shard.msg2.hdr.epoch == kvss.driver_epoch && shard.msg2.hdr.type == PROTO_T_DELETE)
 			apply_delete(st, err, &shard.msg2);
-		else
+		else if (shard.msg2.hdr.epoch != kvss.driver_epoch)
 			st->dropped_restart++;
 		rte_pktmbuf_free(m);
 		__atomic_fetch_add(&kvss.deletes_applied, 1, __ATOMIC_RELEASE);
@@ -343,7 +366,8 @@ kvss_shard_refill(void *arg)
 			continue;
 		}
 		if (gate_open(&msg) && msg.hdr.epoch == __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
-			if (msg.hdr.type == PROTO_T_DELETE) {
+			if (msg.hdr.type != PROTO_T_REFILL) {
+				/* DELETE, L2_DOWN, L2_DELETE: the writer runs them, in order. */
 				unsigned int turns = 0;
 
 				/* The writer applies it, in order; a REFILL waits for that. */

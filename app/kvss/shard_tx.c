@@ -121,8 +121,9 @@ shard_send_status(struct kvss_lcore_stats *st)
 		.batches_complete = kvstore_batches_complete(kvss.store),
 		.last_seq_done = shard.next_seq ? shard.next_seq - 1 : 0,
 		.uptime_ns = (rte_get_tsc_cycles() - kvss.start_tsc) * 1000000000ull / shard.hz,
-		.flags = shard.evictq.head != shard.evictq.tail && shard.evictq.since[shard.evictq.head % SHARD_QMAX]
-				 ? PROTO_STATUS_F_STALLED : 0,
+		.flags = (shard.evictq.head != shard.evictq.tail && shard.evictq.since[shard.evictq.head % SHARD_QMAX]
+				  ? PROTO_STATUS_F_STALLED : 0) |
+			 (shard_l2_on() ? PROTO_STATUS_F_L2 : 0),
 		.driver_epoch = kvss.driver_epoch};
 	struct proto_builder b;
 	uint16_t c;
@@ -189,6 +190,14 @@ shard_batcher_flush(struct shard_batcher *bt)
 	if (bt->b.count > 0)
 		send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss.driver_addr, bt->buf,
 				proto_build_end(&bt->b));
+	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
+}
+
+void
+shard_batcher_send(struct shard_batcher *bt)
+{
+	send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss.driver_addr, bt->buf,
+			proto_build_end(&bt->b));
 	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }
 

@@ -274,6 +274,44 @@ get_drivers(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 	return 0;
 }
 
+/*
+ * shard.l2 = { dir = "/var/tmp/kvss"; column = 64; capacity_tokens = [N, ...]; }:
+ * the second tier. A file path, or a directory where the file is named after
+ * the shard (the embedded default: shard-MODEL-ID.l2).
+ */
+static int
+load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
+{
+	const config_setting_t *l2 = cfg_member(c, sh, "l2");
+	char dir[KVSS_PATH_MAX] = "";
+	uint16_t n = cfg->shard.store.num_caches, i;
+
+	cfg->shard.l2.path[0] = '\0';
+	if (l2 == NULL)
+		return 0;
+	if (!config_setting_is_group(l2))
+		return cfg_fail(c, sh, "l2", "want a group { ... }, not a value");
+	if (get_str(c, l2, "path", cfg->shard.l2.path, sizeof(cfg->shard.l2.path)) != 0 ||
+	    get_str(c, l2, "dir", dir, sizeof(dir)) != 0)
+		return -1;
+	if ((cfg->shard.l2.path[0] != '\0') == (dir[0] != '\0'))
+		return cfg_fail(c, sh, "l2", "give one of path (a file or block device) and dir");
+	if (dir[0] != '\0' &&
+	    snprintf(cfg->shard.l2.path, sizeof(cfg->shard.l2.path), "%s/shard-%u-%u.l2", dir,
+		     cfg->shard.model, cfg->shard.id) >= (int)sizeof(cfg->shard.l2.path))
+		return cfg_fail(c, l2, "dir", "too long");
+	GET_INT(c, l2, "column", 1, 4096, 64, false, cfg->shard.l2.column);
+	GET_INT(c, l2, "queue_depth", 1, 4096, 64, false, cfg->shard.l2.queue_depth);
+	if (get_u64_array(c, l2, "capacity_tokens", n, 1, 1ull << 40, cfg->shard.l2.capacity_tokens) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (cfg->shard.l2.capacity_tokens[i] < cfg->shard.l2.column)
+			return cfg_fail(c, l2, "capacity_tokens", "element %u (%" PRIu64 ") holds no whole "
+				    "column of %u tokens", i, cfg->shard.l2.capacity_tokens[i],
+				    cfg->shard.l2.column);
+	return 0;
+}
+
 static int
 load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 {
@@ -323,7 +361,7 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 	}
 	if (kvstore_memsize(kp) == 0)
 		return cfg_fail(c, sh, "caches", "these caches do not make a valid store");
-	return 0;
+	return load_shard_l2(c, sh, cfg);
 }
 
 static int
@@ -401,7 +439,21 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 			for (i = 0; i < n; i++)
 				sr->buffers[i] = 1;
 		}
+		if (cfg_member(c, e, "l2_tokens") != NULL) {
+			if (get_u64_array(c, e, "l2_tokens", (unsigned int)n, 1, 1ull << 40, sr->l2_tokens) != 0)
+				return -1;
+			for (i = 0; i < n; i++)
+				if (pm->cache[i].rule != PREFIXCACHE_FULL)
+					return cfg_fail(c, e, "l2_tokens", "cache %d is a sliding window: "
+						    "its columns mean nothing without the window's glue, "
+						    "so it stays in DRAM (no second tier for this model)", i);
+		}
+		if (k > 0 && (sr->l2_tokens[0] != 0) != (mr->shard[0].l2_tokens[0] != 0))
+			return cfg_fail(c, e, "l2_tokens", "every shard of a model has a second tier, or none");
 		for (i = 0; i < n; i++) {
+			if (sr->l2_tokens[i] != 0 &&
+			    (k == 0 && i == 0 ? true : sr->l2_tokens[i] < pm->l2_capacity_tokens))
+				pm->l2_capacity_tokens = sr->l2_tokens[i]; /* the minimum, as for DRAM */
 			sr->bytes_per_token[i] = (uint32_t)b[i];
 			sum += b[i];
 			/* A token is cached only when every shard holds it: the minimum. */
@@ -429,6 +481,27 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		return cfg_fail(c, me, "refill_gbps", "must be positive");
 	pm->refill_bytes_per_ns = gbps / 8.0;
 	GET_INT(c, me, "max_batch_tokens", 0, 65535, 0, false, pm->max_batch_tokens);
+	{
+		long long us;
+
+		/* The second tier's line of the refill-time model (a read of a column). */
+		if (get_int(c, me, "l2_latency_us", 0, 10000000, 200, false, &us) != 0)
+			return -1;
+		pm->l2_latency_ns = (uint64_t)us * 1000;
+		gbps = 0;
+		if (config_setting_lookup_float(me, "l2_gbps", &gbps) != CONFIG_TRUE) {
+			long long gi;
+
+			if (get_int(c, me, "l2_gbps", 1, 100000, 16, false, &gi) != 0)
+				return -1;
+			gbps = (double)gi;
+		} else {
+			cfg_member(c, me, "l2_gbps");
+		}
+		if (gbps <= 0)
+			return cfg_fail(c, me, "l2_gbps", "must be positive");
+		pm->l2_bytes_per_ns = gbps / 8.0;
+	}
 	return 0;
 }
 
@@ -452,6 +525,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 {
 	struct prefixcache_params *pp = &cfg->driver.pc;
 	const config_setting_t *models, *orgs;
+	uint8_t l2_admit;
 	int i, n, pol;
 	uint16_t k;
 
@@ -498,6 +572,15 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 			return -1;
 		cfg->driver.refill_model = (uint8_t)rm;
 	}
+	{
+		static const char *const admit[] = {"all", "seen2", NULL};
+		/* All by default: measured on the trace (docs/DESIGN.md, the second tier). */
+		int a = get_choice(c, d, "l2_admit", admit, PREFIXCACHE_L2_ALL, false);
+
+		if (a < 0)
+			return -1;
+		l2_admit = (uint8_t)a;
+	}
 	GET_INT(c, d, "refill_short_pct", 0, 99, 0, false, cfg->driver.refill_short_pct);
 	if (cfg->driver.refill_short_pct && cfg->driver.refill_model != KVSS_MODEL_LEARNED)
 		return cfg_fail(c, d, "refill_short_pct", "needs refill_model = \"learned\"");
@@ -506,10 +589,12 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	    n > PREFIXCACHE_MAX_MODELS)
 		return cfg_fail(c, d, "models", "want a list of 1..%d models", PREFIXCACHE_MAX_MODELS);
 	pp->num_models = (uint16_t)n;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (load_model(c, config_setting_get_elem(models, (unsigned int)i), &pp->model[i],
 			       &cfg->driver.models[i], pp->column, cfg->driver.port) != 0)
 			return -1;
+		pp->model[i].l2_admit = l2_admit;
+	}
 	orgs = cfg_member(c, d, "orgs");
 	if (orgs != NULL) {
 		if (!config_setting_is_list(orgs) || config_setting_length(orgs) > KVSS_MAX_ORGS)

@@ -54,6 +54,8 @@ struct kvss_shard_ref {
 	/* Buffers per cache: the shard says so in STATUS; this is used only when
 	 * recording open loop (--record-expect), where no STATUS comes. */
 	uint16_t buffers[PREFIXCACHE_MAX_CACHES];
+	/* Its second tier per cache, in tokens (l2_tokens; 0: none). */
+	uint64_t l2_tokens[PREFIXCACHE_MAX_CACHES];
 };
 
 struct kvss_model_ref {
@@ -115,6 +117,15 @@ struct kvss_config {
 		 * (none listed: from any driver). */
 		uint32_t driver_ip[KVSS_MAX_DRIVERS];
 		uint16_t num_drivers;
+		/* shard.l2: the second tier on the local disk (issue 27); path ""
+		 * when there is none. The file is shard.l2.path, or under
+		 * shard.l2.dir "shard-MODEL-ID.l2". */
+		struct {
+			char path[KVSS_PATH_MAX];
+			uint32_t column;	/* tokens of a whole column (the driver's) */
+			uint32_t queue_depth;	/* operations in flight at most */
+			uint64_t capacity_tokens[KVSTORE_MAX_CACHES];
+		} l2;
 	} shard;
 
 	/* Driver role (with the wafer emulator). */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -649,6 +650,11 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	}
 	if (fstat(d->fd, &stt) != 0 || (!S_ISREG(stt.st_mode) && !S_ISBLK(stt.st_mode))) {
 		fail(err, errlen, path, "not a regular file or a block device");
+		goto bad;
+	}
+	/* One process per file: a second one would scribble over the first's index. */
+	if (flock(d->fd, LOCK_EX | LOCK_NB) != 0) {
+		fail(err, errlen, path, "in use by another process (%s)", strerror(errno));
 		goto bad;
 	}
 	fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) & ~O_NONBLOCK);

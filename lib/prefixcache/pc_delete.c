@@ -17,10 +17,30 @@ pc_flush_model(struct prefixcache *pc, uint16_t mi)
 	if (m->batch_g == 0)
 		return;
 	m->batches_sent++;
-	if (m->nup > 0) /* columns coming up from L2: their bytes are the shards' (pc_l2.c) */
+	if (m->nup > 0) { /* columns coming up from L2: their bytes are the shards' (pc_l2.c) */
+		uint32_t k, n = 0, t;
+
+		/* Only the columns this batch has tokens of. */
+		if (pc_grow((void **)&pc->upsel, &pc->upselcap, sizeof(*pc->upsel), m->nup) != 0)
+			n = 0;
+		else
+			for (k = 0; k < m->nup; k++) {
+				const struct prefixcache_l2col *c = &m->up[k];
+
+				for (t = 0; t < m->batch_g; t++) {
+					const struct proto_evict_entry *e =
+						&m->batch[(size_t)t * m->p.num_caches + c->cache_id];
+
+					if (e->prompt_id == c->prompt_id && e->token_idx >= c->start &&
+					    e->token_idx - c->start < c->tokens) {
+						pc->upsel[n++] = *c;
+						break;
+					}
+				}
+			}
 		pc->sink.l2_up(pc->sink.arg, mi, m->batches_sent, m->p.num_caches, m->batch_g,
-			       m->batch, m->up, m->nup);
-	else if (pc->sink.evict != NULL)
+			       m->batch, pc->upsel, n);
+	} else if (pc->sink.evict != NULL)
 		pc->sink.evict(pc->sink.arg, mi, m->batches_sent, m->p.num_caches, m->batch_g,
 			       m->batch);
 	m->batch_g = 0;

@@ -70,6 +70,7 @@ pc_l2_fini(struct prefixcache *pc)
 	free(pc->l2bucket);
 	free(pc->l2path);
 	free(pc->upcols);
+	free(pc->upsel);
 }
 
 static inline uint32_t
@@ -333,4 +334,79 @@ pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
 		    : 0;
 	pc->st.l2_hit_tokens += k;
 	return k;
+}
+
+/* At the LRU's cold end: taken back from a restart, it goes before what this run used. */
+static void
+lru_push_tail(struct pc_group *g, struct pc_l2e *l2, uint32_t i)
+{
+	l2[i].next = NIL;
+	l2[i].prev = g->l2_tail;
+	if (g->l2_tail != NIL)
+		l2[g->l2_tail].next = i;
+	else
+		g->l2_head = i;
+	g->l2_tail = i;
+}
+
+int
+prefixcache_l2_adopt(struct prefixcache *pc, uint16_t mi, const struct prefixcache_l2col *c,
+		     uint64_t now)
+{
+	struct pc_group *g;
+	struct pc_entry probe;
+	uint8_t gid = (uint8_t)(mi * MAX_GROUPS);
+	uint32_t org, k, b, n;
+
+	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi))
+		return -EINVAL;
+	g = &pc->m[mi].g[0];
+	n = c->tokens;
+	if (n != pc->p.column || c->start % pc->p.column != 0)
+		return -EINVAL; /* whole columns only, on the column grid */
+	org = pc_org_get(pc, c->isolation_id);
+	if (org == NIL)
+		return -ENOMEM;
+	if (l2_find(pc, gid, org, c->key) != NIL)
+		return -EEXIST;
+	/* Its parent: the organization's root, or a column before it, in either tier. */
+	if (c->start == 0 ? c->parent != c->isolation_id
+			  : (k = l2_find(pc, gid, org, c->parent)) == NIL
+				    ? pc_entry_find(pc, gid, org, c->parent) == NIL
+				    : pc->l2[k].length != c->start)
+		return -ENOENT;
+	probe.first_used = probe.last_used = tick(c->first_use_ns);
+	if (expired_t(&probe, org_ttl(pc, org), tick(now)))
+		return -ETIME;
+	if (g->l2_stored + n > g->l2_capacity || (k = pc->l2free) == NIL)
+		return -ENOSPC;
+	pc->l2free = pc->l2[k].hnext;
+	pc->l2[k] = (struct pc_l2e){.hash = c->key, .parent = c->parent, .org = org,
+				    .start = c->start, .length = c->start + n,
+				    .first_used = probe.first_used, .last_used = probe.last_used,
+				    .gid = gid};
+	b = l2_bucket(pc, gid, org, c->key);
+	pc->l2[k].hnext = pc->l2bucket[b];
+	pc->l2bucket[b] = k;
+	lru_push_tail(g, pc->l2, k);
+	g->l2_stored += n;
+	pc->st.l2_stored_tokens += n;
+	pc->st.l2_adopted_tokens += n;
+	return 0;
+}
+
+void
+pc_l2_reset_model(struct prefixcache *pc, uint16_t mi)
+{
+	struct pc_group *g = &pc->m[mi].g[0];
+
+	if (pc->l2 == NULL || !pc_l2_on(pc, mi))
+		return;
+	/* Forgotten, nothing sent: the shards' inventories say again what they hold. */
+	while (g->l2_tail != NIL) {
+		uint32_t i = g->l2_tail;
+
+		l2_detach(pc, i);
+		l2_release(pc, i);
+	}
 }

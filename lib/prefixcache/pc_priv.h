@@ -219,6 +219,8 @@ struct prefixcache {
 	uint32_t *l2bucket;
 	uint32_t *l2path, l2pathcap; /* a lookup's L2 columns */
 	struct prefixcache_l2col *upcols;
+	struct prefixcache_l2col *upsel; /* those a batch reads (pc_flush_model) */
+	uint32_t upselcap;
 	uint32_t upcap;
 };
 
@@ -415,6 +417,17 @@ uint32_t pc_delete_subtree(struct prefixcache *pc, uint32_t root, const struct l
 void pc_flush_model(struct prefixcache *pc, uint16_t mi);
 bool pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only);
 
+/*
+ * Tokens a batch takes: max_batch_tokens, or for a batch coming up from L2
+ * (its L2Columns follow its entries in the frame: up to G / C + 2 per cache,
+ * 64 bytes each) three quarters of it.
+ */
+static inline uint16_t
+pc_batch_limit(const struct pc_model *m)
+{
+	return m->nup > 0 ? (uint16_t)(m->p.max_batch_tokens * 3 / 4) : m->p.max_batch_tokens;
+}
+
 /* ---- pc_l2.c: the second tier ---- */
 int pc_l2_init(struct prefixcache *pc);
 void pc_l2_fini(struct prefixcache *pc);
@@ -430,6 +443,8 @@ uint32_t pc_l2_walk(struct prefixcache *pc, uint16_t mi, uint32_t org,
 		    uint64_t now);
 /* A column DRAM records again (computed, not brought up): L2 lets its copy go. */
 void pc_l2_forget(struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash);
+/* The model's shards restart: its L2 columns forgotten, nothing sent (their inventories come). */
+void pc_l2_reset_model(struct prefixcache *pc, uint16_t mi);
 /* The L2 line's estimate for bringing @p tokens up (ns). */
 uint64_t pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens);
 /* Are @p tokens found in L2 worth taking, or is computing them faster (counted)? */

@@ -218,7 +218,7 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 				record_column(pc, s, gi, sg->cur_end, ne, now);
 		}
 	}
-	if (m->batch_g == m->p.max_batch_tokens)
+	if (m->batch_g >= pc_batch_limit(m))
 		pc_flush_model(pc, s->model);
 	return evicted;
 }
@@ -274,8 +274,8 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 		k = ne - pos; /* up to the end of the column in progress */
 	if (g->stored + k > g->capacity)
 		k = g->capacity > g->stored ? (uint32_t)(g->capacity - g->stored) : 0;
-	if (k > (uint32_t)(m->p.max_batch_tokens - m->batch_g))
-		k = m->p.max_batch_tokens - m->batch_g;
+	if (k > (uint32_t)(pc_batch_limit(m) - m->batch_g))
+		k = pc_batch_limit(m) - m->batch_g;
 	if (k == 0 || pc_seq_reserve_tokens(s, pos + k) != 0)
 		return 0;
 	batch = current_batch(m);
@@ -302,7 +302,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 		s->ntok = s->pos;
 	if (ne <= s->verified)
 		record_column(pc, s, 0, sg->cur_end, ne, now);
-	if (m->batch_g == m->p.max_batch_tokens)
+	if (m->batch_g >= pc_batch_limit(m))
 		pc_flush_model(pc, s->model);
 	return k;
 }

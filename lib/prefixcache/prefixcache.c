@@ -283,6 +283,7 @@ prefixcache_shard_restart(struct prefixcache *pc, uint16_t mi)
 			if (pc->pr[i].id != 0)
 				pc_prompt_truncate(pc, i, pc->pr[i].offset, NULL, false);
 		}
+	pc_l2_reset_model(pc, mi);
 	/* A new control stream: batches count from 1 again. */
 	m->batches_sent = 0;
 	m->batch_g = 0;

@@ -368,8 +368,28 @@ void prefixcache_error(struct prefixcache *pc, uint16_t model, uint16_t shard,
 uint64_t prefixcache_status(struct prefixcache *pc, uint16_t model, uint16_t cache_id,
 			    uint64_t capacity_tokens);
 
-/** A shard of @p model restarted (new epoch): all of the model's prefixes go. */
+/**
+ * A shard of @p model restarted (new epoch): all of the model's prefixes go,
+ * and what the driver knew of their second tiers (forgotten without a
+ * message: the shards keep their L2 and say what it holds in their
+ * inventories, prefixcache_l2_adopt()).
+ */
 void prefixcache_shard_restart(struct prefixcache *pc, uint16_t model);
+
+/**
+ * Take back a column that every shard of @p model holds in its second tier
+ * (their inventories after a HELLO; PROTOCOL.md section 9), without its
+ * bytes: @p c's key, parent, isolation_id, start, tokens, and first_use_ns
+ * on the library's clock (@p now's). It goes to L2's cold end. Adopt a
+ * prompt's columns in token order: a column is taken only after its parent.
+ * @return 0 adopted; -EEXIST known already (nothing to do); otherwise the
+ *   caller has the shards let it go (L2_DELETE): -ENOENT its parent is in
+ *   neither tier, -ETIME expired (by first use, or last use taken as the
+ *   first), -ENOSPC no room, -EINVAL not a whole column of a model with a
+ *   second tier, -ENOMEM.
+ */
+int prefixcache_l2_adopt(struct prefixcache *pc, uint16_t model, const struct prefixcache_l2col *c,
+			 uint64_t now);
 
 /**
  * Remove expired entries (and what hangs on them), emitting DELETEs.
@@ -405,6 +425,7 @@ struct prefixcache_stats {
 	uint64_t l2_deleted_tokens; /**< L2 let go: room, expiry */
 	uint64_t l2_stored_tokens; /**< now */
 	uint64_t l2_recompute_faster_tokens; /**< hit in L2 but not taken: computing them was faster */
+	uint64_t l2_adopted_tokens; /**< taken back from the shards' inventories (kept across restarts) */
 };
 
 void prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *st);

@@ -83,6 +83,7 @@ extern "C" {
 
 /** StatusBody.flags bit 0: the evict path is stalled waiting for space. */
 #define PROTO_STATUS_F_STALLED 0x1
+#define PROTO_STATUS_F_L2 0x2 /* the shard has a second tier (section 9) */
 
 /**
  * Largest G x C of one EVICT at the given MTU (section 7):

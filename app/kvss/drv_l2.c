@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver's side of the shards' second tiers (drv.h; PROTOCOL.md
+ * section 9). The library decides what goes down, comes up and goes
+ * (lib/prefixcache/pc_l2.c; drv_sink.c makes the messages); here:
+ *
+ *   - a shard's STATUS says whether it has a second tier: a model whose
+ *     configuration gives l2_tokens needs every shard to have one;
+ *   - L2_INVENTORY: after each HELLO a shard lists what its L2 holds (kept
+ *     across restarts, even kill -9). Once every shard of a model has
+ *     listed all of it, the columns every shard holds in every cache are
+ *     taken back (prefixcache_l2_adopt, in token order, parents first);
+ *     the rest (on some shards only, parent gone, first use past its TTL,
+ *     no room) each shard that holds them is told to let go;
+ *   - L2_DONE: a column that did not go down, or did not come up, leaves
+ *     the shard's L2 other than the driver thinks: the model starts over,
+ *     as for any loss, and the inventories say again what is there.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "drv.h"
+#include "kvss.h"
+
+uint64_t
+drv_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool
+drv_l2_model(uint16_t m)
+{
+	return kvss.cfg.driver.pc.model[m].l2_capacity_tokens > 0;
+}
+
+/* Every shard of model @p m has listed its whole inventory (or the model has no L2). */
+bool
+drv_l2_ready(uint16_t m)
+{
+	uint16_t i;
+
+	if (!drv_l2_model(m) || drv.open_loop)
+		return true;
+	for (i = 0; i < drv.nshards[m]; i++)
+		if (!drv.sh[drv.first_shard[m] + i].inv_done)
+			return false;
+	return true;
+}
+
+void
+drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg)
+{
+	bool has = (msg->u.status.flags & PROTO_STATUS_F_L2) != 0;
+
+	if (drv_l2_model(sh->model) && !has) {
+		fprintf(stderr, "kvss: driver: shard %u of model %u has no second tier (its shard.l2), "
+				"but %s gives it driver.models.[%u].shards l2_tokens\n",
+			sh->ref->id, sh->model, kvss.cfg.path, sh->model);
+		drv.fatal = 2;
+	}
+	sh->has_l2 = has;
+}
+
+/* A new HELLO's answer is coming: the shard's inventory is listed again. */
+void
+drv_l2_forget_inventory(struct drv_shard *sh)
+{
+	sh->inv_done = false;
+	sh->inv_n = 0;
+	sh->inv_total = 0;
+}
+
+/* Wall-clock first use past the organization's TTLs (last use unknown: taken as the first). */
+static bool
+expired_on_disk(uint64_t iso, uint64_t first_wall, uint64_t now_wall)
+{
+	const struct prefixcache_params *pp = &kvss.cfg.driver.pc;
+	uint64_t tl = pp->ttl_last_ns, tf = pp->ttl_first_ns, age;
+	uint16_t i;
+
+	for (i = 0; i < kvss.cfg.driver.num_orgs; i++) {
+		const struct kvss_org_ttl *o = &kvss.cfg.driver.org[i];
+
+		if (proto_ref_isolation_id(o->name, strlen(o->name)) == iso) {
+			tl = o->ttl_last_ns ? o->ttl_last_ns : tl;
+			tf = o->ttl_first_ns ? o->ttl_first_ns : tf;
+		}
+	}
+	age = now_wall > first_wall ? now_wall - first_wall : 0;
+	return (tf && age >= tf) || (tl && age >= tl);
+}
+
+/* Order: organization, key, then shard and cache (a column's copies side by side). */
+struct inv_rec {
+	struct proto_l2col c;
+	uint16_t shard; /* index within the model */
+};
+
+static int
+by_key(const void *a, const void *b)
+{
+	const struct inv_rec *x = a, *y = b;
+
+	if (x->c.isolation_id != y->c.isolation_id)
+		return x->c.isolation_id < y->c.isolation_id ? -1 : 1;
+	if (x->c.key != y->c.key)
+		return x->c.key < y->c.key ? -1 : 1;
+	if (x->shard != y->shard)
+		return x->shard < y->shard ? -1 : 1;
+	return x->c.cache_id < y->c.cache_id ? -1 : x->c.cache_id > y->c.cache_id;
+}
+
+static int
+by_start(const void *a, const void *b)
+{
+	const struct inv_rec *x = *(struct inv_rec *const *)a, *y = *(struct inv_rec *const *)b;
+
+	return x->c.start_token_idx < y->c.start_token_idx ? -1 : x->c.start_token_idx > y->c.start_token_idx;
+}
+
+/* Each shard of the group [g, g + n) that holds it lets it go. */
+static void
+refuse(struct inv_rec *r, size_t n, uint16_t m)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		struct proto_l2del d = {r[k].c.key, r[k].c.isolation_id, 0, r[k].c.cache_id};
+
+		drv_sink_l2_delete_one(&drv.sink, &drv.sh[drv.first_shard[m] + r[k].shard], &d);
+		drv.st.l2_del_cols++;
+	}
+	drv.st.l2_refused_cols++;
+}
+
+/* Every shard of model @p m has listed its L2: take back what all hold. */
+static void
+adopt(uint16_t m, uint64_t tsc)
+{
+	const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];
+	uint16_t ns = drv.nshards[m], nc = pm->num_caches, i;
+	size_t total = 0, n = 0, a = 0, g, k;
+	struct inv_rec *r, **heads;
+	uint64_t now_wall = drv_wall_ns(), now = drv_now_ns(tsc);
+
+	for (i = 0; i < ns; i++)
+		total += drv.sh[drv.first_shard[m] + i].inv_n;
+	if (total == 0)
+		return;
+	r = malloc(sizeof(*r) * total);
+	heads = malloc(sizeof(*heads) * total);
+	if (r == NULL || heads == NULL) {
+		free(r);
+		free(heads);
+		drv.fatal = 1;
+		return;
+	}
+	for (i = 0; i < ns; i++) {
+		const struct drv_shard *sh = &drv.sh[drv.first_shard[m] + i];
+
+		for (k = 0; k < sh->inv_n; k++)
+			r[n++] = (struct inv_rec){sh->inv[k], i};
+	}
+	qsort(r, n, sizeof(*r), by_key);
+	/* A column is whole when every shard lists it in every cache, alike. */
+	for (g = 0; g < n; g = k) {
+		bool ok = true;
+
+		for (k = g + 1; k < n && r[k].c.key == r[g].c.key &&
+				r[k].c.isolation_id == r[g].c.isolation_id; k++)
+			if (r[k].c.start_token_idx != r[g].c.start_token_idx ||
+			    r[k].c.num_tokens != r[g].c.num_tokens || r[k].c.parent != r[g].c.parent ||
+			    (r[k].shard == r[k - 1].shard && r[k].c.cache_id == r[k - 1].c.cache_id))
+				ok = false;
+		if (!ok || k - g != (size_t)ns * nc ||
+		    expired_on_disk(r[g].c.isolation_id, r[g].c.first_use_ns, now_wall))
+			refuse(&r[g], k - g, m);
+		else
+			heads[a++] = &r[g];
+	}
+	/* Parents first: a column is taken only after the one before it. */
+	qsort(heads, a, sizeof(*heads), by_start);
+	for (k = 0; k < a; k++) {
+		struct inv_rec *h = heads[k];
+		struct prefixcache_l2col c = {
+			.key = h->c.key, .parent = h->c.parent, .isolation_id = h->c.isolation_id,
+			.first_use_ns = h->c.first_use_ns > drv.sink.wall_base_ns
+						? h->c.first_use_ns - drv.sink.wall_base_ns
+						: 0,
+			.start = h->c.start_token_idx, .tokens = h->c.num_tokens};
+		int rc = prefixcache_l2_adopt(drv.pc, m, &c, now);
+
+		if (rc == 0) {
+			drv.st.l2_adopted_cols++;
+		} else if (rc != -EEXIST) {
+			size_t e = 0;
+
+			while (&h[e] < r + n && h[e].c.key == h->c.key &&
+			       h[e].c.isolation_id == h->c.isolation_id)
+				e++;
+			refuse(h, e, m);
+		}
+	}
+	printf("kvss: driver: model %u: %" PRIu64 " columns taken back from the shards' second tiers, "
+	       "%" PRIu64 " let go\n", m, drv.st.l2_adopted_cols, drv.st.l2_refused_cols);
+	fflush(stdout);
+	free(r);
+	free(heads);
+	for (i = 0; i < ns; i++) {
+		struct drv_shard *sh = &drv.sh[drv.first_shard[m] + i];
+
+		free(sh->inv);
+		sh->inv = NULL;
+		sh->inv_n = sh->inv_cap = 0;
+	}
+}
+
+void
+drv_l2_adopt_ready(uint64_t tsc)
+{
+	uint16_t m;
+
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
+		if (drv_l2_model(m) && drv.l2_pending[m] && drv_l2_ready(m)) {
+			drv.l2_pending[m] = false;
+			adopt(m, tsc);
+		}
+}
+
+void
+drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+{
+	uint32_t total, first, i;
+
+	if (!drv_l2_model(sh->model) || sh->inv_done)
+		return;
+	proto_get_l2_inventory_hdr(msg, &total, &first);
+	if (first != sh->inv_n) {
+		/* A frame lost or out of order: the list starts again with the next HELLO. */
+		drv.st.stale++;
+		return;
+	}
+	if (sh->inv_n + msg->hdr.count > sh->inv_cap) {
+		uint32_t cap = sh->inv_n + msg->hdr.count + 1024;
+		struct proto_l2col *p = realloc(sh->inv, sizeof(*p) * cap);
+
+		if (p == NULL) {
+			drv.fatal = 1;
+			return;
+		}
+		sh->inv = p;
+		sh->inv_cap = cap;
+	}
+	for (i = 0; i < msg->hdr.count; i++)
+		proto_get_l2_inventory(msg, i, &sh->inv[sh->inv_n++]);
+	drv.st.l2_inventory_cols += msg->hdr.count;
+	sh->inv_total = total;
+	if (sh->inv_n >= total) {
+		sh->inv_done = true;
+		if (drv.started)
+			drv_l2_adopt_ready(tsc);
+	}
+}
+
+void
+drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+{
+	uint16_t i;
+
+	for (i = 0; i < msg->hdr.count; i++) {
+		struct proto_l2done d;
+
+		proto_get_l2_done(msg, i, &d);
+		drv.st.l2_done++;
+		if (d.status == 0)
+			continue;
+		drv.st.l2_failed++;
+		if (drv.st.l2_failed <= 5)
+			fprintf(stderr, "kvss: driver: shard %u: second tier: %s of column %016" PRIx64
+					" (cache %u) failed: %s\n", sh->ref->id,
+				d.op == 1 ? "L2_DOWN" : "L2_UP", d.key, d.cache_id,
+				proto_err_name(d.status) ? proto_err_name(d.status) : "?");
+		/* Its L2 is not what the driver thinks: start over, the inventory says what is. */
+		drv_model_restart(sh->model, tsc, "second tier failed", sh, &drv.st.resyncs);
+		return;
+	}
+}

@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shard's second tier (PROTOCOL.md section 9, shard.h): a tier thread
+ * owns the shard's kvdisk (lib/kvdisk: io_uring, O_DIRECT) and does every
+ * disk operation; the ingest lcore, kvstore's one writer, never waits for
+ * the disk. They meet through two rte_rings of requests drawn from one
+ * mempool, each with room for a column's bytes:
+ *
+ *   L2_DOWN   (refill queue, after its evict_count) the ingest lcore copies
+ *             the column's tokens out of DRAM into a request; the DELETE
+ *             after it may then free them. The tier thread writes it; its
+ *             L2Done (op 1) goes to the driver.
+ *   L2_DELETE (refill queue) the tier thread clears the column's header;
+ *             an unknown one is answered ERROR UNKNOWN_PROMPT (the key).
+ *   L2_UP     (evict queue) runs as an EVICT: the batch opens, then each
+ *             column it names is read and its tokens are stored as that
+ *             batch's EVICT_DATA would be; a column missing or corrupt is
+ *             reported (L2Done op 2) and its tokens are lost at the batch
+ *             timeout (TOKEN_LOST), never stored.
+ *   inventory after each STATUS answering a HELLO: every column on disk,
+ *             in L2_INVENTORY frames.
+ *
+ * The tier thread drains the writes in flight before it reads or deletes:
+ * a column the driver just sent down may be asked for at once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "kvdisk.h"
+#include "shard.h"
+
+#define L2_RING 1024
+#define L2_POOL 511
+
+enum l2_op { L2R_PUT, L2R_GET, L2R_DEL, L2R_INV };
+
+struct l2_req {
+	uint8_t op;
+	uint16_t status;  /* the result: 0 or a protocol code */
+	uint32_t epoch;	  /* the driver epoch it was made in */
+	uint64_t seq;	  /* its message's control seq (ERROR records) */
+	struct kvdisk_meta meta;
+	uint32_t len;	  /* PUT, GET: the column's bytes in data */
+	/* GET (L2_UP): the batch, and where the column's tokens go in its stream. */
+	uint64_t batch_no;
+	uint32_t stream_len;
+	uint16_t npos;
+	uint16_t *pos;	  /* npos pairs (stream token, column token), after data */
+	/* INV: the columns, malloc'd by the tier thread. */
+	struct kvdisk_meta *inv;
+	uint32_t ninv;
+	uint8_t *data;
+};
+
+static struct {
+	struct kvdisk *d;
+	struct rte_mempool *pool;
+	struct rte_ring *to_tier, *from_tier;
+	pthread_t thread;
+	int started;
+	int stop;
+	uint32_t col_bytes; /* the largest column's bytes (all caches) */
+	uint32_t column;
+} l2;
+
+bool
+shard_l2_on(void)
+{
+	return l2.d != NULL;
+}
+
+bool
+shard_l2_direct(void)
+{
+	return l2.d != NULL && kvdisk_direct(l2.d);
+}
+
+/* ---- The tier thread ---------------------------------------------------- */
+
+static void
+inv_add(void *arg, const struct kvdisk_meta *m)
+{
+	struct l2_req *q = arg;
+
+	q->inv[q->ninv++] = *m;
+}
+
+static void
+finish(struct l2_req *q, uint16_t status)
+{
+	unsigned int turns = 0;
+
+	q->status = status;
+	while (rte_ring_enqueue(l2.from_tier, q) != 0 && !__atomic_load_n(&l2.stop, __ATOMIC_RELAXED))
+		kvss_wait_turn(&turns);
+}
+
+static uint16_t
+code_of(int status)
+{
+	if (status == 0)
+		return 0;
+	if (status == -ENOENT)
+		return PROTO_E_UNKNOWN_PROMPT;
+	if (status == -ENOSPC)
+		return PROTO_E_NO_SPACE;
+	return PROTO_E_L2_FAILED; /* EBADMSG (checksum: dropped), EIO, a short write */
+}
+
+/* Take what finished; @p wait: for at least one. */
+static unsigned int
+reap(bool wait, unsigned int *puts)
+{
+	struct kvdisk_done done[32];
+	unsigned int n = kvdisk_poll(l2.d, done, 32, wait), i;
+
+	for (i = 0; i < n; i++) {
+		struct l2_req *q = (struct l2_req *)(uintptr_t)done[i].cookie;
+
+		if (done[i].type == KVDISK_PUT)
+			(*puts)--;
+		if (done[i].type == KVDISK_GET && done[i].status == 0) {
+			if (done[i].len != q->len) {
+				finish(q, PROTO_E_L2_FAILED);
+				continue;
+			}
+			memcpy(q->data, done[i].data, q->len);
+		}
+		finish(q, code_of(done[i].status));
+	}
+	return n;
+}
+
+/* Submit one request: retried while the queue is full or a slot is being cleared. */
+static void
+submit(struct l2_req *q, unsigned int *puts)
+{
+	int rc;
+
+	/* A column written just before may be read, deleted or listed now: writes land first. */
+	while (q->op != L2R_PUT && *puts > 0)
+		reap(true, puts);
+	if (q->op == L2R_INV) {
+		struct kvdisk_stats st;
+		uint64_t total = 0;
+		uint16_t c;
+
+		kvdisk_stats(l2.d, &st);
+		for (c = 0; c < KVDISK_MAX_CACHES; c++)
+			total += st.stored[c];
+		q->inv = malloc((total ? total : 1) * sizeof(*q->inv));
+		q->ninv = 0;
+		if (q->inv != NULL)
+			kvdisk_foreach(l2.d, inv_add, q);
+		finish(q, q->inv != NULL ? 0 : PROTO_E_L2_FAILED);
+		return;
+	}
+	for (;;) {
+		if (q->op == L2R_PUT)
+			rc = kvdisk_put(l2.d, &q->meta, q->data, q->len, (uintptr_t)q);
+		else if (q->op == L2R_GET)
+			rc = kvdisk_get(l2.d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
+		else
+			rc = kvdisk_del(l2.d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
+		if (rc != -EBUSY && rc != -EAGAIN)
+			break;
+		reap(kvdisk_inflight(l2.d) > 0, puts);
+	}
+	if (rc == 0 && q->op == L2R_PUT)
+		(*puts)++;
+	else if (rc != 0)
+		finish(q, code_of(rc));
+}
+
+static void *
+tier_main(void *arg)
+{
+	unsigned int puts = 0, idle = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&l2.stop, __ATOMIC_RELAXED)) {
+		void *qs[32];
+		unsigned int n = rte_ring_dequeue_burst(l2.to_tier, qs, 32, NULL), i, got;
+
+		for (i = 0; i < n; i++)
+			submit(qs[i], &puts);
+		got = reap(false, &puts);
+		if (n == 0 && got == 0) {
+			struct timespec ts = {0, idle < 64 ? 2000 : 50000};
+
+			/* Nothing to do: wait for the disk, or sleep briefly. */
+			if (kvdisk_inflight(l2.d) > 0)
+				reap(true, &puts);
+			else {
+				idle++;
+				nanosleep(&ts, NULL);
+			}
+		} else {
+			idle = 0;
+		}
+	}
+	while (kvdisk_inflight(l2.d) > 0)
+		reap(true, &puts);
+	return NULL;
+}
+
+/* ---- Start and stop ----------------------------------------------------- */
+
+int
+shard_l2_open(char *err, size_t errlen)
+{
+	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	struct kvdisk_params p = {.num_caches = kp->num_caches,
+				  .queue_depth = kvss.cfg.shard.l2.queue_depth};
+	uint32_t sum = 0;
+	char name[RTE_MEMPOOL_NAMESIZE];
+	uint16_t c;
+
+	if (kvss.cfg.shard.l2.path[0] == '\0')
+		return 0;
+	l2.column = kvss.cfg.shard.l2.column;
+	for (c = 0; c < kp->num_caches; c++) {
+		p.cache[c].bytes_per_token = kp->cache[c].bytes_per_token;
+		p.cache[c].column_tokens = l2.column;
+		p.cache[c].capacity_tokens = kvss.cfg.shard.l2.capacity_tokens[c];
+		if (kp->cache[c].bytes_per_token * l2.column > sum)
+			sum = kp->cache[c].bytes_per_token * l2.column;
+	}
+	l2.col_bytes = sum;
+	{
+		/* Its directory, made if missing (0700: the columns are a customer's data). */
+		char dir[KVSS_PATH_MAX];
+		char *slash;
+
+		snprintf(dir, sizeof(dir), "%s", kvss.cfg.shard.l2.path);
+		slash = strrchr(dir, '/');
+		if (slash != NULL && slash != dir) {
+			*slash = '\0';
+			if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+				snprintf(err, errlen, "%s: cannot make the directory: %s", dir, strerror(errno));
+				return -1;
+			}
+		}
+	}
+	l2.d = kvdisk_open(kvss.cfg.shard.l2.path, &p, err, errlen);
+	if (l2.d == NULL)
+		return -1;
+	snprintf(name, sizeof(name), "l2req_%u", kvss.cfg.shard.id);
+	l2.pool = rte_mempool_create(name, L2_POOL,
+				     sizeof(struct l2_req) + l2.col_bytes + l2.column * 4u + 64, 0, 0,
+				     NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
+	snprintf(name, sizeof(name), "l2to_%u", kvss.cfg.shard.id);
+	l2.to_tier = rte_ring_create(name, L2_RING, (int)rte_socket_id(),
+				     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "l2from_%u", kvss.cfg.shard.id);
+	l2.from_tier = rte_ring_create(name, L2_RING, (int)rte_socket_id(),
+				       RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (l2.pool == NULL || l2.to_tier == NULL || l2.from_tier == NULL) {
+		snprintf(err, errlen, "shard.l2: no memory for the tier's requests (%u of %zu bytes)",
+			 L2_POOL, sizeof(struct l2_req) + l2.col_bytes);
+		shard_l2_close();
+		return -1;
+	}
+	if (pthread_create(&l2.thread, NULL, tier_main, NULL) != 0) {
+		snprintf(err, errlen, "shard.l2: cannot start the tier thread");
+		shard_l2_close();
+		return -1;
+	}
+	pthread_setname_np(l2.thread, "kvss-tier");
+	l2.started = 1;
+	return 0;
+}
+
+void
+shard_l2_close(void)
+{
+	void *p;
+
+	if (l2.started) {
+		__atomic_store_n(&l2.stop, 1, __ATOMIC_RELAXED);
+		pthread_join(l2.thread, NULL);
+		l2.started = 0;
+	}
+	while (l2.from_tier != NULL && rte_ring_dequeue(l2.from_tier, &p) == 0) {
+		free(((struct l2_req *)p)->inv);
+		rte_mempool_put(l2.pool, p);
+	}
+	while (l2.to_tier != NULL && rte_ring_dequeue(l2.to_tier, &p) == 0)
+		rte_mempool_put(l2.pool, p);
+	rte_ring_free(l2.to_tier);
+	rte_ring_free(l2.from_tier);
+	rte_mempool_free(l2.pool);
+	if (l2.d != NULL)
+		kvdisk_close(l2.d);
+	memset(&l2, 0, sizeof(l2));
+}
+
+void
+shard_l2_stats(struct kvdisk_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	/* Read while the tier thread runs: counters, torn values at worst. */
+	if (l2.d != NULL)
+		kvdisk_stats(l2.d, st);
+}
+
+/* ---- The ingest lcore's side ---------------------------------------------- */
+
+static struct l2_req *
+req_get(uint8_t op, uint64_t seq)
+{
+	void *p;
+	struct l2_req *q;
+
+	if (rte_mempool_get(l2.pool, &p) != 0)
+		return NULL;
+	q = p;
+	memset(q, 0, sizeof(*q));
+	q->op = op;
+	q->seq = seq;
+	q->epoch = kvss.driver_epoch;
+	q->data = (uint8_t *)(q + 1);
+	q->pos = (uint16_t *)(q->data + l2.col_bytes);
+	return q;
+}
+
+static void
+req_put(struct l2_req *q)
+{
+	free(q->inv);
+	rte_mempool_put(l2.pool, q);
+}
+
+/* To the tier thread; its ring holds every request of the pool. */
+static void
+to_tier(struct l2_req *q)
+{
+	if (rte_ring_enqueue(l2.to_tier, q) != 0)
+		req_put(q); /* cannot happen: the ring is larger than the pool */
+}
+
+static void
+add_done(struct shard_batcher *bt, uint64_t key, uint64_t iso, uint16_t cache, uint8_t op,
+	 uint16_t status)
+{
+	struct proto_l2done d = {key, iso, cache, op, status};
+
+	if (proto_build_l2_done(&bt->b, &d) == -ENOSPC) {
+		shard_batcher_flush(bt);
+		proto_build_l2_done(&bt->b, &d);
+	}
+}
+
+static struct shard_batcher l2done;
+
+static void
+meta_of(struct kvdisk_meta *m, const struct proto_l2col *c)
+{
+	*m = (struct kvdisk_meta){.key = c->key, .parent = c->parent, .org = c->isolation_id,
+				  .first_use_ns = c->first_use_ns, .start = c->start_token_idx,
+				  .tokens = c->num_tokens, .cache = c->cache_id};
+}
+
+int
+shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg)
+{
+	const struct kvstore_params *kp = kvss.store ? kvstore_params(kvss.store) : NULL;
+	unsigned int i;
+
+	if (rte_mempool_avail_count(l2.pool) < msg->hdr.count)
+		return -EAGAIN; /* the tier is behind: the queue waits */
+	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
+	for (i = 0; i < msg->hdr.count; i++) {
+		struct l2_req *q = req_get(msg->hdr.type == PROTO_T_L2_DOWN ? L2R_PUT : L2R_DEL,
+					   msg->hdr.seq);
+		uint32_t t, B;
+
+		if (q == NULL)
+			return -EAGAIN; /* not reached: counted above */
+		if (msg->hdr.type == PROTO_T_L2_DELETE) {
+			struct proto_l2del d;
+
+			proto_get_l2_delete(msg, i, &d);
+			q->meta = (struct kvdisk_meta){.key = d.key, .org = d.isolation_id,
+						       .cache = d.cache_id};
+			to_tier(q);
+			continue;
+		}
+		{
+			struct proto_l2col c;
+			uint16_t code = 0;
+
+			proto_get_l2_down(msg, i, &c);
+			meta_of(&q->meta, &c);
+			if (c.cache_id >= kp->num_caches)
+				code = PROTO_E_BAD_CACHE;
+			else if (c.num_tokens == 0 || c.num_tokens > l2.column)
+				code = PROTO_E_RANGE;
+			B = code ? 0 : kp->cache[c.cache_id].bytes_per_token;
+			/* The tokens as DRAM holds them now: a DELETE after it may free them. */
+			for (t = 0; code == 0 && t < c.num_tokens; t++)
+				if (kvstore_read_token(kvss.store, c.cache_id, c.prompt_id,
+						       c.start_token_idx + t, q->data + (size_t)t * B) != 0)
+					code = t == 0 ? PROTO_E_UNKNOWN_PROMPT : PROTO_E_RANGE;
+			if (code != 0) {
+				add_done(&l2done, c.key, c.isolation_id, c.cache_id, 1, code);
+				st->l2_errors++;
+				req_put(q);
+				continue;
+			}
+			q->len = c.num_tokens * B;
+			to_tier(q);
+		}
+	}
+	(void)err;
+	shard_batcher_flush(&l2done);
+	if (msg->hdr.type == PROTO_T_L2_DOWN)
+		shard.l2down_done = msg->hdr.seq; /* L2_UPs after it may run */
+	return 0;
+}
+
+int
+shard_l2_up_room(const struct proto_msg *msg)
+{
+	return rte_mempool_avail_count(l2.pool) >= msg->u.evict.ncols ? 0 : -EAGAIN;
+}
+
+void
+shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
+	    const struct proto_evict_entry *e)
+{
+	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	uint16_t nc = msg->u.evict.num_caches, g = msg->u.evict.g, c;
+	static uint8_t covered[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
+	static uint8_t zero[1 << 16];
+	unsigned int k, t;
+
+	memset(covered, 0, (size_t)nc * g);
+	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
+	for (k = 0; k < msg->u.evict.ncols; k++) {
+		struct proto_l2col col;
+		struct l2_req *q = req_get(L2R_GET, msg->hdr.seq);
+
+		proto_get_l2_up_col(msg, k, &col);
+		if (q == NULL) /* not reached: shard_l2_up_room() said there is room */
+			break;
+		meta_of(&q->meta, &col);
+		q->batch_no = msg->u.evict.batch_no;
+		if (col.cache_id >= nc || col.num_tokens == 0 || col.num_tokens > l2.column) {
+			add_done(&l2done, col.key, col.isolation_id, col.cache_id, 2, PROTO_E_RANGE);
+			req_put(q);
+			continue;
+		}
+		q->len = col.num_tokens * kp->cache[col.cache_id].bytes_per_token;
+		q->stream_len = (uint32_t)g * kp->cache[col.cache_id].bytes_per_token;
+		for (t = 0; t < g; t++) {
+			const struct proto_evict_entry *en = &e[t * nc + col.cache_id];
+
+			if (en->prompt_id == col.prompt_id && en->token_idx >= col.start_token_idx &&
+			    en->token_idx - col.start_token_idx < col.num_tokens) {
+				q->pos[2 * q->npos] = (uint16_t)t;
+				q->pos[2 * q->npos + 1] = (uint16_t)(en->token_idx - col.start_token_idx);
+				q->npos++;
+				covered[t * nc + col.cache_id] = 1;
+			}
+		}
+		if (q->npos == 0) {
+			req_put(q); /* none of its tokens in this batch */
+			continue;
+		}
+		to_tier(q);
+	}
+	/* Entries no column names (prompt 0: padding) take zeros, as EVICT_DATA would bring. */
+	for (c = 0; c < nc; c++) {
+		uint32_t B = kp->cache[c].bytes_per_token;
+
+		for (t = 0; t < g; t++)
+			if (!covered[t * nc + c] && B <= sizeof(zero))
+				kvstore_data(kvss.store, msg->u.evict.batch_no, c, t * B, (uint32_t)g * B,
+					     zero, B);
+	}
+	shard_batcher_flush(&l2done);
+}
+
+void
+shard_l2_inventory(struct kvss_lcore_stats *st)
+{
+	struct l2_req *q;
+
+	if (l2.d == NULL)
+		return;
+	q = req_get(L2R_INV, 0);
+	if (q == NULL) {
+		st->l2_errors++;
+		return;
+	}
+	to_tier(q);
+}
+
+/* The inventory, in as many frames as it takes (section 9). */
+static void
+send_inventory(struct kvss_lcore_stats *st, const struct l2_req *q)
+{
+	uint32_t cap = kvss_payload_cap(), per = (cap - PROTO_HDR_LEN - PROTO_L2INV_HDR_LEN) /
+						 PROTO_L2COL_LEN, i = 0;
+	static struct shard_batcher inv;
+
+	do {
+		uint32_t k;
+
+		shard_batcher_init(&inv, PROTO_T_L2_INVENTORY, st);
+		proto_build_l2_inventory_hdr(&inv.b, q->ninv, i);
+		for (k = 0; k < per && i < q->ninv; k++, i++) {
+			const struct kvdisk_meta *m = &q->inv[i];
+			struct proto_l2col c = {.key = m->key, .parent = m->parent, .isolation_id = m->org,
+						.first_use_ns = m->first_use_ns,
+						.start_token_idx = m->start, .num_tokens = m->tokens,
+						.cache_id = m->cache};
+
+			proto_build_l2_inventory_col(&inv.b, &c);
+		}
+		shard_batcher_send(&inv); /* an empty inventory is a frame too: total 0 */
+	} while (i < q->ninv);
+}
+
+void
+shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
+{
+	const struct kvstore_params *kp;
+	void *qs[32];
+	unsigned int n, i, j;
+
+	if (l2.d == NULL)
+		return;
+	n = rte_ring_dequeue_burst(l2.from_tier, qs, 32, NULL);
+	if (n == 0)
+		return;
+	kp = kvstore_params(kvss.store);
+	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
+	for (i = 0; i < n; i++) {
+		struct l2_req *q = qs[i];
+
+		if (q->epoch != kvss.driver_epoch) {
+			st->dropped_restart++; /* asked for by a driver that has restarted since */
+		} else if (q->op == L2R_INV) {
+			if (q->status == 0)
+				send_inventory(st, q);
+		} else if (q->op == L2R_PUT) {
+			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, 1, q->status);
+			if (q->status == 0)
+				st->l2_down++;
+			else
+				st->l2_errors++;
+		} else if (q->op == L2R_DEL) {
+			if (q->status != 0) {
+				shard_add_error(err, q->seq, q->meta.key, 0, q->meta.cache, q->status);
+				st->l2_errors++;
+			} else {
+				st->l2_deleted++;
+			}
+		} else if (q->status != 0) {
+			/* Not stored: its tokens are lost at the batch timeout (TOKEN_LOST). */
+			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, 2, q->status);
+			st->l2_errors++;
+		} else {
+			uint32_t B = kp->cache[q->meta.cache].bytes_per_token;
+
+			for (j = 0; j < q->npos; j++)
+				kvstore_data(kvss.store, q->batch_no, q->meta.cache, q->pos[2 * j] * B,
+					     q->stream_len, q->data + (size_t)q->pos[2 * j + 1] * B, B);
+			st->l2_up++;
+		}
+		req_put(q);
+	}
+	shard_batcher_flush(&l2done);
+}
