@@ -75,10 +75,12 @@ if [ "${KVSS_DEMO_REFILL_LCORE:-0}" = 1 ]; then
 	done
 fi
 for k in 0 1; do
+	l2=()
+	# KVSS_DEMO_L2_DIR: for the shards whose configuration has a second tier.
+	[ -n "${KVSS_DEMO_L2_DIR:-}" ] && grep -q '^ *l2 = {' "${scfg[$k]}" && l2=(--l2-dir "$KVSS_DEMO_L2_DIR")
 	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,$SLC" \
 		--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/memif$k.sock" \
-		-- --config "${scfg[$k]}" --poll idle ${KVSS_DEMO_L2_DIR:+--l2-dir "$KVSS_DEMO_L2_DIR"} \
-		>"$tmp/shard$k.log" 2>&1 &
+		-- --config "${scfg[$k]}" --poll idle "${l2[@]}" >"$tmp/shard$k.log" 2>&1 &
 	pids+=($!)
 done
 # A memif client connects once, when its port starts: wait for the servers.

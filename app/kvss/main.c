@@ -316,7 +316,7 @@ print_stats(void)
 		const char *first, *group;
 	} groups[] = {{"rx_frames", "frames"},	  {"hello", "control"},	     {"not_mine_mac", "strangers"},
 		      {"acks", "stream"},	  {"batches", "evict"},	     {"data_frames", "data"},
-		      {"deletes", "refill"},	  {"idle_polls", "polls"}};
+		      {"deletes", "refill"},	  {"l2_down", "tier"},	     {"idle_polls", "polls"}};
 	static const char *const names[] = {
 #define KVSS_STAT_NAME(n) #n,
 		KVSS_STATS(KVSS_STAT_NAME)
@@ -350,6 +350,28 @@ print_stats(void)
 		stat_put(&open, &any, "errors", "refill_failed_", proto_err_name((unsigned int)r),
 			 t.refill_errors[r]);
 	stat_end(&open);
+	if (shard_l2_on()) {
+		/* The second tier's file (lib/kvdisk), as the tier thread left it. */
+		struct kvdisk_stats ks;
+		uint64_t held = 0;
+		unsigned int c;
+
+		shard_l2_stats(&ks);
+		for (c = 0; c < KVDISK_MAX_CACHES; c++)
+			held += ks.stored[c];
+		stat_put(&open, &any, "disk", "disk_", "puts", ks.puts);
+		stat_put(&open, &any, "disk", "disk_", "gets", ks.gets);
+		stat_put(&open, &any, "disk", "disk_", "dels", ks.dels);
+		stat_put(&open, &any, "disk", "disk_", "bytes_written", ks.bytes_written);
+		stat_put(&open, &any, "disk", "disk_", "bytes_read", ks.bytes_read);
+		stat_put(&open, &any, "disk", "disk_", "corrupt", ks.corrupt);
+		stat_put(&open, &any, "disk", "disk_", "write_errors", ks.write_errors);
+		stat_put(&open, &any, "disk", "disk_", "read_errors", ks.read_errors);
+		stat_put(&open, &any, "disk", "disk_", "rebuilt", ks.rebuilt);
+		stat_put(&open, &any, "disk", "disk_", "rebuild_dropped", ks.rebuild_dropped);
+		stat_put(&open, &any, "disk", "disk_", "columns", held);
+		stat_end(&open);
+	}
 	if (!any)
 		printf("kvss: final stats: every counter 0\n");
 	fflush(stdout);
@@ -727,8 +749,10 @@ main(int argc, char **argv)
 			usleep(10000);
 	}
 	rte_eal_mp_wait_lcore();
-	if (kvss.cfg.role & KVSS_ROLE_SHARD)
+	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
+		shard_l2_stop();
 		print_stats();
+	}
 	if (driver_on) {
 		kvss_driver_summary();
 		/* A signal stops a run early: that is not a failure. */

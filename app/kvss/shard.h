@@ -177,6 +177,8 @@ void shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batche
 struct kvdisk_stats;
 /** Open shard.l2 and start the tier thread (nothing when not configured). -1: @p err says why. */
 int shard_l2_open(char *err, size_t errlen);
+/** Stop the tier thread (what it began, it finishes); then its stats hold still. */
+void shard_l2_stop(void);
 void shard_l2_close(void);
 bool shard_l2_on(void);
 /** Does it use O_DIRECT (false: the file system refused it)? */

@@ -284,15 +284,21 @@ shard_l2_open(char *err, size_t errlen)
 }
 
 void
-shard_l2_close(void)
+shard_l2_stop(void)
 {
-	void *p;
-
 	if (l2.started) {
 		__atomic_store_n(&l2.stop, 1, __ATOMIC_RELAXED);
 		pthread_join(l2.thread, NULL);
 		l2.started = 0;
 	}
+}
+
+void
+shard_l2_close(void)
+{
+	void *p;
+
+	shard_l2_stop();
 	while (l2.from_tier != NULL && rte_ring_dequeue(l2.from_tier, &p) == 0) {
 		free(((struct l2_req *)p)->inv);
 		rte_mempool_put(l2.pool, p);

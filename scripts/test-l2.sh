@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The second tier (issue 27; PROTOCOL.md section 9) end to end, on the
+# built-in workload, every refilled byte checked by the wafer emulator:
+#  1. one process (role "all") with a small DRAM and an L2 ten times larger:
+#     hits come up from L2, more than DRAM alone gets;
+#  2. the same again: the shard keeps its L2 across the restart, the driver
+#     takes its columns back and hits them from the first request;
+#  3. a byte flipped in the file: a flipped header is dropped at start, a
+#     flipped column is caught when read (L2_FAILED), never refilled;
+#  4. expiry holds on disk: past the first-use TTL, nothing is taken back,
+#     and the headers are cleared (the next start finds none);
+#  5. a file made for another geometry, and a disk too small (a tmpfs of
+#     1 MiB): refused at start with a message naming shard.l2;
+#  6. a driver and two shards over net_memif: shard 1 killed with kill -9
+#     mid-run and started again on its L2 file; the driver takes back what
+#     both shards kept and hits it, every byte right.
+# Each process is this test's (its own file prefixes and files).
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d /tmp/kvss-l2.XXXXXX)
+sfx=_l2$$
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	mountpoint -q "$tmp/small" 2>/dev/null && umount "$tmp/small"
+	rm -rf "$tmp" /var/run/dpdk/*"$sfx"*
+}
+trap cleanup EXIT
+. scripts/check-lib.sh
+
+field() {
+	python3 -c 'import json,sys; print(json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])[sys.argv[2]])' "$1" "$2" 2>/dev/null
+}
+
+# The all-in-one example with a DRAM of 20,000 tokens and an L2 of 200,000.
+mkcfg() { # mkcfg OUT DIR [extra driver line]
+	sed -e "s#capacity_tokens = 100000; }#capacity_tokens = 20000; }\n  );\n  l2 = { dir = \"$2\"; column = 64; capacity_tokens = [200000]; };\n  xx = (#" \
+		-e 's/capacity_tokens = \[100000\]; }/capacity_tokens = [20000]; l2_tokens = [200000]; }/' \
+		-e "s/^  retransmit_ms = 5;\$/&\n  ${3:-}/" config/all-in-one.cfg | sed '/xx = (/,/);/d' >"$1"
+}
+run_all() { # run_all CFG LOG: its status
+	timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@(0-1),1@(0-1)" \
+		--log-level lib.eal:error --no-telemetry --file-prefix "one$sfx" -- --config "$1" \
+		>"$2" 2>&1
+}
+clean_run() { # clean_run LABEL LOG
+	check "$1: exits 0" test "$rc" -eq 0
+	check "$1: zero verify failures" test "$(field "$2" verify_failures)" = 0
+	check "$1: zero protocol errors" test "$(field "$2" protocol_errors)" = 0
+	check "$1: the shard holds what the driver accounts for" test "$(field "$2" unaccounted_tokens)" = 0
+}
+
+mkdir -p "$tmp/l2" "$tmp/dram"
+mkcfg "$tmp/l2.cfg" "$tmp/l2"
+sed -e '/^  l2 = {/d' -e 's/ l2_tokens = \[200000\];//' "$tmp/l2.cfg" >"$tmp/dram.cfg"
+
+# 0. DRAM alone, for comparison.
+run_all "$tmp/dram.cfg" "$tmp/dram.log"
+rc=$?
+clean_run "DRAM alone" "$tmp/dram.log"
+dram=$(field "$tmp/dram.log" hit_ratio)
+
+# 1. With the second tier.
+run_all "$tmp/l2.cfg" "$tmp/run1.log"
+rc=$?
+clean_run "two tiers" "$tmp/run1.log"
+r1=$(field "$tmp/run1.log" hit_ratio)
+echo "l2: hit ratio DRAM alone $dram, with L2 $r1 (L2 hits $(field "$tmp/run1.log" hit_tokens_l2) tokens)"
+check "two tiers: hits came up from L2" holds "$(field "$tmp/run1.log" hit_tokens_l2) > 0"
+check "two tiers: more hits than DRAM alone" holds "$r1 > $dram"
+check "two tiers: the shard wrote, read and let go columns" \
+	bash -c "grep -q 'final stats: tier l2_down=[1-9].* l2_up=[1-9].* l2_deleted=[1-9]' '$tmp/run1.log'"
+check "two tiers: the file is 0600" test "$(stat -c %a "$tmp/l2/shard-0-0.l2")" = 600
+check "two tiers: the summary gives hits by tier" grep -q "summary: second tier: hit tokens" "$tmp/run1.log"
+
+# 2. Restarted: what L2 kept is taken back and hit at once.
+run_all "$tmp/l2.cfg" "$tmp/run2.log"
+rc=$?
+clean_run "restarted" "$tmp/run2.log"
+kept=$(grep -o 'second tier [^ ]* (.*): [0-9]* columns kept' "$tmp/run2.log" | grep -o '[0-9]* columns' | cut -d' ' -f1)
+echo "l2: restarted: ${kept:-?} columns kept, $(field "$tmp/run2.log" l2_adopted_cols) taken back, hit ratio $(field "$tmp/run2.log" hit_ratio)"
+check "restarted: the shard rebuilt its index from the file" holds "${kept:-0} > 0"
+check "restarted: the driver took columns back" holds "$(field "$tmp/run2.log" l2_adopted_cols) > 0"
+check "restarted: more hits than the first run (its first requests hit L2)" \
+	holds "$(field "$tmp/run2.log" hit_ratio) > $r1"
+
+# 3. A flipped byte: in one column's header (dropped at start) and in every
+#    first column's bytes (caught when read, reported, the model starts over).
+cp "$tmp/l2/shard-0-0.l2" "$tmp/good.l2"
+python3 - "$tmp/l2/shard-0-0.l2" <<'EOF'
+import struct, sys
+# lib/kvdisk: a 4 KiB superblock, then slots of whole 4 KiB pages, each a
+# 64-byte header ("KVCL", version, cache, key, parent, org, first use,
+# start at 40, tokens at 44, two XXH3s) and the column's bytes.
+f = open(sys.argv[1], "r+b")
+data = f.read()
+hdr_flips = data_flips = 0
+for off in range(4096, len(data) - 64, 4096):
+    if data[off:off + 4] != b"KVCL":
+        continue
+    start = struct.unpack_from("<I", data, off + 40)[0]
+    if hdr_flips == 0 and start > 0:
+        f.seek(off + 20); f.write(bytes([data[off + 20] ^ 1])); hdr_flips += 1
+    elif start == 0:
+        f.seek(off + 164); f.write(bytes([data[off + 164] ^ 0x40])); data_flips += 1
+print("l2: flipped", hdr_flips, "header(s),", data_flips, "first columns' bytes", file=sys.stderr)
+EOF
+run_all "$tmp/l2.cfg" "$tmp/flip.log"
+rc=$?
+check "flipped: every request done (the model started over at each failure)" \
+	test "$(field "$tmp/flip.log" finished)" = True
+check "flipped: zero verify failures (no corrupt byte refilled)" test "$(field "$tmp/flip.log" verify_failures)" = 0
+check "flipped: the header that failed its checksum was dropped at start" \
+	grep -q 'columns kept from before, [1-9][0-9]* dropped (checksum)' "$tmp/flip.log"
+check "flipped: a column that failed its checksum when read was reported (L2_DONE)" \
+	holds "$(field "$tmp/flip.log" l2_failed) > 0"
+check "flipped: ... and counted by the shard" grep -q 'final stats: disk .*disk_corrupt=[1-9]' "$tmp/flip.log"
+check "flipped: the driver said which column failed" grep -q "L2_UP of column .* failed: L2_FAILED" "$tmp/flip.log"
+
+# 4. Expiry on disk: past the first-use TTL (2 s; 3 s later), nothing comes
+#    back, and what was let go is cleared on disk: the start after finds
+#    only what the one request between wrote.
+cp "$tmp/good.l2" "$tmp/l2/shard-0-0.l2"
+mkcfg "$tmp/ttl.cfg" "$tmp/l2" "ttl_first_s = 2;"
+sed -i 's/generate = 200;/generate = 1;/' "$tmp/ttl.cfg"
+sleep 3
+run_all "$tmp/ttl.cfg" "$tmp/ttl.log"
+rc=$?
+clean_run "past the TTL" "$tmp/ttl.log"
+check "past the TTL: no column taken back" test "$(field "$tmp/ttl.log" l2_adopted_cols)" = 0
+kept=$(grep -o '[0-9]* columns kept' "$tmp/ttl.log" | cut -d' ' -f1)
+check "past the TTL: every kept column let go" \
+	test "$(field "$tmp/ttl.log" l2_refused_cols)" = "$kept"
+sleep 3
+run_all "$tmp/ttl.cfg" "$tmp/ttl2.log"
+kept2=$(grep -o '[0-9]* columns kept' "$tmp/ttl2.log" | cut -d' ' -f1)
+echo "l2: past the TTL: $kept columns on disk before, ${kept2:-?} after one run that let them go"
+check "past the TTL: the expired columns' headers were cleared (not found again)" \
+	holds "${kept2:-999999} < ${kept:-0} / 10"
+check "past the TTL: nothing served" test "$(field "$tmp/ttl2.log" l2_adopted_cols)" = 0
+
+# 5. Another geometry; a disk too small.
+sed 's/column = 64; capacity_tokens = \[200000\]/column = 32; capacity_tokens = [200000]/' "$tmp/l2.cfg" >"$tmp/geo.cfg"
+run_all "$tmp/geo.cfg" "$tmp/geo.log"
+check "another geometry: refused at start" test $? -ne 0
+check "another geometry: the message names shard.l2 and the file" \
+	grep -q "shard.l2: $tmp/l2/shard-0-0.l2:" "$tmp/geo.log"
+mkdir -p "$tmp/small"
+if mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null; then
+	mkcfg "$tmp/small.cfg" "$tmp/small"
+	run_all "$tmp/small.cfg" "$tmp/small.log"
+	check "disk too small: refused at start" test $? -ne 0
+	check "disk too small: the message names shard.l2 and says why" \
+		grep -qi "shard.l2: .*\(space\|too small\)" "$tmp/small.log"
+	umount "$tmp/small"
+else
+	echo "l2: disk too small: not tested (cannot mount a tmpfs here)"
+fi
+
+# 6. kill -9 mid-run over memif, and back on its L2 file. Missed tokens cost
+#    the wafer's prefill (recompute_tokens_per_s), so that the run goes on
+#    while the shard is away and after it is back.
+EAL=(--no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error)
+start_shard() { # start_shard K
+	"$BUILD/kvss" "${EAL[@]}" --file-prefix "s$1$sfx" --lcores "0@(0-1),1@(0-1)" \
+		--vdev "net_memif0,role=server,id=$1,bsize=10240,socket=$tmp/m$1.sock" \
+		-- --config "$tmp/ms$1.cfg" --poll idle --l2-dir "$tmp/m" >>"$tmp/m_s$1.log" 2>&1 &
+	pids+=($!)
+}
+for k in 0 1; do
+	sed 's/capacity_tokens = \[10000000\]/capacity_tokens = [200000]/' "config/memif-shard$k.cfg" >"$tmp/ms$k.cfg"
+done
+sed -e 's/capacity_tokens = \[1000000\]; l2_tokens = \[10000000\]/capacity_tokens = [20000]; l2_tokens = [200000]/' \
+	-e 's/capacity_tokens = \[1500000\]; l2_tokens = \[10000000\]/capacity_tokens = [20000]; l2_tokens = [200000]/' \
+	-e 's/^  generate = 2000;/  generate = 8000;/' \
+	-e 's/^  retransmit_ms = 5; .*/&\n  recompute_tokens_per_s = 2000000;/' config/memif-driver.cfg >"$tmp/mdrv.cfg"
+start_shard 0
+start_shard 1
+"$BUILD/kvss" "${EAL[@]}" --file-prefix "d$sfx" --lcores "0@(0-1)" \
+	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/m0.sock" \
+	--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/m1.sock" \
+	-- --config "$tmp/mdrv.cfg" --poll idle --trace "" --limit 8000 >"$tmp/m_drv.log" 2>&1 &
+drv=$!
+pids+=($drv)
+# Once shard 1 has sent columns down, kill it hard and start it again.
+for _ in $(seq 600); do
+	grep -q ' [5-9][0-9][0-9]/8000 requests\| [0-9]\{4\}/8000 requests' "$tmp/m_drv.log" && break
+	kill -0 $drv 2>/dev/null || break
+	sleep 0.1
+done
+victim=${pids[1]}
+kill -KILL "$victim"
+wait "$victim" 2>/dev/null
+rm -rf "/var/run/dpdk/s1$sfx"
+sleep 1.5
+start_shard 1
+timeout 240 tail --pid=$drv -f /dev/null
+wait $drv
+rc=$?
+kill -TERM "${pids[0]}" "${pids[-1]}" 2>/dev/null
+wait "${pids[0]}" "${pids[-1]}" 2>/dev/null
+echo "l2: kill -9: $(grep -c 'columns kept' "$tmp/m_s1.log") starts of shard 1; $(grep -o '[0-9]* columns kept' "$tmp/m_s1.log" | tail -1); taken back $(field "$tmp/m_drv.log" l2_adopted_cols), L2 hits $(field "$tmp/m_drv.log" hit_tokens_l2) tokens, hit ratio after return $(field "$tmp/m_drv.log" hit_ratio_after_return)"
+check "kill -9: the driver finished every request" test "$(field "$tmp/m_drv.log" finished)" = True
+check "kill -9: zero verify failures (every byte from either tier right)" \
+	test "$(field "$tmp/m_drv.log" verify_failures)" = 0
+check "kill -9: the shards hold what the driver accounts for" test "$(field "$tmp/m_drv.log" unaccounted_tokens)" = 0
+check "kill -9: shard 1 came back" holds "$(field "$tmp/m_drv.log" shards_back) >= 1"
+check "kill -9: shard 1 found its columns on disk again" \
+	bash -c "grep -o '[0-9]* columns kept' '$tmp/m_s1.log' | tail -1 | grep -q '^[1-9]'"
+check "kill -9: the driver took back what both shards kept" holds "$(field "$tmp/m_drv.log" l2_adopted_cols) > 0"
+check "kill -9: hits came up from L2" holds "$(field "$tmp/m_drv.log" hit_tokens_l2) > 0"
+check "kill -9: the model hit again after the shard came back" \
+	holds "$(field "$tmp/m_drv.log" hit_ratio_after_return) > 0.1"
+
+[ "$fail" -eq 0 ] || { mkdir -p "${KVSS_TEST_LOGS:-/tmp}/l2$sfx" && cp "$tmp"/*.log "${KVSS_TEST_LOGS:-/tmp}/l2$sfx/" && echo "l2: logs kept in ${KVSS_TEST_LOGS:-/tmp}/l2$sfx" >&2; }
+check_summary "second tier"
