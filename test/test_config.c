@@ -79,12 +79,15 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.driver.models[0].shard[1].port, 1);
 	cr_assert_eq(cfg.driver.models[0].shard[1].bytes_per_token[0], 128);
 	cr_assert_eq(cfg.driver.away_ms, 1000);
+	/* Both tiers: the smallest L2 of the model's shards, admitting all by default. */
+	cr_assert_eq(cfg.driver.pc.model[0].l2_capacity_tokens, 10000000);
+	cr_assert_eq(cfg.driver.pc.model[0].l2_admit, PREFIXCACHE_L2_ALL);
 	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
 	cr_assert_eq(cfg.wafer.resume, KVSS_RESUME_ESTIMATE);
 }
 
 struct bad {
-	char text[400];
+	char text[512];
 	char want[96]; /* what the message must contain */
 };
 
@@ -225,6 +228,37 @@ static struct bad bads[] = {
 	{"\xef\xbb\xbfrole = \"shard\";\n", ":1: starts with a UTF-8 byte-order mark"},
 	{"role = \"shard\";\nshard = 7;\n", ":2: shard: want a group { ... }, not a value"},
 	{"role = \"shard\";\nmtu = ;\n", ":2: syntax error"},
+	/* The second tier (issue 27). */
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+	 " l2 = { dir = \"/tmp\"; path = \"/tmp/x.l2\"; capacity_tokens = [640]; }; };\n",
+	 "shard.l2: give one of path (a file or block device) and dir"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+	 " l2 = { dir = \"/tmp\";\n capacity_tokens = [32]; }; };\n",
+	 "shard.l2.capacity_tokens: element 0 (32) holds no whole column of 64 tokens"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+	 " l2 = { dir = \"/tmp\"; }; };\n",
+	 "shard.l2.capacity_tokens: missing (an array of 1 integers, one per cache)"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; rule = \"swa\"; window = 100; } );\n"
+	 " shards = ( { id = 0; address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; l2_tokens = [100]; } ); } ); };\n",
+	 "shards.[0].l2_tokens: cache 0 is a sliding window"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; l2_tokens = [100]; },\n"
+	 "  { id = 1; address = { mac = \"02:00:00:00:00:03\"; ipv4 = \"10.0.0.3\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n",
+	 "shards.[1].l2_tokens: every shard of a model has a second tier, or none"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " l2_admit = \"twice\"; models = (); };\n",
+	 ":3: driver.l2_admit: 'twice' is not one of all, seen2"},
 	/* libconfig 1.5 would exit the process on an include it cannot read. */
 	{"role = \"shard\";\n  @include \".\"\n", ":2: @include: not supported"},
 };

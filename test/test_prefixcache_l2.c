@@ -8,6 +8,7 @@
  * refill brings it with the rest of the hit.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,4 +312,121 @@ Test(l2, a_seeded_workload_over_both_tiers_is_never_wrong)
 	       l2hits);
 	cr_assert_gt(l2hits, 0, "the workload never hit L2: the test tests nothing");
 	replay_free(r);
+}
+
+/* ---- Taking back what the shards kept (prefixcache_l2_adopt) ---- */
+
+static unsigned int adopt_ups, adopt_upcols;
+static uint64_t adopt_upkeys[16];
+
+static void
+rec_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
+       const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
+{
+	uint32_t k;
+
+	(void)arg, (void)model, (void)batch_no, (void)nc, (void)g, (void)e;
+	adopt_ups++;
+	for (k = 0; k < ncols; k++) {
+		uint32_t j;
+
+		for (j = 0; j < adopt_upcols && adopt_upkeys[j] != cols[k].key; j++)
+			;
+		if (j == adopt_upcols && adopt_upcols < 16)
+			adopt_upkeys[adopt_upcols++] = cols[k].key;
+	}
+}
+
+static void
+rec_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
+{
+	(void)arg, (void)model, (void)c;
+}
+
+static void
+rec_del(void *arg, uint16_t model, uint16_t cache_id, uint64_t key, uint64_t iso, uint64_t ec)
+{
+	(void)arg, (void)model, (void)cache_id, (void)key, (void)iso, (void)ec;
+}
+
+Test(l2, columns_kept_across_a_restart_are_taken_back_parents_first_and_hit)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 64};
+	struct prefixcache_sink sink = {.l2_down = rec_down, .l2_up = rec_up, .l2_del = rec_del};
+	struct prefixcache_model *m = &p.model[0];
+	uint64_t iso = proto_ref_isolation_id("acme", 4), other = proto_ref_isolation_id("zeta", 4);
+	uint32_t tok[300], i;
+	uint64_t h[4];
+	struct prefixcache_l2col c[4];
+	struct prefixcache_request rq = {0};
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *s;
+	struct prefixcache_stats st;
+	struct prefixcache *pc;
+
+	m->num_caches = 1;
+	m->cache[0] = (struct prefixcache_cache){.cache_id = 0, .rule = PREFIXCACHE_FULL,
+						 .capacity_tokens = 10000};
+	m->refill_latency_ns = 1000;
+	m->refill_bytes_per_ns = 10;
+	m->refill_bytes_per_token = 256;
+	m->l2_capacity_tokens = 3 * 64; /* three columns */
+	pc = prefixcache_create(&p, &sink);
+	cr_assert_not_null(pc);
+	for (i = 0; i < 300; i++)
+		tok[i] = 1000 + i * 7;
+	/* The chained hashes a shard's inventory lists: they depend on the tokens and the organization only. */
+	h[0] = iso;
+	for (i = 0; i < 3; i++) {
+		h[i + 1] = prefixcache_column_hash(h[i], tok + 64 * i, 64);
+		c[i] = (struct prefixcache_l2col){.key = h[i + 1], .parent = h[i], .isolation_id = iso,
+						  .first_use_ns = 0, .start = 64 * i, .tokens = 64};
+	}
+	c[3] = c[2];
+	c[3].key ^= 1;
+	cr_assert_eq(prefixcache_l2_adopt(pc, 0, &c[1], SEC), -ENOENT, "a child before its parent");
+	cr_assert_eq(prefixcache_l2_adopt(pc, 0, &c[0], SEC), 0);
+	cr_assert_eq(prefixcache_l2_adopt(pc, 0, &c[0], SEC), -EEXIST);
+	cr_assert_eq(prefixcache_l2_adopt(pc, 0, &c[1], SEC), 0);
+	cr_assert_eq(prefixcache_l2_adopt(pc, 0, &c[2], SEC), 0);
+	cr_assert_eq(prefixcache_l2_adopt(pc, 0, &c[3], SEC), -ENOSPC, "three columns fit, not four");
+	{
+		struct prefixcache_l2col half = c[2];
+
+		half.tokens = 32;
+		cr_assert_eq(prefixcache_l2_adopt(pc, 0, &half, SEC), -EINVAL, "whole columns only");
+	}
+	/* Another organization's first use an hour ago, its TTL a minute: expired. */
+	cr_assert_eq(prefixcache_org_ttl(pc, other, 0, 60 * SEC), 0);
+	{
+		struct prefixcache_l2col old = {.key = prefixcache_column_hash(other, tok, 64),
+						.parent = other, .isolation_id = other,
+						.first_use_ns = 0, .start = 0, .tokens = 64};
+
+		cr_assert_eq(prefixcache_l2_adopt(pc, 0, &old, 3600 * SEC), -ETIME);
+	}
+	prefixcache_stats(pc, &st);
+	cr_assert_eq(st.l2_adopted_tokens, 3 * 64);
+	cr_assert_eq(st.l2_stored_tokens, 3 * 64);
+	/* A request of that organization with those tokens hits all three, from L2. */
+	rq.isolation_id = iso;
+	rq.tokens = tok;
+	rq.num_tokens = 300;
+	rq.cache_length_allowed = 300;
+	rq.first_multimodal = UINT32_MAX;
+	rq.sequence_id = 1;
+	s = prefixcache_begin(pc, 0, &rq, 2 * SEC, &hit);
+	cr_assert_not_null(s);
+	cr_assert_eq(hit.hit_tokens, 192, "hit %u", hit.hit_tokens);
+	cr_assert_eq(hit.l2_hit_tokens, 192);
+	cr_assert_gt(adopt_ups, 0);
+	cr_assert_eq(adopt_upcols, 3, "the three columns came up");
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(adopt_upkeys[i], h[i + 1]);
+	prefixcache_end(pc, s, 3 * SEC);
+	/* A restart of the model's shards forgets them (their inventories say again). */
+	prefixcache_shard_restart(pc, 0);
+	prefixcache_stats(pc, &st);
+	cr_assert_eq(st.l2_stored_tokens, 0);
+	prefixcache_free(pc);
 }
