@@ -15,6 +15,10 @@
  *    Baseline: memcpy of the same payloads on one core, the copy any shard
  *    must make.
  *  - kvss_shard_ingest_frames_16k: the same run in frames per second.
+ *  - kvss_shard_ingest_1k_l2: the 1 KiB ingest while every 16th prompt's
+ *    columns go down to the shard's second tier (L2_DOWN before its DELETE;
+ *    the tier thread writes them to a file in /var/tmp, O_DIRECT) against
+ *    the ingest alone in the same run; _writes: the L2 write rate it had.
  *  - kvss_shard_refill_16k: 8 GiB of REFILLs of 128 tokens (2 MiB each, four
  *    at a time) sent as gather lists (REFILL_DATA frames of a header mbuf
  *    chained to mbufs over the stored bytes), counted as this end receives
@@ -46,6 +50,7 @@
 #include <rte_ring.h>
 
 #include "kvss.h"
+#include "shard.h"
 
 #define G 64		    /* tokens per batch */
 #define PROMPT_TOKENS 1024  /* 16 batches per prompt */
@@ -74,6 +79,12 @@ static uint32_t bpt;	    /* bytes per token of the run */
 static uint64_t last_batch; /* of the last ingest: REFILLs wait for it */
 static uint64_t last_gen;   /* whose prompts the REFILLs read */
 static struct proto_msg rxm;
+/* The second tier (kvss_shard_ingest_1k_l2): every l2_every-th prompt goes
+ * down to L2 before its DELETE, its columns cycling over L2_KEYS keys. */
+#define L2_KEYS 896 /* a replaced column frees its slot once the new one is written: room for the writes in flight */
+#define L2_SLOTS 1024
+static unsigned int l2_every;
+static uint64_t l2_sent, l2_done, l2_key;
 /* REFILL_DATA frames taken, freed when their REFILL_DONE comes (after the
  * last of them): a NIC frees a refill's mbufs on the sending lcore, which
  * this end, on another core, would otherwise slow down by freeing them while
@@ -135,6 +146,19 @@ poll_rx(void)
 					held[nheld++] = pkts[i];
 					continue;
 				}
+				break;
+			case PROTO_T_L2_DONE:
+				for (r = 0; r < rxm.hdr.count; r++) {
+					struct proto_l2done d;
+
+					proto_get_l2_done(&rxm, r, &d);
+					l2_done++;
+					if (d.status != 0 && bad++ < 3)
+						fprintf(stderr, "bench_shard: L2_DOWN failed: %s\n",
+							proto_err_name(d.status));
+				}
+				break;
+			case PROTO_T_L2_INVENTORY:
 				break;
 			case PROTO_T_REFILL_DONE:
 				rte_pktmbuf_free_bulk(held, nheld);
@@ -266,6 +290,26 @@ evict(uint64_t batch, uint64_t prompt, uint32_t first)
 		struct proto_evict_entry e = {prompt, first + t, 1};
 
 		proto_build_evict_entry(&b, &e);
+	}
+	send_payload(p, proto_build_end(&b));
+}
+
+/* A prompt's columns down to L2 (they are whole: its batches up to @p evict_count). */
+static void
+l2_down_prompt(uint64_t prompt, uint64_t evict_count)
+{
+	static uint8_t p[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	uint32_t c;
+
+	ctrl_begin(&b, p, sizeof(p), PROTO_T_L2_DOWN);
+	for (c = 0; c < PROMPT_TOKENS / G; c++) {
+		struct proto_l2col col = {.key = l2_key++ % L2_KEYS + 1, .parent = 1, .isolation_id = 1,
+					  .prompt_id = prompt, .evict_count = evict_count,
+					  .first_use_ns = 1, .start_token_idx = c * G, .num_tokens = G};
+
+		proto_build_l2_down(&b, &col);
+		l2_sent++;
 	}
 	send_payload(p, proto_build_end(&b));
 }
@@ -402,6 +446,17 @@ shard_start(uint32_t B)
 	memset(&kvss.stats[SHARD_LCORE], 0, sizeof(kvss.stats[SHARD_LCORE]));
 	__atomic_store_n(&kvss.quit, 0, __ATOMIC_RELAXED);
 	bpt = B;
+	if (l2_every) {
+		char err[512];
+
+		kvss.cfg.shard.l2.column = G;
+		kvss.cfg.shard.l2.queue_depth = 64;
+		kvss.cfg.shard.l2.capacity_tokens[0] = (uint64_t)L2_SLOTS * G;
+		unlink(kvss.cfg.shard.l2.path);
+		if (shard_l2_open(err, sizeof(err)) != 0)
+			fail(err);
+		l2_sent = l2_done = 0;
+	}
 	if (rte_eal_remote_launch(kvss_shard_ingest, NULL, SHARD_LCORE) != 0)
 		fail("cannot launch the shard lcore");
 	statuses = 0;
@@ -413,6 +468,7 @@ shard_stop(void)
 {
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 	rte_eal_wait_lcore(SHARD_LCORE);
+	shard_l2_close();
 	poll_rx();
 	rte_pktmbuf_free_bulk(held, nheld);
 	nheld = 0;
@@ -455,6 +511,8 @@ ingest(uint64_t total, double *fps, double *busy_share)
 		for (i = 0; i < per_half; i++) {
 			uint32_t tok;
 
+			if (last[half][i] != 0 && l2_every && ((gen - 2) * 256 + i + 1) % l2_every == 0)
+				l2_down_prompt((gen - 2) * 256 + i + 1, last[half][i]);
 			if (last[half][i] != 0)
 				delete_prompt((gen - 2) * 256 + i + 1, last[half][i]);
 			for (tok = 0; tok < PROMPT_TOKENS; tok += G) {
@@ -467,8 +525,9 @@ ingest(uint64_t total, double *fps, double *busy_share)
 		gen++;
 	}
 	last_gen = gen - 1;
-	/* Done when every frame is stored and every EVICT acknowledged. */
-	while (STAT(data_frames) < frames || acked + 1 < seq) {
+	/* Done when every frame is stored and every EVICT acknowledged (and
+	 * every column sent down is on disk). */
+	while (STAT(data_frames) < frames || acked + 1 < seq || l2_done < l2_sent) {
 		poll_rx();
 		if (past(t0, 60, &k))
 			fail("ingest did not finish in 60 s");
@@ -605,6 +664,43 @@ addresses(void)
 	adata.src_port = adata.dst_port = kvss.cfg.udp.evict;
 }
 
+/*
+ * kvss_shard_ingest_1k_l2: the 1 KiB ingest while the shard's tier thread
+ * writes every l2_every-th prompt's columns to L2 (a file in /var/tmp,
+ * O_DIRECT), against the same ingest alone (@p alone, this run's).
+ */
+static void
+bench_ingest_l2(double alone, unsigned int every)
+{
+	double best = 0, fps, share, wbest = 0;
+	int r;
+
+	snprintf(kvss.cfg.shard.l2.path, sizeof(kvss.cfg.shard.l2.path), "/var/tmp/kvss_bench_l2_%d.l2",
+		 (int)getpid());
+	l2_every = every;
+	for (r = 0; r < RUNS; r++) {
+		double t0, v, w;
+
+		shard_start(1024);
+		t0 = now();
+		v = ingest(INGEST_BYTES, &fps, &share);
+		w = (double)l2_sent * G * 1024 / (now() - t0);
+		if (v > best) {
+			best = v;
+			wbest = w;
+		}
+		shard_stop();
+	}
+	l2_every = 0;
+	unlink(kvss.cfg.shard.l2.path);
+	printf("bench: kvss_shard_ingest_1k_l2 %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n", best / 1e9,
+	       alone / 1e9, best / alone);
+	printf("bench: kvss_shard_ingest_1k_l2_writes %.0f MB/s\n", wbest / 1e6);
+	fflush(stdout);
+}
+
+static double ingest_1k_best;
+
 static void
 bench_ingest(const char *name, uint32_t B, int with_refill)
 {
@@ -639,6 +735,8 @@ bench_ingest(const char *name, uint32_t B, int with_refill)
 		if (r + 1 < RUNS)
 			shard_start(B);
 	}
+	if (B == 1024)
+		ingest_1k_best = best;
 	printf("bench: %s %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n", name, best / 1e9,
 	       best_mc / 1e9, best / best_mc);
 	printf("bench: %s_lcore_busy %.2f share\n", name, busy);
@@ -678,6 +776,7 @@ main(int argc, char **argv)
 	addresses();
 	frames_init();
 	bench_ingest("kvss_shard_ingest_1k", 1024, 0);
+	bench_ingest_l2(ingest_1k_best, 16);
 	bench_ingest("kvss_shard_ingest_16k", 16384, 1);
 	rte_eth_dev_stop(gport);
 	rte_eth_dev_stop(kvss.cfg.shard.port);
