@@ -14,7 +14,9 @@
 #     1 MiB): refused at start with a message naming shard.l2;
 #  6. a driver and two shards over net_memif: shard 1 killed with kill -9
 #     mid-run and started again on its L2 file; the driver takes back what
-#     both shards kept and hits it, every byte right.
+#     both shards kept and hits it, every byte right;
+#  7. (run before 6) ahead of the pick: sequences begun while they wait for
+#     a run slot have their data, L2 columns included, whole when picked.
 # Each process is this test's (its own file prefixes and files).
 set -u
 BUILD=${1:-build}
@@ -162,6 +164,22 @@ if mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null; then
 else
 	echo "l2: disk too small: not tested (cannot mount a tmpfs here)"
 fi
+
+# 7. Ahead of the pick: four sequences run, eight more are begun while they
+#    wait for a run slot, so their refills (and their columns coming up from
+#    L2) are on the way before they are picked. Begun when picked, none can
+#    be ready; begun ahead, some are.
+for a in 0 8; do
+	mkcfg "$tmp/ahead$a.cfg" "$tmp/ahead$a"
+	sed -i "s/max_inflight = 8;/max_inflight = 4; ahead_of_pick = $a;/" "$tmp/ahead$a.cfg"
+	run_all "$tmp/ahead$a.cfg" "$tmp/ahead$a.log"
+	rc=$?
+	clean_run "ahead of the pick ($a)" "$tmp/ahead$a.log"
+	echo "l2: ahead_of_pick $a: $(grep -o 'picks: .*' "$tmp/ahead$a.log")"
+done
+check "begun when picked: no refill is whole at the pick" test "$(field "$tmp/ahead0.log" picks_ready)" = 0
+check "begun ahead: refills were whole at the pick" holds "$(field "$tmp/ahead8.log" picks_ready) > 0"
+check "begun ahead: hits from L2 were ready at the pick" holds "$(field "$tmp/ahead8.log" l2_ready_at_pick) > 0"
 
 # 6. kill -9 mid-run over memif, and back on its L2 file. Missed tokens cost
 #    the wafer's prefill (recompute_tokens_per_s), so that the run goes on

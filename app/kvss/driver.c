@@ -283,6 +283,7 @@ create_emulator(const struct kvss_config *cfg)
 	struct emu_params ep = {
 		.pc = drv.pc, .pcp = &cfg->driver.pc, .wl = &drv.wl, .nreq = drv.nreq,
 		.num_models = cfg->driver.pc.num_models, .max_inflight = cfg->wafer.max_inflight,
+		.ahead = cfg->wafer.ahead_of_pick,
 		.step_tokens = cfg->wafer.step_tokens,
 		.refill_timeout_ns = (uint64_t)cfg->driver.refill_timeout_ms * 1000000,
 		.recompute_tokens_per_s = cfg->driver.recompute_tokens_per_s,

@@ -58,6 +58,11 @@
 	X(compute_us)       /* the wafer's prefill of missed tokens (recompute_tokens_per_s) */      \
 	X(no_mbuf)  /* the pool was empty */                                                       \
 	X(too_big)	    /* a control record that cannot fit a frame */                          \
+	X(picks_ready)      /* sequences with a refill whose data was whole when a run slot took them */ \
+	X(picks_waited)     /* ... and those that waited for it in their slot */                    \
+	X(pick_wait_us)     /* how long those waited, from their pick, summed */                    \
+	X(l2_hit_seqs)      /* sequences with hits from the second tier */                          \
+	X(l2_ready_at_pick) /* of them, those whose data was whole at the pick */                   \
 	X(l2_down_cols)     /* columns sent down to the second tier (L2_DOWN, per cache group) */    \
 	X(l2_up_batches)    /* batches whose bytes the shards read from their second tier (L2_UP) */ \
 	X(l2_del_cols)      /* columns the second tier let go (L2_DELETE, per cache) */              \

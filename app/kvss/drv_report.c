@@ -395,7 +395,7 @@ kvss_driver_summary(void)
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
-	char l2j[512];
+	char l2j[512], pickj[256];
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -525,6 +525,22 @@ kvss_driver_summary(void)
 			 s->hit_tokens - l2hit, l2hit, ps.l2_down_tokens, ps.l2_stored_tokens,
 			 ps.l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
 			 ps.l2_recompute_faster_tokens);
+		{
+			uint64_t np = s->picks_ready + s->picks_waited;
+
+			snprintf(pickj, sizeof(pickj), "\"ahead_of_pick\":%u,\"picks_ready\":%" PRIu64
+				 ",\"picks_waited\":%" PRIu64 ",\"refill_wait_at_pick_us\":%.1f"
+				 ",\"l2_hit_seqs\":%" PRIu64 ",\"l2_ready_at_pick\":%" PRIu64,
+				 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
+				 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
+				 s->l2_ready_at_pick);
+			printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
+			       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
+			       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64
+			       " ready at the pick (wafer.ahead_of_pick = %u)\n", np, s->picks_ready,
+			       s->picks_waited, np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
+			       s->l2_ready_at_pick, kvss.cfg.wafer.ahead_of_pick);
+		}
 		if (drv_l2_model(0))
 			printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
 			       " from L2 (moved up in %" PRIu64 " batches); %" PRIu64 " tokens written down "
@@ -569,7 +585,7 @@ kvss_driver_summary(void)
 	       ",\"model_fits\":%s,\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"shards_back\":%" PRIu64
-	       ",\"hit_ratio_before_away\":%s,\"hit_ratio_after_return\":%s,%s,\"verify_failures\":%" PRIu64
+	       ",\"hit_ratio_before_away\":%s,\"hit_ratio_after_return\":%s,%s,%s,\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%s"
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
@@ -578,7 +594,7 @@ kvss_driver_summary(void)
 	       learned ? "learned" : "configured", drv.learn.ml[0].factor, shortj,
 	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
 	       (double)drv.learn.late_ns / 1e6, (double)drv.learn.early_ns / 1e6, (double)emu_held_ns(drv.emu) / 1e6,
-	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j,
+	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j, pickj,
 	       s->verify_failures, perr, s->resyncs,
 	       lostj, drv.finished ? "true" : "false");
 	fflush(stdout);

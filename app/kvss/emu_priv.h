@@ -83,6 +83,10 @@ struct emu_seq {
 	uint32_t mwait[PREFIXCACHE_MAX_MODELS];
 	uint8_t mfailed[PREFIXCACHE_MAX_MODELS];
 	uint64_t mbytes[PREFIXCACHE_MAX_MODELS];
+	/* Picked: it has a run slot (it sends tokens only then); order: when
+	 * it was begun (the first begun is picked first). */
+	bool picked, had_refill, l2hit;
+	uint64_t order, pick_ns;
 };
 
 struct pid_node {
@@ -95,7 +99,9 @@ struct emu {
 	struct emu_params p;
 	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];
 	size_t next_req;
-	struct emu_seq *seq; /* [max_inflight] */
+	struct emu_seq *seq; /* [nslots]: max_inflight running, ahead more begun */
+	uint32_t nslots, npicked;
+	uint64_t begun;
 	uint32_t nactive;
 	struct pid_node *pid[HBUCKETS]; /* prompt id -> its sequence */
 	struct emu_refill *rf[HBUCKETS];

@@ -7,6 +7,7 @@
 #include "emulator.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,7 +104,8 @@ emu_create(const struct emu_params *p)
 		if (e->nshards[m]++ == 0)
 			e->first_shard[m] = k;
 	}
-	e->seq = calloc(p->max_inflight, sizeof(*e->seq));
+	e->nslots = p->max_inflight + p->ahead;
+	e->seq = calloc(e->nslots, sizeof(*e->seq));
 	e->cur = calloc(p->nshards, sizeof(*e->cur));
 	e->shard = malloc(sizeof(*e->shard) * p->nshards);
 	if (e->seq == NULL || e->cur == NULL || e->shard == NULL)
@@ -138,7 +140,7 @@ emu_free(struct emu *e)
 			free(n);
 		}
 	}
-	for (i = 0; e->seq != NULL && i < e->p.max_inflight; i++)
+	for (i = 0; e->seq != NULL && i < e->nslots; i++)
 		if (e->seq[i].state != SEQ_FREE) {
 			free(e->seq[i].tok);
 			free(e->seq[i].h);
@@ -184,7 +186,7 @@ emu_seq_hashes(const struct emu *e, uint32_t sequence_id, uint32_t *n)
 {
 	const struct emu_seq *s;
 
-	if (sequence_id >= e->p.max_inflight || e->seq[sequence_id].state == SEQ_FREE)
+	if (sequence_id >= e->nslots || e->seq[sequence_id].state == SEQ_FREE)
 		return NULL;
 	s = &e->seq[sequence_id];
 	*n = s->total;
@@ -246,6 +248,8 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 	}
 	if (--s->mwait[r->model] == 0 && !s->mfailed[r->model] && e->p.hooks->model_refilled != NULL)
 		e->p.hooks->model_refilled(e->p.arg, r->model, now - s->t0, s->mbytes[r->model]);
+	if (s->wait == 1 && s->picked)
+		st->pick_wait_us += (now - s->pick_ns) / 1000; /* it ran late by this much */
 	if (--s->wait == 0 && s->state == SEQ_WAIT) {
 		/* A refill that failed (a shard restarted, or it timed out) took
 		 * however long the failure did: it would skew the learned model. */
@@ -285,7 +289,7 @@ emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 	struct emu_seq *s;
 	uint32_t ntok = 0, t = 0, j;
 
-	if (model >= e->p.num_models || rq->sequence_id >= e->p.max_inflight)
+	if (model >= e->p.num_models || rq->sequence_id >= e->nslots)
 		return;
 	for (k = 0; k < rq->num_chunks; k++)
 		ntok += ch[k].num_tokens;
@@ -415,6 +419,25 @@ emu_compute_ns(const struct emu *e, uint32_t tokens)
 	return (uint64_t)tokens * 1000000000ULL / e->p.recompute_tokens_per_s;
 }
 
+/* @p s gets a run slot: from now on it sends tokens once its data is whole. */
+static void
+seq_pick(struct emu *e, struct emu_seq *s, uint64_t now)
+{
+	struct kvss_drv_stats *st = e->p.st;
+
+	s->picked = true;
+	s->pick_ns = now;
+	e->npicked++;
+	if (!s->had_refill)
+		return;
+	if (s->wait == 0) {
+		st->picks_ready++;
+		st->l2_ready_at_pick += s->l2hit;
+	} else {
+		st->picks_waited++;
+	}
+}
+
 static void
 seq_start(struct emu *e, uint64_t now)
 {
@@ -424,7 +447,7 @@ seq_start(struct emu *e, uint64_t now)
 	uint32_t i, k;
 	uint16_t m;
 
-	for (i = 0; i < e->p.max_inflight; i++)
+	for (i = 0; i < e->nslots; i++)
 		if (e->seq[i].state == SEQ_FREE) {
 			s = &e->seq[i];
 			break;
@@ -499,6 +522,11 @@ seq_start(struct emu *e, uint64_t now)
 		}
 		if (hit.refill_id != 0) {
 			st->refills += m == 0;
+			s->had_refill = true;
+			if (m == 0 && hit.l2_hit_tokens > 0) {
+				s->l2hit = true;
+				st->l2_hit_seqs++;
+			}
 			s->mbytes[m] = hit.estimate_bytes;
 			if (hit.estimate_ns > s->estimate_ns) {
 				s->estimate_ns = hit.estimate_ns;
@@ -508,6 +536,7 @@ seq_start(struct emu *e, uint64_t now)
 	}
 	if (s->wait == 0)
 		s->state = SEQ_RUN;
+	s->order = e->begun++; /* picked in this order (emu_step) */
 }
 
 static void
@@ -526,6 +555,7 @@ seq_end(struct emu *e, struct emu_seq *s, uint64_t now)
 	s->tok = NULL;
 	s->h = NULL;
 	s->state = SEQ_FREE;
+	e->npicked -= s->picked;
 	e->nactive--;
 	e->p.st->completed++;
 }
@@ -536,11 +566,26 @@ emu_step(struct emu *e, uint64_t now)
 	uint32_t i, sent = 0;
 	uint16_t m;
 
-	while (e->nactive < e->p.max_inflight && e->next_req < e->p.nreq && !e->failed)
+	while (e->nactive < e->nslots && e->next_req < e->p.nreq && !e->failed)
 		seq_start(e, now);
-	for (i = 0; i < e->p.max_inflight; i++) {
+	/* Free run slots go to the sequences begun first. */
+	while (e->npicked < e->p.max_inflight && e->npicked < e->nactive) {
+		struct emu_seq *first = NULL;
+
+		for (i = 0; i < e->nslots; i++)
+			if (e->seq[i].state != SEQ_FREE && !e->seq[i].picked &&
+			    (first == NULL || e->seq[i].order < first->order))
+				first = &e->seq[i];
+		if (first == NULL)
+			break;
+		seq_pick(e, first, now);
+	}
+	for (i = 0; i < e->nslots; i++) {
 		struct emu_seq *s = &e->seq[i];
 		bool done = true;
+
+		if (!s->picked)
+			continue; /* begun ahead of its pick: its data comes meanwhile */
 
 		if (s->state == SEQ_HOLD && now - s->t0 >= s->estimate_ns) {
 			e->held_ns += now - s->whole_ns;
@@ -574,7 +619,7 @@ emu_step(struct emu *e, uint64_t now)
 	}
 	/* The wafer step ends: its batches go out before any sequence's deletes. */
 	prefixcache_flush(e->p.pc);
-	for (i = 0; i < e->p.max_inflight; i++)
+	for (i = 0; i < e->nslots; i++)
 		if (e->seq[i].state == SEQ_DONE)
 			seq_end(e, &e->seq[i], now);
 	return sent > 0;
@@ -585,7 +630,7 @@ emu_check_timeouts(struct emu *e, uint64_t now)
 {
 	uint32_t i, k;
 
-	for (i = 0; i < e->p.max_inflight; i++) {
+	for (i = 0; i < e->nslots; i++) {
 		struct emu_seq *s = &e->seq[i];
 
 		if (s->state != SEQ_WAIT || now < s->deadline)

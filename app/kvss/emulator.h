@@ -58,6 +58,10 @@ struct emu_params {
 	size_t nreq;	       /* requests to run (at most wl->n) */
 	uint16_t num_models;
 	uint32_t max_inflight; /* sequences running at once */
+	/* Ahead of the pick (wafer.ahead_of_pick): sequences begun (looked up,
+	 * their refills and L2 columns on the way) while they wait for a run
+	 * slot; 0: a request is begun when it is picked. */
+	uint32_t ahead;
 	uint32_t step_tokens;  /* tokens a running sequence sends per step */
 	uint64_t refill_timeout_ns;
 	uint32_t recompute_tokens_per_s; /* a sequence's missed tokens take this long to run (0: free) */
