@@ -80,6 +80,8 @@ check "two tiers: the shard wrote, read and let go columns" \
 	bash -c "grep -q 'final stats: tier l2_down=[1-9].* l2_up=[1-9].* l2_deleted=[1-9]' '$tmp/run1.log'"
 check "two tiers: the file is 0600" test "$(stat -c %a "$tmp/l2/shard-0-0.l2")" = 600
 check "two tiers: the summary gives hits by tier" grep -q "summary: second tier: hit tokens" "$tmp/run1.log"
+check "two tiers: the second tier's line of the refill-time model was learned (20 refills or more)" \
+	holds "$(field "$tmp/run1.log" fit_l2_refills) >= 20 and $(field "$tmp/run1.log" l2_model_updates) >= 1"
 
 # 2. Restarted: what L2 kept is taken back and hit at once.
 run_all "$tmp/l2.cfg" "$tmp/run2.log"

@@ -64,10 +64,10 @@ h_shard_up(void *arg, uint16_t k)
 }
 
 static void
-h_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes)
+h_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes)
 {
 	(void)arg;
-	drv_learn_model(&R.learn, m, ns, bytes);
+	drv_learn_model(&R.learn, m, ns, bytes, l2_bytes);
 }
 
 static void

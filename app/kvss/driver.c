@@ -82,10 +82,10 @@ hook_shard_up(void *arg, uint16_t k)
 }
 
 static void
-hook_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes)
+hook_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes)
 {
 	(void)arg;
-	drv_learn_model(&drv.learn, m, ns, bytes);
+	drv_learn_model(&drv.learn, m, ns, bytes, l2_bytes);
 }
 
 static void

@@ -74,6 +74,7 @@
 	X(fit_latency_us)   /* the refill model fitted so far (0 before 20 refills) ... */          \
 	X(fit_mbps)	    /* ... and its bandwidth, in Mb/s (refill_gbps x 1000; 0: no bound seen) */ \
 	X(model_updates)    /* times the estimates took the fitted model (refill_model "learned") */ \
+	X(l2_model_updates) /* times they took the fitted second-tier line */                       \
 	X(seq_refill_failed) /* sequences a refill of which failed: not in the refill times */     \
 	X(model_short)	    /* refills that took longer than their estimate */                      \
 	X(late_us)	    /* by how much those took longer, summed */                             \

@@ -161,6 +161,9 @@ struct drv_model_learn {
 	struct linfit fit; /* time (ns) from the lookup to its refills whole, by the bytes charged */
 	struct ratioq rq;  /* those times over what its fitted line said (refill_short_pct) */
 	double factor;	   /* its line's scale: 1, or from rq */
+	/* Refills with hits from the second tier: what they took past the
+	 * line above, by the bytes brought up from L2 (the L2 line). */
+	struct linfit fit2;
 };
 
 /* Refill times against estimates. All written by drv_learn.c; reports read them. */
@@ -181,8 +184,13 @@ void drv_learn_init(struct drv_learn *l, struct prefixcache *pc, struct kvss_drv
 		    bool learned, unsigned int short_pct);
 void drv_learn_free(struct drv_learn *l);
 
-/** Model @p m's refills of one sequence were whole after @p ns, for @p bytes charged. */
-void drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes);
+/**
+ * Model @p m's refills of one sequence were whole after @p ns, for @p bytes
+ * charged, @p l2_bytes of them from the second tier: without, a point of
+ * the model's line; with, what it took past that line a point of the L2
+ * line (each taken by the library's estimates from 20 refills on).
+ */
+void drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes);
 
 /** A sequence's refills were all whole after @p ns; its longest estimate. */
 void drv_learn_seq(struct drv_learn *l, uint64_t ns, uint64_t est_ns, uint64_t est_bytes);

@@ -65,7 +65,7 @@ drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps)
  * line said when each came (once 20 are counted).
  */
 void
-drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes)
+drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes)
 {
 	struct drv_model_learn *ml;
 	double lat_ns, ns_per_byte;
@@ -73,6 +73,23 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes)
 	if (m >= PREFIXCACHE_MAX_MODELS)
 		return;
 	ml = &l->ml[m];
+	if (l2_bytes > 0) {
+		/* The second tier's line: the time past what the model's line says. */
+		uint64_t lat0;
+		double bpn0;
+
+		if (prefixcache_refill_model(l->pc, m, &lat0, &bpn0) != 0)
+			return;
+		linfit_add(&ml->fit2, (double)l2_bytes,
+			   (double)ns - (double)lat0 - (bpn0 > 0 ? (double)bytes / bpn0 : 0));
+		if (!l->learned || ml->fit2.n < 20 || (ml->fit2.n - 20) % 16 != 0 ||
+		    drv_learn_line(&ml->fit2, &lat_ns, &ns_per_byte) != 0)
+			return;
+		prefixcache_set_l2_model(l->pc, m, lat_ns > 0 ? (uint64_t)lat_ns : 0,
+					 ns_per_byte > 0 ? 1 / ns_per_byte : 0);
+		l->st->l2_model_updates++;
+		return;
+	}
 	if (l->short_pct && drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) == 0)
 		ratioq_add(&ml->rq, (double)ns, lat_ns + (double)bytes * ns_per_byte);
 	linfit_add(&ml->fit, (double)bytes, (double)ns);

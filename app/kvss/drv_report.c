@@ -395,7 +395,7 @@ kvss_driver_summary(void)
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
-	char l2j[512], pickj[256];
+	char l2j[640], pickj[256], l2fitj[200] = "";
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -516,15 +516,6 @@ kvss_driver_summary(void)
 		       (double)s->compute_us / 1e3, kvss.cfg.driver.recompute_tokens_per_s);
 	{
 		uint64_t l2hit = ps.l2_hit_tokens < s->hit_tokens ? ps.l2_hit_tokens : s->hit_tokens;
-
-		snprintf(l2j, sizeof(l2j), "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
-			 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
-			 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
-			 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
-			 ",\"l2_recompute_faster_tokens\":%" PRIu64,
-			 s->hit_tokens - l2hit, l2hit, ps.l2_down_tokens, ps.l2_stored_tokens,
-			 ps.l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
-			 ps.l2_recompute_faster_tokens);
 		{
 			uint64_t np = s->picks_ready + s->picks_waited;
 
@@ -541,6 +532,33 @@ kvss_driver_summary(void)
 			       s->picks_waited, np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
 			       s->l2_ready_at_pick, kvss.cfg.wafer.ahead_of_pick);
 		}
+		if (drv_l2_model(0)) {
+			const struct prefixcache_model *p0 = &kvss.cfg.driver.pc.model[0];
+			double lus, lgbps;
+
+			if (drv_learn_fit(&drv.learn.ml[0].fit2, &lus, &lgbps) == 0) {
+				printf("kvss: summary: the second tier's line fitted to %" PRIu64 " refills with hits "
+				       "from L2 (their time past the model's line): l2_latency_us = %.0f, l2_gbps = "
+				       "%.2f (configured: %.0f and %.2f%s)\n", drv.learn.ml[0].fit2.n, lus, lgbps,
+				       (double)p0->l2_latency_ns / 1000, p0->l2_bytes_per_ns * 8,
+				       s->l2_model_updates ? "; the estimates took it" : "");
+				snprintf(l2fitj, sizeof(l2fitj), ",\"fit_l2_refills\":%" PRIu64
+					 ",\"fit_l2_latency_us\":%.0f,\"fit_l2_gbps\":%.3f,\"l2_model_updates\":%" PRIu64,
+					 drv.learn.ml[0].fit2.n, lus, lgbps, s->l2_model_updates);
+			} else {
+				printf("kvss: summary: the second tier's line: %" PRIu64 " refills with hits from L2, "
+				       "too few to fit; the estimates use the configured one\n",
+				       drv.learn.ml[0].fit2.n);
+			}
+		}
+		snprintf(l2j, sizeof(l2j), "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
+			 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
+			 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
+			 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
+			 ",\"l2_recompute_faster_tokens\":%" PRIu64 "%s",
+			 s->hit_tokens - l2hit, l2hit, ps.l2_down_tokens, ps.l2_stored_tokens,
+			 ps.l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
+			 ps.l2_recompute_faster_tokens, l2fitj);
 		if (drv_l2_model(0))
 			printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
 			       " from L2 (moved up in %" PRIu64 " batches); %" PRIu64 " tokens written down "

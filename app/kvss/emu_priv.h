@@ -83,6 +83,7 @@ struct emu_seq {
 	uint32_t mwait[PREFIXCACHE_MAX_MODELS];
 	uint8_t mfailed[PREFIXCACHE_MAX_MODELS];
 	uint64_t mbytes[PREFIXCACHE_MAX_MODELS];
+	uint64_t ml2bytes[PREFIXCACHE_MAX_MODELS]; /* of them, brought up from L2 */
 	/* Picked: it has a run slot (it sends tokens only then); order: when
 	 * it was begun (the first begun is picked first). */
 	bool picked, had_refill, l2hit;

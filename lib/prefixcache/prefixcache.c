@@ -31,6 +31,28 @@ prefixcache_refill_model(const struct prefixcache *pc, uint16_t model, uint64_t 
 	return 0;
 }
 
+int
+prefixcache_set_l2_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
+			 double bytes_per_ns)
+{
+	if (model >= pc->p.num_models || !(bytes_per_ns >= 0))
+		return -EINVAL;
+	pc->m[model].p.l2_latency_ns = latency_ns;
+	pc->m[model].p.l2_bytes_per_ns = bytes_per_ns;
+	return 0;
+}
+
+int
+prefixcache_l2_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
+		     double *bytes_per_ns)
+{
+	if (model >= pc->p.num_models)
+		return -EINVAL;
+	*latency_ns = pc->m[model].p.l2_latency_ns;
+	*bytes_per_ns = pc->m[model].p.l2_bytes_per_ns;
+	return 0;
+}
+
 /* ---- Create ------------------------------------------------------------------------ */
 
 static int

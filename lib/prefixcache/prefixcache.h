@@ -283,6 +283,17 @@ int prefixcache_set_refill_model(struct prefixcache *pc, uint16_t model, uint64_
 				 double bytes_per_ns);
 
 /**
+ * The second tier's line of @p model's refill-time model (what bringing n
+ * tokens up from L2 adds: @p latency_ns + n x refill_bytes_per_token /
+ * @p bytes_per_ns; 0: no bandwidth term), as prefixcache_set_refill_model
+ * sets DRAM's; and what it is now. 0, or -EINVAL.
+ */
+int prefixcache_set_l2_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
+			     double bytes_per_ns);
+int prefixcache_l2_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
+			 double *bytes_per_ns);
+
+/**
  * @p model's refill-time model now (as configured, or as last set): its
  * latency in *@p latency_ns, its bandwidth in *@p bytes_per_ns (0: none).
  * @return 0, or -EINVAL (no such model).
