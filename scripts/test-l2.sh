@@ -15,6 +15,8 @@
 #  6. a driver and two shards over net_memif: shard 1 killed with kill -9
 #     mid-run and started again on its L2 file; the driver takes back what
 #     both shards kept and hits it, every byte right;
+#  8. (run before 6) a shard's L2 fuller than the driver counts: NO_SPACE
+#     answered, counted, the column forgotten, DRAM kept, no restart;
 #  7. (run before 6) ahead of the pick: sequences begun while they wait for
 #     a run slot have their data, L2 columns included, whole when picked.
 # Each process is this test's (its own file prefixes and files).
@@ -166,6 +168,21 @@ if mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null; then
 else
 	echo "l2: disk too small: not tested (cannot mount a tmpfs here)"
 fi
+
+# 8. A shard whose L2 is smaller than the driver counts (its disk full, as
+#    the driver sees it): each column that finds no room is answered
+#    NO_SPACE; the driver forgets it and goes on, DRAM untouched, no restart.
+mkcfg "$tmp/full.cfg" "$tmp/full"
+sed -i 's/l2 = { dir = \("[^"]*"\); column = 64; capacity_tokens = \[200000\]; };/l2 = { dir = \1; column = 64; capacity_tokens = [3200]; };/' "$tmp/full.cfg"
+check "L2 full: the shard's L2 is 50 columns, the driver counts 3,125" grep -q 'capacity_tokens = \[3200\]' "$tmp/full.cfg"
+run_all "$tmp/full.cfg" "$tmp/full.log"
+rc=$?
+clean_run "L2 full" "$tmp/full.log"
+echo "l2: L2 full: $(field "$tmp/full.log" l2_failed) columns refused (NO_SPACE), $(field "$tmp/full.log" resyncs) restarts, hit ratio $(field "$tmp/full.log" hit_ratio)"
+check "L2 full: columns were refused and counted" holds "$(field "$tmp/full.log" l2_failed) > 0"
+check "L2 full: the driver said so" grep -q "L2_DOWN of column .* failed: NO_SPACE" "$tmp/full.log"
+check "L2 full: no restart (DRAM kept)" test "$(field "$tmp/full.log" resyncs)" = 0
+check "L2 full: the shard kept serving DRAM (hits)" holds "$(field "$tmp/full.log" hit_tokens_l1) > 0"
 
 # 7. Ahead of the pick: four sequences run, eight more are begun while they
 #    wait for a run slot, so their refills (and their columns coming up from

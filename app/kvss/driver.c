@@ -145,6 +145,8 @@ drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct dr
 	prefixcache_shard_restart(drv.pc, model);
 	drv.model_epoch[model] = new_epoch();
 	drv.l2_pending[model] = drv_l2_model(model); /* the inventories list what L2 kept */
+	drv_sink_l2_clear(&drv.sink, model);
+	drv_l2_forget_tolerated(model);
 	for (i = 0; i < drv.nshards[model]; i++) {
 		struct drv_shard *sh = &drv.sh[drv.first_shard[model] + i];
 
@@ -316,6 +318,8 @@ kvss_driver_init(void)
 {
 	struct kvss_config *cfg = &kvss.cfg;
 	struct prefixcache_params pp = cfg->driver.pc;
+
+	pp.l2_confirm = true; /* a column is served once every shard said it is on disk */
 	struct prefixcache_sink sink;
 	uint32_t max_entries = proto_evict_max_entries(cfg->mtu);
 	uint16_t m, i, k;
@@ -418,6 +422,9 @@ kvss_driver_free(void)
 
 	emu_free(drv.emu);
 	drv.emu = NULL;
+	drv_sink_l2_clear(&drv.sink, -1);
+	if (drv.sh != NULL)
+		drv_l2_forget_tolerated(UINT16_MAX);
 	for (i = 0; drv.sh != NULL && i < drv.nsh; i++) {
 		free(drv.sh[i].inv);
 		drv_ctlq_clear(&drv.sh[i].q);

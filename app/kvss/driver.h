@@ -67,7 +67,9 @@
 	X(l2_up_batches)    /* batches whose bytes the shards read from their second tier (L2_UP) */ \
 	X(l2_del_cols)      /* columns the second tier let go (L2_DELETE, per cache) */              \
 	X(l2_done)          /* L2_DONE records received */                                          \
-	X(l2_failed)        /* of them, failures (the model starts over; the tiers' inventories say what is left) */ \
+	X(l2_failed)        /* of them, failures */                                                 \
+	X(l2_down_failed_cols) /* columns that did not go down: forgotten, DRAM untouched */        \
+	X(l2_unknown_expected) /* L2_DELETEs after such a failure to a shard that had failed too */ \
 	X(l2_inventory_cols) /* columns shards listed in their inventories */                      \
 	X(l2_adopted_cols)  /* columns taken back from them (held by every shard of the model) */   \
 	X(l2_refused_cols)  /* columns let go instead: parent gone, expired, no room, on some shards only */ \

@@ -141,12 +141,24 @@ struct drv_sink {
 	struct kvss_drv_stats *st; /* it writes deletes, too_big */
 	FILE *expect;		   /* open loop: what each shard must send back (NULL: closed) */
 	uint64_t wall_base_ns;	   /* wall clock (ns since 1970) at the library's time 0 (driver.c) */
+	struct drv_l2wait **l2w;   /* columns sent down, L2_DONEs awaited (drv_sink.c) */
 	bool failed;		   /* out of memory: the run stops */
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };
 
 /** The callbacks, for prefixcache_create (arg: the drv_sink). */
 void drv_sink_ops(struct drv_sink *s, struct prefixcache_sink *out);
+
+/**
+ * An L2_DONE of a column sent down came back fine: 1 when it was the last
+ * one awaited (every shard, every cache: the library may serve it), 0 when
+ * more are, -1 when none is (a model restarted since).
+ */
+int drv_sink_l2_written(struct drv_sink *s, uint16_t model, uint64_t iso, uint64_t key);
+/** A column failed to go down: its L2_DONEs are no longer counted. */
+void drv_sink_l2_drop(struct drv_sink *s, uint16_t model, uint64_t iso, uint64_t key);
+/** Forget every awaited column of @p model (a restart), or of all (-1: the end, freed). */
+void drv_sink_l2_clear(struct drv_sink *s, int model);
 
 /** An L2_DELETE record for shard @p sh alone (a column the others do not hold). */
 void drv_sink_l2_delete_one(struct drv_sink *s, struct drv_shard *sh, const struct proto_l2del *d);
@@ -356,6 +368,10 @@ void drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg);
 void drv_l2_forget_inventory(struct drv_shard *sh);
 void drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc);
 void drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc);
+/** Is ERROR UNKNOWN_PROMPT for @p key from @p sh the answer to an L2_DELETE sent after a failure? */
+bool drv_l2_expected_unknown(const struct drv_shard *sh, uint64_t key);
+/** A model restarts (its old stream's answers will not come): forget what was expected (UINT16_MAX: all, freed). */
+void drv_l2_forget_tolerated(uint16_t model);
 /** Models whose inventories are all in: their columns are taken back (once per restart). */
 void drv_l2_adopt_ready(uint64_t tsc);
 

@@ -12,10 +12,12 @@
  *     taken back (prefixcache_l2_adopt, in token order, parents first);
  *     the rest (on some shards only, parent gone, first use past its TTL,
  *     no room) each shard that holds them is told to let go;
- *   - L2_DONE: a column that did not go down, or did not come up, leaves
- *     the shard's L2 other than the driver thinks: the model starts over,
- *     as for any loss, and the inventories say again what is there.
+ *   - L2_DONE: a column that did not go down is forgotten, and the shards
+ *     that wrote it let it go (DRAM untouched); one that did not come up
+ *     lost its tokens: the model starts over, as for any loss, and the
+ *     inventories say again what is there.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,26 +271,118 @@ drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc
 	}
 }
 
+/*
+ * After a column failed to go down on one shard (cache), the others are
+ * told to let it go; one whose own L2_DOWN of it failed too answers that
+ * L2_DELETE with UNKNOWN_PROMPT, which is expected: (shard, key) here.
+ */
+struct tolerated {
+	uint16_t k;
+	uint64_t key;
+};
+static struct tolerated *tolerate;
+static size_t ntolerate, tolerate_cap;
+
+static void
+tolerate_add(uint16_t k, uint64_t key)
+{
+	if (ntolerate == tolerate_cap) {
+		size_t cap = tolerate_cap ? 2 * tolerate_cap : 256;
+		struct tolerated *p = realloc(tolerate, sizeof(*p) * cap);
+
+		if (p == NULL)
+			return; /* the ERROR, if it comes, restarts the model: still exact */
+		tolerate = p;
+		tolerate_cap = cap;
+	}
+	tolerate[ntolerate++] = (struct tolerated){k, key};
+}
+
+bool
+drv_l2_expected_unknown(const struct drv_shard *sh, uint64_t key)
+{
+	size_t i;
+
+	for (i = ntolerate; i-- > 0;)
+		if (tolerate[i].k == sh->k && tolerate[i].key == key) {
+			tolerate[i] = tolerate[--ntolerate];
+			return true;
+		}
+	return false;
+}
+
+void
+drv_l2_forget_tolerated(uint16_t model)
+{
+	size_t i = 0;
+
+	while (i < ntolerate)
+		if (model == UINT16_MAX || drv.sh[tolerate[i].k].model == model)
+			tolerate[i] = tolerate[--ntolerate];
+		else
+			i++;
+	if (model == UINT16_MAX) {
+		free(tolerate);
+		tolerate = NULL;
+		ntolerate = tolerate_cap = 0;
+	}
+}
+
+/*
+ * A column that did not go down (no room, a write that failed): DRAM is not
+ * touched (its DELETE frees it as planned), the driver forgets the column
+ * and the shards that wrote it let it go. A column that did not come up (a
+ * checksum, a read that failed) lost its tokens: the model starts over, as
+ * for any loss, and the inventories say what is left.
+ */
 void
 drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 {
-	uint16_t i;
+	uint16_t i, j, c;
 
 	for (i = 0; i < msg->hdr.count; i++) {
 		struct proto_l2done d;
 
 		proto_get_l2_done(msg, i, &d);
 		drv.st.l2_done++;
-		if (d.status == 0)
+		if (d.status == 0) {
+			/* Written: once every shard has, in every cache, it is served. */
+			if (d.op == 1 && drv_sink_l2_written(&drv.sink, sh->model, d.isolation_id, d.key) == 1)
+				prefixcache_l2_confirm(drv.pc, sh->model, d.isolation_id, d.key);
 			continue;
+		}
 		drv.st.l2_failed++;
 		if (drv.st.l2_failed <= 5)
 			fprintf(stderr, "kvss: driver: shard %u: second tier: %s of column %016" PRIx64
 					" (cache %u) failed: %s\n", sh->ref->id,
 				d.op == 1 ? "L2_DOWN" : "L2_UP", d.key, d.cache_id,
 				proto_err_name(d.status) ? proto_err_name(d.status) : "?");
-		/* Its L2 is not what the driver thinks: start over, the inventory says what is. */
-		drv_model_restart(sh->model, tsc, "second tier failed", sh, &drv.st.resyncs);
-		return;
+		if (d.op != 1) {
+			drv_model_restart(sh->model, tsc, "lost a column of its second tier", sh,
+					  &drv.st.resyncs);
+			return;
+		}
+		/*
+		 * An L2_DELETE of it the library sent before it knew (room made,
+		 * a newer copy) finds nothing here: expected, as is the one sent
+		 * below. Either may find a newer copy written meanwhile instead,
+		 * and delete it, which the library forgets too: the tiers agree.
+		 */
+		tolerate_add(sh->k, d.key);
+		drv_sink_l2_drop(&drv.sink, sh->model, d.isolation_id, d.key);
+		if (!prefixcache_l2_forget(drv.pc, sh->model, d.isolation_id, d.key))
+			continue; /* forgotten at another shard's (or cache's) failure */
+		tolerate_add(sh->k, d.key);
+		drv.st.l2_down_failed_cols++;
+		for (j = 0; j < drv.nshards[sh->model]; j++) {
+			struct drv_shard *o = &drv.sh[drv.first_shard[sh->model] + j];
+
+			for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
+				struct proto_l2del del = {d.key, d.isolation_id, 0, c};
+
+				drv_sink_l2_delete_one(&drv.sink, o, &del);
+				drv.st.l2_del_cols++;
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@
  * checker (test/replay_check.c).
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "drv.h"
@@ -180,12 +181,123 @@ l2col_of(const struct drv_sink *s, struct proto_l2col *o, const struct prefixcac
 				  .cache_id = c->cache_id};
 }
 
+/*
+ * Columns sent down and not yet written by every shard (in every cache):
+ * the library serves them only once all have said so (l2_confirm).
+ */
+#define L2W_BUCKETS 65536u
+
+struct drv_l2wait {
+	struct drv_l2wait *next;
+	uint64_t key, iso;
+	uint16_t model;
+	uint32_t left; /* L2_DONEs still to come */
+};
+
+static uint32_t
+l2w_bucket(uint16_t model, uint64_t iso, uint64_t key)
+{
+	uint64_t h = (key ^ iso * 0x9E3779B97F4A7C15ull ^ model) * 0xBF58476D1CE4E5B9ull;
+
+	return (uint32_t)(h >> 40) % L2W_BUCKETS;
+}
+
+static struct drv_l2wait **
+l2w_find(struct drv_sink *s, uint16_t model, uint64_t iso, uint64_t key)
+{
+	struct drv_l2wait **p;
+
+	if (s->l2w == NULL)
+		return NULL;
+	for (p = &s->l2w[l2w_bucket(model, iso, key)]; *p != NULL; p = &(*p)->next)
+		if ((*p)->key == key && (*p)->iso == iso && (*p)->model == model)
+			return p;
+	return NULL;
+}
+
+static void
+l2w_expect(struct drv_sink *s, uint16_t model, uint64_t iso, uint64_t key, uint32_t n)
+{
+	struct drv_l2wait **p, *w;
+
+	if (s->l2w == NULL && (s->l2w = calloc(L2W_BUCKETS, sizeof(*s->l2w))) == NULL) {
+		s->failed = true;
+		return;
+	}
+	p = l2w_find(s, model, iso, key);
+	if (p != NULL) {
+		(*p)->left += n; /* sent down again before the first was written */
+		return;
+	}
+	w = malloc(sizeof(*w));
+	if (w == NULL) {
+		s->failed = true;
+		return;
+	}
+	*w = (struct drv_l2wait){s->l2w[l2w_bucket(model, iso, key)], key, iso, model, n};
+	s->l2w[l2w_bucket(model, iso, key)] = w;
+}
+
+int
+drv_sink_l2_written(struct drv_sink *s, uint16_t model, uint64_t iso, uint64_t key)
+{
+	struct drv_l2wait **p = l2w_find(s, model, iso, key), *w;
+
+	if (p == NULL)
+		return -1;
+	if (--(*p)->left > 0)
+		return 0;
+	w = *p;
+	*p = w->next;
+	free(w);
+	return 1;
+}
+
+void
+drv_sink_l2_drop(struct drv_sink *s, uint16_t model, uint64_t iso, uint64_t key)
+{
+	struct drv_l2wait **p = l2w_find(s, model, iso, key), *w;
+
+	if (p != NULL) {
+		w = *p;
+		*p = w->next;
+		free(w);
+	}
+}
+
+void
+drv_sink_l2_clear(struct drv_sink *s, int model)
+{
+	uint32_t b;
+
+	for (b = 0; s->l2w != NULL && b < L2W_BUCKETS; b++) {
+		struct drv_l2wait **p = &s->l2w[b];
+
+		while (*p != NULL) {
+			struct drv_l2wait *w = *p;
+
+			if (model < 0 || w->model == model) {
+				*p = w->next;
+				free(w);
+			} else {
+				p = &w->next;
+			}
+		}
+	}
+	if (model < 0) {
+		free(s->l2w);
+		s->l2w = NULL;
+	}
+}
+
 static void
 on_l2_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
 {
 	struct drv_sink *s = arg;
 	struct proto_l2col o;
 	uint16_t i;
+
+	l2w_expect(s, model, c->isolation_id, c->key, s->nshards[model]);
 
 	l2col_of(s, &o, c);
 	for (i = 0; i < s->nshards[model]; i++) {

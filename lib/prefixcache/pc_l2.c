@@ -197,7 +197,7 @@ pc_l2_demote(struct prefixcache *pc, uint32_t i)
 	pc->l2[k] = (struct pc_l2e){.hash = e->hash, .parent = parent, .org = e->org,
 				    .start = e->start, .length = e->length,
 				    .first_used = e->first_used, .last_used = e->last_used,
-				    .gid = e->gid};
+				    .gid = e->gid, .pending = pc->p.l2_confirm};
 	{
 		uint32_t b = l2_bucket(pc, e->gid, e->org, e->hash);
 
@@ -238,8 +238,8 @@ pc_l2_walk(struct prefixcache *pc, uint16_t mi, uint32_t org, const struct prefi
 
 		h = prefixcache_column_hash(h, req->tokens + end, ne - end);
 		i = l2_find(pc, gid, org, h);
-		if (i == NIL || pc->l2[i].length != ne || pc->l2[i].start != end)
-			break;
+		if (i == NIL || pc->l2[i].length != ne || pc->l2[i].start != end || pc->l2[i].pending)
+			break; /* not there, or not yet on every shard's disk */
 		probe.first_used = pc->l2[i].first_used;
 		probe.last_used = pc->l2[i].last_used;
 		if (expired_t(&probe, ttl, t)) {
@@ -409,4 +409,33 @@ pc_l2_reset_model(struct prefixcache *pc, uint16_t mi)
 		l2_detach(pc, i);
 		l2_release(pc, i);
 	}
+}
+
+bool
+prefixcache_l2_forget(struct prefixcache *pc, uint16_t mi, uint64_t isolation_id, uint64_t key)
+{
+	uint32_t org, i;
+
+	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi) || pc->l2 == NULL)
+		return false;
+	org = pc_org_get(pc, isolation_id);
+	if (org == NIL || (i = l2_find(pc, (uint8_t)(mi * MAX_GROUPS), org, key)) == NIL)
+		return false;
+	l2_detach(pc, i);
+	l2_release(pc, i);
+	return true;
+}
+
+bool
+prefixcache_l2_confirm(struct prefixcache *pc, uint16_t mi, uint64_t isolation_id, uint64_t key)
+{
+	uint32_t org, i;
+
+	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi) || pc->l2 == NULL)
+		return false;
+	org = pc_org_get(pc, isolation_id);
+	if (org == NIL || (i = l2_find(pc, (uint8_t)(mi * MAX_GROUPS), org, key)) == NIL)
+		return false;
+	pc->l2[i].pending = 0;
+	return true;
 }

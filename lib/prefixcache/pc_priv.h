@@ -99,6 +99,7 @@ struct pc_l2e {
 	uint32_t hnext;			/* hash chain; free list */
 	uint32_t prev, next;		/* LRU */
 	uint8_t gid;
+	uint8_t pending; /* sent down, not yet confirmed (l2_confirm): not served */
 };
 
 struct pc_model {

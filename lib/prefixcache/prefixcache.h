@@ -183,6 +183,12 @@ struct prefixcache_params {
 	uint8_t probation_pct;
 	/** followup: a class reused less than this share, percent, is cold (0: 10; at most 100). */
 	uint8_t followup_pct;
+	/**
+	 * The second tier: a column sent down is not served until
+	 * prefixcache_l2_confirm() says every shard wrote it (a driver whose
+	 * shards answer asynchronously); false: at once (a synchronous tier).
+	 */
+	bool l2_confirm;
 };
 
 /** Where the library's messages go. Each callback may be NULL. */
@@ -401,6 +407,18 @@ void prefixcache_shard_restart(struct prefixcache *pc, uint16_t model);
  */
 int prefixcache_l2_adopt(struct prefixcache *pc, uint16_t model, const struct prefixcache_l2col *c,
 			 uint64_t now);
+
+/** Every shard wrote column @p key (l2_confirm): from now on it is served. @return whether known. */
+bool prefixcache_l2_confirm(struct prefixcache *pc, uint16_t model, uint64_t isolation_id,
+			    uint64_t key);
+
+/**
+ * A column did not go down on some shard (L2_DONE with an error: no room, a
+ * failed write): the driver forgets it, sending nothing (the caller has the
+ * shards that hold it let it go). @return whether it was known.
+ */
+bool prefixcache_l2_forget(struct prefixcache *pc, uint16_t model, uint64_t isolation_id,
+			   uint64_t key);
 
 /**
  * Remove expired entries (and what hangs on them), emitting DELETEs.
