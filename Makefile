@@ -161,7 +161,7 @@ $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC) $(PLOT_SRC)) $(
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC) $(PLOT_SRC)) \
-		$(LIBWORKLOAD) $(LIBWAFER) \
+		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 

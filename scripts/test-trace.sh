@@ -228,4 +228,40 @@ mkfifo "$tmp/fifo"
 timeout 20 "$BUILD/kvss-trace" --trace "$tmp/fifo" --capacity 1e6 >"$tmp/fifo.out" 2>&1
 check "--trace FIFO: exit 2 at once, refused as a FIFO" sh -c \
 	"[ $? -eq 2 ] && grep -q 'not a regular file (a FIFO)' '$tmp/fifo.out'"
+# Per-organization TTLs on the trace's clock (issue 31, item 3): two
+# organizations whose system prompts come back every 20 s of trace time.
+python3 - >"$tmp/orgs.jsonl" <<'PY'
+import json
+for i in range(40):
+    org = "acme" if i % 2 == 0 else "zeta"
+    base = 1000 if org == "acme" else 50000
+    toks = [base + k for k in range(1024)] + [900000 + i * 100 + k for k in range(64)]
+    print(json.dumps({"timestamp": i * 10000, "org": org, "tokens": toks}))
+PY
+orgratio() { # orgratio JSONFILE ORG
+	python3 -c 'import json,sys; print([o["hit_ratio"] for o in json.loads(open(sys.argv[1]).readline())["orgs"] if o["org"] == sys.argv[2]][0])' "$1" "$2"
+}
+"$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --capacity 100000 --json --org-ttl acme:15:0 \
+	--org-ttl zeta:0:0 >"$tmp/orgttl.json" 2>/dev/null
+check "--org-ttl: runs clean" test $? -eq 0
+"$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --capacity 100000 --json --org-ttl acme:30:0 \
+	--org-ttl zeta:0:0 >"$tmp/orgttl30.json" 2>/dev/null
+echo "kvss-trace: --org-ttl acme:15: acme $(orgratio "$tmp/orgttl.json" acme), zeta $(orgratio "$tmp/orgttl.json" zeta); acme:30: acme $(orgratio "$tmp/orgttl30.json" acme)"
+check "--org-ttl: an organization whose prompt comes back after its TTL (20 s > 15 s) never hits" \
+	test "$(orgratio "$tmp/orgttl.json" acme)" = 0.0
+check "--org-ttl: ... another organization with none hits every time but its first" \
+	holds "$(orgratio "$tmp/orgttl.json" zeta) > 0.85"
+check "--org-ttl: ... and with a TTL above the gap (30 s) the first one hits too" \
+	holds "$(orgratio "$tmp/orgttl30.json" acme) > 0.85"
+"$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --capacity 100000 --orgs-from config/memif-driver.cfg \
+	>"$tmp/orgsfrom.out" 2>&1
+check "--orgs-from: the application's driver.orgs, on the trace's clock" \
+	grep -q "org acme (ttl_last_s 600, ttl_first_s 0; 0: the global): 19456 of 21760 prompt tokens hit" \
+	"$tmp/orgsfrom.out"
+"$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --org-ttl acme-15 >"$tmp/orgbad.out" 2>&1
+check "--org-ttl: a bad value is refused with exit 2, saying the form" \
+	sh -c "[ $? -eq 2 ] && grep -q 'want NAME:TTL_LAST_S:TTL_FIRST_S' '$tmp/orgbad.out'"
+"$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --orgs-from "$tmp/nonexistent.cfg" >"$tmp/orgbad2.out" 2>&1
+check "--orgs-from: a missing file is refused with exit 2, named" \
+	sh -c "[ $? -eq 2 ] && grep -q 'nonexistent.cfg' '$tmp/orgbad2.out'"
 check_summary "kvss-trace"

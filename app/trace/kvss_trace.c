@@ -23,6 +23,7 @@
 #include "trace_priv.h"
 #include "workload.h"
 #include "args.h"
+#include "config.h"
 
 #define PEAK_WINDOW_S 10	   /* the busiest this many seconds of trace time */
 #define RATES_MAX_S (1u << 22) /* seconds counted apart (48 days); later ones go in the last */
@@ -172,11 +173,16 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 	p.pc.model[0].recompute_tokens_per_ns = o->recompute_tps / 1e9;
 	p.l2_dir = l2 ? o->l2_dir : NULL;
 	for (k = 0; k < nrep; k++) {
+		unsigned int j;
+
 		r[k] = replay_create(&p);
 		if (r[k] == NULL) {
 			fprintf(stderr, "kvss-trace: cannot set up capacity %" PRIu64 " (memory?)\n", cap);
 			goto out;
 		}
+		for (j = 0; j < o->nottl; j++)
+			prefixcache_org_ttl(replay_pc(r[k]), o->ottl[j].iso, o->ottl[j].last_s * 1000000000ull,
+					    o->ottl[j].first_s * 1000000000ull);
 	}
 	if (nrep > 1) {
 		struct route_params rp = {.replicas = nrep, .policy = o->route, .seed = 0x5eed};
@@ -224,10 +230,15 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 			rt.evict[sec] += after.evicted_tokens - before.evicted_tokens;
 			rt.refill[sec] += hit;
 			res->hit += hit;
+			for (k = 0; k < o->nottl; k++)
+				if (o->ottl[k].iso == rq.isolation_id) {
+					res->org_input[k] += q->n;
+					res->org_hit[k] += hit;
+				}
 		}
 		res->input += q->n;
 		res->requests++;
-		if (o->ttl_last_s || o->ttl_first_s)
+		if (o->ttl_last_s || o->ttl_first_s || o->nottl)
 			prefixcache_expire(replay_pc(r[rep]), now, 4096);
 		if ((i + 1) % step == 0 && (tty || (i + 1) % (5 * step) == 0))
 			fprintf(stderr, "%skvss-trace: capacity %" PRIu64 ": %zu/%zu requests, hit ratio %.3f%s",
@@ -346,6 +357,73 @@ num(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
 /* TTLs up to ten years, in seconds. */
 #define TTL_MAX_S (10ull * 365 * 86400)
 
+static int
+org_ttl_add(struct opts *o, const char *name, uint64_t last_s, uint64_t first_s, const char *opt)
+{
+	unsigned int j;
+
+	if (name[0] == '\0' || strlen(name) >= sizeof(o->ottl[0].name)) {
+		fprintf(stderr, "kvss-trace: %s: an organization's name of 1 to 63 bytes\n", opt);
+		return -1;
+	}
+	for (j = 0; j < o->nottl; j++)
+		if (strcmp(o->ottl[j].name, name) == 0) {
+			fprintf(stderr, "kvss-trace: %s: '%s' named twice\n", opt, name);
+			return -1;
+		}
+	if (o->nottl == sizeof(o->ottl) / sizeof(o->ottl[0])) {
+		fprintf(stderr, "kvss-trace: %s: at most %zu organizations\n", opt,
+			sizeof(o->ottl) / sizeof(o->ottl[0]));
+		return -1;
+	}
+	snprintf(o->ottl[o->nottl].name, sizeof(o->ottl[0].name), "%s", name);
+	o->ottl[o->nottl].iso = proto_ref_isolation_id(name, strlen(name));
+	o->ottl[o->nottl].last_s = last_s;
+	o->ottl[o->nottl++].first_s = first_s;
+	return 0;
+}
+
+/* --org-ttl NAME:LAST_S:FIRST_S (0: the global TTL), as driver.orgs gives them. */
+static int
+org_ttl_arg(struct opts *o, const char *arg)
+{
+	char name[64], tail;
+	unsigned long long l, f;
+	const char *c = strchr(arg, ':');
+
+	if (c == NULL || (size_t)(c - arg) >= sizeof(name) ||
+	    sscanf(c + 1, "%llu:%llu%c", &l, &f, &tail) != 2 || l > TTL_MAX_S || f > TTL_MAX_S ||
+	    strchr(c + 1, '-') != NULL) {
+		fprintf(stderr, "kvss-trace: --org-ttl: '%s': want NAME:TTL_LAST_S:TTL_FIRST_S "
+				"(seconds, up to ten years; 0: the global one)\n", arg);
+		return -1;
+	}
+	memcpy(name, arg, (size_t)(c - arg));
+	name[c - arg] = '\0';
+	return org_ttl_add(o, name, l, f, "--org-ttl");
+}
+
+/* --orgs-from FILE: the driver.orgs of a kvss configuration, as the application reads it. */
+static int
+orgs_from(struct opts *o, const char *path)
+{
+	static struct kvss_config cfg;
+	char err[512];
+	uint16_t j;
+
+	if (kvss_config_load_as(path, KVSS_ROLE_DRIVER, &cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-trace: --orgs-from: %s\n", err);
+		return -1;
+	}
+	if (cfg.driver.num_orgs == 0)
+		fprintf(stderr, "kvss-trace: --orgs-from: %s names no organization (driver.orgs)\n", path);
+	for (j = 0; j < cfg.driver.num_orgs; j++)
+		if (org_ttl_add(o, cfg.driver.org[j].name, cfg.driver.org[j].ttl_last_ns / 1000000000ull,
+				cfg.driver.org[j].ttl_first_ns / 1000000000ull, "--orgs-from") != 0)
+			return -1;
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -366,6 +444,7 @@ main(int argc, char **argv)
 		{"l2-read-gbps", required_argument, NULL, 'G'},
 		{"l2-latency-us", required_argument, NULL, 'Y'},
 		{"l2-dir", required_argument, NULL, 'D'}, {"plot", required_argument, NULL, 'Q'},
+		{"org-ttl", required_argument, NULL, 'X'}, {"orgs-from", required_argument, NULL, 'W'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
 			 .l2_gbps = 3.0, .l2_lat_us = 100};
@@ -467,6 +546,14 @@ main(int argc, char **argv)
 		}
 		case 'Q':
 			o.plot = optarg;
+			break;
+		case 'X':
+			if (org_ttl_arg(&o, optarg) != 0)
+				return 2;
+			break;
+		case 'W':
+			if (orgs_from(&o, optarg) != 0)
+				return 2;
 			break;
 		case 'L':
 			NUM("--ttl-last", 0, TTL_MAX_S, o.ttl_last_s);
@@ -654,6 +741,18 @@ main(int argc, char **argv)
 				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
 				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
+			if (o.nottl) {
+				unsigned int j;
+
+				printf(", \"orgs\": [");
+				for (j = 0; j < o.nottl; j++)
+					printf("%s{\"org\": \"%s\", \"ttl_last_s\": %" PRIu64 ", \"ttl_first_s\": %" PRIu64
+					       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
+					       ", \"hit_ratio\": %.4f}", j ? ", " : "", o.ottl[j].name, o.ottl[j].last_s,
+					       o.ottl[j].first_s, res.org_input[j], res.org_hit[j],
+					       res.org_input[j] ? (double)res.org_hit[j] / (double)res.org_input[j] : 0.0);
+				printf("]");
+			}
 			if (o.nl2 && (rc2 = print_l2(&o, &t, blocks, o.capacity[k])) != 0) {
 				if (rc2 < 0)
 					return 1;
@@ -695,6 +794,12 @@ main(int argc, char **argv)
 				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
 				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
+			for (unsigned int j = 0; j < o.nottl; j++)
+				printf("%-12s org %s (ttl_last_s %" PRIu64 ", ttl_first_s %" PRIu64 "; 0: the "
+				       "global): %" PRIu64 " of %" PRIu64 " prompt tokens hit, hit ratio %.4f\n", "",
+				       o.ottl[j].name, o.ottl[j].last_s, o.ottl[j].first_s, res.org_hit[j],
+				       res.org_input[j],
+				       res.org_input[j] ? (double)res.org_hit[j] / (double)res.org_input[j] : 0.0);
 			if (o.nl2 && (rc2 = print_l2(&o, &t, blocks, o.capacity[k])) != 0) {
 				if (rc2 < 0)
 					return 1;

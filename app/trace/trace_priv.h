@@ -44,6 +44,13 @@ struct opts {
 	enum prefixcache_policy pols[8]; /* --policy P[,P...]: each in turn */
 	unsigned int npol;
 	const char *plot; /* --plot FILE.png */
+	/* --org-ttl NAME:LAST:FIRST, --orgs-from FILE: per-organization TTLs
+	 * on the trace's clock, and the hit ratio of each so named. */
+	struct org_ttl {
+		char name[64];
+		uint64_t iso, last_s, first_s;
+	} ottl[64];
+	unsigned int nottl;
 };
 
 /* What --plot draws: per policy, the hit ratio at each capacity; the references. */
@@ -53,6 +60,8 @@ struct curves {
 };
 
 struct result {
+	/* Per --org-ttl organization: prompt tokens, and hit tokens. */
+	uint64_t org_input[64], org_hit[64];
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
 	double wall;
 	double baseline;
