@@ -407,6 +407,7 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@for b in $(BENCHES); do $$b || exit 1; done
 	@scripts/bench-kvdisk.sh $(BUILD)
 	@scripts/bench-trace.sh $(BUILD)
+	@scripts/bench-redis.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

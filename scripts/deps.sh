@@ -10,6 +10,7 @@ PKGS=(
 	libconfig-dev libxxhash-dev libcriterion-dev libpcap-dev liburing-dev fio
 	clang libclang-rt-dev
 	python3 iproute2 prometheus python3-prometheus-client gnuplot-nox tshark
+	redis-server redis-tools
 )
 
 missing=()
