@@ -109,6 +109,18 @@ check "role all: under 90% of refills fell short of the default estimates (confi
 # A failure says why: the summary names each kind of protocol error.
 [ "$fail" -eq 0 ] || grep -E "summary:|final stats" "$tmp/all.log" >&2
 
+# 1b. Multimodal input (issue 31, item 2): an image of 64 tokens ends every
+#     4th prompt of the built-in workload (wafer.multimodal_every); caching
+#     stops before it, the summary counts what was not cached.
+sed 's/^  generate = 200;$/&\n  multimodal_every = 4;/' config/all-in-one.cfg >"$tmp/mm.cfg"
+run_all "$tmp/mm.cfg" "$tmp/mm.log" --limit 150
+check "multimodal: exits 0" test $? -eq 0
+grep '^{' "$tmp/mm.log" | tail -1 >"$tmp/mm.json"
+check_clean "multimodal" "$tmp/mm.json" "the shard holds"
+check "multimodal: tokens after an image were not cached, and counted" \
+	holds "$(field "$tmp/mm.json" multimodal_trimmed_tokens) > 0"
+check "multimodal: the summary says so" grep -q "summary: multimodal: [1-9][0-9]* tokens not cached" "$tmp/mm.log"
+
 # 1a. The same with refill_model = "learned": from the 20th refill the
 #     estimates follow the line fitted to the refills taken. The configured
 #     20 us + 10 Gb/s falls short of nearly every refill here (the wafer,

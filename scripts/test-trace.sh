@@ -264,4 +264,36 @@ check "--org-ttl: a bad value is refused with exit 2, saying the form" \
 "$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --orgs-from "$tmp/nonexistent.cfg" >"$tmp/orgbad2.out" 2>&1
 check "--orgs-from: a missing file is refused with exit 2, named" \
 	sh -c "[ $? -eq 2 ] && grep -q 'nonexistent.cfg' '$tmp/orgbad2.out'"
+# Multimodal input (issue 31, item 2): caching stops before the first
+# multimodal token. Two requests with the same 1,056 tokens; in the first,
+# tokens 512-575 are an image.
+python3 - "$tmp/mm.jsonl" "$tmp/mm0.jsonl" <<'PY'
+import json, sys
+toks = list(range(1000, 2024)) + list(range(900000, 900032))
+with open(sys.argv[1], "w") as a, open(sys.argv[2], "w") as b:
+    for i in range(2):
+        d = {"timestamp": i * 1000, "org": "acme", "tokens": toks}
+        b.write(json.dumps(d) + "\n")
+        if i == 0:
+            d["multimodal"] = [512, 576]
+        a.write(json.dumps(d) + "\n")
+PY
+jfield() { python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())[sys.argv[2]])' "$1" "$2"; }
+"$BUILD/kvss-trace" --trace "$tmp/mm.jsonl" --capacity 100000 --json >"$tmp/mm.json" 2>/dev/null
+"$BUILD/kvss-trace" --trace "$tmp/mm0.jsonl" --capacity 100000 --json >"$tmp/mm0.json" 2>/dev/null
+echo "kvss-trace: multimodal: the second request hits $(jfield "$tmp/mm.json" hit_tokens) tokens after an image at 512 ($(jfield "$tmp/mm.json" multimodal_trimmed_tokens) not cached), $(jfield "$tmp/mm0.json" hit_tokens) without"
+check "multimodal: caching stopped before the image: the next request hits its first 512 tokens" \
+	test "$(jfield "$tmp/mm.json" hit_tokens)" = 512
+check "multimodal: the tokens not cached are counted (1,056 - 512)" \
+	test "$(jfield "$tmp/mm.json" multimodal_trimmed_tokens)" = 544
+check "multimodal: without the image, the whole prefix hits (16 columns)" \
+	test "$(jfield "$tmp/mm0.json" hit_tokens)" = 1024 -a "$(jfield "$tmp/mm0.json" multimodal_trimmed_tokens)" = 0
+printf '{"tokens": [1, 2, 3, 4], "multimodal": [3, 9]}\n' >"$tmp/mmbad.jsonl"
+"$BUILD/kvss-trace" --trace "$tmp/mmbad.jsonl" --capacity 100 >"$tmp/mmbad.out" 2>&1
+check "multimodal: a range past the prompt is refused (exit 2), naming line and field" \
+	sh -c "[ $? -eq 2 ] && grep -q 'mmbad.jsonl:1: multimodal: want' '$tmp/mmbad.out'"
+"$BUILD/kvss-trace" --generate 300 --multimodal-every 4 --capacity 1e6 --json >"$tmp/mmgen.json" 2>/dev/null
+"$BUILD/kvss-trace" --generate 300 --capacity 1e6 --json >"$tmp/mmgen0.json" 2>/dev/null
+check "multimodal: the built-in workload's images (--multimodal-every) cut what is cached, and hits" \
+	holds "$(jfield "$tmp/mmgen.json" multimodal_trimmed_tokens) > 0 and $(jfield "$tmp/mmgen.json" hit_ratio) < $(jfield "$tmp/mmgen0.json" hit_ratio)"
 check_summary "kvss-trace"

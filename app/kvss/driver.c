@@ -269,6 +269,8 @@ load_workload(const struct kvss_config *cfg)
 
 		if (workload_generate(n, &drv.wl) != 0)
 			return -1;
+		/* wafer.multimodal_every: an image of 64 tokens ends every Nth prompt. */
+		workload_mark_multimodal(&drv.wl, cfg->wafer.multimodal_every, 64);
 		snprintf(drv.source, sizeof(drv.source), "the built-in workload%s",
 			 cfg->wafer.trace[0] ? " (the trace is not there)" : "");
 	}

@@ -58,6 +58,7 @@
 	X(compute_us)       /* the wafer's prefill of missed tokens (recompute_tokens_per_s) */      \
 	X(no_mbuf)  /* the pool was empty */                                                       \
 	X(too_big)	    /* a control record that cannot fit a frame */                          \
+	X(multimodal_trimmed) /* tokens cut from what may be cached: after a multimodal token */     \
 	X(picks_ready)      /* sequences with a refill whose data was whole when a run slot took them */ \
 	X(picks_waited)     /* ... and those that waited for it in their slot */                    \
 	X(pick_wait_us)     /* how long those waited, from their pick, summed */                    \

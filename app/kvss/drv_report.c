@@ -510,6 +510,9 @@ kvss_driver_summary(void)
 		       " requests begun after one last came back %s\n", awayj,
 		       s->shards_back ? s->requests - drv.back_at[0] : 0, backj);
 	}
+	if (s->multimodal_trimmed)
+		printf("kvss: summary: multimodal: %" PRIu64 " tokens not cached, after a multimodal token "
+		       "(the design: caching stops before the first)\n", s->multimodal_trimmed);
 	if (kvss.cfg.driver.recompute_tokens_per_s)
 		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
 		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
@@ -521,10 +524,11 @@ kvss_driver_summary(void)
 
 			snprintf(pickj, sizeof(pickj), "\"ahead_of_pick\":%u,\"picks_ready\":%" PRIu64
 				 ",\"picks_waited\":%" PRIu64 ",\"refill_wait_at_pick_us\":%.1f"
-				 ",\"l2_hit_seqs\":%" PRIu64 ",\"l2_ready_at_pick\":%" PRIu64,
+				 ",\"l2_hit_seqs\":%" PRIu64 ",\"l2_ready_at_pick\":%" PRIu64
+				 ",\"multimodal_trimmed_tokens\":%" PRIu64,
 				 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
 				 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
-				 s->l2_ready_at_pick);
+				 s->l2_ready_at_pick, s->multimodal_trimmed);
 			printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
 			       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
 			       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64

@@ -483,7 +483,7 @@ seq_start(struct emu *e, uint64_t now)
 	for (m = 0; m < e->p.num_models; m++) {
 		struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
 						 .num_tokens = q->n, .cache_length_allowed = q->allowed,
-						 .first_multimodal = UINT32_MAX, .sequence_id = s->slot};
+						 .first_multimodal = q->first_mm, .sequence_id = s->slot};
 		struct prefixcache_hit hit;
 
 		if (!e->p.hooks->model_up(e->p.arg, m)) {
@@ -516,6 +516,9 @@ seq_start(struct emu *e, uint64_t now)
 			}
 		pid_add(e, hit.prompt_id, s);
 		if (m == 0) {
+			/* Caching stops before the first multimodal token (the design). */
+			if (q->first_mm < q->allowed)
+				st->multimodal_trimmed += q->allowed - q->first_mm;
 			st->lookup_tokens += hit.lookup_tokens;
 			st->hit_tokens += hit.hit_tokens;
 			st->miss_tokens += q->n - hit.hit_tokens;

@@ -202,7 +202,7 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 		uint64_t now = q->ts_ms * 1000000ull;
 		struct prefixcache_request rq = {
 			.isolation_id = q->iso, .tokens = q->tokens, .num_tokens = q->n,
-			.cache_length_allowed = q->allowed, .first_multimodal = UINT32_MAX,
+			.cache_length_allowed = q->allowed, .first_multimodal = q->first_mm,
 			.sequence_id = (uint32_t)i};
 		uint32_t rep = 0;
 
@@ -238,6 +238,8 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 		}
 		res->input += q->n;
 		res->requests++;
+		if (q->first_mm < q->allowed)
+			res->mm_trimmed += q->allowed - q->first_mm;
 		if (o->ttl_last_s || o->ttl_first_s || o->nottl)
 			prefixcache_expire(replay_pc(r[rep]), now, 4096);
 		if ((i + 1) % step == 0 && (tty || (i + 1) % (5 * step) == 0))
@@ -445,6 +447,7 @@ main(int argc, char **argv)
 		{"l2-latency-us", required_argument, NULL, 'Y'},
 		{"l2-dir", required_argument, NULL, 'D'}, {"plot", required_argument, NULL, 'Q'},
 		{"org-ttl", required_argument, NULL, 'X'}, {"orgs-from", required_argument, NULL, 'W'},
+		{"multimodal-every", required_argument, NULL, 'I'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
 			 .l2_gbps = 3.0, .l2_lat_us = 100};
@@ -547,6 +550,9 @@ main(int argc, char **argv)
 		case 'Q':
 			o.plot = optarg;
 			break;
+		case 'I':
+			NUM("--multimodal-every", 1, 1000000, o.mm_every);
+			break;
 		case 'X':
 			if (org_ttl_arg(&o, optarg) != 0)
 				return 2;
@@ -616,6 +622,7 @@ main(int argc, char **argv)
 			fprintf(stderr, "kvss-trace: out of memory\n");
 			return 1;
 		}
+		workload_mark_multimodal(&t, o.mm_every, 64);
 	} else if (workload_load(o.trace, o.block, 0, &t, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss-trace: %s\n", err);
 		return 2;
@@ -741,6 +748,7 @@ main(int argc, char **argv)
 				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
 				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
+			printf(", \"multimodal_trimmed_tokens\": %" PRIu64, res.mm_trimmed);
 			if (o.nottl) {
 				unsigned int j;
 
@@ -794,6 +802,9 @@ main(int argc, char **argv)
 				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
 				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
+			if (res.mm_trimmed)
+				printf("%-12s multimodal: %" PRIu64 " tokens not cached, after a multimodal "
+				       "token\n", "", res.mm_trimmed);
 			for (unsigned int j = 0; j < o.nottl; j++)
 				printf("%-12s org %s (ttl_last_s %" PRIu64 ", ttl_first_s %" PRIu64 "; 0: the "
 				       "global): %" PRIu64 " of %" PRIu64 " prompt tokens hit, hit ratio %.4f\n", "",

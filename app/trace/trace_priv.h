@@ -51,6 +51,7 @@ struct opts {
 		uint64_t iso, last_s, first_s;
 	} ottl[64];
 	unsigned int nottl;
+	uint32_t mm_every; /* --multimodal-every N: the built-in workload's images */
 };
 
 /* What --plot draws: per policy, the hit ratio at each capacity; the references. */
@@ -62,6 +63,7 @@ struct curves {
 struct result {
 	/* Per --org-ttl organization: prompt tokens, and hit tokens. */
 	uint64_t org_input[64], org_hit[64];
+	uint64_t mm_trimmed; /* tokens not cached: after a multimodal token */
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
 	double wall;
 	double baseline;

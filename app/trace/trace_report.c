@@ -59,6 +59,8 @@ usage(FILE *f)
 		"                     than computing it at R tokens/s (needs --kv-bytes-per-token)\n"
 		"  --l2-read-gbps G   L2 read bandwidth for that, GB/s (default 3)\n"
 		"  --l2-latency-us U  and its latency per request (default 100)\n"
+		"  --multimodal-every N  with --generate: an image of 64 tokens ends every Nth\n"
+		"                     prompt (a trace marks its own: \"multimodal\": [START, END, ...])\n"
 		"  --org-ttl NAME:LAST:FIRST  organization NAME's TTLs by last and first use,\n"
 		"                     seconds on the trace's clock (0: the global one); its hit\n"
 		"                     ratio is reported apart (repeat for more)\n"

@@ -153,6 +153,7 @@ struct kvss_config {
 		uint32_t generate;	   /* requests of the built-in workload */
 		uint32_t max_inflight;	   /* sequences at once */
 		uint32_t ahead_of_pick;	   /* sequences begun ahead of a free run slot */
+		uint32_t multimodal_every; /* built-in workload: an image ends every Nth prompt (0: none) */
 		uint32_t step_tokens;	   /* tokens a sequence sends per wafer step */
 		uint32_t lose_data_every;  /* fault injection: withhold every Nth EVICT_DATA (0: none) */
 		uint8_t resume;		   /* enum kvss_resume */

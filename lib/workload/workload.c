@@ -310,6 +310,28 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 			goto bad;
 		}
 		q.allowed = q.n;
+		q.first_mm = UINT32_MAX;
+		/* "multimodal": [START, END, ...]: token ranges of images or audio. */
+		rc = json_u64_array(line, "multimodal", UINT32_MAX, &ids, &nids);
+		if (rc == 0) {
+			size_t m;
+			bool ok = nids % 2 == 0;
+
+			for (m = 0; ok && m < nids; m += 2) {
+				ok = ids[m] < ids[m + 1] && ids[m + 1] <= q.n;
+				if (ok && ids[m] < q.first_mm)
+					q.first_mm = (uint32_t)ids[m];
+			}
+			free(ids);
+			ids = NULL;
+			if (!ok)
+				FIELD_BAD("multimodal", "want [START, END, ...]: pairs of token indexes, "
+					  "START < END <= the prompt's length");
+		} else if (rc == -ENOMEM) {
+			goto nomem;
+		} else if (rc != -ENOENT) {
+			FIELD_BAD("multimodal", "want [START, END, ...]: pairs of token indexes");
+		}
 		rc = json_u64(line, "cache_length_allowed", UINT64_MAX, &v);
 		if (rc == 0)
 			q.allowed = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
@@ -395,6 +417,7 @@ workload_generate(size_t n, struct workload *t)
 
 		ts += grand(400);
 		q->ts_ms = ts;
+		q->first_mm = UINT32_MAX;
 		q->out = 50 + grand(250);
 		if (kind == 0) {
 			/* A one-off document. */
@@ -446,6 +469,19 @@ emit:
 	for (k = 0; k < CHATS; k++)
 		free(chats[k].tok);
 	return 0;
+}
+
+size_t
+workload_mark_multimodal(struct workload *t, uint32_t every, uint32_t len)
+{
+	size_t i, n = 0;
+
+	for (i = 0; every && i < t->n; i++)
+		if ((i + 1) % every == 0 && t->r[i].n > len) {
+			t->r[i].first_mm = t->r[i].n - len;
+			n++;
+		}
+	return n;
 }
 
 void

@@ -28,6 +28,9 @@ struct wl_req {
 	uint64_t first_block; /* Mooncake: first hash id (native: first token), for --orgs */
 	uint64_t *ids;	      /* Mooncake: block hash ids, for the block-LRU baseline */
 	uint32_t nids;
+	/* The first multimodal token (an image's, say): caching stops before
+	 * it, as the design says. UINT32_MAX: none. */
+	uint32_t first_mm;
 };
 
 /* The most tokens a trace line may declare (prompt, or answer): a bound on what a
@@ -83,6 +86,13 @@ int workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t
  * same @p n always gives the same requests.
  */
 int workload_generate(size_t n, struct workload *w);
+
+/**
+ * In the built-in workload, every @p every-th request (0: none) carries a
+ * multimodal input of @p len tokens at the end of its prompt (an image
+ * with the message): its first_mm. Returns the requests marked.
+ */
+size_t workload_mark_multimodal(struct workload *w, uint32_t every, uint32_t len);
 
 void workload_free(struct workload *w);
 
