@@ -116,6 +116,9 @@ fail(const char *what)
 	fprintf(stderr, "bench_shard: %s\n", what);
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
+	shard_l2_close();
+	if (kvss.cfg.shard.l2.path[0] != '\0')
+		unlink(kvss.cfg.shard.l2.path); /* its second tier's file, if it ran one */
 	kvss_eal_stop();
 	exit(1);
 }
