@@ -121,6 +121,24 @@ check "multimodal: tokens after an image were not cached, and counted" \
 	holds "$(field "$tmp/mm.json" multimodal_trimmed_tokens) > 0"
 check "multimodal: the summary says so" grep -q "summary: multimodal: [1-9][0-9]* tokens not cached" "$tmp/mm.log"
 
+# 1s. Speculative decoding (issue 31, item 1) in the application: rounds of
+#     4 proposals, 30% rejected (wafer.spec_tokens, spec_reject_pct); the
+#     rejected ones are evicted, then overwritten in place on the shard, and
+#     later turns hit into the answers: every refilled byte is checked, so a
+#     shard that ignored an overwrite fails this run.
+sed 's/^  generate = 200;$/&\n  spec_tokens = 4;\n  spec_reject_pct = 30;/' config/all-in-one.cfg >"$tmp/spec.cfg"
+check "speculation: the config sets wafer.spec_tokens" grep -q '^  spec_tokens = 4;' "$tmp/spec.cfg"
+run_all "$tmp/spec.cfg" "$tmp/spec.log"
+check "speculation: exits 0" test $? -eq 0
+grep '^{' "$tmp/spec.log" | tail -1 >"$tmp/spec.json"
+check_clean "speculation" "$tmp/spec.json" "the shard holds"
+check "speculation: rejected tokens were evicted and overwritten in place" \
+	holds "$(field "$tmp/spec.json" spec_overwrites) > 1000 and $(field "$tmp/spec.json" spec_rounds) > 1000"
+check "speculation: later turns hit into verified generated tokens, refilled right" \
+	holds "$(field "$tmp/spec.json" generated_hit_tokens) > 0 and $(field "$tmp/spec.json" verify_failures) == 0"
+check "speculation: the summary says so" grep -q "summary: speculative decoding (wafer.spec_tokens = 4" "$tmp/spec.log"
+check "speculation: off by default (no rounds in the first run)" test "$(field "$tmp/all.json" spec_rounds)" = 0
+
 # 1a. The same with refill_model = "learned": from the 20th refill the
 #     estimates follow the line fitted to the refills taken. The configured
 #     20 us + 10 Gb/s falls short of nearly every refill here (the wafer,

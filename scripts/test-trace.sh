@@ -296,4 +296,67 @@ check "multimodal: a range past the prompt is refused (exit 2), naming line and 
 "$BUILD/kvss-trace" --generate 300 --capacity 1e6 --json >"$tmp/mmgen0.json" 2>/dev/null
 check "multimodal: the built-in workload's images (--multimodal-every) cut what is cached, and hits" \
 	holds "$(jfield "$tmp/mmgen.json" multimodal_trimmed_tokens) > 0 and $(jfield "$tmp/mmgen.json" hit_ratio) < $(jfield "$tmp/mmgen0.json" hit_ratio)"
+
+# The last generated token (issue 31, item 5): a wafer never runs the last
+# token of an answer, so its KV is never evicted. A 16-token prompt with a
+# 4-token answer allowed 24: 16 + 3 tokens stored; the next turn (prompt,
+# the answer, a new message) hits 16 in columns of 4, where storing all 4
+# answer tokens would give 20.
+python3 - "$tmp/last.jsonl" <<'PY'
+import json, sys
+def answer(pos): return (pos * 2654435761) & 0xffffffff
+p = list(range(1, 17))
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps({"org": "a", "tokens": p, "cache_length_allowed": 24, "output_length": 4}) + "\n")
+    t = p + [answer(16 + i) for i in range(4)] + [900, 901, 902, 903, 904]
+    f.write(json.dumps({"org": "a", "tokens": t, "output_length": 1}) + "\n")
+PY
+"$T" --trace "$tmp/last.jsonl" --capacity inf --column 4 --json >"$tmp/last.json" 2>/dev/null
+check "last generated token: the next turn hits 16 (16 + 3 stored), not 20" \
+	test "$(jfield "$tmp/last.json" hit_tokens)" = 16
+check "last generated token: 19 tokens evicted by the first request, 28 in all" \
+	test "$(jfield "$tmp/last.json" evicted_tokens)" = 28
+
+# Speculative decoding (issue 31, item 1): rounds of 4 proposals, 30%
+# rejected; the rejected ones are evicted and then overwritten in place, and
+# the built-in workload's chats hit into earlier answers, so a shard that
+# kept a rejected token's bytes would fail the byte check. The same seed
+# replays exactly; another seed decides otherwise.
+spec() { "$T" --generate 400 --capacity 2e5 --json "$@" 2>/dev/null | head -1; }
+spec --speculate 4 --spec-reject-pct 30 >"$tmp/spec.json"
+spec --speculate 4 --spec-reject-pct 30 >"$tmp/spec2.json"
+spec --speculate 4 --spec-reject-pct 30 --spec-seed 7 >"$tmp/spec7.json"
+spec >"$tmp/nospec.json"
+echo "kvss-trace: speculation: $(jfield "$tmp/spec.json" spec_rounds) rounds, $(jfield "$tmp/spec.json" spec_accepted) of $(jfield "$tmp/spec.json" spec_proposed) accepted, $(jfield "$tmp/spec.json" spec_overwrites) overwritten, $(jfield "$tmp/spec.json" generated_hit_tokens) hit tokens in answers; hit ratio $(jfield "$tmp/spec.json" hit_ratio) (without: $(jfield "$tmp/nospec.json" hit_ratio))"
+check "speculation: rejected tokens were evicted and overwritten" \
+	holds "$(jfield "$tmp/spec.json" spec_overwrites) > 1000"
+check "speculation: about 30% rejected per proposal: accepted share of proposals in (0.3, 0.7)" \
+	holds "0.3 < $(jfield "$tmp/spec.json" spec_accepted) / $(jfield "$tmp/spec.json" spec_proposed) < 0.7"
+check "speculation: later turns hit into verified generated tokens" \
+	holds "$(jfield "$tmp/spec.json" generated_hit_tokens) > 1000"
+check "speculation: every refilled byte right, no protocol error" \
+	test "$(jfield "$tmp/spec.json" verify_failures) $(jfield "$tmp/spec.json" protocol_errors)" = "0 0"
+check "speculation: the same seed replays exactly" cmp -s <(sed 's/"wall_s": [0-9.]*//' "$tmp/spec.json") <(sed 's/"wall_s": [0-9.]*//' "$tmp/spec2.json")
+check "speculation: another seed decides otherwise" \
+	test "$(jfield "$tmp/spec.json" spec_accepted)" != "$(jfield "$tmp/spec7.json" spec_accepted)"
+check "speculation: off by default (no rounds reported)" \
+	python3 -c "import json,sys; sys.exit('spec_rounds' in json.load(open('$tmp/nospec.json')))"
+"$T" --generate 10 --capacity 1e5 --speculate 65 >/dev/null 2>"$tmp/specbad"
+check "speculation: --speculate 65 is refused (exit 2), naming the option" \
+	sh -c "[ $? -eq 2 ] && grep -q -- '--speculate' '$tmp/specbad'"
+
+# Draft and target (issue 31, item 4): a draft beside the target, its own
+# map and shard; a smaller draft hits less (some requests hit in the target
+# only), a larger one more (some in the draft only).
+spec --draft 5e4 >"$tmp/draft-small.json"
+spec --draft 5e5 --speculate 4 >"$tmp/draft-big.json"
+echo "kvss-trace: draft: target hit ratio $(jfield "$tmp/draft-small.json" hit_ratio); draft of 5e4 $(jfield "$tmp/draft-small.json" draft_hit_ratio) ($(jfield "$tmp/draft-small.json" requests_hit_target_only) requests hit in the target only), of 5e5 $(jfield "$tmp/draft-big.json" draft_hit_ratio) ($(jfield "$tmp/draft-big.json" requests_hit_draft_only) in the draft only)"
+check "draft: the target's hits are its own (the same as without a draft)" \
+	test "$(jfield "$tmp/draft-small.json" hit_tokens)" = "$(jfield "$tmp/nospec.json" hit_tokens)"
+check "draft: a smaller draft hits less; requests hit in the target only" \
+	holds "$(jfield "$tmp/draft-small.json" draft_hit_tokens) < $(jfield "$tmp/draft-small.json" hit_tokens) and $(jfield "$tmp/draft-small.json" requests_hit_target_only) > 0"
+check "draft: a larger draft hits more; requests hit in the draft only" \
+	holds "$(jfield "$tmp/draft-big.json" draft_hit_tokens) > $(jfield "$tmp/draft-big.json" hit_tokens) and $(jfield "$tmp/draft-big.json" requests_hit_draft_only) > 0"
+check "draft: with speculation in both models, every byte right" \
+	holds "$(jfield "$tmp/draft-big.json" spec_overwrites) > 0 and $(jfield "$tmp/draft-big.json" verify_failures) == 0 and $(jfield "$tmp/draft-big.json" protocol_errors) == 0"
 check_summary "kvss-trace"

@@ -46,7 +46,33 @@ static struct rig {
 	uint64_t flip_from; /* flip a byte of each EVICT_DATA payload from this one on (0: none) */
 	uint64_t payloads, data_bytes;
 	unsigned int up_mask; /* shards up */
+	/* Speculative decoding for the next rig_up (0: off). */
+	uint32_t spec_tokens, spec_reject_pct;
+	/* A broken shard: it keeps the first bytes of every token, ignoring
+	 * overwrites (EVICT entries at a (prompt, token) it took before). */
+	bool ignore_overwrites;
+	uint64_t *seen; /* open addressing: prompt_id ^ token * odd, 0 empty */
+	uint64_t ignored;
 } R;
+
+#define SEEN_SLOTS (1u << 21)
+
+/* Whether (@p pid, @p tok) was evicted before; it is from now on. */
+static bool
+seen_before(uint64_t pid, uint32_t tok)
+{
+	uint64_t key = (pid ^ ((uint64_t)tok * 0x9E3779B97F4A7C15ull)) | 1;
+	uint32_t i = (uint32_t)(key >> 40) & (SEEN_SLOTS - 1);
+
+	if (R.seen == NULL)
+		R.seen = calloc(SEEN_SLOTS, sizeof(uint64_t));
+	cr_assert_not_null(R.seen);
+	for (; R.seen[i] != 0; i = (i + 1) & (SEEN_SLOTS - 1))
+		if (R.seen[i] == key)
+			return true;
+	R.seen[i] = key;
+	return false;
+}
 
 static bool
 h_model_up(void *arg, uint16_t m)
@@ -87,7 +113,13 @@ rig_up(uint32_t requests, uint64_t capacity, bool learned)
 	struct emu_params ep;
 	uint16_t k;
 
+	uint32_t spk = R.spec_tokens, spr = R.spec_reject_pct;
+	bool ign = R.ignore_overwrites;
+
 	memset(&R, 0, sizeof(R));
+	R.spec_tokens = spk;
+	R.spec_reject_pct = spr;
+	R.ignore_overwrites = ign;
 	R.up_mask = (1u << NSH) - 1;
 	R.pp.num_models = 1;
 	R.pp.column = 16;
@@ -104,7 +136,7 @@ rig_up(uint32_t requests, uint64_t capacity, bool learned)
 	drv_learn_init(&R.learn, R.pc, &R.st, learned, 0);
 	cr_assert_eq(workload_generate(requests, &R.wl), 0);
 	for (k = 0; k < NSH; k++) {
-		struct kvstore_params kp = {.num_caches = 1, .max_batch_entries = 32,
+		struct kvstore_params kp = {.num_caches = 1, .max_batch_entries = 32, .max_open_batches = 1024,
 					    .max_refill_chunks = 64};
 		size_t sz;
 
@@ -120,6 +152,7 @@ rig_up(uint32_t requests, uint64_t capacity, bool learned)
 	R.epoch[0] = 0x1234;
 	ep = (struct emu_params){.pc = R.pc, .pcp = &R.pp, .wl = &R.wl, .nreq = requests,
 				 .num_models = 1, .max_inflight = 8, .step_tokens = 64,
+				 .spec_tokens = spk, .spec_reject = spr / 100.0, .spec_seed = 1,
 				 .refill_timeout_ns = 1000 * MS, .resume_estimate = false,
 				 .nshards = NSH, .shard = es, .st = &R.st, .hooks = &hooks};
 	R.emu = emu_create(&ep);
@@ -143,6 +176,10 @@ rig_down(void)
 		drv_ctlq_clear(&R.sh[k].q);
 		free(R.kvmem[k]);
 	}
+	free(R.seen);
+	R.seen = NULL;
+	R.spec_tokens = R.spec_reject_pct = 0;
+	R.ignore_overwrites = false;
 }
 
 /* Shard @p k runs one queued control message, parsed back from its bytes. */
@@ -162,8 +199,15 @@ shard_run(uint16_t k, const uint8_t *p, uint32_t len)
 		break;
 	case PROTO_T_EVICT:
 		cr_assert_leq(m.hdr.count, 64);
-		for (i = 0; i < m.hdr.count; i++)
+		for (i = 0; i < m.hdr.count; i++) {
 			proto_get_evict_entry(&m, i, &e[i]);
+			/* Each shard keeps its own account. */
+			if (R.ignore_overwrites && e[i].prompt_id != 0 &&
+			    seen_before(e[i].prompt_id ^ ((uint64_t)k << 48), e[i].token_idx)) {
+				e[i].prompt_id = 0; /* discarded: the old bytes stay */
+				R.ignored++;
+			}
+		}
 		cr_assert_eq(kvstore_evict(R.kv[k], m.u.evict.batch_no, m.u.evict.num_caches,
 					   m.u.evict.g, e, NULL, 0),
 			     0, "the shard takes every EVICT (within capacity)");
@@ -431,4 +475,71 @@ Test(emulator, the_sink_packs_records_per_shard_and_sends_a_delete_only_where_to
 	}
 	cr_assert_eq(R.st.deletes, 1, "one DELETE record, to one shard");
 	cr_assert_eq(emu_jobs_pending(R.emu, 8), 1, "the batch's bytes wait to be sent");
+}
+
+/* The emulated answer: all its tokens but the last are evicted (a wafer never runs the last). */
+Test(emulator, an_answer_is_evicted_but_its_last_token)
+{
+	uint64_t now = MS, want = 0;
+	uint32_t i;
+
+	rig_up(60, 1u << 20, false);
+	run(&now);
+	for (i = 0; i < 60; i++) {
+		const struct wl_req *q = &R.wl.r[i];
+		uint32_t end = q->n + q->out - 1;
+
+		cr_assert_gt(q->out, 1);
+		want += end < q->allowed ? end : q->allowed;
+	}
+	want -= R.st.hit_tokens;
+	cr_assert_eq(R.st.evicted_tokens, want,
+		     "evicted %lu: each request's prompt past its hit and its answer but the last "
+		     "token (%lu)", (unsigned long)R.st.evicted_tokens, (unsigned long)want);
+	cr_assert_gt(R.st.generated_hit_tokens, 0, "later turns hit into earlier answers");
+}
+
+/* Speculative decoding: rejected proposals evicted, overwritten in place; every byte right. */
+Test(emulator, speculation_overwrites_rejected_tokens_and_refills_check_out)
+{
+	uint64_t now = MS;
+
+	R.spec_tokens = 4;
+	R.spec_reject_pct = 30;
+	rig_up(60, 1u << 20, false);
+	run(&now);
+	cr_assert_eq(R.st.completed, 60);
+	cr_assert_gt(R.st.spec_rounds, 100);
+	cr_assert_gt(R.st.spec_overwrites, 100, "rejected proposals were evicted (%lu)",
+		     (unsigned long)R.st.spec_overwrites);
+	cr_assert_lt(R.st.spec_accepted, R.st.spec_proposed);
+	cr_assert_gt(R.st.generated_hit_tokens, 0, "later turns hit into verified answers");
+	cr_assert_eq(R.st.verify_failures, 0, "%lu bad bytes", (unsigned long)R.st.verify_bad_bytes);
+}
+
+/* ... and a shard that ignored those overwrites would be caught by the byte check. */
+Test(emulator, a_shard_that_ignores_overwrites_fails_the_check)
+{
+	uint64_t now = MS;
+
+	R.spec_tokens = 4;
+	R.spec_reject_pct = 30;
+	R.ignore_overwrites = true;
+	rig_up(60, 1u << 20, false);
+	run(&now);
+	cr_assert_gt(R.ignored, 0, "overwrites came, and were ignored");
+	cr_assert_gt(R.st.verify_failures, 0, "a refill brought a rejected proposal's bytes");
+}
+
+/* Without speculation there is nothing to overwrite: the same broken shard passes. */
+Test(emulator, without_speculation_nothing_is_overwritten)
+{
+	uint64_t now = MS;
+
+	R.ignore_overwrites = true;
+	rig_up(60, 1u << 20, false);
+	run(&now);
+	cr_assert_eq(R.st.spec_rounds, 0);
+	cr_assert_eq(R.ignored, 0);
+	cr_assert_eq(R.st.verify_failures, 0);
 }

@@ -59,6 +59,14 @@
 	X(no_mbuf)  /* the pool was empty */                                                       \
 	X(too_big)	    /* a control record that cannot fit a frame */                          \
 	X(multimodal_trimmed) /* tokens cut from what may be cached: after a multimodal token */     \
+	X(generated_hit_tokens) /* of hit_tokens, those into an earlier turn's answer (generated) */  \
+	X(model1_hit_tokens) /* prompt tokens hit in model 1 (a draft, say) */                     \
+	X(hit_model0_only)  /* requests that hit in model 0 and missed in model 1 */               \
+	X(hit_model1_only)  /* requests that hit in model 1 and missed in model 0 */               \
+	X(spec_rounds)	    /* speculative rounds: a draft's proposals verified (model 0) */        \
+	X(spec_proposed)    /* tokens proposed in them */                                          \
+	X(spec_accepted)    /* of them, accepted by the target */                                  \
+	X(spec_overwrites)  /* rejected tokens evicted, to be overwritten in place (all models) */  \
 	X(picks_ready)      /* sequences with a refill whose data was whole when a run slot took them */ \
 	X(picks_waited)     /* ... and those that waited for it in their slot */                    \
 	X(pick_wait_us)     /* how long those waited, from their pick, summed */                    \

@@ -395,7 +395,7 @@ kvss_driver_summary(void)
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
-	char l2j[640], pickj[256], l2fitj[200] = "";
+	char l2j[640], pickj[768], l2fitj[200] = "";
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -513,6 +513,22 @@ kvss_driver_summary(void)
 	if (s->multimodal_trimmed)
 		printf("kvss: summary: multimodal: %" PRIu64 " tokens not cached, after a multimodal token "
 		       "(the design: caching stops before the first)\n", s->multimodal_trimmed);
+	if (s->generated_hit_tokens)
+		printf("kvss: summary: %" PRIu64 " of the hit tokens are an earlier turn's answer "
+		       "(generated; its last token is never evicted)\n", s->generated_hit_tokens);
+	if (kvss.cfg.driver.pc.num_models > 1)
+		printf("kvss: summary: model 1: %" PRIu64 " prompt tokens hit, hit ratio %.4f; requests "
+		       "that hit in model 0 only %" PRIu64 ", in model 1 only %" PRIu64 "\n",
+		       s->model1_hit_tokens,
+		       s->prompt_tokens ? (double)s->model1_hit_tokens / (double)s->prompt_tokens : 0.0,
+		       s->hit_model0_only, s->hit_model1_only);
+	if (kvss.cfg.wafer.spec_tokens)
+		printf("kvss: summary: speculative decoding (wafer.spec_tokens = %u, spec_reject_pct = %u, "
+		       "spec_seed = %" PRIu64 "): %" PRIu64 " rounds, %" PRIu64 " of %" PRIu64
+		       " proposals accepted; %" PRIu64 " rejected tokens evicted, then overwritten in "
+		       "place (every model)\n", kvss.cfg.wafer.spec_tokens, kvss.cfg.wafer.spec_reject_pct,
+		       kvss.cfg.wafer.spec_seed, s->spec_rounds, s->spec_accepted, s->spec_proposed,
+		       s->spec_overwrites);
 	if (kvss.cfg.driver.recompute_tokens_per_s)
 		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
 		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
@@ -525,10 +541,17 @@ kvss_driver_summary(void)
 			snprintf(pickj, sizeof(pickj), "\"ahead_of_pick\":%u,\"picks_ready\":%" PRIu64
 				 ",\"picks_waited\":%" PRIu64 ",\"refill_wait_at_pick_us\":%.1f"
 				 ",\"l2_hit_seqs\":%" PRIu64 ",\"l2_ready_at_pick\":%" PRIu64
-				 ",\"multimodal_trimmed_tokens\":%" PRIu64,
+				 ",\"multimodal_trimmed_tokens\":%" PRIu64 ",\"generated_hit_tokens\":%" PRIu64
+				 ",\"model1_hit_tokens\":%" PRIu64 ",\"hit_model0_only\":%" PRIu64
+				 ",\"hit_model1_only\":%" PRIu64 ",\"spec_tokens\":%u,\"spec_rounds\":%" PRIu64
+				 ",\"spec_proposed\":%" PRIu64 ",\"spec_accepted\":%" PRIu64
+				 ",\"spec_overwrites\":%" PRIu64,
 				 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
 				 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
-				 s->l2_ready_at_pick, s->multimodal_trimmed);
+				 s->l2_ready_at_pick, s->multimodal_trimmed, s->generated_hit_tokens,
+				 s->model1_hit_tokens, s->hit_model0_only, s->hit_model1_only,
+				 kvss.cfg.wafer.spec_tokens, s->spec_rounds, s->spec_proposed,
+				 s->spec_accepted, s->spec_overwrites);
 			printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
 			       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
 			       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64

@@ -458,7 +458,9 @@ seq_start(struct emu *e, uint64_t now)
 	memset(s, 0, sizeof(*s));
 	s->slot = i;
 	s->q = q;
-	s->total = q->n + q->out;
+	/* The prompt, and the answer but its last token (never run, so never
+	 * evicted: workload_evicted_answer()). */
+	s->total = q->n + workload_evicted_answer(q->out);
 	s->tok = malloc(sizeof(uint32_t) * (s->total ? s->total : 1));
 	s->h = malloc(sizeof(uint64_t) * (s->total ? s->total : 1));
 	if (s->tok == NULL || s->h == NULL) {
@@ -521,8 +523,20 @@ seq_start(struct emu *e, uint64_t now)
 				st->multimodal_trimmed += q->allowed - q->first_mm;
 			st->lookup_tokens += hit.lookup_tokens;
 			st->hit_tokens += hit.hit_tokens;
+			if (q->ans_len != 0 && hit.hit_tokens > q->ans_at)
+				st->generated_hit_tokens += hit.hit_tokens - q->ans_at < q->ans_len
+								    ? hit.hit_tokens - q->ans_at
+								    : q->ans_len;
 			st->miss_tokens += q->n - hit.hit_tokens;
 			s->compute_ns = emu_compute_ns(e, q->n - hit.hit_tokens);
+		}
+		if (m == 1)
+			st->model1_hit_tokens += hit.hit_tokens;
+		if (m == 1 && (s->pos[0] != 0) != (hit.hit_tokens != 0) && s->s[0] != NULL) {
+			if (s->pos[0] != 0)
+				st->hit_model0_only++;
+			else
+				st->hit_model1_only++;
 		}
 		if (hit.refill_id != 0) {
 			st->refills += m == 0;
@@ -563,6 +577,85 @@ seq_end(struct emu *e, struct emu_seq *s, uint64_t now)
 	e->npicked -= s->picked;
 	e->nactive--;
 	e->p.st->completed++;
+}
+
+/* Positions [a, b) of @p s take tokens from s->tok again: their prefix hashes. */
+static void
+seq_rehash(struct emu_seq *s, uint32_t a, uint32_t b)
+{
+	uint32_t k;
+
+	for (k = a; k < b; k++)
+		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : s->q->iso, s->tok[k]);
+}
+
+/*
+ * One round of speculative decoding for model @p m of @p s at its position
+ * P (a generated one): the target's token at P (verified: the prefill's or
+ * the last round's correction), then the draft's proposals after it, evicted
+ * with the bytes of what was proposed; the target accepts them up to the
+ * first it rejects, and the rejected positions are evicted again, right,
+ * in later rounds (overwriting in place). @return the positions advanced.
+ */
+static uint32_t
+seq_spec_round(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
+{
+	struct kvss_drv_stats *st = e->p.st;
+	uint32_t P = s->pos[m], K, j, i;
+	int ov;
+
+	prefixcache_tokens(e->p.pc, s->s[m], s->tok + P, 1, now);
+	K = s->total - P - 1 < e->p.spec_tokens ? s->total - P - 1 : e->p.spec_tokens;
+	if (K == 0) {
+		s->pos[m] = P + 1;
+		return 1;
+	}
+	j = workload_spec_accepted(e->p.spec_seed, (uint64_t)(s->q - e->p.wl->r), P + 1, K,
+				   e->p.spec_reject);
+	for (i = j; i < K; i++)
+		s->tok[P + 1 + i] = workload_spec_wrong_token(P + 1 + i);
+	seq_rehash(s, P + 1, P + 1 + K);
+	prefixcache_speculate(e->p.pc, s->s[m], s->tok + P + 1, j, now);
+	ov = prefixcache_speculate(e->p.pc, s->s[m], s->tok + P + 1 + j, K - j, now);
+	/* The batch leaves with the proposals' bytes (emu_evict reads them now). */
+	prefixcache_flush(e->p.pc);
+	for (i = j; i < K; i++)
+		s->tok[P + 1 + i] = workload_answer_token(P + 1 + i);
+	seq_rehash(s, P + 1, P + 1 + K);
+	prefixcache_verify(e->p.pc, s->s[m], j, now);
+	if (m == 0) {
+		st->spec_rounds++;
+		st->spec_proposed += K;
+		st->spec_accepted += j;
+	}
+	st->spec_overwrites += ov > 0 ? (uint64_t)ov : 0;
+	s->pos[m] = P + 1 + j;
+	return 1 + j;
+}
+
+/* Model @p m's tokens of @p s for this step: returns how many were sent. */
+static uint32_t
+seq_send(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
+{
+	uint32_t sent = 0;
+
+	while (sent < e->p.step_tokens && s->pos[m] < s->total) {
+		uint32_t pos = s->pos[m], k = e->p.step_tokens - sent;
+
+		if (e->p.spec_tokens != 0 && pos >= s->q->n && s->s[m] != NULL) {
+			sent += seq_spec_round(e, s, m, now);
+			continue;
+		}
+		if (k > s->total - pos)
+			k = s->total - pos;
+		if (e->p.spec_tokens != 0 && pos < s->q->n && k > s->q->n - pos)
+			k = s->q->n - pos; /* the prompt, then rounds */
+		if (s->s[m] != NULL)
+			prefixcache_tokens(e->p.pc, s->s[m], s->tok + pos, k, now);
+		s->pos[m] += k;
+		sent += k;
+	}
+	return sent;
 }
 
 int
@@ -609,14 +702,7 @@ emu_step(struct emu *e, uint64_t now)
 				continue;
 		}
 		for (m = 0; m < e->p.num_models; m++) {
-			uint32_t k;
-
-			k = e->p.step_tokens < s->total - s->pos[m] ? e->p.step_tokens
-								     : s->total - s->pos[m];
-			if (s->s[m] != NULL && k > 0)
-				prefixcache_tokens(e->p.pc, s->s[m], s->tok + s->pos[m], k, now);
-			s->pos[m] += k;
-			sent += k;
+			sent += seq_send(e, s, m, now);
 			done &= s->pos[m] == s->total;
 		}
 		if (done)

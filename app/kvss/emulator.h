@@ -66,6 +66,12 @@ struct emu_params {
 	 * slot; 0: a request is begun when it is picked. */
 	uint32_t ahead;
 	uint32_t step_tokens;  /* tokens a running sequence sends per step */
+	/* Speculative decoding (wafer.speculate): after each verified generated
+	 * token, a draft proposes up to spec_tokens more, each rejected with
+	 * probability spec_reject (seeded by spec_seed); 0: none. */
+	uint32_t spec_tokens;
+	double spec_reject;
+	uint64_t spec_seed;
 	uint64_t refill_timeout_ns;
 	uint32_t recompute_tokens_per_s; /* a sequence's missed tokens take this long to run (0: free) */
 	bool resume_estimate;  /* wafer.resume "estimate"; false: "whole" */

@@ -125,6 +125,87 @@ balance_close(struct balance *b, uint32_t nrep)
 	}
 }
 
+/* Model @p m's proposals of one round, evicted; returns those of them evicted past @p j. */
+static uint64_t
+speculate(struct replay *r, struct replay_seq *s, const uint32_t *prop, uint32_t j, uint32_t k,
+	  uint64_t now)
+{
+	struct prefixcache_stats a, b;
+
+	replay_speculate(r, s, prop, j, now);
+	prefixcache_stats(replay_pc(r), &a);
+	replay_speculate(r, s, prop + j, k - j, now);
+	prefixcache_stats(replay_pc(r), &b);
+	return b.evicted_tokens - a.evicted_tokens;
+}
+
+/*
+ * Request @p q (number @p reqno) through the target (model 0) and, with
+ * --draft, its draft (model 1): each looks up in its own map, refills from
+ * its own shard, and evicts the prompt, then the answer but its last token
+ * (workload_evicted_answer()); with --speculate, the answer comes in rounds
+ * of proposals that the target verifies, the rejected ones evicted and
+ * overwritten in place. Every refilled byte is checked (replay.h). Returns
+ * the target's hit tokens.
+ */
+static uint32_t
+trace_request(const struct opts *o, struct replay *r, const struct prefixcache_request *rq,
+	      const struct wl_req *q, uint64_t reqno, uint64_t now, struct result *res)
+{
+	struct replay_seq *s[2] = {NULL, NULL};
+	struct prefixcache_hit hit[2] = {{0}};
+	uint32_t nm = o->draft ? 2 : 1, gen = workload_evicted_answer(q->out), end = q->n + gen;
+	uint32_t m, pos;
+
+	for (m = 0; m < nm; m++) {
+		s[m] = replay_begin(r, (uint16_t)m, rq, now, &hit[m]);
+		if (s[m] == NULL) {
+			res->perr++; /* no memory, or the library refused it */
+			goto out;
+		}
+		replay_send(r, s[m], q->n - hit[m].hit_tokens, NULL, now);
+	}
+	if (o->spec_tokens == 0) {
+		for (m = 0; m < nm; m++)
+			replay_send(r, s[m], gen, NULL, now);
+	}
+	for (pos = q->n; o->spec_tokens != 0 && pos < end;) {
+		uint32_t prop[64], k = end - pos - 1 < o->spec_tokens ? end - pos - 1 : o->spec_tokens;
+		uint32_t j, i;
+
+		/* The target's token at pos: the prefill's, or the last round's correction. */
+		for (m = 0; m < nm; m++)
+			replay_send(r, s[m], 1, NULL, now);
+		if (k == 0)
+			break;
+		j = workload_spec_accepted(o->spec_seed, reqno, pos + 1, k, o->spec_reject_pct / 100.0);
+		for (i = 0; i < k; i++)
+			prop[i] = i < j ? workload_answer_token(pos + 1 + i)
+				       : workload_spec_wrong_token(pos + 1 + i);
+		for (m = 0; m < nm; m++)
+			res->spec_overwrites += speculate(r, s[m], prop, j, k, now);
+		for (m = 0; m < nm; m++)
+			replay_verify(r, s[m], j, now);
+		res->spec_rounds++;
+		res->spec_proposed += k;
+		res->spec_accepted += j;
+		pos += 1 + j;
+	}
+	if (q->ans_len != 0 && hit[0].hit_tokens > q->ans_at)
+		res->gen_hit += hit[0].hit_tokens - q->ans_at < q->ans_len ? hit[0].hit_tokens - q->ans_at
+									    : q->ans_len;
+	if (nm == 2) {
+		res->draft_hit += hit[1].hit_tokens;
+		res->only_target += hit[0].hit_tokens != 0 && hit[1].hit_tokens == 0;
+		res->only_draft += hit[0].hit_tokens == 0 && hit[1].hit_tokens != 0;
+	}
+out:
+	for (m = 0; m < nm; m++)
+		if (s[m] != NULL)
+			replay_end(r, s[m], now);
+	return hit[0].hit_tokens;
+}
+
 static int
 run(const struct opts *o, const struct workload *t, uint64_t capacity, struct result *res)
 {
@@ -172,6 +253,13 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 	p.pc.model[0].l2_bytes_per_ns = o->l2_gbps; /* GB/s = bytes per ns */
 	p.pc.model[0].recompute_tokens_per_ns = o->recompute_tps / 1e9;
 	p.l2_dir = l2 ? o->l2_dir : NULL;
+	if (o->draft) {
+		/* The draft: the target's settings, its own capacity, no second tier. */
+		p.pc.num_models = 2;
+		p.pc.model[1] = p.pc.model[0];
+		p.pc.model[1].cache[0].capacity_tokens = o->draft_cap ? o->draft_cap : t->tokens + 1024;
+		p.pc.model[1].l2_capacity_tokens = 0;
+	}
 	for (k = 0; k < nrep; k++) {
 		unsigned int j;
 
@@ -223,7 +311,7 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 			uint32_t hit;
 
 			prefixcache_stats(replay_pc(r[rep]), &before);
-			hit = replay_request(r[rep], 0, &rq, NULL, q->out, now);
+			hit = trace_request(o, r[rep], &rq, q, i, now, res);
 			prefixcache_stats(replay_pc(r[rep]), &after);
 			if (sec >= rt.nsec)
 				sec = rt.nsec - 1;
@@ -271,7 +359,7 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 		res->l2_down += ps.l2_down_tokens;
 		res->l2_read += rs.l2_read_tokens;
 		res->l2_slower += ps.l2_recompute_faster_tokens;
-		if (rs.max_stored > cap)
+		if (rs.max_stored > cap && !(o->draft && (o->draft_cap == 0 || rs.max_stored <= o->draft_cap)))
 			res->perr++;
 		if (rs.unaccounted_tokens != 0) {
 			fprintf(stderr, "kvss-trace: replica %u: the shard holds %" PRIu64 " tokens more or "
@@ -448,9 +536,12 @@ main(int argc, char **argv)
 		{"l2-dir", required_argument, NULL, 'D'}, {"plot", required_argument, NULL, 'Q'},
 		{"org-ttl", required_argument, NULL, 'X'}, {"orgs-from", required_argument, NULL, 'W'},
 		{"multimodal-every", required_argument, NULL, 'I'},
+		{"speculate", required_argument, NULL, 'S'},
+		{"spec-reject-pct", required_argument, NULL, 'J'},
+		{"spec-seed", required_argument, NULL, 'E'}, {"draft", required_argument, NULL, 'd'},
 		{NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
-			 .l2_gbps = 3.0, .l2_lat_us = 100};
+			 .l2_gbps = 3.0, .l2_lat_us = 100, .spec_reject_pct = 20, .spec_seed = 1};
 	struct workload t = {0};
 	struct oracle_blocks *blocks = NULL;
 	struct curves cv = {0};
@@ -553,6 +644,28 @@ main(int argc, char **argv)
 		case 'I':
 			NUM("--multimodal-every", 1, 1000000, o.mm_every);
 			break;
+		case 'S':
+			NUM("--speculate", 1, 64, o.spec_tokens);
+			break;
+		case 'J':
+			NUM("--spec-reject-pct", 0, 100, o.spec_reject_pct);
+			break;
+		case 'E':
+			NUM("--spec-seed", 0, 1ull << 62, o.spec_seed);
+			break;
+		case 'd': {
+			uint64_t v[16];
+			unsigned int nv = 0;
+
+			if (parse_capacities(optarg, v, &nv) != 0 || nv != 1) {
+				fprintf(stderr, "kvss-trace: --draft: '%s' is not one capacity in tokens "
+						"(or inf)\n", optarg);
+				return 2;
+			}
+			o.draft = true;
+			o.draft_cap = v[0];
+			break;
+		}
 		case 'X':
 			if (org_ttl_arg(&o, optarg) != 0)
 				return 2;
@@ -748,7 +861,20 @@ main(int argc, char **argv)
 				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
 				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
 				       res.balance_mean, res.balance_worst);
-			printf(", \"multimodal_trimmed_tokens\": %" PRIu64, res.mm_trimmed);
+			printf(", \"multimodal_trimmed_tokens\": %" PRIu64 ", \"generated_hit_tokens\": %" PRIu64,
+			       res.mm_trimmed, res.gen_hit);
+			if (o.draft)
+				printf(", \"draft_capacity_tokens\": %" PRIu64 ", \"draft_hit_tokens\": %" PRIu64
+				       ", \"draft_hit_ratio\": %.4f, \"requests_hit_target_only\": %" PRIu64
+				       ", \"requests_hit_draft_only\": %" PRIu64, o.draft_cap, res.draft_hit,
+				       res.input ? (double)res.draft_hit / res.input : 0.0, res.only_target,
+				       res.only_draft);
+			if (o.spec_tokens)
+				printf(", \"spec_tokens\": %u, \"spec_reject_pct\": %u, \"spec_seed\": %" PRIu64
+				       ", \"spec_rounds\": %" PRIu64 ", \"spec_proposed\": %" PRIu64
+				       ", \"spec_accepted\": %" PRIu64 ", \"spec_overwrites\": %" PRIu64,
+				       o.spec_tokens, o.spec_reject_pct, o.spec_seed, res.spec_rounds,
+				       res.spec_proposed, res.spec_accepted, res.spec_overwrites);
 			if (o.nottl) {
 				unsigned int j;
 
@@ -805,6 +931,21 @@ main(int argc, char **argv)
 			if (res.mm_trimmed)
 				printf("%-12s multimodal: %" PRIu64 " tokens not cached, after a multimodal "
 				       "token\n", "", res.mm_trimmed);
+			if (res.gen_hit)
+				printf("%-12s %" PRIu64 " hit tokens are an earlier turn's answer (generated)\n",
+				       "", res.gen_hit);
+			if (o.draft)
+				printf("%-12s draft (capacity %" PRIu64 "%s): %" PRIu64 " tokens hit, hit ratio "
+				       "%.4f; requests hit in the target only %" PRIu64 ", in the draft only %"
+				       PRIu64 "\n", "", o.draft_cap, o.draft_cap ? "" : ", unlimited",
+				       res.draft_hit, res.input ? (double)res.draft_hit / res.input : 0.0,
+				       res.only_target, res.only_draft);
+			if (o.spec_tokens)
+				printf("%-12s speculative decoding (%u per round, %u%% rejected, seed %" PRIu64
+				       "): %" PRIu64 " rounds, %" PRIu64 " of %" PRIu64 " proposals accepted, %"
+				       PRIu64 " rejected tokens evicted and overwritten\n", "", o.spec_tokens,
+				       o.spec_reject_pct, o.spec_seed, res.spec_rounds, res.spec_accepted,
+				       res.spec_proposed, res.spec_overwrites);
 			for (unsigned int j = 0; j < o.nottl; j++)
 				printf("%-12s org %s (ttl_last_s %" PRIu64 ", ttl_first_s %" PRIu64 "; 0: the "
 				       "global): %" PRIu64 " of %" PRIu64 " prompt tokens hit, hit ratio %.4f\n", "",

@@ -52,6 +52,12 @@ struct opts {
 	} ottl[64];
 	unsigned int nottl;
 	uint32_t mm_every; /* --multimodal-every N: the built-in workload's images */
+	/* --speculate K, --spec-reject-pct P, --spec-seed S: speculative decoding. */
+	uint32_t spec_tokens, spec_reject_pct;
+	uint64_t spec_seed;
+	/* --draft CAP: a draft model (model 1) beside the target, its own map and shard. */
+	bool draft;
+	uint64_t draft_cap;
 };
 
 /* What --plot draws: per policy, the hit ratio at each capacity; the references. */
@@ -64,6 +70,12 @@ struct result {
 	/* Per --org-ttl organization: prompt tokens, and hit tokens. */
 	uint64_t org_input[64], org_hit[64];
 	uint64_t mm_trimmed; /* tokens not cached: after a multimodal token */
+	uint64_t gen_hit;    /* hit tokens into an earlier turn's answer */
+	/* --draft: the draft's hit tokens; requests hit in one model only. */
+	uint64_t draft_hit, only_target, only_draft;
+	/* --speculate: rounds, tokens proposed and accepted, rejected ones
+	 * evicted (each overwritten in place later), in every model. */
+	uint64_t spec_rounds, spec_proposed, spec_accepted, spec_overwrites;
 	uint64_t capacity, requests, input, hit, evicted, deleted, expired, peak, perr, vfail;
 	double wall;
 	double baseline;

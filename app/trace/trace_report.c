@@ -70,7 +70,17 @@ usage(FILE *f)
 		"                     --policy P,P..., and --baseline, --oracle's Belady, --l2\n"
 		"  --l2-dir DIR       with --l2, also replay through the driver library's own\n"
 		"                     second tier, its shards' L2 in lib/kvdisk files in DIR\n"
-		"                     (removed at the end), every refilled byte checked\n");
+		"                     (removed at the end), every refilled byte checked\n"
+		"  --draft CAP        also a draft model beside the target: its own PrefixMap and\n"
+		"                     shard of CAP tokens (inf: unlimited), the same requests;\n"
+		"                     its hit ratio, and requests that hit in one model only\n"
+		"  --speculate K      speculative decoding: after each verified answer token, K\n"
+		"                     proposals; the target accepts up to the first it rejects;\n"
+		"                     rejected ones are evicted, then overwritten in place\n"
+		"  --spec-reject-pct P  the share of proposals rejected (default 20)\n"
+		"  --spec-seed S      the seed of those choices (default 1): runs replay exactly\n"
+		"A k-token answer evicts k-1 tokens: the wafer never runs its last token (the\n"
+		"design's generated-token caching).\n");
 }
 
 int

@@ -743,7 +743,7 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 	if (get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
 		goto out;
 	{
-		long long lim, gen, inflight, step, lose, ahead, mm;
+		long long lim, gen, inflight, step, lose, ahead, mm, spk, spr, sps;
 
 		if (get_int(&c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
 		    get_int(&c, g, "lose_data_every", 0, 1000000000, 0, false, &lose) != 0 ||
@@ -751,8 +751,14 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		    get_int(&c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
 		    get_int(&c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0 ||
 		    get_int(&c, g, "ahead_of_pick", 0, 4096, 0, false, &ahead) != 0 ||
-		    get_int(&c, g, "multimodal_every", 0, 1000000, 0, false, &mm) != 0)
+		    get_int(&c, g, "multimodal_every", 0, 1000000, 0, false, &mm) != 0 ||
+		    get_int(&c, g, "spec_tokens", 0, 64, 0, false, &spk) != 0 ||
+		    get_int(&c, g, "spec_reject_pct", 0, 100, 20, false, &spr) != 0 ||
+		    get_int(&c, g, "spec_seed", 0, 1ll << 62, 1, false, &sps) != 0)
 			goto out;
+		cfg->wafer.spec_tokens = (uint32_t)spk;
+		cfg->wafer.spec_reject_pct = (uint32_t)spr;
+		cfg->wafer.spec_seed = (uint64_t)sps;
 		cfg->wafer.multimodal_every = (uint32_t)mm;
 		cfg->wafer.ahead_of_pick = (uint32_t)ahead;
 		cfg->wafer.limit = (uint32_t)lim;

@@ -155,6 +155,10 @@ struct kvss_config {
 		uint32_t ahead_of_pick;	   /* sequences begun ahead of a free run slot */
 		uint32_t multimodal_every; /* built-in workload: an image ends every Nth prompt (0: none) */
 		uint32_t step_tokens;	   /* tokens a sequence sends per wafer step */
+		/* Speculative decoding: a draft's proposals per round (0: none),
+		 * the share the target rejects, the seed of those choices. */
+		uint32_t spec_tokens, spec_reject_pct;
+		uint64_t spec_seed;
 		uint32_t lose_data_every;  /* fault injection: withhold every Nth EVICT_DATA (0: none) */
 		uint8_t resume;		   /* enum kvss_resume */
 	} wafer;

@@ -450,6 +450,8 @@ workload_generate(size_t n, struct workload *t)
 				ch->tok[j] = workload_answer_token(j);
 			for (j = n0; j < n0 + msg; j++)
 				ch->tok[j] = 0x40000000u | (uint32_t)(i * 1009 + j);
+			q->ans_at = ch->n;
+			q->ans_len = ch->answer;
 			ch->n = n0 + msg;
 emit:
 			q->n = chats[c].n;
@@ -482,6 +484,32 @@ workload_mark_multimodal(struct workload *t, uint32_t every, uint32_t len)
 			n++;
 		}
 	return n;
+}
+
+/* splitmix64's finalizer: a well-mixed 64-bit function of its input. */
+static uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+uint32_t
+workload_spec_accepted(uint64_t seed, uint64_t req, uint32_t pos, uint32_t k, double reject)
+{
+	uint32_t i;
+
+	for (i = 0; i < k; i++) {
+		uint64_t h = mix64(seed ^ mix64(req * 0x9e3779b97f4a7c15ull + pos + i));
+
+		/* The top 53 bits as a uniform number in [0, 1). */
+		if ((double)(h >> 11) * 0x1.0p-53 < reject)
+			break;
+	}
+	return i;
 }
 
 void

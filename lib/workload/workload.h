@@ -31,6 +31,10 @@ struct wl_req {
 	/* The first multimodal token (an image's, say): caching stops before
 	 * it, as the design says. UINT32_MAX: none. */
 	uint32_t first_mm;
+	/* Built-in workload: where the prompt holds the previous turn's answer
+	 * (generated tokens), and how many (0: none), for counting hits into
+	 * generated tokens. */
+	uint32_t ans_at, ans_len;
 };
 
 /* The most tokens a trace line may declare (prompt, or answer): a bound on what a
@@ -105,6 +109,36 @@ static inline uint32_t
 workload_answer_token(uint32_t pos)
 {
 	return pos * 2654435761u;
+}
+
+/**
+ * Of an answer of @p out generated tokens, how many a wafer evicts: all but
+ * the last. Each generated token is run (its KV computed) only to produce
+ * the next one, so the last is never run and has no KV to evict (the
+ * design's generated-token caching); the next turn's prompt computes it.
+ */
+static inline uint32_t
+workload_evicted_answer(uint32_t out)
+{
+	return out ? out - 1 : 0;
+}
+
+/*
+ * Speculative decoding, emulated: after each verified token a draft model
+ * proposes up to k more; the target accepts them up to the first it
+ * rejects, each being rejected with probability @p reject, decided by a
+ * hash of (@p seed, request @p req, position @p pos of the first proposal)
+ * so that a run replays exactly and every model of a request sees the same
+ * rounds. @return how many of the @p k proposals were accepted.
+ */
+uint32_t workload_spec_accepted(uint64_t seed, uint64_t req, uint32_t pos, uint32_t k,
+				double reject);
+
+/** A proposal the target rejects at @p pos: never the answer's token there. */
+static inline uint32_t
+workload_spec_wrong_token(uint32_t pos)
+{
+	return workload_answer_token(pos) ^ 0x5bd1e995u;
 }
 
 #endif
