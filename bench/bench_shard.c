@@ -117,8 +117,8 @@ fail(const char *what)
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
 	shard_l2_close();
-	if (kvss.cfg.shard.l2.path[0] != '\0')
-		unlink(kvss.cfg.shard.l2.path); /* its second tier's file, if it ran one */
+	if (kvss_me->cfg->l2.path[0] != '\0')
+		unlink(kvss_me->cfg->l2.path); /* its second tier's file, if it ran one */
 	kvss_eal_stop();
 	exit(1);
 }
@@ -437,14 +437,14 @@ shard_stat(size_t off)
 static void
 shard_start(uint32_t B)
 {
-	struct kvstore_params *kp = &kvss.cfg.shard.store;
+	struct kvstore_params *kp = &kvss_me->cfg->store;
 	size_t sz;
 
 	kp->cache[0].bytes_per_token = B;
 	kp->cache[0].capacity_tokens = (uint64_t)(256u << 20) / B;
 	sz = kvstore_memsize(kp);
-	kvss.store_mem = rte_zmalloc("bench_store", sz, 64);
-	if (kvss.store_mem == NULL || (kvss.store = kvstore_init(kvss.store_mem, sz, kp)) == NULL)
+	kvss_me->store_mem = rte_zmalloc("bench_store", sz, 64);
+	if (kvss_me->store_mem == NULL || (kvss_me->store = kvstore_init(kvss_me->store_mem, sz, kp)) == NULL)
 		fail("no memory for the store (raise -m)");
 	memset(&kvss.stats[SHARD_LCORE], 0, sizeof(kvss.stats[SHARD_LCORE]));
 	__atomic_store_n(&kvss.quit, 0, __ATOMIC_RELAXED);
@@ -452,10 +452,10 @@ shard_start(uint32_t B)
 	if (l2_every) {
 		char err[512];
 
-		kvss.cfg.shard.l2.column = G;
-		kvss.cfg.shard.l2.queue_depth = 64;
-		kvss.cfg.shard.l2.capacity_tokens[0] = (uint64_t)L2_SLOTS * G;
-		unlink(kvss.cfg.shard.l2.path);
+		kvss_me->cfg->l2.column = G;
+		kvss_me->cfg->l2.queue_depth = 64;
+		kvss_me->cfg->l2.capacity_tokens[0] = (uint64_t)L2_SLOTS * G;
+		unlink(kvss_me->cfg->l2.path);
 		if (shard_l2_open(err, sizeof(err)) != 0)
 			fail(err);
 		l2_sent = l2_done = 0;
@@ -481,9 +481,9 @@ shard_stop(void)
 		rte_pktmbuf_free_bulk(held, nheld);
 		nheld = 0;
 	}
-	rte_free(kvss.store_mem);
-	kvss.store = NULL;
-	kvss.store_mem = NULL;
+	rte_free(kvss_me->store_mem);
+	kvss_me->store = NULL;
+	kvss_me->store_mem = NULL;
 }
 
 /*
@@ -495,7 +495,7 @@ shard_stop(void)
 static double
 ingest(uint64_t total, double *fps, double *busy_share)
 {
-	uint64_t cap = kvss.cfg.shard.store.cache[0].capacity_tokens;
+	uint64_t cap = kvss_me->cfg->store.cache[0].capacity_tokens;
 	uint64_t per_half = cap / 2 / PROMPT_TOKENS, batch = 0, frames = 0, done = 0;
 	uint64_t last[2][256] = {{0}}, gen = 0, i;
 	uint64_t busy0 = STAT(busy_cycles), idle0 = STAT(idle_cycles), busy, idle;
@@ -558,7 +558,7 @@ ingest(uint64_t total, double *fps, double *busy_share)
 static double
 refill(uint64_t total)
 {
-	uint64_t cap = kvss.cfg.shard.store.cache[0].capacity_tokens;
+	uint64_t cap = kvss_me->cfg->store.cache[0].capacity_tokens;
 	uint64_t per_half = cap / 2 / PROMPT_TOKENS, sent = 0, want, id = 0;
 	unsigned int k = 0;
 	double t0;
@@ -640,10 +640,10 @@ ports(void)
 	if (sp < 0 || gp < 0) {
 		fail(rte_strerror(rte_errno));
 	}
-	kvss.cfg.shard.port = (uint16_t)sp;
+	kvss_me->cfg->port = (uint16_t)sp;
 	gport = (uint16_t)gp;
 	for (p = 0; p < 2; p++) {
-		uint16_t port = p ? gport : kvss.cfg.shard.port;
+		uint16_t port = p ? gport : kvss_me->cfg->port;
 
 		if (rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
 		    rte_eth_rx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, NULL, kvss.pool) != 0 ||
@@ -656,7 +656,7 @@ ports(void)
 static void
 addresses(void)
 {
-	const struct kvss_endpoint *w = &kvss.cfg.shard.wafer, *s = &kvss.cfg.shard.addr;
+	const struct kvss_endpoint *w = &kvss_me->cfg->wafer, *s = &kvss_me->cfg->addr;
 
 	memcpy(actl.src_mac, w->mac, 6);
 	memcpy(actl.dst_mac, s->mac, 6);
@@ -678,7 +678,7 @@ bench_ingest_l2(double alone, unsigned int every)
 	double best = 0, fps, share, wbest = 0;
 	int r;
 
-	snprintf(kvss.cfg.shard.l2.path, sizeof(kvss.cfg.shard.l2.path), "/var/tmp/kvss_bench_l2_%d.l2",
+	snprintf(kvss_me->cfg->l2.path, sizeof(kvss_me->cfg->l2.path), "/var/tmp/kvss_bench_l2_%d.l2",
 		 (int)getpid());
 	l2_every = every;
 	for (r = 0; r < RUNS; r++) {
@@ -695,7 +695,7 @@ bench_ingest_l2(double alone, unsigned int every)
 		shard_stop();
 	}
 	l2_every = 0;
-	unlink(kvss.cfg.shard.l2.path);
+	unlink(kvss_me->cfg->l2.path);
 	printf("bench: kvss_shard_ingest_1k_l2 %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n", best / 1e9,
 	       alone / 1e9, best / alone);
 	printf("bench: kvss_shard_ingest_1k_l2_writes %.0f MB/s\n", wbest / 1e6);
@@ -725,7 +725,7 @@ bench_ingest(const char *name, uint32_t B, int with_refill)
 		if (with_refill) {
 			/* The store's slots as the source of the copying refill. */
 			double rf = refill(REFILL_BYTES);
-			double rmc = memcpy_rate(kvss.store_mem, (256u << 20), INGEST_BYTES / 2,
+			double rmc = memcpy_rate(kvss_me->store_mem, (256u << 20), INGEST_BYTES / 2,
 						 FRAME_PAYLOAD - 8);
 
 			if (rf > best_rf)
@@ -782,7 +782,7 @@ main(int argc, char **argv)
 	bench_ingest_l2(ingest_1k_best, 16);
 	bench_ingest("kvss_shard_ingest_16k", 16384, 1);
 	rte_eth_dev_stop(gport);
-	rte_eth_dev_stop(kvss.cfg.shard.port);
+	rte_eth_dev_stop(kvss_me->cfg->port);
 	kvss_eal_stop();
 	return 0;
 }

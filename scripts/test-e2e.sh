@@ -139,6 +139,31 @@ check "speculation: later turns hit into verified generated tokens, refilled rig
 check "speculation: the summary says so" grep -q "summary: speculative decoding (wafer.spec_tokens = 4" "$tmp/spec.log"
 check "speculation: off by default (no rounds in the first run)" test "$(field "$tmp/all.json" spec_rounds)" = 0
 
+# 1t. A target and its draft in one process (issue 31, item 4): role all
+#     hosts a shard per model (config/all-in-one-draft.cfg), each on its
+#     own ingest lcore and ring pair; each model has its own map, capacity
+#     and shard, the draft's smaller, so some requests hit in the target
+#     only; the answers are decoded speculatively in both models.
+timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1,2@1" \
+	--log-level lib.eal:error --no-telemetry --file-prefix "kvss_e2e_draft_$$" -- \
+	--config config/all-in-one-draft.cfg >"$tmp/draft.log" 2>&1
+check "draft: exits 0" test $? -eq 0
+grep '^{' "$tmp/draft.log" | tail -1 >"$tmp/draft.json"
+check_clean "draft" "$tmp/draft.json" "the shards hold"
+check "draft: both shards up in the one process, each on its own lcore and ring pair" \
+	sh -c "grep -q 'shard 0 of model 0 up, .*ingest on lcore 1' '$tmp/draft.log' &&
+		grep -q 'shard 0 of model 1 up, .*ingest on lcore 2' '$tmp/draft.log' &&
+		grep -q 'shard 0 of model 1 on port 2, driver on port 3' '$tmp/draft.log'"
+check "draft: 300 requests, each model looked up and hit on its own" \
+	holds "$(field "$tmp/draft.json" requests) == 300 and 0 < $(field "$tmp/draft.json" model1_hit_tokens) < $(field "$tmp/draft.json" hit_tokens)"
+check "draft: requests that hit in the target and missed in the smaller draft" \
+	holds "$(field "$tmp/draft.json" hit_model0_only) > 0"
+check "draft: both models refilled and were timed apart" \
+	python3 -c "import json,sys; d=json.load(open('$tmp/draft.json')); f=d['model_fits']; sys.exit(0 if len(f) == 2 and all(m['refills'] > 0 for m in f) else 1)"
+check "draft: speculation in both models, rejected tokens overwritten" \
+	holds "$(field "$tmp/draft.json" spec_overwrites) > $(field "$tmp/draft.json" spec_proposed) - $(field "$tmp/draft.json" spec_accepted)"
+check "draft: the summary gives model 1's hit ratio" grep -q "summary: model 1: [1-9][0-9]* prompt tokens hit" "$tmp/draft.log"
+
 # 1a. The same with refill_model = "learned": from the 20th refill the
 #     estimates follow the line fitted to the refills taken. The configured
 #     20 us + 10 Gb/s falls short of nearly every refill here (the wafer,

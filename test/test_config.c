@@ -90,6 +90,69 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.wafer.spec_seed, 1);
 }
 
+Test(config, role_all_hosts_a_shard_per_group_of_its_list)
+{
+	cr_assert_eq(kvss_config_load("config/all-in-one-draft.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.role, KVSS_ROLE_ALL);
+	cr_assert_eq(cfg.num_local, 2);
+	cr_assert_eq(cfg.local[0].model, 0);
+	cr_assert_eq(cfg.local[1].model, 1);
+	cr_assert_eq(cfg.local[1].store.cache[0].capacity_tokens, 30000);
+	cr_assert_eq(cfg.shard.model, 0, "shard is the first");
+	cr_assert_eq(cfg.num_ingest, 2);
+	cr_assert_eq(cfg.wafer.spec_tokens, 4);
+	/* One group: one shard, as ever. */
+	cr_assert_eq(kvss_config_load("config/all-in-one.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.num_local, 1);
+	cr_assert_eq(cfg.local[0].id, cfg.shard.id);
+}
+
+/* config/all-in-one-draft.cfg with @p from replaced by @p to: the load must fail naming @p want. */
+static void
+draft_variant_fails(const char *from, const char *to, const char *want)
+{
+	char path[] = "/tmp/kvss_cfg_draft_XXXXXX", *text;
+	FILE *f = fopen("config/all-in-one-draft.cfg", "r");
+	size_t n;
+	char *at;
+	int fd;
+
+	cr_assert_not_null(f);
+	text = calloc(1, 1 << 16);
+	n = fread(text, 1, (1 << 16) - 1, f);
+	fclose(f);
+	cr_assert_gt(n, 0);
+	at = strstr(text, from);
+	cr_assert_not_null(at, "the example has '%s'", from);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	fwrite(text, 1, (size_t)(at - text), f);
+	fputs(to, f);
+	fputs(at + strlen(from), f);
+	fclose(f);
+	free(text);
+	cr_assert_neq(kvss_config_load(path, &cfg, err, sizeof(err)), 0, "'%s' must be refused", to);
+	cr_assert(strstr(err, want) != NULL, "'%s' in: %s", want, err);
+	unlink(path);
+}
+
+Test(config, role_all_with_several_shards_is_checked)
+{
+	draft_variant_fails("ingest = [1, 2];", "ingest = [1];",
+			    "lcores.ingest: 2 shards: one ingest lcore each (1 given)");
+	draft_variant_fails("id = 0;\n    model = 1;", "id = 0;\n    model = 0;",
+			    "shard.[1].id: shard 0 of model 0 is hosted twice");
+	draft_variant_fails("batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 128;",
+			    "batch_timeout_ms = 1000; l2 = { dir = \"/tmp\"; capacity_tokens = [100000]; };\n"
+			    "    caches = ( { id = 0; bytes_per_token = 128;",
+			    "role all with several shards keeps them in DRAM");
+	draft_variant_fails("{ id = 0; address = { mac = \"02:00:00:00:01:01\"",
+			    "{ id = 5; address = { mac = \"02:00:00:00:01:01\"",
+			    "model 1's shard 5 is not one this process hosts");
+	draft_variant_fails("refill = [];", "refill = [3];", "refills run on their ingest lcores");
+}
+
 struct bad {
 	char text[512];
 	char want[96]; /* what the message must contain */

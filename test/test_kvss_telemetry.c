@@ -34,9 +34,9 @@ setup(void)
 	cr_assert_geq(rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
 	kp.cache[0] = (struct kvstore_cache_params){64, 2, 1000};
 	sz = kvstore_memsize(&kp);
-	kvss.store_mem = rte_zmalloc("store", sz, 64);
-	kvss.store = kvstore_init(kvss.store_mem, sz, &kp);
-	cr_assert_not_null(kvss.store);
+	kvss_me->store_mem = rte_zmalloc("store", sz, 64);
+	kvss_me->store = kvstore_init(kvss_me->store_mem, sz, &kp);
+	cr_assert_not_null(kvss_me->store);
 	cr_assert_eq(kvss_telemetry_register(), 0);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/dpdk_telemetry.v2", rte_eal_get_runtime_dir());
 	sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
@@ -51,8 +51,8 @@ teardown(void)
 {
 	if (sock >= 0)
 		close(sock);
-	rte_free(kvss.store_mem);
-	kvss.store = NULL;
+	rte_free(kvss_me->store_mem);
+	kvss_me->store = NULL;
 	test_eal_stop();
 }
 
@@ -80,7 +80,7 @@ Test(telemetry, stats_are_the_sum_of_every_lcore)
 	kvss.stats[3].rx_frames = 5;
 	kvss.stats[3].drops[PROTO_R_BAD_MAGIC] = 3;
 	kvss.stats[0].errors[PROTO_E_HOLE] = 2;
-	kvss.driver_epoch = 0xE1;
+	kvss_me->driver_epoch = 0xE1;
 	a = ask("/kvss/stats");
 	cr_assert_not_null(strstr(a, "\"rx_frames\":12"), "%s", a);
 	cr_assert_not_null(strstr(a, "\"drop_bad_magic\":3"), "%s", a);
@@ -101,8 +101,8 @@ store_prompt(uint64_t id, uint32_t first, uint32_t n)
 	for (t = 0; t < n; t++)
 		e[t] = (struct proto_evict_entry){id, first + t, 1};
 	memset(stream, 0x5a, sizeof(stream));
-	cr_assert_eq(kvstore_evict(kvss.store, 1, 1, (uint16_t)n, e, NULL, 0), 0);
-	cr_assert_eq(kvstore_data(kvss.store, 1, 0, 0, n * 64, stream, n * 64), 0);
+	cr_assert_eq(kvstore_evict(kvss_me->store, 1, 1, (uint16_t)n, e, NULL, 0), 0);
+	cr_assert_eq(kvstore_data(kvss_me->store, 1, 0, 0, n * 64, stream, n * 64), 0);
 }
 
 Test(telemetry, caches_and_prompts_come_from_the_store)

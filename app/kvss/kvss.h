@@ -95,7 +95,26 @@ struct kvss_app {
 	uint32_t epoch;	       /* this process's epoch: random, nonzero */
 	uint64_t start_tsc;
 	struct rte_mempool *pool;
-	/* Shard role. */
+	/* Shard role: the shards this process hosts (kvss_shards[], below). */
+	uint16_t num_shards;
+	/* One per lcore: that lcore writes it; telemetry and the report read. */
+	struct kvss_lcore_stats stats[RTE_MAX_LCORE];
+	enum kvss_lcore_role lcore_role[RTE_MAX_LCORE];
+};
+
+extern struct kvss_app kvss;
+
+struct shard_state;
+
+/*
+ * One shard this process hosts: role "shard" hosts one; role "all" one per
+ * group of its shard list (a target model's and its draft's, say), each
+ * with its own ingest lcore, port pair, store and control stream.
+ */
+struct kvss_shard_inst {
+	struct kvss_shard_cfg *cfg; /* kvss.cfg.local[i] */
+	struct shard_state *st;	    /* its protocol state (shard.h) */
+	unsigned int ingest_lcore, refill_lcore;
 	struct kvstore *store;
 	void *store_mem;
 	/* Established by HELLO; 0: none. Written by the ingest lcore (release),
@@ -109,12 +128,15 @@ struct kvss_app {
 	struct rte_ring *ingest_to_refill; /* accepted DELETE and REFILL, in order */
 	struct rte_ring *refill_to_ingest; /* DELETEs for the writer to apply */
 	uint64_t deletes_applied;	   /* by the ingest lcore; the refill lcore waits on it */
-	/* One per lcore: that lcore writes it; telemetry and the report read. */
-	struct kvss_lcore_stats stats[RTE_MAX_LCORE];
-	enum kvss_lcore_role lcore_role[RTE_MAX_LCORE];
 };
 
-extern struct kvss_app kvss;
+extern struct kvss_shard_inst kvss_shards[KVSS_MAX_LOCAL_SHARDS];
+
+/*
+ * The shard the calling thread serves: each ingest and refill lcore sets
+ * its own at start; any other thread (main, telemetry) sees the first.
+ */
+extern __thread struct kvss_shard_inst *kvss_me;
 
 static inline int
 kvss_quitting(void)

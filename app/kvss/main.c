@@ -47,7 +47,7 @@ on_signal(int sig)
 }
 
 static uint8_t started[RTE_MAX_ETHPORTS];
-static struct rte_ring *ring_d2s, *ring_s2d;
+static struct rte_ring *ring_d2s[KVSS_MAX_LOCAL_SHARDS], *ring_s2d[KVSS_MAX_LOCAL_SHARDS];
 
 static int
 port_started(uint16_t port)
@@ -56,33 +56,51 @@ port_started(uint16_t port)
 }
 
 /*
- * Role all: the driver and the shard in one process, joined by a pair of
- * rte_rings made into two ports (net_ring): what one sends, the other
- * receives. The configured port numbers are replaced by these two.
+ * Role all: the driver and its shards in one process, each shard joined to
+ * the driver by a pair of rte_rings made into two ports (net_ring): what
+ * one sends, the other receives. The configured port numbers are replaced
+ * by these. With one shard, every shard the driver lists is reached through
+ * its pair; with several, each through the pair of the shard that is it.
  */
 static int
 ring_ports(void)
 {
-	int sport, dport;
-	uint16_t m, k;
+	int sport[KVSS_MAX_LOCAL_SHARDS], dport[KVSS_MAX_LOCAL_SHARDS];
+	uint16_t m, k, i, n = kvss.cfg.num_local;
+	char name[RTE_RING_NAMESIZE];
 
-	ring_d2s = rte_ring_create("kvss_d2s", 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	ring_s2d = rte_ring_create("kvss_s2d", 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (ring_d2s == NULL || ring_s2d == NULL) {
-		fprintf(stderr, "kvss: role all: rings: %s\n", rte_strerror(rte_errno));
-		return -1;
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "kvss_d2s%u", i);
+		ring_d2s[i] = rte_ring_create(name, 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "kvss_s2d%u", i);
+		ring_s2d[i] = rte_ring_create(name, 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (ring_d2s[i] == NULL || ring_s2d[i] == NULL) {
+			fprintf(stderr, "kvss: role all: rings: %s\n", rte_strerror(rte_errno));
+			return -1;
+		}
+		snprintf(name, sizeof(name), i ? "net_ring_kvss_s%u" : "net_ring_kvss_shard", i);
+		sport[i] = rte_eth_from_rings(name, &ring_d2s[i], 1, &ring_s2d[i], 1, (unsigned int)rte_socket_id());
+		snprintf(name, sizeof(name), i ? "net_ring_kvss_d%u" : "net_ring_kvss_drv", i);
+		dport[i] = rte_eth_from_rings(name, &ring_s2d[i], 1, &ring_d2s[i], 1, (unsigned int)rte_socket_id());
+		if (sport[i] < 0 || dport[i] < 0) {
+			fprintf(stderr, "kvss: role all: net_ring ports: %s\n", rte_strerror(rte_errno));
+			return -1;
+		}
+		kvss.cfg.local[i].port = (uint16_t)sport[i];
 	}
-	sport = rte_eth_from_rings("net_ring_kvss_shard", &ring_d2s, 1, &ring_s2d, 1, (unsigned int)rte_socket_id());
-	dport = rte_eth_from_rings("net_ring_kvss_drv", &ring_s2d, 1, &ring_d2s, 1, (unsigned int)rte_socket_id());
-	if (sport < 0 || dport < 0) {
-		fprintf(stderr, "kvss: role all: net_ring ports: %s\n", rte_strerror(rte_errno));
-		return -1;
-	}
-	kvss.cfg.shard.port = (uint16_t)sport;
+	kvss.cfg.shard.port = kvss.cfg.local[0].port;
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
-		for (k = 0; k < kvss.cfg.driver.models[m].num_shards; k++)
-			kvss.cfg.driver.models[m].shard[k].port = (uint16_t)dport;
-	printf("kvss: role all: shard on port %d, driver on port %d (net_ring pair)\n", sport, dport);
+		for (k = 0; k < kvss.cfg.driver.models[m].num_shards; k++) {
+			struct kvss_shard_ref *r = &kvss.cfg.driver.models[m].shard[k];
+
+			for (i = 0; n > 1 && i < n; i++)
+				if (kvss.cfg.local[i].model == m && kvss.cfg.local[i].id == r->id)
+					break;
+			r->port = (uint16_t)dport[i < n ? i : 0]; /* the config checked that it is one */
+		}
+	for (i = 0; i < n; i++)
+		printf("kvss: role all: shard %u of model %u on port %d, driver on port %d (net_ring pair)\n",
+		       kvss.cfg.local[i].id, kvss.cfg.local[i].model, sport[i], dport[i]);
 	return 0;
 }
 
@@ -90,18 +108,18 @@ ring_ports(void)
 static void
 say_drivers(void)
 {
-	const struct kvss_config *c = &kvss.cfg;
+	const struct kvss_shard_cfg *c = kvss_me->cfg;
 	uint16_t i;
 
-	printf("kvss: shard %u of model %u at %u.%u.%u.%u: control taken from ", c->shard.id,
-	       c->shard.model, c->shard.addr.ipv4 >> 24, (c->shard.addr.ipv4 >> 16) & 0xff,
-	       (c->shard.addr.ipv4 >> 8) & 0xff, c->shard.addr.ipv4 & 0xff);
-	if (c->shard.num_drivers == 0)
+	printf("kvss: shard %u of model %u at %u.%u.%u.%u: control taken from ", c->id,
+	       c->model, c->addr.ipv4 >> 24, (c->addr.ipv4 >> 16) & 0xff,
+	       (c->addr.ipv4 >> 8) & 0xff, c->addr.ipv4 & 0xff);
+	if (c->num_drivers == 0)
 		printf("any driver (shard.drivers lists none)");
-	for (i = 0; i < c->shard.num_drivers; i++)
-		printf("%s%u.%u.%u.%u", i ? ", " : "", c->shard.driver_ip[i] >> 24,
-		       (c->shard.driver_ip[i] >> 16) & 0xff, (c->shard.driver_ip[i] >> 8) & 0xff,
-		       c->shard.driver_ip[i] & 0xff);
+	for (i = 0; i < c->num_drivers; i++)
+		printf("%s%u.%u.%u.%u", i ? ", " : "", c->driver_ip[i] >> 24,
+		       (c->driver_ip[i] >> 16) & 0xff, (c->driver_ip[i] >> 8) & 0xff,
+		       c->driver_ip[i] & 0xff);
 	printf("; frames to another address, model or shard are dropped\n");
 }
 
@@ -206,7 +224,7 @@ port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 		printf("kvss: port %u (%s) has one TX queue: the refill queue runs on the ingest "
 		       "lcore\n", port, info.driver_name);
 	if (is_shard)
-		kvss.refill_lcore_on = want_refill && ntx == 2;
+		kvss_me->refill_lcore_on = want_refill && ntx == 2;
 	if ((rc = rte_eth_dev_configure(port, nrx, ntx, &conf)) != 0)
 		goto fail;
 	for (q = 0; q < nrx; q++)
@@ -255,19 +273,19 @@ fail:
 static int
 store_init(void)
 {
-	const struct kvstore_params *kp = &kvss.cfg.shard.store;
+	const struct kvstore_params *kp = &kvss_me->cfg->store;
 	size_t sz = kvstore_memsize(kp), per_token = 0;
 	uint64_t tokens = 0, kv = 0;
 	uint16_t c;
 
-	kvss.store_mem = rte_zmalloc_socket("kvss_store", sz, 64, (int)rte_socket_id());
-	if (kvss.store_mem == NULL) {
+	kvss_me->store_mem = rte_zmalloc_socket("kvss_store", sz, 64, (int)rte_socket_id());
+	if (kvss_me->store_mem == NULL) {
 		fprintf(stderr, "kvss: cannot get %zu bytes of shard memory from DPDK (raise -m or "
 				"reserve hugepages)\n", sz);
 		return -1;
 	}
-	kvss.store = kvstore_init(kvss.store_mem, sz, kp);
-	if (kvss.store == NULL)
+	kvss_me->store = kvstore_init(kvss_me->store_mem, sz, kp);
+	if (kvss_me->store == NULL)
 		return -1;
 	for (c = 0; c < kp->num_caches; c++) {
 		per_token += kp->cache[c].bytes_per_token;
@@ -540,15 +558,15 @@ main(int argc, char **argv)
 	}
 	if (l2dir != NULL) {
 		/* The shard's second tier in another directory (its file named as shard.l2.dir names it). */
-		if (!(kvss.cfg.role & KVSS_ROLE_SHARD) || kvss.cfg.shard.l2.path[0] == '\0') {
+		if (!(kvss.cfg.role & KVSS_ROLE_SHARD) || kvss_me->cfg->l2.path[0] == '\0') {
 			fprintf(stderr, "kvss: --l2-dir: %s gives this process no second tier (shard.l2)\n",
 				config);
 			status = 2;
 			goto out_eal;
 		}
 		if (l2dir[0] == '\0' ||
-		    snprintf(kvss.cfg.shard.l2.path, sizeof(kvss.cfg.shard.l2.path), "%s/shard-%u-%u.l2",
-			     l2dir, kvss.cfg.shard.model, kvss.cfg.shard.id) >= (int)sizeof(kvss.cfg.shard.l2.path)) {
+		    snprintf(kvss_me->cfg->l2.path, sizeof(kvss_me->cfg->l2.path), "%s/shard-%u-%u.l2",
+			     l2dir, kvss_me->cfg->model, kvss_me->cfg->id) >= (int)sizeof(kvss_me->cfg->l2.path)) {
 			fprintf(stderr, "kvss: --l2-dir: '%s' is empty or too long\n", l2dir);
 			status = 2;
 			goto out_eal;
@@ -618,14 +636,14 @@ main(int argc, char **argv)
 			goto out_eal;
 		}
 	}
-	if ((kvss.cfg.role & KVSS_ROLE_SHARD) &&
-	    (!rte_lcore_is_enabled(kvss.cfg.ingest_lcore[0]) ||
-	     kvss.cfg.ingest_lcore[0] == rte_get_main_lcore())) {
-		fprintf(stderr, "kvss: %s: lcores.ingest: lcore %u is not an EAL worker lcore (-l/--lcores)\n",
-			config, kvss.cfg.ingest_lcore[0]);
-		status = 2;
-		goto out_eal;
-	}
+	for (c = 0; (kvss.cfg.role & KVSS_ROLE_SHARD) && c < kvss.cfg.num_local; c++)
+		if (!rte_lcore_is_enabled(kvss.cfg.ingest_lcore[c]) ||
+		    kvss.cfg.ingest_lcore[c] == rte_get_main_lcore()) {
+			fprintf(stderr, "kvss: %s: lcores.ingest: lcore %u is not an EAL worker lcore "
+					"(-l/--lcores)\n", config, kvss.cfg.ingest_lcore[c]);
+			status = 2;
+			goto out_eal;
+		}
 
 	do {
 		kvss.epoch = (uint32_t)rte_rand();
@@ -652,10 +670,19 @@ main(int argc, char **argv)
 			   rl != rte_get_main_lcore() && rl != kvss.cfg.ingest_lcore[0];
 
 		ret = 0;
-		if (store_init() != 0 || (ret = port_init(kvss.cfg.shard.port, kvss.cfg.mtu, want, 1)) != 0) {
-			status = ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
-			goto out_free;
+		kvss.num_shards = kvss.cfg.num_local;
+		for (c = kvss.num_shards - 1; c >= 0; c--) {
+			/* The others first: the main thread serves the first from here on. */
+			kvss_me = &kvss_shards[c];
+			kvss_me->ingest_lcore = kvss.cfg.ingest_lcore[c];
+			if (store_init() != 0 ||
+			    (ret = port_init(kvss_me->cfg->port, kvss.cfg.mtu, c == 0 && want, 1)) != 0) {
+				status = ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
+				kvss_me = &kvss_shards[0];
+				goto out_free;
+			}
 		}
+		kvss_me->refill_lcore = rl;
 		{
 			char l2err[512];
 
@@ -672,7 +699,7 @@ main(int argc, char **argv)
 				for (c = 0; c < KVDISK_MAX_CACHES; c++)
 					held += ks.stored[c];
 				printf("kvss: second tier %s%s: %" PRIu64 " columns kept from before, %" PRIu64
-				       " dropped (checksum)\n", kvss.cfg.shard.l2.path,
+				       " dropped (checksum)\n", kvss_me->cfg->l2.path,
 				       shard_l2_direct() ? " (O_DIRECT)" : " (page cache: no O_DIRECT here)",
 				       held, ks.rebuild_dropped);
 			}
@@ -704,12 +731,12 @@ main(int argc, char **argv)
 		}
 		driver_on = 1;
 	}
-	if (kvss.refill_lcore_on) {
-		kvss.ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, (int)rte_socket_id(),
+	if (kvss_me->refill_lcore_on) {
+		kvss_me->ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, (int)rte_socket_id(),
 						       RING_F_SP_ENQ | RING_F_SC_DEQ);
-		kvss.refill_to_ingest = rte_ring_create("refill_to_ingest", 64, (int)rte_socket_id(),
+		kvss_me->refill_to_ingest = rte_ring_create("refill_to_ingest", 64, (int)rte_socket_id(),
 						       RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (kvss.ingest_to_refill == NULL || kvss.refill_to_ingest == NULL) {
+		if (kvss_me->ingest_to_refill == NULL || kvss_me->refill_to_ingest == NULL) {
 			fprintf(stderr, "kvss: rings: %s\n", rte_strerror(rte_errno));
 			status = 1;
 			goto out_free;
@@ -724,16 +751,20 @@ main(int argc, char **argv)
 	if ((kvss.cfg.role & KVSS_ROLE_DRIVER) && kvss_driver_telemetry_register() != 0)
 		fprintf(stderr, "kvss: driver telemetry commands not registered\n");
 	kvss.lcore_role[rte_get_main_lcore()] = KVSS_LCORE_CONTROL;
-	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
-		kvss.lcore_role[kvss.cfg.ingest_lcore[0]] = KVSS_LCORE_INGEST;
+	for (c = 0; (kvss.cfg.role & KVSS_ROLE_SHARD) && c < kvss.num_shards; c++) {
+		const struct kvss_shard_inst *in = &kvss_shards[c];
+
+		kvss.lcore_role[in->ingest_lcore] = KVSS_LCORE_INGEST;
 		printf("kvss: shard %u of model %u up, epoch 0x%08x, ingest on lcore %u",
-		       kvss.cfg.shard.id, kvss.cfg.shard.model, kvss.epoch, kvss.cfg.ingest_lcore[0]);
-		if (kvss.refill_lcore_on)
-			printf(", refill on lcore %u", kvss.cfg.refill_lcore[0]);
+		       in->cfg->id, in->cfg->model, kvss.epoch, in->ingest_lcore);
+		if (in->refill_lcore_on)
+			printf(", refill on lcore %u", in->refill_lcore);
 		printf("\n");
 		fflush(stdout);
-		rte_eal_remote_launch(kvss_shard_ingest, NULL, kvss.cfg.ingest_lcore[0]);
-		if (kvss.refill_lcore_on) {
+		rte_eal_remote_launch(kvss_shard_ingest, (void *)(uintptr_t)c, in->ingest_lcore);
+	}
+	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
+		if (kvss_me->refill_lcore_on) {
 			kvss.lcore_role[kvss.cfg.refill_lcore[0]] = KVSS_LCORE_REFILL;
 			rte_eal_remote_launch(kvss_shard_refill, NULL, kvss.cfg.refill_lcore[0]);
 		}
@@ -776,12 +807,14 @@ out_free:
 	shard_l2_close(); /* the lcores have stopped: the tier thread drains, then ends */
 	if (driver_on)
 		kvss_driver_free();
-	rte_ring_free(kvss.ingest_to_refill);
-	rte_ring_free(kvss.refill_to_ingest);
-	rte_free(kvss.store_mem);
+	rte_ring_free(kvss_me->ingest_to_refill);
+	rte_ring_free(kvss_me->refill_to_ingest);
+	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++) {
+		rte_free(kvss_shards[c].store_mem);
+		rte_ring_free(ring_d2s[c]);
+		rte_ring_free(ring_s2d[c]);
+	}
 	rte_mempool_free(kvss.pool);
-	rte_ring_free(ring_d2s);
-	rte_ring_free(ring_s2d);
 out_eal:
 	kvss_eal_stop();
 	return status;

@@ -23,7 +23,8 @@ struct refill_ctx {
 	int used; /* taken by the sending lcore, given back by the free callback */
 } __rte_cache_aligned; /* whoever frees one refill's mbufs does not slow the next one's */
 
-static struct refill_ctx rctx[REFILLS_MAX];
+/* The sending lcore's own (each shard's ingest or refill lcore sends its refills). */
+static __thread struct refill_ctx rctx[REFILLS_MAX];
 
 static void
 refill_release(void *addr, void *opaque)
@@ -57,20 +58,20 @@ static int64_t
 send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refill_req *rq,
 	    struct kvstore_refill *r, struct refill_ctx *ctx)
 {
-	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
 	uint16_t nb = kp->cache[rq->cache_id].num_buffers, b;
 	uint32_t max = kvss_payload_cap() - PROTO_HDR_LEN - PROTO_REFILL_DATA_HDR_LEN;
 	uint64_t stream_len = kvstore_refill_buffer_len(r), sent = 0;
 	uint32_t attached = 0;
 	struct proto_addr a = {0};
 
-	memcpy(a.src_mac, kvss.cfg.shard.addr.mac, 6);
-	memcpy(a.dst_mac, kvss.cfg.shard.wafer.mac, 6);
-	a.src_ip = kvss.cfg.shard.addr.ipv4;
-	a.dst_ip = kvss.cfg.shard.wafer.ipv4;
+	memcpy(a.src_mac, kvss_me->cfg->addr.mac, 6);
+	memcpy(a.dst_mac, kvss_me->cfg->wafer.mac, 6);
+	a.src_ip = kvss_me->cfg->addr.ipv4;
+	a.dst_ip = kvss_me->cfg->wafer.ipv4;
 	a.src_port = a.dst_port = kvss.cfg.udp.refill;
-	a.has_vlan = kvss.cfg.shard.addr.vlan != 0;
-	a.vlan_tci = kvss.cfg.shard.addr.vlan;
+	a.has_vlan = kvss_me->cfg->addr.vlan != 0;
+	a.vlan_tci = kvss_me->cfg->addr.vlan;
 	/* One reference held while building, dropped at the end. */
 	rte_mbuf_ext_refcnt_set(&ctx->sh, 1);
 	ctx->sh.free_cb = refill_release;
@@ -87,8 +88,8 @@ send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refi
 			uint32_t len = 0, hl = proto_l2l4_len(&a);
 			struct proto_refill_data_hdr dh;
 			struct proto_builder bb;
-			struct proto_hdr ph = {.type = PROTO_T_REFILL_DATA, .model_id = kvss.cfg.shard.model,
-					       .shard_id = kvss.cfg.shard.id, .epoch = kvss.epoch};
+			struct proto_hdr ph = {.type = PROTO_T_REFILL_DATA, .model_id = kvss_me->cfg->model,
+					       .shard_id = kvss_me->cfg->id, .epoch = kvss.epoch};
 			uint8_t *p;
 
 			for (i = 0; i < n; i++)

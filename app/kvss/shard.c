@@ -36,7 +36,6 @@
 
 #define BURST 32
 
-struct shard_state shard;
 
 void
 shard_rec_of(struct shard_rec *r, const struct proto_msg *msg)
@@ -118,16 +117,16 @@ reset_stream(void)
 	unsigned int i;
 
 	for (i = 0; i < SHARD_WINDOW; i++) {
-		rte_pktmbuf_free(shard.window[i]);
-		shard.window[i] = NULL;
+		rte_pktmbuf_free(kvss_me->st->window[i]);
+		kvss_me->st->window[i] = NULL;
 	}
-	while (shard.evictq.head != shard.evictq.tail)
-		rte_pktmbuf_free(shard.evictq.m[shard.evictq.head++ % SHARD_QMAX]);
-	while (shard.refillq.head != shard.refillq.tail)
-		rte_pktmbuf_free(shard.refillq.m[shard.refillq.head++ % SHARD_QMAX]);
-	shard.next_seq = 1;
-	shard.queued_batch = 0;
-	shard.ack_sent = 0;
+	while (kvss_me->st->evictq.head != kvss_me->st->evictq.tail)
+		rte_pktmbuf_free(kvss_me->st->evictq.m[kvss_me->st->evictq.head++ % SHARD_QMAX]);
+	while (kvss_me->st->refillq.head != kvss_me->st->refillq.tail)
+		rte_pktmbuf_free(kvss_me->st->refillq.m[kvss_me->st->refillq.head++ % SHARD_QMAX]);
+	kvss_me->st->next_seq = 1;
+	kvss_me->st->queued_batch = 0;
+	kvss_me->st->ack_sent = 0;
 	shard_barrier_reset();
 }
 
@@ -140,7 +139,7 @@ static bool
 for_me(struct kvss_lcore_stats *st, const struct proto_msg *msg)
 {
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-	const struct kvss_endpoint *me = &kvss.cfg.shard.addr;
+	const struct kvss_endpoint *me = &kvss_me->cfg->addr;
 	uint16_t i;
 
 	if (memcmp(msg->addr.dst_mac, me->mac, 6) != 0 && memcmp(msg->addr.dst_mac, bcast, 6) != 0) {
@@ -151,18 +150,18 @@ for_me(struct kvss_lcore_stats *st, const struct proto_msg *msg)
 		st->not_mine_ip++;
 		return false;
 	}
-	if (msg->hdr.model_id != kvss.cfg.shard.model) {
+	if (msg->hdr.model_id != kvss_me->cfg->model) {
 		st->not_mine_model++;
 		return false;
 	}
-	if (msg->hdr.shard_id != kvss.cfg.shard.id && msg->hdr.shard_id != PROTO_SHARD_ALL) {
+	if (msg->hdr.shard_id != kvss_me->cfg->id && msg->hdr.shard_id != PROTO_SHARD_ALL) {
 		st->not_mine_shard++;
 		return false;
 	}
-	if (kvss.cfg.shard.num_drivers == 0 || !proto_type_is_control(msg->hdr.type))
+	if (kvss_me->cfg->num_drivers == 0 || !proto_type_is_control(msg->hdr.type))
 		return true;
-	for (i = 0; i < kvss.cfg.shard.num_drivers; i++)
-		if (msg->addr.src_ip == kvss.cfg.shard.driver_ip[i])
+	for (i = 0; i < kvss_me->cfg->num_drivers; i++)
+		if (msg->addr.src_ip == kvss_me->cfg->driver_ip[i])
 			return true;
 	st->not_a_driver++;
 	return false;
@@ -174,13 +173,13 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 {
 	uint8_t type = r->hdr.type;
 	struct shard_fifo *q = type == PROTO_T_RESERVE || type == PROTO_T_EVICT || type == PROTO_T_L2_UP
-				       ? &shard.evictq
-				       : &shard.refillq;
+				       ? &kvss_me->st->evictq
+				       : &kvss_me->st->refillq;
 
 	if ((type == PROTO_T_L2_DOWN || type == PROTO_T_L2_DELETE) && !shard_l2_on()) {
 		/* No second tier here (PROTOCOL.md section 9): each record refused; the seq is taken. */
-		static struct shard_batcher nt;
-		static struct proto_msg view;
+		static __thread struct shard_batcher nt;
+		static __thread struct proto_msg view;
 		const struct proto_msg *msg = shard_msg(r, m, &view);
 		unsigned int i;
 
@@ -199,7 +198,7 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 		}
 		shard_batcher_flush(&nt);
 		rte_pktmbuf_free(m);
-		shard.next_seq++;
+		kvss_me->st->next_seq++;
 		return;
 	}
 
@@ -217,13 +216,13 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 	if (type == PROTO_T_EVICT || type == PROTO_T_L2_UP || type == PROTO_T_DELETE)
 		shard_barrier_accept(st, &q->rec[q->tail % SHARD_QMAX], m);
 	if (type == PROTO_T_L2_DOWN)
-		shard.l2down_last = shard.next_seq;
-	q->rec[q->tail % SHARD_QMAX].l2gate = type == PROTO_T_L2_UP ? shard.l2down_last : 0;
-	q->seq[q->tail % SHARD_QMAX] = shard.next_seq;
+		kvss_me->st->l2down_last = kvss_me->st->next_seq;
+	q->rec[q->tail % SHARD_QMAX].l2gate = type == PROTO_T_L2_UP ? kvss_me->st->l2down_last : 0;
+	q->seq[q->tail % SHARD_QMAX] = kvss_me->st->next_seq;
 	q->tail++;
-	shard.next_seq++;
-	if ((type == PROTO_T_EVICT || type == PROTO_T_L2_UP) && r->u.evict.batch_no > shard.queued_batch)
-		shard.queued_batch = r->u.evict.batch_no;
+	kvss_me->st->next_seq++;
+	if ((type == PROTO_T_EVICT || type == PROTO_T_L2_UP) && r->u.evict.batch_no > kvss_me->st->queued_batch)
+		kvss_me->st->queued_batch = r->u.evict.batch_no;
 }
 
 /* Returns 1 when the mbuf was kept (queued or held). */
@@ -235,19 +234,19 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 
 	if (msg->hdr.type == PROTO_T_HELLO) {
 		st->hello++;
-		kvss.driver_addr = msg->addr;
-		kvss.have_driver = 1;
-		if (msg->hdr.epoch != kvss.driver_epoch) {
+		kvss_me->driver_addr = msg->addr;
+		kvss_me->have_driver = 1;
+		if (msg->hdr.epoch != kvss_me->driver_epoch) {
 			/* A new driver: the old one's data can never be asked for.
 			 * The epoch changes first: the old stream's DELETEs and
 			 * REFILLs on the refill lcore see it and are dropped (batch
 			 * numbers restart, so their gates would open again). */
-			uint32_t old = kvss.driver_epoch;
+			uint32_t old = kvss_me->driver_epoch;
 
-			__atomic_store_n(&kvss.driver_epoch, msg->hdr.epoch, __ATOMIC_RELEASE);
+			__atomic_store_n(&kvss_me->driver_epoch, msg->hdr.epoch, __ATOMIC_RELEASE);
 			if (old != 0) {
 				reset_stream();
-				kvstore_reset(kvss.store);
+				kvstore_reset(kvss_me->store);
 			}
 			/*
 			 * Data held before this HELLO belongs to no batch of the new
@@ -257,7 +256,7 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 			 * over, so kept, it would fill the new stream's batches.
 			 */
 			st->dropped_restart += shard_drop_held();
-			shard.next_seq = 1;
+			kvss_me->st->next_seq = 1;
 			shard_barrier_reset();
 		}
 		shard_send_status(st);
@@ -268,34 +267,34 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 		st->not_handled++; /* shard -> driver types: not for us */
 		return 0;
 	}
-	if (msg->hdr.epoch != kvss.driver_epoch || kvss.driver_epoch == 0) {
+	if (msg->hdr.epoch != kvss_me->driver_epoch || kvss_me->driver_epoch == 0) {
 		/* Stale or unknown driver: drop, and tell it both epochs. */
 		st->stale_epoch++;
-		kvss.driver_addr = msg->addr;
-		kvss.have_driver = 1;
+		kvss_me->driver_addr = msg->addr;
+		kvss_me->have_driver = 1;
 		shard_send_status(st);
 		return 0;
 	}
-	kvss.driver_addr = msg->addr;
-	shard.ack_due = 1;
-	if (seq < shard.next_seq) {
+	kvss_me->driver_addr = msg->addr;
+	kvss_me->st->ack_due = 1;
+	if (seq < kvss_me->st->next_seq) {
 		st->duplicates++;
 		return 0;
 	}
-	if (seq >= shard.next_seq + SHARD_WINDOW) {
+	if (seq >= kvss_me->st->next_seq + SHARD_WINDOW) {
 		st->out_of_window++;
 		return 0;
 	}
-	if (seq > shard.next_seq) {
+	if (seq > kvss_me->st->next_seq) {
 		unsigned int w = seq % SHARD_WINDOW;
 
-		if (shard.window[w] != NULL) {
+		if (kvss_me->st->window[w] != NULL) {
 			st->duplicates++;
 			return 0;
 		}
-		shard.window[w] = m;
-		shard_rec_of(&shard.window_rec[w], msg);
-		shard.window_seq[w] = seq;
+		kvss_me->st->window[w] = m;
+		shard_rec_of(&kvss_me->st->window_rec[w], msg);
+		kvss_me->st->window_seq[w] = seq;
 		st->early++;
 		return 1;
 	}
@@ -303,13 +302,13 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 	queue_accepted(st, m, &r);
 	/* Held successors follow in order. */
 	for (;;) {
-		unsigned int w = shard.next_seq % SHARD_WINDOW;
-		struct rte_mbuf *x = shard.window[w];
+		unsigned int w = kvss_me->st->next_seq % SHARD_WINDOW;
+		struct rte_mbuf *x = kvss_me->st->window[w];
 
-		if (x == NULL || shard.window_seq[w] != shard.next_seq)
+		if (x == NULL || kvss_me->st->window_seq[w] != kvss_me->st->next_seq)
 			break;
-		shard.window[w] = NULL;
-		queue_accepted(st, x, &shard.window_rec[w]);
+		kvss_me->st->window[w] = NULL;
+		queue_accepted(st, x, &kvss_me->st->window_rec[w]);
 	}
 	return 1;
 }
@@ -318,15 +317,16 @@ int
 kvss_shard_ingest(void *arg)
 {
 	struct kvss_lcore_stats *st = &kvss.stats[rte_lcore_id()];
-	uint16_t port = kvss.cfg.shard.port;
+	/* The shard this lcore serves (main.c): set before anything reads it. */
+	struct kvss_shard_inst *me = kvss_me = &kvss_shards[(uintptr_t)arg];
+	uint16_t port = me->cfg->port;
 	uint64_t status_every, last_rx, next_status;
 	unsigned int empty = 0;
 	struct rte_mbuf *pkts[BURST];
-	static struct shard_batcher err;
+	static __thread struct shard_batcher err;
 
-	(void)arg;
-	shard.hz = rte_get_tsc_hz();
-	status_every = shard.hz * kvss.cfg.shard.status_interval_ms / 1000;
+	kvss_me->st->hz = rte_get_tsc_hz();
+	status_every = kvss_me->st->hz * kvss_me->cfg->status_interval_ms / 1000;
 	last_rx = rte_get_tsc_cycles();
 	next_status = last_rx + status_every;
 	shard_batcher_init(&err, PROTO_T_ERROR, st);
@@ -336,20 +336,20 @@ kvss_shard_ingest(void *arg)
 
 		for (i = 0; i < n; i++) {
 			struct rte_mbuf *m = pkts[i];
-			enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &shard.msg);
+			enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg);
 			int kept = 0;
 
 			st->rx_frames++;
 			st->rx_bytes += rte_pktmbuf_pkt_len(m);
 			if (r != PROTO_OK) {
 				st->drops[r]++;
-			} else if (!for_me(st, &shard.msg)) {
+			} else if (!for_me(st, &kvss_me->st->msg)) {
 				/* counted by reason */
-			} else if (shard.msg.hdr.type == PROTO_T_EVICT_DATA) {
+			} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA) {
 				struct shard_rec rec;
 				int rc;
 
-				shard_rec_of(&rec, &shard.msg);
+				shard_rec_of(&rec, &kvss_me->st->msg);
 				rc = shard_store_data(m, &rec);
 				if (rc == -EAGAIN && shard_hold_data(st, m, &rec, t0))
 					kept = 1;
@@ -357,19 +357,19 @@ kvss_shard_ingest(void *arg)
 					st->data_frames++;
 				else if (rc != -EAGAIN)
 					st->data_dropped++;
-			} else if (shard.msg.hdr.type == PROTO_T_REFILL_DATA) {
+			} else if (kvss_me->st->msg.hdr.type == PROTO_T_REFILL_DATA) {
 				st->not_handled++;
 			} else {
-				kept = control(st, m, &shard.msg);
+				kept = control(st, m, &kvss_me->st->msg);
 			}
 			if (!kept)
 				rte_pktmbuf_free(m);
 		}
 		/* The queues, in order; then what the time says. */
 		shard_run_evictq(st, &err, t0);
-		if (shard.nearly)
+		if (kvss_me->st->nearly)
 			shard_retry_held(st, t0);
-		if (kvss.refill_lcore_on) {
+		if (kvss_me->refill_lcore_on) {
 			shard_pass_to_refill(st);
 			shard_apply_posted_deletes(st, &err);
 		} else {
@@ -379,21 +379,21 @@ kvss_shard_ingest(void *arg)
 		shard_run_evictq(st, &err, t0); /* deletes may have made room */
 		shard_expire_batches(st, t0);
 		shard_batcher_flush(&err);
-		if (shard.ack_due || (kvss.have_driver && shard_ack_value() != shard.ack_sent)) {
+		if (kvss_me->st->ack_due || (kvss_me->have_driver && shard_ack_value() != kvss_me->st->ack_sent)) {
 			shard_send_ack(st);
-			shard.ack_due = 0;
+			kvss_me->st->ack_due = 0;
 		}
 		if (n > 0) {
 			last_rx = t0;
 			kvss_poll_busy(st, t0, &empty);
 		} else {
-			if (kvss.have_driver && t0 >= next_status) {
+			if (kvss_me->have_driver && t0 >= next_status) {
 				shard_send_status(st);
 				next_status = t0 + status_every;
 			}
-			if (kvss.exit_idle_ms && t0 - last_rx > shard.hz / 1000 * kvss.exit_idle_ms &&
-			    shard.evictq.head == shard.evictq.tail && shard.refillq.head == shard.refillq.tail &&
-			    (!kvss.refill_lcore_on || rte_ring_empty(kvss.ingest_to_refill)))
+			if (kvss.exit_idle_ms && t0 - last_rx > kvss_me->st->hz / 1000 * kvss.exit_idle_ms &&
+			    kvss_me->st->evictq.head == kvss_me->st->evictq.tail && kvss_me->st->refillq.head == kvss_me->st->refillq.tail &&
+			    (!kvss_me->refill_lcore_on || rte_ring_empty(kvss_me->ingest_to_refill)))
 				__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 			kvss_poll_idle(st, t0, &empty);
 		}

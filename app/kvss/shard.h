@@ -108,7 +108,6 @@ struct shard_state {
 	uint64_t hz;
 };
 
-extern struct shard_state shard;
 
 /* ---- shard_tx.c ---- */
 

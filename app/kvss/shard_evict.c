@@ -31,7 +31,7 @@ shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r)
 	while (seg != NULL && left > 0 && rc == 0) {
 		uint32_t n = seg->data_len - off < left ? seg->data_len - off : left;
 
-		rc = kvstore_data(kvss.store, r->u.data.batch_no, r->u.data.cache_id, so,
+		rc = kvstore_data(kvss_me->store, r->u.data.batch_no, r->u.data.cache_id, so,
 				  r->u.data.stream_len, rte_pktmbuf_mtod_offset(seg, uint8_t *, off), n);
 		so += n;
 		left -= n;
@@ -56,38 +56,38 @@ shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sh
 	uint64_t b = r->u.data.batch_no;
 	uint32_t i, far = 0;
 
-	if (b > shard.queued_batch + SHARD_HOLD_AHEAD) {
+	if (b > kvss_me->st->queued_batch + SHARD_HOLD_AHEAD) {
 		st->data_unannounced++;
 		return false;
 	}
-	if (shard.nearly == SHARD_EARLY_MAX) {
-		for (i = 1; i < shard.nearly; i++)
-			if (shard.early_rec[i].u.data.batch_no > shard.early_rec[far].u.data.batch_no)
+	if (kvss_me->st->nearly == SHARD_EARLY_MAX) {
+		for (i = 1; i < kvss_me->st->nearly; i++)
+			if (kvss_me->st->early_rec[i].u.data.batch_no > kvss_me->st->early_rec[far].u.data.batch_no)
 				far = i;
-		if (shard.early_rec[far].u.data.batch_no <= b) {
+		if (kvss_me->st->early_rec[far].u.data.batch_no <= b) {
 			st->data_hold_full++;
 			return false;
 		}
-		rte_pktmbuf_free(shard.early[far]);
+		rte_pktmbuf_free(kvss_me->st->early[far]);
 		st->data_displaced++;
-		shard.nearly--;
-		shard.early[far] = shard.early[shard.nearly];
-		shard.early_rec[far] = shard.early_rec[shard.nearly];
-		shard.early_t[far] = shard.early_t[shard.nearly];
+		kvss_me->st->nearly--;
+		kvss_me->st->early[far] = kvss_me->st->early[kvss_me->st->nearly];
+		kvss_me->st->early_rec[far] = kvss_me->st->early_rec[kvss_me->st->nearly];
+		kvss_me->st->early_t[far] = kvss_me->st->early_t[kvss_me->st->nearly];
 	}
-	shard.early[shard.nearly] = m;
-	shard.early_rec[shard.nearly] = *r;
-	shard.early_t[shard.nearly++] = now;
+	kvss_me->st->early[kvss_me->st->nearly] = m;
+	kvss_me->st->early_rec[kvss_me->st->nearly] = *r;
+	kvss_me->st->early_t[kvss_me->st->nearly++] = now;
 	return true;
 }
 
 uint32_t
 shard_drop_held(void)
 {
-	uint32_t n = shard.nearly;
+	uint32_t n = kvss_me->st->nearly;
 
-	while (shard.nearly)
-		rte_pktmbuf_free(shard.early[--shard.nearly]);
+	while (kvss_me->st->nearly)
+		rte_pktmbuf_free(kvss_me->st->early[--kvss_me->st->nearly]);
 	return n;
 }
 
@@ -96,17 +96,17 @@ shard_retry_held(struct kvss_lcore_stats *st, uint64_t now)
 {
 	uint32_t i = 0;
 
-	while (i < shard.nearly) {
-		const struct shard_rec *r = &shard.early_rec[i];
-		int rc = shard_store_data(shard.early[i], r);
+	while (i < kvss_me->st->nearly) {
+		const struct shard_rec *r = &kvss_me->st->early_rec[i];
+		int rc = shard_store_data(kvss_me->st->early[i], r);
 
 		/*
 		 * Held while its EVICT has not arrived (for the batch timeout), or
 		 * while it waits in the evict queue for room (as long as it waits).
 		 */
 		if (rc == -EAGAIN &&
-		    (r->u.data.batch_no <= shard.queued_batch ||
-		     now - shard.early_t[i] < shard.hz / 1000 * kvss.cfg.shard.batch_timeout_ms)) {
+		    (r->u.data.batch_no <= kvss_me->st->queued_batch ||
+		     now - kvss_me->st->early_t[i] < kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms)) {
 			i++;
 			continue;
 		}
@@ -116,11 +116,11 @@ shard_retry_held(struct kvss_lcore_stats *st, uint64_t now)
 			st->data_frames++;
 		else
 			st->data_dropped++;
-		rte_pktmbuf_free(shard.early[i]);
-		shard.nearly--;
-		shard.early[i] = shard.early[shard.nearly];
-		shard.early_rec[i] = shard.early_rec[shard.nearly];
-		shard.early_t[i] = shard.early_t[shard.nearly];
+		rte_pktmbuf_free(kvss_me->st->early[i]);
+		kvss_me->st->nearly--;
+		kvss_me->st->early[i] = kvss_me->st->early[kvss_me->st->nearly];
+		kvss_me->st->early_rec[i] = kvss_me->st->early_rec[kvss_me->st->nearly];
+		kvss_me->st->early_t[i] = kvss_me->st->early_t[kvss_me->st->nearly];
 	}
 }
 
@@ -142,7 +142,7 @@ del_slot(uint64_t prompt)
 void
 shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const struct rte_mbuf *m)
 {
-	static struct proto_msg view; /* the ingest lcore's */
+	static __thread struct proto_msg view; /* the ingest lcore's */
 	const struct proto_msg *msg;
 	uint64_t seq = r->hdr.seq;
 	unsigned int i;
@@ -155,23 +155,23 @@ shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const str
 
 			proto_get_delete(msg, i, &d);
 			k = del_slot(d.prompt_id);
-			if (shard.del_seq[k] > shard.del_applied && shard.del_id[k] != d.prompt_id)
-				shard.del_id[k] = 0; /* two prompts' DELETEs wait: either matches */
+			if (kvss_me->st->del_seq[k] > kvss_me->st->del_applied && kvss_me->st->del_id[k] != d.prompt_id)
+				kvss_me->st->del_id[k] = 0; /* two prompts' DELETEs wait: either matches */
 			else
-				shard.del_id[k] = d.prompt_id;
-			shard.del_seq[k] = seq;
+				kvss_me->st->del_id[k] = d.prompt_id;
+			kvss_me->st->del_seq[k] = seq;
 		}
-		shard.del_last = seq;
-		if (r->gate > shard.queued_batch)
+		kvss_me->st->del_last = seq;
+		if (r->gate > kvss_me->st->queued_batch)
 			st->delete_gate_ahead++;
-		if (r->gate > shard.del_gate_max)
-			shard.del_gate_max = r->gate;
+		if (r->gate > kvss_me->st->del_gate_max)
+			kvss_me->st->del_gate_max = r->gate;
 		return;
 	}
 	r->gate = 0;
 	if ((r->hdr.type != PROTO_T_EVICT && r->hdr.type != PROTO_T_L2_UP) ||
-	    shard.del_last <= shard.del_applied ||
-	    shard.del_gate_max >= r->u.evict.batch_no)
+	    kvss_me->st->del_last <= kvss_me->st->del_applied ||
+	    kvss_me->st->del_gate_max >= r->u.evict.batch_no)
 		return;
 	msg = shard_msg(r, m, &view);
 	for (i = 0; i < msg->hdr.count; i++) {
@@ -180,9 +180,9 @@ shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const str
 
 		proto_get_evict_entry(msg, i, &e);
 		k = del_slot(e.prompt_id);
-		s = shard.del_seq[k];
-		if (e.prompt_id != 0 && s > shard.del_applied && s > r->gate &&
-		    (shard.del_id[k] == e.prompt_id || shard.del_id[k] == 0))
+		s = kvss_me->st->del_seq[k];
+		if (e.prompt_id != 0 && s > kvss_me->st->del_applied && s > r->gate &&
+		    (kvss_me->st->del_id[k] == e.prompt_id || kvss_me->st->del_id[k] == 0))
 			r->gate = s;
 	}
 }
@@ -197,8 +197,8 @@ shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const str
 bool
 shard_delete_must_wait(const struct proto_msg *msg)
 {
-	static struct proto_msg view; /* the ingest lcore's */
-	const struct shard_fifo *q = &shard.evictq;
+	static __thread struct proto_msg view; /* the ingest lcore's */
+	const struct shard_fifo *q = &kvss_me->st->evictq;
 	uint32_t i;
 
 	for (i = q->head; i != q->tail && q->seq[i % SHARD_QMAX] < msg->hdr.seq; i++) {
@@ -228,21 +228,21 @@ shard_delete_must_wait(const struct proto_msg *msg)
 void
 shard_barrier_reset(void)
 {
-	memset(shard.del_seq, 0, sizeof(shard.del_seq));
-	memset(shard.del_id, 0, sizeof(shard.del_id));
-	shard.del_last = shard.del_applied = shard.del_gate_max = 0;
-	shard.l2down_last = shard.l2down_done = 0;
+	memset(kvss_me->st->del_seq, 0, sizeof(kvss_me->st->del_seq));
+	memset(kvss_me->st->del_id, 0, sizeof(kvss_me->st->del_id));
+	kvss_me->st->del_last = kvss_me->st->del_applied = kvss_me->st->del_gate_max = 0;
+	kvss_me->st->l2down_last = kvss_me->st->l2down_done = 0;
 }
 
 void
 shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
 {
-	static uint64_t counted; /* the seq of the last EVICT counted waiting for a DELETE */
-	struct shard_fifo *q = &shard.evictq;
+	static __thread uint64_t counted; /* the seq of the last EVICT counted waiting for a DELETE */
+	struct shard_fifo *q = &kvss_me->st->evictq;
 
 	while (q->head != q->tail) {
 		struct rte_mbuf *m = q->m[q->head % SHARD_QMAX];
-		const struct proto_msg *msg = shard_msg(&q->rec[q->head % SHARD_QMAX], m, &shard.msg2);
+		const struct proto_msg *msg = shard_msg(&q->rec[q->head % SHARD_QMAX], m, &kvss_me->st->msg2);
 		uint16_t codes[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
 		struct proto_evict_entry e[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
 		unsigned int i, flags = 0;
@@ -253,12 +253,12 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				struct proto_reserve r;
 
 				proto_get_reserve(msg, i, &r);
-				kvstore_reserve(kvss.store, &r);
+				kvstore_reserve(kvss_me->store, &r);
 			}
 		} else {
 			uint64_t *since = &q->since[q->head % SHARD_QMAX];
 
-			if (q->rec[q->head % SHARD_QMAX].gate > shard.del_applied) {
+			if (q->rec[q->head % SHARD_QMAX].gate > kvss_me->st->del_applied) {
 				if (counted != q->seq[q->head % SHARD_QMAX]) {
 					counted = q->seq[q->head % SHARD_QMAX];
 					st->evict_after_delete++;
@@ -266,14 +266,14 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				return; /* runs once the DELETE before it has */
 			}
 			if (msg->hdr.type == PROTO_T_L2_UP && shard_l2_on() &&
-			    (q->rec[q->head % SHARD_QMAX].l2gate > shard.l2down_done ||
+			    (q->rec[q->head % SHARD_QMAX].l2gate > kvss_me->st->l2down_done ||
 			     shard_l2_up_room(msg) != 0))
 				return; /* an L2_DOWN before it has not run, or the tier thread is behind */
 			for (i = 0; i < msg->hdr.count; i++)
 				proto_get_evict_entry(msg, i, &e[i]);
-			if (*since && now - *since >= shard.hz / 1000 * kvss.cfg.shard.space_timeout_ms)
+			if (*since && now - *since >= kvss_me->st->hz / 1000 * kvss_me->cfg->space_timeout_ms)
 				flags = KVSTORE_EVICT_FORCE; /* waited long enough: NO_SPACE */
-			rc = kvstore_evict(kvss.store, msg->u.evict.batch_no, msg->u.evict.num_caches,
+			rc = kvstore_evict(kvss_me->store, msg->u.evict.batch_no, msg->u.evict.num_caches,
 					   msg->u.evict.g, e, codes, flags);
 			if (rc == -ENOSPC || rc == -EBUSY) {
 				if (*since == 0)
@@ -281,7 +281,7 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				st->evict_waits++;
 				return; /* waits for DELETEs (or for batches to complete) */
 			}
-			shard.batch_t[msg->u.evict.batch_no % 256] = now;
+			kvss_me->st->batch_t[msg->u.evict.batch_no % 256] = now;
 			if (rc == 0 && msg->hdr.type == PROTO_T_L2_UP && shard_l2_on()) {
 				/* Its bytes come from the second tier, not from EVICT_DATA. */
 				for (i = 0; i < msg->hdr.count; i++)
@@ -293,8 +293,8 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			} else if (rc == 0 && msg->hdr.type == PROTO_T_L2_UP) {
 				/* No second tier to read its bytes from: refused whole,
 				 * its batch lost at once when its turn comes (section 9). */
-				shard.batch_t[msg->u.evict.batch_no % 256] =
-					now - shard.hz / 1000 * kvss.cfg.shard.batch_timeout_ms;
+				kvss_me->st->batch_t[msg->u.evict.batch_no % 256] =
+					now - kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms;
 				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_NO_TIER);
 				st->batches++;
 			} else if (rc == -EPROTO) {
@@ -325,15 +325,15 @@ on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
 void
 shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now)
 {
-	uint64_t b, limit = shard.hz / 1000 * kvss.cfg.shard.batch_timeout_ms;
-	static struct shard_batcher lost;
+	uint64_t b, limit = kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms;
+	static __thread struct shard_batcher lost;
 	int any = 0;
 
-	while ((b = kvstore_oldest_open(kvss.store)) != 0 && now - shard.batch_t[b % 256] >= limit) {
+	while ((b = kvstore_oldest_open(kvss_me->store)) != 0 && now - kvss_me->st->batch_t[b % 256] >= limit) {
 		if (!any)
 			shard_batcher_init(&lost, PROTO_T_TOKEN_LOST, st);
 		any = 1;
-		kvstore_batch_lose(kvss.store, b, on_lost, &lost);
+		kvstore_batch_lose(kvss_me->store, b, on_lost, &lost);
 		st->batches_lost++;
 	}
 	if (any)

@@ -221,20 +221,20 @@ tier_main(void *arg)
 int
 shard_l2_open(char *err, size_t errlen)
 {
-	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
 	struct kvdisk_params p = {.num_caches = kp->num_caches,
-				  .queue_depth = kvss.cfg.shard.l2.queue_depth};
+				  .queue_depth = kvss_me->cfg->l2.queue_depth};
 	uint32_t sum = 0;
 	char name[RTE_MEMPOOL_NAMESIZE];
 	uint16_t c;
 
-	if (kvss.cfg.shard.l2.path[0] == '\0')
+	if (kvss_me->cfg->l2.path[0] == '\0')
 		return 0;
-	l2.column = kvss.cfg.shard.l2.column;
+	l2.column = kvss_me->cfg->l2.column;
 	for (c = 0; c < kp->num_caches; c++) {
 		p.cache[c].bytes_per_token = kp->cache[c].bytes_per_token;
 		p.cache[c].column_tokens = l2.column;
-		p.cache[c].capacity_tokens = kvss.cfg.shard.l2.capacity_tokens[c];
+		p.cache[c].capacity_tokens = kvss_me->cfg->l2.capacity_tokens[c];
 		if (kp->cache[c].bytes_per_token * l2.column > sum)
 			sum = kp->cache[c].bytes_per_token * l2.column;
 	}
@@ -244,7 +244,7 @@ shard_l2_open(char *err, size_t errlen)
 		char dir[KVSS_PATH_MAX];
 		char *slash;
 
-		snprintf(dir, sizeof(dir), "%s", kvss.cfg.shard.l2.path);
+		snprintf(dir, sizeof(dir), "%s", kvss_me->cfg->l2.path);
 		slash = strrchr(dir, '/');
 		if (slash != NULL && slash != dir) {
 			*slash = '\0';
@@ -254,17 +254,17 @@ shard_l2_open(char *err, size_t errlen)
 			}
 		}
 	}
-	l2.d = kvdisk_open(kvss.cfg.shard.l2.path, &p, err, errlen);
+	l2.d = kvdisk_open(kvss_me->cfg->l2.path, &p, err, errlen);
 	if (l2.d == NULL)
 		return -1;
-	snprintf(name, sizeof(name), "l2req_%u", kvss.cfg.shard.id);
+	snprintf(name, sizeof(name), "l2req_%u", kvss_me->cfg->id);
 	l2.pool = rte_mempool_create(name, L2_POOL,
 				     sizeof(struct l2_req) + l2.col_bytes + l2.column * 4u + 64, 0, 0,
 				     NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
-	snprintf(name, sizeof(name), "l2to_%u", kvss.cfg.shard.id);
+	snprintf(name, sizeof(name), "l2to_%u", kvss_me->cfg->id);
 	l2.to_tier = rte_ring_create(name, L2_RING, (int)rte_socket_id(),
 				     RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(name, sizeof(name), "l2from_%u", kvss.cfg.shard.id);
+	snprintf(name, sizeof(name), "l2from_%u", kvss_me->cfg->id);
 	l2.from_tier = rte_ring_create(name, L2_RING, (int)rte_socket_id(),
 				       RING_F_SP_ENQ | RING_F_SC_DEQ);
 	if (l2.pool == NULL || l2.to_tier == NULL || l2.from_tier == NULL) {
@@ -336,7 +336,7 @@ req_get(uint8_t op, uint64_t seq)
 	memset(q, 0, sizeof(*q));
 	q->op = op;
 	q->seq = seq;
-	q->epoch = kvss.driver_epoch;
+	q->epoch = kvss_me->driver_epoch;
 	q->data = (uint8_t *)(q + 1);
 	q->pos = (uint16_t *)(q->data + l2.col_bytes);
 	return q;
@@ -382,7 +382,7 @@ meta_of(struct kvdisk_meta *m, const struct proto_l2col *c)
 int
 shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg)
 {
-	const struct kvstore_params *kp = kvss.store ? kvstore_params(kvss.store) : NULL;
+	const struct kvstore_params *kp = kvss_me->store ? kvstore_params(kvss_me->store) : NULL;
 	unsigned int i;
 
 	if (rte_mempool_avail_count(l2.pool) < msg->hdr.count)
@@ -417,7 +417,7 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 			B = code ? 0 : kp->cache[c.cache_id].bytes_per_token;
 			/* The tokens as DRAM holds them now: a DELETE after it may free them. */
 			for (t = 0; code == 0 && t < c.num_tokens; t++)
-				if (kvstore_read_token(kvss.store, c.cache_id, c.prompt_id,
+				if (kvstore_read_token(kvss_me->store, c.cache_id, c.prompt_id,
 						       c.start_token_idx + t, q->data + (size_t)t * B) != 0)
 					code = t == 0 ? PROTO_E_UNKNOWN_PROMPT : PROTO_E_RANGE;
 			if (code != 0) {
@@ -433,7 +433,7 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 	(void)err;
 	shard_batcher_flush(&l2done);
 	if (msg->hdr.type == PROTO_T_L2_DOWN)
-		shard.l2down_done = msg->hdr.seq; /* L2_UPs after it may run */
+		kvss_me->st->l2down_done = msg->hdr.seq; /* L2_UPs after it may run */
 	return 0;
 }
 
@@ -447,7 +447,7 @@ void
 shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 	    const struct proto_evict_entry *e)
 {
-	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
 	uint16_t nc = msg->u.evict.num_caches, g = msg->u.evict.g, c;
 	static uint8_t covered[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
 	static uint8_t zero[1 << 16];
@@ -494,7 +494,7 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 
 		for (t = 0; t < g; t++)
 			if (!covered[t * nc + c] && B <= sizeof(zero))
-				kvstore_data(kvss.store, msg->u.evict.batch_no, c, t * B, (uint32_t)g * B,
+				kvstore_data(kvss_me->store, msg->u.evict.batch_no, c, t * B, (uint32_t)g * B,
 					     zero, B);
 	}
 	shard_batcher_flush(&l2done);
@@ -553,12 +553,12 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 	n = rte_ring_dequeue_burst(l2.from_tier, qs, 32, NULL);
 	if (n == 0)
 		return;
-	kp = kvstore_params(kvss.store);
+	kp = kvstore_params(kvss_me->store);
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
 	for (i = 0; i < n; i++) {
 		struct l2_req *q = qs[i];
 
-		if (q->epoch != kvss.driver_epoch) {
+		if (q->epoch != kvss_me->driver_epoch) {
 			st->dropped_restart++; /* asked for by a driver that has restarted since */
 		} else if (q->op == L2R_INV) {
 			if (q->status == 0)
@@ -584,7 +584,7 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			uint32_t B = kp->cache[q->meta.cache].bytes_per_token;
 
 			for (j = 0; j < q->npos; j++)
-				kvstore_data(kvss.store, q->batch_no, q->meta.cache, q->pos[2 * j] * B,
+				kvstore_data(kvss_me->store, q->batch_no, q->meta.cache, q->pos[2 * j] * B,
 					     q->stream_len, q->data + (size_t)q->pos[2 * j + 1] * B, B);
 			st->l2_up++;
 		}

@@ -25,13 +25,13 @@ apply_delete(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 {
 	unsigned int i;
 
-	shard.del_applied = msg->hdr.seq; /* EVICTs behind it may run (the barrier) */
+	kvss_me->st->del_applied = msg->hdr.seq; /* EVICTs behind it may run (the barrier) */
 	for (i = 0; i < msg->hdr.count; i++) {
 		struct proto_delete d;
 		int code;
 
 		proto_get_delete(msg, i, &d);
-		code = kvstore_delete(kvss.store, &d);
+		code = kvstore_delete(kvss_me->store, &d);
 		if (code != 0)
 			shard_add_error(err, msg->hdr.seq, d.prompt_id, d.start_token_idx, d.cache_id,
 				  (uint16_t)code);
@@ -65,7 +65,7 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 		if (rq.num_chunks > 256)
 			code = PROTO_E_MALFORMED;
 		else
-			r = kvstore_refill_begin(kvss.store, rq.cache_id, chunks, rq.num_chunks, &code);
+			r = kvstore_refill_begin(kvss_me->store, rq.cache_id, chunks, rq.num_chunks, &code);
 		if (r == NULL && code == 0)
 			code = PROTO_E_NO_SPACE; /* too many refills in flight */
 		if (r != NULL) {
@@ -92,7 +92,7 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 static int
 gate_open(const struct proto_msg *msg)
 {
-	uint64_t complete = kvstore_batches_complete(kvss.store);
+	uint64_t complete = kvstore_batches_complete(kvss_me->store);
 	unsigned int i;
 
 	if (msg->hdr.type == PROTO_T_DELETE) {
@@ -167,7 +167,9 @@ touches(const struct proto_msg *del, const struct proto_msg *refill)
 static void
 run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n, uint16_t queue)
 {
-	static struct proto_msg msg[SHARD_REFILL_AHEAD];
+	/* The instance's: one lcore runs its queue (too big for each thread's own). */
+	static struct proto_msg msgs[KVSS_MAX_LOCAL_SHARDS][SHARD_REFILL_AHEAD];
+	struct proto_msg *msg = msgs[kvss_me - kvss_shards];
 	const struct proto_msg *del[SHARD_REFILL_AHEAD];
 	unsigned int i, k, nd = 0;
 
@@ -184,8 +186,8 @@ run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n,
 		if (m->hdr.type != PROTO_T_REFILL)
 			continue; /* L2_DOWN, L2_DELETE: in their turn (they change nothing a REFILL reads) */
 		/* The head; or a stale driver's (dropped when it is the head). */
-		if (i == 0 || m->hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE) ||
-		    !gate_open(m) || m->hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE))
+		if (i == 0 || m->hdr.epoch != __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE) ||
+		    !gate_open(m) || m->hdr.epoch != __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE))
 			continue;
 		for (k = 0; k < nd && !touches(del[k], m); k++)
 			;
@@ -206,8 +208,8 @@ run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n,
 static int
 ahead_changed(uint64_t came, uint64_t gone)
 {
-	static uint64_t seen[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
-	uint64_t now[3] = {kvstore_batches_complete(kvss.store), came, gone};
+	static __thread uint64_t seen[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+	uint64_t now[3] = {kvstore_batches_complete(kvss_me->store), came, gone};
 
 	if (memcmp(now, seen, sizeof(now)) == 0)
 		return 0;
@@ -218,18 +220,18 @@ ahead_changed(uint64_t came, uint64_t gone)
 void
 shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
 {
-	struct shard_fifo *q = &shard.refillq;
+	struct shard_fifo *q = &kvss_me->st->refillq;
 
 	while (q->head != q->tail) {
 		struct rte_mbuf *m = q->m[q->head % SHARD_QMAX];
-		struct proto_msg *msg = &shard.msg2;
+		struct proto_msg *msg = &kvss_me->st->msg2;
 
 		if (m == NULL) {
 			q->head++; /* it ran ahead */
 			continue;
 		}
 		/* Its batches: from the record decoded at receive, no parse. */
-		if (q->rec[q->head % SHARD_QMAX].gate > kvstore_batches_complete(kvss.store)) {
+		if (q->rec[q->head % SHARD_QMAX].gate > kvstore_batches_complete(kvss_me->store)) {
 			struct rte_mbuf **slot[SHARD_REFILL_AHEAD];
 			uint32_t i, n = q->tail - q->head < SHARD_REFILL_AHEAD ? q->tail - q->head : SHARD_REFILL_AHEAD;
 
@@ -266,10 +268,10 @@ shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
 void
 shard_pass_to_refill(struct kvss_lcore_stats *st)
 {
-	struct shard_fifo *q = &shard.refillq;
+	struct shard_fifo *q = &kvss_me->st->refillq;
 
 	while (q->head != q->tail) {
-		if (rte_ring_enqueue(kvss.ingest_to_refill, q->m[q->head % SHARD_QMAX]) != 0) {
+		if (rte_ring_enqueue(kvss_me->ingest_to_refill, q->m[q->head % SHARD_QMAX]) != 0) {
 			st->ring_full++;
 			return;
 		}
@@ -280,30 +282,30 @@ shard_pass_to_refill(struct kvss_lcore_stats *st)
 void
 shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err)
 {
-	static struct rte_mbuf *waiting; /* taken from the ring, waits for an EVICT */
+	static __thread struct rte_mbuf *waiting; /* taken from the ring, waits for an EVICT */
 	void *p;
 
-	while (waiting != NULL || rte_ring_dequeue(kvss.refill_to_ingest, &p) == 0) {
+	while (waiting != NULL || rte_ring_dequeue(kvss_me->refill_to_ingest, &p) == 0) {
 		struct rte_mbuf *m = waiting != NULL ? waiting : p;
 
-		proto_parse_mbuf(m, &kvss.cfg.udp, &shard.msg2);
-		if (shard.msg2.hdr.epoch == kvss.driver_epoch && shard.msg2.hdr.type == PROTO_T_DELETE &&
-		    shard_delete_must_wait(&shard.msg2)) {
+		proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg2);
+		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type == PROTO_T_DELETE &&
+		    shard_delete_must_wait(&kvss_me->st->msg2)) {
 			waiting = m; /* an EVICT before it, of its prompt, has not run */
 			return;
 		}
-		if (shard.msg2.hdr.epoch == kvss.driver_epoch && shard.msg2.hdr.type != PROTO_T_DELETE &&
-		    shard_l2_run(st, err, &shard.msg2) != 0) {
+		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type != PROTO_T_DELETE &&
+		    shard_l2_run(st, err, &kvss_me->st->msg2) != 0) {
 			waiting = m; /* L2_DOWN, L2_DELETE: the tier thread is behind */
 			return;
 		}
 		waiting = NULL;
-		if (shard.msg2.hdr.epoch == kvss.driver_epoch && shard.msg2.hdr.type == PROTO_T_DELETE)
-			apply_delete(st, err, &shard.msg2);
-		else if (shard.msg2.hdr.epoch != kvss.driver_epoch)
+		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type == PROTO_T_DELETE)
+			apply_delete(st, err, &kvss_me->st->msg2);
+		else if (kvss_me->st->msg2.hdr.epoch != kvss_me->driver_epoch)
 			st->dropped_restart++;
 		rte_pktmbuf_free(m);
-		__atomic_fetch_add(&kvss.deletes_applied, 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&kvss_me->deletes_applied, 1, __ATOMIC_RELEASE);
 	}
 }
 
@@ -318,7 +320,7 @@ deletes_applied(uint64_t posted)
 {
 	unsigned int turns = 0;
 
-	while (__atomic_load_n(&kvss.deletes_applied, __ATOMIC_ACQUIRE) < posted && !kvss_quitting())
+	while (__atomic_load_n(&kvss_me->deletes_applied, __ATOMIC_ACQUIRE) < posted && !kvss_quitting())
 		kvss_wait_turn(&turns);
 }
 
@@ -326,7 +328,7 @@ int
 kvss_shard_refill(void *arg)
 {
 	struct kvss_lcore_stats *st = &kvss.stats[rte_lcore_id()];
-	static struct proto_msg msg; /* one per lcore: only this one runs here */
+	static __thread struct proto_msg msg; /* one per lcore: only this one runs here */
 	struct rte_mbuf *pend[SHARD_REFILL_AHEAD], *parsed = NULL;
 	uint64_t posted = 0, came = 0, gone = 0;
 	unsigned int empty = 0, np = 0, i, k;
@@ -342,12 +344,12 @@ kvss_shard_refill(void *arg)
 				pend[k++] = pend[i];
 		gone += np - k;
 		np = k;
-		while (np < SHARD_REFILL_AHEAD && rte_ring_dequeue(kvss.ingest_to_refill, &p) == 0) {
+		while (np < SHARD_REFILL_AHEAD && rte_ring_dequeue(kvss_me->ingest_to_refill, &p) == 0) {
 			pend[np++] = p;
 			came++;
 		}
 		if (np == 0) {
-			rte_eth_tx_done_cleanup(kvss.cfg.shard.port, 1, 0);
+			rte_eth_tx_done_cleanup(kvss_me->cfg->port, 1, 0);
 			kvss_poll_idle(st, t0, &empty);
 			continue;
 		}
@@ -359,19 +361,19 @@ kvss_shard_refill(void *arg)
 		 * gate could open on the new driver's batches. Dropped. Checked
 		 * after the gate too: batches the gate saw that were published
 		 * after a reset come after the new epoch's store (acquire). */
-		if (msg.hdr.epoch != __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
+		if (msg.hdr.epoch != __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE)) {
 			rte_pktmbuf_free(pend[0]);
 			pend[0] = parsed = NULL;
 			st->dropped_restart++;
 			continue;
 		}
-		if (gate_open(&msg) && msg.hdr.epoch == __atomic_load_n(&kvss.driver_epoch, __ATOMIC_ACQUIRE)) {
+		if (gate_open(&msg) && msg.hdr.epoch == __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE)) {
 			if (msg.hdr.type != PROTO_T_REFILL) {
 				/* DELETE, L2_DOWN, L2_DELETE: the writer runs them, in order. */
 				unsigned int turns = 0;
 
 				/* The writer applies it, in order; a REFILL waits for that. */
-				while (rte_ring_enqueue(kvss.refill_to_ingest, pend[0]) != 0 && !kvss_quitting())
+				while (rte_ring_enqueue(kvss_me->refill_to_ingest, pend[0]) != 0 && !kvss_quitting())
 					kvss_wait_turn(&turns);
 				posted++;
 			} else {
@@ -397,12 +399,12 @@ kvss_shard_refill(void *arg)
 			}
 		}
 		/* Waiting for batches: let completions come. */
-		rte_eth_tx_done_cleanup(kvss.cfg.shard.port, 1, 0);
+		rte_eth_tx_done_cleanup(kvss_me->cfg->port, 1, 0);
 		kvss_poll_idle(st, t0, &empty);
 	}
 	for (i = 0; i < np; i++)
 		rte_pktmbuf_free(pend[i]);
-	while (rte_ring_dequeue(kvss.ingest_to_refill, &p) == 0)
+	while (rte_ring_dequeue(kvss_me->ingest_to_refill, &p) == 0)
 		rte_pktmbuf_free(p);
 	return 0;
 }

@@ -25,7 +25,7 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 	uint64_t t0 = 0, first = 0, hz = rte_get_tsc_hz();
 	unsigned int tries = 0;
 
-	while (kvss_tx_burst(kvss.cfg.shard.port, queue, &m, 1) != 1) {
+	while (kvss_tx_burst(kvss_me->cfg->port, queue, &m, 1) != 1) {
 		uint64_t now = rte_get_tsc_cycles();
 
 		if (first == 0)
@@ -39,7 +39,7 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 			struct rte_eth_link link;
 
 			/* No peer (a memif driver that went away): nothing to wait for. */
-			if (rte_eth_link_get_nowait(kvss.cfg.shard.port, &link) == 0 &&
+			if (rte_eth_link_get_nowait(kvss_me->cfg->port, &link) == 0 &&
 			    !link.link_status) {
 				rte_pktmbuf_free(m);
 				st->tx_drops++;
@@ -64,13 +64,13 @@ static void
 reply_addr(struct proto_addr *a, const struct proto_addr *d)
 {
 	memcpy(a->dst_mac, d->src_mac, 6);
-	memcpy(a->src_mac, kvss.cfg.shard.addr.mac, 6);
+	memcpy(a->src_mac, kvss_me->cfg->addr.mac, 6);
 	a->dst_ip = d->src_ip;
-	a->src_ip = kvss.cfg.shard.addr.ipv4;
+	a->src_ip = kvss_me->cfg->addr.ipv4;
 	a->dst_port = d->src_port;
 	a->src_port = kvss.cfg.udp.ctrl;
-	a->has_vlan = kvss.cfg.shard.addr.vlan != 0;
-	a->vlan_tci = kvss.cfg.shard.addr.vlan;
+	a->has_vlan = kvss_me->cfg->addr.vlan != 0;
+	a->vlan_tci = kvss_me->cfg->addr.vlan;
 }
 
 /* Send one control payload back to @to (a driver's control source), on @queue. */
@@ -94,14 +94,14 @@ send_control_to(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_
 static void
 send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
 {
-	send_control_to(st, 0, &kvss.driver_addr, payload, len);
+	send_control_to(st, 0, &kvss_me->driver_addr, payload, len);
 }
 
 static void
 begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type)
 {
-	struct proto_hdr h = {.type = type, .model_id = kvss.cfg.shard.model,
-			      .shard_id = kvss.cfg.shard.id, .epoch = kvss.epoch};
+	struct proto_hdr h = {.type = type, .model_id = kvss_me->cfg->model,
+			      .shard_id = kvss_me->cfg->id, .epoch = kvss.epoch};
 
 	proto_build_begin(b, buf, cap, &h);
 }
@@ -116,15 +116,15 @@ void
 shard_send_status(struct kvss_lcore_stats *st)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN + KVSTORE_MAX_CACHES * PROTO_CACHE_INFO_LEN];
-	const struct kvstore_params *kp = kvstore_params(kvss.store);
+	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
 	struct proto_status s = {
-		.batches_complete = kvstore_batches_complete(kvss.store),
-		.last_seq_done = shard.next_seq ? shard.next_seq - 1 : 0,
-		.uptime_ns = (rte_get_tsc_cycles() - kvss.start_tsc) * 1000000000ull / shard.hz,
-		.flags = (shard.evictq.head != shard.evictq.tail && shard.evictq.since[shard.evictq.head % SHARD_QMAX]
+		.batches_complete = kvstore_batches_complete(kvss_me->store),
+		.last_seq_done = kvss_me->st->next_seq ? kvss_me->st->next_seq - 1 : 0,
+		.uptime_ns = (rte_get_tsc_cycles() - kvss.start_tsc) * 1000000000ull / kvss_me->st->hz,
+		.flags = (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.since[kvss_me->st->evictq.head % SHARD_QMAX]
 				  ? PROTO_STATUS_F_STALLED : 0) |
 			 (shard_l2_on() ? PROTO_STATUS_F_L2 : 0),
-		.driver_epoch = kvss.driver_epoch};
+		.driver_epoch = kvss_me->driver_epoch};
 	struct proto_builder b;
 	uint16_t c;
 
@@ -134,7 +134,7 @@ shard_send_status(struct kvss_lcore_stats *st)
 		struct kvstore_cache_stats cs;
 		struct proto_cache_info ci;
 
-		kvstore_cache_stats(kvss.store, c, &cs);
+		kvstore_cache_stats(kvss_me->store, c, &cs);
 		ci = (struct proto_cache_info){c, cs.num_buffers, cs.bytes_per_token,
 					       cs.capacity_tokens, cs.stored_tokens, cs.prompts};
 		proto_build_cache_info(&b, &ci);
@@ -160,12 +160,12 @@ shard_send_status(struct kvss_lcore_stats *st)
 uint64_t
 shard_ack_value(void)
 {
-	uint64_t a = shard.next_seq ? shard.next_seq - 1 : 0;
+	uint64_t a = kvss_me->st->next_seq ? kvss_me->st->next_seq - 1 : 0;
 
 	if (a == 0)
 		return 0;
-	if (shard.evictq.head != shard.evictq.tail && shard.evictq.seq[shard.evictq.head % SHARD_QMAX] - 1 < a)
-		a = shard.evictq.seq[shard.evictq.head % SHARD_QMAX] - 1;
+	if (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.seq[kvss_me->st->evictq.head % SHARD_QMAX] - 1 < a)
+		a = kvss_me->st->evictq.seq[kvss_me->st->evictq.head % SHARD_QMAX] - 1;
 	return a;
 }
 
@@ -179,7 +179,7 @@ shard_send_ack(struct kvss_lcore_stats *st)
 	begin_reply(&b, buf, sizeof(buf), PROTO_T_ACK);
 	proto_build_ack(&b, &a);
 	send_control(st, buf, proto_build_end(&b));
-	shard.ack_sent = a.cum_seq;
+	kvss_me->st->ack_sent = a.cum_seq;
 	st->acks++;
 }
 
@@ -188,7 +188,7 @@ void
 shard_batcher_flush(struct shard_batcher *bt)
 {
 	if (bt->b.count > 0)
-		send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss.driver_addr, bt->buf,
+		send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss_me->driver_addr, bt->buf,
 				proto_build_end(&bt->b));
 	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }
@@ -196,7 +196,7 @@ shard_batcher_flush(struct shard_batcher *bt)
 void
 shard_batcher_send(struct shard_batcher *bt)
 {
-	send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss.driver_addr, bt->buf,
+	send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss_me->driver_addr, bt->buf,
 			proto_build_end(&bt->b));
 	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }

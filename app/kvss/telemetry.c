@@ -47,7 +47,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	{
 		char ep[16]; /* as the logs print epochs */
 
-		snprintf(ep, sizeof(ep), "0x%08x", kvss.driver_epoch);
+		snprintf(ep, sizeof(ep), "0x%08x", kvss_me->driver_epoch);
 		rte_tel_data_add_dict_string(d, "driver_epoch", ep);
 	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
@@ -82,12 +82,12 @@ tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
-	if (kvss.store != NULL) {
-		n = kvstore_params(kvss.store)->num_caches;
+	if (kvss_me->store != NULL) {
+		n = kvstore_params(kvss_me->store)->num_caches;
 		for (c = 0; c < n; c++) {
 			struct kvstore_cache_stats cs;
 
-			kvstore_cache_stats(kvss.store, (uint16_t)c, &cs);
+			kvstore_cache_stats(kvss_me->store, (uint16_t)c, &cs);
 			id[c] = c;
 			bpt[c] = cs.bytes_per_token;
 			nb[c] = cs.num_buffers;
@@ -158,7 +158,7 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (*end != '\0' || errno == ERANGE)
 		return -EINVAL;
 	rte_tel_data_start_dict(d);
-	if (kvss.store == NULL || kvstore_prompt(kvss.store, (uint16_t)cache, id, &off, &n) != 0) {
+	if (kvss_me->store == NULL || kvstore_prompt(kvss_me->store, (uint16_t)cache, id, &off, &n) != 0) {
 		rte_tel_data_add_dict_string(d, "error", "no such prompt");
 		return 0;
 	}

@@ -713,27 +713,94 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 			}
 		}
 	}
-	if ((cfg->role & KVSS_ROLE_SHARD) &&
-	    load_shard(&c, cfg_member(&c, root, "shard"), cfg) != 0)
-		goto out;
+	if (cfg->role & KVSS_ROLE_SHARD) {
+		const config_setting_t *sl = cfg_member(&c, root, "shard");
+
+		if (sl != NULL && config_setting_is_list(sl) && cfg->role == KVSS_ROLE_ALL) {
+			/* Role all: one shard per group (a target's and its draft's, say). */
+			int n = config_setting_length(sl), i, j;
+
+			if (n < 1 || n > KVSS_MAX_LOCAL_SHARDS) {
+				cfg_fail(&c, root, "shard", "want 1..%d shard groups ( { ... }, ... )",
+					 KVSS_MAX_LOCAL_SHARDS);
+				goto out;
+			}
+			for (i = 0; i < n; i++) {
+				const config_setting_t *e = config_setting_get_elem(sl, (unsigned int)i);
+
+				if (load_shard(&c, e, cfg) != 0)
+					goto out;
+				if (n > 1 && cfg->shard.l2.path[0] != '\0') {
+					cfg_fail(&c, e, "l2", "role all with several shards keeps them in "
+							      "DRAM (one second-tier thread a process)");
+					goto out;
+				}
+				for (j = 0; j < i; j++)
+					if (cfg->local[j].model == cfg->shard.model &&
+					    cfg->local[j].id == cfg->shard.id) {
+						cfg_fail(&c, e, "id", "shard %u of model %u is hosted twice",
+							 cfg->shard.id, cfg->shard.model);
+						goto out;
+					}
+				cfg->local[i] = cfg->shard;
+			}
+			cfg->num_local = (uint16_t)n;
+			cfg->shard = cfg->local[0];
+			if (cfg->num_ingest < n) {
+				cfg_fail(&c, cfg_member(&c, root, "lcores"), "ingest",
+					 "%d shards: one ingest lcore each (%u given)", n, cfg->num_ingest);
+				goto out;
+			}
+			if (n > 1 && cfg->num_refill > 0) {
+				cfg_fail(&c, cfg_member(&c, root, "lcores"), "refill",
+					 "%d shards: their refills run on their ingest lcores (want [])", n);
+				goto out;
+			}
+		} else {
+			if (load_shard(&c, sl, cfg) != 0)
+				goto out;
+			cfg->local[0] = cfg->shard;
+			cfg->num_local = 1;
+		}
+	}
 	if ((cfg->role & KVSS_ROLE_DRIVER) &&
 	    load_driver(&c, cfg_member(&c, root, "driver"), cfg) != 0)
 		goto out;
 	if (cfg->role == KVSS_ROLE_ALL) {
 		const struct prefixcache_model *pm;
+		uint16_t i, m, k;
 
-		if (cfg->shard.model >= cfg->driver.pc.num_models) {
-			cfg_fail(&c, cfg_member(&c, root, "shard"), "model",
-			     "no such model in driver.models");
-			goto out;
+		for (i = 0; i < cfg->num_local; i++) {
+			const struct kvss_shard_cfg *sc = &cfg->local[i];
+			const config_setting_t *sg = cfg_member(&c, root, "shard");
+
+			if (config_setting_is_list(sg))
+				sg = config_setting_get_elem(sg, i);
+			if (sc->model >= cfg->driver.pc.num_models) {
+				cfg_fail(&c, sg, "model", "no such model in driver.models");
+				goto out;
+			}
+			pm = &cfg->driver.pc.model[sc->model];
+			if (pm->num_caches != sc->store.num_caches) {
+				cfg_fail(&c, sg, "caches", "%u caches, but driver.models.[%u] has %u",
+					 sc->store.num_caches, sc->model, pm->num_caches);
+				goto out;
+			}
 		}
-		pm = &cfg->driver.pc.model[cfg->shard.model];
-		if (pm->num_caches != cfg->shard.store.num_caches) {
-			cfg_fail(&c, cfg_member(&c, root, "shard"), "caches",
-			     "%u caches, but driver.models.[%u] has %u", cfg->shard.store.num_caches,
-			     cfg->shard.model, pm->num_caches);
-			goto out;
-		}
+		/* Several shards: each of the driver's is one of them (its own ring pair). */
+		for (m = 0; cfg->num_local > 1 && m < cfg->driver.pc.num_models; m++)
+			for (k = 0; k < cfg->driver.models[m].num_shards; k++) {
+				for (i = 0; i < cfg->num_local; i++)
+					if (cfg->local[i].model == m &&
+					    cfg->local[i].id == cfg->driver.models[m].shard[k].id)
+						break;
+				if (i == cfg->num_local) {
+					cfg_fail(&c, cfg_member(&c, root, "driver"), "models",
+						 "model %u's shard %u is not one this process hosts (shard)",
+						 m, cfg->driver.models[m].shard[k].id);
+					goto out;
+				}
+			}
 	}
 	g = cfg_member(&c, root, "wafer");
 	if (g != NULL && !config_setting_is_group(g)) {

@@ -19,6 +19,7 @@
 
 #define KVSS_MAX_LCORES 8
 #define KVSS_MAX_SHARDS 8
+#define KVSS_MAX_LOCAL_SHARDS 4 /* shards one process hosts (role "all": one per model, say) */
 #define KVSS_MAX_ORGS 64
 #define KVSS_MAX_DRIVERS 16
 #define KVSS_PATH_MAX 512
@@ -102,8 +103,8 @@ struct kvss_config {
 	unsigned int refill_lcore[KVSS_MAX_LCORES];
 	unsigned int control_lcore;
 
-	/* Shard role. */
-	struct {
+	/* Shard role: the first shard (role "shard": the only one). */
+	struct kvss_shard_cfg {
 		uint16_t port; /* EAL port id */
 		uint16_t id;
 		uint32_t model;
@@ -127,6 +128,10 @@ struct kvss_config {
 			uint64_t capacity_tokens[KVSTORE_MAX_CACHES];
 		} l2;
 	} shard;
+	/* Every shard the process hosts: role "shard" one (a copy of shard),
+	 * role "all" one per element of its shard list (a group: one). */
+	struct kvss_shard_cfg local[KVSS_MAX_LOCAL_SHARDS];
+	uint16_t num_local;
 
 	/* Driver role (with the wafer emulator). */
 	struct {
