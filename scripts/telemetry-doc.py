@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LITERAL = {
     "driver_epoch": "the driver epoch a HELLO established, 0x%08x as in the logs (0x00000000: none)",
     "gate_parks": "times the port gate parked EAL's interrupt thread (memif)",
+    "driver_hops": "routers the latest control frame crossed (64 - its IPv4 TTL; 0: on the rail)",
+    "wafer_hops": "routers the latest EVICT_DATA frame crossed (64 - its IPv4 TTL; 0: on the rail)",
     "cache_id": "the cache (one array element per cache)",
     "bytes_per_token": "this shard's slice of a token, all buffers",
     "buffers": "buffers per token",
@@ -137,6 +139,7 @@ SNAP_DESC = {
     "model_refills_timed": "refills its model's estimate learned from",
     "model_estimate_latency_us": "its model's refill estimate in use: latency",
     "model_estimate_mbps": "... and bandwidth (0: no bandwidth term)",
+    "hops": "routers its STATUS crossed when it came up (64 - IPv4 TTL; 0: on the rail)",
 }
 
 

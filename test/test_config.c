@@ -84,6 +84,8 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.driver.pc.model[0].l2_admit, PREFIXCACHE_L2_ALL);
 	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
 	cr_assert_eq(cfg.wafer.resume, KVSS_RESUME_ESTIMATE);
+	/* The rail: warn (this example says so), the production example refuses. */
+	cr_assert_eq(cfg.driver.routed, KVSS_ROUTED_WARN);
 	/* Speculative decoding: off unless asked, 20% rejected, seed 1. */
 	cr_assert_eq(cfg.wafer.spec_tokens, 0);
 	cr_assert_eq(cfg.wafer.spec_reject_pct, 20);
@@ -254,6 +256,15 @@ static struct bad bads[] = {
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
 	 "wafer = { spec_tokens = 65; };\n",
 	 ":6: wafer.spec_tokens: 65 is out of range 0..64"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " routed = \"maybe\";\n models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n",
+	 ":3: driver.routed: 'maybe' is not one of warn, refuse"},
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; }; routed = 1;\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 10; } ); };\n",
+	 "shard.routed: "},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"

@@ -48,13 +48,14 @@
 	X(data_withheld)    /* EVICT_DATA frames not sent (wafer.lose_data_every) */                \
 	X(link_restarts)    /* ports restarted after their link went down */                        \
 	X(stale)	    /* frames of an old shard epoch, or of no known shard */                \
-	X(rx_drops)	    /* frames that did not parse */                                         \
+	X(rx_drops)	    /* kvss frames that did not parse (other traffic: by reason only) */    \
 	X(tx_retries)	    /* data frames the port did not take at once */                         \
 	X(tx_link_drops)    /* frames queued for a port whose link went down */                     \
 	X(tx_full_drops)    /* control frames dropped: the port's control queue stayed full */      \
 	X(shards_away)	    /* shards found away (link down, or silent for away_ms) */             \
 	X(away_requests)    /* requests begun while a shard of model 0 was not up: all misses */  \
 	X(shards_back)      /* shards that were away and answered again */                          \
+	X(routed_shards)    /* shards whose STATUS crossed a router (IPv4 TTL below 64): off the rail */ \
 	X(compute_us)       /* the wafer's prefill of missed tokens (recompute_tokens_per_s) */      \
 	X(no_mbuf)  /* the pool was empty */                                                       \
 	X(too_big)	    /* a control record that cannot fit a frame */                          \

@@ -116,6 +116,8 @@ struct drv_shard {
 	uint64_t batches_complete;
 	uint64_t status_at;			 /* tsc of its latest STATUS */
 	uint64_t stored[PREFIXCACHE_MAX_CACHES]; /* tokens it holds, by that STATUS */
+	uint8_t hops; /* routers its STATUS crossed (PROTOCOL.md section 1: the rail) */
+	bool routed_said; /* counted in routed_shards and said, once */
 	/* Its second tier (drv_l2.c): does it have one, and its inventory being listed. */
 	bool has_l2;
 	bool inv_done;

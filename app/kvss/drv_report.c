@@ -25,7 +25,7 @@
 	X(model) X(shard_id) X(port) X(up) X(seq_sent) X(seq_acked) X(backlog)                      \
 	X(retransmits) X(rtt_samples) X(stale_acks) X(bogus_acks) X(srtt_us) X(timeout_us)         \
 	X(evict_sent) X(evict_acked) X(batches_complete) X(stored_tokens)                         \
-	X(model_refills_timed) X(model_estimate_latency_us) X(model_estimate_mbps)
+	X(model_refills_timed) X(model_estimate_latency_us) X(model_estimate_mbps) X(hops)
 #define SHARD_SNAP_DECL(n) uint64_t n;
 struct shard_snap {
 	SHARD_SNAP_FIELDS(SHARD_SNAP_DECL)
@@ -94,6 +94,7 @@ snapshot_shards(struct snapshot *sn)
 		x->shard_id = sh->ref->id;
 		x->port = sh->ref->port;
 		x->up = (uint64_t)sh->up;
+		x->hops = sh->hops;
 		x->epoch = sh->epoch;
 		x->seq_sent = ps->next_seq - 1;
 		x->seq_acked = ps->acked;
@@ -337,6 +338,19 @@ plot_refills(void)
 	free(x);
 }
 
+/* The most routers any shard's STATUS crossed (0: every shard on the rail). */
+static unsigned int
+max_hops(void)
+{
+	unsigned int h = 0;
+	uint16_t i;
+
+	for (i = 0; i < drv.nsh; i++)
+		if (drv.sh[i].hops > h)
+			h = drv.sh[i].hops;
+	return h;
+}
+
 /* [{"model":M,"refills":N,"latency_us":X,"gbps":Y,"scale":S}, ...]: each model's own line. */
 static void
 model_fits_json(char *out, size_t size)
@@ -513,6 +527,16 @@ kvss_driver_summary(void)
 	if (s->multimodal_trimmed)
 		printf("kvss: summary: multimodal: %" PRIu64 " tokens not cached, after a multimodal token "
 		       "(the design: caching stops before the first)\n", s->multimodal_trimmed);
+	if (s->routed_shards) {
+		uint16_t i;
+
+		printf("kvss: summary: rail: %" PRIu64 " shard(s) reached through a router:", s->routed_shards);
+		for (i = 0; i < drv.nsh; i++)
+			if (drv.sh[i].hops)
+				printf(" shard %u of model %u %u hop(s);", drv.sh[i].ref->id, drv.sh[i].model,
+				       drv.sh[i].hops);
+		printf(" KVSS traffic belongs on one segment (driver.routed)\n");
+	}
 	if (s->generated_hit_tokens)
 		printf("kvss: summary: %" PRIu64 " of the hit tokens are an earlier turn's answer "
 		       "(generated; its last token is never evicted)\n", s->generated_hit_tokens);
@@ -545,13 +569,14 @@ kvss_driver_summary(void)
 				 ",\"model1_hit_tokens\":%" PRIu64 ",\"hit_model0_only\":%" PRIu64
 				 ",\"hit_model1_only\":%" PRIu64 ",\"spec_tokens\":%u,\"spec_rounds\":%" PRIu64
 				 ",\"spec_proposed\":%" PRIu64 ",\"spec_accepted\":%" PRIu64
-				 ",\"spec_overwrites\":%" PRIu64,
+				 ",\"spec_overwrites\":%" PRIu64 ",\"routed_shards\":%" PRIu64
+				 ",\"max_shard_hops\":%u",
 				 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
 				 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
 				 s->l2_ready_at_pick, s->multimodal_trimmed, s->generated_hit_tokens,
 				 s->model1_hit_tokens, s->hit_model0_only, s->hit_model1_only,
 				 kvss.cfg.wafer.spec_tokens, s->spec_rounds, s->spec_proposed,
-				 s->spec_accepted, s->spec_overwrites);
+				 s->spec_accepted, s->spec_overwrites, s->routed_shards, max_hops());
 			printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
 			       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
 			       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64

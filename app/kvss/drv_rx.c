@@ -55,6 +55,25 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		return;
 	}
 	if (!sh->up) {
+		sh->hops = proto_hops(&msg->addr);
+		if (sh->hops != 0 && !sh->routed_said) {
+			bool refuse = kvss.cfg.driver.routed == KVSS_ROUTED_REFUSE;
+
+			sh->routed_said = true;
+			drv.st.routed_shards++;
+			printf("kvss: driver: shard %u of model %u is %u router(s) away (its STATUS came with "
+			       "IPv4 TTL %u): KVSS traffic belongs on the rail; %s\n", sh->ref->id, m,
+			       sh->hops, msg->addr.ttl,
+			       refuse ? "refusing to serve (driver.routed = \"refuse\")"
+				      : "serving anyway (driver.routed = \"warn\")");
+			fflush(stdout);
+			if (refuse) {
+				drv.fatal = 2;
+				return;
+			}
+		}
+		if (sh->hops != 0 && kvss.cfg.driver.routed == KVSS_ROUTED_REFUSE)
+			return;
 		if (n != pm->num_caches) {
 			fprintf(stderr, "kvss: driver: shard %u of model %u has %u caches; %s says %u\n",
 				sh->ref->id, m, n, kvss.cfg.path, pm->num_caches);
@@ -190,7 +209,9 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 	lst()->rx_bytes += rte_pktmbuf_pkt_len(mb);
 	if (why != PROTO_OK) {
 		lst()->drops[why]++;
-		drv.st.rx_drops++;
+		/* What is not kvss at all (ARP, IPv6 neighbour discovery, LLDP on a
+		 * shared segment) is counted by its reason only: not an error. */
+		drv.st.rx_drops += why != PROTO_R_NOT_KVSS;
 		return;
 	}
 	sh = shard_of(msg->hdr.model_id, msg->hdr.shard_id);

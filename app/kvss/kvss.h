@@ -38,6 +38,8 @@
 	X(not_mine_model) /* frames of another model: dropped */                                   \
 	X(not_mine_shard) /* frames to another shard (not 0xFFFF): dropped */                      \
 	X(not_a_driver) /* control from an address shard.drivers does not list */                  \
+	X(routed)       /* frames that crossed a router (IPv4 TTL below 64): off the rail */      \
+	X(routed_refused) /* of them, dropped (shard.routed = "refuse") */                         \
 	X(acks)         /* ACKs sent */                                                            \
 	X(duplicates)   /* control seq already accepted */                                         \
 	X(early)        /* control seq ahead: held */                                              \
@@ -128,6 +130,11 @@ struct kvss_shard_inst {
 	struct rte_ring *ingest_to_refill; /* accepted DELETE and REFILL, in order */
 	struct rte_ring *refill_to_ingest; /* DELETEs for the writer to apply */
 	uint64_t deletes_applied;	   /* by the ingest lcore; the refill lcore waits on it */
+	/* The rail (PROTOCOL.md section 1): routers crossed by the latest
+	 * control frame (the driver's) and EVICT_DATA frame (the wafer's);
+	 * ingest lcore: wo, telemetry reads. Said once each. */
+	uint8_t driver_hops, wafer_hops;
+	bool routed_said;
 };
 
 extern struct kvss_shard_inst kvss_shards[KVSS_MAX_LOCAL_SHARDS];

@@ -783,6 +783,11 @@ main(int argc, char **argv)
 	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
 		shard_l2_stop();
 		print_stats();
+		for (c = 0; c < kvss.num_shards; c++)
+			printf("kvss: shard %u of model %u: the rail: the driver's frames crossed %u router(s), "
+			       "the wafer's %u (0: one segment, or none came)\n", kvss_shards[c].cfg->id,
+			       kvss_shards[c].cfg->model, kvss_shards[c].driver_hops,
+			       kvss_shards[c].wafer_hops);
 	}
 	if (driver_on) {
 		kvss_driver_summary();

@@ -131,6 +131,42 @@ reset_stream(void)
 }
 
 /*
+ * The rail (PROTOCOL.md section 1): how many routers the frame crossed, by
+ * its IPv4 TTL; kept per sender (the driver's control, the wafer's data)
+ * and said once. A frame that crossed one is counted, and with
+ * shard.routed = "refuse" dropped: the shard does not serve off the rail.
+ */
+static bool
+on_rail(struct kvss_lcore_stats *st, const struct proto_msg *msg)
+{
+	uint8_t hops = proto_hops(&msg->addr);
+	bool data = msg->hdr.type == PROTO_T_EVICT_DATA;
+	uint8_t *seen = data ? &kvss_me->wafer_hops : &kvss_me->driver_hops;
+
+	if (*seen != hops)
+		__atomic_store_n(seen, hops, __ATOMIC_RELAXED);
+	if (hops == 0)
+		return true;
+	st->routed++;
+	if (!kvss_me->routed_said) {
+		kvss_me->routed_said = true;
+		printf("kvss: shard %u of model %u: %s from %u.%u.%u.%u crossed %u router(s) (IPv4 TTL "
+		       "%u): KVSS traffic belongs on the rail; %s\n", kvss_me->cfg->id,
+		       kvss_me->cfg->model, data ? "EVICT_DATA" : "control",
+		       msg->addr.src_ip >> 24, (msg->addr.src_ip >> 16) & 0xff,
+		       (msg->addr.src_ip >> 8) & 0xff, msg->addr.src_ip & 0xff, hops, msg->addr.ttl,
+		       kvss_me->cfg->routed == KVSS_ROUTED_REFUSE
+			       ? "refusing it (shard.routed = \"refuse\")"
+			       : "serving it anyway (shard.routed = \"warn\")");
+		fflush(stdout);
+	}
+	if (kvss_me->cfg->routed != KVSS_ROUTED_REFUSE)
+		return true;
+	st->routed_refused++;
+	return false;
+}
+
+/*
  * Is the frame this shard's (PROTOCOL.md section 1, "Addressed to it")?
  * Checked before it touches any state or sequence number: another shard's
  * DELETE must not delete here, nor take the next seq. Counted by reason.
@@ -158,13 +194,16 @@ for_me(struct kvss_lcore_stats *st, const struct proto_msg *msg)
 		st->not_mine_shard++;
 		return false;
 	}
-	if (kvss_me->cfg->num_drivers == 0 || !proto_type_is_control(msg->hdr.type))
-		return true;
-	for (i = 0; i < kvss_me->cfg->num_drivers; i++)
-		if (msg->addr.src_ip == kvss_me->cfg->driver_ip[i])
-			return true;
-	st->not_a_driver++;
-	return false;
+	if (kvss_me->cfg->num_drivers != 0 && proto_type_is_control(msg->hdr.type)) {
+		for (i = 0; i < kvss_me->cfg->num_drivers; i++)
+			if (msg->addr.src_ip == kvss_me->cfg->driver_ip[i])
+				break;
+		if (i == kvss_me->cfg->num_drivers) {
+			st->not_a_driver++;
+			return false;
+		}
+	}
+	return on_rail(st, msg);
 }
 
 /* Queue an accepted message (the mbuf now belongs to the queue), with its record. */

@@ -51,6 +51,8 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_string(d, "driver_epoch", ep);
 	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
+	rte_tel_data_add_dict_u64(d, "driver_hops", __atomic_load_n(&kvss_me->driver_hops, __ATOMIC_RELAXED));
+	rte_tel_data_add_dict_u64(d, "wafer_hops", __atomic_load_n(&kvss_me->wafer_hops, __ATOMIC_RELAXED));
 	return 0;
 }
 

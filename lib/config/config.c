@@ -334,6 +334,14 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 	GET_INT(c, sh, "status_interval_ms", 1, 60000, 100, false, cfg->shard.status_interval_ms);
 	if (get_drivers(c, sh, cfg) != 0)
 		return -1;
+	{
+		static const char *const routed[] = {"warn", "refuse", NULL};
+		int r = get_choice(c, sh, "routed", routed, KVSS_ROUTED_WARN, false);
+
+		if (r < 0)
+			return -1;
+		cfg->shard.routed = (uint8_t)r;
+	}
 	GET_INT(c, sh, "max_prompts", 0, 1 << 28, 0, false, kp->max_prompts);
 	GET_INT(c, sh, "spare_tokens", 0, 1 << 28, 0, false, kp->spare_tokens);
 	caches = cfg_member(c, sh, "caches");
@@ -561,6 +569,14 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 		if (ol < 0)
 			return -1;
 		cfg->driver.on_loss = (uint8_t)ol;
+	}
+	{
+		static const char *const routed[] = {"warn", "refuse", NULL};
+		int r = get_choice(c, d, "routed", routed, KVSS_ROUTED_WARN, false);
+
+		if (r < 0)
+			return -1;
+		cfg->driver.routed = (uint8_t)r;
 	}
 	{
 		static const char *const sources[] = {"configured", "learned", NULL};

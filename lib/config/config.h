@@ -75,6 +75,12 @@ enum kvss_refill_model {
 	KVSS_MODEL_LEARNED,    /* those to begin with, then the line fitted to the refills */
 };
 
+/* What a party does with traffic that crossed a router (IPv4 TTL below 64). */
+enum kvss_routed {
+	KVSS_ROUTED_WARN,   /* serve it, and say so (testing) */
+	KVSS_ROUTED_REFUSE, /* refuse to serve it (production: the seed's rail-only rule) */
+};
+
 /* When the wafer emulator picks a sequence with a refill again. */
 enum kvss_resume {
 	KVSS_RESUME_ESTIMATE, /* the design: once its estimate has passed, and its data is whole */
@@ -118,6 +124,9 @@ struct kvss_config {
 		 * (none listed: from any driver). */
 		uint32_t driver_ip[KVSS_MAX_DRIVERS];
 		uint16_t num_drivers;
+		/* shard.routed: frames that crossed a router (the rail-optimized
+		 * path must not): served with a warning, or refused. */
+		uint8_t routed; /* enum kvss_routed */
 		/* shard.l2: the second tier on the local disk (issue 27); path ""
 		 * when there is none. The file is shard.l2.path, or under
 		 * shard.l2.dir "shard-MODEL-ID.l2". */
@@ -146,6 +155,7 @@ struct kvss_config {
 		uint32_t away_ms;	    /* a shard silent this long is away (0: never) */
 		uint32_t recompute_tokens_per_s; /* the wafer's prefill of missed tokens (0: free) */
 		uint8_t on_loss;	    /* enum kvss_on_loss */
+		uint8_t routed;		    /* enum kvss_routed: a shard reached through a router */
 		uint8_t refill_model;	    /* enum kvss_refill_model */
 		uint8_t refill_short_pct;   /* learned: scaled so this share runs longer (0: unscaled) */
 		uint16_t num_orgs;

@@ -472,6 +472,7 @@ proto_parse_src(const struct proto_src *src, const struct proto_ports *ports,
 		return PROTO_R_BAD_IP_CHECKSUM;
 	tot = be16(p + 2);
 	frag = be16(p + 6);
+	a->ttl = p[8];
 	a->src_ip = be32(p + 12);
 	a->dst_ip = be32(p + 16);
 	if (tot < PROTO_IP4_LEN)

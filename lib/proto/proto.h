@@ -429,7 +429,21 @@ struct proto_addr {
 	uint32_t dst_ip;
 	uint16_t src_port;
 	uint16_t dst_port;
+	uint8_t ttl; /* parsed: the IPv4 TTL received (builders send PROTO_TTL) */
 };
+
+/*
+ * Every frame leaves with this IPv4 TTL; a router decrements it, so a frame
+ * received with TTL t crossed PROTO_TTL - t routers (PROTOCOL.md section 1).
+ */
+#define PROTO_TTL 64
+
+/** Routers a received frame crossed (0 also for a TTL above PROTO_TTL: not ours to read). */
+static inline uint8_t
+proto_hops(const struct proto_addr *a)
+{
+	return a->ttl < PROTO_TTL ? (uint8_t)(PROTO_TTL - a->ttl) : 0;
+}
 
 /** Bytes a parsed message may need to copy a body split across segments. */
 #define PROTO_SCRATCH_LEN PROTO_PAYLOAD_MAX

@@ -515,7 +515,7 @@ proto_write_l2l4(void *hdr, const struct proto_addr *a, uint32_t payload_len)
 	put_be16(ip + 2, (uint16_t)(PROTO_IP4_LEN + PROTO_UDP_LEN + payload_len));
 	put_be16(ip + 4, 0);
 	put_be16(ip + 6, IP4_DF);
-	ip[8] = 64;
+	ip[8] = PROTO_TTL;
 	ip[9] = IPPROTO_UDP_NUM;
 	put_be16(ip + 10, 0);
 	put_be32(ip + 12, a->src_ip);
