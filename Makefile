@@ -408,6 +408,7 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-kvdisk.sh $(BUILD)
 	@scripts/bench-trace.sh $(BUILD)
 	@scripts/bench-redis.sh $(BUILD)
+	@scripts/bench-poll.py $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -66,6 +66,7 @@ run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"
 run kvss-e2e scripts/test-e2e.sh "$BUILD"
 run kvss-l2 scripts/test-l2.sh "$BUILD"
 run kvss-rail scripts/test-rail.sh "$BUILD"
+run kvss-poll scripts/test-poll.sh "$BUILD"
 run kvss-examples scripts/test-examples.sh "$BUILD"
 run fuzz_proto scripts/fuzz.sh "$BUILD/fuzz/fuzz_proto" "$BUILD/fuzz/corpus_proto" "$FUZZ_SECONDS"
 run fuzz_files scripts/fuzz-files.sh "$BUILD/fuzz/fuzz_files" "$BUILD/fuzz/corpus_files" \

@@ -8,6 +8,8 @@
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
+#include <rte_epoll.h>
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
 
@@ -58,6 +60,61 @@ kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
 	st->busy_cycles += rte_get_tsc_cycles() - t0;
 }
 
+/* poll_mode "interrupt": ports whose RX queues can wake an lcore. */
+static bool intr_ok[RTE_MAX_ETHPORTS];
+
+/* The RX queues the calling lcore watches (it registered each in its epoll). */
+#define INTR_QUEUES_MAX 16
+static __thread struct {
+	uint16_t port[INTR_QUEUES_MAX], q[INTR_QUEUES_MAX];
+	unsigned int n;
+} watched;
+
+void
+kvss_intr_port_probe(uint16_t port)
+{
+	if (port >= RTE_MAX_ETHPORTS)
+		return;
+	/* A queue with an event fd can wake an lcore (net_tap's is its tap's fd,
+	 * readable while frames wait; some PMDs arm it with intr_enable too). */
+	intr_ok[port] = rte_eth_dev_rx_intr_ctl_q_get_fd(port, 0) >= 0;
+}
+
+bool
+kvss_intr_port_ok(uint16_t port)
+{
+	return port < RTE_MAX_ETHPORTS && intr_ok[port];
+}
+
+void
+kvss_intr_watch(uint16_t port, uint16_t q)
+{
+	if (kvss.cfg.poll != KVSS_POLL_INTERRUPT || !kvss_intr_port_ok(port) ||
+	    watched.n == INTR_QUEUES_MAX)
+		return;
+	if (rte_eth_dev_rx_intr_ctl_q(port, q, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_ADD, NULL) != 0)
+		return;
+	watched.port[watched.n] = port;
+	watched.q[watched.n++] = q;
+}
+
+/* Sleep until a watched queue has a frame, or 1 ms. */
+static void
+intr_sleep(struct kvss_lcore_stats *st)
+{
+	struct rte_epoll_event ev[INTR_QUEUES_MAX];
+	unsigned int i;
+
+	for (i = 0; i < watched.n; i++)
+		rte_eth_dev_rx_intr_enable(watched.port[i], watched.q[i]);
+	/* Level-triggered: a frame that came before the enable wakes it at once. */
+	if (rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, INTR_QUEUES_MAX, 1) > 0)
+		st->intr_wakeups++;
+	for (i = 0; i < watched.n; i++)
+		rte_eth_dev_rx_intr_disable(watched.port[i], watched.q[i]);
+	st->intr_sleeps++;
+}
+
 void
 kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
 {
@@ -68,7 +125,9 @@ kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
 		rte_pause();
 	} else {
 		kvss_gate_idle(); /* nothing to do: a good moment for memif's control */
-		if (kvss.cfg.poll == KVSS_POLL_IDLE)
+		if (kvss.cfg.poll == KVSS_POLL_INTERRUPT && watched.n > 0)
+			intr_sleep(st);
+		else if (kvss.cfg.poll != KVSS_POLL_BUSY)
 			usleep(50); /* cores are shared: let the other side run */
 		else
 			rte_pause();
@@ -79,7 +138,7 @@ kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
 void
 kvss_wait_turn(unsigned int *turns)
 {
-	if (kvss.cfg.poll == KVSS_POLL_IDLE && ++*turns > 16)
+	if (kvss.cfg.poll != KVSS_POLL_BUSY && ++*turns > 16)
 		usleep(20);
 	else
 		rte_pause();

@@ -620,6 +620,12 @@ kvss_driver_main(void *arg)
 	next_snap = tsc0;
 	next_link = tsc0 + drv.hz;
 	start_deadline = tsc0 + drv.hz / 1000 * kvss.cfg.driver.start_timeout_ms;
+	for (i = 0; i < drv.link.nports; i++) { /* poll_mode "interrupt": what wakes this lcore */
+		uint16_t q;
+
+		for (q = 0; q < drv.link.nrxq[i]; q++)
+			kvss_intr_watch(drv.link.ports[i], q);
+	}
 	for (i = 0; i < drv.nsh; i++) {
 		drv_link_hello(&drv.link, &drv.sh[i], drv.model_epoch[drv.sh[i].model], tsc0);
 		if (drv.open_loop)

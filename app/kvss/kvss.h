@@ -67,6 +67,8 @@
 	X(l2_deleted)   /* columns it let go (L2_DELETE) */                                        \
 	X(l2_errors)    /* second-tier operations that failed (L2_DONE or ERROR sent) */           \
 	X(idle_polls)   /* polls that found nothing */                                             \
+	X(intr_sleeps)  /* poll_mode "interrupt": sleeps until a frame came or 1 ms passed */      \
+	X(intr_wakeups) /* of them, ended by a frame (an RX interrupt) */                          \
 	X(busy_polls)   /* polls that found work */
 
 struct kvss_lcore_stats {
@@ -187,6 +189,18 @@ int kvss_telemetry_register(void);
  */
 void kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
 void kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
+
+/*
+ * poll_mode "interrupt" (as DPDK's l3fwd-power): an lcore that found nothing
+ * for 64 polls sleeps in epoll until a frame comes on one of the RX queues
+ * it watches, or 1 ms passes (its timers), instead of spinning or napping.
+ * kvss_intr_port_probe: after the port started, whether its queues can
+ * (RX interrupts; net_memif and net_ring cannot: those lcores nap as in
+ * "idle"). kvss_intr_watch: the calling lcore polls @p port's queue @p q.
+ */
+void kvss_intr_port_probe(uint16_t port);
+bool kvss_intr_port_ok(uint16_t port);
+void kvss_intr_watch(uint16_t port, uint16_t q);
 
 /**
  * One turn of a wait for another thread (a full TX ring, a DELETE the ingest

@@ -225,6 +225,8 @@ port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 		       "lcore\n", port, info.driver_name);
 	if (is_shard)
 		kvss_me->refill_lcore_on = want_refill && ntx == 2;
+	/* poll_mode "interrupt": RX queues that can wake a sleeping lcore. */
+	conf.intr_conf.rxq = kvss.cfg.poll == KVSS_POLL_INTERRUPT;
 	if ((rc = rte_eth_dev_configure(port, nrx, ntx, &conf)) != 0)
 		goto fail;
 	for (q = 0; q < nrx; q++)
@@ -262,6 +264,12 @@ port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 	}
 	printf("kvss: port %u (%s) started\n", port, info.driver_name);
 	started[port] = 1;
+	if (kvss.cfg.poll == KVSS_POLL_INTERRUPT) {
+		kvss_intr_port_probe(port);
+		if (!kvss_intr_port_ok(port))
+			printf("kvss: port %u (%s) has no RX interrupts: poll_mode \"interrupt\" sleeps "
+			       "briefly on it instead (as \"idle\")\n", port, info.driver_name);
+	}
 	return 0;
 fail:
 	fprintf(stderr, "kvss: port %u (%s): setup failed: %s\n", port, info.driver_name,
@@ -630,8 +638,10 @@ main(int argc, char **argv)
 			kvss.cfg.poll = KVSS_POLL_BUSY;
 		else if (strcmp(poll, "idle") == 0)
 			kvss.cfg.poll = KVSS_POLL_IDLE;
+		else if (strcmp(poll, "interrupt") == 0)
+			kvss.cfg.poll = KVSS_POLL_INTERRUPT;
 		else {
-			fprintf(stderr, "kvss: --poll: '%s' is not busy or idle\n", poll);
+			fprintf(stderr, "kvss: --poll: '%s' is not busy, idle or interrupt\n", poll);
 			status = 2;
 			goto out_eal;
 		}

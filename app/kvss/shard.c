@@ -369,6 +369,7 @@ kvss_shard_ingest(void *arg)
 	last_rx = rte_get_tsc_cycles();
 	next_status = last_rx + status_every;
 	shard_batcher_init(&err, PROTO_T_ERROR, st);
+	kvss_intr_watch(port, 0); /* poll_mode "interrupt": what wakes this lcore */
 	while (!kvss_quitting()) {
 		uint64_t t0 = rte_get_tsc_cycles();
 		uint16_t n = kvss_rx_burst(port, 0, pkts, BURST), i;

@@ -648,7 +648,7 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		    size_t errlen)
 {
 	static const char *const roles[] = {"shard", "driver", "all", NULL};
-	static const char *const polls[] = {"busy", "idle", NULL};
+	static const char *const polls[] = {"busy", "idle", "interrupt", NULL};
 	struct ctx c = {.path = path, .err = err, .errlen = errlen};
 	const config_setting_t *root, *g;
 	config_t lc;

@@ -33,6 +33,7 @@ enum kvss_role {
 enum kvss_poll {
 	KVSS_POLL_BUSY, /* bare metal: spin */
 	KVSS_POLL_IDLE, /* shared cores (tests, CI): pause, then sleep briefly, when idle */
+	KVSS_POLL_INTERRUPT, /* idle: sleep until a frame comes (rx interrupts), where the port has them */
 };
 
 /** The most tokens one cache of a shard holds (shard.caches.capacity_tokens). */
