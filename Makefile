@@ -409,6 +409,7 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-trace.sh $(BUILD)
 	@scripts/bench-redis.sh $(BUILD)
 	@scripts/bench-poll.py $(BUILD)
+	@scripts/bench-memif.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all
