@@ -56,7 +56,7 @@ LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
 
 # The configuration reader (kvss's files and kvss-plan's clusters): the
 # only code that includes libconfig.
-CONFIG_SRC := lib/config/config.c lib/config/config_read.c lib/config/cluster.c
+CONFIG_SRC := lib/config/config.c lib/config/config_get.c lib/config/config_read.c lib/config/cluster.c
 LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 
 # Files from outside, opened without blocking and read with bounds.
@@ -80,7 +80,7 @@ REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c $(KVDIS
 SHARD_SRC := app/kvss/shard.c app/kvss/shard_tx.c app/kvss/shard_evict.c app/kvss/shard_refillq.c \
 	app/kvss/refill.c app/kvss/shard_l2.c $(KVDISK_SRC)
 
-KVSS_APP_SRC := app/kvss/main.c app/kvss/app.c $(SHARD_SRC) app/kvss/driver.c \
+KVSS_APP_SRC := app/kvss/main.c app/kvss/ports.c app/kvss/app.c $(SHARD_SRC) app/kvss/driver.c \
 	app/kvss/drv_link.c app/kvss/drv_report.c app/kvss/drv_rx.c app/kvss/drv_l2.c app/kvss/telemetry.c \
 	app/kvss/portgate.c
 # The driver's parts that need no EAL: the wafer emulator, the sink, the
@@ -95,7 +95,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	$(FILEIO_SRC) $(ARGS_SRC) \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
-	app/trace/kvss_trace.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
+	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
@@ -160,7 +160,7 @@ $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC) $(PLOT_SRC)) $(
 		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
-$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC) $(PLOT_SRC)) \
+$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC) $(PLOT_SRC)) \
 		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)

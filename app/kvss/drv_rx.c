@@ -72,8 +72,6 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 				return;
 			}
 		}
-		if (sh->hops != 0 && kvss.cfg.driver.routed == KVSS_ROUTED_REFUSE)
-			return;
 		if (n != pm->num_caches) {
 			fprintf(stderr, "kvss: driver: shard %u of model %u has %u caches; %s says %u\n",
 				sh->ref->id, m, n, kvss.cfg.path, pm->num_caches);

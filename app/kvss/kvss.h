@@ -178,6 +178,20 @@ int64_t kvss_refill_send(struct kvss_lcore_stats *st, uint16_t queue,
 /** Refills whose mbufs have not all been freed yet. */
 unsigned int kvss_refills_in_flight(void);
 
+/* ---- ports.c ---- */
+
+/**
+ * Set up and start @p port for a shard (@p is_shard: one RX queue, a TX
+ * queue for the refill lcore when @p want_refill and the port has two) or
+ * the driver: 0, -EDOM for a configuration the port cannot take, or an
+ * error, said.
+ */
+int kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard);
+int kvss_port_started(uint16_t port);
+/** Role all: a net_ring pair per hosted shard; the configured ports replaced by them. */
+int kvss_ring_ports(void);
+void kvss_ring_ports_free(void);
+
 /** Register the /kvss/... telemetry commands (telemetry.c). */
 int kvss_telemetry_register(void);
 

@@ -21,8 +21,6 @@
 #include <unistd.h>
 
 #include <rte_cycles.h>
-#include <rte_dev.h>
-#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -37,71 +35,12 @@
 #include "kvss.h"
 #include "shard.h"
 
-#include <rte_eth_ring.h>
 
 static void
 on_signal(int sig)
 {
 	(void)sig;
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
-}
-
-static uint8_t started[RTE_MAX_ETHPORTS];
-static struct rte_ring *ring_d2s[KVSS_MAX_LOCAL_SHARDS], *ring_s2d[KVSS_MAX_LOCAL_SHARDS];
-
-static int
-port_started(uint16_t port)
-{
-	return port < RTE_MAX_ETHPORTS && started[port];
-}
-
-/*
- * Role all: the driver and its shards in one process, each shard joined to
- * the driver by a pair of rte_rings made into two ports (net_ring): what
- * one sends, the other receives. The configured port numbers are replaced
- * by these. With one shard, every shard the driver lists is reached through
- * its pair; with several, each through the pair of the shard that is it.
- */
-static int
-ring_ports(void)
-{
-	int sport[KVSS_MAX_LOCAL_SHARDS], dport[KVSS_MAX_LOCAL_SHARDS];
-	uint16_t m, k, i, n = kvss.cfg.num_local;
-	char name[RTE_RING_NAMESIZE];
-
-	for (i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "kvss_d2s%u", i);
-		ring_d2s[i] = rte_ring_create(name, 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-		snprintf(name, sizeof(name), "kvss_s2d%u", i);
-		ring_s2d[i] = rte_ring_create(name, 4096, (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (ring_d2s[i] == NULL || ring_s2d[i] == NULL) {
-			fprintf(stderr, "kvss: role all: rings: %s\n", rte_strerror(rte_errno));
-			return -1;
-		}
-		snprintf(name, sizeof(name), i ? "net_ring_kvss_s%u" : "net_ring_kvss_shard", i);
-		sport[i] = rte_eth_from_rings(name, &ring_d2s[i], 1, &ring_s2d[i], 1, (unsigned int)rte_socket_id());
-		snprintf(name, sizeof(name), i ? "net_ring_kvss_d%u" : "net_ring_kvss_drv", i);
-		dport[i] = rte_eth_from_rings(name, &ring_s2d[i], 1, &ring_d2s[i], 1, (unsigned int)rte_socket_id());
-		if (sport[i] < 0 || dport[i] < 0) {
-			fprintf(stderr, "kvss: role all: net_ring ports: %s\n", rte_strerror(rte_errno));
-			return -1;
-		}
-		kvss.cfg.local[i].port = (uint16_t)sport[i];
-	}
-	kvss.cfg.shard.port = kvss.cfg.local[0].port;
-	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
-		for (k = 0; k < kvss.cfg.driver.models[m].num_shards; k++) {
-			struct kvss_shard_ref *r = &kvss.cfg.driver.models[m].shard[k];
-
-			for (i = 0; n > 1 && i < n; i++)
-				if (kvss.cfg.local[i].model == m && kvss.cfg.local[i].id == r->id)
-					break;
-			r->port = (uint16_t)dport[i < n ? i : 0]; /* the config checked that it is one */
-		}
-	for (i = 0; i < n; i++)
-		printf("kvss: role all: shard %u of model %u on port %d, driver on port %d (net_ring pair)\n",
-		       kvss.cfg.local[i].id, kvss.cfg.local[i].model, sport[i], dport[i]);
-	return 0;
 }
 
 /* Whose control the shard takes (shard.drivers), said at start. */
@@ -156,126 +95,6 @@ usage(FILE *f, const char *prog)
 		prog);
 }
 
-/*
- * A shard: one RX queue; a TX queue for the ingest lcore and, when the
- * device has a second one and a refill lcore is there, one for the refill
- * lcore. A driver: one TX queue; on memif two RX queues, one per shard TX
- * queue (the driver polls every RX queue it configured).
- */
-/*
- * memif: a frame longer than one buffer (the vdev's bsize, 2048 unless
- * given) goes over several descriptors, and such frames arrived corrupted
- * (docs/DESIGN.md). The MTU cannot be set on memif either: so the buffer
- * must hold a whole frame of the configured mtu, or the port is refused.
- */
-static int
-memif_fits(uint16_t port, const struct rte_eth_dev_info *info, uint32_t mtu)
-{
-	const struct rte_devargs *da = info->device ? rte_dev_devargs(info->device) : NULL;
-	const char *a = da && da->args ? strstr(da->args, "bsize=") : NULL;
-	unsigned long bsize = 2048;
-	uint32_t frame = mtu + 18; /* Ethernet header and a VLAN tag */
-
-	if (a != NULL && (a == da->args || a[-1] == ','))
-		bsize = strtoul(a + 6, NULL, 0);
-	if (bsize >= frame)
-		return 0;
-	fprintf(stderr, "kvss: port %u (net_memif): mtu = %u wants %u-byte frames, but its buffers "
-		"hold %lu (bsize%s); give the vdev bsize=%u or more, or lower mtu\n", port, mtu, frame,
-		bsize, a ? "" : " unset: 2048", (frame + 1023) / 1024 * 1024);
-	return -1;
-}
-
-static int
-port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
-{
-	struct rte_eth_conf conf = {0};
-	struct rte_eth_dev_info info;
-	uint16_t ntx = 1, nrx = 1, q;
-	int rc;
-
-	if (!rte_eth_dev_is_valid_port(port)) {
-		fprintf(stderr, "kvss: port %u: no such port (EAL found %u; add a NIC or --vdev)\n",
-			port, rte_eth_dev_count_avail());
-		return -1;
-	}
-	rc = rte_eth_dev_info_get(port, &info);
-	if (rc != 0)
-		return rc;
-	/*
-	 * A memif connection carries the rings both ends configured queues for,
-	 * and fails when their counts differ. What a shard sends on its second
-	 * TX queue (the refill lcore's) arrives only where the driver set up a
-	 * second RX queue, which it then polls. So on memif a shard always has
-	 * two TX queues and a driver two RX queues, whether a refill lcore
-	 * runs or not.
-	 */
-	if (strcmp(info.driver_name, "net_memif") == 0) {
-		if (memif_fits(port, &info, mtu) != 0)
-			return -EDOM;
-		if (is_shard && info.max_tx_queues >= 2)
-			ntx = 2;
-		if (!is_shard && info.max_rx_queues >= 2)
-			nrx = 2;
-	}
-	if (want_refill && info.max_tx_queues >= 2)
-		ntx = 2;
-	else if (want_refill)
-		printf("kvss: port %u (%s) has one TX queue: the refill queue runs on the ingest "
-		       "lcore\n", port, info.driver_name);
-	if (is_shard)
-		kvss_me->refill_lcore_on = want_refill && ntx == 2;
-	/* poll_mode "interrupt": RX queues that can wake a sleeping lcore. */
-	conf.intr_conf.rxq = kvss.cfg.poll == KVSS_POLL_INTERRUPT;
-	if ((rc = rte_eth_dev_configure(port, nrx, ntx, &conf)) != 0)
-		goto fail;
-	for (q = 0; q < nrx; q++)
-		if ((rc = rte_eth_rx_queue_setup(port, q, 1024, rte_eth_dev_socket_id(port), NULL,
-						 kvss.pool)) != 0)
-			goto fail;
-	for (q = 0; q < ntx; q++)
-		if ((rc = rte_eth_tx_queue_setup(port, q, 1024, rte_eth_dev_socket_id(port), NULL)) != 0)
-			goto fail;
-	/* Virtual devices may not support it; the parser enforces sizes anyway. */
-	if (rte_eth_dev_set_mtu(port, (uint16_t)mtu) != 0)
-		fprintf(stderr, "kvss: port %u (%s): MTU %u not set, keeping the default\n", port,
-			info.driver_name, mtu);
-	rc = rte_eth_dev_start(port);
-	if (rc != 0 && !is_shard && strcmp(info.driver_name, "net_memif") == 0) {
-		/* A memif client connects as it starts: its shard may come up
-		 * later (the demo's order is only a convention). Wait for it,
-		 * within the driver's start timeout, stopping on a signal. */
-		uint64_t waited = 0, limit = kvss.cfg.driver.start_timeout_ms;
-
-		printf("kvss: port %u (net_memif): its shard is not there yet; waiting up to %" PRIu64
-		       " ms (driver.start_timeout_ms)\n", port, limit);
-		fflush(stdout);
-		while (rc != 0 && waited < limit && !kvss_quitting()) {
-			usleep(100 * 1000);
-			waited += 100;
-			rc = rte_eth_dev_start(port);
-		}
-	}
-	if (rc != 0) {
-		if (kvss_quitting())
-			return -EINTR;
-		fprintf(stderr, "kvss: port %u: start failed: %s\n", port, rte_strerror(-rc));
-		return rc;
-	}
-	printf("kvss: port %u (%s) started\n", port, info.driver_name);
-	started[port] = 1;
-	if (kvss.cfg.poll == KVSS_POLL_INTERRUPT) {
-		kvss_intr_port_probe(port);
-		if (!kvss_intr_port_ok(port))
-			printf("kvss: port %u (%s) has no RX interrupts: poll_mode \"interrupt\" sleeps "
-			       "briefly on it instead (as \"idle\")\n", port, info.driver_name);
-	}
-	return 0;
-fail:
-	fprintf(stderr, "kvss: port %u (%s): setup failed: %s\n", port, info.driver_name,
-		rte_strerror(-rc));
-	return rc;
-}
 
 /* Shard memory from DPDK (hugepages where reserved, --no-huge memory otherwise). */
 static int
@@ -669,7 +488,7 @@ main(int argc, char **argv)
 		status = 1;
 		goto out_eal;
 	}
-	if (kvss.cfg.role == KVSS_ROLE_ALL && ring_ports() != 0) {
+	if (kvss.cfg.role == KVSS_ROLE_ALL && kvss_ring_ports() != 0) {
 		status = 1;
 		goto out_free;
 	}
@@ -686,7 +505,7 @@ main(int argc, char **argv)
 			kvss_me = &kvss_shards[c];
 			kvss_me->ingest_lcore = kvss.cfg.ingest_lcore[c];
 			if (store_init() != 0 ||
-			    (ret = port_init(kvss_me->cfg->port, kvss.cfg.mtu, c == 0 && want, 1)) != 0) {
+			    (ret = kvss_port_init(kvss_me->cfg->port, kvss.cfg.mtu, c == 0 && want, 1)) != 0) {
 				status = ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
 				kvss_me = &kvss_shards[0];
 				goto out_free;
@@ -725,9 +544,9 @@ main(int argc, char **argv)
 			for (k = 0; k < kvss.cfg.driver.models[m].num_shards; k++) {
 				uint16_t port = kvss.cfg.driver.models[m].shard[k].port;
 
-				if (port_started(port))
+				if (kvss_port_started(port))
 					continue;
-				if ((ret = port_init(port, kvss.cfg.mtu, 0, 0)) != 0) {
+				if ((ret = kvss_port_init(port, kvss.cfg.mtu, 0, 0)) != 0) {
 					status = ret == -EDOM ? 2 : kvss_quitting() ? 0 : 1;
 					goto out_free;
 				}
@@ -810,7 +629,7 @@ main(int argc, char **argv)
 		int held = kvss_gate_wait(1000);
 
 		for (c = 0; c < RTE_MAX_ETHPORTS; c++)
-			if (port_started((uint16_t)c)) {
+			if (kvss_port_started((uint16_t)c)) {
 				rte_eth_dev_stop((uint16_t)c);
 				rte_eth_dev_close((uint16_t)c);
 			}
@@ -826,9 +645,8 @@ out_free:
 	rte_ring_free(kvss_me->refill_to_ingest);
 	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++) {
 		rte_free(kvss_shards[c].store_mem);
-		rte_ring_free(ring_d2s[c]);
-		rte_ring_free(ring_s2d[c]);
 	}
+	kvss_ring_ports_free();
 	rte_mempool_free(kvss.pool);
 out_eal:
 	kvss_eal_stop();

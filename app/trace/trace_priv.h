@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kvss-trace's parts: kvss_trace.c (options, the replays, the table) and
- * trace_report.c (the usage, the second tier's lines, the plot).
+ * kvss-trace's parts: kvss_trace.c (options, the table), trace_run.c (the
+ * replays) and trace_report.c (the usage, the second tier's lines, the plot).
  */
 #ifndef KVSS_TRACE_PRIV_H
 #define KVSS_TRACE_PRIV_H

@@ -17,237 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/*
- * A setting as a whole number: an integer, or a float with a whole value
- * (libconfig reads 1e6 as a float). NULL, or why not.
- */
-static const char *
-whole(const config_setting_t *m, long long *v)
-{
-	switch (config_setting_type(m)) {
-	case CONFIG_TYPE_INT:
-	case CONFIG_TYPE_INT64:
-		*v = config_setting_get_int64(m);
-		return NULL;
-	case CONFIG_TYPE_FLOAT: {
-		double d = config_setting_get_float(m);
-
-		if (!(d >= -9.2e18 && d <= 9.2e18))
-			return "is too large";
-		if (d != (double)(long long)d)
-			return "must be a whole number";
-		*v = (long long)d;
-		return NULL;
-	}
-	default:
-		return "must be a whole number";
-	}
-}
-
-/* An integer member within [lo, hi]; @def when missing unless @required. */
-static int
-get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo, long long hi,
-	long long def, bool required, long long *out)
-{
-	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
-	long long v;
-
-	if (m == NULL) {
-		if (required)
-			return cfg_fail(c, g, name, "missing (an integer in %lld..%lld)", lo, hi);
-		*out = def;
-		return 0;
-	}
-	{
-		const char *why = whole(m, &v);
-
-		if (why != NULL)
-			return cfg_fail(c, g, name, "%s", why);
-	}
-	if (v < lo || v > hi)
-		return cfg_fail(c, g, name, "%lld is out of range %lld..%lld", v, lo, hi);
-	*out = v;
-	return 0;
-}
-
-#define GET_INT(c, g, name, lo, hi, def, req, dst)                                                 \
-	do {                                                                                       \
-		long long v_;                                                                      \
-		if (get_int(c, g, name, lo, hi, def, req, &v_) != 0)                               \
-			return -1;                                                                 \
-		(dst) = (__typeof__(dst))v_;                                                       \
-	} while (0)
-
-static int
-get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out)
-{
-	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
-
-	if (m == NULL) {
-		*out = def;
-		return 0;
-	}
-	if (config_setting_type(m) != CONFIG_TYPE_BOOL)
-		return cfg_fail(c, g, name, "must be true or false");
-	*out = config_setting_get_bool(m);
-	return 0;
-}
-
-/* A string member, one of @choices (NULL-terminated) if given; returns its index. */
-static int
-get_choice(struct ctx *c, const config_setting_t *g, const char *name, const char *const *choices,
-	   int def, bool required)
-{
-	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
-	const char *v;
-	char list[256] = "";
-	int i;
-
-	if (m == NULL) {
-		if (required)
-			return cfg_fail(c, g, name, "missing"), -2;
-		return def;
-	}
-	if (config_setting_type(m) != CONFIG_TYPE_STRING)
-		return cfg_fail(c, g, name, "must be a string"), -2;
-	v = config_setting_get_string(m);
-	for (i = 0; choices[i] != NULL; i++) {
-		if (strcmp(v, choices[i]) == 0)
-			return i;
-		strncat(list, i ? ", " : "", sizeof(list) - strlen(list) - 1);
-		strncat(list, choices[i], sizeof(list) - strlen(list) - 1);
-	}
-	return cfg_fail(c, g, name, "'%s' is not one of %s", v, list), -2;
-}
-
-static int
-get_str(struct ctx *c, const config_setting_t *g, const char *name, char *out, size_t n)
-{
-	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
-
-	if (m == NULL)
-		return 0;
-	if (config_setting_type(m) != CONFIG_TYPE_STRING)
-		return cfg_fail(c, g, name, "must be a string");
-	if (strlen(config_setting_get_string(m)) >= n)
-		return cfg_fail(c, g, name, "longer than %zu characters", n - 1);
-	strcpy(out, config_setting_get_string(m));
-	return 0;
-}
-
-int
-kvss_parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned int b[6];
-	char tail;
-	int i;
-
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
-		return -1;
-	for (i = 0; i < 6; i++) {
-		if (b[i] > 255)
-			return -1;
-		mac[i] = (uint8_t)b[i];
-	}
-	return 0;
-}
-
-int
-kvss_parse_ipv4(const char *s, uint32_t *ip)
-{
-	unsigned int a, b, c, d;
-	char tail;
-
-	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
-	    c > 255 || d > 255)
-		return -1;
-	*ip = a << 24 | b << 16 | c << 8 | d;
-	return 0;
-}
-
-/* { mac = "..."; ipv4 = "..."; vlan = N; } */
-static int
-get_endpoint(struct ctx *c, const config_setting_t *g, const char *name, bool required,
-	     struct kvss_endpoint *ep)
-{
-	const config_setting_t *e = g ? cfg_member(c, g, name) : NULL;
-	const char *s;
-
-	memset(ep, 0, sizeof(*ep));
-	if (e == NULL)
-		return required ? cfg_fail(c, g, name, "missing ({ mac = ...; ipv4 = ...; })") : 0;
-	if (!config_setting_is_group(e))
-		return cfg_fail(c, g, name, "must be a group { mac = ...; ipv4 = ...; }");
-	cfg_member(c, e, "mac");
-	cfg_member(c, e, "ipv4");
-	if (config_setting_lookup_string(e, "mac", &s) != CONFIG_TRUE || kvss_parse_mac(s, ep->mac) != 0)
-		return cfg_fail(c, e, "mac", "want a MAC address like \"02:00:00:00:00:01\"");
-	if (config_setting_lookup_string(e, "ipv4", &s) != CONFIG_TRUE ||
-	    kvss_parse_ipv4(s, &ep->ipv4) != 0)
-		return cfg_fail(c, e, "ipv4", "want a dotted IPv4 address");
-	GET_INT(c, e, "vlan", 0, 4094, 0, false, ep->vlan);
-	return 0;
-}
-
-/* An array of integers of exactly @n elements. */
-static int
-get_u64_array(struct ctx *c, const config_setting_t *g, const char *name, unsigned int n,
-	      uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	const config_setting_t *a = g ? cfg_member(c, g, name) : NULL;
-	unsigned int i;
-
-	if (a == NULL || !config_setting_is_array(a))
-		return cfg_fail(c, g, name, "missing (an array of %u integers, one per cache)", n);
-	if ((unsigned int)config_setting_length(a) != n)
-		return cfg_fail(c, g, name, "has %d elements, want %u (one per cache)",
-			    config_setting_length(a), n);
-	for (i = 0; i < n; i++) {
-		const config_setting_t *el = config_setting_get_elem(a, i);
-		const char *why;
-		long long v;
-
-		if ((why = whole(el, &v)) != NULL)
-			return cfg_fail(c, g, name, "element %u %s", i, why);
-		if (v < (long long)lo || (uint64_t)v > hi)
-			return cfg_fail(c, g, name, "element %u (%lld) out of range %" PRIu64 "..%" PRIu64,
-				    i, v, lo, hi);
-		out[i] = (uint64_t)v;
-	}
-	return 0;
-}
-
-static int
-get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned int def,
-	   bool may_be_empty, unsigned int *out, uint16_t *n)
-{
-	const config_setting_t *a = g ? cfg_member(c, g, name) : NULL;
-	int i;
-
-	if (a == NULL) {
-		out[0] = def;
-		*n = 1;
-		return 0;
-	}
-	if (!config_setting_is_array(a) || config_setting_length(a) < (may_be_empty ? 0 : 1) ||
-	    config_setting_length(a) > KVSS_MAX_LCORES)
-		return cfg_fail(c, g, name, "want an array of %d..%d lcore ids", may_be_empty ? 0 : 1,
-				KVSS_MAX_LCORES);
-	for (i = 0; i < config_setting_length(a); i++) {
-		const config_setting_t *el = config_setting_get_elem(a, i);
-		long long v;
-
-		if (config_setting_type(el) != CONFIG_TYPE_INT && config_setting_type(el) != CONFIG_TYPE_INT64)
-			return cfg_fail(c, g, name, "element %d: want a whole lcore id", i);
-		v = config_setting_get_int64(el);
-		if (v < 0 || v > 1023)
-			return cfg_fail(c, g, name, "lcore %lld out of range 0..1023", v);
-		out[i] = (unsigned int)v;
-	}
-	*n = (uint16_t)config_setting_length(a);
-	return 0;
-}
-
 /* ---- Sections ---------------------------------------------------------------- */
 
 /* shard.drivers = ["10.99.0.1", ...]: the only senders of control it takes. */
@@ -291,8 +60,8 @@ load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg
 		return 0;
 	if (!config_setting_is_group(l2))
 		return cfg_fail(c, sh, "l2", "want a group { ... }, not a value");
-	if (get_str(c, l2, "path", cfg->shard.l2.path, sizeof(cfg->shard.l2.path)) != 0 ||
-	    get_str(c, l2, "dir", dir, sizeof(dir)) != 0)
+	if (cfg_get_str(c, l2, "path", cfg->shard.l2.path, sizeof(cfg->shard.l2.path)) != 0 ||
+	    cfg_get_str(c, l2, "dir", dir, sizeof(dir)) != 0)
 		return -1;
 	if ((cfg->shard.l2.path[0] != '\0') == (dir[0] != '\0'))
 		return cfg_fail(c, sh, "l2", "give one of path (a file or block device) and dir");
@@ -302,7 +71,7 @@ load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg
 		return cfg_fail(c, l2, "dir", "too long");
 	GET_INT(c, l2, "column", 1, 4096, 64, false, cfg->shard.l2.column);
 	GET_INT(c, l2, "queue_depth", 1, 4096, 64, false, cfg->shard.l2.queue_depth);
-	if (get_u64_array(c, l2, "capacity_tokens", n, 1, 1ull << 40, cfg->shard.l2.capacity_tokens) != 0)
+	if (cfg_get_u64_array(c, l2, "capacity_tokens", n, 1, 1ull << 40, cfg->shard.l2.capacity_tokens) != 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		if (cfg->shard.l2.capacity_tokens[i] < cfg->shard.l2.column)
@@ -326,8 +95,8 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 	GET_INT(c, sh, "port", 0, 31, 0, false, cfg->shard.port);
 	GET_INT(c, sh, "id", 0, 65534, 0, true, cfg->shard.id);
 	GET_INT(c, sh, "model", 0, PREFIXCACHE_MAX_MODELS - 1, 0, false, cfg->shard.model);
-	if (get_endpoint(c, sh, "address", true, &cfg->shard.addr) != 0 ||
-	    get_endpoint(c, sh, "wafer", true, &cfg->shard.wafer) != 0)
+	if (cfg_get_endpoint(c, sh, "address", true, &cfg->shard.addr) != 0 ||
+	    cfg_get_endpoint(c, sh, "wafer", true, &cfg->shard.wafer) != 0)
 		return -1;
 	GET_INT(c, sh, "batch_timeout_ms", 1, 60000, 50, false, cfg->shard.batch_timeout_ms);
 	GET_INT(c, sh, "space_timeout_ms", 1, 600000, 1000, false, cfg->shard.space_timeout_ms);
@@ -336,7 +105,7 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 		return -1;
 	{
 		static const char *const routed[] = {"warn", "refuse", NULL};
-		int r = get_choice(c, sh, "routed", routed, KVSS_ROUTED_WARN, false);
+		int r = cfg_get_choice(c, sh, "routed", routed, KVSS_ROUTED_WARN, false);
 
 		if (r < 0)
 			return -1;
@@ -355,7 +124,7 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 		struct kvstore_cache_params *cp = &kp->cache[i];
 		long long id;
 
-		if (get_int(c, e, "id", 0, KVSTORE_MAX_CACHES - 1, 0, true, &id) != 0)
+		if (cfg_get_int(c, e, "id", 0, KVSTORE_MAX_CACHES - 1, 0, true, &id) != 0)
 			return -1;
 		if (id != i)
 			return cfg_fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
@@ -392,12 +161,12 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		long long id;
 		int rule;
 
-		if (get_int(c, e, "id", 0, PREFIXCACHE_MAX_CACHES - 1, 0, true, &id) != 0)
+		if (cfg_get_int(c, e, "id", 0, PREFIXCACHE_MAX_CACHES - 1, 0, true, &id) != 0)
 			return -1;
 		if (id != i)
 			return cfg_fail(c, e, "id", "caches must be numbered 0, 1, ... in order (want %d)", i);
 		cc->cache_id = (uint16_t)id;
-		rule = get_choice(c, e, "rule", rules, 0, false);
+		rule = cfg_get_choice(c, e, "rule", rules, 0, false);
 		if (rule < 0)
 			return -1;
 		cc->rule = rule == 1 ? PREFIXCACHE_SWA : PREFIXCACHE_FULL;
@@ -427,15 +196,15 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 			if (mr->shard[j].id == sr->id)
 				return cfg_fail(c, e, "id", "shard %u appears twice", sr->id);
 		GET_INT(c, e, "port", 0, 31, def_port, false, sr->port);
-		if (get_endpoint(c, e, "address", true, &sr->addr) != 0 ||
-		    get_u64_array(c, e, "bytes_per_token", (unsigned int)n, 1, 1 << 26, b) != 0 ||
-		    get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, KVSS_MAX_CAPACITY_TOKENS,
+		if (cfg_get_endpoint(c, e, "address", true, &sr->addr) != 0 ||
+		    cfg_get_u64_array(c, e, "bytes_per_token", (unsigned int)n, 1, 1 << 26, b) != 0 ||
+		    cfg_get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, KVSS_MAX_CAPACITY_TOKENS,
 				  sr->capacity_tokens) != 0)
 			return -1;
 		if (cfg_member(c, e, "buffers") != NULL) {
 			uint64_t nb[PREFIXCACHE_MAX_CACHES];
 
-			if (get_u64_array(c, e, "buffers", (unsigned int)n, 1, 256, nb) != 0)
+			if (cfg_get_u64_array(c, e, "buffers", (unsigned int)n, 1, 256, nb) != 0)
 				return -1;
 			for (i = 0; i < n; i++) {
 				if (b[i] % nb[i] != 0)
@@ -448,7 +217,7 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 				sr->buffers[i] = 1;
 		}
 		if (cfg_member(c, e, "l2_tokens") != NULL) {
-			if (get_u64_array(c, e, "l2_tokens", (unsigned int)n, 1, 1ull << 40, sr->l2_tokens) != 0)
+			if (cfg_get_u64_array(c, e, "l2_tokens", (unsigned int)n, 1, 1ull << 40, sr->l2_tokens) != 0)
 				return -1;
 			for (i = 0; i < n; i++)
 				if (pm->cache[i].rule != PREFIXCACHE_FULL)
@@ -474,14 +243,14 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 	{
 		long long us;
 
-		if (get_int(c, me, "refill_latency_us", 0, 10000000, 20, false, &us) != 0)
+		if (cfg_get_int(c, me, "refill_latency_us", 0, 10000000, 20, false, &us) != 0)
 			return -1;
 		pm->refill_latency_ns = (uint64_t)us * 1000;
 	}
 	if (config_setting_lookup_float(me, "refill_gbps", &gbps) != CONFIG_TRUE) {
 		long long gi;
 
-		if (get_int(c, me, "refill_gbps", 1, 100000, 100, false, &gi) != 0)
+		if (cfg_get_int(c, me, "refill_gbps", 1, 100000, 100, false, &gi) != 0)
 			return -1;
 		gbps = (double)gi;
 	}
@@ -493,14 +262,14 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 		long long us;
 
 		/* The second tier's line of the refill-time model (a read of a column). */
-		if (get_int(c, me, "l2_latency_us", 0, 10000000, 200, false, &us) != 0)
+		if (cfg_get_int(c, me, "l2_latency_us", 0, 10000000, 200, false, &us) != 0)
 			return -1;
 		pm->l2_latency_ns = (uint64_t)us * 1000;
 		gbps = 0;
 		if (config_setting_lookup_float(me, "l2_gbps", &gbps) != CONFIG_TRUE) {
 			long long gi;
 
-			if (get_int(c, me, "l2_gbps", 1, 100000, 16, false, &gi) != 0)
+			if (cfg_get_int(c, me, "l2_gbps", 1, 100000, 16, false, &gi) != 0)
 				return -1;
 			gbps = (double)gi;
 		} else {
@@ -519,10 +288,10 @@ get_ttls(struct ctx *c, const config_setting_t *g, uint64_t *last_ns, uint64_t *
 {
 	long long v;
 
-	if (get_int(c, g, "ttl_last_s", 0, 10ll * 365 * 86400, 0, false, &v) != 0)
+	if (cfg_get_int(c, g, "ttl_last_s", 0, 10ll * 365 * 86400, 0, false, &v) != 0)
 		return -1;
 	*last_ns = (uint64_t)v * 1000000000ull;
-	if (get_int(c, g, "ttl_first_s", 0, 10ll * 365 * 86400, 0, false, &v) != 0)
+	if (cfg_get_int(c, g, "ttl_first_s", 0, 10ll * 365 * 86400, 0, false, &v) != 0)
 		return -1;
 	*first_ns = (uint64_t)v * 1000000000ull;
 	return 0;
@@ -542,10 +311,10 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	if (!config_setting_is_group(d))
 		return cfg_fail(c, config_setting_parent(d), "driver", "want a group { ... }, not a value");
 	GET_INT(c, d, "port", 0, 31, 0, false, cfg->driver.port);
-	if (get_endpoint(c, d, "address", true, &cfg->driver.addr) != 0)
+	if (cfg_get_endpoint(c, d, "address", true, &cfg->driver.addr) != 0)
 		return -1;
 	GET_INT(c, d, "column", 1, 4096, 64, false, pp->column);
-	pol = get_choice(c, d, "policy", prefixcache_policy_names, 0, false);
+	pol = cfg_get_choice(c, d, "policy", prefixcache_policy_names, 0, false);
 	if (pol < 0)
 		return -1;
 	pp->policy = (enum prefixcache_policy)pol;
@@ -553,7 +322,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	GET_INT(c, d, "followup_pct", 1, 100, 10, false, pp->followup_pct);
 	if (get_ttls(c, d, &pp->ttl_last_ns, &pp->ttl_first_ns) != 0)
 		return -1;
-	if (get_bool(c, d, "no_minus_one", false, &pp->no_minus_one) != 0)
+	if (cfg_get_bool(c, d, "no_minus_one", false, &pp->no_minus_one) != 0)
 		return -1;
 	GET_INT(c, d, "retransmit_ms", 1, 60000, 5, false, cfg->driver.retransmit_ms);
 	GET_INT(c, d, "hello_ms", 1, 60000, 100, false, cfg->driver.hello_ms);
@@ -564,7 +333,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 		cfg->driver.recompute_tokens_per_s);
 	{
 		static const char *const on_loss[] = {"resync", "truncate", NULL};
-		int ol = get_choice(c, d, "on_loss", on_loss, KVSS_LOSS_RESYNC, false);
+		int ol = cfg_get_choice(c, d, "on_loss", on_loss, KVSS_LOSS_RESYNC, false);
 
 		if (ol < 0)
 			return -1;
@@ -572,7 +341,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	}
 	{
 		static const char *const routed[] = {"warn", "refuse", NULL};
-		int r = get_choice(c, d, "routed", routed, KVSS_ROUTED_WARN, false);
+		int r = cfg_get_choice(c, d, "routed", routed, KVSS_ROUTED_WARN, false);
 
 		if (r < 0)
 			return -1;
@@ -582,7 +351,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 		static const char *const sources[] = {"configured", "learned", NULL};
 		/* Learned by default: the configured line is a guess that, on the
 		 * README's own example, fell short of every refill. */
-		int rm = get_choice(c, d, "refill_model", sources, KVSS_MODEL_LEARNED, false);
+		int rm = cfg_get_choice(c, d, "refill_model", sources, KVSS_MODEL_LEARNED, false);
 
 		if (rm < 0)
 			return -1;
@@ -591,7 +360,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	{
 		static const char *const admit[] = {"all", "seen2", NULL};
 		/* All by default: measured on the trace (docs/DESIGN.md, the second tier). */
-		int a = get_choice(c, d, "l2_admit", admit, PREFIXCACHE_L2_ALL, false);
+		int a = cfg_get_choice(c, d, "l2_admit", admit, PREFIXCACHE_L2_ALL, false);
 
 		if (a < 0)
 			return -1;
@@ -621,7 +390,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 			const config_setting_t *o = config_setting_get_elem(orgs, (unsigned int)i);
 			struct kvss_org_ttl *ot = &cfg->driver.org[i];
 
-			if (get_str(c, o, "name", ot->name, sizeof(ot->name)) != 0)
+			if (cfg_get_str(c, o, "name", ot->name, sizeof(ot->name)) != 0)
 				return -1;
 			if (ot->name[0] == '\0')
 				return cfg_fail(c, o, "name", "missing");
@@ -660,18 +429,18 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 	if (kvss_cfg_read(&lc, path, err, errlen) != 0)
 		goto out;
 	root = config_root_setting(&lc);
-	v = get_choice(&c, root, "role", roles, 0, true);
+	v = cfg_get_choice(&c, root, "role", roles, 0, true);
 	if (v < 0)
 		goto out;
 	cfg->role = as != 0 ? as : (enum kvss_role)(v + 1);
-	v = get_choice(&c, root, "poll_mode", polls, 0, false);
+	v = cfg_get_choice(&c, root, "poll_mode", polls, 0, false);
 	if (v < 0)
 		goto out;
 	cfg->poll = (enum kvss_poll)v;
 	{
 		long long mtu;
 
-		if (get_int(&c, root, "mtu", 1500, PROTO_MTU_MAX, PROTO_MTU_DEFAULT, false, &mtu) != 0)
+		if (cfg_get_int(&c, root, "mtu", 1500, PROTO_MTU_MAX, PROTO_MTU_DEFAULT, false, &mtu) != 0)
 			goto out;
 		cfg->mtu = (uint32_t)mtu;
 	}
@@ -683,9 +452,9 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 	{
 		long long a, b, d;
 
-		if (get_int(&c, g, "control", 1, 65535, PROTO_PORT_CTRL_DEFAULT, false, &a) != 0 ||
-		    get_int(&c, g, "evict", 1, 65535, PROTO_PORT_EVICT_DEFAULT, false, &b) != 0 ||
-		    get_int(&c, g, "refill", 1, 65535, PROTO_PORT_REFILL_DEFAULT, false, &d) != 0)
+		if (cfg_get_int(&c, g, "control", 1, 65535, PROTO_PORT_CTRL_DEFAULT, false, &a) != 0 ||
+		    cfg_get_int(&c, g, "evict", 1, 65535, PROTO_PORT_EVICT_DEFAULT, false, &b) != 0 ||
+		    cfg_get_int(&c, g, "refill", 1, 65535, PROTO_PORT_REFILL_DEFAULT, false, &d) != 0)
 			goto out;
 		if (a == b || a == d || b == d) {
 			cfg_fail(&c, g, "refill", "the three UDP ports must differ");
@@ -699,14 +468,14 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		goto out;
 	}
 	/* refill = []: none; the ingest lcore runs the refill queue. */
-	if (get_lcores(&c, g, "ingest", 1, false, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
-	    get_lcores(&c, g, "refill", 2, true, cfg->refill_lcore, &cfg->num_refill) != 0)
+	if (cfg_get_lcores(&c, g, "ingest", 1, false, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
+	    cfg_get_lcores(&c, g, "refill", 2, true, cfg->refill_lcore, &cfg->num_refill) != 0)
 		goto out;
 	{
 		long long ctl;
 		unsigned int i, j;
 
-		if (get_int(&c, g, "control", 0, 1023, 0, false, &ctl) != 0)
+		if (cfg_get_int(&c, g, "control", 0, 1023, 0, false, &ctl) != 0)
 			goto out;
 		cfg->control_lcore = (unsigned int)ctl;
 		for (i = 0; i < cfg->num_ingest; i++)
@@ -823,21 +592,21 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		cfg_fail(&c, root, "wafer", "want a group { ... }, not a value");
 		goto out;
 	}
-	if (get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
+	if (cfg_get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
 		goto out;
 	{
 		long long lim, gen, inflight, step, lose, ahead, mm, spk, spr, sps;
 
-		if (get_int(&c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
-		    get_int(&c, g, "lose_data_every", 0, 1000000000, 0, false, &lose) != 0 ||
-		    get_int(&c, g, "step_tokens", 1, 1 << 20, 256, false, &step) != 0 ||
-		    get_int(&c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
-		    get_int(&c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0 ||
-		    get_int(&c, g, "ahead_of_pick", 0, 4096, 0, false, &ahead) != 0 ||
-		    get_int(&c, g, "multimodal_every", 0, 1000000, 0, false, &mm) != 0 ||
-		    get_int(&c, g, "spec_tokens", 0, 64, 0, false, &spk) != 0 ||
-		    get_int(&c, g, "spec_reject_pct", 0, 100, 20, false, &spr) != 0 ||
-		    get_int(&c, g, "spec_seed", 0, 1ll << 62, 1, false, &sps) != 0)
+		if (cfg_get_int(&c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
+		    cfg_get_int(&c, g, "lose_data_every", 0, 1000000000, 0, false, &lose) != 0 ||
+		    cfg_get_int(&c, g, "step_tokens", 1, 1 << 20, 256, false, &step) != 0 ||
+		    cfg_get_int(&c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
+		    cfg_get_int(&c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0 ||
+		    cfg_get_int(&c, g, "ahead_of_pick", 0, 4096, 0, false, &ahead) != 0 ||
+		    cfg_get_int(&c, g, "multimodal_every", 0, 1000000, 0, false, &mm) != 0 ||
+		    cfg_get_int(&c, g, "spec_tokens", 0, 64, 0, false, &spk) != 0 ||
+		    cfg_get_int(&c, g, "spec_reject_pct", 0, 100, 20, false, &spr) != 0 ||
+		    cfg_get_int(&c, g, "spec_seed", 0, 1ll << 62, 1, false, &sps) != 0)
 			goto out;
 		cfg->wafer.spec_tokens = (uint32_t)spk;
 		cfg->wafer.spec_reject_pct = (uint32_t)spr;
@@ -852,7 +621,7 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 	}
 	{
 		static const char *const resume[] = {"estimate", "whole", NULL};
-		int r = get_choice(&c, g, "resume", resume, KVSS_RESUME_ESTIMATE, false);
+		int r = cfg_get_choice(&c, g, "resume", resume, KVSS_RESUME_ESTIMATE, false);
 
 		if (r < 0)
 			goto out;

@@ -2,7 +2,8 @@
 /*
  * lib/config's insides shared by its files: config.c (the settings of a
  * kvss configuration), config_read.c (reading a file: its pre-checks, the
- * error messages, unknown keys) and cluster.c (kvss-plan's cluster files).
+ * error messages, unknown keys), config_get.c (typed settings) and cluster.c
+ * (kvss-plan's cluster files).
  * Nothing outside lib/config includes this.
  */
 #ifndef KVSS_CONFIG_PRIV_H
@@ -39,5 +40,32 @@ int cfg_fail(struct ctx *c, const config_setting_t *s, const char *child, const 
  * error with the nearest known key); a section given as a value is refused.
  */
 int cfg_check_keys(struct ctx *c, const config_setting_t *g);
+
+/* ---- config_get.c: typed settings; each fails with cfg_fail() ---- */
+
+/* A setting as a whole number (1e6 too): NULL, or why not. */
+const char *cfg_whole(const config_setting_t *m, long long *v);
+/* An integer member within [lo, hi]; @p def when missing unless @p required. */
+int cfg_get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo,
+		long long hi, long long def, bool required, long long *out);
+int cfg_get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out);
+/* The index of the member's string among @p choices (NULL-ended); @p def when missing. */
+int cfg_get_choice(struct ctx *c, const config_setting_t *g, const char *name,
+		   const char *const *choices, int def, bool required);
+int cfg_get_str(struct ctx *c, const config_setting_t *g, const char *name, char *out, size_t n);
+int cfg_get_endpoint(struct ctx *c, const config_setting_t *g, const char *name, bool required,
+		     struct kvss_endpoint *ep);
+int cfg_get_u64_array(struct ctx *c, const config_setting_t *g, const char *name, unsigned int n,
+		      uint64_t lo, uint64_t hi, uint64_t *out);
+int cfg_get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned int def,
+		   bool may_be_empty, unsigned int *out, uint16_t *n);
+
+#define GET_INT(c, g, name, lo, hi, def, req, dst)                                                 \
+	do {                                                                                       \
+		long long v_;                                                                      \
+		if (cfg_get_int(c, g, name, lo, hi, def, req, &v_) != 0)                               \
+			return -1;                                                                 \
+		(dst) = (__typeof__(dst))v_;                                                       \
+	} while (0)
 
 #endif

@@ -1,5 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A shard's second tier on its local disk: see kvdisk.h. */
+/*
+ * A shard's second tier on its local disk: see kvdisk.h. One file on
+ * purpose, a little over 800 lines: the on-disk layout (superblock, slot
+ * headers), the index rebuilt from it at open, and the io_uring submission
+ * and completion paths all read and write the same slot state, and each
+ * operation's rules (a read checks the header the write made, a delete
+ * clears it, the rebuild trusts only what both checksums pass) are easiest
+ * to check against each other side by side.
+ */
 #define _GNU_SOURCE
 #include "kvdisk.h"
 
