@@ -82,7 +82,7 @@ SHARD_SRC := app/kvss/shard.c app/kvss/shard_tx.c app/kvss/shard_evict.c app/kvs
 
 KVSS_APP_SRC := app/kvss/main.c app/kvss/ports.c app/kvss/app.c $(SHARD_SRC) app/kvss/driver.c \
 	app/kvss/drv_link.c app/kvss/drv_report.c app/kvss/drv_rx.c app/kvss/drv_l2.c app/kvss/telemetry.c \
-	app/kvss/portgate.c
+	app/kvss/portgate.c app/kvss/faults.c
 # The driver's parts that need no EAL: the wafer emulator, the sink, the
 # control queues, refill-time learning (unit-tested without EAL).
 KVSS_PURE_SRC := app/kvss/emulator.c app/kvss/emu_data.c app/kvss/drv_sink.c app/kvss/drv_ctlq.c app/kvss/drv_learn.c
@@ -238,7 +238,7 @@ $(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/drv_link.c app/kvss/app.c \
-		$(SHARD_SRC) app/kvss/portgate.c $(KVSS_PURE_SRC)) $(LIBCONFIG) \
+		$(SHARD_SRC) app/kvss/portgate.c app/kvss/faults.c $(KVSS_PURE_SRC)) $(LIBCONFIG) \
 		$(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)

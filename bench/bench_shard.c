@@ -332,14 +332,15 @@ delete_prompt(uint64_t prompt, uint64_t evict_count)
 /*
  * Write the headers of an EVICT_DATA frame at @p p whose @p n stream bytes,
  * at @p off of batch @p batch's @p stream, are in place already: L2-L4,
- * the message header (the wafer's epoch: 0 here) and the data header.
+ * the message header (the wafer's epoch: 0 here) and the data header (its
+ * stream: the driver epoch of the HELLO).
  * Returns the frame's length.
  */
 static uint32_t
 data_frame(uint8_t *p, uint64_t batch, uint32_t off, uint32_t n, uint32_t stream)
 {
 	uint32_t l4 = proto_l2l4_len(&adata);
-	struct proto_data_hdr dh = {batch, 0, off, stream};
+	struct proto_data_hdr dh = {batch, 0, off, stream, epoch};
 	struct proto_hdr h = {.version = PROTO_VERSION, .type = PROTO_T_EVICT_DATA};
 	struct proto_builder b;
 

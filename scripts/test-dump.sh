@@ -23,6 +23,14 @@ for set in section8:golden section8_bad:bad every_type:all; do
 	check "$name: one text line per frame" test "$lines" -eq "$(wc -l <"test/expected/$name.jsonl")"
 done
 
+# Version 1: a capture made before protocol v2 (pcap/section8_v1.pcap, kept
+# as it was recorded) still decodes, version 1's layout.
+"$DUMP" --json pcap/section8_v1.pcap >"$tmp/v1.jsonl" 2>"$tmp/err"
+check "a version 1 capture decodes to test/expected/section8_v1.jsonl" \
+	diff -u test/expected/section8_v1.jsonl "$tmp/v1.jsonl"
+check "the version 1 capture says version 1" grep -q '"version": 1' "$tmp/v1.jsonl"
+check "the version 2 capture says version 2" grep -q '"version": 2' test/expected/section8.jsonl
+
 # 64-bit fields are exact for a reader whose numbers are doubles (jq,
 # JavaScript): the JSON of every_type, read that way, must give the same
 # values as read exactly, and every 64-bit id must match the text mode's.

@@ -228,20 +228,33 @@ echo "refill estimates short of the time taken, configured: $(field "$tmp/hyb.js
 [ "$fail" -eq 0 ] || grep -E "summary:" "$tmp/hyb.log" >&2
 
 # 1c. The same with lost data: the wafer withholds every 400th EVICT_DATA frame
-#     (--lose-data). Each loss makes the model start over (driver.on_loss =
-#     resync): no wrong byte is refilled, and at the end the shard holds
-#     exactly what the driver accounts for. Lost data is a protocol error, so
-#     the exit status is 1.
+#     (--lose-data). With driver.on_loss = "exact" (the default since
+#     protocol v2) the model keeps its cache: only the columns holding lost
+#     tokens and their descendants go, no resync, and still no wrong byte is
+#     refilled and at the end the shard holds exactly what the driver
+#     accounts for. Then the same with "resync": each loss makes the model
+#     start over; the hit ratios of the two say what exact recovery keeps.
+#     Lost data is a protocol error, so the exit status is 1.
 run_all config/all-in-one.cfg "$tmp/lose.log" --limit 150 --lose-data 400
 rc=$?
 grep '^{' "$tmp/lose.log" | tail -1 >"$tmp/lose.json"
-sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, one process: \1/p' "$tmp/lose.log"
+sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, one process, exact: \1/p' "$tmp/lose.log"
 check "lost data: exit status 1 (it had protocol errors), not a crash (got $rc)" test $rc -eq 1
 check "lost data: 150 requests done" test "$(field "$tmp/lose.json" requests)" = 150
 check "lost data: the run finished" test "$(field "$tmp/lose.json" finished)" = True
 check "lost data: frames were withheld" grep -q "withheld on purpose [1-9]" "$tmp/lose.log"
-check "lost data: the model started over" test "$(field "$tmp/lose.json" resyncs)" -ge 1
+check "lost data, exact: no resync" test "$(field "$tmp/lose.json" resyncs)" = 0
+check "lost data, exact: tokens were lost, reported as ranges" \
+	holds "0 < $(field "$tmp/lose.json" lost_records) <= $(field "$tmp/lose.json" lost_tokens)"
 check_exact "lost data" "$tmp/lose.json" "the shard holds"
+sed 's/^  retransmit_ms = 5;$/&\n  on_loss = "resync";/' config/all-in-one.cfg >"$tmp/resync.cfg"
+check "lost data, resync: the config asks for it" grep -q '^  on_loss = "resync";' "$tmp/resync.cfg"
+run_all "$tmp/resync.cfg" "$tmp/loser.log" --limit 150 --lose-data 400
+grep '^{' "$tmp/loser.log" | tail -1 >"$tmp/loser.json"
+sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, one process, resync: \1/p' "$tmp/loser.log"
+check "lost data, resync: the model started over" test "$(field "$tmp/loser.json" resyncs)" -ge 1
+check_exact "lost data, resync" "$tmp/loser.json" "the shard holds"
+echo "lost data (every 400th frame), hit ratio: exact $(field "$tmp/lose.json" hit_ratio), resync $(field "$tmp/loser.json" hit_ratio)"
 
 # 2. Three processes over memif.
 KVSS_DEMO_TAG=${tag}a KVSS_DEMO_JSON="$tmp/memif.json" timeout 300 scripts/demo.sh "$BUILD" \

@@ -95,7 +95,7 @@ check "the scenario run exits 0" test $? -eq 0
 check "the scenario's answers and refilled bytes" "$BUILD/tools/shard_scenario" check "$tmp/sc_out.pcap"
 scstats=$(grep "final stats" "$tmp/sclog")
 for want in duplicates=1 early=1 batches=3 batches_lost=1 lost_tokens=1 deletes=1 refills=2 \
-	data_frames=6 dropped_restart=1 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
+	data_frames=6 data_stale_stream=1 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
 	check "scenario stats: $want" stat_has "$want" "$scstats"
 done
 rm -rf "/var/run/dpdk/${prefix}_sc"
@@ -124,7 +124,7 @@ check "bad frames mixed in: the same answers and refilled bytes" \
 	"$BUILD/tools/shard_scenario" check "$tmp/mb_out.pcap"
 mbstats=$(grep "final stats" "$tmp/mblog")
 for want in duplicates=1 early=1 batches=3 batches_lost=1 lost_tokens=1 deletes=1 refills=2 \
-	data_frames=6 dropped_restart=1 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
+	data_frames=6 data_stale_stream=1 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
 	check "bad frames mixed in: stats: $want" stat_has "$want" "$mbstats"
 done
 ndrop=$(grep -o ' drop_[a-z_]*=[0-9]*' <<<"$mbstats" | awk -F= '{s += $2} END {print s + 0}')
@@ -304,7 +304,7 @@ check "kvss with no arguments prints its usage, exit 2, before EAL" sh -c \
 	"[ $? -eq 2 ] && grep -q '^usage:' '$tmp/bare' && ! grep -q EAL: '$tmp/bare'"
 for tool in kvss kvss-trace kvss-dump kvss-plan; do
 	[ -x "$BUILD/$tool" ] || continue # the sanitizer build has kvss and two tools only
-	check "$tool --version" sh -c "'$BUILD/$tool' --version | grep -q '^$tool [0-9.]* (wire protocol v1)$'"
+	check "$tool --version" sh -c "'$BUILD/$tool' --version | grep -q '^$tool [0-9.]* (wire protocol v2)$'"
 done
 
 # A failed EAL start leaves no runtime directory behind, and does not take

@@ -24,9 +24,9 @@ LUA=tools/wireshark/kvss.lua
 fields=$(python3 - "$LUA" <<'PY'
 import re, sys
 src = open(sys.argv[1]).read()
-names = re.findall(r'\b(?:str|uint)\("([a-z_]+)"', src)
+names = re.findall(r'\b(?:str|uint)\("([a-z0-9_]+)"', src)
 for block in re.findall(r'for _, n in ipairs\(\{([^}]*)\}\)', src):
-    names += re.findall(r'"([a-z_]+)"', block)
+    names += re.findall(r'"([a-z0-9_]+)"', block)
 print("\n".join(sorted(set("kvss." + n for n in names))))
 PY
 )

@@ -6,10 +6,10 @@
 #include <string.h>
 
 const char frames_golden_delete_hex[] =
-	"4b5653530105000000000000ffff0100040302012000000007000000000000006f00000000000000"
+	"4b5653530205000000000000ffff0100040302012000000007000000000000006f00000000000000"
 	"e80300000000000004000000070000000000000000000000";
 const char frames_golden_refill_hex[] =
-	"4b5653530104000000000000ffff0100040302014000000008000000000000002a00000000000000"
+	"4b5653530204000000000000ffff0100040302014000000008000000000000002a00000000000000"
 	"140a000000000000090000000000000000000200000000006f000000000000000000000004000000"
 	"de000000000000000400000008000000";
 
@@ -188,14 +188,14 @@ frames_payload(unsigned int i, uint8_t *buf, uint32_t cap, unsigned int *type)
 
 		proto_build_status(&b, &s);
 		for (k = 0; k < 2; k++) {
-			struct proto_cache_info c = {(uint16_t)k, 4, 4096 << k, 1000000, 1234 + k, 7};
+			struct proto_cache_info c = {(uint16_t)k, 4, 4096 << k, 1000000, 1234 + k, 7, 8000000, 4096 * (k + 1)};
 
 			proto_build_cache_info(&b, &c);
 		}
 		break;
 	}
 	case PROTO_T_ACK: {
-		struct proto_ack a = {0x0102030405060708ULL};
+		struct proto_ack a = {0x0102030405060708ULL, 0x0102030405060710ULL};
 
 		proto_build_ack(&b, &a);
 		break;
@@ -216,14 +216,14 @@ frames_payload(unsigned int i, uint8_t *buf, uint32_t cap, unsigned int *type)
 		break;
 	}
 	case PROTO_T_TOKEN_LOST: {
-		struct proto_lost l = {0xFEEDFACE, 64, 1};
+		struct proto_lost l = {0xFEEDFACE, 64, 130, 1};
 
 		proto_build_lost(&b, &l);
 		break;
 	}
 	case PROTO_T_EVICT_DATA: {
 		struct proto_data_hdr d = {.batch_no = 77, .cache_id = 1, .stream_offset = 16,
-					   .stream_len = 96};
+					   .stream_len = 96, .driver_epoch = 0x0A0B0C0D};
 		uint8_t pay[40];
 
 		proto_ref_fill(0x1234, 1, 3, 1, 16, pay, sizeof(pay));
@@ -324,7 +324,7 @@ frames_break(uint8_t *f, uint32_t n, uint32_t off, unsigned int kind)
 		f[off] = 'X';
 		break;
 	case 2:
-		f[off + 4] = 2;
+		f[off + 4] = 3; /* no such version */
 		break;
 	case 3:
 		f[off + 20] ^= 1;

@@ -106,7 +106,7 @@ bad(void)
 	f[P] = 'X';
 	emit(f, n, n); /* bad_magic */
 	n = golden(0, f);
-	f[P + 4] = 2;
+	f[P + 4] = 3;
 	emit(f, n, n); /* bad_version */
 	n = golden(0, f);
 	f[P + 5] = 0x7e;
@@ -236,7 +236,7 @@ emit_data(uint32_t e, uint64_t batch, uint8_t fill)
 {
 	struct proto_addr a = ci_addr(PROTO_PORT_EVICT_DEFAULT);
 	struct proto_hdr h = {.type = PROTO_T_EVICT_DATA, .epoch = e};
-	struct proto_data_hdr dh = {batch, 0, 0, 4 * 64};
+	struct proto_data_hdr dh = {batch, 0, 0, 4 * 64, e};
 	uint8_t pay[512];
 	struct proto_builder b;
 

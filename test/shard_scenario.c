@@ -154,6 +154,7 @@ data(uint64_t batch, const uint64_t *prompt, const uint32_t *tok, uint16_t g, ui
 	for (i = 0; i < g; i++)
 		hash[i] = href_gen(prompt[i], tok[i], sc_gen);
 	wafer_evict_init(&w, &at, batch, hash, g, 77);
+	w.stream = cur_epoch; /* version 2: data names its stream */
 	w.next = a;
 	send_payload(buf, wafer_evict_next(&w, buf, z - a), PROTO_PORT_EVICT_DEFAULT);
 }
@@ -402,12 +403,17 @@ check(char **files, int nfiles)
 			for (i = 0; i < m.hdr.count; i++) {
 				struct proto_lost l;
 
+				uint32_t t;
+
 				proto_get_lost(&m, i, &l);
-				lost_c += l.prompt_id == C_ID && l.token_idx < 4;
-				if (l.prompt_id == B_ID && l.token_idx == 1)
-					lost_b1++;
-				else
-					lost_other++;
+				/* Version 2: a range; each of its tokens counted. */
+				for (t = l.token_idx; t < l.token_idx + l.count; t++) {
+					lost_c += l.prompt_id == C_ID && t < 4;
+					if (l.prompt_id == B_ID && t == 1)
+						lost_b1++;
+					else
+						lost_other++;
+				}
 			}
 			break;
 		case PROTO_T_REFILL_DONE:

@@ -306,13 +306,18 @@ check_reevict(char **files, int nfiles)
 			for (i = 0; i < m.hdr.count; i++) {
 				struct proto_lost l;
 
+				uint32_t tk;
+
 				proto_get_lost(&m, i, &l);
-				if ((l.prompt_id == A_ID && l.token_idx <= 1) ||
-				    (l.prompt_id == B_ID && l.token_idx >= 2 && l.token_idx <= 3) ||
-				    (l.prompt_id == C_ID && l.token_idx <= 3))
-					lost_ok++;
-				else
-					lost_other++;
+				/* Version 2: a range; each of its tokens counted. */
+				for (tk = l.token_idx; tk < l.token_idx + l.count; tk++) {
+					if ((l.prompt_id == A_ID && tk <= 1) ||
+					    (l.prompt_id == B_ID && tk >= 2 && tk <= 3) ||
+					    (l.prompt_id == C_ID && tk <= 3))
+						lost_ok++;
+					else
+						lost_other++;
+				}
 			}
 		} else if (m.hdr.type == PROTO_T_REFILL_DONE) {
 			for (i = 0; i < m.hdr.count; i++) {
@@ -449,7 +454,11 @@ check_notier(char **files, int nfiles)
 			struct proto_lost l;
 
 			proto_get_lost(&m, i, &l);
-			lost += l.prompt_id == A_ID && (l.token_idx == 4 || l.token_idx == 5);
+			/* Version 2: one range, A 4..5. */
+			if (l.prompt_id == A_ID && l.token_idx == 4)
+				lost += (int)(l.count < 2 ? l.count : 2);
+			else if (l.prompt_id == A_ID && l.token_idx == 5)
+				lost += 1;
 		}
 		for (i = 0; m.hdr.type == PROTO_T_REFILL_DONE && i < m.hdr.count; i++) {
 			struct proto_refill_done r;

@@ -214,7 +214,7 @@ static struct bad bads[] = {
 	 ":3: driver.away_ms: -1 is out of range"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " on_loss = \"ignore\"; models = (); };\n",
-	 ":3: driver.on_loss: 'ignore' is not one of resync, truncate"},
+	 ":3: driver.on_loss: 'ignore' is not one of resync, exact, truncate"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " refill_model = \"fitted\"; models = (); };\n",
 	 ":3: driver.refill_model: 'fitted' is not one of configured, learned"},

@@ -167,7 +167,7 @@ Test(drv_link, the_window_bounds_what_goes_and_an_ack_lets_the_rest_go)
 		cr_assert_eq(seqs[i], (uint64_t)i + 1, "in seq order");
 	}
 	cr_assert_eq(sh.q.backlog, 2);
-	drv_link_ack(&sh, 4, t);
+	drv_link_ack(&sh, 4, 4, t);
 	drv_link_pump_streams(&L, &sh, 1, t);
 	drv_link_flush(&L);
 	cr_assert_eq(receive(types, seqs, NULL, 16), 2);
@@ -192,7 +192,7 @@ Test(drv_link, what_is_not_acknowledged_is_sent_again_after_the_timeout)
 	drv_link_flush(&L);
 	cr_assert_eq(receive(types, seqs, NULL, 16), 1, "resent after it");
 	cr_assert_eq(seqs[0], 1);
-	drv_link_ack(&sh, 1, t + hz);
+	drv_link_ack(&sh, 1, 1, t + hz);
 	drv_link_pump_streams(&L, &sh, 1, t + 10 * hz);
 	drv_link_flush(&L);
 	cr_assert_eq(receive(types, seqs, NULL, 16), 0, "acknowledged: never again");

@@ -297,7 +297,7 @@ shards_turn(uint64_t now)
 			shard_run(k, x->p, x->len);
 			free(x);
 		}
-		while ((len = emu_data_next(R.emu, k, UINT64_MAX, 7, buf, 1400)) != 0) {
+		while ((len = emu_data_next(R.emu, k, UINT64_MAX, 7, 0, buf, 1400)) != 0) {
 			cr_assert_eq(proto_parse_payload(buf, len, PROTO_PORT_EVICT_DEFAULT,
 							 &proto_ports_default, &m),
 				     PROTO_OK);
@@ -392,7 +392,7 @@ Test(emulator, a_restart_fails_the_models_refills_and_drops_its_data)
 	emu_model_restart(R.emu, 0, now);
 	cr_assert_gt(R.st.refill_failures, 0, "the open refills failed");
 	cr_assert_eq(emu_jobs_pending(R.emu, 1), 0, "no data of the old stream waits");
-	cr_assert_eq(emu_data_next(R.emu, 0, UINT64_MAX, 7, (uint8_t[PROTO_PAYLOAD_MAX]){0}, 1400), 0);
+	cr_assert_eq(emu_data_next(R.emu, 0, UINT64_MAX, 7, 0, (uint8_t[PROTO_PAYLOAD_MAX]){0}, 1400), 0);
 }
 
 Test(emulator, a_model_that_is_not_up_runs_as_misses)

@@ -170,10 +170,22 @@ Test(rules, delete_errors_leave_the_store_unchanged)
 	cr_assert_eq(del(0, 0, 0), PROTO_E_UNKNOWN_PROMPT);
 	cr_assert_eq(del(111, 151, 150), PROTO_E_MALFORMED);
 	cr_assert_eq(del(111, 99, 150), PROTO_E_RANGE);
-	cr_assert_eq(del(111, 140, 151), PROTO_E_RANGE);
 	cr_assert_eq(del(111, 140, 149), PROTO_E_DELETE_NOT_RIGHT);
 	assert_range(111, 100, 51);
 	cr_assert_eq(kvh_check_token(s, 0, B0, 111, 150, 0), 0);
+}
+
+/* Version 2: a DELETE of [k, end] removes everything from k on, wherever the
+ * prompt now ends (v1 refused an end past the last token with RANGE). */
+Test(rules, a_delete_past_the_end_removes_the_suffix)
+{
+	store_100_150();
+	cr_assert_eq(del(111, 140, 151), 0);
+	assert_range(111, 100, 40);
+	cr_assert_eq(del(111, 145, 4000), 0); /* past what it holds: nothing, no error */
+	assert_range(111, 100, 40);
+	cr_assert_eq(del(111, 100, 4000), 0);
+	cr_assert_neq(kvstore_prompt(s, 0, 111, &(uint32_t){0}, &(uint32_t){0}), 0);
 }
 
 Test(rules, a_prompt_deleted_to_zero_is_forgotten)
@@ -285,16 +297,18 @@ Test(rules, too_many_open_batches_is_busy)
 	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), -EBUSY);
 }
 
-static uint32_t lost_tokens[256];
+static uint32_t lost_first[256], lost_count[256];
 static unsigned int nlost;
 
+/* Version 2: one record per cut, a range. */
 static void
-on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
+on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t first, uint32_t count)
 {
 	(void)arg;
 	cr_assert_eq(cache_id, 0);
 	cr_assert_eq(prompt_id, 111);
-	lost_tokens[nlost++] = token_idx;
+	lost_first[nlost] = first;
+	lost_count[nlost++] = count;
 }
 
 Test(rules, a_lost_token_truncates_its_prompt_there)
@@ -316,17 +330,51 @@ Test(rules, a_lost_token_truncates_its_prompt_there)
 	cr_assert_eq(kvstore_oldest_open(s), next_batch);
 	nlost = 0;
 	cr_assert_eq(kvstore_batch_lose(s, next_batch, on_lost, NULL), 2);
-	cr_assert_eq(nlost, 2);
-	cr_assert_eq(lost_tokens[0], 152);
-	cr_assert_eq(lost_tokens[1], 153);
+	cr_assert_eq(nlost, 1);
+	cr_assert_eq(lost_first[0], 152);
+	cr_assert_eq(lost_count[0], 2);
 	cr_assert_eq(kvstore_batches_complete(s), next_batch);
 	next_batch++;
 	assert_range(111, 100, 52);
 	for (i = 100; i <= 151; i++)
 		cr_assert_eq(kvh_check_token(s, 0, B0, 111, i, 0), 0);
-	/* The driver may evict 152 again. */
-	cr_assert_eq(evict1(111, 152, 0), 0);
+	/* Version 2: EVICTs from the cut on are refused until the driver, who
+	 * heard of the loss, deletes from there (an EVICT it sent before it
+	 * heard must not grow the prompt behind its back)... */
+	cr_assert_eq(evict1(111, 152, 0), PROTO_E_HOLE);
+	cr_assert_eq(evict1(111, 140, 2), 0); /* an overwrite before the cut is fine */
+	/* ...a DELETE that starts after the cut does not clear the mark... */
+	cr_assert_eq(del(111, 153, 200), 0);
+	cr_assert_eq(evict1(111, 152, 0), PROTO_E_HOLE);
+	/* ...one from the column that holds it does. */
+	cr_assert_eq(del(111, 144, 200), 0);
+	assert_range(111, 100, 44);
+	evict_range(111, 144, 152);
 	assert_range(111, 100, 53);
+}
+
+/* Version 2: a loss of a prompt's first token leaves it known and empty, so
+ * that an EVICT still in flight cannot create it again at an offset the
+ * driver does not know; the driver's DELETE forgets it. */
+Test(rules, a_prompt_emptied_by_a_loss_stays_known_until_deleted)
+{
+	struct proto_evict_entry e[2] = {{111, 0, 1}, {111, 1, 1}};
+	uint32_t o = 0, n = 9;
+
+	cr_assert_eq(kvstore_evict(s, next_batch, 1, 2, e, NULL, 0), 0);
+	nlost = 0;
+	cr_assert_eq(kvstore_batch_lose(s, next_batch++, on_lost, NULL), 2);
+	cr_assert_eq(nlost, 1);
+	cr_assert_eq(lost_first[0], 0);
+	cr_assert_eq(lost_count[0], 2);
+	/* Absent to a reader, but known: not created again at token 2. */
+	cr_assert_neq(kvstore_prompt(s, 0, 111, &o, &n), 0);
+	cr_assert_eq(evict1(111, 2, 0), PROTO_E_HOLE);
+	cr_assert_eq(evict1(111, 0, 0), PROTO_E_HOLE);
+	cr_assert_eq(del(111, 0, 63), 0);
+	cr_assert_neq(kvstore_prompt(s, 0, 111, &o, &n), 0, "deleted: forgotten");
+	cr_assert_eq(evict1(111, 0, 0), 0);
+	assert_range(111, 0, 1);
 }
 
 Test(rules, a_lost_overwrite_keeps_neither_old_nor_new_bytes)
@@ -338,8 +386,9 @@ Test(rules, a_lost_overwrite_keeps_neither_old_nor_new_bytes)
 	cr_assert_eq(kvstore_evict(s, next_batch, 1, 1, &e, NULL, 0), 0);
 	nlost = 0;
 	cr_assert_eq(kvstore_batch_lose(s, next_batch, on_lost, NULL), 31);
-	cr_assert_eq(lost_tokens[0], 120);
-	cr_assert_eq(lost_tokens[30], 150);
+	cr_assert_eq(nlost, 1);
+	cr_assert_eq(lost_first[0], 120);
+	cr_assert_eq(lost_count[0], 31);
 	next_batch++;
 	assert_range(111, 100, 20);
 	kvstore_cache_stats(s, 0, &st);

@@ -64,6 +64,8 @@ Test(golden, every_vector_of_the_document_is_one_the_tests_check)
 	static const char *const known[] = {
 		"ref_isolation_acme", "ref_hash_acme_1", "ref_hash_acme_1_2", "ref_hash_acme_1_2_3",
 		"ref_bytes_m0_s0_c0_16", "ref_bytes_m1_s3_c2_20", "delete", "refill",
+		/* version 2 */
+		"ack", "token_lost", "evict_data", "status", "delete_v1",
 		/* test_proto_l2.c */
 		"l2_down", "l2_up", "l2_delete", "l2_done", "l2_inventory"};
 	FILE *f = fopen(frames_protocol_md(), "r");
@@ -212,6 +214,142 @@ Test(golden, refill_payload_is_built_byte_for_byte)
 	cr_assert_eq(proto_build_refill_chunk(&b, &c2), 0);
 	cr_assert_eq(proto_build_end(&b), n);
 	cr_assert_arr_eq(got, want, n);
+}
+
+/* ---- Version 2's changed records, and version 1 decoded ----------------- */
+
+/* Build @p h with @p add's records and compare with the vector @p name. */
+#define GOLDEN_BUILT(name, h, ...)                                                          \
+	do {                                                                                \
+		uint8_t want_[256], got_[256];                                              \
+		uint32_t n_ = frames_golden(name, want_, sizeof(want_));                    \
+		struct proto_builder b;                                                     \
+		cr_assert_gt(n_, 0, "no vector %s", name);                                  \
+		cr_assert_eq(proto_build_begin(&b, got_, sizeof(got_), &(h)), 0);           \
+		__VA_ARGS__;                                                                \
+		cr_assert_eq(proto_build_end(&b), n_, "%s: length", name);                  \
+		cr_assert_arr_eq(got_, want_, n_, "%s: bytes", name);                       \
+	} while (0)
+
+static void
+parse_golden(const char *name, uint16_t port, const struct proto_ports *ports)
+{
+	uint8_t p[256];
+	uint32_t n = frames_golden(name, p, sizeof(p));
+
+	cr_assert_gt(n, 0, "no vector %s", name);
+	cr_assert_eq(proto_parse_payload(p, n, port, ports, &msg), PROTO_OK, "%s", name);
+}
+
+Test(golden_v2, ack_carries_done_and_received)
+{
+	struct proto_hdr h = {.type = PROTO_T_ACK, .epoch = 0x05060708};
+	struct proto_ack a = {40, 44};
+
+	GOLDEN_BUILT("ack", h, cr_assert_eq(proto_build_ack(&b, &a), 0));
+	parse_golden("ack", 7400, &proto_ports_default);
+	cr_assert_eq(msg.hdr.version, 2);
+	cr_assert_eq(msg.u.ack.cum_seq, 40);
+	cr_assert_eq(msg.u.ack.recv_seq, 44);
+}
+
+Test(golden_v2, token_lost_is_a_range)
+{
+	struct proto_hdr h = {.type = PROTO_T_TOKEN_LOST, .epoch = 0x05060708};
+	struct proto_lost l = {111, 152, 2, 0}, got;
+
+	GOLDEN_BUILT("token_lost", h, cr_assert_eq(proto_build_lost(&b, &l), 0));
+	parse_golden("token_lost", 7400, &proto_ports_default);
+	proto_get_lost(&msg, 0, &got);
+	cr_assert_eq(got.prompt_id, 111);
+	cr_assert_eq(got.token_idx, 152);
+	cr_assert_eq(got.count, 2);
+	cr_assert_eq(got.cache_id, 0);
+}
+
+Test(golden_v2, evict_data_names_its_stream)
+{
+	struct proto_hdr h = {.type = PROTO_T_EVICT_DATA, .epoch = 0x0a0b0c0d};
+	struct proto_data_hdr d = {1000, 0, 16, 32, 0x01020304};
+	uint8_t x[16];
+	unsigned int i;
+
+	for (i = 0; i < 16; i++)
+		x[i] = (uint8_t)i;
+	GOLDEN_BUILT("evict_data", h, cr_assert_eq(proto_build_data_hdr(&b, &d), 0);
+		     cr_assert_eq(proto_build_bytes(&b, x, 16), 0));
+	parse_golden("evict_data", 7401, &proto_ports_default);
+	cr_assert_eq(msg.u.data.batch_no, 1000);
+	cr_assert_eq(msg.u.data.stream_offset, 16);
+	cr_assert_eq(msg.u.data.stream_len, 32);
+	cr_assert_eq(msg.u.data.driver_epoch, 0x01020304);
+	cr_assert_eq(msg.data_len, 16);
+}
+
+Test(golden_v2, status_gives_both_tiers)
+{
+	struct proto_hdr h = {.type = PROTO_T_STATUS, .epoch = 0x05060708};
+	struct proto_status st = {1000, 11, 1000000000ull, PROTO_STATUS_F_L2, 0x01020304};
+	struct proto_cache_info c = {0, 4, 16384, 100000, 4096, 3, 1000000, 65536}, got;
+
+	GOLDEN_BUILT("status", h, cr_assert_eq(proto_build_status(&b, &st), 0);
+		     cr_assert_eq(proto_build_cache_info(&b, &c), 0));
+	parse_golden("status", 7400, &proto_ports_default);
+	cr_assert_eq(msg.u.status.flags, PROTO_STATUS_F_L2);
+	proto_get_cache_info(&msg, 0, &got);
+	cr_assert_eq(got.stored_tokens, 4096);
+	cr_assert_eq(got.prompts, 3);
+	cr_assert_eq(got.l2_capacity_tokens, 1000000);
+	cr_assert_eq(got.l2_stored_tokens, 65536);
+}
+
+Test(golden_v2, version_1_is_decoded_only_when_asked)
+{
+	uint8_t p[128];
+	uint32_t n = frames_golden("delete_v1", p, sizeof(p));
+	struct proto_ports v1 = proto_ports_default;
+	struct proto_delete d;
+
+	cr_assert_eq(n, 64);
+	cr_assert_eq(proto_parse_payload(p, n, 7400, &proto_ports_default, &msg),
+		     PROTO_R_BAD_VERSION, "a party takes version 2 only");
+	v1.accept_v1 = true;
+	cr_assert_eq(proto_parse_payload(p, n, 7400, &v1, &msg), PROTO_OK);
+	cr_assert_eq(msg.hdr.version, 1);
+	proto_get_delete(&msg, 0, &d);
+	cr_assert_eq(d.prompt_id, 111);
+	cr_assert_eq(d.end_token_idx, 7);
+}
+
+Test(golden_v2, version_1_records_keep_their_layout)
+{
+	/* A v1 TOKEN_LOST (16-byte record) and ACK (reserved second word), by hand. */
+	uint8_t p[64] = {'K', 'V', 'S', 'S', 1, PROTO_T_TOKEN_LOST};
+	struct proto_ports v1 = proto_ports_default;
+	struct proto_lost l;
+
+	v1.accept_v1 = true;
+	p[14] = 1;		/* count */
+	p[20] = 16;		/* body_len */
+	p[32] = 111;		/* prompt_id */
+	p[40] = 152;		/* token_idx */
+	p[44] = 1;		/* cache_id */
+	cr_assert_eq(proto_parse_payload(p, 48, 7400, &v1, &msg), PROTO_OK);
+	proto_get_lost(&msg, 0, &l);
+	cr_assert_eq(l.prompt_id, 111);
+	cr_assert_eq(l.token_idx, 152);
+	cr_assert_eq(l.count, 1);
+	cr_assert_eq(l.cache_id, 1);
+	memset(p, 0, sizeof(p));
+	memcpy(p, "KVSS", 4);
+	p[4] = 1;
+	p[5] = PROTO_T_ACK;
+	p[20] = 16;
+	p[32] = 9;
+	p[40] = 0xEE; /* reserved in version 1: not a received seq */
+	cr_assert_eq(proto_parse_payload(p, 48, 7400, &v1, &msg), PROTO_OK);
+	cr_assert_eq(msg.u.ack.cum_seq, 9);
+	cr_assert_eq(msg.u.ack.recv_seq, 9);
 }
 
 /* ---- Round trips of every type ------------------------------------------ */
@@ -374,6 +512,8 @@ Test(roundtrip, status_body_and_caches_keep_their_values)
 	cr_assert_eq(c.capacity_tokens, 1000000);
 	cr_assert_eq(c.stored_tokens, 1235);
 	cr_assert_eq(c.prompts, 7);
+	cr_assert_eq(c.l2_capacity_tokens, 8000000); /* version 2 */
+	cr_assert_eq(c.l2_stored_tokens, 8192);
 }
 
 Test(roundtrip, ack_error_done_lost_keep_their_values)
@@ -384,6 +524,7 @@ Test(roundtrip, ack_error_done_lost_keep_their_values)
 
 	parse_sample(PROTO_T_ACK);
 	cr_assert_eq(msg.u.ack.cum_seq, 0x0102030405060708ULL);
+	cr_assert_eq(msg.u.ack.recv_seq, 0x0102030405060710ULL); /* version 2 */
 
 	parse_sample(PROTO_T_ERROR);
 	proto_get_error(&msg, 1, &e);
@@ -404,6 +545,7 @@ Test(roundtrip, ack_error_done_lost_keep_their_values)
 	proto_get_lost(&msg, 0, &l);
 	cr_assert_eq(l.prompt_id, 0xFEEDFACE);
 	cr_assert_eq(l.token_idx, 64);
+	cr_assert_eq(l.count, 130); /* version 2: a range */
 	cr_assert_eq(l.cache_id, 1);
 }
 
@@ -424,6 +566,7 @@ Test(roundtrip, data_frames_locate_their_payload)
 			cr_assert_eq(msg.u.data.cache_id, 1);
 			cr_assert_eq(msg.u.data.stream_offset, 16);
 			cr_assert_eq(msg.u.data.stream_len, 96);
+			cr_assert_eq(msg.u.data.driver_epoch, 0x0A0B0C0D); /* version 2 */
 			cr_assert_eq(msg.data_len, 40);
 			cr_assert_eq(proto_ref_check(0x1234, 1, 3, 1, 16, frame + msg.data_off, 40), 0);
 		} else {
@@ -529,7 +672,8 @@ static struct bad_case bad_cases[] = {
 	{"UDP checksum wrong", PROTO_T_DELETE, 41, 0, 0x55, 0, PROTO_R_BAD_UDP_CHECKSUM},
 	{"magic", PROTO_T_DELETE, PL(0), 0x20, -1, 0, PROTO_R_BAD_MAGIC},
 	{"magic last byte", PROTO_T_ACK, PL(3), 0x01, -1, 0, PROTO_R_BAD_MAGIC},
-	{"version 2", PROTO_T_DELETE, PL(4), 0, 2, 0, PROTO_R_BAD_VERSION},
+	{"version 3", PROTO_T_DELETE, PL(4), 0, 3, 0, PROTO_R_BAD_VERSION},
+	{"version 1 to a party", PROTO_T_DELETE, PL(4), 0, 1, 0, PROTO_R_BAD_VERSION},
 	{"version 0", PROTO_T_HELLO, PL(4), 0, 0, 0, PROTO_R_BAD_VERSION},
 	{"type 0", PROTO_T_DELETE, PL(5), 0, 0, 0, PROTO_R_BAD_TYPE},
 	{"type 0x09", PROTO_T_DELETE, PL(5), 0, 0x09, 0, PROTO_R_BAD_TYPE},

@@ -118,12 +118,10 @@ Test(wafer, a_whole_refill_checks_clean_and_every_fault_is_seen)
 	cr_assert_eq(r.bad_bytes, 1);
 	cr_assert_eq(r.bad_frames, 0);
 
-	/* Frames that are not this refill's, or out of order, or past the end. */
+	/* Frames that are not this refill's, or past the end. */
 	n = refill_frame(d, 8, 0, 0, 10, &rh);
 	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1, "another refill_id");
 	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
-	n = refill_frame(d, 9, 0, 10, 20, &rh);
-	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1, "bytes 10.. before 0..9");
 	n = refill_frame(d, 9, 0, 0, 10, &rh);
 	rh.buffer_id = NBUF;
 	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1, "no such buffer");
@@ -132,10 +130,51 @@ Test(wafer, a_whole_refill_checks_clean_and_every_fault_is_seen)
 	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1, "wrong stream length");
 	rh.stream_len = whole;
 	cr_assert_eq(wafer_refill_data(&r, &rh, d, whole + 1), -1, "past the end");
-	cr_assert_eq(r.bad_frames, 4);
+	cr_assert_eq(r.bad_frames, 3);
 	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), 0);
 	cr_assert_eq(r.got[0], 10);
 	cr_assert(!wafer_refill_whole(&r));
+}
+
+/* A fabric reorders and duplicates: frames ahead of a gap wait for it, copies
+ * are counted, and a wrong byte is caught whenever its frame comes. */
+Test(wafer, refill_frames_out_of_order_or_twice_are_taken_and_checked)
+{
+	const uint32_t whole = NT * BPT / NBUF;
+	struct proto_refill_data_hdr rh;
+	struct wafer_refill r;
+	uint8_t d[NT * BPT];
+	uint32_t n, a;
+	uint16_t b;
+
+	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
+	for (b = 0; b < NBUF; b++) {
+		/* Pieces of 40 bytes, last first, each twice. */
+		for (a = (whole - 1) / 40 * 40 + 40; a >= 40; a -= 40) {
+			uint32_t s = a - 40, e = a < whole ? a : whole;
+
+			n = refill_frame(d, 9, b, s, e, &rh);
+			if (b == 2 && s == 40)
+				d[3] ^= 0x10; /* a wrong byte, in a frame that comes early */
+			cr_assert_eq(wafer_refill_data(&r, &rh, d, n), b == 2 && s == 40 ? 1 : 0);
+			cr_assert_eq(wafer_refill_data(&r, &rh, d, n), b == 2 && s == 40 ? 1 : 0,
+				     "its copy, checked too");
+		}
+		cr_assert_eq(r.got[b], whole, "buffer %u whole once its first piece came", b);
+	}
+	cr_assert(wafer_refill_whole(&r));
+	cr_assert_eq(r.bad_frames, 0);
+	cr_assert_eq(r.bad_bytes, 2);
+	cr_assert_eq(r.dup_frames, NBUF * ((whole + 39) / 40));
+	cr_assert_gt(r.ahead_frames, 0);
+	cr_assert_eq(r.npend, 0);
+	/* A piece overlapping the end of what arrived is no piece of this stream. */
+	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
+	n = refill_frame(d, 9, 0, 0, 40, &rh);
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), 0);
+	n = refill_frame(d, 9, 0, 20, 60, &rh);
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), -1);
+	cr_assert_eq(r.bad_frames, 1);
 }
 
 Test(wafer, bytes_from_a_gather_list_are_checked_as_they_come_and_a_gap_is_refused)

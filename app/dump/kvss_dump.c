@@ -304,12 +304,18 @@ print_body(struct out *o, const struct proto_msg *m)
 			field_w64(o, "capacity_tokens", c.capacity_tokens);
 			field_w64(o, "stored_tokens", c.stored_tokens);
 			field_w64(o, "prompts", c.prompts);
+			if (m->hdr.version >= 2) {
+				field_w64(o, "l2_capacity_tokens", c.l2_capacity_tokens);
+				field_w64(o, "l2_stored_tokens", c.l2_stored_tokens);
+			}
 			rec_close(o);
 		}
 		list_close(o);
 		break;
 	case PROTO_T_ACK:
 		field_w64(o, "cum_seq", m->u.ack.cum_seq);
+		if (m->hdr.version >= 2)
+			field_w64(o, "recv_seq", m->u.ack.recv_seq);
 		break;
 	case PROTO_T_ERROR:
 		list_open(o, "records");
@@ -351,6 +357,8 @@ print_body(struct out *o, const struct proto_msg *m)
 			proto_get_lost(m, i, &l);
 			field_w64(o, "prompt_id", l.prompt_id);
 			field_u64(o, "token_idx", l.token_idx);
+			if (m->hdr.version >= 2)
+				field_u64(o, "tokens", l.count);
 			field_u64(o, "cache_id", l.cache_id);
 			rec_close(o);
 		}
@@ -361,6 +369,8 @@ print_body(struct out *o, const struct proto_msg *m)
 		field_u64(o, "cache_id", m->u.data.cache_id);
 		field_u64(o, "stream_offset", m->u.data.stream_offset);
 		field_u64(o, "stream_len", m->u.data.stream_len);
+		if (m->hdr.version >= 2)
+			field_u64(o, "driver_epoch", m->u.data.driver_epoch);
 		field_u64(o, "payload_len", m->data_len);
 		break;
 	case PROTO_T_REFILL_DATA:
@@ -475,6 +485,8 @@ main(int argc, char **argv)
 	};
 	struct proto_ports ports = proto_ports_default;
 	struct out o = {.f = stdout};
+
+	ports.accept_v1 = true; /* captures of either version are read */
 	static struct proto_msg msg;
 	uint64_t no = 0;
 	int c, i;

@@ -163,10 +163,13 @@ drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct dr
 /*
  * Shard @p sh says its state is not what this driver sent it: data was lost
  * (TOKEN_LOST), a message was refused (ERROR) or a refill named tokens it
- * does not hold. With driver.on_loss = "resync" (the default) the model
- * starts over (drv_model_restart): PROTOCOL.md's DELETE must name a prompt's
- * exact end, and after a loss the driver cannot know it for the messages
- * still in flight (docs/DESIGN.md, "Lost data"). Returns 1 if it did.
+ * does not hold. With driver.on_loss = "exact" (the default since protocol
+ * version 2) nothing more happens here: the library drops the columns that
+ * hold the lost or refused tokens and their descendants, and DELETEs them
+ * (a v2 DELETE removes from its start wherever the prompt now ends, and a
+ * prompt cut by a loss refuses EVICTs until then: PROTOCOL.md section 4).
+ * With "resync" the model starts over (drv_model_restart), as version 1
+ * needed (docs/DESIGN.md, "Lost data"). Returns 1 if it did.
  */
 int
 drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why)
@@ -333,6 +336,7 @@ kvss_driver_init(void)
 	memset(&drv, 0, sizeof(drv));
 	drv.hz = rte_get_tsc_hz();
 	drv.link.st = &drv.st;
+	drv.link.model_epoch = drv.model_epoch;
 	drv.link.lose_data_every = cfg->wafer.lose_data_every;
 	drv.open_loop = drv.link.open_loop = kvss.record_expect != NULL;
 	/* One EVICT frame holds G x C entries: G follows from the MTU. */
@@ -382,6 +386,10 @@ kvss_driver_init(void)
 				return -1;
 		}
 	}
+	if (kvss.faults.on) {
+		kvss_faults_init(&kvss.faults, kvss.pool);
+		kvss_faults_describe(stdout);
+	}
 	if ((ret = load_workload(cfg)) != 0)
 		return ret == -3 ? -3 : -2; /* a signal; the configuration's trace */
 	if (kvss.record_expect != NULL) {
@@ -425,6 +433,7 @@ kvss_driver_free(void)
 {
 	uint32_t i;
 
+	kvss_faults_fini();
 	emu_free(drv.emu);
 	drv.emu = NULL;
 	drv_sink_l2_clear(&drv.sink, -1);
@@ -529,6 +538,15 @@ drv_unaccounted(bool say)
 	return sum;
 }
 
+/* A frame the fault injector held (delayed, reordered), due now. */
+static void
+faulted_in(void *arg, struct rte_mbuf *m, uint32_t tag)
+{
+	(void)tag;
+	drv_receive(m, *(const uint64_t *)arg);
+	rte_pktmbuf_free(m);
+}
+
 /* Poll every RX queue of every port; returns the frames taken. */
 static int
 poll_ports(uint64_t t0)
@@ -543,12 +561,21 @@ poll_ports(uint64_t t0)
 		for (q = 0; q < drv.link.nrxq[p]; q++) {
 			n = kvss_rx_burst(drv.link.ports[p], q, pkts, BURST);
 			for (k = 0; k < n; k++) {
-				drv_receive(pkts[k], t0);
-				rte_pktmbuf_free(pkts[k]);
+				struct rte_mbuf *o[2] = {pkts[k], NULL};
+				unsigned int i, m = 1;
+
+				if (kvss_faults_on())
+					m = kvss_faults_pass(KVSS_F_IN, pkts[k], 0, o);
+				for (i = 0; i < m; i++) {
+					drv_receive(o[i], t0);
+					rte_pktmbuf_free(o[i]);
+				}
 			}
 			work += n;
 		}
 	}
+	if (kvss_faults_on())
+		work += (int)kvss_faults_due(KVSS_F_IN, faulted_in, &t0);
 	return work;
 }
 
@@ -719,5 +746,9 @@ kvss_driver_status(void)
 {
 	if (drv.fatal)
 		return drv.fatal == 2 ? 2 : 1;
-	return drv.st.verify_failures || drv_protocol_errors() || drv_unaccounted(false) ? 1 : 0;
+	/* Faults injected on purpose cause protocol errors (lost tokens, refill
+	 * failures, dropped frames): then only a wrong byte or a wrong account
+	 * fails the run. */
+	return drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
+		       (!kvss_faults_on() && drv_protocol_errors()) ? 1 : 0;
 }

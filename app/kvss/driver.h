@@ -41,10 +41,13 @@
 	X(statuses) /* STATUS frames received */                                                   \
 	X(acks)     /* ACKs received */                                                            \
 	X(errors)	    /* ERROR records received */                                            \
-	X(lost_tokens)	    /* TOKEN_LOST records received */                                       \
+	X(lost_tokens)	    /* tokens TOKEN_LOST reported lost */                                   \
+	X(lost_records)	    /* TOKEN_LOST records received (version 2: a range each) */             \
 	X(refill_done)	    /* REFILL_DONE records received */                                      \
+	X(refill_done_missing) /* refills let go after the refill timeout without a REFILL_DONE */ \
 	X(shard_restarts)   /* new shard epochs: the model's prefixes dropped */                    \
 	X(resyncs)	    /* models started over because a shard's state left the driver's */    \
+	X(over_capacity)    /* a STATUS showed a cache over its capacity, or the account did */    \
 	X(data_withheld)    /* EVICT_DATA frames not sent (wafer.lose_data_every) */                \
 	X(link_restarts)    /* ports restarted after their link went down */                        \
 	X(stale)	    /* frames of an old shard epoch, or of no known shard */                \

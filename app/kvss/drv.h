@@ -115,6 +115,7 @@ struct drv_shard {
 	uint64_t last_rx; /* tsc of its last frame (away after away_ms of silence) */
 	uint64_t batches_complete;
 	uint64_t status_at;			 /* tsc of its latest STATUS */
+	uint64_t status_uptime;			 /* its uptime_ns: an older STATUS is stale */
 	uint64_t stored[PREFIXCACHE_MAX_CACHES]; /* tokens it holds, by that STATUS */
 	uint8_t hops; /* routers its STATUS crossed (PROTOCOL.md section 1: the rail) */
 	bool routed_said; /* counted in routed_shards and said, once */
@@ -248,6 +249,7 @@ struct drv_link {
 	bool open_loop;		   /* recording: what is pushed counts as acknowledged */
 	uint32_t lose_data_every;  /* wafer.lose_data_every: withhold every Nth data frame */
 	uint64_t data_count;	   /* EVICT_DATA frames made */
+	const uint32_t *model_epoch; /* each model's driver epoch: EVICT_DATA's stream (v2) */
 	bool failed;		   /* out of memory: the run stops */
 };
 
@@ -280,7 +282,7 @@ void drv_link_pump_streams(struct drv_link *L, struct drv_shard *sh, uint16_t ns
 int drv_link_pump_data(struct drv_link *L, struct emu *emu, struct drv_shard *sh, uint16_t nsh);
 
 /** An ACK for @p sh: its stream takes it, EVICTs it covers ran. */
-void drv_link_ack(struct drv_shard *sh, uint64_t cum_seq, uint64_t tsc);
+void drv_link_ack(struct drv_shard *sh, uint64_t cum_seq, uint64_t recv_seq, uint64_t tsc);
 
 /** @p sh's stream starts over (a new epoch): nothing queued or in flight. */
 void drv_link_reset(struct drv_shard *sh);

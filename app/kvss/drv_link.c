@@ -14,6 +14,7 @@
 #include <rte_mbuf.h>
 
 #include "drv.h"
+#include "faults.h"
 #include "emulator.h"
 #include "kvss.h"
 
@@ -91,11 +92,15 @@ txq_send(struct drv_link *L, uint16_t i, struct rte_mbuf **v, uint16_t *n)
  * control frame waits. What the port does not take stays, in order, unless
  * its link is down (then it is dropped).
  */
+static void faulted_out(void *arg, struct rte_mbuf *m, uint32_t tag);
+
 void
 drv_link_flush(struct drv_link *L)
 {
 	uint16_t i;
 
+	if (kvss_faults_on())
+		kvss_faults_due(KVSS_F_OUT, faulted_out, L);
 	for (i = 0; i < L->nports; i++) {
 		struct drv_txq *q = &L->txq[i];
 		uint16_t sent = 0;
@@ -124,7 +129,7 @@ drv_link_flush(struct drv_link *L)
 
 /* Queue one frame for @p port: a data frame, or (@p ctl) a control frame. */
 static void
-send_frame(struct drv_link *L, uint16_t port, struct rte_mbuf *m, uint32_t len, bool ctl)
+enqueue(struct drv_link *L, uint16_t port, struct rte_mbuf *m, uint32_t len, bool ctl)
 {
 	int k = drv_link_slot(L, port);
 	struct drv_txq *q;
@@ -149,6 +154,29 @@ send_frame(struct drv_link *L, uint16_t port, struct rte_mbuf *m, uint32_t len, 
 	(ctl ? q->c : q->m)[(*n)++] = m;
 	lst()->tx_frames++;
 	lst()->tx_bytes += len;
+}
+
+/* A held frame of the fault injector, due now. */
+static void
+faulted_out(void *arg, struct rte_mbuf *m, uint32_t tag)
+{
+	enqueue(arg, (uint16_t)(tag >> 1), m, rte_pktmbuf_pkt_len(m), tag & 1);
+}
+
+/* Queue a frame, through the fault injector when it is on (--faults). */
+static void
+send_frame(struct drv_link *L, uint16_t port, struct rte_mbuf *m, uint32_t len, bool ctl)
+{
+	struct rte_mbuf *out[2];
+	unsigned int i, n;
+
+	if (!kvss_faults_on()) {
+		enqueue(L, port, m, len, ctl);
+		return;
+	}
+	n = kvss_faults_pass(KVSS_F_OUT, m, (uint32_t)port << 1 | ctl, out);
+	for (i = 0; i < n; i++)
+		enqueue(L, port, out[i], rte_pktmbuf_pkt_len(out[i]), ctl);
 }
 
 void
@@ -226,9 +254,9 @@ drv_link_pump_streams(struct drv_link *L, struct drv_shard *shards, uint16_t nsh
 }
 
 void
-drv_link_ack(struct drv_shard *sh, uint64_t cum_seq, uint64_t tsc)
+drv_link_ack(struct drv_shard *sh, uint64_t cum_seq, uint64_t recv_seq, uint64_t tsc)
 {
-	proto_stream_ack_at(&sh->stream, cum_seq, tsc);
+	proto_stream_ack2(&sh->stream, cum_seq, recv_seq, tsc);
 	while (sh->ev_head != sh->ev_tail &&
 	       sh->ev_seq[sh->ev_head % PROTO_STREAM_WINDOW_MAX] <= sh->stream.acked)
 		sh->evict_acked = sh->ev_batch[sh->ev_head++ % PROTO_STREAM_WINDOW_MAX];
@@ -275,6 +303,7 @@ drv_link_pump_data(struct drv_link *L, struct emu *emu, struct drv_shard *shards
 				break;
 			}
 			len = emu_data_next(emu, sh->k, through, kvss.epoch,
+					    L->model_epoch != NULL ? L->model_epoch[sh->model] : 0,
 					    rte_pktmbuf_mtod(m, uint8_t *) + hl, maxdata);
 			if (len == 0) {
 				rte_pktmbuf_free(m);

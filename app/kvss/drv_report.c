@@ -408,7 +408,7 @@ kvss_driver_summary(void)
 	struct prefixcache_stats ps;
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
-	char pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
+	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
 	char l2j[640], pickj[768], l2fitj[200] = "";
 	uint16_t m;
 
@@ -633,6 +633,13 @@ kvss_driver_summary(void)
 	       "); the shards hold what the driver accounts for: %s (%" PRIu64 " tokens off)\n",
 	       s->resyncs, s->data_withheld,
 	       !drv.finished ? "not checked" : lost == 0 ? "yes" : "NO", lost);
+	printf("kvss: summary: on loss %s: %" PRIu64 " tokens lost in %" PRIu64 " TOKEN_LOST ranges, "
+	       "%" PRIu64 " control messages sent again\n",
+	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
+	       s->lost_records, s->retransmits);
+	kvss_faults_json(faultj, sizeof(faultj));
+	if (kvss_faults_on())
+		printf("kvss: summary: faults injected %" PRIu64 ": %s\n", kvss_faults_total(), faultj);
 	/* What was not measured or not checked is null, not 0. */
 	if (drv.learn.nlat)
 		snprintf(pctj, sizeof(pctj), "\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,"
@@ -656,7 +663,10 @@ kvss_driver_summary(void)
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"shards_back\":%" PRIu64
 	       ",\"hit_ratio_before_away\":%s,\"hit_ratio_after_return\":%s,%s,%s,\"verify_failures\":%" PRIu64
-	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"unaccounted_tokens\":%s"
+	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"on_loss\":\"%s\""
+	       ",\"lost_tokens\":%" PRIu64 ",\"lost_records\":%" PRIu64 ",\"over_capacity\":%" PRIu64
+	       ",\"faults\":%s"
+	       ",\"unaccounted_tokens\":%s"
 	       ",\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, drv.learn.fit.n,
@@ -666,6 +676,7 @@ kvss_driver_summary(void)
 	       (double)drv.learn.late_ns / 1e6, (double)drv.learn.early_ns / 1e6, (double)emu_held_ns(drv.emu) / 1e6,
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j, pickj,
 	       s->verify_failures, perr, s->resyncs,
-	       lostj, drv.finished ? "true" : "false");
+	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
+	       s->lost_records, s->over_capacity, faultj, lostj, drv.finished ? "true" : "false");
 	fflush(stdout);
 }

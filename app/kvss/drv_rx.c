@@ -54,6 +54,13 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		drv_model_restart(m, tsc, "has a new epoch", sh, &drv.st.shard_restarts);
 		return;
 	}
+	/* A STATUS older than one taken already (a fabric reordered or delayed
+	 * it) says nothing new, and its counts are stale. */
+	if (sh->up && st->uptime_ns < sh->status_uptime) {
+		drv.st.stale++;
+		return;
+	}
+	sh->status_uptime = st->uptime_ns;
 	if (!sh->up) {
 		sh->hops = proto_hops(&msg->addr);
 		if (sh->hops != 0 && !sh->routed_said) {
@@ -118,6 +125,10 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		if (ci.cache_id < pm->num_caches) {
 			prefixcache_status(drv.pc, m, ci.cache_id, ci.capacity_tokens);
 			sh->stored[ci.cache_id] = ci.stored_tokens;
+			/* Never more than its capacity, on the shard or in the account. */
+			if (ci.stored_tokens > ci.capacity_tokens ||
+			    prefixcache_stored(drv.pc, m, ci.cache_id) > ci.capacity_tokens)
+				drv.st.over_capacity++;
 		}
 	}
 }
@@ -189,7 +200,10 @@ on_token_lost(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		struct proto_lost l;
 
 		proto_get_lost(msg, i, &l);
-		drv.st.lost_tokens++;
+		drv.st.lost_tokens += l.count;
+		drv.st.lost_records++;
+		/* A range from its first token: the columns from the one that
+		 * holds it, and their descendants, go (on_loss "exact"). */
 		prefixcache_token_lost(drv.pc, sh->model, sh->idx, l.cache_id, l.prompt_id, l.token_idx);
 	}
 	if (msg->hdr.count > 0)
@@ -229,7 +243,7 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 	switch (msg->hdr.type) {
 	case PROTO_T_ACK:
 		drv.st.acks++;
-		drv_link_ack(sh, msg->u.ack.cum_seq, tsc);
+		drv_link_ack(sh, msg->u.ack.cum_seq, msg->u.ack.recv_seq, tsc);
 		break;
 	case PROTO_T_ERROR:
 		on_error(sh, msg, tsc);

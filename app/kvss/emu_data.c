@@ -96,7 +96,8 @@ emu_data_ready(struct emu *e, uint16_t k, uint64_t through)
 }
 
 uint32_t
-emu_data_next(struct emu *e, uint16_t k, uint64_t through, uint32_t epoch, uint8_t *buf,
+emu_data_next(struct emu *e, uint16_t k, uint64_t through, uint32_t epoch, uint32_t stream,
+	      uint8_t *buf,
 	      uint32_t max_data)
 {
 	struct emu_cursor *c;
@@ -118,6 +119,7 @@ emu_data_next(struct emu *e, uint16_t k, uint64_t through, uint32_t epoch, uint8
 
 			wafer_evict_init(&c->w, &at, j->batch_no, &j->hash[(size_t)c->cache * j->g],
 					 j->g, epoch);
+			c->w.stream = stream;
 			c->on = true;
 		}
 		len = wafer_evict_next(&c->w, buf, max_data);

@@ -47,6 +47,7 @@ struct emu_refill {
 	uint32_t ntok;
 	uint32_t whole_mask, done_mask, fail_mask, all_mask;
 	bool finished;
+	uint64_t finished_ns; /* when: a REFILL_DONE lost on the way is waited for this long at most */
 	uint32_t glue_end; /* the last glued position + 1: must be the requester's hit */
 	bool glue_bad;	   /* a glued token would land in the wrong slot */
 	uint64_t *hash;	   /* prefix hash of every glued token */
@@ -107,6 +108,8 @@ struct emu {
 	struct pid_node *pid[HBUCKETS]; /* prompt id -> its sequence */
 	struct emu_refill *rf[HBUCKETS];
 	uint32_t nrefill;
+	uint32_t nlinger;	  /* refills finished, waiting for a shard's REFILL_DONE */
+	uint64_t next_linger_ns;  /* when to look for those whose REFILL_DONE was lost */
 	struct data_job *jhead, *jtail;
 	uint32_t njobs;
 	struct emu_cursor *cur; /* [nshards] */

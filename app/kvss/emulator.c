@@ -226,6 +226,8 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 	if (r->finished)
 		return;
 	r->finished = true;
+	r->finished_ns = now;
+	e->nlinger++;
 	for (i = 0; i < r->nshards; i++) {
 		st->verify_bad_bytes += r->chk[i].bad_bytes;
 		st->verify_bad_frames += r->chk[i].bad_frames;
@@ -264,6 +266,8 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 static void
 refill_free(struct emu *e, struct emu_refill *r)
 {
+	if (r->finished)
+		e->nlinger--;
 	refill_unlink(e, r);
 	prefixcache_refill_done(e->p.pc, r->refill_id);
 	free(r->hash);
@@ -720,6 +724,27 @@ void
 emu_check_timeouts(struct emu *e, uint64_t now)
 {
 	uint32_t i, k;
+
+	/*
+	 * A refill whole (or failed) whose REFILL_DONE never came: a reply is
+	 * never resent, and a lossy fabric may drop it. After the refill
+	 * timeout its columns are let go without it (the shard's store keeps
+	 * what a refill in flight reads, whatever the driver deletes).
+	 */
+	if (e->nlinger > 0 && now >= e->next_linger_ns) {
+		e->next_linger_ns = now + e->p.refill_timeout_ns / 4;
+		for (i = 0; i < HBUCKETS; i++) {
+			struct emu_refill *r = e->rf[i], *next;
+
+			for (; r != NULL; r = next) {
+				next = r->hnext;
+				if (r->finished && now - r->finished_ns >= e->p.refill_timeout_ns) {
+					e->p.st->refill_done_missing++;
+					refill_free(e, r);
+				}
+			}
+		}
+	}
 
 	for (i = 0; i < e->nslots; i++) {
 		struct emu_seq *s = &e->seq[i];

@@ -150,9 +150,11 @@ bool emu_refill_done(struct emu *e, uint16_t k, uint64_t refill_id, uint32_t sta
  * The next EVICT_DATA payload shard @p k sends (header and at most
  * @p max_data bytes, into @p buf of PROTO_PAYLOAD_MAX), of batches up to
  * @p through only (the driver's pacing: what the shard's EVICTs allow);
- * headers carry @p epoch (the wafer's). 0: nothing to send now.
+ * headers carry @p epoch (the wafer's) and @p stream (the driver epoch of the
+ * model, version 2's DataHeader). 0: nothing to send now.
  */
-uint32_t emu_data_next(struct emu *e, uint16_t k, uint64_t through, uint32_t epoch, uint8_t *buf,
+uint32_t emu_data_next(struct emu *e, uint16_t k, uint64_t through, uint32_t epoch, uint32_t stream,
+		       uint8_t *buf,
 		       uint32_t max_data);
 
 /** Has shard @p k data of a batch up to @p through to send? */

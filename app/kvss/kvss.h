@@ -16,6 +16,7 @@
 #include <rte_ring.h>
 
 #include "config.h"
+#include "faults.h"
 #include "kvstore.h"
 #include "proto.h"
 
@@ -47,12 +48,14 @@
 	X(queue_full)   /* accepted messages dropped, queue full (1,024): sent again */         \
 	X(batches)      /* EVICT batches run */                                                    \
 	X(batches_lost) /* batches completed with loss at the batch timeout */                     \
-	X(lost_tokens)  /* TOKEN_LOST records sent */                                              \
+	X(lost_tokens)  /* tokens reported lost in TOKEN_LOST */                                    \
+	X(lost_records) /* TOKEN_LOST records sent (version 2: a range each) */                    \
 	X(evict_waits)  /* EVICT found no room, waiting for DELETEs */                             \
 	X(evict_after_delete) /* EVICT waited for a DELETE before it naming its prompt */          \
 	X(delete_gate_ahead) /* DELETE waiting for a batch not sent before it: no barrier */       \
 	X(data_frames)  /* EVICT_DATA frames stored */                                             \
 	X(data_dropped) /* EVICT_DATA frames the store refused (stale or outside its batch) */     \
+	X(data_stale_stream) /* EVICT_DATA of another driver epoch's stream (v2): dropped */      \
 	X(data_expired) /* held for an EVICT that never came */                                    \
 	X(data_unannounced) /* data for a batch too far past the last EVICT: dropped */            \
 	X(data_hold_full) /* data to hold, no room a later batch held: dropped */                  \
@@ -89,6 +92,7 @@ enum kvss_lcore_role { KVSS_LCORE_NONE, KVSS_LCORE_INGEST, KVSS_LCORE_REFILL, KV
  */
 struct kvss_app {
 	struct kvss_config cfg;
+	struct kvss_faults_cfg faults; /* --faults: the driver's fault injector (faults.h) */
 	/* 1: a signal (or --exit-when-idle); 2: the driver finished. Any thread
 	 * writes it (__atomic); every loop reads it. */
 	int quit;

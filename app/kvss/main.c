@@ -76,6 +76,10 @@ usage(FILE *f, const char *prog)
 		"  --limit N            driver: replay N requests (wafer.limit)\n"
 		"  --lose-data N        driver: withhold every Nth EVICT_DATA frame, a lost\n"
 		"                       frame on purpose (wafer.lose_data_every; for tests)\n"
+		"  --faults SPEC        driver: inject faults on its link to the shards, seeded:\n"
+		"                       seed=N (the seed chooses the rates) or seed=N,drop=P,\n"
+		"                       dup=P,reorder=P,delay=P,truncate=P,corrupt=P (percent\n"
+		"                       of frames each way),delay_ms=M (docs/kvss.md, soak)\n"
 		"  --linger MS          driver: once the run is done, keep answering telemetry\n"
 		"                       for MS (SIGINT/SIGTERM ends it sooner); the summary\n"
 		"                       follows\n"
@@ -262,9 +266,11 @@ main(int argc, char **argv)
 		{"plot-refills", required_argument, NULL, 'P'},
 		{"l2-dir", required_argument, NULL, 'D'},
 		{"lose-data", required_argument, NULL, 'L'}, {"linger", required_argument, NULL, 'G'},
+		{"faults", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
-		   *lose = NULL, *idle = NULL, *linger = NULL, *l2dir = NULL, *prog = argv[0];
+		   *lose = NULL, *idle = NULL, *linger = NULL, *l2dir = NULL, *faults = NULL,
+		   *prog = argv[0];
 	char err[512];
 	int ret, c, status = 0, driver_on = 0;
 
@@ -347,6 +353,9 @@ main(int argc, char **argv)
 		case 'G':
 			linger = optarg;
 			break;
+		case 'F':
+			faults = optarg;
+			break;
 		default:
 			usage(stderr, prog);
 			status = 2;
@@ -402,6 +411,7 @@ main(int argc, char **argv)
 	/* Options of the driver role mean nothing to a shard. */
 	if (kvss.cfg.role == KVSS_ROLE_SHARD) {
 		const char *what = trace ? "--trace" : limit ? "--limit" : lose ? "--lose-data"
+				   : faults ? "--faults"
 				   : linger ? "--linger" : kvss.record_expect ? "--record-expect"
 				   : kvss.plot_refills ? "--plot-refills" : NULL;
 
@@ -411,6 +421,11 @@ main(int argc, char **argv)
 			status = 2;
 			goto out_eal;
 		}
+	}
+	if (faults != NULL && kvss_faults_parse(faults, &kvss.faults, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss: %s\n", err);
+		status = 2;
+		goto out_eal;
 	}
 	if (trace != NULL) {
 		/* Given on the command line, a trace must be there: no silent

@@ -127,6 +127,7 @@ reset_stream(void)
 	kvss_me->st->next_seq = 1;
 	kvss_me->st->queued_batch = 0;
 	kvss_me->st->ack_sent = 0;
+	kvss_me->st->recv_sent = 0;
 	shard_barrier_reset();
 }
 
@@ -385,6 +386,12 @@ kvss_shard_ingest(void *arg)
 				st->drops[r]++;
 			} else if (!for_me(st, &kvss_me->st->msg)) {
 				/* counted by reason */
+			} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA &&
+				   kvss_me->st->msg.u.data.driver_epoch != kvss_me->driver_epoch) {
+				/* Version 2: data names its stream. An old driver's, or
+				 * one sent before this shard's HELLO: batch numbers
+				 * restart with every stream, so it is never taken. */
+				st->data_stale_stream++;
 			} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA) {
 				struct shard_rec rec;
 				int rc;
@@ -429,6 +436,11 @@ kvss_shard_ingest(void *arg)
 		} else {
 			if (kvss_me->have_driver && t0 >= next_status) {
 				shard_send_status(st);
+				/* Version 2: the ACK again. A driver never resends what
+				 * arrived (recv_seq), so a lost ACK of what then ran
+				 * would otherwise never be repeated. */
+				if (kvss_me->st->next_seq > 1)
+					shard_send_ack(st);
 				next_status = t0 + status_every;
 			}
 			if (kvss.exit_idle_ms && t0 - last_rx > kvss_me->st->hz / 1000 * kvss.exit_idle_ms &&

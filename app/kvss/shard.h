@@ -98,6 +98,7 @@ struct shard_state {
 	/* shard_tx.c: acknowledgements. */
 	int ack_due;
 	uint64_t ack_sent; /* the last cum_seq sent */
+	uint64_t recv_sent; /* the last recv_seq sent (version 2) */
 	/* shard_evict.c: data held for its EVICT, batches' clocks. */
 	struct rte_mbuf *early[SHARD_EARLY_MAX];
 	struct shard_rec early_rec[SHARD_EARLY_MAX];
@@ -129,7 +130,7 @@ void shard_batcher_send(struct shard_batcher *bt);
 void shard_add_error(struct shard_batcher *bt, uint64_t seq, uint64_t prompt, uint32_t token,
 		     uint16_t cache, uint16_t code);
 void shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id,
-		    uint32_t token_idx);
+		    uint32_t first, uint32_t count);
 
 void shard_send_status(struct kvss_lcore_stats *st);
 /** The cumulative ACK now (PROTOCOL.md section 3, AckBody). */
@@ -183,6 +184,8 @@ bool shard_l2_on(void);
 /** Does it use O_DIRECT (false: the file system refused it)? */
 bool shard_l2_direct(void);
 void shard_l2_stats(struct kvdisk_stats *st);
+/** Cache @p cache's L2 in tokens (whole columns), for STATUS (version 2); 0 without a tier. */
+void shard_l2_tokens(uint16_t cache, uint64_t *capacity, uint64_t *stored);
 /** Run L2_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the tier is behind; again later. */
 int shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
 /** Is there room to run L2_UP @p msg (0), or must it wait (-EAGAIN)? */

@@ -317,9 +317,9 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 }
 
 static void
-on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
+on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t first, uint32_t count)
 {
-	shard_add_lost(arg, cache_id, prompt_id, token_idx);
+	shard_add_lost(arg, cache_id, prompt_id, first, count);
 }
 
 void

@@ -322,6 +322,19 @@ shard_l2_stats(struct kvdisk_stats *st)
 		kvdisk_stats(l2.d, st);
 }
 
+void
+shard_l2_tokens(uint16_t cache, uint64_t *capacity, uint64_t *stored)
+{
+	struct kvdisk_stats st;
+
+	*capacity = *stored = 0;
+	if (l2.d == NULL || cache >= KVDISK_MAX_CACHES)
+		return;
+	shard_l2_stats(&st);
+	*capacity = kvdisk_slots(l2.d, cache) * l2.column;
+	*stored = st.stored[cache] * l2.column;
+}
+
 /* ---- The ingest lcore's side ---------------------------------------------- */
 
 static struct l2_req *

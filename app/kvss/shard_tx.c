@@ -136,7 +136,8 @@ shard_send_status(struct kvss_lcore_stats *st)
 
 		kvstore_cache_stats(kvss_me->store, c, &cs);
 		ci = (struct proto_cache_info){c, cs.num_buffers, cs.bytes_per_token,
-					       cs.capacity_tokens, cs.stored_tokens, cs.prompts};
+					       cs.capacity_tokens, cs.stored_tokens, cs.prompts, 0, 0};
+		shard_l2_tokens(c, &ci.l2_capacity_tokens, &ci.l2_stored_tokens);
 		proto_build_cache_info(&b, &ci);
 	}
 	send_control(st, buf, proto_build_end(&b));
@@ -173,13 +174,14 @@ void
 shard_send_ack(struct kvss_lcore_stats *st)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_ACK_LEN];
-	struct proto_ack a = {shard_ack_value()};
+	struct proto_ack a = {shard_ack_value(), kvss_me->st->next_seq ? kvss_me->st->next_seq - 1 : 0};
 	struct proto_builder b;
 
 	begin_reply(&b, buf, sizeof(buf), PROTO_T_ACK);
 	proto_build_ack(&b, &a);
 	send_control(st, buf, proto_build_end(&b));
 	kvss_me->st->ack_sent = a.cum_seq;
+	kvss_me->st->recv_sent = a.recv_seq;
 	st->acks++;
 }
 
@@ -226,13 +228,15 @@ shard_add_error(struct shard_batcher *bt, uint64_t seq, uint64_t prompt, uint32_
 
 
 void
-shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
+shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id, uint32_t first,
+	       uint32_t count)
 {
-	struct proto_lost r = {prompt_id, token_idx, cache_id};
+	struct proto_lost r = {prompt_id, first, count, cache_id};
 
 	if (proto_build_lost(&bt->b, &r) == -ENOSPC) {
 		shard_batcher_flush(bt);
 		proto_build_lost(&bt->b, &r);
 	}
-	bt->st->lost_tokens++;
+	bt->st->lost_tokens += count;
+	bt->st->lost_records++;
 }

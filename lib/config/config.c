@@ -332,12 +332,12 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	GET_INT(c, d, "recompute_tokens_per_s", 0, 1000000000, 0, false,
 		cfg->driver.recompute_tokens_per_s);
 	{
-		static const char *const on_loss[] = {"resync", "truncate", NULL};
-		int ol = cfg_get_choice(c, d, "on_loss", on_loss, KVSS_LOSS_RESYNC, false);
+		static const char *const on_loss[] = {"resync", "exact", "truncate", NULL};
+		int ol = cfg_get_choice(c, d, "on_loss", on_loss, KVSS_LOSS_DEFAULT, false);
 
 		if (ol < 0)
 			return -1;
-		cfg->driver.on_loss = (uint8_t)ol;
+		cfg->driver.on_loss = (uint8_t)(ol == 2 ? KVSS_LOSS_EXACT : ol);
 	}
 	{
 		static const char *const routed[] = {"warn", "refuse", NULL};
@@ -460,7 +460,7 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 			cfg_fail(&c, g, "refill", "the three UDP ports must differ");
 			goto out;
 		}
-		cfg->udp = (struct proto_ports){(uint16_t)a, (uint16_t)b, (uint16_t)d};
+		cfg->udp = (struct proto_ports){(uint16_t)a, (uint16_t)b, (uint16_t)d, false};
 	}
 	g = cfg_member(&c, root, "lcores");
 	if (g != NULL && !config_setting_is_group(g)) {

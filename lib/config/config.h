@@ -93,9 +93,11 @@ enum kvss_resume {
  * sent (TOKEN_LOST, an ERROR record, a failed REFILL). See docs/DESIGN.md.
  */
 enum kvss_on_loss {
-	KVSS_LOSS_RESYNC,   /* the model starts over with a new epoch: exact */
-	KVSS_LOSS_TRUNCATE, /* PROTOCOL.md's minimum: drop the columns that hold it */
+	KVSS_LOSS_RESYNC, /* the model starts over with a new epoch */
+	KVSS_LOSS_EXACT,  /* protocol v2: drop only the columns that hold lost tokens, and
+			   * their descendants ("truncate", its name before v2, is taken too) */
 };
+#define KVSS_LOSS_DEFAULT KVSS_LOSS_EXACT
 
 struct kvss_config {
 	char path[KVSS_PATH_MAX];

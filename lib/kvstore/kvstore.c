@@ -291,6 +291,7 @@ prompt_create(struct kv_cache *c, uint64_t id, uint32_t offset)
 	p->npages = 0;
 	p->last_slot = NIL;
 	p->last_batch = 0;
+	p->lost_at = KV_NOT_LOST;
 	st_rel(&p->id, id);
 	hash_insert(c, id, pi);
 	c->nprompts++;
@@ -473,6 +474,8 @@ evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, str
 		p = &c->prompts[pi];
 		if (e->token_idx < p->offset)
 			return PROTO_E_LEFT_GROWTH;
+		if (e->token_idx >= p->lost_at)
+			return PROTO_E_HOLE; /* cut by a loss: refused until a DELETE */
 		rel = e->token_idx - p->offset;
 		if (rel > p->n_claim)
 			return PROTO_E_HOLE;
@@ -506,7 +509,7 @@ evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, str
 	slot = pg == NULL ? NIL : slot_alloc(c, p->last_slot);
 	if (slot == NIL) {
 		if (created)
-			kv_prompt_truncate(s, ci, pi, 0, NULL, NULL);
+			kv_prompt_truncate(s, ci, pi, 0, false, NULL, NULL);
 		return PROTO_E_NO_SPACE;
 	}
 	__atomic_store_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], slot, __ATOMIC_RELEASE);

@@ -156,14 +156,21 @@ int kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uin
 int kvstore_data(struct kvstore *s, uint64_t batch_no, uint16_t cache_id, uint32_t stream_offset,
 		 uint32_t stream_len, const void *payload, uint32_t len);
 
-/** Called once for every token removed by a loss (for TOKEN_LOST records). */
+/**
+ * Called once for every cut a loss makes: tokens [@p first, @p first +
+ * @p count) of the prompt removed (a version 2 TOKEN_LOST record). A cut
+ * that removed nothing (the prompt already ended there) has count 0.
+ */
 typedef void (*kvstore_lost_fn)(void *arg, uint16_t cache_id, uint64_t prompt_id,
-				uint32_t token_idx);
+				uint32_t first, uint32_t count);
 
 /**
  * Declare batch @p batch_no timed out: every token with missing bytes, and
  * every later token of its prompt, is removed and reported through @p fn;
- * then the batch completes. Batches complete in order: only the oldest open
+ * then the batch completes. A prompt cut by a loss stays marked lost from
+ * its first lost token (PROTOCOL.md section 4, version 2): EVICTs there or
+ * beyond are refused (HOLE), and a prompt the loss emptied stays known,
+ * until a DELETE starting at or before that token clears the mark. Batches complete in order: only the oldest open
  * batch can be declared lost (the caller times batches from their EVICT).
  * @return tokens reported, or -EINVAL if @p batch_no is not the oldest open
  *   batch.

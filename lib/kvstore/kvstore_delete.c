@@ -128,11 +128,12 @@ kv_prompt_release(struct kv_cache *c, uint32_t pi)
  * Remove relative indices [rel, n_claim) of prompt @pi. Published tokens'
  * slots are retired; tokens still in open batches are marked dead there and
  * their slots go back when their batch completes. A prompt left empty is
- * forgotten. Reports each removed token through @fn when given.
+ * forgotten, unless @lost: a loss marks it lost from there instead, and
+ * keeps it known even when empty. Reports the cut through @fn when given.
  */
 uint32_t
-kv_prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kvstore_lost_fn fn,
-		void *arg)
+kv_prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, bool lost,
+		   kvstore_lost_fn fn, void *arg)
 {
 	struct kv_cache *c = &s->cache[ci];
 	struct kv_prompt *p = &c->prompts[pi];
@@ -140,7 +141,9 @@ kv_prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kv
 	struct kv_page *pg;
 	uint64_t b;
 
-	if (rel > n_claim || (rel == n_claim && rel != 0))
+	if (lost && p->offset + rel < p->lost_at)
+		p->lost_at = p->offset + rel;
+	if (rel > n_claim || (rel == n_claim && (rel != 0 || lost)))
 		return 0;
 	/* Unpublish first so that no refill begun from now on reaches them. */
 	if (n_pub > rel)
@@ -178,8 +181,7 @@ kv_prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kv
 		}
 	}
 	if (fn != NULL)
-		for (r = rel; r < n_claim; r++)
-			fn(arg, ci, p->id, p->offset + r);
+		fn(arg, ci, p->id, p->offset + rel, n_claim - rel);
 
 	/* Pages wholly past the new end go; a cut tail page is marked dirty. */
 	while (p->npages > (rel + KVSTORE_PAGE_ENTRIES - 1) / KVSTORE_PAGE_ENTRIES) {
@@ -195,7 +197,7 @@ kv_prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kv
 	}
 	if (p->tail != NIL && rel % KVSTORE_PAGE_ENTRIES != 0)
 		c->pages[p->tail].dirty = 1;
-	if (rel == 0) {
+	if (rel == 0 && !lost) {
 		uint64_t id = p->id;
 
 		__atomic_store_n(&p->id, 0, __ATOMIC_SEQ_CST);
@@ -216,13 +218,13 @@ struct lose_ctx {
 };
 
 static void
-count_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t token_idx)
+count_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t first, uint32_t count)
 {
 	struct lose_ctx *l = arg;
 
-	l->count++;
-	if (l->fn != NULL)
-		l->fn(l->arg, cache_id, prompt_id, token_idx);
+	l->count += (int)count;
+	if (l->fn != NULL && count > 0)
+		l->fn(l->arg, cache_id, prompt_id, first, count);
 }
 
 int
@@ -244,7 +246,7 @@ kvstore_batch_lose(struct kvstore *s, uint64_t batch_no, kvstore_lost_fn fn, voi
 			continue;
 		/* A token missing bytes truncates its prompt there. */
 		p = &s->cache[ci].prompts[e->prompt];
-		kv_prompt_truncate(s, ci, e->prompt, e->token - p->offset, count_lost, &l);
+		kv_prompt_truncate(s, ci, e->prompt, e->token - p->offset, true, count_lost, &l);
 		/* An overwrite past the new end, or itself lost: dead too. */
 		e->flags |= EF_DEAD;
 	}
@@ -273,13 +275,21 @@ kvstore_delete(struct kvstore *s, const struct proto_delete *d)
 	if (d->start_token_idx > d->end_token_idx)
 		return PROTO_E_MALFORMED;
 	p = &c->prompts[pi];
-	last = p->offset + p->n_claim - 1;
-	if (d->start_token_idx < p->offset || d->end_token_idx > last)
+	if (d->start_token_idx < p->offset)
 		return PROTO_E_RANGE;
-	if (d->end_token_idx < last)
+	/* Version 2: everything from start on, wherever the prompt now ends (a
+	 * loss may have cut it before the driver heard); not a suffix is refused. */
+	last = p->offset + p->n_claim; /* one past the last stored token */
+	if (p->n_claim > 0 && d->end_token_idx < last - 1)
 		return PROTO_E_DELETE_NOT_RIGHT;
-	s->stats.deleted_tokens +=
-		kv_prompt_truncate(s, d->cache_id, pi, d->start_token_idx - p->offset, NULL, NULL);
+	if (d->start_token_idx <= p->lost_at)
+		p->lost_at = KV_NOT_LOST; /* the driver knows of the loss: EVICTs may come */
+	if (d->start_token_idx < last)
+		s->stats.deleted_tokens += kv_prompt_truncate(s, d->cache_id, pi,
+							      d->start_token_idx - p->offset, false,
+							      NULL, NULL);
+	else if (p->n_claim == 0 && p->lost_at == KV_NOT_LOST)
+		kv_prompt_truncate(s, d->cache_id, pi, 0, false, NULL, NULL); /* emptied: forgotten */
 	return 0;
 }
 
@@ -296,7 +306,7 @@ kvstore_reset(struct kvstore *s)
 
 		for (i = 0; i < c->max_prompts; i++)
 			if (c->prompts[i].id != 0)
-				kv_prompt_truncate(s, (uint16_t)ci, i, 0, NULL, NULL);
+				kv_prompt_truncate(s, (uint16_t)ci, i, 0, false, NULL, NULL);
 	}
 	/* Open batches are dropped: their slots go back (after refills end). */
 	for (b = s->oldest_open; s->oldest_open != 0 && b < s->next_batch; b++) {

@@ -44,7 +44,10 @@ struct kv_prompt {
 	uint32_t last_slot; /* allocation hint: the slot of the last claimed token */
 	uint32_t free_next;
 	uint64_t last_batch; /* the latest batch with an entry of it (0: none) */
+	uint32_t lost_at;    /* a loss cut it here (KV_NOT_LOST: none): EVICTs from it refused */
 };
+
+#define KV_NOT_LOST UINT32_MAX
 
 enum blk_state { BLK_EMPTY, BLK_PARTIAL, BLK_FULL };
 
@@ -204,7 +207,7 @@ void kv_retire_close(struct kvstore *s);
 void kv_reclaim(struct kvstore *s);
 void kv_page_release(struct kv_cache *c, uint32_t pg);
 void kv_prompt_release(struct kv_cache *c, uint32_t pi);
-uint32_t kv_prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, kvstore_lost_fn fn,
+uint32_t kv_prompt_truncate(struct kvstore *s, uint16_t ci, uint32_t pi, uint32_t rel, bool lost, kvstore_lost_fn fn,
 			    void *arg);
 
 /* The reader's lookup (kvstore_read.c): tolerates the owner changing the table. */

@@ -259,6 +259,7 @@ parse_control_body(struct proto_msg *m)
 		if (h->body_len != PROTO_ACK_LEN)
 			return PROTO_R_BAD_BODY_LEN;
 		m->u.ack.cum_seq = proto_ld64(b);
+		m->u.ack.recv_seq = h->version == 1 ? m->u.ack.cum_seq : proto_ld64(b + 8);
 		return PROTO_OK;
 	case PROTO_T_RESERVE:
 		return check_records(h->body_len, h->count, PROTO_RESERVE_LEN);
@@ -291,7 +292,8 @@ parse_control_body(struct proto_msg *m)
 	case PROTO_T_REFILL_DONE:
 		return check_records(h->body_len, h->count, PROTO_REFILL_DONE_LEN);
 	case PROTO_T_TOKEN_LOST:
-		return check_records(h->body_len, h->count, PROTO_LOST_LEN);
+		return check_records(h->body_len, h->count,
+				     h->version == 1 ? PROTO_LOST_V1_LEN : PROTO_LOST_LEN);
 	case PROTO_T_EVICT:
 		if (h->body_len < PROTO_EVICT_HDR_LEN)
 			return PROTO_R_BAD_BODY_LEN;
@@ -314,7 +316,7 @@ parse_control_body(struct proto_msg *m)
 		m->u.status.flags = proto_ld32(b + 24);
 		m->u.status.driver_epoch = proto_ld32(b + 28);
 		return check_records(h->body_len - PROTO_STATUS_LEN, h->count,
-				     PROTO_CACHE_INFO_LEN);
+				     h->version == 1 ? PROTO_CACHE_INFO_V1_LEN : PROTO_CACHE_INFO_LEN);
 	default:
 		return PROTO_R_BAD_TYPE;
 	}
@@ -341,6 +343,7 @@ parse_data(const struct proto_src *src, uint32_t body_off, struct proto_msg *m)
 		m->u.data.cache_id = proto_ld16(p + 8);
 		m->u.data.stream_offset = s_off = proto_ld32(p + 12);
 		m->u.data.stream_len = s_len = proto_ld32(p + 16);
+		m->u.data.driver_epoch = h->version == 1 ? 0 : proto_ld32(p + 20);
 	} else {
 		m->u.refill_data.refill_id = proto_ld64(p);
 		m->u.refill_data.sequence_id = proto_ld32(p + 8);
@@ -385,7 +388,7 @@ parse_kvss(const struct proto_src *src, uint32_t off, uint32_t plen, uint16_t dp
 	if (memcmp(p, PROTO_MAGIC, 4) != 0)
 		return PROTO_R_BAD_MAGIC;
 	decode_hdr(p, &m->hdr);
-	if (m->hdr.version != PROTO_VERSION)
+	if (m->hdr.version != PROTO_VERSION && !(ports->accept_v1 && m->hdr.version == 1))
 		return PROTO_R_BAD_VERSION;
 	if (proto_type_name(m->hdr.type) == NULL)
 		return PROTO_R_BAD_TYPE;

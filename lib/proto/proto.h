@@ -4,7 +4,8 @@
 
 /**
  * @file
- * KVSS wire protocol, version 1 (the contract: docs/PROTOCOL.md).
+ * KVSS wire protocol, version 2 (the contract: docs/PROTOCOL.md; version 1
+ * is still decoded, for captures and kvss-dump).
  *
  * Bytes in, messages out: parsing and building keep no state between
  * calls. (The library's one stateful part is the driver's control-stream
@@ -31,7 +32,9 @@ extern "C" {
 /* ---- Constants --------------------------------------------------------- */
 
 #define PROTO_MAGIC "KVSS"
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
+/* The oldest version the parser decodes (proto_ports.accept_v1). */
+#define PROTO_VERSION_MIN 1
 
 #define PROTO_PORT_CTRL_DEFAULT 7400
 #define PROTO_PORT_EVICT_DEFAULT 7401
@@ -54,11 +57,13 @@ extern "C" {
 #define PROTO_REFILL_CHUNK_LEN 16
 #define PROTO_DELETE_LEN 32
 #define PROTO_STATUS_LEN 32
-#define PROTO_CACHE_INFO_LEN 32
+#define PROTO_CACHE_INFO_LEN 48 /* version 2; 32 in version 1 */
+#define PROTO_CACHE_INFO_V1_LEN 32
 #define PROTO_ACK_LEN 16
 #define PROTO_ERROR_LEN 32
 #define PROTO_REFILL_DONE_LEN 24
-#define PROTO_LOST_LEN 16
+#define PROTO_LOST_LEN 24 /* version 2: a range; 16 in version 1, one token */
+#define PROTO_LOST_V1_LEN 16
 #define PROTO_DATA_HDR_LEN 24
 #define PROTO_REFILL_DATA_HDR_LEN 32
 #define PROTO_L2COL_LEN 64	/* L2Column (section 9) */
@@ -280,10 +285,13 @@ struct proto_cache_info {
 	uint64_t capacity_tokens;
 	uint64_t stored_tokens;
 	uint64_t prompts;
+	uint64_t l2_capacity_tokens; /* version 2: the second tier (0: none) */
+	uint64_t l2_stored_tokens;
 };
 
 struct proto_ack {
-	uint64_t cum_seq;
+	uint64_t cum_seq;  /* done: every seq <= it ran (EVICT, RESERVE) or waits only for data */
+	uint64_t recv_seq; /* version 2: every seq <= it was received in order (v1: = cum_seq) */
 };
 
 struct proto_error {
@@ -303,7 +311,8 @@ struct proto_refill_done {
 
 struct proto_lost {
 	uint64_t prompt_id;
-	uint32_t token_idx;
+	uint32_t token_idx; /* the first lost token */
+	uint32_t count;	    /* version 2: tokens lost from it on (v1: 1) */
 	uint16_t cache_id;
 };
 
@@ -312,6 +321,7 @@ struct proto_data_hdr {
 	uint16_t cache_id;
 	uint32_t stream_offset;
 	uint32_t stream_len;
+	uint32_t driver_epoch; /* version 2: the stream's driver epoch (v1: 0) */
 };
 
 struct proto_refill_data_hdr {
@@ -414,6 +424,9 @@ struct proto_ports {
 	uint16_t ctrl;
 	uint16_t evict;
 	uint16_t refill;
+	/* Decode version 1 frames too (kvss-dump, captures); the shard and the
+	 * driver speak version 2 only and drop the others (bad_version). */
+	bool accept_v1;
 };
 
 /** The defaults, 7400, 7401, 7402. */
@@ -607,7 +620,8 @@ proto_get_delete(const struct proto_msg *m, unsigned int i, struct proto_delete 
 static inline void
 proto_get_cache_info(const struct proto_msg *m, unsigned int i, struct proto_cache_info *c)
 {
-	const uint8_t *p = m->body + PROTO_STATUS_LEN + (size_t)i * PROTO_CACHE_INFO_LEN;
+	uint32_t rl = m->hdr.version == 1 ? PROTO_CACHE_INFO_V1_LEN : PROTO_CACHE_INFO_LEN;
+	const uint8_t *p = m->body + PROTO_STATUS_LEN + (size_t)i * rl;
 
 	c->cache_id = proto_ld16(p);
 	c->num_buffers = proto_ld16(p + 2);
@@ -615,6 +629,8 @@ proto_get_cache_info(const struct proto_msg *m, unsigned int i, struct proto_cac
 	c->capacity_tokens = proto_ld64(p + 8);
 	c->stored_tokens = proto_ld64(p + 16);
 	c->prompts = proto_ld64(p + 24);
+	c->l2_capacity_tokens = m->hdr.version == 1 ? 0 : proto_ld64(p + 32);
+	c->l2_stored_tokens = m->hdr.version == 1 ? 0 : proto_ld64(p + 40);
 }
 
 static inline void
@@ -643,11 +659,21 @@ proto_get_refill_done(const struct proto_msg *m, unsigned int i, struct proto_re
 static inline void
 proto_get_lost(const struct proto_msg *m, unsigned int i, struct proto_lost *l)
 {
-	const uint8_t *p = m->body + (size_t)i * PROTO_LOST_LEN;
+	if (m->hdr.version == 1) {
+		const uint8_t *p = m->body + (size_t)i * PROTO_LOST_V1_LEN;
 
-	l->prompt_id = proto_ld64(p);
-	l->token_idx = proto_ld32(p + 8);
-	l->cache_id = proto_ld16(p + 12);
+		l->prompt_id = proto_ld64(p);
+		l->token_idx = proto_ld32(p + 8);
+		l->cache_id = proto_ld16(p + 12);
+		l->count = 1;
+	} else {
+		const uint8_t *p = m->body + (size_t)i * PROTO_LOST_LEN;
+
+		l->prompt_id = proto_ld64(p);
+		l->token_idx = proto_ld32(p + 8);
+		l->count = proto_ld32(p + 12);
+		l->cache_id = proto_ld16(p + 16);
+	}
 }
 
 /**

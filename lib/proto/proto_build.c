@@ -347,6 +347,8 @@ proto_build_cache_info(struct proto_builder *b, const struct proto_cache_info *c
 	proto_st64(p + 8, c->capacity_tokens);
 	proto_st64(p + 16, c->stored_tokens);
 	proto_st64(p + 24, c->prompts);
+	proto_st64(p + 32, c->l2_capacity_tokens);
+	proto_st64(p + 40, c->l2_stored_tokens);
 	return 0;
 }
 
@@ -362,6 +364,7 @@ proto_build_ack(struct proto_builder *b, const struct proto_ack *a)
 	if (p == NULL)
 		return err;
 	proto_st64(p, a->cum_seq);
+	proto_st64(p + 8, a->recv_seq);
 	return 0;
 }
 
@@ -406,7 +409,8 @@ proto_build_lost(struct proto_builder *b, const struct proto_lost *l)
 		return err;
 	proto_st64(p, l->prompt_id);
 	proto_st32(p + 8, l->token_idx);
-	proto_st16(p + 12, l->cache_id);
+	proto_st32(p + 12, l->count);
+	proto_st16(p + 16, l->cache_id);
 	return 0;
 }
 
@@ -425,6 +429,7 @@ proto_build_data_hdr(struct proto_builder *b, const struct proto_data_hdr *d)
 	proto_st16(p + 8, d->cache_id);
 	proto_st32(p + 12, d->stream_offset);
 	proto_st32(p + 16, d->stream_len);
+	proto_st32(p + 20, d->driver_epoch);
 	return 0;
 }
 

@@ -38,6 +38,7 @@ proto_stream_reset(struct proto_stream *s)
 {
 	s->next_seq = 1;
 	s->acked = 0;
+	s->received = 0;
 	s->srtt8 = s->rttvar4 = 0;
 	s->timeout = s->min_timeout;
 	s->progress_at = 0;
@@ -98,15 +99,13 @@ proto_stream_ack(struct proto_stream *s, uint64_t cum_seq)
  * srtt + 4 rttvar within [min, max]. Karn: a message sent more than once
  * gives no sample (which send did the ACK answer?).
  */
-uint32_t
-proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t now)
+/* Jacobson/Karels from message @seq's single send (Karn: none from a resent one). */
+static void
+rtt_sample(struct proto_stream *s, uint64_t seq, uint64_t now)
 {
-	const struct proto_stream_msg *m;
+	const struct proto_stream_msg *m = slot(s, seq);
 	uint64_t rto;
 
-	if (cum_seq <= s->acked || cum_seq >= s->next_seq)
-		return proto_stream_ack(s, cum_seq);
-	m = slot(s, cum_seq);
 	if (m->sends == 1 && now >= m->last_send) {
 		int64_t r = (int64_t)(now - m->last_send), err;
 
@@ -125,8 +124,31 @@ proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t now)
 			     : rto > s->max_timeout ? s->max_timeout : rto;
 		s->st.rtt_samples++;
 	}
+}
+
+uint32_t
+proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t now)
+{
+	if (cum_seq <= s->acked || cum_seq >= s->next_seq)
+		return proto_stream_ack(s, cum_seq);
+	rtt_sample(s, cum_seq, now);
 	s->progress_at = now; /* something was released: the timer starts over */
 	return proto_stream_ack(s, cum_seq);
+}
+
+uint32_t
+proto_stream_ack2(struct proto_stream *s, uint64_t done_seq, uint64_t recv_seq, uint64_t now)
+{
+	if (recv_seq > s->received && recv_seq < s->next_seq && recv_seq >= done_seq) {
+		/* Arrival, not execution, is what the timer is about. */
+		if (recv_seq > s->acked)
+			rtt_sample(s, recv_seq, now);
+		s->received = recv_seq;
+		s->progress_at = now;
+	}
+	if (done_seq > s->acked && done_seq < s->next_seq)
+		s->progress_at = now;
+	return proto_stream_ack(s, done_seq);
 }
 
 /*
@@ -156,11 +178,14 @@ proto_stream_due(struct proto_stream *s, uint64_t now)
 	 * arrived; the next one most likely waits at the receiver, and the
 	 * timer will tell.
 	 */
-	int partial = s->acked == s->rtx_seq && s->acked < s->recover;
+	/* Version 2: what arrived waits at the receiver; the first not known
+	 * to have arrived is the one to send again. */
+	uint64_t base = s->received > s->acked ? s->received : s->acked;
+	int partial = base == s->rtx_seq && base < s->recover;
 
-	if (s->acked + 1 >= s->next_seq)
+	if (base + 1 >= s->next_seq)
 		return NULL;
-	m = slot(s, s->acked + 1);
+	m = slot(s, base + 1);
 	since = m->last_send > s->progress_at ? m->last_send : s->progress_at;
 	if (!partial && (now < since || now - since < s->timeout))
 		return NULL;
@@ -169,7 +194,7 @@ proto_stream_due(struct proto_stream *s, uint64_t now)
 	m->last_send = now;
 	m->sends++;
 	s->st.retransmits++;
-	s->rtx_seq = s->acked + 1;
+	s->rtx_seq = base + 1;
 	if (partial)
 		return m;
 	s->recover = s->next_seq - 1;

@@ -48,6 +48,7 @@ struct proto_stream_msg {
 struct proto_stream {
 	uint64_t next_seq; /* the seq the next push gets */
 	uint64_t acked;	   /* cumulative: every seq <= acked is released */
+	uint64_t received; /* version 2: every seq <= it arrived (never sent again) */
 	uint64_t timeout;     /* in force: adapts to the round trip when ACKs carry time */
 	uint64_t min_timeout; /* as given to init */
 	uint64_t max_timeout;
@@ -114,6 +115,16 @@ uint32_t proto_stream_ack_at(struct proto_stream *s, uint64_t cum_seq, uint64_t 
  * cumulative ACK cannot tell a lost message from one the receiver still
  * holds in a queue. Call until NULL, sending each (payload, len).
  */
+/**
+ * A version 2 ACK: every seq <= @p done_seq is released (as
+ * proto_stream_ack()), and every seq <= @p recv_seq arrived: it is never
+ * sent again, however long it waits at the receiver, and round trips are
+ * measured from arrival (not from execution, which may wait for room).
+ * @return messages released.
+ */
+uint32_t proto_stream_ack2(struct proto_stream *s, uint64_t done_seq, uint64_t recv_seq,
+			   uint64_t now);
+
 const struct proto_stream_msg *proto_stream_due(struct proto_stream *s, uint64_t now);
 
 #endif

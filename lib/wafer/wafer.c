@@ -43,7 +43,7 @@ wafer_evict_next(struct wafer_evict *w, uint8_t *buf, uint32_t max_data)
 	const uint32_t room = PROTO_PAYLOAD_MAX - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN;
 	struct proto_hdr h = {.type = PROTO_T_EVICT_DATA, .model_id = w->at.model,
 			      .shard_id = w->at.shard, .epoch = w->epoch};
-	struct proto_data_hdr dh = {w->batch_no, w->at.cache_id, w->next, total};
+	struct proto_data_hdr dh = {w->batch_no, w->at.cache_id, w->next, total, w->stream};
 	struct proto_builder b;
 	uint32_t n, o;
 
@@ -80,24 +80,17 @@ wafer_refill_init(struct wafer_refill *r, const struct wafer_place *at,
 	return 0;
 }
 
-int64_t
-wafer_refill_bytes(struct wafer_refill *r, uint16_t buffer_id, uint64_t offset, const uint8_t *data,
-		   uint32_t len)
+/* Bytes [offset, offset + len) of buffer @p b's stream against the reference: the bad ones. */
+static uint64_t
+check_piece(const struct wafer_refill *r, uint16_t b, uint64_t offset, const uint8_t *data,
+	    uint32_t len)
 {
 	const uint32_t bb = r->at.bytes_per_token / r->num_buffers;
-	const uint64_t whole = (uint64_t)r->ntok * bb;
-	uint64_t o, end, bad = 0;
+	uint64_t o = offset, end = offset + len, bad = 0;
 
-	if (buffer_id >= r->num_buffers || offset != r->got[buffer_id] ||
-	    offset + (uint64_t)len > whole) {
-		r->bad_frames++;
-		return -1;
-	}
-	o = offset;
-	end = o + len;
 	while (o < end) {
 		uint32_t t = (uint32_t)(o / bb), in = (uint32_t)(o % bb), k = bb - in;
-		uint64_t off = (uint64_t)buffer_id * bb + in;
+		uint64_t off = (uint64_t)b * bb + in;
 		const uint8_t *p = data + (o - offset);
 
 		if (k > end - o)
@@ -119,9 +112,49 @@ wafer_refill_bytes(struct wafer_refill *r, uint16_t buffer_id, uint64_t offset, 
 		}
 		o += k;
 	}
-	r->got[buffer_id] = end;
+	return bad;
+}
+
+int64_t
+wafer_refill_bytes(struct wafer_refill *r, uint16_t buffer_id, uint64_t offset, const uint8_t *data,
+		   uint32_t len)
+{
+	const uint64_t whole = (uint64_t)r->ntok * (r->at.bytes_per_token / r->num_buffers);
+	uint64_t bad;
+
+	if (buffer_id >= r->num_buffers || offset != r->got[buffer_id] ||
+	    offset + (uint64_t)len > whole) {
+		r->bad_frames++;
+		return -1;
+	}
+	bad = check_piece(r, buffer_id, offset, data, len);
+	r->got[buffer_id] = offset + len;
 	r->bad_bytes += bad;
 	return (int64_t)bad;
+}
+
+/* Pieces held ahead of their buffer's stream that now follow it: taken in. */
+static void
+drain_pending(struct wafer_refill *r)
+{
+	bool moved = true;
+
+	while (moved) {
+		unsigned int i;
+
+		moved = false;
+		for (i = 0; i < r->npend; i++) {
+			const struct wafer_piece *pc = &r->pend[i];
+
+			if (pc->offset > r->got[pc->buffer])
+				continue;
+			if (pc->offset == r->got[pc->buffer])
+				r->got[pc->buffer] += pc->len;
+			r->pend[i] = r->pend[--r->npend];
+			moved = true;
+			break;
+		}
+	}
 }
 
 int64_t
@@ -129,13 +162,50 @@ wafer_refill_data(struct wafer_refill *r, const struct proto_refill_data_hdr *h,
 		  const uint8_t *data, uint32_t len)
 {
 	const uint64_t whole = (uint64_t)r->ntok * (r->at.bytes_per_token / r->num_buffers);
+	uint16_t b = h->buffer_id;
+	uint64_t off = h->stream_offset, bad;
+	unsigned int i;
+	int64_t got;
 
 	if (h->refill_id != r->refill_id || h->cache_id != r->at.cache_id ||
-	    h->stream_len != whole) {
+	    h->stream_len != whole || b >= r->num_buffers || off + (uint64_t)len > whole) {
 		r->bad_frames++;
 		return -1;
 	}
-	return wafer_refill_bytes(r, h->buffer_id, h->stream_offset, data, len);
+	if (off == r->got[b]) {
+		got = wafer_refill_bytes(r, b, off, data, len);
+		drain_pending(r);
+		return got;
+	}
+	/*
+	 * A fabric may reorder and duplicate frames: a frame of what arrived
+	 * already is a copy, one ahead waits for the gap before it (up to
+	 * WAFER_PENDING of them; beyond, it is not taken and the refill will
+	 * not be whole). Its bytes are checked either way: a wrong byte is a
+	 * wrong byte, whenever it comes.
+	 */
+	if (off < r->got[b] && off + len > r->got[b]) {
+		r->bad_frames++; /* overlaps the end: not a piece of this stream */
+		return -1;
+	}
+	bad = check_piece(r, b, off, data, len);
+	r->bad_bytes += bad;
+	if (off + len <= r->got[b]) {
+		r->dup_frames++;
+		return (int64_t)bad;
+	}
+	for (i = 0; i < r->npend; i++)
+		if (r->pend[i].buffer == b && r->pend[i].offset == off) {
+			r->dup_frames++;
+			return (int64_t)bad;
+		}
+	if (r->npend == WAFER_PENDING) {
+		r->untaken_frames++;
+		return (int64_t)bad;
+	}
+	r->pend[r->npend++] = (struct wafer_piece){off, len, b};
+	r->ahead_frames++;
+	return (int64_t)bad;
 }
 
 bool

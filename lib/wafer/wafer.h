@@ -44,6 +44,7 @@ struct wafer_evict {
 	uint32_t ntok;
 	uint64_t batch_no;
 	uint32_t epoch; /* the wafer's, in every header */
+	uint32_t stream; /* the driver epoch of the batch's stream (v2 DataHeader; 0 after init) */
 	uint32_t next;	/* the next stream byte to send */
 };
 
@@ -59,6 +60,14 @@ uint32_t wafer_evict_next(struct wafer_evict *w, uint8_t *buf, uint32_t max_data
 
 #define WAFER_MAX_BUFFERS 64
 
+#define WAFER_PENDING 32 /* frames held ahead of a gap, per refill */
+
+struct wafer_piece {
+	uint64_t offset;
+	uint32_t len;
+	uint16_t buffer;
+};
+
 struct wafer_refill {
 	struct wafer_place at;
 	const uint64_t *hash; /* prefix hash of each glued token, in order */
@@ -67,7 +76,12 @@ struct wafer_refill {
 	uint64_t refill_id;
 	uint64_t got[WAFER_MAX_BUFFERS]; /* stream bytes received in order, per buffer */
 	uint64_t bad_bytes;		       /* differ from the reference */
-	uint64_t bad_frames;		       /* not this refill's, out of order, past the end */
+	uint64_t bad_frames;		       /* not this refill's, past the end, overlapping */
+	uint64_t dup_frames;   /* REFILL_DATA of what had arrived (a fabric's copy) */
+	uint64_t ahead_frames; /* REFILL_DATA that came before a gap, held until it filled */
+	uint64_t untaken_frames; /* ahead of a gap with WAFER_PENDING held already: not taken */
+	struct wafer_piece pend[WAFER_PENDING];
+	unsigned int npend;
 };
 
 /** 0, or -EINVAL when the buffers do not divide B_c or are too many. */
@@ -78,8 +92,11 @@ int wafer_refill_init(struct wafer_refill *r, const struct wafer_place *at,
 /**
  * One REFILL_DATA message (parsed; its bytes at @p data, @p len of them).
  * Checks its header against the refill and every byte against the
- * reference. Returns the number of bad bytes it carried, or -1 when the
- * frame itself is wrong (counted in bad_frames, its bytes not checked).
+ * reference. Frames may come out of order or twice, as a fabric may
+ * deliver them: a copy of what arrived is counted (dup_frames), one ahead
+ * of a gap is held until the gap fills (ahead_frames; WAFER_PENDING at
+ * most). Returns the number of bad bytes it carried, or -1 when the frame
+ * itself is wrong (counted in bad_frames, its bytes not checked).
  */
 int64_t wafer_refill_data(struct wafer_refill *r, const struct proto_refill_data_hdr *h,
 				const uint8_t *data, uint32_t len);

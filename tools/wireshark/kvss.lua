@@ -49,7 +49,7 @@ uint("count", 16); uint("epoch", 32); uint("seq", 64)
 for _, n in ipairs({"prompt_id", "continue_id", "batch_no", "refill_id", "evict_count",
 		    "batches_complete", "last_seq_done", "uptime_ns", "capacity_tokens",
 		    "stored_tokens", "prompts", "cum_seq", "bytes", "key", "parent", "isolation_id",
-		    "first_use_ns"}) do
+		    "first_use_ns", "recv_seq", "l2_capacity_tokens", "l2_stored_tokens"}) do
 	uint(n, 64)
 end
 for _, n in ipairs({"start_token_idx", "num_tokens", "token", "token_idx", "sequence_id",
@@ -152,6 +152,10 @@ local function unless(ok, reason)
 	return reason
 end
 
+-- The version of the frame being decoded: 2, or 1 (a capture made before
+-- protocol v2; docs/PROTOCOL.md lists what changed).
+local ver = 2
+
 local function records(body_len, count, len)
 	return count * len == body_len
 end
@@ -169,7 +173,7 @@ local function body_reason(t, b, body_len, count)
 	elseif n == "REFILL_DONE" or n == "L2_DONE" then
 		return unless(records(body_len, count, 24), "bad_count")
 	elseif n == "TOKEN_LOST" then
-		return unless(records(body_len, count, 16), "bad_count")
+		return unless(records(body_len, count, ver == 1 and 16 or 24), "bad_count")
 	elseif n == "L2_DOWN" then
 		return unless(records(body_len, count, 64), "bad_count")
 	elseif n == "L2_DELETE" then
@@ -193,7 +197,7 @@ local function body_reason(t, b, body_len, count)
 		return unless((off == body_len and k == count), "bad_count")
 	elseif n == "STATUS" then
 		if body_len < 32 then return "bad_body_len" end
-		return unless(records(body_len - 32, count, 32), "bad_count")
+		return unless(records(body_len - 32, count, ver == 1 and 32 or 48), "bad_count")
 	end
 	return "bad_type"
 end
@@ -271,14 +275,19 @@ local function body(tree, t, b, count)
 		u(tree, "batches_complete", b(0, 8)); u(tree, "last_seq_done", b(8, 8))
 		u(tree, "uptime_ns", b(16, 8)); u(tree, "status_flags", b(24, 4))
 		u(tree, "driver_epoch", b(28, 4))
+		local cl = ver == 1 and 32 or 48
 		for i = 0, count - 1 do
-			local r = b(32 + 32 * i, 32)
+			local r = b(32 + cl * i, cl)
 			local s = tree:add(kvss, r, "CacheInfo " .. i)
 			u(s, "cache_id", r(0, 2)); u(s, "num_buffers", r(2, 2)); u(s, "bytes_per_token", r(4, 4))
 			u(s, "capacity_tokens", r(8, 8)); u(s, "stored_tokens", r(16, 8)); u(s, "prompts", r(24, 8))
+			if ver >= 2 then
+				u(s, "l2_capacity_tokens", r(32, 8)); u(s, "l2_stored_tokens", r(40, 8))
+			end
 		end
 	elseif n == "ACK" then
 		u(tree, "cum_seq", b(0, 8))
+		if ver >= 2 then u(tree, "recv_seq", b(8, 8)) end
 	elseif n == "ERROR" then
 		for i = 0, count - 1 do
 			local r = b(32 * i, 32)
@@ -296,10 +305,16 @@ local function body(tree, t, b, count)
 			u(s, "bytes", r(16, 8))
 		end
 	elseif n == "TOKEN_LOST" then
+		local ll = ver == 1 and 16 or 24
 		for i = 0, count - 1 do
-			local r = b(16 * i, 16)
+			local r = b(ll * i, ll)
 			local s = tree:add(kvss, r, "LostRecord " .. i)
-			u(s, "prompt_id", r(0, 8)); u(s, "token_idx", r(8, 4)); u(s, "cache_id", r(12, 2))
+			u(s, "prompt_id", r(0, 8)); u(s, "token_idx", r(8, 4))
+			if ver >= 2 then
+				u(s, "tokens", r(12, 4)); u(s, "cache_id", r(16, 2))
+			else
+				u(s, "cache_id", r(12, 2))
+			end
 		end
 	elseif n == "L2_DONE" then
 		for i = 0, count - 1 do
@@ -331,7 +346,8 @@ function kvss.dissector(tvb, pinfo, tree)
 	local plen = tvb:len()
 	if plen < 32 then return mark(tree, pinfo, tvb, "truncated") end
 	if tvb(0, 4):string() ~= "KVSS" then return mark(tree, pinfo, tvb, "bad_magic") end
-	if tvb(4, 1):uint() ~= 1 then return mark(tree, pinfo, tvb, "bad_version") end
+	ver = tvb(4, 1):uint()
+	if ver ~= 1 and ver ~= 2 then return mark(tree, pinfo, tvb, "bad_version") end
 	local t = tvb(5, 1):uint()
 	local name = TYPES[t]
 	if not name then return mark(tree, pinfo, tvb, "bad_type") end
@@ -363,7 +379,9 @@ function kvss.dissector(tvb, pinfo, tree)
 	u(tr, "seq", tvb(24, 8))
 	if t == 0x20 then
 		u(tr, "batch_no", b(0, 8)); u(tr, "cache_id", b(8, 2)); u(tr, "stream_offset", b(12, 4))
-		u(tr, "stream_len", b(16, 4)); tr:add(F.payload_len, b(0, 0), body_len - 24)
+		u(tr, "stream_len", b(16, 4))
+		if ver >= 2 then u(tr, "driver_epoch", b(20, 4)) end
+		tr:add(F.payload_len, b(0, 0), body_len - 24)
 	elseif t == 0x21 then
 		u(tr, "refill_id", b(0, 8)); u(tr, "sequence_id", b(8, 4)); u(tr, "cache_idx", b(12, 4))
 		u(tr, "cache_id", b(16, 2)); u(tr, "buffer_id", b(18, 2)); u(tr, "stream_offset", b(20, 4))
