@@ -358,7 +358,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 
-.PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo fuzz fuzz-run clean deps need-deps
+.PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo soak fuzz fuzz-run clean deps need-deps
 
 all: need-deps $(ALL)
 
@@ -414,6 +414,14 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh $(BUILD)
+
+# The fault soak (scripts/soak.sh): SEEDS seeds from FIRST, each a whole
+# workload through the seeded fault injector; a failing seed prints its replay.
+SEEDS ?= 1000
+FIRST ?= 1
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@SEEDS=$(SEEDS) FIRST=$(FIRST) scripts/soak.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -52,6 +52,8 @@ if [ -x "$BUILD/asan/kvss" ]; then
 	# Every end-to-end run (one process, memif demos, restarts, telemetry,
 	# the flapping link) with kvss and its tools built so.
 	run kvss-e2e-asan scripts/test-e2e.sh "$BUILD/asan"
+	# The fault soak's first seeds, so built.
+	run kvss-soak-asan env SEEDS=4 SOAK_TIMEOUT=240 scripts/soak.sh "$BUILD/asan"
 fi
 
 run stress_kvstore "$BUILD/test/stress_kvstore" 2000000
@@ -64,6 +66,8 @@ run kvss-trace scripts/test-trace.sh "$BUILD"
 run kvss-shard-pcap scripts/test-shard-pcap.sh "$BUILD"
 run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"
 run kvss-e2e scripts/test-e2e.sh "$BUILD"
+# A sample of the fault soak (make soak SEEDS=N runs more).
+run kvss-soak env SEEDS=20 FIRST=1001 scripts/soak.sh "$BUILD"
 run kvss-l2 scripts/test-l2.sh "$BUILD"
 run kvss-rail scripts/test-rail.sh "$BUILD"
 run kvss-poll scripts/test-poll.sh "$BUILD"

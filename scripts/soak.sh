@@ -141,4 +141,5 @@ if hr:
     print("soak: hit ratio %.4f without faults; with them mean %.4f, min %.4f, max %.4f (lost %.4f on average)"
           % (base, mean, hr[0], hr[-1], base - mean))
 PY
+echo "soak: $((SEEDS - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

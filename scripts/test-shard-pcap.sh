@@ -94,6 +94,24 @@ timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_sc" \
 check "the scenario run exits 0" test $? -eq 0
 check "the scenario's answers and refilled bytes" "$BUILD/tools/shard_scenario" check "$tmp/sc_out.pcap"
 scstats=$(grep "final stats" "$tmp/sclog")
+# Version 2: reports are resent until a REPORT_ACK, which a capture never
+# sends: the TOKEN_LOST and ERROR frames went again, the same report seqs.
+check "scenario: reports kept and resent with no REPORT_ACK" \
+	grep -q " reports_resent=[1-9]" <<<"$scstats"
+check "scenario: a resent report has its first copy's seq" python3 - "$BUILD/kvss-dump" "$tmp/sc_out.pcap" <<'PY'
+import json, subprocess, sys
+out = subprocess.run([sys.argv[1], "--json", sys.argv[2]], capture_output=True, text=True).stdout
+first, again = set(), []
+for l in out.splitlines():
+    d = json.loads(l)
+    if d.get("type") not in ("ERROR", "TOKEN_LOST"):
+        continue
+    if d["flags"] & 2:
+        again.append(d["seq"])
+    else:
+        first.add(d["seq"])
+sys.exit(0 if again and all(s in first and s != "0" for s in again) else 1)
+PY
 for want in duplicates=1 early=1 batches=3 batches_lost=1 lost_tokens=1 deletes=1 refills=2 \
 	data_frames=6 data_stale_stream=1 error_HOLE=1 error_DELETE_NOT_RIGHT=1; do
 	check "scenario stats: $want" stat_has "$want" "$scstats"

@@ -71,7 +71,9 @@ void frames_pcap_close(struct frames_pcap *o);
 pcap_t *frames_pcap_read(const char *file, const char *tool);
 /**
  * The next frame of @p p that parses as a message, into @p m: returns the
- * frame (the message's data is at m->data_off), NULL at the end.
+ * frame (the message's data is at m->data_off), NULL at the end. A shard's
+ * resent copies of a report (version 2: no replay sends REPORT_ACK) are
+ * skipped, as a driver takes each report once.
  */
 const uint8_t *frames_pcap_next_msg(pcap_t *p, struct proto_msg *m);
 

@@ -65,7 +65,7 @@ Test(golden, every_vector_of_the_document_is_one_the_tests_check)
 		"ref_isolation_acme", "ref_hash_acme_1", "ref_hash_acme_1_2", "ref_hash_acme_1_2_3",
 		"ref_bytes_m0_s0_c0_16", "ref_bytes_m1_s3_c2_20", "delete", "refill",
 		/* version 2 */
-		"ack", "token_lost", "evict_data", "status", "delete_v1",
+		"ack", "token_lost", "evict_data", "status", "delete_v1", "report_ack",
 		/* test_proto_l2.c */
 		"l2_down", "l2_up", "l2_delete", "l2_done", "l2_inventory"};
 	FILE *f = fopen(frames_protocol_md(), "r");
@@ -301,6 +301,17 @@ Test(golden_v2, status_gives_both_tiers)
 	cr_assert_eq(got.prompts, 3);
 	cr_assert_eq(got.l2_capacity_tokens, 1000000);
 	cr_assert_eq(got.l2_stored_tokens, 65536);
+}
+
+Test(golden_v2, report_ack_acknowledges_reports)
+{
+	struct proto_hdr h = {.type = PROTO_T_REPORT_ACK, .epoch = 0x01020304};
+
+	GOLDEN_BUILT("report_ack", h, cr_assert_eq(proto_build_report_ack(&b, 7), 0));
+	parse_golden("report_ack", 7400, &proto_ports_default);
+	cr_assert_eq(msg.hdr.type, PROTO_T_REPORT_ACK);
+	cr_assert_eq(msg.hdr.seq, 0);
+	cr_assert_eq(msg.u.ack.cum_seq, 7);
 }
 
 Test(golden_v2, version_1_is_decoded_only_when_asked)
@@ -676,7 +687,7 @@ static struct bad_case bad_cases[] = {
 	{"version 1 to a party", PROTO_T_DELETE, PL(4), 0, 1, 0, PROTO_R_BAD_VERSION},
 	{"version 0", PROTO_T_HELLO, PL(4), 0, 0, 0, PROTO_R_BAD_VERSION},
 	{"type 0", PROTO_T_DELETE, PL(5), 0, 0, 0, PROTO_R_BAD_TYPE},
-	{"type 0x09", PROTO_T_DELETE, PL(5), 0, 0x09, 0, PROTO_R_BAD_TYPE},
+	{"type 0x0a", PROTO_T_DELETE, PL(5), 0, 0x0a, 0, PROTO_R_BAD_TYPE},
 	{"type 0x22", PROTO_T_EVICT_DATA, PL(5), 0, 0x22, 0, PROTO_R_BAD_TYPE},
 	{"control type on evict port", PROTO_T_EVICT_DATA, PL(5), 0, PROTO_T_DELETE, 0,
 	 PROTO_R_WRONG_PORT},

@@ -312,6 +312,9 @@ print_body(struct out *o, const struct proto_msg *m)
 		}
 		list_close(o);
 		break;
+	case PROTO_T_REPORT_ACK:
+		field_w64(o, "cum_seq", m->u.ack.cum_seq);
+		break;
 	case PROTO_T_ACK:
 		field_w64(o, "cum_seq", m->u.ack.cum_seq);
 		if (m->hdr.version >= 2)

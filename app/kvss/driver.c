@@ -538,6 +538,30 @@ drv_unaccounted(bool say)
 	return sum;
 }
 
+/* Version 2: a REPORT_ACK to each shard whose reports came in this poll. */
+static void
+send_report_acks(void)
+{
+	uint16_t i;
+
+	for (i = 0; i < drv.nsh; i++) {
+		struct drv_shard *sh = &drv.sh[i];
+		struct proto_builder b;
+		struct proto_hdr h;
+		uint8_t buf[PROTO_HDR_LEN + PROTO_ACK_LEN];
+
+		if (!sh->report_ack_due)
+			continue;
+		sh->report_ack_due = false;
+		drv_hdr_for(&h, sh, drv.model_epoch[sh->model], PROTO_T_REPORT_ACK);
+		h.seq = 0;
+		proto_build_begin(&b, buf, sizeof(buf), &h);
+		proto_build_report_ack(&b, sh->report_next - 1);
+		drv_link_send_ctl(&drv.link, sh, buf, proto_build_end(&b));
+		drv.st.report_acks++;
+	}
+}
+
 /* A frame the fault injector held (delayed, reordered), due now. */
 static void
 faulted_in(void *arg, struct rte_mbuf *m, uint32_t tag)
@@ -576,6 +600,7 @@ poll_ports(uint64_t t0)
 	}
 	if (kvss_faults_on())
 		work += (int)kvss_faults_due(KVSS_F_IN, faulted_in, &t0);
+	send_report_acks();
 	return work;
 }
 

@@ -45,6 +45,8 @@
 	X(lost_records)	    /* TOKEN_LOST records received (version 2: a range each) */             \
 	X(refill_done)	    /* REFILL_DONE records received */                                      \
 	X(refill_done_missing) /* refills let go after the refill timeout without a REFILL_DONE */ \
+	X(reports_dropped)  /* reports out of order or again (the shard resends; version 2) */     \
+	X(report_acks)      /* REPORT_ACKs sent */                                                  \
 	X(shard_restarts)   /* new shard epochs: the model's prefixes dropped */                    \
 	X(resyncs)	    /* models started over because a shard's state left the driver's */    \
 	X(over_capacity)    /* a STATUS showed a cache over its capacity, or the account did */    \

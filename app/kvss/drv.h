@@ -116,6 +116,8 @@ struct drv_shard {
 	uint64_t batches_complete;
 	uint64_t status_at;			 /* tsc of its latest STATUS */
 	uint64_t status_uptime;			 /* its uptime_ns: an older STATUS is stale */
+	uint64_t report_next; /* the report seq expected next (1 once up; version 2) */
+	bool report_ack_due;  /* reports came: REPORT_ACK after this poll */
 	uint64_t stored[PREFIXCACHE_MAX_CACHES]; /* tokens it holds, by that STATUS */
 	uint8_t hops; /* routers its STATUS crossed (PROTOCOL.md section 1: the rail) */
 	bool routed_said; /* counted in routed_shards and said, once */

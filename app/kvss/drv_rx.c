@@ -104,6 +104,7 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		sh->up = true;
 		sh->last_rx = tsc;
 		sh->epoch = msg->hdr.epoch;
+		sh->report_next = 1; /* its reports of this stream start at 1 */
 		proto_stream_reset(&sh->stream);
 		printf("kvss: driver: shard %u of model %u is up (epoch 0x%08x)%s\n", sh->ref->id, m,
 		       sh->epoch, sh->away ? ", back from away: its model caches again" : "");
@@ -239,6 +240,22 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 	if (!sh->up || (msg->hdr.type != PROTO_T_REFILL_DATA && msg->hdr.epoch != sh->epoch)) {
 		drv.st.stale++;
 		return;
+	}
+	/*
+	 * Version 2: ERROR, TOKEN_LOST and L2_DONE are reliable reports,
+	 * numbered per stream: taken once and in order (a copy, or one ahead
+	 * of a gap the shard will fill by resending, is dropped), each answered
+	 * by a REPORT_ACK. Seq 0: an unsequenced report (the shard's window
+	 * was full), taken as it comes.
+	 */
+	if ((msg->hdr.type == PROTO_T_ERROR || msg->hdr.type == PROTO_T_TOKEN_LOST ||
+	     msg->hdr.type == PROTO_T_L2_DONE) && msg->hdr.seq != 0) {
+		sh->report_ack_due = true;
+		if (msg->hdr.seq != sh->report_next) {
+			drv.st.reports_dropped++;
+			return;
+		}
+		sh->report_next++;
 	}
 	switch (msg->hdr.type) {
 	case PROTO_T_ACK:

@@ -50,6 +50,10 @@
 	X(batches_lost) /* batches completed with loss at the batch timeout */                     \
 	X(lost_tokens)  /* tokens reported lost in TOKEN_LOST */                                    \
 	X(lost_records) /* TOKEN_LOST records sent (version 2: a range each) */                    \
+	X(reports)      /* ERROR, TOKEN_LOST, L2_DONE frames sent with a report seq (version 2) */ \
+	X(reports_resent) /* of them, sent again: no REPORT_ACK in time */                         \
+	X(reports_unsequenced) /* sent without one: SHARD_REPORTS unacknowledged already */        \
+	X(report_acks)  /* REPORT_ACKs received */                                                 \
 	X(evict_waits)  /* EVICT found no room, waiting for DELETEs */                             \
 	X(evict_after_delete) /* EVICT waited for a DELETE before it naming its prompt */          \
 	X(delete_gate_ahead) /* DELETE waiting for a batch not sent before it: no barrier */       \

@@ -298,6 +298,7 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 			st->dropped_restart += shard_drop_held();
 			kvss_me->st->next_seq = 1;
 			shard_barrier_reset();
+			shard_report_reset(false); /* reports of the old stream are of no use */
 		}
 		shard_send_status(st);
 		shard_l2_inventory(st); /* what its second tier holds, kept across restarts */
@@ -305,6 +306,16 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 	}
 	if (msg->hdr.type >= PROTO_T_STATUS) {
 		st->not_handled++; /* shard -> driver types: not for us */
+		return 0;
+	}
+	if (msg->hdr.type == PROTO_T_REPORT_ACK) {
+		/* Outside the ordered stream, as HELLO: seq 0, the epoch ours. */
+		if (msg->hdr.epoch == kvss_me->driver_epoch && kvss_me->driver_epoch != 0) {
+			st->report_acks++;
+			shard_report_acked(msg->u.ack.cum_seq);
+		} else {
+			st->stale_epoch++;
+		}
 		return 0;
 	}
 	if (msg->hdr.epoch != kvss_me->driver_epoch || kvss_me->driver_epoch == 0) {
@@ -426,6 +437,7 @@ kvss_shard_ingest(void *arg)
 		shard_run_evictq(st, &err, t0); /* deletes may have made room */
 		shard_expire_batches(st, t0);
 		shard_batcher_flush(&err);
+		shard_report_poll(st, t0);
 		if (kvss_me->st->ack_due || (kvss_me->have_driver && shard_ack_value() != kvss_me->st->ack_sent)) {
 			shard_send_ack(st);
 			kvss_me->st->ack_due = 0;
@@ -452,5 +464,6 @@ kvss_shard_ingest(void *arg)
 	}
 	reset_stream();
 	shard_drop_held();
+	shard_report_reset(true);
 	return 0;
 }

@@ -70,6 +70,14 @@ struct shard_fifo {
  * The shard's state. The ingest lcore writes all of it; the refill lcore
  * touches none of it (it has its ring, kvss.h).
  */
+#define SHARD_REPORTS 256
+
+struct shard_report {
+	uint32_t len;
+	struct proto_addr to;
+	uint8_t p[PROTO_PAYLOAD_MAX];
+};
+
 struct shard_state {
 	/* shard.c: the control stream. */
 	uint64_t next_seq;		       /* expected control seq (1 after HELLO) */
@@ -99,6 +107,14 @@ struct shard_state {
 	int ack_due;
 	uint64_t ack_sent; /* the last cum_seq sent */
 	uint64_t recv_sent; /* the last recv_seq sent (version 2) */
+	/* shard_tx.c: reliable reports (version 2): ERROR, TOKEN_LOST and
+	 * L2_DONE frames of the ingest lcore carry a report seq and are kept,
+	 * by seq % SHARD_REPORTS, until the driver's REPORT_ACK covers them. */
+	struct shard_report *rep;
+	uint64_t rep_next;  /* the seq the next report gets (1 after HELLO) */
+	uint64_t rep_acked; /* every report <= it arrived */
+	uint64_t rep_due;   /* tsc: resend what is not acknowledged */
+	uint64_t rep_rto;   /* in tsc cycles; doubles while nothing is acknowledged */
 	/* shard_evict.c: data held for its EVICT, batches' clocks. */
 	struct rte_mbuf *early[SHARD_EARLY_MAX];
 	struct shard_rec early_rec[SHARD_EARLY_MAX];
@@ -133,6 +149,13 @@ void shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt
 		    uint32_t first, uint32_t count);
 
 void shard_send_status(struct kvss_lcore_stats *st);
+
+/** A REPORT_ACK: every report <= @p cum arrived. */
+void shard_report_acked(uint64_t cum);
+/** Resend the reports not acknowledged in time (the ingest lcore's loop). */
+void shard_report_poll(struct kvss_lcore_stats *st, uint64_t now);
+/** A new stream (HELLO with a new driver epoch), or the end: nothing kept. */
+void shard_report_reset(bool release);
 /** The cumulative ACK now (PROTOCOL.md section 3, AckBody). */
 uint64_t shard_ack_value(void);
 void shard_send_ack(struct kvss_lcore_stats *st);

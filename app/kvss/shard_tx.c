@@ -186,12 +186,112 @@ shard_send_ack(struct kvss_lcore_stats *st)
 }
 
 
+/* ---- Reliable reports (PROTOCOL.md section 5, version 2) ---------------------------- */
+
+#define REPORT_RTO_MS 5
+#define REPORT_RTO_MAX_MS 200
+
+void
+shard_report_reset(bool release)
+{
+	struct shard_state *s = kvss_me->st;
+
+	if (release) {
+		free(s->rep);
+		s->rep = NULL;
+	}
+	s->rep_next = 1;
+	s->rep_acked = 0;
+	s->rep_due = 0;
+	s->rep_rto = s->hz / 1000 * REPORT_RTO_MS;
+}
+
+/*
+ * Send report @p payload, kept until acknowledged: its header's seq is the
+ * report seq. With SHARD_REPORTS unacknowledged already (a driver that does
+ * not answer), it goes unsequenced (seq 0), as version 1 sent every report.
+ */
+static void
+report_send(struct kvss_lcore_stats *st, const struct proto_addr *to, uint8_t *payload,
+	    uint32_t len)
+{
+	struct shard_state *s = kvss_me->st;
+	struct shard_report *r;
+
+	if (s->rep == NULL)
+		s->rep = calloc(SHARD_REPORTS, sizeof(*s->rep));
+	if (s->rep_next == 0)
+		shard_report_reset(false);
+	if (s->rep == NULL || s->rep_next - 1 - s->rep_acked >= SHARD_REPORTS) {
+		st->reports_unsequenced++;
+		send_control_to(st, 0, to, payload, len);
+		return;
+	}
+	proto_st64(payload + 24, s->rep_next);
+	r = &s->rep[s->rep_next % SHARD_REPORTS];
+	memcpy(r->p, payload, len);
+	r->len = len;
+	r->to = *to;
+	if (s->rep_next - 1 == s->rep_acked)
+		s->rep_due = rte_get_tsc_cycles() + s->rep_rto; /* the oldest: its timer starts */
+	s->rep_next++;
+	st->reports++;
+	send_control_to(st, 0, to, payload, len);
+}
+
+void
+shard_report_acked(uint64_t cum)
+{
+	struct shard_state *s = kvss_me->st;
+
+	if (cum <= s->rep_acked || cum >= s->rep_next)
+		return; /* stale, or of reports never sent */
+	s->rep_acked = cum;
+	s->rep_rto = s->hz / 1000 * REPORT_RTO_MS;
+	s->rep_due = rte_get_tsc_cycles() + s->rep_rto;
+}
+
+/* Go-back-N: every report not acknowledged, again, then wait twice as long. */
+void
+shard_report_poll(struct kvss_lcore_stats *st, uint64_t now)
+{
+	struct shard_state *s = kvss_me->st;
+	uint64_t q;
+
+	if (s->rep == NULL || s->rep_next == 0 || s->rep_acked + 1 >= s->rep_next || now < s->rep_due)
+		return;
+	for (q = s->rep_acked + 1; q < s->rep_next; q++) {
+		struct shard_report *r = &s->rep[q % SHARD_REPORTS];
+
+		proto_st16(r->p + 6, (uint16_t)(proto_ld16(r->p + 6) | PROTO_F_RETRANSMIT));
+		send_control_to(st, 0, &r->to, r->p, r->len);
+		st->reports_resent++;
+	}
+	if (s->rep_rto < s->hz / 1000 * REPORT_RTO_MAX_MS)
+		s->rep_rto *= 2;
+	s->rep_due = now + s->rep_rto;
+}
+
+static bool
+reliable(const struct shard_batcher *bt)
+{
+	return bt->queue == 0 && bt->b.count > 0 &&
+	       (bt->type == PROTO_T_ERROR || bt->type == PROTO_T_TOKEN_LOST ||
+		bt->type == PROTO_T_L2_DONE);
+}
+
 void
 shard_batcher_flush(struct shard_batcher *bt)
 {
-	if (bt->b.count > 0)
-		send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss_me->driver_addr, bt->buf,
-				proto_build_end(&bt->b));
+	if (bt->b.count > 0) {
+		uint32_t len = proto_build_end(&bt->b);
+		const struct proto_addr *to = bt->to ? bt->to : &kvss_me->driver_addr;
+
+		if (reliable(bt))
+			report_send(bt->st, to, bt->buf, len);
+		else
+			send_control_to(bt->st, bt->queue, to, bt->buf, len);
+	}
 	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }
 

@@ -261,6 +261,13 @@ parse_control_body(struct proto_msg *m)
 		m->u.ack.cum_seq = proto_ld64(b);
 		m->u.ack.recv_seq = h->version == 1 ? m->u.ack.cum_seq : proto_ld64(b + 8);
 		return PROTO_OK;
+	case PROTO_T_REPORT_ACK:
+		if (h->count != 0)
+			return PROTO_R_BAD_COUNT;
+		if (h->body_len != PROTO_ACK_LEN)
+			return PROTO_R_BAD_BODY_LEN;
+		m->u.ack.cum_seq = m->u.ack.recv_seq = proto_ld64(b);
+		return PROTO_OK;
 	case PROTO_T_RESERVE:
 		return check_records(h->body_len, h->count, PROTO_RESERVE_LEN);
 	case PROTO_T_DELETE:

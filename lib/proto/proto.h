@@ -112,6 +112,7 @@ proto_evict_max_entries(uint32_t mtu)
 	X(L2_DOWN, 0x06)                                                                           \
 	X(L2_UP, 0x07)                                                                             \
 	X(L2_DELETE, 0x08)                                                                         \
+	X(REPORT_ACK, 0x09)                                                                        \
 	X(STATUS, 0x10)                                                                            \
 	X(ACK, 0x11)                                                                               \
 	X(ERROR, 0x12)                                                                             \
@@ -765,6 +766,8 @@ int proto_build_l2_inventory_col(struct proto_builder *b, const struct proto_l2c
 int proto_build_status(struct proto_builder *b, const struct proto_status *s);
 int proto_build_cache_info(struct proto_builder *b, const struct proto_cache_info *c);
 int proto_build_ack(struct proto_builder *b, const struct proto_ack *a);
+/** REPORT_ACK's body (version 2): every report with seq <= @p cum arrived. */
+int proto_build_report_ack(struct proto_builder *b, uint64_t cum);
 int proto_build_error(struct proto_builder *b, const struct proto_error *e);
 int proto_build_refill_done(struct proto_builder *b, const struct proto_refill_done *d);
 int proto_build_lost(struct proto_builder *b, const struct proto_lost *l);

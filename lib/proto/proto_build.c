@@ -369,6 +369,21 @@ proto_build_ack(struct proto_builder *b, const struct proto_ack *a)
 }
 
 int
+proto_build_report_ack(struct proto_builder *b, uint64_t cum)
+{
+	int err;
+	uint8_t *p;
+
+	if (b->len != PROTO_HDR_LEN)
+		return -EINVAL;
+	p = build_room(b, PROTO_T_REPORT_ACK, PROTO_ACK_LEN, false, &err);
+	if (p == NULL)
+		return err;
+	proto_st64(p, cum);
+	return 0;
+}
+
+int
 proto_build_error(struct proto_builder *b, const struct proto_error *e)
 {
 	int err;

@@ -21,7 +21,7 @@ kvss.prefs.refill = Pref.uint("REFILL_DATA port", 7402, "UDP port of REFILL_DATA
 
 local TYPES = {
 	[0x01] = "HELLO", [0x02] = "RESERVE", [0x03] = "EVICT", [0x04] = "REFILL",
-	[0x05] = "DELETE", [0x06] = "L2_DOWN", [0x07] = "L2_UP", [0x08] = "L2_DELETE",
+	[0x05] = "DELETE", [0x06] = "L2_DOWN", [0x07] = "L2_UP", [0x08] = "L2_DELETE", [0x09] = "REPORT_ACK",
 	[0x10] = "STATUS", [0x11] = "ACK", [0x12] = "ERROR", [0x13] = "REFILL_DONE",
 	[0x14] = "TOKEN_LOST", [0x15] = "L2_DONE", [0x16] = "L2_INVENTORY",
 	[0x20] = "EVICT_DATA", [0x21] = "REFILL_DATA",
@@ -165,7 +165,7 @@ local function body_reason(t, b, body_len, count)
 	if n == "HELLO" then
 		if count ~= 0 then return "bad_count" end
 		return unless(body_len == 0, "bad_body_len")
-	elseif n == "ACK" then
+	elseif n == "ACK" or n == "REPORT_ACK" then
 		if count ~= 0 then return "bad_count" end
 		return unless(body_len == 16, "bad_body_len")
 	elseif n == "RESERVE" or n == "DELETE" or n == "ERROR" then
@@ -285,6 +285,8 @@ local function body(tree, t, b, count)
 				u(s, "l2_capacity_tokens", r(32, 8)); u(s, "l2_stored_tokens", r(40, 8))
 			end
 		end
+	elseif n == "REPORT_ACK" then
+		u(tree, "cum_seq", b(0, 8))
 	elseif n == "ACK" then
 		u(tree, "cum_seq", b(0, 8))
 		if ver >= 2 then u(tree, "recv_seq", b(8, 8)) end
