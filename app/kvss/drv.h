@@ -119,6 +119,8 @@ struct drv_shard {
 	uint64_t report_next; /* the report seq expected next (1 once up; version 2) */
 	bool report_ack_due;  /* reports came: REPORT_ACK after this poll */
 	uint64_t stored[PREFIXCACHE_MAX_CACHES]; /* tokens it holds, by that STATUS */
+	uint64_t l2_stored[PREFIXCACHE_MAX_CACHES];   /* in its second tier (version 2 STATUS) */
+	uint64_t l2_capacity[PREFIXCACHE_MAX_CACHES];
 	uint8_t hops; /* routers its STATUS crossed (PROTOCOL.md section 1: the rail) */
 	bool routed_said; /* counted in routed_shards and said, once */
 	/* Its second tier (drv_l2.c): does it have one, and its inventory being listed. */

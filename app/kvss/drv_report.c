@@ -22,9 +22,10 @@
 
 /* A shard and its control stream, as /swdriver/shards shows them (u64 each). */
 #define SHARD_SNAP_FIELDS(X)                                                                       \
-	X(model) X(shard_id) X(port) X(up) X(seq_sent) X(seq_acked) X(backlog)                      \
+	X(model) X(shard_id) X(port) X(up) X(seq_sent) X(seq_acked) X(seq_received) X(backlog)      \
 	X(retransmits) X(rtt_samples) X(stale_acks) X(bogus_acks) X(srtt_us) X(timeout_us)         \
 	X(evict_sent) X(evict_acked) X(batches_complete) X(stored_tokens)                         \
+	X(l2_stored_tokens) X(l2_capacity_tokens) X(reports_taken)                                 \
 	X(model_refills_timed) X(model_estimate_latency_us) X(model_estimate_mbps) X(hops)
 #define SHARD_SNAP_DECL(n) uint64_t n;
 struct shard_snap {
@@ -98,6 +99,8 @@ snapshot_shards(struct snapshot *sn)
 		x->epoch = sh->epoch;
 		x->seq_sent = ps->next_seq - 1;
 		x->seq_acked = ps->acked;
+		x->seq_received = ps->received > ps->acked ? ps->received : ps->acked;
+		x->reports_taken = sh->report_next ? sh->report_next - 1 : 0;
 		x->backlog = sh->q.backlog;
 		x->retransmits = ps->st.retransmits;
 		x->rtt_samples = ps->st.rtt_samples;
@@ -108,9 +111,12 @@ snapshot_shards(struct snapshot *sn)
 		x->evict_sent = sh->evict_sent;
 		x->evict_acked = sh->evict_acked;
 		x->batches_complete = sh->batches_complete;
-		x->stored_tokens = 0;
-		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
+		x->stored_tokens = x->l2_stored_tokens = x->l2_capacity_tokens = 0;
+		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++) {
 			x->stored_tokens += sh->stored[c];
+			x->l2_stored_tokens += sh->l2_stored[c];
+			x->l2_capacity_tokens += sh->l2_capacity[c];
+		}
 		/* Its model's refill estimates (0 Mb/s: no bandwidth term). */
 		x->model_refills_timed = drv.learn.ml[sh->model].fit.n;
 		if (prefixcache_refill_model(drv.pc, sh->model, &lat_ns, &bytes_per_ns) == 0) {

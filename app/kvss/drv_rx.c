@@ -126,6 +126,8 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		if (ci.cache_id < pm->num_caches) {
 			prefixcache_status(drv.pc, m, ci.cache_id, ci.capacity_tokens);
 			sh->stored[ci.cache_id] = ci.stored_tokens;
+			sh->l2_stored[ci.cache_id] = ci.l2_stored_tokens;
+			sh->l2_capacity[ci.cache_id] = ci.l2_capacity_tokens;
 			/* Never more than its capacity, on the shard or in the account. */
 			if (ci.stored_tokens > ci.capacity_tokens ||
 			    prefixcache_stored(drv.pc, m, ci.cache_id) > ci.capacity_tokens)
