@@ -269,15 +269,29 @@ op_evict(unsigned int step)
 		int pi = me->prompt ? id_index(me->prompt) : -1;
 
 		if (pi >= 0 && codes[i] == PROTO_E_NO_SPACE && slot_short[c16]) {
-			/* Refused for want of a slot: legal, the model skips it. */
+			/* Refused for want of a slot: legal, the model skips it (a new
+			 * prompt so refused is known, empty and marked: version 2). */
+			struct mprompt *p = &model[c16][pi];
+
 			want = PROTO_E_NO_SPACE;
 			cnt.slot_short++;
+			if (!p->live) {
+				p->live = true;
+				p->offset = me->token;
+				p->n_claim = p->n_pub = 0;
+				p->lost_at = me->token;
+			}
 		} else if (pi >= 0) {
 			struct mprompt *p = &model[c16][pi];
 
 			if (!p->live) {
 				if (stored[c16] >= CAP[c16]) {
+					/* Version 2: known, empty, marked from this token. */
 					want = PROTO_E_NO_SPACE;
+					p->live = true;
+					p->offset = me->token;
+					p->n_claim = p->n_pub = 0;
+					p->lost_at = me->token;
 				} else {
 					p->live = true;
 					p->lost_at = UINT32_MAX;

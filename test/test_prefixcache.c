@@ -611,16 +611,13 @@ Test(events, a_lost_token_removes_every_column_containing_it)
 	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 1, t, 4, 1, &e), 0);
 	cr_assert_eq(prefixcache_find(replay_pc(r), 0, 0, 1, t, 8, 1, &e), -ENOENT);
 	cr_assert_eq(prefixcache_stored(replay_pc(r), 0, 0), 4);
-	/* Shards other than 0 (none here) still hold 4..11; shard 0 holds 4..5. */
-	cr_assert_eq(ndels, 2);
+	/* Version 2: one DELETE of 4..11 for every shard: shard 0, which holds
+	 * 4..5 only, removes those (a DELETE ends wherever the prompt ends). */
+	cr_assert_eq(ndels, 1);
 	cr_assert_eq(del_to[0].only, -1);
-	cr_assert_eq(del_to[0].except, 0);
+	cr_assert_eq(del_to[0].except, -1);
 	cr_assert_eq(dels[0].start_token_idx, 4);
-	cr_assert_eq(dels[0].end_token_idx, 11, "the other shards lost nothing");
-	cr_assert_eq(del_to[1].only, 0);
-	cr_assert_eq(del_to[1].except, -1);
-	cr_assert_eq(dels[1].start_token_idx, 4);
-	cr_assert_eq(dels[1].end_token_idx, 5, "only what the shard that lost 6 still holds");
+	cr_assert_eq(dels[0].end_token_idx, 11);
 	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2), 4);
 	assert_clean(r);
 	replay_free(r);
@@ -628,10 +625,11 @@ Test(events, a_lost_token_removes_every_column_containing_it)
 
 /*
  * Two shards. Shard 1 lost token 6 of prompt A (0..11); prompt B continues A
- * (12..19). Shard 1 gets A's DELETE cut at 5, shard 0 A's whole range, and
- * both get B's whole range: B lost nothing anywhere.
+ * (12..19). Version 2: every shard gets A's DELETE from 4 and B's whole
+ * range; shard 1, which holds 4..5 of A only, removes those, and the DELETE
+ * from 4 (at or before its loss) clears its mark (PROTOCOL.md section 4).
  */
-Test(events, a_loss_on_one_shard_gives_each_shard_its_own_exact_delete)
+Test(events, a_loss_on_one_shard_gives_every_shard_the_same_delete)
 {
 	struct prefixcache *pc;
 	struct prefixcache_params p = {.num_models = 1, .column = 4};
@@ -641,7 +639,7 @@ Test(events, a_loss_on_one_shard_gives_each_shard_its_own_exact_delete)
 	struct prefixcache_seq *s;
 	uint32_t t[20], i, k;
 	uint64_t a, b;
-	int seen_a0 = 0, seen_a1 = 0, seen_b = 0;
+	int seen_a = 0, seen_b = 0;
 
 	p.model[0].num_caches = 1;
 	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
@@ -663,26 +661,19 @@ Test(events, a_loss_on_one_shard_gives_each_shard_its_own_exact_delete)
 	ndels = 0;
 	prefixcache_token_lost(pc, 0, 1, 0, a, 6);
 	for (k = 0; k < ndels; k++) {
-		if (dels[k].prompt_id == a && del_to[k].only == 1) {
-			cr_assert_eq(dels[k].start_token_idx, 4);
-			cr_assert_eq(dels[k].end_token_idx, 5);
-			seen_a1++;
-		} else if (dels[k].prompt_id == a) {
-			cr_assert_eq(del_to[k].only, -1);
-			cr_assert_eq(del_to[k].except, 1, "every shard but the one that lost it");
-			cr_assert_eq(dels[k].start_token_idx, 4);
+		cr_assert_eq(del_to[k].only, -1, "every shard");
+		cr_assert_eq(del_to[k].except, -1);
+		if (dels[k].prompt_id == a) {
+			cr_assert_eq(dels[k].start_token_idx, 4, "from the column holding 6");
 			cr_assert_eq(dels[k].end_token_idx, 11);
-			seen_a0++;
+			seen_a++;
 		} else {
 			cr_assert_eq(dels[k].prompt_id, b);
-			cr_assert_eq(del_to[k].only, -1, "B lost nothing: every shard");
-			cr_assert_eq(del_to[k].except, -1);
 			cr_assert_eq(dels[k].start_token_idx, 12);
 			seen_b++;
 		}
 	}
-	cr_assert_eq(seen_a0, 1);
-	cr_assert_eq(seen_a1, 1);
+	cr_assert_eq(seen_a, 1);
 	cr_assert_eq(seen_b, 1);
 	cr_assert_eq(prefixcache_stored(pc, 0, 0), 4);
 	prefixcache_free(pc);

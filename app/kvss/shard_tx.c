@@ -117,10 +117,13 @@ shard_send_status(struct kvss_lcore_stats *st)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN + KVSTORE_MAX_CACHES * PROTO_CACHE_INFO_LEN];
 	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
+	/* In whole seconds and the rest: cycles x 1e9 overflows 64 bits after
+	 * seconds, and a driver orders STATUS frames by it (version 2). */
+	uint64_t up = rte_get_tsc_cycles() - kvss.start_tsc, hz = kvss_me->st->hz;
 	struct proto_status s = {
 		.batches_complete = kvstore_batches_complete(kvss_me->store),
 		.last_seq_done = kvss_me->st->next_seq ? kvss_me->st->next_seq - 1 : 0,
-		.uptime_ns = (rte_get_tsc_cycles() - kvss.start_tsc) * 1000000000ull / kvss_me->st->hz,
+		.uptime_ns = up / hz * 1000000000ull + up % hz * 1000000000ull / hz,
 		.flags = (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.since[kvss_me->st->evictq.head % SHARD_QMAX]
 				  ? PROTO_STATUS_F_STALLED : 0) |
 			 (shard_l2_on() ? PROTO_STATUS_F_L2 : 0),

@@ -493,23 +493,37 @@ evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, str
 		if (e->token_idx == UINT32_MAX)
 			return PROTO_E_MALFORMED; /* the range could not end */
 	} else {
-		if (c->stored >= c->capacity || c->free_slots == 0)
-			return PROTO_E_NO_SPACE;
+		/*
+		 * Version 2: a new prompt refused for room stays known, empty and
+		 * marked from that token (as a loss marks one: PROTOCOL.md section
+		 * 4), so that its next tokens, already on their way, cannot create
+		 * it at an offset the driver does not know; the driver's DELETE
+		 * forgets it.
+		 */
 		pi = prompt_create(c, e->prompt_id, e->token_idx);
-		if (pi == NIL)
+		if (pi == NIL) {
+			s->stats.unmarked_refusals++; /* no record left to mark */
 			return PROTO_E_NO_SPACE;
+		}
 		created = true;
 		p = &c->prompts[pi];
 		rel = 0;
+		if (c->stored >= c->capacity || c->free_slots == 0) {
+			p->lost_at = e->token_idx;
+			return PROTO_E_NO_SPACE;
+		}
 	}
 	/* Growth on the right. */
-	if (c->stored >= c->capacity)
+	if (c->stored >= c->capacity) {
+		if (created)
+			p->lost_at = e->token_idx;
 		return PROTO_E_NO_SPACE;
+	}
 	pg = page_for_growth(s, ci, p, rel);
 	slot = pg == NULL ? NIL : slot_alloc(c, p->last_slot);
 	if (slot == NIL) {
 		if (created)
-			kv_prompt_truncate(s, ci, pi, 0, false, NULL, NULL);
+			p->lost_at = e->token_idx; /* known, empty, marked: as above */
 		return PROTO_E_NO_SPACE;
 	}
 	__atomic_store_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], slot, __ATOMIC_RELEASE);

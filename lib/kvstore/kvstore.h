@@ -167,7 +167,8 @@ typedef void (*kvstore_lost_fn)(void *arg, uint16_t cache_id, uint64_t prompt_id
 /**
  * Declare batch @p batch_no timed out: every token with missing bytes, and
  * every later token of its prompt, is removed and reported through @p fn;
- * then the batch completes. A prompt cut by a loss stays marked lost from
+ * then the batch completes. (A new prompt whose first EVICT entry is refused
+ * for room is marked the same way, from that token.) A prompt cut by a loss stays marked lost from
  * its first lost token (PROTOCOL.md section 4, version 2): EVICTs there or
  * beyond are refused (HOLE), and a prompt the loss emptied stays known,
  * until a DELETE starting at or before that token clears the mark. Batches complete in order: only the oldest open
@@ -286,6 +287,7 @@ struct kvstore_stats {
 	uint64_t lost_tokens;
 	uint64_t reserves;
 	uint64_t refills;
+	uint64_t unmarked_refusals; /**< a new prompt refused with no record left to mark it */
 };
 
 void kvstore_stats(const struct kvstore *s, struct kvstore_stats *st);

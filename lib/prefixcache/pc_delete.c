@@ -56,11 +56,13 @@ prefixcache_flush(struct prefixcache *pc)
 }
 
 /*
- * Delete [from, to) of prompt @pi from every cache of its group, except that
- * if @pi is the prompt that lost a token (@lost, may be NULL), that cache of
- * that shard already dropped everything from lost->from on: the shard gets
- * its own shorter DELETE, the others the whole range. (Prompts that continue
- * it lost nothing: whole range everywhere.)
+ * Delete [from, to) of prompt @pi from every cache of its group, on every
+ * shard of its model. A shard that lost a token of it (@lost, may be NULL:
+ * kept for the statistics' sake) or refused one already dropped everything
+ * from there on; a version 2 DELETE removes from @from wherever the prompt
+ * now ends and clears the shard's loss mark (PROTOCOL.md section 4), so the
+ * same DELETE is right for every shard. (Version 1 needed the lossy shard's
+ * own shorter DELETE, and could not clear anything.)
  * The DELETE waits for the prompt's latest batch, which must have been sent
  * (a DELETE waiting for a batch that waits for space would deadlock the
  * shard).
@@ -76,6 +78,7 @@ emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to,
 	const struct prefixcache_shards all = {-1, -1};
 	uint16_t c;
 
+	(void)lost;
 	if (from >= to)
 		return;
 	if (p->last_batch >= current_batch(m))
@@ -87,15 +90,7 @@ emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to,
 					 .start_token_idx = from, .end_token_idx = to - 1,
 					 .cache_id = g->cache[c]};
 
-		if (lost == NULL || g->cache[c] != lost->cache_id || pi != lost->prompt) {
-			pc->sink.del(pc->sink.arg, mi, all, &d);
-			continue;
-		}
-		pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){-1, lost->shard}, &d);
-		if (lost->from > from) {
-			d.end_token_idx = lost->from - 1;
-			pc->sink.del(pc->sink.arg, mi, (struct prefixcache_shards){lost->shard, -1}, &d);
-		}
+		pc->sink.del(pc->sink.arg, mi, all, &d);
 	}
 }
 
