@@ -415,13 +415,17 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh $(BUILD)
 
-# The fault soak (scripts/soak.sh): SEEDS seeds from FIRST, each a whole
-# workload through the seeded fault injector; a failing seed prints its replay.
+# The fault soak: SEEDS seeds from FIRST, each a whole workload through the
+# seeded fault injector in one process (scripts/soak.sh), then PSEEDS with
+# processes over memif, a shard or the driver killed mid-run
+# (scripts/soak-procs.sh); a failing seed prints its replay.
 SEEDS ?= 1000
 FIRST ?= 1
+PSEEDS ?= 30
 soak: deps
 	@$(MAKE) --no-print-directory all
 	@SEEDS=$(SEEDS) FIRST=$(FIRST) scripts/soak.sh $(BUILD)
+	@SEEDS=$(PSEEDS) FIRST=$(FIRST) scripts/soak-procs.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
