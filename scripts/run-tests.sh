@@ -68,6 +68,8 @@ run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"
 run kvss-e2e scripts/test-e2e.sh "$BUILD"
 # A sample of the fault soak (make soak SEEDS=N runs more).
 run kvss-soak env SEEDS=20 FIRST=1001 scripts/soak.sh "$BUILD"
+# ... with columns living past their TTL: none may be refilled expired.
+run kvss-soak-ttl env SOAK_TTL=1 SEEDS=3 FIRST=3001 scripts/soak.sh "$BUILD"
 # ... and with processes: a shard or the driver killed (SIGKILL) mid-run.
 run kvss-soak-procs env SEEDS=3 FIRST=1001 scripts/soak-procs.sh "$BUILD"
 run kvss-l2 scripts/test-l2.sh "$BUILD"

@@ -11,6 +11,8 @@
 #     a timeout: a run over SOAK_TIMEOUT seconds fails),
 #   - refill no wrong byte (the emulator checks every refilled byte),
 #   - never see a shard over its capacity (over_capacity 0: each STATUS),
+#   - never refill a token past its first-use TTL (expired_served 0: the
+#     emulator's own record of when each token was last evicted),
 #   - end with the shard holding exactly what the driver accounts for.
 # One run without faults first gives the baseline; each seed's hit ratio is
 # compared with it, and the lost tokens, TOKEN_LOST ranges, retransmissions
@@ -18,7 +20,9 @@
 #
 # usage: scripts/soak.sh [BUILD]
 #   SEEDS=N       seeds to run (default 20), starting at FIRST (default 1)
-#   SOAK_LIMIT=N  requests per run (default 60)
+#   SOAK_LIMIT=N  requests per run (default 60; 200 with SOAK_TTL=1)
+#   SOAK_TTL=1    caches of 1,000,000 tokens instead of 100,000, so that
+#                 columns live past the 1 s TTL and expire during the run
 #   SOAK_TIMEOUT=S  a run longer than this is a hang (default 120)
 #   SOAK_JSON=F   also write one JSON line per seed to F
 #   SOAK_KEEP=D   keep the log of each failing seed in D (seed-N.log)
@@ -29,17 +33,28 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 SEEDS=${SEEDS:-20}
 FIRST=${FIRST:-1}
-LIMIT=${SOAK_LIMIT:-60}
+TTL=${SOAK_TTL:-0}
+LIMIT=${SOAK_LIMIT:-$([ "$TTL" = 1 ] && echo 200 || echo 60)}
 TMO=${SOAK_TIMEOUT:-120}
 tmp=$(mktemp -d /tmp/kvss-soak.XXXXXX)
 prefix=kvss_soak_$$
 trap 'rm -rf "$tmp" /var/run/dpdk/${prefix}_*' EXIT
 
 # The demo's one-process configuration, with a batch timeout of 100 ms (a
-# lost frame costs that long) and a refill timeout of 500 ms.
+# lost frame costs that long), a refill timeout of 500 ms, and a first-use
+# TTL of 1 s (a run lasts a second or two: columns expire during it, and the
+# emulator counts any refilled token last evicted longer ago, expired_served).
 sed -e 's/^  batch_timeout_ms = 1000;$/  batch_timeout_ms = 100;/' \
-	-e 's/^  retransmit_ms = 5;$/&\n  refill_timeout_ms = 500;\n  on_loss = "exact";/' \
+	-e 's/^  retransmit_ms = 5;$/&\n  refill_timeout_ms = 500;\n  on_loss = "exact";\n  ttl_first_s = 1;/' \
 	config/all-in-one.cfg >"$tmp/soak.cfg"
+if [ "$TTL" = 1 ]; then
+	sed -i -e 's/capacity_tokens = 100000;/capacity_tokens = 1000000;/' \
+		-e 's/capacity_tokens = \[100000\]/capacity_tokens = [1000000]/' "$tmp/soak.cfg"
+	grep -q 'capacity_tokens = \[1000000\]' "$tmp/soak.cfg" || {
+		echo "soak: could not set the capacities for SOAK_TTL=1" >&2
+		exit 2
+	}
+fi
 grep -q 'batch_timeout_ms = 100;' "$tmp/soak.cfg" && grep -q 'on_loss = "exact";' "$tmp/soak.cfg" || {
 	echo "soak: could not derive the configuration from config/all-in-one.cfg" >&2
 	exit 2
@@ -99,11 +114,14 @@ else:
         why.append("unaccounted tokens %s" % d.get("unaccounted_tokens"))
     if d.get("over_capacity", 1):
         why.append("over capacity %s times" % d.get("over_capacity"))
+    if d.get("expired_served", 1):
+        why.append("%s refills served expired tokens" % d.get("expired_served"))
 rec = {"seed": seed, "ok": not why, "why": why}
 if d:
     f = d.get("faults") or {}
     rec.update({k: d.get(k) for k in ("hit_ratio", "seconds", "retransmits", "lost_tokens",
-                                      "lost_records", "resyncs", "refills_failed")})
+                                      "lost_records", "resyncs", "refills_failed", "expired_served")})
+    rec["expiries"] = d.get("expiries")
     rec["hit_ratio_lost"] = round(base - d.get("hit_ratio", 0), 4)
     rec["faulted"] = sum(v for side in ("out", "in") for k, v in (f.get(side) or {}).items()
                          if k not in ("frames", "skipped"))
@@ -135,8 +153,9 @@ mean = sum(hr) / len(hr) if hr else 0
 print("soak: %d seeds, %d held, %d failed; wrong refills %d" % (len(rows), len(ok), len(rows) - len(ok),
       tot("verify_failures") if "verify_failures" in rows[0] else 0))
 print("soak: faults injected %d; tokens lost %d in %d TOKEN_LOST ranges; retransmissions %d; resyncs %d; "
-      "refills failed %d" % (tot("faulted"), tot("lost_tokens"), tot("lost_records"), tot("retransmits"),
-                            tot("resyncs"), tot("refills_failed")))
+      "refills failed %d; columns expired %d, refills of expired tokens %d"
+      % (tot("faulted"), tot("lost_tokens"), tot("lost_records"), tot("retransmits"),
+         tot("resyncs"), tot("refills_failed"), tot("expiries"), tot("expired_served")))
 if hr:
     print("soak: hit ratio %.4f without faults; with them mean %.4f, min %.4f, max %.4f (lost %.4f on average)"
           % (base, mean, hr[0], hr[-1], base - mean))

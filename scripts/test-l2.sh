@@ -77,6 +77,11 @@ clean_run "two tiers" "$tmp/run1.log"
 r1=$(field "$tmp/run1.log" hit_ratio)
 echo "l2: hit ratio DRAM alone $dram, with L2 $r1 (L2 hits $(field "$tmp/run1.log" hit_tokens_l2) tokens)"
 check "two tiers: hits came up from L2" holds "$(field "$tmp/run1.log" hit_tokens_l2) > 0"
+# Version 2's STATUS gives each tier's count: the shard's word for its L2
+# at the end, against the driver's own account of what it sent down.
+echo "l2: the shard's STATUS says its L2 holds $(field "$tmp/run1.log" l2_stored_by_status) tokens; the driver accounts for $(field "$tmp/run1.log" l2_stored_tokens)"
+check "two tiers: STATUS gives the L2's tokens, as the driver accounts them" \
+	holds "0 < $(field "$tmp/run1.log" l2_stored_by_status) == $(field "$tmp/run1.log" l2_stored_tokens)"
 check "two tiers: more hits than DRAM alone" holds "$r1 > $dram"
 check "two tiers: the shard wrote, read and let go columns" \
 	bash -c "grep -q 'final stats: tier l2_down=[1-9].* l2_up=[1-9].* l2_deleted=[1-9]' '$tmp/run1.log'"

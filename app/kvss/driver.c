@@ -283,6 +283,20 @@ load_workload(const struct kvss_config *cfg)
 	return 0;
 }
 
+/* The longest first-use TTL of any organization (theirs, or the driver's
+ * they inherit; 0: none, no check). */
+static uint64_t
+expiry_check_ns(const struct kvss_config *cfg)
+{
+	uint64_t t = cfg->driver.pc.ttl_first_ns;
+	uint16_t i;
+
+	for (i = 0; t != 0 && i < cfg->driver.num_orgs; i++)
+		if (cfg->driver.org[i].ttl_first_ns > t)
+			t = cfg->driver.org[i].ttl_first_ns;
+	return t;
+}
+
 static int
 create_emulator(const struct kvss_config *cfg)
 {
@@ -296,6 +310,7 @@ create_emulator(const struct kvss_config *cfg)
 		.spec_reject = cfg->wafer.spec_reject_pct / 100.0,
 		.spec_seed = cfg->wafer.spec_seed,
 		.refill_timeout_ns = (uint64_t)cfg->driver.refill_timeout_ms * 1000000,
+		.expiry_check_ns = expiry_check_ns(cfg),
 		.recompute_tokens_per_s = cfg->driver.recompute_tokens_per_s,
 		.resume_estimate = cfg->wafer.resume == KVSS_RESUME_ESTIMATE,
 		.open_loop = drv.open_loop, .nshards = drv.nsh, .shard = es, .st = &drv.st,
@@ -775,5 +790,6 @@ kvss_driver_status(void)
 	 * failures, dropped frames): then only a wrong byte or a wrong account
 	 * fails the run. */
 	return drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
+		       drv.st.expired_served ||
 		       (!kvss_faults_on() && drv_protocol_errors()) ? 1 : 0;
 }

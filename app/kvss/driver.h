@@ -50,6 +50,7 @@
 	X(shard_restarts)   /* new shard epochs: the model's prefixes dropped */                    \
 	X(resyncs)	    /* models started over because a shard's state left the driver's */    \
 	X(over_capacity)    /* a STATUS showed a cache over its capacity, or the account did */    \
+	X(expired_served)   /* refills of a token last evicted longer ago than the first-use TTL */ \
 	X(data_withheld)    /* EVICT_DATA frames not sent (wafer.lose_data_every) */                \
 	X(link_restarts)    /* ports restarted after their link went down */                        \
 	X(stale)	    /* frames of an old shard epoch, or of no known shard */                \

@@ -609,12 +609,19 @@ kvss_driver_summary(void)
 				       drv.learn.ml[0].fit2.n);
 			}
 		}
+		uint64_t l2_status = 0; /* what the shards' STATUS says their tiers hold (v2) */
+		uint16_t k, c;
+
+		for (k = 0; k < drv.nsh; k++)
+			for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
+				l2_status += drv.sh[k].up ? drv.sh[k].l2_stored[c] : 0;
 		snprintf(l2j, sizeof(l2j), "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
+			 ",\"l2_stored_by_status\":%" PRIu64
 			 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
 			 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
 			 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
 			 ",\"l2_recompute_faster_tokens\":%" PRIu64 "%s",
-			 s->hit_tokens - l2hit, l2hit, ps.l2_down_tokens, ps.l2_stored_tokens,
+			 s->hit_tokens - l2hit, l2hit, l2_status, ps.l2_down_tokens, ps.l2_stored_tokens,
 			 ps.l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
 			 ps.l2_recompute_faster_tokens, l2fitj);
 		if (drv_l2_model(0))
@@ -671,6 +678,7 @@ kvss_driver_summary(void)
 	       ",\"hit_ratio_before_away\":%s,\"hit_ratio_after_return\":%s,%s,%s,\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"on_loss\":\"%s\""
 	       ",\"lost_tokens\":%" PRIu64 ",\"lost_records\":%" PRIu64 ",\"over_capacity\":%" PRIu64
+	       ",\"expiries\":%" PRIu64 ",\"expired_served\":%" PRIu64
 	       ",\"faults\":%s"
 	       ",\"unaccounted_tokens\":%s"
 	       ",\"finished\":%s}\n",
@@ -683,6 +691,6 @@ kvss_driver_summary(void)
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j, pickj,
 	       s->verify_failures, perr, s->resyncs,
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
-	       s->lost_records, s->over_capacity, faultj, lostj, drv.finished ? "true" : "false");
+	       s->lost_records, s->over_capacity, s->expiries, s->expired_served, faultj, lostj, drv.finished ? "true" : "false");
 	fflush(stdout);
 }

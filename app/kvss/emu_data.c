@@ -8,8 +8,86 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "emu_priv.h"
+
+/* ---- The expiry check ------------------------------------------------------------ */
+
+/*
+ * With TTLs (emu_params.expiry_check_ns, the longest first-use TTL), the
+ * emulator keeps, apart from the driver's library, when each token hash was
+ * last evicted. A column's first use is at or before its latest eviction, so
+ * a refilled token last evicted longer than the TTL ago was served expired:
+ * counted (expired_served), and the run fails. (One-sided: a token served up
+ * to the library's slack past its TTL is not caught.) A table of 2^20 hashes
+ * by open addressing; when it is three quarters full, new ones are not noted.
+ */
+#define EV_SLOTS (1u << 20)
+
+static uint64_t
+ev_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t
+ev_find(const struct emu *e, uint64_t h)
+{
+	uint32_t i = (uint32_t)(h ^ (h >> 32)) & (EV_SLOTS - 1);
+
+	while (e->ev_key[i] != 0 && e->ev_key[i] != h)
+		i = (i + 1) & (EV_SLOTS - 1);
+	return i;
+}
+
+void
+emu_ev_note(struct emu *e, uint64_t h)
+{
+	uint32_t i;
+
+	if (e->p.expiry_check_ns == 0 || h == 0)
+		return;
+	if (e->ev_key == NULL) {
+		e->ev_key = calloc(EV_SLOTS, sizeof(uint64_t));
+		e->ev_ns = calloc(EV_SLOTS, sizeof(uint64_t));
+		if (e->ev_key == NULL || e->ev_ns == NULL) {
+			e->failed = true;
+			return;
+		}
+	}
+	i = ev_find(e, h);
+	if (e->ev_key[i] == 0) {
+		if (e->ev_n >= EV_SLOTS / 4 * 3)
+			return;
+		e->ev_key[i] = h;
+		e->ev_n++;
+	}
+	e->ev_ns[i] = ev_now();
+}
+
+void
+emu_ev_check(struct emu *e, const uint64_t *hash, uint32_t n)
+{
+	uint64_t now;
+	uint32_t k;
+
+	if (e->p.expiry_check_ns == 0 || e->ev_key == NULL)
+		return;
+	now = ev_now();
+	for (k = 0; k < n; k++) {
+		uint32_t i = ev_find(e, hash[k]);
+
+		if (hash[k] != 0 && e->ev_key[i] == hash[k] &&
+		    now - e->ev_ns[i] > e->p.expiry_check_ns) {
+			e->p.st->expired_served++;
+			return;
+		}
+	}
+}
 
 /* ---- Evicted bytes -------------------------------------------------------------- */
 
@@ -46,8 +124,10 @@ emu_evict(struct emu *e, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_
 			}
 			j->hash[(size_t)c * g + t] =
 				s != NULL && x->token_idx < s->total ? s->h[x->token_idx] : 0;
-			if (x->prompt_id != 0 && c == 0)
+			if (x->prompt_id != 0 && c == 0) {
 				e->p.st->evicted_tokens++;
+				emu_ev_note(e, j->hash[t]);
+			}
 		}
 	e->p.st->evict_batches++;
 	j->next = NULL;

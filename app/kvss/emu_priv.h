@@ -109,6 +109,9 @@ struct emu {
 	struct emu_refill *rf[HBUCKETS];
 	uint32_t nrefill;
 	uint32_t nlinger;	  /* refills finished, waiting for a shard's REFILL_DONE */
+	/* The expiry check (emu_data.c): when each token hash was last evicted. */
+	uint64_t *ev_key, *ev_ns;
+	uint32_t ev_n;
 	uint64_t next_linger_ns;  /* when to look for those whose REFILL_DONE was lost */
 	struct data_job *jhead, *jtail;
 	uint32_t njobs;
@@ -133,5 +136,9 @@ struct emu_seq *emu_seq_of_prompt(const struct emu *e, uint64_t prompt_id);
 
 /* The first job at or after @p j that shard @p k still has to send (emu_data.c). */
 struct data_job *emu_job_for(const struct emu *e, uint16_t k, struct data_job *j);
+
+/* Note the eviction of token hash @p h now; check refilled @p hash[0..n) for expiry. */
+void emu_ev_note(struct emu *e, uint64_t h);
+void emu_ev_check(struct emu *e, const uint64_t *hash, uint32_t n);
 
 #endif

@@ -125,6 +125,8 @@ emu_free(struct emu *e)
 
 	if (e == NULL)
 		return;
+	free(e->ev_key);
+	free(e->ev_ns);
 	for (b = 0; b < HBUCKETS; b++) {
 		while (e->rf[b] != NULL) {
 			struct emu_refill *r = e->rf[b];
@@ -341,6 +343,7 @@ emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 			if (cc != NULL && prefixcache_slot(cc, r->glue_end, idx) != t)
 				r->glue_bad = true;
 		}
+	emu_ev_check(e, r->hash, ntok); /* nothing served past its first-use TTL */
 	for (i = 0; i < ns; i++) {
 		uint16_t sk = (uint16_t)(e->first_shard[model] + i);
 		const struct emu_shard *sh = &e->p.shard[sk];
@@ -725,12 +728,8 @@ emu_check_timeouts(struct emu *e, uint64_t now)
 {
 	uint32_t i, k;
 
-	/*
-	 * A refill whole (or failed) whose REFILL_DONE never came: a reply is
-	 * never resent, and a lossy fabric may drop it. After the refill
-	 * timeout its columns are let go without it (the shard's store keeps
-	 * what a refill in flight reads, whatever the driver deletes).
-	 */
+	/* A refill finished whose REFILL_DONE was lost on the way: let go after
+	 * the refill timeout (the shard's store keeps what a refill reads). */
 	if (e->nlinger > 0 && now >= e->next_linger_ns) {
 		e->next_linger_ns = now + e->p.refill_timeout_ns / 4;
 		for (i = 0; i < HBUCKETS; i++) {

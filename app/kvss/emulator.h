@@ -73,6 +73,7 @@ struct emu_params {
 	double spec_reject;
 	uint64_t spec_seed;
 	uint64_t refill_timeout_ns;
+	uint64_t expiry_check_ns; /* > 0: count refills of tokens last evicted longer ago (expired_served) */
 	uint32_t recompute_tokens_per_s; /* a sequence's missed tokens take this long to run (0: free) */
 	bool resume_estimate;  /* wafer.resume "estimate"; false: "whole" */
 	bool open_loop;	       /* recording: refills are not awaited nor checked */
