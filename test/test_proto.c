@@ -511,7 +511,7 @@ Test(roundtrip, status_body_and_caches_keep_their_values)
 
 	parse_sample(PROTO_T_STATUS);
 	cr_assert_eq(msg.u.status.batches_complete, 123456);
-	cr_assert_eq(msg.u.status.last_seq_done, 1001);
+	cr_assert_eq(msg.u.status.reports, 1001);
 	cr_assert_eq(msg.u.status.uptime_ns, 987654321);
 	cr_assert_eq(msg.u.status.flags, PROTO_STATUS_F_STALLED);
 	cr_assert_eq(msg.u.status.driver_epoch, 0xA1B2C3D4);

@@ -288,7 +288,7 @@ print_body(struct out *o, const struct proto_msg *m)
 	}
 	case PROTO_T_STATUS:
 		field_w64(o, "batches_complete", m->u.status.batches_complete);
-		field_w64(o, "last_seq_done", m->u.status.last_seq_done);
+		field_w64(o, m->hdr.version == 1 ? "last_seq_done" : "reports", m->u.status.reports);
 		field_w64(o, "uptime_ns", m->u.status.uptime_ns);
 		/* "flags" is the common header's; the body's are status_flags. */
 		field_u64(o, "status_flags", m->u.status.flags);

@@ -501,21 +501,27 @@ quiet(uint64_t tsc)
 {
 	uint16_t i;
 
+	/* Any condition that breaks starts the settling over: what runs after
+	 * it needs a STATUS from after it. */
 	if (!emu_done(drv.emu))
-		return false;
+		goto not_yet;
 	/* What waits only for a shard that is away waits for nobody. */
 	if (emu_jobs_pending(drv.emu, 1) > 0)
-		return false;
+		goto not_yet;
 	for (i = 0; i < drv.nsh; i++)
 		if (drv.sh[i].up && (drv.sh[i].q.backlog || drv.sh[i].q.open_on ||
 				     proto_stream_unacked(&drv.sh[i].stream) ||
 				     drv_link_queued(&drv.link, drv.sh[i].ref->port)))
-			return false;
+			goto not_yet;
 	if (drv.open_loop)
 		return true;
+	/* Every batch complete, and every report the shard had sent by its
+	 * STATUS taken (version 2: a report still on its way, say a TOKEN_LOST
+	 * resent, would change the account after the check). */
 	for (i = 0; i < drv.nsh; i++)
-		if (drv.sh[i].up && drv.sh[i].batches_complete < drv.sh[i].evict_sent)
-			return false;
+		if (drv.sh[i].up && (drv.sh[i].batches_complete < drv.sh[i].evict_sent ||
+				     drv.sh[i].report_next - 1 < drv.sh[i].status_reports))
+			goto not_yet;
 	if (drv.settle_at == 0) {
 		drv.settle_at = tsc;
 		return false;
@@ -524,6 +530,9 @@ quiet(uint64_t tsc)
 		if (drv.sh[i].up && drv.sh[i].status_at <= drv.settle_at)
 			return false;
 	return true;
+not_yet:
+	drv.settle_at = 0;
+	return false;
 }
 
 uint64_t

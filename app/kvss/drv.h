@@ -117,6 +117,7 @@ struct drv_shard {
 	uint64_t status_at;			 /* tsc of its latest STATUS */
 	uint64_t status_uptime;			 /* its uptime_ns: an older STATUS is stale */
 	uint64_t report_next; /* the report seq expected next (1 once up; version 2) */
+	uint64_t status_reports; /* reports it had sent by its latest STATUS */
 	bool report_ack_due;  /* reports came: REPORT_ACK after this poll */
 	uint64_t stored[PREFIXCACHE_MAX_CACHES]; /* tokens it holds, by that STATUS */
 	uint64_t l2_stored[PREFIXCACHE_MAX_CACHES];   /* in its second tier (version 2 STATUS) */

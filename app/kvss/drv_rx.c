@@ -105,6 +105,7 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		sh->last_rx = tsc;
 		sh->epoch = msg->hdr.epoch;
 		sh->report_next = 1; /* its reports of this stream start at 1 */
+		sh->status_reports = 0;
 		proto_stream_reset(&sh->stream);
 		printf("kvss: driver: shard %u of model %u is up (epoch 0x%08x)%s\n", sh->ref->id, m,
 		       sh->epoch, sh->away ? ", back from away: its model caches again" : "");
@@ -118,6 +119,7 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		}
 	}
 	sh->batches_complete = st->batches_complete;
+	sh->status_reports = st->reports;
 	sh->status_at = tsc;
 	for (c = 0; c < n; c++) {
 		struct proto_cache_info ci;

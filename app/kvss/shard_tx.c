@@ -122,7 +122,7 @@ shard_send_status(struct kvss_lcore_stats *st)
 	uint64_t up = rte_get_tsc_cycles() - kvss.start_tsc, hz = kvss_me->st->hz;
 	struct proto_status s = {
 		.batches_complete = kvstore_batches_complete(kvss_me->store),
-		.last_seq_done = kvss_me->st->next_seq ? kvss_me->st->next_seq - 1 : 0,
+		.reports = kvss_me->st->rep_next ? kvss_me->st->rep_next - 1 : 0, /* v2 */
 		.uptime_ns = up / hz * 1000000000ull + up % hz * 1000000000ull / hz,
 		.flags = (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.since[kvss_me->st->evictq.head % SHARD_QMAX]
 				  ? PROTO_STATUS_F_STALLED : 0) |

@@ -318,7 +318,7 @@ parse_control_body(struct proto_msg *m)
 		if (h->body_len < PROTO_STATUS_LEN)
 			return PROTO_R_BAD_BODY_LEN;
 		m->u.status.batches_complete = proto_ld64(b);
-		m->u.status.last_seq_done = proto_ld64(b + 8);
+		m->u.status.reports = proto_ld64(b + 8);
 		m->u.status.uptime_ns = proto_ld64(b + 16);
 		m->u.status.flags = proto_ld32(b + 24);
 		m->u.status.driver_epoch = proto_ld32(b + 28);

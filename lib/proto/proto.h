@@ -273,7 +273,7 @@ struct proto_delete {
 
 struct proto_status {
 	uint64_t batches_complete;
-	uint64_t last_seq_done;
+	uint64_t reports; /* v2: the highest report seq sent in the stream (v1: last_seq_done) */
 	uint64_t uptime_ns;
 	uint32_t flags;
 	uint32_t driver_epoch;

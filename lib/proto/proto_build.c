@@ -323,7 +323,7 @@ proto_build_status(struct proto_builder *b, const struct proto_status *s)
 	if (p == NULL)
 		return err;
 	proto_st64(p, s->batches_complete);
-	proto_st64(p + 8, s->last_seq_done);
+	proto_st64(p + 8, s->reports);
 	proto_st64(p + 16, s->uptime_ns);
 	proto_st32(p + 24, s->flags);
 	proto_st32(p + 28, s->driver_epoch);

@@ -47,7 +47,7 @@ str("type"); str("error"); str("code_name"); str("status_name"); str("op")
 uint("version", 8); uint("flags", 16); uint("model_id", 32); uint("shard_id", 16)
 uint("count", 16); uint("epoch", 32); uint("seq", 64)
 for _, n in ipairs({"prompt_id", "continue_id", "batch_no", "refill_id", "evict_count",
-		    "batches_complete", "last_seq_done", "uptime_ns", "capacity_tokens",
+		    "batches_complete", "last_seq_done", "reports", "uptime_ns", "capacity_tokens",
 		    "stored_tokens", "prompts", "cum_seq", "bytes", "key", "parent", "isolation_id",
 		    "first_use_ns", "recv_seq", "l2_capacity_tokens", "l2_stored_tokens"}) do
 	uint(n, 64)
@@ -272,7 +272,7 @@ local function body(tree, t, b, count)
 			u(s, "cache_id", r(24, 2))
 		end
 	elseif n == "STATUS" then
-		u(tree, "batches_complete", b(0, 8)); u(tree, "last_seq_done", b(8, 8))
+		u(tree, "batches_complete", b(0, 8)); u(tree, ver == 1 and "last_seq_done" or "reports", b(8, 8))
 		u(tree, "uptime_ns", b(16, 8)); u(tree, "status_flags", b(24, 4))
 		u(tree, "driver_epoch", b(28, 4))
 		local cl = ver == 1 and 32 or 48
