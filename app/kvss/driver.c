@@ -161,15 +161,11 @@ drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct dr
 }
 
 /*
- * Shard @p sh says its state is not what this driver sent it: data was lost
- * (TOKEN_LOST), a message was refused (ERROR) or a refill named tokens it
- * does not hold. With driver.on_loss = "exact" (the default since protocol
- * version 2) nothing more happens here: the library drops the columns that
- * hold the lost or refused tokens and their descendants, and DELETEs them
- * (a v2 DELETE removes from its start wherever the prompt now ends, and a
- * prompt cut by a loss refuses EVICTs until then: PROTOCOL.md section 4).
- * With "resync" the model starts over (drv_model_restart), as version 1
- * needed (docs/DESIGN.md, "Lost data"). Returns 1 if it did.
+ * Shard @p sh's state is not what this driver sent it (TOKEN_LOST, an ERROR,
+ * a refill of tokens it lacks). With on_loss "exact" (the default, protocol
+ * v2) nothing more happens here: the library drops and DELETEs the columns
+ * holding those tokens and their descendants (PROTOCOL.md section 4). With
+ * "resync" the model starts over (drv_model_restart). Returns 1 if it did.
  */
 int
 drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why)
