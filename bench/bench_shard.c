@@ -31,6 +31,9 @@
  * no ERROR, no TOKEN_LOST, no frame dropped; otherwise exit status 1.
  *
  *   bench_shard [CONFIG]      (default bench/shard.cfg)
+ *
+ * BENCH_SHARD_ONLY=1k, 1k_l2 or 16k runs that part alone (1k_l2 measures
+ * its baseline too), for a profile of one figure (perf record).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -759,6 +762,7 @@ main(int argc, char **argv)
 	char *eal[] = {"bench_shard", "--no-pci", "--no-huge", "-m", "1024", "--no-telemetry",
 		       "--log-level", "lib.eal:error", "-l", "0-1", prefix, NULL};
 	const char *cfg = argc > 1 ? argv[1] : "bench/shard.cfg";
+	const char *only = getenv("BENCH_SHARD_ONLY");
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=bench_shard_%d", (int)getpid());
 	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])) - 1, eal) < 0) {
@@ -778,10 +782,15 @@ main(int argc, char **argv)
 		fail("no memory for mbufs");
 	ports();
 	addresses();
+	if (only != NULL && strcmp(only, "1k") != 0 && strcmp(only, "1k_l2") != 0 && strcmp(only, "16k") != 0)
+		fail("BENCH_SHARD_ONLY: want 1k, 1k_l2 or 16k");
 	frames_init();
-	bench_ingest("kvss_shard_ingest_1k", 1024, 0);
-	bench_ingest_l2(ingest_1k_best, 16);
-	bench_ingest("kvss_shard_ingest_16k", 16384, 1);
+	if (only == NULL || strncmp(only, "1k", 2) == 0)
+		bench_ingest("kvss_shard_ingest_1k", 1024, 0);
+	if (only == NULL || strcmp(only, "1k_l2") == 0)
+		bench_ingest_l2(ingest_1k_best, 16);
+	if (only == NULL || strcmp(only, "16k") == 0)
+		bench_ingest("kvss_shard_ingest_16k", 16384, 1);
 	rte_eth_dev_stop(gport);
 	rte_eth_dev_stop(kvss_me->cfg->port);
 	kvss_eal_stop();

@@ -35,6 +35,7 @@
 #include "shard.h"
 
 #define BURST 32
+#define PREFETCH_AHEAD 4
 
 
 void
@@ -388,8 +389,14 @@ kvss_shard_ingest(void *arg)
 
 		for (i = 0; i < n; i++) {
 			struct rte_mbuf *m = pkts[i];
-			enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg);
+			enum proto_reason r;
 			int kept = 0;
+
+			/* Frames come from memory another core wrote (the NIC's
+			 * DMA, a ring's producer): the mbuf a few frames on, and
+			 * the headers of the next, are fetched while this one is
+			 * stored. */
+			r = proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg);
 
 			st->rx_frames++;
 			st->rx_bytes += rte_pktmbuf_pkt_len(m);
@@ -419,6 +426,9 @@ kvss_shard_ingest(void *arg)
 				st->not_handled++;
 			} else {
 				kept = control(st, m, &kvss_me->st->msg);
+				/* An EVICT runs at once: its data, often next in this
+				 * burst, is then stored on arrival, not held. */
+				shard_run_evictq(st, &err, t0);
 			}
 			if (!kept)
 				rte_pktmbuf_free(m);

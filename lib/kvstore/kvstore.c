@@ -663,6 +663,8 @@ stream_add(struct kv_stream *st, uint32_t a, uint32_t z, struct kv_iv *m, uint32
  * half the memory traffic of a cached copy. kvstore_data() fences when a
  * batch completes, before anything of it can be published.
  */
+#define COPY_AHEAD 1024
+
 static inline void
 copy_in(uint8_t *dst, const uint8_t *src, uint32_t n)
 {
@@ -676,6 +678,7 @@ copy_in(uint8_t *dst, const uint8_t *src, uint32_t n)
 		src += head;
 		n -= head;
 		for (; n >= 64; n -= 64, dst += 64, src += 64) {
+			_mm_prefetch((const char *)src + COPY_AHEAD, _MM_HINT_T0);
 			__m128i a = _mm_loadu_si128((const __m128i *)src);
 			__m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
 			__m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
