@@ -35,7 +35,6 @@
 #include "shard.h"
 
 #define BURST 32
-#define PREFETCH_AHEAD 4
 
 
 void
@@ -389,14 +388,8 @@ kvss_shard_ingest(void *arg)
 
 		for (i = 0; i < n; i++) {
 			struct rte_mbuf *m = pkts[i];
-			enum proto_reason r;
+			enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg);
 			int kept = 0;
-
-			/* Frames come from memory another core wrote (the NIC's
-			 * DMA, a ring's producer): the mbuf a few frames on, and
-			 * the headers of the next, are fetched while this one is
-			 * stored. */
-			r = proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg);
 
 			st->rx_frames++;
 			st->rx_bytes += rte_pktmbuf_pkt_len(m);
