@@ -706,18 +706,22 @@ copy_fence(void)
 #endif
 }
 
-/* Copy bytes [x, x + len) of a token (buffer-major slot layout). */
+/* Copy bytes [x, x + len) of a token (buffer-major slot layout): one
+ * division a token (it was the hot spot of the bookkeeping at 1 KiB). */
 static inline void
 token_write(const struct kv_cache *c, uint32_t slot, uint32_t x, const uint8_t *src, uint32_t len)
 {
+	uint32_t buf = x / c->bb, in = x - buf * c->bb;
+	uint8_t *dst = slot_addr(c, slot, buf);
+
 	while (len > 0) {
-		uint32_t buf = x / c->bb, in = x % c->bb;
 		uint32_t n = c->bb - in < len ? c->bb - in : len;
 
-		copy_in(slot_addr(c, slot, buf) + in, src, n);
+		copy_in(dst + in, src, n);
 		src += n;
-		x += n;
 		len -= n;
+		in = 0;
+		dst += (size_t)KVSTORE_BLOCK_SLOTS * c->bb; /* the next buffer's lane */
 	}
 }
 
