@@ -410,6 +410,7 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-redis.sh $(BUILD)
 	@scripts/bench-poll.py $(BUILD)
 	@scripts/bench-memif.sh $(BUILD)
+	@scripts/bench-zerocopy.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -708,6 +708,28 @@ bench_ingest_l2(double alone, unsigned int every)
 
 static double ingest_1k_best;
 
+/*
+ * What a token costs in memory, copied into the store (its slot and its
+ * share of the store's books: kvstore_memsize over the capacity) against
+ * kept as the frames it came in (zero-copy ingest: a batch's frames, each a
+ * whole element of the port's mbuf pool, over its tokens, and the same
+ * books). Tokens deleted out of a frame that others still use would cost
+ * more again (up to a frame a token); not counted here.
+ */
+static void
+memory_per_token(const char *name, uint32_t B)
+{
+	const struct kvstore_params *kp = &kvss_me->cfg->store;
+	double copy = (double)kvstore_memsize(kp) / (double)kp->cache[0].capacity_tokens;
+	double books = copy - B;
+	uint64_t frames = ((uint64_t)G * B + FRAME_PAYLOAD - 1) / FRAME_PAYLOAD;
+	double elt = kvss.pool->header_size + kvss.pool->elt_size + kvss.pool->trailer_size;
+	double keep = (double)frames * elt / G + books;
+
+	printf("bench: %s_zerocopy_bytes_per_token %.0f bytes (baseline %.0f bytes copied, ratio %.3f)\n",
+	       name, keep, copy, keep / copy);
+}
+
 static void
 bench_ingest(const char *name, uint32_t B, int with_refill)
 {
@@ -747,6 +769,7 @@ bench_ingest(const char *name, uint32_t B, int with_refill)
 	printf("bench: %s %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n", name, best / 1e9,
 	       best_mc / 1e9, best / best_mc);
 	printf("bench: %s_lcore_busy %.2f share\n", name, busy);
+	memory_per_token(name, B);
 	if (with_refill) {
 		printf("bench: kvss_shard_ingest_frames_16k %.0f frames/s\n", best_fps);
 		printf("bench: kvss_shard_refill_16k %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n",
