@@ -39,9 +39,15 @@ pc_stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int 
 	seq_release_group(pc, s, gi);
 }
 
+/*
+ * Record column [a, b) of @p s's group @p gi. Its evict_count is the
+ * largest batch its tokens went in; the caller may know that those from
+ * @p known on went in batch @p known_batch (a run of them just did), and
+ * the rest are read.
+ */
 static void
 record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi, uint32_t a,
-	      uint32_t b, uint64_t now)
+	      uint32_t b, uint64_t now, uint32_t known, uint64_t known_batch)
 {
 	struct seq_group *sg = &s->g[gi];
 	uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
@@ -82,7 +88,8 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 		pc_stop_caching(pc, s, gi);
 		return;
 	}
-	for (t = a; t < b; t++)
+	ec = known < b ? known_batch : 0;
+	for (t = a; t < known && t < b; t++)
 		if (TBATCH(s, t) > ec)
 			ec = TBATCH(s, t);
 	e = &pc->e[i];
@@ -215,7 +222,7 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 
 			while (sg->caching && (ne = pc_next_end(&m->g[gi], C, sg->cur_end)) != 0 &&
 			       ne <= s->verified && sg->prompt != NIL)
-				record_column(pc, s, gi, sg->cur_end, ne, now);
+				record_column(pc, s, gi, sg->cur_end, ne, now, ne, 0);
 		}
 	}
 	if (m->batch_g >= pc_batch_limit(m))
@@ -280,12 +287,29 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 		return 0;
 	batch = current_batch(m);
 	memcpy(TOKP(s, pos), tokens, sizeof(uint32_t) * k);
-	for (i = 0; i < k; i++) {
-		struct proto_evict_entry *be = m->batch + (size_t)(m->batch_g + i) * m->p.num_caches;
+	{
+		/* Invariants in locals: stores through be and tb would otherwise
+		 * make the compiler load g's and m's fields again every token. */
+		const uint16_t nc = g->ncaches, stride = m->p.num_caches;
+		struct proto_evict_entry *be = m->batch + (size_t)m->batch_g * stride;
+		struct proto_evict_entry ent = {s->prompt_id, pos, s->seq_id};
+		uint64_t *tb = &TBATCH(s, pos);
+		uint16_t at[PREFIXCACHE_MAX_CACHES];
 
-		for (c = 0; c < g->ncaches; c++)
-			be[g->cache_pos[c]] = (struct proto_evict_entry){s->prompt_id, pos + i, s->seq_id};
-		TBATCH(s, pos + i) = batch;
+		for (c = 0; c < nc; c++)
+			at[c] = g->cache_pos[c];
+		if (nc == 1 && stride == 1) { /* a model of one cache: the usual case */
+			for (i = 0; i < k; i++, ent.token_idx++) {
+				be[i] = ent;
+				tb[i] = batch;
+			}
+		} else {
+			for (i = 0; i < k; i++, ent.token_idx++, be += stride) {
+				for (c = 0; c < nc; c++)
+					be[at[c]] = ent;
+				tb[i] = batch;
+			}
+		}
 	}
 	m->batch_g = (uint16_t)(m->batch_g + k);
 	p->end += k;
@@ -301,7 +325,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 	if (s->pos > s->ntok)
 		s->ntok = s->pos;
 	if (ne <= s->verified)
-		record_column(pc, s, 0, sg->cur_end, ne, now);
+		record_column(pc, s, 0, sg->cur_end, ne, now, pos, batch);
 	if (m->batch_g >= pc_batch_limit(m))
 		pc_flush_model(pc, s->model);
 	return k;
@@ -369,7 +393,7 @@ prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t a
 		while (sg->caching && sg->prompt != NIL &&
 		       (ne = pc_next_end(&m->g[gi], pc->p.column, sg->cur_end)) != 0 &&
 		       ne <= s->verified)
-			record_column(pc, s, gi, sg->cur_end, ne, now);
+			record_column(pc, s, gi, sg->cur_end, ne, now, ne, 0);
 	}
 	return 0;
 }
