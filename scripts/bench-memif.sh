@@ -71,7 +71,11 @@ shard = {
   id = 0; model = 0;
   address = { mac = "02:00:00:00:01:00"; ipv4 = "10.99.0.10"; };
   wafer = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };
-  batch_timeout_ms = 1000;
+  # A batch here is about 550 tokens of 8 KiB (4.4 MiB) and 64 may be open:
+  # an EVICT can run 280 MiB, 0.4 s at this link's rate, ahead of its last
+  # data, more when a process of the two sharing two cores stalls. 1 s
+  # lost 4 batches in 1 run of 9 (the accounting stayed exact); 5 s covers it.
+  batch_timeout_ms = 5000;
   caches = ( { id = 0; bytes_per_token = 8192; buffers = 2; capacity_tokens = 200000; } );
 };
 EOF
