@@ -410,11 +410,12 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 				       limit, now)
 			  : 0;
 
-	/* The sequence keeps its tokens from L on: the hit ones are hashed already. */
+	/* The sequence keeps its tokens from L on (the hit ones are hashed
+	 * already), each as it is evicted: the prompt's are not copied here,
+	 * nothing reads a token before its eviction writes it. */
 	s->tbase = L;
-	if (pc_seq_reserve_tokens(s, req->num_tokens + 64) != 0)
+	if (pc_seq_reserve_tokens(s, L + 4 * pc->p.column + 64) != 0)
 		goto enomem;
-	memcpy(s->tokens, req->tokens + L, sizeof(uint32_t) * (req->num_tokens - L));
 	s->pos = s->verified = L;
 	s->prompt_id = mix64(pc->next_prompt++ * 0x9E3779B97F4A7C15ULL) | 1;
 	hit->prompt_id = s->prompt_id;

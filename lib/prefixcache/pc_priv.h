@@ -136,7 +136,7 @@ struct prefixcache_seq {
 	uint16_t model;
 	uint32_t org;
 	uint64_t isolation_id;
-	uint32_t *tokens; /* tokens from tbase on (those before are in the hit) */
+	uint32_t *tokens; /* tokens from tbase on (those before are hashed: the hit, recorded columns) */
 	uint32_t tbase;
 	uint32_t ntok, cap; /* ntok: absolute count; cap: from tbase */
 	uint32_t pos;	  /* next token index */
