@@ -57,19 +57,17 @@ prefixcache_flush(struct prefixcache *pc)
 
 /*
  * Delete [from, to) of prompt @pi from every cache of its group, on every
- * shard of its model. A shard that lost a token of it (@lost, may be NULL:
- * kept for the statistics' sake) or refused one already dropped everything
- * from there on; a version 2 DELETE removes from @from wherever the prompt
- * now ends and clears the shard's loss mark (PROTOCOL.md section 4), so the
- * same DELETE is right for every shard. (Version 1 needed the lossy shard's
- * own shorter DELETE, and could not clear anything.)
+ * shard of its model. A shard that lost a token of it or refused one
+ * already dropped everything from there on; a version 2 DELETE removes from
+ * @from wherever the prompt now ends and clears the shard's loss mark
+ * (PROTOCOL.md section 4), so the same DELETE is right for every shard.
+ * (Version 1 needed the lossy shard's own shorter DELETE.)
  * The DELETE waits for the prompt's latest batch, which must have been sent
  * (a DELETE waiting for a batch that waits for space would deadlock the
  * shard).
  */
 static void
-emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to,
-	    const struct loss *lost)
+emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to)
 {
 	struct pc_prompt *p = &pc->pr[pi];
 	uint16_t mi = p->gid / MAX_GROUPS;
@@ -78,7 +76,6 @@ emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to,
 	const struct prefixcache_shards all = {-1, -1};
 	uint16_t c;
 
-	(void)lost;
 	if (from >= to)
 		return;
 	if (p->last_batch >= current_batch(m))
@@ -102,8 +99,7 @@ emit_delete(struct prefixcache *pc, uint32_t pi, uint32_t from, uint32_t to,
  * A prompt left empty and not live is forgotten.
  */
 void
-pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, const struct loss *lost,
-		bool send)
+pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, bool send)
 {
 	struct pc_prompt *p = &pc->pr[pi];
 	struct pc_group *g = group_of(pc, p->gid);
@@ -125,7 +121,7 @@ pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, const struct
 	}
 	if (keep < p->end) {
 		if (send)
-			emit_delete(pc, pi, keep, p->end, lost);
+			emit_delete(pc, pi, keep, p->end);
 		g->stored -= p->end - keep;
 		pc->stored_total -= p->end - keep;
 		pc->st.deleted_tokens += p->end - keep;
@@ -159,11 +155,10 @@ pc_subtree_pinned(struct prefixcache *pc, uint32_t root)
 /*
  * Remove entry @root and everything that hangs on it; every prompt involved
  * is truncated at its first removed column. Returns entries removed.
- * @lost: see emit_delete(); @send: emit DELETEs.
+ * @send: emit DELETEs.
  */
 uint32_t
-pc_delete_subtree(struct prefixcache *pc, uint32_t root, const struct loss *lost,
-	       bool send)
+pc_delete_subtree(struct prefixcache *pc, uint32_t root, bool send)
 {
 	uint32_t n = 0, removed = 0, k, parent = pc->e[root].parent;
 
@@ -232,7 +227,7 @@ pc_delete_subtree(struct prefixcache *pc, uint32_t root, const struct loss *lost
 		uint32_t pi = pc->touched[k], x = pc->pr[pi].tmp;
 
 		pc->pr[pi].tmp = NIL;
-		pc_prompt_truncate(pc, pi, x, lost, send);
+		pc_prompt_truncate(pc, pi, x, send);
 	}
 	return removed;
 }
@@ -265,7 +260,7 @@ pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only)
 				if (pass == 0 && pc->pr[e->prompt].seq != NULL)
 					continue;
 				pc_l2_demote(pc, i); /* down to L2 first, if it admits it */
-				pc_delete_subtree(pc, i, NULL, true);
+				pc_delete_subtree(pc, i, true);
 				pc->st.policy_deletes++;
 				return true;
 			}

@@ -305,14 +305,6 @@ current_batch(const struct pc_model *m)
 	return m->batches_sent + 1;
 }
 
-/* A token a shard lost: that shard's cache dropped prompt @prompt from @from on. */
-struct loss {
-	uint32_t prompt; /* record index */
-	uint32_t from;
-	uint16_t cache_id;
-	int16_t shard;
-};
-
 /* Record @i still holds the entry it held at generation @gen (records are reused). */
 static inline bool
 entry_is(const struct prefixcache *pc, uint32_t i, uint32_t gen)
@@ -414,7 +406,7 @@ void pc_lru_requeue(struct prefixcache *pc, uint32_t i);
 void pc_lru_unlink(struct prefixcache *pc, uint32_t i);
 
 /* pc_delete.c */
-uint32_t pc_delete_subtree(struct prefixcache *pc, uint32_t root, const struct loss *lost, bool send);
+uint32_t pc_delete_subtree(struct prefixcache *pc, uint32_t root, bool send);
 void pc_flush_model(struct prefixcache *pc, uint16_t mi);
 bool pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only);
 
@@ -453,7 +445,7 @@ bool pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens);
 /* Move the @n columns of pc->l2path up into @s's prompt; the tokens now in DRAM. */
 uint32_t pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
 		       const struct prefixcache_request *req, uint64_t now);
-void pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, const struct loss *lost, bool send);
+void pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, bool send);
 bool pc_subtree_pinned(struct prefixcache *pc, uint32_t root);
 
 /* pc_lookup.c */

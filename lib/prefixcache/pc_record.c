@@ -29,7 +29,7 @@ seq_release_group(struct prefixcache *pc, struct prefixcache_seq *s, unsigned in
 
 		pc->pr[pi].seq = NULL;
 		sg->prompt = NIL;
-		pc_prompt_truncate(pc, pi, pc->pr[pi].end, NULL, true);
+		pc_prompt_truncate(pc, pi, pc->pr[pi].end, true);
 	}
 }
 
@@ -74,7 +74,7 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	}
 	i = pc_entry_find(pc, gid, s->org, h);
 	if (i != NIL && expired(pc, &pc->e[i], now) && !pc_subtree_pinned(pc, i)) {
-		pc_delete_subtree(pc, i, NULL, true);
+		pc_delete_subtree(pc, i, true);
 		i = NIL;
 		if (!sg->caching)
 			return;

@@ -225,6 +225,7 @@ prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t shard, uint
 	int gid = pc_gid_of_cache(pc, mi, cache_id);
 	uint32_t pi, i;
 
+	(void)shard; /* which one lost it changes nothing: every shard gets the same DELETE */
 	if (gid < 0)
 		return;
 	pi = pc_prompt_find(pc, (uint8_t)gid, prompt_id);
@@ -234,14 +235,10 @@ prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t shard, uint
 	/* The first column holding the token, and all after it. */
 	for (i = pc->pr[pi].first; i != NIL && pc->e[i].length <= token_idx; i = pc->e[i].p_next)
 		;
-	{
-		const struct loss lost = {pi, token_idx, cache_id, (int16_t)shard};
-
-		if (i != NIL)
-			pc_delete_subtree(pc, i, &lost, true);
-		else
-			pc_prompt_truncate(pc, pi, token_idx, &lost, true);
-	}
+	if (i != NIL)
+		pc_delete_subtree(pc, i, true);
+	else
+		pc_prompt_truncate(pc, pi, token_idx, true);
 }
 
 void
@@ -295,7 +292,7 @@ prefixcache_shard_restart(struct prefixcache *pc, uint16_t mi)
 	for (i = 0; i < pc->ecap; i++)
 		if (pc->e[i].length != 0 && pc->e[i].gid / MAX_GROUPS == mi &&
 		    pc->e[i].parent == NIL)
-			pc_delete_subtree(pc, i, NULL, false);
+			pc_delete_subtree(pc, i, false);
 	for (i = 0; i < pc->prcap; i++)
 		if (pc->pr[i].id != 0 && pc->pr[i].gid / MAX_GROUPS == mi) {
 			struct prefixcache_seq *s = pc->pr[i].seq;
@@ -303,7 +300,7 @@ prefixcache_shard_restart(struct prefixcache *pc, uint16_t mi)
 			if (s != NULL)
 				pc_stop_caching(pc, s, pc->pr[i].gid % MAX_GROUPS);
 			if (pc->pr[i].id != 0)
-				pc_prompt_truncate(pc, i, pc->pr[i].offset, NULL, false);
+				pc_prompt_truncate(pc, i, pc->pr[i].offset, false);
 		}
 	pc_l2_reset_model(pc, mi);
 	/* A new control stream: batches count from 1 again. */
@@ -326,7 +323,7 @@ prefixcache_expire(struct prefixcache *pc, uint64_t now, size_t max_visits)
 			continue;
 		if (pc_subtree_pinned(pc, i))
 			continue; /* a refill needs it; next sweep */
-		removed += pc_delete_subtree(pc, i, NULL, true);
+		removed += pc_delete_subtree(pc, i, true);
 	}
 	pc->st.expired_entries += removed;
 	pc->st.expired_tokens += pc->st.deleted_tokens - deleted0;
