@@ -44,18 +44,19 @@ pc_stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int 
 }
 
 /*
- * Record column [a, b) of @p s's group @p gi. Its evict_count is the
- * largest batch its tokens went in; the caller may know that those from
- * @p known on went in batch @p known_batch (a run of them just did), and
- * the rest are read.
+ * Record column [a, b) of @p s's group @p gi: its tokens are at @p src, or
+ * (NULL) in the sequence. Its evict_count is the largest batch its tokens
+ * went in; the caller may know that those from @p known on went in batch
+ * @p known_batch (a run of them just did), and the rest are read.
  */
 static void
 record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi, uint32_t a,
-	      uint32_t b, uint64_t now, uint32_t known, uint64_t known_batch)
+	      uint32_t b, uint64_t now, const uint32_t *src, uint32_t known, uint64_t known_batch)
 {
 	struct seq_group *sg = &s->g[gi];
 	uint8_t gid = (uint8_t)(s->model * MAX_GROUPS + gi);
-	uint64_t h = prefixcache_column_hash(sg->last_hash, TOKP(s, a), b - a), ec = 0;
+	uint64_t h = prefixcache_column_hash(sg->last_hash, src != NULL ? src : TOKP(s, a), b - a);
+	uint64_t ec = 0;
 	uint32_t i, parent = sg->last_entry, t;
 	struct pc_entry *e;
 	struct pc_prompt *p;
@@ -226,7 +227,7 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 
 			while (sg->caching && (ne = pc_next_end(&m->g[gi], C, sg->cur_end)) != 0 &&
 			       ne <= s->verified && sg->prompt != NIL)
-				record_column(pc, s, gi, sg->cur_end, ne, now, ne, 0);
+				record_column(pc, s, gi, sg->cur_end, ne, now, NULL, ne, 0);
 		}
 	}
 	if (m->batch_g >= pc_batch_limit(m))
@@ -270,6 +271,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 	struct pc_prompt *p;
 	uint64_t batch;
 	uint16_t c;
+	bool whole;
 
 	if (m->ngroups != 1 || g->rule != PREFIXCACHE_FULL || !sg->caching || sg->prompt == NIL ||
 	    s->verified != pos || pos >= s->allowed)
@@ -290,14 +292,22 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 	if (k == 0 || pc_seq_reserve_tokens(s, pos + k) != 0)
 		return 0;
 	batch = current_batch(m);
-	memcpy(TOKP(s, pos), tokens, sizeof(uint32_t) * k);
+	/* A run that is a whole column is hashed where the caller has it, and
+	 * the sequence forgets it at once: it keeps neither tokens nor batches. */
+	whole = pos == sg->cur_end && pos + k == ne;
+	if (!whole) {
+		uint64_t *tb = &TBATCH(s, pos);
+
+		memcpy(TOKP(s, pos), tokens, sizeof(uint32_t) * k);
+		for (i = 0; i < k; i++)
+			tb[i] = batch;
+	}
 	{
-		/* Invariants in locals: stores through be and tb would otherwise
-		 * make the compiler load g's and m's fields again every token. */
+		/* Invariants in locals: stores through be would otherwise make
+		 * the compiler load g's and m's fields again every token. */
 		const uint16_t nc = g->ncaches, stride = m->p.num_caches;
 		struct proto_evict_entry *be = m->batch + (size_t)m->batch_g * stride;
 		struct proto_evict_entry ent = {s->prompt_id, pos, s->seq_id};
-		uint64_t *tb = &TBATCH(s, pos);
 		uint16_t at[PREFIXCACHE_MAX_CACHES];
 
 		for (c = 0; c < nc; c++)
@@ -309,22 +319,16 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 						  (int)(ent.prompt_id >> 32), (int)ent.prompt_id);
 			const __m128i one = _mm_set_epi32(0, 1, 0, 0);
 
-			for (i = 0; i < k; i++, v = _mm_add_epi32(v, one)) {
+			for (i = 0; i < k; i++, v = _mm_add_epi32(v, one))
 				_mm_storeu_si128((__m128i *)&be[i], v);
-				tb[i] = batch;
-			}
 #else
-			for (i = 0; i < k; i++, ent.token_idx++) {
+			for (i = 0; i < k; i++, ent.token_idx++)
 				be[i] = ent;
-				tb[i] = batch;
-			}
 #endif
 		} else {
-			for (i = 0; i < k; i++, ent.token_idx++, be += stride) {
+			for (i = 0; i < k; i++, ent.token_idx++, be += stride)
 				for (c = 0; c < nc; c++)
 					be[at[c]] = ent;
-				tb[i] = batch;
-			}
 		}
 	}
 	m->batch_g = (uint16_t)(m->batch_g + k);
@@ -341,7 +345,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 	if (s->pos > s->ntok)
 		s->ntok = s->pos;
 	if (ne <= s->verified)
-		record_column(pc, s, 0, sg->cur_end, ne, now, pos, batch);
+		record_column(pc, s, 0, sg->cur_end, ne, now, whole ? tokens : NULL, pos, batch);
 	/* Every token so far is hashed into its column: none is read again
 	 * (only a column in progress is, from cur_end on), so the arrays start
 	 * over here, and stay a column long and in cache instead of growing
@@ -415,7 +419,7 @@ prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t a
 		while (sg->caching && sg->prompt != NIL &&
 		       (ne = pc_next_end(&m->g[gi], pc->p.column, sg->cur_end)) != 0 &&
 		       ne <= s->verified)
-			record_column(pc, s, gi, sg->cur_end, ne, now, ne, 0);
+			record_column(pc, s, gi, sg->cur_end, ne, now, NULL, ne, 0);
 	}
 	return 0;
 }
