@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "emu_priv.h"
 
@@ -24,15 +23,6 @@
  * by open addressing; when it is three quarters full, new ones are not noted.
  */
 #define EV_SLOTS (1u << 20)
-
-static uint64_t
-ev_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t
 ev_find(const struct emu *e, uint64_t h)
@@ -66,18 +56,17 @@ emu_ev_note(struct emu *e, uint64_t h)
 		e->ev_key[i] = h;
 		e->ev_n++;
 	}
-	e->ev_ns[i] = ev_now();
+	e->ev_ns[i] = e->now_ns;
 }
 
 void
 emu_ev_check(struct emu *e, const uint64_t *hash, uint32_t n)
 {
-	uint64_t now;
+	uint64_t now = e->now_ns;
 	uint32_t k;
 
 	if (e->p.expiry_check_ns == 0 || e->ev_key == NULL)
 		return;
-	now = ev_now();
 	for (k = 0; k < n; k++) {
 		uint32_t i = ev_find(e, hash[k]);
 

@@ -671,6 +671,7 @@ emu_step(struct emu *e, uint64_t now)
 	uint32_t i, sent = 0;
 	uint16_t m;
 
+	e->now_ns = now; /* for what the library calls back during the step */
 	while (e->nactive < e->nslots && e->next_req < e->p.nreq && !e->failed)
 		seq_start(e, now);
 	/* Free run slots go to the sequences begun first. */
@@ -728,8 +729,7 @@ emu_check_timeouts(struct emu *e, uint64_t now)
 {
 	uint32_t i, k;
 
-	/* A refill finished whose REFILL_DONE was lost on the way: let go after
-	 * the refill timeout (the shard's store keeps what a refill reads). */
+	/* A refill whose REFILL_DONE was lost: let go after the refill timeout. */
 	if (e->nlinger > 0 && now >= e->next_linger_ns) {
 		e->next_linger_ns = now + e->p.refill_timeout_ns / 4;
 		for (i = 0; i < HBUCKETS; i++) {
