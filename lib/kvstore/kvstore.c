@@ -508,24 +508,16 @@ evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, str
 		created = true;
 		p = &c->prompts[pi];
 		rel = 0;
-		if (c->stored >= c->capacity || c->free_slots == 0) {
-			p->lost_at = e->token_idx;
-			return PROTO_E_NO_SPACE;
-		}
+		if (c->stored >= c->capacity || c->free_slots == 0)
+			goto no_space;
 	}
 	/* Growth on the right. */
-	if (c->stored >= c->capacity) {
-		if (created)
-			p->lost_at = e->token_idx;
-		return PROTO_E_NO_SPACE;
-	}
+	if (c->stored >= c->capacity)
+		goto no_space;
 	pg = page_for_growth(s, ci, p, rel);
 	slot = pg == NULL ? NIL : slot_alloc(c, p->last_slot);
-	if (slot == NIL) {
-		if (created)
-			p->lost_at = e->token_idx; /* known, empty, marked: as above */
-		return PROTO_E_NO_SPACE;
-	}
+	if (slot == NIL)
+		goto no_space;
 	__atomic_store_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], slot, __ATOMIC_RELEASE);
 	p->n_claim = rel + 1;
 	p->last_slot = slot;
@@ -535,6 +527,10 @@ evict_one(struct kvstore *s, uint16_t ci, const struct proto_evict_entry *e, str
 	be->slot = slot;
 	s->stats.evicted_tokens++;
 	return 0;
+no_space:
+	if (created)
+		p->lost_at = e->token_idx; /* known, empty, marked: as above */
+	return PROTO_E_NO_SPACE;
 }
 
 int

@@ -168,8 +168,8 @@ typedef void (*kvstore_lost_fn)(void *arg, uint16_t cache_id, uint64_t prompt_id
  * Declare batch @p batch_no timed out: every token with missing bytes, and
  * every later token of its prompt, is removed and reported through @p fn;
  * then the batch completes. (A new prompt whose first EVICT entry is refused
- * for room is marked the same way, from that token.) A prompt cut by a loss stays marked lost from
- * its first lost token (PROTOCOL.md section 4, version 2): EVICTs there or
+ * for room is marked the same way, from that token.) A prompt cut by a loss
+ * stays marked lost from its first lost token (PROTOCOL.md section 4, version 2): EVICTs there or
  * beyond are refused (HOLE), and a prompt the loss emptied stays known,
  * until a DELETE starting at or before that token clears the mark. Batches complete in order: only the oldest open
  * batch can be declared lost (the caller times batches from their EVICT).
