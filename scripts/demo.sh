@@ -33,17 +33,9 @@ tmp=$(mktemp -d /tmp/kvss-demo.XXXXXX)
 pids=()
 prefixes=("kvss_demo_s0_$run" "kvss_demo_s1_$run" "kvss_demo_drv_$run")
 
+. scripts/procs-lib.sh
 cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null
-	done
-	for p in "${prefixes[@]}"; do
-		rm -rf "/var/run/dpdk/$p" "${XDG_RUNTIME_DIR:-/nonexistent}/dpdk/$p"
-	done
+	procs_stop TERM
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

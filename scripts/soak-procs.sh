@@ -28,20 +28,8 @@ run=$$
 pids=()
 prefixes=("kvss_soakp_s0_$run" "kvss_soakp_s1_$run" "kvss_soakp_drv_$run")
 
-stop_all() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null
-	done
-	pids=()
-	for p in "${prefixes[@]}"; do
-		rm -rf "/var/run/dpdk/$p"
-	done
-}
-trap 'stop_all; rm -rf "$tmp" "$l2dir"' EXIT
+. scripts/procs-lib.sh
+trap 'procs_stop KILL; rm -rf "$tmp" "$l2dir"' EXIT
 trap 'exit 130' INT TERM
 
 EAL=(--no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error --no-telemetry)
@@ -161,7 +149,7 @@ PY
 	else
 		echo "soak-procs: seed $s ($what): $(grep -o '"hit_ratio":[0-9.]*' "$dlog" | tail -1), $(grep -o '"shard_restarts":[0-9]*' "$dlog" | tail -1), $(grep -o '"lost_tokens":[0-9]*' "$dlog" | tail -1), held"
 	fi
-	stop_all
+	procs_stop KILL
 done
 echo "soak-procs: $((SEEDS - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]
