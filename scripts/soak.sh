@@ -120,8 +120,8 @@ rec = {"seed": seed, "ok": not why, "why": why}
 if d:
     f = d.get("faults") or {}
     rec.update({k: d.get(k) for k in ("hit_ratio", "seconds", "retransmits", "lost_tokens",
-                                      "lost_records", "resyncs", "refills_failed", "expired_served")})
-    rec["expiries"] = d.get("expiries")
+                                      "lost_records", "resyncs", "refills_failed", "expired_served",
+                                      "expiries")})
     rec["hit_ratio_lost"] = round(base - d.get("hit_ratio", 0), 4)
     rec["faulted"] = sum(v for side in ("out", "in") for k, v in (f.get(side) or {}).items()
                          if k not in ("frames", "skipped"))

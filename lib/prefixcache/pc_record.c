@@ -308,10 +308,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 		const uint16_t nc = g->ncaches, stride = m->p.num_caches;
 		struct proto_evict_entry *be = m->batch + (size_t)m->batch_g * stride;
 		struct proto_evict_entry ent = {s->prompt_id, pos, s->seq_id};
-		uint16_t at[PREFIXCACHE_MAX_CACHES];
 
-		for (c = 0; c < nc; c++)
-			at[c] = g->cache_pos[c];
 		if (nc == 1 && stride == 1) { /* a model of one cache: the usual case */
 #if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 			/* An entry a store (token_idx is lane 2), not two. */
@@ -326,6 +323,10 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 				be[i] = ent;
 #endif
 		} else {
+			uint16_t at[PREFIXCACHE_MAX_CACHES];
+
+			for (c = 0; c < nc; c++)
+				at[c] = g->cache_pos[c];
 			for (i = 0; i < k; i++, ent.token_idx++, be += stride)
 				for (c = 0; c < nc; c++)
 					be[at[c]] = ent;
