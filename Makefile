@@ -76,16 +76,24 @@ WAFER_SRC := lib/wafer/wafer.c
 LIBWAFER := $(BUILD)/lib/libwafer.a
 
 REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c $(KVDISK_SRC)
-# The shard role (shard.h lists its parts).
-SHARD_SRC := app/kvss/shard.c app/kvss/shard_tx.c app/kvss/shard_evict.c app/kvss/shard_refillq.c \
-	app/kvss/refill.c app/kvss/shard_l2.c $(KVDISK_SRC)
 
-KVSS_APP_SRC := app/kvss/main.c app/kvss/ports.c app/kvss/app.c $(SHARD_SRC) app/kvss/driver.c \
-	app/kvss/drv_link.c app/kvss/drv_report.c app/kvss/drv_rx.c app/kvss/drv_l2.c app/kvss/telemetry.c \
-	app/kvss/portgate.c app/kvss/faults.c
+# kvss (app/kvss) builds by folder, one folder per role: what both
+# processes share (the launcher, ports, the port gate, telemetry, the fault
+# injector) at the top, then shard/, driver/ and wafer/. Every .c of a
+# folder is in its role; only the driver's parts that run without EAL are
+# named, because they are built without DPDK's flags and unit-tested alone.
+kvss_dir = $(sort $(wildcard app/kvss/$(1)*.c))
+KVSS_COMMON_SRC := $(call kvss_dir,)
+SHARD_SRC := $(call kvss_dir,shard/) $(KVDISK_SRC)
+DRIVER_NOEAL_SRC := $(addprefix app/kvss/driver/,sink.c ctlq.c learn.c)
+DRIVER_SRC := $(filter-out $(DRIVER_NOEAL_SRC),$(call kvss_dir,driver/))
+# The wafer emulator needs no EAL either (test/test_emulator.c).
+EMU_SRC := $(call kvss_dir,wafer/)
+
+KVSS_APP_SRC := $(KVSS_COMMON_SRC) $(SHARD_SRC) $(DRIVER_SRC)
 # The driver's parts that need no EAL: the wafer emulator, the sink, the
 # control queues, refill-time learning (unit-tested without EAL).
-KVSS_PURE_SRC := app/kvss/emulator.c app/kvss/emu_data.c app/kvss/drv_sink.c app/kvss/drv_ctlq.c app/kvss/drv_learn.c
+KVSS_PURE_SRC := $(EMU_SRC) $(DRIVER_NOEAL_SRC)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -99,12 +107,15 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
-	$(KVDISK_SRC) test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
+	test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
 	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC)
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(filter-out $(KVDISK_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
 $(BUILD)/obj/test/%.o $(BUILD)/obj/bench/%.o: TEST_INC := $(APP_INC)
+# kvss's roles include what both processes share (kvss.h) and each other's
+# public headers by folder ("driver/driver.h").
+$(BUILD)/obj/app/kvss/%.o: TEST_INC := -Iapp/kvss
 
 $(call obj,$(PURE_SRC)): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -237,7 +248,7 @@ $(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/drv_link.c app/kvss/app.c \
+$(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/driver/link.c app/kvss/app.c \
 		$(SHARD_SRC) app/kvss/portgate.c app/kvss/faults.c $(KVSS_PURE_SRC)) $(LIBCONFIG) \
 		$(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)

@@ -13,8 +13,8 @@
  *    leaves them in memory) that this end sends again once the shard has
  *    freed them, rewriting only their headers, so it copies nothing.
  *    Baseline: memcpy of the same payloads on one core, the copy any shard
- *    must make. _frames_16k: frames per second; _zerocopy_bytes_per_token:
- *    memory a token, frames kept as the store against copied.
+ *    must make.
+ *  - kvss_shard_ingest_frames_16k: the same run in frames per second.
  *  - kvss_shard_ingest_1k_l2: the 1 KiB ingest while every 16th prompt's
  *    columns go down to the shard's second tier (L2_DOWN before its DELETE;
  *    the tier thread writes them to a file in /var/tmp, O_DIRECT) against
@@ -30,7 +30,10 @@
  * is checked: every batch stored, every refill answered OK with its bytes,
  * no ERROR, no TOKEN_LOST, no frame dropped; otherwise exit status 1.
  *
- *   [BENCH_SHARD_ONLY=1k|1k_l2|16k] bench_shard [CONFIG]  (bench/shard.cfg)
+ *   bench_shard [CONFIG]      (default bench/shard.cfg)
+ *
+ * BENCH_SHARD_ONLY=1k, 1k_l2 or 16k runs that part alone (1k_l2 measures
+ * its baseline too), for a profile of one figure (perf record).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -50,7 +53,7 @@
 #include <rte_ring.h>
 
 #include "kvss.h"
-#include "shard.h"
+#include "shard/shard.h"
 
 #define G 64		    /* tokens per batch */
 #define PROMPT_TOKENS 1024  /* 16 batches per prompt */
@@ -83,10 +86,12 @@ static struct proto_msg rxm;
  * down to L2 before its DELETE, its columns cycling over L2_KEYS keys. */
 #define L2_KEYS 896 /* a replaced column frees its slot once the new one is written: room for the writes in flight */
 #define L2_SLOTS 1024
-static uint64_t l2_every, l2_sent, l2_done, l2_key;
-/* REFILL_DATA frames taken, freed at their REFILL_DONE: a NIC frees a refill's
- * mbufs on the sending lcore; this end, on another core, would slow it down
- * by freeing them while the shard still attaches more to the same refill. */
+static unsigned int l2_every;
+static uint64_t l2_sent, l2_done, l2_key;
+/* REFILL_DATA frames taken, freed when their REFILL_DONE comes (after the
+ * last of them): a NIC frees a refill's mbufs on the sending lcore, which
+ * this end, on another core, would otherwise slow down by freeing them while
+ * the shard still attaches more to the same refill. */
 #define HELD_MAX 4096
 static struct rte_mbuf *held[HELD_MAX];
 static unsigned int nheld;
@@ -327,9 +332,13 @@ delete_prompt(uint64_t prompt, uint64_t evict_count)
 	send_payload(p, proto_build_end(&b));
 }
 
-/* The headers of an EVICT_DATA frame at @p p whose @p n stream bytes (at @p
- * off of batch @p batch's @p stream) are in place: L2-L4, the message's (the
- * wafer's epoch, 0), the data header's (the HELLO's driver epoch); its length. */
+/*
+ * Write the headers of an EVICT_DATA frame at @p p whose @p n stream bytes,
+ * at @p off of batch @p batch's @p stream, are in place already: L2-L4,
+ * the message header (the wafer's epoch: 0 here) and the data header (its
+ * stream: the driver epoch of the HELLO).
+ * Returns the frame's length.
+ */
 static uint32_t
 data_frame(uint8_t *p, uint64_t batch, uint32_t off, uint32_t n, uint32_t stream)
 {
@@ -346,9 +355,12 @@ data_frame(uint8_t *p, uint64_t batch, uint32_t off, uint32_t n, uint32_t stream
 	return l4 + b.len;
 }
 
-/* A batch's stream as EVICT_DATA frames: the ring's next ones, each taken
- * when the shard has let go of it (its reference count is ours alone), its
- * headers rewritten. Returns the frames sent. */
+/*
+ * A batch's stream as EVICT_DATA frames: the next frames of the ring, each
+ * taken when the shard has let go of it (its reference count is back to
+ * ours alone), its headers rewritten for this piece of the stream. Returns
+ * the frames sent.
+ */
 static uint64_t
 batch_data(uint64_t batch)
 {
@@ -478,10 +490,12 @@ shard_stop(void)
 	kvss_me->store_mem = NULL;
 }
 
-/* Ingest @p total bytes: prompts of PROMPT_TOKENS tokens in two halves of the
- * capacity, a half's prompts deleted before it is written again. Bytes per
- * second; *@p fps: frames per second, *@p busy_share: the shard lcore's share
- * of cycles in polls that found frames. */
+/*
+ * Ingest @p total bytes: prompts of PROMPT_TOKENS tokens in two halves of
+ * the capacity; before a half is written again, its prompts are deleted.
+ * Returns bytes per second; *@p fps gets frames per second, *@p busy_share the
+ * share of the shard lcore's cycles spent on polls that found frames.
+ */
 static double
 ingest(uint64_t total, double *fps, double *busy_share)
 {
@@ -694,16 +708,23 @@ bench_ingest_l2(double alone, unsigned int every)
 
 static double ingest_1k_best;
 
-/* Memory a token: copied (slot and books: kvstore_memsize over capacity)
- * against kept as its batch's frames (whole mbuf pool elements) and the
- * same books; a frame kept alive by one token of it would cost more. */
+/*
+ * What a token costs in memory, copied into the store (its slot and its
+ * share of the store's books: kvstore_memsize over the capacity) against
+ * kept as the frames it came in (zero-copy ingest: a batch's frames, each a
+ * whole element of the port's mbuf pool, over its tokens, and the same
+ * books). Tokens deleted out of a frame that others still use would cost
+ * more again (up to a frame a token); not counted here.
+ */
 static void
 memory_per_token(const char *name, uint32_t B)
 {
 	const struct kvstore_params *kp = &kvss_me->cfg->store;
 	double copy = (double)kvstore_memsize(kp) / (double)kp->cache[0].capacity_tokens;
+	double books = copy - B;
+	uint64_t frames = ((uint64_t)G * B + FRAME_PAYLOAD - 1) / FRAME_PAYLOAD;
 	double elt = kvss.pool->header_size + kvss.pool->elt_size + kvss.pool->trailer_size;
-	double keep = (double)((G * B + FRAME_PAYLOAD - 1) / FRAME_PAYLOAD) * elt / G + copy - B;
+	double keep = (double)frames * elt / G + books;
 
 	printf("bench: %s_zerocopy_bytes_per_token %.0f bytes (baseline %.0f bytes copied, ratio %.3f)\n",
 	       name, keep, copy, keep / copy);

@@ -63,11 +63,11 @@ ENDPOINTS = [
      "The process's lcores, one array element per lcore."),
     ("/kvss/prompt", "app/kvss/telemetry.c", "tel_prompt",
      "A shard: `/kvss/prompt,CACHE,PROMPT_ID` (decimal, or hex with 0x), that prompt's range."),
-    ("/swdriver/stats", "app/kvss/drv_report.c", "tel_drv_stats",
+    ("/swdriver/stats", "app/kvss/driver/report.c", "tel_drv_stats",
      "The driver, from a snapshot the control lcore takes every 100 ms."),
-    ("/swdriver/orgs", "app/kvss/drv_report.c", "tel_drv_orgs",
+    ("/swdriver/orgs", "app/kvss/driver/report.c", "tel_drv_orgs",
      "The driver, one dictionary per organization (by name when the configuration names it)."),
-    ("/swdriver/shards", "app/kvss/drv_report.c", "tel_drv_shards",
+    ("/swdriver/shards", "app/kvss/driver/report.c", "tel_drv_shards",
      "The driver, one dictionary per shard, keyed `model<M>_shard<S>`."),
 ]
 
@@ -105,9 +105,9 @@ def keys_of(path, fn):
         if "KVSS_STATS(" in line:
             out += [(k, c) for k, c in xmacro("app/kvss/kvss.h", "KVSS_STATS")]
         elif "KVSS_DRV_STATS(" in line:
-            out += [(k, c) for k, c in xmacro("app/kvss/driver.h", "KVSS_DRV_STATS")]
+            out += [(k, c) for k, c in xmacro("app/kvss/driver/driver.h", "KVSS_DRV_STATS")]
         elif "SHARD_SNAP_FIELDS(" in line:
-            out += [(k, "") for k, _ in xmacro("app/kvss/drv_report.c", "SHARD_SNAP_FIELDS")]
+            out += [(k, "") for k, _ in xmacro("app/kvss/driver/report.c", "SHARD_SNAP_FIELDS")]
         elif '"drop_%s"' in line:
             out += [("drop_" + k, "frames dropped: " + (c or k.replace("_", " ")))
                     for k, c in xmacro("lib/proto/proto.h", "PROTO_REASONS")]

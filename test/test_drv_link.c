@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The driver's link (drv_link.c) on a real port: net_ring loops what it
+ * The driver's link (link.c) on a real port: net_ring loops what it
  * sends back to its receive side, so every frame the link sends is read
  * back and parsed. Control messages go out in seq order as the window
  * allows, come again after the retransmission timeout, and an ACK stops
@@ -14,9 +14,9 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 
-#include "drv.h"
+#include "driver/driver_priv.h"
 #include "eal_fixture.h"
-#include "emulator.h"
+#include "wafer/emulator.h"
 #include "kvss.h"
 
 #define B 64

@@ -2,8 +2,8 @@
 /*
  * The driver's parts that need no EAL, run together without kvss: the wafer
  * emulator (sequences, data jobs, refill checks), the sink that turns
- * library calls into control messages (drv_sink.c, drv_ctlq.c) and the
- * refill-time learning (drv_learn.c). A real lib/kvstore plays the shard:
+ * library calls into control messages (sink.c, ctlq.c) and the
+ * refill-time learning (learn.c). A real lib/kvstore plays the shard:
  * every queued message is parsed back from its bytes and run on it, every
  * EVICT_DATA payload the emulator makes is stored, and every refill is read
  * from it into REFILL_DATA streams that the emulator checks byte by byte.
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drv.h"
-#include "emulator.h"
+#include "driver/driver_priv.h"
+#include "wafer/emulator.h"
 #include "kvstore.h"
 
 #define B 64	  /* bytes per token */

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "linfit.h"
+#include "driver/linfit.h"
 #include "test_rng.h"
 
 Test(linfit, points_on_a_line_give_that_line)

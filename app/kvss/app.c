@@ -14,7 +14,7 @@
 #include <rte_pause.h>
 
 #include "kvss.h"
-#include "shard.h"
+#include "shard/shard.h"
 
 struct kvss_app kvss;
 

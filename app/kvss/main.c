@@ -29,11 +29,11 @@
 #include <rte_ring.h>
 
 #include "args.h"
-#include "driver.h"
+#include "driver/driver.h"
 #include "fileio.h"
 #include "kvdisk.h"
 #include "kvss.h"
-#include "shard.h"
+#include "shard/shard.h"
 
 
 static void

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The driver's side of the shards' second tiers (drv.h; PROTOCOL.md
+ * The driver's side of the shards' second tiers (driver_priv.h; PROTOCOL.md
  * section 9). The library decides what goes down, comes up and goes
- * (lib/prefixcache/pc_l2.c; drv_sink.c makes the messages); here:
+ * (lib/prefixcache/pc_l2.c; sink.c makes the messages); here:
  *
  *   - a shard's STATUS says whether it has a second tier: a model whose
  *     configuration gives l2_tokens needs every shard to have one;
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "drv.h"
+#include "driver_priv.h"
 #include "kvss.h"
 
 uint64_t
@@ -332,11 +332,11 @@ drv_l2_forget_tolerated(uint16_t model)
  * A column that did not go down (no room, a write that failed): DRAM is not
  * touched (its DELETE frees it as planned), the driver forgets the column
  * and the shards that wrote it let it go. A column that did not come up (a
- * checksum, a read that failed) lost its tokens: the model starts over, as
- * for any loss, and the inventories say what is left.
+ * checksum, a read that failed) lost its tokens: the caller starts the model
+ * over (epoch.c), as for any loss, and the inventories say what is left.
  */
-void
-drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+bool
+drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 {
 	uint16_t i, j, c;
 
@@ -357,11 +357,8 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 					" (cache %u) failed: %s\n", sh->ref->id,
 				d.op == 1 ? "L2_DOWN" : "L2_UP", d.key, d.cache_id,
 				proto_err_name(d.status) ? proto_err_name(d.status) : "?");
-		if (d.op != 1) {
-			drv_model_restart(sh->model, tsc, "lost a column of its second tier", sh,
-					  &drv.st.resyncs);
-			return;
-		}
+		if (d.op != 1)
+			return true; /* the rest of the frame is the old epoch's */
 		/*
 		 * An L2_DELETE of it the library sent before it knew (room made,
 		 * a newer copy) finds nothing here: expected, as is the one sent
@@ -385,4 +382,5 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 			}
 		}
 	}
+	return false;
 }

@@ -2,23 +2,29 @@
 /*
  * The driver role's parts, private to them (driver.h is what main.c sees).
  * Everything here runs on the control lcore, except where a field says
- * otherwise; each struct says which part writes each field:
+ * otherwise. Calls go one way, down this list: a file calls only files
+ * below it (report.c reads every part's state and calls none that change
+ * it). The state they share is struct drv at the end (driver.c owns it);
+ * each struct says which part writes each field:
  *
- *   drv_ctlq.c    a shard's queue of control messages waiting for its
- *                 stream's window, and the message records are being put
- *                 into (no EAL)
- *   drv_sink.c    lib/prefixcache's sink: RESERVE, EVICT, REFILL and DELETE
- *                 records into the queues, evicted batches and refills to
- *                 the wafer emulator, and (open loop) what each shard must
- *                 send back, to a file (no EAL)
- *   drv_learn.c   refill times learned: the fitted lines, the estimates'
- *                 scale, the latency percentiles (no EAL)
- *   drv_link.c    ports and TX queues, control streams pushed and resent,
- *                 EVICT_DATA framed and sent, links watched
- *   drv_report.c  telemetry (/swdriver/...), progress, the summary
- *   drv_rx.c      what the shards send, taken in
- *   driver.c      set-up, the loop, epochs and restarts
- *   emulator.c    the wafer (emulator.h)
+ *   driver.c   set-up, the loop, the shards' liveness
+ *   report.c   telemetry (/swdriver/...), progress, the summary, the verdict
+ *   rx.c       what the shards send, taken in
+ *   epoch.c    epochs, and the restart of a model whose shards lost state
+ *   l2.c       the shards' second tiers: inventories, L2_DONE, adoption
+ *   link.c     ports and TX queues, control streams pushed and resent,
+ *              EVICT_DATA framed and sent, links watched
+ *   sink.c     lib/prefixcache's sink: RESERVE, EVICT, REFILL and DELETE
+ *              records into the queues, evicted batches and refills to the
+ *              wafer emulator, and (open loop) what each shard must send
+ *              back, to a file (no EAL)
+ *   ctlq.c     a shard's queue of control messages waiting for its
+ *              stream's window, and the message records are being put into
+ *              (no EAL)
+ *   learn.c    refill times learned: the fitted lines, the estimates'
+ *              scale, the latency percentiles (no EAL)
+ *   ../wafer/  the wafer emulator (emulator.h), called by driver.c, rx.c,
+ *              sink.c, link.c and epoch.c; it calls none of them
  */
 #ifndef KVSS_DRV_H
 #define KVSS_DRV_H
@@ -41,7 +47,7 @@ struct rte_mbuf;
 #define DRV_MAX_SHARDS (PREFIXCACHE_MAX_MODELS * KVSS_MAX_SHARDS)
 #define DRV_MAX_PORTS 32
 
-/* ---- drv_ctlq.c --------------------------------------------------------------------- */
+/* ---- ctlq.c --------------------------------------------------------------------- */
 
 /* A control message waiting for room in its stream's window. */
 struct drv_ctl_msg {
@@ -53,8 +59,8 @@ struct drv_ctl_msg {
 
 /*
  * One shard's control messages, in order: the sink writes records into the
- * open message and queues whole ones (drv_sink.c); the link pushes them into
- * the stream as its window allows (drv_link.c). Both on the control lcore.
+ * open message and queues whole ones (sink.c); the link pushes them into
+ * the stream as its window allows (link.c). Both on the control lcore.
  */
 struct drv_ctlq {
 	struct drv_ctl_msg *head, *tail;
@@ -100,7 +106,7 @@ struct drv_shard {
 	uint16_t k;	     /* position in the driver's shard array */
 	const struct kvss_shard_ref *ref;
 	struct proto_addr ctrl, evict;
-	/* The link (drv_link.c): its control stream and what it sent. */
+	/* The link (link.c): its control stream and what it sent. */
 	struct proto_stream stream;
 	struct drv_ctlq q; /* sink: writes records; link: drains */
 	uint64_t hello_at;
@@ -124,14 +130,14 @@ struct drv_shard {
 	uint64_t l2_capacity[PREFIXCACHE_MAX_CACHES];
 	uint8_t hops; /* routers its STATUS crossed (PROTOCOL.md section 1: the rail) */
 	bool routed_said; /* counted in routed_shards and said, once */
-	/* Its second tier (drv_l2.c): does it have one, and its inventory being listed. */
+	/* Its second tier (l2.c): does it have one, and its inventory being listed. */
 	bool has_l2;
 	bool inv_done;
 	struct proto_l2col *inv;
 	uint32_t inv_n, inv_cap, inv_total;
 };
 
-/* ---- drv_sink.c ------------------------------------------------------------------------ */
+/* ---- sink.c ------------------------------------------------------------------------ */
 
 /*
  * lib/prefixcache's sink (prefixcache_sink.arg points here). Turns each
@@ -149,7 +155,7 @@ struct drv_sink {
 	struct kvss_drv_stats *st; /* it writes deletes, too_big */
 	FILE *expect;		   /* open loop: what each shard must send back (NULL: closed) */
 	uint64_t wall_base_ns;	   /* wall clock (ns since 1970) at the library's time 0 (driver.c) */
-	struct drv_l2wait **l2w;   /* columns sent down, L2_DONEs awaited (drv_sink.c) */
+	struct drv_l2wait **l2w;   /* columns sent down, L2_DONEs awaited (sink.c) */
 	bool failed;		   /* out of memory: the run stops */
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };
@@ -174,7 +180,7 @@ void drv_sink_l2_delete_one(struct drv_sink *s, struct drv_shard *sh, const stru
 /** A header for a message to shard @p sh of @p type, in its model's epoch. */
 void drv_hdr_for(struct proto_hdr *h, const struct drv_shard *sh, uint32_t epoch, uint8_t type);
 
-/* ---- drv_learn.c ------------------------------------------------------------------------ */
+/* ---- learn.c ------------------------------------------------------------------------ */
 
 /* What refill_model "learned" knows of one model's refills. */
 struct drv_model_learn {
@@ -186,7 +192,7 @@ struct drv_model_learn {
 	struct linfit fit2;
 };
 
-/* Refill times against estimates. All written by drv_learn.c; reports read them. */
+/* Refill times against estimates. All written by learn.c; reports read them. */
 struct drv_learn {
 	struct prefixcache *pc;	   /* the estimates it updates */
 	struct kvss_drv_stats *st; /* it writes model_updates, model_short */
@@ -226,7 +232,7 @@ int drv_learn_line(const struct linfit *f, double *lat_ns, double *ns_per_byte);
 /** The same in the configuration's units (refill_latency_us, refill_gbps; 0: no bound). */
 int drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps);
 
-/* ---- drv_link.c --------------------------------------------------------------------------- */
+/* ---- link.c --------------------------------------------------------------------------- */
 
 #define DRV_TXQ_MAX 64
 /*
@@ -243,7 +249,7 @@ struct drv_txq {
 	uint16_t n, nc;
 };
 
-/* The driver's ports. All written by drv_link.c. */
+/* The driver's ports. All written by link.c. */
 struct drv_link {
 	uint16_t ports[DRV_MAX_PORTS], nports;
 	uint16_t nrxq[DRV_MAX_PORTS];	     /* RX queues configured: each is polled */
@@ -302,7 +308,7 @@ void drv_link_watch(struct drv_link *L, struct drv_shard *sh, uint16_t nsh, uint
 
 void drv_link_free(struct drv_link *L);
 
-/* ---- drv_report.c ------------------------------------------------------------------------- */
+/* ---- report.c ------------------------------------------------------------------------- */
 
 /** Counters derived when read (streams, the fitted model, late / early / held). */
 void drv_report_derive(void);
@@ -313,7 +319,7 @@ void drv_report_snapshot(void);
 /** One progress line. */
 void drv_report_progress(uint64_t tsc);
 
-/* ---- driver.c: the state every part above is a piece of ----------------------------------- */
+/* ---- driver.c: the state every part is a piece of ----------------------------------- */
 
 struct drv {
 	struct prefixcache *pc;
@@ -335,7 +341,7 @@ struct drv {
 	/* Model 0's requests, prompt and hit tokens when a shard was first
 	 * away, and when one last came back: the hit ratio before and after. */
 	uint64_t away_at[3], back_at[3];
-	bool l2_pending[PREFIXCACHE_MAX_MODELS]; /* inventories to take back (drv_l2.c) */
+	bool l2_pending[PREFIXCACHE_MAX_MODELS]; /* inventories to take back (l2.c) */
 	char source[KVSS_PATH_MAX + 64];
 	struct proto_msg msg;
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
@@ -344,13 +350,21 @@ struct drv {
 extern struct drv drv;
 
 /** Nanoseconds of the run at @p tsc. */
-uint64_t drv_now_ns(uint64_t tsc);
+static inline uint64_t
+drv_now_ns(uint64_t tsc)
+{
+	return (uint64_t)((double)(tsc - drv.t_start) * 1e9 / (double)drv.hz);
+}
+
+/* ---- report.c: the verdict ---- */
 
 /** Tokens a shard holds against what the driver accounts for (after the run). */
 uint64_t drv_unaccounted(bool say);
 
 /** Protocol errors the run counted. */
 uint64_t drv_protocol_errors(void);
+
+/* ---- epoch.c ---- */
 
 /**
  * A shard of @p model lost what it held: the model's prefixes go, it takes
@@ -363,7 +377,7 @@ void drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const stru
 /** Shard @p sh's state left the driver's: with on_loss "resync", the model restarts (1). */
 int drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why);
 
-/* ---- drv_l2.c: the shards' second tiers ---- */
+/* ---- l2.c: the shards' second tiers ---- */
 
 /** Wall-clock time, ns since 1970 (first use on disk outlives a run). */
 uint64_t drv_wall_ns(void);
@@ -376,7 +390,11 @@ void drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg);
 /** @p sh answers a new HELLO: its inventory is listed again. */
 void drv_l2_forget_inventory(struct drv_shard *sh);
 void drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc);
-void drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc);
+/**
+ * L2_DONE records from @p sh taken in. true: a column did not come up (its
+ * tokens are lost), and the caller restarts the model (epoch.c).
+ */
+bool drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg);
 /** Is ERROR UNKNOWN_PROMPT for @p key from @p sh the answer to an L2_DELETE sent after a failure? */
 bool drv_l2_expected_unknown(const struct drv_shard *sh, uint64_t key);
 /** A model restarts (its old stream's answers will not come): forget what was expected (UINT16_MAX: all, freed). */
@@ -384,7 +402,7 @@ void drv_l2_forget_tolerated(uint16_t model);
 /** Models whose inventories are all in: their columns are taken back (once per restart). */
 void drv_l2_adopt_ready(uint64_t tsc);
 
-/* ---- drv_rx.c ---- */
+/* ---- rx.c ---- */
 
 /** One frame from a shard (the caller frees it). */
 void drv_receive(struct rte_mbuf *mb, uint64_t tsc);

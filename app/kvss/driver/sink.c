@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/prefixcache's sink in the driver (drv.h): every call the library makes
+ * lib/prefixcache's sink in the driver (driver_priv.h): every call the library makes
  * becomes records for the shards of its model, queued on their control
  * streams; evicted batches and refills also go to the wafer emulator, which
  * sends the bytes and checks what comes back. In open loop (recording) each
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drv.h"
-#include "emulator.h"
+#include "driver_priv.h"
+#include "wafer/emulator.h"
 
 void
 drv_hdr_for(struct proto_hdr *h, const struct drv_shard *sh, uint32_t epoch, uint8_t type)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The driver's link to its shards (drv.h): each port's TX queues (control
+ * The driver's link to its shards (driver_priv.h): each port's TX queues (control
  * frames first), the control streams (what their windows allow, pushed;
  * what timed out, resent), each shard's EVICT_DATA from the wafer emulator,
  * paced by its EVICTs, and the links watched for a peer that went away.
@@ -13,9 +13,9 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
-#include "drv.h"
+#include "driver_priv.h"
 #include "faults.h"
-#include "emulator.h"
+#include "wafer/emulator.h"
 #include "kvss.h"
 
 #define BURST 32

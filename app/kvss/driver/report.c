@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What the driver shows (drv.h): /swdriver/stats, /orgs and /shards from a
+ * What the driver shows (driver_priv.h): /swdriver/stats, /orgs and /shards from a
  * snapshot the control lcore copies every 100 ms (telemetry's thread reads
  * only the snapshot, under its lock), the progress line, and the summary
  * (lines for people, then one JSON line for scripts).
@@ -15,9 +15,9 @@
 #include <rte_spinlock.h>
 #include <rte_telemetry.h>
 
-#include "drv.h"
+#include "driver_priv.h"
 #include "plot.h"
-#include "emulator.h"
+#include "wafer/emulator.h"
 #include "kvss.h"
 
 /* A shard and its control stream, as /swdriver/shards shows them (u64 each). */
@@ -693,4 +693,53 @@ kvss_driver_summary(void)
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
 	       s->lost_records, s->over_capacity, s->expiries, s->expired_served, faultj, lostj, drv.finished ? "true" : "false");
 	fflush(stdout);
+}
+
+/* ---- The verdict: what the run left, and its exit status ---- */
+
+uint64_t
+drv_unaccounted(bool say)
+{
+	uint64_t sum = 0;
+	uint16_t i, c;
+
+	if (!drv.finished || drv.open_loop)
+		return 0;
+	for (i = 0; i < drv.nsh; i++) {
+		const struct drv_shard *sh = &drv.sh[i];
+
+		if (!sh->up)
+			continue;
+		for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
+			uint64_t mine = prefixcache_stored(drv.pc, sh->model, c);
+			uint64_t d = sh->stored[c] > mine ? sh->stored[c] - mine : mine - sh->stored[c];
+
+			if (d && say)
+				printf("kvss: summary: shard %u of model %u holds %" PRIu64
+				       " tokens in cache %u; the driver accounts for %" PRIu64 "\n",
+				       sh->ref->id, sh->model, sh->stored[c], c, mine);
+			sum += d;
+		}
+	}
+	return sum;
+}
+
+uint64_t
+drv_protocol_errors(void)
+{
+	return drv.st.errors + drv.st.refill_failures + drv.st.refill_timeouts + drv.st.rx_drops +
+	       drv.st.too_big + drv.st.lost_tokens;
+}
+
+int
+kvss_driver_status(void)
+{
+	if (drv.fatal)
+		return drv.fatal == 2 ? 2 : 1;
+	/* Faults injected on purpose cause protocol errors (lost tokens, refill
+	 * failures, dropped frames): then only a wrong byte or a wrong account
+	 * fails the run. */
+	return drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
+		       drv.st.expired_served ||
+		       (!kvss_faults_on() && drv_protocol_errors()) ? 1 : 0;
 }

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wafer emulator's insides, shared by its two files: emulator.c
- * (sequences, refills and their checks) and emu_data.c (the evicted bytes
- * of every batch, each shard at its own pace). Nothing else includes this.
+ * (sequences, refills and their checks) and data.c (the evicted bytes of
+ * every batch, each shard at its own pace). Nothing else includes this.
+ * They are one role in two files and call each other both ways on purpose:
+ * data.c asks emulator.c which sequence owns a prompt (the reference its
+ * bytes are made from), and emulator.c asks data.c to check a refilled
+ * token against the bytes it produced; both read the one struct emu.
  */
 #ifndef KVSS_EMU_PRIV_H
 #define KVSS_EMU_PRIV_H
@@ -109,7 +113,7 @@ struct emu {
 	struct emu_refill *rf[HBUCKETS];
 	uint32_t nrefill;
 	uint32_t nlinger;	  /* refills finished, waiting for a shard's REFILL_DONE */
-	/* The expiry check (emu_data.c): when each token hash was last evicted,
+	/* The expiry check (data.c): when each token hash was last evicted,
 	 * by the driver's clock as of the latest step (now_ns). */
 	uint64_t *ev_key, *ev_ns, now_ns;
 	uint32_t ev_n;
@@ -135,7 +139,7 @@ hbucket(uint64_t id)
 /* The sequence that prompt @p prompt_id belongs to, or NULL (emulator.c). */
 struct emu_seq *emu_seq_of_prompt(const struct emu *e, uint64_t prompt_id);
 
-/* The first job at or after @p j that shard @p k still has to send (emu_data.c). */
+/* The first job at or after @p j that shard @p k still has to send (data.c). */
 struct data_job *emu_job_for(const struct emu *e, uint16_t k, struct data_job *j);
 
 /* Note the eviction of token hash @p h now; check refilled @p hash[0..n) for expiry. */

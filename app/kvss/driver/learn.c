@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Refill times learned (drv.h): each sequence's refill time against the
+ * Refill times learned (driver_priv.h): each sequence's refill time against the
  * driver's estimate, a line fitted per model to its own refills, and
  * (refill_model "learned") the library's estimates set from those lines.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "drv.h"
+#include "driver_priv.h"
 
 void
 drv_learn_init(struct drv_learn *l, struct prefixcache *pc, struct kvss_drv_stats *st,

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A shard's control messages waiting for its stream's window (drv.h). */
+/* A shard's control messages waiting for its stream's window (driver_priv.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "drv.h"
+#include "driver_priv.h"
 
 int
 drv_ctlq_push(struct drv_ctlq *q, const uint8_t *p, uint32_t len, uint64_t batch_no)

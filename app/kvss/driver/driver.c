@@ -2,19 +2,14 @@
 /*
  * The driver role: the control lcore runs lib/prefixcache for every model,
  * one control stream per (model, shard), and the wafer emulator. Its parts
- * (drv.h): the sink turns library calls into records (drv_sink.c), the link
- * sends them and the evicted bytes (drv_link.c), refill times are learned
- * (drv_learn.c), telemetry and the summary show it (drv_report.c), and the
- * emulator (emulator.c) runs the requests and checks every refilled byte.
- * what the shards send is taken in by drv_rx.c. This file sets them up,
- * runs the loop, and restarts a model when its shards' state is lost.
- *
- * Epochs. Every model has its own driver epoch. When a shard restarts (a new
- * shard epoch, or a STATUS that no longer names our epoch), everything the
- * model cached is gone as far as the driver can prove: prefixcache drops the
- * model's prefixes, the model takes a new driver epoch and says HELLO to all
- * its shards again, so they all forget the old data and count seq and
- * batch_no from 1 together.
+ * (driver_priv.h lists them, and the order calls go in): the sink turns
+ * library calls into records (sink.c), the link sends them and the evicted
+ * bytes (link.c), refill times are learned (learn.c), what the shards send is
+ * taken in (rx.c), a model whose shards lost their state restarts with a new
+ * epoch (epoch.c), telemetry, the summary and the verdict show it
+ * (report.c), and the emulator (wafer/emulator.c) runs the requests and
+ * checks every refilled byte. This file sets them up and runs the loop: it
+ * is the top, and no part calls back into it.
  *
  * The wafer emulator shares the control lcore: on this project's machines
  * the three processes of the demo share two cores, and one lcore per role
@@ -36,8 +31,8 @@
 #include <rte_mbuf.h>
 #include <rte_random.h>
 
-#include "drv.h"
-#include "emulator.h"
+#include "driver_priv.h"
+#include "wafer/emulator.h"
 #include "kvss.h"
 
 #define BURST 32
@@ -46,12 +41,6 @@
 #define JOBS_HIGH 32
 
 struct drv drv;
-
-uint64_t
-drv_now_ns(uint64_t tsc)
-{
-	return (uint64_t)((double)(tsc - drv.t_start) * 1e9 / (double)drv.hz);
-}
 
 static struct kvss_lcore_stats *
 lst(void)
@@ -111,74 +100,6 @@ all_up(void)
 		if (!drv.sh[i].up)
 			return false;
 	return true;
-}
-
-/* ---- Epochs ------------------------------------------------------------------------ */
-
-static uint32_t
-new_epoch(void)
-{
-	uint32_t e;
-
-	do {
-		e = (uint32_t)rte_rand();
-	} while (e == 0);
-	return e;
-}
-
-/*
- * A shard of @p model lost what it held: the model's prefixes go, the model
- * takes a new driver epoch and all its shards start over with it.
- */
-void
-drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_shard *who,
-		  uint64_t *count)
-{
-	uint16_t i;
-
-	(*count)++;
-	if (why != NULL) {
-		printf("kvss: driver: model %u shard %u %s: its prefixes are dropped, new epoch\n",
-		       model, who->ref->id, why);
-		fflush(stdout);
-	}
-	prefixcache_shard_restart(drv.pc, model);
-	drv.model_epoch[model] = new_epoch();
-	drv.l2_pending[model] = drv_l2_model(model); /* the inventories list what L2 kept */
-	drv_sink_l2_clear(&drv.sink, model);
-	drv_l2_forget_tolerated(model);
-	for (i = 0; i < drv.nshards[model]; i++) {
-		struct drv_shard *sh = &drv.sh[drv.first_shard[model] + i];
-
-		drv_l2_forget_inventory(sh);
-		drv_link_reset(sh);
-		sh->up = false;
-		sh->epoch = 0;
-		drv_link_hello(&drv.link, sh, drv.model_epoch[model], tsc);
-	}
-	/* Its data jobs are stale; refills of the old epoch will not come. */
-	emu_model_restart(drv.emu, model, drv_now_ns(tsc));
-}
-
-/*
- * Shard @p sh's state is not what this driver sent it (TOKEN_LOST, an ERROR,
- * a refill of tokens it lacks). With on_loss "exact" (the default, protocol
- * v2) nothing more happens here: the library drops and DELETEs the columns
- * holding those tokens and their descendants (PROTOCOL.md section 4). With
- * "resync" the model starts over (drv_model_restart). Returns 1 if it did.
- */
-int
-drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why)
-{
-	if (kvss.cfg.driver.on_loss != KVSS_LOSS_RESYNC || drv.open_loop)
-		return 0;
-	if (drv.st.resyncs < 5 || (drv.st.resyncs + 1) % 1000 == 0) {
-		printf("kvss: driver: model %u shard %u %s: the model starts over with a new epoch "
-		       "(resync %" PRIu64 ")\n", sh->model, sh->ref->id, why, drv.st.resyncs + 1);
-		fflush(stdout);
-	}
-	drv_model_restart(sh->model, tsc, NULL, sh, &drv.st.resyncs);
-	return 1;
 }
 
 /*
@@ -531,33 +452,6 @@ not_yet:
 	return false;
 }
 
-uint64_t
-drv_unaccounted(bool say)
-{
-	uint64_t sum = 0;
-	uint16_t i, c;
-
-	if (!drv.finished || drv.open_loop)
-		return 0;
-	for (i = 0; i < drv.nsh; i++) {
-		const struct drv_shard *sh = &drv.sh[i];
-
-		if (!sh->up)
-			continue;
-		for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
-			uint64_t mine = prefixcache_stored(drv.pc, sh->model, c);
-			uint64_t d = sh->stored[c] > mine ? sh->stored[c] - mine : mine - sh->stored[c];
-
-			if (d && say)
-				printf("kvss: summary: shard %u of model %u holds %" PRIu64
-				       " tokens in cache %u; the driver accounts for %" PRIu64 "\n",
-				       sh->ref->id, sh->model, sh->stored[c], c, mine);
-			sum += d;
-		}
-	}
-	return sum;
-}
-
 /* Version 2: a REPORT_ACK to each shard whose reports came in this poll. */
 static void
 send_report_acks(void)
@@ -777,24 +671,4 @@ kvss_driver_main(void *arg)
 	/* 2, not a signal's 1: main() then takes the exit status from the run. */
 	__atomic_store_n(&kvss.quit, 2, __ATOMIC_RELAXED);
 	return 0;
-}
-
-uint64_t
-drv_protocol_errors(void)
-{
-	return drv.st.errors + drv.st.refill_failures + drv.st.refill_timeouts + drv.st.rx_drops +
-	       drv.st.too_big + drv.st.lost_tokens;
-}
-
-int
-kvss_driver_status(void)
-{
-	if (drv.fatal)
-		return drv.fatal == 2 ? 2 : 1;
-	/* Faults injected on purpose cause protocol errors (lost tokens, refill
-	 * failures, dropped frames): then only a wrong byte or a wrong account
-	 * fails the run. */
-	return drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
-		       drv.st.expired_served ||
-		       (!kvss_faults_on() && drv_protocol_errors()) ? 1 : 0;
 }

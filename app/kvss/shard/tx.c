@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the shard sends on the control path (shard.h): frames onto a TX
- * queue with retry, replies to the driver's last control source (STATUS,
- * the cumulative ACK), and the batcher that packs ERROR, REFILL_DONE and
+ * queue with retry, replies to the driver's last control source (the
+ * cumulative ACK here; STATUS in status.c), and the batcher that packs ERROR, REFILL_DONE and
  * TOKEN_LOST records into as few frames as the MTU allows.
  */
 #include <errno.h>
@@ -91,14 +91,14 @@ send_control_to(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_
 }
 
 /* From the ingest lcore: to where the driver's last control came from. */
-static void
-send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
+void
+shard_send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
 {
 	send_control_to(st, 0, &kvss_me->driver_addr, payload, len);
 }
 
-static void
-begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type)
+void
+shard_begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type)
 {
 	struct proto_hdr h = {.type = type, .model_id = kvss_me->cfg->model,
 			      .shard_id = kvss_me->cfg->id, .epoch = kvss.epoch};
@@ -110,41 +110,6 @@ uint32_t
 kvss_payload_cap(void)
 {
 	return kvss.cfg.mtu - PROTO_IP4_LEN - PROTO_UDP_LEN;
-}
-
-void
-shard_send_status(struct kvss_lcore_stats *st)
-{
-	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN + KVSTORE_MAX_CACHES * PROTO_CACHE_INFO_LEN];
-	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
-	/* In whole seconds and the rest: cycles x 1e9 overflows 64 bits after
-	 * seconds, and a driver orders STATUS frames by it (version 2). */
-	uint64_t up = rte_get_tsc_cycles() - kvss.start_tsc, hz = kvss_me->st->hz;
-	struct proto_status s = {
-		.batches_complete = kvstore_batches_complete(kvss_me->store),
-		.reports = kvss_me->st->rep_next ? kvss_me->st->rep_next - 1 : 0, /* v2 */
-		.uptime_ns = up / hz * 1000000000ull + up % hz * 1000000000ull / hz,
-		.flags = (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.since[kvss_me->st->evictq.head % SHARD_QMAX]
-				  ? PROTO_STATUS_F_STALLED : 0) |
-			 (shard_l2_on() ? PROTO_STATUS_F_L2 : 0),
-		.driver_epoch = kvss_me->driver_epoch};
-	struct proto_builder b;
-	uint16_t c;
-
-	begin_reply(&b, buf, sizeof(buf), PROTO_T_STATUS);
-	proto_build_status(&b, &s);
-	for (c = 0; c < kp->num_caches; c++) {
-		struct kvstore_cache_stats cs;
-		struct proto_cache_info ci;
-
-		kvstore_cache_stats(kvss_me->store, c, &cs);
-		ci = (struct proto_cache_info){c, cs.num_buffers, cs.bytes_per_token,
-					       cs.capacity_tokens, cs.stored_tokens, cs.prompts, 0, 0};
-		shard_l2_tokens(c, &ci.l2_capacity_tokens, &ci.l2_stored_tokens);
-		proto_build_cache_info(&b, &ci);
-	}
-	send_control(st, buf, proto_build_end(&b));
-	st->status_sent++;
 }
 
 /*
@@ -180,9 +145,9 @@ shard_send_ack(struct kvss_lcore_stats *st)
 	struct proto_ack a = {shard_ack_value(), kvss_me->st->next_seq ? kvss_me->st->next_seq - 1 : 0};
 	struct proto_builder b;
 
-	begin_reply(&b, buf, sizeof(buf), PROTO_T_ACK);
+	shard_begin_reply(&b, buf, sizeof(buf), PROTO_T_ACK);
 	proto_build_ack(&b, &a);
-	send_control(st, buf, proto_build_end(&b));
+	shard_send_control(st, buf, proto_build_end(&b));
 	kvss_me->st->ack_sent = a.cum_seq;
 	kvss_me->st->recv_sent = a.recv_seq;
 	st->acks++;
@@ -295,7 +260,7 @@ shard_batcher_flush(struct shard_batcher *bt)
 		else
 			send_control_to(bt->st, bt->queue, to, bt->buf, len);
 	}
-	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
+	shard_begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }
 
 void
@@ -303,7 +268,7 @@ shard_batcher_send(struct shard_batcher *bt)
 {
 	send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss_me->driver_addr, bt->buf,
 			proto_build_end(&bt->b));
-	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
+	shard_begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }
 
 void
@@ -313,7 +278,7 @@ shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_lcore_sta
 	bt->st = st;
 	bt->queue = 0;
 	bt->to = NULL;
-	begin_reply(&bt->b, bt->buf, kvss_payload_cap(), type);
+	shard_begin_reply(&bt->b, bt->buf, kvss_payload_cap(), type);
 }
 
 void

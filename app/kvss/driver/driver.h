@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The driver role (driver.c and its parts, drv.h): lib/prefixcache on the
+ * The driver role (driver.c and its parts, driver_priv.h): lib/prefixcache on the
  * control lcore, talking to every shard of every model over its own control
  * stream, with the wafer emulator (emulator.h) that produces evicted bytes
  * and checks refilled ones. This is what main.c sees.

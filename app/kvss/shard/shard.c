@@ -2,7 +2,7 @@
 /*
  * The shard's ingest lcore (shard.h lists the other parts): every frame is
  * received and parsed here, once; control messages go through the stream,
- * EVICT_DATA to the evict queue's store (shard_evict.c).
+ * EVICT_DATA to the evict queue's store (evict.c).
  *
  * Control messages are accepted strictly in seq order (early ones held in a
  * window of 64, duplicates ignored, a cumulative ACK after every burst that
@@ -87,28 +87,6 @@ shard_rec_of(struct shard_rec *r, const struct proto_msg *msg)
 			if (rq.evict_count > r->gate)
 				r->gate = rq.evict_count;
 	}
-}
-
-const struct proto_msg *
-shard_msg(const struct shard_rec *r, const struct rte_mbuf *m, struct proto_msg *out)
-{
-	uint32_t body_off = r->payload_off + PROTO_HDR_LEN;
-
-	out->addr = r->addr;
-	out->hdr = r->hdr;
-	out->payload_off = r->payload_off;
-	out->data_off = r->data_off;
-	out->data_len = r->data_len;
-	if (r->hdr.type == PROTO_T_EVICT || r->hdr.type == PROTO_T_L2_UP)
-		out->u.evict = r->u.evict;
-	else if (r->hdr.type == PROTO_T_EVICT_DATA)
-		out->u.data = r->u.data;
-	/* The frame was whole when parsed: the body is there. */
-	if (rte_pktmbuf_is_contiguous(m))
-		out->body = rte_pktmbuf_mtod_offset(m, const uint8_t *, body_off);
-	else
-		out->body = rte_pktmbuf_read(m, body_off, r->hdr.body_len, out->scratch);
-	return out;
 }
 
 static void

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wafer emulator (emulator.h): its sequences and their refills, checked
- * byte by byte; the evicted bytes of every batch are emu_data.c's. One
+ * byte by byte; the evicted bytes of every batch are data.c's. One
  * thread (the driver's control lcore) calls everything here.
  */
 #include "emulator.h"
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu_priv.h"
+#include "emulator_priv.h"
 
 /* ---- Lookups -------------------------------------------------------------------- */
 
@@ -729,7 +729,12 @@ emu_check_timeouts(struct emu *e, uint64_t now)
 {
 	uint32_t i, k;
 
-	/* A refill whose REFILL_DONE was lost: let go after the refill timeout. */
+	/*
+	 * A refill whole (or failed) whose REFILL_DONE never came: a reply is
+	 * never resent, and a lossy fabric may drop it. After the refill
+	 * timeout its columns are let go without it (the shard's store keeps
+	 * what a refill in flight reads, whatever the driver deletes).
+	 */
 	if (e->nlinger > 0 && now >= e->next_linger_ns) {
 		e->next_linger_ns = now + e->p.refill_timeout_ns / 4;
 		for (i = 0; i < HBUCKETS; i++) {

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "driver.h"
+#include "driver/driver.h"
 #include "prefixcache.h"
 #include "proto.h"
 #include "workload.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What the shards send the driver (drv.h): STATUS (a shard up, its epoch,
+ * What the shards send the driver (driver_priv.h): STATUS (a shard up, its epoch,
  * what it holds), ACK (into its control stream), ERROR and TOKEN_LOST (into
  * the library, and a resync), REFILL_DONE and REFILL_DATA (to the wafer
  * emulator, which checks every byte).
@@ -11,8 +11,8 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
-#include "drv.h"
-#include "emulator.h"
+#include "driver_priv.h"
+#include "wafer/emulator.h"
 #include "kvss.h"
 
 static struct kvss_lcore_stats *
@@ -282,7 +282,9 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 		drv_l2_inventory(sh, msg, tsc);
 		break;
 	case PROTO_T_L2_DONE:
-		drv_l2_done(sh, msg, tsc);
+		if (drv_l2_done(sh, msg))
+			drv_model_restart(sh->model, tsc, "lost a column of its second tier", sh,
+					  &drv.st.resyncs);
 		break;
 	default:
 		lst()->not_handled++;

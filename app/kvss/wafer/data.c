@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu_priv.h"
+#include "emulator_priv.h"
 
 /* ---- The expiry check ------------------------------------------------------------ */
 

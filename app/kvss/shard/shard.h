@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The shard role's parts, private to them (kvss.h is what the rest sees):
+ * The shard role's parts, private to them (kvss.h is what the rest sees).
+ * Each file is named for its job; calls go one way, down this list (a file
+ * calls only files below it), and the state they share is struct
+ * shard_state below, whose fields say who writes them:
  *
- *   shard.c          the ingest lcore: frames received, the control stream
- *                    (seq order, the window of early messages), the loop
- *   shard_tx.c       TX with retry, replies (STATUS, ACK) and the batcher
- *                    that packs ERROR, REFILL_DONE and TOKEN_LOST records
- *   shard_evict.c    the evict queue (RESERVE, EVICT), EVICT_DATA stored or
- *                    held for its EVICT, batches lost at the timeout
- *   shard_refillq.c  the refill queue (DELETE, REFILL) on the ingest lcore
- *                    or on the refill lcore, refills running ahead
- *   refill.c         REFILL_DATA as gather lists over the store
+ *   shard.c    the ingest lcore: frames received, the control stream
+ *              (seq order, the window of early messages), the loop
+ *   status.c   STATUS: both tiers' counts, for the driver
+ *   refillq.c  the refill queue (DELETE, REFILL) on the ingest lcore or on
+ *              the refill lcore, refills running ahead
+ *   refill.c   REFILL_DATA as gather lists over the store
+ *   evict.c    the evict queue (RESERVE, EVICT), EVICT_DATA stored or held
+ *              for its EVICT, batches lost at the timeout
+ *   l2.c       the second tier: its thread, L2_DOWN, L2_UP, L2_DELETE,
+ *              the inventory (PROTOCOL.md section 9)
+ *   tx.c       TX with retry, the ACK, the reliable reports and the
+ *              batcher that packs ERROR, REFILL_DONE and TOKEN_LOST records
  *
  * Every frame is parsed once, when it is received: what the queues need of
  * it later stays beside it as a struct shard_rec, and shard_msg() gives the
@@ -21,6 +27,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <rte_mbuf.h>
 
 #include "kvss.h"
 
@@ -54,8 +62,27 @@ void shard_rec_of(struct shard_rec *r, const struct proto_msg *msg);
  * accessors, in @p out: its header and addresses, and its body, in the
  * frame when the frame is one segment (else copied into out->scratch).
  */
-const struct proto_msg *shard_msg(const struct shard_rec *r, const struct rte_mbuf *m,
-				  struct proto_msg *out);
+static inline const struct proto_msg *
+shard_msg(const struct shard_rec *r, const struct rte_mbuf *m, struct proto_msg *out)
+{
+	uint32_t body_off = r->payload_off + PROTO_HDR_LEN;
+
+	out->addr = r->addr;
+	out->hdr = r->hdr;
+	out->payload_off = r->payload_off;
+	out->data_off = r->data_off;
+	out->data_len = r->data_len;
+	if (r->hdr.type == PROTO_T_EVICT || r->hdr.type == PROTO_T_L2_UP)
+		out->u.evict = r->u.evict;
+	else if (r->hdr.type == PROTO_T_EVICT_DATA)
+		out->u.data = r->u.data;
+	/* The frame was whole when parsed: the body is there. */
+	if (rte_pktmbuf_is_contiguous(m))
+		out->body = rte_pktmbuf_mtod_offset(m, const uint8_t *, body_off);
+	else
+		out->body = rte_pktmbuf_read(m, body_off, r->hdr.body_len, out->scratch);
+	return out;
+}
 
 /* One of the two queues of accepted messages, in seq order. */
 struct shard_fifo {
@@ -103,11 +130,11 @@ struct shard_state {
 	 * latest run (its column handed to the tier thread, which writes
 	 * before it reads). */
 	uint64_t l2down_last, l2down_done;
-	/* shard_tx.c: acknowledgements. */
+	/* tx.c: acknowledgements. */
 	int ack_due;
 	uint64_t ack_sent; /* the last cum_seq sent */
 	uint64_t recv_sent; /* the last recv_seq sent (version 2) */
-	/* shard_tx.c: reliable reports (version 2): ERROR, TOKEN_LOST and
+	/* tx.c: reliable reports (version 2): ERROR, TOKEN_LOST and
 	 * L2_DONE frames of the ingest lcore carry a report seq and are kept,
 	 * by seq % SHARD_REPORTS, until the driver's REPORT_ACK covers them. */
 	struct shard_report *rep;
@@ -115,7 +142,7 @@ struct shard_state {
 	uint64_t rep_acked; /* every report <= it arrived */
 	uint64_t rep_due;   /* tsc: resend what is not acknowledged */
 	uint64_t rep_rto;   /* in tsc cycles; doubles while nothing is acknowledged */
-	/* shard_evict.c: data held for its EVICT, batches' clocks. */
+	/* evict.c: data held for its EVICT, batches' clocks. */
 	struct rte_mbuf *early[SHARD_EARLY_MAX];
 	struct shard_rec early_rec[SHARD_EARLY_MAX];
 	uint64_t early_t[SHARD_EARLY_MAX];
@@ -126,7 +153,7 @@ struct shard_state {
 };
 
 
-/* ---- shard_tx.c ---- */
+/* ---- tx.c ---- */
 
 /* Records of one type, packed into as few frames as the MTU allows. */
 struct shard_batcher {
@@ -148,7 +175,17 @@ void shard_add_error(struct shard_batcher *bt, uint64_t seq, uint64_t prompt, ui
 void shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id,
 		    uint32_t first, uint32_t count);
 
+/** Begin a reply frame of @p type in @p buf from this shard (its ids, its epoch). */
+void shard_begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type);
+/** From the ingest lcore: @p payload to where the driver's last control came from. */
+void shard_send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len);
+
+/* ---- status.c ---- */
+
+/** STATUS now: both tiers' counts, batches complete, uptime (PROTOCOL.md section 5). */
 void shard_send_status(struct kvss_lcore_stats *st);
+
+/* ---- tx.c: reports ---- */
 
 /** A REPORT_ACK: every report <= @p cum arrived. */
 void shard_report_acked(uint64_t cum);
@@ -160,7 +197,7 @@ void shard_report_reset(bool release);
 uint64_t shard_ack_value(void);
 void shard_send_ack(struct kvss_lcore_stats *st);
 
-/* ---- shard_evict.c ---- */
+/* ---- evict.c ---- */
 
 /** Store EVICT_DATA frame @p m; -EAGAIN when its batch's EVICT has not run. */
 int shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r);
@@ -186,7 +223,7 @@ void shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, ui
 /** Batches whose streams are not whole by the timeout complete with loss. */
 void shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now);
 
-/* ---- shard_refillq.c ---- */
+/* ---- refillq.c ---- */
 
 /** The refill queue on the ingest lcore (a port with one TX queue). */
 void shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err);
@@ -195,7 +232,7 @@ void shard_pass_to_refill(struct kvss_lcore_stats *st);
 /** DELETEs the refill lcore handed back: applied by the store's writer. */
 void shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err);
 
-/* ---- shard_l2.c: the second tier (PROTOCOL.md section 9) ---- */
+/* ---- l2.c: the second tier (PROTOCOL.md section 9) ---- */
 
 struct kvdisk_stats;
 /** Open shard.l2 and start the tier thread (nothing when not configured). -1: @p err says why. */
