@@ -61,7 +61,7 @@ LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 
 # Files from outside, opened without blocking and read with bounds.
 FILEIO_SRC := lib/fileio/fileio.c
-KVDISK_SRC := lib/kvdisk/kvdisk.c lib/kvdisk/kvdisk_open.c
+KVDISK_SRC := lib/kvdisk/kvdisk.c lib/kvdisk/kvdisk_open.c lib/kvdisk/kvdisk_file.c
 PLOT_SRC := lib/plot/plot.c
 
 # Whole numbers from a command line (1e6 too; never a prefix).

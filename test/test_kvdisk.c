@@ -4,18 +4,25 @@
  * byte for byte, kept across a close and a reopen, deleted for good (also
  * after a reopen), a flipped byte caught and the column dropped, a file of
  * another configuration or of something else refused, a disk too small
- * refused at open (a 1 MiB tmpfs), and the queue's bounds.
+ * refused at open (a 1 MiB tmpfs), and the queue's bounds. Whose the file
+ * is (issue 39): another shard's file refused naming both, a slot copied
+ * from another file dropped, an older version's file refused; what is not
+ * blank (random bytes, an ext4 image, on a loop device too) never
+ * formatted over unless told; a link, another user's file or directory, a
+ * file or directory others can write refused; a 0644 file made 0600.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kvdisk.h"
@@ -149,6 +156,13 @@ open_ok(void)
 	return d;
 }
 
+/* Refused or not: NULL with err and errno when refused. */
+static struct kvdisk *
+open_ok_or_null(void)
+{
+	return kvdisk_open(path, &params, err, sizeof(err));
+}
+
 Test(kvdisk, columns_come_back_byte_for_byte_and_after_a_reopen)
 {
 	struct kvdisk *d = open_ok();
@@ -247,16 +261,17 @@ Test(kvdisk, a_file_of_another_configuration_or_of_something_else_is_refused)
 	kvdisk_close(d);
 	params.cache[0].capacity_tokens = 2 * NCOL * COL;
 	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)));
-	cr_assert(strstr(err, "made for another configuration (it holds 1 cache(s): [0] 16 tokens x "
-			      "96 B, 40 columns; this one asks 1 cache(s): [0] 16 tokens x 96 B, 80 "
-			      "columns)") != NULL, "%s", err);
+	cr_assert(strstr(err, "made for another shard or configuration (it holds model 0, shard 0, "
+			      "1 cache(s): [0] 16 tokens x 96 B, 40 columns; this one is model 0, "
+			      "shard 0, 1 cache(s): [0] 16 tokens x 96 B, 80 columns)") != NULL, "%s",
+		  err);
 	snprintf(path, sizeof(path), "%s/other.bin", dir);
 	f = fopen(path, "w");
 	cr_assert_not_null(f);
 	fprintf(f, "%08192d", 7);
 	fclose(f);
 	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)));
-	cr_assert(strstr(err, "not a kvss second-tier file") != NULL, "%s", err);
+	cr_assert(strstr(err, "not blank and not a kvss second tier") != NULL, "%s", err);
 	cr_assert_null(kvdisk_open("/dev/zero", &params, err, sizeof(err)));
 	cr_assert(strstr(err, "not a regular file or a block device") != NULL, "%s", err);
 }
@@ -267,7 +282,7 @@ Test(kvdisk, a_disk_too_small_is_refused_at_open)
 
 	snprintf(mnt, sizeof(mnt), "%s/small", dir);
 	cr_assert_eq(mkdir(mnt, 0700), 0);
-	if (mount("kvss_test", mnt, "tmpfs", 0, "size=1m") != 0)
+	if (mount("kvss_test", mnt, "tmpfs", 0, "size=1m,mode=0700") != 0)
 		cr_skip_test("cannot mount a tmpfs here (%s): needs root", strerror(errno));
 	snprintf(path, sizeof(path), "%s/l2.bin", mnt);
 	params.cache[0].capacity_tokens = 4096 * COL; /* 16 MiB */
@@ -328,4 +343,343 @@ Test(kvdisk, a_column_deleted_while_read_is_read_whole_then_cleared)
 	kvdisk_stats(d, &st);
 	cr_assert_eq(st.rebuilt, 0);
 	kvdisk_close(d);
+}
+
+/* ---- Whose file it is, what it holds, who can reach it (issue 39) ------- */
+
+static struct kvdisk *
+open_as(const char *at, uint32_t shard, bool format)
+{
+	struct kvdisk_params q = params;
+
+	q.shard = shard;
+	q.format = format;
+	return kvdisk_open(at, &q, err, sizeof(err));
+}
+
+/* Run a shell command; its exit status. */
+static int
+sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void
+copy_range(const char *from, const char *to, off_t off, size_t len)
+{
+	uint8_t buf[8192];
+	int a = open(from, O_RDONLY), b = open(to, O_RDWR);
+
+	cr_assert(a >= 0 && b >= 0 && len <= sizeof(buf));
+	cr_assert_eq(pread(a, buf, len, off), (ssize_t)len);
+	cr_assert_eq(pwrite(b, buf, len, off), (ssize_t)len);
+	close(a);
+	close(b);
+}
+
+Test(kvdisk, a_file_of_another_shard_of_the_same_geometry_is_refused_naming_both)
+{
+	struct kvdisk *d = open_as(path, 1, false);
+
+	cr_assert_not_null(d, "%s", err);
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	kvdisk_close(d);
+	/* Shard 0 given shard 1's file (copied to its path, as in the issue). */
+	errno = 0;
+	cr_assert_null(open_as(path, 0, false), "another shard's columns were taken");
+	cr_assert_eq(errno, EEXIST);
+	cr_assert(strstr(err, "made for another shard or configuration (it holds model 0, shard 1, "
+			      "1 cache(s): [0] 16 tokens x 96 B, 40 columns; this one is model 0, "
+			      "shard 0, 1 cache(s): [0] 16 tokens x 96 B, 40 columns)") != NULL, "%s",
+		  err);
+	/* Its owner still has it; told to format, shard 0 makes it its own, empty. */
+	d = open_as(path, 1, false);
+	cr_assert_not_null(d, "%s", err);
+	cr_assert(kvdisk_has(d, 0, 0x1000, 77));
+	kvdisk_close(d);
+	d = open_as(path, 0, true);
+	cr_assert_not_null(d, "%s", err);
+	cr_assert_not(kvdisk_has(d, 0, 0x1000, 77), "a formatted file kept a column");
+	kvdisk_close(d);
+	cr_assert_null(open_as(path, 1, false), "%s", "formatted for shard 0: shard 1's no more");
+}
+
+Test(kvdisk, a_slot_copied_from_another_file_is_dropped_not_served)
+{
+	char other[160];
+	struct kvdisk *d = open_ok();
+	struct kvdisk_stats st;
+
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	cr_assert_eq(put_sync(d, 1, 1), 0);
+	kvdisk_close(d);
+	/* The same shard's file of the same geometry, made apart (a copy kept
+	 * from before a format, say), holding column 1 with other bytes. */
+	snprintf(other, sizeof(other), "%s/other.bin", dir);
+	d = kvdisk_open(other, &params, err, sizeof(err));
+	cr_assert_not_null(d, "%s", err);
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	cr_assert_eq(put_sync(d, 1, 2), 0);
+	kvdisk_close(d);
+	/* Its slot 1, header and bytes, over this file's slot 1: both checksums
+	 * hold as XXH3 of what is there; only the file's seed tells them apart. */
+	copy_range(other, path, 4096 + 4096, 4096);
+	d = open_ok();
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.rebuild_dropped, 1, "the foreign slot must be dropped at open (%" PRIu64 ")",
+		     st.rebuild_dropped);
+	cr_assert_not(kvdisk_has(d, 0, 0x1001, 77), "a column of another file is served");
+	cr_assert_eq(get_check(d, 1, 1), -ENOENT);
+	cr_assert_eq(get_check(d, 0, 1), 0, "this file's own column is whole");
+	kvdisk_close(d);
+}
+
+Test(kvdisk, a_file_of_an_older_version_is_refused_saying_how_to_reformat)
+{
+	uint8_t sb[4096] = {0};
+	uint64_t magic = 0x3130324c53535b4bULL; /* "K[SSL201", version 1 after it */
+	uint32_t v1 = 1;
+	struct kvdisk *d;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+
+	cr_assert_geq(fd, 0);
+	memcpy(sb, &magic, 8);
+	memcpy(sb + 8, &v1, 4);
+	sb[12] = 1;
+	cr_assert_eq(pwrite(fd, sb, sizeof(sb), 0), (ssize_t)sizeof(sb));
+	cr_assert_eq(ftruncate(fd, 4096 * (NCOL + 1)), 0);
+	close(fd);
+	errno = 0;
+	cr_assert_null(open_ok_or_null());
+	cr_assert_eq(errno, EEXIST);
+	cr_assert(strstr(err, "written by another kvss (on-disk version 1; this one reads version 2") !=
+		  NULL && strstr(err, "format it or remove it") != NULL, "%s", err);
+	d = open_as(path, 0, true);
+	cr_assert_not_null(d, "%s", err);
+	kvdisk_close(d);
+}
+
+Test(kvdisk, random_bytes_are_refused_and_format_takes_them)
+{
+	struct kvdisk *d;
+
+	cr_assert_eq(sh("head -c 300000 /dev/urandom >%s", path), 0);
+	errno = 0;
+	cr_assert_null(open_ok_or_null());
+	cr_assert_eq(errno, EEXIST);
+	cr_assert(strstr(err, "holds not blank and not a kvss second tier (its first nonzero byte "
+			      "is at") != NULL, "%s", err);
+	d = open_as(path, 0, true);
+	cr_assert_not_null(d, "%s", err);
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	cr_assert_eq(get_check(d, 0, 1), 0);
+	kvdisk_close(d);
+	d = open_ok();
+	cr_assert_eq(get_check(d, 0, 1), 0, "formatted, it is this shard's file from then on");
+	kvdisk_close(d);
+}
+
+Test(kvdisk, a_blank_file_is_formatted_and_a_short_one_too)
+{
+	struct kvdisk *d;
+
+	/* Zeros (what an administrator's fallocate gives): blank, formatted. */
+	cr_assert_eq(sh("head -c 65536 /dev/zero >%s", path), 0);
+	d = open_ok();
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	kvdisk_close(d);
+	/* Two nonzero bytes in an otherwise blank file of 100 bytes: not blank. */
+	cr_assert_eq(sh("printf 'ab' | dd of=%s/short.bin bs=1 seek=98 2>/dev/null", dir), 0);
+	snprintf(path, sizeof(path), "%s/short.bin", dir);
+	cr_assert_null(open_ok_or_null());
+	cr_assert(strstr(err, "its first nonzero byte is at 98 of the 100 read") != NULL, "%s", err);
+}
+
+static bool
+have_mkfs(void)
+{
+	return sh("command -v mkfs.ext4 >/dev/null && command -v e2fsck >/dev/null") == 0;
+}
+
+Test(kvdisk, an_ext4_image_is_refused_by_name_and_left_whole)
+{
+	struct kvdisk *d;
+
+	if (!have_mkfs())
+		cr_skip_test("no mkfs.ext4 or e2fsck here (e2fsprogs: scripts/deps.sh)");
+	cr_assert_eq(sh("mkfs.ext4 -q -F %s 4M >/dev/null 2>&1", path), 0);
+	cr_assert_eq(sh("cmp -s -n 8 %s /dev/zero", path), 0, "its first 8 bytes are zero");
+	errno = 0;
+	cr_assert_null(open_ok_or_null(), "an ext4 image was formatted over");
+	cr_assert_eq(errno, EEXIST);
+	cr_assert(strstr(err, "holds an ext2/3/4 file system (magic 0xEF53 at byte 1080), not a kvss "
+			      "second tier: not formatted over") != NULL, "%s", err);
+	cr_assert_eq(sh("e2fsck -n -f %s >/dev/null 2>&1", path), 0, "the file system is whole");
+	d = open_as(path, 0, true);
+	cr_assert_not_null(d, "format = true takes it: %s", err);
+	kvdisk_close(d);
+	cr_assert_neq(sh("e2fsck -n -f %s >/dev/null 2>&1", path), 0, "formatted over, as told");
+}
+
+/* A loop device over @p img into @p dev, or false (none here). */
+static bool
+loop_attach(const char *img, char *dev, size_t cap)
+{
+	char cmd[256];
+	FILE *p;
+	bool ok;
+
+	snprintf(cmd, sizeof(cmd), "losetup --find --show %s 2>/dev/null", img);
+	p = popen(cmd, "r");
+	if (p == NULL)
+		return false;
+	ok = fgets(dev, (int)cap, p) != NULL && dev[0] == '/';
+	pclose(p);
+	dev[strcspn(dev, "\n")] = '\0';
+	return ok;
+}
+
+Test(kvdisk, an_ext4_file_system_on_a_loop_device_is_refused_and_left_whole)
+{
+	char img[160], dev[64] = "";
+	struct kvdisk *d;
+
+	if (!have_mkfs())
+		cr_skip_test("no mkfs.ext4 or e2fsck here (e2fsprogs: scripts/deps.sh)");
+	snprintf(img, sizeof(img), "%s/ext4.img", dir);
+	cr_assert_eq(sh("mkfs.ext4 -q -F %s 4M >/dev/null 2>&1", img), 0);
+	if (!loop_attach(img, dev, sizeof(dev)))
+		cr_skip_test("no loop device here (losetup --find failed: needs root and "
+			     "/dev/loop-control)");
+	/* The device detached before any assertion: a failed test leaves none. */
+	d = kvdisk_open(dev, &params, err, sizeof(err));
+	kvdisk_close(d);
+	sh("losetup -d %s", dev);
+	cr_assert_null(d, "%s, an ext4 file system, was formatted over", dev);
+	cr_assert(strstr(err, "holds an ext2/3/4 file system") != NULL, "%s", err);
+	cr_assert_eq(sh("e2fsck -n -f %s >/dev/null 2>&1", img), 0, "the file system is whole");
+	/* A blank device is formatted and used, its owner and mode unchecked. */
+	cr_assert_eq(sh("head -c 1048576 /dev/zero >%s && chmod 0666 %s", img, img), 0);
+	cr_assert(loop_attach(img, dev, sizeof(dev)));
+	d = kvdisk_open(dev, &params, err, sizeof(err));
+	if (d != NULL && (put_sync(d, 0, 1) != 0 || get_check(d, 0, 1) != 0)) {
+		kvdisk_close(d);
+		d = NULL;
+		snprintf(err, sizeof(err), "a column did not come back");
+	}
+	kvdisk_close(d);
+	sh("losetup -d %s", dev);
+	cr_assert_not_null(d, "a blank device: %s", err);
+}
+
+Test(kvdisk, a_symbolic_link_is_refused_and_its_target_untouched)
+{
+	char target[160];
+	struct stat st;
+
+	snprintf(target, sizeof(target), "%s/elsewhere.bin", dir);
+	cr_assert_eq(symlink(target, path), 0);
+	cr_assert_null(open_ok_or_null(), "a link was followed");
+	cr_assert(strstr(err, "a symbolic link (to '") != NULL, "%s", err);
+	cr_assert_neq(stat(target, &st), 0, "the link's target was created");
+	/* To an existing file of this user's: still refused, left as it was. */
+	cr_assert_eq(sh("printf 'mine' >%s", target), 0);
+	cr_assert_null(open_ok_or_null());
+	cr_assert_eq(stat(target, &st), 0);
+	cr_assert_eq(st.st_size, 4);
+}
+
+Test(kvdisk, a_file_readable_by_others_is_made_0600)
+{
+	struct kvdisk *d = open_ok();
+	struct stat st;
+
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	kvdisk_close(d);
+	cr_assert_eq(chmod(path, 0644), 0);
+	d = open_ok();
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600, "left %o", st.st_mode & 07777);
+	cr_assert_eq(get_check(d, 0, 1), 0, "its columns kept");
+	kvdisk_close(d);
+}
+
+Test(kvdisk, a_file_writable_by_others_is_refused)
+{
+	struct kvdisk *d = open_ok();
+
+	kvdisk_close(d);
+	cr_assert_eq(chmod(path, 0666), 0);
+	cr_assert_null(open_ok_or_null(), "a file anyone could write was used");
+	cr_assert(strstr(err, "writable by others (mode 0666)") != NULL, "%s", err);
+	cr_assert_eq(chmod(path, 0620), 0);
+	cr_assert_null(open_ok_or_null());
+	cr_assert(strstr(err, "writable by its group (mode 0620)") != NULL, "%s", err);
+}
+
+Test(kvdisk, a_file_of_another_user_is_refused)
+{
+	struct kvdisk *d = open_ok();
+
+	kvdisk_close(d);
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give the file to nobody");
+	cr_assert_eq(chown(path, 65534, 65534), 0);
+	cr_assert_null(open_ok_or_null(), "another user's file was used");
+	cr_assert(strstr(err, "belongs to uid 65534") != NULL, "%s", err);
+}
+
+Test(kvdisk, a_second_name_is_refused)
+{
+	char other[160];
+	struct kvdisk *d = open_ok();
+
+	kvdisk_close(d);
+	snprintf(other, sizeof(other), "%s/hard.bin", dir);
+	cr_assert_eq(link(path, other), 0);
+	cr_assert_null(open_ok_or_null());
+	cr_assert(strstr(err, "has 2 hard links") != NULL, "%s", err);
+}
+
+Test(kvdisk, a_directory_writable_by_others_is_refused_and_nothing_made_in_it)
+{
+	struct stat st;
+
+	cr_assert_eq(chmod(dir, 01777), 0); /* /tmp's, /var/tmp's mode */
+	cr_assert_null(open_ok_or_null(), "a file was made in a directory anyone can write");
+	cr_assert(strstr(err, "is writable by others (mode 1777)") != NULL, "%s", err);
+	cr_assert_neq(stat(path, &st), 0, "the file was made anyway");
+	cr_assert_eq(chmod(dir, 0770), 0);
+	cr_assert_null(open_ok_or_null());
+	cr_assert(strstr(err, "is writable by its group (mode 0770)") != NULL, "%s", err);
+	cr_assert_eq(chmod(dir, 0700), 0);
+	kvdisk_close(open_ok());
+	/* ... nor when the file is already there. */
+	cr_assert_eq(chmod(dir, 0777), 0);
+	cr_assert_null(open_ok_or_null());
+	cr_assert(strstr(err, "is writable by others (mode 0777)") != NULL, "%s", err);
+	cr_assert_eq(chmod(dir, 0700), 0);
+}
+
+Test(kvdisk, a_directory_of_another_user_is_refused)
+{
+	char sub[96];
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give a directory to nobody");
+	snprintf(sub, sizeof(sub), "%s/nobodys", dir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	cr_assert_eq(chown(sub, 65534, 65534), 0);
+	snprintf(path, sizeof(path), "%s/l2.bin", sub);
+	cr_assert_null(open_ok_or_null(), "a file was made in another user's directory");
+	cr_assert(strstr(err, "its directory ") != NULL &&
+		  strstr(err, "belongs to uid 65534") != NULL, "%s", err);
 }

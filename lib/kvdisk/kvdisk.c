@@ -116,8 +116,8 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	*h = (struct hdr){.magic = HDR_MAGIC, .version = VERSION, .cache = m->cache,
 			  .key = m->key, .parent = m->parent, .org = m->org,
 			  .first_use_ns = m->first_use_ns, .start = m->start, .tokens = m->tokens,
-			  .data_hash = XXH3_64bits(data, len)};
-	h->hdr_hash = hdr_hash(h);
+			  .data_hash = data_hash(d, data, len)};
+	h->hdr_hash = hdr_hash(d, h, m->cache, i);
 	memcpy(o->buf + KVDISK_HDR_LEN, data, len);
 	memset(o->buf + KVDISK_HDR_LEN + len, 0, r->g.slot_bytes - KVDISK_HDR_LEN - len);
 	kd_submit(d, o, true, (uint32_t)r->g.slot_bytes, slot_off(r, i));
@@ -175,16 +175,19 @@ kvdisk_has(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org)
 	return cache < d->nc && find(&d->r[cache], key, org) != NIL;
 }
 
-/* Does the slot just read hold what the index says, whole? */
+/* Does slot @p i of cache @p c, just read, hold what the index says, whole? */
 static bool
-check_read(const struct region *r, const struct slot *s, const uint8_t *buf)
+check_read(const struct kvdisk *d, uint16_t c, uint32_t i, const uint8_t *buf)
 {
+	const struct region *r = &d->r[c];
+	const struct slot *s = &r->s[i];
 	const struct hdr *h = (const struct hdr *)buf;
 
-	return h->magic == HDR_MAGIC && h->version == VERSION && h->hdr_hash == hdr_hash(h) &&
-	       h->key == s->m.key && h->org == s->m.org && h->tokens == s->m.tokens &&
-	       h->data_hash == XXH3_64bits(buf + KVDISK_HDR_LEN,
-					   (size_t)h->tokens * r->g.bytes_per_token);
+	return h->magic == HDR_MAGIC && h->version == VERSION &&
+	       h->hdr_hash == hdr_hash(d, h, c, i) && h->key == s->m.key && h->org == s->m.org &&
+	       h->tokens == s->m.tokens &&
+	       h->data_hash == data_hash(d, buf + KVDISK_HDR_LEN,
+					 (size_t)h->tokens * r->g.bytes_per_token);
 }
 
 /* What a finished op means; returns 1 when it gives the caller a kvdisk_done. */
@@ -223,7 +226,7 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 		if (res != (int)r->g.slot_bytes) {
 			d->st.read_errors++;
 			out->status = res < 0 ? res : -EIO;
-		} else if (!check_read(r, s, o->buf)) {
+		} else if (!check_read(d, o->cache, o->slot, o->buf)) {
 			/* Never returned: dropped, cleared, reported. */
 			d->st.corrupt++;
 			out->status = -EBADMSG;

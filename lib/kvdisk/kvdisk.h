@@ -5,26 +5,49 @@
  * one, delete one; it decides nothing (the driver chooses what goes down,
  * what comes up and what is deleted, and knows what each shard's L2 holds).
  *
- * The file (or block device): a 4 KiB superblock saying its geometry, then
- * per cache a region of fixed slots, each one column: a 64-byte header
- * (the column's organization-scoped chained hash as its key, its parent's,
- * its organization, first use, first token, tokens, and XXH3-64 of the
- * bytes and of the header) and the column's bytes, the slot rounded up to
- * 4 KiB. A put is one write of the whole slot; a delete writes a cleared
- * header (a deleted or expired column cannot come back after a restart);
- * every get checks both checksums and the key, and a column that fails is
- * dropped (its header cleared) and reported, never returned.
+ * The file (or block device): a 4 KiB superblock saying whose it is (the
+ * model and shard, a random 128-bit file id made when it was formatted)
+ * and its geometry, then per cache a region of fixed slots, each one
+ * column: a 64-byte header (the column's organization-scoped chained hash
+ * as its key, its parent's, its organization, first use, first token,
+ * tokens, and XXH3-64 of the bytes and of the header, both seeded with the
+ * file id, the header's with the slot's place too) and the column's bytes,
+ * the slot rounded up to 4 KiB. A put is one write of the whole slot; a
+ * delete writes a cleared header (a deleted or expired column cannot come
+ * back after a restart); every get checks both checksums and the key, and
+ * a column that fails is dropped (its header cleared) and reported, never
+ * returned. A slot copied from another file, or to another place in this
+ * one, fails its checksums: dropped at open (rebuild_dropped).
+ *
+ * XXH3 is a checksum, not a MAC: it catches torn writes, flipped bits,
+ * misdirected writes and another shard's file, not a local user who can
+ * read the file (the file id is in it) and write it. What keeps them out is
+ * the file's and directory's permissions, which kvdisk_open() checks
+ * (docs/SECURITY.md).
  *
  * Keys mean the same in any process and after any restart: they are the
  * chained hashes the driver computes from the organization's isolation id
  * and the tokens (never a process-random seed), so a file outlives the
  * process and could be shared by replicas later.
  *
- * Opening rebuilds the index from the headers. A file made for another
- * geometry (caches, bytes per token, column, capacity) is refused with a
- * message saying both; a new file is allocated whole (fallocate), so that
- * a disk too small fails at open, not in the middle of a run. Files are
- * created 0600. I/O is O_DIRECT through io_uring (liburing), batched up to
+ * Opening rebuilds the index from the headers. A file of another owner
+ * (model, shard) or geometry (caches, bytes per token, column, capacity),
+ * or of an older on-disk version, is refused with one line saying both;
+ * a file or device that is not blank (its first MiB, or all of it when
+ * smaller, not zero) and not a kvss second tier is never formatted over
+ * (what is recognised, a file system, a partition table, swap, LUKS, is
+ * named) unless the caller sets kvdisk_params.format. A new file is
+ * allocated whole (fallocate), so that a disk too small fails at open,
+ * not in the middle of a run.
+ *
+ * The path is opened with O_NOFOLLOW (a symbolic link is refused, but to a
+ * block device), a file is created 0600 (O_EXCL); a regular file must be
+ * this user's, have one link and not be writable by group or others (it is
+ * made 0600 if it was readable by them), and its directory this user's (or
+ * root's) and not writable by group or others. A block device's owner and
+ * mode are its administrator's and not checked.
+ *
+ * I/O is O_DIRECT through io_uring (liburing), batched up to
  * the queue depth, on the thread that calls kvdisk_poll(); where the file
  * system refuses O_DIRECT (tmpfs) it falls back to the page cache, and says
  * so (kvdisk_direct()).
@@ -52,6 +75,14 @@ struct kvdisk_params {
 	uint16_t num_caches;
 	struct kvdisk_cache_params cache[KVDISK_MAX_CACHES];
 	uint32_t queue_depth; /**< operations in flight at most (0: 64) */
+	uint32_t model;	      /**< whose file: the model's ... */
+	uint32_t shard;	      /**< ... shard (a file of another is refused) */
+	/**
+	 * Format whatever is at the path when it is not this owner's file of
+	 * this geometry (another shard's, an older version's, a file system):
+	 * its contents are lost. false: only what is blank is formatted.
+	 */
+	bool format;
 };
 
 /** What a column's header says (also what a put is given). */
@@ -93,7 +124,11 @@ struct kvdisk;
 
 /**
  * Open (or create) @p path for @p p, rebuilding the index from what it
- * holds. @return the L2, or NULL with one line in @p err naming the file.
+ * holds. @return the L2, or NULL with one line in @p err naming the file
+ * and errno set: EEXIST when what is there is not this owner's second tier
+ * and @p p->format would format it over, EACCES when the path is refused
+ * (a link, an owner, a mode), EBUSY when another process has it open, else
+ * ENOSPC, EIO, ENOMEM, EINVAL.
  */
 struct kvdisk *kvdisk_open(const char *path, const struct kvdisk_params *p, char *err,
 			   size_t errlen);

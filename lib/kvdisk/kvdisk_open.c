@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A shard's second tier (kvdisk.h): open (the file, its geometry, the ring
- * and the op buffers), the index rebuilt from the slot headers (only what
- * both checksums pass), and close.
+ * A shard's second tier (kvdisk.h): open (the path as kvdisk_file.c checks
+ * it; the superblock's owner and geometry against the caller's, or a blank
+ * file formatted; the ring and the op buffers), the index rebuilt from the
+ * slot headers (only what both checksums pass, seeded with the file's id),
+ * and close.
  */
 #define _GNU_SOURCE
 #include "kvdisk_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -25,7 +26,7 @@
 static void __attribute__((format(printf, 4, 5)))
 fail(char *err, size_t errlen, const char *path, const char *fmt, ...)
 {
-	char what[1200];
+	char what[1600];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -34,7 +35,8 @@ fail(char *err, size_t errlen, const char *path, const char *fmt, ...)
 	snprintf(err, errlen, "%s: %s", path, what);
 }
 
-/* The geometry @p p asks for, laid out after the superblock. */
+/* The owner and the geometry @p p asks for, laid out after the superblock
+ * (its file id and hash are made when it is formatted). */
 static void
 layout(const struct kvdisk_params *p, struct sb *sb)
 {
@@ -44,6 +46,8 @@ layout(const struct kvdisk_params *p, struct sb *sb)
 	memset(sb, 0, sizeof(*sb));
 	sb->magic = SB_MAGIC;
 	sb->version = VERSION;
+	sb->model = p->model;
+	sb->shard = p->shard;
 	sb->num_caches = p->num_caches;
 	for (c = 0; c < p->num_caches; c++) {
 		struct sb_cache *g = &sb->cache[c];
@@ -57,7 +61,6 @@ layout(const struct kvdisk_params *p, struct sb *sb)
 		g->offset = off;
 		off += g->slots * g->slot_bytes;
 	}
-	sb->hash = XXH3_64bits(sb, offsetof(struct sb, hash));
 }
 
 static uint64_t
@@ -120,7 +123,7 @@ rebuild(struct kvdisk *d)
 				struct slot *s = &r->s[o->slot];
 
 				if (h->magic == HDR_MAGIC && h->version == VERSION &&
-				    h->hdr_hash == hdr_hash(h) && h->cache == c && h->tokens > 0 &&
+				    h->hdr_hash == hdr_hash(d, h, c, o->slot) && h->cache == c && h->tokens > 0 &&
 				    h->tokens <= r->g.column_tokens && h->key != 0 &&
 				    find(r, h->key, h->org) == NIL) {
 					s->m = (struct kvdisk_meta){h->key, h->parent, h->org,
@@ -130,7 +133,8 @@ rebuild(struct kvdisk *d)
 					d->st.stored[c]++;
 					d->st.rebuilt++;
 				} else if (h->magic != 0 || h->hdr_hash != 0) {
-					/* Torn, of another cache, or a second copy: cleared. */
+					/* Torn, of another file or place, or a second
+					 * copy: cleared, never served. */
 					d->st.rebuild_dropped++;
 					s->state = S_CLEAR;
 					r->clearing++;
@@ -147,19 +151,129 @@ rebuild(struct kvdisk *d)
 	return 0;
 }
 
+/* "model 0, shard 1, 2 caches: ..." for the messages. */
+static void
+say_owner(const struct sb *sb, char *out, size_t cap)
+{
+	char g[512];
+
+	say_geometry(sb, g, sizeof(g));
+	snprintf(out, cap, "model %u, shard %u, %s", sb->model, sb->shard, g);
+}
+
+/*
+ * Make the file this shard's, empty: a new id, the first MiB zeroed (what
+ * a blank-looking disk held before is not recognised as it any more), the
+ * whole length allocated for a file (a disk too small says so now), then
+ * the superblock, on the disk before the first column.
+ */
+static int
+format(struct kvdisk *d, const struct kd_file *f, struct sb *want, uint8_t *head, char *err,
+       size_t errlen)
+{
+	uint64_t total = file_end(want), zero = total < KD_PROBE_LEN ? total : KD_PROBE_LEN;
+	int rc;
+
+	if (getrandom(want->file_id, sizeof(want->file_id), 0) != (ssize_t)sizeof(want->file_id)) {
+		snprintf(err, errlen, "cannot make its file id (getrandom): %s", strerror(errno));
+		return -1;
+	}
+	want->hash = XXH3_64bits(want, offsetof(struct sb, hash));
+	if (f->blk && f->size < total) {
+		snprintf(err, errlen, "the device (%llu bytes) is smaller than the second tier asks "
+			 "(%llu)", (unsigned long long)f->size, (unsigned long long)total);
+		return -1;
+	}
+	if (!f->blk) {
+		/* What was there goes (blank, or the caller said format). */
+		rc = f->size > 0 && ftruncate(d->fd, 0) != 0 ? errno
+							       : posix_fallocate(d->fd, 0, (off_t)total);
+		if (rc != 0) {
+			snprintf(err, errlen, "cannot allocate %llu bytes for the second tier: %s",
+				 (unsigned long long)total, strerror(rc));
+			if (ftruncate(d->fd, 0) != 0) {
+				/* what fallocate took stays; said above */
+			}
+			return -1;
+		}
+	}
+	memset(head, 0, zero);
+	if (f->blk && pwrite(d->fd, head, zero, 0) != (ssize_t)zero) {
+		snprintf(err, errlen, "cannot clear its first %llu bytes: %s",
+			 (unsigned long long)zero, strerror(errno));
+		return -1;
+	}
+	memcpy(head, want, sizeof(*want));
+	if (pwrite(d->fd, head, KVDISK_ALIGN, 0) != (ssize_t)KVDISK_ALIGN || fdatasync(d->fd) != 0) {
+		snprintf(err, errlen, "cannot write its superblock: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * What the file holds, against what @p want asks: 0 to use it as it is, 1
+ * to format it (blank, or not this shard's and @p p->format), -1 refused
+ * with @p err (and *@p why EEXIST when formatting it would do).
+ */
+static int
+judge(const struct kvdisk_params *p, const struct kd_file *f, const struct sb *want,
+      const uint8_t *head, size_t n, char *err, size_t errlen, int *why)
+{
+	const struct sb *have = (const struct sb *)head;
+	char a[600], b[600];
+	const char *what;
+
+	if (f->created || n == 0)
+		return 1;
+	*why = EEXIST;
+	if (n >= sizeof(*have) && have->magic == SB_MAGIC) {
+		if (have->version != VERSION)
+			snprintf(err, errlen, "written by another kvss (on-disk version %u; this one "
+				 "reads version %u, whose superblock says whose file it is): what it "
+				 "holds cannot be used; format it or remove it", have->version, VERSION);
+		else if (have->hash != XXH3_64bits(have, offsetof(struct sb, hash)))
+			snprintf(err, errlen, "its superblock fails its checksum: format it or "
+				 "remove it");
+		else if (have->model != want->model || have->shard != want->shard ||
+			 have->num_caches != want->num_caches ||
+			 memcmp(have->cache, want->cache, sizeof(want->cache)) != 0) {
+			say_owner(have, a, sizeof(a));
+			say_owner(want, b, sizeof(b));
+			snprintf(err, errlen, "made for another shard or configuration (it holds %s; "
+				 "this one is %s): name this shard's own file, or format it", a, b);
+		} else if (f->size < file_end(want)) {
+			snprintf(err, errlen, "shorter than its superblock says (%llu bytes of %llu: "
+				 "truncated?)", (unsigned long long)f->size,
+				 (unsigned long long)file_end(want));
+		} else {
+			return 0;
+		}
+		return p->format ? 1 : -1;
+	}
+	if ((what = kd_file_content(head, n, a, sizeof(a))) == NULL)
+		return 1;
+	snprintf(err, errlen, "holds %s, not a kvss second tier: not formatted over; name another "
+		 "file, or format it", what);
+	return p->format ? 1 : -1;
+}
+
 struct kvdisk *
 kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t errlen)
 {
 	struct kvdisk *d = calloc(1, sizeof(*d));
-	struct sb want, *have = NULL;
-	uint64_t total = 0, end = 0;
-	struct stat stt;
+	struct sb want;
+	struct kd_file f;
+	uint8_t *head = NULL;
+	char why[1536];
+	size_t n = 0;
+	int rc, e = EINVAL;
 	uint32_t i;
 	uint16_t c;
-	int rc;
 
 	if (d == NULL) {
 		fail(err, errlen, path, "out of memory");
+		errno = ENOMEM;
 		return NULL;
 	}
 	d->fd = -1;
@@ -175,78 +289,51 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 			goto bad;
 		}
 	layout(p, &want);
-	/* Not blocking on a FIFO; then only a regular file or a block device. */
-	d->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_DIRECT, 0600);
-	d->direct = d->fd >= 0;
-	if (d->fd < 0 && errno == EINVAL)
-		d->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
-	if (d->fd < 0) {
-		fail(err, errlen, path, "cannot open: %s", strerror(errno));
+	if (kd_file_open(path, &f, why, sizeof(why)) != 0) {
+		fail(err, errlen, path, "%s", why);
+		e = EACCES;
 		goto bad;
 	}
-	if (fstat(d->fd, &stt) != 0 || (!S_ISREG(stt.st_mode) && !S_ISBLK(stt.st_mode))) {
-		fail(err, errlen, path, "not a regular file or a block device");
-		goto bad;
-	}
+	d->fd = f.fd;
+	d->direct = f.direct;
 	/* One process per file: a second one would scribble over the first's index. */
 	if (flock(d->fd, LOCK_EX | LOCK_NB) != 0) {
 		fail(err, errlen, path, "in use by another process (%s)", strerror(errno));
+		e = EBUSY;
 		goto bad;
 	}
 	fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) & ~O_NONBLOCK);
-	if (posix_memalign((void **)&have, KVDISK_ALIGN, KVDISK_ALIGN) != 0) {
+	if (posix_memalign((void **)&head, KVDISK_ALIGN, KD_PROBE_LEN) != 0) {
 		fail(err, errlen, path, "out of memory");
+		e = ENOMEM;
 		goto bad;
 	}
-	memset(have, 0, KVDISK_ALIGN);
-	if (S_ISBLK(stt.st_mode))
-		rc = ioctl(d->fd, BLKGETSIZE64, &end);
-	else
-		end = (uint64_t)stt.st_size, rc = 0;
-	if (rc != 0) {
-		fail(err, errlen, path, "cannot size the device: %s", strerror(errno));
+	/* The first MiB (all of it, when smaller): blank, this shard's, or something else. */
+	n = f.size < KD_PROBE_LEN ? (size_t)f.size : KD_PROBE_LEN;
+	memset(head, 0, KD_PROBE_LEN);
+	if (n > 0 && pread(d->fd, head, (n + KVDISK_ALIGN - 1) / KVDISK_ALIGN * KVDISK_ALIGN, 0) <
+			     (ssize_t)n) {
+		fail(err, errlen, path, "cannot read its first %zu bytes: %s", n, strerror(errno));
+		e = EIO;
 		goto bad;
 	}
-	if (end >= KVDISK_ALIGN && pread(d->fd, have, KVDISK_ALIGN, 0) != (ssize_t)KVDISK_ALIGN) {
-		fail(err, errlen, path, "cannot read its superblock: %s", strerror(errno));
+	rc = judge(p, &f, &want, head, n, why, sizeof(why), &e);
+	if (rc < 0) {
+		fail(err, errlen, path, "%s", why);
 		goto bad;
 	}
-	if (have->magic == 0 && (S_ISBLK(stt.st_mode) || end == 0)) {
-		/* New: allocated whole now, so that a disk too small says so here. */
-		total = file_end(&want);
-		if (S_ISREG(stt.st_mode) && (rc = posix_fallocate(d->fd, 0, (off_t)total)) != 0) {
-			fail(err, errlen, path, "cannot allocate %llu bytes for the second tier: %s",
-			     (unsigned long long)total, strerror(rc));
-			if (ftruncate(d->fd, 0) != 0) {
-				/* what fallocate took stays; said above */
-			}
-			goto bad;
-		}
-		if (S_ISBLK(stt.st_mode) && end < total) {
-			fail(err, errlen, path, "the device is smaller than the second tier asks");
-			goto bad;
-		}
-		memcpy(have, &want, sizeof(want));
-		if (pwrite(d->fd, have, KVDISK_ALIGN, 0) != (ssize_t)KVDISK_ALIGN) {
-			fail(err, errlen, path, "cannot write its superblock: %s", strerror(errno));
-			goto bad;
-		}
-	} else if (have->magic != SB_MAGIC || have->hash != XXH3_64bits(have, offsetof(struct sb, hash))) {
-		fail(err, errlen, path, "not a kvss second-tier file (its first 4 KiB say otherwise); "
-			 "name another file, or remove this one");
-		goto bad;
-	} else if (memcmp(have, &want, offsetof(struct sb, hash)) != 0) {
-		char a[512], b[512];
-
-		say_geometry(have, a, sizeof(a));
-		say_geometry(&want, b, sizeof(b));
-		fail(err, errlen, path, "made for another configuration (it holds %s; this one asks "
-		     "%s): remove it to start empty, or name another file", a, b);
-		goto bad;
-	} else if (end < file_end(&want)) {
-		fail(err, errlen, path, "shorter than its superblock says (truncated?)");
+	if (rc == 0) {
+		memcpy(want.file_id, ((const struct sb *)head)->file_id, sizeof(want.file_id));
+	} else if (format(d, &f, &want, head, why, sizeof(why)) != 0) {
+		fail(err, errlen, path, "%s", why);
+		e = ENOSPC;
 		goto bad;
 	}
+	memcpy(d->file_id, want.file_id, sizeof(d->file_id));
+	d->seed = XXH3_64bits(d->file_id, sizeof(d->file_id));
+	free(head);
+	head = NULL;
+	e = ENOMEM;
 	/* Memory: slots and index per cache, ops with their buffers. */
 	d->nc = p->num_caches;
 	for (c = 0; c < d->nc; c++) {
@@ -284,6 +371,7 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	}
 	if ((rc = io_uring_queue_init(d->qd, &d->ring, 0)) != 0) {
 		fail(err, errlen, path, "io_uring: %s", strerror(-rc));
+		e = -rc;
 		goto bad_noring;
 	}
 	{
@@ -297,17 +385,18 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	}
 	if ((rc = rebuild(d)) != 0) {
 		fail(err, errlen, path, "cannot read its columns back: %s", strerror(-rc));
+		e = -rc;
 		goto bad;
 	}
-	free(have);
 	return d;
 bad:
 	if (d->ops != NULL && d->qd && d->ring.ring_fd > 0)
 		io_uring_queue_exit(&d->ring);
 bad_noring:
-	free(have);
+	free(head);
 	d->ring.ring_fd = 0;
 	kvdisk_close(d);
+	errno = e;
 	return NULL;
 }
 

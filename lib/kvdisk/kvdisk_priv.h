@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/kvdisk's own (kvdisk.h is the interface): the on-disk layout
- * (superblock, slot headers), the slot state and its index, and the op pool
- * on the io_uring ring, shared by the I/O paths (kvdisk.c) and open,
- * rebuild and close (kvdisk_open.c).
+ * (superblock, slot headers, their checksums), the slot state and its
+ * index, and the op pool on the io_uring ring, shared by the I/O paths
+ * (kvdisk.c), open, rebuild and close (kvdisk_open.c), and the path's
+ * checks and what its first MiB holds (kvdisk_file.c).
  */
 #ifndef KVDISK_PRIV_H
 #define KVDISK_PRIV_H
@@ -18,9 +19,15 @@
 #define NIL UINT32_MAX
 #define SB_MAGIC 0x3130324c53535b4bULL /* "K[SSL201" */
 #define HDR_MAGIC 0x4c43564bu	       /* "KVCL" */
-#define VERSION 1
+/*
+ * 2: the superblock says whose file it is (model, shard, a random file id)
+ * and every slot's checksums are seeded with the file id. A version 1 file
+ * (no owner) is refused, never upgraded: whose columns it holds is unknown.
+ */
+#define VERSION 2
+#define KD_PROBE_LEN (1u << 20) /* the bytes read to tell blank from not blank */
 
-/* The superblock, at offset 0: what the file was made for. */
+/* The superblock, at offset 0: whose file it is and what it was made for. */
 struct sb_cache {
 	uint32_t bytes_per_token, column_tokens;
 	uint64_t slots, slot_bytes, offset;
@@ -28,11 +35,14 @@ struct sb_cache {
 
 struct sb {
 	uint64_t magic;
-	uint32_t version;
+	uint32_t version; /* at offset 8 in every version: an old file is told by it */
 	uint16_t num_caches, pad;
+	uint32_t model, shard;	    /* the owner (kvdisk_params) */
+	uint8_t file_id[16];	    /* random, made at format (getrandom) */
 	struct sb_cache cache[KVDISK_MAX_CACHES];
 	uint64_t hash; /* XXH3 of everything before it */
 };
+_Static_assert(sizeof(struct sb) <= KVDISK_ALIGN, "the superblock fits its 4 KiB");
 
 /* A slot's header on disk: 64 bytes. */
 struct hdr {
@@ -41,8 +51,9 @@ struct hdr {
 	uint16_t cache;
 	uint64_t key, parent, org, first_use_ns;
 	uint32_t start, tokens;
-	uint64_t data_hash;
-	uint64_t hdr_hash; /* XXH3 of the 56 bytes before it */
+	uint64_t data_hash; /* XXH3 of the bytes, seeded with the file's seed */
+	uint64_t hdr_hash;  /* XXH3 of the 56 bytes before it, seeded with the file's
+			     * seed and the slot's place (see hdr_hash()) */
 };
 _Static_assert(sizeof(struct hdr) == KVDISK_HDR_LEN, "the header is 64 bytes");
 
@@ -84,6 +95,8 @@ struct clear_req {
 struct kvdisk {
 	int fd;
 	bool direct;
+	uint8_t file_id[16]; /* the superblock's */
+	uint64_t seed;	     /* XXH3 of file_id: every slot checksum's seed */
 	bool fixed; /* the op buffers are registered with the ring */
 	struct io_uring ring;
 	uint32_t qd;
@@ -145,15 +158,58 @@ slot_off(const struct region *r, uint32_t i)
 	return r->g.offset + (uint64_t)i * r->g.slot_bytes;
 }
 
+/*
+ * A slot's checksums. The file's seed makes a slot copied from another file
+ * (another shard's, or this shard's before a format) fail, and the slot's
+ * cache and index make one written at the wrong place (a misdirected write,
+ * a slot copied within the file) fail too. XXH3 is a checksum, not a MAC:
+ * whoever can read the file can read its file id and forge a slot; the
+ * file's permissions keep them out (kvdisk_file.c, docs/SECURITY.md).
+ */
 static inline uint64_t
-hdr_hash(const struct hdr *h)
+hdr_hash(const struct kvdisk *d, const struct hdr *h, uint16_t cache, uint32_t slot)
 {
-	return XXH3_64bits(h, offsetof(struct hdr, hdr_hash));
+	uint64_t place = ((uint64_t)cache << 32 | slot) * 0x9E3779B97F4A7C15ULL;
+
+	return XXH3_64bits_withSeed(h, offsetof(struct hdr, hdr_hash), d->seed ^ place);
+}
+
+static inline uint64_t
+data_hash(const struct kvdisk *d, const void *data, size_t len)
+{
+	return XXH3_64bits_withSeed(data, len, d->seed);
 }
 
 /* The op pool and the ring (kvdisk.c). */
 struct op *kd_op_get(struct kvdisk *d);
 void kd_op_put(struct kvdisk *d, struct op *o);
 void kd_submit(struct kvdisk *d, struct op *o, bool write, uint32_t len, uint64_t off);
+
+/*
+ * The path (kvdisk_file.c): opened read-write, O_CLOEXEC, O_NONBLOCK (a
+ * FIFO does not block), O_DIRECT where the file system takes it, never
+ * through a symbolic link (but to a block device), created 0600 (O_EXCL)
+ * when missing. A regular file and its directory must be this user's
+ * (the directory may be root's) and writable by no one else; the file is
+ * made 0600. A block device's permissions are its administrator's.
+ * @return 0, or -1 with one line in @p err (not naming the path: the
+ * caller does).
+ */
+struct kd_file {
+	int fd;
+	bool direct;  /* O_DIRECT taken */
+	bool created; /* made now: blank */
+	bool blk;     /* a block device */
+	uint64_t size;
+};
+int kd_file_open(const char *path, struct kd_file *f, char *err, size_t errlen);
+
+/*
+ * What the first @p n bytes of a file that is not a kvdisk file are: NULL
+ * when all zero (blank), else what was recognised ("an ext2/3/4 file
+ * system (magic 0xEF53 at byte 1080)"), or "not blank" with the first
+ * nonzero byte's offset, in @p what.
+ */
+const char *kd_file_content(const uint8_t *head, size_t n, char *what, size_t cap);
 
 #endif
