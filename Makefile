@@ -104,7 +104,8 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
-	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/replay_check.c \
+	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/shard_scenario_l2.c \
+	test/shard_scenario_report.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
@@ -305,7 +306,8 @@ $(REPLAY_CHECK): $(call obj,test/replay_check.c) $(TEST_COMMON) $(LIBWAFER) $(LI
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
-$(SHARD_SCENARIO): $(call obj,test/shard_scenario.c test/shard_scenario_order.c) $(TEST_COMMON) $(LIBWAFER) $(LIBPROTO)
+$(SHARD_SCENARIO): $(call obj,test/shard_scenario.c test/shard_scenario_order.c \
+		test/shard_scenario_l2.c test/shard_scenario_report.c) $(TEST_COMMON) $(LIBWAFER) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 

@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_reevict /var/run/dpdk/${prefix}_notier' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_reevict /var/run/dpdk/${prefix}_notier /var/run/dpdk/${prefix}_l2h' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -208,6 +208,41 @@ on_lcores reevict test/data/shard-slow-batch.cfg "every refill's code and bytes"
 # L2_DELETE each refused NO_TIER (the UP's tokens lost), each taking its seq,
 # and what follows works as ever; on one lcore and on two.
 on_lcores notier config/ci-pcap-shard.cfg "NO_TIER each, seqs taken, the rest whole" error_NO_TIER=4
+# Its NO_TIER reports are never acknowledged (a replay sends no REPORT_ACK):
+# resent after 5 ms, the wait doubling up to 200 ms and no further.
+check "notier: unacknowledged reports resent with the wait capped at 200 ms" \
+	"$BUILD/tools/shard_scenario" check-backoff "$tmp/notier1.pcap"
+
+# A shard with a second tier, sent what a lying driver or a hostile sender
+# may (test/shard_scenario_l2.c, gen_l2hostile): an L2_UP naming one token
+# 500 times (it wrote past the shard's request object), two L2_DOWNs of one
+# key (two columns were left), an L2_DELETE of cache 9 and records of key 0
+# (answered L2_FAILED, which blames the disk). Each answered by its fault,
+# the refill of the repeated token byte for byte, and a second shard on the
+# same file finds the two columns the first held; on one lcore and on two.
+"$BUILD/tools/shard_scenario" gen-l2hostile "$tmp/l2h_in.pcap"
+for lc in one two; do
+	mkdir -m 0700 "$tmp/l2h_$lc"
+	sed "s#@DIR@#$tmp/l2h_$lc#" test/data/shard-l2.cfg >"$tmp/l2h_$lc.cfg"
+	if [ $lc = one ]; then
+		lcores=0@0,1@1 tx="tx_pcap=$tmp/l2h1.pcap" outs=("$tmp/l2h1.pcap")
+	else
+		lcores=0@0,1@1,2@1 tx="tx_pcap=$tmp/l2h2_q0.pcap,tx_pcap=$tmp/l2h2_q1.pcap"
+		outs=("$tmp/l2h2_q0.pcap" "$tmp/l2h2_q1.pcap")
+	fi
+	for run in 1 2; do
+		timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores $lcores \
+			--log-level lib.eal:error --no-telemetry --file-prefix "${prefix}_l2h" \
+			--vdev "net_pcap0,rx_pcap=$tmp/l2h_in.pcap,$tx" \
+			-- --config "$tmp/l2h_$lc.cfg" --exit-when-idle 1500 >"$tmp/l2h_${lc}_$run.log" 2>&1
+		check "second tier, hostile, $lc lcore(s), run $run: exits 0" test $? -eq 0
+		check "second tier, hostile, $lc lcore(s), run $run: each answered by its fault" \
+			"$BUILD/tools/shard_scenario" check-l2hostile "${outs[@]}"
+		rm -rf "/var/run/dpdk/${prefix}_l2h"
+	done
+	check "second tier, hostile, $lc lcore(s): the next shard finds K1 once and K2, no copy" \
+		grep -q ": 2 columns kept from before, 0 dropped" "$tmp/l2h_${lc}_2.log"
+done
 
 # A driver restart: the old driver's DELETE and REFILL, waiting on the refill
 # lcore for a batch that never came, and its data held for a batch not yet

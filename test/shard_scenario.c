@@ -523,7 +523,8 @@ main(int argc, char **argv)
 	}
 	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0 ||
 			  strcmp(argv[1], "gen-restart") == 0 || strcmp(argv[1], "gen-ahead") == 0 ||
-			  strcmp(argv[1], "gen-reevict") == 0 || strcmp(argv[1], "gen-notier") == 0)) {
+			  strcmp(argv[1], "gen-reevict") == 0 || strcmp(argv[1], "gen-notier") == 0 ||
+			  strcmp(argv[1], "gen-l2hostile") == 0)) {
 		if (frames_pcap_open(&out, argv[2], 1, "shard_scenario") != 0)
 			return 2;
 		if (strcmp(argv[1], "gen") == 0)
@@ -536,6 +537,8 @@ main(int argc, char **argv)
 			gen_reevict();
 		else if (strcmp(argv[1], "gen-notier") == 0)
 			gen_notier();
+		else if (strcmp(argv[1], "gen-l2hostile") == 0)
+			gen_l2hostile();
 		else
 			gen_restart();
 		frames_pcap_close(&out);
@@ -555,13 +558,18 @@ main(int argc, char **argv)
 		return check_reevict(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-notier") == 0)
 		return check_notier(argv + 2, argc - 2);
+	if (argc >= 3 && strcmp(argv[1], "check-l2hostile") == 0)
+		return check_l2hostile(argv + 2, argc - 2);
+	if (argc >= 3 && strcmp(argv[1], "check-backoff") == 0)
+		return check_backoff(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-space") == 0) {
 		space_mode = 1;
 		return check(argv + 2, argc - 2);
 	}
 	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | "
-			"gen-space|gen-restart|gen-ahead|gen-reevict|gen-notier FILE.pcap | "
-			"check|check-space|check-restart|check-ahead|check-reevict|check-notier "
+			"gen-space|gen-restart|gen-ahead|gen-reevict|gen-notier|gen-l2hostile FILE.pcap | "
+			"check|check-space|check-restart|check-ahead|check-reevict|check-notier|\n"
+			"check-l2hostile|check-backoff "
 			"FILE.pcap...\n");
 	return 2;
 }

@@ -3,7 +3,9 @@
  * shard_scenario's parts: shard_scenario.c (the frames a driver and a
  * wafer send, the whole-stream, space and restart scenarios) and
  * shard_scenario_order.c (scenarios of the order of the refill queue: runs
- * ahead of a waiting DELETE; refills against deletes and evicts again).
+ * ahead of a waiting DELETE; refills against deletes and evicts again) and
+ * shard_scenario_l2.c (the second tier's, for a shard that has one) and
+ * shard_scenario_report.c (how unacknowledged reports are resent).
  */
 #ifndef KVSS_TEST_SHARD_SCENARIO_H
 #define KVSS_TEST_SHARD_SCENARIO_H
@@ -59,5 +61,10 @@ void gen_reevict(void);
 int check_reevict(char **files, int nfiles);
 void gen_notier(void);
 int check_notier(char **files, int nfiles);
+/* shard_scenario_l2.c: a shard with a second tier (test/data/shard-l2.cfg). */
+void gen_l2hostile(void);
+int check_l2hostile(char **files, int nfiles);
+/* shard_scenario_report.c: reliable reports resent as section 5 says. */
+int check_backoff(char **files, int nfiles);
 
 #endif

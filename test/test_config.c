@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -157,7 +158,7 @@ Test(config, role_all_with_several_shards_is_checked)
 
 struct bad {
 	char text[512];
-	char want[96]; /* what the message must contain */
+	char want[128]; /* what the message must contain */
 };
 
 static struct bad bads[] = {
@@ -353,6 +354,22 @@ static struct bad bads[] = {
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " l2_admit = \"twice\"; models = (); };\n",
 	 ":3: driver.l2_admit: 'twice' is not one of all, seen2"},
+	/* Products of values that each check clean (issue 39, finding 2): a
+	 * column of 4 GiB wrapped the tier's 32-bit request size to 0. */
+	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 1048576; capacity_tokens = 5; } );\n"
+	 " l2 = { dir = \"/tmp\"; column = 4096; capacity_tokens = [8192]; }; };\n",
+	 "shard.l2.column: 4096 tokens x cache 0's bytes_per_token (1048576) is 4294967296"},
+	{"role = \"shard\";\nmtu = 9000;\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 67108864; capacity_tokens = 5; } ); };\n",
+	 "bytes_per_token: 67108864 bytes x the 557 tokens an EVICT can name at mtu 9000"},
+	{"role = \"shard\";\nmtu = 1500;\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 16777216; capacity_tokens = 5; } );\n"
+	 " l2 = { dir = \"/tmp\"; column = 1; capacity_tokens = [1099511627776L]; }; };\n",
+	 "shard.l2.capacity_tokens: element 0: 1099511627776 columns of 16781312 bytes"},
 	/* libconfig 1.5 would exit the process on an include it cannot read. */
 	{"role = \"shard\";\n  @include \".\"\n", ":2: @include: not supported"},
 };
@@ -435,4 +452,42 @@ Test(config, shard_drivers_lists_the_addresses_control_is_taken_from)
 	cr_assert_eq(cfg.shard.driver_ip[0], 0x0a140001);
 	cr_assert_eq(kvss_config_load("config/ci-pcap-shard.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(cfg.shard.num_drivers, 0, "none listed: any driver");
+}
+
+/* shard.l2.format (issue 39): false unless said; a bool, named when it is not. */
+Test(config, shard_l2_format_is_off_unless_set_and_a_bool)
+{
+	static const char *const base =
+		"role = \"shard\";\nshard = { id = 3; model = 1;\n"
+		" address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+		" wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+		" caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
+		" l2 = { dir = \"/var/lib/kvss\"; capacity_tokens = [640];%s }; };\n";
+	static const char *const fmt[] = {"", " format = true;", " format = 1;"};
+	char path[64], text[600];
+	unsigned int i;
+	int rc[3];
+	FILE *f;
+
+	cr_assert_eq(kvss_config_load("config/memif-shard0.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(cfg.shard.l2.path, "/var/lib/kvss/shard-0-0.l2",
+			 "the examples keep L2 where only the service can write");
+	cr_assert_not(cfg.shard.l2.format);
+	snprintf(path, sizeof(path), "/tmp/kvss_cfg_fmt_%d.cfg", (int)getpid());
+	for (i = 0; i < 3; i++) {
+		snprintf(text, sizeof(text), base, fmt[i]);
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fputs(text, f);
+		fclose(f);
+		rc[i] = kvss_config_load(path, &cfg, err, sizeof(err));
+		if (i == 0)
+			cr_assert(rc[0] == 0 && !cfg.shard.l2.format, "%s", err);
+		if (i == 1)
+			cr_assert(rc[1] == 0 && cfg.shard.l2.format &&
+				  strcmp(cfg.shard.l2.path, "/var/lib/kvss/shard-1-3.l2") == 0, "%s", err);
+	}
+	unlink(path);
+	cr_assert_eq(rc[2], -1);
+	cr_assert(strstr(err, ":6: shard.l2.format: must be true or false") != NULL, "%s", err);
 }

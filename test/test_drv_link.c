@@ -8,6 +8,8 @@
  * injector withholds what it is told to.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
@@ -235,4 +237,36 @@ Test(drv_link, the_fault_injector_withholds_every_nth_data_frame)
 	cr_assert_eq(receive(types, seqs, &bytes, 64), 1, "the EVICT alone");
 	cr_assert_eq(bytes, 0);
 	cr_assert_eq(st.data_withheld, 1);
+}
+
+/* ---- --faults SPEC: what is not a rate is refused, by name (no EAL) ---- */
+
+struct bad_spec {
+	char spec[48];
+	char want[64];
+};
+
+static struct bad_spec bad_specs[] = {
+	{"seed=1,drop=nan", "drop 'nan' is not a finite number >= 0"},
+	{"seed=1,dup=inf", "dup 'inf' is not a finite number >= 0"},
+	{"seed=1,corrupt=-1", "corrupt '-1' is not a finite number >= 0"},
+	{"seed=1,reorder=51", "reorder 51% is over 50%"},
+	{"seed=1,delay_ms=nan", "delay_ms 'nan' is not a finite number >= 0"},
+	{"drop=1", "give seed=N"},
+};
+
+ParameterizedTestParameters(faults_spec, a_rate_that_is_not_one_is_refused_by_name)
+{
+	return cr_make_param_array(struct bad_spec, bad_specs, sizeof(bad_specs) / sizeof(bad_specs[0]));
+}
+
+ParameterizedTest(struct bad_spec *b, faults_spec, a_rate_that_is_not_one_is_refused_by_name)
+{
+	struct kvss_faults_cfg f;
+	char err[256] = "";
+
+	memset(&f, 0, sizeof(f));
+	cr_assert_eq(kvss_faults_parse(b->spec, &f, err, sizeof(err)), -1, "accepted: %s", b->spec);
+	cr_assert_not_null(strstr(err, b->want), "'%s': message '%s' lacks '%s'", b->spec, err,
+			   b->want);
 }

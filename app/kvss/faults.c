@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,8 +88,8 @@ kvss_faults_parse(const char *spec, struct kvss_faults_cfg *f, char *err, size_t
 			continue;
 		}
 		v = strtod(eq + 1, &end);
-		if (errno != 0 || end == eq + 1 || *end != '\0' || v < 0) {
-			snprintf(err, errlen, "--faults: %s '%s' is not a number >= 0", tok, eq + 1);
+		if (errno != 0 || end == eq + 1 || *end != '\0' || !isfinite(v) || v < 0) {
+			snprintf(err, errlen, "--faults: %s '%s' is not a finite number >= 0", tok, eq + 1);
 			return -1;
 		}
 		if (strcmp(tok, "delay_ms") == 0) {

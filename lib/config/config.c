@@ -44,10 +44,18 @@ get_drivers(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 }
 
 /*
- * shard.l2 = { dir = "/var/tmp/kvss"; column = 64; capacity_tokens = [N, ...]; }:
+ * shard.l2 = { dir = "/var/lib/kvss"; column = 64; capacity_tokens = [N, ...]; }:
  * the second tier. A file path, or a directory where the file is named after
  * the shard (the embedded default: shard-MODEL-ID.l2).
  */
+/* The most tokens one EVICT (or L2_UP) can name in a frame of @p mtu bytes. */
+static uint64_t
+batch_tokens_max(uint32_t mtu)
+{
+	return (mtu - PROTO_IP4_LEN - PROTO_UDP_LEN - PROTO_HDR_LEN - PROTO_EVICT_HDR_LEN) /
+	       PROTO_EVICT_ENTRY_LEN;
+}
+
 static int
 load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 {
@@ -69,15 +77,36 @@ load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg
 	    snprintf(cfg->shard.l2.path, sizeof(cfg->shard.l2.path), "%s/shard-%u-%u.l2", dir,
 		     cfg->shard.model, cfg->shard.id) >= (int)sizeof(cfg->shard.l2.path))
 		return cfg_fail(c, l2, "dir", "too long");
+	/* Formatting over what is not blank loses it: only when told, per shard. */
+	if (cfg_get_bool(c, l2, "format", false, &cfg->shard.l2.format) != 0)
+		return -1;
 	GET_INT(c, l2, "column", 1, 4096, 64, false, cfg->shard.l2.column);
 	GET_INT(c, l2, "queue_depth", 1, 4096, 64, false, cfg->shard.l2.queue_depth);
 	if (cfg_get_u64_array(c, l2, "capacity_tokens", n, 1, 1ull << 40, cfg->shard.l2.capacity_tokens) != 0)
 		return -1;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		uint64_t col = (uint64_t)cfg->shard.l2.column * cfg->shard.store.cache[i].bytes_per_token;
+		/* A slot: the column, its 64-byte header, to 4 KiB (lib/kvdisk). */
+		uint64_t slot = (col + 64 + 4095) / 4096 * 4096;
+
 		if (cfg->shard.l2.capacity_tokens[i] < cfg->shard.l2.column)
 			return cfg_fail(c, l2, "capacity_tokens", "element %u (%" PRIu64 ") holds no whole "
 				    "column of %u tokens", i, cfg->shard.l2.capacity_tokens[i],
 				    cfg->shard.l2.column);
+		/* Columns move as one request of 32-bit length, and the tier holds
+		 * a pool of them: bound a column's bytes where both stay sane. */
+		if (col > KVSS_L2_COLUMN_BYTES_MAX)
+			return cfg_fail(c, l2, "column", "%u tokens x cache %u's bytes_per_token (%u) "
+				    "is %" PRIu64 " bytes a column, more than %llu: lower "
+				    "shard.l2.column or shard.caches.[%u].bytes_per_token",
+				    cfg->shard.l2.column, i, cfg->shard.store.cache[i].bytes_per_token,
+				    col, (unsigned long long)KVSS_L2_COLUMN_BYTES_MAX, i);
+		if (cfg->shard.l2.capacity_tokens[i] / cfg->shard.l2.column > (1ull << 62) / slot)
+			return cfg_fail(c, l2, "capacity_tokens", "element %u: %" PRIu64 " columns of "
+				    "%" PRIu64 " bytes each overflow a file's size: lower it or "
+				    "shard.l2.column", i,
+				    cfg->shard.l2.capacity_tokens[i] / cfg->shard.l2.column, slot);
+	}
 	return 0;
 }
 
@@ -135,6 +164,20 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 		if (cp->bytes_per_token % cp->num_buffers != 0)
 			return cfg_fail(c, e, "buffers", "must divide bytes_per_token (%u)",
 				    cp->bytes_per_token);
+		/* A batch's stream is addressed in 32 bits on the wire (DataHeader
+		 * offset and length): the most tokens one EVICT can name at this mtu,
+		 * times a token's bytes, must fit, or a driver's full batch wraps. */
+		{
+			uint64_t g = batch_tokens_max(cfg->mtu);
+
+			if (g * cp->bytes_per_token > UINT32_MAX)
+				return cfg_fail(c, e, "bytes_per_token",
+						"%u bytes x the %" PRIu64 " tokens an EVICT can name "
+						"at mtu %u is %" PRIu64 " bytes, past the 4 GiB a "
+						"batch's stream can address (PROTOCOL.md section 3): "
+						"lower bytes_per_token or mtu", cp->bytes_per_token, g,
+						cfg->mtu, g * cp->bytes_per_token);
+		}
 	}
 	if (kvstore_memsize(kp) == 0)
 		return cfg_fail(c, sh, "caches", "these caches do not make a valid store");

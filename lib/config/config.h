@@ -38,6 +38,10 @@ enum kvss_poll {
 
 /** The most tokens one cache of a shard holds (shard.caches.capacity_tokens). */
 #define KVSS_MAX_CAPACITY_TOKENS (1ull << 29)
+/* The most bytes of one second-tier column (shard.l2.column x bytes_per_token):
+ * a column moves as one request of 32-bit length, and the tier keeps a pool of
+ * requests of that size. */
+#define KVSS_L2_COLUMN_BYTES_MAX (1ull << 30)
 
 /** An address on the rail: MAC, IPv4 (host order), optional VLAN id. */
 struct kvss_endpoint {
@@ -138,6 +142,10 @@ struct kvss_config {
 			uint32_t column;	/* tokens of a whole column (the driver's) */
 			uint32_t queue_depth;	/* operations in flight at most */
 			uint64_t capacity_tokens[KVSTORE_MAX_CACHES];
+			/* shard.l2.format: format the path even when it holds
+			 * something else (another shard's file, a file system):
+			 * false, only what is blank is. */
+			bool format;
 		} l2;
 	} shard;
 	/* Every shard the process hosts: role "shard" one (a copy of shard),

@@ -85,6 +85,25 @@ clear_slot(struct kvdisk *d, uint16_t c, uint32_t i, struct op *o)
 	kd_submit(d, o, true, KVDISK_ALIGN, slot_off(r, i));
 }
 
+/* Is a PUT of @p m's (key, org) in @p r in flight? At most queue-depth ops to look at. */
+static bool
+put_in_flight(const struct kvdisk *d, const struct region *r, const struct kvdisk_meta *m)
+{
+	uint32_t k;
+
+	for (k = 0; k < d->qd; k++) {
+		const struct op *o = &d->ops[k];
+		const struct slot *s;
+
+		if (o->type != KVDISK_PUT || o->cache != m->cache || o->slot >= r->g.slots)
+			continue;
+		s = &r->s[o->slot];
+		if (s->state == S_PUT && s->m.key == m->key && s->m.org == m->org)
+			return true;
+	}
+	return false;
+}
+
 int
 kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint32_t len,
 	   uint64_t cookie)
@@ -100,6 +119,10 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	if (m->tokens == 0 || m->tokens > r->g.column_tokens ||
 	    len != m->tokens * r->g.bytes_per_token || m->key == 0)
 		return -EINVAL;
+	/* A column of this key still being written: this one must replace it,
+	 * not stand beside it (its slot is indexed only once written). */
+	if (put_in_flight(d, r, m))
+		return -EAGAIN;
 	if (r->nfree == 0)
 		return r->clearing > 0 ? -EAGAIN : -ENOSPC;
 	if ((o = kd_op_get(d)) == NULL)

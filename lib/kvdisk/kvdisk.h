@@ -144,7 +144,9 @@ uint64_t kvdisk_slots(const struct kvdisk *d, uint16_t cache);
  * Store a column: @p len bytes (tokens x B_c, in the caller's layout) as
  * @p m says. It replaces a column of the same key. @return 0 when
  * submitted (its kvdisk_done says how it went), -ENOSPC when the cache's
- * slots are all used (the driver deletes first), -EAGAIN when the only room
+ * slots are all used (the driver deletes first; a replacement needs a free
+ * slot too: it is written before the column it replaces is cleared), -EAGAIN
+ * when a column of the same key is still being written or the only room
  * is a deleted column's slot whose cleared header is still being written,
  * -EBUSY when the queue is full (for either: poll, then again), -EINVAL on
  * a bad cache or length.

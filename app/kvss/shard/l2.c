@@ -43,6 +43,14 @@
 
 #define L2_RING 1024
 #define L2_POOL 511
+/*
+ * An L2_UP column's (stream token, column token) pairs: one per entry of its
+ * cache that names one of its tokens, and a token may be named more than
+ * once in a batch (section 3), so the bound is the entries a frame can
+ * carry, not the column's length (a column's worth of room let one frame
+ * naming a token 500 times write past its request).
+ */
+#define L2_POS_MAX (PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN)
 
 enum l2_op { L2R_PUT, L2R_GET, L2R_DEL, L2R_INV };
 
@@ -57,7 +65,7 @@ struct l2_req {
 	uint64_t batch_no;
 	uint32_t stream_len;
 	uint16_t npos;
-	uint16_t *pos;	  /* npos pairs (stream token, column token), after data */
+	uint16_t *pos;	  /* npos <= L2_POS_MAX pairs (stream token, column token), after data */
 	/* INV: the columns, malloc'd by the tier thread. */
 	struct kvdisk_meta *inv;
 	uint32_t ninv;
@@ -223,7 +231,9 @@ shard_l2_open(char *err, size_t errlen)
 {
 	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
 	struct kvdisk_params p = {.num_caches = kp->num_caches,
-				  .queue_depth = kvss_me->cfg->l2.queue_depth};
+				  .queue_depth = kvss_me->cfg->l2.queue_depth,
+				  .model = kvss_me->cfg->model, .shard = kvss_me->cfg->id,
+				  .format = kvss_me->cfg->l2.format};
 	uint32_t sum = 0;
 	char name[RTE_MEMPOOL_NAMESIZE];
 	uint16_t c;
@@ -240,7 +250,8 @@ shard_l2_open(char *err, size_t errlen)
 	}
 	l2.col_bytes = sum;
 	{
-		/* Its directory, made if missing (0700: the columns are a customer's data). */
+		/* Its directory, made if missing (0700: the columns are a customer's
+		 * data); one that exists is kvdisk_open's to check (owner, mode). */
 		char dir[KVSS_PATH_MAX];
 		char *slash;
 
@@ -255,11 +266,18 @@ shard_l2_open(char *err, size_t errlen)
 		}
 	}
 	l2.d = kvdisk_open(kvss_me->cfg->l2.path, &p, err, errlen);
-	if (l2.d == NULL)
+	if (l2.d == NULL) {
+		size_t n = strlen(err);
+
+		/* What formatting would lift: say how, and what it costs. */
+		if (errno == EEXIST && n < errlen)
+			snprintf(err + n, errlen - n, " (shard.l2.format = true formats it: what it "
+				 "holds is lost)");
 		return -1;
+	}
 	snprintf(name, sizeof(name), "l2req_%u", kvss_me->cfg->id);
 	l2.pool = rte_mempool_create(name, L2_POOL,
-				     sizeof(struct l2_req) + l2.col_bytes + l2.column * 4u + 64, 0, 0,
+				     sizeof(struct l2_req) + l2.col_bytes + L2_POS_MAX * 4u, 0, 0,
 				     NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
 	snprintf(name, sizeof(name), "l2to_%u", kvss_me->cfg->id);
 	l2.to_tier = rte_ring_create(name, L2_RING, (int)rte_socket_id(),
@@ -414,6 +432,16 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 			proto_get_l2_delete(msg, i, &d);
 			q->meta = (struct kvdisk_meta){.key = d.key, .org = d.isolation_id,
 						       .cache = d.cache_id};
+			/* Refused here, by what is wrong with the record: an L2_FAILED
+			 * would send the operator to a disk that did nothing wrong. */
+			if (d.cache_id >= kp->num_caches || d.key == 0) {
+				shard_add_error(err, msg->hdr.seq, d.key, 0, d.cache_id,
+						d.key == 0 && d.cache_id < kp->num_caches ?
+						PROTO_E_MALFORMED : PROTO_E_BAD_CACHE);
+				st->l2_errors++;
+				req_put(q);
+				continue;
+			}
 			to_tier(q);
 			continue;
 		}
@@ -425,6 +453,8 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 			meta_of(&q->meta, &c);
 			if (c.cache_id >= kp->num_caches)
 				code = PROTO_E_BAD_CACHE;
+			else if (c.key == 0)
+				code = PROTO_E_MALFORMED; /* section 9: a key is nonzero */
 			else if (c.num_tokens == 0 || c.num_tokens > l2.column)
 				code = PROTO_E_RANGE;
 			B = code ? 0 : kp->cache[c.cache_id].bytes_per_token;
@@ -443,7 +473,6 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 			to_tier(q);
 		}
 	}
-	(void)err;
 	shard_batcher_flush(&l2done);
 	if (msg->hdr.type == PROTO_T_L2_DOWN)
 		kvss_me->st->l2down_done = msg->hdr.seq; /* L2_UPs after it may run */
@@ -477,8 +506,12 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			break;
 		meta_of(&q->meta, &col);
 		q->batch_no = msg->u.evict.batch_no;
-		if (col.cache_id >= nc || col.num_tokens == 0 || col.num_tokens > l2.column) {
-			add_done(&l2done, col.key, col.isolation_id, col.cache_id, 2, PROTO_E_RANGE);
+		if (col.cache_id >= nc || col.key == 0 || col.num_tokens == 0 ||
+		    col.num_tokens > l2.column) {
+			add_done(&l2done, col.key, col.isolation_id, col.cache_id, 2,
+				 col.cache_id >= nc ? PROTO_E_BAD_CACHE :
+				 col.key == 0 ? PROTO_E_MALFORMED : PROTO_E_RANGE);
+			st->l2_errors++;
 			req_put(q);
 			continue;
 		}
@@ -488,7 +521,8 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			const struct proto_evict_entry *en = &e[t * nc + col.cache_id];
 
 			if (en->prompt_id == col.prompt_id && en->token_idx >= col.start_token_idx &&
-			    en->token_idx - col.start_token_idx < col.num_tokens) {
+			    en->token_idx - col.start_token_idx < col.num_tokens &&
+			    q->npos < L2_POS_MAX) {
 				q->pos[2 * q->npos] = (uint16_t)t;
 				q->pos[2 * q->npos + 1] = (uint16_t)(en->token_idx - col.start_token_idx);
 				q->npos++;

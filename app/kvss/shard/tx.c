@@ -235,8 +235,9 @@ shard_report_poll(struct kvss_lcore_stats *st, uint64_t now)
 		send_control_to(st, 0, &r->to, r->p, r->len);
 		st->reports_resent++;
 	}
-	if (s->rep_rto < s->hz / 1000 * REPORT_RTO_MAX_MS)
-		s->rep_rto *= 2;
+	/* Doubles up to the cap, never past it (section 5: 5 ms doubling to 200 ms;
+	 * doubling 160 gave 320). */
+	s->rep_rto = RTE_MIN(s->rep_rto * 2, s->hz / 1000 * REPORT_RTO_MAX_MS);
 	s->rep_due = now + s->rep_rto;
 }
 

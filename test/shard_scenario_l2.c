@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * shard_scenario's second-tier scenarios (PROTOCOL.md section 9), for a
+ * shard with a tier (test/data/shard-l2.cfg: one cache of 64 bytes a token
+ * in 2 buffers, columns of 2 tokens, room for 8 columns).
+ *
+ * gen-l2hostile: what a driver that lies, or a hostile sender on the
+ * fabric, may send a shard's second tier, each answered as the protocol
+ * says and none of it able to hurt what the shard holds:
+ *   seq 1  EVICT batch 1: A 0..3 (its data whole);
+ *   seq 2  L2_DOWN: K1 = A 0..1, K2 = A 2..3;
+ *   seq 3  L2_DOWN: K1 again (a replacement: one column of K1 after it);
+ *   seq 4  L2_DELETE of K2 in cache 9: ERROR BAD_CACHE (not L2_FAILED);
+ *   seq 5  L2_DELETE of key 0: ERROR MALFORMED;
+ *   seq 6  L2_DOWN of key 0: L2_DONE MALFORMED;
+ *   seq 7  L2_UP as batch 2: 500 entries, every one naming token 0 of B,
+ *          and K1 as B's column 0..1 (a token may repeat in a batch: each
+ *          entry gets the column's token 0; this wrote past the shard's
+ *          request object and crashed it);
+ *   seq 8  REFILL of B 0..0 after batch 2: A's token 0, byte for byte.
+ * The shard then holds K1 once and K2 (scripts/test-shard-pcap.sh starts a
+ * second shard on the same file and reads "2 columns kept").
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "expect.h"
+#include "shard_scenario.h"
+
+#define L2_K1 0x5eed000000000001ULL
+#define L2_K2 0x5eed000000000002ULL
+#define L2_ISO 0x0000000000000777ULL
+#define L2_REPEAT 500 /* entries naming one token: past the 2 x column + 32 pairs of room */
+
+static void
+l2_down(uint64_t seq, const struct proto_l2col *c, unsigned int n)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	unsigned int i;
+
+	begin(&b, buf, PROTO_T_L2_DOWN, seq);
+	for (i = 0; i < n; i++)
+		proto_build_l2_down(&b, &c[i]);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+}
+
+static void
+l2_delete(uint64_t seq, uint64_t key, uint16_t cache)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	struct proto_l2del d = {key, L2_ISO, 0, cache};
+
+	begin(&b, buf, PROTO_T_L2_DELETE, seq);
+	proto_build_l2_delete(&b, &d);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+}
+
+void
+gen_l2hostile(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	const uint64_t pa[4] = {A_ID, A_ID, A_ID, A_ID};
+	const uint32_t t1[4] = {0, 1, 2, 3};
+	struct proto_l2col c[2] = {
+		{.key = L2_K1, .parent = L2_ISO, .isolation_id = L2_ISO, .prompt_id = A_ID,
+		 .evict_count = 1, .start_token_idx = 0, .num_tokens = 2, .cache_id = 0},
+		{.key = L2_K2, .parent = L2_K1, .isolation_id = L2_ISO, .prompt_id = A_ID,
+		 .evict_count = 1, .start_token_idx = 2, .num_tokens = 2, .cache_id = 0}};
+	struct proto_l2col zero = c[0];
+	struct proto_evict_hdr eh = {.batch_no = 2, .num_caches = 1, .g = L2_REPEAT, .ncols = 1};
+	struct proto_refill_req rq = {.refill_id = 1, .evict_count = 2, .sequence_id = 9,
+				      .cache_idx = 0, .cache_id = 0};
+	struct proto_refill_chunk ch = {B_ID, 0, 1};
+	struct proto_l2col up = c[0];
+	unsigned int k;
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	evict(1, 1, pa, t1, 4);
+	data(1, pa, t1, 4, 0, 4 * B);
+	l2_down(2, c, 2);
+	l2_down(3, c, 1);
+	l2_delete(4, L2_K2, 9);
+	l2_delete(5, 0, 0);
+	zero.key = 0;
+	l2_down(6, &zero, 1);
+	begin(&b, buf, PROTO_T_L2_UP, 7);
+	proto_build_l2_up_hdr(&b, &eh);
+	for (k = 0; k < L2_REPEAT; k++) {
+		struct proto_evict_entry e = {B_ID, 0, 1};
+
+		proto_build_l2_up_entry(&b, &e);
+	}
+	up.prompt_id = B_ID;
+	up.evict_count = 0;
+	proto_build_l2_up_col(&b, &up);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	begin(&b, buf, PROTO_T_REFILL, 8);
+	proto_build_refill_req(&b, &rq);
+	proto_build_refill_chunk(&b, &ch);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+}
+
+int
+check_l2hostile(char **files, int nfiles)
+{
+	static const struct wafer_place at = {.bytes_per_token = B};
+	static struct proto_msg m;
+	struct wafer_refill wr;
+	struct captures cap = {.files = files, .n = nfiles};
+	uint64_t hash[1] = {href(A_ID, 0)};
+	int bad_cache = 0, malformed = 0, other = 0, lost = 0, done = 0, down_ok = 0,
+	    down_malformed = 0, done_other = 0;
+	const uint8_t *d;
+
+	wafer_refill_init(&wr, &at, NB, 1, hash, 1);
+	while ((d = captures_next(&cap, &m)) != NULL) {
+		unsigned int i;
+
+		for (i = 0; m.hdr.type == PROTO_T_ERROR && i < m.hdr.count; i++) {
+			struct proto_error e;
+
+			proto_get_error(&m, i, &e);
+			if (e.code == PROTO_E_BAD_CACHE && e.seq == 4)
+				bad_cache++;
+			else if (e.code == PROTO_E_MALFORMED && e.seq == 5)
+				malformed++;
+			else
+				other++;
+		}
+		for (i = 0; m.hdr.type == PROTO_T_L2_DONE && i < m.hdr.count; i++) {
+			struct proto_l2done l;
+
+			proto_get_l2_done(&m, i, &l);
+			if (l.op == 1 && l.status == 0 && (l.key == L2_K1 || l.key == L2_K2))
+				down_ok++;
+			else if (l.op == 1 && l.key == 0 && l.status == PROTO_E_MALFORMED)
+				down_malformed++;
+			else
+				done_other++;
+		}
+		lost += m.hdr.type == PROTO_T_TOKEN_LOST ? m.hdr.count : 0;
+		for (i = 0; m.hdr.type == PROTO_T_REFILL_DONE && i < m.hdr.count; i++) {
+			struct proto_refill_done r;
+
+			proto_get_refill_done(&m, i, &r);
+			EXPECT(r.refill_id == 1 && r.status == 0, "REFILL_DONE of refill %lu: status %u",
+			       (unsigned long)r.refill_id, r.status);
+			done++;
+		}
+		if (m.hdr.type == PROTO_T_REFILL_DATA && m.u.refill_data.refill_id == 1 &&
+		    m.u.refill_data.buffer_id < NB)
+			wafer_refill_data(&wr, &m.u.refill_data, d + m.data_off, m.data_len);
+	}
+	if (cap.bad)
+		return 2;
+	EXPECT(bad_cache == 1, "ERROR BAD_CACHE for the L2_DELETE of cache 9 (seq 4): %d", bad_cache);
+	EXPECT(malformed == 1, "ERROR MALFORMED for the L2_DELETE of key 0 (seq 5): %d", malformed);
+	EXPECT(other == 0, "%d other ERROR records (an L2_FAILED sends the operator to the disk)",
+	       other);
+	EXPECT(down_ok == 3, "L2_DONE OK for K1, K2 and K1 again: %d, want 3", down_ok);
+	EXPECT(down_malformed == 1, "L2_DONE MALFORMED for the L2_DOWN of key 0: %d",
+	       down_malformed);
+	EXPECT(done_other == 0, "%d other L2_DONE records (the L2_UP of a repeated token failed?)",
+	       done_other);
+	EXPECT(lost == 0, "%d TOKEN_LOST records: batch 2 came up whole", lost);
+	EXPECT(done == 1 && wafer_refill_whole(&wr) && wr.bad_bytes == 0,
+	       "the refill of B 0 (A's token 0 by way of K1): %d answers, whole %d, %lu bad bytes",
+	       done, wafer_refill_whole(&wr), (unsigned long)wr.bad_bytes);
+	printf("shard second tier, hostile: %s\n",
+	       expect_fails ? "FAILED" : "each record answered by its fault, a repeated token "
+					 "served, the replacement one column");
+	return expect_fails ? 1 : 0;
+}
