@@ -17,7 +17,7 @@
 #                       config/memif-shard0.cfg, config/memif-shard1.cfg)
 #   KVSS_DEMO_REFILL_LCORE=1  give each shard its refill lcore too (lcore 2)
 #   KVSS_DEMO_L2_DIR=D  the shards' second tiers in D (default: where their
-#                       configuration says, /var/tmp/kvss, kept from run to run)
+#                       configuration says, /var/lib/kvss, kept from run to run)
 #   KVSS_DEMO_STATS_WIDTH=N   cut each shard's final stats lines at N characters (300)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
