@@ -11,7 +11,10 @@
  *
  * One cache of 64-token columns of 4 KiB per token (a 256 KiB column,
  * 260 KiB with its header, 4 KiB aligned), COLUMNS of them (default 4096,
- * about 1 GiB), queue depth QD (default 32). The file is removed at the end.
+ * about 1 GiB), queue depth QD (default 32). The file is made in a
+ * directory of its own under DIR (mkdtemp, 0700: kvdisk refuses a
+ * directory others can write, such as /var/tmp itself); both are removed
+ * at the end.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -81,7 +84,7 @@ main(int argc, char **argv)
 	uint32_t n = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 4096;
 	uint32_t qd = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 0) : 32;
 	struct kvdisk_params p = {.num_caches = 1, .queue_depth = qd};
-	char path[512], err[1024];
+	char own[480], path[512], err[1024];
 	uint64_t slot = (KVDISK_HDR_LEN + TOKENS * BPT + KVDISK_ALIGN - 1) / KVDISK_ALIGN * KVDISK_ALIGN;
 	uint8_t *data = malloc((size_t)16 * TOKENS * BPT);
 	struct kvdisk *d;
@@ -92,11 +95,18 @@ main(int argc, char **argv)
 		return 2;
 	for (i = 0; i < (size_t)16 * TOKENS * BPT; i++)
 		data[i] = (uint8_t)(i * 2654435761u >> 13);
-	snprintf(path, sizeof(path), "%s/kvss_bench_l2_%d.bin", dir, (int)getpid());
+	snprintf(own, sizeof(own), "%s/kvss_bench_l2.XXXXXX", dir);
+	if (mkdtemp(own) == NULL) {
+		fprintf(stderr, "bench_kvdisk: %s: %s\n", own, strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/l2.bin", own);
 	p.cache[0] = (struct kvdisk_cache_params){BPT, TOKENS, (uint64_t)n * TOKENS};
 	d = kvdisk_open(path, &p, err, sizeof(err));
 	if (d == NULL) {
 		fprintf(stderr, "bench_kvdisk: %s\n", err);
+		unlink(path);
+		rmdir(own);
 		return 1;
 	}
 	tw = run(d, true, n, data);
@@ -105,6 +115,7 @@ main(int argc, char **argv)
 		printf("bench: note: %s refused O_DIRECT: the page cache was used\n", dir);
 	kvdisk_close(d);
 	unlink(path);
+	rmdir(own);
 	free(data);
 	if (tw < 0 || tr < 0)
 		return 1;

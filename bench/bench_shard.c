@@ -120,8 +120,12 @@ fail(const char *what)
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
 	shard_l2_close();
-	if (kvss_me->cfg->l2.path[0] != '\0')
-		unlink(kvss_me->cfg->l2.path); /* its second tier's file, if it ran one */
+	if (kvss_me->cfg->l2.path[0] != '\0') {
+		/* Its second tier's file and directory, if it ran one. */
+		unlink(kvss_me->cfg->l2.path);
+		*strrchr(kvss_me->cfg->l2.path, '/') = '\0';
+		rmdir(kvss_me->cfg->l2.path);
+	}
 	kvss_eal_stop();
 	exit(1);
 }
@@ -673,8 +677,10 @@ addresses(void)
 
 /*
  * kvss_shard_ingest_1k_l2: the 1 KiB ingest while the shard's tier thread
- * writes every l2_every-th prompt's columns to L2 (a file in /var/tmp,
- * O_DIRECT), against the same ingest alone (@p alone, this run's).
+ * writes every l2_every-th prompt's columns to L2 (a file in a directory
+ * of its own under /var/tmp, O_DIRECT: kvdisk refuses /var/tmp itself,
+ * which anyone can write), against the same ingest alone (@p alone, this
+ * run's).
  */
 static void
 bench_ingest_l2(double alone, unsigned int every)
@@ -682,8 +688,10 @@ bench_ingest_l2(double alone, unsigned int every)
 	double best = 0, fps, share, wbest = 0;
 	int r;
 
-	snprintf(kvss_me->cfg->l2.path, sizeof(kvss_me->cfg->l2.path), "/var/tmp/kvss_bench_l2_%d.l2",
-		 (int)getpid());
+	/* shard_l2_open makes the directory 0700; one that is there already
+	 * (another user's, say) is kvdisk_open's to refuse. */
+	snprintf(kvss_me->cfg->l2.path, sizeof(kvss_me->cfg->l2.path),
+		 "/var/tmp/kvss_bench_l2_%d/shard.l2", (int)getpid());
 	l2_every = every;
 	for (r = 0; r < RUNS; r++) {
 		double t0, v, w;
@@ -700,6 +708,9 @@ bench_ingest_l2(double alone, unsigned int every)
 	}
 	l2_every = 0;
 	unlink(kvss_me->cfg->l2.path);
+	*strrchr(kvss_me->cfg->l2.path, '/') = '\0';
+	rmdir(kvss_me->cfg->l2.path);
+	kvss_me->cfg->l2.path[0] = '\0'; /* nothing left for fail() to remove */
 	printf("bench: kvss_shard_ingest_1k_l2 %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n", best / 1e9,
 	       alone / 1e9, best / alone);
 	printf("bench: kvss_shard_ingest_1k_l2_writes %.0f MB/s\n", wbest / 1e6);

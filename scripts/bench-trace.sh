@@ -65,9 +65,12 @@ for t in d["l2"]:
     print(f"bench: trace_synthetic_l2_hits_per_written_1e6_l2_1e7{name} {t['l2_read_tokens'] / max(t['l2_written_tokens'], 1):.3f} fraction")
 PY
 # The same through the driver library's own second tier, its shard's L2 in a
-# lib/kvdisk file (KVSS_BENCH_DIR, default /var/tmp), every refilled byte
-# checked (about two minutes here).
-lib=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1e6 --l2 1e7 --l2-dir "${KVSS_BENCH_DIR:-/var/tmp}" \
+# lib/kvdisk file (in a directory of its own under KVSS_BENCH_DIR, default
+# /var/tmp: kvdisk refuses a directory others can write), every refilled
+# byte checked (about two minutes here).
+l2dir=$(mktemp -d "${KVSS_BENCH_DIR:-/var/tmp}/kvss-bench-trace.XXXXXX")
+trap 'rm -rf "$l2dir"' EXIT
+lib=$("$BUILD/kvss-trace" --trace "$MC" --capacity 1e6 --l2 1e7 --l2-dir "$l2dir" \
 	--json 2>/dev/null) || {
 	echo "bench: kvss-trace --l2-dir failed" >&2
 	exit 1
