@@ -51,7 +51,7 @@ static struct delreq ring[QN];
 static uint32_t q_head, q_tail; /* reader produces at tail, owner consumes at head */
 
 static uint64_t ops_owner, ops_reader, refills_ok, refills_refused, tokens_checked,
-	verify_failures, deletes_ok, overwrites, enospc_waits, deletes_in_flight;
+	verify_failures, deletes_ok, overwrites, enospc_waits, deletes_in_flight, mixed;
 
 static void
 apply_deletes(void)
@@ -238,7 +238,7 @@ reader_refill(uint64_t *rng)
 {
 	uint32_t p = (uint32_t)(test_xorshift(rng) % NP), n = __atomic_load_n(&pub[p], __ATOMIC_ACQUIRE);
 	uint32_t a, k, t, b;
-	static uint32_t lo[MAXT];
+	static uint32_t lo[MAXT], seen[MAXT];
 	static uint8_t got[MAXT * (B / NB)], want[B];
 	struct proto_refill_chunk ch;
 	struct kvstore_refill *r;
@@ -309,6 +309,16 @@ reader_refill(uint64_t *rng)
 					fprintf(stderr, "stress: prompt %u token %u buffer %u: bytes of no "
 							"version in [%u, %u]\n", p, a + t, b, lo[t], hi);
 				verify_failures++;
+			} else if (b == 0) {
+				seen[t] = v - 1; /* the version buffer 0 holds */
+			} else if (seen[t] != v - 1) {
+				/* Each buffer whole but of another version: bytes of none. */
+				if (verify_failures < 5)
+					fprintf(stderr, "stress: prompt %u token %u: buffer 0 of version "
+							"%u, buffer %u of version %u\n", p, a + t, seen[t],
+						b, v - 1);
+				verify_failures++;
+				mixed++;
 			}
 		}
 	}
@@ -381,7 +391,8 @@ main(int argc, char **argv)
 	free(mem);
 	if (oa.rc != 0 || verify_failures != 0 || total < ops || refills_ok < 1000 ||
 	    deletes_ok < 100 || deletes_in_flight < 100) {
-		printf("stress: 0 passed, 1 failed (%" PRIu64 " verify failures)\n", verify_failures);
+		printf("stress: 0 passed, 1 failed (%" PRIu64 " verify failures, %" PRIu64
+		       " tokens of two versions)\n", verify_failures, mixed);
 		return 1;
 	}
 	printf("stress: 1 passed, 0 failed\n");

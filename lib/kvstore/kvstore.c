@@ -346,8 +346,13 @@ batch_publish(struct kvstore *s, struct kv_batch *b)
 				st_rel(&p->n_pub, rel + 1);
 			continue;
 		}
-		/* Overwrite: swap the slot in; the old one waits for refills. */
+		/* Overwrite: swap the slot in; the old one waits for refills, and
+		 * the new one says which it replaced and when (a refill begun
+		 * before reads the old one in every buffer). Its stamp is stored
+		 * before the swap that publishes it. */
 		pg = kv_page_of(c, p, rel);
+		st_rlx(&c->vprev[e->slot], pg->slot[rel % KVSTORE_PAGE_ENTRIES]);
+		st_rlx(&c->vborn[e->slot], ld_rlx(&s->epoch));
 		kv_retire(s, ci, L_SLOT, pg->slot[rel % KVSTORE_PAGE_ENTRIES]);
 		__atomic_store_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], e->slot, __ATOMIC_SEQ_CST);
 		retired = true;

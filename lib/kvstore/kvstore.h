@@ -17,8 +17,9 @@
  * and a refill of consecutive tokens becomes one segment per buffer and
  * block. Each prompt has a range [offset, offset + n) and a table from token
  * to slot, in pages of KVSTORE_PAGE_ENTRIES entries: the token's bytes may be
- * anywhere. Metadata is about 25 bytes per token of capacity (4 for the
- * table, 8 for the limbo ring, the rest per prompt and per batch).
+ * anywhere. Metadata is about 48 bytes per token of capacity (4 for the
+ * table, 8 for the limbo ring, 12 for each slot's version, the rest per
+ * prompt and per batch).
  *
  * Threads. One thread, the owner (the ingest lcore), makes every call that
  * changes the store: reserve, evict, data, delete, batch loss, reset. One
@@ -36,7 +37,10 @@
  *
  * Overwrites (speculative decoding) land in a fresh slot and replace the old
  * one atomically when their batch is published: a refill sees the old token
- * or the new one, never a mix.
+ * or the new one, never a mix, and the same one in every buffer: the new
+ * slot remembers the one it replaced and the epoch it was published in, and
+ * a refill that began before reads the old slot (kept for it in limbo) in
+ * each of its buffers' transfers, however they interleave with publishing.
  *
  * Batches: evicted tokens become readable when their batch is published,
  * which happens in batch order once a batch's streams are whole or it was

@@ -132,6 +132,12 @@ kv_layout(const struct kvstore_params *p, struct kvstore *s, uint8_t *base, size
 		CARVE(u8p, uint8_t, nblocks);
 		if (kc)
 			kc->blk_state = u8p;
+		CARVE(u32p, uint32_t, nslots);
+		if (kc)
+			kc->vprev = u32p;
+		CARVE(u64p, uint64_t, nslots);
+		if (kc)
+			kc->vborn = u64p;
 		CARVE(pr, struct kv_prompt, p->max_prompts);
 		if (kc)
 			kc->prompts = pr;
@@ -263,6 +269,8 @@ kvstore_init(void *mem, size_t len, const struct kvstore_params *in)
 			kv_blk_push(c, k, BLK_EMPTY);
 		}
 		c->free_slots = c->nslots;
+		/* No slot was published as an overwrite yet (a refill's ticket is >= 1). */
+		memset(c->vborn, 0, (size_t)c->nslots * sizeof(c->vborn[0]));
 		c->max_prompts = p.max_prompts;
 		c->prompt_free = NIL;
 		for (i = p.max_prompts; i-- > 0;) {

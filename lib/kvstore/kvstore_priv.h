@@ -58,6 +58,17 @@ struct kv_cache {
 	uint64_t capacity;
 	uint32_t nslots, nblocks;
 	uint8_t *data; /* block k at data + k * stride, buffer-major inside */
+	/*
+	 * Versions. An overwrite's slot, when its batch is published, records
+	 * the slot it replaced (vprev, rd) and the epoch it was published in
+	 * (vborn, rd; 0 for a slot never published as an overwrite). A refill
+	 * that began with a ticket <= vborn reads vprev instead, in every
+	 * buffer, so all of a token's buffers come from the version the refill
+	 * began with; vprev is in limbo until that refill ends (its retire tag
+	 * is vborn), so it is whole.
+	 */
+	uint32_t *vprev;
+	uint64_t *vborn;
 	size_t stride; /* 64 * B plus one cache line: see block_stride() */
 	/* Block allocator: free-lane masks, and lists of empty and partial blocks. */
 	uint64_t *free_mask;

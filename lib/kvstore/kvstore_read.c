@@ -184,10 +184,17 @@ kvstore_refill_next(struct kvstore_refill *r, uint16_t buffer, struct kvstore_re
 			pos->page = pg;
 			pos->page_first = rel / KVSTORE_PAGE_ENTRIES;
 		}
-		/* A token is read from one slot, one version, even across calls. */
-		slot = pos->byte != 0 ? pos->slot
-				      : __atomic_load_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES],
-							__ATOMIC_SEQ_CST);
+		/* A token is read from one slot, one version, even across calls,
+		 * and in every buffer the version published when the refill began:
+		 * an overwrite published since (its epoch >= our ticket) is passed
+		 * for the slot it replaced, which its ticket keeps in limbo. */
+		if (pos->byte != 0) {
+			slot = pos->slot;
+		} else {
+			slot = __atomic_load_n(&pg->slot[rel % KVSTORE_PAGE_ENTRIES], __ATOMIC_SEQ_CST);
+			while (ld_rlx(&c->vborn[slot]) >= r->ticket)
+				slot = ld_rlx(&c->vprev[slot]);
+		}
 		pos->slot = slot;
 		a = slot_addr(c, slot, buffer) + pos->byte;
 		len = c->bb - pos->byte;
