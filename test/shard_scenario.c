@@ -86,6 +86,8 @@ emit(const uint8_t *f, uint32_t n)
 	dump(x, n);
 }
 
+uint32_t sc_src_ip = 0x0a630001; /* 10.99.0.1, the driver */
+
 static void
 addr(struct proto_addr *a, uint16_t dport)
 {
@@ -94,7 +96,7 @@ addr(struct proto_addr *a, uint16_t dport)
 	memset(a, 0, sizeof(*a));
 	memcpy(a->src_mac, drv, 6);
 	memcpy(a->dst_mac, shd, 6);
-	a->src_ip = 0x0a630001;
+	a->src_ip = sc_src_ip;
 	a->dst_ip = 0x0a63000a;
 	a->src_port = dport;
 	a->dst_port = dport;
@@ -524,7 +526,7 @@ main(int argc, char **argv)
 	if (argc == 3 && (strcmp(argv[1], "gen") == 0 || strcmp(argv[1], "gen-space") == 0 ||
 			  strcmp(argv[1], "gen-restart") == 0 || strcmp(argv[1], "gen-ahead") == 0 ||
 			  strcmp(argv[1], "gen-reevict") == 0 || strcmp(argv[1], "gen-notier") == 0 ||
-			  strcmp(argv[1], "gen-l2hostile") == 0)) {
+			  strcmp(argv[1], "gen-l2hostile") == 0 || strcmp(argv[1], "gen-l2hello") == 0)) {
 		if (frames_pcap_open(&out, argv[2], 1, "shard_scenario") != 0)
 			return 2;
 		if (strcmp(argv[1], "gen") == 0)
@@ -539,6 +541,8 @@ main(int argc, char **argv)
 			gen_notier();
 		else if (strcmp(argv[1], "gen-l2hostile") == 0)
 			gen_l2hostile();
+		else if (strcmp(argv[1], "gen-l2hello") == 0)
+			gen_l2hello();
 		else
 			gen_restart();
 		frames_pcap_close(&out);
@@ -560,6 +564,8 @@ main(int argc, char **argv)
 		return check_notier(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-l2hostile") == 0)
 		return check_l2hostile(argv + 2, argc - 2);
+	if (argc >= 3 && strcmp(argv[1], "check-l2hello") == 0)
+		return check_l2hello(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-backoff") == 0)
 		return check_backoff(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-space") == 0) {
@@ -567,9 +573,9 @@ main(int argc, char **argv)
 		return check(argv + 2, argc - 2);
 	}
 	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | "
-			"gen-space|gen-restart|gen-ahead|gen-reevict|gen-notier|gen-l2hostile FILE.pcap | "
+			"gen-space|gen-restart|gen-ahead|gen-reevict|gen-notier|gen-l2hostile|gen-l2hello FILE.pcap | "
 			"check|check-space|check-restart|check-ahead|check-reevict|check-notier|\n"
-			"check-l2hostile|check-backoff "
+			"check-l2hostile|check-l2hello|check-backoff "
 			"FILE.pcap...\n");
 	return 2;
 }

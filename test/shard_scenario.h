@@ -34,6 +34,8 @@ uint64_t href(uint64_t prompt, uint32_t token);
 extern unsigned int sc_gen;
 /* The driver epoch of the frames begin() starts. */
 extern uint32_t cur_epoch;
+/* The IPv4 source of the frames send_payload() sends (10.99.0.1: the driver). */
+extern uint32_t sc_src_ip;
 
 void send_payload(uint8_t *pay, uint32_t n, uint16_t dport);
 void begin(struct proto_builder *b, uint8_t *buf, uint8_t type, uint64_t seq);
@@ -64,6 +66,8 @@ int check_notier(char **files, int nfiles);
 /* shard_scenario_l2.c: a shard with a second tier (test/data/shard-l2.cfg). */
 void gen_l2hostile(void);
 int check_l2hostile(char **files, int nfiles);
+void gen_l2hello(void);
+int check_l2hello(char **files, int nfiles);
 /* shard_scenario_report.c: reliable reports resent as section 5 says. */
 int check_backoff(char **files, int nfiles);
 

@@ -21,6 +21,7 @@
  * The shard then holds K1 once and K2 (scripts/test-shard-pcap.sh starts a
  * second shard on the same file and reads "2 columns kept").
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -173,5 +174,76 @@ check_l2hostile(char **files, int nfiles)
 	printf("shard second tier, hostile: %s\n",
 	       expect_fails ? "FAILED" : "each record answered by its fault, a repeated token "
 					 "served, the replacement one column");
+	return expect_fails ? 1 : 0;
+}
+
+/*
+ * gen-l2hello (issue 39 finding 7, HELLO amplification): the driver's HELLO
+ * takes control and an L2_DOWN puts K1 and K2 in the tier; then HELLOs of
+ * the same epoch from 10.99.0.66, a host that learned the epoch from a
+ * STATUS (any stale frame is answered with one) and names another's
+ * address as its source. Each would have been answered with the whole
+ * inventory, megabytes at a real tier's size: now ignored and counted
+ * (hello_foreign). The driver's own repeated HELLO is answered as ever.
+ */
+void
+gen_l2hello(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	const uint64_t pa[4] = {A_ID, A_ID, A_ID, A_ID};
+	const uint32_t t1[4] = {0, 1, 2, 3};
+	struct proto_l2col c[2] = {
+		{.key = L2_K1, .parent = L2_ISO, .isolation_id = L2_ISO, .prompt_id = A_ID,
+		 .evict_count = 1, .start_token_idx = 0, .num_tokens = 2, .cache_id = 0},
+		{.key = L2_K2, .parent = L2_K1, .isolation_id = L2_ISO, .prompt_id = A_ID,
+		 .evict_count = 1, .start_token_idx = 2, .num_tokens = 2, .cache_id = 0}};
+	unsigned int k;
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	evict(1, 1, pa, t1, 4);
+	data(1, pa, t1, 4, 0, 4 * B);
+	l2_down(2, c, 2);
+	/* The driver again (a lost STATUS): answered, with the inventory. */
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	sc_src_ip = 0x0a630042; /* 10.99.0.66 */
+	for (k = 0; k < 5; k++) {
+		begin(&b, buf, PROTO_T_HELLO, 0);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+	sc_src_ip = 0x0a630001;
+}
+
+int
+check_l2hello(char **files, int nfiles)
+{
+	static struct proto_msg m;
+	struct captures cap = {.files = files, .n = nfiles};
+	int inv_driver = 0, inv_other = 0, status_other = 0;
+	const uint8_t *d;
+
+	while ((d = captures_next(&cap, &m)) != NULL) {
+		bool to_driver = m.addr.dst_ip == 0x0a630001;
+
+		if (m.hdr.type == PROTO_T_L2_INVENTORY) {
+			if (to_driver)
+				inv_driver++;
+			else
+				inv_other++;
+		}
+		if (m.hdr.type == PROTO_T_STATUS && !to_driver)
+			status_other++;
+	}
+	if (cap.bad)
+		return 2;
+	EXPECT(inv_other == 0, "%d inventory frames to 10.99.0.66 (5 HELLOs of the epoch in force "
+	       "from another address)", inv_other);
+	EXPECT(status_other == 0, "%d STATUS frames to 10.99.0.66", status_other);
+	EXPECT(inv_driver >= 2, "%d inventory frames to the driver, want one per HELLO of its own "
+	       "(2)", inv_driver);
+	printf("shard second tier, foreign HELLO: %s\n",
+	       expect_fails ? "FAILED" : "the inventory only to the driver that took control");
 	return expect_fails ? 1 : 0;
 }

@@ -450,8 +450,12 @@ Test(config, shard_drivers_lists_the_addresses_control_is_taken_from)
 		     err);
 	cr_assert_eq(cfg.shard.num_drivers, 1);
 	cr_assert_eq(cfg.shard.driver_ip[0], 0x0a140001);
+	/* Every example shard lists its driver (issue 39, finding 7). */
 	cr_assert_eq(kvss_config_load("config/ci-pcap-shard.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(cfg.shard.num_drivers, 0, "none listed: any driver");
+	cr_assert_eq(cfg.shard.num_drivers, 1);
+	cr_assert_eq(cfg.shard.driver_ip[0], 0x0a630001);
+	cr_assert_eq(kvss_config_load("config/memif-shard1.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.shard.num_drivers, 1);
 }
 
 /* shard.l2.format (issue 39): false unless said; a bool, named when it is not. */

@@ -32,6 +32,7 @@
 	X(tx_full)      /* frames that waited for room in the TX ring */                           \
 	X(no_mbuf)      /* the pool was empty */                                                   \
 	X(hello)        /* HELLOs received */                                                      \
+	X(hello_foreign) /* HELLOs of the current epoch from another address: ignored */          \
 	X(status_sent)  /* STATUS frames sent */                                                   \
 	X(stale_epoch)  /* control frames of another driver epoch */                               \
 	X(dropped_restart) /* DELETE, REFILL, held data of a restarted driver */                   \
@@ -137,6 +138,10 @@ struct kvss_shard_inst {
 	/* Where STATUS, ACK, ... go (the last control sender): ingest lcore: wo. */
 	struct proto_addr driver_addr;
 	int have_driver; /* ingest lcore: wo */
+	/* Where the HELLO that took control (a new driver epoch) came from: the
+	 * only address the L2 inventory goes to, and the only one whose HELLO of
+	 * that epoch is answered again (ingest lcore: wo). */
+	struct proto_addr ctl_addr;
 	/* The refill lcore (when the port has a second TX queue for it). */
 	int refill_lcore_on;
 	struct rte_ring *ingest_to_refill; /* accepted DELETE and REFILL, in order */

@@ -60,6 +60,11 @@ say_drivers(void)
 		       (c->driver_ip[i] >> 16) & 0xff, (c->driver_ip[i] >> 8) & 0xff,
 		       c->driver_ip[i] & 0xff);
 	printf("; frames to another address, model or shard are dropped\n");
+	if (c->num_drivers == 0)
+		fprintf(stderr, "kvss: WARNING: shard.drivers is not set: any host on the fabric can "
+				"take control of shard %u (a HELLO resets it), store, delete and "
+				"read back its tokens; list the driver's address (shard.drivers = "
+				"[ \"IPv4\" ], docs/SECURITY.md)\n", c->id);
 }
 
 static void

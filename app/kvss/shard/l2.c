@@ -574,6 +574,8 @@ send_inventory(struct kvss_lcore_stats *st, const struct l2_req *q)
 		uint32_t k;
 
 		shard_batcher_init(&inv, PROTO_T_L2_INVENTORY, st);
+		/* Only to the driver whose HELLO took control (shard.c). */
+		inv.to = &kvss_me->ctl_addr;
 		proto_build_l2_inventory_hdr(&inv.b, q->ninv, i);
 		for (k = 0; k < per && i < q->ninv; k++, i++) {
 			const struct kvdisk_meta *m = &q->inv[i];

@@ -243,6 +243,14 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 		kvss_me->st->queued_batch = r->u.evict.batch_no;
 }
 
+/* Do @p a and @p b come from one sender (MAC, IPv4 address, UDP port)? */
+static bool
+same_source(const struct proto_addr *a, const struct proto_addr *b)
+{
+	return a->src_ip == b->src_ip && a->src_port == b->src_port &&
+	       memcmp(a->src_mac, b->src_mac, 6) == 0;
+}
+
 /* Returns 1 when the mbuf was kept (queued or held). */
 static int
 control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg *msg)
@@ -252,7 +260,20 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 
 	if (msg->hdr.type == PROTO_T_HELLO) {
 		st->hello++;
+		/*
+		 * A HELLO of the epoch in force from another address than the one
+		 * that took control: not a driver starting over (that would bring
+		 * a new epoch) but someone who learned the epoch from a STATUS, and
+		 * may have put another's address as its source. Its answer would
+		 * be the whole inventory (megabytes for 74 bytes): ignored, counted.
+		 */
+		if (msg->hdr.epoch == kvss_me->driver_epoch && kvss_me->driver_epoch != 0 &&
+		    !same_source(&msg->addr, &kvss_me->ctl_addr)) {
+			st->hello_foreign++;
+			return 0;
+		}
 		kvss_me->driver_addr = msg->addr;
+		kvss_me->ctl_addr = msg->addr;
 		kvss_me->have_driver = 1;
 		if (msg->hdr.epoch != kvss_me->driver_epoch) {
 			/* A new driver: the old one's data can never be asked for.
