@@ -234,12 +234,13 @@ echo "refill estimates short of the time taken, configured: $(field "$tmp/hyb.js
 #     refilled and at the end the shard holds exactly what the driver
 #     accounts for. Then the same with "resync": each loss makes the model
 #     start over; the hit ratios of the two say what exact recovery keeps.
-#     Lost data is a protocol error, so the exit status is 1.
+#     Lost data is counted and expected under faults: the exit status is 3
+#     (degraded), not 1 (wrong), and 0 with --faults.
 run_all config/all-in-one.cfg "$tmp/lose.log" --limit 150 --lose-data 400
 rc=$?
 grep '^{' "$tmp/lose.log" | tail -1 >"$tmp/lose.json"
 sed -n 's/^kvss: summary: \(resyncs .*\)/lost data, one process, exact: \1/p' "$tmp/lose.log"
-check "lost data: exit status 1 (it had protocol errors), not a crash (got $rc)" test $rc -eq 1
+check "lost data: exit status 3 (degraded: protocol errors, every byte right), not a crash (got $rc)" test $rc -eq 3
 check "lost data: 150 requests done" test "$(field "$tmp/lose.json" requests)" = 150
 check "lost data: the run finished" test "$(field "$tmp/lose.json" finished)" = True
 check "lost data: frames were withheld" grep -q "withheld on purpose [1-9]" "$tmp/lose.log"
@@ -458,6 +459,7 @@ if [ ! -s "$tmp/gone.json" ]; then
 	tail -n 20 "$tmp/gone.log" >&2
 fi
 check "gone: the driver saw shard 1 go" grep -q "shard 1 is away" "$tmp/gone.log"
+check "gone: exit status 3 (degraded: a shard went), not 1 (wrong) (got $rc)" test "$rc" -eq 3
 check "gone: every request still done" test "$(field "$tmp/gone.json" requests)" = 4000
 check "gone: the run finished" test "$(field "$tmp/gone.json" finished)" = True
 check "gone: zero verify failures" test "$(field "$tmp/gone.json" verify_failures)" = 0

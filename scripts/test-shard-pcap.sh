@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_reevict /var/run/dpdk/${prefix}_notier /var/run/dpdk/${prefix}_l2h' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_reevict /var/run/dpdk/${prefix}_notier /var/run/dpdk/${prefix}_l2h /var/run/dpdk/${prefix}_busy' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -264,6 +264,20 @@ check "foreign HELLO: the inventory only to the driver that took control" \
 	"$BUILD/tools/shard_scenario" check-l2hello "$tmp/l2hello_out.pcap"
 check "foreign HELLO: counted" stat_has hello_foreign=5 "$(grep 'final stats' "$tmp/l2hello.log")"
 rm -rf "/var/run/dpdk/${prefix}_l2h"
+
+# A shard that reads frames at every poll (test/shard_scenario_report.c,
+# gen_busy: 64 MiB of batches back to back) still sends its periodic STATUS
+# (it did only when a poll found nothing, and a driver then declared a busy
+# shard away).
+"$BUILD/tools/shard_scenario" gen-busy "$tmp/busy_in.pcap"
+timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 512 --lcores 0@0,1@1 --log-level lib.eal:error \
+	--no-telemetry --file-prefix "${prefix}_busy" \
+	--vdev "net_pcap0,rx_pcap=$tmp/busy_in.pcap,tx_pcap=$tmp/busy_out.pcap" \
+	-- --config test/data/shard-busy.cfg --exit-when-idle 300 >"$tmp/busy.log" 2>&1
+check "busy shard: exits 0" test $? -eq 0
+check "busy shard: STATUS while it reads at every poll" \
+	"$BUILD/tools/shard_scenario" check-busy "$tmp/busy_out.pcap"
+rm -rf "/var/run/dpdk/${prefix}_busy" "$tmp/busy_in.pcap" "$tmp/busy_out.pcap"
 
 # A driver restart: the old driver's DELETE and REFILL, waiting on the refill
 # lcore for a batch that never came, and its data held for a batch not yet

@@ -70,5 +70,7 @@ void gen_l2hello(void);
 int check_l2hello(char **files, int nfiles);
 /* shard_scenario_report.c: reliable reports resent as section 5 says. */
 int check_backoff(char **files, int nfiles);
+void gen_busy(void);
+int check_busy(char **files, int nfiles);
 
 #endif

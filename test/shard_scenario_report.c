@@ -99,3 +99,73 @@ check_backoff(char **files, int nfiles)
 	       expect_fails ? "FAILED" : "as section 5 says");
 	return expect_fails ? 1 : 0;
 }
+
+/*
+ * gen-busy: a shard kept busy (test/data/shard-busy.cfg: 16 KiB tokens,
+ * STATUS every millisecond). After the HELLO, BUSY_BATCHES batches of 64
+ * tokens of prompt A and their data follow back to back, 64 MiB the shard
+ * reads at every poll. check-busy: some STATUS came while it was busy (its
+ * batches_complete between the first batch and the last). A shard sent
+ * STATUS only when a poll found nothing, so one fed without a pause said
+ * nothing, and its driver declared it away after away_ms (issue 39,
+ * finding 11).
+ */
+#define BUSY_B 16384
+#define BUSY_G 64
+#define BUSY_BATCHES 64
+
+void
+gen_busy(void)
+{
+	static const struct wafer_place at = {.bytes_per_token = BUSY_B};
+	static uint64_t hash[BUSY_G];
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	unsigned int k, t;
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	for (k = 0; k < BUSY_BATCHES; k++) {
+		uint64_t pr[BUSY_G];
+		uint32_t tk[BUSY_G], n;
+		struct wafer_evict w;
+
+		for (t = 0; t < BUSY_G; t++) {
+			pr[t] = A_ID;
+			tk[t] = k * BUSY_G + t;
+			hash[t] = href(A_ID, tk[t]);
+		}
+		evict(k + 1, k + 1, pr, tk, BUSY_G);
+		wafer_evict_init(&w, &at, k + 1, hash, BUSY_G, 77);
+		w.stream = cur_epoch;
+		while ((n = wafer_evict_next(&w, buf, PROTO_PAYLOAD_MAX - 64)) > 0)
+			send_payload(buf, n, PROTO_PORT_EVICT_DEFAULT);
+	}
+}
+
+int
+check_busy(char **files, int nfiles)
+{
+	static struct proto_msg m;
+	struct captures cap = {.files = files, .n = nfiles};
+	int during = 0, statuses = 0;
+	uint64_t last = 0;
+
+	while (captures_next(&cap, &m) != NULL) {
+		if (m.hdr.type != PROTO_T_STATUS)
+			continue;
+		statuses++;
+		if (m.u.status.batches_complete > 0 && m.u.status.batches_complete < BUSY_BATCHES)
+			during++;
+		last = m.u.status.batches_complete;
+	}
+	if (cap.bad)
+		return 2;
+	EXPECT(last == BUSY_BATCHES, "the last STATUS says %lu batches complete, want %d",
+	       (unsigned long)last, BUSY_BATCHES);
+	EXPECT(during >= 1, "no STATUS while the shard was busy (of %d): a driver would call it "
+	       "away", statuses);
+	printf("busy shard: %d of %d STATUS frames sent while it read at every poll: %s\n", during,
+	       statuses, expect_fails ? "FAILED" : "it keeps saying it is there");
+	return expect_fails ? 1 : 0;
+}

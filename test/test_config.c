@@ -370,6 +370,10 @@ static struct bad bads[] = {
 	 " caches = ( { id = 0; bytes_per_token = 16777216; capacity_tokens = 5; } );\n"
 	 " l2 = { dir = \"/tmp\"; column = 1; capacity_tokens = [1099511627776L]; }; };\n",
 	 "shard.l2.capacity_tokens: element 0: 1099511627776 columns of 16781312 bytes"},
+	/* A shard is silent for away_ms before it can be taken for gone. */
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " away_ms = 1000; dead_ms = 500; models = (); };\n",
+	 "driver.dead_ms: 500 is below driver.away_ms (1000)"},
 	/* libconfig 1.5 would exit the process on an include it cannot read. */
 	{"role = \"shard\";\n  @include \".\"\n", ":2: @include: not supported"},
 };

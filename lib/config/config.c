@@ -372,6 +372,15 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 	GET_INT(c, d, "start_timeout_ms", 1, 3600000, 10000, false, cfg->driver.start_timeout_ms);
 	GET_INT(c, d, "refill_timeout_ms", 1, 600000, 2000, false, cfg->driver.refill_timeout_ms);
 	GET_INT(c, d, "away_ms", 0, 600000, 1000, false, cfg->driver.away_ms);
+	/* Silence past away_ms holds a shard's model back (misses) but keeps
+	 * its prefixes: a busy shard comes back with them. Past dead_ms it is
+	 * taken for gone. */
+	GET_INT(c, d, "dead_ms", 0, 3600000, 10 * (long long)cfg->driver.away_ms, false,
+		cfg->driver.dead_ms);
+	if (cfg->driver.away_ms != 0 && cfg->driver.dead_ms < cfg->driver.away_ms)
+		return cfg_fail(c, d, "dead_ms", "%u is below driver.away_ms (%u): a shard is "
+			    "silent for away_ms before it can be taken for gone",
+			    cfg->driver.dead_ms, cfg->driver.away_ms);
 	GET_INT(c, d, "recompute_tokens_per_s", 0, 1000000000, 0, false,
 		cfg->driver.recompute_tokens_per_s);
 	{

@@ -163,7 +163,8 @@ struct kvss_config {
 		uint32_t hello_ms;	   /* HELLO again while a shard has not answered */
 		uint32_t start_timeout_ms; /* every shard must answer within this */
 		uint32_t refill_timeout_ms; /* a refill not whole by then fails */
-		uint32_t away_ms;	    /* a shard silent this long is away (0: never) */
+		uint32_t away_ms;	    /* a shard silent this long: its model runs as misses (0: never) */
+		uint32_t dead_ms;	    /* ... this long: its model's prefixes are dropped */
 		uint32_t recompute_tokens_per_s; /* the wafer's prefill of missed tokens (0: free) */
 		uint8_t on_loss;	    /* enum kvss_on_loss */
 		uint8_t routed;		    /* enum kvss_routed: a shard reached through a router */

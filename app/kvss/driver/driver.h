@@ -61,6 +61,8 @@
 	X(shards_away)	    /* shards found away (link down, or silent for away_ms) */             \
 	X(away_requests)    /* requests begun while a shard of model 0 was not up: all misses */  \
 	X(shards_back)      /* shards that were away and answered again */                          \
+	X(shards_silent)    /* shards silent for away_ms: their models ran as misses */             \
+	X(shards_heard_again) /* silent shards heard again, same epoch: prefixes kept */            \
 	X(routed_shards)    /* shards whose STATUS crossed a router (IPv4 TTL below 64): off the rail */ \
 	X(compute_us)       /* the wafer's prefill of missed tokens (recompute_tokens_per_s) */      \
 	X(no_mbuf)  /* the pool was empty */                                                       \
@@ -120,6 +122,19 @@ int kvss_driver_main(void *arg);
 void kvss_driver_summary(void);
 
 /** Exit status the run earned: 0, or 1 with verify failures or protocol errors. */
+/*
+ * Exit statuses of a run (docs/kvss.md, "Exit status"). 2 is also what a
+ * bad configuration or command line stops the program with at start.
+ */
+enum kvss_exit {
+	KVSS_EXIT_OK = 0,	/* every request done, every byte right */
+	KVSS_EXIT_WRONG = 1,	/* a wrong byte, a wrong account, over capacity, expired served */
+	KVSS_EXIT_CONFIG = 2,	/* the configuration, or a shard that disagrees with it */
+	KVSS_EXIT_DEGRADED = 3, /* right, but with counted failures (refills lost to a shard's
+				 * restart or absence, lost data, an L2 checksum) without --faults */
+	KVSS_EXIT_NOT_RUN = 4,	/* could not run: shards never answered, out of memory */
+};
+
 int kvss_driver_status(void);
 
 void kvss_driver_free(void);

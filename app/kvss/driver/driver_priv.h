@@ -118,6 +118,8 @@ struct drv_shard {
 	uint32_t epoch;	  /* the shard's; 0: not up */
 	bool up;	  /* answered our HELLO with our epoch */
 	bool away;	  /* found away (driver.c), not yet back */
+	bool silent;	  /* nothing heard for away_ms (driver.c): its model runs as misses,
+			   * its prefixes kept; heard again (rx.c): it caches again */
 	uint64_t last_rx; /* tsc of its last frame (away after away_ms of silence) */
 	uint64_t batches_complete;
 	uint64_t status_at;			 /* tsc of its latest STATUS */

@@ -731,15 +731,27 @@ drv_protocol_errors(void)
 	       drv.st.too_big + drv.st.lost_tokens;
 }
 
+/*
+ * The run's exit status (docs/kvss.md, "Exit status"): what was wrong
+ * first, then what could not run, then what was degraded. A wrong byte,
+ * a wrong account, a cache over capacity or an expired token served is
+ * wrong whatever else happened. Refills that failed because a shard
+ * restarted or went away, lost data, an L2 column that failed its
+ * checksum, frames dropped: counted, expected under faults, and the
+ * cache stayed right; they make the status DEGRADED unless faults were
+ * injected on purpose (--faults), when they are the point of the run.
+ */
 int
 kvss_driver_status(void)
 {
+	bool wrong = drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
+		     drv.st.expired_served;
+	bool degraded = drv_protocol_errors() || drv.st.l2_failed || drv.st.shard_restarts ||
+			drv.st.shards_away;
+
+	if (wrong)
+		return KVSS_EXIT_WRONG;
 	if (drv.fatal)
-		return drv.fatal == 2 ? 2 : 1;
-	/* Faults injected on purpose cause protocol errors (lost tokens, refill
-	 * failures, dropped frames): then only a wrong byte or a wrong account
-	 * fails the run. */
-	return drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
-		       drv.st.expired_served ||
-		       (!kvss_faults_on() && drv_protocol_errors()) ? 1 : 0;
+		return drv.fatal == 2 ? KVSS_EXIT_CONFIG : KVSS_EXIT_NOT_RUN;
+	return degraded && !kvss_faults_on() ? KVSS_EXIT_DEGRADED : KVSS_EXIT_OK;
 }

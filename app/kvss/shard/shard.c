@@ -444,19 +444,25 @@ kvss_shard_ingest(void *arg)
 			shard_send_ack(st);
 			kvss_me->st->ack_due = 0;
 		}
+		/*
+		 * The periodic STATUS goes out busy or not: a shard that receives
+		 * frames at every poll (a stream of EVICT_DATA while its evict queue
+		 * waits on the second tier, so no ACK moves) sent nothing else, and
+		 * its driver, hearing nothing for away_ms, declared it away.
+		 */
+		if (kvss_me->have_driver && t0 >= next_status) {
+			shard_send_status(st);
+			/* Version 2: the ACK again. A driver never resends what
+			 * arrived (recv_seq), so a lost ACK of what then ran
+			 * would otherwise never be repeated. */
+			if (kvss_me->st->next_seq > 1)
+				shard_send_ack(st);
+			next_status = t0 + status_every;
+		}
 		if (n > 0) {
 			last_rx = t0;
 			kvss_poll_busy(st, t0, &empty);
 		} else {
-			if (kvss_me->have_driver && t0 >= next_status) {
-				shard_send_status(st);
-				/* Version 2: the ACK again. A driver never resends what
-				 * arrived (recv_seq), so a lost ACK of what then ran
-				 * would otherwise never be repeated. */
-				if (kvss_me->st->next_seq > 1)
-					shard_send_ack(st);
-				next_status = t0 + status_every;
-			}
 			if (kvss.exit_idle_ms && t0 - last_rx > kvss_me->st->hz / 1000 * kvss.exit_idle_ms &&
 			    kvss_me->st->evictq.head == kvss_me->st->evictq.tail && kvss_me->st->refillq.head == kvss_me->st->refillq.tail &&
 			    (!kvss_me->refill_lcore_on || rte_ring_empty(kvss_me->ingest_to_refill)))
