@@ -361,6 +361,16 @@ $(FUZZ_FILES): $(FUZZ_FILES_SRC) lib/config/config.h lib/config/cluster.h lib/wo
 	$(CLANG) $(FUZZ_FLAGS) $(LIB_INC) -Iapp/plan -o $@ \
 		$(FUZZ_FILES_SRC) -lconfig -lxxhash -lm
 
+# The second tier's file (lib/kvdisk): mutated images opened, rebuilt and
+# served; its seeds are written by the harness (scripts/fuzz-kvdisk.sh).
+FUZZ_KVDISK := $(BUILD)/fuzz/fuzz_kvdisk
+FUZZ_KVDISK_CORPUS := $(BUILD)/fuzz/corpus_kvdisk
+
+$(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) lib/kvdisk/kvdisk.h lib/kvdisk/kvdisk_priv.h
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -o $@ test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) -lxxhash \
+		$(URING_LIBS)
+
 $(FUZZ_SEEDS): $(GEN_FRAMES)
 	@mkdir -p $(FUZZ_CORPUS)
 	$(GEN_FRAMES) corpus $(FUZZ_CORPUS)
@@ -386,7 +396,7 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(STRESS) check-sanitize-build
+check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(STRESS) check-sanitize-build
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
 
 # The tests that need no DPDK, kvss-trace, and kvss with the tools its
@@ -409,9 +419,10 @@ check-tsan: $(BUILD)/test/stress_kvstore_tsan
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-run
 
-fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES)
+fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK)
 	@scripts/fuzz.sh $(FUZZ_PROTO) $(FUZZ_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-files.sh $(FUZZ_FILES) $(FUZZ_FILES_CORPUS) $(FUZZ_SECONDS)
+	@scripts/fuzz-kvdisk.sh $(FUZZ_KVDISK) $(FUZZ_KVDISK_CORPUS) $(FUZZ_SECONDS)
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run

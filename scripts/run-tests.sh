@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Run every test: the Criterion suites, the kvss-dump golden checks, and the
-# fuzzer for a bounded time. Prints one summary line at the end.
+# fuzzers (frames, files read at start, the second tier's file) for a
+# bounded time. Prints one summary line at the end.
 set -u
 BUILD=${1:-build}
 FUZZ_SECONDS=${2:-30}
@@ -78,6 +79,9 @@ run kvss-poll scripts/test-poll.sh "$BUILD"
 run kvss-examples scripts/test-examples.sh "$BUILD"
 run fuzz_proto scripts/fuzz.sh "$BUILD/fuzz/fuzz_proto" "$BUILD/fuzz/corpus_proto" "$FUZZ_SECONDS"
 run fuzz_files scripts/fuzz-files.sh "$BUILD/fuzz/fuzz_files" "$BUILD/fuzz/corpus_files" \
+	"$(( (FUZZ_SECONDS + 1) / 2 ))"
+# The second tier's file: mutated images opened, rebuilt and served.
+run fuzz_kvdisk scripts/fuzz-kvdisk.sh "$BUILD/fuzz/fuzz_kvdisk" "$BUILD/fuzz/corpus_kvdisk" \
 	"$(( (FUZZ_SECONDS + 1) / 2 ))"
 
 echo "check: $passed passed, $failed failed"

@@ -263,8 +263,8 @@ Test(kvdisk, a_file_of_another_configuration_or_of_something_else_is_refused)
 	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)));
 	cr_assert(strstr(err, "made for another shard or configuration (it holds model 0, shard 0, "
 			      "1 cache(s): [0] 16 tokens x 96 B, 40 columns; this one is model 0, "
-			      "shard 0, 1 cache(s): [0] 16 tokens x 96 B, 80 columns)") != NULL, "%s",
-		  err);
+			      "shard 0, 1 cache(s): [0] 16 tokens x 96 B, 80 columns)") != NULL,
+		  "%s", err);
 	snprintf(path, sizeof(path), "%s/other.bin", dir);
 	f = fopen(path, "w");
 	cr_assert_not_null(f);
@@ -398,8 +398,8 @@ Test(kvdisk, a_file_of_another_shard_of_the_same_geometry_is_refused_naming_both
 	cr_assert_eq(errno, EEXIST);
 	cr_assert(strstr(err, "made for another shard or configuration (it holds model 0, shard 1, "
 			      "1 cache(s): [0] 16 tokens x 96 B, 40 columns; this one is model 0, "
-			      "shard 0, 1 cache(s): [0] 16 tokens x 96 B, 40 columns)") != NULL, "%s",
-		  err);
+			      "shard 0, 1 cache(s): [0] 16 tokens x 96 B, 40 columns)") != NULL,
+		  "%s", err);
 	/* Its owner still has it; told to format, shard 0 makes it its own, empty. */
 	d = open_as(path, 1, false);
 	cr_assert_not_null(d, "%s", err);
@@ -434,8 +434,8 @@ Test(kvdisk, a_slot_copied_from_another_file_is_dropped_not_served)
 	copy_range(other, path, 4096 + 4096, 4096);
 	d = open_ok();
 	kvdisk_stats(d, &st);
-	cr_assert_eq(st.rebuild_dropped, 1, "the foreign slot must be dropped at open (%" PRIu64 ")",
-		     st.rebuild_dropped);
+	cr_assert_eq(st.rebuild_dropped, 1, "the foreign slot must be dropped at open (%" PRIu64
+		     ")", st.rebuild_dropped);
 	cr_assert_not(kvdisk_has(d, 0, 0x1001, 77), "a column of another file is served");
 	cr_assert_eq(get_check(d, 1, 1), -ENOENT);
 	cr_assert_eq(get_check(d, 0, 1), 0, "this file's own column is whole");
@@ -460,8 +460,9 @@ Test(kvdisk, a_file_of_an_older_version_is_refused_saying_how_to_reformat)
 	errno = 0;
 	cr_assert_null(open_ok_or_null());
 	cr_assert_eq(errno, EEXIST);
-	cr_assert(strstr(err, "written by another kvss (on-disk version 1; this one reads version 2") !=
-		  NULL && strstr(err, "format it or remove it") != NULL, "%s", err);
+	cr_assert(strstr(err, "written by another kvss (on-disk version 1; this one reads "
+			      "version 2") != NULL &&
+		  strstr(err, "format it or remove it") != NULL, "%s", err);
 	d = open_as(path, 0, true);
 	cr_assert_not_null(d, "%s", err);
 	kvdisk_close(d);
@@ -500,7 +501,8 @@ Test(kvdisk, a_blank_file_is_formatted_and_a_short_one_too)
 	cr_assert_eq(sh("printf 'ab' | dd of=%s/short.bin bs=1 seek=98 2>/dev/null", dir), 0);
 	snprintf(path, sizeof(path), "%s/short.bin", dir);
 	cr_assert_null(open_ok_or_null());
-	cr_assert(strstr(err, "its first nonzero byte is at 98 of the 100 read") != NULL, "%s", err);
+	cr_assert(strstr(err, "its first nonzero byte is at 98 of the 100 read") != NULL, "%s",
+		  err);
 }
 
 static bool
@@ -520,8 +522,8 @@ Test(kvdisk, an_ext4_image_is_refused_by_name_and_left_whole)
 	errno = 0;
 	cr_assert_null(open_ok_or_null(), "an ext4 image was formatted over");
 	cr_assert_eq(errno, EEXIST);
-	cr_assert(strstr(err, "holds an ext2/3/4 file system (magic 0xEF53 at byte 1080), not a kvss "
-			      "second tier: not formatted over") != NULL, "%s", err);
+	cr_assert(strstr(err, "holds an ext2/3/4 file system (magic 0xEF53 at byte 1080), not a "
+			      "kvss second tier: not formatted over") != NULL, "%s", err);
 	cr_assert_eq(sh("e2fsck -n -f %s >/dev/null 2>&1", path), 0, "the file system is whole");
 	d = open_as(path, 0, true);
 	cr_assert_not_null(d, "format = true takes it: %s", err);

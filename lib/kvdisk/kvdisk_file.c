@@ -55,16 +55,17 @@ dir_check(int dfd, const char *dir, char *err, size_t errlen)
 		return -1;
 	}
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		snprintf(err, errlen, "its directory %s belongs to %s, not to this process's %s (nor "
-			 "root): whoever owns it can replace the file; give a directory of this "
-			 "user's (e.g. /var/lib/kvss, 0700)", dir, who(st.st_uid, a, sizeof(a)),
-			 who(geteuid(), b, sizeof(b)));
+		snprintf(err, errlen, "its directory %s belongs to %s, not to this process's "
+			 "%s (nor root): whoever owns it can replace the file; give a "
+			 "directory of this user's (e.g. /var/lib/kvss, 0700)", dir,
+			 who(st.st_uid, a, sizeof(a)), who(geteuid(), b, sizeof(b)));
 		return -1;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "its directory %s is writable by %s (mode %04o): another user "
-			 "could create the file, or a link, before kvss does; give a directory only "
-			 "this user can write (e.g. /var/lib/kvss, 0700)", dir,
+		snprintf(err, errlen, "its directory %s is writable by %s (mode %04o): "
+			 "another user could create the file, or a link, before kvss does; "
+			 "give a directory only this user can write (e.g. /var/lib/kvss, "
+			 "0700)", dir,
 			 (st.st_mode & S_IWOTH) ? "others" : "its group",
 			 (unsigned int)(st.st_mode & 07777));
 		return -1;
@@ -79,14 +80,15 @@ file_check(int fd, const struct stat *st, char *err, size_t errlen)
 	char a[96], b[96];
 
 	if (st->st_uid != geteuid()) {
-		snprintf(err, errlen, "belongs to %s, not to this process's %s: another user's file "
-			 "is not taken (they could read the columns, or write their own)",
+		snprintf(err, errlen, "belongs to %s, not to this process's %s: another "
+			 "user's file is not taken (they could read the columns, or write "
+			 "their own)",
 			 who(st->st_uid, a, sizeof(a)), who(geteuid(), b, sizeof(b)));
 		return -1;
 	}
 	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "writable by %s (mode %04o): its columns may have been written "
-			 "by another user; remove it to start empty",
+		snprintf(err, errlen, "writable by %s (mode %04o): its columns may have been "
+			 "written by another user; remove it to start empty",
 			 (st->st_mode & S_IWOTH) ? "others" : "its group",
 			 (unsigned int)(st->st_mode & 07777));
 		return -1;
@@ -160,8 +162,8 @@ kd_file_open(const char *path, struct kd_file *f, char *err, size_t errlen)
 			ssize_t n = readlinkat(dfd, base, to, sizeof(to) - 1);
 
 			to[n > 0 ? n : 0] = '\0';
-			snprintf(err, errlen, "a symbolic link (to '%s'): not followed but to a block "
-				 "device; name the file itself", to);
+			snprintf(err, errlen, "a symbolic link (to '%s'): not followed but to a "
+				 "block device; name the file itself", to);
 			goto out;
 		}
 	} else if (f->fd < 0) {

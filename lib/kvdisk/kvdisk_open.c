@@ -123,9 +123,9 @@ rebuild(struct kvdisk *d)
 				struct slot *s = &r->s[o->slot];
 
 				if (h->magic == HDR_MAGIC && h->version == VERSION &&
-				    h->hdr_hash == hdr_hash(d, h, c, o->slot) && h->cache == c && h->tokens > 0 &&
-				    h->tokens <= r->g.column_tokens && h->key != 0 &&
-				    find(r, h->key, h->org) == NIL) {
+				    h->hdr_hash == hdr_hash(d, h, c, o->slot) && h->cache == c &&
+				    h->tokens > 0 && h->tokens <= r->g.column_tokens &&
+				    h->key != 0 && find(r, h->key, h->org) == NIL) {
 					s->m = (struct kvdisk_meta){h->key, h->parent, h->org,
 								    h->first_use_ns, h->start,
 								    h->tokens, c};
@@ -180,14 +180,16 @@ format(struct kvdisk *d, const struct kd_file *f, struct sb *want, uint8_t *head
 	}
 	want->hash = XXH3_64bits(want, offsetof(struct sb, hash));
 	if (f->blk && f->size < total) {
-		snprintf(err, errlen, "the device (%llu bytes) is smaller than the second tier asks "
-			 "(%llu)", (unsigned long long)f->size, (unsigned long long)total);
+		snprintf(err, errlen, "the device (%llu bytes) is smaller than the second tier "
+			 "asks (%llu)", (unsigned long long)f->size, (unsigned long long)total);
 		return -1;
 	}
 	if (!f->blk) {
 		/* What was there goes (blank, or the caller said format). */
-		rc = f->size > 0 && ftruncate(d->fd, 0) != 0 ? errno
-							       : posix_fallocate(d->fd, 0, (off_t)total);
+		if (f->size > 0 && ftruncate(d->fd, 0) != 0)
+			rc = errno;
+		else
+			rc = posix_fallocate(d->fd, 0, (off_t)total);
 		if (rc != 0) {
 			snprintf(err, errlen, "cannot allocate %llu bytes for the second tier: %s",
 				 (unsigned long long)total, strerror(rc));
@@ -204,7 +206,8 @@ format(struct kvdisk *d, const struct kd_file *f, struct sb *want, uint8_t *head
 		return -1;
 	}
 	memcpy(head, want, sizeof(*want));
-	if (pwrite(d->fd, head, KVDISK_ALIGN, 0) != (ssize_t)KVDISK_ALIGN || fdatasync(d->fd) != 0) {
+	if (pwrite(d->fd, head, KVDISK_ALIGN, 0) != (ssize_t)KVDISK_ALIGN ||
+	    fdatasync(d->fd) != 0) {
 		snprintf(err, errlen, "cannot write its superblock: %s", strerror(errno));
 		return -1;
 	}
@@ -229,22 +232,28 @@ judge(const struct kvdisk_params *p, const struct kd_file *f, const struct sb *w
 	*why = EEXIST;
 	if (n >= sizeof(*have) && have->magic == SB_MAGIC) {
 		if (have->version != VERSION)
-			snprintf(err, errlen, "written by another kvss (on-disk version %u; this one "
-				 "reads version %u, whose superblock says whose file it is): what it "
-				 "holds cannot be used; format it or remove it", have->version, VERSION);
+			snprintf(err, errlen, "written by another kvss (on-disk version %u; this "
+				 "one reads version %u, whose superblock says whose file it is): "
+				 "what it holds cannot be used; format it or remove it",
+				 have->version, VERSION);
 		else if (have->hash != XXH3_64bits(have, offsetof(struct sb, hash)))
 			snprintf(err, errlen, "its superblock fails its checksum: format it or "
 				 "remove it");
+		else if (have->pad != 0)
+			/* Reserved: zero in version 2, so that a later version may use it. */
+			snprintf(err, errlen, "its superblock's reserved field is %u, not 0: not "
+				 "written by this kvss; format it or remove it", have->pad);
 		else if (have->model != want->model || have->shard != want->shard ||
 			 have->num_caches != want->num_caches ||
 			 memcmp(have->cache, want->cache, sizeof(want->cache)) != 0) {
 			say_owner(have, a, sizeof(a));
 			say_owner(want, b, sizeof(b));
-			snprintf(err, errlen, "made for another shard or configuration (it holds %s; "
-				 "this one is %s): name this shard's own file, or format it", a, b);
+			snprintf(err, errlen, "made for another shard or configuration (it holds "
+				 "%s; this one is %s): name this shard's own file, or format it",
+				 a, b);
 		} else if (f->size < file_end(want)) {
-			snprintf(err, errlen, "shorter than its superblock says (%llu bytes of %llu: "
-				 "truncated?)", (unsigned long long)f->size,
+			snprintf(err, errlen, "shorter than its superblock says (%llu bytes of "
+				 "%llu: truncated?)", (unsigned long long)f->size,
 				 (unsigned long long)file_end(want));
 		} else {
 			return 0;
