@@ -12,6 +12,12 @@
 #     and the headers are cleared (the next start finds none);
 #  5. a file made for another geometry, and a disk too small (a tmpfs of
 #     1 MiB): refused at start with a message naming shard.l2;
+#  9. (run after 5) whose file it is, what is there, who can reach it
+#     (issue 39): another shard's file of the same geometry refused naming
+#     both; an ext4 image (and an ext4 loop device, where losetup works)
+#     refused by name and left whole, formatted with shard.l2.format =
+#     true; a directory others can write, another user's directory, a
+#     symbolic link refused; a 0644 file made 0600;
 #  6. a driver and two shards over net_memif: shard 1 killed with kill -9
 #     mid-run and started again on its L2 file; the driver takes back what
 #     both shards kept and hits it, every byte right;
@@ -33,6 +39,7 @@ cleanup() {
 	done
 	wait 2>/dev/null
 	mountpoint -q "$tmp/small" 2>/dev/null && umount "$tmp/small"
+	[ -n "${dev:-}" ] && losetup -d "$dev" 2>/dev/null
 	rm -rf "$tmp" /var/run/dpdk/*"$sfx"*
 }
 trap cleanup EXIT
@@ -163,7 +170,7 @@ check "another geometry: refused at start" test $? -ne 0
 check "another geometry: the message names shard.l2 and the file" \
 	grep -q "shard.l2: $tmp/l2/shard-0-0.l2:" "$tmp/geo.log"
 mkdir -p "$tmp/small"
-if mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null; then
+if mount -t tmpfs -o size=1m,mode=0700 tmpfs "$tmp/small" 2>/dev/null; then
 	mkcfg "$tmp/small.cfg" "$tmp/small"
 	run_all "$tmp/small.cfg" "$tmp/small.log"
 	check "disk too small: refused at start" test $? -ne 0
@@ -172,6 +179,77 @@ if mount -t tmpfs -o size=1m tmpfs "$tmp/small" 2>/dev/null; then
 	umount "$tmp/small"
 else
 	echo "l2: disk too small: not tested (cannot mount a tmpfs here)"
+fi
+
+# 9. Whose file it is, what is there, who can reach it (issue 39). Each
+#    refusal stops the shard at start, naming shard.l2, the path and what
+#    was found; the runs that start make one request.
+refused() { # refused LABEL CFG LOG PATTERN
+	run_all "$2" "$3"
+	check "$1: refused at start" test $? -ne 0
+	check "$1: the message names shard.l2 and what was found" grep -q "shard.l2: .*$4" "$3"
+}
+sed 's/generate = 200;/generate = 1;/' "$tmp/l2.cfg" >"$tmp/one.cfg"
+#    Shard 1's file of the same geometry, copied to shard 0's path.
+sed -e 's/^  id = 0;$/  id = 1;/' -e 's/{ id = 0; address = { mac = "02:00:00:00:01:00"/{ id = 1; address = { mac = "02:00:00:00:01:00"/' \
+	"$tmp/one.cfg" >"$tmp/s1.cfg"
+run_all "$tmp/s1.cfg" "$tmp/s1.log"
+check "whose: shard 1 made its own file" test -s "$tmp/l2/shard-0-1.l2"
+cp "$tmp/l2/shard-0-0.l2" "$tmp/mine.l2"
+cp "$tmp/l2/shard-0-1.l2" "$tmp/l2/shard-0-0.l2"
+refused "whose: shard 1's file at shard 0's path" "$tmp/one.cfg" "$tmp/whose.log" \
+	"made for another shard or configuration (it holds model 0, shard 1, .*; this one is model 0, shard 0, .*shard.l2.format = true formats it"
+cp "$tmp/mine.l2" "$tmp/l2/shard-0-0.l2"
+#    Readable by others: made 0600, and used.
+chmod 0644 "$tmp/l2/shard-0-0.l2"
+run_all "$tmp/one.cfg" "$tmp/mode.log"
+rc=$?
+clean_run "a 0644 file" "$tmp/mode.log"
+check "a 0644 file: made 0600" test "$(stat -c %a "$tmp/l2/shard-0-0.l2")" = 600
+#    A directory anyone can write (as /var/tmp), another user's, a link.
+mkdir -p "$tmp/ww" "$tmp/nb" "$tmp/ln"
+chmod 1777 "$tmp/ww"
+sed "s#dir = \"$tmp/l2\"#dir = \"$tmp/ww\"#" "$tmp/one.cfg" >"$tmp/ww.cfg"
+refused "a directory others can write" "$tmp/ww.cfg" "$tmp/ww.log" "its directory $tmp/ww is writable by others (mode 1777)"
+check "a directory others can write: no file made in it" test -z "$(ls -A "$tmp/ww")"
+if chown nobody "$tmp/nb" 2>/dev/null; then
+	sed "s#dir = \"$tmp/l2\"#dir = \"$tmp/nb\"#" "$tmp/one.cfg" >"$tmp/nb.cfg"
+	refused "another user's directory" "$tmp/nb.cfg" "$tmp/nb.log" "its directory $tmp/nb belongs to uid [0-9]* (nobody)"
+else
+	echo "l2: another user's directory: not tested (cannot chown to nobody here)"
+fi
+ln -s "$tmp/elsewhere.l2" "$tmp/ln/shard-0-0.l2"
+sed "s#dir = \"$tmp/l2\"#dir = \"$tmp/ln\"#" "$tmp/one.cfg" >"$tmp/ln.cfg"
+refused "a symbolic link" "$tmp/ln.cfg" "$tmp/ln.log" "a symbolic link (to '$tmp/elsewhere.l2')"
+check "a symbolic link: its target not made" test ! -e "$tmp/elsewhere.l2"
+#    Not blank: an ext4 image (its first 8 bytes are zero) as shard.l2.path,
+#    as large as the tier (64 MB), so that nothing but its contents stops
+#    a shard from formatting it.
+if command -v mkfs.ext4 >/dev/null && command -v e2fsck >/dev/null; then
+	mkdir -p "$tmp/fs"
+	mkfs.ext4 -q -F "$tmp/fs/ext4.img" 80M >/dev/null 2>&1
+	sed "s#dir = \"$tmp/l2\"#path = \"$tmp/fs/ext4.img\"#" "$tmp/one.cfg" >"$tmp/ext4.cfg"
+	refused "an ext4 image" "$tmp/ext4.cfg" "$tmp/ext4.log" \
+		"holds an ext2/3/4 file system (magic 0xEF53 at byte 1080), not a kvss second tier: not formatted over.*shard.l2.format = true"
+	check "an ext4 image: e2fsck finds it whole" bash -c "e2fsck -n -f '$tmp/fs/ext4.img' >/dev/null 2>&1"
+	dev=$(losetup --find --show "$tmp/fs/ext4.img" 2>/dev/null)
+	if [ -n "$dev" ]; then
+		sed "s#dir = \"$tmp/l2\"#path = \"$dev\"#" "$tmp/one.cfg" >"$tmp/loop.cfg"
+		refused "an ext4 loop device" "$tmp/loop.cfg" "$tmp/loop.log" "$dev: holds an ext2/3/4 file system"
+		losetup -d "$dev"
+		dev=
+		check "an ext4 loop device: e2fsck finds it whole" bash -c "e2fsck -n -f '$tmp/fs/ext4.img' >/dev/null 2>&1"
+	else
+		echo "l2: an ext4 loop device: not tested (losetup --find failed: no loop devices here)"
+	fi
+	sed 's#^  l2 = { path = \("[^"]*"\);#  l2 = { path = \1; format = true;#' "$tmp/ext4.cfg" >"$tmp/fmt.cfg"
+	check "format = true: set" grep -q "format = true;" "$tmp/fmt.cfg"
+	run_all "$tmp/fmt.cfg" "$tmp/fmt.log"
+	rc=$?
+	clean_run "format = true: the ext4 image formatted and used" "$tmp/fmt.log"
+	check "format = true: it is no ext4 file system any more" bash -c "! e2fsck -n -f '$tmp/fs/ext4.img' >/dev/null 2>&1"
+else
+	echo "l2: an ext4 image: not tested (no mkfs.ext4 or e2fsck: e2fsprogs)"
 fi
 
 # 8. A shard whose L2 is smaller than the driver counts (its disk full, as
