@@ -131,6 +131,8 @@ print("l2: flipped", hdr_flips, "header(s),", data_flips, "first columns' bytes"
 EOF
 run_all "$tmp/l2.cfg" "$tmp/flip.log"
 rc=$?
+check "flipped: exit status 3 (degraded: columns lost to their checksum, no byte wrong), got $rc" \
+	test "$rc" -eq 3
 check "flipped: every request done (the model started over at each failure)" \
 	test "$(field "$tmp/flip.log" finished)" = True
 check "flipped: zero verify failures (no corrupt byte refilled)" test "$(field "$tmp/flip.log" verify_failures)" = 0

@@ -746,7 +746,10 @@ kvss_driver_status(void)
 {
 	bool wrong = drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
 		     drv.st.expired_served;
-	bool degraded = drv_protocol_errors() || drv.st.l2_failed || drv.st.shard_restarts ||
+	/* An L2_UP that failed (a checksum, a read) restarts the model and
+	 * counts a resync; an L2_DOWN refused for room (NO_SPACE) only means
+	 * the column was not kept, which the driver forgets: not degraded. */
+	bool degraded = drv_protocol_errors() || drv.st.resyncs || drv.st.shard_restarts ||
 			drv.st.shards_away;
 
 	if (wrong)
