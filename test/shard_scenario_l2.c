@@ -58,32 +58,44 @@ l2_delete(uint64_t seq, uint64_t key, uint16_t cache)
 	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
 }
 
-void
-gen_l2hostile(void)
+/* K1 = A 0..1 and K2 = A 2..3 of batch 1, as an L2_DOWN names them. */
+static const struct proto_l2col cols[2] = {
+	{.key = L2_K1, .parent = L2_ISO, .isolation_id = L2_ISO, .prompt_id = A_ID,
+	 .evict_count = 1, .start_token_idx = 0, .num_tokens = 2, .cache_id = 0},
+	{.key = L2_K2, .parent = L2_K1, .isolation_id = L2_ISO, .prompt_id = A_ID,
+	 .evict_count = 1, .start_token_idx = 2, .num_tokens = 2, .cache_id = 0}};
+
+/* What both scenarios begin with: the HELLO, then batch 1 (A 0..3) whole. */
+static void
+l2_start(void)
 {
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 	struct proto_builder b;
 	const uint64_t pa[4] = {A_ID, A_ID, A_ID, A_ID};
 	const uint32_t t1[4] = {0, 1, 2, 3};
-	struct proto_l2col c[2] = {
-		{.key = L2_K1, .parent = L2_ISO, .isolation_id = L2_ISO, .prompt_id = A_ID,
-		 .evict_count = 1, .start_token_idx = 0, .num_tokens = 2, .cache_id = 0},
-		{.key = L2_K2, .parent = L2_K1, .isolation_id = L2_ISO, .prompt_id = A_ID,
-		 .evict_count = 1, .start_token_idx = 2, .num_tokens = 2, .cache_id = 0}};
-	struct proto_l2col zero = c[0];
-	struct proto_evict_hdr eh = {.batch_no = 2, .num_caches = 1, .g = L2_REPEAT, .ncols = 1};
-	struct proto_refill_req rq = {.refill_id = 1, .evict_count = 2, .sequence_id = 9,
-				      .cache_idx = 0, .cache_id = 0};
-	struct proto_refill_chunk ch = {B_ID, 0, 1};
-	struct proto_l2col up = c[0];
-	unsigned int k;
 
 	begin(&b, buf, PROTO_T_HELLO, 0);
 	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
 	evict(1, 1, pa, t1, 4);
 	data(1, pa, t1, 4, 0, 4 * B);
-	l2_down(2, c, 2);
-	l2_down(3, c, 1);
+}
+
+void
+gen_l2hostile(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	struct proto_l2col zero = cols[0];
+	struct proto_evict_hdr eh = {.batch_no = 2, .num_caches = 1, .g = L2_REPEAT, .ncols = 1};
+	struct proto_refill_req rq = {.refill_id = 1, .evict_count = 2, .sequence_id = 9,
+				      .cache_idx = 0, .cache_id = 0};
+	struct proto_refill_chunk ch = {B_ID, 0, 1};
+	struct proto_l2col up = cols[0];
+	unsigned int k;
+
+	l2_start();
+	l2_down(2, cols, 2);
+	l2_down(3, cols, 1);
 	l2_delete(4, L2_K2, 9);
 	l2_delete(5, 0, 0);
 	zero.key = 0;
@@ -191,20 +203,10 @@ gen_l2hello(void)
 {
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 	struct proto_builder b;
-	const uint64_t pa[4] = {A_ID, A_ID, A_ID, A_ID};
-	const uint32_t t1[4] = {0, 1, 2, 3};
-	struct proto_l2col c[2] = {
-		{.key = L2_K1, .parent = L2_ISO, .isolation_id = L2_ISO, .prompt_id = A_ID,
-		 .evict_count = 1, .start_token_idx = 0, .num_tokens = 2, .cache_id = 0},
-		{.key = L2_K2, .parent = L2_K1, .isolation_id = L2_ISO, .prompt_id = A_ID,
-		 .evict_count = 1, .start_token_idx = 2, .num_tokens = 2, .cache_id = 0}};
 	unsigned int k;
 
-	begin(&b, buf, PROTO_T_HELLO, 0);
-	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
-	evict(1, 1, pa, t1, 4);
-	data(1, pa, t1, 4, 0, 4 * B);
-	l2_down(2, c, 2);
+	l2_start();
+	l2_down(2, cols, 2);
 	/* The driver again (a lost STATUS): answered, with the inventory. */
 	begin(&b, buf, PROTO_T_HELLO, 0);
 	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
