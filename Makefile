@@ -371,6 +371,32 @@ $(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) lib/kvdisk/kvdisk.h lib/kv
 	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -o $@ test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) -lxxhash \
 		$(URING_LIBS)
 
+# The shard with its state (test/fuzz/fuzz_shard.c): its own code, as kvss
+# runs it, under ASan and UBSan, over EAL without a port; objects of its
+# own (clang, DPDK's flags). The link wraps kvdisk_inflight: the tier thread
+# parks where it would sleep idle, so that the scheduler runs it in turn.
+FUZZ_SHARD := $(BUILD)/fuzz/fuzz_shard
+FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
+FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c) \
+	$(SHARD_SRC) $(KVSTORE_SRC) $(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
+FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
+
+$(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_WARN := $(WARN) -Wno-missing-prototypes
+$(FUZZ_SHARD_OBJ): $(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) $(FUZZ_WARN) -MMD -MP $(DPDK_CFLAGS) $(LIB_INC) -Iapp/kvss -c $< -o $@
+
+$(FUZZ_SHARD): $(FUZZ_SHARD_OBJ) $(BUILD)/fuzz/fuzz_shard_seeds
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SHARD_OBJ) $(DPDK_LIBS) $(DEP_LIBS) \
+		-Wl,--wrap=kvdisk_inflight
+
+# Its seeds: whole valid streams in its input encoding (scripts/fuzz-shard.sh runs it).
+$(BUILD)/fuzz/fuzz_shard_seeds: test/fuzz/fuzz_shard_seeds.c test/fuzz/fuzz_shard.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 $(WARN) -o $@ test/fuzz/fuzz_shard_seeds.c
+
+-include $(FUZZ_SHARD_OBJ:.o=.d)
+
 $(FUZZ_SEEDS): $(GEN_FRAMES)
 	@mkdir -p $(FUZZ_CORPUS)
 	$(GEN_FRAMES) corpus $(FUZZ_CORPUS)
@@ -396,7 +422,8 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(STRESS) check-sanitize-build
+check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(STRESS) \
+		check-sanitize-build
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
 
 # The tests that need no DPDK, kvss-trace, and kvss with the tools its
@@ -419,10 +446,11 @@ check-tsan: $(BUILD)/test/stress_kvstore_tsan
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-run
 
-fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK)
+fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD)
 	@scripts/fuzz.sh $(FUZZ_PROTO) $(FUZZ_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-files.sh $(FUZZ_FILES) $(FUZZ_FILES_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-kvdisk.sh $(FUZZ_KVDISK) $(FUZZ_KVDISK_CORPUS) $(FUZZ_SECONDS)
+	@scripts/fuzz-shard.sh $(FUZZ_SHARD) $(FUZZ_SHARD_CORPUS) $(FUZZ_SECONDS)
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run

@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The process around the shard under fuzzing (fuzz_shard.c has the
+ * design): what main.c, app.c and portgate.c are to the kvss binary, with
+ * the seams the harness needs.
+ *
+ *  - EAL, once: rte_mempool and rte_ring need its memory (l2.c's requests,
+ *    the mbufs, the refill lcore's rings). No port: kvss_rx_burst and
+ *    kvss_tx_burst are the harness's (portgate.c's are not linked), so
+ *    what the shard receives is the input and what it sends is checked.
+ *  - The shard's lcores are threads that take turns, never two at once,
+ *    so that a run is a function of its input: the ingest lcore is the
+ *    fuzzer's own thread (kvss_shard_ingest, whose every poll begins in
+ *    the rx hook, the scheduler); the refill lcore, when the input has
+ *    one, a thread that runs kvss_shard_refill only while the scheduler
+ *    gives it a turn, until its next poll ends, it waits for the ingest
+ *    lcore, or (the input says when) it has sent so many REFILL_DATA
+ *    frames: a refill stopped halfway while batches complete is the race
+ *    of finding 3, explored in a fixed order.
+ *  - The tier thread (l2.c's, the real one) runs free but parks, through
+ *    the link's --wrap of kvdisk_inflight, where it would otherwise sleep
+ *    idle: nothing to do, nothing on the disk, every request answered.
+ *    The scheduler lets it run only between two polls of the ingest lcore
+ *    and waits until it parks again: what one poll gave it, it sees at
+ *    once, whole, and it answers before the next.
+ *  - l2.c's requests live in a DPDK mempool, where AddressSanitizer sees
+ *    nothing: the gaps between its objects are poisoned, so that writing
+ *    past one (finding 1) is a report, not a heap quietly broken.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sanitizer/asan_interface.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "fuzz_shard.h"
+#include "kvdisk.h"
+#include "kvss.h"
+#include "shard/shard.h"
+
+/* ---- What app.c and main.c define -------------------------------------- */
+
+struct kvss_app kvss;
+static struct shard_state fz_state;
+struct kvss_shard_inst kvss_shards[KVSS_MAX_LOCAL_SHARDS] = {
+	[0] = {.cfg = &kvss.cfg.local[0], .st = &fz_state},
+	[1] = {.cfg = &kvss.cfg.local[1]},
+	[2] = {.cfg = &kvss.cfg.local[2]},
+	[3] = {.cfg = &kvss.cfg.local[3]},
+};
+__thread struct kvss_shard_inst *kvss_me = &kvss_shards[0];
+
+struct rte_mempool *fz_rx_pool;
+static char l2_dir[64];
+static size_t store_len;
+
+/* ---- The refill lcore: a thread that runs only on its turn ------------- */
+
+enum { Y_NONE, Y_IDLE, Y_BUSY, Y_WAIT, Y_FRAMES, Y_EXIT };
+
+static struct {
+	pthread_t thread;
+	bool running;
+	sem_t go, back;	      /* its turn; the scheduler's */
+	unsigned int stop_at; /* REFILL_DATA frames of this turn before it stops (0: never) */
+	unsigned int frames;
+	int why; /* how its last turn ended (Y_*) */
+} rl;
+
+static __thread bool on_refill_lcore;
+
+static void
+refill_yield(int why)
+{
+	if (__atomic_load_n(&kvss.quit, __ATOMIC_ACQUIRE))
+		return; /* the input is over: it runs to its end */
+	rl.why = why;
+	sem_post(&rl.back);
+	while (sem_wait(&rl.go) != 0)
+		;
+	rl.frames = 0;
+}
+
+static void *
+refill_main(void *arg)
+{
+	(void)arg;
+	on_refill_lcore = true;
+	RTE_PER_LCORE(_lcore_id) = 1; /* its stats and batchers are lcore 1's, as in kvss */
+	kvss_me = &kvss_shards[0];
+	while (sem_wait(&rl.go) != 0)
+		;
+	kvss_shard_refill(NULL);
+	rl.why = Y_EXIT;
+	sem_post(&rl.back);
+	return NULL;
+}
+
+void
+fz_refill_turn(unsigned int frames)
+{
+	if (!rl.running || rl.why == Y_EXIT)
+		return;
+	rl.stop_at = frames;
+	rl.frames = 0;
+	sem_post(&rl.go);
+	while (sem_wait(&rl.back) != 0)
+		;
+}
+
+bool
+fz_refill_idle(void)
+{
+	return !rl.running || rl.why == Y_IDLE || rl.why == Y_EXIT;
+}
+
+/* ---- Hooks: what portgate.c and app.c give the lcores ------------------- */
+
+uint16_t
+kvss_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	(void)port;
+	(void)queue;
+	return fz_sched(pkts, n);
+}
+
+uint16_t
+kvss_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t i;
+
+	(void)port;
+	for (i = 0; i < n; i++)
+		if (!fz_check_tx(pkts[i], queue))
+			rte_pktmbuf_free(pkts[i]);
+	if (on_refill_lcore && queue == 1) {
+		rl.frames += n;
+		if (rl.stop_at != 0 && rl.frames >= rl.stop_at)
+			refill_yield(Y_FRAMES);
+	}
+	return n;
+}
+
+int
+kvss_gate_shut(void)
+{
+	return 0;
+}
+
+void
+kvss_intr_watch(uint16_t port, uint16_t q)
+{
+	(void)port;
+	(void)q;
+}
+
+void
+kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
+{
+	(void)t0;
+	*empty = 0;
+	st->busy_polls++;
+	if (on_refill_lcore)
+		refill_yield(Y_BUSY);
+}
+
+void
+kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
+{
+	(void)t0;
+	(void)empty;
+	st->idle_polls++;
+	if (on_refill_lcore)
+		refill_yield(Y_IDLE);
+}
+
+void
+kvss_wait_turn(unsigned int *turns)
+{
+	(void)turns;
+	if (on_refill_lcore)
+		refill_yield(Y_WAIT); /* it waits for the ingest lcore: its turn */
+	else
+		sched_yield(); /* the tier thread, its results' ring full */
+}
+
+/* ---- The tier thread's gate ---------------------------------------------- */
+
+static struct {
+	int gated; /* the scheduler has the rings: park when idle */
+	sem_t go, parked;
+	struct rte_ring *to, *from;
+	struct rte_mempool *pool;
+	struct kvdisk *d; /* learnt where it parks: the harness empties it between inputs */
+} tier;
+
+unsigned int __real_kvdisk_inflight(const struct kvdisk *d);
+unsigned int __wrap_kvdisk_inflight(const struct kvdisk *d);
+
+/*
+ * l2.c's tier thread asks this before it sleeps idle, and while it retries
+ * a request. Idle with everything answered: it parks until the scheduler
+ * has more for it; then 1, so that it goes round once more (a reap that
+ * finds nothing) instead of sleeping.
+ */
+unsigned int
+__wrap_kvdisk_inflight(const struct kvdisk *d)
+{
+	unsigned int n = __real_kvdisk_inflight(d);
+
+	if (n != 0 || !__atomic_load_n(&tier.gated, __ATOMIC_ACQUIRE) ||
+	    rte_ring_count(tier.to) != 0 ||
+	    rte_mempool_in_use_count(tier.pool) != rte_ring_count(tier.from))
+		return n;
+	tier.d = (struct kvdisk *)(uintptr_t)d;
+	sem_post(&tier.parked);
+	while (sem_wait(&tier.go) != 0)
+		;
+	return 1;
+}
+
+void
+fz_tier_settle(void)
+{
+	if (tier.to == NULL || rte_ring_count(tier.to) == 0)
+		return;
+	sem_post(&tier.go);
+	while (sem_wait(&tier.parked) != 0)
+		;
+}
+
+unsigned int
+fz_tier_backlog(void)
+{
+	return tier.pool == NULL ? 0 : rte_mempool_in_use_count(tier.pool);
+}
+
+static void
+inv_take(void *arg, const struct kvdisk_meta *m)
+{
+	struct kvdisk_meta *all = arg;
+	unsigned int i;
+
+	for (i = 0; i < FZ_CACHES * FZ_L2_SLOTS * 2; i++)
+		if (all[i].key == 0 && all[i].org == 0) {
+			all[i] = *m;
+			return;
+		}
+}
+
+/* Every column gone (the tier thread is parked): each input starts on an empty L2. */
+static void
+tier_empty(void)
+{
+	struct kvdisk_meta all[FZ_CACHES * FZ_L2_SLOTS * 2];
+	struct kvdisk_done done[32];
+	unsigned int i;
+
+	if (tier.d == NULL)
+		return;
+	memset(all, 0, sizeof(all));
+	kvdisk_foreach(tier.d, inv_take, all);
+	for (i = 0; i < RTE_DIM(all); i++) {
+		if (all[i].key == 0 && all[i].org == 0)
+			continue;
+		while (kvdisk_del(tier.d, all[i].cache, all[i].key, all[i].org, 0) == -EBUSY)
+			kvdisk_poll(tier.d, done, 32, true);
+	}
+	while (__real_kvdisk_inflight(tier.d) > 0)
+		kvdisk_poll(tier.d, done, 32, true);
+}
+
+/* The gaps around each request object, poisoned: l2.c must stay inside its own. */
+static void
+poison_obj(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
+{
+	uint8_t *o = obj;
+
+	(void)opaque;
+	(void)idx;
+	ASAN_POISON_MEMORY_REGION(o - mp->header_size, mp->header_size);
+	ASAN_POISON_MEMORY_REGION(o + mp->elt_size, mp->trailer_size);
+}
+
+/* ---- Start, and each input ------------------------------------------------ */
+
+static void
+shard_config(void)
+{
+	static const uint8_t smac[6] = {0x02, 0, 0, 0, 0, 0x02}, wmac[6] = {0x02, 0, 0, 0, 0, 0x01};
+	struct kvss_shard_cfg *c = &kvss.cfg.local[0];
+
+	kvss.cfg.udp = proto_ports_default;
+	kvss.cfg.mtu = 9000;
+	kvss.cfg.poll = KVSS_POLL_BUSY;
+	kvss.epoch = 0x5eed5eed;
+	c->port = 0;
+	c->id = 0;
+	c->model = 0;
+	memcpy(c->addr.mac, smac, 6);
+	c->addr.ipv4 = 0x0a000002;
+	memcpy(c->wafer.mac, wmac, 6);
+	c->wafer.ipv4 = 0x0a000001;
+	c->store = (struct kvstore_params){
+		.num_caches = FZ_CACHES,
+		.cache = {{FZ_B0, FZ_B0 / FZ_SLICE, FZ_CAPACITY},
+			  {FZ_B1, FZ_B1 / FZ_SLICE, FZ_CAPACITY}},
+		/* Small, so that every limit is reached: prompts, spare slots
+		 * (overwrites in flight), open batches, refills in flight. */
+		.max_prompts = 12,
+		.spare_tokens = 24,
+		.max_open_batches = 8,
+		.max_refills = 8,
+		.max_refill_chunks = 4,
+	};
+	/* Wall time never fires a timeout (the shard's clock is slowed,
+	 * fz_env_begin); OP_TIME fires them all at once. */
+	c->batch_timeout_ms = 50;
+	c->space_timeout_ms = 100;
+	c->status_interval_ms = 3600000;
+	c->routed = KVSS_ROUTED_WARN;
+	snprintf(c->l2.path, sizeof(c->l2.path), "%s/shard.l2", l2_dir);
+	c->l2.column = FZ_COLUMN;
+	c->l2.queue_depth = 8;
+	c->l2.capacity_tokens[0] = c->l2.capacity_tokens[1] = FZ_COLUMN * FZ_L2_SLOTS;
+}
+
+/* Remove directory @p dir and the files in it. */
+static void
+remove_dir(const char *dir)
+{
+	char f[PATH_MAX + 256];
+	struct dirent *de;
+	DIR *d;
+
+	if (dir[0] == '\0' || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+			snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
+			unlink(f);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+static char eal_dir[PATH_MAX];
+
+/*
+ * What this process made outside itself, its L2 directory and EAL's runtime
+ * directory, goes as soon as it is set up: the L2 file stays open (kvdisk
+ * holds it), and with --no-shconf EAL's directory holds nothing. So no run,
+ * nor any of its crashes (libFuzzer ends those with _Exit), leaves a file.
+ */
+static void
+remove_dirs(void)
+{
+	remove_dir(l2_dir);
+	remove_dir(eal_dir);
+}
+
+int
+fz_env_init(void)
+{
+	char prefix[64], err[512];
+	char *argv[] = {"fuzz_shard",
+			"--no-pci",
+			"--no-huge",
+			"--no-shconf",
+			"-m",
+			"512",
+			"--log-level",
+			"lib.eal:error",
+			"--log-level",
+			"lib.ethdev:crit",
+			"--no-telemetry",
+			"-l",
+			"0",
+			prefix,
+			NULL};
+	struct kvss_shard_cfg *c = &kvss.cfg.local[0];
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=kvss_fuzz_shard_%d", (int)getpid());
+	if (rte_eal_init((int)RTE_DIM(argv) - 1, argv) < 0) {
+		fprintf(stderr, "fuzz_shard: EAL: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	snprintf(eal_dir, sizeof(eal_dir), "%s", rte_eal_get_runtime_dir());
+	atexit(remove_dirs);
+	/* A real kvdisk file, in a directory of its own that only we can read
+	 * (the columns are a customer's data), on tmpfs. */
+	snprintf(l2_dir, sizeof(l2_dir), "/dev/shm/kvss_fuzz_shard_%d", (int)getpid());
+	if (mkdir(l2_dir, 0700) != 0 && errno != EEXIST) {
+		fprintf(stderr, "fuzz_shard: %s: %s\n", l2_dir, strerror(errno));
+		return -1;
+	}
+	shard_config();
+	/* Mbufs: no per-lcore caches, so that in-use counts are exact. */
+	kvss.pool = rte_pktmbuf_pool_create("kvss_pool", 8191, 0, 0,
+					    RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX, SOCKET_ID_ANY);
+	fz_rx_pool = rte_pktmbuf_pool_create("fz_rx", 8191, 0, 0,
+					     RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX, SOCKET_ID_ANY);
+	kvss_me->ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, SOCKET_ID_ANY,
+						    RING_F_SP_ENQ | RING_F_SC_DEQ);
+	kvss_me->refill_to_ingest = rte_ring_create("refill_to_ingest", 64, SOCKET_ID_ANY,
+						    RING_F_SP_ENQ | RING_F_SC_DEQ);
+	store_len = kvstore_memsize(&c->store);
+	/* The store in plain memory: AddressSanitizer watches its edges. */
+	kvss_me->store_mem = aligned_alloc(64, (store_len + 63) & ~(size_t)63);
+	if (kvss.pool == NULL || fz_rx_pool == NULL || kvss_me->ingest_to_refill == NULL ||
+	    kvss_me->refill_to_ingest == NULL || kvss_me->store_mem == NULL) {
+		fprintf(stderr, "fuzz_shard: no memory for pools, rings or the store\n");
+		return -1;
+	}
+	kvss_me->store = kvstore_init(kvss_me->store_mem, store_len, &c->store);
+	kvss.start_tsc = rte_get_tsc_cycles();
+	sem_init(&rl.go, 0, 0);
+	sem_init(&rl.back, 0, 0);
+	sem_init(&tier.go, 0, 0);
+	sem_init(&tier.parked, 0, 0);
+	if (kvss_me->store == NULL || shard_l2_open(err, sizeof(err)) != 0 || !shard_l2_on()) {
+		fprintf(stderr, "fuzz_shard: the second tier: %s\n", err);
+		return -1;
+	}
+	tier.to = rte_ring_lookup("l2to_0");
+	tier.from = rte_ring_lookup("l2from_0");
+	tier.pool = rte_mempool_lookup("l2req_0");
+	if (tier.to == NULL || tier.from == NULL || tier.pool == NULL) {
+		fprintf(stderr, "fuzz_shard: l2.c's rings and pool are not where expected\n");
+		return -1;
+	}
+	remove_dirs();
+	rte_mempool_obj_iter(tier.pool, poison_obj, NULL);
+	__atomic_store_n(&tier.gated, 1, __ATOMIC_RELEASE);
+	while (sem_wait(&tier.parked) != 0)
+		;
+	printf("fuzz_shard: store %zu bytes, second tier %s (%s), %u request objects of %u bytes\n",
+	       store_len, c->l2.path, shard_l2_direct() ? "O_DIRECT" : "page cache",
+	       tier.pool->size, tier.pool->elt_size);
+	return 0;
+}
+
+void
+fz_env_begin(bool refill_lcore, uint32_t mtu)
+{
+	struct kvss_shard_cfg *c = &kvss.cfg.local[0];
+
+	struct kvss_shard_inst keep = *kvss_me;
+
+	/* A shard as a process starts it: no stream, an empty store; only its
+	 * configuration, memory and rings are kept. */
+	memset(&fz_state, 0, sizeof(fz_state));
+	memset(kvss_me, 0, sizeof(*kvss_me));
+	kvss_me->cfg = keep.cfg;
+	kvss_me->st = keep.st;
+	kvss_me->store_mem = keep.store_mem;
+	kvss_me->ingest_to_refill = keep.ingest_to_refill;
+	kvss_me->refill_to_ingest = keep.refill_to_ingest;
+	kvss_me->refill_lcore_on = refill_lcore;
+	kvss_me->store = kvstore_init(kvss_me->store_mem, store_len, &c->store);
+	kvss.cfg.mtu = mtu;
+	c->batch_timeout_ms = 50;
+	c->space_timeout_ms = 100;
+	memset(kvss.stats, 0, sizeof(kvss.stats));
+	__atomic_store_n(&kvss.quit, 0, __ATOMIC_RELEASE);
+	tier_empty();
+	rl.running = false;
+	rl.why = Y_NONE;
+	if (refill_lcore) {
+		if (pthread_create(&rl.thread, NULL, refill_main, NULL) != 0)
+			fz_fail("cannot start the refill lcore's thread");
+		rl.running = true;
+	}
+}
+
+/* The refill lcore runs to its end (kvss.quit is set). */
+static void
+refill_stop(void)
+{
+	if (!rl.running)
+		return;
+	if (rl.why != Y_EXIT) {
+		sem_post(&rl.go);
+		while (sem_wait(&rl.back) != 0)
+			;
+	}
+	pthread_join(rl.thread, NULL);
+	rl.running = false;
+}
+
+void
+fz_env_stop_refill(void)
+{
+	refill_stop();
+}
+
+bool
+fz_env_end(void)
+{
+	void *p;
+	unsigned int rx, tx;
+
+	refill_stop();
+	while (rte_ring_dequeue(kvss_me->ingest_to_refill, &p) == 0)
+		rte_pktmbuf_free(p);
+	while (rte_ring_dequeue(kvss_me->refill_to_ingest, &p) == 0)
+		rte_pktmbuf_free(p);
+	fz_check_release();
+	rx = rte_mempool_in_use_count(fz_rx_pool);
+	tx = rte_mempool_in_use_count(kvss.pool);
+	/*
+	 * Every frame given back. One received frame may stay: a DELETE the
+	 * ingest lcore took from the refill lcore and holds (refillq.c,
+	 * shard_apply_posted_deletes) until the EVICT before it runs; it is
+	 * dropped at the next stream's first poll.
+	 */
+	return rx <= 1 && tx == 0;
+}
+
+void
+fz_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fuzz_shard: FINDING: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (ingest poll %" PRIu64 ")\n", fz.iter);
+	fflush(stderr);
+	abort();
+}

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Seeds for the shard's stateful fuzzer (fuzz_shard.c): a few whole,
+ * valid streams in its input encoding (fuzz_shard.h), each of the
+ * driver's and the wafer's messages used as a driver would, so that the
+ * fuzzer starts from streams that reach deep (a refill of what batches
+ * wrote, columns down and up again, a loss, the refill lcore) and mutates
+ * from there. None of them is a finding's reproduction.
+ *
+ *   fuzz_shard_seeds DIR
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fuzz_shard.h"
+
+#define MAX 4096
+
+struct seed {
+	unsigned char b[MAX];
+	size_t n;
+};
+
+static void
+begin(struct seed *s, unsigned char cfg)
+{
+	s->b[0] = cfg;
+	s->n = 1;
+}
+
+static void
+op(struct seed *s, unsigned int code, unsigned int flags, unsigned char a0, unsigned char a1,
+   unsigned char a2, unsigned char a3, unsigned char a4, unsigned char a5, unsigned char a6)
+{
+	unsigned char *p = s->b + s->n;
+
+	if (s->n + FZ_OP_LEN > MAX)
+		return;
+	p[0] = (unsigned char)(code | flags);
+	p[1] = a0;
+	p[2] = a1;
+	p[3] = a2;
+	p[4] = a3;
+	p[5] = a4;
+	p[6] = a5;
+	p[7] = a6;
+	s->n += FZ_OP_LEN;
+}
+
+static int
+save(const char *dir, const char *name, const struct seed *s)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/seed_%s", dir, name);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(s->b, 1, s->n, f) != s->n) {
+		perror(path);
+		if (f != NULL)
+			fclose(f);
+		return -1;
+	}
+	return fclose(f);
+}
+
+/* EVICT of prompt @p p, tokens start..start+g-1, in order, its data after it in whole frames. */
+static void
+evict(struct seed *s, unsigned int flags, unsigned char p, unsigned char start, unsigned int g,
+      unsigned char mode)
+{
+	op(s, OP_EVICT, flags, p, start, (unsigned char)(g - 1), 0, mode, 0xf0, 0);
+}
+
+/* A REFILL of @p p start..start+n-1 of cache @p c, waiting for the last batch (gate 0). */
+static void
+refill(struct seed *s, unsigned int flags, unsigned char p, unsigned char start, unsigned char n,
+       unsigned char c)
+{
+	op(s, OP_REFILL, flags, p, start, n, c, 0, 0, 0);
+}
+
+/* Prompts, refills, deletes, a look. */
+static void
+seed_basic(struct seed *s, unsigned char cfg)
+{
+	begin(s, cfg);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	op(s, OP_RESERVE, 0, 1, 0, 32, 0, 0, 0, 0);
+	evict(s, 0, 1, 0, 16, 0);
+	evict(s, 0, 1, 16, 16, 0);
+	evict(s, 0, 2, 0, 8, 0);
+	refill(s, 0, 1, 0, 32, 0);
+	refill(s, 0, 1, 8, 16, 1);
+	op(s, OP_RUN_REFILL, 0, 2, 0, 0, 0, 0, 0, 0);
+	op(s, OP_DELETE, 0, 1, 16, 255, 0, 0, 0, 0);
+	op(s, OP_DELETE, 0, 1, 16, 255, 1, 0, 0, 0);
+	refill(s, 0, 1, 0, 16, 0);
+	op(s, OP_RUN_REFILL, 0, 2, 0, 0, 0, 0, 0, 0);
+	op(s, OP_HELLO, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+
+/* Speculative decoding: tokens written again, their data late; a refill reading them. */
+static void
+seed_overwrite(struct seed *s, unsigned char cfg)
+{
+	begin(s, cfg);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 2, 0, 40, 0);
+	refill(s, 0, 2, 0, 40, 0);
+	op(s, OP_EVICT, 0, 2, 0, 9, 0, 3 /* no data yet */, 0xf0, 0);
+	op(s, OP_RUN_REFILL, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_DATA, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
+	refill(s, 0, 2, 0, 40, 1);
+	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
+}
+
+/* Columns down to the second tier, deleted from DRAM, up again into another prompt. */
+static void
+seed_l2(struct seed *s, unsigned char cfg)
+{
+	begin(s, cfg);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 3, 0, 16, 0);
+	/* key 1: tokens 0..7 of prompt 3, cache 0; key 2: 8..15, and its cache 1 copy. */
+	op(s, OP_L2_DOWN, 0, 1, 0, 3, 0, 7, 0, 0);
+	op(s, OP_L2_DOWN, 0, 2, 0, 3, 8, 7, 0, 0);
+	op(s, OP_L2_DOWN, 0, 1, 0, 3, 0, 7, 1, 0);
+	op(s, OP_L2_DOWN, 0, 2, 0, 3, 8, 7, 1, 0);
+	op(s, OP_DELETE, 0, 3, 0, 255, 0, 0, 0, 0);
+	op(s, OP_DELETE, 0, 3, 0, 255, 1, 0, 0, 0);
+	/* Up into prompt 4: 16 tokens, columns key 1 and 2 of both caches. */
+	op(s, OP_L2_UP, 0, 4, 0, 15, 0, 4, 0, 0);
+	refill(s, 0, 4, 0, 16, 0);
+	refill(s, 0, 4, 0, 16, 1);
+	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
+	op(s, OP_L2_DELETE, 0, 1, 0, 0, 0, 0, 0, 0);
+	op(s, OP_HELLO, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_REPORT_ACK, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+
+/* A batch lost (a fragment never comes), TOKEN_LOST, the prompt cut and deleted. */
+static void
+seed_loss(struct seed *s, unsigned char cfg)
+{
+	begin(s, cfg);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 5, 0, 24, 0);
+	op(s, OP_EVICT, 0, 5, 24, 23, 0, 2 /* one fragment short */, 3, 0);
+	op(s, OP_TIME, 0, 0, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 5, 48, 4, 0); /* past the cut: HOLE */
+	op(s, OP_REPORT_ACK, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_DELETE, 0, 5, 24, 255, 0, 0, 0, 0);
+	refill(s, 0, 5, 0, 24, 0);
+	op(s, OP_RUN_REFILL, 0, 2, 0, 0, 0, 0, 0, 0);
+}
+
+/* More than fits: an EVICT waits for room, then NO_SPACE; data before its EVICT. */
+static void
+seed_space(struct seed *s, unsigned char cfg)
+{
+	begin(s, cfg);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 1, 0, 64, 1 /* data first */);
+	evict(s, 0, 2, 0, 64, 0);
+	op(s, OP_TIME, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_DELETE, 0, 1, 0, 255, 0, 0, 0, 0);
+	evict(s, 0, 3, 0, 32, 0);
+	refill(s, 0, 3, 0, 32, 0);
+	op(s, OP_RUN_REFILL, 0, 2, 0, 0, 0, 0, 0, 0);
+}
+
+/* Control frames reordered, repeated, and strangers' copies beside them; small frames. */
+static void
+seed_reorder(struct seed *s, unsigned char cfg)
+{
+	begin(s, cfg);
+	op(s, OP_HELLO, FZ_F_ODD, 1, 0, 0, 0, 0, 0, 4);
+	op(s, OP_EVICT, FZ_F_DEFER, 6, 0, 11, 0, 5, 3, 0);
+	op(s, OP_EVICT, FZ_F_DUP, 6, 12, 11, 0, 4, 7, 0);
+	refill(s, FZ_F_ODD | FZ_F_MORE, 6, 0, 24, 0);
+	op(s, OP_RUN_REFILL, 0, 1, 0, 0, 0, 0, 0, 0);
+	op(s, OP_RELEASE, 0, 1, 2, 0, 0, 0, 0, 0);
+	op(s, OP_ODD_DATA, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 6, 0, 8, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct seed s;
+	unsigned char refill_lcore;
+	int rc = 0;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: fuzz_shard_seeds DIR\n");
+		return 2;
+	}
+	for (refill_lcore = 0; refill_lcore < 2; refill_lcore++) {
+		unsigned char cfg = refill_lcore ? FZ_CFG_REFILL_LCORE : 0;
+		char name[32];
+
+#define SEED(fn, tag)                                                                              \
+	do {                                                                                       \
+		fn(&s, cfg);                                                                       \
+		snprintf(name, sizeof(name), "%s%s", tag, refill_lcore ? "_rl" : "");              \
+		rc |= save(argv[1], name, &s);                                                     \
+	} while (0)
+		SEED(seed_basic, "basic");
+		SEED(seed_overwrite, "overwrite");
+		SEED(seed_l2, "l2");
+		SEED(seed_loss, "loss");
+		SEED(seed_space, "space");
+#undef SEED
+	}
+	seed_reorder(&s, FZ_CFG_MTU_1500 | FZ_CFG_HOLD_REFILLS | FZ_CFG_REFILL_LCORE);
+	rc |= save(argv[1], "reorder", &s);
+	return rc ? 1 : 0;
+}
