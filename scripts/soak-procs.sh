@@ -39,13 +39,13 @@ SLC="1@(0-$(($(nproc) - 1)))"
 # of 500 ms; the driver keeps its cache on loss ("exact", the default).
 for k in 0 1; do
 	sed -e 's/capacity_tokens = \[10000000\]/capacity_tokens = [200000]/' \
-		-e 's/^  batch_timeout_ms = 1000;$/  batch_timeout_ms = 100;/' \
+		-e 's/^  batch_timeout_ms = [0-9]*;.*$/  batch_timeout_ms = 100;/' \
 		"config/memif-shard$k.cfg" >"$tmp/shard$k.cfg"
 done
 sed -e 's/l2_tokens = \[10000000\]/l2_tokens = [200000]/g' \
 	-e 's/^  refill_timeout_ms = [0-9]*;/  refill_timeout_ms = 500;/' \
 	config/memif-driver.cfg >"$tmp/driver.cfg"
-grep -q 'capacity_tokens = \[200000\]' "$tmp/shard0.cfg" && grep -q 'l2_tokens = \[200000\]' "$tmp/driver.cfg" || {
+grep -q 'capacity_tokens = \[200000\]' "$tmp/shard0.cfg" && grep -q 'batch_timeout_ms = 100;' "$tmp/shard0.cfg" && grep -q 'l2_tokens = \[200000\]' "$tmp/driver.cfg" || {
 	echo "soak-procs: could not derive the configurations from config/memif-*.cfg" >&2
 	exit 2
 }

@@ -28,7 +28,7 @@
 	X(rx_bytes)     /* bytes received */                                                       \
 	X(tx_frames)    /* frames sent */                                                          \
 	X(tx_bytes)     /* bytes sent */                                                           \
-	X(tx_drops)     /* the NIC took nothing for 100 ms: freed, counted */                      \
+	X(tx_drops)     /* the NIC took nothing for 1 s: freed, counted */                         \
 	X(tx_full)      /* frames that waited for room in the TX ring */                           \
 	X(no_mbuf)      /* the pool was empty */                                                   \
 	X(hello)        /* HELLOs received */                                                      \

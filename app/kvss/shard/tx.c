@@ -16,9 +16,15 @@
 /*
  * A full TX ring is back-pressure, not loss: a refill frame dropped here
  * would cost the whole refill. Retry, yielding the core in idle mode, for up
- * to 100 ms; only a port that takes nothing for that long, or whose link is
- * down, loses the frame.
+ * to KVSS_TX_WAIT_MS; only a port that takes nothing for that long, or whose
+ * link is down, loses the frame. It was 100 ms: in the demo on the public
+ * trace a driver sharing two cores with its shards (its port gate shut for
+ * up to 157 ms while EAL's interrupt thread waited for a core) took nothing
+ * for longer, 51 frames were dropped and 9 refills waited out their 10 s
+ * timeout. Waiting longer is safe since a driver keeps a silent shard's
+ * cache (driver.away_ms, dead_ms); a peer that is gone shows as link down.
  */
+#define KVSS_TX_WAIT_MS 1000
 void
 kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
 {
@@ -48,7 +54,7 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 			t0 = now;
 			st->tx_full++;
 		}
-		if (now - t0 > hz / 10 || kvss_quitting()) {
+		if (now - t0 > hz / 1000 * KVSS_TX_WAIT_MS || kvss_quitting()) {
 			rte_pktmbuf_free(m);
 			st->tx_drops++;
 			return;
