@@ -83,6 +83,10 @@ run fuzz_files scripts/fuzz-files.sh "$BUILD/fuzz/fuzz_files" "$BUILD/fuzz/corpu
 # The second tier's file: mutated images opened, rebuilt and served.
 run fuzz_kvdisk scripts/fuzz-kvdisk.sh "$BUILD/fuzz/fuzz_kvdisk" "$BUILD/fuzz/corpus_kvdisk" \
 	"$(( (FUZZ_SECONDS + 1) / 2 ))"
+# The shard with its state: frames of every type through its lcores and tiers
+# (a sample here, 60 s at most; make fuzz runs it for FUZZ_SECONDS).
+run fuzz_shard scripts/fuzz-shard.sh "$BUILD/fuzz/fuzz_shard" "$BUILD/fuzz/corpus_shard" \
+	"$(( FUZZ_SECONDS < 60 ? FUZZ_SECONDS : 60 ))"
 
 echo "check: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

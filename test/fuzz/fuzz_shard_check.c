@@ -496,9 +496,11 @@ take_refill_done(const struct proto_msg *m)
 		}
 		if (d.tokens != f->tokens || d.bytes != (uint64_t)f->tokens * bpt_of(f->cache) ||
 		    f->data_bytes != d.bytes)
-			fz_fail("REFILL_DONE of refill %" PRIu64 ": %u tokens, %" PRIu64
-				" bytes said, %" PRIu64 " came; %u asked",
-				f->id, d.tokens, d.bytes, f->data_bytes, f->tokens);
+			fz_fail("REFILL_DONE of refill %" PRIu64 " (cache %u, %u tokens: %" PRIu64
+				" bytes): OK with %u tokens and %" PRIu64 " bytes; %" PRIu64
+				" bytes of REFILL_DATA came",
+				f->id, f->cache, f->tokens, (uint64_t)f->tokens * bpt_of(f->cache),
+				d.tokens, d.bytes, f->data_bytes);
 		check_refilled_tokens(f);
 	}
 }

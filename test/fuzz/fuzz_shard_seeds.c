@@ -7,7 +7,11 @@
  * wrote, columns down and up again, a loss, the refill lcore) and mutates
  * from there. None of them is a finding's reproduction.
  *
- *   fuzz_shard_seeds DIR
+ * With --regress, it writes instead the reproductions of what the fuzzer
+ * found (issue 39), one small input each, named after it: the regression
+ * inputs of test/fuzz/regress_shard/ are these files.
+ *
+ *   fuzz_shard_seeds [--regress] DIR
  */
 #include <stdio.h>
 #include <string.h>
@@ -53,7 +57,7 @@ save(const char *dir, const char *name, const struct seed *s)
 	char path[512];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/seed_%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
 	if (f == NULL || fwrite(s->b, 1, s->n, f) != s->n) {
 		perror(path);
@@ -187,6 +191,97 @@ seed_reorder(struct seed *s, unsigned char cfg)
 	evict(s, 0, 6, 0, 8, 0);
 }
 
+/* Finding 1: an L2_UP naming one token 200 times wrote past its tier request. */
+static void
+regress_l2_up_repeats(struct seed *s)
+{
+	begin(s, 0);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	/* Prompt 4 from token 0, 200 entries, all token 0 (pattern 1, span 1); one column. */
+	op(s, OP_L2_UP, 0, 4, 0, 200, 1, 1, 0, 0);
+}
+
+/*
+ * Finding 3: with a refill lcore, a refill stopped after two of its four
+ * buffers while an overwrite's batch completes; its last buffers read the
+ * overwrite.
+ */
+static void
+regress_refill_two_versions(struct seed *s)
+{
+	begin(s, FZ_CFG_REFILL_LCORE);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 2, 0, 40, 0);
+	refill(s, 0, 2, 0, 40, 0);
+	op(s, OP_EVICT, 0, 2, 0, 9, 0, 3 /* its data later */, 0xf0, 0);
+	op(s, OP_RUN_REFILL, 0, 0, 2, 0, 0, 0, 0, 0);
+	op(s, OP_DATA, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
+}
+
+/* Finding 8: two L2_DOWNs of one key left two columns. */
+static void
+regress_l2_down_twice(struct seed *s)
+{
+	begin(s, 0);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 3, 0, 16, 0);
+	op(s, OP_L2_DOWN, 0, 2, 0, 3, 8, 7, 0, 0);
+	op(s, OP_L2_DOWN, FZ_F_MORE, 2, 0, 3, 8, 7, 0, 0);
+	op(s, OP_L2_DOWN, 0, 2, 0, 3, 8, 7, 0, 0);
+}
+
+/* Finding 8: a replacement took a second slot, a fourth column was refused NO_SPACE. */
+static void
+regress_l2_replace_and_fourth(struct seed *s)
+{
+	begin(s, 0);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 3, 0, 32, 0);
+	op(s, OP_L2_DOWN, 0, 1, 0, 3, 0, 7, 0, 0);
+	op(s, OP_L2_DOWN, 0, 2, 0, 3, 8, 7, 0, 0);
+	op(s, OP_L2_DOWN, 0, 3, 0, 3, 16, 7, 0, 0);
+	/* Key 3 again, and key 4 (tokens 24..31) in the same message. */
+	op(s, OP_L2_DOWN, 0, 3, 0, 3, 16, 7, 0, (24 << 2) | 2);
+}
+
+/*
+ * A refill cut short: with a refill lcore, a batch lost while a refill is
+ * between its buffers cuts the prompt, the refill's last buffers send
+ * nothing, and REFILL_DONE says it went whole.
+ */
+static void
+regress_refill_cut_by_loss(struct seed *s)
+{
+	begin(s, FZ_CFG_REFILL_LCORE);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 2, 0, 40, 0);
+	refill(s, 0, 2, 0, 40, 0);
+	op(s, OP_EVICT, 0, 2, 0, 9, 0, 2 /* a fragment short: lost */, 0xf0, 0);
+	op(s, OP_RUN_REFILL, 0, 0, 2, 0, 0, 0, 0, 0);
+	op(s, OP_TIME, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
+}
+
+static int
+regress(const char *dir)
+{
+	static struct seed s;
+	int rc = 0;
+
+	regress_l2_up_repeats(&s);
+	rc |= save(dir, "finding1_l2_up_repeats", &s);
+	regress_refill_two_versions(&s);
+	rc |= save(dir, "finding3_refill_two_versions", &s);
+	regress_l2_down_twice(&s);
+	rc |= save(dir, "finding8_l2_down_twice", &s);
+	regress_l2_replace_and_fourth(&s);
+	rc |= save(dir, "finding8_l2_replace_and_fourth", &s);
+	regress_refill_cut_by_loss(&s);
+	rc |= save(dir, "refill_cut_by_loss", &s);
+	return rc ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -194,8 +289,10 @@ main(int argc, char **argv)
 	unsigned char refill_lcore;
 	int rc = 0;
 
+	if (argc == 3 && strcmp(argv[1], "--regress") == 0)
+		return regress(argv[2]);
 	if (argc != 2) {
-		fprintf(stderr, "usage: fuzz_shard_seeds DIR\n");
+		fprintf(stderr, "usage: fuzz_shard_seeds [--regress] DIR\n");
 		return 2;
 	}
 	for (refill_lcore = 0; refill_lcore < 2; refill_lcore++) {
@@ -205,7 +302,7 @@ main(int argc, char **argv)
 #define SEED(fn, tag)                                                                              \
 	do {                                                                                       \
 		fn(&s, cfg);                                                                       \
-		snprintf(name, sizeof(name), "%s%s", tag, refill_lcore ? "_rl" : "");              \
+		snprintf(name, sizeof(name), "seed_%s%s", tag, refill_lcore ? "_rl" : "");              \
 		rc |= save(argv[1], name, &s);                                                     \
 	} while (0)
 		SEED(seed_basic, "basic");
@@ -216,6 +313,6 @@ main(int argc, char **argv)
 #undef SEED
 	}
 	seed_reorder(&s, FZ_CFG_MTU_1500 | FZ_CFG_HOLD_REFILLS | FZ_CFG_REFILL_LCORE);
-	rc |= save(argv[1], "reorder", &s);
+	rc |= save(argv[1], "seed_reorder", &s);
 	return rc ? 1 : 0;
 }
