@@ -384,9 +384,14 @@ glued(const struct fz_refill *f, uint32_t i, uint32_t *p, uint32_t *t)
 struct tag {
 	uint64_t batch;
 	uint32_t idx, prompt, token;
-	int kind; /* 0 zeros, 1 a tag and its bytes, -1 neither */
+	uint16_t gen; /* the stream that wrote it */
+	int kind;     /* 0 zeros, 1 a tag and its bytes, -1 neither */
 };
 
+/*
+ * What slice @p s of buffer @p buf holds. The refill's own stream wrote it,
+ * or (a column the second tier kept across a new driver epoch) one before.
+ */
 static struct tag
 read_slice(const struct fz_refill *f, const uint8_t *s, uint16_t buf)
 {
@@ -402,8 +407,14 @@ read_slice(const struct fz_refill *f, const uint8_t *s, uint16_t buf)
 	g.idx = proto_ld16(s + 4);
 	g.prompt = proto_ld16(s + 6);
 	g.token = proto_ld32(s + 8);
-	fz_slice(want, f->gen, g.batch, (uint16_t)g.idx, g.prompt, g.token, f->cache, buf);
-	g.kind = memcmp(want, s, FZ_SLICE) == 0 ? 1 : -1;
+	g.kind = -1;
+	for (g.gen = f->gen; g.gen >= 1; g.gen--) {
+		fz_slice(want, g.gen, g.batch, (uint16_t)g.idx, g.prompt, g.token, f->cache, buf);
+		if (memcmp(want, s, FZ_SLICE) == 0) {
+			g.kind = 1;
+			break;
+		}
+	}
 	return g;
 }
 
@@ -427,7 +438,7 @@ check_refilled_tokens(const struct fz_refill *f)
 		for (u = 1; u < nb; u++)
 			if (g[u].kind != g[0].kind || g[u].batch != g[0].batch ||
 			    g[u].idx != g[0].idx || g[u].prompt != g[0].prompt ||
-			    g[u].token != g[0].token)
+			    g[u].token != g[0].token || g[u].gen != g[0].gen)
 				break;
 		if (u < nb || g[0].kind < 0) {
 			char why[256];
@@ -454,13 +465,13 @@ check_refilled_tokens(const struct fz_refill *f)
 				" cache %u: token %u of prompt %u is zeros, and no L2_UP "
 				"named it",
 				f->id, f->cache, t, p);
-		if (g[0].kind > 0 && (g[0].prompt != p || g[0].token != t) &&
+		if (g[0].kind > 0 && (g[0].prompt != p || g[0].token != t || g[0].gen != f->gen) &&
 		    !named_l2(f, f->cache, p, t))
 			fz_fail("refill %" PRIu64
 				" cache %u: token %u of prompt %u holds token %u of "
 				"prompt %u (batch %" PRIu64 ")",
 				f->id, f->cache, t, p, g[0].token, g[0].prompt, g[0].batch);
-		for (u = 0; now && g[0].kind > 0 && u < nb; u++)
+		for (u = 0; now && g[0].kind > 0 && g[0].gen == f->gen && u < nb; u++)
 			if (g[0].batch > f->bc[i * 4 + u])
 				fz_fail("refill %" PRIu64
 					" cache %u: token %u of prompt %u, buffer %u, from "
