@@ -175,6 +175,7 @@ struct fz_l2msg {
 	uint64_t seq;
 	uint8_t type;	   /* PROTO_T_L2_DOWN or PROTO_T_L2_DELETE */
 	bool ran;
+	uint64_t poll;	   /* L2_DOWN: the poll it ran in (one poll's records: one tier burst) */
 	uint8_t nrec;
 	struct fz_l2rec rec[2];
 };
