@@ -169,10 +169,11 @@ wire_push(const struct proto_addr *a, const uint8_t *payload, uint32_t len)
 {
 	struct rte_mbuf *m;
 
-	if (S.wtail - S.whead == WIRE_MAX)
-		return; /* more than an input can mean: not sent */
-	m = proto_mbuf_frame(fz_rx_pool, a, payload, len);
-	if (m != NULL)
+	/* Not sent (more than the wire or the pool holds): the model cannot follow. */
+	m = S.wtail - S.whead == WIRE_MAX ? NULL : proto_mbuf_frame(fz_rx_pool, a, payload, len);
+	if (m == NULL)
+		fz.tainted = true;
+	else
 		S.wire[S.wtail++ % WIRE_MAX] = m;
 }
 
