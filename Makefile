@@ -39,29 +39,28 @@ CFLAGS_DPDK := $(BASE_CFLAGS) $(DPDK_CFLAGS) -Wno-missing-prototypes $(EXTRA_CFL
 
 # ---- libraries -------------------------------------------------------------
 
-PROTO_PURE_SRC := lib/proto/proto.c lib/proto/proto_build.c lib/proto/proto_ref.c lib/proto/proto_stream.c
+# Every library builds by folder: all of its .c (lib_dir); only lib/proto
+# names its one file that needs DPDK (mbufs), built apart.
+lib_dir = $(sort $(wildcard lib/$(1)/*.c))
+PROTO_PURE_SRC := $(filter-out lib/proto/proto_mbuf.c,$(call lib_dir,proto))
 PROTO_DPDK_SRC := lib/proto/proto_mbuf.c
 
 LIBPROTO := $(BUILD)/lib/libproto.a
 
-KVSTORE_SRC := lib/kvstore/kvstore.c lib/kvstore/kvstore_read.c lib/kvstore/kvstore_layout.c \
-	lib/kvstore/kvstore_delete.c
+KVSTORE_SRC := $(call lib_dir,kvstore)
 LIBKVSTORE := $(BUILD)/lib/libkvstore.a
 
-PREFIXCACHE_SRC := lib/prefixcache/prefixcache.c lib/prefixcache/pc_map.c lib/prefixcache/pc_lookup.c \
-	lib/prefixcache/pc_l2.c \
-	lib/prefixcache/pc_record.c lib/prefixcache/pc_delete.c lib/prefixcache/pc_policy.c \
-	lib/prefixcache/pc_policy_slru.c lib/prefixcache/pc_policy_followup.c
+PREFIXCACHE_SRC := $(call lib_dir,prefixcache)
 LIBPREFIXCACHE := $(BUILD)/lib/libprefixcache.a
 
 # The configuration reader (kvss's files and kvss-plan's clusters): the
 # only code that includes libconfig.
-CONFIG_SRC := lib/config/config.c lib/config/config_get.c lib/config/config_read.c lib/config/cluster.c
+CONFIG_SRC := $(call lib_dir,config)
 LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 
 # Files from outside, opened without blocking and read with bounds.
 FILEIO_SRC := lib/fileio/fileio.c
-KVDISK_SRC := lib/kvdisk/kvdisk.c lib/kvdisk/kvdisk_open.c lib/kvdisk/kvdisk_file.c
+KVDISK_SRC := $(call lib_dir,kvdisk)
 PLOT_SRC := lib/plot/plot.c
 
 # Whole numbers from a command line (1e6 too; never a prefix).

@@ -73,6 +73,8 @@ run kvss-soak env SEEDS=20 FIRST=1001 scripts/soak.sh "$BUILD"
 run kvss-soak-ttl env SOAK_TTL=1 SEEDS=3 FIRST=3001 scripts/soak.sh "$BUILD"
 # ... and with processes: a shard or the driver killed (SIGKILL) mid-run.
 run kvss-soak-procs env SEEDS=3 FIRST=1001 scripts/soak-procs.sh "$BUILD"
+# ... a shard silent for a while (SIGSTOP) keeps its cache.
+run kvss-silent scripts/test-silent.sh "$BUILD"
 run kvss-l2 scripts/test-l2.sh "$BUILD"
 run kvss-rail scripts/test-rail.sh "$BUILD"
 run kvss-poll scripts/test-poll.sh "$BUILD"
