@@ -936,7 +936,7 @@ refill_until_idle(void)
 {
 	unsigned int k;
 
-	for (k = 0; k < 16; k++) {
+	for (k = 0; k < 64; k++) {
 		fz_refill_turn(0);
 		if (fz_refill_idle())
 			break;
@@ -999,7 +999,7 @@ fz_sched(struct rte_mbuf **pkts, uint16_t n)
 
 			refill_until_idle();
 			sig = progress();
-			if ((sig == S.sig && fz_tier_backlog() == 0) || ++S.round > 24) {
+			if ((sig == S.sig && fz_tier_backlog() == 0) || ++S.round > 512) {
 				S.phase = PH_LOOK;
 				S.look = 0;
 				break;
