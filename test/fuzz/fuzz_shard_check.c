@@ -55,6 +55,7 @@ static struct {
 	unsigned int nheld, held_segs;
 	uint64_t rep_taken;		    /* reports taken in order */
 	struct proto_l2done done[DONE_MAX]; /* L2_DONE records of this poll */
+	uint64_t done_seq[DONE_MAX];	    /* ... the L2_DOWN's seq, for the shard's own answers */
 	unsigned int ndone;
 	/* The inventory being received; the last whole one. */
 	struct col inv[INV_MAX];
@@ -303,8 +304,16 @@ take_report(const struct proto_msg *m)
 	if (m->hdr.type == PROTO_T_ERROR) {
 		take_error(m);
 	} else if (m->hdr.type == PROTO_T_L2_DONE) {
-		for (i = 0; i < m->hdr.count && C.ndone < DONE_MAX; i++)
+		/*
+		 * The shard's own answers (the column could not be read out of
+		 * DRAM) leave from inside shard_l2_run, which both the refill
+		 * queue and the refill lcore's hand-back run on st->msg2: that
+		 * says whose they are, which the records (no seq) do not.
+		 */
+		for (i = 0; i < m->hdr.count && C.ndone < DONE_MAX; i++) {
+			C.done_seq[C.ndone] = kvss_me->st->msg2.hdr.seq;
 			proto_get_l2_done(m, i, &C.done[C.ndone++]);
+		}
 	}
 }
 
@@ -618,7 +627,8 @@ tier_code(uint16_t status)
  * (UNKNOWN_PROMPT, RANGE, BAD_CACHE: in the poll that ran the message), or
  * from the tier thread (written, NO_SPACE, L2_FAILED: a later poll, the
  * tier running only between polls). The messages that ran in this poll
- * are those l2down_done passed; a tier answer is the oldest record of its
+ * are those l2down_done passed, the shard's own answers each noted with
+ * its message (take_report); a tier answer is the oldest record of its
  * column waiting for one.
  */
 void
@@ -676,7 +686,7 @@ fz_check_poll_end(void)
 			for (i = 0; i < C.ndone; i++) {
 				struct proto_l2done *d = &C.done[i];
 
-				if (d->op == 1 && !tier_code(d->status) &&
+				if (d->op == 1 && !tier_code(d->status) && C.done_seq[i] == l->seq &&
 				    d->cache_id == x->cache && d->key == x->key &&
 				    d->isolation_id == x->org) {
 					x->outcome = L2O_DONE;
