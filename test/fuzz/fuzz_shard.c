@@ -10,7 +10,8 @@
  * lcore (kvss_shard_ingest: parse, the control stream, the evict and
  * refill queues, the store), its refill lcore (kvss_shard_refill, refill
  * building), and the second tier (l2.c's tier thread on a real kvdisk
- * file in a 0700 directory under /dev/shm), under AddressSanitizer and
+ * file in a 0700 directory under /dev/shm, both unlinked once open, so
+ * that not even a crash leaves them), under AddressSanitizer and
  * UndefinedBehaviorSanitizer. What the shard sends is checked as it goes
  * and at the end of the input (fuzz_shard_check.c).
  *
@@ -37,9 +38,10 @@
  * overwrite's data, and the refill going on.
  *
  * The wafer's bytes say where they belong: every 32-byte buffer slice of a
- * token begins with a tag (stream, batch, entry, prompt, token, cache,
- * buffer) and goes on with bytes that only that tag gives (fz_slice), so a
- * refilled token can be traced byte for byte to one batch's write.
+ * token begins with a tag (batch, entry, prompt, token, cache, buffer, and
+ * a check over them and the stream) and goes on with bytes that only that
+ * tag gives (fz_slice), so a refilled token can be traced byte for byte to
+ * one batch's write.
  *
  * At the end of each input the harness drains the shard (time passes
  * until nothing moves), looks (HELLO: STATUS and the inventory) and
