@@ -681,7 +681,7 @@ kvss_driver_summary(void)
 	       ",\"expiries\":%" PRIu64 ",\"expired_served\":%" PRIu64
 	       ",\"faults\":%s"
 	       ",\"unaccounted_tokens\":%s"
-	       ",\"finished\":%s}\n",
+	       ",\"exit_status\":%d,\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, drv.learn.fit.n,
 	       s->seq_refill_failed, pctj,
@@ -691,7 +691,8 @@ kvss_driver_summary(void)
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j, pickj,
 	       s->verify_failures, perr, s->resyncs,
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
-	       s->lost_records, s->over_capacity, s->expiries, s->expired_served, faultj, lostj, drv.finished ? "true" : "false");
+	       s->lost_records, s->over_capacity, s->expiries, s->expired_served, faultj, lostj,
+	       kvss_driver_status(), drv.finished ? "true" : "false");
 	fflush(stdout);
 }
 
