@@ -708,6 +708,32 @@ fz_check_poll_end(void)
  * everything run whose batches came; an evict_count never reached keeps a
  * message (and those behind it in the refill queue) waiting for ever.
  */
+/* FUZZ_SHARD_TRACE: the shard's counters at the end of the input, beside its log. */
+static void
+trace_counters(void)
+{
+	struct kvss_lcore_stats t;
+	struct kvstore_stats ks;
+
+	if (!fz_trace)
+		return;
+	kvss_stats_total(&t);
+	kvstore_stats(kvss_me->store, &ks);
+	fprintf(stderr,
+		"counters: batches %" PRIu64 " lost %" PRIu64 " evict_waits %" PRIu64
+		" evict_after_delete %" PRIu64 " data_frames %" PRIu64 " data_dropped %" PRIu64
+		" refills %" PRIu64 " deletes %" PRIu64 " l2_down %" PRIu64 " l2_up %" PRIu64
+		" l2_errors %" PRIu64 " queue_full %" PRIu64 " out_of_window %" PRIu64
+		"; store: batches opened %" PRIu64 " complete %" PRIu64 " oldest open %" PRIu64
+		"; evict queue %u, refill queue %u\n",
+		t.batches, t.batches_lost, t.evict_waits, t.evict_after_delete, t.data_frames,
+		t.data_dropped, t.refills, t.deletes, t.l2_down, t.l2_up, t.l2_errors, t.queue_full,
+		t.out_of_window, ks.batches_opened, kvstore_batches_complete(kvss_me->store),
+		kvstore_oldest_open(kvss_me->store),
+		kvss_me->st->evictq.tail - kvss_me->st->evictq.head,
+		kvss_me->st->refillq.tail - kvss_me->st->refillq.head);
+}
+
 void
 fz_check_final(void)
 {
@@ -717,6 +743,7 @@ fz_check_final(void)
 	unsigned int k, r;
 	uint16_t c;
 
+	trace_counters();
 	if (!C.final_status || !C.final_inv) {
 		if (tx_lossy())
 			return; /* lost to the shard's own TX, out of mbufs */

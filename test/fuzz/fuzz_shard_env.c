@@ -67,6 +67,24 @@ struct kvss_shard_inst kvss_shards[KVSS_MAX_LOCAL_SHARDS] = {
 __thread struct kvss_shard_inst *kvss_me = &kvss_shards[0];
 
 struct rte_mempool *fz_rx_pool;
+
+void
+kvss_stats_total(struct kvss_lcore_stats *t)
+{
+	unsigned int l;
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	for (l = 0; l < RTE_MAX_LCORE; l++) {
+		const struct kvss_lcore_stats *s = &kvss.stats[l];
+
+#define KVSS_STAT_ADD(n) t->n += s->n;
+		KVSS_STATS(KVSS_STAT_ADD)
+#undef KVSS_STAT_ADD
+		for (r = 0; r < PROTO_R_MAX; r++)
+			t->drops[r] += s->drops[r];
+	}
+}
 static char l2_dir[64];
 static size_t store_len;
 
