@@ -173,10 +173,22 @@ wire_push(const struct proto_addr *a, const uint8_t *payload, uint32_t len)
 
 	/* Not sent (more than the wire or the pool holds): the model cannot follow. */
 	m = S.wtail - S.whead == WIRE_MAX ? NULL : proto_mbuf_frame(fz_rx_pool, a, payload, len);
-	if (m == NULL)
+	if (m == NULL) {
 		fz.tainted = true;
-	else
-		S.wire[S.wtail++ % WIRE_MAX] = m;
+		return;
+	}
+	if (a->ttl != 0 && a->ttl != PROTO_TTL) {
+		/* Routers on the way (the builder sends PROTO_TTL): the TTL, and the checksum again. */
+		uint8_t *ip = rte_pktmbuf_mtod_offset(m, uint8_t *, PROTO_ETH_LEN);
+		uint16_t cs;
+
+		ip[8] = a->ttl;
+		ip[10] = ip[11] = 0;
+		cs = proto_ip4_cksum(ip, PROTO_IP4_LEN);
+		ip[10] = (uint8_t)(cs >> 8);
+		ip[11] = (uint8_t)cs;
+	}
+	S.wire[S.wtail++ % WIRE_MAX] = m;
 }
 
 static void
@@ -197,11 +209,14 @@ push_stranger(const uint8_t *p, uint32_t len, uint8_t how)
 
 	memcpy(x, p, len);
 	addr_to_shard(&a, PROTO_PORT_CTRL_DEFAULT);
-	if (x[5] == PROTO_T_HELLO && how % 6 == 4)
+	if (x[5] == PROTO_T_HELLO && how % 7 == 4)
 		how = 0; /* a HELLO of another epoch is no stranger's: it is a new driver */
-	switch (how % 6) {
+	switch (how % 7) {
 	case 0:
 		proto_st16(x + 12, 5); /* another shard */
+		break;
+	case 5:
+		a.src_ip = 0x0a000009; /* another host (a HELLO of the epoch from it: ignored) */
 		break;
 	case 1:
 		proto_st32(x + 8, 3); /* another model */
@@ -217,8 +232,6 @@ push_stranger(const uint8_t *p, uint32_t len, uint8_t how)
 		break;
 	default:
 		a.ttl = 60; /* crossed routers: served, and said once */
-		wire_push(&a, x, len);
-		return;
 	}
 	wire_push(&a, x, len);
 }
@@ -768,9 +781,9 @@ op_raw(const uint8_t *a, uint8_t flags)
 	S.left -= n;
 	proto_st16(S.buf + 14, (a[0] & 0x80) ? a[2] : (uint16_t)(n / 16)); /* count */
 	proto_st32(S.buf + 20, n);					   /* body_len */
+	/* Its seq ahead (a3 odd): held early, or (64 on) past the window. */
 	if (a[3] & 1)
-		proto_st64(S.buf + 24,
-			   fz.next_seq + a[3] % 8); /* ahead: held, or past the window */
+		proto_st64(S.buf + 24, fz.next_seq + (a[3] >> 1));
 	/* What the shard will make of it, by the same parser: taken, the model cannot follow. */
 	if (proto_parse_payload(S.buf, len, PROTO_PORT_CTRL_DEFAULT, &proto_ports_default, &m) ==
 		    PROTO_OK &&

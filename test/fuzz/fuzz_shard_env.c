@@ -490,6 +490,7 @@ fz_env_begin(bool refill_lcore, uint32_t mtu)
 	kvss_me->store_mem = keep.store_mem;
 	kvss_me->ingest_to_refill = keep.ingest_to_refill;
 	kvss_me->refill_to_ingest = keep.refill_to_ingest;
+	kvss_me->routed_said = keep.routed_said; /* said once a process, as kvss does */
 	kvss_me->refill_lcore_on = refill_lcore;
 	kvss_me->store = kvstore_init(kvss_me->store_mem, store_len, &c->store);
 	kvss.cfg.mtu = mtu;
