@@ -268,6 +268,10 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 static void
 refill_free(struct emu *e, struct emu_refill *r)
 {
+	/* Its requester may still wait for another (a second model's): it must
+	 * not find this one freed (a timeout's check read it after free). */
+	if (r->owner != NULL && r->at < MAX_REC_PER_SEQ && r->owner->rec[r->at] == r)
+		r->owner->rec[r->at] = NULL;
 	if (r->finished)
 		e->nlinger--;
 	refill_unlink(e, r);
@@ -359,6 +363,8 @@ emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 	r->hnext = e->rf[hbucket(r->refill_id)];
 	e->rf[hbucket(r->refill_id)] = r;
 	e->nrefill++;
+	r->owner = s;
+	r->at = s->nrec;
 	s->rec[s->nrec++] = r;
 	s->wait++;
 	s->mwait[model]++;
@@ -518,7 +524,7 @@ seq_start(struct emu *e, uint64_t now)
 		s->pos[m] = hit.hit_tokens;
 		/* Every refill brings the whole hit, each token to its slot. */
 		for (k = 0; k < s->nrec; k++)
-			if (s->rec[k]->model == m &&
+			if (s->rec[k] != NULL && s->rec[k]->model == m &&
 			    (s->rec[k]->glue_bad || s->rec[k]->glue_end != hit.hit_tokens)) {
 				st->verify_failures++;
 				st->verify_bad_glue++;
@@ -758,7 +764,7 @@ emu_check_timeouts(struct emu *e, uint64_t now)
 		for (k = 0; k < s->nrec; k++) {
 			struct emu_refill *r = s->rec[k];
 
-			if (r->finished || r->seq != s)
+			if (r == NULL || r->finished || r->seq != s)
 				continue;
 			e->p.st->refill_timeouts++;
 			r->fail_mask = r->all_mask;

@@ -47,6 +47,8 @@ struct emu_refill {
 	struct emu_refill *hnext;
 	uint64_t refill_id;
 	struct emu_seq *seq; /* the requester, until finished */
+	struct emu_seq *owner; /* the requester, for good: its rec[at] names this refill until freed */
+	uint32_t at;
 	uint16_t model, cache_id, nshards;
 	uint32_t ntok;
 	uint32_t whole_mask, done_mask, fail_mask, all_mask;
