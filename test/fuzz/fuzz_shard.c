@@ -265,9 +265,12 @@ ctrl_send(struct proto_builder *b, uint8_t flags, uint8_t odd)
 {
 	uint32_t len = proto_build_end(b);
 	uint8_t type = S.buf[5];
+	/* A HELLO from another host goes after the driver's: first, it would take
+	 * control (it would be the driver). Other strangers go before. */
+	bool late = type == PROTO_T_HELLO && odd % 7 == 5;
 	uint64_t seq = 0;
 
-	if (flags & FZ_F_ODD)
+	if ((flags & FZ_F_ODD) && !late)
 		push_stranger(S.buf, len, odd);
 	if ((flags & FZ_F_DEFER) && S.ndefer < DEFER_MAX && type != PROTO_T_HELLO &&
 	    type != PROTO_T_REPORT_ACK) {
@@ -277,6 +280,8 @@ ctrl_send(struct proto_builder *b, uint8_t flags, uint8_t odd)
 		push_payload(S.buf, len, PROTO_PORT_CTRL_DEFAULT);
 		flush_deferred(); /* what was held back goes after it: reordered */
 	}
+	if ((flags & FZ_F_ODD) && late)
+		push_stranger(S.buf, len, odd);
 	if (flags & FZ_F_DUP) {
 		proto_st16(S.buf + 6, PROTO_F_RETRANSMIT);
 		push_payload(S.buf, len, PROTO_PORT_CTRL_DEFAULT);
