@@ -709,6 +709,15 @@ op_l2_up(const uint8_t *a, uint8_t flags)
 
 		if (a[6] & 2)
 			col.start_token_idx = start - start % FZ_COLUMN + FZ_COLUMN * (k / 2);
+		if ((a[6] & 4) && k + 1 == ncols) {
+			/* The last column one the shard refuses (L2_DONE op 2). */
+			if ((a[6] >> 3) % 4 == 0)
+				col.key = 0;
+			else if ((a[6] >> 3) % 4 == 1)
+				col.cache_id = FZ_CACHES;
+			else
+				col.num_tokens = (a[6] >> 3) % 4 == 2 ? 0 : FZ_COLUMN + 1;
+		}
 		proto_build_l2_up_col(&b, &col);
 	}
 	ctrl_send(&b, flags, a[6]);

@@ -38,7 +38,7 @@ enum fz_op {
 	OP_DELETE,
 	/* a0 key, a1 org, a2 prompt, a3 start, a4 tokens, a5 cache and gate, a6 a second record */
 	OP_L2_DOWN,
-	/* a0 prompt, a1 start, a2 g - 1, a3 pattern, a4 columns, a5 first key, a6 columns' org */
+	/* a0 prompt, a1 start, a2 g - 1, a3 pattern, a4 columns, a5 first key, a6 their org, form */
 	OP_L2_UP,
 	/* a0 key, a1 org, a2 cache, a3 gate, a4 a second record */
 	OP_L2_DELETE,
