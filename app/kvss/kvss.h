@@ -184,8 +184,9 @@ uint32_t kvss_payload_cap(void);
  * Send refill @p r (begun by the caller) as REFILL_DATA streams, one per
  * buffer, on @p queue, to the wafer (refill.c). The refill ends when the last
  * mbuf referencing it is freed.
- * @return payload bytes sent, or -1 (out of mbufs or refill slots; the refill
- *   is ended all the same).
+ * @return payload bytes sent, -1 (out of mbufs or refill slots), or -2 (a
+ *   buffer's transfer ended short: the prompt was cut under the refill); the
+ *   refill is ended all the same.
  */
 int64_t kvss_refill_send(struct kvss_lcore_stats *st, uint16_t queue,
 			 const struct proto_refill_req *rq, struct kvstore_refill *r);

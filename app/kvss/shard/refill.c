@@ -63,6 +63,7 @@ send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refi
 	uint32_t max = kvss_payload_cap() - PROTO_HDR_LEN - PROTO_REFILL_DATA_HDR_LEN;
 	uint64_t stream_len = kvstore_refill_buffer_len(r), sent = 0;
 	uint32_t attached = 0;
+	bool cut = false;
 	struct proto_addr a = {0};
 
 	memcpy(a.src_mac, kvss_me->cfg->addr.mac, 6);
@@ -135,11 +136,16 @@ send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refi
 			sent += len;
 			st->refill_frames++;
 		}
+		/* A buffer's transfer that ended short: a loss or a new epoch cut
+		 * the prompt under the refill (a refill lcore runs it between the
+		 * ingest lcore's batches). Its REFILL_DONE must not say OK. */
+		if (pos.done != stream_len)
+			cut = true;
 	}
 	/* Drop the building reference: the refill ends when the NIC is done. */
 	if (rte_mbuf_ext_refcnt_update(&ctx->sh, -1) == 0)
 		refill_release(NULL, ctx);
-	return (int64_t)sent;
+	return cut ? -2 : (int64_t)sent;
 fail:
 	if (rte_mbuf_ext_refcnt_update(&ctx->sh, -1) == 0)
 		refill_release(NULL, ctx);

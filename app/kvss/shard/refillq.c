@@ -70,7 +70,9 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 			code = PROTO_E_NO_SPACE; /* too many refills in flight */
 		if (r != NULL) {
 			sent = kvss_refill_send(st, queue, &rq, r);
-			if (sent < 0) {
+			if (sent == -2) {
+				code = PROTO_E_RANGE; /* cut short under it: the tokens are gone */
+			} else if (sent < 0) {
 				code = PROTO_E_NO_SPACE;
 			} else {
 				rd.tokens = kvstore_refill_tokens(r);
