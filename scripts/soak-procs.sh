@@ -15,7 +15,8 @@
 # it accounts for. A failing seed prints how to replay it.
 #
 # usage: scripts/soak-procs.sh [BUILD]
-#   SEEDS=N (default 6), FIRST=S (default 1), SOAK_LIMIT=N requests (default 200)
+#   SEEDS=N (default 6), FIRST=S (default 1), SOAK_LIMIT=N requests (default 200),
+#   SOAK_KEEP=D where a failing seed's logs are kept (default /tmp)
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -145,7 +146,12 @@ PY
 		failed=$((failed + 1))
 		echo "soak-procs: seed $s ($what) FAILED: $why" >&2
 		echo "soak-procs:   replay: SEEDS=1 FIRST=$s scripts/soak-procs.sh $BUILD" >&2
-		grep -E "summary: (verify|resyncs|on loss|faults)" "$dlog" 2>/dev/null | sed 's/^/soak-procs:   /' >&2
+		grep -E "summary: (verify|resyncs|on loss|faults)" "${dlog:-/dev/null}" 2>/dev/null | sed 's/^/soak-procs:   /' >&2
+		# Every process's log of the failing seed, kept: a seed that fails
+		# once and passes on replay still says why (SOAK_KEEP=D: where).
+		keep=$(mktemp -d "${SOAK_KEEP:-/tmp}/kvss-soakp-seed$s.XXXXXX")
+		cp "$tmp"/*.log "$tmp"/*.cfg "$keep"/ 2>/dev/null
+		echo "soak-procs:   its logs (driver, shards) kept in $keep" >&2
 	else
 		echo "soak-procs: seed $s ($what): $(grep -o '"hit_ratio":[0-9.]*' "$dlog" | tail -1), $(grep -o '"shard_restarts":[0-9]*' "$dlog" | tail -1), $(grep -o '"lost_tokens":[0-9]*' "$dlog" | tail -1), held"
 	fi
