@@ -48,14 +48,6 @@ get_drivers(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
  * the second tier. A file path, or a directory where the file is named after
  * the shard (the embedded default: shard-MODEL-ID.l2).
  */
-/* The most tokens one EVICT (or L2_UP) can name in a frame of @p mtu bytes. */
-static uint64_t
-batch_tokens_max(uint32_t mtu)
-{
-	return (mtu - PROTO_IP4_LEN - PROTO_UDP_LEN - PROTO_HDR_LEN - PROTO_EVICT_HDR_LEN) /
-	       PROTO_EVICT_ENTRY_LEN;
-}
-
 static int
 load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 {
@@ -168,7 +160,7 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 		 * offset and length): the most tokens one EVICT can name at this mtu,
 		 * times a token's bytes, must fit, or a driver's full batch wraps. */
 		{
-			uint64_t g = batch_tokens_max(cfg->mtu);
+			uint64_t g = proto_evict_max_entries(cfg->mtu);
 
 			if (g * cp->bytes_per_token > UINT32_MAX)
 				return cfg_fail(c, e, "bytes_per_token",

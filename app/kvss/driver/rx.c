@@ -42,14 +42,13 @@ shard_of(uint32_t model, uint16_t id)
  * takes as one), so its model caches again with every prefix it had.
  */
 static void
-heard_again(struct drv_shard *sh, uint64_t tsc)
+heard_again(struct drv_shard *sh)
 {
 	sh->silent = false;
 	drv.st.shards_heard_again++;
 	printf("kvss: driver: model %u shard %u heard again (epoch 0x%08x, as before): its model "
 	       "caches again, its prefixes kept\n", sh->model, sh->ref->id, sh->epoch);
 	fflush(stdout);
-	(void)tsc;
 }
 
 static void
@@ -78,7 +77,7 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 	}
 	sh->status_uptime = st->uptime_ns;
 	if (sh->up && sh->silent)
-		heard_again(sh, tsc);
+		heard_again(sh);
 	if (!sh->up) {
 		sh->hops = proto_hops(&msg->addr);
 		if (sh->hops != 0 && !sh->routed_said) {
@@ -264,7 +263,7 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 		return;
 	}
 	if (sh->silent)
-		heard_again(sh, tsc);
+		heard_again(sh);
 	/*
 	 * Version 2: ERROR, TOKEN_LOST and L2_DONE are reliable reports,
 	 * numbered per stream: taken once and in order (a copy, or one ahead
