@@ -11,6 +11,7 @@ PKGS=(
 	clang libclang-rt-dev
 	python3 iproute2 prometheus python3-prometheus-client gnuplot-nox tshark
 	redis-server redis-tools
+	ceph-mon ceph-mgr ceph-osd ceph-common librados-dev
 )
 
 missing=()
