@@ -190,9 +190,30 @@ if command -v gnuplot >/dev/null; then
 	check "--plot writes a PNG" sh -c "head -c 4 '$tmp/hit.png' | od -An -tx1 | grep -q '89 50 4e 47'"
 	check "--plot: each policy in turn" test "$(grep -c '^policy ' "$tmp/plot.out")" = 2
 	"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --plot /nonexistent/x.png \
+		>"$tmp/plot.out" 2>"$tmp/plot.err"
+	check "--plot to a directory that is not there: exit 2 before the run, naming the directory" \
+		sh -c "[ $? -eq 2 ] && [ ! -s '$tmp/plot.out' ] && grep -q -- '--plot /nonexistent/x.png: the directory /nonexistent does not exist' '$tmp/plot.err'"
+	# The file's name is never gnuplot's: a backquote runs nothing (gnuplot
+	# substitutes them in double quotes), quotes, backslashes and newlines
+	# name exactly that file, and a write that fails is an error.
+	mkdir "$tmp/plotdir"
+	Tabs=$(realpath "$T")
+	(cd "$tmp/plotdir" && "$Tabs" --trace "$tmp/mc4.jsonl" --capacity 10,20 \
+		--block-tokens 10 --column 5 --plot 'x`touch PWNED`.png' >/dev/null 2>&1)
+	check "--plot 'x\`touch PWNED\`.png': exits 0" test $? -eq 0
+	check "--plot 'x\`touch PWNED\`.png': no command ran (no PWNED)" test ! -e "$tmp/plotdir/PWNED"
+	check "--plot 'x\`touch PWNED\`.png': a PNG by that very name" \
+		sh -c "head -c 4 '$tmp/plotdir/x\`touch PWNED\`.png' | od -An -tx1 | grep -q '89 50 4e 47'"
+	odd=$(printf '%s/plotdir/a"b\\c\nd%se.png' "$tmp" "'")
+	"$T" --trace "$tmp/mc4.jsonl" --capacity 10,20 --block-tokens 10 --column 5 --plot "$odd" \
+		>/dev/null 2>&1
+	check "--plot with a quote, a backslash, a newline and an apostrophe: that very file" \
+		sh -c "[ $? -eq 0 ] && [ \"\$(ls -b '$tmp/plotdir' | wc -l)\" -eq 2 ] && head -c 4 \"\$1\" | od -An -tx1 | grep -q '89 50 4e 47'" _ "$odd"
+	"$T" --trace "$tmp/mc4.jsonl" --capacity 10,20 --block-tokens 10 --column 5 --plot /dev/full \
 		>/dev/null 2>"$tmp/plot.err"
-	check "--plot to a directory that is not there: exit 1, naming it" \
-		sh -c "[ $? -eq 1 ] && grep -q -- '--plot /nonexistent/x.png: plot: gnuplot failed' '$tmp/plot.err'"
+	check "--plot /dev/full: exit 1, the write's error" \
+		sh -c "[ $? -eq 1 ] && grep -q -- '--plot /dev/full: writing it: No space left on device' '$tmp/plot.err'"
+	sed -n 1,3p "$tmp/plot.err" | sed 's/^/  /'
 else
 	echo "kvss-trace: --plot not tested: no gnuplot (scripts/deps.sh installs gnuplot-nox)"
 fi

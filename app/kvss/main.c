@@ -33,6 +33,7 @@
 #include "fileio.h"
 #include "kvdisk.h"
 #include "kvss.h"
+#include "plot.h"
 #include "shard/shard.h"
 
 
@@ -344,6 +345,12 @@ main(int argc, char **argv)
 			kvss.record_expect = optarg;
 			break;
 		case 'P':
+			/* Refused now, not when the run ends. */
+			if (plot_check_output(optarg, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss: --plot-refills %s: %s\n", optarg, err);
+				status = 2;
+				goto out_eal;
+			}
 			kvss.plot_refills = optarg;
 			break;
 		case 'D':

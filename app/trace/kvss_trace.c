@@ -22,6 +22,7 @@
 #include "workload.h"
 #include "args.h"
 #include "config.h"
+#include "plot.h"
 
 /* A list of token counts ("1e6,3e6,inf") into @p v (16 at most; inf: 0). */
 static int
@@ -281,6 +282,11 @@ main(int argc, char **argv)
 			break;
 		}
 		case 'Q':
+			/* Refused now, not after the run: a directory that is not there. */
+			if (plot_check_output(optarg, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss-trace: --plot %s: %s\n", optarg, err);
+				return 2;
+			}
 			o.plot = optarg;
 			break;
 		case 'I':

@@ -1,51 +1,205 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A PNG of a few curves through gnuplot: see plot.h. */
+/*
+ * A PNG of a few curves through gnuplot: see plot.h.
+ *
+ * The output file's name never enters gnuplot's script: gnuplot writes the
+ * PNG on its standard output (no "set output"), into an unlinked temporary
+ * file, and this code copies it to the file asked, checking every write and
+ * the close. gnuplot runs without a shell (posix_spawnp), its script from
+ * another unlinked temporary file. The titles do enter the script, in
+ * single quotes: gnuplot substitutes neither backquotes nor escapes there.
+ */
 #include "plot.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A string for gnuplot's double quotes: no quote, no backslash, no newline. */
+extern char **environ;
+
+/* A string for gnuplot's single quotes: '' for a quote; control bytes as spaces. */
 static void
 quoted(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; s != NULL && *s != '\0'; s++)
-		fputc(*s == '"' || *s == '\\' || *s == '\n' ? '\'' : *s, f);
-	fputc('"', f);
+	fputc('\'', f);
+	for (; s != NULL && *s != '\0'; s++) {
+		if (*s == '\'')
+			fputs("''", f);
+		else
+			fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, f);
+	}
+	fputc('\'', f);
+}
+
+/* An unlinked temporary file open for reading and writing, or -1. */
+static int
+tmpfd(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	int fd;
+
+	if (dir == NULL || dir[0] == '\0' ||
+	    (size_t)snprintf(path, sizeof(path), "%s/kvss_plot_XXXXXX", dir) >= sizeof(path))
+		snprintf(path, sizeof(path), "/tmp/kvss_plot_XXXXXX");
+	fd = mkstemp(path);
+	if (fd >= 0) {
+		unlink(path);
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+	return fd;
+}
+
+/* A printable copy of @p s for a message: control bytes as '?'. */
+static const char *
+shown(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[i] = '\0';
+	return buf;
 }
 
 int
-plot_png(const struct plot *p, const struct plot_series *s, unsigned int n, char *err,
-	 size_t errlen)
+plot_check_output(const char *png, char *err, size_t errlen)
 {
-	char logf[] = "/tmp/kvss_plot_XXXXXX";
-	char cmd[128], line[256] = "";
-	FILE *f, *lf;
+	char dir[4096], show[512];
+	const char *slash;
+	struct stat st;
+	int e;
+
+	if (png == NULL || png[0] == '\0') {
+		snprintf(err, errlen, "an empty file name");
+		return -1;
+	}
+	shown(png, show, sizeof(show));
+	if (stat(png, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s is a directory; name the PNG file to write", show);
+		return -1;
+	}
+	slash = strrchr(png, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == png)
+		snprintf(dir, sizeof(dir), "/");
+	else if ((size_t)(slash - png) < sizeof(dir))
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - png), png);
+	else {
+		snprintf(err, errlen, "%s: the name is too long", show);
+		return -1;
+	}
+	e = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+	if (e != 0) {
+		shown(dir, show, sizeof(show));
+		if (e == ENOENT)
+			snprintf(err, errlen, "the directory %s does not exist; create it first "
+				 "(mkdir -p %s)", show, show);
+		else
+			snprintf(err, errlen, "the directory %s: %s", show, strerror(e));
+		return -1;
+	}
+	if (access(dir, W_OK | X_OK) != 0) {
+		shown(dir, show, sizeof(show));
+		snprintf(err, errlen, "the directory %s is not writable: %s", show, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The first line of gnuplot's messages that says something (its error), into @p line. */
+static void
+first_words(int fd, char *line, size_t len)
+{
+	char buf[4096], *p, *nl;
+	ssize_t n;
+
+	line[0] = '\0';
+	if (lseek(fd, 0, SEEK_SET) != 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return;
+	buf[n] = '\0';
+	/* gnuplot echoes the failing line, a caret under it, then "line N: why". */
+	for (p = buf; *p != '\0'; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		while (*p == ' ' || *p == '\t' || *p == '^')
+			p++;
+		if (strncmp(p, "line ", 5) == 0 || strstr(p, "rror") != NULL) {
+			shown(p, line, len);
+			return;
+		}
+		if (line[0] == '\0' && *p != '\0')
+			shown(p, line, len);
+		if (nl == NULL)
+			break;
+	}
+}
+
+/* Copy @p in (from its start, @p size bytes) to the file @p png, every write checked. */
+static int
+copy_out(int in, off_t size, const char *png, char *err, size_t errlen)
+{
+	char buf[65536];
+	off_t done = 0;
+	int out;
+
+	if (lseek(in, 0, SEEK_SET) != 0) {
+		snprintf(err, errlen, "gnuplot's output: %s", strerror(errno));
+		return -1;
+	}
+	out = open(png, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		snprintf(err, errlen, "cannot create it: %s", strerror(errno));
+		return -1;
+	}
+	while (done < size) {
+		ssize_t n = read(in, buf, sizeof(buf)), w = 0;
+
+		if (n <= 0) {
+			snprintf(err, errlen, "gnuplot's output: %s", n < 0 ? strerror(errno) : "cut short");
+			close(out);
+			return -1;
+		}
+		while (w < n) {
+			ssize_t k = write(out, buf + w, (size_t)(n - w));
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				snprintf(err, errlen, "writing it: %s",
+					 k < 0 ? strerror(errno) : "nothing written");
+				close(out);
+				return -1;
+			}
+			w += k;
+		}
+		done += n;
+	}
+	if (close(out) != 0) {
+		snprintf(err, errlen, "writing it: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+script(FILE *f, const struct plot *p, const struct plot_series *s, unsigned int n)
+{
 	unsigned int k;
 	size_t i;
-	int fd, st;
 
-	fd = mkstemp(logf);
-	if (fd < 0) {
-		snprintf(err, errlen, "plot: a temporary file: %s", strerror(errno));
-		return -1;
-	}
-	close(fd);
-	snprintf(cmd, sizeof(cmd), "gnuplot >%s 2>&1", logf);
-	f = popen(cmd, "w");
-	if (f == NULL) {
-		unlink(logf);
-		snprintf(err, errlen, "plot: cannot run gnuplot: %s", strerror(errno));
-		return -1;
-	}
-	fprintf(f, "set terminal png size 960,600 noenhanced\nset output ");
-	quoted(f, p->png);
-	fprintf(f, "\nset title ");
+	/* No "set output": the PNG goes to gnuplot's standard output. */
+	fprintf(f, "set terminal png size 960,600 noenhanced\n");
+	fprintf(f, "set title ");
 	quoted(f, p->title);
 	fprintf(f, "\nset xlabel ");
 	quoted(f, p->xlabel);
@@ -69,20 +223,84 @@ plot_png(const struct plot *p, const struct plot_series *s, unsigned int n, char
 		quoted(f, s[k].title);
 	}
 	fprintf(f, "\n");
-	st = pclose(f);
-	lf = fopen(logf, "r");
-	if (lf != NULL) {
-		if (fgets(line, sizeof(line), lf) == NULL)
-			line[0] = '\0';
-		fclose(lf);
-	}
-	unlink(logf);
-	line[strcspn(line, "\n")] = '\0';
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		snprintf(err, errlen, "plot: gnuplot %s%s%s", WIFEXITED(st) && WEXITSTATUS(st) == 127
-				? "is not installed (Debian's gnuplot-nox; scripts/deps.sh)"
-				: "failed", line[0] ? ": " : "", line);
+}
+
+int
+plot_png(const struct plot *p, const struct plot_series *s, unsigned int n, char *err,
+	 size_t errlen)
+{
+	static const unsigned char magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+	char *const argv[] = {(char *)"gnuplot", NULL};
+	posix_spawn_file_actions_t fa;
+	int in = -1, out = -1, log = -1, rc = -1, st = 0, e;
+	unsigned char head[8];
+	char line[256];
+	struct stat sb;
+	FILE *f;
+	pid_t pid;
+
+	if (plot_check_output(p->png, err, errlen) != 0)
 		return -1;
+	in = tmpfd();
+	out = tmpfd();
+	log = tmpfd();
+	if (in < 0 || out < 0 || log < 0) {
+		snprintf(err, errlen, "a temporary file for gnuplot: %s", strerror(errno));
+		goto done;
 	}
-	return 0;
+	f = fdopen(dup(in), "w");
+	if (f == NULL) {
+		snprintf(err, errlen, "gnuplot's script: %s", strerror(errno));
+		goto done;
+	}
+	script(f, p, s, n);
+	if (fclose(f) != 0 || lseek(in, 0, SEEK_SET) != 0) {
+		snprintf(err, errlen, "gnuplot's script: %s", strerror(errno));
+		goto done;
+	}
+	if (posix_spawn_file_actions_init(&fa) != 0) {
+		snprintf(err, errlen, "cannot run gnuplot: out of memory");
+		goto done;
+	}
+	posix_spawn_file_actions_adddup2(&fa, in, 0);
+	posix_spawn_file_actions_adddup2(&fa, out, 1);
+	posix_spawn_file_actions_adddup2(&fa, log, 2);
+	e = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (e != 0) {
+		snprintf(err, errlen, "gnuplot %s", e == ENOENT
+			 ? "is not installed (Debian's gnuplot-nox; scripts/deps.sh)" : strerror(e));
+		goto done;
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			snprintf(err, errlen, "waiting for gnuplot: %s", strerror(errno));
+			goto done;
+		}
+	first_words(log, line, sizeof(line));
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+			snprintf(err, errlen, "gnuplot is not installed (Debian's gnuplot-nox; "
+					      "scripts/deps.sh)");
+		else
+			snprintf(err, errlen, "gnuplot failed%s%s", line[0] ? ": " : "", line);
+		goto done;
+	}
+	if (fstat(out, &sb) != 0 || sb.st_size < (off_t)sizeof(magic) ||
+	    pread(out, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	    memcmp(head, magic, sizeof(magic)) != 0) {
+		snprintf(err, errlen, "gnuplot wrote no PNG%s%s", line[0] ? ": " : "", line);
+		goto done;
+	}
+	if (copy_out(out, sb.st_size, p->png, err, errlen) != 0)
+		goto done;
+	rc = 0;
+done:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (log >= 0)
+		close(log);
+	return rc;
 }

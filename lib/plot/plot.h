@@ -3,7 +3,10 @@
  * lib/plot: a PNG of a few curves through gnuplot (Debian's gnuplot-nox),
  * for kvss-trace's hit ratio against capacity and the demo's refill
  * latencies. The data go inline (gnuplot 5 data blocks); gnuplot runs as a
- * child process with the script on its standard input.
+ * child process (no shell) with the script on its standard input and the
+ * PNG on its standard output: the file's name is never in the script, so
+ * no byte of it (a backquote, a quote, a newline) can change what gnuplot
+ * does, and the file is written, every write checked, by this library.
  */
 #ifndef KVSS_PLOT_H
 #define KVSS_PLOT_H
@@ -25,7 +28,19 @@ struct plot {
 	double ymin, ymax; /* both 0: gnuplot's own range */
 };
 
-/** Draw @p n series. @return 0, or -1 with one line in @p err (no gnuplot, its message). */
+/**
+ * Whether @p png can be written: its directory exists and is writable, it
+ * is not itself a directory. For a tool to refuse --plot at once rather
+ * than after its run. @return 0, or -1 with one line in @p err naming the
+ * directory and what to do.
+ */
+int plot_check_output(const char *png, char *err, size_t errlen);
+
+/**
+ * Draw @p n series into p->png: written only when gnuplot succeeded and
+ * gave a PNG, every write checked (a full disk is an error). @return 0, or
+ * -1 with one line in @p err (no gnuplot, gnuplot's own reason, the file).
+ */
 int plot_png(const struct plot *p, const struct plot_series *s, unsigned int n, char *err,
 	     size_t errlen);
 
