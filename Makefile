@@ -29,7 +29,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # app includes its own ("kvss.h" beside it) and the libraries', never
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
-	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot
+	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -62,6 +62,9 @@ LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 FILEIO_SRC := lib/fileio/fileio.c
 KVDISK_SRC := $(call lib_dir,kvdisk)
 PLOT_SRC := lib/plot/plot.c
+
+# The shared level's object format (pure: no librados; fuzzed alone).
+SHARED_OBJ_SRC := lib/shared/shared_obj.c
 
 # Whole numbers from a command line (1e6 too; never a prefix).
 ARGS_SRC := lib/args/args.c
@@ -108,7 +111,8 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
-	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC)
+	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC) \
+	$(SHARED_OBJ_SRC) test/test_shared_obj.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(filter-out $(KVDISK_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
@@ -190,9 +194,13 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
 	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
-	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk
+	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
+
+$(BUILD)/test/test_shared_obj: $(call obj,test/test_shared_obj.c $(SHARED_OBJ_SRC)) $(TEST_COMMON) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_proto_l2: $(call obj,test/test_proto_l2.c) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
@@ -370,6 +378,14 @@ $(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) lib/kvdisk/kvdisk.h lib/kv
 	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -o $@ test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) -lxxhash \
 		$(URING_LIBS)
 
+# Objects and names read from the shared level (lib/shared/shared_obj.c).
+FUZZ_SHARED_OBJ := $(BUILD)/fuzz/fuzz_shared_obj
+FUZZ_SHARED_OBJ_CORPUS := $(BUILD)/fuzz/corpus_shared_obj
+
+$(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/shared_obj.h
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/shared -o $@ test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) -lxxhash
+
 # The shard with its state (test/fuzz/fuzz_shard.c): its own code, as kvss
 # runs it, under ASan and UBSan, over EAL without a port; objects of its
 # own (clang, DPDK's flags). The link wraps kvdisk_inflight: the tier thread
@@ -421,7 +437,7 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(STRESS) \
+check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ) $(STRESS) \
 		check-sanitize-build
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
 
@@ -445,11 +461,13 @@ check-tsan: $(BUILD)/test/stress_kvstore_tsan
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-run
 
-fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD)
+fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ)
 	@scripts/fuzz.sh $(FUZZ_PROTO) $(FUZZ_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-files.sh $(FUZZ_FILES) $(FUZZ_FILES_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-kvdisk.sh $(FUZZ_KVDISK) $(FUZZ_KVDISK_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-shard.sh $(FUZZ_SHARD) $(FUZZ_SHARD_CORPUS) $(FUZZ_SECONDS)
+	@FUZZ_REGRESS=test/fuzz/regress_shared FUZZ_MAX_LEN=4096 scripts/fuzz.sh $(FUZZ_SHARED_OBJ) \
+		$(FUZZ_SHARED_OBJ_CORPUS) $(FUZZ_SECONDS)
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run

@@ -117,6 +117,8 @@ static const unsigned int sample_types[] = {
 	PROTO_T_L2_INVENTORY,
 	/* Version 2's reliable reports. */
 	PROTO_T_REPORT_ACK,
+	/* The shared level (section 10). */
+	PROTO_T_SH_DOWN, PROTO_T_SH_UP,
 };
 
 unsigned int
@@ -248,18 +250,21 @@ frames_payload(unsigned int i, uint8_t *buf, uint32_t cap, unsigned int *type)
 		break;
 	}
 	case PROTO_T_L2_DOWN:
+	case PROTO_T_SH_DOWN: /* the same call: a SharedColumn in an SH_DOWN */
 		for (k = 0; k < 2; k++) {
 			struct proto_l2col c = {0x5EC0000000000001ULL + k, 0x5EC0000000000000ULL + k,
 						0x44ad98655d8858e1ULL, 111, 1000, 1700000000000000000ULL,
-						64 * k, 64, 0};
+						64 * k, 64, 0, 0x0B1EC70000000001ULL + k, 1, 2, 0x5a5a5a5a};
 
 			proto_build_l2_down(&b, &c);
 		}
 		break;
-	case PROTO_T_L2_UP: {
+	case PROTO_T_L2_UP:
+	case PROTO_T_SH_UP: {
 		struct proto_evict_hdr e = {.batch_no = 78, .num_caches = 1, .g = 2, .ncols = 1};
 		struct proto_l2col c = {0x5EC0000000000001ULL, 0x5EC0000000000000ULL,
-					0x44ad98655d8858e1ULL, 222, 0, 1700000000000000000ULL, 0, 64, 0};
+					0x44ad98655d8858e1ULL, 222, 0, 1700000000000000000ULL, 0, 64, 0,
+					0x0B1EC70000000001ULL, 1, 2, 0x5a5a5a5a};
 
 		proto_build_l2_up_hdr(&b, &e);
 		for (k = 0; k < 2; k++) {
@@ -287,7 +292,8 @@ frames_payload(unsigned int i, uint8_t *buf, uint32_t cap, unsigned int *type)
 	}
 	case PROTO_T_L2_INVENTORY: {
 		struct proto_l2col c = {0x5EC0000000000001ULL, 0x5EC0000000000000ULL,
-					0x44ad98655d8858e1ULL, 0, 0, 1700000000000000000ULL, 0, 64, 0};
+					0x44ad98655d8858e1ULL, 0, 0, 1700000000000000000ULL, 0, 64, 0,
+					0, 0, 0, 0};
 
 		proto_build_l2_inventory_hdr(&b, 3, 2);
 		proto_build_l2_inventory_col(&b, &c);

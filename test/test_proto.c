@@ -67,7 +67,9 @@ Test(golden, every_vector_of_the_document_is_one_the_tests_check)
 		/* version 2 */
 		"ack", "token_lost", "evict_data", "status", "delete_v1", "report_ack",
 		/* test_proto_l2.c */
-		"l2_down", "l2_up", "l2_delete", "l2_done", "l2_inventory"};
+		"l2_down", "l2_up", "l2_delete", "l2_done", "l2_inventory",
+		/* test_proto_l2.c: the shared level (section 10); test_shared_obj.c */
+		"sh_down", "sh_up", "sh_done", "shared_slice"};
 	FILE *f = fopen(frames_protocol_md(), "r");
 	char line[512], name[128];
 	unsigned int seen = 0, k;
@@ -687,7 +689,7 @@ static struct bad_case bad_cases[] = {
 	{"version 1 to a party", PROTO_T_DELETE, PL(4), 0, 1, 0, PROTO_R_BAD_VERSION},
 	{"version 0", PROTO_T_HELLO, PL(4), 0, 0, 0, PROTO_R_BAD_VERSION},
 	{"type 0", PROTO_T_DELETE, PL(5), 0, 0, 0, PROTO_R_BAD_TYPE},
-	{"type 0x0a", PROTO_T_DELETE, PL(5), 0, 0x0a, 0, PROTO_R_BAD_TYPE},
+	{"type 0x0c", PROTO_T_DELETE, PL(5), 0, 0x0c, 0, PROTO_R_BAD_TYPE},
 	{"type 0x22", PROTO_T_EVICT_DATA, PL(5), 0, 0x22, 0, PROTO_R_BAD_TYPE},
 	{"control type on evict port", PROTO_T_EVICT_DATA, PL(5), 0, PROTO_T_DELETE, 0,
 	 PROTO_R_WRONG_PORT},

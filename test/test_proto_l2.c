@@ -6,6 +6,7 @@
  * fields; and the parser's refusals of bodies that do not add up.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <string.h>
 
 #include "frames.h"
@@ -15,9 +16,9 @@
 
 static struct proto_msg msg;
 
-static const struct proto_l2col down_col = {0x1111, 0x2222, 0x3333, 111, 1000, FU, 64, 64, 0};
-static const struct proto_l2col up_col = {0x1111, 0x2222, 0x3333, 222, 0, FU, 64, 64, 0};
-static const struct proto_l2col inv_col = {0x1111, 0x2222, 0x3333, 0, 0, FU, 64, 64, 0};
+static const struct proto_l2col down_col = {0x1111, 0x2222, 0x3333, 111, 1000, FU, 64, 64, 0, 0, 0, 0, 0};
+static const struct proto_l2col up_col = {0x1111, 0x2222, 0x3333, 222, 0, FU, 64, 64, 0, 0, 0, 0, 0};
+static const struct proto_l2col inv_col = {0x1111, 0x2222, 0x3333, 0, 0, FU, 64, 64, 0, 0, 0, 0, 0};
 
 static void
 begin(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type, uint64_t seq,
@@ -159,6 +160,97 @@ Test(l2_golden, l2_inventory_is_built_and_parsed)
 	cr_assert_eq(first, 0);
 	proto_get_l2_inventory(&msg, 0, &c);
 	col_is(&c, &inv_col);
+}
+
+/* ---- The shared level (section 10): SharedColumns ---- */
+
+static enum proto_reason parse_changed(const char *name, uint32_t off, uint32_t v);
+
+static const struct proto_l2col sh_col = {0x1111, 0x2222, 0x3333, 111, 1000, FU, 64, 64, 0,
+					  0x0123456789abcdefull, 1, 2, 0x5a5a5a5a};
+
+static void
+sh_is(const struct proto_l2col *c, const struct proto_l2col *w)
+{
+	col_is(c, w);
+	cr_assert_eq(c->object_id, w->object_id);
+	cr_assert_eq(c->gen_global, w->gen_global);
+	cr_assert_eq(c->gen_org, w->gen_org);
+	cr_assert_eq(c->layout, w->layout);
+}
+
+Test(l2_golden, sh_down_is_built_and_parsed)
+{
+	uint8_t got[512];
+	struct proto_builder b;
+	struct proto_l2col c;
+
+	begin(&b, got, sizeof(got), PROTO_T_SH_DOWN, 12, PROTO_SHARD_ALL);
+	cr_assert_eq(proto_build_l2_down(&b, &sh_col), 0);
+	same("sh_down", got, proto_build_end(&b));
+	parse("sh_down", PROTO_T_SH_DOWN);
+	cr_assert_eq(msg.hdr.count, 1);
+	proto_get_l2_down(&msg, 0, &c);
+	sh_is(&c, &sh_col);
+}
+
+Test(l2_golden, sh_up_is_built_and_parsed)
+{
+	uint8_t got[512];
+	struct proto_builder b;
+	struct proto_evict_hdr eh = {.batch_no = 1002, .num_caches = 1, .g = 2, .ncols = 1};
+	struct proto_evict_entry e[2] = {{222, 64, 9}, {222, 65, 9}};
+	struct proto_l2col c, w = sh_col;
+
+	w.prompt_id = 222;
+	w.evict_count = 0;
+	begin(&b, got, sizeof(got), PROTO_T_SH_UP, 13, PROTO_SHARD_ALL);
+	cr_assert_eq(proto_build_l2_up_hdr(&b, &eh), 0);
+	cr_assert_eq(proto_build_l2_up_entry(&b, &e[0]), 0);
+	cr_assert_eq(proto_build_l2_up_entry(&b, &e[1]), 0);
+	cr_assert_eq(proto_build_l2_up_col(&b, &w), 0);
+	same("sh_up", got, proto_build_end(&b));
+	parse("sh_up", PROTO_T_SH_UP);
+	cr_assert_eq(msg.u.evict.ncols, 1);
+	cr_assert_eq(msg.u.evict.batch_no, 1002);
+	proto_get_l2_up_col(&msg, 0, &c);
+	sh_is(&c, &w);
+}
+
+Test(l2_golden, sh_done_is_built_and_parsed)
+{
+	uint8_t got[512];
+	struct proto_builder b;
+	struct proto_l2done d = {0x1111, 0x3333, 0, 4, PROTO_E_SHARED_BAD}, x;
+
+	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 0, 0);
+	cr_assert_eq(proto_build_l2_done(&b, &d), 0);
+	same("sh_done", got, proto_build_end(&b));
+	parse("sh_done", PROTO_T_L2_DONE);
+	proto_get_l2_done(&msg, 0, &x);
+	cr_assert_eq(x.op, 4);
+	cr_assert_eq(x.status, PROTO_E_SHARED_BAD);
+	cr_assert_str_eq(proto_err_name(x.status), "SHARED_BAD");
+}
+
+Test(l2_golden, a_shared_column_is_not_an_l2_column)
+{
+	uint8_t p[512];
+	uint32_t n = frames_golden("sh_down", p, sizeof(p));
+
+	/* An SH_DOWN's 88-byte record retyped as an L2_DOWN does not add up. */
+	p[5] = PROTO_T_L2_DOWN;
+	cr_assert_eq(proto_parse_payload(p, n, 7400, &proto_ports_default, &msg), PROTO_R_BAD_COUNT);
+	/* An SH_UP whose ncols says two columns for the one it carries. */
+	cr_assert_eq(parse_changed("sh_up", 32 + 12, 2), PROTO_R_BAD_COUNT);
+	/* Builders refuse to mix: an L2 column into an SH_UP begun as such is a SharedColumn. */
+	{
+		uint8_t got[512];
+		struct proto_builder b;
+
+		begin(&b, got, sizeof(got), PROTO_T_SH_DOWN, 1, 0);
+		cr_assert_eq(proto_build_l2_delete(&b, &(struct proto_l2del){1, 2, 0, 0}), -EINVAL);
+	}
 }
 
 /* A golden payload with one 32-bit field changed at @p off. */

@@ -112,7 +112,7 @@ evict_batch(struct out *o, const struct proto_msg *m)
 	field_w64(o, "batch_no", m->u.evict.batch_no);
 	field_u64(o, "num_caches", m->u.evict.num_caches);
 	field_u64(o, "g", m->u.evict.g);
-	if (m->hdr.type == PROTO_T_L2_UP)
+	if (m->hdr.type == PROTO_T_L2_UP || m->hdr.type == PROTO_T_SH_UP)
 		field_u64(o, "ncols", m->u.evict.ncols);
 	list_open(o, "records");
 	for (i = 0; i < n && rec_open(o, i, n); i++) {
@@ -129,9 +129,9 @@ evict_batch(struct out *o, const struct proto_msg *m)
 	list_close(o);
 }
 
-/* An L2Column's fields (PROTOCOL.md section 9). */
+/* An L2Column's fields (PROTOCOL.md section 9); a SharedColumn's (section 10) add four. */
 static void
-l2col_fields(struct out *o, const struct proto_l2col *c)
+l2col_fields(struct out *o, const struct proto_l2col *c, unsigned int type)
 {
 	field_w64(o, "key", c->key);
 	field_w64(o, "parent", c->parent);
@@ -142,6 +142,12 @@ l2col_fields(struct out *o, const struct proto_l2col *c)
 	field_u64(o, "start_token_idx", c->start_token_idx);
 	field_u64(o, "num_tokens", c->num_tokens);
 	field_u64(o, "cache_id", c->cache_id);
+	if (proto_col_len(type) == PROTO_SHCOL_LEN) {
+		field_w64(o, "object_id", c->object_id);
+		field_u64(o, "gen_global", c->gen_global);
+		field_u64(o, "gen_org", c->gen_org);
+		field_u64(o, "layout", c->layout);
+	}
 }
 
 static void
@@ -215,24 +221,26 @@ print_body(struct out *o, const struct proto_msg *m)
 		list_close(o);
 		break;
 	case PROTO_T_L2_DOWN:
+	case PROTO_T_SH_DOWN:
 		list_open(o, "records");
 		for (i = 0; i < n && rec_open(o, i, n); i++) {
 			struct proto_l2col c;
 
 			proto_get_l2_down(m, i, &c);
-			l2col_fields(o, &c);
+			l2col_fields(o, &c, m->hdr.type);
 			rec_close(o);
 		}
 		list_close(o);
 		break;
 	case PROTO_T_L2_UP:
+	case PROTO_T_SH_UP:
 		evict_batch(o, m);
 		list_open(o, "columns");
 		for (i = 0; i < m->u.evict.ncols && rec_open(o, i, m->u.evict.ncols); i++) {
 			struct proto_l2col c;
 
 			proto_get_l2_up_col(m, i, &c);
-			l2col_fields(o, &c);
+			l2col_fields(o, &c, m->hdr.type);
 			rec_close(o);
 		}
 		list_close(o);
@@ -262,7 +270,8 @@ print_body(struct out *o, const struct proto_msg *m)
 			field_w64(o, "key", d.key);
 			field_w64(o, "isolation_id", d.isolation_id);
 			field_u64(o, "cache_id", d.cache_id);
-			field_str(o, "op", d.op == 1 ? "L2_DOWN" : d.op == 2 ? "L2_UP" : "UNKNOWN");
+			field_str(o, "op", d.op == 1 ? "L2_DOWN" : d.op == 2 ? "L2_UP" :
+					   d.op == 3 ? "SH_DOWN" : d.op == 4 ? "SH_UP" : "UNKNOWN");
 			field_u64(o, "status", d.status);
 			field_str(o, "status_name", name ? name : "UNKNOWN");
 			rec_close(o);
@@ -280,7 +289,7 @@ print_body(struct out *o, const struct proto_msg *m)
 			struct proto_l2col c;
 
 			proto_get_l2_inventory(m, i, &c);
-			l2col_fields(o, &c);
+			l2col_fields(o, &c, m->hdr.type);
 			rec_close(o);
 		}
 		list_close(o);

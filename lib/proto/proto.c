@@ -273,7 +273,8 @@ parse_control_body(struct proto_msg *m)
 	case PROTO_T_DELETE:
 		return check_records(h->body_len, h->count, PROTO_DELETE_LEN);
 	case PROTO_T_L2_DOWN:
-		return check_records(h->body_len, h->count, PROTO_L2COL_LEN);
+	case PROTO_T_SH_DOWN:
+		return check_records(h->body_len, h->count, proto_col_len(h->type));
 	case PROTO_T_L2_DELETE:
 		return check_records(h->body_len, h->count, PROTO_L2DEL_LEN);
 	case PROTO_T_L2_DONE:
@@ -283,6 +284,7 @@ parse_control_body(struct proto_msg *m)
 			return PROTO_R_BAD_BODY_LEN;
 		return check_records(h->body_len - PROTO_L2INV_HDR_LEN, h->count, PROTO_L2COL_LEN);
 	case PROTO_T_L2_UP:
+	case PROTO_T_SH_UP:
 		if (h->body_len < PROTO_EVICT_HDR_LEN)
 			return PROTO_R_BAD_BODY_LEN;
 		m->u.evict.batch_no = proto_ld64(b);
@@ -290,7 +292,7 @@ parse_control_body(struct proto_msg *m)
 		m->u.evict.g = proto_ld16(b + 10);
 		m->u.evict.ncols = proto_ld16(b + 12);
 		if ((uint32_t)m->u.evict.num_caches * m->u.evict.g != h->count ||
-		    (uint64_t)h->count * PROTO_EVICT_ENTRY_LEN + (uint64_t)m->u.evict.ncols * PROTO_L2COL_LEN !=
+		    (uint64_t)h->count * PROTO_EVICT_ENTRY_LEN + (uint64_t)m->u.evict.ncols * proto_col_len(h->type) !=
 			    (uint64_t)h->body_len - PROTO_EVICT_HDR_LEN)
 			return PROTO_R_BAD_COUNT;
 		return PROTO_OK;

@@ -70,6 +70,7 @@ extern "C" {
 #define PROTO_L2DEL_LEN 32	/* L2Delete */
 #define PROTO_L2DONE_LEN 24	/* L2Done */
 #define PROTO_L2INV_HDR_LEN 16 /* InventoryHeader */
+#define PROTO_SHCOL_LEN 88	/* SharedColumn (section 10): an L2Column and 24 bytes */
 
 #define PROTO_MTU_DEFAULT 9000
 /** Largest MTU accepted anywhere (jumbo). */
@@ -89,6 +90,7 @@ extern "C" {
 /** StatusBody.flags bit 0: the evict path is stalled waiting for space. */
 #define PROTO_STATUS_F_STALLED 0x1
 #define PROTO_STATUS_F_L2 0x2 /* the shard has a second tier (section 9) */
+#define PROTO_STATUS_F_SHARED 0x4 /* the shard reaches the shared level (section 10) */
 
 /**
  * Largest G x C of one EVICT at the given MTU (section 7):
@@ -113,6 +115,8 @@ proto_evict_max_entries(uint32_t mtu)
 	X(L2_UP, 0x07)                                                                             \
 	X(L2_DELETE, 0x08)                                                                         \
 	X(REPORT_ACK, 0x09)                                                                        \
+	X(SH_DOWN, 0x0A)                                                                           \
+	X(SH_UP, 0x0B)                                                                             \
 	X(STATUS, 0x10)                                                                            \
 	X(ACK, 0x11)                                                                               \
 	X(ERROR, 0x12)                                                                             \
@@ -146,7 +150,9 @@ bool proto_type_is_control(unsigned int type);
 	X(MALFORMED, 7)                                                                            \
 	X(BAD_CACHE, 8)                                                                            \
 	X(NO_TIER, 9)                                                                              \
-	X(L2_FAILED, 10)
+	X(L2_FAILED, 10)                                                                           \
+	X(SHARED_FAILED, 11)                                                                       \
+	X(SHARED_BAD, 12)
 
 enum proto_err {
 	PROTO_E_OK = 0,
@@ -242,11 +248,17 @@ struct proto_refill_chunk {
 	uint32_t num_tokens;
 };
 
-/** L2Column (section 9): a column of the second tier. */
+/**
+ * L2Column (section 9): a column of the second tier; with the last four
+ * fields, a SharedColumn (section 10: SH_DOWN, SH_UP), whose object the
+ * driver names. They are 0 in an L2Column.
+ */
 struct proto_l2col {
 	uint64_t key, parent, isolation_id, prompt_id, evict_count, first_use_ns;
 	uint32_t start_token_idx, num_tokens;
 	uint16_t cache_id;
+	uint64_t object_id;
+	uint32_t gen_global, gen_org, layout;
 };
 
 /** L2Delete. */
@@ -255,7 +267,7 @@ struct proto_l2del {
 	uint16_t cache_id;
 };
 
-/** L2Done: op 1 L2_DOWN, 2 L2_UP. */
+/** L2Done: op 1 L2_DOWN, 2 L2_UP, 3 SH_DOWN, 4 SH_UP. */
 struct proto_l2done {
 	uint64_t key, isolation_id;
 	uint16_t cache_id;
@@ -539,10 +551,25 @@ proto_get_evict_entry(const struct proto_msg *m, unsigned int i, struct proto_ev
 	e->sequence_id = proto_ld32(p + 12);
 }
 
-/** An L2Column at @p p (section 9). */
-static inline void
-proto_get_l2col_at(const uint8_t *p, struct proto_l2col *c)
+/** A column record's length in a message of @p type: SharedColumn or L2Column. */
+static inline uint32_t
+proto_col_len(unsigned int type)
 {
+	return type == PROTO_T_SH_DOWN || type == PROTO_T_SH_UP ? PROTO_SHCOL_LEN : PROTO_L2COL_LEN;
+}
+
+/** An L2Column at @p p (section 9); a SharedColumn's (section 10) when @p len says so. */
+static inline void
+proto_get_l2col_at(const uint8_t *p, struct proto_l2col *c, uint32_t len)
+{
+	c->object_id = 0;
+	c->gen_global = c->gen_org = c->layout = 0;
+	if (len == PROTO_SHCOL_LEN) {
+		c->object_id = proto_ld64(p + 64);
+		c->gen_global = proto_ld32(p + 72);
+		c->gen_org = proto_ld32(p + 76);
+		c->layout = proto_ld32(p + 80);
+	}
 	c->key = proto_ld64(p);
 	c->parent = proto_ld64(p + 8);
 	c->isolation_id = proto_ld64(p + 16);
@@ -554,26 +581,31 @@ proto_get_l2col_at(const uint8_t *p, struct proto_l2col *c)
 	c->cache_id = proto_ld16(p + 56);
 }
 
-/** Record @p i of an L2_DOWN. */
+/** Record @p i of an L2_DOWN or an SH_DOWN. */
 static inline void
 proto_get_l2_down(const struct proto_msg *m, unsigned int i, struct proto_l2col *c)
 {
-	proto_get_l2col_at(m->body + (size_t)i * PROTO_L2COL_LEN, c);
+	uint32_t len = proto_col_len(m->hdr.type);
+
+	proto_get_l2col_at(m->body + (size_t)i * len, c, len);
 }
 
-/** Column @p i of an L2_UP (after its u.evict.g x num_caches entries). */
+/** Column @p i of an L2_UP or an SH_UP (after its u.evict.g x num_caches entries). */
 static inline void
 proto_get_l2_up_col(const struct proto_msg *m, unsigned int i, struct proto_l2col *c)
 {
+	uint32_t len = proto_col_len(m->hdr.type);
+
 	proto_get_l2col_at(m->body + PROTO_EVICT_HDR_LEN + (size_t)m->hdr.count * PROTO_EVICT_ENTRY_LEN +
-			   (size_t)i * PROTO_L2COL_LEN, c);
+			   (size_t)i * len, c, len);
 }
 
 /** Record @p i of an L2_INVENTORY; its header's total and first. */
 static inline void
 proto_get_l2_inventory(const struct proto_msg *m, unsigned int i, struct proto_l2col *c)
 {
-	proto_get_l2col_at(m->body + PROTO_L2INV_HDR_LEN + (size_t)i * PROTO_L2COL_LEN, c);
+	proto_get_l2col_at(m->body + PROTO_L2INV_HDR_LEN + (size_t)i * PROTO_L2COL_LEN, c,
+			   PROTO_L2COL_LEN);
 }
 
 static inline void
@@ -752,7 +784,11 @@ int proto_build_refill_req(struct proto_builder *b, const struct proto_refill_re
 /** REFILL: one chunk of the last request added. */
 int proto_build_refill_chunk(struct proto_builder *b, const struct proto_refill_chunk *c);
 int proto_build_delete(struct proto_builder *b, const struct proto_delete *d);
-/* The second tier (section 9). L2_UP: its header (ncols set), its entries, then its columns. */
+/*
+ * The second tier (section 9). L2_UP: its header (ncols set), its entries,
+ * then its columns. The same calls build SH_DOWN and SH_UP (section 10) into
+ * a builder begun with those types: their columns are SharedColumns.
+ */
 int proto_build_l2_down(struct proto_builder *b, const struct proto_l2col *c);
 int proto_build_l2_up_hdr(struct proto_builder *b, const struct proto_evict_hdr *e);
 int proto_build_l2_up_entry(struct proto_builder *b, const struct proto_evict_entry *e);

@@ -173,9 +173,22 @@ proto_build_delete(struct proto_builder *b, const struct proto_delete *d)
 
 /* ---- The second tier (section 9) ---- */
 
-static void
-st_l2col(uint8_t *p, const struct proto_l2col *c)
+/* The builder's type if it is one of the two, else the first (build_room refuses it). */
+static uint8_t
+either(const struct proto_builder *b, uint8_t l2, uint8_t sh)
 {
+	return b->type == sh ? sh : l2;
+}
+
+static void
+st_l2col(uint8_t *p, const struct proto_l2col *c, uint8_t type)
+{
+	if (proto_col_len(type) == PROTO_SHCOL_LEN) {
+		proto_st64(p + 64, c->object_id);
+		proto_st32(p + 72, c->gen_global);
+		proto_st32(p + 76, c->gen_org);
+		proto_st32(p + 80, c->layout);
+	}
 	proto_st64(p, c->key);
 	proto_st64(p + 8, c->parent);
 	proto_st64(p + 16, c->isolation_id);
@@ -191,11 +204,12 @@ int
 proto_build_l2_down(struct proto_builder *b, const struct proto_l2col *c)
 {
 	int err;
-	uint8_t *p = build_room(b, PROTO_T_L2_DOWN, PROTO_L2COL_LEN, true, &err);
+	uint8_t t = either(b, PROTO_T_L2_DOWN, PROTO_T_SH_DOWN);
+	uint8_t *p = build_room(b, t, proto_col_len(t), true, &err);
 
 	if (p == NULL)
 		return err;
-	st_l2col(p, c);
+	st_l2col(p, c, t);
 	return 0;
 }
 
@@ -207,7 +221,7 @@ proto_build_l2_up_hdr(struct proto_builder *b, const struct proto_evict_hdr *e)
 
 	if (b->len != PROTO_HDR_LEN)
 		return -EINVAL;
-	p = build_room(b, PROTO_T_L2_UP, PROTO_EVICT_HDR_LEN, false, &err);
+	p = build_room(b, either(b, PROTO_T_L2_UP, PROTO_T_SH_UP), PROTO_EVICT_HDR_LEN, false, &err);
 	if (p == NULL)
 		return err;
 	proto_st64(p, e->batch_no);
@@ -225,7 +239,7 @@ proto_build_l2_up_entry(struct proto_builder *b, const struct proto_evict_entry 
 
 	if (b->len < PROTO_HDR_LEN + PROTO_EVICT_HDR_LEN)
 		return -EINVAL;
-	p = build_room(b, PROTO_T_L2_UP, PROTO_EVICT_ENTRY_LEN, true, &err);
+	p = build_room(b, either(b, PROTO_T_L2_UP, PROTO_T_SH_UP), PROTO_EVICT_ENTRY_LEN, true, &err);
 	if (p == NULL)
 		return err;
 	proto_st64(p, e->prompt_id);
@@ -238,14 +252,15 @@ int
 proto_build_l2_up_col(struct proto_builder *b, const struct proto_l2col *c)
 {
 	int err;
-	uint8_t *p;
+	uint8_t *p, t;
 
 	if (b->len < PROTO_HDR_LEN + PROTO_EVICT_HDR_LEN)
 		return -EINVAL;
-	p = build_room(b, PROTO_T_L2_UP, PROTO_L2COL_LEN, false, &err);
+	t = either(b, PROTO_T_L2_UP, PROTO_T_SH_UP);
+	p = build_room(b, t, proto_col_len(t), false, &err);
 	if (p == NULL)
 		return err;
-	st_l2col(p, c);
+	st_l2col(p, c, t);
 	return 0;
 }
 
@@ -307,7 +322,7 @@ proto_build_l2_inventory_col(struct proto_builder *b, const struct proto_l2col *
 	p = build_room(b, PROTO_T_L2_INVENTORY, PROTO_L2COL_LEN, true, &err);
 	if (p == NULL)
 		return err;
-	st_l2col(p, c);
+	st_l2col(p, c, PROTO_T_L2_INVENTORY);
 	return 0;
 }
 

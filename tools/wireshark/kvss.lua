@@ -22,6 +22,7 @@ kvss.prefs.refill = Pref.uint("REFILL_DATA port", 7402, "UDP port of REFILL_DATA
 local TYPES = {
 	[0x01] = "HELLO", [0x02] = "RESERVE", [0x03] = "EVICT", [0x04] = "REFILL",
 	[0x05] = "DELETE", [0x06] = "L2_DOWN", [0x07] = "L2_UP", [0x08] = "L2_DELETE", [0x09] = "REPORT_ACK",
+	[0x0A] = "SH_DOWN", [0x0B] = "SH_UP",
 	[0x10] = "STATUS", [0x11] = "ACK", [0x12] = "ERROR", [0x13] = "REFILL_DONE",
 	[0x14] = "TOKEN_LOST", [0x15] = "L2_DONE", [0x16] = "L2_INVENTORY",
 	[0x20] = "EVICT_DATA", [0x21] = "REFILL_DATA",
@@ -29,7 +30,8 @@ local TYPES = {
 local CODES = {
 	[0] = "OK", [1] = "HOLE", [2] = "LEFT_GROWTH", [3] = "DELETE_NOT_RIGHT",
 	[4] = "UNKNOWN_PROMPT", [5] = "RANGE", [6] = "NO_SPACE", [7] = "MALFORMED",
-	[8] = "BAD_CACHE", [9] = "NO_TIER", [10] = "L2_FAILED",
+	[8] = "BAD_CACHE", [9] = "NO_TIER", [10] = "L2_FAILED", [11] = "SHARED_FAILED",
+	[12] = "SHARED_BAD",
 }
 local PAYLOAD_MAX = 9600 - 20 - 8
 
@@ -49,12 +51,14 @@ uint("count", 16); uint("epoch", 32); uint("seq", 64)
 for _, n in ipairs({"prompt_id", "continue_id", "batch_no", "refill_id", "evict_count",
 		    "batches_complete", "last_seq_done", "reports", "uptime_ns", "capacity_tokens",
 		    "stored_tokens", "prompts", "cum_seq", "bytes", "key", "parent", "isolation_id",
-		    "first_use_ns", "recv_seq", "l2_capacity_tokens", "l2_stored_tokens"}) do
+		    "first_use_ns", "recv_seq", "l2_capacity_tokens", "l2_stored_tokens",
+		    "object_id"}) do
 	uint(n, 64)
 end
 for _, n in ipairs({"start_token_idx", "num_tokens", "token", "token_idx", "sequence_id",
 		    "cache_idx", "end_token_idx", "status_flags", "driver_epoch", "bytes_per_token",
-		    "tokens", "stream_offset", "stream_len", "payload_len", "total", "first"}) do
+		    "tokens", "stream_offset", "stream_len", "payload_len", "total", "first",
+		    "gen_global", "gen_org", "layout"}) do
 	uint(n, 32)
 end
 for _, n in ipairs({"cache_id", "num_caches", "g", "ncols", "num_chunks", "num_buffers", "code",
@@ -176,17 +180,19 @@ local function body_reason(t, b, body_len, count)
 		return unless(records(body_len, count, ver == 1 and 16 or 24), "bad_count")
 	elseif n == "L2_DOWN" then
 		return unless(records(body_len, count, 64), "bad_count")
+	elseif n == "SH_DOWN" then
+		return unless(records(body_len, count, 88), "bad_count")
 	elseif n == "L2_DELETE" then
 		return unless(records(body_len, count, 32), "bad_count")
 	elseif n == "L2_INVENTORY" then
 		if body_len < 16 then return "bad_body_len" end
 		return unless(records(body_len - 16, count, 64), "bad_count")
-	elseif n == "EVICT" or n == "L2_UP" then
+	elseif n == "EVICT" or n == "L2_UP" or n == "SH_UP" then
 		if body_len < 16 then return "bad_body_len" end
 		local nc, g = b(8, 2):le_uint(), b(10, 2):le_uint()
 		if nc * g ~= count then return "bad_count" end
-		local cols = n == "L2_UP" and b(12, 2):le_uint() or 0
-		return unless(count * 16 + cols * 64 == body_len - 16, "bad_count")
+		local cols = n ~= "EVICT" and b(12, 2):le_uint() or 0
+		return unless(count * 16 + cols * (n == "SH_UP" and 88 or 64) == body_len - 16, "bad_count")
 	elseif n == "REFILL" then
 		local off, k = 0, 0
 		while off < body_len do
@@ -207,16 +213,21 @@ local function u(tree, name, r)
 end
 
 local function l2col(tree, r)
-	local t = tree:add(kvss, r, "L2Column")
+	local shared = r:len() == 88
+	local t = tree:add(kvss, r, shared and "SharedColumn" or "L2Column")
 	u(t, "key", r(0, 8)); u(t, "parent", r(8, 8)); u(t, "isolation_id", r(16, 8))
 	u(t, "prompt_id", r(24, 8)); u(t, "evict_count", r(32, 8)); u(t, "first_use_ns", r(40, 8))
 	u(t, "start_token_idx", r(48, 4)); u(t, "num_tokens", r(52, 4)); u(t, "cache_id", r(56, 2))
+	if shared then
+		u(t, "object_id", r(64, 8)); u(t, "gen_global", r(72, 4)); u(t, "gen_org", r(76, 4))
+		u(t, "layout", r(80, 4))
+	end
 end
 
 local function evict_batch(tree, b, n, count)
 	local nc = b(8, 2):le_uint()
 	u(tree, "batch_no", b(0, 8)); u(tree, "num_caches", b(8, 2)); u(tree, "g", b(10, 2))
-	if n == "L2_UP" then u(tree, "ncols", b(12, 2)) end
+	if n == "L2_UP" or n == "SH_UP" then u(tree, "ncols", b(12, 2)) end
 	for i = 0, count - 1 do
 		local r = b(16 + 16 * i, 16)
 		local t = tree:add(kvss, r, "EvictEntry " .. i)
@@ -261,9 +272,12 @@ local function body(tree, t, b, count)
 		end
 	elseif n == "L2_DOWN" then
 		for i = 0, count - 1 do l2col(tree, b(64 * i, 64)) end
-	elseif n == "L2_UP" then
+	elseif n == "SH_DOWN" then
+		for i = 0, count - 1 do l2col(tree, b(88 * i, 88)) end
+	elseif n == "L2_UP" or n == "SH_UP" then
+		local w = n == "SH_UP" and 88 or 64
 		evict_batch(tree, b, n, count)
-		for i = 0, b(12, 2):le_uint() - 1 do l2col(tree, b(16 + 16 * count + 64 * i, 64)) end
+		for i = 0, b(12, 2):le_uint() - 1 do l2col(tree, b(16 + 16 * count + w * i, w)) end
 	elseif n == "L2_DELETE" then
 		for i = 0, count - 1 do
 			local r = b(32 * i, 32)
@@ -324,7 +338,8 @@ local function body(tree, t, b, count)
 			local s = tree:add(kvss, r, "L2Done " .. i)
 			local op, st = r(18, 1):uint(), r(20, 2):le_uint()
 			u(s, "key", r(0, 8)); u(s, "isolation_id", r(8, 8)); u(s, "cache_id", r(16, 2))
-			s:add(F.op, r(18, 1), op == 1 and "L2_DOWN" or op == 2 and "L2_UP" or "UNKNOWN")
+			s:add(F.op, r(18, 1), op == 1 and "L2_DOWN" or op == 2 and "L2_UP" or
+			      op == 3 and "SH_DOWN" or op == 4 and "SH_UP" or "UNKNOWN")
 			u(s, "status", r(20, 2))
 			s:add(F.status_name, r(20, 2), CODES[st] or "UNKNOWN")
 		end

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shared level's object format (shared_obj.h): encode, name, decode and
+ * check. Everything read here came from another machine: every length is
+ * bounded before it is used, every reserved byte must be zero, and both
+ * checksums are seeded so that a checksum of other bytes (a slice of
+ * another column renamed, a header copied over another payload) fails.
+ *
+ * Header (128 bytes, little-endian):
+ *   0 u32 magic "KVSO"   4 u16 version   6 u16 kind
+ *   8 u64 org           16 u64 key      24 u64 parent   32 u64 object_id
+ *  40 u64 first_use_ns  48 u64 written_ns
+ *  56 u32 gen_global    60 u32 gen_org  64 u32 layout
+ *  68 u16 model         70 u16 shard    72 u16 cache    74 u16 reserved
+ *  76 u32 start         80 u32 tokens   84 u32 bytes_per_token
+ *  88 u32 payload_len   92 u32 reserved
+ *  96 u64 payload_xxh3 (seed: object_id)
+ * 104..119 reserved (zero)
+ * 120 u64 header_xxh3 of bytes 0..119 (seed: SHARED_HDR_SEED)
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "shared_obj.h"
+
+#define SHARED_HDR_SEED 0x6b7673732d6f626aull /* "kvss-obj" */
+#define SHARED_ID_SEED 0x6b7673732d696421ull  /* "kvss-id!" */
+#define SHARED_LAYOUT_SEED 0x6b7673732d6c6179ull
+
+static const char *const bad_name[] = {
+	"ok",
+#define SHARED_BAD_NAME(n, s) #n,
+	SHARED_BAD_REASONS(SHARED_BAD_NAME)
+#undef SHARED_BAD_NAME
+};
+
+static const char *const bad_text[] = {
+	"ok",
+#define SHARED_BAD_TEXT(n, s) s,
+	SHARED_BAD_REASONS(SHARED_BAD_TEXT)
+#undef SHARED_BAD_TEXT
+};
+
+const char *
+shared_bad_name(enum shared_bad why)
+{
+	static char lower[SHARED_BAD_COUNT][16];
+	const char *s;
+	size_t i;
+
+	if ((unsigned int)why >= SHARED_BAD_COUNT)
+		return "unknown";
+	if (why == SHARED_OK)
+		return "ok";
+	if (lower[why][0] == '\0') {
+		s = bad_name[why];
+		for (i = 0; s[i] != '\0' && i + 1 < sizeof(lower[why]); i++)
+			lower[why][i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+	}
+	return lower[why];
+}
+
+const char *
+shared_bad_text(enum shared_bad why)
+{
+	return (unsigned int)why < SHARED_BAD_COUNT ? bad_text[why] : "unknown";
+}
+
+/* ---- Ids and names --------------------------------------------------------- */
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)v);
+	put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint16_t
+get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16;
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+uint32_t
+shared_layout(uint16_t model, uint16_t num_shards, uint32_t column_tokens, uint16_t num_caches,
+	      const uint32_t *bpt)
+{
+	uint8_t b[10 + 4 * 64];
+	size_t n = 0;
+	uint16_t c;
+
+	put16(b, model);
+	put16(b + 2, num_shards);
+	put32(b + 4, column_tokens);
+	put16(b + 8, num_caches);
+	n = 10;
+	for (c = 0; c < num_caches && c < 64; c++, n += 4)
+		put32(b + n, bpt[c]);
+	return (uint32_t)XXH3_64bits_withSeed(b, n, SHARED_LAYOUT_SEED);
+}
+
+uint64_t
+shared_object_id(uint64_t org, uint64_t key, uint32_t gen_global, uint32_t gen_org, uint32_t layout)
+{
+	uint8_t b[28];
+	uint64_t id;
+
+	put64(b, org);
+	put64(b + 8, key);
+	put32(b + 16, gen_global);
+	put32(b + 20, gen_org);
+	put32(b + 24, layout);
+	id = XXH3_64bits_withSeed(b, sizeof(b), SHARED_ID_SEED);
+	return id != 0 ? id : 1;
+}
+
+int
+shared_ns(char *ns, uint64_t org)
+{
+	return snprintf(ns, SHARED_NS_MAX, "o%016" PRIx64, org);
+}
+
+int
+shared_slice_name(char *name, uint64_t object_id, uint16_t shard, uint16_t cache)
+{
+	return snprintf(name, SHARED_NAME_MAX, "%016" PRIx64 ".s%u.c%u", object_id, shard, cache);
+}
+
+int
+shared_record_name(char *name, uint64_t object_id)
+{
+	return snprintf(name, SHARED_NAME_MAX, "%016" PRIx64 ".r", object_id);
+}
+
+/* Exactly 16 lowercase hex digits; -1 otherwise. */
+static int
+hex16(const char *s, uint64_t *v)
+{
+	uint64_t x = 0;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		char ch = s[i];
+
+		if (ch >= '0' && ch <= '9')
+			x = x << 4 | (uint64_t)(ch - '0');
+		else if (ch >= 'a' && ch <= 'f')
+			x = x << 4 | (uint64_t)(ch - 'a' + 10);
+		else
+			return -1;
+	}
+	*v = x;
+	return 0;
+}
+
+/* A decimal below 65536 with no leading zero, ending at @p end's char; -1 otherwise. */
+static int
+dec16(const char *s, char end, uint16_t *v, const char **rest)
+{
+	uint32_t x = 0;
+	int n = 0;
+
+	while (s[n] >= '0' && s[n] <= '9') {
+		x = x * 10 + (uint32_t)(s[n] - '0');
+		if (++n > 5 || x > 0xffff)
+			return -1;
+	}
+	if (n == 0 || (n > 1 && s[0] == '0') || s[n] != end)
+		return -1;
+	*v = (uint16_t)x;
+	*rest = s + n;
+	return 0;
+}
+
+int
+shared_parse_name(const char *name, uint64_t *object_id, uint16_t *shard, uint16_t *cache)
+{
+	const char *p;
+
+	if (strnlen(name, SHARED_NAME_MAX) >= SHARED_NAME_MAX || hex16(name, object_id) != 0 ||
+	    name[16] != '.')
+		return -1;
+	p = name + 17;
+	if (p[0] == 'r' && p[1] == '\0') {
+		*shard = *cache = 0xffff;
+		return 0;
+	}
+	if (p[0] != 's' || dec16(p + 1, '.', shard, &p) != 0 || p[1] != 'c' ||
+	    dec16(p + 2, '\0', cache, &p) != 0)
+		return -1;
+	return 0;
+}
+
+int
+shared_parse_ns(const char *ns, uint64_t *org)
+{
+	if (ns[0] != 'o' || strnlen(ns, SHARED_NS_MAX) != 17)
+		return -1;
+	return hex16(ns + 1, org);
+}
+
+/* ---- Headers --------------------------------------------------------------- */
+
+void
+shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload)
+{
+	memset(out, 0, SHARED_HDR_LEN);
+	h->payload_xxh3 = XXH3_64bits_withSeed(payload != NULL ? payload : out, h->payload_len,
+					       h->object_id);
+	put32(out + 0, SHARED_OBJ_MAGIC);
+	put16(out + 4, SHARED_OBJ_VERSION);
+	put16(out + 6, h->kind);
+	put64(out + 8, h->org);
+	put64(out + 16, h->key);
+	put64(out + 24, h->parent);
+	put64(out + 32, h->object_id);
+	put64(out + 40, h->first_use_ns);
+	put64(out + 48, h->written_ns);
+	put32(out + 56, h->gen_global);
+	put32(out + 60, h->gen_org);
+	put32(out + 64, h->layout);
+	put16(out + 68, h->model);
+	put16(out + 70, h->shard);
+	put16(out + 72, h->cache);
+	put32(out + 76, h->start);
+	put32(out + 80, h->tokens);
+	put32(out + 84, h->bytes_per_token);
+	put32(out + 88, h->payload_len);
+	put64(out + 96, h->payload_xxh3);
+	put64(out + 120, XXH3_64bits_withSeed(out, 120, SHARED_HDR_SEED));
+}
+
+static bool
+zero(const uint8_t *p, size_t n)
+{
+	while (n-- > 0)
+		if (*p++ != 0)
+			return false;
+	return true;
+}
+
+enum shared_bad
+shared_obj_decode(const uint8_t *buf, size_t len, struct shared_hdr *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (len < SHARED_HDR_LEN)
+		return SHARED_BAD_SHORT;
+	if (get32(buf) != SHARED_OBJ_MAGIC || get16(buf + 4) != SHARED_OBJ_VERSION)
+		return SHARED_BAD_MAGIC;
+	if (get64(buf + 120) != XXH3_64bits_withSeed(buf, 120, SHARED_HDR_SEED))
+		return SHARED_BAD_HEADER_SUM;
+	h->kind = get16(buf + 6);
+	h->org = get64(buf + 8);
+	h->key = get64(buf + 16);
+	h->parent = get64(buf + 24);
+	h->object_id = get64(buf + 32);
+	h->first_use_ns = get64(buf + 40);
+	h->written_ns = get64(buf + 48);
+	h->gen_global = get32(buf + 56);
+	h->gen_org = get32(buf + 60);
+	h->layout = get32(buf + 64);
+	h->model = get16(buf + 68);
+	h->shard = get16(buf + 70);
+	h->cache = get16(buf + 72);
+	h->start = get32(buf + 76);
+	h->tokens = get32(buf + 80);
+	h->bytes_per_token = get32(buf + 84);
+	h->payload_len = get32(buf + 88);
+	h->payload_xxh3 = get64(buf + 96);
+	if ((h->kind != SHARED_SLICE && h->kind != SHARED_RECORD) || get16(buf + 74) != 0 ||
+	    get32(buf + 92) != 0 || !zero(buf + 104, 16) || h->key == 0 || h->object_id == 0 ||
+	    h->tokens == 0 || h->payload_len > SHARED_PAYLOAD_MAX)
+		return SHARED_BAD_FORMAT;
+	/* A slice is exactly its tokens' bytes; a record has none. */
+	if (h->kind == SHARED_SLICE ?
+		    (uint64_t)h->tokens * h->bytes_per_token != h->payload_len :
+		    h->payload_len != 0 || h->bytes_per_token != 0)
+		return SHARED_BAD_FORMAT;
+	if (len - SHARED_HDR_LEN != h->payload_len)
+		return len - SHARED_HDR_LEN < h->payload_len ? SHARED_BAD_SHORT : SHARED_BAD_FORMAT;
+	if (XXH3_64bits_withSeed(buf + SHARED_HDR_LEN, h->payload_len, h->object_id) !=
+	    h->payload_xxh3)
+		return SHARED_BAD_PAYLOAD_SUM;
+	return SHARED_OK;
+}
+
+enum shared_bad
+shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want)
+{
+	if (got->kind != want->kind || got->org != want->org || got->key != want->key ||
+	    got->object_id != want->object_id || got->gen_global != want->gen_global ||
+	    got->gen_org != want->gen_org || got->layout != want->layout ||
+	    got->model != want->model || got->parent != want->parent ||
+	    got->first_use_ns != want->first_use_ns)
+		return SHARED_BAD_IDENTITY;
+	if (got->shard != want->shard || got->cache != want->cache || got->start != want->start ||
+	    got->tokens != want->tokens || got->bytes_per_token != want->bytes_per_token)
+		return SHARED_BAD_GEOMETRY;
+	return SHARED_OK;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shared level's objects (docs/PROTOCOL.md section 10): what a replica
+ * writes to Ceph RADOS and what every other replica reads back and checks
+ * before anything is served. Pure C, no librados: the format is encoded,
+ * named and checked here, and fuzzed alone (test/fuzz/fuzz_shared_obj.c).
+ *
+ * Every object is a 128-byte header then its payload:
+ *  - a slice (kind 1): one shard's bytes of one cache of one whole column,
+ *    written by that shard, named "<object_id>.s<shard>.c<cache>";
+ *  - a record (kind 2): the column itself, written by the driver once every
+ *    shard's slice is written; no payload; named "<object_id>.r". A column
+ *    is in the shared level when its record is: slices without one are
+ *    never read, and are swept.
+ * Objects live in the organization's RADOS namespace "o<isolation id, 16
+ * hex digits>"; the generations (the emergency reset) in the object
+ * "generation" of the default namespace (every organization) and of the
+ * organization's.
+ *
+ * The object id names a column for one generation and one layout: a hash of
+ * (isolation id, key, both generations, layout), so a reset or another
+ * geometry never finds the old or foreign objects by name; the header says
+ * them all again and is checked field by field against what was asked.
+ */
+#ifndef KVSS_SHARED_OBJ_H
+#define KVSS_SHARED_OBJ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHARED_OBJ_MAGIC 0x4F53564Bu /* "KVSO" */
+#define SHARED_OBJ_VERSION 1
+#define SHARED_HDR_LEN 128
+/* The largest payload read or written (RADOS takes 128 MiB objects by default). */
+#define SHARED_PAYLOAD_MAX (64u << 20)
+/* A name: "<16 hex>.s<5 digits>.c<5 digits>" and its NUL; a namespace "o<16 hex>". */
+#define SHARED_NAME_MAX 40
+#define SHARED_NS_MAX 20
+#define SHARED_GEN_OBJECT "generation"
+
+enum shared_kind { SHARED_SLICE = 1, SHARED_RECORD = 2 };
+
+struct shared_hdr {
+	uint16_t kind;
+	uint64_t org;	      /* isolation id */
+	uint64_t key;	      /* the column's chained hash */
+	uint64_t parent;      /* the key before it (the isolation id for a prompt's first) */
+	uint64_t object_id;   /* shared_object_id() */
+	uint64_t first_use_ns;/* wall clock of the column's first use */
+	uint64_t written_ns;  /* wall clock when written */
+	uint32_t gen_global;  /* the generations it was written under */
+	uint32_t gen_org;
+	uint32_t layout;      /* the model's geometry (shared_layout()) */
+	uint16_t model;
+	uint16_t shard;	      /* slice: the shard; record: how many shards */
+	uint16_t cache;	      /* slice: the cache; record: how many caches */
+	uint32_t start;	      /* the column's first token */
+	uint32_t tokens;      /* its tokens (a whole column) */
+	uint32_t bytes_per_token; /* slice: this shard's bytes of a token of the cache; record: 0 */
+	uint32_t payload_len;
+	uint64_t payload_xxh3;/* seeded with object_id */
+};
+
+/** Why an object was refused (counted per reason by whoever read it). */
+#define SHARED_BAD_REASONS(X)                                                                     \
+	X(SHORT, "shorter than its header or its payload")                                          \
+	X(MAGIC, "not a kvss object (magic or version)")                                            \
+	X(HEADER_SUM, "the header's checksum does not match")                                       \
+	X(PAYLOAD_SUM, "the payload's checksum does not match")                                     \
+	X(IDENTITY, "another column, organization, generation or layout than asked")                \
+	X(GEOMETRY, "another shard, cache, token range or token size than asked")                   \
+	X(FORMAT, "a field out of its range (kind, lengths, reserved bytes)")
+
+enum shared_bad {
+	SHARED_OK = 0,
+#define SHARED_BAD_ENUM(n, s) SHARED_BAD_##n,
+	SHARED_BAD_REASONS(SHARED_BAD_ENUM)
+#undef SHARED_BAD_ENUM
+	SHARED_BAD_COUNT
+};
+
+/** A reason's short name ("payload_sum"), for counters and messages. */
+const char *shared_bad_name(enum shared_bad why);
+/** A reason in words. */
+const char *shared_bad_text(enum shared_bad why);
+
+/**
+ * The model's layout id: a hash of what makes a slice usable (model, shard
+ * count, column tokens, each cache's bytes per token on each shard).
+ * @p bpt: num_caches values, a shard's bytes per token of each cache.
+ */
+uint32_t shared_layout(uint16_t model, uint16_t num_shards, uint32_t column_tokens,
+		       uint16_t num_caches, const uint32_t *bpt);
+
+/** The object id of a column (never 0). */
+uint64_t shared_object_id(uint64_t org, uint64_t key, uint32_t gen_global, uint32_t gen_org,
+			  uint32_t layout);
+
+/** Names (return the length written, buffers of SHARED_NAME_MAX / SHARED_NS_MAX). */
+int shared_ns(char *ns, uint64_t org);
+int shared_slice_name(char *name, uint64_t object_id, uint16_t shard, uint16_t cache);
+int shared_record_name(char *name, uint64_t object_id);
+/** Parse a name back ("...r": shard and cache 0xffff); -1 if not one of ours. */
+int shared_parse_name(const char *name, uint64_t *object_id, uint16_t *shard, uint16_t *cache);
+/** An organization's namespace back to its isolation id; -1 if not one of ours. */
+int shared_parse_ns(const char *ns, uint64_t *org);
+
+/**
+ * Write the header of @p h (payload_len and payload_xxh3 computed here from
+ * @p payload) into @p out (SHARED_HDR_LEN bytes).
+ */
+void shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload);
+
+/**
+ * Decode and check an object read whole (@p len bytes at @p buf): magic,
+ * version, the header's checksum, its fields' ranges, the payload's length
+ * and checksum. Returns SHARED_OK and fills @p h, or the reason.
+ */
+enum shared_bad shared_obj_decode(const uint8_t *buf, size_t len, struct shared_hdr *h);
+
+/**
+ * A decoded header against what was asked: kind, org, key, object id,
+ * generations, layout, model, shard, cache, start, tokens and bytes per
+ * token must all be @p want's (parent and first use are the record's to
+ * say; a slice's must equal its record's, which the caller passes in
+ * @p want). Returns SHARED_OK or IDENTITY / GEOMETRY.
+ */
+enum shared_bad shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want);
+
+#endif /* KVSS_SHARED_OBJ_H */

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shared level's objects (docs/PROTOCOL.md section 10, lib/shared/
+ * shared_obj.c): the document's golden slice built byte for byte and read
+ * back; every way an object from another machine can be wrong refused with
+ * its own reason; names and namespaces made and parsed back, strictly.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "frames.h"
+#include "shared_obj.h"
+
+#define FU 1700000000000000000ULL
+
+/* The document's slice: 2 tokens of 4 bytes of cache 1 on shard 3. */
+static const uint8_t payload[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+static struct shared_hdr
+slice_hdr(void)
+{
+	return (struct shared_hdr){.kind = SHARED_SLICE, .org = 0x3333, .key = 0x1111,
+				   .parent = 0x2222, .object_id = 0x0123456789abcdefull,
+				   .first_use_ns = FU, .written_ns = FU + 5, .gen_global = 1,
+				   .gen_org = 2, .layout = 0x5a5a5a5a, .model = 0, .shard = 3,
+				   .cache = 1, .start = 64, .tokens = 2, .bytes_per_token = 4,
+				   .payload_len = 8};
+}
+
+static size_t
+build(uint8_t *obj)
+{
+	struct shared_hdr h = slice_hdr();
+
+	shared_hdr_encode(obj, &h, payload);
+	memcpy(obj + SHARED_HDR_LEN, payload, sizeof(payload));
+	return SHARED_HDR_LEN + sizeof(payload);
+}
+
+Test(shared_obj, the_golden_slice_is_built_and_read_back)
+{
+	uint8_t obj[256], want[256];
+	struct shared_hdr h, w = slice_hdr();
+	size_t n = build(obj);
+	uint32_t m = frames_golden("shared_slice", want, sizeof(want));
+
+	cr_assert_eq(m, n, "the document's slice has %u bytes, built %zu", m, n);
+	cr_assert_arr_eq(obj, want, n, "the slice differs from docs/PROTOCOL.md");
+	cr_assert_eq(shared_obj_decode(want, m, &h), SHARED_OK);
+	cr_assert_eq(shared_hdr_match(&h, &w), SHARED_OK);
+	cr_assert_eq(h.written_ns, FU + 5);
+}
+
+/* @p obj with byte @p at xor'd by @p x: the reason it is refused. */
+static enum shared_bad
+flipped(size_t at, uint8_t x)
+{
+	uint8_t obj[256];
+	struct shared_hdr h;
+	size_t n = build(obj);
+
+	obj[at] ^= x;
+	return shared_obj_decode(obj, n, &h);
+}
+
+Test(shared_obj, every_byte_flipped_is_refused)
+{
+	size_t at, n = SHARED_HDR_LEN + sizeof(payload);
+
+	for (at = 0; at < n; at++) {
+		enum shared_bad r = flipped(at, 0x10);
+
+		cr_assert_neq(r, SHARED_OK, "byte %zu changed and still accepted", at);
+		if (at < 6)
+			cr_assert_eq(r, SHARED_BAD_MAGIC, "byte %zu: %s", at, shared_bad_name(r));
+		else if (at < SHARED_HDR_LEN)
+			cr_assert_eq(r, SHARED_BAD_HEADER_SUM, "byte %zu: %s", at, shared_bad_name(r));
+		else
+			cr_assert_eq(r, SHARED_BAD_PAYLOAD_SUM, "byte %zu: %s", at, shared_bad_name(r));
+	}
+}
+
+Test(shared_obj, lengths_that_do_not_add_up_are_refused)
+{
+	uint8_t obj[256];
+	struct shared_hdr h = slice_hdr(), d;
+	size_t n = build(obj);
+
+	cr_assert_eq(shared_obj_decode(obj, 0, &d), SHARED_BAD_SHORT);
+	cr_assert_eq(shared_obj_decode(obj, SHARED_HDR_LEN - 1, &d), SHARED_BAD_SHORT);
+	cr_assert_eq(shared_obj_decode(obj, n - 1, &d), SHARED_BAD_SHORT);
+	cr_assert_eq(shared_obj_decode(obj, n + 1, &d), SHARED_BAD_FORMAT, "a byte too many");
+	/* A header that checks but whose payload length is not tokens x bytes. */
+	h.payload_len = 4;
+	shared_hdr_encode(obj, &h, payload);
+	cr_assert_eq(shared_obj_decode(obj, SHARED_HDR_LEN + 4, &d), SHARED_BAD_FORMAT);
+	/* tokens x bytes_per_token past 32 bits does not wrap to a match. */
+	h = slice_hdr();
+	h.tokens = 0x40000000u;
+	h.bytes_per_token = 4;
+	h.payload_len = 0;
+	shared_hdr_encode(obj, &h, payload);
+	cr_assert_eq(shared_obj_decode(obj, SHARED_HDR_LEN, &d), SHARED_BAD_FORMAT);
+	/* A record carries no payload. */
+	h = slice_hdr();
+	h.kind = SHARED_RECORD;
+	shared_hdr_encode(obj, &h, payload);
+	cr_assert_eq(shared_obj_decode(obj, SHARED_HDR_LEN + 8, &d), SHARED_BAD_FORMAT);
+	h.payload_len = 0;
+	h.bytes_per_token = 0;
+	shared_hdr_encode(obj, &h, NULL);
+	cr_assert_eq(shared_obj_decode(obj, SHARED_HDR_LEN, &d), SHARED_OK);
+	cr_assert_eq(d.kind, SHARED_RECORD);
+	/* Kind 3, key 0: out of range even with a good checksum. */
+	h.kind = 3;
+	shared_hdr_encode(obj, &h, NULL);
+	cr_assert_eq(shared_obj_decode(obj, SHARED_HDR_LEN, &d), SHARED_BAD_FORMAT);
+	h.kind = SHARED_RECORD;
+	h.key = 0;
+	shared_hdr_encode(obj, &h, NULL);
+	cr_assert_eq(shared_obj_decode(obj, SHARED_HDR_LEN, &d), SHARED_BAD_FORMAT);
+}
+
+Test(shared_obj, a_good_object_of_another_column_is_refused_by_what_was_asked)
+{
+	uint8_t obj[256];
+	struct shared_hdr h, w;
+	size_t n = build(obj);
+
+	cr_assert_eq(shared_obj_decode(obj, n, &h), SHARED_OK);
+#define ASK(field, v, why)                                                                        \
+	do {                                                                                        \
+		w = slice_hdr();                                                                    \
+		w.field = (v);                                                                      \
+		cr_assert_eq(shared_hdr_match(&h, &w), why, #field);                                \
+	} while (0)
+	ASK(org, 0x4444, SHARED_BAD_IDENTITY);
+	ASK(key, 0x1112, SHARED_BAD_IDENTITY);
+	ASK(parent, 0x2223, SHARED_BAD_IDENTITY);
+	ASK(object_id, 1, SHARED_BAD_IDENTITY);
+	ASK(gen_global, 2, SHARED_BAD_IDENTITY);
+	ASK(gen_org, 3, SHARED_BAD_IDENTITY);
+	ASK(layout, 7, SHARED_BAD_IDENTITY);
+	ASK(model, 1, SHARED_BAD_IDENTITY);
+	ASK(first_use_ns, FU + 1, SHARED_BAD_IDENTITY);
+	ASK(kind, SHARED_RECORD, SHARED_BAD_IDENTITY);
+	ASK(shard, 2, SHARED_BAD_GEOMETRY);
+	ASK(cache, 0, SHARED_BAD_GEOMETRY);
+	ASK(start, 0, SHARED_BAD_GEOMETRY);
+	ASK(tokens, 3, SHARED_BAD_GEOMETRY);
+	ASK(bytes_per_token, 8, SHARED_BAD_GEOMETRY);
+	ASK(written_ns, 0, SHARED_OK); /* not an identity: when it was written */
+#undef ASK
+}
+
+Test(shared_obj, ids_depend_on_every_input)
+{
+	uint32_t bpt[2] = {1024, 512}, bpt2[2] = {1024, 256};
+	uint32_t l = shared_layout(0, 4, 256, 2, bpt);
+	uint64_t id = shared_object_id(1, 2, 3, 4, l);
+
+	cr_assert_neq(l, shared_layout(1, 4, 256, 2, bpt));
+	cr_assert_neq(l, shared_layout(0, 8, 256, 2, bpt));
+	cr_assert_neq(l, shared_layout(0, 4, 128, 2, bpt));
+	cr_assert_neq(l, shared_layout(0, 4, 256, 2, bpt2));
+	cr_assert_neq(l, shared_layout(0, 4, 256, 1, bpt));
+	cr_assert_eq(l, shared_layout(0, 4, 256, 2, bpt), "deterministic");
+	cr_assert_neq(id, 0);
+	cr_assert_neq(id, shared_object_id(9, 2, 3, 4, l));
+	cr_assert_neq(id, shared_object_id(1, 9, 3, 4, l));
+	cr_assert_neq(id, shared_object_id(1, 2, 9, 4, l));
+	cr_assert_neq(id, shared_object_id(1, 2, 3, 9, l));
+	cr_assert_neq(id, shared_object_id(1, 2, 3, 4, l + 1));
+}
+
+Test(shared_obj, names_are_made_and_parsed_back_strictly)
+{
+	char name[SHARED_NAME_MAX], ns[SHARED_NS_MAX];
+	uint64_t id, org;
+	uint16_t shard, cache;
+
+	shared_slice_name(name, 0x0123456789abcdefull, 65535, 7);
+	cr_assert_str_eq(name, "0123456789abcdef.s65535.c7");
+	cr_assert_eq(shared_parse_name(name, &id, &shard, &cache), 0);
+	cr_assert_eq(id, 0x0123456789abcdefull);
+	cr_assert_eq(shard, 65535);
+	cr_assert_eq(cache, 7);
+	shared_record_name(name, 42);
+	cr_assert_str_eq(name, "000000000000002a.r");
+	cr_assert_eq(shared_parse_name(name, &id, &shard, &cache), 0);
+	cr_assert_eq(shard, 0xffff);
+	shared_ns(ns, 0x3333);
+	cr_assert_str_eq(ns, "o0000000000003333");
+	cr_assert_eq(shared_parse_ns(ns, &org), 0);
+	cr_assert_eq(org, 0x3333);
+	{
+		static const char *const bad[] = {
+			"", "generation", "0123456789abcdef", "0123456789abcdef.", "0123456789ABCDEF.r",
+			"0123456789abcdef.rr", "0123456789abcdef.s65536.c0", "0123456789abcdef.s01.c0",
+			"0123456789abcdef.s1.c", "0123456789abcdef.s1.c1x", "0123456789abcdef.s.c1",
+			"0123456789abcde.s1.c1", "0123456789abcdef.s1c1", "0123456789abcdef.s99999999.c1"};
+		size_t i;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			cr_assert_eq(shared_parse_name(bad[i], &id, &shard, &cache), -1, "'%s'", bad[i]);
+		cr_assert_eq(shared_parse_ns("o000000000000333", &org), -1);
+		cr_assert_eq(shared_parse_ns("x0000000000003333", &org), -1);
+		cr_assert_eq(shared_parse_ns("o00000000000033333", &org), -1);
+		cr_assert_eq(shared_parse_ns("", &org), -1);
+	}
+	cr_assert_str_eq(shared_bad_name(SHARED_BAD_PAYLOAD_SUM), "payload_sum");
+	cr_assert_str_eq(shared_bad_name(SHARED_BAD_COUNT), "unknown");
+}
