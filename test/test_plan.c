@@ -212,6 +212,28 @@ static struct bad bads[] = {
 	 ":5: jobs.[1].name: job 'j' appears twice"},
 	{ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\", \"b0\"]; bytes_per_token_per_wio = 1; } );\n",
 	 "jobs.[0].boxes: element 1: box 'b0' is listed twice"},
+	/* Names become file names and lines of emitted configurations. */
+	{ONE_NODE "jobs = ( " JOB("../../../../x", "") " );\n",
+	 "jobs.[0].name: '../../../../x' is not a name: letters, digits"},
+	{ONE_NODE "jobs = ( " JOB("a\\nrole = \\\"driver\\\";", "") " );\n",
+	 "jobs.[0].name: 'a?role = \"driver\";' is not a name"},
+	{"nodes = ( { name = \"n0\"; ram_gb = 100; } );\n"
+	 "boxes = ( { name = \".hidden\"; shards = ( { domain = 0; wio = 1; node = \"n0\"; } ); } );\n",
+	 "boxes.[0].name: '.hidden' is not a name"},
+	{"nodes = ( { name = \"n/0\"; ram_gb = 100; } );\n", "nodes.[0].name: 'n/0' is not a name"},
+	/* Counts are whole: never cut silently. */
+	{"nodes = ( { name = \"n0\"; ram_gb = 100; } );\n"
+	 "boxes = ( { name = \"b0\"; shards = ( { domain = 0; wio = 2.7; node = \"n0\"; } ); } );\n",
+	 "boxes.[0].shards.[0].wio: 2.7 is not a whole number"},
+	{"nodes = ( { name = \"n0\"; ram_gb = 100; } );\n"
+	 "boxes = ( { name = \"b0\"; shards = ( { domain = 0.5; wio = 1; node = \"n0\"; } ); } );\n",
+	 "boxes.[0].shards.[0].domain: 0.5 is not a whole number"},
+	{ONE_NODE "jobs = ( " JOB("j", "") " );\npolicy = { round_tokens = 999.9; };\n",
+	 "policy.round_tokens: 999.9 is not a whole number"},
+	{ONE_NODE "jobs = ( " JOB("j", "grants = ( { box = \"b0\"; domain = 0; tokens = 10.5; } );")
+	 " );\n", "jobs.[0].grants.[0].tokens: 10.5 is not a whole number"},
+	{ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1000.5; } );\n",
+	 "jobs.[0].bytes_per_token_per_wio: 1000.5 is not a whole number"},
 };
 
 ParameterizedTestParameters(plan, a_bad_cluster_names_its_key)
@@ -348,6 +370,70 @@ Test(plan, compare_fails_when_a_policy_does_and_speaks_json)
 	snprintf(cmd, sizeof(cmd), "build/kvss-plan config/cluster-70b.cfg --compare --json | python3 -c "
 		 "'import json, sys; d = json.load(sys.stdin); sys.exit(0 if d[\"equal_pct\"] == 62.2 else 1)'");
 	cr_assert_eq(system(cmd), 0, "--compare --json");
+	unlink(file);
+}
+
+/*
+ * --emit-config writes into its directory only. The reader refuses a job
+ * named "../x" (above); here, through the program: exit 2, nothing written
+ * anywhere, the directory not even made.
+ */
+Test(plan, emit_config_never_writes_outside_its_directory)
+{
+	char file[64], cmd[512], dir[64], escaped[96];
+	int st;
+
+	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_esc_%d.d", (int)getpid());
+	snprintf(escaped, sizeof(escaped), "/tmp/kvss_plan_esc_%d-b0-d0.cfg", (int)getpid());
+	snprintf(cmd, sizeof(cmd), ONE_NODE "jobs = ( { name = \"../kvss_plan_esc_%d\"; boxes = [\"b0\"]; "
+		 "bytes_per_token_per_wio = 1000000; base_mem_gb = 10; } );\n", (int)getpid());
+	write_cluster(file, sizeof(file), "esc", cmd);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config %s >/dev/null 2>&1", file, dir);
+	st = system(cmd);
+	cr_assert_eq(WEXITSTATUS(st), 2, "a job named ../x: exit 2 (was %d)", WEXITSTATUS(st));
+	cr_assert_neq(access(escaped, F_OK), 0, "%s was written", escaped);
+	cr_assert_neq(access(dir, F_OK), 0, "%s was made", dir);
+	unlink(escaped);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	unlink(file);
+}
+
+/*
+ * A budget the job's base memory does not fit: 62,500 GB x 0.8 = 50,000 GB
+ * for a shard whose base alone is 100,000 GB. The plan allocates the base
+ * anyway (no token): 50,000 GB over, said, exit 1, nothing emitted.
+ */
+Test(plan, a_plan_over_its_budget_is_an_error)
+{
+	char file[64], cmd[512], dir[64];
+	FILE *p;
+	char out[4096];
+	size_t n;
+	int st;
+
+	write_cluster(file, sizeof(file), "over",
+		      "nodes = ( { name = \"n0\"; ram_gb = 62500; } );\n"
+		      "boxes = ( { name = \"b0\"; shards = ( { domain = 0; wio = 1; node = \"n0\"; } ); } );\n"
+		      "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1000; "
+		      "base_mem_gb = 100000; } );\npolicy = { kind = \"equal\"; };\n");
+	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_over_%d.d", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config %s 2>&1", file, dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	cr_assert_eq(WEXITSTATUS(st), 1, "over budget: exit 1 (was %d)\n%s", WEXITSTATUS(st), out);
+	cr_assert_not_null(strstr(out, "budget 50000.0 GB, OVER BUDGET by 50000.0 GB"), "%s", out);
+	cr_assert_not_null(strstr(out, "kvss-plan: job j: allocated 100000.0 GB, 50000.0 GB over its "
+				       "budget of 50000.0 GB: a shard's base memory (base_mem_gb"), "%s", out);
+	cr_assert_neq(access(dir, F_OK), 0, "%s was made", dir);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --json 2>/dev/null | python3 -c 'import json, sys; "
+		 "d = json.load(sys.stdin); j = d[\"jobs\"][0]; "
+		 "sys.exit(0 if j[\"over\"] == 50000 * 10**9 and j[\"budget\"] + j[\"over\"] == j[\"bytes\"] + j[\"left\"] else 1)'",
+		 file);
+	cr_assert_eq(system(cmd), 0, "--json: the job's over, and budget + over = bytes + left");
 	unlink(file);
 }
 

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "config.h"
@@ -62,10 +64,15 @@ print_plan(const struct plan_cluster *c, const struct plan_result *r)
 
 		printf("job %s: usable %" PRIu64 " tokens (its smallest shard); an unsharded pool of the "
 		       "same memory: %" PRIu64 " (%.1f%%); allocated %.1f GB = used %.1f GB + wasted "
-		       "%.1f GB; budget %.1f GB, %.1f GB of it not allocated%s\n",
+		       "%.1f GB; budget %.1f GB, ",
 		       c->job[j].name, jr->usable, jr->ideal, jr->ratio * 100, (double)jr->bytes / GB,
-		       (double)jr->used / GB, (double)jr->wasted / GB, (double)jr->budget / GB,
-		       (double)jr->left / GB, jr->below_lower ? "; BELOW tokens_lower" : "");
+		       (double)jr->used / GB, (double)jr->wasted / GB, (double)jr->budget / GB);
+		if (jr->over)
+			printf("OVER BUDGET by %.1f GB (its base memory does not fit)",
+			       (double)jr->over / GB);
+		else
+			printf("%.1f GB of it not allocated", (double)jr->left / GB);
+		printf("%s\n", jr->below_lower ? "; BELOW tokens_lower" : "");
 	}
 	for (k = 0; k < c->nnodes; k++) {
 		uint64_t av = c->node[k].ram - c->node[k].reserved;
@@ -114,8 +121,9 @@ print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
 		json_str(c->node[s->node].name);
 		printf(", \"bytes_per_token\": %" PRIu64 ", \"tokens\": %" PRIu64 ", \"budget\": %" PRIu64
 		       ", \"bytes\": %" PRIu64 ", \"used\": %" PRIu64 ", \"wasted\": %" PRIu64
-		       ", \"left\": %" PRIu64 "}",
-		       x->mem_per_token, x->tokens, x->budget, x->bytes, x->used, x->wasted, x->left);
+		       ", \"left\": %" PRIu64 ", \"over\": %" PRIu64 "}",
+		       x->mem_per_token, x->tokens, x->budget, x->bytes, x->used, x->wasted, x->left,
+		       x->over);
 	}
 	printf("], \"jobs\": [");
 	for (j = 0; j < c->njobs; j++) {
@@ -126,9 +134,9 @@ print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
 		printf(", \"usable_tokens\": %" PRIu64 ", \"ideal_tokens\": %" PRIu64
 		       ", \"ratio\": %.6f, \"budget\": %" PRIu64 ", \"bytes\": %" PRIu64
 		       ", \"used\": %" PRIu64 ", \"wasted\": %" PRIu64 ", \"left\": %" PRIu64
-		       ", \"below_tokens_lower\": %s}",
+		       ", \"over\": %" PRIu64 ", \"below_tokens_lower\": %s}",
 		       jr->usable, jr->ideal, jr->ratio, jr->budget, jr->bytes, jr->used, jr->wasted,
-		       jr->left, jr->below_lower ? "true" : "false");
+		       jr->left, jr->over, jr->below_lower ? "true" : "false");
 	}
 	printf("], \"nodes\": [");
 	for (k = 0; k < c->nnodes; k++) {
@@ -148,13 +156,24 @@ print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
  * wafer's 10.100.0.1), g the grant's index: distinct across every shard of
  * the plan. Shard ids are 0.. within each job (its model 0).
  */
+/*
+ * Every file goes into DIR itself: its name is JOB-BOX-dD.cfg, names the
+ * cluster reader took (letters, digits, '.', '_', '-'; never '/' nor a
+ * leading '.'), opened relative to DIR without following a link there.
+ */
 static int
 emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 {
 	uint32_t g, first = 0; /* a job's grants are consecutive: its first */
+	int dfd;
 
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-		fprintf(stderr, "kvss-plan: %s: %s\n", dir, strerror(errno));
+		fprintf(stderr, "kvss-plan: --emit-config %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		fprintf(stderr, "kvss-plan: --emit-config %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
 	for (g = 0; g < r->ngrants; g++) {
@@ -162,6 +181,7 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 		const struct plan_shard *s = &c->shard[x->shard];
 		char path[512];
 		FILE *f;
+		int fd;
 
 		if (g > 0 && r->grant[g - 1].job != x->job)
 			first = g;
@@ -171,13 +191,24 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 				"shard.caches.capacity_tokens); split the memory over more shards\n",
 				c->job[x->job].name, s->box, s->domain, x->tokens,
 				(unsigned long long)KVSS_MAX_CAPACITY_TOKENS);
+			close(dfd);
 			return -1;
 		}
-		snprintf(path, sizeof(path), "%s/%s-%s-d%u.cfg", dir, c->job[x->job].name, s->box,
-			 s->domain);
-		f = fopen(path, "w");
+		snprintf(path, sizeof(path), "%s-%s-d%u.cfg", c->job[x->job].name, s->box, s->domain);
+		if (strchr(path, '/') != NULL || path[0] == '.') {
+			/* The reader refuses such names; never write outside DIR. */
+			fprintf(stderr, "kvss-plan: --emit-config: '%s' is not a file name in %s\n", path,
+				dir);
+			close(dfd);
+			return -1;
+		}
+		fd = openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		f = fd < 0 ? NULL : fdopen(fd, "w");
 		if (f == NULL) {
-			fprintf(stderr, "kvss-plan: %s: %s\n", path, strerror(errno));
+			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			close(dfd);
 			return -1;
 		}
 		fprintf(f,
@@ -196,8 +227,14 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 			x->mem_per_token, x->tokens, g - first, x->job + 1, (g >> 8) & 0xff,
 			g & 0xff, 1 + g / 240, 10 + g % 240, x->mem_per_token, s->wio,
 			x->tokens ? x->tokens : 1);
-		fclose(f);
+		if (ferror(f) | fclose(f)) {
+			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path,
+				strerror(errno));
+			close(dfd);
+			return -1;
+		}
 	}
+	close(dfd);
 	printf("kvss-plan: %u shard configurations in %s\n", r->ngrants, dir);
 	return 0;
 }
@@ -354,6 +391,20 @@ main(int argc, char **argv)
 		print_plan_json(&c, &r);
 	else
 		print_plan(&c, &r);
+	if (r.over_budget) {
+		uint16_t j;
+
+		for (j = 0; j < c.njobs; j++)
+			if (r.job[j].over)
+				fprintf(stderr, "kvss-plan: job %s: allocated %.1f GB, %.1f GB over its "
+						"budget of %.1f GB: a shard's base memory (base_mem_gb = %.1f) "
+						"does not fit what the policy gives it; lower base_mem_gb, give "
+						"the nodes more RAM or the job fewer shards\n",
+					c.job[j].name, (double)r.job[j].bytes / GB,
+					(double)r.job[j].over / GB, (double)r.job[j].budget / GB,
+					(double)c.job[j].base_mem / GB);
+		return 1;
+	}
 	if (r.overcommitted && strict) {
 		fprintf(stderr, "kvss-plan: %u node(s) cannot hold their grants (--strict)\n",
 			r.overcommitted);

@@ -189,6 +189,10 @@ plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t 
 			g->used = j->base_mem + jr->usable * g->mem_per_token;
 			g->wasted = g->bytes - g->used; /* usable <= tokens: never negative */
 			g->left = g->budget > g->bytes ? g->budget - g->bytes : 0;
+			/* A budget below the base: no token, and still more than given. */
+			g->over = g->bytes > g->budget ? g->bytes - g->budget : 0;
+			r->over_budget += g->over != 0;
+			jr->over += g->over;
 			jr->budget += g->budget;
 			jr->bytes += g->bytes;
 			jr->used += g->used;

@@ -42,13 +42,15 @@ struct plan_grant {
 	uint64_t used;	  /* base + usable x mem_per_token: what the job can use */
 	uint64_t wasted;  /* bytes - used: tokens held that the job cannot use */
 	uint64_t left;	  /* budget - bytes when positive: given, not allocated (rounding) */
+	uint64_t over;	  /* bytes - budget when positive: the base alone does not fit */
 };
 
 struct plan_job_result {
 	uint64_t usable;	/* the minimum over the job's shards */
 	uint64_t ideal;		/* the job's budget as one unsharded pool */
 	double ratio;		/* usable / ideal */
-	uint64_t budget, bytes, used, wasted, left; /* sums; bytes = used + wasted */
+	uint64_t budget, bytes, used, wasted, left, over; /* sums; bytes = used + wasted,
+							   * budget + over = bytes + left */
 	bool below_lower;
 };
 
@@ -58,6 +60,7 @@ struct plan_result {
 	struct plan_job_result job[PLAN_MAX_JOBS];
 	uint64_t node_bytes[PLAN_MAX_NODES]; /* granted on each node */
 	uint32_t overcommitted;		     /* nodes whose grants do not fit */
+	uint32_t over_budget;		     /* grants whose base alone exceeds their budget */
 };
 
 /** Plan @p c into @p r. @return 0, or -1 with @p err (a job with no shard). */

@@ -7,7 +7,9 @@
 #include "cluster.h"
 #include "config.h"
 
+#include <ctype.h>
 #include <libconfig.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,15 +59,45 @@ get_num(struct ld *l, const config_setting_t *g, const char *key, double lo, dou
 	return 0;
 }
 
+/* A count: a number as get_num reads it, and whole (wio = 2.7 is refused, not cut to 2). */
+static int
+get_whole(struct ld *l, const config_setting_t *g, const char *key, double lo, double hi,
+	  double def, bool required, double *out)
+{
+	if (get_num(l, g, key, lo, hi, def, required, out) != 0)
+		return -1;
+	if (floor(*out) != *out)
+		return fail(l, g, key, "%.10g is not a whole number", *out);
+	return 0;
+}
+
+/*
+ * A name: letters, digits, '.', '_' and '-', the first a letter or a digit.
+ * Names become file names (--emit-config writes JOB-BOX-dD.cfg) and lines
+ * of the configurations it writes: no '/', no "..", no newline, no quote.
+ */
 static int
 get_name(struct ld *l, const config_setting_t *g, const char *key, char *out)
 {
 	const char *v;
+	size_t i;
 
 	if (config_setting_lookup_string(g, key, &v) != CONFIG_TRUE || v[0] == '\0')
 		return fail(l, g, key, "missing (a name in quotes)");
 	if (strlen(v) >= PLAN_NAME)
 		return fail(l, g, key, "longer than %d characters", PLAN_NAME - 1);
+	for (i = 0; v[i] != '\0'; i++)
+		if (!isalnum((unsigned char)v[i]) &&
+		    (i == 0 || (v[i] != '.' && v[i] != '_' && v[i] != '-'))) {
+			char shown[PLAN_NAME];
+			size_t k;
+
+			for (k = 0; v[k] != '\0'; k++)
+				shown[k] = isprint((unsigned char)v[k]) ? v[k] : '?';
+			shown[k] = '\0';
+			return fail(l, g, key, "'%s' is not a name: letters, digits, '.', '_' and '-', "
+					       "starting with a letter or a digit", shown);
+		}
 	snprintf(out, PLAN_NAME, "%s", v);
 	return 0;
 }
@@ -141,8 +173,8 @@ load_boxes(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 			if (c->nshards == PLAN_MAX_SHARDS)
 				return fail(l, b, "shards", "more than %d shards in all", PLAN_MAX_SHARDS);
 			sh = &c->shard[c->nshards];
-			if (get_num(l, e, "domain", 0, 1023, 0, true, &dom) != 0 ||
-			    get_num(l, e, "wio", 1, 1024, 0, true, &wio) != 0 ||
+			if (get_whole(l, e, "domain", 0, 1023, 0, true, &dom) != 0 ||
+			    get_whole(l, e, "wio", 1, 1024, 0, true, &wio) != 0 ||
 			    get_name(l, e, "node", nodename) != 0)
 				return -1;
 			nd = node_of(c, nodename);
@@ -198,10 +230,10 @@ load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 			if (strcmp(c->job[k].name, j->name) == 0)
 				return fail(l, e, "name", "job '%s' appears twice", j->name);
 		if (
-		    get_num(l, e, "bytes_per_token_per_wio", 1, 1e9, 0, true, &bpt) != 0 ||
+		    get_whole(l, e, "bytes_per_token_per_wio", 1, 1e9, 0, true, &bpt) != 0 ||
 		    get_num(l, e, "base_mem_gb", 0, 1e5, 10, false, &base) != 0 ||
-		    get_num(l, e, "tokens_lower", 0, 1e12, 0, false, &lo) != 0 ||
-		    get_num(l, e, "tokens_upper", 1, 1e12, 1e12, false, &hi) != 0 ||
+		    get_whole(l, e, "tokens_lower", 0, 1e12, 0, false, &lo) != 0 ||
+		    get_whole(l, e, "tokens_upper", 1, 1e12, 1e12, false, &hi) != 0 ||
 		    get_num(l, e, "ratio", 0.000001, 1e6, 1, false, &j->ratio) != 0)
 			return -1;
 		if (config_setting_lookup_string(e, "model", &(const char *){NULL}) == CONFIG_TRUE &&
@@ -233,8 +265,8 @@ load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 			uint16_t s;
 
 			if (get_name(l, g, "box", box) != 0 ||
-			    get_num(l, g, "domain", 0, 1023, 0, true, &dom) != 0 ||
-			    get_num(l, g, "tokens", 0, 1e12, 0, true, &tok) != 0)
+			    get_whole(l, g, "domain", 0, 1023, 0, true, &dom) != 0 ||
+			    get_whole(l, g, "tokens", 0, 1e12, 0, true, &tok) != 0)
 				return -1;
 			for (s = 0; s < c->nshards; s++)
 				if (strcmp(c->shard[s].box, box) == 0 && c->shard[s].domain == (uint16_t)dom)
@@ -287,7 +319,7 @@ kvss_cluster_load(const char *path, struct plan_cluster *c, char *err, size_t er
 		if (config_setting_lookup_bool(p, "keep_ratio", &kr) == CONFIG_TRUE)
 			c->keep_ratio = kr;
 		if (get_num(&l, p, "discount", 0, 0.95, 0.2, false, &d) != 0 ||
-		    get_num(&l, p, "round_tokens", 1, 1e9, 1000, false, &r) != 0)
+		    get_whole(&l, p, "round_tokens", 1, 1e9, 1000, false, &r) != 0)
 			goto out;
 		c->discount = d;
 		c->round_tokens = (uint64_t)r;
