@@ -12,7 +12,8 @@
 #define VNODES 64 /* chash: points per replica */
 
 struct org {
-	uint64_t id; /* 0: free (ids are hashed to nonzero) */
+	uint64_t id;  /* 0: free (ids are hashed to nonzero) */
+	uint64_t org; /* the organization as given */
 	uint32_t home, spread, level;
 	double load, slot[ROUTE_MAX_REPLICAS];
 	uint64_t last_ms, changed_ms;
@@ -79,11 +80,25 @@ cmp_point(const void *a, const void *b)
 	return x->h < y->h ? -1 : x->h > y->h;
 }
 
+/* The ring of every replica's points (chash), sorted. */
+static void
+ring_build(struct router *r)
+{
+	uint32_t i, v;
+
+	for (i = 0; i < r->p.replicas; i++)
+		for (v = 0; v < VNODES; v++) {
+			uint64_t k = (uint64_t)i << 32 | v;
+
+			r->ring[i * VNODES + v] = (struct point){XXH3_64bits(&k, sizeof(k)), i};
+		}
+	qsort(r->ring, (size_t)r->p.replicas * VNODES, sizeof(r->ring[0]), cmp_point);
+}
+
 struct router *
 route_create(const struct route_params *p)
 {
 	struct router *r;
-	uint32_t i, v;
 
 	if (p->replicas == 0 || p->replicas > ROUTE_MAX_REPLICAS || (unsigned int)p->policy > 4)
 		return NULL;
@@ -104,14 +119,49 @@ route_create(const struct route_params *p)
 	if (r->p.period_ms == 0)
 		r->p.period_ms = 15000;
 	r->rng = p->seed | 1;
-	for (i = 0; i < p->replicas; i++)
-		for (v = 0; v < VNODES; v++) {
-			uint64_t k = (uint64_t)i << 32 | v;
-
-			r->ring[i * VNODES + v] = (struct point){XXH3_64bits(&k, sizeof(k)), i};
-		}
-	qsort(r->ring, (size_t)p->replicas * VNODES, sizeof(r->ring[0]), cmp_point);
+	ring_build(r);
 	return r;
+}
+
+/* An organization's home: a consistent hash of it over the replicas. */
+static uint32_t
+home_of(const struct router *r, uint64_t org)
+{
+	return jump(XXH3_64bits_withSeed(&org, sizeof(org), 0x0a5), r->p.replicas);
+}
+
+int
+route_add_replica(struct router *r)
+{
+	int moved = 0;
+	uint32_t i;
+
+	if (r->p.replicas >= ROUTE_MAX_REPLICAS)
+		return -1;
+	r->load[r->p.replicas++] = 0;
+	ring_build(r);
+	for (i = 0; i < ORGS; i++) {
+		struct org *o = &r->org[i];
+		uint32_t h;
+
+		if (o->id == 0)
+			continue;
+		h = home_of(r, o->org);
+		if (h != o->home) {
+			o->home = h;
+			moved++;
+		}
+		if (o->spread > r->p.replicas)
+			o->spread = r->p.replicas;
+		memset(o->slot, 0, sizeof(o->slot));
+	}
+	return moved;
+}
+
+uint32_t
+route_replicas(const struct router *r)
+{
+	return r->p.replicas;
 }
 
 void
@@ -167,7 +217,8 @@ org_get(struct router *r, uint64_t org, int create)
 				return NULL;
 			memset(o, 0, sizeof(*o));
 			o->id = id;
-			o->home = jump(XXH3_64bits_withSeed(&org, sizeof(org), 0x0a5), r->p.replicas);
+			o->org = org;
+			o->home = home_of(r, org);
 			o->spread = 1;
 			return o;
 		}
@@ -225,14 +276,13 @@ choose(struct router *r, uint64_t org, const uint32_t *t, uint32_t n, struct org
 			r->rng = x;
 		return (uint32_t)(x % r->p.replicas);
 	case ROUTE_ORG:
-		return jump(XXH3_64bits_withSeed(&org, sizeof(org), 0x0a5), r->p.replicas);
+		return home_of(r, org);
 	case ROUTE_PREFIX:
 		return jump(prefix_hash(0, t, n, r->p.prefix_step), r->p.replicas);
 	case ROUTE_CHASH:
 		return chash_replica(r, prefix_hash(org, t, n, r->p.prefix_step));
 	default:
-		return o != NULL ? affinity_replica(r, o, org, t, n, slot)
-				 : jump(XXH3_64bits_withSeed(&org, sizeof(org), 0x0a5), r->p.replicas);
+		return o != NULL ? affinity_replica(r, o, org, t, n, slot) : home_of(r, org);
 	}
 }
 
@@ -324,3 +374,9 @@ route_org_state(const struct router *r, uint64_t org, uint32_t *spread, uint32_t
 	*spread = o != NULL ? o->spread : 1;
 	*level = o != NULL ? o->level : 0;
 }
+
+/*
+ * The fleet model (fleet.h) over the router: built with it, so that every
+ * program linking the router (kvss-trace, test_route) has it.
+ */
+#include "fleet.c"

@@ -58,6 +58,19 @@ uint32_t route_peek(struct router *r, uint64_t org, const uint32_t *tokens, uint
 /** An organization's current spread (replicas) and prefix level (0: whole). */
 void route_org_state(const struct router *r, uint64_t org, uint32_t *spread, uint32_t *level);
 
+/**
+ * One more replica (a scale-out), numbered route's replica count before the
+ * call: the consistent hashes take it in, so only keys whose place is now
+ * the new replica move (jump hash: about 1/(R+1) of the organizations' homes,
+ * all to the new one; chash: the arcs its points take). Known
+ * organizations keep their spread and level; their slots' loads restart.
+ * @return the known organizations whose home moved, or -1 at the maximum.
+ */
+int route_add_replica(struct router *r);
+
+/** The replicas routed over now. */
+uint32_t route_replicas(const struct router *r);
+
 /** Policy names ("affinity", ...): index by enum, or -1 from a name. */
 const char *route_policy_name(enum route_policy p);
 int route_policy_parse(const char *name);
