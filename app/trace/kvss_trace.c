@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fleet.h"
 #include "replay.h"
 #include "oracle.h"
 #include "route.h"
@@ -86,6 +87,67 @@ num(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
 			return 2;                                                                  \
 		(dst) = (__typeof__(dst))v_;                                                       \
 	} while (0)
+
+/*
+ * Sizes in tokens for --shared and --disk ("4e6,inf": as --capacity writes
+ * them, but a whole number of at least 1, inf for unlimited) into @p v, at
+ * most @p max; or a message naming @p opt and -1.
+ */
+static int
+parse_sizes(const char *opt, const char *s, uint64_t *v, unsigned int max, unsigned int *n)
+{
+	char buf[512], *tok, *save = NULL;
+
+	*n = 0;
+	if (strlen(s) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		double x;
+
+		if (*n == max)
+			goto bad;
+		if (strcmp(tok, "inf") == 0 || strcmp(tok, "unlimited") == 0) {
+			v[(*n)++] = FLEET_UNLIMITED;
+			continue;
+		}
+		x = strtod(tok, &end);
+		if (end == tok || *end != '\0' || !(x >= 1) || x > 1e12 || x != (double)(uint64_t)x)
+			goto bad;
+		v[(*n)++] = (uint64_t)x;
+	}
+	if (*n)
+		return 0;
+bad:
+	fprintf(stderr, "kvss-trace: %s: '%s' is not %s size%s in tokens (a whole number from 1 "
+			"to 1e12, or inf)\n", opt, s, max > 1 ? "a list of at most 8" : "a",
+		max > 1 ? "s" : "");
+	return -1;
+}
+
+/* --restart REPLICA@REQUEST. */
+static int
+restart_arg(struct opts *o, const char *arg)
+{
+	char rep[32];
+	const char *at = strchr(arg, '@');
+	uint64_t r, i;
+
+	if (at == NULL || at == arg || (size_t)(at - arg) >= sizeof(rep)) {
+		fprintf(stderr, "kvss-trace: --restart: '%s': want REPLICA@REQUEST (the replica's number "
+				"from 0, the request's index from 1)\n", arg);
+		return -1;
+	}
+	memcpy(rep, arg, (size_t)(at - arg));
+	rep[at - arg] = '\0';
+	if (num("--restart", rep, 0, ROUTE_MAX_REPLICAS - 1, &r) != 0 ||
+	    num("--restart", at + 1, 1, WL_MAX_REQUESTS, &i) != 0)
+		return -1;
+	o->restart_rep = (int32_t)r;
+	o->restart_at = (size_t)i;
+	return 0;
+}
 
 /* TTLs up to ten years, in seconds. */
 #define TTL_MAX_S (10ull * 365 * 86400)
@@ -182,9 +244,15 @@ main(int argc, char **argv)
 		{"speculate", required_argument, NULL, 'S'},
 		{"spec-reject-pct", required_argument, NULL, 'J'},
 		{"spec-seed", required_argument, NULL, 'E'}, {"draft", required_argument, NULL, 'd'},
-		{NULL, 0, NULL, 0}};
+		{"shared", required_argument, NULL, 256}, {"shared-admit", required_argument, NULL, 257},
+		{"shared-ttl", required_argument, NULL, 258}, {"disk", required_argument, NULL, 259},
+		{"restart", required_argument, NULL, 260},
+		{"add-replica-at", required_argument, NULL, 261}, {NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
-			 .l2_gbps = 3.0, .l2_lat_us = 100, .spec_reject_pct = 20, .spec_seed = 1};
+			 .l2_gbps = 3.0, .l2_lat_us = 100, .spec_reject_pct = 20, .spec_seed = 1,
+			 .shared_admit = 1u << FLEET_ADMIT_EVICTED | 1u << FLEET_ADMIT_ALL,
+			 .restart_rep = -1};
+	bool shared_shaped = false;
 	struct workload t = {0};
 	struct oracle_blocks *blocks = NULL;
 	struct curves cv = {0};
@@ -363,6 +431,52 @@ main(int argc, char **argv)
 			o.route = (enum route_policy)pol;
 			break;
 		}
+		case 256:
+			if (parse_sizes("--shared", optarg, o.shared, 8, &o.nshared) != 0)
+				return 2;
+			break;
+		case 257: {
+			char buf[64], *tok, *save = NULL;
+			unsigned int a;
+
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			o.shared_admit = 0;
+			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+				for (a = 0; fleet_admit_names[a] != NULL && strcmp(tok, fleet_admit_names[a]); a++)
+					;
+				if (fleet_admit_names[a] == NULL) {
+					fprintf(stderr, "kvss-trace: --shared-admit: '%s' is not evicted or all\n",
+						tok);
+					return 2;
+				}
+				o.shared_admit |= 1u << a;
+			}
+			if (o.shared_admit == 0) {
+				fprintf(stderr, "kvss-trace: --shared-admit: empty\n");
+				return 2;
+			}
+			shared_shaped = true;
+			break;
+		}
+		case 258:
+			NUM("--shared-ttl", 0, TTL_MAX_S, o.shared_ttl_s);
+			shared_shaped = true;
+			break;
+		case 259: {
+			unsigned int nd;
+
+			if (parse_sizes("--disk", optarg, &o.disk, 1, &nd) != 0)
+				return 2;
+			o.disk_set = true;
+			break;
+		}
+		case 260:
+			if (restart_arg(&o, optarg) != 0)
+				return 2;
+			break;
+		case 261:
+			NUM("--add-replica-at", 1, WL_MAX_REQUESTS, o.add_at);
+			break;
 		case 'V':
 			args_version("kvss-trace", PROTO_VERSION);
 			return 0;
@@ -386,6 +500,10 @@ main(int argc, char **argv)
 		workload_mark_multimodal(&t, o.mm_every, 64);
 	} else if (workload_load(o.trace, o.block, 0, &t, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss-trace: %s\n", err);
+		return 2;
+	}
+	if (fleet_check(&o, o.limit && o.limit < t.n ? o.limit : t.n, shared_shaped) != 0) {
+		workload_free(&t);
 		return 2;
 	}
 	if (o.recompute_tps > 0 && o.kv_bytes == 0) {
@@ -540,6 +658,8 @@ main(int argc, char **argv)
 					return 1;
 				bad = 1;
 			}
+			if (fleet_asked(&o) && print_fleet(&o, &t, o.capacity[k]) != 0)
+				return 1;
 			printf("}\n");
 		} else {
 			char cs[32];
@@ -605,6 +725,8 @@ main(int argc, char **argv)
 					return 1;
 				bad = 1;
 			}
+			if (fleet_asked(&o) && print_fleet(&o, &t, o.capacity[k]) != 0)
+				return 1;
 		}
 		fflush(stdout);
 	}

@@ -58,7 +58,26 @@ struct opts {
 	/* --draft CAP: a draft model (model 1) beside the target, its own map and shard. */
 	bool draft;
 	uint64_t draft_cap;
+	/* The fleet model (fleet.h): --shared SIZE[,SIZE...] (FLEET_UNLIMITED: inf),
+	 * --shared-admit (bit per enum fleet_admit), --shared-ttl (first use, s),
+	 * --disk (each replica's, tokens), --restart R@I (restart_rep -1: none),
+	 * --add-replica-at I (0: none). */
+	uint64_t shared[8];
+	unsigned int nshared;
+	unsigned int shared_admit;
+	uint64_t shared_ttl_s;
+	uint64_t disk;
+	bool disk_set;
+	int32_t restart_rep;
+	size_t restart_at, add_at;
 };
+
+/* Whether any fleet option was given (the fleet's lines are printed). */
+static inline bool
+fleet_asked(const struct opts *o)
+{
+	return o->nshared || o->restart_rep >= 0 || o->add_at;
+}
 
 /* What --plot draws: per policy, the hit ratio at each capacity; the references. */
 struct curves {
@@ -99,5 +118,9 @@ void usage(FILE *f);
 int draw(const struct opts *o, const struct curves *cv);
 int print_l2(const struct opts *o, const struct workload *wl, const struct oracle_blocks *b,
 	     uint64_t cap);
+/* The fleet's options against each other and a trace of @p n requests: 0, or a message and -1. */
+int fleet_check(const struct opts *o, size_t n, bool shaped);
+/* The fleet's lines at DRAM capacity @p cap (0: unlimited): 0, 1 bad, -1 no memory. */
+int print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap);
 
 #endif

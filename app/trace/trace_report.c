@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kvss-trace's output beyond the table: usage, the second tier, the plot (trace_priv.h). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "fleet.h"
 #include "plot.h"
+#include "proto.h"
 #include "tier2.h"
 #include "trace_priv.h"
 
@@ -79,6 +82,18 @@ usage(FILE *f)
 		"                     rejected ones are evicted, then overwritten in place\n"
 		"  --spec-reject-pct P  the share of proposals rejected (default 20)\n"
 		"  --spec-seed S      the seed of those choices (default 1): runs replay exactly\n"
+		"  --shared N,...     the fleet model (docs/kvss-trace.md): --replicas replicas,\n"
+		"                     each with DRAM of the capacity and --disk, and a level of N\n"
+		"                     tokens (inf) shared by all, of whole columns: hit ratio by\n"
+		"                     level, against one replica holding all the fleet's memory\n"
+		"  --shared-admit R,...  what goes up: evicted (what a replica's last local\n"
+		"                     tier frees), all (every column once computed); default both\n"
+		"  --shared-ttl SEC   the shared level's expiry by first use (0: none)\n"
+		"  --disk N           each replica's local disk in the fleet model, tokens\n"
+		"  --restart R@I      replica R emptied (DRAM and disk) at request I: its hit\n"
+		"                     ratio in its 500 requests before and after\n"
+		"  --add-replica-at I a replica added at request I (the router moves a share\n"
+		"                     of the organizations to it)\n"
 		"A k-token answer evicts k-1 tokens: the wafer never runs its last token (the\n"
 		"design's generated-token caching).\n");
 }
@@ -207,3 +222,370 @@ print_l2(const struct opts *o, const struct workload *wl, const struct oracle_bl
 	return bad ? 1 : 0;
 }
 
+
+/* ---- The fleet (fleet.h): --shared, --restart, --add-replica-at ---------------- */
+
+/*
+ * The fleet's options against each other and the trace of @p n requests:
+ * 0, or a message naming the option and -1.
+ */
+int
+fleet_check(const struct opts *o, size_t n, bool shaped)
+{
+	uint32_t nrep = o->replicas > 1 ? o->replicas : 1;
+	unsigned int k;
+
+	if (!fleet_asked(o)) {
+		if (shaped || o->disk_set) {
+			fprintf(stderr, "kvss-trace: --shared-admit, --shared-ttl and --disk shape the fleet "
+					"model: give --shared, --restart or --add-replica-at\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (o->policy != PREFIXCACHE_LRU || o->npol > 1 || o->ttl_last_s || o->ttl_first_s ||
+	    o->nottl) {
+		fprintf(stderr, "kvss-trace: --shared, --restart, --add-replica-at: the fleet model's "
+				"tiers are LRU without local expiry: no --policy but lru, no --ttl-last, "
+				"--ttl-first, --org-ttl, --orgs-from\n");
+		return -1;
+	}
+	for (k = 0; k < o->ncap; k++)
+		if (o->capacity[k] != 0 && o->capacity[k] < o->column) {
+			fprintf(stderr, "kvss-trace: --capacity: %" PRIu64 " tokens is less than one column "
+					"(%u tokens): a replica's DRAM holds whole columns\n",
+				o->capacity[k], o->column);
+			return -1;
+		}
+	for (k = 0; k < o->nshared; k++)
+		if (o->shared[k] < o->column) {
+			fprintf(stderr, "kvss-trace: --shared: %" PRIu64 " tokens is less than one column "
+					"(%u tokens)\n", o->shared[k], o->column);
+			return -1;
+		}
+	if (o->disk != 0 && o->disk < o->column) {
+		fprintf(stderr, "kvss-trace: --disk: %" PRIu64 " tokens is less than one column (%u "
+				"tokens)\n", o->disk, o->column);
+		return -1;
+	}
+	if (o->add_at != 0 && o->add_at >= n) {
+		fprintf(stderr, "kvss-trace: --add-replica-at: request %zu is not before the last of the "
+				"%zu requests replayed\n", o->add_at, n);
+		return -1;
+	}
+	if (o->add_at != 0 && nrep == ROUTE_MAX_REPLICAS) {
+		fprintf(stderr, "kvss-trace: --add-replica-at: %u replicas already, the most\n", nrep);
+		return -1;
+	}
+	if (o->restart_rep >= 0) {
+		if (o->restart_at >= n) {
+			fprintf(stderr, "kvss-trace: --restart: request %zu is not before the last of the "
+					"%zu requests replayed\n", o->restart_at, n);
+			return -1;
+		}
+		/* A restart is run apart from an added replica: of the replicas at the start. */
+		if ((uint32_t)o->restart_rep >= nrep) {
+			fprintf(stderr, "kvss-trace: --restart: replica %d is not one of the %u replicas "
+					"(0 to %u)\n", o->restart_rep, nrep, nrep - 1);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* One run of the fleet model and what it is. */
+struct fleet_line {
+	uint64_t shared; /* 0: none */
+	int admit;	 /* -1: none */
+	/* Nothing done (the events' windows watched: what the fleet would have
+	 * had); the replica restarted; the replica added. */
+	struct fleet_result r, rs, add;
+};
+
+static uint64_t
+times(uint64_t a, uint64_t k)
+{
+	return a == FLEET_UNLIMITED || (k && a > FLEET_UNLIMITED / k) ? FLEET_UNLIMITED : a * k;
+}
+
+static uint64_t
+plus(uint64_t a, uint64_t b)
+{
+	return a == FLEET_UNLIMITED || b == FLEET_UNLIMITED || a > FLEET_UNLIMITED - b ? FLEET_UNLIMITED
+										       : a + b;
+}
+
+/* A size in tokens: 0 and unlimited as JSON has them (0, null) or as text does (none, inf). */
+static const char *
+size_str(const struct opts *o, uint64_t v, char *buf, size_t len, const char *none)
+{
+	if (v == 0)
+		snprintf(buf, len, "%s", o->json ? "0" : none);
+	else if (v == FLEET_UNLIMITED)
+		snprintf(buf, len, "%s", o->json ? "null" : "inf");
+	else
+		snprintf(buf, len, "%" PRIu64, v);
+	return buf;
+}
+
+static double
+share(uint64_t part, uint64_t whole)
+{
+	return whole ? (double)part / (double)whole : 0.0;
+}
+
+static double
+hit_ratio(const struct fleet_result *r)
+{
+	return share(r->hit_dram + r->hit_disk + r->hit_shared, r->input);
+}
+
+/*
+ * After a restart, the first part of the after-window within 5 points of
+ * the replica's hit ratio before the restart (@p same NULL), or of the same
+ * part had it not restarted: the part's end in requests, or 0 (never).
+ */
+static unsigned int
+back_after(const struct fleet_result *r, const struct fleet_result *same)
+{
+	double before = fleet_ratio(&r->rs_before);
+	unsigned int j;
+
+	for (j = 0; j < FLEET_PARTS; j++) {
+		double ref = same != NULL ? fleet_ratio(&same->rs_part[j]) : before;
+
+		if (r->rs_part[j].requests && fleet_ratio(&r->rs_part[j]) >= ref - 0.05)
+			return (j + 1) * (FLEET_WINDOW / FLEET_PARTS);
+	}
+	return 0;
+}
+
+static void
+print_parts(const struct fleet_window *w, const char *sep)
+{
+	unsigned int j;
+
+	for (j = 0; j < FLEET_PARTS; j++)
+		printf("%s%.4f", j ? sep : "", fleet_ratio(&w[j]));
+}
+
+/* --restart: the run with the replica emptied (@p rs) against the one without (@p same). */
+static void
+print_restart(const struct opts *o, const struct fleet_result *rs, const struct fleet_result *same,
+	      const char *sz, const char *admit)
+{
+	unsigned int b = back_after(rs, NULL), bs = back_after(rs, same);
+
+	if (o->json) {
+		printf(", \"restart\": {\"replica\": %d, \"at\": %zu, \"window\": %u"
+		       ", \"before_requests\": %" PRIu64 ", \"before\": %.4f, \"after_requests\": %" PRIu64
+		       ", \"after\": %.4f, \"after_same\": %.4f, \"parts\": [",
+		       o->restart_rep, o->restart_at, FLEET_WINDOW, rs->rs_before.requests,
+		       fleet_ratio(&rs->rs_before), rs->rs_after.requests, fleet_ratio(&rs->rs_after),
+		       fleet_ratio(&same->rs_after));
+		print_parts(rs->rs_part, ", ");
+		printf("], \"parts_same\": [");
+		print_parts(same->rs_part, ", ");
+		printf("], \"back_after\": %u, \"back_after_same\": %u, \"fleet_hit_ratio\": %.4f"
+		       ", \"first_input_tokens\": %" PRIu64 ", \"first_local_hit_tokens\": %" PRIu64
+		       ", \"first_shared_hit_tokens\": %" PRIu64 "}", b, bs, hit_ratio(rs),
+		       rs->rs_first_input, rs->rs_first_local, rs->rs_first_shared);
+		return;
+	}
+	printf("%-12s fleet-restart shared_tokens=%s admit=%s replica=%d at=%zu before=%.4f "
+	       "before_requests=%" PRIu64 " after=%.4f after_requests=%" PRIu64 " after_same=%.4f "
+	       "parts=", "", sz, admit, o->restart_rep, o->restart_at, fleet_ratio(&rs->rs_before),
+	       rs->rs_before.requests, fleet_ratio(&rs->rs_after), rs->rs_after.requests,
+	       fleet_ratio(&same->rs_after));
+	print_parts(rs->rs_part, ",");
+	printf(" parts_same=");
+	print_parts(same->rs_part, ",");
+	if (b)
+		printf(" back_after=%u", b);
+	else
+		printf(" back_after=never");
+	if (bs)
+		printf(" back_after_same=%u", bs);
+	else
+		printf(" back_after_same=never");
+	printf(" fleet_hit_ratio=%.4f first_input=%" PRIu64 " first_local_hit=%" PRIu64
+	       " first_shared_hit=%" PRIu64 "\n", hit_ratio(rs), rs->rs_first_input,
+	       rs->rs_first_local, rs->rs_first_shared);
+}
+
+/* --add-replica-at: the run with a replica added (@p ad) against the one without (@p same). */
+static void
+print_add(const struct opts *o, const struct fleet_result *ad, const struct fleet_result *same,
+	  const char *sz, const char *admit)
+{
+	uint32_t nrep = (o->replicas > 1 ? o->replicas : 1) + 1;
+
+	if (o->json)
+		printf(", \"add\": {\"at\": %zu, \"replicas\": %u, \"orgs_moved\": %d, \"window\": %u"
+		       ", \"before\": %.4f, \"after\": %.4f, \"after_same\": %.4f"
+		       ", \"new_replica_requests\": %" PRIu64 ", \"new_replica\": %.4f"
+		       ", \"fleet_hit_ratio\": %.4f}", o->add_at, nrep, ad->add_moved, FLEET_WINDOW,
+		       fleet_ratio(&ad->add_before), fleet_ratio(&ad->add_after),
+		       fleet_ratio(&same->add_after), ad->add_new.requests, fleet_ratio(&ad->add_new),
+		       hit_ratio(ad));
+	else
+		printf("%-12s fleet-add shared_tokens=%s admit=%s at=%zu replicas=%u orgs_moved=%d "
+		       "before=%.4f after=%.4f after_same=%.4f new_replica=%.4f new_replica_requests=%"
+		       PRIu64 " fleet_hit_ratio=%.4f\n", "", sz, admit, o->add_at, nrep, ad->add_moved,
+		       fleet_ratio(&ad->add_before), fleet_ratio(&ad->add_after),
+		       fleet_ratio(&same->add_after), fleet_ratio(&ad->add_new), ad->add_new.requests,
+		       hit_ratio(ad));
+}
+
+/* One size and rule (or none): the fleet, then its events; @p one the comparison's hit ratio. */
+static void
+print_run(const struct opts *o, const struct fleet_line *l, double one, bool first)
+{
+	const struct fleet_result *r = &l->r;
+	const char *admit = l->admit >= 0 ? fleet_admit_names[l->admit] : NULL;
+	char sz[32];
+
+	size_str(o, l->shared, sz, sizeof(sz), "none");
+	if (o->json)
+		printf("%s{\"shared_tokens\": %s, \"admit\": %s%s%s, \"hit_ratio\": %.4f"
+		       ", \"hit_ratio_dram\": %.4f, \"hit_ratio_disk\": %.4f, \"hit_ratio_shared\": %.4f"
+		       ", \"vs_one\": %.4f, \"requests\": %" PRIu64 ", \"input_tokens\": %" PRIu64
+		       ", \"hit_tokens_dram\": %" PRIu64 ", \"hit_tokens_disk\": %" PRIu64
+		       ", \"hit_tokens_shared\": %" PRIu64 ", \"disk_written_tokens\": %" PRIu64
+		       ", \"shared_written_tokens\": %" PRIu64 ", \"shared_exists_tokens\": %" PRIu64
+		       ", \"shared_evicted_tokens\": %" PRIu64 ", \"shared_expired_tokens\": %" PRIu64
+		       ", \"shared_peak_tokens\": %" PRIu64,
+		       first ? "" : ", ", sz, admit ? "\"" : "", admit ? admit : "null",
+		       admit ? "\"" : "", hit_ratio(r), share(r->hit_dram, r->input),
+		       share(r->hit_disk, r->input), share(r->hit_shared, r->input), hit_ratio(r) - one,
+		       r->requests, r->input, r->hit_dram, r->hit_disk, r->hit_shared, r->disk_written,
+		       r->shared_written, r->shared_exists, r->shared_evicted, r->shared_expired,
+		       r->shared_peak);
+	else
+		printf("%-12s fleet shared_tokens=%s admit=%s hit_ratio=%.4f hit_dram=%.4f "
+		       "hit_disk=%.4f hit_shared=%.4f vs_one=%+.4f input_tokens=%" PRIu64
+		       " hit_tokens=%" PRIu64 " disk_written=%" PRIu64 " shared_written=%" PRIu64
+		       " shared_exists=%" PRIu64 " shared_evicted=%" PRIu64 " shared_expired=%" PRIu64
+		       " shared_peak=%" PRIu64 "\n", "", sz, admit ? admit : "-", hit_ratio(r),
+		       share(r->hit_dram, r->input), share(r->hit_disk, r->input),
+		       share(r->hit_shared, r->input), hit_ratio(r) - one, r->input,
+		       r->hit_dram + r->hit_disk + r->hit_shared, r->disk_written, r->shared_written,
+		       r->shared_exists, r->shared_evicted, r->shared_expired, r->shared_peak);
+	if (o->restart_rep >= 0)
+		print_restart(o, &l->rs, r, sz, admit ? admit : "-");
+	if (o->add_at)
+		print_add(o, &l->add, r, sz, admit ? admit : "-");
+	if (o->json)
+		printf("}");
+}
+
+int
+print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap)
+{
+	uint32_t nrep = o->replicas > 1 ? o->replicas : 1;
+	size_t n = o->limit && o->limit < wl->n ? o->limit : wl->n, i;
+	uint64_t dram = cap ? cap : FLEET_UNLIMITED, *iso = NULL;
+	struct fleet_params p = {.replicas = nrep, .route = o->route, .column = o->column,
+				 .minus_one = !o->no_minus_one, .dram_tokens = dram,
+				 .disk_tokens = o->disk, .shared_ttl_ms = o->shared_ttl_s * 1000,
+				 .restart_replica = o->restart_rep, .restart_at = o->restart_at,
+				 .add_at = o->add_at};
+	struct fleet_line *l = calloc(1 + 2 * (size_t)o->nshared, sizeof(*l));
+	struct fleet_result one[9];
+	unsigned int nl = 0, s, a;
+	char b1[32], b2[32];
+	int rc = -1, frc;
+
+	if (l == NULL)
+		return -1;
+	if (o->orgs) {
+		if ((iso = malloc(n * sizeof(uint64_t))) == NULL)
+			goto out;
+		for (i = 0; i < n; i++)
+			iso[i] = proto_ref_isolation_id("org", 3) + wl->r[i].first_block % o->orgs;
+		p.iso = iso;
+	}
+	/* The fleet without a shared level, then each size and rule. */
+	l[nl++] = (struct fleet_line){.admit = -1};
+	for (s = 0; s < o->nshared; s++)
+		for (a = 0; fleet_admit_names[a] != NULL; a++)
+			if (o->shared_admit & (1u << a))
+				l[nl++] = (struct fleet_line){.shared = o->shared[s], .admit = (int)a};
+	for (i = 0; i < nl; i++) {
+		struct fleet_params q;
+
+		p.shared_tokens = l[i].shared;
+		p.admit = l[i].admit >= 0 ? (enum fleet_admit)l[i].admit : FLEET_ADMIT_EVICTED;
+		/* Nothing done, the events' windows watched; then each event alone. */
+		q = p;
+		q.restart_watch_only = q.add_watch_only = true;
+		frc = fleet_run(wl, n, &q, &l[i].r);
+		q = p;
+		q.add_at = 0;
+		if (frc == 0 && o->restart_rep >= 0)
+			frc = fleet_run(wl, n, &q, &l[i].rs);
+		q = p;
+		q.restart_replica = -1;
+		if (frc == 0 && o->add_at)
+			frc = fleet_run(wl, n, &q, &l[i].add);
+		if (frc != 0) {
+			fprintf(stderr, "kvss-trace: the fleet model: %s\n",
+				frc == -1 ? "out of memory" : "bad parameters");
+			goto out;
+		}
+	}
+	/* One replica holding all the fleet's memory: its DRAM and disks, then the shared level too. */
+	for (s = 0; s <= o->nshared; s++) {
+		struct fleet_params q = {.replicas = 1, .column = o->column, .minus_one = !o->no_minus_one,
+					 .dram_tokens = times(dram, nrep), .disk_tokens = times(o->disk, nrep),
+					 .restart_replica = -1, .iso = iso};
+
+		if (s > 0)
+			q.disk_tokens = plus(q.disk_tokens, o->shared[s - 1]);
+		if ((frc = fleet_run(wl, n, &q, &one[s])) != 0) {
+			fprintf(stderr, "kvss-trace: the fleet model: %s\n",
+				frc == -1 ? "out of memory" : "bad parameters");
+			goto out;
+		}
+	}
+	if (o->json) {
+		printf(", \"fleet\": {\"replicas\": %u, \"route\": \"%s\", \"column\": %u"
+		       ", \"dram_tokens\": %s, \"disk_tokens\": %s, \"shared_ttl_s\": %" PRIu64 ", \"runs\": [",
+		       nrep, route_policy_name(o->route), o->column, size_str(o, dram, b1, sizeof(b1), "0"),
+		       size_str(o, o->disk, b2, sizeof(b2), "0"), o->shared_ttl_s);
+	} else {
+		printf("%-12s fleet: %u replicas (route %s), each DRAM %s and disk %s tokens; shared "
+		       "level first-use TTL %" PRIu64 " s (0: none); LRU of whole columns of %u tokens\n",
+		       "", nrep, route_policy_name(o->route), size_str(o, dram, b1, sizeof(b1), "0"),
+		       size_str(o, o->disk, b2, sizeof(b2), "0"), o->shared_ttl_s, o->column);
+	}
+	for (i = 0; i < nl; i++)
+		print_run(o, &l[i], hit_ratio(&one[0]), i == 0);
+	if (o->json)
+		printf("], \"one\": [");
+	for (s = 0; s <= o->nshared; s++) {
+		const struct fleet_result *r = &one[s];
+		uint64_t d = times(o->disk, nrep);
+
+		if (s > 0)
+			d = plus(d, o->shared[s - 1]);
+		size_str(o, times(dram, nrep), b1, sizeof(b1), "0");
+		size_str(o, d, b2, sizeof(b2), "0");
+		if (o->json)
+			printf("%s{\"dram_tokens\": %s, \"disk_tokens\": %s, \"with_shared\": %s"
+			       ", \"hit_ratio\": %.4f, \"hit_ratio_dram\": %.4f, \"hit_ratio_disk\": %.4f}",
+			       s ? ", " : "", b1, b2, s ? "true" : "false", hit_ratio(r),
+			       share(r->hit_dram, r->input), share(r->hit_disk, r->input));
+		else
+			printf("%-12s fleet-one dram_tokens=%s disk_tokens=%s with_shared=%s hit_ratio=%.4f "
+			       "hit_dram=%.4f hit_disk=%.4f\n", "", b1, b2, s ? "yes" : "no", hit_ratio(r),
+			       share(r->hit_dram, r->input), share(r->hit_disk, r->input));
+	}
+	if (o->json)
+		printf("]}");
+	rc = 0;
+out:
+	free(iso);
+	free(l);
+	return rc;
+}
