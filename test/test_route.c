@@ -492,3 +492,37 @@ Test(fleet, bad_parameters_are_refused)
 	cr_assert_eq(r.add_before.requests, 1);
 	free(h.w.r);
 }
+
+/*
+ * Room for two columns in the shared level, every column written when
+ * computed: A (org 1), B (org 2), A again (a local hit), C (org 3), then the
+ * replica restarts and A comes once more. Without touch, C pushes out A,
+ * least recently written; with it, A's local hit made it most recent, so B
+ * goes and A is found.
+ */
+Test(fleet, a_local_hit_keeps_the_shared_copy_when_touch_is_on)
+{
+	struct hand h = {0};
+	struct fleet_result r;
+	struct fleet_params p = one_replica(FLEET_UNLIMITED, 8, FLEET_ADMIT_ALL);
+
+	hand_add(&h, 0, 1, 5);
+	hand_add(&h, 1, 2, 5);
+	hand_add(&h, 2, 1, 5);
+	hand_add(&h, 3, 3, 5);
+	hand_add(&h, 4, 1, 5);
+	p.restart_replica = 0;
+	p.restart_at = 4;
+	cr_assert_eq(fleet_run(&h.w, 5, &p, &r), 0);
+	cr_assert_eq(r.hit_dram, 4, "A's second use, locally");
+	cr_assert_eq(r.hit_shared, 0);
+	cr_assert_eq(r.shared_evicted, 8, "A for C, then B for A computed again");
+	cr_assert_eq(r.shared_touched, 0);
+	p.shared_touch = true;
+	cr_assert_eq(fleet_run(&h.w, 5, &p, &r), 0);
+	cr_assert_eq(r.hit_dram, 4);
+	cr_assert_eq(r.shared_touched, 4);
+	cr_assert_eq(r.hit_shared, 4, "after the restart A comes from the shared level");
+	cr_assert_eq(r.shared_evicted, 4, "B for C");
+	free(h.w.r);
+}

@@ -450,6 +450,12 @@ request(struct fleet *f, uint32_t k, const struct wl_req *q, uint64_t iso, uint6
 			hitting = false;
 		if (hitting)
 			h[f->lvl[c] - LVL_DRAM] += C;
+		/* A local hit tells the shared level its copy is in use (a batch per request). */
+		if (hitting && f->p->shared_touch && f->has_shared && f->lvl[c] != LVL_SHARED &&
+		    (i = colset_find(&f->shared, parent)) != FLEET_NONE) {
+			colset_touch(&f->shared, i);
+			f->r->shared_touched += C;
+		}
 	}
 	/* Deepest first, so a column ends more recent than its descendants. */
 	for (c = ncol; c-- > 0;) {

@@ -29,7 +29,12 @@
  * FLEET_ADMIT_ALL every column computed goes up at once. A column already
  * in the shared level is not written again (exclusive create, counted as
  * exists, and not made more recent by it): the shared level frees its least
- * recently read or written column when full.
+ * recently read or written column when full. With shared_touch, a column a
+ * replica hits in its own DRAM or disk is made most recent in the shared
+ * level too, if it is there (the driver tells the level which of its
+ * columns are in use): else what every replica keeps hitting locally is
+ * never read from the shared level and ages out of it, and a replica that
+ * restarts finds there least what it needs first.
  *
  * Expiry: a column past its first use + ttl is never served from the shared
  * level; a lookup that meets it deletes it, and a sweep every sweep_ms of
@@ -115,6 +120,7 @@ struct fleet_params {
 	uint64_t disk_tokens;	  /**< per replica; 0: no disk */
 	uint64_t shared_tokens;	  /**< 0: no shared level; FLEET_UNLIMITED */
 	enum fleet_admit admit;
+	bool shared_touch;	  /**< a local hit makes the shared copy most recent */
 	uint64_t shared_ttl_ms;	  /**< expiry by first use (0: none) */
 	uint64_t sweep_ms;	  /**< the sweeper's period (0: 60 s) */
 	int32_t restart_replica;  /**< -1: none */
@@ -139,6 +145,7 @@ struct fleet_result {
 	/** Shared level, in tokens: written, not written (already there), freed for room, expired. */
 	uint64_t shared_written, shared_exists, shared_evicted, shared_expired;
 	uint64_t shared_peak;			/**< most tokens it held */
+	uint64_t shared_touched;		/**< tokens of local hits made most recent there */
 	uint64_t disk_written;			/**< tokens that went down to a local disk */
 	/* --restart: the replica's own last FLEET_WINDOW requests before, and first after
 	 * (the latter also in FLEET_PARTS parts); its first request's hits after. */

@@ -247,7 +247,8 @@ main(int argc, char **argv)
 		{"shared", required_argument, NULL, 256}, {"shared-admit", required_argument, NULL, 257},
 		{"shared-ttl", required_argument, NULL, 258}, {"disk", required_argument, NULL, 259},
 		{"restart", required_argument, NULL, 260},
-		{"add-replica-at", required_argument, NULL, 261}, {NULL, 0, NULL, 0}};
+		{"add-replica-at", required_argument, NULL, 261},
+		{"shared-touch", no_argument, NULL, 262}, {NULL, 0, NULL, 0}};
 	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
 			 .l2_gbps = 3.0, .l2_lat_us = 100, .spec_reject_pct = 20, .spec_seed = 1,
 			 .shared_admit = 1u << FLEET_ADMIT_EVICTED | 1u << FLEET_ADMIT_ALL,
@@ -476,6 +477,10 @@ main(int argc, char **argv)
 			break;
 		case 261:
 			NUM("--add-replica-at", 1, WL_MAX_REQUESTS, o.add_at);
+			break;
+		case 262:
+			o.shared_touch = true;
+			shared_shaped = true;
 			break;
 		case 'V':
 			args_version("kvss-trace", PROTO_VERSION);

@@ -59,13 +59,14 @@ struct opts {
 	bool draft;
 	uint64_t draft_cap;
 	/* The fleet model (fleet.h): --shared SIZE[,SIZE...] (FLEET_UNLIMITED: inf),
-	 * --shared-admit (bit per enum fleet_admit), --shared-ttl (first use, s),
+	 * --shared-admit (bit per enum fleet_admit), --shared-ttl (first use, s), --shared-touch,
 	 * --disk (each replica's, tokens), --restart R@I (restart_rep -1: none),
 	 * --add-replica-at I (0: none). */
 	uint64_t shared[8];
 	unsigned int nshared;
 	unsigned int shared_admit;
 	uint64_t shared_ttl_s;
+	bool shared_touch; /* --shared-touch: a local hit refreshes the shared copy */
 	uint64_t disk;
 	bool disk_set;
 	int32_t restart_rep;

@@ -89,6 +89,7 @@ usage(FILE *f)
 		"  --shared-admit R,...  what goes up: evicted (what a replica's last local\n"
 		"                     tier frees), all (every column once computed); default both\n"
 		"  --shared-ttl SEC   the shared level's expiry by first use (0: none)\n"
+		"  --shared-touch     a replica's local hit makes the shared copy most recent\n"
 		"  --disk N           each replica's local disk in the fleet model, tokens\n"
 		"  --restart R@I      replica R emptied (DRAM and disk) at request I: its hit\n"
 		"                     ratio in its 500 requests before and after\n"
@@ -237,8 +238,8 @@ fleet_check(const struct opts *o, size_t n, bool shaped)
 
 	if (!fleet_asked(o)) {
 		if (shaped || o->disk_set) {
-			fprintf(stderr, "kvss-trace: --shared-admit, --shared-ttl and --disk shape the fleet "
-					"model: give --shared, --restart or --add-replica-at\n");
+			fprintf(stderr, "kvss-trace: --shared-admit, --shared-ttl, --shared-touch and --disk "
+					"shape the fleet model: give --shared, --restart or --add-replica-at\n");
 			return -1;
 		}
 		return 0;
@@ -360,13 +361,17 @@ back_after(const struct fleet_result *r, const struct fleet_result *same)
 	return 0;
 }
 
+/* The after-window's parts; one the trace ended before: null (JSON) or - (text). */
 static void
-print_parts(const struct fleet_window *w, const char *sep)
+print_parts(const struct opts *o, const struct fleet_window *w)
 {
 	unsigned int j;
 
 	for (j = 0; j < FLEET_PARTS; j++)
-		printf("%s%.4f", j ? sep : "", fleet_ratio(&w[j]));
+		if (w[j].requests)
+			printf("%s%.4f", j ? (o->json ? ", " : ",") : "", fleet_ratio(&w[j]));
+		else
+			printf("%s%s", j ? (o->json ? ", " : ",") : "", o->json ? "null" : "-");
 }
 
 /* --restart: the run with the replica emptied (@p rs) against the one without (@p same). */
@@ -383,13 +388,14 @@ print_restart(const struct opts *o, const struct fleet_result *rs, const struct 
 		       o->restart_rep, o->restart_at, FLEET_WINDOW, rs->rs_before.requests,
 		       fleet_ratio(&rs->rs_before), rs->rs_after.requests, fleet_ratio(&rs->rs_after),
 		       fleet_ratio(&same->rs_after));
-		print_parts(rs->rs_part, ", ");
+		print_parts(o, rs->rs_part);
 		printf("], \"parts_same\": [");
-		print_parts(same->rs_part, ", ");
+		print_parts(o, same->rs_part);
 		printf("], \"back_after\": %u, \"back_after_same\": %u, \"fleet_hit_ratio\": %.4f"
 		       ", \"first_input_tokens\": %" PRIu64 ", \"first_local_hit_tokens\": %" PRIu64
-		       ", \"first_shared_hit_tokens\": %" PRIu64 "}", b, bs, hit_ratio(rs),
-		       rs->rs_first_input, rs->rs_first_local, rs->rs_first_shared);
+		       ", \"first_shared_hit_tokens\": %" PRIu64 ", \"first_local_hit_tokens_same\": %"
+		       PRIu64 "}", b, bs, hit_ratio(rs), rs->rs_first_input, rs->rs_first_local,
+		       rs->rs_first_shared, same->rs_first_local);
 		return;
 	}
 	printf("%-12s fleet-restart shared_tokens=%s admit=%s replica=%d at=%zu before=%.4f "
@@ -397,9 +403,9 @@ print_restart(const struct opts *o, const struct fleet_result *rs, const struct 
 	       "parts=", "", sz, admit, o->restart_rep, o->restart_at, fleet_ratio(&rs->rs_before),
 	       rs->rs_before.requests, fleet_ratio(&rs->rs_after), rs->rs_after.requests,
 	       fleet_ratio(&same->rs_after));
-	print_parts(rs->rs_part, ",");
+	print_parts(o, rs->rs_part);
 	printf(" parts_same=");
-	print_parts(same->rs_part, ",");
+	print_parts(o, same->rs_part);
 	if (b)
 		printf(" back_after=%u", b);
 	else
@@ -409,8 +415,8 @@ print_restart(const struct opts *o, const struct fleet_result *rs, const struct 
 	else
 		printf(" back_after_same=never");
 	printf(" fleet_hit_ratio=%.4f first_input=%" PRIu64 " first_local_hit=%" PRIu64
-	       " first_shared_hit=%" PRIu64 "\n", hit_ratio(rs), rs->rs_first_input,
-	       rs->rs_first_local, rs->rs_first_shared);
+	       " first_shared_hit=%" PRIu64 " first_local_hit_same=%" PRIu64 "\n", hit_ratio(rs),
+	       rs->rs_first_input, rs->rs_first_local, rs->rs_first_shared, same->rs_first_local);
 }
 
 /* --add-replica-at: the run with a replica added (@p ad) against the one without (@p same). */
@@ -454,23 +460,24 @@ print_run(const struct opts *o, const struct fleet_line *l, double one, bool fir
 		       ", \"hit_tokens_shared\": %" PRIu64 ", \"disk_written_tokens\": %" PRIu64
 		       ", \"shared_written_tokens\": %" PRIu64 ", \"shared_exists_tokens\": %" PRIu64
 		       ", \"shared_evicted_tokens\": %" PRIu64 ", \"shared_expired_tokens\": %" PRIu64
-		       ", \"shared_peak_tokens\": %" PRIu64,
+		       ", \"shared_peak_tokens\": %" PRIu64 ", \"shared_touched_tokens\": %" PRIu64,
 		       first ? "" : ", ", sz, admit ? "\"" : "", admit ? admit : "null",
 		       admit ? "\"" : "", hit_ratio(r), share(r->hit_dram, r->input),
 		       share(r->hit_disk, r->input), share(r->hit_shared, r->input), hit_ratio(r) - one,
 		       r->requests, r->input, r->hit_dram, r->hit_disk, r->hit_shared, r->disk_written,
 		       r->shared_written, r->shared_exists, r->shared_evicted, r->shared_expired,
-		       r->shared_peak);
+		       r->shared_peak, r->shared_touched);
 	else
 		printf("%-12s fleet shared_tokens=%s admit=%s hit_ratio=%.4f hit_dram=%.4f "
 		       "hit_disk=%.4f hit_shared=%.4f vs_one=%+.4f input_tokens=%" PRIu64
 		       " hit_tokens=%" PRIu64 " disk_written=%" PRIu64 " shared_written=%" PRIu64
 		       " shared_exists=%" PRIu64 " shared_evicted=%" PRIu64 " shared_expired=%" PRIu64
-		       " shared_peak=%" PRIu64 "\n", "", sz, admit ? admit : "-", hit_ratio(r),
+		       " shared_peak=%" PRIu64 " shared_touched=%" PRIu64 "\n", "", sz, admit ? admit : "-", hit_ratio(r),
 		       share(r->hit_dram, r->input), share(r->hit_disk, r->input),
 		       share(r->hit_shared, r->input), hit_ratio(r) - one, r->input,
 		       r->hit_dram + r->hit_disk + r->hit_shared, r->disk_written, r->shared_written,
-		       r->shared_exists, r->shared_evicted, r->shared_expired, r->shared_peak);
+		       r->shared_exists, r->shared_evicted, r->shared_expired, r->shared_peak,
+		       r->shared_touched);
 	if (o->restart_rep >= 0)
 		print_restart(o, &l->rs, r, sz, admit ? admit : "-");
 	if (o->add_at)
@@ -488,6 +495,7 @@ print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap)
 	struct fleet_params p = {.replicas = nrep, .route = o->route, .column = o->column,
 				 .minus_one = !o->no_minus_one, .dram_tokens = dram,
 				 .disk_tokens = o->disk, .shared_ttl_ms = o->shared_ttl_s * 1000,
+				 .shared_touch = o->shared_touch,
 				 .restart_replica = o->restart_rep, .restart_at = o->restart_at,
 				 .add_at = o->add_at};
 	struct fleet_line *l = calloc(1 + 2 * (size_t)o->nshared, sizeof(*l));
@@ -550,14 +558,16 @@ print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap)
 	}
 	if (o->json) {
 		printf(", \"fleet\": {\"replicas\": %u, \"route\": \"%s\", \"column\": %u"
-		       ", \"dram_tokens\": %s, \"disk_tokens\": %s, \"shared_ttl_s\": %" PRIu64 ", \"runs\": [",
-		       nrep, route_policy_name(o->route), o->column, size_str(o, dram, b1, sizeof(b1), "0"),
-		       size_str(o, o->disk, b2, sizeof(b2), "0"), o->shared_ttl_s);
+		       ", \"dram_tokens\": %s, \"disk_tokens\": %s, \"shared_ttl_s\": %" PRIu64
+		       ", \"shared_touch\": %s, \"runs\": [", nrep, route_policy_name(o->route), o->column,
+		       size_str(o, dram, b1, sizeof(b1), "0"), size_str(o, o->disk, b2, sizeof(b2), "0"),
+		       o->shared_ttl_s, o->shared_touch ? "true" : "false");
 	} else {
 		printf("%-12s fleet: %u replicas (route %s), each DRAM %s and disk %s tokens; shared "
-		       "level first-use TTL %" PRIu64 " s (0: none); LRU of whole columns of %u tokens\n",
-		       "", nrep, route_policy_name(o->route), size_str(o, dram, b1, sizeof(b1), "0"),
-		       size_str(o, o->disk, b2, sizeof(b2), "0"), o->shared_ttl_s, o->column);
+		       "level first-use TTL %" PRIu64 " s (0: none), local hits %s it; LRU of whole "
+		       "columns of %u tokens\n", "", nrep, route_policy_name(o->route),
+		       size_str(o, dram, b1, sizeof(b1), "0"), size_str(o, o->disk, b2, sizeof(b2), "0"),
+		       o->shared_ttl_s, o->shared_touch ? "refresh" : "do not refresh", o->column);
 	}
 	for (i = 0; i < nl; i++)
 		print_run(o, &l[i], hit_ratio(&one[0]), i == 0);
