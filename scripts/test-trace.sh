@@ -380,4 +380,47 @@ check "draft: a larger draft hits more; requests hit in the draft only" \
 	holds "$(jfield "$tmp/draft-big.json" draft_hit_tokens) > $(jfield "$tmp/draft-big.json" hit_tokens) and $(jfield "$tmp/draft-big.json" requests_hit_draft_only) > 0"
 check "draft: with speculation in both models, every byte right" \
 	holds "$(jfield "$tmp/draft-big.json" spec_overwrites) > 0 and $(jfield "$tmp/draft-big.json" verify_failures) == 0 and $(jfield "$tmp/draft-big.json" protocol_errors) == 0"
+# The fleet model (issue 40, Measured; docs/kvss-trace.md): 4 replicas of
+# DRAM 1e5 on the built-in workload, a shared level of 4e5 or unbounded,
+# each rule; replica 1 restarted empty at request 1000, a fifth added at
+# 1500. Deterministic: exact figures. Without a shared level the model hits
+# what the driver library's replay over the same replicas hits (within 0.1%
+# of the tokens: the library also counts a prompt's partial last column).
+fl() { python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); f=d.get("fleet"); print(eval(sys.argv[2]))' "$@"; }
+"$T" --generate 2000 --capacity 1e5 --replicas 4 --shared 4e5,inf --restart 1@1000 \
+	--add-replica-at 1500 --json >"$tmp/fleet.json" 2>/dev/null
+check "fleet: exits 0" test $? -eq 0
+echo "kvss-trace: fleet of 4 x 1e5: $(fl "$tmp/fleet.json" '[(r["shared_tokens"], r["admit"], r["hit_ratio"]) for r in f["runs"]]'); one replica of 4e5: $(fl "$tmp/fleet.json" 'f["one"][0]["hit_ratio"]')"
+check "fleet: five runs (none; 4e5 and inf, evicted and all)" test "$(fl "$tmp/fleet.json" 'len(f["runs"])')" = 5
+check "fleet: the model without a shared level hits what the library's replay does (0.1%)" \
+	test "$(fl "$tmp/fleet.json" 'abs(f["runs"][0]["hit_tokens_dram"] - d["hit_tokens"]) < d["input_tokens"] / 1000')" = True
+check "fleet: exact figures (none 3919872 from DRAM; 4e5 evicted 122880 and all 127552 from the shared level)" \
+	test "$(fl "$tmp/fleet.json" '[f["runs"][0]["hit_tokens_dram"], f["runs"][1]["hit_tokens_shared"], f["runs"][2]["hit_tokens_shared"]]')" = "[3919872, 122880, 127552]"
+check "fleet: one replica of 4e5 0.6042; the unbounded shared level taking all is one unbounded cache (0.6106)" \
+	test "$(fl "$tmp/fleet.json" '[f["one"][0]["hit_ratio"], f["runs"][4]["hit_ratio"], f["one"][2]["hit_ratio"]]')" = "[0.6042, 0.6106, 0.6106]"
+check "fleet: a restart empties the replica: its first request hits nothing locally (1664 without the restart)" \
+	test "$(fl "$tmp/fleet.json" 'sorted(set((r["restart"]["first_local_hit_tokens"], r["restart"]["first_local_hit_tokens_same"]) for r in f["runs"]))')" = "[(0, 1664)]"
+check "fleet: after the restart, the unbounded level holding all gives back those 1664 tokens at once" \
+	test "$(fl "$tmp/fleet.json" 'f["runs"][4]["restart"]["first_shared_hit_tokens"]')" = 1664
+check "fleet: without a shared level the restart costs hits (after 0.6325 < 0.6449 without it)" \
+	test "$(fl "$tmp/fleet.json" '(f["runs"][0]["restart"]["after"], f["runs"][0]["restart"]["after_same"])')" = "(0.6325, 0.6449)"
+check "fleet: a fifth replica added takes requests (102 of its first)" \
+	test "$(fl "$tmp/fleet.json" '(f["runs"][0]["add"]["replicas"], f["runs"][0]["add"]["new_replica_requests"])')" = "(5, 102)"
+"$T" --generate 2000 --capacity 1e5 --replicas 4 --shared 4e5,inf --restart 1@1000 \
+	--add-replica-at 1500 --json 2>/dev/null | sed 's/"wall_s": [0-9.]*//' >"$tmp/fleet2.json"
+check "fleet: the same run again gives the same figures" \
+	cmp -s <(sed 's/"wall_s": [0-9.]*//' "$tmp/fleet.json") "$tmp/fleet2.json"
+"$T" --generate 2000 --capacity 1e5 --replicas 4 --shared 4e5 --shared-admit all --shared-touch \
+	--restart 1@1000 >"$tmp/fleet.txt" 2>/dev/null
+check "fleet (text): with --shared-touch, all: hit ratio 0.6058, the restarted replica's first request 1664 from the shared level" \
+	sh -c "grep -q 'fleet shared_tokens=400000 admit=all hit_ratio=0.6058 ' '$tmp/fleet.txt' && grep 'fleet-restart shared_tokens=400000' '$tmp/fleet.txt' | grep -q ' first_local_hit=0 first_shared_hit=1664 '"
+for bad in "--restart 1" "--restart 4@10" "--restart 0@2000" "--restart x@5" "--shared 0" \
+	"--shared 10" "--shared lots" "--shared 1e6 --shared-admit most" "--add-replica-at 0"; do
+	opt=${bad%% *}
+	# shellcheck disable=SC2086 # the options, split
+	"$T" --generate 2000 --capacity 1e5 --replicas 4 $bad >/dev/null 2>"$tmp/err"
+	check "fleet: $bad is refused (exit 2), naming $opt" sh -c "[ $? -eq 2 ] && grep -q -- '$opt' '$tmp/err'"
+done
+"$T" --generate 20 --capacity 1e5 --shared-ttl 60 >/dev/null 2>"$tmp/err"
+check "fleet: --shared-ttl without the fleet is refused" sh -c "[ $? -eq 2 ] && grep -q -- '--shared-ttl' '$tmp/err'"
 check_summary "kvss-trace"
