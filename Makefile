@@ -116,6 +116,16 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(filter-out $(KVDISK_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
+# The shared level's client (lib/shared, librados) in one archive, its
+# operator's tool (app/shared), its test and benchmark: both start a
+# throwaway cluster (scripts/ceph-cluster.sh). Built without DPDK.
+RADOS_LIBS ?= -lrados
+SHARED_SRC := $(call lib_dir,shared)
+LIBSHARED := $(BUILD)/lib/libshared.a
+KVSS_SHARED_SRC := $(sort $(wildcard app/shared/*.c))
+PURE_SRC += $(filter-out $(PURE_SRC),$(SHARED_SRC)) $(KVSS_SHARED_SRC) test/test_shared_rados.c \
+	bench/bench_shared.c
+
 $(BUILD)/obj/test/%.o $(BUILD)/obj/bench/%.o: TEST_INC := $(APP_INC)
 # kvss's roles include what both processes share (kvss.h) and each other's
 # public headers by folder ("driver/driver.h").
@@ -160,6 +170,11 @@ $(LIBWAFER): $(call obj,$(WAFER_SRC))
 	rm -f $@
 	ar rcs $@ $^
 
+$(LIBSHARED): $(call obj,$(SHARED_SRC))
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
 # ---- programs --------------------------------------------------------------
 
 KVSS_DUMP := $(BUILD)/kvss-dump
@@ -182,6 +197,19 @@ $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace
 
 $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c $(ARGS_SRC)) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
+
+KVSS_SHARED := $(BUILD)/kvss-shared
+
+$(KVSS_SHARED): $(call obj,$(KVSS_SHARED_SRC) $(ARGS_SRC)) $(LIBSHARED) $(LIBPROTO)
+	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
+
+# Run by scripts/test-shared.sh against the cluster it starts (not a
+# Criterion suite: run-tests.sh must not run it alone).
+TEST_SHARED_RADOS := $(BUILD)/tools/test_shared_rados
+
+$(TEST_SHARED_RADOS): $(call obj,test/test_shared_rados.c) $(LIBSHARED)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
 # ---- tests -----------------------------------------------------------------
 
@@ -326,6 +354,14 @@ $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 
 BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD)/bench/bench_shard
 
+# The shared level against fio's rados engine (scripts/bench-shared.sh starts
+# the cluster).
+BENCH_SHARED := $(BUILD)/bench/bench_shared
+
+$(BENCH_SHARED): $(call obj,bench/bench_shared.c) $(LIBSHARED)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
+
 $(BUILD)/bench/bench_kvdisk: $(call obj,bench/bench_kvdisk.c $(KVDISK_SRC))
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
@@ -422,6 +458,8 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 
+ALL += $(LIBSHARED) $(KVSS_SHARED) $(TEST_SHARED_RADOS) $(BENCH_SHARED)
+
 .PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo soak fuzz fuzz-run clean deps need-deps
 
 all: need-deps $(ALL)
@@ -453,7 +491,7 @@ check-sanitize-build: need-deps
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \
 		$(addprefix $(SAN_BUILD)/test/,$(SAN_TESTS)) $(SAN_BUILD)/kvss-trace \
 		$(SAN_BUILD)/kvss $(SAN_BUILD)/kvss-dump $(addprefix $(SAN_BUILD)/tools/,gen_frames \
-		replay_check shard_scenario memif_flap)
+		replay_check shard_scenario memif_flap) $(SAN_BUILD)/kvss-shared
 
 check-tsan: $(BUILD)/test/stress_kvstore_tsan
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test/stress_kvstore_tsan 1000000
@@ -480,6 +518,7 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-poll.py $(BUILD)
 	@scripts/bench-memif.sh $(BUILD)
 	@scripts/bench-zerocopy.sh $(BUILD)
+	@scripts/bench-shared.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -76,6 +76,9 @@ run kvss-soak-procs env SEEDS=3 FIRST=1001 scripts/soak-procs.sh "$BUILD"
 # ... a shard silent for a while (SIGSTOP) keeps its cache.
 run kvss-silent scripts/test-silent.sh "$BUILD"
 run kvss-l2 scripts/test-l2.sh "$BUILD"
+# The shared level's client and kvss-shared against a throwaway Ceph cluster
+# (started and stopped by the script; an OSD killed, then all).
+run shared-rados scripts/test-shared.sh "$BUILD"
 run kvss-rail scripts/test-rail.sh "$BUILD"
 run kvss-poll scripts/test-poll.sh "$BUILD"
 run kvss-examples scripts/test-examples.sh "$BUILD"

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvss-shared: the operator's tool for the shared level on Ceph RADOS
+ * (issue 40; docs/kvss.md, "Pointing kvss at a Ceph cluster").
+ *
+ *   kvss-shared --conf C [--pool P] [--client NAME] [--timeout-ms MS] COMMAND
+ *     gen [--org ORG]      the global generation, or the organization's
+ *     reset [--org ORG]    the emergency reset: one more generation (every
+ *                          replica stops reading older objects when it reads
+ *                          it); prints old -> new
+ *     ls [--org ORG]       namespaces: generation, objects (records, slices,
+ *                          not ours), bytes
+ *     sweep [--ttl-first S] [--grace S] [--dry-run] [--verbose]
+ *                          delete what no replica may read any more
+ *                          (sweep.c)
+ *
+ * ORG is an organization's name, as in the driver's configuration (its
+ * isolation id is the name's hash), or its isolation id as 0x and up to 16
+ * hex digits. Exit status: 0 done, 1 the cluster failed or refused
+ * something (said on stderr), 2 a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "kvss_shared.h"
+#include "proto.h"
+
+struct ks_cmdline {
+	struct shared_params p;
+	const char *cmd;
+	bool have_org;
+	uint64_t org;
+	const char *org_arg;
+	struct ks_sweep_opts sweep;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvss-shared --conf CEPH.conf [--pool kvss] [--client client.admin]\n"
+		"                   [--timeout-ms 5000] COMMAND\n"
+		"  gen [--org ORG]        print the global generation, or the organization's\n"
+		"  reset [--org ORG]      the emergency reset: bump that generation (old -> new)\n"
+		"  ls [--org ORG]         namespaces: generation, objects, bytes\n"
+		"  sweep [--ttl-first SECONDS] [--grace SECONDS] [--dry-run] [--verbose]\n"
+		"                         delete objects of an older generation, columns past\n"
+		"                         their first-use TTL, slices without a record older\n"
+		"                         than the grace (default 600 s), corrupt records\n"
+		"ORG: an organization's name (as in the driver's configuration) or its\n"
+		"isolation id as 0x and hex digits.\n"
+		"       kvss-shared --help | --version\n"
+		"exit status: 0 done, 1 the cluster failed or refused, 2 usage\n");
+}
+
+/* "0x" and 1 to 16 hex digits: an isolation id; anything else a name. */
+static int
+parse_org(const char *s, uint64_t *org)
+{
+	size_t n = strlen(s), i;
+	uint64_t v = 0;
+
+	if (n == 0)
+		return -1;
+	if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		if (n > 18)
+			return -1;
+		for (i = 2; i < n; i++) {
+			char c = s[i];
+			unsigned int d;
+
+			if (c >= '0' && c <= '9')
+				d = (unsigned int)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				d = (unsigned int)(c - 'a' + 10);
+			else if (c >= 'A' && c <= 'F')
+				d = (unsigned int)(c - 'A' + 10);
+			else
+				return -1;
+			v = v << 4 | d;
+		}
+		*org = v;
+		return 0;
+	}
+	*org = proto_ref_isolation_id(s, n);
+	return 0;
+}
+
+static int
+parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
+{
+	static const struct option global[] = {
+		{ "conf", required_argument, NULL, 'c' },
+		{ "pool", required_argument, NULL, 'p' },
+		{ "client", required_argument, NULL, 'n' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct option sub[] = {
+		{ "org", required_argument, NULL, 'o' },
+		{ "ttl-first", required_argument, NULL, 'T' },
+		{ "grace", required_argument, NULL, 'g' },
+		{ "dry-run", no_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char err[160];
+	uint64_t v;
+	int opt;
+
+	c->p.pool = "kvss";
+	c->p.client = "client.admin";
+	c->p.op_timeout_ms = 5000;
+	c->p.max_inflight = 16;
+	c->sweep.grace_s = 600;
+	opterr = 0;
+	/* "+": the options before the command are the tool's. */
+	while ((opt = getopt_long(argc, argv, "+h", global, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			c->p.conf = optarg;
+			break;
+		case 'p':
+			c->p.pool = optarg;
+			break;
+		case 'n':
+			c->p.client = optarg;
+			break;
+		case 't':
+			if (args_u64("--timeout-ms", optarg, 1000, 600000, &v, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss-shared: %s\n", err);
+				return KS_USAGE;
+			}
+			c->p.op_timeout_ms = (uint32_t)v;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		case 'V':
+			args_version("kvss-shared", PROTO_VERSION);
+			return -1;
+		default:
+			fprintf(stderr, "kvss-shared: unknown option %s\n", argv[optind - 1]);
+			usage(stderr);
+			return KS_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "kvss-shared: no command (gen, reset, ls, sweep)\n");
+		usage(stderr);
+		return KS_USAGE;
+	}
+	c->cmd = argv[optind];
+	if (strcmp(c->cmd, "gen") != 0 && strcmp(c->cmd, "reset") != 0 &&
+	    strcmp(c->cmd, "ls") != 0 && strcmp(c->cmd, "sweep") != 0) {
+		fprintf(stderr, "kvss-shared: unknown command '%s' (gen, reset, ls, sweep)\n",
+			c->cmd);
+		return KS_USAGE;
+	}
+	argc -= optind;
+	argv += optind;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+h", sub, NULL)) != -1) {
+		bool sweep_opt = opt == 'T' || opt == 'g' || opt == 'd' || opt == 'v';
+
+		if ((opt == 'o' && strcmp(c->cmd, "sweep") == 0) ||
+		    (sweep_opt && strcmp(c->cmd, "sweep") != 0)) {
+			fprintf(stderr, "kvss-shared %s: %s is not one of its options\n", c->cmd,
+				argv[optind - 1]);
+			return KS_USAGE;
+		}
+		switch (opt) {
+		case 'o':
+			if (parse_org(optarg, &c->org) != 0) {
+				fprintf(stderr, "kvss-shared: --org: '%s' is neither a name nor "
+						"0x and 1 to 16 hex digits\n", optarg);
+				return KS_USAGE;
+			}
+			c->have_org = true;
+			c->org_arg = optarg;
+			break;
+		case 'T':
+		case 'g':
+			if (args_u64(opt == 'T' ? "--ttl-first" : "--grace", optarg, opt == 'T' ? 1 : 0,
+				     UINT64_C(10) * 365 * 86400, &v, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss-shared: %s\n", err);
+				return KS_USAGE;
+			}
+			if (opt == 'T')
+				c->sweep.ttl_first_s = v;
+			else
+				c->sweep.grace_s = v;
+			break;
+		case 'd':
+			c->sweep.dry_run = true;
+			break;
+		case 'v':
+			c->sweep.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		default:
+			fprintf(stderr, "kvss-shared %s: unknown option %s\n", c->cmd,
+				argv[optind - 1]);
+			return KS_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "kvss-shared %s: unexpected '%s'\n", c->cmd, argv[optind]);
+		return KS_USAGE;
+	}
+	if (c->p.conf == NULL) {
+		fprintf(stderr, "kvss-shared: --conf CEPH.conf is required\n");
+		return KS_USAGE;
+	}
+	return 0;
+}
+
+/* The namespace a command is about: the organization's or the default one. */
+static void
+target_ns(const struct ks_cmdline *c, char *ns, char *what, size_t wlen)
+{
+	char safe[KS_SAFE_LEN];
+
+	if (!c->have_org) {
+		ns[0] = '\0';
+		snprintf(what, wlen, "global generation");
+		return;
+	}
+	shared_ns(ns, c->org);
+	snprintf(what, wlen, "generation of organization %s (%s)",
+		 ks_safe(c->org_arg, safe, sizeof(safe)), ns);
+}
+
+static int
+gen_error(const char *what, const char *ns, int rc)
+{
+	char safe[KS_SAFE_LEN];
+
+	if (rc == -EBADMSG)
+		fprintf(stderr, "kvss-shared: the %s is not a number: write a number above "
+				"every generation used so far into the object '%s' of namespace %s "
+				"(rados put; removing it would start again at 0, where old "
+				"objects may still be), then reset\n",
+			what, SHARED_GEN_OBJECT, ks_ns_label(ns, safe, sizeof(safe)));
+	else
+		fprintf(stderr, "kvss-shared: reading the %s: %s\n", what, strerror(-rc));
+	return KS_FAILED;
+}
+
+static int
+cmd_gen(struct shared *s, const struct ks_cmdline *c)
+{
+	char ns[SHARED_NS_MAX], what[160];
+	uint32_t g;
+	int rc;
+
+	target_ns(c, ns, what, sizeof(what));
+	rc = shared_gen_read(s, ns, &g);
+	if (rc < 0)
+		return gen_error(what, ns, rc);
+	printf("%s: %u\n", what, g);
+	return KS_OK;
+}
+
+static int
+cmd_reset(struct shared *s, const struct ks_cmdline *c)
+{
+	char ns[SHARED_NS_MAX], what[160];
+	uint32_t g;
+	int rc;
+
+	target_ns(c, ns, what, sizeof(what));
+	rc = shared_gen_bump(s, ns, &g);
+	if (rc < 0)
+		return gen_error(what, ns, rc);
+	printf("%s: %u -> %u\n", what, g - 1, g);
+	printf("every driver reads it at its next lookup: objects of generation %u and older are "
+	       "never read again; 'kvss-shared sweep' deletes them\n", g - 1);
+	return KS_OK;
+}
+
+struct ns_tally {
+	uint64_t objects, records, slices, other, bytes, unstat;
+};
+
+static void
+print_ns(struct shared *s, const char *ns, const struct ns_tally *t)
+{
+	char label[KS_SAFE_LEN], gen[16];
+	uint32_t g;
+	int rc = shared_gen_read(s, ns, &g);
+
+	if (rc == 0)
+		snprintf(gen, sizeof(gen), "%u", g);
+	else
+		snprintf(gen, sizeof(gen), "%s", rc == -EBADMSG ? "bad" : "?");
+	printf("%-20s %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %14" PRIu64 "%s\n",
+	       ks_ns_label(ns, label, sizeof(label)), gen, t->objects, t->records, t->slices,
+	       t->other, t->bytes, t->unstat ? " (some sizes unknown)" : "");
+}
+
+static int
+cmd_ls(struct shared *s, const struct ks_cmdline *c)
+{
+	struct ks_list l;
+	struct ns_tally t = { 0 }, all = { 0 };
+	char ns[SHARED_NS_MAX];
+	uint32_t i, nns = 0;
+	int rc, ret = KS_OK;
+
+	if (c->have_org)
+		shared_ns(ns, c->org);
+	rc = ks_list_all(s, c->have_org ? ns : NULL, &l);
+	if (rc < 0) {
+		fprintf(stderr, "kvss-shared: listing the pool %s: %s\n", c->p.pool, strerror(-rc));
+		return KS_FAILED;
+	}
+	printf("%-20s %10s %9s %9s %9s %9s %14s\n", "namespace", "generation", "objects",
+	       "records", "slices", "not ours", "bytes");
+	for (i = 0; i < l.n; i++) {
+		const struct ks_obj *o = &l.v[i];
+		uint64_t size = 0;
+		int64_t mtime;
+
+		t.objects++;
+		if (o->kind == SHARED_RECORD)
+			t.records++;
+		else if (o->kind == SHARED_SLICE)
+			t.slices++;
+		else if (!o->gen_obj)
+			t.other++;
+		rc = shared_stat(s, o->ns, o->name, &size, &mtime);
+		if (rc == 0) {
+			t.bytes += size;
+		} else if (rc != -ENOENT) { /* deleted since the listing: not counted */
+			t.unstat++;
+			ret = KS_FAILED;
+		}
+		if (i + 1 == l.n || strcmp(o->ns, l.v[i + 1].ns) != 0) {
+			print_ns(s, o->ns, &t);
+			all.objects += t.objects;
+			all.records += t.records;
+			all.slices += t.slices;
+			all.other += t.other;
+			all.bytes += t.bytes;
+			all.unstat += t.unstat;
+			nns++;
+			memset(&t, 0, sizeof(t));
+		}
+	}
+	if (c->have_org && l.n == 0)
+		print_ns(s, ns, &t);
+	printf("total: %u namespaces, %" PRIu64 " objects (%" PRIu64 " records, %" PRIu64
+	       " slices, %" PRIu64 " not ours), %" PRIu64 " bytes\n",
+	       nns, all.objects, all.records, all.slices, all.other, all.bytes);
+	if (l.names_skipped > 0)
+		printf("%u names with a NUL byte not listed (not kvss's)\n", l.names_skipped);
+	if (all.unstat > 0)
+		fprintf(stderr, "kvss-shared: %" PRIu64 " objects could not be sized\n", all.unstat);
+	ks_list_free(&l);
+	return ret;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ks_cmdline c;
+	struct shared *s;
+	char err[512];
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	rc = parse_cmdline(argc, argv, &c);
+	if (rc != 0)
+		return rc < 0 ? KS_OK : rc;
+	s = shared_open(&c.p, err, sizeof(err));
+	if (s == NULL) {
+		fprintf(stderr, "kvss-shared: %s\n", err);
+		return KS_FAILED;
+	}
+	if (strcmp(c.cmd, "gen") == 0)
+		rc = cmd_gen(s, &c);
+	else if (strcmp(c.cmd, "reset") == 0)
+		rc = cmd_reset(s, &c);
+	else if (strcmp(c.cmd, "ls") == 0)
+		rc = cmd_ls(s, &c);
+	else
+		rc = ks_sweep(s, &c.sweep);
+	shared_close(s);
+	return rc;
+}

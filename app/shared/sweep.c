@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvss-shared sweep: delete what no replica may read any more.
+ *
+ * A column is its record ("<object_id>.r", written last) and its slices
+ * ("<object_id>.s<shard>.c<cache>"), all named by one object id, in its
+ * organization's namespace. Only records are read (128 bytes each, checked
+ * by shared_obj_decode() and against their name and namespace); a slice is
+ * judged by its record:
+ *
+ *  - a record of another generation than the current global and
+ *    organization's ones (an emergency reset since): deleted, with its
+ *    slices;
+ *  - with --ttl-first S, a record whose column was first used more than S
+ *    seconds ago (the header's first use, wall clock): deleted, with its
+ *    slices;
+ *  - a record that fails its checks (a torn or forged object, another
+ *    organization's in this namespace, a name that is not its id): deleted;
+ *    its slices become slices without a record;
+ *  - a slice without a record: deleted once older than the grace (the
+ *    OSD's modification time; slices are written before their record, so
+ *    a young one may be a column being written).
+ *
+ * The record goes first, so a column disappears for readers at once.
+ * Whatever is not named like ours (and the generation objects) is left
+ * alone and counted. A namespace whose generation cannot be read is
+ * skipped (its objects cannot be judged) and the exit status is 1.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kvss_shared.h"
+
+#define DEPTH 16
+
+enum verdict { V_UNKNOWN = 0, V_LIVE, V_STALE, V_EXPIRED, V_CORRUPT };
+
+struct rec {
+	uint64_t object_id;
+	uint32_t obj; /* index in the listing */
+	enum verdict v;
+};
+
+struct tally {
+	uint64_t namespaces, orgs, skipped_ns;
+	uint64_t live, stale, expired, corrupt, unreadable;
+	uint64_t bad[SHARED_BAD_COUNT];
+	uint64_t too_big;
+	uint64_t slices_live, slices_dropped, orphans_old, orphans_young, orphans_unknown;
+	uint64_t not_ours;
+	uint64_t deleted, delete_failed;
+};
+
+static int
+by_id(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+
+	return x->object_id < y->object_id ? -1 : x->object_id > y->object_id;
+}
+
+static uint64_t
+wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void
+say(const struct ks_sweep_opts *o, const struct ks_obj *x, const char *why)
+{
+	char ns[KS_SAFE_LEN], name[KS_SAFE_LEN];
+
+	if (o->verbose)
+		printf("  %s %s/%s: %s\n", o->dry_run ? "would delete" : "delete",
+		       ks_safe(x->ns, ns, sizeof(ns)), ks_safe(x->name, name, sizeof(name)), why);
+}
+
+/* Read and judge the records recs[0..n) of one organization's namespace. */
+static void
+judge_records(struct shared *s, const struct ks_list *l, struct rec *recs, uint32_t n,
+	      uint32_t gen_global, uint32_t gen_org, const struct ks_sweep_opts *o,
+	      struct tally *t, uint8_t (*bufs)[SHARED_HDR_LEN])
+{
+	struct shared_done d[DEPTH];
+	uint32_t next = 0, done = 0, slot_of[DEPTH], freeslot[DEPTH], nfree = DEPTH, i;
+	uint64_t now = wall_ns(), ttl_ns = o->ttl_first_s * 1000000000u;
+
+	for (i = 0; i < DEPTH; i++)
+		freeslot[i] = i;
+	while (done < n) {
+		while (next < n && nfree > 0) {
+			const struct ks_obj *x = &l->v[recs[next].obj];
+			uint32_t slot = freeslot[--nfree];
+
+			slot_of[slot] = next;
+			if (shared_get(s, x->ns, x->name, bufs[slot], SHARED_HDR_LEN, slot) < 0) {
+				freeslot[nfree++] = slot;
+				t->unreadable++;
+				done++;
+			}
+			next++;
+		}
+		unsigned int got = shared_poll(s, d, DEPTH, 1000), k;
+
+		for (k = 0; k < got; k++) {
+			uint32_t slot = (uint32_t)d[k].cookie;
+			struct rec *r = &recs[slot_of[slot]];
+			const struct ks_obj *x = &l->v[r->obj];
+			struct shared_hdr h;
+			enum shared_bad why;
+
+			freeslot[nfree++] = slot;
+			done++;
+			if (d[k].status == -ENOENT) { /* deleted since the listing */
+				r->v = V_UNKNOWN;
+				continue;
+			}
+			if (d[k].status == -EFBIG) { /* a record has no payload */
+				r->v = V_CORRUPT;
+				t->too_big++;
+				t->corrupt++;
+				continue;
+			}
+			if (d[k].status != 0) {
+				r->v = V_UNKNOWN;
+				t->unreadable++;
+				continue;
+			}
+			why = shared_obj_decode(bufs[slot], d[k].len, &h);
+			if (why == SHARED_OK && (h.kind != SHARED_RECORD || h.org != x->org ||
+						 h.object_id != x->object_id))
+				why = SHARED_BAD_IDENTITY;
+			if (why != SHARED_OK) {
+				r->v = V_CORRUPT;
+				t->bad[why]++;
+				t->corrupt++;
+			} else if (h.gen_global != gen_global || h.gen_org != gen_org) {
+				r->v = V_STALE;
+				t->stale++;
+			} else if (ttl_ns != 0 && h.first_use_ns < now && now - h.first_use_ns > ttl_ns) {
+				r->v = V_EXPIRED;
+				t->expired++;
+			} else {
+				r->v = V_LIVE;
+				t->live++;
+			}
+		}
+	}
+}
+
+/* Delete the listed objects dels[0..n) at DEPTH in flight. */
+static void
+delete_all(struct shared *s, const struct ks_list *l, const uint32_t *dels, uint32_t n,
+	   struct tally *t)
+{
+	struct shared_done d[DEPTH];
+	uint32_t next = 0, done = 0;
+
+	while (done < n) {
+		while (next < n && shared_inflight(s) < DEPTH) {
+			const struct ks_obj *x = &l->v[dels[next]];
+
+			if (shared_del(s, x->ns, x->name, next) < 0) {
+				t->delete_failed++;
+				done++;
+			}
+			next++;
+		}
+		unsigned int got = shared_poll(s, d, DEPTH, 1000), k;
+
+		for (k = 0; k < got; k++) {
+			done++;
+			if (d[k].status == 0 || d[k].status == -ENOENT)
+				t->deleted++;
+			else
+				t->delete_failed++;
+		}
+	}
+}
+
+static const char *
+verdict_text(enum verdict v)
+{
+	switch (v) {
+	case V_STALE:
+		return "of an older generation";
+	case V_EXPIRED:
+		return "past its first-use TTL";
+	case V_CORRUPT:
+		return "corrupt";
+	default:
+		return "?";
+	}
+}
+
+/* One organization's namespace, l->v[a..b). Returns 0, or -1 when skipped. */
+static int
+sweep_ns(struct shared *s, const struct ks_list *l, uint32_t a, uint32_t b, uint32_t gen_global,
+	 const struct ks_sweep_opts *o, struct tally *t, uint8_t (*bufs)[SHARED_HDR_LEN])
+{
+	struct rec *recs = NULL;
+	uint32_t *dels = NULL, nrec = 0, ndel = 0, i, gen_org;
+	int64_t now = (int64_t)time(NULL);
+	char label[KS_SAFE_LEN];
+	int rc = shared_gen_read(s, l->v[a].ns, &gen_org);
+
+	if (rc < 0) {
+		fprintf(stderr, "kvss-shared sweep: namespace %s skipped: its generation: %s\n",
+			ks_ns_label(l->v[a].ns, label, sizeof(label)),
+			rc == -EBADMSG ? "not a number" : strerror(-rc));
+		t->skipped_ns++;
+		return -1;
+	}
+	recs = calloc(b - a, sizeof(*recs));
+	dels = calloc(b - a, sizeof(*dels));
+	if (recs == NULL || dels == NULL) {
+		free(recs);
+		free(dels);
+		fprintf(stderr, "kvss-shared sweep: out of memory\n");
+		t->skipped_ns++;
+		return -1;
+	}
+	for (i = a; i < b; i++) {
+		if (l->v[i].kind == SHARED_RECORD) {
+			recs[nrec].object_id = l->v[i].object_id;
+			recs[nrec].obj = i;
+			nrec++;
+		}
+	}
+	judge_records(s, l, recs, nrec, gen_global, gen_org, o, t, bufs);
+	qsort(recs, nrec, sizeof(*recs), by_id);
+
+	/* Records first: a column disappears for readers with its record. */
+	for (i = 0; i < nrec; i++) {
+		if (recs[i].v >= V_STALE) {
+			say(o, &l->v[recs[i].obj], verdict_text(recs[i].v));
+			dels[ndel++] = recs[i].obj;
+		}
+	}
+	for (i = a; i < b; i++) {
+		const struct ks_obj *x = &l->v[i];
+		struct rec key = { .object_id = x->object_id }, *r;
+		uint64_t size;
+		int64_t mtime;
+
+		if (x->kind != SHARED_SLICE) {
+			t->not_ours += x->kind == 0 && !x->gen_obj;
+			continue;
+		}
+		r = bsearch(&key, recs, nrec, sizeof(*recs), by_id);
+		if (r != NULL && r->v == V_LIVE) {
+			t->slices_live++;
+		} else if (r != NULL && r->v >= V_STALE && r->v != V_CORRUPT) {
+			t->slices_dropped++;
+			say(o, x, "its column's record is dropped");
+			dels[ndel++] = i;
+		} else if (r != NULL && r->v == V_UNKNOWN) {
+			t->orphans_unknown++; /* its record unread: kept */
+		} else if (shared_stat(s, x->ns, x->name, &size, &mtime) != 0) {
+			t->orphans_unknown++;
+		} else if (now - mtime >= (int64_t)o->grace_s) {
+			t->orphans_old++;
+			say(o, x, "no record, older than the grace");
+			dels[ndel++] = i;
+		} else {
+			t->orphans_young++;
+		}
+	}
+	if (!o->dry_run)
+		delete_all(s, l, dels, ndel, t);
+	else
+		t->deleted += ndel;
+	free(recs);
+	free(dels);
+	return 0;
+}
+
+int
+ks_sweep(struct shared *s, const struct ks_sweep_opts *o)
+{
+	struct tally t;
+	struct ks_list l;
+	uint8_t (*bufs)[SHARED_HDR_LEN];
+	uint32_t gen_global, a, b, i;
+	int rc;
+
+	memset(&t, 0, sizeof(t));
+	rc = shared_gen_read(s, "", &gen_global);
+	if (rc < 0) {
+		fprintf(stderr, "kvss-shared sweep: the global generation: %s; nothing deleted\n",
+			rc == -EBADMSG ? "not a number" : strerror(-rc));
+		return KS_FAILED;
+	}
+	rc = ks_list_all(s, NULL, &l);
+	if (rc < 0) {
+		fprintf(stderr, "kvss-shared sweep: listing: %s; nothing deleted\n", strerror(-rc));
+		return KS_FAILED;
+	}
+	bufs = malloc(DEPTH * sizeof(*bufs));
+	if (bufs == NULL) {
+		ks_list_free(&l);
+		fprintf(stderr, "kvss-shared sweep: out of memory\n");
+		return KS_FAILED;
+	}
+	for (a = 0; a < l.n; a = b) {
+		for (b = a + 1; b < l.n && strcmp(l.v[b].ns, l.v[a].ns) == 0; b++)
+			;
+		t.namespaces++;
+		if (!l.v[a].org_ns) {
+			for (i = a; i < b; i++)
+				t.not_ours += !(l.v[i].gen_obj && l.v[i].ns[0] == '\0');
+			continue;
+		}
+		t.orgs++;
+		sweep_ns(s, &l, a, b, gen_global, o, &t, bufs);
+	}
+	free(bufs);
+
+	printf("sweep%s: global generation %u; %" PRIu64 " namespaces, %" PRIu64
+	       " of organizations", o->dry_run ? " (dry run)" : "", gen_global, t.namespaces,
+	       t.orgs);
+	if (t.skipped_ns > 0)
+		printf(" (%" PRIu64 " skipped: generation unreadable)", t.skipped_ns);
+	printf("\n  records: %" PRIu64 " live, %" PRIu64 " of an older generation, %" PRIu64
+	       " past the first-use TTL%s, %" PRIu64 " corrupt",
+	       t.live, t.stale, t.expired, o->ttl_first_s ? "" : " (no TTL given)", t.corrupt);
+	if (t.corrupt > 0) {
+		printf(" (");
+		const char *sep = "";
+
+		for (i = 1; i < SHARED_BAD_COUNT; i++) {
+			if (t.bad[i] > 0) {
+				printf("%s%s %" PRIu64, sep, shared_bad_name((enum shared_bad)i),
+				       t.bad[i]);
+				sep = ", ";
+			}
+		}
+		if (t.too_big > 0)
+			printf("%stoo big %" PRIu64, sep, t.too_big);
+		printf(")");
+	}
+	printf(", %" PRIu64 " unreadable (kept)\n", t.unreadable);
+	printf("  slices: %" PRIu64 " of live columns, %" PRIu64 " of dropped columns, %" PRIu64
+	       " without a record past the %" PRIu64 " s grace, %" PRIu64
+	       " without a record younger (kept), %" PRIu64 " unjudged (kept)\n",
+	       t.slices_live, t.slices_dropped, t.orphans_old, o->grace_s, t.orphans_young,
+	       t.orphans_unknown);
+	printf("  not kvss's: %" PRIu64 " objects (kept)\n", t.not_ours);
+	printf("  %s %" PRIu64 " objects", o->dry_run ? "would delete" : "deleted", t.deleted);
+	if (t.delete_failed > 0)
+		printf(", %" PRIu64 " deletes failed", t.delete_failed);
+	printf("\n");
+	ks_list_free(&l);
+	return t.skipped_ns > 0 || t.delete_failed > 0 || t.unreadable > 0 ? KS_FAILED : KS_OK;
+}

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shared level's client (lib/shared) moving whole columns: N objects of
+ * SIZE bytes written (exclusive create + write_full, as a shard writes a
+ * slice), then read back whole (every read checked: length and the
+ * object's stamp at both ends), DEPTH ops in flight, in the default
+ * namespace of the pool. Its baseline, fio's rados engine on the same pool
+ * with the same object size and depth, is run by scripts/bench-shared.sh
+ * (which starts the cluster), in the same run:
+ *
+ *   bench_shared CONF both PREFIX N DEPTH SIZE   time the writes, then the
+ *                                                reads; then delete them
+ *   bench_shared CONF fill PREFIX N DEPTH SIZE   write them, untimed, and
+ *                                                keep them (fio reads them)
+ *
+ * Objects are named PREFIX.0 .. PREFIX.<N-1>. Prints
+ * "shared: write_gbps G p50_ms P p99_ms Q" and the same for read (GB/s of
+ * object bytes, 1e9).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shared.h"
+
+#define MAX_DEPTH 256
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+stamp(uint8_t *b, uint32_t size, uint64_t i)
+{
+	memcpy(b, &i, sizeof(i));
+	memcpy(b + size - sizeof(i), &i, sizeof(i));
+}
+
+static bool
+stamped(const uint8_t *b, uint32_t size, uint64_t i)
+{
+	return memcmp(b, &i, sizeof(i)) == 0 && memcmp(b + size - sizeof(i), &i, sizeof(i)) == 0;
+}
+
+/* Run @p n ops of @p op at @p depth; seconds, or -1 on any failure. Per-op
+ * latencies into @p lat (seconds). */
+static double
+run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, uint32_t size,
+    uint8_t *bufs, double *lat)
+{
+	struct shared_done d[MAX_DEPTH];
+	uint32_t buf_of_free[MAX_DEPTH], nfree = depth, next = 0, done = 0, i;
+	uint32_t *buf_of = calloc(n, sizeof(*buf_of));
+	double *t_sub = calloc(n, sizeof(*t_sub));
+	double t0 = now(), t;
+	char name[64];
+	int bad = 0;
+
+	if (buf_of == NULL || t_sub == NULL) {
+		free(buf_of);
+		free(t_sub);
+		return -1;
+	}
+	for (i = 0; i < depth; i++)
+		buf_of_free[i] = i;
+	while (done < n && bad == 0) {
+		while (next < n && nfree > 0) {
+			uint8_t *b;
+			int rc;
+
+			buf_of[next] = buf_of_free[--nfree];
+			b = bufs + (size_t)buf_of[next] * size;
+			snprintf(name, sizeof(name), "%s.%u", prefix, next);
+			t_sub[next] = now();
+			if (op == SHARED_OP_PUT) {
+				stamp(b, size, next);
+				rc = shared_put(s, "", name, b, size, next);
+			} else if (op == SHARED_OP_GET) {
+				rc = shared_get(s, "", name, b, size, next);
+			} else {
+				rc = shared_del(s, "", name, next);
+			}
+			if (rc < 0) {
+				fprintf(stderr, "bench_shared: submit %s: %s\n", name, strerror(-rc));
+				bad++;
+				break;
+			}
+			next++;
+		}
+		unsigned int got = shared_poll(s, d, MAX_DEPTH, 1000), k;
+
+		t = now();
+		for (k = 0; k < got; k++) {
+			uint64_t c = d[k].cookie;
+
+			done++;
+			lat[c] = t - t_sub[c];
+			buf_of_free[nfree++] = buf_of[c];
+			if (d[k].status != 0) {
+				fprintf(stderr, "bench_shared: %s.%" PRIu64 ": %s\n", prefix, c,
+					strerror(-d[k].status));
+				bad++;
+			} else if (op == SHARED_OP_GET &&
+				   (d[k].len != size ||
+				    !stamped(bufs + (size_t)buf_of[c] * size, size, c))) {
+				fprintf(stderr, "bench_shared: %s.%" PRIu64 " read back wrong\n", prefix,
+					c);
+				bad++;
+			}
+		}
+	}
+	t = now() - t0;
+	/* Whatever is still in flight ends before the buffers go. */
+	while (shared_inflight(s) > 0)
+		shared_poll(s, d, MAX_DEPTH, 1000);
+	free(buf_of);
+	free(t_sub);
+	return bad == 0 ? t : -1;
+}
+
+static void
+report(const char *what, uint32_t n, uint32_t size, double secs, double *lat)
+{
+	qsort(lat, n, sizeof(*lat), cmp_double);
+	printf("shared: %s_gbps %.3f p50_ms %.1f p99_ms %.1f (%u objects of %u bytes in %.2f s)\n",
+	       what, (double)n * size / secs / 1e9, lat[n / 2] * 1e3,
+	       lat[(size_t)((n - 1) * 0.99)] * 1e3, n, size, secs);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct shared_params p = { .client = "client.admin", .op_timeout_ms = 30000 };
+	struct shared *s;
+	char err[256];
+	unsigned long n, depth, size;
+	uint8_t *bufs;
+	double *lat, secs;
+	bool fill;
+	int ret = 1;
+
+	if (argc != 7 || (strcmp(argv[2], "both") != 0 && strcmp(argv[2], "fill") != 0)) {
+		fprintf(stderr, "usage: bench_shared CONF both|fill PREFIX N DEPTH SIZE\n");
+		return 2;
+	}
+	fill = strcmp(argv[2], "fill") == 0;
+	n = strtoul(argv[4], NULL, 10);
+	depth = strtoul(argv[5], NULL, 10);
+	size = strtoul(argv[6], NULL, 10);
+	if (n == 0 || n > 1000000 || depth == 0 || depth > MAX_DEPTH || size < 16 ||
+	    size > SHARED_PUT_MAX) {
+		fprintf(stderr, "bench_shared: N 1..1e6, DEPTH 1..%d, SIZE 16..%u\n", MAX_DEPTH,
+			SHARED_PUT_MAX);
+		return 2;
+	}
+	p.conf = argv[1];
+	p.max_inflight = (uint32_t)depth;
+	bufs = malloc(depth * size);
+	lat = calloc(n, sizeof(*lat));
+	if (bufs == NULL || lat == NULL) {
+		fprintf(stderr, "bench_shared: out of memory\n");
+		goto out_free;
+	}
+	memset(bufs, 0x5a, depth * size);
+	s = shared_open(&p, err, sizeof(err));
+	if (s == NULL) {
+		fprintf(stderr, "bench_shared: %s\n", err);
+		goto out_free;
+	}
+	secs = run(s, SHARED_OP_PUT, argv[3], (uint32_t)n, (uint32_t)depth, (uint32_t)size, bufs,
+		   lat);
+	if (secs < 0)
+		goto out_close;
+	if (!fill) {
+		report("write", (uint32_t)n, (uint32_t)size, secs, lat);
+		secs = run(s, SHARED_OP_GET, argv[3], (uint32_t)n, (uint32_t)depth,
+			   (uint32_t)size, bufs, lat);
+		if (secs < 0)
+			goto out_close;
+		report("read", (uint32_t)n, (uint32_t)size, secs, lat);
+		if (run(s, SHARED_OP_DEL, argv[3], (uint32_t)n, (uint32_t)depth, (uint32_t)size,
+			bufs, lat) < 0)
+			goto out_close;
+	}
+	ret = 0;
+out_close:
+	shared_close(s);
+out_free:
+	free(bufs);
+	free(lat);
+	return ret;
+}

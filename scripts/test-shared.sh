@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The shared level's Ceph side (issue 40) against a real cluster this test
+# starts (scripts/ceph-cluster.sh, in a mktemp directory, stopped on exit
+# whatever happens):
+#  1. lib/shared's client (test/test_shared_rados.c live): whole columns
+#     round trip, exclusive create, namespaces (an op keeps its own),
+#     -EFBIG, -EBUSY, generations bumped by two at once, listing;
+#  2. kvss-shared on a fixture of columns and garbage (forged, torn,
+#     foreign, oversized records; terminal escapes in names): ls, gen,
+#     reset, sweep (dry run, TTL, generation, orphans past the grace), a
+#     generation that is not a number; usage errors; nothing crashes;
+#  3. one OSD killed: every column is still read, right;
+#  4. every OSD killed: ops end -ETIMEDOUT within the op timeout + 2 s;
+#  5. the cluster stopped: connecting fails within the timeout + 2 s.
+#   scripts/test-shared.sh [BUILD]
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+. scripts/check-lib.sh
+T=$BUILD/tools/test_shared_rados
+KS=$BUILD/kvss-shared
+# kvss-shared built with ASan and UBSan, when make check built it.
+[ -x "$BUILD/asan/kvss-shared" ] && KS=$BUILD/asan/kvss-shared
+for b in "$T" "$KS"; do
+	[ -x "$b" ] || { echo "test-shared: $b is missing (make all)" >&2; exit 1; }
+done
+command -v ceph-mon >/dev/null || {
+	echo "test-shared: Ceph is missing (scripts/deps.sh installs it)" >&2
+	exit 1
+}
+t_start=$(date +%s)
+tmp=$(mktemp -d /tmp/kvss-shared.XXXXXX)
+C=$tmp/cluster
+cleanup() {
+	[ -f "$C/.kvss-ceph-cluster" ] && scripts/ceph-cluster.sh stop "$C" >/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+scripts/ceph-cluster.sh start "$C" || exit 1
+export KVSS_CEPH_CONF=$C/ceph.conf
+# Every ASan report fails the run; librados' own leaks are not ours.
+export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1 ${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1 ${UBSAN_OPTIONS:-}"
+
+# A phase of the C test: its checks count as this script's.
+phase() {
+	local out p f
+	echo "== test_shared_rados $1"
+	out=$(timeout 120 "$T" "$1" 2>&1)
+	local rc=$?
+	echo "$out"
+	p=$(sed -n 's/^test_shared_rados [a-z0-9]*: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$out")
+	f=$(sed -n 's/^test_shared_rados [a-z0-9]*: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' <<<"$out")
+	ok=$((ok + ${p:-0}))
+	fail=$((fail + ${f:-0}))
+	if [ -z "$p" ] || { [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; }; then
+		echo "  FAIL: test_shared_rados $1 exited $rc" >&2
+		fail=$((fail + 1))
+	fi
+}
+
+# kvss-shared ARGS...: its output in $out, its status in $rc; a signal
+# (a crash: 128 + N) or a sanitizer report always fails.
+ks() {
+	out=$("$KS" --conf "$C/ceph.conf" "$@" 2>&1)
+	rc=$?
+	echo "\$ kvss-shared $*  (exit $rc)"
+	sed 's/^/    /' <<<"$out"
+	if [ "$rc" -ge 128 ] || grep -q 'Sanitizer\|runtime error' <<<"$out"; then
+		echo "  FAIL: kvss-shared $* crashed" >&2
+		fail=$((fail + 1))
+	fi
+}
+has() { grep -qF -- "$1" <<<"$out"; }
+
+# 1. The client.
+phase live
+
+# 2. kvss-shared.
+phase fixture
+ks ls
+check "ls exits 0" test "$rc" -eq 0
+check "ls shows the organization's namespace" has "o0000000000001111"
+check "ls counts its objects: 16, 7 named as records (4 garbage), 8 slices, 1 not ours" \
+	grep -q '^o0000000000001111 *0 *16 *7 *8 *1 ' <<<"$out"
+check "ls prints escapes in names as \\x1b, never raw" \
+	eval 'has "\\x1b[31mevil\\x07" && ! grep -q $'"'"'\x1b'"'"' <<<"$out"'
+ks ls --org 0x1111
+check "ls --org 0x1111: only its namespace" eval \
+	'[ "$rc" -eq 0 ] && has "o0000000000001111" && ! has "many"'
+ks sweep --dry-run --ttl-first 3600
+check "sweep --dry-run exits 0" test "$rc" -eq 0
+check "sweep --dry-run: would delete 2 columns (6) and 4 corrupt records" has "would delete 10 objects"
+phase swept0
+ks sweep --ttl-first 3600 --verbose
+check "sweep exits 0" test "$rc" -eq 0
+check "sweep: 1 live, 1 older generation, 1 past the TTL, 4 corrupt" \
+	has "records: 1 live, 1 of an older generation, 1 past the first-use TTL, 4 corrupt"
+check "sweep: the corrupt by reason" has "(magic 1, identity 2, too big 1)"
+check "sweep: young slices without a record are kept" has "2 without a record younger (kept)"
+check "sweep: names not ours are kept" has "not kvss's: "
+phase swept1
+ks sweep --grace 0
+check "sweep --grace 0: the slices without a record go" \
+	eval '[ "$rc" -eq 0 ] && has "2 without a record past the 0 s grace"'
+phase swept2
+ks gen
+check "gen: 0 before any reset" eval '[ "$rc" -eq 0 ] && has "global generation: 0"'
+ks reset
+check "reset: 0 -> 1" eval '[ "$rc" -eq 0 ] && has "global generation: 0 -> 1"'
+ks gen
+check "gen: 1 after it" has "global generation: 1"
+ks reset --org 0x1111
+check "reset --org 0x1111: 0 -> 1 in its namespace" \
+	eval '[ "$rc" -eq 0 ] && has "(o0000000000001111): 0 -> 1"'
+ks reset --org acme
+check "reset --org NAME: the name's isolation id" eval '[ "$rc" -eq 0 ] && has "acme (o"'
+ks sweep
+check "sweep after the reset: the live column is of an older generation now" \
+	eval '[ "$rc" -eq 0 ] && has "records: 0 live, 1 of an older generation"'
+phase swept3
+# A generation that is not a number: reported, never crashed on, never bumped.
+"$T" badgen >/dev/null 2>&1
+ks gen --org 0x3333
+check "gen of a garbage generation: exit 1, named" \
+	eval '[ "$rc" -eq 1 ] && has "is not a number"'
+ks reset --org 0x3333
+check "reset of a garbage generation: exit 1, not overwritten" \
+	eval '[ "$rc" -eq 1 ] && has "is not a number"'
+ks sweep
+check "sweep skips that namespace and exits 1" eval '[ "$rc" -eq 1 ] && has "1 skipped"'
+ks ls
+check "ls shows it as bad" eval '[ "$rc" -eq 0 ] && grep -q "^o0000000000003333 *bad" <<<"$out"'
+# Usage.
+out=$("$KS" gen 2>&1); rc=$?
+check "no --conf: exit 2" eval '[ "$rc" -eq 2 ] && has "--conf"'
+ks frobnicate
+check "an unknown command: exit 2" eval '[ "$rc" -eq 2 ] && has "unknown command"'
+ks sweep --org 0x1
+check "an option of another command: exit 2" test "$rc" -eq 2
+ks sweep --ttl-first 1.5
+check "a TTL that is not whole: exit 2" test "$rc" -eq 2
+ks --timeout-ms 10 gen
+check "a timeout below 1000 ms: exit 2" test "$rc" -eq 2
+out=$("$KS" --conf /nonexistent/ceph.conf gen 2>&1); rc=$?
+check "a missing configuration: exit 1, named" \
+	eval '[ "$rc" -eq 1 ] && has "/nonexistent/ceph.conf"'
+ks --pool nopool gen
+check "a missing pool: exit 1, named" eval '[ "$rc" -eq 1 ] && has "pool nopool"'
+out=$("$KS" --help 2>&1); rc=$?
+check "--help: exit 0" eval '[ "$rc" -eq 0 ] && has "usage: kvss-shared"'
+out=$("$KS" --version 2>&1); rc=$?
+check "--version: exit 0" eval '[ "$rc" -eq 0 ] && has "kvss-shared"'
+
+# 3. One OSD down: every column still read (the client asks for a new map
+# within a second of an op stuck on the dead OSD).
+scripts/ceph-cluster.sh kill-osd "$C" 0
+phase degraded
+# 4. Every OSD down.
+scripts/ceph-cluster.sh kill-osd "$C" 1
+scripts/ceph-cluster.sh kill-osd "$C" 2
+phase down
+# 5. Nothing left (the directory kept for the configuration).
+scripts/ceph-cluster.sh stop "$C" --keep
+phase unreachable
+rm -rf "$C"
+
+echo "test-shared: $(($(date +%s) - t_start)) s"
+check_summary test-shared
