@@ -21,7 +21,8 @@ DPDK_LIBS := $(shell pkg-config --libs libdpdk)
 DEP_LIBS := $(shell pkg-config --libs libconfig libxxhash) -lpcap -lm -lpthread
 CRITERION_LIBS := $(shell pkg-config --libs criterion)
 URING_LIBS := $(shell pkg-config --libs liburing)
-DPDK_LIBS += $(URING_LIBS)
+# The shard's objects (every program linking them) reach the shared level.
+DPDK_LIBS += $(URING_LIBS) -lrados
 endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -63,8 +64,11 @@ FILEIO_SRC := lib/fileio/fileio.c
 KVDISK_SRC := $(call lib_dir,kvdisk)
 PLOT_SRC := lib/plot/plot.c
 
-# The shared level's object format (pure: no librados; fuzzed alone).
+# The shared level's object format (pure: no librados; fuzzed alone), and
+# its client (librados: the shard's and the driver's threads, the tools).
 SHARED_OBJ_SRC := lib/shared/shared_obj.c
+SHARED_RADOS_SRC := lib/shared/shared_rados.c
+RADOS_LIBS := -lrados
 
 # Whole numbers from a command line (1e6 too; never a prefix).
 ARGS_SRC := lib/args/args.c
@@ -86,7 +90,7 @@ REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c $(KVDIS
 # named, because they are built without DPDK's flags and unit-tested alone.
 kvss_dir = $(sort $(wildcard app/kvss/$(1)*.c))
 KVSS_COMMON_SRC := $(call kvss_dir,)
-SHARD_SRC := $(call kvss_dir,shard/) $(KVDISK_SRC)
+SHARD_SRC := $(call kvss_dir,shard/) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC)
 DRIVER_NOEAL_SRC := $(addprefix app/kvss/driver/,sink.c ctlq.c learn.c)
 DRIVER_SRC := $(filter-out $(DRIVER_NOEAL_SRC),$(call kvss_dir,driver/))
 # The wafer emulator needs no EAL either (test/test_emulator.c).
@@ -112,8 +116,9 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
 	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC) \
-	$(SHARED_OBJ_SRC) test/test_shared_obj.c
-DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c $(filter-out $(KVDISK_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
+	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c
+DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c \
+	$(filter-out $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
 
 # The shared level's client (lib/shared, librados) in one archive, its
@@ -188,7 +193,7 @@ KVSS := $(BUILD)/kvss
 
 $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC) $(PLOT_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
-	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
+	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)
 
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC) $(PLOT_SRC)) \
 		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) \
@@ -438,7 +443,7 @@ $(FUZZ_SHARD_OBJ): $(BUILD)/fuzz/obj/%.o: %.c
 	$(CLANG) $(FUZZ_FLAGS) $(FUZZ_WARN) -MMD -MP $(DPDK_CFLAGS) $(LIB_INC) -Iapp/kvss -c $< -o $@
 
 $(FUZZ_SHARD): $(FUZZ_SHARD_OBJ) $(BUILD)/fuzz/fuzz_shard_seeds
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SHARD_OBJ) $(DPDK_LIBS) $(DEP_LIBS) \
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SHARD_OBJ) $(DPDK_LIBS) $(DEP_LIBS) $(RADOS_LIBS) \
 		-Wl,--wrap=kvdisk_inflight
 
 # Its seeds: whole valid streams in its input encoding (scripts/fuzz-shard.sh runs it).

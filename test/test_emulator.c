@@ -103,7 +103,7 @@ h_seq_refilled(void *arg, uint64_t ns, uint64_t est, uint64_t est_bytes)
 	drv_learn_seq(&R.learn, ns, est, est_bytes);
 }
 
-static const struct emu_hooks hooks = {h_model_up, h_shard_up, h_model_refilled, h_seq_refilled};
+static const struct emu_hooks hooks = {h_model_up, h_shard_up, h_model_refilled, h_seq_refilled, NULL};
 
 static void
 rig_up(uint32_t requests, uint64_t capacity, bool learned)

@@ -76,6 +76,9 @@
 	X(l2_up)        /* columns read from it into a batch (L2_UP) */                            \
 	X(l2_deleted)   /* columns it let go (L2_DELETE) */                                        \
 	X(l2_errors)    /* second-tier operations that failed (L2_DONE or ERROR sent) */           \
+	X(shared_down)  /* slices written to the shared level (SH_DOWN; one already there counts) */ \
+	X(shared_up)    /* slices read from it, checked, into a batch (SH_UP) */                   \
+	X(shared_errors) /* shared-level operations that failed (L2_DONE op 3 or 4 sent) */        \
 	X(idle_polls)   /* polls that found nothing */                                             \
 	X(intr_sleeps)  /* poll_mode "interrupt": sleeps until a frame came or 1 ms passed */      \
 	X(intr_wakeups) /* of them, ended by a frame (an RX interrupt) */                          \

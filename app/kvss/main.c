@@ -542,8 +542,12 @@ main(int argc, char **argv)
 		{
 			char l2err[512];
 
-			if (shard_l2_open(l2err, sizeof(l2err)) != 0) {
-				fprintf(stderr, "kvss: %s: shard.l2: %s\n", config, l2err);
+			int l2rc = shard_l2_open(l2err, sizeof(l2err));
+
+			if (l2rc != 0) {
+				/* -2: the shared level's, whose message names its key. */
+				fprintf(stderr, "kvss: %s: %s%s\n", config, l2rc == -2 ? "" : "shard.l2: ",
+					l2err);
 				status = 1;
 				goto out_free;
 			}

@@ -7,6 +7,7 @@
  * includes libconfig.
  */
 #include "config_priv.h"
+#include "shared_obj.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -670,6 +671,33 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		if (r < 0)
 			goto out;
 		cfg->wafer.resume = (uint8_t)r;
+	}
+	if (kvss_cfg_load_shared(&c, root, cfg) != 0)
+		goto out;
+	if (cfg->shared.conf[0] != '\0') {
+		const config_setting_t *sg = cfg_member(&c, root, "shared");
+		uint16_t i, k;
+
+		if ((cfg->role & KVSS_ROLE_DRIVER) && cfg->shared.column != cfg->driver.pc.column) {
+			cfg_fail(&c, sg, "column", "%u, but driver.column is %u: the shards' slices are "
+				 "the driver's columns", cfg->shared.column, cfg->driver.pc.column);
+			goto out;
+		}
+		/* A slice is one object of at most SHARED_PAYLOAD_MAX bytes. */
+		for (i = 0; (cfg->role & KVSS_ROLE_SHARD) && i < cfg->num_local; i++)
+			for (k = 0; k < cfg->local[i].store.num_caches; k++) {
+				uint64_t b = (uint64_t)cfg->shared.column *
+					     cfg->local[i].store.cache[k].bytes_per_token;
+
+				if (b > SHARED_PAYLOAD_MAX) {
+					cfg_fail(&c, sg, "column", "%u tokens x shard.caches.[%u]."
+						 "bytes_per_token (%u) is %llu bytes a slice, more "
+						 "than %u: lower one of them", cfg->shared.column, k,
+						 cfg->local[i].store.cache[k].bytes_per_token,
+						 (unsigned long long)b, SHARED_PAYLOAD_MAX);
+					goto out;
+				}
+			}
 	}
 	if (cfg_check_keys(&c, root) != 0)
 		goto out;

@@ -174,6 +174,27 @@ struct kvss_config {
 		struct kvss_org_ttl org[KVSS_MAX_ORGS];
 	} driver;
 
+	/*
+	 * shared: the level every replica shares, on Ceph RADOS (PROTOCOL.md
+	 * section 10); conf "" when there is none. Read by both roles: a
+	 * shard reads and writes its slices, the driver looks columns up,
+	 * writes their records and follows the generations.
+	 */
+	struct kvss_shared_cfg {
+		char conf[KVSS_PATH_MAX]; /* the cluster's Ceph configuration file */
+		char pool[64];
+		char client[64];	  /* "client.admin" */
+		uint32_t op_timeout_ms;	  /* every RADOS op (rados_osd_op_timeout) */
+		uint32_t depth;		  /* a shard's ops in flight */
+		uint32_t column;	  /* a shard's largest column, tokens (the driver's column) */
+		uint32_t deadline_ms;	  /* driver: a lookup not back by then is a miss */
+		uint32_t generation_ms;	  /* driver: the generations read again this often */
+		uint32_t lookahead;	  /* driver: requests looked up ahead of their start */
+		uint32_t max_columns;	  /* driver: a lookup's columns at most */
+		uint32_t staged;	  /* driver: found columns staged for lookups at most */
+		uint8_t admit;		  /* driver: enum kvss_shared_admit */
+	} shared;
+
 	struct {
 		char trace[KVSS_PATH_MAX]; /* "" or missing file: the built-in workload */
 		uint32_t limit;		   /* requests; 0: all */
@@ -189,6 +210,12 @@ struct kvss_config {
 		uint32_t lose_data_every;  /* fault injection: withhold every Nth EVICT_DATA (0: none) */
 		uint8_t resume;		   /* enum kvss_resume */
 	} wafer;
+};
+
+/** What goes up to the shared level (shared.admit). */
+enum kvss_shared_admit {
+	KVSS_SHARED_ADMIT_L2,  /* "l2": every column the second tier takes, as it goes down */
+	KVSS_SHARED_ADMIT_HIT, /* "hit": of those, the ones hit at least once */
 };
 
 /**

@@ -60,6 +60,9 @@ int cfg_get_u64_array(struct ctx *c, const config_setting_t *g, const char *name
 int cfg_get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsigned int def,
 		   bool may_be_empty, unsigned int *out, uint16_t *n);
 
+/* ---- config_shared.c: the top-level shared group (the shared level) ---- */
+int kvss_cfg_load_shared(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg);
+
 #define GET_INT(c, g, name, lo, hi, def, req, dst)                                                 \
 	do {                                                                                       \
 		long long v_;                                                                      \

@@ -44,8 +44,14 @@ pc_l2_init(struct prefixcache *pc)
 	}
 	if (cols == 0)
 		return 0;
+	cols += pc->p.shared_staged;
 	if (cols > UINT32_MAX / 4)
 		return -EINVAL;
+	if (pc->p.shared_staged > 0) {
+		pc->staged = calloc(pc->p.shared_staged, sizeof(*pc->staged));
+		if (pc->staged == NULL)
+			return -ENOMEM;
+	}
 	pc->l2 = calloc(cols, sizeof(*pc->l2));
 	while (n < cols)
 		n <<= 1;
@@ -71,6 +77,7 @@ pc_l2_fini(struct prefixcache *pc)
 	free(pc->l2path);
 	free(pc->upcols);
 	free(pc->upsel);
+	free(pc->staged);
 }
 
 static inline uint32_t
@@ -131,7 +138,8 @@ l2_detach(struct prefixcache *pc, uint32_t i)
 	while (*p != i)
 		p = &pc->l2[*p].hnext;
 	*p = e->hnext;
-	lru_unlink(g, pc->l2, i);
+	if (!e->shared)
+		lru_unlink(g, pc->l2, i);
 }
 
 static void
@@ -140,9 +148,12 @@ l2_release(struct prefixcache *pc, uint32_t i)
 	struct pc_l2e *e = &pc->l2[i];
 	struct pc_group *g = group_of(pc, e->gid);
 
-	g->l2_stored -= e->length - e->start;
-	pc->st.l2_stored_tokens -= e->length - e->start;
+	if (!e->shared) {
+		g->l2_stored -= e->length - e->start;
+		pc->st.l2_stored_tokens -= e->length - e->start;
+	}
 	pc->l2[i].length = 0;
+	pc->l2[i].shared = 0;
 	pc->l2[i].hnext = pc->l2free;
 	pc->l2free = i;
 }
@@ -154,6 +165,8 @@ l2_tell_del(struct prefixcache *pc, const struct pc_l2e *e, uint64_t ec)
 	const struct pc_group *g = group_of(pc, e->gid);
 	uint16_t c;
 
+	if (e->shared)
+		return; /* on no shard's disk: nothing to let go */
 	for (c = 0; c < g->ncaches; c++)
 		pc->sink.l2_del(pc->sink.arg, e->gid / MAX_GROUPS, g->cache[c], e->hash,
 				pc->org[e->org].isolation_id, ec);
@@ -167,7 +180,8 @@ l2_drop(struct prefixcache *pc, uint32_t i)
 
 	l2_detach(pc, i);
 	l2_tell_del(pc, e, 0);
-	pc->st.l2_deleted_tokens += e->length - e->start;
+	if (!e->shared)
+		pc->st.l2_deleted_tokens += e->length - e->start;
 	l2_release(pc, i);
 }
 
@@ -214,7 +228,7 @@ pc_l2_demote(struct prefixcache *pc, uint32_t i)
 			.isolation_id = pc->org[e->org].isolation_id,
 			.prompt_id = pc->pr[e->prompt].id, .evict_count = e->evict_count,
 			.first_use_ns = (uint64_t)e->first_used * TICK_NS, .start = e->start,
-			.tokens = n, .cache_id = g->cache[c]};
+			.tokens = n, .cache_id = g->cache[c], .hits = e->hits};
 
 		pc->sink.l2_down(pc->sink.arg, mi, &col);
 	}
@@ -310,7 +324,10 @@ pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
 				.key = e->hash, .parent = e->parent,
 				.isolation_id = pc->org[e->org].isolation_id, .prompt_id = s->prompt_id,
 				.first_use_ns = (uint64_t)e->first_used * TICK_NS, .start = e->start,
-				.tokens = e->length - e->start, .cache_id = g->cache[c]};
+				.tokens = e->length - e->start, .cache_id = g->cache[c],
+				.shared = e->shared};
+		if (e->shared)
+			pc->st.shared_hit_tokens += e->length - e->start;
 	}
 	to = pc->l2[pc->l2path[n - 1]].length;
 	/* A batch of their own: what is pending goes first. */
@@ -408,6 +425,109 @@ pc_l2_reset_model(struct prefixcache *pc, uint16_t mi)
 
 		l2_detach(pc, i);
 		l2_release(pc, i);
+	}
+}
+
+int
+prefixcache_shared_stage(struct prefixcache *pc, uint16_t mi, const struct prefixcache_l2col *c,
+			 uint64_t now)
+{
+	struct pc_entry probe;
+	uint8_t gid = (uint8_t)(mi * MAX_GROUPS);
+	uint32_t org, k, b, n;
+
+	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi) || pc->staged == NULL)
+		return -EINVAL;
+	n = c->tokens;
+	if (n != pc->p.column || c->start % pc->p.column != 0)
+		return -EINVAL;
+	org = pc_org_get(pc, c->isolation_id);
+	if (org == NIL)
+		return -ENOMEM;
+	if (l2_find(pc, gid, org, c->key) != NIL)
+		return -EEXIST;
+	if (c->start == 0 ? c->parent != c->isolation_id
+			  : (k = l2_find(pc, gid, org, c->parent)) == NIL
+				    ? pc_entry_find(pc, gid, org, c->parent) == NIL
+				    : pc->l2[k].length != c->start)
+		return -ENOENT;
+	probe.first_used = probe.last_used = tick(c->first_use_ns);
+	if (expired_t(&probe, org_ttl(pc, org), tick(now)))
+		return -ETIME;
+	/* The oldest staged one makes room (if it is still staged and unused). */
+	if (pc->staged_n == pc->p.shared_staged) {
+		uint32_t j = pc->staged[pc->staged_head].i;
+
+		if (pc->l2[j].shared && pc->l2[j].length != 0 &&
+		    pc->l2[j].hash == pc->staged[pc->staged_head].hash) {
+			l2_detach(pc, j);
+			l2_release(pc, j);
+		}
+		pc->staged_head = (pc->staged_head + 1) % pc->p.shared_staged;
+		pc->staged_n--;
+	}
+	if ((k = pc->l2free) == NIL)
+		return -ENOMEM;
+	pc->l2free = pc->l2[k].hnext;
+	pc->l2[k] = (struct pc_l2e){.hash = c->key, .parent = c->parent, .org = org,
+				    .start = c->start, .length = c->start + n,
+				    .first_used = probe.first_used, .last_used = probe.last_used,
+				    .gid = gid, .shared = 1};
+	b = l2_bucket(pc, gid, org, c->key);
+	pc->l2[k].hnext = pc->l2bucket[b];
+	pc->l2bucket[b] = k;
+	pc->staged[(pc->staged_head + pc->staged_n) % pc->p.shared_staged].i = k;
+	pc->staged[(pc->staged_head + pc->staged_n) % pc->p.shared_staged].hash = c->key;
+	pc->staged_n++;
+	pc->st.shared_staged_tokens += n;
+	return 0;
+}
+
+uint32_t
+prefixcache_columns(struct prefixcache *pc, uint16_t mi, const struct prefixcache_request *req,
+		    uint64_t *keys, uint32_t max, uint32_t *known)
+{
+	const uint32_t C = pc->p.column;
+	uint8_t gid = (uint8_t)(mi * MAX_GROUPS);
+	uint32_t allowed = req->cache_length_allowed, limit, n = 0, org;
+	uint64_t h = req->isolation_id;
+	bool held = true;
+
+	*known = 0;
+	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi))
+		return 0;
+	if (req->first_multimodal < allowed)
+		allowed = req->first_multimodal;
+	/* As a lookup: the prompt's last token is never replayed (-1 rule). */
+	limit = pc->p.no_minus_one ? req->num_tokens : req->num_tokens ? req->num_tokens - 1 : 0;
+	if (limit > allowed)
+		limit = allowed;
+	org = pc_org_get(pc, req->isolation_id);
+	for (; n < max && (n + 1) * C <= limit; n++) {
+		h = prefixcache_column_hash(h, req->tokens + n * C, C);
+		keys[n] = h;
+		if (held && org != NIL &&
+		    (pc_entry_find(pc, gid, org, h) != NIL || l2_find(pc, gid, org, h) != NIL))
+			(*known)++;
+		else
+			held = false;
+	}
+	return n;
+}
+
+void
+prefixcache_shared_unstage(struct prefixcache *pc)
+{
+	while (pc->staged_n > 0) {
+		uint32_t j = pc->staged[pc->staged_head].i;
+
+		if (pc->l2[j].shared && pc->l2[j].length != 0 &&
+		    pc->l2[j].hash == pc->staged[pc->staged_head].hash) {
+			l2_detach(pc, j);
+			l2_release(pc, j);
+		}
+		pc->staged_head = (pc->staged_head + 1) % pc->p.shared_staged;
+		pc->staged_n--;
 	}
 }
 

@@ -100,6 +100,9 @@ struct pc_l2e {
 	uint32_t prev, next;		/* LRU */
 	uint8_t gid;
 	uint8_t pending; /* sent down, not yet confirmed (l2_confirm): not served */
+	/* Staged from the shared level (prefixcache_shared_stage): not on any
+	 * shard's disk, in no LRU, not counted in l2_stored; served once. */
+	uint8_t shared;
 };
 
 struct pc_model {
@@ -217,6 +220,13 @@ struct prefixcache {
 	/* The second tier (pc_l2.c). */
 	struct pc_l2e *l2;
 	uint32_t l2cap, l2free, l2mask;
+	/* Staged shared-level columns, oldest first (index, hash): at most
+	 * p.shared_staged; the oldest goes when a new one needs its place. */
+	struct {
+		uint32_t i;
+		uint64_t hash;
+	} *staged;
+	uint32_t staged_head, staged_n;
 	uint32_t *l2bucket;
 	uint32_t *l2path, l2pathcap; /* a lookup's L2 columns */
 	struct prefixcache_l2col *upcols;

@@ -165,6 +165,10 @@ struct prefixcache_l2col {
 	uint64_t first_use_ns; /**< its first use (expiry by first use survives a restart) */
 	uint32_t start, tokens; /**< token indexes [start, start + tokens) */
 	uint16_t cache_id;
+	/** up: its bytes come from the shared level, not the shard's disk (PROTOCOL.md section 10) */
+	uint8_t shared;
+	/** down: times it was hit while in DRAM (what goes up to the shared level may ask for some) */
+	uint32_t hits;
 };
 
 struct prefixcache_params {
@@ -189,6 +193,11 @@ struct prefixcache_params {
 	 * shards answer asynchronously); false: at once (a synchronous tier).
 	 */
 	bool l2_confirm;
+	/**
+	 * Columns the driver found in the shared level (section 10) and staged
+	 * for its lookups (prefixcache_shared_stage), at most; 0: no shared level.
+	 */
+	uint32_t shared_staged;
 };
 
 /** Where the library's messages go. Each callback may be NULL. */
@@ -408,6 +417,34 @@ void prefixcache_shard_restart(struct prefixcache *pc, uint16_t model);
 int prefixcache_l2_adopt(struct prefixcache *pc, uint16_t model, const struct prefixcache_l2col *c,
 			 uint64_t now);
 
+/**
+ * A column found in the shared level (its record read and checked by the
+ * caller): staged, so that a lookup that ends in DRAM and the second tier
+ * goes on into it and brings it up as from L2 (l2_up with .shared set).
+ * Staged columns hold no shard's disk: they count in no capacity, go once
+ * brought up, expire as L2's do, and the oldest goes when
+ * params.shared_staged are staged. Stage a prompt's columns in token order.
+ * @return 0 staged; -EEXIST known (in L2 or staged); -ENOENT its parent is
+ *   in no tier; -ETIME expired; -EINVAL not a whole column of a model with a
+ *   second tier, or no shared level; -ENOMEM.
+ */
+int prefixcache_shared_stage(struct prefixcache *pc, uint16_t model,
+			     const struct prefixcache_l2col *c, uint64_t now);
+
+/**
+ * The keys of @p req's whole columns, as far as it may be cached (at most
+ * @p max) into @p keys, and in @p known how many of the first ones the
+ * driver holds now (in DRAM, the second tier, or staged): what is past
+ * them is what the shared level is asked for. Touches nothing (expiry not
+ * considered). @return how many keys.
+ */
+uint32_t prefixcache_columns(struct prefixcache *pc, uint16_t model,
+			     const struct prefixcache_request *req, uint64_t *keys, uint32_t max,
+			     uint32_t *known);
+
+/** Forget every staged shared-level column (a new generation: the old ones are not served). */
+void prefixcache_shared_unstage(struct prefixcache *pc);
+
 /** Every shard wrote column @p key (l2_confirm): from now on it is served. @return whether known. */
 bool prefixcache_l2_confirm(struct prefixcache *pc, uint16_t model, uint64_t isolation_id,
 			    uint64_t key);
@@ -455,6 +492,8 @@ struct prefixcache_stats {
 	uint64_t l2_stored_tokens; /**< now */
 	uint64_t l2_recompute_faster_tokens; /**< hit in L2 but not taken: computing them was faster */
 	uint64_t l2_adopted_tokens; /**< taken back from the shards' inventories (kept across restarts) */
+	uint64_t shared_staged_tokens; /**< found in the shared level and staged for lookups */
+	uint64_t shared_hit_tokens;    /**< of them, brought up (hits from the shared level) */
 };
 
 void prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *st);

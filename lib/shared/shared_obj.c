@@ -319,8 +319,7 @@ shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want)
 	if (got->kind != want->kind || got->org != want->org || got->key != want->key ||
 	    got->object_id != want->object_id || got->gen_global != want->gen_global ||
 	    got->gen_org != want->gen_org || got->layout != want->layout ||
-	    got->model != want->model || got->parent != want->parent ||
-	    got->first_use_ns != want->first_use_ns)
+	    got->model != want->model || got->parent != want->parent)
 		return SHARED_BAD_IDENTITY;
 	if (got->shard != want->shard || got->cache != want->cache || got->start != want->start ||
 	    got->tokens != want->tokens || got->bytes_per_token != want->bytes_per_token)

@@ -120,11 +120,11 @@ void shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload);
 enum shared_bad shared_obj_decode(const uint8_t *buf, size_t len, struct shared_hdr *h);
 
 /**
- * A decoded header against what was asked: kind, org, key, object id,
- * generations, layout, model, shard, cache, start, tokens and bytes per
- * token must all be @p want's (parent and first use are the record's to
- * say; a slice's must equal its record's, which the caller passes in
- * @p want). Returns SHARED_OK or IDENTITY / GEOMETRY.
+ * A decoded header against what was asked: kind, org, key, parent, object
+ * id, generations, layout, model, shard, cache, start, tokens and bytes per
+ * token must all be @p want's. First use and the time written are not
+ * compared: the record's first use is the column's (expiry), and a driver
+ * holds it only to its clock's tick. Returns SHARED_OK or IDENTITY / GEOMETRY.
  */
 enum shared_bad shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want);
 

@@ -84,8 +84,17 @@ hook_seq_refilled(void *arg, uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 	drv_learn_seq(&drv.learn, ns, est_ns, est_bytes);
 }
 
+/* Its shared-level lookups are back, or late (shared.c). */
+static bool
+hook_request_ready(void *arg, uint32_t req, uint64_t now)
+{
+	(void)arg;
+	return drv_sh_request_ready(req, now);
+}
+
 static const struct emu_hooks hooks = {
 	.model_up = hook_model_up,
+	.request_ready = hook_request_ready,
 	.shard_up = hook_shard_up,
 	.model_refilled = hook_model_refilled,
 	.seq_refilled = hook_seq_refilled,
@@ -290,6 +299,8 @@ kvss_driver_init(void)
 	struct prefixcache_params pp = cfg->driver.pc;
 
 	pp.l2_confirm = true; /* a column is served once every shard said it is on disk */
+	/* Columns found in the shared level are staged in the library's second tier. */
+	pp.shared_staged = cfg->shared.conf[0] != '\0' ? cfg->shared.staged : 0;
 	struct prefixcache_sink sink;
 	uint32_t max_entries = proto_evict_max_entries(cfg->mtu);
 	uint16_t m, i, k;
@@ -374,6 +385,18 @@ kvss_driver_init(void)
 	drv.sink.payload_cap = kvss_payload_cap();
 	drv.sink.emu = drv.emu;
 	drv.sink.st = &drv.st;
+	{
+		char err[600];
+
+		if (drv_sh_open(err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss: %s: %s\n", cfg->path, err);
+			return -2;
+		}
+		if (cfg->shared.conf[0] != '\0') {
+			drv.sink.sh_down = drv_sh_down;
+			drv.sink.sh_name = drv_sh_name;
+		}
+	}
 	printf("kvss: driver: %zu requests from %s; %u model(s), %u shard(s), epoch 0x%08x\n", drv.nreq,
 	       drv.source, pp.num_models, drv.nsh, kvss.epoch);
 	/* Say where the refill estimates come from, and what they start at. */
@@ -396,6 +419,7 @@ kvss_driver_free(void)
 	uint32_t i;
 
 	kvss_faults_fini();
+	drv_sh_close();
 	emu_free(drv.emu);
 	drv.emu = NULL;
 	drv_sink_l2_clear(&drv.sink, -1);
@@ -639,6 +663,7 @@ kvss_driver_main(void *arg)
 			if (!wait_for_shards(t0, start_deadline))
 				break;
 		} else {
+			drv_sh_poll(drv_now_ns(t0));
 			work += wafer_step(t0);
 			emu_check_timeouts(drv.emu, drv_now_ns(t0));
 		}

@@ -83,6 +83,7 @@
 	X(l2_ready_at_pick) /* of them, those whose data was whole at the pick */                   \
 	X(l2_down_cols)     /* columns sent down to the second tier (L2_DOWN, per cache group) */    \
 	X(l2_up_batches)    /* batches whose bytes the shards read from their second tier (L2_UP) */ \
+	X(shared_up_batches) /* of them, with columns from the shared level (SH_UP) */              \
 	X(l2_del_cols)      /* columns the second tier let go (L2_DELETE, per cache) */              \
 	X(l2_done)          /* L2_DONE records received */                                          \
 	X(l2_failed)        /* of them, failures */                                                 \

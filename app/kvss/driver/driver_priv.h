@@ -12,6 +12,10 @@
  *   rx.c       what the shards send, taken in
  *   epoch.c    epochs, and the restart of a model whose shards lost state
  *   l2.c       the shards' second tiers: inventories, L2_DONE, adoption
+ *   shared.c   the shared level (Ceph RADOS): generations, lookups ahead of
+ *              a request's start, records of columns gone up, op 3 and 4
+ *              L2_DONEs (it calls lib/shared; the sink calls it through
+ *              its callbacks)
  *   link.c     ports and TX queues, control streams pushed and resent,
  *              EVICT_DATA framed and sent, links watched
  *   sink.c     lib/prefixcache's sink: RESERVE, EVICT, REFILL and DELETE
@@ -39,6 +43,7 @@
 #include "prefixcache.h"
 #include "proto.h"
 #include "proto_stream.h"
+#include "shared_obj.h"
 #include "workload.h"
 
 struct emu;
@@ -158,6 +163,13 @@ struct drv_sink {
 	FILE *expect;		   /* open loop: what each shard must send back (NULL: closed) */
 	uint64_t wall_base_ns;	   /* wall clock (ns since 1970) at the library's time 0 (driver.c) */
 	struct drv_l2wait **l2w;   /* columns sent down, L2_DONEs awaited (sink.c) */
+	/*
+	 * The shared level (shared.c; NULL: none). sh_down: does a column sent
+	 * down go up too (then @p o's object fields are set: SH_DOWN)? sh_name:
+	 * a staged column's object, for SH_UP (false: not nameable now).
+	 */
+	bool (*sh_down)(uint16_t model, const struct prefixcache_l2col *c, struct proto_l2col *o);
+	bool (*sh_name)(uint16_t model, const struct prefixcache_l2col *c, struct proto_l2col *o);
 	bool failed;		   /* out of memory: the run stops */
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };
@@ -397,6 +409,39 @@ void drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_
  * tokens are lost), and the caller restarts the model (epoch.c).
  */
 bool drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg);
+/* ---- shared.c: the shared level ---- */
+
+/** What the driver's shared level counted (report.c prints them). */
+struct drv_sh_stats {
+	uint64_t gen_global, unavailable;
+	uint64_t lookups, lookup_cols, lookup_found_cols, lookups_late, lookup_late_cols;
+	uint64_t lookups_skipped, lookups_busy, lookups_no_generation, lookup_errors, lookup_cost_ns;
+	uint64_t staged_cols, found_expired;
+	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation;
+	uint64_t records_written, records_failed, records_busy, records_bad, records_deleted;
+	uint64_t up_failed, slices_bad;
+	uint64_t bad[SHARED_BAD_COUNT];
+	uint64_t generations_seen, gen_bad, orgs_full, unavailable_times, available_again;
+};
+
+/** Connect (shared = { ... }); 0 when not configured. -1: @p err names the key. */
+int drv_sh_open(char *err, size_t errlen);
+void drv_sh_close(void);
+/** Does model @p m use the shared level now? */
+bool drv_sh_on(uint16_t m);
+/** Completions, the generations again when due. */
+void drv_sh_poll(uint64_t now_ns);
+/** May request @p req start (its lookups back or late)? Begins the lookups of the next ones. */
+bool drv_sh_request_ready(uint32_t req, uint64_t now_ns);
+/** The sink's callbacks (drv_sink.sh_down, sh_name). */
+bool drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o);
+bool drv_sh_name(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o);
+/** An L2_DONE of op 3 or 4 from @p sh. true: a column did not come up (its tokens are lost). */
+bool drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d);
+const struct drv_sh_stats *drv_sh_stats(void);
+/** The lookups' cost (sent to back or abandoned), p50 and p99, ns. */
+void drv_sh_lookup_pct(uint64_t *p50, uint64_t *p99);
+
 /** Is ERROR UNKNOWN_PROMPT for @p key from @p sh the answer to an L2_DELETE sent after a failure? */
 bool drv_l2_expected_unknown(const struct drv_shard *sh, uint64_t key);
 /** A model restarts (its old stream's answers will not come): forget what was expected (UINT16_MAX: all, freed). */

@@ -344,6 +344,12 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 		struct proto_l2done d;
 
 		proto_get_l2_done(msg, i, &d);
+		if (d.op == 3 || d.op == 4) {
+			/* The shared level's (section 10): shared.c's to count. */
+			if (drv_sh_done(sh, &d))
+				return true; /* a slice did not come up: as an L2_UP's */
+			continue;
+		}
 		drv.st.l2_done++;
 		if (d.status == 0) {
 			/* Written: once every shard has, in every cache, it is served. */

@@ -415,7 +415,7 @@ kvss_driver_summary(void)
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
-	char l2j[640], pickj[768], l2fitj[200] = "";
+	char l2j[2048], pickj[768], l2fitj[200] = "";
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -634,6 +634,46 @@ kvss_driver_summary(void)
 			       (double)ps.l2_down_tokens * (double)kvss.cfg.driver.pc.model[0].refill_bytes_per_token / 1e6,
 			       ps.l2_deleted_tokens, ps.l2_stored_tokens, s->l2_adopted_cols,
 			       s->l2_refused_cols, s->l2_failed, ps.l2_recompute_faster_tokens);
+	}
+	if (kvss.cfg.shared.conf[0] != '\0') {
+		const struct drv_sh_stats *h = drv_sh_stats();
+		uint64_t l50, l99;
+		size_t n = strlen(l2j);
+		unsigned int r;
+		char badj[256] = "";
+
+		drv_sh_lookup_pct(&l50, &l99);
+		for (r = 1; r < SHARED_BAD_COUNT; r++)
+			snprintf(badj + strlen(badj), sizeof(badj) - strlen(badj), "%s\"%s\":%" PRIu64,
+				 r > 1 ? "," : "", shared_bad_name((enum shared_bad)r), h->bad[r]);
+		printf("kvss: summary: shared level: hit tokens %" PRIu64 " (staged %" PRIu64 " columns "
+		       "from %" PRIu64 " found in %" PRIu64 " lookups of %" PRIu64 " columns; lookup p50 %"
+		       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline); %" PRIu64
+		       " columns sent up, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
+		       PRIu64 " records written; %" PRIu64 " bad records and %" PRIu64 " bad slices "
+		       "dropped; generation %" PRIu64 " (%" PRIu64 " changes seen)%s\n",
+		       ps.shared_hit_tokens, h->staged_cols, h->lookup_found_cols, h->lookups,
+		       h->lookup_cols, l50 / 1000, l99 / 1000, h->lookups_late,
+		       kvss.cfg.shared.deadline_ms, h->down_cols, h->down_slices, h->down_failed,
+		       h->records_written, h->records_bad, h->slices_bad, h->gen_global,
+		       h->generations_seen, h->unavailable ? "; UNAVAILABLE at the end" : "");
+		snprintf(l2j + n, sizeof(l2j) - n,
+			 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
+			 ",\"lookup_cols\":%" PRIu64 ",\"found_cols\":%" PRIu64 ",\"staged_cols\":%" PRIu64
+			 ",\"lookups_late\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
+			 ",\"lookup_p99_us\":%" PRIu64 ",\"lookup_errors\":%" PRIu64
+			 ",\"down_cols\":%" PRIu64 ",\"down_slices\":%" PRIu64 ",\"down_failed\":%" PRIu64
+			 ",\"records_written\":%" PRIu64 ",\"records_failed\":%" PRIu64
+			 ",\"records_bad\":%" PRIu64 ",\"records_deleted\":%" PRIu64
+			 ",\"up_batches\":%" PRIu64 ",\"up_failed\":%" PRIu64 ",\"slices_bad\":%" PRIu64
+			 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
+			 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s}",
+			 ps.shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
+			 h->staged_cols, h->lookups_late, l50 / 1000, l99 / 1000, h->lookup_errors,
+			 h->down_cols, h->down_slices, h->down_failed, h->records_written,
+			 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
+			 h->up_failed, h->slices_bad, badj, h->gen_global, h->generations_seen,
+			 h->unavailable_times, h->unavailable ? "true" : "false");
 	}
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64

@@ -308,6 +308,16 @@ on_l2_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
 			proto_build_l2_down(b, &o);
 	}
 	s->st->l2_down_cols++;
+	/* The shared level takes it too (its rule, shared.c): every shard writes
+	 * its slice from DRAM, in the same turn of the refill queue. */
+	if (s->sh_down != NULL && s->sh_down(model, c, &o))
+		for (i = 0; i < s->nshards[model]; i++) {
+			struct proto_builder *b = open_for(s, shard_of(s, model, i), PROTO_T_SH_DOWN,
+							   PROTO_SHCOL_LEN);
+
+			if (b != NULL)
+				proto_build_l2_down(b, &o);
+		}
 }
 
 static void
@@ -316,9 +326,15 @@ on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 {
 	struct drv_sink *s = arg;
 	struct proto_evict_hdr eh = {batch_no, nc, g, (uint16_t)ncols};
+	uint8_t type = PROTO_T_L2_UP;
 	uint32_t t, k;
 	uint16_t i;
 
+	/* A column staged from the shared level makes it an SH_UP (section 10),
+	 * whose columns from the disk have object id 0. */
+	for (k = 0; k < ncols; k++)
+		if (cols[k].shared)
+			type = PROTO_T_SH_UP;
 	for (i = 0; i < s->nshards[model]; i++) {
 		struct drv_shard *sh = shard_of(s, model, i);
 		struct proto_builder b;
@@ -328,7 +344,7 @@ on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 		/* A batch of its own, after what was open; no EVICT_DATA follows it. */
 		if (drv_ctlq_close(&sh->q) != 0)
 			s->failed = true;
-		drv_hdr_for(&h, sh, s->model_epoch[model], PROTO_T_L2_UP);
+		drv_hdr_for(&h, sh, s->model_epoch[model], type);
 		proto_build_begin(&b, s->scratch, s->payload_cap, &h);
 		proto_build_l2_up_hdr(&b, &eh);
 		for (t = 0; t < (uint32_t)g * nc && rc == 0; t++)
@@ -337,6 +353,11 @@ on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 			struct proto_l2col o;
 
 			l2col_of(s, &o, &cols[k]);
+			/* Not nameable (a new generation since it was staged): its
+			 * object id stays 0 and the shard has no such column on disk,
+			 * so the batch loses it, as any column that does not come up. */
+			if (cols[k].shared && s->sh_name != NULL)
+				s->sh_name(model, &cols[k], &o);
 			rc = proto_build_l2_up_col(&b, &o);
 		}
 		if (rc != 0) {
@@ -347,6 +368,8 @@ on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 			s->failed = true;
 	}
 	s->st->l2_up_batches++;
+	if (type == PROTO_T_SH_UP)
+		s->st->shared_up_batches++;
 }
 
 static void

@@ -169,7 +169,7 @@ shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const str
 		return;
 	}
 	r->gate = 0;
-	if ((r->hdr.type != PROTO_T_EVICT && r->hdr.type != PROTO_T_L2_UP) ||
+	if (!shard_type_batch(r->hdr.type) ||
 	    kvss_me->st->del_last <= kvss_me->st->del_applied ||
 	    kvss_me->st->del_gate_max >= r->u.evict.batch_no)
 		return;
@@ -206,7 +206,7 @@ shard_delete_must_wait(const struct proto_msg *msg)
 		const struct proto_msg *ev;
 		unsigned int a, b;
 
-		if (r->hdr.type != PROTO_T_EVICT && r->hdr.type != PROTO_T_L2_UP)
+		if (!shard_type_batch(r->hdr.type))
 			continue;
 		ev = shard_msg(r, q->m[i % SHARD_QMAX], &view);
 		for (b = 0; b < msg->hdr.count; b++) {
@@ -265,7 +265,7 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				}
 				return; /* runs once the DELETE before it has */
 			}
-			if (msg->hdr.type == PROTO_T_L2_UP && shard_l2_on() &&
+			if (shard_type_up(msg->hdr.type) && shard_level_on(msg->hdr.type) &&
 			    (q->rec[q->head % SHARD_QMAX].l2gate > kvss_me->st->l2down_done ||
 			     shard_l2_up_room(msg) != 0))
 				return; /* an L2_DOWN before it has not run, or the tier thread is behind */
@@ -282,17 +282,17 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				return; /* waits for DELETEs (or for batches to complete) */
 			}
 			kvss_me->st->batch_t[msg->u.evict.batch_no % 256] = now;
-			if (rc == 0 && msg->hdr.type == PROTO_T_L2_UP && shard_l2_on()) {
-				/* Its bytes come from the second tier, not from EVICT_DATA. */
+			if (rc == 0 && shard_type_up(msg->hdr.type) && shard_level_on(msg->hdr.type)) {
+				/* Its bytes come from the second tier (or the shared level), not from EVICT_DATA. */
 				for (i = 0; i < msg->hdr.count; i++)
 					if (codes[i] != 0)
 						shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
 							  (uint16_t)(i % msg->u.evict.num_caches), codes[i]);
 				shard_l2_up(st, msg, e);
 				st->batches++;
-			} else if (rc == 0 && msg->hdr.type == PROTO_T_L2_UP) {
-				/* No second tier to read its bytes from: refused whole,
-				 * its batch lost at once when its turn comes (section 9). */
+			} else if (rc == 0 && shard_type_up(msg->hdr.type)) {
+				/* No second tier (shared level) to read its bytes from: refused
+				 * whole, its batch lost at once when its turn comes (sections 9, 10). */
 				kvss_me->st->batch_t[msg->u.evict.batch_no % 256] =
 					now - kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms;
 				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_NO_TIER);

@@ -22,6 +22,12 @@
  *
  * The tier thread drains the writes in flight before it reads or deletes:
  * a column the driver just sent down may be asked for at once.
+ *
+ * The shared level (PROTOCOL.md section 10) runs the same way through its
+ * own thread (shared.c), from the same pool: SH_DOWN as L2_DOWN (its
+ * L2Done op 3), SH_UP as L2_UP (op 4); an SH_UP's column whose object id
+ * is 0 is read from this shard's disk, so that one batch may bring columns
+ * from both levels.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,7 +45,9 @@
 #include <rte_ring.h>
 
 #include "kvdisk.h"
+#include "l2_priv.h"
 #include "shard.h"
+#include "shared_obj.h"
 
 #define L2_RING 1024
 #define L2_POOL 511
@@ -52,26 +60,6 @@
  */
 #define L2_POS_MAX (PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN)
 
-enum l2_op { L2R_PUT, L2R_GET, L2R_DEL, L2R_INV };
-
-struct l2_req {
-	uint8_t op;
-	uint16_t status;  /* the result: 0 or a protocol code */
-	uint32_t epoch;	  /* the driver epoch it was made in */
-	uint64_t seq;	  /* its message's control seq (ERROR records) */
-	struct kvdisk_meta meta;
-	uint32_t len;	  /* PUT, GET: the column's bytes in data */
-	/* GET (L2_UP): the batch, and where the column's tokens go in its stream. */
-	uint64_t batch_no;
-	uint32_t stream_len;
-	uint16_t npos;
-	uint16_t *pos;	  /* npos <= L2_POS_MAX pairs (stream token, column token), after data */
-	/* INV: the columns, malloc'd by the tier thread. */
-	struct kvdisk_meta *inv;
-	uint32_t ninv;
-	uint8_t *data;
-};
-
 static struct {
 	struct kvdisk *d;
 	struct rte_mempool *pool;
@@ -79,8 +67,9 @@ static struct {
 	pthread_t thread;
 	int started;
 	int stop;
-	uint32_t col_bytes; /* the largest column's bytes (all caches) */
-	uint32_t column;
+	uint32_t col_bytes; /* the largest column's bytes (all caches, both levels) */
+	uint32_t column;    /* the second tier's column, tokens */
+	uint32_t shcolumn;  /* the shared level's largest column, tokens */
 } l2;
 
 bool
@@ -238,18 +227,24 @@ shard_l2_open(char *err, size_t errlen)
 	char name[RTE_MEMPOOL_NAMESIZE];
 	uint16_t c;
 
-	if (kvss_me->cfg->l2.path[0] == '\0')
+	bool disk = kvss_me->cfg->l2.path[0] != '\0', shared = kvss.cfg.shared.conf[0] != '\0';
+	int rc;
+
+	if (!disk && !shared)
 		return 0;
-	l2.column = kvss_me->cfg->l2.column;
+	l2.column = disk ? kvss_me->cfg->l2.column : 0;
+	l2.shcolumn = shared ? kvss.cfg.shared.column : 0;
 	for (c = 0; c < kp->num_caches; c++) {
+		uint32_t most = l2.column > l2.shcolumn ? l2.column : l2.shcolumn;
+
 		p.cache[c].bytes_per_token = kp->cache[c].bytes_per_token;
 		p.cache[c].column_tokens = l2.column;
 		p.cache[c].capacity_tokens = kvss_me->cfg->l2.capacity_tokens[c];
-		if (kp->cache[c].bytes_per_token * l2.column > sum)
-			sum = kp->cache[c].bytes_per_token * l2.column;
+		if (kp->cache[c].bytes_per_token * most > sum)
+			sum = kp->cache[c].bytes_per_token * most;
 	}
 	l2.col_bytes = sum;
-	{
+	if (disk) {
 		/* Its directory, made if missing (0700: the columns are a customer's
 		 * data); one that exists is kvdisk_open's to check (owner, mode). */
 		char dir[KVSS_PATH_MAX];
@@ -265,20 +260,23 @@ shard_l2_open(char *err, size_t errlen)
 			}
 		}
 	}
-	l2.d = kvdisk_open(kvss_me->cfg->l2.path, &p, err, errlen);
-	if (l2.d == NULL) {
-		size_t n = strlen(err);
+	if (disk) {
+		l2.d = kvdisk_open(kvss_me->cfg->l2.path, &p, err, errlen);
+		if (l2.d == NULL) {
+			size_t n = strlen(err);
 
-		/* What formatting would lift: say how, and what it costs. */
-		if (errno == EEXIST && n < errlen)
-			snprintf(err + n, errlen - n, " (shard.l2.format = true formats it: what it "
-				 "holds is lost)");
-		return -1;
+			/* What formatting would lift: say how, and what it costs. */
+			if (errno == EEXIST && n < errlen)
+				snprintf(err + n, errlen - n, " (shard.l2.format = true formats it: "
+					 "what it holds is lost)");
+			return -1;
+		}
 	}
 	snprintf(name, sizeof(name), "l2req_%u", kvss_me->cfg->id);
 	l2.pool = rte_mempool_create(name, L2_POOL,
-				     sizeof(struct l2_req) + l2.col_bytes + L2_POS_MAX * 4u, 0, 0,
-				     NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
+				     sizeof(struct l2_req) + SHARED_HDR_LEN + l2.col_bytes +
+					     L2_POS_MAX * 4u,
+				     0, 0, NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
 	snprintf(name, sizeof(name), "l2to_%u", kvss_me->cfg->id);
 	l2.to_tier = rte_ring_create(name, L2_RING, (int)rte_socket_id(),
 				     RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -291,19 +289,27 @@ shard_l2_open(char *err, size_t errlen)
 		shard_l2_close();
 		return -1;
 	}
-	if (pthread_create(&l2.thread, NULL, tier_main, NULL) != 0) {
-		snprintf(err, errlen, "shard.l2: cannot start the tier thread");
-		shard_l2_close();
-		return -1;
+	if (disk) {
+		if (pthread_create(&l2.thread, NULL, tier_main, NULL) != 0) {
+			snprintf(err, errlen, "shard.l2: cannot start the tier thread");
+			shard_l2_close();
+			return -1;
+		}
+		pthread_setname_np(l2.thread, "kvss-tier");
+		l2.started = 1;
 	}
-	pthread_setname_np(l2.thread, "kvss-tier");
-	l2.started = 1;
+	rc = shard_sh_open(err, errlen);
+	if (rc != 0) {
+		shard_l2_close();
+		return -2; /* the shared level's: err names its key */
+	}
 	return 0;
 }
 
 void
 shard_l2_stop(void)
 {
+	shard_sh_stop();
 	if (l2.started) {
 		__atomic_store_n(&l2.stop, 1, __ATOMIC_RELAXED);
 		pthread_join(l2.thread, NULL);
@@ -317,6 +323,9 @@ shard_l2_close(void)
 	void *p;
 
 	shard_l2_stop();
+	while (shard_sh_take(&p, 1) == 1)
+		rte_mempool_put(l2.pool, p);
+	shard_sh_close();
 	while (l2.from_tier != NULL && rte_ring_dequeue(l2.from_tier, &p) == 0) {
 		free(((struct l2_req *)p)->inv);
 		rte_mempool_put(l2.pool, p);
@@ -368,7 +377,8 @@ req_get(uint8_t op, uint64_t seq)
 	q->op = op;
 	q->seq = seq;
 	q->epoch = kvss_me->driver_epoch;
-	q->data = (uint8_t *)(q + 1);
+	q->obj = (uint8_t *)(q + 1);
+	q->data = q->obj + SHARED_HDR_LEN;
 	q->pos = (uint16_t *)(q->data + l2.col_bytes);
 	return q;
 }
@@ -380,11 +390,12 @@ req_put(struct l2_req *q)
 	rte_mempool_put(l2.pool, q);
 }
 
-/* To the tier thread; its ring holds every request of the pool. */
+/* To the tier thread, or the shared level's; each ring holds every request of the pool. */
 static void
 to_tier(struct l2_req *q)
 {
-	if (rte_ring_enqueue(l2.to_tier, q) != 0)
+	if (q->op == L2R_SHPUT || q->op == L2R_SHGET ? shard_sh_submit(q) != 0
+						      : rte_ring_enqueue(l2.to_tier, q) != 0)
 		req_put(q); /* cannot happen: the ring is larger than the pool */
 }
 
@@ -403,11 +414,15 @@ add_done(struct shard_batcher *bt, uint64_t key, uint64_t iso, uint16_t cache, u
 static struct shard_batcher l2done;
 
 static void
-meta_of(struct kvdisk_meta *m, const struct proto_l2col *c)
+meta_of(struct l2_req *q, const struct proto_l2col *c)
 {
-	*m = (struct kvdisk_meta){.key = c->key, .parent = c->parent, .org = c->isolation_id,
-				  .first_use_ns = c->first_use_ns, .start = c->start_token_idx,
-				  .tokens = c->num_tokens, .cache = c->cache_id};
+	q->meta = (struct kvdisk_meta){.key = c->key, .parent = c->parent, .org = c->isolation_id,
+				       .first_use_ns = c->first_use_ns, .start = c->start_token_idx,
+				       .tokens = c->num_tokens, .cache = c->cache_id};
+	q->object_id = c->object_id;
+	q->gen_global = c->gen_global;
+	q->gen_org = c->gen_org;
+	q->layout = c->layout;
 }
 
 int
@@ -420,7 +435,9 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 		return -EAGAIN; /* the tier is behind: the queue waits */
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
 	for (i = 0; i < msg->hdr.count; i++) {
-		struct l2_req *q = req_get(msg->hdr.type == PROTO_T_L2_DOWN ? L2R_PUT : L2R_DEL,
+		struct l2_req *q = req_get(msg->hdr.type == PROTO_T_L2_DOWN   ? L2R_PUT
+					   : msg->hdr.type == PROTO_T_SH_DOWN ? L2R_SHPUT
+									      : L2R_DEL,
 					   msg->hdr.seq);
 		uint32_t t, B;
 
@@ -448,14 +465,16 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 		{
 			struct proto_l2col c;
 			uint16_t code = 0;
+			uint8_t op = q->op == L2R_SHPUT ? 3 : 1;
 
 			proto_get_l2_down(msg, i, &c);
-			meta_of(&q->meta, &c);
+			meta_of(q, &c);
 			if (c.cache_id >= kp->num_caches)
 				code = PROTO_E_BAD_CACHE;
-			else if (c.key == 0)
-				code = PROTO_E_MALFORMED; /* section 9: a key is nonzero */
-			else if (c.num_tokens == 0 || c.num_tokens > l2.column)
+			else if (c.key == 0 || (op == 3 && c.object_id == 0))
+				code = PROTO_E_MALFORMED; /* sections 9, 10: a key (an object id) is nonzero */
+			else if (c.num_tokens == 0 ||
+				 c.num_tokens > (op == 3 ? l2.shcolumn : l2.column))
 				code = PROTO_E_RANGE;
 			B = code ? 0 : kp->cache[c.cache_id].bytes_per_token;
 			/* The tokens as DRAM holds them now: a DELETE after it may free them. */
@@ -464,17 +483,21 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 						       c.start_token_idx + t, q->data + (size_t)t * B) != 0)
 					code = t == 0 ? PROTO_E_UNKNOWN_PROMPT : PROTO_E_RANGE;
 			if (code != 0) {
-				add_done(&l2done, c.key, c.isolation_id, c.cache_id, 1, code);
-				st->l2_errors++;
+				add_done(&l2done, c.key, c.isolation_id, c.cache_id, op, code);
+				if (op == 3)
+					st->shared_errors++;
+				else
+					st->l2_errors++;
 				req_put(q);
 				continue;
 			}
 			q->len = c.num_tokens * B;
+			q->bytes_per_token = B;
 			to_tier(q);
 		}
 	}
 	shard_batcher_flush(&l2done);
-	if (msg->hdr.type == PROTO_T_L2_DOWN)
+	if (shard_type_down(msg->hdr.type))
 		kvss_me->st->l2down_done = msg->hdr.seq; /* L2_UPs after it may run */
 	return 0;
 }
@@ -482,7 +505,7 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 int
 shard_l2_up_room(const struct proto_msg *msg)
 {
-	return rte_mempool_avail_count(l2.pool) >= msg->u.evict.ncols ? 0 : -EAGAIN;
+	return l2.pool != NULL && rte_mempool_avail_count(l2.pool) >= msg->u.evict.ncols ? 0 : -EAGAIN;
 }
 
 void
@@ -499,22 +522,36 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
 	for (k = 0; k < msg->u.evict.ncols; k++) {
 		struct proto_l2col col;
-		struct l2_req *q = req_get(L2R_GET, msg->hdr.seq);
+		struct l2_req *q;
+		bool shared;
+		uint8_t op;
+		uint16_t code;
 
 		proto_get_l2_up_col(msg, k, &col);
+		/* An SH_UP's column with object id 0 comes from this shard's disk. */
+		shared = msg->hdr.type == PROTO_T_SH_UP && col.object_id != 0;
+		op = msg->hdr.type == PROTO_T_SH_UP ? 4 : 2;
+		q = req_get(shared ? L2R_SHGET : L2R_GET, msg->hdr.seq);
 		if (q == NULL) /* not reached: shard_l2_up_room() said there is room */
 			break;
-		meta_of(&q->meta, &col);
+		meta_of(q, &col);
 		q->batch_no = msg->u.evict.batch_no;
-		if (col.cache_id >= nc || col.key == 0 || col.num_tokens == 0 ||
-		    col.num_tokens > l2.column) {
-			add_done(&l2done, col.key, col.isolation_id, col.cache_id, 2,
-				 col.cache_id >= nc ? PROTO_E_BAD_CACHE :
-				 col.key == 0 ? PROTO_E_MALFORMED : PROTO_E_RANGE);
-			st->l2_errors++;
+		code = col.cache_id >= nc ? PROTO_E_BAD_CACHE
+		       : col.key == 0	  ? PROTO_E_MALFORMED
+		       : col.num_tokens == 0 || col.num_tokens > (shared ? l2.shcolumn : l2.column)
+			       ? PROTO_E_RANGE
+		       : !shared && l2.d == NULL ? PROTO_E_NO_TIER
+						 : 0;
+		if (code != 0) {
+			add_done(&l2done, col.key, col.isolation_id, col.cache_id, op, code);
+			if (shared)
+				st->shared_errors++;
+			else
+				st->l2_errors++;
 			req_put(q);
 			continue;
 		}
+		q->bytes_per_token = kp->cache[col.cache_id].bytes_per_token;
 		q->len = col.num_tokens * kp->cache[col.cache_id].bytes_per_token;
 		q->stream_len = (uint32_t)g * kp->cache[col.cache_id].bytes_per_token;
 		for (t = 0; t < g; t++) {
@@ -597,9 +634,10 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 	void *qs[32];
 	unsigned int n, i, j;
 
-	if (l2.d == NULL)
+	if (l2.pool == NULL)
 		return;
-	n = rte_ring_dequeue_burst(l2.from_tier, qs, 32, NULL);
+	n = l2.from_tier != NULL ? rte_ring_dequeue_burst(l2.from_tier, qs, 32, NULL) : 0;
+	n += shard_sh_take(qs + n, 32 - n);
 	if (n == 0)
 		return;
 	kp = kvstore_params(kvss_me->store);
@@ -612,12 +650,14 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 		} else if (q->op == L2R_INV) {
 			if (q->status == 0)
 				send_inventory(st, q);
-		} else if (q->op == L2R_PUT) {
-			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, 1, q->status);
+		} else if (q->op == L2R_PUT || q->op == L2R_SHPUT) {
+			bool sh = q->op == L2R_SHPUT;
+
+			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, sh ? 3 : 1, q->status);
 			if (q->status == 0)
-				st->l2_down++;
+				(*(sh ? &st->shared_down : &st->l2_down))++;
 			else
-				st->l2_errors++;
+				(*(sh ? &st->shared_errors : &st->l2_errors))++;
 		} else if (q->op == L2R_DEL) {
 			if (q->status != 0) {
 				shard_add_error(err, q->seq, q->meta.key, 0, q->meta.cache, q->status);
@@ -627,15 +667,17 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			}
 		} else if (q->status != 0) {
 			/* Not stored: its tokens are lost at the batch timeout (TOKEN_LOST). */
-			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, 2, q->status);
-			st->l2_errors++;
+			bool sh = q->op == L2R_SHGET;
+
+			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, sh ? 4 : 2, q->status);
+			(*(sh ? &st->shared_errors : &st->l2_errors))++;
 		} else {
 			uint32_t B = kp->cache[q->meta.cache].bytes_per_token;
 
 			for (j = 0; j < q->npos; j++)
 				kvstore_data(kvss_me->store, q->batch_no, q->meta.cache, q->pos[2 * j] * B,
 					     q->stream_len, q->data + (size_t)q->pos[2 * j + 1] * B, B);
-			st->l2_up++;
+			(*(q->op == L2R_SHGET ? &st->shared_up : &st->l2_up))++;
 		}
 		req_put(q);
 	}

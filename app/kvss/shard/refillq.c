@@ -105,16 +105,16 @@ gate_open(const struct proto_msg *msg)
 			if (d.evict_count > complete)
 				return 0;
 		}
-	} else if (msg->hdr.type == PROTO_T_L2_DOWN || msg->hdr.type == PROTO_T_L2_DELETE) {
+	} else if (shard_type_down(msg->hdr.type) || msg->hdr.type == PROTO_T_L2_DELETE) {
 		for (i = 0; i < msg->hdr.count; i++) {
 			struct proto_l2col c;
 			struct proto_l2del d;
 
-			if (msg->hdr.type == PROTO_T_L2_DOWN)
+			if (shard_type_down(msg->hdr.type))
 				proto_get_l2_down(msg, i, &c);
 			else
 				proto_get_l2_delete(msg, i, &d);
-			if ((msg->hdr.type == PROTO_T_L2_DOWN ? c.evict_count : d.evict_count) > complete)
+			if ((shard_type_down(msg->hdr.type) ? c.evict_count : d.evict_count) > complete)
 				return 0;
 		}
 	} else {
@@ -249,7 +249,7 @@ shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			return; /* an EVICT before it, of its prompt, has not run */
 		if (msg->hdr.type == PROTO_T_DELETE)
 			apply_delete(st, err, msg);
-		else if (msg->hdr.type == PROTO_T_L2_DOWN || msg->hdr.type == PROTO_T_L2_DELETE) {
+		else if (shard_type_down(msg->hdr.type) || msg->hdr.type == PROTO_T_L2_DELETE) {
 			if (shard_l2_run(st, err, msg) != 0)
 				return; /* the tier thread is behind */
 		} else

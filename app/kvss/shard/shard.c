@@ -46,7 +46,7 @@ shard_rec_of(struct shard_rec *r, const struct proto_msg *msg)
 	r->data_off = msg->data_off;
 	r->data_len = msg->data_len;
 	r->gate = 0;
-	if (msg->hdr.type == PROTO_T_EVICT || msg->hdr.type == PROTO_T_L2_UP) {
+	if (shard_type_batch(msg->hdr.type)) {
 		r->u.evict = msg->u.evict;
 	} else if (msg->hdr.type == PROTO_T_EVICT_DATA) {
 		r->u.data = msg->u.data;
@@ -60,7 +60,7 @@ shard_rec_of(struct shard_rec *r, const struct proto_msg *msg)
 			if (d.evict_count > r->gate)
 				r->gate = d.evict_count;
 		}
-	} else if (msg->hdr.type == PROTO_T_L2_DOWN || msg->hdr.type == PROTO_T_L2_DELETE) {
+	} else if (shard_type_down(msg->hdr.type) || msg->hdr.type == PROTO_T_L2_DELETE) {
 		unsigned int i;
 
 		for (i = 0; i < msg->hdr.count; i++) {
@@ -68,7 +68,7 @@ shard_rec_of(struct shard_rec *r, const struct proto_msg *msg)
 			struct proto_l2del d;
 			uint64_t ec;
 
-			if (msg->hdr.type == PROTO_T_L2_DOWN) {
+			if (shard_type_down(msg->hdr.type)) {
 				proto_get_l2_down(msg, i, &c);
 				ec = c.evict_count;
 			} else {
@@ -190,12 +190,13 @@ static void
 queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct shard_rec *r)
 {
 	uint8_t type = r->hdr.type;
-	struct shard_fifo *q = type == PROTO_T_RESERVE || type == PROTO_T_EVICT || type == PROTO_T_L2_UP
+	struct shard_fifo *q = type == PROTO_T_RESERVE || shard_type_batch(type)
 				       ? &kvss_me->st->evictq
 				       : &kvss_me->st->refillq;
 
-	if ((type == PROTO_T_L2_DOWN || type == PROTO_T_L2_DELETE) && !shard_l2_on()) {
-		/* No second tier here (PROTOCOL.md section 9): each record refused; the seq is taken. */
+	if ((shard_type_down(type) || type == PROTO_T_L2_DELETE) && !shard_level_on(type)) {
+		/* No second tier (or no shared level) here (PROTOCOL.md sections 9,
+		 * 10): each record refused; the seq is taken. */
 		static __thread struct shard_batcher nt;
 		static __thread struct proto_msg view;
 		const struct proto_msg *msg = shard_msg(r, m, &view);
@@ -206,13 +207,13 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 			struct proto_l2col c = {0};
 			struct proto_l2del d = {0};
 
-			if (type == PROTO_T_L2_DOWN)
+			if (shard_type_down(type))
 				proto_get_l2_down(msg, i, &c);
 			else
 				proto_get_l2_delete(msg, i, &d);
-			shard_add_error(&nt, msg->hdr.seq, type == PROTO_T_L2_DOWN ? c.key : d.key,
-					type == PROTO_T_L2_DOWN ? c.start_token_idx : 0,
-					type == PROTO_T_L2_DOWN ? c.cache_id : d.cache_id, PROTO_E_NO_TIER);
+			shard_add_error(&nt, msg->hdr.seq, shard_type_down(type) ? c.key : d.key,
+					shard_type_down(type) ? c.start_token_idx : 0,
+					shard_type_down(type) ? c.cache_id : d.cache_id, PROTO_E_NO_TIER);
 		}
 		shard_batcher_flush(&nt);
 		rte_pktmbuf_free(m);
@@ -231,15 +232,15 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 	q->since[q->tail % SHARD_QMAX] = 0;
 	q->m[q->tail % SHARD_QMAX] = m;
 	q->rec[q->tail % SHARD_QMAX] = *r;
-	if (type == PROTO_T_EVICT || type == PROTO_T_L2_UP || type == PROTO_T_DELETE)
+	if (shard_type_batch(type) || type == PROTO_T_DELETE)
 		shard_barrier_accept(st, &q->rec[q->tail % SHARD_QMAX], m);
-	if (type == PROTO_T_L2_DOWN)
+	if (shard_type_down(type))
 		kvss_me->st->l2down_last = kvss_me->st->next_seq;
-	q->rec[q->tail % SHARD_QMAX].l2gate = type == PROTO_T_L2_UP ? kvss_me->st->l2down_last : 0;
+	q->rec[q->tail % SHARD_QMAX].l2gate = shard_type_up(type) ? kvss_me->st->l2down_last : 0;
 	q->seq[q->tail % SHARD_QMAX] = kvss_me->st->next_seq;
 	q->tail++;
 	kvss_me->st->next_seq++;
-	if ((type == PROTO_T_EVICT || type == PROTO_T_L2_UP) && r->u.evict.batch_no > kvss_me->st->queued_batch)
+	if (shard_type_batch(type) && r->u.evict.batch_no > kvss_me->st->queued_batch)
 		kvss_me->st->queued_batch = r->u.evict.batch_no;
 }
 

@@ -57,6 +57,31 @@ struct shard_rec {
 /** Decode what the later stages need of the parsed message @p msg. */
 void shard_rec_of(struct shard_rec *r, const struct proto_msg *msg);
 
+/*
+ * The second tier's and the shared level's messages run the same way
+ * (PROTOCOL.md sections 9 and 10): an SH_UP as an L2_UP (an EVICT whose
+ * bytes a thread brings), an SH_DOWN as an L2_DOWN (refill queue, after its
+ * evict_count); only where the bytes go or come from differs (l2.c).
+ */
+static inline bool
+shard_type_up(unsigned int type)
+{
+	return type == PROTO_T_L2_UP || type == PROTO_T_SH_UP;
+}
+
+static inline bool
+shard_type_down(unsigned int type)
+{
+	return type == PROTO_T_L2_DOWN || type == PROTO_T_SH_DOWN;
+}
+
+/** EVICT, L2_UP, SH_UP: an EvictBatch. */
+static inline bool
+shard_type_batch(unsigned int type)
+{
+	return type == PROTO_T_EVICT || shard_type_up(type);
+}
+
 /**
  * A view of frame @p m (decoded into @p r at receive) for lib/proto's
  * accessors, in @p out: its header and addresses, and its body, in the
@@ -72,7 +97,7 @@ shard_msg(const struct shard_rec *r, const struct rte_mbuf *m, struct proto_msg 
 	out->payload_off = r->payload_off;
 	out->data_off = r->data_off;
 	out->data_len = r->data_len;
-	if (r->hdr.type == PROTO_T_EVICT || r->hdr.type == PROTO_T_L2_UP)
+	if (shard_type_batch(r->hdr.type))
 		out->u.evict = r->u.evict;
 	else if (r->hdr.type == PROTO_T_EVICT_DATA)
 		out->u.data = r->u.data;
@@ -241,16 +266,20 @@ int shard_l2_open(char *err, size_t errlen);
 void shard_l2_stop(void);
 void shard_l2_close(void);
 bool shard_l2_on(void);
+/** Does this shard reach the shared level (shard.shared, section 10)? */
+bool shard_sh_on(void);
+/** Does it have the level message type @p type is for (L2_* the second tier, SH_* the shared level)? */
+bool shard_level_on(unsigned int type);
 /** Does it use O_DIRECT (false: the file system refused it)? */
 bool shard_l2_direct(void);
 void shard_l2_stats(struct kvdisk_stats *st);
 /** Cache @p cache's L2 in tokens (whole columns), for STATUS (version 2); 0 without a tier. */
 void shard_l2_tokens(uint16_t cache, uint64_t *capacity, uint64_t *stored);
-/** Run L2_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the tier is behind; again later. */
+/** Run L2_DOWN, SH_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the tier is behind; again later. */
 int shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
-/** Is there room to run L2_UP @p msg (0), or must it wait (-EAGAIN)? */
+/** Is there room to run L2_UP or SH_UP @p msg (0), or must it wait (-EAGAIN)? */
 int shard_l2_up_room(const struct proto_msg *msg);
-/** L2_UP @p msg, its batch just opened (entries @p e): its columns are read, their tokens stored. */
+/** L2_UP or SH_UP @p msg, its batch just opened (entries @p e): its columns are read, their tokens stored. */
 void shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 		 const struct proto_evict_entry *e);
 /** After a STATUS answering a HELLO: the inventory goes out when the tier thread has it. */

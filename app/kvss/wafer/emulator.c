@@ -452,7 +452,8 @@ seq_pick(struct emu *e, struct emu_seq *s, uint64_t now)
 	}
 }
 
-static void
+/* Start the next request; false: it may not start yet (its lookups). */
+static bool
 seq_start(struct emu *e, uint64_t now)
 {
 	const struct wl_req *q = &e->p.wl->r[e->next_req];
@@ -467,7 +468,10 @@ seq_start(struct emu *e, uint64_t now)
 			break;
 		}
 	if (s == NULL)
-		return;
+		return false;
+	if (e->p.hooks->request_ready != NULL &&
+	    !e->p.hooks->request_ready(e->p.arg, (uint32_t)e->next_req, now))
+		return false;
 	memset(s, 0, sizeof(*s));
 	s->slot = i;
 	s->q = q;
@@ -482,7 +486,7 @@ seq_start(struct emu *e, uint64_t now)
 		s->tok = NULL;
 		s->h = NULL;
 		e->failed = true;
-		return;
+		return false;
 	}
 	e->next_req++;
 	for (k = 0; k < s->total; k++) {
@@ -569,6 +573,7 @@ seq_start(struct emu *e, uint64_t now)
 	if (s->wait == 0)
 		s->state = SEQ_RUN;
 	s->order = e->begun++; /* picked in this order (emu_step) */
+	return true;
 }
 
 static void
@@ -679,7 +684,8 @@ emu_step(struct emu *e, uint64_t now)
 
 	e->now_ns = now; /* for what the library calls back during the step */
 	while (e->nactive < e->nslots && e->next_req < e->p.nreq && !e->failed)
-		seq_start(e, now);
+		if (!seq_start(e, now))
+			break;
 	/* Free run slots go to the sequences begun first. */
 	while (e->npicked < e->p.max_inflight && e->npicked < e->nactive) {
 		struct emu_seq *first = NULL;

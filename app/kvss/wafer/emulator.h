@@ -45,6 +45,12 @@ struct emu_hooks {
 	void (*model_refilled)(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes);
 	/** A sequence's refills were all whole (none failed) after @p ns; its longest estimate. */
 	void (*seq_refilled)(void *arg, uint64_t ns, uint64_t est_ns, uint64_t est_bytes);
+	/**
+	 * May request @p req (index in the workload) start at @p now (NULL:
+	 * always)? The driver looks it up in the shared level first, ahead of
+	 * its start; false: not yet (it is asked again).
+	 */
+	bool (*request_ready)(void *arg, uint32_t req, uint64_t now);
 };
 
 /** One shard of one model, as the emulator's data and checks need it. */

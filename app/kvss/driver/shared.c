@@ -1,0 +1,787 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver's side of the shared level (driver_priv.h; PROTOCOL.md section
+ * 10). The driver still decides everything; no driver knows what the other
+ * replicas wrote, so it asks:
+ *
+ *   - Generations. The default namespace's object "generation" (every
+ *     organization) and each organization's: read at start and every
+ *     shared.generation_ms; every object is named under them
+ *     (shared_object_id), so a raised one (kvss-shared reset) makes this
+ *     replica stop finding the old objects at once, and what it staged
+ *     from them is forgotten. An organization whose generation is not read
+ *     yet neither looks up nor writes.
+ *   - Up. A column the second tier takes (the sink's L2_DOWN) goes up as
+ *     well when shared.admit says so: every shard writes its slices
+ *     (SH_DOWN); once each has answered 0 for every cache, the driver
+ *     writes the column's record (exclusive create). Slices without a
+ *     record are never read.
+ *   - Lookups. A request's columns past what the driver holds are looked up
+ *     (their records read, in one batch, all in flight at once) when the
+ *     request is among the next shared.lookahead to start, so ahead of its
+ *     start and of its pick; it starts when they are back or at
+ *     shared.deadline_ms after they were sent, whichever is first: a record
+ *     not back by then is a miss (counted). A record is checked (header,
+ *     checksum, every field against what was asked, first use within the
+ *     organization's TTL) and the found run is staged in the library
+ *     (prefixcache_shared_stage), whose lookup then brings it up as from
+ *     the second tier, if that beats recomputing (SH_UP).
+ *   - Failures. A record that fails its check is deleted (the column is
+ *     dropped from the shared level, counted); a slice a shard refuses
+ *     (L2_DONE op 4 SHARED_BAD) has its record deleted too. A cluster that
+ *     does not answer makes lookups misses and writes failures: DRAM and
+ *     the disk serve as before; after shared.op_timeout_ms of failures in
+ *     a row the level is marked unavailable (no lookups, no writes) and
+ *     tried again every generation_ms by the generation read.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "driver_priv.h"
+#include "kvss.h"
+#include "shared.h"
+
+#define SH_ORGS 1024
+#define SH_PEND_BITS 14 /* uploads awaiting every shard's slices */
+#define SH_RECS 64	/* records being written or deleted at once */
+#define SH_INFLIGHT 512
+#define SH_N(a) (sizeof(a) / sizeof((a)[0]))
+
+enum ck_kind { CK_LOOKUP = 1, CK_REC = 2, CK_GEN = 3, CK_DEL = 4 };
+
+static inline uint64_t
+cookie(enum ck_kind k, uint32_t a, uint32_t b)
+{
+	return (uint64_t)k << 56 | (uint64_t)(a & 0xffffff) << 32 | b;
+}
+
+struct sh_org {
+	uint64_t iso;
+	uint32_t gen;
+	bool known;
+	bool reading;
+	char buf[32];
+};
+
+struct sh_lookup {
+	uint32_t req;	  /* the workload's request */
+	uint8_t state;	  /* 0 free, 1 reading, 2 back (or abandoned) */
+	uint16_t model;
+	uint32_t first;	  /* the first column asked for */
+	uint32_t n;	  /* columns asked for */
+	uint32_t outstanding;
+	uint32_t epoch;	  /* lookups of an older one are stale (a new generation) */
+	uint64_t iso;
+	uint64_t sent_ns;
+	uint64_t *keys;	  /* [first + max_columns]: every column's key from 0 */
+	uint64_t *first_use; /* [max_columns]: wall ns, when found */
+	uint8_t *found;	  /* [max_columns] */
+	uint8_t *buf;	  /* [max_columns][SHARED_HDR_LEN] */
+};
+
+struct sh_pend {
+	uint64_t iso, key, parent, first_use_ns, object_id;
+	uint32_t start, tokens, gen_global, gen_org;
+	uint16_t model, got, need;
+	bool used;
+};
+
+struct sh_rec {
+	bool used;
+	uint8_t buf[SHARED_HDR_LEN];
+};
+
+static struct {
+	struct shared *s;
+	bool on, unavailable;
+	uint32_t gen_global, epoch;
+	bool gen_reading;
+	char gen_buf[32];
+	struct sh_org org[SH_ORGS];
+	uint32_t norg;
+	uint32_t layout[PREFIXCACHE_MAX_MODELS];
+	bool model_on[PREFIXCACHE_MAX_MODELS];
+	uint64_t next_gen_ns;
+	uint64_t fail_since_ns; /* failures in a row since (0: the last op went well) */
+	/* Lookups: slot (req % lookahead) x model. */
+	struct sh_lookup *lk;
+	uint32_t nlk, next_issue;
+	struct sh_pend pend[1u << SH_PEND_BITS];
+	struct sh_rec rec[SH_RECS];
+	/* What the run counted (report.c reads them; this file writes). */
+	struct drv_sh_stats st;
+	uint64_t lookup_ns[4096];
+	uint32_t nlookup_ns;
+} S;
+
+bool
+drv_sh_on(uint16_t m)
+{
+	return S.on && !S.unavailable && m < PREFIXCACHE_MAX_MODELS && S.model_on[m];
+}
+
+const struct drv_sh_stats *
+drv_sh_stats(void)
+{
+	S.st.gen_global = S.gen_global;
+	S.st.unavailable = S.unavailable;
+	return &S.st;
+}
+
+/* A lookup's cost, for its percentiles: the first 4,096 kept. */
+static void
+note_lookup(uint64_t ns)
+{
+	if (S.nlookup_ns < SH_N(S.lookup_ns))
+		S.lookup_ns[S.nlookup_ns++] = ns;
+}
+
+static int
+by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void
+drv_sh_lookup_pct(uint64_t *p50, uint64_t *p99)
+{
+	*p50 = *p99 = 0;
+	if (S.nlookup_ns == 0)
+		return;
+	qsort(S.lookup_ns, S.nlookup_ns, sizeof(S.lookup_ns[0]), by_u64);
+	*p50 = S.lookup_ns[S.nlookup_ns / 2];
+	*p99 = S.lookup_ns[(S.nlookup_ns * 99) / 100 < S.nlookup_ns ? (S.nlookup_ns * 99) / 100
+								     : S.nlookup_ns - 1];
+}
+
+static uint64_t
+wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- The cluster's health ------------------------------------------------------ */
+
+static void
+went_well(void)
+{
+	S.fail_since_ns = 0;
+	if (S.unavailable) {
+		S.unavailable = false;
+		S.st.available_again++;
+		printf("kvss: driver: the shared level answers again\n");
+	}
+}
+
+static void
+went_wrong(uint64_t now)
+{
+	if (S.fail_since_ns == 0)
+		S.fail_since_ns = now ? now : 1;
+	else if (!S.unavailable && now - S.fail_since_ns >= (uint64_t)kvss.cfg.shared.op_timeout_ms * 1000000ull) {
+		S.unavailable = true;
+		S.st.unavailable_times++;
+		printf("kvss: driver: the shared level fails for %u ms: not used until it answers "
+		       "again\n", kvss.cfg.shared.op_timeout_ms);
+	}
+}
+
+/* ---- Generations ----------------------------------------------------------------- */
+
+static int
+gen_parse(const char *b, uint32_t n, uint32_t *gen)
+{
+	uint64_t v = 0;
+	uint32_t i = 0;
+
+	while (i < n && b[i] >= '0' && b[i] <= '9' && i < 10)
+		v = v * 10 + (uint64_t)(b[i++] - '0');
+	if (i == 0 || v > UINT32_MAX || (i < n && !(b[i] == '\n' && i + 1 == n)))
+		return -1;
+	*gen = (uint32_t)v;
+	return 0;
+}
+
+static struct sh_org *
+org_of(uint64_t iso)
+{
+	uint32_t i;
+
+	for (i = 0; i < S.norg; i++)
+		if (S.org[i].iso == iso)
+			return &S.org[i];
+	if (S.norg == SH_ORGS) {
+		S.st.orgs_full++;
+		return NULL;
+	}
+	S.org[S.norg] = (struct sh_org){.iso = iso};
+	return &S.org[S.norg++];
+}
+
+static void
+gen_read(int32_t org)
+{
+	char ns[SHARED_NS_MAX] = "";
+	char *buf = org < 0 ? S.gen_buf : S.org[org].buf;
+
+	if (org >= 0)
+		shared_ns(ns, S.org[org].iso);
+	if (shared_get(S.s, ns, SHARED_GEN_OBJECT, buf, 31,
+		       cookie(CK_GEN, org < 0 ? 0xffffff : (uint32_t)org, 0)) == 0) {
+		if (org < 0)
+			S.gen_reading = true;
+		else
+			S.org[org].reading = true;
+	}
+}
+
+/* A generation changed: nothing staged under the old ones is served. */
+static void
+new_generation(const char *what, uint32_t from, uint32_t to)
+{
+	uint32_t i;
+
+	printf("kvss: driver: the shared level's generation %s %u -> %u: older objects are not "
+	       "read any more\n", what, from, to);
+	S.st.generations_seen++;
+	S.epoch++;
+	prefixcache_shared_unstage(drv.pc);
+	for (i = 0; i < SH_N(S.pend); i++)
+		S.pend[i].used = false;
+}
+
+static void
+gen_done(uint32_t who, int status, uint32_t len, uint64_t now)
+{
+	bool global = who == 0xffffff;
+	struct sh_org *o = global || who >= S.norg ? NULL : &S.org[who];
+	uint32_t g;
+
+	if (global)
+		S.gen_reading = false;
+	else if (o != NULL)
+		o->reading = false;
+	if (status == -ENOENT) {
+		g = 0;
+	} else if (status != 0 || gen_parse(global ? S.gen_buf : o->buf, len, &g) != 0) {
+		if (status == 0)
+			S.st.gen_bad++; /* not a generation: keep the one we have */
+		else
+			went_wrong(now);
+		return;
+	}
+	went_well();
+	if (global) {
+		if (g != S.gen_global)
+			new_generation("of every organization", S.gen_global, g);
+		S.gen_global = g;
+	} else if (o != NULL) {
+		if (o->known && g != o->gen) {
+			char what[48];
+
+			snprintf(what, sizeof(what), "of organization %016" PRIx64, o->iso);
+			new_generation(what, o->gen, g);
+		}
+		o->gen = g;
+		o->known = true;
+	}
+}
+
+/* ---- Names ------------------------------------------------------------------------- */
+
+static bool
+names_of(uint16_t m, uint64_t iso, uint64_t key, uint32_t *gg, uint32_t *go, uint64_t *id)
+{
+	struct sh_org *o = org_of(iso);
+
+	if (o == NULL || !o->known) {
+		if (o != NULL && !o->reading && S.s != NULL)
+			gen_read((int32_t)(o - S.org));
+		return false;
+	}
+	*gg = S.gen_global;
+	*go = o->gen;
+	*id = shared_object_id(iso, key, *gg, *go, S.layout[m]);
+	return true;
+}
+
+/* The record a column has in the shared level (kind 2). */
+static void
+record_hdr(struct shared_hdr *h, uint16_t m, uint64_t iso, uint64_t key, uint64_t parent,
+	   uint64_t first_use, uint32_t start, uint32_t tokens, uint32_t gg, uint32_t go,
+	   uint64_t id)
+{
+	*h = (struct shared_hdr){.kind = SHARED_RECORD, .org = iso, .key = key, .parent = parent,
+				 .object_id = id, .first_use_ns = first_use, .gen_global = gg,
+				 .gen_org = go, .layout = S.layout[m], .model = m,
+				 .shard = drv.nshards[m],
+				 .cache = kvss.cfg.driver.pc.model[m].num_caches, .start = start,
+				 .tokens = tokens};
+}
+
+static void
+record_delete(uint64_t iso, uint64_t id)
+{
+	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+
+	shared_ns(ns, iso);
+	shared_record_name(name, id);
+	if (shared_del(S.s, ns, name, cookie(CK_DEL, 0, 0)) == 0)
+		S.st.records_deleted++;
+}
+
+/* ---- Up: slices written, then the record ----------------------------------------------- */
+
+static uint32_t
+pend_slot(uint16_t m, uint64_t iso, uint64_t key)
+{
+	return (uint32_t)((key ^ iso * 0x9E3779B97F4A7C15ull ^ m) >> (64 - SH_PEND_BITS));
+}
+
+static struct sh_pend *
+pend_find(uint16_t m, uint64_t iso, uint64_t key, bool make)
+{
+	uint32_t i = pend_slot(m, iso, key), k;
+
+	for (k = 0; k < 8; k++, i = (i + 1) & (SH_N(S.pend) - 1)) {
+		struct sh_pend *p = &S.pend[i];
+
+		if (p->used && p->model == m && p->iso == iso && p->key == key)
+			return p;
+		if (make && !p->used)
+			return p;
+	}
+	return NULL;
+}
+
+bool
+drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
+{
+	struct sh_pend *p;
+	uint32_t gg, go;
+	uint64_t id;
+
+	if (!drv_sh_on(m) || (kvss.cfg.shared.admit == KVSS_SHARED_ADMIT_HIT && c->hits == 0))
+		return false;
+	if (!names_of(m, c->isolation_id, c->key, &gg, &go, &id)) {
+		S.st.down_no_generation++;
+		return false;
+	}
+	p = pend_find(m, c->isolation_id, c->key, false);
+	if (p == NULL) {
+		p = pend_find(m, c->isolation_id, c->key, true);
+		if (p == NULL) {
+			S.st.down_busy++; /* too many awaited: this one stays local */
+			return false;
+		}
+		*p = (struct sh_pend){.iso = c->isolation_id, .key = c->key, .parent = c->parent,
+				      .first_use_ns = o->first_use_ns, .object_id = id,
+				      .start = c->start, .tokens = c->tokens, .gen_global = gg,
+				      .gen_org = go, .model = m, .got = 0,
+				      .need = (uint16_t)(drv.nshards[m] *
+							 kvss.cfg.driver.pc.model[m].num_caches),
+				      .used = true};
+		S.st.down_cols++;
+	}
+	o->object_id = id;
+	o->gen_global = gg;
+	o->gen_org = go;
+	o->layout = S.layout[m];
+	return true;
+}
+
+static void
+record_write(const struct sh_pend *p)
+{
+	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+	struct shared_hdr h;
+	uint32_t i;
+
+	for (i = 0; i < SH_RECS && S.rec[i].used; i++)
+		;
+	if (i == SH_RECS) {
+		S.st.records_busy++;
+		return;
+	}
+	record_hdr(&h, p->model, p->iso, p->key, p->parent, p->first_use_ns, p->start, p->tokens,
+		   p->gen_global, p->gen_org, p->object_id);
+	h.written_ns = wall_ns();
+	shared_hdr_encode(S.rec[i].buf, &h, NULL);
+	shared_ns(ns, p->iso);
+	shared_record_name(name, p->object_id);
+	if (shared_put(S.s, ns, name, S.rec[i].buf, SHARED_HDR_LEN, cookie(CK_REC, i, 0)) == 0)
+		S.rec[i].used = true;
+	else
+		S.st.records_failed++;
+}
+
+/* ---- Lookups ----------------------------------------------------------------------------- */
+
+static struct sh_lookup *
+lk_of(uint32_t req, uint16_t m)
+{
+	return &S.lk[(req % kvss.cfg.shared.lookahead) * PREFIXCACHE_MAX_MODELS + m];
+}
+
+static void
+lookup_issue(uint32_t req, uint64_t now)
+{
+	const struct wl_req *q = &drv.wl.r[req];
+	uint32_t max = kvss.cfg.shared.max_columns;
+	uint16_t m;
+
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
+		struct sh_lookup *l = lk_of(req, m);
+		struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
+						 .num_tokens = q->n, .cache_length_allowed = q->allowed,
+						 .first_multimodal = q->first_mm};
+		uint32_t n, known, j, gg, go;
+		uint64_t id;
+
+		if (l->outstanding > 0) {
+			/* Its slot's last lookup still has reads in flight into its
+			 * buffers: this request goes without one. */
+			S.st.lookups_skipped++;
+			continue;
+		}
+		l->state = 2; /* nothing to wait for, unless asked below */
+		l->req = req;
+		l->n = 0;
+		if (!drv_sh_on(m))
+			continue;
+		n = prefixcache_columns(drv.pc, m, &rq, l->keys, max * 2, &known);
+		if (known >= n)
+			continue; /* held whole, or nothing to ask */
+		if (n - known > max)
+			n = known + max;
+		if (!names_of(m, q->iso, l->keys[known], &gg, &go, &id)) {
+			S.st.lookups_no_generation++;
+			continue;
+		}
+		l->model = m;
+		l->iso = q->iso;
+		l->first = known;
+		l->outstanding = 0;
+		l->epoch = S.epoch;
+		l->sent_ns = now;
+		l->state = 1;
+		for (j = known; j < n; j++) {
+			char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+			uint32_t k = j - known;
+
+			l->found[k] = 0;
+			names_of(m, q->iso, l->keys[j], &gg, &go, &id);
+			shared_ns(ns, q->iso);
+			shared_record_name(name, id);
+			if (shared_get(S.s, ns, name, l->buf + (size_t)k * SHARED_HDR_LEN, SHARED_HDR_LEN,
+				       cookie(CK_LOOKUP, (uint32_t)(l - S.lk), k)) != 0) {
+				S.st.lookups_busy++;
+				break;
+			}
+			l->outstanding++;
+			l->n = k + 1;
+		}
+		S.st.lookups++;
+		S.st.lookup_cols += l->n;
+		if (l->outstanding == 0)
+			l->state = 2;
+	}
+}
+
+static void
+lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
+{
+	struct sh_lookup *l = &S.lk[slot];
+	struct shared_hdr h, want;
+	enum shared_bad why;
+	uint32_t gg, go, j;
+	uint64_t id;
+
+	/* A slot is not reused while it has reads in flight: this is its lookup's. */
+	if (l->outstanding > 0)
+		l->outstanding--;
+	if (l->state != 1 || l->epoch != S.epoch || k >= l->n) {
+		S.st.lookup_late_cols++; /* its request started without it, or a new generation */
+		return;
+	}
+	if (l->outstanding == 0) {
+		l->state = 2;
+		note_lookup(now - l->sent_ns);
+	}
+	S.st.lookup_cost_ns += now - l->sent_ns;
+	if (status == -ENOENT) {
+		went_well();
+		return;
+	}
+	if (status != 0) {
+		S.st.lookup_errors++;
+		went_wrong(now);
+		return;
+	}
+	went_well();
+	j = l->first + k;
+	if (!names_of(l->model, l->iso, l->keys[j], &gg, &go, &id))
+		return;
+	why = shared_obj_decode(l->buf + (size_t)k * SHARED_HDR_LEN, len, &h);
+	if (why == SHARED_OK) {
+		/* Everything but first use, which is the record's to say. */
+		record_hdr(&want, l->model, l->iso, l->keys[j], j ? l->keys[j - 1] : l->iso,
+			   h.first_use_ns, j * kvss.cfg.driver.pc.column, kvss.cfg.driver.pc.column, gg,
+			   go, id);
+		why = shared_hdr_match(&h, &want);
+	}
+	if (why != SHARED_OK) {
+		S.st.records_bad++;
+		S.st.bad[why]++;
+		record_delete(l->iso, id); /* dropped from the shared level */
+		return;
+	}
+	l->found[k] = 1;
+	l->first_use[k] = h.first_use_ns;
+	S.st.lookup_found_cols++;
+}
+
+bool
+drv_sh_request_ready(uint32_t req, uint64_t now)
+{
+	uint32_t ahead = kvss.cfg.shared.lookahead, j;
+	uint16_t m;
+
+	if (!S.on)
+		return true;
+	if (S.next_issue < req)
+		S.next_issue = req;
+	/* The next ones, ahead of their start: lookups take their time. */
+	while (S.next_issue < drv.nreq && S.next_issue < req + ahead) {
+		lookup_issue(S.next_issue, now);
+		S.next_issue++;
+	}
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
+		struct sh_lookup *l = lk_of(req, m);
+
+		if (l->req != req || l->state != 1)
+			continue;
+		if (now - l->sent_ns < (uint64_t)kvss.cfg.shared.deadline_ms * 1000000ull)
+			return false; /* back soon: the request waits for it */
+		S.st.lookups_late++;
+		note_lookup(now - l->sent_ns);
+		l->state = 2; /* a miss past what came back */
+	}
+	/* Stage what was found, in token order from the first asked: parents first. */
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
+		struct sh_lookup *l = lk_of(req, m);
+		uint32_t C = kvss.cfg.driver.pc.column;
+
+		if (l->req != req || l->n == 0 || l->epoch != S.epoch)
+			continue;
+		for (j = 0; j < l->n && l->found[j]; j++) {
+			uint32_t i = l->first + j;
+			struct prefixcache_l2col c = {
+				.key = l->keys[i], .parent = i ? l->keys[i - 1] : l->iso,
+				.isolation_id = l->iso,
+				.first_use_ns = l->first_use[j] > drv.sink.wall_base_ns
+							? l->first_use[j] - drv.sink.wall_base_ns
+							: 0,
+				.start = i * C, .tokens = C};
+			int rc = prefixcache_shared_stage(drv.pc, m, &c, now);
+
+			if (rc == -ETIME)
+				S.st.found_expired++;
+			if (rc != 0 && rc != -EEXIST)
+				break;
+			if (rc == 0)
+				S.st.staged_cols++;
+		}
+		l->n = 0;
+	}
+	return true;
+}
+
+bool
+drv_sh_name(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
+{
+	uint32_t gg, go;
+	uint64_t id;
+
+	if (!names_of(m, c->isolation_id, c->key, &gg, &go, &id))
+		return false;
+	o->object_id = id;
+	o->gen_global = gg;
+	o->gen_org = go;
+	o->layout = S.layout[m];
+	return true;
+}
+
+/* ---- The shards' answers ------------------------------------------------------------- */
+
+bool
+drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
+{
+	uint16_t m = sh->model;
+
+	if (d->status != 0 && (d->op == 3 ? S.st.down_failed : S.st.up_failed) < 5)
+		fprintf(stderr, "kvss: driver: shard %u: shared level: %s of column %016" PRIx64
+				" (cache %u) failed: %s\n", sh->ref->id, d->op == 3 ? "SH_DOWN" : "SH_UP",
+			d->key, d->cache_id,
+			proto_err_name(d->status) ? proto_err_name(d->status) : "?");
+
+	if (d->op == 3) {
+		struct sh_pend *p = pend_find(m, d->isolation_id, d->key, false);
+
+		if (d->status != 0) {
+			S.st.down_failed++;
+			if (p != NULL)
+				p->used = false; /* no record: its slices are swept */
+			return false;
+		}
+		S.st.down_slices++;
+		if (p != NULL && ++p->got == p->need) {
+			record_write(p);
+			p->used = false;
+		}
+		return false;
+	}
+	/* op 4: a slice did not come up; its tokens are lost. */
+	S.st.up_failed++;
+	if (d->status == PROTO_E_SHARED_BAD) {
+		uint32_t gg, go;
+		uint64_t id;
+
+		S.st.slices_bad++;
+		if (names_of(m, d->isolation_id, d->key, &gg, &go, &id))
+			record_delete(d->isolation_id, id);
+	}
+	return true;
+}
+
+/* ---- The loop ----------------------------------------------------------------------------- */
+
+void
+drv_sh_poll(uint64_t now)
+{
+	struct shared_done d[64];
+	unsigned int n, i;
+	uint32_t k;
+
+	if (!S.on)
+		return;
+	n = shared_poll(S.s, d, 64, 0);
+	for (i = 0; i < n; i++) {
+		enum ck_kind kind = (enum ck_kind)(d[i].cookie >> 56);
+		uint32_t a = (uint32_t)(d[i].cookie >> 32) & 0xffffff, b = (uint32_t)d[i].cookie;
+
+		if (kind == CK_LOOKUP) {
+			lookup_done(a, b, d[i].status, d[i].len, now);
+		} else if (kind == CK_GEN) {
+			gen_done(a, d[i].status, d[i].len, now);
+		} else if (kind == CK_REC) {
+			S.rec[a].used = false;
+			if (d[i].status == 0 || d[i].status == -EEXIST) {
+				S.st.records_written++;
+				went_well();
+			} else {
+				S.st.records_failed++;
+				went_wrong(now);
+			}
+		}
+	}
+	if (now >= S.next_gen_ns) {
+		S.next_gen_ns = now + (uint64_t)kvss.cfg.shared.generation_ms * 1000000ull;
+		if (!S.gen_reading)
+			gen_read(-1);
+		for (k = 0; k < S.norg; k++)
+			if (!S.org[k].reading)
+				gen_read((int32_t)k);
+	}
+}
+
+/* ---- Start and end ------------------------------------------------------------------------ */
+
+int
+drv_sh_open(char *err, size_t errlen)
+{
+	const struct kvss_shared_cfg *c = &kvss.cfg.shared;
+	struct shared_params p = {.conf = c->conf, .pool = c->pool, .client = c->client,
+				  .op_timeout_ms = c->op_timeout_ms, .max_inflight = SH_INFLIGHT};
+	uint32_t i, max = c->max_columns;
+	uint16_t m;
+	char why[256];
+	int rc;
+
+	if (c->conf[0] == '\0')
+		return 0;
+	S.s = shared_open(&p, why, sizeof(why));
+	if (S.s == NULL) {
+		snprintf(err, errlen, "shared.conf %s: %s", c->conf, why);
+		return -1;
+	}
+	rc = shared_gen_read(S.s, "", &S.gen_global);
+	if (rc != 0) {
+		snprintf(err, errlen, "shared.conf %s: the generation of pool %s cannot be read: %s",
+			 c->conf, c->pool, strerror(-rc));
+		return -1;
+	}
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
+		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];
+		uint32_t bpt[64];
+		uint16_t k, cc, nb = 0;
+
+		S.model_on[m] = pm->l2_capacity_tokens > 0;
+		if (!S.model_on[m])
+			printf("kvss: driver: model %u has no second tier: the shared level stages its "
+			       "hits in it, so model %u does not use the shared level\n", m, m);
+		for (k = 0; k < drv.nshards[m]; k++)
+			for (cc = 0; cc < pm->num_caches && nb < 64; cc++)
+				bpt[nb++] = drv.sh[drv.first_shard[m] + k].ref->bytes_per_token[cc];
+		S.layout[m] = shared_layout(m, drv.nshards[m], kvss.cfg.driver.pc.column, nb, bpt);
+	}
+	S.nlk = c->lookahead * PREFIXCACHE_MAX_MODELS;
+	S.lk = calloc(S.nlk, sizeof(*S.lk));
+	if (S.lk == NULL)
+		goto nomem;
+	for (i = 0; i < S.nlk; i++) {
+		S.lk[i].keys = calloc(max * 2 + 1, sizeof(uint64_t));
+		S.lk[i].first_use = calloc(max, sizeof(uint64_t));
+		S.lk[i].found = calloc(max, 1);
+		S.lk[i].buf = malloc((size_t)max * SHARED_HDR_LEN);
+		S.lk[i].req = UINT32_MAX;
+		if (S.lk[i].keys == NULL || S.lk[i].first_use == NULL || S.lk[i].found == NULL ||
+		    S.lk[i].buf == NULL)
+			goto nomem;
+	}
+	S.on = true;
+	printf("kvss: driver: the shared level: pool %s of %s as %s, generation %u, admit \"%s\", "
+	       "lookups %u ahead, deadline %u ms\n", c->pool, c->conf, c->client, S.gen_global,
+	       c->admit == KVSS_SHARED_ADMIT_HIT ? "hit" : "l2", c->lookahead, c->deadline_ms);
+	return 0;
+nomem:
+	snprintf(err, errlen, "shared: no memory for %u lookups", S.nlk);
+	return -1;
+}
+
+void
+drv_sh_close(void)
+{
+	uint32_t i;
+
+	for (i = 0; S.lk != NULL && i < S.nlk; i++) {
+		free(S.lk[i].keys);
+		free(S.lk[i].first_use);
+		free(S.lk[i].found);
+		free(S.lk[i].buf);
+	}
+	free(S.lk);
+	S.lk = NULL;
+	shared_close(S.s); /* waits for what is in flight */
+	S.s = NULL;
+	S.on = false;
+}
