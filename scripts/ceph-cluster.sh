@@ -9,7 +9,7 @@
 # ever signalled. ../shared/notes/ceph-local-cluster.md says why each
 # setting is there.
 #
-#   ceph-cluster.sh start DIR [--port P] [--osds N] [--op-timeout S]
+#   ceph-cluster.sh start DIR [--port P] [--osds N (1..10, 3)] [--op-timeout S]
 #       DIR must be missing or empty. P is the mon's msgr2 port (P+1 its v1
 #       port, P+2..P+99 the other daemons'); without --port a free range of
 #       100 is picked. Waits until every OSD is up and every PG
@@ -201,7 +201,7 @@ cmd_start() {
 		*) usage ;;
 		esac
 	done
-	[[ $osds =~ ^[1-9][0-9]?$ ]] || die "--osds: 1 to 99, not '$osds'"
+	[[ $osds =~ ^([1-9]|10)$ ]] || die "--osds: 1 to 10 (the range of ports holds 10), not '$osds'"
 	[[ $opt =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--op-timeout: seconds, not '$opt'"
 	for c in monmaptool ceph-mon ceph-mgr ceph-osd ceph uuidgen ss; do
 		command -v "$c" >/dev/null || die "$c is missing (scripts/deps.sh installs Ceph)"
