@@ -496,7 +496,8 @@ check-sanitize-build: need-deps
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \
 		$(addprefix $(SAN_BUILD)/test/,$(SAN_TESTS)) $(SAN_BUILD)/kvss-trace \
 		$(SAN_BUILD)/kvss $(SAN_BUILD)/kvss-dump $(addprefix $(SAN_BUILD)/tools/,gen_frames \
-		replay_check shard_scenario memif_flap) $(SAN_BUILD)/kvss-shared
+		replay_check shard_scenario memif_flap) $(SAN_BUILD)/kvss-shared \
+		$(SAN_BUILD)/tools/test_shared_rados
 
 check-tsan: $(BUILD)/test/stress_kvstore_tsan
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test/stress_kvstore_tsan 1000000

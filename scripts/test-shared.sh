@@ -20,8 +20,9 @@ cd "$(dirname "$0")/.."
 . scripts/check-lib.sh
 T=$BUILD/tools/test_shared_rados
 KS=$BUILD/kvss-shared
-# kvss-shared built with ASan and UBSan, when make check built it.
+# Both built with ASan and UBSan, when make check built them.
 [ -x "$BUILD/asan/kvss-shared" ] && KS=$BUILD/asan/kvss-shared
+[ -x "$BUILD/asan/tools/test_shared_rados" ] && T=$BUILD/asan/tools/test_shared_rados
 for b in "$T" "$KS"; do
 	[ -x "$b" ] || { echo "test-shared: $b is missing (make all)" >&2; exit 1; }
 done

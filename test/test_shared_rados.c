@@ -326,10 +326,16 @@ phase_live(void)
 	rc = get_sync(s, "t1", "obj.a", b, MIB, &len);
 	check(rc == 0 && len == MIB, "a get with a cap of exactly its size", "rc %d len %u", rc,
 	      len);
+	len = 99;
+	rc = get_sync(s, "t1", "obj.a", NULL, 0, &len);
+	check(rc == -EFBIG && len == 0, "a get with no room (cap 0): -EFBIG", "rc %d len %u", rc,
+	      len);
 	rc = put_sync(s, "t1", "empty", a, 0);
 	check(rc == 0, "put of 0 bytes", "%d", rc);
 	rc = get_sync(s, "t1", "empty", b, MIB, &len);
 	check(rc == 0 && len == 0, "get of 0 bytes", "rc %d len %u", rc, len);
+	rc = get_sync(s, "t1", "empty", NULL, 0, &len);
+	check(rc == 0 && len == 0, "get of 0 bytes with cap 0", "rc %d len %u", rc, len);
 
 	/* An op keeps the namespace it was submitted with: the same name into
 	 * four namespaces, submitted back to back, nothing reaped between. */
@@ -491,7 +497,7 @@ phase_live(void)
 		struct shared_stats st;
 
 		shared_stats_get(s, &st);
-		check(st.exists == 1 && st.too_big == 1 && st.busy == 1 && st.timeouts == 0,
+		check(st.exists == 1 && st.too_big == 2 && st.busy == 1 && st.timeouts == 0,
 		      "the counters say what happened", "exists %" PRIu64 " too_big %" PRIu64
 		      " busy %" PRIu64 " timeouts %" PRIu64, st.exists, st.too_big, st.busy,
 		      st.timeouts);

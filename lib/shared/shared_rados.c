@@ -336,7 +336,10 @@ shared_get(struct shared *s, const char *ns, const char *name, void *buf, uint32
 	/* Size and bytes in one op on one version of the object: a size above
 	 * cap is -EFBIG, never a short read taken for the whole. */
 	rados_read_op_stat(sl->rop, &sl->size, &sl->mtime, &sl->stat_rval);
-	rados_read_op_read(sl->rop, 0, cap, buf, &sl->bytes_read, &sl->read_rval);
+	/* A read of length 0 means "to the end" to an OSD: with no room, only
+	 * the size is asked (an object of more than 0 bytes is -EFBIG). */
+	if (cap > 0)
+		rados_read_op_read(sl->rop, 0, cap, buf, &sl->bytes_read, &sl->read_rval);
 	rados_ioctx_set_namespace(s->io, ns);
 	rc = rados_aio_read_op_operate(sl->rop, s->io, sl->c, name, 0);
 	return slot_submitted(s, sl, rc);
