@@ -63,6 +63,7 @@ run kvss-dump scripts/test-dump.sh "$BUILD"
 run wireshark scripts/test-wireshark.sh "$BUILD"
 run telemetry-doc scripts/telemetry-doc.py --check docs/telemetry.md
 run metrics scripts/test-metrics.sh "$BUILD"
+run exporter scripts/test-exporter.sh "$BUILD"
 run kvss-trace scripts/test-trace.sh "$BUILD"
 run kvss-shard-pcap scripts/test-shard-pcap.sh "$BUILD"
 run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"

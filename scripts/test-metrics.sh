@@ -103,4 +103,31 @@ check "a process that is not there is kvss_up 0" \
 check "units in names: the fitted refill latency in seconds, below a second" \
 	python3 -c "import sys; v=float(sys.argv[1] or -1); sys.exit(not (0 < v < 1))" \
 	"$(query "kvss_driver_fit_latency_seconds{prefix=\"$prefix\"}")"
+# 30 scrapes at once (Prometheus, dashboards, a colleague's curl): each
+# says the process is up, and the operator's dpdk-telemetry.py is answered
+# meanwhile (DPDK's telemetry takes 10 connections; the exporter holds one).
+/usr/bin/python3 - "$ep" "$prefix" >"$tmp/conc.txt" 2>&1 <<'PY' &
+import sys, threading, urllib.request
+port, prefix = sys.argv[1], sys.argv[2]
+ups = []
+def scrape():
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=20).read().decode()
+        ups.append(f'kvss_up{{prefix="{prefix}"}} 1.0' in body)
+    except Exception:
+        ups.append(False)
+threads = [threading.Thread(target=scrape) for _ in range(30)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("up in", sum(ups), "of", len(ups))
+PY
+conc=$!
+echo /swdriver/stats | timeout 20 dpdk-telemetry.py -f "$prefix" >"$tmp/operator.txt" 2>&1
+wait "$conc"
+check "30 concurrent scrapes: the process is up in each ($(cat "$tmp/conc.txt"))" \
+	grep -q '^up in 30 of 30$' "$tmp/conc.txt"
+check "30 concurrent scrapes: the operator's dpdk-telemetry.py is answered meanwhile" \
+	grep -q '"requests": 300' "$tmp/operator.txt"
 check_summary "metrics"
