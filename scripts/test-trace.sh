@@ -76,6 +76,28 @@ check "inconsistent hash_ids exits 2" test $? -eq 2
 check "message names the line" grep -q "bad.jsonl:1" "$tmp/err"
 "$T" --trace test/data/chat.jsonl --capacity lots >/dev/null 2>&1
 check "bad capacity exits 2" test $? -eq 2
+# What is missing or wrong, by name, in one line (not 60 lines of usage).
+"$T" --trace test/data/chat.jsonl >"$tmp/nocap" 2>&1
+check "no --capacity: exit 2, one line naming --capacity" \
+	sh -c "[ $? -eq 2 ] && [ \$(wc -l <'$tmp/nocap') -eq 1 ] && grep -q -- '^kvss-trace: --capacity: missing' '$tmp/nocap'"
+sed 's/^/  /' "$tmp/nocap"
+"$T" --capacity 1e5 >"$tmp/notrace" 2>&1
+check "neither --trace nor --generate: exit 2, one line naming both" \
+	sh -c "[ $? -eq 2 ] && [ \$(wc -l <'$tmp/notrace') -eq 1 ] && grep -q -- 'give --trace FILE .* or --generate N' '$tmp/notrace'"
+"$T" --trace test/data/chat.jsonl --capacity 1e5 --policy lru2 >"$tmp/pol2" 2>&1
+check "--policy lru2: exit 2, listing the policies" \
+	sh -c "[ $? -eq 2 ] && grep -q -- \"^kvss-trace: --policy: 'lru2' is not one of lru, lfu, priority, slru, admit, followup\" '$tmp/pol2'"
+# Capacities with k, M, G (thousands, millions, billions); what is not a
+# whole number of tokens is refused, saying the forms.
+"$T" --trace test/data/chat.jsonl --capacity 1M,2k,1.5M,0.001G --json >"$tmp/sfx" 2>/dev/null
+check "--capacity 1M,2k,1.5M,0.001G: 1000000, 2000, 1500000, 1000000 tokens" \
+	test "$(field "$tmp/sfx" 1 capacity_tokens) $(field "$tmp/sfx" 2 capacity_tokens) $(field "$tmp/sfx" 3 capacity_tokens) $(field "$tmp/sfx" 4 capacity_tokens)" = "1000000 2000 1500000 1000000"
+for bad in 1X 1.5 2MB -1k; do
+	"$T" --trace test/data/chat.jsonl --capacity "$bad" >"$tmp/capbad" 2>&1
+	check "--capacity $bad: exit 2, saying the forms (k, M, G)" \
+		sh -c "[ $? -eq 2 ] && grep -q -- \"^kvss-trace: --capacity: '$bad' is not a whole number of tokens .*k, M, G\" '$tmp/capbad'"
+done
+sed 's/^/  /' "$tmp/capbad"
 
 # Replicas: the built-in workload through 4 drivers, each policy.
 for route in affinity org prefix chash random; do
@@ -172,7 +194,12 @@ check "--recompute-tokens-per-s: the model counts its 15" test "$(sed -n 1p "$tm
 	python3 -c "import json,sys; print(json.load(sys.stdin)['l2'][0]['recompute_faster_tokens'])")" = 15
 "$T" --trace test/data/chat.jsonl --capacity 100 --l2 1000 >/dev/null 2>"$tmp/l2err"
 check "--l2 on a trace without block ids exits 2, naming it" \
-	sh -c "[ $? -eq 2 ] && grep -q -- '--l2 need a trace with block ids' '$tmp/l2err'"
+	sh -c "[ $? -eq 2 ] && grep -q -- '--l2 needs a trace with block ids' '$tmp/l2err'"
+# --baseline too: its plain LRU runs over the trace's blocks; without them
+# it printed a hit ratio of 0.0000 (and drew it).
+"$T" --trace test/data/chat.jsonl --capacity 100 --baseline >"$tmp/bl.out" 2>"$tmp/bl.err"
+check "--baseline on a trace without block ids: exit 2, naming it and the trace, no figure" \
+	sh -c "[ $? -eq 2 ] && [ ! -s '$tmp/bl.out' ] && grep -q -- '^kvss-trace: --baseline needs a trace with block ids (the Mooncake format.s hash_ids); test/data/chat.jsonl has none$' '$tmp/bl.err'"
 "$T" --trace "$tmp/mc4.jsonl" --capacity 10 --l2 10 --recompute-tokens-per-s 1e4 \
 	>/dev/null 2>"$tmp/l2err"
 check "--recompute-tokens-per-s without --kv-bytes-per-token exits 2, naming it" \

@@ -25,31 +25,51 @@
 #include "config.h"
 #include "plot.h"
 
-/* A list of token counts ("1e6,3e6,inf") into @p v (16 at most; inf: 0). */
+/* What a capacity may be, for the messages that refuse one. */
+#define CAPACITY_FORMS                                                                             \
+	"a whole number of tokens up to 1e12 (1000000, 1e6, 1M; k, M, G: thousands, millions, "   \
+	"billions) or inf"
+
+/*
+ * A list of token counts ("1e6,3M,inf") into @p v (16 at most; inf: 0).
+ * @return 0, or -1 with the entry refused (or why) in @p why.
+ */
 static int
-parse_capacities(const char *s, uint64_t *v, unsigned int *n)
+parse_capacities(const char *s, uint64_t *v, unsigned int *n, char *why, size_t whylen)
 {
 	char buf[512], *tok, *save = NULL;
 
-	if (strlen(s) >= sizeof(buf))
-		return -EINVAL;
+	if (strlen(s) >= sizeof(buf)) {
+		snprintf(why, whylen, "a list of %zu bytes or more", sizeof(buf));
+		return -1;
+	}
 	strcpy(buf, s);
 	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 		char *end;
 		double x;
 
-		if (*n == 16)
-			return -EINVAL;
+		if (*n == 16) {
+			snprintf(why, whylen, "more than 16 capacities");
+			return -1;
+		}
 		if (strcmp(tok, "inf") == 0 || strcmp(tok, "unlimited") == 0) {
 			v[(*n)++] = 0;
 			continue;
 		}
 		x = strtod(tok, &end);
-		if (end == tok || *end != '\0' || x < 0 || x > 1e12)
-			return -EINVAL;
+		if (end != tok && *end != '\0' && end[1] == '\0' && strchr("kKMG", *end) != NULL)
+			x *= *end == 'G' ? 1e9 : *end == 'M' ? 1e6 : 1e3, end++;
+		if (end == tok || *end != '\0' || !(x >= 0) || x > 1e12 || x != (double)(uint64_t)x) {
+			snprintf(why, whylen, "'%s' is not %s", tok, CAPACITY_FORMS);
+			return -1;
+		}
 		v[(*n)++] = (uint64_t)x;
 	}
-	return *n ? 0 : -EINVAL;
+	if (*n == 0) {
+		snprintf(why, whylen, "an empty list");
+		return -1;
+	}
+	return 0;
 }
 
 /* A positive number @p arg of option @p opt, at most @p hi; or a message and -1. */
@@ -268,8 +288,8 @@ main(int argc, char **argv)
 			o.trace = optarg;
 			break;
 		case 'c':
-			if (parse_capacities(optarg, o.capacity, &o.ncap) != 0) {
-				fprintf(stderr, "kvss-trace: --capacity: bad list '%s'\n", optarg);
+			if (parse_capacities(optarg, o.capacity, &o.ncap, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss-trace: --capacity: %s\n", err);
 				return 2;
 			}
 			break;
@@ -277,8 +297,8 @@ main(int argc, char **argv)
 			o.oracle = true;
 			break;
 		case '2':
-			if (parse_capacities(optarg, o.l2, &o.nl2) != 0) {
-				fprintf(stderr, "kvss-trace: --l2: bad list '%s'\n", optarg);
+			if (parse_capacities(optarg, o.l2, &o.nl2, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss-trace: --l2: %s\n", err);
 				return 2;
 			}
 			break;
@@ -337,8 +357,16 @@ main(int argc, char **argv)
 				while (prefixcache_policy_names[pol] != NULL &&
 				       strcmp(tok, prefixcache_policy_names[pol]) != 0)
 					pol++;
-				if (prefixcache_policy_names[pol] == NULL || o.npol == 8) {
-					fprintf(stderr, "kvss-trace: --policy: unknown '%s'\n", tok);
+				if (prefixcache_policy_names[pol] == NULL) {
+					fprintf(stderr, "kvss-trace: --policy: '%s' is not one of", tok);
+					for (pol = 0; prefixcache_policy_names[pol] != NULL; pol++)
+						fprintf(stderr, "%s %s", pol ? "," : "",
+							prefixcache_policy_names[pol]);
+					fprintf(stderr, " (a list: each in turn)\n");
+					return 2;
+				}
+				if (o.npol == 8) {
+					fprintf(stderr, "kvss-trace: --policy: more than 8 policies\n");
 					return 2;
 				}
 				o.pols[o.npol++] = (enum prefixcache_policy)pol;
@@ -374,9 +402,9 @@ main(int argc, char **argv)
 			uint64_t v[16];
 			unsigned int nv = 0;
 
-			if (parse_capacities(optarg, v, &nv) != 0 || nv != 1) {
-				fprintf(stderr, "kvss-trace: --draft: '%s' is not one capacity in tokens "
-						"(or inf)\n", optarg);
+			if (parse_capacities(optarg, v, &nv, err, sizeof(err)) != 0 || nv != 1) {
+				fprintf(stderr, "kvss-trace: --draft: '%s' is not one capacity: %s\n", optarg,
+					CAPACITY_FORMS);
 				return 2;
 			}
 			o.draft = true;
@@ -489,12 +517,27 @@ main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			/* getopt said which option; the list is one command away. */
+			fprintf(stderr, "kvss-trace: 'kvss-trace --help' lists every option\n");
 			return 2;
 		}
 	}
-	if (bad || (o.trace == NULL) == (o.generate == 0) || o.ncap == 0) {
-		usage(stderr);
+	/* What is missing, by name, rather than the whole usage. */
+	if (optind < argc) {
+		fprintf(stderr, "kvss-trace: '%s': not an option (a trace is --trace FILE; "
+				"'kvss-trace --help' lists every option)\n", argv[optind]);
+		return 2;
+	}
+	if ((o.trace == NULL) == (o.generate == 0)) {
+		fprintf(stderr, "kvss-trace: %s\n", o.trace == NULL
+			? "no requests: give --trace FILE (a JSONL trace) or --generate N (the "
+			  "built-in workload)"
+			: "--trace and --generate: one or the other");
+		return 2;
+	}
+	if (o.ncap == 0) {
+		fprintf(stderr, "kvss-trace: --capacity: missing: the shard capacities to replay, "
+				"in tokens (--capacity 1e6,inf; %s)\n", CAPACITY_FORMS);
 		return 2;
 	}
 	if (o.generate != 0) {
@@ -517,9 +560,24 @@ main(int argc, char **argv)
 		workload_free(&t);
 		return 2;
 	}
-	if ((o.oracle || o.nl2) && (t.n == 0 || t.r[0].ids == NULL)) {
-		fprintf(stderr, "kvss-trace: --oracle and --l2 need a trace with block ids (Mooncake "
-				"format)\n");
+	if ((o.baseline || o.oracle || o.nl2) && (t.n == 0 || t.r[0].ids == NULL)) {
+		/* Their references run over the trace's blocks: none, no figure (not 0.0000). */
+		const char *what[3];
+		unsigned int nw = 0, w;
+
+		if (o.baseline)
+			what[nw++] = "--baseline";
+		if (o.oracle)
+			what[nw++] = "--oracle";
+		if (o.nl2)
+			what[nw++] = "--l2";
+		fprintf(stderr, "kvss-trace: ");
+		for (w = 0; w < nw; w++)
+			fprintf(stderr, "%s%s", w == 0 ? "" : w + 1 == nw ? " and " : ", ", what[w]);
+		fprintf(stderr, " need%s a trace with block ids (the Mooncake format's hash_ids); %s "
+				"has %s\n", nw == 1 ? "s" : "",
+			o.trace ? o.trace : "the built-in workload (--generate)",
+			t.n == 0 ? "no request" : "none");
 		workload_free(&t);
 		return 2;
 	}
