@@ -76,6 +76,7 @@ run kvss-soak-ttl env SOAK_TTL=1 SEEDS=3 FIRST=3001 scripts/soak.sh "$BUILD"
 run kvss-soak-procs env SEEDS=3 FIRST=1001 scripts/soak-procs.sh "$BUILD"
 # ... a shard silent for a while (SIGSTOP) keeps its cache.
 run kvss-silent scripts/test-silent.sh "$BUILD"
+run kvss-start scripts/test-start.sh "$BUILD"
 run kvss-l2 scripts/test-l2.sh "$BUILD"
 # The shared level's client and kvss-shared against a throwaway Ceph cluster
 # (started and stopped by the script; an OSD killed, then all).

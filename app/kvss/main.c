@@ -9,6 +9,7 @@
  * are printed and the process exits 0.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -261,6 +262,51 @@ runtime_dir_of(int argc, char **argv, char *out, size_t cap)
 	return 0;
 }
 
+/* Whether argument @p name is among EAL's (before "--"). */
+static bool
+eal_has(int argc, char **argv, const char *name)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * EAL did not start: why, in words that name the fix. rte_errno is 0 when
+ * the runtime directory's lock is another process's (DPDK 22.11 sets
+ * none), and EACCES when it found no hugepages.
+ */
+static void
+eal_failed(int e, const char *rundir, int argc, char **argv)
+{
+	char path[PATH_MAX + 16];
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/config", rundir);
+	fd = rundir[0] != '\0' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
+		const char *slash = strrchr(rundir, '/');
+
+		fprintf(stderr, "kvss: EAL init failed: another process (pid %ld) runs with "
+				"--file-prefix %s; give every kvss process its own --file-prefix\n",
+			(long)fl.l_pid, slash != NULL ? slash + 1 : rundir);
+	} else if (e == EACCES && !eal_has(argc, argv, "--no-huge")) {
+		fprintf(stderr, "kvss: EAL init failed: no hugepages it can use (none reserved, or "
+				"hugetlbfs not mounted or not writable): reserve some (as root: "
+				"dpdk-hugepages.py --setup 2G) or run with --no-huge -m MB, as the "
+				"docs' examples do\n");
+	} else {
+		fprintf(stderr, "kvss: EAL init failed: %s\n",
+			e != 0 ? rte_strerror(e) : "EAL's lines above say why");
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -311,7 +357,7 @@ main(int argc, char **argv)
 
 		ret = rte_eal_init(argc, argv);
 		if (ret < 0) {
-			fprintf(stderr, "kvss: EAL init failed: %s\n", rte_strerror(rte_errno));
+			eal_failed(rte_errno, rundir, argc, argv);
 			/* What a failed start made, and only that: a directory that
 			 * was there before may be another process's. */
 			if (!had && rundir[0] != '\0')

@@ -15,6 +15,7 @@
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 #include <rte_ring.h>
 
 #include "kvss.h"
@@ -167,14 +168,33 @@ kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 		 * later (the demo's order is only a convention). Wait for it,
 		 * within the driver's start timeout, stopping on a signal. */
 		uint64_t waited = 0, limit = kvss.cfg.driver.start_timeout_ms;
+		/* Each try would log memif_connect_client()'s failure, ten a
+		 * second: the PMD is quiet while it waits, and says its reason
+		 * once more if the last try fails. */
+		int lt = rte_log_register("pmd.net.memif"), lvl = lt >= 0 ? rte_log_get_level(lt) : -1;
 
 		printf("kvss: port %u (net_memif): its shard is not there yet; waiting up to %" PRIu64
 		       " ms (driver.start_timeout_ms)\n", port, limit);
 		fflush(stdout);
+		if (lvl >= 0)
+			rte_log_set_level(lt, RTE_LOG_EMERG);
 		while (rc != 0 && waited < limit && !kvss_quitting()) {
 			usleep(100 * 1000);
 			waited += 100;
 			rc = rte_eth_dev_start(port);
+		}
+		if (lvl >= 0)
+			rte_log_set_level(lt, (uint32_t)lvl);
+		if (rc != 0 && !kvss_quitting()) {
+			rc = rte_eth_dev_start(port);
+			if (rc != 0) {
+				/* memif's rc is -1 whatever happened: not an EPERM. */
+				fprintf(stderr, "kvss: port %u (net_memif): no shard answered on its socket "
+						"in %" PRIu64 " ms: start the shards first (each says \"up, "
+						"epoch\"), or give them longer (driver.start_timeout_ms)\n",
+					port, limit);
+				return rc;
+			}
 		}
 	}
 	if (rc != 0) {
