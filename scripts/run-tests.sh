@@ -64,6 +64,7 @@ run wireshark scripts/test-wireshark.sh "$BUILD"
 run telemetry-doc scripts/telemetry-doc.py --check docs/telemetry.md
 run metrics scripts/test-metrics.sh "$BUILD"
 run exporter scripts/test-exporter.sh "$BUILD"
+run words scripts/test-words.sh "$BUILD"
 run kvss-trace scripts/test-trace.sh "$BUILD"
 run kvss-shard-pcap scripts/test-shard-pcap.sh "$BUILD"
 run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"
