@@ -45,7 +45,7 @@ LITERAL = {
     "deleted_tokens": "tokens deleted (policy, expiry, losses)",
     "expired_tokens": "tokens deleted by expiry",
     "peak_stored_tokens": "most tokens stored at once",
-    "isolation_id": "the organization's isolation id",
+    "isolation_id": "the organization's isolation id, as a decimal string (exact beyond 2^53)",
     "cached_tokens": "tokens of its cached columns",
     "hit_tokens": "prompt tokens hit",
     "requests": "requests looked up",

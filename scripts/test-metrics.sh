@@ -103,6 +103,12 @@ check "a process that is not there is kvss_up 0" \
 check "units in names: the fitted refill latency in seconds, below a second" \
 	python3 -c "import sys; v=float(sys.argv[1] or -1); sys.exit(not (0 < v < 1))" \
 	"$(query "kvss_driver_fit_latency_seconds{prefix=\"$prefix\"}")"
+# 64-bit ids are JSON strings (jq and JavaScript read numbers as doubles,
+# which round anything above 2^53): /swdriver/orgs' isolation_id.
+echo /swdriver/orgs | dpdk-telemetry.py -f "$prefix" 2>/dev/null | tail -n 1 >"$tmp/orgs.json"
+check "/swdriver/orgs: every isolation_id a decimal string ($(python3 -c "import json,sys; print(', '.join(repr(o['isolation_id']) for o in json.load(open(sys.argv[1]))['/swdriver/orgs'].values()))" "$tmp/orgs.json" 2>&1 | cut -c1-80))" \
+	python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['/swdriver/orgs']; sys.exit(0 if d and all(isinstance(o['isolation_id'], str) and o['isolation_id'].isdigit() and int(o['isolation_id']) < 2**64 for o in d.values()) else 1)" "$tmp/orgs.json"
+
 # 30 scrapes at once (Prometheus, dashboards, a colleague's curl): each
 # says the process is up, and the operator's dpdk-telemetry.py is answered
 # meanwhile (DPDK's telemetry takes 10 connections; the exporter holds one).

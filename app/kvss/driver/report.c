@@ -208,7 +208,9 @@ tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *d)
 		if (o == NULL)
 			break;
 		rte_tel_data_start_dict(o);
-		rte_tel_data_add_dict_u64(o, "isolation_id", sn->org[i].isolation_id);
+		/* A 64-bit id as a decimal string, exact beyond 2^53 (jq, JavaScript). */
+		snprintf(buf, sizeof(buf), "%" PRIu64, sn->org[i].isolation_id);
+		rte_tel_data_add_dict_string(o, "isolation_id", buf);
 		rte_tel_data_add_dict_u64(o, "entries", sn->org[i].entries);
 		rte_tel_data_add_dict_u64(o, "cached_tokens", sn->org[i].cached_tokens);
 		rte_tel_data_add_dict_u64(o, "hit_tokens", sn->org[i].hit_tokens);
