@@ -82,9 +82,17 @@ plot_check_output(const char *png, char *err, size_t errlen)
 		return -1;
 	}
 	shown(png, show, sizeof(show));
-	if (stat(png, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "%s is a directory; name the PNG file to write", show);
-		return -1;
+	if (stat(png, &st) == 0) {
+		/* There already: it is overwritten, wherever it is. */
+		if (S_ISDIR(st.st_mode)) {
+			snprintf(err, errlen, "%s is a directory; name the PNG file to write", show);
+			return -1;
+		}
+		if (access(png, W_OK) != 0) {
+			snprintf(err, errlen, "%s cannot be written: %s", show, strerror(errno));
+			return -1;
+		}
+		return 0;
 	}
 	slash = strrchr(png, '/');
 	if (slash == NULL)
