@@ -47,6 +47,30 @@ check "the exporter's exposition (--once)" test -s "$tmp/once.txt"
 check "promtool check metrics passes on it" sh -c "promtool check metrics <'$tmp/once.txt' >'$tmp/promtool.log' 2>&1"
 cat "$tmp/promtool.log" | head -5
 check "kvss_up is 1" grep -q "^kvss_up{prefix=\"$prefix\"} 1.0" "$tmp/once.txt"
+# Every kvss series is in docs/metrics.md, its HELP the meaning said there
+# (not the bare telemetry key).
+/usr/bin/python3 - "$tmp/once.txt" docs/metrics.md >"$tmp/help.txt" 2>&1 <<'PY'
+import re, sys
+doc = {}
+for line in open(sys.argv[2]):
+    m = re.match(r"\| `(\w+)` \| (\w+) \|[^|]*\|[^|]*\| (.*) \|$", line)
+    if m:
+        doc[m.group(1)] = m.group(3)
+helps = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"# HELP (kvss_\w+) (.*)$", line)
+    if m:
+        helps[m.group(1)] = m.group(2).replace("\\n", "\n").replace("\\\\", "\\")
+bad = [f"{s}: HELP {h!r}, docs/metrics.md {doc.get(s)!r}" for s, h in sorted(helps.items())
+       if doc.get(s) != h]
+print(f"{len(helps) - len(bad)} of {len(helps)} kvss series have docs/metrics.md's meaning as HELP")
+for b in bad[:5]:
+    print("  " + b)
+sys.exit(1 if bad or not helps else 0)
+PY
+rc=$?
+check "every series' HELP is its meaning in docs/metrics.md ($(head -n 1 "$tmp/help.txt"))" test $rc -eq 0
+sed -n '2,6p' "$tmp/help.txt"
 
 ep=$(port)
 "$X" --prefix "$prefix" --prefix "kvss_metrics_gone_$$" --listen "127.0.0.1:$ep" >"$tmp/exp.log" 2>&1 &
