@@ -34,6 +34,7 @@ LITERAL = {
     "role": "control, ingest, refill, or none",
     "busy_cycles": "TSC cycles of polls that found work",
     "idle_cycles": "TSC cycles of polls that found none",
+    "tsc_hz": "TSC cycles per second (the cycles above into seconds)",
     "prompt_id": "the prompt asked for, as a decimal string (exact beyond 2^53)",
     "offset": "its first token held",
     "tokens": "tokens held from the offset",

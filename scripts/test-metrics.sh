@@ -6,12 +6,13 @@
 # prometheus package) checks the exposition; a Prometheus server scrapes the
 # exporter on loopback, and its HTTP API must give what telemetry says.
 # Also: docs/metrics.md matches the mapping; a process that is gone is
-# kvss_up 0. Only this test's own processes, ports and files.
+# kvss_up 0. Only this test's own processes, ports and files. X=PATH tests
+# another exporter.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 . scripts/check-lib.sh
-X=tools/kvss-exporter
+X=${X:-tools/kvss-exporter}
 check "docs/metrics.md matches the exporter's mapping of docs/telemetry.md" \
 	"$X" --doc --check docs/metrics.md
 if ! /usr/bin/python3 -c "import prometheus_client" 2>/dev/null || ! command -v prometheus >/dev/null; then
@@ -31,6 +32,7 @@ trap cleanup EXIT
 # A free loopback port (the kernel's pick).
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+t_start=$(date +%s)
 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" --log-level lib.eal:error \
 	--file-prefix "$prefix" -- --config config/all-in-one.cfg --trace "" --limit 300 \
 	--linger 60000 >"$tmp/kvss.log" 2>&1 &
@@ -121,6 +123,10 @@ for pair in "kvss_driver_requests_total|/swdriver/stats|['requests']" \
 	check "Prometheus has $series = telemetry's $endpoint $key ($got, $want)" \
 		python3 -c "import sys; sys.exit(not (sys.argv[1] != '' and float(sys.argv[1]) == float(sys.argv[2])))" "$got" "$want"
 done
+up_s=$(($(date +%s) - t_start + 1))
+lc=$(query "kvss_lcore_busy_seconds_total{prefix=\"$prefix\",lcore=\"1\"} + kvss_lcore_idle_seconds_total{prefix=\"$prefix\",lcore=\"1\"}")
+check "lcore time in seconds: the ingest lcore's busy + idle ($lc s) within the process's life ($up_s s)" \
+	python3 -c "import sys; v=float(sys.argv[1] or -1); sys.exit(not (0.2 * $up_s < v <= $up_s))" "$lc"
 check "the requests were 300" test "$(query "kvss_driver_requests_total{prefix=\"$prefix\"}")" = 300
 check "a process that is not there is kvss_up 0" \
 	test "$(query "kvss_up{prefix=\"kvss_metrics_gone_$$\"}")" = 0

@@ -7,9 +7,11 @@
  * the store's caches and prompts, and errors for bad parameters.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
@@ -151,10 +153,14 @@ Test(telemetry, prompt_ids_use_all_64_bits_and_nothing_else)
 Test(telemetry, lcores_say_their_role_and_cycles)
 {
 	const char *a;
+	char hz[48];
 
 	kvss.lcore_role[0] = KVSS_LCORE_INGEST;
 	kvss.stats[0].busy_cycles = 1234;
 	a = ask("/kvss/lcores");
 	cr_assert_not_null(strstr(a, "\"role\":[\"ingest\"]"), "%s", a);
 	cr_assert_not_null(strstr(a, "\"busy_cycles\":[1234]"), "%s", a);
+	/* ... and how many make a second. */
+	snprintf(hz, sizeof(hz), "\"tsc_hz\":%" PRIu64 "}", rte_get_tsc_hz());
+	cr_assert_not_null(strstr(a, hz), "%s", a);
 }

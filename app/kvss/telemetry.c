@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
 
@@ -132,6 +133,8 @@ tel_lcores(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_container(d, "role", roles, 0);
 	add_u64_array(d, "busy_cycles", busy, n);
 	add_u64_array(d, "idle_cycles", idle, n);
+	/* Cycles into seconds (the exporter's kvss_lcore_busy_seconds_total). */
+	rte_tel_data_add_dict_u64(d, "tsc_hz", rte_get_tsc_hz());
 	return 0;
 }
 
