@@ -191,6 +191,17 @@ $(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c $(ARGS_SRC)) $(LIB
 KVSS_TRACE := $(BUILD)/kvss-trace
 KVSS := $(BUILD)/kvss
 
+# The commit kvss is built from, for /kvss/build (the exporter's
+# kvss_build_info); "unknown" outside a git checkout. $(BUILD)/commit is
+# rewritten only when it changes, and telemetry.o rebuilt only then.
+KVSS_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+$(BUILD)/commit: FORCE
+	@mkdir -p $(@D)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(KVSS_COMMIT)" ] || echo "$(KVSS_COMMIT)" >$@
+FORCE:
+$(BUILD)/obj/app/kvss/telemetry.o: $(BUILD)/commit
+$(BUILD)/obj/app/kvss/telemetry.o: TEST_INC += -DKVSS_COMMIT='"$(KVSS_COMMIT)"'
+
 $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC) $(PLOT_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)

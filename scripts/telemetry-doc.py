@@ -53,6 +53,9 @@ LITERAL = {
     "heard_ms_ago": "ms since its last frame (-1: never)",
     "status_ms_ago": "ms since its last STATUS (-1: never)",
     "epoch": "its epoch, 0x%08x as in the logs",
+    "version": "kvss's release (as every tool's --version says it)",
+    "commit": "the git commit it was built from (unknown: not built in a git checkout)",
+    "dpdk": "the DPDK it runs on (rte_version())",
 }
 
 ENDPOINTS = [
@@ -64,6 +67,7 @@ ENDPOINTS = [
      "The process's lcores, one array element per lcore."),
     ("/kvss/prompt", "app/kvss/telemetry.c", "tel_prompt",
      "A shard: `/kvss/prompt,CACHE,PROMPT_ID` (decimal, or hex with 0x), that prompt's range."),
+    ("/kvss/build", "app/kvss/telemetry.c", "tel_build", "Any kvss process: what it is."),
     ("/swdriver/stats", "app/kvss/driver/report.c", "tel_drv_stats",
      "The driver, from a snapshot the control lcore takes every 100 ms."),
     ("/swdriver/orgs", "app/kvss/driver/report.c", "tel_drv_orgs",

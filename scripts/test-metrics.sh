@@ -123,6 +123,18 @@ for pair in "kvss_driver_requests_total|/swdriver/stats|['requests']" \
 	check "Prometheus has $series = telemetry's $endpoint $key ($got, $want)" \
 		python3 -c "import sys; sys.exit(not (sys.argv[1] != '' and float(sys.argv[1]) == float(sys.argv[2])))" "$got" "$want"
 done
+/usr/bin/python3 - "$pp" "kvss_build_info{prefix=\"$prefix\"}" >"$tmp/build.txt" <<'PY'
+import json, sys, urllib.parse, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/api/v1/query?" + urllib.parse.urlencode({"query": sys.argv[2]})
+r = json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+m = r[0]["metric"] if r else {}
+print(m.get("version"), m.get("commit"), m.get("dpdk", "").replace(" ", "_"), r[0]["value"][1] if r else None)
+PY
+read -r b_version b_commit b_dpdk b_value <"$tmp/build.txt"
+want_release=$("$BUILD/kvss-trace" --version 2>/dev/null | awk '{print $2}')
+want_commit=$(cat "$BUILD/commit" 2>/dev/null || echo unknown)
+check "kvss_build_info 1: release $b_version = $want_release, commit $b_commit = $want_commit (the build's), $b_dpdk" \
+	test "$b_value $b_version $b_commit" = "1 $want_release $want_commit" -a "${b_dpdk#DPDK_}" != "$b_dpdk"
 up_s=$(($(date +%s) - t_start + 1))
 lc=$(query "kvss_lcore_busy_seconds_total{prefix=\"$prefix\",lcore=\"1\"} + kvss_lcore_idle_seconds_total{prefix=\"$prefix\",lcore=\"1\"}")
 check "lcore time in seconds: the ingest lcore's busy + idle ($lc s) within the process's life ($up_s s)" \

@@ -15,7 +15,9 @@
 #include <rte_eal.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
+#include <rte_version.h>
 
+#include "args.h"
 #include "eal_fixture.h"
 #include "kvss.h"
 
@@ -163,4 +165,18 @@ Test(telemetry, lcores_say_their_role_and_cycles)
 	/* ... and how many make a second. */
 	snprintf(hz, sizeof(hz), "\"tsc_hz\":%" PRIu64 "}", rte_get_tsc_hz());
 	cr_assert_not_null(strstr(a, hz), "%s", a);
+}
+
+/* What the process is: the release every tool's --version says, the commit
+ * (the Makefile's, or "unknown"), the DPDK it runs on. */
+Test(telemetry, build_says_release_commit_and_dpdk)
+{
+	const char *a = ask("/kvss/build");
+	char want[96];
+
+	snprintf(want, sizeof(want), "\"version\":\"%s\"", KVSS_RELEASE);
+	cr_assert_not_null(strstr(a, want), "%s", a);
+	cr_assert_not_null(strstr(a, "\"commit\":\""), "%s", a);
+	snprintf(want, sizeof(want), "\"dpdk\":\"%s\"", rte_version());
+	cr_assert_not_null(strstr(a, want), "%s", a);
 }

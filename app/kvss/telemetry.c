@@ -11,8 +11,14 @@
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_telemetry.h>
+#include <rte_version.h>
 
+#include "args.h"
 #include "kvss.h"
+
+#ifndef KVSS_COMMIT
+#define KVSS_COMMIT "unknown" /* the Makefile names the commit built from */
+#endif
 
 static int
 tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
@@ -176,6 +182,19 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* /kvss/build: what this process is (the exporter's kvss_build_info). */
+static int
+tel_build(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "version", KVSS_RELEASE);
+	rte_tel_data_add_dict_string(d, "commit", KVSS_COMMIT);
+	rte_tel_data_add_dict_string(d, "dpdk", rte_version());
+	return 0;
+}
+
 int
 kvss_telemetry_register(void)
 {
@@ -186,7 +205,9 @@ kvss_telemetry_register(void)
 	    rte_telemetry_register_cmd("/kvss/lcores", tel_lcores,
 				       "Per lcore: role, busy and idle cycles") ||
 	    rte_telemetry_register_cmd("/kvss/prompt", tel_prompt,
-				       "A prompt's stored range. Parameters: cache_id,prompt_id"))
+				       "A prompt's stored range. Parameters: cache_id,prompt_id") ||
+	    rte_telemetry_register_cmd("/kvss/build", tel_build,
+				       "This kvss: release, git commit built from, DPDK version"))
 		return -1;
 	return 0;
 }
