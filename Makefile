@@ -476,6 +476,27 @@ ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $
 
 ALL += $(LIBSHARED) $(KVSS_SHARED) $(TEST_SHARED_RADOS) $(BENCH_SHARED)
 
+# kvss-udp-client (app/udpclient): a driver and a wafer over plain UDP
+# sockets, no DPDK (docs/INTEGRATION.md, scripts/test-udpclient.sh); its
+# own encoder, tested against docs/PROTOCOL.md's vectors and lib/proto.
+UDPCLIENT_SRC := $(sort $(wildcard app/udpclient/*.c))
+KVSS_UDPCLIENT := $(BUILD)/kvss-udp-client
+
+$(call obj,$(UDPCLIENT_SRC) test/test_udpclient.c): $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_PURE) -Iapp/udpclient -c $< -o $@
+
+$(KVSS_UDPCLIENT): $(call obj,$(UDPCLIENT_SRC) $(ARGS_SRC))
+	$(CC) -o $@ $^ -lxxhash -lm
+
+$(BUILD)/test/test_udpclient: $(call obj,test/test_udpclient.c app/udpclient/ucwire.c) $(TEST_COMMON) \
+		$(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+TESTS += $(BUILD)/test/test_udpclient
+ALL += $(KVSS_UDPCLIENT) $(BUILD)/test/test_udpclient
+
 .PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo soak fuzz fuzz-run clean deps need-deps
 
 all: need-deps $(ALL)

@@ -1,0 +1,1034 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kvss-udp-client: a minimal driver and wafer in one, over plain UDP
+ * sockets (no DPDK), for one prompt against one real shard. It is the
+ * second, independent producer of the KVSS protocol beside the emulator
+ * (docs/INTEGRATION.md says what an accelerator or an engine must do; this
+ * is that, as small as it gets):
+ *
+ *   HELLO                  until a STATUS carries our driver epoch; the
+ *                          shard's caches (bytes per token, buffers) from it
+ *   RESERVE, EVICT x n     the prompt's tokens in batches, each batch's
+ *   + EVICT_DATA           bytes the reference content (PROTOCOL.md
+ *                          section 6), computed here, never stored
+ *   STATUS                 every batch complete, every token stored
+ *   REFILL                 the whole prompt, two chunks glued in reverse
+ *                          order, a middle range, per cache; an unknown
+ *                          prompt, a range past the end, a cache the shard
+ *                          does not have: each REFILL_DONE, every byte of
+ *                          every REFILL_DATA stream checked
+ *   DELETE, STATUS, REFILL the prompt gone: 0 tokens, UNKNOWN_PROMPT
+ *
+ * Control messages are resent until acknowledged (ACK recv_seq), reports
+ * (ERROR, TOKEN_LOST, L2_DONE) are taken in order and answered with
+ * REPORT_ACK. Exit 0 when every check held, 1 when one failed (each
+ * failure printed on stderr), 2 for a usage or socket error.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "ucwire.h"
+
+#define MAX_CACHES 16
+#define MAX_REFILLS 16
+#define RETRANSMIT_NS 50000000ULL /* a control message not received in 50 ms goes again */
+#define IP_UDP 28
+
+struct opts {
+	const char *shard_ip, *bind_ip, *org;
+	uint16_t ctl_port, evict_port, refill_port;
+	uint32_t model, mtu;
+	uint64_t prompt, tokens, batch, seed, timeout_ms;
+	int64_t flip; /* the expected byte of refill 1, buffer 0 to flip (-1: none) */
+	bool no_csum, verbose;
+};
+
+/* One REFILL request and what came back for it. */
+struct refill {
+	uint64_t id;
+	uint16_t cache;
+	uint32_t sequence, cache_idx;
+	unsigned int nchunks;
+	struct uc_chunk chunk[2];
+	unsigned int want_status; /* 0: data, else the REFILL_DONE code expected */
+	const char *what;
+	uint32_t tokens; /* glued */
+	bool done;
+	struct uc_refill_done d;
+	unsigned int nbuf;
+	uint32_t bb;		/* bytes per buffer per token */
+	uint8_t *got[8], *have[8];
+	uint64_t covered[8];	/* distinct bytes received per buffer */
+	uint64_t frames, dup_frames, bad_frames, copies_differ;
+};
+
+struct client {
+	struct opts o;
+	int ctl, data, rfd;
+	struct sockaddr_in to_ctl, to_evict;
+	uint32_t shard_ip;
+	uint32_t depoch, wepoch, sepoch;
+	uint16_t shard_id;
+	bool established;
+	uint32_t sepoch_lost; /* the epoch of a shard that restarted under us (0: none) */
+	unsigned int ncaches;
+	struct uc_cache_info cache[MAX_CACHES];
+	struct uc_status st;
+	bool have_st;
+	uint64_t st_count;
+	/* the control stream */
+	uint64_t seq, recv_seq, cum_seq;
+	uint8_t pend[9000];
+	size_t pend_len;
+	uint64_t pend_seq, pend_sent, resent;
+	/* reports */
+	uint64_t reports_taken, errors, lost;
+	/* what we hold */
+	uint32_t *tok;
+	uint64_t *h;
+	uint64_t nbatches;
+	struct refill rf[MAX_REFILLS];
+	unsigned int nrf;
+	uint64_t dropped, strangers, failures;
+	uint64_t deadline;
+	uint8_t buf[65536];
+};
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static void
+fail(struct client *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "udp-client: FAIL: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	c->failures++;
+}
+
+static struct uc_hdr
+hdr(const struct client *c, uint16_t shard)
+{
+	return (struct uc_hdr){.model = c->o.model, .shard = shard, .epoch = c->depoch};
+}
+
+static int
+send_to(int fd, const struct sockaddr_in *to, const uint8_t *p, size_t len)
+{
+	if (sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to)) != (ssize_t)len) {
+		fprintf(stderr, "udp-client: sendto %s:%u (%zu bytes): %s\n", inet_ntoa(to->sin_addr),
+			ntohs(to->sin_port), len, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- what comes back ---------------------------------------------------- */
+
+static void
+on_status(struct client *c, const struct uc_msg *m)
+{
+	struct uc_status s;
+
+	uc_get_status(m, &s);
+	/* A STATUS older than one taken is ignored (section 5, STATUS in order). */
+	if (c->have_st && s.uptime_ns < c->st.uptime_ns && m->h.epoch == c->sepoch)
+		return;
+	if (c->established && m->h.epoch != c->sepoch) {
+		fail(c, "the shard's epoch changed from 0x%08x to 0x%08x: it restarted, its data is gone",
+		     c->sepoch, m->h.epoch);
+		c->established = false;
+		c->sepoch_lost = m->h.epoch;
+	}
+	if (s.driver_epoch == c->depoch && !c->established && c->sepoch_lost == 0) {
+		c->established = true;
+		c->shard_id = m->h.shard;
+	}
+	c->sepoch = m->h.epoch;
+	c->st = s;
+	c->have_st = true;
+	c->st_count++;
+	c->ncaches = m->h.count < MAX_CACHES ? m->h.count : MAX_CACHES;
+	for (unsigned int i = 0; i < c->ncaches; i++)
+		uc_get_cache_info(m, i, &c->cache[i]);
+}
+
+static void
+send_report_ack(struct client *c)
+{
+	struct uc_hdr h = hdr(c, c->shard_id);
+	size_t n = uc_build_report_ack(c->buf, sizeof(c->buf), &h, c->reports_taken);
+
+	send_to(c->ctl, &c->to_ctl, c->buf, n);
+}
+
+/* ERROR, TOKEN_LOST, L2_DONE: once and in order (section 5), answered with REPORT_ACK. */
+static void
+on_report(struct client *c, const struct uc_msg *m)
+{
+	if (m->h.seq != 0 && m->h.seq != c->reports_taken + 1) {
+		send_report_ack(c); /* a copy, or ahead of a gap: the shard resends */
+		return;
+	}
+	if (m->h.seq != 0)
+		c->reports_taken = m->h.seq;
+	for (unsigned int i = 0; i < m->h.count; i++) {
+		if (m->h.type == UC_ERROR) {
+			struct uc_error e;
+
+			uc_get_error(m, i, &e);
+			fail(c, "ERROR %s (%u) for message seq %" PRIu64 ": prompt %" PRIu64
+				" token %u cache %u", uc_err_name(e.code), e.code, e.seq, e.prompt,
+			     e.token, e.cache);
+			c->errors++;
+		} else if (m->h.type == UC_TOKEN_LOST) {
+			struct uc_lost l;
+
+			uc_get_lost(m, i, &l);
+			fail(c, "TOKEN_LOST: prompt %" PRIu64 " tokens [%u, %u) of cache %u", l.prompt,
+			     l.token, l.token + l.tokens, l.cache);
+			c->lost++;
+		} else {
+			fail(c, "an L2_DONE, but this client sent no second-tier message");
+		}
+	}
+	send_report_ack(c);
+}
+
+static struct refill *
+refill_of(struct client *c, uint64_t id)
+{
+	for (unsigned int i = 0; i < c->nrf; i++)
+		if (c->rf[i].id == id)
+			return &c->rf[i];
+	return NULL;
+}
+
+static void
+on_refill_done(struct client *c, const struct uc_msg *m)
+{
+	for (unsigned int i = 0; i < m->h.count; i++) {
+		struct uc_refill_done d;
+		struct refill *r;
+
+		uc_get_refill_done(m, i, &d);
+		r = refill_of(c, d.refill_id);
+		if (r == NULL) {
+			fail(c, "REFILL_DONE for refill %" PRIu64 ", which was never asked", d.refill_id);
+			continue;
+		}
+		if (r->done)
+			continue; /* a copy */
+		r->done = true;
+		r->d = d;
+	}
+}
+
+static void
+on_refill_data(struct client *c, const struct uc_msg *m)
+{
+	struct uc_refill_data d;
+	struct refill *r;
+	bool dup = true;
+
+	uc_get_refill_data(m, &d);
+	r = refill_of(c, d.refill_id);
+	if (r == NULL || r->want_status != 0) {
+		fail(c, "REFILL_DATA for refill %" PRIu64 ", which should send none", d.refill_id);
+		return;
+	}
+	r->frames++;
+	if (d.sequence != r->sequence || d.cache_idx != r->cache_idx || d.cache != r->cache ||
+	    d.buffer >= r->nbuf || d.stream_len != (uint64_t)r->tokens * r->bb ||
+	    m->h.epoch != c->sepoch || m->h.shard != c->shard_id) {
+		if (r->bad_frames++ == 0)
+			fail(c, "refill %" PRIu64 ": a REFILL_DATA header says sequence %u cache_idx %u "
+				"cache %u buffer %u stream_len %u epoch 0x%08x shard %u; expected %u %u %u "
+				"<%u %" PRIu64 " 0x%08x %u",
+			     r->id, d.sequence, d.cache_idx, d.cache, d.buffer, d.stream_len, m->h.epoch,
+			     m->h.shard, r->sequence, r->cache_idx, r->cache, r->nbuf,
+			     (uint64_t)r->tokens * r->bb, c->sepoch, c->shard_id);
+		return;
+	}
+	for (uint32_t k = 0; k < d.len; k++) {
+		uint64_t at = (uint64_t)d.offset + k;
+
+		if (r->have[d.buffer][at]) {
+			if (r->got[d.buffer][at] != d.bytes[k])
+				r->copies_differ++;
+			continue;
+		}
+		dup = false;
+		r->have[d.buffer][at] = 1;
+		r->got[d.buffer][at] = d.bytes[k];
+		r->covered[d.buffer]++;
+	}
+	if (dup && d.len > 0)
+		r->dup_frames++;
+}
+
+static void
+on_frame(struct client *c, const uint8_t *p, size_t len, const struct sockaddr_in *from,
+	 bool refill_sock)
+{
+	struct uc_msg m;
+	const char *why;
+
+	if (from->sin_addr.s_addr != c->shard_ip) {
+		c->strangers++;
+		return;
+	}
+	if ((why = uc_parse(p, len, &m)) != NULL) {
+		if (c->dropped++ == 0)
+			fprintf(stderr, "udp-client: dropped a %zu-byte datagram: %s\n", len, why);
+		return;
+	}
+	if (m.h.model != c->o.model || (refill_sock != (m.h.type == UC_REFILL_DATA))) {
+		c->dropped++;
+		return;
+	}
+	switch (m.h.type) {
+	case UC_STATUS:
+		on_status(c, &m);
+		break;
+	case UC_ACK:
+		if (m.h.epoch == c->sepoch) {
+			struct uc_ack a;
+
+			uc_get_ack(&m, &a);
+			if (a.recv_seq > c->recv_seq)
+				c->recv_seq = a.recv_seq;
+			if (a.cum_seq > c->cum_seq)
+				c->cum_seq = a.cum_seq;
+		}
+		break;
+	case UC_ERROR:
+	case UC_TOKEN_LOST:
+	case UC_L2_DONE:
+		on_report(c, &m);
+		break;
+	case UC_REFILL_DONE:
+		on_refill_done(c, &m);
+		break;
+	case UC_REFILL_DATA:
+		on_refill_data(c, &m);
+		break;
+	default:
+		c->dropped++;
+	}
+}
+
+/* Take what arrives for up to @p wait_ns; resend the pending control message when due. */
+static void
+pump(struct client *c, uint64_t wait_ns)
+{
+	struct pollfd pf[2] = {{.fd = c->ctl, .events = POLLIN}, {.fd = c->rfd, .events = POLLIN}};
+	int ms = (int)(wait_ns / 1000000) + 1;
+
+	if (poll(pf, 2, ms) > 0)
+		for (int i = 0; i < 2; i++) {
+			struct sockaddr_in from;
+			socklen_t fl;
+			ssize_t n;
+
+			if (!(pf[i].revents & POLLIN))
+				continue;
+			/* Drain the socket: a refill's frames come in a burst. */
+			for (;;) {
+				fl = sizeof(from);
+				n = recvfrom(pf[i].fd, c->buf, sizeof(c->buf), MSG_DONTWAIT,
+					     (struct sockaddr *)&from, &fl);
+				if (n < 0)
+					break;
+				on_frame(c, c->buf, (size_t)n, &from, i == 1);
+			}
+		}
+	if (c->pend_len > 0 && c->recv_seq < c->pend_seq && now_ns() - c->pend_sent > RETRANSMIT_NS) {
+		c->pend[6] |= UC_F_RETRANSMIT; /* flags, bit 1 */
+		send_to(c->ctl, &c->to_ctl, c->pend, c->pend_len);
+		c->pend_sent = now_ns();
+		c->resent++;
+	}
+}
+
+typedef bool (*pred_fn)(struct client *c, const void *arg);
+
+/* Pump until @p done holds; -1 (said, naming @p what) when the deadline passes first. */
+static int
+wait_for(struct client *c, pred_fn done, const void *arg, const char *what)
+{
+	while (!done(c, arg)) {
+		uint64_t t = now_ns();
+
+		if (c->sepoch_lost != 0)
+			return -1; /* said when it came */
+		if (t >= c->deadline) {
+			fail(c, "timed out waiting for %s", what);
+			return -1;
+		}
+		pump(c, c->deadline - t < 10000000 ? c->deadline - t : 10000000);
+	}
+	return 0;
+}
+
+static bool
+received(struct client *c, const void *arg)
+{
+	return c->recv_seq >= *(const uint64_t *)arg;
+}
+
+/* A control message: the next seq, ACK requested; kept to resend until received. */
+static int
+send_ctl(struct client *c, size_t len)
+{
+	uint64_t seq = c->seq;
+
+	if (len == 0 || len > sizeof(c->pend)) {
+		fail(c, "a control message does not fit the MTU");
+		return -1;
+	}
+	memcpy(c->pend, c->buf, len);
+	c->pend_len = len;
+	c->pend_seq = seq;
+	c->pend_sent = now_ns();
+	return send_to(c->ctl, &c->to_ctl, c->pend, len);
+}
+
+static int
+wait_received(struct client *c)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "the ACK of control message %" PRIu64, c->pend_seq);
+	return wait_for(c, received, &c->pend_seq, what);
+}
+
+static struct uc_hdr
+ctl_hdr(struct client *c)
+{
+	struct uc_hdr h = hdr(c, c->shard_id);
+
+	h.flags = UC_F_ACK_REQ;
+	h.seq = ++c->seq;
+	return h;
+}
+
+/* ---- the steps ---------------------------------------------------------- */
+
+static int
+hello(struct client *c)
+{
+	struct uc_hdr h = hdr(c, UC_SHARD_ALL);
+	uint64_t next = 0;
+
+	while (!c->established) {
+		uint64_t t = now_ns();
+
+		if (t >= c->deadline) {
+			fail(c, "the shard at %s:%u did not answer HELLO with a STATUS of our epoch",
+			     c->o.shard_ip, c->o.ctl_port);
+			return -1;
+		}
+		if (t >= next) {
+			size_t n = uc_build_hello(c->buf, sizeof(c->buf), &h);
+
+			send_to(c->ctl, &c->to_ctl, c->buf, n);
+			next = t + 100000000ULL;
+		}
+		pump(c, 10000000);
+	}
+	printf("udp-client: shard %u of model %u at %s: epoch 0x%08x, our driver epoch 0x%08x "
+	       "established;", c->shard_id, c->o.model, c->o.shard_ip, c->sepoch, c->depoch);
+	for (unsigned int i = 0; i < c->ncaches; i++)
+		printf(" cache %u: %u B/token in %u buffer(s), room for %" PRIu64 " tokens%s",
+		       c->cache[i].cache, c->cache[i].bytes_per_token, c->cache[i].buffers,
+		       c->cache[i].capacity, i + 1 < c->ncaches ? ";" : "\n");
+	if (c->ncaches == 0) {
+		fail(c, "the shard's STATUS lists no cache");
+		return -1;
+	}
+	for (unsigned int i = 0; i < c->ncaches; i++)
+		if (c->cache[i].cache != i || c->cache[i].buffers == 0 ||
+		    c->cache[i].bytes_per_token % c->cache[i].buffers != 0 ||
+		    c->cache[i].buffers > 8 || c->cache[i].capacity < c->o.tokens) {
+			fail(c, "cache %u of the STATUS (id %u, %u buffers, %u B/token, room %" PRIu64
+				") is not one this client can fill with %" PRIu64 " tokens",
+			     i, c->cache[i].cache, c->cache[i].buffers, c->cache[i].bytes_per_token,
+			     c->cache[i].capacity, c->o.tokens);
+			return -1;
+		}
+	return 0;
+}
+
+/* The bytes of tokens [first, first + g) of cache @p cc as one stream, sent in frames. */
+static int
+send_stream(struct client *c, uint64_t batch, unsigned int cc, uint32_t first, uint32_t g,
+	    uint64_t *frames)
+{
+	uint32_t b = c->cache[cc].bytes_per_token, slen = g * b;
+	uint32_t max = c->o.mtu - IP_UDP - UC_HDR - UC_DATA_HDR_LEN;
+	uint8_t *s = malloc(slen);
+	struct uc_hdr h = {.model = c->o.model, .shard = c->shard_id, .epoch = c->wepoch};
+	int rc = 0;
+
+	if (s == NULL)
+		return -1;
+	for (uint32_t j = 0; j < g; j++)
+		uc_ref_bytes(c->h[first + j], c->o.model, c->shard_id, cc, 0, s + (size_t)j * b, b);
+	for (uint32_t off = 0; off < slen && rc == 0; off += max) {
+		uint32_t len = slen - off < max ? slen - off : max;
+		struct uc_data_hdr d = {.batch = batch, .cache = (uint16_t)cc, .offset = off,
+					.stream_len = slen, .driver_epoch = c->depoch};
+		size_t n = uc_build_evict_data(c->buf, sizeof(c->buf), &h, &d, s + off, len);
+
+		rc = send_to(c->data, &c->to_evict, c->buf, n);
+		(*frames)++;
+	}
+	free(s);
+	return rc;
+}
+
+static bool
+batches_complete(struct client *c, const void *arg)
+{
+	return c->have_st && c->st.batches_complete >= *(const uint64_t *)arg;
+}
+
+static int
+evict(struct client *c)
+{
+	uint32_t n = (uint32_t)c->o.tokens, nc = c->ncaches;
+	uint32_t g = (uint32_t)((c->o.mtu - IP_UDP - UC_HDR - UC_EVICT_HDR_LEN) / UC_EVICT_ENTRY_LEN / nc);
+	struct uc_reserve rs[MAX_CACHES];
+	struct uc_hdr h;
+	uint64_t frames = 0, bytes = 0;
+
+	if (c->o.batch < g)
+		g = (uint32_t)c->o.batch;
+	for (unsigned int k = 0; k < nc; k++)
+		rs[k] = (struct uc_reserve){c->o.prompt, 0, 0, n, (uint16_t)k};
+	h = ctl_hdr(c);
+	if (send_ctl(c, uc_build_reserve(c->buf, sizeof(c->buf), &h, rs, nc)) != 0 ||
+	    wait_received(c) != 0)
+		return -1;
+	for (uint32_t first = 0; first < n; first += g) {
+		uint32_t gg = n - first < g ? n - first : g;
+		struct uc_entry e[1024];
+
+		c->nbatches++;
+		for (uint32_t j = 0; j < gg; j++)
+			for (unsigned int k = 0; k < nc; k++)
+				e[j * nc + k] = (struct uc_entry){c->o.prompt, first + j, 7};
+		h = ctl_hdr(c);
+		if (send_ctl(c, uc_build_evict(c->buf, sizeof(c->buf), &h, c->nbatches, (uint16_t)nc,
+					       (uint16_t)gg, e)) != 0)
+			return -1;
+		/* Its data right behind it: a shard holds data that comes before its EVICT too. */
+		for (unsigned int k = 0; k < nc; k++) {
+			if (send_stream(c, c->nbatches, k, first, gg, &frames) != 0)
+				return -1;
+			bytes += (uint64_t)gg * c->cache[k].bytes_per_token;
+		}
+		if (wait_received(c) != 0)
+			return -1;
+	}
+	if (wait_for(c, batches_complete, &c->nbatches, "a STATUS with every batch complete") != 0)
+		return -1;
+	printf("udp-client: evicted prompt %" PRIu64 ", tokens [0, %u) of %u cache(s) in %" PRIu64
+	       " batch(es): %" PRIu64 " bytes in %" PRIu64 " EVICT_DATA frames\n",
+	       c->o.prompt, n, nc, c->nbatches, bytes, frames);
+	for (unsigned int k = 0; k < nc; k++)
+		if (c->cache[k].stored != n || c->cache[k].prompts != 1)
+			fail(c, "after the evict, STATUS says cache %u holds %" PRIu64 " tokens of %" PRIu64
+				" prompt(s); expected %u of 1",
+			     k, c->cache[k].stored, c->cache[k].prompts, n);
+	if (c->failures == 0)
+		printf("udp-client: STATUS: %" PRIu64 " batches complete, %u tokens of 1 prompt in each "
+		       "cache\n", c->st.batches_complete, n);
+	return 0;
+}
+
+static struct refill *
+add_refill(struct client *c, uint16_t cache, const char *what, unsigned int want, unsigned int nchunks,
+	   const struct uc_chunk *ch)
+{
+	struct refill *r = &c->rf[c->nrf];
+
+	memset(r, 0, sizeof(*r));
+	r->id = 1000 + c->nrf;
+	r->cache = cache;
+	r->sequence = 500 + c->nrf;
+	r->cache_idx = 4096 * c->nrf;
+	r->want_status = want;
+	r->what = what;
+	r->nchunks = nchunks;
+	for (unsigned int i = 0; i < nchunks; i++) {
+		r->chunk[i] = ch[i];
+		r->tokens += ch[i].tokens;
+	}
+	if (want == 0) {
+		r->nbuf = c->cache[cache].buffers;
+		r->bb = c->cache[cache].bytes_per_token / r->nbuf;
+		for (unsigned int b = 0; b < r->nbuf; b++) {
+			r->got[b] = calloc((size_t)r->tokens * r->bb, 1);
+			r->have[b] = calloc((size_t)r->tokens * r->bb, 1);
+			if (r->got[b] == NULL || r->have[b] == NULL)
+				return NULL;
+		}
+	}
+	c->nrf++;
+	return r;
+}
+
+static bool
+refills_over(struct client *c, const void *arg)
+{
+	unsigned int from = *(const unsigned int *)arg;
+
+	for (unsigned int i = from; i < c->nrf; i++) {
+		const struct refill *r = &c->rf[i];
+
+		if (!r->done)
+			return false;
+		if (r->want_status == 0 && r->d.status == 0)
+			for (unsigned int b = 0; b < r->nbuf; b++)
+				if (r->covered[b] < (uint64_t)r->tokens * r->bb)
+					return false;
+	}
+	return true;
+}
+
+/* Every byte of a refill against the reference content of the tokens its chunks glue. */
+static uint64_t
+check_refill(struct client *c, struct refill *r, bool flip_here)
+{
+	uint64_t wrong = 0, missing = 0;
+	uint8_t *want = malloc(r->bb);
+	uint32_t j = 0;
+
+	if (want == NULL)
+		return 1;
+	for (unsigned int k = 0; k < r->nchunks; k++)
+		for (uint32_t t = r->chunk[k].start; t < r->chunk[k].start + r->chunk[k].tokens; t++, j++)
+			for (unsigned int b = 0; b < r->nbuf; b++) {
+				uint64_t base = (uint64_t)j * r->bb;
+
+				uc_ref_bytes(c->h[t], c->o.model, c->shard_id, r->cache, (uint64_t)b * r->bb,
+					     want, r->bb);
+				if (flip_here && b == 0 && (uint64_t)c->o.flip >= base &&
+				    (uint64_t)c->o.flip < base + r->bb)
+					want[c->o.flip - base] ^= 0x01;
+				for (uint32_t x = 0; x < r->bb; x++) {
+					if (!r->have[b][base + x]) {
+						missing++;
+						continue;
+					}
+					if (r->got[b][base + x] == want[x])
+						continue;
+					if (wrong++ == 0)
+						fail(c, "refill %" PRIu64 " (%s): cache %u buffer %u stream byte %" PRIu64
+							" (token %u, byte %u of the buffer's %u) is 0x%02x, expected 0x%02x",
+						     r->id, r->what, r->cache, b, base + x, t, x, r->bb,
+						     r->got[b][base + x], want[x]);
+				}
+			}
+	free(want);
+	if (wrong > 0)
+		fail(c, "refill %" PRIu64 ": %" PRIu64 " byte(s) wrong", r->id, wrong);
+	if (missing > 0)
+		fail(c, "refill %" PRIu64 ": %" PRIu64 " byte(s) never arrived", r->id, missing);
+	if (r->copies_differ > 0)
+		fail(c, "refill %" PRIu64 ": %" PRIu64 " byte(s) came twice, differently", r->id,
+		     r->copies_differ);
+	return wrong + missing;
+}
+
+static int
+run_refills(struct client *c, unsigned int from, uint64_t *checked)
+{
+	struct uc_refill_req rq[MAX_REFILLS];
+	struct uc_hdr h = ctl_hdr(c);
+	unsigned int n = c->nrf - from;
+	bool timed_out = false;
+
+	for (unsigned int i = 0; i < n; i++) {
+		const struct refill *r = &c->rf[from + i];
+
+		rq[i] = (struct uc_refill_req){r->id, c->nbatches, r->sequence, r->cache_idx, r->cache,
+					      (uint16_t)r->nchunks, r->chunk};
+	}
+	if (send_ctl(c, uc_build_refill(c->buf, sizeof(c->buf), &h, rq, n)) != 0 ||
+	    wait_received(c) != 0)
+		return -1;
+	if (wait_for(c, refills_over, &from, "every REFILL_DONE and every REFILL_DATA byte") != 0) {
+		for (unsigned int i = from; i < c->nrf; i++)
+			if (!c->rf[i].done)
+				fail(c, "refill %" PRIu64 " (%s): no REFILL_DONE", c->rf[i].id, c->rf[i].what);
+		timed_out = true;
+	}
+	for (unsigned int i = from; i < c->nrf; i++) {
+		struct refill *r = &c->rf[i];
+		uint64_t bytes = (uint64_t)r->tokens * r->bb * r->nbuf;
+
+		if (!r->done)
+			continue;
+		if (r->want_status != 0) {
+			if (r->d.status != r->want_status || r->d.tokens != 0 || r->d.bytes != 0 ||
+			    r->frames != 0)
+				fail(c, "refill %" PRIu64 " (%s): REFILL_DONE %s (%u), %u tokens, %" PRIu64
+					" bytes, %" PRIu64 " data frames; expected %s, 0, 0, 0",
+				     r->id, r->what, uc_err_name(r->d.status), r->d.status, r->d.tokens,
+				     r->d.bytes, r->frames, uc_err_name(r->want_status));
+			else
+				printf("udp-client: refill %" PRIu64 " (%s): REFILL_DONE %s, no data\n", r->id,
+				       r->what, uc_err_name(r->d.status));
+			continue;
+		}
+		if (r->d.status != 0 || r->d.tokens != r->tokens || r->d.bytes != bytes) {
+			fail(c, "refill %" PRIu64 " (%s): REFILL_DONE %s, %u tokens, %" PRIu64
+				" bytes; expected OK, %u, %" PRIu64,
+			     r->id, r->what, uc_err_name(r->d.status), r->d.tokens, r->d.bytes, r->tokens,
+			     bytes);
+			continue;
+		}
+		if (check_refill(c, r, i == 0 && c->o.flip >= 0) == 0)
+			printf("udp-client: refill %" PRIu64 " (%s): cache %u, %u tokens, %" PRIu64
+			       " bytes in %u buffer(s), %" PRIu64 " frames%s: every byte as evicted\n",
+			       r->id, r->what, r->cache, r->tokens, bytes, r->nbuf, r->frames,
+			       r->dup_frames ? " (copies among them)" : "");
+		*checked += bytes;
+	}
+	return timed_out ? -1 : 0;
+}
+
+static bool
+deleted(struct client *c, const void *arg)
+{
+	(void)arg;
+	if (!c->have_st)
+		return false;
+	for (unsigned int k = 0; k < c->ncaches; k++)
+		if (c->cache[k].stored != 0 || c->cache[k].prompts != 0)
+			return false;
+	return true;
+}
+
+static bool
+next_status(struct client *c, const void *arg)
+{
+	return c->st_count > *(const uint64_t *)arg;
+}
+
+static int
+run(struct client *c)
+{
+	uint32_t n = (uint32_t)c->o.tokens;
+	uint64_t checked = 0, sc;
+	struct uc_delete del[MAX_CACHES];
+	struct uc_hdr h;
+	unsigned int from = 0;
+
+	if (hello(c) != 0 || evict(c) != 0)
+		return -1;
+	/* What an engine asks: per cache, the prompt, two chunks glued, a middle range; then what must fail. */
+	for (unsigned int k = 0; k < c->ncaches; k++) {
+		struct uc_chunk whole = {c->o.prompt, 0, n};
+		struct uc_chunk glued[2] = {{c->o.prompt, n / 2, n - n / 2}, {c->o.prompt, 0, n / 2}};
+		struct uc_chunk mid = {c->o.prompt, n / 3, n / 4 ? n / 4 : 1};
+
+		if (add_refill(c, (uint16_t)k, "the whole prompt", 0, 1, &whole) == NULL ||
+		    add_refill(c, (uint16_t)k, "second half, then first, glued", 0, n > 1 ? 2 : 1,
+			       n > 1 ? glued : &whole) == NULL ||
+		    add_refill(c, (uint16_t)k, "a middle range", 0, 1, &mid) == NULL)
+			return -1;
+	}
+	{
+		struct uc_chunk unknown = {c->o.prompt + 1, 0, 1}, past = {c->o.prompt, n - 1, 2};
+		struct uc_chunk any = {c->o.prompt, 0, 1};
+
+		add_refill(c, 0, "a prompt never evicted", 4 /* UNKNOWN_PROMPT */, 1, &unknown);
+		add_refill(c, 0, "a range past the prompt's end", 5 /* RANGE */, 1, &past);
+		add_refill(c, (uint16_t)c->ncaches, "a cache the shard does not have", 8 /* BAD_CACHE */,
+			   1, &any);
+	}
+	if (run_refills(c, from, &checked) != 0)
+		return -1;
+	/* DELETE the prompt from every cache: STATUS says 0, a REFILL finds nothing. */
+	for (unsigned int k = 0; k < c->ncaches; k++)
+		del[k] = (struct uc_delete){c->o.prompt, c->nbatches, 0, n - 1, (uint16_t)k};
+	h = ctl_hdr(c);
+	if (send_ctl(c, uc_build_delete(c->buf, sizeof(c->buf), &h, del, c->ncaches)) != 0 ||
+	    wait_received(c) != 0 || wait_for(c, deleted, NULL, "a STATUS with the prompt deleted") != 0)
+		return -1;
+	printf("udp-client: deleted: STATUS says 0 tokens, 0 prompts in every cache\n");
+	{
+		struct uc_chunk gone = {c->o.prompt, 0, n};
+
+		from = c->nrf;
+		add_refill(c, 0, "the deleted prompt", 4, 1, &gone);
+		if (run_refills(c, from, &checked) != 0)
+			return -1;
+	}
+	/* Every report the shard sent taken (a clean run sends none); one more STATUS to be sure. */
+	sc = c->st_count;
+	if (wait_for(c, next_status, &sc, "a last STATUS") != 0)
+		return -1;
+	if (c->st.reports != c->reports_taken)
+		fail(c, "the shard sent %" PRIu64 " report(s), this client took %" PRIu64, c->st.reports,
+		     c->reports_taken);
+	if (c->st.reports != 0)
+		fail(c, "the shard sent %" PRIu64 " report(s) (ERROR, TOKEN_LOST); a clean run has none",
+		     c->st.reports);
+	printf("udp-client: %s: %u refills, %" PRIu64 " bytes checked, %" PRIu64
+	       " control message(s) resent, %" PRIu64 " datagram(s) dropped, %" PRIu64 " failure(s)\n",
+	       c->failures ? "FAIL" : "PASS", c->nrf, checked, c->resent, c->dropped, c->failures);
+	return 0;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static int
+udp_socket(struct client *c, uint16_t port, bool big)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), one = 1, ttl = 64, pmtu = IP_PMTUDISC_DO;
+	int rcv = 16 << 20;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	if (fd < 0)
+		return -1;
+	if (c->o.bind_ip != NULL && inet_pton(AF_INET, c->o.bind_ip, &a.sin_addr) != 1) {
+		fprintf(stderr, "udp-client: --bind: '%s' is not an IPv4 address\n", c->o.bind_ip);
+		close(fd);
+		return -1;
+	}
+	/* Every frame leaves with TTL 64 (section 1, the rail), never fragmented. */
+	setsockopt(fd, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl));
+	setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	if (c->o.no_csum)
+		setsockopt(fd, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one));
+	if (big && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcv, sizeof(rcv)) != 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		fprintf(stderr, "udp-client: bind %s:%u: %s\n", c->o.bind_ip ? c->o.bind_ip : "0.0.0.0",
+			port, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static uint32_t
+nonzero_random(void)
+{
+	uint32_t v = 0;
+
+	while (v == 0)
+		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+			v = (uint32_t)now_ns() ^ (uint32_t)getpid();
+	return v;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvss-udp-client --shard IPV4 [options]\n"
+		"A driver and a wafer in one, over UDP sockets: evicts one prompt to a kvss shard\n"
+		"and refills it, checking every byte (docs/INTEGRATION.md). Exit 0: every check\n"
+		"held; 1: one failed (each said on stderr); 2: usage or socket error.\n"
+		"  --shard IPV4       the shard's address (shard.address.ipv4)\n"
+		"  --bind IPV4        this side's address (the shard's wafer and driver; default any)\n"
+		"  --ports C,E,R      the shard's UDP ports: control, EVICT_DATA, REFILL_DATA\n"
+		"                     (default 7400,7401,7402; REFILL_DATA comes to R here)\n"
+		"  --model N          the shard's model (default 0)\n"
+		"  --mtu N            IPv4 MTU of the path (default 1500; 9000 on a jumbo rail)\n"
+		"  --prompt ID        the prompt's id (default 1000)\n"
+		"  --tokens N         its length (default 600)\n"
+		"  --batch N          tokens per EVICT at most (default: what one frame holds)\n"
+		"  --org NAME         the organization (isolation id, reference content; default acme)\n"
+		"  --seed N           the token ids' seed (default 1)\n"
+		"  --timeout MS       the whole run's deadline (default 10000)\n"
+		"  --no-udp-checksum  send UDP checksum 0 (needed on a veth, whose kernel leaves\n"
+		"                     checksums to an offload that never runs)\n"
+		"  --flip-expected K  for tests: flip byte K of what refill 1 (buffer 0) should be,\n"
+		"                     so that a right shard must fail the check\n"
+		"  --help, --version\n");
+}
+
+static int
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"shard", required_argument, NULL, 's'},   {"bind", required_argument, NULL, 'b'},
+		{"ports", required_argument, NULL, 'p'},   {"model", required_argument, NULL, 'm'},
+		{"mtu", required_argument, NULL, 'M'},     {"prompt", required_argument, NULL, 'P'},
+		{"tokens", required_argument, NULL, 'n'},  {"batch", required_argument, NULL, 'g'},
+		{"org", required_argument, NULL, 'o'},     {"seed", required_argument, NULL, 'S'},
+		{"timeout", required_argument, NULL, 't'}, {"no-udp-checksum", no_argument, NULL, 'C'},
+		{"flip-expected", required_argument, NULL, 'F'},
+		{"help", no_argument, NULL, 'h'},	   {"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0}};
+	char err[160];
+	uint64_t v;
+	int ch;
+
+	*o = (struct opts){.org = "acme", .ctl_port = 7400, .evict_port = 7401, .refill_port = 7402,
+			   .mtu = 1500, .prompt = 1000, .tokens = 600, .batch = 1024, .seed = 1,
+			   .timeout_ms = 10000, .flip = -1};
+	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		int rc = 0;
+
+		switch (ch) {
+		case 's':
+			o->shard_ip = optarg;
+			break;
+		case 'b':
+			o->bind_ip = optarg;
+			break;
+		case 'p': {
+			unsigned int a, b, cc;
+			char tail;
+
+			if (sscanf(optarg, "%u,%u,%u%c", &a, &b, &cc, &tail) != 3 || a == 0 || b == 0 ||
+			    cc == 0 || a > 65535 || b > 65535 || cc > 65535) {
+				snprintf(err, sizeof(err), "--ports: '%s' is not three ports C,E,R", optarg);
+				rc = -1;
+			} else {
+				o->ctl_port = (uint16_t)a;
+				o->evict_port = (uint16_t)b;
+				o->refill_port = (uint16_t)cc;
+			}
+			break;
+		}
+		case 'm':
+			rc = args_u64("--model", optarg, 0, UINT32_MAX, &v, err, sizeof(err));
+			o->model = (uint32_t)v;
+			break;
+		case 'M':
+			rc = args_u64("--mtu", optarg, 576, 9000, &v, err, sizeof(err));
+			o->mtu = (uint32_t)v;
+			break;
+		case 'P':
+			rc = args_u64("--prompt", optarg, 1, UINT64_MAX - 1, &o->prompt, err, sizeof(err));
+			break;
+		case 'n':
+			rc = args_u64("--tokens", optarg, 1, 1000000, &o->tokens, err, sizeof(err));
+			break;
+		case 'g':
+			rc = args_u64("--batch", optarg, 1, 1024, &o->batch, err, sizeof(err));
+			break;
+		case 'o':
+			o->org = optarg;
+			break;
+		case 'S':
+			rc = args_u64("--seed", optarg, 0, UINT64_MAX, &o->seed, err, sizeof(err));
+			break;
+		case 't':
+			rc = args_u64("--timeout", optarg, 1, 3600000, &o->timeout_ms, err, sizeof(err));
+			break;
+		case 'C':
+			o->no_csum = true;
+			break;
+		case 'F':
+			rc = args_u64("--flip-expected", optarg, 0, INT64_MAX, &v, err, sizeof(err));
+			o->flip = (int64_t)v;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			args_version("kvss-udp-client", UC_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+		if (rc != 0) {
+			fprintf(stderr, "kvss-udp-client: %s\n", err);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "kvss-udp-client: a stray argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (o->shard_ip == NULL) {
+		fprintf(stderr, "kvss-udp-client: --shard IPV4 is missing (the shard's address)\n");
+		return -1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct client c;
+	struct in_addr sa;
+	uint64_t x;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (parse_opts(argc, argv, &c.o) != 0)
+		return 2;
+	if (inet_pton(AF_INET, c.o.shard_ip, &sa) != 1) {
+		fprintf(stderr, "kvss-udp-client: --shard: '%s' is not an IPv4 address\n", c.o.shard_ip);
+		return 2;
+	}
+	c.shard_ip = sa.s_addr;
+	c.to_ctl = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(c.o.ctl_port),
+					.sin_addr = sa};
+	c.to_evict = c.to_ctl;
+	c.to_evict.sin_port = htons(c.o.evict_port);
+	/* Control from a port of its own (replies come back to it); REFILL_DATA to R. */
+	if ((c.ctl = udp_socket(&c, 0, false)) < 0 || (c.data = udp_socket(&c, 0, false)) < 0 ||
+	    (c.rfd = udp_socket(&c, c.o.refill_port, true)) < 0)
+		return 2;
+	c.depoch = nonzero_random();
+	c.wepoch = nonzero_random();
+	c.shard_id = UC_SHARD_ALL;
+	c.deadline = now_ns() + c.o.timeout_ms * 1000000ULL;
+	/* The prompt: token ids from the seed, and h(i) of each (section 6). */
+	c.tok = calloc(c.o.tokens, sizeof(*c.tok));
+	c.h = calloc(c.o.tokens, sizeof(*c.h));
+	if (c.tok == NULL || c.h == NULL)
+		return 2;
+	x = c.o.seed;
+	for (uint64_t i = 0; i < c.o.tokens; i++) {
+		uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+
+		z = (z ^ (z >> 31)) * 0xD6E8FEB86659FD93ULL;
+		c.tok[i] = (uint32_t)(1 + (z >> 32) % 128000);
+		c.h[i] = uc_ref_next(i == 0 ? uc_ref_isolation(c.o.org, strlen(c.o.org)) : c.h[i - 1],
+				     c.tok[i]);
+	}
+	if (run(&c) != 0) {
+		printf("udp-client: FAIL: stopped after %" PRIu64 " failure(s) (on stderr)\n",
+		       c.failures);
+		return 1;
+	}
+	return c.failures == 0 ? 0 : 1;
+}
