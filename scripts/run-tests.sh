@@ -84,6 +84,9 @@ run kvss-l2 scripts/test-l2.sh "$BUILD"
 run shared-rados scripts/test-shared.sh "$BUILD"
 run kvss-rail scripts/test-rail.sh "$BUILD"
 run kvss-poll scripts/test-poll.sh "$BUILD"
+# A second producer of the protocol: kvss-udp-client over kernel UDP sockets
+# against a real shard on a veth pair in namespaces of its own.
+run kvss-udpclient scripts/test-udpclient.sh "$BUILD"
 run kvss-examples scripts/test-examples.sh "$BUILD"
 run fuzz_proto scripts/fuzz.sh "$BUILD/fuzz/fuzz_proto" "$BUILD/fuzz/corpus_proto" "$FUZZ_SECONDS"
 run fuzz_files scripts/fuzz-files.sh "$BUILD/fuzz/fuzz_files" "$BUILD/fuzz/corpus_files" \
