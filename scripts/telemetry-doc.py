@@ -56,6 +56,10 @@ LITERAL = {
     "version": "kvss's release (as every tool's --version says it)",
     "commit": "the git commit it was built from (unknown: not built in a git checkout)",
     "dpdk": "the DPDK it runs on (rte_version())",
+    "le_us": "the buckets' bounds, us (1-2-5 from 10 us to 1 s)",
+    "le_count": "sequences whose refills took at most that bound (cumulative)",
+    "count": "sequences whose refills were timed, whole (the summary's refills_timed)",
+    "sum_us": "their refill times summed",
 }
 
 ENDPOINTS = [
@@ -74,6 +78,9 @@ ENDPOINTS = [
      "The driver, one dictionary per organization (by name when the configuration names it)."),
     ("/swdriver/shards", "app/kvss/driver/report.c", "tel_drv_shards",
      "The driver, one dictionary per shard, keyed `model<M>_shard<S>`."),
+    ("/swdriver/refill_latency", "app/kvss/driver/report.c", "tel_drv_refill_latency",
+     "The driver: each sequence's refill time, from its REFILLs sent to its data whole "
+     "(refills that failed are not timed), by bucket."),
 ]
 
 

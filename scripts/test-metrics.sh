@@ -33,9 +33,12 @@ trap cleanup EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 t_start=$(date +%s)
+# The commit the build says (make rewrites it when HEAD moves: read before and after).
+commit_before=$(cat "$BUILD/commit" 2>/dev/null || echo unknown)
 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" --log-level lib.eal:error \
 	--file-prefix "$prefix" -- --config config/all-in-one.cfg --trace "" --limit 300 \
 	--linger 60000 >"$tmp/kvss.log" 2>&1 &
+kvss_pid=$!
 pids+=($!)
 for _ in $(seq 150); do
 	grep -q "telemetry answers for" "$tmp/kvss.log" && break
@@ -133,6 +136,7 @@ PY
 read -r b_version b_commit b_dpdk b_value <"$tmp/build.txt"
 want_release=$("$BUILD/kvss-trace" --version 2>/dev/null | awk '{print $2}')
 want_commit=$(cat "$BUILD/commit" 2>/dev/null || echo unknown)
+[ "$b_commit" = "$commit_before" ] && want_commit=$commit_before
 check "kvss_build_info 1: release $b_version = $want_release, commit $b_commit = $want_commit (the build's), $b_dpdk" \
 	test "$b_value $b_version $b_commit" = "1 $want_release $want_commit" -a "${b_dpdk#DPDK_}" != "$b_dpdk"
 up_s=$(($(date +%s) - t_start + 1))
@@ -178,4 +182,41 @@ check "30 concurrent scrapes: the process is up in each ($(cat "$tmp/conc.txt"))
 	grep -q '^up in 30 of 30$' "$tmp/conc.txt"
 check "30 concurrent scrapes: the operator's dpdk-telemetry.py is answered meanwhile" \
 	grep -q '"requests": 300' "$tmp/operator.txt"
+
+# The refill-latency histogram against the run's own summary (SIGTERM ends
+# the linger; the summary's JSON line follows): every timed sequence
+# counted, and the summary's p50 and p99 in the buckets the histogram puts
+# them in.
+hcount=$(query "kvss_driver_refill_latency_seconds_count{prefix=\"$prefix\"}")
+kill -TERM "$kvss_pid" 2>/dev/null
+for _ in $(seq 100); do
+	grep -q '^{"requests"' "$tmp/kvss.log" && break
+	sleep 0.1
+done
+grep '^{"requests"' "$tmp/kvss.log" | tail -n 1 >"$tmp/summary.json"
+/usr/bin/python3 - "$tmp/once.txt" "$tmp/summary.json" "$prefix" >"$tmp/hist.txt" 2>&1 <<'PY'
+import json, re, sys
+summary = json.load(open(sys.argv[2]))
+buckets = []
+for line in open(sys.argv[1]):
+    m = re.match(r'kvss_driver_refill_latency_seconds_bucket\{le="([^"]+)",prefix="%s"\} (\S+)' % sys.argv[3], line)
+    if m:
+        buckets.append((float(m.group(1)), float(m.group(2))))
+n = buckets[-1][1] if buckets else 0
+def bucket_of(q):
+    """The histogram's bound for quantile q: the least le holding q of the refills."""
+    return next(le for le, c in buckets if c >= q * n)
+ok = n > 0 and n == summary["refills_timed"]
+for q, key in ((0.5, "refill_p50_us"), (0.99, "refill_p99_us")):
+    v = summary[key] / 1e6
+    hi = bucket_of(q)
+    lo = max([le for le, _ in buckets if le < hi], default=0)
+    print(f"{key} {summary[key]} us in ({lo * 1e6:g}, {hi * 1e6:g}] us: {lo < v <= hi}")
+    ok = ok and lo < v <= hi
+print(f"count {n:g}, the summary's refills_timed {summary['refills_timed']}")
+sys.exit(0 if ok else 1)
+PY
+rc=$?
+check "refill latency histogram: Prometheus' count ($hcount) = the summary's refills_timed, p50 and p99 in their buckets ($(tr '\n' ';' <"$tmp/hist.txt" | cut -c1-200))" \
+	sh -c "[ $rc -eq 0 ] && [ '$hcount' = \"\$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"refills_timed\"])' '$tmp/summary.json')\" ]"
 check_summary "metrics"

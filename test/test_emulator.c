@@ -425,6 +425,40 @@ Test(emulator, learned_estimates_follow_the_refills)
 		     (unsigned long)lat0);
 }
 
+/* /swdriver/refill_latency's buckets: a time on a bound counts in it (Prometheus' le). */
+Test(emulator, the_refill_histogram_counts_each_sequence_in_its_bucket)
+{
+	static const uint64_t ns[] = {0, 10000, 10001, 20000, 999999999, 1000000000, 1000000001, 5000000000};
+	static const unsigned int bucket[] = {0, 0, 1, 1, 15, 15, 16, 16};
+	uint64_t want[DRV_REFILL_BUCKETS + 1] = {0}, sum = 0, total = 0, now = MS;
+	struct kvss_drv_stats st = {0};
+	struct drv_learn l;
+	unsigned int i;
+
+	cr_assert_eq(drv_refill_le_us[0], 10);
+	cr_assert_eq(drv_refill_le_us[DRV_REFILL_BUCKETS - 1], 1000000);
+	drv_learn_init(&l, NULL, &st, false, 0);
+	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		drv_learn_seq(&l, ns[i], 0, 0);
+		want[bucket[i]]++;
+		sum += ns[i];
+	}
+	for (i = 0; i <= DRV_REFILL_BUCKETS; i++)
+		cr_assert_eq(l.hist[i], want[i], "bucket %u: %lu, want %lu", i, (unsigned long)l.hist[i],
+			     (unsigned long)want[i]);
+	cr_assert_eq(l.hist_sum_ns, sum);
+	drv_learn_free(&l);
+	/* A run: every timed sequence is in one bucket. */
+	rig_up(200, 1u << 20, true);
+	run(&now);
+	for (i = 0; i <= DRV_REFILL_BUCKETS; i++)
+		total += R.learn.hist[i];
+	cr_assert_gt(R.learn.fit.n, 0);
+	cr_assert_eq(total, R.learn.fit.n, "%lu in the buckets, %lu timed", (unsigned long)total,
+		     (unsigned long)R.learn.fit.n);
+	cr_assert_eq(total, R.learn.nlat);
+}
+
 /* The sink alone: records by type into one message per shard, DELETEs where the library says. */
 Test(emulator, the_sink_packs_records_per_shard_and_sends_a_delete_only_where_told)
 {

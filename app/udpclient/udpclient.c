@@ -86,7 +86,12 @@ struct client {
 	bool established;
 	uint32_t sepoch_lost; /* the epoch of a shard that restarted under us (0: none) */
 	unsigned int ncaches;
-	struct uc_cache_info cache[MAX_CACHES];
+	struct uc_cache_info cache[MAX_CACHES]; /* the latest STATUS's */
+	/* The caches' geometry as the STATUS that established the stream gave
+	 * it: what every stream and buffer is sized by from then on. */
+	unsigned int ngeo;
+	struct uc_cache_info geo[MAX_CACHES];
+	bool geo_changed;
 	struct uc_status st;
 	bool have_st;
 	uint64_t st_count;
@@ -175,6 +180,16 @@ on_status(struct client *c, const struct uc_msg *m)
 	c->ncaches = m->h.count < MAX_CACHES ? m->h.count : MAX_CACHES;
 	for (unsigned int i = 0; i < c->ncaches; i++)
 		uc_get_cache_info(m, i, &c->cache[i]);
+	if (c->ngeo == 0 || c->geo_changed)
+		return;
+	for (unsigned int i = 0; i < c->ngeo; i++)
+		if (c->ncaches != c->ngeo || c->cache[i].cache != c->geo[i].cache ||
+		    c->cache[i].buffers != c->geo[i].buffers ||
+		    c->cache[i].bytes_per_token != c->geo[i].bytes_per_token) {
+			fail(c, "a STATUS of the same epoch gives the caches another geometry");
+			c->geo_changed = true;
+			return;
+		}
 }
 
 static void
@@ -384,7 +399,7 @@ wait_for(struct client *c, pred_fn done, const void *arg, const char *what)
 	while (!done(c, arg)) {
 		uint64_t t = now_ns();
 
-		if (c->sepoch_lost != 0)
+		if (c->sepoch_lost != 0 || c->geo_changed)
 			return -1; /* said when it came */
 		if (t >= c->deadline) {
 			fail(c, "timed out waiting for %s", what);
@@ -474,13 +489,16 @@ hello(struct client *c)
 	for (unsigned int i = 0; i < c->ncaches; i++)
 		if (c->cache[i].cache != i || c->cache[i].buffers == 0 ||
 		    c->cache[i].bytes_per_token % c->cache[i].buffers != 0 ||
-		    c->cache[i].buffers > 8 || c->cache[i].capacity < c->o.tokens) {
+		    c->cache[i].buffers > 8 || c->cache[i].bytes_per_token > (1u << 20) ||
+		    c->cache[i].capacity < c->o.tokens) {
 			fail(c, "cache %u of the STATUS (id %u, %u buffers, %u B/token, room %" PRIu64
 				") is not one this client can fill with %" PRIu64 " tokens",
 			     i, c->cache[i].cache, c->cache[i].buffers, c->cache[i].bytes_per_token,
 			     c->cache[i].capacity, c->o.tokens);
 			return -1;
 		}
+	c->ngeo = c->ncaches;
+	memcpy(c->geo, c->cache, sizeof(c->geo));
 	return 0;
 }
 
@@ -489,7 +507,7 @@ static int
 send_stream(struct client *c, uint64_t batch, unsigned int cc, uint32_t first, uint32_t g,
 	    uint64_t *frames)
 {
-	uint32_t b = c->cache[cc].bytes_per_token, slen = g * b;
+	uint32_t b = c->geo[cc].bytes_per_token, slen = g * b;
 	uint32_t max = c->o.mtu - IP_UDP - UC_HDR - UC_DATA_HDR_LEN;
 	uint8_t *s = malloc(slen);
 	struct uc_hdr h = {.model = c->o.model, .shard = c->shard_id, .epoch = c->wepoch};
@@ -521,7 +539,7 @@ batches_complete(struct client *c, const void *arg)
 static int
 evict(struct client *c)
 {
-	uint32_t n = (uint32_t)c->o.tokens, nc = c->ncaches;
+	uint32_t n = (uint32_t)c->o.tokens, nc = c->ngeo;
 	uint32_t g = (uint32_t)((c->o.mtu - IP_UDP - UC_HDR - UC_EVICT_HDR_LEN) / UC_EVICT_ENTRY_LEN / nc);
 	struct uc_reserve rs[MAX_CACHES];
 	struct uc_hdr h;
@@ -551,7 +569,7 @@ evict(struct client *c)
 		for (unsigned int k = 0; k < nc; k++) {
 			if (send_stream(c, c->nbatches, k, first, gg, &frames) != 0)
 				return -1;
-			bytes += (uint64_t)gg * c->cache[k].bytes_per_token;
+			bytes += (uint64_t)gg * c->geo[k].bytes_per_token;
 		}
 		if (wait_received(c) != 0)
 			return -1;
@@ -591,8 +609,8 @@ add_refill(struct client *c, uint16_t cache, const char *what, unsigned int want
 		r->tokens += ch[i].tokens;
 	}
 	if (want == 0) {
-		r->nbuf = c->cache[cache].buffers;
-		r->bb = c->cache[cache].bytes_per_token / r->nbuf;
+		r->nbuf = c->geo[cache].buffers;
+		r->bb = c->geo[cache].bytes_per_token / r->nbuf;
 		for (unsigned int b = 0; b < r->nbuf; b++) {
 			r->got[b] = calloc((size_t)r->tokens * r->bb, 1);
 			r->have[b] = calloc((size_t)r->tokens * r->bb, 1);
@@ -755,7 +773,7 @@ run(struct client *c)
 	if (hello(c) != 0 || evict(c) != 0)
 		return -1;
 	/* What an engine asks: per cache, the prompt, two chunks glued, a middle range; then what must fail. */
-	for (unsigned int k = 0; k < c->ncaches; k++) {
+	for (unsigned int k = 0; k < c->ngeo; k++) {
 		struct uc_chunk whole = {c->o.prompt, 0, n};
 		struct uc_chunk glued[2] = {{c->o.prompt, n / 2, n - n / 2}, {c->o.prompt, 0, n / 2}};
 		struct uc_chunk mid = {c->o.prompt, n / 3, n / 4 ? n / 4 : 1};
@@ -772,16 +790,16 @@ run(struct client *c)
 
 		add_refill(c, 0, "a prompt never evicted", 4 /* UNKNOWN_PROMPT */, 1, &unknown);
 		add_refill(c, 0, "a range past the prompt's end", 5 /* RANGE */, 1, &past);
-		add_refill(c, (uint16_t)c->ncaches, "a cache the shard does not have", 8 /* BAD_CACHE */,
+		add_refill(c, (uint16_t)c->ngeo, "a cache the shard does not have", 8 /* BAD_CACHE */,
 			   1, &any);
 	}
 	if (run_refills(c, from, &checked) != 0)
 		return -1;
 	/* DELETE the prompt from every cache: STATUS says 0, a REFILL finds nothing. */
-	for (unsigned int k = 0; k < c->ncaches; k++)
+	for (unsigned int k = 0; k < c->ngeo; k++)
 		del[k] = (struct uc_delete){c->o.prompt, c->nbatches, 0, n - 1, (uint16_t)k};
 	h = ctl_hdr(c);
-	if (send_ctl(c, uc_build_delete(c->buf, sizeof(c->buf), &h, del, c->ncaches)) != 0 ||
+	if (send_ctl(c, uc_build_delete(c->buf, sizeof(c->buf), &h, del, c->ngeo)) != 0 ||
 	    wait_received(c) != 0 || wait_for(c, deleted, NULL, "a STATUS with the prompt deleted") != 0)
 		return -1;
 	printf("udp-client: deleted: STATUS says 0 tokens, 0 prompts in every cache\n");

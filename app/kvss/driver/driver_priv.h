@@ -206,6 +206,10 @@ struct drv_model_learn {
 	struct linfit fit2;
 };
 
+/* The refill-time histogram's bounds (/swdriver/refill_latency), us: 1-2-5 from 10 us to 1 s. */
+#define DRV_REFILL_BUCKETS 16
+extern const uint32_t drv_refill_le_us[DRV_REFILL_BUCKETS];
+
 /* Refill times against estimates. All written by learn.c; reports read them. */
 struct drv_learn {
 	struct prefixcache *pc;	   /* the estimates it updates */
@@ -218,6 +222,9 @@ struct drv_learn {
 	uint64_t late_ns, early_ns; /* refill time past its estimate, and short of it, summed */
 	uint32_t *lat_us, *est_us;  /* each sequence's refill time and estimate */
 	size_t nlat, latcap;
+	/* The same times by bucket: hist[i] those in (le_us[i - 1], le_us[i]],
+	 * hist[DRV_REFILL_BUCKETS] those past every bound; and their sum. */
+	uint64_t hist[DRV_REFILL_BUCKETS + 1], hist_sum_ns;
 };
 
 void drv_learn_init(struct drv_learn *l, struct prefixcache *pc, struct kvss_drv_stats *st,

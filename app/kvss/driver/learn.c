@@ -103,9 +103,19 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		l->learned_at = ml->fit.n;
 }
 
+const uint32_t drv_refill_le_us[DRV_REFILL_BUCKETS] = {
+	10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1000000,
+};
+
 void
 drv_learn_seq(struct drv_learn *l, uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 {
+	unsigned int k = 0;
+
+	while (k < DRV_REFILL_BUCKETS && ns > (uint64_t)drv_refill_le_us[k] * 1000)
+		k++;
+	l->hist[k]++;
+	l->hist_sum_ns += ns;
 	linfit_add(&l->fit, (double)est_bytes, (double)ns);
 	l->st->model_short += ns > est_ns;
 	if (ns > est_ns)

@@ -5,6 +5,7 @@
  * only the snapshot, under its lock), the progress line, and the summary
  * (lines for people, then one JSON line for scripts).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ struct snapshot {
 	size_t norg;
 	struct shard_snap sh[DRV_MAX_SHARDS];
 	uint16_t nsh;
+	uint64_t refill_hist[DRV_REFILL_BUCKETS + 1], refill_sum_ns; /* drv_learn's */
 };
 
 static struct snapshot snap = {.lock = RTE_SPINLOCK_INITIALIZER};
@@ -136,6 +138,8 @@ drv_report_snapshot(void)
 	drv_report_derive();
 	rte_spinlock_lock(&sn->lock);
 	sn->st = drv.st;
+	memcpy(sn->refill_hist, drv.learn.hist, sizeof(sn->refill_hist));
+	sn->refill_sum_ns = drv.learn.hist_sum_ns;
 	snapshot_shards(sn);
 	prefixcache_stats(drv.pc, &sn->pc);
 	sn->norg = prefixcache_orgs(drv.pc, sn->org, RTE_DIM(sn->org));
@@ -258,6 +262,44 @@ tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/*
+ * /swdriver/refill_latency: each sequence's refill time (the summary's
+ * refill p50 and p99) by bucket, cumulative as Prometheus' le buckets.
+ */
+static int
+tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct rte_tel_data *le = rte_tel_data_alloc(), *n = rte_tel_data_alloc();
+	struct snapshot *sn = &snap;
+	uint64_t cum = 0, sum_ns;
+	unsigned int b;
+
+	(void)cmd;
+	(void)params;
+	if (le == NULL || n == NULL) {
+		rte_tel_data_free(le);
+		rte_tel_data_free(n);
+		return -ENOMEM;
+	}
+	rte_tel_data_start_dict(d);
+	rte_tel_data_start_array(le, RTE_TEL_U64_VAL);
+	rte_tel_data_start_array(n, RTE_TEL_U64_VAL);
+	rte_spinlock_lock(&sn->lock);
+	for (b = 0; b < DRV_REFILL_BUCKETS; b++) {
+		cum += sn->refill_hist[b];
+		rte_tel_data_add_array_u64(le, drv_refill_le_us[b]);
+		rte_tel_data_add_array_u64(n, cum);
+	}
+	cum += sn->refill_hist[DRV_REFILL_BUCKETS];
+	sum_ns = sn->refill_sum_ns;
+	rte_spinlock_unlock(&sn->lock);
+	rte_tel_data_add_dict_container(d, "le_us", le, 0);
+	rte_tel_data_add_dict_container(d, "le_count", n, 0);
+	rte_tel_data_add_dict_u64(d, "count", cum);
+	rte_tel_data_add_dict_u64(d, "sum_us", sum_ns / 1000);
+	return 0;
+}
+
 int
 kvss_driver_telemetry_register(void)
 {
@@ -268,7 +310,10 @@ kvss_driver_telemetry_register(void)
 				       "Driver, per organization: entries, cached tokens, hits") != 0 ||
 	    rte_telemetry_register_cmd("/swdriver/shards", tel_drv_shards,
 				       "Driver, per shard: up, epoch, control stream (seqs, "
-				       "retransmits, round trip, timeout), batches, stored") != 0)
+				       "retransmits, round trip, timeout), batches, stored") != 0 ||
+	    rte_telemetry_register_cmd("/swdriver/refill_latency", tel_drv_refill_latency,
+				       "Driver: sequences' refill times by bucket (le_us, "
+				       "cumulative le_count), count, sum_us") != 0)
 		return -1;
 	return 0;
 }
