@@ -9,7 +9,7 @@ PKGS=(
 	dpdk dpdk-dev libdpdk-dev
 	libconfig-dev libxxhash-dev libcriterion-dev libpcap-dev liburing-dev fio
 	clang libclang-rt-dev
-	python3 iproute2 prometheus python3-prometheus-client gnuplot-nox tshark
+	python3 iproute2 prometheus python3-prometheus-client python3-yaml gnuplot-nox tshark
 	redis-server redis-tools
 	ceph-mon ceph-mgr ceph-osd ceph-common librados-dev
 )

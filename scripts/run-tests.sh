@@ -63,6 +63,9 @@ run kvss-dump scripts/test-dump.sh "$BUILD"
 run wireshark scripts/test-wireshark.sh "$BUILD"
 run telemetry-doc scripts/telemetry-doc.py --check docs/telemetry.md
 run metrics scripts/test-metrics.sh "$BUILD"
+# The monitoring kit: the example prometheus.yml, the alerting rules and their
+# tests, every query of the Grafana dashboard against a live scrape.
+run monitoring scripts/test-monitoring.sh "$BUILD"
 run exporter scripts/test-exporter.sh "$BUILD"
 run words scripts/test-words.sh "$BUILD"
 run kvss-trace scripts/test-trace.sh "$BUILD"
