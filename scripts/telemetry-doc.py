@@ -60,6 +60,24 @@ LITERAL = {
     "le_count": "sequences whose refills took at most that bound (cumulative)",
     "count": "sequences whose refills were timed, whole (the summary's refills_timed)",
     "sum_us": "their refill times summed",
+    "configured": "1: the configuration has a shared group (shared.conf)",
+    "unavailable": "1: marked unavailable after failures for the op timeout (no lookups, no writes)",
+    "unavailable_times": "times it was marked so",
+    "available_again": "times it worked again after",
+    "generation": "the generation followed",
+    "lookups": "lookups begun: a request's columns past what the driver holds",
+    "lookup_cols": "columns looked up",
+    "lookup_found_cols": "of them, found (checked, not expired)",
+    "lookups_late": "lookups still out at the deadline (the request went on without them)",
+    "lookup_errors": "record reads that failed (a missing record is not one)",
+    "staged_cols": "columns found, checked and staged for SH_UP",
+    "down_cols": "columns sent to the shared level (SH_DOWN)",
+    "down_failed": "slices a shard did not write (SH_DOWN answered with a failure)",
+    "records_written": "column records written (every shard wrote its slices)",
+    "records_failed": "records whose write failed",
+    "records_bad": "records read that failed their checks (deleted)",
+    "up_failed": "slices a shard did not bring up (SH_UP failed: their tokens lost)",
+    "slices_bad": "of them, slices that failed their checks (SHARED_BAD: the record deleted)",
 }
 
 ENDPOINTS = [
@@ -81,6 +99,8 @@ ENDPOINTS = [
     ("/swdriver/refill_latency", "app/kvss/driver/report.c", "tel_drv_refill_latency",
      "The driver: each sequence's refill time, from its REFILLs sent to its data whole "
      "(refills that failed are not timed), by bucket."),
+    ("/swdriver/shared", "app/kvss/driver/report.c", "tel_drv_shared",
+     "The driver: the shared level (Ceph RADOS), as the summary's `shared` object counts it."),
 ]
 
 

@@ -144,6 +144,8 @@ lc=$(query "kvss_lcore_busy_seconds_total{prefix=\"$prefix\",lcore=\"1\"} + kvss
 check "lcore time in seconds: the ingest lcore's busy + idle ($lc s) within the process's life ($up_s s)" \
 	python3 -c "import sys; v=float(sys.argv[1] or -1); sys.exit(not (0.2 * $up_s < v <= $up_s))" "$lc"
 check "the requests were 300" test "$(query "kvss_driver_requests_total{prefix=\"$prefix\"}")" = 300
+check "the driver's shared level: not configured here, not unavailable (/swdriver/shared)" \
+	test "$(query "kvss_driver_shared_configured{prefix=\"$prefix\"}") $(query "kvss_driver_shared_unavailable{prefix=\"$prefix\"}")" = "0 0"
 check "a process that is not there is kvss_up 0" \
 	test "$(query "kvss_up{prefix=\"kvss_metrics_gone_$$\"}")" = 0
 check "units in names: the fitted refill latency in seconds, below a second" \

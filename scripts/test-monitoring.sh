@@ -60,6 +60,8 @@ mutant() {
 }
 check "the rules' tests fail when the shared level's rule forgets the driver's SHARED_* errors" \
 	mutant '/or increase(kvss_driver_errors_received_total/d' "shared level, driver side"
+check "the rules' tests fail when the shared level's rule forgets a driver that gave up on it" \
+	mutant '/or kvss_driver_shared_unavailable == 1/d' "shared level unavailable"
 check "the rules' tests fail when KvssShardDown forgets silent shards" \
 	mutant 's/ or kvss_driver_shard_heard_seconds_ago > 10//' "silent shards"
 check "the rules' tests fail when KvssRefillTimeouts pages on a blip (no 'for')" \

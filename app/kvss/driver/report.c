@@ -45,6 +45,7 @@ struct snapshot {
 	struct shard_snap sh[DRV_MAX_SHARDS];
 	uint16_t nsh;
 	uint64_t refill_hist[DRV_REFILL_BUCKETS + 1], refill_sum_ns; /* drv_learn's */
+	struct drv_sh_stats shared; /* the shared level's (shared.c) */
 };
 
 static struct snapshot snap = {.lock = RTE_SPINLOCK_INITIALIZER};
@@ -140,6 +141,7 @@ drv_report_snapshot(void)
 	sn->st = drv.st;
 	memcpy(sn->refill_hist, drv.learn.hist, sizeof(sn->refill_hist));
 	sn->refill_sum_ns = drv.learn.hist_sum_ns;
+	sn->shared = *drv_sh_stats();
 	snapshot_shards(sn);
 	prefixcache_stats(drv.pc, &sn->pc);
 	sn->norg = prefixcache_orgs(drv.pc, sn->org, RTE_DIM(sn->org));
@@ -300,6 +302,39 @@ tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data 
 	return 0;
 }
 
+/* /swdriver/shared: the shared level as the driver sees it (the summary's "shared"). */
+static int
+tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct snapshot *sn = &snap;
+	const struct drv_sh_stats *h = &sn->shared;
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+	rte_spinlock_lock(&sn->lock);
+	rte_tel_data_add_dict_u64(d, "configured", kvss.cfg.shared.conf[0] != '\0');
+	rte_tel_data_add_dict_u64(d, "unavailable", h->unavailable);
+	rte_tel_data_add_dict_u64(d, "unavailable_times", h->unavailable_times);
+	rte_tel_data_add_dict_u64(d, "available_again", h->available_again);
+	rte_tel_data_add_dict_u64(d, "generation", h->gen_global);
+	rte_tel_data_add_dict_u64(d, "lookups", h->lookups);
+	rte_tel_data_add_dict_u64(d, "lookup_cols", h->lookup_cols);
+	rte_tel_data_add_dict_u64(d, "lookup_found_cols", h->lookup_found_cols);
+	rte_tel_data_add_dict_u64(d, "lookups_late", h->lookups_late);
+	rte_tel_data_add_dict_u64(d, "lookup_errors", h->lookup_errors);
+	rte_tel_data_add_dict_u64(d, "staged_cols", h->staged_cols);
+	rte_tel_data_add_dict_u64(d, "down_cols", h->down_cols);
+	rte_tel_data_add_dict_u64(d, "down_failed", h->down_failed);
+	rte_tel_data_add_dict_u64(d, "records_written", h->records_written);
+	rte_tel_data_add_dict_u64(d, "records_failed", h->records_failed);
+	rte_tel_data_add_dict_u64(d, "records_bad", h->records_bad);
+	rte_tel_data_add_dict_u64(d, "up_failed", h->up_failed);
+	rte_tel_data_add_dict_u64(d, "slices_bad", h->slices_bad);
+	rte_spinlock_unlock(&sn->lock);
+	return 0;
+}
+
 int
 kvss_driver_telemetry_register(void)
 {
@@ -313,7 +348,10 @@ kvss_driver_telemetry_register(void)
 				       "retransmits, round trip, timeout), batches, stored") != 0 ||
 	    rte_telemetry_register_cmd("/swdriver/refill_latency", tel_drv_refill_latency,
 				       "Driver: sequences' refill times by bucket (le_us, "
-				       "cumulative le_count), count, sum_us") != 0)
+				       "cumulative le_count), count, sum_us") != 0 ||
+	    rte_telemetry_register_cmd("/swdriver/shared", tel_drv_shared,
+				       "Driver: the shared level (configured, unavailable, "
+				       "lookups, records, failures)") != 0)
 		return -1;
 	return 0;
 }
