@@ -81,7 +81,7 @@ LIBWORKLOAD := $(BUILD)/lib/libworkload.a
 WAFER_SRC := lib/wafer/wafer.c
 LIBWAFER := $(BUILD)/lib/libwafer.a
 
-REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c $(KVDISK_SRC)
+REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c app/trace/fleet.c $(KVDISK_SRC)
 
 # kvss (app/kvss) builds by folder, one folder per role: what both
 # processes share (the launcher, ports, the port gate, telemetry, the fault
@@ -316,7 +316,7 @@ $(BUILD)/test/test_plan: $(call obj,test/test_plan.c app/plan/plan.c) $(LIBCONFI
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c)
+$(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c app/trace/fleet.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

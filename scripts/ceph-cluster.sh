@@ -42,15 +42,23 @@ ours() { # ours DIR PID
 		grep -qF -- "-c $1/ceph.conf"
 }
 
-# A free range of 100 TCP ports from P, nothing listening in it.
+# A free range of 100 TCP ports from P: nothing listening in it, and no
+# connection using one either (a client's source port taken from the
+# kernel's ephemeral range makes the mon's bind fail, "Address already in
+# use", found here with a range inside 32768..60999).
 port_free() { # port_free P
-	! ss -Htln 2>/dev/null | awk '{print $4}' | sed 's/.*://' |
+	! ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://' |
 		awk -v lo="$1" -v hi="$(($1 + 99))" '$1 >= lo && $1 <= hi {found=1} END {exit !found}'
 }
+# Picked below the kernel's ephemeral ports (ip_local_port_range), so that
+# no outgoing connection takes one between the pick and the bind.
 pick_port() {
-	local i p
+	local i p lo top
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+	top=$(((lo - 20000) / 100 - 1))
+	[ "$top" -gt 0 ] || top=100
 	for i in $(seq 1 50); do
-		p=$(((RANDOM % 300) * 100 + 20000))
+		p=$(((RANDOM % top) * 100 + 20000))
 		if port_free "$p"; then
 			echo "$p"
 			return 0
@@ -211,7 +219,7 @@ cmd_start() {
 			die "--port: 1024 to 65400, not '$port'"
 		port_free "$port" || die "a port in $port..$((port + 99)) is in use"
 	else
-		port=$(pick_port) || die "no free range of 100 ports found in 20000..49999"
+		port=$(pick_port) || die "no free range of 100 ports found from 20000 up to the ephemeral ports"
 	fi
 	if [ -e "$D" ] && [ -n "$(ls -A "$D" 2>/dev/null)" ]; then
 		die "$D exists and is not empty"

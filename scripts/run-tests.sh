@@ -85,6 +85,9 @@ run kvss-l2 scripts/test-l2.sh "$BUILD"
 # The shared level's client and kvss-shared against a throwaway Ceph cluster
 # (started and stopped by the script; an OSD killed, then all).
 run shared-rados scripts/test-shared.sh "$BUILD"
+# ... and in the whole system: replicas in turn on one cluster, every byte
+# checked (isolation, corruption, expiry, the reset, an OSD killed).
+run shared-kvss scripts/test-shared-kvss.sh "$BUILD"
 run kvss-rail scripts/test-rail.sh "$BUILD"
 run kvss-poll scripts/test-poll.sh "$BUILD"
 # A second producer of the protocol: kvss-udp-client over kernel UDP sockets

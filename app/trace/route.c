@@ -374,9 +374,3 @@ route_org_state(const struct router *r, uint64_t org, uint32_t *spread, uint32_t
 	*spread = o != NULL ? o->spread : 1;
 	*level = o != NULL ? o->level : 0;
 }
-
-/*
- * The fleet model (fleet.h) over the router: built with it, so that every
- * program linking the router (kvss-trace, test_route) has it.
- */
-#include "fleet.c"

@@ -193,6 +193,7 @@ struct kvss_config {
 		uint32_t max_columns;	  /* driver: a lookup's columns at most */
 		uint32_t staged;	  /* driver: found columns staged for lookups at most */
 		uint8_t admit;		  /* driver: enum kvss_shared_admit */
+		bool write;		  /* driver: false: reads only (a canary, a test) */
 	} shared;
 
 	struct {
@@ -216,6 +217,7 @@ struct kvss_config {
 enum kvss_shared_admit {
 	KVSS_SHARED_ADMIT_L2,  /* "l2": every column the second tier takes, as it goes down */
 	KVSS_SHARED_ADMIT_HIT, /* "hit": of those, the ones hit at least once */
+	KVSS_SHARED_ADMIT_ALL, /* "all": every whole column, once recorded (verified) in DRAM */
 };
 
 /**

@@ -6,7 +6,7 @@
  *   shared = { conf = "/etc/ceph/ceph.conf"; pool = "kvss"; client = "client.admin";
  *              op_timeout_ms = 5000; depth = 16; column = 64;
  *              deadline_ms = 20; generation_ms = 1000; lookahead = 32;
- *              max_columns = 32; staged = 4096; admit = "l2"; }
+ *              max_columns = 32; staged = 4096; admit = "all"; write = true; }
  *
  * Without the group (or with conf = "") there is no shared level and
  * nothing changes. Whether the cluster is there is kvss's to find at start
@@ -19,7 +19,7 @@
 int
 kvss_cfg_load_shared(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
 {
-	static const char *const admits[] = {"l2", "hit", NULL};
+	static const char *const admits[] = {"l2", "hit", "all", NULL};
 	const config_setting_t *g = cfg_member(c, root, "shared");
 	struct kvss_shared_cfg *sc = &cfg->shared;
 	int v;
@@ -50,9 +50,14 @@ kvss_cfg_load_shared(struct ctx *c, const config_setting_t *root, struct kvss_co
 	GET_INT(c, g, "lookahead", 1, 1024, 32, false, sc->lookahead);
 	GET_INT(c, g, "max_columns", 1, 256, 32, false, sc->max_columns);
 	GET_INT(c, g, "staged", 1, 1 << 20, 4096, false, sc->staged);
-	v = cfg_get_choice(c, g, "admit", admits, KVSS_SHARED_ADMIT_L2, false);
+	/* Every column by default: what a replica keeps hot stays in its DRAM
+	 * and never goes down to its second tier, so "l2" would share only what
+	 * it is done with, never the prefixes another replica needs first. */
+	v = cfg_get_choice(c, g, "admit", admits, KVSS_SHARED_ADMIT_ALL, false);
 	if (v < 0)
 		return -1;
 	sc->admit = (uint8_t)v;
+	if (cfg_get_bool(c, g, "write", true, &sc->write) != 0)
+		return -1;
 	return 0;
 }

@@ -515,6 +515,26 @@ prefixcache_columns(struct prefixcache *pc, uint16_t mi, const struct prefixcach
 	return n;
 }
 
+bool
+prefixcache_column_held(const struct prefixcache *pc, uint16_t mi, uint64_t isolation_id,
+			uint64_t key, uint64_t prompt_id, uint32_t start, uint64_t evict_count)
+{
+	uint32_t o, i;
+
+	if (mi >= pc->p.num_models)
+		return false;
+	/* The organization, without creating it. */
+	for (o = pc->orgbucket[(uint32_t)mix64(isolation_id) & pc->orgmask]; o != NIL;
+	     o = pc->org[o].hnext)
+		if (pc->org[o].isolation_id == isolation_id)
+			break;
+	if (o == NIL)
+		return false;
+	i = pc_entry_find(pc, (uint8_t)(mi * MAX_GROUPS), o, key);
+	return i != NIL && pc->e[i].prompt != NIL && pc->pr[pc->e[i].prompt].id == prompt_id &&
+	       pc->e[i].start == start && pc->e[i].evict_count == evict_count;
+}
+
 void
 prefixcache_shared_unstage(struct prefixcache *pc)
 {

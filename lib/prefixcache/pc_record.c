@@ -133,6 +133,21 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 		pc->sink.column(pc->sink.arg, s->model, pc->m[s->model].g[gi].cache[0], s->isolation_id,
 				s->prompt_id, a, b);
 	pc_l2_forget(pc, gid, s->org, h);
+	if (pc->sink.whole_column != NULL && gi == 0 && b - a == pc->p.column &&
+	    pc_l2_on(pc, s->model)) {
+		const struct pc_group *g = &pc->m[s->model].g[0];
+		uint16_t c;
+
+		for (c = 0; c < g->ncaches; c++) {
+			struct prefixcache_l2col col = {
+				.key = h, .parent = parent != NIL ? pc->e[parent].hash : s->isolation_id,
+				.isolation_id = s->isolation_id, .prompt_id = p->id, .evict_count = ec,
+				.first_use_ns = (uint64_t)e->first_used * TICK_NS, .start = a,
+				.tokens = b - a, .cache_id = g->cache[c]};
+
+			pc->sink.whole_column(pc->sink.arg, s->model, &col);
+		}
+	}
 	pc->org[s->org].st.entries++;
 	pc->org[s->org].st.cached_tokens += b - a;
 	pc_seq_pin_last(pc, sg, i);

@@ -245,6 +245,13 @@ struct prefixcache_sink {
 		      uint32_t ncols);
 	void (*l2_del)(void *arg, uint16_t model, uint16_t cache_id, uint64_t key,
 		       uint64_t isolation_id, uint64_t evict_count);
+	/**
+	 * A whole column was just recorded in DRAM, every token of it verified
+	 * (a model with a second tier; one call per cache, fields as l2_down's):
+	 * what goes up to the shared level when its rule takes every column
+	 * (PROTOCOL.md section 10). NULL: not wanted.
+	 */
+	void (*whole_column)(void *arg, uint16_t model, const struct prefixcache_l2col *c);
 };
 
 /** A request starting on one model. */
@@ -441,6 +448,15 @@ int prefixcache_shared_stage(struct prefixcache *pc, uint16_t model,
 uint32_t prefixcache_columns(struct prefixcache *pc, uint16_t model,
 			     const struct prefixcache_request *req, uint64_t *keys, uint32_t max,
 			     uint32_t *known);
+
+/**
+ * Is column @p key of @p model's organization @p isolation_id in DRAM now, in
+ * prompt @p prompt_id from token @p start, complete after batch
+ * @p evict_count (as the library said when it was recorded)? A column
+ * sent up later than recorded is copied only while it still is.
+ */
+bool prefixcache_column_held(const struct prefixcache *pc, uint16_t model, uint64_t isolation_id,
+			     uint64_t key, uint64_t prompt_id, uint32_t start, uint64_t evict_count);
 
 /** Forget every staged shared-level column (a new generation: the old ones are not served). */
 void prefixcache_shared_unstage(struct prefixcache *pc);

@@ -394,6 +394,7 @@ kvss_driver_init(void)
 		}
 		if (cfg->shared.conf[0] != '\0') {
 			drv.sink.sh_down = drv_sh_down;
+			drv.sink.sh_whole = drv_sh_whole;
 			drv.sink.sh_name = drv_sh_name;
 		}
 	}
@@ -478,6 +479,9 @@ quiet(uint64_t tsc)
 		goto not_yet;
 	/* What waits only for a shard that is away waits for nobody. */
 	if (emu_jobs_pending(drv.emu, 1) > 0)
+		goto not_yet;
+	/* Columns on their way up: their slices' answers, their records. */
+	if (drv_sh_busy(drv_now_ns(tsc)))
 		goto not_yet;
 	for (i = 0; i < drv.nsh; i++)
 		if (drv.sh[i].up && (drv.sh[i].q.backlog || drv.sh[i].q.open_on ||

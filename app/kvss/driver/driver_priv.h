@@ -169,6 +169,8 @@ struct drv_sink {
 	 * a staged column's object, for SH_UP (false: not nameable now).
 	 */
 	bool (*sh_down)(uint16_t model, const struct prefixcache_l2col *c, struct proto_l2col *o);
+	/* sh_whole: a column just recorded whole (the rule "all" queues it). */
+	void (*sh_whole)(uint16_t model, const struct prefixcache_l2col *c);
 	bool (*sh_name)(uint16_t model, const struct prefixcache_l2col *c, struct proto_l2col *o);
 	bool failed;		   /* out of memory: the run stops */
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
@@ -188,6 +190,8 @@ void drv_sink_l2_drop(struct drv_sink *s, uint16_t model, uint64_t iso, uint64_t
 /** Forget every awaited column of @p model (a restart), or of all (-1: the end, freed). */
 void drv_sink_l2_clear(struct drv_sink *s, int model);
 
+/** SH_DOWN of @p o to every shard of @p model (a column sent up later than recorded). */
+void drv_sink_sh_down(struct drv_sink *s, uint16_t model, const struct proto_l2col *o);
 /** An L2_DELETE record for shard @p sh alone (a column the others do not hold). */
 void drv_sink_l2_delete_one(struct drv_sink *s, struct drv_shard *sh, const struct proto_l2del *d);
 
@@ -424,7 +428,8 @@ struct drv_sh_stats {
 	uint64_t lookups, lookup_cols, lookup_found_cols, lookups_late, lookup_late_cols;
 	uint64_t lookups_skipped, lookups_busy, lookups_no_generation, lookup_errors, lookup_cost_ns;
 	uint64_t staged_cols, found_expired;
-	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation;
+	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation, down_gone,
+		 down_unmatched;
 	uint64_t records_written, records_failed, records_busy, records_bad, records_deleted;
 	uint64_t up_failed, slices_bad;
 	uint64_t bad[SHARED_BAD_COUNT];
@@ -440,12 +445,20 @@ bool drv_sh_on(uint16_t m);
 void drv_sh_poll(uint64_t now_ns);
 /** May request @p req start (its lookups back or late)? Begins the lookups of the next ones. */
 bool drv_sh_request_ready(uint32_t req, uint64_t now_ns);
-/** The sink's callbacks (drv_sink.sh_down, sh_name). */
+/** The sink's callbacks (drv_sink.sh_down, sh_whole, sh_name). */
 bool drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o);
+void drv_sh_whole(uint16_t m, const struct prefixcache_l2col *c);
 bool drv_sh_name(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o);
 /** An L2_DONE of op 3 or 4 from @p sh. true: a column did not come up (its tokens are lost). */
 bool drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d);
 const struct drv_sh_stats *drv_sh_stats(void);
+/**
+ * Is anything of the shared level still on its way (columns queued to go
+ * up, slices' answers awaited, records being written)? False past
+ * op_timeout_ms of waiting: a cluster that does not answer does not hold
+ * the run's end.
+ */
+bool drv_sh_busy(uint64_t now_ns);
 /** The lookups' cost (sent to back or abandoned), p50 and p99, ns. */
 void drv_sh_lookup_pct(uint64_t *p50, uint64_t *p99);
 

@@ -745,7 +745,7 @@ kvss_driver_summary(void)
 		snprintf(l2j + n, sizeof(l2j) - n,
 			 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
 			 ",\"lookup_cols\":%" PRIu64 ",\"found_cols\":%" PRIu64 ",\"staged_cols\":%" PRIu64
-			 ",\"lookups_late\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
+			 ",\"lookups_late\":%" PRIu64 ",\"found_expired\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
 			 ",\"lookup_p99_us\":%" PRIu64 ",\"lookup_errors\":%" PRIu64
 			 ",\"down_cols\":%" PRIu64 ",\"down_slices\":%" PRIu64 ",\"down_failed\":%" PRIu64
 			 ",\"records_written\":%" PRIu64 ",\"records_failed\":%" PRIu64
@@ -754,7 +754,7 @@ kvss_driver_summary(void)
 			 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
 			 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s}",
 			 ps.shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
-			 h->staged_cols, h->lookups_late, l50 / 1000, l99 / 1000, h->lookup_errors,
+			 h->staged_cols, h->lookups_late, h->found_expired, l50 / 1000, l99 / 1000, h->lookup_errors,
 			 h->down_cols, h->down_slices, h->down_failed, h->records_written,
 			 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
 			 h->up_failed, h->slices_bad, badj, h->gen_global, h->generations_seen,

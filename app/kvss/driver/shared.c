@@ -95,6 +95,14 @@ struct sh_rec {
 	uint8_t buf[SHARED_HDR_LEN];
 };
 
+/* A whole column waiting for its batch to complete (the rule "all"). */
+struct sh_up {
+	struct prefixcache_l2col c;
+	uint16_t model;
+};
+
+#define SH_UPS 8192
+
 static struct {
 	struct shared *s;
 	bool on, unavailable;
@@ -112,6 +120,10 @@ static struct {
 	uint32_t nlk, next_issue;
 	struct sh_pend pend[1u << SH_PEND_BITS];
 	struct sh_rec rec[SH_RECS];
+	struct sh_up ups[SH_UPS];
+	uint32_t ups_head, nups;
+	uint64_t busy_since;
+	bool busy_given_up;
 	/* What the run counted (report.c reads them; this file writes). */
 	struct drv_sh_stats st;
 	uint64_t lookup_ns[4096];
@@ -363,15 +375,14 @@ pend_find(uint16_t m, uint64_t iso, uint64_t key, bool make)
 	return NULL;
 }
 
-bool
-drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
+/* A column goes up: its record awaited, @p o's object fields set (false: not now). */
+static bool
+send_up(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 {
 	struct sh_pend *p;
 	uint32_t gg, go;
 	uint64_t id;
 
-	if (!drv_sh_on(m) || (kvss.cfg.shared.admit == KVSS_SHARED_ADMIT_HIT && c->hits == 0))
-		return false;
 	if (!names_of(m, c->isolation_id, c->key, &gg, &go, &id)) {
 		S.st.down_no_generation++;
 		return false;
@@ -397,6 +408,72 @@ drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o
 	o->gen_org = go;
 	o->layout = S.layout[m];
 	return true;
+}
+
+/* The second tier takes a column: up too under "l2" (and "hit", once hit). */
+bool
+drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
+{
+	const uint8_t a = kvss.cfg.shared.admit;
+
+	if (!drv_sh_on(m) || !kvss.cfg.shared.write || a == KVSS_SHARED_ADMIT_ALL ||
+	    (a == KVSS_SHARED_ADMIT_HIT && c->hits == 0))
+		return false;
+	return send_up(m, c, o);
+}
+
+/*
+ * A column recorded whole, under "all": queued, and sent up once every
+ * shard of its model has completed its batch (an SH_DOWN waits for its
+ * evict_count at the head of the refill queue, and the DELETEs behind it
+ * with it: sent at once it would hold the shard's DRAM while the batch is
+ * still being filled). Sent only if the library still holds it where it
+ * was recorded: the SH_DOWN then goes into the stream ahead of any DELETE
+ * that frees it.
+ */
+void
+drv_sh_whole(uint16_t m, const struct prefixcache_l2col *c)
+{
+	if (!drv_sh_on(m) || !kvss.cfg.shared.write || kvss.cfg.shared.admit != KVSS_SHARED_ADMIT_ALL)
+		return;
+	if (S.nups == SH_UPS) {
+		S.st.down_busy++;
+		return;
+	}
+	S.ups[(S.ups_head + S.nups) % SH_UPS] = (struct sh_up){.c = *c, .model = m};
+	S.nups++;
+}
+
+static void
+flush_ups(void)
+{
+	while (S.nups > 0) {
+		struct sh_up *u = &S.ups[S.ups_head];
+		uint16_t m = u->model, i;
+		struct proto_l2col o;
+		bool done = true;
+
+		for (i = 0; i < drv.nshards[m]; i++)
+			if (drv.sh[drv.first_shard[m] + i].batches_complete < u->c.evict_count)
+				done = false;
+		if (!done)
+			return; /* in order: the ones after it are of later batches */
+		S.ups_head = (S.ups_head + 1) % SH_UPS;
+		S.nups--;
+		if (!prefixcache_column_held(drv.pc, m, u->c.isolation_id, u->c.key, u->c.prompt_id,
+					     u->c.start, u->c.evict_count)) {
+			S.st.down_gone++; /* freed (or replaced) before its batch completed */
+			continue;
+		}
+		o = (struct proto_l2col){.key = u->c.key, .parent = u->c.parent,
+					 .isolation_id = u->c.isolation_id, .prompt_id = u->c.prompt_id,
+					 .evict_count = u->c.evict_count,
+					 .first_use_ns = drv.sink.wall_base_ns + u->c.first_use_ns,
+					 .start_token_idx = u->c.start, .num_tokens = u->c.tokens,
+					 .cache_id = u->c.cache_id};
+		if (send_up(m, &u->c, &o))
+			drv_sink_sh_down(&drv.sink, m, &o);
+	}
 }
 
 static void
@@ -432,69 +509,107 @@ lk_of(uint32_t req, uint16_t m)
 	return &S.lk[(req % kvss.cfg.shared.lookahead) * PREFIXCACHE_MAX_MODELS + m];
 }
 
+/*
+ * Look request @p req up in model @p m: its columns past what the driver
+ * holds, their records read all at once. An organization whose generation
+ * is not read yet (its first request) waits for it: state 3, asked again
+ * by drv_sh_request_ready() until the deadline.
+ */
 static void
-lookup_issue(uint32_t req, uint64_t now)
+lookup_one(uint32_t req, uint16_t m, uint64_t now, bool again)
 {
 	const struct wl_req *q = &drv.wl.r[req];
 	uint32_t max = kvss.cfg.shared.max_columns;
+	struct sh_lookup *l = lk_of(req, m);
+	struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
+					 .num_tokens = q->n, .cache_length_allowed = q->allowed,
+					 .first_multimodal = q->first_mm};
+	uint32_t n, known, j, gg, go;
+	uint64_t id;
+
+	if (l->outstanding > 0) {
+		/* Its slot's last lookup still has reads in flight into its
+		 * buffers: this request goes without one. */
+		S.st.lookups_skipped++;
+		return;
+	}
+	if (!again) {
+		l->req = req;
+		l->sent_ns = now;
+	}
+	l->state = 2; /* nothing to wait for, unless asked below */
+	l->n = 0;
+	if (!drv_sh_on(m))
+		return;
+	n = prefixcache_columns(drv.pc, m, &rq, l->keys, max * 2, &known);
+	if (known >= n)
+		return; /* held whole, or nothing to ask */
+	if (n - known > max)
+		n = known + max;
+	if (!names_of(m, q->iso, l->keys[known], &gg, &go, &id)) {
+		l->state = 3; /* its organization's generation is being read */
+		return;
+	}
+	l->model = m;
+	l->iso = q->iso;
+	l->first = known;
+	l->outstanding = 0;
+	l->epoch = S.epoch;
+	l->state = 1;
+	for (j = known; j < n; j++) {
+		char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+		uint32_t k = j - known;
+
+		l->found[k] = 0;
+		names_of(m, q->iso, l->keys[j], &gg, &go, &id);
+		shared_ns(ns, q->iso);
+		shared_record_name(name, id);
+		if (shared_get(S.s, ns, name, l->buf + (size_t)k * SHARED_HDR_LEN, SHARED_HDR_LEN,
+			       cookie(CK_LOOKUP, (uint32_t)(l - S.lk), k)) != 0) {
+			S.st.lookups_busy++;
+			break;
+		}
+		l->outstanding++;
+		l->n = k + 1;
+	}
+	S.st.lookups++;
+	S.st.lookup_cols += l->n;
+	if (l->outstanding == 0)
+		l->state = 2;
+}
+
+static void
+lookup_issue(uint32_t req, uint64_t now)
+{
 	uint16_t m;
 
-	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
-		struct sh_lookup *l = lk_of(req, m);
-		struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
-						 .num_tokens = q->n, .cache_length_allowed = q->allowed,
-						 .first_multimodal = q->first_mm};
-		uint32_t n, known, j, gg, go;
-		uint64_t id;
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
+		lookup_one(req, m, now, false);
+}
 
-		if (l->outstanding > 0) {
-			/* Its slot's last lookup still has reads in flight into its
-			 * buffers: this request goes without one. */
-			S.st.lookups_skipped++;
-			continue;
-		}
-		l->state = 2; /* nothing to wait for, unless asked below */
-		l->req = req;
-		l->n = 0;
-		if (!drv_sh_on(m))
-			continue;
-		n = prefixcache_columns(drv.pc, m, &rq, l->keys, max * 2, &known);
-		if (known >= n)
-			continue; /* held whole, or nothing to ask */
-		if (n - known > max)
-			n = known + max;
-		if (!names_of(m, q->iso, l->keys[known], &gg, &go, &id)) {
-			S.st.lookups_no_generation++;
-			continue;
-		}
-		l->model = m;
-		l->iso = q->iso;
-		l->first = known;
-		l->outstanding = 0;
-		l->epoch = S.epoch;
-		l->sent_ns = now;
-		l->state = 1;
-		for (j = known; j < n; j++) {
-			char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
-			uint32_t k = j - known;
+/*
+ * A column first used at wall-clock @p first_wall past organization
+ * @p iso's TTLs (its last use, unknown here, taken as its first). Checked
+ * on the wall clock: the library's starts at this run's start and cannot
+ * say how old a column written before it is.
+ */
+static bool
+expired_wall(uint64_t iso, uint64_t first_wall)
+{
+	const struct prefixcache_params *pp = &kvss.cfg.driver.pc;
+	uint64_t tl = pp->ttl_last_ns, tf = pp->ttl_first_ns, now = wall_ns(), age;
+	uint16_t i;
 
-			l->found[k] = 0;
-			names_of(m, q->iso, l->keys[j], &gg, &go, &id);
-			shared_ns(ns, q->iso);
-			shared_record_name(name, id);
-			if (shared_get(S.s, ns, name, l->buf + (size_t)k * SHARED_HDR_LEN, SHARED_HDR_LEN,
-				       cookie(CK_LOOKUP, (uint32_t)(l - S.lk), k)) != 0) {
-				S.st.lookups_busy++;
-				break;
-			}
-			l->outstanding++;
-			l->n = k + 1;
+	for (i = 0; i < kvss.cfg.driver.num_orgs; i++) {
+		const struct kvss_org_ttl *o = &kvss.cfg.driver.org[i];
+
+		if (proto_ref_isolation_id(o->name, strlen(o->name)) == iso) {
+			tl = o->ttl_last_ns ? o->ttl_last_ns : tl;
+			tf = o->ttl_first_ns ? o->ttl_first_ns : tf;
 		}
-		S.st.lookups++;
-		S.st.lookup_cols += l->n;
-		if (l->outstanding == 0)
-			l->state = 2;
 	}
+	age = now > first_wall ? now - first_wall : 0;
+	return (tf && age >= tf) || (tl && age >= tl);
 }
 
 static void
@@ -545,6 +660,12 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 		record_delete(l->iso, id); /* dropped from the shared level */
 		return;
 	}
+	if (expired_wall(l->iso, h.first_use_ns)) {
+		/* Past the organization's TTL by first use: never served from the
+		 * shared level, by any replica (kvss-shared sweep deletes it). */
+		S.st.found_expired++;
+		return;
+	}
 	l->found[k] = 1;
 	l->first_use[k] = h.first_use_ns;
 	S.st.lookup_found_cols++;
@@ -567,10 +688,20 @@ drv_sh_request_ready(uint32_t req, uint64_t now)
 	}
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
 		struct sh_lookup *l = lk_of(req, m);
+		bool late;
 
-		if (l->req != req || l->state != 1)
+		if (l->req != req)
 			continue;
-		if (now - l->sent_ns < (uint64_t)kvss.cfg.shared.deadline_ms * 1000000ull)
+		late = now - l->sent_ns >= (uint64_t)kvss.cfg.shared.deadline_ms * 1000000ull;
+		if (l->state == 3 && !late)
+			lookup_one(req, m, now, true); /* its generation may be known now */
+		if (l->state == 3 && late) {
+			S.st.lookups_no_generation++;
+			l->state = 2;
+		}
+		if (l->state != 1 && l->state != 3)
+			continue;
+		if (!late)
 			return false; /* back soon: the request waits for it */
 		S.st.lookups_late++;
 		note_lookup(now - l->sent_ns);
@@ -643,8 +774,12 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 				p->used = false; /* no record: its slices are swept */
 			return false;
 		}
+		if (p == NULL) {
+			S.st.down_unmatched++; /* its column was given up (a generation, a failure) */
+			return false;
+		}
 		S.st.down_slices++;
-		if (p != NULL && ++p->got == p->need) {
+		if (++p->got == p->need) {
 			record_write(p);
 			p->used = false;
 		}
@@ -663,6 +798,35 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 	return true;
 }
 
+bool
+drv_sh_busy(uint64_t now)
+{
+	uint32_t i;
+	bool busy = false;
+
+	if (!S.on)
+		return false;
+	busy = S.nups > 0;
+	for (i = 0; !busy && i < SH_N(S.pend); i++)
+		busy = S.pend[i].used;
+	for (i = 0; !busy && i < SH_RECS; i++)
+		busy = S.rec[i].used;
+	if (!busy) {
+		S.busy_since = 0;
+		return false;
+	}
+	if (S.busy_since == 0)
+		S.busy_since = now;
+	if (now - S.busy_since < (uint64_t)kvss.cfg.shared.op_timeout_ms * 1000000ull)
+		return true;
+	if (!S.busy_given_up) {
+		S.busy_given_up = true;
+		printf("kvss: driver: the shared level still owes answers after %u ms: the run ends "
+		       "without them\n", kvss.cfg.shared.op_timeout_ms);
+	}
+	return false;
+}
+
 /* ---- The loop ----------------------------------------------------------------------------- */
 
 void
@@ -674,6 +838,7 @@ drv_sh_poll(uint64_t now)
 
 	if (!S.on)
 		return;
+	flush_ups();
 	n = shared_poll(S.s, d, 64, 0);
 	for (i = 0; i < n; i++) {
 		enum ck_kind kind = (enum ck_kind)(d[i].cookie >> 56);
@@ -759,9 +924,10 @@ drv_sh_open(char *err, size_t errlen)
 			goto nomem;
 	}
 	S.on = true;
-	printf("kvss: driver: the shared level: pool %s of %s as %s, generation %u, admit \"%s\", "
+	printf("kvss: driver: the shared level: pool %s of %s as %s, generation %u, admit \"%s\"%s, "
 	       "lookups %u ahead, deadline %u ms\n", c->pool, c->conf, c->client, S.gen_global,
-	       c->admit == KVSS_SHARED_ADMIT_HIT ? "hit" : "l2", c->lookahead, c->deadline_ms);
+	       c->admit == KVSS_SHARED_ADMIT_HIT ? "hit" : c->admit == KVSS_SHARED_ADMIT_ALL ? "all" : "l2",
+	       c->write ? "" : " (read only: shared.write = false)", c->lookahead, c->deadline_ms);
 	return 0;
 nomem:
 	snprintf(err, errlen, "shared: no memory for %u lookups", S.nlk);

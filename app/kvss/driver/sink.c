@@ -320,6 +320,30 @@ on_l2_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
 		}
 }
 
+/* A column recorded whole: the shared level's rule may send it up later (shared.c queues it). */
+static void
+on_whole_column(void *arg, uint16_t model, const struct prefixcache_l2col *c)
+{
+	struct drv_sink *s = arg;
+
+	if (s->sh_whole != NULL)
+		s->sh_whole(model, c);
+}
+
+void
+drv_sink_sh_down(struct drv_sink *s, uint16_t model, const struct proto_l2col *o)
+{
+	uint16_t i;
+
+	for (i = 0; i < s->nshards[model]; i++) {
+		struct proto_builder *b = open_for(s, shard_of(s, model, i), PROTO_T_SH_DOWN,
+						   PROTO_SHCOL_LEN);
+
+		if (b != NULL)
+			proto_build_l2_down(b, o);
+	}
+}
+
 static void
 on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	 const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
@@ -410,4 +434,5 @@ drv_sink_ops(struct drv_sink *s, struct prefixcache_sink *out)
 	out->l2_down = on_l2_down;
 	out->l2_up = on_l2_up;
 	out->l2_del = on_l2_del;
+	out->whole_column = on_whole_column;
 }

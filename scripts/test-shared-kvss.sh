@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The shared level in the whole system (issue 40; PROTOCOL.md section 10),
+# on a throwaway Ceph cluster this test starts (scripts/ceph-cluster.sh) and
+# stops, every refilled byte checked by the wafer emulator. Replicas are
+# kvss processes of role "all" (a driver, its emulator and a shard with a
+# small DRAM and a second tier), run in turn, each with its own second tier
+# and file prefix, all on the cluster's pool; the workload is a trace this
+# test writes: a few long system prompts, each request one of them and a
+# question of its own.
+#   1. replica A runs the trace as organization alpha: the columns its second
+#      tier takes go up, every shard's slice then the record;
+#   2. replica B, empty, runs the same prompts as organization beta: it asks
+#      and finds nothing (one namespace per organization);
+#   3. replica C, empty, runs alpha's trace: hits from the shared level,
+#      every byte right;
+#   4. every slice's payload corrupted in the cluster (rados put): replica D,
+#      empty, refuses them (SHARED_BAD, counted), never refills a wrong byte,
+#      and the records of what it refused are deleted;
+#   5. a column past its first-use TTL is not served from the shared level;
+#   6. kvss-shared reset: replica F, empty, finds nothing of the old generation;
+#   7. one OSD killed with kill -9 while replica G runs: every byte right,
+#      hits from the shared level continue;
+#   8. shared.conf naming a missing file: kvss stops at start naming the key.
+# SHARED_KVSS_REQUESTS sets the trace's length (default 48).
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d /tmp/kvss-shk.XXXXXX)
+sfx=_shk$$
+cluster=$tmp/ceph
+cleanup() {
+	jobs -p | xargs -r kill -KILL 2>/dev/null
+	wait 2>/dev/null
+	scripts/ceph-cluster.sh stop "$cluster" --keep >/dev/null 2>&1
+	rm -rf "$cluster" /var/run/dpdk/*"$sfx"*
+	# A failing run's logs stay, named (a passing one's go).
+	if [ "${fail:-1}" -eq 0 ] && [ -z "${SHARED_KVSS_KEEP:-}" ]; then
+		rm -rf "$tmp"
+	else
+		echo "shared level (kvss): the runs' configurations and logs are kept in $tmp" >&2
+	fi
+}
+trap cleanup EXIT
+. scripts/check-lib.sh
+
+field() { # field LOG KEY[.KEY]: a field of the run's JSON line
+	python3 -c '
+import json, sys
+d = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
+for k in sys.argv[2].split("."):
+    d = d[k]
+print(d)' "$1" "$2" 2>/dev/null
+}
+
+if ! scripts/ceph-cluster.sh start "$cluster" >"$tmp/cluster.log" 2>&1; then
+	cat "$tmp/cluster.log" >&2
+	echo "shared level (kvss): the cluster did not come up" >&2
+	exit 1
+fi
+tail -1 "$tmp/cluster.log"
+conf=$cluster/ceph.conf
+# The sweeper and the reset: the operator's tool, as an operator runs it.
+shared() { "$BUILD/kvss-shared" --conf "$conf" "$@"; }
+
+# The trace: 6 system prompts of 2,048 tokens, each request one of them and
+# 128 tokens of its own (organizations alpha and beta: the same tokens).
+python3 - "$tmp" "${SHARED_KVSS_REQUESTS:-48}" <<'EOF'
+import json, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for org in ("alpha", "beta"):
+    with open(f"{d}/{org}.jsonl", "w") as f:
+        for i in range(n):
+            p = i % 6
+            toks = [100000 * (p + 1) + k for k in range(2048)] + [7000000 + 1000 * i + k for k in range(128)]
+            f.write(json.dumps({"org": org, "tokens": toks, "output_length": 16}) + "\n")
+EOF
+
+# A replica: the all-in-one example with 8,192 tokens of DRAM and a second
+# tier of 65,536 under DIR, the shared level on this cluster, trace TRACE.
+# Its shard says what is complete every 20 ms (STATUS): a column goes up
+# once its batch is complete, and in this small DRAM it does not stay long.
+mkcfg() { # mkcfg OUT DIR TRACE [extra driver line]
+	sed -e "s#capacity_tokens = 100000; }#capacity_tokens = 8192; }\n  );\n  l2 = { dir = \"$2\"; column = 64; capacity_tokens = [65536]; };\n  xx = (#" \
+		-e 's/capacity_tokens = \[100000\]; }/capacity_tokens = [8192]; l2_tokens = [65536]; }/' \
+		-e 's/^  batch_timeout_ms = 1000;$/&\n  status_interval_ms = 20;/' \
+		-e "s/^  retransmit_ms = 5;\$/&\n  ${4:-}/" \
+		-e "s#trace = \"\";#trace = \"$3\";#" config/all-in-one.cfg | sed '/xx = (/,/);/d' >"$1"
+	cat >>"$1" <<EOF
+
+shared = {
+  conf = "$conf";
+  pool = "kvss";
+  deadline_ms = 200;
+  generation_ms = 200;
+};
+EOF
+	mkdir -p "$2"
+}
+run_all() { # run_all CFG LOG: its status
+	timeout 180 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@(0-1),1@(0-1)" \
+		--log-level lib.eal:error --no-telemetry --file-prefix "one$sfx" -- --config "$1" \
+		>"$2" 2>&1
+}
+right() { # right LABEL LOG RC: every byte right, the run finished
+	check "$1: zero verify failures" test "$(field "$2" verify_failures)" = 0
+	check "$1: finished" test "$(field "$2" finished)" = True
+	check "$1: exits 0" test "$3" -eq 0
+}
+say() { # say LABEL LOG: the replica's shared-level line
+	echo "shared level (kvss): $1: hit ratio $(field "$2" hit_ratio), from the shared level" \
+		"$(field "$2" hit_tokens_shared) tokens; $(grep -o 'shared level: hit tokens.*' "$2" | cut -c1-400)"
+}
+
+# 1. Replica A writes.
+mkcfg "$tmp/a.cfg" "$tmp/a" "$tmp/alpha.jsonl"
+run_all "$tmp/a.cfg" "$tmp/a.log"
+rc=$?
+say "A (alpha, writes)" "$tmp/a.log"
+right "A" "$tmp/a.log" $rc
+check "A: columns went up and their records were written" \
+	holds "$(field "$tmp/a.log" shared.records_written) > 0 and $(field "$tmp/a.log" shared.down_slices) > 0"
+check "kvss-shared ls: alpha's namespace holds records and slices" \
+	bash -c "'$BUILD/kvss-shared' --conf '$conf' ls >'$tmp/ls.txt' 2>&1 && grep -q . '$tmp/ls.txt'"
+
+# 2. Replica B: another organization, the same prompts.
+mkcfg "$tmp/b.cfg" "$tmp/b" "$tmp/beta.jsonl"
+run_all "$tmp/b.cfg" "$tmp/b.log"
+rc=$?
+say "B (beta, the same prompts)" "$tmp/b.log"
+right "B" "$tmp/b.log" $rc
+check "B: it asked the shared level" holds "$(field "$tmp/b.log" shared.lookups) > 0"
+check "B: another organization finds nothing of alpha's" \
+	test "$(field "$tmp/b.log" shared.found_cols)" = 0
+check "B: no hit from the shared level" test "$(field "$tmp/b.log" hit_tokens_shared)" = 0
+
+# 3. Replica C: alpha, empty: hits from the shared level.
+mkcfg "$tmp/c.cfg" "$tmp/c" "$tmp/alpha.jsonl"
+run_all "$tmp/c.cfg" "$tmp/c.log"
+rc=$?
+say "C (alpha, empty)" "$tmp/c.log"
+right "C" "$tmp/c.log" $rc
+check "C: hits from the shared level" holds "$(field "$tmp/c.log" hit_tokens_shared) > 0"
+check "C: slices came up (SH_UP)" holds "$(field "$tmp/c.log" shared.up_batches) > 0"
+check "C: more hits than B, which could not use A's" \
+	holds "$(field "$tmp/c.log" hit_ratio) > $(field "$tmp/b.log" hit_ratio)"
+check "C: the shard read and checked slices" grep -q "final stats: tier.* shared_up=[1-9]" "$tmp/c.log"
+
+# 4. Every slice's payload corrupted in the cluster: refused, never refilled.
+rados_() { timeout 60 rados -c "$conf" -p kvss "$@"; }
+rados_ ls --all >"$tmp/objs.txt" 2>/dev/null
+nslices=0
+while read -r ns name; do
+	case "$name" in *.s*.c*) ;; *) continue ;; esac
+	rados_ -N "$ns" get "$name" "$tmp/obj" 2>/dev/null || continue
+	# The last byte of the payload, flipped (the header stays valid).
+	python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[-1] ^= 0x5a; open(sys.argv[1], "wb").write(b)' "$tmp/obj"
+	rados_ -N "$ns" put "$name" "$tmp/obj" 2>/dev/null && nslices=$((nslices + 1))
+done <"$tmp/objs.txt"
+echo "shared level (kvss): $nslices slices corrupted in the cluster"
+check "corruption: slices were there to corrupt" test "$nslices" -gt 0
+mkcfg "$tmp/d.cfg" "$tmp/d" "$tmp/alpha.jsonl"
+run_all "$tmp/d.cfg" "$tmp/d.log"
+rc=$?
+say "D (alpha, every slice corrupted)" "$tmp/d.log"
+check "D: zero verify failures" test "$(field "$tmp/d.log" verify_failures)" = 0
+check "D: finished" test "$(field "$tmp/d.log" finished)" = True
+check "D: corrupted slices refused by the shard (SHARED_BAD)" \
+	holds "$(field "$tmp/d.log" shared.slices_bad) > 0"
+check "D: the shard counted them as failures" grep -q "final stats: tier.* shared_errors=[1-9]" "$tmp/d.log"
+check "D: the records of refused columns were deleted" \
+	holds "$(field "$tmp/d.log" shared.records_deleted) > 0"
+
+# 5. Expiry: columns first used longer ago than the TTL are not served.
+shared reset >/dev/null 2>&1 # what A wrote is gone: a fresh generation for this part
+mkcfg "$tmp/e1.cfg" "$tmp/e1" "$tmp/alpha.jsonl" "ttl_first_s = 3;"
+run_all "$tmp/e1.cfg" "$tmp/e1.log"
+sleep 4
+# The reader writes nothing (shared.write = false): whatever it hits is the writer's.
+mkcfg "$tmp/e2.cfg" "$tmp/e2" "$tmp/alpha.jsonl" "ttl_first_s = 3;"
+sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/e2.cfg"
+run_all "$tmp/e2.cfg" "$tmp/e2.log"
+rc=$?
+say "E (alpha, past its first-use TTL)" "$tmp/e2.log"
+right "E" "$tmp/e2.log" $rc
+check "E: the writer wrote records" holds "$(field "$tmp/e1.log" shared.records_written) > 0"
+check "E: the reader found them past the first-use TTL" \
+	holds "$(field "$tmp/e2.log" shared.found_expired) > 0"
+check "E: and served none of them" test "$(field "$tmp/e2.log" hit_tokens_shared)" = 0
+check "E: the reader wrote nothing" test "$(field "$tmp/e2.log" shared.down_cols)" = 0
+
+# 6. The emergency reset: the old generation is not read. F0 writes; F1,
+# empty, finds what F0 wrote (the control: this part can fail); after the
+# reset F, empty, finds nothing.
+mkcfg "$tmp/f0.cfg" "$tmp/f0" "$tmp/alpha.jsonl"
+run_all "$tmp/f0.cfg" "$tmp/f0.log"
+mkcfg "$tmp/f1.cfg" "$tmp/f1" "$tmp/alpha.jsonl"
+sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/f1.cfg"
+run_all "$tmp/f1.cfg" "$tmp/f1.log"
+check "before the reset: an empty replica finds what was written" \
+	holds "$(field "$tmp/f1.log" shared.found_cols) > 0"
+gen_now() { shared gen 2>/dev/null | grep -o '[0-9][0-9]*' | tail -1; }
+before=$(gen_now)
+shared reset >"$tmp/reset.txt" 2>&1
+after=$(gen_now)
+echo "shared level (kvss): kvss-shared reset: $(cat "$tmp/reset.txt")"
+check "reset: the generation went up" holds "'$after'.strip().isdigit() and int('$after') == int('$before') + 1"
+mkcfg "$tmp/f.cfg" "$tmp/f" "$tmp/alpha.jsonl"
+sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/f.cfg"
+run_all "$tmp/f.cfg" "$tmp/f.log"
+rc=$?
+say "F (alpha, after the reset)" "$tmp/f.log"
+right "F" "$tmp/f.log" $rc
+check "F: runs under the new generation" test "$(field "$tmp/f.log" shared.generation)" = "$after"
+check "F: nothing of the old generation is found" test "$(field "$tmp/f.log" shared.found_cols)" = 0
+check "kvss-shared sweep deletes the old generation's objects" \
+	bash -c "'$BUILD/kvss-shared' --conf '$conf' sweep >'$tmp/sweep.txt' 2>&1"
+sed 's/^/  sweep: /' "$tmp/sweep.txt" | tail -3
+
+# 7. An OSD killed with kill -9 mid-run: every byte right, hits continue.
+mkcfg "$tmp/g0.cfg" "$tmp/g0" "$tmp/alpha.jsonl"
+run_all "$tmp/g0.cfg" "$tmp/g0.log" # writes under the new generation
+mkcfg "$tmp/g.cfg" "$tmp/g" "$tmp/alpha.jsonl"
+run_all "$tmp/g.cfg" "$tmp/g.log" &
+gpid=$!
+sleep 3
+scripts/ceph-cluster.sh kill-osd "$cluster" 1 >/dev/null 2>&1
+wait $gpid
+rc=$?
+say "G (alpha, osd.1 killed mid-run)" "$tmp/g.log"
+echo "shared level (kvss): G exited $rc (3: degraded, a batch lost to the OSD's stall; the bytes still right)"
+check "G: zero verify failures" test "$(field "$tmp/g.log" verify_failures)" = 0
+check "G: finished" test "$(field "$tmp/g.log" finished)" = True
+check "G: hits from the shared level with an OSD gone" holds "$(field "$tmp/g.log" hit_tokens_shared) > 0"
+
+# 8. A configuration naming a missing Ceph file stops kvss at start, naming the key.
+mkcfg "$tmp/h.cfg" "$tmp/h" "$tmp/alpha.jsonl"
+sed -i "s#conf = \"$conf\";#conf = \"$tmp/nowhere.conf\";#" "$tmp/h.cfg"
+run_all "$tmp/h.cfg" "$tmp/h.log"
+rc=$?
+check "a missing shared.conf: kvss stops" test "$rc" -ne 0
+check "... naming shared.conf" grep -q "shared.conf" "$tmp/h.log"
+grep -m1 "shared.conf" "$tmp/h.log" | sed 's/^/  /'
+
+check_summary "shared level (kvss)"
