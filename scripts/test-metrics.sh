@@ -33,8 +33,6 @@ trap cleanup EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 t_start=$(date +%s)
-# The commit the build says (make rewrites it when HEAD moves: read before and after).
-commit_before=$(cat "$BUILD/commit" 2>/dev/null || echo unknown)
 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" --log-level lib.eal:error \
 	--file-prefix "$prefix" -- --config config/all-in-one.cfg --trace "" --limit 300 \
 	--linger 60000 >"$tmp/kvss.log" 2>&1 &
@@ -135,10 +133,12 @@ print(m.get("version"), m.get("commit"), m.get("dpdk", "").replace(" ", "_"), r[
 PY
 read -r b_version b_commit b_dpdk b_value <"$tmp/build.txt"
 want_release=$("$BUILD/kvss-trace" --version 2>/dev/null | awk '{print $2}')
-want_commit=$(cat "$BUILD/commit" 2>/dev/null || echo unknown)
-[ "$b_commit" = "$commit_before" ] && want_commit=$commit_before
-check "kvss_build_info 1: release $b_version = $want_release, commit $b_commit = $want_commit (the build's), $b_dpdk" \
-	test "$b_value $b_version $b_commit" = "1 $want_release $want_commit" -a "${b_dpdk#DPDK_}" != "$b_dpdk"
+# The commit: the one the binary was built with (make writes $BUILD/commit,
+# but a partial build may have moved it on since), a commit of this checkout.
+check "kvss_build_info 1: release $b_version = $want_release, commit $b_commit (in $BUILD/kvss, a commit here), $b_dpdk" \
+	sh -c "[ '$b_value $b_version' = '1 $want_release' ] && [ '${b_dpdk#DPDK_}' != '$b_dpdk' ] &&
+		grep -q -a -F '$b_commit' '$BUILD/kvss' &&
+		{ [ '$b_commit' = unknown ] || git cat-file -e '$b_commit^{commit}'; }"
 up_s=$(($(date +%s) - t_start + 1))
 lc=$(query "kvss_lcore_busy_seconds_total{prefix=\"$prefix\",lcore=\"1\"} + kvss_lcore_idle_seconds_total{prefix=\"$prefix\",lcore=\"1\"}")
 check "lcore time in seconds: the ingest lcore's busy + idle ($lc s) within the process's life ($up_s s)" \
@@ -156,6 +156,16 @@ check "units in names: the fitted refill latency in seconds, below a second" \
 echo /swdriver/orgs | dpdk-telemetry.py -f "$prefix" 2>/dev/null | tail -n 1 >"$tmp/orgs.json"
 check "/swdriver/orgs: every isolation_id a decimal string ($(python3 -c "import json,sys; print(', '.join(repr(o['isolation_id']) for o in json.load(open(sys.argv[1]))['/swdriver/orgs'].values()))" "$tmp/orgs.json" 2>&1 | cut -c1-80))" \
 	python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['/swdriver/orgs']; sys.exit(0 if d and all(isinstance(o['isolation_id'], str) and o['isolation_id'].isdigit() and int(o['isolation_id']) < 2**64 for o in d.values()) else 1)" "$tmp/orgs.json"
+
+# The endpoints the monitoring kit added answer exactly the keys
+# docs/telemetry.md lists (test-e2e checks the others).
+for endpoint in /kvss/build /kvss/lcores /swdriver/refill_latency /swdriver/shared; do
+	echo "$endpoint" | dpdk-telemetry.py -f "$prefix" 2>/dev/null | tail -n 1 >"$tmp/ep.json"
+	scripts/telemetry-doc.py --keys "$endpoint" >"$tmp/ep.keys"
+	check "telemetry: $endpoint answers exactly the keys docs/telemetry.md lists ($(tr '\n' ' ' <"$tmp/ep.keys" | cut -c1-60))" \
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))[sys.argv[3]]
+sys.exit(0 if d and set(d) == set(open(sys.argv[2]).read().split()) else 1)' "$tmp/ep.json" "$tmp/ep.keys" "$endpoint"
+done
 
 # 30 scrapes at once (Prometheus, dashboards, a colleague's curl): each
 # says the process is up, and the operator's dpdk-telemetry.py is answered
