@@ -497,6 +497,13 @@ $(BUILD)/test/test_udpclient: $(call obj,test/test_udpclient.c app/udpclient/ucw
 TESTS += $(BUILD)/test/test_udpclient
 ALL += $(KVSS_UDPCLIENT) $(BUILD)/test/test_udpclient
 
+.PHONY: demo-shared
+# The shared level in the whole system on a throwaway Ceph cluster: two
+# replicas in turn over memif, the public trace's halves (scripts/demo-shared.sh).
+demo-shared: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo-shared.sh $(BUILD)
+
 .PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo soak fuzz fuzz-run clean deps need-deps
 
 all: need-deps $(ALL)

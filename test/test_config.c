@@ -499,3 +499,72 @@ Test(config, shard_l2_format_is_off_unless_set_and_a_bool)
 	cr_assert_eq(rc[2], -1);
 	cr_assert(strstr(err, ":6: shard.l2.format: must be true or false") != NULL, "%s", err);
 }
+
+/*
+ * The shared group (PROTOCOL.md section 10): missing, nothing changes;
+ * given, every value read and every bad one refused naming its key.
+ */
+Test(config, the_shared_group_is_read_and_checked_by_key)
+{
+	static const char *const base =
+		"role = \"shard\";\nshard = { id = 3; model = 1;\n"
+		" address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+		" wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+		" caches = ( { id = 0; bytes_per_token = %s; capacity_tokens = 5; } ); };\n%s";
+	static const struct {
+		const char *bpt, *shared, *want; /* want NULL: loads */
+	} c[] = {
+		{"64", "", NULL},
+		{"64", "shared = { conf = \"/etc/ceph/ceph.conf\"; };\n", NULL},
+		{"64", "shared = { conf = \"/c\"; pool = \"p\"; client = \"client.kvss\"; depth = 4;"
+		       " column = 32; admit = \"l2\"; write = false; max_up = 9; };\n", NULL},
+		{"64", "shared = 1;\n", ":6: shared: want a group"},
+		{"64", "shared = { conf = \"/c\"; depth = 0; };\n", ":6: shared.depth: 0 is out of range"},
+		{"64", "shared = { conf = \"/c\"; op_timeout_ms = 10; };\n",
+		 ":6: shared.op_timeout_ms: 10 is out of range"},
+		{"64", "shared = { conf = \"/c\"; client = \"admin\"; };\n",
+		 "shared.client: 'admin': a Ceph client name starts with \"client.\""},
+		{"64", "shared = { conf = \"/c\"; pool = \"\"; };\n", "shared.pool: empty"},
+		{"64", "shared = { conf = \"/c\"; admit = \"some\"; };\n", "shared.admit: 'some' is not one of"},
+		{"64", "shared = { conf = \"/c\"; write = 2; };\n", "shared.write: must be true or false"},
+		{"64", "shared = { conf = \"/c\"; colum = 64; };\n", "colum"},
+		/* A slice is at most 64 MiB: 4096 tokens of 32 KiB is 128 MiB. */
+		{"32768", "shared = { conf = \"/c\"; column = 4096; };\n",
+		 "shared.column: 4096 tokens x shard.caches.[0].bytes_per_token (32768) is 134217728 bytes"},
+	};
+	char path[64], text[900];
+	unsigned int i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/kvss_cfg_sh_%d.cfg", (int)getpid());
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		int rc;
+
+		snprintf(text, sizeof(text), base, c[i].bpt, c[i].shared);
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fputs(text, f);
+		fclose(f);
+		rc = kvss_config_load(path, &cfg, err, sizeof(err));
+		if (c[i].want == NULL) {
+			cr_assert_eq(rc, 0, "case %u: %s", i, err);
+		} else {
+			cr_assert_eq(rc, -1, "case %u loads", i);
+			cr_assert(strstr(err, c[i].want) != NULL, "case %u: '%s' lacks '%s'", i, err,
+				  c[i].want);
+		}
+		if (i == 0)
+			cr_assert_eq(cfg.shared.conf[0], '\0', "no group: no shared level");
+		if (i == 1)
+			cr_assert(strcmp(cfg.shared.pool, "kvss") == 0 &&
+				  strcmp(cfg.shared.client, "client.admin") == 0 &&
+				  cfg.shared.op_timeout_ms == 5000 && cfg.shared.admit == KVSS_SHARED_ADMIT_ALL &&
+				  cfg.shared.write && cfg.shared.column == 64 && cfg.shared.max_up == 256,
+				  "the defaults");
+		if (i == 2)
+			cr_assert(strcmp(cfg.shared.pool, "p") == 0 && cfg.shared.depth == 4 &&
+				  cfg.shared.column == 32 && cfg.shared.admit == KVSS_SHARED_ADMIT_L2 &&
+				  !cfg.shared.write && cfg.shared.max_up == 9, "as written");
+	}
+	unlink(path);
+}

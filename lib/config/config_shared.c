@@ -6,7 +6,8 @@
  *   shared = { conf = "/etc/ceph/ceph.conf"; pool = "kvss"; client = "client.admin";
  *              op_timeout_ms = 5000; depth = 16; column = 64;
  *              deadline_ms = 20; generation_ms = 1000; lookahead = 32;
- *              max_columns = 32; staged = 4096; admit = "all"; write = true; }
+ *              max_columns = 32; staged = 4096; admit = "all"; write = true;
+ *              max_up = 256; }
  *
  * Without the group (or with conf = "") there is no shared level and
  * nothing changes. Whether the cluster is there is kvss's to find at start
@@ -50,6 +51,7 @@ kvss_cfg_load_shared(struct ctx *c, const config_setting_t *root, struct kvss_co
 	GET_INT(c, g, "lookahead", 1, 1024, 32, false, sc->lookahead);
 	GET_INT(c, g, "max_columns", 1, 256, 32, false, sc->max_columns);
 	GET_INT(c, g, "staged", 1, 1 << 20, 4096, false, sc->staged);
+	GET_INT(c, g, "max_up", 1, 8192, 256, false, sc->max_up);
 	/* Every column by default: what a replica keeps hot stays in its DRAM
 	 * and never goes down to its second tier, so "l2" would share only what
 	 * it is done with, never the prefixes another replica needs first. */

@@ -429,7 +429,7 @@ struct drv_sh_stats {
 	uint64_t lookups_skipped, lookups_busy, lookups_no_generation, lookup_errors, lookup_cost_ns;
 	uint64_t staged_cols, found_expired;
 	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation, down_gone,
-		 down_unmatched;
+		 down_unmatched, down_no_parent;
 	uint64_t records_written, records_failed, records_busy, records_bad, records_deleted;
 	uint64_t up_failed, slices_bad;
 	uint64_t bad[SHARED_BAD_COUNT];

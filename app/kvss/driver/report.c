@@ -748,6 +748,7 @@ kvss_driver_summary(void)
 			 ",\"lookups_late\":%" PRIu64 ",\"found_expired\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
 			 ",\"lookup_p99_us\":%" PRIu64 ",\"lookup_errors\":%" PRIu64
 			 ",\"down_cols\":%" PRIu64 ",\"down_slices\":%" PRIu64 ",\"down_failed\":%" PRIu64
+			 ",\"down_busy\":%" PRIu64 ",\"down_no_parent\":%" PRIu64 ",\"down_gone\":%" PRIu64
 			 ",\"records_written\":%" PRIu64 ",\"records_failed\":%" PRIu64
 			 ",\"records_bad\":%" PRIu64 ",\"records_deleted\":%" PRIu64
 			 ",\"up_batches\":%" PRIu64 ",\"up_failed\":%" PRIu64 ",\"slices_bad\":%" PRIu64
@@ -755,7 +756,8 @@ kvss_driver_summary(void)
 			 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s}",
 			 ps.shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
 			 h->staged_cols, h->lookups_late, h->found_expired, l50 / 1000, l99 / 1000, h->lookup_errors,
-			 h->down_cols, h->down_slices, h->down_failed, h->records_written,
+			 h->down_cols, h->down_slices, h->down_failed, h->down_busy, h->down_no_parent,
+			 h->down_gone, h->records_written,
 			 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
 			 h->up_failed, h->slices_bad, badj, h->gen_global, h->generations_seen,
 			 h->unavailable_times, h->unavailable ? "true" : "false");

@@ -102,6 +102,7 @@ struct sh_up {
 };
 
 #define SH_UPS 8192
+#define SH_UP_BITS 16
 
 static struct {
 	struct shared *s;
@@ -122,6 +123,8 @@ static struct {
 	struct sh_rec rec[SH_RECS];
 	struct sh_up ups[SH_UPS];
 	uint32_t ups_head, nups;
+	uint32_t npend;			  /* columns awaiting their slices */
+	uint64_t up[1u << SH_UP_BITS];	  /* keys written or found (up_has) */
 	uint64_t busy_since;
 	bool busy_given_up;
 	/* What the run counted (report.c reads them; this file writes). */
@@ -264,11 +267,14 @@ new_generation(const char *what, uint32_t from, uint32_t to)
 
 	printf("kvss: driver: the shared level's generation %s %u -> %u: older objects are not "
 	       "read any more\n", what, from, to);
+	fflush(stdout); /* an operator (and demo-shared.sh) times the reset by it */
 	S.st.generations_seen++;
 	S.epoch++;
 	prefixcache_shared_unstage(drv.pc);
 	for (i = 0; i < SH_N(S.pend); i++)
 		S.pend[i].used = false;
+	S.npend = 0;
+	memset(S.up, 0, sizeof(S.up)); /* what was up is of the old generation */
 }
 
 static void
@@ -359,6 +365,33 @@ pend_slot(uint16_t m, uint64_t iso, uint64_t key)
 	return (uint32_t)((key ^ iso * 0x9E3779B97F4A7C15ull ^ m) >> (64 - SH_PEND_BITS));
 }
 
+static void
+pend_free(struct sh_pend *p)
+{
+	p->used = false;
+	if (S.npend > 0)
+		S.npend--;
+}
+
+/* Columns this driver wrote or found (lossy: a newer key takes a slot). */
+static uint32_t
+up_slot(uint64_t iso, uint64_t key)
+{
+	return (uint32_t)((key ^ iso * 0xC2B2AE3D27D4EB4Full) >> (64 - SH_UP_BITS));
+}
+
+static void
+up_add(uint64_t iso, uint64_t key)
+{
+	S.up[up_slot(iso, key)] = key ^ iso;
+}
+
+static bool
+up_has(uint64_t iso, uint64_t key)
+{
+	return S.up[up_slot(iso, key)] == (key ^ iso) && key != 0;
+}
+
 static struct sh_pend *
 pend_find(uint16_t m, uint64_t iso, uint64_t key, bool make)
 {
@@ -389,6 +422,23 @@ send_up(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 	}
 	p = pend_find(m, c->isolation_id, c->key, false);
 	if (p == NULL) {
+		/*
+		 * A lookup uses a run of columns from what a replica holds, so a
+		 * column is worth writing only if its parent can be found: a
+		 * prompt's first, or one whose parent this driver wrote or found
+		 * (chain). And the cluster takes only so many at once: past
+		 * shared.max_up columns awaiting their slices, what comes is not
+		 * sent (a cluster slower than the columns made sheds their
+		 * tails, never their roots).
+		 */
+		if (c->start != 0 && !up_has(c->isolation_id, c->parent)) {
+			S.st.down_no_parent++;
+			return false;
+		}
+		if (S.npend >= kvss.cfg.shared.max_up) {
+			S.st.down_busy++;
+			return false;
+		}
 		p = pend_find(m, c->isolation_id, c->key, true);
 		if (p == NULL) {
 			S.st.down_busy++; /* too many awaited: this one stays local */
@@ -402,6 +452,8 @@ send_up(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 							 kvss.cfg.driver.pc.model[m].num_caches),
 				      .used = true};
 		S.st.down_cols++;
+		S.npend++;
+		up_add(c->isolation_id, c->key);
 	}
 	o->object_id = id;
 	o->gen_global = gg;
@@ -668,6 +720,7 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 	}
 	l->found[k] = 1;
 	l->first_use[k] = h.first_use_ns;
+	up_add(l->iso, l->keys[j]); /* its children may go up */
 	S.st.lookup_found_cols++;
 }
 
@@ -771,7 +824,7 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 		if (d->status != 0) {
 			S.st.down_failed++;
 			if (p != NULL)
-				p->used = false; /* no record: its slices are swept */
+				pend_free(p); /* no record: its slices are swept */
 			return false;
 		}
 		if (p == NULL) {
@@ -781,7 +834,7 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 		S.st.down_slices++;
 		if (++p->got == p->need) {
 			record_write(p);
-			p->used = false;
+			pend_free(p);
 		}
 		return false;
 	}

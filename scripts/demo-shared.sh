@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The shared level in the whole system (make demo-shared): a throwaway Ceph
+# cluster (scripts/ceph-cluster.sh), then two replicas in turn, each a
+# driver and its two shards over net_memif (scripts/demo.sh with the
+# shared level added to its configurations), each with second tiers of its
+# own, empty at its start. The first replica runs the first half of the
+# public trace (../shared/traces/mooncake_synthetic.jsonl; without it, the
+# built-in workload), the second, started empty, the second half: its hits
+# from the shared level are what the first one wrote, every byte checked
+# by its wafer emulator. Then the emergency reset under a running replica
+# (how long until it stops finding the old generation), and, with
+# KVSS_DEMO_SHARED_KILL_OSD=1, the second replica again with one OSD killed
+# with kill -9 mid-run.
+#
+# usage: scripts/demo-shared.sh [BUILD]
+#   KVSS_DEMO_SHARED_LIMIT=N  requests of the trace in all (default: all of it)
+#   KVSS_DEMO_SHARED_KILL_OSD=1  also run the second half with osd.1 killed
+#   KVSS_DEMO_SHARED_OUT=D    keep the runs' JSON lines and logs in D
+#
+# Exit status: 0 when the second replica hit the shared level with 0 verify
+# failures in every run, 1 otherwise. Everything it started is stopped.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d /tmp/kvss-demo-shared.XXXXXX)
+cluster=$tmp/ceph
+out=${KVSS_DEMO_SHARED_OUT:-$tmp}
+mkdir -p "$out"
+cleanup() {
+	jobs -p | xargs -r kill -TERM 2>/dev/null
+	wait 2>/dev/null
+	scripts/ceph-cluster.sh stop "$cluster" >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say() { echo "demo-shared: $*"; }
+field() { # field JSONFILE KEY[.KEY]
+	python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+for k in sys.argv[2].split("."):
+    d = d[k]
+print(d)' "$1" "$2" 2>/dev/null || echo "?"
+}
+
+t0=$(date +%s)
+scripts/ceph-cluster.sh start "$cluster" || exit 1
+conf=$cluster/ceph.conf
+
+# The halves of the trace (made here, in the temporary directory: the
+# trace is read from ../shared, never copied into the repository).
+MC=../shared/traces/mooncake_synthetic.jsonl
+if [ -f "$MC" ]; then
+	python3 - "$MC" "$tmp" "${KVSS_DEMO_SHARED_LIMIT:-0}" <<'EOF'
+import sys
+src, d, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lines = [l for l in open(src) if l.strip()]
+if limit > 0:
+    lines = lines[:limit]
+h = len(lines) // 2
+open(f"{d}/first.jsonl", "w").writelines(lines[:h])
+open(f"{d}/second.jsonl", "w").writelines(lines[h:])
+print(f"demo-shared: {len(lines)} requests of {src}: the first replica runs {h}, the second {len(lines) - h}")
+EOF
+	first=$tmp/first.jsonl
+	second=$tmp/second.jsonl
+else
+	say "no trace at $MC: both replicas run the built-in workload (the second finds what the first wrote)"
+	first=""
+	second=""
+fi
+
+shared_group() {
+	[ "${1:-}" = none ] && set --
+	cat <<EOF
+
+shared = {
+  conf = "$conf";
+  pool = "kvss";
+  deadline_ms = 50;
+  generation_ms = ${1:-1000};
+};
+EOF
+}
+# A replica's configurations: the demo's, the trace replaced, the shared level added.
+mkcfgs() { # mkcfgs TAG TRACE [GENERATION_MS]
+	sed -e "s#^  trace = .*#  trace = \"$2\";#" -e 's/^  limit = .*/  limit = 0;/' \
+		config/memif-driver.cfg >"$tmp/$1-driver.cfg"
+	shared_group "${3:-}" >>"$tmp/$1-driver.cfg"
+	for k in 0 1; do
+		cp "config/memif-shard$k.cfg" "$tmp/$1-shard$k.cfg"
+		shared_group >>"$tmp/$1-shard$k.cfg"
+	done
+}
+replica() { # replica TAG TRACE [GENERATION_MS|none]: its status (none: no shared level)
+	mkcfgs "$1" "$2" "${3:-}"
+	if [ "${3:-}" = none ]; then
+		sed -i '/^shared = {/,/^};/d' "$tmp/$1-driver.cfg" "$tmp/$1-shard0.cfg" "$tmp/$1-shard1.cfg"
+	fi
+	mkdir -p "$tmp/$1-l2"
+	KVSS_DEMO_DRIVER_CFG=$tmp/$1-driver.cfg KVSS_DEMO_SHARD0_CFG=$tmp/$1-shard0.cfg \
+		KVSS_DEMO_SHARD1_CFG=$tmp/$1-shard1.cfg KVSS_DEMO_L2_DIR=$tmp/$1-l2 \
+		KVSS_DEMO_JSON=$out/$1.json KVSS_DEMO_TAG="sh$1$$" \
+		scripts/demo.sh "$BUILD" >"$out/$1.log" 2>&1
+}
+report() { # report TAG LABEL
+	local j=$out/$1.json
+	say "$2: exit $(field "$j" exit_status), hit ratio $(field "$j" hit_ratio), from the shared level" \
+		"$(field "$j" hit_tokens_shared) tokens, verify failures $(field "$j" verify_failures)," \
+		"$(field "$j" seconds) s"
+	grep -o 'shared level: hit tokens.*' "$out/$1.log" | head -1 | sed 's/^/demo-shared:   /'
+}
+
+status=0
+replica one "$first"
+report one "replica 1 (first half, empty)"
+replica two "$second"
+report two "replica 2 (second half, started empty)"
+[ "$(field "$out/two.json" verify_failures)" = 0 ] || status=1
+[ "$(field "$out/one.json" verify_failures)" = 0 ] || status=1
+python3 -c "import sys; sys.exit(0 if int('$(field "$out/two.json" hit_tokens_shared)') > 0 else 1)" 2>/dev/null ||
+	{ say "FAIL: the second replica found nothing of the first's"; status=1; }
+# The same second half without the shared level, for comparison (its own
+# second tiers, empty).
+replica alone "$second" none
+report alone "replica 2 again without the shared level"
+
+# The reset under a running replica: how long until it stops finding the
+# old generation (it reads the generation every generation_ms, 200 here).
+mkcfgs reset "$first" 200
+mkdir -p "$tmp/reset-l2"
+KVSS_DEMO_DRIVER_CFG=$tmp/reset-driver.cfg KVSS_DEMO_SHARD0_CFG=$tmp/reset-shard0.cfg \
+	KVSS_DEMO_SHARD1_CFG=$tmp/reset-shard1.cfg KVSS_DEMO_L2_DIR=$tmp/reset-l2 \
+	KVSS_DEMO_JSON=$out/reset.json KVSS_DEMO_TAG="shreset$$" \
+	scripts/demo.sh "$BUILD" >"$out/reset.log" 2>&1 &
+rpid=$!
+for _ in $(seq 1 600); do
+	grep -q "every shard is up" "$out/reset.log" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 3
+t1=$(date +%s%N)
+"$BUILD/kvss-shared" --conf "$conf" reset >"$tmp/reset.txt" 2>&1
+seen=""
+for _ in $(seq 1 1000); do
+	if grep -q "generation of every organization" "$out/reset.log" 2>/dev/null; then
+		seen=$(( ($(date +%s%N) - t1) / 1000000 ))
+		break
+	fi
+	sleep 0.01
+done
+wait "$rpid"
+say "reset under a running replica: $(head -1 "$tmp/reset.txt"); the replica stopped reading the old" \
+	"generation after ${seen:-?} ms (generation_ms = 200; a lookup in flight ends within deadline_ms = 50)"
+
+if [ "${KVSS_DEMO_SHARED_KILL_OSD:-0}" = 1 ]; then
+	replica kill0 "$first" # writes under the new generation
+	replica kill "$second" &
+	kpid=$!
+	sleep 8
+	scripts/ceph-cluster.sh kill-osd "$cluster" 1
+	wait "$kpid"
+	report kill "replica 2 with osd.1 killed mid-run"
+	[ "$(field "$out/kill.json" verify_failures)" = 0 ] || status=1
+fi
+say "$(($(date +%s) - t0)) s in all; $([ "$status" -eq 0 ] && echo PASS || echo FAIL)"
+exit "$status"
