@@ -21,8 +21,9 @@
 #   6. kvss-shared reset: replica F, empty, finds nothing of the old generation;
 #   7. one OSD killed with kill -9 while replica G runs: every byte right,
 #      hits from the shared level continue;
-#   8. shared.conf naming a missing file: kvss stops at start naming the key.
-# SHARED_KVSS_REQUESTS sets the trace's length (default 48).
+#   8. shared.conf naming a missing file: kvss stops at start naming the key;
+#   9. a replica without a second tier (DRAM, then the shared level) hits it.
+# SHARED_KVSS_REQUESTS sets the trace's length (default 36).
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -66,7 +67,7 @@ shared() { "$BUILD/kvss-shared" --conf "$conf" "$@"; }
 
 # The trace: 6 system prompts of 2,048 tokens, each request one of them and
 # 128 tokens of its own (organizations alpha and beta: the same tokens).
-python3 - "$tmp" "${SHARED_KVSS_REQUESTS:-48}" <<'EOF'
+python3 - "$tmp" "${SHARED_KVSS_REQUESTS:-36}" <<'EOF'
 import json, sys
 d, n = sys.argv[1], int(sys.argv[2])
 for org in ("alpha", "beta"):
@@ -248,6 +249,17 @@ echo "shared level (kvss): G exited $rc (3: degraded, a batch lost to the OSD's 
 check "G: zero verify failures" test "$(field "$tmp/g.log" verify_failures)" = 0
 check "G: finished" test "$(field "$tmp/g.log" finished)" = True
 check "G: hits from the shared level with an OSD gone" holds "$(field "$tmp/g.log" hit_tokens_shared) > 0"
+
+# 9. A replica without a second tier (DRAM, then the shared level): it finds
+# what G0 and G wrote and brings it up, every byte right.
+mkcfg "$tmp/i.cfg" "$tmp/i" "$tmp/alpha.jsonl"
+sed -i -e '/^  l2 = { dir/d' -e 's/ l2_tokens = \[65536\];//' "$tmp/i.cfg"
+run_all "$tmp/i.cfg" "$tmp/i.log"
+rc=$?
+say "I (alpha, no second tier)" "$tmp/i.log"
+right "I" "$tmp/i.log" $rc
+check "I: no second tier" bash -c "! grep -q 'second tier /' '$tmp/i.log'"
+check "I: hits from the shared level without a disk" holds "$(field "$tmp/i.log" hit_tokens_shared) > 0"
 
 # 8. A configuration naming a missing Ceph file stops kvss at start, naming the key.
 mkcfg "$tmp/h.cfg" "$tmp/h" "$tmp/alpha.jsonl"

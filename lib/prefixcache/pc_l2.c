@@ -21,8 +21,11 @@ pc_l2_on(const struct prefixcache *pc, uint16_t mi)
 {
 	const struct pc_model *m = &pc->m[mi];
 
-	return m->p.l2_capacity_tokens > 0 && m->ngroups == 1 && m->g[0].rule == PREFIXCACHE_FULL &&
-	       pc->sink.l2_down != NULL && pc->sink.l2_up != NULL && pc->sink.l2_del != NULL;
+	/* A second tier, or the shared level's staging alone (DRAM, then the
+	 * shared level: nothing goes down, what is staged comes up). */
+	return (m->p.l2_capacity_tokens > 0 || pc->p.shared_staged > 0) && m->ngroups == 1 &&
+	       m->g[0].rule == PREFIXCACHE_FULL && pc->sink.l2_down != NULL &&
+	       pc->sink.l2_up != NULL && pc->sink.l2_del != NULL;
 }
 
 int
@@ -366,16 +369,62 @@ lru_push_tail(struct pc_group *g, struct pc_l2e *l2, uint32_t i)
 	g->l2_tail = i;
 }
 
-int
-prefixcache_l2_adopt(struct prefixcache *pc, uint16_t mi, const struct prefixcache_l2col *c,
-		     uint64_t now)
+void
+pc_l2_reset_model(struct prefixcache *pc, uint16_t mi)
+{
+	struct pc_group *g = &pc->m[mi].g[0];
+
+	if (pc->l2 == NULL || !pc_l2_on(pc, mi))
+		return;
+	/* Forgotten, nothing sent: the shards' inventories say again what they hold. */
+	while (g->l2_tail != NIL) {
+		uint32_t i = g->l2_tail;
+
+		l2_detach(pc, i);
+		l2_release(pc, i);
+	}
+}
+
+/* The oldest staged column goes (if it is still staged: not brought up, not expired). */
+static void
+staged_pop(struct prefixcache *pc)
+{
+	uint32_t j = pc->staged[pc->staged_head].i;
+
+	if (pc->l2[j].shared && pc->l2[j].length != 0 &&
+	    pc->l2[j].hash == pc->staged[pc->staged_head].hash) {
+		l2_detach(pc, j);
+		l2_release(pc, j);
+	}
+	pc->staged_head = (pc->staged_head + 1) % pc->p.shared_staged;
+	pc->staged_n--;
+}
+
+/* ... when all are taken. */
+static void
+staged_make_room(struct prefixcache *pc)
+{
+	if (pc->staged_n == pc->p.shared_staged)
+		staged_pop(pc);
+}
+
+/*
+ * A column the driver did not send down itself goes into L2's index: taken
+ * back from the shards' inventories (at the LRU's cold end, counted as
+ * stored), or staged from the shared level (in no LRU, counted nowhere).
+ * The checks are one: whole, on the grid, not known, its parent in a tier,
+ * not expired; then room.
+ */
+static int
+l2_place(struct prefixcache *pc, uint16_t mi, const struct prefixcache_l2col *c, uint64_t now,
+	 bool staged)
 {
 	struct pc_group *g;
 	struct pc_entry probe;
 	uint8_t gid = (uint8_t)(mi * MAX_GROUPS);
 	uint32_t org, k, b, n;
 
-	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi))
+	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi) || (staged && pc->staged == NULL))
 		return -EINVAL;
 	g = &pc->m[mi].g[0];
 	n = c->tokens;
@@ -395,16 +444,28 @@ prefixcache_l2_adopt(struct prefixcache *pc, uint16_t mi, const struct prefixcac
 	probe.first_used = probe.last_used = tick(c->first_use_ns);
 	if (expired_t(&probe, org_ttl(pc, org), tick(now)))
 		return -ETIME;
-	if (g->l2_stored + n > g->l2_capacity || (k = pc->l2free) == NIL)
+	if (staged) {
+		staged_make_room(pc);
+		if ((k = pc->l2free) == NIL)
+			return -ENOMEM;
+	} else if (g->l2_stored + n > g->l2_capacity || (k = pc->l2free) == NIL) {
 		return -ENOSPC;
+	}
 	pc->l2free = pc->l2[k].hnext;
 	pc->l2[k] = (struct pc_l2e){.hash = c->key, .parent = c->parent, .org = org,
 				    .start = c->start, .length = c->start + n,
 				    .first_used = probe.first_used, .last_used = probe.last_used,
-				    .gid = gid};
+				    .gid = gid, .shared = staged};
 	b = l2_bucket(pc, gid, org, c->key);
 	pc->l2[k].hnext = pc->l2bucket[b];
 	pc->l2bucket[b] = k;
+	if (staged) {
+		pc->staged[(pc->staged_head + pc->staged_n) % pc->p.shared_staged].i = k;
+		pc->staged[(pc->staged_head + pc->staged_n) % pc->p.shared_staged].hash = c->key;
+		pc->staged_n++;
+		pc->st.shared_staged_tokens += n;
+		return 0;
+	}
 	lru_push_tail(g, pc->l2, k);
 	g->l2_stored += n;
 	pc->st.l2_stored_tokens += n;
@@ -412,75 +473,18 @@ prefixcache_l2_adopt(struct prefixcache *pc, uint16_t mi, const struct prefixcac
 	return 0;
 }
 
-void
-pc_l2_reset_model(struct prefixcache *pc, uint16_t mi)
+int
+prefixcache_l2_adopt(struct prefixcache *pc, uint16_t mi, const struct prefixcache_l2col *c,
+		     uint64_t now)
 {
-	struct pc_group *g = &pc->m[mi].g[0];
-
-	if (pc->l2 == NULL || !pc_l2_on(pc, mi))
-		return;
-	/* Forgotten, nothing sent: the shards' inventories say again what they hold. */
-	while (g->l2_tail != NIL) {
-		uint32_t i = g->l2_tail;
-
-		l2_detach(pc, i);
-		l2_release(pc, i);
-	}
+	return l2_place(pc, mi, c, now, false);
 }
 
 int
 prefixcache_shared_stage(struct prefixcache *pc, uint16_t mi, const struct prefixcache_l2col *c,
 			 uint64_t now)
 {
-	struct pc_entry probe;
-	uint8_t gid = (uint8_t)(mi * MAX_GROUPS);
-	uint32_t org, k, b, n;
-
-	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi) || pc->staged == NULL)
-		return -EINVAL;
-	n = c->tokens;
-	if (n != pc->p.column || c->start % pc->p.column != 0)
-		return -EINVAL;
-	org = pc_org_get(pc, c->isolation_id);
-	if (org == NIL)
-		return -ENOMEM;
-	if (l2_find(pc, gid, org, c->key) != NIL)
-		return -EEXIST;
-	if (c->start == 0 ? c->parent != c->isolation_id
-			  : (k = l2_find(pc, gid, org, c->parent)) == NIL
-				    ? pc_entry_find(pc, gid, org, c->parent) == NIL
-				    : pc->l2[k].length != c->start)
-		return -ENOENT;
-	probe.first_used = probe.last_used = tick(c->first_use_ns);
-	if (expired_t(&probe, org_ttl(pc, org), tick(now)))
-		return -ETIME;
-	/* The oldest staged one makes room (if it is still staged and unused). */
-	if (pc->staged_n == pc->p.shared_staged) {
-		uint32_t j = pc->staged[pc->staged_head].i;
-
-		if (pc->l2[j].shared && pc->l2[j].length != 0 &&
-		    pc->l2[j].hash == pc->staged[pc->staged_head].hash) {
-			l2_detach(pc, j);
-			l2_release(pc, j);
-		}
-		pc->staged_head = (pc->staged_head + 1) % pc->p.shared_staged;
-		pc->staged_n--;
-	}
-	if ((k = pc->l2free) == NIL)
-		return -ENOMEM;
-	pc->l2free = pc->l2[k].hnext;
-	pc->l2[k] = (struct pc_l2e){.hash = c->key, .parent = c->parent, .org = org,
-				    .start = c->start, .length = c->start + n,
-				    .first_used = probe.first_used, .last_used = probe.last_used,
-				    .gid = gid, .shared = 1};
-	b = l2_bucket(pc, gid, org, c->key);
-	pc->l2[k].hnext = pc->l2bucket[b];
-	pc->l2bucket[b] = k;
-	pc->staged[(pc->staged_head + pc->staged_n) % pc->p.shared_staged].i = k;
-	pc->staged[(pc->staged_head + pc->staged_n) % pc->p.shared_staged].hash = c->key;
-	pc->staged_n++;
-	pc->st.shared_staged_tokens += n;
-	return 0;
+	return l2_place(pc, mi, c, now, true);
 }
 
 uint32_t
@@ -538,17 +542,8 @@ prefixcache_column_held(const struct prefixcache *pc, uint16_t mi, uint64_t isol
 void
 prefixcache_shared_unstage(struct prefixcache *pc)
 {
-	while (pc->staged_n > 0) {
-		uint32_t j = pc->staged[pc->staged_head].i;
-
-		if (pc->l2[j].shared && pc->l2[j].length != 0 &&
-		    pc->l2[j].hash == pc->staged[pc->staged_head].hash) {
-			l2_detach(pc, j);
-			l2_release(pc, j);
-		}
-		pc->staged_head = (pc->staged_head + 1) % pc->p.shared_staged;
-		pc->staged_n--;
-	}
+	while (pc->staged_n > 0)
+		staged_pop(pc);
 }
 
 bool

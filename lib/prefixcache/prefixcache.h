@@ -196,6 +196,8 @@ struct prefixcache_params {
 	/**
 	 * Columns the driver found in the shared level (section 10) and staged
 	 * for its lookups (prefixcache_shared_stage), at most; 0: no shared level.
+	 * Nonzero, a model without a second tier gets the second tier's index
+	 * for them (nothing goes down: its capacity is 0).
 	 */
 	uint32_t shared_staged;
 };

@@ -36,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "config.h"
 #include "driver.h"
@@ -405,7 +406,14 @@ int drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why);
 /* ---- l2.c: the shards' second tiers ---- */
 
 /** Wall-clock time, ns since 1970 (first use on disk outlives a run). */
-uint64_t drv_wall_ns(void);
+static inline uint64_t
+drv_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 /** Does model @p m have a second tier (l2_tokens)? */
 bool drv_l2_model(uint16_t m);
 /** Has every shard of @p m listed its inventory (true without a second tier)? */
@@ -427,6 +435,7 @@ struct drv_sh_stats {
 	uint64_t gen_global, unavailable;
 	uint64_t lookups, lookup_cols, lookup_found_cols, lookups_late, lookup_late_cols;
 	uint64_t lookups_skipped, lookups_busy, lookups_no_generation, lookup_errors, lookup_cost_ns;
+	uint64_t started, waits, wait_ns; /* requests started; of them held back for lookups, how long */
 	uint64_t staged_cols, found_expired;
 	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation, down_gone,
 		 down_unmatched, down_no_parent;
@@ -439,6 +448,8 @@ struct drv_sh_stats {
 /** Connect (shared = { ... }); 0 when not configured. -1: @p err names the key. */
 int drv_sh_open(char *err, size_t errlen);
 void drv_sh_close(void);
+/** First used at wall-clock @p first_wall: past organization @p iso's TTLs at @p now? */
+bool drv_expired_wall(uint64_t iso, uint64_t first_wall, uint64_t now);
 /** Does model @p m use the shared level now? */
 bool drv_sh_on(uint16_t m);
 /** Completions, the generations again when due. */
@@ -461,6 +472,8 @@ const struct drv_sh_stats *drv_sh_stats(void);
 bool drv_sh_busy(uint64_t now_ns);
 /** The lookups' cost (sent to back or abandoned), p50 and p99, ns. */
 void drv_sh_lookup_pct(uint64_t *p50, uint64_t *p99);
+/** What they held requests back at their start, over every request started: p50, p99, ns. */
+void drv_sh_wait_pct(uint64_t *p50, uint64_t *p99);
 
 /** Is ERROR UNKNOWN_PROMPT for @p key from @p sh the answer to an L2_DELETE sent after a failure? */
 bool drv_l2_expected_unknown(const struct drv_shard *sh, uint64_t key);

@@ -27,15 +27,6 @@
 #include "driver_priv.h"
 #include "kvss.h"
 
-uint64_t
-drv_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 bool
 drv_l2_model(uint16_t m)
 {
@@ -77,26 +68,6 @@ drv_l2_forget_inventory(struct drv_shard *sh)
 	sh->inv_done = false;
 	sh->inv_n = 0;
 	sh->inv_total = 0;
-}
-
-/* Wall-clock first use past the organization's TTLs (last use unknown: taken as the first). */
-static bool
-expired_on_disk(uint64_t iso, uint64_t first_wall, uint64_t now_wall)
-{
-	const struct prefixcache_params *pp = &kvss.cfg.driver.pc;
-	uint64_t tl = pp->ttl_last_ns, tf = pp->ttl_first_ns, age;
-	uint16_t i;
-
-	for (i = 0; i < kvss.cfg.driver.num_orgs; i++) {
-		const struct kvss_org_ttl *o = &kvss.cfg.driver.org[i];
-
-		if (proto_ref_isolation_id(o->name, strlen(o->name)) == iso) {
-			tl = o->ttl_last_ns ? o->ttl_last_ns : tl;
-			tf = o->ttl_first_ns ? o->ttl_first_ns : tf;
-		}
-	}
-	age = now_wall > first_wall ? now_wall - first_wall : 0;
-	return (tf && age >= tf) || (tl && age >= tl);
 }
 
 /* Order: organization, key, then shard and cache (a column's copies side by side). */
@@ -182,7 +153,7 @@ adopt(uint16_t m, uint64_t tsc)
 			    (r[k].shard == r[k - 1].shard && r[k].c.cache_id == r[k - 1].c.cache_id))
 				ok = false;
 		if (!ok || k - g != (size_t)ns * nc ||
-		    expired_on_disk(r[g].c.isolation_id, r[g].c.first_use_ns, now_wall))
+		    drv_expired_wall(r[g].c.isolation_id, r[g].c.first_use_ns, now_wall))
 			refuse(&r[g], k - g, m);
 		else
 			heads[a++] = &r[g];

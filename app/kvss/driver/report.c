@@ -722,31 +722,34 @@ kvss_driver_summary(void)
 	}
 	if (kvss.cfg.shared.conf[0] != '\0') {
 		const struct drv_sh_stats *h = drv_sh_stats();
-		uint64_t l50, l99;
+		uint64_t l50, l99, w50, w99;
 		size_t n = strlen(l2j);
 		unsigned int r;
 		char badj[256] = "";
 
 		drv_sh_lookup_pct(&l50, &l99);
+		drv_sh_wait_pct(&w50, &w99);
 		for (r = 1; r < SHARED_BAD_COUNT; r++)
 			snprintf(badj + strlen(badj), sizeof(badj) - strlen(badj), "%s\"%s\":%" PRIu64,
 				 r > 1 ? "," : "", shared_bad_name((enum shared_bad)r), h->bad[r]);
 		printf("kvss: summary: shared level: hit tokens %" PRIu64 " (staged %" PRIu64 " columns "
 		       "from %" PRIu64 " found in %" PRIu64 " lookups of %" PRIu64 " columns; lookup p50 %"
-		       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline); %" PRIu64
+		       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline; a request's "
+		       "start held back p50 %" PRIu64 " us, p99 %" PRIu64 " us); %" PRIu64
 		       " columns sent up, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
 		       PRIu64 " records written; %" PRIu64 " bad records and %" PRIu64 " bad slices "
 		       "dropped; generation %" PRIu64 " (%" PRIu64 " changes seen)%s\n",
 		       ps.shared_hit_tokens, h->staged_cols, h->lookup_found_cols, h->lookups,
 		       h->lookup_cols, l50 / 1000, l99 / 1000, h->lookups_late,
-		       kvss.cfg.shared.deadline_ms, h->down_cols, h->down_slices, h->down_failed,
+		       kvss.cfg.shared.deadline_ms, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
 		       h->records_written, h->records_bad, h->slices_bad, h->gen_global,
 		       h->generations_seen, h->unavailable ? "; UNAVAILABLE at the end" : "");
 		snprintf(l2j + n, sizeof(l2j) - n,
 			 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
 			 ",\"lookup_cols\":%" PRIu64 ",\"found_cols\":%" PRIu64 ",\"staged_cols\":%" PRIu64
 			 ",\"lookups_late\":%" PRIu64 ",\"found_expired\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
-			 ",\"lookup_p99_us\":%" PRIu64 ",\"lookup_errors\":%" PRIu64
+			 ",\"lookup_p99_us\":%" PRIu64 ",\"start_wait_p50_us\":%" PRIu64
+			 ",\"start_wait_p99_us\":%" PRIu64 ",\"lookup_errors\":%" PRIu64
 			 ",\"down_cols\":%" PRIu64 ",\"down_slices\":%" PRIu64 ",\"down_failed\":%" PRIu64
 			 ",\"down_busy\":%" PRIu64 ",\"down_no_parent\":%" PRIu64 ",\"down_gone\":%" PRIu64
 			 ",\"records_written\":%" PRIu64 ",\"records_failed\":%" PRIu64
@@ -755,7 +758,8 @@ kvss_driver_summary(void)
 			 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
 			 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s}",
 			 ps.shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
-			 h->staged_cols, h->lookups_late, h->found_expired, l50 / 1000, l99 / 1000, h->lookup_errors,
+			 h->staged_cols, h->lookups_late, h->found_expired, l50 / 1000, l99 / 1000,
+			 w50 / 1000, w99 / 1000, h->lookup_errors,
 			 h->down_cols, h->down_slices, h->down_failed, h->down_busy, h->down_no_parent,
 			 h->down_gone, h->records_written,
 			 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,

@@ -131,6 +131,11 @@ static struct {
 	struct drv_sh_stats st;
 	uint64_t lookup_ns[4096];
 	uint32_t nlookup_ns;
+	/* Requests held back for their lookups: which one waits, since when; the first 4,096 waits. */
+	uint32_t wait_req; /* its index + 1 (0: none) */
+	uint64_t wait_since;
+	uint64_t wait_ns[4096];
+	uint32_t nwait;
 } S;
 
 bool
@@ -163,25 +168,35 @@ by_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* p50 and p99 of @p n values at @p v (sorted here); 0 and 0 for none. */
+static void
+pct(uint64_t *v, uint32_t n, uint64_t *p50, uint64_t *p99)
+{
+	*p50 = *p99 = 0;
+	if (n == 0)
+		return;
+	qsort(v, n, sizeof(v[0]), by_u64);
+	*p50 = v[n / 2];
+	*p99 = v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+}
+
+void
+drv_sh_wait_pct(uint64_t *p50, uint64_t *p99)
+{
+	/* Every request that started counts: one that did not wait waited 0. */
+	uint64_t all[4096 * 2];
+	uint32_t n = S.nwait, zeros = (uint32_t)(S.st.started - S.st.waits);
+
+	memcpy(all, S.wait_ns, sizeof(S.wait_ns[0]) * n);
+	while (zeros-- > 0 && n < SH_N(all))
+		all[n++] = 0;
+	pct(all, n, p50, p99);
+}
+
 void
 drv_sh_lookup_pct(uint64_t *p50, uint64_t *p99)
 {
-	*p50 = *p99 = 0;
-	if (S.nlookup_ns == 0)
-		return;
-	qsort(S.lookup_ns, S.nlookup_ns, sizeof(S.lookup_ns[0]), by_u64);
-	*p50 = S.lookup_ns[S.nlookup_ns / 2];
-	*p99 = S.lookup_ns[(S.nlookup_ns * 99) / 100 < S.nlookup_ns ? (S.nlookup_ns * 99) / 100
-								     : S.nlookup_ns - 1];
-}
-
-static uint64_t
-wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	pct(S.lookup_ns, S.nlookup_ns, p50, p99);
 }
 
 /* ---- The cluster's health ------------------------------------------------------ */
@@ -332,6 +347,16 @@ names_of(uint16_t m, uint64_t iso, uint64_t key, uint32_t *gg, uint32_t *go, uin
 	return true;
 }
 
+/* A SharedColumn's object fields. */
+static void
+name_into(struct proto_l2col *o, uint16_t m, uint32_t gg, uint32_t go, uint64_t id)
+{
+	o->object_id = id;
+	o->gen_global = gg;
+	o->gen_org = go;
+	o->layout = S.layout[m];
+}
+
 /* The record a column has in the shared level (kind 2). */
 static void
 record_hdr(struct shared_hdr *h, uint16_t m, uint64_t iso, uint64_t key, uint64_t parent,
@@ -455,10 +480,7 @@ send_up(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 		S.npend++;
 		up_add(c->isolation_id, c->key);
 	}
-	o->object_id = id;
-	o->gen_global = gg;
-	o->gen_org = go;
-	o->layout = S.layout[m];
+	name_into(o, m, gg, go, id);
 	return true;
 }
 
@@ -543,7 +565,7 @@ record_write(const struct sh_pend *p)
 	}
 	record_hdr(&h, p->model, p->iso, p->key, p->parent, p->first_use_ns, p->start, p->tokens,
 		   p->gen_global, p->gen_org, p->object_id);
-	h.written_ns = wall_ns();
+	h.written_ns = drv_wall_ns();
 	shared_hdr_encode(S.rec[i].buf, &h, NULL);
 	shared_ns(ns, p->iso);
 	shared_record_name(name, p->object_id);
@@ -641,15 +663,15 @@ lookup_issue(uint32_t req, uint64_t now)
 
 /*
  * A column first used at wall-clock @p first_wall past organization
- * @p iso's TTLs (its last use, unknown here, taken as its first). Checked
- * on the wall clock: the library's starts at this run's start and cannot
- * say how old a column written before it is.
+ * @p iso's TTLs at @p now (its last use, unknown here, taken as its first):
+ * for what the shards' disks and the shared level kept from before this
+ * run, whose age the library's clock (from this run's start) cannot say.
  */
-static bool
-expired_wall(uint64_t iso, uint64_t first_wall)
+bool
+drv_expired_wall(uint64_t iso, uint64_t first_wall, uint64_t now)
 {
 	const struct prefixcache_params *pp = &kvss.cfg.driver.pc;
-	uint64_t tl = pp->ttl_last_ns, tf = pp->ttl_first_ns, now = wall_ns(), age;
+	uint64_t tl = pp->ttl_last_ns, tf = pp->ttl_first_ns, age;
 	uint16_t i;
 
 	for (i = 0; i < kvss.cfg.driver.num_orgs; i++) {
@@ -712,7 +734,7 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 		record_delete(l->iso, id); /* dropped from the shared level */
 		return;
 	}
-	if (expired_wall(l->iso, h.first_use_ns)) {
+	if (drv_expired_wall(l->iso, h.first_use_ns, drv_wall_ns())) {
 		/* Past the organization's TTL by first use: never served from the
 		 * shared level, by any replica (kvss-shared sweep deletes it). */
 		S.st.found_expired++;
@@ -754,8 +776,13 @@ drv_sh_request_ready(uint32_t req, uint64_t now)
 		}
 		if (l->state != 1 && l->state != 3)
 			continue;
-		if (!late)
+		if (!late) {
+			if (S.wait_req != req + 1) {
+				S.wait_req = req + 1; /* this request's wait starts */
+				S.wait_since = now;
+			}
 			return false; /* back soon: the request waits for it */
+		}
 		S.st.lookups_late++;
 		note_lookup(now - l->sent_ns);
 		l->state = 2; /* a miss past what came back */
@@ -787,6 +814,17 @@ drv_sh_request_ready(uint32_t req, uint64_t now)
 		}
 		l->n = 0;
 	}
+	if (S.wait_req == req + 1) {
+		/* What the lookups cost this request: its start held back. */
+		uint64_t w = now - S.wait_since;
+
+		S.st.waits++;
+		S.st.wait_ns += w;
+		if (S.nwait < SH_N(S.wait_ns))
+			S.wait_ns[S.nwait++] = w;
+		S.wait_req = 0;
+	}
+	S.st.started++;
 	return true;
 }
 
@@ -798,10 +836,7 @@ drv_sh_name(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o
 
 	if (!names_of(m, c->isolation_id, c->key, &gg, &go, &id))
 		return false;
-	o->object_id = id;
-	o->gen_global = gg;
-	o->gen_org = go;
-	o->layout = S.layout[m];
+	name_into(o, m, gg, go, id);
 	return true;
 }
 
@@ -953,10 +988,11 @@ drv_sh_open(char *err, size_t errlen)
 		uint32_t bpt[64];
 		uint16_t k, cc, nb = 0;
 
-		S.model_on[m] = pm->l2_capacity_tokens > 0;
-		if (!S.model_on[m])
-			printf("kvss: driver: model %u has no second tier: the shared level stages its "
-			       "hits in it, so model %u does not use the shared level\n", m, m);
+		/* With or without a second tier: what is found is staged in the
+		 * library's second-tier index either way (a model whose caches
+		 * are not all "full", a sliding window say, has none: the
+		 * library's lookups then ask nothing). */
+		S.model_on[m] = true;
 		for (k = 0; k < drv.nshards[m]; k++)
 			for (cc = 0; cc < pm->num_caches && nb < 64; cc++)
 				bpt[nb++] = drv.sh[drv.first_shard[m] + k].ref->bytes_per_token[cc];
