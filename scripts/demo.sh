@@ -16,8 +16,11 @@
 #   KVSS_DEMO_SHARD0_CFG=F, KVSS_DEMO_SHARD1_CFG=F  the shards' (default
 #                       config/memif-shard0.cfg, config/memif-shard1.cfg)
 #   KVSS_DEMO_REFILL_LCORE=1  give each shard its refill lcore too (lcore 2)
-#   KVSS_DEMO_L2_DIR=D  the shards' second tiers in D (default: where their
-#                       configuration says, /var/lib/kvss, kept from run to run)
+#   KVSS_DEMO_L2_DIR=D  the shards' second tiers in D (default: a directory of
+#                       this run's, empty: a demo figure never depends on what
+#                       an earlier run left)
+#   KVSS_DEMO_KEEP_L2=1 the second tiers where the configuration says
+#                       (/var/lib/kvss), kept from run to run: a warm restart
 #   KVSS_DEMO_STATS_WIDTH=N   cut each shard's final stats lines at N characters (300)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
@@ -42,6 +45,21 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 EAL=(--no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error)
+# The second tiers: empty unless asked to be kept.
+if [ -z "${KVSS_DEMO_L2_DIR:-}" ] && [ "${KVSS_DEMO_KEEP_L2:-0}" != 1 ]; then
+	KVSS_DEMO_L2_DIR=$tmp/l2
+	mkdir -p "$KVSS_DEMO_L2_DIR"
+	l2_state="empty at the start (a directory of this run's; KVSS_DEMO_KEEP_L2=1 keeps /var/lib/kvss)"
+elif [ -n "${KVSS_DEMO_L2_DIR:-}" ]; then
+	l2_state="in $KVSS_DEMO_L2_DIR (KVSS_DEMO_L2_DIR), as an earlier run left it"
+else
+	l2_state="warm: /var/lib/kvss as earlier runs left it (KVSS_DEMO_KEEP_L2=1)"
+fi
+echo "demo: second tiers $l2_state"
+# While it runs: the processes' telemetry, and a Prometheus exporter.
+echo "demo: file prefixes ${prefixes[*]}; while it runs:"
+echo "demo:   dpdk-telemetry.py -f ${prefixes[2]}    (the driver; the shards: ${prefixes[0]}, ${prefixes[1]})"
+echo "demo:   tools/kvss-exporter --prefix ${prefixes[0]} --prefix ${prefixes[1]} --prefix ${prefixes[2]}    (serves 127.0.0.1:9479/metrics)"
 # Three processes share this machine's cores: let the scheduler place them.
 LC="0@(0-$(($(nproc) - 1)))"
 
@@ -115,4 +133,53 @@ for k in 0 1; do
 	[ "$rc" -ne 0 ] && { echo "demo: shard $k exited $rc"; cat "$tmp/shard$k.log"; status=1; }
 done
 pids=()
+
+# The verdict, to be read in five seconds.
+verdict() {
+	python3 - "$tmp/driver.log" "$status" "$BUILD" "$MC" "$l2_state" "${KVSS_DEMO_LIMIT:-}" <<'EOF'
+import json, os, subprocess, sys
+log, status, build, mc, l2_state, limit = sys.argv[1:7]
+status = int(status)
+lines = [l for l in open(log, errors="replace") if l.startswith("{")]
+j = json.loads(lines[-1]) if lines else None
+print("demo: ---------------------------------------------------------------")
+if j is None:
+    print("demo: FAIL: the driver wrote no summary (exit %d); its log is above" % status)
+    sys.exit(0)
+causes = {1: "wrong bytes, a failed refill, or a process that ended badly (verify failures %d; the logs above)"
+              % j.get("verify_failures", 0),
+          2: "the configuration (its message is above)",
+          3: "degraded: protocol errors %d (lost tokens %d, refill timeouts in the summary), resyncs %d, "
+             "shard restarts %d" % (j.get("protocol_errors", 0), j.get("lost_tokens", 0),
+                                   j.get("resyncs", 0), j.get("shard_restarts", 0)),
+          4: "the run did not happen (a signal, or the shards did not come up)"}
+if status == 0:
+    print("demo: PASS: %d requests, every refilled byte right, no protocol error" % j["requests"])
+else:
+    print("demo: FAIL (exit %d): %s" % (status, causes.get(status, "see above")))
+# DRAM alone on the same input, from kvss-trace (the demo's DRAM: the
+# smaller shard's capacity, 1,000,000 tokens, column 64).
+dram = None
+cmd = [os.path.join(build, "kvss-trace"), "--capacity", "1000000", "--json"]
+if os.path.exists(mc):
+    cmd += ["--trace", mc] + (["--limit", limit] if limit else [])
+else:
+    cmd += ["--generate", "2000"]
+try:
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
+    dram = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])["hit_ratio"]
+except Exception:
+    pass
+print("demo: hit ratio %.4f with both tiers; DRAM alone on the same input %s (kvss-trace --capacity 1e6)"
+      % (j["hit_ratio"], "%.4f" % dram if dram is not None else "? (kvss-trace did not run)"))
+if j.get("hit_tokens_l1") is not None:
+    print("demo: hits by tier: %d tokens from DRAM, %d from the second tier; second tiers %s"
+          % (j["hit_tokens_l1"], j["hit_tokens_l2"], l2_state))
+print("demo: %.1f s; evicted %.3f GB/s, refilled %.3f GB/s: bound by the wafer emulator (one lcore makes "
+      "and checks every byte), not by the shards (their own rates: make bench)"
+      % (j["seconds"], j["evict_gbps"], j["refill_gbps"]))
+print("demo: refills %d, p50 %s us, p99 %s us" % (j["refills"], j.get("refill_p50_us"), j.get("refill_p99_us")))
+EOF
+}
+verdict
 exit "$status"
