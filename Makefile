@@ -516,8 +516,10 @@ endif
 deps:
 	@scripts/deps.sh
 
+# The builds (plain, sanitizers, fuzzers) on every core; the tests after, in turn.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
-	@$(MAKE) --no-print-directory check-run
+	@$(MAKE) --no-print-directory -j$(JOBS) check-run
 
 check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ) $(STRESS) \
 		check-sanitize-build

@@ -11,16 +11,21 @@ cd "$(dirname "$0")/.."
 
 failed=0
 passed=0
+times=()
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # Run one step; count its individual tests from the Criterion synthesis line
 # or a closing "N passed, M failed" line, else count the step itself.
 run() {
-	local name=$1 rc p f
+	local name=$1 rc p f t0
 	shift
 	echo "== $name"
+	t0=$SECONDS
 	"$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
+	# What each step costs, for make check's budget (25 minutes here).
+	echo "== $name: $((SECONDS - t0)) s"
+	times+=("$((SECONDS - t0)) $name")
 	p=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' "$log" | tail -n 1)
 	f=$(sed -n 's/.*Failing: \([0-9]*\) | Crashing: \([0-9]*\).*/\1+\2/p' "$log" | tail -n 1)
 	if [ -z "$p" ]; then
@@ -111,5 +116,6 @@ run fuzz_shared_obj env FUZZ_REGRESS=test/fuzz/regress_shared FUZZ_MAX_LEN=4096 
 run fuzz_shard env FUZZ_SHARD_ARGS="-seed=1 -runs=10000" scripts/fuzz-shard.sh \
 	"$BUILD/fuzz/fuzz_shard" "$BUILD/fuzz/corpus_shard" "$(( FUZZ_SECONDS < 60 ? FUZZ_SECONDS : 60 ))"
 
-echo "check: $passed passed, $failed failed"
+echo "check: the slowest steps: $(printf '%s\n' "${times[@]}" | sort -rn | head -8 | awk '{printf "%s %s s, ", $2, $1}')"
+echo "check: $passed passed, $failed failed in $SECONDS s"
 [ "$failed" -eq 0 ]
