@@ -63,15 +63,6 @@ by_id(const void *a, const void *b)
 	return x->object_id < y->object_id ? -1 : x->object_id > y->object_id;
 }
 
-static uint64_t
-wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void
 say(const struct ks_sweep_opts *o, const struct ks_obj *x, const char *why)
 {
@@ -90,7 +81,7 @@ judge_records(struct shared *s, const struct ks_list *l, struct rec *recs, uint3
 {
 	struct shared_done d[DEPTH];
 	uint32_t next = 0, done = 0, slot_of[DEPTH], freeslot[DEPTH], nfree = DEPTH, i;
-	uint64_t now = wall_ns(), ttl_ns = o->ttl_first_s * 1000000000u;
+	uint64_t now = shared_wall_ns(), ttl_ns = o->ttl_first_s * 1000000000u;
 
 	for (i = 0; i < DEPTH; i++)
 		freeslot[i] = i;

@@ -18,6 +18,7 @@
  * 104..119 reserved (zero)
  * 120 u64 header_xxh3 of bytes 0..119 (seed: SHARED_HDR_SEED)
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -325,4 +326,25 @@ shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want)
 	    got->tokens != want->tokens || got->bytes_per_token != want->bytes_per_token)
 		return SHARED_BAD_GEOMETRY;
 	return SHARED_OK;
+}
+
+int
+shared_gen_parse(const char *b, size_t n, uint32_t *gen)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (n > 0 && b[n - 1] == '\n')
+		n--;
+	if (n == 0 || n > 10 || (b[0] == '0' && n > 1))
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		if (b[i] < '0' || b[i] > '9')
+			return -EBADMSG;
+		v = v * 10 + (uint64_t)(b[i] - '0');
+	}
+	if (v > UINT32_MAX)
+		return -EBADMSG;
+	*gen = (uint32_t)v;
+	return 0;
 }

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define SHARED_OBJ_MAGIC 0x4F53564Bu /* "KVSO" */
 #define SHARED_OBJ_VERSION 1
@@ -127,5 +128,23 @@ enum shared_bad shared_obj_decode(const uint8_t *buf, size_t len, struct shared_
  * holds it only to its clock's tick. Returns SHARED_OK or IDENTITY / GEOMETRY.
  */
 enum shared_bad shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want);
+
+/**
+ * A generation object's text (SHARED_GEN_OBJECT): "N" or "N\n", N a decimal
+ * uint32 without leading zeros (but "0"). Read by every driver, the shards
+ * and kvss-shared, each with this one parser.
+ * @return 0, or -EBADMSG for anything else.
+ */
+int shared_gen_parse(const char *b, size_t n, uint32_t *gen);
+
+/** The wall clock, ns since 1970: first use and the time written in headers. */
+static inline uint64_t
+shared_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 #endif /* KVSS_SHARED_OBJ_H */

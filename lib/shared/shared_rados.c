@@ -487,28 +487,6 @@ shared_op_timeout_ms(const struct shared *s)
 
 /* ---- synchronous ---------------------------------------------------------- */
 
-/* "N" or "N\n", N a decimal uint32 without leading zeros (but "0"). */
-static int
-gen_parse(const char *b, size_t n, uint32_t *gen)
-{
-	uint64_t v = 0;
-	size_t i;
-
-	if (n > 0 && b[n - 1] == '\n')
-		n--;
-	if (n == 0 || n > 10 || (b[0] == '0' && n > 1))
-		return -EBADMSG;
-	for (i = 0; i < n; i++) {
-		if (b[i] < '0' || b[i] > '9')
-			return -EBADMSG;
-		v = v * 10 + (uint64_t)(b[i] - '0');
-	}
-	if (v > UINT32_MAX)
-		return -EBADMSG;
-	*gen = (uint32_t)v;
-	return 0;
-}
-
 /* The generation and the object's version (0 when absent). */
 static int
 gen_read_ver(struct shared *s, const char *ns, uint32_t *gen, uint64_t *ver)
@@ -536,7 +514,7 @@ gen_read_ver(struct shared *s, const char *ns, uint32_t *gen, uint64_t *ver)
 	*ver = rados_get_last_version(s->io);
 	if (n >= sizeof(b))
 		return -EBADMSG;
-	return gen_parse(b, n, gen);
+	return shared_gen_parse(b, n, gen);
 }
 
 int

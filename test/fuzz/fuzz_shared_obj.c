@@ -4,10 +4,11 @@
  * wrote them). Whatever the bytes, decoding never reads past them, and what
  * it accepts is canonical: the header it decoded encodes back to the same
  * 128 bytes and its payload checks; a name it parses is the name it would
- * make. Seeds (test/fuzz/regress_shared/): the document's golden slice, a
+ * make; a generation's text it parses is the text it would write. Seeds (test/fuzz/regress_shared/): the document's golden slice, a
  * record, and a name of each kind.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,22 @@ names(const uint8_t *data, size_t size)
 	}
 }
 
+/* A generation object's text: what parses prints back the same. */
+static void
+generation(const uint8_t *data, size_t size)
+{
+	char again[16];
+	uint32_t gen;
+	size_t n = size;
+
+	if (shared_gen_parse((const char *)data, size, &gen) != 0)
+		return;
+	if (n > 0 && data[n - 1] == '\n')
+		n--;
+	if ((size_t)snprintf(again, sizeof(again), "%u", gen) != n || memcmp(again, data, n) != 0)
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -50,6 +67,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *copy;
 
 	names(data, size);
+	generation(data, size);
 	/* An exact-size copy: ASan sees any read past the object. */
 	copy = malloc(size ? size : 1);
 	if (copy == NULL)

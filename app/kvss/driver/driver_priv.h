@@ -409,10 +409,7 @@ int drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why);
 static inline uint64_t
 drv_wall_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return shared_wall_ns();
 }
 /** Does model @p m have a second tier (l2_tokens)? */
 bool drv_l2_model(uint16_t m);

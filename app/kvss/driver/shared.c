@@ -227,20 +227,6 @@ went_wrong(uint64_t now)
 
 /* ---- Generations ----------------------------------------------------------------- */
 
-static int
-gen_parse(const char *b, uint32_t n, uint32_t *gen)
-{
-	uint64_t v = 0;
-	uint32_t i = 0;
-
-	while (i < n && b[i] >= '0' && b[i] <= '9' && i < 10)
-		v = v * 10 + (uint64_t)(b[i++] - '0');
-	if (i == 0 || v > UINT32_MAX || (i < n && !(b[i] == '\n' && i + 1 == n)))
-		return -1;
-	*gen = (uint32_t)v;
-	return 0;
-}
-
 static struct sh_org *
 org_of(uint64_t iso)
 {
@@ -305,7 +291,7 @@ gen_done(uint32_t who, int status, uint32_t len, uint64_t now)
 		o->reading = false;
 	if (status == -ENOENT) {
 		g = 0;
-	} else if (status != 0 || gen_parse(global ? S.gen_buf : o->buf, len, &g) != 0) {
+	} else if (status != 0 || shared_gen_parse(global ? S.gen_buf : o->buf, len, &g) != 0) {
 		if (status == 0)
 			S.st.gen_bad++; /* not a generation: keep the one we have */
 		else

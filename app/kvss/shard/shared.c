@@ -64,15 +64,6 @@ shard_sh_counts(uint64_t *bad, uint64_t *failed, uint64_t *missing, uint64_t *ex
 	*exists = sh.exists;
 }
 
-static uint64_t
-wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The header a slice of @p q has (written) or must have (read). */
 static void
 hdr_of(const struct l2_req *q, struct shared_hdr *h)
@@ -163,7 +154,7 @@ submit(struct l2_req *q)
 		struct shared_hdr h;
 
 		hdr_of(q, &h);
-		h.written_ns = wall_ns();
+		h.written_ns = shared_wall_ns();
 		shared_hdr_encode(q->obj, &h, q->data);
 		rc = shared_put(sh.s, ns, name, q->obj, SHARED_HDR_LEN + q->len, (uintptr_t)q);
 	} else {
