@@ -431,7 +431,7 @@ bool drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg);
 struct drv_sh_stats {
 	uint64_t gen_global, unavailable;
 	uint64_t lookups, lookup_cols, lookup_found_cols, lookups_late, lookup_late_cols;
-	uint64_t lookups_skipped, lookups_busy, lookups_no_generation, lookup_errors, lookup_cost_ns;
+	uint64_t lookups_skipped, lookups_busy, lookups_no_generation, lookup_errors;
 	uint64_t started, waits, wait_ns; /* requests started; of them held back for lookups, how long */
 	uint64_t staged_cols, found_expired;
 	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation, down_gone,

@@ -112,6 +112,7 @@ static struct {
 	char gen_buf[32];
 	struct sh_org org[SH_ORGS];
 	uint32_t norg;
+	uint16_t org_at[SH_ORGS * 2]; /* by the isolation id's hash: its org's index + 1 */
 	uint32_t layout[PREFIXCACHE_MAX_MODELS];
 	bool model_on[PREFIXCACHE_MAX_MODELS];
 	uint64_t next_gen_ns;
@@ -121,6 +122,7 @@ static struct {
 	uint32_t nlk, next_issue;
 	struct sh_pend pend[1u << SH_PEND_BITS];
 	struct sh_rec rec[SH_RECS];
+	uint32_t nrec; /* records in flight */
 	struct sh_up ups[SH_UPS];
 	uint32_t ups_head, nups;
 	uint32_t npend;			  /* columns awaiting their slices */
@@ -227,19 +229,24 @@ went_wrong(uint64_t now)
 
 /* ---- Generations ----------------------------------------------------------------- */
 
+/* An organization's generation, found by its isolation id's hash (added if new). */
 static struct sh_org *
 org_of(uint64_t iso)
 {
-	uint32_t i;
+	uint32_t i = (uint32_t)((iso * 0x9E3779B97F4A7C15ull) >> 53); /* 11 bits: SH_ORGS * 2 */
 
-	for (i = 0; i < S.norg; i++)
-		if (S.org[i].iso == iso)
-			return &S.org[i];
+	for (;; i = (i + 1) & (SH_N(S.org_at) - 1)) {
+		if (S.org_at[i] == 0)
+			break;
+		if (S.org[S.org_at[i] - 1].iso == iso)
+			return &S.org[S.org_at[i] - 1];
+	}
 	if (S.norg == SH_ORGS) {
 		S.st.orgs_full++;
 		return NULL;
 	}
 	S.org[S.norg] = (struct sh_org){.iso = iso};
+	S.org_at[i] = (uint16_t)(S.norg + 1);
 	return &S.org[S.norg++];
 }
 
@@ -555,9 +562,10 @@ record_write(const struct sh_pend *p)
 	shared_hdr_encode(S.rec[i].buf, &h, NULL);
 	shared_ns(ns, p->iso);
 	shared_record_name(name, p->object_id);
-	if (shared_put(S.s, ns, name, S.rec[i].buf, SHARED_HDR_LEN, cookie(CK_REC, i, 0)) == 0)
+	if (shared_put(S.s, ns, name, S.rec[i].buf, SHARED_HDR_LEN, cookie(CK_REC, i, 0)) == 0) {
 		S.rec[i].used = true;
-	else
+		S.nrec++;
+	} else
 		S.st.records_failed++;
 }
 
@@ -584,6 +592,7 @@ lookup_one(uint32_t req, uint16_t m, uint64_t now, bool again)
 	struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
 					 .num_tokens = q->n, .cache_length_allowed = q->allowed,
 					 .first_multimodal = q->first_mm};
+	char ns[SHARED_NS_MAX];
 	uint32_t n, known, j, gg, go;
 	uint64_t id;
 
@@ -616,13 +625,14 @@ lookup_one(uint32_t req, uint16_t m, uint64_t now, bool again)
 	l->outstanding = 0;
 	l->epoch = S.epoch;
 	l->state = 1;
+	shared_ns(ns, q->iso);
 	for (j = known; j < n; j++) {
-		char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+		char name[SHARED_NAME_MAX];
 		uint32_t k = j - known;
 
 		l->found[k] = 0;
-		names_of(m, q->iso, l->keys[j], &gg, &go, &id);
-		shared_ns(ns, q->iso);
+		/* The organization's generations were read above: the same for every column. */
+		id = shared_object_id(q->iso, l->keys[j], gg, go, S.layout[m]);
 		shared_record_name(name, id);
 		if (shared_get(S.s, ns, name, l->buf + (size_t)k * SHARED_HDR_LEN, SHARED_HDR_LEN,
 			       cookie(CK_LOOKUP, (uint32_t)(l - S.lk), k)) != 0) {
@@ -692,7 +702,6 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 		l->state = 2;
 		note_lookup(now - l->sent_ns);
 	}
-	S.st.lookup_cost_ns += now - l->sent_ns;
 	if (status == -ENOENT) {
 		went_well();
 		return;
@@ -875,16 +884,11 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 bool
 drv_sh_busy(uint64_t now)
 {
-	uint32_t i;
-	bool busy = false;
+	bool busy;
 
 	if (!S.on)
 		return false;
-	busy = S.nups > 0;
-	for (i = 0; !busy && i < SH_N(S.pend); i++)
-		busy = S.pend[i].used;
-	for (i = 0; !busy && i < SH_RECS; i++)
-		busy = S.rec[i].used;
+	busy = S.nups > 0 || S.npend > 0 || S.nrec > 0;
 	if (!busy) {
 		S.busy_since = 0;
 		return false;
@@ -924,6 +928,7 @@ drv_sh_poll(uint64_t now)
 			gen_done(a, d[i].status, d[i].len, now);
 		} else if (kind == CK_REC) {
 			S.rec[a].used = false;
+			S.nrec--;
 			if (d[i].status == 0 || d[i].status == -EEXIST) {
 				S.st.records_written++;
 				went_well();
