@@ -147,6 +147,11 @@ check "C: slices came up (SH_UP)" holds "$(field "$tmp/c.log" shared.up_batches)
 check "C: more hits than B, which could not use A's" \
 	holds "$(field "$tmp/c.log" hit_ratio) > $(field "$tmp/b.log" hit_ratio)"
 check "C: the shard read and checked slices" grep -q "final stats: tier.* shared_up=[1-9]" "$tmp/c.log"
+# Its refills with hits from the shared level are points of the level's own
+# line of the refill-time model (not the second tier's).
+check "C: refills with hits from the shared level fed its own line" \
+	holds "$(field "$tmp/c.log" fit_shared_refills) > 0"
+check "C: the summary says the shared level's line" grep -q "summary: the shared level's line" "$tmp/c.log"
 
 # 4. Every slice's payload corrupted in the cluster: refused, never refilled.
 # One process over Ceph's own Python binding (python3-rados, with

@@ -517,7 +517,8 @@ Test(config, the_shared_group_is_read_and_checked_by_key)
 		{"64", "", NULL},
 		{"64", "shared = { conf = \"/etc/ceph/ceph.conf\"; };\n", NULL},
 		{"64", "shared = { conf = \"/c\"; pool = \"p\"; client = \"client.kvss\"; depth = 4;"
-		       " column = 32; admit = \"l2\"; write = false; max_up = 9; };\n", NULL},
+		       " column = 32; admit = \"l2\"; write = false; max_up = 9; latency_us = 7000;"
+		       " gbps = 0.5; };\n", NULL},
 		{"64", "shared = 1;\n", ":6: shared: want a group"},
 		{"64", "shared = { conf = \"/c\"; depth = 0; };\n", ":6: shared.depth: 0 is out of range"},
 		{"64", "shared = { conf = \"/c\"; op_timeout_ms = 10; };\n",
@@ -528,6 +529,11 @@ Test(config, the_shared_group_is_read_and_checked_by_key)
 		{"64", "shared = { conf = \"/c\"; admit = \"some\"; };\n", "shared.admit: 'some' is not one of"},
 		{"64", "shared = { conf = \"/c\"; write = 2; };\n", "shared.write: must be true or false"},
 		{"64", "shared = { conf = \"/c\"; colum = 64; };\n", "colum"},
+		{"64", "shared = { conf = \"/c\"; gbps = 0.0; };\n", "shared.gbps: 0: must be positive"},
+		{"64", "shared = { conf = \"/c\"; gbps = -3; };\n", "shared.gbps: -3 is out of range"},
+		{"64", "shared = { conf = \"/c\"; gbps = \"fast\"; };\n", "shared.gbps"},
+		{"64", "shared = { conf = \"/c\"; latency_us = -1; };\n",
+		 "shared.latency_us: -1 is out of range"},
 		/* A slice is at most 64 MiB: 4096 tokens of 32 KiB is 128 MiB. */
 		{"32768", "shared = { conf = \"/c\"; column = 4096; };\n",
 		 "shared.column: 4096 tokens x shard.caches.[0].bytes_per_token (32768) is 134217728 bytes"},
@@ -559,12 +565,14 @@ Test(config, the_shared_group_is_read_and_checked_by_key)
 			cr_assert(strcmp(cfg.shared.pool, "kvss") == 0 &&
 				  strcmp(cfg.shared.client, "client.admin") == 0 &&
 				  cfg.shared.op_timeout_ms == 5000 && cfg.shared.admit == KVSS_SHARED_ADMIT_ALL &&
-				  cfg.shared.write && cfg.shared.column == 64 && cfg.shared.max_up == 256,
+				  cfg.shared.write && cfg.shared.column == 64 && cfg.shared.max_up == 256 &&
+				  cfg.shared.latency_us == 20000 && cfg.shared.gbps == 2,
 				  "the defaults");
 		if (i == 2)
 			cr_assert(strcmp(cfg.shared.pool, "p") == 0 && cfg.shared.depth == 4 &&
 				  cfg.shared.column == 32 && cfg.shared.admit == KVSS_SHARED_ADMIT_L2 &&
-				  !cfg.shared.write && cfg.shared.max_up == 9, "as written");
+				  !cfg.shared.write && cfg.shared.max_up == 9 && cfg.shared.latency_us == 7000 &&
+				  cfg.shared.gbps == 0.5, "as written");
 	}
 	unlink(path);
 }

@@ -90,10 +90,11 @@ h_shard_up(void *arg, uint16_t k)
 }
 
 static void
-h_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes)
+h_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes,
+		 uint64_t shared_bytes)
 {
 	(void)arg;
-	drv_learn_model(&R.learn, m, ns, bytes, l2_bytes);
+	drv_learn_model(&R.learn, m, ns, bytes, l2_bytes, shared_bytes);
 }
 
 static void

@@ -430,3 +430,108 @@ Test(l2, columns_kept_across_a_restart_are_taken_back_parents_first_and_hit)
 	cr_assert_eq(st.l2_stored_tokens, 0);
 	prefixcache_free(pc);
 }
+
+/* The shared level's staged columns, as they came up. */
+static unsigned int sh_ups, sh_upcols, sh_upcols_shared;
+
+static void
+sh_obs_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
+	  const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
+{
+	uint32_t k;
+
+	(void)arg;
+	(void)model;
+	(void)batch_no;
+	(void)nc;
+	(void)g;
+	(void)e;
+	sh_ups++;
+	sh_upcols += ncols;
+	for (k = 0; k < ncols; k++)
+		sh_upcols_shared += cols[k].shared;
+}
+
+static void
+sh_obs_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
+{
+	(void)arg;
+	(void)model;
+	(void)c;
+}
+
+/*
+ * A column staged from the shared level comes up by the shared level's own
+ * line of the refill-time model, not the second tier's: with the disks'
+ * line fast and the shared level's slow (1 ms for 128 tokens a wafer
+ * computes in 128 us), the staged columns are recomputed; with the shared
+ * line fast they are taken, counted as shared hits, and the estimate
+ * carries the shared level's latency, not the disks'.
+ */
+Test(l2, a_column_staged_from_the_shared_level_comes_up_by_its_own_line)
+{
+	struct prefixcache_sink sink = {.l2_down = sh_obs_down, .l2_up = sh_obs_up,
+					.l2_del = obs_l2del};
+	struct prefixcache_params p = {.num_models = 1, .column = 64, .shared_staged = 16};
+	const uint64_t iso = 4242;
+	struct prefixcache_request rq = {.isolation_id = iso, .num_tokens = 129,
+					 .cache_length_allowed = 129,
+					 .first_multimodal = UINT32_MAX, .sequence_id = 1};
+	struct prefixcache_stats st;
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *s;
+	struct prefixcache *pc;
+	uint64_t keys[4], lat;
+	uint32_t tok[129], n, known, k, round;
+	double bpn;
+
+	prompt(7, tok);
+	rq.tokens = tok;
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 4096};
+	p.model[0].max_batch_tokens = 16;
+	p.model[0].refill_bytes_per_token = 16;
+	p.model[0].l2_latency_ns = 1000;		/* the disks: 1 us */
+	p.model[0].shared_latency_ns = 1000000;	/* the shared level: 1 ms */
+	p.model[0].recompute_tokens_per_ns = 1e-3; /* 1 token per us */
+	for (round = 0; round < 2; round++) {
+		sh_ups = sh_upcols = sh_upcols_shared = 0;
+		pc = prefixcache_create(&p, &sink);
+		cr_assert_not_null(pc);
+		if (round == 1)
+			cr_assert_eq(prefixcache_set_shared_model(pc, 0, 10000, 0), 0); /* 10 us */
+		prefixcache_shared_model(pc, 0, &lat, &bpn);
+		cr_assert_eq(lat, round == 0 ? 1000000u : 10000u);
+		n = prefixcache_columns(pc, 0, &rq, keys, 4, &known);
+		cr_assert_eq(n, 2, "two whole columns before the last token (%u)", n);
+		cr_assert_eq(known, 0);
+		for (k = 0; k < n; k++) {
+			struct prefixcache_l2col c = {.key = keys[k], .parent = k ? keys[k - 1] : iso,
+						      .isolation_id = iso, .first_use_ns = SEC,
+						      .start = 64 * k, .tokens = 64};
+
+			cr_assert_eq(prefixcache_shared_stage(pc, 0, &c, SEC), 0);
+		}
+		s = prefixcache_begin(pc, 0, &rq, 2 * SEC, &hit);
+		cr_assert_not_null(s);
+		prefixcache_stats(pc, &st);
+		if (round == 0) {
+			cr_assert_eq(hit.hit_tokens, 0, "taken though the shared level's line is slower");
+			cr_assert_eq(st.l2_recompute_faster_tokens, 128);
+			cr_assert_eq(sh_ups, 0);
+		} else {
+			cr_assert_eq(hit.hit_tokens, 128, "hit %u", hit.hit_tokens);
+			cr_assert_eq(hit.l2_hit_tokens, 128);
+			cr_assert_eq(hit.shared_hit_tokens, 128);
+			cr_assert_eq(st.shared_hit_tokens, 128);
+			/* Each batch of the columns' tokens names the columns it holds tokens of. */
+			cr_assert_gt(sh_upcols, 0);
+			cr_assert_eq(sh_upcols_shared, sh_upcols, "every column came up as the shared level's");
+			/* The refill's line (0 here) and the shared level's, not the disks'. */
+			cr_assert_geq(hit.estimate_ns, 10000);
+			cr_assert_lt(hit.estimate_ns, 10000 + 1000);
+		}
+		prefixcache_end(pc, s, 3 * SEC);
+		prefixcache_free(pc);
+	}
+}

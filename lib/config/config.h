@@ -192,6 +192,8 @@ struct kvss_config {
 		uint32_t lookahead;	  /* driver: requests looked up ahead of their start */
 		uint32_t max_columns;	  /* driver: a lookup's columns at most */
 		uint32_t staged;	  /* driver: found columns staged for lookups at most */
+		uint32_t latency_us;	  /* driver: the shared level's line, its latency */
+		double gbps;		  /* and bandwidth (learned from there, as the others) */
 		uint32_t max_up;	  /* driver: columns awaiting their slices at most */
 		uint8_t admit;		  /* driver: enum kvss_shared_admit */
 		bool write;		  /* driver: false: reads only (a canary, a test) */

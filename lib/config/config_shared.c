@@ -7,7 +7,7 @@
  *              op_timeout_ms = 5000; depth = 16; column = 64;
  *              deadline_ms = 20; generation_ms = 1000; lookahead = 32;
  *              max_columns = 32; staged = 4096; admit = "all"; write = true;
- *              max_up = 256; }
+ *              max_up = 256; latency_us = 20000; gbps = 2; }
  *
  * Without the group (or with conf = "") there is no shared level and
  * nothing changes. Whether the cluster is there is kvss's to find at start
@@ -52,6 +52,23 @@ kvss_cfg_load_shared(struct ctx *c, const config_setting_t *root, struct kvss_co
 	GET_INT(c, g, "max_columns", 1, 256, 32, false, sc->max_columns);
 	GET_INT(c, g, "staged", 1, 1 << 20, 4096, false, sc->staged);
 	GET_INT(c, g, "max_up", 1, 8192, 256, false, sc->max_up);
+	/* The refill-time model's line for columns brought up from the shared
+	 * level, where learning starts (refill_model "learned"): a read of a
+	 * whole slice from the cluster, about 20 ms and 2 Gb/s on this kind of
+	 * machine (docs/results.md). */
+	GET_INT(c, g, "latency_us", 0, 10000000, 20000, false, sc->latency_us);
+	sc->gbps = 2;
+	if (config_setting_lookup_float(g, "gbps", &sc->gbps) == CONFIG_TRUE) {
+		cfg_member(c, g, "gbps");
+	} else {
+		long long gi;
+
+		if (cfg_get_int(c, g, "gbps", 1, 100000, 2, false, &gi) != 0)
+			return -1;
+		sc->gbps = (double)gi;
+	}
+	if (!(sc->gbps > 0) || sc->gbps > 100000)
+		return cfg_fail(c, g, "gbps", "%g: must be positive (Gb/s, at most 100000)", sc->gbps);
 	/* Every column by default: what a replica keeps hot stays in its DRAM
 	 * and never goes down to its second tier, so "l2" would share only what
 	 * it is done with, never the prefixes another replica needs first. */

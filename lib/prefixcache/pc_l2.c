@@ -282,24 +282,57 @@ pc_l2_forget(struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash)
 	l2_drop(pc, i); /* DRAM has it again (computed): one tier at most */
 }
 
+uint32_t
+pc_l2_path_shared(const struct prefixcache *pc, uint32_t n)
+{
+	uint32_t k, t = 0;
+
+	for (k = 0; k < n; k++) {
+		const struct pc_l2e *e = &pc->l2[pc->l2path[k]];
+
+		if (e->shared)
+			t += e->length - e->start;
+	}
+	return t;
+}
+
+/* One level's line: latency + tokens x bytes per token / bandwidth. */
+static uint64_t
+line_ns(const struct prefixcache_model *p, uint64_t latency_ns, double bytes_per_ns, uint32_t tokens)
+{
+	uint64_t ns = latency_ns;
+
+	if (bytes_per_ns > 0)
+		ns += (uint64_t)((double)tokens * (double)p->refill_bytes_per_token / bytes_per_ns);
+	return ns;
+}
+
 uint64_t
-pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens)
+pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared)
 {
 	const struct prefixcache_model *p = &pc->m[mi].p;
-	uint64_t ns = p->l2_latency_ns;
+	uint64_t ns = 0;
 
-	if (p->l2_bytes_per_ns > 0)
-		ns += (uint64_t)((double)tokens * (double)p->refill_bytes_per_token / p->l2_bytes_per_ns);
+	if (shared > tokens)
+		shared = tokens;
+	/* The shards read both at once, each its own level, but a request
+	 * waits for the batch whole: the two lines add (the learned ones
+	 * take what a real overlap saves). */
+	if (tokens > shared || shared == 0)
+		ns += line_ns(p, p->l2_latency_ns, p->l2_bytes_per_ns, tokens - shared);
+	if (shared > 0)
+		ns += line_ns(p, p->shared_latency_ns, p->shared_bytes_per_ns, shared);
 	return ns;
 }
 
 bool
-pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens)
+pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared)
 {
 	const struct prefixcache_model *p = &pc->m[mi].p;
 
 	if (p->recompute_tokens_per_ns <= 0 ||
-	    (double)pc_l2_estimate_ns(pc, mi, tokens) < (double)tokens / p->recompute_tokens_per_ns)
+	    (double)pc_l2_estimate_ns(pc, mi, tokens, shared) <
+		    (double)tokens / p->recompute_tokens_per_ns)
 		return true;
 	pc->st.l2_recompute_faster_tokens += tokens;
 	return false;
@@ -307,12 +340,13 @@ pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens)
 
 uint32_t
 pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
-	      const struct prefixcache_request *req, uint64_t now)
+	      const struct prefixcache_request *req, uint64_t now, uint32_t *shared_up)
 {
 	struct pc_model *m = &pc->m[s->model];
 	const struct pc_group *g = &m->g[0];
-	uint32_t k, from = s->pos, to, c, nc = 0;
+	uint32_t k, from = s->pos, to, c, nc = 0, up;
 
+	*shared_up = 0;
 	if (n == 0 || !s->g[0].caching)
 		return 0;
 	if (pc_grow((void **)&pc->upcols, &pc->upcap, sizeof(*pc->upcols), n * g->ncaches) != 0)
@@ -329,8 +363,6 @@ pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
 				.first_use_ns = (uint64_t)e->first_used * TICK_NS, .start = e->start,
 				.tokens = e->length - e->start, .cache_id = g->cache[c],
 				.shared = e->shared};
-		if (e->shared)
-			pc->st.shared_hit_tokens += e->length - e->start;
 	}
 	to = pc->l2[pc->l2path[n - 1]].length;
 	/* A batch of their own: what is pending goes first. */
@@ -342,18 +374,27 @@ pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
 	pc_flush_model(pc, s->model);
 	m->up = NULL;
 	m->nup = 0;
+	/* What DRAM holds of them now: all, unless caching stopped for want of
+	 * room (then none: the sequence computes them, its prompt went); and
+	 * of those, the ones staged from the shared level. */
+	up = s->g[0].caching && s->g[0].prompt != NIL && s->g[0].cur_end > from
+		     ? s->g[0].cur_end - from
+		     : 0;
+	*shared_up = 0;
+	for (k = 0; k < n; k++) {
+		const struct pc_l2e *e = &pc->l2[pc->l2path[k]];
+
+		if (e->shared && e->start < from + up)
+			*shared_up += (e->length < from + up ? e->length : from + up) - e->start;
+	}
 	/* Read by the batches just sent (or not wanted any more): L2 lets them go after. */
 	for (k = 0; k < n; k++) {
 		l2_tell_del(pc, &pc->l2[pc->l2path[k]], m->batches_sent);
 		l2_release(pc, pc->l2path[k]);
 	}
-	/* What DRAM holds of them now: all, unless caching stopped for want of
-	 * room (then none: the sequence computes them, its prompt went). */
-	k = s->g[0].caching && s->g[0].prompt != NIL && s->g[0].cur_end > from
-		    ? s->g[0].cur_end - from
-		    : 0;
-	pc->st.l2_hit_tokens += k;
-	return k;
+	pc->st.l2_hit_tokens += up;
+	pc->st.shared_hit_tokens += *shared_up;
+	return up;
 }
 
 /* At the LRU's cold end: taken back from a restart, it goes before what this run used. */

@@ -423,11 +423,12 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	hit->lookup_tokens = limit;
 	start_groups(pc, s, m, np, L, req->isolation_id);
 	/* Taken only when reading them beats computing them (counted when not). */
-	if (l2n > 0 && !pc_l2_worth(pc, mi, pc->l2[pc->l2path[l2n - 1]].length - L))
+	if (l2n > 0 && !pc_l2_worth(pc, mi, pc->l2[pc->l2path[l2n - 1]].length - L,
+				    pc_l2_path_shared(pc, l2n)))
 		l2n = 0;
 	if (l2n > 0) {
 		/* They come up into this sequence's prompt, and join the hit. */
-		uint32_t up = pc_l2_promote(pc, s, l2n, req, now), i;
+		uint32_t shared_up, up = pc_l2_promote(pc, s, l2n, req, now, &shared_up), i;
 
 		s->pos = s->verified = L + up;
 		if (up > 0) {
@@ -442,6 +443,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 			}
 			L += up;
 			hit->l2_hit_tokens = up;
+			hit->shared_hit_tokens = shared_up;
 			hit->hit_tokens = L;
 		}
 	}
@@ -449,7 +451,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 		goto enomem;
 	/* Bringing them up first: the L2 line's time before the refill's. */
 	if (hit->l2_hit_tokens > 0)
-		hit->estimate_ns += pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens);
+		hit->estimate_ns += pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens, hit->shared_hit_tokens);
 	if (allowed > L && pc->sink.reserve != NULL)
 		send_reserve(pc, s, mi, np);
 	pc->st.requests++;

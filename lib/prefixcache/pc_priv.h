@@ -448,13 +448,18 @@ uint32_t pc_l2_walk(struct prefixcache *pc, uint16_t mi, uint32_t org,
 void pc_l2_forget(struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash);
 /* The model's shards restart: its L2 columns forgotten, nothing sent (their inventories come). */
 void pc_l2_reset_model(struct prefixcache *pc, uint16_t mi);
-/* The L2 line's estimate for bringing @p tokens up (ns). */
-uint64_t pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens);
-/* Are @p tokens found in L2 worth taking, or is computing them faster (counted)? */
-bool pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens);
-/* Move the @n columns of pc->l2path up into @s's prompt; the tokens now in DRAM. */
+/* Of the first @p n columns of pc->l2path, the tokens staged from the shared level. */
+uint32_t pc_l2_path_shared(const struct prefixcache *pc, uint32_t n);
+/* The estimate for bringing @p tokens up (ns): the L2 line for those on the
+ * shards' disks, the shared level's for the @p shared of them staged from it. */
+uint64_t pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens,
+			   uint32_t shared);
+/* Are @p tokens found (@p shared of them staged) worth taking, or is computing them faster (counted)? */
+bool pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared);
+/* Move the @n columns of pc->l2path up into @s's prompt; the tokens now in
+ * DRAM (@p shared_up: of them, those staged from the shared level). */
 uint32_t pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
-		       const struct prefixcache_request *req, uint64_t now);
+		       const struct prefixcache_request *req, uint64_t now, uint32_t *shared_up);
 void pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, bool send);
 bool pc_subtree_pinned(struct prefixcache *pc, uint32_t root);
 

@@ -43,6 +43,28 @@ prefixcache_set_l2_model(struct prefixcache *pc, uint16_t model, uint64_t latenc
 }
 
 int
+prefixcache_set_shared_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
+			     double bytes_per_ns)
+{
+	if (model >= pc->p.num_models || !(bytes_per_ns >= 0))
+		return -EINVAL;
+	pc->m[model].p.shared_latency_ns = latency_ns;
+	pc->m[model].p.shared_bytes_per_ns = bytes_per_ns;
+	return 0;
+}
+
+int
+prefixcache_shared_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
+			 double *bytes_per_ns)
+{
+	if (model >= pc->p.num_models)
+		return -EINVAL;
+	*latency_ns = pc->m[model].p.shared_latency_ns;
+	*bytes_per_ns = pc->m[model].p.shared_bytes_per_ns;
+	return 0;
+}
+
+int
 prefixcache_l2_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
 		     double *bytes_per_ns)
 {

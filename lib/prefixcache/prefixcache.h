@@ -143,6 +143,13 @@ struct prefixcache_model {
 	uint64_t l2_latency_ns;
 	double l2_bytes_per_ns;
 	/**
+	 * The shared level's line, the same way: what bringing n tokens staged
+	 * from the shared level up adds to a refill (the shards read them from
+	 * the cluster, not their disks). A hit of both kinds adds both lines.
+	 */
+	uint64_t shared_latency_ns;
+	double shared_bytes_per_ns;
+	/**
 	 * The wafer's prefill rate, tokens per ns (0: not known): a hit in L2
 	 * whose estimate does not beat recomputing its tokens is not taken
 	 * (counted in l2_recompute_faster_tokens), as the issue's rule says.
@@ -274,6 +281,7 @@ struct prefixcache_request {
 struct prefixcache_hit {
 	uint32_t hit_tokens;	/**< tokens refilled instead of recomputed */
 	uint32_t l2_hit_tokens; /**< of them, those that came up from the second tier */
+	uint32_t shared_hit_tokens; /**< of those, the ones staged from the shared level */
 	uint32_t lookup_tokens; /**< tokens the lookup could have hit */
 	uint64_t refill_id;	/**< 0 when nothing is refilled */
 	uint64_t evict_count;	/**< what the refill waits for */
@@ -314,6 +322,11 @@ int prefixcache_set_refill_model(struct prefixcache *pc, uint16_t model, uint64_
  */
 int prefixcache_set_l2_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
 			     double bytes_per_ns);
+/** The shared level's line of @p model, set and read the same way. */
+int prefixcache_set_shared_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
+				 double bytes_per_ns);
+int prefixcache_shared_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
+			     double *bytes_per_ns);
 int prefixcache_l2_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
 			 double *bytes_per_ns);
 

@@ -71,10 +71,11 @@ hook_shard_up(void *arg, uint16_t k)
 }
 
 static void
-hook_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes)
+hook_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes,
+		    uint64_t shared_bytes)
 {
 	(void)arg;
-	drv_learn_model(&drv.learn, m, ns, bytes, l2_bytes);
+	drv_learn_model(&drv.learn, m, ns, bytes, l2_bytes, shared_bytes);
 }
 
 static void
@@ -318,6 +319,9 @@ kvss_driver_init(void)
 
 		if (pp.model[m].max_batch_tokens == 0 || pp.model[m].max_batch_tokens > g)
 			pp.model[m].max_batch_tokens = (uint16_t)(g > 65535 ? 65535 : g);
+		/* The shared level's line, where its learning starts (learn.c). */
+		pp.model[m].shared_latency_ns = (uint64_t)cfg->shared.latency_us * 1000;
+		pp.model[m].shared_bytes_per_ns = cfg->shared.gbps / 8.0;
 	}
 	drv_sink_ops(&drv.sink, &sink);
 	drv.pc = prefixcache_create(&pp, &sink);

@@ -209,6 +209,9 @@ struct drv_model_learn {
 	/* Refills with hits from the second tier: what they took past the
 	 * line above, by the bytes brought up from L2 (the L2 line). */
 	struct linfit fit2;
+	/* Those with hits staged from the shared level: what they took past
+	 * both lines above, by the bytes brought up from there (its line). */
+	struct linfit fit3;
 };
 
 /* The refill-time histogram's bounds (/swdriver/refill_latency), us: 1-2-5 from 10 us to 1 s. */
@@ -230,6 +233,7 @@ struct drv_learn {
 	/* The same times by bucket: hist[i] those in (le_us[i - 1], le_us[i]],
 	 * hist[DRV_REFILL_BUCKETS] those past every bound; and their sum. */
 	uint64_t hist[DRV_REFILL_BUCKETS + 1], hist_sum_ns;
+	uint64_t shared_updates; /* times the estimates took the shared level's fitted line */
 };
 
 void drv_learn_init(struct drv_learn *l, struct prefixcache *pc, struct kvss_drv_stats *st,
@@ -238,11 +242,15 @@ void drv_learn_free(struct drv_learn *l);
 
 /**
  * Model @p m's refills of one sequence were whole after @p ns, for @p bytes
- * charged, @p l2_bytes of them from the second tier: without, a point of
- * the model's line; with, what it took past that line a point of the L2
- * line (each taken by the library's estimates from 20 refills on).
+ * charged, @p l2_bytes of them brought up, @p shared_bytes of those staged
+ * from the shared level: with none brought up, a point of the model's
+ * line; with some from the shards' disks only, what it took past that line
+ * a point of the L2 line; with some from the shared level, what it took
+ * past both a point of the shared level's line (each taken by the
+ * library's estimates from 20 refills on).
  */
-void drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes);
+void drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes,
+		     uint64_t shared_bytes);
 
 /** A sequence's refills were all whole after @p ns; its longest estimate. */
 void drv_learn_seq(struct drv_learn *l, uint64_t ns, uint64_t est_ns, uint64_t est_bytes);

@@ -65,7 +65,8 @@ drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps)
  * line said when each came (once 20 are counted).
  */
 void
-drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes)
+drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes,
+		uint64_t shared_bytes)
 {
 	struct drv_model_learn *ml;
 	double lat_ns, ns_per_byte;
@@ -73,6 +74,28 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 	if (m >= PREFIXCACHE_MAX_MODELS)
 		return;
 	ml = &l->ml[m];
+	if (shared_bytes > 0) {
+		/* The shared level's line: the time past the model's line and,
+		 * for what came from the disks beside it, the L2 line. */
+		uint64_t lat0, lat2;
+		double bpn0, bpn2, past;
+		uint64_t disk = l2_bytes > shared_bytes ? l2_bytes - shared_bytes : 0;
+
+		if (prefixcache_refill_model(l->pc, m, &lat0, &bpn0) != 0 ||
+		    prefixcache_l2_model(l->pc, m, &lat2, &bpn2) != 0)
+			return;
+		past = (double)ns - (double)lat0 - (bpn0 > 0 ? (double)bytes / bpn0 : 0);
+		if (disk > 0)
+			past -= (double)lat2 + (bpn2 > 0 ? (double)disk / bpn2 : 0);
+		linfit_add(&ml->fit3, (double)shared_bytes, past);
+		if (!l->learned || ml->fit3.n < 20 || (ml->fit3.n - 20) % 16 != 0 ||
+		    drv_learn_line(&ml->fit3, &lat_ns, &ns_per_byte) != 0)
+			return;
+		prefixcache_set_shared_model(l->pc, m, lat_ns > 0 ? (uint64_t)lat_ns : 0,
+					     ns_per_byte > 0 ? 1 / ns_per_byte : 0);
+		l->shared_updates++;
+		return;
+	}
 	if (l2_bytes > 0) {
 		/* The second tier's line: the time past what the model's line says. */
 		uint64_t lat0;

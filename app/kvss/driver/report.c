@@ -500,7 +500,7 @@ kvss_driver_summary(void)
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
-	char l2j[2048], pickj[768], l2fitj[200] = "";
+	char l2j[3072], pickj[768], l2fitj[200] = "";
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -726,6 +726,7 @@ kvss_driver_summary(void)
 		size_t n = strlen(l2j);
 		unsigned int r;
 		char badj[256] = "";
+		double slus = 0, slgbps = 0;
 
 		drv_sh_lookup_pct(&l50, &l99);
 		drv_sh_wait_pct(&w50, &w99);
@@ -744,6 +745,24 @@ kvss_driver_summary(void)
 		       kvss.cfg.shared.deadline_ms, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
 		       h->records_written, h->records_bad, h->slices_bad, h->gen_global,
 		       h->generations_seen, h->unavailable ? "; UNAVAILABLE at the end" : "");
+		/* Its line of the refill-time model, as the second tier's above. */
+		if (drv_learn_fit(&drv.learn.ml[0].fit3, &slus, &slgbps) == 0)
+			printf("kvss: summary: the shared level's line fitted to %" PRIu64 " refills with "
+			       "hits from it (their time past the model's and the L2 lines): latency_us = "
+			       "%.0f, gbps = %.2f (configured: %u and %.2f%s)\n", drv.learn.ml[0].fit3.n,
+			       slus, slgbps, kvss.cfg.shared.latency_us, kvss.cfg.shared.gbps,
+			       drv.learn.shared_updates ? "; the estimates took it" : "");
+		else
+			printf("kvss: summary: the shared level's line: %" PRIu64 " refills with hits from "
+			       "it, too few to fit; the estimates use the configured one (%u us, %.2f Gb/s)\n",
+			       drv.learn.ml[0].fit3.n, kvss.cfg.shared.latency_us, kvss.cfg.shared.gbps);
+		n = strlen(l2j);
+		snprintf(l2j + n, sizeof(l2j) - n, ",\"fit_shared_refills\":%" PRIu64
+			 ",\"fit_shared_latency_us\":%.0f,\"fit_shared_gbps\":%.3f"
+			 ",\"shared_model_updates\":%" PRIu64, drv.learn.ml[0].fit3.n,
+			 drv.learn.ml[0].fit3.n >= 20 ? slus : 0.0, drv.learn.ml[0].fit3.n >= 20 ? slgbps : 0.0,
+			 drv.learn.shared_updates);
+		n = strlen(l2j);
 		snprintf(l2j + n, sizeof(l2j) - n,
 			 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
 			 ",\"lookup_cols\":%" PRIu64 ",\"found_cols\":%" PRIu64 ",\"staged_cols\":%" PRIu64

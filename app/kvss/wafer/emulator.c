@@ -252,7 +252,7 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 	}
 	if (--s->mwait[r->model] == 0 && !s->mfailed[r->model] && e->p.hooks->model_refilled != NULL)
 		e->p.hooks->model_refilled(e->p.arg, r->model, now - s->t0, s->mbytes[r->model],
-					   s->ml2bytes[r->model]);
+					   s->ml2bytes[r->model], s->mshbytes[r->model]);
 	if (s->wait == 1 && s->picked)
 		st->pick_wait_us += (now - s->pick_ns) / 1000; /* it ran late by this much */
 	if (--s->wait == 0 && s->state == SEQ_WAIT) {
@@ -564,6 +564,8 @@ seq_start(struct emu *e, uint64_t now)
 			}
 			s->mbytes[m] = hit.estimate_bytes;
 			s->ml2bytes[m] = (uint64_t)hit.l2_hit_tokens * e->p.pcp->model[m].refill_bytes_per_token;
+			s->mshbytes[m] =
+				(uint64_t)hit.shared_hit_tokens * e->p.pcp->model[m].refill_bytes_per_token;
 			if (hit.estimate_ns > s->estimate_ns) {
 				s->estimate_ns = hit.estimate_ns;
 				s->estimate_bytes = hit.estimate_bytes;

@@ -42,7 +42,8 @@ struct emu_hooks {
 	 * Model @p m's refills of one sequence were whole after @p ns, for
 	 * @p bytes charged, @p l2_bytes of them brought up from the second tier.
 	 */
-	void (*model_refilled)(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes);
+	void (*model_refilled)(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes,
+			       uint64_t shared_bytes);
 	/** A sequence's refills were all whole (none failed) after @p ns; its longest estimate. */
 	void (*seq_refilled)(void *arg, uint64_t ns, uint64_t est_ns, uint64_t est_bytes);
 	/**

@@ -91,6 +91,7 @@ struct emu_seq {
 	uint8_t mfailed[PREFIXCACHE_MAX_MODELS];
 	uint64_t mbytes[PREFIXCACHE_MAX_MODELS];
 	uint64_t ml2bytes[PREFIXCACHE_MAX_MODELS]; /* of them, brought up from L2 */
+	uint64_t mshbytes[PREFIXCACHE_MAX_MODELS]; /* of those, staged from the shared level */
 	/* Picked: it has a run slot (it sends tokens only then); order: when
 	 * it was begun (the first begun is picked first). */
 	bool picked, had_refill, l2hit;
