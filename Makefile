@@ -105,7 +105,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
-	test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
+	test/test_proto_ref.c test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
 	$(FILEIO_SRC) $(ARGS_SRC) \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
@@ -230,6 +230,7 @@ $(TEST_SHARED_RADOS): $(call obj,test/test_shared_rados.c) $(LIBSHARED)
 # ---- tests -----------------------------------------------------------------
 
 TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/test_wafer \
+	$(BUILD)/test/test_proto_ref \
 	$(BUILD)/test/test_proto_mbuf \
 	$(BUILD)/test/test_kvstore \
 	$(BUILD)/test/test_kvstore_model $(BUILD)/test/test_prefixcache \
@@ -254,7 +255,7 @@ $(BUILD)/test/test_proto: $(call obj,test/test_proto.c) $(TEST_COMMON) $(LIBPROT
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_proto_stream $(BUILD)/test/test_wafer: $(BUILD)/test/%: \
+$(BUILD)/test/test_proto_stream $(BUILD)/test/test_wafer $(BUILD)/test/test_proto_ref: $(BUILD)/test/%: \
 		$(BUILD)/obj/test/%.o $(LIBWAFER) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)

@@ -916,6 +916,15 @@ void proto_ref_fill(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, 
 size_t proto_ref_check(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, uint64_t off,
 		       const void *p, size_t len);
 
+/**
+ * The fill and the check run four words at a time with AVX2 where the CPU
+ * has it, else a word at a time; both make the same bytes. @p on = 0 or 1
+ * chooses (1 only where the CPU has AVX2; for tests and benchmarks), -1
+ * only asks.
+ * @return 1 if the vector path was in use before the call, else 0.
+ */
+int proto_ref_simd(int on);
+
 #ifdef __cplusplus
 }
 #endif
