@@ -359,9 +359,12 @@ on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	for (k = 0; k < ncols; k++)
 		if (cols[k].shared)
 			type = PROTO_T_SH_UP;
-	/* A batch of the library's that names no column (padding alone) goes as
-	 * an SH_UP where the shared level is: a shard without a second tier
-	 * refuses an L2_UP whole (NO_TIER), whatever it carries. */
+	/* A batch of the library's that names no column goes as an SH_UP where
+	 * the shared level is: a shard without a second tier refuses an L2_UP
+	 * whole (NO_TIER), whatever it carries. Such a batch comes when DRAM
+	 * had no room while columns came up (pc_l2_promote): caching stopped,
+	 * the rest of the batch's entries are padding (prompt 0), and the
+	 * batch still goes, numbered, since the shards count batches in turn. */
 	if (ncols == 0 && s->sh_name != NULL)
 		type = PROTO_T_SH_UP;
 	for (i = 0; i < s->nshards[model]; i++) {
