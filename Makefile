@@ -108,7 +108,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_proto_ref.c test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
 	$(FILEIO_SRC) $(ARGS_SRC) \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
-	bench/bench_kvstore.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
+	bench/bench_kvstore.c bench/bench_wafer.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/shard_scenario_l2.c \
 	test/shard_scenario_report.c test/replay_check.c \
@@ -369,7 +369,8 @@ $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 
 # ---- benchmarks --------------------------------------------------------------
 
-BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD)/bench/bench_shard
+BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD)/bench/bench_shard \
+	$(BUILD)/bench/bench_wafer
 
 # The shared level against fio's rados engine (scripts/bench-shared.sh starts
 # the cluster).
@@ -384,6 +385,10 @@ $(BUILD)/bench/bench_kvdisk: $(call obj,bench/bench_kvdisk.c $(KVDISK_SRC))
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
 $(BUILD)/bench/bench_kvstore: $(BUILD)/obj/bench/bench_kvstore.o $(LIBKVSTORE) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DEP_LIBS)
+
+$(BUILD)/bench/bench_wafer: $(BUILD)/obj/bench/bench_wafer.o $(LIBWAFER) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
