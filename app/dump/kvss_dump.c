@@ -34,6 +34,18 @@ field_u64(struct out *o, const char *k, uint64_t v)
 	o->first = false;
 }
 
+/* An epoch: a number in JSON, 0x%08x in text, as the header's epoch and the
+ * logs print it. */
+static void
+field_epoch(struct out *o, const char *k, uint32_t v)
+{
+	if (o->json)
+		fprintf(o->f, "%s\"%s\": %" PRIu32, o->first ? "" : ", ", k, v);
+	else
+		fprintf(o->f, "%s%s=0x%08" PRIx32, o->first ? "" : " ", k, v);
+	o->first = false;
+}
+
 static void
 field_str(struct out *o, const char *k, const char *v)
 {
@@ -301,7 +313,7 @@ print_body(struct out *o, const struct proto_msg *m)
 		field_w64(o, "uptime_ns", m->u.status.uptime_ns);
 		/* "flags" is the common header's; the body's are status_flags. */
 		field_u64(o, "status_flags", m->u.status.flags);
-		field_u64(o, "driver_epoch", m->u.status.driver_epoch);
+		field_epoch(o, "driver_epoch", m->u.status.driver_epoch);
 		list_open(o, "caches");
 		for (i = 0; i < n && rec_open(o, i, n); i++) {
 			struct proto_cache_info c;
@@ -382,7 +394,7 @@ print_body(struct out *o, const struct proto_msg *m)
 		field_u64(o, "stream_offset", m->u.data.stream_offset);
 		field_u64(o, "stream_len", m->u.data.stream_len);
 		if (m->hdr.version >= 2)
-			field_u64(o, "driver_epoch", m->u.data.driver_epoch);
+			field_epoch(o, "driver_epoch", m->u.data.driver_epoch);
 		field_u64(o, "payload_len", m->data_len);
 		break;
 	case PROTO_T_REFILL_DATA:
