@@ -76,7 +76,8 @@ usage(FILE *f, const char *prog)
 		"usage: %s [EAL options] -- --config FILE [options]\n"
 		"  --config FILE        libconfig file (examples in config/)\n"
 		"  --role R             shard, driver or all (overrides the file)\n"
-		"  --poll busy|idle     busy polling (default) or pause/sleep when idle\n"
+		"  --poll MODE          busy (default: spin), idle (pause, then nap when idle)\n"
+		"                       or interrupt (sleep until an RX interrupt or 1 ms)\n"
 		"  --exit-when-idle MS  stop after MS without a received frame (replays)\n"
 		"  --trace FILE         driver: replay this trace (wafer.trace; \"\": the built-in\n"
 		"                       workload)\n"
@@ -101,7 +102,7 @@ usage(FILE *f, const char *prog)
 		"  --help               this text\n"
 		"  --version            the release and the wire protocol version\n"
 		"EAL examples: --no-pci --no-huge -m 512 --file-prefix NAME\n"
-		"  --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap\n"
+		"  --vdev net_pcap0,rx_pcap=in.pcap,tx_pcap=/tmp/out.pcap\n"
 		"  --vdev net_memif0,role=server,socket=/tmp/kvss.sock\n",
 		prog);
 }
