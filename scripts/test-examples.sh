@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The documents' kvss command lines (docs/kvss.md, the comments heading
-# config/*.cfg) run as written on a two-core machine: scripts/examples.py
-# checks each one's lcores against its configuration and the files it reads,
-# then each is run here with only its file prefix, its memif sockets, the
-# captures it writes and its second tier's files moved to this test's own
-# names. None may say that
-# an lcore its configuration names is missing, and each ends with status 0;
-# the telemetry query docs/kvss.md shows answers while the example runs.
+# The documents' command lines are true (scripts/examples.py says how):
+# - what every example of README.md and docs/*.md prints is what it prints:
+#   each command whose output a document shows (`#   ...` lines) runs and
+#   each line must match, every figure exactly but a timing-dependent one
+#   the document writes as a range ([LO..HI]; never for kvss-trace,
+#   kvss-dump or kvss-plan); the tables and sentences of docs/kvss-trace.md
+#   built on them agree with them (the public trace's where it is here);
+#   the exporter's labels named are docs/metrics.md's; the choices of an
+#   option are those `kvss --help` gives;
+# - no documented command writes into the checkout (only /tmp or a
+#   directory the reader made);
+# - the kvss command lines (docs/kvss.md, the comments heading config/*.cfg)
+#   run as written on a two-core machine: scripts/examples.py checks each
+#   one's lcores against its configuration and the files it reads, then
+#   each is run here with only its file prefix, its memif sockets, the
+#   captures it writes and its second tier's files moved to this test's own
+#   names. None may say that an lcore its configuration names is missing,
+#   and each ends with status 0; the telemetry query docs/kvss.md shows
+#   answers while the example runs.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -29,6 +40,19 @@ trap cleanup EXIT
 while IFS=$'\t' read -r st src why; do
 	check "$src: runs here ($why)" test "$st" != FAIL
 done < <(python3 scripts/examples.py lint --cpus 2)
+while IFS=$'\t' read -r st src why; do
+	check "$src: $why" test "$st" = OK
+done < <(python3 scripts/examples.py writes)
+t0=$SECONDS
+while IFS=$'\t' read -r st name why; do
+	if [ "$st" = SKIP ]; then
+		echo "examples: skipped: $name ($why)"
+		continue
+	fi
+	check "$name" test "$st" = OK
+	[ "$st" = OK ] || echo "    $why" >&2
+done < <(python3 scripts/examples.py run --build "$BUILD" --tmp "$tmp" --suffix "$sfx")
+echo "examples: what the documents print, compared in $((SECONDS - t0)) s"
 
 # An example as this test runs it: its own prefix, sockets and output files.
 own() {
