@@ -3,8 +3,10 @@
 # What the product says to its user names no work tracking ("issue 27",
 # "issue 29, item 1", "finding 3"): every tool's --help and --version, and
 # every string literal of the C sources under app/ and lib/ (what they can
-# print), and all of tools/ (the exporter's --help is its docstring).
-# Comments in the sources may say where a change came from; output may not.
+# print), all of tools/ (the exporter's --help is its docstring), and the
+# documents, README.md and docs/*.md, but docs/results.md, whose history
+# may say where a figure came from. Comments in the sources may say where
+# a change came from; output and documents may not.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -28,6 +30,21 @@ if /usr/bin/python3 -c "import prometheus_client" 2>/dev/null; then
 fi
 check "tools/ names no work tracking" sh -c "! grep -rqE '$WORDS' tools/"
 grep -rnE "$WORDS" tools/ | sed 's/^/  /'
+docs=(README.md)
+for f in docs/*.md; do
+	[ "$f" = docs/results.md ] || docs+=("$f")
+done
+# Words split over two lines ("issue\n27") count too.
+python3 - "$WORDS" "${docs[@]}" >"$tmp/docs" <<'PY'
+import re, sys
+words = re.compile(sys.argv[1].replace(" ", r"\s+"))
+for f in sys.argv[2:]:
+    text = open(f).read()
+    for m in words.finditer(text):
+        print(f"{f}:{text.count(chr(10), 0, m.start()) + 1}: {' '.join(m.group(0).split())}")
+PY
+check "README.md and docs/*.md but results.md name no work tracking (${#docs[@]} documents)" test ! -s "$tmp/docs"
+sed 's/^/  /' "$tmp/docs"
 
 # String literals of app/ and lib/ (comments removed; a literal split over
 # lines is read piece by piece, so a number on the next line is missed).
