@@ -257,6 +257,19 @@ static struct bad bads[] = {
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
 	 "wafer = { spec_tokens = 65; };\n",
 	 ":6: wafer.spec_tokens: 65 is out of range 0..64"},
+	/* The built-in workload's library of documents (make demo's). */
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
+	 "wafer = { documents = -1; };\n",
+	 ":6: wafer.documents: -1 is out of range 0..1000000"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
+	 "wafer = { documents = \"many\"; };\n",
+	 ":6: wafer.documents"},
 	{"role = \"shard\";\npoll_mode = \"nap\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
 	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 10; } ); };\n",

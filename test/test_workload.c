@@ -207,3 +207,53 @@ ParameterizedTest(struct bad_line *b, workload, a_value_it_cannot_use_is_refused
 	cr_assert(strstr(err, b->want) != NULL, "'%s': %s", b->line, err);
 	cr_assert_eq(w.n, 0);
 }
+
+/*
+ * make demo's built-in workload: a library of documents read again and
+ * again, far apart. The same arguments give the same requests; about 60% of
+ * them are documents, each the library's own tokens every time; most
+ * documents come back; and a library of 0 is the plain built-in workload.
+ */
+Test(workload, the_library_of_documents_recurs_and_replays_the_same)
+{
+	struct workload a = {0}, b = {0}, plain = {0}, zero = {0};
+	size_t i, docs = 0, again = 0;
+	uint32_t *seen;
+
+	cr_assert_eq(workload_generate_docs(2000, 300, &a), 0);
+	cr_assert_eq(workload_generate_docs(2000, 300, &b), 0);
+	seen = calloc(300, sizeof(*seen));
+	cr_assert_not_null(seen);
+	for (i = 0; i < a.n; i++) {
+		cr_assert_eq(a.r[i].n, b.r[i].n, "request %zu", i);
+		cr_assert_eq(memcmp(a.r[i].tokens, b.r[i].tokens, sizeof(uint32_t) * a.r[i].n), 0);
+		if ((a.r[i].tokens[0] & 0x80000000u) != 0) {
+			/* A document: token j of document d is d * 20011 + j. */
+			uint32_t d = (a.r[i].tokens[0] & 0x7fffffffu) / 20011;
+
+			cr_assert_lt(d, 300);
+			cr_assert_geq(a.r[i].n, 5000);
+			cr_assert_lt(a.r[i].n, 20000);
+			if (seen[d] != 0) {
+				cr_assert_eq(seen[d], a.r[i].n, "document %u changed length", d);
+				again++;
+			}
+			seen[d] = a.r[i].n;
+			docs++;
+		}
+	}
+	cr_assert(docs > 1000 && docs < 1400, "%zu of 2000 requests are documents", docs);
+	cr_assert_gt(again, docs / 2, "%zu of %zu reads were of a document read before", again, docs);
+	/* No library: the plain built-in workload, request for request. */
+	cr_assert_eq(workload_generate(500, &plain), 0);
+	cr_assert_eq(workload_generate_docs(500, 0, &zero), 0);
+	for (i = 0; i < plain.n; i++) {
+		cr_assert_eq(plain.r[i].n, zero.r[i].n);
+		cr_assert_eq(memcmp(plain.r[i].tokens, zero.r[i].tokens, sizeof(uint32_t) * plain.r[i].n), 0);
+	}
+	free(seen);
+	workload_free(&a);
+	workload_free(&b);
+	workload_free(&plain);
+	workload_free(&zero);
+}

@@ -82,6 +82,8 @@ usage(FILE *f, const char *prog)
 		"  --trace FILE         driver: replay this trace (wafer.trace; \"\": the built-in\n"
 		"                       workload)\n"
 		"  --limit N            driver: replay N requests (wafer.limit)\n"
+		"  --documents N        driver: the built-in workload reads a library of N\n"
+		"                       documents (wafer.documents; 0: one-off documents)\n"
 		"  --lose-data N        driver: withhold every Nth EVICT_DATA frame, a lost\n"
 		"                       frame on purpose (wafer.lose_data_every; for tests)\n"
 		"  --faults SPEC        driver: inject faults on its link to the shards, seeded:\n"
@@ -320,9 +322,11 @@ main(int argc, char **argv)
 		{"l2-dir", required_argument, NULL, 'D'},
 		{"lose-data", required_argument, NULL, 'L'}, {"linger", required_argument, NULL, 'G'},
 		{"faults", required_argument, NULL, 'F'},
+		{"documents", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
 		   *lose = NULL, *idle = NULL, *linger = NULL, *l2dir = NULL, *faults = NULL,
+		   *docs = NULL,
 		   *prog = argv[0];
 	char err[512];
 	int ret, c, status = 0, driver_on = 0;
@@ -406,6 +410,9 @@ main(int argc, char **argv)
 		case 'n':
 			limit = optarg;
 			break;
+		case 'd':
+			docs = optarg;
+			break;
 		case 'L':
 			lose = optarg;
 			break;
@@ -469,7 +476,8 @@ main(int argc, char **argv)
 	}
 	/* Options of the driver role mean nothing to a shard. */
 	if (kvss.cfg.role == KVSS_ROLE_SHARD) {
-		const char *what = trace ? "--trace" : limit ? "--limit" : lose ? "--lose-data"
+		const char *what = trace ? "--trace" : limit ? "--limit" : docs ? "--documents"
+				   : lose ? "--lose-data"
 				   : faults ? "--faults"
 				   : linger ? "--linger" : kvss.record_expect ? "--record-expect"
 				   : kvss.plot_refills ? "--plot-refills" : NULL;
@@ -511,6 +519,7 @@ main(int argc, char **argv)
 		} nums[] = {
 			{"--exit-when-idle", idle, 1, 86400000, &kvss.exit_idle_ms},
 			{"--limit", limit, 1, 100000000, &kvss.cfg.wafer.limit},
+			{"--documents", docs, 0, 1000000, &kvss.cfg.wafer.documents},
 			{"--linger", linger, 1, 86400000, &kvss.linger_ms},
 			{"--lose-data", lose, 0, 1000000000, &kvss.cfg.wafer.lose_data_every},
 		};

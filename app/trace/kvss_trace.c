@@ -250,6 +250,7 @@ main(int argc, char **argv)
 		{"limit", required_argument, NULL, 'n'}, {"orgs", required_argument, NULL, 'o'},
 		{"baseline", no_argument, NULL, 'B'}, {"no-minus-one", no_argument, NULL, 'M'},
 		{"generate", required_argument, NULL, 'g'}, {"replicas", required_argument, NULL, 'R'},
+		{"documents", required_argument, NULL, 'k'},
 		{"route", required_argument, NULL, 'r'}, {"probation", required_argument, NULL, 'P'},
 		{"oracle", no_argument, NULL, 'O'}, {"followup", required_argument, NULL, 'U'},
 		{"kv-bytes-per-token", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
@@ -388,6 +389,9 @@ main(int argc, char **argv)
 			break;
 		case 'I':
 			NUM("--multimodal-every", 1, 1000000, o.mm_every);
+			break;
+		case 'k':
+			NUM("--documents", 0, 1000000, o.documents);
 			break;
 		case 'S':
 			NUM("--speculate", 1, 64, o.spec_tokens);
@@ -535,13 +539,18 @@ main(int argc, char **argv)
 			: "--trace and --generate: one or the other");
 		return 2;
 	}
+	if (o.documents > 0 && o.trace != NULL) {
+		fprintf(stderr, "kvss-trace: --documents: the built-in workload's library, only with "
+				"--generate N\n");
+		return 2;
+	}
 	if (o.ncap == 0) {
 		fprintf(stderr, "kvss-trace: --capacity: missing: the shard capacities to replay, "
 				"in tokens (--capacity 1e6,inf; %s)\n", CAPACITY_FORMS);
 		return 2;
 	}
 	if (o.generate != 0) {
-		if (workload_generate(o.generate, &t) != 0) {
+		if (workload_generate_docs(o.generate, o.documents, &t) != 0) {
 			fprintf(stderr, "kvss-trace: out of memory\n");
 			return 1;
 		}

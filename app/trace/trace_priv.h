@@ -52,6 +52,7 @@ struct opts {
 	} ottl[64];
 	unsigned int nottl;
 	uint32_t mm_every; /* --multimodal-every N: the built-in workload's images */
+	uint32_t documents; /* --documents N: the built-in workload's library */
 	/* --speculate K, --spec-reject-pct P, --spec-seed S: speculative decoding. */
 	uint32_t spec_tokens, spec_reject_pct;
 	uint64_t spec_seed;

@@ -25,6 +25,8 @@ usage(FILE *f)
 		"usage: kvss-trace --trace FILE|--generate N --capacity N[,N...] [options]\n"
 		"       kvss-trace --version\n"
 		"  --generate N       the built-in workload (chats, system prompts, orgs)\n"
+		"  --documents N      with --generate: 60%% of requests read one of a library\n"
+		"                     of N documents (make demo's built-in workload: 300)\n"
 		"  --capacity N,...   shard capacity in tokens (1e6 or 1M; k, M, G); inf (or 0)\n"
 		"                     for unlimited\n"
 		"  --column C         tokens per cache column (default 64)\n"

@@ -640,12 +640,13 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 	if (cfg_get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
 		goto out;
 	{
-		long long lim, gen, inflight, step, lose, ahead, mm, spk, spr, sps;
+		long long lim, gen, docs, inflight, step, lose, ahead, mm, spk, spr, sps;
 
 		if (cfg_get_int(&c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
 		    cfg_get_int(&c, g, "lose_data_every", 0, 1000000000, 0, false, &lose) != 0 ||
 		    cfg_get_int(&c, g, "step_tokens", 1, 1 << 20, 256, false, &step) != 0 ||
 		    cfg_get_int(&c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
+		    cfg_get_int(&c, g, "documents", 0, 1000000, 0, false, &docs) != 0 ||
 		    cfg_get_int(&c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0 ||
 		    cfg_get_int(&c, g, "ahead_of_pick", 0, 4096, 0, false, &ahead) != 0 ||
 		    cfg_get_int(&c, g, "multimodal_every", 0, 1000000, 0, false, &mm) != 0 ||
@@ -660,6 +661,7 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		cfg->wafer.ahead_of_pick = (uint32_t)ahead;
 		cfg->wafer.limit = (uint32_t)lim;
 		cfg->wafer.generate = (uint32_t)gen;
+		cfg->wafer.documents = (uint32_t)docs;
 		cfg->wafer.max_inflight = (uint32_t)inflight;
 		cfg->wafer.step_tokens = (uint32_t)step;
 		cfg->wafer.lose_data_every = (uint32_t)lose;

@@ -203,6 +203,7 @@ struct kvss_config {
 		char trace[KVSS_PATH_MAX]; /* "" or missing file: the built-in workload */
 		uint32_t limit;		   /* requests; 0: all */
 		uint32_t generate;	   /* requests of the built-in workload */
+		uint32_t documents;	   /* its library of documents (0: one-off documents) */
 		uint32_t max_inflight;	   /* sequences at once */
 		uint32_t ahead_of_pick;	   /* sequences begun ahead of a free run slot */
 		uint32_t multimodal_every; /* built-in workload: an image ends every Nth prompt (0: none) */

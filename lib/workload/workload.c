@@ -391,6 +391,12 @@ grand(uint32_t n)
 int
 workload_generate(size_t n, struct workload *t)
 {
+	return workload_generate_docs(n, 0, t);
+}
+
+int
+workload_generate_docs(size_t n, uint32_t documents, struct workload *t)
+{
 	enum { ORGS = 8, CHATS = 64 };
 	static uint32_t sys[ORGS][2][3000];
 	static uint32_t syslen[ORGS][2];
@@ -419,7 +425,18 @@ workload_generate(size_t n, struct workload *t)
 		q->ts_ms = ts;
 		q->first_mm = UINT32_MAX;
 		q->out = 50 + grand(250);
-		if (kind == 0) {
+		if (documents > 0 && kind <= 5) {
+			/* A document of the library: its length and tokens are its own. */
+			uint32_t d = grand(documents);
+			uint64_t mix = (uint64_t)(d + 1) * 0x9E3779B97F4A7C15ull;
+
+			q->n = 5000 + (uint32_t)((mix >> 33) % 15000);
+			q->tokens = malloc(sizeof(uint32_t) * q->n);
+			for (j = 0; j < q->n; j++)
+				q->tokens[j] = 0x80000000u | (uint32_t)(d * 20011 + j);
+			q->iso = proto_ref_isolation_id("org", 3) + d % ORGS;
+			q->allowed = q->n;
+		} else if (documents == 0 && kind == 0) {
 			/* A one-off document. */
 			o = grand(ORGS);
 			q->n = 5000 + grand(15000);
@@ -428,7 +445,7 @@ workload_generate(size_t n, struct workload *t)
 				q->tokens[j] = 0x80000000u | (uint32_t)(i * 20011 + j);
 			q->iso = proto_ref_isolation_id("org", 3) + o;
 			q->allowed = q->n;
-		} else if (kind <= 3 || chats[c].tok == NULL) {
+		} else if ((documents > 0 ? kind == 6 : kind <= 3) || chats[c].tok == NULL) {
 			/* A new chat in slot c. */
 			o = grand(ORGS);
 			k = grand(2);

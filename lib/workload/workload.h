@@ -92,6 +92,17 @@ int workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t
 int workload_generate(size_t n, struct workload *w);
 
 /**
+ * The built-in workload with a library of @p documents documents (0: as
+ * workload_generate): 60% of requests read one of them, drawn uniformly
+ * (5k-20k tokens each, the same tokens every time, about 12,500 on
+ * average: a library of 300 is about 3.75M tokens, more than the demo's
+ * DRAM and less than its second tier), 10% start a chat, 30% continue one.
+ * Its reuse is far apart, so DRAM alone gets a fraction of what a second
+ * tier adds (make demo without the trace; docs/kvss-trace.md).
+ */
+int workload_generate_docs(size_t n, uint32_t documents, struct workload *w);
+
+/**
  * In the built-in workload, every @p every-th request (0: none) carries a
  * multimodal input of @p len tokens at the end of its prompt (an image
  * with the message): its first_mm. Returns the requests marked.
