@@ -83,6 +83,32 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	/* Both tiers: the smallest L2 of the model's shards, admitting all by default. */
 	cr_assert_eq(cfg.driver.pc.model[0].l2_capacity_tokens, 10000000);
 	cr_assert_eq(cfg.driver.pc.model[0].l2_admit, PREFIXCACHE_L2_ALL);
+	{
+		/* "short" is read as PREFIXCACHE_L2_SHORT (the same config, its choice changed). */
+		char path[64];
+		FILE *f = NULL, *in = fopen("config/memif-driver.cfg", "r");
+		char buf[16384];
+		size_t n;
+		char *d;
+
+		cr_assert_not_null(in);
+		n = fread(buf, 1, sizeof(buf) - 1, in);
+		fclose(in);
+		buf[n] = 0;
+		d = strstr(buf, "l2_admit = \"all\";");
+		cr_assert_not_null(d, "memif-driver.cfg sets no l2_admit = \"all\"");
+		snprintf(path, sizeof(path), "/tmp/kvss_cfg_admit_%d.cfg", (int)getpid());
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fwrite(buf, 1, (size_t)(d - buf), f);
+		fputs("l2_admit = \"short\";", f);
+		fputs(d + strlen("l2_admit = \"all\";"), f);
+		fclose(f);
+		n = (size_t)kvss_config_load(path, &cfg, err, sizeof(err));
+		unlink(path);
+		cr_assert_eq(n, 0, "%s", err);
+		cr_assert_eq(cfg.driver.pc.model[0].l2_admit, PREFIXCACHE_L2_SHORT);
+	}
 	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
 	cr_assert_eq(cfg.wafer.resume, KVSS_RESUME_ESTIMATE);
 	/* The rail: warn (this example says so), the production example refuses. */
@@ -366,7 +392,17 @@ static struct bad bads[] = {
 	 "shards.[1].l2_tokens: every shard of a model has a second tier, or none"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " l2_admit = \"twice\"; models = (); };\n",
-	 ":3: driver.l2_admit: 'twice' is not one of all, seen2"},
+	 ":3: driver.l2_admit: 'twice' is not one of all, seen2, short"},
+	/* A choice is its whole word: neither a longer one nor one with more after it. */
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " l2_admit = \"shortest\"; models = (); };\n",
+	 ":3: driver.l2_admit: 'shortest' is not one of all, seen2, short"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " l2_admit = \"short\\n\"; models = (); };\n",
+	 "driver.l2_admit: "},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " l2_admit = 2; models = (); };\n",
+	 "driver.l2_admit"},
 	/* Products of values that each check clean (issue 39, finding 2): a
 	 * column of 4 GiB wrapped the tier's 32-bit request size to 0. */
 	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"

@@ -313,7 +313,7 @@ main(int argc, char **argv)
 				for (a = 0; admit_names[a] != NULL && strcmp(tok, admit_names[a]) != 0; a++)
 					;
 				if (admit_names[a] == NULL) {
-					fprintf(stderr, "kvss-trace: --l2-admit: '%s' is not all or seen2\n", tok);
+					fprintf(stderr, "kvss-trace: --l2-admit: '%s' is not all, seen2 or short\n", tok);
 					return 2;
 				}
 				o.l2_admit |= 1u << a;
@@ -626,8 +626,8 @@ main(int argc, char **argv)
 			if (o.plot != NULL && o.nl2) {
 				struct tier2_params tp = {.l1_tokens = o.capacity[k], .l2_tokens = o.l2[0],
 							  .block = o.block,
-							  .admit = o.l2_admit & 1 ? TIER2_ADMIT_ALL
-										  : TIER2_ADMIT_SEEN2};
+							  /* the first rule asked */
+							  .admit = (enum tier2_admit)__builtin_ctz(o.l2_admit)};
 				struct tier2_result tr;
 
 				if (tier2_run(blocks, &tp, &tr) == 0 && tr.input)

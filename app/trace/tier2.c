@@ -13,6 +13,7 @@ struct tier2 {
 	const struct tier2_params *p;
 	uint8_t *where;	  /* per block: IN_NONE, IN_L1, IN_L2 */
 	uint32_t *uses;	  /* per block: accesses so far */
+	uint8_t *brief;	  /* per block: its latest request answered briefly (admit short) */
 	struct lru l1, l2;
 	/* Blocks held and the most each tier holds (capacity / block, as
 	 * oracle_plain_lru counts: with no L2 the two agree exactly). */
@@ -40,7 +41,8 @@ l1_free_one(struct tier2 *t, size_t sec)
 	lru_unlink(&t->l1, b);
 	t->used1--;
 	t->where[b] = IN_NONE;
-	if (t->max2 == 0 || (t->p->admit == TIER2_ADMIT_SEEN2 && t->uses[b] < 2))
+	if (t->max2 == 0 || (t->p->admit == TIER2_ADMIT_SEEN2 && t->uses[b] < 2) ||
+	    (t->p->admit == TIER2_ADMIT_SHORT && t->uses[b] < 2 && !t->brief[b]))
 		return;
 	if (t->used2 == t->max2) {
 		t->where[t->l2.tail] = IN_NONE;
@@ -119,10 +121,11 @@ tier2_run(const struct oracle_blocks *a, const struct tier2_params *p, struct ti
 	t.max2 = p->l2_tokens / p->block;
 	t.where = calloc(a->nblk + 1, 1);
 	t.uses = calloc(a->nblk + 1, sizeof(uint32_t));
+	t.brief = calloc(a->nblk + 1, 1);
 	t.wsec = calloc(t.nsec, sizeof(uint64_t));
 	t.rsec = calloc(t.nsec, sizeof(uint64_t));
 	if (lru_init(&t.l1, a->nblk) != 0 || lru_init(&t.l2, a->nblk) != 0 || t.where == NULL ||
-	    t.uses == NULL || t.wsec == NULL || t.rsec == NULL)
+	    t.uses == NULL || t.brief == NULL || t.wsec == NULL || t.rsec == NULL)
 		goto out;
 	for (i = 0; i < a->nreq; i++) {
 		const struct wl_req *q = &a->t->r[i];
@@ -165,6 +168,10 @@ tier2_run(const struct oracle_blocks *a, const struct tier2_params *p, struct ti
 			t.uses[b]++;
 			to_l1(&t, b, sec);
 		}
+		/* Known once the request has answered (the tokens a driver sees of
+		 * it: all but the last): for its blocks' next trip down. */
+		for (k = 0; k < q->nids; k++)
+			t.brief[a->blk[base + k]] = workload_evicted_answer(q->out) <= TIER2_SHORT_ANSWER;
 	}
 	r->written_peak = busiest_10s(t.wsec, t.nsec);
 	r->read_peak = busiest_10s(t.rsec, t.nsec);
@@ -175,6 +182,7 @@ out:
 	lru_fini(&t.l2);
 	free(t.where);
 	free(t.uses);
+	free(t.brief);
 	free(t.wsec);
 	free(t.rsec);
 	return rc;

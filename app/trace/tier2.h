@@ -34,7 +34,13 @@
 enum tier2_admit {
 	TIER2_ADMIT_ALL,   /**< every block */
 	TIER2_ADMIT_SEEN2, /**< a block used at least twice so far (spares writes) */
+	/**< a block used at least twice, or whose latest request's answer, as a
+	 * driver sees it (workload_evicted_answer), was at most
+	 * TIER2_SHORT_ANSWER tokens (PREFIXCACHE_L2_SHORT's rule) */
+	TIER2_ADMIT_SHORT,
 };
+
+#define TIER2_SHORT_ANSWER 63
 
 struct tier2_params {
 	uint64_t l1_tokens, l2_tokens; /**< capacities (L1 0: unlimited; L2 0: no L2) */

@@ -10,7 +10,7 @@
 #include "tier2.h"
 #include "trace_priv.h"
 
-const char *const admit_names[] = {"all", "seen2", NULL};
+const char *const admit_names[] = {"all", "seen2", "short", NULL};
 
 double
 gbps(const struct opts *o, double tokens_per_s)
@@ -61,7 +61,9 @@ usage(FILE *f)
 		"                     the trace's blocks (Mooncake format): hit ratio by tier,\n"
 		"                     L2 tokens written and read (docs/kvss-trace.md)\n"
 		"  --l2-admit R,...   what L2 takes of what L1 frees: all (default), seen2 (a\n"
-		"                     block used twice: fewer writes, fewer hits)\n"
+		"                     block used twice: fewer writes, fewer hits), short (a\n"
+		"                     block used twice or whose request answered in at most\n"
+		"                     63 tokens)\n"
 		"  --recompute-tokens-per-s R  an L2 hit counts only when reading it is faster\n"
 		"                     than computing it at R tokens/s (needs --kv-bytes-per-token)\n"
 		"  --l2-read-gbps G   L2 read bandwidth for that, GB/s (default 3)\n"
@@ -126,7 +128,7 @@ draw(const struct opts *o, const struct curves *cv)
 					       cv->belady, cv->n, true};
 	if (o->nl2) {
 		snprintf(l2name, sizeof(l2name), "with an L2 of %.3g tokens behind (model, admit %s)",
-			 (double)o->l2[0], o->l2_admit & 1 ? "all" : "seen2");
+			 (double)o->l2[0], admit_names[__builtin_ctz(o->l2_admit)]);
 		s[ns++] = (struct plot_series){l2name, cv->x, cv->l2, cv->n, true};
 	}
 	if (cv->n == 0) {

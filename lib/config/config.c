@@ -403,7 +403,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 		cfg->driver.refill_model = (uint8_t)rm;
 	}
 	{
-		static const char *const admit[] = {"all", "seen2", NULL};
+		static const char *const admit[] = {"all", "seen2", "short", NULL};
 		/* All by default: measured on the trace (docs/DESIGN.md, the second tier). */
 		int a = cfg_get_choice(c, d, "l2_admit", admit, PREFIXCACHE_L2_ALL, false);
 

@@ -199,7 +199,8 @@ pc_l2_demote(struct prefixcache *pc, uint32_t i)
 	uint16_t c;
 
 	if (!pc_l2_on(pc, mi) || n > g->l2_capacity ||
-	    (pc->m[mi].p.l2_admit == PREFIXCACHE_L2_SEEN2 && e->hits == 0))
+	    (pc->m[mi].p.l2_admit == PREFIXCACHE_L2_SEEN2 && e->hits == 0) ||
+	    (pc->m[mi].p.l2_admit == PREFIXCACHE_L2_SHORT && e->hits == 0 && !e->brief))
 		return;
 	k = l2_find(pc, e->gid, e->org, e->hash);
 	if (k != NIL)

@@ -61,6 +61,7 @@ struct pc_entry {
 	uint8_t prio : 1; /* under a request's priority hint */
 	uint8_t prot : 1; /* SLRU: protected (else on probation) */
 	uint8_t cold : 1; /* followup: its sequence's class is seldom followed up */
+	uint8_t brief : 1; /* L2 admit short: its sequence's answer was short */
 };
 #define NO_BUCKET 0xff
 

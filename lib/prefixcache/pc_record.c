@@ -153,7 +153,7 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	e->gid = gid;
 	e->bucket = NO_BUCKET;
 	e->prio = b <= s->priority;
-	e->prot = e->cold = 0;
+	e->prot = e->cold = e->brief = 0;
 	/* Index, prompt list, family. */
 	{
 		uint32_t k = ebucket_of(pc, gid, s->org, h);
@@ -595,6 +595,17 @@ prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now)
 	(void)now;
 	if (pc->pol->end != NULL)
 		pc->pol->end(pc, s);
+	/* L2 admit short: the columns this sequence stored, if it answered briefly. */
+	if (m->p.l2_admit == PREFIXCACHE_L2_SHORT && pc_l2_on(pc, s->model) &&
+	    s->ntok >= s->prompt_len && s->ntok - s->prompt_len <= PREFIXCACHE_L2_SHORT_ANSWER)
+		for (gi = 0; gi < m->ngroups; gi++) {
+			uint32_t pi = s->g[gi].prompt, i;
+
+			if (pi == NIL)
+				continue;
+			for (i = pc->pr[pi].first; i != NIL; i = pc->e[i].p_next)
+				pc->e[i].brief = 1;
+		}
 	/* The trailing tokens that fill no column go. */
 	for (gi = 0; gi < m->ngroups; gi++)
 		seq_release_group(pc, s, gi);

@@ -160,7 +160,19 @@ struct prefixcache_model {
 enum prefixcache_l2_admit {
 	PREFIXCACHE_L2_ALL,   /**< every column the policy frees */
 	PREFIXCACHE_L2_SEEN2, /**< a column hit at least once (fewer writes, fewer hits) */
+	/**
+	 * a column hit at least once, or stored by a sequence whose answer was
+	 * short (at most PREFIXCACHE_L2_SHORT_ANSWER tokens past its prompt):
+	 * on the Mooncake trace a column seen once is read back from L2 at
+	 * about 0.6 per token written when its request answered briefly and at
+	 * most 0.05 when it answered at length. Not the default: on the
+	 * built-in workload (documents re-read, long answers) it loses most of
+	 * the second tier's hits (docs/results.md)
+	 */
+	PREFIXCACHE_L2_SHORT,
 };
+
+#define PREFIXCACHE_L2_SHORT_ANSWER 63
 
 /** A column of one cache in the second tier, as the sink's L2 operations name it. */
 struct prefixcache_l2col {
