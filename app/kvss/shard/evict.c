@@ -2,8 +2,13 @@
 /*
  * The evict queue (shard.h): RESERVE and EVICT run in order; an EVICT runs
  * after the DELETEs before it that name its prompts (the barrier); an EVICT
- * with no room waits for DELETEs, then answers NO_SPACE after the space
- * timeout.
+ * with no room waits for DELETEs, then answers NO_SPACE once the space
+ * timeout has passed with no progress: no DELETE run, no batch published,
+ * no second-tier operation done. A DELETE waits for its batches, and those
+ * for the second tier's reads: a shard that is slow (a busy disk, a busy
+ * machine) makes room late, and is not stuck. Only a shard where nothing
+ * moves (a DELETE that will not come, a batch that waits for this EVICT)
+ * gives up.
  * EVICT_DATA is stored as it comes; a frame of a batch whose EVICT has not
  * run is held (at most SHARD_EARLY_MAX, for the batch timeout, or while its
  * EVICT waits in the queue); a batch not whole within the batch timeout of
@@ -238,6 +243,7 @@ void
 shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
 {
 	static __thread uint64_t counted; /* the seq of the last EVICT counted waiting for a DELETE */
+	static __thread uint64_t progress; /* what had run when the waiting EVICT last saw progress */
 	struct shard_fifo *q = &kvss_me->st->evictq;
 
 	while (q->head != q->tail) {
@@ -276,8 +282,14 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			rc = kvstore_evict(kvss_me->store, msg->u.evict.batch_no, msg->u.evict.num_caches,
 					   msg->u.evict.g, e, codes, flags);
 			if (rc == -ENOSPC || rc == -EBUSY) {
-				if (*since == 0)
+				uint64_t p = kvss_me->st->del_applied + kvss_me->st->tier_done +
+					     kvstore_batches_complete(kvss_me->store);
+
+				/* The space timeout counts from the last progress. */
+				if (*since == 0 || p != progress) {
 					*since = now;
+					progress = p;
+				}
 				st->evict_waits++;
 				return; /* waits for DELETEs (or for batches to complete) */
 			}

@@ -642,6 +642,7 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 		return;
 	kp = kvstore_params(kvss_me->store);
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
+	kvss_me->st->tier_done += n;
 	for (i = 0; i < n; i++) {
 		struct l2_req *q = qs[i];
 

@@ -155,6 +155,10 @@ struct shard_state {
 	 * latest run (its column handed to the tier thread, which writes
 	 * before it reads). */
 	uint64_t l2down_last, l2down_done;
+	/* Second-tier and shared-level operations the ingest lcore took back
+	 * from their threads: with del_applied and the batches published, the
+	 * progress the space timeout counts from (evict.c). */
+	uint64_t tier_done;
 	/* tx.c: acknowledgements. */
 	int ack_due;
 	uint64_t ack_sent; /* the last cum_seq sent */
