@@ -198,9 +198,9 @@ print("demo: hit ratio %.4f with both tiers; DRAM alone on the same input %s (kv
 if j.get("hit_tokens_l1") is not None:
     print("demo: hits by tier: %d tokens from DRAM, %d from the second tier; second tiers %s"
           % (j["hit_tokens_l1"], j["hit_tokens_l2"], l2_state))
-print("demo: %.1f s; evicted %.3f GB/s, refilled %.3f GB/s: bound by the wafer emulator (one lcore makes "
-      "and checks every byte), not by the shards (their own rates: make bench)"
-      % (j["seconds"], j["evict_gbps"], j["refill_gbps"]))
+print("demo: %.1f s; evicted %.3f GB/s, refilled %.3f GB/s: the pace of this run (the wafer emulator makes and "
+      "checks every byte on one lcore; refills wait for the second tier's reads and the shards for room), not "
+      "the shards' own rates (make bench)" % (j["seconds"], j["evict_gbps"], j["refill_gbps"]))
 print("demo: refills %d, p50 %s us, p99 %s us" % (j["refills"], j.get("refill_p50_us"), j.get("refill_p99_us")))
 EOF
 }
