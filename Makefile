@@ -447,11 +447,15 @@ $(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/sha
 # The shard with its state (test/fuzz/fuzz_shard.c): its own code, as kvss
 # runs it, under ASan and UBSan, over EAL without a port; objects of its
 # own (clang, DPDK's flags). The link wraps kvdisk_inflight: the tier thread
-# parks where it would sleep idle, so that the scheduler runs it in turn.
+# parks where it would sleep idle, so that the scheduler runs it in turn;
+# and the shared level's requests handed to its thread and back, counted.
+# lib/shared's librados client is replaced by fuzz_shard_rados.c: the same
+# API over objects in memory, a cluster that lies as the input says.
 FUZZ_SHARD := $(BUILD)/fuzz/fuzz_shard
 FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
-FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c) \
-	$(SHARD_SRC) $(KVSTORE_SRC) $(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
+FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c \
+	fuzz_shard_rados.c) $(filter-out $(SHARED_RADOS_SRC),$(SHARD_SRC)) $(KVSTORE_SRC) \
+	$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
 FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_WARN := $(WARN) -Wno-missing-prototypes
@@ -460,8 +464,8 @@ $(FUZZ_SHARD_OBJ): $(BUILD)/fuzz/obj/%.o: %.c
 	$(CLANG) $(FUZZ_FLAGS) $(FUZZ_WARN) -MMD -MP $(DPDK_CFLAGS) $(LIB_INC) -Iapp/kvss -c $< -o $@
 
 $(FUZZ_SHARD): $(FUZZ_SHARD_OBJ) $(BUILD)/fuzz/fuzz_shard_seeds
-	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SHARD_OBJ) $(DPDK_LIBS) $(DEP_LIBS) $(RADOS_LIBS) \
-		-Wl,--wrap=kvdisk_inflight
+	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SHARD_OBJ) $(DPDK_LIBS) $(DEP_LIBS) \
+		-Wl,--wrap=kvdisk_inflight -Wl,--wrap=shard_sh_submit -Wl,--wrap=shard_sh_take
 
 # Its seeds: whole valid streams in its input encoding (scripts/fuzz-shard.sh runs it).
 $(BUILD)/fuzz/fuzz_shard_seeds: test/fuzz/fuzz_shard_seeds.c test/fuzz/fuzz_shard.h

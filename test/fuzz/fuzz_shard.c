@@ -2,17 +2,20 @@
 /*
  * libFuzzer target: the shard with its state (issue 39). An input is a
  * driver's and a wafer's acts (fuzz_shard.h: HELLO, RESERVE, EVICT and
- * its EVICT_DATA, REFILL, DELETE, L2_DOWN, L2_UP, L2_DELETE, REPORT_ACK,
- * a look at STATUS, control messages as raw bytes, data the shard must
- * drop), with the schedule around them: when the refill lcore runs and
- * where it stops, when time passes, when the frames in flight are freed.
+ * its EVICT_DATA, REFILL, DELETE, L2_DOWN, L2_UP, L2_DELETE, SH_DOWN,
+ * SH_UP, REPORT_ACK, a look at STATUS, control messages as raw bytes, data
+ * the shard must drop), a shared level that fails and lies
+ * (fuzz_shard_rados.c), with the schedule around them: when the refill
+ * lcore runs and where it stops, when time passes, when the frames in
+ * flight are freed.
  * The frames go through the shard's own code as kvss runs it: its ingest
  * lcore (kvss_shard_ingest: parse, the control stream, the evict and
  * refill queues, the store), its refill lcore (kvss_shard_refill, refill
- * building), and the second tier (l2.c's tier thread on a real kvdisk
+ * building), the second tier (l2.c's tier thread on a real kvdisk
  * file in a 0700 directory under /dev/shm, both unlinked once open, so
- * that not even a crash leaves them), under AddressSanitizer and
- * UndefinedBehaviorSanitizer. What the shard sends is checked as it goes
+ * that not even a crash leaves them) and the shared level's thread
+ * (shared.c's, over lib/shared's API in memory), under AddressSanitizer
+ * and UndefinedBehaviorSanitizer. What the shard sends is checked as it goes
  * and at the end of the input (fuzz_shard_check.c).
  *
  * EAL or not. The issue wished for none; the shard's code keeps its
@@ -723,6 +726,131 @@ op_l2_up(const uint8_t *a, uint8_t flags)
 	ctrl_send(&b, flags, a[6]);
 }
 
+/* ---- The shared level's acts (FZ_CFG_SHARED, a0 & 0x80) ------------------------- */
+
+/* SharedColumns sent up, the last SHCOLS: what SH_UPs ask for. */
+#define SHCOLS 16
+static struct proto_l2col shcol[SHCOLS];
+static unsigned int nshcol;
+
+/* A column's object id, as a driver makes it from its key and organization. */
+static uint64_t
+sh_oid(uint64_t key, uint64_t org)
+{
+	return 0x5100 + key * 8 + org;
+}
+
+static void
+op_sh_down(const uint8_t *a, uint8_t flags)
+{
+	uint64_t key = (a[0] & 7) % 7, org = (a[1] & 1) + 1;
+	struct proto_l2col col = {.key = key,
+				  .parent = 1,
+				  .isolation_id = org,
+				  .prompt_id = prompt_of(a[2]),
+				  .evict_count = gate_of(a[5] >> 3),
+				  .first_use_ns = 1,
+				  .start_token_idx = a[3] % 64,
+				  .num_tokens = a[4] % (FZ_COLUMN + 1) + 1,
+				  .cache_id = cache_of(a[5]),
+				  .gen_global = 1,
+				  .gen_org = (a[1] >> 3) & 1,
+				  .layout = 0x5a5a};
+	struct fz_l2msg *m = l2msg_new(PROTO_T_SH_DOWN);
+	struct proto_builder b;
+	unsigned int n = (a[6] & 3) ? 2 : 1, i;
+
+	ctrl_begin(&b, PROTO_T_SH_DOWN);
+	for (i = 0; i < n; i++) {
+		if (i == 1) {
+			/* Another column beside it (of the other cache: 3). */
+			col.key = col.key % 6 + 1;
+			col.start_token_idx = (a[6] >> 2) % 64;
+			if ((a[6] & 3) == 3)
+				col.cache_id ^= 1;
+		}
+		switch ((a[1] >> 1) & 3) {
+		case 2:
+			col.object_id = sh_oid(col.key % 6 + 1, org); /* another column's name */
+			break;
+		case 3:
+			col.object_id = 0; /* MALFORMED */
+			break;
+		default:
+			col.object_id = sh_oid(col.key, org);
+		}
+		proto_build_l2_down(&b, &col);
+		fz_sh_fault((uint8_t)(((a[0] >> 3) & 0x0f) | (a[6] & 0xf0)));
+		if (m != NULL)
+			m->rec[m->nrec++] = (struct fz_l2rec){
+				.cache = col.cache_id, .key = col.key, .org = col.isolation_id};
+		shcol[nshcol++ % SHCOLS] = col;
+	}
+	ctrl_send(&b, flags, a[6]);
+}
+
+static void
+op_sh_up(const uint8_t *a, uint8_t flags)
+{
+	struct proto_l2col cols[2], *c0;
+	unsigned int ncols = a[4] % 3, lie = (a[4] >> 2) % 8, k;
+	uint32_t p, start, g, t;
+	struct fz_batch *bt;
+	struct proto_evict_hdr eh;
+	struct proto_builder b;
+	uint16_t c;
+
+	if (nshcol == 0)
+		return;
+	/* The columns asked for: of those sent up, as they were sent. */
+	for (k = 0; k < 2; k++) {
+		unsigned int kept = nshcol < SHCOLS ? nshcol : SHCOLS;
+		unsigned int w = (k == 0 ? a[0] & 7 : a[5] & 7) % kept;
+
+		cols[k] = shcol[(nshcol - 1 - w) % SHCOLS];
+		cols[k].isolation_id = (a[6] & 1) ? cols[k].isolation_id ^ 3 : cols[k].isolation_id;
+	}
+	c0 = &cols[0];
+	/* The batch names the first column's tokens (a1: from its start, or around it). */
+	p = (uint32_t)c0->prompt_id;
+	start = (a[1] & 1) ? c0->start_token_idx : (c0->start_token_idx + a[1] / 2 % 8) % 64;
+	g = a[2] % 48 + 1;
+	if (!(a[2] & 0x80) && g < c0->num_tokens)
+		g = c0->num_tokens;
+	bt = new_batch(p, start, g, (a[1] & 2) ? a[3] : 0, 0, true);
+	if (bt == NULL)
+		return;
+	for (t = 0; t < g; t++)
+		for (c = 0; c < FZ_CACHES; c++)
+			named_by_l2(c, bt->prompt[t][c], bt->token[t][c]);
+	/* How the driver's columns lie (0-3: as sent). */
+	switch (lie) {
+	case 4:
+		c0->start_token_idx++;
+		break;
+	case 5:
+		c0->num_tokens = c0->num_tokens > 1 ? c0->num_tokens - 1 : FZ_COLUMN;
+		break;
+	case 6:
+		c0->object_id ^= 8; /* another column's name */
+		break;
+	case 7:
+		c0->object_id = 0; /* this shard's own disk */
+		break;
+	default:
+		break;
+	}
+	eh = (struct proto_evict_hdr){fz.batch_no, FZ_CACHES, (uint16_t)g, (uint16_t)ncols};
+	ctrl_begin(&b, PROTO_T_SH_UP);
+	proto_build_l2_up_hdr(&b, &eh);
+	build_entries(&b, bt, FZ_CACHES, true);
+	for (k = 0; k < ncols; k++) {
+		proto_build_l2_up_col(&b, &cols[k]);
+		fz_sh_fault((uint8_t)(((a[0] >> 3) & 0x0f) | (a[6] & 0xf0)));
+	}
+	ctrl_send(&b, flags, a[6]);
+}
+
 static void
 op_l2_delete(const uint8_t *a, uint8_t flags)
 {
@@ -859,6 +987,7 @@ static int
 next_op(void)
 {
 	uint8_t op[FZ_OP_LEN] = {0}, code, flags;
+	bool shared;
 	const uint8_t *a = op + 1;
 	size_t n = S.left < FZ_OP_LEN ? S.left : FZ_OP_LEN;
 
@@ -869,6 +998,8 @@ next_op(void)
 	S.left -= n;
 	code = op[0] & 0x0f;
 	flags = op[0] & 0xf0;
+	shared = (S.cfg & FZ_CFG_SHARED) && (a[0] & 0x80) &&
+		 (code == OP_L2_DOWN || code == OP_L2_UP || code == OP_L2_DELETE);
 	if (fz_trace) {
 		static const char *const names[OP_COUNT] = {
 			"HELLO",   "RESERVE", "EVICT",	   "DATA",	 "REFILL",     "DELETE",
@@ -878,7 +1009,11 @@ next_op(void)
 		fprintf(stderr,
 			"op %-10s%s%s%s%s %3u %3u %3u %3u %3u %3u %3u  (seq %" PRIu64
 			", batch %" PRIu64 ")\n",
-			names[code], flags & FZ_F_DEFER ? " defer" : "",
+			!shared		     ? names[code]
+			: code == OP_L2_DOWN ? "SH_DOWN"
+			: code == OP_L2_UP   ? "SH_UP"
+					     : "CLUSTER",
+			flags & FZ_F_DEFER ? " defer" : "",
 			flags & FZ_F_DUP ? " dup" : "", flags & FZ_F_MORE ? " more" : "",
 			flags & FZ_F_ODD ? " odd" : "", a[0], a[1], a[2], a[3], a[4], a[5], a[6],
 			fz.next_seq, fz.batch_no);
@@ -903,13 +1038,22 @@ next_op(void)
 		op_delete(a, flags);
 		break;
 	case OP_L2_DOWN:
-		op_l2_down(a, flags);
+		if (shared)
+			op_sh_down(a, flags);
+		else
+			op_l2_down(a, flags);
 		break;
 	case OP_L2_UP:
-		op_l2_up(a, flags);
+		if (shared)
+			op_sh_up(a, flags);
+		else
+			op_l2_up(a, flags);
 		break;
 	case OP_L2_DELETE:
-		op_l2_delete(a, flags);
+		if (shared)
+			fz_sh_act(a[1], a[2]);
+		else
+			op_l2_delete(a, flags);
 		break;
 	case OP_REPORT_ACK:
 		op_report_ack(a, flags);
@@ -931,6 +1075,7 @@ next_op(void)
 		break;
 	case OP_FLUSH:
 		flush_deferred();
+		fz_sh_release(); /* and the cluster answers what it held */
 		break;
 	case OP_RAW:
 		op_raw(a, flags);
@@ -1026,6 +1171,7 @@ fz_sched(struct rte_mbuf **pkts, uint16_t n)
 			 * refill lcore runs, until two rounds change nothing. */
 			uint64_t sig;
 
+			fz_sh_release(); /* the cluster answers what it held */
 			refill_until_idle();
 			sig = progress();
 			if ((sig == S.sig && fz_tier_backlog() == 0) || ++S.round > 512) {
@@ -1100,6 +1246,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz.tainted = false;
 	fz.iter = 0;
 	memset(fz.named_l2, 0, sizeof(fz.named_l2));
+	nshcol = 0;
 	fz_check_begin(S.cfg & FZ_CFG_HOLD_REFILLS);
 	fz_env_begin(S.cfg & FZ_CFG_REFILL_LCORE, (S.cfg & FZ_CFG_MTU_1500) ? 1500 : 9000);
 	kvss_shard_ingest(NULL);

@@ -21,6 +21,9 @@
 #define FZ_CFG_REFILL_LCORE 0x01 /* the refill queue on its own lcore (a second thread) */
 #define FZ_CFG_MTU_1500 0x02	 /* else 9000 */
 #define FZ_CFG_HOLD_REFILLS 0x04 /* REFILL_DATA frames held until OP_RELEASE (memory in flight) */
+/* L2_DOWN, L2_UP and L2_DELETE whose a0 has its high bit are the shared
+ * level's: SH_DOWN, SH_UP, and an act of the cluster (fuzz_shard_rados.c) */
+#define FZ_CFG_SHARED 0x08
 
 /* The operations, and what their arguments a0..a6 say. */
 enum fz_op {
@@ -42,6 +45,18 @@ enum fz_op {
 	OP_L2_UP,
 	/* a0 key, a1 org, a2 cache, a3 gate, a4 a second record */
 	OP_L2_DELETE,
+	/*
+	 * With FZ_CFG_SHARED and a0 & 0x80, the three above are the shared
+	 * level's (section 10):
+	 *  SH_DOWN: a0 & 7 key, a0 >> 3 & 15 the cluster's fault for it, a1 org,
+	 *     name (a1 >> 1 & 3: its own, another column's, 0) and generation,
+	 *     a2 prompt, a3 start, a4 tokens, a5 cache and gate, a6 a second record
+	 *  SH_UP: a0 & 7 which column written before, a0 >> 3 & 15 the fault,
+	 *     a1 what the batch's entries name, a2 g - 1, a3 pattern, a4 columns
+	 *     and how they lie (a range, a name, from the disk), a5 second column,
+	 *     a6 their org, form
+	 *  (L2_DELETE) an object rots or is deleted where it lies: a1 how, a2 which
+	 */
 	/* a0 & 3: what it acknowledges (all taken, less, more, a stale epoch) */
 	OP_REPORT_ACK,
 	/* a0 turns of the refill lcore; a1 its REFILL_DATA frames before it stops mid-refill */
@@ -105,6 +120,42 @@ void fz_env_stop_refill(void);
 /** The mbuf pool of frames the harness sends the shard. */
 extern struct rte_mempool *fz_rx_pool;
 
+/* ---- fuzz_shard_rados.c: the shared level, lib/shared's API in memory ---- */
+
+/* A fault of the cluster (its low 4 bits; the high 4 its argument). */
+enum {
+	FZ_SH_OK,
+	FZ_SH_TIMEOUT,	 /* -ETIMEDOUT (a write: landed all the same when arg & 1) */
+	FZ_SH_EIO,	 /* -EIO */
+	FZ_SH_HOLD,	 /* answered only once OP_FLUSH (or the drain) releases it */
+	FZ_SH_FLIP_HDR,	 /* a read: a bit of the header flipped */
+	FZ_SH_FLIP_DATA, /* a read: a bit of the payload flipped */
+	FZ_SH_SHORT,	 /* a read: cut short */
+	FZ_SH_LONGER,	 /* a read: longer than asked (-EFBIG) */
+	FZ_SH_OTHER,	 /* a read: another object's bytes */
+	FZ_SH_RESIGN,	 /* a read: a field of its header changed, checksums made again */
+};
+
+struct rte_ring;
+
+/** A new input: an empty cluster, no faults waiting. */
+void fz_sh_reset(void);
+/** The next operation submitted fails or lies as @p fault says. */
+void fz_sh_fault(uint8_t fault);
+/** An object stored (the @p which'th) rots (@p how even) or goes (odd). */
+void fz_sh_act(uint8_t how, uint8_t which);
+/** What is held is answered at the thread's next turn. */
+void fz_sh_release(void);
+/** Reads answered with a lie so far (each was checked refused). */
+uint64_t fz_sh_lies(void);
+/** The thread's turns: gate it (its rings), let it answer what it was given. */
+void fz_sh_gate(struct rte_ring *to, struct rte_ring *from);
+void fz_sh_settle(void);
+/** Nothing the thread can do now (what it holds waits for a release). */
+bool fz_sh_idle(void);
+/** Requests l2.c gave the thread and has not taken back. */
+uint64_t fz_sh_outstanding(void);
+
 /* ---- fuzz_shard_check.c: what the shard sends ---- */
 
 /** A frame the shard sent (@p queue 1: its refill lcore's). The caller frees it unless kept. */
@@ -119,6 +170,8 @@ void fz_check_poll_end(void);
 void fz_check_final_look(void);
 /** The end of the input: both tiers against what the driver knows. */
 void fz_check_final(void);
+/** Token bytes of @p cache (a whole token): one batch's write as the wafer made it, or zeros. */
+bool fz_token_written(uint16_t cache, const uint8_t *bytes);
 /** Frames held (REFILL_DATA). */
 unsigned int fz_check_held(void);
 
@@ -173,7 +226,7 @@ struct fz_l2rec {
 
 struct fz_l2msg {
 	uint64_t seq;
-	uint8_t type;	   /* PROTO_T_L2_DOWN or PROTO_T_L2_DELETE */
+	uint8_t type;	   /* PROTO_T_L2_DOWN, PROTO_T_L2_DELETE or PROTO_T_SH_DOWN */
 	bool ran;
 	uint64_t poll;	   /* L2_DOWN: the poll it ran in (one poll's records: one tier burst) */
 	uint8_t nrec;

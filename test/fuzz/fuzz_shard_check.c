@@ -14,6 +14,11 @@
  *  - ACK: cum_seq <= recv_seq, nothing acknowledged that was not sent.
  *  - Reports (ERROR, TOKEN_LOST, L2_DONE) taken once, in order, as a
  *    driver does.
+ *  - The shared level: an SH_DOWN's records each get one L2_DONE (op 3),
+ *    the shard's own at once or the level's thread's (0, SHARED_FAILED)
+ *    later; an SH_UP's columns are never answered NO_TIER; a read the
+ *    cluster lied in is refused (fuzz_shard_rados.c checks it), and what
+ *    the shard writes there is checked as it goes.
  *  - The second tier against the driver's model (at the end of the
  *    input): the columns held are the distinct keys the L2_DOWNs and
  *    L2_DELETEs that ran leave, in seq order, on the inventory the stream
@@ -446,6 +451,24 @@ read_slice(const struct fz_refill *f, const uint8_t *s, uint16_t buf)
 	return g;
 }
 
+bool
+fz_token_written(uint16_t cache, const uint8_t *bytes)
+{
+	struct fz_refill f = {.gen = fz.gen, .cache = cache};
+	uint32_t nb = bpt_of(cache) / FZ_SLICE, u;
+	struct tag g0 = read_slice(&f, bytes, 0), g;
+
+	if (g0.kind < 0)
+		return false;
+	for (u = 1; u < nb; u++) {
+		g = read_slice(&f, bytes + (size_t)u * FZ_SLICE, (uint16_t)u);
+		if (g.kind != g0.kind || g.batch != g0.batch || g.idx != g0.idx ||
+		    g.prompt != g0.prompt || g.token != g0.token || g.gen != g0.gen)
+			return false;
+	}
+	return true;
+}
+
 static void
 check_refilled_tokens(const struct fz_refill *f)
 {
@@ -621,6 +644,13 @@ tier_code(uint16_t status)
 	return status == 0 || status == PROTO_E_NO_SPACE || status == PROTO_E_L2_FAILED;
 }
 
+/* An SH_DOWN's answer from the shared level's thread (else the shard's own, at once). */
+static bool
+sh_code(uint16_t status)
+{
+	return status == 0 || status == PROTO_E_SHARED_FAILED;
+}
+
 /*
  * At the end of each ingest poll. L2_DOWN records get their L2_DONE in one
  * of two ways: at once, when the shard cannot read the column out of DRAM
@@ -645,20 +675,28 @@ fz_check_poll_end(void)
 		const struct proto_l2done *d = &C.done[i];
 		bool found = false;
 
-		if (d->op == 2) {
-			/* An L2_UP's column: gone (checksum), or never there. */
+		if (d->op == 2 || d->op == 4) {
+			/* An L2_UP's column (an SH_UP's from the disk): gone
+			 * (checksum), or never there. An SH_UP's from the shared
+			 * level: missing, failed or refused, nothing the model keeps. */
 			if (d->status == PROTO_E_L2_FAILED &&
 			    is_col(d->cache_id, d->key, d->isolation_id))
 				C.uncertain[d->cache_id] |= 1u << bit(d->key, d->isolation_id);
+			if (d->op == 4 && d->status == PROTO_E_NO_TIER)
+				fz_fail("SH_UP of cache %u key %" PRIu64
+					" answered NO_TIER by a shard with both levels",
+					d->cache_id, d->key);
 			continue;
 		}
-		if (!tier_code(d->status))
+		if (d->op != 1 && d->op != 3)
+			fz_fail("L2_DONE op %u", d->op);
+		if (!(d->op == 1 ? tier_code(d->status) : sh_code(d->status)))
 			continue; /* the shard's own answer: below */
 		for (k = 0; k < fz.nl2 && !found; k++)
 			for (r = 0; r < fz.l2[k].nrec && !found; r++) {
 				struct fz_l2rec *x = &fz.l2[k].rec[r];
 
-				if (fz.l2[k].type == PROTO_T_L2_DOWN &&
+				if (fz.l2[k].type == (d->op == 1 ? PROTO_T_L2_DOWN : PROTO_T_SH_DOWN) &&
 				    x->outcome == L2O_TIER_PENDING && x->cache == d->cache_id &&
 				    x->key == d->key && x->org == d->isolation_id) {
 					x->outcome = L2O_DONE;
@@ -667,15 +705,17 @@ fz_check_poll_end(void)
 				}
 			}
 		if (!found && !fz.tainted)
-			fz_fail("L2_DONE (%s) for cache %u key %" PRIu64 " org %" PRIu64
-				": no L2_DOWN of "
-				"it waits for the tier",
-				proto_err_name(d->status), d->cache_id, d->key, d->isolation_id);
+			fz_fail("L2_DONE op %u (%s) for cache %u key %" PRIu64 " org %" PRIu64
+				": no %s of it waits for its level",
+				d->op, d->status ? proto_err_name(d->status) : "ok", d->cache_id,
+				d->key, d->isolation_id, d->op == 1 ? "L2_DOWN" : "SH_DOWN");
 	}
 	for (k = 0; k < fz.nl2; k++) {
 		struct fz_l2msg *l = &fz.l2[k];
+		uint8_t op = l->type == PROTO_T_SH_DOWN ? 3 : 1;
 
-		if (l->type != PROTO_T_L2_DOWN || l->ran || l->seq > done)
+		if ((l->type != PROTO_T_L2_DOWN && l->type != PROTO_T_SH_DOWN) || l->ran ||
+		    l->seq > done)
 			continue;
 		l->ran = true;
 		l->poll = fz.iter;
@@ -686,7 +726,9 @@ fz_check_poll_end(void)
 			for (i = 0; i < C.ndone; i++) {
 				struct proto_l2done *d = &C.done[i];
 
-				if (d->op == 1 && !tier_code(d->status) && C.done_seq[i] == l->seq &&
+				if (d->op == op &&
+				    !(op == 1 ? tier_code(d->status) : sh_code(d->status)) &&
+				    C.done_seq[i] == l->seq &&
 				    d->cache_id == x->cache && d->key == x->key &&
 				    d->isolation_id == x->org) {
 					x->outcome = L2O_DONE;
@@ -771,14 +813,26 @@ fz_check_final(void)
 		return;
 	}
 	N.l2_exact++;
-	for (k = 0; k < fz.nl2; k++)
-		if (fz.l2[k].type == PROTO_T_L2_DOWN && !fz.l2[k].ran)
-			fz_fail("L2_DOWN seq %" PRIu64 " never ran, its batches complete",
-				fz.l2[k].seq);
+	for (k = 0; k < fz.nl2; k++) {
+		const struct fz_l2msg *l = &fz.l2[k];
+
+		if ((l->type == PROTO_T_L2_DOWN || l->type == PROTO_T_SH_DOWN) && !l->ran)
+			fz_fail("%s seq %" PRIu64 " never ran, its batches complete",
+				proto_type_name(l->type), l->seq);
+		/* Every SH_DOWN record answered once (held writes released by the drain). */
+		for (r = 0; l->type == PROTO_T_SH_DOWN && r < l->nrec; r++)
+			if (l->rec[r].outcome != L2O_DONE)
+				fz_fail("SH_DOWN seq %" PRIu64 " of cache %u key %" PRIu64
+					" org %" PRIu64 ": no L2_DONE",
+					l->seq, l->rec[r].cache, l->rec[r].key, l->rec[r].org);
+	}
 	memcpy(held, C.base, sizeof(held));
 	for (k = 0; k < fz.nl2; k++) {
 		const struct fz_l2msg *l = &fz.l2[k];
 		unsigned int want[2] = {0, 0};
+
+		if (l->type == PROTO_T_SH_DOWN)
+			continue; /* the shared level: not the disk's columns */
 
 		if (l->type == PROTO_T_L2_DOWN && l->poll != burst) {
 			/* The tier takes one poll's requests together: a new burst. */
@@ -815,13 +869,18 @@ fz_check_final(void)
 			 * columns held and, for each replacement of this burst
 			 * still being written, its old column's.
 			 */
+			/* A column the model is unsure of (an L2_UP found it bad,
+			 * later or earlier) may have taken a slot then. */
 			if (x->status == PROTO_E_NO_SPACE && col &&
-			    __builtin_popcount(held[x->cache]) + extra[x->cache] < FZ_L2_SLOTS)
+			    __builtin_popcount(held[x->cache] | C.uncertain[x->cache]) +
+					    extra[x->cache] <
+				    FZ_L2_SLOTS)
 				fz_fail("L2_DOWN seq %" PRIu64 " of cache %u key %" PRIu64
-					" org %" PRIu64 " refused NO_SPACE with %u columns held and %u "
-					"being replaced (room for %u)",
+					" org %" PRIu64 " refused NO_SPACE with %u columns held "
+					"(%u of them uncertain) and %u being replaced (room for %u)",
 					l->seq, x->cache, x->key, x->org,
-					__builtin_popcount(held[x->cache]), extra[x->cache],
+					__builtin_popcount(held[x->cache] | C.uncertain[x->cache]),
+					__builtin_popcount(C.uncertain[x->cache]), extra[x->cache],
 					FZ_L2_SLOTS);
 			if (x->status == 0 && col) {
 				extra[x->cache] += (held[x->cache] & b) != 0;

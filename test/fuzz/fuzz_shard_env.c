@@ -23,6 +23,10 @@
  *    The scheduler lets it run only between two polls of the ingest lcore
  *    and waits until it parks again: what one poll gave it, it sees at
  *    once, whole, and it answers before the next.
+ *  - The shared level's thread (shared.c's, the real one) takes its turn
+ *    beside the tier thread's, over lib/shared's API in memory
+ *    (fuzz_shard_rados.c: a cluster that lies as the input says); it
+ *    parks there when it can do nothing more without the input.
  *  - l2.c's requests live in a DPDK mempool, where AddressSanitizer sees
  *    nothing: the gaps between its objects are poisoned, so that writing
  *    past one (finding 1) is a report, not a heap quietly broken.
@@ -242,9 +246,11 @@ __wrap_kvdisk_inflight(const struct kvdisk *d)
 {
 	unsigned int n = __real_kvdisk_inflight(d);
 
+	/* The pool's requests in use are the tier's answered ones and those
+	 * of the shared level's thread (fuzz_shard_rados.c counts them). */
 	if (n != 0 || !__atomic_load_n(&tier.gated, __ATOMIC_ACQUIRE) ||
 	    rte_ring_count(tier.to) != 0 ||
-	    rte_mempool_in_use_count(tier.pool) != rte_ring_count(tier.from))
+	    rte_mempool_in_use_count(tier.pool) != rte_ring_count(tier.from) + fz_sh_outstanding())
 		return n;
 	tier.d = (struct kvdisk *)(uintptr_t)d;
 	sem_post(&tier.parked);
@@ -256,11 +262,12 @@ __wrap_kvdisk_inflight(const struct kvdisk *d)
 void
 fz_tier_settle(void)
 {
-	if (tier.to == NULL || rte_ring_count(tier.to) == 0)
-		return;
-	sem_post(&tier.go);
-	while (sem_wait(&tier.parked) != 0)
-		;
+	if (tier.to != NULL && rte_ring_count(tier.to) != 0) {
+		sem_post(&tier.go);
+		while (sem_wait(&tier.parked) != 0)
+			;
+	}
+	fz_sh_settle(); /* and the shared level's thread: the two touch nothing in common */
 }
 
 unsigned int
@@ -357,6 +364,14 @@ shard_config(void)
 	c->l2.column = FZ_COLUMN;
 	c->l2.queue_depth = 8;
 	c->l2.capacity_tokens[0] = c->l2.capacity_tokens[1] = FZ_COLUMN * FZ_L2_SLOTS;
+	/* The shared level (fuzz_shard_rados.c stands in for the cluster): a
+	 * depth small enough to be reached, and the writes' backlog with it. */
+	snprintf(kvss.cfg.shared.conf, sizeof(kvss.cfg.shared.conf), "(fuzz_shard_rados.c)");
+	snprintf(kvss.cfg.shared.pool, sizeof(kvss.cfg.shared.pool), "kvss");
+	snprintf(kvss.cfg.shared.client, sizeof(kvss.cfg.shared.client), "client.admin");
+	kvss.cfg.shared.op_timeout_ms = 5000;
+	kvss.cfg.shared.depth = 4;
+	kvss.cfg.shared.column = FZ_COLUMN;
 }
 
 /* Remove directory @p dir and the files in it. */
@@ -463,6 +478,7 @@ fz_env_init(void)
 		fprintf(stderr, "fuzz_shard: l2.c's rings and pool are not where expected\n");
 		return -1;
 	}
+	fz_sh_gate(rte_ring_lookup("shto_0"), rte_ring_lookup("shfrom_0"));
 	remove_dirs();
 	rte_mempool_obj_iter(tier.pool, poison_obj, NULL);
 	__atomic_store_n(&tier.gated, 1, __ATOMIC_RELEASE);
@@ -499,6 +515,7 @@ fz_env_begin(bool refill_lcore, uint32_t mtu)
 	memset(kvss.stats, 0, sizeof(kvss.stats));
 	__atomic_store_n(&kvss.quit, 0, __ATOMIC_RELEASE);
 	tier_empty();
+	fz_sh_reset();
 	rl.running = false;
 	rl.why = Y_NONE;
 	if (refill_lcore) {

@@ -4,7 +4,8 @@
  * valid streams in its input encoding (fuzz_shard.h), each of the
  * driver's and the wafer's messages used as a driver would, so that the
  * fuzzer starts from streams that reach deep (a refill of what batches
- * wrote, columns down and up again, a loss, the refill lcore) and mutates
+ * wrote, columns down and up again, to the shared level and back, a loss,
+ * the refill lcore) and mutates
  * from there. None of them is a finding's reproduction.
  *
  * With --regress, it writes instead the reproductions of what the fuzzer
@@ -142,6 +143,40 @@ seed_l2(struct seed *s, unsigned char cfg)
 	op(s, OP_L2_DELETE, 0, 1, 0, 0, 0, 0, 0, 0);
 	op(s, OP_HELLO, 0, 0, 0, 0, 0, 0, 0, 0);
 	op(s, OP_REPORT_ACK, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+
+/*
+ * The shared level (FZ_CFG_SHARED): columns up to it, deleted from DRAM,
+ * down again and refilled; then a read that lies (a bit of its payload),
+ * and one the cluster holds while its batch times out.
+ */
+static void
+seed_shared(struct seed *s, unsigned char cfg)
+{
+	begin(s, cfg | FZ_CFG_SHARED);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 3, 0, 16, 0);
+	/* key 1: tokens 0..7 of prompt 3, key 2: 8..15; cache 0, then cache 1. */
+	op(s, OP_L2_DOWN, 0, 0x81, 0, 3, 0, 7, 0, 0);
+	op(s, OP_L2_DOWN, 0, 0x82, 0, 3, 8, 7, 0, 0);
+	op(s, OP_L2_DOWN, 0, 0x81, 0, 3, 0, 7, 1, 0);
+	op(s, OP_L2_DOWN, 0, 0x82, 0, 3, 8, 7, 1, 0);
+	op(s, OP_DELETE, 0, 3, 0, 255, 0, 0, 0, 0);
+	op(s, OP_DELETE, 0, 3, 0, 255, 1, 0, 0, 0);
+	/* Key 1 of both caches (the 4th and 2nd newest sent) into prompt 3's tokens 0..7. */
+	op(s, OP_L2_UP, 0, 0x83, 1, 7, 0, 2, 1, 0);
+	refill(s, 0, 3, 0, 8, 0);
+	refill(s, 0, 3, 0, 8, 1);
+	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
+	/* Key 2's, read with a bit of its payload flipped: refused. */
+	op(s, OP_L2_UP, 0, 0x82 | (FZ_SH_FLIP_DATA << 3), 1, 7, 0, 1, 0, 0);
+	/* Key 2's again, held by the cluster while the batch times out. */
+	op(s, OP_L2_UP, 0, 0x82 | (FZ_SH_HOLD << 3), 1, 7, 0, 1, 0, 0);
+	op(s, OP_TIME, 0, 0, 0, 0, 0, 0, 0, 0);
+	op(s, OP_FLUSH, 0, 0, 0, 0, 0, 0, 0, 0);
+	refill(s, 0, 3, 8, 8, 0);
+	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
+	op(s, OP_HELLO, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 /* A batch lost (a fragment never comes), TOKEN_LOST, the prompt cut and deleted. */
@@ -285,6 +320,9 @@ regress(const char *dir)
 	rc |= save(dir, "finding8_l2_replace_needs_a_slot", &s);
 	regress_refill_cut_by_loss(&s);
 	rc |= save(dir, "refill_cut_by_loss", &s);
+	/* Issue 40: reads of the shared level that lie, refused (with a refill lcore). */
+	seed_shared(&s, FZ_CFG_REFILL_LCORE);
+	rc |= save(dir, "shared_reads_that_lie", &s);
 	return rc ? 1 : 0;
 }
 
@@ -316,6 +354,7 @@ main(int argc, char **argv)
 		SEED(seed_l2, "l2");
 		SEED(seed_loss, "loss");
 		SEED(seed_space, "space");
+		SEED(seed_shared, "shared");
 #undef SEED
 	}
 	seed_reorder(&s, FZ_CFG_MTU_1500 | FZ_CFG_HOLD_REFILLS | FZ_CFG_REFILL_LCORE);

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shared level under the shard fuzzer (fuzz_shard.c has the design):
+ * lib/shared's API (shared.h) over objects in this process's memory, in
+ * place of librados, so that the shard's shared-level thread
+ * (app/kvss/shard/shared.c, the real one) runs as in kvss, at the
+ * fuzzer's pace, with a cluster that lies as the input says.
+ *
+ * Why not a real cluster: an input runs in milliseconds and starts on an
+ * empty shared level; a Ceph cluster here takes 20 s to come up and an
+ * operation milliseconds. The real cluster is test-shared-kvss's; this
+ * stand-in is what it must be to fuzz the thread and the checks with the
+ * shard's state: semantics as documented in shared.h (an exclusive create
+ * that finds the name taken completes -EEXIST and keeps the old object; a
+ * read of an object larger than asked completes -EFBIG; a missing one
+ * -ENOENT; -EBUSY at the depth), and on top of them the input's lies:
+ *
+ *  - an operation fails (-ETIMEDOUT, -EIO; a timed-out write that landed
+ *    all the same), or is held until the input releases it (OP_FLUSH, and
+ *    the drain), so that an SH_UP's batch times out while its slice is
+ *    being read and answers arrive in another order than asked;
+ *  - a read returns bytes that are not the object written under that name:
+ *    a bit flipped in the header or the payload, cut short, longer,
+ *    another object's bytes, or a header with a field changed and its
+ *    checksums made again (a replica of another generation, geometry or
+ *    range). Each is a lie the shard's check must see: the request's
+ *    answer must be SHARED_BAD (fz_sh_check_lies, at the thread's next
+ *    call here), whatever the model knows;
+ *  - an object rots or vanishes where it lies (FZ_SH_ROT, FZ_SH_GONE).
+ *
+ * Every PUT is checked as it comes: an object that decodes (both
+ * checksums), a slice of shard 0 whose every token is one batch's write
+ * as the wafer made it, or zeros (the shard never writes what it did not
+ * store).
+ *
+ * Turns: the shard's shared-level thread takes its turn with the tier
+ * thread's (fuzz_shard_env.c): it parks where it would wait, here, when
+ * it can do nothing more without the input (every request answered, or
+ * what is left held).
+ */
+#include <errno.h>
+#include <semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "fuzz_shard.h"
+#include "kvss.h"
+#include "shard/l2_priv.h"
+#include "shared.h"
+
+#define OBJS 64
+#define OPS 64
+
+struct obj {
+	bool used;
+	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+	uint32_t len;
+	uint8_t *b;
+};
+
+struct op {
+	uint8_t kind; /* enum shared_op */
+	uint8_t fault;
+	bool held;
+	uint64_t cookie;
+	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+	uint8_t *buf;
+	uint32_t len; /* PUT: its length; GET: the room */
+};
+
+struct shared {
+	int unused;
+};
+
+static struct {
+	struct shared s;
+	bool open;
+	uint32_t depth;
+	struct obj o[OBJS];
+	struct op op[OPS];
+	unsigned int nop;
+	/* What the input asks of the next operations, in order of submission. */
+	uint8_t fault[OPS];
+	unsigned int fhead, fn;
+	/* Reads answered with a lie: their answers are checked at the next call. */
+	const struct l2_req *lied[OPS];
+	unsigned int nlied;
+	uint64_t lies, puts_checked;
+	/* The thread's turns (fuzz_shard_env.c). */
+	int gated;
+	sem_t go, parked;
+	struct rte_ring *to, *from;
+	uint64_t outstanding; /* requests given to the thread, not taken back */
+} R;
+
+/* ---- What the harness asks ------------------------------------------------ */
+
+void
+fz_sh_reset(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < OBJS; i++) {
+		free(R.o[i].b);
+		R.o[i] = (struct obj){0};
+	}
+	R.fhead = R.fn = 0;
+	R.nlied = 0;
+}
+
+void
+fz_sh_fault(uint8_t fault)
+{
+	if (R.fn < OPS)
+		R.fault[(R.fhead + R.fn++) % OPS] = fault;
+}
+
+static struct obj *
+find(const char *ns, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < OBJS; i++)
+		if (R.o[i].used && strcmp(R.o[i].ns, ns) == 0 && strcmp(R.o[i].name, name) == 0)
+			return &R.o[i];
+	return NULL;
+}
+
+/* The @p which'th object stored (of those there), or NULL. */
+static struct obj *
+nth(unsigned int which)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < OBJS; i++)
+		n += R.o[i].used;
+	if (n == 0)
+		return NULL;
+	which %= n;
+	for (i = 0; i < OBJS; i++)
+		if (R.o[i].used && which-- == 0)
+			return &R.o[i];
+	return NULL;
+}
+
+void
+fz_sh_act(uint8_t how, uint8_t which)
+{
+	struct obj *o = nth(which);
+
+	if (o == NULL)
+		return;
+	if ((how & 1) == 0) {
+		/* A bit rots on an OSD (replicated: the same on every copy). */
+		o->b[(which * 131u + how) % o->len] ^= (uint8_t)(1u << (how >> 5));
+		FZ_TRACE("  cluster: %s/%s rots\n", o->ns, o->name);
+	} else {
+		/* Gone: swept, or reset, by another replica's kvss-shared. */
+		FZ_TRACE("  cluster: %s/%s deleted\n", o->ns, o->name);
+		free(o->b);
+		*o = (struct obj){0};
+	}
+}
+
+void
+fz_sh_release(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < R.nop; i++)
+		R.op[i].held = false;
+}
+
+uint64_t
+fz_sh_lies(void)
+{
+	return R.lies;
+}
+
+/* ---- The thread's turns ----------------------------------------------------- */
+
+bool
+fz_sh_idle(void)
+{
+	unsigned int i;
+
+	if (R.to == NULL)
+		return true;
+	for (i = 0; i < R.nop; i++)
+		if (!R.op[i].held)
+			return false;
+	return rte_ring_count(R.to) == 0;
+}
+
+static void
+park(void)
+{
+	sem_post(&R.parked);
+	while (sem_wait(&R.go) != 0)
+		;
+}
+
+/* The thread's answers to the lies of its last reap: each one refused. */
+static void
+check_lies(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < R.nlied; i++)
+		if (R.lied[i]->status != PROTO_E_SHARED_BAD)
+			fz_fail("the shared level's thread took a slice that is not the object "
+				"written under its name (key %" PRIu64 " org %" PRIu64
+				" cache %u): answered %s",
+				R.lied[i]->meta.key, R.lied[i]->meta.org, R.lied[i]->meta.cache,
+				R.lied[i]->status ? proto_err_name(R.lied[i]->status) : "ok");
+	R.nlied = 0;
+}
+
+void
+fz_sh_gate(struct rte_ring *to, struct rte_ring *from)
+{
+	sem_init(&R.go, 0, 0);
+	sem_init(&R.parked, 0, 0);
+	R.to = to;
+	R.from = from;
+	__atomic_store_n(&R.gated, 1, __ATOMIC_RELEASE);
+	while (sem_wait(&R.parked) != 0)
+		;
+}
+
+void
+fz_sh_settle(void)
+{
+	if (fz_sh_idle())
+		return;
+	sem_post(&R.go);
+	while (sem_wait(&R.parked) != 0)
+		;
+}
+
+uint64_t
+fz_sh_outstanding(void)
+{
+	return R.outstanding;
+}
+
+/* l2.c hands the thread its requests and takes them back through these (the link wraps them). */
+int __real_shard_sh_submit(struct l2_req *q);
+int __wrap_shard_sh_submit(struct l2_req *q);
+unsigned int __real_shard_sh_take(void **qs, unsigned int n);
+unsigned int __wrap_shard_sh_take(void **qs, unsigned int n);
+
+int
+__wrap_shard_sh_submit(struct l2_req *q)
+{
+	int rc = __real_shard_sh_submit(q);
+
+	R.outstanding += rc == 0;
+	return rc;
+}
+
+unsigned int
+__wrap_shard_sh_take(void **qs, unsigned int n)
+{
+	unsigned int k = __real_shard_sh_take(qs, n);
+
+	R.outstanding -= k;
+	return k;
+}
+
+/* ---- lib/shared's API ------------------------------------------------------- */
+
+struct shared *
+shared_open(const struct shared_params *p, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	R.depth = p->max_inflight ? p->max_inflight : 16;
+	if (R.depth > OPS)
+		R.depth = OPS;
+	R.open = true;
+	return &R.s;
+}
+
+void
+shared_close(struct shared *s)
+{
+	(void)s;
+	R.open = false;
+}
+
+/* Every token of a slice's payload: one batch's write of it, or zeros. */
+static void
+check_put(const uint8_t *buf, uint32_t len)
+{
+	struct shared_hdr h;
+	enum shared_bad why = shared_obj_decode(buf, len, &h);
+	uint32_t t;
+
+	if (why != SHARED_OK)
+		fz_fail("the shard wrote an object that does not check: %s", shared_bad_name(why));
+	if (h.kind != SHARED_SLICE || h.shard != 0 || h.cache >= FZ_CACHES ||
+	    h.bytes_per_token != (h.cache == 0 ? FZ_B0 : FZ_B1))
+		fz_fail("the shard wrote a slice of kind %u shard %u cache %u, %u bytes per token",
+			h.kind, h.shard, h.cache, h.bytes_per_token);
+	for (t = 0; t < h.tokens; t++)
+		if (!fz_token_written(h.cache,
+				      buf + SHARED_HDR_LEN + (size_t)t * h.bytes_per_token))
+			fz_fail("the shard wrote token %u of a slice (key %" PRIu64 " org %" PRIu64
+				" cache %u, tokens %u from %u): not one batch's write",
+				t, h.key, h.org, h.cache, h.tokens, h.start);
+	R.puts_checked++;
+}
+
+static int
+submit(uint8_t kind, const char *ns, const char *name, void *buf, uint32_t len, uint64_t cookie)
+{
+	struct op *o;
+
+	if (R.nop >= R.depth)
+		return -EBUSY;
+	if (strlen(ns) >= SHARED_NS_MAX || strlen(name) >= SHARED_NAME_MAX)
+		return -ENAMETOOLONG;
+	o = &R.op[R.nop++];
+	*o = (struct op){.kind = kind, .cookie = cookie, .buf = buf, .len = len};
+	strcpy(o->ns, ns);
+	strcpy(o->name, name);
+	if (R.fn > 0) {
+		o->fault = R.fault[R.fhead];
+		R.fhead = (R.fhead + 1) % OPS;
+		R.fn--;
+	}
+	o->held = (o->fault & 0x0f) == FZ_SH_HOLD;
+	if (kind == SHARED_OP_PUT)
+		check_put(buf, len);
+	return 0;
+}
+
+int
+shared_put(struct shared *s, const char *ns, const char *name, const void *buf, uint32_t len,
+	   uint64_t cookie)
+{
+	(void)s;
+	return submit(SHARED_OP_PUT, ns, name, (void *)(uintptr_t)buf, len, cookie);
+}
+
+int
+shared_get(struct shared *s, const char *ns, const char *name, void *buf, uint32_t cap,
+	   uint64_t cookie)
+{
+	(void)s;
+	return submit(SHARED_OP_GET, ns, name, buf, cap, cookie);
+}
+
+int
+shared_del(struct shared *s, const char *ns, const char *name, uint64_t cookie)
+{
+	(void)s;
+	return submit(SHARED_OP_DEL, ns, name, NULL, 0, cookie);
+}
+
+static void
+store(const struct op *o)
+{
+	unsigned int i;
+
+	for (i = 0; i < OBJS && R.o[i].used; i++)
+		;
+	if (i == OBJS) {
+		/* Full: the oldest goes (another replica's sweep). */
+		i = 0;
+		free(R.o[0].b);
+	}
+	R.o[i] = (struct obj){.used = true, .len = o->len, .b = malloc(o->len)};
+	strcpy(R.o[i].ns, o->ns);
+	strcpy(R.o[i].name, o->name);
+	memcpy(R.o[i].b, o->buf, o->len);
+}
+
+/* A read's bytes as the input has them lie: true when they are not the object's. */
+static bool
+lie(const struct op *o, struct obj *x, struct shared_done *d)
+{
+	uint8_t how = o->fault & 0x0f, arg = o->fault >> 4;
+	struct shared_hdr h;
+	struct obj *other;
+
+	switch (how) {
+	case FZ_SH_FLIP_HDR:
+		o->buf[arg * 7 % SHARED_HDR_LEN] ^= 0x10;
+		return true;
+	case FZ_SH_FLIP_DATA:
+		if (d->len <= SHARED_HDR_LEN)
+			return false;
+		o->buf[SHARED_HDR_LEN + arg * 13u % (d->len - SHARED_HDR_LEN)] ^= 0x01;
+		return true;
+	case FZ_SH_SHORT:
+		d->len -= 1 + arg % (d->len < 16 ? d->len : 16);
+		return true;
+	case FZ_SH_LONGER:
+		d->status = -EFBIG; /* what the library answers: never a silent cut */
+		d->len = 0;
+		return true;
+	case FZ_SH_OTHER:
+		other = nth(arg);
+		if (other == NULL || other == x || other->len > o->len ||
+		    (other->len == x->len && memcmp(other->b, x->b, x->len) == 0))
+			return false;
+		memcpy(o->buf, other->b, other->len);
+		d->len = other->len;
+		return true;
+	case FZ_SH_RESIGN:
+		/* Another replica's header, checksums made again: a field that names. */
+		if (shared_obj_decode(o->buf, d->len, &h) != SHARED_OK)
+			return false;
+		switch (arg % 6) {
+		case 0:
+			h.gen_org++;
+			break;
+		case 1:
+			h.layout ^= 1;
+			break;
+		case 2:
+			h.start += FZ_COLUMN;
+			break;
+		case 3:
+			h.parent ^= 2;
+			break;
+		case 4:
+			h.model ^= 1;
+			break;
+		default:
+			h.org ^= 3;
+		}
+		shared_hdr_encode(o->buf, &h, o->buf + SHARED_HDR_LEN);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void
+complete(const struct op *o, struct shared_done *d)
+{
+	struct obj *x = find(o->ns, o->name);
+	uint8_t how = o->fault & 0x0f;
+
+	*d = (struct shared_done){.cookie = o->cookie, .op = o->kind};
+	if (how == FZ_SH_TIMEOUT || how == FZ_SH_EIO) {
+		/* A write that timed out may have landed all the same. */
+		if (o->kind == SHARED_OP_PUT && how == FZ_SH_TIMEOUT && x == NULL &&
+		    ((o->fault >> 4) & 1))
+			store(o);
+		d->status = how == FZ_SH_TIMEOUT ? -ETIMEDOUT : -EIO;
+		return;
+	}
+	if (o->kind == SHARED_OP_PUT) {
+		if (x != NULL)
+			d->status = -EEXIST;
+		else
+			store(o);
+		return;
+	}
+	if (o->kind == SHARED_OP_DEL) {
+		if (x == NULL) {
+			d->status = -ENOENT;
+		} else {
+			free(x->b);
+			*x = (struct obj){0};
+		}
+		return;
+	}
+	if (x == NULL) {
+		d->status = -ENOENT;
+		return;
+	}
+	if (x->len > o->len) {
+		d->status = -EFBIG;
+		return;
+	}
+	memcpy(o->buf, x->b, x->len);
+	d->len = x->len;
+	if (lie(o, x, d)) {
+		R.lies++;
+		if (R.nlied < OPS)
+			R.lied[R.nlied++] = (const struct l2_req *)(uintptr_t)o->cookie;
+		FZ_TRACE("  cluster: the read of %s/%s lies (%u)\n", o->ns, o->name, how);
+	}
+}
+
+unsigned int
+shared_poll(struct shared *s, struct shared_done *out, unsigned int max, uint32_t wait_ms)
+{
+	unsigned int n = 0, i, k;
+
+	(void)s;
+	check_lies();
+	/* Nothing to answer, nothing coming: the thread can do no more until
+	 * the input releases what is held. */
+	if (wait_ms > 0 && __atomic_load_n(&R.gated, __ATOMIC_ACQUIRE) && fz_sh_idle())
+		park();
+	/* Newest first: answers in another order than asked. */
+	for (i = R.nop; i-- > 0 && n < max;) {
+		if (R.op[i].held)
+			continue;
+		complete(&R.op[i], &out[n++]);
+		for (k = i; k + 1 < R.nop; k++)
+			R.op[k] = R.op[k + 1];
+		R.nop--;
+	}
+	return n;
+}
+
+unsigned int
+shared_inflight(const struct shared *s)
+{
+	(void)s;
+	check_lies();
+	/* Idle: nothing in flight, every request it was given answered. */
+	if (R.nop == 0 && __atomic_load_n(&R.gated, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&R.outstanding, __ATOMIC_ACQUIRE) == rte_ring_count(R.from))
+		park();
+	return R.nop;
+}
