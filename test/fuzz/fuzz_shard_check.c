@@ -780,7 +780,7 @@ void
 fz_check_final(void)
 {
 	const struct kvss_lcore_stats *s = &kvss.stats[0];
-	uint32_t held[FZ_CACHES], extra[FZ_CACHES] = {0, 0};
+	uint32_t held[FZ_CACHES], start[FZ_CACHES] = {0, 0}, extra[FZ_CACHES] = {0, 0};
 	uint64_t burst = 0;
 	unsigned int k, r;
 	uint16_t c;
@@ -835,9 +835,29 @@ fz_check_final(void)
 			continue; /* the shared level: not the disk's columns */
 
 		if (l->type == PROTO_T_L2_DOWN && l->poll != burst) {
-			/* The tier takes one poll's requests together: a new burst. */
+			/*
+			 * The tier takes one poll's requests together, a burst,
+			 * and answers them in the order its writes end: a record
+			 * refused NO_SPACE may have waited on any write of its
+			 * burst, whichever the model matched its answer to. Its
+			 * bound: the columns held when the burst began, and one
+			 * slot for each write of the burst that was taken.
+			 */
+			unsigned int k2, r2;
+
 			burst = l->poll;
+			memcpy(start, held, sizeof(start));
 			memset(extra, 0, sizeof(extra));
+			for (k2 = k; k2 < fz.nl2; k2++)
+				for (r2 = 0; fz.l2[k2].type == PROTO_T_L2_DOWN &&
+					     fz.l2[k2].poll == burst && r2 < fz.l2[k2].nrec;
+				     r2++) {
+					const struct fz_l2rec *y = &fz.l2[k2].rec[r2];
+
+					if (y->outcome == L2O_DONE && y->status == 0 &&
+					    is_col(y->cache, y->key, y->org))
+						extra[y->cache]++;
+				}
 		}
 
 		for (r = 0; r < l->nrec; r++) {
@@ -865,27 +885,24 @@ fz_check_final(void)
 					l->seq, x->cache, x->key);
 			/*
 			 * A column needs a free slot while it is written, a
-			 * replacement too (section 9): the slots in use are the
-			 * columns held and, for each replacement of this burst
-			 * still being written, its old column's.
+			 * replacement too (section 9). A column the model is
+			 * unsure of (an L2_UP found it bad, later or earlier) may
+			 * have taken a slot then.
 			 */
-			/* A column the model is unsure of (an L2_UP found it bad,
-			 * later or earlier) may have taken a slot then. */
 			if (x->status == PROTO_E_NO_SPACE && col &&
-			    __builtin_popcount(held[x->cache] | C.uncertain[x->cache]) +
+			    __builtin_popcount(start[x->cache] | C.uncertain[x->cache]) +
 					    extra[x->cache] <
 				    FZ_L2_SLOTS)
 				fz_fail("L2_DOWN seq %" PRIu64 " of cache %u key %" PRIu64
 					" org %" PRIu64 " refused NO_SPACE with %u columns held "
-					"(%u of them uncertain) and %u being replaced (room for %u)",
+					"(%u of them uncertain) and %u written in its burst (room "
+					"for %u)",
 					l->seq, x->cache, x->key, x->org,
-					__builtin_popcount(held[x->cache] | C.uncertain[x->cache]),
+					__builtin_popcount(start[x->cache] | C.uncertain[x->cache]),
 					__builtin_popcount(C.uncertain[x->cache]), extra[x->cache],
 					FZ_L2_SLOTS);
-			if (x->status == 0 && col) {
-				extra[x->cache] += (held[x->cache] & b) != 0;
+			if (x->status == 0 && col)
 				held[x->cache] |= b;
-			}
 		}
 		for (r = 0; l->type == PROTO_T_L2_DELETE && r < l->nrec; r++)
 			if ((r == 0 || l->rec[1].cache != l->rec[0].cache ||
