@@ -304,6 +304,29 @@ regress_refill_cut_by_loss(struct seed *s)
 	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
 }
 
+/*
+ * A REFILL of a driver gone: the refill lcore checked its epoch, then
+ * waited for a DELETE before it to be applied; meanwhile a new driver's
+ * HELLO reset the store and its first EVICT wrote the prompt again, and
+ * the old REFILL read the new stream's bytes (under the old refill's id).
+ */
+static void
+regress_refill_across_epochs(struct seed *s)
+{
+	begin(s, FZ_CFG_REFILL_LCORE);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 1, 0, 16, 0);
+	evict(s, 0, 1, 16, 16, 0);
+	refill(s, 0, 1, 0, 32, 0);
+	op(s, OP_RUN_REFILL, 0, 2, 0, 0, 0, 0, 0, 0);
+	op(s, OP_DELETE, 0, 1, 16, 255, 0, 0, 0, 0);
+	refill(s, 0, 1, 0, 16, 0);
+	op(s, OP_RUN_REFILL, 0, 2, 0, 0, 0, 0, 0, 0);
+	op(s, OP_HELLO, 0, 1, 0, 0, 0, 0, 0, 0);
+	evict(s, 0, 1, 0, 32, 0);
+	op(s, OP_HELLO, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+
 static int
 regress(const char *dir)
 {
@@ -320,6 +343,8 @@ regress(const char *dir)
 	rc |= save(dir, "finding8_l2_replace_needs_a_slot", &s);
 	regress_refill_cut_by_loss(&s);
 	rc |= save(dir, "refill_cut_by_loss", &s);
+	regress_refill_across_epochs(&s);
+	rc |= save(dir, "refill_across_epochs", &s);
 	/* Issue 40: reads of the shared level that lie, refused (with a refill lcore). */
 	seed_shared(&s, FZ_CFG_REFILL_LCORE);
 	rc |= save(dir, "shared_reads_that_lie", &s);

@@ -40,6 +40,13 @@ apply_delete(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 	}
 }
 
+/* A message of a driver that has restarted since it came (a new epoch is in force). */
+static bool
+stale(const struct proto_msg *msg)
+{
+	return msg->hdr.epoch != __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE);
+}
+
 static void
 run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_msg *msg)
 {
@@ -62,10 +69,24 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 
 		for (i = 0; i < rq.num_chunks && i < 256; i++)
 			proto_get_refill_chunk(ch, i, &chunks[i]);
+		/*
+		 * A driver gone (a HELLO of a new epoch reset the store): the
+		 * refill lcore checks the epoch before it waits for the DELETEs
+		 * before the REFILL to be applied, and a new driver's batches
+		 * may write the prompt again meanwhile. Its bytes are not the
+		 * old refill's: checked again here, and once the refill holds
+		 * the prompt (the store is reset only after the epoch changes).
+		 */
+		if (stale(msg))
+			break;
 		if (rq.num_chunks > 256)
 			code = PROTO_E_MALFORMED;
 		else
 			r = kvstore_refill_begin(kvss_me->store, rq.cache_id, chunks, rq.num_chunks, &code);
+		if (r != NULL && stale(msg)) {
+			kvstore_refill_end(r);
+			break;
+		}
 		if (r == NULL && code == 0)
 			code = PROTO_E_NO_SPACE; /* too many refills in flight */
 		if (r != NULL) {
@@ -87,6 +108,8 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 			proto_build_refill_done(&bt->b, &rd);
 		}
 	}
+	if (stale(msg))
+		st->dropped_restart++; /* what it asked from here on: nothing sent */
 	shard_batcher_flush(bt);
 }
 
