@@ -499,9 +499,12 @@ Test(l2, a_column_staged_from_the_shared_level_comes_up_by_its_own_line)
 		pc = prefixcache_create(&p, &sink);
 		cr_assert_not_null(pc);
 		if (round == 1)
-			cr_assert_eq(prefixcache_set_shared_model(pc, 0, 10000, 0), 0); /* 10 us */
-		prefixcache_shared_model(pc, 0, &lat, &bpn);
+			cr_assert_eq(prefixcache_set_level_model(pc, 0, PREFIXCACHE_LEVEL_SHARED,
+								 10000 /* 10 us */, 0), 0);
+		prefixcache_level_model(pc, 0, PREFIXCACHE_LEVEL_SHARED, &lat, &bpn);
 		cr_assert_eq(lat, round == 0 ? 1000000u : 10000u);
+		prefixcache_level_model(pc, 0, PREFIXCACHE_LEVEL_L2, &lat, &bpn);
+		cr_assert_eq(lat, 1000u, "the disks' line is its own");
 		n = prefixcache_columns(pc, 0, &rq, keys, 4, &known);
 		cr_assert_eq(n, 2, "two whole columns before the last token (%u)", n);
 		cr_assert_eq(known, 0);

@@ -32,47 +32,47 @@ prefixcache_refill_model(const struct prefixcache *pc, uint16_t model, uint64_t 
 }
 
 int
-prefixcache_set_l2_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
-			 double bytes_per_ns)
+prefixcache_set_level_model(struct prefixcache *pc, uint16_t model, enum prefixcache_level level,
+			    uint64_t latency_ns, double bytes_per_ns)
 {
+	struct prefixcache_model *p;
+
 	if (model >= pc->p.num_models || !(bytes_per_ns >= 0))
 		return -EINVAL;
-	pc->m[model].p.l2_latency_ns = latency_ns;
-	pc->m[model].p.l2_bytes_per_ns = bytes_per_ns;
-	return 0;
+	p = &pc->m[model].p;
+	switch (level) {
+	case PREFIXCACHE_LEVEL_L2:
+		p->l2_latency_ns = latency_ns;
+		p->l2_bytes_per_ns = bytes_per_ns;
+		return 0;
+	case PREFIXCACHE_LEVEL_SHARED:
+		p->shared_latency_ns = latency_ns;
+		p->shared_bytes_per_ns = bytes_per_ns;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 int
-prefixcache_set_shared_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
-			     double bytes_per_ns)
+prefixcache_level_model(const struct prefixcache *pc, uint16_t model, enum prefixcache_level level,
+			uint64_t *latency_ns, double *bytes_per_ns)
 {
-	if (model >= pc->p.num_models || !(bytes_per_ns >= 0))
-		return -EINVAL;
-	pc->m[model].p.shared_latency_ns = latency_ns;
-	pc->m[model].p.shared_bytes_per_ns = bytes_per_ns;
-	return 0;
-}
+	const struct prefixcache_model *p;
 
-int
-prefixcache_shared_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
-			 double *bytes_per_ns)
-{
 	if (model >= pc->p.num_models)
 		return -EINVAL;
-	*latency_ns = pc->m[model].p.shared_latency_ns;
-	*bytes_per_ns = pc->m[model].p.shared_bytes_per_ns;
-	return 0;
-}
-
-int
-prefixcache_l2_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
-		     double *bytes_per_ns)
-{
-	if (model >= pc->p.num_models)
-		return -EINVAL;
-	*latency_ns = pc->m[model].p.l2_latency_ns;
-	*bytes_per_ns = pc->m[model].p.l2_bytes_per_ns;
-	return 0;
+	p = &pc->m[model].p;
+	switch (level) {
+	case PREFIXCACHE_LEVEL_L2:
+		*latency_ns = p->l2_latency_ns;
+		*bytes_per_ns = p->l2_bytes_per_ns;
+		return 0;
+	case PREFIXCACHE_LEVEL_SHARED:
+		*latency_ns = p->shared_latency_ns;
+		*bytes_per_ns = p->shared_bytes_per_ns;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 /* ---- Create ------------------------------------------------------------------------ */

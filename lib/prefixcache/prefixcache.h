@@ -326,21 +326,23 @@ int prefixcache_org_ttl(struct prefixcache *pc, uint64_t isolation_id, uint64_t 
 int prefixcache_set_refill_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
 				 double bytes_per_ns);
 
+/** The levels below DRAM with a line of their own in the refill-time model. */
+enum prefixcache_level {
+	PREFIXCACHE_LEVEL_L2,	  /* the second tier (the shards' disks): l2_latency_ns, l2_bytes_per_ns */
+	PREFIXCACHE_LEVEL_SHARED, /* the shared level: shared_latency_ns, shared_bytes_per_ns */
+};
+
 /**
- * The second tier's line of @p model's refill-time model (what bringing n
- * tokens up from L2 adds: @p latency_ns + n x refill_bytes_per_token /
+ * @p level's line of @p model's refill-time model (what bringing n tokens
+ * up from there adds: @p latency_ns + n x refill_bytes_per_token /
  * @p bytes_per_ns; 0: no bandwidth term), as prefixcache_set_refill_model
- * sets DRAM's; and what it is now. 0, or -EINVAL.
+ * sets DRAM's; and what it is now. 0, or -EINVAL (no such model or level,
+ * or, to set, a negative or NaN bandwidth).
  */
-int prefixcache_set_l2_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
-			     double bytes_per_ns);
-/** The shared level's line of @p model, set and read the same way. */
-int prefixcache_set_shared_model(struct prefixcache *pc, uint16_t model, uint64_t latency_ns,
-				 double bytes_per_ns);
-int prefixcache_shared_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
-			     double *bytes_per_ns);
-int prefixcache_l2_model(const struct prefixcache *pc, uint16_t model, uint64_t *latency_ns,
-			 double *bytes_per_ns);
+int prefixcache_set_level_model(struct prefixcache *pc, uint16_t model, enum prefixcache_level level,
+				uint64_t latency_ns, double bytes_per_ns);
+int prefixcache_level_model(const struct prefixcache *pc, uint16_t model, enum prefixcache_level level,
+			    uint64_t *latency_ns, double *bytes_per_ns);
 
 /**
  * @p model's refill-time model now (as configured, or as last set): its

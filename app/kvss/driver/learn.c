@@ -82,7 +82,7 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		uint64_t disk = l2_bytes > shared_bytes ? l2_bytes - shared_bytes : 0;
 
 		if (prefixcache_refill_model(l->pc, m, &lat0, &bpn0) != 0 ||
-		    prefixcache_l2_model(l->pc, m, &lat2, &bpn2) != 0)
+		    prefixcache_level_model(l->pc, m, PREFIXCACHE_LEVEL_L2, &lat2, &bpn2) != 0)
 			return;
 		past = (double)ns - (double)lat0 - (bpn0 > 0 ? (double)bytes / bpn0 : 0);
 		if (disk > 0)
@@ -91,8 +91,9 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		if (!l->learned || ml->fit3.n < 20 || (ml->fit3.n - 20) % 16 != 0 ||
 		    drv_learn_line(&ml->fit3, &lat_ns, &ns_per_byte) != 0)
 			return;
-		prefixcache_set_shared_model(l->pc, m, lat_ns > 0 ? (uint64_t)lat_ns : 0,
-					     ns_per_byte > 0 ? 1 / ns_per_byte : 0);
+		prefixcache_set_level_model(l->pc, m, PREFIXCACHE_LEVEL_SHARED,
+					    lat_ns > 0 ? (uint64_t)lat_ns : 0,
+					    ns_per_byte > 0 ? 1 / ns_per_byte : 0);
 		l->shared_updates++;
 		return;
 	}
@@ -108,8 +109,9 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		if (!l->learned || ml->fit2.n < 20 || (ml->fit2.n - 20) % 16 != 0 ||
 		    drv_learn_line(&ml->fit2, &lat_ns, &ns_per_byte) != 0)
 			return;
-		prefixcache_set_l2_model(l->pc, m, lat_ns > 0 ? (uint64_t)lat_ns : 0,
-					 ns_per_byte > 0 ? 1 / ns_per_byte : 0);
+		prefixcache_set_level_model(l->pc, m, PREFIXCACHE_LEVEL_L2,
+					    lat_ns > 0 ? (uint64_t)lat_ns : 0,
+					    ns_per_byte > 0 ? 1 / ns_per_byte : 0);
 		l->st->l2_model_updates++;
 		return;
 	}
