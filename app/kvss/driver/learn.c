@@ -58,6 +58,27 @@ drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps)
 }
 
 /*
+ * A point (@p x bytes brought up from @p level, @p y ns past the lines
+ * above it) of model @p m's line for that level, in @p f; with refill_model
+ * "learned", from its 20th point on and every 16th after, the library's
+ * estimates take the line refitted, counted in *@p updates.
+ */
+static void
+learn_level(struct drv_learn *l, uint16_t m, enum prefixcache_level level, struct linfit *f,
+	    double x, double y, uint64_t *updates)
+{
+	double lat_ns, ns_per_byte;
+
+	linfit_add(f, x, y);
+	if (!l->learned || f->n < 20 || (f->n - 20) % 16 != 0 ||
+	    drv_learn_line(f, &lat_ns, &ns_per_byte) != 0)
+		return;
+	prefixcache_set_level_model(l->pc, m, level, lat_ns > 0 ? (uint64_t)lat_ns : 0,
+				    ns_per_byte > 0 ? 1 / ns_per_byte : 0);
+	(*updates)++;
+}
+
+/*
  * refill_model "learned": the model's estimates take the line fitted to its
  * own refills (draft and target models have their own shards), from its
  * 20th refill on and every 16th after. With refill_short_pct, the line is
@@ -74,45 +95,29 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 	if (m >= PREFIXCACHE_MAX_MODELS)
 		return;
 	ml = &l->ml[m];
-	if (shared_bytes > 0) {
-		/* The shared level's line: the time past the model's line and,
-		 * for what came from the disks beside it, the L2 line. */
-		uint64_t lat0, lat2;
+	if (shared_bytes > 0 || l2_bytes > 0) {
+		/* Brought up from below DRAM: the time past the model's line. */
+		uint64_t lat0, lat2, disk;
 		double bpn0, bpn2, past;
-		uint64_t disk = l2_bytes > shared_bytes ? l2_bytes - shared_bytes : 0;
-
-		if (prefixcache_refill_model(l->pc, m, &lat0, &bpn0) != 0 ||
-		    prefixcache_level_model(l->pc, m, PREFIXCACHE_LEVEL_L2, &lat2, &bpn2) != 0)
-			return;
-		past = (double)ns - (double)lat0 - (bpn0 > 0 ? (double)bytes / bpn0 : 0);
-		if (disk > 0)
-			past -= (double)lat2 + (bpn2 > 0 ? (double)disk / bpn2 : 0);
-		linfit_add(&ml->fit3, (double)shared_bytes, past);
-		if (!l->learned || ml->fit3.n < 20 || (ml->fit3.n - 20) % 16 != 0 ||
-		    drv_learn_line(&ml->fit3, &lat_ns, &ns_per_byte) != 0)
-			return;
-		prefixcache_set_level_model(l->pc, m, PREFIXCACHE_LEVEL_SHARED,
-					    lat_ns > 0 ? (uint64_t)lat_ns : 0,
-					    ns_per_byte > 0 ? 1 / ns_per_byte : 0);
-		l->shared_updates++;
-		return;
-	}
-	if (l2_bytes > 0) {
-		/* The second tier's line: the time past what the model's line says. */
-		uint64_t lat0;
-		double bpn0;
 
 		if (prefixcache_refill_model(l->pc, m, &lat0, &bpn0) != 0)
 			return;
-		linfit_add(&ml->fit2, (double)l2_bytes,
-			   (double)ns - (double)lat0 - (bpn0 > 0 ? (double)bytes / bpn0 : 0));
-		if (!l->learned || ml->fit2.n < 20 || (ml->fit2.n - 20) % 16 != 0 ||
-		    drv_learn_line(&ml->fit2, &lat_ns, &ns_per_byte) != 0)
+		past = (double)ns - (double)lat0 - (bpn0 > 0 ? (double)bytes / bpn0 : 0);
+		if (shared_bytes == 0) {
+			/* From the shards' disks only: a point of the L2 line. */
+			learn_level(l, m, PREFIXCACHE_LEVEL_L2, &ml->fit2, (double)l2_bytes, past,
+				    &l->st->l2_model_updates);
 			return;
-		prefixcache_set_level_model(l->pc, m, PREFIXCACHE_LEVEL_L2,
-					    lat_ns > 0 ? (uint64_t)lat_ns : 0,
-					    ns_per_byte > 0 ? 1 / ns_per_byte : 0);
-		l->st->l2_model_updates++;
+		}
+		/* Some from the shared level: a point of its line, past the L2
+		 * line too for what came from the disks beside it. */
+		if (prefixcache_level_model(l->pc, m, PREFIXCACHE_LEVEL_L2, &lat2, &bpn2) != 0)
+			return;
+		disk = l2_bytes > shared_bytes ? l2_bytes - shared_bytes : 0;
+		if (disk > 0)
+			past -= (double)lat2 + (bpn2 > 0 ? (double)disk / bpn2 : 0);
+		learn_level(l, m, PREFIXCACHE_LEVEL_SHARED, &ml->fit3, (double)shared_bytes, past,
+			    &l->shared_updates);
 		return;
 	}
 	if (l->short_pct && drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) == 0)
