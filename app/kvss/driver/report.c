@@ -484,6 +484,58 @@ ratio_since(const uint64_t at[3], const struct kvss_drv_stats *now, char *out, s
 		snprintf(out, cap, "%.4f", (double)hit / (double)prompt);
 }
 
+/* How the summary names a level's line of the refill-time model. */
+struct line_words {
+	const char *name; /* "<name> fitted to N refills", "<name>: N refills" */
+	const char *from; /* "with hits from <from>" */
+	const char *past; /* "their time past <past>" */
+	const char *key;  /* the printed keys' prefix: "<key>latency_us = " */
+	const char *json; /* the JSON's: "fit_<json>_refills", "<json>_model_updates" */
+	/* The shared level's: the configured line in the too-few line too, and
+	 * its JSON keys even then (0 latency and bandwidth); the L2 line's
+	 * JSON keys come only with a fit. */
+	bool unfitted_says_configured;
+	bool unfitted_json;
+};
+
+static const struct line_words l2_line = {
+	"the second tier's line", "L2", "the model's line", "l2_", "l2", false, false,
+};
+static const struct line_words shared_line = {
+	"the shared level's line", "it", "the model's and the L2 lines", "", "shared", true, true,
+};
+
+/*
+ * The summary's line on a level's fitted line @p f (configured as
+ * @p cfg_lat_us and @p cfg_gbps; @p updates times taken by the estimates),
+ * and its JSON keys appended to @p j.
+ */
+static void
+line_summary(const struct linfit *f, const struct line_words *w, double cfg_lat_us, double cfg_gbps,
+	     uint64_t updates, char *j, size_t jsize)
+{
+	double lus = 0, gbps = 0;
+	bool fitted = drv_learn_fit(f, &lus, &gbps) == 0;
+	size_t n = strlen(j);
+	char cfg[64] = "";
+
+	if (fitted) {
+		printf("kvss: summary: %s fitted to %" PRIu64 " refills with hits from %s (their time "
+		       "past %s): %slatency_us = %.0f, %sgbps = %.2f (configured: %.0f and %.2f%s)\n",
+		       w->name, f->n, w->from, w->past, w->key, lus, w->key, gbps, cfg_lat_us, cfg_gbps,
+		       updates ? "; the estimates took it" : "");
+	} else {
+		if (w->unfitted_says_configured)
+			snprintf(cfg, sizeof(cfg), " (%.0f us, %.2f Gb/s)", cfg_lat_us, cfg_gbps);
+		printf("kvss: summary: %s: %" PRIu64 " refills with hits from %s, too few to fit; the "
+		       "estimates use the configured one%s\n", w->name, f->n, w->from, cfg);
+	}
+	if (fitted || w->unfitted_json)
+		snprintf(j + n, jsize - n, ",\"fit_%s_refills\":%" PRIu64 ",\"fit_%s_latency_us\":%.0f"
+			 ",\"fit_%s_gbps\":%.3f,\"%s_model_updates\":%" PRIu64, w->json, f->n, w->json,
+			 lus, w->json, gbps, w->json, updates);
+}
+
 void
 kvss_driver_summary(void)
 {
@@ -677,22 +729,9 @@ kvss_driver_summary(void)
 		}
 		if (drv_l2_model(0)) {
 			const struct prefixcache_model *p0 = &kvss.cfg.driver.pc.model[0];
-			double lus, lgbps;
 
-			if (drv_learn_fit(&drv.learn.ml[0].fit2, &lus, &lgbps) == 0) {
-				printf("kvss: summary: the second tier's line fitted to %" PRIu64 " refills with hits "
-				       "from L2 (their time past the model's line): l2_latency_us = %.0f, l2_gbps = "
-				       "%.2f (configured: %.0f and %.2f%s)\n", drv.learn.ml[0].fit2.n, lus, lgbps,
-				       (double)p0->l2_latency_ns / 1000, p0->l2_bytes_per_ns * 8,
-				       s->l2_model_updates ? "; the estimates took it" : "");
-				snprintf(l2fitj, sizeof(l2fitj), ",\"fit_l2_refills\":%" PRIu64
-					 ",\"fit_l2_latency_us\":%.0f,\"fit_l2_gbps\":%.3f,\"l2_model_updates\":%" PRIu64,
-					 drv.learn.ml[0].fit2.n, lus, lgbps, s->l2_model_updates);
-			} else {
-				printf("kvss: summary: the second tier's line: %" PRIu64 " refills with hits from L2, "
-				       "too few to fit; the estimates use the configured one\n",
-				       drv.learn.ml[0].fit2.n);
-			}
+			line_summary(&drv.learn.ml[0].fit2, &l2_line, (double)p0->l2_latency_ns / 1000,
+				     p0->l2_bytes_per_ns * 8, s->l2_model_updates, l2fitj, sizeof(l2fitj));
 		}
 		uint64_t l2_status = 0; /* what the shards' STATUS says their tiers hold (v2) */
 		uint16_t k, c;
@@ -726,7 +765,6 @@ kvss_driver_summary(void)
 		size_t n = strlen(l2j);
 		unsigned int r;
 		char badj[256] = "";
-		double slus = 0, slgbps = 0;
 
 		drv_sh_lookup_pct(&l50, &l99);
 		drv_sh_wait_pct(&w50, &w99);
@@ -746,22 +784,8 @@ kvss_driver_summary(void)
 		       h->records_written, h->records_bad, h->slices_bad, h->gen_global,
 		       h->generations_seen, h->unavailable ? "; UNAVAILABLE at the end" : "");
 		/* Its line of the refill-time model, as the second tier's above. */
-		if (drv_learn_fit(&drv.learn.ml[0].fit3, &slus, &slgbps) == 0)
-			printf("kvss: summary: the shared level's line fitted to %" PRIu64 " refills with "
-			       "hits from it (their time past the model's and the L2 lines): latency_us = "
-			       "%.0f, gbps = %.2f (configured: %u and %.2f%s)\n", drv.learn.ml[0].fit3.n,
-			       slus, slgbps, kvss.cfg.shared.latency_us, kvss.cfg.shared.gbps,
-			       drv.learn.shared_updates ? "; the estimates took it" : "");
-		else
-			printf("kvss: summary: the shared level's line: %" PRIu64 " refills with hits from "
-			       "it, too few to fit; the estimates use the configured one (%u us, %.2f Gb/s)\n",
-			       drv.learn.ml[0].fit3.n, kvss.cfg.shared.latency_us, kvss.cfg.shared.gbps);
-		n = strlen(l2j);
-		snprintf(l2j + n, sizeof(l2j) - n, ",\"fit_shared_refills\":%" PRIu64
-			 ",\"fit_shared_latency_us\":%.0f,\"fit_shared_gbps\":%.3f"
-			 ",\"shared_model_updates\":%" PRIu64, drv.learn.ml[0].fit3.n,
-			 drv.learn.ml[0].fit3.n >= 20 ? slus : 0.0, drv.learn.ml[0].fit3.n >= 20 ? slgbps : 0.0,
-			 drv.learn.shared_updates);
+		line_summary(&drv.learn.ml[0].fit3, &shared_line, kvss.cfg.shared.latency_us,
+			     kvss.cfg.shared.gbps, drv.learn.shared_updates, l2j, sizeof(l2j));
 		n = strlen(l2j);
 		snprintf(l2j + n, sizeof(l2j) - n,
 			 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
