@@ -206,6 +206,23 @@ quitting(void)
 	return kvss_quitting() != 0;
 }
 
+/*
+ * drv.source for the built-in workload: "the built-in workload", "with a
+ * library of N documents" when it has one (make demo's verdict reads the
+ * library's size here, as kvss-trace --documents), and "(the trace is not
+ * there)" when @p trace_named.
+ */
+static void
+builtin_source(uint32_t documents, bool trace_named)
+{
+	char lib[48] = "";
+
+	if (documents > 0)
+		snprintf(lib, sizeof(lib), " with a library of %u documents", documents);
+	snprintf(drv.source, sizeof(drv.source), "the built-in workload%s%s", lib,
+		 trace_named ? " (the trace is not there)" : "");
+}
+
 /* The requests: the trace, or the built-in workload when it is not there. */
 static int
 load_workload(const struct kvss_config *cfg)
@@ -231,15 +248,7 @@ load_workload(const struct kvss_config *cfg)
 			return -1;
 		/* wafer.multimodal_every: an image of 64 tokens ends every Nth prompt. */
 		workload_mark_multimodal(&drv.wl, cfg->wafer.multimodal_every, 64);
-		/* make demo's verdict reads the library's size here (kvss-trace --documents). */
-		if (cfg->wafer.documents > 0)
-			snprintf(drv.source, sizeof(drv.source),
-				 "the built-in workload with a library of %u documents%s",
-				 cfg->wafer.documents,
-				 cfg->wafer.trace[0] ? " (the trace is not there)" : "");
-		else
-			snprintf(drv.source, sizeof(drv.source), "the built-in workload%s",
-				 cfg->wafer.trace[0] ? " (the trace is not there)" : "");
+		builtin_source(cfg->wafer.documents, cfg->wafer.trace[0] != '\0');
 	}
 	drv.nreq = drv.wl.n;
 	if (cfg->wafer.limit && drv.nreq > cfg->wafer.limit)
