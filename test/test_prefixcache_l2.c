@@ -43,8 +43,9 @@ teardown(void)
 
 TestSuite(l2, .init = setup, .fini = teardown, .timeout = 120);
 
-/* The sink's L2 operations, as they came. */
-static unsigned int ndown, nup, ndel, nevict_after_down;
+/* The sink's L2 operations, as they came; of those up, the columns, and
+ * those staged from the shared level. */
+static unsigned int ndown, nup, ndel, nevict_after_down, upcols, upcols_shared;
 static int last_op; /* 1 down, 2 delete */
 
 static void
@@ -62,15 +63,19 @@ static void
 obs_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
        const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
 {
+	uint32_t k;
+
 	(void)arg;
 	(void)model;
 	(void)batch_no;
 	(void)nc;
 	(void)g;
 	(void)e;
-	(void)cols;
 	cr_assert_gt(ncols, 0);
 	nup++;
+	upcols += ncols;
+	for (k = 0; k < ncols; k++)
+		upcols_shared += cols[k].shared;
 }
 
 static void
@@ -113,7 +118,7 @@ params(uint32_t C, uint64_t dram, uint64_t l2, enum prefixcache_l2_admit admit)
 	p.observe.l2_up = obs_up;
 	p.observe.l2_del = obs_l2del;
 	p.observe.del = obs_del;
-	ndown = nup = ndel = nevict_after_down = 0;
+	ndown = nup = ndel = nevict_after_down = upcols = upcols_shared = 0;
 	last_op = 0;
 	return p;
 }
@@ -431,27 +436,6 @@ Test(l2, columns_kept_across_a_restart_are_taken_back_parents_first_and_hit)
 	prefixcache_free(pc);
 }
 
-/* The shared level's staged columns, as they came up. */
-static unsigned int sh_ups, sh_upcols, sh_upcols_shared;
-
-static void
-sh_obs_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
-	  const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
-{
-	uint32_t k;
-
-	(void)arg;
-	(void)model;
-	(void)batch_no;
-	(void)nc;
-	(void)g;
-	(void)e;
-	sh_ups++;
-	sh_upcols += ncols;
-	for (k = 0; k < ncols; k++)
-		sh_upcols_shared += cols[k].shared;
-}
-
 static void
 sh_obs_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
 {
@@ -470,7 +454,7 @@ sh_obs_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
  */
 Test(l2, a_column_staged_from_the_shared_level_comes_up_by_its_own_line)
 {
-	struct prefixcache_sink sink = {.l2_down = sh_obs_down, .l2_up = sh_obs_up,
+	struct prefixcache_sink sink = {.l2_down = sh_obs_down, .l2_up = obs_up,
 					.l2_del = obs_l2del};
 	struct prefixcache_params p = {.num_models = 1, .column = 64, .shared_staged = 16};
 	const uint64_t iso = 4242;
@@ -495,7 +479,7 @@ Test(l2, a_column_staged_from_the_shared_level_comes_up_by_its_own_line)
 	p.model[0].shared_latency_ns = 1000000;	/* the shared level: 1 ms */
 	p.model[0].recompute_tokens_per_ns = 1e-3; /* 1 token per us */
 	for (round = 0; round < 2; round++) {
-		sh_ups = sh_upcols = sh_upcols_shared = 0;
+		nup = upcols = upcols_shared = 0;
 		pc = prefixcache_create(&p, &sink);
 		cr_assert_not_null(pc);
 		if (round == 1)
@@ -521,15 +505,15 @@ Test(l2, a_column_staged_from_the_shared_level_comes_up_by_its_own_line)
 		if (round == 0) {
 			cr_assert_eq(hit.hit_tokens, 0, "taken though the shared level's line is slower");
 			cr_assert_eq(st.l2_recompute_faster_tokens, 128);
-			cr_assert_eq(sh_ups, 0);
+			cr_assert_eq(nup, 0);
 		} else {
 			cr_assert_eq(hit.hit_tokens, 128, "hit %u", hit.hit_tokens);
 			cr_assert_eq(hit.l2_hit_tokens, 128);
 			cr_assert_eq(hit.shared_hit_tokens, 128);
 			cr_assert_eq(st.shared_hit_tokens, 128);
 			/* Each batch of the columns' tokens names the columns it holds tokens of. */
-			cr_assert_gt(sh_upcols, 0);
-			cr_assert_eq(sh_upcols_shared, sh_upcols, "every column came up as the shared level's");
+			cr_assert_gt(upcols, 0);
+			cr_assert_eq(upcols_shared, upcols, "every column came up as the shared level's");
 			/* The refill's line (0 here) and the shared level's, not the disks'. */
 			cr_assert_geq(hit.estimate_ns, 10000);
 			cr_assert_lt(hit.estimate_ns, 10000 + 1000);
