@@ -234,6 +234,28 @@ static struct bad bads[] = {
 	 " );\n", "jobs.[0].grants.[0].tokens: 10.5 is not a whole number"},
 	{ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 1000.5; } );\n",
 	 "jobs.[0].bytes_per_token_per_wio: 1000.5 is not a whole number"},
+	/* A key nobody reads is refused with the nearest known one, never a silent default. */
+	{ONE_NODE "jobs = ( " JOB("j", "token_upper = 5;") " );\n",
+	 ":4: jobs.[0].token_upper: unknown key (did you mean tokens_upper?)"},
+	{ONE_NODE "jobs = ( " JOB("j", "") " );\npolicy = { kidn = \"equal\"; };\n",
+	 ":5: policy.kidn: unknown key (did you mean kind?)"},
+	{ONE_NODE "jobs = ( " JOB("j", "") " );\npolicy = { keep_ration = false; };\n",
+	 "policy.keep_ration: unknown key (did you mean keep_ratio?)"},
+	{ONE_NODE "jobs = ( " JOB("j", "") " );\npolcy = { kind = \"equal\"; };\n",
+	 ":5: polcy: unknown key (did you mean policy?)"},
+	{ONE_NODE "jobs = ( " JOB("j", "") " );\nshard = { id = 1; };\n", ":5: shard: unknown key"},
+	{"nodes = ( { name = \"n0\"; ram_gb = 100; ram_bg = 5; } );\n"
+	 "boxes = ( { name = \"b0\"; shards = ( { domain = 0; wio = 1; node = \"n0\"; } ); } );\n"
+	 "jobs = ( " JOB("j", "") " );\n",
+	 ":1: nodes.[0].ram_bg: unknown key (did you mean ram_gb?)"},
+	{ONE_NODE "jobs = ( " JOB("j", "grants = ( { box = \"b0\"; domian = 0; domain = 0; tokens = 1; } );")
+	 " );\n", "jobs.[0].grants.[0].domian: unknown key (did you mean domain?)"},
+	{ONE_NODE "jobs = ( " JOB("j", "") " );\npolicy = { kind = 5; };\n",
+	 "policy.kind: must be a string"},
+	{ONE_NODE "jobs = ( " JOB("j", "") " );\npolicy = { keep_ratio = 1; };\n",
+	 "policy.keep_ratio: must be true or false"},
+	{ONE_NODE "jobs = ( " JOB("j", "") " );\npolicy = \"fair\";\n",
+	 "policy: want a group { ... }, not a value"},
 };
 
 ParameterizedTestParameters(plan, a_bad_cluster_names_its_key)

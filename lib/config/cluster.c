@@ -6,41 +6,38 @@
  */
 #include "cluster.h"
 #include "config.h"
+#include "config_priv.h"
 
 #include <ctype.h>
 #include <libconfig.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GB 1000000000.0
 
 /* ---- Loading ------------------------------------------------------------------------ */
 
+/*
+ * The reader's context is kvss's (config_priv.h): every key read is
+ * remembered through cfg_member, and what the file has beside them is an
+ * unknown key, refused with the nearest known one (cfg_check_keys).
+ */
 struct ld {
-	const char *path;
-	char *err;
-	size_t errlen;
+	struct ctx c;
 };
 
 /* "f.cfg:12: jobs.[0].boxes: why", as every configuration reader here says it. */
-static int __attribute__((format(printf, 4, 5)))
-fail(struct ld *l, const config_setting_t *g, const char *key, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	kvss_cfg_vfail(l->path, l->err, l->errlen, g, key, fmt, ap);
-	va_end(ap);
-	return -1;
-}
+#define fail(l, g, key, ...) cfg_fail(&(l)->c, g, key, __VA_ARGS__)
+#define member(l, g, key) cfg_member(&(l)->c, g, key)
 
 static int
 get_num(struct ld *l, const config_setting_t *g, const char *key, double lo, double hi, double def,
 	bool required, double *out)
 {
-	const config_setting_t *s = config_setting_get_member(g, key);
+	const config_setting_t *s = member(l, g, key);
 
 	if (s == NULL) {
 		if (required)
@@ -79,10 +76,11 @@ get_whole(struct ld *l, const config_setting_t *g, const char *key, double lo, d
 static int
 get_name(struct ld *l, const config_setting_t *g, const char *key, char *out)
 {
-	const char *v;
+	const config_setting_t *s = member(l, g, key);
+	const char *v = s != NULL ? config_setting_get_string(s) : NULL;
 	size_t i;
 
-	if (config_setting_lookup_string(g, key, &v) != CONFIG_TRUE || v[0] == '\0')
+	if (v == NULL || v[0] == '\0')
 		return fail(l, g, key, "missing (a name in quotes)");
 	if (strlen(v) >= PLAN_NAME)
 		return fail(l, g, key, "longer than %d characters", PLAN_NAME - 1);
@@ -116,7 +114,7 @@ node_of(const struct plan_cluster *c, const char *name)
 static int
 load_nodes(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 {
-	const config_setting_t *ns = config_setting_get_member(root, "nodes");
+	const config_setting_t *ns = member(l, root, "nodes");
 	int i, n;
 
 	if (ns == NULL || !config_setting_is_list(ns) || (n = config_setting_length(ns)) < 1 ||
@@ -145,14 +143,14 @@ load_nodes(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 static int
 load_boxes(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 {
-	const config_setting_t *bs = config_setting_get_member(root, "boxes");
+	const config_setting_t *bs = member(l, root, "boxes");
 	int i, n;
 
 	if (bs == NULL || !config_setting_is_list(bs) || (n = config_setting_length(bs)) < 1)
 		return fail(l, root, "boxes", "want a list of boxes, each with its shards");
 	for (i = 0; i < n; i++) {
 		const config_setting_t *b = config_setting_get_elem(bs, (unsigned int)i);
-		const config_setting_t *ss = config_setting_get_member(b, "shards");
+		const config_setting_t *ss = member(l, b, "shards");
 		char name[PLAN_NAME];
 		int k, m;
 
@@ -209,7 +207,7 @@ box_known(const struct plan_cluster *c, const char *box)
 static int
 load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 {
-	const config_setting_t *js = config_setting_get_member(root, "jobs");
+	const config_setting_t *js = member(l, root, "jobs");
 	int i, n;
 
 	if (js == NULL || !config_setting_is_list(js) || (n = config_setting_length(js)) < 1 ||
@@ -217,8 +215,8 @@ load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 		return fail(l, root, "jobs", "want a list of 1..%d jobs", PLAN_MAX_JOBS);
 	for (i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(js, (unsigned int)i);
-		const config_setting_t *bx = config_setting_get_member(e, "boxes");
-		const config_setting_t *gr = config_setting_get_member(e, "grants");
+		const config_setting_t *bx = member(l, e, "boxes");
+		const config_setting_t *gr = member(l, e, "grants");
 		struct plan_job *j = &c->job[i];
 		double bpt, base, lo, hi;
 		int k, m;
@@ -236,8 +234,7 @@ load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 		    get_whole(l, e, "tokens_upper", 1, 1e12, 1e12, false, &hi) != 0 ||
 		    get_num(l, e, "ratio", 0.000001, 1e6, 1, false, &j->ratio) != 0)
 			return -1;
-		if (config_setting_lookup_string(e, "model", &(const char *){NULL}) == CONFIG_TRUE &&
-		    get_name(l, e, "model", j->model) != 0)
+		if (member(l, e, "model") != NULL && get_name(l, e, "model", j->model) != 0)
 			return -1;
 		if (lo > hi)
 			return fail(l, e, "tokens_lower", "%g is above tokens_upper (%g)", lo, hi);
@@ -285,7 +282,8 @@ int
 kvss_cluster_load(const char *path, struct plan_cluster *c, char *err, size_t errlen)
 {
 	static const char *const kinds[] = {"equal", "exact", "fair", "ratio", NULL};
-	struct ld l = {path, err, errlen};
+	/* Its list of keys read is large (SEEN_MAX of them): not on the stack. */
+	struct ld *l = calloc(1, sizeof(*l));
 	const config_setting_t *root, *p;
 	config_t lc;
 	int rc = -1;
@@ -295,37 +293,44 @@ kvss_cluster_load(const char *path, struct plan_cluster *c, char *err, size_t er
 	c->keep_ratio = true;
 	c->discount = 0.2;
 	c->round_tokens = 1000;
+	if (l == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	l->c.path = path;
+	l->c.err = err;
+	l->c.errlen = errlen;
+	/* No role sections here: a top-level shard or driver is a key like any other. */
+	l->c.no_roles = true;
 	config_init(&lc);
 	if (kvss_cfg_read(&lc, path, err, errlen) != 0)
 		goto out;
 	root = config_root_setting(&lc);
-	if (load_nodes(&l, root, c) != 0 || load_boxes(&l, root, c) != 0 || load_jobs(&l, root, c) != 0)
+	if (load_nodes(l, root, c) != 0 || load_boxes(l, root, c) != 0 || load_jobs(l, root, c) != 0)
 		goto out;
-	p = config_setting_get_member(root, "policy");
+	p = member(l, root, "policy");
 	if (p != NULL) {
-		const char *k;
 		double d, r;
-		int i, kr;
+		bool kr;
+		int i;
 
-		if (config_setting_lookup_string(p, "kind", &k) == CONFIG_TRUE) {
-			for (i = 0; kinds[i] != NULL && strcmp(kinds[i], k) != 0; i++)
-				;
-			if (kinds[i] == NULL) {
-				fail(&l, p, "kind", "'%s' is not one of equal, exact, fair, ratio", k);
-				goto out;
-			}
-			c->policy = (enum plan_policy)i;
-		}
-		if (config_setting_lookup_bool(p, "keep_ratio", &kr) == CONFIG_TRUE)
-			c->keep_ratio = kr;
-		if (get_num(&l, p, "discount", 0, 0.95, 0.2, false, &d) != 0 ||
-		    get_whole(&l, p, "round_tokens", 1, 1e9, 1000, false, &r) != 0)
+		if ((i = cfg_get_choice(&l->c, p, "kind", kinds, (int)c->policy, false)) < 0 ||
+		    cfg_get_bool(&l->c, p, "keep_ratio", c->keep_ratio, &kr) != 0)
+			goto out;
+		c->policy = (enum plan_policy)i;
+		c->keep_ratio = kr;
+		if (get_num(l, p, "discount", 0, 0.95, 0.2, false, &d) != 0 ||
+		    get_whole(l, p, "round_tokens", 1, 1e9, 1000, false, &r) != 0)
 			goto out;
 		c->discount = d;
 		c->round_tokens = (uint64_t)r;
 	}
+	/* A key nobody read (token_upper, kidn, polcy): refused, with the nearest known one. */
+	if (cfg_check_keys(&l->c, root) != 0)
+		goto out;
 	rc = 0;
 out:
 	config_destroy(&lc);
+	free(l);
 	return rc;
 }

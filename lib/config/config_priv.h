@@ -14,8 +14,11 @@
 
 #include "config.h"
 
-/* Every (group, key) the loader asked for: what is not among them is unknown. */
-#define SEEN_MAX 2048
+/*
+ * Every (group, key) the loader asked for: what is not among them is unknown.
+ * Enough for kvss-plan's largest cluster (256 shards, 16 jobs granting each).
+ */
+#define SEEN_MAX 16384
 
 struct ctx {
 	const char *path;
@@ -26,6 +29,8 @@ struct ctx {
 		const char *name;
 	} seen[SEEN_MAX];
 	unsigned int nseen;
+	/* A file without role sections (a cluster): top-level shard, driver are unknown too. */
+	bool no_roles;
 };
 
 /* config_setting_get_member, remembering that @p name is a key of @p g. */

@@ -295,10 +295,11 @@ cfg_check_keys(struct ctx *c, const config_setting_t *g)
 		const char *hint = NULL;
 
 		if (name != NULL && !seen(c, g, name)) {
-			for (k = 0; config_setting_parent(g) == NULL && sections[k] != NULL; k++)
+			for (k = 0; !c->no_roles && config_setting_parent(g) == NULL && sections[k] != NULL;
+			     k++)
 				if (strcmp(name, sections[k]) == 0)
 					break;
-			if (config_setting_parent(g) == NULL && sections[k] != NULL)
+			if (!c->no_roles && config_setting_parent(g) == NULL && sections[k] != NULL)
 				continue;
 			for (k = 0; k < c->nseen; k++) {
 				unsigned int d;
