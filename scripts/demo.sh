@@ -9,6 +9,9 @@
 # and a summary ending in one JSON line.
 #
 # usage: scripts/demo.sh [BUILD] [extra driver options...]
+#   KVSS_DEMO_TRACE=F   replay the trace F (Mooncake's format, README.md);
+#                       none: the built-in workload even where the public
+#                       trace is. Unset: the public trace where it is
 #   KVSS_DEMO_LIMIT=N   replay N requests instead of the config's limit
 #   KVSS_DEMO_JSON=F    also write the summary's JSON line to F
 #   KVSS_DEMO_TAG=T     name the file prefixes kvss_demo_{s0,s1,drv}_T (default: the pid)
@@ -28,11 +31,29 @@
 #                       second tier; 0: the plain built-in workload)
 #
 # Exit status: the driver's (0: every request done, every refilled byte
-# right, no protocol error). Every process is stopped and every file
-# prefix removed, whatever happens.
+# right, no protocol error; 2: a configuration, the driver's or a shard's,
+# or KVSS_DEMO_TRACE naming no file); 1 when a shard did not start or ended
+# badly; 130 (143) when the demo itself was interrupted by SIGINT (SIGTERM),
+# its verdict then STOPPED, not PASS. Every process is stopped and every
+# file prefix removed, whatever happens.
 set -u
 BUILD=${1:-build}
 [ $# -gt 0 ] && shift
+# The workload, checked before anything starts (a relative path is the caller's).
+MC=../shared/traces/mooncake_synthetic.jsonl
+trace_opt=()
+case "${KVSS_DEMO_TRACE:-}" in
+"") ;;
+none) trace_opt=(--trace "") ;;
+*)
+	if [ ! -f "$KVSS_DEMO_TRACE" ]; then
+		echo "demo: KVSS_DEMO_TRACE=$KVSS_DEMO_TRACE: no such file (a trace in Mooncake's format, or none)" >&2
+		exit 2
+	fi
+	case "$KVSS_DEMO_TRACE" in /*) MC=$KVSS_DEMO_TRACE ;; *) MC=$PWD/$KVSS_DEMO_TRACE ;; esac
+	trace_opt=(--trace "$MC")
+	;;
+esac
 cd "$(dirname "$0")/.."
 
 run=${KVSS_DEMO_TAG:-$$}
@@ -41,25 +62,48 @@ pids=()
 prefixes=("kvss_demo_s0_$run" "kvss_demo_s1_$run" "kvss_demo_drv_$run")
 
 . scripts/procs-lib.sh
+# first_error LOG: the line of a process's log that says what went wrong (a
+# configuration's FILE:LINE: message, else the first line saying an error,
+# else its last line).
+first_error() {
+	local l
+	l=$(grep -m1 -E '^kvss: [^ ]+:[0-9]+: ' "$1")
+	[ -z "$l" ] && l=$(grep -v '^TELEMETRY:' "$1" | grep -m1 -iE 'error|fail|cannot|refus|missing|unknown|invalid')
+	[ -z "$l" ] && l=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
+	printf '%s' "${l:-(its log is empty)}"
+}
 cleanup() {
 	procs_stop TERM
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# A signal before the driver runs ends the demo at once; while it runs, the
+# driver (which takes it too from the terminal) drains and prints its summary,
+# and the verdict says the run was interrupted. Bash runs a trap during
+# `wait`, not while a foreground child that handles the signal runs: the
+# driver runs in the background.
+sig=
+dpid=
+on_signal() {
+	sig=$1
+	[ -z "$dpid" ] && exit "$2"
+	kill "-$1" "$dpid" 2>/dev/null
+}
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
 
 EAL=(--no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error)
-# The second tiers: empty unless asked to be kept.
+# The second tiers: in a directory of this run's unless asked otherwise;
+# what they held at the start is what the shards say they found.
 if [ -z "${KVSS_DEMO_L2_DIR:-}" ] && [ "${KVSS_DEMO_KEEP_L2:-0}" != 1 ]; then
 	KVSS_DEMO_L2_DIR=$tmp/l2
 	mkdir -p "$KVSS_DEMO_L2_DIR"
-	l2_state="empty at the start (a directory of this run's; KVSS_DEMO_KEEP_L2=1 keeps /var/lib/kvss)"
+	l2_where="a directory of this run's (KVSS_DEMO_KEEP_L2=1 keeps /var/lib/kvss)"
 elif [ -n "${KVSS_DEMO_L2_DIR:-}" ]; then
-	l2_state="in $KVSS_DEMO_L2_DIR (KVSS_DEMO_L2_DIR), as an earlier run left it"
+	l2_where="$KVSS_DEMO_L2_DIR (KVSS_DEMO_L2_DIR)"
 else
-	l2_state="warm: /var/lib/kvss as earlier runs left it (KVSS_DEMO_KEEP_L2=1)"
+	l2_where="/var/lib/kvss (KVSS_DEMO_KEEP_L2=1)"
 fi
-echo "demo: second tiers $l2_state"
 # While it runs: the processes' telemetry, and a Prometheus exporter.
 echo "demo: file prefixes ${prefixes[*]}; while it runs:"
 echo "demo:   dpdk-telemetry.py -f ${prefixes[2]}    (the driver; the shards: ${prefixes[0]}, ${prefixes[1]})"
@@ -67,11 +111,12 @@ echo "demo:   tools/kvss-exporter --prefix ${prefixes[0]} --prefix ${prefixes[1]
 # Three processes share this machine's cores: let the scheduler place them.
 LC="0@(0-$(($(nproc) - 1)))"
 
-MC=../shared/traces/mooncake_synthetic.jsonl
-if [ -f "$MC" ]; then
+if [ "${KVSS_DEMO_TRACE:-}" = none ]; then
+	echo "demo: replaying the built-in workload (KVSS_DEMO_TRACE=none) through a driver and two shards over net_memif"
+elif [ -f "$MC" ]; then
 	echo "demo: replaying $MC through a driver and two shards over net_memif"
 else
-	echo "demo: no trace at $MC: replaying the built-in workload through a driver and two shards"
+	echo "demo: no trace at $MC (README.md says where to get it, or KVSS_DEMO_TRACE=F): replaying the built-in workload through a driver and two shards"
 fi
 
 SLC="1@(0-$(($(nproc) - 1)))"
@@ -107,22 +152,55 @@ for k in 0 1; do
 	if ! grep -q "up, epoch" "$tmp/shard$k.log" 2>/dev/null; then
 		echo "demo: shard $k did not start; its log:"
 		cat "$tmp/shard$k.log"
-		exit 1
+		rc=1
+		if ! kill -0 "${pids[$k]}" 2>/dev/null; then
+			wait "${pids[$k]}"
+			[ $? -eq 2 ] && rc=2
+		fi
+		echo "demo: ---------------------------------------------------------------"
+		echo "demo: FAIL: shard $k did not start: $(first_error "$tmp/shard$k.log")"
+		exit $rc
 	fi
 	sed -n "s/^kvss: \(shard .* up, epoch .*\)/demo: \1/p" "$tmp/shard$k.log"
 done
-drv=(--config "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" --poll idle)
+# What the second tiers held at the start, as the shards found them.
+kept=$(cat "$tmp"/shard[01].log | sed -n 's/^kvss: second tier .*: \([0-9]*\) columns kept from before, \([0-9]*\) dropped.*/\1 \2/p' |
+	awk '{ n++; k += $1; d += $2 } END { if (n) print k, d }')
+if [ -z "$kept" ]; then
+	l2_state="none (the shards' configurations have no second tier)"
+elif [ "${kept% *}" = 0 ]; then
+	l2_state="empty at the start (0 columns kept)"
+else
+	l2_state="warm: ${kept% *} columns kept from an earlier run"
+fi
+[ -n "$kept" ] && [ "${kept#* }" != 0 ] && l2_state="$l2_state, ${kept#* } dropped (checksum)"
+echo "demo: second tiers $l2_state${kept:+, in $l2_where}"
+drv=(--config "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" --poll idle "${trace_opt[@]}")
 [ -n "${KVSS_DEMO_LIMIT:-}" ] && drv+=(--limit "$KVSS_DEMO_LIMIT")
 # Without the trace, a workload whose reuse DRAM alone cannot hold (a trace
 # replayed ignores it).
 drv+=(--documents "${KVSS_DEMO_DOCUMENTS-300}")
+# Its output (stderr too: a configuration's message) shown as it comes.
+: >"$tmp/driver.log"
 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
 	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/memif0.sock" \
 	--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/memif1.sock" \
-	-- "${drv[@]}" "$@" | tee "$tmp/driver.log"
-status=${PIPESTATUS[0]}
+	-- "${drv[@]}" "$@" >"$tmp/driver.log" 2>&1 &
+dpid=$!
+pids+=("$dpid")
+tail -s 0.2 -n +1 -f --pid="$dpid" "$tmp/driver.log" &
+tpid=$!
+while kill -0 "$dpid" 2>/dev/null; do
+	wait "$dpid"
+done
+wait "$dpid"
+drv_status=$?
+wait "$tpid"
+unset 'pids[2]'
+status=$drv_status
 for k in 0 1; do
-	if ! kill -0 "${pids[$k]}" 2>/dev/null; then
+	# Interrupted from the terminal, the shards took the signal too.
+	if [ -z "$sig" ] && ! kill -0 "${pids[$k]}" 2>/dev/null; then
 		echo "demo: shard $k is gone; its log:"
 		cat "$tmp/shard$k.log"
 		status=1
@@ -141,17 +219,20 @@ for k in 0 1; do
 done
 pids=()
 
+[ "$sig" = INT ] && status=130
+[ "$sig" = TERM ] && status=143
+
 # The verdict, to be read in five seconds.
 verdict() {
-	python3 - "$tmp/driver.log" "$status" "$BUILD" "$MC" "$l2_state" "${KVSS_DEMO_LIMIT:-}" <<'EOF'
+	python3 - "$tmp/driver.log" "$status" "$BUILD" "$sig" "$l2_state" "$(first_error "$tmp/driver.log")" <<'EOF'
 import json, os, subprocess, sys
-log, status, build, mc, l2_state, limit = sys.argv[1:7]
+log, status, build, sig, l2_state, cause = sys.argv[1:7]
 status = int(status)
 lines = [l for l in open(log, errors="replace") if l.startswith("{")]
 j = json.loads(lines[-1]) if lines else None
 print("demo: ---------------------------------------------------------------")
 if j is None:
-    print("demo: FAIL: the driver wrote no summary (exit %d); its log is above" % status)
+    print("demo: FAIL: the driver wrote no summary (exit %d): %s" % (status, cause or "its log is above"))
     sys.exit(0)
 causes = {1: "wrong bytes, a failed refill, or a process that ended badly (verify failures %d; the logs above)"
               % j.get("verify_failures", 0),
@@ -160,10 +241,6 @@ causes = {1: "wrong bytes, a failed refill, or a process that ended badly (verif
              "shard restarts %d" % (j.get("protocol_errors", 0), j.get("lost_tokens", 0),
                                    j.get("resyncs", 0), j.get("shard_restarts", 0)),
           4: "the run did not happen (a signal, or the shards did not come up)"}
-if status == 0:
-    print("demo: PASS: %d requests, every refilled byte right, no protocol error" % j["requests"])
-else:
-    print("demo: FAIL (exit %d): %s" % (status, causes.get(status, "see above")))
 # DRAM alone on the same input (the driver says which: "N requests from
 # SOURCE"), from kvss-trace: the demo's DRAM is the smaller shard's
 # capacity, 1,000,000 tokens, column 64.
@@ -174,13 +251,26 @@ for l in open(log, errors="replace"):
     m = re.search(r"driver: (\d+) requests from (.*?); \d+ model", l)
     if m:
         src = (int(m.group(1)), m.group(2))
+finished = j.get("finished", True)
+part = "%d of %s requests" % (j["requests"], src[0] if src else "?")
+if sig or (status == 0 and not finished):
+    print("demo: STOPPED: %s after %s (no verdict on a part of the run; verify failures so far %d)"
+          % ("interrupted (SIG%s)" % sig if sig else "the driver was stopped", part,
+             j.get("verify_failures", 0)))
+elif status == 0:
+    print("demo: PASS: %d requests, every refilled byte right, no protocol error" % j["requests"])
+else:
+    print("demo: FAIL (exit %d): %s%s" % (status, causes.get(status, "see above"),
+                                         "" if finished else " (stopped early: %s)" % part))
 # A sanitizer's build (build/asan) uses the plain build's kvss-trace beside it: a figure, not a test.
 trace = os.path.join(build, "kvss-trace")
 plain = os.path.join(os.path.dirname(build.rstrip("/")), "kvss-trace")
 if build.rstrip("/").endswith("asan") and os.path.exists(plain):
     trace = plain
 cmd = None
-if src is not None and src[1].startswith("the built-in workload"):
+if not finished:
+    pass  # what DRAM alone gets on the whole input is no comparison for a part of it
+elif src is not None and src[1].startswith("the built-in workload"):
     cmd = [trace, "--capacity", "1000000", "--json", "--generate", str(src[0])]
     lib = re.search(r"with a library of (\d+) documents", src[1])
     if lib:
@@ -192,9 +282,12 @@ try:
     dram = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])["hit_ratio"]
 except Exception:
     pass
-print("demo: hit ratio %.4f with both tiers; DRAM alone on the same input %s (kvss-trace --capacity 1e6)%s"
-      % (j["hit_ratio"], "%.4f" % dram if dram is not None else "? (kvss-trace did not run)",
-         ": %.2fx" % (j["hit_ratio"] / dram) if dram else ""))
+if not finished:
+    print("demo: hit ratio %.4f with both tiers over the %d requests done" % (j["hit_ratio"], j["requests"]))
+else:
+    print("demo: hit ratio %.4f with both tiers; DRAM alone on the same input %s (kvss-trace --capacity 1e6)%s"
+          % (j["hit_ratio"], "%.4f" % dram if dram is not None else "? (kvss-trace did not run)",
+             ": %.2fx" % (j["hit_ratio"] / dram) if dram else ""))
 if j.get("hit_tokens_l1") is not None:
     print("demo: hits by tier: %d tokens from DRAM, %d from the second tier; second tiers %s"
           % (j["hit_tokens_l1"], j["hit_tokens_l2"], l2_state))

@@ -83,6 +83,9 @@ run kvss-trace scripts/test-trace.sh "$BUILD"
 run kvss-shard-pcap scripts/test-shard-pcap.sh "$BUILD"
 run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"
 run kvss-e2e scripts/test-e2e.sh "$BUILD"
+# make demo as a new user meets it: a missing trace, configuration typos,
+# KVSS_DEMO_TRACE, the second tiers as found, Ctrl-C (short runs).
+run kvss-demo scripts/test-demo.sh "$BUILD"
 # A sample of the fault soak (make soak SEEDS=N runs more).
 run kvss-soak env SEEDS=20 FIRST=1001 scripts/soak.sh "$BUILD"
 # ... with columns living past their TTL: none may be refilled expired.

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# make demo (scripts/demo.sh) as a new user meets it, in short runs:
+#  - KVSS_DEMO_TRACE naming no file: one line naming the variable, exit 2,
+#    nothing started;
+#  - a shard's configuration with a typo, then the driver's: the verdict's
+#    FAIL line gives the cause (the file, its line, the key), exit 2;
+#  - KVSS_DEMO_TRACE=PATH (relative to the caller), a small trace written
+#    here, twice on one second tier: the verdict says what the shards found
+#    in it (empty, then the columns the first run left);
+#  - KVSS_DEMO_TRACE=none, interrupted by SIGINT to its process group (a
+#    Ctrl-C): STOPPED, no PASS, no comparison over an input it did not
+#    finish, exit 130.
+# The test-e2e sections run the demo's whole paths.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+tag=tdemo$$
+trap 'rm -rf "$tmp" /var/run/dpdk/kvss_demo_*_${tag}*' EXIT
+. scripts/check-lib.sh
+export KVSS_DEMO_DOCUMENTS=0
+
+# demo LOG [VAR=VALUE...]: run the demo with those variables, its status.
+demo() {
+	local log=$1
+	shift
+	env KVSS_DEMO_TAG="$tag" "$@" timeout 300 scripts/demo.sh "$BUILD" >"$log" 2>&1
+}
+
+# 1. A trace asked for that is not there.
+demo "$tmp/notrace.log" KVSS_DEMO_TRACE="$tmp/nonexistent.jsonl"
+rc=$?
+check "no trace: exit 2 (got $rc)" test $rc -eq 2
+check "no trace: one line, naming KVSS_DEMO_TRACE" \
+	bash -c "[ \$(wc -l <'$tmp/notrace.log') = 1 ] && grep -q '^demo: KVSS_DEMO_TRACE=$tmp/nonexistent.jsonl: no such file' '$tmp/notrace.log'"
+
+# 2. A shard's configuration with a typo (idd for id).
+sed 's/^  id = 0;/  idd = 0;/' config/memif-shard0.cfg >"$tmp/shard0.cfg"
+check "bad shard: the typo is in" grep -q '^  idd = 0;' "$tmp/shard0.cfg"
+demo "$tmp/badshard.log" KVSS_DEMO_SHARD0_CFG="$tmp/shard0.cfg" KVSS_DEMO_TRACE=none
+rc=$?
+check "bad shard: exit 2, a configuration (got $rc)" test $rc -eq 2
+check "bad shard: the FAIL line gives the cause" \
+	grep -q "^demo: FAIL: shard 0 did not start: kvss: $tmp/shard0.cfg:[0-9]*: shard\.id" "$tmp/badshard.log"
+[ "$fail" -eq 0 ] || tail -n 5 "$tmp/badshard.log"
+
+# 3. The driver's configuration with a typo (limt for limit).
+sed 's/^  limit = 0;/  limt = 0;/' config/memif-driver.cfg >"$tmp/driver.cfg"
+check "bad driver: the typo is in" grep -q '^  limt = 0;' "$tmp/driver.cfg"
+demo "$tmp/baddrv.log" KVSS_DEMO_DRIVER_CFG="$tmp/driver.cfg" KVSS_DEMO_TRACE=none
+rc=$?
+check "bad driver: exit 2 (got $rc)" test $rc -eq 2
+check "bad driver: the FAIL line gives the cause" \
+	grep -q "^demo: FAIL: .*: kvss: $tmp/driver.cfg:[0-9]*: wafer\.limt: unknown key" "$tmp/baddrv.log"
+[ "$fail" -eq 0 ] || tail -n 5 "$tmp/baddrv.log"
+
+# 4. A trace of this test's (Mooncake's format: 160 requests of 17 blocks
+#    of 512 tokens, the first 3 shared by all: 1.4M tokens, more than the
+#    demo's DRAM), named relative to the caller's directory, twice on one
+#    second tier.
+python3 - "$tmp/small.jsonl" <<'EOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(160):
+        ids = [1, 2, 3] + [100 * i + k for k in range(14)]
+        f.write(json.dumps({"timestamp": 100 * i, "input_length": 512 * len(ids) - 100,
+                            "output_length": 16, "hash_ids": ids}) + "\n")
+EOF
+for run in 1 2; do
+	(cd "$tmp" && env KVSS_DEMO_TAG="$tag" KVSS_DEMO_TRACE=small.jsonl KVSS_DEMO_L2_DIR="$tmp/l2" \
+		timeout 300 "$OLDPWD/scripts/demo.sh" "$BUILD" >"$tmp/small$run.log" 2>&1)
+	rc=$?
+	check "trace, run $run: PASS, exit 0 (got $rc)" \
+		bash -c "[ $rc = 0 ] && grep -q '^demo: PASS: 160 requests' '$tmp/small$run.log'"
+	check "trace, run $run: the driver replayed KVSS_DEMO_TRACE" \
+		grep -q "driver: 160 requests from $tmp/small.jsonl;" "$tmp/small$run.log"
+done
+check "trace, run 1: the second tiers were empty, as the shards found them" \
+	grep -q "^demo: hits by tier: .* second tiers empty at the start (0 columns kept)$" "$tmp/small1.log"
+check "trace, run 2: warm, with the columns the shards found" \
+	grep -q "^demo: hits by tier: .* second tiers warm: [1-9][0-9]* columns kept from an earlier run$" "$tmp/small2.log"
+grep "^demo: hits by tier" "$tmp/small1.log" "$tmp/small2.log"
+[ "$fail" -eq 0 ] || tail -n 5 "$tmp/small1.log" "$tmp/small2.log"
+
+# 5. Ctrl-C: SIGINT to the demo's process group while the driver replays
+#    (the demo started as from a terminal: SIGINT not ignored, a group of its own).
+env KVSS_DEMO_TAG="$tag" KVSS_DEMO_TRACE=none KVSS_DEMO_LIMIT=20000 python3 -c '
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.setsid()
+os.execvp(sys.argv[1], sys.argv[1:])' scripts/demo.sh "$BUILD" >"$tmp/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do
+	grep -q "every shard is up" "$tmp/int.log" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 2
+kill -INT -- "-$pid"
+(sleep 120 && kill -TERM -- "-$pid") 2>/dev/null &
+watchdog=$!
+wait "$pid"
+rc=$?
+kill "$watchdog" 2>/dev/null
+check "SIGINT: exit 130 (got $rc)" test $rc -eq 130
+check "SIGINT: the driver stopped early" grep -q "summary: (stopped early)" "$tmp/int.log"
+check "SIGINT: the verdict says interrupted, after how many of the 20000 requests" \
+	grep -q "^demo: STOPPED: interrupted (SIGINT) after [0-9]* of 20000 requests" "$tmp/int.log"
+check "SIGINT: no PASS" bash -c "! grep -q '^demo: PASS' '$tmp/int.log'"
+check "SIGINT: no comparison with DRAM alone over the whole input" bash -c "! grep -q 'same input' '$tmp/int.log'"
+grep "^demo: STOPPED" "$tmp/int.log"
+[ "$fail" -eq 0 ] || tail -n 8 "$tmp/int.log"
+check "no file prefix left" bash -c "! ls -d /var/run/dpdk/kvss_demo_*_${tag} 2>/dev/null | grep -q ."
+
+check_summary "test-demo"
