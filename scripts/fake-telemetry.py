@@ -3,13 +3,15 @@
 """Stand-ins for kvss processes' DPDK telemetry sockets, for the exporter's
 tests (scripts/test-exporter.sh): no DPDK, no hugepages.
 
-  fake-telemetry.py RUNDIR STATS --live P [--live Q ...] [--hung H ...] [--delay S]
+  fake-telemetry.py RUNDIR STATS --live P [--live Q ...] [--driver D ...] [--hung H ...] [--delay S]
 
 Under RUNDIR/PREFIX/dpdk_telemetry.v2 (what the exporter opens with
 RUNTIME_DIRECTORY=RUNDIR), a --live prefix speaks telemetry v2 as DPDK 22.11
 does: its greeting, then one JSON answer per command (after --delay
 seconds), and like DPDK it closes at once any connection past its 10th. A
---hung prefix accepts and never says a word. STATS gets one JSON line,
+--driver prefix answers as a driver process does: its /kvss/stats all zeros and
+its /kvss/caches without a cache (it has no shard). A --hung prefix accepts
+and never says a word. STATS gets one JSON line,
 rewritten at every change: the most connections each prefix held at once,
 how many it accepted and how many it refused as DPDK would.
 Runs until SIGTERM.
@@ -25,12 +27,15 @@ import time
 MAX_CONNECTIONS = 10  # DPDK 22.11 lib/telemetry/telemetry.c
 
 rundir, statsfile = sys.argv[1], sys.argv[2]
-live, hung, delay = [], [], 0.0
+live, hung, drivers, delay = [], [], [], 0.0
 args = sys.argv[3:]
 while args:
     opt, val, args = args[0], args[1], args[2:]
     if opt == "--live":
         live.append(val)
+    elif opt == "--driver":
+        live.append(val)
+        drivers.append(val)
     elif opt == "--hung":
         hung.append(val)
     elif opt == "--delay":
@@ -51,7 +56,12 @@ def save():
     os.replace(tmp, statsfile)
 
 
-def answer(cmd):
+def answer(cmd, prefix):
+    if prefix in drivers:
+        return {"/": ["/", "/kvss/stats", "/kvss/caches", "/swdriver/stats"],
+                "/kvss/stats": {"refills": 0, "batches": 0, "driver_hops": 0},
+                "/kvss/caches": {"cache_id": [], "stored_tokens": []},
+                "/swdriver/stats": {"requests": 40, "hit_tokens": 100}}.get(cmd)
     if cmd == "/":
         return ["/", "/kvss/stats", "/swdriver/stats"]
     if cmd == "/kvss/stats":
@@ -71,7 +81,7 @@ def serve(prefix, conn):
                 break
             time.sleep(delay)
             c = cmd.decode()
-            conn.send(json.dumps({c.split(",")[0]: answer(c)}).encode())
+            conn.send(json.dumps({c.split(",")[0]: answer(c, prefix)}).encode())
     except OSError:
         pass
     finally:

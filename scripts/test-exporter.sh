@@ -43,9 +43,34 @@ for bad in 127.0.0.1:99999 127.0.0.1:0 127.0.0.1: 127.0.0.1:http ::1:9479 9479; 
 		sh -c "[ $rc -eq 2 ] && grep -q -- \"--listen: '$bad'\" '$tmp/l' && ! grep -q Traceback '$tmp/l'"
 done
 sed -n '$p' "$tmp/l" | sed 's/^/  /'
+# A port left out says so (not "an IPv6 address goes in brackets").
+for bad in '[::1]' '[::1]:' 127.0.0.1 127.0.0.1: localhost; do
+	timeout 10 "$X" --prefix p --listen "$bad" >"$tmp/l" 2>&1
+	rc=$?
+	check "--listen $bad: exit 2, the port is missing, one line" \
+		sh -c "[ $rc -eq 2 ] && grep -qF -- \"--listen: '$bad': the port is missing\" '$tmp/l' && [ \$(wc -l <'$tmp/l') -eq 1 ]"
+done
+sed -n 1p "$tmp/l" | sed 's/^/  /'
+timeout 10 "$X" --prefix p --listen ::1 >"$tmp/l" 2>&1
+check "--listen ::1: exit 2, the address in brackets with a port" \
+	sh -c "[ $? -eq 2 ] && grep -q -- 'in brackets: \[::1\]:9479' '$tmp/l'"
+# Every argument error: one line (no usage block), exit 2.
+for args in "--bogus" "--timeout 0" "--listen" "" "--prefix p --listen 9479"; do
+	timeout 10 "$X" $args >"$tmp/l" 2>&1
+	rc=$?
+	check "'kvss-exporter $args': exit 2, one line" \
+		sh -c "[ $rc -eq 2 ] && [ \$(wc -l <'$tmp/l') -eq 1 ] && grep -q '^kvss-exporter: ' '$tmp/l' && ! grep -q '^usage:' '$tmp/l'"
+done
+# stdout that cannot be written: one line naming it, exit 1, no traceback.
+for args in "--prefix nobody --once" "--version" "--help" "--doc"; do
+	timeout 10 "$X" $args >/dev/full 2>"$tmp/l"
+	rc=$?
+	check "'kvss-exporter $args' >/dev/full: exit 1, 'stdout: No space left on device', one line" \
+		sh -c "[ $rc -eq 1 ] && [ \"\$(cat '$tmp/l')\" = 'kvss-exporter: stdout: No space left on device' ]"
+done
 
 mkdir -p "$RUNTIME_DIRECTORY"
-$PY scripts/fake-telemetry.py "$RUNTIME_DIRECTORY" "$tmp/stats.json" --live live --hung hung1 \
+$PY scripts/fake-telemetry.py "$RUNTIME_DIRECTORY" "$tmp/stats.json" --live live --driver drv --hung hung1 \
 	--hung hung2 --hung hung3 --delay 0.05 >"$tmp/fake.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do
@@ -70,6 +95,16 @@ check "hung processes: the live one is up, with its figures" \
 	sh -c "grep -q '^kvss_up{prefix=\"live\"} 1.0' '$tmp/once.txt' && grep -q '^kvss_driver_requests_total{prefix=\"live\"} 300.0' '$tmp/once.txt'"
 check "hung processes: each is kvss_up 0" \
 	test "$(grep -c '^kvss_up{prefix="hung[123]"} 0.0' "$tmp/once.txt")" = 3
+
+# A driver process (no shard: /kvss/caches lists no cache): its driver
+# series, no shard series of zeros.
+timeout 60 "$X" --prefix drv --prefix live --once >"$tmp/drv.txt" 2>&1
+check "a driver process: up, with its driver series" \
+	sh -c "grep -q '^kvss_up{prefix=\"drv\"} 1.0' '$tmp/drv.txt' && grep -q '^kvss_driver_requests_total{prefix=\"drv\"} 40.0' '$tmp/drv.txt'"
+check "a driver process: no kvss_shard_* series" sh -c "! grep '^kvss_shard_' '$tmp/drv.txt' | grep -q 'prefix=\"drv\"'"
+check "beside it, a process with shard series keeps them" \
+	grep -q '^kvss_shard_refills_total{prefix="live"} 7.0' "$tmp/drv.txt"
+grep 'prefix="drv"' "$tmp/drv.txt" | sed 's/^/  /'
 
 # 30 concurrent scrapes of one exporter: each says the live process is up;
 # it never had more than one connection from the exporter, none refused;
