@@ -285,8 +285,17 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				uint64_t p = kvss_me->st->del_applied + kvss_me->st->tier_done +
 					     kvstore_batches_complete(kvss_me->store);
 
-				/* The space timeout counts from the last progress. */
-				if (*since == 0 || p != progress) {
+				/*
+				 * The space timeout counts from the last progress,
+				 * and not while the second tier or the shared level
+				 * has operations in flight: a DELETE that makes room
+				 * may wait for them (an L2_DOWN ahead of it holds a
+				 * request until its column is written), and a slow
+				 * disk is not a shard where nothing moves. They end:
+				 * done, failed, or timed out by their own clocks.
+				 */
+				if (*since == 0 || p != progress ||
+				    kvss_me->st->tier_given != kvss_me->st->tier_done) {
 					*since = now;
 					progress = p;
 				}

@@ -397,6 +397,8 @@ to_tier(struct l2_req *q)
 	if (q->op == L2R_SHPUT || q->op == L2R_SHGET ? shard_sh_submit(q) != 0
 						      : rte_ring_enqueue(l2.to_tier, q) != 0)
 		req_put(q); /* cannot happen: the ring is larger than the pool */
+	else
+		kvss_me->st->tier_given++;
 }
 
 static void

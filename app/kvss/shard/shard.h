@@ -159,6 +159,9 @@ struct shard_state {
 	 * from their threads: with del_applied and the batches published, the
 	 * progress the space timeout counts from (evict.c). */
 	uint64_t tier_done;
+	/* l2.c: requests given to those threads; tier_done short of it: some in
+	 * flight, which will end (done, failed or timed out) and may make room. */
+	uint64_t tier_given;
 	/* tx.c: acknowledgements. */
 	int ack_due;
 	uint64_t ack_sent; /* the last cum_seq sent */
