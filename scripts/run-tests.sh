@@ -71,6 +71,8 @@ fi
 run stress_kvstore "$BUILD/test/stress_kvstore" 2000000
 run stress_kvstore_tsan "$BUILD/test/stress_kvstore_tsan" 1000000
 run kvss-dump scripts/test-dump.sh "$BUILD"
+# Every tool at its edges: stdout that cannot be written, -h, unknown keys.
+run tools scripts/test-tools.sh "$BUILD"
 run wireshark scripts/test-wireshark.sh "$BUILD"
 run telemetry-doc scripts/telemetry-doc.py --check docs/telemetry.md
 run metrics scripts/test-metrics.sh "$BUILD"

@@ -508,13 +508,15 @@ main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct proto_ports ports = proto_ports_default;
-	struct out o = {.f = stdout};
+	struct out o = {0};
 
 	ports.accept_v1 = true; /* captures of either version are read */
 	static struct proto_msg msg;
 	uint64_t no = 0;
 	int c, i;
 
+	args_check_stdout_at_exit("kvss-dump");
+	o.f = stdout; /* the stream that helper made */
 	while ((c = getopt_long(argc, argv, "jp:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -568,5 +570,5 @@ main(int argc, char **argv)
 		}
 		pcap_close(p);
 	}
-	return fflush(stdout) == 0 ? 0 : 1;
+	return fflush(stdout) == 0 ? 0 : 1; /* a failure is said at exit */
 }

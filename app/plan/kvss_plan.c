@@ -315,6 +315,7 @@ main(int argc, char **argv)
 	int opt, strict = 0, no_keep = 0, cmp = 0, json = 0;
 	char err[512];
 
+	args_check_stdout_at_exit("kvss-plan");
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'p':

@@ -283,6 +283,7 @@ main(int argc, char **argv)
 	unsigned int k;
 	int c, bad = 0;
 
+	args_check_stdout_at_exit("kvss-trace");
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':

@@ -918,7 +918,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 	*o = (struct opts){.org = "acme", .ctl_port = 7400, .evict_port = 7401, .refill_port = 7402,
 			   .mtu = 1500, .prompt = 1000, .tokens = 600, .batch = 1024, .seed = 1,
 			   .timeout_ms = 10000, .flip = -1};
-	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	/* -h as every tool takes it. */
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		int rc = 0;
 
 		switch (ch) {
@@ -1009,6 +1010,7 @@ main(int argc, char **argv)
 	struct in_addr sa;
 	uint64_t x;
 
+	args_check_stdout_at_exit("kvss-udp-client");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (parse_opts(argc, argv, &c.o) != 0)
 		return 2;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Whole numbers from a command line (args.h). */
+#define _GNU_SOURCE /* fopencookie */
 #include "args.h"
 
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int
 args_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out, char *err,
@@ -54,4 +56,65 @@ void
 args_version(const char *tool, unsigned int protocol)
 {
 	printf("%s %s (wire protocol v%u)\n", tool, KVSS_RELEASE, protocol);
+}
+
+static const char *stdout_tool;
+static int stdout_errno;
+
+/*
+ * stdout's writes, through a cookie stream: the first failure's errno is
+ * kept for the message at exit (stdio drops a failed write's buffer, and
+ * errno is long overwritten by then).
+ */
+static ssize_t
+stdout_write(void *cookie, const char *buf, size_t n)
+{
+	size_t done = 0;
+
+	(void)cookie;
+	while (done < n) {
+		ssize_t k = write(STDOUT_FILENO, buf + done, n - done);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (stdout_errno == 0)
+				stdout_errno = k < 0 ? errno : EIO;
+			return done > 0 ? (ssize_t)done : -1;
+		}
+		done += (size_t)k;
+	}
+	return (ssize_t)done;
+}
+
+/* atexit: what is still buffered written, and any write that failed said. */
+static void
+check_stdout(void)
+{
+	int e;
+
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return;
+	e = stdout_errno != 0 ? stdout_errno : errno;
+	fprintf(stderr, "%s: stdout: %s\n", stdout_tool,
+		e != 0 ? strerror(e) : "a write failed");
+	_exit(1);
+}
+
+void
+args_check_stdout_at_exit(const char *tool)
+{
+	static const cookie_io_functions_t fns = {.write = stdout_write};
+	FILE *f;
+
+	stdout_tool = tool;
+	/* glibc's stdout is a variable: printf and friends write through this one. */
+	fflush(stdout);
+	f = fopencookie(NULL, "w", fns);
+	if (f != NULL) {
+		setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+		stdout = f;
+	}
+	atexit(check_stdout);
 }

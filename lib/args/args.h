@@ -19,6 +19,16 @@
 void args_version(const char *tool, unsigned int protocol);
 
 /**
+ * At exit, stdout flushed and checked: when a write to it failed (a full
+ * disk, /dev/full, a closed descriptor), "@p tool: stdout: why" on stderr
+ * and exit status 1, never a silent 0 with the output lost. Call once, first
+ * in main, before any output: stdout becomes a stream that keeps the first
+ * failure's errno (line-buffered on a terminal, else fully; setvbuf after
+ * this applies to it). @p tool is kept (a literal).
+ */
+void args_check_stdout_at_exit(const char *tool);
+
+/**
  * @p s as a whole number in [@p lo, @p hi] into *@p out. @return 0, or -1
  * with one line in @p err: "OPT: 'S' is not a whole number", "... is out
  * of range LO..HI".
