@@ -28,6 +28,16 @@ static struct num_case cases[] = {
 	{"12 ", 0, "'12 ' is not a whole number"},
 	{"99999999999999999999", 0, "is not a whole number (too large)"},
 	{"1e30", 0, "'1e30' is not a whole number"},
+	/* kvss-trace's --capacity suffixes, for every count: one parser. */
+	{"1M", 1000000, ""},
+	{"2k", 2000, ""},
+	{"2K", 2000, ""},
+	{"1.5k", 1500, ""},
+	{"3G", 3000000000ULL, ""},
+	{"1.0001k", 0, "'1.0001k' is not a whole number (1000, 1e6 or 1M"},
+	{"1Mx", 0, "'1Mx' is not a whole number"},
+	{"1m", 0, "'1m' is not a whole number (1000, 1e6 or 1M (k, M, G"},
+	{"M", 0, "'M' is not a whole number"},
 };
 
 ParameterizedTestParameters(args, whole_numbers_only)

@@ -11,6 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What a count may be, for the messages. */
+#define FORMS "1000, 1e6 or 1M (k, M, G: thousands, millions, billions)"
+
 int
 args_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out, char *err,
 	 size_t errlen)
@@ -23,25 +26,29 @@ args_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out
 		p++;
 	if (*p < '0' || *p > '9') {
 		snprintf(err, errlen, "%s: '%s' is not a whole number%s", opt, s,
-			 *p == '-' ? " (it is negative)" : "");
+			 *p == '-' ? " (it is negative)" : " (" FORMS ")");
 		return -1;
 	}
 	errno = 0;
 	v = strtoull(p, &end, 10);
-	if (*end == '.' || *end == 'e' || *end == 'E') {
-		/* Scientific notation, or a decimal point: whole only. */
+	if (*end == '.' || *end == 'e' || *end == 'E' ||
+	    (*end != '\0' && strchr("kKMG", *end) != NULL && end[1] == '\0')) {
+		/* Scientific notation, a decimal point or a suffix (as kvss-trace's
+		 * --capacity takes them): whole only. */
 		double d;
 
 		errno = 0;
 		d = strtod(p, &end);
+		if (*end != '\0' && strchr("kKMG", *end) != NULL && end[1] == '\0')
+			d *= *end == 'G' ? 1e9 : *end == 'M' ? 1e6 : 1e3, end++;
 		if (*end != '\0' || errno != 0 || !(d >= 0) || d != floor(d) || d >= 18446744073709551616.0) {
-			snprintf(err, errlen, "%s: '%s' is not a whole number", opt, s);
+			snprintf(err, errlen, "%s: '%s' is not a whole number (" FORMS ")", opt, s);
 			return -1;
 		}
 		v = (uint64_t)d;
 	} else if (*end != '\0' || errno != 0) {
 		snprintf(err, errlen, "%s: '%s' is not a whole number%s", opt, s,
-			 errno == ERANGE ? " (too large)" : "");
+			 errno == ERANGE ? " (too large)" : " (" FORMS ")");
 		return -1;
 	}
 	if (v < lo || v > hi) {

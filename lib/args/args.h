@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Numbers on a command line, read whole: "1000", "1e6" and "2.5e3" are
- * whole numbers; "3e3x", "1.5", "-1", "abc" and "" are refused with a
- * message naming the option, never read as a prefix ("3e3" is 3000, not 3).
+ * Numbers on a command line, read whole: "1000", "1e6", "2.5e3" and "1M"
+ * (k, M, G: thousands, millions, billions, as kvss-trace's --capacity) are
+ * whole numbers; "3e3x", "1.5", "1.5k5", "-1", "abc" and "" are refused with
+ * a message naming the option and the forms taken, never read as a prefix
+ * ("3e3" is 3000, not 3).
  */
 #ifndef KVSS_ARGS_H
 #define KVSS_ARGS_H
