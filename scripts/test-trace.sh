@@ -220,6 +220,19 @@ if command -v gnuplot >/dev/null; then
 		>"$tmp/plot.out" 2>"$tmp/plot.err"
 	check "--plot to a directory that is not there: exit 2 before the run, naming the directory" \
 		sh -c "[ $? -eq 2 ] && [ ! -s '$tmp/plot.out' ] && grep -q -- '--plot /nonexistent/x.png: the directory /nonexistent does not exist' '$tmp/plot.err'"
+	# The directory's mkdir, to paste: single-quoted for a shell (a backquote
+	# runs nothing), no raw newline in the message.
+	bad=$(printf '%s/nu-plot/a`touch %s/PWNED2`\nb/x.png' "$tmp" "$tmp")
+	"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --plot "$bad" \
+		>/dev/null 2>"$tmp/plot.err"
+	check "--plot in a missing directory named with a backquote and a newline: exit 2, one line" \
+		sh -c "[ $? -eq 2 ] && [ \$(wc -l <'$tmp/plot.err') -eq 1 ]"
+	sed -n 's/.*(mkdir -p \(.*\))$/\1/p' "$tmp/plot.err" >"$tmp/mkdir.sh"
+	# $'\n' (POSIX.1-2024) for the newline: bash, ksh, zsh, not yet dash.
+	(cd "$tmp" && bash -c "mkdir -p $(cat "$tmp/mkdir.sh")")
+	check "--plot's mkdir -p, pasted into a shell, runs nothing and makes that very directory" \
+		sh -c "[ ! -e '$tmp/PWNED2' ] && [ -d \"\$(dirname \"\$1\")\" ]" _ "$bad"
+	sed 's/^/  /' "$tmp/plot.err"
 	# The file's name is never gnuplot's: a backquote runs nothing (gnuplot
 	# substitutes them in double quotes), quotes, backslashes and newlines
 	# name exactly that file, and a write that fails is an error.
@@ -259,10 +272,13 @@ fi
 # Numbers are read whole, 1e6 notation too: --generate 3e3 is 3,000
 # requests (it ran 3), and what is not a whole number is refused, exit 2.
 "$BUILD/kvss-trace" --generate 2e2 --capacity 1e5 --json >"$tmp/gen2e2" 2>/dev/null
+"$BUILD/kvss-trace" --generate 1k --limit 0.2k --capacity inf --json >"$tmp/gen1k" 2>/dev/null
+check "--generate 1k --limit 0.2k: counts take k, M, G as --capacity does (200 requests)" \
+	grep -q '"requests": 200,' "$tmp/gen1k"
 check "--generate 2e2 replays 200 requests" grep -q '"requests": 200,' "$tmp/gen2e2"
 "$BUILD/kvss-trace" --trace test/data/chat.jsonl --limit 2e0 --capacity inf --json >"$tmp/lim" 2>/dev/null
 check "--limit 2e0 replays 2 requests" grep -q '"requests": 2,' "$tmp/lim"
-for bad in "--generate 3e3x" "--generate 1.5" "--ttl-last -1" "--column 0" "--limit abc" "--orgs 2k"; do
+for bad in "--generate 3e3x" "--generate 1.5" "--ttl-last -1" "--column 0" "--limit abc" "--orgs 2m"; do
 	set -- $bad
 	"$BUILD/kvss-trace" --trace test/data/chat.jsonl --capacity inf "$@" >"$tmp/bad" 2>&1
 	check "$bad: exit 2, naming the option" sh -c "[ $? -eq 2 ] && grep -q -- '^kvss-trace: $1: ' '$tmp/bad'"

@@ -328,7 +328,7 @@ main(int argc, char **argv)
 		   *lose = NULL, *idle = NULL, *linger = NULL, *l2dir = NULL, *faults = NULL,
 		   *docs = NULL,
 		   *prog = argv[0];
-	char err[512];
+	char err[512], name[512];
 	int ret, c, status = 0, driver_on = 0;
 
 	/* --help and --version work before EAL, which would otherwise want
@@ -398,7 +398,7 @@ main(int argc, char **argv)
 		case 'P':
 			/* Refused now, not when the run ends. */
 			if (plot_check_output(optarg, err, sizeof(err)) != 0) {
-				fprintf(stderr, "kvss: --plot-refills %s: %s\n", optarg, err);
+				fprintf(stderr, "kvss: --plot-refills %s: %s\n", plot_shown(optarg, name, sizeof(name)), err);
 				status = 2;
 				goto out_eal;
 			}

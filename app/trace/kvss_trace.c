@@ -279,7 +279,7 @@ main(int argc, char **argv)
 	struct oracle_blocks *blocks = NULL;
 	struct curves cv = {0};
 	unsigned int pi;
-	char err[512];
+	char err[512], name[512];
 	unsigned int k;
 	int c, bad = 0;
 
@@ -383,7 +383,7 @@ main(int argc, char **argv)
 		case 'Q':
 			/* Refused now, not after the run: a directory that is not there. */
 			if (plot_check_output(optarg, err, sizeof(err)) != 0) {
-				fprintf(stderr, "kvss-trace: --plot %s: %s\n", optarg, err);
+				fprintf(stderr, "kvss-trace: --plot %s: %s\n", plot_shown(optarg, name, sizeof(name)), err);
 				return 2;
 			}
 			o.plot = optarg;

@@ -112,7 +112,7 @@ draw(const struct opts *o, const struct curves *cv)
 	struct plot p = {.png = o->plot, .title = "kvss-trace: hit ratio against shard capacity",
 			 .xlabel = "capacity (tokens per cache)", .ylabel = "hit ratio", .logx = true,
 			 .ymin = 0, .ymax = 1};
-	char names[8][64], l2name[96], err[512];
+	char names[8][64], l2name[96], err[512], name[512];
 	unsigned int k, ns = 0;
 
 	for (k = 0; k < o->npol; k++) {
@@ -136,10 +136,10 @@ draw(const struct opts *o, const struct curves *cv)
 		return -1;
 	}
 	if (plot_png(&p, s, ns, err, sizeof(err)) != 0) {
-		fprintf(stderr, "kvss-trace: --plot %s: %s\n", o->plot, err);
+		fprintf(stderr, "kvss-trace: --plot %s: %s\n", plot_shown(o->plot, name, sizeof(name)), err);
 		return -1;
 	}
-	fprintf(stderr, "kvss-trace: --plot: %s\n", o->plot);
+	fprintf(stderr, "kvss-trace: --plot: %s\n", plot_shown(o->plot, name, sizeof(name)));
 	return 0;
 }
 

@@ -57,15 +57,65 @@ tmpfd(void)
 	return fd;
 }
 
-/* A printable copy of @p s for a message: control bytes as '?'. */
-static const char *
-shown(const char *s, char *buf, size_t len)
+/* A printable copy of @p s for a message: control bytes as '?' (plot.h). */
+const char *
+plot_shown(const char *s, char *buf, size_t len)
 {
 	size_t i;
 
 	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
 		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
 	buf[i] = '\0';
+	return buf;
+}
+
+/*
+ * @p s for a POSIX shell, to paste: in single quotes ('\'' for a quote), so
+ * that no backquote or $ runs anything; a control byte (a newline) as $'\n'
+ * or $'\NNN', never raw. Cut short (and then without the closing quote's
+ * promise) when @p len is too small: '...' with an ellipsis outside.
+ */
+static const char *
+shell_quoted(const char *s, char *buf, size_t len)
+{
+	size_t o = 0;
+
+#define PUT(str)                                                                                   \
+	do {                                                                                       \
+		const char *p_ = (str);                                                            \
+		size_t l_ = strlen(p_);                                                            \
+		if (o + l_ + 5 >= len)                                                             \
+			goto cut;                                                                  \
+		memcpy(buf + o, p_, l_);                                                           \
+		o += l_;                                                                           \
+	} while (0)
+	PUT("'");
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		char one[16];
+
+		if (c == '\'')
+			PUT("'\\''");
+		else if (c < 0x20 || c == 0x7f) {
+			if (c == '\n')
+				snprintf(one, sizeof(one), "'$'\\n''");
+			else if (c == '\t')
+				snprintf(one, sizeof(one), "'$'\\t''");
+			else
+				snprintf(one, sizeof(one), "'$'\\%03o''", c);
+			PUT(one);
+		} else {
+			one[0] = (char)c;
+			one[1] = '\0';
+			PUT(one);
+		}
+	}
+	PUT("'");
+#undef PUT
+	buf[o] = '\0';
+	return buf;
+cut:
+	snprintf(buf + o, len - o, "'...");
 	return buf;
 }
 
@@ -81,7 +131,7 @@ plot_check_output(const char *png, char *err, size_t errlen)
 		snprintf(err, errlen, "an empty file name");
 		return -1;
 	}
-	shown(png, show, sizeof(show));
+	plot_shown(png, show, sizeof(show));
 	if (stat(png, &st) == 0) {
 		/* There already: it is overwritten, wherever it is. */
 		if (S_ISDIR(st.st_mode)) {
@@ -107,16 +157,18 @@ plot_check_output(const char *png, char *err, size_t errlen)
 	}
 	e = stat(dir, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
 	if (e != 0) {
-		shown(dir, show, sizeof(show));
+		char sh[1024];
+
+		plot_shown(dir, show, sizeof(show));
 		if (e == ENOENT)
 			snprintf(err, errlen, "the directory %s does not exist; create it first "
-				 "(mkdir -p %s)", show, show);
+				 "(mkdir -p %s)", show, shell_quoted(dir, sh, sizeof(sh)));
 		else
 			snprintf(err, errlen, "the directory %s: %s", show, strerror(e));
 		return -1;
 	}
 	if (access(dir, W_OK | X_OK) != 0) {
-		shown(dir, show, sizeof(show));
+		plot_shown(dir, show, sizeof(show));
 		snprintf(err, errlen, "the directory %s is not writable: %s", show, strerror(errno));
 		return -1;
 	}
@@ -142,11 +194,11 @@ first_words(int fd, char *line, size_t len)
 		while (*p == ' ' || *p == '\t' || *p == '^')
 			p++;
 		if (strncmp(p, "line ", 5) == 0 || strstr(p, "rror") != NULL) {
-			shown(p, line, len);
+			plot_shown(p, line, len);
 			return;
 		}
 		if (line[0] == '\0' && *p != '\0')
-			shown(p, line, len);
+			plot_shown(p, line, len);
 		if (nl == NULL)
 			break;
 	}

@@ -37,6 +37,12 @@ struct plot {
 int plot_check_output(const char *png, char *err, size_t errlen);
 
 /**
+ * A printable copy of @p s (a file's name) for a message, into @p buf of
+ * @p len: control bytes (a newline) as '?'. @return @p buf.
+ */
+const char *plot_shown(const char *s, char *buf, size_t len);
+
+/**
  * Draw @p n series into p->png: written only when gnuplot succeeded and
  * gave a PNG, every write checked (a full disk is an error). @return 0, or
  * -1 with one line in @p err (no gnuplot, gnuplot's own reason, the file).
