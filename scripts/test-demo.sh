@@ -42,7 +42,7 @@ demo "$tmp/badshard.log" KVSS_DEMO_SHARD0_CFG="$tmp/shard0.cfg" KVSS_DEMO_TRACE=
 rc=$?
 check "bad shard: exit 2, a configuration (got $rc)" test $rc -eq 2
 check "bad shard: the FAIL line gives the cause" \
-	grep -q "^demo: FAIL: shard 0 did not start: kvss: $tmp/shard0.cfg:[0-9]*: shard\.id" "$tmp/badshard.log"
+	grep -q "^demo: FAIL: shard 0 did not start: kvss: $tmp/shard0.cfg:[0-9]*: shard\.idd: unknown key (did you mean id?)" "$tmp/badshard.log"
 [ "$fail" -eq 0 ] || tail -n 5 "$tmp/badshard.log"
 
 # 3. The driver's configuration with a typo (limt for limit).

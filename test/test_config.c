@@ -333,6 +333,15 @@ static struct bad bads[] = {
 	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
 	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
 	 " };\nfrobnicate = 1;\n", ":6: frobnicate: unknown key"},
+	/* A required key misspelt: the typo named, not "missing". */
+	{"role = \"shard\";\nshard = { idd = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } ); };\n",
+	 ":2: shard.idd: unknown key (did you mean id?)"},
+	{"role = \"shard\";\nshard = { id = 0; adress = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
+	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } ); };\n",
+	 ":2: shard.adress: unknown key (did you mean address?)"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"

@@ -47,8 +47,12 @@ cfg_get_int(struct ctx *c, const config_setting_t *g, const char *name, long lon
 	long long v;
 
 	if (m == NULL) {
-		if (required)
-			return cfg_fail(c, g, name, "missing (an integer in %lld..%lld)", lo, hi);
+		if (required) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "(an integer in %lld..%lld)", lo, hi);
+			return cfg_missing(c, g, name, what);
+		}
 		*out = def;
 		return 0;
 	}
@@ -92,7 +96,7 @@ cfg_get_choice(struct ctx *c, const config_setting_t *g, const char *name, const
 
 	if (m == NULL) {
 		if (required)
-			return cfg_fail(c, g, name, "missing"), -2;
+			return cfg_missing(c, g, name, ""), -2;
 		return def;
 	}
 	if (config_setting_type(m) != CONFIG_TYPE_STRING)
@@ -162,7 +166,7 @@ cfg_get_endpoint(struct ctx *c, const config_setting_t *g, const char *name, boo
 
 	memset(ep, 0, sizeof(*ep));
 	if (e == NULL)
-		return required ? cfg_fail(c, g, name, "missing ({ mac = ...; ipv4 = ...; })") : 0;
+		return required ? cfg_missing(c, g, name, "({ mac = ...; ipv4 = ...; })") : 0;
 	if (!config_setting_is_group(e))
 		return cfg_fail(c, g, name, "must be a group { mac = ...; ipv4 = ...; }");
 	cfg_member(c, e, "mac");

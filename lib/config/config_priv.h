@@ -46,6 +46,9 @@ int cfg_fail(struct ctx *c, const config_setting_t *s, const char *child, const 
  */
 int cfg_check_keys(struct ctx *c, const config_setting_t *g);
 
+/* A required key missing: "missing WHAT", or the typo of it that is there. -1. */
+int cfg_missing(struct ctx *c, const config_setting_t *g, const char *name, const char *what);
+
 /* ---- config_get.c: typed settings; each fails with cfg_fail() ---- */
 
 /* A setting as a whole number (1e6 too): NULL, or why not. */

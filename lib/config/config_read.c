@@ -277,6 +277,25 @@ seen(const struct ctx *c, const config_setting_t *g, const char *name)
 }
 
 /*
+ * A required key missing from @p g: when a key there not asked for is
+ * within a typo of it (idd for id), the typo is what to fix, and said so.
+ */
+int
+cfg_missing(struct ctx *c, const config_setting_t *g, const char *name, const char *what)
+{
+	unsigned int lim = strlen(name) >= 4 ? 2 : 1;
+	int i, n = g != NULL ? config_setting_length(g) : 0;
+
+	for (i = 0; i < n; i++) {
+		const char *e = config_setting_name(config_setting_get_elem(g, (unsigned int)i));
+
+		if (e != NULL && strcmp(e, name) != 0 && !seen(c, g, e) && distance(e, name) <= lim)
+			return cfg_fail(c, g, e, "unknown key (did you mean %s?)", name);
+	}
+	return cfg_fail(c, g, name, "missing%s%s", what[0] != '\0' ? " " : "", what);
+}
+
+/*
  * Every key in the groups the loader read is one it asked for: a misspelt
  * key (batch_timout_ms) is an error naming the nearest known one, not a
  * silent default; a section given as a value (wafer = 5) is refused.
