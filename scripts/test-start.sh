@@ -62,6 +62,19 @@ rc=$?
 check "--plot-refills /nonexistent/r.png: exit 2 before the run, naming the directory" \
 	sh -c "[ $rc -eq 2 ] && grep -q '^kvss: --plot-refills /nonexistent/r.png: the directory /nonexistent does not exist' '$tmp/plot.log' && ! grep -q 'final stats' '$tmp/plot.log'"
 
+# --plot-refills into a file that cannot be written (a full disk): the run
+# goes on, the line says why, exit 2 (a file the command line asked for).
+if command -v gnuplot >/dev/null; then
+	timeout 120 "$K" "${EAL[@]}" --lcores 0@0,1@1 --file-prefix "${base}_full" -- \
+		--config config/all-in-one.cfg --trace "" --limit 10 --plot-refills /dev/full \
+		>"$tmp/full.log" 2>&1
+	rc=$?
+	check "--plot-refills /dev/full: exit 2 after the run, saying why (got $rc)" \
+		sh -c "[ $rc -eq 2 ] && grep -q '^kvss: --plot-refills /dev/full: ' '$tmp/full.log' && grep -q '\"exit_status\":2' '$tmp/full.log'"
+else
+	echo "--plot-refills /dev/full not tested: no gnuplot (scripts/deps.sh installs gnuplot-nox)"
+fi
+
 # A driver on memif started 3 s before its shards: it waits, says so once
 # a port (the second may wait for its shard too), and runs; memif's own failure to connect is not repeated every 100 ms.
 LC="0@(0-$(($(nproc) - 1)))"

@@ -397,7 +397,7 @@ pct(const uint32_t *v, size_t n, double p)
  * that of the model's estimates for the same refills (both sorted), as a
  * PNG through gnuplot; said on stdout, or why not on stderr.
  */
-static void
+static int
 plot_refills(void)
 {
 	size_t n = drv.learn.nlat, i, step = n > 2000 ? n / 2000 : 1, k = 0;
@@ -411,7 +411,7 @@ plot_refills(void)
 	if (x == NULL || n == 0) {
 		fprintf(stderr, "kvss: --plot-refills: %s\n", n == 0 ? "no refill was timed" : "out of memory");
 		free(x);
-		return;
+		return n == 0 ? 0 : -1; /* nothing to draw is no failure */
 	}
 	xe = x + n / step + 1;
 	y = xe + n / step + 1;
@@ -422,11 +422,14 @@ plot_refills(void)
 	}
 	s[0] = (struct plot_series){"measured", x, y, k, false};
 	s[1] = (struct plot_series){"the driver's estimate (refill_model)", xe, y, k, false};
-	if (plot_png(&p, s, 2, err, sizeof(err)) != 0)
+	if (plot_png(&p, s, 2, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss: --plot-refills %s: %s\n", kvss.plot_refills, err);
-	else
-		printf("kvss: summary: refill times drawn in %s (%zu refills)\n", kvss.plot_refills, n);
+		free(x);
+		return -1;
+	}
+	printf("kvss: summary: refill times drawn in %s (%zu refills)\n", kvss.plot_refills, n);
 	free(x);
+	return 0;
 }
 
 /* The most routers any shard's STATUS crossed (0: every shard on the rail). */
@@ -567,8 +570,8 @@ kvss_driver_summary(void)
 		e50 = pct(drv.learn.est_us, drv.learn.nlat, 0.50);
 		e99 = pct(drv.learn.est_us, drv.learn.nlat, 0.99);
 	}
-	if (kvss.plot_refills != NULL)
-		plot_refills();
+	if (kvss.plot_refills != NULL && plot_refills() != 0)
+		drv.plot_failed = true;
 	printf("kvss: summary: %s%s\n", drv.finished ? "" : "(stopped early) ", drv.source);
 	printf("kvss: summary: requests %" PRIu64 " of %zu, prompt tokens %" PRIu64 ", hit tokens %" PRIu64
 	       ", hit ratio %.4f\n", s->completed, drv.nreq, s->prompt_tokens, s->hit_tokens, hr);
@@ -931,5 +934,7 @@ kvss_driver_status(void)
 		return KVSS_EXIT_WRONG;
 	if (drv.fatal)
 		return drv.fatal == 2 ? KVSS_EXIT_CONFIG : KVSS_EXIT_NOT_RUN;
+	if (drv.plot_failed)
+		return KVSS_EXIT_CONFIG; /* the command line asked for a file it did not get */
 	return degraded && !kvss_faults_on() ? KVSS_EXIT_DEGRADED : KVSS_EXIT_OK;
 }
