@@ -144,8 +144,13 @@ say "C (alpha, empty)" "$tmp/c.log"
 right "C" "$tmp/c.log" $rc
 check "C: hits from the shared level" holds "$(field "$tmp/c.log" hit_tokens_shared) > 0"
 check "C: slices came up (SH_UP)" holds "$(field "$tmp/c.log" shared.up_batches) > 0"
-check "C: more hits than B, which could not use A's" \
-	holds "$(field "$tmp/c.log" hit_ratio) > $(field "$tmp/b.log" hit_ratio)"
+# What C found there is what B, another organization with the same prompts,
+# could not (B found 0 above). Not C's whole hit ratio against B's: on two
+# cores shared with three OSDs a slow lookup can cost C more local hits than
+# the level gives it (a CI run: C 0.4338 with 8,512 tokens from the level,
+# B 0.4444), a race of timings, not of isolation.
+check "C: found alpha's columns in the shared level, where B found none" \
+	holds "$(field "$tmp/c.log" shared.found_cols) > 0"
 check "C: the shard read and checked slices" grep -q "final stats: tier.* shared_up=[1-9]" "$tmp/c.log"
 # Its refills with hits from the shared level are points of the level's own
 # line of the refill-time model (not the second tier's).
