@@ -451,6 +451,14 @@ read_slice(const struct fz_refill *f, const uint8_t *s, uint16_t buf)
 	return g;
 }
 
+/* Two slices of one token carry the same write. */
+static bool
+same_tag(const struct tag *a, const struct tag *b)
+{
+	return a->kind == b->kind && a->batch == b->batch && a->idx == b->idx &&
+	       a->prompt == b->prompt && a->token == b->token && a->gen == b->gen;
+}
+
 bool
 fz_token_written(uint16_t cache, const uint8_t *bytes)
 {
@@ -462,8 +470,7 @@ fz_token_written(uint16_t cache, const uint8_t *bytes)
 		return false;
 	for (u = 1; u < nb; u++) {
 		g = read_slice(&f, bytes + (size_t)u * FZ_SLICE, (uint16_t)u);
-		if (g.kind != g0.kind || g.batch != g0.batch || g.idx != g0.idx ||
-		    g.prompt != g0.prompt || g.token != g0.token || g.gen != g0.gen)
+		if (!same_tag(&g, &g0))
 			return false;
 	}
 	return true;
@@ -487,9 +494,7 @@ check_refilled_tokens(const struct fz_refill *f)
 		for (u = 0; u < nb; u++)
 			g[u] = read_slice(f, f->bytes[u] + (size_t)i * FZ_SLICE, (uint16_t)u);
 		for (u = 1; u < nb; u++)
-			if (g[u].kind != g[0].kind || g[u].batch != g[0].batch ||
-			    g[u].idx != g[0].idx || g[u].prompt != g[0].prompt ||
-			    g[u].token != g[0].token || g[u].gen != g[0].gen)
+			if (!same_tag(&g[u], &g[0]))
 				break;
 		if (u < nb || g[0].kind < 0) {
 			char why[256];

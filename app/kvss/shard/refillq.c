@@ -211,8 +211,7 @@ run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n,
 		if (m->hdr.type != PROTO_T_REFILL)
 			continue; /* L2_DOWN, L2_DELETE: in their turn (they change nothing a REFILL reads) */
 		/* The head; or a stale driver's (dropped when it is the head). */
-		if (i == 0 || m->hdr.epoch != __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE) ||
-		    !gate_open(m) || m->hdr.epoch != __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE))
+		if (i == 0 || stale(m) || !gate_open(m) || stale(m))
 			continue;
 		for (k = 0; k < nd && !touches(del[k], m); k++)
 			;
@@ -386,13 +385,13 @@ kvss_shard_refill(void *arg)
 		 * gate could open on the new driver's batches. Dropped. Checked
 		 * after the gate too: batches the gate saw that were published
 		 * after a reset come after the new epoch's store (acquire). */
-		if (msg.hdr.epoch != __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE)) {
+		if (stale(&msg)) {
 			rte_pktmbuf_free(pend[0]);
 			pend[0] = parsed = NULL;
 			st->dropped_restart++;
 			continue;
 		}
-		if (gate_open(&msg) && msg.hdr.epoch == __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE)) {
+		if (gate_open(&msg) && !stale(&msg)) {
 			if (msg.hdr.type != PROTO_T_REFILL) {
 				/* DELETE, L2_DOWN, L2_DELETE: the writer runs them, in order. */
 				unsigned int turns = 0;
