@@ -567,6 +567,9 @@ fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD)
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
+# The last: make demo's processes twice on the same input, DRAM alone then
+# both tiers, and fio on their file system (scripts/bench-demo.sh, about
+# four minutes on the public trace).
 bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@for b in $(BENCHES); do $$b || exit 1; done
 	@scripts/bench-kvdisk.sh $(BUILD)
@@ -576,6 +579,7 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-memif.sh $(BUILD)
 	@scripts/bench-zerocopy.sh $(BUILD)
 	@scripts/bench-shared.sh $(BUILD)
+	@scripts/bench-demo.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

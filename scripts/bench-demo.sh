@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The whole system against its parts (issue 42): make demo's processes (a
+# driver and two shards over net_memif, scripts/demo.sh) on the same input
+# twice, side by side on the same minutes: first with DRAM alone (the
+# shards' second tiers taken out of copies of the demo's configurations),
+# then with both tiers as make demo runs them. Then fio on the file system
+# the second tiers were on, reading at the slot size and queue depth the
+# shards read at. Prints:
+#
+#   bench: demo_both_tiers_seconds   the run with both tiers, against DRAM
+#                                    alone (goal: ratio <= 1.5)
+#   bench: demo_both_tiers_hit_ratio its hit ratio, against DRAM alone
+#                                    (goal: at least 0.05 higher)
+#   bench: demo_l2_read_vs_fio       what the shards read from their second
+#                                    tiers per second of the run, against
+#                                    fio's random reads of the same size and
+#                                    depth (goal: ratio >= 0.5)
+#
+# The input: the public trace where make demo finds it, else the built-in
+# workload (KVSS_DEMO_TRACE as in demo.sh). The configurations: demo.sh's
+# defaults or KVSS_DEMO_DRIVER_CFG, KVSS_DEMO_SHARD0_CFG,
+# KVSS_DEMO_SHARD1_CFG (how another column width was measured:
+# docs/results.md). KVSS_BENCH_DIR: where the second tiers and fio's file go
+# (default /var/tmp, a disk, not tmpfs). A demo that does not pass is a
+# failure of this bench (exit 1): its figures would not be the system's.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+dir=${KVSS_BENCH_DIR:-/var/tmp}
+if ! command -v fio >/dev/null; then
+	echo "bench: demo skipped (no fio; scripts/deps.sh installs it)"
+	exit 0
+fi
+tmp=$(mktemp -d "$dir/kvss-bench-demo.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+dcfg=${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}
+s0cfg=${KVSS_DEMO_SHARD0_CFG:-config/memif-shard0.cfg}
+s1cfg=${KVSS_DEMO_SHARD1_CFG:-config/memif-shard1.cfg}
+# DRAM alone: no l2 group on the shards, no l2_tokens in the driver's model.
+sed -e 's/ l2_tokens = \[[0-9]*\];//' "$dcfg" >"$tmp/dram-driver.cfg"
+for k in 0 1; do
+	src=$s0cfg
+	[ $k = 1 ] && src=$s1cfg
+	sed -e '/^ *l2 = {/d' "$src" >"$tmp/dram-shard$k.cfg"
+done
+if grep -q 'l2_tokens' "$tmp/dram-driver.cfg" || grep -q '^ *l2 = {' "$tmp"/dram-shard*.cfg; then
+	echo "bench: demo: could not take the second tier out of $dcfg, $s0cfg, $s1cfg" >&2
+	exit 1
+fi
+
+run() { # NAME DRIVER SHARD0 SHARD1: one demo, its log and JSON in $tmp
+	local name=$1 rc
+	mkdir -p "$tmp/$name-l2"
+	echo "bench: demo: $name ..." >&2
+	KVSS_DEMO_DRIVER_CFG=$2 KVSS_DEMO_SHARD0_CFG=$3 KVSS_DEMO_SHARD1_CFG=$4 \
+		KVSS_DEMO_L2_DIR="$tmp/$name-l2" KVSS_DEMO_JSON="$tmp/$name.json" \
+		KVSS_DEMO_TAG="bench_$name$$" scripts/demo.sh "$BUILD" >"$tmp/$name.log" 2>&1
+	rc=$?
+	rm -rf "$tmp/$name-l2"
+	if [ $rc != 0 ] || ! grep -q '^demo: PASS' "$tmp/$name.log"; then
+		echo "bench: demo: the run with $name did not pass (exit $rc); its log ends:" >&2
+		tail -n 20 "$tmp/$name.log" >&2
+		cp "$tmp/$name.log" "/tmp/kvss-bench-demo-$name.log" 2>/dev/null &&
+			echo "bench: demo: the whole log kept in /tmp/kvss-bench-demo-$name.log" >&2
+		exit 1
+	fi
+}
+run dram "$tmp/dram-driver.cfg" "$tmp/dram-shard0.cfg" "$tmp/dram-shard1.cfg"
+run both "$dcfg" "$s0cfg" "$s1cfg"
+
+# The slot the shards read: a column's bytes and its 64-byte header, in
+# 4 KiB pages (lib/kvdisk); the queue depth kvdisk's default (64) unless the
+# shard's configuration sets one.
+column=$(sed -n 's/^ *l2 = {.*column = \([0-9]*\);.*/\1/p' "$s0cfg" | head -1)
+bpt=$(sed -n 's/.*bytes_per_token = \([0-9]*\);.*/\1/p' "$s0cfg" | head -1)
+qd=$(sed -n 's/^ *l2 = {.*queue_depth = \([0-9]*\);.*/\1/p' "$s0cfg" | head -1)
+qd=${qd:-64}
+slot=$(((column * bpt + 64 + 4095) / 4096 * 4096))
+cols=$((1024 * 1024 * 1024 / slot))
+f="$tmp/fio.bin"
+fio --name=l2 --filename="$f" --rw=write --bs="$slot" --size=$((slot * cols)) \
+	--iodepth="$qd" --ioengine=io_uring --direct=1 --output-format=json >/dev/null 2>&1 &&
+	fio --name=l2 --filename="$f" --rw=randread --bs="$slot" --size=$((slot * cols)) \
+		--iodepth="$qd" --ioengine=io_uring --direct=1 --runtime=15 --time_based \
+		--output-format=json >"$tmp/fio.json" 2>/dev/null || {
+	echo "bench: demo: fio failed on $dir" >&2
+	exit 1
+}
+rm -f "$f"
+
+python3 - "$tmp" "$slot" "$qd" <<'PY'
+import json, re, sys
+tmp, slot, qd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def js(name):
+    return json.load(open(f"{tmp}/{name}.json"))
+dram, both = js("dram"), js("both")
+# Each shard's bytes read from its second tier, from the demo's copy of its
+# final stats (demo: shard K: disk ... disk_bytes_read=N).
+read = 0
+for line in open(f"{tmp}/both.log"):
+    m = re.search(r"^demo: shard \d+: disk .*disk_bytes_read=(\d+)", line)
+    if m:
+        read += int(m.group(1))
+fio = json.load(open(f"{tmp}/fio.json"))["jobs"][0]["read"]["bw_bytes"]
+ts, td = both["seconds"], dram["seconds"]
+hs, hd = both["hit_ratio"], dram["hit_ratio"]
+rate = read / ts
+print(f"bench: demo_both_tiers_seconds {ts:.1f} s (baseline {td:.1f} s, ratio {ts / td:.2f})")
+print(f"bench: demo_both_tiers_hit_ratio {hs:.4f} ratio (baseline {hd:.4f} ratio, ratio {hs / hd:.2f})")
+print(f"bench: demo_l2_read_vs_fio {rate / 1e6:.1f} MB/s (baseline {fio / 1e6:.1f} MB/s, ratio {rate / fio:.3f})")
+print(f"demo: {both['requests']} requests; both tiers {ts:.1f} s, hit {hs:.4f} "
+      f"({both['hit_tokens_l2']} tokens from the second tier), refill p50 {both['refill_p50_us'] / 1e3:.0f} ms, "
+      f"p99 {both['refill_p99_us'] / 1e3:.0f} ms; DRAM alone {td:.1f} s, hit {hd:.4f}; "
+      f"the second tiers read {read / 1e9:.2f} GB; fio random reads of {slot} bytes at depth {qd}")
+PY
