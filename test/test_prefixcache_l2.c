@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pc_priv.h"
 #include "prefixcache.h"
 #include "replay.h"
 #include "replay_assert.h"
@@ -520,5 +521,73 @@ Test(l2, a_column_staged_from_the_shared_level_comes_up_by_its_own_line)
 		}
 		prefixcache_end(pc, s, 3 * SEC);
 		prefixcache_free(pc);
+	}
+}
+
+/*
+ * Which columns an L2_UP batch names (pc_up_select, by runs of tokens)
+ * against the definition: every column of which some entry of the batch, in
+ * the column's cache, is a token of its prompt in [start, start + tokens).
+ * Random batches of runs, single tokens, padding (prompt 0), several
+ * caches, columns that meet a run at either end, hold it, or miss it by one.
+ */
+Test(l2, an_up_batch_names_exactly_the_columns_it_has_tokens_of)
+{
+	uint64_t seed = test_seed("up-batch columns", 0x5e1ec7), x = seed;
+	static struct proto_evict_entry b[64 * 3];
+	static struct prefixcache_l2col up[300], want[300], got[300];
+	static struct pc_run runs[64 * 3];
+	unsigned int round;
+
+	for (round = 0; round < 20000; round++) {
+		uint16_t nc = (uint16_t)(1 + test_xorshift(&x) % 3), c;
+		uint32_t g = (uint32_t)(1 + test_xorshift(&x) % 64), n_up = (uint32_t)(test_xorshift(&x) % 300);
+		uint32_t t, k, nw = 0, ng;
+
+		for (c = 0; c < nc; c++) {
+			uint64_t pid = 1 + test_xorshift(&x) % 3;
+			uint32_t tok = (uint32_t)(test_xorshift(&x) % 400);
+
+			for (t = 0; t < g; t++) {
+				struct proto_evict_entry *e = &b[(size_t)t * nc + c];
+
+				switch (test_xorshift(&x) % 16) {
+				case 0: /* another prompt, elsewhere */
+					pid = test_xorshift(&x) % 4;
+					tok = (uint32_t)(test_xorshift(&x) % 400);
+					break;
+				case 1: /* a gap */
+					tok += (uint32_t)(2 + test_xorshift(&x) % 5);
+					break;
+				default:
+					tok++;
+				}
+				memset(e, 0, sizeof(*e));
+				e->prompt_id = pid;
+				e->token_idx = tok;
+			}
+		}
+		for (k = 0; k < n_up; k++)
+			up[k] = (struct prefixcache_l2col){
+				.key = k, .prompt_id = test_xorshift(&x) % 4,
+				.start = (uint32_t)(test_xorshift(&x) % 420),
+				.tokens = (uint32_t)(1 + test_xorshift(&x) % 70),
+				.cache_id = (uint16_t)(test_xorshift(&x) % nc)};
+		for (k = 0; k < n_up; k++)
+			for (t = 0; t < g; t++) {
+				const struct proto_evict_entry *e = &b[(size_t)t * nc + up[k].cache_id];
+
+				if (e->prompt_id == up[k].prompt_id && e->token_idx >= up[k].start &&
+				    e->token_idx - up[k].start < up[k].tokens) {
+					want[nw++] = up[k];
+					break;
+				}
+			}
+		ng = pc_up_select(b, g, nc, up, n_up, runs, got);
+		cr_assert_eq(ng, nw, "seed %#" PRIx64 " round %u: %u columns named, %u have tokens in the batch",
+			     seed, round, ng, nw);
+		for (k = 0; k < nw; k++)
+			cr_assert_eq(got[k].key, want[k].key, "seed %#" PRIx64 " round %u: column %u is %" PRIu64
+				     ", not %" PRIu64, seed, round, k, got[k].key, want[k].key);
 	}
 }

@@ -9,6 +9,54 @@
 
 /* ---- Batches and messages ------------------------------------------------------ */
 
+/*
+ * The columns of @up (@nup of them) that the batch @batch (@g rows of
+ * @num_caches entries) has a token of, in @up's order, into @out; their
+ * count. A batch is a few runs of consecutive tokens of one prompt per
+ * cache (the sequences it took tokens from), and a promotion names every
+ * column of a prompt's hit (a hundred and more): each column is compared
+ * with the runs, not with every entry (that was most of the driver's time
+ * with the second tier, pc_flush_model a fifth of it). @runs has room for
+ * g * num_caches.
+ */
+uint32_t
+pc_up_select(const struct proto_evict_entry *batch, uint32_t g, uint16_t num_caches,
+	     const struct prefixcache_l2col *up, uint32_t nup, struct pc_run *runs,
+	     struct prefixcache_l2col *out)
+{
+	uint32_t nr = 0, t, k, r, n = 0;
+	uint16_t c;
+
+	/* Each cache's runs: consecutive rows of one prompt, each token the
+	 * last one's next. */
+	for (c = 0; c < num_caches; c++)
+		for (t = 0; t < g; t++) {
+			const struct proto_evict_entry *e = &batch[(size_t)t * num_caches + c];
+
+			if (nr > 0 && runs[nr - 1].cache_id == c && runs[nr - 1].prompt_id == e->prompt_id &&
+			    runs[nr - 1].hi + 1 == e->token_idx) {
+				runs[nr - 1].hi = e->token_idx;
+				continue;
+			}
+			runs[nr++] = (struct pc_run){.prompt_id = e->prompt_id, .lo = e->token_idx,
+						     .hi = e->token_idx, .cache_id = c};
+		}
+	/* A column is read when a run of its cache and prompt meets
+	 * [start, start + tokens): then a token of the run is in it. */
+	for (k = 0; k < nup; k++) {
+		const struct prefixcache_l2col *col = &up[k];
+
+		for (r = 0; r < nr; r++)
+			if (runs[r].cache_id == col->cache_id && runs[r].prompt_id == col->prompt_id &&
+			    runs[r].hi >= col->start &&
+			    (uint64_t)runs[r].lo < (uint64_t)col->start + col->tokens) {
+				out[n++] = *col;
+				break;
+			}
+	}
+	return n;
+}
+
 void
 pc_flush_model(struct prefixcache *pc, uint16_t mi)
 {
@@ -18,26 +66,14 @@ pc_flush_model(struct prefixcache *pc, uint16_t mi)
 		return;
 	m->batches_sent++;
 	if (m->nup > 0) { /* columns coming up from L2: their bytes are the shards' (pc_l2.c) */
-		uint32_t k, n = 0, t;
+		uint32_t n = 0;
 
 		/* Only the columns this batch has tokens of. */
-		if (pc_grow((void **)&pc->upsel, &pc->upselcap, sizeof(*pc->upsel), m->nup) != 0)
-			n = 0;
-		else
-			for (k = 0; k < m->nup; k++) {
-				const struct prefixcache_l2col *c = &m->up[k];
-
-				for (t = 0; t < m->batch_g; t++) {
-					const struct proto_evict_entry *e =
-						&m->batch[(size_t)t * m->p.num_caches + c->cache_id];
-
-					if (e->prompt_id == c->prompt_id && e->token_idx >= c->start &&
-					    e->token_idx - c->start < c->tokens) {
-						pc->upsel[n++] = *c;
-						break;
-					}
-				}
-			}
+		if (pc_grow((void **)&pc->upsel, &pc->upselcap, sizeof(*pc->upsel), m->nup) == 0 &&
+		    pc_grow((void **)&pc->upruns, &pc->uprunscap, sizeof(*pc->upruns),
+			    m->batch_g * m->p.num_caches) == 0)
+			n = pc_up_select(m->batch, m->batch_g, m->p.num_caches, m->up, m->nup, pc->upruns,
+					 pc->upsel);
 		pc->sink.l2_up(pc->sink.arg, mi, m->batches_sent, m->p.num_caches, m->batch_g,
 			       m->batch, pc->upsel, n);
 	} else if (pc->sink.evict != NULL)

@@ -80,6 +80,7 @@ pc_l2_fini(struct prefixcache *pc)
 	free(pc->l2path);
 	free(pc->upcols);
 	free(pc->upsel);
+	free(pc->upruns);
 	free(pc->staged);
 }
 

@@ -233,6 +233,8 @@ struct prefixcache {
 	struct prefixcache_l2col *upcols;
 	struct prefixcache_l2col *upsel; /* those a batch reads (pc_flush_model) */
 	uint32_t upselcap;
+	struct pc_run *upruns; /* the batch's runs of tokens (pc_up_select) */
+	uint32_t uprunscap;
 	uint32_t upcap;
 };
 
@@ -419,6 +421,15 @@ void pc_lru_unlink(struct prefixcache *pc, uint32_t i);
 /* pc_delete.c */
 uint32_t pc_delete_subtree(struct prefixcache *pc, uint32_t root, bool send);
 void pc_flush_model(struct prefixcache *pc, uint16_t mi);
+/* A run of a batch's rows: consecutive tokens of one prompt in one cache. */
+struct pc_run {
+	uint64_t prompt_id;
+	uint32_t lo, hi; /* its first and last token */
+	uint16_t cache_id;
+};
+uint32_t pc_up_select(const struct proto_evict_entry *batch, uint32_t g, uint16_t num_caches,
+		      const struct prefixcache_l2col *up, uint32_t nup, struct pc_run *runs,
+		      struct prefixcache_l2col *out);
 bool pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only);
 
 /*
