@@ -567,9 +567,9 @@ fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD)
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
-# The last: make demo's processes twice on the same input, DRAM alone then
-# both tiers, and fio on their file system (scripts/bench-demo.sh, about
-# four minutes on the public trace).
+# The last: make demo's processes on the same input, DRAM alone, both tiers,
+# both tiers begun ahead of the pick, and fio on their file system
+# (scripts/bench-demo.sh, about six minutes on the public trace).
 bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@for b in $(BENCHES); do $$b || exit 1; done
 	@scripts/bench-kvdisk.sh $(BUILD)

@@ -16,6 +16,14 @@
 #                                    tiers per second of the run, against
 #                                    fio's random reads of the same size and
 #                                    depth (goal: ratio >= 0.5)
+#   bench: demo_ahead_of_pick_seconds
+#                                    a third run, both tiers with requests
+#                                    begun ahead of the pick
+#                                    (wafer.ahead_of_pick = BENCH_DEMO_AHEAD,
+#                                    default 8; 0 leaves the run out),
+#                                    against the run at the configuration's
+#                                    value; and its mean refill wait at the
+#                                    pick (demo_ahead_of_pick_wait_at_pick)
 #
 # The input: the public trace where make demo finds it, else the built-in
 # workload (KVSS_DEMO_TRACE as in demo.sh). The configurations: demo.sh's
@@ -68,6 +76,15 @@ run() { # NAME DRIVER SHARD0 SHARD1: one demo, its log and JSON in $tmp
 }
 run dram "$tmp/dram-driver.cfg" "$tmp/dram-shard0.cfg" "$tmp/dram-shard1.cfg"
 run both "$dcfg" "$s0cfg" "$s1cfg"
+ahead=${BENCH_DEMO_AHEAD:-8}
+if [ "$ahead" != 0 ]; then
+	sed "s/^  ahead_of_pick = [0-9]*;/  ahead_of_pick = $ahead;/" "$dcfg" >"$tmp/ahead-driver.cfg"
+	grep -q "^  ahead_of_pick = $ahead;" "$tmp/ahead-driver.cfg" || {
+		echo "bench: demo: no 'ahead_of_pick = N;' line in $dcfg to change" >&2
+		exit 1
+	}
+	run ahead "$tmp/ahead-driver.cfg" "$s0cfg" "$s1cfg"
+fi
 
 # The slot the shards read: a column's bytes and its 64-byte header, in
 # 4 KiB pages (lib/kvdisk); the queue depth kvdisk's default (64) unless the
@@ -89,9 +106,9 @@ fio --name=l2 --filename="$f" --rw=write --bs="$slot" --size=$((slot * cols)) \
 }
 rm -f "$f"
 
-python3 - "$tmp" "$slot" "$qd" <<'PY'
-import json, re, sys
-tmp, slot, qd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+python3 - "$tmp" "$slot" "$qd" "$ahead" <<'PY'
+import json, os, re, sys
+tmp, slot, qd, ahead = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 def js(name):
     return json.load(open(f"{tmp}/{name}.json"))
 dram, both = js("dram"), js("both")
@@ -113,4 +130,11 @@ print(f"demo: {both['requests']} requests; both tiers {ts:.1f} s, hit {hs:.4f} "
       f"({both['hit_tokens_l2']} tokens from the second tier), refill p50 {both['refill_p50_us'] / 1e3:.0f} ms, "
       f"p99 {both['refill_p99_us'] / 1e3:.0f} ms; DRAM alone {td:.1f} s, hit {hd:.4f}; "
       f"the second tiers read {read / 1e9:.2f} GB; fio random reads of {slot} bytes at depth {qd}")
+if os.path.exists(f"{tmp}/ahead.json"):
+    a = js("ahead")
+    w0, wa = both["refill_wait_at_pick_us"] / 1e3, a["refill_wait_at_pick_us"] / 1e3
+    print(f"bench: demo_ahead_of_pick_seconds {a['seconds']:.1f} s (baseline {ts:.1f} s, ratio {a['seconds'] / ts:.2f})")
+    print(f"bench: demo_ahead_of_pick_wait_at_pick {wa:.1f} ms (baseline {w0:.1f} ms, ratio {wa / w0 if w0 else 0:.3f})")
+    print(f"demo: ahead_of_pick {ahead}: hit {a['hit_ratio']:.4f} (against {hs:.4f}), data whole at the pick "
+          f"for {a['picks_ready']} of {a['picks_ready'] + a['picks_waited']} refills (against {both['picks_ready']})")
 PY

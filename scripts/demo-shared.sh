@@ -74,6 +74,8 @@ else
 	second=""
 fi
 
+# The shared level's column is the driver's (config.c refuses another).
+column=$(sed -n 's/^  column = \([0-9]*\);.*/\1/p' config/memif-driver.cfg)
 shared_group() {
 	[ "${1:-}" = none ] && set --
 	cat <<EOF
@@ -81,6 +83,7 @@ shared_group() {
 shared = {
   conf = "$conf";
   pool = "kvss";
+  column = $column;
   deadline_ms = 50;
   generation_ms = ${1:-1000};
 };
