@@ -15,6 +15,7 @@
 
 #include "driver/driver_priv.h"
 #include "wafer/emulator.h"
+#include "wafer/emulator_priv.h"
 #include "kvstore.h"
 
 #define B 64	  /* bytes per token */
@@ -577,4 +578,46 @@ Test(emulator, without_speculation_nothing_is_overwritten)
 	cr_assert_eq(R.st.spec_rounds, 0);
 	cr_assert_eq(R.ignored, 0);
 	cr_assert_eq(R.st.verify_failures, 0);
+}
+
+/*
+ * The emulator's own expiry check (wafer/data.c): a refilled token last
+ * evicted longer than the longest first-use TTL ago is counted; one at the
+ * TTL, one never noted, or one evicted again since, is not. A table noted
+ * past half full keeps what it held and checks it still.
+ */
+Test(emulator, the_expiry_check_counts_a_token_last_evicted_longer_ago_than_the_ttl)
+{
+	struct emu *e;
+	uint64_t h, a[2];
+
+	rig_up(1, 100000, false);
+	e = R.emu;
+	e->p.expiry_check_ns = 1000;
+	e->now_ns = 5000;
+	emu_ev_note(e, 0xabc);
+	emu_ev_note(e, 0xdef);
+	e->now_ns = 6000;
+	a[0] = 0xabc, a[1] = 0x123;
+	emu_ev_check(e, a, 2);
+	cr_assert_eq(R.st.expired_served, 0, "at the TTL, or never noted: not expired");
+	e->now_ns = 6001;
+	a[0] = 0x123, a[1] = 0xdef;
+	emu_ev_check(e, a, 2);
+	cr_assert_eq(R.st.expired_served, 1, "0xdef was last evicted 1,001 ns ago, the TTL 1,000");
+	e->now_ns = 7000;
+	emu_ev_note(e, 0xabc);
+	e->now_ns = 7500;
+	emu_ev_check(e, a, 1);
+	emu_ev_check(e, (const uint64_t[]){0xabc}, 1);
+	cr_assert_eq(R.st.expired_served, 1, "0xabc evicted again 500 ns ago is not expired");
+	/* Past half full: new hashes are not noted, the old ones stay checked. */
+	for (h = 1; h <= (1u << 22); h++)
+		emu_ev_note(e, h * 0x9E3779B97F4A7C15ull);
+	cr_assert_eq(e->ev_n, 1u << 21, "%u hashes noted", e->ev_n);
+	e->now_ns = 100000;
+	emu_ev_check(e, (const uint64_t[]){0xabc}, 1);
+	cr_assert_eq(R.st.expired_served, 2, "0xabc is still checked once the table is full");
+	emu_ev_check(e, (const uint64_t[]){(uint64_t)(1u << 22) * 0x9E3779B97F4A7C15ull}, 1);
+	cr_assert_eq(R.st.expired_served, 2, "a hash not noted (the table full) is not counted");
 }

@@ -125,8 +125,7 @@ emu_free(struct emu *e)
 
 	if (e == NULL)
 		return;
-	free(e->ev_key);
-	free(e->ev_ns);
+	free(e->ev);
 	for (b = 0; b < HBUCKETS; b++) {
 		while (e->rf[b] != NULL) {
 			struct emu_refill *r = e->rf[b];

@@ -118,7 +118,10 @@ struct emu {
 	uint32_t nlinger;	  /* refills finished, waiting for a shard's REFILL_DONE */
 	/* The expiry check (data.c): when each token hash was last evicted,
 	 * by the driver's clock as of the latest step (now_ns). */
-	uint64_t *ev_key, *ev_ns, now_ns;
+	struct {
+		uint64_t key, ns; /* a token hash, when it was last evicted */
+	} *ev;
+	uint64_t now_ns;
 	uint32_t ev_n;
 	uint64_t next_linger_ns;  /* when to look for those whose REFILL_DONE was lost */
 	struct data_job *jhead, *jtail;
