@@ -9,7 +9,7 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 prefix=kvss_shardtest_$$
-trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_reevict /var/run/dpdk/${prefix}_notier /var/run/dpdk/${prefix}_l2h /var/run/dpdk/${prefix}_busy' EXIT
+trap 'rm -rf "$tmp" /var/run/dpdk/$prefix /var/run/dpdk/${prefix}_st /var/run/dpdk/${prefix}_bad /var/run/dpdk/${prefix}_tel /var/run/dpdk/${prefix}_sc /var/run/dpdk/${prefix}_sc2 /var/run/dpdk/${prefix}_sp /var/run/dpdk/${prefix}_rs /var/run/dpdk/${prefix}_mb /var/run/dpdk/${prefix}_ah /var/run/dpdk/${prefix}_ah2 /var/run/dpdk/${prefix}_reevict /var/run/dpdk/${prefix}_notier /var/run/dpdk/${prefix}_l2h /var/run/dpdk/${prefix}_busy /var/run/dpdk/${prefix}_early' EXIT
 . scripts/check-lib.sh
 EAL=(--no-pci --no-huge -m 256 --lcores 0@0,1@1 --log-level lib.eal:error --no-telemetry)
 
@@ -278,6 +278,21 @@ check "busy shard: exits 0" test $? -eq 0
 check "busy shard: STATUS while it reads at every poll" \
 	"$BUILD/tools/shard_scenario" check-busy "$tmp/busy_out.pcap"
 rm -rf "/var/run/dpdk/${prefix}_busy" "$tmp/busy_in.pcap" "$tmp/busy_out.pcap"
+
+# Lost data found by the data after it (test/shard_scenario_report.c,
+# gen_early; PROTOCOL.md section 5, "Sooner on evidence"): with a batch
+# timeout of five seconds, a batch missing a frame is reported lost about
+# 50 ms after a later batch's data came, and one with no data after it is
+# not (the run ends first). Before, every loss cost the batch timeout.
+"$BUILD/tools/shard_scenario" gen-early "$tmp/early_in.pcap"
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_early" \
+	--vdev "net_pcap0,rx_pcap=$tmp/early_in.pcap,tx_pcap=$tmp/early_out.pcap" \
+	-- --config test/data/shard-slow-loss.cfg --exit-when-idle 300 >"$tmp/early.log" 2>&1
+check "lost data by evidence: exits 0" test $? -eq 0
+check "lost data by evidence: the batch before later data lost at once, the last one not" \
+	"$BUILD/tools/shard_scenario" check-early "$tmp/early_out.pcap"
+check "lost data by evidence: counted" stat_has batches_lost_early=1 "$(grep 'final stats' "$tmp/early.log")"
+rm -rf "/var/run/dpdk/${prefix}_early"
 
 # A driver restart: the old driver's DELETE and REFILL, waiting on the refill
 # lcore for a batch that never came, and its data held for a batch not yet

@@ -5,7 +5,8 @@
  * shard_scenario_order.c (scenarios of the order of the refill queue: runs
  * ahead of a waiting DELETE; refills against deletes and evicts again) and
  * shard_scenario_l2.c (the second tier's, for a shard that has one) and
- * shard_scenario_report.c (how unacknowledged reports are resent).
+ * shard_scenario_report.c (how unacknowledged reports are resent; lost
+ * data found by the data that follows it).
  */
 #ifndef KVSS_TEST_SHARD_SCENARIO_H
 #define KVSS_TEST_SHARD_SCENARIO_H
@@ -72,5 +73,7 @@ int check_l2hello(char **files, int nfiles);
 int check_backoff(char **files, int nfiles);
 void gen_busy(void);
 int check_busy(char **files, int nfiles);
+void gen_early(void);
+int check_early(char **files, int nfiles);
 
 #endif

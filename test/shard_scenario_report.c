@@ -169,3 +169,86 @@ check_busy(char **files, int nfiles)
 	       statuses, expect_fails ? "FAILED" : "it keeps saying it is there");
 	return expect_fails ? 1 : 0;
 }
+
+/*
+ * gen-early: lost data found by the data that follows (PROTOCOL.md section
+ * 5, "Sooner on evidence"), on a shard whose batch timeout is five seconds
+ * (test/data/shard-slow-loss.cfg). Batch 1 (A 0..3) misses token 1's bytes;
+ * batch 2 (B 0..3) comes whole after it; batch 3 (C 0..3) misses token 2's
+ * bytes and nothing follows it. check-early: A is reported lost from token 1
+ * (3 tokens) within a second of the shard's first answer, which only the
+ * evidence of batch 2's data allows (the shard exits 300 ms after the last
+ * frame, long before the batch timeout); C is not reported at all (no data
+ * came after it, so it waits for its batch timeout, and the run ends
+ * first). Before the evidence rule there was no TOKEN_LOST at all.
+ */
+void
+gen_early(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	uint64_t pa[4] = {A_ID, A_ID, A_ID, A_ID}, pb[4] = {B_ID, B_ID, B_ID, B_ID};
+	uint64_t pc[4] = {C_ID, C_ID, C_ID, C_ID};
+	uint32_t t4[4] = {0, 1, 2, 3};
+
+	begin(&b, buf, PROTO_T_HELLO, 0);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	evict(1, 1, pa, t4, 4);
+	data(1, pa, t4, 4, 0, B);
+	data(1, pa, t4, 4, 2 * B, 4 * B); /* token 1's bytes never come */
+	evict(2, 2, pb, t4, 4);
+	data(2, pb, t4, 4, 0, 4 * B);
+	evict(3, 3, pc, t4, 4);
+	data(3, pc, t4, 4, 0, 2 * B); /* tokens 2 and 3 never come, nor anything after */
+}
+
+int
+check_early(char **files, int nfiles)
+{
+	double first = 0, lost_at = 0;
+	int f, lost_a = 0, lost_other = 0;
+
+	for (f = 0; f < nfiles; f++) {
+		pcap_t *p = frames_pcap_read(files[f], "shard_scenario");
+		struct pcap_pkthdr *ph;
+		const u_char *d;
+		struct proto_msg m;
+
+		if (p == NULL)
+			return 2;
+		while (pcap_next_ex(p, &ph, &d) == 1) {
+			double t = (double)ph->ts.tv_sec + (double)ph->ts.tv_usec / 1e6;
+			unsigned int i;
+
+			if (proto_parse(d, ph->caplen, &proto_ports_default, &m) != PROTO_OK)
+				continue;
+			if (first == 0 || t < first)
+				first = t;
+			if (m.hdr.type != PROTO_T_TOKEN_LOST || (m.hdr.flags & PROTO_F_RETRANSMIT))
+				continue;
+			for (i = 0; i < m.hdr.count; i++) {
+				struct proto_lost l;
+
+				proto_get_lost(&m, i, &l);
+				if (l.prompt_id == A_ID && l.token_idx == 1 && l.count == 3) {
+					lost_a++;
+					lost_at = t;
+				} else {
+					lost_other++;
+				}
+			}
+		}
+		pcap_close(p);
+	}
+	EXPECT(lost_a == 1, "TOKEN_LOST of A from token 1 (3 tokens): %d, want 1 (batch 2's data "
+	       "says batch 1 lost it)", lost_a);
+	EXPECT(lost_other == 0, "other TOKEN_LOST records: %d, want 0 (batch 3 has no data after it: "
+	       "it waits for its five-second batch timeout)", lost_other);
+	EXPECT(lost_a == 0 || lost_at - first < 1.0,
+	       "A reported lost %.0f ms after the first answer, want well under the 5 s batch timeout",
+	       (lost_at - first) * 1e3);
+	if (lost_a == 1)
+		printf("lost data found by later data: A reported %.0f ms after the shard's first "
+		       "answer (batch timeout 5000 ms)\n", (lost_at - first) * 1e3);
+	return expect_fails ? 1 : 0;
+}

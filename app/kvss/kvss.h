@@ -50,7 +50,8 @@
 	X(out_of_window) /* control seq past the window of 64: dropped, the driver resends */      \
 	X(queue_full)   /* accepted messages dropped, queue full (1,024): sent again */         \
 	X(batches)      /* EVICT batches run */                                                    \
-	X(batches_lost) /* batches completed with loss at the batch timeout */                     \
+	X(batches_lost) /* batches completed with loss: data not whole (batch timeout, or sooner) */ \
+	X(batches_lost_early) /* of them, before the timeout: a later batch's data came first */   \
 	X(lost_tokens)  /* tokens reported lost in TOKEN_LOST */                                    \
 	X(lost_records) /* TOKEN_LOST records sent (version 2: a range each) */                    \
 	X(reports)      /* ERROR, TOKEN_LOST, L2_DONE frames sent with a report seq (version 2) */ \

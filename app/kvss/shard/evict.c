@@ -303,6 +303,7 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				return; /* waits for DELETEs (or for batches to complete) */
 			}
 			kvss_me->st->batch_t[msg->u.evict.batch_no % 256] = now;
+			kvss_me->st->batch_up[msg->u.evict.batch_no % 256] = shard_type_up(msg->hdr.type);
 			if (rc == 0 && shard_type_up(msg->hdr.type) && shard_level_on(msg->hdr.type)) {
 				/* Its bytes come from the second tier (or the shared level), not from EVICT_DATA. */
 				for (i = 0; i < msg->hdr.count; i++)
@@ -343,14 +344,68 @@ on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t first, uint32
 	shard_add_lost(arg, cache_id, prompt_id, first, count);
 }
 
+/* The reorder allowance (PROTOCOL.md section 5, "Sooner on evidence"). */
+#define SHARD_REORDER_MS 50u
+
+void
+shard_data_seen(uint64_t batch_no, uint64_t now)
+{
+	struct shard_state *s = kvss_me->st;
+
+	if (s->data_no[batch_no % 256] != batch_no) {
+		s->data_no[batch_no % 256] = batch_no;
+		s->data_t[batch_no % 256] = now;
+	}
+	if (batch_no > s->data_max)
+		s->data_max = batch_no;
+}
+
+void
+shard_loss_reset(void)
+{
+	memset(kvss_me->st->data_no, 0, sizeof(kvss_me->st->data_no));
+	kvss_me->st->data_max = 0;
+}
+
+/*
+ * Is open batch @p b lost by the evidence of later data: a frame of a later
+ * batch came, and the reorder allowance has passed since then and since
+ * @p b's EVICT ran? Data comes in batch order, so the first later batch
+ * with data holds the earliest such frame; visits at most 255 slots.
+ */
+static bool
+lost_by_later_data(uint64_t b, uint64_t now, uint64_t allow)
+{
+	const struct shard_state *s = kvss_me->st;
+	uint64_t n, since = s->batch_t[b % 256];
+
+	if (s->batch_up[b % 256] || s->data_max <= b)
+		return false;
+	for (n = b + 1; n <= s->data_max && n - b < 256; n++)
+		if (s->data_no[n % 256] == n)
+			break;
+	if (n > s->data_max || n - b >= 256)
+		return false;
+	if (s->data_t[n % 256] > since)
+		since = s->data_t[n % 256];
+	return now >= since && now - since >= allow;
+}
+
 void
 shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now)
 {
 	uint64_t b, limit = kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms;
+	uint64_t allow = kvss_me->st->hz / 1000 *
+			 RTE_MIN(SHARD_REORDER_MS, kvss_me->cfg->batch_timeout_ms);
 	static __thread struct shard_batcher lost;
 	int any = 0;
 
-	while ((b = kvstore_oldest_open(kvss_me->store)) != 0 && now - kvss_me->st->batch_t[b % 256] >= limit) {
+	while ((b = kvstore_oldest_open(kvss_me->store)) != 0) {
+		if (now - kvss_me->st->batch_t[b % 256] < limit) {
+			if (!lost_by_later_data(b, now, allow))
+				break;
+			st->batches_lost_early++;
+		}
 		if (!any)
 			shard_batcher_init(&lost, PROTO_T_TOKEN_LOST, st);
 		any = 1;

@@ -107,6 +107,7 @@ reset_stream(void)
 	kvss_me->st->ack_sent = 0;
 	kvss_me->st->recv_sent = 0;
 	shard_barrier_reset();
+	shard_loss_reset();
 }
 
 /*
@@ -298,6 +299,7 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 			st->dropped_restart += shard_drop_held();
 			kvss_me->st->next_seq = 1;
 			shard_barrier_reset();
+			shard_loss_reset();
 			shard_report_reset(false); /* reports of the old stream are of no use */
 		}
 		shard_send_status(st);
@@ -415,6 +417,9 @@ kvss_shard_ingest(void *arg)
 					st->data_frames++;
 				else if (rc != -EAGAIN)
 					st->data_dropped++;
+				/* Taken (stored or held): evidence for the batches before it. */
+				if (kept || rc == 0)
+					shard_data_seen(rec.u.data.batch_no, t0);
 			} else if (kvss_me->st->msg.hdr.type == PROTO_T_REFILL_DATA) {
 				st->not_handled++;
 			} else {

@@ -180,6 +180,14 @@ struct shard_state {
 	uint64_t early_t[SHARD_EARLY_MAX];
 	uint32_t nearly;
 	uint64_t batch_t[256]; /* when each open batch's EVICT ran, by batch_no % 256 */
+	uint8_t batch_up[256]; /* its bytes come from a tier (L2_UP, SH_UP), not EVICT_DATA */
+	/* evict.c: when the first EVICT_DATA frame of each batch arrived (by
+	 * batch_no % 256, the batch in data_no), and the highest batch seen:
+	 * data of a later batch says what an open one misses was lost
+	 * (PROTOCOL.md section 5, "Sooner on evidence"). */
+	uint64_t data_t[256];
+	uint64_t data_no[256];
+	uint64_t data_max;
 	struct proto_msg msg, msg2; /* the frame received; a view of a queued one */
 	uint64_t hz;
 };
@@ -252,7 +260,14 @@ bool shard_delete_must_wait(const struct proto_msg *msg);
 void shard_barrier_reset(void);
 /** Run the evict queue's head messages; stop at one that must wait. */
 void shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now);
-/** Batches whose streams are not whole by the timeout complete with loss. */
+/** An EVICT_DATA frame of batch @p batch_no arrived at @p now (stored or held). */
+void shard_data_seen(uint64_t batch_no, uint64_t now);
+/** Forget which batches' data came (a new stream). */
+void shard_loss_reset(void);
+/**
+ * Batches whose streams are not whole by the timeout complete with loss;
+ * sooner, by the reorder allowance, once data of a later batch came.
+ */
 void shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now);
 
 /* ---- refillq.c ---- */
