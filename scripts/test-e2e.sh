@@ -326,6 +326,14 @@ if want 2b; then
 	check "memif, lost data: tokens lost, no resync (exact)" \
 		holds "$(field "$tmp/mlose.json" lost_tokens) > 0 and $(field "$tmp/mlose.json" resyncs) == 0"
 	check_exact "memif, lost data" "$tmp/mlose.json" "both shards hold"
+	# Each loss is found by the data of the batch after it, 50 ms on, not
+	# at the demo's five-second batch timeout (PROTOCOL.md section 5,
+	# "Sooner on evidence"); and the summary says what the losses cost.
+	check "memif, lost data: batches lost on the evidence of later data, not the timeout" \
+		grep -q '^demo: shard [01]: .* batches_lost_early=[1-9]' "$tmp/mlose.log"
+	check "memif, lost data: the summary says what the losses cost the cache" \
+		holds "$(field "$tmp/mlose.json" loss_dropped_tokens) > 0"
+	sed -n 's/^kvss: summary: \(what they cost .*\)/lost data, memif: \1/p' "$tmp/mlose.log"
 fi
 
 # 2c. Shards with a refill lcore, which sends refills on the shard's second

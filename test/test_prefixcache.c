@@ -679,6 +679,61 @@ Test(events, a_loss_on_one_shard_gives_every_shard_the_same_delete)
 	prefixcache_free(pc);
 }
 
+/*
+ * What a loss costs the cache (the summary's "what they cost the cache"):
+ * the tokens from the column holding the lost token to its prompt's end,
+ * and the descendants, counted once however many shards report the prompt;
+ * a live sequence cut by a loss stops caching, and is counted.
+ */
+Test(events, what_a_loss_costs_is_counted_once_per_prompt)
+{
+	struct prefixcache *pc;
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	struct prefixcache_request q;
+	struct prefixcache_hit hit;
+	struct prefixcache_stats st;
+	struct prefixcache_seq *s;
+	uint32_t t[20], u[10], i;
+	uint64_t a, c;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
+	pc = prefixcache_create(&p, NULL);
+	for (i = 0; i < 20; i++)
+		t[i] = 100 + i;
+	q = req_of(1, t, 13, 13);
+	plain_request(pc, 0, &q, 13, 0, &hit);
+	a = hit.prompt_id;
+	q = req_of(1, t, 20, 20);
+	s = prefixcache_begin(pc, 0, &q, 1, &hit);
+	for (i = 12; i < 20; i++)
+		prefixcache_token(pc, s, t[i], 1);
+	prefixcache_end(pc, s, 1);
+	/* Shard 1 lost A's token 6, then shard 0 its token 9: 4..11 of A and
+	 * B's 12..19 go once. */
+	prefixcache_token_lost(pc, 0, 1, 0, a, 6);
+	prefixcache_token_lost(pc, 0, 0, 0, a, 9);
+	prefixcache_stats(pc, &st);
+	cr_assert_eq(st.loss_dropped_tokens, 8 + 8, "A 4..11 and B 12..19, once: %lu",
+		     (unsigned long)st.loss_dropped_tokens);
+	cr_assert_eq(st.loss_stopped, 0, "no sequence was live");
+	/* A live sequence C (10 tokens sent) loses its token 5: 4..9 go, and it
+	 * stops caching. */
+	for (i = 0; i < 10; i++)
+		u[i] = 500 + i;
+	q = req_of(1, u, 10, 10);
+	s = prefixcache_begin(pc, 0, &q, 2, &hit);
+	c = hit.prompt_id;
+	for (i = 0; i < 10; i++)
+		prefixcache_token(pc, s, u[i], 2);
+	prefixcache_token_lost(pc, 0, 0, 0, c, 5);
+	prefixcache_stats(pc, &st);
+	cr_assert_eq(st.loss_dropped_tokens, 16 + 6, "C 4..9: %lu", (unsigned long)st.loss_dropped_tokens);
+	cr_assert_eq(st.loss_stopped, 1, "C stopped caching at the cut");
+	prefixcache_end(pc, s, 3);
+	prefixcache_free(pc);
+}
+
 Test(events, a_shard_restart_drops_every_prefix_of_that_model)
 {
 	struct prefixcache_params p = {.num_models = 2, .column = 4};

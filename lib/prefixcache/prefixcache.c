@@ -245,6 +245,7 @@ prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t shard, uint
 		       uint64_t prompt_id, uint32_t token_idx)
 {
 	int gid = pc_gid_of_cache(pc, mi, cache_id);
+	uint64_t deleted = pc->st.deleted_tokens, stopped = pc->st.stopped;
 	uint32_t pi, i;
 
 	(void)shard; /* which one lost it changes nothing: every shard gets the same DELETE */
@@ -261,6 +262,8 @@ prefixcache_token_lost(struct prefixcache *pc, uint16_t mi, uint16_t shard, uint
 		pc_delete_subtree(pc, i, true);
 	else
 		pc_prompt_truncate(pc, pi, token_idx, true);
+	pc->st.loss_dropped_tokens += pc->st.deleted_tokens - deleted;
+	pc->st.loss_stopped += pc->st.stopped - stopped;
 }
 
 void

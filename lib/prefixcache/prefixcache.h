@@ -527,6 +527,15 @@ struct prefixcache_stats {
 	uint64_t cold_columns;	 /**< followup: columns sent to the cold list at their sequence's end */
 	uint64_t stopped;	 /**< sequences whose caching stopped (no room, loss) */
 	uint64_t lost_tokens;
+	/**
+	 * What lost (or refused) data cost the cache: tokens dropped from the
+	 * account (the columns from the one holding the lost token to where
+	 * its prompt then ended, and their descendants, once per prompt
+	 * whichever shards reported it), and the live sequences that stopped
+	 * caching at the cut (what they send after it is not cached).
+	 */
+	uint64_t loss_dropped_tokens;
+	uint64_t loss_stopped;
 	uint64_t shard_errors;	 /**< ERROR records received */
 	uint64_t entries;	 /**< now */
 	uint64_t peak_stored_tokens;

@@ -827,6 +827,17 @@ kvss_driver_summary(void)
 	       "%" PRIu64 " control messages sent again\n",
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
 	       s->lost_records, s->retransmits);
+	/*
+	 * What the losses cost the cache, which lost_tokens (what the shards
+	 * held from each cut, per shard) understates: a lost token drops its
+	 * column and every later one of its prompt, and the sequence, if still
+	 * sending, caches nothing more (docs/kvss.md, "what a loss costs").
+	 */
+	if (s->lost_records > 0 || s->errors > 0)
+		printf("kvss: summary: what they cost the cache: %" PRIu64 " tokens dropped (the "
+		       "columns from each lost token to its prompt's end as sent), %" PRIu64
+		       " sequences stopped caching at the cut\n",
+		       ps.loss_dropped_tokens, ps.loss_stopped);
 	kvss_faults_json(faultj, sizeof(faultj));
 	if (kvss_faults_on())
 		printf("kvss: summary: faults injected %" PRIu64 ": %s\n", kvss_faults_total(), faultj);
@@ -854,7 +865,9 @@ kvss_driver_summary(void)
 	       ",\"shard_restarts\":%" PRIu64 ",\"shards_back\":%" PRIu64
 	       ",\"hit_ratio_before_away\":%s,\"hit_ratio_after_return\":%s,%s,%s,\"verify_failures\":%" PRIu64
 	       ",\"protocol_errors\":%" PRIu64 ",\"resyncs\":%" PRIu64 ",\"on_loss\":\"%s\""
-	       ",\"lost_tokens\":%" PRIu64 ",\"lost_records\":%" PRIu64 ",\"over_capacity\":%" PRIu64
+	       ",\"lost_tokens\":%" PRIu64 ",\"lost_records\":%" PRIu64
+	       ",\"loss_dropped_tokens\":%" PRIu64 ",\"loss_stopped_seqs\":%" PRIu64
+	       ",\"over_capacity\":%" PRIu64
 	       ",\"expiries\":%" PRIu64 ",\"expired_served\":%" PRIu64
 	       ",\"faults\":%s"
 	       ",\"unaccounted_tokens\":%s"
@@ -868,7 +881,8 @@ kvss_driver_summary(void)
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j, pickj,
 	       s->verify_failures, perr, s->resyncs,
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
-	       s->lost_records, s->over_capacity, s->expiries, s->expired_served, faultj, lostj,
+	       s->lost_records, ps.loss_dropped_tokens, ps.loss_stopped, s->over_capacity,
+	       s->expiries, s->expired_served, faultj, lostj,
 	       kvss_driver_status(), drv.finished ? "true" : "false");
 	fflush(stdout);
 }
