@@ -579,6 +579,7 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-memif.sh $(BUILD)
 	@scripts/bench-zerocopy.sh $(BUILD)
 	@scripts/bench-shared.sh $(BUILD)
+	@scripts/bench-reports.sh $(BUILD)
 	@scripts/bench-demo.sh $(BUILD)
 
 demo: deps

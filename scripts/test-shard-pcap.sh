@@ -214,8 +214,9 @@ on_lcores reevict test/data/shard-slow-batch.cfg "every refill's code and bytes"
 # and what follows works as ever; on one lcore and on two.
 on_lcores notier config/ci-pcap-shard.cfg "NO_TIER each, seqs taken, the rest whole" error_NO_TIER=4
 # Its NO_TIER reports are never acknowledged (a replay sends no REPORT_ACK):
-# resent after 5 ms, the wait doubling up to 200 ms and no further.
-check "notier: unacknowledged reports resent with the wait capped at 200 ms" \
+# the oldest resent alone after 5 ms, the wait doubling up to 200 ms and no
+# further (until 2026-11-27 each timeout sent every report again).
+check "notier: the oldest unacknowledged report resent alone, the wait capped at 200 ms" \
 	"$BUILD/tools/shard_scenario" check-backoff "$tmp/notier1.pcap"
 
 # A shard with a second tier, sent what a lying driver or a hostile sender

@@ -3,8 +3,9 @@
  * shard_scenario check-backoff: how a shard resends its reliable reports
  * (ERROR, TOKEN_LOST, L2_DONE) that no REPORT_ACK answers, read off the
  * capture's timestamps (PROTOCOL.md section 5: the wait starts at 5 ms and
- * doubles up to 200 ms). A capture replay sends no REPORT_ACK, so every
- * report the shard made is resent until it exits.
+ * doubles up to 200 ms). A capture replay sends no REPORT_ACK, so the
+ * oldest report the shard made is resent, alone, until it exits (until
+ * 2026-11-27 every report not acknowledged went at each timeout).
  *
  * Each report frame is known by its header's seq (the report seq); the gaps
  * between its sends are the timer. The check takes the median of every
@@ -41,7 +42,7 @@ check_backoff(char **files, int nfiles)
 {
 	static struct sends r[MAX_REPORTS];
 	static double late[MAX_REPORTS * MAX_SENDS];
-	unsigned int nr = 0, nl = 0, i, k, firsts = 0;
+	unsigned int nr = 0, nl = 0, i, k, firsts = 0, again = 0;
 	double first_max = 0, med;
 	int f;
 
@@ -71,6 +72,7 @@ check_backoff(char **files, int nfiles)
 		pcap_close(p);
 	}
 	for (i = 0; i < nr; i++) {
+		again += r[i].n > 1;
 		for (k = 1; k < r[i].n; k++) {
 			double gap = r[i].t[k] - r[i].t[k - 1];
 
@@ -84,6 +86,9 @@ check_backoff(char **files, int nfiles)
 		}
 	}
 	EXPECT(nr > 0, "no report in the capture");
+	/* A timeout sends the oldest alone: with none acknowledged, no other
+	 * report is ever sent twice (every one was, each timeout, before). */
+	EXPECT(again == 1, "%u of %u reports were sent again, want only the oldest", again, nr);
 	EXPECT(nl >= 3, "%u resends past the sixth: the run was too short to reach the cap", nl);
 	if (nl == 0)
 		return 1;
@@ -94,8 +99,8 @@ check_backoff(char **files, int nfiles)
 	       med * 1e3, nl);
 	EXPECT(firsts == 0 || first_max < 0.100, "the first resend came %.0f ms after the report, "
 	       "want about 5 ms", first_max * 1e3);
-	printf("report resends: %u reports, the capped wait %.0f ms (median of %u), the first "
-	       "at most %.1f ms: %s\n", nr, med * 1e3, nl, first_max * 1e3,
+	printf("report resends: %u reports, %u sent again, the capped wait %.0f ms (median of %u), "
+	       "the first at most %.1f ms: %s\n", nr, again, med * 1e3, nl, first_max * 1e3,
 	       expect_fails ? "FAILED" : "as section 5 says");
 	return expect_fails ? 1 : 0;
 }

@@ -99,6 +99,24 @@ proto_stream_ack(struct proto_stream *s, uint64_t cum_seq)
  * srtt + 4 rttvar within [min, max]. Karn: a message sent more than once
  * gives no sample (which send did the ACK answer?).
  */
+uint64_t
+proto_rtt_sample(int64_t *srtt8, int64_t *rttvar4, uint64_t r)
+{
+	int64_t x = (int64_t)r, err;
+
+	if (*srtt8 == 0 && *rttvar4 == 0) {
+		*srtt8 = x << 3;
+		*rttvar4 = x << 1;
+	} else {
+		err = x - (*srtt8 >> 3);
+		*srtt8 += err;
+		if (err < 0)
+			err = -err;
+		*rttvar4 += err - (*rttvar4 >> 2);
+	}
+	return (uint64_t)((*srtt8 >> 3) + *rttvar4);
+}
+
 /* Jacobson/Karels from message @seq's single send (Karn: none from a resent one). */
 static void
 rtt_sample(struct proto_stream *s, uint64_t seq, uint64_t now)
@@ -107,19 +125,7 @@ rtt_sample(struct proto_stream *s, uint64_t seq, uint64_t now)
 	uint64_t rto;
 
 	if (m->sends == 1 && now >= m->last_send) {
-		int64_t r = (int64_t)(now - m->last_send), err;
-
-		if (s->srtt8 == 0 && s->rttvar4 == 0) {
-			s->srtt8 = r << 3;
-			s->rttvar4 = r << 1;
-		} else {
-			err = r - (s->srtt8 >> 3);
-			s->srtt8 += err;
-			if (err < 0)
-				err = -err;
-			s->rttvar4 += err - (s->rttvar4 >> 2);
-		}
-		rto = (uint64_t)((s->srtt8 >> 3) + s->rttvar4);
+		rto = proto_rtt_sample(&s->srtt8, &s->rttvar4, now - m->last_send);
 		s->timeout = rto < s->min_timeout ? s->min_timeout
 			     : rto > s->max_timeout ? s->max_timeout : rto;
 		s->st.rtt_samples++;

@@ -127,4 +127,13 @@ uint32_t proto_stream_ack2(struct proto_stream *s, uint64_t done_seq, uint64_t r
 
 const struct proto_stream_msg *proto_stream_due(struct proto_stream *s, uint64_t now);
 
+/**
+ * One round-trip sample @p r (any unit) into a Jacobson/Karels estimate, in
+ * fixed point as TCP keeps it (@p srtt8: smoothed round trip x 8, @p rttvar4:
+ * its variation x 4; both 0 before the first sample). The stream's timeout
+ * follows it; so does a shard's for its reports (PROTOCOL.md section 5).
+ * @return srtt + 4 x rttvar, in the unit of @p r (the caller bounds it).
+ */
+uint64_t proto_rtt_sample(int64_t *srtt8, int64_t *rttvar4, uint64_t r);
+
 #endif

@@ -314,7 +314,7 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 		/* Outside the ordered stream, as HELLO: seq 0, the epoch ours. */
 		if (msg->hdr.epoch == kvss_me->driver_epoch && kvss_me->driver_epoch != 0) {
 			st->report_acks++;
-			shard_report_acked(msg->u.ack.cum_seq);
+			shard_report_acked(st, msg->u.ack.cum_seq);
 		} else {
 			st->stale_epoch++;
 		}

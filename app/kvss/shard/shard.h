@@ -125,6 +125,8 @@ struct shard_fifo {
 #define SHARD_REPORTS 256
 
 struct shard_report {
+	uint64_t sent;	 /* tsc of its last send; its round trip if sent once only (Karn) */
+	uint32_t sends;
 	uint32_t len;
 	struct proto_addr to;
 	uint8_t p[PROTO_PAYLOAD_MAX];
@@ -174,6 +176,9 @@ struct shard_state {
 	uint64_t rep_acked; /* every report <= it arrived */
 	uint64_t rep_due;   /* tsc: resend what is not acknowledged */
 	uint64_t rep_rto;   /* in tsc cycles; doubles while nothing is acknowledged */
+	uint64_t rep_base;  /* the timeout the round trip says (5 to 200 ms); rep_rto after an ACK */
+	int64_t rep_srtt8, rep_rttvar4; /* the round trip to the REPORT_ACK (proto_rtt_sample) */
+	uint64_t rep_recover; /* at the last timeout, the last report sent then (0: none) */
 	/* evict.c: data held for its EVICT, batches' clocks. */
 	struct rte_mbuf *early[SHARD_EARLY_MAX];
 	struct shard_rec early_rec[SHARD_EARLY_MAX];
@@ -227,9 +232,12 @@ void shard_send_status(struct kvss_lcore_stats *st);
 
 /* ---- tx.c: reports ---- */
 
-/** A REPORT_ACK: every report <= @p cum arrived. */
-void shard_report_acked(uint64_t cum);
-/** Resend the reports not acknowledged in time (the ingest lcore's loop). */
+/**
+ * A REPORT_ACK: every report <= @p cum arrived. Its round trip sets the
+ * timeout; after a timeout, one that stops short sends the next at once.
+ */
+void shard_report_acked(struct kvss_lcore_stats *st, uint64_t cum);
+/** At the timeout, the oldest report not acknowledged again (the ingest lcore's loop). */
 void shard_report_poll(struct kvss_lcore_stats *st, uint64_t now);
 /** A new stream (HELLO with a new driver epoch), or the end: nothing kept. */
 void shard_report_reset(bool release);
