@@ -237,7 +237,7 @@ report_resend(struct kvss_lcore_stats *st, uint64_t q, uint64_t now)
  * 200 ms. It was a fixed 5 ms, and each timeout sent every report not yet
  * acknowledged again: on the memif demo's lossless link about 1% of round
  * trips passed 5 ms (three processes on two cores), each with a burst of
- * L2_DONE reports out, and 11-14% of reports went twice. Now a timeout
+ * L2_DONE reports out, and 10-13% of reports went twice. Now a timeout
  * sends the oldest alone; an ACK that then stops short of what was out
  * (a partial ACK: the driver took the copy and dropped what followed a
  * gap) sends the next at once, as the driver's control stream does
