@@ -10,6 +10,10 @@
  * blank (random bytes, an ext4 image, on a loop device too) never
  * formatted over unless told; a link, another user's file or directory, a
  * file or directory others can write refused; a 0644 file made 0600.
+ * Deletes that write nothing (issue 42): a put that takes a deleted
+ * column's slot clears it with its own write, the delete done only once
+ * that write (or a cleared header) has landed, and a delete done never
+ * comes back, also after the process is killed with writes in flight.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -300,6 +305,8 @@ Test(kvdisk, a_full_tier_and_a_full_queue_say_so)
 	uint64_t k;
 
 	params.cache[0].capacity_tokens = 3 * COL;
+	/* Written at once, as before issue 42: a put finds the slot being cleared. */
+	params.clear_at_once = true;
 	d = open_ok();
 	for (k = 0; k < 3; k++)
 		cr_assert_eq(put_sync(d, k, 1), 0);
@@ -342,6 +349,262 @@ Test(kvdisk, a_column_deleted_while_read_is_read_whole_then_cleared)
 	d = open_ok();
 	kvdisk_stats(d, &st);
 	cr_assert_eq(st.rebuilt, 0);
+	kvdisk_close(d);
+}
+
+/* ---- Deletes that write nothing (issue 42) ------------------------------ */
+
+/* The key in slot @p slot's header on disk, read past kvdisk (0: cleared). */
+static uint64_t
+key_on_disk(uint32_t slot)
+{
+	uint64_t key;
+	int fd = open(path, O_RDONLY);
+
+	cr_assert_geq(fd, 0);
+	/* The superblock's 4 KiB, then 4 KiB slots; the key at byte 8 of the header. */
+	cr_assert_eq(pread(fd, &key, 8, 4096 + (off_t)slot * 4096 + 8), 8);
+	close(fd);
+	return key;
+}
+
+Test(kvdisk, a_put_into_a_full_tier_takes_the_deleted_slot_and_its_write_is_the_clear)
+{
+	struct kvdisk *d;
+	struct kvdisk_stats st;
+	struct kvdisk_done r;
+	uint64_t k;
+
+	params.cache[0].capacity_tokens = 3 * COL;
+	d = open_ok();
+	for (k = 0; k < 3; k++)
+		cr_assert_eq(put_sync(d, k, 1), 0);
+	cr_assert_eq(key_on_disk(0), 0x1000, "column 0 is in slot 0");
+	cr_assert_eq(kvdisk_del(d, 0, 0x1000, 77, 900), 0);
+	cr_assert_not(kvdisk_has(d, 0, 0x1000, 77), "deleted: not found from now on");
+	cr_assert_eq(put_sync(d, 3, 1), 0, "the deleted column's slot is the room");
+	r = wait_for(d, 900);
+	cr_assert_eq(r.status, 0);
+	cr_assert_eq(r.meta.key, 0x1000, "the delete's done names the column it deleted");
+	cr_assert_eq(key_on_disk(0), 0x1003, "the put's write replaced the deleted header");
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.dels_absorbed, 1);
+	cr_assert_eq(st.dels_written, 0, "no cleared header written");
+	cr_assert_eq(st.stored[0], 3);
+	kvdisk_close(d);
+	d = open_ok();
+	cr_assert_eq(get_check(d, 0, 1), -ENOENT, "the deleted column came back");
+	cr_assert_eq(get_check(d, 3, 1), 0);
+	for (k = 1; k < 3; k++)
+		cr_assert_eq(get_check(d, k, 1), 0);
+	kvdisk_close(d);
+}
+
+Test(kvdisk, a_delete_no_put_takes_writes_its_cleared_header_and_stays_deleted)
+{
+	struct kvdisk *d = open_ok();
+	struct kvdisk_stats st;
+
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	cr_assert_eq(put_sync(d, 1, 1), 0);
+	cr_assert_eq(kvdisk_del(d, 0, 0x1000, 77, 900), 0);
+	cr_assert_eq(key_on_disk(0), 0x1000, "deferred: nothing written yet");
+	cr_assert_eq(kvdisk_inflight(d), 1, "a deferred delete is an operation not given back");
+	/* Waiting with nothing else in flight: its cleared header is written. */
+	cr_assert_eq(wait_for(d, 900).status, 0);
+	cr_assert_eq(key_on_disk(0), 0, "done: its header is cleared on disk");
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.dels_written, 1);
+	cr_assert_eq(st.dels_absorbed, 0);
+	kvdisk_close(d);
+	d = open_ok();
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.rebuilt, 1);
+	cr_assert_eq(get_check(d, 0, 1), -ENOENT, "the deleted column came back");
+	cr_assert_eq(get_check(d, 1, 1), 0);
+	kvdisk_close(d);
+}
+
+Test(kvdisk, a_delete_is_done_only_once_its_header_is_off_the_disk)
+{
+	struct kvdisk *d = open_ok();
+	struct kvdisk_done done[16];
+	uint8_t buf[COL * B];
+	struct kvdisk_meta m = meta(5, COL);
+	bool put_done = false, del_done = false;
+	unsigned int i, n;
+
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	cr_assert_eq(kvdisk_del(d, 0, 0x1000, 77, 900), 0);
+	fill(buf, 5, 1, COL);
+	cr_assert_eq(kvdisk_put(d, &m, buf, COL * B, 105), 0);
+	/* Every done as it comes: the delete's never before the put's write
+	 * is on the disk, and by then the deleted header is not. */
+	while (!del_done) {
+		n = kvdisk_poll(d, done, 16, true);
+		cr_assert(n > 0 || kvdisk_inflight(d) > 0, "the delete never finished");
+		for (i = 0; i < n; i++) {
+			if (done[i].cookie == 105) {
+				cr_assert_eq(done[i].status, 0);
+				put_done = true;
+			} else if (done[i].cookie == 900) {
+				cr_assert(put_done, "the delete was done before the write that clears it");
+				cr_assert_eq(done[i].status, 0);
+				cr_assert_eq(key_on_disk(0), 0x1005, "done, and its header still on disk");
+				del_done = true;
+			}
+		}
+	}
+	kvdisk_close(d);
+}
+
+/*
+ * Open the file a killed process had: its ring lets the file go once its
+ * I/O ends (the kernel tears it down after the process), and its lock
+ * with it, a moment later.
+ */
+static struct kvdisk *
+open_after_kill(void)
+{
+	struct kvdisk *d;
+	unsigned int k;
+
+	for (k = 0; (d = open_ok_or_null()) == NULL && errno == EBUSY && k < 500; k++)
+		usleep(10000);
+	cr_assert_not_null(d, "%s", err);
+	return d;
+}
+
+/*
+ * Kill the process that deletes with its writes in flight: the deletes it
+ * was told were done never come back; those it was not may. The child
+ * replaces columns, each a delete then a put (as the driver makes room),
+ * tells the parent each delete as its done comes (a pipe), and kills
+ * itself after @p acks of them, with writes submitted and not reaped.
+ */
+static void
+kill_while_replacing(unsigned int seed, unsigned int acks)
+{
+	int fds[2];
+	pid_t pid;
+	uint64_t key, gone[4 * NCOL];
+	unsigned int ngone = 0, k, status;
+	struct kvdisk *d;
+	ssize_t got;
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct kvdisk_done done[16];
+		uint8_t buf[COL * B];
+		uint64_t next = NCOL, live[NCOL];
+		unsigned int told = 0, i, n;
+
+		close(fds[0]);
+		srand(seed);
+		d = kvdisk_open(path, &params, err, sizeof(err));
+		if (d == NULL)
+			_exit(3);
+		for (i = 0; i < NCOL; i++)
+			live[i] = i;
+		for (;;) {
+			/* A few replacements, then what finished. */
+			for (i = 0; i < 3 && next < 4 * NCOL; i++) {
+				unsigned int j = (unsigned int)rand() % NCOL;
+				struct kvdisk_meta m = meta(next, COL);
+
+				if (kvdisk_del(d, 0, 0x1000 + live[j], 77, 0x1000 + live[j]) != 0)
+					break;
+				fill(buf, next, 1, COL);
+				if (kvdisk_put(d, &m, buf, COL * B, 1) != 0)
+					break;
+				live[j] = next++;
+			}
+			n = kvdisk_poll(d, done, 16, (unsigned int)rand() % 2);
+			for (i = 0; i < n; i++) {
+				if (done[i].type != KVDISK_DEL)
+					continue;
+				if (done[i].status != 0)
+					_exit(4);
+				if (write(fds[1], &done[i].cookie, 8) != 8)
+					_exit(5);
+				if (++told == acks) {
+					/* What is submitted stays in flight: no poll, no close. */
+					kvdisk_poll(d, done, 0, false);
+					raise(SIGKILL);
+				}
+			}
+			if (next == 4 * NCOL && kvdisk_inflight(d) == 0)
+				_exit(6);
+		}
+	}
+	close(fds[1]);
+	while ((got = read(fds[0], &key, 8)) == 8) {
+		cr_assert_lt(ngone, 4 * NCOL);
+		gone[ngone++] = key;
+	}
+	close(fds[0]);
+	cr_assert_eq(waitpid(pid, (int *)&status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "seed %u: the child ended otherwise (status 0x%x)", seed, status);
+	cr_assert_eq(ngone, acks, "seed %u", seed);
+	d = open_after_kill();
+	for (k = 0; k < ngone; k++)
+		cr_assert_not(kvdisk_has(d, 0, gone[k], 77),
+			      "seed %u: column %#" PRIx64 ", deleted and told so, came back", seed,
+			      gone[k]);
+	kvdisk_close(d);
+}
+
+Test(kvdisk, a_delete_done_never_comes_back_after_a_kill)
+{
+	unsigned int seed = (unsigned int)getpid(), k;
+	struct kvdisk *d = open_ok();
+	char cmd[300];
+
+	for (k = 0; k < NCOL; k++)
+		cr_assert_eq(put_sync(d, k, 1), 0);
+	kvdisk_close(d);
+	snprintf(cmd, sizeof(cmd), "cp %s %s.full", path, path);
+	cr_assert_eq(system(cmd), 0);
+	for (k = 0; k < 8; k++) {
+		/* From the full file each time; a kill after 1 to 40 deletes done. */
+		snprintf(cmd, sizeof(cmd), "cp %s.full %s", path, path);
+		cr_assert_eq(system(cmd), 0);
+		kill_while_replacing(seed + k, 1 + (seed + k * 7) % 40);
+	}
+}
+
+Test(kvdisk, a_delete_not_done_may_come_back_and_nothing_else_does)
+{
+	struct kvdisk *d = open_ok();
+	pid_t pid;
+	int status;
+
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	cr_assert_eq(put_sync(d, 1, 1), 0);
+	kvdisk_close(d);
+	/* Deleted and its slot taken, nothing polled: nothing reached the disk. */
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		uint8_t buf[COL * B];
+		struct kvdisk_meta m = meta(2, COL);
+
+		d = kvdisk_open(path, &params, err, sizeof(err));
+		fill(buf, 2, 1, COL);
+		if (d == NULL || kvdisk_del(d, 0, 0x1000, 77, 900) != 0 ||
+		    kvdisk_put(d, &m, buf, COL * B, 102) != 0)
+			_exit(1);
+		raise(SIGKILL);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status));
+	d = open_after_kill();
+	cr_assert_eq(get_check(d, 0, 1), 0, "not done: still there, whole");
+	cr_assert_eq(get_check(d, 1, 1), 0);
+	cr_assert_eq(get_check(d, 2, 1), -ENOENT, "never written");
 	kvdisk_close(d);
 }
 

@@ -221,6 +221,8 @@ print_stats(void)
 		stat_put(&open, &any, "disk", "disk_", "puts", ks.puts);
 		stat_put(&open, &any, "disk", "disk_", "gets", ks.gets);
 		stat_put(&open, &any, "disk", "disk_", "dels", ks.dels);
+		stat_put(&open, &any, "disk", "disk_", "dels_absorbed", ks.dels_absorbed);
+		stat_put(&open, &any, "disk", "disk_", "dels_written", ks.dels_written);
 		stat_put(&open, &any, "disk", "disk_", "bytes_written", ks.bytes_written);
 		stat_put(&open, &any, "disk", "disk_", "bytes_read", ks.bytes_read);
 		stat_put(&open, &any, "disk", "disk_", "corrupt", ks.corrupt);

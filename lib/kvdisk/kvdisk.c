@@ -3,6 +3,19 @@
  * A shard's second tier on its local disk (kvdisk.h): the operations, PUT,
  * GET and DEL on io_uring, and their completions. The layout and the slot
  * state are in kvdisk_priv.h; open, rebuild and close in kvdisk_open.c.
+ *
+ * Deferred deletes (issue 42). Most deletes make room for a put that comes
+ * right after (the driver's L2 is full: it deletes its least recent
+ * columns, then sends the new ones down). A delete therefore does not
+ * write its cleared header at once: it waits, holding its op, in d->pend;
+ * a put of its cache takes the slot, and the put's write of the whole
+ * slot, header included, is the clear (one I/O instead of two). The
+ * delete's kvdisk_done comes only when that write has landed; when it
+ * fails, a cleared header is written and the delete finishes with it. A
+ * delete no put takes is written as before: when the caller polls with
+ * nothing else in flight (it would wait for nothing), after KD_DEFER_NS,
+ * or when half the ops are deferred deletes. So a delete's done still
+ * means what it meant: its header is not on the disk any more.
  */
 #define _GNU_SOURCE
 #include "kvdisk_priv.h"
@@ -11,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- Operations ---------------------------------------------------------- */
@@ -26,6 +40,7 @@ kd_op_get(struct kvdisk *d)
 	d->op_free = o->next_free;
 	o->clear_only = false;
 	o->old = NIL;
+	o->absorbs = NIL;
 	return o;
 }
 
@@ -81,8 +96,91 @@ clear_slot(struct kvdisk *d, uint16_t c, uint32_t i, struct op *o)
 	o->type = KVDISK_DEL;
 	o->cache = c;
 	o->slot = i;
+	if (!o->clear_only)
+		d->st.dels_written++;
 	memset(o->buf, 0, KVDISK_ALIGN);
 	kd_submit(d, o, true, KVDISK_ALIGN, slot_off(r, i));
+}
+
+/* ---- Deferred deletes (above) ------------------------------------------- */
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Take the @p k th deferred delete out of d->pend (at most qd to move). */
+static struct op *
+unpend(struct kvdisk *d, uint32_t k)
+{
+	struct op *o = &d->ops[d->pend[k]];
+
+	memmove(&d->pend[k], &d->pend[k + 1], sizeof(*d->pend) * (d->npend - k - 1));
+	d->npend--;
+	return o;
+}
+
+/* Write the @p k th deferred delete's cleared header (its slot is S_CLEAR, counted). */
+static void
+write_deferred(struct kvdisk *d, uint32_t k)
+{
+	struct op *o = unpend(d, k);
+
+	clear_slot(d, o->cache, o->slot, o);
+}
+
+/* Defer the delete @p o of slot @p i of cache @p c (no reads in flight on it). */
+static void
+defer(struct kvdisk *d, uint16_t c, uint32_t i, struct op *o)
+{
+	struct region *r = &d->r[c];
+
+	/* Half the ops at most: the puts that would take them need ops too. */
+	while (d->npend > 0 && d->npend >= (d->qd + 1) / 2)
+		write_deferred(d, 0);
+	r->clearing++;
+	r->s[i].state = S_CLEAR;
+	o->type = KVDISK_DEL;
+	o->cache = c;
+	o->slot = i;
+	o->since_ns = now_ns();
+	d->pend[d->npend++] = (uint32_t)(o - d->ops);
+}
+
+/* The oldest deferred delete of cache @p c: its index in d->pend, or NIL. */
+static uint32_t
+deferred_of(const struct kvdisk *d, uint16_t c)
+{
+	uint32_t k;
+
+	for (k = 0; k < d->npend; k++)
+		if (d->ops[d->pend[k]].cache == c)
+			return k;
+	return NIL;
+}
+
+/* Write the deferred deletes that waited KD_DEFER_NS, or all of them. */
+static void
+write_overdue(struct kvdisk *d, bool all)
+{
+	uint64_t now = all ? 0 : now_ns();
+
+	while (d->npend > 0 && (all || now - d->ops[d->pend[0]].since_ns >= KD_DEFER_NS))
+		write_deferred(d, 0);
+}
+
+/* Give a delete a put's write finished (d->ready) into @p out. */
+static void
+give_ready(struct kvdisk *d, struct kvdisk_done *out)
+{
+	struct op *o = &d->ops[d->ready[--d->nready]];
+
+	*out = (struct kvdisk_done){.type = KVDISK_DEL, .cookie = o->cookie, .meta = o->gone};
+	kd_op_put(d, o);
 }
 
 /* Is a PUT of @p m's (key, org) in @p r in flight? At most queue-depth ops to look at. */
@@ -111,7 +209,7 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	struct region *r;
 	struct hdr *h;
 	struct op *o;
-	uint32_t i;
+	uint32_t i, k;
 
 	if (m->cache >= d->nc)
 		return -EINVAL;
@@ -123,11 +221,21 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	 * not stand beside it (its slot is indexed only once written). */
 	if (put_in_flight(d, r, m))
 		return -EAGAIN;
-	if (r->nfree == 0)
+	k = deferred_of(d, m->cache);
+	if (k == NIL && r->nfree == 0)
 		return r->clearing > 0 ? -EAGAIN : -ENOSPC;
 	if ((o = kd_op_get(d)) == NULL)
 		return -EBUSY;
-	i = r->free[--r->nfree];
+	if (k != NIL) {
+		/* A deleted column's slot before a free one: this write is its clear. */
+		struct op *del = unpend(d, k);
+
+		i = del->slot;
+		r->clearing--;
+		o->absorbs = (uint32_t)(del - d->ops);
+	} else {
+		i = r->free[--r->nfree];
+	}
 	r->s[i].m = *m;
 	r->s[i].state = S_PUT;
 	o->type = KVDISK_PUT;
@@ -188,7 +296,11 @@ kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_
 	d->st.stored[cache]--;
 	d->st.dels++;
 	o->cookie = cookie;
-	clear_slot(d, cache, i, o);
+	o->gone = r->s[i].m;
+	if (!d->clear_at_once && r->s[i].readers == 0)
+		defer(d, cache, i, o);
+	else
+		clear_slot(d, cache, i, o);
 	return 0;
 }
 
@@ -224,7 +336,13 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 	*out = (struct kvdisk_done){.type = o->type, .cookie = o->cookie, .meta = s->m};
 	switch (o->type) {
 	case KVDISK_PUT:
-		if (res != (int)r->g.slot_bytes) {
+		if (res != (int)r->g.slot_bytes && o->absorbs != NIL) {
+			/* What it was to clear may be whole still: a cleared header,
+			 * and the delete finishes when that lands. */
+			d->st.write_errors++;
+			out->status = res < 0 ? res : -ENOSPC;
+			clear_slot(d, o->cache, o->slot, &d->ops[o->absorbs]);
+		} else if (res != (int)r->g.slot_bytes) {
 			d->st.write_errors++;
 			out->status = res < 0 ? res : -ENOSPC;
 			s->state = S_FREE;
@@ -241,7 +359,13 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 			}
 			index_add(r, o->slot);
 			d->st.stored[o->cache]++;
+			if (o->absorbs != NIL) {
+				/* The deleted column's header is gone: its delete is done. */
+				d->ready[d->nready++] = o->absorbs;
+				d->st.dels_absorbed++;
+			}
 		}
+		o->absorbs = NIL;
 		give = 1;
 		break;
 	case KVDISK_GET:
@@ -274,6 +398,7 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 		give = 1;
 		break;
 	case KVDISK_DEL:
+		out->meta = o->gone;
 		if (res != (int)KVDISK_ALIGN) {
 			d->st.write_errors++;
 			out->status = res < 0 ? res : -EIO;
@@ -306,6 +431,12 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 		o->clear_only = true;
 		clear_slot(d, c.cache, c.slot, o);
 	}
+	/* Deferred deletes no put took: overdue ones, or all when the caller
+	 * would otherwise wait for nothing. */
+	if (d->npend > 0)
+		write_overdue(d, wait && d->inflight == 0 && d->nready == 0);
+	while (n < max && d->nready > 0)
+		give_ready(d, &out[n++]);
 	if (d->unsubmitted) {
 		io_uring_submit(&d->ring);
 		d->unsubmitted = 0;
@@ -324,6 +455,8 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 			d->held[d->nheld++] = (uint32_t)(o - d->ops); /* its bytes: until the next poll */
 		else
 			kd_op_put(d, o);
+		while (n < max && d->nready > 0)
+			give_ready(d, &out[n++]);
 	}
 	if (d->unsubmitted) {
 		io_uring_submit(&d->ring);
@@ -335,7 +468,7 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 unsigned int
 kvdisk_inflight(const struct kvdisk *d)
 {
-	return d->inflight + d->nclears;
+	return d->inflight + d->nclears + d->npend + d->nready;
 }
 
 void

@@ -83,6 +83,12 @@ struct kvdisk_params {
 	 * its contents are lost. false: only what is blank is formatted.
 	 */
 	bool format;
+	/**
+	 * Every delete writes its cleared header at once, as before issue 42
+	 * (a benchmark's baseline); false: a delete may wait for a put to take
+	 * its slot (kvdisk_del()).
+	 */
+	bool clear_at_once;
 };
 
 /** What a column's header says (also what a put is given). */
@@ -111,6 +117,8 @@ struct kvdisk_done {
 
 struct kvdisk_stats {
 	uint64_t puts, gets, dels;
+	uint64_t dels_absorbed; /**< deletes whose slot a put took: its write was the clear */
+	uint64_t dels_written;	/**< deletes that wrote a cleared header */
 	uint64_t bytes_written, bytes_read;
 	uint64_t corrupt;      /**< columns whose checksum or key failed: dropped */
 	uint64_t write_errors; /**< failed or short writes: the column is not stored */
@@ -149,7 +157,10 @@ uint64_t kvdisk_slots(const struct kvdisk *d, uint16_t cache);
  * when a column of the same key is still being written or the only room
  * is a deleted column's slot whose cleared header is still being written,
  * -EBUSY when the queue is full (for either: poll, then again), -EINVAL on
- * a bad cache or length.
+ * a bad cache or length. A slot whose delete is still deferred (its
+ * cleared header not submitted) is taken before a free one: this put's
+ * write of the whole slot clears it, and that delete finishes when it
+ * lands (or, when it fails, once a cleared header is written after it).
  */
 int kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint32_t len,
 	       uint64_t cookie);
@@ -157,7 +168,16 @@ int kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, 
 /** Read the column @p key of organization @p org in @p cache. -ENOENT, -EBUSY as above. */
 int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
 
-/** Delete a column: not served from now on; its header is cleared on disk. -ENOENT. */
+/**
+ * Delete a column: not served, found or listed from now on; its header is
+ * cleared on disk before its kvdisk_done comes, by a put that takes its
+ * slot (kvdisk_put()) or by a cleared header. The latter waits, deferred,
+ * until a kvdisk_poll() that would otherwise wait for nothing, or for
+ * 10 ms, or until half the queue depth is deferred deletes (each holds an
+ * op); with kvdisk_params.clear_at_once it is written at once. Until its
+ * kvdisk_done, a crash may bring the column back; after it, never.
+ * -ENOENT, -EBUSY.
+ */
 int kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
 
 /** Is the column there (for the driver's inventory and tests)? */
@@ -165,12 +185,13 @@ bool kvdisk_has(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t o
 
 /**
  * Submit what is queued and take up to @p max finished operations into
- * @p out, waiting for at least one when @p wait and any is in flight.
- * @return how many.
+ * @p out, waiting for at least one when @p wait and any is in flight
+ * (deferred deletes are written then when nothing else is). @return how
+ * many.
  */
 unsigned int kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wait);
 
-/** Operations in flight. */
+/** Operations not yet given back: in flight, queued, deferred deletes, finished ones. */
 unsigned int kvdisk_inflight(const struct kvdisk *d);
 
 /** Every column held, in no order (the inventory a restarted shard gives). */

@@ -368,7 +368,11 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	d->ops = calloc(d->qd, sizeof(*d->ops));
 	d->held = malloc(sizeof(uint32_t) * d->qd);
 	d->clears = malloc(sizeof(*d->clears) * (d->clears_cap + 1));
-	if (d->ops == NULL || d->held == NULL || d->clears == NULL ||
+	d->pend = malloc(sizeof(uint32_t) * d->qd);
+	d->ready = malloc(sizeof(uint32_t) * d->qd);
+	d->clear_at_once = p->clear_at_once;
+	if (d->ops == NULL || d->held == NULL || d->clears == NULL || d->pend == NULL ||
+	    d->ready == NULL ||
 	    posix_memalign((void **)&d->bufs, KVDISK_ALIGN, d->max_slot * d->qd) != 0) {
 		fail(err, errlen, path, "out of memory for its buffers");
 		goto bad;
@@ -433,6 +437,8 @@ kvdisk_close(struct kvdisk *d)
 	free(d->ops);
 	free(d->held);
 	free(d->clears);
+	free(d->pend);
+	free(d->ready);
 	free(d->bufs);
 	free(d);
 }

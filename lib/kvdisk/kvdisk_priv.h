@@ -26,6 +26,13 @@
  */
 #define VERSION 2
 #define KD_PROBE_LEN (1u << 20) /* the bytes read to tell blank from not blank */
+/*
+ * How long a deleted column's cleared header waits, at most, for a put to
+ * take its slot (kvdisk.c): the driver deletes to make room, then puts,
+ * and the tier thread's next burst brings the puts. Checked when the
+ * caller polls.
+ */
+#define KD_DEFER_NS (10u * 1000 * 1000)
 
 /* The superblock, at offset 0: whose file it is and what it was made for. */
 struct sb_cache {
@@ -57,6 +64,11 @@ struct hdr {
 };
 _Static_assert(sizeof(struct hdr) == KVDISK_HDR_LEN, "the header is 64 bytes");
 
+/*
+ * S_CLEAR: deleted (or dropped), not served, its cleared header not yet
+ * written; the slot is free once it is, or taken by a put whose whole-slot
+ * write is that clear (a deferred delete's, kvdisk.c).
+ */
 enum slot_state { S_FREE, S_LIVE, S_PUT, S_CLEAR };
 
 struct slot {
@@ -73,7 +85,8 @@ struct region {
 	struct slot *s;
 	uint32_t *bucket, nbucket;
 	uint32_t *free, nfree;
-	uint32_t clearing; /* slots being cleared: free once their cleared header is written */
+	uint32_t clearing; /* slots being cleared: free once their cleared header is written
+			    * (a deferred delete's slot counts too: a put may take it) */
 };
 
 struct op {
@@ -81,7 +94,12 @@ struct op {
 	uint16_t cache;
 	uint32_t slot;
 	uint32_t old; /* PUT: the slot of the column it replaces, or NIL */
+	uint32_t absorbs; /* PUT: the deferred DEL op whose slot it took (this write is
+			   * that delete's clear), or NIL */
 	uint64_t cookie;
+	uint64_t since_ns; /* DEL deferred: when (CLOCK_MONOTONIC) */
+	struct kvdisk_meta gone; /* a caller's DEL: the column it deletes (a put that
+				  * takes the slot changes the slot's) */
 	bool clear_only; /* a clear with no caller waiting (a replaced or corrupt column) */
 	uint8_t *buf;	 /* slot_bytes, aligned */
 	uint32_t next_free;
@@ -109,6 +127,14 @@ struct kvdisk {
 	uint32_t *held, nheld; /* GET ops whose bytes the caller holds until the next poll */
 	struct clear_req *clears; /* slots waiting for a free op to be cleared */
 	uint32_t nclears, clears_cap;
+	/*
+	 * Deferred deletes (kvdisk.c): DEL ops whose cleared header is not
+	 * written yet, oldest first, each holding its op, at most qd / 2; and
+	 * DEL ops a put's write finished, given at the next kvdisk_poll().
+	 */
+	uint32_t *pend, npend;
+	uint32_t *ready, nready;
+	bool clear_at_once; /* kvdisk_params.clear_at_once: no delete is deferred */
 	uint8_t *zero; /* a cleared header block */
 	struct kvdisk_stats st;
 };
