@@ -15,6 +15,14 @@
  * directory of its own under DIR (mkdtemp, 0700: kvdisk refuses a
  * directory others can write, such as /var/tmp itself); both are removed
  * at the end.
+ *
+ * Then replacements as the shard's tier does them when its L2 is full
+ * (issue 42): a file of the demo's columns (64 tokens of 256 B, a 20 KiB
+ * slot), 4 x COLUMNS of them written, then each replaced, a delete of the
+ * oldest and a put of a new one, in operations (deletes and puts) per
+ * second: once with every delete writing its cleared header at once
+ * (kvdisk_params.clear_at_once, the baseline: before issue 42), once with
+ * deletes deferred for a put to take their slot.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,6 +36,7 @@
 
 #define TOKENS 64
 #define BPT 4096
+#define RBPT 256 /* the replacements' bytes per token (the demo's shard 0) */
 
 static double
 now(void)
@@ -77,6 +86,89 @@ run(struct kvdisk *d, bool write, uint32_t n, const uint8_t *data)
 	return now() - t0;
 }
 
+/*
+ * Replace @p n columns of a full file of @p n: delete key k, put key n + k,
+ * @p qd at a time. @return operations (deletes and puts) per second, or -1.
+ */
+static double
+replace(const char *path, uint32_t n, uint32_t qd, bool at_once, const uint8_t *data,
+	uint64_t *written)
+{
+	struct kvdisk_params p = {.num_caches = 1, .queue_depth = qd, .clear_at_once = at_once};
+	struct kvdisk_done done[64];
+	struct kvdisk_stats st;
+	char err[1024];
+	struct kvdisk *d;
+	uint32_t next = 0, k;
+	uint64_t finished = 0, bad = 0, want;
+	bool deleted = false;
+	double t0;
+
+	p.cache[0] = (struct kvdisk_cache_params){RBPT, TOKENS, (uint64_t)n * TOKENS};
+	if ((d = kvdisk_open(path, &p, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "bench_kvdisk: %s\n", err);
+		return -1;
+	}
+	/* Full: n columns, keys 1..n (not timed). */
+	for (k = 0; k < n;) {
+		struct kvdisk_meta m = {.key = 1 + k, .org = 7, .tokens = TOKENS};
+		int rc = kvdisk_put(d, &m, data, TOKENS * RBPT, k);
+
+		if (rc == 0)
+			k++;
+		else if (rc != -EBUSY)
+			goto fail;
+		else
+			kvdisk_poll(d, done, 64, true);
+	}
+	while (kvdisk_inflight(d) > 0)
+		kvdisk_poll(d, done, 64, true);
+	want = (uint64_t)n * 2;
+	t0 = now();
+	while (finished < want) {
+		while (next < n) {
+			struct kvdisk_meta m = {.key = 1 + n + next, .org = 7, .tokens = TOKENS};
+			int rc = deleted ? 0 : kvdisk_del(d, 0, 1 + next, 7, next);
+
+			if (rc == -EBUSY)
+				break;
+			if (rc != 0)
+				goto fail;
+			deleted = true;
+			rc = kvdisk_put(d, &m, data + (size_t)(next % 16) * TOKENS * RBPT,
+					TOKENS * RBPT, next);
+			if (rc == -EBUSY || rc == -EAGAIN)
+				break;
+			if (rc != 0)
+				goto fail;
+			deleted = false;
+			next++;
+		}
+		{
+			unsigned int i, got = kvdisk_poll(d, done, 64, true);
+
+			for (i = 0; i < got; i++)
+				bad += done[i].status != 0;
+			finished += got;
+		}
+	}
+	t0 = now() - t0;
+	kvdisk_stats(d, &st);
+	*written = st.dels_written;
+	kvdisk_close(d);
+	unlink(path);
+	if (bad) {
+		fprintf(stderr, "bench_kvdisk: %" PRIu64 " replacements failed\n", bad);
+		return -1;
+	}
+	return (double)want / t0;
+fail:
+	fprintf(stderr, "bench_kvdisk: replacing %u failed\n", next);
+	kvdisk_close(d);
+	unlink(path);
+	return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -88,7 +180,8 @@ main(int argc, char **argv)
 	uint64_t slot = (KVDISK_HDR_LEN + TOKENS * BPT + KVDISK_ALIGN - 1) / KVDISK_ALIGN * KVDISK_ALIGN;
 	uint8_t *data = malloc((size_t)16 * TOKENS * BPT);
 	struct kvdisk *d;
-	double tw, tr;
+	double tw, tr, rold = -1, rnew = -1;
+	uint64_t wold = 0, wnew = 0;
 	size_t i;
 
 	if (data == NULL || n == 0 || qd == 0 || qd > 64)
@@ -115,9 +208,13 @@ main(int argc, char **argv)
 		printf("bench: note: %s refused O_DIRECT: the page cache was used\n", dir);
 	kvdisk_close(d);
 	unlink(path);
+	if (tw >= 0 && tr >= 0) {
+		rold = replace(path, 4 * n, qd, true, data, &wold);
+		rnew = rold < 0 ? -1 : replace(path, 4 * n, qd, false, data, &wnew);
+	}
 	rmdir(own);
 	free(data);
-	if (tw < 0 || tr < 0)
+	if (tw < 0 || tr < 0 || rold < 0 || rnew < 0)
 		return 1;
 	/* Bytes of slots moved (what fio moves at bs = the slot), and of columns. */
 	printf("kvdisk: slot_bytes %" PRIu64 " columns %u qd %u file %s\n", slot, n, qd, path);
@@ -125,5 +222,9 @@ main(int argc, char **argv)
 	printf("bench: kvdisk_read %.3f GB/s\n", (double)n * (double)slot / tr / 1e9);
 	printf("bench: kvdisk_write_columns %.0f columns/s\n", n / tw);
 	printf("bench: kvdisk_read_columns %.0f columns/s\n", n / tr);
+	printf("kvdisk: replacements of %u columns of %u B: %" PRIu64 " cleared headers written "
+	       "clearing at once, %" PRIu64 " deferred\n", 4 * n, TOKENS * RBPT, wold, wnew);
+	printf("bench: kvdisk_replace %.0f ops/s (baseline %.0f ops/s, ratio %.3f)\n", rnew, rold,
+	       rnew / rold);
 	return 0;
 }
