@@ -425,6 +425,69 @@ Test(kvdisk, a_delete_no_put_takes_writes_its_cleared_header_and_stays_deleted)
 	kvdisk_close(d);
 }
 
+Test(kvdisk, deletes_wait_without_holding_the_queue_up_to_a_bound)
+{
+	struct kvdisk *d;
+	struct kvdisk_stats st;
+	struct kvdisk_done done[16];
+	uint8_t buf[COL * B];
+	uint64_t k;
+
+	/* 300 columns in a queue of 8: 256 deletes wait, the rest are written. */
+	params.cache[0].capacity_tokens = 300 * COL;
+	d = open_ok();
+	fill(buf, 0, 1, COL);
+	for (k = 0; k < 300;) {
+		struct kvdisk_meta m = meta(k, COL);
+		int rc = kvdisk_put(d, &m, buf, COL * B, 1);
+
+		cr_assert(rc == 0 || rc == -EBUSY, "put %" PRIu64 ": %d", k, rc);
+		if (rc == 0)
+			k++;
+		else
+			kvdisk_poll(d, done, 16, true);
+	}
+	while (kvdisk_inflight(d) > 0)
+		kvdisk_poll(d, done, 16, true);
+	for (k = 0; k < 300;) {
+		int rc = kvdisk_del(d, 0, 0x1000 + k, 77, 2000 + k);
+
+		/* -EBUSY: the clears of the oldest took every op. */
+		cr_assert(rc == 0 || (rc == -EBUSY && k >= 256 + 8), "delete %" PRIu64 ": %d", k, rc);
+		if (rc == 0)
+			k++;
+		else
+			kvdisk_poll(d, done, 16, true);
+	}
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.dels_written, 300 - 256, "the oldest written past 256 (%" PRIu64 ")",
+		     st.dels_written);
+	/* A put each takes the oldest waiting delete's slot. */
+	for (k = 0; k < 256;) {
+		struct kvdisk_meta m = meta(1000 + k, COL);
+		int rc = kvdisk_put(d, &m, buf, COL * B, 1);
+
+		cr_assert(rc == 0 || rc == -EBUSY, "put %" PRIu64 ": %d", k, rc);
+		if (rc == 0)
+			k++;
+		else
+			kvdisk_poll(d, done, 16, false);
+	}
+	while (kvdisk_inflight(d) > 0)
+		kvdisk_poll(d, done, 16, true);
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.dels_absorbed, 256, "absorbed %" PRIu64, st.dels_absorbed);
+	cr_assert_eq(st.dels_written, 300 - 256);
+	cr_assert_eq(st.stored[0], 256);
+	kvdisk_close(d);
+	d = open_ok();
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.rebuilt, 256);
+	for (k = 0; k < 300; k++)
+		cr_assert_not(kvdisk_has(d, 0, 0x1000 + k, 77), "deleted %" PRIu64 " came back", k);
+	kvdisk_close(d);
+}
+
 Test(kvdisk, a_delete_is_done_only_once_its_header_is_off_the_disk)
 {
 	struct kvdisk *d = open_ok();

@@ -7,15 +7,16 @@
  * Deferred deletes (issue 42). Most deletes make room for a put that comes
  * right after (the driver's L2 is full: it deletes its least recent
  * columns, then sends the new ones down). A delete therefore does not
- * write its cleared header at once: it waits, holding its op, in d->pend;
- * a put of its cache takes the slot, and the put's write of the whole
- * slot, header included, is the clear (one I/O instead of two). The
- * delete's kvdisk_done comes only when that write has landed; when it
- * fails, a cleared header is written and the delete finishes with it. A
+ * write its cleared header at once: it waits in its cache's ring (no op
+ * held); a put of that cache takes the oldest one's slot before a free
+ * one, and the put's write of the whole slot, header included, is the
+ * clear (one I/O instead of two). The delete's kvdisk_done comes only
+ * when that write has landed; when it fails, the delete goes back to the
+ * head of its ring, to be written at once (or taken by another put). A
  * delete no put takes is written as before: when the caller polls with
  * nothing else in flight (it would wait for nothing), after KD_DEFER_NS,
- * or when half the ops are deferred deletes. So a delete's done still
- * means what it meant: its header is not on the disk any more.
+ * or when KD_DEFER_MAX are waiting. So a delete's done still means what
+ * it meant: its header is not on the disk any more.
  */
 #define _GNU_SOURCE
 #include "kvdisk_priv.h"
@@ -40,7 +41,7 @@ kd_op_get(struct kvdisk *d)
 	d->op_free = o->next_free;
 	o->clear_only = false;
 	o->old = NIL;
-	o->absorbs = NIL;
+	o->absorbs = false;
 	return o;
 }
 
@@ -113,74 +114,86 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Take the @p k th deferred delete out of d->pend (at most qd to move). */
-static struct op *
-unpend(struct kvdisk *d, uint32_t k)
-{
-	struct op *o = &d->ops[d->pend[k]];
-
-	memmove(&d->pend[k], &d->pend[k + 1], sizeof(*d->pend) * (d->npend - k - 1));
-	d->npend--;
-	return o;
-}
-
-/* Write the @p k th deferred delete's cleared header (its slot is S_CLEAR, counted). */
+/* Into cache @p c's ring: at its tail, or at its head (@p first: before the others). */
 static void
-write_deferred(struct kvdisk *d, uint32_t k)
-{
-	struct op *o = unpend(d, k);
-
-	clear_slot(d, o->cache, o->slot, o);
-}
-
-/* Defer the delete @p o of slot @p i of cache @p c (no reads in flight on it). */
-static void
-defer(struct kvdisk *d, uint16_t c, uint32_t i, struct op *o)
+pend_push(struct kvdisk *d, uint16_t c, const struct pend_del *p, bool first)
 {
 	struct region *r = &d->r[c];
+	uint32_t cap = KD_DEFER_MAX + d->qd;
 
-	/* Half the ops at most: the puts that would take them need ops too. */
-	while (d->npend > 0 && d->npend >= (d->qd + 1) / 2)
-		write_deferred(d, 0);
-	r->clearing++;
-	r->s[i].state = S_CLEAR;
-	o->type = KVDISK_DEL;
-	o->cache = c;
-	o->slot = i;
-	o->since_ns = now_ns();
-	d->pend[d->npend++] = (uint32_t)(o - d->ops);
+	if (first) {
+		r->pend_head = (r->pend_head + cap - 1) % cap;
+		r->pend[r->pend_head] = *p;
+	} else {
+		r->pend[(r->pend_head + r->npend) % cap] = *p;
+	}
+	r->npend++;
+	d->npend++;
 }
 
-/* The oldest deferred delete of cache @p c: its index in d->pend, or NIL. */
-static uint32_t
-deferred_of(const struct kvdisk *d, uint16_t c)
+/* The oldest of cache @p c's deferred deletes, out of its ring (it has one). */
+static struct pend_del
+pend_pop(struct kvdisk *d, uint16_t c)
 {
-	uint32_t k;
+	struct region *r = &d->r[c];
+	struct pend_del p = r->pend[r->pend_head];
 
-	for (k = 0; k < d->npend; k++)
-		if (d->ops[d->pend[k]].cache == c)
-			return k;
-	return NIL;
+	r->pend_head = (r->pend_head + 1) % (KD_DEFER_MAX + d->qd);
+	r->npend--;
+	d->npend--;
+	return p;
 }
 
-/* Write the deferred deletes that waited KD_DEFER_NS, or all of them. */
+/* The cache whose oldest deferred delete is the oldest of all (there is one). */
+static uint16_t
+pend_oldest(const struct kvdisk *d)
+{
+	uint16_t c, best = 0;
+	uint64_t t = UINT64_MAX;
+
+	for (c = 0; c < d->nc; c++)
+		if (d->r[c].npend > 0 && d->r[c].pend[d->r[c].pend_head].since_ns < t) {
+			t = d->r[c].pend[d->r[c].pend_head].since_ns;
+			best = c;
+		}
+	return best;
+}
+
+/*
+ * Write the oldest deferred delete's cleared header (its slot is S_CLEAR,
+ * counted in clearing, with no reads). @return 0, or -EBUSY: no free op.
+ */
+static int
+write_oldest(struct kvdisk *d)
+{
+	uint16_t c = pend_oldest(d);
+	struct op *o = kd_op_get(d);
+	struct pend_del p;
+
+	if (o == NULL)
+		return -EBUSY;
+	p = pend_pop(d, c);
+	o->cookie = p.cookie;
+	o->del = p;
+	clear_slot(d, c, p.slot, o);
+	return 0;
+}
+
+/* Write the deferred deletes that waited KD_DEFER_NS or are due now, or all of them. */
 static void
 write_overdue(struct kvdisk *d, bool all)
 {
 	uint64_t now = all ? 0 : now_ns();
 
-	while (d->npend > 0 && (all || now - d->ops[d->pend[0]].since_ns >= KD_DEFER_NS))
-		write_deferred(d, 0);
-}
+	while (d->npend > 0) {
+		const struct region *r = &d->r[pend_oldest(d)];
+		uint64_t since = r->pend[r->pend_head].since_ns;
 
-/* Give a delete a put's write finished (d->ready) into @p out. */
-static void
-give_ready(struct kvdisk *d, struct kvdisk_done *out)
-{
-	struct op *o = &d->ops[d->ready[--d->nready]];
-
-	*out = (struct kvdisk_done){.type = KVDISK_DEL, .cookie = o->cookie, .meta = o->gone};
-	kd_op_put(d, o);
+		if (!all && since != 0 && now - since < KD_DEFER_NS)
+			break;
+		if (write_oldest(d) != 0)
+			break; /* no op free: at a later poll */
+	}
 }
 
 /* Is a PUT of @p m's (key, org) in @p r in flight? At most queue-depth ops to look at. */
@@ -209,7 +222,7 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	struct region *r;
 	struct hdr *h;
 	struct op *o;
-	uint32_t i, k;
+	uint32_t i;
 
 	if (m->cache >= d->nc)
 		return -EINVAL;
@@ -221,18 +234,16 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	 * not stand beside it (its slot is indexed only once written). */
 	if (put_in_flight(d, r, m))
 		return -EAGAIN;
-	k = deferred_of(d, m->cache);
-	if (k == NIL && r->nfree == 0)
+	if (r->npend == 0 && r->nfree == 0)
 		return r->clearing > 0 ? -EAGAIN : -ENOSPC;
 	if ((o = kd_op_get(d)) == NULL)
 		return -EBUSY;
-	if (k != NIL) {
+	if (r->npend > 0) {
 		/* A deleted column's slot before a free one: this write is its clear. */
-		struct op *del = unpend(d, k);
-
-		i = del->slot;
+		o->del = pend_pop(d, m->cache);
+		o->absorbs = true;
+		i = o->del.slot;
 		r->clearing--;
-		o->absorbs = (uint32_t)(del - d->ops);
 	} else {
 		i = r->free[--r->nfree];
 	}
@@ -282,25 +293,35 @@ int
 kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie)
 {
 	struct region *r;
-	struct op *o;
+	struct op *o = NULL;
 	uint32_t i;
+	bool defer;
 
 	if (cache >= d->nc)
 		return -EINVAL;
 	r = &d->r[cache];
 	if ((i = find(r, key, org)) == NIL)
 		return -ENOENT;
-	if ((o = kd_op_get(d)) == NULL)
+	/* Deferred unless told otherwise or read now (cleared when its reads end). */
+	defer = !d->clear_at_once && r->s[i].readers == 0;
+	if (defer && d->npend >= KD_DEFER_MAX && write_oldest(d) != 0)
+		return -EBUSY;
+	if (!defer && (o = kd_op_get(d)) == NULL)
 		return -EBUSY;
 	index_del(r, i);
 	d->st.stored[cache]--;
 	d->st.dels++;
+	if (defer) {
+		r->clearing++;
+		r->s[i].state = S_CLEAR;
+		pend_push(d, cache, &(struct pend_del){.slot = i, .cookie = cookie,
+							 .since_ns = now_ns(), .gone = r->s[i].m},
+			  false);
+		return 0;
+	}
 	o->cookie = cookie;
-	o->gone = r->s[i].m;
-	if (!d->clear_at_once && r->s[i].readers == 0)
-		defer(d, cache, i, o);
-	else
-		clear_slot(d, cache, i, o);
+	o->del.gone = r->s[i].m;
+	clear_slot(d, cache, i, o);
 	return 0;
 }
 
@@ -336,12 +357,15 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 	*out = (struct kvdisk_done){.type = o->type, .cookie = o->cookie, .meta = s->m};
 	switch (o->type) {
 	case KVDISK_PUT:
-		if (res != (int)r->g.slot_bytes && o->absorbs != NIL) {
-			/* What it was to clear may be whole still: a cleared header,
-			 * and the delete finishes when that lands. */
+		if (res != (int)r->g.slot_bytes && o->absorbs) {
+			/* What it was to clear may be whole still: its delete goes
+			 * back, first of its ring, due now. */
 			d->st.write_errors++;
 			out->status = res < 0 ? res : -ENOSPC;
-			clear_slot(d, o->cache, o->slot, &d->ops[o->absorbs]);
+			s->state = S_CLEAR;
+			r->clearing++;
+			o->del.since_ns = 0;
+			pend_push(d, o->cache, &o->del, true);
 		} else if (res != (int)r->g.slot_bytes) {
 			d->st.write_errors++;
 			out->status = res < 0 ? res : -ENOSPC;
@@ -359,13 +383,14 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 			}
 			index_add(r, o->slot);
 			d->st.stored[o->cache]++;
-			if (o->absorbs != NIL) {
+			if (o->absorbs) {
 				/* The deleted column's header is gone: its delete is done. */
-				d->ready[d->nready++] = o->absorbs;
+				d->ready[d->nready++] = (struct kvdisk_done){
+					.type = KVDISK_DEL, .cookie = o->del.cookie, .meta = o->del.gone};
 				d->st.dels_absorbed++;
 			}
 		}
-		o->absorbs = NIL;
+		o->absorbs = false;
 		give = 1;
 		break;
 	case KVDISK_GET:
@@ -398,7 +423,7 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 		give = 1;
 		break;
 	case KVDISK_DEL:
-		out->meta = o->gone;
+		out->meta = o->del.gone;
 		if (res != (int)KVDISK_ALIGN) {
 			d->st.write_errors++;
 			out->status = res < 0 ? res : -EIO;
@@ -436,7 +461,7 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 	if (d->npend > 0)
 		write_overdue(d, wait && d->inflight == 0 && d->nready == 0);
 	while (n < max && d->nready > 0)
-		give_ready(d, &out[n++]);
+		out[n++] = d->ready[--d->nready];
 	if (d->unsubmitted) {
 		io_uring_submit(&d->ring);
 		d->unsubmitted = 0;
@@ -456,8 +481,11 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 		else
 			kd_op_put(d, o);
 		while (n < max && d->nready > 0)
-			give_ready(d, &out[n++]);
+			out[n++] = d->ready[--d->nready];
 	}
+	/* Deletes a failed put gave back are due now. */
+	if (d->npend > 0)
+		write_overdue(d, false);
 	if (d->unsubmitted) {
 		io_uring_submit(&d->ring);
 		d->unsubmitted = 0;

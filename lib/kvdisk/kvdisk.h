@@ -174,12 +174,13 @@ int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uin
 /**
  * Delete a column: not served, found or listed from now on; its header is
  * cleared on disk before its kvdisk_done comes, by a put that takes its
- * slot (kvdisk_put()) or by a cleared header. The latter waits, deferred,
- * until a kvdisk_poll() that would otherwise wait for nothing, or for
- * 10 ms, or until half the queue depth is deferred deletes (each holds an
- * op); with kvdisk_params.clear_at_once it is written at once. Until its
- * kvdisk_done, a crash may bring the column back; after it, never.
- * -ENOENT, -EBUSY.
+ * slot (kvdisk_put()) or by a cleared header. The latter waits, deferred
+ * (no op held), until a kvdisk_poll() that would otherwise wait for
+ * nothing, or for 10 ms, or until 256 deletes wait (the oldest is written
+ * then); with kvdisk_params.clear_at_once, or while the column is read,
+ * it is written at once (when its reads end). Until its kvdisk_done, a
+ * crash may bring the column back; after it, never. -ENOENT; -EBUSY when
+ * a header must be written now and no op is free.
  */
 int kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
 

@@ -353,7 +353,8 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 		r->s = calloc(r->g.slots, sizeof(*r->s));
 		r->bucket = malloc(sizeof(uint32_t) * r->nbucket);
 		r->free = malloc(sizeof(uint32_t) * r->g.slots);
-		if (r->s == NULL || r->bucket == NULL || r->free == NULL) {
+		r->pend = malloc(sizeof(*r->pend) * (KD_DEFER_MAX + (p->queue_depth ? p->queue_depth : 64)));
+		if (r->s == NULL || r->bucket == NULL || r->free == NULL || r->pend == NULL) {
 			fail(err, errlen, path, "out of memory for the index");
 			goto bad;
 		}
@@ -368,11 +369,9 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	d->ops = calloc(d->qd, sizeof(*d->ops));
 	d->held = malloc(sizeof(uint32_t) * d->qd);
 	d->clears = malloc(sizeof(*d->clears) * (d->clears_cap + 1));
-	d->pend = malloc(sizeof(uint32_t) * d->qd);
-	d->ready = malloc(sizeof(uint32_t) * d->qd);
+	d->ready = malloc(sizeof(*d->ready) * d->qd);
 	d->clear_at_once = p->clear_at_once;
-	if (d->ops == NULL || d->held == NULL || d->clears == NULL || d->pend == NULL ||
-	    d->ready == NULL ||
+	if (d->ops == NULL || d->held == NULL || d->clears == NULL || d->ready == NULL ||
 	    posix_memalign((void **)&d->bufs, KVDISK_ALIGN, d->max_slot * d->qd) != 0) {
 		fail(err, errlen, path, "out of memory for its buffers");
 		goto bad;
@@ -433,11 +432,11 @@ kvdisk_close(struct kvdisk *d)
 		free(d->r[c].s);
 		free(d->r[c].bucket);
 		free(d->r[c].free);
+		free(d->r[c].pend);
 	}
 	free(d->ops);
 	free(d->held);
 	free(d->clears);
-	free(d->pend);
 	free(d->ready);
 	free(d->bufs);
 	free(d);

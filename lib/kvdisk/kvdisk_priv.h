@@ -30,9 +30,13 @@
  * How long a deleted column's cleared header waits, at most, for a put to
  * take its slot (kvdisk.c): the driver deletes to make room, then puts,
  * and the tier thread's next burst brings the puts. Checked when the
- * caller polls.
+ * caller polls. And how many deletes wait at most (all caches): the
+ * driver's deletes come in runs longer than a burst (with 32, half the
+ * queue depth, the demo wrote 55% of its deletes for want of room), and a
+ * shard's tier holds 511 requests in all: half of them at most waiting.
  */
 #define KD_DEFER_NS (10u * 1000 * 1000)
+#define KD_DEFER_MAX 256u
 
 /* The superblock, at offset 0: whose file it is and what it was made for. */
 struct sb_cache {
@@ -80,6 +84,15 @@ struct slot {
 	uint32_t del_op;     /* ... by this op (a caller's DEL), or NIL */
 };
 
+/* A deferred delete (kvdisk.c): a caller's DEL whose cleared header is not written yet. */
+struct pend_del {
+	uint32_t slot;
+	uint64_t cookie;
+	uint64_t since_ns; /* when deferred (CLOCK_MONOTONIC); 0: to be written now */
+	struct kvdisk_meta gone; /* the column it deletes (a put that takes the slot
+				  * changes the slot's) */
+};
+
 struct region {
 	struct sb_cache g;
 	struct slot *s;
@@ -87,6 +100,10 @@ struct region {
 	uint32_t *free, nfree;
 	uint32_t clearing; /* slots being cleared: free once their cleared header is written
 			    * (a deferred delete's slot counts too: a put may take it) */
+	/* Deferred deletes, oldest first: a ring of KD_DEFER_MAX + qd (a put
+	 * whose write failed gives its delete back, at the head). */
+	struct pend_del *pend;
+	uint32_t pend_head, npend;
 };
 
 struct op {
@@ -94,12 +111,12 @@ struct op {
 	uint16_t cache;
 	uint32_t slot;
 	uint32_t old; /* PUT: the slot of the column it replaces, or NIL */
-	uint32_t absorbs; /* PUT: the deferred DEL op whose slot it took (this write is
-			   * that delete's clear), or NIL */
 	uint64_t cookie;
-	uint64_t since_ns; /* DEL deferred: when (CLOCK_MONOTONIC) */
-	struct kvdisk_meta gone; /* a caller's DEL: the column it deletes (a put that
-				  * takes the slot changes the slot's) */
+	/* PUT: the deferred delete whose slot it took (this write is that
+	 * delete's clear) when absorbs; a caller's DEL: del.gone, the column
+	 * it deletes. */
+	struct pend_del del;
+	bool absorbs;
 	bool clear_only; /* a clear with no caller waiting (a replaced or corrupt column) */
 	uint8_t *buf;	 /* slot_bytes, aligned */
 	uint32_t next_free;
@@ -128,12 +145,14 @@ struct kvdisk {
 	struct clear_req *clears; /* slots waiting for a free op to be cleared */
 	uint32_t nclears, clears_cap;
 	/*
-	 * Deferred deletes (kvdisk.c): DEL ops whose cleared header is not
-	 * written yet, oldest first, each holding its op, at most qd / 2; and
-	 * DEL ops a put's write finished, given at the next kvdisk_poll().
+	 * Deferred deletes (kvdisk.c): how many in all caches' rings
+	 * (KD_DEFER_MAX at most, but for those given back by a failed put);
+	 * and the deletes a put's write finished, given by kvdisk_poll() (at
+	 * most one a put in flight: qd).
 	 */
-	uint32_t *pend, npend;
-	uint32_t *ready, nready;
+	uint32_t npend;
+	struct kvdisk_done *ready;
+	uint32_t nready;
 	bool clear_at_once; /* kvdisk_params.clear_at_once: no delete is deferred */
 	uint8_t *zero; /* a cleared header block */
 	struct kvdisk_stats st;
