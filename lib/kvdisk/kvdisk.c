@@ -499,6 +499,12 @@ kvdisk_inflight(const struct kvdisk *d)
 	return d->inflight + d->nclears + d->npend + d->nready;
 }
 
+unsigned int
+kvdisk_deferred(const struct kvdisk *d)
+{
+	return d->npend;
+}
+
 void
 kvdisk_foreach(const struct kvdisk *d, void (*fn)(void *arg, const struct kvdisk_meta *m),
 	       void *arg)

@@ -198,6 +198,14 @@ unsigned int kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int
 /** Operations not yet given back: in flight, queued, deferred deletes, finished ones. */
 unsigned int kvdisk_inflight(const struct kvdisk *d);
 
+/**
+ * Deletes deferred, waiting for a put to take their slot (counted in
+ * kvdisk_inflight()). A caller with nothing else in flight that polls with
+ * wait has them written; one that only idles may sleep instead and poll
+ * without waiting: they are written within 10 ms all the same.
+ */
+unsigned int kvdisk_deferred(const struct kvdisk *d);
+
 /** Every column held, in no order (the inventory a restarted shard gives). */
 void kvdisk_foreach(const struct kvdisk *d, void (*fn)(void *arg, const struct kvdisk_meta *m),
 		    void *arg);
