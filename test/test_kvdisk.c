@@ -462,7 +462,7 @@ Test(kvdisk, deletes_wait_without_holding_the_queue_up_to_a_bound)
 	}
 	kvdisk_stats(d, &st);
 	/* Each waits or was written; the oldest past 256 were (more if one
-	 * waited its 10 ms while the others were deleted: a busy machine). */
+	 * waited its 50 ms while the others were deleted: a busy machine). */
 	cr_assert_eq(kvdisk_deferred(d) + st.dels_written, 300);
 	cr_assert_leq(kvdisk_deferred(d), 256);
 	cr_assert_geq(st.dels_written, 300 - 256, "the oldest written past 256 (%" PRIu64 ")",

@@ -17,7 +17,7 @@
  * expired column cannot come back after a restart): by the write of a put
  * that takes its slot, when one comes soon (most deletes make room for a
  * put: issue 42, one I/O instead of two), else by a cleared header, which
- * waits at most 10 ms for such a put (kvdisk_del()). Every get checks both
+ * waits at most 50 ms for such a put (kvdisk_del()). Every get checks both
  * checksums and the key, and a column that fails is dropped (its header
  * cleared) and reported, never returned. A slot copied from another file, or to another place in this
  * one, fails its checksums: dropped at open (rebuild_dropped).
@@ -176,7 +176,7 @@ int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uin
  * cleared on disk before its kvdisk_done comes, by a put that takes its
  * slot (kvdisk_put()) or by a cleared header. The latter waits, deferred
  * (no op held), until a kvdisk_poll() that would otherwise wait for
- * nothing, or for 10 ms, or until 256 deletes wait (the oldest is written
+ * nothing, or for 50 ms, or until 256 deletes wait (the oldest is written
  * then); with kvdisk_params.clear_at_once, or while the column is read,
  * it is written at once (when its reads end). Until its kvdisk_done, a
  * crash may bring the column back; after it, never. -ENOENT; -EBUSY when
@@ -202,7 +202,7 @@ unsigned int kvdisk_inflight(const struct kvdisk *d);
  * Deletes deferred, waiting for a put to take their slot (counted in
  * kvdisk_inflight()). A caller with nothing else in flight that polls with
  * wait has them written; one that only idles may sleep instead and poll
- * without waiting: they are written within 10 ms all the same.
+ * without waiting: they are written within 50 ms all the same.
  */
 unsigned int kvdisk_deferred(const struct kvdisk *d);
 

@@ -200,7 +200,7 @@ tier_main(void *arg)
 			/* Nothing to do: wait for the disk, or sleep briefly. Deletes
 			 * waiting for a put to take their slot are no I/O to wait
 			 * for (waiting would write them: a third of the demo's
-			 * deletes were written so): they wait their 10 ms. */
+			 * deletes were written so): they wait their 50 ms. */
 			if (kvdisk_inflight(l2.d) > kvdisk_deferred(l2.d))
 				reap(true, &puts);
 			else {
