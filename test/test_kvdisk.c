@@ -494,6 +494,28 @@ Test(kvdisk, deletes_wait_without_holding_the_queue_up_to_a_bound)
 	kvdisk_close(d);
 }
 
+Test(kvdisk, a_flush_writes_what_waits_at_the_next_poll)
+{
+	struct kvdisk *d = open_ok();
+	struct kvdisk_done done[16];
+	struct kvdisk_stats st;
+
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	cr_assert_eq(put_sync(d, 1, 1), 0);
+	cr_assert_eq(kvdisk_del(d, 0, 0x1000, 77, 900), 0);
+	kvdisk_poll(d, done, 16, false);
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.dels_written, 0, "a poll that does not wait leaves it waiting");
+	kvdisk_flush(d);
+	kvdisk_poll(d, done, 16, false);
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.dels_written, 1, "flushed: written at the next poll");
+	cr_assert_eq(kvdisk_deferred(d), 0);
+	cr_assert_eq(wait_for(d, 900).status, 0);
+	cr_assert_eq(key_on_disk(0), 0);
+	kvdisk_close(d);
+}
+
 Test(kvdisk, a_delete_is_done_only_once_its_header_is_off_the_disk)
 {
 	struct kvdisk *d = open_ok();

@@ -506,6 +506,18 @@ kvdisk_deferred(const struct kvdisk *d)
 }
 
 void
+kvdisk_flush(struct kvdisk *d)
+{
+	uint32_t cap = KD_DEFER_MAX + d->qd, k;
+	uint16_t c;
+
+	/* Due now (0): write_overdue() takes them, oldest first, as ops free. */
+	for (c = 0; c < d->nc; c++)
+		for (k = 0; k < d->r[c].npend; k++)
+			d->r[c].pend[(d->r[c].pend_head + k) % cap].since_ns = 0;
+}
+
+void
 kvdisk_foreach(const struct kvdisk *d, void (*fn)(void *arg, const struct kvdisk_meta *m),
 	       void *arg)
 {

@@ -177,10 +177,11 @@ int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uin
  * slot (kvdisk_put()) or by a cleared header. The latter waits, deferred
  * (no op held), until a kvdisk_poll() that would otherwise wait for
  * nothing, or for 50 ms, or until 256 deletes wait (the oldest is written
- * then); with kvdisk_params.clear_at_once, or while the column is read,
- * it is written at once (when its reads end). Until its kvdisk_done, a
- * crash may bring the column back; after it, never. -ENOENT; -EBUSY when
- * a header must be written now and no op is free.
+ * then), or after kvdisk_flush(); with kvdisk_params.clear_at_once, or
+ * while the column is read, it is written at once (when its reads end).
+ * Until its kvdisk_done, a crash may bring the column back; after it,
+ * never. -ENOENT; -EBUSY when a header must be written now and no op is
+ * free.
  */
 int kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
 
@@ -205,6 +206,13 @@ unsigned int kvdisk_inflight(const struct kvdisk *d);
  * without waiting: they are written within 50 ms all the same.
  */
 unsigned int kvdisk_deferred(const struct kvdisk *d);
+
+/**
+ * The deferred deletes are due now: written by the next kvdisk_poll()
+ * calls, as the queue allows. For a caller short of what they hold (the
+ * shard's tier: a waiting delete holds one of its requests).
+ */
+void kvdisk_flush(struct kvdisk *d);
 
 /** Every column held, in no order (the inventory a restarted shard gives). */
 void kvdisk_foreach(const struct kvdisk *d, void (*fn)(void *arg, const struct kvdisk_meta *m),

@@ -67,6 +67,9 @@ static struct {
 	pthread_t thread;
 	int started;
 	int stop;
+	/* The ingest lcore waits for requests (ingest: wo, tier: rw): the
+	 * deletes waiting in kvdisk for a put, each holding one, are written. */
+	int starved;
 	uint32_t col_bytes; /* the largest column's bytes (all caches, both levels) */
 	uint32_t column;    /* the second tier's column, tokens */
 	uint32_t shcolumn;  /* the shared level's largest column, tokens */
@@ -190,6 +193,10 @@ tier_main(void *arg)
 	while (!__atomic_load_n(&l2.stop, __ATOMIC_RELAXED)) {
 		void *qs[32];
 		unsigned int n = rte_ring_dequeue_burst(l2.to_tier, qs, 32, NULL), i, got;
+
+		if (__atomic_load_n(&l2.starved, __ATOMIC_RELAXED) &&
+		    __atomic_exchange_n(&l2.starved, 0, __ATOMIC_RELAXED))
+			kvdisk_flush(l2.d);
 
 		for (i = 0; i < n; i++)
 			submit(qs[i], &puts);
@@ -436,8 +443,10 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 	const struct kvstore_params *kp = kvss_me->store ? kvstore_params(kvss_me->store) : NULL;
 	unsigned int i;
 
-	if (rte_mempool_avail_count(l2.pool) < msg->hdr.count)
+	if (rte_mempool_avail_count(l2.pool) < msg->hdr.count) {
+		__atomic_store_n(&l2.starved, 1, __ATOMIC_RELAXED);
 		return -EAGAIN; /* the tier is behind: the queue waits */
+	}
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
 	for (i = 0; i < msg->hdr.count; i++) {
 		struct l2_req *q = req_get(msg->hdr.type == PROTO_T_L2_DOWN   ? L2R_PUT
@@ -510,7 +519,10 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 int
 shard_l2_up_room(const struct proto_msg *msg)
 {
-	return l2.pool != NULL && rte_mempool_avail_count(l2.pool) >= msg->u.evict.ncols ? 0 : -EAGAIN;
+	if (l2.pool != NULL && rte_mempool_avail_count(l2.pool) >= msg->u.evict.ncols)
+		return 0;
+	__atomic_store_n(&l2.starved, 1, __ATOMIC_RELAXED);
+	return -EAGAIN;
 }
 
 void
