@@ -4,9 +4,10 @@
  * GET and DEL on io_uring, and their completions. The layout and the slot
  * state are in kvdisk_priv.h; open, rebuild and close in kvdisk_open.c.
  *
- * Deferred deletes (issue 42). Most deletes make room for a put that comes
- * right after (the driver's L2 is full: it deletes its least recent
- * columns, then sends the new ones down). A delete therefore does not
+ * Deferred deletes (issue 42). Puts follow deletes: the driver's L2 is
+ * full, so it deletes its least recent columns, then sends the new ones
+ * down, and the room a column that came up leaves (deleted after its
+ * batch) goes to the puts that come after. A delete therefore does not
  * write its cleared header at once: it waits in its cache's ring (no op
  * held); a put of that cache takes the oldest one's slot before a free
  * one, and the put's write of the whole slot, header included, is the

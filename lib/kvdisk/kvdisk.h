@@ -15,12 +15,13 @@
  * the slot rounded up to 4 KiB. A put is one write of the whole slot; a
  * delete clears the slot's header on disk before it is done (a deleted or
  * expired column cannot come back after a restart): by the write of a put
- * that takes its slot, when one comes soon (most deletes make room for a
- * put: issue 42, one I/O instead of two), else by a cleared header, which
- * waits at most 50 ms for such a put (kvdisk_del()). Every get checks both
+ * that takes its slot, when one comes soon (one I/O instead of two: issue
+ * 42; in the demo half the deletes), else by a cleared header, which waits
+ * at most 50 ms for such a put (kvdisk_del()). Every get checks both
  * checksums and the key, and a column that fails is dropped (its header
- * cleared) and reported, never returned. A slot copied from another file, or to another place in this
- * one, fails its checksums: dropped at open (rebuild_dropped).
+ * cleared) and reported, never returned. A slot copied from another file,
+ * or to another place in this one, fails its checksums: dropped at open
+ * (rebuild_dropped).
  *
  * XXH3 is a checksum, not a MAC: it catches torn writes, flipped bits,
  * misdirected writes and another shard's file, not a local user who can
