@@ -62,6 +62,7 @@
 	X(evict_after_delete) /* EVICT waited for a DELETE before it naming its prompt */          \
 	X(delete_gate_ahead) /* DELETE waiting for a batch not sent before it: no barrier */       \
 	X(data_frames)  /* EVICT_DATA frames stored */                                             \
+	X(data_bytes)   /* EVICT_DATA payload bytes stored */                                      \
 	X(data_dropped) /* EVICT_DATA frames the store refused (stale or outside its batch) */     \
 	X(data_stale_stream) /* EVICT_DATA of another driver epoch's stream (v2): dropped */      \
 	X(data_expired) /* held for an EVICT that never came */                                    \
@@ -72,6 +73,7 @@
 	X(refills)      /* refills sent */                                                         \
 	X(refills_ahead) /* ran before DELETEs that waited for their batches */                    \
 	X(refill_frames) /* REFILL_DATA frames sent */                                             \
+	X(refill_bytes) /* REFILL_DATA payload bytes sent */                                       \
 	X(ring_full)    /* times the refill lcore's ring was full */                               \
 	X(l2_down)      /* columns written to the second tier (L2_DOWN) */                         \
 	X(l2_up)        /* columns read from it into a batch (L2_UP) */                            \

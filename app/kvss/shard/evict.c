@@ -115,12 +115,14 @@ shard_retry_held(struct kvss_lcore_stats *st, uint64_t now)
 			i++;
 			continue;
 		}
-		if (rc == -EAGAIN)
+		if (rc == -EAGAIN) {
 			st->data_expired++;
-		else if (rc == 0)
+		} else if (rc == 0) {
 			st->data_frames++;
-		else
+			st->data_bytes += r->data_len;
+		} else {
 			st->data_dropped++;
+		}
 		rte_pktmbuf_free(kvss_me->st->early[i]);
 		kvss_me->st->nearly--;
 		kvss_me->st->early[i] = kvss_me->st->early[kvss_me->st->nearly];

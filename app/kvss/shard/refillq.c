@@ -99,6 +99,7 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 				rd.tokens = kvstore_refill_tokens(r);
 				rd.bytes = (uint64_t)sent;
 				st->refills++;
+				st->refill_bytes += (uint64_t)sent;
 			}
 		}
 		rd.status = code;

@@ -411,12 +411,14 @@ kvss_shard_ingest(void *arg)
 
 				shard_rec_of(&rec, &kvss_me->st->msg);
 				rc = shard_store_data(m, &rec);
-				if (rc == -EAGAIN && shard_hold_data(st, m, &rec, t0))
+				if (rc == -EAGAIN && shard_hold_data(st, m, &rec, t0)) {
 					kept = 1;
-				else if (rc == 0)
+				} else if (rc == 0) {
 					st->data_frames++;
-				else if (rc != -EAGAIN)
+					st->data_bytes += rec.data_len;
+				} else if (rc != -EAGAIN) {
 					st->data_dropped++;
+				}
 				/* Taken (stored or held): evidence for the batches before it. */
 				if (kept || rc == 0)
 					shard_data_seen(rec.u.data.batch_no, t0);
