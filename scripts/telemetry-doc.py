@@ -21,6 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # Keys a handler adds by name rather than through an X-macro.
 LITERAL = {
     "driver_epoch": "the driver epoch a HELLO established, 0x%08x as in the logs (0x00000000: none)",
+    "ingest_busy_us": "the shard's lcores busy on ingest work (EVICT_DATA stored, control, EVICT, "
+                      "DELETE, ACK, STATUS)",
+    "refill_busy_us": "the shard's lcores busy on refill work (REFILLs received, REFILL_DATA "
+                      "built and sent; a refill lcore's busy polls)",
+    "idle_us": "the shard's lcores in polls that found no work",
     "gate_parks": "times the port gate parked EAL's interrupt thread (memif)",
     "driver_hops": "routers the latest control frame crossed (64 - its IPv4 TTL; 0: on the rail)",
     "wafer_hops": "routers the latest EVICT_DATA frame crossed (64 - its IPv4 TTL; 0: on the rail)",

@@ -167,6 +167,33 @@ Test(telemetry, lcores_say_their_role_and_cycles)
 	cr_assert_not_null(strstr(a, hz), "%s", a);
 }
 
+/*
+ * The shard's time by role: its ingest and refill lcores' cycles summed, in
+ * microseconds (exact: cycles past 2^64 / 10^6 do not wrap); a control
+ * lcore's (role all: the driver's) are not the shard's.
+ */
+Test(telemetry, shard_time_is_its_lcores_cycles_by_role_in_microseconds)
+{
+	uint64_t hz = rte_get_tsc_hz();
+	char want[96];
+	const char *a;
+
+	kvss.lcore_role[1] = KVSS_LCORE_INGEST;
+	kvss.lcore_role[2] = KVSS_LCORE_REFILL;
+	kvss.lcore_role[3] = KVSS_LCORE_CONTROL;
+	kvss.stats[1].ingest_cycles = 3 * hz + hz / 2;
+	kvss.stats[1].refill_cycles = hz / 4;
+	kvss.stats[1].idle_cycles = 100000 * hz; /* 10^11 us: cycles x 10^6 would wrap */
+	kvss.stats[2].refill_cycles = 2 * hz;
+	kvss.stats[2].idle_cycles = hz;
+	kvss.stats[3].ingest_cycles = kvss.stats[3].refill_cycles = kvss.stats[3].idle_cycles = 7 * hz;
+	a = ask("/kvss/stats");
+	cr_assert_not_null(strstr(a, "\"ingest_busy_us\":3500000,"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"refill_busy_us\":2250000,"), "%s", a);
+	snprintf(want, sizeof(want), "\"idle_us\":%" PRIu64 ",", (uint64_t)100001 * 1000000);
+	cr_assert_not_null(strstr(a, want), "%s", a);
+}
+
 /* What the process is: the release every tool's --version says, the commit
  * (the Makefile's, or "unknown"), the DPDK it runs on. */
 Test(telemetry, build_says_release_commit_and_dpdk)

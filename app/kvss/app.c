@@ -49,15 +49,45 @@ kvss_stats_total(struct kvss_lcore_stats *t)
 		}
 		t->busy_cycles += s->busy_cycles;
 		t->idle_cycles += s->idle_cycles;
+		t->ingest_cycles += s->ingest_cycles;
+		t->refill_cycles += s->refill_cycles;
 	}
 }
 
+/* @p c TSC cycles in microseconds, exact for any uint64_t (c * 10^6 would overflow). */
+static uint64_t
+cycles_us(uint64_t c, uint64_t hz)
+{
+	return c / hz * 1000000 + c % hz * 1000000 / hz;
+}
+
 void
+kvss_shard_time(struct kvss_shard_time *t)
+{
+	uint64_t ingest = 0, refill = 0, idle = 0, hz = rte_get_tsc_hz();
+	unsigned int l;
+
+	for (l = 0; l < RTE_MAX_LCORE; l++) {
+		if (kvss.lcore_role[l] != KVSS_LCORE_INGEST && kvss.lcore_role[l] != KVSS_LCORE_REFILL)
+			continue;
+		ingest += kvss.stats[l].ingest_cycles;
+		refill += kvss.stats[l].refill_cycles;
+		idle += kvss.stats[l].idle_cycles;
+	}
+	t->ingest_busy_us = cycles_us(ingest, hz);
+	t->refill_busy_us = cycles_us(refill, hz);
+	t->idle_us = cycles_us(idle, hz);
+}
+
+uint64_t
 kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty)
 {
+	uint64_t c = rte_get_tsc_cycles() - t0;
+
 	*empty = 0;
 	st->busy_polls++;
-	st->busy_cycles += rte_get_tsc_cycles() - t0;
+	st->busy_cycles += c;
+	return c;
 }
 
 /* poll_mode "interrupt": ports whose RX queues can wake an lcore. */

@@ -95,6 +95,14 @@ struct kvss_lcore_stats {
 	uint64_t errors[PROTO_E_MAX]; /* ERROR records sent, by code */
 	uint64_t refill_errors[PROTO_E_MAX]; /* refills answered with a failure, by code */
 	uint64_t busy_cycles, idle_cycles;
+	/*
+	 * A shard lcore's busy_cycles by role, summing to them: refill work
+	 * (REFILLs received, REFILL_DATA built and sent; every busy poll of a
+	 * refill lcore) and ingest work (the rest: EVICT_DATA stored, the
+	 * control stream, EVICT, DELETE, ACK, STATUS). shard/shard.c says how
+	 * a poll that did both is split.
+	 */
+	uint64_t ingest_cycles, refill_cycles;
 } __rte_cache_aligned;
 
 enum kvss_lcore_role { KVSS_LCORE_NONE, KVSS_LCORE_INGEST, KVSS_LCORE_REFILL, KVSS_LCORE_CONTROL };
@@ -221,9 +229,10 @@ int kvss_telemetry_register(void);
  * End of one poll of an lcore loop that began at @p t0: count it busy, or
  * idle (then pause, or in idle poll mode sleep briefly after 64 empty polls
  * in a row; @p empty counts them). After 64 empty polls the port gate may
- * let memif's control run (kvss_gate_idle).
+ * let memif's control run (kvss_gate_idle). kvss_poll_busy returns the
+ * cycles it counted (a shard gives them to a role).
  */
-void kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
+uint64_t kvss_poll_busy(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
 void kvss_poll_idle(struct kvss_lcore_stats *st, uint64_t t0, unsigned int *empty);
 
 /*
@@ -287,5 +296,15 @@ uint16_t kvss_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, ui
 
 /** Sum of every lcore's stats. */
 void kvss_stats_total(struct kvss_lcore_stats *t);
+
+/*
+ * The shard's lcores' time (those whose role is ingest or refill), in
+ * microseconds: busy on ingest work, busy on refill work, idle. A driver's
+ * control lcore is not among them (role all).
+ */
+struct kvss_shard_time {
+	uint64_t ingest_busy_us, refill_busy_us, idle_us;
+};
+void kvss_shard_time(struct kvss_shard_time *t);
 
 #endif

@@ -145,7 +145,8 @@ store_init(void)
  * The final stats, a line per group ("kvss: final stats: GROUP k=v ..."),
  * counters that are 0 left out (a group with none, its line too): every
  * key=value is as telemetry names it, and a key not printed is 0. A group
- * runs from its first counter (in KVSS_STATS order) to the next group's.
+ * runs from its first counter (in KVSS_STATS order) to the next group's;
+ * then the lcores' time by role ("time"), the drops, the errors, the disk.
  */
 /* One counter of a final stats group: opens the group's line if need be. */
 static void
@@ -182,6 +183,7 @@ print_stats(void)
 #undef KVSS_STAT_NAME
 	};
 	struct kvss_lcore_stats t;
+	struct kvss_shard_time tm;
 	const uint64_t *v = (const uint64_t *)&t; /* KVSS_STATS' fields come first, in order */
 	unsigned int i, g = 0, n = sizeof(names) / sizeof(names[0]);
 	bool open = false, any = false;
@@ -198,6 +200,12 @@ print_stats(void)
 		}
 		stat_put(&open, &any, groups[g].group, "", names[i], v[i]);
 	}
+	stat_end(&open);
+	/* The shard's lcores' time by role (kvss.h), as telemetry gives it. */
+	kvss_shard_time(&tm);
+	stat_put(&open, &any, "time", "", "ingest_busy_us", tm.ingest_busy_us);
+	stat_put(&open, &any, "time", "", "refill_busy_us", tm.refill_busy_us);
+	stat_put(&open, &any, "time", "", "idle_us", tm.idle_us);
 	stat_end(&open);
 	for (r = 1; r < PROTO_R_MAX; r++)
 		stat_put(&open, &any, "dropped", "drop_", proto_reason_name((enum proto_reason)r),

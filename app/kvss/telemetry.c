@@ -57,6 +57,15 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		snprintf(ep, sizeof(ep), "0x%08x", kvss_me->driver_epoch);
 		rte_tel_data_add_dict_string(d, "driver_epoch", ep);
 	}
+	{
+		/* The shard's lcores' time by role, busy and idle (kvss.h). */
+		struct kvss_shard_time tm;
+
+		kvss_shard_time(&tm);
+		rte_tel_data_add_dict_u64(d, "ingest_busy_us", tm.ingest_busy_us);
+		rte_tel_data_add_dict_u64(d, "refill_busy_us", tm.refill_busy_us);
+		rte_tel_data_add_dict_u64(d, "idle_us", tm.idle_us);
+	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
 	rte_tel_data_add_dict_u64(d, "driver_hops", __atomic_load_n(&kvss_me->driver_hops, __ATOMIC_RELAXED));
 	rte_tel_data_add_dict_u64(d, "wafer_hops", __atomic_load_n(&kvss_me->wafer_hops, __ATOMIC_RELAXED));

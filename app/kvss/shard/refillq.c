@@ -261,22 +261,30 @@ shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			uint32_t i, n = q->tail - q->head < SHARD_REFILL_AHEAD ? q->tail - q->head : SHARD_REFILL_AHEAD;
 
 			if (n > 1 && ahead_changed(q->tail, q->head)) {
+				uint64_t t = rte_get_tsc_cycles();
+
 				for (i = 0; i < n; i++)
 					slot[i] = &q->m[(q->head + i) % SHARD_QMAX];
 				run_ahead(st, slot, n, 0);
+				st->refill_cycles += rte_get_tsc_cycles() - t;
 			}
 			return;
 		}
 		shard_msg(&q->rec[q->head % SHARD_QMAX], m, msg);
 		if (msg->hdr.type == PROTO_T_DELETE && shard_delete_must_wait(msg))
 			return; /* an EVICT before it, of its prompt, has not run */
-		if (msg->hdr.type == PROTO_T_DELETE)
+		if (msg->hdr.type == PROTO_T_DELETE) {
 			apply_delete(st, err, msg);
-		else if (shard_type_down(msg->hdr.type) || msg->hdr.type == PROTO_T_L2_DELETE) {
+		} else if (shard_type_down(msg->hdr.type) || msg->hdr.type == PROTO_T_L2_DELETE) {
 			if (shard_l2_run(st, err, msg) != 0)
 				return; /* the tier thread is behind */
-		} else
+		} else {
+			/* Refill work, timed (the poll's rest is ingest work or idle). */
+			uint64_t t = rte_get_tsc_cycles();
+
 			run_refill_msg(st, 0, msg);
+			st->refill_cycles += rte_get_tsc_cycles() - t;
+		}
 		rte_pktmbuf_free(m);
 		q->head++;
 	}
@@ -407,7 +415,7 @@ kvss_shard_refill(void *arg)
 				rte_pktmbuf_free(pend[0]);
 			}
 			pend[0] = parsed = NULL;
-			kvss_poll_busy(st, t0, &empty);
+			st->refill_cycles += kvss_poll_busy(st, t0, &empty); /* all of it refill work */
 			continue;
 		}
 		if (np > 1 && ahead_changed(came, gone)) {
@@ -419,7 +427,7 @@ kvss_shard_refill(void *arg)
 			deletes_applied(posted);
 			run_ahead(st, slot, np, 1);
 			if (st->refills_ahead != before) {
-				kvss_poll_busy(st, t0, &empty);
+				st->refill_cycles += kvss_poll_busy(st, t0, &empty);
 				continue;
 			}
 		}

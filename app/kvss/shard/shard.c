@@ -366,6 +366,46 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 	return 1;
 }
 
+/*
+ * Ingest work that need not come with a frame: held EVICT_DATA stored, an
+ * EVICT that waited for room run, a DELETE applied (the refill lcore's,
+ * handed back). A sum of counters that only grow: a poll did some when it
+ * changed.
+ */
+static inline uint64_t
+ingest_work(const struct kvss_lcore_stats *st)
+{
+	return st->data_frames + st->batches + st->deletes;
+}
+
+/*
+ * End of a poll begun at @p t0, its cycles to a role (kvss.h): refill work
+ * is what shard_run_refillq measured (REFILL_DATA built and sent, from
+ * @p refill0 on) and, when REFILLs came (@p refills) and no other frame nor
+ * ingest work (@p ingest false), the rest of the poll too (the REFILLs
+ * received, the ACK); ingest work the rest otherwise. A poll that did
+ * neither is idle.
+ * One rdtsc here, two around each REFILL message run: exact, not sampled.
+ */
+static void
+account_poll(struct kvss_lcore_stats *st, uint64_t t0, uint64_t refill0, bool ingest, bool refills,
+	     unsigned int *empty)
+{
+	uint64_t refill = st->refill_cycles - refill0, c;
+
+	if (!ingest && !refills && refill == 0) {
+		kvss_poll_idle(st, t0, empty);
+		return;
+	}
+	c = kvss_poll_busy(st, t0, empty);
+	if (refill > c) /* another core's TSC, after a migration: the poll is refill work */
+		st->refill_cycles = refill0 + c;
+	else if (ingest)
+		st->ingest_cycles += c - refill;
+	else
+		st->refill_cycles += c - refill;
+}
+
 int
 kvss_shard_ingest(void *arg)
 {
@@ -386,7 +426,10 @@ kvss_shard_ingest(void *arg)
 	kvss_intr_watch(port, 0); /* poll_mode "interrupt": what wakes this lcore */
 	while (!kvss_quitting()) {
 		uint64_t t0 = rte_get_tsc_cycles();
-		uint16_t n = kvss_rx_burst(port, 0, pkts, BURST), i;
+		/* What this poll did, for account_poll(): refill cycles so far,
+		 * ingest work so far, REFILL frames received. */
+		uint64_t refill0 = st->refill_cycles, work0 = ingest_work(st);
+		uint16_t n = kvss_rx_burst(port, 0, pkts, BURST), i, nrefill = 0;
 
 		for (i = 0; i < n; i++) {
 			struct rte_mbuf *m = pkts[i];
@@ -395,6 +438,8 @@ kvss_shard_ingest(void *arg)
 
 			st->rx_frames++;
 			st->rx_bytes += rte_pktmbuf_pkt_len(m);
+			if (r == PROTO_OK && kvss_me->st->msg.hdr.type == PROTO_T_REFILL)
+				nrefill++;
 			if (r != PROTO_OK) {
 				st->drops[r]++;
 			} else if (!for_me(st, &kvss_me->st->msg)) {
@@ -467,16 +512,13 @@ kvss_shard_ingest(void *arg)
 				shard_send_ack(st);
 			next_status = t0 + status_every;
 		}
-		if (n > 0) {
+		if (n > 0)
 			last_rx = t0;
-			kvss_poll_busy(st, t0, &empty);
-		} else {
-			if (kvss.exit_idle_ms && t0 - last_rx > kvss_me->st->hz / 1000 * kvss.exit_idle_ms &&
-			    kvss_me->st->evictq.head == kvss_me->st->evictq.tail && kvss_me->st->refillq.head == kvss_me->st->refillq.tail &&
-			    (!kvss_me->refill_lcore_on || rte_ring_empty(kvss_me->ingest_to_refill)))
-				__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
-			kvss_poll_idle(st, t0, &empty);
-		}
+		if (n == 0 && kvss.exit_idle_ms && t0 - last_rx > kvss_me->st->hz / 1000 * kvss.exit_idle_ms &&
+		    kvss_me->st->evictq.head == kvss_me->st->evictq.tail && kvss_me->st->refillq.head == kvss_me->st->refillq.tail &&
+		    (!kvss_me->refill_lcore_on || rte_ring_empty(kvss_me->ingest_to_refill)))
+			__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
+		account_poll(st, t0, refill0, n > nrefill || ingest_work(st) != work0, nrefill > 0, &empty);
 	}
 	reset_stream();
 	shard_drop_held();

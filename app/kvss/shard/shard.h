@@ -280,7 +280,10 @@ void shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now);
 
 /* ---- refillq.c ---- */
 
-/** The refill queue on the ingest lcore (a port with one TX queue). */
+/**
+ * The refill queue on the ingest lcore (a port with one TX queue). The
+ * cycles of the REFILLs it runs go to st->refill_cycles (kvss.h).
+ */
 void shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err);
 /** With a refill lcore: the refill queue, in order, onto its ring. */
 void shard_pass_to_refill(struct kvss_lcore_stats *st);
