@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <rte_cycles.h>
+#include <rte_lcore.h>
 #include <rte_spinlock.h>
 #include <rte_telemetry.h>
 
@@ -547,6 +548,12 @@ kvss_driver_summary(void)
 	double hr = s->prompt_tokens ? (double)s->hit_tokens / (double)s->prompt_tokens : 0;
 	double egbs = secs > 0 ? (double)s->evict_bytes / 1e9 / secs : 0;
 	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
+	/* The control lcore, where the wafer emulator makes and checks every
+	 * byte: its share of busy polls, the run's pace when near 1. */
+	const struct kvss_lcore_stats *cl = &kvss.stats[rte_get_main_lcore()];
+	double busy = cl->busy_cycles + cl->idle_cycles
+			      ? (double)cl->busy_cycles / (double)(cl->busy_cycles + cl->idle_cycles)
+			      : 0;
 	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
 	uint64_t perr = drv_protocol_errors(), lost = drv_unaccounted(true);
 	double fit_us, fit_gbps;
@@ -576,8 +583,10 @@ kvss_driver_summary(void)
 	printf("kvss: summary: requests %" PRIu64 " of %zu, prompt tokens %" PRIu64 ", hit tokens %" PRIu64
 	       ", hit ratio %.4f\n", s->completed, drv.nreq, s->prompt_tokens, s->hit_tokens, hr);
 	printf("kvss: summary: evicted %" PRIu64 " tokens, %" PRIu64 " bytes, %.3f GB/s; refilled %" PRIu64
-	       " tokens, %" PRIu64 " bytes, %.3f GB/s; %.2f s\n",
-	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs);
+	       " tokens, %" PRIu64 " bytes, %.3f GB/s; %.2f s; the control lcore (the wafer "
+	       "emulator's) %.0f%% busy\n",
+	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs,
+	       busy * 100);
 	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
 	       "p50 %u us, p99 %u us)", s->refills, p50, p99, e50, e99);
 	if (s->seq_refill_failed)
@@ -856,7 +865,7 @@ kvss_driver_summary(void)
 	printf("{\"requests\":%" PRIu64 ",\"prompt_tokens\":%" PRIu64 ",\"hit_tokens\":%" PRIu64
 	       ",\"hit_ratio\":%.4f,\"evicted_tokens\":%" PRIu64 ",\"refilled_tokens\":%" PRIu64
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
-	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"refills\":%" PRIu64
+	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"control_lcore_busy\":%.3f,\"refills\":%" PRIu64
 	       ",\"refills_timed\":%" PRIu64 ",\"refills_failed\":%" PRIu64
 	       ",%s"
 	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%s,%s"
@@ -873,7 +882,7 @@ kvss_driver_summary(void)
 	       ",\"unaccounted_tokens\":%s"
 	       ",\"exit_status\":%d,\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
-	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, s->refills, drv.learn.fit.n,
+	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, busy, s->refills, drv.learn.fit.n,
 	       s->seq_refill_failed, pctj,
 	       learned ? "learned" : "configured", drv.learn.ml[0].factor, shortj,
 	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
