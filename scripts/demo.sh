@@ -224,9 +224,11 @@ pids=()
 
 # The verdict, to be read in five seconds.
 verdict() {
-	python3 - "$tmp/driver.log" "$status" "$BUILD" "$sig" "$l2_state" "$(first_error "$tmp/driver.log")" <<'EOF'
+	python3 - "$tmp/driver.log" "$status" "$BUILD" "$sig" "$l2_state" "$(first_error "$tmp/driver.log")" \
+		"$tmp/shard0.log" "$tmp/shard1.log" <<'EOF'
 import json, os, subprocess, sys
 log, status, build, sig, l2_state, cause = sys.argv[1:7]
+shard_logs = sys.argv[7:]
 status = int(status)
 lines = [l for l in open(log, errors="replace") if l.startswith("{")]
 j = json.loads(lines[-1]) if lines else None
@@ -291,9 +293,43 @@ else:
 if j.get("hit_tokens_l1") is not None:
     print("demo: hits by tier: %d tokens from DRAM, %d from the second tier; second tiers %s"
           % (j["hit_tokens_l1"], j["hit_tokens_l2"], l2_state))
-print("demo: %.1f s; evicted %.3f GB/s, refilled %.3f GB/s: the pace of this run (the wafer emulator makes and "
-      "checks every byte on one lcore; refills wait for the second tier's reads and the shards for room), not "
-      "the shards' own rates (make bench)" % (j["seconds"], j["evict_gbps"], j["refill_gbps"]))
+# Each shard's own rates: its bytes over its lcores' busy time by role (the
+# final stats: time ingest_busy_us refill_busy_us idle_us, data_bytes,
+# refill_bytes; a key left out is 0), and what bounds the run: the lcore
+# that is full, if one is.
+shards, own = [], []
+for k, path in enumerate(shard_logs):
+    st = {}
+    try:
+        for l in open(path, errors="replace"):
+            if l.startswith("kvss: final stats:"):
+                st.update((a, int(b)) for a, b in re.findall(r"(\w+)=(\d+)", l))
+    except OSError:
+        pass
+    if not st:
+        continue
+    ing, ref, idle = (st.get(x, 0) / 1e6 for x in ("ingest_busy_us", "refill_busy_us", "idle_us"))
+    busy = (ing + ref) / (ing + ref + idle) if ing + ref + idle else 0.0
+    shards.append((k, busy))
+    rate = lambda b, t: "%.3f GB/s over %.3f s busy" % (b / 1e9 / t, t) if t else "none"
+    own.append("demo:   shard %d: ingest %s, refill %s; its lcore %.0f%% busy"
+               % (k, rate(st.get("data_bytes", 0), ing), rate(st.get("refill_bytes", 0), ref), 100 * busy))
+drv_busy = j.get("control_lcore_busy")
+top = max(shards, key=lambda x: x[1]) if shards else None
+if drv_busy is None or top is None:
+    bound = "the run's pace (the lcores' busy time is missing)"
+elif drv_busy >= 0.9 and top[1] < 0.5:
+    bound = ("bound by the wafer emulator on one lcore (%.0f%% busy: it makes and checks every byte), "
+             "not by the shards" % (100 * drv_busy))
+elif top[1] >= 0.9:
+    bound = "bound by shard %d's lcore (the wafer emulator's %.0f%% busy)" % (top[0], 100 * drv_busy)
+else:
+    bound = ("bound by no lcore (the wafer emulator's %.0f%% busy): the run waits, on the second tier's "
+             "reads, on room" % (100 * drv_busy))
+print("demo: %.1f s; evicted %.3f GB/s, refilled %.3f GB/s: %s%s"
+      % (j["seconds"], j["evict_gbps"], j["refill_gbps"], bound, "; the shards' own rates:" if own else ""))
+for l in own:
+    print(l)
 print("demo: refills %d, p50 %s us, p99 %s us" % (j["refills"], j.get("refill_p50_us"), j.get("refill_p99_us")))
 EOF
 }

@@ -7,7 +7,9 @@
 #    FAIL line gives the cause (the file, its line, the key), exit 2;
 #  - KVSS_DEMO_TRACE=PATH (relative to the caller), a small trace written
 #    here, twice on one second tier: the verdict says what the shards found
-#    in it (empty, then the columns the first run left);
+#    in it (empty, then the columns the first run left), what bounds the
+#    run's throughput, and each shard's own rates (its bytes over its busy
+#    time by role, as its final stats and the driver's bytes agree);
 #  - KVSS_DEMO_TRACE=none, interrupted by SIGINT to its process group (a
 #    Ctrl-C): STOPPED, no PASS, no comparison over an input it did not
 #    finish, exit 130.
@@ -82,6 +84,62 @@ check "trace, run 2: warm, with the columns the shards found" \
 	grep -q "^demo: hits by tier: .* second tiers warm: [1-9][0-9]* columns kept from an earlier run$" "$tmp/small2.log"
 grep "^demo: hits by tier" "$tmp/small1.log" "$tmp/small2.log"
 [ "$fail" -eq 0 ] || tail -n 5 "$tmp/small1.log" "$tmp/small2.log"
+
+# 4b. The verdict's rates (run 1): the throughput line says what bounds the
+#     run, as the figures show it (the wafer emulator's lcore, the JSON's
+#     control_lcore_busy, and the shards'); each shard's own rates, all
+#     positive, are its bytes over its busy time by role as its final stats
+#     give them (printed above the verdict, "demo: shard K: GROUP k=v ...");
+#     and those bytes are the driver's: every byte evicted was stored, every
+#     byte refilled was sent (a PASS run loses none).
+verdict_rates() {
+	python3 - "$1" <<'EOF'
+import json, re, sys
+log = open(sys.argv[1], errors="replace").read().splitlines()
+j = json.loads([l for l in log if l.startswith("{")][-1])
+st = {0: {}, 1: {}}
+for l in log:
+    m = re.match(r"demo: shard ([01]): [a-z]+ (.*)", l)
+    if m:
+        st[int(m.group(1))].update((a, int(b)) for a, b in re.findall(r"(\w+)=(\d+)", m.group(2)))
+pct = {}
+for l in log:
+    m = re.match(r"demo:   shard ([01]): ingest ([0-9.]+) GB/s over ([0-9.]+) s busy, refill ([0-9.]+) GB/s "
+                 r"over ([0-9.]+) s busy; its lcore ([0-9]+)% busy$", l)
+    if not m:
+        continue
+    k, s = int(m.group(1)), st[int(m.group(1))]
+    gi, ti, gr, tr, p = map(float, m.group(2, 3, 4, 5, 6))
+    ing, ref, idle = s.get("ingest_busy_us", 0), s.get("refill_busy_us", 0), s.get("idle_us", 0)
+    if min(gi, ti, gr, tr, p) <= 0 or not ing or not ref:
+        sys.exit("shard %d: a rate or a busy time is not positive: %s" % (k, l))
+    if (abs(ti - ing / 1e6) > 5e-4 or abs(tr - ref / 1e6) > 5e-4
+            or abs(gi - s.get("data_bytes", 0) / 1e3 / ing) > 5e-4
+            or abs(gr - s.get("refill_bytes", 0) / 1e3 / ref) > 5e-4
+            or abs(p - 100.0 * (ing + ref) / (ing + ref + idle)) > 0.5):
+        sys.exit("shard %d: '%s' is not its final stats' %s" % (k, l, s))
+    pct[k] = 100.0 * (ing + ref) / (ing + ref + idle)  # as the verdict weighs it, unrounded
+if sorted(pct) != [0, 1]:
+    sys.exit("the shards' rate lines: %s of 2" % sorted(pct))
+for key, drv in (("data_bytes", "evict_bytes"), ("refill_bytes", "refill_bytes")):
+    if st[0].get(key, 0) + st[1].get(key, 0) != j[drv]:
+        sys.exit("the shards' %s %d + %d, the driver's %s %d"
+                 % (key, st[0].get(key, 0), st[1].get(key, 0), drv, j[drv]))
+d, top = j["control_lcore_busy"], max(pct.values())
+b = [l for l in log if re.match(r"demo: [0-9.]+ s; evicted [0-9.]+ GB/s, refilled [0-9.]+ GB/s: bound by ", l)]
+if not b or not 0 < d <= 1:
+    sys.exit("no throughput line saying what bounds the run, or control_lcore_busy %s" % d)
+want = "wafer" if d >= 0.9 and top < 50 else "shard" if top >= 90 else "none"
+said = ("wafer" if "bound by the wafer emulator on one lcore" in b[0] else
+        "shard" if "bound by shard " in b[0] else "none" if "bound by no lcore" in b[0] else "?")
+if said != want:
+    sys.exit("'%s' with the wafer emulator's lcore %.0f%% busy, the shards' at most %.0f%%"
+             % (b[0], 100 * d, top))
+EOF
+}
+check "trace, run 1: the verdict says what bounds the run, and each shard's own rates are its bytes over its busy time" \
+	verdict_rates "$tmp/small1.log"
+grep -E "^demo: [0-9.]+ s; evicted|^demo:   shard" "$tmp/small1.log"
 
 # 5. Ctrl-C: SIGINT to the demo's process group while the driver replays
 #    (the demo started as from a terminal: SIGINT not ignored, a group of its own).
