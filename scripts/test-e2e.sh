@@ -451,6 +451,8 @@ sys.exit(0 if v and set(v) == doc else "live only: %s; documented only: %s" % (s
 			samekeys "$tmp/$file" "$shape" "$name"
 	done
 	check "telemetry: a shard's /kvss/stats counts batches" test "$(jget "$tmp/s1.json" batches)" -gt 0
+	check "telemetry: a shard's /kvss/stats gives its busy time on ingest, the bytes it stored, its idle time" \
+		holds "$(jget "$tmp/s1.json" ingest_busy_us) > 0 and $(jget "$tmp/s1.json" data_bytes) > 0 and $(jget "$tmp/s1.json" idle_us) > 0"
 	# Epochs as the logs print them: shard 1's (its up line) and the driver's.
 	sep=$(jget "$tmp/shards.json" model0_shard1.epoch)
 	dep=$(jget "$tmp/s1.json" driver_epoch)

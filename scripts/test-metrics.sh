@@ -115,6 +115,8 @@ for pair in "kvss_driver_requests_total|/swdriver/stats|['requests']" \
 	"kvss_driver_hit_tokens_total|/swdriver/stats|['hit_tokens']" \
 	"kvss_shard_refills_total|/kvss/stats|['refills']" \
 	"kvss_shard_batches_total|/kvss/stats|['batches']" \
+	"kvss_shard_ingest_busy_seconds_total|/kvss/stats|['ingest_busy_us'] / 1e6" \
+	"kvss_shard_refill_busy_seconds_total|/kvss/stats|['refill_busy_us'] / 1e6" \
 	"kvss_shard_cache_stored_tokens{cache=\"0\"}|/kvss/caches|['stored_tokens'][0]"; do
 	IFS='|' read -r series endpoint key <<<"$pair"
 	sel=${series/\}/,prefix=\"$prefix\"\}}
@@ -143,6 +145,12 @@ up_s=$(($(date +%s) - t_start + 1))
 lc=$(query "kvss_lcore_busy_seconds_total{prefix=\"$prefix\",lcore=\"1\"} + kvss_lcore_idle_seconds_total{prefix=\"$prefix\",lcore=\"1\"}")
 check "lcore time in seconds: the ingest lcore's busy + idle ($lc s) within the process's life ($up_s s)" \
 	python3 -c "import sys; v=float(sys.argv[1] or -1); sys.exit(not (0.2 * $up_s < v <= $up_s))" "$lc"
+# The shard's time by role splits its ingest lcore's busy time (the run is
+# over: neither moves while it lingers), to the microsecond each is rounded to.
+split=$(query "kvss_shard_ingest_busy_seconds_total{prefix=\"$prefix\"} + kvss_shard_refill_busy_seconds_total{prefix=\"$prefix\"}")
+busy=$(query "kvss_lcore_busy_seconds_total{prefix=\"$prefix\",lcore=\"1\"}")
+check "the shard's ingest + refill busy time ($split s) is its ingest lcore's busy time ($busy s), both there" \
+	python3 -c "import sys; a, b = float(sys.argv[1] or -1), float(sys.argv[2] or -9); sys.exit(not (a > 0 and abs(a - b) <= 2e-6))" "$split" "$busy"
 check "the requests were 300" test "$(query "kvss_driver_requests_total{prefix=\"$prefix\"}")" = 300
 check "the driver's shared level: not configured here, not unavailable (/swdriver/shared)" \
 	test "$(query "kvss_driver_shared_configured{prefix=\"$prefix\"}") $(query "kvss_driver_shared_unavailable{prefix=\"$prefix\"}")" = "0 0"

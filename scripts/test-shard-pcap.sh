@@ -208,6 +208,17 @@ on_lcores() {
 	done
 }
 on_lcores reevict test/data/shard-slow-batch.cfg "every refill's code and bytes" evict_after_delete=1
+# The shard's lcores' time by role (kvss.h): with REFILLs among the frames,
+# both ingest and refill busy time, on one lcore and with a refill lcore;
+# the first run above had none (HELLO, strangers, broken frames): ingest
+# time, and not a microsecond of refill time.
+for lc in one two; do
+	check "reevict, $lc lcore(s): busy time on ingest and on refill work, idle time" \
+		grep -q "final stats: time ingest_busy_us=[1-9][0-9]* refill_busy_us=[1-9][0-9]* idle_us=[1-9]" \
+		"$tmp/reevict_$lc.log"
+done
+check "no REFILL received: ingest busy time, no refill time" \
+	grep -q "final stats: time ingest_busy_us=[1-9][0-9]* idle_us=[1-9][0-9]*$" "$tmp/log"
 
 # A shard with no second tier (PROTOCOL.md section 9): L2_DOWN, L2_UP and
 # L2_DELETE each refused NO_TIER (the UP's tokens lost), each taking its seq,
