@@ -324,8 +324,13 @@ elif drv_busy >= 0.9 and top[1] < 0.5:
 elif top[1] >= 0.9:
     bound = "bound by shard %d's lcore (the wafer emulator's %.0f%% busy)" % (top[0], 100 * drv_busy)
 else:
-    bound = ("bound by no lcore (the wafer emulator's %.0f%% busy): the run waits, on the second tier's "
-             "reads, on room" % (100 * drv_busy))
+    # Neither is full: say what the run waited on, from its figures.
+    l2 = j.get("hit_tokens_l2") or 0
+    hits = (j.get("hit_tokens_l1") or 0) + l2
+    on = ("the second tier's reads (%.0f%% of the hit tokens)" % (100.0 * l2 / hits) if l2 and hits
+          else "the shards' answers (refill p50 %s us)" % j.get("refill_p50_us"))
+    bound = ("bound by no lcore (the wafer emulator's %.0f%% busy, the shards' at most %.0f%%): it waits on %s"
+             % (100 * drv_busy, 100 * top[1], on))
 print("demo: %.1f s; evicted %.3f GB/s, refilled %.3f GB/s: %s%s"
       % (j["seconds"], j["evict_gbps"], j["refill_gbps"], bound, "; the shards' own rates:" if own else ""))
 for l in own:
