@@ -224,6 +224,8 @@ pids=()
 
 # The verdict, to be read in five seconds.
 verdict() {
+	# DRAM alone is computed with the driver's column (kvss-trace's default is 64).
+	DEMO_COLUMN=$(sed -n 's/^ *column = \([0-9]*\);.*/\1/p' "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" | head -n 1) \
 	python3 - "$tmp/driver.log" "$status" "$BUILD" "$sig" "$l2_state" "$(first_error "$tmp/driver.log")" \
 		"$tmp/shard0.log" "$tmp/shard1.log" <<'EOF'
 import json, os, subprocess, sys
@@ -245,7 +247,7 @@ causes = {1: "wrong bytes, a failed refill, or a process that ended badly (verif
           4: "the run did not happen (a signal, or the shards did not come up)"}
 # DRAM alone on the same input (the driver says which: "N requests from
 # SOURCE"), from kvss-trace: the demo's DRAM is the smaller shard's
-# capacity, 1,000,000 tokens, column 64.
+# capacity, 1,000,000 tokens, at the driver's column.
 import re
 dram = None
 src = None
@@ -279,6 +281,9 @@ elif src is not None and src[1].startswith("the built-in workload"):
         cmd += ["--documents", lib.group(1)]
 elif src is not None:
     cmd = [trace, "--capacity", "1000000", "--json", "--trace", src[1].split(" (")[0], "--limit", str(src[0])]
+column = os.environ.get("DEMO_COLUMN") or "64"
+if cmd is not None:
+    cmd += ["--column", column]
 try:
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
     dram = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])["hit_ratio"]
@@ -287,8 +292,8 @@ except Exception:
 if not finished:
     print("demo: hit ratio %.4f with both tiers over the %d requests done" % (j["hit_ratio"], j["requests"]))
 else:
-    print("demo: hit ratio %.4f with both tiers; DRAM alone on the same input %s (kvss-trace --capacity 1e6)%s"
-          % (j["hit_ratio"], "%.4f" % dram if dram is not None else "? (kvss-trace did not run)",
+    print("demo: hit ratio %.4f with both tiers; DRAM alone on the same input %s (kvss-trace --capacity 1e6 --column %s)%s"
+          % (j["hit_ratio"], "%.4f" % dram if dram is not None else "? (kvss-trace did not run)", column,
              ": %.2fx" % (j["hit_ratio"] / dram) if dram else ""))
 if j.get("hit_tokens_l1") is not None:
     print("demo: hits by tier: %d tokens from DRAM, %d from the second tier; second tiers %s"
