@@ -76,6 +76,7 @@
 	X(spec_proposed)    /* tokens proposed in them */                                          \
 	X(spec_accepted)    /* of them, accepted by the target */                                  \
 	X(spec_overwrites)  /* rejected tokens evicted, to be overwritten in place (all models) */  \
+	X(spec_overwrites_draft) /* of them, by the models after model 0 (a draft's) */           \
 	X(picks_ready)      /* sequences with a refill whose data was whole when a run slot took them */ \
 	X(picks_waited)     /* ... and those that waited for it in their slot */                    \
 	X(pick_wait_us)     /* how long those waited, from their pick, summed */                    \

@@ -562,7 +562,7 @@ kvss_driver_summary(void)
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
-	char l2j[3072], pickj[768], l2fitj[200] = "";
+	char l2j[3072], pickj[1024], l2fitj[200] = "";
 	uint16_t m;
 
 	if (drv.pc == NULL)
@@ -705,9 +705,9 @@ kvss_driver_summary(void)
 		printf("kvss: summary: speculative decoding (wafer.spec_tokens = %u, spec_reject_pct = %u, "
 		       "spec_seed = %" PRIu64 "): %" PRIu64 " rounds, %" PRIu64 " of %" PRIu64
 		       " proposals accepted; %" PRIu64 " rejected tokens evicted, then overwritten in "
-		       "place (every model)\n", kvss.cfg.wafer.spec_tokens, kvss.cfg.wafer.spec_reject_pct,
-		       kvss.cfg.wafer.spec_seed, s->spec_rounds, s->spec_accepted, s->spec_proposed,
-		       s->spec_overwrites);
+		       "place (every model; %" PRIu64 " by the draft)\n", kvss.cfg.wafer.spec_tokens,
+		       kvss.cfg.wafer.spec_reject_pct, kvss.cfg.wafer.spec_seed, s->spec_rounds,
+		       s->spec_accepted, s->spec_proposed, s->spec_overwrites, s->spec_overwrites_draft);
 	if (kvss.cfg.driver.recompute_tokens_per_s)
 		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
 		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
@@ -724,14 +724,16 @@ kvss_driver_summary(void)
 				 ",\"model1_hit_tokens\":%" PRIu64 ",\"hit_model0_only\":%" PRIu64
 				 ",\"hit_model1_only\":%" PRIu64 ",\"spec_tokens\":%u,\"spec_rounds\":%" PRIu64
 				 ",\"spec_proposed\":%" PRIu64 ",\"spec_accepted\":%" PRIu64
-				 ",\"spec_overwrites\":%" PRIu64 ",\"routed_shards\":%" PRIu64
+				 ",\"spec_overwrites\":%" PRIu64 ",\"spec_overwrites_draft\":%" PRIu64
+				 ",\"routed_shards\":%" PRIu64
 				 ",\"max_shard_hops\":%u",
 				 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
 				 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
 				 s->l2_ready_at_pick, s->multimodal_trimmed, s->generated_hit_tokens,
 				 s->model1_hit_tokens, s->hit_model0_only, s->hit_model1_only,
 				 kvss.cfg.wafer.spec_tokens, s->spec_rounds, s->spec_proposed,
-				 s->spec_accepted, s->spec_overwrites, s->routed_shards, max_hops());
+				 s->spec_accepted, s->spec_overwrites, s->spec_overwrites_draft,
+				 s->routed_shards, max_hops());
 			printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
 			       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
 			       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64

@@ -648,6 +648,8 @@ seq_spec_round(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
 		st->spec_accepted += j;
 	}
 	st->spec_overwrites += ov > 0 ? (uint64_t)ov : 0;
+	if (m != 0)
+		st->spec_overwrites_draft += ov > 0 ? (uint64_t)ov : 0;
 	s->pos[m] = P + 1 + j;
 	return 1 + j;
 }
