@@ -100,8 +100,10 @@ proto_stream_ack(struct proto_stream *s, uint64_t cum_seq)
  * gives no sample (which send did the ACK answer?).
  */
 uint64_t
-proto_rtt_sample(int64_t *srtt8, int64_t *rttvar4, uint64_t r)
+proto_rtt_sample(int64_t *srtt8, int64_t *rttvar4, uint64_t r, uint64_t lo, uint64_t hi)
 {
+	uint64_t rto;
+
 	int64_t x = (int64_t)r, err;
 
 	if (*srtt8 == 0 && *rttvar4 == 0) {
@@ -114,7 +116,8 @@ proto_rtt_sample(int64_t *srtt8, int64_t *rttvar4, uint64_t r)
 			err = -err;
 		*rttvar4 += err - (*rttvar4 >> 2);
 	}
-	return (uint64_t)((*srtt8 >> 3) + *rttvar4);
+	rto = (uint64_t)((*srtt8 >> 3) + *rttvar4);
+	return rto < lo ? lo : rto > hi ? hi : rto;
 }
 
 /* Jacobson/Karels from message @seq's single send (Karn: none from a resent one). */
@@ -122,12 +125,10 @@ static void
 rtt_sample(struct proto_stream *s, uint64_t seq, uint64_t now)
 {
 	const struct proto_stream_msg *m = slot(s, seq);
-	uint64_t rto;
 
 	if (m->sends == 1 && now >= m->last_send) {
-		rto = proto_rtt_sample(&s->srtt8, &s->rttvar4, now - m->last_send);
-		s->timeout = rto < s->min_timeout ? s->min_timeout
-			     : rto > s->max_timeout ? s->max_timeout : rto;
+		s->timeout = proto_rtt_sample(&s->srtt8, &s->rttvar4, now - m->last_send, s->min_timeout,
+					      s->max_timeout);
 		s->st.rtt_samples++;
 	}
 }

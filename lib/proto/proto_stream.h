@@ -132,8 +132,8 @@ const struct proto_stream_msg *proto_stream_due(struct proto_stream *s, uint64_t
  * fixed point as TCP keeps it (@p srtt8: smoothed round trip x 8, @p rttvar4:
  * its variation x 4; both 0 before the first sample). The stream's timeout
  * follows it; so does a shard's for its reports (PROTOCOL.md section 5).
- * @return srtt + 4 x rttvar, in the unit of @p r (the caller bounds it).
+ * @return srtt + 4 x rttvar, in the unit of @p r, within [@p lo, @p hi].
  */
-uint64_t proto_rtt_sample(int64_t *srtt8, int64_t *rttvar4, uint64_t r);
+uint64_t proto_rtt_sample(int64_t *srtt8, int64_t *rttvar4, uint64_t r, uint64_t lo, uint64_t hi);
 
 #endif

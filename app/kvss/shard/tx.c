@@ -254,10 +254,8 @@ shard_report_acked(struct kvss_lcore_stats *st, uint64_t cum)
 		return; /* stale, or of reports never sent */
 	r = &s->rep[cum % SHARD_REPORTS];
 	if (r->sends == 1 && now >= r->sent) {
-		uint64_t rto = proto_rtt_sample(&s->rep_srtt8, &s->rep_rttvar4, now - r->sent);
-		uint64_t lo = s->hz / 1000 * REPORT_RTO_MS, hi = s->hz / 1000 * REPORT_RTO_MAX_MS;
-
-		s->rep_base = rto < lo ? lo : rto > hi ? hi : rto;
+		s->rep_base = proto_rtt_sample(&s->rep_srtt8, &s->rep_rttvar4, now - r->sent,
+					       s->hz / 1000 * REPORT_RTO_MS, s->hz / 1000 * REPORT_RTO_MAX_MS);
 	}
 	s->rep_acked = cum;
 	s->rep_rto = s->rep_base;
