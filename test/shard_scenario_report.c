@@ -29,21 +29,14 @@ struct sends {
 	double t[MAX_SENDS]; /* seconds */
 };
 
+/*
+ * Every frame of the captures @p files that parses, with its capture time
+ * in seconds, to @p fn. @return 0, or 2: a capture would not open.
+ */
 static int
-by_value(const void *a, const void *b)
+each_frame(char **files, int nfiles, void (*fn)(const struct proto_msg *m, double t, void *arg),
+	   void *arg)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-int
-check_backoff(char **files, int nfiles)
-{
-	static struct sends r[MAX_REPORTS];
-	static double late[MAX_REPORTS * MAX_SENDS];
-	unsigned int nr = 0, nl = 0, i, k, firsts = 0, again = 0;
-	double first_max = 0, med;
 	int f;
 
 	for (f = 0; f < nfiles; f++) {
@@ -54,23 +47,59 @@ check_backoff(char **files, int nfiles)
 
 		if (p == NULL)
 			return 2;
-		while (pcap_next_ex(p, &ph, &d) == 1) {
-			if (proto_parse(d, ph->caplen, &proto_ports_default, &m) != PROTO_OK ||
-			    (m.hdr.type != PROTO_T_ERROR && m.hdr.type != PROTO_T_TOKEN_LOST &&
-			     m.hdr.type != PROTO_T_L2_DONE))
-				continue;
-			for (i = 0; i < nr && r[i].seq != m.hdr.seq; i++)
-				;
-			if (i == nr) {
-				if (nr == MAX_REPORTS)
-					continue;
-				r[nr++].seq = m.hdr.seq;
-			}
-			if (r[i].n < MAX_SENDS)
-				r[i].t[r[i].n++] = (double)ph->ts.tv_sec + (double)ph->ts.tv_usec / 1e6;
-		}
+		while (pcap_next_ex(p, &ph, &d) == 1)
+			if (proto_parse(d, ph->caplen, &proto_ports_default, &m) == PROTO_OK)
+				fn(&m, (double)ph->ts.tv_sec + (double)ph->ts.tv_usec / 1e6, arg);
 		pcap_close(p);
 	}
+	return 0;
+}
+
+static int
+by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The sends of each report (ERROR, TOKEN_LOST, L2_DONE), by its report seq. */
+struct reports {
+	struct sends r[MAX_REPORTS];
+	unsigned int n;
+};
+
+static void
+note_report(const struct proto_msg *m, double t, void *arg)
+{
+	struct reports *rs = arg;
+	unsigned int i;
+
+	if (m->hdr.type != PROTO_T_ERROR && m->hdr.type != PROTO_T_TOKEN_LOST && m->hdr.type != PROTO_T_L2_DONE)
+		return;
+	for (i = 0; i < rs->n && rs->r[i].seq != m->hdr.seq; i++)
+		;
+	if (i == rs->n) {
+		if (rs->n == MAX_REPORTS)
+			return;
+		rs->r[rs->n++].seq = m->hdr.seq;
+	}
+	if (rs->r[i].n < MAX_SENDS)
+		rs->r[i].t[rs->r[i].n++] = t;
+}
+
+int
+check_backoff(char **files, int nfiles)
+{
+	static struct reports rs;
+	static double late[MAX_REPORTS * MAX_SENDS];
+	struct sends *r = rs.r;
+	unsigned int nr, nl = 0, i, k, firsts = 0, again = 0;
+	double first_max = 0, med;
+
+	if (each_frame(files, nfiles, note_report, &rs) != 0)
+		return 2;
+	nr = rs.n;
 	for (i = 0; i < nr; i++) {
 		again += r[i].n > 1;
 		for (k = 1; k < r[i].n; k++) {
@@ -207,44 +236,45 @@ gen_early(void)
 	data(3, pc, t4, 4, 0, 2 * B); /* tokens 2 and 3 never come, nor anything after */
 }
 
+/* The first answer's time, and the TOKEN_LOST records (not resent): A's and the others. */
+struct early {
+	double first, lost_at;
+	int lost_a, lost_other;
+};
+
+static void
+note_lost(const struct proto_msg *m, double t, void *arg)
+{
+	struct early *e = arg;
+	unsigned int i;
+
+	if (e->first == 0 || t < e->first)
+		e->first = t;
+	if (m->hdr.type != PROTO_T_TOKEN_LOST || (m->hdr.flags & PROTO_F_RETRANSMIT))
+		return;
+	for (i = 0; i < m->hdr.count; i++) {
+		struct proto_lost l;
+
+		proto_get_lost(m, i, &l);
+		if (l.prompt_id == A_ID && l.token_idx == 1 && l.count == 3) {
+			e->lost_a++;
+			e->lost_at = t;
+		} else {
+			e->lost_other++;
+		}
+	}
+}
+
 int
 check_early(char **files, int nfiles)
 {
-	double first = 0, lost_at = 0;
-	int f, lost_a = 0, lost_other = 0;
+	struct early e = {0};
+	double first, lost_at;
+	int lost_a, lost_other;
 
-	for (f = 0; f < nfiles; f++) {
-		pcap_t *p = frames_pcap_read(files[f], "shard_scenario");
-		struct pcap_pkthdr *ph;
-		const u_char *d;
-		struct proto_msg m;
-
-		if (p == NULL)
-			return 2;
-		while (pcap_next_ex(p, &ph, &d) == 1) {
-			double t = (double)ph->ts.tv_sec + (double)ph->ts.tv_usec / 1e6;
-			unsigned int i;
-
-			if (proto_parse(d, ph->caplen, &proto_ports_default, &m) != PROTO_OK)
-				continue;
-			if (first == 0 || t < first)
-				first = t;
-			if (m.hdr.type != PROTO_T_TOKEN_LOST || (m.hdr.flags & PROTO_F_RETRANSMIT))
-				continue;
-			for (i = 0; i < m.hdr.count; i++) {
-				struct proto_lost l;
-
-				proto_get_lost(&m, i, &l);
-				if (l.prompt_id == A_ID && l.token_idx == 1 && l.count == 3) {
-					lost_a++;
-					lost_at = t;
-				} else {
-					lost_other++;
-				}
-			}
-		}
-		pcap_close(p);
-	}
+	if (each_frame(files, nfiles, note_lost, &e) != 0)
+		return 2;
+	first = e.first, lost_at = e.lost_at, lost_a = e.lost_a, lost_other = e.lost_other;
 	EXPECT(lost_a == 1, "TOKEN_LOST of A from token 1 (3 tokens): %d, want 1 (batch 2's data "
 	       "says batch 1 lost it)", lost_a);
 	EXPECT(lost_other == 0, "other TOKEN_LOST records: %d, want 0 (batch 3 has no data after it: "
