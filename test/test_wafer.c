@@ -168,6 +168,28 @@ Test(wafer, refill_frames_out_of_order_or_twice_are_taken_and_checked)
 	cr_assert_eq(r.dup_frames, NBUF * ((whole + 39) / 40));
 	cr_assert_gt(r.ahead_frames, 0);
 	cr_assert_eq(r.npend, 0);
+	/* A gap with every byte after it come first, a frame a byte (159 of
+	 * them a buffer, more than the 32 once held): whole when it fills. */
+	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
+	for (a = whole - 1; a >= 1; a--) {
+		n = refill_frame(d, 9, 0, a, a + 1, &rh);
+		cr_assert_eq(wafer_refill_data(&r, &rh, d, n), 0);
+	}
+	cr_assert_eq(r.npend, whole - 1);
+	cr_assert_eq(r.untaken_frames, 0);
+	n = refill_frame(d, 9, 0, 0, 1, &rh);
+	cr_assert_eq(wafer_refill_data(&r, &rh, d, n), 0);
+	cr_assert_eq(r.got[0], whole, "the gap filled, the %u held frames taken in", whole - 1);
+	cr_assert_eq(r.npend, 0);
+	/* Past WAFER_PENDING held (every buffer's gap open): the rest not taken. */
+	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
+	for (b = 0; b < NBUF; b++)
+		for (a = whole - 1; a >= 1; a--) {
+			n = refill_frame(d, 9, b, a, a + 1, &rh);
+			cr_assert_eq(wafer_refill_data(&r, &rh, d, n), 0);
+		}
+	cr_assert_eq(r.npend, WAFER_PENDING);
+	cr_assert_eq(r.untaken_frames, NBUF * (whole - 1) - WAFER_PENDING);
 	/* A piece overlapping the end of what arrived is no piece of this stream. */
 	cr_assert_eq(wafer_refill_init(&r, &at, NBUF, 9, hash, NT), 0);
 	n = refill_frame(d, 9, 0, 0, 40, &rh);

@@ -60,7 +60,13 @@ uint32_t wafer_evict_next(struct wafer_evict *w, uint8_t *buf, uint32_t max_data
 
 #define WAFER_MAX_BUFFERS 64
 
-#define WAFER_PENDING 32 /* frames held ahead of a gap, per refill */
+/*
+ * Frames held ahead of a gap, per refill. A frame held back 200 us (the
+ * fault injector's reorder) lets dozens pass it at memif's rate: at 32 the
+ * rest were not taken, the refill could never be whole, and it failed
+ * only at refill_timeout_ms (seconds). Each is 16 bytes.
+ */
+#define WAFER_PENDING 256
 
 struct wafer_piece {
 	uint64_t offset;
