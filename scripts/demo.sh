@@ -261,6 +261,13 @@ if sig or (status == 0 and not finished):
     print("demo: STOPPED: %s after %s (no verdict on a part of the run; verify failures so far %d)"
           % ("interrupted (SIG%s)" % sig if sig else "the driver was stopped", part,
              j.get("verify_failures", 0)))
+elif status == 0 and j.get("protocol_errors", 0) > 0:
+    # Only with the fault injector on (--faults) do protocol errors leave
+    # the exit status 0: say what the faults cost, not "no protocol error".
+    print("demo: PASS: %d requests, every refilled byte right; with faults injected (--faults): "
+          "protocol errors %d (lost tokens %d, refills failed %d; the summary above says which), resyncs %d"
+          % (j["requests"], j["protocol_errors"], j.get("lost_tokens", 0), j.get("refills_failed", 0),
+             j.get("resyncs", 0)))
 elif status == 0:
     print("demo: PASS: %d requests, every refilled byte right, no protocol error" % j["requests"])
 else:

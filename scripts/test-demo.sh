@@ -37,6 +37,18 @@ check "no trace: exit 2 (got $rc)" test $rc -eq 2
 check "no trace: one line, naming KVSS_DEMO_TRACE" \
 	bash -c "[ \$(wc -l <'$tmp/notrace.log') = 1 ] && grep -q '^demo: KVSS_DEMO_TRACE=$tmp/nonexistent.jsonl: no such file' '$tmp/notrace.log'"
 
+# 1b. The fault injector on (--faults, passed to the driver): a run that
+#     exits 0 with protocol errors says what the faults cost, never "no
+#     protocol error".
+env KVSS_DEMO_TAG="$tag" KVSS_DEMO_TRACE=none KVSS_DEMO_LIMIT=100 timeout 300 scripts/demo.sh "$BUILD" \
+	--faults seed=3,drop=1 >"$tmp/faults.log" 2>&1
+rc=$?
+check "faults: exit 0 (got $rc)" test $rc -eq 0
+check "faults: PASS says the faults' protocol errors" \
+	grep -q '^demo: PASS: 100 requests, every refilled byte right; with faults injected (--faults): protocol errors [1-9]' "$tmp/faults.log"
+check "faults: not 'no protocol error'" sh -c "! grep -q 'no protocol error' '$tmp/faults.log'"
+[ "$fail" -eq 0 ] || grep '^demo:' "$tmp/faults.log" | tail -n 12
+
 # 2. A shard's configuration with a typo (idd for id).
 sed 's/^  id = 0;/  idd = 0;/' config/memif-shard0.cfg >"$tmp/shard0.cfg"
 check "bad shard: the typo is in" grep -q '^  idd = 0;' "$tmp/shard0.cfg"
