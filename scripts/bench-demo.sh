@@ -30,8 +30,9 @@
 # defaults or KVSS_DEMO_DRIVER_CFG, KVSS_DEMO_SHARD0_CFG,
 # KVSS_DEMO_SHARD1_CFG (how another column width was measured:
 # docs/results.md). KVSS_BENCH_DIR: where the second tiers and fio's file go
-# (default /var/tmp, a disk, not tmpfs). A demo that does not pass is a
-# failure of this bench (exit 1): its figures would not be the system's.
+# (default /var/tmp, a disk, not tmpfs; exit 2 when it cannot be written).
+# A demo that does not pass is a failure of this bench (exit 1): its
+# figures would not be the system's.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -40,7 +41,14 @@ if ! command -v fio >/dev/null; then
 	echo "bench: demo skipped (no fio; scripts/deps.sh installs it)"
 	exit 0
 fi
-tmp=$(mktemp -d "$dir/kvss-bench-demo.XXXXXX") || exit 1
+if [ ! -d "$dir" ] || [ ! -w "$dir" ]; then
+	echo "bench-demo: skipped: KVSS_BENCH_DIR=$dir is not a directory this user can write" >&2
+	exit 2
+fi
+tmp=$(mktemp -d "$dir/kvss-bench-demo.XXXXXX") || {
+	echo "bench-demo: skipped: cannot make a directory in KVSS_BENCH_DIR=$dir" >&2
+	exit 2
+}
 trap 'rm -rf "$tmp"' EXIT
 dcfg=${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}
 s0cfg=${KVSS_DEMO_SHARD0_CFG:-config/memif-shard0.cfg}
@@ -53,24 +61,24 @@ for k in 0 1; do
 	sed -e '/^ *l2 = {/d' "$src" >"$tmp/dram-shard$k.cfg"
 done
 if grep -q 'l2_tokens' "$tmp/dram-driver.cfg" || grep -q '^ *l2 = {' "$tmp"/dram-shard*.cfg; then
-	echo "bench: demo: could not take the second tier out of $dcfg, $s0cfg, $s1cfg" >&2
+	echo "bench-demo: could not take the second tier out of $dcfg, $s0cfg, $s1cfg" >&2
 	exit 1
 fi
 
 run() { # NAME DRIVER SHARD0 SHARD1: one demo, its log and JSON in $tmp
 	local name=$1 rc
 	mkdir -p "$tmp/$name-l2"
-	echo "bench: demo: $name ..." >&2
+	echo "bench-demo: running the demo with $name ..." >&2
 	KVSS_DEMO_DRIVER_CFG=$2 KVSS_DEMO_SHARD0_CFG=$3 KVSS_DEMO_SHARD1_CFG=$4 \
 		KVSS_DEMO_L2_DIR="$tmp/$name-l2" KVSS_DEMO_JSON="$tmp/$name.json" \
 		KVSS_DEMO_TAG="bench_$name$$" scripts/demo.sh "$BUILD" >"$tmp/$name.log" 2>&1
 	rc=$?
 	rm -rf "$tmp/$name-l2"
 	if [ $rc != 0 ] || ! grep -q '^demo: PASS' "$tmp/$name.log"; then
-		echo "bench: demo: the run with $name did not pass (exit $rc); its log ends:" >&2
+		echo "bench-demo: the run with $name did not pass (exit $rc); its log ends:" >&2
 		tail -n 20 "$tmp/$name.log" >&2
 		cp "$tmp/$name.log" "/tmp/kvss-bench-demo-$name.log" 2>/dev/null &&
-			echo "bench: demo: the whole log kept in /tmp/kvss-bench-demo-$name.log" >&2
+			echo "bench-demo: the whole log kept in /tmp/kvss-bench-demo-$name.log" >&2
 		exit 1
 	fi
 }
@@ -80,7 +88,7 @@ ahead=${BENCH_DEMO_AHEAD:-8}
 if [ "$ahead" != 0 ]; then
 	sed "s/^  ahead_of_pick = [0-9]*;/  ahead_of_pick = $ahead;/" "$dcfg" >"$tmp/ahead-driver.cfg"
 	grep -q "^  ahead_of_pick = $ahead;" "$tmp/ahead-driver.cfg" || {
-		echo "bench: demo: no 'ahead_of_pick = N;' line in $dcfg to change" >&2
+		echo "bench-demo: no 'ahead_of_pick = N;' line in $dcfg to change" >&2
 		exit 1
 	}
 	run ahead "$tmp/ahead-driver.cfg" "$s0cfg" "$s1cfg"
@@ -101,7 +109,7 @@ fio --name=l2 --filename="$f" --rw=write --bs="$slot" --size=$((slot * cols)) \
 	fio --name=l2 --filename="$f" --rw=randread --bs="$slot" --size=$((slot * cols)) \
 		--iodepth="$qd" --ioengine=io_uring --direct=1 --runtime=15 --time_based \
 		--output-format=json >"$tmp/fio.json" 2>/dev/null || {
-	echo "bench: demo: fio failed on $dir" >&2
+	echo "bench-demo: fio failed on $dir" >&2
 	exit 1
 }
 rm -f "$f"
@@ -125,6 +133,7 @@ hs, hd = both["hit_ratio"], dram["hit_ratio"]
 rate = read / ts
 print(f"bench: demo_both_tiers_seconds {ts:.1f} s (baseline {td:.1f} s, ratio {ts / td:.2f})")
 print(f"bench: demo_both_tiers_hit_ratio {hs:.4f} ratio (baseline {hd:.4f} ratio, ratio {hs / hd:.2f})")
+print(f"bench: note demo_both_tiers_hit_ratio is {hs - hd:+.4f} over DRAM alone (goal: at least +0.05)")
 print(f"bench: demo_l2_read_vs_fio {rate / 1e6:.1f} MB/s (baseline {fio / 1e6:.1f} MB/s, ratio {rate / fio:.3f})")
 print(f"demo: {both['requests']} requests; both tiers {ts:.1f} s, hit {hs:.4f} "
       f"({both['hit_tokens_l2']} tokens from the second tier), refill p50 {both['refill_p50_us'] / 1e3:.0f} ms, "

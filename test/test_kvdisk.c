@@ -277,7 +277,8 @@ Test(kvdisk, a_file_of_another_configuration_or_of_something_else_is_refused)
 	fprintf(f, "%08192d", 7);
 	fclose(f);
 	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)));
-	cr_assert(strstr(err, "not blank and not a kvss second tier") != NULL, "%s", err);
+	cr_assert(strstr(err, "holds data (not blank: its first nonzero byte is at ") != NULL &&
+		  strstr(err, "), not a kvss second tier: not formatted over") != NULL, "%s", err);
 	cr_assert_null(kvdisk_open("/dev/zero", &params, err, sizeof(err)));
 	cr_assert(strstr(err, "not a regular file or a block device") != NULL, "%s", err);
 }
@@ -838,8 +839,7 @@ Test(kvdisk, random_bytes_are_refused_and_format_takes_them)
 	errno = 0;
 	cr_assert_null(open_ok_or_null());
 	cr_assert_eq(errno, EEXIST);
-	cr_assert(strstr(err, "holds not blank and not a kvss second tier (its first nonzero byte "
-			      "is at") != NULL, "%s", err);
+	cr_assert(strstr(err, "holds data (not blank: its first nonzero byte is at") != NULL, "%s", err);
 	d = open_as(path, 0, true);
 	cr_assert_not_null(d, "%s", err);
 	cr_assert_eq(put_sync(d, 0, 1), 0);

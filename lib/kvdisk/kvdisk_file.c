@@ -243,7 +243,7 @@ kd_file_content(const uint8_t *head, size_t n, char *what, size_t cap)
 		;
 	if (i == n)
 		return NULL;
-	snprintf(what, cap, "not blank and not a kvss second tier (its first nonzero byte is at "
+	snprintf(what, cap, "data (not blank: its first nonzero byte is at "
 		 "%zu of the %zu read)", i, n);
 	return what;
 }
