@@ -701,13 +701,20 @@ kvss_driver_summary(void)
 		       s->model1_hit_tokens,
 		       s->prompt_tokens ? (double)s->model1_hit_tokens / (double)s->prompt_tokens : 0.0,
 		       s->hit_model0_only, s->hit_model1_only);
-	if (kvss.cfg.wafer.spec_tokens)
+	if (kvss.cfg.wafer.spec_tokens) {
+		/* With one model there is no draft: its share is said only when
+		 * there is one to have a share. */
+		char draft[48] = "";
+		if (kvss.cfg.driver.pc.num_models > 1)
+			snprintf(draft, sizeof(draft), "; %" PRIu64 " by the draft",
+				 s->spec_overwrites_draft);
 		printf("kvss: summary: speculative decoding (wafer.spec_tokens = %u, spec_reject_pct = %u, "
 		       "spec_seed = %" PRIu64 "): %" PRIu64 " rounds, %" PRIu64 " of %" PRIu64
 		       " proposals accepted; %" PRIu64 " rejected tokens evicted, then overwritten in "
-		       "place (every model; %" PRIu64 " by the draft)\n", kvss.cfg.wafer.spec_tokens,
+		       "place (every model%s)\n", kvss.cfg.wafer.spec_tokens,
 		       kvss.cfg.wafer.spec_reject_pct, kvss.cfg.wafer.spec_seed, s->spec_rounds,
-		       s->spec_accepted, s->spec_proposed, s->spec_overwrites, s->spec_overwrites_draft);
+		       s->spec_accepted, s->spec_proposed, s->spec_overwrites, draft);
+	}
 	if (kvss.cfg.driver.recompute_tokens_per_s)
 		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
 		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
