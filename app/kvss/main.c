@@ -339,7 +339,7 @@ main(int argc, char **argv)
 		   *docs = NULL,
 		   *prog = argv[0];
 	char err[512], name[512];
-	int ret, c, status = 0, driver_on = 0;
+	int ret, c, status = 0, driver_on = 0, driver_loaded = 0;
 
 	/* --help and --version work before EAL, which would otherwise want
 	 * devices and memory; so does a bare `kvss`, which would probe this
@@ -573,6 +573,19 @@ main(int argc, char **argv)
 	kvss.start_tsc = rte_get_tsc_cycles();
 	if (kvss_quitting())
 		goto out_eal;
+	/* The driver's requests before any port starts: a trace that does not
+	 * parse stops the program here, naming wafer.trace, not after its
+	 * memif ports connected to the shards (which then saw it go, and its
+	 * ports' teardown raced memif's interrupt thread). */
+	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
+		ret = kvss_driver_load();
+		if (ret != 0) {
+			status = ret == -2 ? 2 : 0; /* -3: a signal while it loaded */
+			kvss_driver_free();
+			goto out_eal;
+		}
+		driver_loaded = 1; /* freed at out_free, whatever stops the start */
+	}
 	kvss.pool = rte_pktmbuf_pool_create("kvss_pool", 8191, 256, 0,
 					    (uint16_t)(RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX),
 					    (int)rte_socket_id());
@@ -650,10 +663,8 @@ main(int argc, char **argv)
 			}
 		ret = kvss_driver_init();
 		if (ret != 0) {
-			/* 2: a configuration error; a signal while it loaded: 0 */
-			status = ret == -2 ? 2 : ret == -3 ? 0 : 1;
-			kvss_driver_free(); /* what it set up before it stopped */
-			goto out_free;
+			status = ret == -2 ? 2 : 1; /* 2: a configuration error */
+			goto out_free; /* where what it set up before it stopped is freed */
 		}
 		driver_on = 1;
 	}
@@ -721,22 +732,16 @@ main(int argc, char **argv)
 		if (__atomic_load_n(&kvss.quit, __ATOMIC_RELAXED) != 1)
 			status = kvss_driver_status();
 	}
-	{
-		/* memif: closing a port must not meet its peer's disconnect (portgate.c). */
-		int held = kvss_gate_wait(1000);
-
-		for (c = 0; c < RTE_MAX_ETHPORTS; c++)
-			if (kvss_port_started((uint16_t)c)) {
-				rte_eth_dev_stop((uint16_t)c);
-				rte_eth_dev_close((uint16_t)c);
-			}
-		if (held)
-			kvss_gate_leave();
-	}
+	kvss_ports_close();
 out_free:
+	/* And on the way out after a failure once ports started (a shard's
+	 * second tier that does not open, say): a port left started to EAL's
+	 * cleanup prints "Cannot close started device", which read as the
+	 * cause. */
+	kvss_ports_close();
 	kvss_gate_fini();
 	shard_l2_close(); /* the lcores have stopped: the tier thread drains, then ends */
-	if (driver_on)
+	if (driver_loaded)
 		kvss_driver_free();
 	rte_ring_free(kvss_me->ingest_to_refill);
 	rte_ring_free(kvss_me->refill_to_ingest);

@@ -29,6 +29,23 @@ kvss_port_started(uint16_t port)
 	return port < RTE_MAX_ETHPORTS && started[port];
 }
 
+void
+kvss_ports_close(void)
+{
+	/* memif: closing a port must not meet its peer's disconnect (portgate.c). */
+	int held = kvss_gate_wait(1000);
+	uint16_t c;
+
+	for (c = 0; c < RTE_MAX_ETHPORTS; c++)
+		if (started[c]) {
+			rte_eth_dev_stop(c);
+			rte_eth_dev_close(c);
+			started[c] = 0;
+		}
+	if (held)
+		kvss_gate_leave();
+}
+
 /*
  * Role all: the driver and its shards in one process, each shard joined to
  * the driver by a pair of rte_rings made into two ports (net_ring): what

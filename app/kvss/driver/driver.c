@@ -310,6 +310,17 @@ create_emulator(const struct kvss_config *cfg)
 }
 
 int
+kvss_driver_load(void)
+{
+	int ret;
+
+	memset(&drv, 0, sizeof(drv));
+	if ((ret = load_workload(&kvss.cfg)) != 0)
+		return ret == -3 ? -3 : -2; /* a signal; the configuration's trace */
+	return 0;
+}
+
+int
 kvss_driver_init(void)
 {
 	struct kvss_config *cfg = &kvss.cfg;
@@ -321,9 +332,6 @@ kvss_driver_init(void)
 	struct prefixcache_sink sink;
 	uint32_t max_entries = proto_evict_max_entries(cfg->mtu);
 	uint16_t m, i, k;
-	int ret;
-
-	memset(&drv, 0, sizeof(drv));
 	drv.hz = rte_get_tsc_hz();
 	drv.link.st = &drv.st;
 	drv.link.model_epoch = drv.model_epoch;
@@ -383,8 +391,6 @@ kvss_driver_init(void)
 		kvss_faults_init(&kvss.faults, kvss.pool);
 		kvss_faults_describe(stdout);
 	}
-	if ((ret = load_workload(cfg)) != 0)
-		return ret == -3 ? -3 : -2; /* a signal; the configuration's trace */
 	if (kvss.record_expect != NULL) {
 		drv.sink.expect = fopen(kvss.record_expect, "w");
 		if (drv.sink.expect == NULL) {

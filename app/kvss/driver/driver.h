@@ -111,9 +111,18 @@ struct kvss_drv_stats {
 };
 
 /**
- * Set up the driver (after the ports started): 0, or with a message
- * printed -2 (the configuration: its models, its trace), -3 (a signal
- * stopped the trace's load) or -1 (no memory).
+ * Load the driver's requests (wafer.trace, or the built-in workload),
+ * before any port starts: a trace that does not parse stops the program
+ * before the shards see it connect. 0, or with a message printed -2 (the
+ * trace), -3 (a signal stopped the load). Then kvss_driver_init(), or
+ * kvss_driver_free().
+ */
+int kvss_driver_load(void);
+
+/**
+ * Set up the driver (after kvss_driver_load() and the ports started): 0,
+ * or with a message printed -2 (the configuration: its models), or -1 (no
+ * memory).
  */
 int kvss_driver_init(void);
 
