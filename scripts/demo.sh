@@ -9,6 +9,8 @@
 # and a summary ending in one JSON line.
 #
 # usage: scripts/demo.sh [BUILD] [extra driver options...]
+# Paths in these variables are the caller's (a relative one too); each is
+# checked, with the other values, before anything starts (exit 2, naming it):
 #   KVSS_DEMO_TRACE=F   replay the trace F (Mooncake's format, README.md);
 #                       none: the built-in workload even where the public
 #                       trace is. Unset: the public trace where it is
@@ -46,14 +48,42 @@ case "${KVSS_DEMO_TRACE:-}" in
 "") ;;
 none) trace_opt=(--trace "") ;;
 *)
-	if [ ! -f "$KVSS_DEMO_TRACE" ]; then
+	if [ ! -e "$KVSS_DEMO_TRACE" ]; then
 		echo "demo: KVSS_DEMO_TRACE=$KVSS_DEMO_TRACE: no such file (a trace in Mooncake's format, or none)" >&2
+		exit 2
+	elif [ -d "$KVSS_DEMO_TRACE" ] || [ ! -f "$KVSS_DEMO_TRACE" ]; then
+		what=$( [ -d "$KVSS_DEMO_TRACE" ] && echo "a directory" || echo "a FIFO, socket or device")
+		echo "demo: KVSS_DEMO_TRACE=$KVSS_DEMO_TRACE: not a regular file ($what; a trace in Mooncake's format, or none)" >&2
 		exit 2
 	fi
 	case "$KVSS_DEMO_TRACE" in /*) MC=$KVSS_DEMO_TRACE ;; *) MC=$PWD/$KVSS_DEMO_TRACE ;; esac
 	trace_opt=(--trace "$MC")
 	;;
 esac
+# The other variables, checked before anything starts too: each names itself.
+demo_bad() {
+	echo "demo: $1" >&2
+	exit 2
+}
+case "${KVSS_DEMO_KEEP_L2:-0}" in 0 | 1) ;; *) demo_bad "KVSS_DEMO_KEEP_L2=$KVSS_DEMO_KEEP_L2: 0 or 1" ;; esac
+case "${KVSS_DEMO_REFILL_LCORE:-0}" in 0 | 1) ;; *) demo_bad "KVSS_DEMO_REFILL_LCORE=$KVSS_DEMO_REFILL_LCORE: 0 or 1" ;; esac
+. "$(dirname "$0")/env-lib.sh"
+KVSS_DEMO_STATS_WIDTH=${KVSS_DEMO_STATS_WIDTH:-300}
+env_whole demo KVSS_DEMO_STATS_WIDTH 1 999999
+# Paths the caller names are the caller's, relative ones too: the demo runs
+# from the checkout, and a relative KVSS_DEMO_L2_DIR once filled a directory
+# there with gigabytes of second tier.
+for v in KVSS_DEMO_L2_DIR KVSS_DEMO_JSON KVSS_DEMO_DRIVER_CFG KVSS_DEMO_SHARD0_CFG KVSS_DEMO_SHARD1_CFG; do
+	val=${!v:-}
+	case "$val" in "" | /*) ;; *) printf -v "$v" '%s' "$PWD/$val" ;; esac
+done
+for v in KVSS_DEMO_DRIVER_CFG KVSS_DEMO_SHARD0_CFG KVSS_DEMO_SHARD1_CFG; do
+	val=${!v:-}
+	[ -z "$val" ] || [ -f "$val" ] || demo_bad "$v=$val: no such file (a kvss configuration)"
+done
+if [ -n "${KVSS_DEMO_JSON:-}" ] && [ ! -d "$(dirname "$KVSS_DEMO_JSON")" ]; then
+	demo_bad "KVSS_DEMO_JSON=$KVSS_DEMO_JSON: its directory $(dirname "$KVSS_DEMO_JSON") is not there"
+fi
 cd "$(dirname "$0")/.."
 
 run=${KVSS_DEMO_TAG:-$$}
@@ -68,6 +98,9 @@ prefixes=("kvss_demo_s0_$run" "kvss_demo_s1_$run" "kvss_demo_drv_$run")
 first_error() {
 	local l
 	l=$(grep -m1 -E '^kvss: [^ ]+:[0-9]+: ' "$1")
+	# A configuration's value that fails (its file, then the key: the
+	# driver's trace that does not parse is 'CFG: wafer.trace: FILE:1: ...').
+	[ -z "$l" ] && l=$(grep -m1 -E '^kvss: [^ ]+\.cfg: [a-z_]+\.[a-z0-9_.]+: ' "$1")
 	[ -z "$l" ] && l=$(grep -v '^TELEMETRY:' "$1" | grep -m1 -iE 'error|fail|cannot|refus|missing|unknown|invalid')
 	[ -z "$l" ] && l=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
 	printf '%s' "${l:-(its log is empty)}"
@@ -207,7 +240,9 @@ for k in 0 1; do
 	fi
 done
 if [ -n "${KVSS_DEMO_JSON:-}" ]; then
-	grep '^{' "$tmp/driver.log" | tail -1 >"$KVSS_DEMO_JSON"
+	# Only a summary that is there: a run that wrote none leaves no empty file.
+	summary=$(grep '^{' "$tmp/driver.log" | tail -1)
+	[ -n "$summary" ] && printf '%s\n' "$summary" >"$KVSS_DEMO_JSON"
 fi
 # The shards' own account, after a clean stop.
 for k in 0 1; do

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # make demo (scripts/demo.sh) as a new user meets it, in short runs:
-#  - KVSS_DEMO_TRACE naming no file: one line naming the variable, exit 2,
-#    nothing started;
+#  - KVSS_DEMO_TRACE naming no file, or a directory, a switch or number
+#    that is not one, soak.sh's and soak-procs.sh's SEEDS that are not
+#    whole numbers: one line naming the variable, exit 2, nothing started;
 #  - a shard's configuration with a typo, then the driver's: the verdict's
 #    FAIL line gives the cause (the file, its line, the key), exit 2;
+#  - KVSS_DEMO_TRACE naming a file that is no trace: the FAIL line names
+#    the key, the file and its line, and the driver closes its ports;
 #  - KVSS_DEMO_TRACE=PATH (relative to the caller), a small trace written
 #    here, twice on one second tier: the verdict says what the shards found
 #    in it (empty, then the columns the first run left), what bounds the
@@ -36,6 +39,31 @@ rc=$?
 check "no trace: exit 2 (got $rc)" test $rc -eq 2
 check "no trace: one line, naming KVSS_DEMO_TRACE" \
 	bash -c "[ \$(wc -l <'$tmp/notrace.log') = 1 ] && grep -q '^demo: KVSS_DEMO_TRACE=$tmp/nonexistent.jsonl: no such file' '$tmp/notrace.log'"
+
+# 1a. The runners' other variables, checked before anything starts (exit 2,
+#     one line naming the variable): a number that is not one (bash
+#     arithmetic on SEEDS='s[$(touch F)]' ran the command), a trace that is
+#     a directory, a switch that is neither 0 nor 1.
+for s in soak soak-procs; do
+	for v in 0 -1 abc 1.5 "s[\$(touch $tmp/PWNED)]*0"; do
+		env SEEDS="$v" timeout 20 scripts/$s.sh "$BUILD" >"$tmp/seeds.log" 2>&1
+		rc=$?
+		check "$s SEEDS='$v': exit 2, naming SEEDS (got $rc)" \
+			sh -c "[ $rc -eq 2 ] && [ \$(wc -l <'$tmp/seeds.log') = 1 ] && grep -q '^$s: SEEDS=.*: a whole number from 1 to' '$tmp/seeds.log'"
+	done
+done
+check "SEEDS is never evaluated (no file made)" test ! -e "$tmp/PWNED"
+mkdir -p "$tmp/adir"
+demo "$tmp/dirtrace.log" KVSS_DEMO_TRACE="$tmp/adir"
+rc=$?
+check "KVSS_DEMO_TRACE a directory: exit 2, one line saying so (got $rc)" \
+	sh -c "[ $rc -eq 2 ] && [ \$(wc -l <'$tmp/dirtrace.log') = 1 ] && grep -q 'KVSS_DEMO_TRACE=$tmp/adir: not a regular file (a directory' '$tmp/dirtrace.log'"
+for kv in KVSS_DEMO_KEEP_L2=yes KVSS_DEMO_STATS_WIDTH=abc KVSS_DEMO_SHARD0_CFG=nonexistent.cfg; do
+	demo "$tmp/var.log" "$kv" KVSS_DEMO_TRACE=none
+	rc=$?
+	check "$kv: exit 2 before anything starts, naming it (got $rc)" \
+		sh -c "[ $rc -eq 2 ] && [ \$(wc -l <'$tmp/var.log') = 1 ] && grep -q '^demo: ${kv%%=*}=' '$tmp/var.log'"
+done
 
 # 1b. The fault injector on (--faults, passed to the driver): a run that
 #     exits 0 with protocol errors says what the faults cost, never "no
@@ -69,6 +97,20 @@ check "bad driver: the FAIL line gives the cause" \
 	grep -q "^demo: FAIL: .*: kvss: $tmp/driver.cfg:[0-9]*: wafer\.limt: unknown key" "$tmp/baddrv.log"
 [ "$fail" -eq 0 ] || tail -n 5 "$tmp/baddrv.log"
 
+# 3b. A trace that is a file but not a trace: the driver stops after its
+#     ports started. The cause is the trace's line (the key, the file, its
+#     line), not what DPDK says of the ports it left started (it said
+#     'FAIL: ... Cannot close started device (port 0)').
+printf 'root:x:0:0:root:/root:/bin/bash\n' >"$tmp/notatrace.jsonl"
+demo "$tmp/badtrace.log" KVSS_DEMO_TRACE="$tmp/notatrace.jsonl"
+rc=$?
+check "not a trace: exit 2 (got $rc)" test $rc -eq 2
+check "not a trace: the FAIL line names the key, the file and its line" \
+	grep -q "^demo: FAIL: .*: kvss: config/memif-driver.cfg: wafer\.trace: $tmp/notatrace.jsonl:1: " "$tmp/badtrace.log"
+check "not a trace: the driver closes the ports it started" \
+	sh -c "! grep -q 'Cannot close started device' '$tmp/badtrace.log'"
+[ "$fail" -eq 0 ] || tail -n 8 "$tmp/badtrace.log"
+
 # 4. A trace of this test's (Mooncake's format: 160 requests of 17 blocks
 #    of 512 tokens, the first 3 shared by all: 1.4M tokens, more than the
 #    demo's DRAM), named relative to the caller's directory, twice on one
@@ -82,8 +124,10 @@ with open(sys.argv[1], "w") as f:
                             "output_length": 16, "hash_ids": ids}) + "\n")
 EOF
 for run in 1 2; do
-	(cd "$tmp" && env KVSS_DEMO_TAG="$tag" KVSS_DEMO_TRACE=small.jsonl KVSS_DEMO_L2_DIR="$tmp/l2" \
-		timeout 300 "$OLDPWD/scripts/demo.sh" "$BUILD" >"$tmp/small$run.log" 2>&1)
+	# Both paths relative to the caller's directory, as a user names them.
+	(cd "$tmp" && env KVSS_DEMO_TAG="$tag" KVSS_DEMO_TRACE=small.jsonl KVSS_DEMO_L2_DIR=l2 \
+		KVSS_DEMO_JSON=small$run.json timeout 300 "$OLDPWD/scripts/demo.sh" "$BUILD" \
+		>"$tmp/small$run.log" 2>&1)
 	rc=$?
 	check "trace, run $run: PASS, exit 0 (got $rc)" \
 		bash -c "[ $rc = 0 ] && grep -q '^demo: PASS: 160 requests' '$tmp/small$run.log'"
@@ -94,6 +138,10 @@ check "trace, run 1: the second tiers were empty, as the shards found them" \
 	grep -q "^demo: hits by tier: .* second tiers empty at the start (0 columns kept)$" "$tmp/small1.log"
 check "trace, run 2: warm, with the columns the shards found" \
 	grep -q "^demo: hits by tier: .* second tiers warm: [1-9][0-9]* columns kept from an earlier run$" "$tmp/small2.log"
+check "trace: KVSS_DEMO_L2_DIR=l2 is the caller's ($tmp/l2), not the checkout's" \
+	sh -c "ls '$tmp/l2' | grep -q '\.l2\$' && [ ! -e l2 ]"
+check "trace: KVSS_DEMO_JSON=small1.json is the caller's too" \
+	python3 -c "import json; json.load(open('$tmp/small1.json'))"
 grep "^demo: hits by tier" "$tmp/small1.log" "$tmp/small2.log"
 [ "$fail" -eq 0 ] || tail -n 5 "$tmp/small1.log" "$tmp/small2.log"
 
