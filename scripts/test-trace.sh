@@ -182,6 +182,35 @@ check "--l2-dir: from L2, 10" test "$(l2lib hit_tokens_l2)" = 10
 check "--l2-dir: no protocol error, no wrong byte" \
 	test "$(l2lib protocol_errors)$(l2lib verify_failures)" = 00
 check "--l2-dir: its L2 files are gone" test -z "$(ls "$tmp" | grep kvss_replay_l2)"
+# Of its two L2 deletes, a put takes the first one's slot (its write is the
+# clear, no header written). A replay that writes every waiting delete
+# before each read, as a shard does not, absorbs none.
+check "--l2-dir: 2 L2 deletes, 1 absorbed by a put" \
+	test "$(l2lib l2_deletes) $(l2lib l2_deletes_absorbed)" = "2 1"
+# Refused before anything runs, exit 2, nothing on stdout (the main replay
+# once ran first and its JSON ended half written): an --l2-dir with no
+# --l2, empty (it wrote into /), a file, /tmp; an --l2 of inf (it read as
+# no second tier) or 0; lists with an empty entry (they were skipped).
+: >"$tmp/afile"
+while IFS='|' read -r what args; do
+	eval "\"\$T\" --trace \"\$tmp/mc4.jsonl\" --capacity 10 --block-tokens 10 --column 5 --json $args" \
+		>"$tmp/refused.out" 2>"$tmp/refused.err"
+	rc=$?
+	check "refused: $what: exit 2, no stdout, one line (got $rc)" \
+		sh -c "[ $rc -eq 2 ] && [ ! -s '$tmp/refused.out' ] && [ \$(wc -l <'$tmp/refused.err') = 1 ]"
+	[ "$fail" -eq 0 ] || cat "$tmp/refused.err"
+done <<EOF2
+--l2-dir without --l2|--l2-dir "\$tmp"
+--l2-dir ''|--l2 10 --l2-dir ''
+--l2-dir a file|--l2 10 --l2-dir "\$tmp/afile"
+--l2-dir /tmp|--l2 10 --l2-dir /tmp
+--l2 inf|--l2 inf
+--l2 10,0|--l2 10,0
+--capacity 10, (a trailing comma)|--capacity 10,
+--policy lru,,slru|--policy lru,,slru
+--l2-admit ,all|--l2 10 --l2-admit ,all
+EOF2
+check "refused: no L2 file made in /" sh -c "! ls / | grep -q kvss_replay_l2"
 # A disk slower than the wafer (1 MiB tokens at 1 GB/s against 1e6 tokens/s
 # computed): neither takes its L2 hits, both count them.
 "$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json --no-minus-one \

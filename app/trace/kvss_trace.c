@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fleet.h"
+#include "kvdisk.h"
 #include "replay.h"
 #include "oracle.h"
 #include "route.h"
@@ -34,11 +35,24 @@
  * A list of token counts ("1e6,3M,inf") into @p v (16 at most; inf: 0).
  * @return 0, or -1 with the entry refused (or why) in @p why.
  */
+/* A comma-separated list with an empty entry ("1e6,", ",lru", "a,,b"): refused, not skipped. */
+static bool
+list_hole(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && (s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,") != NULL);
+}
+
 static int
 parse_capacities(const char *s, uint64_t *v, unsigned int *n, char *why, size_t whylen)
 {
 	char buf[512], *tok, *save = NULL;
 
+	if (list_hole(s)) {
+		snprintf(why, whylen, "'%s' has an empty entry", s);
+		return -1;
+	}
 	if (strlen(s) >= sizeof(buf)) {
 		snprintf(why, whylen, "a list of %zu bytes or more", sizeof(buf));
 		return -1;
@@ -303,11 +317,24 @@ main(int argc, char **argv)
 				fprintf(stderr, "kvss-trace: --l2: %s\n", err);
 				return 2;
 			}
+			for (pi = 0; pi < o.nl2; pi++)
+				if (o.l2[pi] == 0) {
+					/* inf is 0 in a capacity list: here it read as no second tier. */
+					fprintf(stderr, "kvss-trace: --l2: %s: a second tier of a positive, "
+							"finite number of tokens (leave --l2 out for none)\n",
+						optarg);
+					return 2;
+				}
 			break;
 		case 'A': {
 			char buf[64], *tok, *save = NULL;
 			unsigned int a;
 
+			if (list_hole(optarg) || strlen(optarg) >= sizeof(buf)) {
+				fprintf(stderr, "kvss-trace: --l2-admit: '%s': a list of all, seen2, short\n",
+					optarg);
+				return 2;
+			}
 			snprintf(buf, sizeof(buf), "%s", optarg);
 			o.l2_admit = 0;
 			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
@@ -351,6 +378,11 @@ main(int argc, char **argv)
 		case 'p': {
 			char buf[128], *tok, *save = NULL;
 
+			if (list_hole(optarg) || strlen(optarg) >= sizeof(buf)) {
+				fprintf(stderr, "kvss-trace: --policy: '%s' has an empty entry or is too "
+						"long (a list of policies)\n", optarg);
+				return 2;
+			}
 			snprintf(buf, sizeof(buf), "%s", optarg);
 			o.npol = 0;
 			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
@@ -539,6 +571,19 @@ main(int argc, char **argv)
 			  "built-in workload)"
 			: "--trace and --generate: one or the other");
 		return 2;
+	}
+	if (o.l2_dir != NULL) {
+		/* Checked now, not after the main replay has run (its JSON then
+		 * ended half written). */
+		if (o.nl2 == 0) {
+			fprintf(stderr, "kvss-trace: --l2-dir: needs --l2 N (the second tier to keep "
+					"in its files)\n");
+			return 2;
+		}
+		if (kvdisk_dir_check(o.l2_dir, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss-trace: --l2-dir '%s': %s\n", o.l2_dir, err);
+			return 2;
+		}
 	}
 	if (o.documents > 0 && o.trace != NULL) {
 		fprintf(stderr, "kvss-trace: --documents: the built-in workload's library, only with "

@@ -269,6 +269,9 @@ replay_create(const struct replay_params *p)
 			 p->l2_dir, (int)getpid(), nl2++, mi);
 		unlink(r->l2path[mi]);
 		r->l2[mi] = kvdisk_open(r->l2path[mi], &kp, err, sizeof(err));
+		/* Open, its name is not needed: gone now, the file goes with the
+		 * process however it ends (a signal left 128 MB files behind). */
+		unlink(r->l2path[mi]);
 		if (r->l2[mi] == NULL) {
 			fprintf(stderr, "replay: the second tier: %s\n", err);
 			goto fail;
@@ -370,11 +373,14 @@ replay_stats(const struct replay *r, struct replay_stats *st)
 	*st = r->st;
 	st->unaccounted_tokens = 0;
 	st->l2_columns = 0;
+	st->l2_deletes = st->l2_deletes_absorbed = 0;
 	for (m = 0; m < r->p.pc.num_models; m++)
 		if (r->l2[m] != NULL) {
 			struct kvdisk_stats ks;
 
 			kvdisk_stats(r->l2[m], &ks);
+			st->l2_deletes += ks.dels;
+			st->l2_deletes_absorbed += ks.dels_absorbed;
 			for (c = 0; c < r->p.pc.model[m].num_caches; c++)
 				st->l2_columns += ks.stored[c];
 		}

@@ -41,6 +41,8 @@ struct replay_stats {
 	uint64_t unaccounted_tokens;
 	/** The second tier: tokens written to and read from the L2 files, columns it holds. */
 	uint64_t l2_written_tokens, l2_read_tokens, l2_columns;
+	/** Its deletes, and of them those a put's write cleared (no header written). */
+	uint64_t l2_deletes, l2_deletes_absorbed;
 };
 
 struct replay;

@@ -8,14 +8,21 @@
 
 /* ---- The emulated shards' second tier ------------------------------------------ */
 
-/* Until every L2 operation asked has finished: -1 when one failed. */
+/*
+ * Until every L2 operation asked has finished: -1 when one failed. Deletes
+ * kvdisk defers (waiting for a put to take their slot, which then writes
+ * no header of its own) are not waited for: as on a shard, they are
+ * written when a put takes the slot, when they are due, or at close.
+ * Polling with wait while only they are out would write them at once, and
+ * the replay's second tier would absorb none.
+ */
 int
 replay_l2_settle(struct replay *r, struct kvdisk *d)
 {
 	struct kvdisk_done done[32];
 	int bad = 0;
 
-	while (kvdisk_inflight(d) > 0) {
+	while (kvdisk_inflight(d) > kvdisk_deferred(d)) {
 		unsigned int n = kvdisk_poll(d, done, 32, true), i;
 
 		for (i = 0; i < n; i++)
@@ -82,21 +89,29 @@ static int
 l2_read(struct replay *r, struct kvdisk *d, const struct prefixcache_l2col *c, uint8_t *out)
 {
 	struct kvdisk_done done[32];
+	bool got = false;
 	int found = -1;
 
 	if (replay_l2_settle(r, d) != 0 || kvdisk_get(d, c->cache_id, c->key, c->isolation_id, 1) != 0) {
 		r->st.protocol_errors++;
 		return -1;
 	}
-	while (kvdisk_inflight(d) > 0) {
+	/* Until the read's answer (deferred deletes stay deferred, as above). */
+	while (!got && kvdisk_inflight(d) > kvdisk_deferred(d)) {
 		unsigned int n = kvdisk_poll(d, done, 32, true), i;
 
-		for (i = 0; i < n; i++)
-			if (done[i].type == KVDISK_GET && done[i].status == 0 &&
-			    done[i].len == c->tokens * r->p.bytes_per_token) {
+		for (i = 0; i < n; i++) {
+			if (done[i].type != KVDISK_GET) {
+				if (done[i].status != 0)
+					r->st.protocol_errors++;
+				continue;
+			}
+			got = true;
+			if (done[i].status == 0 && done[i].len == c->tokens * r->p.bytes_per_token) {
 				memcpy(out, done[i].data, done[i].len);
 				found = 0;
 			}
+		}
 	}
 	if (found != 0)
 		r->st.protocol_errors++;

@@ -108,6 +108,7 @@ struct result {
 	unsigned int peak_window_s;
 	/* With the driver's second tier (run_l2). */
 	uint64_t l2_hit, l2_down, l2_read, l2_slower;
+	uint64_t l2_dels, l2_dels_absorbed; /* the L2 files' deletes; absorbed by a put */
 };
 
 /* The admission rules' names (tier2.h's order). */

@@ -198,11 +198,12 @@ print_l2(const struct opts *o, const struct workload *wl, const struct oracle_bl
 					printf(", \"library\": {\"hit_ratio\": %.4f, \"hit_tokens\": %" PRIu64
 					       ", \"hit_tokens_l2\": %" PRIu64 ", \"l2_written_tokens\": %" PRIu64
 					       ", \"l2_read_tokens\": %" PRIu64 ", \"recompute_faster_tokens\": %" PRIu64
+					       ", \"l2_deletes\": %" PRIu64 ", \"l2_deletes_absorbed\": %" PRIu64
 					       ", \"protocol_errors\": %" PRIu64
 					       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.1f}",
 					       lib.input ? (double)lib.hit / (double)lib.input : 0, lib.hit,
-					       lib.l2_hit, lib.l2_down, lib.l2_read, lib.l2_slower, lib.perr,
-					       lib.vfail, lib.wall);
+					       lib.l2_hit, lib.l2_down, lib.l2_read, lib.l2_slower, lib.l2_dels,
+					       lib.l2_dels_absorbed, lib.perr, lib.vfail, lib.wall);
 				printf("}");
 			} else {
 				printf("%-12s L2 %" PRIu64 " tokens (admit %s): hit ratio %.4f (L1 %.4f, L2 "

@@ -344,6 +344,8 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 		res->l2_hit += ps.l2_hit_tokens;
 		res->l2_down += ps.l2_down_tokens;
 		res->l2_read += rs.l2_read_tokens;
+		res->l2_dels += rs.l2_deletes;
+		res->l2_dels_absorbed += rs.l2_deletes_absorbed;
 		res->l2_slower += ps.l2_recompute_faster_tokens;
 		if (rs.max_stored > cap && !(o->draft && (o->draft_cap == 0 || rs.max_stored <= o->draft_cap)))
 			res->perr++;

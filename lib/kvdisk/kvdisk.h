@@ -144,6 +144,15 @@ struct kvdisk;
  */
 struct kvdisk *kvdisk_open(const char *path, const struct kvdisk_params *p, char *err,
 			   size_t errlen);
+
+/**
+ * May a second tier's file be made in directory @p dir (the check
+ * kvdisk_open() makes of a new file's directory: this user's or root's,
+ * writable by no one else)? For a caller that makes files there later and
+ * would rather refuse the directory at its start. 0, or -1 with why in
+ * @p err.
+ */
+int kvdisk_dir_check(const char *dir, char *err, size_t errlen);
 void kvdisk_close(struct kvdisk *d);
 
 /** Does it use O_DIRECT (false: the file system refused it; the page cache is used)? */

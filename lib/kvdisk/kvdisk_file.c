@@ -73,6 +73,25 @@ dir_check(int dfd, const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+int
+kvdisk_dir_check(const char *dir, char *err, size_t errlen)
+{
+	int dfd, rc;
+
+	if (dir[0] == '\0') {
+		snprintf(err, errlen, "an empty name: give a directory");
+		return -1;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(err, errlen, "cannot open the directory: %s", strerror(errno));
+		return -1;
+	}
+	rc = dir_check(dfd, dir, err, errlen);
+	close(dfd);
+	return rc;
+}
+
 /* A regular file already there: this user's, writable by no one else, one link; then 0600. */
 static int
 file_check(int fd, const struct stat *st, char *err, size_t errlen)
