@@ -189,6 +189,20 @@ static struct bad_line bad_lines[] = {
 	{"{\"tokens\": [1], \"output_length\": \"many\"}", ":1: output_length: want a whole number"},
 	{"{\"hash_ids\": [-1], \"input_length\": 5}", ":1: hash_ids: want an array of whole numbers"},
 	{"{\"tokens\": [1], \"org\": 7}", ":1: org: want a name in quotes"},
+	/* Not one JSON object: each was taken for a request. */
+	{"{\"tokens\": [1, 2]", ":1: an object with no end"},
+	{"{\"tokens\": [1, 2]} trailing", ":1: more after the object's end"},
+	{"{\"tokens\": [1, 2]}}", ":1: more after the object's end"},
+	{"{\"tokens\": [1, 2}", ":1: a closing bracket that does not match"},
+	{"{\"tokens\": [1, 2], \"org\": \"acme}", ":1: a string with no closing quote"},
+	{"[1, 2]", ":1: not a JSON object"},
+	{"hello", ":1: not a JSON object"},
+	{"{\"tokens\": [1, 2,]}", ":1: tokens: want an array of token ids"},
+	/* input_length: what is wrong with it, not 'does not match' for all. */
+	{"{\"hash_ids\": [1], \"input_length\": -5}", ":1: input_length: want a whole number"},
+	{"{\"hash_ids\": [1], \"input_length\": 100.5}", ":1: input_length: want a whole number"},
+	{"{\"hash_ids\": [1], \"tokens\": [1]}", ":1: input_length: missing"},
+	{"{\"hash_ids\": [1, 2], \"input_length\": 5}", ":1: input_length 5 does not match hash_ids (2 blocks"},
 };
 
 ParameterizedTestParameters(workload, a_value_it_cannot_use_is_refused_with_line_and_field)

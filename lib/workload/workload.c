@@ -36,6 +36,42 @@ string_end(const char *p)
 }
 
 /*
+ * Is @p line one JSON object and nothing after it, its brackets matched
+ * outside strings? NULL, or what is wrong. The fields are then read by key
+ * (json_key); without this, '{...} garbage', '{...}}', '{... "a": [1' and a
+ * line with no closing brace were taken for requests.
+ */
+static const char *
+json_shape(const char *line)
+{
+	char open[64];
+	unsigned int depth = 0;
+	const char *p = skip_ws(line);
+
+	if (*p != '{')
+		return "not a JSON object (each line is one {...})";
+	for (; *p != '\0'; p++) {
+		if (*p == '"') {
+			const char *e = string_end(p);
+
+			if (e == NULL)
+				return "a string with no closing quote";
+			p = e - 1;
+		} else if (*p == '{' || *p == '[') {
+			if (depth == sizeof(open))
+				return "nested more than 64 deep";
+			open[depth++] = *p;
+		} else if (*p == '}' || *p == ']') {
+			if (depth == 0 || open[depth - 1] != (*p == '}' ? '{' : '['))
+				return "a closing bracket that does not match";
+			if (--depth == 0)
+				return *skip_ws(p + 1) == '\0' ? NULL : "more after the object's end";
+		}
+	}
+	return "an object with no end";
+}
+
+/*
  * Find "key": among the top-level keys of the object on @p line (a key of
  * an object nested in it is not the request's); return the value's start,
  * or NULL.
@@ -138,9 +174,9 @@ json_u64_array(const char *line, const char *key, uint64_t max, uint64_t **out, 
 		}
 		(*n)++;
 		p = skip_ws(end);
-		if (*p == ',')
+		if (*p == ',' && *skip_ws(p + 1) != ']')
 			p = skip_ws(p + 1);
-		else if (*p != ']') {
+		else if (*p != ']') { /* a comma before the ']' too: [1, 2,] is not JSON */
 			free(a);
 			return -EINVAL;
 		}
@@ -244,6 +280,14 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 				 lineno, max_requests);
 			goto bad;
 		}
+		{
+			const char *why = json_shape(line);
+
+			if (why != NULL) {
+				snprintf(err, errlen, "%s:%lu: %s", path, lineno, why);
+				goto bad;
+			}
+		}
 		/* Each field: absent (its default), or what it says, or an error
 		 * naming the line and the field: never a default for a bad value. */
 		rc = json_u64(line, "timestamp", WL_MAX_TS_MS, &q.ts_ms);
@@ -267,10 +311,16 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 		if (rc == 0) {
 			uint64_t in;
 
-			if (json_u64(line, "input_length", WL_MAX_TOKENS, &in) != 0 ||
-			    in > (uint64_t)nids * block || (nids > 0 && in <= (uint64_t)(nids - 1) * block)) {
-				snprintf(err, errlen, "%s:%lu: input_length does not match hash_ids",
-					 path, lineno);
+			rc = json_u64(line, "input_length", WL_MAX_TOKENS, &in);
+			if (rc == -ENOENT)
+				FIELD_BAD("input_length", "missing: hash_ids need it (the prompt's tokens)");
+			if (rc != 0)
+				FIELD_BAD("input_length", "want a whole number of tokens, 0 to 2^24");
+			if (in > (uint64_t)nids * block || (nids > 0 && in <= (uint64_t)(nids - 1) * block)) {
+				snprintf(err, errlen, "%s:%lu: input_length %" PRIu64 " does not match "
+					 "hash_ids (%zu blocks of %u tokens: more than %" PRIu64
+					 ", at most %" PRIu64 ")", path, lineno, in, nids, block,
+					 nids > 0 ? (uint64_t)(nids - 1) * block : 0, (uint64_t)nids * block);
 				goto bad;
 			}
 			q.n = (uint32_t)in;
