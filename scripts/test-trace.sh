@@ -187,6 +187,16 @@ check "--l2-dir: its L2 files are gone" test -z "$(ls "$tmp" | grep kvss_replay_
 # before each read, as a shard does not, absorbs none.
 check "--l2-dir: 2 L2 deletes, 1 absorbed by a put" \
 	test "$(l2lib l2_deletes) $(l2lib l2_deletes_absorbed)" = "2 1"
+# A trace shorter than 10 s: its L2 line's busiest window is the whole
+# trace, so its busiest rate is its mean (it said "busiest 10 s", below the
+# mean: by whole seconds over more seconds than the span).
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --no-minus-one --l2 10 \
+	>"$tmp/l2short" 2>/dev/null
+check "a short trace: the L2 line's busiest is its window, at least its mean" python3 - "$tmp/l2short" <<'EOF2'
+import re, sys
+m = re.search(r"tokens/s written (\d+), busiest (\d+) s (\d+)", open(sys.argv[1]).read())
+sys.exit(0 if m and int(m.group(2)) < 10 and int(m.group(3)) >= int(m.group(1)) > 0 else 1)
+EOF2
 # Refused before anything runs, exit 2, nothing on stdout (the main replay
 # once ran first and its JSON ended half written): an --l2-dir with no
 # --l2, empty (it wrote into /), a file, /tmp; an --l2 of inf (it read as

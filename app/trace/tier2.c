@@ -176,6 +176,15 @@ tier2_run(const struct oracle_blocks *a, const struct tier2_params *p, struct ti
 	r->written_peak = busiest_10s(t.wsec, t.nsec);
 	r->read_peak = busiest_10s(t.rsec, t.nsec);
 	r->seconds = (double)(last_ms - t.first_ms) / 1000;
+	r->peak_window_s = t.nsec < 10 ? (unsigned int)t.nsec : 10;
+	if (t.nsec <= 10) {
+		/* The window is the whole trace: its busiest is its mean, over the
+		 * span the mean is given over (by whole seconds it read below it). */
+		double s = r->seconds > 0 ? r->seconds : 1;
+
+		r->written_peak = (double)r->written / s;
+		r->read_peak = (double)r->read / s;
+	}
 	rc = 0;
 out:
 	lru_fini(&t.l1);

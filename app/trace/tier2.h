@@ -56,7 +56,8 @@ struct tier2_result {
 	uint64_t input, hit_l1, hit_l2; /**< tokens, under the replay rule */
 	uint64_t recompute_faster;	/**< L2 hit tokens not taken: computing was faster */
 	uint64_t written, read;		/**< L2 tokens written (went down), read (came up) */
-	double written_peak, read_peak; /**< tokens per second over the busiest 10 s */
+	double written_peak, read_peak; /**< tokens per second over the busiest peak_window_s */
+	unsigned int peak_window_s;	/**< 10, or the trace's whole span when shorter */
 	double seconds;			/**< the trace's span */
 };
 

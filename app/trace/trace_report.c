@@ -208,11 +208,11 @@ print_l2(const struct opts *o, const struct workload *wl, const struct oracle_bl
 			} else {
 				printf("%-12s L2 %" PRIu64 " tokens (admit %s): hit ratio %.4f (L1 %.4f, L2 "
 				       "%.4f), %" PRIu64 " L2 hit tokens recomputed (faster); L2 written %"
-				       PRIu64 ", read %" PRIu64 " tokens; tokens/s written %.0f, busiest 10 s "
+				       PRIu64 ", read %" PRIu64 " tokens; tokens/s written %.0f, busiest %u s "
 				       "%.0f; read %.0f, busiest %.0f\n", "", o->l2[i], admit_names[a], hr,
 				       r.input ? (double)r.hit_l1 / (double)r.input : 0,
 				       r.input ? (double)r.hit_l2 / (double)r.input : 0, r.recompute_faster,
-				       r.written, r.read, (double)r.written / s, r.written_peak,
+				       r.written, r.read, (double)r.written / s, r.peak_window_s, r.written_peak,
 				       (double)r.read / s, r.read_peak);
 				if (o->l2_dir != NULL && o->l2[i] > 0)
 					printf("%-12s   the driver library with its shards' L2 files: hit ratio "
