@@ -70,6 +70,8 @@ case "${KVSS_DEMO_REFILL_LCORE:-0}" in 0 | 1) ;; *) demo_bad "KVSS_DEMO_REFILL_L
 . "$(dirname "$0")/env-lib.sh"
 KVSS_DEMO_STATS_WIDTH=${KVSS_DEMO_STATS_WIDTH:-300}
 env_whole demo KVSS_DEMO_STATS_WIDTH 1 999999
+[ -n "${KVSS_DEMO_LIMIT+set}" ] && env_whole demo KVSS_DEMO_LIMIT 1 100000000
+[ -n "${KVSS_DEMO_DOCUMENTS+set}" ] && env_whole demo KVSS_DEMO_DOCUMENTS 0 1000000
 # Paths the caller names are the caller's, relative ones too: the demo runs
 # from the checkout, and a relative KVSS_DEMO_L2_DIR once filled a directory
 # there with gigabytes of second tier.
@@ -209,7 +211,7 @@ fi
 [ -n "$kept" ] && [ "${kept#* }" != 0 ] && l2_state="$l2_state, ${kept#* } dropped (checksum)"
 echo "demo: second tiers $l2_state${kept:+, in $l2_where}"
 drv=(--config "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" --poll idle "${trace_opt[@]}")
-[ -n "${KVSS_DEMO_LIMIT:-}" ] && drv+=(--limit "$KVSS_DEMO_LIMIT")
+[ -n "${KVSS_DEMO_LIMIT+set}" ] && drv+=(--limit "$KVSS_DEMO_LIMIT")
 # Without the trace, a workload whose reuse DRAM alone cannot hold (a trace
 # replayed ignores it).
 drv+=(--documents "${KVSS_DEMO_DOCUMENTS-300}")

@@ -58,7 +58,8 @@ demo "$tmp/dirtrace.log" KVSS_DEMO_TRACE="$tmp/adir"
 rc=$?
 check "KVSS_DEMO_TRACE a directory: exit 2, one line saying so (got $rc)" \
 	sh -c "[ $rc -eq 2 ] && [ \$(wc -l <'$tmp/dirtrace.log') = 1 ] && grep -q 'KVSS_DEMO_TRACE=$tmp/adir: not a regular file (a directory' '$tmp/dirtrace.log'"
-for kv in KVSS_DEMO_KEEP_L2=yes KVSS_DEMO_STATS_WIDTH=abc KVSS_DEMO_SHARD0_CFG=nonexistent.cfg; do
+for kv in KVSS_DEMO_KEEP_L2=yes KVSS_DEMO_STATS_WIDTH=abc KVSS_DEMO_SHARD0_CFG=nonexistent.cfg \
+	KVSS_DEMO_LIMIT=0 KVSS_DEMO_LIMIT=20abc KVSS_DEMO_DOCUMENTS= KVSS_DEMO_DOCUMENTS=-1; do
 	demo "$tmp/var.log" "$kv" KVSS_DEMO_TRACE=none
 	rc=$?
 	check "$kv: exit 2 before anything starts, naming it (got $rc)" \
