@@ -98,19 +98,35 @@ check "bad driver: the FAIL line gives the cause" \
 	grep -q "^demo: FAIL: .*: kvss: $tmp/driver.cfg:[0-9]*: wafer\.limt: unknown key" "$tmp/baddrv.log"
 [ "$fail" -eq 0 ] || tail -n 5 "$tmp/baddrv.log"
 
-# 3b. A trace that is a file but not a trace: the driver stops after its
-#     ports started. The cause is the trace's line (the key, the file, its
-#     line), not what DPDK says of the ports it left started (it said
-#     'FAIL: ... Cannot close started device (port 0)').
+# 3b. A trace that is a file but not a trace: the driver reads it before
+#     any port starts (it read it after: its ports left started to EAL's
+#     cleanup, the verdict said 'FAIL: ... Cannot close started device
+#     (port 0)'). The cause is the trace's line (the key, the file, its
+#     line).
 printf 'root:x:0:0:root:/root:/bin/bash\n' >"$tmp/notatrace.jsonl"
 demo "$tmp/badtrace.log" KVSS_DEMO_TRACE="$tmp/notatrace.jsonl"
 rc=$?
 check "not a trace: exit 2 (got $rc)" test $rc -eq 2
 check "not a trace: the FAIL line names the key, the file and its line" \
 	grep -q "^demo: FAIL: .*: kvss: config/memif-driver.cfg: wafer\.trace: $tmp/notatrace.jsonl:1: " "$tmp/badtrace.log"
-check "not a trace: the driver closes the ports it started" \
+check "not a trace: nothing said of ports left started" \
 	sh -c "! grep -q 'Cannot close started device' '$tmp/badtrace.log'"
 [ "$fail" -eq 0 ] || tail -n 8 "$tmp/badtrace.log"
+
+# 3c. A shard that stops after its port started: its second tier's
+#     directory is writable by others. The FAIL line names shard.l2 and
+#     why (it named 'port 0 (net_memif) started': a key with a digit was
+#     passed over), and the shard stops and closes the port it started.
+mkdir -p "$tmp/open"
+chmod 0777 "$tmp/open"
+demo "$tmp/openl2.log" KVSS_DEMO_L2_DIR="$tmp/open" KVSS_DEMO_TRACE=none
+rc=$?
+check "L2 dir writable by others: exit 1, a shard did not start (got $rc)" test $rc -eq 1
+check "L2 dir writable by others: the FAIL line names shard.l2 and why" \
+	grep -q "^demo: FAIL: shard 0 did not start: kvss: .*: shard\.l2: .*its directory $tmp/open is writable by others" "$tmp/openl2.log"
+check "L2 dir writable by others: the shard closed the port it started" \
+	sh -c "grep -q 'port 0 (net_memif) started' '$tmp/openl2.log' && ! grep -q 'Cannot close started device' '$tmp/openl2.log'"
+[ "$fail" -eq 0 ] || tail -n 8 "$tmp/openl2.log"
 
 # 4. A trace of this test's (Mooncake's format: 160 requests of 17 blocks
 #    of 512 tokens, the first 3 shared by all: 1.4M tokens, more than the

@@ -580,7 +580,8 @@ main(int argc, char **argv)
 	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
 		ret = kvss_driver_load();
 		if (ret != 0) {
-			status = ret == -2 ? 2 : 0; /* -3: a signal while it loaded */
+			/* -2: the trace; -3: a signal while it loaded; -1: no memory */
+			status = ret == -2 ? 2 : ret == -3 ? 0 : 1;
 			kvss_driver_free();
 			goto out_eal;
 		}
@@ -592,7 +593,7 @@ main(int argc, char **argv)
 	if (kvss.pool == NULL) {
 		fprintf(stderr, "kvss: mbuf pool: %s\n", rte_strerror(rte_errno));
 		status = 1;
-		goto out_eal;
+		goto out_free; /* the driver's requests are loaded: freed there */
 	}
 	if (kvss.cfg.role == KVSS_ROLE_ALL && kvss_ring_ports() != 0) {
 		status = 1;

@@ -238,14 +238,17 @@ load_workload(const struct kvss_config *cfg)
 				return -3;
 			}
 			fprintf(stderr, "kvss: %s: wafer.trace: %s\n", cfg->path, err);
-			return -1;
+			return -2;
 		}
 		snprintf(drv.source, sizeof(drv.source), "%s", cfg->wafer.trace);
 	} else {
 		uint32_t n = cfg->wafer.limit ? cfg->wafer.limit : cfg->wafer.generate;
 
-		if (workload_generate_docs(n, cfg->wafer.documents, &drv.wl) != 0)
+		if (workload_generate_docs(n, cfg->wafer.documents, &drv.wl) != 0) {
+			fprintf(stderr, "kvss: driver: out of memory for the built-in workload (%u "
+					"requests)\n", n);
 			return -1;
+		}
 		/* wafer.multimodal_every: an image of 64 tokens ends every Nth prompt. */
 		workload_mark_multimodal(&drv.wl, cfg->wafer.multimodal_every, 64);
 		builtin_source(cfg->wafer.documents, cfg->wafer.trace[0] != '\0');
@@ -315,9 +318,8 @@ kvss_driver_load(void)
 	int ret;
 
 	memset(&drv, 0, sizeof(drv));
-	if ((ret = load_workload(&kvss.cfg)) != 0)
-		return ret == -3 ? -3 : -2; /* a signal; the configuration's trace */
-	return 0;
+	ret = load_workload(&kvss.cfg);
+	return ret; /* -2: the configuration's trace; -3: a signal; -1: no memory */
 }
 
 int

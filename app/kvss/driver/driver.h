@@ -114,8 +114,8 @@ struct kvss_drv_stats {
  * Load the driver's requests (wafer.trace, or the built-in workload),
  * before any port starts: a trace that does not parse stops the program
  * before the shards see it connect. 0, or with a message printed -2 (the
- * trace), -3 (a signal stopped the load). Then kvss_driver_init(), or
- * kvss_driver_free().
+ * trace), -3 (a signal stopped the load) or -1 (no memory). Then
+ * kvss_driver_init(), or kvss_driver_free().
  */
 int kvss_driver_load(void);
 
