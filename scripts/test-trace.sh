@@ -184,9 +184,11 @@ check "--l2-dir: no protocol error, no wrong byte" \
 check "--l2-dir: its L2 files are gone" test -z "$(ls "$tmp" | grep kvss_replay_l2)"
 # Of its two L2 deletes, a put takes the first one's slot (its write is the
 # clear, no header written). A replay that writes every waiting delete
-# before each read, as a shard does not, absorbs none.
-check "--l2-dir: 2 L2 deletes, 1 absorbed by a put" \
-	test "$(l2lib l2_deletes) $(l2lib l2_deletes_absorbed)" = "2 1"
+# before each read, as a shard does not, absorbs none. (At least one: a
+# delete still waiting 50 ms later, on a machine that stopped the replay
+# that long, is written at the next poll.)
+check "--l2-dir: 2 L2 deletes, at least 1 absorbed by a put" \
+	sh -c "[ '$(l2lib l2_deletes)' = 2 ] && [ '$(l2lib l2_deletes_absorbed)' -ge 1 ]"
 # A trace shorter than 10 s: its L2 line's busiest window is the whole
 # trace, so its busiest rate is its mean (it said "busiest 10 s", below the
 # mean: by whole seconds over more seconds than the span).

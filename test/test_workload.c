@@ -161,6 +161,23 @@ Test(workload, a_signal_stops_a_long_load_within_the_lines_between_two_checks)
 	cr_assert_null(w.r);
 }
 
+Test(workload, a_nul_byte_in_a_line_is_refused_and_a_byte_order_mark_is_not_text)
+{
+	FILE *f;
+
+	file_of("nul.jsonl", "");
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fwrite("{\"tokens\": [1]}\0 garbage\n", 1, 25, f);
+	fclose(f);
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), -1, "a NUL taken");
+	cr_assert(strstr(err, ":1: a NUL byte in the line") != NULL, "%s", err);
+	file_of("bom.jsonl", "\xef\xbb\xbf{\"tokens\": [1, 2]}\n{\"tokens\": [3]}\n");
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(w.n, 2);
+	cr_assert_eq(w.r[0].n, 2);
+}
+
 Test(workload, a_key_nested_in_another_object_is_not_the_requests)
 {
 	file_of("nested.jsonl", "{\"meta\": {\"tokens\": [9, 9], \"org\": \"x\"}, \"tokens\": [1, 2, 3], "

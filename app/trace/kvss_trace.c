@@ -31,10 +31,6 @@
 	"a whole number of tokens up to 1e12 (1000000, 1e6, 1M; k, M, G: thousands, millions, "   \
 	"billions) or inf"
 
-/*
- * A list of token counts ("1e6,3M,inf") into @p v (16 at most; inf: 0).
- * @return 0, or -1 with the entry refused (or why) in @p why.
- */
 /* A comma-separated list with an empty entry ("1e6,", ",lru", "a,,b"): refused, not skipped. */
 static bool
 list_hole(const char *s)
@@ -44,6 +40,10 @@ list_hole(const char *s)
 	return n > 0 && (s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,") != NULL);
 }
 
+/*
+ * A list of token counts ("1e6,3M,inf") into @p v (16 at most; inf: 0).
+ * @return 0, or -1 with the entry refused (or why) in @p why.
+ */
 static int
 parse_capacities(const char *s, uint64_t *v, unsigned int *n, char *why, size_t whylen)
 {

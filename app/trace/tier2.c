@@ -177,13 +177,16 @@ tier2_run(const struct oracle_blocks *a, const struct tier2_params *p, struct ti
 	r->read_peak = busiest_10s(t.rsec, t.nsec);
 	r->seconds = (double)(last_ms - t.first_ms) / 1000;
 	r->peak_window_s = t.nsec < 10 ? (unsigned int)t.nsec : 10;
-	if (t.nsec <= 10) {
-		/* The window is the whole trace: its busiest is its mean, over the
-		 * span the mean is given over (by whole seconds it read below it). */
+	{
+		/* The busiest window is never below the mean over the span (by
+		 * whole seconds over more seconds than a short span it read below
+		 * it); when the window is the whole trace, it is the mean. */
 		double s = r->seconds > 0 ? r->seconds : 1;
 
-		r->written_peak = (double)r->written / s;
-		r->read_peak = (double)r->read / s;
+		if (t.nsec <= 10 || r->written_peak < (double)r->written / s)
+			r->written_peak = (double)r->written / s;
+		if (t.nsec <= 10 || r->read_peak < (double)r->read / s)
+			r->read_peak = (double)r->read / s;
 	}
 	rc = 0;
 out:

@@ -187,10 +187,11 @@ print_l2(const struct opts *o, const struct workload *wl, const struct oracle_bl
 				       ", \"recompute_faster_tokens\": %" PRIu64
 				       ", \"l2_written_tokens\": %" PRIu64 ", \"l2_read_tokens\": %" PRIu64
 				       ", \"l2_write_tokens_per_s\": %.1f, \"l2_write_tokens_per_s_peak\": %.1f"
-				       ", \"l2_read_tokens_per_s\": %.1f, \"l2_read_tokens_per_s_peak\": %.1f",
+				       ", \"l2_read_tokens_per_s\": %.1f, \"l2_read_tokens_per_s_peak\": %.1f"
+				       ", \"l2_peak_window_s\": %u",
 				       first ? "" : ", ", o->l2[i], admit_names[a], hr, r.hit_l1, r.hit_l2,
 				       r.recompute_faster, r.written, r.read, (double)r.written / s,
-				       r.written_peak, (double)r.read / s, r.read_peak);
+				       r.written_peak, (double)r.read / s, r.read_peak, r.peak_window_s);
 				if (o->kv_bytes)
 					printf(", \"l2_write_gbps_peak\": %.3f, \"l2_read_gbps_peak\": %.3f",
 					       gbps(o, r.written_peak), gbps(o, r.read_peak));

@@ -148,7 +148,7 @@ struct kvdisk *kvdisk_open(const char *path, const struct kvdisk_params *p, char
 /**
  * May a second tier's file be made in directory @p dir (the check
  * kvdisk_open() makes of a new file's directory: this user's or root's,
- * writable by no one else)? For a caller that makes files there later and
+ * writable by no one else; and this user may make a file in it)? For a caller that makes files there later and
  * would rather refuse the directory at its start. 0, or -1 with why in
  * @p err.
  */

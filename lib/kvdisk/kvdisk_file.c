@@ -88,6 +88,11 @@ kvdisk_dir_check(const char *dir, char *err, size_t errlen)
 		return -1;
 	}
 	rc = dir_check(dfd, dir, err, errlen);
+	/* Root's directories pass dir_check: whether this user may make the file. */
+	if (rc == 0 && faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+		snprintf(err, errlen, "cannot make a file in it: %s", strerror(errno));
+		rc = -1;
+	}
 	close(dfd);
 	return rc;
 }

@@ -273,8 +273,18 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 				snprintf(err, errlen, "%s:%lu: out of memory", path, lineno);
 			goto bad;
 		}
+		/* A UTF-8 byte order mark before the first line is not its text. */
+		if (lineno == 1 && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+			memmove(line, line + 3, (size_t)len - 2);
+			len -= 3;
+		}
 		if (len <= 1 || skip_ws(line)[0] == '\0')
 			continue;
+		if (strlen(line) != (size_t)len) {
+			/* What follows a NUL would be read by nothing: not taken. */
+			snprintf(err, errlen, "%s:%lu: a NUL byte in the line", path, lineno);
+			goto bad;
+		}
 		if (t->n == max_requests) {
 			snprintf(err, errlen, "%s:%lu: more than %zu requests (--limit reads fewer)", path,
 				 lineno, max_requests);
