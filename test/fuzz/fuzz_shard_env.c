@@ -243,22 +243,23 @@ unsigned int __wrap_kvdisk_inflight(const struct kvdisk *d);
  * finds nothing) instead of sleeping. Idle with only deletes waiting for a
  * put to take their slot (kvdisk_deferred()), it makes them due now, to be
  * written in its next rounds, and parks once they are: they would wait
- * their 50 ms of wall time otherwise, the scheduler waiting with them (an
- * input's delete cost it 50 ms), and be written at a moment that depends
- * on the machine, not on the input. A put in the same input still takes a
+ * their 50 ms of wall time otherwise, the thread unparked meanwhile,
+ * running beside the scheduler, and be written at a moment that depends on
+ * the machine, not on the input. A put in the same input still takes a
  * waiting delete's slot (its absorption path), before the thread is idle.
  */
 unsigned int
 __wrap_kvdisk_inflight(const struct kvdisk *d)
 {
-	unsigned int n = __real_kvdisk_inflight(d);
+	unsigned int n = __real_kvdisk_inflight(d), deferred = kvdisk_deferred(d);
+	/* The pool's requests in use are the tier's answered ones, those of
+	 * the shared level's thread (fuzz_shard_rados.c counts them), and one
+	 * each waiting delete holds until its header is written or absorbed. */
 	bool idle = __atomic_load_n(&tier.gated, __ATOMIC_ACQUIRE) && rte_ring_count(tier.to) == 0 &&
 		    rte_mempool_in_use_count(tier.pool) ==
-			    rte_ring_count(tier.from) + fz_sh_outstanding();
+			    rte_ring_count(tier.from) + fz_sh_outstanding() + deferred;
 
-	/* The pool's requests in use are the tier's answered ones and those
-	 * of the shared level's thread (fuzz_shard_rados.c counts them). */
-	if (idle && n != 0 && n == kvdisk_deferred(d)) {
+	if (idle && n != 0 && n == deferred) {
 		kvdisk_flush((struct kvdisk *)(uintptr_t)d);
 		return n;
 	}
