@@ -65,10 +65,12 @@ demo_bad() {
 	echo "demo: $1" >&2
 	exit 2
 }
-case "${KVSS_DEMO_KEEP_L2:-0}" in 0 | 1) ;; *) demo_bad "KVSS_DEMO_KEEP_L2=$KVSS_DEMO_KEEP_L2: 0 or 1" ;; esac
-case "${KVSS_DEMO_REFILL_LCORE:-0}" in 0 | 1) ;; *) demo_bad "KVSS_DEMO_REFILL_LCORE=$KVSS_DEMO_REFILL_LCORE: 0 or 1" ;; esac
 . "$(dirname "$0")/env-lib.sh"
+KVSS_DEMO_KEEP_L2=${KVSS_DEMO_KEEP_L2:-0}
+KVSS_DEMO_REFILL_LCORE=${KVSS_DEMO_REFILL_LCORE:-0}
 KVSS_DEMO_STATS_WIDTH=${KVSS_DEMO_STATS_WIDTH:-300}
+env_whole demo KVSS_DEMO_KEEP_L2 0 1
+env_whole demo KVSS_DEMO_REFILL_LCORE 0 1
 env_whole demo KVSS_DEMO_STATS_WIDTH 1 999999
 [ -n "${KVSS_DEMO_LIMIT+set}" ] && env_whole demo KVSS_DEMO_LIMIT 1 100000000
 [ -n "${KVSS_DEMO_DOCUMENTS+set}" ] && env_whole demo KVSS_DEMO_DOCUMENTS 0 1000000
@@ -130,7 +132,7 @@ trap 'on_signal TERM 143' TERM
 EAL=(--no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error)
 # The second tiers: in a directory of this run's unless asked otherwise;
 # what they held at the start is what the shards say they found.
-if [ -z "${KVSS_DEMO_L2_DIR:-}" ] && [ "${KVSS_DEMO_KEEP_L2:-0}" != 1 ]; then
+if [ -z "${KVSS_DEMO_L2_DIR:-}" ] && [ "$KVSS_DEMO_KEEP_L2" != 1 ]; then
 	KVSS_DEMO_L2_DIR=$tmp/l2
 	mkdir -p "$KVSS_DEMO_L2_DIR"
 	l2_where="a directory of this run's (KVSS_DEMO_KEEP_L2=1 keeps /var/lib/kvss)"
@@ -155,10 +157,10 @@ else
 fi
 
 SLC="1@(0-$(($(nproc) - 1)))"
-[ "${KVSS_DEMO_REFILL_LCORE:-0}" = 1 ] && SLC="$SLC,2@(0-$(($(nproc) - 1)))"
+[ "$KVSS_DEMO_REFILL_LCORE" = 1 ] && SLC="$SLC,2@(0-$(($(nproc) - 1)))"
 scfg=("${KVSS_DEMO_SHARD0_CFG:-config/memif-shard0.cfg}" "${KVSS_DEMO_SHARD1_CFG:-config/memif-shard1.cfg}")
 # The refill lcore: lcore 2 for EAL and a copy of each shard's file naming it.
-if [ "${KVSS_DEMO_REFILL_LCORE:-0}" = 1 ]; then
+if [ "$KVSS_DEMO_REFILL_LCORE" = 1 ]; then
 	for k in 0 1; do
 		sed 's/^\(lcores = { ingest = \[1\]; refill = \)\[\]/\1[2]/' "${scfg[$k]}" >"$tmp/shard$k.cfg"
 		grep -q 'refill = \[2\]' "$tmp/shard$k.cfg" || {
@@ -251,7 +253,7 @@ for k in 0 1; do
 	kill -TERM "${pids[$k]}" 2>/dev/null
 	wait "${pids[$k]}"
 	rc=$?
-	grep "final stats" "$tmp/shard$k.log" | sed "s/^kvss: final stats:/demo: shard $k:/" | cut -c1-${KVSS_DEMO_STATS_WIDTH:-300}
+	grep "final stats" "$tmp/shard$k.log" | sed "s/^kvss: final stats:/demo: shard $k:/" | cut -c1-"$KVSS_DEMO_STATS_WIDTH"
 	[ "$rc" -ne 0 ] && { echo "demo: shard $k exited $rc"; cat "$tmp/shard$k.log"; status=1; }
 done
 pids=()

@@ -27,7 +27,6 @@ SOAK_LIMIT=${SOAK_LIMIT:-200}
 env_whole soak-procs SEEDS 1 1000000
 env_whole soak-procs FIRST 0 999999999
 env_whole soak-procs SOAK_LIMIT 1 1000000
-LIMIT=$SOAK_LIMIT
 tmp=$(mktemp -d /tmp/kvss-soakp.XXXXXX)
 l2dir=$(mktemp -d /var/tmp/kvss-soakp.XXXXXX)
 run=$$
@@ -79,7 +78,7 @@ start_driver() {
 	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
 		--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/memif0.sock" \
 		--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/memif1.sock" \
-		-- --config "$tmp/driver.cfg" --poll idle --trace "" --limit "$LIMIT" \
+		-- --config "$tmp/driver.cfg" --poll idle --trace "" --limit "$SOAK_LIMIT" \
 		--faults "seed=$2" >"$1" 2>&1 &
 	dpid=$!
 	pids+=($!)

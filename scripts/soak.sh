@@ -42,9 +42,6 @@ SOAK_LIMIT=${SOAK_LIMIT:-$([ "$SOAK_TTL" = 1 ] && echo 200 || echo 60)}
 SOAK_TIMEOUT=${SOAK_TIMEOUT:-120}
 env_whole soak SOAK_LIMIT 1 1000000
 env_whole soak SOAK_TIMEOUT 1 86400
-TTL=$SOAK_TTL
-LIMIT=$SOAK_LIMIT
-TMO=$SOAK_TIMEOUT
 tmp=$(mktemp -d /tmp/kvss-soak.XXXXXX)
 prefix=kvss_soak_$$
 trap 'rm -rf "$tmp" /var/run/dpdk/${prefix}_*' EXIT
@@ -56,7 +53,7 @@ trap 'rm -rf "$tmp" /var/run/dpdk/${prefix}_*' EXIT
 sed -e 's/^  batch_timeout_ms = 1000;$/  batch_timeout_ms = 100;/' \
 	-e 's/^  retransmit_ms = 5;$/&\n  refill_timeout_ms = 500;\n  on_loss = "exact";\n  ttl_first_s = 1;/' \
 	config/all-in-one.cfg >"$tmp/soak.cfg"
-if [ "$TTL" = 1 ]; then
+if [ "$SOAK_TTL" = 1 ]; then
 	sed -i -e 's/capacity_tokens = 100000;/capacity_tokens = 1000000;/' \
 		-e 's/capacity_tokens = \[100000\]/capacity_tokens = [1000000]/' "$tmp/soak.cfg"
 	grep -q 'capacity_tokens = \[1000000\]' "$tmp/soak.cfg" || {
@@ -74,9 +71,9 @@ cp "$tmp/soak.cfg" "${SOAK_CFG_OUT:-/dev/null}" 2>/dev/null
 run() {
 	local tag=$1 log=$2
 	shift 2
-	timeout "$TMO" "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" \
+	timeout "$SOAK_TIMEOUT" "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" \
 		--log-level lib.eal:error --no-telemetry --file-prefix "${prefix}_$tag" -- \
-		--config "$tmp/soak.cfg" --limit "$LIMIT" "$@" >"$log" 2>&1
+		--config "$tmp/soak.cfg" --limit "$SOAK_LIMIT" "$@" >"$log" 2>&1
 	local rc=$?
 	rm -rf "/var/run/dpdk/${prefix}_$tag"
 	return $rc
@@ -91,7 +88,7 @@ if [ $brc -ne 0 ] || [ -z "$base_hr" ]; then
 	tail -20 "$tmp/base.log" >&2
 	exit 1
 fi
-echo "soak: baseline without faults: $LIMIT requests, hit ratio $base_hr"
+echo "soak: baseline without faults: $SOAK_LIMIT requests, hit ratio $base_hr"
 
 failed=0
 : >"$tmp/all.jsonl"
@@ -141,7 +138,7 @@ PY
 	if ! python3 -c 'import json,sys; sys.exit(0 if json.loads(sys.argv[1])["ok"] else 1)' "$verdict"; then
 		failed=$((failed + 1))
 		echo "soak: seed $s FAILED: $verdict" >&2
-		echo "soak:   replay: $BUILD/kvss --no-pci --no-huge -m 1024 --lcores 0@0,1@1 --file-prefix soak_$s -- --config $tmp/soak.cfg --limit $LIMIT --faults seed=$s   (the configuration: scripts/soak.sh's, SOAK_CFG_OUT=F keeps it)" >&2
+		echo "soak:   replay: $BUILD/kvss --no-pci --no-huge -m 1024 --lcores 0@0,1@1 --file-prefix soak_$s -- --config $tmp/soak.cfg --limit $SOAK_LIMIT --faults seed=$s   (the configuration: scripts/soak.sh's, SOAK_CFG_OUT=F keeps it)" >&2
 		grep -E "summary: (verify|resyncs|on loss|faults)" "$tmp/s.log" | sed 's/^/soak:   /' >&2
 		[ -n "${SOAK_KEEP:-}" ] && mkdir -p "$SOAK_KEEP" && cp "$tmp/s.log" "$SOAK_KEEP/seed-$s.log"
 	fi

@@ -49,8 +49,6 @@ kvss_stats_total(struct kvss_lcore_stats *t)
 		}
 		t->busy_cycles += s->busy_cycles;
 		t->idle_cycles += s->idle_cycles;
-		t->ingest_cycles += s->ingest_cycles;
-		t->refill_cycles += s->refill_cycles;
 	}
 }
 

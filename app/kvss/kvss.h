@@ -218,7 +218,7 @@ unsigned int kvss_refills_in_flight(void);
  */
 int kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard);
 int kvss_port_started(uint16_t port);
-/** Stop and close every port kvss_port_init() started (once: at the end, or after a failure). */
+/** Stop and close every port kvss_port_init() started (once, on the way out). */
 void kvss_ports_close(void);
 /** Role all: a net_ring pair per hosted shard; the configured ports replaced by them. */
 int kvss_ring_ports(void);

@@ -733,12 +733,11 @@ main(int argc, char **argv)
 		if (__atomic_load_n(&kvss.quit, __ATOMIC_RELAXED) != 1)
 			status = kvss_driver_status();
 	}
-	kvss_ports_close();
 out_free:
-	/* And on the way out after a failure once ports started (a shard's
-	 * second tier that does not open, say): a port left started to EAL's
-	 * cleanup prints "Cannot close started device", which read as the
-	 * cause. */
+	/* Every port started, at the end and on the way out after a failure
+	 * (a shard's second tier that does not open, say): a port left started
+	 * to EAL's cleanup prints "Cannot close started device", which read as
+	 * the cause. */
 	kvss_ports_close();
 	kvss_gate_fini();
 	shard_l2_close(); /* the lcores have stopped: the tier thread drains, then ends */

@@ -32,15 +32,10 @@ kvss_port_started(uint16_t port)
 void
 kvss_ports_close(void)
 {
-	int held, any = 0;
+	/* memif: closing a port must not meet its peer's disconnect (portgate.c). */
+	int held = kvss_gate_wait(1000);
 	uint16_t c;
 
-	for (c = 0; c < RTE_MAX_ETHPORTS; c++)
-		any |= started[c];
-	if (!any)
-		return; /* none, or closed already: no wait for the gate */
-	/* memif: closing a port must not meet its peer's disconnect (portgate.c). */
-	held = kvss_gate_wait(1000);
 	for (c = 0; c < RTE_MAX_ETHPORTS; c++)
 		if (started[c]) {
 			rte_eth_dev_stop(c);

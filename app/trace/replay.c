@@ -257,7 +257,7 @@ replay_create(const struct replay_params *p)
 	for (mi = 0; p->l2_dir != NULL && mi < p->pc.num_models; mi++) {
 		const struct prefixcache_model *m = &p->pc.model[mi];
 		struct kvdisk_params kp = {.num_caches = m->num_caches, .queue_depth = 32};
-		char err[1024];
+		char err[1024], path[512];
 
 		if (m->l2_capacity_tokens == 0)
 			continue;
@@ -265,13 +265,13 @@ replay_create(const struct replay_params *p)
 			kp.cache[c] = (struct kvdisk_cache_params){
 				p->bytes_per_token, p->pc.column ? p->pc.column : PREFIXCACHE_COLUMN_DEFAULT,
 				m->l2_capacity_tokens};
-		snprintf(r->l2path[mi], sizeof(r->l2path[mi]), "%s/kvss_replay_l2_%d_%u_%u.bin",
-			 p->l2_dir, (int)getpid(), nl2++, mi);
-		unlink(r->l2path[mi]);
-		r->l2[mi] = kvdisk_open(r->l2path[mi], &kp, err, sizeof(err));
+		snprintf(path, sizeof(path), "%s/kvss_replay_l2_%d_%u_%u.bin", p->l2_dir, (int)getpid(),
+			 nl2++, mi);
+		unlink(path);
+		r->l2[mi] = kvdisk_open(path, &kp, err, sizeof(err));
 		/* Open, its name is not needed: gone now, the file goes with the
 		 * process however it ends (a signal left 128 MB files behind). */
-		unlink(r->l2path[mi]);
+		unlink(path);
 		if (r->l2[mi] == NULL) {
 			fprintf(stderr, "replay: the second tier: %s\n", err);
 			goto fail;
@@ -326,10 +326,8 @@ replay_free(struct replay *r)
 		return;
 	prefixcache_free(r->pc);
 	for (i = 0; i < PREFIXCACHE_MAX_MODELS; i++)
-		if (r->l2[i] != NULL) {
+		if (r->l2[i] != NULL)
 			kvdisk_close(r->l2[i]);
-			unlink(r->l2path[i]);
-		}
 	free(r->l2buf);
 	for (i = 0; i < PREFIXCACHE_MAX_MODELS; i++)
 		free(r->kvmem[i]);

@@ -49,7 +49,6 @@ struct replay {
 	struct replay_stats st;
 	/* The second tier: one L2 per model's shard, in a file (kvdisk). */
 	struct kvdisk *l2[PREFIXCACHE_MAX_MODELS];
-	char l2path[PREFIXCACHE_MAX_MODELS][512];
 	uint8_t *l2buf;
 	size_t l2bufcap;
 };

@@ -120,7 +120,7 @@ static void
 pend_push(struct kvdisk *d, uint16_t c, const struct pend_del *p, bool first)
 {
 	struct region *r = &d->r[c];
-	uint32_t cap = KD_DEFER_MAX + d->qd;
+	uint32_t cap = kd_pend_cap(d);
 
 	if (first) {
 		r->pend_head = (r->pend_head + cap - 1) % cap;
@@ -139,7 +139,7 @@ pend_pop(struct kvdisk *d, uint16_t c)
 	struct region *r = &d->r[c];
 	struct pend_del p = r->pend[r->pend_head];
 
-	r->pend_head = (r->pend_head + 1) % (KD_DEFER_MAX + d->qd);
+	r->pend_head = (r->pend_head + 1) % kd_pend_cap(d);
 	r->npend--;
 	d->npend--;
 	return p;
@@ -161,13 +161,13 @@ pend_oldest(const struct kvdisk *d)
 }
 
 /*
- * Write the oldest deferred delete's cleared header (its slot is S_CLEAR,
- * counted in clearing, with no reads). @return 0, or -EBUSY: no free op.
+ * Write the oldest deferred delete's cleared header, cache @p c's oldest
+ * (pend_oldest(); its slot is S_CLEAR, counted in clearing, with no
+ * reads). @return 0, or -EBUSY: no free op.
  */
 static int
-write_oldest(struct kvdisk *d)
+write_oldest(struct kvdisk *d, uint16_t c)
 {
-	uint16_t c = pend_oldest(d);
 	struct op *o = kd_op_get(d);
 	struct pend_del p;
 
@@ -180,19 +180,21 @@ write_oldest(struct kvdisk *d)
 	return 0;
 }
 
-/* Write the deferred deletes that waited KD_DEFER_NS or are due now, or all of them. */
+/*
+ * Write the deferred deletes that waited KD_DEFER_NS by @p now or are due
+ * now, or all of them.
+ */
 static void
-write_overdue(struct kvdisk *d, bool all)
+write_overdue(struct kvdisk *d, bool all, uint64_t now)
 {
-	uint64_t now = all ? 0 : now_ns();
-
 	while (d->npend > 0) {
-		const struct region *r = &d->r[pend_oldest(d)];
+		uint16_t c = pend_oldest(d);
+		const struct region *r = &d->r[c];
 		uint64_t since = r->pend[r->pend_head].since_ns;
 
 		if (!all && since != 0 && now - since < KD_DEFER_NS)
 			break;
-		if (write_oldest(d) != 0)
+		if (write_oldest(d, c) != 0)
 			break; /* no op free: at a later poll */
 	}
 }
@@ -305,7 +307,7 @@ kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_
 		return -ENOENT;
 	/* Deferred unless told otherwise or read now (cleared when its reads end). */
 	defer = !d->clear_at_once && r->s[i].readers == 0;
-	if (defer && d->npend >= KD_DEFER_MAX && write_oldest(d) != 0)
+	if (defer && d->npend >= KD_DEFER_MAX && write_oldest(d, pend_oldest(d)) != 0)
 		return -EBUSY;
 	if (!defer && (o = kd_op_get(d)) == NULL)
 		return -EBUSY;
@@ -358,20 +360,20 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 	*out = (struct kvdisk_done){.type = o->type, .cookie = o->cookie, .meta = s->m};
 	switch (o->type) {
 	case KVDISK_PUT:
-		if (res != (int)r->g.slot_bytes && o->absorbs) {
-			/* What it was to clear may be whole still: its delete goes
-			 * back, first of its ring, due now. */
+		if (res != (int)r->g.slot_bytes) {
 			d->st.write_errors++;
 			out->status = res < 0 ? res : -ENOSPC;
-			s->state = S_CLEAR;
-			r->clearing++;
-			o->del.since_ns = 0;
-			pend_push(d, o->cache, &o->del, true);
-		} else if (res != (int)r->g.slot_bytes) {
-			d->st.write_errors++;
-			out->status = res < 0 ? res : -ENOSPC;
-			s->state = S_FREE;
-			r->free[r->nfree++] = o->slot;
+			if (o->absorbs) {
+				/* What it was to clear may be whole still: its delete
+				 * goes back, first of its ring, due now. */
+				s->state = S_CLEAR;
+				r->clearing++;
+				o->del.since_ns = 0;
+				pend_push(d, o->cache, &o->del, true);
+			} else {
+				s->state = S_FREE;
+				r->free[r->nfree++] = o->slot;
+			}
 		} else {
 			d->st.puts++;
 			d->st.bytes_written += (uint64_t)s->m.tokens * r->g.bytes_per_token;
@@ -391,8 +393,7 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 				d->st.dels_absorbed++;
 			}
 		}
-		o->absorbs = false;
-		give = 1;
+		give = 1; /* kd_op_get() clears absorbs for the op's next use */
 		break;
 	case KVDISK_GET:
 		s->readers--;
@@ -446,6 +447,9 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 	unsigned int n = 0;
 	struct io_uring_cqe *cqe;
 	struct op *o;
+	/* The clock once a poll, and only when a delete waits: a failed put
+	 * gives deletes back due now (since 0), which need none. */
+	uint64_t now = d->npend > 0 ? now_ns() : 0;
 
 	/* The bytes of the GETs given last time are the caller's no more. */
 	while (d->nheld > 0)
@@ -460,7 +464,7 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 	/* Deferred deletes no put took: overdue ones, or all when the caller
 	 * would otherwise wait for nothing. */
 	if (d->npend > 0)
-		write_overdue(d, wait && d->inflight == 0 && d->nready == 0);
+		write_overdue(d, wait && d->inflight == 0 && d->nready == 0, now);
 	while (n < max && d->nready > 0)
 		out[n++] = d->ready[--d->nready];
 	if (d->unsubmitted) {
@@ -484,9 +488,9 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 		while (n < max && d->nready > 0)
 			out[n++] = d->ready[--d->nready];
 	}
-	/* Deletes a failed put gave back are due now. */
+	/* Deletes a failed put gave back are due now (their since is 0). */
 	if (d->npend > 0)
-		write_overdue(d, false);
+		write_overdue(d, false, now);
 	if (d->unsubmitted) {
 		io_uring_submit(&d->ring);
 		d->unsubmitted = 0;
@@ -509,7 +513,7 @@ kvdisk_deferred(const struct kvdisk *d)
 void
 kvdisk_flush(struct kvdisk *d)
 {
-	uint32_t cap = KD_DEFER_MAX + d->qd, k;
+	uint32_t cap = kd_pend_cap(d), k;
 	uint16_t c;
 
 	/* Due now (0): write_overdue() takes them, oldest first, as ops free. */

@@ -345,6 +345,7 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	e = ENOMEM;
 	/* Memory: slots and index per cache, ops with their buffers. */
 	d->nc = p->num_caches;
+	d->qd = p->queue_depth ? p->queue_depth : 64;
 	for (c = 0; c < d->nc; c++) {
 		struct region *r = &d->r[c];
 
@@ -353,7 +354,7 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 		r->s = calloc(r->g.slots, sizeof(*r->s));
 		r->bucket = malloc(sizeof(uint32_t) * r->nbucket);
 		r->free = malloc(sizeof(uint32_t) * r->g.slots);
-		r->pend = malloc(sizeof(*r->pend) * (KD_DEFER_MAX + (p->queue_depth ? p->queue_depth : 64)));
+		r->pend = malloc(sizeof(*r->pend) * kd_pend_cap(d));
 		if (r->s == NULL || r->bucket == NULL || r->free == NULL || r->pend == NULL) {
 			fail(err, errlen, path, "out of memory for the index");
 			goto bad;
@@ -365,7 +366,6 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 			d->max_slot = r->g.slot_bytes;
 		d->clears_cap += (uint32_t)r->g.slots;
 	}
-	d->qd = p->queue_depth ? p->queue_depth : 64;
 	d->ops = calloc(d->qd, sizeof(*d->ops));
 	d->held = malloc(sizeof(uint32_t) * d->qd);
 	d->clears = malloc(sizeof(*d->clears) * (d->clears_cap + 1));

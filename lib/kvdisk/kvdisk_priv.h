@@ -178,6 +178,13 @@ find(const struct region *r, uint64_t key, uint64_t org)
 	return NIL;
 }
 
+/* Each cache's ring of deferred deletes: KD_DEFER_MAX, and those a failed put gives back. */
+static inline uint32_t
+kd_pend_cap(const struct kvdisk *d)
+{
+	return KD_DEFER_MAX + d->qd;
+}
+
 static inline void
 index_add(struct region *r, uint32_t i)
 {

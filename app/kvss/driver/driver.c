@@ -315,11 +315,8 @@ create_emulator(const struct kvss_config *cfg)
 int
 kvss_driver_load(void)
 {
-	int ret;
-
 	memset(&drv, 0, sizeof(drv));
-	ret = load_workload(&kvss.cfg);
-	return ret; /* -2: the configuration's trace; -3: a signal; -1: no memory */
+	return load_workload(&kvss.cfg); /* -2: the configuration's trace; -3: a signal; -1: no memory */
 }
 
 int

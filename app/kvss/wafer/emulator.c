@@ -647,9 +647,11 @@ seq_spec_round(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
 		st->spec_proposed += K;
 		st->spec_accepted += j;
 	}
-	st->spec_overwrites += ov > 0 ? (uint64_t)ov : 0;
-	if (m != 0)
-		st->spec_overwrites_draft += ov > 0 ? (uint64_t)ov : 0;
+	if (ov > 0) {
+		st->spec_overwrites += (uint64_t)ov;
+		if (m != 0)
+			st->spec_overwrites_draft += (uint64_t)ov;
+	}
 	s->pos[m] = P + 1 + j;
 	return 1 + j;
 }
