@@ -172,6 +172,13 @@ Test(workload, a_nul_byte_in_a_line_is_refused_and_a_byte_order_mark_is_not_text
 	fclose(f);
 	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), -1, "a NUL taken");
 	cr_assert(strstr(err, ":1: a NUL byte in the line") != NULL, "%s", err);
+	/* A NUL first: not a blank line to skip. */
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fwrite("\0{\"tokens\": [1]}\n", 1, 17, f);
+	fclose(f);
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), -1, "a leading NUL skipped");
+	cr_assert(strstr(err, ":1: a NUL byte in the line") != NULL, "%s", err);
 	file_of("bom.jsonl", "\xef\xbb\xbf{\"tokens\": [1, 2]}\n{\"tokens\": [3]}\n");
 	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(w.n, 2);

@@ -278,13 +278,14 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 			memmove(line, line + 3, (size_t)len - 2);
 			len -= 3;
 		}
-		if (len <= 1 || skip_ws(line)[0] == '\0')
-			continue;
 		if (strlen(line) != (size_t)len) {
-			/* What follows a NUL would be read by nothing: not taken. */
+			/* What follows a NUL would be read by nothing: not taken
+			 * (nor skipped as blank when the NUL comes first). */
 			snprintf(err, errlen, "%s:%lu: a NUL byte in the line", path, lineno);
 			goto bad;
 		}
+		if (len <= 1 || skip_ws(line)[0] == '\0')
+			continue;
 		if (t->n == max_requests) {
 			snprintf(err, errlen, "%s:%lu: more than %zu requests (--limit reads fewer)", path,
 				 lineno, max_requests);
