@@ -66,12 +66,9 @@ demo_bad() {
 	exit 2
 }
 . "$(dirname "$0")/env-lib.sh"
-KVSS_DEMO_KEEP_L2=${KVSS_DEMO_KEEP_L2:-0}
-KVSS_DEMO_REFILL_LCORE=${KVSS_DEMO_REFILL_LCORE:-0}
-KVSS_DEMO_STATS_WIDTH=${KVSS_DEMO_STATS_WIDTH:-300}
-env_whole demo KVSS_DEMO_KEEP_L2 0 1
-env_whole demo KVSS_DEMO_REFILL_LCORE 0 1
-env_whole demo KVSS_DEMO_STATS_WIDTH 1 999999
+env_whole demo KVSS_DEMO_KEEP_L2 0 1 0
+env_whole demo KVSS_DEMO_REFILL_LCORE 0 1 0
+env_whole demo KVSS_DEMO_STATS_WIDTH 1 999999 300
 [ -n "${KVSS_DEMO_LIMIT+set}" ] && env_whole demo KVSS_DEMO_LIMIT 1 100000000
 [ -n "${KVSS_DEMO_DOCUMENTS+set}" ] && env_whole demo KVSS_DEMO_DOCUMENTS 0 1000000
 # Paths the caller names are the caller's, relative ones too: the demo runs

@@ -21,12 +21,9 @@ set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 . scripts/env-lib.sh
-SEEDS=${SEEDS:-6}
-FIRST=${FIRST:-1}
-SOAK_LIMIT=${SOAK_LIMIT:-200}
-env_whole soak-procs SEEDS 1 1000000
-env_whole soak-procs FIRST 0 999999999
-env_whole soak-procs SOAK_LIMIT 1 1000000
+env_whole soak-procs SEEDS 1 1000000 6
+env_whole soak-procs FIRST 0 999999999 1
+env_whole soak-procs SOAK_LIMIT 1 1000000 200
 tmp=$(mktemp -d /tmp/kvss-soakp.XXXXXX)
 l2dir=$(mktemp -d /var/tmp/kvss-soakp.XXXXXX)
 run=$$

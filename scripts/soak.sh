@@ -32,16 +32,11 @@ set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 . scripts/env-lib.sh
-SEEDS=${SEEDS:-20}
-FIRST=${FIRST:-1}
-SOAK_TTL=${SOAK_TTL:-0}
-env_whole soak SEEDS 1 1000000
-env_whole soak FIRST 0 999999999
-env_whole soak SOAK_TTL 0 1
-SOAK_LIMIT=${SOAK_LIMIT:-$([ "$SOAK_TTL" = 1 ] && echo 200 || echo 60)}
-SOAK_TIMEOUT=${SOAK_TIMEOUT:-120}
-env_whole soak SOAK_LIMIT 1 1000000
-env_whole soak SOAK_TIMEOUT 1 86400
+env_whole soak SEEDS 1 1000000 20
+env_whole soak FIRST 0 999999999 1
+env_whole soak SOAK_TTL 0 1 0
+env_whole soak SOAK_LIMIT 1 1000000 "$([ "$SOAK_TTL" = 1 ] && echo 200 || echo 60)"
+env_whole soak SOAK_TIMEOUT 1 86400 120
 tmp=$(mktemp -d /tmp/kvss-soak.XXXXXX)
 prefix=kvss_soak_$$
 trap 'rm -rf "$tmp" /var/run/dpdk/${prefix}_*' EXIT
