@@ -220,6 +220,27 @@ kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 		fprintf(stderr, "kvss: port %u: start failed: %s\n", port, rte_strerror(-rc));
 		return rc;
 	}
+	if (!is_shard && strcmp(info.driver_name, "net_memif") == 0) {
+		/*
+		 * Started, a memif client has its socket; the link is up once
+		 * memif's interrupt thread has finished the handshake. Until
+		 * then the port takes no frame and reads as down, and the driver
+		 * drops what waits for a link that is down: on a busy machine
+		 * its first data frames were lost so (a TOKEN_LOST a shard, the
+		 * demo degraded). Wait for it, as for the socket.
+		 */
+		struct rte_eth_link link = {0};
+		uint64_t waited = 0, limit = kvss.cfg.driver.start_timeout_ms;
+
+		while ((rte_eth_link_get_nowait(port, &link) != 0 || !link.link_status) &&
+		       waited < limit * 10 && !kvss_quitting()) {
+			usleep(100);
+			waited++;
+		}
+		if (!link.link_status && !kvss_quitting())
+			fprintf(stderr, "kvss: port %u (net_memif): connected, but its link is not up "
+					"after %" PRIu64 " ms; going on\n", port, limit);
+	}
 	printf("kvss: port %u (%s) started\n", port, info.driver_name);
 	started[port] = 1;
 	if (kvss.cfg.poll == KVSS_POLL_INTERRUPT) {
