@@ -83,6 +83,8 @@ LITERAL = {
     "records_bad": "records read that failed their checks (deleted)",
     "up_failed": "slices a shard did not bring up (SH_UP failed: their tokens lost)",
     "slices_bad": "of them, slices that failed their checks (SHARED_BAD: the record deleted)",
+    "slices_missing": "of them, slices not in the cluster (UNKNOWN_PROMPT: the record deleted)",
+    "down_restart": "columns on their way up given up when their model restarted (never answered)",
 }
 
 ENDPOINTS = [

@@ -86,6 +86,14 @@ int shared_put(struct shared *s, const char *ns, const char *name, const void *b
 	       uint64_t cookie);
 
 /**
+ * PUT over what is there (write_full, no exclusive create): for an object
+ * found under its name that is not what it must be. Completes as a PUT
+ * (op SHARED_OP_PUT). Returns as shared_put().
+ */
+int shared_replace(struct shared *s, const char *ns, const char *name, const void *buf,
+		   uint32_t len, uint64_t cookie);
+
+/**
  * GET: read the whole object into @p buf (@p cap bytes, live until done).
  * An object larger than @p cap completes -EFBIG (never a silent
  * truncation); a missing one -ENOENT. Returns as shared_put().

@@ -288,9 +288,10 @@ slot_submitted(struct shared *s, struct shared_slot *sl, int rc)
 	return 0;
 }
 
-int
-shared_put(struct shared *s, const char *ns, const char *name, const void *buf, uint32_t len,
-	   uint64_t cookie)
+/* A whole object written in one op: created exclusively (-EEXIST if there), or over what is. */
+static int
+put_op(struct shared *s, const char *ns, const char *name, const void *buf, uint32_t len,
+       uint64_t cookie, bool exclusive)
 {
 	struct shared_slot *sl;
 	int rc = check_names(ns, name);
@@ -307,12 +308,27 @@ shared_put(struct shared *s, const char *ns, const char *name, const void *buf, 
 	sl->wop = rados_create_write_op();
 	if (sl->wop == NULL)
 		return slot_submitted(s, sl, -ENOMEM);
-	rados_write_op_create(sl->wop, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	if (exclusive)
+		rados_write_op_create(sl->wop, LIBRADOS_CREATE_EXCLUSIVE, NULL);
 	rados_write_op_write_full(sl->wop, buf, len);
 	/* The op takes the namespace now (shared.h); the next set does not move it. */
 	rados_ioctx_set_namespace(s->io, ns);
 	rc = rados_aio_write_op_operate(sl->wop, s->io, sl->c, name, NULL, 0);
 	return slot_submitted(s, sl, rc);
+}
+
+int
+shared_put(struct shared *s, const char *ns, const char *name, const void *buf, uint32_t len,
+	   uint64_t cookie)
+{
+	return put_op(s, ns, name, buf, len, cookie, true);
+}
+
+int
+shared_replace(struct shared *s, const char *ns, const char *name, const void *buf, uint32_t len,
+	       uint64_t cookie)
+{
+	return put_op(s, ns, name, buf, len, cookie, false);
 }
 
 int

@@ -430,10 +430,11 @@ void drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg);
 void drv_l2_forget_inventory(struct drv_shard *sh);
 void drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc);
 /**
- * L2_DONE records from @p sh taken in. true: a column did not come up (its
- * tokens are lost), and the caller restarts the model (epoch.c).
+ * L2_DONE records from @p sh taken in, every one of the frame. A column that
+ * did not come up costs that column: its tokens come as TOKEN_LOST (the
+ * column and what hangs on it go, on_loss "exact"), the tier forgets it.
  */
-bool drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg);
+void drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg);
 /* ---- shared.c: the shared level ---- */
 
 /** What the driver's shared level counted (report.c prints them). */
@@ -446,7 +447,7 @@ struct drv_sh_stats {
 	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation, down_gone,
 		 down_unmatched, down_no_parent;
 	uint64_t records_written, records_failed, records_busy, records_bad, records_deleted;
-	uint64_t up_failed, slices_bad;
+	uint64_t up_failed, slices_bad, slices_missing, down_restart;
 	uint64_t bad[SHARED_BAD_COUNT];
 	uint64_t generations_seen, gen_bad, orgs_full, unavailable_times, available_again;
 };
@@ -466,8 +467,14 @@ bool drv_sh_request_ready(uint32_t req, uint64_t now_ns);
 bool drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o);
 void drv_sh_whole(uint16_t m, const struct prefixcache_l2col *c);
 bool drv_sh_name(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o);
-/** An L2_DONE of op 3 or 4 from @p sh. true: a column did not come up (its tokens are lost). */
-bool drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d);
+/**
+ * An L2_DONE of op 3 or 4 from @p sh. A slice that did not come up costs its
+ * column (its tokens come as TOKEN_LOST); a missing or bad one also its
+ * record, so that no replica asks for it again.
+ */
+void drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d);
+/** @p m restarts: the SH_DOWNs its shards had will not be answered, nor its queued ones sent. */
+void drv_sh_model_restart(uint16_t m);
 const struct drv_sh_stats *drv_sh_stats(void);
 /**
  * Is anything of the shared level still on its way (columns queued to go

@@ -53,6 +53,7 @@ drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct dr
 	drv.l2_pending[model] = drv_l2_model(model); /* the inventories list what L2 kept */
 	drv_sink_l2_clear(&drv.sink, model);
 	drv_l2_forget_tolerated(model);
+	drv_sh_model_restart(model);
 	for (i = 0; i < drv.nshards[model]; i++) {
 		struct drv_shard *sh = &drv.sh[drv.first_shard[model] + i];
 

@@ -302,11 +302,16 @@ drv_l2_forget_tolerated(uint16_t model)
 /*
  * A column that did not go down (no room, a write that failed): DRAM is not
  * touched (its DELETE frees it as planned), the driver forgets the column
- * and the shards that wrote it let it go. A column that did not come up (a
- * checksum, a read that failed) lost its tokens: the caller starts the model
- * over (epoch.c), as for any loss, and the inventories say what is left.
+ * and the shards that wrote it let it go. A column that did not come up (not
+ * there, a checksum, a read that failed) lost its tokens: they come as
+ * TOKEN_LOST, which takes the column and what hangs on it out of DRAM
+ * (on_loss "exact"), and the rest of the model stays. The library let it go
+ * from L2 when it asked for it (a column is in one tier at most); the
+ * L2_DELETE it sent after the batch finds nothing where the shard dropped a
+ * column that failed its checksum: expected. Every record of the frame is
+ * taken.
  */
-bool
+void
 drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 {
 	uint16_t i, j, c;
@@ -316,9 +321,7 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 
 		proto_get_l2_done(msg, i, &d);
 		if (d.op == 3 || d.op == 4) {
-			/* The shared level's (section 10): shared.c's to count. */
-			if (drv_sh_done(sh, &d))
-				return true; /* a slice did not come up: as an L2_UP's */
+			drv_sh_done(sh, &d); /* the shared level's (section 10) */
 			continue;
 		}
 		drv.st.l2_done++;
@@ -334,8 +337,11 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 					" (cache %u) failed: %s\n", sh->ref->id,
 				d.op == 1 ? "L2_DOWN" : "L2_UP", d.key, d.cache_id,
 				proto_err_name(d.status) ? proto_err_name(d.status) : "?");
-		if (d.op != 1)
-			return true; /* the rest of the frame is the old epoch's */
+		if (d.op != 1) {
+			drv.st.l2_up_failed_cols++;
+			tolerate_add(sh->k, d.key);
+			continue;
+		}
 		/*
 		 * An L2_DELETE of it the library sent before it knew (room made,
 		 * a newer copy) finds nothing here: expected, as is the one sent
@@ -359,5 +365,4 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 			}
 		}
 	}
-	return false;
 }

@@ -332,6 +332,8 @@ tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "records_bad", h->records_bad);
 	rte_tel_data_add_dict_u64(d, "up_failed", h->up_failed);
 	rte_tel_data_add_dict_u64(d, "slices_bad", h->slices_bad);
+	rte_tel_data_add_dict_u64(d, "slices_missing", h->slices_missing);
+	rte_tel_data_add_dict_u64(d, "down_restart", h->down_restart);
 	rte_spinlock_unlock(&sn->lock);
 	return 0;
 }
@@ -765,9 +767,11 @@ kvss_driver_summary(void)
 			 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
 			 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
 			 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
+			 ",\"l2_up_failed_cols\":%" PRIu64
 			 ",\"l2_recompute_faster_tokens\":%" PRIu64 "%s",
 			 s->hit_tokens - l2hit, l2hit, l2_status, ps.l2_down_tokens, ps.l2_stored_tokens,
 			 ps.l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
+			 s->l2_up_failed_cols,
 			 ps.l2_recompute_faster_tokens, l2fitj);
 		if (drv_l2_model(0))
 			printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
@@ -797,12 +801,12 @@ kvss_driver_summary(void)
 		       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline; a request's "
 		       "start held back p50 %" PRIu64 " us, p99 %" PRIu64 " us); %" PRIu64
 		       " columns sent up, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
-		       PRIu64 " records written; %" PRIu64 " bad records and %" PRIu64 " bad slices "
-		       "dropped; generation %" PRIu64 " (%" PRIu64 " changes seen)%s\n",
+		       PRIu64 " records written; %" PRIu64 " bad records, %" PRIu64 " bad and %" PRIu64
+		       " missing slices dropped; generation %" PRIu64 " (%" PRIu64 " changes seen)%s\n",
 		       ps.shared_hit_tokens, h->staged_cols, h->lookup_found_cols, h->lookups,
 		       h->lookup_cols, l50 / 1000, l99 / 1000, h->lookups_late,
 		       kvss.cfg.shared.deadline_ms, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
-		       h->records_written, h->records_bad, h->slices_bad, h->gen_global,
+		       h->records_written, h->records_bad, h->slices_bad, h->slices_missing, h->gen_global,
 		       h->generations_seen, h->unavailable ? "; UNAVAILABLE at the end" : "");
 		/* Its line of the refill-time model, as the second tier's above. */
 		line_summary(&drv.learn.ml[0].fit3, &shared_line, kvss.cfg.shared.latency_us,
@@ -819,6 +823,7 @@ kvss_driver_summary(void)
 			 ",\"records_written\":%" PRIu64 ",\"records_failed\":%" PRIu64
 			 ",\"records_bad\":%" PRIu64 ",\"records_deleted\":%" PRIu64
 			 ",\"up_batches\":%" PRIu64 ",\"up_failed\":%" PRIu64 ",\"slices_bad\":%" PRIu64
+			 ",\"slices_missing\":%" PRIu64 ",\"down_restart\":%" PRIu64
 			 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
 			 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s}",
 			 ps.shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
@@ -827,7 +832,8 @@ kvss_driver_summary(void)
 			 h->down_cols, h->down_slices, h->down_failed, h->down_busy, h->down_no_parent,
 			 h->down_gone, h->records_written,
 			 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
-			 h->up_failed, h->slices_bad, badj, h->gen_global, h->generations_seen,
+			 h->up_failed, h->slices_bad, h->slices_missing, h->down_restart, badj,
+			 h->gen_global, h->generations_seen,
 			 h->unavailable_times, h->unavailable ? "true" : "false");
 	}
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
@@ -956,9 +962,10 @@ kvss_driver_status(void)
 {
 	bool wrong = drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
 		     drv.st.expired_served;
-	/* An L2_UP that failed (a checksum, a read) restarts the model and
-	 * counts a resync; an L2_DOWN refused for room (NO_SPACE) only means
-	 * the column was not kept, which the driver forgets: not degraded. */
+	/* A column that did not come up (L2_UP, SH_UP: a checksum, a read)
+	 * lost its tokens, which TOKEN_LOST counts; an L2_DOWN refused for
+	 * room (NO_SPACE) only means the column was not kept, which the
+	 * driver forgets: not degraded. */
 	bool degraded = drv_protocol_errors() || drv.st.resyncs || drv.st.shard_restarts ||
 			drv.st.shards_away;
 

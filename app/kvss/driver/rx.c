@@ -301,9 +301,7 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 		drv_l2_inventory(sh, msg, tsc);
 		break;
 	case PROTO_T_L2_DONE:
-		if (drv_l2_done(sh, msg))
-			drv_model_restart(sh->model, tsc, "lost a column of its second tier", sh,
-					  &drv.st.resyncs);
+		drv_l2_done(sh, msg);
 		break;
 	default:
 		lst()->not_handled++;

@@ -837,7 +837,7 @@ drv_sh_name(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o
 
 /* ---- The shards' answers ------------------------------------------------------------- */
 
-bool
+void
 drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 {
 	uint16_t m = sh->model;
@@ -855,30 +855,68 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 			S.st.down_failed++;
 			if (p != NULL)
 				pend_free(p); /* no record: its slices are swept */
-			return false;
+			return;
 		}
 		if (p == NULL) {
 			S.st.down_unmatched++; /* its column was given up (a generation, a failure) */
-			return false;
+			return;
 		}
 		S.st.down_slices++;
 		if (++p->got == p->need) {
 			record_write(p);
 			pend_free(p);
 		}
-		return false;
+		return;
 	}
-	/* op 4: a slice did not come up; its tokens are lost. */
+	/*
+	 * op 4: a slice did not come up. Its tokens come as TOKEN_LOST: the
+	 * column and what hangs on it go, as for any loss, and the model keeps
+	 * the rest. A slice that is missing or fails its check will not come
+	 * up for anyone: its record goes, so no replica finds the column again
+	 * (until one writes it anew: its slices are then rewritten). A
+	 * cluster that failed or was slow keeps the record: the next lookup
+	 * may find it well.
+	 */
 	S.st.up_failed++;
-	if (d->status == PROTO_E_SHARED_BAD) {
+	if (d->status == PROTO_E_SHARED_BAD || d->status == PROTO_E_UNKNOWN_PROMPT) {
 		uint32_t gg, go;
 		uint64_t id;
 
-		S.st.slices_bad++;
+		if (d->status == PROTO_E_SHARED_BAD)
+			S.st.slices_bad++;
+		else
+			S.st.slices_missing++;
 		if (names_of(m, d->isolation_id, d->key, &gg, &go, &id))
 			record_delete(d->isolation_id, id);
 	}
-	return true;
+}
+
+void
+drv_sh_model_restart(uint16_t m)
+{
+	uint32_t i, n;
+
+	if (!S.on)
+		return;
+	/* Its shards start a new epoch: what they were writing is not answered. */
+	for (i = 0; i < SH_N(S.pend); i++)
+		if (S.pend[i].used && S.pend[i].model == m) {
+			pend_free(&S.pend[i]);
+			S.st.down_restart++;
+		}
+	/* Queued whole columns of the old stream: their prompts are gone. */
+	for (i = 0, n = S.nups; i < n; i++) {
+		struct sh_up u = S.ups[S.ups_head];
+
+		S.ups_head = (S.ups_head + 1) % SH_UPS;
+		S.nups--;
+		if (u.model == m) {
+			S.st.down_restart++;
+			continue;
+		}
+		S.ups[(S.ups_head + S.nups) % SH_UPS] = u;
+		S.nups++;
+	}
 }
 
 bool

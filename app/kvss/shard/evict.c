@@ -367,6 +367,7 @@ shard_loss_reset(void)
 {
 	memset(kvss_me->st->data_no, 0, sizeof(kvss_me->st->data_no));
 	kvss_me->st->data_max = 0;
+	memset(kvss_me->st->up_reads, 0, sizeof(kvss_me->st->up_reads));
 }
 
 /*
@@ -403,7 +404,18 @@ shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now)
 	int any = 0;
 
 	while ((b = kvstore_oldest_open(kvss_me->store)) != 0) {
-		if (now - kvss_me->st->batch_t[b % 256] < limit) {
+		if (kvss_me->st->batch_up[b % 256]) {
+			/*
+			 * Its bytes come from the tier's reads, not from a sender:
+			 * it waits for them (each bounded by the tier: a slow
+			 * cluster costs the columns it fails, never the batch), and
+			 * once every one has answered, what it misses (a column
+			 * missing, bad or failed) will never come: lost at once.
+			 */
+			if (kvss_me->st->up_reads[b % 256] > 0)
+				break;
+			st->batches_lost_early++;
+		} else if (now - kvss_me->st->batch_t[b % 256] < limit) {
 			if (!lost_by_later_data(b, now, allow))
 				break;
 			st->batches_lost_early++;

@@ -15,8 +15,9 @@
  *   L2_UP     (evict queue) runs as an EVICT: the batch opens, then each
  *             column it names is read and its tokens are stored as that
  *             batch's EVICT_DATA would be; a column missing or corrupt is
- *             reported (L2Done op 2) and its tokens are lost at the batch
- *             timeout (TOKEN_LOST), never stored.
+ *             reported (L2Done op 2) and its tokens are lost (TOKEN_LOST),
+ *             never stored, once every read of its batch has answered: the
+ *             batch waits for its reads, not for a sender (evict.c).
  *   inventory after each STATUS answering a HELLO: every column on disk,
  *             in L2_INVENTORY frames.
  *
@@ -587,6 +588,7 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			req_put(q); /* none of its tokens in this batch */
 			continue;
 		}
+		kvss_me->st->up_reads[q->batch_no % 256]++;
 		to_tier(q);
 	}
 	/* Entries no column names (prompt 0: padding) take zeros, as EVICT_DATA would bring. */
@@ -665,7 +667,12 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 
 		if (q->epoch != kvss_me->driver_epoch) {
 			st->dropped_restart++; /* asked for by a driver that has restarted since */
-		} else if (q->op == L2R_INV) {
+			req_put(q);
+			continue;
+		}
+		if ((q->op == L2R_GET || q->op == L2R_SHGET) && kvss_me->st->up_reads[q->batch_no % 256] > 0)
+			kvss_me->st->up_reads[q->batch_no % 256]--; /* its batch waits for one read less */
+		if (q->op == L2R_INV) {
 			if (q->status == 0)
 				send_inventory(st, q);
 		} else if (q->op == L2R_PUT || q->op == L2R_SHPUT) {
@@ -684,7 +691,7 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 				st->l2_deleted++;
 			}
 		} else if (q->status != 0) {
-			/* Not stored: its tokens are lost at the batch timeout (TOKEN_LOST). */
+			/* Not stored: what its batch misses is lost once its other reads are in (TOKEN_LOST). */
 			bool sh = q->op == L2R_SHGET;
 
 			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, sh ? 4 : 2, q->status);

@@ -39,6 +39,11 @@ struct l2_req {
 	uint8_t bad;	  /* SHGET refused by its check: enum shared_bad */
 	uint8_t *obj;	  /* SHARED_HDR_LEN bytes of header, then data */
 	uint8_t *data;
+	/* SHPUT whose name was taken: the object there, read back (malloc'd by
+	 * the shared level's thread, freed by it), and what it is doing. */
+	uint8_t *back;
+	uint8_t phase;	  /* enum sh_phase (shared.c) */
+	uint64_t t_ns;	  /* SHGET: when it was handed to the thread (CLOCK_MONOTONIC) */
 };
 
 /* ---- shared.c: the shared level's thread ---- */
@@ -53,5 +58,7 @@ int shard_sh_submit(struct l2_req *q);
 unsigned int shard_sh_take(void **qs, unsigned int n);
 /** Slices refused by their check, per reason (enum shared_bad), and the thread's other counts. */
 void shard_sh_counts(uint64_t *bad, uint64_t *failed, uint64_t *missing, uint64_t *exists);
+/** SH_DOWN slices whose name held something else (a bad slice, another column's bytes): written over. */
+uint64_t shard_sh_replaced(void);
 
 #endif

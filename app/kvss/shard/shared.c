@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,7 +42,17 @@ static struct {
 	/* Counted by the thread, read by telemetry (torn values at worst). */
 	uint64_t bad[SHARED_BAD_COUNT];
 	uint64_t failed, missing, exists, put_shed;
+	uint64_t replaced, get_late; /* taken names that were not the slice; reads too late to send */
 } sh;
+
+/*
+ * An SH_DOWN's slice whose name is taken is read back and compared before
+ * it counts as written: the same header and bytes (another replica wrote
+ * the column) count; anything else (a slice that fails its check, another
+ * column's bytes, an object gone meanwhile) is written over, so that a bad
+ * slice under the right name never stands for the column.
+ */
+enum sh_phase { SH_PUT = 0, SH_READ_BACK, SH_REPLACE };
 
 bool
 shard_sh_on(void)
@@ -59,9 +70,24 @@ void
 shard_sh_counts(uint64_t *bad, uint64_t *failed, uint64_t *missing, uint64_t *exists)
 {
 	memcpy(bad, sh.bad, sizeof(sh.bad));
-	*failed = sh.failed + sh.put_shed;
+	*failed = sh.failed + sh.put_shed + sh.get_late;
 	*missing = sh.missing;
 	*exists = sh.exists;
+}
+
+uint64_t
+shard_sh_replaced(void)
+{
+	return sh.replaced;
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* The header a slice of @p q has (written) or must have (read). */
@@ -108,6 +134,68 @@ check_get(struct l2_req *q, uint32_t got)
 	return 0;
 }
 
+/* The object found under an SH_DOWN slice's name: is it that slice (@p got bytes)? */
+static bool
+same_slice(const struct l2_req *q, int status, uint32_t got)
+{
+	struct shared_hdr h, want;
+
+	if (status != 0 || shared_obj_decode(q->back, got, &h) != SHARED_OK)
+		return false;
+	hdr_of(q, &want);
+	return shared_hdr_match(&h, &want) == SHARED_OK &&
+	       memcmp(q->back + SHARED_HDR_LEN, q->data, q->len) == 0;
+}
+
+/*
+ * The next step of an SH_DOWN whose name was taken (enum sh_phase); true
+ * when it went on (its answer comes with a later completion).
+ */
+static bool
+put_step(struct l2_req *q, int status, uint32_t got, uint16_t *code)
+{
+	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+	uint32_t len = SHARED_HDR_LEN + q->len;
+	int rc;
+
+	shared_ns(ns, q->meta.org);
+	shared_slice_name(name, q->object_id, kvss_me->cfg->id, q->meta.cache);
+	if (q->phase == SH_PUT) {
+		/* Room for one byte more: a larger object is -EFBIG, not it. */
+		q->back = malloc(len);
+		rc = q->back == NULL ? -ENOMEM
+				     : shared_get(sh.s, ns, name, q->back, len, (uintptr_t)q);
+		q->phase = SH_READ_BACK;
+	} else if (q->phase == SH_READ_BACK) {
+		if (same_slice(q, status, got)) {
+			sh.exists++; /* the same bytes under the same name, written by another */
+			*code = 0;
+			return false;
+		}
+		if (status != 0 && status != -ENOENT && status != -EFBIG) {
+			sh.failed++; /* unread: neither written nor known good */
+			*code = PROTO_E_SHARED_FAILED;
+			return false;
+		}
+		rc = shared_replace(sh.s, ns, name, q->obj, len, (uintptr_t)q);
+		q->phase = SH_REPLACE;
+	} else {
+		if (status == 0) {
+			sh.replaced++;
+			*code = 0;
+		} else {
+			sh.failed++;
+			*code = PROTO_E_SHARED_FAILED;
+		}
+		return false;
+	}
+	if (rc == 0)
+		return true;
+	sh.failed++;
+	*code = PROTO_E_SHARED_FAILED;
+	return false;
+}
+
 static void
 reap(uint32_t wait_ms)
 {
@@ -118,8 +206,11 @@ reap(uint32_t wait_ms)
 		struct l2_req *q = (struct l2_req *)(uintptr_t)d[i].cookie;
 		uint16_t code = 0;
 
-		if (d[i].status == -EEXIST && q->op == L2R_SHPUT) {
-			sh.exists++; /* the same name: the same bytes, written by another */
+		if (q->op == L2R_SHPUT && (q->phase != SH_PUT || d[i].status == -EEXIST)) {
+			if (put_step(q, d[i].status, d[i].len, &code))
+				continue;
+			free(q->back);
+			q->back = NULL;
 		} else if (d[i].status == -ENOENT) {
 			sh.missing++;
 			code = PROTO_E_UNKNOWN_PROMPT;
@@ -191,12 +282,26 @@ push(struct fifo *f, struct l2_req *q)
 	f->q[(f->head + f->n++) % SH_RING] = q;
 }
 
+/*
+ * A read waits for its turn at most one op timeout: its batch waits for it
+ * (evict.c), so a cluster that is slow to answer costs each read at most
+ * twice the op timeout, queued or in flight, never a queue's worth of them.
+ */
 static void
 drain(struct fifo *f, unsigned int limit)
 {
-	while (f->n > 0 && shared_inflight(sh.s) < limit) {
-		if (submit(f->q[f->head]) == -EBUSY)
+	uint64_t late = (uint64_t)kvss.cfg.shared.op_timeout_ms * 1000000ull;
+	uint64_t now = f == &gets && f->n > 0 ? mono_ns() : 0;
+
+	while (f->n > 0) {
+		struct l2_req *q = f->q[f->head];
+
+		if (q->op == L2R_SHGET && now - q->t_ns > late) {
+			sh.get_late++;
+			finish(q, PROTO_E_SHARED_FAILED);
+		} else if (shared_inflight(sh.s) >= limit || submit(q) == -EBUSY) {
 			return;
+		}
 		f->head = (f->head + 1) % SH_RING;
 		f->n--;
 	}
@@ -312,6 +417,8 @@ shard_sh_close(void)
 int
 shard_sh_submit(struct l2_req *q)
 {
+	if (q->op == L2R_SHGET)
+		q->t_ns = mono_ns();
 	return rte_ring_enqueue(sh.to, q) == 0 ? 0 : -ENOBUFS;
 }
 
