@@ -140,10 +140,22 @@ static struct {
 	uint32_t nwait;
 } S;
 
+/*
+ * The shared level serves model @p m: configured, available, and reached by
+ * every shard of the model (STATUS bit 2, PROTOCOL.md section 10): a shard
+ * without it would refuse an SH_DOWN (ERROR NO_TIER) and an SH_UP whole.
+ */
 bool
 drv_sh_on(uint16_t m)
 {
-	return S.on && !S.unavailable && m < PREFIXCACHE_MAX_MODELS && S.model_on[m];
+	uint16_t i;
+
+	if (!S.on || S.unavailable || m >= PREFIXCACHE_MAX_MODELS || !S.model_on[m])
+		return false;
+	for (i = 0; i < drv.nshards[m]; i++)
+		if (!drv.sh[drv.first_shard[m] + i].has_shared)
+			return false;
+	return true;
 }
 
 const struct drv_sh_stats *

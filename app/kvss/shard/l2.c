@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -527,13 +528,13 @@ shard_l2_up_room(const struct proto_msg *msg)
 
 void
 shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
-	    const struct proto_evict_entry *e)
+	    const struct proto_evict_entry *e, const uint16_t *codes)
 {
 	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
 	uint16_t nc = msg->u.evict.num_caches, g = msg->u.evict.g, c;
 	static uint8_t covered[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
 	static uint8_t zero[1 << 16];
-	unsigned int k, t;
+	unsigned int k, t, reads = 0, uncovered = 0;
 
 	memset(covered, 0, (size_t)nc * g);
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
@@ -588,16 +589,35 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			continue;
 		}
 		to_tier(q);
+		reads++;
 	}
-	/* Entries no column names (prompt 0: padding) take zeros, as EVICT_DATA would bring. */
+	/*
+	 * Entries no accepted column covers. Padding (prompt 0) and entries the
+	 * batch refused (codes: their data is discarded) take zeros, as
+	 * EVICT_DATA would bring. An accepted entry of a prompt gets no bytes:
+	 * its token is lost when the batch completes (TOKEN_LOST), as a
+	 * column's that is not there; never stored as zeros and served
+	 * (sections 9, 10). A batch that reads no column at all waits for
+	 * nothing: it completes, with its loss, at once.
+	 */
 	for (c = 0; c < nc; c++) {
 		uint32_t B = kp->cache[c].bytes_per_token;
 
-		for (t = 0; t < g; t++)
-			if (!covered[t * nc + c] && B <= sizeof(zero))
+		for (t = 0; t < g; t++) {
+			if (covered[t * nc + c])
+				continue;
+			if (e[t * nc + c].prompt_id != 0 && (codes == NULL || codes[t * nc + c] == 0)) {
+				uncovered++;
+				continue;
+			}
+			if (B <= sizeof(zero))
 				kvstore_data(kvss_me->store, msg->u.evict.batch_no, c, t * B, (uint32_t)g * B,
 					     zero, B);
+		}
 	}
+	if (uncovered > 0 && reads == 0)
+		kvss_me->st->batch_t[msg->u.evict.batch_no % 256] =
+			rte_get_tsc_cycles() - kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms;
 	shard_batcher_flush(&l2done);
 }
 
