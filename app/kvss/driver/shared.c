@@ -999,7 +999,8 @@ drv_sh_open(char *err, size_t errlen)
 		for (k = 0; k < drv.nshards[m]; k++)
 			for (cc = 0; cc < pm->num_caches && nb < 64; cc++)
 				bpt[nb++] = drv.sh[drv.first_shard[m] + k].ref->bytes_per_token[cc];
-		S.layout[m] = shared_layout(m, drv.nshards[m], kvss.cfg.driver.pc.column, nb, bpt);
+		S.layout[m] = shared_layout(m, kvss.cfg.driver.models[m].name, drv.nshards[m],
+					    kvss.cfg.driver.pc.column, nb, bpt);
 	}
 	S.nlk = c->lookahead * PREFIXCACHE_MAX_MODELS;
 	S.lk = calloc(S.nlk, sizeof(*S.lk));
