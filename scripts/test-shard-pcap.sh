@@ -277,6 +277,22 @@ check "foreign HELLO: the inventory only to the driver that took control" \
 check "foreign HELLO: counted" stat_has hello_foreign=5 "$(grep 'final stats' "$tmp/l2hello.log")"
 rm -rf "/var/run/dpdk/${prefix}_l2h"
 
+# L2_UP entries no accepted column covers (test/shard_scenario_l2.c,
+# gen_l2uncov): lost (TOKEN_LOST), never stored; until 2026-12 they were
+# stored as zeros and served. Also: an SH_DOWN to a shard without the shared
+# level is ERROR NO_TIER, its STATUS says so (bit 2 clear), and a REFILL of a
+# prompt a loss emptied is UNKNOWN_PROMPT.
+"$BUILD/tools/shard_scenario" gen-l2uncov "$tmp/l2uncov_in.pcap"
+mkdir -m 0700 "$tmp/l2uncov"
+sed "s#@DIR@#$tmp/l2uncov#" test/data/shard-l2.cfg >"$tmp/l2uncov.cfg"
+timeout 60 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefix}_l2h" \
+	--vdev "net_pcap0,rx_pcap=$tmp/l2uncov_in.pcap,tx_pcap=$tmp/l2uncov_out.pcap" \
+	-- --config "$tmp/l2uncov.cfg" --exit-when-idle 2000 >"$tmp/l2uncov.log" 2>&1
+check "uncovered L2_UP entries: exits 0" test $? -eq 0
+check "uncovered L2_UP entries: lost, never stored" \
+	"$BUILD/tools/shard_scenario" check-l2uncov "$tmp/l2uncov_out.pcap"
+rm -rf "/var/run/dpdk/${prefix}_l2h"
+
 # A shard that reads frames at every poll (test/shard_scenario_report.c,
 # gen_busy: 64 MiB of batches back to back) still sends its periodic STATUS
 # (it did only when a poll found nothing, and a driver then declared a busy

@@ -527,6 +527,7 @@ main(int argc, char **argv)
 			  strcmp(argv[1], "gen-restart") == 0 || strcmp(argv[1], "gen-ahead") == 0 ||
 			  strcmp(argv[1], "gen-reevict") == 0 || strcmp(argv[1], "gen-notier") == 0 ||
 			  strcmp(argv[1], "gen-l2hostile") == 0 || strcmp(argv[1], "gen-l2hello") == 0 ||
+			  strcmp(argv[1], "gen-l2uncov") == 0 ||
 			  strcmp(argv[1], "gen-busy") == 0 || strcmp(argv[1], "gen-early") == 0)) {
 		if (frames_pcap_open(&out, argv[2], 1, "shard_scenario") != 0)
 			return 2;
@@ -544,6 +545,8 @@ main(int argc, char **argv)
 			gen_l2hostile();
 		else if (strcmp(argv[1], "gen-l2hello") == 0)
 			gen_l2hello();
+		else if (strcmp(argv[1], "gen-l2uncov") == 0)
+			gen_l2uncov();
 		else if (strcmp(argv[1], "gen-busy") == 0)
 			gen_busy();
 		else if (strcmp(argv[1], "gen-early") == 0)
@@ -571,6 +574,8 @@ main(int argc, char **argv)
 		return check_l2hostile(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-l2hello") == 0)
 		return check_l2hello(argv + 2, argc - 2);
+	if (argc >= 3 && strcmp(argv[1], "check-l2uncov") == 0)
+		return check_l2uncov(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-busy") == 0)
 		return check_busy(argv + 2, argc - 2);
 	if (argc >= 3 && strcmp(argv[1], "check-early") == 0)
@@ -582,9 +587,9 @@ main(int argc, char **argv)
 		return check(argv + 2, argc - 2);
 	}
 	fprintf(stderr, "usage: shard_scenario gen FILE.pcap [--mix-bad] | "
-			"gen-space|gen-restart|gen-ahead|gen-reevict|gen-notier|gen-l2hostile|gen-l2hello|gen-busy|gen-early FILE.pcap | "
+			"gen-space|gen-restart|gen-ahead|gen-reevict|gen-notier|gen-l2hostile|gen-l2hello|gen-l2uncov|gen-busy|gen-early FILE.pcap | "
 			"check|check-space|check-restart|check-ahead|check-reevict|check-notier|\n"
-			"check-l2hostile|check-l2hello|check-backoff|check-busy|check-early "
+			"check-l2hostile|check-l2hello|check-l2uncov|check-backoff|check-busy|check-early "
 			"FILE.pcap...\n");
 	return 2;
 }

@@ -69,6 +69,8 @@ void gen_l2hostile(void);
 int check_l2hostile(char **files, int nfiles);
 void gen_l2hello(void);
 int check_l2hello(char **files, int nfiles);
+void gen_l2uncov(void);
+int check_l2uncov(char **files, int nfiles);
 /* shard_scenario_report.c: reliable reports resent as section 5 says. */
 int check_backoff(char **files, int nfiles);
 void gen_busy(void);

@@ -249,3 +249,167 @@ check_l2hello(char **files, int nfiles)
 	       expect_fails ? "FAILED" : "the inventory only to the driver that took control");
 	return expect_fails ? 1 : 0;
 }
+
+/*
+ * gen-l2uncov: entries of an L2_UP that no accepted column covers, for a
+ * shard with a second tier and no shared level (PROTOCOL.md sections 9,
+ * 10). They are lost (TOKEN_LOST), never stored: until 2026-12 they were
+ * stored as zeros and served as valid.
+ *   seq 1  EVICT batch 1: A 0..3 (its data whole);
+ *   seq 2  L2_DOWN: K1 = A 0..1;
+ *   seq 3  L2_UP as batch 2: B 0..3, and K1 as B's column 0..1 only: B 2..3
+ *          named by no column: lost from B 2 (2 tokens);
+ *   seq 4  L2_UP as batch 3: C 0..1 and a column of key 0 (L2_DONE op 2
+ *          MALFORMED): C lost from 0, the prompt emptied by the loss;
+ *   seq 5  SH_DOWN of K1 (no shared level here): ERROR NO_TIER, not an
+ *          L2_DONE;
+ *   seq 6  REFILL of B 0..1 after batch 3: A's tokens 0..1, byte for byte;
+ *   seq 7  REFILL of B 2..3: RANGE (the loss cut B at 2);
+ *   seq 8  REFILL of C 0..1: UNKNOWN_PROMPT (a prompt a loss emptied holds
+ *          no token: it is not there to a refill, as a prompt only open
+ *          batches hold).
+ */
+void
+gen_l2uncov(void)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	struct proto_builder b;
+	struct proto_evict_hdr eh = {.batch_no = 2, .num_caches = 1, .g = 4, .ncols = 1};
+	struct proto_l2col up = cols[0];
+	unsigned int k;
+
+	l2_start();
+	l2_down(2, cols, 1);
+	begin(&b, buf, PROTO_T_L2_UP, 3);
+	proto_build_l2_up_hdr(&b, &eh);
+	for (k = 0; k < 4; k++) {
+		struct proto_evict_entry e = {B_ID, k, 1};
+
+		proto_build_l2_up_entry(&b, &e);
+	}
+	up.prompt_id = B_ID;
+	up.evict_count = 0;
+	proto_build_l2_up_col(&b, &up);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+
+	eh.batch_no = 3;
+	eh.g = 2;
+	begin(&b, buf, PROTO_T_L2_UP, 4);
+	proto_build_l2_up_hdr(&b, &eh);
+	for (k = 0; k < 2; k++) {
+		struct proto_evict_entry e = {C_ID, k, 1};
+
+		proto_build_l2_up_entry(&b, &e);
+	}
+	up.prompt_id = C_ID;
+	up.key = 0;
+	proto_build_l2_up_col(&b, &up);
+	send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+
+	{
+		struct proto_l2col sc = cols[0];
+
+		sc.object_id = 0x0123456789abcdefull;
+		sc.gen_global = 1;
+		sc.layout = 7;
+		begin(&b, buf, PROTO_T_SH_DOWN, 5);
+		proto_build_l2_down(&b, &sc);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+	for (k = 0; k < 3; k++) {
+		struct proto_refill_req rq = {.refill_id = 1 + k, .evict_count = 3, .sequence_id = 9,
+					      .cache_idx = 0, .cache_id = 0};
+		struct proto_refill_chunk ch = {k == 2 ? C_ID : B_ID, k == 1 ? 2 : 0, 2};
+
+		begin(&b, buf, PROTO_T_REFILL, 6 + k);
+		proto_build_refill_req(&b, &rq);
+		proto_build_refill_chunk(&b, &ch);
+		send_payload(buf, proto_build_end(&b), PROTO_PORT_CTRL_DEFAULT);
+	}
+}
+
+int
+check_l2uncov(char **files, int nfiles)
+{
+	static const struct wafer_place at = {.bytes_per_token = B};
+	static struct proto_msg m;
+	struct wafer_refill wr;
+	struct captures cap = {.files = files, .n = nfiles};
+	uint64_t hash[2] = {href(A_ID, 0), href(A_ID, 1)};
+	int lost_b = 0, lost_c = 0, lost_other = 0, malformed = 0, done_other = 0, notier = 0,
+	    err_other = 0, status[4] = {-1, -1, -1, -1}, statuses = 0, shared_flag = 0;
+	const uint8_t *d;
+
+	wafer_refill_init(&wr, &at, NB, 1, hash, 2);
+	while ((d = captures_next(&cap, &m)) != NULL) {
+		unsigned int i;
+
+		if (m.hdr.type == PROTO_T_STATUS) {
+			statuses++;
+			shared_flag += (m.u.status.flags & PROTO_STATUS_F_SHARED) != 0;
+		}
+		for (i = 0; m.hdr.type == PROTO_T_TOKEN_LOST && i < m.hdr.count; i++) {
+			struct proto_lost l;
+
+			proto_get_lost(&m, i, &l);
+			if (l.prompt_id == B_ID && l.token_idx == 2 && l.count == 2)
+				lost_b++;
+			else if (l.prompt_id == C_ID && l.token_idx == 0 && l.count == 2)
+				lost_c++;
+			else
+				lost_other++;
+		}
+		for (i = 0; m.hdr.type == PROTO_T_L2_DONE && i < m.hdr.count; i++) {
+			struct proto_l2done l;
+
+			proto_get_l2_done(&m, i, &l);
+			if (l.op == 2 && l.key == 0 && l.status == PROTO_E_MALFORMED)
+				malformed++;
+			else if (!(l.op == 1 && l.key == L2_K1 && l.status == 0))
+				done_other++;
+		}
+		for (i = 0; m.hdr.type == PROTO_T_ERROR && i < m.hdr.count; i++) {
+			struct proto_error e;
+
+			proto_get_error(&m, i, &e);
+			if (e.seq == 5 && e.code == PROTO_E_NO_TIER)
+				notier++;
+			else
+				err_other++;
+		}
+		for (i = 0; m.hdr.type == PROTO_T_REFILL_DONE && i < m.hdr.count; i++) {
+			struct proto_refill_done r;
+
+			proto_get_refill_done(&m, i, &r);
+			if (r.refill_id >= 1 && r.refill_id <= 3)
+				status[r.refill_id] = (int)r.status;
+		}
+		if (m.hdr.type == PROTO_T_REFILL_DATA && m.u.refill_data.refill_id == 1 &&
+		    m.u.refill_data.buffer_id < NB)
+			wafer_refill_data(&wr, &m.u.refill_data, d + m.data_off, m.data_len);
+	}
+	if (cap.bad)
+		return 2;
+	EXPECT(lost_b == 1, "TOKEN_LOST of B 2..3 (named by no column of batch 2): %d records",
+	       lost_b);
+	EXPECT(lost_c == 1, "TOKEN_LOST of C 0..1 (its column refused MALFORMED): %d records",
+	       lost_c);
+	EXPECT(lost_other == 0, "%d other TOKEN_LOST records", lost_other);
+	EXPECT(malformed == 1, "L2_DONE op 2 MALFORMED for the column of key 0: %d", malformed);
+	EXPECT(done_other == 0, "%d other L2_DONE records", done_other);
+	EXPECT(notier == 1, "ERROR NO_TIER for the SH_DOWN to a shard without the shared level: %d",
+	       notier);
+	EXPECT(err_other == 0, "%d other ERROR records", err_other);
+	EXPECT(statuses > 0 && shared_flag == 0,
+	       "STATUS bit 2 (the shared level) set in %d of %d, want none", shared_flag, statuses);
+	EXPECT(status[1] == 0 && wafer_refill_whole(&wr) && wr.bad_bytes == 0,
+	       "the refill of B 0..1 (A's tokens by way of K1): status %d, whole %d, %lu bad bytes",
+	       status[1], wafer_refill_whole(&wr), (unsigned long)wr.bad_bytes);
+	EXPECT(status[2] == PROTO_E_RANGE, "the refill of B 2..3 (lost): status %d, want RANGE",
+	       status[2]);
+	EXPECT(status[3] == PROTO_E_UNKNOWN_PROMPT,
+	       "the refill of C 0..1 (emptied by its loss): status %d, want UNKNOWN_PROMPT", status[3]);
+	printf("shard second tier, uncovered entries: %s\n",
+	       expect_fails ? "FAILED" : "lost (TOKEN_LOST), never stored as zeros");
+	return expect_fails ? 1 : 0;
+}

@@ -634,3 +634,44 @@ Test(config, the_shared_group_is_read_and_checked_by_key)
 	}
 	unlink(path);
 }
+
+/*
+ * With the shared level a driver names every model (driver.models.[m].name,
+ * PROTOCOL.md section 10: part of the layout, so that two models of one
+ * geometry never read each other's objects); without one the name is
+ * optional.
+ */
+Test(config, the_shared_level_wants_every_model_named)
+{
+	char path[64], text[8192], *at;
+	FILE *f = fopen("config/all-in-one.cfg", "r");
+	size_t n;
+	int k;
+
+	cr_assert_not_null(f);
+	n = fread(text, 1, sizeof(text) - 200, f);
+	fclose(f);
+	text[n] = '\0';
+	snprintf(path, sizeof(path), "/tmp/kvss_cfg_nm_%d.cfg", (int)getpid());
+	for (k = 0; k < 2; k++) {
+		FILE *o = fopen(path, "w");
+
+		cr_assert_not_null(o);
+		if (k == 1) {
+			at = strstr(text, "name = \"demo-model\";");
+			cr_assert_not_null(at);
+			memset(at, ' ', strlen("name = \"demo-model\";"));
+		}
+		fputs(text, o);
+		fputs("\nshared = { conf = \"/c\"; };\n", o);
+		fclose(o);
+		if (k == 0) {
+			cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), 0, "%s", err);
+			cr_assert_str_eq(cfg.driver.models[0].name, "demo-model");
+		} else {
+			cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), -1, "loads unnamed");
+			cr_assert(strstr(err, "driver.models.[0].name: missing") != NULL, "'%s'", err);
+		}
+	}
+	unlink(path);
+}

@@ -69,7 +69,8 @@ Test(golden, every_vector_of_the_document_is_one_the_tests_check)
 		/* test_proto_l2.c */
 		"l2_down", "l2_up", "l2_delete", "l2_done", "l2_inventory",
 		/* test_proto_l2.c: the shared level (section 10); test_shared_obj.c */
-		"sh_down", "sh_up", "sh_done", "shared_slice"};
+		"sh_down", "sh_up", "sh_done", "shared_slice", "shared_layout", "shared_object_id",
+		"shared_slice_name", "shared_record_name", "shared_namespace", "shared_generation"};
 	FILE *f = fopen(frames_protocol_md(), "r");
 	char line[512], name[128];
 	unsigned int seen = 0, k;
@@ -257,11 +258,14 @@ Test(golden_v2, ack_carries_done_and_received)
 
 Test(golden_v2, token_lost_is_a_range)
 {
-	struct proto_hdr h = {.type = PROTO_T_TOKEN_LOST, .epoch = 0x05060708};
+	/* A report: its seq is the report seq, never 0 (section 5 keeps 0 for
+	 * a report sent with the window full). */
+	struct proto_hdr h = {.type = PROTO_T_TOKEN_LOST, .epoch = 0x05060708, .seq = 3};
 	struct proto_lost l = {111, 152, 2, 0}, got;
 
 	GOLDEN_BUILT("token_lost", h, cr_assert_eq(proto_build_lost(&b, &l), 0));
 	parse_golden("token_lost", 7400, &proto_ports_default);
+	cr_assert_eq(msg.hdr.seq, 3);
 	proto_get_lost(&msg, 0, &got);
 	cr_assert_eq(got.prompt_id, 111);
 	cr_assert_eq(got.token_idx, 152);

@@ -20,11 +20,15 @@ static const struct proto_l2col down_col = {0x1111, 0x2222, 0x3333, 111, 1000, F
 static const struct proto_l2col up_col = {0x1111, 0x2222, 0x3333, 222, 0, FU, 64, 64, 0, 0, 0, 0, 0};
 static const struct proto_l2col inv_col = {0x1111, 0x2222, 0x3333, 0, 0, FU, 64, 64, 0, 0, 0, 0, 0};
 
+/* The driver's frames carry its epoch; a shard's, the shard's own (0x05060708). */
+#define SHARD_EPOCH 0x05060708u
+
 static void
 begin(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type, uint64_t seq,
       uint16_t shard)
 {
-	struct proto_hdr h = {.type = type, .shard_id = shard, .epoch = 0x01020304, .seq = seq};
+	struct proto_hdr h = {.type = type, .shard_id = shard,
+			      .epoch = type >= PROTO_T_STATUS ? SHARD_EPOCH : 0x01020304, .seq = seq};
 
 	cr_assert_eq(proto_build_begin(b, buf, cap, &h), 0);
 }
@@ -50,7 +54,7 @@ parse(const char *name, uint8_t type)
 	cr_assert_eq(proto_parse_payload(p, n, 7400, &proto_ports_default, &msg), PROTO_OK, "%s",
 		     name);
 	cr_assert_eq(msg.hdr.type, type);
-	cr_assert_eq(msg.hdr.epoch, 0x01020304);
+	cr_assert_eq(msg.hdr.epoch, type >= PROTO_T_STATUS ? SHARD_EPOCH : 0x01020304);
 }
 
 static void
@@ -133,10 +137,11 @@ Test(l2_golden, l2_done_is_built_and_parsed)
 	struct proto_builder b;
 	struct proto_l2done d = {0x1111, 0x3333, 0, 1, 0}, x;
 
-	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 0, 0);
+	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 4, 0);
 	cr_assert_eq(proto_build_l2_done(&b, &d), 0);
 	same("l2_done", got, proto_build_end(&b));
 	parse("l2_done", PROTO_T_L2_DONE);
+	cr_assert_eq(msg.hdr.seq, 4, "a report: its report seq, never 0");
 	proto_get_l2_done(&msg, 0, &x);
 	cr_assert_eq(x.key, 0x1111);
 	cr_assert_eq(x.op, 1);
@@ -223,10 +228,11 @@ Test(l2_golden, sh_done_is_built_and_parsed)
 	struct proto_builder b;
 	struct proto_l2done d = {0x1111, 0x3333, 0, 4, PROTO_E_SHARED_BAD}, x;
 
-	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 0, 0);
+	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 5, 0);
 	cr_assert_eq(proto_build_l2_done(&b, &d), 0);
 	same("sh_done", got, proto_build_end(&b));
 	parse("sh_done", PROTO_T_L2_DONE);
+	cr_assert_eq(msg.hdr.seq, 5, "a report: its report seq, never 0");
 	proto_get_l2_done(&msg, 0, &x);
 	cr_assert_eq(x.op, 4);
 	cr_assert_eq(x.status, PROTO_E_SHARED_BAD);

@@ -6,6 +6,7 @@
  * its own reason; names and namespaces made and parsed back, strictly.
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "frames.h"
@@ -16,13 +17,28 @@
 /* The document's slice: 2 tokens of 4 bytes of cache 1 on shard 3. */
 static const uint8_t payload[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
+/* The document's model: "llama-3.1-8b", 4 shards, columns of 2, caches of 8 and 4 bytes. */
+static uint32_t
+doc_layout(void)
+{
+	static const uint32_t bpt[8] = {8, 4, 8, 4, 8, 4, 8, 4};
+
+	return shared_layout(0, "llama-3.1-8b", 4, 2, 8, bpt);
+}
+
+static uint64_t
+doc_id(void)
+{
+	return shared_object_id(0x3333, 0x4444, 1, 2, doc_layout());
+}
+
 static struct shared_hdr
 slice_hdr(void)
 {
-	return (struct shared_hdr){.kind = SHARED_SLICE, .org = 0x3333, .key = 0x1111,
-				   .parent = 0x2222, .object_id = 0x0123456789abcdefull,
+	return (struct shared_hdr){.kind = SHARED_SLICE, .org = 0x3333, .key = 0x4444,
+				   .parent = 0x2222, .object_id = doc_id(),
 				   .first_use_ns = FU, .written_ns = FU + 5, .gen_global = 1,
-				   .gen_org = 2, .layout = 0x5a5a5a5a, .model = 0, .shard = 3,
+				   .gen_org = 2, .layout = doc_layout(), .model = 0, .shard = 3,
 				   .cache = 1, .start = 64, .tokens = 2, .bytes_per_token = 4,
 				   .payload_len = 8};
 }
@@ -153,18 +169,70 @@ Test(shared_obj, a_good_object_of_another_column_is_refused_by_what_was_asked)
 #undef ASK
 }
 
+static uint64_t
+golden_hex(const char *name)
+{
+	char hex[64];
+	int n = frames_golden_hex(name, hex, sizeof(hex));
+
+	cr_assert_gt(n, 0, "no vector %s in %s", name, frames_protocol_md());
+	return strtoull(hex, NULL, 16);
+}
+
+static void
+golden_text(const char *name, const char *got)
+{
+	char want[64];
+
+	cr_assert_gt(frames_golden_hex(name, want, sizeof(want)), 0, "no vector %s", name);
+	cr_assert_str_eq(got, want, "%s differs from docs/PROTOCOL.md", name);
+}
+
+/* Section 10's naming, against the document's vectors: a second driver finds what this one wrote. */
+Test(shared_obj, the_golden_names_are_made_as_the_document_says)
+{
+	char name[SHARED_NAME_MAX], ns[SHARED_NS_MAX];
+	uint8_t gen[8];
+	uint32_t g = 0, n = frames_golden("shared_generation", gen, sizeof(gen));
+
+	cr_assert_eq(doc_layout(), (uint32_t)golden_hex("shared_layout"));
+	cr_assert_eq(doc_id(), golden_hex("shared_object_id"));
+	shared_slice_name(name, doc_id(), 3, 1);
+	golden_text("shared_slice_name", name);
+	shared_record_name(name, doc_id());
+	golden_text("shared_record_name", name);
+	shared_ns(ns, 0x3333);
+	golden_text("shared_namespace", ns);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(shared_gen_parse((const char *)gen, n, &g), 0);
+	cr_assert_eq(g, 3);
+}
+
+/* Only the model's name tells two models of one geometry apart: their objects differ. */
+Test(shared_obj, two_models_of_one_geometry_name_different_objects)
+{
+	static const uint32_t bpt[8] = {8, 4, 8, 4, 8, 4, 8, 4};
+	uint32_t a = shared_layout(0, "llama-3.1-8b", 4, 2, 8, bpt);
+	uint32_t b = shared_layout(0, "mistral-7b", 4, 2, 8, bpt);
+
+	cr_assert_neq(a, b);
+	cr_assert_neq(shared_object_id(0x3333, 0x4444, 1, 2, a),
+		      shared_object_id(0x3333, 0x4444, 1, 2, b));
+}
+
 Test(shared_obj, ids_depend_on_every_input)
 {
 	uint32_t bpt[2] = {1024, 512}, bpt2[2] = {1024, 256};
-	uint32_t l = shared_layout(0, 4, 256, 2, bpt);
+	uint32_t l = shared_layout(0, "m", 4, 256, 2, bpt);
 	uint64_t id = shared_object_id(1, 2, 3, 4, l);
 
-	cr_assert_neq(l, shared_layout(1, 4, 256, 2, bpt));
-	cr_assert_neq(l, shared_layout(0, 8, 256, 2, bpt));
-	cr_assert_neq(l, shared_layout(0, 4, 128, 2, bpt));
-	cr_assert_neq(l, shared_layout(0, 4, 256, 2, bpt2));
-	cr_assert_neq(l, shared_layout(0, 4, 256, 1, bpt));
-	cr_assert_eq(l, shared_layout(0, 4, 256, 2, bpt), "deterministic");
+	cr_assert_neq(l, shared_layout(1, "m", 4, 256, 2, bpt));
+	cr_assert_neq(l, shared_layout(0, "n", 4, 256, 2, bpt));
+	cr_assert_neq(l, shared_layout(0, "m", 8, 256, 2, bpt));
+	cr_assert_neq(l, shared_layout(0, "m", 4, 128, 2, bpt));
+	cr_assert_neq(l, shared_layout(0, "m", 4, 256, 2, bpt2));
+	cr_assert_neq(l, shared_layout(0, "m", 4, 256, 1, bpt));
+	cr_assert_eq(l, shared_layout(0, "m", 4, 256, 2, bpt), "deterministic");
 	cr_assert_neq(id, 0);
 	cr_assert_neq(id, shared_object_id(9, 2, 3, 4, l));
 	cr_assert_neq(id, shared_object_id(1, 9, 3, 4, l));

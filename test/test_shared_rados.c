@@ -550,7 +550,7 @@ fx_layout(void)
 {
 	uint32_t bpt = FX_BPT;
 
-	return shared_layout(1, 2, FX_TOKENS, 1, &bpt);
+	return shared_layout(1, "fx", 2, FX_TOKENS, 1, &bpt);
 }
 
 static void

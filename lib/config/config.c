@@ -187,6 +187,8 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 	double gbps = 0;
 	int i, n, k, ns;
 
+	if (cfg_get_str(c, me, "name", mr->name, sizeof(mr->name)) != 0)
+		return -1;
 	if (caches == NULL || !config_setting_is_list(caches) || (n = config_setting_length(caches)) < 1 ||
 	    n > PREFIXCACHE_MAX_CACHES)
 		return cfg_fail(c, me, "caches", "want a list of 1..%d caches", PREFIXCACHE_MAX_CACHES);
@@ -680,6 +682,17 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		const config_setting_t *sg = cfg_member(&c, root, "shared");
 		uint16_t i, k;
 
+		for (i = 0; (cfg->role & KVSS_ROLE_DRIVER) && i < cfg->driver.pc.num_models; i++)
+			if (cfg->driver.models[i].name[0] == '\0') {
+				const config_setting_t *ms = cfg_member(&c, cfg_member(&c, root, "driver"),
+									"models");
+
+				cfg_fail(&c, config_setting_get_elem(ms, i), "name",
+					 "missing: with the shared level every model is named (what "
+					 "its KV bytes are of, e.g. \"llama-3.1-70b\"), so that two "
+					 "models of one geometry never read each other's objects");
+				goto out;
+			}
 		if ((cfg->role & KVSS_ROLE_DRIVER) && cfg->shared.column != cfg->driver.pc.column) {
 			cfg_fail(&c, sg, "column", "%u, but driver.column is %u: the shards' slices are "
 				 "the driver's columns", cfg->shared.column, cfg->driver.pc.column);

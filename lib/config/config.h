@@ -65,6 +65,10 @@ struct kvss_shard_ref {
 };
 
 struct kvss_model_ref {
+	/* The model's name (driver.models.[m].name): what its KV bytes are of.
+	 * Part of its objects' names in the shared level, so that two models of
+	 * one geometry never read each other's (required with shared = {...}). */
+	char name[64];
 	uint16_t num_shards;
 	struct kvss_shard_ref shard[KVSS_MAX_SHARDS];
 };

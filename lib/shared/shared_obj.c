@@ -112,20 +112,25 @@ get64(const uint8_t *p)
 }
 
 uint32_t
-shared_layout(uint16_t model, uint16_t num_shards, uint32_t column_tokens, uint16_t num_caches,
-	      const uint32_t *bpt)
+shared_layout(uint16_t model, const char *name, uint16_t num_shards, uint32_t column_tokens,
+	      uint16_t nvalues, const uint32_t *bpt)
 {
-	uint8_t b[10 + 4 * 64];
-	size_t n = 0;
+	uint8_t b[10 + 4 * 64 + 1 + 255];
+	size_t n = 0, len = strnlen(name, 255);
 	uint16_t c;
 
+	if (nvalues > 64)
+		nvalues = 64;
 	put16(b, model);
 	put16(b + 2, num_shards);
 	put32(b + 4, column_tokens);
-	put16(b + 8, num_caches);
+	put16(b + 8, nvalues);
 	n = 10;
-	for (c = 0; c < num_caches && c < 64; c++, n += 4)
+	for (c = 0; c < nvalues; c++, n += 4)
 		put32(b + n, bpt[c]);
+	b[n++] = (uint8_t)len;
+	memcpy(b + n, name, len);
+	n += len;
 	return (uint32_t)XXH3_64bits_withSeed(b, n, SHARED_LAYOUT_SEED);
 }
 

@@ -87,12 +87,15 @@ const char *shared_bad_name(enum shared_bad why);
 const char *shared_bad_text(enum shared_bad why);
 
 /**
- * The model's layout id: a hash of what makes a slice usable (model, shard
- * count, column tokens, each cache's bytes per token on each shard).
- * @p bpt: num_caches values, a shard's bytes per token of each cache.
+ * The model's layout id (PROTOCOL.md section 10): a hash of what makes a
+ * slice usable (model index, shard count, column tokens, each cache's bytes
+ * per token on each shard) and of the model's name (what its bytes are of:
+ * two models of one geometry differ only there).
+ * @p bpt: @p nvalues values, shard by shard, each shard's bytes per token of
+ * each cache; at most the first 64 are hashed. @p name: at most 255 bytes.
  */
-uint32_t shared_layout(uint16_t model, uint16_t num_shards, uint32_t column_tokens,
-		       uint16_t num_caches, const uint32_t *bpt);
+uint32_t shared_layout(uint16_t model, const char *name, uint16_t num_shards,
+		       uint32_t column_tokens, uint16_t nvalues, const uint32_t *bpt);
 
 /** The object id of a column (never 0). */
 uint64_t shared_object_id(uint64_t org, uint64_t key, uint32_t gen_global, uint32_t gen_org,

@@ -140,6 +140,10 @@ struct drv_shard {
 	bool routed_said; /* counted in routed_shards and said, once */
 	/* Its second tier (l2.c): does it have one, and its inventory being listed. */
 	bool has_l2;
+	/* It reaches the shared level (STATUS bit 2): a model uses the level
+	 * only while every shard of it does (shared.c, drv_sh_on). */
+	bool has_shared;
+	bool no_shared_said;
 	bool inv_done;
 	struct proto_l2col *inv;
 	uint32_t inv_n, inv_cap, inv_total;

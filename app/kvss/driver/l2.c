@@ -59,6 +59,13 @@ drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg)
 		drv.fatal = 2;
 	}
 	sh->has_l2 = has;
+	sh->has_shared = (msg->u.status.flags & PROTO_STATUS_F_SHARED) != 0;
+	if (kvss.cfg.shared.conf[0] != '\0' && !sh->has_shared && !sh->no_shared_said) {
+		sh->no_shared_said = true;
+		fprintf(stderr, "kvss: driver: shard %u of model %u does not reach the shared level "
+				"(its STATUS): the model neither looks up nor writes there while it "
+				"does not\n", sh->ref->id, sh->model);
+	}
 }
 
 /* A new HELLO's answer is coming: the shard's inventory is listed again. */

@@ -140,10 +140,22 @@ static struct {
 	uint32_t nwait;
 } S;
 
+/*
+ * The shared level serves model @p m: configured, available, and reached by
+ * every shard of the model (STATUS bit 2, PROTOCOL.md section 10): a shard
+ * without it would refuse an SH_DOWN (ERROR NO_TIER) and an SH_UP whole.
+ */
 bool
 drv_sh_on(uint16_t m)
 {
-	return S.on && !S.unavailable && m < PREFIXCACHE_MAX_MODELS && S.model_on[m];
+	uint16_t i;
+
+	if (!S.on || S.unavailable || m >= PREFIXCACHE_MAX_MODELS || !S.model_on[m])
+		return false;
+	for (i = 0; i < drv.nshards[m]; i++)
+		if (!drv.sh[drv.first_shard[m] + i].has_shared)
+			return false;
+	return true;
 }
 
 const struct drv_sh_stats *
@@ -1025,7 +1037,8 @@ drv_sh_open(char *err, size_t errlen)
 		for (k = 0; k < drv.nshards[m]; k++)
 			for (cc = 0; cc < pm->num_caches && nb < 64; cc++)
 				bpt[nb++] = drv.sh[drv.first_shard[m] + k].ref->bytes_per_token[cc];
-		S.layout[m] = shared_layout(m, drv.nshards[m], kvss.cfg.driver.pc.column, nb, bpt);
+		S.layout[m] = shared_layout(m, kvss.cfg.driver.models[m].name, drv.nshards[m],
+					    kvss.cfg.driver.pc.column, nb, bpt);
 	}
 	S.nlk = c->lookahead * PREFIXCACHE_MAX_MODELS;
 	S.lk = calloc(S.nlk, sizeof(*S.lk));

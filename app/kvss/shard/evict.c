@@ -312,7 +312,7 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 					if (codes[i] != 0)
 						shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
 							  (uint16_t)(i % msg->u.evict.num_caches), codes[i]);
-				shard_l2_up(st, msg, e);
+				shard_l2_up(st, msg, e, codes);
 				st->batches++;
 			} else if (rc == 0 && shard_type_up(msg->hdr.type)) {
 				/* No second tier (shared level) to read its bytes from: refused

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -528,7 +529,7 @@ shard_l2_up_room(const struct proto_msg *msg)
 
 void
 shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
-	    const struct proto_evict_entry *e)
+	    const struct proto_evict_entry *e, const uint16_t *codes)
 {
 	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
 	uint16_t nc = msg->u.evict.num_caches, g = msg->u.evict.g, c;
@@ -548,7 +549,7 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 		proto_get_l2_up_col(msg, k, &col);
 		/* An SH_UP's column with object id 0 comes from this shard's disk. */
 		shared = msg->hdr.type == PROTO_T_SH_UP && col.object_id != 0;
-		op = msg->hdr.type == PROTO_T_SH_UP ? 4 : 2;
+		op = shared ? 4 : 2; /* a column of the disk answers as an L2_UP's */
 		q = req_get(shared ? L2R_SHGET : L2R_GET, msg->hdr.seq);
 		if (q == NULL) /* not reached: shard_l2_up_room() said there is room */
 			break;
@@ -591,14 +592,27 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 		kvss_me->st->up_reads[q->batch_no % 256]++;
 		to_tier(q);
 	}
-	/* Entries no column names (prompt 0: padding) take zeros, as EVICT_DATA would bring. */
+	/*
+	 * Entries no accepted column covers. Padding (prompt 0) and entries the
+	 * batch refused (codes: their data is discarded) take zeros, as
+	 * EVICT_DATA would bring. An accepted entry of a prompt gets no bytes:
+	 * its token is lost when the batch completes (TOKEN_LOST), as a
+	 * column's that is not there; never stored as zeros and served
+	 * (sections 9, 10). The batch waits for its reads only (evict.c): one
+	 * that reads no column at all completes, with its loss, at once.
+	 */
 	for (c = 0; c < nc; c++) {
 		uint32_t B = kp->cache[c].bytes_per_token;
 
-		for (t = 0; t < g; t++)
-			if (!covered[t * nc + c] && B <= sizeof(zero))
+		for (t = 0; t < g; t++) {
+			if (covered[t * nc + c])
+				continue;
+			if (e[t * nc + c].prompt_id != 0 && (codes == NULL || codes[t * nc + c] == 0))
+				continue;
+			if (B <= sizeof(zero))
 				kvstore_data(kvss_me->store, msg->u.evict.batch_no, c, t * B, (uint32_t)g * B,
 					     zero, B);
+		}
 	}
 	shard_batcher_flush(&l2done);
 }

@@ -316,9 +316,13 @@ void shard_l2_tokens(uint16_t cache, uint64_t *capacity, uint64_t *stored);
 int shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
 /** Is there room to run L2_UP or SH_UP @p msg (0), or must it wait (-EAGAIN)? */
 int shard_l2_up_room(const struct proto_msg *msg);
-/** L2_UP or SH_UP @p msg, its batch just opened (entries @p e): its columns are read, their tokens stored. */
+/**
+ * L2_UP or SH_UP @p msg, its batch just opened (entries @p e, kvstore's
+ * @p codes for them): its columns are read, their tokens stored; an accepted
+ * entry no column covers is lost with its batch, never stored.
+ */
 void shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
-		 const struct proto_evict_entry *e);
+		 const struct proto_evict_entry *e, const uint16_t *codes);
 /** After a STATUS answering a HELLO: the inventory goes out when the tier thread has it. */
 void shard_l2_inventory(struct kvss_lcore_stats *st);
 /** What the tier thread finished: L2_DONE, ERROR, tokens stored, the inventory sent. */

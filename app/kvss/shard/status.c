@@ -23,7 +23,8 @@ shard_send_status(struct kvss_lcore_stats *st)
 		.uptime_ns = up / hz * 1000000000ull + up % hz * 1000000000ull / hz,
 		.flags = (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.since[kvss_me->st->evictq.head % SHARD_QMAX]
 				  ? PROTO_STATUS_F_STALLED : 0) |
-			 (shard_l2_on() ? PROTO_STATUS_F_L2 : 0),
+			 (shard_l2_on() ? PROTO_STATUS_F_L2 : 0) |
+			 (shard_sh_on() ? PROTO_STATUS_F_SHARED : 0),
 		.driver_epoch = kvss_me->driver_epoch};
 	struct proto_builder b;
 	uint16_t c;
