@@ -421,6 +421,7 @@ kvss_driver_init(void)
 			drv.sink.sh_down = drv_sh_down;
 			drv.sink.sh_whole = drv_sh_whole;
 			drv.sink.sh_name = drv_sh_name;
+			drv.sink.sh_on = drv_sh_on;
 		}
 	}
 	printf("kvss: driver: %zu requests from %s; %u model(s), %u shard(s), epoch 0x%08x\n", drv.nreq,

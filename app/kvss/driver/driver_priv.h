@@ -177,6 +177,8 @@ struct drv_sink {
 	/* sh_whole: a column just recorded whole (the rule "all" queues it). */
 	void (*sh_whole)(uint16_t model, const struct prefixcache_l2col *c);
 	bool (*sh_name)(uint16_t model, const struct prefixcache_l2col *c, struct proto_l2col *o);
+	/* sh_on: does every shard of the model reach the level (drv_sh_on)? */
+	bool (*sh_on)(uint16_t model);
 	bool failed;		   /* out of memory: the run stops */
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };

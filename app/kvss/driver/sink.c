@@ -367,7 +367,7 @@ on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	 * batch still goes, numbered, since the shards count batches in turn.
 	 * Only where every shard reaches the level (STATUS bit 2): one without
 	 * it refuses an SH_UP whole as well. */
-	if (ncols == 0 && s->sh_name != NULL && drv_sh_on(model))
+	if (ncols == 0 && s->sh_on != NULL && s->sh_on(model))
 		type = PROTO_T_SH_UP;
 	for (i = 0; i < s->nshards[model]; i++) {
 		struct drv_shard *sh = shard_of(s, model, i);
