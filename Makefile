@@ -492,7 +492,7 @@ ALL += $(LIBSHARED) $(KVSS_SHARED) $(TEST_SHARED_RADOS) $(BENCH_SHARED)
 UDPCLIENT_SRC := $(sort $(wildcard app/udpclient/*.c))
 KVSS_UDPCLIENT := $(BUILD)/kvss-udp-client
 
-$(call obj,$(UDPCLIENT_SRC) test/test_udpclient.c): $(BUILD)/obj/%.o: %.c
+$(call obj,$(UDPCLIENT_SRC) test/test_udpclient.c test/test_udpclient_shard.c): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_PURE) -Iapp/udpclient -c $< -o $@
 
@@ -504,8 +504,25 @@ $(BUILD)/test/test_udpclient: $(call obj,test/test_udpclient.c app/udpclient/ucw
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-TESTS += $(BUILD)/test/test_udpclient
-ALL += $(KVSS_UDPCLIENT) $(BUILD)/test/test_udpclient
+# The client against a fake shard that lies (test/test_udpclient_shard.c):
+# it runs the client built beside it ($(BUILD)/kvss-udp-client; in
+# $(SAN_BUILD), the sanitizers' client).
+$(BUILD)/test/test_udpclient_shard: $(call obj,test/test_udpclient_shard.c app/udpclient/ucwire.c) \
+		$(LIBPROTO) | $(KVSS_UDPCLIENT)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(filter-out $(KVSS_UDPCLIENT),$^) $(CRITERION_LIBS) $(DEP_LIBS)
+
+TESTS += $(BUILD)/test/test_udpclient $(BUILD)/test/test_udpclient_shard
+ALL += $(KVSS_UDPCLIENT) $(BUILD)/test/test_udpclient $(BUILD)/test/test_udpclient_shard
+
+# Its decoder, fuzzed alone (test/fuzz/fuzz_ucwire.c): what a shard, or
+# anyone on the rail, can make the client read.
+FUZZ_UCWIRE := $(BUILD)/fuzz/fuzz_ucwire
+FUZZ_UCWIRE_CORPUS := $(BUILD)/fuzz/corpus_ucwire
+
+$(FUZZ_UCWIRE): test/fuzz/fuzz_ucwire.c app/udpclient/ucwire.c app/udpclient/ucwire.h
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -Iapp/udpclient -o $@ test/fuzz/fuzz_ucwire.c app/udpclient/ucwire.c -lxxhash
 
 .PHONY: demo-shared
 # The shared level in the whole system on a throwaway Ceph cluster: two
@@ -531,7 +548,8 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) check-run
 
-check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ) $(STRESS) \
+check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ) \
+		$(FUZZ_UCWIRE) $(STRESS) \
 		check-sanitize-build
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
 
@@ -548,7 +566,7 @@ check-sanitize-build: need-deps
 		$(addprefix $(SAN_BUILD)/test/,$(SAN_TESTS)) $(SAN_BUILD)/kvss-trace \
 		$(SAN_BUILD)/kvss $(SAN_BUILD)/kvss-dump $(addprefix $(SAN_BUILD)/tools/,gen_frames \
 		replay_check shard_scenario memif_flap) $(SAN_BUILD)/kvss-shared \
-		$(SAN_BUILD)/tools/test_shared_rados
+		$(SAN_BUILD)/tools/test_shared_rados $(SAN_BUILD)/kvss-udp-client
 
 check-tsan: $(BUILD)/test/stress_kvstore_tsan
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test/stress_kvstore_tsan 1000000
@@ -556,13 +574,15 @@ check-tsan: $(BUILD)/test/stress_kvstore_tsan
 fuzz: deps
 	@$(MAKE) --no-print-directory fuzz-run
 
-fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ)
+fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ) \
+		$(FUZZ_UCWIRE) $(GEN_FRAMES)
 	@scripts/fuzz.sh $(FUZZ_PROTO) $(FUZZ_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-files.sh $(FUZZ_FILES) $(FUZZ_FILES_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-kvdisk.sh $(FUZZ_KVDISK) $(FUZZ_KVDISK_CORPUS) $(FUZZ_SECONDS)
 	@scripts/fuzz-shard.sh $(FUZZ_SHARD) $(FUZZ_SHARD_CORPUS) $(FUZZ_SECONDS)
 	@FUZZ_REGRESS=test/fuzz/regress_shared FUZZ_MAX_LEN=4096 scripts/fuzz.sh $(FUZZ_SHARED_OBJ) \
 		$(FUZZ_SHARED_OBJ_CORPUS) $(FUZZ_SECONDS)
+	@scripts/fuzz-ucwire.sh $(FUZZ_UCWIRE) $(FUZZ_UCWIRE_CORPUS) $(FUZZ_SECONDS) $(GEN_FRAMES)
 
 bench: deps
 	@$(MAKE) --no-print-directory bench-run

@@ -119,6 +119,9 @@ run fuzz_kvdisk scripts/fuzz-kvdisk.sh "$BUILD/fuzz/fuzz_kvdisk" "$BUILD/fuzz/co
 # Objects and names read from the shared level (another machine wrote them).
 run fuzz_shared_obj env FUZZ_REGRESS=test/fuzz/regress_shared FUZZ_MAX_LEN=4096 scripts/fuzz.sh \
 	"$BUILD/fuzz/fuzz_shared_obj" "$BUILD/fuzz/corpus_shared_obj" "$(( (FUZZ_SECONDS + 1) / 2 ))"
+# kvss-udp-client's decoder: what a shard can make the client read.
+run fuzz_ucwire scripts/fuzz-ucwire.sh "$BUILD/fuzz/fuzz_ucwire" "$BUILD/fuzz/corpus_ucwire" \
+	"$(( (FUZZ_SECONDS + 1) / 2 ))" "$BUILD/tools/gen_frames"
 # The shard with its state: frames of every type through its lcores and tiers.
 # Here its seeds and regression inputs (issue 39's findings 1, 3, 8 and the
 # refill cut short), then 10,000 inputs from seed 1: bounded, and as far as

@@ -52,10 +52,11 @@ ip link add $VC type veth peer name $VS && ip link set $VC netns $NC && ip link 
 C_MAC=$(ip -n $NC -o link show $VC | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
 check "the namespaces and the veth pair are up" test -n "$C_MAC"
 
-# The shard: two caches of different geometry, model 1, shard 2 (the
-# reference content depends on all three), control only from the client,
-# nothing that crossed a router.
-cat >"$tmp/shard.cfg" <<EOF
+# shard_cfg CACHES: the shard, model 1, shard 2 (the reference content
+# depends on all three), control only from the client, nothing that crossed
+# a router; CACHES its caches' list.
+shard_cfg() {
+	cat <<EOF
 role = "shard";
 poll_mode = "idle";
 mtu = 1500;
@@ -66,18 +67,24 @@ shard = {
   wafer = { mac = "$C_MAC"; ipv4 = "$C_IP"; };
   drivers = [ "$C_IP" ];
   batch_timeout_ms = 1000;
-  caches = (
-    { id = 0; bytes_per_token = 1024; buffers = 2; capacity_tokens = 4096; },
-    { id = 1; bytes_per_token = 384;  buffers = 3; capacity_tokens = 4096; }
-  );
+  caches = ( $1 );
 };
 EOF
-ip netns exec $NS timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0,1@1" \
-	--log-level lib.eal:error --no-telemetry --file-prefix "$PREFIX" \
-	--vdev "net_af_packet0,iface=$VS,framecnt=4096" -- --config "$tmp/shard.cfg" \
-	>"$tmp/shard.log" 2>&1 &
-sp=$!
-for _ in $(seq 100); do grep -q ' up, epoch ' "$tmp/shard.log" && break; sleep 0.1; done
+}
+# start_shard LOG: the shard of $tmp/shard.cfg, its output in LOG.
+start_shard() {
+	ip netns exec $NS timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0,1@1" \
+		--log-level lib.eal:error --no-telemetry --file-prefix "$PREFIX" \
+		--vdev "net_af_packet0,iface=$VS,framecnt=4096" -- --config "$tmp/shard.cfg" \
+		>"$1" 2>&1 &
+	sp=$!
+	for _ in $(seq 100); do grep -q ' up, epoch ' "$1" && break; sleep 0.1; done
+}
+
+# Two caches of different geometry.
+shard_cfg '{ id = 0; bytes_per_token = 1024; buffers = 2; capacity_tokens = 4096; },
+    { id = 1; bytes_per_token = 384;  buffers = 3; capacity_tokens = 4096; }' >"$tmp/shard.cfg"
+start_shard "$tmp/shard.log"
 check "the shard is up on its end of the veth" grep -q 'shard 2 of model 1 up, epoch ' "$tmp/shard.log"
 
 # client TAG ARGS...: a run; its exit status in rc_TAG, stdout and stderr in TAG.out, TAG.err.
@@ -148,4 +155,26 @@ check "the client's frames came with TTL 64: one segment, served under routed = 
 	grep -q "the rail: the driver's frames crossed 0 router(s), the wafer's 0" "$tmp/shard.log"
 echo "udpclient: $(grep -h '^udp-client: PASS' "$tmp/main.out"); shard: $(grep -o 'frames rx_frames.*' <<<"$stats")"
 [ "$fail" -eq 0 ] || tail -n 12 "$tmp/shard.log" >&2
+
+# As many caches as a shard may have, and counts between: 1, 4, 5 (more
+# refills than the client once had room for) and 16 (its REFILL in several
+# datagrams), each cache of its own geometry (1 to 3 buffers).
+for n in 1 4 5 16; do
+	caches=
+	for k in $(seq 0 $((n - 1))); do
+		b=$((1 + k % 3))
+		caches="$caches${caches:+, }{ id = $k; bytes_per_token = $((128 * b)); buffers = $b; capacity_tokens = 1024; }"
+	done
+	shard_cfg "$caches" >"$tmp/shard.cfg"
+	start_shard "$tmp/shard$n.log"
+	client "caches$n" --tokens 300 --prompt $((500 + n))
+	rc=$(eval echo "\$rc_caches$n")
+	check "$n cache(s): every check held (exit 0), $((3 * n + 4)) refills" \
+		sh -c "[ $rc = 0 ] && grep -q '^udp-client: PASS: $((3 * n + 4)) refills' '$tmp/caches$n.out' &&
+			test ! -s '$tmp/caches$n.err'"
+	kill -INT "$sp" 2>/dev/null
+	wait "$sp" 2>/dev/null
+	sp=
+	[ "$rc" = 0 ] || { tail -n 5 "$tmp/caches$n.err" "$tmp/shard$n.log" >&2; }
+done
 check_summary "udpclient"

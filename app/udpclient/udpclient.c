@@ -21,8 +21,16 @@
  *
  * Control messages are resent until acknowledged (ACK recv_seq), reports
  * (ERROR, TOKEN_LOST, L2_DONE) are taken in order and answered with
- * REPORT_ACK. Exit 0 when every check held, 1 when one failed (each
- * failure printed on stderr), 2 for a usage or socket error.
+ * REPORT_ACK. Exit 0 when every check held and bytes were checked, 1 when
+ * one failed (each failure printed on stderr, the first MAX_SAID of them),
+ * 2 for a usage, socket or allocation error.
+ *
+ * The shard is not trusted: what it says is checked before it sizes
+ * anything (at most MAX_CACHES caches, the memory a run holds and the bytes
+ * it sends within --max-mib), an ACK of a message never sent or a STATUS of
+ * another shard ends the run as a FAIL, nothing that arrives can hold the
+ * run past --timeout, and bytes of a refill that come again, differently,
+ * fail it whenever they come.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,8 +51,11 @@
 #include "args.h"
 #include "ucwire.h"
 
-#define MAX_CACHES 16
-#define MAX_REFILLS 16
+#define MAX_CACHES 16 /* as many as a shard may have (PROTOCOL.md, CacheInfo) */
+/* What run() asks: three refills per cache, three that must fail, one after the DELETE. */
+#define MAX_REFILLS (3 * MAX_CACHES + 4)
+#define MAX_SAID 20 /* failures printed on stderr; the others counted */
+#define MAX_ENTRIES ((9000 - 28 - UC_HDR - UC_EVICT_HDR_LEN) / UC_EVICT_ENTRY_LEN)
 #define RETRANSMIT_NS 50000000ULL /* a control message not received in 50 ms goes again */
 #define IP_UDP 28
 
@@ -52,7 +63,7 @@ struct opts {
 	const char *shard_ip, *bind_ip, *org;
 	uint16_t ctl_port, evict_port, refill_port;
 	uint32_t model, mtu;
-	uint64_t prompt, tokens, batch, seed, timeout_ms;
+	uint64_t prompt, tokens, batch, seed, timeout_ms, max_mib;
 	int64_t flip; /* the expected byte of refill 1, buffer 0 to flip (-1: none) */
 	bool no_csum, verbose;
 };
@@ -71,9 +82,11 @@ struct refill {
 	struct uc_refill_done d;
 	unsigned int nbuf;
 	uint32_t bb;		/* bytes per buffer per token */
-	uint8_t *got[8], *have[8];
-	uint64_t covered[8];	/* distinct bytes received per buffer */
+	uint64_t blen;		/* bytes per buffer: tokens x bb */
+	uint8_t *got, *have;	/* buffer b at b x blen */
+	uint64_t *covered;	/* distinct bytes received per buffer */
 	uint64_t frames, dup_frames, bad_frames, copies_differ;
+	bool checked;		/* its bytes compared: a contradicting copy from now on fails at once */
 };
 
 struct client {
@@ -91,7 +104,6 @@ struct client {
 	 * it: what every stream and buffer is sized by from then on. */
 	unsigned int ngeo;
 	struct uc_cache_info geo[MAX_CACHES];
-	bool geo_changed;
 	struct uc_status st;
 	bool have_st;
 	uint64_t st_count;
@@ -109,6 +121,8 @@ struct client {
 	struct refill rf[MAX_REFILLS];
 	unsigned int nrf;
 	uint64_t dropped, strangers, failures;
+	bool stop;	/* the shard broke the protocol, restarted or changed its caches: said */
+	bool sys_error; /* a socket or an allocation failed: said, exit 2 */
 	uint64_t deadline;
 	uint8_t buf[65536];
 };
@@ -127,12 +141,39 @@ fail(struct client *c, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* A shard can send failures without end (a flood of ERROR reports): the first are said. */
+	if (c->failures++ >= MAX_SAID)
+		return;
 	fprintf(stderr, "udp-client: FAIL: ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	c->failures++;
+}
+
+/* A socket or an allocation failed: not the shard's check, the run's (exit 2). */
+static void
+sys_fail(struct client *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "udp-client: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	c->sys_error = true;
+	c->stop = true;
+}
+
+static void *
+alloc(struct client *c, size_t n, const char *what)
+{
+	void *p = calloc(n ? n : 1, 1);
+
+	if (p == NULL)
+		sys_fail(c, "cannot allocate %zu bytes for %s", n, what);
+	return p;
 }
 
 static struct uc_hdr
@@ -142,11 +183,15 @@ hdr(const struct client *c, uint16_t shard)
 }
 
 static int
-send_to(int fd, const struct sockaddr_in *to, const uint8_t *p, size_t len)
+send_to(struct client *c, int fd, const struct sockaddr_in *to, const uint8_t *p, size_t len)
 {
-	if (sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to)) != (ssize_t)len) {
-		fprintf(stderr, "udp-client: sendto %s:%u (%zu bytes): %s\n", inet_ntoa(to->sin_addr),
-			ntohs(to->sin_port), len, strerror(errno));
+	if (len == 0 || sendto(fd, p, len, 0, (const struct sockaddr *)to, sizeof(*to)) != (ssize_t)len) {
+		if (len == 0)
+			sys_fail(c, "a message to %s:%u does not fit its buffer", inet_ntoa(to->sin_addr),
+				 ntohs(to->sin_port));
+		else
+			sys_fail(c, "sendto %s:%u (%zu bytes): %s", inet_ntoa(to->sin_addr),
+				 ntohs(to->sin_port), len, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -159,6 +204,18 @@ on_status(struct client *c, const struct uc_msg *m)
 {
 	struct uc_status s;
 
+	/* One shard: its id from the STATUS that established the stream (0xFFFF is no shard's). */
+	if (m->h.shard == UC_SHARD_ALL || (c->established && m->h.shard != c->shard_id)) {
+		fail(c, "a STATUS from shard %u, not shard %u: refused", m->h.shard, c->shard_id);
+		c->stop = true;
+		return;
+	}
+	if (m->h.count > MAX_CACHES) {
+		fail(c, "the shard's STATUS lists %u caches; this client takes at most %d", m->h.count,
+		     MAX_CACHES);
+		c->stop = true;
+		return;
+	}
 	uc_get_status(m, &s);
 	/* A STATUS older than one taken is ignored (section 5, STATUS in order). */
 	if (c->have_st && s.uptime_ns < c->st.uptime_ns && m->h.epoch == c->sepoch)
@@ -168,6 +225,7 @@ on_status(struct client *c, const struct uc_msg *m)
 		     c->sepoch, m->h.epoch);
 		c->established = false;
 		c->sepoch_lost = m->h.epoch;
+		c->stop = true;
 	}
 	if (s.driver_epoch == c->depoch && !c->established && c->sepoch_lost == 0) {
 		c->established = true;
@@ -177,17 +235,17 @@ on_status(struct client *c, const struct uc_msg *m)
 	c->st = s;
 	c->have_st = true;
 	c->st_count++;
-	c->ncaches = m->h.count < MAX_CACHES ? m->h.count : MAX_CACHES;
+	c->ncaches = m->h.count;
 	for (unsigned int i = 0; i < c->ncaches; i++)
 		uc_get_cache_info(m, i, &c->cache[i]);
-	if (c->ngeo == 0 || c->geo_changed)
+	if (c->ngeo == 0 || c->stop)
 		return;
 	for (unsigned int i = 0; i < c->ngeo; i++)
 		if (c->ncaches != c->ngeo || c->cache[i].cache != c->geo[i].cache ||
 		    c->cache[i].buffers != c->geo[i].buffers ||
 		    c->cache[i].bytes_per_token != c->geo[i].bytes_per_token) {
 			fail(c, "a STATUS of the same epoch gives the caches another geometry");
-			c->geo_changed = true;
+			c->stop = true;
 			return;
 		}
 }
@@ -198,7 +256,7 @@ send_report_ack(struct client *c)
 	struct uc_hdr h = hdr(c, c->shard_id);
 	size_t n = uc_build_report_ack(c->buf, sizeof(c->buf), &h, c->reports_taken);
 
-	send_to(c->ctl, &c->to_ctl, c->buf, n);
+	send_to(c, c->ctl, &c->to_ctl, c->buf, n);
 }
 
 /* ERROR, TOKEN_LOST, L2_DONE: once and in order (section 5), answered with REPORT_ACK. */
@@ -224,8 +282,8 @@ on_report(struct client *c, const struct uc_msg *m)
 			struct uc_lost l;
 
 			uc_get_lost(m, i, &l);
-			fail(c, "TOKEN_LOST: prompt %" PRIu64 " tokens [%u, %u) of cache %u", l.prompt,
-			     l.token, l.token + l.tokens, l.cache);
+			fail(c, "TOKEN_LOST: prompt %" PRIu64 " tokens [%u, %" PRIu64 ") of cache %u",
+			     l.prompt, l.token, (uint64_t)l.token + l.tokens, l.cache);
 			c->lost++;
 		} else {
 			fail(c, "an L2_DONE, but this client sent no second-tier message");
@@ -278,28 +336,31 @@ on_refill_data(struct client *c, const struct uc_msg *m)
 	}
 	r->frames++;
 	if (d.sequence != r->sequence || d.cache_idx != r->cache_idx || d.cache != r->cache ||
-	    d.buffer >= r->nbuf || d.stream_len != (uint64_t)r->tokens * r->bb ||
+	    d.buffer >= r->nbuf || d.stream_len != r->blen ||
 	    m->h.epoch != c->sepoch || m->h.shard != c->shard_id) {
 		if (r->bad_frames++ == 0)
 			fail(c, "refill %" PRIu64 ": a REFILL_DATA header says sequence %u cache_idx %u "
 				"cache %u buffer %u stream_len %u epoch 0x%08x shard %u; expected %u %u %u "
 				"<%u %" PRIu64 " 0x%08x %u",
 			     r->id, d.sequence, d.cache_idx, d.cache, d.buffer, d.stream_len, m->h.epoch,
-			     m->h.shard, r->sequence, r->cache_idx, r->cache, r->nbuf,
-			     (uint64_t)r->tokens * r->bb, c->sepoch, c->shard_id);
+			     m->h.shard, r->sequence, r->cache_idx, r->cache, r->nbuf, r->blen, c->sepoch,
+			     c->shard_id);
 		return;
 	}
+	/* The parser holds offset + len within stream_len, and stream_len is blen here. */
 	for (uint32_t k = 0; k < d.len; k++) {
-		uint64_t at = (uint64_t)d.offset + k;
+		uint64_t at = (uint64_t)d.buffer * r->blen + d.offset + k;
 
-		if (r->have[d.buffer][at]) {
-			if (r->got[d.buffer][at] != d.bytes[k])
-				r->copies_differ++;
+		if (r->have[at]) {
+			if (r->got[at] != d.bytes[k] && r->copies_differ++ == 0 && r->checked)
+				fail(c, "refill %" PRIu64 " (%s): bytes came again after the check, "
+					"differently (buffer %u stream byte %" PRIu64 ")",
+				     r->id, r->what, d.buffer, (uint64_t)d.offset + k);
 			continue;
 		}
 		dup = false;
-		r->have[d.buffer][at] = 1;
-		r->got[d.buffer][at] = d.bytes[k];
+		r->have[at] = 1;
+		r->got[at] = d.bytes[k];
 		r->covered[d.buffer]++;
 	}
 	if (dup && d.len > 0)
@@ -326,6 +387,12 @@ on_frame(struct client *c, const uint8_t *p, size_t len, const struct sockaddr_i
 		c->dropped++;
 		return;
 	}
+	/* Once established, one shard: a STATUS of another fails (on_status), the rest is dropped. */
+	if (c->established && m.h.shard != c->shard_id && m.h.type != UC_STATUS &&
+	    m.h.type != UC_REFILL_DATA) {
+		c->dropped++;
+		return;
+	}
 	switch (m.h.type) {
 	case UC_STATUS:
 		on_status(c, &m);
@@ -335,6 +402,14 @@ on_frame(struct client *c, const uint8_t *p, size_t len, const struct sockaddr_i
 			struct uc_ack a;
 
 			uc_get_ack(&m, &a);
+			/* Received or done past what was sent, or done before received: a lie. */
+			if (a.recv_seq > c->seq || a.cum_seq > a.recv_seq) {
+				fail(c, "an ACK of cum_seq %" PRIu64 " recv_seq %" PRIu64 ", but the last "
+					"control message sent was %" PRIu64 ": a protocol error",
+				     a.cum_seq, a.recv_seq, c->seq);
+				c->stop = true;
+				break;
+			}
 			if (a.recv_seq > c->recv_seq)
 				c->recv_seq = a.recv_seq;
 			if (a.cum_seq > c->cum_seq)
@@ -357,7 +432,12 @@ on_frame(struct client *c, const uint8_t *p, size_t len, const struct sockaddr_i
 	}
 }
 
-/* Take what arrives for up to @p wait_ns; resend the pending control message when due. */
+/*
+ * Take what arrives for up to @p wait_ns; resend the pending control message
+ * when due. Nothing that arrives holds it past the deadline: each socket is
+ * read a burst at a time (a refill's frames come so), never once the
+ * deadline has passed, so a flood neither starves the resend nor the clock.
+ */
 static void
 pump(struct client *c, uint64_t wait_ns)
 {
@@ -372,8 +452,7 @@ pump(struct client *c, uint64_t wait_ns)
 
 			if (!(pf[i].revents & POLLIN))
 				continue;
-			/* Drain the socket: a refill's frames come in a burst. */
-			for (;;) {
+			for (unsigned int k = 0; k < 4096 && !c->stop && now_ns() < c->deadline; k++) {
 				fl = sizeof(from);
 				n = recvfrom(pf[i].fd, c->buf, sizeof(c->buf), MSG_DONTWAIT,
 					     (struct sockaddr *)&from, &fl);
@@ -382,9 +461,10 @@ pump(struct client *c, uint64_t wait_ns)
 				on_frame(c, c->buf, (size_t)n, &from, i == 1);
 			}
 		}
-	if (c->pend_len > 0 && c->recv_seq < c->pend_seq && now_ns() - c->pend_sent > RETRANSMIT_NS) {
+	if (c->pend_len > 0 && c->recv_seq < c->pend_seq && !c->stop &&
+	    now_ns() - c->pend_sent > RETRANSMIT_NS) {
 		c->pend[6] |= UC_F_RETRANSMIT; /* flags, bit 1 */
-		send_to(c->ctl, &c->to_ctl, c->pend, c->pend_len);
+		send_to(c, c->ctl, &c->to_ctl, c->pend, c->pend_len);
 		c->pend_sent = now_ns();
 		c->resent++;
 	}
@@ -392,22 +472,20 @@ pump(struct client *c, uint64_t wait_ns)
 
 typedef bool (*pred_fn)(struct client *c, const void *arg);
 
-/* Pump until @p done holds; -1 (said, naming @p what) when the deadline passes first. */
+/* Pump until @p done holds; -1 (said, naming @p what) when the deadline or a stop comes first. */
 static int
 wait_for(struct client *c, pred_fn done, const void *arg, const char *what)
 {
-	while (!done(c, arg)) {
+	while (!c->stop && !done(c, arg)) {
 		uint64_t t = now_ns();
 
-		if (c->sepoch_lost != 0 || c->geo_changed)
-			return -1; /* said when it came */
 		if (t >= c->deadline) {
 			fail(c, "timed out waiting for %s", what);
 			return -1;
 		}
 		pump(c, c->deadline - t < 10000000 ? c->deadline - t : 10000000);
 	}
-	return 0;
+	return c->stop ? -1 : 0; /* a stop was said when it came */
 }
 
 static bool
@@ -422,15 +500,15 @@ send_ctl(struct client *c, size_t len)
 {
 	uint64_t seq = c->seq;
 
-	if (len == 0 || len > sizeof(c->pend)) {
-		fail(c, "a control message does not fit the MTU");
+	if (len == 0 || len > sizeof(c->pend) || len > c->o.mtu - IP_UDP) {
+		sys_fail(c, "a control message of %zu bytes does not fit the MTU (%u)", len, c->o.mtu);
 		return -1;
 	}
 	memcpy(c->pend, c->buf, len);
 	c->pend_len = len;
 	c->pend_seq = seq;
 	c->pend_sent = now_ns();
-	return send_to(c->ctl, &c->to_ctl, c->pend, len);
+	return send_to(c, c->ctl, &c->to_ctl, c->pend, len);
 }
 
 static int
@@ -458,9 +536,9 @@ static int
 hello(struct client *c)
 {
 	struct uc_hdr h = hdr(c, UC_SHARD_ALL);
-	uint64_t next = 0;
+	uint64_t next = 0, n = c->o.tokens, per_token = 0, held, sent;
 
-	while (!c->established) {
+	while (!c->established && !c->stop) {
 		uint64_t t = now_ns();
 
 		if (t >= c->deadline) {
@@ -469,13 +547,15 @@ hello(struct client *c)
 			return -1;
 		}
 		if (t >= next) {
-			size_t n = uc_build_hello(c->buf, sizeof(c->buf), &h);
+			size_t len = uc_build_hello(c->buf, sizeof(c->buf), &h);
 
-			send_to(c->ctl, &c->to_ctl, c->buf, n);
+			send_to(c, c->ctl, &c->to_ctl, c->buf, len);
 			next = t + 100000000ULL;
 		}
 		pump(c, 10000000);
 	}
+	if (c->stop)
+		return -1;
 	printf("udp-client: shard %u of model %u at %s: epoch 0x%08x, our driver epoch 0x%08x "
 	       "established;", c->shard_id, c->o.model, c->o.shard_ip, c->sepoch, c->depoch);
 	for (unsigned int i = 0; i < c->ncaches; i++)
@@ -486,17 +566,39 @@ hello(struct client *c)
 		fail(c, "the shard's STATUS lists no cache");
 		return -1;
 	}
-	for (unsigned int i = 0; i < c->ncaches; i++)
-		if (c->cache[i].cache != i || c->cache[i].buffers == 0 ||
-		    c->cache[i].bytes_per_token % c->cache[i].buffers != 0 ||
-		    c->cache[i].buffers > 8 || c->cache[i].bytes_per_token > (1u << 20) ||
-		    c->cache[i].capacity < c->o.tokens) {
+	for (unsigned int i = 0; i < c->ncaches; i++) {
+		const struct uc_cache_info *k = &c->cache[i];
+		const char *why = k->cache != i			? "its id is not its place"
+				  : k->bytes_per_token == 0	? "0 bytes per token: nothing to check"
+				  : k->buffers == 0		? "0 buffers"
+				  : k->bytes_per_token % k->buffers ? "its buffers do not divide a token"
+				  : k->bytes_per_token > (1u << 20) ? "more than 1 MiB a token"
+				  : k->capacity < n		? "no room for the prompt"
+								: NULL;
+
+		if (why != NULL) {
 			fail(c, "cache %u of the STATUS (id %u, %u buffers, %u B/token, room %" PRIu64
-				") is not one this client can fill with %" PRIu64 " tokens",
-			     i, c->cache[i].cache, c->cache[i].buffers, c->cache[i].bytes_per_token,
-			     c->cache[i].capacity, c->o.tokens);
+				"): %s; refused",
+			     i, k->cache, k->buffers, k->bytes_per_token, k->capacity, why);
 			return -1;
 		}
+		per_token += k->bytes_per_token;
+	}
+	/*
+	 * What the shard's caches make this run cost, checked before any of it:
+	 * the bytes it sends (every token of every cache) and the bytes it holds
+	 * for its refills (received and a map of what came: the prompt twice and
+	 * a quarter of it, per cache).
+	 */
+	sent = n * per_token;
+	held = per_token * (2 * n + (n / 4 ? n / 4 : 1)) * 2;
+	if (sent > (c->o.max_mib << 20) || held > (c->o.max_mib << 20)) {
+		fail(c, "the shard's %u cache(s), %" PRIu64 " B a token in all, would make %" PRIu64
+			" tokens cost %" PRIu64 " MiB sent and %" PRIu64 " MiB held; --max-mib is %" PRIu64
+			": refused",
+		     c->ncaches, per_token, n, sent >> 20, held >> 20, c->o.max_mib);
+		return -1;
+	}
 	c->ngeo = c->ncaches;
 	memcpy(c->geo, c->cache, sizeof(c->geo));
 	return 0;
@@ -509,7 +611,7 @@ send_stream(struct client *c, uint64_t batch, unsigned int cc, uint32_t first, u
 {
 	uint32_t b = c->geo[cc].bytes_per_token, slen = g * b;
 	uint32_t max = c->o.mtu - IP_UDP - UC_HDR - UC_DATA_HDR_LEN;
-	uint8_t *s = malloc(slen);
+	uint8_t *s = alloc(c, slen, "an EVICT_DATA stream");
 	struct uc_hdr h = {.model = c->o.model, .shard = c->shard_id, .epoch = c->wepoch};
 	int rc = 0;
 
@@ -523,7 +625,7 @@ send_stream(struct client *c, uint64_t batch, unsigned int cc, uint32_t first, u
 					.stream_len = slen, .driver_epoch = c->depoch};
 		size_t n = uc_build_evict_data(c->buf, sizeof(c->buf), &h, &d, s + off, len);
 
-		rc = send_to(c->data, &c->to_evict, c->buf, n);
+		rc = send_to(c, c->data, &c->to_evict, c->buf, n);
 		(*frames)++;
 	}
 	free(s);
@@ -555,7 +657,7 @@ evict(struct client *c)
 		return -1;
 	for (uint32_t first = 0; first < n; first += g) {
 		uint32_t gg = n - first < g ? n - first : g;
-		struct uc_entry e[1024];
+		struct uc_entry e[MAX_ENTRIES];
 
 		c->nbatches++;
 		for (uint32_t j = 0; j < gg; j++)
@@ -596,6 +698,10 @@ add_refill(struct client *c, uint16_t cache, const char *what, unsigned int want
 {
 	struct refill *r = &c->rf[c->nrf];
 
+	if (c->nrf >= MAX_REFILLS) { /* run() asks at most MAX_REFILLS */
+		sys_fail(c, "more than %d refills", MAX_REFILLS);
+		return NULL;
+	}
 	memset(r, 0, sizeof(*r));
 	r->id = 1000 + c->nrf;
 	r->cache = cache;
@@ -608,17 +714,18 @@ add_refill(struct client *c, uint16_t cache, const char *what, unsigned int want
 		r->chunk[i] = ch[i];
 		r->tokens += ch[i].tokens;
 	}
+	c->nrf++; /* counted before its buffers: freed at exit if they fail */
 	if (want == 0) {
 		r->nbuf = c->geo[cache].buffers;
 		r->bb = c->geo[cache].bytes_per_token / r->nbuf;
-		for (unsigned int b = 0; b < r->nbuf; b++) {
-			r->got[b] = calloc((size_t)r->tokens * r->bb, 1);
-			r->have[b] = calloc((size_t)r->tokens * r->bb, 1);
-			if (r->got[b] == NULL || r->have[b] == NULL)
-				return NULL;
-		}
+		r->blen = (uint64_t)r->tokens * r->bb;
+		/* tokens x bytes per token each: within what hello() let the caches cost */
+		r->got = alloc(c, (size_t)r->tokens * c->geo[cache].bytes_per_token, "a refill's bytes");
+		r->have = alloc(c, (size_t)r->tokens * c->geo[cache].bytes_per_token, "a refill's map");
+		r->covered = alloc(c, r->nbuf * sizeof(*r->covered), "a refill's counts");
+		if (r->got == NULL || r->have == NULL || r->covered == NULL)
+			return NULL;
 	}
-	c->nrf++;
 	return r;
 }
 
@@ -634,7 +741,7 @@ refills_over(struct client *c, const void *arg)
 			return false;
 		if (r->want_status == 0 && r->d.status == 0)
 			for (unsigned int b = 0; b < r->nbuf; b++)
-				if (r->covered[b] < (uint64_t)r->tokens * r->bb)
+				if (r->covered[b] < r->blen)
 					return false;
 	}
 	return true;
@@ -645,7 +752,7 @@ static uint64_t
 check_refill(struct client *c, struct refill *r, bool flip_here)
 {
 	uint64_t wrong = 0, missing = 0;
-	uint8_t *want = malloc(r->bb);
+	uint8_t *want = alloc(c, r->bb, "a token's expected bytes");
 	uint32_t j = 0;
 
 	if (want == NULL)
@@ -661,20 +768,23 @@ check_refill(struct client *c, struct refill *r, bool flip_here)
 				    (uint64_t)c->o.flip < base + r->bb)
 					want[c->o.flip - base] ^= 0x01;
 				for (uint32_t x = 0; x < r->bb; x++) {
-					if (!r->have[b][base + x]) {
+					uint64_t at = b * r->blen + base + x;
+
+					if (!r->have[at]) {
 						missing++;
 						continue;
 					}
-					if (r->got[b][base + x] == want[x])
+					if (r->got[at] == want[x])
 						continue;
 					if (wrong++ == 0)
 						fail(c, "refill %" PRIu64 " (%s): cache %u buffer %u stream byte %" PRIu64
 							" (token %u, byte %u of the buffer's %u) is 0x%02x, expected 0x%02x",
 						     r->id, r->what, r->cache, b, base + x, t, x, r->bb,
-						     r->got[b][base + x], want[x]);
+						     r->got[at], want[x]);
 				}
 			}
 	free(want);
+	r->checked = true;
 	if (wrong > 0)
 		fail(c, "refill %" PRIu64 ": %" PRIu64 " byte(s) wrong", r->id, wrong);
 	if (missing > 0)
@@ -682,14 +792,13 @@ check_refill(struct client *c, struct refill *r, bool flip_here)
 	if (r->copies_differ > 0)
 		fail(c, "refill %" PRIu64 ": %" PRIu64 " byte(s) came twice, differently", r->id,
 		     r->copies_differ);
-	return wrong + missing;
+	return wrong + missing + r->copies_differ;
 }
 
 static int
 run_refills(struct client *c, unsigned int from, uint64_t *checked)
 {
 	struct uc_refill_req rq[MAX_REFILLS];
-	struct uc_hdr h = ctl_hdr(c);
 	unsigned int n = c->nrf - from;
 	bool timed_out = false;
 
@@ -699,9 +808,22 @@ run_refills(struct client *c, unsigned int from, uint64_t *checked)
 		rq[i] = (struct uc_refill_req){r->id, c->nbatches, r->sequence, r->cache_idx, r->cache,
 					      (uint16_t)r->nchunks, r->chunk};
 	}
-	if (send_ctl(c, uc_build_refill(c->buf, sizeof(c->buf), &h, rq, n)) != 0 ||
-	    wait_received(c) != 0)
-		return -1;
+	/* As many requests a REFILL as one datagram of the MTU holds (with 16 caches, several). */
+	for (unsigned int i = 0, k; i < n; i += k) {
+		size_t room = c->o.mtu - IP_UDP - UC_HDR, body = 0;
+		struct uc_hdr h = ctl_hdr(c);
+
+		for (k = 0; i + k < n; k++) {
+			size_t one = UC_REFILL_REQ_LEN + (size_t)rq[i + k].nchunks * UC_CHUNK_LEN;
+
+			if (body + one > room)
+				break;
+			body += one;
+		}
+		if (send_ctl(c, uc_build_refill(c->buf, sizeof(c->buf), &h, rq + i, k)) != 0 ||
+		    wait_received(c) != 0)
+			return -1;
+	}
 	if (wait_for(c, refills_over, &from, "every REFILL_DONE and every REFILL_DATA byte") != 0) {
 		for (unsigned int i = from; i < c->nrf; i++)
 			if (!c->rf[i].done)
@@ -770,9 +892,13 @@ run(struct client *c)
 	struct uc_hdr h;
 	unsigned int from = 0;
 
-	if (hello(c) != 0 || evict(c) != 0)
+	if (hello(c) != 0)
 		return -1;
-	/* What an engine asks: per cache, the prompt, two chunks glued, a middle range; then what must fail. */
+	/*
+	 * What an engine asks: per cache, the prompt, two chunks glued, a middle
+	 * range; then what must fail. Planned, their buffers taken, before a
+	 * byte is sent: a run that cannot hold them stops before it starts.
+	 */
 	for (unsigned int k = 0; k < c->ngeo; k++) {
 		struct uc_chunk whole = {c->o.prompt, 0, n};
 		struct uc_chunk glued[2] = {{c->o.prompt, n / 2, n - n / 2}, {c->o.prompt, 0, n / 2}};
@@ -788,12 +914,13 @@ run(struct client *c)
 		struct uc_chunk unknown = {c->o.prompt + 1, 0, 1}, past = {c->o.prompt, n - 1, 2};
 		struct uc_chunk any = {c->o.prompt, 0, 1};
 
-		add_refill(c, 0, "a prompt never evicted", 4 /* UNKNOWN_PROMPT */, 1, &unknown);
-		add_refill(c, 0, "a range past the prompt's end", 5 /* RANGE */, 1, &past);
-		add_refill(c, (uint16_t)c->ngeo, "a cache the shard does not have", 8 /* BAD_CACHE */,
-			   1, &any);
+		if (add_refill(c, 0, "a prompt never evicted", 4 /* UNKNOWN_PROMPT */, 1, &unknown) == NULL ||
+		    add_refill(c, 0, "a range past the prompt's end", 5 /* RANGE */, 1, &past) == NULL ||
+		    add_refill(c, (uint16_t)c->ngeo, "a cache the shard does not have", 8 /* BAD_CACHE */,
+			       1, &any) == NULL)
+			return -1;
 	}
-	if (run_refills(c, from, &checked) != 0)
+	if (evict(c) != 0 || run_refills(c, from, &checked) != 0)
 		return -1;
 	/* DELETE the prompt from every cache: STATUS says 0, a REFILL finds nothing. */
 	for (unsigned int k = 0; k < c->ngeo; k++)
@@ -807,8 +934,8 @@ run(struct client *c)
 		struct uc_chunk gone = {c->o.prompt, 0, n};
 
 		from = c->nrf;
-		add_refill(c, 0, "the deleted prompt", 4, 1, &gone);
-		if (run_refills(c, from, &checked) != 0)
+		if (add_refill(c, 0, "the deleted prompt", 4, 1, &gone) == NULL ||
+		    run_refills(c, from, &checked) != 0)
 			return -1;
 	}
 	/* Every report the shard sent taken (a clean run sends none); one more STATUS to be sure. */
@@ -821,6 +948,8 @@ run(struct client *c)
 	if (c->st.reports != 0)
 		fail(c, "the shard sent %" PRIu64 " report(s) (ERROR, TOKEN_LOST); a clean run has none",
 		     c->st.reports);
+	if (checked == 0)
+		fail(c, "no byte was checked: nothing to pass");
 	printf("udp-client: %s: %u refills, %" PRIu64 " bytes checked, %" PRIu64
 	       " control message(s) resent, %" PRIu64 " datagram(s) dropped, %" PRIu64 " failure(s)\n",
 	       c->failures ? "FAIL" : "PASS", c->nrf, checked, c->resent, c->dropped, c->failures);
@@ -836,8 +965,10 @@ udp_socket(struct client *c, uint16_t port, bool big)
 	int rcv = 16 << 20;
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 
-	if (fd < 0)
+	if (fd < 0) {
+		fprintf(stderr, "udp-client: socket: %s\n", strerror(errno));
 		return -1;
+	}
 	if (c->o.bind_ip != NULL && inet_pton(AF_INET, c->o.bind_ip, &a.sin_addr) != 1) {
 		fprintf(stderr, "udp-client: --bind: '%s' is not an IPv4 address\n", c->o.bind_ip);
 		close(fd);
@@ -878,7 +1009,9 @@ usage(FILE *f)
 		"usage: kvss-udp-client --shard IPV4 [options]\n"
 		"A driver and a wafer in one, over UDP sockets: evicts one prompt to a kvss shard\n"
 		"and refills it, checking every byte (docs/INTEGRATION.md). Exit 0: every check\n"
-		"held; 1: one failed (each said on stderr); 2: usage or socket error.\n"
+		"held and bytes were checked; 1: one failed, or the shard said what this client\n"
+		"refuses (the first %d failures said on stderr, the others counted); 2: a usage,\n"
+		"socket or allocation error (said on stderr).\n"
 		"  --shard IPV4       the shard's address (shard.address.ipv4)\n"
 		"  --bind IPV4        this side's address (the shard's wafer and driver; default any)\n"
 		"  --ports C,E,R      the shard's UDP ports: control, EVICT_DATA, REFILL_DATA\n"
@@ -890,12 +1023,16 @@ usage(FILE *f)
 		"  --batch N          tokens per EVICT at most (default: what one frame holds)\n"
 		"  --org NAME         the organization (isolation id, reference content; default acme)\n"
 		"  --seed N           the token ids' seed (default 1)\n"
-		"  --timeout MS       the whole run's deadline (default 10000)\n"
+		"  --timeout MS       the whole run's deadline, whatever arrives (default 10000)\n"
+		"  --max-mib N        the most the shard's caches may make this run send, and\n"
+		"                     hold for its refills, each in MiB (default 1024); a STATUS\n"
+		"                     of more, or of more than %d caches, is refused\n"
 		"  --no-udp-checksum  send UDP checksum 0 (needed on a veth, whose kernel leaves\n"
 		"                     checksums to an offload that never runs)\n"
 		"  --flip-expected K  for tests: flip byte K of what refill 1 (buffer 0) should be,\n"
 		"                     so that a right shard must fail the check\n"
-		"  --help, --version\n");
+		"  --help, --version\n",
+		MAX_SAID, MAX_CACHES);
 }
 
 static int
@@ -908,7 +1045,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"tokens", required_argument, NULL, 'n'},  {"batch", required_argument, NULL, 'g'},
 		{"org", required_argument, NULL, 'o'},     {"seed", required_argument, NULL, 'S'},
 		{"timeout", required_argument, NULL, 't'}, {"no-udp-checksum", no_argument, NULL, 'C'},
-		{"flip-expected", required_argument, NULL, 'F'},
+		{"flip-expected", required_argument, NULL, 'F'}, {"max-mib", required_argument, NULL, 'X'},
 		{"help", no_argument, NULL, 'h'},	   {"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
 	char err[160];
@@ -917,7 +1054,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){.org = "acme", .ctl_port = 7400, .evict_port = 7401, .refill_port = 7402,
 			   .mtu = 1500, .prompt = 1000, .tokens = 600, .batch = 1024, .seed = 1,
-			   .timeout_ms = 10000, .flip = -1};
+			   .timeout_ms = 10000, .max_mib = 1024, .flip = -1};
 	/* -h as every tool takes it. */
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		int rc = 0;
@@ -970,6 +1107,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 't':
 			rc = args_u64("--timeout", optarg, 1, 3600000, &o->timeout_ms, err, sizeof(err));
 			break;
+		case 'X':
+			rc = args_u64("--max-mib", optarg, 1, 1 << 20, &o->max_mib, err, sizeof(err));
+			break;
 		case 'C':
 			o->no_csum = true;
 			break;
@@ -1009,6 +1149,7 @@ main(int argc, char **argv)
 	static struct client c;
 	struct in_addr sa;
 	uint64_t x;
+	int rc;
 
 	args_check_stdout_at_exit("kvss-udp-client");
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1032,8 +1173,8 @@ main(int argc, char **argv)
 	c.shard_id = UC_SHARD_ALL;
 	c.deadline = now_ns() + c.o.timeout_ms * 1000000ULL;
 	/* The prompt: token ids from the seed, and h(i) of each (section 6). */
-	c.tok = calloc(c.o.tokens, sizeof(*c.tok));
-	c.h = calloc(c.o.tokens, sizeof(*c.h));
+	c.tok = alloc(&c, c.o.tokens * sizeof(*c.tok), "the token ids");
+	c.h = alloc(&c, c.o.tokens * sizeof(*c.h), "the token hashes");
 	if (c.tok == NULL || c.h == NULL)
 		return 2;
 	x = c.o.seed;
@@ -1045,7 +1186,13 @@ main(int argc, char **argv)
 		c.h[i] = uc_ref_next(i == 0 ? uc_ref_isolation(c.o.org, strlen(c.o.org)) : c.h[i - 1],
 				     c.tok[i]);
 	}
-	if (run(&c) != 0) {
+	rc = run(&c);
+	if (c.failures > MAX_SAID)
+		fprintf(stderr, "udp-client: FAIL: %" PRIu64 " more failure(s) not printed\n",
+			c.failures - MAX_SAID);
+	if (c.sys_error)
+		return 2; /* said on stderr */
+	if (rc != 0) {
 		printf("udp-client: FAIL: stopped after %" PRIu64 " failure(s) (on stderr)\n",
 		       c.failures);
 		return 1;
