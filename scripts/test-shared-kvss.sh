@@ -22,7 +22,13 @@
 #   7. one OSD killed with kill -9 while replica G runs: every byte right,
 #      hits from the shared level continue;
 #   8. shared.conf naming a missing file: kvss stops at start naming the key;
-#   9. a replica without a second tier (DRAM, then the shared level) hits it.
+#   9. a replica without a second tier (DRAM, then the shared level) hits it;
+#  10. one slice removed from the cluster (rados rm): the next reader loses
+#      that column only (no model restart), deletes its record, and the
+#      reader after it never asks for it;
+#  11. kvss-shared sweep deletes a record one of whose slices is gone.
+# A slice that does not come up costs its column, never the model: every
+# reader here checks that its model never restarted.
 # SHARED_KVSS_REQUESTS sets the trace's length (default 36).
 set -u
 BUILD=${1:-build}
@@ -108,11 +114,70 @@ right() { # right LABEL LOG RC: every byte right, the run finished
 	check "$1: zero verify failures" test "$(field "$2" verify_failures)" = 0
 	check "$1: finished" test "$(field "$2" finished)" = True
 	check "$1: exits 0" test "$3" -eq 0
+	kept "$1" "$2"
+}
+kept() { # kept LABEL LOG: the model never started over
+	check "$1: no model restart (resyncs $(field "$2" resyncs), shard restarts $(field "$2" shard_restarts))" \
+		test "$(field "$2" resyncs)/$(field "$2" shard_restarts)" = 0/0
 }
 say() { # say LABEL LOG: the replica's shared-level line
 	echo "shared level (kvss): $1: hit ratio $(field "$2" hit_ratio), from the shared level" \
 		"$(field "$2" hit_tokens_shared) tokens; $(grep -o 'shared level: hit tokens.*' "$2" | cut -c1-400)"
 }
+
+# rm_slice SKIP: remove slice s0.c0 of a live column's first column (start
+# 0), past SKIP such; print its namespace/name and its record's name.
+rm_slice() {
+	/usr/bin/python3 - "$conf" "$1" <<'EOF2'
+import re, struct, sys
+import rados
+c = rados.Rados(conffile=sys.argv[1])
+c.conf_set("rados_osd_op_timeout", "30")
+c.connect(timeout=30)
+io = c.open_ioctx("kvss")
+io.set_namespace(rados.LIBRADOS_ALL_NSPACES)
+objs = sorted((o.nspace, o.key) for o in io.list_objects())
+recs = {(ns, k[:16]) for ns, k in objs if re.fullmatch(r"[0-9a-f]{16}\.r", k)}
+skip = int(sys.argv[2])
+for ns, key in objs:
+    if not re.fullmatch(r"[0-9a-f]{16}\.s0\.c0", key) or (ns, key[:16]) not in recs:
+        continue
+    io.set_namespace(ns)
+    # The header's start (offset 76): a prompt's first column.
+    if struct.unpack_from("<I", io.read(key, 128), 76)[0] != 0:
+        continue
+    if skip > 0:
+        skip -= 1
+        continue
+    io.remove_object(key)
+    print(ns + "/" + key, key[:16] + ".r")
+    break
+io.close()
+c.shutdown()
+EOF2
+}
+# has NS/NAME: does the object exist?
+has() {
+	/usr/bin/python3 - "$conf" "$1" <<'EOF2'
+import sys
+import rados
+c = rados.Rados(conffile=sys.argv[1])
+c.conf_set("rados_osd_op_timeout", "30")
+c.connect(timeout=30)
+io = c.open_ioctx("kvss")
+ns, name = sys.argv[2].split("/", 1)
+io.set_namespace(ns)
+try:
+    io.stat(name)
+    sys.exit(0)
+except rados.ObjectNotFound:
+    sys.exit(1)
+finally:
+    io.close()
+    c.shutdown()
+EOF2
+}
+hasnt() { ! has "$1"; }
 
 # 1. Replica A writes.
 mkcfg "$tmp/a.cfg" "$tmp/a" "$tmp/alpha.jsonl"
@@ -197,6 +262,20 @@ check "D: corrupted slices refused by the shard (SHARED_BAD)" \
 check "D: the shard counted them as failures" grep -q "final stats: tier.* shared_errors=[1-9]" "$tmp/d.log"
 check "D: the records of refused columns were deleted" \
 	holds "$(field "$tmp/d.log" shared.records_deleted) > 0"
+kept "D" "$tmp/d.log"
+# D writes what it recomputed: its exclusive creates find the corrupted
+# slices under their names, read them back, and write over them; a reader
+# after it finds only slices that check.
+check "D: wrote records again" holds "$(field "$tmp/d.log" shared.records_written) > 0"
+mkcfg "$tmp/d2.cfg" "$tmp/d2" "$tmp/alpha.jsonl"
+sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/d2.cfg"
+run_all "$tmp/d2.cfg" "$tmp/d2.log"
+rc=$?
+say "D2 (alpha, after D rewrote)" "$tmp/d2.log"
+right "D2" "$tmp/d2.log" $rc
+check "D2: hits from the shared level again" holds "$(field "$tmp/d2.log" hit_tokens_shared) > 0"
+check "D2: no bad slice (D replaced the ones it found under its names)" \
+	test "$(field "$tmp/d2.log" shared.slices_bad)" = 0
 
 # 5. Expiry: columns first used longer ago than the TTL are not served.
 shared reset >/dev/null 2>&1 # what A wrote is gone: a fresh generation for this part
@@ -255,10 +334,11 @@ scripts/ceph-cluster.sh kill-osd "$cluster" 1 >/dev/null 2>&1
 wait $gpid
 rc=$?
 say "G (alpha, osd.1 killed mid-run)" "$tmp/g.log"
-echo "shared level (kvss): G exited $rc (3: degraded, a batch lost to the OSD's stall; the bytes still right)"
+echo "shared level (kvss): G exited $rc (3: degraded, columns lost to the OSD's stall; the bytes still right)"
 check "G: zero verify failures" test "$(field "$tmp/g.log" verify_failures)" = 0
 check "G: finished" test "$(field "$tmp/g.log" finished)" = True
 check "G: hits from the shared level with an OSD gone" holds "$(field "$tmp/g.log" hit_tokens_shared) > 0"
+kept "G" "$tmp/g.log"
 
 # 9. A replica without a second tier (DRAM, then the shared level): it finds
 # what G0 and G wrote and brings it up, every byte right.
@@ -270,6 +350,44 @@ say "I (alpha, no second tier)" "$tmp/i.log"
 right "I" "$tmp/i.log" $rc
 check "I: no second tier" bash -c "! grep -q 'second tier /' '$tmp/i.log'"
 check "I: hits from the shared level without a disk" holds "$(field "$tmp/i.log" hit_tokens_shared) > 0"
+
+# 10. One slice removed (what sweep --grace 0 beside a writer, or an
+# operator's rados rm, does): the first column (start 0) of one prompt, so
+# that what hangs on it goes too. J, a reader, loses that column's tokens
+# and nothing else: no restart, its record deleted; K after it never asks.
+gone=$(rm_slice 0)
+echo "shared level (kvss): removed slice ${gone:-none}"
+check "missing slice: one was removed" test -n "$gone"
+mkcfg "$tmp/j.cfg" "$tmp/j" "$tmp/alpha.jsonl"
+sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/j.cfg"
+run_all "$tmp/j.cfg" "$tmp/j.log"
+rc=$?
+say "J (alpha, one slice missing)" "$tmp/j.log"
+check "J: zero verify failures" test "$(field "$tmp/j.log" verify_failures)" = 0
+check "J: finished" test "$(field "$tmp/j.log" finished)" = True
+kept "J" "$tmp/j.log"
+check "J: the missing slice was reported and its record deleted" \
+	holds "$(field "$tmp/j.log" shared.slices_missing) > 0 and $(field "$tmp/j.log" shared.records_deleted) > 0"
+check "J: the other columns still came from the shared level" \
+	holds "$(field "$tmp/j.log" hit_tokens_shared) > 0"
+mkcfg "$tmp/k.cfg" "$tmp/k" "$tmp/alpha.jsonl"
+sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/k.cfg"
+run_all "$tmp/k.cfg" "$tmp/k.log"
+rc=$?
+say "K (alpha, after J)" "$tmp/k.log"
+right "K" "$tmp/k.log" $rc
+check "K: never asked for the missing slice again" test "$(field "$tmp/k.log" shared.slices_missing)" = 0
+
+# 11. kvss-shared sweep: a live record one of whose slices is gone is
+# deleted with the slices it has (no reader could bring its column up).
+set -- $(rm_slice 0)
+echo "shared level (kvss): removed slice ${1:-none}, record ${2:-none}"
+check "sweep: a slice was removed" test -n "${2:-}"
+check "sweep: its record is there before" has "${1%%/*}/${2:-none}"
+shared sweep --grace 0 >"$tmp/sweep2.txt" 2>&1
+sed 's/^/  sweep: /' "$tmp/sweep2.txt" | tail -4
+check "sweep: counted a record missing a slice" grep -q " [1-9][0-9]* missing a slice" "$tmp/sweep2.txt"
+check "sweep: ... and deleted it" hasnt "${1%%/*}/${2:-none}"
 
 # 8. A configuration naming a missing Ceph file stops kvss at start, naming the key.
 mkcfg "$tmp/h.cfg" "$tmp/h" "$tmp/alpha.jsonl"

@@ -17,6 +17,11 @@
  *  - a record that fails its checks (a torn or forged object, another
  *    organization's in this namespace, a name that is not its id): deleted;
  *    its slices become slices without a record;
+ *  - a record with fewer slices than its model has shards times caches (a
+ *    slice removed, or lost with its OSDs): no reader can bring its column
+ *    up, so it is deleted, with the slices it has, once written longer ago
+ *    than the grace (a listing taken while it was written may have missed
+ *    a slice written just before it);
  *  - a slice without a record: deleted once older than the grace (the
  *    OSD's modification time; slices are written before their record, so
  *    a young one may be a column being written).
@@ -37,17 +42,19 @@
 
 #define DEPTH 16
 
-enum verdict { V_UNKNOWN = 0, V_LIVE, V_STALE, V_EXPIRED, V_CORRUPT };
+enum verdict { V_UNKNOWN = 0, V_LIVE, V_STALE, V_EXPIRED, V_INCOMPLETE, V_CORRUPT };
 
 struct rec {
 	uint64_t object_id;
 	uint32_t obj; /* index in the listing */
 	enum verdict v;
+	uint32_t need, have; /* live: slices its model writes (shards x caches), listed */
+	uint64_t written_ns;
 };
 
 struct tally {
 	uint64_t namespaces, orgs, skipped_ns;
-	uint64_t live, stale, expired, corrupt, unreadable;
+	uint64_t live, stale, expired, incomplete, corrupt, unreadable;
 	uint64_t bad[SHARED_BAD_COUNT];
 	uint64_t too_big;
 	uint64_t slices_live, slices_dropped, orphans_old, orphans_young, orphans_unknown;
@@ -140,6 +147,8 @@ judge_records(struct shared *s, const struct ks_list *l, struct rec *recs, uint3
 				t->expired++;
 			} else {
 				r->v = V_LIVE;
+				r->need = (uint32_t)h.shard * h.cache;
+				r->written_ns = h.written_ns;
 				t->live++;
 			}
 		}
@@ -184,10 +193,45 @@ verdict_text(enum verdict v)
 		return "of an older generation";
 	case V_EXPIRED:
 		return "past its first-use TTL";
+	case V_INCOMPLETE:
+		return "a slice of its column is missing";
 	case V_CORRUPT:
 		return "corrupt";
 	default:
 		return "?";
+	}
+}
+
+/*
+ * Live records of l->v[a..b) whose slices are not all listed, written
+ * longer ago than the grace: V_INCOMPLETE (a reader would lose the column).
+ */
+static void
+mark_incomplete(const struct ks_list *l, uint32_t a, uint32_t b, struct rec *recs, uint32_t nrec,
+		const struct ks_sweep_opts *o, struct tally *t)
+{
+	uint64_t now = shared_wall_ns(), grace_ns = o->grace_s * 1000000000ull;
+	uint32_t i;
+
+	for (i = a; i < b; i++) {
+		struct rec key = {.object_id = l->v[i].object_id}, *r;
+
+		if (l->v[i].kind != SHARED_SLICE)
+			continue;
+		r = bsearch(&key, recs, nrec, sizeof(*recs), by_id);
+		if (r != NULL && r->v == V_LIVE)
+			r->have++;
+	}
+	for (i = 0; i < nrec; i++) {
+		struct rec *r = &recs[i];
+
+		if (r->v != V_LIVE || r->have >= r->need)
+			continue;
+		if (r->written_ns < now && now - r->written_ns < grace_ns)
+			continue; /* young: the listing may have missed a slice written just before */
+		r->v = V_INCOMPLETE;
+		t->live--;
+		t->incomplete++;
 	}
 }
 
@@ -227,6 +271,7 @@ sweep_ns(struct shared *s, const struct ks_list *l, uint32_t a, uint32_t b, uint
 	}
 	judge_records(s, l, recs, nrec, gen_global, gen_org, o, t, bufs);
 	qsort(recs, nrec, sizeof(*recs), by_id);
+	mark_incomplete(l, a, b, recs, nrec, o, t);
 
 	/* Records first: a column disappears for readers with its record. */
 	for (i = 0; i < nrec; i++) {
@@ -320,8 +365,9 @@ ks_sweep(struct shared *s, const struct ks_sweep_opts *o)
 	if (t.skipped_ns > 0)
 		printf(" (%" PRIu64 " skipped: generation unreadable)", t.skipped_ns);
 	printf("\n  records: %" PRIu64 " live, %" PRIu64 " of an older generation, %" PRIu64
-	       " past the first-use TTL%s, %" PRIu64 " corrupt",
-	       t.live, t.stale, t.expired, o->ttl_first_s ? "" : " (no TTL given)", t.corrupt);
+	       " past the first-use TTL%s, %" PRIu64 " missing a slice, %" PRIu64 " corrupt",
+	       t.live, t.stale, t.expired, o->ttl_first_s ? "" : " (no TTL given)", t.incomplete,
+	       t.corrupt);
 	if (t.corrupt > 0) {
 		printf(" (");
 		const char *sep = "";

@@ -65,6 +65,7 @@ struct op {
 	uint8_t kind; /* enum shared_op */
 	uint8_t fault;
 	bool held;
+	bool over; /* PUT: over what is there (shared_replace), not exclusive */
 	uint64_t cookie;
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
 	uint8_t *buf;
@@ -348,6 +349,17 @@ shared_put(struct shared *s, const char *ns, const char *name, const void *buf, 
 }
 
 int
+shared_replace(struct shared *s, const char *ns, const char *name, const void *buf, uint32_t len,
+	       uint64_t cookie)
+{
+	int rc = shared_put(s, ns, name, buf, len, cookie);
+
+	if (rc == 0)
+		R.op[R.nop - 1].over = true;
+	return rc;
+}
+
+int
 shared_get(struct shared *s, const char *ns, const char *name, void *buf, uint32_t cap,
 	   uint64_t cookie)
 {
@@ -458,10 +470,15 @@ complete(const struct op *o, struct shared_done *d)
 		return;
 	}
 	if (o->kind == SHARED_OP_PUT) {
-		if (x != NULL)
+		if (x != NULL && !o->over) {
 			d->status = -EEXIST;
-		else
-			store(o);
+			return;
+		}
+		if (x != NULL) {
+			free(x->b);
+			*x = (struct obj){0};
+		}
+		store(o);
 		return;
 	}
 	if (o->kind == SHARED_OP_DEL) {
