@@ -22,7 +22,12 @@
 #   7. one OSD killed with kill -9 while replica G runs: every byte right,
 #      hits from the shared level continue;
 #   8. shared.conf naming a missing file: kvss stops at start naming the key;
-#   9. a replica without a second tier (DRAM, then the shared level) hits it.
+#   9. a replica without a second tier (DRAM, then the shared level) hits it;
+#  10. round 3's generation attacks with rados: the generation object removed
+#      after a reset (a starting replica runs without the level, saying why),
+#      a garbage one (the same, exit 0), kvss-shared gen --repair, and the
+#      object removed while a replica runs (refused, its generation kept);
+#      shared.conf naming a FIFO (refused at once, exit 2).
 # SHARED_KVSS_REQUESTS sets the trace's length (default 36).
 set -u
 BUILD=${1:-build}
@@ -271,13 +276,63 @@ right "I" "$tmp/i.log" $rc
 check "I: no second tier" bash -c "! grep -q 'second tier /' '$tmp/i.log'"
 check "I: hits from the shared level without a disk" holds "$(field "$tmp/i.log" hit_tokens_shared) > 0"
 
+# 10. Round 3's generation attacks, replayed with rados. What G0, G and I
+# wrote is of the generation after the reset: removing the generation
+# object (it would read 0, where the records from before the reset are)
+# leaves a starting replica without the shared level, saying why, every byte
+# right (it served 7,808 tokens from before the reset).
+rados -c "$conf" -p kvss rm generation
+mkcfg "$tmp/j.cfg" "$tmp/j" "$tmp/alpha.jsonl"
+run_all "$tmp/j.cfg" "$tmp/j.log"
+rc=$?
+say "J (alpha, the generation object removed)" "$tmp/j.log"
+right "J" "$tmp/j.log" $rc
+check "J: the shared level is not used (below its records' generation), said" \
+	eval 'test "$(field "$tmp/j.log" shared.off_at_start)" = 1 && grep -q "NOT used by this replica.*below generation" "$tmp/j.log"'
+check "J: nothing from the shared level" test "$(field "$tmp/j.log" hit_tokens_shared)" = 0
+# A garbage generation: the replica starts without the level (exit 2 before).
+printf 'zz\n' >"$tmp/zz"
+rados -c "$conf" -p kvss put generation "$tmp/zz"
+mkcfg "$tmp/k.cfg" "$tmp/k" "$tmp/alpha.jsonl"
+run_all "$tmp/k.cfg" "$tmp/k.log"
+rc=$?
+right "K (a garbage generation)" "$tmp/k.log" $rc
+check "K: runs without the shared level, saying why" \
+	eval 'test "$(field "$tmp/k.log" shared.off_at_start)" = 1 && grep -q "NOT used by this replica.*not a number" "$tmp/k.log"'
+# The way out: gen --repair, one above every record's generation.
+shared gen --repair >"$tmp/repair.txt" 2>&1
+check "kvss-shared gen --repair: the generation set above the records'" \
+	eval 'grep -q "set to $((after + 1))" "$tmp/repair.txt"'
+sed 's/^/  repair: /' "$tmp/repair.txt"
+# A running replica never goes down: the object removed while it runs is
+# refused (counted, said), its generation kept.
+mkcfg "$tmp/l.cfg" "$tmp/l" "$tmp/alpha.jsonl"
+run_all "$tmp/l.cfg" "$tmp/l.log" &
+lpid=$!
+for i in $(seq 100); do grep -q "the shared level: pool" "$tmp/l.log" 2>/dev/null && break; sleep 0.1; done
+rados -c "$conf" -p kvss rm generation
+wait $lpid
+rc=$?
+right "L (the generation object removed while it runs)" "$tmp/l.log" $rc
+check "L: the absent generation refused, counted, said" \
+	eval 'holds "$(field "$tmp/l.log" shared.generation_refused) > 0" && grep -q "is absent (it would read 0): refused, generation $((after + 1)) kept" "$tmp/l.log"'
+check "L: it kept its generation" test "$(field "$tmp/l.log" shared.generation)" = "$((after + 1))"
+check "L: no generation change seen" test "$(field "$tmp/l.log" shared.generations_seen)" = 0
+
 # 8. A configuration naming a missing Ceph file stops kvss at start, naming the key.
 mkcfg "$tmp/h.cfg" "$tmp/h" "$tmp/alpha.jsonl"
 sed -i "s#conf = \"$conf\";#conf = \"$tmp/nowhere.conf\";#" "$tmp/h.cfg"
 run_all "$tmp/h.cfg" "$tmp/h.log"
 rc=$?
-check "a missing shared.conf: kvss stops" test "$rc" -ne 0
+check "a missing shared.conf: kvss stops, exit 2 (a start error of the configuration's)" test "$rc" -eq 2
 check "... naming shared.conf" grep -q "shared.conf" "$tmp/h.log"
 grep -m1 "shared.conf" "$tmp/h.log" | sed 's/^/  /'
+# shared.conf naming a FIFO: refused at once (it hung in open() for ever).
+mkfifo "$tmp/fifo.conf"
+sed -i "s#conf = \"$tmp/nowhere.conf\";#conf = \"$tmp/fifo.conf\";#" "$tmp/h.cfg"
+run_all "$tmp/h.cfg" "$tmp/h2.log"
+rc=$?
+check "shared.conf a FIFO: kvss stops at once, exit 2, saying so" \
+	eval '[ "$rc" -eq 2 ] && grep -q "shared.conf.*not a regular file (a FIFO)" "$tmp/h2.log"'
 
 check_summary "shared level (kvss)"

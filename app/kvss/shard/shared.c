@@ -56,12 +56,16 @@ shard_level_on(unsigned int type)
 }
 
 void
-shard_sh_counts(uint64_t *bad, uint64_t *failed, uint64_t *missing, uint64_t *exists)
+shard_sh_counts(struct shard_sh_counts *c)
 {
-	memcpy(bad, sh.bad, sizeof(sh.bad));
-	*failed = sh.failed + sh.put_shed;
-	*missing = sh.missing;
-	*exists = sh.exists;
+	unsigned int i;
+
+	for (i = 0; i < SHARED_BAD_COUNT; i++)
+		c->bad[i] = __atomic_load_n(&sh.bad[i], __ATOMIC_RELAXED);
+	c->failed = sh.failed;
+	c->missing = sh.missing;
+	c->exists = sh.exists;
+	c->shed = sh.put_shed;
 }
 
 /* The header a slice of @p q has (written) or must have (read). */
