@@ -175,7 +175,7 @@ $(LIBWAFER): $(call obj,$(WAFER_SRC))
 	rm -f $@
 	ar rcs $@ $^
 
-$(LIBSHARED): $(call obj,$(SHARED_SRC))
+$(LIBSHARED): $(call obj,$(SHARED_SRC) $(FILEIO_SRC))
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $^
@@ -308,7 +308,7 @@ $(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/driver/lin
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvss/app.c \
-		app/kvss/telemetry.c app/kvss/portgate.c) $(LIBKVSTORE) $(LIBPROTO)
+		app/kvss/telemetry.c app/kvss/portgate.c $(SHARED_OBJ_SRC)) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 

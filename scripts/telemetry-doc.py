@@ -85,7 +85,27 @@ LITERAL = {
     "slices_bad": "of them, slices that failed their checks (SHARED_BAD: the record deleted)",
     "slices_missing": "of them, slices not in the cluster (UNKNOWN_PROMPT: the record deleted)",
     "down_restart": "columns on their way up given up when their model restarted (never answered)",
+    "generation_refused": "generation reads refused: lower than the highest read, absent where a "
+                          "higher one was read, or not a generation (the highest is kept)",
+    "generation_bad": "of them, generation objects that are not a generation (garbage, 4294967295)",
+    "off_at_start": "1: not used by this run: at start its global generation was not a "
+                    "generation, or below one its records were written under (kvss-shared gen "
+                    "--repair)",
+    "shared_failed": "shared-level operations the cluster failed (SHARED_FAILED)",
+    "shared_missing": "slices read that were not in the cluster",
+    "shared_exists": "slices written that were there already (exclusive create, read back: the same slice)",
+    "shared_replaced": "slices written over what was under their name (read back: not the slice)",
+    "shared_shed": "slice writes answered SHARED_FAILED at once: too many waited",
 }
+
+
+def shared_bad():
+    """[(name, text)] of lib/shared/shared_obj.h's SHARED_BAD_REASONS, names as counted."""
+    text = (ROOT / "lib/shared/shared_obj.h").read_text()
+    m = re.search(r"#define SHARED_BAD_REASONS\(X\)(.*?)(?<!\\)\n(?![\t ]*X\()", text, re.S)
+    if m is None:
+        sys.exit("telemetry-doc: no SHARED_BAD_REASONS in lib/shared/shared_obj.h")
+    return [(k.lower(), t) for k, t in re.findall(r'X\((\w+),\s*"([^"]*)"\)', m.group(1))]
 
 ENDPOINTS = [
     ("/kvss/stats", "app/kvss/telemetry.c", "tel_stats",
@@ -150,6 +170,12 @@ def keys_of(path, fn):
         elif '"drop_%s"' in line:
             out += [("drop_" + k, "frames dropped: " + (c or k.replace("_", " ")))
                     for k, c in xmacro("lib/proto/proto.h", "PROTO_REASONS")]
+        elif '"shared_bad_%s"' in line:
+            out += [("shared_bad_" + k, "slices refused by their check: " + t)
+                    for k, t in shared_bad()]
+        elif '"records_bad_%s"' in line:
+            out += [("records_bad_" + k, "records refused (and deleted): " + t)
+                    for k, t in shared_bad()]
         elif '"refill_failed_%s"' in line:
             out += [("refill_failed_" + k, "REFILLs answered with a failure, code " + k) for k, _ in
                     xmacro("lib/proto/proto.h", "PROTO_ERRS")]

@@ -26,7 +26,12 @@
 #  10. one slice removed from the cluster (rados rm): the next reader loses
 #      that column only (no model restart), deletes its record, and the
 #      reader after it never asks for it;
-#  11. kvss-shared sweep deletes a record one of whose slices is gone.
+#  11. kvss-shared sweep deletes a record one of whose slices is gone;
+#  12. round 3's generation attacks with rados: the generation object removed
+#      after a reset (a starting replica runs without the level, saying why),
+#      a garbage one (the same, exit 0), kvss-shared gen --repair, and the
+#      object removed while a replica runs (refused, its generation kept);
+#      shared.conf naming a FIFO (refused at once, exit 2).
 # A slice that does not come up costs its column, never the model: every
 # reader here checks that its model never restarted.
 # SHARED_KVSS_REQUESTS sets the trace's length (default 36).
@@ -353,30 +358,30 @@ check "I: hits from the shared level without a disk" holds "$(field "$tmp/i.log"
 
 # 10. One slice removed (what sweep --grace 0 beside a writer, or an
 # operator's rados rm, does): the first column (start 0) of one prompt, so
-# that what hangs on it goes too. J, a reader, loses that column's tokens
-# and nothing else: no restart, its record deleted; K after it never asks.
+# that what hangs on it goes too. M, a reader, loses that column's tokens
+# and nothing else: no restart, its record deleted; N after it never asks.
 gone=$(rm_slice 0)
 echo "shared level (kvss): removed slice ${gone:-none}"
 check "missing slice: one was removed" test -n "$gone"
-mkcfg "$tmp/j.cfg" "$tmp/j" "$tmp/alpha.jsonl"
-sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/j.cfg"
-run_all "$tmp/j.cfg" "$tmp/j.log"
+mkcfg "$tmp/m.cfg" "$tmp/m" "$tmp/alpha.jsonl"
+sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/m.cfg"
+run_all "$tmp/m.cfg" "$tmp/m.log"
 rc=$?
-say "J (alpha, one slice missing)" "$tmp/j.log"
-check "J: zero verify failures" test "$(field "$tmp/j.log" verify_failures)" = 0
-check "J: finished" test "$(field "$tmp/j.log" finished)" = True
-kept "J" "$tmp/j.log"
-check "J: the missing slice was reported and its record deleted" \
-	holds "$(field "$tmp/j.log" shared.slices_missing) > 0 and $(field "$tmp/j.log" shared.records_deleted) > 0"
-check "J: the other columns still came from the shared level" \
-	holds "$(field "$tmp/j.log" hit_tokens_shared) > 0"
-mkcfg "$tmp/k.cfg" "$tmp/k" "$tmp/alpha.jsonl"
-sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/k.cfg"
-run_all "$tmp/k.cfg" "$tmp/k.log"
+say "M (alpha, one slice missing)" "$tmp/m.log"
+check "M: zero verify failures" test "$(field "$tmp/m.log" verify_failures)" = 0
+check "M: finished" test "$(field "$tmp/m.log" finished)" = True
+kept "M" "$tmp/m.log"
+check "M: the missing slice was reported and its record deleted" \
+	holds "$(field "$tmp/m.log" shared.slices_missing) > 0 and $(field "$tmp/m.log" shared.records_deleted) > 0"
+check "M: the other columns still came from the shared level" \
+	holds "$(field "$tmp/m.log" hit_tokens_shared) > 0"
+mkcfg "$tmp/n.cfg" "$tmp/n" "$tmp/alpha.jsonl"
+sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/n.cfg"
+run_all "$tmp/n.cfg" "$tmp/n.log"
 rc=$?
-say "K (alpha, after J)" "$tmp/k.log"
-right "K" "$tmp/k.log" $rc
-check "K: never asked for the missing slice again" test "$(field "$tmp/k.log" shared.slices_missing)" = 0
+say "N (alpha, after M)" "$tmp/n.log"
+right "N" "$tmp/n.log" $rc
+check "N: never asked for the missing slice again" test "$(field "$tmp/n.log" shared.slices_missing)" = 0
 
 # 11. kvss-shared sweep: a live record one of whose slices is gone is
 # deleted with the slices it has (no reader could bring its column up).
@@ -389,13 +394,63 @@ sed 's/^/  sweep: /' "$tmp/sweep2.txt" | tail -4
 check "sweep: counted a record missing a slice" grep -q " [1-9][0-9]* missing a slice" "$tmp/sweep2.txt"
 check "sweep: ... and deleted it" hasnt "${1%%/*}/${2:-none}"
 
+# 12. Round 3's generation attacks, replayed with rados. What G0, G and I
+# wrote is of the generation after the reset: removing the generation
+# object (it would read 0, where the records from before the reset are)
+# leaves a starting replica without the shared level, saying why, every byte
+# right (it served 7,808 tokens from before the reset).
+rados -c "$conf" -p kvss rm generation
+mkcfg "$tmp/j.cfg" "$tmp/j" "$tmp/alpha.jsonl"
+run_all "$tmp/j.cfg" "$tmp/j.log"
+rc=$?
+say "J (alpha, the generation object removed)" "$tmp/j.log"
+right "J" "$tmp/j.log" $rc
+check "J: the shared level is not used (below its records' generation), said" \
+	eval 'test "$(field "$tmp/j.log" shared.off_at_start)" = 1 && grep -q "NOT used by this replica.*below generation" "$tmp/j.log"'
+check "J: nothing from the shared level" test "$(field "$tmp/j.log" hit_tokens_shared)" = 0
+# A garbage generation: the replica starts without the level (exit 2 before).
+printf 'zz\n' >"$tmp/zz"
+rados -c "$conf" -p kvss put generation "$tmp/zz"
+mkcfg "$tmp/k.cfg" "$tmp/k" "$tmp/alpha.jsonl"
+run_all "$tmp/k.cfg" "$tmp/k.log"
+rc=$?
+right "K (a garbage generation)" "$tmp/k.log" $rc
+check "K: runs without the shared level, saying why" \
+	eval 'test "$(field "$tmp/k.log" shared.off_at_start)" = 1 && grep -q "NOT used by this replica.*not a number" "$tmp/k.log"'
+# The way out: gen --repair, one above every record's generation.
+shared gen --repair >"$tmp/repair.txt" 2>&1
+check "kvss-shared gen --repair: the generation set above the records'" \
+	eval 'grep -q "set to $((after + 1))" "$tmp/repair.txt"'
+sed 's/^/  repair: /' "$tmp/repair.txt"
+# A running replica never goes down: the object removed while it runs is
+# refused (counted, said), its generation kept.
+mkcfg "$tmp/l.cfg" "$tmp/l" "$tmp/alpha.jsonl"
+run_all "$tmp/l.cfg" "$tmp/l.log" &
+lpid=$!
+for i in $(seq 100); do grep -q "the shared level: pool" "$tmp/l.log" 2>/dev/null && break; sleep 0.1; done
+rados -c "$conf" -p kvss rm generation
+wait $lpid
+rc=$?
+right "L (the generation object removed while it runs)" "$tmp/l.log" $rc
+check "L: the absent generation refused, counted, said" \
+	eval 'holds "$(field "$tmp/l.log" shared.generation_refused) > 0" && grep -q "is absent (it would read 0): refused, generation $((after + 1)) kept" "$tmp/l.log"'
+check "L: it kept its generation" test "$(field "$tmp/l.log" shared.generation)" = "$((after + 1))"
+check "L: no generation change seen" test "$(field "$tmp/l.log" shared.generations_seen)" = 0
+
 # 8. A configuration naming a missing Ceph file stops kvss at start, naming the key.
 mkcfg "$tmp/h.cfg" "$tmp/h" "$tmp/alpha.jsonl"
 sed -i "s#conf = \"$conf\";#conf = \"$tmp/nowhere.conf\";#" "$tmp/h.cfg"
 run_all "$tmp/h.cfg" "$tmp/h.log"
 rc=$?
-check "a missing shared.conf: kvss stops" test "$rc" -ne 0
+check "a missing shared.conf: kvss stops, exit 2 (a start error of the configuration's)" test "$rc" -eq 2
 check "... naming shared.conf" grep -q "shared.conf" "$tmp/h.log"
 grep -m1 "shared.conf" "$tmp/h.log" | sed 's/^/  /'
+# shared.conf naming a FIFO: refused at once (it hung in open() for ever).
+mkfifo "$tmp/fifo.conf"
+sed -i "s#conf = \"$tmp/nowhere.conf\";#conf = \"$tmp/fifo.conf\";#" "$tmp/h.cfg"
+run_all "$tmp/h.cfg" "$tmp/h2.log"
+rc=$?
+check "shared.conf a FIFO: kvss stops at once, exit 2, saying so" \
+	eval '[ "$rc" -eq 2 ] && grep -q "shared.conf.*not a regular file (a FIFO)" "$tmp/h2.log"'
 
 check_summary "shared level (kvss)"

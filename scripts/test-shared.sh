@@ -7,9 +7,13 @@
 #     round trip, exclusive create, namespaces (an op keeps its own),
 #     -EFBIG, -EBUSY, generations bumped by two at once, listing;
 #  2. kvss-shared on a fixture of columns and garbage (forged, torn,
-#     foreign, oversized records; terminal escapes in names): ls, gen,
-#     reset, sweep (dry run, TTL, generation, orphans past the grace), a
-#     generation that is not a number; usage errors; nothing crashes;
+#     foreign, oversized records, a first use in the future; terminal
+#     escapes in names): ls, gen, reset, sweep (dry run, TTL, generation,
+#     orphans past the grace), a generation that is not a number and its
+#     repair (gen --repair), a generation gone backwards (records newer
+#     than it kept, then repaired), 4294967295 and 4294967294 (never
+#     wrapped); --conf that is a FIFO, a device, a directory, a keyring
+#     that is a FIFO (refused at once); usage errors; nothing crashes;
 #  3. one OSD killed: every column is still read, right;
 #  4. every OSD killed: ops end -ETIMEDOUT within the op timeout + 2 s;
 #  5. the cluster stopped: connecting fails within the timeout + 2 s.
@@ -85,8 +89,8 @@ phase fixture
 ks ls
 check "ls exits 0" test "$rc" -eq 0
 check "ls shows the organization's namespace" has "o0000000000001111"
-check "ls counts its objects: 16, 7 named as records (4 garbage), 8 slices, 1 not ours" \
-	grep -q '^o0000000000001111 *0 *16 *7 *8 *1 ' <<<"$out"
+check "ls counts its objects: generation 2, 18, 8 named as records (5 bad), 8 slices, 1 not ours" \
+	grep -q '^o0000000000001111 *2 *18 *8 *8 *1 ' <<<"$out"
 check "ls prints escapes in names as \\x1b, never raw" \
 	eval 'has "\\x1b[31mevil\\x07" && ! grep -q $'"'"'\x1b'"'"' <<<"$out"'
 ks ls --org 0x1111
@@ -94,13 +98,14 @@ check "ls --org 0x1111: only its namespace" eval \
 	'[ "$rc" -eq 0 ] && has "o0000000000001111" && ! has "many"'
 ks sweep --dry-run --ttl-first 3600
 check "sweep --dry-run exits 0" test "$rc" -eq 0
-check "sweep --dry-run: would delete 2 columns (6) and 4 corrupt records" has "would delete 10 objects"
+check "sweep --dry-run: would delete 2 columns (6) and 5 corrupt records" has "would delete 11 objects"
 phase swept0
 ks sweep --ttl-first 3600 --verbose
 check "sweep exits 0" test "$rc" -eq 0
-check "sweep: 1 live, 1 older generation, 1 past the TTL, 4 corrupt" \
-	has "records: 1 live, 1 of an older generation, 1 past the first-use TTL, 4 corrupt"
-check "sweep: the corrupt by reason" has "(magic 1, identity 2, too big 1)"
+check "sweep: 1 live, 1 older generation, 1 past the TTL, 5 corrupt" \
+	has "records: 1 live, 1 of an older generation, 1 past the first-use TTL, 5 corrupt"
+check "sweep: the corrupt by reason (a first use in the future is one)" \
+	has "(magic 1, identity 2, too_big 1, future 1)"
 check "sweep: young slices without a record are kept" has "2 without a record younger (kept)"
 check "sweep: names not ours are kept" has "not kvss's: "
 phase swept1
@@ -115,8 +120,8 @@ check "reset: 0 -> 1" eval '[ "$rc" -eq 0 ] && has "global generation: 0 -> 1"'
 ks gen
 check "gen: 1 after it" has "global generation: 1"
 ks reset --org 0x1111
-check "reset --org 0x1111: 0 -> 1 in its namespace" \
-	eval '[ "$rc" -eq 0 ] && has "(o0000000000001111): 0 -> 1"'
+check "reset --org 0x1111: 2 -> 3 in its namespace" \
+	eval '[ "$rc" -eq 0 ] && has "(o0000000000001111): 2 -> 3"'
 ks reset --org acme
 check "reset --org NAME: the name's isolation id" eval '[ "$rc" -eq 0 ] && has "acme (o"'
 ks sweep
@@ -135,6 +140,54 @@ ks sweep
 check "sweep skips that namespace and exits 1" eval '[ "$rc" -eq 1 ] && has "1 skipped"'
 ks ls
 check "ls shows it as bad" eval '[ "$rc" -eq 0 ] && grep -q "^o0000000000003333 *bad" <<<"$out"'
+# Round 3's attacks on the generations, replayed with rados.
+# The way out of a broken generation object: gen --repair (no record there: 1).
+ks gen --repair --org 0x3333 --dry-run
+check "gen --repair --dry-run of a garbage generation: says what it would write, writes nothing" \
+	eval '[ "$rc" -eq 0 ] && has "would set it to 1"'
+ks gen --repair --org 0x3333
+check "gen --repair of a garbage generation: set above every record's (1)" \
+	eval '[ "$rc" -eq 0 ] && has "set to 1"'
+ks gen --org 0x3333
+check "... and it reads 1 now" eval '[ "$rc" -eq 0 ] && has ": 1"'
+ks gen --repair --org 0x3333
+check "gen --repair of a sound generation: nothing to repair" \
+	eval '[ "$rc" -eq 0 ] && has "nothing to repair"'
+# Reset to 3, records written under it, then the generation object removed:
+# the sweep keeps what is newer than what it reads (it deleted it as older).
+phase newer
+ks sweep
+check "sweep with the generation gone backwards: the newer column kept, exit 1, said" \
+	eval '[ "$rc" -eq 1 ] && has "1 of a NEWER generation (kept)" && has "2 of newer columns (kept)" && has "gen --repair"'
+ks gen --repair --org 0x4444
+check "gen --repair: one above the newest record's generation (3 -> 4)" \
+	eval '[ "$rc" -eq 0 ] && has "absent (0); 2 records, written under generations up to 3" && has "set to 4"'
+ks sweep
+check "sweep after the repair: both columns are older now, deleted; exit 0" \
+	eval '[ "$rc" -eq 0 ] && has "records: 0 live, 2 of an older generation"'
+# 4294967295 is not a generation: reset, sweep and gen say so, nothing deleted.
+printf 4294967295 >"$tmp/genmax"
+rados -c "$C/ceph.conf" -p kvss put generation "$tmp/genmax"
+ks gen
+check "gen of 4294967295: exit 1, not a generation" \
+	eval '[ "$rc" -eq 1 ] && has "4294967295, which is not a generation" && has "gen --repair"'
+ks reset
+check "reset of 4294967295: exit 1, said as such (not an errno's text)" \
+	eval '[ "$rc" -eq 1 ] && has "4294967295, which is not a generation" && ! has "Value too large"'
+ks sweep
+check "sweep under 4294967295: exit 1, nothing deleted" \
+	eval '[ "$rc" -eq 1 ] && has "nothing deleted"'
+ks gen --repair
+check "gen --repair of 4294967295: set above every record (exit 0)" \
+	eval '[ "$rc" -eq 0 ] && has "set to "'
+# The largest generation is not passed: a reset from it wraps nothing.
+printf 4294967294 >"$tmp/genmax"
+rados -c "$C/ceph.conf" -p kvss -N o0000000000005555 put generation "$tmp/genmax"
+ks reset --org 0x5555
+check "reset of 4294967294: exit 1, the largest, not wrapped" \
+	eval '[ "$rc" -eq 1 ] && has "the largest" && has "wrap"'
+ks gen --org 0x5555
+check "... and it still reads 4294967294" has ": 4294967294"
 # Usage.
 out=$("$KS" gen 2>&1); rc=$?
 check "no --conf: exit 2" eval '[ "$rc" -eq 2 ] && has "--conf"'
@@ -147,8 +200,23 @@ check "a TTL that is not whole: exit 2" test "$rc" -eq 2
 ks --timeout-ms 10 gen
 check "a timeout below 1000 ms: exit 2" test "$rc" -eq 2
 out=$("$KS" --conf /nonexistent/ceph.conf gen 2>&1); rc=$?
-check "a missing configuration: exit 1, named" \
-	eval '[ "$rc" -eq 1 ] && has "/nonexistent/ceph.conf"'
+check "a missing configuration: exit 2 (the command line's), named" \
+	eval '[ "$rc" -eq 2 ] && has "/nonexistent/ceph.conf"'
+# A configuration that is not a regular file: refused at once, saying what it
+# is (a FIFO hung librados' read of it for ever; /dev/zero and a directory
+# read as "No such file or directory").
+mkfifo "$tmp/fifo.conf"
+mkdir "$tmp/dir.conf"
+for p in "$tmp/fifo.conf:a FIFO" "/dev/zero:a character device" "$tmp/dir.conf:a directory"; do
+	out=$(timeout 10 "$KS" --conf "${p%%:*}" gen 2>&1); rc=$?
+	check "--conf ${p##*:}: exit 2 at once, saying so" \
+		eval '[ "$rc" -eq 2 ] && has "not a regular file (${p##*:})"'
+done
+# And a keyring the configuration names (librados would open it blocking).
+sed "s#^keyring = /dev/null#keyring = $tmp/fifo.conf#" "$C/ceph.conf" >"$tmp/kr.conf"
+out=$(timeout 20 "$KS" --conf "$tmp/kr.conf" gen 2>&1); rc=$?
+check "a keyring that is a FIFO: refused at once, named" \
+	eval '[ "$rc" -eq 1 ] && has "keyring of Ceph configuration" && has "(a FIFO)"'
 ks --pool nopool gen
 check "a missing pool: exit 1, named" eval '[ "$rc" -eq 1 ] && has "pool nopool"'
 out=$("$KS" --help 2>&1); rc=$?

@@ -20,6 +20,16 @@
 #include "args.h"
 #include "eal_fixture.h"
 #include "kvss.h"
+#include "shard/shard.h"
+
+/* The shard's shared-level thread, as this test says it counted (telemetry.c's weak one replaced). */
+static struct shard_sh_counts sh_counts;
+
+void
+shard_sh_counts(struct shard_sh_counts *c)
+{
+	*c = sh_counts;
+}
 
 static int sock = -1;
 
@@ -107,6 +117,27 @@ store_prompt(uint64_t id, uint32_t first, uint32_t n)
 	memset(stream, 0x5a, sizeof(stream));
 	cr_assert_eq(kvstore_evict(kvss_me->store, 1, 1, (uint16_t)n, e, NULL, 0), 0);
 	cr_assert_eq(kvstore_data(kvss_me->store, 1, 0, 0, n * 64, stream, n * 64), 0);
+}
+
+/* Every count of the shard's shared level reaches /kvss/stats: refusals by reason and the rest. */
+Test(telemetry, the_shared_levels_counts_are_shown)
+{
+	const char *a;
+
+	sh_counts.bad[SHARED_BAD_PAYLOAD_SUM] = 4;
+	sh_counts.bad[SHARED_BAD_TOO_BIG] = 2;
+	sh_counts.failed = 5;
+	sh_counts.missing = 6;
+	sh_counts.exists = 7;
+	sh_counts.shed = 8;
+	a = ask("/kvss/stats");
+	cr_assert_not_null(strstr(a, "\"shared_bad_payload_sum\":4"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"shared_bad_too_big\":2"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"shared_bad_identity\":0"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"shared_failed\":5"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"shared_missing\":6"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"shared_exists\":7"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"shared_shed\":8"), "%s", a);
 }
 
 Test(telemetry, caches_and_prompts_come_from_the_store)

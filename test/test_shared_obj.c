@@ -6,6 +6,8 @@
  * its own reason; names and namespaces made and parsed back, strictly.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,4 +280,58 @@ Test(shared_obj, names_are_made_and_parsed_back_strictly)
 	}
 	cr_assert_str_eq(shared_bad_name(SHARED_BAD_PAYLOAD_SUM), "payload_sum");
 	cr_assert_str_eq(shared_bad_name(SHARED_BAD_COUNT), "unknown");
+}
+
+/*
+ * Generations never go down in a reader: what is lower than the highest it
+ * saw, an object gone where a higher one was seen, or one that is not a
+ * generation is refused; 4294967295 is not a generation (a reset past it
+ * would wrap to 0, where the oldest objects are).
+ */
+Test(shared_obj, generations_never_go_down)
+{
+	uint32_t g = 7;
+
+	cr_assert_eq(shared_gen_parse("4294967294\n", 11, &g), 0);
+	cr_assert_eq(g, SHARED_GEN_MAX);
+	cr_assert_eq(shared_gen_parse("4294967295\n", 11, &g), -ERANGE);
+	cr_assert_eq(shared_gen_parse("4294967296", 10, &g), -EBADMSG);
+	cr_assert_eq(shared_gen_parse("\x01\x02garbage", 9, &g), -EBADMSG);
+
+	/* Never reset: an absent object is generation 0. */
+	cr_assert_eq(shared_gen_judge(0, -ENOENT, 0), SHARED_GEN_SAME);
+	cr_assert_eq(shared_gen_judge(0, 0, 0), SHARED_GEN_SAME);
+	cr_assert_eq(shared_gen_judge(0, 0, 1), SHARED_GEN_UP);
+	cr_assert_eq(shared_gen_judge(3, 0, 4), SHARED_GEN_UP);
+	cr_assert_eq(shared_gen_judge(3, 0, 3), SHARED_GEN_SAME);
+	/* After a reset: the object removed, rewritten lower, or broken. */
+	cr_assert_eq(shared_gen_judge(1, -ENOENT, 0), SHARED_GEN_ABSENT);
+	cr_assert_eq(shared_gen_judge(5, 0, 0), SHARED_GEN_LOWER);
+	cr_assert_eq(shared_gen_judge(5, 0, 4), SHARED_GEN_LOWER);
+	cr_assert_eq(shared_gen_judge(5, -EBADMSG, 0), SHARED_GEN_BROKEN);
+	cr_assert_eq(shared_gen_judge(0, -ERANGE, 0), SHARED_GEN_BROKEN);
+	cr_assert_eq(shared_gen_judge(0, 0, UINT32_MAX), SHARED_GEN_BROKEN);
+	/* The cluster failing says nothing of the generation. */
+	cr_assert_eq(shared_gen_judge(5, -ETIMEDOUT, 0), SHARED_GEN_UNREAD);
+	cr_assert_str_neq(shared_gen_verdict_text(SHARED_GEN_LOWER), "unread");
+}
+
+/* A first use (or time written) in the future, past the skew allowed, is a bad object. */
+Test(shared_obj, a_first_use_in_the_future_is_bad)
+{
+	struct shared_hdr h = slice_hdr();
+	uint64_t now = FU + 10;
+
+	cr_assert_eq(shared_hdr_times(&h, now), SHARED_OK);
+	h.first_use_ns = now + SHARED_SKEW_NS; /* within the skew: taken */
+	cr_assert_eq(shared_hdr_times(&h, now), SHARED_OK);
+	h.first_use_ns = now + SHARED_SKEW_NS + 1;
+	cr_assert_eq(shared_hdr_times(&h, now), SHARED_BAD_FUTURE);
+	h.first_use_ns = UINT64_MAX;
+	cr_assert_eq(shared_hdr_times(&h, now), SHARED_BAD_FUTURE);
+	h = slice_hdr();
+	h.written_ns = now + 3600ull * 1000000000ull;
+	cr_assert_eq(shared_hdr_times(&h, now), SHARED_BAD_FUTURE);
+	cr_assert_str_eq(shared_bad_name(SHARED_BAD_FUTURE), "future");
+	cr_assert_str_eq(shared_bad_name(SHARED_BAD_TOO_BIG), "too_big");
 }

@@ -566,21 +566,35 @@ fx_add(const char *ns, const char *name, int gone_after, const char *what)
 
 /* A column's record and slices (@p slices, @p record: which to write). */
 static int
+fx_column_go(struct shared *s, uint64_t org, uint64_t key, uint32_t gg, uint32_t go,
+	     uint64_t first_use, bool record, int gone_rec, int gone_slices, const char *what);
+
+/* The fixture's organization's generation (written by the fixture): its columns are of it. */
+#define FX_GO 2
+
+static int
 fx_column(struct shared *s, uint64_t org, uint64_t key, uint32_t gg, uint64_t first_use,
 	  bool record, int gone_rec, int gone_slices, const char *what)
+{
+	return fx_column_go(s, org, key, gg, FX_GO, first_use, record, gone_rec, gone_slices, what);
+}
+
+static int
+fx_column_go(struct shared *s, uint64_t org, uint64_t key, uint32_t gg, uint32_t go,
+	     uint64_t first_use, bool record, int gone_rec, int gone_slices, const char *what)
 {
 	uint8_t obj[SHARED_HDR_LEN + FX_TOKENS * FX_BPT];
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
 	struct shared_hdr h = {
 		.org = org, .key = key, .parent = org, .first_use_ns = first_use,
-		.written_ns = first_use, .gen_global = gg, .gen_org = 0, .layout = fx_layout(),
+		.written_ns = first_use, .gen_global = gg, .gen_org = go, .layout = fx_layout(),
 		.model = 1, .start = 0, .tokens = FX_TOKENS,
 	};
 	uint16_t sh;
 	int rc;
 
-	h.object_id = shared_object_id(org, key, gg, 0, h.layout);
-	shared_ns(ns, FX_ORG);
+	h.object_id = shared_object_id(org, key, gg, go, h.layout);
+	shared_ns(ns, org);
 	for (sh = 0; sh < 2; sh++) {
 		h.kind = SHARED_SLICE;
 		h.shard = sh;
@@ -636,7 +650,12 @@ fx_build(struct shared *s)
 	rc |= fx_column(s, FX_ORG, 1002, 0, now - 2 * hour, true, FX_SWEPT1, FX_SWEPT1,
 			"column past the TTL");
 	rc |= fx_column(s, FX_ORG, 1003, 0, now, false, 0, FX_SWEPT2, "slices without a record");
-	rc |= fx_column(s, FX_ORG, 1004, 5, now, true, FX_SWEPT1, FX_SWEPT1,
+	/* The organization's generation: FX_GO (a global one of 0 is never older). */
+	shared_ns(ns, FX_ORG);
+	if (s != NULL)
+		rc |= fx_put(s, ns, SHARED_GEN_OBJECT, "2\n", 2);
+	fx_add(ns, SHARED_GEN_OBJECT, 0, "the organization's generation");
+	rc |= fx_column_go(s, FX_ORG, 1004, 0, FX_GO - 1, now, true, FX_SWEPT1, FX_SWEPT1,
 			"column of an older generation");
 	shared_ns(ns, FX_ORG);
 
@@ -673,6 +692,17 @@ fx_build(struct shared *s)
 	rc |= fx_put(s, ns, name, obj, SHARED_HDR_LEN);
 	fx_add(ns, name, FX_SWEPT1, "a record under another id's name");
 
+	/* A valid record first used an hour ahead of every clock (it would never expire). */
+	h.first_use_ns = now + hour;
+	h.written_ns = now + hour;
+	h.key = 1007;
+	h.gen_org = FX_GO;
+	h.object_id = shared_object_id(FX_ORG, 1007, 0, FX_GO, h.layout);
+	shared_hdr_encode(obj, &h, NULL);
+	shared_record_name(name, h.object_id);
+	rc |= fx_put(s, ns, name, obj, SHARED_HDR_LEN);
+	fx_add(ns, name, FX_SWEPT1, "a record first used in the future");
+
 	/* 4 KiB under a record's name (a record is 128 bytes). */
 	shared_record_name(name, 0x0123456789abcdefull);
 	rc |= fx_put(s, ns, name, obj, sizeof(obj));
@@ -698,6 +728,31 @@ phase_fixture(void)
 	}
 	rc = fx_build(s);
 	check(rc == 0, "kvss-shared's fixture written (4 columns, 6 strangers)", "%d", rc);
+	shared_close(s);
+}
+
+/*
+ * Round 3's "generation going backwards", in organization 0x4444's
+ * namespace (under global generation 1, the test's by then): it was reset to
+ * 3 and records were written under it, then its
+ * generation object was removed (it reads 0), and a record of generation 0
+ * (from before the reset) is still there.
+ */
+static void
+phase_newer(void)
+{
+	char err[256];
+	struct shared *s = open_with(5000, DEPTH, NULL, err, sizeof(err));
+	int rc;
+
+	if (s == NULL) {
+		check(false, "open", "%s", err);
+		return;
+	}
+	rc = fx_column_go(s, 0x4444, 2001, 1, 3, wall_ns(), true, 0, 0, "newer");
+	rc |= fx_column_go(s, 0x4444, 2002, 1, 0, wall_ns(), true, 0, 0, "from before the reset");
+	check(rc == 0, "a column of generation 3 and one of 0, the generation object absent", "%d",
+	      rc);
 	shared_close(s);
 }
 
@@ -840,6 +895,8 @@ main(int argc, char **argv)
 		phase_fixture();
 	else if (strcmp(phase, "badgen") == 0)
 		phase_badgen();
+	else if (strcmp(phase, "newer") == 0)
+		phase_newer();
 	else if (strncmp(phase, "swept", 5) == 0 && phase[5] >= '0' && phase[5] <= '3' &&
 		 phase[6] == '\0')
 		phase_swept(phase[5] - '0');
@@ -850,7 +907,7 @@ main(int argc, char **argv)
 	else if (strcmp(phase, "unreachable") == 0)
 		phase_unreachable();
 	else {
-		fprintf(stderr, "usage: test_shared_rados live|fixture|badgen|swept0..3|degraded|down|"
+		fprintf(stderr, "usage: test_shared_rados live|fixture|badgen|newer|swept0..3|degraded|down|"
 				"unreachable\n");
 		return 2;
 	}

@@ -625,10 +625,12 @@ main(int argc, char **argv)
 			int l2rc = shard_l2_open(l2err, sizeof(l2err));
 
 			if (l2rc != 0) {
-				/* -2: the shared level's, whose message names its key. */
+				/* -2: the shared level's, whose message names its key:
+				 * a start error of the configuration's (docs/kvss.md,
+				 * "Exit status": 1 is a wrong byte's). */
 				fprintf(stderr, "kvss: %s: %s%s\n", config, l2rc == -2 ? "" : "shard.l2: ",
 					l2err);
-				status = 1;
+				status = l2rc == -2 ? 2 : 1;
 				goto out_free;
 			}
 			if (shard_l2_on()) {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_lcore.h>
@@ -15,6 +16,13 @@
 
 #include "args.h"
 #include "kvss.h"
+#include "shard/shard.h"
+
+/*
+ * The shard's shared-level counts (shard/shared.c). Weak: a program built
+ * without the shard (the telemetry test supplies its own) reports zeros.
+ */
+void shard_sh_counts(struct shard_sh_counts *c) __attribute__((weak));
 
 #ifndef KVSS_COMMIT
 #define KVSS_COMMIT "unknown" /* the Makefile names the commit built from */
@@ -65,6 +73,25 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "ingest_busy_us", tm.ingest_busy_us);
 		rte_tel_data_add_dict_u64(d, "refill_busy_us", tm.refill_busy_us);
 		rte_tel_data_add_dict_u64(d, "idle_us", tm.idle_us);
+	}
+	{
+		/* The shared level's thread: slices refused by reason, and its other outcomes. */
+		struct shard_sh_counts sc;
+
+		memset(&sc, 0, sizeof(sc));
+		if (shard_sh_counts != NULL)
+			shard_sh_counts(&sc);
+		for (r = 1; r < SHARED_BAD_COUNT; r++) {
+			char key[48];
+
+			snprintf(key, sizeof(key), "shared_bad_%s", shared_bad_name((enum shared_bad)r));
+			rte_tel_data_add_dict_u64(d, key, sc.bad[r]);
+		}
+		rte_tel_data_add_dict_u64(d, "shared_failed", sc.failed);
+		rte_tel_data_add_dict_u64(d, "shared_missing", sc.missing);
+		rte_tel_data_add_dict_u64(d, "shared_exists", sc.exists);
+		rte_tel_data_add_dict_u64(d, "shared_shed", sc.shed);
+		rte_tel_data_add_dict_u64(d, "shared_replaced", sc.replaced);
 	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
 	rte_tel_data_add_dict_u64(d, "driver_hops", __atomic_load_n(&kvss_me->driver_hops, __ATOMIC_RELAXED));

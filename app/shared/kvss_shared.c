@@ -5,6 +5,10 @@
  *
  *   kvss-shared --conf C [--pool P] [--client NAME] [--timeout-ms MS] COMMAND
  *     gen [--org ORG]      the global generation, or the organization's
+ *     gen --repair [--org ORG] [--dry-run]
+ *                          the way out of a broken, removed or lowered
+ *                          generation object: set it above every generation
+ *                          a record names (a reset: nothing older is read)
  *     reset [--org ORG]    the emergency reset: one more generation (every
  *                          replica stops reading older objects when it reads
  *                          it); prints old -> new
@@ -17,7 +21,8 @@
  * ORG is an organization's name, as in the driver's configuration (its
  * isolation id is the name's hash), or its isolation id as 0x and up to 16
  * hex digits. Exit status: 0 done, 1 the cluster failed or refused
- * something (said on stderr), 2 a usage error.
+ * something (said on stderr), 2 a usage error (and --conf naming a file
+ * that is missing, unreadable or not a regular file).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +43,7 @@ struct ks_cmdline {
 	uint64_t org;
 	const char *org_arg;
 	struct ks_sweep_opts sweep;
+	bool repair;
 };
 
 static void
@@ -47,6 +53,9 @@ usage(FILE *f)
 		"usage: kvss-shared --conf CEPH.conf [--pool kvss] [--client client.admin]\n"
 		"                   [--timeout-ms 5000] COMMAND\n"
 		"  gen [--org ORG]        print the global generation, or the organization's\n"
+		"  gen --repair [--org ORG] [--dry-run]\n"
+		"                         a broken, removed or lowered generation: set it above\n"
+		"                         every generation a record names (nothing older is read)\n"
 		"  reset [--org ORG]      the emergency reset: bump that generation (old -> new)\n"
 		"  ls [--org ORG]         namespaces: generation, objects, bytes\n"
 		"  sweep [--ttl-first SECONDS] [--grace SECONDS] [--dry-run] [--verbose]\n"
@@ -110,10 +119,11 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 		{ "grace", required_argument, NULL, 'g' },
 		{ "dry-run", no_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "repair", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char err[160];
+	char err[600];
 	uint64_t v;
 	int opt;
 
@@ -170,10 +180,12 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 	argv += optind;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+h", sub, NULL)) != -1) {
-		bool sweep_opt = opt == 'T' || opt == 'g' || opt == 'd' || opt == 'v';
+		bool sweep_opt = opt == 'T' || opt == 'g' || opt == 'v' ||
+				 (opt == 'd' && strcmp(c->cmd, "gen") != 0);
 
 		if ((opt == 'o' && strcmp(c->cmd, "sweep") == 0) ||
-		    (sweep_opt && strcmp(c->cmd, "sweep") != 0)) {
+		    (sweep_opt && strcmp(c->cmd, "sweep") != 0) ||
+		    (opt == 'R' && strcmp(c->cmd, "gen") != 0)) {
 			fprintf(stderr, "kvss-shared %s: %s is not one of its options\n", c->cmd,
 				argv[optind - 1]);
 			return KS_USAGE;
@@ -206,6 +218,9 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 		case 'v':
 			c->sweep.verbose = true;
 			break;
+		case 'R':
+			c->repair = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -221,6 +236,16 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 	}
 	if (c->p.conf == NULL) {
 		fprintf(stderr, "kvss-shared: --conf CEPH.conf is required\n");
+		return KS_USAGE;
+	}
+	if (c->sweep.dry_run && !c->repair && strcmp(c->cmd, "gen") == 0) {
+		fprintf(stderr, "kvss-shared gen: --dry-run goes with --repair\n");
+		return KS_USAGE;
+	}
+	/* The command line's file: refused at once when it is not a regular
+	 * file (a FIFO would hang librados' read of it). */
+	if (shared_conf_check(c->p.conf, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-shared: --conf: %s\n", err);
 		return KS_USAGE;
 	}
 	return 0;
@@ -247,15 +272,90 @@ gen_error(const char *what, const char *ns, int rc)
 {
 	char safe[KS_SAFE_LEN];
 
-	if (rc == -EBADMSG)
-		fprintf(stderr, "kvss-shared: the %s is not a number: write a number above "
-				"every generation used so far into the object '%s' of namespace %s "
-				"(rados put; removing it would start again at 0, where old "
-				"objects may still be), then reset\n",
-			what, SHARED_GEN_OBJECT, ks_ns_label(ns, safe, sizeof(safe)));
+	if (rc == -EBADMSG || rc == -ERANGE)
+		fprintf(stderr, "kvss-shared: the %s (object '%s' of namespace %s) is %s: "
+				"'kvss-shared gen --repair%s%s' sets it above every generation a record "
+				"names (removing it would start again at 0, where old objects may "
+				"still be)\n",
+			what, SHARED_GEN_OBJECT, ks_ns_label(ns, safe, sizeof(safe)),
+			rc == -EBADMSG ? "not a number" : "4294967295, which is not a generation",
+			ns[0] ? " --org " : "", ns[0] ? ns + 1 : "");
 	else
 		fprintf(stderr, "kvss-shared: reading the %s: %s\n", what, strerror(-rc));
 	return KS_FAILED;
+}
+
+/*
+ * gen --repair: the operator's way out of a generation object that is
+ * broken (not a number, 4294967295), removed, or rewritten lower than
+ * generations records were written under. Every record of the namespace
+ * (of every organization's, for the global one) is read; the generation is
+ * set one above the highest any record names and above what the object
+ * says: a reset (nothing older is read any more), never a step back. One
+ * that is readable and not below any record is left as it is.
+ */
+static int
+cmd_repair(struct shared *s, const struct ks_cmdline *c, const char *ns, const char *what)
+{
+	struct ks_gens gs;
+	uint32_t cur = 0, seen, want;
+	uint64_t ver = 0;
+	int rc = shared_gen_read_ver(s, ns, &cur, &ver), wrc;
+	bool readable = rc == 0 || rc == -ENOENT;
+	char was[96];
+
+	if (!readable && rc != -EBADMSG && rc != -ERANGE)
+		return gen_error(what, ns, rc);
+	wrc = ks_record_gens(s, c->have_org ? ns : NULL, &gs);
+	if (wrc < 0) {
+		fprintf(stderr, "kvss-shared: reading the records: %s; nothing written\n",
+			strerror(-wrc));
+		return KS_FAILED;
+	}
+	if (gs.unreadable > 0) {
+		fprintf(stderr, "kvss-shared: %" PRIu64 " records could not be read: their "
+				"generations are unknown; nothing written (run it again)\n",
+			gs.unreadable);
+		return KS_FAILED;
+	}
+	seen = c->have_org ? gs.max_org : gs.max_global;
+	if (rc == 0)
+		snprintf(was, sizeof(was), "%u", cur);
+	else if (rc == -ENOENT)
+		snprintf(was, sizeof(was), "absent (0)");
+	else
+		snprintf(was, sizeof(was), "%s", rc == -EBADMSG ? "not a number" : "4294967295");
+	printf("%s: %s; %" PRIu64 " records, written under generations up to %u\n", what, was,
+	       gs.records, seen);
+	if (readable && cur >= seen) {
+		printf("nothing to repair: no record names a generation above it\n");
+		return KS_OK;
+	}
+	want = (readable && cur > seen ? cur : seen);
+	if (want >= SHARED_GEN_MAX) {
+		fprintf(stderr, "kvss-shared: records name generation %u: nothing above it is left "
+				"(4294967295 would wrap to 0); nothing written\n", want);
+		return KS_FAILED;
+	}
+	want++;
+	if (c->sweep.dry_run) {
+		printf("would set it to %u (dry run)\n", want);
+		return KS_OK;
+	}
+	rc = shared_gen_set(s, ns, want, ver);
+	if (rc == -ECANCELED) {
+		fprintf(stderr, "kvss-shared: the %s changed while it was repaired; nothing "
+				"written (run it again)\n", what);
+		return KS_FAILED;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "kvss-shared: writing the %s: %s\n", what, strerror(-rc));
+		return KS_FAILED;
+	}
+	printf("%s: set to %u: every driver follows it at its next read; objects of generation "
+	       "%u and older are never read again; 'kvss-shared sweep' deletes them\n",
+	       what, want, want - 1);
+	return KS_OK;
 }
 
 static int
@@ -266,6 +366,8 @@ cmd_gen(struct shared *s, const struct ks_cmdline *c)
 	int rc;
 
 	target_ns(c, ns, what, sizeof(what));
+	if (c->repair)
+		return cmd_repair(s, c, ns, what);
 	rc = shared_gen_read(s, ns, &g);
 	if (rc < 0)
 		return gen_error(what, ns, rc);
@@ -282,6 +384,14 @@ cmd_reset(struct shared *s, const struct ks_cmdline *c)
 
 	target_ns(c, ns, what, sizeof(what));
 	rc = shared_gen_bump(s, ns, &g);
+	if (rc == -EOVERFLOW) {
+		fprintf(stderr, "kvss-shared: the %s is %u, the largest: a reset past it would wrap "
+				"to 0, where the oldest objects are; not reset. %s\n", what, g,
+			c->have_org ? "Reset the global generation instead (every organization)."
+				    : "Reset each organization's generation instead (--org), or empty "
+				      "the pool and remove the generation objects.");
+		return KS_FAILED;
+	}
 	if (rc < 0)
 		return gen_error(what, ns, rc);
 	printf("%s: %u -> %u\n", what, g - 1, g);

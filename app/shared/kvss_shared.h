@@ -56,4 +56,18 @@ struct ks_sweep_opts {
 /** The sweep (sweep.c): its report on stdout; KS_OK or KS_FAILED. */
 int ks_sweep(struct shared *s, const struct ks_sweep_opts *o);
 
+/** A generation read's failure in words (-EBADMSG, -ERANGE, or strerror). */
+const char *ks_gen_why(int rc);
+
+/** The generations the records of a namespace (or of all) were written under. */
+struct ks_gens {
+	uint64_t records;     /* records that passed every check */
+	uint64_t unreadable;  /* records whose read failed */
+	uint32_t max_global;  /* the highest global generation among them */
+	uint32_t max_org;     /* the highest organization's generation among them */
+};
+
+/** Read every record of @p ns (NULL: every namespace) for its generations. 0 or -errno. */
+int ks_record_gens(struct shared *s, const char *ns, struct ks_gens *g);
+
 #endif /* KVSS_SHARED_TOOL_H */

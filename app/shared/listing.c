@@ -127,3 +127,13 @@ ks_ns_label(const char *ns, char *buf, size_t len)
 	}
 	return ks_safe(ns, buf, len);
 }
+
+const char *
+ks_gen_why(int rc)
+{
+	if (rc == -EBADMSG)
+		return "not a number (a broken generation object)";
+	if (rc == -ERANGE)
+		return "4294967295, which is not a generation (no reset passes it: it would wrap to 0)";
+	return strerror(-rc);
+}

@@ -15,8 +15,14 @@
  *    seconds ago (the header's first use, wall clock): deleted, with its
  *    slices;
  *  - a record that fails its checks (a torn or forged object, another
- *    organization's in this namespace, a name that is not its id): deleted;
- *    its slices become slices without a record;
+ *    organization's in this namespace, a name that is not its id, longer
+ *    than a record, first used or written in the future past the clock
+ *    skew allowed, SHARED_SKEW_NS): deleted; its slices become slices
+ *    without a record;
+ *  - a record of a newer generation than the one read (the generation
+ *    object removed or rewritten lower since it was written: it went
+ *    backwards): kept with its slices, said, and the exit status is 1
+ *    (kvss-shared gen --repair sets the generation above it);
  *  - a record with fewer slices than its model has shards times caches (a
  *    slice removed, or lost with its OSDs): no reader can bring its column
  *    up, so it is deleted, with the slices it has, once written longer ago
@@ -42,7 +48,8 @@
 
 #define DEPTH 16
 
-enum verdict { V_UNKNOWN = 0, V_LIVE, V_STALE, V_EXPIRED, V_INCOMPLETE, V_CORRUPT };
+/* From V_STALE on, deleted. */
+enum verdict { V_UNKNOWN = 0, V_LIVE, V_NEWER, V_STALE, V_EXPIRED, V_INCOMPLETE, V_CORRUPT };
 
 struct rec {
 	uint64_t object_id;
@@ -54,10 +61,10 @@ struct rec {
 
 struct tally {
 	uint64_t namespaces, orgs, skipped_ns;
-	uint64_t live, stale, expired, incomplete, corrupt, unreadable;
+	uint64_t live, newer, stale, expired, incomplete, corrupt, unreadable;
 	uint64_t bad[SHARED_BAD_COUNT];
-	uint64_t too_big;
-	uint64_t slices_live, slices_dropped, orphans_old, orphans_young, orphans_unknown;
+	uint32_t newest_global, newest_org; /* the highest generations of newer records */
+	uint64_t slices_live, slices_newer, slices_dropped, orphans_old, orphans_young, orphans_unknown;
 	uint64_t not_ours;
 	uint64_t deleted, delete_failed;
 };
@@ -122,7 +129,7 @@ judge_records(struct shared *s, const struct ks_list *l, struct rec *recs, uint3
 			}
 			if (d[k].status == -EFBIG) { /* a record has no payload */
 				r->v = V_CORRUPT;
-				t->too_big++;
+				t->bad[SHARED_BAD_TOO_BIG]++;
 				t->corrupt++;
 				continue;
 			}
@@ -135,10 +142,21 @@ judge_records(struct shared *s, const struct ks_list *l, struct rec *recs, uint3
 			if (why == SHARED_OK && (h.kind != SHARED_RECORD || h.org != x->org ||
 						 h.object_id != x->object_id))
 				why = SHARED_BAD_IDENTITY;
+			if (why == SHARED_OK)
+				why = shared_hdr_times(&h, now);
 			if (why != SHARED_OK) {
 				r->v = V_CORRUPT;
 				t->bad[why]++;
 				t->corrupt++;
+			} else if (h.gen_global > gen_global || h.gen_org > gen_org) {
+				/* Written under a generation above the one read: the
+				 * generation went backwards. Never deleted as older. */
+				r->v = V_NEWER;
+				t->newer++;
+				if (h.gen_global > t->newest_global)
+					t->newest_global = h.gen_global;
+				if (h.gen_org > t->newest_org)
+					t->newest_org = h.gen_org;
 			} else if (h.gen_global != gen_global || h.gen_org != gen_org) {
 				r->v = V_STALE;
 				t->stale++;
@@ -248,8 +266,7 @@ sweep_ns(struct shared *s, const struct ks_list *l, uint32_t a, uint32_t b, uint
 
 	if (rc < 0) {
 		fprintf(stderr, "kvss-shared sweep: namespace %s skipped: its generation: %s\n",
-			ks_ns_label(l->v[a].ns, label, sizeof(label)),
-			rc == -EBADMSG ? "not a number" : strerror(-rc));
+			ks_ns_label(l->v[a].ns, label, sizeof(label)), ks_gen_why(rc));
 		t->skipped_ns++;
 		return -1;
 	}
@@ -293,6 +310,8 @@ sweep_ns(struct shared *s, const struct ks_list *l, uint32_t a, uint32_t b, uint
 		r = bsearch(&key, recs, nrec, sizeof(*recs), by_id);
 		if (r != NULL && r->v == V_LIVE) {
 			t->slices_live++;
+		} else if (r != NULL && r->v == V_NEWER) {
+			t->slices_newer++; /* kept with their record */
 		} else if (r != NULL && r->v >= V_STALE && r->v != V_CORRUPT) {
 			t->slices_dropped++;
 			say(o, x, "its column's record is dropped");
@@ -331,7 +350,7 @@ ks_sweep(struct shared *s, const struct ks_sweep_opts *o)
 	rc = shared_gen_read(s, "", &gen_global);
 	if (rc < 0) {
 		fprintf(stderr, "kvss-shared sweep: the global generation: %s; nothing deleted\n",
-			rc == -EBADMSG ? "not a number" : strerror(-rc));
+			ks_gen_why(rc));
 		return KS_FAILED;
 	}
 	rc = ks_list_all(s, NULL, &l);
@@ -379,21 +398,104 @@ ks_sweep(struct shared *s, const struct ks_sweep_opts *o)
 				sep = ", ";
 			}
 		}
-		if (t.too_big > 0)
-			printf("%stoo big %" PRIu64, sep, t.too_big);
 		printf(")");
 	}
-	printf(", %" PRIu64 " unreadable (kept)\n", t.unreadable);
+	printf(", %" PRIu64 " unreadable (kept)", t.unreadable);
+	if (t.newer > 0)
+		printf(", %" PRIu64 " of a NEWER generation (kept)", t.newer);
+	printf("\n");
 	printf("  slices: %" PRIu64 " of live columns, %" PRIu64 " of dropped columns, %" PRIu64
 	       " without a record past the %" PRIu64 " s grace, %" PRIu64
-	       " without a record younger (kept), %" PRIu64 " unjudged (kept)\n",
+	       " without a record younger (kept), %" PRIu64 " unjudged (kept)",
 	       t.slices_live, t.slices_dropped, t.orphans_old, o->grace_s, t.orphans_young,
 	       t.orphans_unknown);
+	if (t.slices_newer > 0)
+		printf(", %" PRIu64 " of newer columns (kept)", t.slices_newer);
+	printf("\n");
 	printf("  not kvss's: %" PRIu64 " objects (kept)\n", t.not_ours);
 	printf("  %s %" PRIu64 " objects", o->dry_run ? "would delete" : "deleted", t.deleted);
 	if (t.delete_failed > 0)
 		printf(", %" PRIu64 " deletes failed", t.delete_failed);
 	printf("\n");
 	ks_list_free(&l);
-	return t.skipped_ns > 0 || t.delete_failed > 0 || t.unreadable > 0 ? KS_FAILED : KS_OK;
+	if (t.newer > 0)
+		fprintf(stderr, "kvss-shared sweep: %" PRIu64 " records were written under a generation "
+				"above the one read (global up to %u, an organization's up to %u): the "
+				"generation went backwards (its object removed or rewritten lower); they are "
+				"kept; 'kvss-shared gen --repair' sets it above them\n",
+			t.newer, t.newest_global, t.newest_org);
+	return t.skipped_ns > 0 || t.delete_failed > 0 || t.unreadable > 0 || t.newer > 0
+		       ? KS_FAILED : KS_OK;
+}
+
+int
+ks_record_gens(struct shared *s, const char *ns, struct ks_gens *g)
+{
+	struct ks_list l;
+	struct shared_done d[DEPTH];
+	uint8_t (*bufs)[SHARED_HDR_LEN];
+	uint32_t next = 0, done = 0, slot_of[DEPTH], freeslot[DEPTH], nfree = DEPTH, i;
+	uint64_t now = shared_wall_ns();
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	rc = ks_list_all(s, ns, &l);
+	if (rc < 0)
+		return rc;
+	bufs = malloc(DEPTH * sizeof(*bufs));
+	if (bufs == NULL) {
+		ks_list_free(&l);
+		return -ENOMEM;
+	}
+	for (i = 0; i < DEPTH; i++)
+		freeslot[i] = i;
+	while (done < l.n) {
+		while (next < l.n && nfree > 0) {
+			const struct ks_obj *x = &l.v[next];
+			uint32_t slot;
+
+			if (x->kind != SHARED_RECORD || !x->org_ns) {
+				next++;
+				done++;
+				continue;
+			}
+			slot = freeslot[--nfree];
+			slot_of[slot] = next;
+			if (shared_get(s, x->ns, x->name, bufs[slot], SHARED_HDR_LEN, slot) < 0) {
+				freeslot[nfree++] = slot;
+				g->unreadable++;
+				done++;
+			}
+			next++;
+		}
+		if (done >= l.n)
+			break;
+		unsigned int got = shared_poll(s, d, DEPTH, 1000), k;
+
+		for (k = 0; k < got; k++) {
+			uint32_t slot = (uint32_t)d[k].cookie;
+			const struct ks_obj *x = &l.v[slot_of[slot]];
+			struct shared_hdr h;
+
+			freeslot[nfree++] = slot;
+			done++;
+			if (d[k].status != 0) {
+				g->unreadable += d[k].status != -ENOENT;
+				continue;
+			}
+			/* Only what passes every check of a record counts as evidence. */
+			if (shared_obj_decode(bufs[slot], d[k].len, &h) != SHARED_OK ||
+			    h.kind != SHARED_RECORD || h.org != x->org || h.object_id != x->object_id ||
+			    shared_hdr_times(&h, now) != SHARED_OK)
+				continue;
+			g->records++;
+			if (h.gen_global > g->max_global)
+				g->max_global = h.gen_global;
+			if (h.gen_org > g->max_org)
+				g->max_org = h.gen_org;
+		}
+	}
+	free(bufs);
+	ks_list_free(&l);
+	return 0;
 }

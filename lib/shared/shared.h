@@ -24,7 +24,8 @@
  * counts timeouts in whole seconds: op_timeout_ms is rounded up to one.
  *
  * The generation objects (the emergency reset, shared_obj.h) hold their
- * number as decimal text ("3\n"); anything else there reads as -EBADMSG.
+ * number as decimal text ("3\n"); anything else there reads as -EBADMSG,
+ * 4294967295 as -ERANGE (shared_gen_parse()).
  */
 #ifndef KVSS_SHARED_H
 #define KVSS_SHARED_H
@@ -53,9 +54,19 @@ struct shared_params {
 #define SHARED_PUT_MAX (SHARED_HDR_LEN + SHARED_PAYLOAD_MAX)
 
 /**
+ * Is @p path a Ceph configuration file kvss may hand to librados: a
+ * regular file, readable (lib/fileio's check: opened without blocking, so
+ * a FIFO cannot hang the caller)? 0, or -1 with @p err saying what it is
+ * ("Ceph configuration PATH: not a regular file (a FIFO)").
+ */
+int shared_conf_check(const char *path, char *err, size_t errlen);
+
+/**
  * Connect to the cluster and open the pool. Returns NULL on failure with
- * @p err (@p errlen bytes) naming the cause: the configuration missing or
- * unreadable, the cluster unreachable within the timeout, the pool missing.
+ * @p err (@p errlen bytes) naming the cause: the configuration missing,
+ * unreadable or not a regular file (shared_conf_check(); so must be every
+ * keyring and key file it names that exists), the cluster unreachable
+ * within the timeout, the pool missing.
  */
 struct shared *shared_open(const struct shared_params *p, char *err, size_t errlen);
 
@@ -124,11 +135,28 @@ unsigned int shared_inflight(const struct shared *s);
 int shared_gen_read(struct shared *s, const char *ns, uint32_t *gen);
 
 /**
+ * The generation object of @p ns and its version (for shared_gen_set()).
+ * @return 0; -ENOENT when absent (@p gen and @p ver 0); -EBADMSG or
+ *   -ERANGE when it is not a generation (@p ver set: it can be replaced);
+ *   or -errno.
+ */
+int shared_gen_read_ver(struct shared *s, const char *ns, uint32_t *gen, uint64_t *ver);
+
+/**
+ * Write generation @p gen (at most SHARED_GEN_MAX) into the object of
+ * @p ns, only if it is still at version @p ver (0: only if absent), as
+ * shared_gen_read_ver() read it: kvss-shared gen --repair.
+ * @return 0, -ECANCELED (written or removed by another since), -errno.
+ */
+int shared_gen_set(struct shared *s, const char *ns, uint32_t gen, uint64_t ver);
+
+/**
  * Add one to the generation of @p ns, atomically even with several
  * bumpers at once (read with its version, write asserting that version,
  * retried), and return the new one in @p gen.
- * @return 0 or -errno (-EBADMSG, -EOVERFLOW at UINT32_MAX, -EAGAIN after
- *   64 lost races).
+ * @return 0 or -errno (-EBADMSG or -ERANGE: not a generation; -EOVERFLOW
+ *   at SHARED_GEN_MAX, @p gen set to it: never wrapped; -EAGAIN after 64
+ *   lost races).
  */
 int shared_gen_bump(struct shared *s, const char *ns, uint32_t *gen);
 

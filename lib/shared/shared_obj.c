@@ -350,6 +350,56 @@ shared_gen_parse(const char *b, size_t n, uint32_t *gen)
 	}
 	if (v > UINT32_MAX)
 		return -EBADMSG;
+	if (v > SHARED_GEN_MAX)
+		return -ERANGE;
 	*gen = (uint32_t)v;
 	return 0;
+}
+
+enum shared_bad
+shared_hdr_times(const struct shared_hdr *h, uint64_t now_ns)
+{
+	uint64_t limit = now_ns + SHARED_SKEW_NS;
+
+	if (limit < now_ns) /* a clock near the end of time: nothing is ahead of it */
+		return SHARED_OK;
+	return h->first_use_ns > limit || h->written_ns > limit ? SHARED_BAD_FUTURE : SHARED_OK;
+}
+
+enum shared_gen_verdict
+shared_gen_judge(uint32_t highest, int rc, uint32_t got)
+{
+	if (rc == -ENOENT) {
+		if (highest > 0)
+			return SHARED_GEN_ABSENT;
+		return SHARED_GEN_SAME; /* never reset: generation 0 */
+	}
+	if (rc == -EBADMSG || rc == -ERANGE)
+		return SHARED_GEN_BROKEN;
+	if (rc != 0)
+		return SHARED_GEN_UNREAD;
+	if (got > SHARED_GEN_MAX)
+		return SHARED_GEN_BROKEN;
+	if (got < highest)
+		return SHARED_GEN_LOWER;
+	return got > highest ? SHARED_GEN_UP : SHARED_GEN_SAME;
+}
+
+const char *
+shared_gen_verdict_text(enum shared_gen_verdict v)
+{
+	switch (v) {
+	case SHARED_GEN_SAME:
+		return "the one followed";
+	case SHARED_GEN_UP:
+		return "higher: followed";
+	case SHARED_GEN_LOWER:
+		return "below the highest seen: refused";
+	case SHARED_GEN_ABSENT:
+		return "absent where a higher one was seen: refused";
+	case SHARED_GEN_BROKEN:
+		return "not a generation: refused";
+	default:
+		return "unread";
+	}
 }

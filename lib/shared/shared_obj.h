@@ -71,7 +71,9 @@ struct shared_hdr {
 	X(PAYLOAD_SUM, "the payload's checksum does not match")                                     \
 	X(IDENTITY, "another column, organization, generation or layout than asked")                \
 	X(GEOMETRY, "another shard, cache, token range or token size than asked")                   \
-	X(FORMAT, "a field out of its range (kind, lengths, reserved bytes)")
+	X(FORMAT, "a field out of its range (kind, lengths, reserved bytes)")                       \
+	X(TOO_BIG, "longer than the object asked for can be (a record: its 128-byte header)")      \
+	X(FUTURE, "first used or written in the future, past the clock skew allowed")
 
 enum shared_bad {
 	SHARED_OK = 0,
@@ -133,12 +135,57 @@ enum shared_bad shared_obj_decode(const uint8_t *buf, size_t len, struct shared_
 enum shared_bad shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want);
 
 /**
+ * Clocks of replicas differ: a record's first use or time written up to
+ * this far ahead of the reader's wall clock is taken as now; further ahead
+ * it is a bad record (SHARED_BAD_FUTURE), since a first use in the future
+ * would never expire (a writer whose clock runs ahead would extend every
+ * TTL by that much).
+ */
+#define SHARED_SKEW_NS (60ull * 1000000000ull)
+
+/**
+ * A decoded object's times against the reader's wall clock @p now_ns:
+ * SHARED_BAD_FUTURE when its first use or its time written lies more than
+ * SHARED_SKEW_NS ahead, else SHARED_OK.
+ */
+enum shared_bad shared_hdr_times(const struct shared_hdr *h, uint64_t now_ns);
+
+/**
+ * The largest generation used: 4294967295 is never one (a reset past it
+ * would wrap to 0, where the oldest objects are; an object that says it is
+ * read as broken, and no reset writes it).
+ */
+#define SHARED_GEN_MAX (UINT32_MAX - 1)
+
+/**
  * A generation object's text (SHARED_GEN_OBJECT): "N" or "N\n", N a decimal
- * uint32 without leading zeros (but "0"). Read by every driver, the shards
- * and kvss-shared, each with this one parser.
- * @return 0, or -EBADMSG for anything else.
+ * at most SHARED_GEN_MAX without leading zeros (but "0"). Read by every
+ * driver and kvss-shared, each with this one parser.
+ * @return 0; -ERANGE for 4294967295; -EBADMSG for anything else.
  */
 int shared_gen_parse(const char *b, size_t n, uint32_t *gen);
+
+/** What a generation read means to a reader that keeps the highest it saw. */
+enum shared_gen_verdict {
+	SHARED_GEN_SAME,   /**< the one followed */
+	SHARED_GEN_UP,	   /**< higher: followed from now on (a reset) */
+	SHARED_GEN_LOWER,  /**< below the highest seen: refused, the highest kept */
+	SHARED_GEN_ABSENT, /**< no object where a higher one was seen: refused, the highest kept */
+	SHARED_GEN_BROKEN, /**< not a generation (garbage, 4294967295): refused, the highest kept */
+	SHARED_GEN_UNREAD, /**< the read failed (the cluster): nothing learned */
+};
+
+/**
+ * Judge a generation read against @p highest, the highest this reader saw
+ * (or has evidence of; 0 when none). @p rc is the read's status: 0 (with
+ * @p got), -ENOENT (the object absent: generation 0 where nothing higher
+ * was seen), -EBADMSG or -ERANGE (shared_gen_parse()), or another -errno.
+ * A generation never goes down: what is lower, absent or broken is refused.
+ */
+enum shared_gen_verdict shared_gen_judge(uint32_t highest, int rc, uint32_t got);
+
+/** A verdict in words, for logs. */
+const char *shared_gen_verdict_text(enum shared_gen_verdict v);
 
 /** The wall clock, ns since 1970: first use and the time written in headers. */
 static inline uint64_t

@@ -15,11 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <rados/librados.h>
 
+#include "fileio.h"
 #include "shared.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -96,6 +99,59 @@ set_secs(rados_t cl, const char *opt, uint32_t ms)
 	return rados_conf_set(cl, opt, v);
 }
 
+int
+shared_conf_check(const char *path, char *err, size_t errlen)
+{
+	char why[600];
+	FILE *f = fileio_open(path, why, sizeof(why));
+
+	if (f == NULL) {
+		set_err(err, errlen, "Ceph configuration %s", why);
+		return -1;
+	}
+	fclose(f);
+	return 0;
+}
+
+/*
+ * The files the configuration names for librados to open (its keyrings and
+ * key file): librados opens them blocking, so a FIFO there would hang the
+ * connect for ever, deaf to signals. Each that exists must be a regular
+ * file (one that does not exist is librados' to skip or refuse), or
+ * /dev/null (the usual "no keyring" of a cluster without cephx).
+ */
+static int
+keyrings_check(rados_t cl, const char *conf, char *err, size_t errlen)
+{
+	static const char *const opts[] = {"keyring", "keyfile"};
+	char v[4096], why[600];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		char *save = NULL, *path;
+
+		if (rados_conf_get(cl, opts[i], v, sizeof(v)) < 0)
+			continue;
+		for (path = strtok_r(v, ",; \t", &save); path != NULL;
+		     path = strtok_r(NULL, ",; \t", &save)) {
+			struct stat st;
+			FILE *f;
+
+			if (stat(path, &st) != 0 && errno == ENOENT)
+				continue;
+			if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3)
+				continue; /* /dev/null */
+			f = fileio_open(path, why, sizeof(why));
+			if (f == NULL) {
+				set_err(err, errlen, "%s of Ceph configuration %s: %s", opts[i], conf, why);
+				return -EINVAL;
+			}
+			fclose(f);
+		}
+	}
+	return 0;
+}
+
 struct shared *
 shared_open(const struct shared_params *p, char *err, size_t errlen)
 {
@@ -111,10 +167,8 @@ shared_open(const struct shared_params *p, char *err, size_t errlen)
 		set_err(err, errlen, "no Ceph configuration file given");
 		return NULL;
 	}
-	if (access(p->conf, R_OK) != 0) {
-		set_err(err, errlen, "Ceph configuration %s: %s", p->conf, strerror(errno));
+	if (shared_conf_check(p->conf, err, errlen) != 0)
 		return NULL;
-	}
 	if (n > SHARED_INFLIGHT_MAX) {
 		set_err(err, errlen, "max_inflight %u above %u", n, SHARED_INFLIGHT_MAX);
 		return NULL;
@@ -154,6 +208,9 @@ shared_open(const struct shared_params *p, char *err, size_t errlen)
 		set_err(err, errlen, "Ceph configuration %s unreadable: %s", p->conf, strerror(-rc));
 		goto out_shutdown;
 	}
+	rc = keyrings_check(s->cluster, p->conf, err, errlen);
+	if (rc < 0)
+		goto out_shutdown;
 	/* After the file: these are the caller's, whatever the file says. */
 	if ((rc = set_secs(s->cluster, "rados_osd_op_timeout", ms)) < 0 ||
 	    (rc = set_secs(s->cluster, "rados_mon_op_timeout", ms)) < 0 ||
@@ -503,7 +560,7 @@ shared_op_timeout_ms(const struct shared *s)
 
 /* ---- synchronous ---------------------------------------------------------- */
 
-/* The generation and the object's version (0 when absent). */
+/* The generation and the object's version (0 when absent: -ENOENT). */
 static int
 gen_read_ver(struct shared *s, const char *ns, uint32_t *gen, uint64_t *ver)
 {
@@ -518,11 +575,10 @@ gen_read_ver(struct shared *s, const char *ns, uint32_t *gen, uint64_t *ver)
 	rados_ioctx_set_namespace(s->io, ns);
 	rc = rados_read_op_operate(op, s->io, SHARED_GEN_OBJECT, 0);
 	rados_release_read_op(op);
-	if (rc == -ENOENT) {
-		*gen = 0;
-		*ver = 0;
-		return 0;
-	}
+	*gen = 0;
+	*ver = 0;
+	if (rc == -ENOENT)
+		return -ENOENT;
 	if (rc < 0)
 		return rc;
 	if (rval < 0)
@@ -537,44 +593,79 @@ int
 shared_gen_read(struct shared *s, const char *ns, uint32_t *gen)
 {
 	uint64_t ver;
+	int rc;
 
 	if (ns == NULL || strlen(ns) > SHARED_RADOS_NS_MAX)
 		return -EINVAL;
-	return gen_read_ver(s, ns, gen, &ver);
+	rc = gen_read_ver(s, ns, gen, &ver);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int
+shared_gen_read_ver(struct shared *s, const char *ns, uint32_t *gen, uint64_t *ver)
+{
+	if (ns == NULL || strlen(ns) > SHARED_RADOS_NS_MAX)
+		return -EINVAL;
+	return gen_read_ver(s, ns, gen, ver);
+}
+
+/* Write @p gen over the object at version @p ver (0: create it, absent). */
+static int
+gen_write(struct shared *s, const char *ns, uint32_t gen, uint64_t ver)
+{
+	char b[GEN_TEXT_MAX];
+	int n = snprintf(b, sizeof(b), "%u\n", gen), rc;
+	rados_write_op_t op = rados_create_write_op();
+
+	if (op == NULL)
+		return -ENOMEM;
+	/* Absent: whoever creates it first wins (the other sees EEXIST).
+	 * Present: the write holds only if nobody wrote since our read. */
+	if (ver == 0)
+		rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+	else
+		rados_write_op_assert_version(op, ver);
+	rados_write_op_write_full(op, b, (size_t)n);
+	rados_ioctx_set_namespace(s->io, ns);
+	rc = rados_write_op_operate2(op, s->io, SHARED_GEN_OBJECT, NULL, 0);
+	rados_release_write_op(op);
+	return rc;
+}
+
+int
+shared_gen_set(struct shared *s, const char *ns, uint32_t gen, uint64_t ver)
+{
+	int rc;
+
+	if (ns == NULL || strlen(ns) > SHARED_RADOS_NS_MAX || gen > SHARED_GEN_MAX)
+		return -EINVAL;
+	rc = gen_write(s, ns, gen, ver);
+	/* Another writer since the caller's read: the version moved (ERANGE,
+	 * EOVERFLOW), or it was created (EEXIST) or removed (ENOENT). */
+	if (rc == -ERANGE || rc == -EOVERFLOW || rc == -EEXIST || rc == -ENOENT)
+		return -ECANCELED;
+	return rc;
 }
 
 int
 shared_gen_bump(struct shared *s, const char *ns, uint32_t *gen)
 {
-	char b[GEN_TEXT_MAX];
 	uint32_t cur;
 	uint64_t ver;
-	int i, rc, n;
+	int i, rc;
 
 	if (ns == NULL || strlen(ns) > SHARED_RADOS_NS_MAX)
 		return -EINVAL;
 	for (i = 0; i < BUMP_TRIES; i++) {
-		rados_write_op_t op;
-
 		rc = gen_read_ver(s, ns, &cur, &ver);
-		if (rc < 0)
+		if (rc < 0 && rc != -ENOENT)
 			return rc;
-		if (cur == UINT32_MAX)
+		/* Never past the largest: a wrap to 0 would bring back the oldest. */
+		if (cur >= SHARED_GEN_MAX) {
+			*gen = cur;
 			return -EOVERFLOW;
-		n = snprintf(b, sizeof(b), "%u\n", cur + 1);
-		op = rados_create_write_op();
-		if (op == NULL)
-			return -ENOMEM;
-		/* Absent: whoever creates it first wins (the other sees EEXIST).
-		 * Present: the write holds only if nobody wrote since our read. */
-		if (ver == 0)
-			rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
-		else
-			rados_write_op_assert_version(op, ver);
-		rados_write_op_write_full(op, b, (size_t)n);
-		rados_ioctx_set_namespace(s->io, ns);
-		rc = rados_write_op_operate2(op, s->io, SHARED_GEN_OBJECT, NULL, 0);
-		rados_release_write_op(op);
+		}
+		rc = gen_write(s, ns, cur + 1, ver);
 		if (rc == 0) {
 			*gen = cur + 1;
 			return 0;

@@ -309,6 +309,7 @@ tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct snapshot *sn = &snap;
 	const struct drv_sh_stats *h = &sn->shared;
+	unsigned int r;
 
 	(void)cmd;
 	(void)params;
@@ -334,6 +335,15 @@ tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "slices_bad", h->slices_bad);
 	rte_tel_data_add_dict_u64(d, "slices_missing", h->slices_missing);
 	rte_tel_data_add_dict_u64(d, "down_restart", h->down_restart);
+	rte_tel_data_add_dict_u64(d, "generation_refused", h->gen_refused);
+	rte_tel_data_add_dict_u64(d, "generation_bad", h->gen_bad);
+	rte_tel_data_add_dict_u64(d, "off_at_start", h->off_at_start);
+	for (r = 1; r < SHARED_BAD_COUNT; r++) {
+		char key[48];
+
+		snprintf(key, sizeof(key), "records_bad_%s", shared_bad_name((enum shared_bad)r));
+		rte_tel_data_add_dict_u64(d, key, h->bad[r]);
+	}
 	rte_spinlock_unlock(&sn->lock);
 	return 0;
 }
@@ -802,12 +812,15 @@ kvss_driver_summary(void)
 		       "start held back p50 %" PRIu64 " us, p99 %" PRIu64 " us); %" PRIu64
 		       " columns sent up, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
 		       PRIu64 " records written; %" PRIu64 " bad records, %" PRIu64 " bad and %" PRIu64
-		       " missing slices dropped; generation %" PRIu64 " (%" PRIu64 " changes seen)%s\n",
+		       " missing slices dropped; generation %" PRIu64 " (%" PRIu64 " changes seen, %" PRIu64
+		       " reads refused)%s%s\n",
 		       ps.shared_hit_tokens, h->staged_cols, h->lookup_found_cols, h->lookups,
 		       h->lookup_cols, l50 / 1000, l99 / 1000, h->lookups_late,
 		       kvss.cfg.shared.deadline_ms, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
 		       h->records_written, h->records_bad, h->slices_bad, h->slices_missing, h->gen_global,
-		       h->generations_seen, h->unavailable ? "; UNAVAILABLE at the end" : "");
+		       h->generations_seen, h->gen_refused,
+		       h->unavailable ? "; UNAVAILABLE at the end" : "",
+		       h->off_at_start ? "; NOT USED by this run (its generation, said at start)" : "");
 		/* Its line of the refill-time model, as the second tier's above. */
 		line_summary(&drv.learn.ml[0].fit3, &shared_line, kvss.cfg.shared.latency_us,
 			     kvss.cfg.shared.gbps, drv.learn.shared_updates, l2j, sizeof(l2j));
@@ -825,7 +838,9 @@ kvss_driver_summary(void)
 			 ",\"up_batches\":%" PRIu64 ",\"up_failed\":%" PRIu64 ",\"slices_bad\":%" PRIu64
 			 ",\"slices_missing\":%" PRIu64 ",\"down_restart\":%" PRIu64
 			 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
-			 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s}",
+			 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s"
+			 ",\"generation_refused\":%" PRIu64 ",\"generation_bad\":%" PRIu64
+			 ",\"off_at_start\":%" PRIu64 "}",
 			 ps.shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
 			 h->staged_cols, h->lookups_late, h->found_expired, l50 / 1000, l99 / 1000,
 			 w50 / 1000, w99 / 1000, h->lookup_errors,
@@ -834,7 +849,8 @@ kvss_driver_summary(void)
 			 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
 			 h->up_failed, h->slices_bad, h->slices_missing, h->down_restart, badj,
 			 h->gen_global, h->generations_seen,
-			 h->unavailable_times, h->unavailable ? "true" : "false");
+			 h->unavailable_times, h->unavailable ? "true" : "false", h->gen_refused,
+			 h->gen_bad, h->off_at_start);
 	}
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64

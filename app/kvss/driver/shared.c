@@ -10,7 +10,16 @@
  *     (shared_object_id), so a raised one (kvss-shared reset) makes this
  *     replica stop finding the old objects at once, and what it staged
  *     from them is forgotten. An organization whose generation is not read
- *     yet neither looks up nor writes.
+ *     yet neither looks up nor writes. A generation never goes down here:
+ *     the highest read is kept, and one read lower, absent where a higher
+ *     was read, or not a generation is refused (counted, said once per
+ *     value): after a reset, an object removed or rewritten lower would
+ *     otherwise bring back what the reset dropped. At start the driver
+ *     reads a sample of the pool's records (evidence_scan): a global
+ *     generation below one they were written under, or one that is not a
+ *     generation, leaves this replica without the shared level (said; kvss-
+ *     shared gen --repair is the way out); an organization's generation
+ *     below its records' is refused as if read lower.
  *   - Up. A column the second tier takes (the sink's L2_DOWN) goes up as
  *     well when shared.admit says so: every shard writes its slices
  *     (SH_DOWN); once each has answered 0 for every cache, the driver
@@ -36,6 +45,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,10 +71,20 @@ cookie(enum ck_kind k, uint32_t a, uint32_t b)
 
 struct sh_org {
 	uint64_t iso;
-	uint32_t gen;
+	uint32_t gen;	 /* the highest read (once known) */
+	uint32_t floor;	 /* before: the highest its records name (evidence_scan) */
 	bool known;
 	bool reading;
+	bool refused;	 /* its first read refused: read again every generation_ms only */
+	uint64_t said;	 /* the last refusal said (verdict << 32 | value, + 1) */
 	char buf[32];
+};
+
+/* What the start's sample of records says each organization's generation was at least. */
+#define SH_FLOORS 256
+struct sh_floor {
+	uint64_t iso;
+	uint32_t gen;
 };
 
 struct sh_lookup {
@@ -109,7 +129,10 @@ static struct {
 	bool on, unavailable;
 	uint32_t gen_global, epoch;
 	bool gen_reading;
+	uint64_t gen_said; /* the last refusal of the global generation said */
 	char gen_buf[32];
+	struct sh_floor floor[SH_FLOORS];
+	uint32_t nfloor;
 	struct sh_org org[SH_ORGS];
 	uint32_t norg;
 	uint16_t org_at[SH_ORGS * 2]; /* by the isolation id's hash: its org's index + 1 */
@@ -245,7 +268,7 @@ went_wrong(uint64_t now)
 static struct sh_org *
 org_of(uint64_t iso)
 {
-	uint32_t i = (uint32_t)((iso * 0x9E3779B97F4A7C15ull) >> 53); /* 11 bits: SH_ORGS * 2 */
+	uint32_t i = (uint32_t)((iso * 0x9E3779B97F4A7C15ull) >> 53), k; /* 11 bits: SH_ORGS * 2 */
 
 	for (;; i = (i + 1) & (SH_N(S.org_at) - 1)) {
 		if (S.org_at[i] == 0)
@@ -258,6 +281,9 @@ org_of(uint64_t iso)
 		return NULL;
 	}
 	S.org[S.norg] = (struct sh_org){.iso = iso};
+	for (k = 0; k < S.nfloor; k++)
+		if (S.floor[k].iso == iso)
+			S.org[S.norg].floor = S.floor[k].gen;
 	S.org_at[i] = (uint16_t)(S.norg + 1);
 	return &S.org[S.norg++];
 }
@@ -297,40 +323,79 @@ new_generation(const char *what, uint32_t from, uint32_t to)
 	memset(S.up, 0, sizeof(S.up)); /* what was up is of the old generation */
 }
 
+/* A generation read refused: counted every time, said once per value. */
+static void
+gen_refuse(const char *what, enum shared_gen_verdict v, uint32_t kept, int rc, uint32_t got,
+	   uint64_t *said)
+{
+	uint64_t tag = ((uint64_t)v << 32 | got) + 1;
+
+	S.st.gen_refused++;
+	if (v == SHARED_GEN_BROKEN)
+		S.st.gen_bad++;
+	if (*said == tag)
+		return;
+	*said = tag;
+	if (v == SHARED_GEN_BROKEN)
+		printf("kvss: driver: the shared level's generation %s is not a generation (%s): "
+		       "refused, generation %u kept (kvss-shared gen --repair)\n", what,
+		       rc == -ERANGE ? "4294967295" : "not a number", kept);
+	else if (v == SHARED_GEN_ABSENT)
+		printf("kvss: driver: the shared level's generation %s is absent (it would read 0): "
+		       "refused, generation %u kept: a generation never goes down (kvss-shared gen "
+		       "--repair)\n", what, kept);
+	else
+		printf("kvss: driver: the shared level's generation %s reads %u, below %u: refused, "
+		       "generation %u kept: a generation never goes down (kvss-shared gen --repair)\n",
+		       what, got, kept, kept);
+	fflush(stdout);
+}
+
 static void
 gen_done(uint32_t who, int status, uint32_t len, uint64_t now)
 {
 	bool global = who == 0xffffff;
 	struct sh_org *o = global || who >= S.norg ? NULL : &S.org[who];
-	uint32_t g;
+	enum shared_gen_verdict v;
+	uint32_t g = 0, highest;
+	int rc = status;
+	char what[48];
 
 	if (global)
 		S.gen_reading = false;
 	else if (o != NULL)
 		o->reading = false;
-	if (status == -ENOENT) {
-		g = 0;
-	} else if (status != 0 || shared_gen_parse(global ? S.gen_buf : o->buf, len, &g) != 0) {
-		if (status == 0)
-			S.st.gen_bad++; /* not a generation: keep the one we have */
-		else
-			went_wrong(now);
+	else
+		return;
+	if (rc == 0)
+		rc = shared_gen_parse(global ? S.gen_buf : o->buf, len, &g);
+	highest = global ? S.gen_global : o->known ? o->gen : o->floor;
+	v = shared_gen_judge(highest, rc, g);
+	if (v == SHARED_GEN_UNREAD) {
+		went_wrong(now);
 		return;
 	}
 	went_well();
+	if (global)
+		snprintf(what, sizeof(what), "of every organization");
+	else
+		snprintf(what, sizeof(what), "of organization %016" PRIx64, o->iso);
+	if (v == SHARED_GEN_LOWER || v == SHARED_GEN_ABSENT || v == SHARED_GEN_BROKEN) {
+		gen_refuse(what, v, highest, rc, g, global ? &S.gen_said : &o->said);
+		if (o != NULL && !o->known)
+			o->refused = true; /* unknown still: neither looks up nor writes */
+		return;
+	}
 	if (global) {
 		if (g != S.gen_global)
-			new_generation("of every organization", S.gen_global, g);
+			new_generation(what, S.gen_global, g);
 		S.gen_global = g;
-	} else if (o != NULL) {
-		if (o->known && g != o->gen) {
-			char what[48];
-
-			snprintf(what, sizeof(what), "of organization %016" PRIx64, o->iso);
+	} else {
+		if (o->known && g != o->gen)
 			new_generation(what, o->gen, g);
-		}
 		o->gen = g;
 		o->known = true;
+		o->refused = false;
 	}
 }
 
@@ -342,7 +407,8 @@ names_of(uint16_t m, uint64_t iso, uint64_t key, uint32_t *gg, uint32_t *go, uin
 	struct sh_org *o = org_of(iso);
 
 	if (o == NULL || !o->known) {
-		if (o != NULL && !o->reading && S.s != NULL)
+		/* A refused one is read again every generation_ms (drv_sh_poll), not per request. */
+		if (o != NULL && !o->reading && !o->refused && S.s != NULL)
 			gen_read((int32_t)(o - S.org));
 		return false;
 	}
@@ -718,7 +784,8 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 		went_well();
 		return;
 	}
-	if (status != 0) {
+	/* A record longer than its header is a bad record, not the cluster's failure. */
+	if (status != 0 && status != -EFBIG) {
 		S.st.lookup_errors++;
 		went_wrong(now);
 		return;
@@ -727,13 +794,20 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 	j = l->first + k;
 	if (!names_of(l->model, l->iso, l->keys[j], &gg, &go, &id))
 		return;
-	why = shared_obj_decode(l->buf + (size_t)k * SHARED_HDR_LEN, len, &h);
-	if (why == SHARED_OK) {
-		/* Everything but first use, which is the record's to say. */
-		record_hdr(&want, l->model, l->iso, l->keys[j], j ? l->keys[j - 1] : l->iso,
-			   h.first_use_ns, j * kvss.cfg.driver.pc.column, kvss.cfg.driver.pc.column, gg,
-			   go, id);
-		why = shared_hdr_match(&h, &want);
+	if (status == -EFBIG) {
+		why = SHARED_BAD_TOO_BIG;
+	} else {
+		why = shared_obj_decode(l->buf + (size_t)k * SHARED_HDR_LEN, len, &h);
+		if (why == SHARED_OK) {
+			/* Everything but first use, which is the record's to say. */
+			record_hdr(&want, l->model, l->iso, l->keys[j], j ? l->keys[j - 1] : l->iso,
+				   h.first_use_ns, j * kvss.cfg.driver.pc.column,
+				   kvss.cfg.driver.pc.column, gg, go, id);
+			why = shared_hdr_match(&h, &want);
+		}
+		/* A first use in the future would never expire. */
+		if (why == SHARED_OK)
+			why = shared_hdr_times(&h, drv_wall_ns());
 	}
 	if (why != SHARED_OK) {
 		S.st.records_bad++;
@@ -1000,13 +1074,124 @@ drv_sh_poll(uint64_t now)
 
 /* ---- Start and end ------------------------------------------------------------------------ */
 
+/*
+ * The evidence of the generations at start: a sample of the pool's records
+ * (the first SH_EVIDENCE_RECORDS of a listing of at most SH_EVIDENCE_LIST
+ * objects, in the listing's hash order: spread over every namespace),
+ * each read and checked as a lookup checks one (header, checksum, its
+ * namespace's organization, its name's object id, no time in the future).
+ * A record is written only under generations its writer read, so one
+ * written under a generation above what the object says now proves the
+ * generation went backwards. *@p global: the highest global generation
+ * they name; each organization's highest in S.floor. A sample: a pool
+ * whose newer records are few may hide them (a running driver still never
+ * goes down; kvss-shared sweep reads every record and keeps newer ones).
+ */
+#define SH_EVIDENCE_LIST 4096
+#define SH_EVIDENCE_RECORDS 256
+
+struct evidence {
+	uint32_t listed, n;
+	struct {
+		char ns[SHARED_NS_MAX];
+		char name[SHARED_NAME_MAX];
+		uint64_t org, id;
+	} r[SH_EVIDENCE_RECORDS];
+};
+
+static int
+evidence_add(void *arg, const char *ns, const char *name)
+{
+	struct evidence *e = arg;
+	uint64_t org, id;
+	uint16_t shard, cache;
+
+	if (++e->listed > SH_EVIDENCE_LIST)
+		return 1;
+	if (shared_parse_ns(ns, &org) != 0 || shared_parse_name(name, &id, &shard, &cache) != 0 ||
+	    shard != 0xffff)
+		return 0;
+	snprintf(e->r[e->n].ns, SHARED_NS_MAX, "%s", ns);
+	snprintf(e->r[e->n].name, SHARED_NAME_MAX, "%s", name);
+	e->r[e->n].org = org;
+	e->r[e->n].id = id;
+	return ++e->n == SH_EVIDENCE_RECORDS ? 1 : 0;
+}
+
+static void
+evidence_scan(uint32_t *global)
+{
+	struct evidence *e = calloc(1, sizeof(*e));
+	uint8_t (*buf)[SHARED_HDR_LEN] = e != NULL ? malloc(SH_EVIDENCE_RECORDS * SHARED_HDR_LEN)
+						   : NULL;
+	uint32_t i, sent = 0, back = 0, used = 0;
+	uint64_t now = shared_wall_ns();
+
+	*global = 0;
+	if (e == NULL || buf == NULL || shared_list(S.s, NULL, evidence_add, e) < 0)
+		goto out;
+	for (i = 0; i < e->n; i++)
+		sent += shared_get(S.s, e->r[i].ns, e->r[i].name, buf[i], SHARED_HDR_LEN, i) == 0;
+	while (back < sent) {
+		struct shared_done d[64];
+		unsigned int n = shared_poll(S.s, d, 64, 1000), k;
+
+		if (n == 0 && shared_inflight(S.s) == 0)
+			break;
+		for (k = 0; k < n; k++) {
+			struct shared_hdr h;
+			uint32_t j = (uint32_t)d[k].cookie, f;
+
+			back++;
+			if (d[k].status != 0 || j >= e->n ||
+			    shared_obj_decode(buf[j], d[k].len, &h) != SHARED_OK ||
+			    h.kind != SHARED_RECORD || h.org != e->r[j].org ||
+			    h.object_id != e->r[j].id || shared_hdr_times(&h, now) != SHARED_OK)
+				continue;
+			used++;
+			if (h.gen_global > *global)
+				*global = h.gen_global;
+			for (f = 0; f < S.nfloor && S.floor[f].iso != h.org; f++)
+				;
+			if (f == S.nfloor && S.nfloor < SH_FLOORS)
+				S.floor[S.nfloor++] = (struct sh_floor){.iso = h.org};
+			if (f < S.nfloor && h.gen_org > S.floor[f].gen)
+				S.floor[f].gen = h.gen_org;
+		}
+	}
+	S.st.evidence_records = used;
+out:
+	free(buf);
+	free(e);
+}
+
+/* The shared level is not used by this run: said, counted, the handle closed. */
+static void __attribute__((format(printf, 1, 2)))
+off_at_start(const char *fmt, ...)
+{
+	char why[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	printf("kvss: driver: the shared level is NOT used by this replica: %s; it runs without "
+	       "it ('kvss-shared gen --repair' sets the generation above every record's; then "
+	       "restart it)\n", why);
+	fflush(stdout);
+	S.st.off_at_start = 1;
+	shared_close(S.s);
+	S.s = NULL;
+}
+
 int
 drv_sh_open(char *err, size_t errlen)
 {
 	const struct kvss_shared_cfg *c = &kvss.cfg.shared;
 	struct shared_params p = {.conf = c->conf, .pool = c->pool, .client = c->client,
 				  .op_timeout_ms = c->op_timeout_ms, .max_inflight = SH_INFLIGHT};
-	uint32_t i, max = c->max_columns;
+	uint32_t i, max = c->max_columns, seen;
+	uint64_t ver;
 	uint16_t m;
 	char why[256];
 	int rc;
@@ -1018,11 +1203,24 @@ drv_sh_open(char *err, size_t errlen)
 		snprintf(err, errlen, "shared.conf %s: %s", c->conf, why);
 		return -1;
 	}
-	rc = shared_gen_read(S.s, "", &S.gen_global);
-	if (rc != 0) {
+	rc = shared_gen_read_ver(S.s, "", &S.gen_global, &ver);
+	if (rc == -EBADMSG || rc == -ERANGE) {
+		off_at_start("the global generation (object \"generation\" of pool %s) is %s",
+			     c->pool, rc == -EBADMSG ? "not a number" : "4294967295, not a generation");
+		return 0;
+	}
+	if (rc != 0 && rc != -ENOENT) {
 		snprintf(err, errlen, "shared.conf %s: the generation of pool %s cannot be read: %s",
 			 c->conf, c->pool, strerror(-rc));
 		return -1;
+	}
+	evidence_scan(&seen);
+	if (seen > S.gen_global) {
+		off_at_start("the global generation of pool %s reads %u%s, below generation %u that "
+			     "records in the pool were written under: it went backwards (its object "
+			     "removed or rewritten lower)", c->pool, S.gen_global,
+			     rc == -ENOENT ? " (absent)" : "", seen);
+		return 0;
 	}
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
 		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];

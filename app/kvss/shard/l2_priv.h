@@ -56,9 +56,5 @@ void shard_sh_close(void);
 int shard_sh_submit(struct l2_req *q);
 /** What the thread finished, up to @p n. */
 unsigned int shard_sh_take(void **qs, unsigned int n);
-/** Slices refused by their check, per reason (enum shared_bad), and the thread's other counts. */
-void shard_sh_counts(uint64_t *bad, uint64_t *failed, uint64_t *missing, uint64_t *exists);
-/** SH_DOWN slices whose name held something else (a bad slice, another column's bytes): written over. */
-uint64_t shard_sh_replaced(void);
 
 #endif

@@ -31,6 +31,7 @@
 #include <rte_mbuf.h>
 
 #include "kvss.h"
+#include "shared_obj.h"
 
 #define SHARD_WINDOW 64	       /* early control messages held */
 #define SHARD_QMAX 1024	       /* messages in each queue */
@@ -305,6 +306,16 @@ void shard_l2_close(void);
 bool shard_l2_on(void);
 /** Does this shard reach the shared level (shard.shared, section 10)? */
 bool shard_sh_on(void);
+/** What the shared level's thread counted (torn values at worst while it runs). */
+struct shard_sh_counts {
+	uint64_t bad[SHARED_BAD_COUNT]; /* slices refused by their check, by reason (SHARED_BAD) */
+	uint64_t failed;		/* operations the cluster failed (SHARED_FAILED) */
+	uint64_t missing;		/* slices read that were not there */
+	uint64_t exists;		/* slices written that were there already */
+	uint64_t shed;			/* writes answered SHARED_FAILED at once: too many waited */
+	uint64_t replaced;		/* slices written over what was under their name (not the slice) */
+};
+void shard_sh_counts(struct shard_sh_counts *c);
 /** Does it have the level message type @p type is for (L2_* the second tier, SH_* the shared level)? */
 bool shard_level_on(unsigned int type);
 /** Does it use O_DIRECT (false: the file system refused it)? */

@@ -67,18 +67,17 @@ shard_level_on(unsigned int type)
 }
 
 void
-shard_sh_counts(uint64_t *bad, uint64_t *failed, uint64_t *missing, uint64_t *exists)
+shard_sh_counts(struct shard_sh_counts *c)
 {
-	memcpy(bad, sh.bad, sizeof(sh.bad));
-	*failed = sh.failed + sh.put_shed + sh.get_late;
-	*missing = sh.missing;
-	*exists = sh.exists;
-}
+	unsigned int i;
 
-uint64_t
-shard_sh_replaced(void)
-{
-	return sh.replaced;
+	for (i = 0; i < SHARED_BAD_COUNT; i++)
+		c->bad[i] = __atomic_load_n(&sh.bad[i], __ATOMIC_RELAXED);
+	c->failed = sh.failed + sh.get_late;
+	c->missing = sh.missing;
+	c->exists = sh.exists;
+	c->shed = sh.put_shed;
+	c->replaced = sh.replaced;
 }
 
 static uint64_t
@@ -216,8 +215,8 @@ reap(uint32_t wait_ms)
 			code = PROTO_E_UNKNOWN_PROMPT;
 		} else if (d[i].status == -EFBIG && q->op == L2R_SHGET) {
 			/* Larger than the slice asked for: not it. */
-			__atomic_fetch_add(&sh.bad[SHARED_BAD_FORMAT], 1, __ATOMIC_RELAXED);
-			q->bad = SHARED_BAD_FORMAT;
+			__atomic_fetch_add(&sh.bad[SHARED_BAD_TOO_BIG], 1, __ATOMIC_RELAXED);
+			q->bad = SHARED_BAD_TOO_BIG;
 			code = PROTO_E_SHARED_BAD;
 		} else if (d[i].status != 0) {
 			sh.failed++;
