@@ -87,6 +87,11 @@ for org in ("alpha", "beta"):
             p = i % 6
             toks = [100000 * (p + 1) + k for k in range(2048)] + [7000000 + 1000 * i + k for k in range(128)]
             f.write(json.dumps({"org": org, "tokens": toks, "output_length": 16}) + "\n")
+# A run that lasts: a replica whose generation object is removed while it
+# runs must still be running when that is done (36 requests take under a
+# second here), so it replays alpha's requests 15 times over.
+with open(f"{d}/alpha-long.jsonl", "w") as f:
+    f.write(open(f"{d}/alpha.jsonl").read() * 15)
 EOF
 
 # A replica: the all-in-one example with 8,192 tokens of DRAM and a second
@@ -424,7 +429,7 @@ check "kvss-shared gen --repair: the generation set above the records'" \
 sed 's/^/  repair: /' "$tmp/repair.txt"
 # A running replica never goes down: the object removed while it runs is
 # refused (counted, said), its generation kept.
-mkcfg "$tmp/l.cfg" "$tmp/l" "$tmp/alpha.jsonl"
+mkcfg "$tmp/l.cfg" "$tmp/l" "$tmp/alpha-long.jsonl"
 run_all "$tmp/l.cfg" "$tmp/l.log" &
 lpid=$!
 for i in $(seq 100); do grep -q "the shared level: pool" "$tmp/l.log" 2>/dev/null && break; sleep 0.1; done

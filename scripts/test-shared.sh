@@ -103,7 +103,7 @@ phase swept0
 ks sweep --ttl-first 3600 --verbose
 check "sweep exits 0" test "$rc" -eq 0
 check "sweep: 1 live, 1 older generation, 1 past the TTL, 5 corrupt" \
-	has "records: 1 live, 1 of an older generation, 1 past the first-use TTL, 5 corrupt"
+	has "records: 1 live, 1 of an older generation, 1 past the first-use TTL, 0 missing a slice, 5 corrupt"
 check "sweep: the corrupt by reason (a first use in the future is one)" \
 	has "(magic 1, identity 2, too_big 1, future 1)"
 check "sweep: young slices without a record are kept" has "2 without a record younger (kept)"
