@@ -84,6 +84,8 @@ LITERAL = {
     "up_failed": "slices a shard did not bring up (SH_UP failed: their tokens lost)",
     "slices_bad": "of them, slices that failed their checks (SHARED_BAD: the record deleted)",
     "slices_missing": "of them, slices not in the cluster (UNKNOWN_PROMPT: the record deleted)",
+    "up_failed_kept": "missing or bad slices whose record was left alone: read just after a "
+                      "generation changed, it may name another column's record",
     "down_restart": "columns on their way up given up when their model restarted (never answered)",
     "generation_refused": "generation reads refused: lower than the highest read, absent where a "
                           "higher one was read, or not a generation (the highest is kept)",

@@ -245,8 +245,8 @@ mark_incomplete(const struct ks_list *l, uint32_t a, uint32_t b, struct rec *rec
 
 		if (r->v != V_LIVE || r->have >= r->need)
 			continue;
-		if (r->written_ns < now && now - r->written_ns < grace_ns)
-			continue; /* young: the listing may have missed a slice written just before */
+		if (r->written_ns >= now || now - r->written_ns < grace_ns)
+			continue; /* young (or its writer's clock ahead): the listing may have missed a slice */
 		r->v = V_INCOMPLETE;
 		t->live--;
 		t->incomplete++;
@@ -480,7 +480,9 @@ ks_record_gens(struct shared *s, const char *ns, struct ks_gens *g)
 			freeslot[nfree++] = slot;
 			done++;
 			if (d[k].status != 0) {
-				g->unreadable += d[k].status != -ENOENT;
+				/* Gone since the listing, or longer than a record (a bad
+				 * record, which sweep deletes): no evidence either way. */
+				g->unreadable += d[k].status != -ENOENT && d[k].status != -EFBIG;
 				continue;
 			}
 			/* Only what passes every check of a record counts as evidence. */

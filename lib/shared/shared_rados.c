@@ -137,10 +137,13 @@ keyrings_check(rados_t cl, const char *conf, char *err, size_t errlen)
 			struct stat st;
 			FILE *f;
 
-			if (stat(path, &st) != 0 && errno == ENOENT)
-				continue;
-			if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3)
+			if (stat(path, &st) != 0) {
+				if (errno == ENOENT)
+					continue;
+			} else if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&
+				   minor(st.st_rdev) == 3) {
 				continue; /* /dev/null */
+			}
 			f = fileio_open(path, why, sizeof(why));
 			if (f == NULL) {
 				set_err(err, errlen, "%s of Ceph configuration %s: %s", opts[i], conf, why);

@@ -91,6 +91,7 @@
 	X(l2_down_failed_cols) /* columns that did not go down: forgotten, DRAM untouched */        \
 	X(l2_up_failed_cols) /* columns that did not come up: forgotten, their tokens lost (not the model) */ \
 	X(l2_unknown_expected) /* L2_DELETEs after such a failure to a shard that had failed too */ \
+	X(l2_tolerated_dropped) /* such expectations dropped, the oldest, past 4096 waiting */      \
 	X(l2_inventory_cols) /* columns shards listed in their inventories */                      \
 	X(l2_adopted_cols)  /* columns taken back from them (held by every shard of the model) */   \
 	X(l2_refused_cols)  /* columns let go instead: parent gone, expired, no room, on some shards only */ \

@@ -453,7 +453,7 @@ struct drv_sh_stats {
 	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation, down_gone,
 		 down_unmatched, down_no_parent;
 	uint64_t records_written, records_failed, records_busy, records_bad, records_deleted;
-	uint64_t up_failed, slices_bad, slices_missing, down_restart;
+	uint64_t up_failed, slices_bad, slices_missing, down_restart, up_failed_kept;
 	uint64_t bad[SHARED_BAD_COUNT];
 	uint64_t generations_seen, gen_bad, orgs_full, unavailable_times, available_again;
 	uint64_t gen_refused;	   /* generations read lower, absent or broken: refused */

@@ -261,9 +261,23 @@ struct tolerated {
 static struct tolerated *tolerate;
 static size_t ntolerate, tolerate_cap;
 
+/*
+ * At most this many: an entry whose L2_DELETE found the column after all
+ * (a read that failed on a column still there) is never taken, and without
+ * a model restart to clear them they would pile up. Past it, the oldest go
+ * (an UNKNOWN_PROMPT for one of them is then counted as an error).
+ */
+#define TOLERATE_MAX 4096
+
 static void
 tolerate_add(uint16_t k, uint64_t key)
 {
+	if (ntolerate == TOLERATE_MAX) {
+		memmove(tolerate, tolerate + TOLERATE_MAX / 4,
+			sizeof(*tolerate) * (TOLERATE_MAX - TOLERATE_MAX / 4));
+		ntolerate -= TOLERATE_MAX / 4;
+		drv.st.l2_tolerated_dropped += TOLERATE_MAX / 4;
+	}
 	if (ntolerate == tolerate_cap) {
 		size_t cap = tolerate_cap ? 2 * tolerate_cap : 256;
 		struct tolerated *p = realloc(tolerate, sizeof(*p) * cap);

@@ -335,6 +335,7 @@ tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "slices_bad", h->slices_bad);
 	rte_tel_data_add_dict_u64(d, "slices_missing", h->slices_missing);
 	rte_tel_data_add_dict_u64(d, "down_restart", h->down_restart);
+	rte_tel_data_add_dict_u64(d, "up_failed_kept", h->up_failed_kept);
 	rte_tel_data_add_dict_u64(d, "generation_refused", h->gen_refused);
 	rte_tel_data_add_dict_u64(d, "generation_bad", h->gen_bad);
 	rte_tel_data_add_dict_u64(d, "off_at_start", h->off_at_start);

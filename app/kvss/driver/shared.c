@@ -152,6 +152,7 @@ static struct {
 	uint64_t up[1u << SH_UP_BITS];	  /* keys written or found (up_has) */
 	uint64_t busy_since;
 	bool busy_given_up;
+	uint64_t gen_changed_ns; /* when a generation last changed (0: never) */
 	/* What the run counted (report.c reads them; this file writes). */
 	struct drv_sh_stats st;
 	uint64_t lookup_ns[4096];
@@ -367,6 +368,8 @@ gen_done(uint32_t who, int status, uint32_t len, uint64_t now)
 		o->reading = false;
 	else
 		return;
+	if (rc == -EFBIG)
+		rc = -EBADMSG; /* longer than any generation's text: not one (as a start's read says) */
 	if (rc == 0)
 		rc = shared_gen_parse(global ? S.gen_buf : o->buf, len, &g);
 	highest = global ? S.gen_global : o->known ? o->gen : o->floor;
@@ -387,12 +390,16 @@ gen_done(uint32_t who, int status, uint32_t len, uint64_t now)
 		return;
 	}
 	if (global) {
-		if (g != S.gen_global)
+		if (g != S.gen_global) {
 			new_generation(what, S.gen_global, g);
+			S.gen_changed_ns = now;
+		}
 		S.gen_global = g;
 	} else {
-		if (o->known && g != o->gen)
+		if (o->known && g != o->gen) {
 			new_generation(what, o->gen, g);
+			S.gen_changed_ns = now;
+		}
 		o->gen = g;
 		o->known = true;
 		o->refused = false;
@@ -965,6 +972,8 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 	 */
 	S.st.up_failed++;
 	if (d->status == PROTO_E_SHARED_BAD || d->status == PROTO_E_UNKNOWN_PROMPT) {
+		uint64_t now = drv_now_ns(rte_rdtsc());
+		uint64_t window = 3ull * kvss.cfg.shared.op_timeout_ms * 1000000ull;
 		uint32_t gg, go;
 		uint64_t id;
 
@@ -972,7 +981,16 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 			S.st.slices_bad++;
 		else
 			S.st.slices_missing++;
-		if (names_of(m, d->isolation_id, d->key, &gg, &go, &id))
+		/*
+		 * The record is named under the generations of now; the SH_UP
+		 * was sent under those of then. Within a read's longest life
+		 * (one op timeout queued, one in flight, and its way back) of a
+		 * change, they may differ: the record named now may be another
+		 * one, written well, and is left alone.
+		 */
+		if (S.gen_changed_ns != 0 && now - S.gen_changed_ns < window)
+			S.st.up_failed_kept++;
+		else if (names_of(m, d->isolation_id, d->key, &gg, &go, &id))
 			record_delete(d->isolation_id, id);
 	}
 }
@@ -1019,12 +1037,13 @@ drv_sh_busy(uint64_t now)
 	}
 	if (S.busy_since == 0)
 		S.busy_since = now;
-	if (now - S.busy_since < (uint64_t)kvss.cfg.shared.op_timeout_ms * 1000000ull)
+	/* An SH_DOWN takes up to three ops (a put, a read-back, a write over). */
+	if (now - S.busy_since < 3ull * kvss.cfg.shared.op_timeout_ms * 1000000ull)
 		return true;
 	if (!S.busy_given_up) {
 		S.busy_given_up = true;
 		printf("kvss: driver: the shared level still owes answers after %u ms: the run ends "
-		       "without them\n", kvss.cfg.shared.op_timeout_ms);
+		       "without them\n", 3 * kvss.cfg.shared.op_timeout_ms);
 	}
 	return false;
 }

@@ -368,6 +368,7 @@ shard_loss_reset(void)
 	memset(kvss_me->st->data_no, 0, sizeof(kvss_me->st->data_no));
 	kvss_me->st->data_max = 0;
 	memset(kvss_me->st->up_reads, 0, sizeof(kvss_me->st->up_reads));
+	memset(kvss_me->st->up_no, 0, sizeof(kvss_me->st->up_no));
 }
 
 /*
@@ -398,6 +399,9 @@ void
 shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now)
 {
 	uint64_t b, limit = kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms;
+	/* A tier's read that has not answered by then is not coming: a hung
+	 * disk, a cluster past its op timeout (at least a second). */
+	uint64_t up_limit = limit + kvss_me->st->hz / 1000 * RTE_MAX(kvss.cfg.shared.op_timeout_ms, 1000u);
 	uint64_t allow = kvss_me->st->hz / 1000 *
 			 RTE_MIN(SHARD_REORDER_MS, kvss_me->cfg->batch_timeout_ms);
 	static __thread struct shard_batcher lost;
@@ -411,10 +415,17 @@ shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now)
 			 * cluster costs the columns it fails, never the batch), and
 			 * once every one has answered, what it misses (a column
 			 * missing, bad or failed) will never come: lost at once.
+			 * A read still out past up_limit is not waited for.
 			 */
-			if (kvss_me->st->up_reads[b % 256] > 0)
+			if (kvss_me->st->up_reads[b % 256] > 0 &&
+			    now - kvss_me->st->batch_t[b % 256] < up_limit)
 				break;
-			st->batches_lost_early++;
+			if (kvss_me->st->up_reads[b % 256] > 0) {
+				st->up_batches_cut++; /* its late reads' bytes are refused */
+				kvss_me->st->up_reads[b % 256] = 0;
+			} else {
+				st->up_batches_lost++;
+			}
 		} else if (now - kvss_me->st->batch_t[b % 256] < limit) {
 			if (!lost_by_later_data(b, now, allow))
 				break;

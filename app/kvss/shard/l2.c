@@ -589,6 +589,10 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			req_put(q); /* none of its tokens in this batch */
 			continue;
 		}
+		if (kvss_me->st->up_no[q->batch_no % 256] != q->batch_no) {
+			kvss_me->st->up_no[q->batch_no % 256] = q->batch_no;
+			kvss_me->st->up_reads[q->batch_no % 256] = 0;
+		}
 		kvss_me->st->up_reads[q->batch_no % 256]++;
 		to_tier(q);
 	}
@@ -684,7 +688,9 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			req_put(q);
 			continue;
 		}
-		if ((q->op == L2R_GET || q->op == L2R_SHGET) && kvss_me->st->up_reads[q->batch_no % 256] > 0)
+		if ((q->op == L2R_GET || q->op == L2R_SHGET) &&
+		    kvss_me->st->up_no[q->batch_no % 256] == q->batch_no &&
+		    kvss_me->st->up_reads[q->batch_no % 256] > 0)
 			kvss_me->st->up_reads[q->batch_no % 256]--; /* its batch waits for one read less */
 		if (q->op == L2R_INV) {
 			if (q->status == 0)

@@ -188,9 +188,11 @@ struct shard_state {
 	uint64_t batch_t[256]; /* when each open batch's EVICT ran, by batch_no % 256 */
 	uint8_t batch_up[256]; /* its bytes come from a tier (L2_UP, SH_UP), not EVICT_DATA */
 	/* Reads of each such batch still with the tier: its bytes come from them,
-	 * and the tier bounds each (the disk, shared.op_timeout_ms), so the batch
-	 * is not timed out while one is out; once none is, what it misses is lost. */
+	 * and the tier bounds each (shared.op_timeout_ms), so the batch waits for
+	 * them, up to the batch timeout plus that (a hung disk); once none is
+	 * out, what it misses is lost. */
 	uint16_t up_reads[256];
+	uint64_t up_no[256]; /* the batch up_reads counts for (an answer after it was cut is not) */
 	/* evict.c: when the first EVICT_DATA frame of each batch arrived (by
 	 * batch_no % 256, the batch in data_no), and the highest batch seen:
 	 * data of a later batch says what an open one misses was lost

@@ -155,12 +155,16 @@ put_step(struct l2_req *q, int status, uint32_t got, uint16_t *code)
 {
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
 	uint32_t len = SHARED_HDR_LEN + q->len;
+	bool stopping = __atomic_load_n(&sh.stop, __ATOMIC_RELAXED);
 	int rc;
 
 	shared_ns(ns, q->meta.org);
 	shared_slice_name(name, q->object_id, kvss_me->cfg->id, q->meta.cache);
-	if (q->phase == SH_PUT) {
-		/* Room for one byte more: a larger object is -EFBIG, not it. */
+
+	if (q->phase == SH_PUT && stopping) {
+		rc = -ESHUTDOWN; /* stopping: no new operation on the cluster */
+	} else if (q->phase == SH_PUT) {
+		/* Exactly the slice's size: a larger object completes -EFBIG, not it. */
 		q->back = malloc(len);
 		rc = q->back == NULL ? -ENOMEM
 				     : shared_get(sh.s, ns, name, q->back, len, (uintptr_t)q);
@@ -171,8 +175,8 @@ put_step(struct l2_req *q, int status, uint32_t got, uint16_t *code)
 			*code = 0;
 			return false;
 		}
-		if (status != 0 && status != -ENOENT && status != -EFBIG) {
-			sh.failed++; /* unread: neither written nor known good */
+		if ((status != 0 && status != -ENOENT && status != -EFBIG) || stopping) {
+			sh.failed++; /* unread, or stopping: neither written nor known good */
 			*code = PROTO_E_SHARED_FAILED;
 			return false;
 		}
