@@ -135,59 +135,10 @@ say() { # say LABEL LOG: the replica's shared-level line
 		"$(field "$2" hit_tokens_shared) tokens; $(grep -o 'shared level: hit tokens.*' "$2" | cut -c1-400)"
 }
 
-# rm_slice SKIP: remove slice s0.c0 of a live column's first column (start
-# 0), past SKIP such; print its namespace/name and its record's name.
-rm_slice() {
-	/usr/bin/python3 - "$conf" "$1" <<'EOF2'
-import re, struct, sys
-import rados
-c = rados.Rados(conffile=sys.argv[1])
-c.conf_set("rados_osd_op_timeout", "30")
-c.connect(timeout=30)
-io = c.open_ioctx("kvss")
-io.set_namespace(rados.LIBRADOS_ALL_NSPACES)
-objs = sorted((o.nspace, o.key) for o in io.list_objects())
-recs = {(ns, k[:16]) for ns, k in objs if re.fullmatch(r"[0-9a-f]{16}\.r", k)}
-skip = int(sys.argv[2])
-for ns, key in objs:
-    if not re.fullmatch(r"[0-9a-f]{16}\.s0\.c0", key) or (ns, key[:16]) not in recs:
-        continue
-    io.set_namespace(ns)
-    # The header's start (offset 76): a prompt's first column.
-    if struct.unpack_from("<I", io.read(key, 128), 76)[0] != 0:
-        continue
-    if skip > 0:
-        skip -= 1
-        continue
-    io.remove_object(key)
-    print(ns + "/" + key, key[:16] + ".r")
-    break
-io.close()
-c.shutdown()
-EOF2
-}
-# has NS/NAME: does the object exist?
-has() {
-	/usr/bin/python3 - "$conf" "$1" <<'EOF2'
-import sys
-import rados
-c = rados.Rados(conffile=sys.argv[1])
-c.conf_set("rados_osd_op_timeout", "30")
-c.connect(timeout=30)
-io = c.open_ioctx("kvss")
-ns, name = sys.argv[2].split("/", 1)
-io.set_namespace(ns)
-try:
-    io.stat(name)
-    sys.exit(0)
-except rados.ObjectNotFound:
-    sys.exit(1)
-finally:
-    io.close()
-    c.shutdown()
-EOF2
-}
-hasnt() { ! has "$1"; }
+# What the attacks do to the pool (scripts/rados-pool.py).
+pool() { /usr/bin/python3 scripts/rados-pool.py "$conf" "$@"; }
+has() { pool has "$1"; }
+hasnt() { ! pool has "$1"; }
 
 # 1. Replica A writes.
 mkcfg "$tmp/a.cfg" "$tmp/a" "$tmp/alpha.jsonl"
@@ -234,30 +185,8 @@ check "C: refills with hits from the shared level fed its own line" \
 check "C: the summary says the shared level's line" grep -q "summary: the shared level's line" "$tmp/c.log"
 
 # 4. Every slice's payload corrupted in the cluster: refused, never refilled.
-# One process over Ceph's own Python binding (python3-rados, with
-# ceph-common), not a rados CLI per object: the last byte of each slice's
-# payload flipped, the header left valid.
-nslices=$(/usr/bin/python3 - "$conf" <<'EOF2'
-import re, sys
-import rados
-c = rados.Rados(conffile=sys.argv[1])
-c.conf_set("rados_osd_op_timeout", "30")
-c.connect(timeout=30)
-io = c.open_ioctx("kvss")
-io.set_namespace(rados.LIBRADOS_ALL_NSPACES)
-names = [(o.nspace, o.key) for o in io.list_objects() if re.fullmatch(r"[0-9a-f]{16}\.s\d+\.c\d+", o.key)]
-n = 0
-for ns, key in names:
-    io.set_namespace(ns)
-    b = bytearray(io.read(key, 1 << 26))
-    b[-1] ^= 0x5a
-    io.write_full(key, bytes(b))
-    n += 1
-io.close()
-c.shutdown()
-print(n)
-EOF2
-)
+# The last byte of each slice's payload flipped, the header left valid.
+nslices=$(pool corrupt)
 nslices=${nslices:-0}
 echo "shared level (kvss): $nslices slices corrupted in the cluster"
 check "corruption: slices were there to corrupt" test "$nslices" -gt 0
@@ -365,7 +294,7 @@ check "I: hits from the shared level without a disk" holds "$(field "$tmp/i.log"
 # operator's rados rm, does): the first column (start 0) of one prompt, so
 # that what hangs on it goes too. M, a reader, loses that column's tokens
 # and nothing else: no restart, its record deleted; N after it never asks.
-gone=$(rm_slice 0)
+gone=$(pool rm-slice)
 echo "shared level (kvss): removed slice ${gone:-none}"
 check "missing slice: one was removed" test -n "$gone"
 mkcfg "$tmp/m.cfg" "$tmp/m" "$tmp/alpha.jsonl"
@@ -390,7 +319,7 @@ check "N: never asked for the missing slice again" test "$(field "$tmp/n.log" sh
 
 # 11. kvss-shared sweep: a live record one of whose slices is gone is
 # deleted with the slices it has (no reader could bring its column up).
-set -- $(rm_slice 0)
+set -- $(pool rm-slice)
 echo "shared level (kvss): removed slice ${1:-none}, record ${2:-none}"
 check "sweep: a slice was removed" test -n "${2:-}"
 check "sweep: its record is there before" has "${1%%/*}/${2:-none}"

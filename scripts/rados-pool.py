@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""What the shared level's tests do to a live pool, as an attacker or an
+accident would, over Ceph's own Python binding (python3-rados, with
+ceph-common): one process per step rather than a rados CLI per object.
+
+  rados-pool.py CONF corrupt      flip the last payload byte of every slice
+                                  (the header left valid); print how many
+  rados-pool.py CONF rm-slice     remove slice s0.c0 of the first column
+                                  (start 0) of a column that has a record;
+                                  print NS/SLICE and the record's name
+  rados-pool.py CONF has NS/NAME  exit 0 if the object is there, 1 if not
+
+The pool is "kvss"; every op waits at most 30 s.
+"""
+import re
+import struct
+import sys
+
+import rados
+
+SLICE = re.compile(r"[0-9a-f]{16}\.s\d+\.c\d+")
+
+
+def open_pool(conf):
+    c = rados.Rados(conffile=conf)
+    c.conf_set("rados_osd_op_timeout", "30")
+    c.connect(timeout=30)
+    return c, c.open_ioctx("kvss")
+
+
+def listing(io):
+    io.set_namespace(rados.LIBRADOS_ALL_NSPACES)
+    return sorted((o.nspace, o.key) for o in io.list_objects())
+
+
+def corrupt(io):
+    n = 0
+    for ns, key in listing(io):
+        if not SLICE.fullmatch(key):
+            continue
+        io.set_namespace(ns)
+        b = bytearray(io.read(key, 1 << 26))
+        b[-1] ^= 0x5a
+        io.write_full(key, bytes(b))
+        n += 1
+    print(n)
+    return 0
+
+
+def rm_slice(io):
+    objs = listing(io)
+    recs = {(ns, k[:16]) for ns, k in objs if re.fullmatch(r"[0-9a-f]{16}\.r", k)}
+    for ns, key in objs:
+        if not re.fullmatch(r"[0-9a-f]{16}\.s0\.c0", key) or (ns, key[:16]) not in recs:
+            continue
+        io.set_namespace(ns)
+        # The header's start (offset 76): a prompt's first column.
+        if struct.unpack_from("<I", io.read(key, 128), 76)[0] != 0:
+            continue
+        io.remove_object(key)
+        print(ns + "/" + key, key[:16] + ".r")
+        return 0
+    return 1
+
+
+def has(io, what):
+    ns, name = what.split("/", 1)
+    io.set_namespace(ns)
+    try:
+        io.stat(name)
+        return 0
+    except rados.ObjectNotFound:
+        return 1
+
+
+def main(argv):
+    if len(argv) < 3 or argv[2] not in ("corrupt", "rm-slice", "has") or \
+            (argv[2] == "has") != (len(argv) == 4):
+        print(__doc__, file=sys.stderr)
+        return 2
+    c, io = open_pool(argv[1])
+    try:
+        if argv[2] == "corrupt":
+            return corrupt(io)
+        if argv[2] == "rm-slice":
+            return rm_slice(io)
+        return has(io, argv[3])
+    finally:
+        io.close()
+        c.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
