@@ -138,7 +138,7 @@ struct fiber {
 static ucontext_t sched_ctx;	 /* the scheduler's: the ingest lcore */
 static const void *sched_bottom; /* its stack, for AddressSanitizer */
 static size_t sched_size;
-static struct fiber *cur;	 /* the fiber running (NULL: the ingest lcore) */
+static __thread struct fiber *cur; /* the fiber running (NULL: the ingest lcore) */
 
 static void
 fiber_start(unsigned int lo, unsigned int hi)
@@ -253,6 +253,28 @@ __wrap_pthread_setname_np(pthread_t t, const char *name)
 			return 0;
 		}
 	return __real_pthread_setname_np(t, name);
+}
+
+/*
+ * The tier and shared-level threads sleep a few microseconds when a round
+ * of theirs found nothing to do (l2.c, shared.c; the link wraps
+ * nanosleep): beside the others that is a pause, but a fiber's sleep is the
+ * whole process's, and what it waits for can only come in its own next
+ * round (the others run only when it yields). So a fiber's sleep ends at
+ * once: it goes round again, as a thread woken would, until it parks. The
+ * first round after a park is one such (it dequeued before parking).
+ */
+int __real_nanosleep(const struct timespec *req, struct timespec *rem);
+int __wrap_nanosleep(const struct timespec *req, struct timespec *rem);
+
+int
+__wrap_nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	if (cur == NULL)
+		return __real_nanosleep(req, rem);
+	if (rem != NULL)
+		*rem = (struct timespec){0, 0};
+	return 0;
 }
 
 static struct fiber *
