@@ -446,9 +446,11 @@ $(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/sha
 
 # The shard with its state (test/fuzz/fuzz_shard.c): its own code, as kvss
 # runs it, under ASan and UBSan, over EAL without a port; objects of its
-# own (clang, DPDK's flags). The link wraps kvdisk_inflight: the tier thread
-# parks where it would sleep idle, so that the scheduler runs it in turn;
-# and the shared level's requests handed to its thread and back, counted.
+# own (clang, DPDK's flags). The link wraps pthread_create: the tier and
+# shared-level threads l2.c starts are fibers of the fuzzer's thread, run
+# in turn (a switch of stacks, not a hand-off between threads), whose
+# idle sleeps (nanosleep) end at once; and kvdisk_inflight: the tier thread parks where it would sleep idle; and
+# the shared level's requests handed to its thread and back, counted.
 # lib/shared's librados client is replaced by fuzz_shard_rados.c: the same
 # API over objects in memory, a cluster that lies as the input says.
 FUZZ_SHARD := $(BUILD)/fuzz/fuzz_shard
@@ -465,7 +467,8 @@ $(FUZZ_SHARD_OBJ): $(BUILD)/fuzz/obj/%.o: %.c
 
 $(FUZZ_SHARD): $(FUZZ_SHARD_OBJ) $(BUILD)/fuzz/fuzz_shard_seeds
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SHARD_OBJ) $(DPDK_LIBS) $(DEP_LIBS) \
-		-Wl,--wrap=kvdisk_inflight -Wl,--wrap=shard_sh_submit -Wl,--wrap=shard_sh_take
+		-Wl,--wrap=kvdisk_inflight -Wl,--wrap=shard_sh_submit -Wl,--wrap=shard_sh_take \
+		-Wl,--wrap=pthread_create -Wl,--wrap=pthread_setname_np -Wl,--wrap=nanosleep
 
 # Its seeds: whole valid streams in its input encoding (scripts/fuzz-shard.sh runs it).
 $(BUILD)/fuzz/fuzz_shard_seeds: test/fuzz/fuzz_shard_seeds.c test/fuzz/fuzz_shard.h

@@ -28,9 +28,10 @@
  * zeroed, a store from kvstore_init, an empty second tier, the first HELLO
  * setting its stream (fuzz_shard_env.c).
  *
- * Determinism. The shard's threads take turns (fuzz_shard_env.c): the
- * ingest lcore is this thread, and every one of its polls begins in the
- * rx hook, which is this file's scheduler: it takes the input's next acts,
+ * Determinism. The shard's threads take turns (fuzz_shard_env.c), all of
+ * them fibers of this one thread (a turn is a switch of stacks): the
+ * ingest lcore is this thread's own stack, and every one of its polls
+ * begins in the rx hook, which is this file's scheduler: it takes the input's next acts,
  * gives the refill lcore its turns, lets the tier thread answer what the
  * last poll gave it. The shard's clock runs a million times slow (its hz),
  * so no timeout fires by itself; OP_TIME fires them all at the next poll
@@ -1204,6 +1205,7 @@ fz_sched(struct rte_mbuf **pkts, uint16_t n)
 			/* The input is over: its refills' frames freed (the refill
 			 * lcore's contexts are its thread's), its lcores stopped. */
 			fz_check_release();
+			fz_env_keep_reports();
 			__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELEASE);
 			fz_env_stop_refill();
 			return 0;

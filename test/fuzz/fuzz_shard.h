@@ -103,6 +103,8 @@ struct rte_mbuf;
 int fz_env_init(void);
 /** A fresh shard for one input (its state, its store); the second tier emptied. */
 void fz_env_begin(bool refill_lcore, uint32_t mtu);
+/** The input ends: the shard's report ring is kept for the next (fuzz_shard_env.c says why). */
+void fz_env_keep_reports(void);
 /** After the input: threads stopped, frames freed; false if mbufs leaked. */
 bool fz_env_end(void);
 /** The harness's scheduler, called at the top of each ingest poll (the rx hook). */
@@ -117,6 +119,9 @@ void fz_tier_settle(void);
 unsigned int fz_tier_backlog(void);
 /** The input is over (kvss.quit set): the refill lcore runs to its end, its thread joins. */
 void fz_env_stop_refill(void);
+/** The shared level's thread: its turn (until it parks), and where it parks. */
+void fz_sh_turn(void);
+void fz_sh_park(void);
 /** The mbuf pool of frames the harness sends the shard. */
 extern struct rte_mempool *fz_rx_pool;
 

@@ -39,7 +39,6 @@
  * what is left held).
  */
 #include <errno.h>
-#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,7 +91,6 @@ static struct {
 	uint64_t lies, puts_checked;
 	/* The thread's turns (fuzz_shard_env.c). */
 	int gated;
-	sem_t go, parked;
 	struct rte_ring *to, *from;
 	uint64_t outstanding; /* requests given to the thread, not taken back */
 } R;
@@ -199,9 +197,7 @@ fz_sh_idle(void)
 static void
 park(void)
 {
-	sem_post(&R.parked);
-	while (sem_wait(&R.go) != 0)
-		;
+	fz_sh_park();
 }
 
 /* The thread's answers to the lies of its last reap: each one refused. */
@@ -223,23 +219,17 @@ check_lies(void)
 void
 fz_sh_gate(struct rte_ring *to, struct rte_ring *from)
 {
-	sem_init(&R.go, 0, 0);
-	sem_init(&R.parked, 0, 0);
 	R.to = to;
 	R.from = from;
 	__atomic_store_n(&R.gated, 1, __ATOMIC_RELEASE);
-	while (sem_wait(&R.parked) != 0)
-		;
+	fz_sh_turn(); /* to where it parks */
 }
 
 void
 fz_sh_settle(void)
 {
-	if (fz_sh_idle())
-		return;
-	sem_post(&R.go);
-	while (sem_wait(&R.parked) != 0)
-		;
+	if (!fz_sh_idle())
+		fz_sh_turn();
 }
 
 uint64_t
