@@ -7,6 +7,10 @@
 # client evicts a prompt and refills it (whole, glued, a middle range, in
 # both caches), checks every byte, the REFILL_DONEs that must fail, the
 # DELETE; then again with one expected byte flipped, which must fail.
+# Then, on a second shard process, the batch timeout: a shard stopped
+# (SIGSTOP) longer than the batch timeout, a batch's data arriving in its
+# receive queue meanwhile, loses nothing; a wafer silent that long after
+# the batch's EVICT ran loses the batch.
 # The namespaces, the veth pair, the shard and its EAL prefix are this
 # script's own (named by its PID) and go at its end, whatever happens.
 set -u
@@ -17,10 +21,16 @@ tmp=$(mktemp -d)
 NC=kvudp_c$$ NS=kvudp_s$$ VC=kvuC$$ VS=kvuS$$ PREFIX=kvudp_$$
 C_IP=10.97.0.1 S_IP=10.97.0.10 S_MAC=02:00:00:00:cc:10
 sp=
+cp=
 cleanup() {
 	if [ -n "$sp" ]; then
+		kill -CONT "$sp" 2>/dev/null # a stopped shard takes no SIGINT
 		kill -INT "$sp" 2>/dev/null
 		wait "$sp" 2>/dev/null
+	fi
+	if [ -n "$cp" ]; then
+		kill "$cp" 2>/dev/null
+		wait "$cp" 2>/dev/null
 	fi
 	ip netns del $NC 2>/dev/null
 	ip netns del $NS 2>/dev/null
@@ -155,6 +165,81 @@ check "the client's frames came with TTL 64: one segment, served under routed = 
 	grep -q "the rail: the driver's frames crossed 0 router(s), the wafer's 0" "$tmp/shard.log"
 echo "udpclient: $(grep -h '^udp-client: PASS' "$tmp/main.out"); shard: $(grep -o 'frames rx_frames.*' <<<"$stats")"
 [ "$fail" -eq 0 ] || tail -n 12 "$tmp/shard.log" >&2
+
+# The batch timeout measures the wafer's silence, not the shard's lateness
+# (PROTOCOL.md section 5). A second shard process, the same configuration
+# (batch_timeout_ms 1000); kvss itself is its process (ip netns exec
+# execs it), so SIGSTOP stops the shard.
+ip netns exec $NS "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0,1@1" \
+	--log-level lib.eal:error --no-telemetry --file-prefix "$PREFIX" \
+	--vdev "net_af_packet0,iface=$VS,framecnt=4096" -- --config "$tmp/shard.cfg" \
+	>"$tmp/shard2.log" 2>&1 &
+sp=$!
+for _ in $(seq 100); do grep -q ' up, epoch ' "$tmp/shard2.log" && break; sleep 0.1; done
+check "the second shard is up" grep -q 'shard 2 of model 1 up, epoch ' "$tmp/shard2.log"
+# late TAG GATE ARGS...: a client in the background whose batch 1 data waits
+# for file GATE; returns once batch 1's EVICT ran (0) or the client ended (1).
+late() {
+	local tag=$1 gate=$2
+	shift 2
+	ip netns exec $NC "$BUILD/kvss-udp-client" --shard $S_IP --bind $C_IP --model 1 \
+		--no-udp-checksum --timeout 30000 --data-gate "$gate" "$@" \
+		>"$tmp/$tag.out" 2>"$tmp/$tag.err" &
+	cp=$!
+	for _ in $(seq 300); do
+		grep -q "^udp-client: batch 1's EVICT ran" "$tmp/$tag.out" && return 0
+		kill -0 "$cp" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+# late_end TAG: the client's exit status in rc_TAG.
+late_end() {
+	wait "$cp"
+	eval "rc_$1=$?"
+	cp=
+	grep -h 'PASS\|FAIL' "$tmp/$1.out" "$tmp/$1.err" | head -3 | sed "s/^/  $1: /"
+}
+# The shard stopped once batch 1's EVICT ran; the batch's data (44 frames,
+# more than one receive burst) sent to it while stopped, and it stays
+# stopped 2 s (twice the batch timeout). Continued, it finds the data in its
+# queue: nothing lost, every byte refilled. (Before, the first burst after
+# the stop was followed by the timeout: batch 1 lost, TOKEN_LOST.)
+if late stalled "$tmp/gate1" --prompt 3000 --tokens 300; then
+	kill -STOP "$sp"
+	touch "$tmp/gate1"
+	for _ in $(seq 300); do
+		grep -q "^udp-client: batch 1's data sent" "$tmp/stalled.out" && break
+		sleep 0.1
+	done
+	sleep 2
+	kill -CONT "$sp"
+fi
+late_end stalled
+check "a shard stopped 2 s (batch timeout 1 s), a batch's data waiting in its queue: every check held (exit 0)" \
+	sh -c "[ $rc_stalled = 0 ] && grep -q '^udp-client: PASS: 10 refills' '$tmp/stalled.out'"
+check "... batch 1's data went while it was stopped: 44 frames" \
+	grep -q "^udp-client: batch 1's data sent: 44 EVICT_DATA frames" "$tmp/stalled.out"
+check "... no TOKEN_LOST, every batch complete with all 300 tokens" \
+	sh -c "! grep -q TOKEN_LOST '$tmp/stalled.err' && grep -q 'STATUS: 7 batches complete, 300 tokens of 1 prompt in each cache' '$tmp/stalled.out'"
+# The timeout still works: the shard running, the wafer silent 2 s after
+# batch 1's EVICT ran. The batch is lost, and said so.
+if late silent "$tmp/gate2" --prompt 4000 --tokens 300; then
+	sleep 2
+	touch "$tmp/gate2"
+fi
+late_end silent
+check "a wafer silent 2 s after its EVICT ran (batch timeout 1 s): the run fails (exit 1)" \
+	test "$rc_silent" = 1
+check "... batch 1's tokens lost, said in TOKEN_LOST" \
+	grep -q 'TOKEN_LOST: prompt 4000 tokens \[0, ' "$tmp/silent.err"
+kill -INT "$sp" 2>/dev/null
+wait "$sp" 2>/dev/null
+sp=
+stats2=$(grep 'final stats' "$tmp/shard2.log")
+check "the second shard lost one batch in all (the silent wafer's)" \
+	grep -q 'batches_lost=1 ' <<<"$stats2"
+[ "$fail" -eq 0 ] || tail -n 12 "$tmp/shard2.log" >&2
 
 # As many caches as a shard may have, and counts between: 1, 4, 5 (more
 # refills than the client once had room for) and 16 (its REFILL in several

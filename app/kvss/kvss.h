@@ -11,6 +11,7 @@
 #ifndef KVSS_APP_H
 #define KVSS_APP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rte_common.h>
@@ -296,6 +297,12 @@ int kvss_gate_shut(void);
 uint64_t kvss_gate_parks(void);
 /** rte_eth_rx_burst / rte_eth_tx_burst through the gate: 0 while it is shut. */
 uint16_t kvss_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
+/**
+ * kvss_rx_burst, and in @p read whether the queue was read at all (false:
+ * the gate was shut, so an empty answer says nothing of what waits there).
+ */
+uint16_t kvss_rx_burst_read(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n,
+			    bool *read);
 uint16_t kvss_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n);
 
 /** Sum of every lcore's stats. */

@@ -251,15 +251,25 @@ kvss_gate_parks(void)
 }
 
 uint16_t
-kvss_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+kvss_rx_burst_read(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n, bool *read)
 {
 	uint16_t got;
 
+	*read = false;
 	if (!kvss_gate_enter())
 		return 0;
 	got = rte_eth_rx_burst(port, queue, pkts, n);
 	kvss_gate_leave();
+	*read = true;
 	return got;
+}
+
+uint16_t
+kvss_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	bool read;
+
+	return kvss_rx_burst_read(port, queue, pkts, n, &read);
 }
 
 uint16_t

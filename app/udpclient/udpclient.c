@@ -65,6 +65,7 @@ struct opts {
 	uint32_t model, mtu;
 	uint64_t prompt, tokens, batch, seed, timeout_ms, max_mib;
 	int64_t flip; /* the expected byte of refill 1, buffer 0 to flip (-1: none) */
+	const char *data_gate; /* batch 1's data waits until this file exists (NULL: not) */
 	bool no_csum, verbose;
 };
 
@@ -633,6 +634,19 @@ send_stream(struct client *c, uint64_t batch, unsigned int cc, uint32_t first, u
 }
 
 static bool
+ran(struct client *c, const void *arg)
+{
+	return c->cum_seq >= *(const uint64_t *)arg;
+}
+
+static bool
+gate_open(struct client *c, const void *arg)
+{
+	(void)c;
+	return access((const char *)arg, F_OK) == 0;
+}
+
+static bool
 batches_complete(struct client *c, const void *arg)
 {
 	return c->have_st && c->st.batches_complete >= *(const uint64_t *)arg;
@@ -667,6 +681,32 @@ evict(struct client *c)
 		if (send_ctl(c, uc_build_evict(c->buf, sizeof(c->buf), &h, c->nbatches, (uint16_t)nc,
 					       (uint16_t)gg, e)) != 0)
 			return -1;
+		/*
+		 * --data-gate: a wafer late with batch 1's data. Its EVICT has run
+		 * (done, cum_seq); the data goes once the test says (a shard
+		 * stopped meanwhile finds it waiting in its receive queue).
+		 */
+		if (c->nbatches == 1 && c->o.data_gate != NULL) {
+			uint64_t before = frames;
+
+			if (wait_for(c, ran, &c->pend_seq, "batch 1's EVICT to run") != 0)
+				return -1;
+			printf("udp-client: batch 1's EVICT ran; its data waits for %s\n", c->o.data_gate);
+			fflush(stdout);
+			if (wait_for(c, gate_open, c->o.data_gate, "the data gate file") != 0)
+				return -1;
+			for (unsigned int k = 0; k < nc; k++)
+				if (send_stream(c, c->nbatches, k, first, gg, &frames) != 0)
+					return -1;
+			printf("udp-client: batch 1's data sent: %" PRIu64 " EVICT_DATA frames\n",
+			       frames - before);
+			fflush(stdout);
+			for (unsigned int k = 0; k < nc; k++)
+				bytes += (uint64_t)gg * c->geo[k].bytes_per_token;
+			if (wait_received(c) != 0)
+				return -1;
+			continue;
+		}
 		/* Its data right behind it: a shard holds data that comes before its EVICT too. */
 		for (unsigned int k = 0; k < nc; k++) {
 			if (send_stream(c, c->nbatches, k, first, gg, &frames) != 0)
@@ -1031,6 +1071,8 @@ usage(FILE *f)
 		"                     checksums to an offload that never runs)\n"
 		"  --flip-expected K  for tests: flip byte K of what refill 1 (buffer 0) should be,\n"
 		"                     so that a right shard must fail the check\n"
+		"  --data-gate FILE   for tests: batch 1's EVICT_DATA waits, once its EVICT ran,\n"
+		"                     until FILE exists (a wafer late with its data)\n"
 		"  --help, --version\n",
 		MAX_SAID, MAX_CACHES);
 }
@@ -1046,6 +1088,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"org", required_argument, NULL, 'o'},     {"seed", required_argument, NULL, 'S'},
 		{"timeout", required_argument, NULL, 't'}, {"no-udp-checksum", no_argument, NULL, 'C'},
 		{"flip-expected", required_argument, NULL, 'F'}, {"max-mib", required_argument, NULL, 'X'},
+		{"data-gate", required_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'},	   {"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
 	char err[160];
@@ -1116,6 +1159,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'F':
 			rc = args_u64("--flip-expected", optarg, 0, INT64_MAX, &v, err, sizeof(err));
 			o->flip = (int64_t)v;
+			break;
+		case 'G':
+			o->data_gate = optarg;
 			break;
 		case 'h':
 			usage(stdout);

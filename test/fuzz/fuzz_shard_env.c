@@ -352,6 +352,13 @@ kvss_rx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 }
 
 uint16_t
+kvss_rx_burst_read(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n, bool *read)
+{
+	*read = true; /* no gate here: the queue is always read */
+	return kvss_rx_burst(port, queue, pkts, n);
+}
+
+uint16_t
 kvss_tx_burst(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t i;

@@ -234,6 +234,13 @@ struct drv_learn {
 	uint64_t learned_at; /* refills seen when a model first took the fit (0: not yet) */
 	struct drv_model_learn ml[PREFIXCACHE_MAX_MODELS];
 	uint64_t late_ns, early_ns; /* refill time past its estimate, and short of it, summed */
+	/*
+	 * With refill_short_pct, the same refills against both estimates as
+	 * each came (once a line is fitted): the line, and the line scaled by
+	 * the factor then in force. The scale's effect within one run, under
+	 * one machine's load (a share compared across two runs is not).
+	 */
+	uint64_t line_timed, line_short, line_short_scaled;
 	uint32_t *lat_us, *est_us;  /* each sequence's refill time and estimate */
 	size_t nlat, latcap;
 	/* The same times by bucket: hist[i] those in (le_us[i - 1], le_us[i]],

@@ -120,8 +120,14 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 			    &l->shared_updates);
 		return;
 	}
-	if (l->short_pct && drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) == 0)
-		ratioq_add(&ml->rq, (double)ns, lat_ns + (double)bytes * ns_per_byte);
+	if (l->short_pct && drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) == 0) {
+		double line = lat_ns + (double)bytes * ns_per_byte;
+
+		ratioq_add(&ml->rq, (double)ns, line);
+		l->line_timed++;
+		l->line_short += (double)ns > line;
+		l->line_short_scaled += (double)ns > line * ml->factor;
+	}
 	linfit_add(&ml->fit, (double)bytes, (double)ns);
 	if (!l->learned || ml->fit.n < 20 || (ml->fit.n - 20) % 16 != 0 ||
 	    drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) != 0)

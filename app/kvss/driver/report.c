@@ -575,6 +575,7 @@ kvss_driver_summary(void)
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
+	char linej[80] = "\"model_short_share_line\":null,\"model_short_share_scaled\":null";
 	char l2j[3072], pickj[1024], l2fitj[200] = "";
 	uint16_t m;
 
@@ -892,6 +893,10 @@ kvss_driver_summary(void)
 	if (drv.learn.fit.n)
 		snprintf(shortj, sizeof(shortj), "%.4f",
 			 (double)s->model_short / (double)drv.learn.fit.n);
+	if (drv.learn.line_timed)
+		snprintf(linej, sizeof(linej), "\"model_short_share_line\":%.4f,\"model_short_share_scaled\":%.4f",
+			 (double)drv.learn.line_short / (double)drv.learn.line_timed,
+			 (double)drv.learn.line_short_scaled / (double)drv.learn.line_timed);
 	if (drv.finished && !drv.open_loop)
 		snprintf(lostj, sizeof(lostj), "%" PRIu64, lost);
 	printf("{\"requests\":%" PRIu64 ",\"prompt_tokens\":%" PRIu64 ",\"hit_tokens\":%" PRIu64
@@ -900,7 +905,7 @@ kvss_driver_summary(void)
 	       ",\"refill_gbps\":%.3f,\"seconds\":%.2f,\"control_lcore_busy\":%.3f,\"refills\":%" PRIu64
 	       ",\"refills_timed\":%" PRIu64 ",\"refills_failed\":%" PRIu64
 	       ",%s"
-	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%s,%s"
+	       ",\"refill_model\":\"%s\",\"model_scale\":%.3f,\"model_short_share\":%s,%s,%s"
 	       ",\"model_fits\":%s,\"resume\":\"%s\",\"refill_late_ms\":%.3f,\"refill_early_ms\":%.3f,\"held_ms\":%.3f"
 	       ",\"retransmits\":%" PRIu64 ",\"control_frames_dropped\":%" PRIu64
 	       ",\"shard_restarts\":%" PRIu64 ",\"shards_back\":%" PRIu64
@@ -916,7 +921,7 @@ kvss_driver_summary(void)
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, busy, s->refills, drv.learn.fit.n,
 	       s->seq_refill_failed, pctj,
-	       learned ? "learned" : "configured", drv.learn.ml[0].factor, shortj,
+	       learned ? "learned" : "configured", drv.learn.ml[0].factor, shortj, linej,
 	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
 	       (double)drv.learn.late_ns / 1e6, (double)drv.learn.early_ns / 1e6, (double)emu_held_ns(drv.emu) / 1e6,
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j, pickj,

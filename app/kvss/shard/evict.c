@@ -12,7 +12,10 @@
  * EVICT_DATA is stored as it comes; a frame of a batch whose EVICT has not
  * run is held (at most SHARD_EARLY_MAX, for the batch timeout, or while its
  * EVICT waits in the queue); a batch not whole within the batch timeout of
- * its EVICT's run completes with loss, its lost tokens in TOKEN_LOST.
+ * its EVICT's run, and of the last EVICT_DATA frame taken, completes with
+ * loss, its lost tokens in TOKEN_LOST. Every timeout here reads the looked
+ * clock (shard.h): time the shard did not spend reading its queue (its
+ * core taken away) does not count against what waits in it.
  */
 #include <errno.h>
 #include <string.h>
@@ -20,6 +23,25 @@
 #include <rte_mbuf.h>
 
 #include "shard.h"
+
+/*
+ * Has @p limit passed from @p from by the looked clock? Never when the
+ * shard last read its queue empty before @p from (what came since may
+ * wait there unread).
+ */
+static inline bool
+looked_past(uint64_t from, uint64_t limit)
+{
+	uint64_t seen = kvss_me->st->looked;
+
+	return seen >= from && seen - from >= limit;
+}
+
+static inline uint64_t
+ms_cycles(uint32_t ms)
+{
+	return kvss_me->st->hz / 1000 * ms;
+}
 
 int
 shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r)
@@ -97,7 +119,7 @@ shard_drop_held(void)
 }
 
 void
-shard_retry_held(struct kvss_lcore_stats *st, uint64_t now)
+shard_retry_held(struct kvss_lcore_stats *st)
 {
 	uint32_t i = 0;
 
@@ -111,7 +133,7 @@ shard_retry_held(struct kvss_lcore_stats *st, uint64_t now)
 		 */
 		if (rc == -EAGAIN &&
 		    (r->u.data.batch_no <= kvss_me->st->queued_batch ||
-		     now - kvss_me->st->early_t[i] < kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms)) {
+		     !looked_past(kvss_me->st->early_t[i], ms_cycles(kvss_me->cfg->batch_timeout_ms)))) {
 			i++;
 			continue;
 		}
@@ -279,8 +301,11 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				return; /* an L2_DOWN before it has not run, or the tier thread is behind */
 			for (i = 0; i < msg->hdr.count; i++)
 				proto_get_evict_entry(msg, i, &e[i]);
-			if (*since && now - *since >= kvss_me->st->hz / 1000 * kvss_me->cfg->space_timeout_ms)
-				flags = KVSTORE_EVICT_FORCE; /* waited long enough: NO_SPACE */
+			/* Waited long enough, by the looked clock: NO_SPACE. (A DELETE
+			 * that would make room may wait unread in the receive queue
+			 * of a shard that was not running.) */
+			if (*since && looked_past(*since, ms_cycles(kvss_me->cfg->space_timeout_ms)))
+				flags = KVSTORE_EVICT_FORCE;
 			rc = kvstore_evict(kvss_me->store, msg->u.evict.batch_no, msg->u.evict.num_caches,
 					   msg->u.evict.g, e, codes, flags);
 			if (rc == -ENOSPC || rc == -EBUSY) {
@@ -318,7 +343,7 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				/* No second tier (shared level) to read its bytes from: refused
 				 * whole, its batch lost at once when its turn comes (sections 9, 10). */
 				kvss_me->st->batch_t[msg->u.evict.batch_no % 256] =
-					now - kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms;
+					now - ms_cycles(kvss_me->cfg->batch_timeout_ms);
 				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_NO_TIER);
 				st->batches++;
 			} else if (rc == -EPROTO) {
@@ -360,6 +385,7 @@ shard_data_seen(uint64_t batch_no, uint64_t now)
 	}
 	if (batch_no > s->data_max)
 		s->data_max = batch_no;
+	s->data_last = now;
 }
 
 void
@@ -369,16 +395,18 @@ shard_loss_reset(void)
 	kvss_me->st->data_max = 0;
 	memset(kvss_me->st->up_reads, 0, sizeof(kvss_me->st->up_reads));
 	memset(kvss_me->st->up_no, 0, sizeof(kvss_me->st->up_no));
+	kvss_me->st->data_last = 0;
 }
 
 /*
  * Is open batch @p b lost by the evidence of later data: a frame of a later
- * batch came, and the reorder allowance has passed since then and since
- * @p b's EVICT ran? Data comes in batch order, so the first later batch
- * with data holds the earliest such frame; visits at most 255 slots.
+ * batch came, and the reorder allowance has passed (by the looked clock)
+ * since then and since @p b's EVICT ran? Data comes in batch order, so the
+ * first later batch with data holds the earliest such frame; visits at most
+ * 255 slots.
  */
 static bool
-lost_by_later_data(uint64_t b, uint64_t now, uint64_t allow)
+lost_by_later_data(uint64_t b, uint64_t allow)
 {
 	const struct shard_state *s = kvss_me->st;
 	uint64_t n, since = s->batch_t[b % 256];
@@ -392,44 +420,58 @@ lost_by_later_data(uint64_t b, uint64_t now, uint64_t allow)
 		return false;
 	if (s->data_t[n % 256] > since)
 		since = s->data_t[n % 256];
-	return now >= since && now - since >= allow;
+	return looked_past(since, allow);
 }
 
 void
-shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now)
+shard_expire_batches(struct kvss_lcore_stats *st)
 {
-	uint64_t b, limit = kvss_me->st->hz / 1000 * kvss_me->cfg->batch_timeout_ms;
+	const struct shard_state *s = kvss_me->st;
+	uint64_t b, limit = ms_cycles(kvss_me->cfg->batch_timeout_ms);
 	/* A tier's read that has not answered by then is not coming: a hung
 	 * disk, a cluster past its op timeout (at least a second). */
-	uint64_t up_limit = limit + kvss_me->st->hz / 1000 * RTE_MAX(kvss.cfg.shared.op_timeout_ms, 1000u);
-	uint64_t allow = kvss_me->st->hz / 1000 *
-			 RTE_MIN(SHARD_REORDER_MS, kvss_me->cfg->batch_timeout_ms);
+	uint64_t up_limit = limit + ms_cycles(RTE_MAX(kvss.cfg.shared.op_timeout_ms, 1000u));
+	uint64_t allow = ms_cycles(RTE_MIN(SHARD_REORDER_MS, kvss_me->cfg->batch_timeout_ms));
 	static __thread struct shard_batcher lost;
 	int any = 0;
 
 	while ((b = kvstore_oldest_open(kvss_me->store)) != 0) {
-		if (kvss_me->st->batch_up[b % 256]) {
+		/*
+		 * The wafer's silence: from the EVICT's run, or from the last
+		 * EVICT_DATA frame taken if later. Data comes in batch order, so
+		 * data of an earlier batch still coming (a wafer sending batches'
+		 * data one after another, at the pace its core allows) says this
+		 * batch's turn has not come; of a later one, that what it misses
+		 * was lost (the allowance below).
+		 */
+		uint64_t from = s->batch_t[b % 256];
+
+		if (s->batch_up[b % 256]) {
 			/*
-			 * Its bytes come from the tier's reads, not from a sender:
+			 * Its bytes come from the tier's reads, not from the wafer:
 			 * it waits for them (each bounded by the tier: a slow
 			 * cluster costs the columns it fails, never the batch), and
 			 * once every one has answered, what it misses (a column
 			 * missing, bad or failed) will never come: lost at once.
-			 * A read still out past up_limit is not waited for.
+			 * A read still out past up_limit from its run is not
+			 * waited for.
 			 */
-			if (kvss_me->st->up_reads[b % 256] > 0 &&
-			    now - kvss_me->st->batch_t[b % 256] < up_limit)
+			if (s->up_reads[b % 256] > 0 && !looked_past(from, up_limit))
 				break;
-			if (kvss_me->st->up_reads[b % 256] > 0) {
+			if (s->up_reads[b % 256] > 0) {
 				st->up_batches_cut++; /* its late reads' bytes are refused */
 				kvss_me->st->up_reads[b % 256] = 0;
 			} else {
 				st->up_batches_lost++;
 			}
-		} else if (now - kvss_me->st->batch_t[b % 256] < limit) {
-			if (!lost_by_later_data(b, now, allow))
-				break;
-			st->batches_lost_early++;
+		} else {
+			if (s->data_last > from)
+				from = s->data_last;
+			if (!looked_past(from, limit)) {
+				if (!lost_by_later_data(b, allow))
+					break;
+				st->batches_lost_early++;
+			}
 		}
 		if (!any)
 			shard_batcher_init(&lost, PROTO_T_TOKEN_LOST, st);

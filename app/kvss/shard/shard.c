@@ -421,6 +421,7 @@ kvss_shard_ingest(void *arg)
 	kvss_me->st->hz = rte_get_tsc_hz();
 	status_every = kvss_me->st->hz * kvss_me->cfg->status_interval_ms / 1000;
 	last_rx = rte_get_tsc_cycles();
+	kvss_me->st->looked = last_rx;
 	next_status = last_rx + status_every;
 	shard_batcher_init(&err, PROTO_T_ERROR, st);
 	kvss_intr_watch(port, 0); /* poll_mode "interrupt": what wakes this lcore */
@@ -429,7 +430,8 @@ kvss_shard_ingest(void *arg)
 		/* What this poll did, for account_poll(): refill cycles so far,
 		 * ingest work so far, REFILL frames received. */
 		uint64_t refill0 = st->refill_cycles, work0 = ingest_work(st);
-		uint16_t n = kvss_rx_burst(port, 0, pkts, BURST), i, nrefill = 0;
+		bool read;
+		uint16_t n = kvss_rx_burst_read(port, 0, pkts, BURST, &read), i, nrefill = 0;
 
 		for (i = 0; i < n; i++) {
 			struct rte_mbuf *m = pkts[i];
@@ -481,7 +483,7 @@ kvss_shard_ingest(void *arg)
 		/* The queues, in order; then what the time says. */
 		shard_run_evictq(st, &err, t0);
 		if (kvss_me->st->nearly)
-			shard_retry_held(st, t0);
+			shard_retry_held(st);
 		if (kvss_me->refill_lcore_on) {
 			shard_pass_to_refill(st);
 			shard_apply_posted_deletes(st, &err);
@@ -490,7 +492,7 @@ kvss_shard_ingest(void *arg)
 		}
 		shard_l2_poll(st, &err);
 		shard_run_evictq(st, &err, t0); /* deletes may have made room */
-		shard_expire_batches(st, t0);
+		shard_expire_batches(st);
 		shard_batcher_flush(&err);
 		shard_report_poll(st, t0);
 		if (kvss_me->st->ack_due || (kvss_me->have_driver && shard_ack_value() != kvss_me->st->ack_sent)) {
@@ -512,6 +514,10 @@ kvss_shard_ingest(void *arg)
 				shard_send_ack(st);
 			next_status = t0 + status_every;
 		}
+		/* Everything that had arrived by t0 is in and has run: the
+		 * timeouts' clock moves (shard.h, looked). */
+		if (read && n < BURST)
+			kvss_me->st->looked = t0;
 		if (n > 0)
 			last_rx = t0;
 		if (n == 0 && kvss.exit_idle_ms && t0 - last_rx > kvss_me->st->hz / 1000 * kvss.exit_idle_ms &&

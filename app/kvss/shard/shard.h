@@ -200,6 +200,17 @@ struct shard_state {
 	uint64_t data_t[256];
 	uint64_t data_no[256];
 	uint64_t data_max;
+	uint64_t data_last; /* when the last EVICT_DATA frame taken (stored or held) arrived */
+	/*
+	 * shard.c: the clock the timeouts read (the batch timeout, data held
+	 * for its EVICT, the space timeout), not the time now: the start of the
+	 * last poll that read the receive queue empty (a burst short of BURST,
+	 * the port's gate open), set once what that poll took in had run. What
+	 * had arrived by then was taken in; a shard late to its own queue (its
+	 * core taken by other work, or stopped) has not seen the time pass, and
+	 * a timeout measures the sender's silence, not the shard's lateness.
+	 */
+	uint64_t looked;
 	struct proto_msg msg, msg2; /* the frame received; a view of a queued one */
 	uint64_t hz;
 };
@@ -263,8 +274,8 @@ int shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r);
  */
 bool shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct shard_rec *r,
 		     uint64_t now);
-/** Store what was held, now that its EVICT ran; drop what waited too long. */
-void shard_retry_held(struct kvss_lcore_stats *st, uint64_t now);
+/** Store what was held, now that its EVICT ran; drop what waited too long (by the looked clock). */
+void shard_retry_held(struct kvss_lcore_stats *st);
 /** Drop everything held (a new driver epoch); returns how many. */
 uint32_t shard_drop_held(void);
 /** At acceptance, in seq order: a DELETE's slots; the DELETE an EVICT waits for (its gate). */
@@ -281,9 +292,11 @@ void shard_data_seen(uint64_t batch_no, uint64_t now);
 void shard_loss_reset(void);
 /**
  * Batches whose streams are not whole by the timeout complete with loss;
- * sooner, by the reorder allowance, once data of a later batch came.
+ * sooner, by the reorder allowance, once data of a later batch came. Both
+ * by the looked clock (struct shard_state), from the later of the EVICT's
+ * run and the last EVICT_DATA frame taken: the wafer's silence.
  */
-void shard_expire_batches(struct kvss_lcore_stats *st, uint64_t now);
+void shard_expire_batches(struct kvss_lcore_stats *st);
 
 /* ---- refillq.c ---- */
 

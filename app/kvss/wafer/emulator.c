@@ -112,6 +112,8 @@ emu_create(const struct emu_params *p)
 		goto fail;
 	memcpy(e->shard, p->shard, sizeof(*e->shard) * p->nshards);
 	e->p.shard = e->shard; /* the caller's array need not outlive this call */
+	if (emu_ev_alloc(e) != 0)
+		goto fail;
 	return e;
 fail:
 	emu_free(e);

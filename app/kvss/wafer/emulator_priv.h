@@ -148,6 +148,8 @@ struct emu_seq *emu_seq_of_prompt(const struct emu *e, uint64_t prompt_id);
 /* The first job at or after @p j that shard @p k still has to send (data.c). */
 struct data_job *emu_job_for(const struct emu *e, uint16_t k, struct data_job *j);
 
+/* With TTLs, the expiry check's table, made and touched whole; -1: no memory (data.c). */
+int emu_ev_alloc(struct emu *e);
 /* Note the eviction of token hash @p h now; check refilled @p hash[0..n) for expiry. */
 void emu_ev_note(struct emu *e, uint64_t h);
 void emu_ev_check(struct emu *e, const uint64_t *hash, uint32_t n);
