@@ -49,7 +49,7 @@ kvstore_refill_begin(struct kvstore *s, uint16_t cache_id, const struct proto_re
 {
 	struct kvstore_refill *r = NULL;
 	struct kv_cache *c;
-	uint64_t tokens = 0;
+	uint64_t tokens = 0, e;
 	unsigned int i;
 
 	*code = 0;
@@ -77,11 +77,23 @@ kvstore_refill_begin(struct kvstore *s, uint16_t cache_id, const struct proto_re
 	/*
 	 * Take the ticket before reading anything: whatever the owner retires
 	 * from now on waits for us; whatever it retired before, we cannot
-	 * reach (it was unlinked before the epoch we read).
+	 * reach (it was unlinked before the epoch we read). The ticket holds
+	 * only once the epoch is still the one it names after it is seen: an
+	 * epoch closed between our reading it and our ticket being seen was
+	 * reclaimed without us, and with a ticket of that epoch a refill walks
+	 * from an overwrite published in it back to the slot it replaced,
+	 * which may already hold another prompt's bytes. Then take the new one.
 	 */
-	__atomic_store_n(&r->ticket, __atomic_load_n(&s->epoch, __ATOMIC_SEQ_CST),
-			 __ATOMIC_SEQ_CST);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (e = __atomic_load_n(&s->epoch, __ATOMIC_SEQ_CST);;) {
+		uint64_t now;
+
+		__atomic_store_n(&r->ticket, e, __ATOMIC_SEQ_CST);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		now = __atomic_load_n(&s->epoch, __ATOMIC_SEQ_CST);
+		if (now == e)
+			break;
+		e = now;
+	}
 
 	c = &s->cache[cache_id];
 	for (i = 0; i < n; i++) {
