@@ -115,6 +115,10 @@ shared = {
 EOF
 	mkdir -p "$2"
 }
+readcfg() { # readcfg as mkcfg: a reader, which writes nothing to the shared level
+	mkcfg "$@"
+	sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$1"
+}
 run_all() { # run_all CFG LOG: its status
 	timeout 180 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@(0-1),1@(0-1)" \
 		--log-level lib.eal:error --no-telemetry --file-prefix "one$sfx" -- --config "$1" \
@@ -206,8 +210,7 @@ kept "D" "$tmp/d.log"
 # slices under their names, read them back, and write over them; a reader
 # after it finds only slices that check.
 check "D: wrote records again" holds "$(field "$tmp/d.log" shared.records_written) > 0"
-mkcfg "$tmp/d2.cfg" "$tmp/d2" "$tmp/alpha.jsonl"
-sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/d2.cfg"
+readcfg "$tmp/d2.cfg" "$tmp/d2" "$tmp/alpha.jsonl"
 run_all "$tmp/d2.cfg" "$tmp/d2.log"
 rc=$?
 say "D2 (alpha, after D rewrote)" "$tmp/d2.log"
@@ -222,8 +225,7 @@ mkcfg "$tmp/e1.cfg" "$tmp/e1" "$tmp/alpha.jsonl" "ttl_first_s = 3;"
 run_all "$tmp/e1.cfg" "$tmp/e1.log"
 sleep 4
 # The reader writes nothing (shared.write = false): whatever it hits is the writer's.
-mkcfg "$tmp/e2.cfg" "$tmp/e2" "$tmp/alpha.jsonl" "ttl_first_s = 3;"
-sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/e2.cfg"
+readcfg "$tmp/e2.cfg" "$tmp/e2" "$tmp/alpha.jsonl" "ttl_first_s = 3;"
 run_all "$tmp/e2.cfg" "$tmp/e2.log"
 rc=$?
 say "E (alpha, past its first-use TTL)" "$tmp/e2.log"
@@ -239,8 +241,7 @@ check "E: the reader wrote nothing" test "$(field "$tmp/e2.log" shared.down_cols
 # reset F, empty, finds nothing.
 mkcfg "$tmp/f0.cfg" "$tmp/f0" "$tmp/alpha.jsonl"
 run_all "$tmp/f0.cfg" "$tmp/f0.log"
-mkcfg "$tmp/f1.cfg" "$tmp/f1" "$tmp/alpha.jsonl"
-sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/f1.cfg"
+readcfg "$tmp/f1.cfg" "$tmp/f1" "$tmp/alpha.jsonl"
 run_all "$tmp/f1.cfg" "$tmp/f1.log"
 check "before the reset: an empty replica finds what was written" \
 	holds "$(field "$tmp/f1.log" shared.found_cols) > 0"
@@ -250,8 +251,7 @@ shared reset >"$tmp/reset.txt" 2>&1
 after=$(gen_now)
 echo "shared level (kvss): kvss-shared reset: $(cat "$tmp/reset.txt")"
 check "reset: the generation went up" holds "'$after'.strip().isdigit() and int('$after') == int('$before') + 1"
-mkcfg "$tmp/f.cfg" "$tmp/f" "$tmp/alpha.jsonl"
-sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/f.cfg"
+readcfg "$tmp/f.cfg" "$tmp/f" "$tmp/alpha.jsonl"
 run_all "$tmp/f.cfg" "$tmp/f.log"
 rc=$?
 say "F (alpha, after the reset)" "$tmp/f.log"
@@ -297,8 +297,7 @@ check "I: hits from the shared level without a disk" holds "$(field "$tmp/i.log"
 gone=$(pool rm-slice)
 echo "shared level (kvss): removed slice ${gone:-none}"
 check "missing slice: one was removed" test -n "$gone"
-mkcfg "$tmp/m.cfg" "$tmp/m" "$tmp/alpha.jsonl"
-sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/m.cfg"
+readcfg "$tmp/m.cfg" "$tmp/m" "$tmp/alpha.jsonl"
 run_all "$tmp/m.cfg" "$tmp/m.log"
 rc=$?
 say "M (alpha, one slice missing)" "$tmp/m.log"
@@ -309,8 +308,7 @@ check "M: the missing slice was reported and its record deleted" \
 	holds "$(field "$tmp/m.log" shared.slices_missing) > 0 and $(field "$tmp/m.log" shared.records_deleted) > 0"
 check "M: the other columns still came from the shared level" \
 	holds "$(field "$tmp/m.log" hit_tokens_shared) > 0"
-mkcfg "$tmp/n.cfg" "$tmp/n" "$tmp/alpha.jsonl"
-sed -i 's/^  generation_ms = 200;/&\n  write = false;/' "$tmp/n.cfg"
+readcfg "$tmp/n.cfg" "$tmp/n" "$tmp/alpha.jsonl"
 run_all "$tmp/n.cfg" "$tmp/n.log"
 rc=$?
 say "N (alpha, after M)" "$tmp/n.log"

@@ -81,14 +81,27 @@ shard = {
 };
 EOF
 }
-# start_shard LOG: the shard of $tmp/shard.cfg, its output in LOG.
+# start_shard LOG [stoppable]: the shard of $tmp/shard.cfg, its output in
+# LOG, bounded to 60 s; "stoppable": kvss itself is the process in $sp (ip
+# netns exec execs it), with no timeout between, so that SIGSTOP stops it
+# (the cleanup ends it).
 start_shard() {
-	ip netns exec $NS timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0,1@1" \
+	local bound="timeout 60"
+
+	[ "${2:-}" = stoppable ] && bound=
+	# shellcheck disable=SC2086
+	ip netns exec $NS $bound "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0,1@1" \
 		--log-level lib.eal:error --no-telemetry --file-prefix "$PREFIX" \
 		--vdev "net_af_packet0,iface=$VS,framecnt=4096" -- --config "$tmp/shard.cfg" \
 		>"$1" 2>&1 &
 	sp=$!
 	for _ in $(seq 100); do grep -q ' up, epoch ' "$1" && break; sleep 0.1; done
+}
+# stop_shard: the shard in $sp ends (SIGINT: it prints its final stats).
+stop_shard() {
+	kill -INT "$sp" 2>/dev/null
+	wait "$sp" 2>/dev/null
+	sp=
 }
 
 # Two caches of different geometry.
@@ -149,9 +162,7 @@ check "... that one byte only: the other five refills held" \
 		test \$(grep -c FAIL '$tmp/flip.err') = 2"
 
 # The shard's side: stopped, its counters.
-kill -INT "$sp" 2>/dev/null
-wait "$sp" 2>/dev/null
-sp=
+stop_shard
 stats=$(grep 'final stats' "$tmp/shard.log")
 check "the shard stopped and said its counts" test -n "$stats"
 check "the shard refused exactly what the client asked to fail, 3 runs: 6 x UNKNOWN_PROMPT, 3 x RANGE, 3 x BAD_CACHE" \
@@ -168,14 +179,8 @@ echo "udpclient: $(grep -h '^udp-client: PASS' "$tmp/main.out"); shard: $(grep -
 
 # The batch timeout measures the wafer's silence, not the shard's lateness
 # (PROTOCOL.md section 5). A second shard process, the same configuration
-# (batch_timeout_ms 1000); kvss itself is its process (ip netns exec
-# execs it), so SIGSTOP stops the shard.
-ip netns exec $NS "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0,1@1" \
-	--log-level lib.eal:error --no-telemetry --file-prefix "$PREFIX" \
-	--vdev "net_af_packet0,iface=$VS,framecnt=4096" -- --config "$tmp/shard.cfg" \
-	>"$tmp/shard2.log" 2>&1 &
-sp=$!
-for _ in $(seq 100); do grep -q ' up, epoch ' "$tmp/shard2.log" && break; sleep 0.1; done
+# (batch_timeout_ms 1000), stoppable: SIGSTOP stops the shard.
+start_shard "$tmp/shard2.log" stoppable
 check "the second shard is up" grep -q 'shard 2 of model 1 up, epoch ' "$tmp/shard2.log"
 # late TAG GATE ARGS...: a client in the background whose batch 1 data waits
 # for file GATE; returns once batch 1's EVICT ran (0) or the client ended (1).
@@ -233,9 +238,7 @@ check "a wafer silent 2 s after its EVICT ran (batch timeout 1 s): the run fails
 	test "$rc_silent" = 1
 check "... batch 1's tokens lost, said in TOKEN_LOST" \
 	grep -q 'TOKEN_LOST: prompt 4000 tokens \[0, ' "$tmp/silent.err"
-kill -INT "$sp" 2>/dev/null
-wait "$sp" 2>/dev/null
-sp=
+stop_shard
 stats2=$(grep 'final stats' "$tmp/shard2.log")
 check "the second shard lost one batch in all (the silent wafer's)" \
 	grep -q 'batches_lost=1 ' <<<"$stats2"
@@ -257,9 +260,7 @@ for n in 1 4 5 16; do
 	check "$n cache(s): every check held (exit 0), $((3 * n + 4)) refills" \
 		sh -c "[ $rc = 0 ] && grep -q '^udp-client: PASS: $((3 * n + 4)) refills' '$tmp/caches$n.out' &&
 			test ! -s '$tmp/caches$n.err'"
-	kill -INT "$sp" 2>/dev/null
-	wait "$sp" 2>/dev/null
-	sp=
+	stop_shard
 	[ "$rc" = 0 ] || { tail -n 5 "$tmp/caches$n.err" "$tmp/shard$n.log" >&2; }
 done
 check_summary "udpclient"

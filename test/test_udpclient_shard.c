@@ -80,16 +80,7 @@ static struct proto_msg pm;
 static void
 derive(struct fake *f, const char *org, uint64_t seed)
 {
-	uint64_t x = seed;
-
-	for (uint32_t i = 0; i < f->tokens; i++) {
-		uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-		uint32_t tok;
-
-		z = (z ^ (z >> 31)) * 0xD6E8FEB86659FD93ULL;
-		tok = (uint32_t)(1 + (z >> 32) % 128000);
-		f->h[i] = uc_ref_next(i == 0 ? uc_ref_isolation(org, strlen(org)) : f->h[i - 1], tok);
-	}
+	uc_ref_prompt(org, seed, f->tokens, f->h);
 }
 
 /* ---- sending ------------------------------------------------------------ */

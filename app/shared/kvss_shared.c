@@ -277,8 +277,7 @@ gen_error(const char *what, const char *ns, int rc)
 				"'kvss-shared gen --repair%s%s' sets it above every generation a record "
 				"names (removing it would start again at 0, where old objects may "
 				"still be)\n",
-			what, SHARED_GEN_OBJECT, ks_ns_label(ns, safe, sizeof(safe)),
-			rc == -EBADMSG ? "not a number" : "4294967295, which is not a generation",
+			what, SHARED_GEN_OBJECT, ks_ns_label(ns, safe, sizeof(safe)), ks_gen_why(rc),
 			ns[0] ? " --org " : "", ns[0] ? ns + 1 : "");
 	else
 		fprintf(stderr, "kvss-shared: reading the %s: %s\n", what, strerror(-rc));

@@ -87,90 +87,126 @@ say(const struct ks_sweep_opts *o, const struct ks_obj *x, const char *why)
 		       ks_safe(x->ns, ns, sizeof(ns)), ks_safe(x->name, name, sizeof(name)), why);
 }
 
-/* Read and judge the records recs[0..n) of one organization's namespace. */
+/*
+ * Read the 128-byte headers of the listed objects l->v[idx[0..n)] at DEPTH
+ * in flight, and give each to @p fn (its place in @p idx, the GET's status,
+ * the bytes read), in the order they come back. A GET the library refuses
+ * is given with the status it returned.
+ */
+typedef void (*hdr_fn)(void *arg, uint32_t i, int status, const uint8_t *buf, uint32_t len);
+
 static void
-judge_records(struct shared *s, const struct ks_list *l, struct rec *recs, uint32_t n,
-	      uint32_t gen_global, uint32_t gen_org, const struct ks_sweep_opts *o,
-	      struct tally *t, uint8_t (*bufs)[SHARED_HDR_LEN])
+read_hdrs(struct shared *s, const struct ks_list *l, const uint32_t *idx, uint32_t n,
+	  uint8_t (*bufs)[SHARED_HDR_LEN], hdr_fn fn, void *arg)
 {
 	struct shared_done d[DEPTH];
 	uint32_t next = 0, done = 0, slot_of[DEPTH], freeslot[DEPTH], nfree = DEPTH, i;
-	uint64_t now = shared_wall_ns(), ttl_ns = o->ttl_first_s * 1000000000u;
 
 	for (i = 0; i < DEPTH; i++)
 		freeslot[i] = i;
 	while (done < n) {
 		while (next < n && nfree > 0) {
-			const struct ks_obj *x = &l->v[recs[next].obj];
+			const struct ks_obj *x = &l->v[idx[next]];
 			uint32_t slot = freeslot[--nfree];
+			int rc = shared_get(s, x->ns, x->name, bufs[slot], SHARED_HDR_LEN, slot);
 
 			slot_of[slot] = next;
-			if (shared_get(s, x->ns, x->name, bufs[slot], SHARED_HDR_LEN, slot) < 0) {
+			if (rc < 0) {
 				freeslot[nfree++] = slot;
-				t->unreadable++;
+				fn(arg, next, rc, NULL, 0);
 				done++;
 			}
 			next++;
 		}
+		if (done >= n)
+			break;
 		unsigned int got = shared_poll(s, d, DEPTH, 1000), k;
 
 		for (k = 0; k < got; k++) {
 			uint32_t slot = (uint32_t)d[k].cookie;
-			struct rec *r = &recs[slot_of[slot]];
-			const struct ks_obj *x = &l->v[r->obj];
-			struct shared_hdr h;
-			enum shared_bad why;
 
 			freeslot[nfree++] = slot;
 			done++;
-			if (d[k].status == -ENOENT) { /* deleted since the listing */
-				r->v = V_UNKNOWN;
-				continue;
-			}
-			if (d[k].status == -EFBIG) { /* a record has no payload */
-				r->v = V_CORRUPT;
-				t->bad[SHARED_BAD_TOO_BIG]++;
-				t->corrupt++;
-				continue;
-			}
-			if (d[k].status != 0) {
-				r->v = V_UNKNOWN;
-				t->unreadable++;
-				continue;
-			}
-			why = shared_obj_decode(bufs[slot], d[k].len, &h);
-			if (why == SHARED_OK && (h.kind != SHARED_RECORD || h.org != x->org ||
-						 h.object_id != x->object_id))
-				why = SHARED_BAD_IDENTITY;
-			if (why == SHARED_OK)
-				why = shared_hdr_times(&h, now);
-			if (why != SHARED_OK) {
-				r->v = V_CORRUPT;
-				t->bad[why]++;
-				t->corrupt++;
-			} else if (h.gen_global > gen_global || h.gen_org > gen_org) {
-				/* Written under a generation above the one read: the
-				 * generation went backwards. Never deleted as older. */
-				r->v = V_NEWER;
-				t->newer++;
-				if (h.gen_global > t->newest_global)
-					t->newest_global = h.gen_global;
-				if (h.gen_org > t->newest_org)
-					t->newest_org = h.gen_org;
-			} else if (h.gen_global != gen_global || h.gen_org != gen_org) {
-				r->v = V_STALE;
-				t->stale++;
-			} else if (ttl_ns != 0 && h.first_use_ns < now && now - h.first_use_ns > ttl_ns) {
-				r->v = V_EXPIRED;
-				t->expired++;
-			} else {
-				r->v = V_LIVE;
-				r->need = (uint32_t)h.shard * h.cache;
-				r->written_ns = h.written_ns;
-				t->live++;
-			}
+			fn(arg, slot_of[slot], d[k].status, bufs[slot], d[k].len);
 		}
 	}
+}
+
+struct judge {
+	const struct ks_list *l;
+	struct rec *recs;
+	uint32_t gen_global, gen_org;
+	uint64_t now, ttl_ns;
+	struct tally *t;
+};
+
+/* One record's header back: its verdict. */
+static void
+judge_one(void *arg, uint32_t i, int status, const uint8_t *buf, uint32_t len)
+{
+	struct judge *j = arg;
+	struct rec *r = &j->recs[i];
+	const struct ks_obj *x = &j->l->v[r->obj];
+	struct tally *t = j->t;
+	struct shared_hdr h;
+	enum shared_bad why;
+
+	if (status == -ENOENT) { /* deleted since the listing */
+		r->v = V_UNKNOWN;
+		return;
+	}
+	if (status == -EFBIG) { /* a record has no payload */
+		r->v = V_CORRUPT;
+		t->bad[SHARED_BAD_TOO_BIG]++;
+		t->corrupt++;
+		return;
+	}
+	if (status != 0) {
+		r->v = V_UNKNOWN;
+		t->unreadable++;
+		return;
+	}
+	why = shared_record_check(buf, len, x->org, x->object_id, j->now, &h);
+	if (why != SHARED_OK) {
+		r->v = V_CORRUPT;
+		t->bad[why]++;
+		t->corrupt++;
+	} else if (h.gen_global > j->gen_global || h.gen_org > j->gen_org) {
+		/* Written under a generation above the one read: the
+		 * generation went backwards. Never deleted as older. */
+		r->v = V_NEWER;
+		t->newer++;
+		if (h.gen_global > t->newest_global)
+			t->newest_global = h.gen_global;
+		if (h.gen_org > t->newest_org)
+			t->newest_org = h.gen_org;
+	} else if (h.gen_global != j->gen_global || h.gen_org != j->gen_org) {
+		r->v = V_STALE;
+		t->stale++;
+	} else if (j->ttl_ns != 0 && h.first_use_ns < j->now && j->now - h.first_use_ns > j->ttl_ns) {
+		r->v = V_EXPIRED;
+		t->expired++;
+	} else {
+		r->v = V_LIVE;
+		r->need = (uint32_t)h.shard * h.cache;
+		r->written_ns = h.written_ns;
+		t->live++;
+	}
+}
+
+/* Read and judge the records recs[0..n) of one organization's namespace (@p idx: room for n). */
+static void
+judge_records(struct shared *s, const struct ks_list *l, struct rec *recs, uint32_t n,
+	      uint32_t gen_global, uint32_t gen_org, const struct ks_sweep_opts *o,
+	      struct tally *t, uint8_t (*bufs)[SHARED_HDR_LEN], uint32_t *idx)
+{
+	struct judge j = {.l = l, .recs = recs, .gen_global = gen_global, .gen_org = gen_org,
+			  .now = shared_wall_ns(), .ttl_ns = o->ttl_first_s * 1000000000u, .t = t};
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		idx[i] = recs[i].obj;
+	read_hdrs(s, l, idx, n, bufs, judge_one, &j);
 }
 
 /* Delete the listed objects dels[0..n) at DEPTH in flight. */
@@ -286,7 +322,7 @@ sweep_ns(struct shared *s, const struct ks_list *l, uint32_t a, uint32_t b, uint
 			nrec++;
 		}
 	}
-	judge_records(s, l, recs, nrec, gen_global, gen_org, o, t, bufs);
+	judge_records(s, l, recs, nrec, gen_global, gen_org, o, t, bufs, dels); /* dels: its scratch */
 	qsort(recs, nrec, sizeof(*recs), by_id);
 	mark_incomplete(l, a, b, recs, nrec, o, t);
 
@@ -428,14 +464,45 @@ ks_sweep(struct shared *s, const struct ks_sweep_opts *o)
 		       ? KS_FAILED : KS_OK;
 }
 
+/* One record's header back: evidence of the generations it was written under. */
+struct gens_read {
+	const struct ks_list *l;
+	const uint32_t *idx;
+	uint64_t now;
+	struct ks_gens *g;
+};
+
+static void
+gens_one(void *arg, uint32_t i, int status, const uint8_t *buf, uint32_t len)
+{
+	struct gens_read *r = arg;
+	const struct ks_obj *x = &r->l->v[r->idx[i]];
+	struct ks_gens *g = r->g;
+	struct shared_hdr h;
+
+	if (status != 0) {
+		/* Gone since the listing, or longer than a record (a bad
+		 * record, which sweep deletes): no evidence either way. */
+		g->unreadable += status != -ENOENT && status != -EFBIG;
+		return;
+	}
+	/* Only what passes every check of a record counts as evidence. */
+	if (shared_record_check(buf, len, x->org, x->object_id, r->now, &h) != SHARED_OK)
+		return;
+	g->records++;
+	if (h.gen_global > g->max_global)
+		g->max_global = h.gen_global;
+	if (h.gen_org > g->max_org)
+		g->max_org = h.gen_org;
+}
+
 int
 ks_record_gens(struct shared *s, const char *ns, struct ks_gens *g)
 {
 	struct ks_list l;
-	struct shared_done d[DEPTH];
 	uint8_t (*bufs)[SHARED_HDR_LEN];
-	uint32_t next = 0, done = 0, slot_of[DEPTH], freeslot[DEPTH], nfree = DEPTH, i;
-	uint64_t now = shared_wall_ns();
+	uint32_t *idx, n = 0, i;
+	struct gens_read r = {.now = shared_wall_ns(), .g = g};
 	int rc;
 
 	memset(g, 0, sizeof(*g));
@@ -443,60 +510,20 @@ ks_record_gens(struct shared *s, const char *ns, struct ks_gens *g)
 	if (rc < 0)
 		return rc;
 	bufs = malloc(DEPTH * sizeof(*bufs));
-	if (bufs == NULL) {
+	idx = malloc((l.n ? l.n : 1) * sizeof(*idx));
+	if (bufs == NULL || idx == NULL) {
+		free(bufs);
+		free(idx);
 		ks_list_free(&l);
 		return -ENOMEM;
 	}
-	for (i = 0; i < DEPTH; i++)
-		freeslot[i] = i;
-	while (done < l.n) {
-		while (next < l.n && nfree > 0) {
-			const struct ks_obj *x = &l.v[next];
-			uint32_t slot;
-
-			if (x->kind != SHARED_RECORD || !x->org_ns) {
-				next++;
-				done++;
-				continue;
-			}
-			slot = freeslot[--nfree];
-			slot_of[slot] = next;
-			if (shared_get(s, x->ns, x->name, bufs[slot], SHARED_HDR_LEN, slot) < 0) {
-				freeslot[nfree++] = slot;
-				g->unreadable++;
-				done++;
-			}
-			next++;
-		}
-		if (done >= l.n)
-			break;
-		unsigned int got = shared_poll(s, d, DEPTH, 1000), k;
-
-		for (k = 0; k < got; k++) {
-			uint32_t slot = (uint32_t)d[k].cookie;
-			const struct ks_obj *x = &l.v[slot_of[slot]];
-			struct shared_hdr h;
-
-			freeslot[nfree++] = slot;
-			done++;
-			if (d[k].status != 0) {
-				/* Gone since the listing, or longer than a record (a bad
-				 * record, which sweep deletes): no evidence either way. */
-				g->unreadable += d[k].status != -ENOENT && d[k].status != -EFBIG;
-				continue;
-			}
-			/* Only what passes every check of a record counts as evidence. */
-			if (shared_obj_decode(bufs[slot], d[k].len, &h) != SHARED_OK ||
-			    h.kind != SHARED_RECORD || h.org != x->org || h.object_id != x->object_id ||
-			    shared_hdr_times(&h, now) != SHARED_OK)
-				continue;
-			g->records++;
-			if (h.gen_global > g->max_global)
-				g->max_global = h.gen_global;
-			if (h.gen_org > g->max_org)
-				g->max_org = h.gen_org;
-		}
-	}
+	for (i = 0; i < l.n; i++)
+		if (l.v[i].kind == SHARED_RECORD && l.v[i].org_ns)
+			idx[n++] = i;
+	r.l = &l;
+	r.idx = idx;
+	read_hdrs(s, &l, idx, n, bufs, gens_one, &r);
+	free(idx);
 	free(bufs);
 	ks_list_free(&l);
 	return 0;

@@ -416,6 +416,21 @@ uc_ref_next(uint64_t prev, uint32_t token)
 	return XXH3_64bits_withSeed(b, sizeof(b), prev);
 }
 
+void
+uc_ref_prompt(const char *org, uint64_t seed, uint64_t n, uint64_t *h)
+{
+	uint64_t x = seed;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+		uint32_t tok;
+
+		z = (z ^ (z >> 31)) * 0xD6E8FEB86659FD93ULL;
+		tok = (uint32_t)(1 + (z >> 32) % 128000);
+		h[i] = uc_ref_next(i == 0 ? uc_ref_isolation(org, strlen(org)) : h[i - 1], tok);
+	}
+}
+
 /* Section 6: a splitmix64 stream from h(i) and the slot, written little-endian. */
 void
 uc_ref_bytes(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, uint64_t off,

@@ -115,8 +115,7 @@ struct client {
 	uint64_t pend_seq, pend_sent, resent;
 	/* reports */
 	uint64_t reports_taken, errors, lost;
-	/* what we hold */
-	uint32_t *tok;
+	/* what we hold: h(i) of each token (section 6) */
 	uint64_t *h;
 	uint64_t nbatches;
 	struct refill rf[MAX_REFILLS];
@@ -533,6 +532,20 @@ ctl_hdr(struct client *c)
 
 /* ---- the steps ---------------------------------------------------------- */
 
+/* The refills run() asks per cache: the middle range's length ... */
+static uint32_t
+mid_tokens(uint64_t n)
+{
+	return (uint32_t)(n / 4 ? n / 4 : 1);
+}
+
+/* ... and the tokens of all three (the whole prompt, two halves glued, the middle). */
+static uint64_t
+refill_plan_tokens(uint64_t n)
+{
+	return 2 * n + mid_tokens(n);
+}
+
 static int
 hello(struct client *c)
 {
@@ -592,7 +605,7 @@ hello(struct client *c)
 	 * a quarter of it, per cache).
 	 */
 	sent = n * per_token;
-	held = per_token * (2 * n + (n / 4 ? n / 4 : 1)) * 2;
+	held = per_token * refill_plan_tokens(n) * 2;
 	if (sent > (c->o.max_mib << 20) || held > (c->o.max_mib << 20)) {
 		fail(c, "the shard's %u cache(s), %" PRIu64 " B a token in all, would make %" PRIu64
 			" tokens cost %" PRIu64 " MiB sent and %" PRIu64 " MiB held; --max-mib is %" PRIu64
@@ -685,33 +698,29 @@ evict(struct client *c)
 		 * --data-gate: a wafer late with batch 1's data. Its EVICT has run
 		 * (done, cum_seq); the data goes once the test says (a shard
 		 * stopped meanwhile finds it waiting in its receive queue).
+		 * Otherwise its data goes right behind it: a shard holds data
+		 * that comes before its EVICT too.
 		 */
-		if (c->nbatches == 1 && c->o.data_gate != NULL) {
-			uint64_t before = frames;
+		bool gated = c->nbatches == 1 && c->o.data_gate != NULL;
+		uint64_t before = frames;
 
+		if (gated) {
 			if (wait_for(c, ran, &c->pend_seq, "batch 1's EVICT to run") != 0)
 				return -1;
 			printf("udp-client: batch 1's EVICT ran; its data waits for %s\n", c->o.data_gate);
 			fflush(stdout);
 			if (wait_for(c, gate_open, c->o.data_gate, "the data gate file") != 0)
 				return -1;
-			for (unsigned int k = 0; k < nc; k++)
-				if (send_stream(c, c->nbatches, k, first, gg, &frames) != 0)
-					return -1;
-			printf("udp-client: batch 1's data sent: %" PRIu64 " EVICT_DATA frames\n",
-			       frames - before);
-			fflush(stdout);
-			for (unsigned int k = 0; k < nc; k++)
-				bytes += (uint64_t)gg * c->geo[k].bytes_per_token;
-			if (wait_received(c) != 0)
-				return -1;
-			continue;
 		}
-		/* Its data right behind it: a shard holds data that comes before its EVICT too. */
 		for (unsigned int k = 0; k < nc; k++) {
 			if (send_stream(c, c->nbatches, k, first, gg, &frames) != 0)
 				return -1;
 			bytes += (uint64_t)gg * c->geo[k].bytes_per_token;
+		}
+		if (gated) {
+			printf("udp-client: batch 1's data sent: %" PRIu64 " EVICT_DATA frames\n",
+			       frames - before);
+			fflush(stdout);
 		}
 		if (wait_received(c) != 0)
 			return -1;
@@ -942,7 +951,7 @@ run(struct client *c)
 	for (unsigned int k = 0; k < c->ngeo; k++) {
 		struct uc_chunk whole = {c->o.prompt, 0, n};
 		struct uc_chunk glued[2] = {{c->o.prompt, n / 2, n - n / 2}, {c->o.prompt, 0, n / 2}};
-		struct uc_chunk mid = {c->o.prompt, n / 3, n / 4 ? n / 4 : 1};
+		struct uc_chunk mid = {c->o.prompt, n / 3, mid_tokens(n)};
 
 		if (add_refill(c, (uint16_t)k, "the whole prompt", 0, 1, &whole) == NULL ||
 		    add_refill(c, (uint16_t)k, "second half, then first, glued", 0, n > 1 ? 2 : 1,
@@ -1194,7 +1203,6 @@ main(int argc, char **argv)
 {
 	static struct client c;
 	struct in_addr sa;
-	uint64_t x;
 	int rc;
 
 	args_check_stdout_at_exit("kvss-udp-client");
@@ -1219,19 +1227,10 @@ main(int argc, char **argv)
 	c.shard_id = UC_SHARD_ALL;
 	c.deadline = now_ns() + c.o.timeout_ms * 1000000ULL;
 	/* The prompt: token ids from the seed, and h(i) of each (section 6). */
-	c.tok = alloc(&c, c.o.tokens * sizeof(*c.tok), "the token ids");
 	c.h = alloc(&c, c.o.tokens * sizeof(*c.h), "the token hashes");
-	if (c.tok == NULL || c.h == NULL)
+	if (c.h == NULL)
 		return 2;
-	x = c.o.seed;
-	for (uint64_t i = 0; i < c.o.tokens; i++) {
-		uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-
-		z = (z ^ (z >> 31)) * 0xD6E8FEB86659FD93ULL;
-		c.tok[i] = (uint32_t)(1 + (z >> 32) % 128000);
-		c.h[i] = uc_ref_next(i == 0 ? uc_ref_isolation(c.o.org, strlen(c.o.org)) : c.h[i - 1],
-				     c.tok[i]);
-	}
+	uc_ref_prompt(c.o.org, c.o.seed, c.o.tokens, c.h);
 	rc = run(&c);
 	if (c.failures > MAX_SAID)
 		fprintf(stderr, "udp-client: FAIL: %" PRIu64 " more failure(s) not printed\n",

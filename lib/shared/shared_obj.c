@@ -366,6 +366,19 @@ shared_hdr_times(const struct shared_hdr *h, uint64_t now_ns)
 	return h->first_use_ns > limit || h->written_ns > limit ? SHARED_BAD_FUTURE : SHARED_OK;
 }
 
+enum shared_bad
+shared_record_check(const uint8_t *buf, uint32_t len, uint64_t org, uint64_t object_id,
+		    uint64_t now_ns, struct shared_hdr *h)
+{
+	enum shared_bad why = shared_obj_decode(buf, len, h);
+
+	if (why != SHARED_OK)
+		return why;
+	if (h->kind != SHARED_RECORD || h->org != org || h->object_id != object_id)
+		return SHARED_BAD_IDENTITY;
+	return shared_hdr_times(h, now_ns);
+}
+
 enum shared_gen_verdict
 shared_gen_judge(uint32_t highest, int rc, uint32_t got)
 {
@@ -385,21 +398,3 @@ shared_gen_judge(uint32_t highest, int rc, uint32_t got)
 	return got > highest ? SHARED_GEN_UP : SHARED_GEN_SAME;
 }
 
-const char *
-shared_gen_verdict_text(enum shared_gen_verdict v)
-{
-	switch (v) {
-	case SHARED_GEN_SAME:
-		return "the one followed";
-	case SHARED_GEN_UP:
-		return "higher: followed";
-	case SHARED_GEN_LOWER:
-		return "below the highest seen: refused";
-	case SHARED_GEN_ABSENT:
-		return "absent where a higher one was seen: refused";
-	case SHARED_GEN_BROKEN:
-		return "not a generation: refused";
-	default:
-		return "unread";
-	}
-}

@@ -151,6 +151,17 @@ enum shared_bad shared_hdr_match(const struct shared_hdr *got, const struct shar
 enum shared_bad shared_hdr_times(const struct shared_hdr *h, uint64_t now_ns);
 
 /**
+ * A record read whole (@p len bytes at @p buf) under the name of column
+ * @p object_id of organization @p org, decoded into @p h and checked as every
+ * reader of records checks one: the format, then that it is a record of that
+ * organization and id (SHARED_BAD_IDENTITY), then its times against
+ * @p now_ns (shared_hdr_times). What a driver's lookup checks beyond this
+ * (key, parent, generations, layout) is the lookup's.
+ */
+enum shared_bad shared_record_check(const uint8_t *buf, uint32_t len, uint64_t org,
+				    uint64_t object_id, uint64_t now_ns, struct shared_hdr *h);
+
+/**
  * The largest generation used: 4294967295 is never one (a reset past it
  * would wrap to 0, where the oldest objects are; an object that says it is
  * read as broken, and no reset writes it).
@@ -183,9 +194,6 @@ enum shared_gen_verdict {
  * A generation never goes down: what is lower, absent or broken is refused.
  */
 enum shared_gen_verdict shared_gen_judge(uint32_t highest, int rc, uint32_t got);
-
-/** A verdict in words, for logs. */
-const char *shared_gen_verdict_text(enum shared_gen_verdict v);
 
 /** The wall clock, ns since 1970: first use and the time written in headers. */
 static inline uint64_t

@@ -194,12 +194,6 @@ fz_sh_idle(void)
 	return rte_ring_count(R.to) == 0;
 }
 
-static void
-park(void)
-{
-	fz_sh_park();
-}
-
 /* The thread's answers to the lies of its last reap: each one refused. */
 static void
 check_lies(void)
@@ -510,7 +504,7 @@ shared_poll(struct shared *s, struct shared_done *out, unsigned int max, uint32_
 	/* Nothing to answer, nothing coming: the thread can do no more until
 	 * the input releases what is held. */
 	if (wait_ms > 0 && __atomic_load_n(&R.gated, __ATOMIC_ACQUIRE) && fz_sh_idle())
-		park();
+		fz_sh_park();
 	/* Newest first: answers in another order than asked. */
 	for (i = R.nop; i-- > 0 && n < max;) {
 		if (R.op[i].held)
@@ -531,6 +525,6 @@ shared_inflight(const struct shared *s)
 	/* Idle: nothing in flight, every request it was given answered. */
 	if (R.nop == 0 && __atomic_load_n(&R.gated, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&R.outstanding, __ATOMIC_ACQUIRE) == rte_ring_count(R.from))
-		park();
+		fz_sh_park();
 	return R.nop;
 }

@@ -465,7 +465,6 @@ struct drv_sh_stats {
 	uint64_t generations_seen, gen_bad, orgs_full, unavailable_times, available_again;
 	uint64_t gen_refused;	   /* generations read lower, absent or broken: refused */
 	uint64_t off_at_start;	   /* 1: not used by this run (its generation broken or below its records') */
-	uint64_t evidence_records; /* records read at start for the generations' evidence */
 };
 
 /** Connect (shared = { ... }); 0 when not configured. -1: @p err names the key. */

@@ -1143,7 +1143,7 @@ evidence_scan(uint32_t *global)
 	struct evidence *e = calloc(1, sizeof(*e));
 	uint8_t (*buf)[SHARED_HDR_LEN] = e != NULL ? malloc(SH_EVIDENCE_RECORDS * SHARED_HDR_LEN)
 						   : NULL;
-	uint32_t i, sent = 0, back = 0, used = 0;
+	uint32_t i, sent = 0, back = 0;
 	uint64_t now = shared_wall_ns();
 
 	*global = 0;
@@ -1163,11 +1163,9 @@ evidence_scan(uint32_t *global)
 
 			back++;
 			if (d[k].status != 0 || j >= e->n ||
-			    shared_obj_decode(buf[j], d[k].len, &h) != SHARED_OK ||
-			    h.kind != SHARED_RECORD || h.org != e->r[j].org ||
-			    h.object_id != e->r[j].id || shared_hdr_times(&h, now) != SHARED_OK)
+			    shared_record_check(buf[j], d[k].len, e->r[j].org, e->r[j].id, now, &h) !=
+				    SHARED_OK)
 				continue;
-			used++;
 			if (h.gen_global > *global)
 				*global = h.gen_global;
 			for (f = 0; f < S.nfloor && S.floor[f].iso != h.org; f++)
@@ -1178,7 +1176,6 @@ evidence_scan(uint32_t *global)
 				S.floor[f].gen = h.gen_org;
 		}
 	}
-	S.st.evidence_records = used;
 out:
 	free(buf);
 	free(e);

@@ -539,6 +539,9 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 
 	memset(covered, 0, (size_t)nc * g);
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
+	/* The reads of this batch, counted as they go (its slot's earlier batch is done). */
+	kvss_me->st->up_no[msg->u.evict.batch_no % 256] = msg->u.evict.batch_no;
+	kvss_me->st->up_reads[msg->u.evict.batch_no % 256] = 0;
 	for (k = 0; k < msg->u.evict.ncols; k++) {
 		struct proto_l2col col;
 		struct l2_req *q;
@@ -588,10 +591,6 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 		if (q->npos == 0) {
 			req_put(q); /* none of its tokens in this batch */
 			continue;
-		}
-		if (kvss_me->st->up_no[q->batch_no % 256] != q->batch_no) {
-			kvss_me->st->up_no[q->batch_no % 256] = q->batch_no;
-			kvss_me->st->up_reads[q->batch_no % 256] = 0;
 		}
 		kvss_me->st->up_reads[q->batch_no % 256]++;
 		to_tier(q);

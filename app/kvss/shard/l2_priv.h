@@ -43,7 +43,7 @@ struct l2_req {
 	 * the shared level's thread, freed by it), and what it is doing. */
 	uint8_t *back;
 	uint8_t phase;	  /* enum sh_phase (shared.c) */
-	uint64_t t_ns;	  /* SHGET: when it was handed to the thread (CLOCK_MONOTONIC) */
+	uint64_t t_ns;	  /* SHGET: when the shared level's thread took it (CLOCK_MONOTONIC) */
 };
 
 /* ---- shared.c: the shared level's thread ---- */

@@ -42,7 +42,7 @@ static struct {
 	/* Counted by the thread, read by telemetry (torn values at worst). */
 	uint64_t bad[SHARED_BAD_COUNT];
 	uint64_t failed, missing, exists, put_shed;
-	uint64_t replaced, get_late; /* taken names that were not the slice; reads too late to send */
+	uint64_t replaced; /* taken names that were not the slice: written over */
 } sh;
 
 /*
@@ -73,7 +73,7 @@ shard_sh_counts(struct shard_sh_counts *c)
 
 	for (i = 0; i < SHARED_BAD_COUNT; i++)
 		c->bad[i] = __atomic_load_n(&sh.bad[i], __ATOMIC_RELAXED);
-	c->failed = sh.failed + sh.get_late;
+	c->failed = sh.failed;
 	c->missing = sh.missing;
 	c->exists = sh.exists;
 	c->shed = sh.put_shed;
@@ -114,17 +114,33 @@ finish(struct l2_req *q, uint16_t status)
 	}
 }
 
+/* Does the object read into @p buf (@p got bytes) decode and name the slice of @p q? */
+static enum shared_bad
+slice_check(const struct l2_req *q, const uint8_t *buf, uint32_t got)
+{
+	struct shared_hdr h, want;
+	enum shared_bad why = shared_obj_decode(buf, got, &h);
+
+	if (why != SHARED_OK)
+		return why;
+	hdr_of(q, &want);
+	return shared_hdr_match(&h, &want);
+}
+
+/* The namespace and name of @p q's slice. */
+static void
+slice_names(const struct l2_req *q, char *ns, char *name)
+{
+	shared_ns(ns, q->meta.org);
+	shared_slice_name(name, q->object_id, kvss_me->cfg->id, q->meta.cache);
+}
+
 /* A slice read whole: checked before anything of it is stored. */
 static uint16_t
 check_get(struct l2_req *q, uint32_t got)
 {
-	struct shared_hdr h, want;
-	enum shared_bad why = shared_obj_decode(q->obj, got, &h);
+	enum shared_bad why = slice_check(q, q->obj, got);
 
-	if (why == SHARED_OK) {
-		hdr_of(q, &want);
-		why = shared_hdr_match(&h, &want);
-	}
 	if (why != SHARED_OK) {
 		q->bad = (uint8_t)why;
 		__atomic_fetch_add(&sh.bad[why], 1, __ATOMIC_RELAXED);
@@ -137,12 +153,7 @@ check_get(struct l2_req *q, uint32_t got)
 static bool
 same_slice(const struct l2_req *q, int status, uint32_t got)
 {
-	struct shared_hdr h, want;
-
-	if (status != 0 || shared_obj_decode(q->back, got, &h) != SHARED_OK)
-		return false;
-	hdr_of(q, &want);
-	return shared_hdr_match(&h, &want) == SHARED_OK &&
+	return status == 0 && slice_check(q, q->back, got) == SHARED_OK &&
 	       memcmp(q->back + SHARED_HDR_LEN, q->data, q->len) == 0;
 }
 
@@ -165,6 +176,7 @@ put_step(struct l2_req *q, int status, uint32_t got, uint16_t *code)
 		rc = -ESHUTDOWN; /* stopping: no new operation on the cluster */
 	} else if (q->phase == SH_PUT) {
 		/* Exactly the slice's size: a larger object completes -EFBIG, not it. */
+		slice_names(q, ns, name);
 		q->back = malloc(len);
 		rc = q->back == NULL ? -ENOMEM
 				     : shared_get(sh.s, ns, name, q->back, len, (uintptr_t)q);
@@ -180,6 +192,7 @@ put_step(struct l2_req *q, int status, uint32_t got, uint16_t *code)
 			*code = PROTO_E_SHARED_FAILED;
 			return false;
 		}
+		slice_names(q, ns, name);
 		rc = shared_replace(sh.s, ns, name, q->obj, len, (uintptr_t)q);
 		q->phase = SH_REPLACE;
 	} else {
@@ -242,8 +255,7 @@ submit(struct l2_req *q)
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
 	int rc;
 
-	shared_ns(ns, q->meta.org);
-	shared_slice_name(name, q->object_id, kvss_me->cfg->id, q->meta.cache);
+	slice_names(q, ns, name);
 	if (q->op == L2R_SHPUT) {
 		struct shared_hdr h;
 
@@ -300,7 +312,7 @@ drain(struct fifo *f, unsigned int limit)
 		struct l2_req *q = f->q[f->head];
 
 		if (q->op == L2R_SHGET && now - q->t_ns > late) {
-			sh.get_late++;
+			sh.failed++; /* too late to send: as the cluster's failure */
 			finish(q, PROTO_E_SHARED_FAILED);
 		} else if (shared_inflight(sh.s) >= limit || submit(q) == -EBUSY) {
 			return;
@@ -320,11 +332,13 @@ sh_main(void *arg)
 	while (!__atomic_load_n(&sh.stop, __ATOMIC_RELAXED)) {
 		void *qs[32];
 		unsigned int n = rte_ring_dequeue_burst(sh.to, qs, 32, NULL), i;
+		uint64_t now = n > 0 ? mono_ns() : 0;
 
 		for (i = 0; i < n; i++) {
 			struct l2_req *q = qs[i];
 
 			if (q->op == L2R_SHGET) {
+				q->t_ns = now; /* its wait for a turn starts */
 				push(&gets, q);
 			} else if (wputs.n >= SH_PUT_BACKLOG) {
 				sh.put_shed++;
@@ -420,8 +434,6 @@ shard_sh_close(void)
 int
 shard_sh_submit(struct l2_req *q)
 {
-	if (q->op == L2R_SHGET)
-		q->t_ns = mono_ns();
 	return rte_ring_enqueue(sh.to, q) == 0 ? 0 : -ENOBUFS;
 }
 
