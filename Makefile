@@ -10,7 +10,17 @@ BUILD ?= build
 CC ?= cc
 CLANG ?= clang
 FUZZ_SECONDS ?= 30
-PYTHON ?= python3
+# Scripts run Debian's python3, the interpreter its python3-* packages
+# (prometheus-client, yaml) are installed for, even where a version
+# manager's shim comes first on PATH: pyenv's is a shell script of a dozen
+# forks, and beside busy-polling lcores it cost about 3 s a call (test-e2e's
+# telemetry section makes 25 calls: 98 s through the shim, 26 s without).
+# dpdk-telemetry.py's "#!/usr/bin/env python3" finds the same one.
+PYBIN := $(abspath $(BUILD))/pybin
+ifneq ($(wildcard /usr/bin/python3),)
+export PATH := $(PYBIN):$(PATH)
+PYLINK := $(PYBIN)/python3
+endif
 
 PKGS := libdpdk libconfig libxxhash liburing
 HAVE_PKGS := $(shell pkg-config --exists $(PKGS) criterion 2>/dev/null && echo yes)
@@ -531,12 +541,16 @@ $(FUZZ_UCWIRE): test/fuzz/fuzz_ucwire.c app/udpclient/ucwire.c app/udpclient/ucw
 # The shared level in the whole system on a throwaway Ceph cluster: two
 # replicas in turn over memif, the public trace's halves (scripts/demo-shared.sh).
 demo-shared: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(PYLINK)
 	@scripts/demo-shared.sh $(BUILD)
 
 .PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo soak fuzz fuzz-run clean deps need-deps
 
 all: need-deps $(ALL)
+
+$(PYBIN)/python3:
+	@mkdir -p $(@D)
+	ln -sf /usr/bin/python3 $@
 
 need-deps:
 ifneq ($(HAVE_PKGS),yes)
@@ -551,7 +565,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) check-run
 
-check-run: all $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ) \
+check-run: all $(PYLINK) $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD) $(FUZZ_SHARED_OBJ) \
 		$(FUZZ_UCWIRE) $(STRESS) \
 		check-sanitize-build
 	@scripts/run-tests.sh $(BUILD) $(FUZZ_SECONDS)
@@ -593,7 +607,7 @@ bench: deps
 # The last: make demo's processes on the same input, DRAM alone, both tiers,
 # both tiers begun ahead of the pick, and fio on their file system
 # (scripts/bench-demo.sh, about six minutes on the public trace).
-bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
+bench-run: all $(PYLINK) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@for b in $(BENCHES); do $$b || exit 1; done
 	@scripts/bench-kvdisk.sh $(BUILD)
 	@scripts/bench-trace.sh $(BUILD)
@@ -606,7 +620,7 @@ bench-run: all $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-demo.sh $(BUILD)
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(PYLINK)
 	@scripts/demo.sh $(BUILD)
 
 # The fault soak: SEEDS seeds from FIRST, each a whole workload through the
@@ -617,7 +631,7 @@ SEEDS ?= 1000
 FIRST ?= 1
 PSEEDS ?= 30
 soak: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(PYLINK)
 	@SEEDS=$(SEEDS) FIRST=$(FIRST) scripts/soak.sh $(BUILD)
 	@SEEDS=$(PSEEDS) FIRST=$(FIRST) scripts/soak-procs.sh $(BUILD)
 
