@@ -4,9 +4,14 @@
  * wrote them). Whatever the bytes, decoding never reads past them, and what
  * it accepts is canonical: the header it decoded encodes back to the same
  * 128 bytes and its payload checks; a name it parses is the name it would
- * make; a generation's text it parses is the text it would write. Seeds (test/fuzz/regress_shared/): the document's golden slice, a
- * record, and a name of each kind.
+ * make; a generation's text it parses is the text it would write; a
+ * record every reader accepts (shared_record_check) is one of the
+ * organization and column asked, not written ahead of the reader's clock
+ * by more than the skew allowed; a generation read is never followed
+ * downwards. Seeds (test/fuzz/regress_shared/): the document's golden
+ * slice, a record, and a name of each kind.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +64,45 @@ generation(const uint8_t *data, size_t size)
 		abort();
 }
 
+/*
+ * A record as every reader checks it, asked for under its own names and
+ * under another's, read by clocks taken from the input: what is accepted is
+ * a record of exactly that organization and column, and its times are not
+ * past the reader's clock by more than the allowed skew.
+ */
+static void
+record(const uint8_t *obj, size_t size, const struct shared_hdr *h, uint64_t now_ns)
+{
+	const uint64_t asks[][2] = {{h->org, h->object_id}, {h->org + 1, h->object_id},
+				    {h->org, h->object_id ^ 1}};
+	struct shared_hdr got;
+	size_t i;
+
+	for (i = 0; i < sizeof(asks) / sizeof(asks[0]); i++) {
+		if (shared_record_check(obj, (uint32_t)size, asks[i][0], asks[i][1], now_ns, &got) !=
+		    SHARED_OK)
+			continue;
+		if (got.kind != SHARED_RECORD || got.org != asks[i][0] || got.object_id != asks[i][1])
+			abort(); /* another's record served */
+		if (now_ns + SHARED_SKEW_NS >= now_ns &&
+		    (got.first_use_ns > now_ns + SHARED_SKEW_NS ||
+		     got.written_ns > now_ns + SHARED_SKEW_NS))
+			abort(); /* a record from the future kept (it would never expire) */
+	}
+}
+
+/* A generation read, judged against the highest seen: never followed down. */
+static void
+judge(uint32_t highest, int rc, uint32_t got)
+{
+	enum shared_gen_verdict v = shared_gen_judge(highest, rc, got);
+
+	if (v == SHARED_GEN_UP && (rc != 0 || got <= highest || got > SHARED_GEN_MAX))
+		abort();
+	if (v == SHARED_GEN_SAME && !(rc == 0 ? got == highest : rc == -ENOENT && highest == 0))
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -68,6 +112,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	names(data, size);
 	generation(data, size);
+	if (size >= 12) {
+		uint32_t a, b;
+		int rc;
+
+		memcpy(&a, data, 4);
+		memcpy(&b, data + 4, 4);
+		memcpy(&rc, data + 8, 4);
+		judge(a, rc % 128 == 0 ? 0 : -(abs(rc % 128)), b);
+	}
 	/* An exact-size copy: ASan sees any read past the object. */
 	copy = malloc(size ? size : 1);
 	if (copy == NULL)
@@ -82,6 +135,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (h.kind == SHARED_SLICE && (uint64_t)h.tokens * h.bytes_per_token != size - SHARED_HDR_LEN)
 			abort();
+		/* The reader's clock: the record's own times moved by the
+		 * input's last eight bytes (either way). */
+		if (h.kind == SHARED_RECORD) {
+			uint64_t move = 0;
+
+			if (size >= 8)
+				memcpy(&move, data + size - 8, 8);
+			record(copy, size, &h, h.first_use_ns + move);
+			record(copy, size, &h, move);
+			/* And just short of each time's allowance. */
+			record(copy, size, &h, h.written_ns - SHARED_SKEW_NS - 1 - move % 1024);
+			record(copy, size, &h, h.first_use_ns - SHARED_SKEW_NS - 1 - move % 1024);
+		}
 	}
 	free(copy);
 	return 0;
