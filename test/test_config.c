@@ -176,6 +176,9 @@ Test(config, role_all_with_several_shards_is_checked)
 			    "batch_timeout_ms = 1000; l2 = { dir = \"/tmp\"; capacity_tokens = [100000]; };\n"
 			    "    caches = ( { id = 0; bytes_per_token = 128;",
 			    "role all with several shards keeps them in DRAM");
+	draft_variant_fails("driver = {", "shared = { conf = \"/etc/ceph/ceph.conf\"; column = 64; };\n"
+			    "driver = {", "shared.conf: role all with several shards keeps them off "
+			    "the shared level");
 	draft_variant_fails("{ id = 0; address = { mac = \"02:00:00:00:01:01\"",
 			    "{ id = 5; address = { mac = \"02:00:00:00:01:01\"",
 			    "model 1's shard 5 is not one this process hosts");

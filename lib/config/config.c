@@ -682,6 +682,14 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		const config_setting_t *sg = cfg_member(&c, root, "shared");
 		uint16_t i, k;
 
+		/* A process has one shared-level thread, and it names slices as one
+		 * shard: a second shard's would go under the first's names. */
+		if ((cfg->role & KVSS_ROLE_SHARD) && cfg->num_local > 1) {
+			cfg_fail(&c, sg, "conf", "role all with several shards keeps them off the "
+				 "shared level (one shared-level thread a process, naming one "
+				 "shard's slices)");
+			goto out;
+		}
 		for (i = 0; (cfg->role & KVSS_ROLE_DRIVER) && i < cfg->driver.pc.num_models; i++)
 			if (cfg->driver.models[i].name[0] == '\0') {
 				const config_setting_t *ms = cfg_member(&c, cfg_member(&c, root, "driver"),
