@@ -544,6 +544,13 @@ demo-shared: deps
 	@$(MAKE) --no-print-directory all $(PYLINK)
 	@scripts/demo-shared.sh $(BUILD)
 
+# The unit suites alone (Criterion: 40 s to 80 s here once built), between
+# edits; make check runs them too, beside everything else.
+.PHONY: test
+test: need-deps $(TESTS)
+	@f=0; for t in $(TESTS); do $$t --jobs $(JOBS) --short-filename || f=$$((f + 1)); done; \
+		echo "make test: $(words $(TESTS)) suites, $$f failed"; [ $$f -eq 0 ]
+
 .PHONY: all check check-run check-sanitize-build check-tsan bench bench-run demo soak fuzz fuzz-run clean deps need-deps
 
 all: need-deps $(ALL)
