@@ -3,7 +3,7 @@
 """The telemetry keys of kvss, as a Markdown table, from the code itself.
 
 Keys come from the X-macros that declare the counters (KVSS_STATS,
-KVSS_DRV_STATS, SHARD_SNAP_FIELDS, PROTO_REASONS, PROTO_ERRS) and from the
+KVSS_DRV_STATS, DRV_SH_STATS, SHARD_SNAP_FIELDS, PROTO_REASONS, PROTO_ERRS) and from the
 string literals each telemetry handler adds; descriptions from the comments
 beside the X-macro entries, and for the few literal keys from the table
 below. So docs/telemetry.md cannot drift from the code:
@@ -66,33 +66,6 @@ LITERAL = {
     "count": "sequences whose refills were timed, whole (the summary's refills_timed)",
     "sum_us": "their refill times summed",
     "configured": "1: the configuration has a shared group (shared.conf)",
-    "unavailable": "1: marked unavailable after failures for the op timeout (no lookups, no writes)",
-    "unavailable_times": "times it was marked so",
-    "available_again": "times it worked again after",
-    "generation": "the generation followed",
-    "lookups": "lookups begun: a request's columns past what the driver holds",
-    "lookup_cols": "columns looked up",
-    "lookup_found_cols": "of them, found (checked, not expired)",
-    "lookups_late": "lookups still out at the deadline (the request went on without them)",
-    "lookup_errors": "record reads that failed (a missing record is not one)",
-    "staged_cols": "columns found, checked and staged for SH_UP",
-    "down_cols": "columns sent to the shared level (SH_DOWN)",
-    "down_failed": "slices a shard did not write (SH_DOWN answered with a failure)",
-    "records_written": "column records written (every shard wrote its slices)",
-    "records_failed": "records whose write failed",
-    "records_bad": "records read that failed their checks (deleted)",
-    "up_failed": "slices a shard did not bring up (SH_UP failed: their tokens lost)",
-    "slices_bad": "of them, slices that failed their checks (SHARED_BAD: the record deleted)",
-    "slices_missing": "of them, slices not in the cluster (UNKNOWN_PROMPT: the record deleted)",
-    "up_failed_kept": "missing or bad slices whose record was left alone: read just after a "
-                      "generation changed, it may name another column's record",
-    "down_restart": "columns on their way up given up when their model restarted (never answered)",
-    "generation_refused": "generation reads refused: lower than the highest read, absent where a "
-                          "higher one was read, or not a generation (the highest is kept)",
-    "generation_bad": "of them, generation objects that are not a generation (garbage, 4294967295)",
-    "off_at_start": "1: not used by this run: at start its global generation was not a "
-                    "generation, or below one its records were written under (kvss-shared gen "
-                    "--repair)",
     "shared_failed": "shared-level operations the cluster failed (SHARED_FAILED)",
     "shared_missing": "slices read that were not in the cluster",
     "shared_exists": "slices written that were there already (exclusive create, read back: the same slice)",
@@ -167,6 +140,8 @@ def keys_of(path, fn):
             out += [(k, c) for k, c in xmacro("app/kvss/kvss.h", "KVSS_STATS")]
         elif "KVSS_DRV_STATS(" in line:
             out += [(k, c) for k, c in xmacro("app/kvss/driver/driver.h", "KVSS_DRV_STATS")]
+        elif "DRV_SH_STATS(" in line:
+            out += [(k, c) for k, c in xmacro("app/kvss/driver/driver_priv.h", "DRV_SH_STATS")]
         elif "SHARD_SNAP_FIELDS(" in line:
             out += [(k, "") for k, _ in xmacro("app/kvss/driver/report.c", "SHARD_SNAP_FIELDS")]
         elif '"drop_%s"' in line:

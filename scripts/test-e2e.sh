@@ -5,7 +5,7 @@
 #     net_ring pair;
 #  2. the demo's shape: a driver process and two shard processes with
 #     different bytes per token over net_memif (scripts/demo.sh);
-#  3. the same while running: /swdriver/stats, /swdriver/orgs, /swdriver/shards and a shard's
+#  3. the same while running: /swdriver/stats, /swdriver/orgs, /swdriver/shards, /swdriver/shared and a shard's
 #     /kvss/stats answered through dpdk-telemetry.py, then SIGTERM: the driver
 #     drains, prints its summary (stopped early) and exits 0;
 #  4. a shard killed and restarted mid-run (the driver waiting for it, and
@@ -425,6 +425,7 @@ if want 3; then
 	tel "kvss_demo_drv_${tag}b" /swdriver/stats >"$tmp/drv.json"
 	tel "kvss_demo_drv_${tag}b" /swdriver/orgs >"$tmp/orgs.json"
 	tel "kvss_demo_drv_${tag}b" /swdriver/shards >"$tmp/shards.json"
+	tel "kvss_demo_drv_${tag}b" /swdriver/shared >"$tmp/shared.json"
 	tel "kvss_demo_s1_${tag}b" /kvss/stats >"$tmp/s1.json"
 	tel "kvss_demo_s1_${tag}b" /kvss/caches >"$tmp/s1c.json"
 	jget() {
@@ -462,6 +463,7 @@ doc = set(open(sys.argv[3]).read().split())
 sys.exit(0 if v and set(v) == doc else "live only: %s; documented only: %s" % (sorted(set(v) - doc), sorted(doc - set(v))))' "$1" "$2" "$tmp/doc.keys"
 	}
 	for ep in /swdriver/stats:drv.json:flat /swdriver/shards:shards.json:nested /swdriver/orgs:orgs.json:nested \
+		/swdriver/shared:shared.json:flat \
 		/kvss/stats:s1.json:flat /kvss/caches:s1c.json:flat /kvss/lcores:s1l.json:flat; do
 		IFS=: read -r name file shape <<<"$ep"
 		check "telemetry: $name answers exactly the keys docs/telemetry.md lists" \

@@ -450,21 +450,61 @@ void drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_
 void drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg);
 /* ---- shared.c: the shared level ---- */
 
-/** What the driver's shared level counted (report.c prints them). */
+/*
+ * What the driver's shared level counts, each once: the struct, the
+ * telemetry endpoint /swdriver/shared (every one, by its name), and through
+ * it the exporter and docs/telemetry.md (scripts/telemetry-doc.py reads the
+ * comments) are made from this list.
+ */
+#define DRV_SH_STATS(X)                                                                             \
+	X(unavailable)		/* 1: marked unavailable after failures for the op timeout (no lookups, no writes) */ \
+	X(unavailable_times)	/* times it was marked so */                                        \
+	X(available_again)	/* times it worked again after */                                   \
+	X(generation)		/* the generation followed */                                       \
+	X(generations_seen)	/* generation changes followed (resets seen) */                     \
+	X(lookups)		/* lookups begun: a request's columns past what the driver holds */ \
+	X(lookup_cols)		/* columns looked up */                                             \
+	X(lookup_found_cols)	/* of them, found (checked, not expired) */                         \
+	X(found_expired)	/* records found past their organization's TTLs (not used) */       \
+	X(lookups_late)		/* lookups still out at the deadline (the request went on without them) */ \
+	X(lookup_late_cols)	/* columns whose record came after their request started */          \
+	X(lookups_skipped)	/* requests that went without a lookup: its slot's reads still out */ \
+	X(lookups_busy)		/* record reads not begun: the cluster's queue full */              \
+	X(lookups_no_generation) /* lookups given up at the deadline: the organization's generation unread */ \
+	X(lookup_errors)	/* record reads that failed (a missing record is not one) */        \
+	X(started)		/* requests started past the shared level's lookups */              \
+	X(waits)		/* of them, held back for their lookups */                          \
+	X(wait_us)		/* the time they were held back, summed */                          \
+	X(staged_cols)		/* columns found, checked and staged for SH_UP */                   \
+	X(down_cols)		/* columns sent to the shared level (SH_DOWN) */                    \
+	X(down_slices)		/* slices the shards wrote */                                       \
+	X(down_failed)		/* slices a shard did not write (SH_DOWN answered with a failure) */ \
+	X(down_busy)		/* columns kept local: too many awaited their slices */             \
+	X(down_no_generation)	/* columns kept local: their organization's generation unread */   \
+	X(down_no_parent)	/* columns kept local: their parent neither written nor found */    \
+	X(down_gone)		/* columns freed or replaced before their slices were written */    \
+	X(down_unmatched)	/* slices answered for a column already given up */                 \
+	X(down_restart)		/* columns on their way up given up when their model restarted (never answered) */ \
+	X(records_written)	/* column records written (every shard wrote its slices) */         \
+	X(records_failed)	/* records whose write failed */                                    \
+	X(records_busy)		/* records not written: too many writes out */                      \
+	X(records_bad)		/* records read that failed their checks (deleted) */               \
+	X(records_deleted)	/* records deleted: bad, or a slice of theirs missing or bad */     \
+	X(up_failed)		/* slices a shard did not bring up (SH_UP failed: their tokens lost) */ \
+	X(slices_bad)		/* of them, slices that failed their checks (SHARED_BAD: the record deleted) */ \
+	X(slices_missing)	/* of them, slices not in the cluster (UNKNOWN_PROMPT: the record deleted) */ \
+	X(up_failed_kept)	/* missing or bad slices whose record was left alone: read just after a generation changed, it may name another column's record */ \
+	X(generation_refused)	/* generation reads refused: lower than the highest read, absent where a higher one was read, or not a generation (the highest is kept) */ \
+	X(generation_bad)	/* of them, generation objects that are not a generation (garbage, 4294967295) */ \
+	X(orgs_full)		/* organizations not followed: the table of their generations full */ \
+	X(off_at_start)		/* 1: not used by this run: at start its global generation was not a generation, or below one its records were written under (kvss-shared gen --repair) */
+
+/** What the driver's shared level counted (report.c shows them). */
 struct drv_sh_stats {
-	uint64_t gen_global, unavailable;
-	uint64_t lookups, lookup_cols, lookup_found_cols, lookups_late, lookup_late_cols;
-	uint64_t lookups_skipped, lookups_busy, lookups_no_generation, lookup_errors;
-	uint64_t started, waits, wait_ns; /* requests started; of them held back for lookups, how long */
-	uint64_t staged_cols, found_expired;
-	uint64_t down_cols, down_slices, down_failed, down_busy, down_no_generation, down_gone,
-		 down_unmatched, down_no_parent;
-	uint64_t records_written, records_failed, records_busy, records_bad, records_deleted;
-	uint64_t up_failed, slices_bad, slices_missing, down_restart, up_failed_kept;
-	uint64_t bad[SHARED_BAD_COUNT];
-	uint64_t generations_seen, gen_bad, orgs_full, unavailable_times, available_again;
-	uint64_t gen_refused;	   /* generations read lower, absent or broken: refused */
-	uint64_t off_at_start;	   /* 1: not used by this run (its generation broken or below its records') */
+#define DRV_SH_FIELD(n) uint64_t n;
+	DRV_SH_STATS(DRV_SH_FIELD)
+#undef DRV_SH_FIELD
+	uint64_t bad[SHARED_BAD_COUNT]; /* records refused, by reason (/swdriver/shared: records_bad_*) */
 };
 
 /** Connect (shared = { ... }); 0 when not configured. -1: @p err names the key. */

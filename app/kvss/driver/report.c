@@ -316,29 +316,9 @@ tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	rte_spinlock_lock(&sn->lock);
 	rte_tel_data_add_dict_u64(d, "configured", kvss.cfg.shared.conf[0] != '\0');
-	rte_tel_data_add_dict_u64(d, "unavailable", h->unavailable);
-	rte_tel_data_add_dict_u64(d, "unavailable_times", h->unavailable_times);
-	rte_tel_data_add_dict_u64(d, "available_again", h->available_again);
-	rte_tel_data_add_dict_u64(d, "generation", h->gen_global);
-	rte_tel_data_add_dict_u64(d, "lookups", h->lookups);
-	rte_tel_data_add_dict_u64(d, "lookup_cols", h->lookup_cols);
-	rte_tel_data_add_dict_u64(d, "lookup_found_cols", h->lookup_found_cols);
-	rte_tel_data_add_dict_u64(d, "lookups_late", h->lookups_late);
-	rte_tel_data_add_dict_u64(d, "lookup_errors", h->lookup_errors);
-	rte_tel_data_add_dict_u64(d, "staged_cols", h->staged_cols);
-	rte_tel_data_add_dict_u64(d, "down_cols", h->down_cols);
-	rte_tel_data_add_dict_u64(d, "down_failed", h->down_failed);
-	rte_tel_data_add_dict_u64(d, "records_written", h->records_written);
-	rte_tel_data_add_dict_u64(d, "records_failed", h->records_failed);
-	rte_tel_data_add_dict_u64(d, "records_bad", h->records_bad);
-	rte_tel_data_add_dict_u64(d, "up_failed", h->up_failed);
-	rte_tel_data_add_dict_u64(d, "slices_bad", h->slices_bad);
-	rte_tel_data_add_dict_u64(d, "slices_missing", h->slices_missing);
-	rte_tel_data_add_dict_u64(d, "down_restart", h->down_restart);
-	rte_tel_data_add_dict_u64(d, "up_failed_kept", h->up_failed_kept);
-	rte_tel_data_add_dict_u64(d, "generation_refused", h->gen_refused);
-	rte_tel_data_add_dict_u64(d, "generation_bad", h->gen_bad);
-	rte_tel_data_add_dict_u64(d, "off_at_start", h->off_at_start);
+#define DRV_SH_TEL(n) rte_tel_data_add_dict_u64(d, #n, h->n);
+	DRV_SH_STATS(DRV_SH_TEL)
+#undef DRV_SH_TEL
 	for (r = 1; r < SHARED_BAD_COUNT; r++) {
 		char key[48];
 
@@ -819,8 +799,8 @@ kvss_driver_summary(void)
 		       ps.shared_hit_tokens, h->staged_cols, h->lookup_found_cols, h->lookups,
 		       h->lookup_cols, l50 / 1000, l99 / 1000, h->lookups_late,
 		       kvss.cfg.shared.deadline_ms, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
-		       h->records_written, h->records_bad, h->slices_bad, h->slices_missing, h->gen_global,
-		       h->generations_seen, h->gen_refused,
+		       h->records_written, h->records_bad, h->slices_bad, h->slices_missing, h->generation,
+		       h->generations_seen, h->generation_refused,
 		       h->unavailable ? "; UNAVAILABLE at the end" : "",
 		       h->off_at_start ? "; NOT USED by this run (its generation, said at start)" : "");
 		/* Its line of the refill-time model, as the second tier's above. */
@@ -850,9 +830,9 @@ kvss_driver_summary(void)
 			 h->down_gone, h->records_written,
 			 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
 			 h->up_failed, h->slices_bad, h->slices_missing, h->down_restart, badj,
-			 h->gen_global, h->generations_seen,
-			 h->unavailable_times, h->unavailable ? "true" : "false", h->gen_refused,
-			 h->gen_bad, h->off_at_start);
+			 h->generation, h->generations_seen,
+			 h->unavailable_times, h->unavailable ? "true" : "false", h->generation_refused,
+			 h->generation_bad, h->off_at_start);
 	}
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64

@@ -185,7 +185,7 @@ drv_sh_on(uint16_t m)
 const struct drv_sh_stats *
 drv_sh_stats(void)
 {
-	S.st.gen_global = S.gen_global;
+	S.st.generation = S.gen_global;
 	S.st.unavailable = S.unavailable;
 	return &S.st;
 }
@@ -331,9 +331,9 @@ gen_refuse(const char *what, enum shared_gen_verdict v, uint32_t kept, int rc, u
 {
 	uint64_t tag = ((uint64_t)v << 32 | got) + 1;
 
-	S.st.gen_refused++;
+	S.st.generation_refused++;
 	if (v == SHARED_GEN_BROKEN)
-		S.st.gen_bad++;
+		S.st.generation_bad++;
 	if (*said == tag)
 		return;
 	*said = tag;
@@ -907,7 +907,7 @@ drv_sh_request_ready(uint32_t req, uint64_t now)
 		uint64_t w = now - S.wait_since;
 
 		S.st.waits++;
-		S.st.wait_ns += w;
+		S.st.wait_us += w / 1000;
 		if (S.nwait < SH_N(S.wait_ns))
 			S.wait_ns[S.nwait++] = w;
 		S.wait_req = 0;
