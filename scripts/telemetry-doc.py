@@ -71,6 +71,8 @@ LITERAL = {
     "shared_exists": "slices written that were there already (exclusive create, read back: the same slice)",
     "shared_replaced": "slices written over what was under their name (read back: not the slice)",
     "shared_shed": "slice writes answered SHARED_FAILED at once: too many waited",
+    "shared_timeouts": "cluster operations past the op timeout (shared.op_timeout_ms)",
+    "shared_busy": "cluster operations not begun: as many in flight as shared.depth",
 }
 
 

@@ -92,6 +92,8 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "shared_exists", sc.exists);
 		rte_tel_data_add_dict_u64(d, "shared_shed", sc.shed);
 		rte_tel_data_add_dict_u64(d, "shared_replaced", sc.replaced);
+		rte_tel_data_add_dict_u64(d, "shared_timeouts", sc.timeouts);
+		rte_tel_data_add_dict_u64(d, "shared_busy", sc.busy);
 	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
 	rte_tel_data_add_dict_u64(d, "driver_hops", __atomic_load_n(&kvss_me->driver_hops, __ATOMIC_RELAXED));

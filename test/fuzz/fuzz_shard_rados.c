@@ -89,6 +89,7 @@ static struct {
 	const struct l2_req *lied[OPS];
 	unsigned int nlied;
 	uint64_t lies, puts_checked;
+	uint64_t timeouts, busy; /* shared_stats_get's */
 	/* The thread's turns (fuzz_shard_env.c). */
 	int gated;
 	struct rte_ring *to, *from;
@@ -307,8 +308,10 @@ submit(uint8_t kind, const char *ns, const char *name, void *buf, uint32_t len, 
 {
 	struct op *o;
 
-	if (R.nop >= R.depth)
+	if (R.nop >= R.depth) {
+		R.busy++;
 		return -EBUSY;
+	}
 	if (strlen(ns) >= SHARED_NS_MAX || strlen(name) >= SHARED_NAME_MAX)
 		return -ENAMETOOLONG;
 	o = &R.op[R.nop++];
@@ -453,6 +456,7 @@ complete(const struct op *o, struct shared_done *d)
 		    ((o->fault >> 4) & 1))
 			store(o);
 		d->status = how == FZ_SH_TIMEOUT ? -ETIMEDOUT : -EIO;
+		R.timeouts += how == FZ_SH_TIMEOUT;
 		return;
 	}
 	if (o->kind == SHARED_OP_PUT) {
@@ -527,4 +531,13 @@ shared_inflight(const struct shared *s)
 	    __atomic_load_n(&R.outstanding, __ATOMIC_ACQUIRE) == rte_ring_count(R.from))
 		fz_sh_park();
 	return R.nop;
+}
+
+void
+shared_stats_get(const struct shared *s, struct shared_stats *out)
+{
+	(void)s;
+	memset(out, 0, sizeof(*out));
+	out->timeouts = R.timeouts;
+	out->busy = R.busy;
 }

@@ -497,6 +497,8 @@ void drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg);
 	X(generation_refused)	/* generation reads refused: lower than the highest read, absent where a higher one was read, or not a generation (the highest is kept) */ \
 	X(generation_bad)	/* of them, generation objects that are not a generation (garbage, 4294967295) */ \
 	X(orgs_full)		/* organizations not followed: the table of their generations full */ \
+	X(op_timeouts)		/* cluster operations past the op timeout (shared.op_timeout_ms) */ \
+	X(ops_busy)		/* cluster operations not begun: as many in flight as shared.depth */ \
 	X(off_at_start)		/* 1: not used by this run: at start its global generation was not a generation, or below one its records were written under (kvss-shared gen --repair) */
 
 /** What the driver's shared level counted (report.c shows them). */

@@ -187,6 +187,13 @@ drv_sh_stats(void)
 {
 	S.st.generation = S.gen_global;
 	S.st.unavailable = S.unavailable;
+	if (S.s != NULL) {
+		struct shared_stats ls;
+
+		shared_stats_get(S.s, &ls);
+		S.st.op_timeouts = ls.timeouts;
+		S.st.ops_busy = ls.busy;
+	}
 	return &S.st;
 }
 

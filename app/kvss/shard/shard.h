@@ -329,6 +329,8 @@ struct shard_sh_counts {
 	uint64_t exists;		/* slices written that were there already */
 	uint64_t shed;			/* writes answered SHARED_FAILED at once: too many waited */
 	uint64_t replaced;		/* slices written over what was under their name (not the slice) */
+	uint64_t timeouts;		/* cluster operations past the op timeout (lib/shared) */
+	uint64_t busy;			/* operations not begun: as many in flight as shared.depth */
 };
 void shard_sh_counts(struct shard_sh_counts *c);
 /** Does it have the level message type @p type is for (L2_* the second tier, SH_* the shared level)? */

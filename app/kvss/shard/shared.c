@@ -78,6 +78,13 @@ shard_sh_counts(struct shard_sh_counts *c)
 	c->exists = sh.exists;
 	c->shed = sh.put_shed;
 	c->replaced = sh.replaced;
+	if (sh.s != NULL) {
+		struct shared_stats ls;
+
+		shared_stats_get(sh.s, &ls);
+		c->timeouts = ls.timeouts;
+		c->busy = ls.busy;
+	}
 }
 
 static uint64_t
