@@ -191,7 +191,7 @@ tier_main(void *arg)
 {
 	unsigned int puts = 0, idle = 0;
 
-	(void)arg;
+	kvss_me = arg; /* the shard it serves, as the shared level's thread */
 	while (!__atomic_load_n(&l2.stop, __ATOMIC_RELAXED)) {
 		void *qs[32];
 		unsigned int n = rte_ring_dequeue_burst(l2.to_tier, qs, 32, NULL), i, got;
@@ -302,7 +302,7 @@ shard_l2_open(char *err, size_t errlen)
 		return -1;
 	}
 	if (disk) {
-		if (pthread_create(&l2.thread, NULL, tier_main, NULL) != 0) {
+		if (pthread_create(&l2.thread, NULL, tier_main, kvss_me) != 0) {
 			snprintf(err, errlen, "shard.l2: cannot start the tier thread");
 			shard_l2_close();
 			return -1;

@@ -335,7 +335,9 @@ sh_main(void *arg)
 	unsigned int idle = 0, depth = kvss.cfg.shared.depth;
 	unsigned int put_limit = depth > 1 ? depth - (depth + 3) / 4 : 1;
 
-	(void)arg;
+	/* The shard it serves, named by whoever started it (slices are named
+	 * and stamped with its id and model), not the thread-local default. */
+	kvss_me = arg;
 	while (!__atomic_load_n(&sh.stop, __ATOMIC_RELAXED)) {
 		void *qs[32];
 		unsigned int n = rte_ring_dequeue_burst(sh.to, qs, 32, NULL), i;
@@ -406,7 +408,7 @@ shard_sh_open(char *err, size_t errlen)
 		shard_sh_close();
 		return -1;
 	}
-	if (pthread_create(&sh.thread, NULL, sh_main, NULL) != 0) {
+	if (pthread_create(&sh.thread, NULL, sh_main, kvss_me) != 0) {
 		snprintf(err, errlen, "shared: cannot start the shared level's thread");
 		shard_sh_close();
 		return -1;
