@@ -282,8 +282,8 @@ print_body(struct out *o, const struct proto_msg *m)
 			field_w64(o, "key", d.key);
 			field_w64(o, "isolation_id", d.isolation_id);
 			field_u64(o, "cache_id", d.cache_id);
-			field_str(o, "op", d.op == 1 ? "L2_DOWN" : d.op == 2 ? "L2_UP" :
-					   d.op == 3 ? "SH_DOWN" : d.op == 4 ? "SH_UP" : "UNKNOWN");
+			field_str(o, "op", d.op == PROTO_L2OP_L2_DOWN ? "L2_DOWN" : d.op == PROTO_L2OP_L2_UP ? "L2_UP" :
+					   d.op == PROTO_L2OP_SH_DOWN ? "SH_DOWN" : d.op == PROTO_L2OP_SH_UP ? "SH_UP" : "UNKNOWN");
 			field_u64(o, "status", d.status);
 			field_str(o, "status_name", name ? name : "UNKNOWN");
 			rec_close(o);

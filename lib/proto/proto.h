@@ -267,7 +267,15 @@ struct proto_l2del {
 	uint16_t cache_id;
 };
 
-/** L2Done: op 1 L2_DOWN, 2 L2_UP, 3 SH_DOWN, 4 SH_UP. */
+/** L2Done's op: which message's column it answers (PROTOCOL.md sections 9 and 10). */
+enum proto_l2done_op {
+	PROTO_L2OP_L2_DOWN = 1, /* a column written to the shard's disk */
+	PROTO_L2OP_L2_UP = 2,	/* a column read from it (also an SH_UP's column of object id 0) */
+	PROTO_L2OP_SH_DOWN = 3, /* a slice written to the shared level */
+	PROTO_L2OP_SH_UP = 4,	/* a slice read from it */
+};
+
+/** L2Done: @c op an enum proto_l2done_op. */
 struct proto_l2done {
 	uint64_t key, isolation_id;
 	uint16_t cache_id;

@@ -341,14 +341,14 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 		struct proto_l2done d;
 
 		proto_get_l2_done(msg, i, &d);
-		if (d.op == 3 || d.op == 4) {
+		if (d.op == PROTO_L2OP_SH_DOWN || d.op == PROTO_L2OP_SH_UP) {
 			drv_sh_done(sh, &d); /* the shared level's (section 10) */
 			continue;
 		}
 		drv.st.l2_done++;
 		if (d.status == 0) {
 			/* Written: once every shard has, in every cache, it is served. */
-			if (d.op == 1 && drv_sink_l2_written(&drv.sink, sh->model, d.isolation_id, d.key) == 1)
+			if (d.op == PROTO_L2OP_L2_DOWN && drv_sink_l2_written(&drv.sink, sh->model, d.isolation_id, d.key) == 1)
 				prefixcache_l2_confirm(drv.pc, sh->model, d.isolation_id, d.key);
 			continue;
 		}
@@ -356,9 +356,9 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 		if (drv.st.l2_failed <= 5)
 			fprintf(stderr, "kvss: driver: shard %u: second tier: %s of column %016" PRIx64
 					" (cache %u) failed: %s\n", sh->ref->id,
-				d.op == 1 ? "L2_DOWN" : "L2_UP", d.key, d.cache_id,
+				d.op == PROTO_L2OP_L2_DOWN ? "L2_DOWN" : "L2_UP", d.key, d.cache_id,
 				proto_err_name(d.status) ? proto_err_name(d.status) : "?");
-		if (d.op != 1) {
+		if (d.op != PROTO_L2OP_L2_DOWN) {
 			drv.st.l2_up_failed_cols++;
 			tolerate_add(sh->k, d.key);
 			continue;

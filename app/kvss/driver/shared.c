@@ -942,13 +942,13 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 {
 	uint16_t m = sh->model;
 
-	if (d->status != 0 && (d->op == 3 ? S.st.down_failed : S.st.up_failed) < 5)
+	if (d->status != 0 && (d->op == PROTO_L2OP_SH_DOWN ? S.st.down_failed : S.st.up_failed) < 5)
 		fprintf(stderr, "kvss: driver: shard %u: shared level: %s of column %016" PRIx64
-				" (cache %u) failed: %s\n", sh->ref->id, d->op == 3 ? "SH_DOWN" : "SH_UP",
+				" (cache %u) failed: %s\n", sh->ref->id, d->op == PROTO_L2OP_SH_DOWN ? "SH_DOWN" : "SH_UP",
 			d->key, d->cache_id,
 			proto_err_name(d->status) ? proto_err_name(d->status) : "?");
 
-	if (d->op == 3) {
+	if (d->op == PROTO_L2OP_SH_DOWN) {
 		struct sh_pend *p = pend_find(m, d->isolation_id, d->key, false);
 
 		if (d->status != 0) {

@@ -481,16 +481,16 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 		{
 			struct proto_l2col c;
 			uint16_t code = 0;
-			uint8_t op = q->op == L2R_SHPUT ? 3 : 1;
+			uint8_t op = q->op == L2R_SHPUT ? PROTO_L2OP_SH_DOWN : PROTO_L2OP_L2_DOWN;
 
 			proto_get_l2_down(msg, i, &c);
 			meta_of(q, &c);
 			if (c.cache_id >= kp->num_caches)
 				code = PROTO_E_BAD_CACHE;
-			else if (c.key == 0 || (op == 3 && c.object_id == 0))
+			else if (c.key == 0 || (op == PROTO_L2OP_SH_DOWN && c.object_id == 0))
 				code = PROTO_E_MALFORMED; /* sections 9, 10: a key (an object id) is nonzero */
 			else if (c.num_tokens == 0 ||
-				 c.num_tokens > (op == 3 ? l2.shcolumn : l2.column))
+				 c.num_tokens > (op == PROTO_L2OP_SH_DOWN ? l2.shcolumn : l2.column))
 				code = PROTO_E_RANGE;
 			B = code ? 0 : kp->cache[c.cache_id].bytes_per_token;
 			/* The tokens as DRAM holds them now: a DELETE after it may free them. */
@@ -500,7 +500,7 @@ shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 					code = t == 0 ? PROTO_E_UNKNOWN_PROMPT : PROTO_E_RANGE;
 			if (code != 0) {
 				add_done(&l2done, c.key, c.isolation_id, c.cache_id, op, code);
-				if (op == 3)
+				if (op == PROTO_L2OP_SH_DOWN)
 					st->shared_errors++;
 				else
 					st->l2_errors++;
@@ -552,7 +552,7 @@ shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 		proto_get_l2_up_col(msg, k, &col);
 		/* An SH_UP's column with object id 0 comes from this shard's disk. */
 		shared = msg->hdr.type == PROTO_T_SH_UP && col.object_id != 0;
-		op = shared ? 4 : 2; /* a column of the disk answers as an L2_UP's */
+		op = shared ? PROTO_L2OP_SH_UP : PROTO_L2OP_L2_UP; /* a disk's column answers as an L2_UP's */
 		q = req_get(shared ? L2R_SHGET : L2R_GET, msg->hdr.seq);
 		if (q == NULL) /* not reached: shard_l2_up_room() said there is room */
 			break;
@@ -697,7 +697,8 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 		} else if (q->op == L2R_PUT || q->op == L2R_SHPUT) {
 			bool sh = q->op == L2R_SHPUT;
 
-			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, sh ? 3 : 1, q->status);
+			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache,
+				 sh ? PROTO_L2OP_SH_DOWN : PROTO_L2OP_L2_DOWN, q->status);
 			if (q->status == 0)
 				(*(sh ? &st->shared_down : &st->l2_down))++;
 			else
@@ -713,7 +714,8 @@ shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			/* Not stored: what its batch misses is lost once its other reads are in (TOKEN_LOST). */
 			bool sh = q->op == L2R_SHGET;
 
-			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, sh ? 4 : 2, q->status);
+			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache,
+				 sh ? PROTO_L2OP_SH_UP : PROTO_L2OP_L2_UP, q->status);
 			(*(sh ? &st->shared_errors : &st->l2_errors))++;
 		} else {
 			uint32_t B = kp->cache[q->meta.cache].bytes_per_token;
