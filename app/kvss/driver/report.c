@@ -533,59 +533,85 @@ line_summary(const struct linfit *f, const struct line_words *w, double cfg_lat_
 			 lus, w->json, gbps, w->json, updates);
 }
 
-void
-kvss_driver_summary(void)
+/*
+ * The summary's shared-level line and its part of the JSON line (appended
+ * to @p l2j, @p cap bytes): what the driver's shared level did this run.
+ */
+static void
+summary_shared(const struct kvss_drv_stats *s, const struct prefixcache_stats *ps, char *l2j,
+	       size_t cap)
 {
-	const struct kvss_drv_stats *s = &drv.st;
-	double secs = drv.started ? (double)(drv.t_end - drv.t_start) / (double)drv.hz : 0;
-	double hr = s->prompt_tokens ? (double)s->hit_tokens / (double)s->prompt_tokens : 0;
-	double egbs = secs > 0 ? (double)s->evict_bytes / 1e9 / secs : 0;
-	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
-	/* The control lcore, where the wafer emulator makes and checks every
-	 * byte: its share of busy polls, the run's pace when near 1. */
-	const struct kvss_lcore_stats *cl = &kvss.stats[rte_get_main_lcore()];
-	double busy = cl->busy_cycles + cl->idle_cycles
-			      ? (double)cl->busy_cycles / (double)(cl->busy_cycles + cl->idle_cycles)
-			      : 0;
-	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
-	uint64_t perr = drv_protocol_errors(), lost = drv_unaccounted(true);
-	double fit_us, fit_gbps;
-	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
-	struct prefixcache_stats ps;
+	const struct drv_sh_stats *h = drv_sh_stats();
+	uint64_t l50, l99, w50, w99;
+	size_t n = strlen(l2j);
+	unsigned int r;
+	char badj[256] = "";
+
+	drv_sh_lookup_pct(&l50, &l99);
+	drv_sh_wait_pct(&w50, &w99);
+	for (r = 1; r < SHARED_BAD_COUNT; r++)
+		snprintf(badj + strlen(badj), sizeof(badj) - strlen(badj), "%s\"%s\":%" PRIu64,
+			 r > 1 ? "," : "", shared_bad_name((enum shared_bad)r), h->bad[r]);
+	printf("kvss: summary: shared level: hit tokens %" PRIu64 " (staged %" PRIu64 " columns "
+	       "from %" PRIu64 " found in %" PRIu64 " lookups of %" PRIu64 " columns; lookup p50 %"
+	       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline; a request's "
+	       "start held back p50 %" PRIu64 " us, p99 %" PRIu64 " us); %" PRIu64
+	       " columns sent up, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
+	       PRIu64 " records written; %" PRIu64 " bad records, %" PRIu64 " bad and %" PRIu64
+	       " missing slices dropped; generation %" PRIu64 " (%" PRIu64 " changes seen, %" PRIu64
+	       " reads refused)%s%s\n",
+	       ps->shared_hit_tokens, h->staged_cols, h->lookup_found_cols, h->lookups,
+	       h->lookup_cols, l50 / 1000, l99 / 1000, h->lookups_late,
+	       kvss.cfg.shared.deadline_ms, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
+	       h->records_written, h->records_bad, h->slices_bad, h->slices_missing, h->generation,
+	       h->generations_seen, h->generation_refused,
+	       h->unavailable ? "; UNAVAILABLE at the end" : "",
+	       h->off_at_start ? "; NOT USED by this run (its generation, said at start)" : "");
+	/* Its line of the refill-time model, as the second tier's above. */
+	line_summary(&drv.learn.ml[0].fit3, &shared_line, kvss.cfg.shared.latency_us,
+		     kvss.cfg.shared.gbps, drv.learn.shared_updates, l2j, cap);
+	n = strlen(l2j);
+	snprintf(l2j + n, cap - n,
+		 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
+		 ",\"lookup_cols\":%" PRIu64 ",\"found_cols\":%" PRIu64 ",\"staged_cols\":%" PRIu64
+		 ",\"lookups_late\":%" PRIu64 ",\"found_expired\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
+		 ",\"lookup_p99_us\":%" PRIu64 ",\"start_wait_p50_us\":%" PRIu64
+		 ",\"start_wait_p99_us\":%" PRIu64 ",\"lookup_errors\":%" PRIu64
+		 ",\"down_cols\":%" PRIu64 ",\"down_slices\":%" PRIu64 ",\"down_failed\":%" PRIu64
+		 ",\"down_busy\":%" PRIu64 ",\"down_no_parent\":%" PRIu64 ",\"down_gone\":%" PRIu64
+		 ",\"records_written\":%" PRIu64 ",\"records_failed\":%" PRIu64
+		 ",\"records_bad\":%" PRIu64 ",\"records_deleted\":%" PRIu64
+		 ",\"up_batches\":%" PRIu64 ",\"up_failed\":%" PRIu64 ",\"slices_bad\":%" PRIu64
+		 ",\"slices_missing\":%" PRIu64 ",\"down_restart\":%" PRIu64
+		 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
+		 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s"
+		 ",\"generation_refused\":%" PRIu64 ",\"generation_bad\":%" PRIu64
+		 ",\"off_at_start\":%" PRIu64 "}",
+		 ps->shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
+		 h->staged_cols, h->lookups_late, h->found_expired, l50 / 1000, l99 / 1000,
+		 w50 / 1000, w99 / 1000, h->lookup_errors,
+		 h->down_cols, h->down_slices, h->down_failed, h->down_busy, h->down_no_parent,
+		 h->down_gone, h->records_written,
+		 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
+		 h->up_failed, h->slices_bad, h->slices_missing, h->down_restart, badj,
+		 h->generation, h->generations_seen,
+		 h->unavailable_times, h->unavailable ? "true" : "false", h->generation_refused,
+		 h->generation_bad, h->off_at_start);
+}
+
+/*
+ * The summary's lines on the refill-time model: how often its estimates fell
+ * short and by how much, the line fitted to this run's refills (in the
+ * configuration's keys, its JSON fields into @p fitj, @p cap bytes), and
+ * each model's own when there are several.
+ */
+static void
+summary_model(const struct kvss_drv_stats *s, char *fitj, size_t cap)
+{
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
-	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
-	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
-	char linej[80] = "\"model_short_share_line\":null,\"model_short_share_scaled\":null";
-	char l2j[3072], pickj[1024], l2fitj[200] = "";
+	double fit_us, fit_gbps;
 	uint16_t m;
 
-	if (drv.pc == NULL)
-		return;
-	drv_report_derive();
-	prefixcache_stats(drv.pc, &ps);
-	if (drv.learn.nlat) {
-		qsort(drv.learn.lat_us, drv.learn.nlat, sizeof(uint32_t), cmp_u32);
-		qsort(drv.learn.est_us, drv.learn.nlat, sizeof(uint32_t), cmp_u32);
-		p50 = pct(drv.learn.lat_us, drv.learn.nlat, 0.50);
-		p99 = pct(drv.learn.lat_us, drv.learn.nlat, 0.99);
-		e50 = pct(drv.learn.est_us, drv.learn.nlat, 0.50);
-		e99 = pct(drv.learn.est_us, drv.learn.nlat, 0.99);
-	}
-	if (kvss.plot_refills != NULL && plot_refills() != 0)
-		drv.plot_failed = true;
-	printf("kvss: summary: %s%s\n", drv.finished ? "" : "(stopped early) ", drv.source);
-	printf("kvss: summary: requests %" PRIu64 " of %zu, prompt tokens %" PRIu64 ", hit tokens %" PRIu64
-	       ", hit ratio %.4f\n", s->completed, drv.nreq, s->prompt_tokens, s->hit_tokens, hr);
-	printf("kvss: summary: evicted %" PRIu64 " tokens, %" PRIu64 " bytes, %.3f GB/s; refilled %" PRIu64
-	       " tokens, %" PRIu64 " bytes, %.3f GB/s; %.2f s; the control lcore (the wafer "
-	       "emulator's) %.0f%% busy\n",
-	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs,
-	       busy * 100);
-	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
-	       "p50 %u us, p99 %u us)", s->refills, p50, p99, e50, e99);
-	if (s->seq_refill_failed)
-		printf("; %" PRIu64 " sequences' refills failed, not timed", s->seq_refill_failed);
-	printf("\n");
 	/* The design picks a sequence again once its estimate has passed: a
 	 * refill that took longer would make the wafer wait for its data. */
 	if (drv.learn.fit.n)
@@ -631,10 +657,10 @@ kvss_driver_summary(void)
 
 		if (fit_gbps > 0) {
 			snprintf(gbps, sizeof(gbps), "%.2f", fit_gbps);
-			snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":%.3f",
+			snprintf(fitj, cap, "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":%.3f",
 				 fit_us, fit_gbps);
 		} else {
-			snprintf(fitj, sizeof(fitj), "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":null",
+			snprintf(fitj, cap, "\"fit_refill_latency_us\":%.0f,\"fit_refill_gbps\":null",
 				 fit_us);
 		}
 		printf("kvss: summary: the model fitted to these %" PRIu64 " refills: refill_latency_us = %.0f, "
@@ -655,6 +681,60 @@ kvss_driver_summary(void)
 			printf("kvss: summary: model %u's own %" PRIu64 " refills: too few to fit, or all of "
 			       "one size\n", m, l->fit.n);
 	}
+}
+
+void
+kvss_driver_summary(void)
+{
+	const struct kvss_drv_stats *s = &drv.st;
+	double secs = drv.started ? (double)(drv.t_end - drv.t_start) / (double)drv.hz : 0;
+	double hr = s->prompt_tokens ? (double)s->hit_tokens / (double)s->prompt_tokens : 0;
+	double egbs = secs > 0 ? (double)s->evict_bytes / 1e9 / secs : 0;
+	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
+	/* The control lcore, where the wafer emulator makes and checks every
+	 * byte: its share of busy polls, the run's pace when near 1. */
+	const struct kvss_lcore_stats *cl = &kvss.stats[rte_get_main_lcore()];
+	double busy = cl->busy_cycles + cl->idle_cycles
+			      ? (double)cl->busy_cycles / (double)(cl->busy_cycles + cl->idle_cycles)
+			      : 0;
+	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
+	uint64_t perr = drv_protocol_errors(), lost = drv_unaccounted(true);
+	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
+	struct prefixcache_stats ps;
+	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
+	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
+	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
+	char linej[80] = "\"model_short_share_line\":null,\"model_short_share_scaled\":null";
+	char l2j[3072], pickj[1024], l2fitj[200] = "";
+
+	if (drv.pc == NULL)
+		return;
+	drv_report_derive();
+	prefixcache_stats(drv.pc, &ps);
+	if (drv.learn.nlat) {
+		qsort(drv.learn.lat_us, drv.learn.nlat, sizeof(uint32_t), cmp_u32);
+		qsort(drv.learn.est_us, drv.learn.nlat, sizeof(uint32_t), cmp_u32);
+		p50 = pct(drv.learn.lat_us, drv.learn.nlat, 0.50);
+		p99 = pct(drv.learn.lat_us, drv.learn.nlat, 0.99);
+		e50 = pct(drv.learn.est_us, drv.learn.nlat, 0.50);
+		e99 = pct(drv.learn.est_us, drv.learn.nlat, 0.99);
+	}
+	if (kvss.plot_refills != NULL && plot_refills() != 0)
+		drv.plot_failed = true;
+	printf("kvss: summary: %s%s\n", drv.finished ? "" : "(stopped early) ", drv.source);
+	printf("kvss: summary: requests %" PRIu64 " of %zu, prompt tokens %" PRIu64 ", hit tokens %" PRIu64
+	       ", hit ratio %.4f\n", s->completed, drv.nreq, s->prompt_tokens, s->hit_tokens, hr);
+	printf("kvss: summary: evicted %" PRIu64 " tokens, %" PRIu64 " bytes, %.3f GB/s; refilled %" PRIu64
+	       " tokens, %" PRIu64 " bytes, %.3f GB/s; %.2f s; the control lcore (the wafer "
+	       "emulator's) %.0f%% busy\n",
+	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs,
+	       busy * 100);
+	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
+	       "p50 %u us, p99 %u us)", s->refills, p50, p99, e50, e99);
+	if (s->seq_refill_failed)
+		printf("; %" PRIu64 " sequences' refills failed, not timed", s->seq_refill_failed);
+	printf("\n");
+	summary_model(s, fitj, sizeof(fitj));
 	model_fits_json(fitsj, sizeof(fitsj));
 	printf("kvss: summary: deletes %" PRIu64 ", policy deletes %" PRIu64 ", expiries %" PRIu64
 	       ", retransmits %" PRIu64 ", shard restarts %" PRIu64 ", peak stored %" PRIu64 " tokens\n",
@@ -776,64 +856,8 @@ kvss_driver_summary(void)
 			       ps.l2_deleted_tokens, ps.l2_stored_tokens, s->l2_adopted_cols,
 			       s->l2_refused_cols, s->l2_failed, ps.l2_recompute_faster_tokens);
 	}
-	if (kvss.cfg.shared.conf[0] != '\0') {
-		const struct drv_sh_stats *h = drv_sh_stats();
-		uint64_t l50, l99, w50, w99;
-		size_t n = strlen(l2j);
-		unsigned int r;
-		char badj[256] = "";
-
-		drv_sh_lookup_pct(&l50, &l99);
-		drv_sh_wait_pct(&w50, &w99);
-		for (r = 1; r < SHARED_BAD_COUNT; r++)
-			snprintf(badj + strlen(badj), sizeof(badj) - strlen(badj), "%s\"%s\":%" PRIu64,
-				 r > 1 ? "," : "", shared_bad_name((enum shared_bad)r), h->bad[r]);
-		printf("kvss: summary: shared level: hit tokens %" PRIu64 " (staged %" PRIu64 " columns "
-		       "from %" PRIu64 " found in %" PRIu64 " lookups of %" PRIu64 " columns; lookup p50 %"
-		       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline; a request's "
-		       "start held back p50 %" PRIu64 " us, p99 %" PRIu64 " us); %" PRIu64
-		       " columns sent up, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
-		       PRIu64 " records written; %" PRIu64 " bad records, %" PRIu64 " bad and %" PRIu64
-		       " missing slices dropped; generation %" PRIu64 " (%" PRIu64 " changes seen, %" PRIu64
-		       " reads refused)%s%s\n",
-		       ps.shared_hit_tokens, h->staged_cols, h->lookup_found_cols, h->lookups,
-		       h->lookup_cols, l50 / 1000, l99 / 1000, h->lookups_late,
-		       kvss.cfg.shared.deadline_ms, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
-		       h->records_written, h->records_bad, h->slices_bad, h->slices_missing, h->generation,
-		       h->generations_seen, h->generation_refused,
-		       h->unavailable ? "; UNAVAILABLE at the end" : "",
-		       h->off_at_start ? "; NOT USED by this run (its generation, said at start)" : "");
-		/* Its line of the refill-time model, as the second tier's above. */
-		line_summary(&drv.learn.ml[0].fit3, &shared_line, kvss.cfg.shared.latency_us,
-			     kvss.cfg.shared.gbps, drv.learn.shared_updates, l2j, sizeof(l2j));
-		n = strlen(l2j);
-		snprintf(l2j + n, sizeof(l2j) - n,
-			 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
-			 ",\"lookup_cols\":%" PRIu64 ",\"found_cols\":%" PRIu64 ",\"staged_cols\":%" PRIu64
-			 ",\"lookups_late\":%" PRIu64 ",\"found_expired\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
-			 ",\"lookup_p99_us\":%" PRIu64 ",\"start_wait_p50_us\":%" PRIu64
-			 ",\"start_wait_p99_us\":%" PRIu64 ",\"lookup_errors\":%" PRIu64
-			 ",\"down_cols\":%" PRIu64 ",\"down_slices\":%" PRIu64 ",\"down_failed\":%" PRIu64
-			 ",\"down_busy\":%" PRIu64 ",\"down_no_parent\":%" PRIu64 ",\"down_gone\":%" PRIu64
-			 ",\"records_written\":%" PRIu64 ",\"records_failed\":%" PRIu64
-			 ",\"records_bad\":%" PRIu64 ",\"records_deleted\":%" PRIu64
-			 ",\"up_batches\":%" PRIu64 ",\"up_failed\":%" PRIu64 ",\"slices_bad\":%" PRIu64
-			 ",\"slices_missing\":%" PRIu64 ",\"down_restart\":%" PRIu64
-			 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
-			 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s"
-			 ",\"generation_refused\":%" PRIu64 ",\"generation_bad\":%" PRIu64
-			 ",\"off_at_start\":%" PRIu64 "}",
-			 ps.shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
-			 h->staged_cols, h->lookups_late, h->found_expired, l50 / 1000, l99 / 1000,
-			 w50 / 1000, w99 / 1000, h->lookup_errors,
-			 h->down_cols, h->down_slices, h->down_failed, h->down_busy, h->down_no_parent,
-			 h->down_gone, h->records_written,
-			 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
-			 h->up_failed, h->slices_bad, h->slices_missing, h->down_restart, badj,
-			 h->generation, h->generations_seen,
-			 h->unavailable_times, h->unavailable ? "true" : "false", h->generation_refused,
-			 h->generation_bad, h->off_at_start);
-	}
+	if (kvss.cfg.shared.conf[0] != '\0')
+		summary_shared(s, &ps, l2j, sizeof(l2j));
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64
 	       ", refill failures %" PRIu64
