@@ -37,7 +37,6 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -48,7 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -103,9 +101,10 @@ static size_t store_len;
  * Each of the shard's other threads (the refill lcore, l2.c's tier thread,
  * shared.c's) runs on a stack of its own in this thread, and only when
  * the scheduler switches to it; it switches back where the thread would
- * wait for the others (its turn is over). A switch is a swapcontext, not
- * a semaphore hand-off between threads that the kernel must schedule in
- * turn (hundreds of microseconds on a loaded machine, at every poll).
+ * wait for the others (its turn is over). A switch is a switch of stacks
+ * (fiber_switch, below), not a semaphore hand-off between threads that
+ * the kernel must schedule in turn (hundreds of microseconds on a loaded
+ * machine, at every poll).
  *
  * What is thread-local to the shard's code and differs between its
  * threads is switched with them: the lcore id (the refill lcore's stats
@@ -118,15 +117,42 @@ static size_t store_len;
 #define FIBER_STACK (256u << 10)
 
 /*
- * libc's swapcontext, not AddressSanitizer's interceptor of it: that one
- * unpoisons the whole stack it switches to, at every switch (the redzones
- * of the frames waiting on it lost, and a quarter of an input's time);
- * the annotations below tell it what it needs.
+ * The switch: the callee-saved registers pushed on the stack left, its
+ * stack pointer stored, the other's loaded and its registers popped. Not
+ * libc's swapcontext: that one saves and sets the signal mask, a system
+ * call at every switch (thousands an input); and not AddressSanitizer's
+ * interceptor of it, which unpoisons the whole stack it switches to (the
+ * redzones of the frames waiting on it lost). The annotations below tell
+ * AddressSanitizer what it needs. Nothing here changes the floating-point
+ * control words, so they are not switched.
  */
-static int (*swap)(ucontext_t *from, const ucontext_t *to);
+#if !defined(__x86_64__)
+#error "fuzz_shard's fibers switch stacks for x86-64 only"
+#endif
+void fiber_switch(void **save_sp, void *load_sp);
+__asm__(".text\n"
+	".globl fiber_switch\n"
+	".type fiber_switch, @function\n"
+	"fiber_switch:\n"
+	"	pushq %rbp\n"
+	"	pushq %rbx\n"
+	"	pushq %r12\n"
+	"	pushq %r13\n"
+	"	pushq %r14\n"
+	"	pushq %r15\n"
+	"	movq %rsp, (%rdi)\n"
+	"	movq %rsi, %rsp\n"
+	"	popq %r15\n"
+	"	popq %r14\n"
+	"	popq %r13\n"
+	"	popq %r12\n"
+	"	popq %rbx\n"
+	"	popq %rbp\n"
+	"	ret\n"
+	".size fiber_switch, .-fiber_switch\n");
 
 struct fiber {
-	ucontext_t ctx;
+	void *sp; /* where its stack was left (fiber_switch) */
 	void *stack;
 	void *(*fn)(void *);
 	void *arg;
@@ -135,33 +161,33 @@ struct fiber {
 	bool done;
 };
 
-static ucontext_t sched_ctx;	 /* the scheduler's: the ingest lcore */
+static void *sched_sp;		 /* the scheduler's (the ingest lcore's) stack, left */
 static const void *sched_bottom; /* its stack, for AddressSanitizer */
 static size_t sched_size;
 static __thread struct fiber *cur; /* the fiber running (NULL: the ingest lcore) */
 
-static void
-fiber_start(unsigned int lo, unsigned int hi)
+/* Where a fiber begins: its first switch returns here (fiber_make's frame). */
+static void __attribute__((noreturn))
+fiber_start(void)
 {
-	struct fiber *f = (struct fiber *)(((uintptr_t)hi << 32) | lo);
+	struct fiber *f = cur;
+	void *gone;
 
 	__sanitizer_finish_switch_fiber(NULL, &sched_bottom, &sched_size);
 	f->fn(f->arg);
 	f->done = true;
 	/* Gone: switched away from for good (its fake stack, if any, freed). */
 	__sanitizer_start_switch_fiber(NULL, sched_bottom, sched_size);
-	setcontext(&sched_ctx);
+	fiber_switch(&gone, sched_sp);
+	__builtin_unreachable();
 }
 
 /* Make @p f (its stack reused) to run @p fn from the start at its next turn. */
 static void
 fiber_make(struct fiber *f, void *(*fn)(void *), void *arg, unsigned int lcore)
 {
-	uintptr_t p = (uintptr_t)f;
+	uintptr_t *top;
 
-	if (swap == NULL && (swap = (int (*)(ucontext_t *, const ucontext_t *))dlsym(
-				     RTLD_NEXT, "swapcontext")) == NULL)
-		fz_fail("no swapcontext in libc");
 	if (f->stack == NULL && (f->stack = malloc(FIBER_STACK)) == NULL)
 		fz_fail("no memory for a fiber's stack");
 	/* What a fiber left poisoned on it (its last frames never returned). */
@@ -170,12 +196,17 @@ fiber_make(struct fiber *f, void *(*fn)(void *), void *arg, unsigned int lcore)
 	f->arg = arg;
 	f->lcore = lcore;
 	f->done = false;
-	getcontext(&f->ctx);
-	f->ctx.uc_stack.ss_sp = f->stack;
-	f->ctx.uc_stack.ss_size = FIBER_STACK;
-	f->ctx.uc_link = NULL;
-	makecontext(&f->ctx, (void (*)(void))fiber_start, 2, (unsigned int)p,
-		    (unsigned int)(p >> 32));
+	/*
+	 * Its stack as fiber_switch leaves one: six registers (zero) and the
+	 * address it returns to, fiber_start, entered as if called: a return
+	 * address of 0 above, at a stack pointer 8 past a 16-byte boundary.
+	 */
+	top = (uintptr_t *)(((uintptr_t)f->stack + FIBER_STACK) & ~(uintptr_t)15);
+	*--top = 0;
+	*--top = (uintptr_t)fiber_start;
+	top -= 6;
+	memset(top, 0, 6 * sizeof(*top));
+	f->sp = top;
 }
 
 /* The scheduler gives @p f its turn: until it yields or ends. */
@@ -191,7 +222,7 @@ fiber_run(struct fiber *f)
 	cur = f;
 	RTE_PER_LCORE(_lcore_id) = f->lcore;
 	__sanitizer_start_switch_fiber(&fake, f->stack, FIBER_STACK);
-	swap(&sched_ctx, &f->ctx);
+	fiber_switch(&sched_sp, f->sp);
 	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
 	cur = NULL;
 	RTE_PER_LCORE(_lcore_id) = lcore;
@@ -207,7 +238,7 @@ fiber_yield(void)
 	void *fake = NULL;
 
 	__sanitizer_start_switch_fiber(&fake, sched_bottom, sched_size);
-	swap(&f->ctx, &sched_ctx);
+	fiber_switch(&f->sp, sched_sp);
 	__sanitizer_finish_switch_fiber(fake, &sched_bottom, &sched_size);
 	errno = e;
 }
@@ -663,11 +694,18 @@ fz_env_init(void)
 		return -1;
 	}
 	shard_config();
-	/* Mbufs: no per-lcore caches, so that in-use counts are exact. */
-	kvss.pool = rte_pktmbuf_pool_create("kvss_pool", 8191, 0, 0,
-					    RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX, SOCKET_ID_ANY);
-	fz_rx_pool = rte_pktmbuf_pool_create("fz_rx", 8191, 0, 0,
-					     RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX, SOCKET_ID_ANY);
+	/*
+	 * Mbufs: no per-lcore caches, so that in-use counts are exact; and a
+	 * stack, not a ring: the mbuf freed last is the next one given, in
+	 * cache, where a ring's order goes round all 8191 (80 MB a pool, and
+	 * its shadow): a cache miss at every mbuf's reset and first read.
+	 */
+	kvss.pool = rte_pktmbuf_pool_create_by_ops("kvss_pool", 8191, 0, 0,
+						   RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX,
+						   SOCKET_ID_ANY, "stack");
+	fz_rx_pool = rte_pktmbuf_pool_create_by_ops("fz_rx", 8191, 0, 0,
+						    RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX,
+						    SOCKET_ID_ANY, "stack");
 	kvss_me->ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, SOCKET_ID_ANY,
 						    RING_F_SP_ENQ | RING_F_SC_DEQ);
 	kvss_me->refill_to_ingest = rte_ring_create("refill_to_ingest", 64, SOCKET_ID_ANY,
