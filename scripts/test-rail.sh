@@ -114,7 +114,14 @@ run() {
 		--exit-when-idle 1500 >"$tmp/$tag-shard.log" 2>&1 &
 	sp=$!
 	pids+=($sp)
-	sleep 1
+	# The driver gives its shard start_timeout_ms from its own start: it
+	# starts once the shard's port is up (a busy machine takes seconds to
+	# start EAL), not after a fixed second.
+	for _ in $(seq 1 600); do
+		grep -q "port 0 (net_af_packet) started" "$tmp/$tag-shard.log" 2>/dev/null && break
+		kill -0 $sp 2>/dev/null || break
+		sleep 0.1
+	done
 	ip netns exec $ND timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0" \
 		--log-level lib.eal:error --no-telemetry --file-prefix "kvss_rail_d_$$" \
 		--vdev "net_af_packet0,iface=$3,framecnt=16384" -- --config "$tmp/$tag-driver.cfg" \

@@ -683,6 +683,86 @@ summary_model(const struct kvss_drv_stats *s, char *fitj, size_t cap)
 	}
 }
 
+/*
+ * The summary's line on picks (a sequence's data whole when a run slot took
+ * it, or waited for) and the JSON fields of the run's features (@p pickj,
+ * @p cap bytes).
+ */
+static void
+summary_picks(const struct kvss_drv_stats *s, char *pickj, size_t cap)
+{
+	uint64_t np = s->picks_ready + s->picks_waited;
+
+	snprintf(pickj, cap, "\"ahead_of_pick\":%u,\"picks_ready\":%" PRIu64
+		 ",\"picks_waited\":%" PRIu64 ",\"refill_wait_at_pick_us\":%.1f"
+		 ",\"l2_hit_seqs\":%" PRIu64 ",\"l2_ready_at_pick\":%" PRIu64
+		 ",\"multimodal_trimmed_tokens\":%" PRIu64 ",\"generated_hit_tokens\":%" PRIu64
+		 ",\"model1_hit_tokens\":%" PRIu64 ",\"hit_model0_only\":%" PRIu64
+		 ",\"hit_model1_only\":%" PRIu64 ",\"spec_tokens\":%u,\"spec_rounds\":%" PRIu64
+		 ",\"spec_proposed\":%" PRIu64 ",\"spec_accepted\":%" PRIu64
+		 ",\"spec_overwrites\":%" PRIu64 ",\"spec_overwrites_draft\":%" PRIu64
+		 ",\"routed_shards\":%" PRIu64
+		 ",\"max_shard_hops\":%u",
+		 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
+		 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
+		 s->l2_ready_at_pick, s->multimodal_trimmed, s->generated_hit_tokens,
+		 s->model1_hit_tokens, s->hit_model0_only, s->hit_model1_only,
+		 kvss.cfg.wafer.spec_tokens, s->spec_rounds, s->spec_proposed,
+		 s->spec_accepted, s->spec_overwrites, s->spec_overwrites_draft,
+		 s->routed_shards, max_hops());
+	printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
+	       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
+	       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64
+	       " ready at the pick (wafer.ahead_of_pick = %u)\n", np, s->picks_ready,
+	       s->picks_waited, np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
+	       s->l2_ready_at_pick, kvss.cfg.wafer.ahead_of_pick);
+}
+
+/*
+ * The summary's second-tier line (when model 0 has one) and the JSON fields
+ * of both tiers' hits (@p l2j, @p cap bytes; the shared level's follow).
+ */
+static void
+summary_tier(const struct kvss_drv_stats *s, const struct prefixcache_stats *ps, char *l2j,
+	     size_t cap)
+{
+	uint64_t l2hit = ps->l2_hit_tokens < s->hit_tokens ? ps->l2_hit_tokens : s->hit_tokens;
+	char l2fitj[200] = "";
+	uint64_t l2_status = 0; /* what the shards' STATUS says their tiers hold (v2) */
+	uint16_t k, c;
+
+	if (drv_l2_model(0)) {
+		const struct prefixcache_model *p0 = &kvss.cfg.driver.pc.model[0];
+
+		line_summary(&drv.learn.ml[0].fit2, &l2_line, (double)p0->l2_latency_ns / 1000,
+			     p0->l2_bytes_per_ns * 8, s->l2_model_updates, l2fitj, sizeof(l2fitj));
+	}
+	for (k = 0; k < drv.nsh; k++)
+		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
+			l2_status += drv.sh[k].up ? drv.sh[k].l2_stored[c] : 0;
+	snprintf(l2j, cap, "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
+		 ",\"l2_stored_by_status\":%" PRIu64
+		 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
+		 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
+		 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
+		 ",\"l2_up_failed_cols\":%" PRIu64
+		 ",\"l2_recompute_faster_tokens\":%" PRIu64 "%s",
+		 s->hit_tokens - l2hit, l2hit, l2_status, ps->l2_down_tokens, ps->l2_stored_tokens,
+		 ps->l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
+		 s->l2_up_failed_cols,
+		 ps->l2_recompute_faster_tokens, l2fitj);
+	if (drv_l2_model(0))
+		printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
+		       " from L2 (moved up in %" PRIu64 " batches); %" PRIu64 " tokens written down "
+		       "(%.1f MB), %" PRIu64 " let go, %" PRIu64 " held at the end; %" PRIu64
+		       " columns taken back after restarts, %" PRIu64 " let go instead; %" PRIu64
+		       " failures; %" PRIu64 " tokens recomputed, faster than L2\n",
+		       s->hit_tokens - l2hit, l2hit, s->l2_up_batches, ps->l2_down_tokens,
+		       (double)ps->l2_down_tokens * (double)kvss.cfg.driver.pc.model[0].refill_bytes_per_token / 1e6,
+		       ps->l2_deleted_tokens, ps->l2_stored_tokens, s->l2_adopted_cols,
+		       s->l2_refused_cols, s->l2_failed, ps->l2_recompute_faster_tokens);
+}
+
 void
 kvss_driver_summary(void)
 {
@@ -705,7 +785,7 @@ kvss_driver_summary(void)
 	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
 	char linej[80] = "\"model_short_share_line\":null,\"model_short_share_scaled\":null";
-	char l2j[3072], pickj[1024], l2fitj[200] = "";
+	char l2j[3072], pickj[1024];
 
 	if (drv.pc == NULL)
 		return;
@@ -793,69 +873,8 @@ kvss_driver_summary(void)
 		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
 		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
 		       (double)s->compute_us / 1e3, kvss.cfg.driver.recompute_tokens_per_s);
-	{
-		uint64_t l2hit = ps.l2_hit_tokens < s->hit_tokens ? ps.l2_hit_tokens : s->hit_tokens;
-		{
-			uint64_t np = s->picks_ready + s->picks_waited;
-
-			snprintf(pickj, sizeof(pickj), "\"ahead_of_pick\":%u,\"picks_ready\":%" PRIu64
-				 ",\"picks_waited\":%" PRIu64 ",\"refill_wait_at_pick_us\":%.1f"
-				 ",\"l2_hit_seqs\":%" PRIu64 ",\"l2_ready_at_pick\":%" PRIu64
-				 ",\"multimodal_trimmed_tokens\":%" PRIu64 ",\"generated_hit_tokens\":%" PRIu64
-				 ",\"model1_hit_tokens\":%" PRIu64 ",\"hit_model0_only\":%" PRIu64
-				 ",\"hit_model1_only\":%" PRIu64 ",\"spec_tokens\":%u,\"spec_rounds\":%" PRIu64
-				 ",\"spec_proposed\":%" PRIu64 ",\"spec_accepted\":%" PRIu64
-				 ",\"spec_overwrites\":%" PRIu64 ",\"spec_overwrites_draft\":%" PRIu64
-				 ",\"routed_shards\":%" PRIu64
-				 ",\"max_shard_hops\":%u",
-				 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
-				 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
-				 s->l2_ready_at_pick, s->multimodal_trimmed, s->generated_hit_tokens,
-				 s->model1_hit_tokens, s->hit_model0_only, s->hit_model1_only,
-				 kvss.cfg.wafer.spec_tokens, s->spec_rounds, s->spec_proposed,
-				 s->spec_accepted, s->spec_overwrites, s->spec_overwrites_draft,
-				 s->routed_shards, max_hops());
-			printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
-			       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
-			       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64
-			       " ready at the pick (wafer.ahead_of_pick = %u)\n", np, s->picks_ready,
-			       s->picks_waited, np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
-			       s->l2_ready_at_pick, kvss.cfg.wafer.ahead_of_pick);
-		}
-		if (drv_l2_model(0)) {
-			const struct prefixcache_model *p0 = &kvss.cfg.driver.pc.model[0];
-
-			line_summary(&drv.learn.ml[0].fit2, &l2_line, (double)p0->l2_latency_ns / 1000,
-				     p0->l2_bytes_per_ns * 8, s->l2_model_updates, l2fitj, sizeof(l2fitj));
-		}
-		uint64_t l2_status = 0; /* what the shards' STATUS says their tiers hold (v2) */
-		uint16_t k, c;
-
-		for (k = 0; k < drv.nsh; k++)
-			for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
-				l2_status += drv.sh[k].up ? drv.sh[k].l2_stored[c] : 0;
-		snprintf(l2j, sizeof(l2j), "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
-			 ",\"l2_stored_by_status\":%" PRIu64
-			 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
-			 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
-			 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
-			 ",\"l2_up_failed_cols\":%" PRIu64
-			 ",\"l2_recompute_faster_tokens\":%" PRIu64 "%s",
-			 s->hit_tokens - l2hit, l2hit, l2_status, ps.l2_down_tokens, ps.l2_stored_tokens,
-			 ps.l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
-			 s->l2_up_failed_cols,
-			 ps.l2_recompute_faster_tokens, l2fitj);
-		if (drv_l2_model(0))
-			printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
-			       " from L2 (moved up in %" PRIu64 " batches); %" PRIu64 " tokens written down "
-			       "(%.1f MB), %" PRIu64 " let go, %" PRIu64 " held at the end; %" PRIu64
-			       " columns taken back after restarts, %" PRIu64 " let go instead; %" PRIu64
-			       " failures; %" PRIu64 " tokens recomputed, faster than L2\n",
-			       s->hit_tokens - l2hit, l2hit, s->l2_up_batches, ps.l2_down_tokens,
-			       (double)ps.l2_down_tokens * (double)kvss.cfg.driver.pc.model[0].refill_bytes_per_token / 1e6,
-			       ps.l2_deleted_tokens, ps.l2_stored_tokens, s->l2_adopted_cols,
-			       s->l2_refused_cols, s->l2_failed, ps.l2_recompute_faster_tokens);
-	}
+	summary_picks(s, pickj, sizeof(pickj));
+	summary_tier(s, &ps, l2j, sizeof(l2j));
 	if (kvss.cfg.shared.conf[0] != '\0')
 		summary_shared(s, &ps, l2j, sizeof(l2j));
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
