@@ -210,14 +210,25 @@ kept "D" "$tmp/d.log"
 # slices under their names, read them back, and write over them; a reader
 # after it finds only slices that check.
 check "D: wrote records again" holds "$(field "$tmp/d.log" shared.records_written) > 0"
+check "D: its shard wrote over the corrupted slices it found under their names (read back)" \
+	grep -q "final stats: shared.* shared_replaced=[1-9]" "$tmp/d.log"
 readcfg "$tmp/d2.cfg" "$tmp/d2" "$tmp/alpha.jsonl"
 run_all "$tmp/d2.cfg" "$tmp/d2.log"
 rc=$?
 say "D2 (alpha, after D rewrote)" "$tmp/d2.log"
-right "D2" "$tmp/d2.log" $rc
+# What D read and recomputed it replaced. A column D never read (its lookup
+# late or skipped: a busy machine's timing) still has a corrupted slice: D2
+# refuses it as D did (its tokens lost, exit 3), never serves it, and finds
+# fewer than D found.
+dbad=$(field "$tmp/d.log" shared.slices_bad)
+d2bad=$(field "$tmp/d2.log" shared.slices_bad)
+echo "shared level (kvss): D2: ${d2bad:-?} bad slices, where D found ${dbad:-?}"
+check "D2: zero verify failures" test "$(field "$tmp/d2.log" verify_failures)" = 0
+check "D2: finished" test "$(field "$tmp/d2.log" finished)" = True
+check "D2: exits 0 with no bad slice, or 3 with fewer than D found (columns D never read)" \
+	holds "($rc == 0 and ${d2bad:-1} == 0) or ($rc == 3 and 0 < ${d2bad:-0} < ${dbad:-0})"
+kept "D2" "$tmp/d2.log"
 check "D2: hits from the shared level again" holds "$(field "$tmp/d2.log" hit_tokens_shared) > 0"
-check "D2: no bad slice (D replaced the ones it found under its names)" \
-	test "$(field "$tmp/d2.log" shared.slices_bad)" = 0
 
 # 5. Expiry: columns first used longer ago than the TTL are not served.
 shared reset >/dev/null 2>&1 # what A wrote is gone: a fresh generation for this part

@@ -241,6 +241,24 @@ print_stats(void)
 		stat_put(&open, &any, "disk", "disk_", "columns", held);
 		stat_end(&open);
 	}
+	if (shard_sh_on()) {
+		/* The shared level's thread: slices refused by reason, its other outcomes. */
+		struct shard_sh_counts sc;
+
+		memset(&sc, 0, sizeof(sc));
+		shard_sh_counts(&sc);
+		for (r = 1; r < SHARED_BAD_COUNT; r++)
+			stat_put(&open, &any, "shared", "shared_bad_", shared_bad_name((enum shared_bad)r),
+				 sc.bad[r]);
+		stat_put(&open, &any, "shared", "shared_", "failed", sc.failed);
+		stat_put(&open, &any, "shared", "shared_", "missing", sc.missing);
+		stat_put(&open, &any, "shared", "shared_", "exists", sc.exists);
+		stat_put(&open, &any, "shared", "shared_", "shed", sc.shed);
+		stat_put(&open, &any, "shared", "shared_", "replaced", sc.replaced);
+		stat_put(&open, &any, "shared", "shared_", "timeouts", sc.timeouts);
+		stat_put(&open, &any, "shared", "shared_", "busy", sc.busy);
+		stat_end(&open);
+	}
 	if (!any)
 		printf("kvss: final stats: every counter 0\n");
 	fflush(stdout);
