@@ -194,8 +194,12 @@ int kvss_shard_refill(void *arg);
 /** Transmit one frame on @p queue of the shard's port; frees and counts it on failure. */
 void kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len);
 
-/** Largest UDP payload at the configured MTU. */
-uint32_t kvss_payload_cap(void);
+/** Largest UDP payload at the configured MTU (every role's). */
+static inline uint32_t
+kvss_payload_cap(void)
+{
+	return kvss.cfg.mtu - PROTO_IP4_LEN - PROTO_UDP_LEN;
+}
 
 /**
  * Send refill @p r (begun by the caller) as REFILL_DATA streams, one per

@@ -113,12 +113,6 @@ shard_begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t t
 	proto_build_begin(b, buf, cap, &h);
 }
 
-uint32_t
-kvss_payload_cap(void)
-{
-	return kvss.cfg.mtu - PROTO_IP4_LEN - PROTO_UDP_LEN;
-}
-
 /*
  * The cumulative ACK: every message accepted, up to the oldest EVICT or
  * RESERVE not yet run (one waiting for space, or not reached). PROTOCOL.md
