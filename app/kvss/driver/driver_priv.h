@@ -408,6 +408,8 @@ drv_now_ns(uint64_t tsc)
 
 /** Tokens a shard holds against what the driver accounts for (after the run). */
 uint64_t drv_unaccounted(bool say);
+/** The same whether or not the run finished: the shards' last STATUS against the account. */
+uint64_t drv_account_off(bool say);
 
 /** Protocol errors the run counted. */
 uint64_t drv_protocol_errors(void);

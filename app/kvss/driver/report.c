@@ -961,10 +961,18 @@ kvss_driver_summary(void)
 uint64_t
 drv_unaccounted(bool say)
 {
+	if (!drv.finished)
+		return 0;
+	return drv_account_off(say);
+}
+
+uint64_t
+drv_account_off(bool say)
+{
 	uint64_t sum = 0;
 	uint16_t i, c;
 
-	if (!drv.finished || drv.open_loop)
+	if (drv.open_loop)
 		return 0;
 	for (i = 0; i < drv.nsh; i++) {
 		const struct drv_shard *sh = &drv.sh[i];
