@@ -56,9 +56,12 @@ tap() {
 	for _ in $(seq 100); do ip -n $NSP link show "$1" >/dev/null 2>&1 && break; sleep 0.1; done
 	ip -n $NSP link set "$1" master br0 txqueuelen 20000 up
 }
+# The shard stops after 5 s without a frame: the driver, started after it,
+# takes seconds to start EAL on a busy machine (1 s was too short beside two
+# CPU hogs: the shard had stopped before the driver's HELLO).
 ip netns exec $NSP timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0,1@1" \
 	--log-level lib.eal:error --no-telemetry --file-prefix "kvpoll_s_$$" --vdev net_tap0,iface=kvtS$$ \
-	-- --config "$tmp/shard.cfg" --poll interrupt --exit-when-idle 1000 >"$tmp/shard.log" 2>&1 &
+	-- --config "$tmp/shard.cfg" --poll interrupt --exit-when-idle 5000 >"$tmp/shard.log" 2>&1 &
 sp=$!
 pids+=($sp)
 tap kvtS$$

@@ -111,12 +111,13 @@ run() {
 	ip netns exec $NS timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 256 --lcores "0@0,1@1" \
 		--log-level lib.eal:error --no-telemetry --file-prefix "kvss_rail_s_$$" \
 		--vdev "net_af_packet0,iface=$2,framecnt=16384" -- --config "$tmp/$tag-shard.cfg" \
-		--exit-when-idle 1500 >"$tmp/$tag-shard.log" 2>&1 &
+		--exit-when-idle 5000 >"$tmp/$tag-shard.log" 2>&1 &
 	sp=$!
 	pids+=($sp)
-	# The driver gives its shard start_timeout_ms from its own start: it
-	# starts once the shard's port is up (a busy machine takes seconds to
-	# start EAL), not after a fixed second.
+	# A busy machine takes seconds to start EAL. The driver gives its shard
+	# start_timeout_ms from its own start, so it starts once the shard's
+	# port is up, not after a fixed second; the shard stops 5 s after its
+	# last frame, so it is still there when the driver's HELLO comes.
 	for _ in $(seq 1 600); do
 		grep -q "port 0 (net_af_packet) started" "$tmp/$tag-shard.log" 2>/dev/null && break
 		kill -0 $sp 2>/dev/null || break
