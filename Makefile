@@ -497,7 +497,7 @@ $(FUZZ_SHARD_OBJ): $(BUILD)/fuzz/obj/%.o: %.c $(FUZZ_SHARD_FLAGS)
 
 $(FUZZ_SHARD): $(FUZZ_SHARD_OBJ) $(BUILD)/fuzz/fuzz_shard_seeds
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SHARD_OBJ) $(DPDK_LIBS) $(DEP_LIBS) \
-		-Wl,--wrap=kvdisk_inflight -Wl,--wrap=shard_sh_submit -Wl,--wrap=shard_sh_take \
+		-Wl,--wrap=kvdisk_inflight -Wl,--wrap=shard_level_give -Wl,--wrap=shard_level_take \
 		-Wl,--wrap=pthread_create -Wl,--wrap=pthread_setname_np -Wl,--wrap=nanosleep
 
 # Its seeds: whole valid streams in its input encoding (scripts/fuzz-shard.sh runs it).

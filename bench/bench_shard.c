@@ -119,7 +119,7 @@ fail(const char *what)
 	fprintf(stderr, "bench_shard: %s\n", what);
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
-	shard_l2_close();
+	shard_levels_close(kvss_me);
 	if (kvss_me->cfg->l2.path[0] != '\0') {
 		/* Its second tier's file and directory, if it ran one. */
 		unlink(kvss_me->cfg->l2.path);
@@ -464,7 +464,7 @@ shard_start(uint32_t B)
 		kvss_me->cfg->l2.queue_depth = 64;
 		kvss_me->cfg->l2.capacity_tokens[0] = (uint64_t)L2_SLOTS * G;
 		unlink(kvss_me->cfg->l2.path);
-		if (shard_l2_open(err, sizeof(err)) != 0)
+		if (shard_levels_open(kvss_me, err, sizeof(err)) != 0)
 			fail(err);
 		l2_sent = l2_done = 0;
 	}
@@ -479,7 +479,7 @@ shard_stop(void)
 {
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 	rte_eal_wait_lcore(SHARD_LCORE);
-	shard_l2_close();
+	shard_levels_close(kvss_me);
 	poll_rx();
 	rte_pktmbuf_free_bulk(held, nheld);
 	nheld = 0;
@@ -688,7 +688,7 @@ bench_ingest_l2(double alone, unsigned int every)
 	double best = 0, fps, share, wbest = 0;
 	int r;
 
-	/* shard_l2_open makes the directory 0700; one that is there already
+	/* shard_levels_open makes the directory 0700; one that is there already
 	 * (another user's, say) is kvdisk_open's to refuse. */
 	snprintf(kvss_me->cfg->l2.path, sizeof(kvss_me->cfg->l2.path),
 		 "/var/tmp/kvss_bench_l2_%d/shard.l2", (int)getpid());

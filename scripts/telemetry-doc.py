@@ -66,6 +66,19 @@ LITERAL = {
     "count": "sequences whose refills were timed, whole (the summary's refills_timed)",
     "sum_us": "their refill times summed",
     "configured": "1: the configuration has a shared group (shared.conf)",
+    "disk_puts": "second tier: columns written (L2_DOWN)",
+    "disk_gets": "second tier: columns read (L2_UP, an SH_UP's column with object id 0)",
+    "disk_dels": "second tier: columns deleted (L2_DELETE)",
+    "disk_dels_absorbed": "second tier: deletes whose slot a put took (its write was the clear)",
+    "disk_dels_written": "second tier: deletes that wrote a cleared header",
+    "disk_bytes_written": "second tier: bytes written",
+    "disk_bytes_read": "second tier: bytes read",
+    "disk_corrupt": "second tier: columns whose checksum or key failed (dropped, never served)",
+    "disk_write_errors": "second tier: failed or short writes (the column is not stored)",
+    "disk_read_errors": "second tier: failed reads",
+    "disk_rebuilt": "second tier: columns found at open",
+    "disk_rebuild_dropped": "second tier: headers found at open that did not check",
+    "disk_columns": "second tier: columns held now, every cache",
     "shared_failed": "shared-level operations the cluster failed (SHARED_FAILED)",
     "shared_missing": "slices read that were not in the cluster",
     "shared_exists": "slices written that were there already (exclusive create, read back: the same slice)",
@@ -74,6 +87,28 @@ LITERAL = {
     "shared_timeouts": "cluster operations past the op timeout (shared.op_timeout_ms)",
     "shared_busy": "cluster operations not begun: as many in flight as shared.depth",
 }
+
+
+def level_counters():
+    """[(key, description)] of every level's counters (app/kvss/shard/level_*.c), in their order."""
+    out = []
+    for prefix, path in (("disk_", "app/kvss/shard/level_disk.c"),
+                         ("shared_", "app/kvss/shard/level_shared.c")):
+        m = re.search(r"^counters\(.*?^}", (ROOT / path).read_text(), re.S | re.M)
+        if m is None:
+            sys.exit(f"telemetry-doc: no counters() in {path}")
+        body = m.group(0)
+        # The refusals by reason come first (level_shared.c), named as counted.
+        if '"bad_", shared_bad_name' in body:
+            out += [(prefix + "bad_" + k, "slices refused by their check: " + t)
+                    for k, t in shared_bad()]
+        for macro, name in re.findall(r'(?:^\s*DISK_COUNTER\((\w+)\)|level_counter\)\{"",\s*"(\w+)")',
+                                      body, re.M):
+            key = prefix + (macro or name)
+            if key not in LITERAL:
+                sys.exit(f"telemetry-doc: key {key} of {path} has no description in LITERAL")
+            out.append((key, LITERAL[key]))
+    return out
 
 
 def shared_bad():
@@ -149,6 +184,8 @@ def keys_of(path, fn):
         elif '"drop_%s"' in line:
             out += [("drop_" + k, "frames dropped: " + (c or k.replace("_", " ")))
                     for k, c in xmacro("lib/proto/proto.h", "PROTO_REASONS")]
+        elif "shard_level_counters(" in line:
+            out += level_counters()
         elif '"shared_bad_%s"' in line:
             out += [("shared_bad_" + k, "slices refused by their check: " + t)
                     for k, t in shared_bad()]

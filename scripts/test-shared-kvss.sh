@@ -14,6 +14,9 @@
 #      and finds nothing (one namespace per organization);
 #   3. replica C, empty, runs alpha's trace: hits from the shared level,
 #      every byte right;
+#  3b. two shards of one model in one process, both levels each (gamma's
+#      trace): a writer, then an empty reader served every shard its own
+#      slices (each level names and checks slices by its own shard);
 #   4. every slice's payload corrupted in the cluster (rados put): replica D,
 #      empty, refuses them (SHARED_BAD, counted), never refills a wrong byte,
 #      and the records of what it refused are deleted;
@@ -77,11 +80,11 @@ conf=$cluster/ceph.conf
 shared() { "$BUILD/kvss-shared" --conf "$conf" "$@"; }
 
 # The trace: 6 system prompts of 2,048 tokens, each request one of them and
-# 128 tokens of its own (organizations alpha and beta: the same tokens).
+# 128 tokens of its own (organizations alpha, beta and gamma: the same tokens).
 python3 - "$tmp" "${SHARED_KVSS_REQUESTS:-36}" <<'EOF'
 import json, sys
 d, n = sys.argv[1], int(sys.argv[2])
-for org in ("alpha", "beta"):
+for org in ("alpha", "beta", "gamma"):
     with open(f"{d}/{org}.jsonl", "w") as f:
         for i in range(n):
             p = i % 6
@@ -187,6 +190,72 @@ check "C: the shard read and checked slices" grep -q "final stats: tier.* shared
 check "C: refills with hits from the shared level fed its own line" \
 	holds "$(field "$tmp/c.log" fit_shared_refills) > 0"
 check "C: the summary says the shared level's line" grep -q "summary: the shared level's line" "$tmp/c.log"
+
+# 3b. Two shards of one model in one process (role all, an ingest lcore
+# each), each with a second tier of its own and the shared level: each
+# shard's level names its slices by that shard and checks what it reads
+# against it. Were a level to name them as another shard (a thread-local
+# default of the first), the second shard's slices would go under the
+# first's names and a reader would be served the first's bytes: verify
+# failures. Organization gamma: its own namespace.
+mk2cfg() { # mk2cfg OUT DIR TRACE [write]
+	local sh k
+	{
+		echo 'role = "all"; poll_mode = "idle"; mtu = 9000;'
+		echo 'lcores = { ingest = [1, 2]; refill = []; control = 0; };'
+		echo 'shard = ('
+		for k in 0 1; do
+			echo "  { id = $k; model = 0; batch_timeout_ms = 1000; status_interval_ms = 20;"
+			echo "    address = { mac = \"02:00:00:00:01:0$k\"; ipv4 = \"10.99.0.1$k\"; };"
+			echo '    wafer = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };'
+			echo '    caches = ( { id = 0; bytes_per_token = 128; buffers = 2; capacity_tokens = 8192; } );'
+			echo "    l2 = { dir = \"$2\"; column = 64; capacity_tokens = [65536]; }; }$([ $k = 0 ] && echo ,)"
+		done
+		echo ');'
+		echo 'driver = { address = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };'
+		echo '  column = 64; policy = "lru"; retransmit_ms = 5;'
+		echo '  models = ( { name = "demo-model"; caches = ( { id = 0; rule = "full"; } );'
+		echo '    refill_latency_us = 20; refill_gbps = 10; shards = ('
+		for k in 0 1; do
+			sh="{ id = $k; address = { mac = \"02:00:00:00:01:0$k\"; ipv4 = \"10.99.0.1$k\"; };"
+			echo "      $sh bytes_per_token = [128]; capacity_tokens = [8192]; l2_tokens = [65536]; }$([ $k = 0 ] && echo ,)"
+		done
+		echo '    ); } );'
+		echo '};'
+		echo "wafer = { trace = \"$3\"; max_inflight = 8; };"
+		echo "shared = { conf = \"$conf\"; pool = \"kvss\"; deadline_ms = 200; generation_ms = 200;"
+		echo "  write = ${4:-true}; };"
+	} >"$1"
+	mkdir -p "$2"
+}
+run_two() { # run_two CFG LOG: its status (three lcores: the driver and two ingest)
+	timeout 180 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@(0-1),1@(0-1),2@(0-1)" \
+		--log-level lib.eal:error --no-telemetry --file-prefix "two$sfx" -- --config "$1" \
+		>"$2" 2>&1
+}
+each_shard() { # each_shard LABEL LOG FIELD: both shards' shared-level line has FIELD > 0, nothing refused
+	local k n
+	for k in 0 1; do
+		n=$(grep -o "shard $k of model 0: the shared level: .*" "$2" | sed -n "s/.* \([0-9]*\) columns $3,.*/\1/p; s/.*, \([0-9]*\) $3,.*/\1/p" | head -1)
+		check "$1: shard $k's own level: ${n:-no} columns $3" holds "${n:-0} > 0"
+		check "$1: shard $k's level refused nothing" \
+			grep -q "shard $k of model 0: the shared level: .* 0 refused by their check" "$2"
+	done
+}
+mk2cfg "$tmp/p.cfg" "$tmp/p" "$tmp/gamma.jsonl"
+run_two "$tmp/p.cfg" "$tmp/p.log"
+rc=$?
+say "P (gamma, two shards in one process, writes)" "$tmp/p.log"
+right "P" "$tmp/p.log" $rc
+each_shard "P" "$tmp/p.log" down
+mk2cfg "$tmp/q.cfg" "$tmp/q" "$tmp/gamma.jsonl" false
+run_two "$tmp/q.cfg" "$tmp/q.log"
+rc=$?
+say "Q (gamma, two shards in one process, empty)" "$tmp/q.log"
+right "Q" "$tmp/q.log" $rc
+check "Q: hits from the shared level" holds "$(field "$tmp/q.log" hit_tokens_shared) > 0"
+each_shard "Q" "$tmp/q.log" up
+grep "of model 0: the shared level" "$tmp/q.log" | sed 's/^/  /'
 
 # 4. Every slice's payload corrupted in the cluster: refused, never refilled.
 # The last byte of each slice's payload flipped, the header left valid.

@@ -136,34 +136,50 @@ Test(config, role_all_hosts_a_shard_per_group_of_its_list)
 	cr_assert_eq(cfg.local[0].id, cfg.shard.id);
 }
 
+/*
+ * config/all-in-one-draft.cfg with each of @p n @p from[i] replaced by
+ * @p to[i]: loaded into cfg; 0, or the load's failure with err.
+ */
+static int
+draft_variant(const char *const *from, const char *const *to, unsigned int n)
+{
+	char path[] = "/tmp/kvss_cfg_draft_XXXXXX", *text, *out;
+	FILE *f = fopen("config/all-in-one-draft.cfg", "r");
+	size_t len;
+	unsigned int i;
+	int fd, rc;
+
+	cr_assert_not_null(f);
+	text = calloc(1, 1 << 16);
+	out = calloc(1, 1 << 16);
+	len = fread(text, 1, (1 << 16) - 1, f);
+	fclose(f);
+	cr_assert_gt(len, 0);
+	for (i = 0; i < n; i++) {
+		char *at = strstr(text, from[i]);
+
+		cr_assert_not_null(at, "the example has '%s'", from[i]);
+		snprintf(out, 1 << 16, "%.*s%s%s", (int)(at - text), text, to[i], at + strlen(from[i]));
+		memcpy(text, out, 1 << 16);
+	}
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	free(text);
+	free(out);
+	rc = kvss_config_load(path, &cfg, err, sizeof(err));
+	unlink(path);
+	return rc;
+}
+
 /* config/all-in-one-draft.cfg with @p from replaced by @p to: the load must fail naming @p want. */
 static void
 draft_variant_fails(const char *from, const char *to, const char *want)
 {
-	char path[] = "/tmp/kvss_cfg_draft_XXXXXX", *text;
-	FILE *f = fopen("config/all-in-one-draft.cfg", "r");
-	size_t n;
-	char *at;
-	int fd;
-
-	cr_assert_not_null(f);
-	text = calloc(1, 1 << 16);
-	n = fread(text, 1, (1 << 16) - 1, f);
-	fclose(f);
-	cr_assert_gt(n, 0);
-	at = strstr(text, from);
-	cr_assert_not_null(at, "the example has '%s'", from);
-	fd = mkstemp(path);
-	cr_assert_geq(fd, 0);
-	f = fdopen(fd, "w");
-	fwrite(text, 1, (size_t)(at - text), f);
-	fputs(to, f);
-	fputs(at + strlen(from), f);
-	fclose(f);
-	free(text);
-	cr_assert_neq(kvss_config_load(path, &cfg, err, sizeof(err)), 0, "'%s' must be refused", to);
+	cr_assert_neq(draft_variant(&from, &to, 1), 0, "'%s' must be refused", to);
 	cr_assert(strstr(err, want) != NULL, "'%s' in: %s", want, err);
-	unlink(path);
 }
 
 Test(config, role_all_with_several_shards_is_checked)
@@ -172,17 +188,43 @@ Test(config, role_all_with_several_shards_is_checked)
 			    "lcores.ingest: 2 shards: one ingest lcore each (1 given)");
 	draft_variant_fails("id = 0;\n    model = 1;", "id = 0;\n    model = 0;",
 			    "shard.[1].id: shard 0 of model 0 is hosted twice");
-	draft_variant_fails("batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 128;",
-			    "batch_timeout_ms = 1000; l2 = { dir = \"/tmp\"; capacity_tokens = [100000]; };\n"
-			    "    caches = ( { id = 0; bytes_per_token = 128;",
-			    "role all with several shards keeps them in DRAM");
-	draft_variant_fails("driver = {", "shared = { conf = \"/etc/ceph/ceph.conf\"; column = 64; };\n"
-			    "driver = {", "shared.conf: role all with several shards keeps them off "
-			    "the shared level");
 	draft_variant_fails("{ id = 0; address = { mac = \"02:00:00:00:01:01\"",
 			    "{ id = 5; address = { mac = \"02:00:00:00:01:01\"",
 			    "model 1's shard 5 is not one this process hosts");
 	draft_variant_fails("refill = [];", "refill = [3];", "refills run on their ingest lcores");
+}
+
+/*
+ * Several shards in one process each have their own levels below DRAM
+ * (shard/level.h: a worker each, slices named by their own shard): a
+ * second tier per shard and the shared level are taken, and two shards
+ * naming one second-tier file are refused, naming the key.
+ */
+Test(config, several_shards_each_have_their_own_levels)
+{
+	static const char *const from[] = {
+		"batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 256;",
+		"batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 128;",
+		"driver = {", "models = (\n    {", "    },\n    {\n"};
+	const char *to[] = {
+		"batch_timeout_ms = 1000; l2 = { dir = \"/tmp/kvss_cfg_l2\"; capacity_tokens = [100000]; };\n"
+		"    caches = ( { id = 0; bytes_per_token = 256;",
+		"batch_timeout_ms = 1000; l2 = { dir = \"/tmp/kvss_cfg_l2\"; capacity_tokens = [100000]; };\n"
+		"    caches = ( { id = 0; bytes_per_token = 128;",
+		"shared = { conf = \"/etc/ceph/ceph.conf\"; column = 64; };\ndriver = {",
+		"models = (\n    { name = \"target\";", "    },\n    { name = \"draft\";\n"};
+	cr_assert_eq(draft_variant(from, to, 5), 0, "%s", err);
+	cr_assert_eq(cfg.num_local, 2);
+	cr_assert_str_neq(cfg.local[0].l2.path, cfg.local[1].l2.path);
+	cr_assert_str_eq(cfg.shared.conf, "/etc/ceph/ceph.conf");
+	/* One file named by both: refused at start, naming the second shard's key. */
+	to[1] = "batch_timeout_ms = 1000; l2 = { path = \"/tmp/kvss_cfg_l2/one.l2\"; "
+		"capacity_tokens = [100000]; };\n    caches = ( { id = 0; bytes_per_token = 128;";
+	to[0] = "batch_timeout_ms = 1000; l2 = { path = \"/tmp/kvss_cfg_l2/one.l2\"; "
+		"capacity_tokens = [100000]; };\n    caches = ( { id = 0; bytes_per_token = 256;";
+	cr_assert_neq(draft_variant(from, to, 5), 0);
+	cr_assert(strstr(err, "shard.[1].l2: /tmp/kvss_cfg_l2/one.l2 is shard 0 of model 0's second "
+			      "tier too") != NULL, "%s", err);
 }
 
 struct bad {

@@ -22,13 +22,16 @@
 #include "kvss.h"
 #include "shard/shard.h"
 
-/* The shard's shared-level thread, as this test says it counted (telemetry.c's weak one replaced). */
-static struct shard_sh_counts sh_counts;
+/* The shard's levels, as this test says they counted (telemetry.c's weak one replaced). */
+static struct level_counter lv_counts[SHARD_LEVELS][8];
+static unsigned int lv_n[SHARD_LEVELS];
 
-void
-shard_sh_counts(struct shard_sh_counts *c)
+unsigned int
+shard_level_counters(enum shard_level_kind k, struct level_counter *c, const char **prefix)
 {
-	*c = sh_counts;
+	*prefix = k == SHARD_LEVEL_DISK ? "disk_" : "shared_";
+	memcpy(c, lv_counts[k], lv_n[k] * sizeof(*c));
+	return lv_n[k];
 }
 
 static int sock = -1;
@@ -119,25 +122,28 @@ store_prompt(uint64_t id, uint32_t first, uint32_t n)
 	cr_assert_eq(kvstore_data(kvss_me->store, 1, 0, 0, n * 64, stream, n * 64), 0);
 }
 
-/* Every count of the shard's shared level reaches /kvss/stats: refusals by reason and the rest. */
-Test(telemetry, the_shared_levels_counts_are_shown)
+/* Every counter of each level reaches /kvss/stats under its level's prefix and group. */
+Test(telemetry, the_levels_counters_are_shown)
 {
+	static const struct level_counter sh[] = {{"bad_", "payload_sum", 4}, {"bad_", "too_big", 2},
+						  {"bad_", "identity", 0},     {"", "failed", 5},
+						  {"", "missing", 6},	       {"", "shed", 8}};
+	static const struct level_counter disk[] = {{"", "puts", 3}, {"", "corrupt", 9}};
 	const char *a;
 
-	sh_counts.bad[SHARED_BAD_PAYLOAD_SUM] = 4;
-	sh_counts.bad[SHARED_BAD_TOO_BIG] = 2;
-	sh_counts.failed = 5;
-	sh_counts.missing = 6;
-	sh_counts.exists = 7;
-	sh_counts.shed = 8;
+	memcpy(lv_counts[SHARD_LEVEL_SHARED], sh, sizeof(sh));
+	lv_n[SHARD_LEVEL_SHARED] = RTE_DIM(sh);
+	memcpy(lv_counts[SHARD_LEVEL_DISK], disk, sizeof(disk));
+	lv_n[SHARD_LEVEL_DISK] = RTE_DIM(disk);
 	a = ask("/kvss/stats");
 	cr_assert_not_null(strstr(a, "\"shared_bad_payload_sum\":4"), "%s", a);
 	cr_assert_not_null(strstr(a, "\"shared_bad_too_big\":2"), "%s", a);
 	cr_assert_not_null(strstr(a, "\"shared_bad_identity\":0"), "%s", a);
 	cr_assert_not_null(strstr(a, "\"shared_failed\":5"), "%s", a);
 	cr_assert_not_null(strstr(a, "\"shared_missing\":6"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"shared_exists\":7"), "%s", a);
 	cr_assert_not_null(strstr(a, "\"shared_shed\":8"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"disk_puts\":3"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"disk_corrupt\":9"), "%s", a);
 }
 
 Test(telemetry, caches_and_prompts_come_from_the_store)

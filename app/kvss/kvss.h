@@ -137,6 +137,7 @@ struct kvss_app {
 extern struct kvss_app kvss;
 
 struct shard_state;
+struct shard_levels;
 
 /*
  * One shard this process hosts: role "shard" hosts one; role "all" one per
@@ -146,6 +147,7 @@ struct shard_state;
 struct kvss_shard_inst {
 	struct kvss_shard_cfg *cfg; /* kvss.cfg.local[i] */
 	struct shard_state *st;	    /* its protocol state (shard.h) */
+	struct shard_levels *levels; /* its levels below DRAM (shard/level.h); NULL: none */
 	unsigned int ingest_lcore, refill_lcore;
 	struct kvstore *store;
 	void *store_mem;

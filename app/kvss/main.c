@@ -217,51 +217,68 @@ print_stats(void)
 		stat_put(&open, &any, "errors", "refill_failed_", proto_err_name((unsigned int)r),
 			 t.refill_errors[r]);
 	stat_end(&open);
-	if (shard_l2_on()) {
-		/* The second tier's file (lib/kvdisk), as the tier thread left it. */
-		struct kvdisk_stats ks;
-		uint64_t held = 0;
-		unsigned int c;
+	/* Each level below DRAM (shard/level.h) as its worker left it, over
+	 * the process's shards: "disk" the second tier, "shared" the Ceph level. */
+	for (r = 0; r < SHARD_LEVELS; r++) {
+		static const char *const group[SHARD_LEVELS] = {"disk", "shared"};
+		struct level_counter lc[LEVEL_COUNTERS_MAX];
+		const char *prefix;
+		unsigned int k, nc;
+		uint16_t s;
 
-		shard_l2_stats(&ks);
-		for (c = 0; c < KVDISK_MAX_CACHES; c++)
-			held += ks.stored[c];
-		stat_put(&open, &any, "disk", "disk_", "puts", ks.puts);
-		stat_put(&open, &any, "disk", "disk_", "gets", ks.gets);
-		stat_put(&open, &any, "disk", "disk_", "dels", ks.dels);
-		stat_put(&open, &any, "disk", "disk_", "dels_absorbed", ks.dels_absorbed);
-		stat_put(&open, &any, "disk", "disk_", "dels_written", ks.dels_written);
-		stat_put(&open, &any, "disk", "disk_", "bytes_written", ks.bytes_written);
-		stat_put(&open, &any, "disk", "disk_", "bytes_read", ks.bytes_read);
-		stat_put(&open, &any, "disk", "disk_", "corrupt", ks.corrupt);
-		stat_put(&open, &any, "disk", "disk_", "write_errors", ks.write_errors);
-		stat_put(&open, &any, "disk", "disk_", "read_errors", ks.read_errors);
-		stat_put(&open, &any, "disk", "disk_", "rebuilt", ks.rebuilt);
-		stat_put(&open, &any, "disk", "disk_", "rebuild_dropped", ks.rebuild_dropped);
-		stat_put(&open, &any, "disk", "disk_", "columns", held);
-		stat_end(&open);
-	}
-	if (shard_sh_on()) {
-		/* The shared level's thread: slices refused by reason, its other outcomes. */
-		struct shard_sh_counts sc;
+		for (s = 0; s < kvss.num_shards; s++)
+			if (shard_level_of(&kvss_shards[s], (enum shard_level_kind)r) != NULL)
+				break;
+		if (s == kvss.num_shards)
+			continue;
+		nc = shard_level_counters((enum shard_level_kind)r, lc, &prefix);
+		for (k = 0; k < nc; k++) {
+			char key[48];
 
-		memset(&sc, 0, sizeof(sc));
-		shard_sh_counts(&sc);
-		for (r = 1; r < SHARED_BAD_COUNT; r++)
-			stat_put(&open, &any, "shared", "shared_bad_", shared_bad_name((enum shared_bad)r),
-				 sc.bad[r]);
-		stat_put(&open, &any, "shared", "shared_", "failed", sc.failed);
-		stat_put(&open, &any, "shared", "shared_", "missing", sc.missing);
-		stat_put(&open, &any, "shared", "shared_", "exists", sc.exists);
-		stat_put(&open, &any, "shared", "shared_", "shed", sc.shed);
-		stat_put(&open, &any, "shared", "shared_", "replaced", sc.replaced);
-		stat_put(&open, &any, "shared", "shared_", "timeouts", sc.timeouts);
-		stat_put(&open, &any, "shared", "shared_", "busy", sc.busy);
+			snprintf(key, sizeof(key), "%s%s", prefix, lc[k].group);
+			stat_put(&open, &any, group[r], key, lc[k].name, lc[k].value);
+		}
 		stat_end(&open);
 	}
 	if (!any)
 		printf("kvss: final stats: every counter 0\n");
 	fflush(stdout);
+}
+
+/*
+ * Each level of shard @p s, on a line of its own: what its ingest lcore
+ * moved through it and what the level refused or failed, so that with
+ * several shards in a process each one's share is seen (final stats sum
+ * them).
+ */
+static void
+print_levels(const struct kvss_shard_inst *s)
+{
+	const struct kvss_lcore_stats *in = &kvss.stats[s->ingest_lcore],
+				      *rl = s->refill_lcore_on ? &kvss.stats[s->refill_lcore] : NULL;
+	unsigned int k;
+
+	for (k = 0; k < SHARD_LEVELS; k++) {
+		const struct shard_level *lv = shard_level_of(s, (enum shard_level_kind)k);
+		struct level_counter lc[LEVEL_COUNTERS_MAX];
+		uint64_t refused = 0;
+		unsigned int i, n;
+		bool sh = k == SHARD_LEVEL_SHARED;
+
+		if (lv == NULL)
+			continue;
+		n = lv->ops->counters(lv, lc);
+		for (i = 0; i < n; i++)
+			if (strcmp(lc[i].group, "bad_") == 0 || strcmp(lc[i].name, "corrupt") == 0)
+				refused += lc[i].value;
+		printf("kvss: shard %u of model %u: %s: %" PRIu64 " columns down, %" PRIu64
+		       " up, %" PRIu64 " refused by their check, %" PRIu64 " operations failed\n",
+		       s->cfg->id, s->cfg->model, sh ? "the shared level" : "the second tier",
+		       sh ? in->shared_down : in->l2_down, sh ? in->shared_up : in->l2_up, refused,
+		       /* A DOWN refused at once is counted where the refill queue runs. */
+		       (sh ? in->shared_errors : in->l2_errors) +
+			       (rl == NULL ? 0 : sh ? rl->shared_errors : rl->l2_errors));
+	}
 }
 
 /*
@@ -637,10 +654,11 @@ main(int argc, char **argv)
 			}
 		}
 		kvss_me->refill_lcore = rl;
-		{
+		for (c = 0; c < kvss.num_shards; c++) {
+			struct kvss_shard_inst *si = &kvss_shards[c];
+			const struct shard_level *disk;
 			char l2err[512];
-
-			int l2rc = shard_l2_open(l2err, sizeof(l2err));
+			int l2rc = shard_levels_open(si, l2err, sizeof(l2err));
 
 			if (l2rc != 0) {
 				/* -2: the shared level's, whose message names its key:
@@ -651,17 +669,22 @@ main(int argc, char **argv)
 				status = l2rc == -2 ? 2 : 1;
 				goto out_free;
 			}
-			if (shard_l2_on()) {
-				struct kvdisk_stats ks;
-				uint64_t held = 0;
+			disk = shard_level_of(si, SHARD_LEVEL_DISK);
+			if (disk != NULL) {
+				struct level_counter lc[LEVEL_COUNTERS_MAX];
+				uint64_t held = 0, dropped = 0;
+				unsigned int k, n = disk->ops->counters(disk, lc);
 
-				shard_l2_stats(&ks);
-				for (c = 0; c < KVDISK_MAX_CACHES; c++)
-					held += ks.stored[c];
+				for (k = 0; k < n; k++) {
+					if (strcmp(lc[k].name, "columns") == 0)
+						held = lc[k].value;
+					if (strcmp(lc[k].name, "rebuild_dropped") == 0)
+						dropped = lc[k].value;
+				}
 				printf("kvss: second tier %s%s: %" PRIu64 " columns kept from before, %" PRIu64
-				       " dropped (checksum)\n", kvss_me->cfg->l2.path,
-				       shard_l2_direct() ? " (O_DIRECT)" : " (page cache: no O_DIRECT here)",
-				       held, ks.rebuild_dropped);
+				       " dropped (checksum)\n", si->cfg->l2.path,
+				       level_disk_direct(disk) ? " (O_DIRECT)" : " (page cache: no O_DIRECT here)",
+				       held, dropped);
 			}
 		}
 		if (!want && kvss.cfg.num_refill)
@@ -739,13 +762,16 @@ main(int argc, char **argv)
 	}
 	rte_eal_mp_wait_lcore();
 	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
-		shard_l2_stop();
+		for (c = 0; c < kvss.num_shards; c++)
+			shard_levels_stop(&kvss_shards[c]);
 		print_stats();
 		for (c = 0; c < kvss.num_shards; c++)
 			printf("kvss: shard %u of model %u: the rail: the driver's frames crossed %u router(s), "
 			       "the wafer's %u (0: one segment, or none came)\n", kvss_shards[c].cfg->id,
 			       kvss_shards[c].cfg->model, kvss_shards[c].driver_hops,
 			       kvss_shards[c].wafer_hops);
+		for (c = 0; c < kvss.num_shards; c++)
+			print_levels(&kvss_shards[c]);
 	}
 	if (driver_on) {
 		kvss_driver_summary();
@@ -760,7 +786,9 @@ out_free:
 	 * the cause. */
 	kvss_ports_close();
 	kvss_gate_fini();
-	shard_l2_close(); /* the lcores have stopped: the tier thread drains, then ends */
+	/* The lcores have stopped: each level's worker drains, then ends. */
+	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++)
+		shard_levels_close(&kvss_shards[c]);
 	if (driver_loaded)
 		kvss_driver_free();
 	rte_ring_free(kvss_me->ingest_to_refill);

@@ -19,10 +19,12 @@
 #include "shard/shard.h"
 
 /*
- * The shard's shared-level counts (shard/shared.c). Weak: a program built
- * without the shard (the telemetry test supplies its own) reports zeros.
+ * The counters of the shard's levels below DRAM (shard/level.c). Weak: a
+ * program built without the shard (the telemetry test supplies its own)
+ * reports none.
  */
-void shard_sh_counts(struct shard_sh_counts *c) __attribute__((weak));
+unsigned int shard_level_counters(enum shard_level_kind k, struct level_counter *c,
+				  const char **prefix) __attribute__((weak));
 
 #ifndef KVSS_COMMIT
 #define KVSS_COMMIT "unknown" /* the Makefile names the commit built from */
@@ -74,26 +76,19 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, "refill_busy_us", tm.refill_busy_us);
 		rte_tel_data_add_dict_u64(d, "idle_us", tm.idle_us);
 	}
-	{
-		/* The shared level's thread: slices refused by reason, and its other outcomes. */
-		struct shard_sh_counts sc;
+	/* Each level below DRAM (disk_*, shared_*), summed over the process's
+	 * shards; zeros where none has it. */
+	for (r = 0; shard_level_counters != NULL && r < SHARD_LEVELS; r++) {
+		struct level_counter lc[LEVEL_COUNTERS_MAX];
+		const char *prefix;
+		unsigned int k, n = shard_level_counters((enum shard_level_kind)r, lc, &prefix);
 
-		memset(&sc, 0, sizeof(sc));
-		if (shard_sh_counts != NULL)
-			shard_sh_counts(&sc);
-		for (r = 1; r < SHARED_BAD_COUNT; r++) {
-			char key[48];
+		for (k = 0; k < n; k++) {
+			char key[64];
 
-			snprintf(key, sizeof(key), "shared_bad_%s", shared_bad_name((enum shared_bad)r));
-			rte_tel_data_add_dict_u64(d, key, sc.bad[r]);
+			snprintf(key, sizeof(key), "%s%s%s", prefix, lc[k].group, lc[k].name);
+			rte_tel_data_add_dict_u64(d, key, lc[k].value);
 		}
-		rte_tel_data_add_dict_u64(d, "shared_failed", sc.failed);
-		rte_tel_data_add_dict_u64(d, "shared_missing", sc.missing);
-		rte_tel_data_add_dict_u64(d, "shared_exists", sc.exists);
-		rte_tel_data_add_dict_u64(d, "shared_shed", sc.shed);
-		rte_tel_data_add_dict_u64(d, "shared_replaced", sc.replaced);
-		rte_tel_data_add_dict_u64(d, "shared_timeouts", sc.timeouts);
-		rte_tel_data_add_dict_u64(d, "shared_busy", sc.busy);
 	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
 	rte_tel_data_add_dict_u64(d, "driver_hops", __atomic_load_n(&kvss_me->driver_hops, __ATOMIC_RELAXED));

@@ -562,18 +562,24 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 
 				if (load_shard(&c, e, cfg) != 0)
 					goto out;
-				if (n > 1 && cfg->shard.l2.path[0] != '\0') {
-					cfg_fail(&c, e, "l2", "role all with several shards keeps them in "
-							      "DRAM (one second-tier thread a process)");
-					goto out;
-				}
-				for (j = 0; j < i; j++)
+				for (j = 0; j < i; j++) {
 					if (cfg->local[j].model == cfg->shard.model &&
 					    cfg->local[j].id == cfg->shard.id) {
 						cfg_fail(&c, e, "id", "shard %u of model %u is hosted twice",
 							 cfg->shard.id, cfg->shard.model);
 						goto out;
 					}
+					/* Each shard's second tier is its own file (its own
+					 * worker, index and owner in the superblock). */
+					if (cfg->shard.l2.path[0] != '\0' &&
+					    strcmp(cfg->local[j].l2.path, cfg->shard.l2.path) == 0) {
+						cfg_fail(&c, e, "l2", "%s is shard %u of model %u's second "
+							 "tier too: each shard needs its own file",
+							 cfg->shard.l2.path, cfg->local[j].id,
+							 cfg->local[j].model);
+						goto out;
+					}
+				}
 				cfg->local[i] = cfg->shard;
 			}
 			cfg->num_local = (uint16_t)n;
@@ -682,14 +688,6 @@ kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg
 		const config_setting_t *sg = cfg_member(&c, root, "shared");
 		uint16_t i, k;
 
-		/* A process has one shared-level thread, and it names slices as one
-		 * shard: a second shard's would go under the first's names. */
-		if ((cfg->role & KVSS_ROLE_SHARD) && cfg->num_local > 1) {
-			cfg_fail(&c, sg, "conf", "role all with several shards keeps them off the "
-				 "shared level (one shared-level thread a process, naming one "
-				 "shard's slices)");
-			goto out;
-		}
 		for (i = 0; (cfg->role & KVSS_ROLE_DRIVER) && i < cfg->driver.pc.num_models; i++)
 			if (cfg->driver.models[i].name[0] == '\0') {
 				const config_setting_t *ms = cfg_member(&c, cfg_member(&c, root, "driver"),

@@ -11,10 +11,10 @@
  * The frames go through the shard's own code as kvss runs it: its ingest
  * lcore (kvss_shard_ingest: parse, the control stream, the evict and
  * refill queues, the store), its refill lcore (kvss_shard_refill, refill
- * building), the second tier (l2.c's tier thread on a real kvdisk
+ * building), the second tier (the second tier's worker (level.c, level_disk.c) on a real kvdisk
  * file in a 0700 directory under /dev/shm, both unlinked once open, so
  * that not even a crash leaves them) and the shared level's thread
- * (shared.c's, over lib/shared's API in memory), under AddressSanitizer
+ * (level_shared.c's, over lib/shared's API in memory), under AddressSanitizer
  * and UndefinedBehaviorSanitizer. What the shard sends is checked as it goes
  * and at the end of the input (fuzz_shard_check.c).
  *

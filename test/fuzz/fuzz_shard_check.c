@@ -311,7 +311,7 @@ take_report(const struct proto_msg *m)
 	} else if (m->hdr.type == PROTO_T_L2_DONE) {
 		/*
 		 * The shard's own answers (the column could not be read out of
-		 * DRAM) leave from inside shard_l2_run, which both the refill
+		 * DRAM) leave from inside shard_level_run, which both the refill
 		 * queue and the refill lcore's hand-back run on st->msg2: that
 		 * says whose they are, which the records (no seq) do not.
 		 */

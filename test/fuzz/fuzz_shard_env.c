@@ -4,7 +4,7 @@
  * design): what main.c, app.c and portgate.c are to the kvss binary, with
  * the seams the harness needs.
  *
- *  - EAL, once: rte_mempool and rte_ring need its memory (l2.c's requests,
+ *  - EAL, once: rte_mempool and rte_ring need its memory (level.c's requests,
  *    the mbufs, the refill lcore's rings). No port: kvss_rx_burst and
  *    kvss_tx_burst are the harness's (portgate.c's are not linked), so
  *    what the shard receives is the input and what it sends is checked.
@@ -20,18 +20,18 @@
  *    when) it has sent so many REFILL_DATA frames: a refill stopped halfway
  *    while batches complete is the race of finding 3, explored in a fixed
  *    order.
- *  - The tier thread (l2.c's tier_main, the real one, started by l2.c
+ *  - The tier thread (level.c's level_main over level_disk.c, the real one, started by level.c
  *    and made a fiber by the link's --wrap of pthread_create) parks,
  *    through the --wrap of kvdisk_inflight, where it would otherwise sleep
  *    idle: nothing to do, nothing on the disk, every request answered. The
  *    scheduler gives it its turn between two polls of the ingest lcore,
  *    until it parks again: what one poll gave it, it sees at once, whole,
  *    and it answers before the next.
- *  - The shared level's thread (shared.c's sh_main, the real one, a fiber
+ *  - The shared level's thread (level_main over level_shared.c, the real one, a fiber
  *    too) takes its turn beside the tier thread's, over lib/shared's API
  *    in memory (fuzz_shard_rados.c: a cluster that lies as the input
  *    says); it parks there when it can do nothing more without the input.
- *  - l2.c's requests live in a DPDK mempool, where AddressSanitizer sees
+ *  - level.c's requests live in a DPDK mempool, where AddressSanitizer sees
  *    nothing: the gaps between its objects are poisoned, so that writing
  *    past one (finding 1) is a report, not a heap quietly broken.
  */
@@ -98,8 +98,8 @@ static size_t store_len;
 /* ---- Fibers: the shard's threads as coroutines of this one --------------- */
 
 /*
- * Each of the shard's other threads (the refill lcore, l2.c's tier thread,
- * shared.c's) runs on a stack of its own in this thread, and only when
+ * Each of the shard's other threads (the refill lcore, the second tier's worker (level.c, level_disk.c),
+ * level_shared.c's) runs on a stack of its own in this thread, and only when
  * the scheduler switches to it; it switches back where the thread would
  * wait for the others (its turn is over). A switch is a switch of stacks
  * (fiber_switch, below), not a semaphore hand-off between threads that
@@ -244,7 +244,7 @@ fiber_yield(void)
 }
 
 /*
- * l2.c and shared.c start their threads with pthread_create (the link wraps
+ * level.c starts the levels' workers with pthread_create (the link wraps
  * it): while the shard opens its second tier, each one is made a fiber,
  * run at the scheduler's call. Any other thread is a thread.
  */
@@ -288,7 +288,7 @@ __wrap_pthread_setname_np(pthread_t t, const char *name)
 
 /*
  * The tier and shared-level threads sleep a few microseconds when a round
- * of theirs found nothing to do (l2.c, shared.c; the link wraps
+ * of theirs found nothing to do (level_disk.c, level_shared.c; the link wraps
  * nanosleep): beside the others that is a pause, but a fiber's sleep is the
  * whole process's, and what it waits for can only come in its own next
  * round (the others run only when it yields). So a fiber's sleep ends at
@@ -464,7 +464,7 @@ unsigned int __real_kvdisk_inflight(const struct kvdisk *d);
 unsigned int __wrap_kvdisk_inflight(const struct kvdisk *d);
 
 /*
- * l2.c's tier thread asks this before it sleeps idle, and while it retries
+ * the second tier's worker (level.c, level_disk.c) asks this before it sleeps idle, and while it retries
  * a request. Idle with everything answered: it parks (its turn ends) until
  * the scheduler has more for it; then 1, so that it goes round once more
  * (a reap that finds nothing) instead of sleeping. Idle with only deletes
@@ -560,7 +560,7 @@ tier_empty(void)
 		kvdisk_poll(tier.d, done, 32, true);
 }
 
-/* The gaps around each request object, poisoned: l2.c must stay inside its own. */
+/* The gaps around each request object, poisoned: level_msg.c must stay inside its own. */
 static void
 poison_obj(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
 {
@@ -720,29 +720,28 @@ fz_env_init(void)
 	}
 	kvss_me->store = kvstore_init(kvss_me->store_mem, store_len, &c->store);
 	kvss.start_tsc = rte_get_tsc_cycles();
-	/* The tier and shared-level threads l2.c starts: fibers of this one. */
+	/* The workers of the two levels level.c starts: fibers of this one. */
 	make_fibers = true;
-	rc = kvss_me->store == NULL ? -1 : shard_l2_open(err, sizeof(err));
+	rc = kvss_me->store == NULL ? -1 : shard_levels_open(kvss_me, err, sizeof(err));
 	make_fibers = false;
 	tier.f = fiber_named("kvss-tier");
-	if (rc != 0 || !shard_l2_on() || tier.f == NULL || fiber_named("kvss-shared") == NULL) {
-		fprintf(stderr, "fuzz_shard: the second tier: %s\n", err);
+	if (rc != 0 || shard_level_of(kvss_me, SHARD_LEVEL_DISK) == NULL || tier.f == NULL ||
+	    fiber_named("kvss-shared") == NULL) {
+		fprintf(stderr, "fuzz_shard: the levels: %s\n", err);
 		return -1;
 	}
-	tier.to = rte_ring_lookup("l2to_0");
-	tier.from = rte_ring_lookup("l2from_0");
-	tier.pool = rte_mempool_lookup("l2req_0");
-	if (tier.to == NULL || tier.from == NULL || tier.pool == NULL) {
-		fprintf(stderr, "fuzz_shard: l2.c's rings and pool are not where expected\n");
-		return -1;
-	}
-	fz_sh_gate(rte_ring_lookup("shto_0"), rte_ring_lookup("shfrom_0"));
+	tier.to = shard_level_of(kvss_me, SHARD_LEVEL_DISK)->to;
+	tier.from = shard_level_of(kvss_me, SHARD_LEVEL_DISK)->from;
+	tier.pool = kvss_me->levels->pool;
+	fz_sh_gate(shard_level_of(kvss_me, SHARD_LEVEL_SHARED)->to,
+		   shard_level_of(kvss_me, SHARD_LEVEL_SHARED)->from);
 	remove_dirs();
 	rte_mempool_obj_iter(tier.pool, poison_obj, NULL);
 	__atomic_store_n(&tier.gated, 1, __ATOMIC_RELEASE);
 	fiber_run(tier.f); /* to where it parks */
 	printf("fuzz_shard: store %zu bytes, second tier %s (%s), %u request objects of %u bytes\n",
-	       store_len, c->l2.path, shard_l2_direct() ? "O_DIRECT" : "page cache",
+	       store_len, c->l2.path,
+	       level_disk_direct(shard_level_of(kvss_me, SHARD_LEVEL_DISK)) ? "O_DIRECT" : "page cache",
 	       tier.pool->size, tier.pool->elt_size);
 	return 0;
 }
@@ -792,6 +791,7 @@ fz_env_begin(bool refill_lcore, uint32_t mtu)
 	memset(kvss_me, 0, sizeof(*kvss_me));
 	kvss_me->cfg = keep.cfg;
 	kvss_me->st = keep.st;
+	kvss_me->levels = keep.levels;
 	kvss_me->store_mem = keep.store_mem;
 	kvss_me->ingest_to_refill = keep.ingest_to_refill;
 	kvss_me->refill_to_ingest = keep.refill_to_ingest;

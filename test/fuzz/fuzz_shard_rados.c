@@ -47,7 +47,7 @@
 
 #include "fuzz_shard.h"
 #include "kvss.h"
-#include "shard/l2_priv.h"
+#include "shard/level.h"
 #include "shared.h"
 
 #define OBJS 64
@@ -86,7 +86,7 @@ static struct {
 	uint8_t fault[OPS];
 	unsigned int fhead, fn;
 	/* Reads answered with a lie: their answers are checked at the next call. */
-	const struct l2_req *lied[OPS];
+	const struct level_req *lied[OPS];
 	unsigned int nlied;
 	uint64_t lies, puts_checked;
 	uint64_t timeouts, busy; /* shared_stats_get's */
@@ -204,7 +204,7 @@ check_lies(void)
 	for (i = 0; i < R.nlied; i++)
 		/* An SH_DOWN's read-back of a name taken: a lie there is not
 		 * taken either, but written over (answered 0 once written). */
-		if (R.lied[i]->op != L2R_SHPUT && R.lied[i]->status != PROTO_E_SHARED_BAD)
+		if (R.lied[i]->op != LEVEL_PUT && R.lied[i]->status != PROTO_E_SHARED_BAD)
 			fz_fail("the shared level's thread took a slice that is not the object "
 				"written under its name (key %" PRIu64 " org %" PRIu64
 				" cache %u): answered %s",
@@ -235,27 +235,32 @@ fz_sh_outstanding(void)
 	return R.outstanding;
 }
 
-/* l2.c hands the thread its requests and takes them back through these (the link wraps them). */
-int __real_shard_sh_submit(struct l2_req *q);
-int __wrap_shard_sh_submit(struct l2_req *q);
-unsigned int __real_shard_sh_take(void **qs, unsigned int n);
-unsigned int __wrap_shard_sh_take(void **qs, unsigned int n);
+/*
+ * The ingest lcore hands the levels their requests and takes them back
+ * through these (level.c; the link wraps them): the shared level's are
+ * counted.
+ */
+int __real_shard_level_give(struct shard_levels *ls, struct level_req *q);
+int __wrap_shard_level_give(struct shard_levels *ls, struct level_req *q);
+unsigned int __real_shard_level_take(struct shard_levels *ls, void **qs, unsigned int n);
+unsigned int __wrap_shard_level_take(struct shard_levels *ls, void **qs, unsigned int n);
 
 int
-__wrap_shard_sh_submit(struct l2_req *q)
+__wrap_shard_level_give(struct shard_levels *ls, struct level_req *q)
 {
-	int rc = __real_shard_sh_submit(q);
+	int rc = __real_shard_level_give(ls, q);
 
-	R.outstanding += rc == 0;
+	R.outstanding += rc == 0 && q->level == SHARD_LEVEL_SHARED;
 	return rc;
 }
 
 unsigned int
-__wrap_shard_sh_take(void **qs, unsigned int n)
+__wrap_shard_level_take(struct shard_levels *ls, void **qs, unsigned int n)
 {
-	unsigned int k = __real_shard_sh_take(qs, n);
+	unsigned int k = __real_shard_level_take(ls, qs, n), i;
 
-	R.outstanding -= k;
+	for (i = 0; i < k; i++)
+		R.outstanding -= ((struct level_req *)qs[i])->level == SHARD_LEVEL_SHARED;
 	return k;
 }
 
@@ -493,7 +498,7 @@ complete(const struct op *o, struct shared_done *d)
 	if (lie(o, x, d)) {
 		R.lies++;
 		if (R.nlied < OPS)
-			R.lied[R.nlied++] = (const struct l2_req *)(uintptr_t)o->cookie;
+			R.lied[R.nlied++] = (const struct level_req *)(uintptr_t)o->cookie;
 		FZ_TRACE("  cluster: the read of %s/%s lies (%u)\n", o->ns, o->name, how);
 	}
 }

@@ -297,7 +297,7 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			}
 			if (shard_type_up(msg->hdr.type) && shard_level_on(msg->hdr.type) &&
 			    (q->rec[q->head % SHARD_QMAX].l2gate > kvss_me->st->l2down_done ||
-			     shard_l2_up_room(msg) != 0))
+			     shard_level_up_room(msg) != 0))
 				return; /* an L2_DOWN before it has not run, or the tier thread is behind */
 			for (i = 0; i < msg->hdr.count; i++)
 				proto_get_evict_entry(msg, i, &e[i]);
@@ -337,7 +337,7 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 					if (codes[i] != 0)
 						shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
 							  (uint16_t)(i % msg->u.evict.num_caches), codes[i]);
-				shard_l2_up(st, msg, e, codes);
+				shard_level_up(st, msg, e, codes);
 				st->batches++;
 			} else if (rc == 0 && shard_type_up(msg->hdr.type)) {
 				/* No second tier (shared level) to read its bytes from: refused

@@ -276,7 +276,7 @@ shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
 		if (msg->hdr.type == PROTO_T_DELETE) {
 			apply_delete(st, err, msg);
 		} else if (shard_type_down(msg->hdr.type) || msg->hdr.type == PROTO_T_L2_DELETE) {
-			if (shard_l2_run(st, err, msg) != 0)
+			if (shard_level_run(st, err, msg) != 0)
 				return; /* the tier thread is behind */
 		} else {
 			/* Refill work, timed (the poll's rest is ingest work or idle). */
@@ -328,7 +328,7 @@ shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *er
 			return;
 		}
 		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type != PROTO_T_DELETE &&
-		    shard_l2_run(st, err, &kvss_me->st->msg2) != 0) {
+		    shard_level_run(st, err, &kvss_me->st->msg2) != 0) {
 			waiting = m; /* L2_DOWN, L2_DELETE: the tier thread is behind */
 			return;
 		}

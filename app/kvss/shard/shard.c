@@ -303,7 +303,7 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 			shard_report_reset(false); /* reports of the old stream are of no use */
 		}
 		shard_send_status(st);
-		shard_l2_inventory(st); /* what its second tier holds, kept across restarts */
+		shard_level_inventory(st); /* what its second tier holds, kept across restarts */
 		return 0;
 	}
 	if (msg->hdr.type >= PROTO_T_STATUS) {
@@ -490,7 +490,7 @@ kvss_shard_ingest(void *arg)
 		} else {
 			shard_run_refillq(st, &err);
 		}
-		shard_l2_poll(st, &err);
+		shard_level_poll(st, &err);
 		shard_run_evictq(st, &err, t0); /* deletes may have made room */
 		shard_expire_batches(st);
 		shard_batcher_flush(&err);

@@ -13,8 +13,10 @@
  *   refill.c   REFILL_DATA as gather lists over the store
  *   evict.c    the evict queue (RESERVE, EVICT), EVICT_DATA stored or held
  *              for its EVICT, batches lost at the timeout
- *   l2.c       the second tier: its thread, L2_DOWN, L2_UP, L2_DELETE,
- *              the inventory (PROTOCOL.md section 9)
+ *   level_msg.c  the levels below DRAM on the ingest lcore: L2_DOWN,
+ *              SH_DOWN, L2_UP, SH_UP, L2_DELETE, the inventory (PROTOCOL.md
+ *              sections 9, 10); level.c, level_disk.c, level_shared.c:
+ *              the levels themselves, each an object with its worker (level.h)
  *   tx.c       TX with retry, the ACK, the reliable reports and the
  *              batcher that packs ERROR, REFILL_DONE and TOKEN_LOST records
  *
@@ -31,6 +33,7 @@
 #include <rte_mbuf.h>
 
 #include "kvss.h"
+#include "level.h"
 #include "shared_obj.h"
 
 #define SHARD_WINDOW 64	       /* early control messages held */
@@ -310,50 +313,47 @@ void shard_pass_to_refill(struct kvss_lcore_stats *st);
 /** DELETEs the refill lcore handed back: applied by the store's writer. */
 void shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err);
 
-/* ---- l2.c: the second tier (PROTOCOL.md section 9) ---- */
+/* ---- level.c, level_msg.c: the levels below DRAM (level.h; PROTOCOL.md sections 9, 10) ---- */
 
-struct kvdisk_stats;
-/** Open shard.l2 and start the tier thread (nothing when not configured). -1: @p err says why. */
-int shard_l2_open(char *err, size_t errlen);
-/** Stop the tier thread (what it began, it finishes); then its stats hold still. */
-void shard_l2_stop(void);
-void shard_l2_close(void);
-bool shard_l2_on(void);
-/** Does this shard reach the shared level (shard.shared, section 10)? */
-bool shard_sh_on(void);
-/** What the shared level's thread counted (torn values at worst while it runs). */
-struct shard_sh_counts {
-	uint64_t bad[SHARED_BAD_COUNT]; /* slices refused by their check, by reason (SHARED_BAD) */
-	uint64_t failed;		/* operations the cluster failed (SHARED_FAILED) */
-	uint64_t missing;		/* slices read that were not there */
-	uint64_t exists;		/* slices written that were there already */
-	uint64_t shed;			/* writes answered SHARED_FAILED at once: too many waited */
-	uint64_t replaced;		/* slices written over what was under their name (not the slice) */
-	uint64_t timeouts;		/* cluster operations past the op timeout (lib/shared) */
-	uint64_t busy;			/* operations not begun: as many in flight as shared.depth */
-};
-void shard_sh_counts(struct shard_sh_counts *c);
-/** Does it have the level message type @p type is for (L2_* the second tier, SH_* the shared level)? */
+/**
+ * Open shard @p s's levels (shard.l2, shared) and start their workers
+ * (nothing when neither is configured). -1: the second tier's failure,
+ * -2: the shared level's; @p err says why, naming its key.
+ */
+int shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen);
+/** Stop their workers (what they began, they finish); then their counters hold still. */
+void shard_levels_stop(struct kvss_shard_inst *s);
+void shard_levels_close(struct kvss_shard_inst *s);
+/** Shard @p s's level @p k; NULL: not configured. */
+struct shard_level *shard_level_of(const struct kvss_shard_inst *s, enum shard_level_kind k);
+/** Does the calling lcore's shard have the level message type @p type is for (L2_*, SH_*)? */
 bool shard_level_on(unsigned int type);
-/** Does it use O_DIRECT (false: the file system refused it)? */
-bool shard_l2_direct(void);
-void shard_l2_stats(struct kvdisk_stats *st);
-/** Cache @p cache's L2 in tokens (whole columns), for STATUS (version 2); 0 without a tier. */
-void shard_l2_tokens(uint16_t cache, uint64_t *capacity, uint64_t *stored);
-/** Run L2_DOWN, SH_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the tier is behind; again later. */
-int shard_l2_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
+/**
+ * Level @p k's counters summed over the process's shards, into @p c (at
+ * most LEVEL_COUNTERS_MAX; zeros where no shard has it), their keys' prefix
+ * in @p prefix; how many.
+ */
+unsigned int shard_level_counters(enum shard_level_kind k, struct level_counter *c,
+				  const char **prefix);
+/** The second tier: does it use O_DIRECT (false: the file system refused it)? */
+bool level_disk_direct(const struct shard_level *lv);
+/** Cache @p cache's second tier in tokens (whole columns), for STATUS (version 2); 0 without one. */
+void level_disk_tokens(const struct shard_level *lv, uint16_t cache, uint64_t *capacity,
+		       uint64_t *stored);
+/** Run L2_DOWN, SH_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the level is behind; again later. */
+int shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
 /** Is there room to run L2_UP or SH_UP @p msg (0), or must it wait (-EAGAIN)? */
-int shard_l2_up_room(const struct proto_msg *msg);
+int shard_level_up_room(const struct proto_msg *msg);
 /**
  * L2_UP or SH_UP @p msg, its batch just opened (entries @p e, kvstore's
  * @p codes for them): its columns are read, their tokens stored; an accepted
  * entry no column covers is lost with its batch, never stored.
  */
-void shard_l2_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
-		 const struct proto_evict_entry *e, const uint16_t *codes);
-/** After a STATUS answering a HELLO: the inventory goes out when the tier thread has it. */
-void shard_l2_inventory(struct kvss_lcore_stats *st);
-/** What the tier thread finished: L2_DONE, ERROR, tokens stored, the inventory sent. */
-void shard_l2_poll(struct kvss_lcore_stats *st, struct shard_batcher *err);
+void shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
+		    const struct proto_evict_entry *e, const uint16_t *codes);
+/** After a STATUS answering a HELLO: the inventory goes out when the second tier has it. */
+void shard_level_inventory(struct kvss_lcore_stats *st);
+/** What the levels finished: L2_DONE, ERROR, tokens stored, the inventory sent. */
+void shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err);
 
 #endif

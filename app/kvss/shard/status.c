@@ -2,7 +2,7 @@
 /*
  * STATUS (PROTOCOL.md section 5): what the shard holds in both of its tiers,
  * its completed batches and its uptime, sent to the driver's last control
- * source. It reads the store and the second tier (l2.c) and sends through
+ * source. It reads the store and the second tier (level_disk.c) and sends through
  * tx.c, so it sits above both: tx.c never calls back into the tier.
  */
 #include <rte_cycles.h>
@@ -14,6 +14,7 @@ shard_send_status(struct kvss_lcore_stats *st)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN + KVSTORE_MAX_CACHES * PROTO_CACHE_INFO_LEN];
 	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
+	const struct shard_level *disk = shard_level_of(kvss_me, SHARD_LEVEL_DISK);
 	/* In whole seconds and the rest: cycles x 1e9 overflows 64 bits after
 	 * seconds, and a driver orders STATUS frames by it (version 2). */
 	uint64_t up = rte_get_tsc_cycles() - kvss.start_tsc, hz = kvss_me->st->hz;
@@ -23,8 +24,8 @@ shard_send_status(struct kvss_lcore_stats *st)
 		.uptime_ns = up / hz * 1000000000ull + up % hz * 1000000000ull / hz,
 		.flags = (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.since[kvss_me->st->evictq.head % SHARD_QMAX]
 				  ? PROTO_STATUS_F_STALLED : 0) |
-			 (shard_l2_on() ? PROTO_STATUS_F_L2 : 0) |
-			 (shard_sh_on() ? PROTO_STATUS_F_SHARED : 0),
+			 (disk != NULL ? PROTO_STATUS_F_L2 : 0) |
+			 (shard_level_of(kvss_me, SHARD_LEVEL_SHARED) != NULL ? PROTO_STATUS_F_SHARED : 0),
 		.driver_epoch = kvss_me->driver_epoch};
 	struct proto_builder b;
 	uint16_t c;
@@ -38,7 +39,7 @@ shard_send_status(struct kvss_lcore_stats *st)
 		kvstore_cache_stats(kvss_me->store, c, &cs);
 		ci = (struct proto_cache_info){c, cs.num_buffers, cs.bytes_per_token,
 					       cs.capacity_tokens, cs.stored_tokens, cs.prompts, 0, 0};
-		shard_l2_tokens(c, &ci.l2_capacity_tokens, &ci.l2_stored_tokens);
+		level_disk_tokens(disk, c, &ci.l2_capacity_tokens, &ci.l2_stored_tokens);
 		proto_build_cache_info(&b, &ci);
 	}
 	shard_send_control(st, buf, proto_build_end(&b));

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A shard's storage levels (level.h): each opened by its backend's ops,
+ * run by one worker thread of its own, and met by the ingest lcore over
+ * two rings; one pool of requests per shard, which both levels draw from
+ * (an SH_UP may bring columns of both in one batch).
+ *
+ * The worker is the same loop for every backend: it takes what the ingest
+ * lcore gave, lets the backend begin or queue it, and polls the backend
+ * for what finished; with nothing to do it sleeps briefly (2 us at first,
+ * 50 us after 64 idle turns), as a thread beside busy-polling lcores must.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_lcore.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "level.h"
+#include "shard.h"
+#include "shared_obj.h"
+
+#define LEVEL_RING 1024
+#define LEVEL_POOL 511
+/*
+ * An up column's (stream token, column token) pairs: one per entry of its
+ * cache that names one of its tokens, and a token may be named more than
+ * once in a batch (section 3), so the bound is the entries a frame can
+ * carry, not the column's length.
+ */
+#define LEVEL_POS_MAX (PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN)
+
+static const struct shard_level_ops *const backends[SHARD_LEVELS] = {
+	[SHARD_LEVEL_DISK] = &level_disk_ops,
+	[SHARD_LEVEL_SHARED] = &level_shared_ops,
+};
+
+void
+level_done(struct shard_level *lv, struct level_req *q, uint16_t status)
+{
+	unsigned int turns = 0;
+
+	q->status = status;
+	/* Not reached while running: the ring holds every request of the pool. */
+	while (rte_ring_enqueue(lv->from, q) != 0 && !__atomic_load_n(&lv->stop, __ATOMIC_RELAXED))
+		kvss_wait_turn(&turns);
+}
+
+static void *
+level_main(void *arg)
+{
+	struct shard_level *lv = arg;
+	unsigned int idle = 0;
+
+	while (!__atomic_load_n(&lv->stop, __ATOMIC_RELAXED)) {
+		void *qs[32];
+		unsigned int n = rte_ring_dequeue_burst(lv->to, qs, 32, NULL), i;
+
+		for (i = 0; i < n; i++)
+			lv->ops->start(lv, qs[i]);
+		if (lv->ops->poll(lv, n == 0) || n > 0) {
+			idle = 0;
+		} else {
+			struct timespec ts = {0, idle < 64 ? 2000 : 50000};
+
+			idle++;
+			nanosleep(&ts, NULL);
+		}
+	}
+	lv->ops->drain(lv);
+	return NULL;
+}
+
+int
+shard_level_give(struct shard_levels *ls, struct level_req *q)
+{
+	struct shard_level *lv = ls->lv[q->level];
+
+	return lv != NULL && rte_ring_enqueue(lv->to, q) == 0 ? 0 : -ENOBUFS;
+}
+
+unsigned int
+shard_level_take(struct shard_levels *ls, void **qs, unsigned int n)
+{
+	unsigned int k, got = 0;
+
+	for (k = 0; k < SHARD_LEVELS && got < n; k++)
+		if (ls->lv[k] != NULL)
+			got += rte_ring_dequeue_burst(ls->lv[k]->from, qs + got, n - got, NULL);
+	return got;
+}
+
+/* ---- Start and stop ----------------------------------------------------- */
+
+static unsigned int
+shard_index(const struct kvss_shard_inst *s)
+{
+	return (unsigned int)(s - kvss_shards);
+}
+
+static void
+level_free(struct shard_levels *ls, enum shard_level_kind k)
+{
+	struct shard_level *lv = ls->lv[k];
+	void *p;
+
+	if (lv == NULL)
+		return;
+	/* The requests still in its rings are the pool's. */
+	while (lv->from != NULL && rte_ring_dequeue(lv->from, &p) == 0) {
+		free(((struct level_req *)p)->inv);
+		rte_mempool_put(ls->pool, p);
+	}
+	while (lv->to != NULL && rte_ring_dequeue(lv->to, &p) == 0)
+		rte_mempool_put(ls->pool, p);
+	rte_ring_free(lv->to);
+	rte_ring_free(lv->from);
+	if (lv->ops->close != NULL)
+		lv->ops->close(lv);
+	free(lv);
+	ls->lv[k] = NULL;
+}
+
+/* Open level @p k of shard @p s (its backend, its rings) and start its worker. */
+static int
+level_open(struct kvss_shard_inst *s, enum shard_level_kind k, uint32_t column, char *err,
+	   size_t errlen)
+{
+	struct shard_levels *ls = s->levels;
+	struct shard_level *lv = calloc(1, sizeof(*lv));
+	char name[RTE_RING_NAMESIZE];
+
+	if (lv == NULL) {
+		snprintf(err, errlen, "no memory for the level");
+		return -1;
+	}
+	lv->ops = backends[k];
+	lv->shard = s;
+	lv->column = column;
+	ls->lv[k] = lv;
+	if (lv->ops->open(lv, err, errlen) != 0) {
+		free(lv); /* nothing of it to close */
+		ls->lv[k] = NULL;
+		return -1;
+	}
+	snprintf(name, sizeof(name), "%sto_%u", lv->ops->prefix, shard_index(s));
+	lv->to = rte_ring_create(name, LEVEL_RING, (int)rte_socket_id(),
+				 RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "%sfrom_%u", lv->ops->prefix, shard_index(s));
+	lv->from = rte_ring_create(name, LEVEL_RING, (int)rte_socket_id(),
+				   RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (lv->to == NULL || lv->from == NULL) {
+		snprintf(err, errlen, "no memory for the %s thread's rings", lv->ops->thread);
+		return -1;
+	}
+	if (pthread_create(&lv->thread, NULL, level_main, lv) != 0) {
+		snprintf(err, errlen, "cannot start the %s thread", lv->ops->thread);
+		return -1;
+	}
+	pthread_setname_np(lv->thread, lv->ops->thread);
+	lv->started = 1;
+	return 0;
+}
+
+int
+shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen)
+{
+	const struct kvstore_params *kp = kvstore_params(s->store);
+	bool disk = s->cfg->l2.path[0] != '\0', shared = kvss.cfg.shared.conf[0] != '\0';
+	uint32_t column = disk ? s->cfg->l2.column : 0, shcolumn = shared ? kvss.cfg.shared.column : 0;
+	uint32_t most = column > shcolumn ? column : shcolumn, sum = 0;
+	struct shard_levels *ls;
+	char name[RTE_MEMPOOL_NAMESIZE];
+	uint16_t c;
+
+	if (!disk && !shared)
+		return 0;
+	ls = calloc(1, sizeof(*ls));
+	if (ls == NULL) {
+		snprintf(err, errlen, "shard.l2: no memory for the shard's levels");
+		return -1;
+	}
+	s->levels = ls;
+	for (c = 0; c < kp->num_caches; c++)
+		if (kp->cache[c].bytes_per_token * most > sum)
+			sum = kp->cache[c].bytes_per_token * most;
+	ls->col_bytes = sum;
+	snprintf(name, sizeof(name), "lvreq_%u", shard_index(s));
+	ls->pool = rte_mempool_create(name, LEVEL_POOL,
+				      sizeof(struct level_req) + SHARED_HDR_LEN + sum +
+					      LEVEL_POS_MAX * 4u,
+				      0, 0, NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
+	if (ls->pool == NULL) {
+		snprintf(err, errlen, "shard.l2: no memory for the levels' requests (%u of %zu bytes)",
+			 LEVEL_POOL, sizeof(struct level_req) + sum);
+		shard_levels_close(s);
+		return -1;
+	}
+	if (disk && level_open(s, SHARD_LEVEL_DISK, column, err, errlen) != 0) {
+		shard_levels_close(s);
+		return -1;
+	}
+	if (shared && level_open(s, SHARD_LEVEL_SHARED, shcolumn, err, errlen) != 0) {
+		shard_levels_close(s);
+		return -2; /* the shared level's: err names its key */
+	}
+	return 0;
+}
+
+void
+shard_levels_stop(struct kvss_shard_inst *s)
+{
+	unsigned int k;
+
+	/* The shared level first: an SH_UP's columns may come from both. */
+	for (k = SHARD_LEVELS; s->levels != NULL && k-- > 0;) {
+		struct shard_level *lv = s->levels->lv[k];
+
+		if (lv != NULL && lv->started) {
+			__atomic_store_n(&lv->stop, 1, __ATOMIC_RELAXED);
+			pthread_join(lv->thread, NULL);
+			lv->started = 0;
+		}
+	}
+}
+
+void
+shard_levels_close(struct kvss_shard_inst *s)
+{
+	struct shard_levels *ls = s->levels;
+	unsigned int k;
+
+	if (ls == NULL)
+		return;
+	shard_levels_stop(s);
+	for (k = SHARD_LEVELS; k-- > 0;)
+		level_free(ls, (enum shard_level_kind)k);
+	rte_mempool_free(ls->pool);
+	free(ls);
+	s->levels = NULL;
+}
+
+/* ---- What the rest of the shard asks -------------------------------------- */
+
+struct shard_level *
+shard_level_of(const struct kvss_shard_inst *s, enum shard_level_kind k)
+{
+	return s->levels != NULL ? s->levels->lv[k] : NULL;
+}
+
+bool
+shard_level_on(unsigned int type)
+{
+	return shard_level_of(kvss_me, type == PROTO_T_SH_DOWN || type == PROTO_T_SH_UP
+						? SHARD_LEVEL_SHARED : SHARD_LEVEL_DISK) != NULL;
+}
+
+unsigned int
+shard_level_counters(enum shard_level_kind k, struct level_counter *c, const char **prefix)
+{
+	unsigned int n = backends[k]->counters(NULL, c), i, j;
+	uint16_t s;
+
+	/* Summed over the process's shards; each shard's list is the same (its backend's). */
+	*prefix = backends[k]->prefix;
+	for (s = 0; s < kvss.num_shards; s++) {
+		struct shard_level *lv = shard_level_of(&kvss_shards[s], k);
+		struct level_counter one[LEVEL_COUNTERS_MAX];
+
+		if (lv == NULL)
+			continue;
+		j = lv->ops->counters(lv, one);
+		for (i = 0; i < j && i < n; i++)
+			c[i].value += one[i].value;
+	}
+	return n;
+}

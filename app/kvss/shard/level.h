@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A shard's storage levels below DRAM, each an object: the second tier on
+ * the shard's own disk (level_disk.c over lib/kvdisk) and the shared level
+ * on Ceph RADOS (level_shared.c over lib/shared). A level is a struct with
+ * one ops table and one worker thread (level.c), and it knows the shard it
+ * serves: its slices are named and stamped with that shard's id and model,
+ * whatever thread runs them, so that several shards in one process never
+ * share a level or a name.
+ *
+ * The ingest lcore (level_msg.c) turns L2_DOWN, SH_DOWN, L2_DELETE, L2_UP
+ * and SH_UP into requests, hands each to the level its message is for, and
+ * answers what the levels finished; it names no backend. The ingest lcore
+ * never waits for a disk or a cluster: a request goes to the level's worker
+ * over a ring and comes back over another, both holding every request of
+ * the shard's pool.
+ *
+ *   ingest lcore                      the level's worker (one thread)
+ *   req_get, shard_level_give --to--> ops->start: begin it, or queue it
+ *                                     ops->poll: what finished -> level_done
+ *   shard_level_take        <-from--- level_done (its status, a protocol code)
+ *
+ * Who writes what: the ingest lcore writes a request until it gives it, the
+ * worker from then until level_done, the ingest lcore again after it takes
+ * it back. A level's counters are its worker's (read by telemetry: torn
+ * values at worst).
+ */
+#ifndef KVSS_SHARD_LEVEL_H
+#define KVSS_SHARD_LEVEL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kvdisk.h"
+
+struct kvss_shard_inst;
+struct rte_ring;
+struct rte_mempool;
+
+/* The levels of a shard, by what the protocol's messages name (section 9: L2_*, section 10: SH_*). */
+enum shard_level_kind { SHARD_LEVEL_DISK, SHARD_LEVEL_SHARED, SHARD_LEVELS };
+
+/* What a request asks of its level. */
+enum level_op {
+	LEVEL_PUT,  /* write the column (L2_DOWN, SH_DOWN) */
+	LEVEL_GET,  /* read the column whole (L2_UP, SH_UP) */
+	LEVEL_DEL,  /* forget the column (L2_DELETE) */
+	LEVEL_LIST, /* every column held (the inventory after a HELLO) */
+};
+
+/*
+ * One column on its way between DRAM and a level. Requests come from the
+ * shard's one pool (level.c); each has room for the largest column's
+ * bytes of either level, an object header before them (SHARED_HDR_LEN: a
+ * slice is written and read whole, header and bytes in one buffer), and
+ * an up message's token positions after them.
+ */
+struct level_req {
+	uint8_t op;	  /* enum level_op */
+	uint8_t level;	  /* enum shard_level_kind: whose request it is */
+	uint16_t status;  /* the result: 0 or a protocol code */
+	uint32_t epoch;	  /* the driver epoch it was made in */
+	uint64_t seq;	  /* its message's control seq (ERROR records) */
+	struct kvdisk_meta meta;
+	uint32_t len;	  /* PUT, GET: the column's bytes in data */
+	uint32_t bytes_per_token;
+	/* GET: the batch, and where the column's tokens go in its stream. */
+	uint64_t batch_no;
+	uint32_t stream_len;
+	uint16_t npos;
+	uint16_t *pos;	  /* npos pairs (stream token, column token), after data */
+	/* LIST: the columns, malloc'd by the worker, freed with the request. */
+	struct kvdisk_meta *inv;
+	uint32_t ninv;
+	/* The shared level's name for the column (section 10): what the driver sent. */
+	uint64_t object_id;
+	uint32_t gen_global, gen_org, layout;
+	uint8_t bad;	  /* GET refused by its check: enum shared_bad */
+	uint8_t *obj;	  /* SHARED_HDR_LEN bytes of header, then data */
+	uint8_t *data;
+	/* The shared level's PUT whose name was taken: the object there, read
+	 * back (malloc'd and freed by the worker), and its step (level_shared.c). */
+	uint8_t *back;
+	uint8_t phase;
+	uint64_t t_ns;	  /* GET: when the worker took it (CLOCK_MONOTONIC) */
+};
+
+/* One counter of a level: its telemetry key is the level's prefix, group and name ("shared_bad_checksum"). */
+struct level_counter {
+	const char *group; /* "" or a family ("bad_") */
+	const char *name;
+	uint64_t value;
+};
+
+#define LEVEL_COUNTERS_MAX 48
+
+struct shard_level;
+
+/*
+ * A backend. Every function but counters runs on the level's worker
+ * thread; open and close on the main thread before it starts and after it
+ * ends.
+ */
+struct shard_level_ops {
+	const char *thread;  /* the worker's name */
+	const char *prefix;  /* its counters' keys start so ("disk_") */
+	/** Connect or open what the level stores in; -1: @p err says why (naming its key). */
+	int (*open)(struct shard_level *lv, char *err, size_t errlen);
+	/** A request from the ingest lcore: begin it, or queue it; its answer is a level_done(). */
+	void (*start)(struct shard_level *lv, struct level_req *q);
+	/**
+	 * What finished, each answered with level_done(). @p idle: nothing came
+	 * this turn, so it may wait a little for an answer in flight. true: it
+	 * made progress or waited (the worker does not sleep).
+	 */
+	bool (*poll)(struct shard_level *lv, bool idle);
+	/** Stopping: what is queued is answered, what is in flight finishes. */
+	void (*drain)(struct shard_level *lv);
+	void (*close)(struct shard_level *lv);
+	/** Its counters into @p c (at most LEVEL_COUNTERS_MAX); how many. */
+	unsigned int (*counters)(const struct shard_level *lv, struct level_counter *c);
+};
+
+struct shard_level {
+	const struct shard_level_ops *ops;
+	struct kvss_shard_inst *shard; /* the shard it serves: its id, model, caches */
+	uint32_t column;	       /* its largest column, tokens */
+	struct rte_ring *to, *from;    /* requests to the worker, and back */
+	pthread_t thread;
+	int started;
+	int stop;
+	/* The ingest lcore waits for requests (ingest: wo, worker: rw): a
+	 * backend holding requests it could finish now (kvdisk's deferred
+	 * deletes) finishes them. */
+	int starved;
+	void *be; /* the backend's own state */
+};
+
+extern const struct shard_level_ops level_disk_ops;
+extern const struct shard_level_ops level_shared_ops;
+
+/** The worker: @p q is answered with @p status (0 or a protocol code). */
+void level_done(struct shard_level *lv, struct level_req *q, uint16_t status);
+
+/* ---- level.c: the shard's levels, for the ingest lcore and main ---- */
+
+/* A shard's levels and the pool of requests they share. */
+struct shard_levels {
+	struct shard_level *lv[SHARD_LEVELS]; /* NULL: not configured */
+	struct rte_mempool *pool;
+	uint32_t col_bytes; /* the largest column's bytes (all caches, both levels) */
+};
+
+/** To @p q's level's worker: 0, or -ENOBUFS (not reached: the ring holds the pool). */
+int shard_level_give(struct shard_levels *ls, struct level_req *q);
+/** What the levels finished, up to @p n. */
+unsigned int shard_level_take(struct shard_levels *ls, void **qs, unsigned int n);
+
+#endif

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The second tier as a level (level.h; PROTOCOL.md section 9): the shard's
+ * kvdisk (lib/kvdisk: io_uring, O_DIRECT), owned by the level's worker,
+ * which does every disk operation.
+ *
+ *   PUT   (L2_DOWN) the column's bytes, copied out of DRAM by the ingest
+ *         lcore, written under its key
+ *   GET   (L2_UP, and an SH_UP's column with object id 0) read whole;
+ *         a missing or corrupt one answers a code, its tokens are lost
+ *   DEL   (L2_DELETE) its header cleared
+ *   LIST  every column held, for the inventory after a HELLO
+ *
+ * Writes land before a read, a delete or a list begins: a column the
+ * driver just sent down may be asked for at once.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kvdisk.h"
+#include "level.h"
+#include "shard.h"
+
+struct disk {
+	struct kvdisk *d;
+	unsigned int puts; /* writes in flight */
+};
+
+static struct kvdisk *
+kd(const struct shard_level *lv)
+{
+	return ((const struct disk *)lv->be)->d;
+}
+
+static void
+inv_add(void *arg, const struct kvdisk_meta *m)
+{
+	struct level_req *q = arg;
+
+	q->inv[q->ninv++] = *m;
+}
+
+static uint16_t
+code_of(int status)
+{
+	if (status == 0)
+		return 0;
+	if (status == -ENOENT)
+		return PROTO_E_UNKNOWN_PROMPT;
+	if (status == -ENOSPC)
+		return PROTO_E_NO_SPACE;
+	return PROTO_E_L2_FAILED; /* EBADMSG (checksum: dropped), EIO, a short write */
+}
+
+/* Take what finished; @p wait: for at least one. */
+static unsigned int
+reap(struct shard_level *lv, bool wait)
+{
+	struct disk *b = lv->be;
+	struct kvdisk_done done[32];
+	unsigned int n = kvdisk_poll(b->d, done, 32, wait), i;
+
+	for (i = 0; i < n; i++) {
+		struct level_req *q = (struct level_req *)(uintptr_t)done[i].cookie;
+
+		if (done[i].type == KVDISK_PUT)
+			b->puts--;
+		if (done[i].type == KVDISK_GET && done[i].status == 0) {
+			if (done[i].len != q->len) {
+				level_done(lv, q, PROTO_E_L2_FAILED);
+				continue;
+			}
+			memcpy(q->data, done[i].data, q->len);
+		}
+		level_done(lv, q, code_of(done[i].status));
+	}
+	return n;
+}
+
+static void
+list(struct shard_level *lv, struct level_req *q)
+{
+	struct kvdisk_stats st;
+	uint64_t total = 0;
+	uint16_t c;
+
+	kvdisk_stats(kd(lv), &st);
+	for (c = 0; c < KVDISK_MAX_CACHES; c++)
+		total += st.stored[c];
+	q->inv = malloc((total ? total : 1) * sizeof(*q->inv));
+	q->ninv = 0;
+	if (q->inv != NULL)
+		kvdisk_foreach(kd(lv), inv_add, q);
+	level_done(lv, q, q->inv != NULL ? 0 : PROTO_E_L2_FAILED);
+}
+
+/* Begin one request: retried while the queue is full or a slot is being cleared. */
+static void
+start(struct shard_level *lv, struct level_req *q)
+{
+	struct disk *b = lv->be;
+	int rc;
+
+	/* A column written just before may be read, deleted or listed now: writes land first. */
+	while (q->op != LEVEL_PUT && b->puts > 0)
+		reap(lv, true);
+	if (q->op == LEVEL_LIST) {
+		list(lv, q);
+		return;
+	}
+	for (;;) {
+		if (q->op == LEVEL_PUT)
+			rc = kvdisk_put(b->d, &q->meta, q->data, q->len, (uintptr_t)q);
+		else if (q->op == LEVEL_GET)
+			rc = kvdisk_get(b->d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
+		else
+			rc = kvdisk_del(b->d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
+		if (rc != -EBUSY && rc != -EAGAIN)
+			break;
+		reap(lv, kvdisk_inflight(b->d) > 0);
+	}
+	if (rc == 0 && q->op == LEVEL_PUT)
+		b->puts++;
+	else if (rc != 0)
+		level_done(lv, q, code_of(rc));
+}
+
+static bool
+poll_disk(struct shard_level *lv, bool idle)
+{
+	struct disk *b = lv->be;
+
+	/* The ingest lcore waits for requests: the deletes waiting in kvdisk
+	 * for a put, each holding one, are written. */
+	if (__atomic_load_n(&lv->starved, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&lv->starved, 0, __ATOMIC_RELAXED))
+		kvdisk_flush(b->d);
+	if (reap(lv, false) > 0)
+		return true;
+	/* Nothing came: wait for the disk, or let the worker sleep. Deletes
+	 * waiting for a put to take their slot are no I/O to wait for (waiting
+	 * would write them: a third of the demo's deletes were written so):
+	 * they wait their 50 ms. */
+	if (idle && kvdisk_inflight(b->d) > kvdisk_deferred(b->d)) {
+		reap(lv, true);
+		return true;
+	}
+	return false;
+}
+
+static void
+drain(struct shard_level *lv)
+{
+	while (kvdisk_inflight(kd(lv)) > 0)
+		reap(lv, true);
+}
+
+static int
+open_disk(struct shard_level *lv, char *err, size_t errlen)
+{
+	const struct kvss_shard_cfg *cfg = lv->shard->cfg;
+	const struct kvstore_params *kp = kvstore_params(lv->shard->store);
+	struct kvdisk_params p = {.num_caches = kp->num_caches, .queue_depth = cfg->l2.queue_depth,
+				  .model = cfg->model, .shard = cfg->id, .format = cfg->l2.format};
+	struct disk *b = calloc(1, sizeof(*b));
+	char dir[KVSS_PATH_MAX];
+	char *slash;
+	uint16_t c;
+
+	if (b == NULL) {
+		snprintf(err, errlen, "no memory for the second tier");
+		return -1;
+	}
+	for (c = 0; c < kp->num_caches; c++) {
+		p.cache[c].bytes_per_token = kp->cache[c].bytes_per_token;
+		p.cache[c].column_tokens = lv->column;
+		p.cache[c].capacity_tokens = cfg->l2.capacity_tokens[c];
+	}
+	/* Its directory, made if missing (0700: the columns are a customer's
+	 * data); one that exists is kvdisk_open's to check (owner, mode). */
+	snprintf(dir, sizeof(dir), "%s", cfg->l2.path);
+	slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+			snprintf(err, errlen, "%s: cannot make the directory: %s", dir, strerror(errno));
+			free(b);
+			return -1;
+		}
+	}
+	b->d = kvdisk_open(cfg->l2.path, &p, err, errlen);
+	if (b->d == NULL) {
+		size_t n = strlen(err);
+
+		/* What formatting would lift: say how, and what it costs. */
+		if (errno == EEXIST && n < errlen)
+			snprintf(err + n, errlen - n, " (shard.l2.format = true formats it: "
+				 "what it holds is lost)");
+		free(b);
+		return -1;
+	}
+	lv->be = b;
+	return 0;
+}
+
+static void
+close_disk(struct shard_level *lv)
+{
+	struct disk *b = lv->be;
+
+	if (b != NULL)
+		kvdisk_close(b->d);
+	free(b);
+	lv->be = NULL;
+}
+
+static unsigned int
+counters(const struct shard_level *lv, struct level_counter *c)
+{
+	struct kvdisk_stats st;
+	uint64_t held = 0;
+	unsigned int n = 0, k;
+
+	memset(&st, 0, sizeof(st));
+	/* Read while the worker runs: counters, torn values at worst. */
+	if (lv != NULL)
+		kvdisk_stats(kd(lv), &st);
+	for (k = 0; k < KVDISK_MAX_CACHES; k++)
+		held += st.stored[k];
+#define DISK_COUNTER(f) c[n++] = (struct level_counter){"", #f, st.f};
+	DISK_COUNTER(puts)
+	DISK_COUNTER(gets)
+	DISK_COUNTER(dels)
+	DISK_COUNTER(dels_absorbed)
+	DISK_COUNTER(dels_written)
+	DISK_COUNTER(bytes_written)
+	DISK_COUNTER(bytes_read)
+	DISK_COUNTER(corrupt)
+	DISK_COUNTER(write_errors)
+	DISK_COUNTER(read_errors)
+	DISK_COUNTER(rebuilt)
+	DISK_COUNTER(rebuild_dropped)
+#undef DISK_COUNTER
+	c[n++] = (struct level_counter){"", "columns", held};
+	return n;
+}
+
+const struct shard_level_ops level_disk_ops = {
+	.thread = "kvss-tier",
+	.prefix = "disk_",
+	.open = open_disk,
+	.start = start,
+	.poll = poll_disk,
+	.drain = drain,
+	.close = close_disk,
+	.counters = counters,
+};
+
+/* ---- What only the second tier has ---------------------------------------- */
+
+bool
+level_disk_direct(const struct shard_level *lv)
+{
+	return lv != NULL && kvdisk_direct(kd(lv));
+}
+
+void
+level_disk_tokens(const struct shard_level *lv, uint16_t cache, uint64_t *capacity, uint64_t *stored)
+{
+	struct kvdisk_stats st;
+
+	*capacity = *stored = 0;
+	if (lv == NULL || cache >= KVDISK_MAX_CACHES)
+		return;
+	kvdisk_stats(kd(lv), &st);
+	*capacity = kvdisk_slots(kd(lv), cache) * lv->column;
+	*stored = st.stored[cache] * lv->column;
+}

@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shared level as a level (level.h; PROTOCOL.md section 10): the
+ * shard's librados handle (lib/shared), owned by the level's worker, which
+ * does every RADOS operation, so that the ingest lcore never waits for the
+ * cluster. PUT is SH_DOWN, GET is SH_UP; it has no DEL or LIST.
+ *
+ * It writes a slice as one object (exclusive create: a slice already there
+ * is the same bytes under the same name, and counts as written) and reads
+ * one whole, then checks it before a byte of it reaches the store: the
+ * header's and the payload's seeded checksums, and every field against the
+ * SharedColumn the driver sent (organization, key, parent, object id, both
+ * generations, layout, model, this shard, the cache, the token range, the
+ * bytes per token). A slice that fails is refused (SHARED_BAD) and counted
+ * by reason; a cluster that is slow or gone times out each operation
+ * (shared.op_timeout_ms) and answers SHARED_FAILED, never blocks the shard.
+ *
+ * The level never deletes: what the shared level keeps is the driver's to
+ * decide (its records) and the sweeper's (kvss-shared sweep).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
+#include "level.h"
+#include "shard.h"
+#include "shared.h"
+
+/*
+ * Reads before writes: a read is a batch waiting to complete (its tokens
+ * are lost at the batch timeout), a write only a column that may be asked
+ * for later. Writes wait in their own queue, take at most three quarters
+ * of the depth, and when SH_PUT_BACKLOG wait already a new one is answered
+ * SHARED_FAILED at once (the driver writes no record for it): a slow
+ * cluster costs the shared level writes, never the shard its batches.
+ */
+#define SH_PUT_BACKLOG 256
+#define SH_QUEUE 1024 /* at least the shard's pool of requests */
+
+struct fifo {
+	struct level_req *q[SH_QUEUE];
+	uint32_t head, n;
+};
+
+struct sh {
+	struct shared *s;
+	struct fifo gets, wputs;
+	unsigned int depth, put_limit;
+	/* Counted by the worker, read by telemetry (torn values at worst). */
+	uint64_t bad[SHARED_BAD_COUNT];
+	uint64_t failed, missing, exists, put_shed;
+	uint64_t replaced; /* taken names that were not the slice: written over */
+};
+
+/*
+ * An SH_DOWN's slice whose name is taken is read back and compared before
+ * it counts as written: the same header and bytes (another replica wrote
+ * the column) count; anything else (a slice that fails its check, another
+ * column's bytes, an object gone meanwhile) is written over, so that a bad
+ * slice under the right name never stands for the column.
+ */
+enum sh_phase { SH_PUT = 0, SH_READ_BACK, SH_REPLACE };
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The header a slice of @p q has (written) or must have (read): the level's own shard's. */
+static void
+hdr_of(const struct shard_level *lv, const struct level_req *q, struct shared_hdr *h)
+{
+	*h = (struct shared_hdr){.kind = SHARED_SLICE, .org = q->meta.org, .key = q->meta.key,
+				 .parent = q->meta.parent, .object_id = q->object_id,
+				 .first_use_ns = q->meta.first_use_ns, .gen_global = q->gen_global,
+				 .gen_org = q->gen_org, .layout = q->layout,
+				 .model = (uint16_t)lv->shard->cfg->model, .shard = lv->shard->cfg->id,
+				 .cache = q->meta.cache, .start = q->meta.start,
+				 .tokens = q->meta.tokens, .bytes_per_token = q->bytes_per_token,
+				 .payload_len = q->len};
+}
+
+/* Does the object read into @p buf (@p got bytes) decode and name the slice of @p q? */
+static enum shared_bad
+slice_check(const struct shard_level *lv, const struct level_req *q, const uint8_t *buf,
+	    uint32_t got)
+{
+	struct shared_hdr h, want;
+	enum shared_bad why = shared_obj_decode(buf, got, &h);
+
+	if (why != SHARED_OK)
+		return why;
+	hdr_of(lv, q, &want);
+	return shared_hdr_match(&h, &want);
+}
+
+/* The namespace and name of @p q's slice: its organization's, this level's shard's. */
+static void
+slice_names(const struct shard_level *lv, const struct level_req *q, char *ns, char *name)
+{
+	shared_ns(ns, q->meta.org);
+	shared_slice_name(name, q->object_id, lv->shard->cfg->id, q->meta.cache);
+}
+
+/* A slice read whole: checked before anything of it is stored. */
+static uint16_t
+check_get(struct shard_level *lv, struct level_req *q, uint32_t got)
+{
+	struct sh *sh = lv->be;
+	enum shared_bad why = slice_check(lv, q, q->obj, got);
+
+	if (why != SHARED_OK) {
+		q->bad = (uint8_t)why;
+		__atomic_fetch_add(&sh->bad[why], 1, __ATOMIC_RELAXED);
+		return PROTO_E_SHARED_BAD;
+	}
+	return 0;
+}
+
+/* The object found under an SH_DOWN slice's name: is it that slice (@p got bytes)? */
+static bool
+same_slice(const struct shard_level *lv, const struct level_req *q, int status, uint32_t got)
+{
+	return status == 0 && slice_check(lv, q, q->back, got) == SHARED_OK &&
+	       memcmp(q->back + SHARED_HDR_LEN, q->data, q->len) == 0;
+}
+
+/*
+ * The next step of an SH_DOWN whose name was taken (enum sh_phase); true
+ * when it went on (its answer comes with a later completion).
+ */
+static bool
+put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, uint16_t *code)
+{
+	struct sh *sh = lv->be;
+	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+	uint32_t len = SHARED_HDR_LEN + q->len;
+	bool stopping = __atomic_load_n(&lv->stop, __ATOMIC_RELAXED);
+	int rc;
+
+	if (q->phase == SH_PUT && stopping) {
+		rc = -ESHUTDOWN; /* stopping: no new operation on the cluster */
+	} else if (q->phase == SH_PUT) {
+		/* Exactly the slice's size: a larger object completes -EFBIG, not it. */
+		slice_names(lv, q, ns, name);
+		q->back = malloc(len);
+		rc = q->back == NULL ? -ENOMEM
+				     : shared_get(sh->s, ns, name, q->back, len, (uintptr_t)q);
+		q->phase = SH_READ_BACK;
+	} else if (q->phase == SH_READ_BACK) {
+		if (same_slice(lv, q, status, got)) {
+			sh->exists++; /* the same bytes under the same name, written by another */
+			*code = 0;
+			return false;
+		}
+		if ((status != 0 && status != -ENOENT && status != -EFBIG) || stopping) {
+			sh->failed++; /* unread, or stopping: neither written nor known good */
+			*code = PROTO_E_SHARED_FAILED;
+			return false;
+		}
+		slice_names(lv, q, ns, name);
+		rc = shared_replace(sh->s, ns, name, q->obj, len, (uintptr_t)q);
+		q->phase = SH_REPLACE;
+	} else {
+		if (status == 0) {
+			sh->replaced++;
+			*code = 0;
+		} else {
+			sh->failed++;
+			*code = PROTO_E_SHARED_FAILED;
+		}
+		return false;
+	}
+	if (rc == 0)
+		return true;
+	sh->failed++;
+	*code = PROTO_E_SHARED_FAILED;
+	return false;
+}
+
+static void
+reap(struct shard_level *lv, uint32_t wait_ms)
+{
+	struct sh *sh = lv->be;
+	struct shared_done d[32];
+	unsigned int n = shared_poll(sh->s, d, 32, wait_ms), i;
+
+	for (i = 0; i < n; i++) {
+		struct level_req *q = (struct level_req *)(uintptr_t)d[i].cookie;
+		uint16_t code = 0;
+
+		if (q->op == LEVEL_PUT && (q->phase != SH_PUT || d[i].status == -EEXIST)) {
+			if (put_step(lv, q, d[i].status, d[i].len, &code))
+				continue;
+			free(q->back);
+			q->back = NULL;
+		} else if (d[i].status == -ENOENT) {
+			sh->missing++;
+			code = PROTO_E_UNKNOWN_PROMPT;
+		} else if (d[i].status == -EFBIG && q->op == LEVEL_GET) {
+			/* Larger than the slice asked for: not it. */
+			__atomic_fetch_add(&sh->bad[SHARED_BAD_TOO_BIG], 1, __ATOMIC_RELAXED);
+			q->bad = SHARED_BAD_TOO_BIG;
+			code = PROTO_E_SHARED_BAD;
+		} else if (d[i].status != 0) {
+			sh->failed++;
+			code = PROTO_E_SHARED_FAILED;
+		} else if (q->op == LEVEL_GET) {
+			code = check_get(lv, q, d[i].len);
+		}
+		level_done(lv, q, code);
+	}
+}
+
+/*
+ * Submit one request; -EBUSY: the depth is reached (it stays queued).
+ * Anything else is its answer.
+ */
+static int
+submit(struct shard_level *lv, struct level_req *q)
+{
+	struct sh *sh = lv->be;
+	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
+	int rc;
+
+	slice_names(lv, q, ns, name);
+	if (q->op == LEVEL_PUT) {
+		struct shared_hdr h;
+
+		hdr_of(lv, q, &h);
+		h.written_ns = shared_wall_ns();
+		shared_hdr_encode(q->obj, &h, q->data);
+		rc = shared_put(sh->s, ns, name, q->obj, SHARED_HDR_LEN + q->len, (uintptr_t)q);
+	} else {
+		/* Exactly the slice's size: a larger object completes -EFBIG. */
+		rc = shared_get(sh->s, ns, name, q->obj, SHARED_HDR_LEN + q->len, (uintptr_t)q);
+	}
+	if (rc != 0 && rc != -EBUSY) {
+		sh->failed++;
+		level_done(lv, q, PROTO_E_SHARED_FAILED);
+	}
+	return rc == -EBUSY ? -EBUSY : 0;
+}
+
+static void
+push(struct fifo *f, struct level_req *q)
+{
+	f->q[(f->head + f->n++) % SH_QUEUE] = q;
+}
+
+/*
+ * A read waits for its turn at most one op timeout: its batch waits for it
+ * (evict.c), so a cluster that is slow to answer costs each read at most
+ * twice the op timeout, queued or in flight, never a queue's worth of them.
+ */
+static void
+drain_fifo(struct shard_level *lv, struct fifo *f, unsigned int limit)
+{
+	struct sh *sh = lv->be;
+	uint64_t late = (uint64_t)kvss.cfg.shared.op_timeout_ms * 1000000ull;
+	uint64_t now = f == &sh->gets && f->n > 0 ? mono_ns() : 0;
+
+	while (f->n > 0) {
+		struct level_req *q = f->q[f->head];
+
+		if (q->op == LEVEL_GET && now - q->t_ns > late) {
+			sh->failed++; /* too late to send: as the cluster's failure */
+			level_done(lv, q, PROTO_E_SHARED_FAILED);
+		} else if (shared_inflight(sh->s) >= limit || submit(lv, q) == -EBUSY) {
+			return;
+		}
+		f->head = (f->head + 1) % SH_QUEUE;
+		f->n--;
+	}
+}
+
+static void
+start(struct shard_level *lv, struct level_req *q)
+{
+	struct sh *sh = lv->be;
+
+	if (q->op == LEVEL_GET) {
+		q->t_ns = mono_ns(); /* its wait for a turn starts */
+		push(&sh->gets, q);
+	} else if (q->op != LEVEL_PUT) {
+		level_done(lv, q, PROTO_E_NO_TIER); /* not reached: the ingest lcore sends none */
+	} else if (sh->wputs.n >= SH_PUT_BACKLOG) {
+		sh->put_shed++;
+		level_done(lv, q, PROTO_E_SHARED_FAILED);
+	} else {
+		push(&sh->wputs, q);
+	}
+}
+
+static bool
+poll_shared(struct shard_level *lv, bool idle)
+{
+	struct sh *sh = lv->be;
+
+	drain_fifo(lv, &sh->gets, sh->depth);
+	drain_fifo(lv, &sh->wputs, sh->put_limit);
+	if (shared_inflight(sh->s) == 0)
+		return false;
+	reap(lv, idle ? 1 : 0);
+	return true;
+}
+
+static void
+give_back(struct shard_level *lv, struct fifo *f)
+{
+	while (f->n > 0) {
+		level_done(lv, f->q[f->head], PROTO_E_SHARED_FAILED);
+		f->head = (f->head + 1) % SH_QUEUE;
+		f->n--;
+	}
+}
+
+static void
+drain(struct shard_level *lv)
+{
+	struct sh *sh = lv->be;
+
+	give_back(lv, &sh->gets);
+	give_back(lv, &sh->wputs);
+	while (shared_inflight(sh->s) > 0)
+		reap(lv, 100);
+}
+
+static int
+open_shared(struct shard_level *lv, char *err, size_t errlen)
+{
+	const struct kvss_shared_cfg *c = &kvss.cfg.shared;
+	struct shared_params p = {.conf = c->conf, .pool = c->pool, .client = c->client,
+				  .op_timeout_ms = c->op_timeout_ms, .max_inflight = c->depth};
+	struct sh *sh = calloc(1, sizeof(*sh));
+	char why[256];
+
+	if (sh == NULL) {
+		snprintf(err, errlen, "shared: no memory for the shared level");
+		return -1;
+	}
+	sh->s = shared_open(&p, why, sizeof(why));
+	if (sh->s == NULL) {
+		snprintf(err, errlen, "shared.conf %s: %s", c->conf, why);
+		free(sh);
+		return -1;
+	}
+	sh->depth = c->depth;
+	sh->put_limit = c->depth > 1 ? c->depth - (c->depth + 3) / 4 : 1;
+	lv->be = sh;
+	return 0;
+}
+
+static void
+close_shared(struct shard_level *lv)
+{
+	struct sh *sh = lv->be;
+
+	if (sh != NULL)
+		shared_close(sh->s);
+	free(sh);
+	lv->be = NULL;
+}
+
+static unsigned int
+counters(const struct shard_level *lv, struct level_counter *c)
+{
+	static const struct sh none;
+	const struct sh *sh = lv != NULL ? lv->be : &none;
+	struct shared_stats ls;
+	unsigned int n = 0, r;
+
+	memset(&ls, 0, sizeof(ls));
+	if (sh->s != NULL)
+		shared_stats_get(sh->s, &ls);
+	for (r = 1; r < SHARED_BAD_COUNT; r++)
+		c[n++] = (struct level_counter){"bad_", shared_bad_name((enum shared_bad)r),
+						__atomic_load_n(&sh->bad[r], __ATOMIC_RELAXED)};
+	c[n++] = (struct level_counter){"", "failed", sh->failed};
+	c[n++] = (struct level_counter){"", "missing", sh->missing};
+	c[n++] = (struct level_counter){"", "exists", sh->exists};
+	c[n++] = (struct level_counter){"", "shed", sh->put_shed};
+	c[n++] = (struct level_counter){"", "replaced", sh->replaced};
+	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts};
+	c[n++] = (struct level_counter){"", "busy", ls.busy};
+	return n;
+}
+
+const struct shard_level_ops level_shared_ops = {
+	.thread = "kvss-shared",
+	.prefix = "shared_",
+	.open = open_shared,
+	.start = start,
+	.poll = poll_shared,
+	.drain = drain,
+	.close = close_shared,
+	.counters = counters,
+};
