@@ -95,7 +95,7 @@ REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c app/tra
 
 # kvss (app/kvss) builds by folder, one folder per role: what both
 # processes share (the launcher, ports, the port gate, telemetry, the fault
-# injector) at the top, then shard/, driver/ and wafer/. Every .c of a
+# injector) at the top, then shard/, driver/ and emulator/. Every .c of a
 # folder is in its role; only the driver's parts that run without EAL are
 # named, because they are built without DPDK's flags and unit-tested alone.
 kvss_dir = $(sort $(wildcard app/kvss/$(1)*.c))
@@ -104,7 +104,7 @@ SHARD_SRC := $(call kvss_dir,shard/) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(SHARED_RA
 DRIVER_NOEAL_SRC := $(addprefix app/kvss/driver/,sink.c ctlq.c learn.c)
 DRIVER_SRC := $(filter-out $(DRIVER_NOEAL_SRC),$(call kvss_dir,driver/))
 # The wafer emulator needs no EAL either (test/test_emulator.c).
-EMU_SRC := $(call kvss_dir,wafer/)
+EMU_SRC := $(call kvss_dir,emulator/)
 
 KVSS_APP_SRC := $(KVSS_COMMON_SRC) $(SHARD_SRC) $(DRIVER_SRC)
 # The driver's parts that need no EAL: the wafer emulator, the sink, the

@@ -9,7 +9,7 @@
 # test writes: a few long system prompts, each request one of them and a
 # question of its own.
 #   1. replica A runs the trace as organization alpha: the columns its second
-#      tier takes go up, every shard's slice then the record;
+#      tier takes go down to the level, every shard's slice then the record;
 #   2. replica B, empty, runs the same prompts as organization beta: it asks
 #      and finds nothing (one namespace per organization);
 #   3. replica C, empty, runs alpha's trace: hits from the shared level,
@@ -99,7 +99,7 @@ EOF
 
 # A replica: the all-in-one example with 8,192 tokens of DRAM and a second
 # tier of 65,536 under DIR, the shared level on this cluster, trace TRACE.
-# Its shard says what is complete every 20 ms (STATUS): a column goes up
+# Its shard says what is complete every 20 ms (STATUS): a column goes down
 # once its batch is complete, and in this small DRAM it does not stay long.
 mkcfg() { # mkcfg OUT DIR TRACE [extra driver line]
 	sed -e "s#capacity_tokens = 100000; }#capacity_tokens = 8192; }\n  );\n  l2 = { dir = \"$2\"; column = 64; capacity_tokens = [65536]; };\n  xx = (#" \
@@ -153,7 +153,7 @@ run_all "$tmp/a.cfg" "$tmp/a.log"
 rc=$?
 say "A (alpha, writes)" "$tmp/a.log"
 right "A" "$tmp/a.log" $rc
-check "A: columns went up and their records were written" \
+check "A: columns went down and their records were written" \
 	holds "$(field "$tmp/a.log" shared.records_written) > 0 and $(field "$tmp/a.log" shared.down_slices) > 0"
 check "kvss-shared ls: alpha's namespace holds records and slices" \
 	bash -c "'$BUILD/kvss-shared' --conf '$conf' ls >'$tmp/ls.txt' 2>&1 && grep -q . '$tmp/ls.txt'"

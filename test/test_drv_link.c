@@ -18,7 +18,7 @@
 
 #include "driver/driver_priv.h"
 #include "eal_fixture.h"
-#include "wafer/emulator.h"
+#include "emulator/emulator.h"
 #include "kvss.h"
 
 #define B 64

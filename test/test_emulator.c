@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "driver/driver_priv.h"
-#include "wafer/emulator.h"
-#include "wafer/emulator_priv.h"
+#include "emulator/emulator.h"
+#include "emulator/emulator_priv.h"
 #include "kvstore.h"
 
 #define B 64	  /* bytes per token */
@@ -581,7 +581,7 @@ Test(emulator, without_speculation_nothing_is_overwritten)
 }
 
 /*
- * The emulator's own expiry check (wafer/data.c): a refilled token last
+ * The emulator's own expiry check (emulator/data.c): a refilled token last
  * evicted longer than the longest first-use TTL ago is counted; one at the
  * TTL, one never noted, or one evicted again since, is not. A table noted
  * past half full keeps what it held and checks it still.

@@ -4,7 +4,7 @@
  * configuration, epoch, pool, quit flag, per-lcore stats, the port gate and
  * the poll helpers). Each lcore writes only its own stats struct; telemetry
  * and the final report read them. A role's own parts have their own header:
- * shard/shard.h (the shard), driver/driver_priv.h (the driver), wafer/emulator.h
+ * shard/shard.h (the shard), driver/driver_priv.h (the driver), emulator/emulator.h
  * (the wafer). Each role is a folder; this folder holds what they share:
  * main.c (the launcher), app.c, ports.c, portgate.c, telemetry.c, faults.c.
  */

@@ -25,7 +25,7 @@
  * library's LRU does): one from disk is moved up, one from the shared level
  * copied (the shared level keeps it), the others computed. What DRAM frees
  * goes down to disk, what disk frees (DRAM's, without a disk) is dropped,
- * or goes up to the shared level under FLEET_ADMIT_EVICTED. Under
+ * or goes down to the shared level under FLEET_ADMIT_EVICTED. Under
  * FLEET_ADMIT_ALL every column computed goes up at once. A column already
  * in the shared level is not written again (exclusive create, counted as
  * exists, and not made more recent by it): the shared level frees its least
@@ -97,7 +97,7 @@ int colset_insert(struct colset *s, uint64_t key, uint64_t first_ms, struct cols
 
 /* ---- The fleet ----------------------------------------------------------------- */
 
-/** What goes up to the shared level. */
+/** What goes down to the shared level. */
 enum fleet_admit {
 	FLEET_ADMIT_EVICTED, /**< whole columns freed by a replica's last local tier */
 	FLEET_ADMIT_ALL,     /**< every whole column once computed */

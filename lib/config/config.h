@@ -221,7 +221,7 @@ struct kvss_config {
 	} wafer;
 };
 
-/** What goes up to the shared level (shared.admit). */
+/** What goes down to the shared level (shared.admit). */
 enum kvss_shared_admit {
 	KVSS_SHARED_ADMIT_L2,  /* "l2": every column the second tier takes, as it goes down */
 	KVSS_SHARED_ADMIT_HIT, /* "hit": of those, the ones hit at least once */

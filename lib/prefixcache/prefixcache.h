@@ -186,7 +186,7 @@ struct prefixcache_l2col {
 	uint16_t cache_id;
 	/** up: its bytes come from the shared level, not the shard's disk (PROTOCOL.md section 10) */
 	uint8_t shared;
-	/** down: times it was hit while in DRAM (what goes up to the shared level may ask for some) */
+	/** down: times it was hit while in DRAM (what goes down to the shared level may ask for some) */
 	uint32_t hits;
 };
 
@@ -269,7 +269,7 @@ struct prefixcache_sink {
 	/**
 	 * A whole column was just recorded in DRAM, every token of it verified
 	 * (a model with a second tier; one call per cache, fields as l2_down's):
-	 * what goes up to the shared level when its rule takes every column
+	 * what goes down to the shared level when its rule takes every column
 	 * (PROTOCOL.md section 10). NULL: not wanted.
 	 */
 	void (*whole_column)(void *arg, uint16_t model, const struct prefixcache_l2col *c);

@@ -729,7 +729,7 @@ op_l2_up(const uint8_t *a, uint8_t flags)
 
 /* ---- The shared level's acts (FZ_CFG_SHARED, a0 & 0x80) ------------------------- */
 
-/* SharedColumns sent up, the last SHCOLS: what SH_UPs ask for. */
+/* SharedColumns sent down, the last SHCOLS: what SH_UPs ask for. */
 #define SHCOLS 16
 static struct proto_l2col shcol[SHCOLS];
 static unsigned int nshcol;
@@ -803,7 +803,7 @@ op_sh_up(const uint8_t *a, uint8_t flags)
 
 	if (nshcol == 0)
 		return;
-	/* The columns asked for: of those sent up, as they were sent. */
+	/* The columns asked for: of those sent down, as they were sent. */
 	for (k = 0; k < 2; k++) {
 		unsigned int kept = nshcol < SHCOLS ? nshcol : SHCOLS;
 		unsigned int w = (k == 0 ? a[0] & 7 : a[5] & 7) % kept;

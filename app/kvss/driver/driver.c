@@ -7,7 +7,7 @@
  * bytes (link.c), refill times are learned (learn.c), what the shards send is
  * taken in (rx.c), a model whose shards lost their state restarts with a new
  * epoch (epoch.c), telemetry, the summary and the verdict show it
- * (report.c), and the emulator (wafer/emulator.c) runs the requests and
+ * (report.c), and the emulator (emulator/emulator.c) runs the requests and
  * checks every refilled byte. This file sets them up and runs the loop: it
  * is the top, and no part calls back into it.
  *
@@ -32,7 +32,7 @@
 #include <rte_random.h>
 
 #include "driver_priv.h"
-#include "wafer/emulator.h"
+#include "emulator/emulator.h"
 #include "kvss.h"
 
 #define BURST 32

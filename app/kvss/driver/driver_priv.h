@@ -27,7 +27,7 @@
  *              (no EAL)
  *   learn.c    refill times learned: the fitted lines, the estimates'
  *              scale, the latency percentiles (no EAL)
- *   ../wafer/  the wafer emulator (emulator.h), called by driver.c, rx.c,
+ *   ../emulator/ the wafer emulator (emulator.h), called by driver.c, rx.c,
  *              sink.c, link.c and epoch.c; it calls none of them
  */
 #ifndef KVSS_DRV_H

@@ -18,7 +18,7 @@
 #include <rte_random.h>
 
 #include "driver_priv.h"
-#include "wafer/emulator.h"
+#include "emulator/emulator.h"
 #include "kvss.h"
 
 static uint32_t

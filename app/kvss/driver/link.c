@@ -15,7 +15,7 @@
 
 #include "driver_priv.h"
 #include "faults.h"
-#include "wafer/emulator.h"
+#include "emulator/emulator.h"
 #include "kvss.h"
 
 #define BURST 32

@@ -19,7 +19,7 @@
 
 #include "driver_priv.h"
 #include "plot.h"
-#include "wafer/emulator.h"
+#include "emulator/emulator.h"
 #include "kvss.h"
 
 /* A shard and its control stream, as /swdriver/shards shows them (u64 each). */
@@ -556,7 +556,7 @@ summary_shared(const struct kvss_drv_stats *s, const struct prefixcache_stats *p
 	       "from %" PRIu64 " found in %" PRIu64 " lookups of %" PRIu64 " columns; lookup p50 %"
 	       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline; a request's "
 	       "start held back p50 %" PRIu64 " us, p99 %" PRIu64 " us); %" PRIu64
-	       " columns sent up, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
+	       " columns sent down, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
 	       PRIu64 " records written; %" PRIu64 " bad records, %" PRIu64 " bad and %" PRIu64
 	       " missing slices dropped; generation %" PRIu64 " (%" PRIu64 " changes seen, %" PRIu64
 	       " reads refused)%s%s\n",

@@ -12,7 +12,7 @@
 #include <rte_mbuf.h>
 
 #include "driver_priv.h"
-#include "wafer/emulator.h"
+#include "emulator/emulator.h"
 #include "kvss.h"
 
 static struct kvss_lcore_stats *

@@ -20,9 +20,10 @@
  *     generation, leaves this replica without the shared level (said; kvss-
  *     shared gen --repair is the way out); an organization's generation
  *     below its records' is refused as if read lower.
- *   - Up. A column the second tier takes (the sink's L2_DOWN) goes up as
- *     well when shared.admit says so: every shard writes its slices
- *     (SH_DOWN); once each has answered 0 for every cache, the driver
+ *   - Down. A column the second tier takes (the sink's L2_DOWN) goes down
+ *     to the shared level as well when shared.admit says so: every shard
+ *     writes its slices (SH_DOWN); once each has answered 0 for every
+ *     cache, the driver
  *     writes the column's record (exclusive create). Slices without a
  *     record are never read.
  *   - Lookups. A request's columns past what the driver holds are looked up
@@ -116,13 +117,13 @@ struct sh_rec {
 };
 
 /* A whole column waiting for its batch to complete (the rule "all"). */
-struct sh_up {
+struct sh_whole {
 	struct prefixcache_l2col c;
 	uint16_t model;
 };
 
-#define SH_UPS 8192
-#define SH_UP_BITS 16
+#define SH_WHOLE 8192
+#define SH_KNOWN_BITS 16
 
 static struct {
 	struct shared *s;
@@ -146,10 +147,10 @@ static struct {
 	struct sh_pend pend[1u << SH_PEND_BITS];
 	struct sh_rec rec[SH_RECS];
 	uint32_t nrec; /* records in flight */
-	struct sh_up ups[SH_UPS];
-	uint32_t ups_head, nups;
+	struct sh_whole whole[SH_WHOLE];
+	uint32_t whole_head, nwhole;
 	uint32_t npend;			  /* columns awaiting their slices */
-	uint64_t up[1u << SH_UP_BITS];	  /* keys written or found (up_has) */
+	uint64_t known[1u << SH_KNOWN_BITS];	  /* keys written or found (known_has) */
 	uint64_t busy_since;
 	bool busy_given_up;
 	uint64_t gen_changed_ns; /* when a generation last changed (0: never) */
@@ -328,7 +329,7 @@ new_generation(const char *what, uint32_t from, uint32_t to)
 	for (i = 0; i < SH_N(S.pend); i++)
 		S.pend[i].used = false;
 	S.npend = 0;
-	memset(S.up, 0, sizeof(S.up)); /* what was up is of the old generation */
+	memset(S.known, 0, sizeof(S.known)); /* what was known is of the old generation */
 }
 
 /* A generation read refused: counted every time, said once per value. */
@@ -485,21 +486,21 @@ pend_free(struct sh_pend *p)
 
 /* Columns this driver wrote or found (lossy: a newer key takes a slot). */
 static uint32_t
-up_slot(uint64_t iso, uint64_t key)
+known_slot(uint64_t iso, uint64_t key)
 {
-	return (uint32_t)((key ^ iso * 0xC2B2AE3D27D4EB4Full) >> (64 - SH_UP_BITS));
+	return (uint32_t)((key ^ iso * 0xC2B2AE3D27D4EB4Full) >> (64 - SH_KNOWN_BITS));
 }
 
 static void
-up_add(uint64_t iso, uint64_t key)
+known_add(uint64_t iso, uint64_t key)
 {
-	S.up[up_slot(iso, key)] = key ^ iso;
+	S.known[known_slot(iso, key)] = key ^ iso;
 }
 
 static bool
-up_has(uint64_t iso, uint64_t key)
+known_has(uint64_t iso, uint64_t key)
 {
-	return S.up[up_slot(iso, key)] == (key ^ iso) && key != 0;
+	return S.known[known_slot(iso, key)] == (key ^ iso) && key != 0;
 }
 
 static struct sh_pend *
@@ -518,9 +519,9 @@ pend_find(uint16_t m, uint64_t iso, uint64_t key, bool make)
 	return NULL;
 }
 
-/* A column goes up: its record awaited, @p o's object fields set (false: not now). */
+/* A column goes down to the shared level (SH_DOWN): its record awaited, @p o's object fields set (false: not now). */
 static bool
-send_up(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
+send_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 {
 	struct sh_pend *p;
 	uint32_t gg, go;
@@ -541,7 +542,7 @@ send_up(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 		 * sent (a cluster slower than the columns made sheds their
 		 * tails, never their roots).
 		 */
-		if (c->start != 0 && !up_has(c->isolation_id, c->parent)) {
+		if (c->start != 0 && !known_has(c->isolation_id, c->parent)) {
 			S.st.down_no_parent++;
 			return false;
 		}
@@ -563,13 +564,13 @@ send_up(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 				      .used = true};
 		S.st.down_cols++;
 		S.npend++;
-		up_add(c->isolation_id, c->key);
+		known_add(c->isolation_id, c->key);
 	}
 	name_into(o, m, gg, go, id);
 	return true;
 }
 
-/* The second tier takes a column: up too under "l2" (and "hit", once hit). */
+/* The second tier takes a column: the shared level too under "l2" (and "hit", once hit). */
 bool
 drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 {
@@ -578,11 +579,11 @@ drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o
 	if (!drv_sh_on(m) || !kvss.cfg.shared.write || a == KVSS_SHARED_ADMIT_ALL ||
 	    (a == KVSS_SHARED_ADMIT_HIT && c->hits == 0))
 		return false;
-	return send_up(m, c, o);
+	return send_down(m, c, o);
 }
 
 /*
- * A column recorded whole, under "all": queued, and sent up once every
+ * A column recorded whole, under "all": queued, and sent down once every
  * shard of its model has completed its batch (an SH_DOWN waits for its
  * evict_count at the head of the refill queue, and the DELETEs behind it
  * with it: sent at once it would hold the shard's DRAM while the batch is
@@ -595,19 +596,19 @@ drv_sh_whole(uint16_t m, const struct prefixcache_l2col *c)
 {
 	if (!drv_sh_on(m) || !kvss.cfg.shared.write || kvss.cfg.shared.admit != KVSS_SHARED_ADMIT_ALL)
 		return;
-	if (S.nups == SH_UPS) {
+	if (S.nwhole == SH_WHOLE) {
 		S.st.down_busy++;
 		return;
 	}
-	S.ups[(S.ups_head + S.nups) % SH_UPS] = (struct sh_up){.c = *c, .model = m};
-	S.nups++;
+	S.whole[(S.whole_head + S.nwhole) % SH_WHOLE] = (struct sh_whole){.c = *c, .model = m};
+	S.nwhole++;
 }
 
 static void
-flush_ups(void)
+flush_whole(void)
 {
-	while (S.nups > 0) {
-		struct sh_up *u = &S.ups[S.ups_head];
+	while (S.nwhole > 0) {
+		struct sh_whole *u = &S.whole[S.whole_head];
 		uint16_t m = u->model, i;
 		struct proto_l2col o;
 		bool done = true;
@@ -617,8 +618,8 @@ flush_ups(void)
 				done = false;
 		if (!done)
 			return; /* in order: the ones after it are of later batches */
-		S.ups_head = (S.ups_head + 1) % SH_UPS;
-		S.nups--;
+		S.whole_head = (S.whole_head + 1) % SH_WHOLE;
+		S.nwhole--;
 		if (!prefixcache_column_held(drv.pc, m, u->c.isolation_id, u->c.key, u->c.prompt_id,
 					     u->c.start, u->c.evict_count)) {
 			S.st.down_gone++; /* freed (or replaced) before its batch completed */
@@ -630,7 +631,7 @@ flush_ups(void)
 					 .first_use_ns = drv.sink.wall_base_ns + u->c.first_use_ns,
 					 .start_token_idx = u->c.start, .num_tokens = u->c.tokens,
 					 .cache_id = u->c.cache_id};
-		if (send_up(m, &u->c, &o))
+		if (send_down(m, &u->c, &o))
 			drv_sink_sh_down(&drv.sink, m, &o);
 	}
 }
@@ -837,7 +838,7 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 	}
 	l->found[k] = 1;
 	l->first_use[k] = h.first_use_ns;
-	up_add(l->iso, l->keys[j]); /* its children may go up */
+	known_add(l->iso, l->keys[j]); /* its children may go down too */
 	S.st.lookup_found_cols++;
 }
 
@@ -1016,17 +1017,17 @@ drv_sh_model_restart(uint16_t m)
 			S.st.down_restart++;
 		}
 	/* Queued whole columns of the old stream: their prompts are gone. */
-	for (i = 0, n = S.nups; i < n; i++) {
-		struct sh_up u = S.ups[S.ups_head];
+	for (i = 0, n = S.nwhole; i < n; i++) {
+		struct sh_whole u = S.whole[S.whole_head];
 
-		S.ups_head = (S.ups_head + 1) % SH_UPS;
-		S.nups--;
+		S.whole_head = (S.whole_head + 1) % SH_WHOLE;
+		S.nwhole--;
 		if (u.model == m) {
 			S.st.down_restart++;
 			continue;
 		}
-		S.ups[(S.ups_head + S.nups) % SH_UPS] = u;
-		S.nups++;
+		S.whole[(S.whole_head + S.nwhole) % SH_WHOLE] = u;
+		S.nwhole++;
 	}
 }
 
@@ -1037,7 +1038,7 @@ drv_sh_busy(uint64_t now)
 
 	if (!S.on)
 		return false;
-	busy = S.nups > 0 || S.npend > 0 || S.nrec > 0;
+	busy = S.nwhole > 0 || S.npend > 0 || S.nrec > 0;
 	if (!busy) {
 		S.busy_since = 0;
 		return false;
@@ -1066,7 +1067,7 @@ drv_sh_poll(uint64_t now)
 
 	if (!S.on)
 		return;
-	flush_ups();
+	flush_whole();
 	n = shared_poll(S.s, d, 64, 0);
 	for (i = 0; i < n; i++) {
 		enum ck_kind kind = (enum ck_kind)(d[i].cookie >> 56);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "driver_priv.h"
-#include "wafer/emulator.h"
+#include "emulator/emulator.h"
 
 void
 drv_hdr_for(struct proto_hdr *h, const struct drv_shard *sh, uint32_t epoch, uint8_t type)
