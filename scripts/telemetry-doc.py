@@ -9,7 +9,8 @@ beside the X-macro entries, and for the few literal keys from the table
 below. So docs/telemetry.md cannot drift from the code:
 
   scripts/telemetry-doc.py              print the document
-  scripts/telemetry-doc.py --check F    exit 1 unless F is what it prints
+  scripts/telemetry-doc.py --check F    exit 1 unless F is what it prints, and
+                                        every library counter has a key
   scripts/telemetry-doc.py --keys EP    the keys of endpoint EP, one a line
 """
 import re
@@ -86,6 +87,16 @@ LITERAL = {
     "shared_shed": "slice writes answered SHARED_FAILED at once: too many waited",
     "shared_timeouts": "cluster operations past the op timeout (shared.op_timeout_ms)",
     "shared_busy": "cluster operations not begun: as many in flight as shared.depth",
+    "shared_cluster_puts": "writes asked of the cluster (lib/shared: exclusive creates and writes over)",
+    "shared_cluster_puts_ok": "... that it completed",
+    "shared_cluster_gets": "reads asked of the cluster (slices, and names taken read back)",
+    "shared_cluster_gets_ok": "... that it completed",
+    "shared_cluster_dels": "deletes asked of the cluster (a shard asks none)",
+    "shared_cluster_dels_ok": "... that it completed",
+    "shared_cluster_exists": "cluster operations answered -EEXIST (a name taken)",
+    "shared_cluster_missing": "cluster operations answered -ENOENT",
+    "shared_cluster_too_big": "reads answered -EFBIG (an object larger than asked)",
+    "shared_cluster_other_errors": "cluster operations that failed otherwise",
 }
 
 
@@ -249,8 +260,49 @@ def document():
     return "\n".join(lines) + "\n"
 
 
+def struct_fields(path, name):
+    """The field names of struct NAME in PATH (arrays by their name)."""
+    m = re.search(r"^struct " + name + r" \{(.*?)^\};", (ROOT / path).read_text(), re.S | re.M)
+    if m is None:
+        sys.exit(f"telemetry-doc: no struct {name} in {path}")
+    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    out = []
+    for decl in body.split(";"):
+        decl = decl.strip()
+        if decl:
+            out += [re.sub(r"\[.*", "", v.strip()).lstrip("*")
+                    for v in re.sub(r"^[\w ]*?(\w+\s*(?:\[[^]]*\])?\s*(?:,|$))", r"\1", decl).split(",")]
+    return out
+
+
+# The libraries' counters, each a key of /kvss/stats (or said why not):
+# struct, file, and a field's key (None: not shown, and why in the comment).
+LIB_COUNTERS = [
+    ("kvdisk_stats", "lib/kvdisk/kvdisk.h",
+     lambda f: "disk_columns" if f == "stored" else "disk_" + f),
+    ("shared_stats", "lib/shared/shared.h",
+     lambda f: {"submitted": "shared_cluster_puts", "ok": "shared_cluster_puts_ok",
+                "timeouts": "shared_timeouts", "busy": "shared_busy",
+                # Listing's: a shard never lists (kvss-shared does, and says it).
+                "names_skipped": None}.get(f, "shared_cluster_" + f)),
+]
+
+
+def unshown():
+    """Library counters no telemetry key shows: [(struct, field, key)]."""
+    keys = {k for k, _ in keys_of("app/kvss/telemetry.c", "tel_stats")}
+    return [(st, f, key(f)) for st, path, key in LIB_COUNTERS for f in struct_fields(path, st)
+            if key(f) is not None and key(f) not in keys]
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "--check":
+        missing = unshown()
+        for st, f, k in missing:
+            print(f"telemetry-doc: struct {st}'s {f} is counted and never shown (no key {k})",
+                  file=sys.stderr)
+        if missing:
+            return 1
         want = document()
         have = Path(argv[2]).read_text() if Path(argv[2]).exists() else ""
         if have != want:

@@ -373,6 +373,9 @@ close_shared(struct shard_level *lv)
 	lv->be = NULL;
 }
 
+/* The refusals by reason, seven of the level's own, ten of lib/shared's. */
+_Static_assert(SHARED_BAD_COUNT - 1 + 17 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
+
 static unsigned int
 counters(const struct shard_level *lv, struct level_counter *c)
 {
@@ -394,6 +397,18 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	c[n++] = (struct level_counter){"", "replaced", sh->replaced};
 	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts};
 	c[n++] = (struct level_counter){"", "busy", ls.busy};
+	/* lib/shared's own count of what it asked the cluster and how each
+	 * ended (its names_skipped is of listing, which a shard never does). */
+	c[n++] = (struct level_counter){"", "cluster_puts", ls.submitted[SHARED_OP_PUT]};
+	c[n++] = (struct level_counter){"", "cluster_puts_ok", ls.ok[SHARED_OP_PUT]};
+	c[n++] = (struct level_counter){"", "cluster_gets", ls.submitted[SHARED_OP_GET]};
+	c[n++] = (struct level_counter){"", "cluster_gets_ok", ls.ok[SHARED_OP_GET]};
+	c[n++] = (struct level_counter){"", "cluster_dels", ls.submitted[SHARED_OP_DEL]};
+	c[n++] = (struct level_counter){"", "cluster_dels_ok", ls.ok[SHARED_OP_DEL]};
+	c[n++] = (struct level_counter){"", "cluster_exists", ls.exists};
+	c[n++] = (struct level_counter){"", "cluster_missing", ls.missing};
+	c[n++] = (struct level_counter){"", "cluster_too_big", ls.too_big};
+	c[n++] = (struct level_counter){"", "cluster_other_errors", ls.other_errors};
 	return n;
 }
 
