@@ -355,8 +355,78 @@ eal_failed(int e, const char *rundir, int argc, char **argv)
 		close(fd);
 }
 
-int
-main(int argc, char **argv)
+/*
+ * The shards this process hosts: each one's store, port and levels below
+ * DRAM, the first served by the main thread from here on. 0, or the exit
+ * status (what failed is said; what was made is the caller's to free).
+ */
+static int
+shards_start(const char *config)
+{
+	int ret = 0, c;
+
+	/* lcores.refill = []: none asked for, nothing to say. */
+	unsigned int rl = kvss.cfg.num_refill ? kvss.cfg.refill_lcore[0] : RTE_MAX_LCORE;
+	int want = kvss.cfg.num_refill && rte_lcore_is_enabled(rl) &&
+		   rl != rte_get_main_lcore() && rl != kvss.cfg.ingest_lcore[0];
+
+	kvss.num_shards = kvss.cfg.num_local;
+	for (c = kvss.num_shards - 1; c >= 0; c--) {
+		/* The others first: the main thread serves the first from here on. */
+		kvss_me = &kvss_shards[c];
+		kvss_me->ingest_lcore = kvss.cfg.ingest_lcore[c];
+		if (store_init() != 0 ||
+		    (ret = kvss_port_init(kvss_me->cfg->port, kvss.cfg.mtu, c == 0 && want, 1)) != 0) {
+			kvss_me = &kvss_shards[0];
+			return ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
+		}
+	}
+	kvss_me->refill_lcore = rl;
+	for (c = 0; c < kvss.num_shards; c++) {
+		struct kvss_shard_inst *si = &kvss_shards[c];
+		const struct shard_level *disk;
+		char l2err[512];
+		int l2rc = shard_levels_open(si, l2err, sizeof(l2err));
+
+		if (l2rc != 0) {
+			/* -2: the shared level's, whose message names its key:
+			 * a start error of the configuration's (docs/kvss.md,
+			 * "Exit status": 1 is a wrong byte's). */
+			fprintf(stderr, "kvss: %s: %s%s\n", config, l2rc == -2 ? "" : "shard.l2: ",
+				l2err);
+			return l2rc == -2 ? 2 : 1;
+		}
+		disk = shard_level_of(si, SHARD_LEVEL_DISK);
+		if (disk != NULL) {
+			struct level_counter lc[LEVEL_COUNTERS_MAX];
+			uint64_t held = 0, dropped = 0;
+			unsigned int k, n = disk->ops->counters(disk, lc);
+
+			for (k = 0; k < n; k++) {
+				if (strcmp(lc[k].name, "columns") == 0)
+					held = lc[k].value;
+				if (strcmp(lc[k].name, "rebuild_dropped") == 0)
+					dropped = lc[k].value;
+			}
+			printf("kvss: second tier %s%s: %" PRIu64 " columns kept from before, %" PRIu64
+			       " dropped (checksum)\n", si->cfg->l2.path,
+			       level_disk_direct(disk) ? " (O_DIRECT)" : " (page cache: no O_DIRECT here)",
+			       held, dropped);
+		}
+	}
+	if (!want && kvss.cfg.num_refill)
+		printf("kvss: lcore %u (lcores.refill) is not an EAL worker: the refill queue runs "
+		       "on the ingest lcore\n", rl);
+	return 0;
+}
+
+/*
+ * kvss's own options (@p argc, @p argv past EAL's) into kvss.cfg and kvss,
+ * the configuration file's name in @p config: 0, or the exit status (2: a
+ * usage or configuration error, said on stderr).
+ */
+static int
+options(int argc, char **argv, const char *prog, const char **configp)
 {
 	static const struct option lo[] = {
 		{"config", required_argument, NULL, 'c'}, {"role", required_argument, NULL, 'r'},
@@ -371,9 +441,201 @@ main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
 		   *lose = NULL, *idle = NULL, *linger = NULL, *l2dir = NULL, *faults = NULL,
-		   *docs = NULL,
-		   *prog = argv[0];
+		   *docs = NULL;
 	char err[512], name[512];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'r':
+			role = optarg;
+			break;
+		case 'p':
+			poll = optarg;
+			break;
+		case 'x':
+			idle = optarg;
+			break;
+		case 't':
+			trace = optarg;
+			break;
+		case 'R':
+			kvss.record_expect = optarg;
+			break;
+		case 'P':
+			/* Refused now, not when the run ends. */
+			if (plot_check_output(optarg, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss: --plot-refills %s: %s\n", plot_shown(optarg, name, sizeof(name)), err);
+				return 2;
+			}
+			kvss.plot_refills = optarg;
+			break;
+		case 'D':
+			l2dir = optarg;
+			break;
+		case 'n':
+			limit = optarg;
+			break;
+		case 'd':
+			docs = optarg;
+			break;
+		case 'L':
+			lose = optarg;
+			break;
+		case 'G':
+			linger = optarg;
+			break;
+		case 'F':
+			faults = optarg;
+			break;
+		default:
+			usage(stderr, prog);
+			return 2;
+		}
+	}
+	if (config == NULL) {
+		fprintf(stderr, "kvss: --config FILE is required\n");
+		usage(stderr, prog);
+		return 2;
+	}
+	{
+		enum kvss_role as = 0;
+
+		if (role != NULL) {
+			if (strcmp(role, "shard") == 0)
+				as = KVSS_ROLE_SHARD;
+			else if (strcmp(role, "driver") == 0)
+				as = KVSS_ROLE_DRIVER;
+			else if (strcmp(role, "all") == 0)
+				as = KVSS_ROLE_ALL;
+			else {
+				fprintf(stderr, "kvss: --role: '%s' is not shard, driver or all\n", role);
+				return 2;
+			}
+		}
+		/* The file is read for the role it runs as: a shard's file run as
+		 * a driver is a configuration error naming what is missing. */
+		if (kvss_config_load_as(config, as, &kvss.cfg, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss: %s\n", err);
+			return 2;
+		}
+	}
+	if (l2dir != NULL) {
+		/* Each hosted shard's second tier in another directory (its file
+		 * named as shard.l2.dir names it). */
+		bool any = false;
+
+		for (c = 0; (kvss.cfg.role & KVSS_ROLE_SHARD) && c < kvss.cfg.num_local; c++) {
+			struct kvss_shard_cfg *sc = &kvss.cfg.local[c];
+
+			if (sc->l2.path[0] == '\0')
+				continue;
+			any = true;
+			if (l2dir[0] == '\0' ||
+			    snprintf(sc->l2.path, sizeof(sc->l2.path), "%s/shard-%u-%u.l2", l2dir,
+				     sc->model, sc->id) >= (int)sizeof(sc->l2.path)) {
+				fprintf(stderr, "kvss: --l2-dir: '%s' is empty or too long\n", l2dir);
+				return 2;
+			}
+		}
+		if (!any) {
+			fprintf(stderr, "kvss: --l2-dir: %s gives this process no second tier (shard.l2)\n",
+				config);
+			return 2;
+		}
+	}
+	/* Options of the driver role mean nothing to a shard. */
+	if (kvss.cfg.role == KVSS_ROLE_SHARD) {
+		const char *what = trace ? "--trace" : limit ? "--limit" : docs ? "--documents"
+				   : lose ? "--lose-data"
+				   : faults ? "--faults"
+				   : linger ? "--linger" : kvss.record_expect ? "--record-expect"
+				   : kvss.plot_refills ? "--plot-refills" : NULL;
+
+		if (what != NULL) {
+			fprintf(stderr, "kvss: %s: means nothing to a shard (the driver's wafer "
+					"emulator replays requests)\n", what);
+			return 2;
+		}
+	}
+	if (faults != NULL && kvss_faults_parse(faults, &kvss.faults, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss: %s\n", err);
+		return 2;
+	}
+	if (trace != NULL) {
+		/* Given on the command line, a trace must be there: no silent
+		 * fall-back to the built-in workload (wafer.trace has one).
+		 * --trace "" asks for the built-in workload. */
+		if (trace[0] != '\0') {
+			FILE *f = fileio_open(trace, err, sizeof(err));
+
+			if (f == NULL) {
+				fprintf(stderr, "kvss: --trace: %s\n", err);
+				return 2;
+			}
+			fclose(f);
+		}
+		snprintf(kvss.cfg.wafer.trace, sizeof(kvss.cfg.wafer.trace), "%s", trace);
+	}
+	/* Whole numbers, 1e6 notation too, never a prefix of what was given. */
+	{
+		const struct {
+			const char *opt, *val;
+			uint64_t lo, hi;
+			uint32_t *dst;
+		} nums[] = {
+			{"--exit-when-idle", idle, 1, 86400000, &kvss.exit_idle_ms},
+			{"--limit", limit, 1, 100000000, &kvss.cfg.wafer.limit},
+			{"--documents", docs, 0, 1000000, &kvss.cfg.wafer.documents},
+			{"--linger", linger, 1, 86400000, &kvss.linger_ms},
+			{"--lose-data", lose, 0, 1000000000, &kvss.cfg.wafer.lose_data_every},
+		};
+		unsigned int i;
+		uint64_t v;
+
+		for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+			if (nums[i].val == NULL)
+				continue;
+			if (args_u64(nums[i].opt, nums[i].val, nums[i].lo, nums[i].hi, &v, err,
+				     sizeof(err)) != 0)
+			{
+					fprintf(stderr, "kvss: %s\n", err);
+					return 2;
+				}
+			*nums[i].dst = (uint32_t)v;
+		}
+	}
+	if (poll != NULL) {
+		if (strcmp(poll, "busy") == 0)
+			kvss.cfg.poll = KVSS_POLL_BUSY;
+		else if (strcmp(poll, "idle") == 0)
+			kvss.cfg.poll = KVSS_POLL_IDLE;
+		else if (strcmp(poll, "interrupt") == 0)
+			kvss.cfg.poll = KVSS_POLL_INTERRUPT;
+		else {
+			fprintf(stderr, "kvss: --poll: '%s' is not busy, idle or interrupt\n", poll);
+			return 2;
+		}
+	}
+	for (c = 0; (kvss.cfg.role & KVSS_ROLE_SHARD) && c < kvss.cfg.num_local; c++)
+		if (!rte_lcore_is_enabled(kvss.cfg.ingest_lcore[c]) ||
+		    kvss.cfg.ingest_lcore[c] == rte_get_main_lcore()) {
+			fprintf(stderr, "kvss: %s: lcores.ingest: lcore %u is not an EAL worker lcore "
+					"(-l/--lcores)\n", config, kvss.cfg.ingest_lcore[c]);
+			return 2;
+		}
+	*configp = config;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *config = NULL, *prog = argv[0];
 	int ret, c, status = 0, driver_on = 0, driver_loaded = 0;
 
 	/* --help and --version work before EAL, which would otherwise want
@@ -419,188 +681,9 @@ main(int argc, char **argv)
 		goto out_eal;
 	argc -= ret;
 	argv += ret;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			config = optarg;
-			break;
-		case 'r':
-			role = optarg;
-			break;
-		case 'p':
-			poll = optarg;
-			break;
-		case 'x':
-			idle = optarg;
-			break;
-		case 't':
-			trace = optarg;
-			break;
-		case 'R':
-			kvss.record_expect = optarg;
-			break;
-		case 'P':
-			/* Refused now, not when the run ends. */
-			if (plot_check_output(optarg, err, sizeof(err)) != 0) {
-				fprintf(stderr, "kvss: --plot-refills %s: %s\n", plot_shown(optarg, name, sizeof(name)), err);
-				status = 2;
-				goto out_eal;
-			}
-			kvss.plot_refills = optarg;
-			break;
-		case 'D':
-			l2dir = optarg;
-			break;
-		case 'n':
-			limit = optarg;
-			break;
-		case 'd':
-			docs = optarg;
-			break;
-		case 'L':
-			lose = optarg;
-			break;
-		case 'G':
-			linger = optarg;
-			break;
-		case 'F':
-			faults = optarg;
-			break;
-		default:
-			usage(stderr, prog);
-			status = 2;
-			goto out_eal;
-		}
-	}
-	if (config == NULL) {
-		fprintf(stderr, "kvss: --config FILE is required\n");
-		usage(stderr, prog);
-		status = 2;
+	status = options(argc, argv, prog, &config);
+	if (status != 0)
 		goto out_eal;
-	}
-	{
-		enum kvss_role as = 0;
-
-		if (role != NULL) {
-			if (strcmp(role, "shard") == 0)
-				as = KVSS_ROLE_SHARD;
-			else if (strcmp(role, "driver") == 0)
-				as = KVSS_ROLE_DRIVER;
-			else if (strcmp(role, "all") == 0)
-				as = KVSS_ROLE_ALL;
-			else {
-				fprintf(stderr, "kvss: --role: '%s' is not shard, driver or all\n", role);
-				status = 2;
-				goto out_eal;
-			}
-		}
-		/* The file is read for the role it runs as: a shard's file run as
-		 * a driver is a configuration error naming what is missing. */
-		if (kvss_config_load_as(config, as, &kvss.cfg, err, sizeof(err)) != 0) {
-			fprintf(stderr, "kvss: %s\n", err);
-			status = 2;
-			goto out_eal;
-		}
-	}
-	if (l2dir != NULL) {
-		/* The shard's second tier in another directory (its file named as shard.l2.dir names it). */
-		if (!(kvss.cfg.role & KVSS_ROLE_SHARD) || kvss_me->cfg->l2.path[0] == '\0') {
-			fprintf(stderr, "kvss: --l2-dir: %s gives this process no second tier (shard.l2)\n",
-				config);
-			status = 2;
-			goto out_eal;
-		}
-		if (l2dir[0] == '\0' ||
-		    snprintf(kvss_me->cfg->l2.path, sizeof(kvss_me->cfg->l2.path), "%s/shard-%u-%u.l2",
-			     l2dir, kvss_me->cfg->model, kvss_me->cfg->id) >= (int)sizeof(kvss_me->cfg->l2.path)) {
-			fprintf(stderr, "kvss: --l2-dir: '%s' is empty or too long\n", l2dir);
-			status = 2;
-			goto out_eal;
-		}
-	}
-	/* Options of the driver role mean nothing to a shard. */
-	if (kvss.cfg.role == KVSS_ROLE_SHARD) {
-		const char *what = trace ? "--trace" : limit ? "--limit" : docs ? "--documents"
-				   : lose ? "--lose-data"
-				   : faults ? "--faults"
-				   : linger ? "--linger" : kvss.record_expect ? "--record-expect"
-				   : kvss.plot_refills ? "--plot-refills" : NULL;
-
-		if (what != NULL) {
-			fprintf(stderr, "kvss: %s: means nothing to a shard (the driver's wafer "
-					"emulator replays requests)\n", what);
-			status = 2;
-			goto out_eal;
-		}
-	}
-	if (faults != NULL && kvss_faults_parse(faults, &kvss.faults, err, sizeof(err)) != 0) {
-		fprintf(stderr, "kvss: %s\n", err);
-		status = 2;
-		goto out_eal;
-	}
-	if (trace != NULL) {
-		/* Given on the command line, a trace must be there: no silent
-		 * fall-back to the built-in workload (wafer.trace has one).
-		 * --trace "" asks for the built-in workload. */
-		if (trace[0] != '\0') {
-			FILE *f = fileio_open(trace, err, sizeof(err));
-
-			if (f == NULL) {
-				fprintf(stderr, "kvss: --trace: %s\n", err);
-				status = 2;
-				goto out_eal;
-			}
-			fclose(f);
-		}
-		snprintf(kvss.cfg.wafer.trace, sizeof(kvss.cfg.wafer.trace), "%s", trace);
-	}
-	/* Whole numbers, 1e6 notation too, never a prefix of what was given. */
-	{
-		const struct {
-			const char *opt, *val;
-			uint64_t lo, hi;
-			uint32_t *dst;
-		} nums[] = {
-			{"--exit-when-idle", idle, 1, 86400000, &kvss.exit_idle_ms},
-			{"--limit", limit, 1, 100000000, &kvss.cfg.wafer.limit},
-			{"--documents", docs, 0, 1000000, &kvss.cfg.wafer.documents},
-			{"--linger", linger, 1, 86400000, &kvss.linger_ms},
-			{"--lose-data", lose, 0, 1000000000, &kvss.cfg.wafer.lose_data_every},
-		};
-		unsigned int i;
-		uint64_t v;
-
-		for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
-			if (nums[i].val == NULL)
-				continue;
-			if (args_u64(nums[i].opt, nums[i].val, nums[i].lo, nums[i].hi, &v, err,
-				     sizeof(err)) != 0)
-				goto bad_arg;
-			*nums[i].dst = (uint32_t)v;
-		}
-	}
-	if (poll != NULL) {
-		if (strcmp(poll, "busy") == 0)
-			kvss.cfg.poll = KVSS_POLL_BUSY;
-		else if (strcmp(poll, "idle") == 0)
-			kvss.cfg.poll = KVSS_POLL_IDLE;
-		else if (strcmp(poll, "interrupt") == 0)
-			kvss.cfg.poll = KVSS_POLL_INTERRUPT;
-		else {
-			fprintf(stderr, "kvss: --poll: '%s' is not busy, idle or interrupt\n", poll);
-			status = 2;
-			goto out_eal;
-		}
-	}
-	for (c = 0; (kvss.cfg.role & KVSS_ROLE_SHARD) && c < kvss.cfg.num_local; c++)
-		if (!rte_lcore_is_enabled(kvss.cfg.ingest_lcore[c]) ||
-		    kvss.cfg.ingest_lcore[c] == rte_get_main_lcore()) {
-			fprintf(stderr, "kvss: %s: lcores.ingest: lcore %u is not an EAL worker lcore "
-					"(-l/--lcores)\n", config, kvss.cfg.ingest_lcore[c]);
-			status = 2;
-			goto out_eal;
-		}
 
 	do {
 		kvss.epoch = (uint32_t)rte_rand();
@@ -634,63 +717,8 @@ main(int argc, char **argv)
 		status = 1;
 		goto out_free;
 	}
-	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
-		/* lcores.refill = []: none asked for, nothing to say. */
-		unsigned int rl = kvss.cfg.num_refill ? kvss.cfg.refill_lcore[0] : RTE_MAX_LCORE;
-		int want = kvss.cfg.num_refill && rte_lcore_is_enabled(rl) &&
-			   rl != rte_get_main_lcore() && rl != kvss.cfg.ingest_lcore[0];
-
-		ret = 0;
-		kvss.num_shards = kvss.cfg.num_local;
-		for (c = kvss.num_shards - 1; c >= 0; c--) {
-			/* The others first: the main thread serves the first from here on. */
-			kvss_me = &kvss_shards[c];
-			kvss_me->ingest_lcore = kvss.cfg.ingest_lcore[c];
-			if (store_init() != 0 ||
-			    (ret = kvss_port_init(kvss_me->cfg->port, kvss.cfg.mtu, c == 0 && want, 1)) != 0) {
-				status = ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
-				kvss_me = &kvss_shards[0];
-				goto out_free;
-			}
-		}
-		kvss_me->refill_lcore = rl;
-		for (c = 0; c < kvss.num_shards; c++) {
-			struct kvss_shard_inst *si = &kvss_shards[c];
-			const struct shard_level *disk;
-			char l2err[512];
-			int l2rc = shard_levels_open(si, l2err, sizeof(l2err));
-
-			if (l2rc != 0) {
-				/* -2: the shared level's, whose message names its key:
-				 * a start error of the configuration's (docs/kvss.md,
-				 * "Exit status": 1 is a wrong byte's). */
-				fprintf(stderr, "kvss: %s: %s%s\n", config, l2rc == -2 ? "" : "shard.l2: ",
-					l2err);
-				status = l2rc == -2 ? 2 : 1;
-				goto out_free;
-			}
-			disk = shard_level_of(si, SHARD_LEVEL_DISK);
-			if (disk != NULL) {
-				struct level_counter lc[LEVEL_COUNTERS_MAX];
-				uint64_t held = 0, dropped = 0;
-				unsigned int k, n = disk->ops->counters(disk, lc);
-
-				for (k = 0; k < n; k++) {
-					if (strcmp(lc[k].name, "columns") == 0)
-						held = lc[k].value;
-					if (strcmp(lc[k].name, "rebuild_dropped") == 0)
-						dropped = lc[k].value;
-				}
-				printf("kvss: second tier %s%s: %" PRIu64 " columns kept from before, %" PRIu64
-				       " dropped (checksum)\n", si->cfg->l2.path,
-				       level_disk_direct(disk) ? " (O_DIRECT)" : " (page cache: no O_DIRECT here)",
-				       held, dropped);
-			}
-		}
-		if (!want && kvss.cfg.num_refill)
-			printf("kvss: lcore %u (lcores.refill) is not an EAL worker: the refill queue runs "
-			       "on the ingest lcore\n", rl);
-	}
+	if ((kvss.cfg.role & KVSS_ROLE_SHARD) && (status = shards_start(config)) != 0)
+		goto out_free;
 	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
 		uint16_t m, k;
 
@@ -801,8 +829,4 @@ out_free:
 out_eal:
 	kvss_eal_stop();
 	return status;
-bad_arg:
-	fprintf(stderr, "kvss: %s\n", err);
-	status = 2;
-	goto out_eal;
 }
