@@ -253,8 +253,13 @@ orgs_from(struct opts *o, const char *path)
 	return 0;
 }
 
-int
-main(int argc, char **argv)
+/*
+ * The options into @p o (and whether any asks for a fleet with a shared
+ * level, @p shared_shaped), each checked: -1 to go on, or the exit status
+ * (0 after --help or --version; 2 a usage error, said on stderr).
+ */
+static int
+options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 {
 	static const struct option lo[] = {
 		{"trace", required_argument, NULL, 't'}, {"capacity", required_argument, NULL, 'c'},
@@ -284,41 +289,31 @@ main(int argc, char **argv)
 		{"restart", required_argument, NULL, 260},
 		{"add-replica-at", required_argument, NULL, 261},
 		{"shared-touch", no_argument, NULL, 262}, {NULL, 0, NULL, 0}};
-	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
-			 .l2_gbps = 3.0, .l2_lat_us = 100, .spec_reject_pct = 20, .spec_seed = 1,
-			 .shared_admit = 1u << FLEET_ADMIT_EVICTED | 1u << FLEET_ADMIT_ALL,
-			 .restart_rep = -1};
-	bool shared_shaped = false;
-	struct workload t = {0};
-	struct oracle_blocks *blocks = NULL;
-	struct curves cv = {0};
-	unsigned int pi;
 	char err[512], name[512];
-	unsigned int k;
-	int c, bad = 0;
+	unsigned int pi;
+	int c;
 
-	args_check_stdout_at_exit("kvss-trace");
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			o.trace = optarg;
+			o->trace = optarg;
 			break;
 		case 'c':
-			if (parse_capacities(optarg, o.capacity, &o.ncap, err, sizeof(err)) != 0) {
+			if (parse_capacities(optarg, o->capacity, &o->ncap, err, sizeof(err)) != 0) {
 				fprintf(stderr, "kvss-trace: --capacity: %s\n", err);
 				return 2;
 			}
 			break;
 		case 'O':
-			o.oracle = true;
+			o->oracle = true;
 			break;
 		case '2':
-			if (parse_capacities(optarg, o.l2, &o.nl2, err, sizeof(err)) != 0) {
+			if (parse_capacities(optarg, o->l2, &o->nl2, err, sizeof(err)) != 0) {
 				fprintf(stderr, "kvss-trace: --l2: %s\n", err);
 				return 2;
 			}
-			for (pi = 0; pi < o.nl2; pi++)
-				if (o.l2[pi] == 0) {
+			for (pi = 0; pi < o->nl2; pi++)
+				if (o->l2[pi] == 0) {
 					/* inf is 0 in a capacity list: here it read as no second tier. */
 					fprintf(stderr, "kvss-trace: --l2: %s: a second tier of a positive, "
 							"finite number of tokens (leave --l2 out for none)\n",
@@ -336,7 +331,7 @@ main(int argc, char **argv)
 				return 2;
 			}
 			snprintf(buf, sizeof(buf), "%s", optarg);
-			o.l2_admit = 0;
+			o->l2_admit = 0;
 			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 				for (a = 0; admit_names[a] != NULL && strcmp(tok, admit_names[a]) != 0; a++)
 					;
@@ -344,36 +339,36 @@ main(int argc, char **argv)
 					fprintf(stderr, "kvss-trace: --l2-admit: '%s' is not all, seen2 or short\n", tok);
 					return 2;
 				}
-				o.l2_admit |= 1u << a;
+				o->l2_admit |= 1u << a;
 			}
 			break;
 		}
 		case 'T':
-			if (num_f("--recompute-tokens-per-s", optarg, 1e12, &o.recompute_tps) != 0)
+			if (num_f("--recompute-tokens-per-s", optarg, 1e12, &o->recompute_tps) != 0)
 				return 2;
 			break;
 		case 'G':
-			if (num_f("--l2-read-gbps", optarg, 1e4, &o.l2_gbps) != 0)
+			if (num_f("--l2-read-gbps", optarg, 1e4, &o->l2_gbps) != 0)
 				return 2;
 			break;
 		case 'Y':
-			if (num_f("--l2-latency-us", optarg, 1e7, &o.l2_lat_us) != 0)
+			if (num_f("--l2-latency-us", optarg, 1e7, &o->l2_lat_us) != 0)
 				return 2;
 			break;
 		case 'D':
-			o.l2_dir = optarg;
+			o->l2_dir = optarg;
 			break;
 		case 'K':
-			NUM("--kv-bytes-per-token", 1, 1ull << 30, o.kv_bytes);
+			NUM("--kv-bytes-per-token", 1, 1ull << 30, o->kv_bytes);
 			break;
 		case 'P':
-			NUM("--probation", 1, 90, o.probation_pct);
+			NUM("--probation", 1, 90, o->probation_pct);
 			break;
 		case 'U':
-			NUM("--followup", 1, 100, o.followup_pct);
+			NUM("--followup", 1, 100, o->followup_pct);
 			break;
 		case 'C':
-			NUM("--column", 1, 4096, o.column);
+			NUM("--column", 1, 4096, o->column);
 			break;
 		case 'p': {
 			char buf[128], *tok, *save = NULL;
@@ -384,7 +379,7 @@ main(int argc, char **argv)
 				return 2;
 			}
 			snprintf(buf, sizeof(buf), "%s", optarg);
-			o.npol = 0;
+			o->npol = 0;
 			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 				int pol = 0;
 
@@ -399,17 +394,17 @@ main(int argc, char **argv)
 					fprintf(stderr, " (a list: each in turn)\n");
 					return 2;
 				}
-				if (o.npol == 8) {
+				if (o->npol == 8) {
 					fprintf(stderr, "kvss-trace: --policy: more than 8 policies\n");
 					return 2;
 				}
-				o.pols[o.npol++] = (enum prefixcache_policy)pol;
+				o->pols[o->npol++] = (enum prefixcache_policy)pol;
 			}
-			if (o.npol == 0) {
+			if (o->npol == 0) {
 				fprintf(stderr, "kvss-trace: --policy: empty\n");
 				return 2;
 			}
-			o.policy = o.pols[0];
+			o->policy = o->pols[0];
 			break;
 		}
 		case 'Q':
@@ -418,22 +413,22 @@ main(int argc, char **argv)
 				fprintf(stderr, "kvss-trace: --plot %s: %s\n", plot_shown(optarg, name, sizeof(name)), err);
 				return 2;
 			}
-			o.plot = optarg;
+			o->plot = optarg;
 			break;
 		case 'I':
-			NUM("--multimodal-every", 1, 1000000, o.mm_every);
+			NUM("--multimodal-every", 1, 1000000, o->mm_every);
 			break;
 		case 'k':
-			NUM("--documents", 0, 1000000, o.documents);
+			NUM("--documents", 0, 1000000, o->documents);
 			break;
 		case 'S':
-			NUM("--speculate", 1, 64, o.spec_tokens);
+			NUM("--speculate", 1, 64, o->spec_tokens);
 			break;
 		case 'J':
-			NUM("--spec-reject-pct", 0, 100, o.spec_reject_pct);
+			NUM("--spec-reject-pct", 0, 100, o->spec_reject_pct);
 			break;
 		case 'E':
-			NUM("--spec-seed", 0, 1ull << 62, o.spec_seed);
+			NUM("--spec-seed", 0, 1ull << 62, o->spec_seed);
 			break;
 		case 'd': {
 			uint64_t v[16];
@@ -444,47 +439,47 @@ main(int argc, char **argv)
 					CAPACITY_FORMS);
 				return 2;
 			}
-			o.draft = true;
-			o.draft_cap = v[0];
+			o->draft = true;
+			o->draft_cap = v[0];
 			break;
 		}
 		case 'X':
-			if (org_ttl_arg(&o, optarg) != 0)
+			if (org_ttl_arg(o, optarg) != 0)
 				return 2;
 			break;
 		case 'W':
-			if (orgs_from(&o, optarg) != 0)
+			if (orgs_from(o, optarg) != 0)
 				return 2;
 			break;
 		case 'L':
-			NUM("--ttl-last", 0, TTL_MAX_S, o.ttl_last_s);
+			NUM("--ttl-last", 0, TTL_MAX_S, o->ttl_last_s);
 			break;
 		case 'F':
-			NUM("--ttl-first", 0, TTL_MAX_S, o.ttl_first_s);
+			NUM("--ttl-first", 0, TTL_MAX_S, o->ttl_first_s);
 			break;
 		case 'b':
-			NUM("--block-tokens", 1, 1u << 20, o.block);
+			NUM("--block-tokens", 1, 1u << 20, o->block);
 			break;
 		case 'j':
-			o.json = true;
+			o->json = true;
 			break;
 		case 'n':
-			NUM("--limit", 1, WL_MAX_REQUESTS, o.limit);
+			NUM("--limit", 1, WL_MAX_REQUESTS, o->limit);
 			break;
 		case 'o':
-			NUM("--orgs", 1, 1u << 20, o.orgs);
+			NUM("--orgs", 1, 1u << 20, o->orgs);
 			break;
 		case 'B':
-			o.baseline = true;
+			o->baseline = true;
 			break;
 		case 'M':
-			o.no_minus_one = true;
+			o->no_minus_one = true;
 			break;
 		case 'g':
-			NUM("--generate", 1, WL_MAX_REQUESTS, o.generate);
+			NUM("--generate", 1, WL_MAX_REQUESTS, o->generate);
 			break;
 		case 'R':
-			NUM("--replicas", 1, ROUTE_MAX_REPLICAS, o.replicas);
+			NUM("--replicas", 1, ROUTE_MAX_REPLICAS, o->replicas);
 			break;
 		case 'r': {
 			int pol = route_policy_parse(optarg);
@@ -494,11 +489,11 @@ main(int argc, char **argv)
 						"org, prefix, chash\n", optarg);
 				return 2;
 			}
-			o.route = (enum route_policy)pol;
+			o->route = (enum route_policy)pol;
 			break;
 		}
 		case 256:
-			if (parse_sizes("--shared", optarg, o.shared, 8, &o.nshared) != 0)
+			if (parse_sizes("--shared", optarg, o->shared, 8, &o->nshared) != 0)
 				return 2;
 			break;
 		case 257: {
@@ -506,7 +501,7 @@ main(int argc, char **argv)
 			unsigned int a;
 
 			snprintf(buf, sizeof(buf), "%s", optarg);
-			o.shared_admit = 0;
+			o->shared_admit = 0;
 			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
 				for (a = 0; fleet_admit_names[a] != NULL && strcmp(tok, fleet_admit_names[a]); a++)
 					;
@@ -515,37 +510,37 @@ main(int argc, char **argv)
 						tok);
 					return 2;
 				}
-				o.shared_admit |= 1u << a;
+				o->shared_admit |= 1u << a;
 			}
-			if (o.shared_admit == 0) {
+			if (o->shared_admit == 0) {
 				fprintf(stderr, "kvss-trace: --shared-admit: empty\n");
 				return 2;
 			}
-			shared_shaped = true;
+			*shared_shaped = true;
 			break;
 		}
 		case 258:
-			NUM("--shared-ttl", 0, TTL_MAX_S, o.shared_ttl_s);
-			shared_shaped = true;
+			NUM("--shared-ttl", 0, TTL_MAX_S, o->shared_ttl_s);
+			*shared_shaped = true;
 			break;
 		case 259: {
 			unsigned int nd;
 
-			if (parse_sizes("--disk", optarg, &o.disk, 1, &nd) != 0)
+			if (parse_sizes("--disk", optarg, &o->disk, 1, &nd) != 0)
 				return 2;
-			o.disk_set = true;
+			o->disk_set = true;
 			break;
 		}
 		case 260:
-			if (restart_arg(&o, optarg) != 0)
+			if (restart_arg(o, optarg) != 0)
 				return 2;
 			break;
 		case 261:
-			NUM("--add-replica-at", 1, WL_MAX_REQUESTS, o.add_at);
+			NUM("--add-replica-at", 1, WL_MAX_REQUESTS, o->add_at);
 			break;
 		case 262:
-			o.shared_touch = true;
-			shared_shaped = true;
+			o->shared_touch = true;
+			*shared_shaped = true;
 			break;
 		case 'V':
 			args_version("kvss-trace", PROTO_VERSION);
@@ -565,36 +560,263 @@ main(int argc, char **argv)
 				"'kvss-trace --help' lists every option)\n", argv[optind]);
 		return 2;
 	}
-	if ((o.trace == NULL) == (o.generate == 0)) {
-		fprintf(stderr, "kvss-trace: %s\n", o.trace == NULL
+	if ((o->trace == NULL) == (o->generate == 0)) {
+		fprintf(stderr, "kvss-trace: %s\n", o->trace == NULL
 			? "no requests: give --trace FILE (a JSONL trace) or --generate N (the "
 			  "built-in workload)"
 			: "--trace and --generate: one or the other");
 		return 2;
 	}
-	if (o.l2_dir != NULL) {
+	if (o->l2_dir != NULL) {
 		/* Checked now, not after the main replay has run (its JSON then
 		 * ended half written). */
-		if (o.nl2 == 0) {
+		if (o->nl2 == 0) {
 			fprintf(stderr, "kvss-trace: --l2-dir: needs --l2 N (the second tier to keep "
 					"in its files)\n");
 			return 2;
 		}
-		if (kvdisk_dir_check(o.l2_dir, err, sizeof(err)) != 0) {
-			fprintf(stderr, "kvss-trace: --l2-dir '%s': %s\n", o.l2_dir, err);
+		if (kvdisk_dir_check(o->l2_dir, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss-trace: --l2-dir '%s': %s\n", o->l2_dir, err);
 			return 2;
 		}
 	}
-	if (o.documents > 0 && o.trace != NULL) {
+	if (o->documents > 0 && o->trace != NULL) {
 		fprintf(stderr, "kvss-trace: --documents: the built-in workload's library, only with "
 				"--generate N\n");
 		return 2;
 	}
-	if (o.ncap == 0) {
+	if (o->ncap == 0) {
 		fprintf(stderr, "kvss-trace: --capacity: missing: the shard capacities to replay, "
 				"in tokens (--capacity 1e6,inf; %s)\n", CAPACITY_FORMS);
 		return 2;
 	}
+	return -1;
+}
+
+/*
+ * One replay of the trace: policy @p pi at capacity @p k, its line (or
+ * JSON) printed, its curves' points kept in @p cv; @p bad set when it
+ * counted a protocol error or a verify failure. 0, or 1: it could not run.
+ */
+static int
+replay_one(struct opts *o, const struct workload *t, struct oracle_blocks *blocks,
+	   struct curves *cv, unsigned int pi, unsigned int k, int *bad)
+{
+	struct result res;
+	int rc2;
+
+	o->policy = o->pols[pi];
+	if (o->npol > 1 && k == 0 && !o->json)
+		printf("policy %s\n", prefixcache_policy_names[o->policy]);
+	if (run_tiers(o, t, o->capacity[k], 0, 0, &res) != 0)
+		return 1;
+	res.baseline = o->baseline ? oracle_plain_lru(blocks, o->capacity[k], o->block) : -1;
+	res.belady = res.belady_seen = res.told = res.told120 = res.told_uses = -1;
+	res.told_rate = res.life_rate = res.fitted = -1;
+	if (o->capacity[k] != 0 && cv->n < 16 && pi == 0) {
+		cv->x[cv->n] = (double)o->capacity[k];
+		cv->base[cv->n] = res.baseline;
+		if (o->plot != NULL && o->nl2) {
+			struct tier2_params tp = {.l1_tokens = o->capacity[k], .l2_tokens = o->l2[0],
+						  .block = o->block,
+						  /* the first rule asked */
+						  .admit = (enum tier2_admit)__builtin_ctz(o->l2_admit)};
+			struct tier2_result tr;
+
+			if (tier2_run(blocks, &tp, &tr) == 0 && tr.input)
+				cv->l2[cv->n] = (double)(tr.hit_l1 + tr.hit_l2) / (double)tr.input;
+		}
+		cv->n++;
+	}
+	if (o->capacity[k] != 0) {
+		unsigned int j;
+
+		for (j = 0; j < cv->n && cv->x[j] != (double)o->capacity[k]; j++)
+			;
+		if (j < cv->n)
+			cv->hit[pi][j] = res.input ? (double)res.hit / (double)res.input : 0;
+	}
+	if (o->oracle && pi > 0) {
+		/* The references do not depend on the policy: once is enough. */
+		res.belady = -1;
+	} else if (o->oracle) {
+		res.belady = oracle_told(blocks, o->capacity[k], o->block, ORACLE_BELADY);
+		res.belady_seen = oracle_told(blocks, o->capacity[k], o->block, ORACLE_BELADY_SEEN);
+		res.told = oracle_lru_told(blocks, o->capacity[k], o->block, 0);
+		res.told120 = oracle_lru_told(blocks, o->capacity[k], o->block, 120000);
+		res.told_uses = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_USES);
+		res.told_rate = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_RATE);
+		res.life_rate = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_LIFE_RATE);
+		res.fitted = oracle_fitted_table(blocks, o->capacity[k], o->block);
+		if (o->capacity[k] != 0 && cv->n > 0 && cv->x[cv->n - 1] == (double)o->capacity[k])
+			cv->belady[cv->n - 1] = res.belady;
+	}
+	*bad |= res.perr != 0 || res.vfail != 0;
+	if (o->json) {
+		char cs[32];
+
+		if (res.capacity)
+			snprintf(cs, sizeof(cs), "%" PRIu64, res.capacity);
+		else
+			snprintf(cs, sizeof(cs), "null");
+		printf("{\"policy\": \"%s\", ", prefixcache_policy_names[o->policy]);
+		printf("\"capacity_tokens\": %s, \"requests\": %" PRIu64
+		       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
+		       ", \"hit_ratio\": %.4f, \"evicted_tokens\": %" PRIu64
+		       ", \"deleted_tokens\": %" PRIu64 ", \"expired_tokens\": %" PRIu64
+		       ", \"peak_stored_tokens\": %" PRIu64 ", \"protocol_errors\": %" PRIu64
+		       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.2f",
+		       cs, res.requests, res.input, res.hit,
+		       res.input ? (double)res.hit / res.input : 0.0, res.evicted, res.deleted,
+		       res.expired, res.peak, res.perr, res.vfail, res.wall);
+		printf(", \"evict_tokens_per_s\": %.1f, \"evict_tokens_per_s_peak\": %.1f"
+		       ", \"refill_tokens_per_s\": %.1f, \"refill_tokens_per_s_peak\": %.1f"
+		       ", \"peak_window_s\": %u",
+		       res.evict_rate, res.evict_peak, res.refill_rate, res.refill_peak,
+		       res.peak_window_s);
+		if (o->kv_bytes)
+			printf(", \"evict_gbps\": %.3f, \"evict_gbps_peak\": %.3f"
+			       ", \"refill_gbps\": %.3f, \"refill_gbps_peak\": %.3f",
+			       gbps(o, res.evict_rate), gbps(o, res.evict_peak),
+			       gbps(o, res.refill_rate), gbps(o, res.refill_peak));
+		if (res.baseline >= 0)
+			printf(", \"baseline_lru_hit_ratio\": %.4f", res.baseline);
+		if (res.belady >= 0)
+			printf(", \"belady_hit_ratio\": %.4f, \"belady_seen_hit_ratio\": %.4f"
+			       ", \"told_lru_hit_ratio\": %.4f, \"told_lru_120s_hit_ratio\": %.4f"
+			       ", \"told_uses_hit_ratio\": %.4f, \"told_rate_hit_ratio\": %.4f"
+			       ", \"told_life_rate_hit_ratio\": %.4f, \"fitted_table_hit_ratio\": %.4f",
+			       res.belady, res.belady_seen, res.told, res.told120, res.told_uses,
+			       res.told_rate, res.life_rate, res.fitted);
+		if (o->replicas > 1)
+			printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
+			       ", \"balance_worst\": %.3f", o->replicas, route_policy_name(o->route),
+			       res.balance_mean, res.balance_worst);
+		printf(", \"multimodal_trimmed_tokens\": %" PRIu64 ", \"generated_hit_tokens\": %" PRIu64,
+		       res.mm_trimmed, res.gen_hit);
+		if (o->draft)
+			printf(", \"draft_capacity_tokens\": %" PRIu64 ", \"draft_hit_tokens\": %" PRIu64
+			       ", \"draft_hit_ratio\": %.4f, \"requests_hit_target_only\": %" PRIu64
+			       ", \"requests_hit_draft_only\": %" PRIu64, o->draft_cap, res.draft_hit,
+			       res.input ? (double)res.draft_hit / res.input : 0.0, res.only_target,
+			       res.only_draft);
+		if (o->spec_tokens)
+			printf(", \"spec_tokens\": %u, \"spec_reject_pct\": %u, \"spec_seed\": %" PRIu64
+			       ", \"spec_rounds\": %" PRIu64 ", \"spec_proposed\": %" PRIu64
+			       ", \"spec_accepted\": %" PRIu64 ", \"spec_overwrites\": %" PRIu64,
+			       o->spec_tokens, o->spec_reject_pct, o->spec_seed, res.spec_rounds,
+			       res.spec_proposed, res.spec_accepted, res.spec_overwrites);
+		if (o->nottl) {
+			unsigned int j;
+
+			printf(", \"orgs\": [");
+			for (j = 0; j < o->nottl; j++)
+				printf("%s{\"org\": \"%s\", \"ttl_last_s\": %" PRIu64 ", \"ttl_first_s\": %" PRIu64
+				       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
+				       ", \"hit_ratio\": %.4f}", j ? ", " : "", o->ottl[j].name, o->ottl[j].last_s,
+				       o->ottl[j].first_s, res.org_input[j], res.org_hit[j],
+				       res.org_input[j] ? (double)res.org_hit[j] / (double)res.org_input[j] : 0.0);
+			printf("]");
+		}
+		if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k])) != 0) {
+			if (rc2 < 0)
+				return 1;
+			*bad = 1;
+		}
+		if (fleet_asked(o) && print_fleet(o, t, o->capacity[k]) != 0)
+			return 1;
+		printf("}\n");
+	} else {
+		char cs[32];
+
+		if (res.capacity)
+			snprintf(cs, sizeof(cs), "%" PRIu64, res.capacity);
+		else
+			snprintf(cs, sizeof(cs), "unlimited");
+		printf("%-12s %8" PRIu64 " %12" PRIu64 " %12" PRIu64 " %9.4f %12" PRIu64
+		       " %12" PRIu64 " %10" PRIu64 " %12" PRIu64 " %6" PRIu64 " %6" PRIu64
+		       " %7.1f\n",
+		       cs, res.requests, res.input, res.hit,
+		       res.input ? (double)res.hit / res.input : 0.0, res.evicted, res.deleted,
+		       res.expired, res.peak, res.perr, res.vfail, res.wall);
+		printf("%-12s tokens/s of trace time: evicted %.0f, busiest %u s %.0f; refilled "
+		       "%.0f, busiest %u s %.0f", "", res.evict_rate, res.peak_window_s,
+		       res.evict_peak, res.refill_rate, res.peak_window_s, res.refill_peak);
+		if (o->kv_bytes)
+			printf(" (Gb/s: %.2f, %.2f; %.2f, %.2f)", gbps(o, res.evict_rate),
+			       gbps(o, res.evict_peak), gbps(o, res.refill_rate),
+			       gbps(o, res.refill_peak));
+		printf("\n");
+		if (res.baseline >= 0)
+			printf("%-12s plain LRU over blocks: hit ratio %.4f\n", "", res.baseline);
+		if (res.belady >= 0)
+			printf("%-12s offline: Belady with bypass %.4f, not told of first "
+			       "sightings %.4f; LRU told which blocks return %.4f, within 120 s "
+			       "%.4f; told how many more uses %.4f, and when the last %.4f, "
+			       "only the life's mean gap %.4f; by a table fitted on the trace "
+			       "%.4f\n",
+			       "", res.belady, res.belady_seen, res.told, res.told120, res.told_uses,
+			       res.told_rate, res.life_rate, res.fitted);
+		if (o->replicas > 1)
+			printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
+			       "mean %.3f, worst %.3f\n", "", o->replicas, route_policy_name(o->route),
+			       res.balance_mean, res.balance_worst);
+		if (res.mm_trimmed)
+			printf("%-12s multimodal: %" PRIu64 " tokens not cached, after a multimodal "
+			       "token\n", "", res.mm_trimmed);
+		if (res.gen_hit)
+			printf("%-12s %" PRIu64 " hit tokens are an earlier turn's answer (generated)\n",
+			       "", res.gen_hit);
+		if (o->draft)
+			printf("%-12s draft (capacity %" PRIu64 "%s): %" PRIu64 " tokens hit, hit ratio "
+			       "%.4f; requests hit in the target only %" PRIu64 ", in the draft only %"
+			       PRIu64 "\n", "", o->draft_cap, o->draft_cap ? "" : ", unlimited",
+			       res.draft_hit, res.input ? (double)res.draft_hit / res.input : 0.0,
+			       res.only_target, res.only_draft);
+		if (o->spec_tokens)
+			printf("%-12s speculative decoding (%u per round, %u%% rejected, seed %" PRIu64
+			       "): %" PRIu64 " rounds, %" PRIu64 " of %" PRIu64 " proposals accepted, %"
+			       PRIu64 " rejected tokens evicted and overwritten\n", "", o->spec_tokens,
+			       o->spec_reject_pct, o->spec_seed, res.spec_rounds, res.spec_accepted,
+			       res.spec_proposed, res.spec_overwrites);
+		for (unsigned int j = 0; j < o->nottl; j++)
+			printf("%-12s org %s (ttl_last_s %" PRIu64 ", ttl_first_s %" PRIu64 "; 0: the "
+			       "global): %" PRIu64 " of %" PRIu64 " prompt tokens hit, hit ratio %.4f\n", "",
+			       o->ottl[j].name, o->ottl[j].last_s, o->ottl[j].first_s, res.org_hit[j],
+			       res.org_input[j],
+			       res.org_input[j] ? (double)res.org_hit[j] / (double)res.org_input[j] : 0.0);
+		if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k])) != 0) {
+			if (rc2 < 0)
+				return 1;
+			*bad = 1;
+		}
+		if (fleet_asked(o) && print_fleet(o, t, o->capacity[k]) != 0)
+			return 1;
+	}
+	fflush(stdout);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
+			 .l2_gbps = 3.0, .l2_lat_us = 100, .spec_reject_pct = 20, .spec_seed = 1,
+			 .shared_admit = 1u << FLEET_ADMIT_EVICTED | 1u << FLEET_ADMIT_ALL,
+			 .restart_rep = -1};
+	bool shared_shaped = false;
+	struct workload t = {0};
+	struct oracle_blocks *blocks = NULL;
+	struct curves cv = {0};
+	unsigned int pi;
+	char err[512];
+	unsigned int k;
+	int c, bad = 0;
+
+	args_check_stdout_at_exit("kvss-trace");
+	c = options(argc, argv, &o, &shared_shaped);
+	if (c >= 0)
+		return c;
 	if (o.generate != 0) {
 		if (workload_generate_docs(o.generate, o.documents, &t) != 0) {
 			fprintf(stderr, "kvss-trace: out of memory\n");
@@ -650,203 +872,13 @@ main(int argc, char **argv)
 	if (o.npol == 0)
 		o.pols[o.npol++] = o.policy;
 	for (pi = 0, k = 0; pi < o.npol; k++) {
-		struct result res;
-		int rc2;
-
 		if (k == o.ncap) {
 			k = (unsigned int)-1; /* the next policy, from the first capacity */
 			pi++;
 			continue;
 		}
-		o.policy = o.pols[pi];
-		if (o.npol > 1 && k == 0 && !o.json)
-			printf("policy %s\n", prefixcache_policy_names[o.policy]);
-		if (run_tiers(&o, &t, o.capacity[k], 0, 0, &res) != 0)
+		if (replay_one(&o, &t, blocks, &cv, pi, k, &bad) != 0)
 			return 1;
-		res.baseline = o.baseline ? oracle_plain_lru(blocks, o.capacity[k], o.block) : -1;
-		res.belady = res.belady_seen = res.told = res.told120 = res.told_uses = -1;
-		res.told_rate = res.life_rate = res.fitted = -1;
-		if (o.capacity[k] != 0 && cv.n < 16 && pi == 0) {
-			cv.x[cv.n] = (double)o.capacity[k];
-			cv.base[cv.n] = res.baseline;
-			if (o.plot != NULL && o.nl2) {
-				struct tier2_params tp = {.l1_tokens = o.capacity[k], .l2_tokens = o.l2[0],
-							  .block = o.block,
-							  /* the first rule asked */
-							  .admit = (enum tier2_admit)__builtin_ctz(o.l2_admit)};
-				struct tier2_result tr;
-
-				if (tier2_run(blocks, &tp, &tr) == 0 && tr.input)
-					cv.l2[cv.n] = (double)(tr.hit_l1 + tr.hit_l2) / (double)tr.input;
-			}
-			cv.n++;
-		}
-		if (o.capacity[k] != 0) {
-			unsigned int j;
-
-			for (j = 0; j < cv.n && cv.x[j] != (double)o.capacity[k]; j++)
-				;
-			if (j < cv.n)
-				cv.hit[pi][j] = res.input ? (double)res.hit / (double)res.input : 0;
-		}
-		if (o.oracle && pi > 0) {
-			/* The references do not depend on the policy: once is enough. */
-			res.belady = -1;
-		} else if (o.oracle) {
-			res.belady = oracle_told(blocks, o.capacity[k], o.block, ORACLE_BELADY);
-			res.belady_seen = oracle_told(blocks, o.capacity[k], o.block, ORACLE_BELADY_SEEN);
-			res.told = oracle_lru_told(blocks, o.capacity[k], o.block, 0);
-			res.told120 = oracle_lru_told(blocks, o.capacity[k], o.block, 120000);
-			res.told_uses = oracle_told(blocks, o.capacity[k], o.block, ORACLE_TOLD_USES);
-			res.told_rate = oracle_told(blocks, o.capacity[k], o.block, ORACLE_TOLD_RATE);
-			res.life_rate = oracle_told(blocks, o.capacity[k], o.block, ORACLE_TOLD_LIFE_RATE);
-			res.fitted = oracle_fitted_table(blocks, o.capacity[k], o.block);
-			if (o.capacity[k] != 0 && cv.n > 0 && cv.x[cv.n - 1] == (double)o.capacity[k])
-				cv.belady[cv.n - 1] = res.belady;
-		}
-		bad |= res.perr != 0 || res.vfail != 0;
-		if (o.json) {
-			char cs[32];
-
-			if (res.capacity)
-				snprintf(cs, sizeof(cs), "%" PRIu64, res.capacity);
-			else
-				snprintf(cs, sizeof(cs), "null");
-			printf("{\"policy\": \"%s\", ", prefixcache_policy_names[o.policy]);
-			printf("\"capacity_tokens\": %s, \"requests\": %" PRIu64
-			       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
-			       ", \"hit_ratio\": %.4f, \"evicted_tokens\": %" PRIu64
-			       ", \"deleted_tokens\": %" PRIu64 ", \"expired_tokens\": %" PRIu64
-			       ", \"peak_stored_tokens\": %" PRIu64 ", \"protocol_errors\": %" PRIu64
-			       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.2f",
-			       cs, res.requests, res.input, res.hit,
-			       res.input ? (double)res.hit / res.input : 0.0, res.evicted, res.deleted,
-			       res.expired, res.peak, res.perr, res.vfail, res.wall);
-			printf(", \"evict_tokens_per_s\": %.1f, \"evict_tokens_per_s_peak\": %.1f"
-			       ", \"refill_tokens_per_s\": %.1f, \"refill_tokens_per_s_peak\": %.1f"
-			       ", \"peak_window_s\": %u",
-			       res.evict_rate, res.evict_peak, res.refill_rate, res.refill_peak,
-			       res.peak_window_s);
-			if (o.kv_bytes)
-				printf(", \"evict_gbps\": %.3f, \"evict_gbps_peak\": %.3f"
-				       ", \"refill_gbps\": %.3f, \"refill_gbps_peak\": %.3f",
-				       gbps(&o, res.evict_rate), gbps(&o, res.evict_peak),
-				       gbps(&o, res.refill_rate), gbps(&o, res.refill_peak));
-			if (res.baseline >= 0)
-				printf(", \"baseline_lru_hit_ratio\": %.4f", res.baseline);
-			if (res.belady >= 0)
-				printf(", \"belady_hit_ratio\": %.4f, \"belady_seen_hit_ratio\": %.4f"
-				       ", \"told_lru_hit_ratio\": %.4f, \"told_lru_120s_hit_ratio\": %.4f"
-				       ", \"told_uses_hit_ratio\": %.4f, \"told_rate_hit_ratio\": %.4f"
-				       ", \"told_life_rate_hit_ratio\": %.4f, \"fitted_table_hit_ratio\": %.4f",
-				       res.belady, res.belady_seen, res.told, res.told120, res.told_uses,
-				       res.told_rate, res.life_rate, res.fitted);
-			if (o.replicas > 1)
-				printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
-				       ", \"balance_worst\": %.3f", o.replicas, route_policy_name(o.route),
-				       res.balance_mean, res.balance_worst);
-			printf(", \"multimodal_trimmed_tokens\": %" PRIu64 ", \"generated_hit_tokens\": %" PRIu64,
-			       res.mm_trimmed, res.gen_hit);
-			if (o.draft)
-				printf(", \"draft_capacity_tokens\": %" PRIu64 ", \"draft_hit_tokens\": %" PRIu64
-				       ", \"draft_hit_ratio\": %.4f, \"requests_hit_target_only\": %" PRIu64
-				       ", \"requests_hit_draft_only\": %" PRIu64, o.draft_cap, res.draft_hit,
-				       res.input ? (double)res.draft_hit / res.input : 0.0, res.only_target,
-				       res.only_draft);
-			if (o.spec_tokens)
-				printf(", \"spec_tokens\": %u, \"spec_reject_pct\": %u, \"spec_seed\": %" PRIu64
-				       ", \"spec_rounds\": %" PRIu64 ", \"spec_proposed\": %" PRIu64
-				       ", \"spec_accepted\": %" PRIu64 ", \"spec_overwrites\": %" PRIu64,
-				       o.spec_tokens, o.spec_reject_pct, o.spec_seed, res.spec_rounds,
-				       res.spec_proposed, res.spec_accepted, res.spec_overwrites);
-			if (o.nottl) {
-				unsigned int j;
-
-				printf(", \"orgs\": [");
-				for (j = 0; j < o.nottl; j++)
-					printf("%s{\"org\": \"%s\", \"ttl_last_s\": %" PRIu64 ", \"ttl_first_s\": %" PRIu64
-					       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
-					       ", \"hit_ratio\": %.4f}", j ? ", " : "", o.ottl[j].name, o.ottl[j].last_s,
-					       o.ottl[j].first_s, res.org_input[j], res.org_hit[j],
-					       res.org_input[j] ? (double)res.org_hit[j] / (double)res.org_input[j] : 0.0);
-				printf("]");
-			}
-			if (o.nl2 && (rc2 = print_l2(&o, &t, blocks, o.capacity[k])) != 0) {
-				if (rc2 < 0)
-					return 1;
-				bad = 1;
-			}
-			if (fleet_asked(&o) && print_fleet(&o, &t, o.capacity[k]) != 0)
-				return 1;
-			printf("}\n");
-		} else {
-			char cs[32];
-
-			if (res.capacity)
-				snprintf(cs, sizeof(cs), "%" PRIu64, res.capacity);
-			else
-				snprintf(cs, sizeof(cs), "unlimited");
-			printf("%-12s %8" PRIu64 " %12" PRIu64 " %12" PRIu64 " %9.4f %12" PRIu64
-			       " %12" PRIu64 " %10" PRIu64 " %12" PRIu64 " %6" PRIu64 " %6" PRIu64
-			       " %7.1f\n",
-			       cs, res.requests, res.input, res.hit,
-			       res.input ? (double)res.hit / res.input : 0.0, res.evicted, res.deleted,
-			       res.expired, res.peak, res.perr, res.vfail, res.wall);
-			printf("%-12s tokens/s of trace time: evicted %.0f, busiest %u s %.0f; refilled "
-			       "%.0f, busiest %u s %.0f", "", res.evict_rate, res.peak_window_s,
-			       res.evict_peak, res.refill_rate, res.peak_window_s, res.refill_peak);
-			if (o.kv_bytes)
-				printf(" (Gb/s: %.2f, %.2f; %.2f, %.2f)", gbps(&o, res.evict_rate),
-				       gbps(&o, res.evict_peak), gbps(&o, res.refill_rate),
-				       gbps(&o, res.refill_peak));
-			printf("\n");
-			if (res.baseline >= 0)
-				printf("%-12s plain LRU over blocks: hit ratio %.4f\n", "", res.baseline);
-			if (res.belady >= 0)
-				printf("%-12s offline: Belady with bypass %.4f, not told of first "
-				       "sightings %.4f; LRU told which blocks return %.4f, within 120 s "
-				       "%.4f; told how many more uses %.4f, and when the last %.4f, "
-				       "only the life's mean gap %.4f; by a table fitted on the trace "
-				       "%.4f\n",
-				       "", res.belady, res.belady_seen, res.told, res.told120, res.told_uses,
-				       res.told_rate, res.life_rate, res.fitted);
-			if (o.replicas > 1)
-				printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
-				       "mean %.3f, worst %.3f\n", "", o.replicas, route_policy_name(o.route),
-				       res.balance_mean, res.balance_worst);
-			if (res.mm_trimmed)
-				printf("%-12s multimodal: %" PRIu64 " tokens not cached, after a multimodal "
-				       "token\n", "", res.mm_trimmed);
-			if (res.gen_hit)
-				printf("%-12s %" PRIu64 " hit tokens are an earlier turn's answer (generated)\n",
-				       "", res.gen_hit);
-			if (o.draft)
-				printf("%-12s draft (capacity %" PRIu64 "%s): %" PRIu64 " tokens hit, hit ratio "
-				       "%.4f; requests hit in the target only %" PRIu64 ", in the draft only %"
-				       PRIu64 "\n", "", o.draft_cap, o.draft_cap ? "" : ", unlimited",
-				       res.draft_hit, res.input ? (double)res.draft_hit / res.input : 0.0,
-				       res.only_target, res.only_draft);
-			if (o.spec_tokens)
-				printf("%-12s speculative decoding (%u per round, %u%% rejected, seed %" PRIu64
-				       "): %" PRIu64 " rounds, %" PRIu64 " of %" PRIu64 " proposals accepted, %"
-				       PRIu64 " rejected tokens evicted and overwritten\n", "", o.spec_tokens,
-				       o.spec_reject_pct, o.spec_seed, res.spec_rounds, res.spec_accepted,
-				       res.spec_proposed, res.spec_overwrites);
-			for (unsigned int j = 0; j < o.nottl; j++)
-				printf("%-12s org %s (ttl_last_s %" PRIu64 ", ttl_first_s %" PRIu64 "; 0: the "
-				       "global): %" PRIu64 " of %" PRIu64 " prompt tokens hit, hit ratio %.4f\n", "",
-				       o.ottl[j].name, o.ottl[j].last_s, o.ottl[j].first_s, res.org_hit[j],
-				       res.org_input[j],
-				       res.org_input[j] ? (double)res.org_hit[j] / (double)res.org_input[j] : 0.0);
-			if (o.nl2 && (rc2 = print_l2(&o, &t, blocks, o.capacity[k])) != 0) {
-				if (rc2 < 0)
-					return 1;
-				bad = 1;
-			}
-			if (fleet_asked(&o) && print_fleet(&o, &t, o.capacity[k]) != 0)
-				return 1;
-		}
-		fflush(stdout);
 	}
 	if (o.plot != NULL && draw(&o, &cv) != 0)
 		bad = 1;
