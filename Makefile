@@ -70,9 +70,14 @@ CONFIG_SRC := $(call lib_dir,config)
 LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 
 # Files from outside, opened without blocking and read with bounds.
-FILEIO_SRC := lib/fileio/fileio.c
+FILEIO_SRC := $(call lib_dir,fileio)
+LIBFILEIO := $(BUILD)/lib/libfileio.a
+# The shard's second tier on its own disk (io_uring, O_DIRECT).
 KVDISK_SRC := $(call lib_dir,kvdisk)
-PLOT_SRC := lib/plot/plot.c
+LIBKVDISK := $(BUILD)/lib/libkvdisk.a
+# Figures drawn by gnuplot (--plot, --plot-refills).
+PLOT_SRC := $(call lib_dir,plot)
+LIBPLOT := $(BUILD)/lib/libplot.a
 
 # The shared level's object format (pure: no librados; fuzzed alone), and
 # its client (librados: the shard's and the driver's threads, the tools).
@@ -81,17 +86,18 @@ SHARED_RADOS_SRC := lib/shared/shared_rados.c
 RADOS_LIBS := -lrados
 
 # Whole numbers from a command line (1e6 too; never a prefix).
-ARGS_SRC := lib/args/args.c
+ARGS_SRC := $(call lib_dir,args)
+LIBARGS := $(BUILD)/lib/libargs.a
 
 # Requests: the trace reader and the built-in generator (kvss, kvss-trace).
-WORKLOAD_SRC := lib/workload/workload.c
+WORKLOAD_SRC := $(call lib_dir,workload)
 LIBWORKLOAD := $(BUILD)/lib/libworkload.a
 
 # The emulated accelerator: EVICT_DATA produced, refilled bytes checked.
-WAFER_SRC := lib/wafer/wafer.c
+WAFER_SRC := $(call lib_dir,wafer)
 LIBWAFER := $(BUILD)/lib/libwafer.a
 
-REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c app/trace/fleet.c $(KVDISK_SRC)
+REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c app/trace/fleet.c
 
 # kvss (app/kvss) builds by folder, one folder per role: what both
 # processes share (the launcher, ports, the port gate, telemetry, the fault
@@ -100,7 +106,9 @@ REPLAY_SRC := app/trace/replay.c app/trace/replay_l2.c app/trace/route.c app/tra
 # named, because they are built without DPDK's flags and unit-tested alone.
 kvss_dir = $(sort $(wildcard app/kvss/$(1)*.c))
 KVSS_COMMON_SRC := $(call kvss_dir,)
-SHARD_SRC := $(call kvss_dir,shard/) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC)
+SHARD_SRC := $(call kvss_dir,shard/)
+# What the shard's objects link with beside them: its levels' libraries.
+SHARD_LIBS = $(LIBKVDISK) $(LIBSHARED) $(LIBFILEIO)
 DRIVER_NOEAL_SRC := $(addprefix app/kvss/driver/,sink.c ctlq.c learn.c)
 DRIVER_SRC := $(filter-out $(DRIVER_NOEAL_SRC),$(call kvss_dir,driver/))
 # The wafer emulator needs no EAL either (test/test_emulator.c).
@@ -116,7 +124,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	test/test_proto_ref.c test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
-	$(FILEIO_SRC) $(ARGS_SRC) \
+	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c bench/bench_wafer.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
@@ -154,49 +162,34 @@ $(call obj,$(DPDK_SRC)): $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_DPDK) $(TEST_INC) -c $< -o $@
 
+# Every library is one archive of its folder's objects, made by one rule;
+# each archive's objects are named once, below. An archive that uses
+# another's (config and workload read files through fileio) is linked
+# before it.
+$(BUILD)/lib/%.a:
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
 $(LIBPROTO): $(call obj,$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC))
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
-
 $(LIBKVSTORE): $(call obj,$(KVSTORE_SRC))
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
-
 $(LIBPREFIXCACHE): $(call obj,$(PREFIXCACHE_SRC))
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
-
-# Both archives carry fileio.o: a program linked with both takes it once.
-$(LIBCONFIG): $(call obj,$(CONFIG_SRC) $(FILEIO_SRC))
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
-
-$(LIBWORKLOAD): $(call obj,$(WORKLOAD_SRC) $(FILEIO_SRC))
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
-
+$(LIBCONFIG): $(call obj,$(CONFIG_SRC))
+$(LIBWORKLOAD): $(call obj,$(WORKLOAD_SRC))
 $(LIBWAFER): $(call obj,$(WAFER_SRC))
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
-
-$(LIBSHARED): $(call obj,$(SHARED_SRC) $(FILEIO_SRC))
-	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
+$(LIBSHARED): $(call obj,$(SHARED_SRC))
+$(LIBFILEIO): $(call obj,$(FILEIO_SRC))
+$(LIBKVDISK): $(call obj,$(KVDISK_SRC))
+$(LIBARGS): $(call obj,$(ARGS_SRC))
+$(LIBPLOT): $(call obj,$(PLOT_SRC))
 
 # ---- programs --------------------------------------------------------------
 
 KVSS_DUMP := $(BUILD)/kvss-dump
 KVSS_PLAN := $(BUILD)/kvss-plan
 
-$(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c $(ARGS_SRC)) $(LIBCONFIG) $(LIBPREFIXCACHE) \
-		$(LIBKVSTORE) $(LIBPROTO)
+$(KVSS_PLAN): $(call obj,app/plan/kvss_plan.c app/plan/plan.c) $(LIBARGS) $(LIBCONFIG) $(LIBPREFIXCACHE) \
+		$(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 KVSS_TRACE := $(BUILD)/kvss-trace
 KVSS := $(BUILD)/kvss
@@ -212,28 +205,28 @@ FORCE:
 $(BUILD)/obj/app/kvss/telemetry.o: $(BUILD)/commit
 $(BUILD)/obj/app/kvss/telemetry.o: TEST_INC += -DKVSS_COMMIT='"$(KVSS_COMMIT)"'
 
-$(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC) $(ARGS_SRC) $(PLOT_SRC)) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
-		$(LIBKVSTORE) $(LIBPROTO)
+$(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC)) $(LIBARGS) $(LIBPLOT) $(LIBCONFIG) $(LIBWORKLOAD) \
+		$(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(SHARD_LIBS)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)
 
-$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC) $(ARGS_SRC) $(PLOT_SRC)) \
-		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) \
-		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+$(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c \
+		app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC)) $(LIBARGS) $(LIBPLOT) $(LIBKVDISK) \
+		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
-$(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c $(ARGS_SRC)) $(LIBPROTO)
+$(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBARGS) $(LIBPROTO)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
 KVSS_SHARED := $(BUILD)/kvss-shared
 
-$(KVSS_SHARED): $(call obj,$(KVSS_SHARED_SRC) $(ARGS_SRC)) $(LIBSHARED) $(LIBPROTO)
+$(KVSS_SHARED): $(call obj,$(KVSS_SHARED_SRC)) $(LIBARGS) $(LIBSHARED) $(LIBPROTO) $(LIBFILEIO)
 	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
 # Run by scripts/test-shared.sh against the cluster it starts (not a
 # Criterion suite: run-tests.sh must not run it alone).
 TEST_SHARED_RADOS := $(BUILD)/tools/test_shared_rados
 
-$(TEST_SHARED_RADOS): $(call obj,test/test_shared_rados.c) $(LIBSHARED)
+$(TEST_SHARED_RADOS): $(call obj,test/test_shared_rados.c) $(LIBSHARED) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
@@ -296,24 +289,24 @@ $(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h test/test_rng
 
 $(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_prefixcache_l2 \
 		$(BUILD)/test/test_prefixcache_bulk: $(BUILD)/test/%: \
-		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
-		$(LIBKVSTORE) $(LIBPROTO)
+		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBKVDISK) $(LIBWORKLOAD) $(LIBWAFER) \
+		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS) $(URING_LIBS)
 
 $(BUILD)/test/test_config: $(BUILD)/obj/test/test_config.o $(LIBCONFIG) \
-		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_kvss_refill: $(call obj,test/test_kvss_refill.c app/kvss/app.c $(SHARD_SRC) \
-		app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(SHARD_LIBS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/driver/link.c app/kvss/app.c \
 		$(SHARD_SRC) app/kvss/portgate.c app/kvss/faults.c $(KVSS_PURE_SRC)) $(LIBCONFIG) \
-		$(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		$(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(SHARD_LIBS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
@@ -323,7 +316,7 @@ $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvs
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_plan: $(call obj,test/test_plan.c app/plan/plan.c) $(LIBCONFIG) \
-		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
@@ -336,19 +329,19 @@ $(BUILD)/test/test_oracle: $(call obj,test/test_oracle.c app/trace/oracle.c app/
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_emulator: $(call obj,test/test_emulator.c $(KVSS_PURE_SRC)) $(LIBWORKLOAD) \
-		$(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		$(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_workload: $(call obj,test/test_workload.c) $(LIBWORKLOAD) $(LIBPROTO)
+$(BUILD)/test/test_workload: $(call obj,test/test_workload.c) $(LIBWORKLOAD) $(LIBPROTO) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_kvdisk: $(call obj,test/test_kvdisk.c $(KVDISK_SRC))
+$(BUILD)/test/test_kvdisk: $(call obj,test/test_kvdisk.c) $(LIBKVDISK)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS) $(URING_LIBS)
 
-$(BUILD)/test/test_args: $(call obj,test/test_args.c $(ARGS_SRC))
+$(BUILD)/test/test_args: $(call obj,test/test_args.c) $(LIBARGS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
 
@@ -386,11 +379,11 @@ BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD
 # the cluster).
 BENCH_SHARED := $(BUILD)/bench/bench_shared
 
-$(BENCH_SHARED): $(call obj,bench/bench_shared.c) $(LIBSHARED)
+$(BENCH_SHARED): $(call obj,bench/bench_shared.c) $(LIBSHARED) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
-$(BUILD)/bench/bench_kvdisk: $(call obj,bench/bench_kvdisk.c $(KVDISK_SRC))
+$(BUILD)/bench/bench_kvdisk: $(call obj,bench/bench_kvdisk.c) $(LIBKVDISK)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
@@ -408,7 +401,7 @@ $(BUILD)/bench/bench_prefixcache: $(BUILD)/obj/bench/bench_prefixcache.o $(LIBPR
 
 # The application's shard lcore (shard.c, refill.c) on a net_ring port pair.
 $(BUILD)/bench/bench_shard: $(call obj,bench/bench_shard.c app/kvss/app.c $(SHARD_SRC) \
-		app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO)
+		app/kvss/portgate.c) $(LIBCONFIG) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(SHARD_LIBS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
@@ -466,7 +459,7 @@ $(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/sha
 FUZZ_SHARD := $(BUILD)/fuzz/fuzz_shard
 FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
 FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c \
-	fuzz_shard_rados.c) $(filter-out $(SHARED_RADOS_SRC),$(SHARD_SRC)) $(KVSTORE_SRC) \
+	fuzz_shard_rados.c) $(SHARD_SRC) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(KVSTORE_SRC) \
 	$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
 FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 
@@ -514,7 +507,8 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 
 # ---- top-level targets -----------------------------------------------------
 
-ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
+ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBFILEIO) \
+	$(LIBKVDISK) $(LIBARGS) $(LIBPLOT) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 
 ALL += $(LIBSHARED) $(KVSS_SHARED) $(TEST_SHARED_RADOS) $(BENCH_SHARED)
@@ -529,7 +523,7 @@ $(call obj,$(UDPCLIENT_SRC) test/test_udpclient.c test/test_udpclient_shard.c): 
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_PURE) -Iapp/udpclient -c $< -o $@
 
-$(KVSS_UDPCLIENT): $(call obj,$(UDPCLIENT_SRC) $(ARGS_SRC))
+$(KVSS_UDPCLIENT): $(call obj,$(UDPCLIENT_SRC)) $(LIBARGS)
 	$(CC) -o $@ $^ -lxxhash -lm
 
 $(BUILD)/test/test_udpclient: $(call obj,test/test_udpclient.c app/udpclient/ucwire.c) $(TEST_COMMON) \
