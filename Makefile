@@ -450,7 +450,7 @@ $(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/sha
 # The shard with its state (test/fuzz/fuzz_shard.c): its own code, as kvss
 # runs it, under ASan and UBSan, over EAL without a port; objects of its
 # own (clang, DPDK's flags). The link wraps pthread_create: the tier and
-# shared-level threads l2.c starts are fibers of the fuzzer's thread, run
+# shared-level workers level.c starts are fibers of the fuzzer's thread, run
 # in turn (a switch of stacks, not a hand-off between threads), whose
 # idle sleeps (nanosleep) end at once; and kvdisk_inflight: the tier thread parks where it would sleep idle; and
 # the shared level's requests handed to its thread and back, counted.

@@ -281,7 +281,8 @@ LIB_COUNTERS = [
     ("kvdisk_stats", "lib/kvdisk/kvdisk.h",
      lambda f: "disk_columns" if f == "stored" else "disk_" + f),
     ("shared_stats", "lib/shared/shared.h",
-     lambda f: {"submitted": "shared_cluster_puts", "ok": "shared_cluster_puts_ok",
+     lambda f: {"submitted": ["shared_cluster_puts", "shared_cluster_gets", "shared_cluster_dels"],
+                "ok": ["shared_cluster_puts_ok", "shared_cluster_gets_ok", "shared_cluster_dels_ok"],
                 "timeouts": "shared_timeouts", "busy": "shared_busy",
                 # Listing's: a shard never lists (kvss-shared does, and says it).
                 "names_skipped": None}.get(f, "shared_cluster_" + f)),
@@ -291,8 +292,15 @@ LIB_COUNTERS = [
 def unshown():
     """Library counters no telemetry key shows: [(struct, field, key)]."""
     keys = {k for k, _ in keys_of("app/kvss/telemetry.c", "tel_stats")}
-    return [(st, f, key(f)) for st, path, key in LIB_COUNTERS for f in struct_fields(path, st)
-            if key(f) is not None and key(f) not in keys]
+    out = []
+    for st, path, key in LIB_COUNTERS:
+        for f in struct_fields(path, st):
+            want = key(f)
+            # An array field (one count per operation) is one key per element.
+            for k in [] if want is None else [want] if isinstance(want, str) else want:
+                if k not in keys:
+                    out.append((st, f, k))
+    return out
 
 
 def main(argv):

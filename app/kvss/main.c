@@ -254,8 +254,9 @@ print_stats(void)
 static void
 print_levels(const struct kvss_shard_inst *s)
 {
-	const struct kvss_lcore_stats *in = &kvss.stats[s->ingest_lcore],
-				      *rl = s->refill_lcore_on ? &kvss.stats[s->refill_lcore] : NULL;
+	/* Every level message runs on the shard's ingest lcore (a refill lcore
+	 * hands L2_DOWN, SH_DOWN and L2_DELETE back to it, refillq.c). */
+	const struct kvss_lcore_stats *in = &kvss.stats[s->ingest_lcore];
 	unsigned int k;
 
 	for (k = 0; k < SHARD_LEVELS; k++) {
@@ -272,12 +273,10 @@ print_levels(const struct kvss_shard_inst *s)
 			if (strcmp(lc[i].group, "bad_") == 0 || strcmp(lc[i].name, "corrupt") == 0)
 				refused += lc[i].value;
 		printf("kvss: shard %u of model %u: %s: %" PRIu64 " columns down, %" PRIu64
-		       " up, %" PRIu64 " refused by their check, %" PRIu64 " operations failed\n",
+		       " up, %" PRIu64 " refused by their check, %" PRIu64 " errors\n",
 		       s->cfg->id, s->cfg->model, sh ? "the shared level" : "the second tier",
 		       sh ? in->shared_down : in->l2_down, sh ? in->shared_up : in->l2_up, refused,
-		       /* A DOWN refused at once is counted where the refill queue runs. */
-		       (sh ? in->shared_errors : in->l2_errors) +
-			       (rl == NULL ? 0 : sh ? rl->shared_errors : rl->l2_errors));
+		       sh ? in->shared_errors : in->l2_errors);
 	}
 }
 
@@ -601,11 +600,10 @@ options(int argc, char **argv, const char *prog, const char **configp)
 			if (nums[i].val == NULL)
 				continue;
 			if (args_u64(nums[i].opt, nums[i].val, nums[i].lo, nums[i].hi, &v, err,
-				     sizeof(err)) != 0)
-			{
-					fprintf(stderr, "kvss: %s\n", err);
-					return 2;
-				}
+				     sizeof(err)) != 0) {
+				fprintf(stderr, "kvss: %s\n", err);
+				return 2;
+			}
 			*nums[i].dst = (uint32_t)v;
 		}
 	}

@@ -248,9 +248,10 @@ unsigned int __wrap_shard_level_take(struct shard_levels *ls, void **qs, unsigne
 int
 __wrap_shard_level_give(struct shard_levels *ls, struct level_req *q)
 {
+	bool shared = q->level == SHARD_LEVEL_SHARED; /* read before the worker has it */
 	int rc = __real_shard_level_give(ls, q);
 
-	R.outstanding += rc == 0 && q->level == SHARD_LEVEL_SHARED;
+	R.outstanding += rc == 0 && shared;
 	return rc;
 }
 

@@ -21,6 +21,7 @@
 #include <rte_lcore.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
+#include <rte_rwlock.h>
 
 #include "level.h"
 #include "shard.h"
@@ -28,13 +29,13 @@
 
 #define LEVEL_RING 1024
 #define LEVEL_POOL 511
+
 /*
- * An up column's (stream token, column token) pairs: one per entry of its
- * cache that names one of its tokens, and a token may be named more than
- * once in a batch (section 3), so the bound is the entries a frame can
- * carry, not the column's length.
+ * Telemetry (EAL's thread) sums the levels' counters while they run and
+ * until EAL stops, after the levels are closed: the sum reads them under
+ * this lock, and closing a shard's levels (freeing them) takes it to write.
  */
-#define LEVEL_POS_MAX (PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN)
+static rte_rwlock_t levels_lock = RTE_RWLOCK_INITIALIZER;
 
 static const struct shard_level_ops *const backends[SHARD_LEVELS] = {
 	[SHARD_LEVEL_DISK] = &level_disk_ops,
@@ -183,7 +184,7 @@ shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen)
 		return 0;
 	ls = calloc(1, sizeof(*ls));
 	if (ls == NULL) {
-		snprintf(err, errlen, "shard.l2: no memory for the shard's levels");
+		snprintf(err, errlen, "no memory for the shard's levels");
 		return -1;
 	}
 	s->levels = ls;
@@ -197,7 +198,7 @@ shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen)
 					      LEVEL_POS_MAX * 4u,
 				      0, 0, NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
 	if (ls->pool == NULL) {
-		snprintf(err, errlen, "shard.l2: no memory for the levels' requests (%u of %zu bytes)",
+		snprintf(err, errlen, "no memory for the levels' requests (%u of %zu bytes)",
 			 LEVEL_POOL, sizeof(struct level_req) + sum);
 		shard_levels_close(s);
 		return -1;
@@ -239,11 +240,13 @@ shard_levels_close(struct kvss_shard_inst *s)
 	if (ls == NULL)
 		return;
 	shard_levels_stop(s);
+	rte_rwlock_write_lock(&levels_lock);
 	for (k = SHARD_LEVELS; k-- > 0;)
 		level_free(ls, (enum shard_level_kind)k);
 	rte_mempool_free(ls->pool);
 	free(ls);
 	s->levels = NULL;
+	rte_rwlock_write_unlock(&levels_lock);
 }
 
 /* ---- What the rest of the shard asks -------------------------------------- */
@@ -269,6 +272,7 @@ shard_level_counters(enum shard_level_kind k, struct level_counter *c, const cha
 
 	/* Summed over the process's shards; each shard's list is the same (its backend's). */
 	*prefix = backends[k]->prefix;
+	rte_rwlock_read_lock(&levels_lock);
 	for (s = 0; s < kvss.num_shards; s++) {
 		struct shard_level *lv = shard_level_of(&kvss_shards[s], k);
 		struct level_counter one[LEVEL_COUNTERS_MAX];
@@ -279,5 +283,6 @@ shard_level_counters(enum shard_level_kind k, struct level_counter *c, const cha
 		for (i = 0; i < j && i < n; i++)
 			c[i].value += one[i].value;
 	}
+	rte_rwlock_read_unlock(&levels_lock);
 	return n;
 }

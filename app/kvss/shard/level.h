@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "kvdisk.h"
+#include "proto.h"
 
 struct kvss_shard_inst;
 struct rte_ring;
@@ -94,6 +95,14 @@ struct level_counter {
 };
 
 #define LEVEL_COUNTERS_MAX 48
+
+/*
+ * An up column's (stream token, column token) pairs: one per entry of its
+ * cache that names one of its tokens, and a token may be named more than
+ * once in a batch (section 3), so the bound is the entries a frame can
+ * carry, not the column's length.
+ */
+#define LEVEL_POS_MAX (PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN)
 
 struct shard_level;
 

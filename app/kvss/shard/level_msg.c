@@ -36,7 +36,6 @@
 #include "shard.h"
 #include "shared_obj.h"
 
-#define LEVEL_POS_MAX (PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN) /* as level.c sizes them */
 
 /* The level a message type is for (section 9: L2_*; section 10: SH_*). */
 static enum shard_level_kind
@@ -53,6 +52,21 @@ column_of(enum shard_level_kind k)
 	const struct shard_level *lv = shard_level_of(kvss_me, k);
 
 	return lv != NULL ? lv->column : 0;
+}
+
+/*
+ * The shard is short of requests: every level that holds some it could
+ * finish now gives them back (the pool is both levels', so an SH_DOWN may
+ * wait on the second tier's deferred deletes).
+ */
+static void
+levels_starved(struct shard_levels *ls)
+{
+	unsigned int k;
+
+	for (k = 0; ls != NULL && k < SHARD_LEVELS; k++)
+		if (ls->lv[k] != NULL)
+			__atomic_store_n(&ls->lv[k]->starved, 1, __ATOMIC_RELAXED);
 }
 
 /* The L2Done op that answers a request (an SH_UP's disk column answers as an L2_UP's). */
@@ -146,8 +160,8 @@ shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const st
 	unsigned int i;
 
 	if (rte_mempool_avail_count(kvss_me->levels->pool) < msg->hdr.count) {
-		__atomic_store_n(&lv->starved, 1, __ATOMIC_RELAXED);
-		return -EAGAIN; /* the level is behind: the queue waits */
+		levels_starved(kvss_me->levels);
+		return -EAGAIN; /* the levels are behind: the queue waits */
 	}
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
 	for (i = 0; i < msg->hdr.count; i++) {
@@ -217,13 +231,10 @@ int
 shard_level_up_room(const struct proto_msg *msg)
 {
 	struct shard_levels *ls = kvss_me->levels;
-	unsigned int k;
 
 	if (ls != NULL && rte_mempool_avail_count(ls->pool) >= msg->u.evict.ncols)
 		return 0;
-	for (k = 0; ls != NULL && k < SHARD_LEVELS; k++)
-		if (ls->lv[k] != NULL)
-			__atomic_store_n(&ls->lv[k]->starved, 1, __ATOMIC_RELAXED);
+	levels_starved(ls);
 	return -EAGAIN;
 }
 
