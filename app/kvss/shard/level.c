@@ -164,7 +164,13 @@ level_open(struct kvss_shard_inst *s, enum shard_level_kind k, uint32_t column, 
 		snprintf(err, errlen, "cannot start the %s thread", lv->ops->thread);
 		return -1;
 	}
-	pthread_setname_np(lv->thread, lv->ops->thread);
+	/* Told apart in top and gdb: the first shard's by the backend's name
+	 * alone, the others' with their index ("kvss-tier1"). */
+	if (shard_index(s) == 0)
+		snprintf(name, sizeof(name), "%s", lv->ops->thread);
+	else
+		snprintf(name, sizeof(name), "%.12s%u", lv->ops->thread, shard_index(s));
+	pthread_setname_np(lv->thread, name);
 	lv->started = 1;
 	return 0;
 }

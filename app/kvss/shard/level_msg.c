@@ -124,10 +124,7 @@ add_done(struct shard_batcher *bt, uint64_t key, uint64_t iso, uint16_t cache, u
 {
 	struct proto_l2done d = {key, iso, cache, op, status};
 
-	if (proto_build_l2_done(&bt->b, &d) == -ENOSPC) {
-		shard_batcher_flush(bt);
-		proto_build_l2_done(&bt->b, &d);
-	}
+	SHARD_BATCHER_ADD(bt, proto_build_l2_done, &d);
 }
 
 /*

@@ -104,10 +104,7 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 		}
 		rd.status = code;
 		st->refill_errors[code < PROTO_E_MAX ? code : 0] += code != 0;
-		if (proto_build_refill_done(&bt->b, &rd) == -ENOSPC) {
-			shard_batcher_flush(bt);
-			proto_build_refill_done(&bt->b, &rd);
-		}
+		SHARD_BATCHER_ADD(bt, proto_build_refill_done, &rd);
 	}
 	if (stale(msg))
 		st->dropped_restart++; /* what it asked from here on: nothing sent */

@@ -236,6 +236,18 @@ void shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_lcor
 void shard_batcher_flush(struct shard_batcher *bt);
 /** Send its frame even with no record (a header alone), and begin the next. */
 void shard_batcher_send(struct shard_batcher *bt);
+/**
+ * Pack record @p rec into @p bt with @p build (lib/proto's builder of its
+ * type, proto_build_error say): when the frame is full it is sent and the
+ * record begins the next. A macro: each builder takes its own record type.
+ */
+#define SHARD_BATCHER_ADD(bt, build, rec)                                                        \
+	do {                                                                                     \
+		if (build(&(bt)->b, (rec)) == -ENOSPC) {                                         \
+			shard_batcher_flush(bt);                                                 \
+			build(&(bt)->b, (rec));                                                  \
+		}                                                                                \
+	} while (0)
 void shard_add_error(struct shard_batcher *bt, uint64_t seq, uint64_t prompt, uint32_t token,
 		     uint16_t cache, uint16_t code);
 void shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id,

@@ -323,10 +323,7 @@ shard_add_error(struct shard_batcher *bt, uint64_t seq, uint64_t prompt, uint32_
 {
 	struct proto_error e = {seq, prompt, token, cache, code};
 
-	if (proto_build_error(&bt->b, &e) == -ENOSPC) {
-		shard_batcher_flush(bt);
-		proto_build_error(&bt->b, &e);
-	}
+	SHARD_BATCHER_ADD(bt, proto_build_error, &e);
 	bt->st->errors[code < PROTO_E_MAX ? code : 0]++;
 }
 
@@ -337,10 +334,7 @@ shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt_id, 
 {
 	struct proto_lost r = {prompt_id, first, count, cache_id};
 
-	if (proto_build_lost(&bt->b, &r) == -ENOSPC) {
-		shard_batcher_flush(bt);
-		proto_build_lost(&bt->b, &r);
-	}
+	SHARD_BATCHER_ADD(bt, proto_build_lost, &r);
 	bt->st->lost_tokens += count;
 	bt->st->lost_records++;
 }
