@@ -137,7 +137,8 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c \
 	$(filter-out $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
-	test/test_kvss_telemetry.c test/test_drv_link.c test/memif_flap.c bench/bench_shard.c
+	test/test_kvss_telemetry.c test/test_drv_link.c test/test_drv_rx.c test/memif_flap.c \
+	bench/bench_shard.c
 
 # The shared level's client (lib/shared, librados) in one archive, its
 # operator's tool (app/shared), its test and benchmark: both start a
@@ -242,7 +243,8 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
 	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
-	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj
+	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
+	$(BUILD)/test/test_drv_rx
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -309,6 +311,15 @@ $(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/driver/lin
 		$(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(SHARD_LIBS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
+
+# The driver's receive path, epochs and second-tier answers (rx.c, epoch.c,
+# l2.c) on the whole driver as kvss_driver_init makes it: all its parts.
+$(BUILD)/test/test_drv_rx: $(call obj,test/test_drv_rx.c $(DRIVER_SRC) $(KVSS_PURE_SRC) \
+		app/kvss/app.c app/kvss/portgate.c app/kvss/faults.c) $(LIBARGS) $(LIBPLOT) \
+		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) \
+		$(SHARD_LIBS)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)
 
 $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvss/app.c \
 		app/kvss/telemetry.c app/kvss/portgate.c $(SHARED_OBJ_SRC)) $(LIBKVSTORE) $(LIBPROTO)
@@ -597,7 +608,8 @@ check-run: all $(PYLINK) $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK
 # (run-tests.sh runs them when they are there).
 SAN_BUILD := $(BUILD)/asan
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-SAN_TESTS := $(filter-out test_proto_mbuf test_kvss_refill test_kvss_telemetry test_drv_link,$(notdir $(TESTS)))
+SAN_TESTS := $(filter-out test_proto_mbuf test_kvss_refill test_kvss_telemetry test_drv_link \
+	test_drv_rx,$(notdir $(TESTS)))
 
 check-sanitize-build: need-deps
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \

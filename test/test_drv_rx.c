@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the driver does with what a shard sends (rx.c), its epochs (epoch.c)
+ * and its second tier's answers (l2.c), on the whole driver as the program
+ * makes it: EAL with one net_ring port, config/all-in-one.cfg read for the
+ * driver role, kvss_driver_load() and kvss_driver_init(). Each test builds
+ * the frames shard 0 of model 0 would send (lib/proto's builders, from the
+ * shard's configured address to the driver's), hands them to drv_receive()
+ * as the poll loop does, and checks the driver's counters (drv.st) and what
+ * it knows of the shard (drv.sh[0]) to the exact count. Nothing is polled
+ * or flushed: the HELLOs a restart queues stay in the port's queue.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "driver/driver_priv.h"
+#include "eal_fixture.h"
+#include "kvss.h"
+
+#define CFG "config/all-in-one.cfg"
+#define DRIVER_EPOCH 0x0d0d0d0du /* the process's epoch: model 0's first driver epoch */
+#define SHARD_EPOCH 0x5a5a0001u	 /* the shard's, as it started */
+#define SHARD_EPOCH2 0x5a5a0002u /* the shard's after it restarted */
+
+static struct drv_shard *sh;
+
+static void
+setup(void)
+{
+	char err[512] = "";
+
+	cr_assert_eq(test_eal_start_ring(&kvss.pool), 0, "EAL and a net_ring port");
+	cr_assert_eq(kvss_config_load_as(CFG, KVSS_ROLE_DRIVER, &kvss.cfg, err, sizeof(err)), 0,
+		     "%s", err);
+	kvss.epoch = DRIVER_EPOCH;
+	cr_assert_eq(kvss_driver_load(), 0);
+	cr_assert_eq(kvss_driver_init(), 0);
+	/* What the cases below take for granted of the example: one model,
+	 * one shard (id 0) of one cache of 256 bytes a token, no second tier,
+	 * no shared level, on_loss "exact". */
+	cr_assert_eq(drv.nsh, 1);
+	cr_assert_eq(kvss.cfg.driver.pc.num_models, 1);
+	cr_assert_eq(kvss.cfg.driver.pc.model[0].num_caches, 1);
+	cr_assert_eq(kvss.cfg.shared.conf[0], '\0');
+	cr_assert_not(drv_l2_model(0));
+	cr_assert_eq(kvss.cfg.driver.on_loss, KVSS_LOSS_EXACT);
+	sh = &drv.sh[0];
+	cr_assert_eq(sh->ref->id, 0);
+	cr_assert_eq(sh->ref->bytes_per_token[0], 256, "what status_from()'s cache info says");
+	cr_assert_eq(drv.model_epoch[0], DRIVER_EPOCH);
+	cr_assert_not(sh->up);
+}
+
+static void
+teardown(void)
+{
+	kvss_driver_free();
+	rte_eth_dev_stop(0);
+	rte_eth_dev_close(0);
+	rte_mempool_free(kvss.pool);
+	test_eal_stop();
+}
+
+TestSuite(drv_rx, .init = setup, .fini = teardown);
+
+/* ---- Frames as a shard sends them -------------------------------------------------- */
+
+static uint8_t payload[PROTO_PAYLOAD_MAX];
+
+/* Begin a message of @p type from shard @p shard_id of @p model in shard epoch @p epoch. */
+static void
+begin(struct proto_builder *b, uint8_t type, uint32_t model, uint16_t shard_id, uint32_t epoch,
+      uint64_t seq, uint16_t flags)
+{
+	struct proto_hdr h = {.version = PROTO_VERSION, .type = type, .flags = flags,
+			      .model_id = model, .shard_id = shard_id, .epoch = epoch, .seq = seq};
+
+	cr_assert_eq(proto_build_begin(b, payload, sizeof(payload), &h), 0);
+}
+
+/*
+ * End the message and hand it to the driver in a frame from @p src_ip (the
+ * shard's configured address when 0) to the driver's, on the control port
+ * both use, as the poll loop would at @p tsc.
+ */
+static void
+deliver_from(struct proto_builder *b, uint32_t src_ip, uint64_t tsc)
+{
+	uint32_t len = proto_build_end(b);
+	struct proto_addr a;
+	struct rte_mbuf *m;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(a.src_mac, sh->ref->addr.mac, 6);
+	memcpy(a.dst_mac, kvss.cfg.driver.addr.mac, 6);
+	a.src_ip = src_ip != 0 ? src_ip : sh->ref->addr.ipv4;
+	a.dst_ip = kvss.cfg.driver.addr.ipv4;
+	a.src_port = kvss.cfg.udp.ctrl;
+	a.dst_port = kvss.cfg.udp.ctrl;
+	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
+	cr_assert_not_null(m);
+	drv_receive(m, tsc);
+	rte_pktmbuf_free(m);
+}
+
+static void
+deliver(struct proto_builder *b, uint64_t tsc)
+{
+	deliver_from(b, 0, tsc);
+}
+
+/*
+ * A STATUS from shard @p shard_id of @p model, in shard epoch @p epoch,
+ * naming @p driver_epoch as the one it has established, holding @p stored
+ * tokens of its cache, up for @p uptime_ns.
+ */
+static void
+status_from(uint32_t model, uint16_t shard_id, uint32_t src_ip, uint32_t epoch,
+	    uint32_t driver_epoch, uint64_t stored, uint64_t uptime_ns, uint64_t tsc)
+{
+	struct proto_status s = {.batches_complete = 3, .reports = 0, .uptime_ns = uptime_ns,
+				 .flags = 0, .driver_epoch = driver_epoch};
+	struct proto_cache_info ci = {.cache_id = 0, .num_buffers = 2, .bytes_per_token = 256,
+				      .capacity_tokens = 100000, .stored_tokens = stored};
+	struct proto_builder b;
+
+	begin(&b, PROTO_T_STATUS, model, shard_id, epoch, 0, 0);
+	cr_assert_eq(proto_build_status(&b, &s), 0);
+	cr_assert_eq(proto_build_cache_info(&b, &ci), 0);
+	deliver_from(&b, src_ip, tsc);
+}
+
+static void
+status(uint32_t epoch, uint32_t driver_epoch, uint64_t stored, uint64_t uptime_ns, uint64_t tsc)
+{
+	status_from(0, sh->ref->id, 0, epoch, driver_epoch, stored, uptime_ns, tsc);
+}
+
+/* The shard answers the driver's first HELLO: up, in SHARD_EPOCH. */
+static void
+bring_up(uint64_t tsc)
+{
+	status(SHARD_EPOCH, drv.model_epoch[0], 0, 1000, tsc);
+	cr_assert(sh->up, "the shard answered our HELLO: up");
+}
+
+/* A TOKEN_LOST of report seq @p seq: @p n ranges, @p counts[i] tokens each. */
+static void
+token_lost(uint64_t seq, uint16_t flags, const uint32_t *counts, unsigned int n, uint64_t tsc)
+{
+	struct proto_builder b;
+	unsigned int i;
+
+	begin(&b, PROTO_T_TOKEN_LOST, 0, sh->ref->id, sh->epoch, seq, flags);
+	for (i = 0; i < n; i++) {
+		struct proto_lost l = {.prompt_id = 0x1000 + i, .token_idx = 64 * i,
+				       .count = counts[i], .cache_id = 0};
+
+		cr_assert_eq(proto_build_lost(&b, &l), 0);
+	}
+	deliver(&b, tsc);
+}
+
+/* ---- STATUS: up, heard ---------------------------------------------------------------- */
+
+Test(drv_rx, a_status_answering_our_hello_marks_the_shard_up)
+{
+	uint64_t t = rte_get_tsc_cycles();
+
+	/* Before our HELLO reached it, it names no driver epoch: counted, not up. */
+	status(SHARD_EPOCH, 0, 0, 500, t);
+	cr_assert_eq(drv.st.statuses, 1);
+	cr_assert_not(sh->up, "a STATUS that is not our HELLO's answer does not make it up");
+	cr_assert_eq(sh->epoch, 0);
+
+	status(SHARD_EPOCH, DRIVER_EPOCH, 40, 1000, t + 10);
+	cr_assert_eq(drv.st.statuses, 2);
+	cr_assert(sh->up);
+	cr_assert_eq(sh->epoch, SHARD_EPOCH, "its epoch, from the header");
+	cr_assert_eq(sh->last_rx, t + 10, "heard");
+	cr_assert_eq(sh->status_at, t + 10);
+	cr_assert_eq(sh->status_uptime, 1000);
+	cr_assert_eq(sh->batches_complete, 3);
+	cr_assert_eq(sh->stored[0], 40, "what it holds, by its cache info");
+	cr_assert_eq(sh->report_next, 1, "its reports of this stream start at 1");
+	cr_assert_eq(drv.st.shard_restarts, 0);
+	cr_assert_eq(drv.st.stale, 0);
+	cr_assert_eq(drv.model_epoch[0], DRIVER_EPOCH, "no restart");
+	cr_assert_eq(drv.fatal, 0, "its caches agree with the configuration");
+
+	/* An older STATUS (delayed on the way) changes nothing it said. */
+	status(SHARD_EPOCH, DRIVER_EPOCH, 99, 900, t + 20);
+	cr_assert_eq(drv.st.statuses, 3);
+	cr_assert_eq(drv.st.stale, 1);
+	cr_assert_eq(sh->stored[0], 40);
+	cr_assert_eq(sh->status_at, t + 10);
+}
+
+/* ---- What comes from no shard of the configuration -------------------------------------- */
+
+/*
+ * rx.c finds the shard by the header's model and shard id (shard_of), not
+ * by the source address (a shard behind a router, or a second address, is
+ * still itself): what is no shard of the configuration is a frame naming
+ * one it does not list. These come from an address no shard has as well.
+ */
+Test(drv_rx, a_frame_from_no_configured_shard_is_stale_and_changes_nothing)
+{
+	uint64_t t = rte_get_tsc_cycles();
+	uint32_t stranger = 0x0a630063; /* 10.99.0.99: no shard's */
+	struct kvss_drv_stats st0;
+	struct drv_shard sh0;
+	uint32_t ep0;
+
+	bring_up(t);
+	/* Copied byte for byte: compared so below. */
+	memcpy(&st0, &drv.st, sizeof(st0));
+	memcpy(&sh0, sh, sizeof(sh0));
+	ep0 = drv.model_epoch[0];
+
+	/* Shard 7 of model 0: the model has shard 0 only. */
+	status_from(0, 7, stranger, SHARD_EPOCH2, DRIVER_EPOCH, 5, 2000, t + 100);
+	/* Model 3: the driver runs one model. */
+	status_from(3, 0, stranger, SHARD_EPOCH2, DRIVER_EPOCH, 5, 2000, t + 100);
+	cr_assert_eq(drv.st.stale, st0.stale + 2, "each counted stale");
+	st0.stale += 2;
+	cr_assert_eq(memcmp(&drv.st, &st0, sizeof(st0)), 0, "no other counter moved");
+	cr_assert_eq(memcmp(sh, &sh0, sizeof(sh0)), 0, "the shard is as it was (not even heard)");
+	cr_assert_eq(drv.model_epoch[0], ep0);
+}
+
+/* ---- A new shard epoch: the model restarts (epoch.c) ------------------------------------ */
+
+Test(drv_rx, a_status_with_a_new_shard_epoch_restarts_the_model)
+{
+	uint64_t t = rte_get_tsc_cycles(), hellos;
+
+	bring_up(t);
+	hellos = drv.st.hellos;
+	/* The shard restarted: it answers our epoch's HELLO again, in an epoch of its own. */
+	status(SHARD_EPOCH2, DRIVER_EPOCH, 0, 10, t + 100);
+	cr_assert_eq(drv.st.statuses, 2);
+	cr_assert_eq(drv.st.shard_restarts, 1);
+	cr_assert_eq(drv.st.resyncs, 0);
+	cr_assert_neq(drv.model_epoch[0], DRIVER_EPOCH, "the model takes a new driver epoch");
+	cr_assert_neq(drv.model_epoch[0], 0);
+	cr_assert_not(sh->up, "its shards start over with it");
+	cr_assert_eq(sh->epoch, 0);
+	cr_assert_eq(drv.st.hellos, hellos + 1, "a HELLO in the new epoch to each shard");
+
+	/* Its answer to that HELLO brings it up again, in its new epoch, with no more restarts. */
+	status(SHARD_EPOCH2, drv.model_epoch[0], 0, 20, t + 200);
+	cr_assert(sh->up);
+	cr_assert_eq(sh->epoch, SHARD_EPOCH2);
+	cr_assert_eq(drv.st.shard_restarts, 1);
+}
+
+Test(drv_rx, a_status_that_no_longer_names_our_epoch_restarts_the_model)
+{
+	uint64_t t = rte_get_tsc_cycles();
+
+	bring_up(t);
+	/* Restarted, it has no driver epoch yet (0), in the same shard epoch or not. */
+	status(SHARD_EPOCH, 0, 0, 10, t + 100);
+	cr_assert_eq(drv.st.shard_restarts, 1);
+	cr_assert_neq(drv.model_epoch[0], DRIVER_EPOCH);
+	cr_assert_not(sh->up);
+	/* Another such STATUS before our new HELLO reached it: not up, not again. */
+	status(SHARD_EPOCH, 0, 0, 20, t + 200);
+	cr_assert_eq(drv.st.shard_restarts, 1);
+	cr_assert_eq(drv.st.statuses, 3);
+}
+
+/* ---- TOKEN_LOST: a reliable report, taken once and in order --------------------------- */
+
+Test(drv_rx, token_lost_is_counted_once_in_report_order)
+{
+	static const uint32_t two[] = {5, 7}, one[] = {4};
+	uint64_t t = rte_get_tsc_cycles();
+
+	bring_up(t);
+	token_lost(1, 0, two, 2, t + 1);
+	cr_assert_eq(drv.st.lost_records, 2);
+	cr_assert_eq(drv.st.lost_tokens, 12, "ranges of 5 and 7 tokens");
+	cr_assert_eq(drv.st.reports_dropped, 0);
+	cr_assert_eq(sh->report_next, 2);
+	cr_assert(sh->report_ack_due, "a REPORT_ACK is due after this poll");
+
+	/* Its REPORT_ACK was lost: the shard sends the same report again. */
+	token_lost(1, PROTO_F_RETRANSMIT, two, 2, t + 2);
+	cr_assert_eq(drv.st.reports_dropped, 1, "the copy dropped");
+	cr_assert_eq(drv.st.lost_records, 2, "not counted twice");
+	cr_assert_eq(drv.st.lost_tokens, 12);
+
+	/* One ahead of a gap (2 still on its way) waits for the shard to resend. */
+	token_lost(3, 0, one, 1, t + 3);
+	cr_assert_eq(drv.st.reports_dropped, 2);
+	cr_assert_eq(drv.st.lost_records, 2);
+	cr_assert_eq(sh->report_next, 2);
+
+	token_lost(2, 0, one, 1, t + 4);
+	cr_assert_eq(drv.st.lost_records, 3);
+	cr_assert_eq(drv.st.lost_tokens, 16);
+	cr_assert_eq(sh->report_next, 3);
+	/* on_loss "exact": the library drops what was lost, the model goes on. */
+	cr_assert_eq(drv.st.resyncs, 0);
+	cr_assert_eq(drv.model_epoch[0], DRIVER_EPOCH);
+	cr_assert(sh->up);
+}
+
+Test(drv_rx, token_lost_with_on_loss_resync_starts_the_model_over)
+{
+	static const uint32_t one[] = {4};
+	uint64_t t = rte_get_tsc_cycles();
+
+	kvss.cfg.driver.on_loss = KVSS_LOSS_RESYNC;
+	bring_up(t);
+	token_lost(1, 0, one, 1, t + 1);
+	cr_assert_eq(drv.st.lost_tokens, 4);
+	cr_assert_eq(drv.st.resyncs, 1, "drv_resync: the model starts over");
+	cr_assert_eq(drv.st.shard_restarts, 0, "counted as a resync, not a shard restart");
+	cr_assert_neq(drv.model_epoch[0], DRIVER_EPOCH);
+	cr_assert_not(sh->up);
+	/* What the shard sends in its old epoch now is stale. */
+	token_lost(2, 0, one, 1, t + 2);
+	cr_assert_eq(drv.st.stale, 1);
+	cr_assert_eq(drv.st.lost_tokens, 4);
+}
+
+/* ---- L2_DONE: every record of the frame is taken (l2.c, shared.c) ------------------- */
+
+Test(drv_rx, l2_done_takes_every_record_past_a_failed_shared_one)
+{
+	/* L2_DOWNs fine and failed, with a failed SH_UP slice (op 4) in the middle. */
+	static const struct proto_l2done recs[] = {
+		{.key = 0xa1, .isolation_id = 9, .op = PROTO_L2OP_L2_DOWN},
+		{.key = 0xa2, .isolation_id = 9, .op = PROTO_L2OP_L2_DOWN,
+		 .status = PROTO_E_L2_FAILED},
+		{.key = 0xa3, .isolation_id = 9, .op = PROTO_L2OP_SH_UP,
+		 .status = PROTO_E_SHARED_BAD},
+		{.key = 0xa4, .isolation_id = 9, .op = PROTO_L2OP_L2_DOWN},
+		{.key = 0xa5, .isolation_id = 9, .op = PROTO_L2OP_L2_DOWN,
+		 .status = PROTO_E_L2_FAILED},
+	};
+	uint64_t t = rte_get_tsc_cycles();
+	const struct drv_sh_stats *ss = drv_sh_stats();
+	struct proto_builder b;
+	unsigned int i;
+
+	bring_up(t);
+	begin(&b, PROTO_T_L2_DONE, 0, sh->ref->id, sh->epoch, 1, 0);
+	for (i = 0; i < sizeof(recs) / sizeof(recs[0]); i++)
+		cr_assert_eq(proto_build_l2_done(&b, &recs[i]), 0);
+	deliver(&b, t + 1);
+
+	cr_assert_eq(drv.st.reports_dropped, 0);
+	cr_assert_eq(sh->report_next, 2, "taken as report 1");
+	cr_assert_eq(drv.st.l2_done, 4, "the four L2_DOWN records, those after the SH_UP too");
+	cr_assert_eq(drv.st.l2_failed, 2);
+	cr_assert_eq(drv.st.l2_up_failed_cols, 0);
+	/* The shared level's record went to shared.c, which has no cluster here. */
+	cr_assert_eq(ss->up_failed, 1);
+	cr_assert_eq(ss->slices_bad, 1);
+	cr_assert_eq(ss->records_deleted, 0, "no cluster, no record deleted");
+	/* Each failed L2_DOWN's column is let go: its L2_DELETE's UNKNOWN_PROMPT is expected. */
+	cr_assert(drv_l2_expected_unknown(sh, 0xa2));
+	cr_assert(drv_l2_expected_unknown(sh, 0xa5), "the record after the last failure was read");
+	cr_assert_not(drv_l2_expected_unknown(sh, 0xa4), "a column written is not let go");
+	cr_assert_eq(drv.fatal, 0);
+	cr_assert_eq(drv.st.resyncs + drv.st.shard_restarts, 0, "the model goes on");
+}
