@@ -572,7 +572,7 @@ demo-shared: deps
 # The unit suites alone (Criterion: 40 s to 80 s here once built), between
 # edits; make check runs them too, beside everything else.
 .PHONY: test
-test: need-deps $(TESTS)
+test: need-deps $(TESTS) $(KVSS_PLAN)
 	@f=0; for t in $(TESTS); do $$t --jobs $(JOBS) --short-filename || f=$$((f + 1)); done; \
 		echo "make test: $(words $(TESTS)) suites, $$f failed"; [ $$f -eq 0 ]
 
