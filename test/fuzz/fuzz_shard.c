@@ -74,19 +74,20 @@ static struct {
 	const uint8_t *p; /* the input not taken yet */
 	size_t left;
 	uint8_t cfg;
-	struct rte_mbuf *wire[WIRE_MAX]; /* frames for the next polls */
 	unsigned int whead, wtail;
-	struct {
-		uint8_t p[PROTO_PAYLOAD_MAX];
-		uint32_t len;
-	} defer[DEFER_MAX]; /* control frames held back (FZ_F_DEFER) */
-	unsigned int ndefer;
+	unsigned int ndefer, defer_most;
 	bool defer_next;   /* the frame being sent is to be held back */
 	unsigned int idle; /* polls with nothing received, still to give */
 	bool time_was;	   /* the last poll fired every timeout: put them back */
 	enum { PH_INPUT, PH_DRAIN, PH_LOOK, PH_END } phase;
 	unsigned int round, look;
 	uint64_t sig; /* the drain's progress */
+	/* The buffers last (s_reset zeroes only what an input used of them). */
+	struct rte_mbuf *wire[WIRE_MAX]; /* frames for the next polls */
+	struct {
+		uint8_t p[PROTO_PAYLOAD_MAX];
+		uint32_t len;
+	} defer[DEFER_MAX]; /* control frames held back (FZ_F_DEFER) */
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 } S;
 
@@ -280,6 +281,8 @@ ctrl_send(struct proto_builder *b, uint8_t flags, uint8_t odd)
 	    type != PROTO_T_REPORT_ACK) {
 		memcpy(S.defer[S.ndefer].p, S.buf, len);
 		S.defer[S.ndefer++].len = len;
+		if (S.ndefer > S.defer_most)
+			S.defer_most = S.ndefer;
 	} else {
 		push_payload(S.buf, len, PROTO_PORT_CTRL_DEFAULT);
 		flush_deferred(); /* what was held back goes after it: reordered */
@@ -1228,6 +1231,30 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/*
+ * S as a memset leaves it, but of its buffers (80 kB) only what the last
+ * input used: the wire's entries below its tail (which only grows), the
+ * deferred frames up to the most held. FUZZ_SHARD_CHECK_RESET=1 checks it.
+ */
+static void
+s_reset(void)
+{
+	static int check = -1;
+	unsigned int w = S.wtail < WIRE_MAX ? S.wtail : WIRE_MAX;
+	const uint8_t *b = (const uint8_t *)&S;
+	size_t i;
+
+	if (check < 0)
+		check = getenv("FUZZ_SHARD_CHECK_RESET") != NULL;
+	memset(S.wire, 0, w * sizeof(S.wire[0]));
+	memset(S.defer, 0, S.defer_most * sizeof(S.defer[0]));
+	memset(S.buf, 0, sizeof(S.buf));
+	memset(&S, 0, offsetof(typeof(S), wire));
+	for (i = 0; check && i < sizeof(S); i++)
+		if (b[i] != 0)
+			fz_fail("reset: the harness's state is not what a memset leaves");
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -1235,7 +1262,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	memset(&S, 0, sizeof(S));
+	s_reset();
 	S.cfg = data[0];
 	S.p = data + 1;
 	S.left = size - 1;
