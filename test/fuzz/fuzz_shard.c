@@ -68,7 +68,6 @@ bool fz_trace;
 
 #define WIRE_MAX 4096
 #define DEFER_MAX 4
-#define MAX_REFILLS 1024
 
 static struct {
 	const uint8_t *p; /* the input not taken yet */
@@ -91,12 +90,12 @@ static struct {
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 } S;
 
-static struct fz_refill refills[MAX_REFILLS];
+static struct fz_refill refills[FZ_MAX_REFILLS];
 
 struct fz_refill *
 fz_refill_find(uint64_t id)
 {
-	return id >= 1 && id <= fz.refill_id && id <= MAX_REFILLS ? &refills[id - 1] : NULL;
+	return id >= 1 && id <= fz.refill_id && id <= FZ_MAX_REFILLS ? &refills[id - 1] : NULL;
 }
 
 /* ---- The wafer's bytes ----------------------------------------------------- */
@@ -587,7 +586,7 @@ op_refill(const uint8_t *a, uint8_t flags)
 	struct proto_builder b;
 
 	ctrl_begin(&b, PROTO_T_REFILL);
-	for (r = 0; r < nreq && fz.refill_id < MAX_REFILLS; r++) {
+	for (r = 0; r < nreq && fz.refill_id < FZ_MAX_REFILLS; r++) {
 		struct fz_refill *f = &refills[fz.refill_id++];
 		struct proto_refill_req rq;
 
@@ -1258,8 +1257,6 @@ s_reset(void)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	unsigned int i;
-
 	if (size < 1)
 		return 0;
 	s_reset();
@@ -1282,15 +1279,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Frames the input left on the wire, and the refills' records. */
 	while (S.whead != S.wtail)
 		rte_pktmbuf_free(S.wire[S.whead++ % WIRE_MAX]);
-	for (i = 0; i < fz.refill_id && i < MAX_REFILLS; i++) {
-		unsigned int u;
-
-		for (u = 0; u < 4; u++) {
-			free(refills[i].bytes[u]);
-			free(refills[i].have[u]);
-		}
-		free(refills[i].bc);
-	}
+	fz_check_end();
 	if (!fz_env_end())
 		fz_fail("mbufs not given back: %u received, %u sent still in use",
 			rte_mempool_in_use_count(fz_rx_pool), rte_mempool_in_use_count(kvss.pool));
