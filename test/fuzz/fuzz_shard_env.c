@@ -831,7 +831,7 @@ state_zero(void)
 		SPAN(evictq.m, eq),	SPAN(evictq.rec, eq),  SPAN(evictq.seq, eq),
 		SPAN(evictq.since, eq), SPAN(refillq.m, rq),   SPAN(refillq.rec, rq),
 		SPAN(refillq.seq, rq),	SPAN(refillq.since, rq), SPAN(early, held),
-		SPAN(early_rec, held),	SPAN(early_t, held),
+		SPAN(early_rec, held),	SPAN(early_t, held),   SPAN(early_no, held),
 	};
 	uint8_t *s = (uint8_t *)&fz_state;
 	unsigned int i;
