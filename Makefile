@@ -482,22 +482,29 @@ FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 # operations build valid frames). The harness (test/fuzz/) has none: its
 # branches (780 of 2,660 edges) are not the code under test, and libFuzzer
 # spent as long on their features as on the shard's. Both keep ASan and
-# UBSan.
-FUZZ_SHARD_CFLAGS := -std=gnu11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# UBSan. The harness is optimized further (-O2: its slices, frames and
+# checks are a fifth of the time), the code under test stays at -O1, the
+# edges its coverage has been counted by (at -O2 inlining merges them: 1,677
+# edges reached where -O1 counts 1,882 in the same 30 s).
+FUZZ_SHARD_CFLAGS := -std=gnu11 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SHARD_COV := -fsanitize=fuzzer-no-link -fno-sanitize-coverage=trace-cmp
+FUZZ_SHARD_OPT := -O1
+FUZZ_SHARD_HARNESS_OPT := -O2
 $(BUILD)/fuzz/obj/%.o: FUZZ_COV := $(FUZZ_SHARD_COV)
+$(BUILD)/fuzz/obj/%.o: FUZZ_OPT := $(FUZZ_SHARD_OPT)
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_COV :=
+$(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_OPT := $(FUZZ_SHARD_HARNESS_OPT)
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_WARN := $(WARN) -Wno-missing-prototypes
 # The objects are made again when these flags change (an object built
 # with the old ones would keep them).
 FUZZ_SHARD_FLAGS := $(BUILD)/fuzz/obj/flags
+FUZZ_SHARD_ALL_FLAGS := $(FUZZ_SHARD_CFLAGS) $(FUZZ_SHARD_COV) $(FUZZ_SHARD_OPT) $(FUZZ_SHARD_HARNESS_OPT)
 $(FUZZ_SHARD_FLAGS): FORCE
 	@mkdir -p $(@D)
-	@echo '$(FUZZ_SHARD_CFLAGS) $(FUZZ_SHARD_COV)' | cmp -s - $@ || \
-		echo '$(FUZZ_SHARD_CFLAGS) $(FUZZ_SHARD_COV)' >$@
+	@echo '$(FUZZ_SHARD_ALL_FLAGS)' | cmp -s - $@ || echo '$(FUZZ_SHARD_ALL_FLAGS)' >$@
 $(FUZZ_SHARD_OBJ): $(BUILD)/fuzz/obj/%.o: %.c $(FUZZ_SHARD_FLAGS)
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_SHARD_CFLAGS) $(FUZZ_COV) $(FUZZ_WARN) -MMD -MP $(DPDK_CFLAGS) $(LIB_INC) -Iapp/kvss -Ilib/proto -c $< -o $@
+	$(CLANG) $(FUZZ_SHARD_CFLAGS) $(FUZZ_OPT) $(FUZZ_COV) $(FUZZ_WARN) -MMD -MP $(DPDK_CFLAGS) $(LIB_INC) -Iapp/kvss -Ilib/proto -c $< -o $@
 
 $(FUZZ_SHARD): $(FUZZ_SHARD_OBJ) $(BUILD)/fuzz/fuzz_shard_seeds
 	$(CLANG) $(FUZZ_FLAGS) -o $@ $(FUZZ_SHARD_OBJ) $(DPDK_LIBS) $(DEP_LIBS) \

@@ -357,46 +357,70 @@ struct proto_refill_data_hdr {
 
 /* ---- Little-endian access ---------------------------------------------- */
 
+/*
+ * Each a copy of the bytes and, on a big-endian host, a swap: what the
+ * compiler makes of a byte-by-byte assembly in an optimized build (one
+ * load or store), and also what it makes under the sanitizers, where the
+ * byte-by-byte form was a check of every byte's pointer and address and
+ * too costly to inline (the shard fuzzer spent a tenth of its time in
+ * these).
+ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define PROTO_LE16(v) __builtin_bswap16(v)
+#define PROTO_LE32(v) __builtin_bswap32(v)
+#define PROTO_LE64(v) __builtin_bswap64(v)
+#else
+#define PROTO_LE16(v) (v)
+#define PROTO_LE32(v) (v)
+#define PROTO_LE64(v) (v)
+#endif
+
 static inline uint16_t
 proto_ld16(const uint8_t *p)
 {
-	return (uint16_t)(p[0] | (p[1] << 8));
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return PROTO_LE16(v);
 }
 
 static inline uint32_t
 proto_ld32(const uint8_t *p)
 {
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-	       ((uint32_t)p[3] << 24);
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return PROTO_LE32(v);
 }
 
 static inline uint64_t
 proto_ld64(const uint8_t *p)
 {
-	return (uint64_t)proto_ld32(p) | ((uint64_t)proto_ld32(p + 4) << 32);
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return PROTO_LE64(v);
 }
 
 static inline void
 proto_st16(uint8_t *p, uint16_t v)
 {
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
+	v = PROTO_LE16(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void
 proto_st32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
+	v = PROTO_LE32(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void
 proto_st64(uint8_t *p, uint64_t v)
 {
-	proto_st32(p, (uint32_t)v);
-	proto_st32(p + 4, (uint32_t)(v >> 32));
+	v = PROTO_LE64(v);
+	memcpy(p, &v, sizeof(v));
 }
 
 /* ---- Frame sources ------------------------------------------------------ */

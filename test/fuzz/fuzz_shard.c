@@ -68,34 +68,34 @@ bool fz_trace;
 
 #define WIRE_MAX 4096
 #define DEFER_MAX 4
-#define MAX_REFILLS 1024
 
 static struct {
 	const uint8_t *p; /* the input not taken yet */
 	size_t left;
 	uint8_t cfg;
-	struct rte_mbuf *wire[WIRE_MAX]; /* frames for the next polls */
 	unsigned int whead, wtail;
-	struct {
-		uint8_t p[PROTO_PAYLOAD_MAX];
-		uint32_t len;
-	} defer[DEFER_MAX]; /* control frames held back (FZ_F_DEFER) */
-	unsigned int ndefer;
+	unsigned int ndefer, defer_most;
 	bool defer_next;   /* the frame being sent is to be held back */
 	unsigned int idle; /* polls with nothing received, still to give */
 	bool time_was;	   /* the last poll fired every timeout: put them back */
 	enum { PH_INPUT, PH_DRAIN, PH_LOOK, PH_END } phase;
 	unsigned int round, look;
 	uint64_t sig; /* the drain's progress */
+	/* The buffers last (s_reset zeroes only what an input used of them). */
+	struct rte_mbuf *wire[WIRE_MAX]; /* frames for the next polls */
+	struct {
+		uint8_t p[PROTO_PAYLOAD_MAX];
+		uint32_t len;
+	} defer[DEFER_MAX]; /* control frames held back (FZ_F_DEFER) */
 	uint8_t buf[PROTO_PAYLOAD_MAX];
 } S;
 
-static struct fz_refill refills[MAX_REFILLS];
+static struct fz_refill refills[FZ_MAX_REFILLS];
 
 struct fz_refill *
 fz_refill_find(uint64_t id)
 {
-	return id >= 1 && id <= fz.refill_id && id <= MAX_REFILLS ? &refills[id - 1] : NULL;
+	return id >= 1 && id <= fz.refill_id && id <= FZ_MAX_REFILLS ? &refills[id - 1] : NULL;
 }
 
 /* ---- The wafer's bytes ----------------------------------------------------- */
@@ -109,23 +109,45 @@ mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/*
+ * A slice's tag hashes (gen, batch), then (entry, prompt), then (token,
+ * cache, buffer), each on the last: the stream of a batch (stream_bytes)
+ * hashes the first once, the second once a token, and only the third and
+ * the slice's bytes per slice. It is the harness's most called code (every
+ * slice of every EVICT_DATA fragment, and of every token refilled, checked).
+ * Stored as four 8-byte words, the bytes fz_slice always wrote.
+ */
+static inline uint64_t
+slice_h0(uint16_t gen, uint64_t batch)
+{
+	return mix64(gen ^ (batch << 16));
+}
+
+static inline uint64_t
+slice_h1(uint64_t h0, uint16_t idx, uint32_t prompt)
+{
+	return mix64(h0 ^ ((uint64_t)idx << 32 | prompt));
+}
+
+static inline void
+slice_put(uint8_t *out, uint64_t h1, uint64_t batch, uint16_t idx, uint32_t prompt, uint32_t token,
+	  uint16_t cache, uint16_t buf)
+{
+	uint64_t h = mix64(h1 ^ ((uint64_t)token << 24 | (uint64_t)cache << 8 | buf));
+
+	proto_st64(out, (uint32_t)batch | (uint64_t)idx << 32 | (uint64_t)(uint16_t)prompt << 48);
+	proto_st64(out + 8, token | (uint64_t)(uint8_t)cache << 32 | (uint64_t)(uint8_t)buf << 40 |
+				    (uint64_t)(uint16_t)h << 48);
+	proto_st64(out + 16, mix64(h + 16));
+	proto_st64(out + 24, mix64(h + 24));
+}
+
 void
 fz_slice(uint8_t *out, uint16_t gen, uint64_t batch, uint16_t idx, uint32_t prompt, uint32_t token,
 	 uint16_t cache, uint16_t buf)
 {
-	uint64_t h = mix64(mix64(mix64(gen ^ (batch << 16)) ^ ((uint64_t)idx << 32 | prompt)) ^
-			   ((uint64_t)token << 24 | (uint64_t)cache << 8 | buf));
-	unsigned int k;
-
-	proto_st32(out, (uint32_t)batch);
-	proto_st16(out + 4, idx);
-	proto_st16(out + 6, (uint16_t)prompt);
-	proto_st32(out + 8, token);
-	out[12] = (uint8_t)cache;
-	out[13] = (uint8_t)buf;
-	proto_st16(out + 14, (uint16_t)h);
-	for (k = 16; k < FZ_SLICE; k += 8)
-		proto_st64(out + k, mix64(h + k));
+	slice_put(out, slice_h1(slice_h0(gen, batch), idx, prompt), batch, idx, prompt, token, cache,
+		  buf);
 }
 
 static uint32_t
@@ -134,23 +156,49 @@ bpt(uint16_t cache)
 	return cache == 0 ? FZ_B0 : FZ_B1;
 }
 
+/*
+ * Each cache's stream of the batch whose data goes now, its tokens made
+ * as fragments need them and kept: a batch's fragments go one after the
+ * other (and again: each twice, a retransmission, OP_DATA), and they cut
+ * slices in two, so without it most slices were made twice or more. A
+ * new batch of that number forgets it (new_batch).
+ */
+static struct {
+	uint64_t b; /* 0: none */
+	uint16_t gen;
+	uint64_t h0; /* slice_h0 of (gen, b) */
+	uint8_t made[FZ_MAX_G];
+	uint8_t bytes[FZ_MAX_G * FZ_B0];
+} sc[FZ_CACHES];
+
 /* Bytes [off, off + len) of batch @p b's stream of @p cache, as the wafer writes them. */
 static void
 stream_bytes(uint64_t b, uint16_t cache, uint32_t off, uint32_t len, uint8_t *out)
 {
 	const struct fz_batch *bt = &fz.batch[b];
-	uint32_t B = bpt(cache), x = off;
-	uint8_t sl[FZ_SLICE];
+	uint32_t B = bpt(cache), t, u;
+	__typeof__(sc[0]) *c = &sc[cache];
 
-	while (x < off + len) {
-		uint32_t t = x / B, o = x % B, u = o / FZ_SLICE, k = o % FZ_SLICE;
-		uint32_t n = FZ_SLICE - k < off + len - x ? FZ_SLICE - k : off + len - x;
-
-		fz_slice(sl, fz.gen, b, (uint16_t)t, bt->prompt[t][cache], bt->token[t][cache],
-			 cache, (uint16_t)u);
-		memcpy(out + (x - off), sl + k, n);
-		x += n;
+	if (len == 0)
+		return;
+	if (c->b != b || c->gen != fz.gen) {
+		c->b = b;
+		c->gen = fz.gen;
+		c->h0 = slice_h0(fz.gen, b);
+		memset(c->made, 0, sizeof(c->made));
 	}
+	for (t = off / B; t <= (off + len - 1) / B; t++) {
+		uint64_t h1;
+
+		if (c->made[t])
+			continue;
+		h1 = slice_h1(c->h0, (uint16_t)t, bt->prompt[t][cache]);
+		for (u = 0; u < B / FZ_SLICE; u++)
+			slice_put(c->bytes + t * B + u * FZ_SLICE, h1, b, (uint16_t)t,
+				  bt->prompt[t][cache], bt->token[t][cache], cache, (uint16_t)u);
+		c->made[t] = 1;
+	}
+	memcpy(out, c->bytes + off, len);
 }
 
 /* ---- Frames to the shard -------------------------------------------------- */
@@ -193,6 +241,38 @@ wire_push(const struct proto_addr *a, const uint8_t *payload, uint32_t len)
 		ip[11] = (uint8_t)cs;
 	}
 	S.wire[S.wtail++ % WIRE_MAX] = m;
+}
+
+/*
+ * A frame to the shard on the wire whose @p len bytes of payload the caller
+ * writes where this returns (NULL: not sent, as wire_push). What
+ * proto_mbuf_frame makes, without its copy: EVICT_DATA, most of what the
+ * harness sends, is written in the frame, not built aside and copied in.
+ */
+static uint8_t *
+wire_frame(uint16_t port, uint32_t len)
+{
+	static struct proto_addr a; /* the same for every frame to @p port: made once */
+	struct rte_mbuf *m;
+	uint32_t hl;
+	uint8_t *p;
+
+	if (a.dst_port != port)
+		addr_to_shard(&a, port);
+	hl = proto_l2l4_len(&a);
+	m = S.wtail - S.whead == WIRE_MAX ? NULL : rte_pktmbuf_alloc(fz_rx_pool);
+	if (m != NULL && hl + len > rte_pktmbuf_tailroom(m)) {
+		rte_pktmbuf_free(m);
+		m = NULL;
+	}
+	if (m == NULL) {
+		fz.tainted = true;
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)(hl + len));
+	proto_write_l2l4(p, &a, len);
+	S.wire[S.wtail++ % WIRE_MAX] = m;
+	return p + hl;
 }
 
 static void
@@ -280,6 +360,8 @@ ctrl_send(struct proto_builder *b, uint8_t flags, uint8_t odd)
 	    type != PROTO_T_REPORT_ACK) {
 		memcpy(S.defer[S.ndefer].p, S.buf, len);
 		S.defer[S.ndefer++].len = len;
+		if (S.ndefer > S.defer_most)
+			S.defer_most = S.ndefer;
 	} else {
 		push_payload(S.buf, len, PROTO_PORT_CTRL_DEFAULT);
 		flush_deferred(); /* what was held back goes after it: reordered */
@@ -304,18 +386,21 @@ data_frag(uint64_t b, uint16_t cache, uint32_t off, uint32_t len, uint32_t strea
 	struct proto_hdr h = {
 		.version = PROTO_VERSION, .type = PROTO_T_EVICT_DATA, .epoch = 0xafe1};
 	struct proto_data_hdr dh = {b, cache, off, stream_len, epoch};
+	uint32_t plen = PROTO_HDR_LEN + PROTO_DATA_HDR_LEN + len;
 	struct proto_builder pb;
+	uint8_t *p;
 
-	if (len > sizeof(S.buf) - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN)
+	if (len > PROTO_PAYLOAD_MAX - PROTO_HDR_LEN - PROTO_DATA_HDR_LEN ||
+	    (p = wire_frame(PROTO_PORT_EVICT_DEFAULT, plen)) == NULL)
 		return;
-	proto_build_begin(&pb, S.buf, sizeof(S.buf), &h);
+	proto_build_begin(&pb, p, plen, &h);
 	proto_build_data_hdr(&pb, &dh);
 	if (garbage)
-		memset(S.buf + pb.len, 0xee, len);
+		memset(p + pb.len, 0xee, len);
 	else
-		stream_bytes(b, cache, off, len, S.buf + pb.len);
-	proto_build_bytes(&pb, S.buf + pb.len, len);
-	push_payload(S.buf, proto_build_end(&pb), PROTO_PORT_EVICT_DEFAULT);
+		stream_bytes(b, cache, off, len, p + pb.len);
+	proto_build_bytes(&pb, p + pb.len, len);
+	proto_build_end(&pb);
 }
 
 static uint32_t
@@ -477,6 +562,9 @@ new_batch(uint32_t p, uint32_t start, uint32_t g, uint8_t pattern, uint8_t v, bo
 		return NULL;
 	bt = &fz.batch[++fz.batch_no];
 	memset(bt->sent, 0, sizeof(bt->sent));
+	for (t = 0; t < FZ_CACHES; t++)
+		if (sc[t].b == fz.batch_no)
+			sc[t].b = 0; /* its stream is this batch's now */
 	bt->g = (uint16_t)g;
 	bt->l2_up = l2_up;
 	for (t = 0; t < g; t++) {
@@ -584,7 +672,7 @@ op_refill(const uint8_t *a, uint8_t flags)
 	struct proto_builder b;
 
 	ctrl_begin(&b, PROTO_T_REFILL);
-	for (r = 0; r < nreq && fz.refill_id < MAX_REFILLS; r++) {
+	for (r = 0; r < nreq && fz.refill_id < FZ_MAX_REFILLS; r++) {
 		struct fz_refill *f = &refills[fz.refill_id++];
 		struct proto_refill_req rq;
 
@@ -1228,14 +1316,36 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/*
+ * S as a memset leaves it, but of its buffers (80 kB) only what the last
+ * input used: the wire's entries below its tail (which only grows), the
+ * deferred frames up to the most held. FUZZ_SHARD_CHECK_RESET=1 checks it.
+ */
+static void
+s_reset(void)
+{
+	static int check = -1;
+	unsigned int w = S.wtail < WIRE_MAX ? S.wtail : WIRE_MAX;
+	const uint8_t *b = (const uint8_t *)&S;
+	size_t i;
+
+	if (check < 0)
+		check = getenv("FUZZ_SHARD_CHECK_RESET") != NULL;
+	memset(S.wire, 0, w * sizeof(S.wire[0]));
+	memset(S.defer, 0, S.defer_most * sizeof(S.defer[0]));
+	memset(S.buf, 0, sizeof(S.buf));
+	memset(&S, 0, offsetof(typeof(S), wire));
+	for (i = 0; check && i < sizeof(S); i++)
+		if (b[i] != 0)
+			fz_fail("reset: the harness's state is not what a memset leaves");
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	unsigned int i;
-
 	if (size < 1)
 		return 0;
-	memset(&S, 0, sizeof(S));
+	s_reset();
 	S.cfg = data[0];
 	S.p = data + 1;
 	S.left = size - 1;
@@ -1255,15 +1365,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Frames the input left on the wire, and the refills' records. */
 	while (S.whead != S.wtail)
 		rte_pktmbuf_free(S.wire[S.whead++ % WIRE_MAX]);
-	for (i = 0; i < fz.refill_id && i < MAX_REFILLS; i++) {
-		unsigned int u;
-
-		for (u = 0; u < 4; u++) {
-			free(refills[i].bytes[u]);
-			free(refills[i].have[u]);
-		}
-		free(refills[i].bc);
-	}
+	fz_check_end();
 	if (!fz_env_end())
 		fz_fail("mbufs not given back: %u received, %u sent still in use",
 			rte_mempool_in_use_count(fz_rx_pool), rte_mempool_in_use_count(kvss.pool));

@@ -91,6 +91,7 @@ enum fz_op {
 #define FZ_PROMPTS 7		/* prompt ids 0..6 (0: discarded) */
 #define FZ_TOKENS 512		/* token indices the operations can name */
 #define FZ_MAX_BATCHES 640
+#define FZ_MAX_REFILLS 1024	/* REFILL requests an input makes */
 #define FZ_MAX_G 278		/* 557 entries at most, two caches */
 #define FZ_MAX_L2MSG 600
 #define FZ_EPOCH(gen) (0x1000u + (gen)) /* the driver epoch of the input's stream @p gen */
@@ -169,6 +170,8 @@ bool fz_check_tx(struct rte_mbuf *m, uint16_t queue);
 void fz_check_release(void);
 /** Forget everything (a new input). */
 void fz_check_begin(bool hold_refills);
+/** The input is over: what came of its refills is let go. */
+void fz_check_end(void);
 /** The end of an ingest poll: match what the second tier answered to what was sent. */
 void fz_check_poll_end(void);
 /** The look at the end begins: the STATUS and inventory after it are the final ones. */

@@ -31,6 +31,7 @@
  * queue full, the window passed).
  */
 #include <inttypes.h>
+#include <sanitizer/asan_interface.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,61 @@ named_l2(const struct fz_refill *f, uint16_t c, uint32_t p, uint32_t t)
 	       (fz.named_l2[f->gen & 1][c][p][t / 8] & (1u << (t % 8)));
 }
 
+/*
+ * What came of each refill (its buffers' bytes, a byte each saying which
+ * came, the batches complete as each token left) lives in memory of its
+ * slot (by its id), kept from input to input: calloc'd for each refill
+ * and freed as the input ended, it was fresh memory every time (ASan's
+ * quarantine), a page fault a page. A refill's blocks are carved from its
+ * slot's as calloc would give them (zeros, 16-byte aligned) with a
+ * poisoned gap between them, and all of it is poisoned again as the input
+ * ends: a read past a block, or of an input before, is a report as on the
+ * heap.
+ */
+static struct {
+	uint8_t *b;
+	size_t cap, used;
+} rmem[FZ_MAX_REFILLS];
+
+#define ALIGN16(n) (((n) + 15) & ~(size_t)15)
+
+/* @p n zeros for refill @p f (the blocks of one refill fit its slot: sized for them all). */
+static void *
+refill_calloc(const struct fz_refill *f, size_t n)
+{
+	size_t buf = ALIGN16((size_t)f->tokens * FZ_SLICE + 1) + 16;
+	size_t need = 8 * buf + ALIGN16(((size_t)f->tokens * 4 + 1) * sizeof(*f->bc)) + 16;
+	__typeof__(rmem[0]) *m = &rmem[f->id - 1];
+	uint8_t *p;
+
+	if (m->used == 0 && m->cap < need) {
+		free(m->b);
+		m->cap = need;
+		if ((m->b = malloc(m->cap)) == NULL)
+			fz_fail("no memory for refill %" PRIu64, f->id);
+		ASAN_POISON_MEMORY_REGION(m->b, m->cap);
+	}
+	if (m->used + ALIGN16(n) + 16 > m->cap)
+		fz_fail("refill %" PRIu64 ": its blocks outgrow its slot", f->id);
+	p = m->b + m->used;
+	m->used += ALIGN16(n) + 16;
+	ASAN_UNPOISON_MEMORY_REGION(p, n);
+	memset(p, 0, n);
+	return p;
+}
+
+void
+fz_check_end(void)
+{
+	uint64_t i;
+
+	for (i = 0; i < fz.refill_id && i < FZ_MAX_REFILLS; i++)
+		if (rmem[i].used != 0) {
+			ASAN_POISON_MEMORY_REGION(rmem[i].b, rmem[i].cap);
+			rmem[i].used = 0;
+		}
+}
+
 static bool
 take_refill_data(struct rte_mbuf *m, const struct proto_msg *msg, uint16_t queue)
 {
@@ -364,11 +420,11 @@ take_refill_data(struct rte_mbuf *m, const struct proto_msg *msg, uint16_t queue
 			h->refill_id, h->cache_id, h->buffer_id, h->stream_offset, len,
 			h->stream_len, f->cache, f->tokens);
 	if (f->bytes[h->buffer_id] == NULL) {
-		f->bytes[h->buffer_id] = calloc(1, f->tokens * FZ_SLICE + 1);
-		f->have[h->buffer_id] = calloc(1, f->tokens * FZ_SLICE + 1);
+		f->bytes[h->buffer_id] = refill_calloc(f, f->tokens * FZ_SLICE + 1);
+		f->have[h->buffer_id] = refill_calloc(f, f->tokens * FZ_SLICE + 1);
 	}
 	if (f->bc == NULL)
-		f->bc = calloc((size_t)f->tokens * 4 + 1, sizeof(*f->bc));
+		f->bc = refill_calloc(f, ((size_t)f->tokens * 4 + 1) * sizeof(*f->bc));
 	p = rte_pktmbuf_read(m, msg->data_off, len, rx.scratch);
 	for (x = 0; x < len; x++) {
 		uint32_t o = h->stream_offset + x;

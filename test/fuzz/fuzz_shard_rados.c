@@ -39,6 +39,7 @@
  * what is left held).
  */
 #include <errno.h>
+#include <sanitizer/asan_interface.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,43 @@ static struct {
 	uint64_t outstanding; /* requests given to the thread, not taken back */
 } R;
 
+/*
+ * An object's bytes live in its slot's memory, kept from input to input: a
+ * malloc and a free each object, the last input's freed as the next began,
+ * were page faults of fresh memory, and made libFuzzer run each input
+ * that stored one twice (more mallocs than frees: a leak, maybe) and then
+ * look for leaks. What lies past an object's bytes, and all of a slot
+ * with none, is poisoned, as past and after a malloc'd block.
+ */
+static struct {
+	uint8_t *b;
+	uint32_t cap;
+} mem[OBJS];
+
+/* Slot @p i holds @p len bytes now (not yet written). */
+static uint8_t *
+obj_bytes(unsigned int i, uint32_t len)
+{
+	if (len > mem[i].cap) {
+		ASAN_UNPOISON_MEMORY_REGION(mem[i].b, mem[i].cap);
+		free(mem[i].b);
+		mem[i].cap = len < 4096 ? 4096 : len;
+		if ((mem[i].b = malloc(mem[i].cap)) == NULL)
+			fz_fail("no memory for an object");
+	}
+	ASAN_POISON_MEMORY_REGION(mem[i].b, mem[i].cap);
+	ASAN_UNPOISON_MEMORY_REGION(mem[i].b, len);
+	return mem[i].b;
+}
+
+/* Object @p o is gone: its slot empty. */
+static void
+obj_drop(struct obj *o)
+{
+	ASAN_POISON_MEMORY_REGION(mem[o - R.o].b, mem[o - R.o].cap);
+	*o = (struct obj){0};
+}
+
 /* ---- What the harness asks ------------------------------------------------ */
 
 void
@@ -103,10 +141,9 @@ fz_sh_reset(void)
 {
 	unsigned int i;
 
-	for (i = 0; i < OBJS; i++) {
-		free(R.o[i].b);
-		R.o[i] = (struct obj){0};
-	}
+	for (i = 0; i < OBJS; i++)
+		if (R.o[i].used)
+			obj_drop(&R.o[i]);
 	R.fhead = R.fn = 0;
 	R.nlied = 0;
 }
@@ -160,8 +197,7 @@ fz_sh_act(uint8_t how, uint8_t which)
 	} else {
 		/* Gone: swept, or reset, by another replica's kvss-shared. */
 		FZ_TRACE("  cluster: %s/%s deleted\n", o->ns, o->name);
-		free(o->b);
-		*o = (struct obj){0};
+		obj_drop(o);
 	}
 }
 
@@ -379,9 +415,9 @@ store(const struct op *o)
 	if (i == OBJS) {
 		/* Full: the oldest goes (another replica's sweep). */
 		i = 0;
-		free(R.o[0].b);
+		obj_drop(&R.o[0]);
 	}
-	R.o[i] = (struct obj){.used = true, .len = o->len, .b = malloc(o->len)};
+	R.o[i] = (struct obj){.used = true, .len = o->len, .b = obj_bytes(i, o->len)};
 	strcpy(R.o[i].ns, o->ns);
 	strcpy(R.o[i].name, o->name);
 	memcpy(R.o[i].b, o->buf, o->len);
@@ -470,10 +506,8 @@ complete(const struct op *o, struct shared_done *d)
 			d->status = -EEXIST;
 			return;
 		}
-		if (x != NULL) {
-			free(x->b);
-			*x = (struct obj){0};
-		}
+		if (x != NULL)
+			obj_drop(x);
 		store(o);
 		return;
 	}
@@ -481,8 +515,7 @@ complete(const struct op *o, struct shared_done *d)
 		if (x == NULL) {
 			d->status = -ENOENT;
 		} else {
-			free(x->b);
-			*x = (struct obj){0};
+			obj_drop(x);
 		}
 		return;
 	}

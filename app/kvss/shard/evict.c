@@ -89,9 +89,9 @@ shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sh
 	}
 	if (kvss_me->st->nearly == SHARD_EARLY_MAX) {
 		for (i = 1; i < kvss_me->st->nearly; i++)
-			if (kvss_me->st->early_rec[i].u.data.batch_no > kvss_me->st->early_rec[far].u.data.batch_no)
+			if (kvss_me->st->early_no[i] > kvss_me->st->early_no[far])
 				far = i;
-		if (kvss_me->st->early_rec[far].u.data.batch_no <= b) {
+		if (kvss_me->st->early_no[far] <= b) {
 			st->data_hold_full++;
 			return false;
 		}
@@ -101,9 +101,11 @@ shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sh
 		kvss_me->st->early[far] = kvss_me->st->early[kvss_me->st->nearly];
 		kvss_me->st->early_rec[far] = kvss_me->st->early_rec[kvss_me->st->nearly];
 		kvss_me->st->early_t[far] = kvss_me->st->early_t[kvss_me->st->nearly];
+		kvss_me->st->early_no[far] = kvss_me->st->early_no[kvss_me->st->nearly];
 	}
 	kvss_me->st->early[kvss_me->st->nearly] = m;
 	kvss_me->st->early_rec[kvss_me->st->nearly] = *r;
+	kvss_me->st->early_no[kvss_me->st->nearly] = b;
 	kvss_me->st->early_t[kvss_me->st->nearly++] = now;
 	return true;
 }
@@ -150,6 +152,7 @@ shard_retry_held(struct kvss_lcore_stats *st)
 		kvss_me->st->early[i] = kvss_me->st->early[kvss_me->st->nearly];
 		kvss_me->st->early_rec[i] = kvss_me->st->early_rec[kvss_me->st->nearly];
 		kvss_me->st->early_t[i] = kvss_me->st->early_t[kvss_me->st->nearly];
+		kvss_me->st->early_no[i] = kvss_me->st->early_no[kvss_me->st->nearly];
 	}
 }
 

@@ -472,7 +472,15 @@ kvss_shard_ingest(void *arg)
 			} else if (kvss_me->st->msg.hdr.type == PROTO_T_REFILL_DATA) {
 				st->not_handled++;
 			} else {
+				uint32_t epoch = kvss_me->driver_epoch;
+
 				kept = control(st, m, &kvss_me->st->msg);
+				/* A new stream (a HELLO of another epoch): the errors of
+				 * the old one's messages that ran in this burst go with
+				 * its reports. Sent now, they would be reports of the new
+				 * stream, naming seqs its driver gave other messages. */
+				if (kvss_me->driver_epoch != epoch)
+					shard_batcher_init(&err, PROTO_T_ERROR, st);
 				/* An EVICT runs at once: its data, often next in this
 				 * burst, is then stored on arrival, not held. */
 				shard_run_evictq(st, &err, t0);

@@ -187,6 +187,9 @@ struct shard_state {
 	struct rte_mbuf *early[SHARD_EARLY_MAX];
 	struct shard_rec early_rec[SHARD_EARLY_MAX];
 	uint64_t early_t[SHARD_EARLY_MAX];
+	/* early_rec[i]'s batch_no again, side by side: a full hold looks
+	 * through all of them for the batch furthest ahead at every frame. */
+	uint64_t early_no[SHARD_EARLY_MAX];
 	uint32_t nearly;
 	uint64_t batch_t[256]; /* when each open batch's EVICT ran, by batch_no % 256 */
 	uint8_t batch_up[256]; /* its bytes come from a tier (L2_UP, SH_UP), not EVICT_DATA */
