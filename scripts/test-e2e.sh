@@ -18,7 +18,19 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 tag=e2e$$
-trap '[ -n "${KEEP:-}" ] && cp "$tmp"/rs.log /tmp/rs_keep.log; rm -rf "$tmp" /var/run/dpdk/kvss_e2e_all_$$ /var/run/dpdk/kvss_e2e_flap_$$ /var/run/dpdk/kvss_demo_*_${tag}*' EXIT
+# A failing run's logs and summaries stay, named (a passing one's go): what
+# failed beside a busy machine is read afterwards, not run again.
+cleanup() {
+	[ -n "${KEEP:-}" ] && cp "$tmp"/rs.log /tmp/rs_keep.log
+	rm -rf /var/run/dpdk/kvss_e2e_all_$$ /var/run/dpdk/kvss_e2e_flap_$$ /var/run/dpdk/kvss_demo_*_${tag}*
+	if [ "${fail:-1}" -eq 0 ]; then
+		rm -rf "$tmp"
+	else
+		rm -rf "$tmp"/l2 2>/dev/null # the shards' second-tier files: large, and not logs
+		echo "kvss end to end: the failing run's logs are kept in $tmp" >&2
+	fi
+}
+trap cleanup EXIT
 . scripts/check-lib.sh
 # The demo's shards keep a second tier on disk: here, in this test's own
 # directory (kept from one section to the next: each run takes back what the
