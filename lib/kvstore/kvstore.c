@@ -733,6 +733,15 @@ token_write(const struct kv_cache *c, uint32_t slot, uint32_t x, const uint8_t *
 	}
 }
 
+bool
+kvstore_batch_unseen(const struct kvstore *s, uint64_t batch_no)
+{
+	const struct kv_batch *b = &s->batches[batch_no % s->p.max_open_batches];
+
+	/* kvstore_data's -EAGAIN: no open batch of that number, and not one before. */
+	return b->no != batch_no && batch_no >= s->next_batch;
+}
+
 int
 kvstore_data(struct kvstore *s, uint64_t batch_no, uint16_t cache_id, uint32_t stream_offset,
 	     uint32_t stream_len, const void *payload, uint32_t len)

@@ -161,6 +161,13 @@ int kvstore_data(struct kvstore *s, uint64_t batch_no, uint16_t cache_id, uint32
 		 uint32_t stream_len, const void *payload, uint32_t len);
 
 /**
+ * Has batch @p batch_no's EVICT not been seen yet? Then kvstore_data() of
+ * any fragment of it answers -EAGAIN: what a caller holding fragments asks
+ * before it reads one again.
+ */
+bool kvstore_batch_unseen(const struct kvstore *s, uint64_t batch_no);
+
+/**
  * Called once for every cut a loss makes: tokens [@p first, @p first +
  * @p count) of the prompt removed (a version 2 TOKEN_LOST record). A cut
  * that removed nothing (the prompt already ended there) has count 0.

@@ -127,14 +127,22 @@ shard_retry_held(struct kvss_lcore_stats *st)
 
 	while (i < kvss_me->st->nearly) {
 		const struct shard_rec *r = &kvss_me->st->early_rec[i];
-		int rc = shard_store_data(kvss_me->st->early[i], r);
+		/*
+		 * Held, its first store reached the store (-EAGAIN: the frame has
+		 * bytes of the batch). While the batch's EVICT has not run, so it
+		 * would answer again, without reading the frame and its record: a
+		 * thousand held frames were a thousand cache misses a poll.
+		 */
+		int rc = kvstore_batch_unseen(kvss_me->store, kvss_me->st->early_no[i])
+				 ? -EAGAIN
+				 : shard_store_data(kvss_me->st->early[i], r);
 
 		/*
 		 * Held while its EVICT has not arrived (for the batch timeout), or
 		 * while it waits in the evict queue for room (as long as it waits).
 		 */
 		if (rc == -EAGAIN &&
-		    (r->u.data.batch_no <= kvss_me->st->queued_batch ||
+		    (kvss_me->st->early_no[i] <= kvss_me->st->queued_batch ||
 		     !looked_past(kvss_me->st->early_t[i], ms_cycles(kvss_me->cfg->batch_timeout_ms)))) {
 			i++;
 			continue;
