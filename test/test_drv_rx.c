@@ -6,8 +6,8 @@
  * driver role, kvss_driver_load() and kvss_driver_init(). Each test builds
  * the frames shard 0 of model 0 would send (lib/proto's builders, from the
  * shard's configured address to the driver's), hands them to drv_receive()
- * as the poll loop does, and checks the driver's counters (drv.st) and what
- * it knows of the shard (drv.sh[0]) to the exact count. Nothing is polled
+ * as the poll loop does, and checks the driver's counters (d->st) and what
+ * it knows of the shard (d->sh[0]) to the exact count. Nothing is polled
  * or flushed: the HELLOs a restart queues stay in the port's queue.
  */
 #include <criterion/criterion.h>
@@ -26,6 +26,7 @@
 #define SHARD_EPOCH 0x5a5a0001u	 /* the shard's, as it started */
 #define SHARD_EPOCH2 0x5a5a0002u /* the shard's after it restarted */
 
+static struct drv *d; /* the driver under test: made, loaded and set up by setup() */
 static struct drv_shard *sh;
 
 static void
@@ -37,28 +38,30 @@ setup(void)
 	cr_assert_eq(kvss_config_load_as(CFG, KVSS_ROLE_DRIVER, &kvss.cfg, err, sizeof(err)), 0,
 		     "%s", err);
 	kvss.epoch = DRIVER_EPOCH;
-	cr_assert_eq(kvss_driver_load(), 0);
-	cr_assert_eq(kvss_driver_init(), 0);
+	d = kvss_driver_new();
+	cr_assert_not_null(d);
+	cr_assert_eq(kvss_driver_load(d), 0);
+	cr_assert_eq(kvss_driver_init(d), 0);
 	/* What the cases below take for granted of the example: one model,
 	 * one shard (id 0) of one cache of 256 bytes a token, no second tier,
 	 * no shared level, on_loss "exact". */
-	cr_assert_eq(drv.nsh, 1);
+	cr_assert_eq(d->nsh, 1);
 	cr_assert_eq(kvss.cfg.driver.pc.num_models, 1);
 	cr_assert_eq(kvss.cfg.driver.pc.model[0].num_caches, 1);
 	cr_assert_eq(kvss.cfg.shared.conf[0], '\0');
 	cr_assert_not(drv_l2_model(0));
 	cr_assert_eq(kvss.cfg.driver.on_loss, KVSS_LOSS_EXACT);
-	sh = &drv.sh[0];
+	sh = &d->sh[0];
 	cr_assert_eq(sh->ref->id, 0);
 	cr_assert_eq(sh->ref->bytes_per_token[0], 256, "what status_from()'s cache info says");
-	cr_assert_eq(drv.model_epoch[0], DRIVER_EPOCH);
+	cr_assert_eq(d->model_epoch[0], DRIVER_EPOCH);
 	cr_assert_not(sh->up);
 }
 
 static void
 teardown(void)
 {
-	kvss_driver_free();
+	kvss_driver_free(d);
 	rte_eth_dev_stop(0);
 	rte_eth_dev_close(0);
 	rte_mempool_free(kvss.pool);
@@ -103,7 +106,7 @@ deliver_from(struct proto_builder *b, uint32_t src_ip, uint64_t tsc)
 	a.dst_port = kvss.cfg.udp.ctrl;
 	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
 	cr_assert_not_null(m);
-	drv_receive(m, tsc);
+	drv_receive(d, m, tsc);
 	rte_pktmbuf_free(m);
 }
 
@@ -144,7 +147,7 @@ status(uint32_t epoch, uint32_t driver_epoch, uint64_t stored, uint64_t uptime_n
 static void
 bring_up(uint64_t tsc)
 {
-	status(SHARD_EPOCH, drv.model_epoch[0], 0, 1000, tsc);
+	status(SHARD_EPOCH, d->model_epoch[0], 0, 1000, tsc);
 	cr_assert(sh->up, "the shard answered our HELLO: up");
 }
 
@@ -173,12 +176,12 @@ Test(drv_rx, a_status_answering_our_hello_marks_the_shard_up)
 
 	/* Before our HELLO reached it, it names no driver epoch: counted, not up. */
 	status(SHARD_EPOCH, 0, 0, 500, t);
-	cr_assert_eq(drv.st.statuses, 1);
+	cr_assert_eq(d->st.statuses, 1);
 	cr_assert_not(sh->up, "a STATUS that is not our HELLO's answer does not make it up");
 	cr_assert_eq(sh->epoch, 0);
 
 	status(SHARD_EPOCH, DRIVER_EPOCH, 40, 1000, t + 10);
-	cr_assert_eq(drv.st.statuses, 2);
+	cr_assert_eq(d->st.statuses, 2);
 	cr_assert(sh->up);
 	cr_assert_eq(sh->epoch, SHARD_EPOCH, "its epoch, from the header");
 	cr_assert_eq(sh->last_rx, t + 10, "heard");
@@ -187,15 +190,15 @@ Test(drv_rx, a_status_answering_our_hello_marks_the_shard_up)
 	cr_assert_eq(sh->batches_complete, 3);
 	cr_assert_eq(sh->stored[0], 40, "what it holds, by its cache info");
 	cr_assert_eq(sh->report_next, 1, "its reports of this stream start at 1");
-	cr_assert_eq(drv.st.shard_restarts, 0);
-	cr_assert_eq(drv.st.stale, 0);
-	cr_assert_eq(drv.model_epoch[0], DRIVER_EPOCH, "no restart");
-	cr_assert_eq(drv.fatal, 0, "its caches agree with the configuration");
+	cr_assert_eq(d->st.shard_restarts, 0);
+	cr_assert_eq(d->st.stale, 0);
+	cr_assert_eq(d->model_epoch[0], DRIVER_EPOCH, "no restart");
+	cr_assert_eq(d->fatal, 0, "its caches agree with the configuration");
 
 	/* An older STATUS (delayed on the way) changes nothing it said. */
 	status(SHARD_EPOCH, DRIVER_EPOCH, 99, 900, t + 20);
-	cr_assert_eq(drv.st.statuses, 3);
-	cr_assert_eq(drv.st.stale, 1);
+	cr_assert_eq(d->st.statuses, 3);
+	cr_assert_eq(d->st.stale, 1);
 	cr_assert_eq(sh->stored[0], 40);
 	cr_assert_eq(sh->status_at, t + 10);
 }
@@ -218,19 +221,19 @@ Test(drv_rx, a_frame_from_no_configured_shard_is_stale_and_changes_nothing)
 
 	bring_up(t);
 	/* Copied byte for byte: compared so below. */
-	memcpy(&st0, &drv.st, sizeof(st0));
+	memcpy(&st0, &d->st, sizeof(st0));
 	memcpy(&sh0, sh, sizeof(sh0));
-	ep0 = drv.model_epoch[0];
+	ep0 = d->model_epoch[0];
 
 	/* Shard 7 of model 0: the model has shard 0 only. */
 	status_from(0, 7, stranger, SHARD_EPOCH2, DRIVER_EPOCH, 5, 2000, t + 100);
 	/* Model 3: the driver runs one model. */
 	status_from(3, 0, stranger, SHARD_EPOCH2, DRIVER_EPOCH, 5, 2000, t + 100);
-	cr_assert_eq(drv.st.stale, st0.stale + 2, "each counted stale");
+	cr_assert_eq(d->st.stale, st0.stale + 2, "each counted stale");
 	st0.stale += 2;
-	cr_assert_eq(memcmp(&drv.st, &st0, sizeof(st0)), 0, "no other counter moved");
+	cr_assert_eq(memcmp(&d->st, &st0, sizeof(st0)), 0, "no other counter moved");
 	cr_assert_eq(memcmp(sh, &sh0, sizeof(sh0)), 0, "the shard is as it was (not even heard)");
-	cr_assert_eq(drv.model_epoch[0], ep0);
+	cr_assert_eq(d->model_epoch[0], ep0);
 }
 
 /* ---- A new shard epoch: the model restarts (epoch.c) ------------------------------------ */
@@ -240,23 +243,23 @@ Test(drv_rx, a_status_with_a_new_shard_epoch_restarts_the_model)
 	uint64_t t = rte_get_tsc_cycles(), hellos;
 
 	bring_up(t);
-	hellos = drv.st.hellos;
+	hellos = d->st.hellos;
 	/* The shard restarted: it answers our epoch's HELLO again, in an epoch of its own. */
 	status(SHARD_EPOCH2, DRIVER_EPOCH, 0, 10, t + 100);
-	cr_assert_eq(drv.st.statuses, 2);
-	cr_assert_eq(drv.st.shard_restarts, 1);
-	cr_assert_eq(drv.st.resyncs, 0);
-	cr_assert_neq(drv.model_epoch[0], DRIVER_EPOCH, "the model takes a new driver epoch");
-	cr_assert_neq(drv.model_epoch[0], 0);
+	cr_assert_eq(d->st.statuses, 2);
+	cr_assert_eq(d->st.shard_restarts, 1);
+	cr_assert_eq(d->st.resyncs, 0);
+	cr_assert_neq(d->model_epoch[0], DRIVER_EPOCH, "the model takes a new driver epoch");
+	cr_assert_neq(d->model_epoch[0], 0);
 	cr_assert_not(sh->up, "its shards start over with it");
 	cr_assert_eq(sh->epoch, 0);
-	cr_assert_eq(drv.st.hellos, hellos + 1, "a HELLO in the new epoch to each shard");
+	cr_assert_eq(d->st.hellos, hellos + 1, "a HELLO in the new epoch to each shard");
 
 	/* Its answer to that HELLO brings it up again, in its new epoch, with no more restarts. */
-	status(SHARD_EPOCH2, drv.model_epoch[0], 0, 20, t + 200);
+	status(SHARD_EPOCH2, d->model_epoch[0], 0, 20, t + 200);
 	cr_assert(sh->up);
 	cr_assert_eq(sh->epoch, SHARD_EPOCH2);
-	cr_assert_eq(drv.st.shard_restarts, 1);
+	cr_assert_eq(d->st.shard_restarts, 1);
 }
 
 Test(drv_rx, a_status_that_no_longer_names_our_epoch_restarts_the_model)
@@ -266,13 +269,13 @@ Test(drv_rx, a_status_that_no_longer_names_our_epoch_restarts_the_model)
 	bring_up(t);
 	/* Restarted, it has no driver epoch yet (0), in the same shard epoch or not. */
 	status(SHARD_EPOCH, 0, 0, 10, t + 100);
-	cr_assert_eq(drv.st.shard_restarts, 1);
-	cr_assert_neq(drv.model_epoch[0], DRIVER_EPOCH);
+	cr_assert_eq(d->st.shard_restarts, 1);
+	cr_assert_neq(d->model_epoch[0], DRIVER_EPOCH);
 	cr_assert_not(sh->up);
 	/* Another such STATUS before our new HELLO reached it: not up, not again. */
 	status(SHARD_EPOCH, 0, 0, 20, t + 200);
-	cr_assert_eq(drv.st.shard_restarts, 1);
-	cr_assert_eq(drv.st.statuses, 3);
+	cr_assert_eq(d->st.shard_restarts, 1);
+	cr_assert_eq(d->st.statuses, 3);
 }
 
 /* ---- TOKEN_LOST: a reliable report, taken once and in order --------------------------- */
@@ -284,31 +287,31 @@ Test(drv_rx, token_lost_is_counted_once_in_report_order)
 
 	bring_up(t);
 	token_lost(1, 0, two, 2, t + 1);
-	cr_assert_eq(drv.st.lost_records, 2);
-	cr_assert_eq(drv.st.lost_tokens, 12, "ranges of 5 and 7 tokens");
-	cr_assert_eq(drv.st.reports_dropped, 0);
+	cr_assert_eq(d->st.lost_records, 2);
+	cr_assert_eq(d->st.lost_tokens, 12, "ranges of 5 and 7 tokens");
+	cr_assert_eq(d->st.reports_dropped, 0);
 	cr_assert_eq(sh->report_next, 2);
 	cr_assert(sh->report_ack_due, "a REPORT_ACK is due after this poll");
 
 	/* Its REPORT_ACK was lost: the shard sends the same report again. */
 	token_lost(1, PROTO_F_RETRANSMIT, two, 2, t + 2);
-	cr_assert_eq(drv.st.reports_dropped, 1, "the copy dropped");
-	cr_assert_eq(drv.st.lost_records, 2, "not counted twice");
-	cr_assert_eq(drv.st.lost_tokens, 12);
+	cr_assert_eq(d->st.reports_dropped, 1, "the copy dropped");
+	cr_assert_eq(d->st.lost_records, 2, "not counted twice");
+	cr_assert_eq(d->st.lost_tokens, 12);
 
 	/* One ahead of a gap (2 still on its way) waits for the shard to resend. */
 	token_lost(3, 0, one, 1, t + 3);
-	cr_assert_eq(drv.st.reports_dropped, 2);
-	cr_assert_eq(drv.st.lost_records, 2);
+	cr_assert_eq(d->st.reports_dropped, 2);
+	cr_assert_eq(d->st.lost_records, 2);
 	cr_assert_eq(sh->report_next, 2);
 
 	token_lost(2, 0, one, 1, t + 4);
-	cr_assert_eq(drv.st.lost_records, 3);
-	cr_assert_eq(drv.st.lost_tokens, 16);
+	cr_assert_eq(d->st.lost_records, 3);
+	cr_assert_eq(d->st.lost_tokens, 16);
 	cr_assert_eq(sh->report_next, 3);
 	/* on_loss "exact": the library drops what was lost, the model goes on. */
-	cr_assert_eq(drv.st.resyncs, 0);
-	cr_assert_eq(drv.model_epoch[0], DRIVER_EPOCH);
+	cr_assert_eq(d->st.resyncs, 0);
+	cr_assert_eq(d->model_epoch[0], DRIVER_EPOCH);
 	cr_assert(sh->up);
 }
 
@@ -320,15 +323,15 @@ Test(drv_rx, token_lost_with_on_loss_resync_starts_the_model_over)
 	kvss.cfg.driver.on_loss = KVSS_LOSS_RESYNC;
 	bring_up(t);
 	token_lost(1, 0, one, 1, t + 1);
-	cr_assert_eq(drv.st.lost_tokens, 4);
-	cr_assert_eq(drv.st.resyncs, 1, "drv_resync: the model starts over");
-	cr_assert_eq(drv.st.shard_restarts, 0, "counted as a resync, not a shard restart");
-	cr_assert_neq(drv.model_epoch[0], DRIVER_EPOCH);
+	cr_assert_eq(d->st.lost_tokens, 4);
+	cr_assert_eq(d->st.resyncs, 1, "drv_resync: the model starts over");
+	cr_assert_eq(d->st.shard_restarts, 0, "counted as a resync, not a shard restart");
+	cr_assert_neq(d->model_epoch[0], DRIVER_EPOCH);
 	cr_assert_not(sh->up);
 	/* What the shard sends in its old epoch now is stale. */
 	token_lost(2, 0, one, 1, t + 2);
-	cr_assert_eq(drv.st.stale, 1);
-	cr_assert_eq(drv.st.lost_tokens, 4);
+	cr_assert_eq(d->st.stale, 1);
+	cr_assert_eq(d->st.lost_tokens, 4);
 }
 
 /* ---- L2_DONE: every record of the frame is taken (l2.c, shared.c) ------------------- */
@@ -347,7 +350,7 @@ Test(drv_rx, l2_done_takes_every_record_past_a_failed_shared_one)
 		 .status = PROTO_E_L2_FAILED},
 	};
 	uint64_t t = rte_get_tsc_cycles();
-	const struct drv_sh_stats *ss = drv_sh_stats();
+	const struct drv_sh_stats *ss = drv_sh_stats(d);
 	struct proto_builder b;
 	unsigned int i;
 
@@ -357,19 +360,19 @@ Test(drv_rx, l2_done_takes_every_record_past_a_failed_shared_one)
 		cr_assert_eq(proto_build_l2_done(&b, &recs[i]), 0);
 	deliver(&b, t + 1);
 
-	cr_assert_eq(drv.st.reports_dropped, 0);
+	cr_assert_eq(d->st.reports_dropped, 0);
 	cr_assert_eq(sh->report_next, 2, "taken as report 1");
-	cr_assert_eq(drv.st.l2_done, 4, "the four L2_DOWN records, those after the SH_UP too");
-	cr_assert_eq(drv.st.l2_failed, 2);
-	cr_assert_eq(drv.st.l2_up_failed_cols, 0);
+	cr_assert_eq(d->st.l2_done, 4, "the four L2_DOWN records, those after the SH_UP too");
+	cr_assert_eq(d->st.l2_failed, 2);
+	cr_assert_eq(d->st.l2_up_failed_cols, 0);
 	/* The shared level's record went to shared.c, which has no cluster here. */
 	cr_assert_eq(ss->up_failed, 1);
 	cr_assert_eq(ss->slices_bad, 1);
 	cr_assert_eq(ss->records_deleted, 0, "no cluster, no record deleted");
 	/* Each failed L2_DOWN's column is let go: its L2_DELETE's UNKNOWN_PROMPT is expected. */
-	cr_assert(drv_l2_expected_unknown(sh, 0xa2));
-	cr_assert(drv_l2_expected_unknown(sh, 0xa5), "the record after the last failure was read");
-	cr_assert_not(drv_l2_expected_unknown(sh, 0xa4), "a column written is not let go");
-	cr_assert_eq(drv.fatal, 0);
-	cr_assert_eq(drv.st.resyncs + drv.st.shard_restarts, 0, "the model goes on");
+	cr_assert(drv_l2_expected_unknown(d, sh, 0xa2));
+	cr_assert(drv_l2_expected_unknown(d, sh, 0xa5), "the record after the last failure was read");
+	cr_assert_not(drv_l2_expected_unknown(d, sh, 0xa4), "a column written is not let go");
+	cr_assert_eq(d->fatal, 0);
+	cr_assert_eq(d->st.resyncs + d->st.shard_restarts, 0, "the model goes on");
 }

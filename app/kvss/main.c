@@ -634,7 +634,8 @@ int
 main(int argc, char **argv)
 {
 	const char *config = NULL, *prog = argv[0];
-	int ret, c, status = 0, driver_on = 0, driver_loaded = 0;
+	int ret, c, status = 0, driver_on = 0;
+	struct drv *drv = NULL; /* the driver role's state (NULL: not this process's role) */
 
 	/* --help and --version work before EAL, which would otherwise want
 	 * devices and memory; so does a bare `kvss`, which would probe this
@@ -694,14 +695,14 @@ main(int argc, char **argv)
 	 * memif ports connected to the shards (which then saw it go, and its
 	 * ports' teardown raced memif's interrupt thread). */
 	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
-		ret = kvss_driver_load();
+		drv = kvss_driver_new();
+		ret = drv == NULL ? -1 : kvss_driver_load(drv);
 		if (ret != 0) {
 			/* -2: the trace; -3: a signal while it loaded; -1: no memory */
 			status = ret == -2 ? 2 : ret == -3 ? 0 : 1;
-			kvss_driver_free();
+			kvss_driver_free(drv);
 			goto out_eal;
 		}
-		driver_loaded = 1; /* freed at out_free, whatever stops the start */
 	}
 	kvss.pool = rte_pktmbuf_pool_create("kvss_pool", 8191, 256, 0,
 					    (uint16_t)(RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX),
@@ -731,7 +732,7 @@ main(int argc, char **argv)
 					goto out_free;
 				}
 			}
-		ret = kvss_driver_init();
+		ret = kvss_driver_init(drv);
 		if (ret != 0) {
 			status = ret == -2 ? 2 : 1; /* 2: a configuration error */
 			goto out_free; /* where what it set up before it stopped is freed */
@@ -755,7 +756,7 @@ main(int argc, char **argv)
 	}
 	if (kvss_telemetry_register() != 0)
 		fprintf(stderr, "kvss: telemetry commands not registered\n");
-	if ((kvss.cfg.role & KVSS_ROLE_DRIVER) && kvss_driver_telemetry_register() != 0)
+	if ((kvss.cfg.role & KVSS_ROLE_DRIVER) && kvss_driver_telemetry_register(drv) != 0)
 		fprintf(stderr, "kvss: driver telemetry commands not registered\n");
 	kvss.lcore_role[rte_get_main_lcore()] = KVSS_LCORE_CONTROL;
 	for (c = 0; (kvss.cfg.role & KVSS_ROLE_SHARD) && c < kvss.num_shards; c++) {
@@ -781,7 +782,7 @@ main(int argc, char **argv)
 		if (kvss.cfg.control_lcore != rte_get_main_lcore())
 			printf("kvss: lcores.control = %u: the driver runs on the main lcore, %u\n",
 			       kvss.cfg.control_lcore, rte_get_main_lcore());
-		kvss_driver_main(NULL);
+		kvss_driver_main(drv);
 	} else {
 		while (!kvss_quitting())
 			usleep(10000);
@@ -800,10 +801,10 @@ main(int argc, char **argv)
 			print_levels(&kvss_shards[c]);
 	}
 	if (driver_on) {
-		kvss_driver_summary();
+		kvss_driver_summary(drv);
 		/* A signal stops a run early: that is not a failure. */
 		if (__atomic_load_n(&kvss.quit, __ATOMIC_RELAXED) != 1)
-			status = kvss_driver_status();
+			status = kvss_driver_status(drv);
 	}
 out_free:
 	/* Every port started, at the end and on the way out after a failure
@@ -815,8 +816,7 @@ out_free:
 	/* The lcores have stopped: each level's worker drains, then ends. */
 	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++)
 		shard_levels_close(&kvss_shards[c]);
-	if (driver_loaded)
-		kvss_driver_free();
+	kvss_driver_free(drv); /* loaded, whatever stopped the start */
 	rte_ring_free(kvss_me->ingest_to_refill);
 	rte_ring_free(kvss_me->refill_to_ingest);
 	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++) {

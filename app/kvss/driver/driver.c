@@ -40,8 +40,6 @@
 #define BACKLOG_HIGH 256
 #define JOBS_HIGH 32
 
-struct drv drv;
-
 static struct kvss_lcore_stats *
 lst(void)
 {
@@ -56,9 +54,10 @@ hook_model_up(void *arg, uint16_t model)
 {
 	uint16_t i;
 
-	(void)arg;
-	for (i = 0; i < drv.nshards[model]; i++)
-		if (!drv.sh[drv.first_shard[model] + i].up || drv.sh[drv.first_shard[model] + i].silent)
+	struct drv *d = arg;
+
+	for (i = 0; i < d->nshards[model]; i++)
+		if (!d->sh[d->first_shard[model] + i].up || d->sh[d->first_shard[model] + i].silent)
 			return false;
 	return true;
 }
@@ -66,31 +65,35 @@ hook_model_up(void *arg, uint16_t model)
 static bool
 hook_shard_up(void *arg, uint16_t k)
 {
-	(void)arg;
-	return k < drv.nsh && drv.sh[k].up;
+	struct drv *d = arg;
+
+	return k < d->nsh && d->sh[k].up;
 }
 
 static void
 hook_model_refilled(void *arg, uint16_t m, uint64_t ns, uint64_t bytes, uint64_t l2_bytes,
 		    uint64_t shared_bytes)
 {
-	(void)arg;
-	drv_learn_model(&drv.learn, m, ns, bytes, l2_bytes, shared_bytes);
+	struct drv *d = arg;
+
+	drv_learn_model(&d->learn, m, ns, bytes, l2_bytes, shared_bytes);
 }
 
 static void
 hook_seq_refilled(void *arg, uint64_t ns, uint64_t est_ns, uint64_t est_bytes)
 {
-	(void)arg;
-	drv_learn_seq(&drv.learn, ns, est_ns, est_bytes);
+	struct drv *d = arg;
+
+	drv_learn_seq(&d->learn, ns, est_ns, est_bytes);
 }
 
 /* Its shared-level lookups are back, or late (shared.c). */
 static bool
 hook_request_ready(void *arg, uint32_t req, uint64_t now)
 {
-	(void)arg;
-	return drv_sh_request_ready(req, now);
+	struct drv *d = arg;
+
+	return drv_sh_request_ready(d, req, now);
 }
 
 static const struct emu_hooks hooks = {
@@ -102,12 +105,12 @@ static const struct emu_hooks hooks = {
 };
 
 static bool
-all_up(void)
+all_up(struct drv *d)
 {
 	uint16_t i;
 
-	for (i = 0; i < drv.nsh; i++)
-		if (!drv.sh[i].up)
+	for (i = 0; i < d->nsh; i++)
+		if (!d->sh[i].up)
 			return false;
 	return true;
 }
@@ -121,25 +124,27 @@ all_up(void)
  * away_ms = 0 no shard is ever away: the wafer waits while one is not up.
  */
 static void
-shard_away(struct drv_shard *sh, uint64_t tsc, const char *why)
+shard_away(struct drv *d, struct drv_shard *sh, uint64_t tsc, const char *why)
 {
 	if (kvss.cfg.driver.away_ms == 0 || !sh->up)
 		return; /* away_ms = 0: never away, the driver waits for it */
-	if (drv.st.shards_away == 0) {
-		drv.away_at[0] = drv.st.requests;
-		drv.away_at[1] = drv.st.prompt_tokens;
-		drv.away_at[2] = drv.st.hit_tokens;
+	if (d->st.shards_away == 0) {
+		d->away_at[0] = d->st.requests;
+		d->away_at[1] = d->st.prompt_tokens;
+		d->away_at[2] = d->st.hit_tokens;
 	}
-	drv.st.shards_away++;
+	d->st.shards_away++;
 	sh->away = true;
 	sh->silent = false;
-	drv_model_restart(sh->model, tsc, why, sh, &drv.st.shard_restarts);
+	drv_model_restart(d, sh->model, tsc, why, sh, &d->st.shard_restarts);
 }
 
 static void
-link_went_down(struct drv_shard *sh, uint64_t tsc)
+link_went_down(void *arg, struct drv_shard *sh, uint64_t tsc)
 {
-	shard_away(sh, tsc, "is away (its link went down)");
+	struct drv *d = arg;
+
+	shard_away(d, sh, tsc, "is away (its link went down)");
 }
 
 /*
@@ -153,30 +158,30 @@ link_went_down(struct drv_shard *sh, uint64_t tsc)
  * false "away" cost the demo 4 points of hit ratio and failed refills.
  */
 static void
-watch_silence(uint64_t tsc)
+watch_silence(struct drv *d, uint64_t tsc)
 {
-	uint64_t away = drv.hz / 1000 * kvss.cfg.driver.away_ms;
-	uint64_t dead = drv.hz / 1000 * kvss.cfg.driver.dead_ms;
+	uint64_t away = d->hz / 1000 * kvss.cfg.driver.away_ms;
+	uint64_t dead = d->hz / 1000 * kvss.cfg.driver.dead_ms;
 	uint16_t i;
 
 	if (kvss.cfg.driver.away_ms == 0)
 		return;
-	for (i = 0; i < drv.nsh; i++) {
-		struct drv_shard *sh = &drv.sh[i];
+	for (i = 0; i < d->nsh; i++) {
+		struct drv_shard *sh = &d->sh[i];
 		uint64_t quiet = tsc - sh->last_rx;
 
 		if (!sh->up)
 			continue;
 		if (quiet > dead) {
 			sh->silent = false;
-			shard_away(sh, tsc, "is away (nothing heard from it for driver.dead_ms)");
+			shard_away(d, sh, tsc, "is away (nothing heard from it for driver.dead_ms)");
 		} else if (quiet > away && !sh->silent) {
 			sh->silent = true;
-			drv.st.shards_silent++;
+			d->st.shards_silent++;
 			printf("kvss: driver: model %u shard %u: nothing heard for %" PRIu64 " ms: its "
 			       "model runs as misses, its prefixes kept until it is heard again "
 			       "(or gone after driver.dead_ms = %u)\n", sh->model, sh->ref->id,
-			       quiet * 1000 / drv.hz, kvss.cfg.driver.dead_ms);
+			       quiet * 1000 / d->hz, kvss.cfg.driver.dead_ms);
 			fflush(stdout);
 		}
 	}
@@ -207,32 +212,32 @@ quitting(void)
 }
 
 /*
- * drv.source for the built-in workload: "the built-in workload", "with a
+ * d->source for the built-in workload: "the built-in workload", "with a
  * library of N documents" when it has one (make demo's verdict reads the
  * library's size here, as kvss-trace --documents), and "(the trace is not
  * there)" when @p trace_named.
  */
 static void
-builtin_source(uint32_t documents, bool trace_named)
+builtin_source(struct drv *d, uint32_t documents, bool trace_named)
 {
 	char lib[48] = "";
 
 	if (documents > 0)
 		snprintf(lib, sizeof(lib), " with a library of %u documents", documents);
-	snprintf(drv.source, sizeof(drv.source), "the built-in workload%s%s", lib,
+	snprintf(d->source, sizeof(d->source), "the built-in workload%s%s", lib,
 		 trace_named ? " (the trace is not there)" : "");
 }
 
 /* The requests: the trace, or the built-in workload when it is not there. */
 static int
-load_workload(const struct kvss_config *cfg)
+load_workload(struct drv *d, const struct kvss_config *cfg)
 {
 	char err[512];
 
 	if (cfg->wafer.trace[0] != '\0' && access(cfg->wafer.trace, R_OK) == 0) {
 		/* A long trace: a signal stops the load (then the program). */
 		workload_set_stop(quitting);
-		if (workload_load(cfg->wafer.trace, 512, cfg->wafer.limit, &drv.wl, err, sizeof(err)) != 0) {
+		if (workload_load(cfg->wafer.trace, 512, cfg->wafer.limit, &d->wl, err, sizeof(err)) != 0) {
 			if (kvss_quitting()) {
 				printf("kvss: driver: %s\n", err);
 				return -3;
@@ -240,22 +245,22 @@ load_workload(const struct kvss_config *cfg)
 			fprintf(stderr, "kvss: %s: wafer.trace: %s\n", cfg->path, err);
 			return -2;
 		}
-		snprintf(drv.source, sizeof(drv.source), "%s", cfg->wafer.trace);
+		snprintf(d->source, sizeof(d->source), "%s", cfg->wafer.trace);
 	} else {
 		uint32_t n = cfg->wafer.limit ? cfg->wafer.limit : cfg->wafer.generate;
 
-		if (workload_generate_docs(n, cfg->wafer.documents, &drv.wl) != 0) {
+		if (workload_generate_docs(n, cfg->wafer.documents, &d->wl) != 0) {
 			fprintf(stderr, "kvss: driver: out of memory for the built-in workload (%u "
 					"requests)\n", n);
 			return -1;
 		}
 		/* wafer.multimodal_every: an image of 64 tokens ends every Nth prompt. */
-		workload_mark_multimodal(&drv.wl, cfg->wafer.multimodal_every, 64);
-		builtin_source(cfg->wafer.documents, cfg->wafer.trace[0] != '\0');
+		workload_mark_multimodal(&d->wl, cfg->wafer.multimodal_every, 64);
+		builtin_source(d, cfg->wafer.documents, cfg->wafer.trace[0] != '\0');
 	}
-	drv.nreq = drv.wl.n;
-	if (cfg->wafer.limit && drv.nreq > cfg->wafer.limit)
-		drv.nreq = cfg->wafer.limit;
+	d->nreq = d->wl.n;
+	if (cfg->wafer.limit && d->nreq > cfg->wafer.limit)
+		d->nreq = cfg->wafer.limit;
 	return 0;
 }
 
@@ -274,11 +279,11 @@ expiry_check_ns(const struct kvss_config *cfg)
 }
 
 static int
-create_emulator(const struct kvss_config *cfg)
+create_emulator(struct drv *d, const struct kvss_config *cfg)
 {
-	struct emu_shard *es = calloc(drv.nsh, sizeof(*es));
+	struct emu_shard *es = calloc(d->nsh, sizeof(*es));
 	struct emu_params ep = {
-		.pc = drv.pc, .pcp = &cfg->driver.pc, .wl = &drv.wl, .nreq = drv.nreq,
+		.pc = d->pc, .pcp = &cfg->driver.pc, .wl = &d->wl, .nreq = d->nreq,
 		.num_models = cfg->driver.pc.num_models, .max_inflight = cfg->wafer.max_inflight,
 		.ahead = cfg->wafer.ahead_of_pick,
 		.step_tokens = cfg->wafer.step_tokens,
@@ -289,38 +294,43 @@ create_emulator(const struct kvss_config *cfg)
 		.expiry_check_ns = expiry_check_ns(cfg),
 		.recompute_tokens_per_s = cfg->driver.recompute_tokens_per_s,
 		.resume_estimate = cfg->wafer.resume == KVSS_RESUME_ESTIMATE,
-		.open_loop = drv.open_loop, .nshards = drv.nsh, .shard = es, .st = &drv.st,
-		.hooks = &hooks};
+		.open_loop = d->open_loop, .nshards = d->nsh, .shard = es, .st = &d->st,
+		.hooks = &hooks, .arg = d};
 	uint16_t k, c;
 
 	if (es == NULL)
 		return -1;
-	for (k = 0; k < drv.nsh; k++) {
-		es[k].model = drv.sh[k].model;
-		es[k].id = drv.sh[k].ref->id;
-		memcpy(es[k].bytes_per_token, drv.sh[k].ref->bytes_per_token,
+	for (k = 0; k < d->nsh; k++) {
+		es[k].model = d->sh[k].model;
+		es[k].id = d->sh[k].ref->id;
+		memcpy(es[k].bytes_per_token, d->sh[k].ref->bytes_per_token,
 		       sizeof(es[k].bytes_per_token));
 	}
-	drv.emu = emu_create(&ep);
+	d->emu = emu_create(&ep);
 	free(es);
-	if (drv.emu == NULL)
+	if (d->emu == NULL)
 		return -1;
 	/* Open loop: no STATUS will say the buffers; the configuration does. */
-	for (k = 0; drv.open_loop && k < drv.nsh; k++)
+	for (k = 0; d->open_loop && k < d->nsh; k++)
 		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
-			emu_shard_buffers(drv.emu, k, c, drv.sh[k].ref->buffers[c]);
+			emu_shard_buffers(d->emu, k, c, d->sh[k].ref->buffers[c]);
 	return 0;
 }
 
-int
-kvss_driver_load(void)
+struct drv *
+kvss_driver_new(void)
 {
-	memset(&drv, 0, sizeof(drv));
-	return load_workload(&kvss.cfg); /* -2: the configuration's trace; -3: a signal; -1: no memory */
+	return calloc(1, sizeof(struct drv));
 }
 
 int
-kvss_driver_init(void)
+kvss_driver_load(struct drv *d)
+{
+	return load_workload(d, &kvss.cfg); /* -2: the configuration's trace; -3: a signal; -1: no memory */
+}
+
+int
+kvss_driver_init(struct drv *d)
 {
 	struct kvss_config *cfg = &kvss.cfg;
 	struct prefixcache_params pp = cfg->driver.pc;
@@ -331,11 +341,11 @@ kvss_driver_init(void)
 	struct prefixcache_sink sink;
 	uint32_t max_entries = proto_evict_max_entries(cfg->mtu);
 	uint16_t m, i, k;
-	drv.hz = rte_get_tsc_hz();
-	drv.link.st = &drv.st;
-	drv.link.model_epoch = drv.model_epoch;
-	drv.link.lose_data_every = cfg->wafer.lose_data_every;
-	drv.open_loop = drv.link.open_loop = kvss.record_expect != NULL;
+	d->hz = rte_get_tsc_hz();
+	d->link.st = &d->st;
+	d->link.model_epoch = d->model_epoch;
+	d->link.lose_data_every = cfg->wafer.lose_data_every;
+	d->open_loop = d->link.open_loop = kvss.record_expect != NULL;
 	/* One EVICT frame holds G x C entries: G follows from the MTU. */
 	for (m = 0; m < pp.num_models; m++) {
 		uint32_t g = max_entries / pp.model[m].num_caches;
@@ -346,33 +356,33 @@ kvss_driver_init(void)
 		pp.model[m].shared_latency_ns = (uint64_t)cfg->shared.latency_us * 1000;
 		pp.model[m].shared_bytes_per_ns = cfg->shared.gbps / 8.0;
 	}
-	drv_sink_ops(&drv.sink, &sink);
-	drv.pc = prefixcache_create(&pp, &sink);
-	if (drv.pc == NULL) {
+	drv_sink_ops(&d->sink, &sink);
+	d->pc = prefixcache_create(&pp, &sink);
+	if (d->pc == NULL) {
 		fprintf(stderr, "kvss: %s: driver: the models do not make a valid driver\n", cfg->path);
 		return -2;
 	}
-	drv_learn_init(&drv.learn, drv.pc, &drv.st, cfg->driver.refill_model == KVSS_MODEL_LEARNED,
+	drv_learn_init(&d->learn, d->pc, &d->st, cfg->driver.refill_model == KVSS_MODEL_LEARNED,
 		       cfg->driver.refill_short_pct);
 	for (i = 0; i < cfg->driver.num_orgs; i++) {
 		const struct kvss_org_ttl *o = &cfg->driver.org[i];
 
-		prefixcache_org_ttl(drv.pc, proto_ref_isolation_id(o->name, strlen(o->name)),
+		prefixcache_org_ttl(d->pc, proto_ref_isolation_id(o->name, strlen(o->name)),
 				    o->ttl_last_ns, o->ttl_first_ns);
 	}
 	for (m = 0; m < pp.num_models; m++)
-		drv.nsh = (uint16_t)(drv.nsh + cfg->driver.models[m].num_shards);
-	drv.sh = rte_zmalloc("kvss_drv_shards", sizeof(*drv.sh) * drv.nsh, 64);
-	if (drv.sh == NULL)
+		d->nsh = (uint16_t)(d->nsh + cfg->driver.models[m].num_shards);
+	d->sh = rte_zmalloc("kvss_drv_shards", sizeof(*d->sh) * d->nsh, 64);
+	if (d->sh == NULL)
 		return -1;
 	k = 0;
 	for (m = 0; m < pp.num_models; m++) {
-		drv.model_epoch[m] = kvss.epoch;
-		drv.l2_pending[m] = drv_l2_model(m);
-		drv.first_shard[m] = k;
-		drv.nshards[m] = cfg->driver.models[m].num_shards;
-		for (i = 0; i < drv.nshards[m]; i++, k++) {
-			struct drv_shard *sh = &drv.sh[k];
+		d->model_epoch[m] = kvss.epoch;
+		d->l2_pending[m] = drv_l2_model(m);
+		d->first_shard[m] = k;
+		d->nshards[m] = cfg->driver.models[m].num_shards;
+		for (i = 0; i < d->nshards[m]; i++, k++) {
+			struct drv_shard *sh = &d->sh[k];
 
 			sh->model = m;
 			sh->idx = i;
@@ -381,8 +391,8 @@ kvss_driver_init(void)
 			endpoint_addr(&sh->ctrl, &sh->ref->addr, cfg->udp.ctrl);
 			endpoint_addr(&sh->evict, &sh->ref->addr, cfg->udp.evict);
 			if (proto_stream_init(&sh->stream, PROTO_STREAM_WINDOW_MAX,
-					      drv.hz / 1000 * cfg->driver.retransmit_ms) != 0 ||
-			    drv_link_add_port(&drv.link, sh->ref->port) != 0)
+					      d->hz / 1000 * cfg->driver.retransmit_ms) != 0 ||
+			    drv_link_add_port(&d->link, sh->ref->port) != 0)
 				return -1;
 		}
 	}
@@ -391,41 +401,42 @@ kvss_driver_init(void)
 		kvss_faults_describe(stdout);
 	}
 	if (kvss.record_expect != NULL) {
-		drv.sink.expect = fopen(kvss.record_expect, "w");
-		if (drv.sink.expect == NULL) {
+		d->sink.expect = fopen(kvss.record_expect, "w");
+		if (d->sink.expect == NULL) {
 			fprintf(stderr, "kvss: --record-expect %s: %s\n", kvss.record_expect,
 				strerror(errno));
 			return -1;
 		}
-		fprintf(drv.sink.expect, "kvss-expect 1 driver-epoch %u\n", kvss.epoch);
+		fprintf(d->sink.expect, "kvss-expect 1 driver-epoch %u\n", kvss.epoch);
 		printf("kvss: driver: recording open loop; expectations in %s\n", kvss.record_expect);
 	}
-	if (create_emulator(cfg) != 0)
+	if (create_emulator(d, cfg) != 0)
 		return -1;
-	drv.sink.nsh = drv.nsh;
-	memcpy(drv.sink.first_shard, drv.first_shard, sizeof(drv.first_shard));
-	memcpy(drv.sink.nshards, drv.nshards, sizeof(drv.nshards));
-	drv.sink.sh = drv.sh;
-	drv.sink.model_epoch = drv.model_epoch;
-	drv.sink.payload_cap = kvss_payload_cap();
-	drv.sink.emu = drv.emu;
-	drv.sink.st = &drv.st;
+	d->sink.nsh = d->nsh;
+	memcpy(d->sink.first_shard, d->first_shard, sizeof(d->first_shard));
+	memcpy(d->sink.nshards, d->nshards, sizeof(d->nshards));
+	d->sink.sh = d->sh;
+	d->sink.model_epoch = d->model_epoch;
+	d->sink.payload_cap = kvss_payload_cap();
+	d->sink.emu = d->emu;
+	d->sink.st = &d->st;
 	{
 		char err[600];
 
-		if (drv_sh_open(err, sizeof(err)) != 0) {
+		if (drv_sh_open(d, err, sizeof(err)) != 0) {
 			fprintf(stderr, "kvss: %s: %s\n", cfg->path, err);
 			return -2;
 		}
 		if (cfg->shared.conf[0] != '\0') {
-			drv.sink.sh_down = drv_sh_down;
-			drv.sink.sh_whole = drv_sh_whole;
-			drv.sink.sh_name = drv_sh_name;
-			drv.sink.sh_on = drv_sh_on;
+			d->sink.sh_drv = d;
+			d->sink.sh_down = drv_sh_down;
+			d->sink.sh_whole = drv_sh_whole;
+			d->sink.sh_name = drv_sh_name;
+			d->sink.sh_on = drv_sh_on;
 		}
 	}
-	printf("kvss: driver: %zu requests from %s; %u model(s), %u shard(s), epoch 0x%08x\n", drv.nreq,
-	       drv.source, pp.num_models, drv.nsh, kvss.epoch);
+	printf("kvss: driver: %zu requests from %s; %u model(s), %u shard(s), epoch 0x%08x\n", d->nreq,
+	       d->source, pp.num_models, d->nsh, kvss.epoch);
 	/* Say where the refill estimates come from, and what they start at. */
 	for (m = 0; m < pp.num_models; m++)
 		printf("kvss: driver: model %u refill estimates: %s %" PRIu64 " us + %.3g Gb/s%s\n", m,
@@ -441,36 +452,38 @@ kvss_driver_init(void)
 }
 
 void
-kvss_driver_free(void)
+kvss_driver_free(struct drv *d)
 {
 	uint32_t i;
 
+	if (d == NULL)
+		return;
 	kvss_faults_fini();
-	drv_sh_close();
-	emu_free(drv.emu);
-	drv.emu = NULL;
-	drv_sink_l2_clear(&drv.sink, -1);
-	if (drv.sh != NULL)
-		drv_l2_forget_tolerated(UINT16_MAX);
-	for (i = 0; drv.sh != NULL && i < drv.nsh; i++) {
-		free(drv.sh[i].inv);
-		drv_ctlq_clear(&drv.sh[i].q);
-		proto_stream_fini(&drv.sh[i].stream);
+	drv_sh_close(d);
+	emu_free(d->emu);
+	d->emu = NULL;
+	drv_sink_l2_clear(&d->sink, -1);
+	if (d->sh != NULL)
+		drv_l2_forget_tolerated(d, UINT16_MAX);
+	for (i = 0; d->sh != NULL && i < d->nsh; i++) {
+		free(d->sh[i].inv);
+		drv_ctlq_clear(&d->sh[i].q);
+		proto_stream_fini(&d->sh[i].stream);
 	}
-	drv_link_free(&drv.link);
-	rte_free(drv.sh);
-	drv.sh = NULL;
-	drv_learn_free(&drv.learn);
-	prefixcache_free(drv.pc);
-	workload_free(&drv.wl);
-	drv.pc = NULL;
+	drv_link_free(&d->link);
+	rte_free(d->sh);
+	d->sh = NULL;
+	drv_learn_free(&d->learn);
+	prefixcache_free(d->pc);
+	workload_free(&d->wl);
+	free(d);
 }
 
 /* ---- The loop ----------------------------------------------------------------------- */
 
 /* One wafer step, unless what waits to go out says the shards are behind. */
 static int
-wafer_step(uint64_t tsc)
+wafer_step(struct drv *d, uint64_t tsc)
 {
 	uint32_t backlog = 0;
 	uint16_t i;
@@ -479,14 +492,14 @@ wafer_step(uint64_t tsc)
 	 * A model with a shard not up runs as misses (the emulator asks); the
 	 * rest go on. What waits for a shard that is away holds nothing back.
 	 */
-	if (drv.fatal || (kvss.cfg.driver.away_ms == 0 && !all_up()))
+	if (d->fatal || (kvss.cfg.driver.away_ms == 0 && !all_up(d)))
 		return 0; /* away_ms = 0: wait for every shard */
-	for (i = 0; i < drv.nsh; i++)
-		if (drv.sh[i].up && drv.sh[i].q.backlog > backlog)
-			backlog = drv.sh[i].q.backlog;
-	if (backlog > BACKLOG_HIGH || emu_jobs_pending(drv.emu, JOBS_HIGH + 1) > JOBS_HIGH)
+	for (i = 0; i < d->nsh; i++)
+		if (d->sh[i].up && d->sh[i].q.backlog > backlog)
+			backlog = d->sh[i].q.backlog;
+	if (backlog > BACKLOG_HIGH || emu_jobs_pending(d->emu, JOBS_HIGH + 1) > JOBS_HIGH)
 		return 0;
-	return emu_step(drv.emu, drv_now_ns(tsc));
+	return emu_step(d->emu, drv_now_ns(d, tsc));
 }
 
 /*
@@ -498,40 +511,40 @@ wafer_step(uint64_t tsc)
 #define DRV_SETTLE_MAX_MS 10000u
 
 static bool
-quiet(uint64_t tsc)
+quiet(struct drv *d, uint64_t tsc)
 {
 	uint16_t i;
 
 	/* Any condition that breaks starts the settling over: what runs after
 	 * it needs a STATUS from after it. */
-	if (!emu_done(drv.emu))
+	if (!emu_done(d->emu))
 		goto not_yet;
 	/* What waits only for a shard that is away waits for nobody. */
-	if (emu_jobs_pending(drv.emu, 1) > 0)
+	if (emu_jobs_pending(d->emu, 1) > 0)
 		goto not_yet;
 	/* Columns on their way up: their slices' answers, their records. */
-	if (drv_sh_busy(drv_now_ns(tsc)))
+	if (drv_sh_busy(d, drv_now_ns(d, tsc)))
 		goto not_yet;
-	for (i = 0; i < drv.nsh; i++)
-		if (drv.sh[i].up && (drv.sh[i].q.backlog || drv.sh[i].q.open_on ||
-				     proto_stream_unacked(&drv.sh[i].stream) ||
-				     drv_link_queued(&drv.link, drv.sh[i].ref->port)))
+	for (i = 0; i < d->nsh; i++)
+		if (d->sh[i].up && (d->sh[i].q.backlog || d->sh[i].q.open_on ||
+				     proto_stream_unacked(&d->sh[i].stream) ||
+				     drv_link_queued(&d->link, d->sh[i].ref->port)))
 			goto not_yet;
-	if (drv.open_loop)
+	if (d->open_loop)
 		return true;
 	/* Every batch complete, and every report the shard had sent by its
 	 * STATUS taken (version 2: a report still on its way, say a TOKEN_LOST
 	 * resent, would change the account after the check). */
-	for (i = 0; i < drv.nsh; i++)
-		if (drv.sh[i].up && (drv.sh[i].batches_complete < drv.sh[i].evict_sent ||
-				     drv.sh[i].report_next - 1 < drv.sh[i].status_reports))
+	for (i = 0; i < d->nsh; i++)
+		if (d->sh[i].up && (d->sh[i].batches_complete < d->sh[i].evict_sent ||
+				     d->sh[i].report_next - 1 < d->sh[i].status_reports))
 			goto not_yet;
-	if (drv.settle_at == 0) {
-		drv.settle_at = tsc;
+	if (d->settle_at == 0) {
+		d->settle_at = tsc;
 		return false;
 	}
-	for (i = 0; i < drv.nsh; i++)
-		if (drv.sh[i].up && drv.sh[i].status_at <= drv.settle_at)
+	for (i = 0; i < d->nsh; i++)
+		if (d->sh[i].up && d->sh[i].status_at <= d->settle_at)
 			return false;
 	/*
 	 * A DELETE acknowledged is queued, not yet run: behind the second
@@ -541,22 +554,22 @@ quiet(uint64_t tsc)
 	 * waited for until what the shards hold agrees, for at most
 	 * DRV_SETTLE_MAX_MS; past that the summary says what is off.
 	 */
-	if (drv_account_off(false) != 0 && tsc - drv.settle_at < drv.hz / 1000 * DRV_SETTLE_MAX_MS)
+	if (drv_account_off(d, false) != 0 && tsc - d->settle_at < d->hz / 1000 * DRV_SETTLE_MAX_MS)
 		return false;
 	return true;
 not_yet:
-	drv.settle_at = 0;
+	d->settle_at = 0;
 	return false;
 }
 
 /* Version 2: a REPORT_ACK to each shard whose reports came in this poll. */
 static void
-send_report_acks(void)
+send_report_acks(struct drv *d)
 {
 	uint16_t i;
 
-	for (i = 0; i < drv.nsh; i++) {
-		struct drv_shard *sh = &drv.sh[i];
+	for (i = 0; i < d->nsh; i++) {
+		struct drv_shard *sh = &d->sh[i];
 		struct proto_builder b;
 		struct proto_hdr h;
 		uint8_t buf[PROTO_HDR_LEN + PROTO_ACK_LEN];
@@ -564,37 +577,45 @@ send_report_acks(void)
 		if (!sh->report_ack_due)
 			continue;
 		sh->report_ack_due = false;
-		drv_hdr_for(&h, sh, drv.model_epoch[sh->model], PROTO_T_REPORT_ACK);
+		drv_hdr_for(&h, sh, d->model_epoch[sh->model], PROTO_T_REPORT_ACK);
 		h.seq = 0;
 		proto_build_begin(&b, buf, sizeof(buf), &h);
 		proto_build_report_ack(&b, sh->report_next - 1);
-		drv_link_send_ctl(&drv.link, sh, buf, proto_build_end(&b));
-		drv.st.report_acks++;
+		drv_link_send_ctl(&d->link, sh, buf, proto_build_end(&b));
+		d->st.report_acks++;
 	}
 }
+
+/* What a frame the fault injector held is received with. */
+struct faulted {
+	struct drv *d;
+	uint64_t tsc;
+};
 
 /* A frame the fault injector held (delayed, reordered), due now. */
 static void
 faulted_in(void *arg, struct rte_mbuf *m, uint32_t tag)
 {
+	const struct faulted *f = arg;
+
 	(void)tag;
-	drv_receive(m, *(const uint64_t *)arg);
+	drv_receive(f->d, m, f->tsc);
 	rte_pktmbuf_free(m);
 }
 
 /* Poll every RX queue of every port; returns the frames taken. */
 static int
-poll_ports(uint64_t t0)
+poll_ports(struct drv *d, uint64_t t0)
 {
 	struct rte_mbuf *pkts[BURST];
 	uint16_t p, q, n, k;
 	int work = 0;
 
-	for (p = 0; p < drv.link.nports; p++) {
-		if (drv.link.port_stopped[p])
+	for (p = 0; p < d->link.nports; p++) {
+		if (d->link.port_stopped[p])
 			continue;
-		for (q = 0; q < drv.link.nrxq[p]; q++) {
-			n = kvss_rx_burst(drv.link.ports[p], q, pkts, BURST);
+		for (q = 0; q < d->link.nrxq[p]; q++) {
+			n = kvss_rx_burst(d->link.ports[p], q, pkts, BURST);
 			for (k = 0; k < n; k++) {
 				struct rte_mbuf *o[2] = {pkts[k], NULL};
 				unsigned int i, m = 1;
@@ -602,49 +623,52 @@ poll_ports(uint64_t t0)
 				if (kvss_faults_on())
 					m = kvss_faults_pass(KVSS_F_IN, pkts[k], 0, o);
 				for (i = 0; i < m; i++) {
-					drv_receive(o[i], t0);
+					drv_receive(d, o[i], t0);
 					rte_pktmbuf_free(o[i]);
 				}
 			}
 			work += n;
 		}
 	}
-	if (kvss_faults_on())
-		work += (int)kvss_faults_due(KVSS_F_IN, faulted_in, &t0);
-	send_report_acks();
+	if (kvss_faults_on()) {
+		struct faulted f = {d, t0};
+
+		work += (int)kvss_faults_due(KVSS_F_IN, faulted_in, &f);
+	}
+	send_report_acks(d);
 	return work;
 }
 
 /* Before the replay: every shard up, or the start timeout. false: give up. */
 static bool
-wait_for_shards(uint64_t t0, uint64_t start_deadline)
+wait_for_shards(struct drv *d, uint64_t t0, uint64_t start_deadline)
 {
 	uint16_t i;
 
 	uint16_t m;
-	bool ready = all_up();
+	bool ready = all_up(d);
 
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
-		ready = ready && drv_l2_ready(m);
+		ready = ready && drv_l2_ready(d, m);
 	if (ready) {
-		drv.started = true;
-		drv.t_start = t0;
-		drv.sink.wall_base_ns = drv_wall_ns();
+		d->started = true;
+		d->t_start = t0;
+		d->sink.wall_base_ns = drv_wall_ns();
 		printf("kvss: driver: every shard is up; replaying\n");
 		fflush(stdout);
-		drv_l2_adopt_ready(t0); /* what the second tiers kept, before the first request */
+		drv_l2_adopt_ready(d, t0); /* what the second tiers kept, before the first request */
 	} else if (t0 > start_deadline) {
-		for (i = 0; i < drv.nsh; i++)
-			if (drv.sh[i].up && !drv.sh[i].inv_done && drv_l2_model(drv.sh[i].model))
+		for (i = 0; i < d->nsh; i++)
+			if (d->sh[i].up && !d->sh[i].inv_done && drv_l2_model(d->sh[i].model))
 				fprintf(stderr, "kvss: driver: shard %u of model %u did not list its second "
-						"tier (L2_INVENTORY) in %u ms\n", drv.sh[i].ref->id,
-					drv.sh[i].model, kvss.cfg.driver.start_timeout_ms);
-			else if (!drv.sh[i].up)
+						"tier (L2_INVENTORY) in %u ms\n", d->sh[i].ref->id,
+					d->sh[i].model, kvss.cfg.driver.start_timeout_ms);
+			else if (!d->sh[i].up)
 				fprintf(stderr, "kvss: driver: shard %u of model %u (port %u, %s) "
 						"did not answer HELLO in %u ms\n",
-					drv.sh[i].ref->id, drv.sh[i].model, drv.sh[i].ref->port,
+					d->sh[i].ref->id, d->sh[i].model, d->sh[i].ref->port,
 					kvss.cfg.path, kvss.cfg.driver.start_timeout_ms);
-		drv.fatal = 3;
+		d->fatal = 3;
 		return false;
 	}
 	return true;
@@ -652,19 +676,19 @@ wait_for_shards(uint64_t t0, uint64_t start_deadline)
 
 /* The open loop's record ends: each stream's length and epoch. */
 static void
-record_end(void)
+record_end(struct drv *d)
 {
-	FILE *f = drv.sink.expect;
+	FILE *f = d->sink.expect;
 	uint16_t i;
 
 	if (f == NULL)
 		return;
-	for (i = 0; i < drv.nsh; i++)
-		fprintf(f, "control model %u shard %u messages %" PRIu64 " epoch %u\n", drv.sh[i].model,
-			drv.sh[i].ref->id, drv.sh[i].stream.next_seq - 1, drv.model_epoch[drv.sh[i].model]);
-	fprintf(f, "end %s\n", drv.finished ? "finished" : "stopped");
+	for (i = 0; i < d->nsh; i++)
+		fprintf(f, "control model %u shard %u messages %" PRIu64 " epoch %u\n", d->sh[i].model,
+			d->sh[i].ref->id, d->sh[i].stream.next_seq - 1, d->model_epoch[d->sh[i].model]);
+	fprintf(f, "end %s\n", d->finished ? "finished" : "stopped");
 	fclose(f);
-	drv.sink.expect = NULL;
+	d->sink.expect = NULL;
 }
 
 int
@@ -674,67 +698,67 @@ kvss_driver_main(void *arg)
 	uint64_t tsc0 = rte_get_tsc_cycles(), next_progress, next_expire, next_snap, start_deadline,
 		 next_link;
 	unsigned int empty = 0;
+	struct drv *d = arg;
 	uint16_t i;
 
-	(void)arg;
-	drv.t_start = tsc0;
-	next_progress = tsc0 + 2 * drv.hz;
+	d->t_start = tsc0;
+	next_progress = tsc0 + 2 * d->hz;
 	next_expire = tsc0;
 	next_snap = tsc0;
-	next_link = tsc0 + drv.hz;
-	start_deadline = tsc0 + drv.hz / 1000 * kvss.cfg.driver.start_timeout_ms;
-	for (i = 0; i < drv.link.nports; i++) { /* poll_mode "interrupt": what wakes this lcore */
+	next_link = tsc0 + d->hz;
+	start_deadline = tsc0 + d->hz / 1000 * kvss.cfg.driver.start_timeout_ms;
+	for (i = 0; i < d->link.nports; i++) { /* poll_mode "interrupt": what wakes this lcore */
 		uint16_t q;
 
-		for (q = 0; q < drv.link.nrxq[i]; q++)
-			kvss_intr_watch(drv.link.ports[i], q);
+		for (q = 0; q < d->link.nrxq[i]; q++)
+			kvss_intr_watch(d->link.ports[i], q);
 	}
-	for (i = 0; i < drv.nsh; i++) {
-		drv_link_hello(&drv.link, &drv.sh[i], drv.model_epoch[drv.sh[i].model], tsc0);
-		if (drv.open_loop)
-			drv.sh[i].up = true;
+	for (i = 0; i < d->nsh; i++) {
+		drv_link_hello(&d->link, &d->sh[i], d->model_epoch[d->sh[i].model], tsc0);
+		if (d->open_loop)
+			d->sh[i].up = true;
 	}
-	while (!kvss_quitting() && !drv.fatal) {
+	while (!kvss_quitting() && !d->fatal) {
 		uint64_t t0 = rte_get_tsc_cycles();
-		int work = poll_ports(t0);
+		int work = poll_ports(d, t0);
 
-		for (i = 0; i < drv.nsh; i++)
-			if (!drv.sh[i].up &&
-			    t0 - drv.sh[i].hello_at > drv.hz / 1000 * kvss.cfg.driver.hello_ms)
-				drv_link_hello(&drv.link, &drv.sh[i], drv.model_epoch[drv.sh[i].model], t0);
-		if (!drv.started) {
-			if (!wait_for_shards(t0, start_deadline))
+		for (i = 0; i < d->nsh; i++)
+			if (!d->sh[i].up &&
+			    t0 - d->sh[i].hello_at > d->hz / 1000 * kvss.cfg.driver.hello_ms)
+				drv_link_hello(&d->link, &d->sh[i], d->model_epoch[d->sh[i].model], t0);
+		if (!d->started) {
+			if (!wait_for_shards(d, t0, start_deadline))
 				break;
 		} else {
-			drv_sh_poll(drv_now_ns(t0));
-			work += wafer_step(t0);
-			emu_check_timeouts(drv.emu, drv_now_ns(t0));
+			drv_sh_poll(d, drv_now_ns(d, t0));
+			work += wafer_step(d, t0);
+			emu_check_timeouts(d->emu, drv_now_ns(d, t0));
 		}
-		drv_link_pump_streams(&drv.link, drv.sh, drv.nsh, t0);
-		work += drv_link_pump_data(&drv.link, drv.emu, drv.sh, drv.nsh);
-		drv_link_flush(&drv.link);
-		if (drv.sink.failed || drv.link.failed || emu_failed(drv.emu))
-			drv.fatal = 1; /* out of memory */
-		if (drv.started && t0 >= next_expire) {
-			drv.st.expiries += prefixcache_expire(drv.pc, drv_now_ns(t0), 1024);
-			next_expire = t0 + drv.hz / 100;
+		drv_link_pump_streams(&d->link, d->sh, d->nsh, t0);
+		work += drv_link_pump_data(&d->link, d->emu, d->sh, d->nsh);
+		drv_link_flush(&d->link);
+		if (d->sink.failed || d->link.failed || emu_failed(d->emu))
+			d->fatal = 1; /* out of memory */
+		if (d->started && t0 >= next_expire) {
+			d->st.expiries += prefixcache_expire(d->pc, drv_now_ns(d, t0), 1024);
+			next_expire = t0 + d->hz / 100;
 		}
 		if (t0 >= next_snap) {
-			drv_report_snapshot();
-			next_snap = t0 + drv.hz / 10;
+			drv_report_snapshot(d);
+			next_snap = t0 + d->hz / 10;
 		}
-		if (t0 >= next_link && !drv.open_loop) {
-			drv_link_watch(&drv.link, drv.sh, drv.nsh, t0, link_went_down);
-			if (drv.started)
-				watch_silence(t0);
-			next_link = t0 + drv.hz / 2;
+		if (t0 >= next_link && !d->open_loop) {
+			drv_link_watch(&d->link, d->sh, d->nsh, t0, link_went_down, d);
+			if (d->started)
+				watch_silence(d, t0);
+			next_link = t0 + d->hz / 2;
 		}
-		if (drv.started && t0 >= next_progress) {
-			drv_report_progress(t0);
-			next_progress = t0 + 2 * drv.hz;
+		if (d->started && t0 >= next_progress) {
+			drv_report_progress(d, t0);
+			next_progress = t0 + 2 * d->hz;
 		}
-		if (drv.started && quiet(t0)) {
-			drv.finished = true;
+		if (d->started && quiet(d, t0)) {
+			d->finished = true;
 			break;
 		}
 		if (work)
@@ -742,27 +766,27 @@ kvss_driver_main(void *arg)
 		else
 			kvss_poll_idle(st, t0, &empty);
 	}
-	drv.t_end = rte_get_tsc_cycles();
+	d->t_end = rte_get_tsc_cycles();
 	/* The run's time ends when the shards had it all, not after the check's wait. */
-	if (drv.finished && drv.settle_at != 0)
-		drv.t_end = drv.settle_at;
-	drv_link_flush(&drv.link);
-	record_end();
-	drv_report_snapshot();
-	if (drv.started)
-		drv_report_progress(drv.t_end);
+	if (d->finished && d->settle_at != 0)
+		d->t_end = d->settle_at;
+	drv_link_flush(&d->link);
+	record_end(d);
+	drv_report_snapshot(d);
+	if (d->started)
+		drv_report_progress(d, d->t_end);
 	/* --linger: the run is done and its figures final; telemetry keeps
 	 * answering (the shards' too in role all) while the links are kept. */
-	if (drv.finished && kvss.linger_ms) {
-		uint64_t until = rte_get_tsc_cycles() + drv.hz / 1000 * kvss.linger_ms, t;
+	if (d->finished && kvss.linger_ms) {
+		uint64_t until = rte_get_tsc_cycles() + d->hz / 1000 * kvss.linger_ms, t;
 
 		printf("kvss: driver: done; telemetry answers for %u ms more (--linger), or until "
 		       "SIGINT/SIGTERM; then the summary\n", kvss.linger_ms);
 		fflush(stdout);
 		while (!kvss_quitting() && (t = rte_get_tsc_cycles()) < until) {
-			poll_ports(t);
-			drv_link_pump_streams(&drv.link, drv.sh, drv.nsh, t);
-			drv_link_flush(&drv.link);
+			poll_ports(d, t);
+			drv_link_pump_streams(&d->link, d->sh, d->nsh, t);
+			drv_link_flush(&d->link);
 			rte_delay_us_sleep(1000);
 		}
 	}

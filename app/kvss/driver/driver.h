@@ -112,6 +112,12 @@ struct kvss_drv_stats {
 	uint64_t errors_by_code[PROTO_E_MAX]; /* ERROR records received, by code */
 };
 
+/* The driver's state: one value, passed by pointer to every part (driver_priv.h). */
+struct drv;
+
+/** A driver, zeroed (NULL: no memory); kvss_driver_free() ends it. */
+struct drv *kvss_driver_new(void);
+
 /**
  * Load the driver's requests (wafer.trace, or the built-in workload),
  * before any port starts: a trace that does not parse stops the program
@@ -119,20 +125,20 @@ struct kvss_drv_stats {
  * trace), -3 (a signal stopped the load) or -1 (no memory). Then
  * kvss_driver_init(), or kvss_driver_free().
  */
-int kvss_driver_load(void);
+int kvss_driver_load(struct drv *d);
 
 /**
  * Set up the driver (after kvss_driver_load() and the ports started): 0,
  * or with a message printed -2 (the configuration: its models), or -1 (no
  * memory).
  */
-int kvss_driver_init(void);
+int kvss_driver_init(struct drv *d);
 
-/** The control lcore's loop: runs the workload, prints the summary, sets quit. */
+/** The control lcore's loop (@p arg: the struct drv): runs the workload, prints the summary, sets quit. */
 int kvss_driver_main(void *arg);
 
 /** Print the summary of what has run (also after a signal). */
-void kvss_driver_summary(void);
+void kvss_driver_summary(struct drv *d);
 
 /** Exit status the run earned: 0, or 1 with verify failures or protocol errors. */
 /*
@@ -148,11 +154,12 @@ enum kvss_exit {
 	KVSS_EXIT_NOT_RUN = 4,	/* could not run: shards never answered, out of memory */
 };
 
-int kvss_driver_status(void);
+int kvss_driver_status(struct drv *d);
 
-void kvss_driver_free(void);
+/** End @p d (NULL: nothing), whatever of it was set up. */
+void kvss_driver_free(struct drv *d);
 
 /** /swdriver/stats and /swdriver/orgs. */
-int kvss_driver_telemetry_register(void);
+int kvss_driver_telemetry_register(struct drv *d);
 
 #endif

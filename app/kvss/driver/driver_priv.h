@@ -4,8 +4,11 @@
  * Everything here runs on the control lcore, except where a field says
  * otherwise. Calls go one way, down this list: a file calls only files
  * below it (report.c reads every part's state and calls none that change
- * it). The state they share is struct drv at the end (driver.c owns it);
- * each struct says which part writes each field:
+ * it). The state they share is struct drv at the end, one value that
+ * kvss_driver_new() makes and every function is passed (struct drv *d):
+ * no part keeps state at file scope (report.c's telemetry snapshot is the
+ * one exception, forced by DPDK; it says why). Each struct says which
+ * part writes each field:
  *
  *   driver.c   set-up, the loop, the shards' liveness
  *   report.c   telemetry (/swdriver/...), progress, the summary, the verdict
@@ -47,6 +50,8 @@
 #include "shared_obj.h"
 #include "workload.h"
 
+struct drv;
+struct drv_shl;
 struct emu;
 struct rte_mbuf;
 
@@ -173,12 +178,15 @@ struct drv_sink {
 	 * down go up too (then @p o's object fields are set: SH_DOWN)? sh_name:
 	 * a staged column's object, for SH_UP (false: not nameable now).
 	 */
-	bool (*sh_down)(uint16_t model, const struct prefixcache_l2col *c, struct proto_l2col *o);
+	struct drv *sh_drv; /* what each is called with */
+	bool (*sh_down)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c,
+			struct proto_l2col *o);
 	/* sh_whole: a column just recorded whole (the rule "all" queues it). */
-	void (*sh_whole)(uint16_t model, const struct prefixcache_l2col *c);
-	bool (*sh_name)(uint16_t model, const struct prefixcache_l2col *c, struct proto_l2col *o);
+	void (*sh_whole)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c);
+	bool (*sh_name)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c,
+			struct proto_l2col *o);
 	/* sh_on: does every shard of the model reach the level (drv_sh_on)? */
-	bool (*sh_on)(uint16_t model);
+	bool (*sh_on)(struct drv *d, uint16_t model);
 	bool failed;		   /* out of memory: the run stops */
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };
@@ -347,26 +355,26 @@ void drv_link_reset(struct drv_shard *sh);
 
 /**
  * Restart ports whose link has been down for a second (a memif client
- * connects when its port starts); @p went_down is called once for each
+ * connects when its port starts); @p went_down (with @p arg) is called once for each
  * shard on a port whose link is first seen down.
  */
 void drv_link_watch(struct drv_link *L, struct drv_shard *sh, uint16_t nsh, uint64_t tsc,
-		    void (*went_down)(struct drv_shard *sh, uint64_t tsc));
+		    void (*went_down)(void *arg, struct drv_shard *sh, uint64_t tsc), void *arg);
 
 void drv_link_free(struct drv_link *L);
 
 /* ---- report.c ------------------------------------------------------------------------- */
 
 /** Counters derived when read (streams, the fitted model, late / early / held). */
-void drv_report_derive(void);
+void drv_report_derive(struct drv *d);
 
 /** Copy what telemetry shows (the control lcore, every 100 ms). */
-void drv_report_snapshot(void);
+void drv_report_snapshot(struct drv *d);
 
 /** One progress line. */
-void drv_report_progress(uint64_t tsc);
+void drv_report_progress(struct drv *d, uint64_t tsc);
 
-/* ---- driver.c: the state every part is a piece of ----------------------------------- */
+/* ---- driver.c: the state every part is a piece of (passed as struct drv *d) --------- */
 
 struct drv {
 	struct prefixcache *pc;
@@ -390,29 +398,39 @@ struct drv {
 	 * away, and when one last came back: the hit ratio before and after. */
 	uint64_t away_at[3], back_at[3];
 	bool l2_pending[PREFIXCACHE_MAX_MODELS]; /* inventories to take back (l2.c) */
+	/*
+	 * After a column failed to go down on one shard (cache), the others
+	 * are told to let it go; one whose own L2_DOWN of it failed too
+	 * answers that L2_DELETE with UNKNOWN_PROMPT, which is expected: the
+	 * (shard, key) pairs here (l2.c writes them).
+	 */
+	struct drv_tolerated {
+		uint16_t k;
+		uint64_t key;
+	} *tolerate;
+	size_t ntolerate, tolerate_cap;
+	struct drv_shl *shl; /* the shared level's state (shared.c; NULL before drv_sh_open) */
 	char source[KVSS_PATH_MAX + 64];
 	struct proto_msg msg;
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };
 
-extern struct drv drv;
-
 /** Nanoseconds of the run at @p tsc. */
 static inline uint64_t
-drv_now_ns(uint64_t tsc)
+drv_now_ns(struct drv *d, uint64_t tsc)
 {
-	return (uint64_t)((double)(tsc - drv.t_start) * 1e9 / (double)drv.hz);
+	return (uint64_t)((double)(tsc - d->t_start) * 1e9 / (double)d->hz);
 }
 
 /* ---- report.c: the verdict ---- */
 
 /** Tokens a shard holds against what the driver accounts for (after the run). */
-uint64_t drv_unaccounted(bool say);
+uint64_t drv_unaccounted(struct drv *d, bool say);
 /** The same whether or not the run finished: the shards' last STATUS against the account. */
-uint64_t drv_account_off(bool say);
+uint64_t drv_account_off(struct drv *d, bool say);
 
 /** Protocol errors the run counted. */
-uint64_t drv_protocol_errors(void);
+uint64_t drv_protocol_errors(struct drv *d);
 
 /* ---- epoch.c ---- */
 
@@ -421,11 +439,12 @@ uint64_t drv_protocol_errors(void);
  * a new driver epoch and all its shards start over with it; @p why said
  * (unless NULL), @p count counted.
  */
-void drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_shard *who,
+void drv_model_restart(struct drv *d, uint16_t model, uint64_t tsc, const char *why,
+		       const struct drv_shard *who,
 		       uint64_t *count);
 
 /** Shard @p sh's state left the driver's: with on_loss "resync", the model restarts (1). */
-int drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why);
+int drv_resync(struct drv *d, struct drv_shard *sh, uint64_t tsc, const char *why);
 
 /* ---- l2.c: the shards' second tiers ---- */
 
@@ -438,18 +457,19 @@ drv_wall_ns(void)
 /** Does model @p m have a second tier (l2_tokens)? */
 bool drv_l2_model(uint16_t m);
 /** Has every shard of @p m listed its inventory (true without a second tier)? */
-bool drv_l2_ready(uint16_t m);
+bool drv_l2_ready(struct drv *d, uint16_t m);
 /** A STATUS answering our HELLO: does the shard have the tier its model needs? */
-void drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg);
+void drv_l2_status(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg);
 /** @p sh answers a new HELLO: its inventory is listed again. */
 void drv_l2_forget_inventory(struct drv_shard *sh);
-void drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc);
+void drv_l2_inventory(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg,
+		      uint64_t tsc);
 /**
  * L2_DONE records from @p sh taken in, every one of the frame. A column that
  * did not come up costs that column: its tokens come as TOKEN_LOST (the
  * column and what hangs on it go, on_loss "exact"), the tier forgets it.
  */
-void drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg);
+void drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg);
 /* ---- shared.c: the shared level ---- */
 
 /*
@@ -512,51 +532,53 @@ struct drv_sh_stats {
 };
 
 /** Connect (shared = { ... }); 0 when not configured. -1: @p err names the key. */
-int drv_sh_open(char *err, size_t errlen);
-void drv_sh_close(void);
+int drv_sh_open(struct drv *d, char *err, size_t errlen);
+void drv_sh_close(struct drv *d);
 /** First used at wall-clock @p first_wall: past organization @p iso's TTLs at @p now? */
 bool drv_expired_wall(uint64_t iso, uint64_t first_wall, uint64_t now);
 /** Does model @p m use the shared level now? */
-bool drv_sh_on(uint16_t m);
+bool drv_sh_on(struct drv *d, uint16_t m);
 /** Completions, the generations again when due. */
-void drv_sh_poll(uint64_t now_ns);
+void drv_sh_poll(struct drv *d, uint64_t now_ns);
 /** May request @p req start (its lookups back or late)? Begins the lookups of the next ones. */
-bool drv_sh_request_ready(uint32_t req, uint64_t now_ns);
+bool drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now_ns);
 /** The sink's callbacks (drv_sink.sh_down, sh_whole, sh_name). */
-bool drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o);
-void drv_sh_whole(uint16_t m, const struct prefixcache_l2col *c);
-bool drv_sh_name(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o);
+bool drv_sh_down(struct drv *d, uint16_t m, const struct prefixcache_l2col *c,
+		 struct proto_l2col *o);
+void drv_sh_whole(struct drv *d, uint16_t m, const struct prefixcache_l2col *c);
+bool drv_sh_name(struct drv *d, uint16_t m, const struct prefixcache_l2col *c,
+		 struct proto_l2col *o);
 /**
  * An L2_DONE of op 3 or 4 from @p sh. A slice that did not come up costs its
  * column (its tokens come as TOKEN_LOST); a missing or bad one also its
  * record, so that no replica asks for it again.
  */
-void drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d);
+void drv_sh_done(struct drv *d, struct drv_shard *sh, const struct proto_l2done *done);
 /** @p m restarts: the SH_DOWNs its shards had will not be answered, nor its queued ones sent. */
-void drv_sh_model_restart(uint16_t m);
-const struct drv_sh_stats *drv_sh_stats(void);
+void drv_sh_model_restart(struct drv *d, uint16_t m);
+const struct drv_sh_stats *drv_sh_stats(struct drv *d);
 /**
  * Is anything of the shared level still on its way (columns queued to go
  * up, slices' answers awaited, records being written)? False past
  * op_timeout_ms of waiting: a cluster that does not answer does not hold
  * the run's end.
  */
-bool drv_sh_busy(uint64_t now_ns);
+bool drv_sh_busy(struct drv *d, uint64_t now_ns);
 /** The lookups' cost (sent to back or abandoned), p50 and p99, ns. */
-void drv_sh_lookup_pct(uint64_t *p50, uint64_t *p99);
+void drv_sh_lookup_pct(struct drv *d, uint64_t *p50, uint64_t *p99);
 /** What they held requests back at their start, over every request started: p50, p99, ns. */
-void drv_sh_wait_pct(uint64_t *p50, uint64_t *p99);
+void drv_sh_wait_pct(struct drv *d, uint64_t *p50, uint64_t *p99);
 
 /** Is ERROR UNKNOWN_PROMPT for @p key from @p sh the answer to an L2_DELETE sent after a failure? */
-bool drv_l2_expected_unknown(const struct drv_shard *sh, uint64_t key);
+bool drv_l2_expected_unknown(struct drv *d, const struct drv_shard *sh, uint64_t key);
 /** A model restarts (its old stream's answers will not come): forget what was expected (UINT16_MAX: all, freed). */
-void drv_l2_forget_tolerated(uint16_t model);
+void drv_l2_forget_tolerated(struct drv *d, uint16_t model);
 /** Models whose inventories are all in: their columns are taken back (once per restart). */
-void drv_l2_adopt_ready(uint64_t tsc);
+void drv_l2_adopt_ready(struct drv *d, uint64_t tsc);
 
 /* ---- rx.c ---- */
 
 /** One frame from a shard (the caller frees it). */
-void drv_receive(struct rte_mbuf *mb, uint64_t tsc);
+void drv_receive(struct drv *d, struct rte_mbuf *mb, uint64_t tsc);
 
 #endif

@@ -37,7 +37,7 @@ new_epoch(void)
  * takes a new driver epoch and all its shards start over with it.
  */
 void
-drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct drv_shard *who,
+drv_model_restart(struct drv *d, uint16_t model, uint64_t tsc, const char *why, const struct drv_shard *who,
 		  uint64_t *count)
 {
 	uint16_t i;
@@ -48,23 +48,23 @@ drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct dr
 		       model, who->ref->id, why);
 		fflush(stdout);
 	}
-	prefixcache_shard_restart(drv.pc, model);
-	drv.model_epoch[model] = new_epoch();
-	drv.l2_pending[model] = drv_l2_model(model); /* the inventories list what L2 kept */
-	drv_sink_l2_clear(&drv.sink, model);
-	drv_l2_forget_tolerated(model);
-	drv_sh_model_restart(model);
-	for (i = 0; i < drv.nshards[model]; i++) {
-		struct drv_shard *sh = &drv.sh[drv.first_shard[model] + i];
+	prefixcache_shard_restart(d->pc, model);
+	d->model_epoch[model] = new_epoch();
+	d->l2_pending[model] = drv_l2_model(model); /* the inventories list what L2 kept */
+	drv_sink_l2_clear(&d->sink, model);
+	drv_l2_forget_tolerated(d, model);
+	drv_sh_model_restart(d, model);
+	for (i = 0; i < d->nshards[model]; i++) {
+		struct drv_shard *sh = &d->sh[d->first_shard[model] + i];
 
 		drv_l2_forget_inventory(sh);
 		drv_link_reset(sh);
 		sh->up = false;
 		sh->epoch = 0;
-		drv_link_hello(&drv.link, sh, drv.model_epoch[model], tsc);
+		drv_link_hello(&d->link, sh, d->model_epoch[model], tsc);
 	}
 	/* Its data jobs are stale; refills of the old epoch will not come. */
-	emu_model_restart(drv.emu, model, drv_now_ns(tsc));
+	emu_model_restart(d->emu, model, drv_now_ns(d, tsc));
 }
 
 /*
@@ -79,15 +79,15 @@ drv_model_restart(uint16_t model, uint64_t tsc, const char *why, const struct dr
  * needed (docs/DESIGN.md, "Lost data"). Returns 1 if it did.
  */
 int
-drv_resync(struct drv_shard *sh, uint64_t tsc, const char *why)
+drv_resync(struct drv *d, struct drv_shard *sh, uint64_t tsc, const char *why)
 {
-	if (kvss.cfg.driver.on_loss != KVSS_LOSS_RESYNC || drv.open_loop)
+	if (kvss.cfg.driver.on_loss != KVSS_LOSS_RESYNC || d->open_loop)
 		return 0;
-	if (drv.st.resyncs < 5 || (drv.st.resyncs + 1) % 1000 == 0) {
+	if (d->st.resyncs < 5 || (d->st.resyncs + 1) % 1000 == 0) {
 		printf("kvss: driver: model %u shard %u %s: the model starts over with a new epoch "
-		       "(resync %" PRIu64 ")\n", sh->model, sh->ref->id, why, drv.st.resyncs + 1);
+		       "(resync %" PRIu64 ")\n", sh->model, sh->ref->id, why, d->st.resyncs + 1);
 		fflush(stdout);
 	}
-	drv_model_restart(sh->model, tsc, NULL, sh, &drv.st.resyncs);
+	drv_model_restart(d, sh->model, tsc, NULL, sh, &d->st.resyncs);
 	return 1;
 }

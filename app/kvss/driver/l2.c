@@ -35,20 +35,20 @@ drv_l2_model(uint16_t m)
 
 /* Every shard of model @p m has listed its whole inventory (or the model has no L2). */
 bool
-drv_l2_ready(uint16_t m)
+drv_l2_ready(struct drv *d, uint16_t m)
 {
 	uint16_t i;
 
-	if (!drv_l2_model(m) || drv.open_loop)
+	if (!drv_l2_model(m) || d->open_loop)
 		return true;
-	for (i = 0; i < drv.nshards[m]; i++)
-		if (!drv.sh[drv.first_shard[m] + i].inv_done)
+	for (i = 0; i < d->nshards[m]; i++)
+		if (!d->sh[d->first_shard[m] + i].inv_done)
 			return false;
 	return true;
 }
 
 void
-drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg)
+drv_l2_status(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 {
 	bool has = (msg->u.status.flags & PROTO_STATUS_F_L2) != 0;
 
@@ -56,7 +56,7 @@ drv_l2_status(struct drv_shard *sh, const struct proto_msg *msg)
 		fprintf(stderr, "kvss: driver: shard %u of model %u has no second tier (its shard.l2), "
 				"but %s gives it driver.models.[%u].shards l2_tokens\n",
 			sh->ref->id, sh->model, kvss.cfg.path, sh->model);
-		drv.fatal = 2;
+		d->fatal = 2;
 	}
 	sh->has_l2 = has;
 	sh->has_shared = (msg->u.status.flags & PROTO_STATUS_F_SHARED) != 0;
@@ -107,31 +107,31 @@ by_start(const void *a, const void *b)
 
 /* Each shard of the group [g, g + n) that holds it lets it go. */
 static void
-refuse(struct inv_rec *r, size_t n, uint16_t m)
+refuse(struct drv *d, struct inv_rec *r, size_t n, uint16_t m)
 {
 	size_t k;
 
 	for (k = 0; k < n; k++) {
-		struct proto_l2del d = {r[k].c.key, r[k].c.isolation_id, 0, r[k].c.cache_id};
+		struct proto_l2del del = {r[k].c.key, r[k].c.isolation_id, 0, r[k].c.cache_id};
 
-		drv_sink_l2_delete_one(&drv.sink, &drv.sh[drv.first_shard[m] + r[k].shard], &d);
-		drv.st.l2_del_cols++;
+		drv_sink_l2_delete_one(&d->sink, &d->sh[d->first_shard[m] + r[k].shard], &del);
+		d->st.l2_del_cols++;
 	}
-	drv.st.l2_refused_cols++;
+	d->st.l2_refused_cols++;
 }
 
 /* Every shard of model @p m has listed its L2: take back what all hold. */
 static void
-adopt(uint16_t m, uint64_t tsc)
+adopt(struct drv *d, uint16_t m, uint64_t tsc)
 {
 	const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];
-	uint16_t ns = drv.nshards[m], nc = pm->num_caches, i;
+	uint16_t ns = d->nshards[m], nc = pm->num_caches, i;
 	size_t total = 0, n = 0, a = 0, g, k;
 	struct inv_rec *r, **heads;
-	uint64_t now_wall = drv_wall_ns(), now = drv_now_ns(tsc);
+	uint64_t now_wall = drv_wall_ns(), now = drv_now_ns(d, tsc);
 
 	for (i = 0; i < ns; i++)
-		total += drv.sh[drv.first_shard[m] + i].inv_n;
+		total += d->sh[d->first_shard[m] + i].inv_n;
 	if (total == 0)
 		return;
 	r = malloc(sizeof(*r) * total);
@@ -139,11 +139,11 @@ adopt(uint16_t m, uint64_t tsc)
 	if (r == NULL || heads == NULL) {
 		free(r);
 		free(heads);
-		drv.fatal = 1;
+		d->fatal = 1;
 		return;
 	}
 	for (i = 0; i < ns; i++) {
-		const struct drv_shard *sh = &drv.sh[drv.first_shard[m] + i];
+		const struct drv_shard *sh = &d->sh[d->first_shard[m] + i];
 
 		for (k = 0; k < sh->inv_n; k++)
 			r[n++] = (struct inv_rec){sh->inv[k], i};
@@ -161,7 +161,7 @@ adopt(uint16_t m, uint64_t tsc)
 				ok = false;
 		if (!ok || k - g != (size_t)ns * nc ||
 		    drv_expired_wall(r[g].c.isolation_id, r[g].c.first_use_ns, now_wall))
-			refuse(&r[g], k - g, m);
+			refuse(d, &r[g], k - g, m);
 		else
 			heads[a++] = &r[g];
 	}
@@ -171,30 +171,30 @@ adopt(uint16_t m, uint64_t tsc)
 		struct inv_rec *h = heads[k];
 		struct prefixcache_l2col c = {
 			.key = h->c.key, .parent = h->c.parent, .isolation_id = h->c.isolation_id,
-			.first_use_ns = h->c.first_use_ns > drv.sink.wall_base_ns
-						? h->c.first_use_ns - drv.sink.wall_base_ns
+			.first_use_ns = h->c.first_use_ns > d->sink.wall_base_ns
+						? h->c.first_use_ns - d->sink.wall_base_ns
 						: 0,
 			.start = h->c.start_token_idx, .tokens = h->c.num_tokens};
-		int rc = prefixcache_l2_adopt(drv.pc, m, &c, now);
+		int rc = prefixcache_l2_adopt(d->pc, m, &c, now);
 
 		if (rc == 0) {
-			drv.st.l2_adopted_cols++;
+			d->st.l2_adopted_cols++;
 		} else if (rc != -EEXIST) {
 			size_t e = 0;
 
 			while (&h[e] < r + n && h[e].c.key == h->c.key &&
 			       h[e].c.isolation_id == h->c.isolation_id)
 				e++;
-			refuse(h, e, m);
+			refuse(d, h, e, m);
 		}
 	}
 	printf("kvss: driver: model %u: %" PRIu64 " columns taken back from the shards' second tiers, "
-	       "%" PRIu64 " let go\n", m, drv.st.l2_adopted_cols, drv.st.l2_refused_cols);
+	       "%" PRIu64 " let go\n", m, d->st.l2_adopted_cols, d->st.l2_refused_cols);
 	fflush(stdout);
 	free(r);
 	free(heads);
 	for (i = 0; i < ns; i++) {
-		struct drv_shard *sh = &drv.sh[drv.first_shard[m] + i];
+		struct drv_shard *sh = &d->sh[d->first_shard[m] + i];
 
 		free(sh->inv);
 		sh->inv = NULL;
@@ -203,19 +203,19 @@ adopt(uint16_t m, uint64_t tsc)
 }
 
 void
-drv_l2_adopt_ready(uint64_t tsc)
+drv_l2_adopt_ready(struct drv *d, uint64_t tsc)
 {
 	uint16_t m;
 
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
-		if (drv_l2_model(m) && drv.l2_pending[m] && drv_l2_ready(m)) {
-			drv.l2_pending[m] = false;
-			adopt(m, tsc);
+		if (drv_l2_model(m) && d->l2_pending[m] && drv_l2_ready(d, m)) {
+			d->l2_pending[m] = false;
+			adopt(d, m, tsc);
 		}
 }
 
 void
-drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+drv_l2_inventory(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 {
 	uint32_t total, first, i;
 
@@ -224,7 +224,7 @@ drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc
 	proto_get_l2_inventory_hdr(msg, &total, &first);
 	if (first != sh->inv_n) {
 		/* A frame lost or out of order: the list starts again with the next HELLO. */
-		drv.st.stale++;
+		d->st.stale++;
 		return;
 	}
 	if (sh->inv_n + msg->hdr.count > sh->inv_cap) {
@@ -232,7 +232,7 @@ drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc
 		struct proto_l2col *p = realloc(sh->inv, sizeof(*p) * cap);
 
 		if (p == NULL) {
-			drv.fatal = 1;
+			d->fatal = 1;
 			return;
 		}
 		sh->inv = p;
@@ -240,26 +240,14 @@ drv_l2_inventory(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc
 	}
 	for (i = 0; i < msg->hdr.count; i++)
 		proto_get_l2_inventory(msg, i, &sh->inv[sh->inv_n++]);
-	drv.st.l2_inventory_cols += msg->hdr.count;
+	d->st.l2_inventory_cols += msg->hdr.count;
 	sh->inv_total = total;
 	if (sh->inv_n >= total) {
 		sh->inv_done = true;
-		if (drv.started)
-			drv_l2_adopt_ready(tsc);
+		if (d->started)
+			drv_l2_adopt_ready(d, tsc);
 	}
 }
-
-/*
- * After a column failed to go down on one shard (cache), the others are
- * told to let it go; one whose own L2_DOWN of it failed too answers that
- * L2_DELETE with UNKNOWN_PROMPT, which is expected: (shard, key) here.
- */
-struct tolerated {
-	uint16_t k;
-	uint64_t key;
-};
-static struct tolerated *tolerate;
-static size_t ntolerate, tolerate_cap;
 
 /*
  * At most this many: an entry whose L2_DELETE found the column after all
@@ -270,53 +258,53 @@ static size_t ntolerate, tolerate_cap;
 #define TOLERATE_MAX 4096
 
 static void
-tolerate_add(uint16_t k, uint64_t key)
+tolerate_add(struct drv *d, uint16_t k, uint64_t key)
 {
-	if (ntolerate == TOLERATE_MAX) {
-		memmove(tolerate, tolerate + TOLERATE_MAX / 4,
-			sizeof(*tolerate) * (TOLERATE_MAX - TOLERATE_MAX / 4));
-		ntolerate -= TOLERATE_MAX / 4;
-		drv.st.l2_tolerated_dropped += TOLERATE_MAX / 4;
+	if (d->ntolerate == TOLERATE_MAX) {
+		memmove(d->tolerate, d->tolerate + TOLERATE_MAX / 4,
+			sizeof(*d->tolerate) * (TOLERATE_MAX - TOLERATE_MAX / 4));
+		d->ntolerate -= TOLERATE_MAX / 4;
+		d->st.l2_tolerated_dropped += TOLERATE_MAX / 4;
 	}
-	if (ntolerate == tolerate_cap) {
-		size_t cap = tolerate_cap ? 2 * tolerate_cap : 256;
-		struct tolerated *p = realloc(tolerate, sizeof(*p) * cap);
+	if (d->ntolerate == d->tolerate_cap) {
+		size_t cap = d->tolerate_cap ? 2 * d->tolerate_cap : 256;
+		struct drv_tolerated *p = realloc(d->tolerate, sizeof(*p) * cap);
 
 		if (p == NULL)
 			return; /* the ERROR, if it comes, restarts the model: still exact */
-		tolerate = p;
-		tolerate_cap = cap;
+		d->tolerate = p;
+		d->tolerate_cap = cap;
 	}
-	tolerate[ntolerate++] = (struct tolerated){k, key};
+	d->tolerate[d->ntolerate++] = (struct drv_tolerated){k, key};
 }
 
 bool
-drv_l2_expected_unknown(const struct drv_shard *sh, uint64_t key)
+drv_l2_expected_unknown(struct drv *d, const struct drv_shard *sh, uint64_t key)
 {
 	size_t i;
 
-	for (i = ntolerate; i-- > 0;)
-		if (tolerate[i].k == sh->k && tolerate[i].key == key) {
-			tolerate[i] = tolerate[--ntolerate];
+	for (i = d->ntolerate; i-- > 0;)
+		if (d->tolerate[i].k == sh->k && d->tolerate[i].key == key) {
+			d->tolerate[i] = d->tolerate[--d->ntolerate];
 			return true;
 		}
 	return false;
 }
 
 void
-drv_l2_forget_tolerated(uint16_t model)
+drv_l2_forget_tolerated(struct drv *d, uint16_t model)
 {
 	size_t i = 0;
 
-	while (i < ntolerate)
-		if (model == UINT16_MAX || drv.sh[tolerate[i].k].model == model)
-			tolerate[i] = tolerate[--ntolerate];
+	while (i < d->ntolerate)
+		if (model == UINT16_MAX || d->sh[d->tolerate[i].k].model == model)
+			d->tolerate[i] = d->tolerate[--d->ntolerate];
 		else
 			i++;
 	if (model == UINT16_MAX) {
-		free(tolerate);
-		tolerate = NULL;
-		ntolerate = tolerate_cap = 0;
+		free(d->tolerate);
+		d->tolerate = NULL;
+		d->ntolerate = d->tolerate_cap = 0;
 	}
 }
 
@@ -333,34 +321,34 @@ drv_l2_forget_tolerated(uint16_t model)
  * taken.
  */
 void
-drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
+drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 {
 	uint16_t i, j, c;
 
 	for (i = 0; i < msg->hdr.count; i++) {
-		struct proto_l2done d;
+		struct proto_l2done done;
 
-		proto_get_l2_done(msg, i, &d);
-		if (d.op == PROTO_L2OP_SH_DOWN || d.op == PROTO_L2OP_SH_UP) {
-			drv_sh_done(sh, &d); /* the shared level's (section 10) */
+		proto_get_l2_done(msg, i, &done);
+		if (done.op == PROTO_L2OP_SH_DOWN || done.op == PROTO_L2OP_SH_UP) {
+			drv_sh_done(d, sh, &done); /* the shared level's (section 10) */
 			continue;
 		}
-		drv.st.l2_done++;
-		if (d.status == 0) {
+		d->st.l2_done++;
+		if (done.status == 0) {
 			/* Written: once every shard has, in every cache, it is served. */
-			if (d.op == PROTO_L2OP_L2_DOWN && drv_sink_l2_written(&drv.sink, sh->model, d.isolation_id, d.key) == 1)
-				prefixcache_l2_confirm(drv.pc, sh->model, d.isolation_id, d.key);
+			if (done.op == PROTO_L2OP_L2_DOWN && drv_sink_l2_written(&d->sink, sh->model, done.isolation_id, done.key) == 1)
+				prefixcache_l2_confirm(d->pc, sh->model, done.isolation_id, done.key);
 			continue;
 		}
-		drv.st.l2_failed++;
-		if (drv.st.l2_failed <= 5)
+		d->st.l2_failed++;
+		if (d->st.l2_failed <= 5)
 			fprintf(stderr, "kvss: driver: shard %u: second tier: %s of column %016" PRIx64
 					" (cache %u) failed: %s\n", sh->ref->id,
-				d.op == PROTO_L2OP_L2_DOWN ? "L2_DOWN" : "L2_UP", d.key, d.cache_id,
-				proto_err_name(d.status) ? proto_err_name(d.status) : "?");
-		if (d.op != PROTO_L2OP_L2_DOWN) {
-			drv.st.l2_up_failed_cols++;
-			tolerate_add(sh->k, d.key);
+				done.op == PROTO_L2OP_L2_DOWN ? "L2_DOWN" : "L2_UP", done.key, done.cache_id,
+				proto_err_name(done.status) ? proto_err_name(done.status) : "?");
+		if (done.op != PROTO_L2OP_L2_DOWN) {
+			d->st.l2_up_failed_cols++;
+			tolerate_add(d, sh->k, done.key);
 			continue;
 		}
 		/*
@@ -369,20 +357,20 @@ drv_l2_done(struct drv_shard *sh, const struct proto_msg *msg)
 		 * below. Either may find a newer copy written meanwhile instead,
 		 * and delete it, which the library forgets too: the tiers agree.
 		 */
-		tolerate_add(sh->k, d.key);
-		drv_sink_l2_drop(&drv.sink, sh->model, d.isolation_id, d.key);
-		if (!prefixcache_l2_forget(drv.pc, sh->model, d.isolation_id, d.key))
+		tolerate_add(d, sh->k, done.key);
+		drv_sink_l2_drop(&d->sink, sh->model, done.isolation_id, done.key);
+		if (!prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key))
 			continue; /* forgotten at another shard's (or cache's) failure */
-		tolerate_add(sh->k, d.key);
-		drv.st.l2_down_failed_cols++;
-		for (j = 0; j < drv.nshards[sh->model]; j++) {
-			struct drv_shard *o = &drv.sh[drv.first_shard[sh->model] + j];
+		tolerate_add(d, sh->k, done.key);
+		d->st.l2_down_failed_cols++;
+		for (j = 0; j < d->nshards[sh->model]; j++) {
+			struct drv_shard *o = &d->sh[d->first_shard[sh->model] + j];
 
 			for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
-				struct proto_l2del del = {d.key, d.isolation_id, 0, c};
+				struct proto_l2del del = {done.key, done.isolation_id, 0, c};
 
-				drv_sink_l2_delete_one(&drv.sink, o, &del);
-				drv.st.l2_del_cols++;
+				drv_sink_l2_delete_one(&d->sink, o, &del);
+				d->st.l2_del_cols++;
 			}
 		}
 	}

@@ -332,7 +332,7 @@ drv_link_pump_data(struct drv_link *L, struct emu *emu, struct drv_shard *shards
 
 void
 drv_link_watch(struct drv_link *L, struct drv_shard *shards, uint16_t nsh, uint64_t tsc,
-	       void (*went_down)(struct drv_shard *sh, uint64_t tsc))
+	       void (*went_down)(void *arg, struct drv_shard *sh, uint64_t tsc), void *arg)
 {
 	uint64_t hz = rte_get_tsc_hz();
 	uint16_t i, k;
@@ -348,7 +348,7 @@ drv_link_watch(struct drv_link *L, struct drv_shard *shards, uint16_t nsh, uint6
 			L->down_since[i] = tsc;
 			for (k = 0; k < nsh; k++)
 				if (shards[k].ref->port == L->ports[i])
-					went_down(&shards[k], tsc);
+					went_down(arg, &shards[k], tsc);
 			continue;
 		}
 		if (tsc - L->down_since[i] < hz)

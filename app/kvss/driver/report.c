@@ -49,6 +49,12 @@ struct snapshot {
 	struct drv_sh_stats shared; /* the shared level's (shared.c) */
 };
 
+/*
+ * The one piece of the driver's state at file scope, forced by DPDK: its
+ * telemetry callbacks take no argument (22.11) and may run on the
+ * telemetry thread until the process exits, after the driver is freed. So
+ * they read this copy, which drv_report_snapshot() writes under its lock.
+ */
 static struct snapshot snap = {.lock = RTE_SPINLOCK_INITIALIZER};
 
 /* ---- Telemetry ---------------------------------------------------------------------- */
@@ -56,42 +62,42 @@ static struct snapshot snap = {.lock = RTE_SPINLOCK_INITIALIZER};
 /* Counters derived when read: what the streams count themselves (messages
  * pushed and sent again), and the fitted refill model. */
 void
-drv_report_derive(void)
+drv_report_derive(struct drv *d)
 {
 	double lat_us, gbps;
 	uint16_t i;
 
-	if (drv_learn_fit(&drv.learn.fit, &lat_us, &gbps) == 0) {
-		drv.st.fit_latency_us = (uint64_t)lat_us;
-		drv.st.fit_mbps = (uint64_t)(gbps * 1000);
+	if (drv_learn_fit(&d->learn.fit, &lat_us, &gbps) == 0) {
+		d->st.fit_latency_us = (uint64_t)lat_us;
+		d->st.fit_mbps = (uint64_t)(gbps * 1000);
 	}
-	drv.st.late_us = drv.learn.late_ns / 1000;
-	drv.st.early_us = drv.learn.early_ns / 1000;
-	drv.st.held_us = drv.emu != NULL ? emu_held_ns(drv.emu) / 1000 : 0;
+	d->st.late_us = d->learn.late_ns / 1000;
+	d->st.early_us = d->learn.early_ns / 1000;
+	d->st.held_us = d->emu != NULL ? emu_held_ns(d->emu) / 1000 : 0;
 
-	drv.st.control_msgs = drv.st.retransmits = 0;
-	for (i = 0; i < drv.nsh; i++) {
-		drv.st.control_msgs += drv.sh[i].stream.st.sent;
-		drv.st.retransmits += drv.sh[i].stream.st.retransmits;
+	d->st.control_msgs = d->st.retransmits = 0;
+	for (i = 0; i < d->nsh; i++) {
+		d->st.control_msgs += d->sh[i].stream.st.sent;
+		d->st.retransmits += d->sh[i].stream.st.retransmits;
 	}
 }
 
 static uint64_t
-tsc_ms_ago(uint64_t now, uint64_t then)
+tsc_ms_ago(struct drv *d, uint64_t now, uint64_t then)
 {
-	return then == 0 || now < then ? UINT64_MAX : (now - then) * 1000 / drv.hz;
+	return then == 0 || now < then ? UINT64_MAX : (now - then) * 1000 / d->hz;
 }
 
 static void
-snapshot_shards(struct snapshot *sn)
+snapshot_shards(struct drv *d, struct snapshot *sn)
 {
 	uint64_t now = rte_get_tsc_cycles(), lat_ns;
 	double bytes_per_ns;
 	uint16_t i, c;
 
-	sn->nsh = drv.nsh < DRV_MAX_SHARDS ? drv.nsh : DRV_MAX_SHARDS;
+	sn->nsh = d->nsh < DRV_MAX_SHARDS ? d->nsh : DRV_MAX_SHARDS;
 	for (i = 0; i < sn->nsh; i++) {
-		const struct drv_shard *sh = &drv.sh[i];
+		const struct drv_shard *sh = &d->sh[i];
 		const struct proto_stream *ps = &sh->stream;
 		struct shard_snap *x = &sn->sh[i];
 
@@ -110,8 +116,8 @@ snapshot_shards(struct snapshot *sn)
 		x->rtt_samples = ps->st.rtt_samples;
 		x->stale_acks = ps->st.stale_acks;
 		x->bogus_acks = ps->st.bogus_acks;
-		x->srtt_us = (uint64_t)(ps->srtt8 >> 3) * 1000000 / drv.hz;
-		x->timeout_us = ps->timeout * 1000000 / drv.hz;
+		x->srtt_us = (uint64_t)(ps->srtt8 >> 3) * 1000000 / d->hz;
+		x->timeout_us = ps->timeout * 1000000 / d->hz;
 		x->evict_sent = sh->evict_sent;
 		x->evict_acked = sh->evict_acked;
 		x->batches_complete = sh->batches_complete;
@@ -122,61 +128,61 @@ snapshot_shards(struct snapshot *sn)
 			x->l2_capacity_tokens += sh->l2_capacity[c];
 		}
 		/* Its model's refill estimates (0 Mb/s: no bandwidth term). */
-		x->model_refills_timed = drv.learn.ml[sh->model].fit.n;
-		if (prefixcache_refill_model(drv.pc, sh->model, &lat_ns, &bytes_per_ns) == 0) {
+		x->model_refills_timed = d->learn.ml[sh->model].fit.n;
+		if (prefixcache_refill_model(d->pc, sh->model, &lat_ns, &bytes_per_ns) == 0) {
 			x->model_estimate_latency_us = lat_ns / 1000;
 			x->model_estimate_mbps = (uint64_t)(bytes_per_ns * 8000);
 		}
-		x->heard_ms_ago = tsc_ms_ago(now, sh->last_rx);
-		x->status_ms_ago = tsc_ms_ago(now, sh->status_at);
+		x->heard_ms_ago = tsc_ms_ago(d, now, sh->last_rx);
+		x->status_ms_ago = tsc_ms_ago(d, now, sh->status_at);
 	}
 }
 
 void
-drv_report_snapshot(void)
+drv_report_snapshot(struct drv *d)
 {
 	struct snapshot *sn = &snap;
 
-	drv_report_derive();
+	drv_report_derive(d);
 	rte_spinlock_lock(&sn->lock);
-	sn->st = drv.st;
-	memcpy(sn->refill_hist, drv.learn.hist, sizeof(sn->refill_hist));
-	sn->refill_sum_ns = drv.learn.hist_sum_ns;
-	sn->shared = *drv_sh_stats();
-	snapshot_shards(sn);
-	prefixcache_stats(drv.pc, &sn->pc);
-	sn->norg = prefixcache_orgs(drv.pc, sn->org, RTE_DIM(sn->org));
+	sn->st = d->st;
+	memcpy(sn->refill_hist, d->learn.hist, sizeof(sn->refill_hist));
+	sn->refill_sum_ns = d->learn.hist_sum_ns;
+	sn->shared = *drv_sh_stats(d);
+	snapshot_shards(d, sn);
+	prefixcache_stats(d->pc, &sn->pc);
+	sn->norg = prefixcache_orgs(d->pc, sn->org, RTE_DIM(sn->org));
 	if (sn->norg > RTE_DIM(sn->org))
 		sn->norg = RTE_DIM(sn->org);
 	rte_spinlock_unlock(&sn->lock);
 }
 
 static int
-tel_drv_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+tel_drv_stats(const char *cmd, const char *params, struct rte_tel_data *td)
 {
 	struct snapshot *sn = &snap;
 	int c;
 
 	(void)cmd;
 	(void)params;
-	rte_tel_data_start_dict(d);
+	rte_tel_data_start_dict(td);
 	rte_spinlock_lock(&sn->lock);
-#define KVSS_DRV_TEL(n) rte_tel_data_add_dict_u64(d, #n, sn->st.n);
+#define KVSS_DRV_TEL(n) rte_tel_data_add_dict_u64(td, #n, sn->st.n);
 	KVSS_DRV_STATS(KVSS_DRV_TEL)
 #undef KVSS_DRV_TEL
 	for (c = 1; c < PROTO_E_MAX; c++) {
 		char key[48];
 
 		snprintf(key, sizeof(key), "error_%s", proto_err_name((unsigned int)c));
-		rte_tel_data_add_dict_u64(d, key, sn->st.errors_by_code[c]);
+		rte_tel_data_add_dict_u64(td, key, sn->st.errors_by_code[c]);
 	}
-	rte_tel_data_add_dict_u64(d, "entries", sn->pc.entries);
-	rte_tel_data_add_dict_u64(d, "policy_deletes", sn->pc.policy_deletes);
-	rte_tel_data_add_dict_u64(d, "policy_bypassed", sn->pc.bypassed);
-	rte_tel_data_add_dict_u64(d, "policy_cold_columns", sn->pc.cold_columns);
-	rte_tel_data_add_dict_u64(d, "deleted_tokens", sn->pc.deleted_tokens);
-	rte_tel_data_add_dict_u64(d, "expired_tokens", sn->pc.expired_tokens);
-	rte_tel_data_add_dict_u64(d, "peak_stored_tokens", sn->pc.peak_stored_tokens);
+	rte_tel_data_add_dict_u64(td, "entries", sn->pc.entries);
+	rte_tel_data_add_dict_u64(td, "policy_deletes", sn->pc.policy_deletes);
+	rte_tel_data_add_dict_u64(td, "policy_bypassed", sn->pc.bypassed);
+	rte_tel_data_add_dict_u64(td, "policy_cold_columns", sn->pc.cold_columns);
+	rte_tel_data_add_dict_u64(td, "deleted_tokens", sn->pc.deleted_tokens);
+	rte_tel_data_add_dict_u64(td, "expired_tokens", sn->pc.expired_tokens);
+	rte_tel_data_add_dict_u64(td, "peak_stored_tokens", sn->pc.peak_stored_tokens);
 	rte_spinlock_unlock(&sn->lock);
 	return 0;
 }
@@ -199,14 +205,14 @@ org_name(uint64_t iso, char *buf, size_t cap)
 }
 
 static int
-tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *d)
+tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *td)
 {
 	struct snapshot *sn = &snap;
 	size_t i;
 
 	(void)cmd;
 	(void)params;
-	rte_tel_data_start_dict(d);
+	rte_tel_data_start_dict(td);
 	rte_spinlock_lock(&sn->lock);
 	for (i = 0; i < sn->norg; i++) {
 		struct rte_tel_data *o = rte_tel_data_alloc();
@@ -222,7 +228,7 @@ tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(o, "cached_tokens", sn->org[i].cached_tokens);
 		rte_tel_data_add_dict_u64(o, "hit_tokens", sn->org[i].hit_tokens);
 		rte_tel_data_add_dict_u64(o, "requests", sn->org[i].requests);
-		rte_tel_data_add_dict_container(d, org_name(sn->org[i].isolation_id, buf, sizeof(buf)),
+		rte_tel_data_add_dict_container(td, org_name(sn->org[i].isolation_id, buf, sizeof(buf)),
 						o, 0);
 	}
 	rte_spinlock_unlock(&sn->lock);
@@ -230,14 +236,14 @@ tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *d)
 }
 
 static int
-tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *d)
+tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *td)
 {
 	struct snapshot *sn = &snap;
 	uint16_t i;
 
 	(void)cmd;
 	(void)params;
-	rte_tel_data_start_dict(d);
+	rte_tel_data_start_dict(td);
 	rte_spinlock_lock(&sn->lock);
 	for (i = 0; i < sn->nsh; i++) {
 		const struct shard_snap *x = &sn->sh[i];
@@ -259,7 +265,7 @@ tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_int(o, "status_ms_ago",
 					  x->status_ms_ago > INT32_MAX ? -1 : (int)x->status_ms_ago);
 		snprintf(key, sizeof(key), "model%" PRIu64 "_shard%" PRIu64, x->model, x->shard_id);
-		rte_tel_data_add_dict_container(d, key, o, 0);
+		rte_tel_data_add_dict_container(td, key, o, 0);
 	}
 	rte_spinlock_unlock(&sn->lock);
 	return 0;
@@ -270,7 +276,7 @@ tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *d)
  * refill p50 and p99) by bucket, cumulative as Prometheus' le buckets.
  */
 static int
-tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data *d)
+tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data *td)
 {
 	struct rte_tel_data *le = rte_tel_data_alloc(), *n = rte_tel_data_alloc();
 	struct snapshot *sn = &snap;
@@ -284,7 +290,7 @@ tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data 
 		rte_tel_data_free(n);
 		return -ENOMEM;
 	}
-	rte_tel_data_start_dict(d);
+	rte_tel_data_start_dict(td);
 	rte_tel_data_start_array(le, RTE_TEL_U64_VAL);
 	rte_tel_data_start_array(n, RTE_TEL_U64_VAL);
 	rte_spinlock_lock(&sn->lock);
@@ -296,16 +302,16 @@ tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data 
 	cum += sn->refill_hist[DRV_REFILL_BUCKETS];
 	sum_ns = sn->refill_sum_ns;
 	rte_spinlock_unlock(&sn->lock);
-	rte_tel_data_add_dict_container(d, "le_us", le, 0);
-	rte_tel_data_add_dict_container(d, "le_count", n, 0);
-	rte_tel_data_add_dict_u64(d, "count", cum);
-	rte_tel_data_add_dict_u64(d, "sum_us", sum_ns / 1000);
+	rte_tel_data_add_dict_container(td, "le_us", le, 0);
+	rte_tel_data_add_dict_container(td, "le_count", n, 0);
+	rte_tel_data_add_dict_u64(td, "count", cum);
+	rte_tel_data_add_dict_u64(td, "sum_us", sum_ns / 1000);
 	return 0;
 }
 
 /* /swdriver/shared: the shared level as the driver sees it (the summary's "shared"). */
 static int
-tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *d)
+tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *td)
 {
 	struct snapshot *sn = &snap;
 	const struct drv_sh_stats *h = &sn->shared;
@@ -313,25 +319,26 @@ tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *d)
 
 	(void)cmd;
 	(void)params;
-	rte_tel_data_start_dict(d);
+	rte_tel_data_start_dict(td);
 	rte_spinlock_lock(&sn->lock);
-	rte_tel_data_add_dict_u64(d, "configured", kvss.cfg.shared.conf[0] != '\0');
-#define DRV_SH_TEL(n) rte_tel_data_add_dict_u64(d, #n, h->n);
+	rte_tel_data_add_dict_u64(td, "configured", kvss.cfg.shared.conf[0] != '\0');
+#define DRV_SH_TEL(n) rte_tel_data_add_dict_u64(td, #n, h->n);
 	DRV_SH_STATS(DRV_SH_TEL)
 #undef DRV_SH_TEL
 	for (r = 1; r < SHARED_BAD_COUNT; r++) {
 		char key[48];
 
 		snprintf(key, sizeof(key), "records_bad_%s", shared_bad_name((enum shared_bad)r));
-		rte_tel_data_add_dict_u64(d, key, h->bad[r]);
+		rte_tel_data_add_dict_u64(td, key, h->bad[r]);
 	}
 	rte_spinlock_unlock(&sn->lock);
 	return 0;
 }
 
 int
-kvss_driver_telemetry_register(void)
+kvss_driver_telemetry_register(struct drv *d)
 {
+	(void)d; /* telemetry reads the snapshot (snap), which outlives the driver */
 	if (rte_telemetry_register_cmd("/swdriver/stats", tel_drv_stats,
 				       "Driver: requests, hits, refills, evictions, deletes, "
 				       "expiries, retransmits, verify failures") != 0 ||
@@ -351,17 +358,17 @@ kvss_driver_telemetry_register(void)
 }
 
 void
-drv_report_progress(uint64_t tsc)
+drv_report_progress(struct drv *d, uint64_t tsc)
 {
-	double s = (double)(tsc - drv.t_start) / (double)drv.hz;
+	double s = (double)(tsc - d->t_start) / (double)d->hz;
 
 	printf("kvss: driver: %6.1f s  %" PRIu64 "/%zu requests, hit ratio %.4f, evicted %.2f GB "
 	       "(%.2f GB/s), refilled %.2f GB (%.2f GB/s), verify failures %" PRIu64 "\n",
-	       s, drv.st.completed, drv.nreq,
-	       drv.st.prompt_tokens ? (double)drv.st.hit_tokens / (double)drv.st.prompt_tokens : 0.0,
-	       (double)drv.st.evict_bytes / 1e9, s > 0 ? (double)drv.st.evict_bytes / 1e9 / s : 0,
-	       (double)drv.st.refill_bytes / 1e9, s > 0 ? (double)drv.st.refill_bytes / 1e9 / s : 0,
-	       drv.st.verify_failures);
+	       s, d->st.completed, d->nreq,
+	       d->st.prompt_tokens ? (double)d->st.hit_tokens / (double)d->st.prompt_tokens : 0.0,
+	       (double)d->st.evict_bytes / 1e9, s > 0 ? (double)d->st.evict_bytes / 1e9 / s : 0,
+	       (double)d->st.refill_bytes / 1e9, s > 0 ? (double)d->st.refill_bytes / 1e9 / s : 0,
+	       d->st.verify_failures);
 	fflush(stdout);
 }
 
@@ -392,9 +399,9 @@ pct(const uint32_t *v, size_t n, double p)
  * PNG through gnuplot; said on stdout, or why not on stderr.
  */
 static int
-plot_refills(void)
+plot_refills(struct drv *d)
 {
-	size_t n = drv.learn.nlat, i, step = n > 2000 ? n / 2000 : 1, k = 0;
+	size_t n = d->learn.nlat, i, step = n > 2000 ? n / 2000 : 1, k = 0;
 	double *x = malloc(sizeof(double) * (n / step + 1) * 3), *xe, *y;
 	struct plot p = {.png = kvss.plot_refills, .title = "kvss: refill times, measured and estimated",
 			 .xlabel = "refill time (us)", .ylabel = "share of refills taking at most this",
@@ -410,8 +417,8 @@ plot_refills(void)
 	xe = x + n / step + 1;
 	y = xe + n / step + 1;
 	for (i = 0; i < n; i += step, k++) {
-		x[k] = drv.learn.lat_us[i] ? drv.learn.lat_us[i] : 1;
-		xe[k] = drv.learn.est_us[i] ? drv.learn.est_us[i] : 1;
+		x[k] = d->learn.lat_us[i] ? d->learn.lat_us[i] : 1;
+		xe[k] = d->learn.est_us[i] ? d->learn.est_us[i] : 1;
 		y[k] = (double)(i + 1) / (double)n;
 	}
 	s[0] = (struct plot_series){"measured", x, y, k, false};
@@ -428,27 +435,27 @@ plot_refills(void)
 
 /* The most routers any shard's STATUS crossed (0: every shard on the rail). */
 static unsigned int
-max_hops(void)
+max_hops(struct drv *d)
 {
 	unsigned int h = 0;
 	uint16_t i;
 
-	for (i = 0; i < drv.nsh; i++)
-		if (drv.sh[i].hops > h)
-			h = drv.sh[i].hops;
+	for (i = 0; i < d->nsh; i++)
+		if (d->sh[i].hops > h)
+			h = d->sh[i].hops;
 	return h;
 }
 
 /* [{"model":M,"refills":N,"latency_us":X,"gbps":Y,"scale":S}, ...]: each model's own line. */
 static void
-model_fits_json(char *out, size_t size)
+model_fits_json(struct drv *d, char *out, size_t size)
 {
 	size_t n = 0;
 	uint16_t m;
 
 	n += (size_t)snprintf(out, size, "[");
 	for (m = 0; m < kvss.cfg.driver.pc.num_models && n < size; m++) {
-		const struct drv_model_learn *l = &drv.learn.ml[m];
+		const struct drv_model_learn *l = &d->learn.ml[m];
 		char line[64] = "\"latency_us\":null,\"gbps\":null";
 		double us, gbps;
 
@@ -538,17 +545,17 @@ line_summary(const struct linfit *f, const struct line_words *w, double cfg_lat_
  * to @p l2j, @p cap bytes): what the driver's shared level did this run.
  */
 static void
-summary_shared(const struct kvss_drv_stats *s, const struct prefixcache_stats *ps, char *l2j,
+summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefixcache_stats *ps, char *l2j,
 	       size_t cap)
 {
-	const struct drv_sh_stats *h = drv_sh_stats();
+	const struct drv_sh_stats *h = drv_sh_stats(d);
 	uint64_t l50, l99, w50, w99;
 	size_t n = strlen(l2j);
 	unsigned int r;
 	char badj[256] = "";
 
-	drv_sh_lookup_pct(&l50, &l99);
-	drv_sh_wait_pct(&w50, &w99);
+	drv_sh_lookup_pct(d, &l50, &l99);
+	drv_sh_wait_pct(d, &w50, &w99);
 	for (r = 1; r < SHARED_BAD_COUNT; r++)
 		snprintf(badj + strlen(badj), sizeof(badj) - strlen(badj), "%s\"%s\":%" PRIu64,
 			 r > 1 ? "," : "", shared_bad_name((enum shared_bad)r), h->bad[r]);
@@ -568,8 +575,8 @@ summary_shared(const struct kvss_drv_stats *s, const struct prefixcache_stats *p
 	       h->unavailable ? "; UNAVAILABLE at the end" : "",
 	       h->off_at_start ? "; NOT USED by this run (its generation, said at start)" : "");
 	/* Its line of the refill-time model, as the second tier's above. */
-	line_summary(&drv.learn.ml[0].fit3, &shared_line, kvss.cfg.shared.latency_us,
-		     kvss.cfg.shared.gbps, drv.learn.shared_updates, l2j, cap);
+	line_summary(&d->learn.ml[0].fit3, &shared_line, kvss.cfg.shared.latency_us,
+		     kvss.cfg.shared.gbps, d->learn.shared_updates, l2j, cap);
 	n = strlen(l2j);
 	snprintf(l2j + n, cap - n,
 		 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
@@ -606,7 +613,7 @@ summary_shared(const struct kvss_drv_stats *s, const struct prefixcache_stats *p
  * each model's own when there are several.
  */
 static void
-summary_model(const struct kvss_drv_stats *s, char *fitj, size_t cap)
+summary_model(struct drv *d, const struct kvss_drv_stats *s, char *fitj, size_t cap)
 {
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
 	double fit_us, fit_gbps;
@@ -614,10 +621,10 @@ summary_model(const struct kvss_drv_stats *s, char *fitj, size_t cap)
 
 	/* The design picks a sequence again once its estimate has passed: a
 	 * refill that took longer would make the wafer wait for its data. */
-	if (drv.learn.fit.n)
+	if (d->learn.fit.n)
 		printf("kvss: summary: the model's estimate fell short of the time taken for %" PRIu64
-		       " of %" PRIu64 " refills (%.1f%%)%s\n", s->model_short, drv.learn.fit.n,
-		       100.0 * (double)s->model_short / (double)drv.learn.fit.n,
+		       " of %" PRIu64 " refills (%.1f%%)%s\n", s->model_short, d->learn.fit.n,
+		       100.0 * (double)s->model_short / (double)d->learn.fit.n,
 		       !learned ? "; the estimates stayed as configured (refill_model = \"configured\")"
 		       : kvss.cfg.driver.refill_short_pct
 			       ? "; the estimates followed the fitted model, scaled for a share short "
@@ -625,33 +632,33 @@ summary_model(const struct kvss_drv_stats *s, char *fitj, size_t cap)
 			       : "; the estimates followed the fitted model (refill_model = \"learned\")");
 	if (learned && kvss.cfg.driver.refill_short_pct)
 		printf("kvss: summary: the learned model's scale: %.3f, for %u%% of refills to take "
-		       "longer than estimated\n", drv.learn.ml[0].factor, kvss.cfg.driver.refill_short_pct);
+		       "longer than estimated\n", d->learn.ml[0].factor, kvss.cfg.driver.refill_short_pct);
 	/* Both ways an estimate costs: past it the wafer waits for data (wait_recv);
 	 * before it, the sequence waits to be picked. */
-	if (drv.learn.fit.n) {
-		uint64_t early = drv.learn.fit.n - s->model_short;
+	if (d->learn.fit.n) {
+		uint64_t early = d->learn.fit.n - s->model_short;
 
 		printf("kvss: summary: refills past their estimate by %.1f ms in all (%.0f us each), "
 		       "the wafer waiting for their data; before it by %.1f ms in all (%.0f us each)%s",
-		       (double)drv.learn.late_ns / 1e6,
-		       s->model_short ? (double)drv.learn.late_ns / 1e3 / (double)s->model_short : 0.0,
-		       (double)drv.learn.early_ns / 1e6, early ? (double)drv.learn.early_ns / 1e3 / (double)early : 0.0,
+		       (double)d->learn.late_ns / 1e6,
+		       s->model_short ? (double)d->learn.late_ns / 1e3 / (double)s->model_short : 0.0,
+		       (double)d->learn.early_ns / 1e6, early ? (double)d->learn.early_ns / 1e3 / (double)early : 0.0,
 		       kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE
 			       ? ", their sequences waiting to be picked"
 			       : ", which the design would have made their sequences wait "
 				 "(wafer.resume = \"whole\" did not)");
 		if (kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE)
-			printf(" (%.1f ms held in all)", (double)emu_held_ns(drv.emu) / 1e6);
+			printf(" (%.1f ms held in all)", (double)emu_held_ns(d->emu) / 1e6);
 		printf("\n");
 	}
 	/* What the model would have to say to match: in the configuration's own
 	 * keys and units, for an operator to copy (model 0's shown beside it). */
-	if (drv_learn_fit(&drv.learn.fit, &fit_us, &fit_gbps) == 0) {
+	if (drv_learn_fit(&d->learn.fit, &fit_us, &fit_gbps) == 0) {
 		const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[0];
 		char gbps[64] = "no bound (the times did not grow with the bytes)", used[64] = "";
 
-		if (learned && drv.learn.learned_at)
-			snprintf(used, sizeof(used), ", used for the first %" PRIu64 " refills", drv.learn.learned_at);
+		if (learned && d->learn.learned_at)
+			snprintf(used, sizeof(used), ", used for the first %" PRIu64 " refills", d->learn.learned_at);
 		else if (learned)
 			snprintf(used, sizeof(used), ", used for all of them");
 
@@ -664,14 +671,14 @@ summary_model(const struct kvss_drv_stats *s, char *fitj, size_t cap)
 				 fit_us);
 		}
 		printf("kvss: summary: the model fitted to these %" PRIu64 " refills: refill_latency_us = %.0f, "
-		       "refill_gbps = %s (configured: %.0f and %.2f%s)\n", drv.learn.fit.n, fit_us, gbps,
+		       "refill_gbps = %s (configured: %.0f and %.2f%s)\n", d->learn.fit.n, fit_us, gbps,
 		       (double)pm->refill_latency_ns / 1000, pm->refill_bytes_per_ns * 8, used);
 	} else {
 		printf("kvss: summary: the model fitted to these refills: too few, or all of one size\n");
 	}
 	/* Each model learns apart (a draft's shards are not the target's). */
 	for (m = 0; kvss.cfg.driver.pc.num_models > 1 && m < kvss.cfg.driver.pc.num_models; m++) {
-		const struct drv_model_learn *l = &drv.learn.ml[m];
+		const struct drv_model_learn *l = &d->learn.ml[m];
 
 		if (drv_learn_fit(&l->fit, &fit_us, &fit_gbps) == 0)
 			printf("kvss: summary: model %u's own %" PRIu64 " refills fit refill_latency_us = "
@@ -689,7 +696,7 @@ summary_model(const struct kvss_drv_stats *s, char *fitj, size_t cap)
  * @p cap bytes).
  */
 static void
-summary_picks(const struct kvss_drv_stats *s, char *pickj, size_t cap)
+summary_picks(struct drv *d, const struct kvss_drv_stats *s, char *pickj, size_t cap)
 {
 	uint64_t np = s->picks_ready + s->picks_waited;
 
@@ -709,7 +716,7 @@ summary_picks(const struct kvss_drv_stats *s, char *pickj, size_t cap)
 		 s->model1_hit_tokens, s->hit_model0_only, s->hit_model1_only,
 		 kvss.cfg.wafer.spec_tokens, s->spec_rounds, s->spec_proposed,
 		 s->spec_accepted, s->spec_overwrites, s->spec_overwrites_draft,
-		 s->routed_shards, max_hops());
+		 s->routed_shards, max_hops(d));
 	printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
 	       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
 	       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64
@@ -723,7 +730,7 @@ summary_picks(const struct kvss_drv_stats *s, char *pickj, size_t cap)
  * of both tiers' hits (@p l2j, @p cap bytes; the shared level's follow).
  */
 static void
-summary_tier(const struct kvss_drv_stats *s, const struct prefixcache_stats *ps, char *l2j,
+summary_tier(struct drv *d, const struct kvss_drv_stats *s, const struct prefixcache_stats *ps, char *l2j,
 	     size_t cap)
 {
 	uint64_t l2hit = ps->l2_hit_tokens < s->hit_tokens ? ps->l2_hit_tokens : s->hit_tokens;
@@ -734,12 +741,12 @@ summary_tier(const struct kvss_drv_stats *s, const struct prefixcache_stats *ps,
 	if (drv_l2_model(0)) {
 		const struct prefixcache_model *p0 = &kvss.cfg.driver.pc.model[0];
 
-		line_summary(&drv.learn.ml[0].fit2, &l2_line, (double)p0->l2_latency_ns / 1000,
+		line_summary(&d->learn.ml[0].fit2, &l2_line, (double)p0->l2_latency_ns / 1000,
 			     p0->l2_bytes_per_ns * 8, s->l2_model_updates, l2fitj, sizeof(l2fitj));
 	}
-	for (k = 0; k < drv.nsh; k++)
+	for (k = 0; k < d->nsh; k++)
 		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
-			l2_status += drv.sh[k].up ? drv.sh[k].l2_stored[c] : 0;
+			l2_status += d->sh[k].up ? d->sh[k].l2_stored[c] : 0;
 	snprintf(l2j, cap, "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
 		 ",\"l2_stored_by_status\":%" PRIu64
 		 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
@@ -764,10 +771,10 @@ summary_tier(const struct kvss_drv_stats *s, const struct prefixcache_stats *ps,
 }
 
 void
-kvss_driver_summary(void)
+kvss_driver_summary(struct drv *d)
 {
-	const struct kvss_drv_stats *s = &drv.st;
-	double secs = drv.started ? (double)(drv.t_end - drv.t_start) / (double)drv.hz : 0;
+	const struct kvss_drv_stats *s = &d->st;
+	double secs = d->started ? (double)(d->t_end - d->t_start) / (double)d->hz : 0;
 	double hr = s->prompt_tokens ? (double)s->hit_tokens / (double)s->prompt_tokens : 0;
 	double egbs = secs > 0 ? (double)s->evict_bytes / 1e9 / secs : 0;
 	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
@@ -778,7 +785,7 @@ kvss_driver_summary(void)
 			      ? (double)cl->busy_cycles / (double)(cl->busy_cycles + cl->idle_cycles)
 			      : 0;
 	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
-	uint64_t perr = drv_protocol_errors(), lost = drv_unaccounted(true);
+	uint64_t perr = drv_protocol_errors(d), lost = drv_unaccounted(d, true);
 	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
 	struct prefixcache_stats ps;
 	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
@@ -787,23 +794,23 @@ kvss_driver_summary(void)
 	char linej[80] = "\"model_short_share_line\":null,\"model_short_share_scaled\":null";
 	char l2j[3072], pickj[1024];
 
-	if (drv.pc == NULL)
+	if (d->pc == NULL)
 		return;
-	drv_report_derive();
-	prefixcache_stats(drv.pc, &ps);
-	if (drv.learn.nlat) {
-		qsort(drv.learn.lat_us, drv.learn.nlat, sizeof(uint32_t), cmp_u32);
-		qsort(drv.learn.est_us, drv.learn.nlat, sizeof(uint32_t), cmp_u32);
-		p50 = pct(drv.learn.lat_us, drv.learn.nlat, 0.50);
-		p99 = pct(drv.learn.lat_us, drv.learn.nlat, 0.99);
-		e50 = pct(drv.learn.est_us, drv.learn.nlat, 0.50);
-		e99 = pct(drv.learn.est_us, drv.learn.nlat, 0.99);
+	drv_report_derive(d);
+	prefixcache_stats(d->pc, &ps);
+	if (d->learn.nlat) {
+		qsort(d->learn.lat_us, d->learn.nlat, sizeof(uint32_t), cmp_u32);
+		qsort(d->learn.est_us, d->learn.nlat, sizeof(uint32_t), cmp_u32);
+		p50 = pct(d->learn.lat_us, d->learn.nlat, 0.50);
+		p99 = pct(d->learn.lat_us, d->learn.nlat, 0.99);
+		e50 = pct(d->learn.est_us, d->learn.nlat, 0.50);
+		e99 = pct(d->learn.est_us, d->learn.nlat, 0.99);
 	}
-	if (kvss.plot_refills != NULL && plot_refills() != 0)
-		drv.plot_failed = true;
-	printf("kvss: summary: %s%s\n", drv.finished ? "" : "(stopped early) ", drv.source);
+	if (kvss.plot_refills != NULL && plot_refills(d) != 0)
+		d->plot_failed = true;
+	printf("kvss: summary: %s%s\n", d->finished ? "" : "(stopped early) ", d->source);
 	printf("kvss: summary: requests %" PRIu64 " of %zu, prompt tokens %" PRIu64 ", hit tokens %" PRIu64
-	       ", hit ratio %.4f\n", s->completed, drv.nreq, s->prompt_tokens, s->hit_tokens, hr);
+	       ", hit ratio %.4f\n", s->completed, d->nreq, s->prompt_tokens, s->hit_tokens, hr);
 	printf("kvss: summary: evicted %" PRIu64 " tokens, %" PRIu64 " bytes, %.3f GB/s; refilled %" PRIu64
 	       " tokens, %" PRIu64 " bytes, %.3f GB/s; %.2f s; the control lcore (the wafer "
 	       "emulator's) %.0f%% busy\n",
@@ -814,8 +821,8 @@ kvss_driver_summary(void)
 	if (s->seq_refill_failed)
 		printf("; %" PRIu64 " sequences' refills failed, not timed", s->seq_refill_failed);
 	printf("\n");
-	summary_model(s, fitj, sizeof(fitj));
-	model_fits_json(fitsj, sizeof(fitsj));
+	summary_model(d, s, fitj, sizeof(fitj));
+	model_fits_json(d, fitsj, sizeof(fitsj));
 	printf("kvss: summary: deletes %" PRIu64 ", policy deletes %" PRIu64 ", expiries %" PRIu64
 	       ", retransmits %" PRIu64 ", shard restarts %" PRIu64 ", peak stored %" PRIu64 " tokens\n",
 	       s->deletes, ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
@@ -827,11 +834,11 @@ kvss_driver_summary(void)
 	       s->link_restarts, s->tx_link_drops, s->tx_full_drops, s->shards_away, s->away_requests,
 	       s->shards_back);
 	if (s->shards_away) {
-		ratio_since(drv.away_at, NULL, awayj, sizeof(awayj));
-		ratio_since(drv.back_at, s, backj, sizeof(backj));
+		ratio_since(d->away_at, NULL, awayj, sizeof(awayj));
+		ratio_since(d->back_at, s, backj, sizeof(backj));
 		printf("kvss: summary: hit ratio before a shard was first away %s; of the %" PRIu64
 		       " requests begun after one last came back %s\n", awayj,
-		       s->shards_back ? s->requests - drv.back_at[0] : 0, backj);
+		       s->shards_back ? s->requests - d->back_at[0] : 0, backj);
 	}
 	if (s->multimodal_trimmed)
 		printf("kvss: summary: multimodal: %" PRIu64 " tokens not cached, after a multimodal token "
@@ -840,10 +847,10 @@ kvss_driver_summary(void)
 		uint16_t i;
 
 		printf("kvss: summary: rail: %" PRIu64 " shard(s) reached through a router:", s->routed_shards);
-		for (i = 0; i < drv.nsh; i++)
-			if (drv.sh[i].hops)
-				printf(" shard %u of model %u %u hop(s);", drv.sh[i].ref->id, drv.sh[i].model,
-				       drv.sh[i].hops);
+		for (i = 0; i < d->nsh; i++)
+			if (d->sh[i].hops)
+				printf(" shard %u of model %u %u hop(s);", d->sh[i].ref->id, d->sh[i].model,
+				       d->sh[i].hops);
 		printf(" KVSS traffic belongs on one segment (driver.routed)\n");
 	}
 	if (s->generated_hit_tokens)
@@ -873,10 +880,10 @@ kvss_driver_summary(void)
 		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
 		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
 		       (double)s->compute_us / 1e3, kvss.cfg.driver.recompute_tokens_per_s);
-	summary_picks(s, pickj, sizeof(pickj));
-	summary_tier(s, &ps, l2j, sizeof(l2j));
+	summary_picks(d, s, pickj, sizeof(pickj));
+	summary_tier(d, s, &ps, l2j, sizeof(l2j));
 	if (kvss.cfg.shared.conf[0] != '\0')
-		summary_shared(s, &ps, l2j, sizeof(l2j));
+		summary_shared(d, s, &ps, l2j, sizeof(l2j));
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64
 	       ", refill failures %" PRIu64
@@ -887,7 +894,7 @@ kvss_driver_summary(void)
 	printf("kvss: summary: resyncs %" PRIu64 " (data frames withheld on purpose %" PRIu64
 	       "); the shards hold what the driver accounts for: %s (%" PRIu64 " tokens off)\n",
 	       s->resyncs, s->data_withheld,
-	       !drv.finished ? "not checked" : lost == 0 ? "yes" : "NO", lost);
+	       !d->finished ? "not checked" : lost == 0 ? "yes" : "NO", lost);
 	printf("kvss: summary: on loss %s: %" PRIu64 " tokens lost in %" PRIu64 " TOKEN_LOST ranges, "
 	       "%" PRIu64 " control messages sent again\n",
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
@@ -907,20 +914,20 @@ kvss_driver_summary(void)
 	if (kvss_faults_on())
 		printf("kvss: summary: faults injected %" PRIu64 ": %s\n", kvss_faults_total(), faultj);
 	/* What was not measured or not checked is null, not 0. */
-	if (drv.learn.nlat)
+	if (d->learn.nlat)
 		snprintf(pctj, sizeof(pctj), "\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,"
 			 "\"model_p99_us\":%u", p50, p99, e50, e99);
 	else
 		snprintf(pctj, sizeof(pctj), "\"refill_p50_us\":null,\"refill_p99_us\":null,"
 			 "\"model_p50_us\":null,\"model_p99_us\":null");
-	if (drv.learn.fit.n)
+	if (d->learn.fit.n)
 		snprintf(shortj, sizeof(shortj), "%.4f",
-			 (double)s->model_short / (double)drv.learn.fit.n);
-	if (drv.learn.line_timed)
+			 (double)s->model_short / (double)d->learn.fit.n);
+	if (d->learn.line_timed)
 		snprintf(linej, sizeof(linej), "\"model_short_share_line\":%.4f,\"model_short_share_scaled\":%.4f",
-			 (double)drv.learn.line_short / (double)drv.learn.line_timed,
-			 (double)drv.learn.line_short_scaled / (double)drv.learn.line_timed);
-	if (drv.finished && !drv.open_loop)
+			 (double)d->learn.line_short / (double)d->learn.line_timed,
+			 (double)d->learn.line_short_scaled / (double)d->learn.line_timed);
+	if (d->finished && !d->open_loop)
 		snprintf(lostj, sizeof(lostj), "%" PRIu64, lost);
 	printf("{\"requests\":%" PRIu64 ",\"prompt_tokens\":%" PRIu64 ",\"hit_tokens\":%" PRIu64
 	       ",\"hit_ratio\":%.4f,\"evicted_tokens\":%" PRIu64 ",\"refilled_tokens\":%" PRIu64
@@ -942,62 +949,62 @@ kvss_driver_summary(void)
 	       ",\"unaccounted_tokens\":%s"
 	       ",\"exit_status\":%d,\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
-	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, busy, s->refills, drv.learn.fit.n,
+	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, busy, s->refills, d->learn.fit.n,
 	       s->seq_refill_failed, pctj,
-	       learned ? "learned" : "configured", drv.learn.ml[0].factor, shortj, linej,
+	       learned ? "learned" : "configured", d->learn.ml[0].factor, shortj, linej,
 	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
-	       (double)drv.learn.late_ns / 1e6, (double)drv.learn.early_ns / 1e6, (double)emu_held_ns(drv.emu) / 1e6,
+	       (double)d->learn.late_ns / 1e6, (double)d->learn.early_ns / 1e6, (double)emu_held_ns(d->emu) / 1e6,
 	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j, pickj,
 	       s->verify_failures, perr, s->resyncs,
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
 	       s->lost_records, ps.loss_dropped_tokens, ps.loss_stopped, s->over_capacity,
 	       s->expiries, s->expired_served, faultj, lostj,
-	       kvss_driver_status(), drv.finished ? "true" : "false");
+	       kvss_driver_status(d), d->finished ? "true" : "false");
 	fflush(stdout);
 }
 
 /* ---- The verdict: what the run left, and its exit status ---- */
 
 uint64_t
-drv_unaccounted(bool say)
+drv_unaccounted(struct drv *d, bool say)
 {
-	if (!drv.finished)
+	if (!d->finished)
 		return 0;
-	return drv_account_off(say);
+	return drv_account_off(d, say);
 }
 
 uint64_t
-drv_account_off(bool say)
+drv_account_off(struct drv *d, bool say)
 {
 	uint64_t sum = 0;
 	uint16_t i, c;
 
-	if (drv.open_loop)
+	if (d->open_loop)
 		return 0;
-	for (i = 0; i < drv.nsh; i++) {
-		const struct drv_shard *sh = &drv.sh[i];
+	for (i = 0; i < d->nsh; i++) {
+		const struct drv_shard *sh = &d->sh[i];
 
 		if (!sh->up)
 			continue;
 		for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
-			uint64_t mine = prefixcache_stored(drv.pc, sh->model, c);
-			uint64_t d = sh->stored[c] > mine ? sh->stored[c] - mine : mine - sh->stored[c];
+			uint64_t mine = prefixcache_stored(d->pc, sh->model, c);
+			uint64_t diff = sh->stored[c] > mine ? sh->stored[c] - mine : mine - sh->stored[c];
 
-			if (d && say)
+			if (diff && say)
 				printf("kvss: summary: shard %u of model %u holds %" PRIu64
 				       " tokens in cache %u; the driver accounts for %" PRIu64 "\n",
 				       sh->ref->id, sh->model, sh->stored[c], c, mine);
-			sum += d;
+			sum += diff;
 		}
 	}
 	return sum;
 }
 
 uint64_t
-drv_protocol_errors(void)
+drv_protocol_errors(struct drv *d)
 {
-	return drv.st.errors + drv.st.refill_failures + drv.st.refill_timeouts + drv.st.rx_drops +
-	       drv.st.too_big + drv.st.lost_tokens;
+	return d->st.errors + d->st.refill_failures + d->st.refill_timeouts + d->st.rx_drops +
+	       d->st.too_big + d->st.lost_tokens;
 }
 
 /*
@@ -1011,22 +1018,22 @@ drv_protocol_errors(void)
  * injected on purpose (--faults), when they are the point of the run.
  */
 int
-kvss_driver_status(void)
+kvss_driver_status(struct drv *d)
 {
-	bool wrong = drv.st.verify_failures || drv_unaccounted(false) || drv.st.over_capacity ||
-		     drv.st.expired_served;
+	bool wrong = d->st.verify_failures || drv_unaccounted(d, false) || d->st.over_capacity ||
+		     d->st.expired_served;
 	/* A column that did not come up (L2_UP, SH_UP: a checksum, a read)
 	 * lost its tokens, which TOKEN_LOST counts; an L2_DOWN refused for
 	 * room (NO_SPACE) only means the column was not kept, which the
 	 * driver forgets: not degraded. */
-	bool degraded = drv_protocol_errors() || drv.st.resyncs || drv.st.shard_restarts ||
-			drv.st.shards_away;
+	bool degraded = drv_protocol_errors(d) || d->st.resyncs || d->st.shard_restarts ||
+			d->st.shards_away;
 
 	if (wrong)
 		return KVSS_EXIT_WRONG;
-	if (drv.fatal)
-		return drv.fatal == 2 ? KVSS_EXIT_CONFIG : KVSS_EXIT_NOT_RUN;
-	if (drv.plot_failed)
+	if (d->fatal)
+		return d->fatal == 2 ? KVSS_EXIT_CONFIG : KVSS_EXIT_NOT_RUN;
+	if (d->plot_failed)
 		return KVSS_EXIT_CONFIG; /* the command line asked for a file it did not get */
 	return degraded && !kvss_faults_on() ? KVSS_EXIT_DEGRADED : KVSS_EXIT_OK;
 }

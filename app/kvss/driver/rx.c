@@ -22,15 +22,15 @@ lst(void)
 }
 
 static struct drv_shard *
-shard_of(uint32_t model, uint16_t id)
+shard_of(struct drv *d, uint32_t model, uint16_t id)
 {
 	uint16_t i;
 
 	if (model >= PREFIXCACHE_MAX_MODELS || model >= kvss.cfg.driver.pc.num_models)
 		return NULL;
-	for (i = 0; i < drv.nshards[model]; i++)
-		if (drv.sh[drv.first_shard[model] + i].ref->id == id)
-			return &drv.sh[drv.first_shard[model] + i];
+	for (i = 0; i < d->nshards[model]; i++)
+		if (d->sh[d->first_shard[model] + i].ref->id == id)
+			return &d->sh[d->first_shard[model] + i];
 	return NULL;
 }
 
@@ -42,49 +42,49 @@ shard_of(uint32_t model, uint16_t id)
  * takes as one), so its model caches again with every prefix it had.
  */
 static void
-heard_again(struct drv_shard *sh)
+heard_again(struct drv *d, struct drv_shard *sh)
 {
 	sh->silent = false;
-	drv.st.shards_heard_again++;
+	d->st.shards_heard_again++;
 	printf("kvss: driver: model %u shard %u heard again (epoch 0x%08x, as before): its model "
 	       "caches again, its prefixes kept\n", sh->model, sh->ref->id, sh->epoch);
 	fflush(stdout);
 }
 
 static void
-on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+on_status(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 {
 	const struct proto_status *st = &msg->u.status;
 	uint16_t m = sh->model, c, n = msg->hdr.count;
 	const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];
 
-	drv.st.statuses++;
-	if (st->driver_epoch != drv.model_epoch[m]) {
+	d->st.statuses++;
+	if (st->driver_epoch != d->model_epoch[m]) {
 		if (sh->up)
-			drv_model_restart(m, tsc, "no longer knows our epoch (it restarted)", sh,
-				      &drv.st.shard_restarts);
+			drv_model_restart(d, m, tsc, "no longer knows our epoch (it restarted)", sh,
+				      &d->st.shard_restarts);
 		return; /* not yet our HELLO's answer */
 	}
 	if (sh->up && msg->hdr.epoch != sh->epoch) {
-		drv_model_restart(m, tsc, "has a new epoch", sh, &drv.st.shard_restarts);
+		drv_model_restart(d, m, tsc, "has a new epoch", sh, &d->st.shard_restarts);
 		return;
 	}
 	/* A STATUS older than one taken already (a fabric reordered or delayed
 	 * it) says nothing new, and its counts are stale. */
 	if (sh->up && st->uptime_ns < sh->status_uptime) {
-		drv.st.stale++;
+		d->st.stale++;
 		return;
 	}
 	sh->status_uptime = st->uptime_ns;
 	if (sh->up && sh->silent)
-		heard_again(sh);
+		heard_again(d, sh);
 	if (!sh->up) {
 		sh->hops = proto_hops(&msg->addr);
 		if (sh->hops != 0 && !sh->routed_said) {
 			bool refuse = kvss.cfg.driver.routed == KVSS_ROUTED_REFUSE;
 
 			sh->routed_said = true;
-			drv.st.routed_shards++;
+			d->st.routed_shards++;
 			printf("kvss: driver: shard %u of model %u is %u router(s) away (its STATUS came with "
 			       "IPv4 TTL %u): KVSS traffic belongs on the rail; %s\n", sh->ref->id, m,
 			       sh->hops, msg->addr.ttl,
@@ -92,14 +92,14 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 				      : "serving anyway (driver.routed = \"warn\")");
 			fflush(stdout);
 			if (refuse) {
-				drv.fatal = 2;
+				d->fatal = 2;
 				return;
 			}
 		}
 		if (n != pm->num_caches) {
 			fprintf(stderr, "kvss: driver: shard %u of model %u has %u caches; %s says %u\n",
 				sh->ref->id, m, n, kvss.cfg.path, pm->num_caches);
-			drv.fatal = 2;
+			d->fatal = 2;
 			return;
 		}
 		for (c = 0; c < n; c++) {
@@ -112,12 +112,12 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 					"%s: driver.models.[%u] says %u\n",
 					sh->ref->id, m, ci.bytes_per_token, ci.cache_id, kvss.cfg.path, m,
 					ci.cache_id < n ? sh->ref->bytes_per_token[ci.cache_id] : 0);
-				drv.fatal = 2;
+				d->fatal = 2;
 				return;
 			}
-			emu_shard_buffers(drv.emu, sh->k, ci.cache_id, ci.num_buffers);
+			emu_shard_buffers(d->emu, sh->k, ci.cache_id, ci.num_buffers);
 		}
-		drv_l2_status(sh, msg);
+		drv_l2_status(d, sh, msg);
 		sh->up = true;
 		sh->last_rx = tsc;
 		sh->epoch = msg->hdr.epoch;
@@ -129,10 +129,10 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		fflush(stdout);
 		if (sh->away) {
 			sh->away = false;
-			drv.st.shards_back++;
-			drv.back_at[0] = drv.st.requests;
-			drv.back_at[1] = drv.st.prompt_tokens;
-			drv.back_at[2] = drv.st.hit_tokens;
+			d->st.shards_back++;
+			d->back_at[0] = d->st.requests;
+			d->back_at[1] = d->st.prompt_tokens;
+			d->back_at[2] = d->st.hit_tokens;
 		}
 	}
 	sh->batches_complete = st->batches_complete;
@@ -143,33 +143,33 @@ on_status(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 
 		proto_get_cache_info(msg, c, &ci);
 		if (ci.cache_id < pm->num_caches) {
-			prefixcache_status(drv.pc, m, ci.cache_id, ci.capacity_tokens);
+			prefixcache_status(d->pc, m, ci.cache_id, ci.capacity_tokens);
 			sh->stored[ci.cache_id] = ci.stored_tokens;
 			sh->l2_stored[ci.cache_id] = ci.l2_stored_tokens;
 			sh->l2_capacity[ci.cache_id] = ci.l2_capacity_tokens;
 			/* Never more than its capacity, on the shard or in the account. */
 			if (ci.stored_tokens > ci.capacity_tokens ||
-			    prefixcache_stored(drv.pc, m, ci.cache_id) > ci.capacity_tokens)
-				drv.st.over_capacity++;
+			    prefixcache_stored(d->pc, m, ci.cache_id) > ci.capacity_tokens)
+				d->st.over_capacity++;
 		}
 	}
 }
 
 static void
-on_refill_data(struct drv_shard *sh, struct rte_mbuf *mb, const struct proto_msg *msg,
+on_refill_data(struct drv *d, struct drv_shard *sh, struct rte_mbuf *mb, const struct proto_msg *msg,
 	       uint64_t tsc)
 {
-	const uint8_t *p = rte_pktmbuf_read(mb, msg->data_off, msg->data_len, drv.scratch);
+	const uint8_t *p = rte_pktmbuf_read(mb, msg->data_off, msg->data_len, d->scratch);
 
 	if (p == NULL) {
-		drv.st.verify_bad_frames++;
+		d->st.verify_bad_frames++;
 		return;
 	}
-	emu_refill_data(drv.emu, sh->k, &msg->u.refill_data, p, msg->data_len, drv_now_ns(tsc));
+	emu_refill_data(d->emu, sh->k, &msg->u.refill_data, p, msg->data_len, drv_now_ns(d, tsc));
 }
 
 static void
-on_error(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+on_error(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 {
 	uint16_t i, counted = 0;
 
@@ -177,44 +177,44 @@ on_error(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		struct proto_error e;
 
 		proto_get_error(msg, i, &e);
-		if (e.code == PROTO_E_UNKNOWN_PROMPT && drv_l2_expected_unknown(sh, e.prompt_id)) {
-			drv.st.l2_unknown_expected++; /* its own L2_DOWN of that column failed too */
+		if (e.code == PROTO_E_UNKNOWN_PROMPT && drv_l2_expected_unknown(d, sh, e.prompt_id)) {
+			d->st.l2_unknown_expected++; /* its own L2_DOWN of that column failed too */
 			continue;
 		}
-		drv.st.errors++;
+		d->st.errors++;
 		counted++;
-		drv.st.errors_by_code[e.code < PROTO_E_MAX ? e.code : 0]++;
-		if (drv.st.errors <= 5)
+		d->st.errors_by_code[e.code < PROTO_E_MAX ? e.code : 0]++;
+		if (d->st.errors <= 5)
 			fprintf(stderr, "kvss: driver: shard %u: ERROR %s (seq %" PRIu64
 					", prompt %" PRIx64 ", token %u, cache %u)\n",
 				sh->ref->id, proto_err_name(e.code) ? proto_err_name(e.code) : "?",
 				e.seq, e.prompt_id, e.token_idx, e.cache_id);
-		prefixcache_error(drv.pc, sh->model, sh->idx, e.cache_id, e.prompt_id, e.token_idx,
+		prefixcache_error(d->pc, sh->model, sh->idx, e.cache_id, e.prompt_id, e.token_idx,
 				  e.code);
 	}
 	if (counted > 0)
-		drv_resync(sh, tsc, "refused a message");
+		drv_resync(d, sh, tsc, "refused a message");
 }
 
 static void
-on_refill_done(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+on_refill_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 {
 	uint16_t i;
 
 	for (i = 0; i < msg->hdr.count; i++) {
-		struct proto_refill_done d;
+		struct proto_refill_done rd;
 
-		proto_get_refill_done(msg, i, &d);
-		drv.st.refill_done++;
-		if (!emu_refill_done(drv.emu, sh->k, d.refill_id, d.status, drv_now_ns(tsc)))
+		proto_get_refill_done(msg, i, &rd);
+		d->st.refill_done++;
+		if (!emu_refill_done(d->emu, sh->k, rd.refill_id, rd.status, drv_now_ns(d, tsc)))
 			continue;
-		if (d.status != 0 && drv_resync(sh, tsc, "does not hold what a refill named"))
+		if (rd.status != 0 && drv_resync(d, sh, tsc, "does not hold what a refill named"))
 			break;
 	}
 }
 
 static void
-on_token_lost(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+on_token_lost(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 {
 	uint16_t i;
 
@@ -222,20 +222,20 @@ on_token_lost(struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 		struct proto_lost l;
 
 		proto_get_lost(msg, i, &l);
-		drv.st.lost_tokens += l.count;
-		drv.st.lost_records++;
+		d->st.lost_tokens += l.count;
+		d->st.lost_records++;
 		/* A range from its first token: the columns from the one that
 		 * holds it, and their descendants, go (on_loss "exact"). */
-		prefixcache_token_lost(drv.pc, sh->model, sh->idx, l.cache_id, l.prompt_id, l.token_idx);
+		prefixcache_token_lost(d->pc, sh->model, sh->idx, l.cache_id, l.prompt_id, l.token_idx);
 	}
 	if (msg->hdr.count > 0)
-		drv_resync(sh, tsc, "lost data (TOKEN_LOST)");
+		drv_resync(d, sh, tsc, "lost data (TOKEN_LOST)");
 }
 
 void
-drv_receive(struct rte_mbuf *mb, uint64_t tsc)
+drv_receive(struct drv *d, struct rte_mbuf *mb, uint64_t tsc)
 {
-	struct proto_msg *msg = &drv.msg;
+	struct proto_msg *msg = &d->msg;
 	enum proto_reason why = proto_parse_mbuf(mb, &kvss.cfg.udp, msg);
 	struct drv_shard *sh;
 
@@ -245,25 +245,25 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 		lst()->drops[why]++;
 		/* What is not kvss at all (ARP, IPv6 neighbour discovery, LLDP on a
 		 * shared segment) is counted by its reason only: not an error. */
-		drv.st.rx_drops += why != PROTO_R_NOT_KVSS;
+		d->st.rx_drops += why != PROTO_R_NOT_KVSS;
 		return;
 	}
-	sh = shard_of(msg->hdr.model_id, msg->hdr.shard_id);
+	sh = shard_of(d, msg->hdr.model_id, msg->hdr.shard_id);
 	if (sh == NULL) {
-		drv.st.stale++;
+		d->st.stale++;
 		return;
 	}
 	sh->last_rx = tsc;
 	if (msg->hdr.type == PROTO_T_STATUS) {
-		on_status(sh, msg, tsc);
+		on_status(d, sh, msg, tsc);
 		return;
 	}
 	if (!sh->up || (msg->hdr.type != PROTO_T_REFILL_DATA && msg->hdr.epoch != sh->epoch)) {
-		drv.st.stale++;
+		d->st.stale++;
 		return;
 	}
 	if (sh->silent)
-		heard_again(sh);
+		heard_again(d, sh);
 	/*
 	 * Version 2: ERROR, TOKEN_LOST and L2_DONE are reliable reports,
 	 * numbered per stream: taken once and in order (a copy, or one ahead
@@ -275,33 +275,33 @@ drv_receive(struct rte_mbuf *mb, uint64_t tsc)
 	     msg->hdr.type == PROTO_T_L2_DONE) && msg->hdr.seq != 0) {
 		sh->report_ack_due = true;
 		if (msg->hdr.seq != sh->report_next) {
-			drv.st.reports_dropped++;
+			d->st.reports_dropped++;
 			return;
 		}
 		sh->report_next++;
 	}
 	switch (msg->hdr.type) {
 	case PROTO_T_ACK:
-		drv.st.acks++;
+		d->st.acks++;
 		drv_link_ack(sh, msg->u.ack.cum_seq, msg->u.ack.recv_seq, tsc);
 		break;
 	case PROTO_T_ERROR:
-		on_error(sh, msg, tsc);
+		on_error(d, sh, msg, tsc);
 		break;
 	case PROTO_T_REFILL_DONE:
-		on_refill_done(sh, msg, tsc);
+		on_refill_done(d, sh, msg, tsc);
 		break;
 	case PROTO_T_TOKEN_LOST:
-		on_token_lost(sh, msg, tsc);
+		on_token_lost(d, sh, msg, tsc);
 		break;
 	case PROTO_T_REFILL_DATA:
-		on_refill_data(sh, mb, msg, tsc);
+		on_refill_data(d, sh, mb, msg, tsc);
 		break;
 	case PROTO_T_L2_INVENTORY:
-		drv_l2_inventory(sh, msg, tsc);
+		drv_l2_inventory(d, sh, msg, tsc);
 		break;
 	case PROTO_T_L2_DONE:
-		drv_l2_done(sh, msg);
+		drv_l2_done(d, sh, msg);
 		break;
 	default:
 		lst()->not_handled++;

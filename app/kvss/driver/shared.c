@@ -125,7 +125,7 @@ struct sh_whole {
 #define SH_WHOLE 8192
 #define SH_KNOWN_BITS 16
 
-static struct {
+struct drv_shl {
 	struct shared *s;
 	bool on, unavailable;
 	uint32_t gen_global, epoch;
@@ -163,7 +163,7 @@ static struct {
 	uint64_t wait_since;
 	uint64_t wait_ns[4096];
 	uint32_t nwait;
-} S;
+};
 
 /*
  * The shared level serves model @p m: configured, available, and reached by
@@ -171,39 +171,42 @@ static struct {
  * without it would refuse an SH_DOWN (ERROR NO_TIER) and an SH_UP whole.
  */
 bool
-drv_sh_on(uint16_t m)
+drv_sh_on(struct drv *d, uint16_t m)
 {
+	struct drv_shl *S = d->shl;
 	uint16_t i;
 
-	if (!S.on || S.unavailable || m >= PREFIXCACHE_MAX_MODELS || !S.model_on[m])
+	if (!S->on || S->unavailable || m >= PREFIXCACHE_MAX_MODELS || !S->model_on[m])
 		return false;
-	for (i = 0; i < drv.nshards[m]; i++)
-		if (!drv.sh[drv.first_shard[m] + i].has_shared)
+	for (i = 0; i < d->nshards[m]; i++)
+		if (!d->sh[d->first_shard[m] + i].has_shared)
 			return false;
 	return true;
 }
 
 const struct drv_sh_stats *
-drv_sh_stats(void)
+drv_sh_stats(struct drv *d)
 {
-	S.st.generation = S.gen_global;
-	S.st.unavailable = S.unavailable;
-	if (S.s != NULL) {
+	struct drv_shl *S = d->shl;
+	S->st.generation = S->gen_global;
+	S->st.unavailable = S->unavailable;
+	if (S->s != NULL) {
 		struct shared_stats ls;
 
-		shared_stats_get(S.s, &ls);
-		S.st.op_timeouts = ls.timeouts;
-		S.st.ops_busy = ls.busy;
+		shared_stats_get(S->s, &ls);
+		S->st.op_timeouts = ls.timeouts;
+		S->st.ops_busy = ls.busy;
 	}
-	return &S.st;
+	return &S->st;
 }
 
 /* A lookup's cost, for its percentiles: the first 4,096 kept. */
 static void
-note_lookup(uint64_t ns)
+note_lookup(struct drv *d, uint64_t ns)
 {
-	if (S.nlookup_ns < SH_N(S.lookup_ns))
-		S.lookup_ns[S.nlookup_ns++] = ns;
+	struct drv_shl *S = d->shl;
+	if (S->nlookup_ns < SH_N(S->lookup_ns))
+		S->lookup_ns[S->nlookup_ns++] = ns;
 }
 
 static int
@@ -227,45 +230,49 @@ pct(uint64_t *v, uint32_t n, uint64_t *p50, uint64_t *p99)
 }
 
 void
-drv_sh_wait_pct(uint64_t *p50, uint64_t *p99)
+drv_sh_wait_pct(struct drv *d, uint64_t *p50, uint64_t *p99)
 {
+	struct drv_shl *S = d->shl;
 	/* Every request that started counts: one that did not wait waited 0. */
 	uint64_t all[4096 * 2];
-	uint32_t n = S.nwait, zeros = (uint32_t)(S.st.started - S.st.waits);
+	uint32_t n = S->nwait, zeros = (uint32_t)(S->st.started - S->st.waits);
 
-	memcpy(all, S.wait_ns, sizeof(S.wait_ns[0]) * n);
+	memcpy(all, S->wait_ns, sizeof(S->wait_ns[0]) * n);
 	while (zeros-- > 0 && n < SH_N(all))
 		all[n++] = 0;
 	pct(all, n, p50, p99);
 }
 
 void
-drv_sh_lookup_pct(uint64_t *p50, uint64_t *p99)
+drv_sh_lookup_pct(struct drv *d, uint64_t *p50, uint64_t *p99)
 {
-	pct(S.lookup_ns, S.nlookup_ns, p50, p99);
+	struct drv_shl *S = d->shl;
+	pct(S->lookup_ns, S->nlookup_ns, p50, p99);
 }
 
 /* ---- The cluster's health ------------------------------------------------------ */
 
 static void
-went_well(void)
+went_well(struct drv *d)
 {
-	S.fail_since_ns = 0;
-	if (S.unavailable) {
-		S.unavailable = false;
-		S.st.available_again++;
+	struct drv_shl *S = d->shl;
+	S->fail_since_ns = 0;
+	if (S->unavailable) {
+		S->unavailable = false;
+		S->st.available_again++;
 		printf("kvss: driver: the shared level answers again\n");
 	}
 }
 
 static void
-went_wrong(uint64_t now)
+went_wrong(struct drv *d, uint64_t now)
 {
-	if (S.fail_since_ns == 0)
-		S.fail_since_ns = now ? now : 1;
-	else if (!S.unavailable && now - S.fail_since_ns >= (uint64_t)kvss.cfg.shared.op_timeout_ms * 1000000ull) {
-		S.unavailable = true;
-		S.st.unavailable_times++;
+	struct drv_shl *S = d->shl;
+	if (S->fail_since_ns == 0)
+		S->fail_since_ns = now ? now : 1;
+	else if (!S->unavailable && now - S->fail_since_ns >= (uint64_t)kvss.cfg.shared.op_timeout_ms * 1000000ull) {
+		S->unavailable = true;
+		S->st.unavailable_times++;
 		printf("kvss: driver: the shared level fails for %u ms: not used until it answers "
 		       "again\n", kvss.cfg.shared.op_timeout_ms);
 	}
@@ -275,73 +282,77 @@ went_wrong(uint64_t now)
 
 /* An organization's generation, found by its isolation id's hash (added if new). */
 static struct sh_org *
-org_of(uint64_t iso)
+org_of(struct drv *d, uint64_t iso)
 {
+	struct drv_shl *S = d->shl;
 	uint32_t i = (uint32_t)((iso * 0x9E3779B97F4A7C15ull) >> 53), k; /* 11 bits: SH_ORGS * 2 */
 
-	for (;; i = (i + 1) & (SH_N(S.org_at) - 1)) {
-		if (S.org_at[i] == 0)
+	for (;; i = (i + 1) & (SH_N(S->org_at) - 1)) {
+		if (S->org_at[i] == 0)
 			break;
-		if (S.org[S.org_at[i] - 1].iso == iso)
-			return &S.org[S.org_at[i] - 1];
+		if (S->org[S->org_at[i] - 1].iso == iso)
+			return &S->org[S->org_at[i] - 1];
 	}
-	if (S.norg == SH_ORGS) {
-		S.st.orgs_full++;
+	if (S->norg == SH_ORGS) {
+		S->st.orgs_full++;
 		return NULL;
 	}
-	S.org[S.norg] = (struct sh_org){.iso = iso};
-	for (k = 0; k < S.nfloor; k++)
-		if (S.floor[k].iso == iso)
-			S.org[S.norg].floor = S.floor[k].gen;
-	S.org_at[i] = (uint16_t)(S.norg + 1);
-	return &S.org[S.norg++];
+	S->org[S->norg] = (struct sh_org){.iso = iso};
+	for (k = 0; k < S->nfloor; k++)
+		if (S->floor[k].iso == iso)
+			S->org[S->norg].floor = S->floor[k].gen;
+	S->org_at[i] = (uint16_t)(S->norg + 1);
+	return &S->org[S->norg++];
 }
 
 static void
-gen_read(int32_t org)
+gen_read(struct drv *d, int32_t org)
 {
+	struct drv_shl *S = d->shl;
 	char ns[SHARED_NS_MAX] = "";
-	char *buf = org < 0 ? S.gen_buf : S.org[org].buf;
+	char *buf = org < 0 ? S->gen_buf : S->org[org].buf;
 
 	if (org >= 0)
-		shared_ns(ns, S.org[org].iso);
-	if (shared_get(S.s, ns, SHARED_GEN_OBJECT, buf, 31,
+		shared_ns(ns, S->org[org].iso);
+	if (shared_get(S->s, ns, SHARED_GEN_OBJECT, buf, 31,
 		       cookie(CK_GEN, org < 0 ? 0xffffff : (uint32_t)org, 0)) == 0) {
 		if (org < 0)
-			S.gen_reading = true;
+			S->gen_reading = true;
 		else
-			S.org[org].reading = true;
+			S->org[org].reading = true;
 	}
 }
 
 /* A generation changed: nothing staged under the old ones is served. */
 static void
-new_generation(const char *what, uint32_t from, uint32_t to)
+new_generation(struct drv *d, const char *what, uint32_t from, uint32_t to)
 {
+	struct drv_shl *S = d->shl;
 	uint32_t i;
 
 	printf("kvss: driver: the shared level's generation %s %u -> %u: older objects are not "
 	       "read any more\n", what, from, to);
 	fflush(stdout); /* an operator (and demo-shared.sh) times the reset by it */
-	S.st.generations_seen++;
-	S.epoch++;
-	prefixcache_shared_unstage(drv.pc);
-	for (i = 0; i < SH_N(S.pend); i++)
-		S.pend[i].used = false;
-	S.npend = 0;
-	memset(S.known, 0, sizeof(S.known)); /* what was known is of the old generation */
+	S->st.generations_seen++;
+	S->epoch++;
+	prefixcache_shared_unstage(d->pc);
+	for (i = 0; i < SH_N(S->pend); i++)
+		S->pend[i].used = false;
+	S->npend = 0;
+	memset(S->known, 0, sizeof(S->known)); /* what was known is of the old generation */
 }
 
 /* A generation read refused: counted every time, said once per value. */
 static void
-gen_refuse(const char *what, enum shared_gen_verdict v, uint32_t kept, int rc, uint32_t got,
+gen_refuse(struct drv *d, const char *what, enum shared_gen_verdict v, uint32_t kept, int rc, uint32_t got,
 	   uint64_t *said)
 {
+	struct drv_shl *S = d->shl;
 	uint64_t tag = ((uint64_t)v << 32 | got) + 1;
 
-	S.st.generation_refused++;
+	S->st.generation_refused++;
 	if (v == SHARED_GEN_BROKEN)
-		S.st.generation_bad++;
+		S->st.generation_bad++;
 	if (*said == tag)
 		return;
 	*said = tag;
@@ -361,17 +372,18 @@ gen_refuse(const char *what, enum shared_gen_verdict v, uint32_t kept, int rc, u
 }
 
 static void
-gen_done(uint32_t who, int status, uint32_t len, uint64_t now)
+gen_done(struct drv *d, uint32_t who, int status, uint32_t len, uint64_t now)
 {
+	struct drv_shl *S = d->shl;
 	bool global = who == 0xffffff;
-	struct sh_org *o = global || who >= S.norg ? NULL : &S.org[who];
+	struct sh_org *o = global || who >= S->norg ? NULL : &S->org[who];
 	enum shared_gen_verdict v;
 	uint32_t g = 0, highest;
 	int rc = status;
 	char what[48];
 
 	if (global)
-		S.gen_reading = false;
+		S->gen_reading = false;
 	else if (o != NULL)
 		o->reading = false;
 	else
@@ -379,34 +391,34 @@ gen_done(uint32_t who, int status, uint32_t len, uint64_t now)
 	if (rc == -EFBIG)
 		rc = -EBADMSG; /* longer than any generation's text: not one (as a start's read says) */
 	if (rc == 0)
-		rc = shared_gen_parse(global ? S.gen_buf : o->buf, len, &g);
-	highest = global ? S.gen_global : o->known ? o->gen : o->floor;
+		rc = shared_gen_parse(global ? S->gen_buf : o->buf, len, &g);
+	highest = global ? S->gen_global : o->known ? o->gen : o->floor;
 	v = shared_gen_judge(highest, rc, g);
 	if (v == SHARED_GEN_UNREAD) {
-		went_wrong(now);
+		went_wrong(d, now);
 		return;
 	}
-	went_well();
+	went_well(d);
 	if (global)
 		snprintf(what, sizeof(what), "of every organization");
 	else
 		snprintf(what, sizeof(what), "of organization %016" PRIx64, o->iso);
 	if (v == SHARED_GEN_LOWER || v == SHARED_GEN_ABSENT || v == SHARED_GEN_BROKEN) {
-		gen_refuse(what, v, highest, rc, g, global ? &S.gen_said : &o->said);
+		gen_refuse(d, what, v, highest, rc, g, global ? &S->gen_said : &o->said);
 		if (o != NULL && !o->known)
 			o->refused = true; /* unknown still: neither looks up nor writes */
 		return;
 	}
 	if (global) {
-		if (g != S.gen_global) {
-			new_generation(what, S.gen_global, g);
-			S.gen_changed_ns = now;
+		if (g != S->gen_global) {
+			new_generation(d, what, S->gen_global, g);
+			S->gen_changed_ns = now;
 		}
-		S.gen_global = g;
+		S->gen_global = g;
 	} else {
 		if (o->known && g != o->gen) {
-			new_generation(what, o->gen, g);
-			S.gen_changed_ns = now;
+			new_generation(d, what, o->gen, g);
+			S->gen_changed_ns = now;
 		}
 		o->gen = g;
 		o->known = true;
@@ -417,55 +429,59 @@ gen_done(uint32_t who, int status, uint32_t len, uint64_t now)
 /* ---- Names ------------------------------------------------------------------------- */
 
 static bool
-names_of(uint16_t m, uint64_t iso, uint64_t key, uint32_t *gg, uint32_t *go, uint64_t *id)
+names_of(struct drv *d, uint16_t m, uint64_t iso, uint64_t key, uint32_t *gg, uint32_t *go, uint64_t *id)
 {
-	struct sh_org *o = org_of(iso);
+	struct drv_shl *S = d->shl;
+	struct sh_org *o = org_of(d, iso);
 
 	if (o == NULL || !o->known) {
 		/* A refused one is read again every generation_ms (drv_sh_poll), not per request. */
-		if (o != NULL && !o->reading && !o->refused && S.s != NULL)
-			gen_read((int32_t)(o - S.org));
+		if (o != NULL && !o->reading && !o->refused && S->s != NULL)
+			gen_read(d, (int32_t)(o - S->org));
 		return false;
 	}
-	*gg = S.gen_global;
+	*gg = S->gen_global;
 	*go = o->gen;
-	*id = shared_object_id(iso, key, *gg, *go, S.layout[m]);
+	*id = shared_object_id(iso, key, *gg, *go, S->layout[m]);
 	return true;
 }
 
 /* A SharedColumn's object fields. */
 static void
-name_into(struct proto_l2col *o, uint16_t m, uint32_t gg, uint32_t go, uint64_t id)
+name_into(struct drv *d, struct proto_l2col *o, uint16_t m, uint32_t gg, uint32_t go, uint64_t id)
 {
+	struct drv_shl *S = d->shl;
 	o->object_id = id;
 	o->gen_global = gg;
 	o->gen_org = go;
-	o->layout = S.layout[m];
+	o->layout = S->layout[m];
 }
 
 /* The record a column has in the shared level (kind 2). */
 static void
-record_hdr(struct shared_hdr *h, uint16_t m, uint64_t iso, uint64_t key, uint64_t parent,
+record_hdr(struct drv *d, struct shared_hdr *h, uint16_t m, uint64_t iso, uint64_t key, uint64_t parent,
 	   uint64_t first_use, uint32_t start, uint32_t tokens, uint32_t gg, uint32_t go,
 	   uint64_t id)
 {
+	struct drv_shl *S = d->shl;
 	*h = (struct shared_hdr){.kind = SHARED_RECORD, .org = iso, .key = key, .parent = parent,
 				 .object_id = id, .first_use_ns = first_use, .gen_global = gg,
-				 .gen_org = go, .layout = S.layout[m], .model = m,
-				 .shard = drv.nshards[m],
+				 .gen_org = go, .layout = S->layout[m], .model = m,
+				 .shard = d->nshards[m],
 				 .cache = kvss.cfg.driver.pc.model[m].num_caches, .start = start,
 				 .tokens = tokens};
 }
 
 static void
-record_delete(uint64_t iso, uint64_t id)
+record_delete(struct drv *d, uint64_t iso, uint64_t id)
 {
+	struct drv_shl *S = d->shl;
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
 
 	shared_ns(ns, iso);
 	shared_record_name(name, id);
-	if (shared_del(S.s, ns, name, cookie(CK_DEL, 0, 0)) == 0)
-		S.st.records_deleted++;
+	if (shared_del(S->s, ns, name, cookie(CK_DEL, 0, 0)) == 0)
+		S->st.records_deleted++;
 }
 
 /* ---- Up: slices written, then the record ----------------------------------------------- */
@@ -477,11 +493,12 @@ pend_slot(uint16_t m, uint64_t iso, uint64_t key)
 }
 
 static void
-pend_free(struct sh_pend *p)
+pend_free(struct drv *d, struct sh_pend *p)
 {
+	struct drv_shl *S = d->shl;
 	p->used = false;
-	if (S.npend > 0)
-		S.npend--;
+	if (S->npend > 0)
+		S->npend--;
 }
 
 /* Columns this driver wrote or found (lossy: a newer key takes a slot). */
@@ -492,24 +509,27 @@ known_slot(uint64_t iso, uint64_t key)
 }
 
 static void
-known_add(uint64_t iso, uint64_t key)
+known_add(struct drv *d, uint64_t iso, uint64_t key)
 {
-	S.known[known_slot(iso, key)] = key ^ iso;
+	struct drv_shl *S = d->shl;
+	S->known[known_slot(iso, key)] = key ^ iso;
 }
 
 static bool
-known_has(uint64_t iso, uint64_t key)
+known_has(struct drv *d, uint64_t iso, uint64_t key)
 {
-	return S.known[known_slot(iso, key)] == (key ^ iso) && key != 0;
+	struct drv_shl *S = d->shl;
+	return S->known[known_slot(iso, key)] == (key ^ iso) && key != 0;
 }
 
 static struct sh_pend *
-pend_find(uint16_t m, uint64_t iso, uint64_t key, bool make)
+pend_find(struct drv *d, uint16_t m, uint64_t iso, uint64_t key, bool make)
 {
+	struct drv_shl *S = d->shl;
 	uint32_t i = pend_slot(m, iso, key), k;
 
-	for (k = 0; k < 8; k++, i = (i + 1) & (SH_N(S.pend) - 1)) {
-		struct sh_pend *p = &S.pend[i];
+	for (k = 0; k < 8; k++, i = (i + 1) & (SH_N(S->pend) - 1)) {
+		struct sh_pend *p = &S->pend[i];
 
 		if (p->used && p->model == m && p->iso == iso && p->key == key)
 			return p;
@@ -521,17 +541,18 @@ pend_find(uint16_t m, uint64_t iso, uint64_t key, bool make)
 
 /* A column goes down to the shared level (SH_DOWN): its record awaited, @p o's object fields set (false: not now). */
 static bool
-send_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
+send_down(struct drv *d, uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 {
+	struct drv_shl *S = d->shl;
 	struct sh_pend *p;
 	uint32_t gg, go;
 	uint64_t id;
 
-	if (!names_of(m, c->isolation_id, c->key, &gg, &go, &id)) {
-		S.st.down_no_generation++;
+	if (!names_of(d, m, c->isolation_id, c->key, &gg, &go, &id)) {
+		S->st.down_no_generation++;
 		return false;
 	}
-	p = pend_find(m, c->isolation_id, c->key, false);
+	p = pend_find(d, m, c->isolation_id, c->key, false);
 	if (p == NULL) {
 		/*
 		 * A lookup uses a run of columns from what a replica holds, so a
@@ -542,44 +563,44 @@ send_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 		 * sent (a cluster slower than the columns made sheds their
 		 * tails, never their roots).
 		 */
-		if (c->start != 0 && !known_has(c->isolation_id, c->parent)) {
-			S.st.down_no_parent++;
+		if (c->start != 0 && !known_has(d, c->isolation_id, c->parent)) {
+			S->st.down_no_parent++;
 			return false;
 		}
-		if (S.npend >= kvss.cfg.shared.max_up) {
-			S.st.down_busy++;
+		if (S->npend >= kvss.cfg.shared.max_up) {
+			S->st.down_busy++;
 			return false;
 		}
-		p = pend_find(m, c->isolation_id, c->key, true);
+		p = pend_find(d, m, c->isolation_id, c->key, true);
 		if (p == NULL) {
-			S.st.down_busy++; /* too many awaited: this one stays local */
+			S->st.down_busy++; /* too many awaited: this one stays local */
 			return false;
 		}
 		*p = (struct sh_pend){.iso = c->isolation_id, .key = c->key, .parent = c->parent,
 				      .first_use_ns = o->first_use_ns, .object_id = id,
 				      .start = c->start, .tokens = c->tokens, .gen_global = gg,
 				      .gen_org = go, .model = m, .got = 0,
-				      .need = (uint16_t)(drv.nshards[m] *
+				      .need = (uint16_t)(d->nshards[m] *
 							 kvss.cfg.driver.pc.model[m].num_caches),
 				      .used = true};
-		S.st.down_cols++;
-		S.npend++;
-		known_add(c->isolation_id, c->key);
+		S->st.down_cols++;
+		S->npend++;
+		known_add(d, c->isolation_id, c->key);
 	}
-	name_into(o, m, gg, go, id);
+	name_into(d, o, m, gg, go, id);
 	return true;
 }
 
 /* The second tier takes a column: the shared level too under "l2" (and "hit", once hit). */
 bool
-drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
+drv_sh_down(struct drv *d, uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 {
 	const uint8_t a = kvss.cfg.shared.admit;
 
-	if (!drv_sh_on(m) || !kvss.cfg.shared.write || a == KVSS_SHARED_ADMIT_ALL ||
+	if (!drv_sh_on(d, m) || !kvss.cfg.shared.write || a == KVSS_SHARED_ADMIT_ALL ||
 	    (a == KVSS_SHARED_ADMIT_HIT && c->hits == 0))
 		return false;
-	return send_down(m, c, o);
+	return send_down(d, m, c, o);
 }
 
 /*
@@ -592,96 +613,101 @@ drv_sh_down(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o
  * that frees it.
  */
 void
-drv_sh_whole(uint16_t m, const struct prefixcache_l2col *c)
+drv_sh_whole(struct drv *d, uint16_t m, const struct prefixcache_l2col *c)
 {
-	if (!drv_sh_on(m) || !kvss.cfg.shared.write || kvss.cfg.shared.admit != KVSS_SHARED_ADMIT_ALL)
+	struct drv_shl *S = d->shl;
+	if (!drv_sh_on(d, m) || !kvss.cfg.shared.write || kvss.cfg.shared.admit != KVSS_SHARED_ADMIT_ALL)
 		return;
-	if (S.nwhole == SH_WHOLE) {
-		S.st.down_busy++;
+	if (S->nwhole == SH_WHOLE) {
+		S->st.down_busy++;
 		return;
 	}
-	S.whole[(S.whole_head + S.nwhole) % SH_WHOLE] = (struct sh_whole){.c = *c, .model = m};
-	S.nwhole++;
+	S->whole[(S->whole_head + S->nwhole) % SH_WHOLE] = (struct sh_whole){.c = *c, .model = m};
+	S->nwhole++;
 }
 
 static void
-flush_whole(void)
+flush_whole(struct drv *d)
 {
-	while (S.nwhole > 0) {
-		struct sh_whole *u = &S.whole[S.whole_head];
+	struct drv_shl *S = d->shl;
+	while (S->nwhole > 0) {
+		struct sh_whole *u = &S->whole[S->whole_head];
 		uint16_t m = u->model, i;
 		struct proto_l2col o;
 		bool done = true;
 
-		for (i = 0; i < drv.nshards[m]; i++)
-			if (drv.sh[drv.first_shard[m] + i].batches_complete < u->c.evict_count)
+		for (i = 0; i < d->nshards[m]; i++)
+			if (d->sh[d->first_shard[m] + i].batches_complete < u->c.evict_count)
 				done = false;
 		if (!done)
 			return; /* in order: the ones after it are of later batches */
-		S.whole_head = (S.whole_head + 1) % SH_WHOLE;
-		S.nwhole--;
-		if (!prefixcache_column_held(drv.pc, m, u->c.isolation_id, u->c.key, u->c.prompt_id,
+		S->whole_head = (S->whole_head + 1) % SH_WHOLE;
+		S->nwhole--;
+		if (!prefixcache_column_held(d->pc, m, u->c.isolation_id, u->c.key, u->c.prompt_id,
 					     u->c.start, u->c.evict_count)) {
-			S.st.down_gone++; /* freed (or replaced) before its batch completed */
+			S->st.down_gone++; /* freed (or replaced) before its batch completed */
 			continue;
 		}
 		o = (struct proto_l2col){.key = u->c.key, .parent = u->c.parent,
 					 .isolation_id = u->c.isolation_id, .prompt_id = u->c.prompt_id,
 					 .evict_count = u->c.evict_count,
-					 .first_use_ns = drv.sink.wall_base_ns + u->c.first_use_ns,
+					 .first_use_ns = d->sink.wall_base_ns + u->c.first_use_ns,
 					 .start_token_idx = u->c.start, .num_tokens = u->c.tokens,
 					 .cache_id = u->c.cache_id};
-		if (send_down(m, &u->c, &o))
-			drv_sink_sh_down(&drv.sink, m, &o);
+		if (send_down(d, m, &u->c, &o))
+			drv_sink_sh_down(&d->sink, m, &o);
 	}
 }
 
 static void
-record_write(const struct sh_pend *p)
+record_write(struct drv *d, const struct sh_pend *p)
 {
+	struct drv_shl *S = d->shl;
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
 	struct shared_hdr h;
 	uint32_t i;
 
-	for (i = 0; i < SH_RECS && S.rec[i].used; i++)
+	for (i = 0; i < SH_RECS && S->rec[i].used; i++)
 		;
 	if (i == SH_RECS) {
-		S.st.records_busy++;
+		S->st.records_busy++;
 		return;
 	}
-	record_hdr(&h, p->model, p->iso, p->key, p->parent, p->first_use_ns, p->start, p->tokens,
+	record_hdr(d, &h, p->model, p->iso, p->key, p->parent, p->first_use_ns, p->start, p->tokens,
 		   p->gen_global, p->gen_org, p->object_id);
 	h.written_ns = drv_wall_ns();
-	shared_hdr_encode(S.rec[i].buf, &h, NULL);
+	shared_hdr_encode(S->rec[i].buf, &h, NULL);
 	shared_ns(ns, p->iso);
 	shared_record_name(name, p->object_id);
-	if (shared_put(S.s, ns, name, S.rec[i].buf, SHARED_HDR_LEN, cookie(CK_REC, i, 0)) == 0) {
-		S.rec[i].used = true;
-		S.nrec++;
+	if (shared_put(S->s, ns, name, S->rec[i].buf, SHARED_HDR_LEN, cookie(CK_REC, i, 0)) == 0) {
+		S->rec[i].used = true;
+		S->nrec++;
 	} else
-		S.st.records_failed++;
+		S->st.records_failed++;
 }
 
 /* ---- Lookups ----------------------------------------------------------------------------- */
 
 static struct sh_lookup *
-lk_of(uint32_t req, uint16_t m)
+lk_of(struct drv *d, uint32_t req, uint16_t m)
 {
-	return &S.lk[(req % kvss.cfg.shared.lookahead) * PREFIXCACHE_MAX_MODELS + m];
+	struct drv_shl *S = d->shl;
+	return &S->lk[(req % kvss.cfg.shared.lookahead) * PREFIXCACHE_MAX_MODELS + m];
 }
 
 /*
  * Look request @p req up in model @p m: its columns past what the driver
  * holds, their records read all at once. An organization whose generation
  * is not read yet (its first request) waits for it: state 3, asked again
- * by drv_sh_request_ready() until the deadline.
+ * by drv_sh_request_ready(d) until the deadline.
  */
 static void
-lookup_one(uint32_t req, uint16_t m, uint64_t now, bool again)
+lookup_one(struct drv *d, uint32_t req, uint16_t m, uint64_t now, bool again)
 {
-	const struct wl_req *q = &drv.wl.r[req];
+	struct drv_shl *S = d->shl;
+	const struct wl_req *q = &d->wl.r[req];
 	uint32_t max = kvss.cfg.shared.max_columns;
-	struct sh_lookup *l = lk_of(req, m);
+	struct sh_lookup *l = lk_of(d, req, m);
 	struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
 					 .num_tokens = q->n, .cache_length_allowed = q->allowed,
 					 .first_multimodal = q->first_mm};
@@ -692,7 +718,7 @@ lookup_one(uint32_t req, uint16_t m, uint64_t now, bool again)
 	if (l->outstanding > 0) {
 		/* Its slot's last lookup still has reads in flight into its
 		 * buffers: this request goes without one. */
-		S.st.lookups_skipped++;
+		S->st.lookups_skipped++;
 		return;
 	}
 	if (!again) {
@@ -701,14 +727,14 @@ lookup_one(uint32_t req, uint16_t m, uint64_t now, bool again)
 	}
 	l->state = 2; /* nothing to wait for, unless asked below */
 	l->n = 0;
-	if (!drv_sh_on(m))
+	if (!drv_sh_on(d, m))
 		return;
-	n = prefixcache_columns(drv.pc, m, &rq, l->keys, max * 2, &known);
+	n = prefixcache_columns(d->pc, m, &rq, l->keys, max * 2, &known);
 	if (known >= n)
 		return; /* held whole, or nothing to ask */
 	if (n - known > max)
 		n = known + max;
-	if (!names_of(m, q->iso, l->keys[known], &gg, &go, &id)) {
+	if (!names_of(d, m, q->iso, l->keys[known], &gg, &go, &id)) {
 		l->state = 3; /* its organization's generation is being read */
 		return;
 	}
@@ -716,7 +742,7 @@ lookup_one(uint32_t req, uint16_t m, uint64_t now, bool again)
 	l->iso = q->iso;
 	l->first = known;
 	l->outstanding = 0;
-	l->epoch = S.epoch;
+	l->epoch = S->epoch;
 	l->state = 1;
 	shared_ns(ns, q->iso);
 	for (j = known; j < n; j++) {
@@ -725,29 +751,29 @@ lookup_one(uint32_t req, uint16_t m, uint64_t now, bool again)
 
 		l->found[k] = 0;
 		/* The organization's generations were read above: the same for every column. */
-		id = shared_object_id(q->iso, l->keys[j], gg, go, S.layout[m]);
+		id = shared_object_id(q->iso, l->keys[j], gg, go, S->layout[m]);
 		shared_record_name(name, id);
-		if (shared_get(S.s, ns, name, l->buf + (size_t)k * SHARED_HDR_LEN, SHARED_HDR_LEN,
-			       cookie(CK_LOOKUP, (uint32_t)(l - S.lk), k)) != 0) {
-			S.st.lookups_busy++;
+		if (shared_get(S->s, ns, name, l->buf + (size_t)k * SHARED_HDR_LEN, SHARED_HDR_LEN,
+			       cookie(CK_LOOKUP, (uint32_t)(l - S->lk), k)) != 0) {
+			S->st.lookups_busy++;
 			break;
 		}
 		l->outstanding++;
 		l->n = k + 1;
 	}
-	S.st.lookups++;
-	S.st.lookup_cols += l->n;
+	S->st.lookups++;
+	S->st.lookup_cols += l->n;
 	if (l->outstanding == 0)
 		l->state = 2;
 }
 
 static void
-lookup_issue(uint32_t req, uint64_t now)
+lookup_issue(struct drv *d, uint32_t req, uint64_t now)
 {
 	uint16_t m;
 
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
-		lookup_one(req, m, now, false);
+		lookup_one(d, req, m, now, false);
 }
 
 /*
@@ -776,9 +802,10 @@ drv_expired_wall(uint64_t iso, uint64_t first_wall, uint64_t now)
 }
 
 static void
-lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
+lookup_done(struct drv *d, uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 {
-	struct sh_lookup *l = &S.lk[slot];
+	struct drv_shl *S = d->shl;
+	struct sh_lookup *l = &S->lk[slot];
 	struct shared_hdr h, want;
 	enum shared_bad why;
 	uint32_t gg, go, j;
@@ -787,27 +814,27 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 	/* A slot is not reused while it has reads in flight: this is its lookup's. */
 	if (l->outstanding > 0)
 		l->outstanding--;
-	if (l->state != 1 || l->epoch != S.epoch || k >= l->n) {
-		S.st.lookup_late_cols++; /* its request started without it, or a new generation */
+	if (l->state != 1 || l->epoch != S->epoch || k >= l->n) {
+		S->st.lookup_late_cols++; /* its request started without it, or a new generation */
 		return;
 	}
 	if (l->outstanding == 0) {
 		l->state = 2;
-		note_lookup(now - l->sent_ns);
+		note_lookup(d, now - l->sent_ns);
 	}
 	if (status == -ENOENT) {
-		went_well();
+		went_well(d);
 		return;
 	}
 	/* A record longer than its header is a bad record, not the cluster's failure. */
 	if (status != 0 && status != -EFBIG) {
-		S.st.lookup_errors++;
-		went_wrong(now);
+		S->st.lookup_errors++;
+		went_wrong(d, now);
 		return;
 	}
-	went_well();
+	went_well(d);
 	j = l->first + k;
-	if (!names_of(l->model, l->iso, l->keys[j], &gg, &go, &id))
+	if (!names_of(d, l->model, l->iso, l->keys[j], &gg, &go, &id))
 		return;
 	if (status == -EFBIG) {
 		why = SHARED_BAD_TOO_BIG;
@@ -815,7 +842,7 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 		why = shared_obj_decode(l->buf + (size_t)k * SHARED_HDR_LEN, len, &h);
 		if (why == SHARED_OK) {
 			/* Everything but first use, which is the record's to say. */
-			record_hdr(&want, l->model, l->iso, l->keys[j], j ? l->keys[j - 1] : l->iso,
+			record_hdr(d, &want, l->model, l->iso, l->keys[j], j ? l->keys[j - 1] : l->iso,
 				   h.first_use_ns, j * kvss.cfg.driver.pc.column,
 				   kvss.cfg.driver.pc.column, gg, go, id);
 			why = shared_hdr_match(&h, &want);
@@ -825,147 +852,149 @@ lookup_done(uint32_t slot, uint32_t k, int status, uint32_t len, uint64_t now)
 			why = shared_hdr_times(&h, drv_wall_ns());
 	}
 	if (why != SHARED_OK) {
-		S.st.records_bad++;
-		S.st.bad[why]++;
-		record_delete(l->iso, id); /* dropped from the shared level */
+		S->st.records_bad++;
+		S->st.bad[why]++;
+		record_delete(d, l->iso, id); /* dropped from the shared level */
 		return;
 	}
 	if (drv_expired_wall(l->iso, h.first_use_ns, drv_wall_ns())) {
 		/* Past the organization's TTL by first use: never served from the
 		 * shared level, by any replica (kvss-shared sweep deletes it). */
-		S.st.found_expired++;
+		S->st.found_expired++;
 		return;
 	}
 	l->found[k] = 1;
 	l->first_use[k] = h.first_use_ns;
-	known_add(l->iso, l->keys[j]); /* its children may go down too */
-	S.st.lookup_found_cols++;
+	known_add(d, l->iso, l->keys[j]); /* its children may go down too */
+	S->st.lookup_found_cols++;
 }
 
 bool
-drv_sh_request_ready(uint32_t req, uint64_t now)
+drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 {
+	struct drv_shl *S = d->shl;
 	uint32_t ahead = kvss.cfg.shared.lookahead, j;
 	uint16_t m;
 
-	if (!S.on)
+	if (!S->on)
 		return true;
-	if (S.next_issue < req)
-		S.next_issue = req;
+	if (S->next_issue < req)
+		S->next_issue = req;
 	/* The next ones, ahead of their start: lookups take their time. */
-	while (S.next_issue < drv.nreq && S.next_issue < req + ahead) {
-		lookup_issue(S.next_issue, now);
-		S.next_issue++;
+	while (S->next_issue < d->nreq && S->next_issue < req + ahead) {
+		lookup_issue(d, S->next_issue, now);
+		S->next_issue++;
 	}
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
-		struct sh_lookup *l = lk_of(req, m);
+		struct sh_lookup *l = lk_of(d, req, m);
 		bool late;
 
 		if (l->req != req)
 			continue;
 		late = now - l->sent_ns >= (uint64_t)kvss.cfg.shared.deadline_ms * 1000000ull;
 		if (l->state == 3 && !late)
-			lookup_one(req, m, now, true); /* its generation may be known now */
+			lookup_one(d, req, m, now, true); /* its generation may be known now */
 		if (l->state == 3 && late) {
-			S.st.lookups_no_generation++;
+			S->st.lookups_no_generation++;
 			l->state = 2;
 		}
 		if (l->state != 1 && l->state != 3)
 			continue;
 		if (!late) {
-			if (S.wait_req != req + 1) {
-				S.wait_req = req + 1; /* this request's wait starts */
-				S.wait_since = now;
+			if (S->wait_req != req + 1) {
+				S->wait_req = req + 1; /* this request's wait starts */
+				S->wait_since = now;
 			}
 			return false; /* back soon: the request waits for it */
 		}
-		S.st.lookups_late++;
-		note_lookup(now - l->sent_ns);
+		S->st.lookups_late++;
+		note_lookup(d, now - l->sent_ns);
 		l->state = 2; /* a miss past what came back */
 	}
 	/* Stage what was found, in token order from the first asked: parents first. */
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
-		struct sh_lookup *l = lk_of(req, m);
+		struct sh_lookup *l = lk_of(d, req, m);
 		uint32_t C = kvss.cfg.driver.pc.column;
 
-		if (l->req != req || l->n == 0 || l->epoch != S.epoch)
+		if (l->req != req || l->n == 0 || l->epoch != S->epoch)
 			continue;
 		for (j = 0; j < l->n && l->found[j]; j++) {
 			uint32_t i = l->first + j;
 			struct prefixcache_l2col c = {
 				.key = l->keys[i], .parent = i ? l->keys[i - 1] : l->iso,
 				.isolation_id = l->iso,
-				.first_use_ns = l->first_use[j] > drv.sink.wall_base_ns
-							? l->first_use[j] - drv.sink.wall_base_ns
+				.first_use_ns = l->first_use[j] > d->sink.wall_base_ns
+							? l->first_use[j] - d->sink.wall_base_ns
 							: 0,
 				.start = i * C, .tokens = C};
-			int rc = prefixcache_shared_stage(drv.pc, m, &c, now);
+			int rc = prefixcache_shared_stage(d->pc, m, &c, now);
 
 			if (rc == -ETIME)
-				S.st.found_expired++;
+				S->st.found_expired++;
 			if (rc != 0 && rc != -EEXIST)
 				break;
 			if (rc == 0)
-				S.st.staged_cols++;
+				S->st.staged_cols++;
 		}
 		l->n = 0;
 	}
-	if (S.wait_req == req + 1) {
+	if (S->wait_req == req + 1) {
 		/* What the lookups cost this request: its start held back. */
-		uint64_t w = now - S.wait_since;
+		uint64_t w = now - S->wait_since;
 
-		S.st.waits++;
-		S.st.wait_us += w / 1000;
-		if (S.nwait < SH_N(S.wait_ns))
-			S.wait_ns[S.nwait++] = w;
-		S.wait_req = 0;
+		S->st.waits++;
+		S->st.wait_us += w / 1000;
+		if (S->nwait < SH_N(S->wait_ns))
+			S->wait_ns[S->nwait++] = w;
+		S->wait_req = 0;
 	}
-	S.st.started++;
+	S->st.started++;
 	return true;
 }
 
 bool
-drv_sh_name(uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
+drv_sh_name(struct drv *d, uint16_t m, const struct prefixcache_l2col *c, struct proto_l2col *o)
 {
 	uint32_t gg, go;
 	uint64_t id;
 
-	if (!names_of(m, c->isolation_id, c->key, &gg, &go, &id))
+	if (!names_of(d, m, c->isolation_id, c->key, &gg, &go, &id))
 		return false;
-	name_into(o, m, gg, go, id);
+	name_into(d, o, m, gg, go, id);
 	return true;
 }
 
 /* ---- The shards' answers ------------------------------------------------------------- */
 
 void
-drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
+drv_sh_done(struct drv *d, struct drv_shard *sh, const struct proto_l2done *done)
 {
+	struct drv_shl *S = d->shl;
 	uint16_t m = sh->model;
 
-	if (d->status != 0 && (d->op == PROTO_L2OP_SH_DOWN ? S.st.down_failed : S.st.up_failed) < 5)
+	if (done->status != 0 && (done->op == PROTO_L2OP_SH_DOWN ? S->st.down_failed : S->st.up_failed) < 5)
 		fprintf(stderr, "kvss: driver: shard %u: shared level: %s of column %016" PRIx64
-				" (cache %u) failed: %s\n", sh->ref->id, d->op == PROTO_L2OP_SH_DOWN ? "SH_DOWN" : "SH_UP",
-			d->key, d->cache_id,
-			proto_err_name(d->status) ? proto_err_name(d->status) : "?");
+				" (cache %u) failed: %s\n", sh->ref->id, done->op == PROTO_L2OP_SH_DOWN ? "SH_DOWN" : "SH_UP",
+			done->key, done->cache_id,
+			proto_err_name(done->status) ? proto_err_name(done->status) : "?");
 
-	if (d->op == PROTO_L2OP_SH_DOWN) {
-		struct sh_pend *p = pend_find(m, d->isolation_id, d->key, false);
+	if (done->op == PROTO_L2OP_SH_DOWN) {
+		struct sh_pend *p = pend_find(d, m, done->isolation_id, done->key, false);
 
-		if (d->status != 0) {
-			S.st.down_failed++;
+		if (done->status != 0) {
+			S->st.down_failed++;
 			if (p != NULL)
-				pend_free(p); /* no record: its slices are swept */
+				pend_free(d, p); /* no record: its slices are swept */
 			return;
 		}
 		if (p == NULL) {
-			S.st.down_unmatched++; /* its column was given up (a generation, a failure) */
+			S->st.down_unmatched++; /* its column was given up (a generation, a failure) */
 			return;
 		}
-		S.st.down_slices++;
+		S->st.down_slices++;
 		if (++p->got == p->need) {
-			record_write(p);
-			pend_free(p);
+			record_write(d, p);
+			pend_free(d, p);
 		}
 		return;
 	}
@@ -978,17 +1007,17 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 	 * cluster that failed or was slow keeps the record: the next lookup
 	 * may find it well.
 	 */
-	S.st.up_failed++;
-	if (d->status == PROTO_E_SHARED_BAD || d->status == PROTO_E_UNKNOWN_PROMPT) {
-		uint64_t now = drv_now_ns(rte_rdtsc());
+	S->st.up_failed++;
+	if (done->status == PROTO_E_SHARED_BAD || done->status == PROTO_E_UNKNOWN_PROMPT) {
+		uint64_t now = drv_now_ns(d, rte_rdtsc());
 		uint64_t window = 3ull * kvss.cfg.shared.op_timeout_ms * 1000000ull;
 		uint32_t gg, go;
 		uint64_t id;
 
-		if (d->status == PROTO_E_SHARED_BAD)
-			S.st.slices_bad++;
+		if (done->status == PROTO_E_SHARED_BAD)
+			S->st.slices_bad++;
 		else
-			S.st.slices_missing++;
+			S->st.slices_missing++;
 		/*
 		 * The record is named under the generations of now; the SH_UP
 		 * was sent under those of then. Within a read's longest life
@@ -996,60 +1025,62 @@ drv_sh_done(struct drv_shard *sh, const struct proto_l2done *d)
 		 * change, they may differ: the record named now may be another
 		 * one, written well, and is left alone.
 		 */
-		if (S.gen_changed_ns != 0 && now - S.gen_changed_ns < window)
-			S.st.up_failed_kept++;
-		else if (names_of(m, d->isolation_id, d->key, &gg, &go, &id))
-			record_delete(d->isolation_id, id);
+		if (S->gen_changed_ns != 0 && now - S->gen_changed_ns < window)
+			S->st.up_failed_kept++;
+		else if (names_of(d, m, done->isolation_id, done->key, &gg, &go, &id))
+			record_delete(d, done->isolation_id, id);
 	}
 }
 
 void
-drv_sh_model_restart(uint16_t m)
+drv_sh_model_restart(struct drv *d, uint16_t m)
 {
+	struct drv_shl *S = d->shl;
 	uint32_t i, n;
 
-	if (!S.on)
+	if (!S->on)
 		return;
 	/* Its shards start a new epoch: what they were writing is not answered. */
-	for (i = 0; i < SH_N(S.pend); i++)
-		if (S.pend[i].used && S.pend[i].model == m) {
-			pend_free(&S.pend[i]);
-			S.st.down_restart++;
+	for (i = 0; i < SH_N(S->pend); i++)
+		if (S->pend[i].used && S->pend[i].model == m) {
+			pend_free(d, &S->pend[i]);
+			S->st.down_restart++;
 		}
 	/* Queued whole columns of the old stream: their prompts are gone. */
-	for (i = 0, n = S.nwhole; i < n; i++) {
-		struct sh_whole u = S.whole[S.whole_head];
+	for (i = 0, n = S->nwhole; i < n; i++) {
+		struct sh_whole u = S->whole[S->whole_head];
 
-		S.whole_head = (S.whole_head + 1) % SH_WHOLE;
-		S.nwhole--;
+		S->whole_head = (S->whole_head + 1) % SH_WHOLE;
+		S->nwhole--;
 		if (u.model == m) {
-			S.st.down_restart++;
+			S->st.down_restart++;
 			continue;
 		}
-		S.whole[(S.whole_head + S.nwhole) % SH_WHOLE] = u;
-		S.nwhole++;
+		S->whole[(S->whole_head + S->nwhole) % SH_WHOLE] = u;
+		S->nwhole++;
 	}
 }
 
 bool
-drv_sh_busy(uint64_t now)
+drv_sh_busy(struct drv *d, uint64_t now)
 {
+	struct drv_shl *S = d->shl;
 	bool busy;
 
-	if (!S.on)
+	if (!S->on)
 		return false;
-	busy = S.nwhole > 0 || S.npend > 0 || S.nrec > 0;
+	busy = S->nwhole > 0 || S->npend > 0 || S->nrec > 0;
 	if (!busy) {
-		S.busy_since = 0;
+		S->busy_since = 0;
 		return false;
 	}
-	if (S.busy_since == 0)
-		S.busy_since = now;
+	if (S->busy_since == 0)
+		S->busy_since = now;
 	/* An SH_DOWN takes up to three ops (a put, a read-back, a write over). */
-	if (now - S.busy_since < 3ull * kvss.cfg.shared.op_timeout_ms * 1000000ull)
+	if (now - S->busy_since < 3ull * kvss.cfg.shared.op_timeout_ms * 1000000ull)
 		return true;
-	if (!S.busy_given_up) {
-		S.busy_given_up = true;
+	if (!S->busy_given_up) {
+		S->busy_given_up = true;
 		printf("kvss: driver: the shared level still owes answers after %u ms: the run ends "
 		       "without them\n", 3 * kvss.cfg.shared.op_timeout_ms);
 	}
@@ -1059,43 +1090,44 @@ drv_sh_busy(uint64_t now)
 /* ---- The loop ----------------------------------------------------------------------------- */
 
 void
-drv_sh_poll(uint64_t now)
+drv_sh_poll(struct drv *d, uint64_t now)
 {
-	struct shared_done d[64];
+	struct drv_shl *S = d->shl;
+	struct shared_done dn[64];
 	unsigned int n, i;
 	uint32_t k;
 
-	if (!S.on)
+	if (!S->on)
 		return;
-	flush_whole();
-	n = shared_poll(S.s, d, 64, 0);
+	flush_whole(d);
+	n = shared_poll(S->s, dn, 64, 0);
 	for (i = 0; i < n; i++) {
-		enum ck_kind kind = (enum ck_kind)(d[i].cookie >> 56);
-		uint32_t a = (uint32_t)(d[i].cookie >> 32) & 0xffffff, b = (uint32_t)d[i].cookie;
+		enum ck_kind kind = (enum ck_kind)(dn[i].cookie >> 56);
+		uint32_t a = (uint32_t)(dn[i].cookie >> 32) & 0xffffff, b = (uint32_t)dn[i].cookie;
 
 		if (kind == CK_LOOKUP) {
-			lookup_done(a, b, d[i].status, d[i].len, now);
+			lookup_done(d, a, b, dn[i].status, dn[i].len, now);
 		} else if (kind == CK_GEN) {
-			gen_done(a, d[i].status, d[i].len, now);
+			gen_done(d, a, dn[i].status, dn[i].len, now);
 		} else if (kind == CK_REC) {
-			S.rec[a].used = false;
-			S.nrec--;
-			if (d[i].status == 0 || d[i].status == -EEXIST) {
-				S.st.records_written++;
-				went_well();
+			S->rec[a].used = false;
+			S->nrec--;
+			if (dn[i].status == 0 || dn[i].status == -EEXIST) {
+				S->st.records_written++;
+				went_well(d);
 			} else {
-				S.st.records_failed++;
-				went_wrong(now);
+				S->st.records_failed++;
+				went_wrong(d, now);
 			}
 		}
 	}
-	if (now >= S.next_gen_ns) {
-		S.next_gen_ns = now + (uint64_t)kvss.cfg.shared.generation_ms * 1000000ull;
-		if (!S.gen_reading)
-			gen_read(-1);
-		for (k = 0; k < S.norg; k++)
-			if (!S.org[k].reading)
-				gen_read((int32_t)k);
+	if (now >= S->next_gen_ns) {
+		S->next_gen_ns = now + (uint64_t)kvss.cfg.shared.generation_ms * 1000000ull;
+		if (!S->gen_reading)
+			gen_read(d, -1);
+		for (k = 0; k < S->norg; k++)
+			if (!S->org[k].reading)
+				gen_read(d, (int32_t)k);
 	}
 }
 
@@ -1110,7 +1142,7 @@ drv_sh_poll(uint64_t now)
  * A record is written only under generations its writer read, so one
  * written under a generation above what the object says now proves the
  * generation went backwards. *@p global: the highest global generation
- * they name; each organization's highest in S.floor. A sample: a pool
+ * they name; each organization's highest in S->floor. A sample: a pool
  * whose newer records are few may hide them (a running driver still never
  * goes down; kvss-shared sweep reads every record and keeps newer ones).
  */
@@ -1146,8 +1178,9 @@ evidence_add(void *arg, const char *ns, const char *name)
 }
 
 static void
-evidence_scan(uint32_t *global)
+evidence_scan(struct drv *d, uint32_t *global)
 {
+	struct drv_shl *S = d->shl;
 	struct evidence *e = calloc(1, sizeof(*e));
 	uint8_t (*buf)[SHARED_HDR_LEN] = e != NULL ? malloc(SH_EVIDENCE_RECORDS * SHARED_HDR_LEN)
 						   : NULL;
@@ -1155,33 +1188,33 @@ evidence_scan(uint32_t *global)
 	uint64_t now = shared_wall_ns();
 
 	*global = 0;
-	if (e == NULL || buf == NULL || shared_list(S.s, NULL, evidence_add, e) < 0)
+	if (e == NULL || buf == NULL || shared_list(S->s, NULL, evidence_add, e) < 0)
 		goto out;
 	for (i = 0; i < e->n; i++)
-		sent += shared_get(S.s, e->r[i].ns, e->r[i].name, buf[i], SHARED_HDR_LEN, i) == 0;
+		sent += shared_get(S->s, e->r[i].ns, e->r[i].name, buf[i], SHARED_HDR_LEN, i) == 0;
 	while (back < sent) {
-		struct shared_done d[64];
-		unsigned int n = shared_poll(S.s, d, 64, 1000), k;
+		struct shared_done dn[64];
+		unsigned int n = shared_poll(S->s, dn, 64, 1000), k;
 
-		if (n == 0 && shared_inflight(S.s) == 0)
+		if (n == 0 && shared_inflight(S->s) == 0)
 			break;
 		for (k = 0; k < n; k++) {
 			struct shared_hdr h;
-			uint32_t j = (uint32_t)d[k].cookie, f;
+			uint32_t j = (uint32_t)dn[k].cookie, f;
 
 			back++;
-			if (d[k].status != 0 || j >= e->n ||
-			    shared_record_check(buf[j], d[k].len, e->r[j].org, e->r[j].id, now, &h) !=
+			if (dn[k].status != 0 || j >= e->n ||
+			    shared_record_check(buf[j], dn[k].len, e->r[j].org, e->r[j].id, now, &h) !=
 				    SHARED_OK)
 				continue;
 			if (h.gen_global > *global)
 				*global = h.gen_global;
-			for (f = 0; f < S.nfloor && S.floor[f].iso != h.org; f++)
+			for (f = 0; f < S->nfloor && S->floor[f].iso != h.org; f++)
 				;
-			if (f == S.nfloor && S.nfloor < SH_FLOORS)
-				S.floor[S.nfloor++] = (struct sh_floor){.iso = h.org};
-			if (f < S.nfloor && h.gen_org > S.floor[f].gen)
-				S.floor[f].gen = h.gen_org;
+			if (f == S->nfloor && S->nfloor < SH_FLOORS)
+				S->floor[S->nfloor++] = (struct sh_floor){.iso = h.org};
+			if (f < S->nfloor && h.gen_org > S->floor[f].gen)
+				S->floor[f].gen = h.gen_org;
 		}
 	}
 out:
@@ -1190,9 +1223,10 @@ out:
 }
 
 /* The shared level is not used by this run: said, counted, the handle closed. */
-static void __attribute__((format(printf, 1, 2)))
-off_at_start(const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3)))
+off_at_start(struct drv *d, const char *fmt, ...)
 {
+	struct drv_shl *S = d->shl;
 	char why[400];
 	va_list ap;
 
@@ -1203,14 +1237,15 @@ off_at_start(const char *fmt, ...)
 	       "it ('kvss-shared gen --repair' sets the generation above every record's; then "
 	       "restart it)\n", why);
 	fflush(stdout);
-	S.st.off_at_start = 1;
-	shared_close(S.s);
-	S.s = NULL;
+	S->st.off_at_start = 1;
+	shared_close(S->s);
+	S->s = NULL;
 }
 
 int
-drv_sh_open(char *err, size_t errlen)
+drv_sh_open(struct drv *d, char *err, size_t errlen)
 {
+	struct drv_shl *S = calloc(1, sizeof(*S));
 	const struct kvss_shared_cfg *c = &kvss.cfg.shared;
 	struct shared_params p = {.conf = c->conf, .pool = c->pool, .client = c->client,
 				  .op_timeout_ms = c->op_timeout_ms, .max_inflight = SH_INFLIGHT};
@@ -1220,16 +1255,21 @@ drv_sh_open(char *err, size_t errlen)
 	char why[256];
 	int rc;
 
+	if (S == NULL) {
+		snprintf(err, errlen, "shared: no memory");
+		return -1;
+	}
+	d->shl = S; /* the level's state, off or on (every entry point reads it) */
 	if (c->conf[0] == '\0')
 		return 0;
-	S.s = shared_open(&p, why, sizeof(why));
-	if (S.s == NULL) {
+	S->s = shared_open(&p, why, sizeof(why));
+	if (S->s == NULL) {
 		snprintf(err, errlen, "shared.conf %s: %s", c->conf, why);
 		return -1;
 	}
-	rc = shared_gen_read_ver(S.s, "", &S.gen_global, &ver);
+	rc = shared_gen_read_ver(S->s, "", &S->gen_global, &ver);
 	if (rc == -EBADMSG || rc == -ERANGE) {
-		off_at_start("the global generation (object \"generation\" of pool %s) is %s",
+		off_at_start(d, "the global generation (object \"generation\" of pool %s) is %s",
 			     c->pool, rc == -EBADMSG ? "not a number" : "4294967295, not a generation");
 		return 0;
 	}
@@ -1238,11 +1278,11 @@ drv_sh_open(char *err, size_t errlen)
 			 c->conf, c->pool, strerror(-rc));
 		return -1;
 	}
-	evidence_scan(&seen);
-	if (seen > S.gen_global) {
-		off_at_start("the global generation of pool %s reads %u%s, below generation %u that "
+	evidence_scan(d, &seen);
+	if (seen > S->gen_global) {
+		off_at_start(d, "the global generation of pool %s reads %u%s, below generation %u that "
 			     "records in the pool were written under: it went backwards (its object "
-			     "removed or rewritten lower)", c->pool, S.gen_global,
+			     "removed or rewritten lower)", c->pool, S->gen_global,
 			     rc == -ENOENT ? " (absent)" : "", seen);
 		return 0;
 	}
@@ -1255,52 +1295,55 @@ drv_sh_open(char *err, size_t errlen)
 		 * library's second-tier index either way (a model whose caches
 		 * are not all "full", a sliding window say, has none: the
 		 * library's lookups then ask nothing). */
-		S.model_on[m] = true;
-		for (k = 0; k < drv.nshards[m]; k++)
+		S->model_on[m] = true;
+		for (k = 0; k < d->nshards[m]; k++)
 			for (cc = 0; cc < pm->num_caches && nb < 64; cc++)
-				bpt[nb++] = drv.sh[drv.first_shard[m] + k].ref->bytes_per_token[cc];
-		S.layout[m] = shared_layout(m, kvss.cfg.driver.models[m].name, drv.nshards[m],
+				bpt[nb++] = d->sh[d->first_shard[m] + k].ref->bytes_per_token[cc];
+		S->layout[m] = shared_layout(m, kvss.cfg.driver.models[m].name, d->nshards[m],
 					    kvss.cfg.driver.pc.column, nb, bpt);
 	}
-	S.nlk = c->lookahead * PREFIXCACHE_MAX_MODELS;
-	S.lk = calloc(S.nlk, sizeof(*S.lk));
-	if (S.lk == NULL)
+	S->nlk = c->lookahead * PREFIXCACHE_MAX_MODELS;
+	S->lk = calloc(S->nlk, sizeof(*S->lk));
+	if (S->lk == NULL)
 		goto nomem;
-	for (i = 0; i < S.nlk; i++) {
-		S.lk[i].keys = calloc(max * 2 + 1, sizeof(uint64_t));
-		S.lk[i].first_use = calloc(max, sizeof(uint64_t));
-		S.lk[i].found = calloc(max, 1);
-		S.lk[i].buf = malloc((size_t)max * SHARED_HDR_LEN);
-		S.lk[i].req = UINT32_MAX;
-		if (S.lk[i].keys == NULL || S.lk[i].first_use == NULL || S.lk[i].found == NULL ||
-		    S.lk[i].buf == NULL)
+	for (i = 0; i < S->nlk; i++) {
+		S->lk[i].keys = calloc(max * 2 + 1, sizeof(uint64_t));
+		S->lk[i].first_use = calloc(max, sizeof(uint64_t));
+		S->lk[i].found = calloc(max, 1);
+		S->lk[i].buf = malloc((size_t)max * SHARED_HDR_LEN);
+		S->lk[i].req = UINT32_MAX;
+		if (S->lk[i].keys == NULL || S->lk[i].first_use == NULL || S->lk[i].found == NULL ||
+		    S->lk[i].buf == NULL)
 			goto nomem;
 	}
-	S.on = true;
+	S->on = true;
 	printf("kvss: driver: the shared level: pool %s of %s as %s, generation %u, admit \"%s\"%s, "
-	       "lookups %u ahead, deadline %u ms\n", c->pool, c->conf, c->client, S.gen_global,
+	       "lookups %u ahead, deadline %u ms\n", c->pool, c->conf, c->client, S->gen_global,
 	       c->admit == KVSS_SHARED_ADMIT_HIT ? "hit" : c->admit == KVSS_SHARED_ADMIT_ALL ? "all" : "l2",
 	       c->write ? "" : " (read only: shared.write = false)", c->lookahead, c->deadline_ms);
 	return 0;
 nomem:
-	snprintf(err, errlen, "shared: no memory for %u lookups", S.nlk);
+	snprintf(err, errlen, "shared: no memory for %u lookups", S->nlk);
 	return -1;
 }
 
 void
-drv_sh_close(void)
+drv_sh_close(struct drv *d)
 {
+	struct drv_shl *S = d->shl;
 	uint32_t i;
 
-	for (i = 0; S.lk != NULL && i < S.nlk; i++) {
-		free(S.lk[i].keys);
-		free(S.lk[i].first_use);
-		free(S.lk[i].found);
-		free(S.lk[i].buf);
+	if (S == NULL)
+		return; /* never opened */
+	for (i = 0; S->lk != NULL && i < S->nlk; i++) {
+		free(S->lk[i].keys);
+		free(S->lk[i].first_use);
+		free(S->lk[i].found);
+		free(S->lk[i].buf);
 	}
-	free(S.lk);
-	S.lk = NULL;
-	shared_close(S.s); /* waits for what is in flight */
-	S.s = NULL;
-	S.on = false;
+	free(S->lk);
+	S->lk = NULL;
+	shared_close(S->s); /* waits for what is in flight */
+	free(S);
+	d->shl = NULL;
 }
