@@ -3,7 +3,7 @@
 """The telemetry keys of kvss, as a Markdown table, from the code itself.
 
 Keys come from the X-macros that declare the counters (KVSS_STATS,
-KVSS_DRV_STATS, DRV_SH_STATS, SHARD_SNAP_FIELDS, PROTO_REASONS, PROTO_ERRS) and from the
+KVSS_DRV_STATS, EMU_STATS, DRV_SH_STATS, SHARD_SNAP_FIELDS, PROTO_REASONS, PROTO_ERRS) and from the
 string literals each telemetry handler adds; descriptions from the comments
 beside the X-macro entries, and for the few literal keys from the table
 below. So docs/telemetry.md cannot drift from the code:
@@ -188,6 +188,8 @@ def keys_of(path, fn):
             out += [(k, c) for k, c in xmacro("app/kvss/kvss.h", "KVSS_STATS")]
         elif "KVSS_DRV_STATS(" in line:
             out += [(k, c) for k, c in xmacro("app/kvss/driver/driver.h", "KVSS_DRV_STATS")]
+        elif "EMU_STATS(" in line:
+            out += [(k, c) for k, c in xmacro("app/kvss/emulator/emulator.h", "EMU_STATS")]
         elif "DRV_SH_STATS(" in line:
             out += [(k, c) for k, c in xmacro("app/kvss/driver/driver_priv.h", "DRV_SH_STATS")]
         elif "SHARD_SNAP_FIELDS(" in line:

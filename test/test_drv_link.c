@@ -82,7 +82,7 @@ setup(void)
 	cr_assert_eq(workload_generate(1, &wl), 0);
 	ep = (struct emu_params){.pc = pc, .pcp = &pp, .wl = &wl, .nreq = 0, .num_models = 1,
 				 .max_inflight = 1, .step_tokens = 1, .nshards = 1, .shard = &es,
-				 .st = &st, .hooks = &hooks};
+				 .hooks = &hooks};
 	emu = emu_create(&ep);
 	cr_assert_not_null(emu);
 }

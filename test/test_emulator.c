@@ -156,7 +156,7 @@ rig_up(uint32_t requests, uint64_t capacity, bool learned)
 				 .num_models = 1, .max_inflight = 8, .step_tokens = 64,
 				 .spec_tokens = spk, .spec_reject = spr / 100.0, .spec_seed = 1,
 				 .refill_timeout_ns = 1000 * MS, .resume_estimate = false,
-				 .nshards = NSH, .shard = es, .st = &R.st, .hooks = &hooks};
+				 .nshards = NSH, .shard = es, .hooks = &hooks};
 	R.emu = emu_create(&ep);
 	cr_assert_not_null(R.emu);
 	for (k = 0; k < NSH; k++)
@@ -338,17 +338,17 @@ Test(emulator, every_request_runs_and_every_refilled_byte_checks_out)
 
 	rig_up(60, 1u << 20, false);
 	run(&now);
-	cr_assert_eq(R.st.requests, 60);
-	cr_assert_eq(R.st.completed, 60);
-	cr_assert_gt(R.st.hit_tokens, 0, "the built-in workload shares prefixes");
-	cr_assert_gt(R.st.refills, 0);
-	cr_assert_eq(R.st.verify_failures, 0, "%lu bad bytes, %lu bad frames",
-		     (unsigned long)R.st.verify_bad_bytes, (unsigned long)R.st.verify_bad_frames);
+	cr_assert_eq(emu_stats(R.emu)->requests, 60);
+	cr_assert_eq(emu_stats(R.emu)->completed, 60);
+	cr_assert_gt(emu_stats(R.emu)->hit_tokens, 0, "the built-in workload shares prefixes");
+	cr_assert_gt(emu_stats(R.emu)->refills, 0);
+	cr_assert_eq(emu_stats(R.emu)->verify_failures, 0, "%lu bad bytes, %lu bad frames",
+		     (unsigned long)emu_stats(R.emu)->verify_bad_bytes, (unsigned long)emu_stats(R.emu)->verify_bad_frames);
 	/* Both shards sent every refilled token's bytes: tokens x B, all shards. */
-	cr_assert_eq(R.st.refill_bytes, R.st.refilled_tokens * B * NSH);
+	cr_assert_eq(emu_stats(R.emu)->refill_bytes, emu_stats(R.emu)->refilled_tokens * B * NSH);
 	/* Every evicted token's bytes went to both shards (entries of prompt 0 too). */
-	cr_assert_geq(R.data_bytes, R.st.evicted_tokens * B * NSH);
-	cr_assert_eq(R.learn.fit.n, R.st.refills, "each refilled sequence was timed");
+	cr_assert_geq(R.data_bytes, emu_stats(R.emu)->evicted_tokens * B * NSH);
+	cr_assert_eq(R.learn.fit.n, emu_stats(R.emu)->refills, "each refilled sequence was timed");
 }
 
 Test(emulator, a_byte_flipped_in_the_store_fails_the_check)
@@ -358,9 +358,9 @@ Test(emulator, a_byte_flipped_in_the_store_fails_the_check)
 	rig_up(60, 1u << 20, false);
 	R.flip_from = 1;
 	run(&now);
-	cr_assert_gt(R.st.refills, 0);
-	cr_assert_eq(R.st.verify_failures, R.st.refills, "every refill brings a flipped byte");
-	cr_assert_geq(R.st.verify_bad_bytes, R.st.refills);
+	cr_assert_gt(emu_stats(R.emu)->refills, 0);
+	cr_assert_eq(emu_stats(R.emu)->verify_failures, emu_stats(R.emu)->refills, "every refill brings a flipped byte");
+	cr_assert_geq(emu_stats(R.emu)->verify_bad_bytes, emu_stats(R.emu)->refills);
 }
 
 Test(emulator, deletes_keep_the_shards_within_capacity)
@@ -371,7 +371,7 @@ Test(emulator, deletes_keep_the_shards_within_capacity)
 	rig_up(60, 4096, false);
 	run(&now);
 	cr_assert_gt(R.st.deletes, 0, "a small cache deletes");
-	cr_assert_eq(R.st.verify_failures, 0);
+	cr_assert_eq(emu_stats(R.emu)->verify_failures, 0);
 	kvstore_cache_stats(R.kv[0], 0, &cs);
 	cr_assert_leq(cs.stored_tokens, 4096);
 	cr_assert_eq(cs.stored_tokens, prefixcache_stored(R.pc, 0, 0),
@@ -385,14 +385,14 @@ Test(emulator, a_restart_fails_the_models_refills_and_drops_its_data)
 
 	rig_up(60, 1u << 20, false);
 	/* Run until a refill is open, then the model's shards lose everything. */
-	for (i = 0; i < 100000 && R.st.refills == 0; i++) {
+	for (i = 0; i < 100000 && emu_stats(R.emu)->refills == 0; i++) {
 		emu_step(R.emu, now);
 		now += MS;
 	}
-	cr_assert_gt(R.st.refills, 0);
+	cr_assert_gt(emu_stats(R.emu)->refills, 0);
 	prefixcache_shard_restart(R.pc, 0);
 	emu_model_restart(R.emu, 0, now);
-	cr_assert_gt(R.st.refill_failures, 0, "the open refills failed");
+	cr_assert_gt(emu_stats(R.emu)->refill_failures, 0, "the open refills failed");
 	cr_assert_eq(emu_jobs_pending(R.emu, 1), 0, "no data of the old stream waits");
 	cr_assert_eq(emu_data_next(R.emu, 0, UINT64_MAX, 7, 0, (uint8_t[PROTO_PAYLOAD_MAX]){0}, 1400), 0);
 }
@@ -405,10 +405,10 @@ Test(emulator, a_model_that_is_not_up_runs_as_misses)
 	R.up_mask = 1; /* shard 1 is away */
 	while (!emu_done(R.emu))
 		emu_step(R.emu, now += MS);
-	cr_assert_eq(R.st.completed, 10);
-	cr_assert_eq(R.st.away_requests, 10);
-	cr_assert_eq(R.st.hit_tokens, 0);
-	cr_assert_eq(R.st.evicted_tokens, 0, "nothing is stored while a shard is away");
+	cr_assert_eq(emu_stats(R.emu)->completed, 10);
+	cr_assert_eq(emu_stats(R.emu)->away_requests, 10);
+	cr_assert_eq(emu_stats(R.emu)->hit_tokens, 0);
+	cr_assert_eq(emu_stats(R.emu)->evicted_tokens, 0, "nothing is stored while a shard is away");
 }
 
 Test(emulator, learned_estimates_follow_the_refills)
@@ -528,11 +528,11 @@ Test(emulator, an_answer_is_evicted_but_its_last_token)
 		cr_assert_gt(q->out, 1);
 		want += end < q->allowed ? end : q->allowed;
 	}
-	want -= R.st.hit_tokens;
-	cr_assert_eq(R.st.evicted_tokens, want,
+	want -= emu_stats(R.emu)->hit_tokens;
+	cr_assert_eq(emu_stats(R.emu)->evicted_tokens, want,
 		     "evicted %lu: each request's prompt past its hit and its answer but the last "
-		     "token (%lu)", (unsigned long)R.st.evicted_tokens, (unsigned long)want);
-	cr_assert_gt(R.st.generated_hit_tokens, 0, "later turns hit into earlier answers");
+		     "token (%lu)", (unsigned long)emu_stats(R.emu)->evicted_tokens, (unsigned long)want);
+	cr_assert_gt(emu_stats(R.emu)->generated_hit_tokens, 0, "later turns hit into earlier answers");
 }
 
 /* Speculative decoding: rejected proposals evicted, overwritten in place; every byte right. */
@@ -544,13 +544,13 @@ Test(emulator, speculation_overwrites_rejected_tokens_and_refills_check_out)
 	R.spec_reject_pct = 30;
 	rig_up(60, 1u << 20, false);
 	run(&now);
-	cr_assert_eq(R.st.completed, 60);
-	cr_assert_gt(R.st.spec_rounds, 100);
-	cr_assert_gt(R.st.spec_overwrites, 100, "rejected proposals were evicted (%lu)",
-		     (unsigned long)R.st.spec_overwrites);
-	cr_assert_lt(R.st.spec_accepted, R.st.spec_proposed);
-	cr_assert_gt(R.st.generated_hit_tokens, 0, "later turns hit into verified answers");
-	cr_assert_eq(R.st.verify_failures, 0, "%lu bad bytes", (unsigned long)R.st.verify_bad_bytes);
+	cr_assert_eq(emu_stats(R.emu)->completed, 60);
+	cr_assert_gt(emu_stats(R.emu)->spec_rounds, 100);
+	cr_assert_gt(emu_stats(R.emu)->spec_overwrites, 100, "rejected proposals were evicted (%lu)",
+		     (unsigned long)emu_stats(R.emu)->spec_overwrites);
+	cr_assert_lt(emu_stats(R.emu)->spec_accepted, emu_stats(R.emu)->spec_proposed);
+	cr_assert_gt(emu_stats(R.emu)->generated_hit_tokens, 0, "later turns hit into verified answers");
+	cr_assert_eq(emu_stats(R.emu)->verify_failures, 0, "%lu bad bytes", (unsigned long)emu_stats(R.emu)->verify_bad_bytes);
 }
 
 /* ... and a shard that ignored those overwrites would be caught by the byte check. */
@@ -564,7 +564,7 @@ Test(emulator, a_shard_that_ignores_overwrites_fails_the_check)
 	rig_up(60, 1u << 20, false);
 	run(&now);
 	cr_assert_gt(R.ignored, 0, "overwrites came, and were ignored");
-	cr_assert_gt(R.st.verify_failures, 0, "a refill brought a rejected proposal's bytes");
+	cr_assert_gt(emu_stats(R.emu)->verify_failures, 0, "a refill brought a rejected proposal's bytes");
 }
 
 /* Without speculation there is nothing to overwrite: the same broken shard passes. */
@@ -575,9 +575,9 @@ Test(emulator, without_speculation_nothing_is_overwritten)
 	R.ignore_overwrites = true;
 	rig_up(60, 1u << 20, false);
 	run(&now);
-	cr_assert_eq(R.st.spec_rounds, 0);
+	cr_assert_eq(emu_stats(R.emu)->spec_rounds, 0);
 	cr_assert_eq(R.ignored, 0);
-	cr_assert_eq(R.st.verify_failures, 0);
+	cr_assert_eq(emu_stats(R.emu)->verify_failures, 0);
 }
 
 /*
@@ -600,24 +600,24 @@ Test(emulator, the_expiry_check_counts_a_token_last_evicted_longer_ago_than_the_
 	e->now_ns = 6000;
 	a[0] = 0xabc, a[1] = 0x123;
 	emu_ev_check(e, a, 2);
-	cr_assert_eq(R.st.expired_served, 0, "at the TTL, or never noted: not expired");
+	cr_assert_eq(emu_stats(R.emu)->expired_served, 0, "at the TTL, or never noted: not expired");
 	e->now_ns = 6001;
 	a[0] = 0x123, a[1] = 0xdef;
 	emu_ev_check(e, a, 2);
-	cr_assert_eq(R.st.expired_served, 1, "0xdef was last evicted 1,001 ns ago, the TTL 1,000");
+	cr_assert_eq(emu_stats(R.emu)->expired_served, 1, "0xdef was last evicted 1,001 ns ago, the TTL 1,000");
 	e->now_ns = 7000;
 	emu_ev_note(e, 0xabc);
 	e->now_ns = 7500;
 	emu_ev_check(e, a, 1);
 	emu_ev_check(e, (const uint64_t[]){0xabc}, 1);
-	cr_assert_eq(R.st.expired_served, 1, "0xabc evicted again 500 ns ago is not expired");
+	cr_assert_eq(emu_stats(R.emu)->expired_served, 1, "0xabc evicted again 500 ns ago is not expired");
 	/* Past half full: new hashes are not noted, the old ones stay checked. */
 	for (h = 1; h <= (1u << 22); h++)
 		emu_ev_note(e, h * 0x9E3779B97F4A7C15ull);
 	cr_assert_eq(e->ev_n, 1u << 21, "%u hashes noted", e->ev_n);
 	e->now_ns = 100000;
 	emu_ev_check(e, (const uint64_t[]){0xabc}, 1);
-	cr_assert_eq(R.st.expired_served, 2, "0xabc is still checked once the table is full");
+	cr_assert_eq(emu_stats(R.emu)->expired_served, 2, "0xabc is still checked once the table is full");
 	emu_ev_check(e, (const uint64_t[]){(uint64_t)(1u << 22) * 0x9E3779B97F4A7C15ull}, 1);
-	cr_assert_eq(R.st.expired_served, 2, "a hash not noted (the table full) is not counted");
+	cr_assert_eq(emu_stats(R.emu)->expired_served, 2, "a hash not noted (the table full) is not counted");
 }

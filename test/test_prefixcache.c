@@ -295,6 +295,52 @@ Test(design, a_full_and_a_sliding_cache_in_one_model_hit_past_the_window)
 	replay_free(r);
 }
 
+/*
+ * The requester learns what it awaits from the lookup's return, not from
+ * the sink: one REFILL per cache, each as the sink was given it, its chunks
+ * its own group's (a full and a sliding cache glue different tokens).
+ */
+Test(design, a_lookup_returns_every_refill_the_sink_was_given)
+{
+	struct replay_params p = params_full(10, 100000, 16);
+	struct prefixcache_hit hit;
+	struct prefixcache_request q;
+	struct replay_seq *s;
+	struct replay *r;
+	uint32_t t[161], i, k;
+
+	p.pc.model[0].num_caches = 2;
+	p.pc.model[0].cache[1] = (struct prefixcache_cache){1, PREFIXCACHE_SWA, 100, 3, 100000};
+	r = replay_create(&p);
+	for (i = 0; i < 161; i++)
+		t[i] = 2000 + i;
+	q = req_of(7, t, 141, 141);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 0);
+	nrefills = 0;
+	q = req_of(7, t, 161, 161);
+	s = replay_begin(r, 0, &q, 2 * SEC, &hit);
+	cr_assert_not_null(s);
+	cr_assert_eq(hit.hit_tokens, 137);
+	cr_assert_eq(nrefills, 2, "one REFILL per cache");
+	cr_assert_eq(hit.num_refills, nrefills);
+	cr_assert_not_null(hit.refills);
+	for (k = 0; k < nrefills; k++) {
+		const struct prefixcache_refill *x = &hit.refills[k];
+
+		cr_assert_eq(memcmp(&x->rq, &refills[k], sizeof(x->rq)), 0, "REFILL %u as sent", k);
+		cr_assert_eq(memcmp(x->chunks, chunks[k], sizeof(*x->chunks) * x->rq.num_chunks), 0,
+			     "the chunks of REFILL %u as sent", k);
+		cr_assert_eq(x->rq.refill_id - hit.refill_id, x->rq.cache_id, "ids follow the caches");
+	}
+	cr_assert_neq(memcmp(hit.refills[0].chunks, hit.refills[1].chunks,
+			     sizeof(struct proto_refill_chunk)),
+		      0, "each group's own chunks, not the last group's for all");
+	replay_send(r, s, q.num_tokens - hit.hit_tokens, NULL, 2 * SEC);
+	replay_end(r, s, 2 * SEC);
+	assert_clean(r);
+	replay_free(r);
+}
+
 Test(design, a_window_not_a_multiple_of_the_column_stops_caching_there)
 {
 	struct replay_params p = params_full(10, 100000, 16);

@@ -270,9 +270,11 @@ send_refill(struct prefixcache *pc, struct prefixcache_seq *s, uint16_t mi, cons
 	    uint32_t L, uint64_t ec, uint64_t now, struct prefixcache_hit *hit)
 {
 	struct pc_model *m = &pc->m[mi];
+	uint32_t at[PREFIXCACHE_MAX_CACHES]; /* each REFILL's first chunk in pc->chunks */
+	uint32_t k, used = 0;		    /* chunks of the groups so far */
 	struct pc_refill *r;
 	unsigned int gi;
-	uint32_t k;
+	uint16_t n = 0;
 
 	/* More than one group: the hit is what all can refill, touched now. */
 	for (gi = 0; gi < m->ngroups && m->ngroups > 1; gi++)
@@ -299,9 +301,9 @@ send_refill(struct prefixcache *pc, struct prefixcache_seq *s, uint16_t mi, cons
 		struct proto_refill_chunk *ch;
 		uint16_t nch, c;
 
-		if (pc_grow((void **)&pc->chunks, &pc->chunkcap, sizeof(*ch), 2 * np[gi] + 4) != 0)
+		if (pc_grow((void **)&pc->chunks, &pc->chunkcap, sizeof(*ch), used + 2 * np[gi] + 4) != 0)
 			return -ENOMEM;
-		ch = pc->chunks;
+		ch = pc->chunks + used;
 		/*
 		 * Pinning the deepest entry protects the whole path: its
 		 * ancestors are not leaves while it lives, and expiry skips
@@ -322,8 +324,18 @@ send_refill(struct prefixcache *pc, struct prefixcache_seq *s, uint16_t mi, cons
 
 			if (pc->sink.refill != NULL)
 				pc->sink.refill(pc->sink.arg, mi, &rq, ch);
+			if (n < PREFIXCACHE_MAX_CACHES) {
+				pc->refills[n].rq = rq;
+				at[n++] = used;
+			}
 		}
+		used += nch;
 	}
+	/* The chunks may have moved as they grew: pointed at once all are in. */
+	for (k = 0; k < n; k++)
+		pc->refills[k].chunks = pc->chunks + at[k];
+	hit->refills = pc->refills;
+	hit->num_refills = n;
 	hit->refill_id = r->id;
 	hit->evict_count = ec;
 	hit->estimate_bytes = (uint64_t)L * m->p.refill_bytes_per_token;

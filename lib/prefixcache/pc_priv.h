@@ -198,8 +198,10 @@ struct prefixcache {
 	/* Lookup paths, per group. */
 	uint32_t *path[MAX_GROUPS];
 	uint32_t pathcap[MAX_GROUPS];
+	/* The last lookup's REFILLs (prefixcache_hit.refills) and their chunks, every group's. */
 	struct proto_refill_chunk *chunks;
 	uint32_t chunkcap;
+	struct prefixcache_refill refills[PREFIXCACHE_MAX_CACHES];
 	/* The deletion policy (pc_policy.c); the state below is its own. */
 	const struct pc_policy_ops *pol;
 	/* SLRU, admit: a count-min sketch of column sightings, 4 rows (pc_policy_slru.c). */

@@ -289,6 +289,12 @@ struct prefixcache_request {
 	uint32_t sequence_id; /**< on-wafer id, written into EVICT entries and REFILLs */
 };
 
+/** One REFILL a lookup asked for (one per cache of its model), as the sink was given it. */
+struct prefixcache_refill {
+	struct proto_refill_req rq;
+	const struct proto_refill_chunk *chunks; /**< rq.num_chunks of them */
+};
+
 /** What a lookup found. */
 struct prefixcache_hit {
 	uint32_t hit_tokens;	/**< tokens refilled instead of recomputed */
@@ -300,6 +306,14 @@ struct prefixcache_hit {
 	uint64_t estimate_ns;	/**< refill time by the model */
 	uint64_t estimate_bytes; /**< the bytes it charges: hit x bytes/token of the busiest shard */
 	uint64_t prompt_id;	/**< the id this sequence's evictions use */
+	/**
+	 * The REFILLs of the hit (none without one), each as the sink's
+	 * refill() was given it: the requester's own copy of what it awaits,
+	 * so that it needs no side channel through the sink. Valid until the
+	 * next call into the library.
+	 */
+	const struct prefixcache_refill *refills;
+	uint16_t num_refills;
 };
 
 struct prefixcache;

@@ -129,9 +129,11 @@ shard_away(struct drv *d, struct drv_shard *sh, uint64_t tsc, const char *why)
 	if (kvss.cfg.driver.away_ms == 0 || !sh->up)
 		return; /* away_ms = 0: never away, the driver waits for it */
 	if (d->st.shards_away == 0) {
-		d->away_at[0] = d->st.requests;
-		d->away_at[1] = d->st.prompt_tokens;
-		d->away_at[2] = d->st.hit_tokens;
+		const struct emu_stats *es = emu_stats(d->emu);
+
+		d->away_at[0] = es->requests;
+		d->away_at[1] = es->prompt_tokens;
+		d->away_at[2] = es->hit_tokens;
 	}
 	d->st.shards_away++;
 	sh->away = true;
@@ -294,7 +296,7 @@ create_emulator(struct drv *d, const struct kvss_config *cfg)
 		.expiry_check_ns = expiry_check_ns(cfg),
 		.recompute_tokens_per_s = cfg->driver.recompute_tokens_per_s,
 		.resume_estimate = cfg->wafer.resume == KVSS_RESUME_ESTIMATE,
-		.open_loop = d->open_loop, .nshards = d->nsh, .shard = es, .st = &d->st,
+		.open_loop = d->open_loop, .nshards = d->nsh, .shard = es,
 		.hooks = &hooks, .arg = d};
 	uint16_t k, c;
 

@@ -10,107 +10,86 @@
 
 #include <stdint.h>
 
+#include "emulator/emulator.h"
 #include "proto.h"
 
-/* The driver's counters: /swdriver/stats, the final summary. */
+/*
+ * The driver's own counters: /swdriver/stats, the final summary. The wafer
+ * emulator counts its own (EMU_STATS, emulator.h: requests, hits, refills
+ * checked); struct kvss_drv_stats holds both, the emulator's copied in
+ * when read (kvss_drv_stats_take).
+ */
 #define KVSS_DRV_STATS(X)                                                                          \
-	X(requests)	    /* sequences begun */                                                   \
-	X(completed)	    /* sequences ended */                                                   \
-	X(prompt_tokens)    /* prompt tokens of the requests begun */                               \
-	X(lookup_tokens) /* prompt tokens the lookups could hit (the -1 rule, allowed length) */   \
-	X(hit_tokens) /* prompt tokens hit (model 0) */                                            \
-	X(miss_tokens)	    /* prompt tokens computed, not refilled */                              \
-	X(refills)	    /* refills asked (one per request with a hit) */                        \
-	X(refilled_tokens)  /* tokens refilled whole and right (per cache, all shards together) */                 \
-	X(refill_bytes)	    /* REFILL_DATA payload bytes received */                                \
-	X(refill_failures)  /* a shard answered a REFILL with an error */                          \
-	X(refill_timeouts)  /* data not whole in time */                                           \
-	X(verify_failures)  /* refills with a byte that differs from the reference */              \
-	X(verify_bad_bytes) /* refilled bytes that differ from the reference */                    \
-	X(verify_bad_frames) /* REFILL_DATA out of order, past the end, unknown refill */           \
-	X(verify_bad_glue)  /* a refill that would not bring the whole hit, each token to its slot */ \
-	X(evicted_tokens) /* tokens evicted (model 0's first cache counts each once) */            \
-	X(evict_batches) /* EVICT batches made */                                                  \
-	X(evict_bytes)	    /* EVICT_DATA payload bytes sent */                                     \
+	X(evict_bytes)	    /* EVICT_DATA payload bytes sent */                                    \
 	X(evict_frames) /* EVICT_DATA frames sent */                                               \
-	X(deletes)	    /* DELETE records sent (per shard) */                                   \
-	X(expiries)	    /* entries removed by expiry */                                          \
-	X(control_msgs)	    /* control messages pushed (all shards) */                              \
+	X(deletes)	    /* DELETE records sent (per shard) */                                  \
+	X(expiries)	    /* entries removed by expiry */                                        \
+	X(control_msgs)	    /* control messages pushed (all shards) */                             \
 	X(retransmits) /* control messages sent again */                                           \
 	X(hellos)   /* HELLOs sent */                                                              \
 	X(statuses) /* STATUS frames received */                                                   \
 	X(acks)     /* ACKs received */                                                            \
-	X(errors)	    /* ERROR records received */                                            \
-	X(lost_tokens)	    /* tokens TOKEN_LOST reported lost */                                   \
-	X(lost_records)	    /* TOKEN_LOST records received (version 2: a range each) */             \
-	X(refill_done)	    /* REFILL_DONE records received */                                      \
-	X(refill_done_missing) /* refills let go after the refill timeout without a REFILL_DONE */ \
+	X(errors)	    /* ERROR records received */                                           \
+	X(lost_tokens)	    /* tokens TOKEN_LOST reported lost */                                  \
+	X(lost_records)	    /* TOKEN_LOST records received (version 2: a range each) */            \
+	X(refill_done)	    /* REFILL_DONE records received */                                     \
 	X(reports_dropped)  /* reports out of order or again (the shard resends; version 2) */     \
-	X(report_acks)      /* REPORT_ACKs sent */                                                  \
-	X(shard_restarts)   /* new shard epochs: the model's prefixes dropped */                    \
+	X(report_acks)      /* REPORT_ACKs sent */                                                 \
+	X(shard_restarts)   /* new shard epochs: the model's prefixes dropped */                   \
 	X(resyncs)	    /* models started over because a shard's state left the driver's */    \
 	X(over_capacity)    /* a STATUS showed a cache over its capacity, or the account did */    \
-	X(expired_served)   /* refills of a token last evicted longer ago than the first-use TTL */ \
-	X(data_withheld)    /* EVICT_DATA frames not sent (wafer.lose_data_every) */                \
-	X(link_restarts)    /* ports restarted after their link went down */                        \
-	X(stale)	    /* frames of an old shard epoch, or of no known shard */                \
-	X(rx_drops)	    /* kvss frames that did not parse (other traffic: by reason only) */    \
-	X(tx_retries)	    /* data frames the port did not take at once */                         \
-	X(tx_link_drops)    /* frames queued for a port whose link went down */                     \
-	X(tx_full_drops)    /* control frames dropped: the port's control queue stayed full */      \
+	X(data_withheld)    /* EVICT_DATA frames not sent (wafer.lose_data_every) */               \
+	X(link_restarts)    /* ports restarted after their link went down */                       \
+	X(stale)	    /* frames of an old shard epoch, or of no known shard */               \
+	X(rx_drops)	    /* kvss frames that did not parse (other traffic: by reason only) */   \
+	X(tx_retries)	    /* data frames the port did not take at once */                        \
+	X(tx_link_drops)    /* frames queued for a port whose link went down */                    \
+	X(tx_full_drops)    /* control frames dropped: the port's control queue stayed full */     \
 	X(shards_away)	    /* shards found away (link down, or silent for away_ms) */             \
-	X(away_requests)    /* requests begun while a shard of model 0 was not up: all misses */  \
-	X(shards_back)      /* shards that were away and answered again */                          \
-	X(shards_silent)    /* shards silent for away_ms: their models ran as misses */             \
-	X(shards_heard_again) /* silent shards heard again, same epoch: prefixes kept */            \
+	X(shards_back)      /* shards that were away and answered again */                         \
+	X(shards_silent)    /* shards silent for away_ms: their models ran as misses */            \
+	X(shards_heard_again) /* silent shards heard again, same epoch: prefixes kept */           \
 	X(routed_shards)    /* shards whose STATUS crossed a router (IPv4 TTL below 64): off the rail */ \
-	X(compute_us)       /* the wafer's prefill of missed tokens (recompute_tokens_per_s) */      \
 	X(no_mbuf)  /* the pool was empty */                                                       \
-	X(too_big)	    /* a control record that cannot fit a frame */                          \
-	X(multimodal_trimmed) /* tokens cut from what may be cached: after a multimodal token */     \
-	X(generated_hit_tokens) /* of hit_tokens, those into an earlier turn's answer (generated) */  \
-	X(model1_hit_tokens) /* prompt tokens hit in model 1 (a draft, say) */                     \
-	X(hit_model0_only)  /* requests that hit in model 0 and missed in model 1 */               \
-	X(hit_model1_only)  /* requests that hit in model 1 and missed in model 0 */               \
-	X(spec_rounds)	    /* speculative rounds: a draft's proposals verified (model 0) */        \
-	X(spec_proposed)    /* tokens proposed in them */                                          \
-	X(spec_accepted)    /* of them, accepted by the target */                                  \
-	X(spec_overwrites)  /* rejected tokens evicted, to be overwritten in place (all models) */  \
-	X(spec_overwrites_draft) /* of them, by the models after model 0 (a draft's) */           \
-	X(picks_ready)      /* sequences with a refill whose data was whole when a run slot took them */ \
-	X(picks_waited)     /* ... and those that waited for it in their slot */                    \
-	X(pick_wait_us)     /* how long those waited, from their pick, summed */                    \
-	X(l2_hit_seqs)      /* sequences with hits from the second tier */                          \
-	X(l2_ready_at_pick) /* of them, those whose data was whole at the pick */                   \
-	X(l2_down_cols)     /* columns sent down to the second tier (L2_DOWN, per cache group) */    \
+	X(too_big)	    /* a control record that cannot fit a frame */                         \
+	X(l2_down_cols)     /* columns sent down to the second tier (L2_DOWN, per cache group) */  \
 	X(l2_up_batches)    /* batches whose bytes the shards read from their second tier (L2_UP) */ \
-	X(shared_up_batches) /* of them, with columns from the shared level (SH_UP) */              \
-	X(l2_del_cols)      /* columns the second tier let go (L2_DELETE, per cache) */              \
-	X(l2_done)          /* L2_DONE records received */                                          \
-	X(l2_failed)        /* of them, failures */                                                 \
-	X(l2_down_failed_cols) /* columns that did not go down: forgotten, DRAM untouched */        \
+	X(shared_up_batches) /* of them, with columns from the shared level (SH_UP) */             \
+	X(l2_del_cols)      /* columns the second tier let go (L2_DELETE, per cache) */            \
+	X(l2_done)          /* L2_DONE records received */                                         \
+	X(l2_failed)        /* of them, failures */                                                \
+	X(l2_down_failed_cols) /* columns that did not go down: forgotten, DRAM untouched */       \
 	X(l2_up_failed_cols) /* columns that did not come up: forgotten, their tokens lost (not the model) */ \
 	X(l2_unknown_expected) /* L2_DELETEs after such a failure to a shard that had failed too */ \
-	X(l2_tolerated_dropped) /* such expectations dropped, the oldest, past 4096 waiting */      \
+	X(l2_tolerated_dropped) /* such expectations dropped, the oldest, past 4096 waiting */     \
 	X(l2_inventory_cols) /* columns shards listed in their inventories */                      \
-	X(l2_adopted_cols)  /* columns taken back from them (held by every shard of the model) */   \
+	X(l2_adopted_cols)  /* columns taken back from them (held by every shard of the model) */  \
 	X(l2_refused_cols)  /* columns let go instead: parent gone, expired, no room, on some shards only */ \
-	X(fit_latency_us)   /* the refill model fitted so far (0 before 20 refills) ... */          \
+	X(fit_latency_us)   /* the refill model fitted so far (0 before 20 refills) ... */         \
 	X(fit_mbps)	    /* ... and its bandwidth, in Mb/s (refill_gbps x 1000; 0: no bound seen) */ \
 	X(model_updates)    /* times the estimates took the fitted model (refill_model "learned") */ \
-	X(l2_model_updates) /* times they took the fitted second-tier line */                       \
-	X(seq_refill_failed) /* sequences a refill of which failed: not in the refill times */     \
-	X(model_short)	    /* refills that took longer than their estimate */                      \
-	X(late_us)	    /* by how much those took longer, summed */                             \
-	X(early_us)	    /* by how much the others took less, summed */                          \
+	X(l2_model_updates) /* times they took the fitted second-tier line */                      \
+	X(model_short)	    /* refills that took longer than their estimate */                     \
+	X(late_us)	    /* by how much those took longer, summed */                            \
+	X(early_us)	    /* by how much the others took less, summed */                         \
 	X(held_us)	    /* sequences with their data whole waiting for their estimate (resume) */
 
 struct kvss_drv_stats {
 #define KVSS_DRV_FIELD(n) uint64_t n;
 	KVSS_DRV_STATS(KVSS_DRV_FIELD)
+	EMU_STATS(KVSS_DRV_FIELD) /* copies of the emulator's (kvss_drv_stats_take) */
 #undef KVSS_DRV_FIELD
 	uint64_t errors_by_code[PROTO_E_MAX]; /* ERROR records received, by code */
 };
+
+/** Take the emulator's counters @p es into @p st, which reports read. */
+static inline void
+kvss_drv_stats_take(struct kvss_drv_stats *st, const struct emu_stats *es)
+{
+#define KVSS_DRV_TAKE(n) st->n = es->n;
+	EMU_STATS(KVSS_DRV_TAKE)
+#undef KVSS_DRV_TAKE
+}
 
 /* The driver's state: one value, passed by pointer to every part (driver_priv.h). */
 struct drv;

@@ -59,14 +59,17 @@ static struct snapshot snap = {.lock = RTE_SPINLOCK_INITIALIZER};
 
 /* ---- Telemetry ---------------------------------------------------------------------- */
 
-/* Counters derived when read: what the streams count themselves (messages
- * pushed and sent again), and the fitted refill model. */
+/* Counters derived when read: the emulator's (its own, copied in), what
+ * the streams count themselves (messages pushed and sent again), and the
+ * fitted refill model. */
 void
 drv_report_derive(struct drv *d)
 {
 	double lat_us, gbps;
 	uint16_t i;
 
+	if (d->emu != NULL)
+		kvss_drv_stats_take(&d->st, emu_stats(d->emu));
 	if (drv_learn_fit(&d->learn.fit, &lat_us, &gbps) == 0) {
 		d->st.fit_latency_us = (uint64_t)lat_us;
 		d->st.fit_mbps = (uint64_t)(gbps * 1000);
@@ -169,6 +172,7 @@ tel_drv_stats(const char *cmd, const char *params, struct rte_tel_data *td)
 	rte_spinlock_lock(&sn->lock);
 #define KVSS_DRV_TEL(n) rte_tel_data_add_dict_u64(td, #n, sn->st.n);
 	KVSS_DRV_STATS(KVSS_DRV_TEL)
+	EMU_STATS(KVSS_DRV_TEL)
 #undef KVSS_DRV_TEL
 	for (c = 1; c < PROTO_E_MAX; c++) {
 		char key[48];
@@ -362,6 +366,7 @@ drv_report_progress(struct drv *d, uint64_t tsc)
 {
 	double s = (double)(tsc - d->t_start) / (double)d->hz;
 
+	drv_report_derive(d);
 	printf("kvss: driver: %6.1f s  %" PRIu64 "/%zu requests, hit ratio %.4f, evicted %.2f GB "
 	       "(%.2f GB/s), refilled %.2f GB (%.2f GB/s), verify failures %" PRIu64 "\n",
 	       s, d->st.completed, d->nreq,
@@ -1003,6 +1008,7 @@ drv_account_off(struct drv *d, bool say)
 uint64_t
 drv_protocol_errors(struct drv *d)
 {
+	drv_report_derive(d);
 	return d->st.errors + d->st.refill_failures + d->st.refill_timeouts + d->st.rx_drops +
 	       d->st.too_big + d->st.lost_tokens;
 }
@@ -1020,15 +1026,16 @@ drv_protocol_errors(struct drv *d)
 int
 kvss_driver_status(struct drv *d)
 {
-	bool wrong = d->st.verify_failures || drv_unaccounted(d, false) || d->st.over_capacity ||
-		     d->st.expired_served;
+	bool wrong, degraded;
+
+	drv_report_derive(d); /* the emulator's counters, as of now */
+	wrong = d->st.verify_failures || drv_unaccounted(d, false) || d->st.over_capacity ||
+		d->st.expired_served;
 	/* A column that did not come up (L2_UP, SH_UP: a checksum, a read)
 	 * lost its tokens, which TOKEN_LOST counts; an L2_DOWN refused for
 	 * room (NO_SPACE) only means the column was not kept, which the
 	 * driver forgets: not degraded. */
-	bool degraded = drv_protocol_errors(d) || d->st.resyncs || d->st.shard_restarts ||
-			d->st.shards_away;
-
+	degraded = drv_protocol_errors(d) || d->st.resyncs || d->st.shard_restarts || d->st.shards_away;
 	if (wrong)
 		return KVSS_EXIT_WRONG;
 	if (d->fatal)

@@ -130,9 +130,11 @@ on_status(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint
 		if (sh->away) {
 			sh->away = false;
 			d->st.shards_back++;
-			d->back_at[0] = d->st.requests;
-			d->back_at[1] = d->st.prompt_tokens;
-			d->back_at[2] = d->st.hit_tokens;
+			const struct emu_stats *es = emu_stats(d->emu);
+
+			d->back_at[0] = es->requests;
+			d->back_at[1] = es->prompt_tokens;
+			d->back_at[2] = es->hit_tokens;
 		}
 	}
 	sh->batches_complete = st->batches_complete;
@@ -162,7 +164,7 @@ on_refill_data(struct drv *d, struct drv_shard *sh, struct rte_mbuf *mb, const s
 	const uint8_t *p = rte_pktmbuf_read(mb, msg->data_off, msg->data_len, d->scratch);
 
 	if (p == NULL) {
-		d->st.verify_bad_frames++;
+		d->st.rx_drops++; /* its payload past the frame: it did not parse */
 		return;
 	}
 	emu_refill_data(d->emu, sh->k, &msg->u.refill_data, p, msg->data_len, drv_now_ns(d, tsc));

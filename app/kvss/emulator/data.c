@@ -95,7 +95,7 @@ emu_ev_check(struct emu *e, const uint64_t *hash, uint32_t n)
 		uint32_t i = ev_find(e, hash[k]);
 
 		if (hash[k] != 0 && e->ev[i].key == hash[k] && now - e->ev[i].ns > e->p.expiry_check_ns) {
-			e->p.st->expired_served++;
+			e->st.expired_served++;
 			return;
 		}
 	}
@@ -137,11 +137,11 @@ emu_evict(struct emu *e, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_
 			j->hash[(size_t)c * g + t] =
 				s != NULL && x->token_idx < s->total ? s->h[x->token_idx] : 0;
 			if (x->prompt_id != 0 && c == 0) {
-				e->p.st->evicted_tokens++;
+				e->st.evicted_tokens++;
 				emu_ev_note(e, j->hash[t]);
 			}
 		}
-	e->p.st->evict_batches++;
+	e->st.evict_batches++;
 	j->next = NULL;
 	if (e->jtail != NULL)
 		e->jtail->next = j;

@@ -84,7 +84,7 @@ emu_create(const struct emu_params *p)
 	struct emu *e;
 	uint16_t k;
 
-	if (p->pc == NULL || p->pcp == NULL || p->wl == NULL || p->st == NULL || p->hooks == NULL ||
+	if (p->pc == NULL || p->pcp == NULL || p->wl == NULL || p->hooks == NULL ||
 	    p->max_inflight == 0 || p->step_tokens == 0 || p->num_models == 0 ||
 	    p->num_models > PREFIXCACHE_MAX_MODELS || p->nshards == 0 || p->shard == NULL)
 		return NULL;
@@ -118,6 +118,12 @@ emu_create(const struct emu_params *p)
 fail:
 	emu_free(e);
 	return NULL;
+}
+
+const struct emu_stats *
+emu_stats(const struct emu *e)
+{
+	return &e->st;
 }
 
 void
@@ -221,7 +227,7 @@ seq_refill_failed(const struct emu *e, const struct emu_seq *s)
 static void
 refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 {
-	struct kvss_drv_stats *st = e->p.st;
+	struct emu_stats *st = &e->st;
 	struct emu_seq *s = r->seq;
 	bool bad = false;
 	uint16_t i;
@@ -291,9 +297,14 @@ refill_check(struct emu *e, struct emu_refill *r, uint64_t now)
 		refill_free(e, r);
 }
 
-void
-emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
-	   const struct proto_refill_chunk *ch)
+/*
+ * A REFILL the lookup of sequence @p s asked of @p model's shards (its
+ * return, prefixcache_hit.refills): each shard's REFILL_DATA will be
+ * checked against it.
+ */
+static void
+expect_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
+	      const struct proto_refill_chunk *ch)
 {
 	const struct prefixcache_cache *cc;
 	uint16_t ns, i, k;
@@ -306,7 +317,7 @@ emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 	for (k = 0; k < rq->num_chunks; k++)
 		ntok += ch[k].num_tokens;
 	if (e->p.open_loop) {
-		e->p.st->refilled_tokens += ntok;
+		e->st.refilled_tokens += ntok;
 		/* Nothing awaited: done at once, after the lookup that asked for it. */
 		if (e->nol_done < sizeof(e->ol_done) / sizeof(e->ol_done[0]))
 			e->ol_done[e->nol_done++] = rq->refill_id;
@@ -371,14 +382,14 @@ emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 	s->mwait[model]++;
 }
 
-/* The refill @p id for shard @p k's model, NULL (counted stale) when none. */
+/* The refill @p id for shard @p k's model, NULL (counted refill_stale) when none. */
 static struct emu_refill *
 refill_for_shard(struct emu *e, uint16_t k, uint64_t id)
 {
 	struct emu_refill *r = k < e->p.nshards ? refill_of(e, id) : NULL;
 
 	if (r == NULL || r->model != e->p.shard[k].model) {
-		e->p.st->stale++;
+		e->st.refill_stale++;
 		return NULL;
 	}
 	return r;
@@ -394,11 +405,11 @@ emu_refill_data(struct emu *e, uint16_t k, const struct proto_refill_data_hdr *h
 	if (r == NULL)
 		return;
 	if (r->finished) {
-		e->p.st->stale++;
+		e->st.refill_stale++;
 		return;
 	}
 	i = (uint16_t)(k - e->first_shard[r->model]);
-	e->p.st->refill_bytes += len;
+	e->st.refill_bytes += len;
 	wafer_refill_data(&r->chk[i], h, data, len);
 	if (wafer_refill_whole(&r->chk[i]))
 		r->whole_mask |= 1u << i;
@@ -416,7 +427,7 @@ emu_refill_done(struct emu *e, uint16_t k, uint64_t refill_id, uint32_t status, 
 	i = (uint16_t)(k - e->first_shard[r->model]);
 	r->done_mask |= 1u << i;
 	if (status != 0) {
-		e->p.st->refill_failures++;
+		e->st.refill_failures++;
 		r->fail_mask |= 1u << i;
 	}
 	refill_check(e, r, now_ns);
@@ -438,7 +449,7 @@ emu_compute_ns(const struct emu *e, uint32_t tokens)
 static void
 seq_pick(struct emu *e, struct emu_seq *s, uint64_t now)
 {
-	struct kvss_drv_stats *st = e->p.st;
+	struct emu_stats *st = &e->st;
 
 	s->picked = true;
 	s->pick_ns = now;
@@ -458,7 +469,7 @@ static bool
 seq_start(struct emu *e, uint64_t now)
 {
 	const struct wl_req *q = &e->p.wl->r[e->next_req];
-	struct kvss_drv_stats *st = e->p.st;
+	struct emu_stats *st = &e->st;
 	struct emu_seq *s = NULL;
 	uint32_t i, k;
 	uint16_t m;
@@ -515,16 +526,18 @@ seq_start(struct emu *e, uint64_t now)
 			st->away_requests += m == 0;
 			continue;
 		}
-		/* Its REFILLs name this sequence by its id (emu_refill). */
+		/* Its REFILLs name this sequence by its id; the lookup returns them. */
 		s->s[m] = prefixcache_begin(e->p.pc, m, &rq, now, &hit);
-		/* Open loop: the refills count as done at once (the shard's ordered
-		 * queue still keeps their columns until their data has left). */
-		while (e->nol_done > 0)
-			prefixcache_refill_done(e->p.pc, e->ol_done[--e->nol_done]);
 		if (s->s[m] == NULL) {
 			e->failed = true;
 			continue;
 		}
+		for (k = 0; k < hit.num_refills; k++)
+			expect_refill(e, m, &hit.refills[k].rq, hit.refills[k].chunks);
+		/* Open loop: the refills count as done at once (the shard's ordered
+		 * queue still keeps their columns until their data has left). */
+		while (e->nol_done > 0)
+			prefixcache_refill_done(e->p.pc, e->ol_done[--e->nol_done]);
 		s->prompt_id[m] = hit.prompt_id;
 		s->pos[m] = hit.hit_tokens;
 		/* Every refill brings the whole hit, each token to its slot. */
@@ -597,7 +610,7 @@ seq_end(struct emu *e, struct emu_seq *s, uint64_t now)
 	s->state = SEQ_FREE;
 	e->npicked -= s->picked;
 	e->nactive--;
-	e->p.st->completed++;
+	e->st.completed++;
 }
 
 /* Positions [a, b) of @p s take tokens from s->tok again: their prefix hashes. */
@@ -621,7 +634,7 @@ seq_rehash(struct emu_seq *s, uint32_t a, uint32_t b)
 static uint32_t
 seq_spec_round(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
 {
-	struct kvss_drv_stats *st = e->p.st;
+	struct emu_stats *st = &e->st;
 	uint32_t P = s->pos[m], K, j, i;
 	int ov;
 
@@ -723,7 +736,7 @@ emu_step(struct emu *e, uint64_t now)
 			if (s->compute_end == 0) {
 				s->compute_end = (e->compute_free > now ? e->compute_free : now) + s->compute_ns;
 				e->compute_free = s->compute_end;
-				e->p.st->compute_us += s->compute_ns / 1000;
+				e->st.compute_us += s->compute_ns / 1000;
 			}
 			if (now < s->compute_end)
 				continue;
@@ -762,7 +775,7 @@ emu_check_timeouts(struct emu *e, uint64_t now)
 			for (; r != NULL; r = next) {
 				next = r->hnext;
 				if (r->finished && now - r->finished_ns >= e->p.refill_timeout_ns) {
-					e->p.st->refill_done_missing++;
+					e->st.refill_done_missing++;
 					refill_free(e, r);
 				}
 			}
@@ -779,7 +792,7 @@ emu_check_timeouts(struct emu *e, uint64_t now)
 
 			if (r == NULL || r->finished || r->seq != s)
 				continue;
-			e->p.st->refill_timeouts++;
+			e->st.refill_timeouts++;
 			r->fail_mask = r->all_mask;
 			refill_finish(e, r, now);
 			refill_free(e, r);
@@ -816,7 +829,7 @@ emu_model_restart(struct emu *e, uint16_t model, uint64_t now)
 			if (r->model != model)
 				continue;
 			r->fail_mask = r->all_mask;
-			e->p.st->refill_failures++;
+			e->st.refill_failures++;
 			refill_finish(e, r, now);
 			refill_free(e, r);
 		}

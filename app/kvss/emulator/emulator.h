@@ -25,12 +25,62 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "driver/driver.h"
 #include "prefixcache.h"
 #include "proto.h"
 #include "workload.h"
 
 struct emu;
+
+/*
+ * What the emulator counts, each once: /swdriver/stats shows them beside
+ * the driver's own (driver.h), and docs/telemetry.md is made from the
+ * comments (scripts/telemetry-doc.py).
+ */
+#define EMU_STATS(X)                                                                               \
+	X(requests)	    /* sequences begun */                                                  \
+	X(completed)	    /* sequences ended */                                                  \
+	X(prompt_tokens)    /* prompt tokens of the requests begun */                              \
+	X(lookup_tokens) /* prompt tokens the lookups could hit (the -1 rule, allowed length) */   \
+	X(hit_tokens) /* prompt tokens hit (model 0) */                                            \
+	X(miss_tokens)	    /* prompt tokens computed, not refilled */                             \
+	X(refills)	    /* refills asked (one per request with a hit) */                       \
+	X(refilled_tokens)  /* tokens refilled whole and right (per cache, all shards together) */ \
+	X(refill_bytes)	    /* REFILL_DATA payload bytes received */                               \
+	X(refill_failures)  /* a shard answered a REFILL with an error */                          \
+	X(refill_timeouts)  /* data not whole in time */                                           \
+	X(verify_failures)  /* refills with a byte that differs from the reference */              \
+	X(verify_bad_bytes) /* refilled bytes that differ from the reference */                    \
+	X(verify_bad_frames) /* REFILL_DATA out of order, past the end, unknown refill */          \
+	X(verify_bad_glue)  /* a refill that would not bring the whole hit, each token to its slot */ \
+	X(evicted_tokens) /* tokens evicted (model 0's first cache counts each once) */            \
+	X(evict_batches) /* EVICT batches made */                                                  \
+	X(refill_done_missing) /* refills let go after the refill timeout without a REFILL_DONE */ \
+	X(expired_served)   /* refills of a token last evicted longer ago than the first-use TTL */ \
+	X(away_requests)    /* requests begun while a shard of model 0 was not up: all misses */   \
+	X(compute_us)       /* the wafer's prefill of missed tokens (recompute_tokens_per_s) */    \
+	X(multimodal_trimmed) /* tokens cut from what may be cached: after a multimodal token */   \
+	X(generated_hit_tokens) /* of hit_tokens, those into an earlier turn's answer (generated) */ \
+	X(model1_hit_tokens) /* prompt tokens hit in model 1 (a draft, say) */                     \
+	X(hit_model0_only)  /* requests that hit in model 0 and missed in model 1 */               \
+	X(hit_model1_only)  /* requests that hit in model 1 and missed in model 0 */               \
+	X(spec_rounds)	    /* speculative rounds: a draft's proposals verified (model 0) */       \
+	X(spec_proposed)    /* tokens proposed in them */                                          \
+	X(spec_accepted)    /* of them, accepted by the target */                                  \
+	X(spec_overwrites)  /* rejected tokens evicted, to be overwritten in place (all models) */ \
+	X(spec_overwrites_draft) /* of them, by the models after model 0 (a draft's) */            \
+	X(picks_ready)      /* sequences with a refill whose data was whole when a run slot took them */ \
+	X(picks_waited)     /* ... and those that waited for it in their slot */                   \
+	X(pick_wait_us)     /* how long those waited, from their pick, summed */                   \
+	X(l2_hit_seqs)      /* sequences with hits from the second tier */                         \
+	X(l2_ready_at_pick) /* of them, those whose data was whole at the pick */                  \
+	X(seq_refill_failed) /* sequences a refill of which failed: not in the refill times */     \
+	X(refill_stale)   /* REFILL_DATA or REFILL_DONE for no refill awaited: finished, timed out, unknown */
+
+struct emu_stats {
+#define EMU_FIELD(n) uint64_t n;
+	EMU_STATS(EMU_FIELD)
+#undef EMU_FIELD
+};
 
 /** What the emulator asks of the driver around it. */
 struct emu_hooks {
@@ -86,7 +136,6 @@ struct emu_params {
 	bool open_loop;	       /* recording: refills are not awaited nor checked */
 	uint16_t nshards;
 	const struct emu_shard *shard; /* [nshards], a model's shards in a row (copied) */
-	struct kvss_drv_stats *st;     /* the counters the emulator keeps (driver.h says which) */
 	const struct emu_hooks *hooks;
 	void *arg;
 };
@@ -95,6 +144,9 @@ struct emu_params {
 struct emu *emu_create(const struct emu_params *p);
 
 void emu_free(struct emu *e);
+
+/** What it has counted so far. */
+const struct emu_stats *emu_stats(const struct emu *e);
 
 /**
  * One wafer step at @p now_ns: start what may start, send each running
@@ -123,13 +175,6 @@ uint32_t emu_jobs_pending(const struct emu *e, uint32_t max);
 /** An EVICT batch went to the model's shards: its bytes are to be sent. -ENOMEM. */
 int emu_evict(struct emu *e, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	      const struct proto_evict_entry *entries);
-
-/**
- * A REFILL went to the model's shards for the sequence named by its
- * sequence_id: each shard's REFILL_DATA will be checked against it.
- */
-void emu_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
-		const struct proto_refill_chunk *ch);
 
 /**
  * The prefix hashes of the sequence with wafer id @p sequence_id (NULL

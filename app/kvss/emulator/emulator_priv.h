@@ -106,6 +106,7 @@ struct pid_node {
 
 struct emu {
 	struct emu_params p;
+	struct emu_stats st; /* what it counts (emu_stats) */
 	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];
 	size_t next_req;
 	struct emu_seq *seq; /* [nslots]: max_inflight running, ahead more begun */
