@@ -630,16 +630,14 @@ options(int argc, char **argv, const char *prog, const char **configp)
 	return 0;
 }
 
-int
-main(int argc, char **argv)
+/* --help, --version and a bare `kvss`, before EAL: an exit status, or -1 to go on. */
+static int
+early_args(int argc, char **argv, const char *prog)
 {
-	const char *config = NULL, *prog = argv[0];
-	int ret, c, status = 0, driver_on = 0;
-	struct drv *drv = NULL; /* the driver role's state (NULL: not this process's role) */
+	int c;
 
-	/* --help and --version work before EAL, which would otherwise want
-	 * devices and memory; so does a bare `kvss`, which would probe this
-	 * machine's own NICs. */
+	/* EAL would otherwise want devices and memory; a bare `kvss` would
+	 * probe this machine's own NICs. */
 	if (argc < 2) {
 		usage(stderr, prog);
 		return 2;
@@ -654,91 +652,96 @@ main(int argc, char **argv)
 			return 0;
 		}
 	}
-	/*
-	 * A signal at any moment stops the program within about a second and
-	 * leaves no runtime directory: the handlers are in place before EAL
-	 * starts, and every step after checks the flag they set.
-	 */
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	{
-		char rundir[PATH_MAX];
-		bool had = runtime_dir_of(argc, argv, rundir, sizeof(rundir)) == 0 &&
-			   access(rundir, F_OK) == 0;
+	return -1;
+}
 
-		ret = rte_eal_init(argc, argv);
-		if (ret < 0) {
-			eal_failed(rte_errno, rundir, argc, argv);
-			/* What a failed start made, and only that: a directory that
-			 * was there before may be another process's. */
-			if (!had && rundir[0] != '\0')
-				kvss_remove_dir(rundir);
-			return 1;
-		}
-	}
-	if (kvss_quitting())
-		goto out_eal;
-	argc -= ret;
-	argv += ret;
-	status = options(argc, argv, prog, &config);
-	if (status != 0)
-		goto out_eal;
+/*
+ * EAL, started: the arguments it took (as rte_eal_init), or -1 after
+ * saying why, with what the failed start made removed, and only that: a
+ * runtime directory that was there before may be another process's.
+ */
+static int
+eal_start(int argc, char **argv)
+{
+	char rundir[PATH_MAX];
+	bool had = runtime_dir_of(argc, argv, rundir, sizeof(rundir)) == 0 && access(rundir, F_OK) == 0;
+	int ret = rte_eal_init(argc, argv);
 
-	do {
-		kvss.epoch = (uint32_t)rte_rand();
-	} while (kvss.epoch == 0);
-	kvss.start_tsc = rte_get_tsc_cycles();
-	if (kvss_quitting())
-		goto out_eal;
-	/* The driver's requests before any port starts: a trace that does not
-	 * parse stops the program here, naming wafer.trace, not after its
-	 * memif ports connected to the shards (which then saw it go, and its
-	 * ports' teardown raced memif's interrupt thread). */
-	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
-		drv = kvss_driver_new();
-		ret = drv == NULL ? -1 : kvss_driver_load(drv);
-		if (ret != 0) {
-			/* -2: the trace; -3: a signal while it loaded; -1: no memory */
-			status = ret == -2 ? 2 : ret == -3 ? 0 : 1;
-			kvss_driver_free(drv);
-			goto out_eal;
-		}
+	if (ret < 0) {
+		eal_failed(rte_errno, rundir, argc, argv);
+		if (!had && rundir[0] != '\0')
+			kvss_remove_dir(rundir);
+		return -1;
 	}
+	return ret;
+}
+
+/*
+ * The driver's requests, before any port starts: a trace that does not
+ * parse stops the program here, naming wafer.trace, not after its memif
+ * ports connected to the shards (which then saw it go, and its ports'
+ * teardown raced memif's interrupt thread). 0 with *@p out set, or the
+ * exit status.
+ */
+static int
+driver_load(struct drv **out)
+{
+	struct drv *d = kvss_driver_new();
+	int ret = d == NULL ? -1 : kvss_driver_load(d);
+
+	if (ret != 0) {
+		kvss_driver_free(d);
+		/* -2: the trace; -3: a signal while it loaded; -1: no memory */
+		return ret == -2 ? 2 : ret == -3 ? 0 : 1;
+	}
+	*out = d;
+	return 0;
+}
+
+/* The driver's ports (those a shard of this process did not start), then the driver. */
+static int
+driver_start(struct drv *d)
+{
+	uint16_t m, k;
+	int ret;
+
+	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
+		for (k = 0; k < kvss.cfg.driver.models[m].num_shards; k++) {
+			uint16_t port = kvss.cfg.driver.models[m].shard[k].port;
+
+			if (kvss_port_started(port))
+				continue;
+			if ((ret = kvss_port_init(port, kvss.cfg.mtu, 0, 0)) != 0)
+				return ret == -EDOM ? 2 : kvss_quitting() ? 0 : 1;
+		}
+	ret = kvss_driver_init(d);
+	return ret == 0 ? 0 : ret == -2 ? 2 : 1; /* 2: a configuration error */
+}
+
+/*
+ * Everything this process's roles need before an lcore starts: the mbuf
+ * pool, the ports, the shards (their stores and levels), the driver, the
+ * rings and telemetry. 0, or the exit status (what was set up is freed by
+ * roles_stop()).
+ */
+static int
+roles_start(const char *config, struct drv *d)
+{
+	int status;
+
 	kvss.pool = rte_pktmbuf_pool_create("kvss_pool", 8191, 256, 0,
 					    (uint16_t)(RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX),
 					    (int)rte_socket_id());
 	if (kvss.pool == NULL) {
 		fprintf(stderr, "kvss: mbuf pool: %s\n", rte_strerror(rte_errno));
-		status = 1;
-		goto out_free; /* the driver's requests are loaded: freed there */
+		return 1;
 	}
-	if (kvss.cfg.role == KVSS_ROLE_ALL && kvss_ring_ports() != 0) {
-		status = 1;
-		goto out_free;
-	}
+	if (kvss.cfg.role == KVSS_ROLE_ALL && kvss_ring_ports() != 0)
+		return 1;
 	if ((kvss.cfg.role & KVSS_ROLE_SHARD) && (status = shards_start(config)) != 0)
-		goto out_free;
-	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
-		uint16_t m, k;
-
-		for (m = 0; m < kvss.cfg.driver.pc.num_models; m++)
-			for (k = 0; k < kvss.cfg.driver.models[m].num_shards; k++) {
-				uint16_t port = kvss.cfg.driver.models[m].shard[k].port;
-
-				if (kvss_port_started(port))
-					continue;
-				if ((ret = kvss_port_init(port, kvss.cfg.mtu, 0, 0)) != 0) {
-					status = ret == -EDOM ? 2 : kvss_quitting() ? 0 : 1;
-					goto out_free;
-				}
-			}
-		ret = kvss_driver_init(drv);
-		if (ret != 0) {
-			status = ret == -2 ? 2 : 1; /* 2: a configuration error */
-			goto out_free; /* where what it set up before it stopped is freed */
-		}
-		driver_on = 1;
-	}
+		return status;
+	if (d != NULL && (status = driver_start(d)) != 0)
+		return status;
 	if (kvss_me->refill_lcore_on) {
 		kvss_me->ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, (int)rte_socket_id(),
 						       RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -746,18 +749,24 @@ main(int argc, char **argv)
 						       RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (kvss_me->ingest_to_refill == NULL || kvss_me->refill_to_ingest == NULL) {
 			fprintf(stderr, "kvss: rings: %s\n", rte_strerror(rte_errno));
-			status = 1;
-			goto out_free;
+			return 1;
 		}
 	}
-	if (kvss_gate_init() != 0) {
-		status = 1;
-		goto out_free;
-	}
+	if (kvss_gate_init() != 0)
+		return 1;
 	if (kvss_telemetry_register() != 0)
 		fprintf(stderr, "kvss: telemetry commands not registered\n");
-	if ((kvss.cfg.role & KVSS_ROLE_DRIVER) && kvss_driver_telemetry_register(drv) != 0)
+	if (d != NULL && kvss_driver_telemetry_register(d) != 0)
 		fprintf(stderr, "kvss: driver telemetry commands not registered\n");
+	return 0;
+}
+
+/* Each shard's lcores, then the driver on the main lcore (or a wait for a signal); back when all stopped. */
+static void
+roles_run(struct drv *d)
+{
+	unsigned int c;
+
 	kvss.lcore_role[rte_get_main_lcore()] = KVSS_LCORE_CONTROL;
 	for (c = 0; (kvss.cfg.role & KVSS_ROLE_SHARD) && c < kvss.num_shards; c++) {
 		const struct kvss_shard_inst *in = &kvss_shards[c];
@@ -771,23 +780,29 @@ main(int argc, char **argv)
 		fflush(stdout);
 		rte_eal_remote_launch(kvss_shard_ingest, (void *)(uintptr_t)c, in->ingest_lcore);
 	}
-	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
-		if (kvss_me->refill_lcore_on) {
-			kvss.lcore_role[kvss.cfg.refill_lcore[0]] = KVSS_LCORE_REFILL;
-			rte_eal_remote_launch(kvss_shard_refill, NULL, kvss.cfg.refill_lcore[0]);
-		}
+	if ((kvss.cfg.role & KVSS_ROLE_SHARD) && kvss_me->refill_lcore_on) {
+		kvss.lcore_role[kvss.cfg.refill_lcore[0]] = KVSS_LCORE_REFILL;
+		rte_eal_remote_launch(kvss_shard_refill, NULL, kvss.cfg.refill_lcore[0]);
 	}
-	if (kvss.cfg.role & KVSS_ROLE_DRIVER) {
+	if (d != NULL) {
 		/* The control lcore is the main lcore: the driver runs here until done. */
 		if (kvss.cfg.control_lcore != rte_get_main_lcore())
 			printf("kvss: lcores.control = %u: the driver runs on the main lcore, %u\n",
 			       kvss.cfg.control_lcore, rte_get_main_lcore());
-		kvss_driver_main(drv);
+		kvss_driver_main(d);
 	} else {
 		while (!kvss_quitting())
 			usleep(10000);
 	}
 	rte_eal_mp_wait_lcore();
+}
+
+/* What the run did: the shards' counters, rails and levels, the driver's summary; the exit status. */
+static int
+roles_report(struct drv *d)
+{
+	unsigned int c;
+
 	if (kvss.cfg.role & KVSS_ROLE_SHARD) {
 		for (c = 0; c < kvss.num_shards; c++)
 			shard_levels_stop(&kvss_shards[c]);
@@ -800,30 +815,73 @@ main(int argc, char **argv)
 		for (c = 0; c < kvss.num_shards; c++)
 			print_levels(&kvss_shards[c]);
 	}
-	if (driver_on) {
-		kvss_driver_summary(drv);
-		/* A signal stops a run early: that is not a failure. */
-		if (__atomic_load_n(&kvss.quit, __ATOMIC_RELAXED) != 1)
-			status = kvss_driver_status(drv);
-	}
-out_free:
-	/* Every port started, at the end and on the way out after a failure
-	 * (a shard's second tier that does not open, say): a port left started
-	 * to EAL's cleanup prints "Cannot close started device", which read as
-	 * the cause. */
+	if (d == NULL)
+		return 0;
+	kvss_driver_summary(d);
+	/* A signal stops a run early: that is not a failure. */
+	return __atomic_load_n(&kvss.quit, __ATOMIC_RELAXED) != 1 ? kvss_driver_status(d) : 0;
+}
+
+/*
+ * Everything set up, freed, at the end and on the way out after a failure.
+ * Every port started is closed first (a shard's second tier that does not
+ * open, say): a port left started to EAL's cleanup prints "Cannot close
+ * started device", which read as the cause.
+ */
+static void
+roles_stop(struct drv *d)
+{
+	unsigned int c;
+
 	kvss_ports_close();
 	kvss_gate_fini();
 	/* The lcores have stopped: each level's worker drains, then ends. */
 	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++)
 		shard_levels_close(&kvss_shards[c]);
-	kvss_driver_free(drv); /* loaded, whatever stopped the start */
+	kvss_driver_free(d);
 	rte_ring_free(kvss_me->ingest_to_refill);
 	rte_ring_free(kvss_me->refill_to_ingest);
-	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++) {
+	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++)
 		rte_free(kvss_shards[c].store_mem);
-	}
 	kvss_ring_ports_free();
 	rte_mempool_free(kvss.pool);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *config = NULL, *prog = argv[0];
+	struct drv *drv = NULL; /* the driver role's state (NULL: not this process's role) */
+	int ret, status;
+
+	if ((status = early_args(argc, argv, prog)) >= 0)
+		return status;
+	/*
+	 * A signal at any moment stops the program within about a second and
+	 * leaves no runtime directory: the handlers are in place before EAL
+	 * starts, and every step after checks the flag they set.
+	 */
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if ((ret = eal_start(argc, argv)) < 0)
+		return 1;
+	status = kvss_quitting() ? 0 : options(argc - ret, argv + ret, prog, &config);
+	if (status != 0 || kvss_quitting())
+		goto out_eal;
+	do {
+		kvss.epoch = (uint32_t)rte_rand();
+	} while (kvss.epoch == 0);
+	kvss.start_tsc = rte_get_tsc_cycles();
+	if (kvss_quitting())
+		goto out_eal;
+	if ((kvss.cfg.role & KVSS_ROLE_DRIVER) && (status = driver_load(&drv)) != 0)
+		goto out_eal;
+	status = roles_start(config, drv);
+	if (status == 0) {
+		roles_run(drv);
+		status = roles_report(drv);
+	}
+	roles_stop(drv);
 out_eal:
 	kvss_eal_stop();
 	return status;
