@@ -40,7 +40,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # app includes its own ("kvss.h" beside it) and the libraries', never
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
-	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared
+	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared -Ilib/mono
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -447,7 +447,7 @@ FUZZ_KVDISK_CORPUS := $(BUILD)/fuzz/corpus_kvdisk
 
 $(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) lib/kvdisk/kvdisk.h lib/kvdisk/kvdisk_priv.h
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -o $@ test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) -lxxhash \
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -Ilib/mono -o $@ test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) -lxxhash \
 		$(URING_LIBS)
 
 # Objects and names read from the shared level (lib/shared/shared_obj.c).

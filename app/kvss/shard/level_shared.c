@@ -24,12 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
 #include "level.h"
+#include "mono.h"
 #include "shard.h"
 #include "shared.h"
 
@@ -67,15 +67,6 @@ struct sh {
  * slice under the right name never stands for the column.
  */
 enum sh_phase { SH_PUT = 0, SH_READ_BACK, SH_REPLACE };
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The header a slice of @p q has (written) or must have (read): the level's own shard's. */
 static void
