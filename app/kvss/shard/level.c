@@ -266,8 +266,7 @@ shard_level_of(const struct kvss_shard_inst *s, enum shard_level_kind k)
 bool
 shard_level_on(unsigned int type)
 {
-	return shard_level_of(kvss_me, type == PROTO_T_SH_DOWN || type == PROTO_T_SH_UP
-						? SHARD_LEVEL_SHARED : SHARD_LEVEL_DISK) != NULL;
+	return shard_level_of(kvss_me, shard_level_kind_of(type)) != NULL;
 }
 
 unsigned int
