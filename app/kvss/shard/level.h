@@ -98,11 +98,18 @@ struct level_req {
 	uint64_t t_ns;	  /* GET: when the worker took it (CLOCK_MONOTONIC) */
 };
 
-/* One counter of a level: its telemetry key is the level's prefix, group and name ("shared_bad_checksum"). */
+/*
+ * One counter of a level: its telemetry key is the level's prefix, group
+ * and name ("shared_bad_checksum"). The backend that declares it says
+ * whether it counts columns its check refused (a checksum, an owner, a
+ * length that did not match), so that callers sum refusals without
+ * knowing any backend's names (shard_level_refused).
+ */
 struct level_counter {
 	const char *group; /* "" or a family ("bad_") */
 	const char *name;
 	uint64_t value;
+	bool refusal; /* a column refused by the level's check */
 };
 
 #define LEVEL_COUNTERS_MAX 48
