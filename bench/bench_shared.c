@@ -25,17 +25,10 @@
 #include <string.h>
 
 #include "mono.h"
+#include "percentile.h"
 #include "shared.h"
 
 #define MAX_DEPTH 256
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void
 stamp(uint8_t *b, uint32_t size, uint64_t i)
@@ -129,10 +122,10 @@ run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, ui
 static void
 report(const char *what, uint32_t n, uint32_t size, double secs, double *lat)
 {
-	qsort(lat, n, sizeof(*lat), cmp_double);
+	percentile_sort_double(lat, n);
 	printf("shared: %s_gbps %.3f p50_ms %.1f p99_ms %.1f (%u objects of %u bytes in %.2f s)\n",
-	       what, (double)n * size / secs / 1e9, lat[n / 2] * 1e3,
-	       lat[(size_t)((n - 1) * 0.99)] * 1e3, n, size, secs);
+	       what, (double)n * size / secs / 1e9, percentile_double(lat, n, 50) * 1e3,
+	       percentile_double(lat, n, 99) * 1e3, n, size, secs);
 }
 
 int
