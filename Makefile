@@ -41,7 +41,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
 	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared -Ilib/mono \
-	-Ilib/percentile
+	-Ilib/percentile -Ilib/ilist
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -129,7 +129,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	test/test_proto_ref.c test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
-	$(FILEIO_SRC) $(ARGS_SRC) $(PERCENTILE_SRC) test/test_percentile.c $(KVDISK_SRC) \
+	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(PERCENTILE_SRC) test/test_percentile.c test/test_ilist.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c bench/bench_wafer.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
@@ -248,8 +248,8 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
-	$(BUILD)/test/test_args $(BUILD)/test/test_percentile $(BUILD)/test/test_kvdisk \
-	$(BUILD)/test/test_prefixcache_l2 \
+	$(BUILD)/test/test_args $(BUILD)/test/test_percentile $(BUILD)/test/test_ilist \
+	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
 	$(BUILD)/test/test_drv_rx
 GEN_FRAMES := $(BUILD)/tools/gen_frames
@@ -364,6 +364,11 @@ $(BUILD)/test/test_args: $(call obj,test/test_args.c) $(LIBARGS)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
 
 $(BUILD)/test/test_percentile: $(call obj,test/test_percentile.c) $(LIBPERCENTILE)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS)
+
+# lib/ilist is a header alone: its test is the whole program.
+$(BUILD)/test/test_ilist: $(call obj,test/test_ilist.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS)
 
