@@ -471,7 +471,7 @@ $(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) lib/kvdisk/kvdisk.h lib/kv
 FUZZ_SHARED_OBJ := $(BUILD)/fuzz/fuzz_shared_obj
 FUZZ_SHARED_OBJ_CORPUS := $(BUILD)/fuzz/corpus_shared_obj
 
-$(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/shared_obj.h
+$(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/shared_obj.h lib/proto/proto.h
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_FLAGS) -Ilib/shared -o $@ test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) -lxxhash
 
