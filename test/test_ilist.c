@@ -50,6 +50,17 @@ expect_order(const struct ilist *l, struct ilist_links v, const uint32_t *want, 
 		cr_assert_eq(got[k], want[k], "at %u: %u, want %u", k, got[k], want[k]);
 }
 
+/* @p l made 0 1 .. n-1, head to tail, each pushed at the tail. */
+static void
+count_up(struct ilist *l, struct ilist_links v, uint32_t n)
+{
+	uint32_t i;
+
+	ilist_init(l);
+	for (i = 0; i < n; i++)
+		ilist_push_tail(l, v, i);
+}
+
 Test(ilist, an_empty_list_has_no_ends)
 {
 	struct ilist l;
@@ -100,11 +111,8 @@ Test(ilist, unlink_at_head_middle_and_tail)
 	struct item it[N];
 	struct ilist_links v = ILIST_LINKS(it, lru);
 	struct ilist l;
-	uint32_t i;
 
-	ilist_init(&l);
-	for (i = 0; i < 5; i++)
-		ilist_push_tail(&l, v, i); /* 0 1 2 3 4 */
+	count_up(&l, v, 5); /* 0 1 2 3 4 */
 	ilist_unlink(&l, v, 2);
 	expect_order(&l, v, (const uint32_t[]){0, 1, 3, 4}, 4);
 	ilist_unlink(&l, v, 0);
@@ -118,12 +126,9 @@ Test(ilist, move_head_is_just_used)
 	struct item it[N];
 	struct ilist_links v = ILIST_LINKS(it, lru);
 	struct ilist l;
-	uint32_t i;
 
-	ilist_init(&l);
-	for (i = 0; i < 4; i++)
-		ilist_push_tail(&l, v, i); /* 0 1 2 3 */
-	ilist_move_head(&l, v, 0);	   /* already the head: nothing moves */
+	count_up(&l, v, 4);	   /* 0 1 2 3 */
+	ilist_move_head(&l, v, 0); /* already the head: nothing moves */
 	expect_order(&l, v, (const uint32_t[]){0, 1, 2, 3}, 4);
 	ilist_move_head(&l, v, 3);
 	expect_order(&l, v, (const uint32_t[]){3, 0, 1, 2}, 4);
