@@ -40,7 +40,8 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # app includes its own ("kvss.h" beside it) and the libraries', never
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
-	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared
+	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared -Ilib/mono \
+	-Ilib/percentile -Ilib/ilist
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -89,6 +90,10 @@ RADOS_LIBS := -lrados
 ARGS_SRC := $(call lib_dir,args)
 LIBARGS := $(BUILD)/lib/libargs.a
 
+# A sample's p-th percentile, by one rule (benchmarks, test tools).
+PERCENTILE_SRC := $(call lib_dir,percentile)
+LIBPERCENTILE := $(BUILD)/lib/libpercentile.a
+
 # Requests: the trace reader and the built-in generator (kvss, kvss-trace).
 WORKLOAD_SRC := $(call lib_dir,workload)
 LIBWORKLOAD := $(BUILD)/lib/libworkload.a
@@ -124,7 +129,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	test/test_proto_ref.c test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
-	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) \
+	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(PERCENTILE_SRC) test/test_percentile.c test/test_ilist.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c bench/bench_wafer.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
@@ -182,6 +187,7 @@ $(LIBSHARED): $(call obj,$(SHARED_SRC))
 $(LIBFILEIO): $(call obj,$(FILEIO_SRC))
 $(LIBKVDISK): $(call obj,$(KVDISK_SRC))
 $(LIBARGS): $(call obj,$(ARGS_SRC))
+$(LIBPERCENTILE): $(call obj,$(PERCENTILE_SRC))
 $(LIBPLOT): $(call obj,$(PLOT_SRC))
 
 # ---- programs --------------------------------------------------------------
@@ -242,7 +248,8 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
-	$(BUILD)/test/test_args $(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
+	$(BUILD)/test/test_args $(BUILD)/test/test_percentile $(BUILD)/test/test_ilist \
+	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
 	$(BUILD)/test/test_drv_rx
 GEN_FRAMES := $(BUILD)/tools/gen_frames
@@ -356,6 +363,15 @@ $(BUILD)/test/test_args: $(call obj,test/test_args.c) $(LIBARGS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
 
+$(BUILD)/test/test_percentile: $(call obj,test/test_percentile.c) $(LIBPERCENTILE)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS)
+
+# lib/ilist is a header alone: its test is the whole program.
+$(BUILD)/test/test_ilist: $(call obj,test/test_ilist.c)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS)
+
 $(BUILD)/test/test_linfit: $(call obj,test/test_linfit.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
@@ -373,7 +389,8 @@ $(REPLAY_CHECK): $(call obj,test/replay_check.c) $(TEST_COMMON) $(LIBWAFER) $(LI
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
 $(SHARD_SCENARIO): $(call obj,test/shard_scenario.c test/shard_scenario_order.c \
-		test/shard_scenario_l2.c test/shard_scenario_report.c) $(TEST_COMMON) $(LIBWAFER) $(LIBPROTO)
+		test/shard_scenario_l2.c test/shard_scenario_report.c) $(TEST_COMMON) $(LIBWAFER) $(LIBPROTO) \
+		$(LIBPERCENTILE)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
@@ -390,7 +407,7 @@ BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD
 # the cluster).
 BENCH_SHARED := $(BUILD)/bench/bench_shared
 
-$(BENCH_SHARED): $(call obj,bench/bench_shared.c) $(LIBSHARED) $(LIBFILEIO)
+$(BENCH_SHARED): $(call obj,bench/bench_shared.c) $(LIBSHARED) $(LIBFILEIO) $(LIBPERCENTILE)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
@@ -447,14 +464,14 @@ FUZZ_KVDISK_CORPUS := $(BUILD)/fuzz/corpus_kvdisk
 
 $(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) lib/kvdisk/kvdisk.h lib/kvdisk/kvdisk_priv.h
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -o $@ test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) -lxxhash \
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -Ilib/mono -o $@ test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) -lxxhash \
 		$(URING_LIBS)
 
 # Objects and names read from the shared level (lib/shared/shared_obj.c).
 FUZZ_SHARED_OBJ := $(BUILD)/fuzz/fuzz_shared_obj
 FUZZ_SHARED_OBJ_CORPUS := $(BUILD)/fuzz/corpus_shared_obj
 
-$(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/shared_obj.h
+$(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/shared_obj.h lib/proto/proto.h
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_FLAGS) -Ilib/shared -o $@ test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) -lxxhash
 
@@ -526,7 +543,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 # ---- top-level targets -----------------------------------------------------
 
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBFILEIO) \
-	$(LIBKVDISK) $(LIBARGS) $(LIBPLOT) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
+	$(LIBKVDISK) $(LIBARGS) $(LIBPLOT) $(LIBPERCENTILE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 
 ALL += $(LIBSHARED) $(KVSS_SHARED) $(TEST_SHARED_RADOS) $(BENCH_SHARED)

@@ -29,23 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kvdisk.h"
+#include "mono.h"
 
 #define TOKENS 64
 #define BPT 4096
 #define RBPT 256 /* the replacements' bytes per token (the demo's shard 0) */
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Run @p n operations of one kind, @p qd at a time; returns seconds, or -1. */
 static double
@@ -53,7 +44,7 @@ run(struct kvdisk *d, bool write, uint32_t n, const uint8_t *data)
 {
 	struct kvdisk_done done[64];
 	uint32_t next = 0, finished = 0, bad = 0;
-	double t0 = now();
+	double t0 = mono_s();
 
 	while (finished < n) {
 		while (next < n) {
@@ -83,7 +74,7 @@ run(struct kvdisk *d, bool write, uint32_t n, const uint8_t *data)
 		fprintf(stderr, "bench_kvdisk: %u operations failed\n", bad);
 		return -1;
 	}
-	return now() - t0;
+	return mono_s() - t0;
 }
 
 /*
@@ -124,7 +115,7 @@ replace(const char *path, uint32_t n, uint32_t qd, bool at_once, const uint8_t *
 	while (kvdisk_inflight(d) > 0)
 		kvdisk_poll(d, done, 64, true);
 	want = (uint64_t)n * 2;
-	t0 = now();
+	t0 = mono_s();
 	while (finished < want) {
 		while (next < n) {
 			struct kvdisk_meta m = {.key = 1 + n + next, .org = 7, .tokens = TOKENS};
@@ -152,7 +143,7 @@ replace(const char *path, uint32_t n, uint32_t qd, bool at_once, const uint8_t *
 			finished += got;
 		}
 	}
-	t0 = now() - t0;
+	t0 = mono_s() - t0;
 	kvdisk_stats(d, &st);
 	*written = st.dels_written;
 	kvdisk_close(d);

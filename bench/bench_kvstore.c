@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "kvstore.h"
+#include "mono.h"
 
 #define FRAME_PAYLOAD 8916 /* MTU 9000 - IPv4 - UDP - KVSS header - DataHeader */
 #define FRAME_STRIDE 9216  /* an mbuf's data room */
@@ -29,15 +29,6 @@
 #define G 64
 #define REGION (256u << 20)
 #define BYTES_PER_RUN (2ull << 30)
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint8_t *pool;
 static double best_delete; /* tokens per second deleted, best seen */
@@ -90,7 +81,7 @@ static double
 memcpy_rate(uint64_t total, uint8_t *dst)
 {
 	uint64_t done = 0, fi = 0, at = 0;
-	double t0 = now();
+	double t0 = mono_s();
 
 	while (done < total) {
 		uint32_t n = FRAME_PAYLOAD;
@@ -101,7 +92,7 @@ memcpy_rate(uint64_t total, uint8_t *dst)
 		at += n;
 		done += n;
 	}
-	return (double)total / (now() - t0);
+	return (double)total / (mono_s() - t0);
 }
 
 /* Ingest @total bytes through EVICT + EVICT_DATA; return bytes per second. */
@@ -126,7 +117,7 @@ ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
 
 		/* Start over when full: delete every prompt (timed apart). */
 		if (tokens + G > cap - cap % G) {
-			double t1 = now();
+			double t1 = mono_s();
 
 			for (i = 0; i < G; i++) {
 				struct proto_delete d = {pid_base + i, 0, 0, claimed[i] - 1, 0};
@@ -138,13 +129,13 @@ ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
 				deleted += claimed[i];
 				claimed[i] = 0;
 			}
-			del_t += now() - t1;
+			del_t += mono_s() - t1;
 			pid_base += G;
 			tokens = 0;
 		}
 		for (i = 0; i < G; i++)
 			e[i] = (struct proto_evict_entry){pid_base + i, claimed[i]++, 1};
-		t0 = now();
+		t0 = mono_s();
 		if (kvstore_evict(s, batch, 1, G, e, NULL, 0) != 0) {
 			fprintf(stderr, "bench: evict failed\n");
 			exit(1);
@@ -157,7 +148,7 @@ ingest_rate(uint32_t B, uint64_t total, uint64_t *tokens_out)
 				exit(1);
 			}
 		}
-		busy += now() - t0;
+		busy += mono_s() - t0;
 		if (kvstore_batches_complete(s) != batch) {
 			fprintf(stderr, "bench: batch incomplete\n");
 			exit(1);
@@ -222,8 +213,8 @@ bench_refill(void)
 		}
 		batch++;
 	}
-	t0 = now();
-	for (k = 0; now() - t0 < 1.0; k++) {
+	t0 = mono_s();
+	for (k = 0; mono_s() - t0 < 1.0; k++) {
 		struct proto_refill_chunk ch = {k % NPROMPT + 1, 0, PT};
 		struct kvstore_seg sg[32];
 		uint16_t code;
@@ -240,7 +231,7 @@ bench_refill(void)
 		tokens += PT;
 		kvstore_refill_end(r);
 	}
-	dt = now() - t0;
+	dt = mono_s() - t0;
 	printf("bench: kvstore_refill_build %.0f segments/s\n", (double)segs / dt);
 	printf("bench: kvstore_refill_build_tokens %.0f tokens/s\n", (double)tokens / dt);
 	free(mem);
@@ -272,7 +263,7 @@ static double
 delete_tails(struct kvstore *s, uint64_t pid0, uint32_t np, uint32_t len, uint32_t rounds)
 {
 	uint32_t r, i;
-	double t0 = now();
+	double t0 = mono_s();
 
 	for (r = 0; r < rounds; r++)
 		for (i = 0; i < np; i++) {
@@ -283,7 +274,7 @@ delete_tails(struct kvstore *s, uint64_t pid0, uint32_t np, uint32_t len, uint32
 				exit(1);
 			}
 		}
-	return (double)rounds * np / (now() - t0);
+	return (double)rounds * np / (mono_s() - t0);
 }
 
 static void

@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -53,6 +52,7 @@
 #include <rte_ring.h>
 
 #include "kvss.h"
+#include "mono.h"
 #include "shard/shard.h"
 
 #define G 64		    /* tokens per batch */
@@ -96,21 +96,12 @@ static uint64_t l2_sent, l2_done, l2_key;
 static struct rte_mbuf *held[HELD_MAX];
 static unsigned int nheld;
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Has @p limit seconds passed since @p t0? Reads the clock every 4096th call
  * (*@p k counts them): the waits poll far faster than they need to. */
 static int
 past(double t0, double limit, unsigned int *k)
 {
-	return (++*k & 4095) == 0 && now() - t0 > limit;
+	return (++*k & 4095) == 0 && mono_s() - t0 > limit;
 }
 
 static void
@@ -244,7 +235,7 @@ window(uint64_t ahead)
 
 	if (seq - 1 - acked <= ahead)
 		return;
-	t0 = now();
+	t0 = mono_s();
 	while (seq - 1 - acked > ahead) {
 		poll_rx();
 		if (bad)
@@ -260,7 +251,7 @@ hello(void)
 	uint8_t p[64];
 	struct proto_builder b;
 	struct proto_hdr h;
-	double t0 = now();
+	double t0 = mono_s();
 
 	epoch++;
 	hdr(&h, PROTO_T_HELLO, 0);
@@ -268,7 +259,7 @@ hello(void)
 	send_payload(p, proto_build_end(&b));
 	while (statuses == 0) {
 		poll_rx();
-		if (now() - t0 > 5)
+		if (mono_s() - t0 > 5)
 			fail("the shard did not answer HELLO");
 	}
 	seq = 1;
@@ -379,7 +370,7 @@ batch_data(uint64_t batch)
 
 		if (rte_mbuf_refcnt_read(m) != 1) {
 			unsigned int k = 0;
-			double t0 = now();
+			double t0 = mono_s();
 
 			tx_all(burst, nb);
 			nb = 0;
@@ -512,7 +503,7 @@ ingest(uint64_t total, double *fps, double *busy_share)
 
 	if (per_half == 0 || per_half > 256)
 		fail("capacity does not suit the prompt size");
-	t0 = now();
+	t0 = mono_s();
 	/* Generation g fills half g % 2 with prompts g * 256 + 1, ...; the
 	 * prompts of generation g - 2 are deleted first. Prompt ids are never
 	 * reused (a DELETE and a later EVICT run on different queues). */
@@ -543,7 +534,7 @@ ingest(uint64_t total, double *fps, double *busy_share)
 		if (past(t0, 60, &k))
 			fail("ingest did not finish in 60 s");
 	}
-	dt = now() - t0;
+	dt = mono_s() - t0;
 	last_batch = batch;
 	busy = STAT(busy_cycles) - busy0;
 	idle = STAT(idle_cycles) - idle0;
@@ -573,7 +564,7 @@ refill(uint64_t total)
 
 	want = total / ((uint64_t)REFILL_TOKENS * bpt);
 	refill_bytes = dones = 0;
-	t0 = now();
+	t0 = mono_s();
 	while (dones < want) {
 		if (sent < want && sent - dones < REFILLS_OUT) {
 			static uint8_t p[256];
@@ -596,7 +587,7 @@ refill(uint64_t total)
 	}
 	if (bad || refill_bytes != want * REFILL_TOKENS * bpt)
 		fail("refill: a REFILL_DONE was not OK, or bytes are missing");
-	return (double)refill_bytes / (now() - t0);
+	return (double)refill_bytes / (mono_s() - t0);
 }
 
 /* Baselines: memcpy of @p total bytes in pieces of @p piece on one core, from
@@ -610,7 +601,7 @@ memcpy_rate(const uint8_t *from, uint64_t from_len, uint64_t total, uint32_t pie
 
 	if (dst == NULL && (dst = rte_malloc("bench_dst", DST_BYTES, 64)) == NULL)
 		fail("no memory for the baseline");
-	t0 = now();
+	t0 = mono_s();
 	while (done < total) {
 		const uint8_t *s;
 
@@ -628,7 +619,7 @@ memcpy_rate(const uint8_t *from, uint64_t from_len, uint64_t total, uint32_t pie
 		d += piece;
 		done += piece;
 	}
-	return (double)total / (now() - t0);
+	return (double)total / (mono_s() - t0);
 }
 
 static void
@@ -697,9 +688,9 @@ bench_ingest_l2(double alone, unsigned int every)
 		double t0, v, w;
 
 		shard_start(1024);
-		t0 = now();
+		t0 = mono_s();
 		v = ingest(INGEST_BYTES, &fps, &share);
-		w = (double)l2_sent * G * 1024 / (now() - t0);
+		w = (double)l2_sent * G * 1024 / (mono_s() - t0);
 		if (v > best) {
 			best = v;
 			wbest = w;

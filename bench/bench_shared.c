@@ -23,28 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "mono.h"
+#include "percentile.h"
 #include "shared.h"
 
 #define MAX_DEPTH 256
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void
 stamp(uint8_t *b, uint32_t size, uint64_t i)
@@ -69,7 +53,7 @@ run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, ui
 	uint32_t buf_of_free[MAX_DEPTH], nfree = depth, next = 0, done = 0, i;
 	uint32_t *buf_of = calloc(n, sizeof(*buf_of));
 	double *t_sub = calloc(n, sizeof(*t_sub));
-	double t0 = now(), t;
+	double t0 = mono_s(), t;
 	char name[64];
 	int bad = 0;
 
@@ -88,7 +72,7 @@ run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, ui
 			buf_of[next] = buf_of_free[--nfree];
 			b = bufs + (size_t)buf_of[next] * size;
 			snprintf(name, sizeof(name), "%s.%u", prefix, next);
-			t_sub[next] = now();
+			t_sub[next] = mono_s();
 			if (op == SHARED_OP_PUT) {
 				stamp(b, size, next);
 				rc = shared_put(s, "", name, b, size, next);
@@ -106,7 +90,7 @@ run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, ui
 		}
 		unsigned int got = shared_poll(s, d, MAX_DEPTH, 1000), k;
 
-		t = now();
+		t = mono_s();
 		for (k = 0; k < got; k++) {
 			uint64_t c = d[k].cookie;
 
@@ -126,7 +110,7 @@ run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, ui
 			}
 		}
 	}
-	t = now() - t0;
+	t = mono_s() - t0;
 	/* Whatever is still in flight ends before the buffers go. */
 	while (shared_inflight(s) > 0)
 		shared_poll(s, d, MAX_DEPTH, 1000);
@@ -138,10 +122,10 @@ run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, ui
 static void
 report(const char *what, uint32_t n, uint32_t size, double secs, double *lat)
 {
-	qsort(lat, n, sizeof(*lat), cmp_double);
+	percentile_sort_double(lat, n);
 	printf("shared: %s_gbps %.3f p50_ms %.1f p99_ms %.1f (%u objects of %u bytes in %.2f s)\n",
-	       what, (double)n * size / secs / 1e9, lat[n / 2] * 1e3,
-	       lat[(size_t)((n - 1) * 0.99)] * 1e3, n, size, secs);
+	       what, (double)n * size / secs / 1e9, percentile_double(lat, n, 50) * 1e3,
+	       percentile_double(lat, n, 99) * 1e3, n, size, secs);
 }
 
 int

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "mono.h"
 #include "wafer.h"
 
 #define FRAME_PAYLOAD 8916 /* MTU 9000 - IPv4 - UDP - KVSS header - DataHeader */
@@ -31,27 +31,18 @@
 static uint8_t *src, *dst;
 static uint64_t *hash;
 
-static double
-now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static const struct wafer_place at = {0, 1, 0, B};
 
 static double
 fill_rate(void)
 {
-	double t = now_s();
+	double t = mono_s();
 	uint32_t f;
 
 	for (f = 0; f < POOL_FRAMES; f++)
 		wafer_fill(&at, hash, (uint64_t)f * FRAME_PAYLOAD, dst + (size_t)f * FRAME_STRIDE,
 			   FRAME_PAYLOAD);
-	return (double)STREAM / (now_s() - t);
+	return (double)STREAM / (mono_s() - t);
 }
 
 static double
@@ -63,25 +54,25 @@ check_rate(void)
 
 	if (wafer_refill_init(&r, &at, 1, 1, hash, NTOK) != 0)
 		abort();
-	t = now_s();
+	t = mono_s();
 	for (f = 0; f < POOL_FRAMES; f++)
 		if (wafer_refill_bytes(&r, 0, (uint64_t)f * FRAME_PAYLOAD,
 				       dst + (size_t)f * FRAME_STRIDE, FRAME_PAYLOAD) != 0) {
 			fprintf(stderr, "bench: wafer_check found a bad byte\n");
 			exit(1);
 		}
-	return (double)STREAM / (now_s() - t);
+	return (double)STREAM / (mono_s() - t);
 }
 
 static double
 memcpy_rate(void)
 {
-	double t = now_s();
+	double t = mono_s();
 	uint32_t f;
 
 	for (f = 0; f < POOL_FRAMES; f++)
 		memcpy(src + (size_t)f * FRAME_STRIDE, dst + (size_t)f * FRAME_STRIDE, FRAME_PAYLOAD);
-	return (double)STREAM / (now_s() - t);
+	return (double)STREAM / (mono_s() - t);
 }
 
 static void

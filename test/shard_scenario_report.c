@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "expect.h"
+#include "percentile.h"
 #include "shard_scenario.h"
 
 #define MAX_SENDS 256
@@ -53,14 +54,6 @@ each_frame(char **files, int nfiles, void (*fn)(const struct proto_msg *m, doubl
 		pcap_close(p);
 	}
 	return 0;
-}
-
-static int
-by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* The sends of each report (ERROR, TOKEN_LOST, L2_DONE), by its report seq. */
@@ -121,8 +114,8 @@ check_backoff(char **files, int nfiles)
 	EXPECT(nl >= 3, "%u resends past the sixth: the run was too short to reach the cap", nl);
 	if (nl == 0)
 		return 1;
-	qsort(late, nl, sizeof(late[0]), by_value);
-	med = late[nl / 2];
+	percentile_sort_double(late, nl);
+	med = percentile_double(late, nl, 50);
 	EXPECT(med >= 0.150 && med <= 0.250,
 	       "the capped wait: median %.0f ms over %u resends, want 200 ms (PROTOCOL.md section 5)",
 	       med * 1e3, nl);

@@ -125,10 +125,11 @@ store_prompt(uint64_t id, uint32_t first, uint32_t n)
 /* Every counter of each level reaches /kvss/stats under its level's prefix and group. */
 Test(telemetry, the_levels_counters_are_shown)
 {
-	static const struct level_counter sh[] = {{"bad_", "payload_sum", 4}, {"bad_", "too_big", 2},
-						  {"bad_", "identity", 0},     {"", "failed", 5},
-						  {"", "missing", 6},	       {"", "shed", 8}};
-	static const struct level_counter disk[] = {{"", "puts", 3}, {"", "corrupt", 9}};
+	static const struct level_counter sh[] = {
+		{"bad_", "payload_sum", 4, true}, {"bad_", "too_big", 2, true},
+		{"bad_", "identity", 0, true},	  {"", "failed", 5, false},
+		{"", "missing", 6, false},	  {"", "shed", 8, false}};
+	static const struct level_counter disk[] = {{"", "puts", 3, false}, {"", "corrupt", 9, true}};
 	const char *a;
 
 	memcpy(lv_counts[SHARD_LEVEL_SHARED], sh, sizeof(sh));

@@ -211,7 +211,7 @@ Test(fleet, the_column_set_is_an_lru_of_whole_columns)
 		}
 		cr_assert_eq(s.n, nref);
 		if (op % 9973 == 0) { /* the whole order, from the most recent */
-			for (i = s.head, j = 0; i != FLEET_NONE; i = s.e[i].next, j++)
+			for (i = s.lru.head, j = 0; i != FLEET_NONE; i = s.e[i].lru.next, j++)
 				cr_assert_eq(s.e[i].key, ref[j]);
 			cr_assert_eq(j, nref);
 		}

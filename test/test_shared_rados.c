@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mono.h"
 #include "shared.h"
 
 #define MIB (1u << 20)
@@ -58,15 +59,6 @@ check(bool ok, const char *name, const char *fmt, ...)
 	printf("\n");
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static struct shared *
 open_with(uint32_t timeout_ms, uint32_t inflight, const char *pool, char *err, size_t errlen)
 {
@@ -85,11 +77,11 @@ open_with(uint32_t timeout_ms, uint32_t inflight, const char *pool, char *err, s
 static bool
 wait_one(struct shared *s, uint64_t cookie, struct shared_done *d, double limit_s)
 {
-	double end = now_s() + limit_s;
+	double end = mono_s() + limit_s;
 	struct shared_done got[8];
 	unsigned int n, i;
 
-	while (now_s() < end) {
+	while (mono_s() < end) {
 		n = shared_poll(s, got, 8, 100);
 		for (i = 0; i < n; i++) {
 			if (got[i].cookie == cookie) {
@@ -162,7 +154,7 @@ many_round_trip(struct shared *s, const char *ns, bool write)
 	unsigned int next = 0, done = 0, bad = 0, n, i;
 	unsigned int buf_of[NOBJ], freebuf[DEPTH], nfree = DEPTH;
 	char name[32];
-	double t0 = now_s(), end = t0 + 60;
+	double t0 = mono_s(), end = t0 + 60;
 	int rc;
 
 	if (bufs == NULL || want == NULL) {
@@ -172,7 +164,7 @@ many_round_trip(struct shared *s, const char *ns, bool write)
 	/* Each op in flight has its own buffer (buf_of[cookie]) until reaped. */
 	for (i = 0; i < DEPTH; i++)
 		freebuf[i] = i;
-	while (done < NOBJ && now_s() < end) {
+	while (done < NOBJ && mono_s() < end) {
 		while (next < NOBJ && nfree > 0) {
 			uint8_t *b;
 
@@ -215,7 +207,7 @@ many_round_trip(struct shared *s, const char *ns, bool write)
 	snprintf(label, sizeof(label), "%u objects of 1 MiB %s at depth %u: all %s", NOBJ,
 		 write ? "written" : "read", DEPTH, write ? "completed 0" : "read back whole and right");
 	check(done == NOBJ && bad == 0, label, "%u done, %u bad", done, bad);
-	printf("  (%.2f s, %.0f MiB/s)\n", now_s() - t0, done / (now_s() - t0));
+	printf("  (%.2f s, %.0f MiB/s)\n", mono_s() - t0, done / (mono_s() - t0));
 out:
 	free(bufs);
 	free(want);
@@ -344,7 +336,7 @@ phase_live(void)
 		uint8_t tag[4][64];
 		struct shared_done d[8];
 		unsigned int got = 0, ok = 0, n, k;
-		double end = now_s() + 30;
+		double end = mono_s() + 30;
 
 		for (k = 0; k < 4; k++) {
 			memset(tag[k], 'A' + (int)k, sizeof(tag[k]));
@@ -352,7 +344,7 @@ phase_live(void)
 			if (rc < 0)
 				break;
 		}
-		while (got < 4 && now_s() < end) {
+		while (got < 4 && mono_s() < end) {
 			n = shared_poll(s, d, 8, 100);
 			for (k = 0; k < n; k++) {
 				got++;
@@ -373,8 +365,8 @@ phase_live(void)
 		for (k = 0; k < 4; k++)
 			shared_get(s, nss[k], "x", rb[k], 64, 200 + k);
 		got = ok = 0;
-		end = now_s() + 30;
-		while (got < 4 && now_s() < end) {
+		end = mono_s() + 30;
+		while (got < 4 && mono_s() < end) {
 			n = shared_poll(s, d, 8, 100);
 			for (k = 0; k < n; k++) {
 				unsigned int j = (unsigned int)(d[k].cookie - 200);
@@ -391,7 +383,7 @@ phase_live(void)
 	{
 		struct shared_done d[DEPTH + 1];
 		unsigned int got = 0, k;
-		double end = now_s() + 30;
+		double end = mono_s() + 30;
 
 		for (k = 0; k < DEPTH; k++)
 			shared_get(s, "t1", "obj.a", b, MIB, 300 + k);
@@ -399,7 +391,7 @@ phase_live(void)
 		check(rc == -EBUSY && shared_inflight(s) == DEPTH,
 		      "a submit past max_inflight: -EBUSY", "rc %d inflight %u", rc,
 		      shared_inflight(s));
-		while (got < DEPTH && now_s() < end)
+		while (got < DEPTH && mono_s() < end)
 			got += shared_poll(s, d + got, DEPTH + 1 - got, 200);
 		check(got == DEPTH && shared_inflight(s) == 0, "every op submitted completes once",
 		      "%u of %u, %u in flight", got, DEPTH, shared_inflight(s));
@@ -828,7 +820,7 @@ phase_down(void)
 		free(b);
 		return;
 	}
-	t0 = now_s();
+	t0 = mono_s();
 	for (k = 0; k < 8; k++) {
 		char name[32];
 
@@ -837,29 +829,29 @@ phase_down(void)
 	}
 	shared_put(s, "t1", "after", b, 4096, 8);
 	end = t0 + 3 + 2 + 5; /* watched past the bound, to measure a miss */
-	while (got < 9 && now_s() < end) {
+	while (got < 9 && mono_s() < end) {
 		unsigned int n = shared_poll(s, d, DEPTH, 200);
 
 		for (k = 0; k < n; k++)
 			tmo += d[k].status == -ETIMEDOUT;
 		got += n;
 	}
-	took = now_s() - t0;
+	took = mono_s() - t0;
 	check(got == 9 && tmo == 9, "8 gets and a put with every OSD down: -ETIMEDOUT",
 	      "%u of 9 done, %u timed out", got, tmo);
 	check(got == 9 && took <= 3 + 2, "... within the op timeout (3 s) + 2 s",
 	      "took %.2f s", took);
 	printf("  (all ended in %.2f s)\n", took);
-	t0 = now_s();
+	t0 = mono_s();
 	uint32_t g;
 	int rc = shared_gen_read(s, "gen.t", &g);
 
-	took = now_s() - t0;
+	took = mono_s() - t0;
 	check(rc == -ETIMEDOUT && took <= 5, "a synchronous gen_read: -ETIMEDOUT within 5 s",
 	      "rc %d in %.2f s", rc, took);
-	t0 = now_s();
+	t0 = mono_s();
 	shared_close(s);
-	check(now_s() - t0 < 2, "close returns at once", "%.2f s", now_s() - t0);
+	check(mono_s() - t0 < 2, "close returns at once", "%.2f s", mono_s() - t0);
 	free(b);
 }
 
@@ -867,10 +859,10 @@ static void
 phase_unreachable(void)
 {
 	char err[256] = "";
-	double t0 = now_s(), took;
+	double t0 = mono_s(), took;
 	struct shared *s = open_with(2000, DEPTH, NULL, err, sizeof(err));
 
-	took = now_s() - t0;
+	took = mono_s() - t0;
 	check(s == NULL && strstr(err, "unreachable") != NULL,
 	      "open with the cluster stopped fails, saying unreachable", "%s", err);
 	check(took <= 2 + 2, "... within the timeout (2 s) + 2 s", "took %.2f s", took);

@@ -28,9 +28,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "mono.h"
 #include "proto.h"
 #include "ucwire.h"
 
@@ -369,21 +369,6 @@ slurp(int fd, char *to, size_t cap)
 	close(fd);
 }
 
-static uint64_t
-mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-static uint64_t
-mono_s(void)
-{
-	return mono_ms() / 1000;
-}
-
 /* Run the client with @p args (after the fake shard's address and ports) against @p s. */
 static void
 play(const struct scen *s, struct run *r, uint64_t as_limit, const char *const *args)
@@ -393,7 +378,7 @@ play(const struct scen *s, struct run *r, uint64_t as_limit, const char *const *
 	const char *argv[48];
 	unsigned int a = 0;
 	int fo = mkstemp(tmpl_o), fe = mkstemp(tmpl_e), probe, ws;
-	uint64_t t0 = mono_s(), next_status = 0, t;
+	uint64_t t0 = mono_ms() / 1000, next_status = 0, t;
 	pid_t pid, done = 0;
 
 	cr_assert(fo >= 0 && fe >= 0);
@@ -459,7 +444,7 @@ play(const struct scen *s, struct run *r, uint64_t as_limit, const char *const *
 		done = waitpid(pid, &ws, WNOHANG);
 		if (done != 0)
 			break;
-		if (mono_s() - t0 > HARD_LIMIT_S) {
+		if (mono_ms() / 1000 - t0 > HARD_LIMIT_S) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &ws, 0);
 			r->status = -1;

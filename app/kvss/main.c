@@ -261,21 +261,15 @@ print_levels(const struct kvss_shard_inst *s)
 
 	for (k = 0; k < SHARD_LEVELS; k++) {
 		const struct shard_level *lv = shard_level_of(s, (enum shard_level_kind)k);
-		struct level_counter lc[LEVEL_COUNTERS_MAX];
-		uint64_t refused = 0;
-		unsigned int i, n;
 		bool sh = k == SHARD_LEVEL_SHARED;
 
 		if (lv == NULL)
 			continue;
-		n = lv->ops->counters(lv, lc);
-		for (i = 0; i < n; i++)
-			if (strcmp(lc[i].group, "bad_") == 0 || strcmp(lc[i].name, "corrupt") == 0)
-				refused += lc[i].value;
 		printf("kvss: shard %u of model %u: %s: %" PRIu64 " columns down, %" PRIu64
 		       " up, %" PRIu64 " refused by their check, %" PRIu64 " errors\n",
 		       s->cfg->id, s->cfg->model, sh ? "the shared level" : "the second tier",
-		       sh ? in->shared_down : in->l2_down, sh ? in->shared_up : in->l2_up, refused,
+		       sh ? in->shared_down : in->l2_down, sh ? in->shared_up : in->l2_up,
+		       shard_level_refused(lv),
 		       sh ? in->shared_errors : in->l2_errors);
 	}
 }
@@ -397,16 +391,9 @@ shards_start(const char *config)
 		}
 		disk = shard_level_of(si, SHARD_LEVEL_DISK);
 		if (disk != NULL) {
-			struct level_counter lc[LEVEL_COUNTERS_MAX];
-			uint64_t held = 0, dropped = 0;
-			unsigned int k, n = disk->ops->counters(disk, lc);
+			uint64_t held, dropped;
 
-			for (k = 0; k < n; k++) {
-				if (strcmp(lc[k].name, "columns") == 0)
-					held = lc[k].value;
-				if (strcmp(lc[k].name, "rebuild_dropped") == 0)
-					dropped = lc[k].value;
-			}
+			level_disk_found(disk, &held, &dropped);
 			printf("kvss: second tier %s%s: %" PRIu64 " columns kept from before, %" PRIu64
 			       " dropped (checksum)\n", si->cfg->l2.path,
 			       level_disk_direct(disk) ? " (O_DIRECT)" : " (page cache: no O_DIRECT here)",

@@ -22,7 +22,8 @@ colset_init(struct colset *s, uint64_t max)
 {
 	memset(s, 0, sizeof(*s));
 	s->max = max;
-	s->free = s->head = s->tail = FLEET_NONE;
+	s->free = FLEET_NONE;
+	ilist_init(&s->lru);
 	s->mask = 1023;
 	s->tab = calloc(s->mask + 1, sizeof(uint32_t));
 	return s->tab != NULL ? 0 : -1;
@@ -41,7 +42,8 @@ colset_clear(struct colset *s)
 {
 	memset(s->tab, 0, ((size_t)s->mask + 1) * sizeof(uint32_t));
 	s->n = s->used = 0;
-	s->free = s->head = s->tail = FLEET_NONE;
+	s->free = FLEET_NONE;
+	ilist_init(&s->lru);
 }
 
 uint32_t
@@ -55,40 +57,10 @@ colset_find(const struct colset *s, uint64_t key)
 	return FLEET_NONE;
 }
 
-static void
-unlink_ent(struct colset *s, uint32_t i)
-{
-	struct colset_ent *x = &s->e[i];
-
-	if (x->prev != FLEET_NONE)
-		s->e[x->prev].next = x->next;
-	else
-		s->head = x->next;
-	if (x->next != FLEET_NONE)
-		s->e[x->next].prev = x->prev;
-	else
-		s->tail = x->prev;
-}
-
-static void
-push_ent(struct colset *s, uint32_t i)
-{
-	s->e[i].prev = FLEET_NONE;
-	s->e[i].next = s->head;
-	if (s->head != FLEET_NONE)
-		s->e[s->head].prev = i;
-	else
-		s->tail = i;
-	s->head = i;
-}
-
 void
 colset_touch(struct colset *s, uint32_t i)
 {
-	if (s->head == i)
-		return;
-	unlink_ent(s, i);
-	push_ent(s, i);
+	ilist_move_head(&s->lru, ILIST_LINKS(s->e, lru), i);
 }
 
 void
@@ -109,8 +81,8 @@ colset_remove(struct colset *s, uint32_t i)
 		}
 	}
 	s->tab[pos] = 0;
-	unlink_ent(s, i);
-	s->e[i].next = s->free;
+	ilist_unlink(&s->lru, ILIST_LINKS(s->e, lru), i);
+	s->e[i].lru.next = s->free;
 	s->free = i;
 	s->n--;
 }
@@ -137,7 +109,7 @@ grow(struct colset *s)
 		if (tab == NULL)
 			return -1;
 		/* Every entry held is on the recency list. */
-		for (i = s->head; i != FLEET_NONE; i = s->e[i].next) {
+		for (i = s->lru.head; i != FLEET_NONE; i = s->e[i].lru.next) {
 			uint32_t k = slot_of(s->e[i].key, mask);
 
 			while (tab[k] != 0)
@@ -162,15 +134,15 @@ colset_insert(struct colset *s, uint64_t key, uint64_t first_ms, struct colset_e
 		return 1;
 	}
 	if ((uint64_t)s->n >= s->max) {
-		*victim = s->e[s->tail];
-		colset_remove(s, s->tail);
+		*victim = s->e[s->lru.tail];
+		colset_remove(s, s->lru.tail);
 		out = 1;
 	}
 	if (grow(s) != 0)
 		return -1;
 	if (s->free != FLEET_NONE) {
 		i = s->free;
-		s->free = s->e[i].next;
+		s->free = s->e[i].lru.next;
 	} else {
 		i = s->used++;
 	}
@@ -179,7 +151,7 @@ colset_insert(struct colset *s, uint64_t key, uint64_t first_ms, struct colset_e
 	for (k = slot_of(key, s->mask); s->tab[k] != 0; k = (k + 1) & s->mask)
 		;
 	s->tab[k] = i + 1;
-	push_ent(s, i);
+	ilist_push_head(&s->lru, ILIST_LINKS(s->e, lru), i);
 	s->n++;
 	return out;
 }
@@ -321,10 +293,10 @@ shared_put(struct fleet *f, uint64_t key, uint64_t first_ms, uint64_t now)
 static void
 sweep(struct fleet *f, uint64_t now)
 {
-	uint32_t i = f->shared.tail;
+	uint32_t i = f->shared.lru.tail;
 
 	while (i != FLEET_NONE) {
-		uint32_t prev = f->shared.e[i].prev;
+		uint32_t prev = f->shared.e[i].lru.prev;
 
 		if (expired(f, f->shared.e[i].first_ms, now)) {
 			colset_remove(&f->shared, i);

@@ -52,6 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ilist.h"
 #include "route.h"
 #include "workload.h"
 
@@ -62,19 +63,19 @@
 
 struct colset_ent {
 	uint64_t key, first_ms;
-	uint32_t prev, next; /* recency: head most recent */
+	struct ilist_link lru; /* on the set's recency list; a free entry's next: the free list */
 };
 
 struct colset {
 	uint64_t max;	 /* columns held at most (FLEET_UNLIMITED: no bound) */
 	uint32_t n;	 /* columns held */
 	uint32_t nent;	 /* entries allocated */
-	uint32_t free;	 /* free entries' list (through next) */
+	uint32_t free;	 /* free entries' list (through lru.next) */
 	uint32_t used;	 /* entries ever used (the rest are past it) */
 	struct colset_ent *e;
 	uint32_t *tab;	 /* open addressing by key: entry + 1, 0 empty */
 	uint32_t mask;
-	uint32_t head, tail;
+	struct ilist lru; /* the entries held: head the most recent */
 };
 
 /** An empty set of at most @p max columns (0: none; FLEET_UNLIMITED). @return 0, -1 no memory. */

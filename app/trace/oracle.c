@@ -201,8 +201,8 @@ oracle_plain_lru(const struct oracle_blocks *a, uint64_t capacity, uint32_t bloc
 			if (maxb == 0)
 				continue;
 			if (used == maxb) {
-				stored[l.tail] = 0;
-				lru_unlink(&l, l.tail);
+				stored[l.list.tail] = 0;
+				lru_unlink(&l, l.list.tail);
 				used--;
 			}
 			stored[b] = 1;
@@ -369,8 +369,8 @@ oracle_lru_told(const struct oracle_blocks *a, uint64_t capacity, uint32_t block
 			used += s;
 			lru_push(&l, b);
 		}
-		while (used > cap && l.tail != NONE) {
-			uint32_t v = l.tail;
+		while (used > cap && l.list.tail != NONE) {
+			uint32_t v = l.list.tail;
 
 			lru_unlink(&l, v);
 			used -= size[v];

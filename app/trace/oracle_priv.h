@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "ilist.h"
 #include "oracle.h"
 
 #define NONE UINT32_MAX
@@ -49,49 +50,36 @@ replayable(const struct oracle_blocks *a, const struct wl_req *q, uint64_t h)
 }
 
 /* A recency list over dense block numbers: head most recent. */
+/* Blocks in recency order (lib/ilist): list.head the most recent, list.tail the next to go. */
 struct lru {
-	uint32_t *prev, *next, head, tail;
+	struct ilist_link *link; /* per block */
+	struct ilist list;
 };
 
 static inline int
 lru_init(struct lru *l, uint32_t nblk)
 {
-	l->prev = malloc(sizeof(uint32_t) * (nblk + 1));
-	l->next = malloc(sizeof(uint32_t) * (nblk + 1));
-	l->head = l->tail = NONE;
-	return l->prev && l->next ? 0 : -1;
+	l->link = malloc(sizeof(l->link[0]) * (nblk + 1));
+	ilist_init(&l->list);
+	return l->link != NULL ? 0 : -1;
 }
 
 static inline void
 lru_fini(struct lru *l)
 {
-	free(l->prev);
-	free(l->next);
+	free(l->link);
 }
 
 static inline void
 lru_unlink(struct lru *l, uint32_t b)
 {
-	if (l->prev[b] != NONE)
-		l->next[l->prev[b]] = l->next[b];
-	else
-		l->head = l->next[b];
-	if (l->next[b] != NONE)
-		l->prev[l->next[b]] = l->prev[b];
-	else
-		l->tail = l->prev[b];
+	ilist_unlink(&l->list, ILIST_LINK_ARRAY(l->link), b);
 }
 
 static inline void
 lru_push(struct lru *l, uint32_t b)
 {
-	l->prev[b] = NONE;
-	l->next[b] = l->head;
-	if (l->head != NONE)
-		l->prev[l->head] = b;
-	else
-		l->tail = b;
-	l->head = b;
+	ilist_push_head(&l->list, ILIST_LINK_ARRAY(l->link), b);
 }
 
 /* Tokens of block @k of request @q. */

@@ -36,7 +36,7 @@ sec_of(const struct tier2 *t, uint64_t ts_ms)
 static void
 l1_free_one(struct tier2 *t, size_t sec)
 {
-	uint32_t b = t->l1.tail;
+	uint32_t b = t->l1.list.tail;
 
 	lru_unlink(&t->l1, b);
 	t->used1--;
@@ -45,8 +45,8 @@ l1_free_one(struct tier2 *t, size_t sec)
 	    (t->p->admit == TIER2_ADMIT_SHORT && t->uses[b] < 2 && !t->brief[b]))
 		return;
 	if (t->used2 == t->max2) {
-		t->where[t->l2.tail] = IN_NONE;
-		lru_unlink(&t->l2, t->l2.tail);
+		t->where[t->l2.list.tail] = IN_NONE;
+		lru_unlink(&t->l2, t->l2.list.tail);
 		t->used2--;
 	}
 	lru_push(&t->l2, b);

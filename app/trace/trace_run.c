@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "mono.h"
 #include "replay.h"
 #include "route.h"
 #include "trace_priv.h"
@@ -76,15 +76,6 @@ rates_close(const struct rates *rt, const uint64_t *v, double *mean, double *pea
 	}
 	*mean = (double)total / (double)rt->nsec;
 	*peak = (double)best / (double)w;
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Per minute of trace time: the busiest replica's tokens over the mean. */
@@ -215,7 +206,7 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 	size_t i, n = o->limit && o->limit < t->n ? o->limit : t->n, step = n / 20 ? n / 20 : 1;
 	uint64_t cap = capacity ? capacity : t->tokens + 1024;
 	uint32_t nrep = o->replicas > 1 ? o->replicas : 1, k;
-	double t0 = now_s();
+	double t0 = mono_s();
 	bool tty = isatty(2);
 	int rc = -1;
 	struct rates rt = {0};
@@ -358,7 +349,7 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 	rates_close(&rt, rt.evict, &res->evict_rate, &res->evict_peak);
 	rates_close(&rt, rt.refill, &res->refill_rate, &res->refill_peak);
 	res->peak_window_s = (unsigned int)rates_window(&rt);
-	res->wall = now_s() - t0;
+	res->wall = mono_s() - t0;
 	rc = 0;
 out:
 	free(rt.evict);

@@ -45,10 +45,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "args.h"
+#include "mono.h"
 #include "ucwire.h"
 
 #define MAX_CACHES 16 /* as many as a shard may have (PROTOCOL.md, CacheInfo) */
@@ -126,15 +126,6 @@ struct client {
 	uint64_t deadline;
 	uint8_t buf[65536];
 };
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
 
 static void
 fail(struct client *c, const char *fmt, ...)
@@ -452,7 +443,7 @@ pump(struct client *c, uint64_t wait_ns)
 
 			if (!(pf[i].revents & POLLIN))
 				continue;
-			for (unsigned int k = 0; k < 4096 && !c->stop && now_ns() < c->deadline; k++) {
+			for (unsigned int k = 0; k < 4096 && !c->stop && mono_ns() < c->deadline; k++) {
 				fl = sizeof(from);
 				n = recvfrom(pf[i].fd, c->buf, sizeof(c->buf), MSG_DONTWAIT,
 					     (struct sockaddr *)&from, &fl);
@@ -462,10 +453,10 @@ pump(struct client *c, uint64_t wait_ns)
 			}
 		}
 	if (c->pend_len > 0 && c->recv_seq < c->pend_seq && !c->stop &&
-	    now_ns() - c->pend_sent > RETRANSMIT_NS) {
+	    mono_ns() - c->pend_sent > RETRANSMIT_NS) {
 		c->pend[6] |= UC_F_RETRANSMIT; /* flags, bit 1 */
 		send_to(c, c->ctl, &c->to_ctl, c->pend, c->pend_len);
-		c->pend_sent = now_ns();
+		c->pend_sent = mono_ns();
 		c->resent++;
 	}
 }
@@ -477,7 +468,7 @@ static int
 wait_for(struct client *c, pred_fn done, const void *arg, const char *what)
 {
 	while (!c->stop && !done(c, arg)) {
-		uint64_t t = now_ns();
+		uint64_t t = mono_ns();
 
 		if (t >= c->deadline) {
 			fail(c, "timed out waiting for %s", what);
@@ -507,7 +498,7 @@ send_ctl(struct client *c, size_t len)
 	memcpy(c->pend, c->buf, len);
 	c->pend_len = len;
 	c->pend_seq = seq;
-	c->pend_sent = now_ns();
+	c->pend_sent = mono_ns();
 	return send_to(c, c->ctl, &c->to_ctl, c->pend, len);
 }
 
@@ -553,7 +544,7 @@ hello(struct client *c)
 	uint64_t next = 0, n = c->o.tokens, per_token = 0, held, sent;
 
 	while (!c->established && !c->stop) {
-		uint64_t t = now_ns();
+		uint64_t t = mono_ns();
 
 		if (t >= c->deadline) {
 			fail(c, "the shard at %s:%u did not answer HELLO with a STATUS of our epoch",
@@ -1047,7 +1038,7 @@ nonzero_random(void)
 
 	while (v == 0)
 		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-			v = (uint32_t)now_ns() ^ (uint32_t)getpid();
+			v = (uint32_t)mono_ns() ^ (uint32_t)getpid();
 	return v;
 }
 
@@ -1225,7 +1216,7 @@ main(int argc, char **argv)
 	c.depoch = nonzero_random();
 	c.wepoch = nonzero_random();
 	c.shard_id = UC_SHARD_ALL;
-	c.deadline = now_ns() + c.o.timeout_ms * 1000000ULL;
+	c.deadline = mono_ns() + c.o.timeout_ms * 1000000ULL;
 	/* The prompt: token ids from the seed, and h(i) of each (section 6). */
 	c.h = alloc(&c, c.o.tokens * sizeof(*c.h), "the token hashes");
 	if (c.h == NULL)

@@ -26,8 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "mono.h"
 
 /* ---- Operations ---------------------------------------------------------- */
 
@@ -105,15 +106,6 @@ clear_slot(struct kvdisk *d, uint16_t c, uint32_t i, struct op *o)
 }
 
 /* ---- Deferred deletes (above) ------------------------------------------- */
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Into cache @p c's ring: at its tail, or at its head (@p first: before the others). */
 static void
@@ -318,7 +310,7 @@ kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_
 		r->clearing++;
 		r->s[i].state = S_CLEAR;
 		pend_push(d, cache, &(struct pend_del){.slot = i, .cookie = cookie,
-							 .since_ns = now_ns(), .gone = r->s[i].m},
+							 .since_ns = mono_ns(), .gone = r->s[i].m},
 			  false);
 		return 0;
 	}
@@ -449,7 +441,7 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 	struct op *o;
 	/* The clock once a poll, and only when a delete waits: a failed put
 	 * gives deletes back due now (since 0), which need none. */
-	uint64_t now = d->npend > 0 ? now_ns() : 0;
+	uint64_t now = d->npend > 0 ? mono_ns() : 0;
 
 	/* The bytes of the GETs given last time are the caller's no more. */
 	while (d->nheld > 0)

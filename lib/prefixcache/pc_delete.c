@@ -288,7 +288,7 @@ pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only)
 			uint32_t i, seen = 0;
 
 			/* Visits at most 256 leaves per bucket and pass. */
-			for (i = g->lru_tail[b]; i != NIL && seen < 256; i = pc->e[i].lru_prev, seen++) {
+			for (i = g->lru[b].tail; i != NIL && seen < 256; i = pc->e[i].lru.prev, seen++) {
 				struct pc_entry *e = &pc->e[i];
 
 				if (e->pins > 0 || e->evict_count >= current_batch(m))

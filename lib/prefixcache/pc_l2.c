@@ -39,7 +39,7 @@ pc_l2_init(struct prefixcache *pc)
 	for (mi = 0; mi < pc->p.num_models; mi++) {
 		struct pc_group *g = &pc->m[mi].g[0];
 
-		g->l2_head = g->l2_tail = NIL;
+		ilist_init(&g->l2_lru);
 		if (!pc_l2_on(pc, mi))
 			continue;
 		g->l2_capacity = pc->m[mi].p.l2_capacity_tokens;
@@ -102,31 +102,6 @@ l2_find(const struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash)
 	return NIL;
 }
 
-static void
-lru_unlink(struct pc_group *g, struct pc_l2e *l2, uint32_t i)
-{
-	if (l2[i].prev != NIL)
-		l2[l2[i].prev].next = l2[i].next;
-	else
-		g->l2_head = l2[i].next;
-	if (l2[i].next != NIL)
-		l2[l2[i].next].prev = l2[i].prev;
-	else
-		g->l2_tail = l2[i].prev;
-}
-
-static void
-lru_push(struct pc_group *g, struct pc_l2e *l2, uint32_t i)
-{
-	l2[i].prev = NIL;
-	l2[i].next = g->l2_head;
-	if (g->l2_head != NIL)
-		l2[g->l2_head].prev = i;
-	else
-		g->l2_tail = i;
-	g->l2_head = i;
-}
-
 /*
  * Unlink record @i from the index and the LRU: no lookup finds it, no room
  * making takes it. It still counts as stored: the shards hold it until
@@ -143,7 +118,7 @@ l2_detach(struct prefixcache *pc, uint32_t i)
 		p = &pc->l2[*p].hnext;
 	*p = e->hnext;
 	if (!e->shared)
-		lru_unlink(g, pc->l2, i);
+		ilist_unlink(&g->l2_lru, ILIST_LINKS(pc->l2, lru), i);
 }
 
 static void
@@ -206,8 +181,8 @@ pc_l2_demote(struct prefixcache *pc, uint32_t i)
 	k = l2_find(pc, e->gid, e->org, e->hash);
 	if (k != NIL)
 		l2_drop(pc, k); /* an older copy: this one replaces it */
-	while (g->l2_stored + n > g->l2_capacity && g->l2_tail != NIL)
-		l2_drop(pc, g->l2_tail);
+	while (g->l2_stored + n > g->l2_capacity && g->l2_lru.tail != NIL)
+		l2_drop(pc, g->l2_lru.tail);
 	/* No room left but columns on their way up: this one is deleted, not kept. */
 	if (g->l2_stored + n > g->l2_capacity || (k = pc->l2free) == NIL)
 		return;
@@ -223,7 +198,7 @@ pc_l2_demote(struct prefixcache *pc, uint32_t i)
 		pc->l2[k].hnext = pc->l2bucket[b];
 		pc->l2bucket[b] = k;
 	}
-	lru_push(g, pc->l2, k);
+	ilist_push_head(&g->l2_lru, ILIST_LINKS(pc->l2, lru), k);
 	g->l2_stored += n;
 	pc->st.l2_stored_tokens += n;
 	pc->st.l2_down_tokens += n;
@@ -399,19 +374,6 @@ pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,
 	return up;
 }
 
-/* At the LRU's cold end: taken back from a restart, it goes before what this run used. */
-static void
-lru_push_tail(struct pc_group *g, struct pc_l2e *l2, uint32_t i)
-{
-	l2[i].next = NIL;
-	l2[i].prev = g->l2_tail;
-	if (g->l2_tail != NIL)
-		l2[g->l2_tail].next = i;
-	else
-		g->l2_head = i;
-	g->l2_tail = i;
-}
-
 void
 pc_l2_reset_model(struct prefixcache *pc, uint16_t mi)
 {
@@ -420,8 +382,8 @@ pc_l2_reset_model(struct prefixcache *pc, uint16_t mi)
 	if (pc->l2 == NULL || !pc_l2_on(pc, mi))
 		return;
 	/* Forgotten, nothing sent: the shards' inventories say again what they hold. */
-	while (g->l2_tail != NIL) {
-		uint32_t i = g->l2_tail;
+	while (g->l2_lru.tail != NIL) {
+		uint32_t i = g->l2_lru.tail;
 
 		l2_detach(pc, i);
 		l2_release(pc, i);
@@ -509,7 +471,8 @@ l2_place(struct prefixcache *pc, uint16_t mi, const struct prefixcache_l2col *c,
 		pc->st.shared_staged_tokens += n;
 		return 0;
 	}
-	lru_push_tail(g, pc->l2, k);
+	/* At the LRU's cold end: taken back from a restart, it goes before what this run used. */
+	ilist_push_tail(&g->l2_lru, ILIST_LINKS(pc->l2, lru), k);
 	g->l2_stored += n;
 	pc->st.l2_stored_tokens += n;
 	pc->st.l2_adopted_tokens += n;

@@ -22,14 +22,7 @@ pc_lru_unlink(struct prefixcache *pc, uint32_t i)
 
 	if (e->bucket == NO_BUCKET)
 		return;
-	if (e->lru_prev != NIL)
-		pc->e[e->lru_prev].lru_next = e->lru_next;
-	else
-		g->lru_head[e->bucket] = e->lru_next;
-	if (e->lru_next != NIL)
-		pc->e[e->lru_next].lru_prev = e->lru_prev;
-	else
-		g->lru_tail[e->bucket] = e->lru_prev;
+	ilist_unlink(&g->lru[e->bucket], ILIST_LINKS(pc->e, lru), i);
 	e->bucket = NO_BUCKET;
 }
 
@@ -41,16 +34,7 @@ lru_link_before(struct prefixcache *pc, uint32_t i, uint8_t bucket, uint32_t x)
 	struct pc_group *g = &pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS];
 
 	e->bucket = bucket;
-	e->lru_next = x;
-	e->lru_prev = x != NIL ? pc->e[x].lru_prev : g->lru_tail[bucket];
-	if (e->lru_prev != NIL)
-		pc->e[e->lru_prev].lru_next = i;
-	else
-		g->lru_head[bucket] = i;
-	if (x != NIL)
-		pc->e[x].lru_prev = i;
-	else
-		g->lru_tail[bucket] = i;
+	ilist_insert_before(&g->lru[bucket], ILIST_LINKS(pc->e, lru), i, x);
 }
 
 /* Put leaf @i at the most recent end of its bucket (or the least recent). */
@@ -60,7 +44,7 @@ pc_lru_insert(struct prefixcache *pc, uint32_t i, uint8_t bucket, bool oldest)
 	const struct pc_entry *e = &pc->e[i];
 
 	lru_link_before(pc, i, bucket,
-			oldest ? NIL : pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS].lru_head[bucket]);
+			oldest ? NIL : pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS].lru[bucket].head);
 }
 
 /* A leaf just used, or whose bucket changed: to the recent end of its policy's bucket. */
@@ -85,7 +69,7 @@ pc_lru_insert_by_use(struct prefixcache *pc, uint32_t i, uint8_t bucket)
 {
 	const struct pc_entry *e = &pc->e[i];
 	const struct pc_group *g = &pc->m[e->gid / MAX_GROUPS].g[e->gid % MAX_GROUPS];
-	uint32_t t = e->last_used, x = g->lru_head[bucket], y = g->lru_tail[bucket];
+	uint32_t t = e->last_used, x = g->lru[bucket].head, y = g->lru[bucket].tail;
 	int n;
 
 	if (y != NIL && t <= pc->e[y].last_used) {
@@ -93,13 +77,13 @@ pc_lru_insert_by_use(struct prefixcache *pc, uint32_t i, uint8_t bucket)
 	} else {
 		/* x: the first entry from the head not newer than @i. */
 		for (n = 0; n < 32 && x != NIL && pc->e[x].last_used > t; n++)
-			x = pc->e[x].lru_next;
+			x = pc->e[x].lru.next;
 		if (x != NIL && pc->e[x].last_used > t) {
 			/* Not within 32: from the tail (the head is newer, so y stops by it). */
 			for (n = 0; n < 32 && pc->e[y].last_used < t; n++)
-				y = pc->e[y].lru_prev;
+				y = pc->e[y].lru.prev;
 			if (pc->e[y].last_used >= t)
-				x = pc->e[y].lru_next;
+				x = pc->e[y].lru.next;
 		}
 	}
 	lru_link_before(pc, i, bucket, x);

@@ -92,8 +92,8 @@ slru_demote(struct prefixcache *pc, struct pc_group *g)
 			 g->capacity % 100 * (100 - pc->p.probation_pct) / 100;
 	int n;
 
-	for (n = 0; n < 64 && g->protected_tokens > limit && g->lru_tail[1] != NIL; n++) {
-		uint32_t i = g->lru_tail[1];
+	for (n = 0; n < 64 && g->protected_tokens > limit && g->lru[1].tail != NIL; n++) {
+		uint32_t i = g->lru[1].tail;
 		struct pc_entry *e = &pc->e[i];
 
 		pc_lru_unlink(pc, i);

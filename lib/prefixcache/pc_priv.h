@@ -25,6 +25,7 @@
 #ifndef PC_PRIV_H
 #define PC_PRIV_H
 
+#include "ilist.h"
 #include "prefixcache.h"
 
 #include <errno.h>
@@ -50,7 +51,7 @@ struct pc_entry {
 	uint32_t org;
 	uint32_t prompt; /* prompt record holding the tokens */
 	uint32_t parent, first_child, next_sib, prev_sib;
-	uint32_t lru_prev, lru_next; /* policy list (leaves only) */
+	struct ilist_link lru;	     /* policy list (leaves only) */
 	uint32_t p_prev, p_next;     /* the prompt's entries, by start */
 	uint32_t hnext;		     /* hash chain; free list */
 	uint32_t gen;	/* bumped on reuse: refills check it before unpinning */
@@ -85,10 +86,10 @@ struct pc_group {
 	uint16_t cache_pos[PREFIXCACHE_MAX_CACHES]; /* index in the model's EVICT entries */
 	uint64_t capacity, stored;
 	uint64_t protected_tokens; /* SLRU: tokens of protected columns */
-	uint32_t lru_head[NBUCKETS], lru_tail[NBUCKETS]; /* head: most recent */
+	struct ilist lru[NBUCKETS]; /* head: most recent */
 	/* The second tier (pc_l2.c): columns, and their LRU (head: most recent). */
 	uint64_t l2_capacity, l2_stored; /* tokens */
-	uint32_t l2_head, l2_tail;
+	struct ilist l2_lru; /* head: most recent */
 };
 
 /* A column in the second tier: what the driver knows of it (pc_l2.c). */
@@ -98,7 +99,7 @@ struct pc_l2e {
 	uint32_t start, length;
 	uint32_t first_used, last_used; /* ticks */
 	uint32_t hnext;			/* hash chain; free list */
-	uint32_t prev, next;		/* LRU */
+	struct ilist_link lru;		/* on its group's l2_lru */
 	uint8_t gid;
 	uint8_t pending; /* sent down, not yet confirmed (l2_confirm): not served */
 	/* Staged from the shared level (prefixcache_shared_stage): not on any

@@ -145,7 +145,7 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	e->prompt = sg->prompt;
 	e->parent = parent;
 	e->first_child = e->next_sib = e->prev_sib = NIL;
-	e->lru_prev = e->lru_next = NIL;
+	e->lru.prev = e->lru.next = NIL;
 	e->p_prev = p->last;
 	e->p_next = NIL;
 	e->gen++;

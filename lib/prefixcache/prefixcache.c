@@ -107,8 +107,7 @@ build_groups(struct pc_model *m, uint32_t C)
 			m->g[gi].window = cc->window;
 			m->g[gi].sinks = cc->sinks;
 			m->g[gi].capacity = UINT64_MAX;
-			memset(m->g[gi].lru_head, 0xff, sizeof(m->g[gi].lru_head));
-			memset(m->g[gi].lru_tail, 0xff, sizeof(m->g[gi].lru_tail));
+			memset(m->g[gi].lru, 0xff, sizeof(m->g[gi].lru)); /* every list empty */
 			m->ngroups++;
 		}
 		m->g[gi].cache_pos[m->g[gi].ncaches] = c;

@@ -63,30 +63,6 @@ stream_word(uint64_t x, uint64_t k)
 	return mix(x + (k + 1) * GOLDEN);
 }
 
-/* A word to or from bytes, little-endian. */
-static inline void
-put_word(uint8_t *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy(p, &v, sizeof(v));
-#else
-	proto_st64(p, v);
-#endif
-}
-
-static inline uint64_t
-get_word(const uint8_t *p)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-#else
-	return proto_ld64(p);
-#endif
-}
-
 /* Words k .. k + n - 1 into @o, one at a time. */
 static void
 fill_words_scalar(uint64_t x, uint64_t k, uint8_t *o, size_t n)
@@ -95,7 +71,7 @@ fill_words_scalar(uint64_t x, uint64_t k, uint8_t *o, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++, z += GOLDEN)
-		put_word(o + 8 * i, mix(z));
+		proto_st64(o + 8 * i, mix(z));
 }
 
 /* Do words k .. k + n - 1 equal the 8n bytes at @p? */
@@ -106,7 +82,7 @@ same_words_scalar(uint64_t x, uint64_t k, const uint8_t *p, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++, z += GOLDEN)
-		acc |= mix(z) ^ get_word(p + 8 * i);
+		acc |= mix(z) ^ proto_ld64(p + 8 * i);
 	return acc == 0;
 }
 
@@ -253,7 +229,7 @@ proto_ref_fill(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, uint6
 	if (skip != 0) {
 		size_t n = 8 - skip < len ? 8 - skip : len;
 
-		put_word(w, stream_word(x, k++));
+		proto_st64(w, stream_word(x, k++));
 		memcpy(o, w + skip, n);
 		o += n;
 		len -= n;
@@ -265,7 +241,7 @@ proto_ref_fill(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, uint6
 		len %= 8;
 	}
 	if (len != 0) {
-		put_word(w, stream_word(x, k));
+		proto_st64(w, stream_word(x, k));
 		memcpy(o, w, len);
 	}
 }
@@ -300,7 +276,7 @@ proto_ref_check(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, uint
 	if (skip != 0) {
 		size_t n = 8 - skip < len ? 8 - skip : len, i;
 
-		put_word(w, stream_word(x, k++));
+		proto_st64(w, stream_word(x, k++));
 		i = first_diff(w + skip, q, n);
 		if (i < n)
 			return i + 1;
@@ -318,7 +294,7 @@ proto_ref_check(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, uint
 			for (j = 0; j < words; j++) {
 				size_t i;
 
-				put_word(w, stream_word(x, k + j));
+				proto_st64(w, stream_word(x, k + j));
 				i = first_diff(w, q + done + 8 * j, 8);
 				if (i < 8)
 					return done + 8 * j + i + 1;
@@ -330,7 +306,7 @@ proto_ref_check(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, uint
 	if (done < len) {
 		size_t n = len - done, i;
 
-		put_word(w, stream_word(x, k));
+		proto_st64(w, stream_word(x, k));
 		i = first_diff(w, q + done, n);
 		if (i < n)
 			return done + i + 1;

@@ -25,6 +25,7 @@
 
 #include <xxhash.h>
 
+#include "proto.h"
 #include "shared_obj.h"
 
 #define SHARED_HDR_SEED 0x6b7673732d6f626aull /* "kvss-obj" */
@@ -72,45 +73,6 @@ shared_bad_text(enum shared_bad why)
 
 /* ---- Ids and names --------------------------------------------------------- */
 
-static void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void
-put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 uint32_t
 shared_layout(uint16_t model, const char *name, uint16_t num_shards, uint32_t column_tokens,
 	      uint16_t nvalues, const uint32_t *bpt)
@@ -121,13 +83,13 @@ shared_layout(uint16_t model, const char *name, uint16_t num_shards, uint32_t co
 
 	if (nvalues > 64)
 		nvalues = 64;
-	put16(b, model);
-	put16(b + 2, num_shards);
-	put32(b + 4, column_tokens);
-	put16(b + 8, nvalues);
+	proto_st16(b, model);
+	proto_st16(b + 2, num_shards);
+	proto_st32(b + 4, column_tokens);
+	proto_st16(b + 8, nvalues);
 	n = 10;
 	for (c = 0; c < nvalues; c++, n += 4)
-		put32(b + n, bpt[c]);
+		proto_st32(b + n, bpt[c]);
 	b[n++] = (uint8_t)len;
 	memcpy(b + n, name, len);
 	n += len;
@@ -140,11 +102,11 @@ shared_object_id(uint64_t org, uint64_t key, uint32_t gen_global, uint32_t gen_o
 	uint8_t b[28];
 	uint64_t id;
 
-	put64(b, org);
-	put64(b + 8, key);
-	put32(b + 16, gen_global);
-	put32(b + 20, gen_org);
-	put32(b + 24, layout);
+	proto_st64(b, org);
+	proto_st64(b + 8, key);
+	proto_st32(b + 16, gen_global);
+	proto_st32(b + 20, gen_org);
+	proto_st32(b + 24, layout);
 	id = XXH3_64bits_withSeed(b, sizeof(b), SHARED_ID_SEED);
 	return id != 0 ? id : 1;
 }
@@ -242,27 +204,27 @@ shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload)
 	memset(out, 0, SHARED_HDR_LEN);
 	h->payload_xxh3 = XXH3_64bits_withSeed(payload != NULL ? payload : out, h->payload_len,
 					       h->object_id);
-	put32(out + 0, SHARED_OBJ_MAGIC);
-	put16(out + 4, SHARED_OBJ_VERSION);
-	put16(out + 6, h->kind);
-	put64(out + 8, h->org);
-	put64(out + 16, h->key);
-	put64(out + 24, h->parent);
-	put64(out + 32, h->object_id);
-	put64(out + 40, h->first_use_ns);
-	put64(out + 48, h->written_ns);
-	put32(out + 56, h->gen_global);
-	put32(out + 60, h->gen_org);
-	put32(out + 64, h->layout);
-	put16(out + 68, h->model);
-	put16(out + 70, h->shard);
-	put16(out + 72, h->cache);
-	put32(out + 76, h->start);
-	put32(out + 80, h->tokens);
-	put32(out + 84, h->bytes_per_token);
-	put32(out + 88, h->payload_len);
-	put64(out + 96, h->payload_xxh3);
-	put64(out + 120, XXH3_64bits_withSeed(out, 120, SHARED_HDR_SEED));
+	proto_st32(out + 0, SHARED_OBJ_MAGIC);
+	proto_st16(out + 4, SHARED_OBJ_VERSION);
+	proto_st16(out + 6, h->kind);
+	proto_st64(out + 8, h->org);
+	proto_st64(out + 16, h->key);
+	proto_st64(out + 24, h->parent);
+	proto_st64(out + 32, h->object_id);
+	proto_st64(out + 40, h->first_use_ns);
+	proto_st64(out + 48, h->written_ns);
+	proto_st32(out + 56, h->gen_global);
+	proto_st32(out + 60, h->gen_org);
+	proto_st32(out + 64, h->layout);
+	proto_st16(out + 68, h->model);
+	proto_st16(out + 70, h->shard);
+	proto_st16(out + 72, h->cache);
+	proto_st32(out + 76, h->start);
+	proto_st32(out + 80, h->tokens);
+	proto_st32(out + 84, h->bytes_per_token);
+	proto_st32(out + 88, h->payload_len);
+	proto_st64(out + 96, h->payload_xxh3);
+	proto_st64(out + 120, XXH3_64bits_withSeed(out, 120, SHARED_HDR_SEED));
 }
 
 static bool
@@ -280,30 +242,30 @@ shared_obj_decode(const uint8_t *buf, size_t len, struct shared_hdr *h)
 	memset(h, 0, sizeof(*h));
 	if (len < SHARED_HDR_LEN)
 		return SHARED_BAD_SHORT;
-	if (get32(buf) != SHARED_OBJ_MAGIC || get16(buf + 4) != SHARED_OBJ_VERSION)
+	if (proto_ld32(buf) != SHARED_OBJ_MAGIC || proto_ld16(buf + 4) != SHARED_OBJ_VERSION)
 		return SHARED_BAD_MAGIC;
-	if (get64(buf + 120) != XXH3_64bits_withSeed(buf, 120, SHARED_HDR_SEED))
+	if (proto_ld64(buf + 120) != XXH3_64bits_withSeed(buf, 120, SHARED_HDR_SEED))
 		return SHARED_BAD_HEADER_SUM;
-	h->kind = get16(buf + 6);
-	h->org = get64(buf + 8);
-	h->key = get64(buf + 16);
-	h->parent = get64(buf + 24);
-	h->object_id = get64(buf + 32);
-	h->first_use_ns = get64(buf + 40);
-	h->written_ns = get64(buf + 48);
-	h->gen_global = get32(buf + 56);
-	h->gen_org = get32(buf + 60);
-	h->layout = get32(buf + 64);
-	h->model = get16(buf + 68);
-	h->shard = get16(buf + 70);
-	h->cache = get16(buf + 72);
-	h->start = get32(buf + 76);
-	h->tokens = get32(buf + 80);
-	h->bytes_per_token = get32(buf + 84);
-	h->payload_len = get32(buf + 88);
-	h->payload_xxh3 = get64(buf + 96);
-	if ((h->kind != SHARED_SLICE && h->kind != SHARED_RECORD) || get16(buf + 74) != 0 ||
-	    get32(buf + 92) != 0 || !zero(buf + 104, 16) || h->key == 0 || h->object_id == 0 ||
+	h->kind = proto_ld16(buf + 6);
+	h->org = proto_ld64(buf + 8);
+	h->key = proto_ld64(buf + 16);
+	h->parent = proto_ld64(buf + 24);
+	h->object_id = proto_ld64(buf + 32);
+	h->first_use_ns = proto_ld64(buf + 40);
+	h->written_ns = proto_ld64(buf + 48);
+	h->gen_global = proto_ld32(buf + 56);
+	h->gen_org = proto_ld32(buf + 60);
+	h->layout = proto_ld32(buf + 64);
+	h->model = proto_ld16(buf + 68);
+	h->shard = proto_ld16(buf + 70);
+	h->cache = proto_ld16(buf + 72);
+	h->start = proto_ld32(buf + 76);
+	h->tokens = proto_ld32(buf + 80);
+	h->bytes_per_token = proto_ld32(buf + 84);
+	h->payload_len = proto_ld32(buf + 88);
+	h->payload_xxh3 = proto_ld64(buf + 96);
+	if ((h->kind != SHARED_SLICE && h->kind != SHARED_RECORD) || proto_ld16(buf + 74) != 0 ||
+	    proto_ld32(buf + 92) != 0 || !zero(buf + 104, 16) || h->key == 0 || h->object_id == 0 ||
 	    h->tokens == 0 || h->payload_len > SHARED_PAYLOAD_MAX)
 		return SHARED_BAD_FORMAT;
 	/* A slice is exactly its tokens' bytes; a record has none. */

@@ -23,6 +23,7 @@
 #include <rados/librados.h>
 
 #include "fileio.h"
+#include "mono.h"
 #include "shared.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -506,15 +507,6 @@ reap_done(struct shared *s, struct shared_done *out, unsigned int max)
 	return got;
 }
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 unsigned int
 shared_poll(struct shared *s, struct shared_done *out, unsigned int max, uint32_t wait_ms)
 {
@@ -531,7 +523,7 @@ shared_poll(struct shared *s, struct shared_done *out, unsigned int max, uint32_
 		got = reap_done(s, out, max);
 		if (got > 0 || wait_ms == 0 || s->nlive == 0)
 			return got;
-		t = now_ms();
+		t = mono_ms();
 		if (end == 0)
 			end = t + wait_ms;
 		if (t >= end)

@@ -266,8 +266,20 @@ shard_level_of(const struct kvss_shard_inst *s, enum shard_level_kind k)
 bool
 shard_level_on(unsigned int type)
 {
-	return shard_level_of(kvss_me, type == PROTO_T_SH_DOWN || type == PROTO_T_SH_UP
-						? SHARD_LEVEL_SHARED : SHARD_LEVEL_DISK) != NULL;
+	return shard_level_of(kvss_me, shard_level_kind_of(type)) != NULL;
+}
+
+uint64_t
+shard_level_refused(const struct shard_level *lv)
+{
+	struct level_counter c[LEVEL_COUNTERS_MAX];
+	uint64_t refused = 0;
+	unsigned int i, n = lv->ops->counters(lv, c);
+
+	for (i = 0; i < n; i++)
+		if (c[i].refusal)
+			refused += c[i].value;
+	return refused;
 }
 
 unsigned int

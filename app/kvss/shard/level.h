@@ -42,6 +42,17 @@ struct rte_mempool;
 /* The levels of a shard, by what the protocol's messages name (section 9: L2_*, section 10: SH_*). */
 enum shard_level_kind { SHARD_LEVEL_DISK, SHARD_LEVEL_SHARED, SHARD_LEVELS };
 
+/**
+ * The level a level message of type @p type is for: SH_DOWN and SH_UP the
+ * shared level's, the others (L2_*) the second tier's.
+ */
+static inline enum shard_level_kind
+shard_level_kind_of(unsigned int type)
+{
+	return type == PROTO_T_SH_DOWN || type == PROTO_T_SH_UP ? SHARD_LEVEL_SHARED
+								: SHARD_LEVEL_DISK;
+}
+
 /* What a request asks of its level. */
 enum level_op {
 	LEVEL_PUT,  /* write the column (L2_DOWN, SH_DOWN) */
@@ -87,11 +98,18 @@ struct level_req {
 	uint64_t t_ns;	  /* GET: when the worker took it (CLOCK_MONOTONIC) */
 };
 
-/* One counter of a level: its telemetry key is the level's prefix, group and name ("shared_bad_checksum"). */
+/*
+ * One counter of a level: its telemetry key is the level's prefix, group
+ * and name ("shared_bad_checksum"). The backend that declares it says
+ * whether it counts columns its check refused (a checksum, an owner, a
+ * length that did not match), so that callers sum refusals without
+ * knowing any backend's names (shard_level_refused).
+ */
 struct level_counter {
 	const char *group; /* "" or a family ("bad_") */
 	const char *name;
 	uint64_t value;
+	bool refusal; /* a column refused by the level's check */
 };
 
 #define LEVEL_COUNTERS_MAX 48

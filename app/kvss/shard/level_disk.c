@@ -231,21 +231,22 @@ counters(const struct shard_level *lv, struct level_counter *c)
 		kvdisk_stats(kd(lv), &st);
 	for (k = 0; k < KVDISK_MAX_CACHES; k++)
 		held += st.stored[k];
-#define DISK_COUNTER(f) c[n++] = (struct level_counter){"", #f, st.f};
-	DISK_COUNTER(puts)
-	DISK_COUNTER(gets)
-	DISK_COUNTER(dels)
-	DISK_COUNTER(dels_absorbed)
-	DISK_COUNTER(dels_written)
-	DISK_COUNTER(bytes_written)
-	DISK_COUNTER(bytes_read)
-	DISK_COUNTER(corrupt)
-	DISK_COUNTER(write_errors)
-	DISK_COUNTER(read_errors)
-	DISK_COUNTER(rebuilt)
-	DISK_COUNTER(rebuild_dropped)
+	/* corrupt: a slot whose header or checksum did not match, refused. */
+#define DISK_COUNTER(f, refused) c[n++] = (struct level_counter){"", #f, st.f, refused};
+	DISK_COUNTER(puts, false)
+	DISK_COUNTER(gets, false)
+	DISK_COUNTER(dels, false)
+	DISK_COUNTER(dels_absorbed, false)
+	DISK_COUNTER(dels_written, false)
+	DISK_COUNTER(bytes_written, false)
+	DISK_COUNTER(bytes_read, false)
+	DISK_COUNTER(corrupt, true)
+	DISK_COUNTER(write_errors, false)
+	DISK_COUNTER(read_errors, false)
+	DISK_COUNTER(rebuilt, false)
+	DISK_COUNTER(rebuild_dropped, false)
 #undef DISK_COUNTER
-	c[n++] = (struct level_counter){"", "columns", held};
+	c[n++] = (struct level_counter){"", "columns", held, false};
 	return n;
 }
 
@@ -266,6 +267,21 @@ bool
 level_disk_direct(const struct shard_level *lv)
 {
 	return lv != NULL && kvdisk_direct(kd(lv));
+}
+
+void
+level_disk_found(const struct shard_level *lv, uint64_t *kept, uint64_t *dropped)
+{
+	struct kvdisk_stats st;
+	unsigned int k;
+
+	*kept = *dropped = 0;
+	if (lv == NULL)
+		return;
+	kvdisk_stats(kd(lv), &st);
+	for (k = 0; k < KVDISK_MAX_CACHES; k++)
+		*kept += st.stored[k];
+	*dropped = st.rebuild_dropped;
 }
 
 void

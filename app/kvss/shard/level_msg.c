@@ -37,14 +37,6 @@
 #include "shared_obj.h"
 
 
-/* The level a message type is for (section 9: L2_*; section 10: SH_*). */
-static enum shard_level_kind
-level_of(unsigned int type)
-{
-	return type == PROTO_T_SH_DOWN || type == PROTO_T_SH_UP ? SHARD_LEVEL_SHARED
-								: SHARD_LEVEL_DISK;
-}
-
 /* A level's column, tokens; 0 without the level. */
 static uint32_t
 column_of(enum shard_level_kind k)
@@ -152,7 +144,7 @@ int
 shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg)
 {
 	const struct kvstore_params *kp = kvss_me->store ? kvstore_params(kvss_me->store) : NULL;
-	enum shard_level_kind level = level_of(msg->hdr.type);
+	enum shard_level_kind level = shard_level_kind_of(msg->hdr.type);
 	struct shard_level *lv = shard_level_of(kvss_me, level);
 	unsigned int i;
 

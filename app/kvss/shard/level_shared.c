@@ -24,12 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
 #include "level.h"
+#include "mono.h"
 #include "shard.h"
 #include "shared.h"
 
@@ -67,15 +67,6 @@ struct sh {
  * slice under the right name never stands for the column.
  */
 enum sh_phase { SH_PUT = 0, SH_READ_BACK, SH_REPLACE };
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The header a slice of @p q has (written) or must have (read): the level's own shard's. */
 static void
@@ -389,26 +380,26 @@ counters(const struct shard_level *lv, struct level_counter *c)
 		shared_stats_get(sh->s, &ls);
 	for (r = 1; r < SHARED_BAD_COUNT; r++)
 		c[n++] = (struct level_counter){"bad_", shared_bad_name((enum shared_bad)r),
-						__atomic_load_n(&sh->bad[r], __ATOMIC_RELAXED)};
-	c[n++] = (struct level_counter){"", "failed", sh->failed};
-	c[n++] = (struct level_counter){"", "missing", sh->missing};
-	c[n++] = (struct level_counter){"", "exists", sh->exists};
-	c[n++] = (struct level_counter){"", "shed", sh->put_shed};
-	c[n++] = (struct level_counter){"", "replaced", sh->replaced};
-	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts};
-	c[n++] = (struct level_counter){"", "busy", ls.busy};
+						__atomic_load_n(&sh->bad[r], __ATOMIC_RELAXED), true};
+	c[n++] = (struct level_counter){"", "failed", sh->failed, false};
+	c[n++] = (struct level_counter){"", "missing", sh->missing, false};
+	c[n++] = (struct level_counter){"", "exists", sh->exists, false};
+	c[n++] = (struct level_counter){"", "shed", sh->put_shed, false};
+	c[n++] = (struct level_counter){"", "replaced", sh->replaced, false};
+	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts, false};
+	c[n++] = (struct level_counter){"", "busy", ls.busy, false};
 	/* lib/shared's own count of what it asked the cluster and how each
 	 * ended (its names_skipped is of listing, which a shard never does). */
-	c[n++] = (struct level_counter){"", "cluster_puts", ls.submitted[SHARED_OP_PUT]};
-	c[n++] = (struct level_counter){"", "cluster_puts_ok", ls.ok[SHARED_OP_PUT]};
-	c[n++] = (struct level_counter){"", "cluster_gets", ls.submitted[SHARED_OP_GET]};
-	c[n++] = (struct level_counter){"", "cluster_gets_ok", ls.ok[SHARED_OP_GET]};
-	c[n++] = (struct level_counter){"", "cluster_dels", ls.submitted[SHARED_OP_DEL]};
-	c[n++] = (struct level_counter){"", "cluster_dels_ok", ls.ok[SHARED_OP_DEL]};
-	c[n++] = (struct level_counter){"", "cluster_exists", ls.exists};
-	c[n++] = (struct level_counter){"", "cluster_missing", ls.missing};
-	c[n++] = (struct level_counter){"", "cluster_too_big", ls.too_big};
-	c[n++] = (struct level_counter){"", "cluster_other_errors", ls.other_errors};
+	c[n++] = (struct level_counter){"", "cluster_puts", ls.submitted[SHARED_OP_PUT], false};
+	c[n++] = (struct level_counter){"", "cluster_puts_ok", ls.ok[SHARED_OP_PUT], false};
+	c[n++] = (struct level_counter){"", "cluster_gets", ls.submitted[SHARED_OP_GET], false};
+	c[n++] = (struct level_counter){"", "cluster_gets_ok", ls.ok[SHARED_OP_GET], false};
+	c[n++] = (struct level_counter){"", "cluster_dels", ls.submitted[SHARED_OP_DEL], false};
+	c[n++] = (struct level_counter){"", "cluster_dels_ok", ls.ok[SHARED_OP_DEL], false};
+	c[n++] = (struct level_counter){"", "cluster_exists", ls.exists, false};
+	c[n++] = (struct level_counter){"", "cluster_missing", ls.missing, false};
+	c[n++] = (struct level_counter){"", "cluster_too_big", ls.too_big, false};
+	c[n++] = (struct level_counter){"", "cluster_other_errors", ls.other_errors, false};
 	return n;
 }
 

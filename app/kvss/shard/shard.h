@@ -350,11 +350,18 @@ bool shard_level_on(unsigned int type);
  */
 unsigned int shard_level_counters(enum shard_level_kind k, struct level_counter *c,
 				  const char **prefix);
+/** The columns level @p lv's check refused (its counters marked refusal), since it opened. */
+uint64_t shard_level_refused(const struct shard_level *lv);
 /** The second tier: does it use O_DIRECT (false: the file system refused it)? */
 bool level_disk_direct(const struct shard_level *lv);
 /** Cache @p cache's second tier in tokens (whole columns), for STATUS (version 2); 0 without one. */
 void level_disk_tokens(const struct shard_level *lv, uint16_t cache, uint64_t *capacity,
 		       uint64_t *stored);
+/**
+ * What opening the second tier found on its disk: the columns it kept
+ * from before, and those it dropped (their checksum did not match).
+ */
+void level_disk_found(const struct shard_level *lv, uint64_t *kept, uint64_t *dropped);
 /** Run L2_DOWN, SH_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the level is behind; again later. */
 int shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
 /** Is there room to run L2_UP or SH_UP @p msg (0), or must it wait (-EAGAIN)? */
