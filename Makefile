@@ -114,6 +114,8 @@ KVSS_COMMON_SRC := $(call kvss_dir,)
 SHARD_SRC := $(call kvss_dir,shard/)
 # What the shard's objects link with beside them: its levels' libraries.
 SHARD_LIBS = $(LIBKVDISK) $(LIBSHARED) $(LIBFILEIO)
+# The libraries the driver's own files call beyond those every role links.
+DRIVER_LIBS = $(LIBPERCENTILE)
 DRIVER_NOEAL_SRC := $(addprefix app/kvss/driver/,sink.c ctlq.c learn.c)
 DRIVER_SRC := $(filter-out $(DRIVER_NOEAL_SRC),$(call kvss_dir,driver/))
 # The wafer emulator needs no EAL either (test/test_emulator.c).
@@ -213,7 +215,7 @@ $(BUILD)/obj/app/kvss/telemetry.o: $(BUILD)/commit
 $(BUILD)/obj/app/kvss/telemetry.o: TEST_INC += -DKVSS_COMMIT='"$(KVSS_COMMIT)"'
 
 $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC)) $(LIBARGS) $(LIBPLOT) $(LIBCONFIG) $(LIBWORKLOAD) \
-		$(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(SHARD_LIBS)
+		$(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(SHARD_LIBS) $(DRIVER_LIBS)
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)
 
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c \
@@ -324,7 +326,7 @@ $(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/driver/lin
 $(BUILD)/test/test_drv_rx: $(call obj,test/test_drv_rx.c $(DRIVER_SRC) $(KVSS_PURE_SRC) \
 		app/kvss/app.c app/kvss/portgate.c app/kvss/faults.c) $(LIBARGS) $(LIBPLOT) \
 		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) \
-		$(SHARD_LIBS)
+		$(SHARD_LIBS) $(DRIVER_LIBS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)
 

@@ -54,6 +54,7 @@
 
 #include "driver_priv.h"
 #include "kvss.h"
+#include "percentile.h"
 #include "shared.h"
 
 #define SH_ORGS 1024
@@ -188,6 +189,7 @@ const struct drv_sh_stats *
 drv_sh_stats(struct drv *d)
 {
 	struct drv_shl *S = d->shl;
+
 	S->st.generation = S->gen_global;
 	S->st.unavailable = S->unavailable;
 	if (S->s != NULL) {
@@ -205,34 +207,25 @@ static void
 note_lookup(struct drv *d, uint64_t ns)
 {
 	struct drv_shl *S = d->shl;
+
 	if (S->nlookup_ns < SH_N(S->lookup_ns))
 		S->lookup_ns[S->nlookup_ns++] = ns;
 }
 
-static int
-by_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* p50 and p99 of @p n values at @p v (sorted here); 0 and 0 for none. */
+/* p50 and p99 of @p n values at @p v (sorted here; lib/percentile's rule); 0 and 0 for none. */
 static void
 pct(uint64_t *v, uint32_t n, uint64_t *p50, uint64_t *p99)
 {
-	*p50 = *p99 = 0;
-	if (n == 0)
-		return;
-	qsort(v, n, sizeof(v[0]), by_u64);
-	*p50 = v[n / 2];
-	*p99 = v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+	percentile_sort_u64(v, n);
+	*p50 = percentile_u64(v, n, 50);
+	*p99 = percentile_u64(v, n, 99);
 }
 
 void
 drv_sh_wait_pct(struct drv *d, uint64_t *p50, uint64_t *p99)
 {
 	struct drv_shl *S = d->shl;
+
 	/* Every request that started counts: one that did not wait waited 0. */
 	uint64_t all[4096 * 2];
 	uint32_t n = S->nwait, zeros = (uint32_t)(S->st.started - S->st.waits);
@@ -247,6 +240,7 @@ void
 drv_sh_lookup_pct(struct drv *d, uint64_t *p50, uint64_t *p99)
 {
 	struct drv_shl *S = d->shl;
+
 	pct(S->lookup_ns, S->nlookup_ns, p50, p99);
 }
 
@@ -256,6 +250,7 @@ static void
 went_well(struct drv *d)
 {
 	struct drv_shl *S = d->shl;
+
 	S->fail_since_ns = 0;
 	if (S->unavailable) {
 		S->unavailable = false;
@@ -268,6 +263,7 @@ static void
 went_wrong(struct drv *d, uint64_t now)
 {
 	struct drv_shl *S = d->shl;
+
 	if (S->fail_since_ns == 0)
 		S->fail_since_ns = now ? now : 1;
 	else if (!S->unavailable && now - S->fail_since_ns >= (uint64_t)kvss.cfg.shared.op_timeout_ms * 1000000ull) {
@@ -451,6 +447,7 @@ static void
 name_into(struct drv *d, struct proto_l2col *o, uint16_t m, uint32_t gg, uint32_t go, uint64_t id)
 {
 	struct drv_shl *S = d->shl;
+
 	o->object_id = id;
 	o->gen_global = gg;
 	o->gen_org = go;
@@ -464,6 +461,7 @@ record_hdr(struct drv *d, struct shared_hdr *h, uint16_t m, uint64_t iso, uint64
 	   uint64_t id)
 {
 	struct drv_shl *S = d->shl;
+
 	*h = (struct shared_hdr){.kind = SHARED_RECORD, .org = iso, .key = key, .parent = parent,
 				 .object_id = id, .first_use_ns = first_use, .gen_global = gg,
 				 .gen_org = go, .layout = S->layout[m], .model = m,
@@ -496,6 +494,7 @@ static void
 pend_free(struct drv *d, struct sh_pend *p)
 {
 	struct drv_shl *S = d->shl;
+
 	p->used = false;
 	if (S->npend > 0)
 		S->npend--;
@@ -512,6 +511,7 @@ static void
 known_add(struct drv *d, uint64_t iso, uint64_t key)
 {
 	struct drv_shl *S = d->shl;
+
 	S->known[known_slot(iso, key)] = key ^ iso;
 }
 
@@ -519,6 +519,7 @@ static bool
 known_has(struct drv *d, uint64_t iso, uint64_t key)
 {
 	struct drv_shl *S = d->shl;
+
 	return S->known[known_slot(iso, key)] == (key ^ iso) && key != 0;
 }
 
@@ -616,6 +617,7 @@ void
 drv_sh_whole(struct drv *d, uint16_t m, const struct prefixcache_l2col *c)
 {
 	struct drv_shl *S = d->shl;
+
 	if (!drv_sh_on(d, m) || !kvss.cfg.shared.write || kvss.cfg.shared.admit != KVSS_SHARED_ADMIT_ALL)
 		return;
 	if (S->nwhole == SH_WHOLE) {
@@ -630,6 +632,7 @@ static void
 flush_whole(struct drv *d)
 {
 	struct drv_shl *S = d->shl;
+
 	while (S->nwhole > 0) {
 		struct sh_whole *u = &S->whole[S->whole_head];
 		uint16_t m = u->model, i;
@@ -692,6 +695,7 @@ static struct sh_lookup *
 lk_of(struct drv *d, uint32_t req, uint16_t m)
 {
 	struct drv_shl *S = d->shl;
+
 	return &S->lk[(req % kvss.cfg.shared.lookahead) * PREFIXCACHE_MAX_MODELS + m];
 }
 
