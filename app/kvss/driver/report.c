@@ -775,75 +775,97 @@ summary_tier(struct drv *d, const struct kvss_drv_stats *s, const struct prefixc
 		       s->l2_refused_cols, s->l2_failed, ps->l2_recompute_faster_tokens);
 }
 
-void
-kvss_driver_summary(struct drv *d)
+/* What the summary's lines and its JSON share, measured once. */
+struct summary {
+	const struct kvss_drv_stats *s;
+	struct prefixcache_stats ps;
+	double secs, hr, egbs, rgbs;
+	double busy; /* the control lcore's share of busy polls (the wafer emulator's) */
+	uint32_t p50, p99, e50, e99; /* refill times and the model's estimates, us */
+	uint64_t perr, lost;
+	char fitj[112], fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
+	char faultj[512], awayj[16], backj[16];
+	char l2j[3072], pickj[1024];
+};
+
+static void
+summary_measure(struct drv *d, struct summary *x)
 {
 	const struct kvss_drv_stats *s = &d->st;
-	double secs = d->started ? (double)(d->t_end - d->t_start) / (double)d->hz : 0;
-	double hr = s->prompt_tokens ? (double)s->hit_tokens / (double)s->prompt_tokens : 0;
-	double egbs = secs > 0 ? (double)s->evict_bytes / 1e9 / secs : 0;
-	double rgbs = secs > 0 ? (double)s->refill_bytes / 1e9 / secs : 0;
 	/* The control lcore, where the wafer emulator makes and checks every
 	 * byte: its share of busy polls, the run's pace when near 1. */
 	const struct kvss_lcore_stats *cl = &kvss.stats[rte_get_main_lcore()];
-	double busy = cl->busy_cycles + cl->idle_cycles
-			      ? (double)cl->busy_cycles / (double)(cl->busy_cycles + cl->idle_cycles)
-			      : 0;
-	uint32_t p50 = 0, p99 = 0, e50 = 0, e99 = 0;
-	uint64_t perr = drv_protocol_errors(d), lost = drv_unaccounted(d, true);
-	char fitj[112] = "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null";
-	struct prefixcache_stats ps;
-	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
-	char fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
-	char faultj[512], pctj[160], shortj[16] = "null", lostj[24] = "null", awayj[16] = "null", backj[16] = "null";
-	char linej[80] = "\"model_short_share_line\":null,\"model_short_share_scaled\":null";
-	char l2j[3072], pickj[1024];
 
-	if (d->pc == NULL)
-		return;
 	drv_report_derive(d);
-	prefixcache_stats(d->pc, &ps);
+	x->s = s;
+	prefixcache_stats(d->pc, &x->ps);
+	x->secs = d->started ? (double)(d->t_end - d->t_start) / (double)d->hz : 0;
+	x->hr = s->prompt_tokens ? (double)s->hit_tokens / (double)s->prompt_tokens : 0;
+	x->egbs = x->secs > 0 ? (double)s->evict_bytes / 1e9 / x->secs : 0;
+	x->rgbs = x->secs > 0 ? (double)s->refill_bytes / 1e9 / x->secs : 0;
+	x->busy = cl->busy_cycles + cl->idle_cycles
+			  ? (double)cl->busy_cycles / (double)(cl->busy_cycles + cl->idle_cycles)
+			  : 0;
 	if (d->learn.nlat) {
 		qsort(d->learn.lat_us, d->learn.nlat, sizeof(uint32_t), cmp_u32);
 		qsort(d->learn.est_us, d->learn.nlat, sizeof(uint32_t), cmp_u32);
-		p50 = pct(d->learn.lat_us, d->learn.nlat, 0.50);
-		p99 = pct(d->learn.lat_us, d->learn.nlat, 0.99);
-		e50 = pct(d->learn.est_us, d->learn.nlat, 0.50);
-		e99 = pct(d->learn.est_us, d->learn.nlat, 0.99);
+		x->p50 = pct(d->learn.lat_us, d->learn.nlat, 0.50);
+		x->p99 = pct(d->learn.lat_us, d->learn.nlat, 0.99);
+		x->e50 = pct(d->learn.est_us, d->learn.nlat, 0.50);
+		x->e99 = pct(d->learn.est_us, d->learn.nlat, 0.99);
 	}
-	if (kvss.plot_refills != NULL && plot_refills(d) != 0)
-		d->plot_failed = true;
+	x->perr = drv_protocol_errors(d);
+	x->lost = drv_unaccounted(d, true);
+	snprintf(x->fitj, sizeof(x->fitj), "\"fit_refill_latency_us\":null,\"fit_refill_gbps\":null");
+	snprintf(x->awayj, sizeof(x->awayj), "null");
+	snprintf(x->backj, sizeof(x->backj), "null");
+}
+
+/* What went through: requests, bytes, refill times, deletes, the ports. */
+static void
+summary_traffic(struct drv *d, struct summary *x)
+{
+	const struct kvss_drv_stats *s = x->s;
+
 	printf("kvss: summary: %s%s\n", d->finished ? "" : "(stopped early) ", d->source);
 	printf("kvss: summary: requests %" PRIu64 " of %zu, prompt tokens %" PRIu64 ", hit tokens %" PRIu64
-	       ", hit ratio %.4f\n", s->completed, d->nreq, s->prompt_tokens, s->hit_tokens, hr);
+	       ", hit ratio %.4f\n", s->completed, d->nreq, s->prompt_tokens, s->hit_tokens, x->hr);
 	printf("kvss: summary: evicted %" PRIu64 " tokens, %" PRIu64 " bytes, %.3f GB/s; refilled %" PRIu64
 	       " tokens, %" PRIu64 " bytes, %.3f GB/s; %.2f s; the control lcore (the wafer "
 	       "emulator's) %.0f%% busy\n",
-	       s->evicted_tokens, s->evict_bytes, egbs, s->refilled_tokens, s->refill_bytes, rgbs, secs,
-	       busy * 100);
+	       s->evicted_tokens, s->evict_bytes, x->egbs, s->refilled_tokens, s->refill_bytes, x->rgbs, x->secs,
+	       x->busy * 100);
 	printf("kvss: summary: refills %" PRIu64 ", latency p50 %u us, p99 %u us (the driver's model: "
-	       "p50 %u us, p99 %u us)", s->refills, p50, p99, e50, e99);
+	       "p50 %u us, p99 %u us)", s->refills, x->p50, x->p99, x->e50, x->e99);
 	if (s->seq_refill_failed)
 		printf("; %" PRIu64 " sequences' refills failed, not timed", s->seq_refill_failed);
 	printf("\n");
-	summary_model(d, s, fitj, sizeof(fitj));
-	model_fits_json(d, fitsj, sizeof(fitsj));
+	summary_model(d, s, x->fitj, sizeof(x->fitj));
+	model_fits_json(d, x->fitsj, sizeof(x->fitsj));
 	printf("kvss: summary: deletes %" PRIu64 ", policy deletes %" PRIu64 ", expiries %" PRIu64
 	       ", retransmits %" PRIu64 ", shard restarts %" PRIu64 ", peak stored %" PRIu64 " tokens\n",
-	       s->deletes, ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
-	       ps.peak_stored_tokens);
+	       s->deletes, x->ps.policy_deletes, s->expiries, s->retransmits, s->shard_restarts,
+	       x->ps.peak_stored_tokens);
 	printf("kvss: summary: ports: %" PRIu64 " restarted after their link went down, %" PRIu64
 	       " frames dropped for a link that was down, %" PRIu64 " control frames for a full queue; %"
 	       PRIu64 " times a shard was away, %" PRIu64 " requests begun as misses meanwhile, %" PRIu64
 	       " shards back\n",
 	       s->link_restarts, s->tx_link_drops, s->tx_full_drops, s->shards_away, s->away_requests,
 	       s->shards_back);
+}
+
+/* What happened on the way, each said only when it did: a shard away, a router, drafts. */
+static void
+summary_events(struct drv *d, struct summary *x)
+{
+	const struct kvss_drv_stats *s = x->s;
+
 	if (s->shards_away) {
-		ratio_since(d->away_at, NULL, awayj, sizeof(awayj));
-		ratio_since(d->back_at, s, backj, sizeof(backj));
+		ratio_since(d->away_at, NULL, x->awayj, sizeof(x->awayj));
+		ratio_since(d->back_at, s, x->backj, sizeof(x->backj));
 		printf("kvss: summary: hit ratio before a shard was first away %s; of the %" PRIu64
-		       " requests begun after one last came back %s\n", awayj,
-		       s->shards_back ? s->requests - d->back_at[0] : 0, backj);
+		       " requests begun after one last came back %s\n", x->awayj,
+		       s->shards_back ? s->requests - d->back_at[0] : 0, x->backj);
 	}
 	if (s->multimodal_trimmed)
 		printf("kvss: summary: multimodal: %" PRIu64 " tokens not cached, after a multimodal token "
@@ -885,28 +907,32 @@ kvss_driver_summary(struct drv *d)
 		printf("kvss: summary: the wafer's prefill of %" PRIu64 " missed tokens took %.1f ms "
 		       "(driver.recompute_tokens_per_s = %u)\n", s->miss_tokens,
 		       (double)s->compute_us / 1e3, kvss.cfg.driver.recompute_tokens_per_s);
-	summary_picks(d, s, pickj, sizeof(pickj));
-	summary_tier(d, s, &ps, l2j, sizeof(l2j));
-	if (kvss.cfg.shared.conf[0] != '\0')
-		summary_shared(d, s, &ps, l2j, sizeof(l2j));
+}
+
+/* Whether every byte was right and every token accounted for, and what losses cost. */
+static void
+summary_verdict(struct drv *d, struct summary *x)
+{
+	const struct kvss_drv_stats *s = x->s;
+
 	printf("kvss: summary: verify failures %" PRIu64 " (bad bytes %" PRIu64 ", bad frames %" PRIu64
 	       ", bad glue %" PRIu64 "), protocol errors %" PRIu64 " (ERROR records %" PRIu64
 	       ", refill failures %" PRIu64
 	       ", refill timeouts %" PRIu64 ", lost tokens %" PRIu64 ", dropped frames %" PRIu64 ")\n",
-	       s->verify_failures, s->verify_bad_bytes, s->verify_bad_frames, s->verify_bad_glue, perr,
+	       s->verify_failures, s->verify_bad_bytes, s->verify_bad_frames, s->verify_bad_glue, x->perr,
 	       s->errors,
 	       s->refill_failures, s->refill_timeouts, s->lost_tokens, s->rx_drops);
 	printf("kvss: summary: resyncs %" PRIu64 " (data frames withheld on purpose %" PRIu64
 	       "); the shards hold what the driver accounts for: %s (%" PRIu64 " tokens off)\n",
 	       s->resyncs, s->data_withheld,
-	       !d->finished ? "not checked" : lost == 0 ? "yes" : "NO", lost);
+	       !d->finished ? "not checked" : x->lost == 0 ? "yes" : "NO", x->lost);
 	printf("kvss: summary: on loss %s: %" PRIu64 " tokens lost in %" PRIu64 " TOKEN_LOST ranges, "
 	       "%" PRIu64 " control messages sent again\n",
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
 	       s->lost_records, s->retransmits);
 	/*
 	 * What the losses cost the cache, which lost_tokens (what the shards
-	 * held from each cut, per shard) understates: a lost token drops its
+	 * held from each cut, per shard) understates: a x->lost token drops its
 	 * column and every later one of its prompt, and the sequence, if still
 	 * sending, caches nothing more (docs/kvss.md, "what a loss costs").
 	 */
@@ -914,14 +940,24 @@ kvss_driver_summary(struct drv *d)
 		printf("kvss: summary: what they cost the cache: %" PRIu64 " tokens dropped (the "
 		       "columns from each lost token to its prompt's end as sent), %" PRIu64
 		       " sequences stopped caching at the cut\n",
-		       ps.loss_dropped_tokens, ps.loss_stopped);
-	kvss_faults_json(faultj, sizeof(faultj));
+		       x->ps.loss_dropped_tokens, x->ps.loss_stopped);
+	kvss_faults_json(x->faultj, sizeof(x->faultj));
 	if (kvss_faults_on())
-		printf("kvss: summary: faults injected %" PRIu64 ": %s\n", kvss_faults_total(), faultj);
-	/* What was not measured or not checked is null, not 0. */
+		printf("kvss: summary: faults injected %" PRIu64 ": %s\n", kvss_faults_total(), x->faultj);
+}
+
+/* The same as one JSON line (what was not measured or not checked is null, not 0). */
+static void
+summary_json(struct drv *d, struct summary *x)
+{
+	const struct kvss_drv_stats *s = x->s;
+	bool learned = kvss.cfg.driver.refill_model == KVSS_MODEL_LEARNED;
+	char pctj[160], shortj[16] = "null", lostj[24] = "null";
+	char linej[80] = "\"model_short_share_line\":null,\"model_short_share_scaled\":null";
+
 	if (d->learn.nlat)
 		snprintf(pctj, sizeof(pctj), "\"refill_p50_us\":%u,\"refill_p99_us\":%u,\"model_p50_us\":%u,"
-			 "\"model_p99_us\":%u", p50, p99, e50, e99);
+			 "\"model_p99_us\":%u", x->p50, x->p99, x->e50, x->e99);
 	else
 		snprintf(pctj, sizeof(pctj), "\"refill_p50_us\":null,\"refill_p99_us\":null,"
 			 "\"model_p50_us\":null,\"model_p99_us\":null");
@@ -933,7 +969,7 @@ kvss_driver_summary(struct drv *d)
 			 (double)d->learn.line_short / (double)d->learn.line_timed,
 			 (double)d->learn.line_short_scaled / (double)d->learn.line_timed);
 	if (d->finished && !d->open_loop)
-		snprintf(lostj, sizeof(lostj), "%" PRIu64, lost);
+		snprintf(lostj, sizeof(lostj), "%" PRIu64, x->lost);
 	printf("{\"requests\":%" PRIu64 ",\"prompt_tokens\":%" PRIu64 ",\"hit_tokens\":%" PRIu64
 	       ",\"hit_ratio\":%.4f,\"evicted_tokens\":%" PRIu64 ",\"refilled_tokens\":%" PRIu64
 	       ",\"evict_bytes\":%" PRIu64 ",\"refill_bytes\":%" PRIu64 ",\"evict_gbps\":%.3f"
@@ -953,19 +989,45 @@ kvss_driver_summary(struct drv *d)
 	       ",\"faults\":%s"
 	       ",\"unaccounted_tokens\":%s"
 	       ",\"exit_status\":%d,\"finished\":%s}\n",
-	       s->completed, s->prompt_tokens, s->hit_tokens, hr, s->evicted_tokens, s->refilled_tokens,
-	       s->evict_bytes, s->refill_bytes, egbs, rgbs, secs, busy, s->refills, d->learn.fit.n,
+	       s->completed, s->prompt_tokens, s->hit_tokens, x->hr, s->evicted_tokens, s->refilled_tokens,
+	       s->evict_bytes, s->refill_bytes, x->egbs, x->rgbs, x->secs, x->busy, s->refills, d->learn.fit.n,
 	       s->seq_refill_failed, pctj,
 	       learned ? "learned" : "configured", d->learn.ml[0].factor, shortj, linej,
-	       fitj, fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
+	       x->fitj, x->fitsj, kvss.cfg.wafer.resume == KVSS_RESUME_ESTIMATE ? "estimate" : "whole",
 	       (double)d->learn.late_ns / 1e6, (double)d->learn.early_ns / 1e6, (double)emu_held_ns(d->emu) / 1e6,
-	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, awayj, backj, l2j, pickj,
-	       s->verify_failures, perr, s->resyncs,
+	       s->retransmits, s->tx_full_drops, s->shard_restarts, s->shards_back, x->awayj, x->backj, x->l2j, x->pickj,
+	       s->verify_failures, x->perr, s->resyncs,
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
-	       s->lost_records, ps.loss_dropped_tokens, ps.loss_stopped, s->over_capacity,
-	       s->expiries, s->expired_served, faultj, lostj,
+	       s->lost_records, x->ps.loss_dropped_tokens, x->ps.loss_stopped, s->over_capacity,
+	       s->expiries, s->expired_served, x->faultj, lostj,
 	       kvss_driver_status(d), d->finished ? "true" : "false");
+}
+
+void
+kvss_driver_summary(struct drv *d)
+{
+	struct summary *x;
+
+	if (d->pc == NULL)
+		return;
+	x = calloc(1, sizeof(*x));
+	if (x == NULL) {
+		fprintf(stderr, "kvss: summary: no memory\n");
+		return;
+	}
+	summary_measure(d, x);
+	if (kvss.plot_refills != NULL && plot_refills(d) != 0)
+		d->plot_failed = true;
+	summary_traffic(d, x);
+	summary_events(d, x);
+	summary_picks(d, x->s, x->pickj, sizeof(x->pickj));
+	summary_tier(d, x->s, &x->ps, x->l2j, sizeof(x->l2j));
+	if (kvss.cfg.shared.conf[0] != '\0')
+		summary_shared(d, x->s, &x->ps, x->l2j, sizeof(x->l2j));
+	summary_verdict(d, x);
+	summary_json(d, x);
 	fflush(stdout);
+	free(x);
 }
 
 /* ---- The verdict: what the run left, and its exit status ---- */
