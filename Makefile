@@ -466,11 +466,12 @@ $(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/sha
 # idle sleeps (nanosleep) end at once; and kvdisk_inflight: the tier thread parks where it would sleep idle; and
 # the shared level's requests handed to its thread and back, counted.
 # lib/shared's librados client is replaced by fuzz_shard_rados.c: the same
-# API over objects in memory, a cluster that lies as the input says.
+# API over objects in memory (test/rados_mem.c, the store the driver's unit
+# tests use too), a cluster that lies as the input says.
 FUZZ_SHARD := $(BUILD)/fuzz/fuzz_shard
 FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
 FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c \
-	fuzz_shard_rados.c) $(SHARD_SRC) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(KVSTORE_SRC) \
+	fuzz_shard_rados.c) test/rados_mem.c $(SHARD_SRC) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(KVSTORE_SRC) \
 	$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
 FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 
@@ -495,6 +496,10 @@ $(BUILD)/fuzz/obj/%.o: FUZZ_OPT := $(FUZZ_SHARD_OPT)
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_COV :=
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_OPT := $(FUZZ_SHARD_HARNESS_OPT)
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_WARN := $(WARN) -Wno-missing-prototypes
+# The in-memory cluster is the harness's too.
+$(BUILD)/fuzz/obj/test/rados_mem.o: FUZZ_COV :=
+$(BUILD)/fuzz/obj/test/rados_mem.o: FUZZ_OPT := $(FUZZ_SHARD_HARNESS_OPT)
+$(BUILD)/fuzz/obj/test/rados_mem.o: FUZZ_WARN := $(WARN)
 # The objects are made again when these flags change (an object built
 # with the old ones would keep them).
 FUZZ_SHARD_FLAGS := $(BUILD)/fuzz/obj/flags
