@@ -141,10 +141,11 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
 	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC) \
-	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c
+	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c test/rados_mem.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c \
 	$(filter-out $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
-	test/test_kvss_telemetry.c test/test_drv_link.c test/test_drv_rx.c test/memif_flap.c \
+	test/test_kvss_telemetry.c test/test_drv_link.c test/test_drv_rx.c test/test_drv_shared.c \
+	test/memif_flap.c \
 	bench/bench_shard.c
 
 # The shared level's client (lib/shared, librados) in one archive, its
@@ -253,7 +254,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_args $(BUILD)/test/test_percentile $(BUILD)/test/test_ilist \
 	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
-	$(BUILD)/test/test_drv_rx
+	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_shared
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -329,6 +330,15 @@ $(BUILD)/test/test_drv_rx: $(call obj,test/test_drv_rx.c $(DRIVER_SRC) $(KVSS_PU
 		$(SHARD_LIBS) $(DRIVER_LIBS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)
+
+# The driver's shared level (shared.c) the same way, over a cluster in memory
+# (test/rados_mem.c in place of lib/shared's librados client: no Ceph).
+$(BUILD)/test/test_drv_shared: $(call obj,test/test_drv_shared.c test/rados_mem.c $(SHARED_OBJ_SRC) \
+		$(DRIVER_SRC) $(KVSS_PURE_SRC) app/kvss/app.c app/kvss/portgate.c app/kvss/faults.c) \
+		$(LIBARGS) $(LIBPLOT) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
+		$(LIBKVSTORE) $(LIBPROTO) $(LIBKVDISK) $(LIBFILEIO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
 $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvss/app.c \
 		app/kvss/telemetry.c app/kvss/portgate.c $(SHARED_OBJ_SRC)) $(LIBKVSTORE) $(LIBPROTO)
@@ -485,11 +495,12 @@ $(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/sha
 # idle sleeps (nanosleep) end at once; and kvdisk_inflight: the tier thread parks where it would sleep idle; and
 # the shared level's requests handed to its thread and back, counted.
 # lib/shared's librados client is replaced by fuzz_shard_rados.c: the same
-# API over objects in memory, a cluster that lies as the input says.
+# API over objects in memory (test/rados_mem.c, the store the driver's unit
+# tests use too), a cluster that lies as the input says.
 FUZZ_SHARD := $(BUILD)/fuzz/fuzz_shard
 FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
 FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c \
-	fuzz_shard_rados.c) $(SHARD_SRC) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(KVSTORE_SRC) \
+	fuzz_shard_rados.c) test/rados_mem.c $(SHARD_SRC) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(KVSTORE_SRC) \
 	$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
 FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 
@@ -514,6 +525,10 @@ $(BUILD)/fuzz/obj/%.o: FUZZ_OPT := $(FUZZ_SHARD_OPT)
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_COV :=
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_OPT := $(FUZZ_SHARD_HARNESS_OPT)
 $(BUILD)/fuzz/obj/test/fuzz/%.o: FUZZ_WARN := $(WARN) -Wno-missing-prototypes
+# The in-memory cluster is the harness's too.
+$(BUILD)/fuzz/obj/test/rados_mem.o: FUZZ_COV :=
+$(BUILD)/fuzz/obj/test/rados_mem.o: FUZZ_OPT := $(FUZZ_SHARD_HARNESS_OPT)
+$(BUILD)/fuzz/obj/test/rados_mem.o: FUZZ_WARN := $(WARN)
 # The objects are made again when these flags change (an object built
 # with the old ones would keep them).
 FUZZ_SHARD_FLAGS := $(BUILD)/fuzz/obj/flags
@@ -635,7 +650,7 @@ check-run: all $(PYLINK) $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK
 SAN_BUILD := $(BUILD)/asan
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SAN_TESTS := $(filter-out test_proto_mbuf test_kvss_refill test_kvss_telemetry test_drv_link \
-	test_drv_rx,$(notdir $(TESTS)))
+	test_drv_rx test_drv_shared,$(notdir $(TESTS)))
 
 check-sanitize-build: need-deps
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The shared level under the shard fuzzer (fuzz_shard.c has the design):
- * lib/shared's API (shared.h) over objects in this process's memory, in
- * place of librados, so that the shard's shared-level thread
+ * lib/shared's API (shared.h) over objects in this process's memory
+ * (test/rados_mem.c, which the driver's unit tests use too), in place of
+ * librados, so that the shard's shared-level thread
  * (app/kvss/shard/shared.c, the real one) runs as in kvss, at the
  * fuzzer's pace, with a cluster that lies as the input says.
  *
@@ -10,7 +11,7 @@
  * empty shared level; a Ceph cluster here takes 20 s to come up and an
  * operation milliseconds. The real cluster is test-shared-kvss's; this
  * stand-in is what it must be to fuzz the thread and the checks with the
- * shard's state: semantics as documented in shared.h (an exclusive create
+ * shard's state: semantics as documented in shared.h (rados_mem.c: an exclusive create
  * that finds the name taken completes -EEXIST and keeps the old object; a
  * read of an object larger than asked completes -EFBIG; a missing one
  * -ENOENT; -EBUSY at the depth), and on top of them the input's lies:
@@ -39,13 +40,12 @@
  * what is left held).
  */
 #include <errno.h>
-#include <sanitizer/asan_interface.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include "../rados_mem.h"
 #include "fuzz_shard.h"
 #include "kvss.h"
 #include "shard/level.h"
@@ -54,35 +54,7 @@
 #define OBJS 64
 #define OPS 64
 
-struct obj {
-	bool used;
-	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
-	uint32_t len;
-	uint8_t *b;
-};
-
-struct op {
-	uint8_t kind; /* enum shared_op */
-	uint8_t fault;
-	bool held;
-	bool over; /* PUT: over what is there (shared_replace), not exclusive */
-	uint64_t cookie;
-	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
-	uint8_t *buf;
-	uint32_t len; /* PUT: its length; GET: the room */
-};
-
-struct shared {
-	int unused;
-};
-
 static struct {
-	struct shared s;
-	bool open;
-	uint32_t depth;
-	struct obj o[OBJS];
-	struct op op[OPS];
-	unsigned int nop;
 	/* What the input asks of the next operations, in order of submission. */
 	uint8_t fault[OPS];
 	unsigned int fhead, fn;
@@ -90,60 +62,18 @@ static struct {
 	const struct level_req *lied[OPS];
 	unsigned int nlied;
 	uint64_t lies, puts_checked;
-	uint64_t timeouts, busy; /* shared_stats_get's */
 	/* The thread's turns (fuzz_shard_env.c). */
 	int gated;
 	struct rte_ring *to, *from;
 	uint64_t outstanding; /* requests given to the thread, not taken back */
 } R;
 
-/*
- * An object's bytes live in its slot's memory, kept from input to input: a
- * malloc and a free each object, the last input's freed as the next began,
- * were page faults of fresh memory, and made libFuzzer run each input
- * that stored one twice (more mallocs than frees: a leak, maybe) and then
- * look for leaks. What lies past an object's bytes, and all of a slot
- * with none, is poisoned, as past and after a malloc'd block.
- */
-static struct {
-	uint8_t *b;
-	uint32_t cap;
-} mem[OBJS];
-
-/* Slot @p i holds @p len bytes now (not yet written). */
-static uint8_t *
-obj_bytes(unsigned int i, uint32_t len)
-{
-	if (len > mem[i].cap) {
-		ASAN_UNPOISON_MEMORY_REGION(mem[i].b, mem[i].cap);
-		free(mem[i].b);
-		mem[i].cap = len < 4096 ? 4096 : len;
-		if ((mem[i].b = malloc(mem[i].cap)) == NULL)
-			fz_fail("no memory for an object");
-	}
-	ASAN_POISON_MEMORY_REGION(mem[i].b, mem[i].cap);
-	ASAN_UNPOISON_MEMORY_REGION(mem[i].b, len);
-	return mem[i].b;
-}
-
-/* Object @p o is gone: its slot empty. */
-static void
-obj_drop(struct obj *o)
-{
-	ASAN_POISON_MEMORY_REGION(mem[o - R.o].b, mem[o - R.o].cap);
-	*o = (struct obj){0};
-}
-
 /* ---- What the harness asks ------------------------------------------------ */
 
 void
 fz_sh_reset(void)
 {
-	unsigned int i;
-
-	for (i = 0; i < OBJS; i++)
-		if (R.o[i].used)
-			obj_drop(&R.o[i]);
+	rmem_clear();
 	R.fhead = R.fn = 0;
 	R.nlied = 0;
 }
@@ -155,38 +85,10 @@ fz_sh_fault(uint8_t fault)
 		R.fault[(R.fhead + R.fn++) % OPS] = fault;
 }
 
-static struct obj *
-find(const char *ns, const char *name)
-{
-	unsigned int i;
-
-	for (i = 0; i < OBJS; i++)
-		if (R.o[i].used && strcmp(R.o[i].ns, ns) == 0 && strcmp(R.o[i].name, name) == 0)
-			return &R.o[i];
-	return NULL;
-}
-
-/* The @p which'th object stored (of those there), or NULL. */
-static struct obj *
-nth(unsigned int which)
-{
-	unsigned int i, n = 0;
-
-	for (i = 0; i < OBJS; i++)
-		n += R.o[i].used;
-	if (n == 0)
-		return NULL;
-	which %= n;
-	for (i = 0; i < OBJS; i++)
-		if (R.o[i].used && which-- == 0)
-			return &R.o[i];
-	return NULL;
-}
-
 void
 fz_sh_act(uint8_t how, uint8_t which)
 {
-	struct obj *o = nth(which);
+	struct rmem_obj *o = rmem_nth(which);
 
 	if (o == NULL)
 		return;
@@ -197,17 +99,14 @@ fz_sh_act(uint8_t how, uint8_t which)
 	} else {
 		/* Gone: swept, or reset, by another replica's kvss-shared. */
 		FZ_TRACE("  cluster: %s/%s deleted\n", o->ns, o->name);
-		obj_drop(o);
+		rmem_drop(o);
 	}
 }
 
 void
 fz_sh_release(void)
 {
-	unsigned int i;
-
-	for (i = 0; i < R.nop; i++)
-		R.op[i].held = false;
+	rmem_release();
 }
 
 uint64_t
@@ -221,14 +120,9 @@ fz_sh_lies(void)
 bool
 fz_sh_idle(void)
 {
-	unsigned int i;
-
 	if (R.to == NULL)
 		return true;
-	for (i = 0; i < R.nop; i++)
-		if (!R.op[i].held)
-			return false;
-	return rte_ring_count(R.to) == 0;
+	return rmem_all_held() && rte_ring_count(R.to) == 0;
 }
 
 /* The thread's answers to the lies of its last reap: each one refused. */
@@ -301,26 +195,7 @@ __wrap_shard_level_take(struct shard_levels *ls, void **qs, unsigned int n)
 	return k;
 }
 
-/* ---- lib/shared's API ------------------------------------------------------- */
-
-struct shared *
-shared_open(const struct shared_params *p, char *err, size_t errlen)
-{
-	(void)err;
-	(void)errlen;
-	R.depth = p->max_inflight ? p->max_inflight : 16;
-	if (R.depth > OPS)
-		R.depth = OPS;
-	R.open = true;
-	return &R.s;
-}
-
-void
-shared_close(struct shared *s)
-{
-	(void)s;
-	R.open = false;
-}
+/* ---- The cluster's say in each op (rados_mem.h's hooks) ----------------------- */
 
 /* Every token of a slice's payload: one batch's write of it, or zeros. */
 static void
@@ -345,91 +220,42 @@ check_put(const uint8_t *buf, uint32_t len)
 	R.puts_checked++;
 }
 
-static int
-submit(uint8_t kind, const char *ns, const char *name, void *buf, uint32_t len, uint64_t cookie)
+/* An op taken: the input's next fault is its, and a PUT is checked as it comes. */
+static void
+submitted(struct rmem_op *o)
 {
-	struct op *o;
-
-	if (R.nop >= R.depth) {
-		R.busy++;
-		return -EBUSY;
-	}
-	if (strlen(ns) >= SHARED_NS_MAX || strlen(name) >= SHARED_NAME_MAX)
-		return -ENAMETOOLONG;
-	o = &R.op[R.nop++];
-	*o = (struct op){.kind = kind, .cookie = cookie, .buf = buf, .len = len};
-	strcpy(o->ns, ns);
-	strcpy(o->name, name);
 	if (R.fn > 0) {
-		o->fault = R.fault[R.fhead];
+		o->tag = R.fault[R.fhead];
 		R.fhead = (R.fhead + 1) % OPS;
 		R.fn--;
 	}
-	o->held = (o->fault & 0x0f) == FZ_SH_HOLD;
-	if (kind == SHARED_OP_PUT)
-		check_put(buf, len);
-	return 0;
+	o->held = (o->tag & 0x0f) == FZ_SH_HOLD;
+	if (o->kind == SHARED_OP_PUT)
+		check_put(o->buf, o->len);
 }
 
-int
-shared_put(struct shared *s, const char *ns, const char *name, const void *buf, uint32_t len,
-	   uint64_t cookie)
+/* The op's fault, if it fails: answered here. */
+static bool
+fails(const struct rmem_op *o, struct rmem_obj *x, struct shared_done *d)
 {
-	(void)s;
-	return submit(SHARED_OP_PUT, ns, name, (void *)(uintptr_t)buf, len, cookie);
-}
+	uint8_t how = o->tag & 0x0f;
 
-int
-shared_replace(struct shared *s, const char *ns, const char *name, const void *buf, uint32_t len,
-	       uint64_t cookie)
-{
-	int rc = shared_put(s, ns, name, buf, len, cookie);
-
-	if (rc == 0)
-		R.op[R.nop - 1].over = true;
-	return rc;
-}
-
-int
-shared_get(struct shared *s, const char *ns, const char *name, void *buf, uint32_t cap,
-	   uint64_t cookie)
-{
-	(void)s;
-	return submit(SHARED_OP_GET, ns, name, buf, cap, cookie);
-}
-
-int
-shared_del(struct shared *s, const char *ns, const char *name, uint64_t cookie)
-{
-	(void)s;
-	return submit(SHARED_OP_DEL, ns, name, NULL, 0, cookie);
-}
-
-static void
-store(const struct op *o)
-{
-	unsigned int i;
-
-	for (i = 0; i < OBJS && R.o[i].used; i++)
-		;
-	if (i == OBJS) {
-		/* Full: the oldest goes (another replica's sweep). */
-		i = 0;
-		obj_drop(&R.o[0]);
-	}
-	R.o[i] = (struct obj){.used = true, .len = o->len, .b = obj_bytes(i, o->len)};
-	strcpy(R.o[i].ns, o->ns);
-	strcpy(R.o[i].name, o->name);
-	memcpy(R.o[i].b, o->buf, o->len);
+	if (how != FZ_SH_TIMEOUT && how != FZ_SH_EIO)
+		return false;
+	/* A write that timed out may have landed all the same. */
+	if (o->kind == SHARED_OP_PUT && how == FZ_SH_TIMEOUT && x == NULL && ((o->tag >> 4) & 1))
+		rmem_write(o->ns, o->name, o->buf, o->len);
+	d->status = how == FZ_SH_TIMEOUT ? -ETIMEDOUT : -EIO;
+	return true;
 }
 
 /* A read's bytes as the input has them lie: true when they are not the object's. */
 static bool
-lie(const struct op *o, struct obj *x, struct shared_done *d)
+lie(const struct rmem_op *o, struct rmem_obj *x, struct shared_done *d)
 {
-	uint8_t how = o->fault & 0x0f, arg = o->fault >> 4;
+	uint8_t how = o->tag & 0x0f, arg = o->tag >> 4;
 	struct shared_hdr h;
-	struct obj *other;
+	struct rmem_obj *other;
 
 	switch (how) {
 	case FZ_SH_FLIP_HDR:
@@ -448,7 +274,7 @@ lie(const struct op *o, struct obj *x, struct shared_done *d)
 		d->len = 0;
 		return true;
 	case FZ_SH_OTHER:
-		other = nth(arg);
+		other = rmem_nth(arg);
 		if (other == NULL || other == x || other->len > o->len ||
 		    (other->len == x->len && memcmp(other->b, x->b, x->len) == 0))
 			return false;
@@ -486,97 +312,46 @@ lie(const struct op *o, struct obj *x, struct shared_done *d)
 }
 
 static void
-complete(const struct op *o, struct shared_done *d)
+read_done(const struct rmem_op *o, struct rmem_obj *x, struct shared_done *d)
 {
-	struct obj *x = find(o->ns, o->name);
-	uint8_t how = o->fault & 0x0f;
-
-	*d = (struct shared_done){.cookie = o->cookie, .op = o->kind};
-	if (how == FZ_SH_TIMEOUT || how == FZ_SH_EIO) {
-		/* A write that timed out may have landed all the same. */
-		if (o->kind == SHARED_OP_PUT && how == FZ_SH_TIMEOUT && x == NULL &&
-		    ((o->fault >> 4) & 1))
-			store(o);
-		d->status = how == FZ_SH_TIMEOUT ? -ETIMEDOUT : -EIO;
-		R.timeouts += how == FZ_SH_TIMEOUT;
-		return;
-	}
-	if (o->kind == SHARED_OP_PUT) {
-		if (x != NULL && !o->over) {
-			d->status = -EEXIST;
-			return;
-		}
-		if (x != NULL)
-			obj_drop(x);
-		store(o);
-		return;
-	}
-	if (o->kind == SHARED_OP_DEL) {
-		if (x == NULL) {
-			d->status = -ENOENT;
-		} else {
-			obj_drop(x);
-		}
-		return;
-	}
-	if (x == NULL) {
-		d->status = -ENOENT;
-		return;
-	}
-	if (x->len > o->len) {
-		d->status = -EFBIG;
-		return;
-	}
-	memcpy(o->buf, x->b, x->len);
-	d->len = x->len;
 	if (lie(o, x, d)) {
 		R.lies++;
 		if (R.nlied < OPS)
 			R.lied[R.nlied++] = (const struct level_req *)(uintptr_t)o->cookie;
-		FZ_TRACE("  cluster: the read of %s/%s lies (%u)\n", o->ns, o->name, how);
+		FZ_TRACE("  cluster: the read of %s/%s lies (%u)\n", o->ns, o->name, o->tag & 0x0f);
 	}
 }
 
-unsigned int
-shared_poll(struct shared *s, struct shared_done *out, unsigned int max, uint32_t wait_ms)
+static void
+polled(uint32_t wait_ms)
 {
-	unsigned int n = 0, i, k;
-
-	(void)s;
 	check_lies();
 	/* Nothing to answer, nothing coming: the thread can do no more until
 	 * the input releases what is held. */
 	if (wait_ms > 0 && __atomic_load_n(&R.gated, __ATOMIC_ACQUIRE) && fz_sh_idle())
 		fz_sh_park();
-	/* Newest first: answers in another order than asked. */
-	for (i = R.nop; i-- > 0 && n < max;) {
-		if (R.op[i].held)
-			continue;
-		complete(&R.op[i], &out[n++]);
-		for (k = i; k + 1 < R.nop; k++)
-			R.op[k] = R.op[k + 1];
-		R.nop--;
-	}
-	return n;
 }
 
-unsigned int
-shared_inflight(const struct shared *s)
+static void
+inflight(void)
 {
-	(void)s;
 	check_lies();
 	/* Idle: nothing in flight, every request it was given answered. */
-	if (R.nop == 0 && __atomic_load_n(&R.gated, __ATOMIC_ACQUIRE) &&
+	if (rmem_nops() == 0 && __atomic_load_n(&R.gated, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&R.outstanding, __ATOMIC_ACQUIRE) == rte_ring_count(R.from))
 		fz_sh_park();
-	return R.nop;
 }
 
-void
-shared_stats_get(const struct shared *s, struct shared_stats *out)
+/*
+ * The store as the fuzzer has it: 64 objects (a full one drops its first),
+ * ops answered newest first (in another order than asked), no Ceph
+ * configuration to find.
+ */
+static void __attribute__((constructor))
+rados_setup(void)
 {
-	(void)s;
-	memset(out, 0, sizeof(*out));
-	out->timeouts = R.timeouts;
-	out->busy = R.busy;
+	rmem_setup(&(struct rmem_params){
+		.max_objs = OBJS, .max_ops = OPS, .newest_first = true, .any_conf = true,
+		.hooks = {.submitted = submitted, .complete = fails, .read = read_done,
+			  .poll = polled, .inflight = inflight}});
 }

@@ -1339,6 +1339,8 @@ drv_sh_close(struct drv *d)
 
 	if (S == NULL)
 		return; /* never opened */
+	/* First: it waits for what is in flight, lookups' reads into S->lk's buffers among it. */
+	shared_close(S->s);
 	for (i = 0; S->lk != NULL && i < S->nlk; i++) {
 		free(S->lk[i].keys);
 		free(S->lk[i].first_use);
@@ -1347,7 +1349,6 @@ drv_sh_close(struct drv *d)
 	}
 	free(S->lk);
 	S->lk = NULL;
-	shared_close(S->s); /* waits for what is in flight */
 	free(S);
 	d->shl = NULL;
 }
