@@ -336,7 +336,7 @@ $(BUILD)/test/test_drv_rx: $(call obj,test/test_drv_rx.c $(DRIVER_SRC) $(KVSS_PU
 $(BUILD)/test/test_drv_shared: $(call obj,test/test_drv_shared.c test/rados_mem.c $(SHARED_OBJ_SRC) \
 		$(DRIVER_SRC) $(KVSS_PURE_SRC) app/kvss/app.c app/kvss/portgate.c app/kvss/faults.c) \
 		$(LIBARGS) $(LIBPLOT) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
-		$(LIBKVSTORE) $(LIBPROTO) $(LIBKVDISK) $(LIBFILEIO)
+		$(LIBKVSTORE) $(LIBPROTO) $(LIBKVDISK) $(LIBFILEIO) $(DRIVER_LIBS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
