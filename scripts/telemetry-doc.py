@@ -113,7 +113,7 @@ def level_counters():
         if '"bad_", shared_bad_name' in body:
             out += [(prefix + "bad_" + k, "slices refused by their check: " + t)
                     for k, t in shared_bad()]
-        for macro, name in re.findall(r'(?:^\s*DISK_COUNTER\((\w+)\)|level_counter\)\{"",\s*"(\w+)")',
+        for macro, name in re.findall(r'(?:^\s*DISK_COUNTER\((\w+)(?:,[^)]*)?\)|level_counter\)\{"",\s*"(\w+)")',
                                       body, re.M):
             key = prefix + (macro or name)
             if key not in LITERAL:
