@@ -26,6 +26,7 @@
 #                       an earlier run left)
 #   KVSS_DEMO_KEEP_L2=1 the second tiers where the configuration says
 #                       (/var/lib/kvss), kept from run to run: a warm restart
+#   KVSS_DEMO_LOGS=D    keep each process's log in D at the end (made if missing)
 #   KVSS_DEMO_STATS_WIDTH=N   cut each shard's final stats lines at N characters (300)
 #   KVSS_DEMO_DOCUMENTS=N  without the trace, the built-in workload reads a
 #                       library of N documents (default 300, about 3.75M
@@ -108,6 +109,9 @@ first_error() {
 }
 cleanup() {
 	procs_stop TERM
+	# KVSS_DEMO_LOGS=DIR: each process's log kept there (a test that
+	# fails wants the shards' own lines, not only the driver's).
+	[ -n "${KVSS_DEMO_LOGS:-}" ] && mkdir -p "$KVSS_DEMO_LOGS" && cp "$tmp"/*.log "$KVSS_DEMO_LOGS"/ 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -428,8 +428,8 @@ fi
 
 # 3. Telemetry while it runs, then SIGTERM.
 if want 3; then
-	KVSS_DEMO_TAG=${tag}b timeout 300 scripts/demo.sh "$BUILD" --trace "" --limit 20000 \
-		>"$tmp/long.log" 2>&1 &
+	KVSS_DEMO_TAG=${tag}b KVSS_DEMO_LOGS=$tmp/long.logs timeout 300 scripts/demo.sh "$BUILD" \
+		--trace "" --limit 20000 >"$tmp/long.log" 2>&1 &
 	demo=$!
 	wait_replaying "$tmp/long.log"
 	sleep 1
