@@ -274,6 +274,15 @@ shard_barrier_reset(void)
 	kvss_me->st->l2down_last = kvss_me->st->l2down_done = 0;
 }
 
+/* REFILL_DATA frames this shard has sent, on whichever lcore runs its refill queue. */
+static inline uint64_t
+refills_sent(void)
+{
+	unsigned int lc = kvss_me->refill_lcore_on ? kvss_me->refill_lcore : kvss_me->ingest_lcore;
+
+	return __atomic_load_n(&kvss.stats[lc].refill_frames, __ATOMIC_RELAXED);
+}
+
 void
 shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
 {
@@ -321,19 +330,29 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 					   msg->u.evict.g, e, codes, flags);
 			if (rc == -ENOSPC || rc == -EBUSY) {
 				uint64_t p = kvss_me->st->del_applied + kvss_me->st->tier_done +
-					     kvstore_batches_complete(kvss_me->store);
+					     kvstore_batches_complete(kvss_me->store) + refills_sent();
 
 				/*
-				 * The space timeout counts from the last progress,
-				 * and not while the second tier or the shared level
-				 * has operations in flight: a DELETE that makes room
-				 * may wait for them (an L2_DOWN ahead of it holds a
-				 * request until its column is written), and a slow
-				 * disk is not a shard where nothing moves. They end:
-				 * done, failed, or timed out by their own clocks.
+				 * The space timeout counts from the last progress
+				 * (a DELETE run, a tier operation done, a batch
+				 * published, a refill's frame sent), and not while
+				 * something ahead waits on a clock of its own: the
+				 * second tier's or the shared level's operations in
+				 * flight (an L2_DOWN ahead of a DELETE holds it until
+				 * its column is written; a slow disk is not a shard
+				 * where nothing moves), or a batch whose EVICT ran
+				 * waiting for its data (the DELETE that makes room
+				 * waits for it; a wafer late with its data, its core
+				 * taken, is not a shard where nothing moves). Each
+				 * ends, done, failed or timed out by its own clock
+				 * (the batch timeout is longer than this one), and
+				 * only then does this one count. What it still
+				 * breaks: a REFILL ahead that waits for this very
+				 * batch, or room no DELETE will make.
 				 */
 				if (*since == 0 || p != progress ||
-				    kvss_me->st->tier_given != kvss_me->st->tier_done) {
+				    kvss_me->st->tier_given != kvss_me->st->tier_done ||
+				    kvstore_oldest_open(kvss_me->store) != 0) {
 					*since = now;
 					progress = p;
 				}
