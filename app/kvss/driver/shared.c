@@ -344,7 +344,10 @@ gen_refuse(struct drv *d, const char *what, enum shared_gen_verdict v, uint32_t 
 	   uint64_t *said)
 {
 	struct drv_shl *S = d->shl;
-	uint64_t tag = ((uint64_t)v << 32 | got) + 1;
+	/* Said once per value read: a broken one reads 0 either way, so its
+	 * two kinds (not a number, 4294967295) are told apart by @p rc. */
+	uint32_t value = v == SHARED_GEN_BROKEN ? (uint32_t)(rc == -ERANGE) : got;
+	uint64_t tag = ((uint64_t)v << 32 | value) + 1;
 
 	S->st.generation_refused++;
 	if (v == SHARED_GEN_BROKEN)
