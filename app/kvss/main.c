@@ -685,7 +685,11 @@ driver_load(struct drv **out)
 	return 0;
 }
 
-/* The driver's ports (those a shard of this process did not start), then the driver. */
+/*
+ * The driver's ports (those a shard of this process did not start), then
+ * the driver: 0, -1 when a signal stopped the start (nothing runs; exit
+ * 0), or the exit status.
+ */
 static int
 driver_start(struct drv *d)
 {
@@ -699,7 +703,7 @@ driver_start(struct drv *d)
 			if (kvss_port_started(port))
 				continue;
 			if ((ret = kvss_port_init(port, kvss.cfg.mtu, 0, 0)) != 0)
-				return ret == -EDOM ? 2 : kvss_quitting() ? 0 : 1;
+				return ret == -EDOM ? 2 : kvss_quitting() ? -1 : 1;
 		}
 	ret = kvss_driver_init(d);
 	return ret == 0 ? 0 : ret == -2 ? 2 : 1; /* 2: a configuration error */
@@ -708,8 +712,8 @@ driver_start(struct drv *d)
 /*
  * Everything this process's roles need before an lcore starts: the mbuf
  * pool, the ports, the shards (their stores and levels), the driver, the
- * rings and telemetry. 0, or the exit status (what was set up is freed by
- * roles_stop()).
+ * rings and telemetry. 0, -1 when a signal stopped the start, or the exit
+ * status (what was set up is freed by roles_stop()).
  */
 static int
 roles_start(const char *config, struct drv *d)
@@ -868,6 +872,8 @@ main(int argc, char **argv)
 		roles_run(drv);
 		status = roles_report(drv);
 	}
+	if (status < 0)
+		status = 0; /* a signal stopped the start: nothing ran, nothing failed */
 	roles_stop(drv);
 out_eal:
 	kvss_eal_stop();

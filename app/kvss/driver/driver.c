@@ -703,6 +703,8 @@ kvss_driver_main(void *arg)
 	struct drv *d = arg;
 	uint16_t i;
 
+	if (d->pc == NULL || d->shl == NULL)
+		return -1; /* never set up (kvss_driver_init did not run or failed): nothing to run */
 	d->t_start = tsc0;
 	next_progress = tsc0 + 2 * d->hz;
 	next_expire = tsc0;
