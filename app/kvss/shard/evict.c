@@ -345,8 +345,9 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				 * waits for it; a wafer late with its data, its core
 				 * taken, is not a shard where nothing moves). Each
 				 * ends, done, failed or timed out by its own clock
-				 * (the batch timeout is longer than this one), and
-				 * only then does this one count. What it still
+				 * (a batch: batch_timeout_ms from its EVICT's run or
+				 * its last data), and only then does this one count:
+				 * NO_SPACE comes at most that much later. What it still
 				 * breaks: a REFILL ahead that waits for this very
 				 * batch, or room no DELETE will make.
 				 */
