@@ -247,6 +247,30 @@ Test(design, sliding_window_example_w100_c10_s3)
 }
 
 /*
+ * A model of a full cache and a sliding one (window 100, sinks 3), columns
+ * of 10, whose first request of @p n tokens (2000, 2001, ... into @p t)
+ * stores its first 141: the refills the next one asks are observed from 0.
+ */
+static struct replay *
+full_and_sliding_after_141(uint32_t *t, uint32_t n)
+{
+	struct replay_params p = params_full(10, 100000, 16);
+	struct prefixcache_request q;
+	struct replay *r;
+	uint32_t i;
+
+	p.pc.model[0].num_caches = 2;
+	p.pc.model[0].cache[1] = (struct prefixcache_cache){1, PREFIXCACHE_SWA, 100, 3, 100000};
+	r = replay_create(&p);
+	for (i = 0; i < n; i++)
+		t[i] = 2000 + i;
+	q = req_of(7, t, 141, 141);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 0);
+	nrefills = nreserves = 0;
+	return r;
+}
+
+/*
  * A model with a full cache (0) and the design's sliding window (1: W = 100,
  * S = 3) in one model. After the loop-around the window's entries end at
  * 107, 117, ..., off the full cache's grid of 10: a second request hits 137
@@ -256,20 +280,11 @@ Test(design, sliding_window_example_w100_c10_s3)
  */
 Test(design, a_full_and_a_sliding_cache_in_one_model_hit_past_the_window)
 {
-	struct replay_params p = params_full(10, 100000, 16);
-	struct replay *r;
 	struct prefixcache_request q;
-	uint32_t t[171], i, k;
+	uint32_t t[171], k;
+	struct replay *r = full_and_sliding_after_141(t, 171);
 	int full_req = -1, full_res = -1, swa_res = -1;
 
-	p.pc.model[0].num_caches = 2;
-	p.pc.model[0].cache[1] = (struct prefixcache_cache){1, PREFIXCACHE_SWA, 100, 3, 100000};
-	r = replay_create(&p);
-	for (i = 0; i < 171; i++)
-		t[i] = 2000 + i;
-	q = req_of(7, t, 141, 141);
-	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 0);
-	nrefills = nreserves = 0;
 	q = req_of(7, t, 161, 161);
 	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2 * SEC), 137);
 	for (k = 0; k < nrefills; k++)
@@ -302,21 +317,12 @@ Test(design, a_full_and_a_sliding_cache_in_one_model_hit_past_the_window)
  */
 Test(design, a_lookup_returns_every_refill_the_sink_was_given)
 {
-	struct replay_params p = params_full(10, 100000, 16);
 	struct prefixcache_hit hit;
 	struct prefixcache_request q;
 	struct replay_seq *s;
-	struct replay *r;
-	uint32_t t[161], i, k;
+	uint32_t t[161], k;
+	struct replay *r = full_and_sliding_after_141(t, 161);
 
-	p.pc.model[0].num_caches = 2;
-	p.pc.model[0].cache[1] = (struct prefixcache_cache){1, PREFIXCACHE_SWA, 100, 3, 100000};
-	r = replay_create(&p);
-	for (i = 0; i < 161; i++)
-		t[i] = 2000 + i;
-	q = req_of(7, t, 141, 141);
-	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 0);
-	nrefills = 0;
 	q = req_of(7, t, 161, 161);
 	s = replay_begin(r, 0, &q, 2 * SEC, &hit);
 	cr_assert_not_null(s);
