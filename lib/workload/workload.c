@@ -251,8 +251,8 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 		return -1;
 	while ((limit == 0 || t->n < limit) && (len = fileio_getline(&line, &lcap, max_line, f)) != -1) {
 		struct wl_req q = {0};
-		uint64_t *ids = NULL, v;
-		size_t nids = 0, i;
+		uint64_t *ids = NULL, *mm, v;
+		size_t nids = 0, nmm, i;
 		char org[256];
 		int rc;
 
@@ -372,19 +372,19 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 		}
 		q.allowed = q.n;
 		q.first_mm = UINT32_MAX;
-		/* "multimodal": [START, END, ...]: token ranges of images or audio. */
-		rc = json_u64_array(line, "multimodal", UINT32_MAX, &ids, &nids);
+		/* "multimodal": [START, END, ...]: token ranges of images or audio.
+		 * Its own array: ids may be q.ids, freed at bad. */
+		rc = json_u64_array(line, "multimodal", UINT32_MAX, &mm, &nmm);
 		if (rc == 0) {
 			size_t m;
-			bool ok = nids % 2 == 0;
+			bool ok = nmm % 2 == 0;
 
-			for (m = 0; ok && m < nids; m += 2) {
-				ok = ids[m] < ids[m + 1] && ids[m + 1] <= q.n;
-				if (ok && ids[m] < q.first_mm)
-					q.first_mm = (uint32_t)ids[m];
+			for (m = 0; ok && m < nmm; m += 2) {
+				ok = mm[m] < mm[m + 1] && mm[m + 1] <= q.n;
+				if (ok && mm[m] < q.first_mm)
+					q.first_mm = (uint32_t)mm[m];
 			}
-			free(ids);
-			ids = NULL;
+			free(mm);
 			if (!ok)
 				FIELD_BAD("multimodal", "want [START, END, ...]: pairs of token indexes, "
 					  "START < END <= the prompt's length");
