@@ -649,6 +649,16 @@ run_oracles(const struct opts *o, struct oracle_blocks *blocks, struct curves *c
 		cv->belady[cv->n - 1] = res->belady;
 }
 
+/* A replay's capacity as printed: the number of tokens, or @none when unlimited. */
+static void
+capacity_str(const struct result *res, const char *none, char *b, size_t n)
+{
+	if (res->capacity)
+		snprintf(b, n, "%" PRIu64, res->capacity);
+	else
+		snprintf(b, n, "%s", none);
+}
+
 /* --json: what --draft, --speculate and --org-ttl add. */
 static void
 print_json_extras(const struct opts *o, const struct result *res)
@@ -685,10 +695,7 @@ print_json(const struct opts *o, const struct result *res)
 {
 	char cs[32];
 
-	if (res->capacity)
-		snprintf(cs, sizeof(cs), "%" PRIu64, res->capacity);
-	else
-		snprintf(cs, sizeof(cs), "null");
+	capacity_str(res, "null", cs, sizeof(cs));
 	printf("{\"policy\": \"%s\", ", prefixcache_policy_names[o->policy]);
 	printf("\"capacity_tokens\": %s, \"requests\": %" PRIu64
 	       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
@@ -763,10 +770,7 @@ print_text(const struct opts *o, const struct result *res)
 {
 	char cs[32];
 
-	if (res->capacity)
-		snprintf(cs, sizeof(cs), "%" PRIu64, res->capacity);
-	else
-		snprintf(cs, sizeof(cs), "unlimited");
+	capacity_str(res, "unlimited", cs, sizeof(cs));
 	printf("%-12s %8" PRIu64 " %12" PRIu64 " %12" PRIu64 " %9.4f %12" PRIu64
 	       " %12" PRIu64 " %10" PRIu64 " %12" PRIu64 " %6" PRIu64 " %6" PRIu64
 	       " %7.1f\n",
