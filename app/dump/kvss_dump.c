@@ -115,30 +115,47 @@ rec_close(struct out *o)
 	o->first = false;
 }
 
+/*
+ * The list @k of @n records of @m, each one's fields printed by @one; text
+ * mode lists the first TEXT_MAX_RECORDS (rec_open).
+ */
+static void
+print_records(struct out *o, const char *k, const struct proto_msg *m, unsigned int n,
+	      void (*one)(struct out *o, const struct proto_msg *m, unsigned int i))
+{
+	unsigned int i;
+
+	list_open(o, k);
+	for (i = 0; i < n && rec_open(o, i, n); i++) {
+		one(o, m, i);
+		rec_close(o);
+	}
+	list_close(o);
+}
+
+static void
+evict_entry(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_evict_entry e;
+
+	proto_get_evict_entry(m, i, &e);
+	field_u64(o, "token", i / m->u.evict.num_caches);
+	field_u64(o, "cache_id", i % m->u.evict.num_caches);
+	field_w64(o, "prompt_id", e.prompt_id);
+	field_u64(o, "token_idx", e.token_idx);
+	field_u64(o, "sequence_id", e.sequence_id);
+}
+
 /* An EvictBatch: EVICT's, and L2_UP's (which adds ncols) before its columns. */
 static void
 evict_batch(struct out *o, const struct proto_msg *m)
 {
-	unsigned int i, n = m->hdr.count;
-
 	field_w64(o, "batch_no", m->u.evict.batch_no);
 	field_u64(o, "num_caches", m->u.evict.num_caches);
 	field_u64(o, "g", m->u.evict.g);
 	if (m->hdr.type == PROTO_T_L2_UP || m->hdr.type == PROTO_T_SH_UP)
 		field_u64(o, "ncols", m->u.evict.ncols);
-	list_open(o, "records");
-	for (i = 0; i < n && rec_open(o, i, n); i++) {
-		struct proto_evict_entry e;
-
-		proto_get_evict_entry(m, i, &e);
-		field_u64(o, "token", i / m->u.evict.num_caches);
-		field_u64(o, "cache_id", i % m->u.evict.num_caches);
-		field_w64(o, "prompt_id", e.prompt_id);
-		field_u64(o, "token_idx", e.token_idx);
-		field_u64(o, "sequence_id", e.sequence_id);
-		rec_close(o);
-	}
-	list_close(o);
+	print_records(o, "records", m, m->hdr.count, evict_entry);
 }
 
 /* An L2Column's fields (PROTOCOL.md section 9); a SharedColumn's (section 10) add four. */
@@ -162,176 +179,273 @@ l2col_fields(struct out *o, const struct proto_l2col *c, unsigned int type)
 	}
 }
 
+/* ---- One record of each message type ----------------------------------------- */
+
 static void
-print_body(struct out *o, const struct proto_msg *m)
+reserve_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_reserve r;
+
+	proto_get_reserve(m, i, &r);
+	field_w64(o, "prompt_id", r.prompt_id);
+	field_w64(o, "continue_id", r.continue_id);
+	field_u64(o, "start_token_idx", r.start_token_idx);
+	field_u64(o, "num_tokens", r.num_tokens);
+	field_u64(o, "cache_id", r.cache_id);
+}
+
+static void
+delete_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_delete d;
+
+	proto_get_delete(m, i, &d);
+	field_w64(o, "prompt_id", d.prompt_id);
+	field_w64(o, "evict_count", d.evict_count);
+	field_u64(o, "start_token_idx", d.start_token_idx);
+	field_u64(o, "end_token_idx", d.end_token_idx);
+	field_u64(o, "cache_id", d.cache_id);
+}
+
+static void
+l2_down_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_l2col c;
+
+	proto_get_l2_down(m, i, &c);
+	l2col_fields(o, &c, m->hdr.type);
+}
+
+static void
+l2_up_col(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_l2col c;
+
+	proto_get_l2_up_col(m, i, &c);
+	l2col_fields(o, &c, m->hdr.type);
+}
+
+static void
+l2_inventory_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_l2col c;
+
+	proto_get_l2_inventory(m, i, &c);
+	l2col_fields(o, &c, m->hdr.type);
+}
+
+static void
+l2_delete_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_l2del d;
+
+	proto_get_l2_delete(m, i, &d);
+	field_w64(o, "key", d.key);
+	field_w64(o, "isolation_id", d.isolation_id);
+	field_w64(o, "evict_count", d.evict_count);
+	field_u64(o, "cache_id", d.cache_id);
+}
+
+static void
+l2_done_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_l2done d;
+	const char *name;
+
+	proto_get_l2_done(m, i, &d);
+	name = proto_err_name(d.status);
+	field_w64(o, "key", d.key);
+	field_w64(o, "isolation_id", d.isolation_id);
+	field_u64(o, "cache_id", d.cache_id);
+	field_str(o, "op", d.op == PROTO_L2OP_L2_DOWN ? "L2_DOWN" : d.op == PROTO_L2OP_L2_UP ? "L2_UP" :
+			   d.op == PROTO_L2OP_SH_DOWN ? "SH_DOWN" : d.op == PROTO_L2OP_SH_UP ? "SH_UP" : "UNKNOWN");
+	field_u64(o, "status", d.status);
+	field_str(o, "status_name", name ? name : "UNKNOWN");
+}
+
+static void
+cache_info_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_cache_info c;
+
+	proto_get_cache_info(m, i, &c);
+	field_u64(o, "cache_id", c.cache_id);
+	field_u64(o, "num_buffers", c.num_buffers);
+	field_u64(o, "bytes_per_token", c.bytes_per_token);
+	field_w64(o, "capacity_tokens", c.capacity_tokens);
+	field_w64(o, "stored_tokens", c.stored_tokens);
+	field_w64(o, "prompts", c.prompts);
+	if (m->hdr.version >= 2) {
+		field_w64(o, "l2_capacity_tokens", c.l2_capacity_tokens);
+		field_w64(o, "l2_stored_tokens", c.l2_stored_tokens);
+	}
+}
+
+static void
+error_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_error e;
+	const char *name;
+
+	proto_get_error(m, i, &e);
+	name = proto_err_name(e.code);
+	field_w64(o, "seq", e.seq);
+	field_w64(o, "prompt_id", e.prompt_id);
+	field_u64(o, "token_idx", e.token_idx);
+	field_u64(o, "cache_id", e.cache_id);
+	field_u64(o, "code", e.code);
+	field_str(o, "code_name", name ? name : "UNKNOWN");
+}
+
+static void
+refill_done_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_refill_done d;
+
+	proto_get_refill_done(m, i, &d);
+	field_w64(o, "refill_id", d.refill_id);
+	field_u64(o, "tokens", d.tokens);
+	field_u64(o, "status", d.status);
+	field_w64(o, "bytes", d.bytes);
+}
+
+static void
+lost_rec(struct out *o, const struct proto_msg *m, unsigned int i)
+{
+	struct proto_lost l;
+
+	proto_get_lost(m, i, &l);
+	field_w64(o, "prompt_id", l.prompt_id);
+	field_u64(o, "token_idx", l.token_idx);
+	if (m->hdr.version >= 2)
+		field_u64(o, "tokens", l.count);
+	field_u64(o, "cache_id", l.cache_id);
+}
+
+/* ---- Messages with more than a list of records -------------------------------- */
+
+/* REFILL: requests of variable length (walked in order), each with its chunks. */
+static void
+print_refill(struct out *o, const struct proto_msg *m)
 {
 	unsigned int i, j, n = m->hdr.count;
+	struct proto_refill_req r;
+	const uint8_t *ch;
+	uint32_t off = 0;
 
-	switch (m->hdr.type) {
-	case PROTO_T_RESERVE:
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_reserve r;
+	list_open(o, "records");
+	for (i = 0; proto_next_refill(m, &off, &r, &ch); i++) {
+		if (!rec_open(o, i, n))
+			continue;
+		field_w64(o, "refill_id", r.refill_id);
+		field_w64(o, "evict_count", r.evict_count);
+		field_u64(o, "sequence_id", r.sequence_id);
+		field_u64(o, "cache_idx", r.cache_idx);
+		field_u64(o, "cache_id", r.cache_id);
+		field_u64(o, "num_chunks", r.num_chunks);
+		list_open(o, "chunks");
+		for (j = 0; j < r.num_chunks && rec_open(o, j, r.num_chunks); j++) {
+			struct proto_refill_chunk c;
 
-			proto_get_reserve(m, i, &r);
-			field_w64(o, "prompt_id", r.prompt_id);
-			field_w64(o, "continue_id", r.continue_id);
-			field_u64(o, "start_token_idx", r.start_token_idx);
-			field_u64(o, "num_tokens", r.num_tokens);
-			field_u64(o, "cache_id", r.cache_id);
+			proto_get_refill_chunk(ch, j, &c);
+			field_w64(o, "prompt_id", c.prompt_id);
+			field_u64(o, "start_token_idx", c.start_token_idx);
+			field_u64(o, "num_tokens", c.num_tokens);
 			rec_close(o);
 		}
 		list_close(o);
+		rec_close(o);
+	}
+	list_close(o);
+}
+
+static void
+print_l2_inventory(struct out *o, const struct proto_msg *m)
+{
+	uint32_t total, first;
+
+	proto_get_l2_inventory_hdr(m, &total, &first);
+	field_u64(o, "total", total);
+	field_u64(o, "first", first);
+	print_records(o, "records", m, m->hdr.count, l2_inventory_rec);
+}
+
+static void
+print_status(struct out *o, const struct proto_msg *m)
+{
+	field_w64(o, "batches_complete", m->u.status.batches_complete);
+	field_w64(o, m->hdr.version == 1 ? "last_seq_done" : "reports", m->u.status.reports);
+	field_w64(o, "uptime_ns", m->u.status.uptime_ns);
+	/* "flags" is the common header's; the body's are status_flags. */
+	field_u64(o, "status_flags", m->u.status.flags);
+	field_epoch(o, "driver_epoch", m->u.status.driver_epoch);
+	print_records(o, "caches", m, m->hdr.count, cache_info_rec);
+}
+
+static void
+print_evict_data(struct out *o, const struct proto_msg *m)
+{
+	field_w64(o, "batch_no", m->u.data.batch_no);
+	field_u64(o, "cache_id", m->u.data.cache_id);
+	field_u64(o, "stream_offset", m->u.data.stream_offset);
+	field_u64(o, "stream_len", m->u.data.stream_len);
+	if (m->hdr.version >= 2)
+		field_epoch(o, "driver_epoch", m->u.data.driver_epoch);
+	field_u64(o, "payload_len", m->data_len);
+}
+
+static void
+print_refill_data(struct out *o, const struct proto_msg *m)
+{
+	field_w64(o, "refill_id", m->u.refill_data.refill_id);
+	field_u64(o, "sequence_id", m->u.refill_data.sequence_id);
+	field_u64(o, "cache_idx", m->u.refill_data.cache_idx);
+	field_u64(o, "cache_id", m->u.refill_data.cache_id);
+	field_u64(o, "buffer_id", m->u.refill_data.buffer_id);
+	field_u64(o, "stream_offset", m->u.refill_data.stream_offset);
+	field_u64(o, "stream_len", m->u.refill_data.stream_len);
+	field_u64(o, "payload_len", m->data_len);
+}
+
+/* A message's body after its header: by type; an unknown type prints nothing. */
+static void
+print_body(struct out *o, const struct proto_msg *m)
+{
+	unsigned int n = m->hdr.count;
+
+	switch (m->hdr.type) {
+	case PROTO_T_RESERVE:
+		print_records(o, "records", m, n, reserve_rec);
 		break;
 	case PROTO_T_EVICT:
 		evict_batch(o, m);
 		break;
-	case PROTO_T_REFILL: {
-		struct proto_refill_req r;
-		const uint8_t *ch;
-		uint32_t off = 0;
-
-		list_open(o, "records");
-		for (i = 0; proto_next_refill(m, &off, &r, &ch); i++) {
-			if (!rec_open(o, i, n))
-				continue;
-			field_w64(o, "refill_id", r.refill_id);
-			field_w64(o, "evict_count", r.evict_count);
-			field_u64(o, "sequence_id", r.sequence_id);
-			field_u64(o, "cache_idx", r.cache_idx);
-			field_u64(o, "cache_id", r.cache_id);
-			field_u64(o, "num_chunks", r.num_chunks);
-			list_open(o, "chunks");
-			for (j = 0; j < r.num_chunks && rec_open(o, j, r.num_chunks); j++) {
-				struct proto_refill_chunk c;
-
-				proto_get_refill_chunk(ch, j, &c);
-				field_w64(o, "prompt_id", c.prompt_id);
-				field_u64(o, "start_token_idx", c.start_token_idx);
-				field_u64(o, "num_tokens", c.num_tokens);
-				rec_close(o);
-			}
-			list_close(o);
-			rec_close(o);
-		}
-		list_close(o);
+	case PROTO_T_REFILL:
+		print_refill(o, m);
 		break;
-	}
 	case PROTO_T_DELETE:
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_delete d;
-
-			proto_get_delete(m, i, &d);
-			field_w64(o, "prompt_id", d.prompt_id);
-			field_w64(o, "evict_count", d.evict_count);
-			field_u64(o, "start_token_idx", d.start_token_idx);
-			field_u64(o, "end_token_idx", d.end_token_idx);
-			field_u64(o, "cache_id", d.cache_id);
-			rec_close(o);
-		}
-		list_close(o);
+		print_records(o, "records", m, n, delete_rec);
 		break;
 	case PROTO_T_L2_DOWN:
 	case PROTO_T_SH_DOWN:
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_l2col c;
-
-			proto_get_l2_down(m, i, &c);
-			l2col_fields(o, &c, m->hdr.type);
-			rec_close(o);
-		}
-		list_close(o);
+		print_records(o, "records", m, n, l2_down_rec);
 		break;
 	case PROTO_T_L2_UP:
 	case PROTO_T_SH_UP:
 		evict_batch(o, m);
-		list_open(o, "columns");
-		for (i = 0; i < m->u.evict.ncols && rec_open(o, i, m->u.evict.ncols); i++) {
-			struct proto_l2col c;
-
-			proto_get_l2_up_col(m, i, &c);
-			l2col_fields(o, &c, m->hdr.type);
-			rec_close(o);
-		}
-		list_close(o);
+		print_records(o, "columns", m, m->u.evict.ncols, l2_up_col);
 		break;
 	case PROTO_T_L2_DELETE:
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_l2del d;
-
-			proto_get_l2_delete(m, i, &d);
-			field_w64(o, "key", d.key);
-			field_w64(o, "isolation_id", d.isolation_id);
-			field_w64(o, "evict_count", d.evict_count);
-			field_u64(o, "cache_id", d.cache_id);
-			rec_close(o);
-		}
-		list_close(o);
+		print_records(o, "records", m, n, l2_delete_rec);
 		break;
 	case PROTO_T_L2_DONE:
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_l2done d;
-			const char *name;
-
-			proto_get_l2_done(m, i, &d);
-			name = proto_err_name(d.status);
-			field_w64(o, "key", d.key);
-			field_w64(o, "isolation_id", d.isolation_id);
-			field_u64(o, "cache_id", d.cache_id);
-			field_str(o, "op", d.op == PROTO_L2OP_L2_DOWN ? "L2_DOWN" : d.op == PROTO_L2OP_L2_UP ? "L2_UP" :
-					   d.op == PROTO_L2OP_SH_DOWN ? "SH_DOWN" : d.op == PROTO_L2OP_SH_UP ? "SH_UP" : "UNKNOWN");
-			field_u64(o, "status", d.status);
-			field_str(o, "status_name", name ? name : "UNKNOWN");
-			rec_close(o);
-		}
-		list_close(o);
+		print_records(o, "records", m, n, l2_done_rec);
 		break;
-	case PROTO_T_L2_INVENTORY: {
-		uint32_t total, first;
-
-		proto_get_l2_inventory_hdr(m, &total, &first);
-		field_u64(o, "total", total);
-		field_u64(o, "first", first);
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_l2col c;
-
-			proto_get_l2_inventory(m, i, &c);
-			l2col_fields(o, &c, m->hdr.type);
-			rec_close(o);
-		}
-		list_close(o);
+	case PROTO_T_L2_INVENTORY:
+		print_l2_inventory(o, m);
 		break;
-	}
 	case PROTO_T_STATUS:
-		field_w64(o, "batches_complete", m->u.status.batches_complete);
-		field_w64(o, m->hdr.version == 1 ? "last_seq_done" : "reports", m->u.status.reports);
-		field_w64(o, "uptime_ns", m->u.status.uptime_ns);
-		/* "flags" is the common header's; the body's are status_flags. */
-		field_u64(o, "status_flags", m->u.status.flags);
-		field_epoch(o, "driver_epoch", m->u.status.driver_epoch);
-		list_open(o, "caches");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_cache_info c;
-
-			proto_get_cache_info(m, i, &c);
-			field_u64(o, "cache_id", c.cache_id);
-			field_u64(o, "num_buffers", c.num_buffers);
-			field_u64(o, "bytes_per_token", c.bytes_per_token);
-			field_w64(o, "capacity_tokens", c.capacity_tokens);
-			field_w64(o, "stored_tokens", c.stored_tokens);
-			field_w64(o, "prompts", c.prompts);
-			if (m->hdr.version >= 2) {
-				field_w64(o, "l2_capacity_tokens", c.l2_capacity_tokens);
-				field_w64(o, "l2_stored_tokens", c.l2_stored_tokens);
-			}
-			rec_close(o);
-		}
-		list_close(o);
+		print_status(o, m);
 		break;
 	case PROTO_T_REPORT_ACK:
 		field_w64(o, "cum_seq", m->u.ack.cum_seq);
@@ -342,70 +456,19 @@ print_body(struct out *o, const struct proto_msg *m)
 			field_w64(o, "recv_seq", m->u.ack.recv_seq);
 		break;
 	case PROTO_T_ERROR:
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_error e;
-			const char *name;
-
-			proto_get_error(m, i, &e);
-			name = proto_err_name(e.code);
-			field_w64(o, "seq", e.seq);
-			field_w64(o, "prompt_id", e.prompt_id);
-			field_u64(o, "token_idx", e.token_idx);
-			field_u64(o, "cache_id", e.cache_id);
-			field_u64(o, "code", e.code);
-			field_str(o, "code_name", name ? name : "UNKNOWN");
-			rec_close(o);
-		}
-		list_close(o);
+		print_records(o, "records", m, n, error_rec);
 		break;
 	case PROTO_T_REFILL_DONE:
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_refill_done d;
-
-			proto_get_refill_done(m, i, &d);
-			field_w64(o, "refill_id", d.refill_id);
-			field_u64(o, "tokens", d.tokens);
-			field_u64(o, "status", d.status);
-			field_w64(o, "bytes", d.bytes);
-			rec_close(o);
-		}
-		list_close(o);
+		print_records(o, "records", m, n, refill_done_rec);
 		break;
 	case PROTO_T_TOKEN_LOST:
-		list_open(o, "records");
-		for (i = 0; i < n && rec_open(o, i, n); i++) {
-			struct proto_lost l;
-
-			proto_get_lost(m, i, &l);
-			field_w64(o, "prompt_id", l.prompt_id);
-			field_u64(o, "token_idx", l.token_idx);
-			if (m->hdr.version >= 2)
-				field_u64(o, "tokens", l.count);
-			field_u64(o, "cache_id", l.cache_id);
-			rec_close(o);
-		}
-		list_close(o);
+		print_records(o, "records", m, n, lost_rec);
 		break;
 	case PROTO_T_EVICT_DATA:
-		field_w64(o, "batch_no", m->u.data.batch_no);
-		field_u64(o, "cache_id", m->u.data.cache_id);
-		field_u64(o, "stream_offset", m->u.data.stream_offset);
-		field_u64(o, "stream_len", m->u.data.stream_len);
-		if (m->hdr.version >= 2)
-			field_epoch(o, "driver_epoch", m->u.data.driver_epoch);
-		field_u64(o, "payload_len", m->data_len);
+		print_evict_data(o, m);
 		break;
 	case PROTO_T_REFILL_DATA:
-		field_w64(o, "refill_id", m->u.refill_data.refill_id);
-		field_u64(o, "sequence_id", m->u.refill_data.sequence_id);
-		field_u64(o, "cache_idx", m->u.refill_data.cache_idx);
-		field_u64(o, "cache_id", m->u.refill_data.cache_id);
-		field_u64(o, "buffer_id", m->u.refill_data.buffer_id);
-		field_u64(o, "stream_offset", m->u.refill_data.stream_offset);
-		field_u64(o, "stream_len", m->u.refill_data.stream_len);
-		field_u64(o, "payload_len", m->data_len);
+		print_refill_data(o, m);
 		break;
 	default:
 		break;

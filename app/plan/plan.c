@@ -68,16 +68,21 @@ search_tokens(const struct plan_cluster *c, const struct plan_job *j, const uint
 	return lo * c->round_tokens;
 }
 
-int
-plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t errlen)
+/*
+ * What every job's grants start from: @pairs_on, the (job, shard) pairs on
+ * each node; @share, each job's share of a node (its ratio, or its boxes
+ * among all the cluster's). -1: a job with no shard on its boxes.
+ */
+static int
+plan_shares(const struct plan_cluster *c, uint64_t *pairs_on, double *share, char *err,
+	    size_t errlen)
 {
-	uint64_t pairs_on[PLAN_MAX_NODES] = {0}, total_boxes = 0;
-	double share[PLAN_MAX_JOBS], ratio_sum = 0;
 	char seen[PLAN_MAX_SHARDS][PLAN_NAME];
+	uint64_t total_boxes;
+	double ratio_sum = 0;
 	uint32_t nseen = 0, b;
-	uint16_t ji, s, k;
+	uint16_t ji, s;
 
-	memset(r, 0, sizeof(*r));
 	/* All boxes of the cluster, and the (job, shard) pairs on every node. */
 	for (s = 0; s < c->nshards; s++) {
 		for (b = 0; b < nseen && strcmp(seen[b], c->shard[s].box) != 0; b++)
@@ -103,109 +108,183 @@ plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t 
 	for (ji = 0; ji < c->njobs; ji++)
 		share[ji] = c->policy == PLAN_RATIO ? c->job[ji].ratio / ratio_sum
 						    : (double)c->job[ji].nboxes / (double)total_boxes;
+	return 0;
+}
 
+/* One job's view of the nodes while its grants are made. */
+struct job_nodes {
+	uint64_t budget[PLAN_MAX_NODES]; /* fair, ratio: the job's share of each node */
+	uint64_t n_on[PLAN_MAX_NODES];	 /* the job's shards on each node */
+	uint64_t pt_on[PLAN_MAX_NODES];	 /* their bytes per token, summed */
+	bool together;			 /* keep_ratio: one token count T for every shard */
+	uint64_t T;
+};
+
+static void
+job_nodes_init(const struct plan_cluster *c, uint16_t ji, double share, struct job_nodes *jn)
+{
+	const struct plan_job *j = &c->job[ji];
+	uint16_t s, k;
+
+	memset(jn, 0, sizeof(*jn));
+	jn->together = c->keep_ratio && (c->policy == PLAN_FAIR || c->policy == PLAN_RATIO);
+	for (s = 0; s < c->nshards; s++)
+		if (job_has_box(j, c->shard[s].box)) {
+			jn->n_on[c->shard[s].node]++;
+			jn->pt_on[c->shard[s].node] += c->shard[s].wio * j->bytes_per_token_per_wio;
+		}
+	for (k = 0; k < c->nnodes; k++)
+		if (c->policy == PLAN_FAIR || c->policy == PLAN_RATIO)
+			jn->budget[k] = (uint64_t)(share * (double)avail(c, k) * (1.0 - c->discount));
+	if (jn->together)
+		jn->T = search_tokens(c, j, jn->budget, jn->n_on, jn->pt_on);
+}
+
+/* Grant @g (job @ji on shard @s) its budget by the cluster's policy. -1: exact without a grant. */
+static int
+grant_budget(const struct plan_cluster *c, uint16_t ji, uint16_t s, const uint64_t *pairs_on,
+	     const struct job_nodes *jn, struct plan_grant *g, char *err, size_t errlen)
+{
+	const struct plan_job *j = &c->job[ji];
+	const struct plan_shard *sh = &c->shard[s];
+	uint64_t pt = g->mem_per_token;
+
+	switch (c->policy) {
+	case PLAN_EQUAL:
+		g->budget = (uint64_t)((double)avail(c, sh->node) / (double)pairs_on[sh->node] *
+				       (1.0 - c->discount));
+		break;
+	case PLAN_EXACT:
+		if (!j->has_grant[s]) {
+			snprintf(err, errlen, "jobs.[%u] (%s).grants: none for box '%s' domain %u",
+				 ji, j->name, sh->box, sh->domain);
+			return -1;
+		}
+		g->budget = j->base_mem + j->grant[s] * pt;
+		break;
+	default:
+		/* Together: the node's share in proportion to bytes per token. */
+		if (jn->together && jn->budget[sh->node] > jn->n_on[sh->node] * j->base_mem)
+			g->budget = j->base_mem +
+				    (uint64_t)((double)(jn->budget[sh->node] -
+							jn->n_on[sh->node] * j->base_mem) *
+					       (double)pt / (double)jn->pt_on[sh->node]);
+		else
+			g->budget = jn->budget[sh->node] / jn->n_on[sh->node];
+		break;
+	}
+	return 0;
+}
+
+/*
+ * Job @ji's grant on each shard of its boxes: budget, tokens, bytes; their
+ * bytes per token summed in @pt_sum.
+ */
+static int
+job_grants(const struct plan_cluster *c, struct plan_result *r, uint16_t ji,
+	   const uint64_t *pairs_on, const struct job_nodes *jn, uint64_t *pt_sum, char *err,
+	   size_t errlen)
+{
+	const struct plan_job *j = &c->job[ji];
+	uint16_t s;
+
+	for (s = 0; s < c->nshards; s++) {
+		const struct plan_shard *sh = &c->shard[s];
+		struct plan_grant *g;
+		uint64_t pt = sh->wio * j->bytes_per_token_per_wio, room;
+
+		if (!job_has_box(j, sh->box))
+			continue;
+		if (r->ngrants == sizeof(r->grant) / sizeof(r->grant[0])) {
+			snprintf(err, errlen, "more than %zu (job, shard) pairs",
+				 sizeof(r->grant) / sizeof(r->grant[0]));
+			return -1;
+		}
+		g = &r->grant[r->ngrants++];
+		g->job = ji;
+		g->shard = s;
+		g->mem_per_token = pt;
+		*pt_sum += pt;
+		if (grant_budget(c, ji, s, pairs_on, jn, g, err, errlen) != 0)
+			return -1;
+		if (jn->together) {
+			g->tokens = jn->T;
+		} else if (c->policy == PLAN_EXACT) {
+			g->tokens = j->grant[s];
+		} else {
+			room = g->budget > j->base_mem ? (g->budget - j->base_mem) / pt : 0;
+			g->tokens = room / c->round_tokens * c->round_tokens;
+			if (g->tokens > j->tokens_upper)
+				g->tokens = j->tokens_upper;
+		}
+		g->bytes = j->base_mem + g->tokens * pt;
+	}
+	return 0;
+}
+
+/*
+ * Job @ji's grants from @first on, accounted: what it can use (its
+ * smallest shard), each grant's used, wasted, left and over, the node
+ * totals, and the same memory as one pool (@pt_sum bytes per token).
+ */
+static void
+job_account(const struct plan_cluster *c, struct plan_result *r, uint16_t ji, uint32_t first,
+	    uint64_t pt_sum)
+{
+	const struct plan_job *j = &c->job[ji];
+	struct plan_job_result *jr = &r->job[ji];
+	uint32_t b;
+
+	/* What the job can use: its smallest shard. */
+	jr->usable = UINT64_MAX;
+	for (b = first; b < r->ngrants; b++)
+		if (r->grant[b].tokens < jr->usable)
+			jr->usable = r->grant[b].tokens;
+	for (b = first; b < r->ngrants; b++) {
+		struct plan_grant *g = &r->grant[b];
+		/* Allocated = used + wasted, exactly; what the budget gave
+		 * beyond the allocation (rounding down) is left, apart. */
+		g->used = j->base_mem + jr->usable * g->mem_per_token;
+		g->wasted = g->bytes - g->used; /* usable <= tokens: never negative */
+		g->left = g->budget > g->bytes ? g->budget - g->bytes : 0;
+		/* A budget below the base: no token, and still more than given. */
+		g->over = g->bytes > g->budget ? g->bytes - g->budget : 0;
+		r->over_budget += g->over != 0;
+		jr->over += g->over;
+		jr->budget += g->budget;
+		jr->bytes += g->bytes;
+		jr->used += g->used;
+		jr->wasted += g->wasted;
+		jr->left += g->left;
+		r->node_bytes[c->shard[g->shard].node] += g->bytes;
+	}
+	/* The same memory as one pool: one base, every stream's bytes per token. */
+	jr->ideal = jr->budget > j->base_mem ? (jr->budget - j->base_mem) / pt_sum : 0;
+	if (jr->ideal > j->tokens_upper)
+		jr->ideal = j->tokens_upper;
+	jr->ratio = jr->ideal ? (double)jr->usable / (double)jr->ideal : 0;
+	jr->below_lower = jr->usable < j->tokens_lower;
+}
+
+int
+plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t errlen)
+{
+	uint64_t pairs_on[PLAN_MAX_NODES] = {0};
+	double share[PLAN_MAX_JOBS];
+	uint16_t ji, k;
+
+	memset(r, 0, sizeof(*r));
+	if (plan_shares(c, pairs_on, share, err, errlen) != 0)
+		return -1;
 	for (ji = 0; ji < c->njobs; ji++) {
-		const struct plan_job *j = &c->job[ji];
-		struct plan_job_result *jr = &r->job[ji];
-		uint64_t node_budget[PLAN_MAX_NODES] = {0}, n_on[PLAN_MAX_NODES] = {0}, pt_sum = 0;
-		uint64_t pt_on[PLAN_MAX_NODES] = {0};
+		struct job_nodes jn;
 		uint32_t first = r->ngrants;
-		bool together = c->keep_ratio && (c->policy == PLAN_FAIR || c->policy == PLAN_RATIO);
-		uint64_t T = 0;
+		uint64_t pt_sum = 0;
 
-		for (s = 0; s < c->nshards; s++)
-			if (job_has_box(j, c->shard[s].box)) {
-				n_on[c->shard[s].node]++;
-				pt_on[c->shard[s].node] += c->shard[s].wio * j->bytes_per_token_per_wio;
-			}
-		for (k = 0; k < c->nnodes; k++)
-			if (c->policy == PLAN_FAIR || c->policy == PLAN_RATIO)
-				node_budget[k] = (uint64_t)(share[ji] * (double)avail(c, k) *
-							    (1.0 - c->discount));
-		if (together)
-			T = search_tokens(c, j, node_budget, n_on, pt_on);
-		for (s = 0; s < c->nshards; s++) {
-			const struct plan_shard *sh = &c->shard[s];
-			struct plan_grant *g;
-			uint64_t pt = sh->wio * j->bytes_per_token_per_wio, room;
-
-			if (!job_has_box(j, sh->box))
-				continue;
-			if (r->ngrants == sizeof(r->grant) / sizeof(r->grant[0])) {
-				snprintf(err, errlen, "more than %zu (job, shard) pairs",
-					 sizeof(r->grant) / sizeof(r->grant[0]));
-				return -1;
-			}
-			g = &r->grant[r->ngrants++];
-			g->job = ji;
-			g->shard = s;
-			g->mem_per_token = pt;
-			pt_sum += pt;
-			switch (c->policy) {
-			case PLAN_EQUAL:
-				g->budget = (uint64_t)((double)avail(c, sh->node) / (double)pairs_on[sh->node] *
-						       (1.0 - c->discount));
-				break;
-			case PLAN_EXACT:
-				if (!j->has_grant[s]) {
-					snprintf(err, errlen, "jobs.[%u] (%s).grants: none for box '%s' domain %u",
-						 ji, j->name, sh->box, sh->domain);
-					return -1;
-				}
-				g->budget = j->base_mem + j->grant[s] * pt;
-				break;
-			default:
-				/* Together: the node's share in proportion to bytes per token. */
-				if (together && node_budget[sh->node] > n_on[sh->node] * j->base_mem)
-					g->budget = j->base_mem +
-						    (uint64_t)((double)(node_budget[sh->node] -
-									n_on[sh->node] * j->base_mem) *
-							       (double)pt / (double)pt_on[sh->node]);
-				else
-					g->budget = node_budget[sh->node] / n_on[sh->node];
-				break;
-			}
-			if (together) {
-				g->tokens = T;
-			} else if (c->policy == PLAN_EXACT) {
-				g->tokens = j->grant[s];
-			} else {
-				room = g->budget > j->base_mem ? (g->budget - j->base_mem) / pt : 0;
-				g->tokens = room / c->round_tokens * c->round_tokens;
-				if (g->tokens > j->tokens_upper)
-					g->tokens = j->tokens_upper;
-			}
-			g->bytes = j->base_mem + g->tokens * pt;
-		}
-		/* What the job can use: its smallest shard. */
-		jr->usable = UINT64_MAX;
-		for (b = first; b < r->ngrants; b++)
-			if (r->grant[b].tokens < jr->usable)
-				jr->usable = r->grant[b].tokens;
-		for (b = first; b < r->ngrants; b++) {
-			struct plan_grant *g = &r->grant[b];
-			/* Allocated = used + wasted, exactly; what the budget gave
-			 * beyond the allocation (rounding down) is left, apart. */
-			g->used = j->base_mem + jr->usable * g->mem_per_token;
-			g->wasted = g->bytes - g->used; /* usable <= tokens: never negative */
-			g->left = g->budget > g->bytes ? g->budget - g->bytes : 0;
-			/* A budget below the base: no token, and still more than given. */
-			g->over = g->bytes > g->budget ? g->bytes - g->budget : 0;
-			r->over_budget += g->over != 0;
-			jr->over += g->over;
-			jr->budget += g->budget;
-			jr->bytes += g->bytes;
-			jr->used += g->used;
-			jr->wasted += g->wasted;
-			jr->left += g->left;
-			r->node_bytes[c->shard[g->shard].node] += g->bytes;
-		}
-		/* The same memory as one pool: one base, every stream's bytes per token. */
-		jr->ideal = jr->budget > j->base_mem ? (jr->budget - j->base_mem) / pt_sum : 0;
-		if (jr->ideal > j->tokens_upper)
-			jr->ideal = j->tokens_upper;
-		jr->ratio = jr->ideal ? (double)jr->usable / (double)jr->ideal : 0;
-		jr->below_lower = jr->usable < j->tokens_lower;
+		job_nodes_init(c, ji, share[ji], &jn);
+		if (job_grants(c, r, ji, pairs_on, &jn, &pt_sum, err, errlen) != 0)
+			return -1;
+		job_account(c, r, ji, first, pt_sum);
 	}
 	for (k = 0; k < c->nnodes; k++)
 		if (r->node_bytes[k] > avail(c, k))

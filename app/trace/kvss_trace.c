@@ -594,6 +594,215 @@ options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 }
 
 /*
+ * The plot's points of replay (@pi, @k): the first policy adds a capacity's
+ * x, its baseline and (with --l2) the second tier's ratio; every policy its
+ * own hit ratio at that x.
+ */
+static void
+keep_points(const struct opts *o, struct oracle_blocks *blocks, struct curves *cv,
+	    unsigned int pi, unsigned int k, const struct result *res)
+{
+	if (o->capacity[k] != 0 && cv->n < 16 && pi == 0) {
+		cv->x[cv->n] = (double)o->capacity[k];
+		cv->base[cv->n] = res->baseline;
+		if (o->plot != NULL && o->nl2) {
+			struct tier2_params tp = {.l1_tokens = o->capacity[k], .l2_tokens = o->l2[0],
+						  .block = o->block,
+						  /* the first rule asked */
+						  .admit = (enum tier2_admit)__builtin_ctz(o->l2_admit)};
+			struct tier2_result tr;
+
+			if (tier2_run(blocks, &tp, &tr) == 0 && tr.input)
+				cv->l2[cv->n] = (double)(tr.hit_l1 + tr.hit_l2) / (double)tr.input;
+		}
+		cv->n++;
+	}
+	if (o->capacity[k] != 0) {
+		unsigned int j;
+
+		for (j = 0; j < cv->n && cv->x[j] != (double)o->capacity[k]; j++)
+			;
+		if (j < cv->n)
+			cv->hit[pi][j] = res->input ? (double)res->hit / (double)res->input : 0;
+	}
+}
+
+/* --oracle: the offline references at capacity @k, and Belady's point for the plot. */
+static void
+run_oracles(const struct opts *o, struct oracle_blocks *blocks, struct curves *cv,
+	    unsigned int pi, unsigned int k, struct result *res)
+{
+	if (pi > 0) {
+		/* The references do not depend on the policy: once is enough. */
+		res->belady = -1;
+		return;
+	}
+	res->belady = oracle_told(blocks, o->capacity[k], o->block, ORACLE_BELADY);
+	res->belady_seen = oracle_told(blocks, o->capacity[k], o->block, ORACLE_BELADY_SEEN);
+	res->told = oracle_lru_told(blocks, o->capacity[k], o->block, 0);
+	res->told120 = oracle_lru_told(blocks, o->capacity[k], o->block, 120000);
+	res->told_uses = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_USES);
+	res->told_rate = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_RATE);
+	res->life_rate = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_LIFE_RATE);
+	res->fitted = oracle_fitted_table(blocks, o->capacity[k], o->block);
+	if (o->capacity[k] != 0 && cv->n > 0 && cv->x[cv->n - 1] == (double)o->capacity[k])
+		cv->belady[cv->n - 1] = res->belady;
+}
+
+/* A replay's capacity as printed: the number of tokens, or @none when unlimited. */
+static void
+capacity_str(const struct result *res, const char *none, char *b, size_t n)
+{
+	if (res->capacity)
+		snprintf(b, n, "%" PRIu64, res->capacity);
+	else
+		snprintf(b, n, "%s", none);
+}
+
+/* --json: what --draft, --speculate and --org-ttl add. */
+static void
+print_json_extras(const struct opts *o, const struct result *res)
+{
+	if (o->draft)
+		printf(", \"draft_capacity_tokens\": %" PRIu64 ", \"draft_hit_tokens\": %" PRIu64
+		       ", \"draft_hit_ratio\": %.4f, \"requests_hit_target_only\": %" PRIu64
+		       ", \"requests_hit_draft_only\": %" PRIu64, o->draft_cap, res->draft_hit,
+		       res->input ? (double)res->draft_hit / res->input : 0.0, res->only_target,
+		       res->only_draft);
+	if (o->spec_tokens)
+		printf(", \"spec_tokens\": %u, \"spec_reject_pct\": %u, \"spec_seed\": %" PRIu64
+		       ", \"spec_rounds\": %" PRIu64 ", \"spec_proposed\": %" PRIu64
+		       ", \"spec_accepted\": %" PRIu64 ", \"spec_overwrites\": %" PRIu64,
+		       o->spec_tokens, o->spec_reject_pct, o->spec_seed, res->spec_rounds,
+		       res->spec_proposed, res->spec_accepted, res->spec_overwrites);
+	if (o->nottl) {
+		unsigned int j;
+
+		printf(", \"orgs\": [");
+		for (j = 0; j < o->nottl; j++)
+			printf("%s{\"org\": \"%s\", \"ttl_last_s\": %" PRIu64 ", \"ttl_first_s\": %" PRIu64
+			       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
+			       ", \"hit_ratio\": %.4f}", j ? ", " : "", o->ottl[j].name, o->ottl[j].last_s,
+			       o->ottl[j].first_s, res->org_input[j], res->org_hit[j],
+			       res->org_input[j] ? (double)res->org_hit[j] / (double)res->org_input[j] : 0.0);
+		printf("]");
+	}
+}
+
+/* --json: a replay's object up to its second tier and fleet (left open for them). */
+static void
+print_json(const struct opts *o, const struct result *res)
+{
+	char cs[32];
+
+	capacity_str(res, "null", cs, sizeof(cs));
+	printf("{\"policy\": \"%s\", ", prefixcache_policy_names[o->policy]);
+	printf("\"capacity_tokens\": %s, \"requests\": %" PRIu64
+	       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
+	       ", \"hit_ratio\": %.4f, \"evicted_tokens\": %" PRIu64
+	       ", \"deleted_tokens\": %" PRIu64 ", \"expired_tokens\": %" PRIu64
+	       ", \"peak_stored_tokens\": %" PRIu64 ", \"protocol_errors\": %" PRIu64
+	       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.2f",
+	       cs, res->requests, res->input, res->hit,
+	       res->input ? (double)res->hit / res->input : 0.0, res->evicted, res->deleted,
+	       res->expired, res->peak, res->perr, res->vfail, res->wall);
+	printf(", \"evict_tokens_per_s\": %.1f, \"evict_tokens_per_s_peak\": %.1f"
+	       ", \"refill_tokens_per_s\": %.1f, \"refill_tokens_per_s_peak\": %.1f"
+	       ", \"peak_window_s\": %u",
+	       res->evict_rate, res->evict_peak, res->refill_rate, res->refill_peak,
+	       res->peak_window_s);
+	if (o->kv_bytes)
+		printf(", \"evict_gbps\": %.3f, \"evict_gbps_peak\": %.3f"
+		       ", \"refill_gbps\": %.3f, \"refill_gbps_peak\": %.3f",
+		       gbps(o, res->evict_rate), gbps(o, res->evict_peak),
+		       gbps(o, res->refill_rate), gbps(o, res->refill_peak));
+	if (res->baseline >= 0)
+		printf(", \"baseline_lru_hit_ratio\": %.4f", res->baseline);
+	if (res->belady >= 0)
+		printf(", \"belady_hit_ratio\": %.4f, \"belady_seen_hit_ratio\": %.4f"
+		       ", \"told_lru_hit_ratio\": %.4f, \"told_lru_120s_hit_ratio\": %.4f"
+		       ", \"told_uses_hit_ratio\": %.4f, \"told_rate_hit_ratio\": %.4f"
+		       ", \"told_life_rate_hit_ratio\": %.4f, \"fitted_table_hit_ratio\": %.4f",
+		       res->belady, res->belady_seen, res->told, res->told120, res->told_uses,
+		       res->told_rate, res->life_rate, res->fitted);
+	if (o->replicas > 1)
+		printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
+		       ", \"balance_worst\": %.3f", o->replicas, route_policy_name(o->route),
+		       res->balance_mean, res->balance_worst);
+	printf(", \"multimodal_trimmed_tokens\": %" PRIu64 ", \"generated_hit_tokens\": %" PRIu64,
+	       res->mm_trimmed, res->gen_hit);
+	print_json_extras(o, res);
+}
+
+/* The lines under the row for multimodal prompts, answers hit, --draft, --speculate, --org-ttl. */
+static void
+print_text_extras(const struct opts *o, const struct result *res)
+{
+	if (res->mm_trimmed)
+		printf("%-12s multimodal: %" PRIu64 " tokens not cached, after a multimodal "
+		       "token\n", "", res->mm_trimmed);
+	if (res->gen_hit)
+		printf("%-12s %" PRIu64 " hit tokens are an earlier turn's answer (generated)\n",
+		       "", res->gen_hit);
+	if (o->draft)
+		printf("%-12s draft (capacity %" PRIu64 "%s): %" PRIu64 " tokens hit, hit ratio "
+		       "%.4f; requests hit in the target only %" PRIu64 ", in the draft only %"
+		       PRIu64 "\n", "", o->draft_cap, o->draft_cap ? "" : ", unlimited",
+		       res->draft_hit, res->input ? (double)res->draft_hit / res->input : 0.0,
+		       res->only_target, res->only_draft);
+	if (o->spec_tokens)
+		printf("%-12s speculative decoding (%u per round, %u%% rejected, seed %" PRIu64
+		       "): %" PRIu64 " rounds, %" PRIu64 " of %" PRIu64 " proposals accepted, %"
+		       PRIu64 " rejected tokens evicted and overwritten\n", "", o->spec_tokens,
+		       o->spec_reject_pct, o->spec_seed, res->spec_rounds, res->spec_accepted,
+		       res->spec_proposed, res->spec_overwrites);
+	for (unsigned int j = 0; j < o->nottl; j++)
+		printf("%-12s org %s (ttl_last_s %" PRIu64 ", ttl_first_s %" PRIu64 "; 0: the "
+		       "global): %" PRIu64 " of %" PRIu64 " prompt tokens hit, hit ratio %.4f\n", "",
+		       o->ottl[j].name, o->ottl[j].last_s, o->ottl[j].first_s, res->org_hit[j],
+		       res->org_input[j],
+		       res->org_input[j] ? (double)res->org_hit[j] / (double)res->org_input[j] : 0.0);
+}
+
+/* The table's row of a replay, and the lines under it for the references asked. */
+static void
+print_text(const struct opts *o, const struct result *res)
+{
+	char cs[32];
+
+	capacity_str(res, "unlimited", cs, sizeof(cs));
+	printf("%-12s %8" PRIu64 " %12" PRIu64 " %12" PRIu64 " %9.4f %12" PRIu64
+	       " %12" PRIu64 " %10" PRIu64 " %12" PRIu64 " %6" PRIu64 " %6" PRIu64
+	       " %7.1f\n",
+	       cs, res->requests, res->input, res->hit,
+	       res->input ? (double)res->hit / res->input : 0.0, res->evicted, res->deleted,
+	       res->expired, res->peak, res->perr, res->vfail, res->wall);
+	printf("%-12s tokens/s of trace time: evicted %.0f, busiest %u s %.0f; refilled "
+	       "%.0f, busiest %u s %.0f", "", res->evict_rate, res->peak_window_s,
+	       res->evict_peak, res->refill_rate, res->peak_window_s, res->refill_peak);
+	if (o->kv_bytes)
+		printf(" (Gb/s: %.2f, %.2f; %.2f, %.2f)", gbps(o, res->evict_rate),
+		       gbps(o, res->evict_peak), gbps(o, res->refill_rate),
+		       gbps(o, res->refill_peak));
+	printf("\n");
+	if (res->baseline >= 0)
+		printf("%-12s plain LRU over blocks: hit ratio %.4f\n", "", res->baseline);
+	if (res->belady >= 0)
+		printf("%-12s offline: Belady with bypass %.4f, not told of first "
+		       "sightings %.4f; LRU told which blocks return %.4f, within 120 s "
+		       "%.4f; told how many more uses %.4f, and when the last %.4f, "
+		       "only the life's mean gap %.4f; by a table fitted on the trace "
+		       "%.4f\n",
+		       "", res->belady, res->belady_seen, res->told, res->told120, res->told_uses,
+		       res->told_rate, res->life_rate, res->fitted);
+	if (o->replicas > 1)
+		printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
+		       "mean %.3f, worst %.3f\n", "", o->replicas, route_policy_name(o->route),
+		       res->balance_mean, res->balance_worst);
+	print_text_extras(o, res);
+}
+
+/*
  * One replay of the trace: policy @p pi at capacity @p k, its line (or
  * JSON) printed, its curves' points kept in @p cv; @p bad set when it
  * counted a protocol error or a verify failure. 0, or 1: it could not run.
@@ -613,186 +822,24 @@ replay_one(struct opts *o, const struct workload *t, struct oracle_blocks *block
 	res.baseline = o->baseline ? oracle_plain_lru(blocks, o->capacity[k], o->block) : -1;
 	res.belady = res.belady_seen = res.told = res.told120 = res.told_uses = -1;
 	res.told_rate = res.life_rate = res.fitted = -1;
-	if (o->capacity[k] != 0 && cv->n < 16 && pi == 0) {
-		cv->x[cv->n] = (double)o->capacity[k];
-		cv->base[cv->n] = res.baseline;
-		if (o->plot != NULL && o->nl2) {
-			struct tier2_params tp = {.l1_tokens = o->capacity[k], .l2_tokens = o->l2[0],
-						  .block = o->block,
-						  /* the first rule asked */
-						  .admit = (enum tier2_admit)__builtin_ctz(o->l2_admit)};
-			struct tier2_result tr;
-
-			if (tier2_run(blocks, &tp, &tr) == 0 && tr.input)
-				cv->l2[cv->n] = (double)(tr.hit_l1 + tr.hit_l2) / (double)tr.input;
-		}
-		cv->n++;
-	}
-	if (o->capacity[k] != 0) {
-		unsigned int j;
-
-		for (j = 0; j < cv->n && cv->x[j] != (double)o->capacity[k]; j++)
-			;
-		if (j < cv->n)
-			cv->hit[pi][j] = res.input ? (double)res.hit / (double)res.input : 0;
-	}
-	if (o->oracle && pi > 0) {
-		/* The references do not depend on the policy: once is enough. */
-		res.belady = -1;
-	} else if (o->oracle) {
-		res.belady = oracle_told(blocks, o->capacity[k], o->block, ORACLE_BELADY);
-		res.belady_seen = oracle_told(blocks, o->capacity[k], o->block, ORACLE_BELADY_SEEN);
-		res.told = oracle_lru_told(blocks, o->capacity[k], o->block, 0);
-		res.told120 = oracle_lru_told(blocks, o->capacity[k], o->block, 120000);
-		res.told_uses = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_USES);
-		res.told_rate = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_RATE);
-		res.life_rate = oracle_told(blocks, o->capacity[k], o->block, ORACLE_TOLD_LIFE_RATE);
-		res.fitted = oracle_fitted_table(blocks, o->capacity[k], o->block);
-		if (o->capacity[k] != 0 && cv->n > 0 && cv->x[cv->n - 1] == (double)o->capacity[k])
-			cv->belady[cv->n - 1] = res.belady;
-	}
+	keep_points(o, blocks, cv, pi, k, &res);
+	if (o->oracle)
+		run_oracles(o, blocks, cv, pi, k, &res);
 	*bad |= res.perr != 0 || res.vfail != 0;
-	if (o->json) {
-		char cs[32];
-
-		if (res.capacity)
-			snprintf(cs, sizeof(cs), "%" PRIu64, res.capacity);
-		else
-			snprintf(cs, sizeof(cs), "null");
-		printf("{\"policy\": \"%s\", ", prefixcache_policy_names[o->policy]);
-		printf("\"capacity_tokens\": %s, \"requests\": %" PRIu64
-		       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
-		       ", \"hit_ratio\": %.4f, \"evicted_tokens\": %" PRIu64
-		       ", \"deleted_tokens\": %" PRIu64 ", \"expired_tokens\": %" PRIu64
-		       ", \"peak_stored_tokens\": %" PRIu64 ", \"protocol_errors\": %" PRIu64
-		       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.2f",
-		       cs, res.requests, res.input, res.hit,
-		       res.input ? (double)res.hit / res.input : 0.0, res.evicted, res.deleted,
-		       res.expired, res.peak, res.perr, res.vfail, res.wall);
-		printf(", \"evict_tokens_per_s\": %.1f, \"evict_tokens_per_s_peak\": %.1f"
-		       ", \"refill_tokens_per_s\": %.1f, \"refill_tokens_per_s_peak\": %.1f"
-		       ", \"peak_window_s\": %u",
-		       res.evict_rate, res.evict_peak, res.refill_rate, res.refill_peak,
-		       res.peak_window_s);
-		if (o->kv_bytes)
-			printf(", \"evict_gbps\": %.3f, \"evict_gbps_peak\": %.3f"
-			       ", \"refill_gbps\": %.3f, \"refill_gbps_peak\": %.3f",
-			       gbps(o, res.evict_rate), gbps(o, res.evict_peak),
-			       gbps(o, res.refill_rate), gbps(o, res.refill_peak));
-		if (res.baseline >= 0)
-			printf(", \"baseline_lru_hit_ratio\": %.4f", res.baseline);
-		if (res.belady >= 0)
-			printf(", \"belady_hit_ratio\": %.4f, \"belady_seen_hit_ratio\": %.4f"
-			       ", \"told_lru_hit_ratio\": %.4f, \"told_lru_120s_hit_ratio\": %.4f"
-			       ", \"told_uses_hit_ratio\": %.4f, \"told_rate_hit_ratio\": %.4f"
-			       ", \"told_life_rate_hit_ratio\": %.4f, \"fitted_table_hit_ratio\": %.4f",
-			       res.belady, res.belady_seen, res.told, res.told120, res.told_uses,
-			       res.told_rate, res.life_rate, res.fitted);
-		if (o->replicas > 1)
-			printf(", \"replicas\": %u, \"route\": \"%s\", \"balance_mean\": %.3f"
-			       ", \"balance_worst\": %.3f", o->replicas, route_policy_name(o->route),
-			       res.balance_mean, res.balance_worst);
-		printf(", \"multimodal_trimmed_tokens\": %" PRIu64 ", \"generated_hit_tokens\": %" PRIu64,
-		       res.mm_trimmed, res.gen_hit);
-		if (o->draft)
-			printf(", \"draft_capacity_tokens\": %" PRIu64 ", \"draft_hit_tokens\": %" PRIu64
-			       ", \"draft_hit_ratio\": %.4f, \"requests_hit_target_only\": %" PRIu64
-			       ", \"requests_hit_draft_only\": %" PRIu64, o->draft_cap, res.draft_hit,
-			       res.input ? (double)res.draft_hit / res.input : 0.0, res.only_target,
-			       res.only_draft);
-		if (o->spec_tokens)
-			printf(", \"spec_tokens\": %u, \"spec_reject_pct\": %u, \"spec_seed\": %" PRIu64
-			       ", \"spec_rounds\": %" PRIu64 ", \"spec_proposed\": %" PRIu64
-			       ", \"spec_accepted\": %" PRIu64 ", \"spec_overwrites\": %" PRIu64,
-			       o->spec_tokens, o->spec_reject_pct, o->spec_seed, res.spec_rounds,
-			       res.spec_proposed, res.spec_accepted, res.spec_overwrites);
-		if (o->nottl) {
-			unsigned int j;
-
-			printf(", \"orgs\": [");
-			for (j = 0; j < o->nottl; j++)
-				printf("%s{\"org\": \"%s\", \"ttl_last_s\": %" PRIu64 ", \"ttl_first_s\": %" PRIu64
-				       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
-				       ", \"hit_ratio\": %.4f}", j ? ", " : "", o->ottl[j].name, o->ottl[j].last_s,
-				       o->ottl[j].first_s, res.org_input[j], res.org_hit[j],
-				       res.org_input[j] ? (double)res.org_hit[j] / (double)res.org_input[j] : 0.0);
-			printf("]");
-		}
-		if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k])) != 0) {
-			if (rc2 < 0)
-				return 1;
-			*bad = 1;
-		}
-		if (fleet_asked(o) && print_fleet(o, t, o->capacity[k]) != 0)
+	if (o->json)
+		print_json(o, &res);
+	else
+		print_text(o, &res);
+	/* The second tier and the fleet: their lines under the row, or their keys in the object. */
+	if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k])) != 0) {
+		if (rc2 < 0)
 			return 1;
-		printf("}\n");
-	} else {
-		char cs[32];
-
-		if (res.capacity)
-			snprintf(cs, sizeof(cs), "%" PRIu64, res.capacity);
-		else
-			snprintf(cs, sizeof(cs), "unlimited");
-		printf("%-12s %8" PRIu64 " %12" PRIu64 " %12" PRIu64 " %9.4f %12" PRIu64
-		       " %12" PRIu64 " %10" PRIu64 " %12" PRIu64 " %6" PRIu64 " %6" PRIu64
-		       " %7.1f\n",
-		       cs, res.requests, res.input, res.hit,
-		       res.input ? (double)res.hit / res.input : 0.0, res.evicted, res.deleted,
-		       res.expired, res.peak, res.perr, res.vfail, res.wall);
-		printf("%-12s tokens/s of trace time: evicted %.0f, busiest %u s %.0f; refilled "
-		       "%.0f, busiest %u s %.0f", "", res.evict_rate, res.peak_window_s,
-		       res.evict_peak, res.refill_rate, res.peak_window_s, res.refill_peak);
-		if (o->kv_bytes)
-			printf(" (Gb/s: %.2f, %.2f; %.2f, %.2f)", gbps(o, res.evict_rate),
-			       gbps(o, res.evict_peak), gbps(o, res.refill_rate),
-			       gbps(o, res.refill_peak));
-		printf("\n");
-		if (res.baseline >= 0)
-			printf("%-12s plain LRU over blocks: hit ratio %.4f\n", "", res.baseline);
-		if (res.belady >= 0)
-			printf("%-12s offline: Belady with bypass %.4f, not told of first "
-			       "sightings %.4f; LRU told which blocks return %.4f, within 120 s "
-			       "%.4f; told how many more uses %.4f, and when the last %.4f, "
-			       "only the life's mean gap %.4f; by a table fitted on the trace "
-			       "%.4f\n",
-			       "", res.belady, res.belady_seen, res.told, res.told120, res.told_uses,
-			       res.told_rate, res.life_rate, res.fitted);
-		if (o->replicas > 1)
-			printf("%-12s %u replicas, route %s: busiest replica over the mean per minute: "
-			       "mean %.3f, worst %.3f\n", "", o->replicas, route_policy_name(o->route),
-			       res.balance_mean, res.balance_worst);
-		if (res.mm_trimmed)
-			printf("%-12s multimodal: %" PRIu64 " tokens not cached, after a multimodal "
-			       "token\n", "", res.mm_trimmed);
-		if (res.gen_hit)
-			printf("%-12s %" PRIu64 " hit tokens are an earlier turn's answer (generated)\n",
-			       "", res.gen_hit);
-		if (o->draft)
-			printf("%-12s draft (capacity %" PRIu64 "%s): %" PRIu64 " tokens hit, hit ratio "
-			       "%.4f; requests hit in the target only %" PRIu64 ", in the draft only %"
-			       PRIu64 "\n", "", o->draft_cap, o->draft_cap ? "" : ", unlimited",
-			       res.draft_hit, res.input ? (double)res.draft_hit / res.input : 0.0,
-			       res.only_target, res.only_draft);
-		if (o->spec_tokens)
-			printf("%-12s speculative decoding (%u per round, %u%% rejected, seed %" PRIu64
-			       "): %" PRIu64 " rounds, %" PRIu64 " of %" PRIu64 " proposals accepted, %"
-			       PRIu64 " rejected tokens evicted and overwritten\n", "", o->spec_tokens,
-			       o->spec_reject_pct, o->spec_seed, res.spec_rounds, res.spec_accepted,
-			       res.spec_proposed, res.spec_overwrites);
-		for (unsigned int j = 0; j < o->nottl; j++)
-			printf("%-12s org %s (ttl_last_s %" PRIu64 ", ttl_first_s %" PRIu64 "; 0: the "
-			       "global): %" PRIu64 " of %" PRIu64 " prompt tokens hit, hit ratio %.4f\n", "",
-			       o->ottl[j].name, o->ottl[j].last_s, o->ottl[j].first_s, res.org_hit[j],
-			       res.org_input[j],
-			       res.org_input[j] ? (double)res.org_hit[j] / (double)res.org_input[j] : 0.0);
-		if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k])) != 0) {
-			if (rc2 < 0)
-				return 1;
-			*bad = 1;
-		}
-		if (fleet_asked(o) && print_fleet(o, t, o->capacity[k]) != 0)
-			return 1;
+		*bad = 1;
 	}
+	if (fleet_asked(o) && print_fleet(o, t, o->capacity[k]) != 0)
+		return 1;
+	if (o->json)
+		printf("}\n");
 	fflush(stdout);
 	return 0;
 }

@@ -96,11 +96,110 @@ busiest_10s(const uint64_t *v, size_t n)
 	return w ? (double)best / (double)w : 0;
 }
 
+/* The trace's span: t->first_ms, and its seconds t->nsec; the last request's time. */
+static uint64_t
+tier2_span(struct tier2 *t)
+{
+	const struct oracle_blocks *a = t->a;
+	uint64_t last_ms;
+	size_t i;
+
+	t->first_ms = a->t->r[0].ts_ms;
+	last_ms = a->t->r[a->nreq - 1].ts_ms;
+	for (i = 0; i < a->nreq; i++) {
+		if (a->t->r[i].ts_ms < t->first_ms)
+			t->first_ms = a->t->r[i].ts_ms;
+		if (a->t->r[i].ts_ms > last_ms)
+			last_ms = a->t->r[i].ts_ms;
+	}
+	t->nsec = (size_t)((last_ms - t->first_ms) / 1000) + 1;
+	return last_ms;
+}
+
+/*
+ * Request @i: its hit, from L1 and from L2 (none from L2 where computing
+ * is faster than reading), then its blocks to L1 and their brief mark.
+ */
+static void
+tier2_request(struct tier2 *t, size_t i)
+{
+	const struct oracle_blocks *a = t->a;
+	const struct tier2_params *p = t->p;
+	struct tier2_result *r = t->r;
+	double bpt = p->bytes_per_token ? (double)p->bytes_per_token : 1;
+	const struct wl_req *q = &a->t->r[i];
+	uint32_t k, base = a->first[i];
+	size_t sec = sec_of(t, q->ts_ms);
+	uint64_t h = 0, take, l1part = 0, got = 0;
+
+	r->input += q->n;
+	/* The hit: the leading blocks held in either tier. */
+	for (k = 0; k < q->nids && t->where[a->blk[base + k]] != IN_NONE; k++)
+		h += block_tokens(q, k, p->block);
+	take = replayable(a, q, h);
+	/* Which tier each token taken comes from, in order. */
+	for (k = 0; got < take; k++) {
+		uint64_t n = block_tokens(q, k, p->block);
+
+		if (n > take - got)
+			n = take - got;
+		if (t->where[a->blk[base + k]] == IN_L1)
+			l1part += n;
+		got += n;
+	}
+	if (take > l1part && p->recompute_tokens_per_s > 0 && p->l2_read_gbps > 0) {
+		double n = (double)(take - l1part);
+		double read_s = p->l2_read_latency_us / 1e6 + n * bpt / (p->l2_read_gbps * 1e9);
+
+		if (read_s > n / p->recompute_tokens_per_s) {
+			r->recompute_faster += take - l1part;
+			take = l1part;
+		}
+	}
+	r->hit_l1 += l1part;
+	r->hit_l2 += take - l1part;
+	r->read += take - l1part;
+	t->rsec[sec] += take - l1part;
+	/* Every block of the request ends most recent in L1. */
+	for (k = 0; k < q->nids; k++) {
+		uint32_t b = a->blk[base + k];
+
+		t->uses[b]++;
+		to_l1(t, b, sec);
+	}
+	/* Known once the request has answered (the tokens a driver sees of
+	 * it: all but the last): for its blocks' next trip down. */
+	for (k = 0; k < q->nids; k++)
+		t->brief[a->blk[base + k]] = workload_evicted_answer(q->out) <= TIER2_SHORT_ANSWER;
+}
+
+/* The rates of writes to and reads from L2: over the span, and in its busiest 10 s. */
+static void
+tier2_rates(const struct tier2 *t, uint64_t last_ms)
+{
+	struct tier2_result *r = t->r;
+
+	r->written_peak = busiest_10s(t->wsec, t->nsec);
+	r->read_peak = busiest_10s(t->rsec, t->nsec);
+	r->seconds = (double)(last_ms - t->first_ms) / 1000;
+	r->peak_window_s = t->nsec < 10 ? (unsigned int)t->nsec : 10;
+	{
+		/* The busiest window is never below the mean over the span (by
+		 * whole seconds over more seconds than a short span it read below
+		 * it); when the window is the whole trace, it is the mean. */
+		double s = r->seconds > 0 ? r->seconds : 1;
+
+		if (t->nsec <= 10 || r->written_peak < (double)r->written / s)
+			r->written_peak = (double)r->written / s;
+		if (t->nsec <= 10 || r->read_peak < (double)r->read / s)
+			r->read_peak = (double)r->read / s;
+	}
+}
+
 int
 tier2_run(const struct oracle_blocks *a, const struct tier2_params *p, struct tier2_result *r)
 {
 	struct tier2 t = {.a = a, .p = p, .r = r};
-	double bpt = p->bytes_per_token ? (double)p->bytes_per_token : 1;
 	uint64_t last_ms;
 	int rc = -1;
 	size_t i;
@@ -108,15 +207,7 @@ tier2_run(const struct oracle_blocks *a, const struct tier2_params *p, struct ti
 	memset(r, 0, sizeof(*r));
 	if (a->nreq == 0)
 		return 0;
-	t.first_ms = a->t->r[0].ts_ms;
-	last_ms = a->t->r[a->nreq - 1].ts_ms;
-	for (i = 0; i < a->nreq; i++) {
-		if (a->t->r[i].ts_ms < t.first_ms)
-			t.first_ms = a->t->r[i].ts_ms;
-		if (a->t->r[i].ts_ms > last_ms)
-			last_ms = a->t->r[i].ts_ms;
-	}
-	t.nsec = (size_t)((last_ms - t.first_ms) / 1000) + 1;
+	last_ms = tier2_span(&t);
 	t.max1 = p->l1_tokens ? p->l1_tokens / p->block : UINT64_MAX;
 	t.max2 = p->l2_tokens / p->block;
 	t.where = calloc(a->nblk + 1, 1);
@@ -127,67 +218,9 @@ tier2_run(const struct oracle_blocks *a, const struct tier2_params *p, struct ti
 	if (lru_init(&t.l1, a->nblk) != 0 || lru_init(&t.l2, a->nblk) != 0 || t.where == NULL ||
 	    t.uses == NULL || t.brief == NULL || t.wsec == NULL || t.rsec == NULL)
 		goto out;
-	for (i = 0; i < a->nreq; i++) {
-		const struct wl_req *q = &a->t->r[i];
-		uint32_t k, base = a->first[i];
-		size_t sec = sec_of(&t, q->ts_ms);
-		uint64_t h = 0, take, l1part = 0, got = 0;
-
-		r->input += q->n;
-		/* The hit: the leading blocks held in either tier. */
-		for (k = 0; k < q->nids && t.where[a->blk[base + k]] != IN_NONE; k++)
-			h += block_tokens(q, k, p->block);
-		take = replayable(a, q, h);
-		/* Which tier each token taken comes from, in order. */
-		for (k = 0; got < take; k++) {
-			uint64_t n = block_tokens(q, k, p->block);
-
-			if (n > take - got)
-				n = take - got;
-			if (t.where[a->blk[base + k]] == IN_L1)
-				l1part += n;
-			got += n;
-		}
-		if (take > l1part && p->recompute_tokens_per_s > 0 && p->l2_read_gbps > 0) {
-			double n = (double)(take - l1part);
-			double read_s = p->l2_read_latency_us / 1e6 + n * bpt / (p->l2_read_gbps * 1e9);
-
-			if (read_s > n / p->recompute_tokens_per_s) {
-				r->recompute_faster += take - l1part;
-				take = l1part;
-			}
-		}
-		r->hit_l1 += l1part;
-		r->hit_l2 += take - l1part;
-		r->read += take - l1part;
-		t.rsec[sec] += take - l1part;
-		/* Every block of the request ends most recent in L1. */
-		for (k = 0; k < q->nids; k++) {
-			uint32_t b = a->blk[base + k];
-
-			t.uses[b]++;
-			to_l1(&t, b, sec);
-		}
-		/* Known once the request has answered (the tokens a driver sees of
-		 * it: all but the last): for its blocks' next trip down. */
-		for (k = 0; k < q->nids; k++)
-			t.brief[a->blk[base + k]] = workload_evicted_answer(q->out) <= TIER2_SHORT_ANSWER;
-	}
-	r->written_peak = busiest_10s(t.wsec, t.nsec);
-	r->read_peak = busiest_10s(t.rsec, t.nsec);
-	r->seconds = (double)(last_ms - t.first_ms) / 1000;
-	r->peak_window_s = t.nsec < 10 ? (unsigned int)t.nsec : 10;
-	{
-		/* The busiest window is never below the mean over the span (by
-		 * whole seconds over more seconds than a short span it read below
-		 * it); when the window is the whole trace, it is the mean. */
-		double s = r->seconds > 0 ? r->seconds : 1;
-
-		if (t.nsec <= 10 || r->written_peak < (double)r->written / s)
-			r->written_peak = (double)r->written / s;
-		if (t.nsec <= 10 || r->read_peak < (double)r->read / s)
-			r->read_peak = (double)r->read / s;
-	}
+	for (i = 0; i < a->nreq; i++)
+		tier2_request(&t, i);
+	tier2_rates(&t, last_ms);
 	rc = 0;
 out:
 	lru_fini(&t.l1);

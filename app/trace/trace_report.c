@@ -494,63 +494,60 @@ print_run(const struct opts *o, const struct fleet_line *l, double one, bool fir
 		printf("}");
 }
 
-int
-print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap)
+/* fleet_run's failure @frc, said: -1. */
+static int
+fleet_failed(int frc)
 {
-	uint32_t nrep = o->replicas > 1 ? o->replicas : 1;
-	size_t n = o->limit && o->limit < wl->n ? o->limit : wl->n, i;
-	uint64_t dram = cap ? cap : FLEET_UNLIMITED, *iso = NULL;
-	struct fleet_params p = {.replicas = nrep, .route = o->route, .column = o->column,
-				 .minus_one = !o->no_minus_one, .dram_tokens = dram,
-				 .disk_tokens = o->disk, .shared_ttl_ms = o->shared_ttl_s * 1000,
-				 .shared_touch = o->shared_touch,
-				 .restart_replica = o->restart_rep, .restart_at = o->restart_at,
-				 .add_at = o->add_at};
-	struct fleet_line *l = calloc(1 + 2 * (size_t)o->nshared, sizeof(*l));
-	struct fleet_result one[9];
-	unsigned int nl = 0, s, a;
-	char b1[32], b2[32];
-	int rc = -1, frc;
+	fprintf(stderr, "kvss-trace: the fleet model: %s\n",
+		frc == -1 ? "out of memory" : "bad parameters");
+	return -1;
+}
 
-	if (l == NULL)
-		return -1;
-	if (o->orgs) {
-		if ((iso = malloc(n * sizeof(uint64_t))) == NULL)
-			goto out;
-		for (i = 0; i < n; i++)
-			iso[i] = proto_ref_isolation_id("org", 3) + wl->r[i].first_block % o->orgs;
-		p.iso = iso;
-	}
-	/* The fleet without a shared level, then each size and rule. */
-	l[nl++] = (struct fleet_line){.admit = -1};
-	for (s = 0; s < o->nshared; s++)
-		for (a = 0; fleet_admit_names[a] != NULL; a++)
-			if (o->shared_admit & (1u << a))
-				l[nl++] = (struct fleet_line){.shared = o->shared[s], .admit = (int)a};
+/*
+ * Run each of the @nl lines of @l over the first @n requests, with @p's
+ * settings and the line's shared level and rule.
+ */
+static int
+run_lines(const struct opts *o, const struct workload *wl, size_t n, struct fleet_params *p,
+	    struct fleet_line *l, unsigned int nl)
+{
+	unsigned int i;
+	int frc;
+
 	for (i = 0; i < nl; i++) {
 		struct fleet_params q;
 
-		p.shared_tokens = l[i].shared;
-		p.admit = l[i].admit >= 0 ? (enum fleet_admit)l[i].admit : FLEET_ADMIT_EVICTED;
+		p->shared_tokens = l[i].shared;
+		p->admit = l[i].admit >= 0 ? (enum fleet_admit)l[i].admit : FLEET_ADMIT_EVICTED;
 		/* Nothing done, the events' windows watched; then each event alone. */
-		q = p;
+		q = *p;
 		q.restart_watch_only = q.add_watch_only = true;
 		frc = fleet_run(wl, n, &q, &l[i].r);
-		q = p;
+		q = *p;
 		q.add_at = 0;
 		if (frc == 0 && o->restart_rep >= 0)
 			frc = fleet_run(wl, n, &q, &l[i].rs);
-		q = p;
+		q = *p;
 		q.restart_replica = -1;
 		if (frc == 0 && o->add_at)
 			frc = fleet_run(wl, n, &q, &l[i].add);
-		if (frc != 0) {
-			fprintf(stderr, "kvss-trace: the fleet model: %s\n",
-				frc == -1 ? "out of memory" : "bad parameters");
-			goto out;
-		}
+		if (frc != 0)
+			return fleet_failed(frc);
 	}
-	/* One replica holding all the fleet's memory: its DRAM and disks, then the shared level too. */
+	return 0;
+}
+
+/*
+ * One replica holding all the fleet's memory (@nrep replicas' DRAM @dram
+ * and disks), then with each shared level's tokens too: one[0..nshared].
+ */
+static int
+run_one_replica(const struct opts *o, const struct workload *wl, size_t n, uint32_t nrep, uint64_t dram,
+	  const uint64_t *iso, struct fleet_result *one)
+{
+	unsigned int s;
+	int frc;
+
 	for (s = 0; s <= o->nshared; s++) {
 		struct fleet_params q = {.replicas = 1, .column = o->column, .minus_one = !o->no_minus_one,
 					 .dram_tokens = times(dram, nrep), .disk_tokens = times(o->disk, nrep),
@@ -558,12 +555,18 @@ print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap)
 
 		if (s > 0)
 			q.disk_tokens = plus(q.disk_tokens, o->shared[s - 1]);
-		if ((frc = fleet_run(wl, n, &q, &one[s])) != 0) {
-			fprintf(stderr, "kvss-trace: the fleet model: %s\n",
-				frc == -1 ? "out of memory" : "bad parameters");
-			goto out;
-		}
+		if ((frc = fleet_run(wl, n, &q, &one[s])) != 0)
+			return fleet_failed(frc);
 	}
+	return 0;
+}
+
+/* The fleet's settings: the JSON object's opening keys, or the line above its runs. */
+static void
+print_fleet_head(const struct opts *o, uint32_t nrep, uint64_t dram)
+{
+	char b1[32], b2[32];
+
 	if (o->json) {
 		printf(", \"fleet\": {\"replicas\": %u, \"route\": \"%s\", \"column\": %u"
 		       ", \"dram_tokens\": %s, \"disk_tokens\": %s, \"shared_ttl_s\": %" PRIu64
@@ -577,10 +580,15 @@ print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap)
 		       size_str(o, dram, b1, sizeof(b1), "0"), size_str(o, o->disk, b2, sizeof(b2), "0"),
 		       o->shared_ttl_s, o->shared_touch ? "refresh" : "do not refresh", o->column);
 	}
-	for (i = 0; i < nl; i++)
-		print_run(o, &l[i], hit_ratio(&one[0]), i == 0);
-	if (o->json)
-		printf("], \"one\": [");
+}
+
+/* run_one_replica's results, one[0..nshared]: a JSON list's items, or a line each. */
+static void
+print_run_one_replica(const struct opts *o, const struct fleet_result *one, uint32_t nrep, uint64_t dram)
+{
+	char b1[32], b2[32];
+	unsigned int s;
+
 	for (s = 0; s <= o->nshared; s++) {
 		const struct fleet_result *r = &one[s];
 		uint64_t d = times(o->disk, nrep);
@@ -599,6 +607,48 @@ print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap)
 			       "hit_dram=%.4f hit_disk=%.4f\n", "", b1, b2, s ? "yes" : "no", hit_ratio(r),
 			       share(r->hit_dram, r->input), share(r->hit_disk, r->input));
 	}
+}
+
+int
+print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap)
+{
+	uint32_t nrep = o->replicas > 1 ? o->replicas : 1;
+	size_t n = o->limit && o->limit < wl->n ? o->limit : wl->n, i;
+	uint64_t dram = cap ? cap : FLEET_UNLIMITED, *iso = NULL;
+	struct fleet_params p = {.replicas = nrep, .route = o->route, .column = o->column,
+				 .minus_one = !o->no_minus_one, .dram_tokens = dram,
+				 .disk_tokens = o->disk, .shared_ttl_ms = o->shared_ttl_s * 1000,
+				 .shared_touch = o->shared_touch,
+				 .restart_replica = o->restart_rep, .restart_at = o->restart_at,
+				 .add_at = o->add_at};
+	struct fleet_line *l = calloc(1 + 2 * (size_t)o->nshared, sizeof(*l));
+	struct fleet_result one[9];
+	unsigned int nl = 0, s, a;
+	int rc = -1;
+
+	if (l == NULL)
+		return -1;
+	if (o->orgs) {
+		if ((iso = malloc(n * sizeof(uint64_t))) == NULL)
+			goto out;
+		for (i = 0; i < n; i++)
+			iso[i] = proto_ref_isolation_id("org", 3) + wl->r[i].first_block % o->orgs;
+		p.iso = iso;
+	}
+	/* The fleet without a shared level, then each size and rule. */
+	l[nl++] = (struct fleet_line){.admit = -1};
+	for (s = 0; s < o->nshared; s++)
+		for (a = 0; fleet_admit_names[a] != NULL; a++)
+			if (o->shared_admit & (1u << a))
+				l[nl++] = (struct fleet_line){.shared = o->shared[s], .admit = (int)a};
+	if (run_lines(o, wl, n, &p, l, nl) != 0 || run_one_replica(o, wl, n, nrep, dram, iso, one) != 0)
+		goto out;
+	print_fleet_head(o, nrep, dram);
+	for (i = 0; i < nl; i++)
+		print_run(o, &l[i], hit_ratio(&one[0]), i == 0);
+	if (o->json)
+		printf("], \"one\": [");
+	print_run_one_replica(o, one, nrep, dram);
 	if (o->json)
 		printf("]}");
 	rc = 0;

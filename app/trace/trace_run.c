@@ -190,135 +190,129 @@ out:
 }
 
 /*
- * Replay @p t through one driver, or through o->replicas independent drivers
- * (each with the same capacity) with requests routed by o->route; with @p
- * l2 tokens of second tier behind each (a lib/kvdisk file per replica in
- * o->l2_dir), admitting by rule @p admit.
+ * The driver library's and the shard's settings for one replay: the
+ * options', capacity @cap, second tier @l2 admitting by @admit, and with
+ * --draft a second model beside the target.
  */
-int
-run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uint64_t l2,
-	  unsigned int admit, struct result *res)
+static void
+tiers_params(const struct opts *o, const struct workload *t, uint64_t cap, uint64_t l2,
+	     unsigned int admit, struct replay_params *p)
 {
-	struct replay_params p = {.bytes_per_token = 8, .num_buffers = 1};
-	struct replay *r[ROUTE_MAX_REPLICAS] = {NULL};
-	struct router *router = NULL;
-	struct balance bal = {.minute = UINT64_MAX};
-	size_t i, n = o->limit && o->limit < t->n ? o->limit : t->n, step = n / 20 ? n / 20 : 1;
-	uint64_t cap = capacity ? capacity : t->tokens + 1024;
-	uint32_t nrep = o->replicas > 1 ? o->replicas : 1, k;
-	double t0 = mono_s();
-	bool tty = isatty(2);
-	int rc = -1;
-	struct rates rt = {0};
-
-	p.pc.num_models = 1;
-	p.pc.column = o->column;
-	p.pc.policy = o->policy;
-	p.pc.probation_pct = (uint8_t)o->probation_pct;
-	p.pc.followup_pct = (uint8_t)o->followup_pct;
-	p.pc.no_minus_one = o->no_minus_one;
-	p.pc.ttl_last_ns = o->ttl_last_s * 1000000000ull;
-	p.pc.ttl_first_ns = o->ttl_first_s * 1000000000ull;
-	p.pc.model[0].num_caches = 1;
-	p.pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, cap};
-	p.pc.model[0].max_batch_tokens = 256;
-	p.pc.model[0].l2_capacity_tokens = l2;
-	p.pc.model[0].l2_admit = (uint8_t)admit;
+	p->pc.num_models = 1;
+	p->pc.column = o->column;
+	p->pc.policy = o->policy;
+	p->pc.probation_pct = (uint8_t)o->probation_pct;
+	p->pc.followup_pct = (uint8_t)o->followup_pct;
+	p->pc.no_minus_one = o->no_minus_one;
+	p->pc.ttl_last_ns = o->ttl_last_s * 1000000000ull;
+	p->pc.ttl_first_ns = o->ttl_first_s * 1000000000ull;
+	p->pc.model[0].num_caches = 1;
+	p->pc.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, cap};
+	p->pc.model[0].max_batch_tokens = 256;
+	p->pc.model[0].l2_capacity_tokens = l2;
+	p->pc.model[0].l2_admit = (uint8_t)admit;
 	/* The recompute rule, with the same line as the block model's. */
-	p.pc.model[0].refill_bytes_per_token = o->kv_bytes;
-	p.pc.model[0].l2_latency_ns = (uint64_t)(o->l2_lat_us * 1000);
-	p.pc.model[0].l2_bytes_per_ns = o->l2_gbps; /* GB/s = bytes per ns */
-	p.pc.model[0].recompute_tokens_per_ns = o->recompute_tps / 1e9;
-	p.l2_dir = l2 ? o->l2_dir : NULL;
+	p->pc.model[0].refill_bytes_per_token = o->kv_bytes;
+	p->pc.model[0].l2_latency_ns = (uint64_t)(o->l2_lat_us * 1000);
+	p->pc.model[0].l2_bytes_per_ns = o->l2_gbps; /* GB/s = bytes per ns */
+	p->pc.model[0].recompute_tokens_per_ns = o->recompute_tps / 1e9;
+	p->l2_dir = l2 ? o->l2_dir : NULL;
 	if (o->draft) {
 		/* The draft: the target's settings, its own capacity, no second tier. */
-		p.pc.num_models = 2;
-		p.pc.model[1] = p.pc.model[0];
-		p.pc.model[1].cache[0].capacity_tokens = o->draft_cap ? o->draft_cap : t->tokens + 1024;
-		p.pc.model[1].l2_capacity_tokens = 0;
+		p->pc.num_models = 2;
+		p->pc.model[1] = p->pc.model[0];
+		p->pc.model[1].cache[0].capacity_tokens = o->draft_cap ? o->draft_cap : t->tokens + 1024;
+		p->pc.model[1].l2_capacity_tokens = 0;
 	}
-	for (k = 0; k < nrep; k++) {
-		unsigned int j;
+}
 
-		r[k] = replay_create(&p);
+/* @nrep replicas of @p, each with the options' organization TTLs: 0, or -1 (said). */
+static int
+tiers_create(const struct opts *o, const struct replay_params *p, uint64_t cap,
+	     struct replay **r, uint32_t nrep)
+{
+	uint32_t k;
+	unsigned int j;
+
+	for (k = 0; k < nrep; k++) {
+		r[k] = replay_create(p);
 		if (r[k] == NULL) {
 			fprintf(stderr, "kvss-trace: cannot set up capacity %" PRIu64 " (memory?)\n", cap);
-			goto out;
+			return -1;
 		}
 		for (j = 0; j < o->nottl; j++)
 			prefixcache_org_ttl(replay_pc(r[k]), o->ottl[j].iso, o->ottl[j].last_s * 1000000000ull,
 					    o->ottl[j].first_s * 1000000000ull);
 	}
-	if (nrep > 1) {
-		struct route_params rp = {.replicas = nrep, .policy = o->route, .seed = 0x5eed};
+	return 0;
+}
 
-		router = route_create(&rp);
-		if (router == NULL)
-			goto out;
-	}
-	memset(res, 0, sizeof(*res));
-	res->capacity = capacity;
-	if (rates_init(&rt, t, n) != 0) {
-		fprintf(stderr, "kvss-trace: out of memory\n");
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		const struct wl_req *q = &t->r[i];
-		uint64_t now = q->ts_ms * 1000000ull;
-		struct prefixcache_request rq = {
-			.isolation_id = q->iso, .tokens = q->tokens, .num_tokens = q->n,
-			.cache_length_allowed = q->allowed, .first_multimodal = q->first_mm,
-			.sequence_id = (uint32_t)i};
-		uint32_t rep = 0;
+/*
+ * Request @i of the trace through the replica the router picks (the only
+ * one without a router): its hits, its organization's, its evictions and
+ * refills on the trace's clock, the replicas' load this minute.
+ */
+static void
+tiers_request(const struct opts *o, const struct workload *t, size_t i, struct replay **r,
+	      struct router *router, struct balance *bal, struct rates *rt, struct result *res)
+{
+	const struct wl_req *q = &t->r[i];
+	uint64_t now = q->ts_ms * 1000000ull;
+	struct prefixcache_request rq = {
+		.isolation_id = q->iso, .tokens = q->tokens, .num_tokens = q->n,
+		.cache_length_allowed = q->allowed, .first_multimodal = q->first_mm,
+		.sequence_id = (uint32_t)i};
+	uint32_t rep = 0, nrep = o->replicas > 1 ? o->replicas : 1, k;
 
-		if (o->orgs)
-			rq.isolation_id = proto_ref_isolation_id("org", 3) + q->first_block % o->orgs;
-		if (router != NULL) {
-			rep = route_pick(router, rq.isolation_id, q->tokens, q->n, q->ts_ms);
-			if (q->ts_ms / 60000 != bal.minute) {
-				if (bal.minute != UINT64_MAX)
-					balance_close(&bal, nrep);
-				bal.minute = q->ts_ms / 60000;
-			}
-			bal.tok[rep] += q->n;
-		}
-		{
-			struct prefixcache_stats before, after;
-			size_t sec = (size_t)((q->ts_ms - rt.first_ms) / 1000);
-			uint32_t hit;
-
-			prefixcache_stats(replay_pc(r[rep]), &before);
-			hit = trace_request(o, r[rep], &rq, q, i, now, res);
-			prefixcache_stats(replay_pc(r[rep]), &after);
-			if (sec >= rt.nsec)
-				sec = rt.nsec - 1;
-			rt.evict[sec] += after.evicted_tokens - before.evicted_tokens;
-			rt.refill[sec] += hit;
-			res->hit += hit;
-			for (k = 0; k < o->nottl; k++)
-				if (o->ottl[k].iso == rq.isolation_id) {
-					res->org_input[k] += q->n;
-					res->org_hit[k] += hit;
-				}
-		}
-		res->input += q->n;
-		res->requests++;
-		if (q->first_mm < q->allowed)
-			res->mm_trimmed += q->allowed - q->first_mm;
-		if (o->ttl_last_s || o->ttl_first_s || o->nottl)
-			prefixcache_expire(replay_pc(r[rep]), now, 4096);
-		if ((i + 1) % step == 0 && (tty || (i + 1) % (5 * step) == 0))
-			fprintf(stderr, "%skvss-trace: capacity %" PRIu64 ": %zu/%zu requests, hit ratio %.3f%s",
-				tty ? "\r" : "", capacity, i + 1, n,
-				res->input ? (double)res->hit / res->input : 0, tty ? "" : "\n");
-	}
-	if (tty)
-		fprintf(stderr, "\n");
+	if (o->orgs)
+		rq.isolation_id = proto_ref_isolation_id("org", 3) + q->first_block % o->orgs;
 	if (router != NULL) {
-		balance_close(&bal, nrep);
-		res->balance_mean = bal.n ? bal.sum / bal.n : 0;
-		res->balance_worst = bal.worst;
+		rep = route_pick(router, rq.isolation_id, q->tokens, q->n, q->ts_ms);
+		if (q->ts_ms / 60000 != bal->minute) {
+			if (bal->minute != UINT64_MAX)
+				balance_close(bal, nrep);
+			bal->minute = q->ts_ms / 60000;
+		}
+		bal->tok[rep] += q->n;
 	}
+	{
+		struct prefixcache_stats before, after;
+		size_t sec = (size_t)((q->ts_ms - rt->first_ms) / 1000);
+		uint32_t hit;
+
+		prefixcache_stats(replay_pc(r[rep]), &before);
+		hit = trace_request(o, r[rep], &rq, q, i, now, res);
+		prefixcache_stats(replay_pc(r[rep]), &after);
+		if (sec >= rt->nsec)
+			sec = rt->nsec - 1;
+		rt->evict[sec] += after.evicted_tokens - before.evicted_tokens;
+		rt->refill[sec] += hit;
+		res->hit += hit;
+		for (k = 0; k < o->nottl; k++)
+			if (o->ottl[k].iso == rq.isolation_id) {
+				res->org_input[k] += q->n;
+				res->org_hit[k] += hit;
+			}
+	}
+	res->input += q->n;
+	res->requests++;
+	if (q->first_mm < q->allowed)
+		res->mm_trimmed += q->allowed - q->first_mm;
+	if (o->ttl_last_s || o->ttl_first_s || o->nottl)
+		prefixcache_expire(replay_pc(r[rep]), now, 4096);
+}
+
+/*
+ * After the last request: the replicas' counters summed (the peak is the
+ * largest), and the shard's own checks: none held more than its capacity
+ * @cap, none holds tokens the driver does not account for.
+ */
+static void
+tiers_collect(const struct opts *o, struct replay **r, uint32_t nrep, uint64_t cap,
+	      struct result *res)
+{
+	uint32_t k;
+
 	for (k = 0; k < nrep; k++) {
 		struct prefixcache_stats ps;
 		struct replay_stats rs;
@@ -346,6 +340,61 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 			res->perr++;
 		}
 	}
+}
+
+/*
+ * Replay @p t through one driver, or through o->replicas independent drivers
+ * (each with the same capacity) with requests routed by o->route; with @p
+ * l2 tokens of second tier behind each (a lib/kvdisk file per replica in
+ * o->l2_dir), admitting by rule @p admit.
+ */
+int
+run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uint64_t l2,
+	  unsigned int admit, struct result *res)
+{
+	struct replay_params p = {.bytes_per_token = 8, .num_buffers = 1};
+	struct replay *r[ROUTE_MAX_REPLICAS] = {NULL};
+	struct router *router = NULL;
+	struct balance bal = {.minute = UINT64_MAX};
+	size_t i, n = o->limit && o->limit < t->n ? o->limit : t->n, step = n / 20 ? n / 20 : 1;
+	uint64_t cap = capacity ? capacity : t->tokens + 1024;
+	uint32_t nrep = o->replicas > 1 ? o->replicas : 1, k;
+	double t0 = mono_s();
+	bool tty = isatty(2);
+	int rc = -1;
+	struct rates rt = {0};
+
+	tiers_params(o, t, cap, l2, admit, &p);
+	if (tiers_create(o, &p, cap, r, nrep) != 0)
+		goto out;
+	if (nrep > 1) {
+		struct route_params rp = {.replicas = nrep, .policy = o->route, .seed = 0x5eed};
+
+		router = route_create(&rp);
+		if (router == NULL)
+			goto out;
+	}
+	memset(res, 0, sizeof(*res));
+	res->capacity = capacity;
+	if (rates_init(&rt, t, n) != 0) {
+		fprintf(stderr, "kvss-trace: out of memory\n");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		tiers_request(o, t, i, r, router, &bal, &rt, res);
+		if ((i + 1) % step == 0 && (tty || (i + 1) % (5 * step) == 0))
+			fprintf(stderr, "%skvss-trace: capacity %" PRIu64 ": %zu/%zu requests, hit ratio %.3f%s",
+				tty ? "\r" : "", capacity, i + 1, n,
+				res->input ? (double)res->hit / res->input : 0, tty ? "" : "\n");
+	}
+	if (tty)
+		fprintf(stderr, "\n");
+	if (router != NULL) {
+		balance_close(&bal, nrep);
+		res->balance_mean = bal.n ? bal.sum / bal.n : 0;
+		res->balance_worst = bal.worst;
+	}
+	tiers_collect(o, r, nrep, cap, res);
 	rates_close(&rt, rt.evict, &res->evict_rate, &res->evict_peak);
 	rates_close(&rt, rt.refill, &res->refill_rate, &res->refill_peak);
 	res->peak_window_s = (unsigned int)rates_window(&rt);

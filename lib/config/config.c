@@ -177,18 +177,14 @@ load_shard(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg)
 	return load_shard_l2(c, sh, cfg);
 }
 
+/* A model's caches = ( { id; rule; window; sinks; }, ... ), numbered 0, 1, ... in order. */
 static int
-load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *pm,
-	   struct kvss_model_ref *mr, uint32_t column, uint16_t def_port)
+load_model_caches(struct ctx *c, const config_setting_t *me, const config_setting_t *caches,
+		  struct prefixcache_model *pm, uint32_t column)
 {
-	const config_setting_t *caches = cfg_member(c, me, "caches");
-	const config_setting_t *shards = cfg_member(c, me, "shards");
 	static const char *const rules[] = {"full", "swa", NULL};
-	double gbps = 0;
-	int i, n, k, ns;
+	int i, n;
 
-	if (cfg_get_str(c, me, "name", mr->name, sizeof(mr->name)) != 0)
-		return -1;
 	if (caches == NULL || !config_setting_is_list(caches) || (n = config_setting_length(caches)) < 1 ||
 	    n > PREFIXCACHE_MAX_CACHES)
 		return cfg_fail(c, me, "caches", "want a list of 1..%d caches", PREFIXCACHE_MAX_CACHES);
@@ -216,68 +212,79 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 					    column);
 		}
 	}
-	if (shards == NULL || !config_setting_is_list(shards) || (ns = config_setting_length(shards)) < 1 ||
-	    ns > KVSS_MAX_SHARDS)
-		return cfg_fail(c, me, "shards", "want a list of 1..%d shards", KVSS_MAX_SHARDS);
-	mr->num_shards = (uint16_t)ns;
-	for (i = 0; i < n; i++)
-		pm->cache[i].capacity_tokens = UINT64_MAX;
-	pm->refill_bytes_per_token = 0;
-	for (k = 0; k < ns; k++) {
-		const config_setting_t *e = config_setting_get_elem(shards, (unsigned int)k);
-		struct kvss_shard_ref *sr = &mr->shard[k];
-		uint64_t b[PREFIXCACHE_MAX_CACHES], sum = 0;
-		int j;
+	return 0;
+}
 
-		GET_INT(c, e, "id", 0, 65534, 0, true, sr->id);
-		for (j = 0; j < k; j++)
-			if (mr->shard[j].id == sr->id)
-				return cfg_fail(c, e, "id", "shard %u appears twice", sr->id);
-		GET_INT(c, e, "port", 0, 31, def_port, false, sr->port);
-		if (cfg_get_endpoint(c, e, "address", true, &sr->addr) != 0 ||
-		    cfg_get_u64_array(c, e, "bytes_per_token", (unsigned int)n, 1, 1 << 26, b) != 0 ||
-		    cfg_get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, KVSS_MAX_CAPACITY_TOKENS,
-				  sr->capacity_tokens) != 0)
+/*
+ * Shard @k of a model's shards: where it is and what it holds per cache.
+ * The model's capacity is the least any shard holds, its refill bytes per
+ * token the most any shard sends.
+ */
+static int
+load_model_shard(struct ctx *c, const config_setting_t *e, int k, struct prefixcache_model *pm,
+		 struct kvss_model_ref *mr, uint16_t def_port)
+{
+	struct kvss_shard_ref *sr = &mr->shard[k];
+	uint64_t b[PREFIXCACHE_MAX_CACHES], sum = 0;
+	int i, j, n = pm->num_caches;
+
+	GET_INT(c, e, "id", 0, 65534, 0, true, sr->id);
+	for (j = 0; j < k; j++)
+		if (mr->shard[j].id == sr->id)
+			return cfg_fail(c, e, "id", "shard %u appears twice", sr->id);
+	GET_INT(c, e, "port", 0, 31, def_port, false, sr->port);
+	if (cfg_get_endpoint(c, e, "address", true, &sr->addr) != 0 ||
+	    cfg_get_u64_array(c, e, "bytes_per_token", (unsigned int)n, 1, 1 << 26, b) != 0 ||
+	    cfg_get_u64_array(c, e, "capacity_tokens", (unsigned int)n, 1, KVSS_MAX_CAPACITY_TOKENS,
+			  sr->capacity_tokens) != 0)
+		return -1;
+	if (cfg_member(c, e, "buffers") != NULL) {
+		uint64_t nb[PREFIXCACHE_MAX_CACHES];
+
+		if (cfg_get_u64_array(c, e, "buffers", (unsigned int)n, 1, 256, nb) != 0)
 			return -1;
-		if (cfg_member(c, e, "buffers") != NULL) {
-			uint64_t nb[PREFIXCACHE_MAX_CACHES];
-
-			if (cfg_get_u64_array(c, e, "buffers", (unsigned int)n, 1, 256, nb) != 0)
-				return -1;
-			for (i = 0; i < n; i++) {
-				if (b[i] % nb[i] != 0)
-					return cfg_fail(c, e, "buffers", "element %d (%" PRIu64 ") must divide "
-						    "bytes_per_token (%" PRIu64 ")", i, nb[i], b[i]);
-				sr->buffers[i] = (uint16_t)nb[i];
-			}
-		} else {
-			for (i = 0; i < n; i++)
-				sr->buffers[i] = 1;
-		}
-		if (cfg_member(c, e, "l2_tokens") != NULL) {
-			if (cfg_get_u64_array(c, e, "l2_tokens", (unsigned int)n, 1, 1ull << 40, sr->l2_tokens) != 0)
-				return -1;
-			for (i = 0; i < n; i++)
-				if (pm->cache[i].rule != PREFIXCACHE_FULL)
-					return cfg_fail(c, e, "l2_tokens", "cache %d is a sliding window: "
-						    "its columns mean nothing without the window's glue, "
-						    "so it stays in DRAM (no second tier for this model)", i);
-		}
-		if (k > 0 && (sr->l2_tokens[0] != 0) != (mr->shard[0].l2_tokens[0] != 0))
-			return cfg_fail(c, e, "l2_tokens", "every shard of a model has a second tier, or none");
 		for (i = 0; i < n; i++) {
-			if (sr->l2_tokens[i] != 0 &&
-			    (k == 0 && i == 0 ? true : sr->l2_tokens[i] < pm->l2_capacity_tokens))
-				pm->l2_capacity_tokens = sr->l2_tokens[i]; /* the minimum, as for DRAM */
-			sr->bytes_per_token[i] = (uint32_t)b[i];
-			sum += b[i];
-			/* A token is cached only when every shard holds it: the minimum. */
-			if (sr->capacity_tokens[i] < pm->cache[i].capacity_tokens)
-				pm->cache[i].capacity_tokens = sr->capacity_tokens[i];
+			if (b[i] % nb[i] != 0)
+				return cfg_fail(c, e, "buffers", "element %d (%" PRIu64 ") must divide "
+					    "bytes_per_token (%" PRIu64 ")", i, nb[i], b[i]);
+			sr->buffers[i] = (uint16_t)nb[i];
 		}
-		if (sum > pm->refill_bytes_per_token)
-			pm->refill_bytes_per_token = sum;
+	} else {
+		for (i = 0; i < n; i++)
+			sr->buffers[i] = 1;
 	}
+	if (cfg_member(c, e, "l2_tokens") != NULL) {
+		if (cfg_get_u64_array(c, e, "l2_tokens", (unsigned int)n, 1, 1ull << 40, sr->l2_tokens) != 0)
+			return -1;
+		for (i = 0; i < n; i++)
+			if (pm->cache[i].rule != PREFIXCACHE_FULL)
+				return cfg_fail(c, e, "l2_tokens", "cache %d is a sliding window: "
+					    "its columns mean nothing without the window's glue, "
+					    "so it stays in DRAM (no second tier for this model)", i);
+	}
+	if (k > 0 && (sr->l2_tokens[0] != 0) != (mr->shard[0].l2_tokens[0] != 0))
+		return cfg_fail(c, e, "l2_tokens", "every shard of a model has a second tier, or none");
+	for (i = 0; i < n; i++) {
+		if (sr->l2_tokens[i] != 0 &&
+		    (k == 0 && i == 0 ? true : sr->l2_tokens[i] < pm->l2_capacity_tokens))
+			pm->l2_capacity_tokens = sr->l2_tokens[i]; /* the minimum, as for DRAM */
+		sr->bytes_per_token[i] = (uint32_t)b[i];
+		sum += b[i];
+		/* A token is cached only when every shard holds it: the minimum. */
+		if (sr->capacity_tokens[i] < pm->cache[i].capacity_tokens)
+			pm->cache[i].capacity_tokens = sr->capacity_tokens[i];
+	}
+	if (sum > pm->refill_bytes_per_token)
+		pm->refill_bytes_per_token = sum;
+	return 0;
+}
+
+/* The refill-time model's two lines: a refill from DRAM's and a read from the second tier's. */
+static int
+load_model_refill(struct ctx *c, const config_setting_t *me, struct prefixcache_model *pm)
+{
+	double gbps = 0;
+
 	{
 		long long us;
 
@@ -320,6 +327,32 @@ load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *
 	return 0;
 }
 
+static int
+load_model(struct ctx *c, const config_setting_t *me, struct prefixcache_model *pm,
+	   struct kvss_model_ref *mr, uint32_t column, uint16_t def_port)
+{
+	const config_setting_t *caches = cfg_member(c, me, "caches");
+	const config_setting_t *shards = cfg_member(c, me, "shards");
+	int i, k, ns;
+
+	if (cfg_get_str(c, me, "name", mr->name, sizeof(mr->name)) != 0)
+		return -1;
+	if (load_model_caches(c, me, caches, pm, column) != 0)
+		return -1;
+	if (shards == NULL || !config_setting_is_list(shards) || (ns = config_setting_length(shards)) < 1 ||
+	    ns > KVSS_MAX_SHARDS)
+		return cfg_fail(c, me, "shards", "want a list of 1..%d shards", KVSS_MAX_SHARDS);
+	mr->num_shards = (uint16_t)ns;
+	for (i = 0; i < pm->num_caches; i++)
+		pm->cache[i].capacity_tokens = UINT64_MAX;
+	pm->refill_bytes_per_token = 0;
+	for (k = 0; k < ns; k++)
+		if (load_model_shard(c, config_setting_get_elem(shards, (unsigned int)k), k, pm, mr,
+				     def_port) != 0)
+			return -1;
+	return load_model_refill(c, me, pm);
+}
+
 /* ttl_last_s and ttl_first_s of @g (at most ten years), in ns; 0: none. */
 static int
 get_ttls(struct ctx *c, const config_setting_t *g, uint64_t *last_ns, uint64_t *first_ns)
@@ -335,14 +368,92 @@ get_ttls(struct ctx *c, const config_setting_t *g, uint64_t *last_ns, uint64_t *
 	return 0;
 }
 
+/*
+ * The driver's named choices: what it does on a lost message, with control
+ * from an unexpected sender, where its refill-time model comes from, and
+ * what its second tier admits (into @l2_admit, for every model).
+ */
+static int
+load_driver_choices(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg,
+		    uint8_t *l2_admit)
+{
+	{
+		static const char *const on_loss[] = {"resync", "exact", "truncate", NULL};
+		int ol = cfg_get_choice(c, d, "on_loss", on_loss, KVSS_LOSS_DEFAULT, false);
+
+		if (ol < 0)
+			return -1;
+		cfg->driver.on_loss = (uint8_t)(ol == 2 ? KVSS_LOSS_EXACT : ol);
+	}
+	{
+		static const char *const routed[] = {"warn", "refuse", NULL};
+		int r = cfg_get_choice(c, d, "routed", routed, KVSS_ROUTED_WARN, false);
+
+		if (r < 0)
+			return -1;
+		cfg->driver.routed = (uint8_t)r;
+	}
+	{
+		static const char *const sources[] = {"configured", "learned", NULL};
+		/* Learned by default: the configured line is a guess that, on the
+		 * README's own example, fell short of every refill. */
+		int rm = cfg_get_choice(c, d, "refill_model", sources, KVSS_MODEL_LEARNED, false);
+
+		if (rm < 0)
+			return -1;
+		cfg->driver.refill_model = (uint8_t)rm;
+	}
+	{
+		static const char *const admit[] = {"all", "seen2", "short", NULL};
+		/* All by default: measured on the trace (docs/DESIGN.md, the second tier). */
+		int a = cfg_get_choice(c, d, "l2_admit", admit, PREFIXCACHE_L2_ALL, false);
+
+		if (a < 0)
+			return -1;
+		*l2_admit = (uint8_t)a;
+	}
+	return 0;
+}
+
+/* driver.orgs = ( { name; ttl_last_s; ttl_first_s; }, ... ): TTLs per organization. */
+static int
+load_driver_orgs(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
+{
+	const config_setting_t *orgs = cfg_member(c, d, "orgs");
+	uint16_t k;
+	int i;
+
+	if (orgs == NULL)
+		return 0;
+	if (!config_setting_is_list(orgs) || config_setting_length(orgs) > KVSS_MAX_ORGS)
+		return cfg_fail(c, d, "orgs", "want a list of at most %d organizations",
+			    KVSS_MAX_ORGS);
+	cfg->driver.num_orgs = (uint16_t)config_setting_length(orgs);
+	for (i = 0; i < cfg->driver.num_orgs; i++) {
+		const config_setting_t *o = config_setting_get_elem(orgs, (unsigned int)i);
+		struct kvss_org_ttl *ot = &cfg->driver.org[i];
+
+		if (cfg_get_str(c, o, "name", ot->name, sizeof(ot->name)) != 0)
+			return -1;
+		if (ot->name[0] == '\0')
+			return cfg_fail(c, o, "name", "missing");
+		for (k = 0; k < i; k++)
+			if (strcmp(cfg->driver.org[k].name, ot->name) == 0)
+				return cfg_fail(c, o, "name", "'%s' is named twice (also orgs.[%u])",
+					    ot->name, k);
+		if (get_ttls(c, o, &ot->ttl_last_ns, &ot->ttl_first_ns) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 {
 	struct prefixcache_params *pp = &cfg->driver.pc;
-	const config_setting_t *models, *orgs;
+	const config_setting_t *models;
 	uint8_t l2_admit;
 	int i, n, pol;
-	uint16_t k;
 
 	if (d == NULL)
 		return cfg_fail(c, NULL, "driver", "missing: the role needs a driver section");
@@ -378,41 +489,8 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 			    cfg->driver.dead_ms, cfg->driver.away_ms);
 	GET_INT(c, d, "recompute_tokens_per_s", 0, 1000000000, 0, false,
 		cfg->driver.recompute_tokens_per_s);
-	{
-		static const char *const on_loss[] = {"resync", "exact", "truncate", NULL};
-		int ol = cfg_get_choice(c, d, "on_loss", on_loss, KVSS_LOSS_DEFAULT, false);
-
-		if (ol < 0)
-			return -1;
-		cfg->driver.on_loss = (uint8_t)(ol == 2 ? KVSS_LOSS_EXACT : ol);
-	}
-	{
-		static const char *const routed[] = {"warn", "refuse", NULL};
-		int r = cfg_get_choice(c, d, "routed", routed, KVSS_ROUTED_WARN, false);
-
-		if (r < 0)
-			return -1;
-		cfg->driver.routed = (uint8_t)r;
-	}
-	{
-		static const char *const sources[] = {"configured", "learned", NULL};
-		/* Learned by default: the configured line is a guess that, on the
-		 * README's own example, fell short of every refill. */
-		int rm = cfg_get_choice(c, d, "refill_model", sources, KVSS_MODEL_LEARNED, false);
-
-		if (rm < 0)
-			return -1;
-		cfg->driver.refill_model = (uint8_t)rm;
-	}
-	{
-		static const char *const admit[] = {"all", "seen2", "short", NULL};
-		/* All by default: measured on the trace (docs/DESIGN.md, the second tier). */
-		int a = cfg_get_choice(c, d, "l2_admit", admit, PREFIXCACHE_L2_ALL, false);
-
-		if (a < 0)
-			return -1;
-		l2_admit = (uint8_t)a;
-	}
+	if (load_driver_choices(c, d, cfg, &l2_admit) != 0)
+		return -1;
 	GET_INT(c, d, "refill_short_pct", 0, 99, 0, false, cfg->driver.refill_short_pct);
 	if (cfg->driver.refill_short_pct && cfg->driver.refill_model != KVSS_MODEL_LEARNED)
 		return cfg_fail(c, d, "refill_short_pct", "needs refill_model = \"learned\"");
@@ -427,29 +505,7 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 			return -1;
 		pp->model[i].l2_admit = l2_admit;
 	}
-	orgs = cfg_member(c, d, "orgs");
-	if (orgs != NULL) {
-		if (!config_setting_is_list(orgs) || config_setting_length(orgs) > KVSS_MAX_ORGS)
-			return cfg_fail(c, d, "orgs", "want a list of at most %d organizations",
-				    KVSS_MAX_ORGS);
-		cfg->driver.num_orgs = (uint16_t)config_setting_length(orgs);
-		for (i = 0; i < cfg->driver.num_orgs; i++) {
-			const config_setting_t *o = config_setting_get_elem(orgs, (unsigned int)i);
-			struct kvss_org_ttl *ot = &cfg->driver.org[i];
-
-			if (cfg_get_str(c, o, "name", ot->name, sizeof(ot->name)) != 0)
-				return -1;
-			if (ot->name[0] == '\0')
-				return cfg_fail(c, o, "name", "missing");
-			for (k = 0; k < i; k++)
-				if (strcmp(cfg->driver.org[k].name, ot->name) == 0)
-					return cfg_fail(c, o, "name", "'%s' is named twice (also orgs.[%u])",
-						    ot->name, k);
-			if (get_ttls(c, o, &ot->ttl_last_ns, &ot->ttl_first_ns) != 0)
-				return -1;
-		}
-	}
-	return 0;
+	return load_driver_orgs(c, d, cfg);
 }
 
 
@@ -459,271 +515,301 @@ kvss_config_load(const char *path, struct kvss_config *cfg, char *err, size_t er
 	return kvss_config_load_as(path, 0, cfg, err, errlen);
 }
 
+/* role, poll_mode and mtu: the top-level values. @as, when not 0, overrides the role. */
+static int
+load_top(struct ctx *c, const config_setting_t *root, enum kvss_role as, struct kvss_config *cfg)
+{
+	static const char *const roles[] = {"shard", "driver", "all", NULL};
+	static const char *const polls[] = {"busy", "idle", "interrupt", NULL};
+	long long mtu;
+	int v;
+
+	v = cfg_get_choice(c, root, "role", roles, 0, true);
+	if (v < 0)
+		return -1;
+	cfg->role = as != 0 ? as : (enum kvss_role)(v + 1);
+	v = cfg_get_choice(c, root, "poll_mode", polls, 0, false);
+	if (v < 0)
+		return -1;
+	cfg->poll = (enum kvss_poll)v;
+	if (cfg_get_int(c, root, "mtu", 1500, PROTO_MTU_MAX, PROTO_MTU_DEFAULT, false, &mtu) != 0)
+		return -1;
+	cfg->mtu = (uint32_t)mtu;
+	return 0;
+}
+
+/* udp = { control; evict; refill; }: three ports, all different. */
+static int
+load_udp(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
+{
+	const config_setting_t *g = cfg_member(c, root, "udp");
+	long long a, b, d;
+
+	if (g != NULL && !config_setting_is_group(g))
+		return cfg_fail(c, root, "udp", "want a group { ... }, not a value");
+	if (cfg_get_int(c, g, "control", 1, 65535, PROTO_PORT_CTRL_DEFAULT, false, &a) != 0 ||
+	    cfg_get_int(c, g, "evict", 1, 65535, PROTO_PORT_EVICT_DEFAULT, false, &b) != 0 ||
+	    cfg_get_int(c, g, "refill", 1, 65535, PROTO_PORT_REFILL_DEFAULT, false, &d) != 0)
+		return -1;
+	if (a == b || a == d || b == d)
+		return cfg_fail(c, g, "refill", "the three UDP ports must differ");
+	cfg->udp = (struct proto_ports){(uint16_t)a, (uint16_t)b, (uint16_t)d, false};
+	return 0;
+}
+
+/* lcores = { ingest; refill; control; }: no lcore has two of these jobs. */
+static int
+load_lcores(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
+{
+	const config_setting_t *g = cfg_member(c, root, "lcores");
+	unsigned int i, j;
+	long long ctl;
+
+	if (g != NULL && !config_setting_is_group(g))
+		return cfg_fail(c, root, "lcores", "want a group { ... }, not a value");
+	/* refill = []: none; the ingest lcore runs the refill queue. */
+	if (cfg_get_lcores(c, g, "ingest", 1, false, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
+	    cfg_get_lcores(c, g, "refill", 2, true, cfg->refill_lcore, &cfg->num_refill) != 0)
+		return -1;
+	if (cfg_get_int(c, g, "control", 0, 1023, 0, false, &ctl) != 0)
+		return -1;
+	cfg->control_lcore = (unsigned int)ctl;
+	for (i = 0; i < cfg->num_ingest; i++)
+		if (cfg->ingest_lcore[i] == cfg->control_lcore)
+			return cfg_fail(c, g, "ingest", "lcore %u is also lcores.control",
+					cfg->control_lcore);
+	for (j = 0; j < cfg->num_refill; j++) {
+		for (i = 0; i < cfg->num_ingest; i++)
+			if (cfg->ingest_lcore[i] == cfg->refill_lcore[j])
+				return cfg_fail(c, g, "refill", "lcore %u is also lcores.ingest",
+						cfg->refill_lcore[j]);
+		if (cfg->refill_lcore[j] == cfg->control_lcore)
+			return cfg_fail(c, g, "refill", "lcore %u is also lcores.control",
+					cfg->control_lcore);
+	}
+	return 0;
+}
+
+/*
+ * Role all with shard = ( { ... }, ... ): one shard per group (a target's
+ * and its draft's, say), each on its own ingest lcore.
+ */
+static int
+load_local_shards(struct ctx *c, const config_setting_t *root, const config_setting_t *sl,
+		  struct kvss_config *cfg)
+{
+	int n = config_setting_length(sl), i, j;
+
+	if (n < 1 || n > KVSS_MAX_LOCAL_SHARDS)
+		return cfg_fail(c, root, "shard", "want 1..%d shard groups ( { ... }, ... )",
+				KVSS_MAX_LOCAL_SHARDS);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(sl, (unsigned int)i);
+
+		if (load_shard(c, e, cfg) != 0)
+			return -1;
+		for (j = 0; j < i; j++) {
+			if (cfg->local[j].model == cfg->shard.model &&
+			    cfg->local[j].id == cfg->shard.id)
+				return cfg_fail(c, e, "id", "shard %u of model %u is hosted twice",
+						cfg->shard.id, cfg->shard.model);
+			/* Each shard's second tier is its own file (its own
+			 * worker, index and owner in the superblock). */
+			if (cfg->shard.l2.path[0] != '\0' &&
+			    strcmp(cfg->local[j].l2.path, cfg->shard.l2.path) == 0)
+				return cfg_fail(c, e, "l2", "%s is shard %u of model %u's second "
+						"tier too: each shard needs its own file",
+						cfg->shard.l2.path, cfg->local[j].id,
+						cfg->local[j].model);
+		}
+		cfg->local[i] = cfg->shard;
+	}
+	cfg->num_local = (uint16_t)n;
+	cfg->shard = cfg->local[0];
+	if (cfg->num_ingest < n)
+		return cfg_fail(c, cfg_member(c, root, "lcores"), "ingest",
+				"%d shards: one ingest lcore each (%u given)", n, cfg->num_ingest);
+	if (n > 1 && cfg->num_refill > 0)
+		return cfg_fail(c, cfg_member(c, root, "lcores"), "refill",
+				"%d shards: their refills run on their ingest lcores (want [])", n);
+	return 0;
+}
+
+/* The shard role's section: one group, or with role all a list of them. */
+static int
+load_shards(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
+{
+	const config_setting_t *sl = cfg_member(c, root, "shard");
+
+	if (sl != NULL && config_setting_is_list(sl) && cfg->role == KVSS_ROLE_ALL)
+		return load_local_shards(c, root, sl, cfg);
+	if (load_shard(c, sl, cfg) != 0)
+		return -1;
+	cfg->local[0] = cfg->shard;
+	cfg->num_local = 1;
+	return 0;
+}
+
+/*
+ * Role all: the shards this process hosts and the driver's models agree:
+ * each shard's model exists, with as many caches.
+ */
+static int
+check_all(struct ctx *c, const config_setting_t *root, const struct kvss_config *cfg)
+{
+	const struct prefixcache_model *pm;
+	uint16_t i, m, k;
+
+	for (i = 0; i < cfg->num_local; i++) {
+		const struct kvss_shard_cfg *sc = &cfg->local[i];
+		const config_setting_t *sg = cfg_member(c, root, "shard");
+
+		if (config_setting_is_list(sg))
+			sg = config_setting_get_elem(sg, i);
+		if (sc->model >= cfg->driver.pc.num_models)
+			return cfg_fail(c, sg, "model", "no such model in driver.models");
+		pm = &cfg->driver.pc.model[sc->model];
+		if (pm->num_caches != sc->store.num_caches)
+			return cfg_fail(c, sg, "caches", "%u caches, but driver.models.[%u] has %u",
+					sc->store.num_caches, sc->model, pm->num_caches);
+	}
+	/* Several shards: each of the driver's is one of them (its own ring pair). */
+	for (m = 0; cfg->num_local > 1 && m < cfg->driver.pc.num_models; m++)
+		for (k = 0; k < cfg->driver.models[m].num_shards; k++) {
+			for (i = 0; i < cfg->num_local; i++)
+				if (cfg->local[i].model == m &&
+				    cfg->local[i].id == cfg->driver.models[m].shard[k].id)
+					break;
+			if (i == cfg->num_local)
+				return cfg_fail(c, cfg_member(c, root, "driver"), "models",
+						"model %u's shard %u is not one this process hosts (shard)",
+						m, cfg->driver.models[m].shard[k].id);
+		}
+	return 0;
+}
+
+/* wafer = { ... }: the emulator's workload and how it behaves. */
+static int
+load_wafer(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
+{
+	static const char *const resume[] = {"estimate", "whole", NULL};
+	const config_setting_t *g = cfg_member(c, root, "wafer");
+	long long lim, gen, docs, inflight, step, lose, ahead, mm, spk, spr, sps;
+	int r;
+
+	if (g != NULL && !config_setting_is_group(g))
+		return cfg_fail(c, root, "wafer", "want a group { ... }, not a value");
+	if (cfg_get_str(c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
+		return -1;
+	if (cfg_get_int(c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
+	    cfg_get_int(c, g, "lose_data_every", 0, 1000000000, 0, false, &lose) != 0 ||
+	    cfg_get_int(c, g, "step_tokens", 1, 1 << 20, 256, false, &step) != 0 ||
+	    cfg_get_int(c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
+	    cfg_get_int(c, g, "documents", 0, 1000000, 0, false, &docs) != 0 ||
+	    cfg_get_int(c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0 ||
+	    cfg_get_int(c, g, "ahead_of_pick", 0, 4096, 0, false, &ahead) != 0 ||
+	    cfg_get_int(c, g, "multimodal_every", 0, 1000000, 0, false, &mm) != 0 ||
+	    cfg_get_int(c, g, "spec_tokens", 0, 64, 0, false, &spk) != 0 ||
+	    cfg_get_int(c, g, "spec_reject_pct", 0, 100, 20, false, &spr) != 0 ||
+	    cfg_get_int(c, g, "spec_seed", 0, 1ll << 62, 1, false, &sps) != 0)
+		return -1;
+	cfg->wafer.spec_tokens = (uint32_t)spk;
+	cfg->wafer.spec_reject_pct = (uint32_t)spr;
+	cfg->wafer.spec_seed = (uint64_t)sps;
+	cfg->wafer.multimodal_every = (uint32_t)mm;
+	cfg->wafer.ahead_of_pick = (uint32_t)ahead;
+	cfg->wafer.limit = (uint32_t)lim;
+	cfg->wafer.generate = (uint32_t)gen;
+	cfg->wafer.documents = (uint32_t)docs;
+	cfg->wafer.max_inflight = (uint32_t)inflight;
+	cfg->wafer.step_tokens = (uint32_t)step;
+	cfg->wafer.lose_data_every = (uint32_t)lose;
+	r = cfg_get_choice(c, g, "resume", resume, KVSS_RESUME_ESTIMATE, false);
+	if (r < 0)
+		return -1;
+	cfg->wafer.resume = (uint8_t)r;
+	return 0;
+}
+
+/*
+ * With the shared level (shared.conf given): every model is named, the
+ * shared column is the driver's, and a slice fits one object.
+ */
+static int
+check_shared(struct ctx *c, const config_setting_t *root, const struct kvss_config *cfg)
+{
+	const config_setting_t *sg = cfg_member(c, root, "shared");
+	uint16_t i, k;
+
+	for (i = 0; (cfg->role & KVSS_ROLE_DRIVER) && i < cfg->driver.pc.num_models; i++)
+		if (cfg->driver.models[i].name[0] == '\0') {
+			const config_setting_t *ms = cfg_member(c, cfg_member(c, root, "driver"),
+								"models");
+
+			return cfg_fail(c, config_setting_get_elem(ms, i), "name",
+					"missing: with the shared level every model is named (what "
+					"its KV bytes are of, e.g. \"llama-3.1-70b\"), so that two "
+					"models of one geometry never read each other's objects");
+		}
+	if ((cfg->role & KVSS_ROLE_DRIVER) && cfg->shared.column != cfg->driver.pc.column)
+		return cfg_fail(c, sg, "column", "%u, but driver.column is %u: the shards' slices are "
+				"the driver's columns", cfg->shared.column, cfg->driver.pc.column);
+	/* A slice is one object of at most SHARED_PAYLOAD_MAX bytes. */
+	for (i = 0; (cfg->role & KVSS_ROLE_SHARD) && i < cfg->num_local; i++)
+		for (k = 0; k < cfg->local[i].store.num_caches; k++) {
+			uint64_t b = (uint64_t)cfg->shared.column *
+				     cfg->local[i].store.cache[k].bytes_per_token;
+
+			if (b > SHARED_PAYLOAD_MAX)
+				return cfg_fail(c, sg, "column", "%u tokens x shard.caches.[%u]."
+						"bytes_per_token (%u) is %llu bytes a slice, more "
+						"than %u: lower one of them", cfg->shared.column, k,
+						cfg->local[i].store.cache[k].bytes_per_token,
+						(unsigned long long)b, SHARED_PAYLOAD_MAX);
+		}
+	return 0;
+}
+
+/*
+ * The sections in the order their errors are reported: the first error in
+ * that order is the one the caller sees, and every key read is marked as
+ * known before cfg_check_keys looks for unknown ones.
+ */
+static int
+load_sections(struct ctx *c, const config_setting_t *root, enum kvss_role as,
+	      struct kvss_config *cfg)
+{
+	if (load_top(c, root, as, cfg) != 0 || load_udp(c, root, cfg) != 0 ||
+	    load_lcores(c, root, cfg) != 0)
+		return -1;
+	if ((cfg->role & KVSS_ROLE_SHARD) && load_shards(c, root, cfg) != 0)
+		return -1;
+	if ((cfg->role & KVSS_ROLE_DRIVER) &&
+	    load_driver(c, cfg_member(c, root, "driver"), cfg) != 0)
+		return -1;
+	if (cfg->role == KVSS_ROLE_ALL && check_all(c, root, cfg) != 0)
+		return -1;
+	if (load_wafer(c, root, cfg) != 0 || kvss_cfg_load_shared(c, root, cfg) != 0)
+		return -1;
+	if (cfg->shared.conf[0] != '\0' && check_shared(c, root, cfg) != 0)
+		return -1;
+	return cfg_check_keys(c, root);
+}
+
 int
 kvss_config_load_as(const char *path, enum kvss_role as, struct kvss_config *cfg, char *err,
 		    size_t errlen)
 {
-	static const char *const roles[] = {"shard", "driver", "all", NULL};
-	static const char *const polls[] = {"busy", "idle", "interrupt", NULL};
 	struct ctx c = {.path = path, .err = err, .errlen = errlen};
-	const config_setting_t *root, *g;
 	config_t lc;
-	int rc = -1, v;
+	int rc = -1;
 
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->path, sizeof(cfg->path), "%s", path);
 	config_init(&lc);
-	if (kvss_cfg_read(&lc, path, err, errlen) != 0)
-		goto out;
-	root = config_root_setting(&lc);
-	v = cfg_get_choice(&c, root, "role", roles, 0, true);
-	if (v < 0)
-		goto out;
-	cfg->role = as != 0 ? as : (enum kvss_role)(v + 1);
-	v = cfg_get_choice(&c, root, "poll_mode", polls, 0, false);
-	if (v < 0)
-		goto out;
-	cfg->poll = (enum kvss_poll)v;
-	{
-		long long mtu;
-
-		if (cfg_get_int(&c, root, "mtu", 1500, PROTO_MTU_MAX, PROTO_MTU_DEFAULT, false, &mtu) != 0)
-			goto out;
-		cfg->mtu = (uint32_t)mtu;
-	}
-	g = cfg_member(&c, root, "udp");
-	if (g != NULL && !config_setting_is_group(g)) {
-		cfg_fail(&c, root, "udp", "want a group { ... }, not a value");
-		goto out;
-	}
-	{
-		long long a, b, d;
-
-		if (cfg_get_int(&c, g, "control", 1, 65535, PROTO_PORT_CTRL_DEFAULT, false, &a) != 0 ||
-		    cfg_get_int(&c, g, "evict", 1, 65535, PROTO_PORT_EVICT_DEFAULT, false, &b) != 0 ||
-		    cfg_get_int(&c, g, "refill", 1, 65535, PROTO_PORT_REFILL_DEFAULT, false, &d) != 0)
-			goto out;
-		if (a == b || a == d || b == d) {
-			cfg_fail(&c, g, "refill", "the three UDP ports must differ");
-			goto out;
-		}
-		cfg->udp = (struct proto_ports){(uint16_t)a, (uint16_t)b, (uint16_t)d, false};
-	}
-	g = cfg_member(&c, root, "lcores");
-	if (g != NULL && !config_setting_is_group(g)) {
-		cfg_fail(&c, root, "lcores", "want a group { ... }, not a value");
-		goto out;
-	}
-	/* refill = []: none; the ingest lcore runs the refill queue. */
-	if (cfg_get_lcores(&c, g, "ingest", 1, false, cfg->ingest_lcore, &cfg->num_ingest) != 0 ||
-	    cfg_get_lcores(&c, g, "refill", 2, true, cfg->refill_lcore, &cfg->num_refill) != 0)
-		goto out;
-	{
-		long long ctl;
-		unsigned int i, j;
-
-		if (cfg_get_int(&c, g, "control", 0, 1023, 0, false, &ctl) != 0)
-			goto out;
-		cfg->control_lcore = (unsigned int)ctl;
-		for (i = 0; i < cfg->num_ingest; i++)
-			if (cfg->ingest_lcore[i] == cfg->control_lcore) {
-				cfg_fail(&c, g, "ingest", "lcore %u is also lcores.control",
-					 cfg->control_lcore);
-				goto out;
-			}
-		for (j = 0; j < cfg->num_refill; j++) {
-			for (i = 0; i < cfg->num_ingest; i++)
-				if (cfg->ingest_lcore[i] == cfg->refill_lcore[j]) {
-					cfg_fail(&c, g, "refill", "lcore %u is also lcores.ingest",
-						 cfg->refill_lcore[j]);
-					goto out;
-				}
-			if (cfg->refill_lcore[j] == cfg->control_lcore) {
-				cfg_fail(&c, g, "refill", "lcore %u is also lcores.control",
-					 cfg->control_lcore);
-				goto out;
-			}
-		}
-	}
-	if (cfg->role & KVSS_ROLE_SHARD) {
-		const config_setting_t *sl = cfg_member(&c, root, "shard");
-
-		if (sl != NULL && config_setting_is_list(sl) && cfg->role == KVSS_ROLE_ALL) {
-			/* Role all: one shard per group (a target's and its draft's, say). */
-			int n = config_setting_length(sl), i, j;
-
-			if (n < 1 || n > KVSS_MAX_LOCAL_SHARDS) {
-				cfg_fail(&c, root, "shard", "want 1..%d shard groups ( { ... }, ... )",
-					 KVSS_MAX_LOCAL_SHARDS);
-				goto out;
-			}
-			for (i = 0; i < n; i++) {
-				const config_setting_t *e = config_setting_get_elem(sl, (unsigned int)i);
-
-				if (load_shard(&c, e, cfg) != 0)
-					goto out;
-				for (j = 0; j < i; j++) {
-					if (cfg->local[j].model == cfg->shard.model &&
-					    cfg->local[j].id == cfg->shard.id) {
-						cfg_fail(&c, e, "id", "shard %u of model %u is hosted twice",
-							 cfg->shard.id, cfg->shard.model);
-						goto out;
-					}
-					/* Each shard's second tier is its own file (its own
-					 * worker, index and owner in the superblock). */
-					if (cfg->shard.l2.path[0] != '\0' &&
-					    strcmp(cfg->local[j].l2.path, cfg->shard.l2.path) == 0) {
-						cfg_fail(&c, e, "l2", "%s is shard %u of model %u's second "
-							 "tier too: each shard needs its own file",
-							 cfg->shard.l2.path, cfg->local[j].id,
-							 cfg->local[j].model);
-						goto out;
-					}
-				}
-				cfg->local[i] = cfg->shard;
-			}
-			cfg->num_local = (uint16_t)n;
-			cfg->shard = cfg->local[0];
-			if (cfg->num_ingest < n) {
-				cfg_fail(&c, cfg_member(&c, root, "lcores"), "ingest",
-					 "%d shards: one ingest lcore each (%u given)", n, cfg->num_ingest);
-				goto out;
-			}
-			if (n > 1 && cfg->num_refill > 0) {
-				cfg_fail(&c, cfg_member(&c, root, "lcores"), "refill",
-					 "%d shards: their refills run on their ingest lcores (want [])", n);
-				goto out;
-			}
-		} else {
-			if (load_shard(&c, sl, cfg) != 0)
-				goto out;
-			cfg->local[0] = cfg->shard;
-			cfg->num_local = 1;
-		}
-	}
-	if ((cfg->role & KVSS_ROLE_DRIVER) &&
-	    load_driver(&c, cfg_member(&c, root, "driver"), cfg) != 0)
-		goto out;
-	if (cfg->role == KVSS_ROLE_ALL) {
-		const struct prefixcache_model *pm;
-		uint16_t i, m, k;
-
-		for (i = 0; i < cfg->num_local; i++) {
-			const struct kvss_shard_cfg *sc = &cfg->local[i];
-			const config_setting_t *sg = cfg_member(&c, root, "shard");
-
-			if (config_setting_is_list(sg))
-				sg = config_setting_get_elem(sg, i);
-			if (sc->model >= cfg->driver.pc.num_models) {
-				cfg_fail(&c, sg, "model", "no such model in driver.models");
-				goto out;
-			}
-			pm = &cfg->driver.pc.model[sc->model];
-			if (pm->num_caches != sc->store.num_caches) {
-				cfg_fail(&c, sg, "caches", "%u caches, but driver.models.[%u] has %u",
-					 sc->store.num_caches, sc->model, pm->num_caches);
-				goto out;
-			}
-		}
-		/* Several shards: each of the driver's is one of them (its own ring pair). */
-		for (m = 0; cfg->num_local > 1 && m < cfg->driver.pc.num_models; m++)
-			for (k = 0; k < cfg->driver.models[m].num_shards; k++) {
-				for (i = 0; i < cfg->num_local; i++)
-					if (cfg->local[i].model == m &&
-					    cfg->local[i].id == cfg->driver.models[m].shard[k].id)
-						break;
-				if (i == cfg->num_local) {
-					cfg_fail(&c, cfg_member(&c, root, "driver"), "models",
-						 "model %u's shard %u is not one this process hosts (shard)",
-						 m, cfg->driver.models[m].shard[k].id);
-					goto out;
-				}
-			}
-	}
-	g = cfg_member(&c, root, "wafer");
-	if (g != NULL && !config_setting_is_group(g)) {
-		cfg_fail(&c, root, "wafer", "want a group { ... }, not a value");
-		goto out;
-	}
-	if (cfg_get_str(&c, g, "trace", cfg->wafer.trace, sizeof(cfg->wafer.trace)) != 0)
-		goto out;
-	{
-		long long lim, gen, docs, inflight, step, lose, ahead, mm, spk, spr, sps;
-
-		if (cfg_get_int(&c, g, "limit", 0, 100000000, 0, false, &lim) != 0 ||
-		    cfg_get_int(&c, g, "lose_data_every", 0, 1000000000, 0, false, &lose) != 0 ||
-		    cfg_get_int(&c, g, "step_tokens", 1, 1 << 20, 256, false, &step) != 0 ||
-		    cfg_get_int(&c, g, "generate", 1, 100000000, 2000, false, &gen) != 0 ||
-		    cfg_get_int(&c, g, "documents", 0, 1000000, 0, false, &docs) != 0 ||
-		    cfg_get_int(&c, g, "max_inflight", 1, 4096, 8, false, &inflight) != 0 ||
-		    cfg_get_int(&c, g, "ahead_of_pick", 0, 4096, 0, false, &ahead) != 0 ||
-		    cfg_get_int(&c, g, "multimodal_every", 0, 1000000, 0, false, &mm) != 0 ||
-		    cfg_get_int(&c, g, "spec_tokens", 0, 64, 0, false, &spk) != 0 ||
-		    cfg_get_int(&c, g, "spec_reject_pct", 0, 100, 20, false, &spr) != 0 ||
-		    cfg_get_int(&c, g, "spec_seed", 0, 1ll << 62, 1, false, &sps) != 0)
-			goto out;
-		cfg->wafer.spec_tokens = (uint32_t)spk;
-		cfg->wafer.spec_reject_pct = (uint32_t)spr;
-		cfg->wafer.spec_seed = (uint64_t)sps;
-		cfg->wafer.multimodal_every = (uint32_t)mm;
-		cfg->wafer.ahead_of_pick = (uint32_t)ahead;
-		cfg->wafer.limit = (uint32_t)lim;
-		cfg->wafer.generate = (uint32_t)gen;
-		cfg->wafer.documents = (uint32_t)docs;
-		cfg->wafer.max_inflight = (uint32_t)inflight;
-		cfg->wafer.step_tokens = (uint32_t)step;
-		cfg->wafer.lose_data_every = (uint32_t)lose;
-	}
-	{
-		static const char *const resume[] = {"estimate", "whole", NULL};
-		int r = cfg_get_choice(&c, g, "resume", resume, KVSS_RESUME_ESTIMATE, false);
-
-		if (r < 0)
-			goto out;
-		cfg->wafer.resume = (uint8_t)r;
-	}
-	if (kvss_cfg_load_shared(&c, root, cfg) != 0)
-		goto out;
-	if (cfg->shared.conf[0] != '\0') {
-		const config_setting_t *sg = cfg_member(&c, root, "shared");
-		uint16_t i, k;
-
-		for (i = 0; (cfg->role & KVSS_ROLE_DRIVER) && i < cfg->driver.pc.num_models; i++)
-			if (cfg->driver.models[i].name[0] == '\0') {
-				const config_setting_t *ms = cfg_member(&c, cfg_member(&c, root, "driver"),
-									"models");
-
-				cfg_fail(&c, config_setting_get_elem(ms, i), "name",
-					 "missing: with the shared level every model is named (what "
-					 "its KV bytes are of, e.g. \"llama-3.1-70b\"), so that two "
-					 "models of one geometry never read each other's objects");
-				goto out;
-			}
-		if ((cfg->role & KVSS_ROLE_DRIVER) && cfg->shared.column != cfg->driver.pc.column) {
-			cfg_fail(&c, sg, "column", "%u, but driver.column is %u: the shards' slices are "
-				 "the driver's columns", cfg->shared.column, cfg->driver.pc.column);
-			goto out;
-		}
-		/* A slice is one object of at most SHARED_PAYLOAD_MAX bytes. */
-		for (i = 0; (cfg->role & KVSS_ROLE_SHARD) && i < cfg->num_local; i++)
-			for (k = 0; k < cfg->local[i].store.num_caches; k++) {
-				uint64_t b = (uint64_t)cfg->shared.column *
-					     cfg->local[i].store.cache[k].bytes_per_token;
-
-				if (b > SHARED_PAYLOAD_MAX) {
-					cfg_fail(&c, sg, "column", "%u tokens x shard.caches.[%u]."
-						 "bytes_per_token (%u) is %llu bytes a slice, more "
-						 "than %u: lower one of them", cfg->shared.column, k,
-						 cfg->local[i].store.cache[k].bytes_per_token,
-						 (unsigned long long)b, SHARED_PAYLOAD_MAX);
-					goto out;
-				}
-			}
-	}
-	if (cfg_check_keys(&c, root) != 0)
-		goto out;
-	rc = 0;
-out:
+	if (kvss_cfg_read(&lc, path, err, errlen) == 0 &&
+	    load_sections(&c, config_root_setting(&lc), as, cfg) == 0)
+		rc = 0;
 	config_destroy(&lc);
 	return rc;
 }

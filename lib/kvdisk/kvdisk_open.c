@@ -267,55 +267,59 @@ judge(const struct kvdisk_params *p, const struct kd_file *f, const struct sb *w
 	return p->format ? 1 : -1;
 }
 
-struct kvdisk *
-kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t errlen)
+/* The caller's geometry: 1 to 16 caches, each of 1 to 2^32 - 2 columns. */
+static int
+check_params(const struct kvdisk_params *p, const char *path, char *err, size_t errlen)
 {
-	struct kvdisk *d = calloc(1, sizeof(*d));
-	struct sb want;
-	struct kd_file f;
-	uint8_t *head = NULL;
-	char why[1536];
-	size_t n = 0;
-	int rc, e = EINVAL;
-	uint32_t i;
 	uint16_t c;
 
-	if (d == NULL) {
-		fail(err, errlen, path, "out of memory");
-		errno = ENOMEM;
-		return NULL;
-	}
-	d->fd = -1;
 	if (p->num_caches == 0 || p->num_caches > KVDISK_MAX_CACHES) {
 		fail(err, errlen, path, "1 to 16 caches");
-		goto bad;
+		return -1;
 	}
 	for (c = 0; c < p->num_caches; c++)
 		if (p->cache[c].bytes_per_token == 0 || p->cache[c].column_tokens == 0 ||
 		    p->cache[c].capacity_tokens / p->cache[c].column_tokens == 0 ||
 		    p->cache[c].capacity_tokens / p->cache[c].column_tokens > UINT32_MAX - 1) {
 			fail(err, errlen, path, "a cache's capacity must hold 1 to 2^32 - 2 columns");
-			goto bad;
+			return -1;
 		}
-	layout(p, &want);
+	return 0;
+}
+
+/*
+ * The file at @path, locked for this process, judged by its first MiB:
+ * this shard's (its file id into @want), or blank (or told to) and
+ * formatted with @want. 0, or -1 with the error written and *@e its errno.
+ */
+static int
+open_file(struct kvdisk *d, const char *path, const struct kvdisk_params *p, struct sb *want,
+	  char *err, size_t errlen, int *e)
+{
+	struct kd_file f;
+	uint8_t *head = NULL;
+	char why[1536];
+	size_t n;
+	int rc = -1, j;
+
 	if (kd_file_open(path, &f, why, sizeof(why)) != 0) {
 		fail(err, errlen, path, "%s", why);
-		e = EACCES;
-		goto bad;
+		*e = EACCES;
+		return -1;
 	}
 	d->fd = f.fd;
 	d->direct = f.direct;
 	/* One process per file: a second one would scribble over the first's index. */
 	if (flock(d->fd, LOCK_EX | LOCK_NB) != 0) {
 		fail(err, errlen, path, "in use by another process (%s)", strerror(errno));
-		e = EBUSY;
-		goto bad;
+		*e = EBUSY;
+		return -1;
 	}
 	fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) & ~O_NONBLOCK);
 	if (posix_memalign((void **)&head, KVDISK_ALIGN, KD_PROBE_LEN) != 0) {
 		fail(err, errlen, path, "out of memory");
-		e = ENOMEM;
-		goto bad;
+		*e = ENOMEM;
+		return -1;
 	}
 	/* The first MiB (all of it, when smaller): blank, this shard's, or something else. */
 	n = f.size < KD_PROBE_LEN ? (size_t)f.size : KD_PROBE_LEN;
@@ -323,33 +327,38 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	if (n > 0 && pread(d->fd, head, (n + KVDISK_ALIGN - 1) / KVDISK_ALIGN * KVDISK_ALIGN, 0) <
 			     (ssize_t)n) {
 		fail(err, errlen, path, "cannot read its first %zu bytes: %s", n, strerror(errno));
-		e = EIO;
-		goto bad;
+		*e = EIO;
+		goto out;
 	}
-	rc = judge(p, &f, &want, head, n, why, sizeof(why), &e);
-	if (rc < 0) {
+	j = judge(p, &f, want, head, n, why, sizeof(why), e);
+	if (j < 0) {
 		fail(err, errlen, path, "%s", why);
-		goto bad;
+		goto out;
 	}
-	if (rc == 0) {
-		memcpy(want.file_id, ((const struct sb *)head)->file_id, sizeof(want.file_id));
-	} else if (format(d, &f, &want, head, why, sizeof(why)) != 0) {
+	if (j == 0) {
+		memcpy(want->file_id, ((const struct sb *)head)->file_id, sizeof(want->file_id));
+	} else if (format(d, &f, want, head, why, sizeof(why)) != 0) {
 		fail(err, errlen, path, "%s", why);
-		e = ENOSPC;
-		goto bad;
+		*e = ENOSPC;
+		goto out;
 	}
-	memcpy(d->file_id, want.file_id, sizeof(d->file_id));
-	d->seed = XXH3_64bits(d->file_id, sizeof(d->file_id));
+	rc = 0;
+out:
 	free(head);
-	head = NULL;
-	e = ENOMEM;
-	/* Memory: slots and index per cache, ops with their buffers. */
-	d->nc = p->num_caches;
-	d->qd = p->queue_depth ? p->queue_depth : 64;
+	return rc;
+}
+
+/* Each cache's slots and index, by the superblock's geometry @want: 0, or -1 (out of memory). */
+static int
+alloc_index(struct kvdisk *d, const struct sb *want, const char *path, char *err, size_t errlen)
+{
+	uint32_t i;
+	uint16_t c;
+
 	for (c = 0; c < d->nc; c++) {
 		struct region *r = &d->r[c];
 
-		r->g = want.cache[c];
+		r->g = want->cache[c];
 		r->nbucket = (uint32_t)(r->g.slots < 16 ? 16 : r->g.slots);
 		r->s = calloc(r->g.slots, sizeof(*r->s));
 		r->bucket = malloc(sizeof(uint32_t) * r->nbucket);
@@ -357,7 +366,7 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 		r->pend = malloc(sizeof(*r->pend) * kd_pend_cap(d));
 		if (r->s == NULL || r->bucket == NULL || r->free == NULL || r->pend == NULL) {
 			fail(err, errlen, path, "out of memory for the index");
-			goto bad;
+			return -1;
 		}
 		memset(r->bucket, 0xff, sizeof(uint32_t) * r->nbucket);
 		for (i = 0; i < r->g.slots; i++)
@@ -366,21 +375,60 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 			d->max_slot = r->g.slot_bytes;
 		d->clears_cap += (uint32_t)r->g.slots;
 	}
+	return 0;
+}
+
+/* The queue's ops, each with a buffer of the largest slot, all free: 0, or -1 (out of memory). */
+static int
+alloc_ops(struct kvdisk *d, const char *path, char *err, size_t errlen)
+{
+	uint32_t i;
+
 	d->ops = calloc(d->qd, sizeof(*d->ops));
 	d->held = malloc(sizeof(uint32_t) * d->qd);
 	d->clears = malloc(sizeof(*d->clears) * (d->clears_cap + 1));
 	d->ready = malloc(sizeof(*d->ready) * d->qd);
-	d->clear_at_once = p->clear_at_once;
 	if (d->ops == NULL || d->held == NULL || d->clears == NULL || d->ready == NULL ||
 	    posix_memalign((void **)&d->bufs, KVDISK_ALIGN, d->max_slot * d->qd) != 0) {
 		fail(err, errlen, path, "out of memory for its buffers");
-		goto bad;
+		return -1;
 	}
 	d->op_free = NIL;
 	for (i = d->qd; i-- > 0;) {
 		d->ops[i].buf = d->bufs + (size_t)i * d->max_slot;
 		kd_op_put(d, &d->ops[i]);
 	}
+	return 0;
+}
+
+struct kvdisk *
+kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t errlen)
+{
+	struct kvdisk *d = calloc(1, sizeof(*d));
+	struct sb want;
+	int rc, e = EINVAL;
+	uint32_t i;
+
+	if (d == NULL) {
+		fail(err, errlen, path, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->fd = -1;
+	if (check_params(p, path, err, errlen) != 0)
+		goto bad;
+	layout(p, &want);
+	if (open_file(d, path, p, &want, err, errlen, &e) != 0)
+		goto bad;
+	memcpy(d->file_id, want.file_id, sizeof(d->file_id));
+	d->seed = XXH3_64bits(d->file_id, sizeof(d->file_id));
+	e = ENOMEM;
+	/* Memory: slots and index per cache, ops with their buffers. */
+	d->nc = p->num_caches;
+	d->qd = p->queue_depth ? p->queue_depth : 64;
+	d->clear_at_once = p->clear_at_once;
+	if (alloc_index(d, &want, path, err, errlen) != 0 || alloc_ops(d, path, err, errlen) != 0)
+		goto bad;
 	if ((rc = io_uring_queue_init(d->qd, &d->ring, 0)) != 0) {
 		fail(err, errlen, path, "io_uring: %s", strerror(-rc));
 		e = -rc;
@@ -405,7 +453,6 @@ bad:
 	if (d->ops != NULL && d->qd && d->ring.ring_fd > 0)
 		io_uring_queue_exit(&d->ring);
 bad_noring:
-	free(head);
 	d->ring.ring_fd = 0;
 	kvdisk_close(d);
 	errno = e;

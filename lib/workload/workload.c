@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,193 +230,279 @@ workload_load(const char *path, uint32_t block, size_t limit, struct workload *t
 	return workload_load_bounded(path, block, limit, WL_MAX_LINE, WL_MAX_REQUESTS, t, err, errlen);
 }
 
-/* One line's field is not what the format says: the error, and out. */
-#define FIELD_BAD(field, want)                                                                     \
-	do {                                                                                       \
-		snprintf(err, errlen, "%s:%lu: %s: %s", path, lineno, field, want);                \
-		goto bad;                                                                          \
-	} while (0)
+/* The line being read: where its errors name it, and where they go. */
+struct wl_line {
+	const char *path;
+	unsigned long lineno;
+	char *err;
+	size_t errlen;
+};
+
+/* "FILE:LINE: " and the message into the caller's error: -1. */
+static int __attribute__((format(printf, 2, 3)))
+line_fail(const struct wl_line *w, const char *fmt, ...)
+{
+	int n = snprintf(w->err, w->errlen, "%s:%lu: ", w->path, w->lineno);
+	va_list ap;
+
+	if (n >= 0 && (size_t)n < w->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(w->err + n, w->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+/* One line's field is not what the format says: the error, and -1. */
+static int
+field_bad(const struct wl_line *w, const char *field, const char *want)
+{
+	return line_fail(w, "%s: %s", field, want);
+}
+
+/*
+ * timestamp, output_length and org. Each field: absent (its default), or
+ * what it says, or an error naming the line and the field: never a default
+ * for a bad value.
+ */
+static int
+read_fields(const struct wl_line *w, const char *line, uint64_t default_iso, struct wl_req *q)
+{
+	char org[256];
+	uint64_t v;
+	int rc;
+
+	rc = json_u64(line, "timestamp", WL_MAX_TS_MS, &q->ts_ms);
+	if (rc == -ENOENT)
+		q->ts_ms = w->lineno;
+	else if (rc != 0)
+		return field_bad(w, "timestamp", "want whole milliseconds, 0 to 2^53");
+	rc = json_u64(line, "output_length", WL_MAX_TOKENS, &v);
+	if (rc == 0)
+		q->out = (uint32_t)v;
+	else if (rc != -ENOENT)
+		return field_bad(w, "output_length", "want a whole number of tokens, 0 to 2^24");
+	rc = json_str(line, "org", org, sizeof(org));
+	if (rc == 0)
+		q->iso = proto_ref_isolation_id(org, strlen(org));
+	else if (rc == -ENOENT)
+		q->iso = default_iso;
+	else
+		return field_bad(w, "org", "want a name in quotes, under 256 bytes");
+	return 0;
+}
+
+/*
+ * The prompt: Mooncake's hash_ids (blocks of @block tokens, input_length of
+ * them in all) or native tokens. On an error what it allocated is in
+ * q->tokens and q->ids, for the caller to free.
+ */
+static int
+read_prompt(const struct wl_line *w, const char *line, uint32_t block, struct wl_req *q)
+{
+	uint64_t *ids = NULL;
+	size_t nids = 0, i;
+	int rc;
+
+	rc = json_u64_array(line, "hash_ids", UINT64_MAX, &ids, &nids);
+	if (rc == 0) {
+		uint64_t in;
+
+		q->ids = ids; /* freed with the request, or by the caller on an error */
+		rc = json_u64(line, "input_length", WL_MAX_TOKENS, &in);
+		if (rc == -ENOENT)
+			return field_bad(w, "input_length", "missing: hash_ids need it (the prompt's tokens)");
+		if (rc != 0)
+			return field_bad(w, "input_length", "want a whole number of tokens, 0 to 2^24");
+		if (in > (uint64_t)nids * block || (nids > 0 && in <= (uint64_t)(nids - 1) * block))
+			return line_fail(w, "input_length %" PRIu64 " does not match "
+					 "hash_ids (%zu blocks of %u tokens: more than %" PRIu64
+					 ", at most %" PRIu64 ")", in, nids, block,
+					 nids > 0 ? (uint64_t)(nids - 1) * block : 0, (uint64_t)nids * block);
+		q->n = (uint32_t)in;
+		q->nids = (uint32_t)nids;
+		q->tokens = malloc(sizeof(uint32_t) * (q->n ? q->n : 1));
+		if (q->tokens == NULL)
+			return -ENOMEM;
+		for (i = 0; i < q->n; i++)
+			q->tokens[i] = block_token(ids[i / block], (uint32_t)(i % block));
+		q->first_block = nids ? ids[0] : 0;
+	} else if (rc == -ENOMEM) {
+		return -ENOMEM;
+	} else if (rc == -EINVAL) {
+		return field_bad(w, "hash_ids", "want an array of whole numbers, 0 to 2^64 - 1");
+	} else if ((rc = json_u64_array(line, "tokens", UINT32_MAX, &ids, &nids)) == 0) {
+		if (nids > WL_MAX_TOKENS) {
+			free(ids);
+			return line_fail(w, "%zu tokens is over %u", nids, WL_MAX_TOKENS);
+		}
+		q->n = (uint32_t)nids;
+		q->tokens = malloc(sizeof(uint32_t) * (nids ? nids : 1));
+		if (q->tokens == NULL) {
+			free(ids);
+			return -ENOMEM;
+		}
+		for (i = 0; i < nids; i++)
+			q->tokens[i] = (uint32_t)ids[i];
+		q->first_block = nids ? ids[0] : 0;
+		free(ids);
+	} else if (rc == -ENOMEM) {
+		return -ENOMEM;
+	} else if (rc == -EINVAL) {
+		return field_bad(w, "tokens", "want an array of token ids, whole numbers 0 to 2^32 - 1");
+	} else {
+		return line_fail(w, "neither hash_ids nor tokens");
+	}
+	return 0;
+}
+
+/* "multimodal": [START, END, ...]: token ranges of images or audio. */
+static int
+read_multimodal(const struct wl_line *w, const char *line, struct wl_req *q)
+{
+	uint64_t *mm;
+	size_t nmm, m;
+	bool ok;
+	int rc;
+
+	rc = json_u64_array(line, "multimodal", UINT32_MAX, &mm, &nmm);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc == -ENOMEM)
+		return -ENOMEM;
+	if (rc != 0)
+		return field_bad(w, "multimodal", "want [START, END, ...]: pairs of token indexes");
+	ok = nmm % 2 == 0;
+	for (m = 0; ok && m < nmm; m += 2) {
+		ok = mm[m] < mm[m + 1] && mm[m + 1] <= q->n;
+		if (ok && mm[m] < q->first_mm)
+			q->first_mm = (uint32_t)mm[m];
+	}
+	free(mm);
+	if (!ok)
+		return field_bad(w, "multimodal", "want [START, END, ...]: pairs of token indexes, "
+				 "START < END <= the prompt's length");
+	return 0;
+}
+
+/*
+ * One request from a line that is not blank: 0, -1 with the error written,
+ * or -ENOMEM. On an error, q->tokens and q->ids are the caller's to free.
+ */
+static int
+read_request(const struct wl_line *w, const char *line, uint32_t block, uint64_t default_iso,
+	     struct wl_req *q)
+{
+	const char *why = json_shape(line);
+	uint64_t v;
+	int rc;
+
+	if (why != NULL)
+		return line_fail(w, "%s", why);
+	if (read_fields(w, line, default_iso, q) != 0)
+		return -1;
+	rc = read_prompt(w, line, block, q);
+	if (rc != 0)
+		return rc;
+	q->allowed = q->n;
+	q->first_mm = UINT32_MAX;
+	rc = read_multimodal(w, line, q);
+	if (rc != 0)
+		return rc;
+	rc = json_u64(line, "cache_length_allowed", UINT64_MAX, &v);
+	if (rc == 0)
+		q->allowed = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+	else if (rc != -ENOENT)
+		return field_bad(w, "cache_length_allowed", "want a whole number of tokens");
+	return 0;
+}
+
+/* Append @q (its arrays now the workload's): 0, or -ENOMEM. */
+static int
+workload_push(struct workload *t, const struct wl_req *q)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 1024;
+		struct wl_req *r = realloc(t->r, sizeof(*t->r) * cap);
+
+		if (r == NULL)
+			return -ENOMEM;
+		t->r = r;
+		t->cap = cap;
+	}
+	t->r[t->n++] = *q;
+	t->tokens += q->n;
+	return 0;
+}
+
+/*
+ * Before a line is parsed: a line too long, a byte order mark (dropped
+ * from @line), a NUL byte. 1: a blank line, skipped; -1: the error written.
+ */
+static int
+check_line(const struct wl_line *w, char *line, ssize_t len, size_t max_line)
+{
+	if (len == -2) {
+		if (errno == EFBIG)
+			return line_fail(w, "a line longer than %zu bytes", max_line);
+		return line_fail(w, "out of memory");
+	}
+	/* A UTF-8 byte order mark before the first line is not its text. */
+	if (w->lineno == 1 && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+		memmove(line, line + 3, (size_t)len - 2);
+		len -= 3;
+	}
+	if (strlen(line) != (size_t)len)
+		/* What follows a NUL would be read by nothing: not taken
+		 * (nor skipped as blank when the NUL comes first). */
+		return line_fail(w, "a NUL byte in the line");
+	if (len <= 1 || skip_ws(line)[0] == '\0')
+		return 1;
+	return 0;
+}
 
 int
 workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max_line,
 		      size_t max_requests, struct workload *t, char *err, size_t errlen)
 {
 	FILE *f = fileio_open(path, err, errlen);
+	struct wl_line w = {.path = path, .err = err, .errlen = errlen};
 	char *line = NULL;
 	size_t lcap = 0;
 	ssize_t len;
-	unsigned long lineno = 0;
 	uint64_t default_iso = proto_ref_isolation_id("default", 7);
 
 	if (f == NULL)
 		return -1;
 	while ((limit == 0 || t->n < limit) && (len = fileio_getline(&line, &lcap, max_line, f)) != -1) {
 		struct wl_req q = {0};
-		uint64_t *ids = NULL, v;
-		size_t nids = 0, i;
-		char org[256];
 		int rc;
 
-		lineno++;
-		if (wl_stop != NULL && (lineno % WL_STOP_EVERY == 0 || len > (64 << 10)) && wl_stop()) {
-			snprintf(err, errlen, "%s:%lu: stopped (a signal) before the end", path, lineno);
+		w.lineno++;
+		if (wl_stop != NULL && (w.lineno % WL_STOP_EVERY == 0 || len > (64 << 10)) && wl_stop()) {
+			line_fail(&w, "stopped (a signal) before the end");
 			free(line);
 			fclose(f);
 			workload_free(t);
 			errno = EINTR;
 			return -1;
 		}
-		if (len == -2) {
-			if (errno == EFBIG)
-				snprintf(err, errlen, "%s:%lu: a line longer than %zu bytes", path, lineno,
-					 max_line);
-			else
-				snprintf(err, errlen, "%s:%lu: out of memory", path, lineno);
-			goto bad;
-		}
-		/* A UTF-8 byte order mark before the first line is not its text. */
-		if (lineno == 1 && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
-			memmove(line, line + 3, (size_t)len - 2);
-			len -= 3;
-		}
-		if (strlen(line) != (size_t)len) {
-			/* What follows a NUL would be read by nothing: not taken
-			 * (nor skipped as blank when the NUL comes first). */
-			snprintf(err, errlen, "%s:%lu: a NUL byte in the line", path, lineno);
-			goto bad;
-		}
-		if (len <= 1 || skip_ws(line)[0] == '\0')
+		rc = check_line(&w, line, len, max_line);
+		if (rc == 1)
 			continue;
-		if (t->n == max_requests) {
-			snprintf(err, errlen, "%s:%lu: more than %zu requests (--limit reads fewer)", path,
-				 lineno, max_requests);
-			goto bad;
-		}
-		{
-			const char *why = json_shape(line);
-
-			if (why != NULL) {
-				snprintf(err, errlen, "%s:%lu: %s", path, lineno, why);
-				goto bad;
-			}
-		}
-		/* Each field: absent (its default), or what it says, or an error
-		 * naming the line and the field: never a default for a bad value. */
-		rc = json_u64(line, "timestamp", WL_MAX_TS_MS, &q.ts_ms);
-		if (rc == -ENOENT)
-			q.ts_ms = lineno;
-		else if (rc != 0)
-			FIELD_BAD("timestamp", "want whole milliseconds, 0 to 2^53");
-		rc = json_u64(line, "output_length", WL_MAX_TOKENS, &v);
+		if (rc == 0 && t->n == max_requests)
+			rc = line_fail(&w, "more than %zu requests (--limit reads fewer)", max_requests);
 		if (rc == 0)
-			q.out = (uint32_t)v;
-		else if (rc != -ENOENT)
-			FIELD_BAD("output_length", "want a whole number of tokens, 0 to 2^24");
-		rc = json_str(line, "org", org, sizeof(org));
+			rc = read_request(&w, line, block, default_iso, &q);
 		if (rc == 0)
-			q.iso = proto_ref_isolation_id(org, strlen(org));
-		else if (rc == -ENOENT)
-			q.iso = default_iso;
-		else
-			FIELD_BAD("org", "want a name in quotes, under 256 bytes");
-		rc = json_u64_array(line, "hash_ids", UINT64_MAX, &ids, &nids);
-		if (rc == 0) {
-			uint64_t in;
-
-			rc = json_u64(line, "input_length", WL_MAX_TOKENS, &in);
-			if (rc == -ENOENT)
-				FIELD_BAD("input_length", "missing: hash_ids need it (the prompt's tokens)");
-			if (rc != 0)
-				FIELD_BAD("input_length", "want a whole number of tokens, 0 to 2^24");
-			if (in > (uint64_t)nids * block || (nids > 0 && in <= (uint64_t)(nids - 1) * block)) {
-				snprintf(err, errlen, "%s:%lu: input_length %" PRIu64 " does not match "
-					 "hash_ids (%zu blocks of %u tokens: more than %" PRIu64
-					 ", at most %" PRIu64 ")", path, lineno, in, nids, block,
-					 nids > 0 ? (uint64_t)(nids - 1) * block : 0, (uint64_t)nids * block);
-				goto bad;
-			}
-			q.n = (uint32_t)in;
-			q.ids = ids; /* freed with the request, or at bad */
-			q.nids = (uint32_t)nids;
-			q.tokens = malloc(sizeof(uint32_t) * (q.n ? q.n : 1));
-			if (q.tokens == NULL)
-				goto nomem;
-			for (i = 0; i < q.n; i++)
-				q.tokens[i] = block_token(ids[i / block], (uint32_t)(i % block));
-			q.first_block = nids ? ids[0] : 0;
-		} else if (rc == -ENOMEM) {
-			goto nomem;
-		} else if (rc == -EINVAL) {
-			FIELD_BAD("hash_ids", "want an array of whole numbers, 0 to 2^64 - 1");
-		} else if ((rc = json_u64_array(line, "tokens", UINT32_MAX, &ids, &nids)) == 0) {
-			if (nids > WL_MAX_TOKENS) {
-				snprintf(err, errlen, "%s:%lu: %zu tokens is over %u", path, lineno,
-					 nids, WL_MAX_TOKENS);
-				goto bad;
-			}
-			q.n = (uint32_t)nids;
-			q.tokens = malloc(sizeof(uint32_t) * (nids ? nids : 1));
-			if (q.tokens == NULL)
-				goto nomem;
-			for (i = 0; i < nids; i++)
-				q.tokens[i] = (uint32_t)ids[i];
-			q.first_block = nids ? ids[0] : 0;
-			free(ids);
-			ids = NULL;
-		} else if (rc == -ENOMEM) {
-			goto nomem;
-		} else if (rc == -EINVAL) {
-			FIELD_BAD("tokens", "want an array of token ids, whole numbers 0 to 2^32 - 1");
-		} else {
-			snprintf(err, errlen, "%s:%lu: neither hash_ids nor tokens", path, lineno);
-			goto bad;
-		}
-		q.allowed = q.n;
-		q.first_mm = UINT32_MAX;
-		/* "multimodal": [START, END, ...]: token ranges of images or audio. */
-		rc = json_u64_array(line, "multimodal", UINT32_MAX, &ids, &nids);
-		if (rc == 0) {
-			size_t m;
-			bool ok = nids % 2 == 0;
-
-			for (m = 0; ok && m < nids; m += 2) {
-				ok = ids[m] < ids[m + 1] && ids[m + 1] <= q.n;
-				if (ok && ids[m] < q.first_mm)
-					q.first_mm = (uint32_t)ids[m];
-			}
-			free(ids);
-			ids = NULL;
-			if (!ok)
-				FIELD_BAD("multimodal", "want [START, END, ...]: pairs of token indexes, "
-					  "START < END <= the prompt's length");
-		} else if (rc == -ENOMEM) {
-			goto nomem;
-		} else if (rc != -ENOENT) {
-			FIELD_BAD("multimodal", "want [START, END, ...]: pairs of token indexes");
-		}
-		rc = json_u64(line, "cache_length_allowed", UINT64_MAX, &v);
+			rc = workload_push(t, &q);
 		if (rc == 0)
-			q.allowed = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-		else if (rc != -ENOENT)
-			FIELD_BAD("cache_length_allowed", "want a whole number of tokens");
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? 2 * t->cap : 1024;
-			struct wl_req *r = realloc(t->r, sizeof(*t->r) * cap);
-
-			if (r == NULL)
-				goto nomem;
-			t->r = r;
-			t->cap = cap;
-		}
-		t->r[t->n++] = q;
-		t->tokens += q.n;
-		continue;
-nomem:
-		snprintf(err, errlen, "%s:%lu: out of memory", path, lineno);
-bad:
+			continue;
+		if (rc == -ENOMEM)
+			line_fail(&w, "out of memory");
 		/* Nothing half-loaded stays behind: this line's arrays, and the rest. */
 		free(q.tokens);
-		free(ids);
+		free(q.ids);
 		free(line);
 		fclose(f);
 		workload_free(t);

@@ -406,6 +406,121 @@ account_poll(struct kvss_lcore_stats *st, uint64_t t0, uint64_t refill0, bool in
 		st->refill_cycles += c - refill;
 }
 
+/*
+ * An EVICT_DATA frame of this shard's stream: stored, held until its batch
+ * has room, or dropped. 1: @m is kept (held); 0: the caller frees it.
+ */
+static int
+ingest_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint64_t t0)
+{
+	struct shard_rec rec;
+	int rc, kept = 0;
+
+	shard_rec_of(&rec, &kvss_me->st->msg);
+	rc = shard_store_data(m, &rec);
+	if (rc == -EAGAIN && shard_hold_data(st, m, &rec, t0)) {
+		kept = 1;
+	} else if (rc == 0) {
+		st->data_frames++;
+		st->data_bytes += rec.data_len;
+	} else if (rc != -EAGAIN) {
+		st->data_dropped++;
+	}
+	/* Taken (stored or held): evidence for the batches before it. */
+	if (kept || rc == 0)
+		shard_data_seen(rec.u.data.batch_no, t0);
+	return kept;
+}
+
+/*
+ * One frame received at @t0: parsed, then taken as data or control, or
+ * counted by why not; freed unless kept. True: a REFILL (account_poll).
+ */
+static bool
+ingest_frame(struct kvss_lcore_stats *st, struct rte_mbuf *m, struct shard_batcher *err,
+	     uint64_t t0)
+{
+	enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg);
+	bool refill = false;
+	int kept = 0;
+
+	st->rx_frames++;
+	st->rx_bytes += rte_pktmbuf_pkt_len(m);
+	if (r == PROTO_OK && kvss_me->st->msg.hdr.type == PROTO_T_REFILL)
+		refill = true;
+	if (r != PROTO_OK) {
+		st->drops[r]++;
+	} else if (!for_me(st, &kvss_me->st->msg)) {
+		/* counted by reason */
+	} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA &&
+		   kvss_me->st->msg.u.data.driver_epoch != kvss_me->driver_epoch) {
+		/* Version 2: data names its stream. An old driver's, or
+		 * one sent before this shard's HELLO: batch numbers
+		 * restart with every stream, so it is never taken. */
+		st->data_stale_stream++;
+	} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA) {
+		kept = ingest_data(st, m, t0);
+	} else if (kvss_me->st->msg.hdr.type == PROTO_T_REFILL_DATA) {
+		st->not_handled++;
+	} else {
+		uint32_t epoch = kvss_me->driver_epoch;
+
+		kept = control(st, m, &kvss_me->st->msg);
+		/* A new stream (a HELLO of another epoch): the errors of
+		 * the old one's messages that ran in this burst go with
+		 * its reports. Sent now, they would be reports of the new
+		 * stream, naming seqs its driver gave other messages. */
+		if (kvss_me->driver_epoch != epoch)
+			shard_batcher_init(err, PROTO_T_ERROR, st);
+		/* An EVICT runs at once: its data, often next in this
+		 * burst, is then stored on arrival, not held. */
+		shard_run_evictq(st, err, t0);
+	}
+	if (!kept)
+		rte_pktmbuf_free(m);
+	return refill;
+}
+
+/* After a burst: the queues, in order; then what the time says (ACK, STATUS). */
+static void
+ingest_after_burst(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t t0,
+		   uint64_t *next_status, uint64_t status_every)
+{
+	shard_run_evictq(st, err, t0);
+	if (kvss_me->st->nearly)
+		shard_retry_held(st);
+	if (kvss_me->refill_lcore_on) {
+		shard_pass_to_refill(st);
+		shard_apply_posted_deletes(st, err);
+	} else {
+		shard_run_refillq(st, err);
+	}
+	shard_level_poll(st, err);
+	shard_run_evictq(st, err, t0); /* deletes may have made room */
+	shard_expire_batches(st);
+	shard_batcher_flush(err);
+	shard_report_poll(st, t0);
+	if (kvss_me->st->ack_due || (kvss_me->have_driver && shard_ack_value() != kvss_me->st->ack_sent)) {
+		shard_send_ack(st);
+		kvss_me->st->ack_due = 0;
+	}
+	/*
+	 * The periodic STATUS goes out busy or not: a shard that receives
+	 * frames at every poll (a stream of EVICT_DATA while its evict queue
+	 * waits on the second tier, so no ACK moves) sent nothing else, and
+	 * its driver, hearing nothing for away_ms, declared it away.
+	 */
+	if (kvss_me->have_driver && t0 >= *next_status) {
+		shard_send_status(st);
+		/* Version 2: the ACK again. A driver never resends what
+		 * arrived (recv_seq), so a lost ACK of what then ran
+		 * would otherwise never be repeated. */
+		if (kvss_me->st->next_seq > 1)
+			shard_send_ack(st);
+		*next_status = t0 + status_every;
+	}
+}
+
 int
 kvss_shard_ingest(void *arg)
 {
@@ -433,95 +548,9 @@ kvss_shard_ingest(void *arg)
 		bool read;
 		uint16_t n = kvss_rx_burst_read(port, 0, pkts, BURST, &read), i, nrefill = 0;
 
-		for (i = 0; i < n; i++) {
-			struct rte_mbuf *m = pkts[i];
-			enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg);
-			int kept = 0;
-
-			st->rx_frames++;
-			st->rx_bytes += rte_pktmbuf_pkt_len(m);
-			if (r == PROTO_OK && kvss_me->st->msg.hdr.type == PROTO_T_REFILL)
-				nrefill++;
-			if (r != PROTO_OK) {
-				st->drops[r]++;
-			} else if (!for_me(st, &kvss_me->st->msg)) {
-				/* counted by reason */
-			} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA &&
-				   kvss_me->st->msg.u.data.driver_epoch != kvss_me->driver_epoch) {
-				/* Version 2: data names its stream. An old driver's, or
-				 * one sent before this shard's HELLO: batch numbers
-				 * restart with every stream, so it is never taken. */
-				st->data_stale_stream++;
-			} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA) {
-				struct shard_rec rec;
-				int rc;
-
-				shard_rec_of(&rec, &kvss_me->st->msg);
-				rc = shard_store_data(m, &rec);
-				if (rc == -EAGAIN && shard_hold_data(st, m, &rec, t0)) {
-					kept = 1;
-				} else if (rc == 0) {
-					st->data_frames++;
-					st->data_bytes += rec.data_len;
-				} else if (rc != -EAGAIN) {
-					st->data_dropped++;
-				}
-				/* Taken (stored or held): evidence for the batches before it. */
-				if (kept || rc == 0)
-					shard_data_seen(rec.u.data.batch_no, t0);
-			} else if (kvss_me->st->msg.hdr.type == PROTO_T_REFILL_DATA) {
-				st->not_handled++;
-			} else {
-				uint32_t epoch = kvss_me->driver_epoch;
-
-				kept = control(st, m, &kvss_me->st->msg);
-				/* A new stream (a HELLO of another epoch): the errors of
-				 * the old one's messages that ran in this burst go with
-				 * its reports. Sent now, they would be reports of the new
-				 * stream, naming seqs its driver gave other messages. */
-				if (kvss_me->driver_epoch != epoch)
-					shard_batcher_init(&err, PROTO_T_ERROR, st);
-				/* An EVICT runs at once: its data, often next in this
-				 * burst, is then stored on arrival, not held. */
-				shard_run_evictq(st, &err, t0);
-			}
-			if (!kept)
-				rte_pktmbuf_free(m);
-		}
-		/* The queues, in order; then what the time says. */
-		shard_run_evictq(st, &err, t0);
-		if (kvss_me->st->nearly)
-			shard_retry_held(st);
-		if (kvss_me->refill_lcore_on) {
-			shard_pass_to_refill(st);
-			shard_apply_posted_deletes(st, &err);
-		} else {
-			shard_run_refillq(st, &err);
-		}
-		shard_level_poll(st, &err);
-		shard_run_evictq(st, &err, t0); /* deletes may have made room */
-		shard_expire_batches(st);
-		shard_batcher_flush(&err);
-		shard_report_poll(st, t0);
-		if (kvss_me->st->ack_due || (kvss_me->have_driver && shard_ack_value() != kvss_me->st->ack_sent)) {
-			shard_send_ack(st);
-			kvss_me->st->ack_due = 0;
-		}
-		/*
-		 * The periodic STATUS goes out busy or not: a shard that receives
-		 * frames at every poll (a stream of EVICT_DATA while its evict queue
-		 * waits on the second tier, so no ACK moves) sent nothing else, and
-		 * its driver, hearing nothing for away_ms, declared it away.
-		 */
-		if (kvss_me->have_driver && t0 >= next_status) {
-			shard_send_status(st);
-			/* Version 2: the ACK again. A driver never resends what
-			 * arrived (recv_seq), so a lost ACK of what then ran
-			 * would otherwise never be repeated. */
-			if (kvss_me->st->next_seq > 1)
-				shard_send_ack(st);
-			next_status = t0 + status_every;
-		}
+		for (i = 0; i < n; i++)
+			nrefill += ingest_frame(st, pkts[i], &err, t0);
+		ingest_after_burst(st, &err, t0, &next_status, status_every);
 		/* Everything that had arrived by t0 is in and has run: the
 		 * timeouts' clock moves (shard.h, looked). */
 		if (read && n < BURST)
