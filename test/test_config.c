@@ -182,6 +182,23 @@ draft_variant_fails(const char *from, const char *to, const char *want)
 	cr_assert(strstr(err, want) != NULL, "'%s' in: %s", want, err);
 }
 
+/*
+ * A model's bandwidths take fractions (12.5 Gb/s) as they take whole
+ * numbers; what is not a bandwidth (0, negative, past 100000, or a float
+ * that overflows to infinity) is refused naming its key.
+ */
+Test(config, a_models_bandwidths_take_fractions_and_refuse_what_is_not_one)
+{
+	const char *from = "refill_gbps = 10;", *to = "refill_gbps = 12.5;";
+
+	cr_assert_eq(draft_variant(&from, &to, 1), 0, "%s", err);
+	cr_assert_float_eq(cfg.driver.pc.model[0].refill_bytes_per_ns, 12.5 / 8.0, 1e-12);
+	draft_variant_fails("refill_gbps = 10;", "refill_gbps = 0.0;", "refill_gbps");
+	draft_variant_fails("refill_gbps = 10;", "refill_gbps = -2.5;", "refill_gbps");
+	draft_variant_fails("refill_gbps = 10;", "refill_gbps = 1e400;", "refill_gbps");
+	draft_variant_fails("refill_gbps = 10;", "refill_gbps = 100000.5;", "refill_gbps");
+}
+
 Test(config, role_all_with_several_shards_is_checked)
 {
 	draft_variant_fails("ingest = [1, 2];", "ingest = [1];",

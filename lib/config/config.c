@@ -298,9 +298,11 @@ load_model_refill(struct ctx *c, const config_setting_t *me, struct prefixcache_
 		if (cfg_get_int(c, me, "refill_gbps", 1, 100000, 100, false, &gi) != 0)
 			return -1;
 		gbps = (double)gi;
+	} else {
+		cfg_member(c, me, "refill_gbps"); /* read: not an unknown key */
 	}
-	if (gbps <= 0)
-		return cfg_fail(c, me, "refill_gbps", "must be positive");
+	if (!(gbps > 0 && gbps <= 100000))
+		return cfg_fail(c, me, "refill_gbps", "must be a number of Gb/s in (0, 100000]");
 	pm->refill_bytes_per_ns = gbps / 8.0;
 	GET_INT(c, me, "max_batch_tokens", 0, 65535, 0, false, pm->max_batch_tokens);
 	{
@@ -320,8 +322,8 @@ load_model_refill(struct ctx *c, const config_setting_t *me, struct prefixcache_
 		} else {
 			cfg_member(c, me, "l2_gbps");
 		}
-		if (gbps <= 0)
-			return cfg_fail(c, me, "l2_gbps", "must be positive");
+		if (!(gbps > 0 && gbps <= 100000))
+			return cfg_fail(c, me, "l2_gbps", "must be a number of Gb/s in (0, 100000]");
 		pm->l2_bytes_per_ns = gbps / 8.0;
 	}
 	return 0;
