@@ -277,8 +277,6 @@ shard_barrier_reset(void)
 void
 shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
 {
-	static __thread uint64_t counted; /* the seq of the last EVICT counted waiting for a DELETE */
-	static __thread uint64_t progress; /* what had run when the waiting EVICT last saw progress */
 	struct shard_fifo *q = &kvss_me->st->evictq;
 
 	while (q->head != q->tail) {
@@ -300,8 +298,8 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			uint64_t *since = &q->since[q->head % SHARD_QMAX];
 
 			if (q->rec[q->head % SHARD_QMAX].gate > kvss_me->st->del_applied) {
-				if (counted != q->seq[q->head % SHARD_QMAX]) {
-					counted = q->seq[q->head % SHARD_QMAX];
+				if (kvss_me->st->evict_counted != q->seq[q->head % SHARD_QMAX]) {
+					kvss_me->st->evict_counted = q->seq[q->head % SHARD_QMAX];
 					st->evict_after_delete++;
 				}
 				return; /* runs once the DELETE before it has */
@@ -332,10 +330,10 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				 * disk is not a shard where nothing moves. They end:
 				 * done, failed, or timed out by their own clocks.
 				 */
-				if (*since == 0 || p != progress ||
+				if (*since == 0 || p != kvss_me->st->evict_progress ||
 				    kvss_me->st->tier_given != kvss_me->st->tier_done) {
 					*since = now;
-					progress = p;
+					kvss_me->st->evict_progress = p;
 				}
 				st->evict_waits++;
 				return; /* waits for DELETEs (or for batches to complete) */
