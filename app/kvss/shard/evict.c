@@ -88,9 +88,14 @@ shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sh
 		return false;
 	}
 	if (kvss_me->st->nearly == SHARD_EARLY_MAX) {
-		for (i = 1; i < kvss_me->st->nearly; i++)
-			if (kvss_me->st->early_no[i] > kvss_me->st->early_no[far])
-				far = i;
+		if (!kvss_me->st->early_far_ok) {
+			for (i = 1; i < kvss_me->st->nearly; i++)
+				if (kvss_me->st->early_no[i] > kvss_me->st->early_no[far])
+					far = i;
+			kvss_me->st->early_far = far;
+			kvss_me->st->early_far_ok = true;
+		}
+		far = kvss_me->st->early_far;
 		if (kvss_me->st->early_no[far] <= b) {
 			st->data_hold_full++;
 			return false;
@@ -102,7 +107,11 @@ shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sh
 		kvss_me->st->early_rec[far] = kvss_me->st->early_rec[kvss_me->st->nearly];
 		kvss_me->st->early_t[far] = kvss_me->st->early_t[kvss_me->st->nearly];
 		kvss_me->st->early_no[far] = kvss_me->st->early_no[kvss_me->st->nearly];
+		kvss_me->st->early_far_ok = false; /* the furthest is gone: looked for again */
 	}
+	/* A frame of a batch further ahead is the furthest now (the first such). */
+	if (kvss_me->st->early_far_ok && b > kvss_me->st->early_no[kvss_me->st->early_far])
+		kvss_me->st->early_far = kvss_me->st->nearly;
 	kvss_me->st->early[kvss_me->st->nearly] = m;
 	kvss_me->st->early_rec[kvss_me->st->nearly] = *r;
 	kvss_me->st->early_no[kvss_me->st->nearly] = b;
@@ -115,6 +124,7 @@ shard_drop_held(void)
 {
 	uint32_t n = kvss_me->st->nearly;
 
+	kvss_me->st->early_far_ok = false;
 	while (kvss_me->st->nearly)
 		rte_pktmbuf_free(kvss_me->st->early[--kvss_me->st->nearly]);
 	return n;
@@ -156,6 +166,7 @@ shard_retry_held(struct kvss_lcore_stats *st)
 			st->data_dropped++;
 		}
 		rte_pktmbuf_free(kvss_me->st->early[i]);
+		kvss_me->st->early_far_ok = false;
 		kvss_me->st->nearly--;
 		kvss_me->st->early[i] = kvss_me->st->early[kvss_me->st->nearly];
 		kvss_me->st->early_rec[i] = kvss_me->st->early_rec[kvss_me->st->nearly];

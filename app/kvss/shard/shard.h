@@ -191,6 +191,12 @@ struct shard_state {
 	 * through all of them for the batch furthest ahead at every frame. */
 	uint64_t early_no[SHARD_EARLY_MAX];
 	uint32_t nearly;
+	/* The first held frame of the batch furthest ahead, as a full hold's
+	 * look through early_no finds it, kept while the hold is unchanged
+	 * (early_far_ok): data keeps coming for batches past it, each frame
+	 * refused, and each look was a thousand loads. */
+	uint32_t early_far;
+	bool early_far_ok;
 	/* evict.c: the seq of the last EVICT counted waiting for a DELETE; what
 	 * had run when the waiting EVICT last saw progress (the space timeout). */
 	uint64_t evict_counted, evict_progress;
