@@ -134,18 +134,26 @@ void
 shard_retry_held(struct kvss_lcore_stats *st)
 {
 	uint32_t i = 0;
+	/* The last batch asked about, and the answer: held frames come in runs
+	 * of one batch, and no EVICT runs in this loop (a batch seen stays seen). */
+	uint64_t asked = 0;
+	bool unseen = false;
 
 	while (i < kvss_me->st->nearly) {
 		const struct shard_rec *r = &kvss_me->st->early_rec[i];
+		int rc;
+
 		/*
 		 * Held, its first store reached the store (-EAGAIN: the frame has
 		 * bytes of the batch). While the batch's EVICT has not run, so it
 		 * would answer again, without reading the frame and its record: a
 		 * thousand held frames were a thousand cache misses a poll.
 		 */
-		int rc = kvstore_batch_unseen(kvss_me->store, kvss_me->st->early_no[i])
-				 ? -EAGAIN
-				 : shard_store_data(kvss_me->st->early[i], r);
+		if (i == 0 || kvss_me->st->early_no[i] != asked) {
+			asked = kvss_me->st->early_no[i];
+			unseen = kvstore_batch_unseen(kvss_me->store, asked);
+		}
+		rc = unseen ? -EAGAIN : shard_store_data(kvss_me->st->early[i], r);
 
 		/*
 		 * Held while its EVICT has not arrived (for the batch timeout), or
