@@ -552,6 +552,8 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 	      const struct proto_evict_entry *e, uint16_t *codes, unsigned int flags)
 {
 	uint32_t n = (uint32_t)g * num_caches, i;
+	/* Entries of each cache refused for room so far in this batch. */
+	bool refused[KVSTORE_MAX_CACHES] = {false};
 	struct kv_batch *b;
 
 	if (batch_no != s->next_batch)
@@ -605,7 +607,8 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 			 * Growth past a token refused for room is a hole only because
 			 * of that refusal: answer its cause. (Rare: look back.)
 			 */
-			if (code == PROTO_E_HOLE && (flags & KVSTORE_EVICT_FORCE)) {
+			if (code == PROTO_E_HOLE && (flags & KVSTORE_EVICT_FORCE) &&
+			    refused[i % num_caches]) {
 				uint32_t j;
 
 				for (j = i % num_caches; j < i && codes != NULL; j += num_caches)
@@ -623,6 +626,8 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 			s->stats.discarded_entries++;
 		if (codes != NULL)
 			codes[i] = code;
+		if (code == PROTO_E_NO_SPACE)
+			refused[i % num_caches] = true;
 	}
 	kv_batches_advance(s);
 	return 0;
