@@ -409,29 +409,38 @@ batch_open(struct kvstore *s, uint64_t no, uint16_t g, uint16_t nc)
 
 /*
  * Upper bound of the tokens an EVICT adds to each cache, and of the slots it
- * needs: exact when every entry is legal.
+ * needs: exact when every entry is legal. Returns the first cache whose
+ * tokens would pass its capacity (@p nc: none), whose count, and every later
+ * cache's, it stops at: kvstore_evict refuses the batch there, whatever the
+ * rest says, before it looks at their slots. A full store's waiting EVICT
+ * is tried again at every poll, and looked up all its entries each time.
  */
-static void
+static uint16_t
 evict_needs(struct kvstore *s, uint16_t nc, uint32_t n, const struct proto_evict_entry *e,
 	    struct kv_entry *be, uint64_t *add, uint64_t *slots)
 {
+	uint16_t over = nc;
 	uint32_t i;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && over > 0; i++) {
 		uint16_t ci = (uint16_t)(i % nc);
 		struct kv_cache *c = &s->cache[ci];
 		uint32_t pi;
 
+		if (ci >= over)
+			continue;
 		be[i].prompt = NIL;
 		if (e[i].prompt_id == 0)
 			continue;
 		slots[ci]++;
 		/* Remembered for evict_one(), which would look it up again. */
 		pi = be[i].prompt = kv_prompt_find(c, e[i].prompt_id);
-		if (pi == NIL ||
-		    e[i].token_idx >= c->prompts[pi].offset + c->prompts[pi].n_claim)
-			add[ci]++;
+		if ((pi == NIL ||
+		     e[i].token_idx >= c->prompts[pi].offset + c->prompts[pi].n_claim) &&
+		    c->stored + ++add[ci] > c->capacity)
+			over = ci;
 	}
+	return over;
 }
 
 /*
@@ -543,6 +552,8 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 	      const struct proto_evict_entry *e, uint16_t *codes, unsigned int flags)
 {
 	uint32_t n = (uint32_t)g * num_caches, i;
+	/* Entries of each cache refused for room so far in this batch. */
+	bool refused[KVSTORE_MAX_CACHES] = {false};
 	struct kv_batch *b;
 
 	if (batch_no != s->next_batch)
@@ -559,17 +570,15 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 		return -EINVAL;
 	/* The ring slot of this batch is free (the window check above). */
 	b = &s->batches[batch_no % s->p.max_open_batches];
-	for (i = 0; i < n; i++)
-		b->e[i].prompt = NIL;
 	if (!(flags & KVSTORE_EVICT_FORCE) && !evict_surely_fits(s, g)) {
+		/* evict_needs sets each entry's prompt (all of them when it fits). */
 		uint64_t add[KVSTORE_MAX_CACHES] = {0}, slots[KVSTORE_MAX_CACHES] = {0};
-		unsigned int c;
+		unsigned int c, over = evict_needs(s, num_caches, n, e, b->e, add, slots);
 
-		evict_needs(s, num_caches, n, e, b->e, add, slots);
 		for (c = 0; c < num_caches; c++) {
 			struct kv_cache *kc = &s->cache[c];
 
-			if (kc->stored + add[c] > kc->capacity)
+			if (c == over || kc->stored + add[c] > kc->capacity)
 				return -ENOSPC;
 			if (kc->free_slots < slots[c]) {
 				kv_reclaim(s);
@@ -577,8 +586,11 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 					return -ENOSPC;
 			}
 		}
-	} else if (flags & KVSTORE_EVICT_FORCE) {
-		kv_reclaim(s);
+	} else {
+		for (i = 0; i < n; i++)
+			b->e[i].prompt = NIL;
+		if (flags & KVSTORE_EVICT_FORCE)
+			kv_reclaim(s);
 	}
 	b = batch_open(s, batch_no, g, num_caches);
 	for (i = 0; i < n; i++) {
@@ -595,13 +607,16 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 			 * Growth past a token refused for room is a hole only because
 			 * of that refusal: answer its cause. (Rare: look back.)
 			 */
-			if (code == PROTO_E_HOLE && (flags & KVSTORE_EVICT_FORCE)) {
+			if (code == PROTO_E_HOLE && (flags & KVSTORE_EVICT_FORCE) &&
+			    refused[i % num_caches]) {
 				uint32_t j;
 
-				for (j = i % num_caches; j < i; j += num_caches)
-					if (e[j].prompt_id == e[i].prompt_id && codes != NULL &&
-					    codes[j] == PROTO_E_NO_SPACE)
+				for (j = i % num_caches; j < i && codes != NULL; j += num_caches)
+					if (e[j].prompt_id == e[i].prompt_id &&
+					    codes[j] == PROTO_E_NO_SPACE) {
 						code = PROTO_E_NO_SPACE;
+						break; /* the first refusal says it */
+					}
 			}
 		}
 		else
@@ -611,6 +626,8 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 			s->stats.discarded_entries++;
 		if (codes != NULL)
 			codes[i] = code;
+		if (code == PROTO_E_NO_SPACE)
+			refused[i % num_caches] = true;
 	}
 	kv_batches_advance(s);
 	return 0;

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -58,6 +59,7 @@
 
 #include "fuzz_shard.h"
 #include "kvdisk.h"
+#include "kvdisk_priv.h"
 #include "kvss.h"
 #include "shard/shard.h"
 
@@ -111,7 +113,10 @@ static size_t store_len;
  * and batchers are lcore 1's, as in kvss; the tier and shared threads are
  * no lcore) and errno. The shard's __thread statics are each used by one
  * of its threads only (the refill lcore's are its own when it runs, the
- * ingest lcore's otherwise), so the threads sharing them changes nothing.
+ * ingest lcore's otherwise), so the threads sharing them changes nothing;
+ * and what lasts from one poll to the next is the shard's (struct
+ * shard_state, zeroed for each input), not a static of its code, so that
+ * no input's run depends on the inputs before it.
  * AddressSanitizer is told of every switch (its stack bounds).
  */
 #define FIBER_STACK (256u << 10)
@@ -504,6 +509,29 @@ __wrap_kvdisk_inflight(const struct kvdisk *d)
 	return 1;
 }
 
+/*
+ * The second tier's writes and reads, answered before kvdisk looks for them:
+ * it submits, then peeks at the completions, and whether the kernel had
+ * finished an op by then (a slot cleared, so free for a put) was a race
+ * with the kernel's workers. Every op in flight has completed when the
+ * submit returns, as on a disk that answers at once.
+ */
+int __real_io_uring_submit(struct io_uring *ring);
+int __wrap_io_uring_submit(struct io_uring *ring);
+
+int
+__wrap_io_uring_submit(struct io_uring *ring)
+{
+	int rc = __real_io_uring_submit(ring);
+	struct io_uring_cqe *cqe;
+
+	if (tier.d != NULL && ring == &tier.d->ring)
+		while (io_uring_cq_ready(ring) < tier.d->inflight)
+			if (io_uring_wait_cqe_nr(ring, &cqe, tier.d->inflight) != 0)
+				break;
+	return rc;
+}
+
 void
 fz_tier_settle(void)
 {
@@ -567,6 +595,82 @@ tier_empty(void)
 		kvdisk_poll(tier.d, done, 32, true);
 }
 
+/*
+ * The second tier's index as it was opened, on an empty file (fz_env_init):
+ * each input's starts from it. Emptied (tier_empty), the index holds no
+ * column, but the order of its free slots and of its ops is the last
+ * input's (a deleted column's slot is given first), and which slot a column
+ * takes, so which the inventory lists first, would depend on the inputs
+ * before. The file's headers are all cleared by then, as on a new file; the
+ * io_uring ring goes on as it is (its heads are the kernel's too).
+ */
+static struct {
+	struct kvdisk d;
+	struct slot *s[KVDISK_MAX_CACHES];
+	uint32_t *bucket[KVDISK_MAX_CACHES], *free[KVDISK_MAX_CACHES];
+	struct op *ops;
+} disk0;
+
+static void *
+dup_mem(const void *p, size_t n)
+{
+	void *q = malloc(n);
+
+	if (q == NULL)
+		fz_fail("no memory for the second tier's first index");
+	return memcpy(q, p, n);
+}
+
+static void
+disk_snapshot(void)
+{
+	const struct kvdisk *d = tier.d;
+	unsigned int c;
+
+	if (d == NULL)
+		fz_fail("the tier thread did not park on its kvdisk");
+	disk0.d = *d;
+	for (c = 0; c < d->nc; c++) {
+		const struct region *r = &d->r[c];
+
+		disk0.s[c] = dup_mem(r->s, r->g.slots * sizeof(r->s[0]));
+		disk0.bucket[c] = dup_mem(r->bucket, r->nbucket * sizeof(r->bucket[0]));
+		disk0.free[c] = dup_mem(r->free, r->g.slots * sizeof(r->free[0]));
+	}
+	disk0.ops = dup_mem(d->ops, d->qd * sizeof(d->ops[0]));
+}
+
+/* The index as opened (tier_empty has left it empty, nothing in flight). */
+static void
+disk_restore(void)
+{
+	struct kvdisk *d = tier.d;
+	struct io_uring ring;
+	unsigned int c;
+
+	if (d == NULL || disk0.ops == NULL)
+		return;
+	if (d->inflight != 0 || d->unsubmitted != 0 || d->nclears != 0 || d->npend != 0 ||
+	    d->nheld != 0 || d->nready != 0)
+		fz_fail("reset: the second tier is not idle (%u in flight, %u clears, %u deferred)",
+			d->inflight, d->nclears, d->npend);
+	for (c = 0; c < d->nc; c++) {
+		struct region *r = &d->r[c];
+		uint32_t i;
+
+		for (i = 0; i < r->g.slots; i++)
+			if (r->s[i].state != S_FREE || r->s[i].readers != 0)
+				fz_fail("reset: slot %u of cache %u of the second tier is in use", i, c);
+		memcpy(r->s, disk0.s[c], r->g.slots * sizeof(r->s[0]));
+		memcpy(r->bucket, disk0.bucket[c], r->nbucket * sizeof(r->bucket[0]));
+		memcpy(r->free, disk0.free[c], r->g.slots * sizeof(r->free[0]));
+	}
+	memcpy(d->ops, disk0.ops, d->qd * sizeof(d->ops[0]));
+	ring = d->ring;
+	*d = disk0.d;
+	d->ring = ring;
+}
+
 /* The gaps around each request object, poisoned: level_msg.c must stay inside its own. */
 static void
 poison_obj(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
@@ -577,6 +681,38 @@ poison_obj(struct rte_mempool *mp, void *opaque, void *obj, unsigned int idx)
 	(void)idx;
 	ASAN_POISON_MEMORY_REGION(o - mp->header_size, mp->header_size);
 	ASAN_POISON_MEMORY_REGION(o + mp->elt_size, mp->trailer_size);
+}
+
+/* ---- The clock ------------------------------------------------------------- */
+
+/*
+ * What the code under test reads for clock_gettime (the Makefile renames its
+ * calls): a clock of the input's, the same at every run of it. The second
+ * tier's deletes are deferred for 50 ms of it and the shared level's reads
+ * time out after shared.op_timeout_ms; by the wall clock, whether they had
+ * by a given poll depended on how fast the machine ran the input, and the
+ * input's run with it. It starts at the same instant for each input and
+ * moves a nanosecond a reading (it never stands still, and no wait ends by
+ * it within an input: the harness makes deferred deletes due when the tier
+ * is idle, and the cluster answers what it holds when the input says).
+ */
+#define FZ_CLOCK_MONO_NS 1000000000000ull	       /* a machine up for 1,000 s */
+#define FZ_CLOCK_REAL_NS 1798761600000000000ull /* 2027-01-01 00:00:00 UTC */
+
+static uint64_t clock_ns; /* readings of this input */
+
+int fz_clock_gettime(clockid_t clk, struct timespec *ts);
+
+int
+fz_clock_gettime(clockid_t clk, struct timespec *ts)
+{
+	uint64_t t = clock_ns++;
+
+	t += clk == CLOCK_REALTIME || clk == CLOCK_REALTIME_COARSE ? FZ_CLOCK_REAL_NS
+								    : FZ_CLOCK_MONO_NS;
+	ts->tv_sec = (time_t)(t / 1000000000ull);
+	ts->tv_nsec = (long)(t % 1000000000ull);
+	return 0;
 }
 
 /* ---- Start, and each input ------------------------------------------------ */
@@ -747,6 +883,7 @@ fz_env_init(void)
 	rte_mempool_obj_iter(tier.pool, poison_obj, NULL);
 	__atomic_store_n(&tier.gated, 1, __ATOMIC_RELEASE);
 	fiber_run(tier.f); /* to where it parks */
+	disk_snapshot();
 	printf("fuzz_shard: store %zu bytes, second tier %s (%s), %u request objects of %u bytes\n",
 	       store_len, c->l2.path,
 	       level_disk_direct(shard_level_of(kvss_me, SHARD_LEVEL_DISK)) ? "O_DIRECT" : "page cache",
@@ -883,6 +1020,8 @@ fz_env_begin(bool refill_lcore, uint32_t mtu)
 	c->space_timeout_ms = 100;
 	__atomic_store_n(&kvss.quit, 0, __ATOMIC_RELEASE);
 	tier_empty();
+	disk_restore();
+	clock_ns = 0;
 	fz_sh_reset();
 	rl.running = false;
 	rl.why = Y_NONE;
@@ -919,6 +1058,13 @@ fz_env_end(void)
 	unsigned int rx, tx;
 
 	refill_stop();
+	/* A DELETE (or L2 message) the ingest lcore took from the refill lcore
+	 * and holds until what it waits for has run: the next input is a new
+	 * shard, which never took it. */
+	if (kvss_me->st->posted_waiting != NULL) {
+		rte_pktmbuf_free(kvss_me->st->posted_waiting);
+		kvss_me->st->posted_waiting = NULL;
+	}
 	while (rte_ring_dequeue(kvss_me->ingest_to_refill, &p) == 0)
 		rte_pktmbuf_free(p);
 	while (rte_ring_dequeue(kvss_me->refill_to_ingest, &p) == 0)
@@ -926,13 +1072,8 @@ fz_env_end(void)
 	fz_check_release();
 	rx = rte_mempool_in_use_count(fz_rx_pool);
 	tx = rte_mempool_in_use_count(kvss.pool);
-	/*
-	 * Every frame given back. One received frame may stay: a DELETE the
-	 * ingest lcore took from the refill lcore and holds (refillq.c,
-	 * shard_apply_posted_deletes) until the EVICT before it runs; it is
-	 * dropped at the next stream's first poll.
-	 */
-	return rx <= 1 && tx == 0;
+	/* Every frame given back. */
+	return rx == 0 && tx == 0;
 }
 
 void

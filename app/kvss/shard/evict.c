@@ -88,9 +88,14 @@ shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sh
 		return false;
 	}
 	if (kvss_me->st->nearly == SHARD_EARLY_MAX) {
-		for (i = 1; i < kvss_me->st->nearly; i++)
-			if (kvss_me->st->early_no[i] > kvss_me->st->early_no[far])
-				far = i;
+		if (!kvss_me->st->early_far_ok) {
+			for (i = 1; i < kvss_me->st->nearly; i++)
+				if (kvss_me->st->early_no[i] > kvss_me->st->early_no[far])
+					far = i;
+			kvss_me->st->early_far = far;
+			kvss_me->st->early_far_ok = true;
+		}
+		far = kvss_me->st->early_far;
 		if (kvss_me->st->early_no[far] <= b) {
 			st->data_hold_full++;
 			return false;
@@ -102,7 +107,11 @@ shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sh
 		kvss_me->st->early_rec[far] = kvss_me->st->early_rec[kvss_me->st->nearly];
 		kvss_me->st->early_t[far] = kvss_me->st->early_t[kvss_me->st->nearly];
 		kvss_me->st->early_no[far] = kvss_me->st->early_no[kvss_me->st->nearly];
+		kvss_me->st->early_far_ok = false; /* the furthest is gone: looked for again */
 	}
+	/* A frame of a batch further ahead is the furthest now (the first such). */
+	if (kvss_me->st->early_far_ok && b > kvss_me->st->early_no[kvss_me->st->early_far])
+		kvss_me->st->early_far = kvss_me->st->nearly;
 	kvss_me->st->early[kvss_me->st->nearly] = m;
 	kvss_me->st->early_rec[kvss_me->st->nearly] = *r;
 	kvss_me->st->early_no[kvss_me->st->nearly] = b;
@@ -115,6 +124,7 @@ shard_drop_held(void)
 {
 	uint32_t n = kvss_me->st->nearly;
 
+	kvss_me->st->early_far_ok = false;
 	while (kvss_me->st->nearly)
 		rte_pktmbuf_free(kvss_me->st->early[--kvss_me->st->nearly]);
 	return n;
@@ -124,18 +134,26 @@ void
 shard_retry_held(struct kvss_lcore_stats *st)
 {
 	uint32_t i = 0;
+	/* The last batch asked about, and the answer: held frames come in runs
+	 * of one batch, and no EVICT runs in this loop (a batch seen stays seen). */
+	uint64_t asked = 0;
+	bool unseen = false;
 
 	while (i < kvss_me->st->nearly) {
 		const struct shard_rec *r = &kvss_me->st->early_rec[i];
+		int rc;
+
 		/*
 		 * Held, its first store reached the store (-EAGAIN: the frame has
 		 * bytes of the batch). While the batch's EVICT has not run, so it
 		 * would answer again, without reading the frame and its record: a
 		 * thousand held frames were a thousand cache misses a poll.
 		 */
-		int rc = kvstore_batch_unseen(kvss_me->store, kvss_me->st->early_no[i])
-				 ? -EAGAIN
-				 : shard_store_data(kvss_me->st->early[i], r);
+		if (i == 0 || kvss_me->st->early_no[i] != asked) {
+			asked = kvss_me->st->early_no[i];
+			unseen = kvstore_batch_unseen(kvss_me->store, asked);
+		}
+		rc = unseen ? -EAGAIN : shard_store_data(kvss_me->st->early[i], r);
 
 		/*
 		 * Held while its EVICT has not arrived (for the batch timeout), or
@@ -156,6 +174,7 @@ shard_retry_held(struct kvss_lcore_stats *st)
 			st->data_dropped++;
 		}
 		rte_pktmbuf_free(kvss_me->st->early[i]);
+		kvss_me->st->early_far_ok = false;
 		kvss_me->st->nearly--;
 		kvss_me->st->early[i] = kvss_me->st->early[kvss_me->st->nearly];
 		kvss_me->st->early_rec[i] = kvss_me->st->early_rec[kvss_me->st->nearly];
@@ -286,8 +305,6 @@ refills_sent(void)
 void
 shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
 {
-	static __thread uint64_t counted; /* the seq of the last EVICT counted waiting for a DELETE */
-	static __thread uint64_t progress; /* what had run when the waiting EVICT last saw progress */
 	struct shard_fifo *q = &kvss_me->st->evictq;
 
 	while (q->head != q->tail) {
@@ -309,8 +326,8 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			uint64_t *since = &q->since[q->head % SHARD_QMAX];
 
 			if (q->rec[q->head % SHARD_QMAX].gate > kvss_me->st->del_applied) {
-				if (counted != q->seq[q->head % SHARD_QMAX]) {
-					counted = q->seq[q->head % SHARD_QMAX];
+				if (kvss_me->st->evict_counted != q->seq[q->head % SHARD_QMAX]) {
+					kvss_me->st->evict_counted = q->seq[q->head % SHARD_QMAX];
 					st->evict_after_delete++;
 				}
 				return; /* runs once the DELETE before it has */
@@ -351,11 +368,11 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				 * breaks: a REFILL ahead that waits for this very
 				 * batch, or room no DELETE will make.
 				 */
-				if (*since == 0 || p != progress ||
+				if (*since == 0 || p != kvss_me->st->evict_progress ||
 				    kvss_me->st->tier_given != kvss_me->st->tier_done ||
 				    kvstore_oldest_open(kvss_me->store) != 0) {
 					*since = now;
-					progress = p;
+					kvss_me->st->evict_progress = p;
 				}
 				st->evict_waits++;
 				return; /* waits for DELETEs (or for batches to complete) */

@@ -230,8 +230,8 @@ run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n,
 static int
 ahead_changed(uint64_t came, uint64_t gone)
 {
-	static __thread uint64_t seen[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
-	uint64_t now[3] = {kvstore_batches_complete(kvss_me->store), came, gone};
+	uint64_t *seen = kvss_me->st->ahead_seen_not; /* complemented: zero is never looked */
+	uint64_t now[3] = {~kvstore_batches_complete(kvss_me->store), ~came, ~gone};
 
 	if (memcmp(now, seen, sizeof(now)) == 0)
 		return 0;
@@ -312,24 +312,24 @@ shard_pass_to_refill(struct kvss_lcore_stats *st)
 void
 shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err)
 {
-	static __thread struct rte_mbuf *waiting; /* taken from the ring, waits for an EVICT */
+	struct rte_mbuf **wait = &kvss_me->st->posted_waiting; /* taken from the ring, waits for an EVICT */
 	void *p;
 
-	while (waiting != NULL || rte_ring_dequeue(kvss_me->refill_to_ingest, &p) == 0) {
-		struct rte_mbuf *m = waiting != NULL ? waiting : p;
+	while (*wait != NULL || rte_ring_dequeue(kvss_me->refill_to_ingest, &p) == 0) {
+		struct rte_mbuf *m = *wait != NULL ? *wait : p;
 
 		proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg2);
 		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type == PROTO_T_DELETE &&
 		    shard_delete_must_wait(&kvss_me->st->msg2)) {
-			waiting = m; /* an EVICT before it, of its prompt, has not run */
+			*wait = m; /* an EVICT before it, of its prompt, has not run */
 			return;
 		}
 		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type != PROTO_T_DELETE &&
 		    shard_level_run(st, err, &kvss_me->st->msg2) != 0) {
-			waiting = m; /* L2_DOWN, L2_DELETE: the tier thread is behind */
+			*wait = m; /* L2_DOWN, L2_DELETE: the tier thread is behind */
 			return;
 		}
-		waiting = NULL;
+		*wait = NULL;
 		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type == PROTO_T_DELETE)
 			apply_delete(st, err, &kvss_me->st->msg2);
 		else if (kvss_me->st->msg2.hdr.epoch != kvss_me->driver_epoch)

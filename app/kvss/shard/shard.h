@@ -191,6 +191,22 @@ struct shard_state {
 	 * through all of them for the batch furthest ahead at every frame. */
 	uint64_t early_no[SHARD_EARLY_MAX];
 	uint32_t nearly;
+	/* The first held frame of the batch furthest ahead, as a full hold's
+	 * look through early_no finds it, kept while the hold is unchanged
+	 * (early_far_ok): data keeps coming for batches past it, each frame
+	 * refused, and each look was a thousand loads. */
+	uint32_t early_far;
+	bool early_far_ok;
+	/* evict.c: the seq of the last EVICT counted waiting for a DELETE; what
+	 * had run when the waiting EVICT last saw progress (the space timeout). */
+	uint64_t evict_counted, evict_progress;
+	/* refillq.c: what the last look past the waiting head of the refill
+	 * queue saw, each word complemented (zero, as the shard starts: never
+	 * looked); and a DELETE taken from the refill lcore that waits for an
+	 * EVICT before it. The shard's, not its lcore's: a process that starts
+	 * a shard again (the fuzzer, each input) starts them with it. */
+	uint64_t ahead_seen_not[3];
+	struct rte_mbuf *posted_waiting;
 	uint64_t batch_t[256]; /* when each open batch's EVICT ran, by batch_no % 256 */
 	uint8_t batch_up[256]; /* its bytes come from a tier (L2_UP, SH_UP), not EVICT_DATA */
 	/* Reads of each such batch still with the tier: its bytes come from them,
