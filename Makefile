@@ -341,7 +341,7 @@ $(BUILD)/test/test_drv_shared: $(call obj,test/test_drv_shared.c test/rados_mem.
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
 $(BUILD)/test/test_kvss_telemetry: $(call obj,test/test_kvss_telemetry.c app/kvss/app.c \
-		app/kvss/telemetry.c app/kvss/portgate.c $(SHARED_OBJ_SRC)) $(LIBKVSTORE) $(LIBPROTO)
+		app/kvss/telemetry.c app/kvss/portgate.c app/kvss/shard/hosted.c $(SHARED_OBJ_SRC)) $(LIBKVSTORE) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) $(DEP_LIBS)
 
@@ -500,7 +500,8 @@ $(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/sha
 FUZZ_SHARD := $(BUILD)/fuzz/fuzz_shard
 FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
 FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c \
-	fuzz_shard_rados.c) test/rados_mem.c $(SHARD_SRC) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(KVSTORE_SRC) \
+	fuzz_shard_rados.c) test/rados_mem.c \
+	$(filter-out app/kvss/shard/hosted.c,$(SHARD_SRC)) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(KVSTORE_SRC) \
 	$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
 FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 

@@ -14,19 +14,8 @@
 #include <rte_pause.h>
 
 #include "kvss.h"
-#include "shard/shard.h"
 
 struct kvss_app kvss;
-
-/* The shards this process hosts (kvss.h), their protocol states (shard.h). */
-static struct shard_state shard_states[KVSS_MAX_LOCAL_SHARDS];
-
-#define INST(i) [i] = {.cfg = &kvss.cfg.local[i], .st = &shard_states[i]}
-struct kvss_shard_inst kvss_shards[KVSS_MAX_LOCAL_SHARDS] = {INST(0), INST(1), INST(2), INST(3)};
-#undef INST
-_Static_assert(KVSS_MAX_LOCAL_SHARDS == 4, "kvss_shards[]'s initializer names each");
-
-__thread struct kvss_shard_inst *kvss_me = &kvss_shards[0];
 
 void
 kvss_stats_total(struct kvss_lcore_stats *t)
