@@ -578,7 +578,12 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 		for (c = 0; c < num_caches; c++) {
 			struct kv_cache *kc = &s->cache[c];
 
-			if (c == over || kc->stored + add[c] > kc->capacity)
+			/*
+			 * The first cache over its capacity refuses the batch; those
+			 * before it are within theirs (evict_needs checked each token
+			 * it added), and their slots are checked, and reclaimed, first.
+			 */
+			if (c == over)
 				return -ENOSPC;
 			if (kc->free_slots < slots[c]) {
 				kv_reclaim(s);
