@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "rados_mem.h"
@@ -236,19 +235,6 @@ rmem_submitted(uint8_t kind)
 
 /* ---- lib/shared's API: open and close ------------------------------------------------ */
 
-int
-shared_conf_check(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (path == NULL || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "Ceph configuration %s: not a regular file",
-			 path != NULL ? path : "(none)");
-		return -1;
-	}
-	return 0;
-}
-
 struct shared *
 shared_open(const struct shared_params *p, char *err, size_t errlen)
 {
@@ -335,26 +321,6 @@ shared_del(struct shared *s, const char *ns, const char *name, uint64_t cookie)
 	return submit(s, SHARED_OP_DEL, false, ns, name, NULL, 0, cookie);
 }
 
-/* What the library counts of a completion (shared_rados.c's count()). */
-static void
-count(uint8_t op, int status)
-{
-	struct shared_stats *st = &R.s.st;
-
-	if (status == 0)
-		st->ok[op]++;
-	else if (status == -EEXIST)
-		st->exists++;
-	else if (status == -ENOENT)
-		st->missing++;
-	else if (status == -ETIMEDOUT)
-		st->timeouts++;
-	else if (status == -EFBIG)
-		st->too_big++;
-	else
-		st->other_errors++;
-}
-
 static void
 answer(const struct rmem_op *o, struct rmem_obj *x, struct shared_done *d)
 {
@@ -396,7 +362,8 @@ complete(const struct rmem_op *o, struct shared_done *d)
 	answer(o, rmem_find(o->ns, o->name), d);
 	if (d->status != 0)
 		d->len = 0;
-	count(o->kind, d->status);
+	/* What the library counts of a completion (lib/shared/shared_common.c). */
+	shared_stats_count(&R.s.st, o->kind, d->status);
 }
 
 unsigned int

@@ -17,7 +17,8 @@
  * decimal text, read and written with a version (every write of an object
  * gives it a new one), so shared_gen_read_ver / set / bump behave as on a
  * cluster. shared_open() refuses a configuration that is not a regular
- * file, as the library does; nothing else of it is read.
+ * file, as the library does (with its check, shared_conf_check()); nothing
+ * else of it is read.
  *
  * Asynchronous ops complete only in shared_poll(), in order of submission
  * (or newest first: struct rmem_params), never while held; a wait does not
