@@ -31,7 +31,6 @@ static struct {
 	uint64_t ver;		/* the last version given */
 	unsigned int nfail;
 	int fail_err;
-	bool hold;
 	uint64_t submitted[4];
 } R = {.p = {.max_objs = RMEM_OBJS_MAX, .max_ops = SHARED_INFLIGHT_MAX}};
 
@@ -189,12 +188,6 @@ take_fail(void)
 }
 
 void
-rmem_hold(bool on)
-{
-	R.hold = on;
-}
-
-void
 rmem_release(void)
 {
 	unsigned int i;
@@ -207,12 +200,6 @@ unsigned int
 rmem_nops(void)
 {
 	return R.nop;
-}
-
-const struct rmem_op *
-rmem_op(unsigned int i)
-{
-	return i < R.nop ? &R.op[i] : NULL;
 }
 
 bool
@@ -283,7 +270,7 @@ submit(struct shared *s, uint8_t kind, bool over, const char *ns, const char *na
 	if (kind == SHARED_OP_PUT && len > SHARED_PUT_MAX)
 		return -EFBIG;
 	o = &R.op[R.nop++];
-	*o = (struct rmem_op){.kind = kind, .over = over, .held = R.hold, .cookie = cookie,
+	*o = (struct rmem_op){.kind = kind, .over = over, .cookie = cookie,
 			      .buf = buf, .len = len, .fail = take_fail()};
 	strcpy(o->ns, ns);
 	strcpy(o->name, name);
