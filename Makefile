@@ -84,6 +84,9 @@ LIBPLOT := $(BUILD)/lib/libplot.a
 # its client (librados: the shard's and the driver's threads, the tools).
 SHARED_OBJ_SRC := lib/shared/shared_obj.c
 SHARED_RADOS_SRC := lib/shared/shared_rados.c
+# What the client and test/rados_mem.c, linked in its place, share (the
+# configuration's check, through lib/fileio; the completion counts).
+SHARED_COMMON_SRC := lib/shared/shared_common.c
 RADOS_LIBS := -lrados
 
 # Whole numbers from a command line (1e6 too; never a prefix).
@@ -334,6 +337,7 @@ $(BUILD)/test/test_drv_rx: $(call obj,test/test_drv_rx.c $(DRIVER_SRC) $(KVSS_PU
 # The driver's shared level (shared.c) the same way, over a cluster in memory
 # (test/rados_mem.c in place of lib/shared's librados client: no Ceph).
 $(BUILD)/test/test_drv_shared: $(call obj,test/test_drv_shared.c test/rados_mem.c $(SHARED_OBJ_SRC) \
+		$(SHARED_COMMON_SRC) \
 		$(DRIVER_SRC) $(KVSS_PURE_SRC) app/kvss/app.c app/kvss/portgate.c app/kvss/faults.c) \
 		$(LIBARGS) $(LIBPLOT) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
 		$(LIBKVSTORE) $(LIBPROTO) $(LIBKVDISK) $(LIBFILEIO) $(DRIVER_LIBS)
@@ -501,7 +505,8 @@ FUZZ_SHARD := $(BUILD)/fuzz/fuzz_shard
 FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
 FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c \
 	fuzz_shard_rados.c) test/rados_mem.c \
-	$(filter-out app/kvss/shard/hosted.c,$(SHARD_SRC)) $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(KVSTORE_SRC) \
+	$(filter-out app/kvss/shard/hosted.c,$(SHARD_SRC)) $(KVDISK_SRC) $(SHARED_OBJ_SRC) \
+	$(SHARED_COMMON_SRC) $(FILEIO_SRC) $(KVSTORE_SRC) \
 	$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
 FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "rados_mem.h"
@@ -32,7 +31,6 @@ static struct {
 	uint64_t ver;		/* the last version given */
 	unsigned int nfail;
 	int fail_err;
-	bool hold;
 	uint64_t submitted[4];
 } R = {.p = {.max_objs = RMEM_OBJS_MAX, .max_ops = SHARED_INFLIGHT_MAX}};
 
@@ -190,12 +188,6 @@ take_fail(void)
 }
 
 void
-rmem_hold(bool on)
-{
-	R.hold = on;
-}
-
-void
 rmem_release(void)
 {
 	unsigned int i;
@@ -208,12 +200,6 @@ unsigned int
 rmem_nops(void)
 {
 	return R.nop;
-}
-
-const struct rmem_op *
-rmem_op(unsigned int i)
-{
-	return i < R.nop ? &R.op[i] : NULL;
 }
 
 bool
@@ -235,19 +221,6 @@ rmem_submitted(uint8_t kind)
 }
 
 /* ---- lib/shared's API: open and close ------------------------------------------------ */
-
-int
-shared_conf_check(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (path == NULL || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "Ceph configuration %s: not a regular file",
-			 path != NULL ? path : "(none)");
-		return -1;
-	}
-	return 0;
-}
 
 struct shared *
 shared_open(const struct shared_params *p, char *err, size_t errlen)
@@ -297,7 +270,7 @@ submit(struct shared *s, uint8_t kind, bool over, const char *ns, const char *na
 	if (kind == SHARED_OP_PUT && len > SHARED_PUT_MAX)
 		return -EFBIG;
 	o = &R.op[R.nop++];
-	*o = (struct rmem_op){.kind = kind, .over = over, .held = R.hold, .cookie = cookie,
+	*o = (struct rmem_op){.kind = kind, .over = over, .cookie = cookie,
 			      .buf = buf, .len = len, .fail = take_fail()};
 	strcpy(o->ns, ns);
 	strcpy(o->name, name);
@@ -333,26 +306,6 @@ int
 shared_del(struct shared *s, const char *ns, const char *name, uint64_t cookie)
 {
 	return submit(s, SHARED_OP_DEL, false, ns, name, NULL, 0, cookie);
-}
-
-/* What the library counts of a completion (shared_rados.c's count()). */
-static void
-count(uint8_t op, int status)
-{
-	struct shared_stats *st = &R.s.st;
-
-	if (status == 0)
-		st->ok[op]++;
-	else if (status == -EEXIST)
-		st->exists++;
-	else if (status == -ENOENT)
-		st->missing++;
-	else if (status == -ETIMEDOUT)
-		st->timeouts++;
-	else if (status == -EFBIG)
-		st->too_big++;
-	else
-		st->other_errors++;
 }
 
 static void
@@ -396,7 +349,8 @@ complete(const struct rmem_op *o, struct shared_done *d)
 	answer(o, rmem_find(o->ns, o->name), d);
 	if (d->status != 0)
 		d->len = 0;
-	count(o->kind, d->status);
+	/* What the library counts of a completion (lib/shared/shared_common.c). */
+	shared_stats_count(&R.s.st, o->kind, d->status);
 }
 
 unsigned int

@@ -17,7 +17,8 @@
  * decimal text, read and written with a version (every write of an object
  * gives it a new one), so shared_gen_read_ver / set / bump behave as on a
  * cluster. shared_open() refuses a configuration that is not a regular
- * file, as the library does; nothing else of it is read.
+ * file, as the library does (with its check, shared_conf_check()); nothing
+ * else of it is read.
  *
  * Asynchronous ops complete only in shared_poll(), in order of submission
  * (or newest first: struct rmem_params), never while held; a wait does not
@@ -25,8 +26,9 @@
  *
  * What a test may ask of the cluster: the next N ops fail with an errno
  * (async ones complete so, synchronous ones return it), ops held until
- * released, objects written, rewritten or removed where they lie. The
- * fuzzer's lies go through its hooks (struct rmem_hooks).
+ * released (its submitted hook holds them), objects written, rewritten or
+ * removed where they lie. The fuzzer's lies go through its hooks (struct
+ * rmem_hooks).
  */
 #ifndef KVSS_TEST_RADOS_MEM_H
 #define KVSS_TEST_RADOS_MEM_H
@@ -111,13 +113,10 @@ bool rmem_remove(const char *ns, const char *name);
 
 /** The next @p n ops (async or synchronous) fail with @p err (a -errno). */
 void rmem_fail(unsigned int n, int err);
-/** Ops submitted from now on are held (@p on), or not. */
-void rmem_hold(bool on);
 /** Every op held is released (completes at the next shared_poll). */
 void rmem_release(void);
-/** Ops in flight, and the @p i'th of them (in order of submission). */
+/** Ops in flight. */
 unsigned int rmem_nops(void);
-const struct rmem_op *rmem_op(unsigned int i);
 /** Is every op in flight held (true when none is)? */
 bool rmem_all_held(void);
 /** Ops submitted since the start, of @p kind (enum shared_op; 0: every kind). */

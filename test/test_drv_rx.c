@@ -17,8 +17,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#include "driver/driver_priv.h"
-#include "eal_fixture.h"
+#include "drv_fixture.h"
 #include "kvss.h"
 
 #define CFG "config/all-in-one.cfg"
@@ -32,15 +31,7 @@ static struct drv_shard *sh;
 static void
 setup(void)
 {
-	char err[512] = "";
-
-	cr_assert_eq(test_eal_start_ring(&kvss.pool), 0, "EAL and a net_ring port");
-	cr_assert_eq(kvss_config_load_as(CFG, KVSS_ROLE_DRIVER, &kvss.cfg, err, sizeof(err)), 0,
-		     "%s", err);
-	kvss.epoch = DRIVER_EPOCH;
-	d = kvss_driver_new();
-	cr_assert_not_null(d);
-	cr_assert_eq(kvss_driver_load(d), 0);
+	d = test_driver_loaded(CFG, DRIVER_EPOCH);
 	cr_assert_eq(kvss_driver_init(d), 0);
 	/* What the cases below take for granted of the example: one model,
 	 * one shard (id 0) of one cache of 256 bytes a token, no second tier,
@@ -61,11 +52,7 @@ setup(void)
 static void
 teardown(void)
 {
-	kvss_driver_free(d);
-	rte_eth_dev_stop(0);
-	rte_eth_dev_close(0);
-	rte_mempool_free(kvss.pool);
-	test_eal_stop();
+	test_driver_stop(d);
 }
 
 TestSuite(drv_rx, .init = setup, .fini = teardown);

@@ -22,8 +22,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
-#include "driver/driver_priv.h"
-#include "eal_fixture.h"
+#include "drv_fixture.h"
 #include "kvss.h"
 #include "rados_mem.h"
 
@@ -67,7 +66,6 @@ static struct drv *d;
 static void
 prepare(void)
 {
-	char err[512] = "";
 	FILE *f;
 
 	snprintf(dir, sizeof(dir), "/tmp/kvss_drvsh_XXXXXX");
@@ -79,13 +77,7 @@ prepare(void)
 	cr_assert_not_null(f = fopen(cfg, "w"));
 	fprintf(f, cfg_text, conf);
 	fclose(f);
-	cr_assert_eq(test_eal_start_ring(&kvss.pool), 0, "EAL and a net_ring port");
-	cr_assert_eq(kvss_config_load_as(cfg, KVSS_ROLE_DRIVER, &kvss.cfg, err, sizeof(err)), 0,
-		     "%s", err);
-	kvss.epoch = DRIVER_EPOCH;
-	d = kvss_driver_new();
-	cr_assert_not_null(d);
-	cr_assert_eq(kvss_driver_load(d), 0);
+	d = test_driver_loaded(cfg, DRIVER_EPOCH);
 }
 
 /* kvss_driver_init, and what every case takes for granted. */
@@ -118,11 +110,7 @@ teardown(void)
 {
 	char f[160];
 
-	kvss_driver_free(d);
-	rte_eth_dev_stop(0);
-	rte_eth_dev_close(0);
-	rte_mempool_free(kvss.pool);
-	test_eal_stop();
+	test_driver_stop(d);
 	snprintf(f, sizeof(f), "rm -rf %s", dir);
 	if (dir[0] != '\0' && system(f) != 0)
 		cr_log_warn("%s left behind", dir);

@@ -176,14 +176,10 @@ grant_budget(const struct plan_cluster *c, uint16_t ji, uint16_t s, const uint64
 	return 0;
 }
 
-/*
- * Job @ji's grant on each shard of its boxes: budget, tokens, bytes; their
- * bytes per token summed in @pt_sum.
- */
+/* Job @ji's grant on each shard of its boxes: budget, tokens, bytes. */
 static int
 job_grants(const struct plan_cluster *c, struct plan_result *r, uint16_t ji,
-	   const uint64_t *pairs_on, const struct job_nodes *jn, uint64_t *pt_sum, char *err,
-	   size_t errlen)
+	   const uint64_t *pairs_on, const struct job_nodes *jn, char *err, size_t errlen)
 {
 	const struct plan_job *j = &c->job[ji];
 	uint16_t s;
@@ -204,7 +200,6 @@ job_grants(const struct plan_cluster *c, struct plan_result *r, uint16_t ji,
 		g->job = ji;
 		g->shard = s;
 		g->mem_per_token = pt;
-		*pt_sum += pt;
 		if (grant_budget(c, ji, s, pairs_on, jn, g, err, errlen) != 0)
 			return -1;
 		if (jn->together) {
@@ -225,14 +220,15 @@ job_grants(const struct plan_cluster *c, struct plan_result *r, uint16_t ji,
 /*
  * Job @ji's grants from @first on, accounted: what it can use (its
  * smallest shard), each grant's used, wasted, left and over, the node
- * totals, and the same memory as one pool (@pt_sum bytes per token).
+ * totals, and the same memory as one pool (the grants' bytes per token
+ * summed).
  */
 static void
-job_account(const struct plan_cluster *c, struct plan_result *r, uint16_t ji, uint32_t first,
-	    uint64_t pt_sum)
+job_account(const struct plan_cluster *c, struct plan_result *r, uint16_t ji, uint32_t first)
 {
 	const struct plan_job *j = &c->job[ji];
 	struct plan_job_result *jr = &r->job[ji];
+	uint64_t pt_sum = 0;
 	uint32_t b;
 
 	/* What the job can use: its smallest shard. */
@@ -257,6 +253,7 @@ job_account(const struct plan_cluster *c, struct plan_result *r, uint16_t ji, ui
 		jr->wasted += g->wasted;
 		jr->left += g->left;
 		r->node_bytes[c->shard[g->shard].node] += g->bytes;
+		pt_sum += g->mem_per_token;
 	}
 	/* The same memory as one pool: one base, every stream's bytes per token. */
 	jr->ideal = jr->budget > j->base_mem ? (jr->budget - j->base_mem) / pt_sum : 0;
@@ -279,12 +276,11 @@ plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t 
 	for (ji = 0; ji < c->njobs; ji++) {
 		struct job_nodes jn;
 		uint32_t first = r->ngrants;
-		uint64_t pt_sum = 0;
 
 		job_nodes_init(c, ji, share[ji], &jn);
-		if (job_grants(c, r, ji, pairs_on, &jn, &pt_sum, err, errlen) != 0)
+		if (job_grants(c, r, ji, pairs_on, &jn, err, errlen) != 0)
 			return -1;
-		job_account(c, r, ji, first, pt_sum);
+		job_account(c, r, ji, first);
 	}
 	for (k = 0; k < c->nnodes; k++)
 		if (r->node_bytes[k] > avail(c, k))

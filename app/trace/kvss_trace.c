@@ -629,14 +629,9 @@ keep_points(const struct opts *o, struct oracle_blocks *blocks, struct curves *c
 
 /* --oracle: the offline references at capacity @k, and Belady's point for the plot. */
 static void
-run_oracles(const struct opts *o, struct oracle_blocks *blocks, struct curves *cv,
-	    unsigned int pi, unsigned int k, struct result *res)
+run_oracles(const struct opts *o, struct oracle_blocks *blocks, struct curves *cv, unsigned int k,
+	    struct result *res)
 {
-	if (pi > 0) {
-		/* The references do not depend on the policy: once is enough. */
-		res->belady = -1;
-		return;
-	}
 	res->belady = oracle_told(blocks, o->capacity[k], o->block, ORACLE_BELADY);
 	res->belady_seen = oracle_told(blocks, o->capacity[k], o->block, ORACLE_BELADY_SEEN);
 	res->told = oracle_lru_told(blocks, o->capacity[k], o->block, 0);
@@ -823,8 +818,9 @@ replay_one(struct opts *o, const struct workload *t, struct oracle_blocks *block
 	res.belady = res.belady_seen = res.told = res.told120 = res.told_uses = -1;
 	res.told_rate = res.life_rate = res.fitted = -1;
 	keep_points(o, blocks, cv, pi, k, &res);
-	if (o->oracle)
-		run_oracles(o, blocks, cv, pi, k, &res);
+	/* The references do not depend on the policy: once is enough (the first). */
+	if (o->oracle && pi == 0)
+		run_oracles(o, blocks, cv, k, &res);
 	*bad |= res.perr != 0 || res.vfail != 0;
 	if (o->json)
 		print_json(o, &res);

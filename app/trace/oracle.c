@@ -193,8 +193,7 @@ oracle_plain_lru(const struct oracle_blocks *a, uint64_t capacity, uint32_t bloc
 			if (stored[b]) {
 				if (prefix)
 					h += block_tokens(q, k, block);
-				lru_unlink(&l, b);
-				lru_push(&l, b);
+				lru_touch(&l, b);
 				continue;
 			}
 			prefix = false;

@@ -49,7 +49,6 @@ replayable(const struct oracle_blocks *a, const struct wl_req *q, uint64_t h)
 	return h / a->column * a->column;
 }
 
-/* A recency list over dense block numbers: head most recent. */
 /* Blocks in recency order (lib/ilist): list.head the most recent, list.tail the next to go. */
 struct lru {
 	struct ilist_link *link; /* per block */
@@ -80,6 +79,13 @@ static inline void
 lru_push(struct lru *l, uint32_t b)
 {
 	ilist_push_head(&l->list, ILIST_LINK_ARRAY(l->link), b);
+}
+
+/* Block @b, which is on @l, the most recent now (a hit). */
+static inline void
+lru_touch(struct lru *l, uint32_t b)
+{
+	ilist_move_head(&l->list, ILIST_LINK_ARRAY(l->link), b);
 }
 
 /* Tokens of block @k of request @q. */

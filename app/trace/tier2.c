@@ -61,8 +61,7 @@ static void
 to_l1(struct tier2 *t, uint32_t b, size_t sec)
 {
 	if (t->where[b] == IN_L1) {
-		lru_unlink(&t->l1, b);
-		lru_push(&t->l1, b);
+		lru_touch(&t->l1, b);
 		return;
 	}
 	if (t->where[b] == IN_L2) {

@@ -292,17 +292,8 @@ load_model_refill(struct ctx *c, const config_setting_t *me, struct prefixcache_
 			return -1;
 		pm->refill_latency_ns = (uint64_t)us * 1000;
 	}
-	if (config_setting_lookup_float(me, "refill_gbps", &gbps) != CONFIG_TRUE) {
-		long long gi;
-
-		if (cfg_get_int(c, me, "refill_gbps", 1, 100000, 100, false, &gi) != 0)
-			return -1;
-		gbps = (double)gi;
-	} else {
-		cfg_member(c, me, "refill_gbps"); /* read: not an unknown key */
-	}
-	if (!(gbps > 0 && gbps <= 100000))
-		return cfg_fail(c, me, "refill_gbps", "must be a number of Gb/s in (0, 100000]");
+	if (cfg_get_gbps(c, me, "refill_gbps", 100, &gbps) != 0)
+		return -1;
 	pm->refill_bytes_per_ns = gbps / 8.0;
 	GET_INT(c, me, "max_batch_tokens", 0, 65535, 0, false, pm->max_batch_tokens);
 	{
@@ -312,18 +303,8 @@ load_model_refill(struct ctx *c, const config_setting_t *me, struct prefixcache_
 		if (cfg_get_int(c, me, "l2_latency_us", 0, 10000000, 200, false, &us) != 0)
 			return -1;
 		pm->l2_latency_ns = (uint64_t)us * 1000;
-		gbps = 0;
-		if (config_setting_lookup_float(me, "l2_gbps", &gbps) != CONFIG_TRUE) {
-			long long gi;
-
-			if (cfg_get_int(c, me, "l2_gbps", 1, 100000, 16, false, &gi) != 0)
-				return -1;
-			gbps = (double)gi;
-		} else {
-			cfg_member(c, me, "l2_gbps");
-		}
-		if (!(gbps > 0 && gbps <= 100000))
-			return cfg_fail(c, me, "l2_gbps", "must be a number of Gb/s in (0, 100000]");
+		if (cfg_get_gbps(c, me, "l2_gbps", 16, &gbps) != 0)
+			return -1;
 		pm->l2_bytes_per_ns = gbps / 8.0;
 	}
 	return 0;

@@ -68,6 +68,31 @@ cfg_get_int(struct ctx *c, const config_setting_t *g, const char *name, long lon
 	return 0;
 }
 
+/*
+ * A bandwidth member in Gb/s, in (0, 100000]: a float (12.5), or a whole
+ * number in 1..100000 (libconfig types 10 as an integer); @def when missing.
+ */
+int
+cfg_get_gbps(struct ctx *c, const config_setting_t *g, const char *name, long long def,
+	     double *out)
+{
+	double v;
+
+	if (config_setting_lookup_float(g, name, &v) == CONFIG_TRUE) {
+		cfg_member(c, g, name); /* read: not an unknown key */
+	} else {
+		long long vi;
+
+		if (cfg_get_int(c, g, name, 1, 100000, def, false, &vi) != 0)
+			return -1;
+		v = (double)vi;
+	}
+	/* Also refuses a float that overflowed to infinity (1e400), and NaN. */
+	if (!(v > 0 && v <= 100000))
+		return cfg_fail(c, g, name, "%.10g: must be positive (Gb/s, at most 100000)", v);
+	*out = v;
+	return 0;
+}
 
 int
 cfg_get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out)

@@ -57,18 +57,8 @@ kvss_cfg_load_shared(struct ctx *c, const config_setting_t *root, struct kvss_co
 	 * whole slice from the cluster, about 20 ms and 2 Gb/s on this kind of
 	 * machine (docs/results.md). */
 	GET_INT(c, g, "latency_us", 0, 10000000, 20000, false, sc->latency_us);
-	sc->gbps = 2;
-	if (config_setting_lookup_float(g, "gbps", &sc->gbps) == CONFIG_TRUE) {
-		cfg_member(c, g, "gbps");
-	} else {
-		long long gi;
-
-		if (cfg_get_int(c, g, "gbps", 1, 100000, 2, false, &gi) != 0)
-			return -1;
-		sc->gbps = (double)gi;
-	}
-	if (!(sc->gbps > 0) || sc->gbps > 100000)
-		return cfg_fail(c, g, "gbps", "%g: must be positive (Gb/s, at most 100000)", sc->gbps);
+	if (cfg_get_gbps(c, g, "gbps", 2, &sc->gbps) != 0)
+		return -1;
 	/* Every column by default: what a replica keeps hot stays in its DRAM
 	 * and never goes down to its second tier, so "l2" would share only what
 	 * it is done with, never the prefixes another replica needs first. */

@@ -309,7 +309,7 @@ kvstore_reserve(struct kvstore *s, const struct proto_reserve *r)
 }
 
 struct kv_batch *
-kv_batch_get(struct kvstore *s, uint64_t no)
+kv_batch_get(const struct kvstore *s, uint64_t no)
 {
 	struct kv_batch *b = &s->batches[no % s->p.max_open_batches];
 
@@ -578,7 +578,12 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 		for (c = 0; c < num_caches; c++) {
 			struct kv_cache *kc = &s->cache[c];
 
-			if (c == over || kc->stored + add[c] > kc->capacity)
+			/*
+			 * The first cache over its capacity refuses the batch; those
+			 * before it are within theirs (evict_needs checked each token
+			 * it added), and their slots are checked, and reclaimed, first.
+			 */
+			if (c == over)
 				return -ENOSPC;
 			if (kc->free_slots < slots[c]) {
 				kv_reclaim(s);
@@ -753,10 +758,8 @@ token_write(const struct kv_cache *c, uint32_t slot, uint32_t x, const uint8_t *
 bool
 kvstore_batch_unseen(const struct kvstore *s, uint64_t batch_no)
 {
-	const struct kv_batch *b = &s->batches[batch_no % s->p.max_open_batches];
-
 	/* kvstore_data's -EAGAIN: no open batch of that number, and not one before. */
-	return b->no != batch_no && batch_no >= s->next_batch;
+	return kv_batch_get(s, batch_no) == NULL && batch_no >= s->next_batch;
 }
 
 int

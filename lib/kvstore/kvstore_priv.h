@@ -205,7 +205,9 @@ uint32_t kv_prompt_find(const struct kv_cache *c, uint64_t id);
 void kv_blk_push(struct kv_cache *c, uint32_t k, enum blk_state st);
 void kv_slot_free(struct kv_cache *c, uint32_t slot);
 void kv_hash_remove(struct kv_cache *c, uint64_t id);
-struct kv_batch *kv_batch_get(struct kvstore *s, uint64_t no);
+/* Batch @p no's ring slot when it holds that batch, else NULL; @p s const so
+ * that read-only callers (kvstore_batch_unseen) can ask too. */
+struct kv_batch *kv_batch_get(const struct kvstore *s, uint64_t no);
 void kv_batches_advance(struct kvstore *s);
 
 /* Deletions and reclamation (kvstore_delete.c): retire a page or prompt

@@ -192,6 +192,14 @@ struct shared_stats {
 /** A copy of the counters. */
 void shared_stats_get(const struct shared *s, struct shared_stats *out);
 
+/**
+ * Count in @p st a completion of @p op (enum shared_op) with @p status: ok,
+ * or the outcome its -errno names. For the clients of this API
+ * (shared_rados.c, and test/rados_mem.c in its place), so that they count
+ * alike; a caller reads the counts with shared_stats_get().
+ */
+void shared_stats_count(struct shared_stats *st, uint8_t op, int status);
+
 /** The op timeout in force, in ms (a whole number of seconds). */
 uint32_t shared_op_timeout_ms(const struct shared *s);
 

@@ -100,20 +100,6 @@ set_secs(rados_t cl, const char *opt, uint32_t ms)
 	return rados_conf_set(cl, opt, v);
 }
 
-int
-shared_conf_check(const char *path, char *err, size_t errlen)
-{
-	char why[600];
-	FILE *f = fileio_open(path, why, sizeof(why));
-
-	if (f == NULL) {
-		set_err(err, errlen, "Ceph configuration %s", why);
-		return -1;
-	}
-	fclose(f);
-	return 0;
-}
-
 /*
  * The files the configuration names for librados to open (its keyrings and
  * key file): librados opens them blocking, so a FIFO there would hang the
@@ -438,30 +424,6 @@ shared_del(struct shared *s, const char *ns, const char *name, uint64_t cookie)
 	return slot_submitted(s, sl, rc);
 }
 
-static void
-count(struct shared *s, uint8_t op, int status)
-{
-	switch (status) {
-	case 0:
-		s->st.ok[op]++;
-		break;
-	case -EEXIST:
-		s->st.exists++;
-		break;
-	case -ENOENT:
-		s->st.missing++;
-		break;
-	case -ETIMEDOUT:
-		s->st.timeouts++;
-		break;
-	case -EFBIG:
-		s->st.too_big++;
-		break;
-	default:
-		s->st.other_errors++;
-	}
-}
-
 /* A done slot's outcome into @p d; the slot is released and freed. */
 static void
 reap(struct shared *s, uint32_t live_i, struct shared_done *d)
@@ -486,7 +448,7 @@ reap(struct shared *s, uint32_t live_i, struct shared_done *d)
 			d->len = (uint32_t)sl->bytes_read;
 	}
 	d->status = rc > 0 ? 0 : rc;
-	count(s, sl->op, d->status);
+	shared_stats_count(&s->st, sl->op, d->status);
 	slot_release(sl);
 	s->live[live_i] = s->live[--s->nlive];
 	s->free[s->nfree++] = idx;

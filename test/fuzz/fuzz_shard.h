@@ -152,8 +152,6 @@ void fz_sh_fault(uint8_t fault);
 void fz_sh_act(uint8_t how, uint8_t which);
 /** What is held is answered at the thread's next turn. */
 void fz_sh_release(void);
-/** Reads answered with a lie so far (each was checked refused). */
-uint64_t fz_sh_lies(void);
 /** The thread's turns: gate it (its rings), let it answer what it was given. */
 void fz_sh_gate(struct rte_ring *to, struct rte_ring *from);
 void fz_sh_settle(void);

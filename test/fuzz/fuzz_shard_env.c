@@ -652,8 +652,9 @@ disk_restore(void)
 		return;
 	if (d->inflight != 0 || d->unsubmitted != 0 || d->nclears != 0 || d->npend != 0 ||
 	    d->nheld != 0 || d->nready != 0)
-		fz_fail("reset: the second tier is not idle (%u in flight, %u clears, %u deferred)",
-			d->inflight, d->nclears, d->npend);
+		fz_fail("reset: the second tier is not idle (%u in flight, %u unsubmitted, "
+			"%u clears, %u deferred, %u held, %u ready)",
+			d->inflight, d->unsubmitted, d->nclears, d->npend, d->nheld, d->nready);
 	for (c = 0; c < d->nc; c++) {
 		struct region *r = &d->r[c];
 		uint32_t i;

@@ -61,7 +61,6 @@ static struct {
 	/* Reads answered with a lie: their answers are checked at the next call. */
 	const struct level_req *lied[OPS];
 	unsigned int nlied;
-	uint64_t lies, puts_checked;
 	/* The thread's turns (fuzz_shard_env.c). */
 	int gated;
 	struct rte_ring *to, *from;
@@ -107,12 +106,6 @@ void
 fz_sh_release(void)
 {
 	rmem_release();
-}
-
-uint64_t
-fz_sh_lies(void)
-{
-	return R.lies;
 }
 
 /* ---- The thread's turns ----------------------------------------------------- */
@@ -217,7 +210,6 @@ check_put(const uint8_t *buf, uint32_t len)
 			fz_fail("the shard wrote token %u of a slice (key %" PRIu64 " org %" PRIu64
 				" cache %u, tokens %u from %u): not one batch's write",
 				t, h.key, h.org, h.cache, h.tokens, h.start);
-	R.puts_checked++;
 }
 
 /* An op taken: the input's next fault is its, and a PUT is checked as it comes. */
@@ -315,7 +307,6 @@ static void
 read_done(const struct rmem_op *o, struct rmem_obj *x, struct shared_done *d)
 {
 	if (lie(o, x, d)) {
-		R.lies++;
 		if (R.nlied < OPS)
 			R.lied[R.nlied++] = (const struct level_req *)(uintptr_t)o->cookie;
 		FZ_TRACE("  cluster: the read of %s/%s lies (%u)\n", o->ns, o->name, o->tag & 0x0f);

@@ -429,7 +429,7 @@ uint64_t drv_unaccounted(struct drv *d, bool say);
 /** The same whether or not the run finished: the shards' last STATUS against the account. */
 uint64_t drv_account_off(struct drv *d, bool say);
 
-/** Protocol errors the run counted. */
+/** Protocol errors the run counted (as of the last drv_report_derive()). */
 uint64_t drv_protocol_errors(struct drv *d);
 
 /* ---- epoch.c ---- */

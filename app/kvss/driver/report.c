@@ -1070,7 +1070,6 @@ drv_account_off(struct drv *d, bool say)
 uint64_t
 drv_protocol_errors(struct drv *d)
 {
-	drv_report_derive(d);
 	return d->st.errors + d->st.refill_failures + d->st.refill_timeouts + d->st.rx_drops +
 	       d->st.too_big + d->st.lost_tokens;
 }

@@ -317,10 +317,7 @@ expect_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 	for (k = 0; k < rq->num_chunks; k++)
 		ntok += ch[k].num_tokens;
 	if (e->p.open_loop) {
-		e->st.refilled_tokens += ntok;
-		/* Nothing awaited: done at once, after the lookup that asked for it. */
-		if (e->nol_done < sizeof(e->ol_done) / sizeof(e->ol_done[0]))
-			e->ol_done[e->nol_done++] = rq->refill_id;
+		e->st.refilled_tokens += ntok; /* nothing awaited: done after its lookup (seq_start) */
 		return;
 	}
 	s = &e->seq[rq->sequence_id];
@@ -535,9 +532,17 @@ seq_start(struct emu *e, uint64_t now)
 		for (k = 0; k < hit.num_refills; k++)
 			expect_refill(e, m, &hit.refills[k].rq, hit.refills[k].chunks);
 		/* Open loop: the refills count as done at once (the shard's ordered
-		 * queue still keeps their columns until their data has left). */
-		while (e->nol_done > 0)
-			prefixcache_refill_done(e->p.pc, e->ol_done[--e->nol_done]);
+		 * queue still keeps their columns until their data has left). Their
+		 * ids are copied first: hit.refills lasts until the next library call. */
+		if (e->p.open_loop) {
+			uint64_t done[PREFIXCACHE_MAX_CACHES];
+			uint16_t n = hit.num_refills;
+
+			for (k = 0; k < n; k++)
+				done[k] = hit.refills[k].rq.refill_id;
+			for (k = 0; k < n; k++)
+				prefixcache_refill_done(e->p.pc, done[k]);
+		}
 		s->prompt_id[m] = hit.prompt_id;
 		s->pos[m] = hit.hit_tokens;
 		/* Every refill brings the whole hit, each token to its slot. */

@@ -132,9 +132,6 @@ struct emu {
 	uint64_t held_ns;
 	uint64_t compute_free; /* when the wafer's compute is free (one prefill at a time) */
 	bool failed;
-	/* Open loop: refills of the lookup under way, done at once after it. */
-	uint64_t ol_done[MAX_REC_PER_SEQ * 4];
-	uint32_t nol_done;
 };
 
 static inline uint32_t
