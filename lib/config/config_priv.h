@@ -56,6 +56,8 @@ const char *cfg_whole(const config_setting_t *m, long long *v);
 /* An integer member within [lo, hi]; @p def when missing unless @p required. */
 int cfg_get_int(struct ctx *c, const config_setting_t *g, const char *name, long long lo,
 		long long hi, long long def, bool required, long long *out);
+int cfg_get_real(struct ctx *c, const config_setting_t *g, const char *name, double lo, bool lo_ok,
+		 double hi, double def, double *out);
 int cfg_get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out);
 /* The index of the member's string among @p choices (NULL-ended); @p def when missing. */
 int cfg_get_choice(struct ctx *c, const config_setting_t *g, const char *name,
