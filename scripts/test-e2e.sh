@@ -149,6 +149,56 @@ if want 1; then
 	[ "$fail" -eq 0 ] || grep -E "summary:|final stats" "$tmp/all.log" >&2
 fi
 
+# 1p. Time to first token and the refill policy: the same Poisson arrivals
+#     with the cache off (compute-only), every hit refilled (io-only) and the
+#     adaptive rule, at a prefill rate a refill beats (its hits taken) and at
+#     one no refill beats (every hit computed instead: the decision moved).
+#     Then a trace that cannot be replayed at its times, refused naming its line.
+if want 1p; then
+	for run in compute-only:50000 io-only:50000 adaptive:50000 adaptive:1000000000; do
+		pol=${run%%:*} rate=${run#*:} name=${run/:/-}
+		sed -e 's/^  generate = 200;$/&\n  arrivals = "poisson"; arrival_rate = 40.0; prefill_overhead_us = 1000;/' \
+			-e "s/^  policy = \"lru\";\$/&\n  recompute_tokens_per_s = $rate; refill_policy = \"$pol\";/" \
+			config/all-in-one.cfg >"$tmp/$name.cfg"
+		run_all "$tmp/$name.cfg" "$tmp/$name.log" --limit 100
+		check "ttft $name: exits 0" test $? -eq 0
+		grep '^{' "$tmp/$name.log" | tail -1 >"$tmp/$name.json"
+		check_clean "ttft $name" "$tmp/$name.json" "the shard holds"
+		check "ttft $name: every request got its first token, its TTFT counted" \
+			test "$(field "$tmp/$name.json" first_tokens)" = 100
+		check "ttft $name: the summary gives TTFT p50, p90 and p99 under its policy" \
+			grep -q "time to first token (arrivals poisson, refill policy $pol): p50 [0-9.]* ms, p90 [0-9.]* ms, p99" "$tmp/$name.log"
+		check "ttft $name: p50 <= p90 <= p99, all above 0" \
+			holds "0 < $(field "$tmp/$name.json" ttft_p50_ms) <= $(field "$tmp/$name.json" ttft_p90_ms) <= $(field "$tmp/$name.json" ttft_p99_ms)"
+	done
+	check "ttft compute-only: nothing looked up, refilled or stored" \
+		test "$(field "$tmp/compute-only-50000.json" hit_tokens)/$(field "$tmp/compute-only-50000.json" refills)/$(field "$tmp/compute-only-50000.json" evicted_tokens)" = 0/0/0
+	check "ttft compute-only: every prompt token computed" \
+		test "$(field "$tmp/compute-only-50000.json" prefill_computed_tokens)" = "$(field "$tmp/compute-only-50000.json" prompt_tokens)"
+	check "ttft io-only: the chats hit, and the hits saved compute" \
+		holds "$(field "$tmp/io-only-50000.json" hit_ratio) > 0.2 and $(field "$tmp/io-only-50000.json" compute_saved_ms) > 0"
+	check "ttft adaptive at 50k tokens/s: a refill beats computing, every hit taken" \
+		holds "$(field "$tmp/adaptive-50000.json" hit_ratio) > 0.2 and $(field "$tmp/adaptive-50000.json" recomputed_by_choice_tokens) == 0"
+	check "ttft adaptive at 1e9 tokens/s: no refill beats computing, every hit computed instead" \
+		holds "$(field "$tmp/adaptive-1000000000.json" hit_tokens) == 0 and $(field "$tmp/adaptive-1000000000.json" recomputed_by_choice_tokens) > 0"
+	# A trace replayed at its times: one line going back in time, one without a time.
+	printf '%s\n' '{"tokens": [1, 2, 3], "timestamp": 10}' '{"tokens": [4, 5, 6], "timestamp": 5}' >"$tmp/back.jsonl"
+	printf '%s\n' '{"tokens": [1, 2, 3], "timestamp": 10}' '{"tokens": [4, 5, 6]}' >"$tmp/nots.jsonl"
+	for t in back nots; do
+		sed -e "s|^  trace = \"\";.*|  trace = \"$tmp/$t.jsonl\"; arrivals = \"trace\";|" config/all-in-one.cfg >"$tmp/$t.cfg"
+		run_all "$tmp/$t.cfg" "$tmp/$t.log"
+		check "ttft trace $t: refused at start (exit 2)" test $? -eq 2
+	done
+	check "ttft trace back: the error names line 2 and why" \
+		grep -q "wafer.arrivals = \"trace\": $tmp/back.jsonl: line 2's timestamp is earlier" "$tmp/back.log"
+	check "ttft trace nots: the error names line 2 and why" \
+		grep -q "wafer.arrivals = \"trace\": $tmp/nots.jsonl: line 2 has no timestamp" "$tmp/nots.log"
+	sed -e 's/^  generate = 200;$/&\n  arrivals = "trace"; time_scale = 0;/' config/all-in-one.cfg >"$tmp/scale0.cfg"
+	run_all "$tmp/scale0.cfg" "$tmp/scale0.log"
+	check "ttft: time_scale = 0 refused at start naming the key (exit 2)" \
+		sh -c "test $? -eq 2 && grep -q 'time_scale' '$tmp/scale0.log'"
+fi
+
 # 1b. Multimodal input (issue 31, item 2): an image of 64 tokens ends every
 #     4th prompt of the built-in workload (wafer.multimodal_every); caching
 #     stops before it, the summary counts what was not cached.

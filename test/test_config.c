@@ -737,3 +737,179 @@ Test(config, the_shared_level_wants_every_model_named)
 	}
 	unlink(path);
 }
+
+/* ---- When requests arrive, what a prefill costs, which hits are refilled ------------------- */
+
+/*
+ * A driver of @p nmodels models (one shard each) with @p driver_extra in
+ * its group and @p wafer as its wafer group ("" for none), loaded into
+ * cfg: 0, or the load's failure with err.
+ */
+static int
+ttft_cfg(unsigned int nmodels, const char *driver_extra, const char *wafer)
+{
+	static const char *const model =
+		"  { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+		"    address = { mac = \"02:00:00:00:00:0%u\"; ipv4 = \"10.0.0.%u\"; };\n"
+		"    bytes_per_token = [64]; capacity_tokens = [1000]; } ); }";
+	char path[64], text[4096];
+	size_t len;
+	unsigned int i;
+	FILE *f;
+	int rc;
+
+	len = (size_t)snprintf(text, sizeof(text),
+			       "role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; "
+			       "ipv4 = \"10.0.0.1\"; };\n %s\n models = (\n", driver_extra);
+	for (i = 0; i < nmodels; i++) {
+		len += (size_t)snprintf(text + len, sizeof(text) - len, model, i + 2, i + 2);
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n", i + 1 < nmodels ? "," : "");
+	}
+	snprintf(text + len, sizeof(text) - len, " ); };\n%s%s%s", wafer[0] ? "wafer = { " : "", wafer,
+		 wafer[0] ? " };\n" : "");
+	snprintf(path, sizeof(path), "/tmp/kvss_cfg_ttft_%d.cfg", (int)getpid());
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	memset(&cfg, 0xa5, sizeof(cfg)); /* nothing read is left from a load before */
+	rc = kvss_config_load(path, &cfg, err, sizeof(err));
+	unlink(path);
+	return rc;
+}
+
+/*
+ * Not given: a closed loop, the trace at its speed, 5 a second from seed 1,
+ * no fixed prefill cost, the adaptive policy. Given: read as written, a
+ * float or a whole number alike, the bounds themselves taken.
+ * Catches: a default changed, a key read into the wrong field, an integer
+ * refused where a number is wanted (cfg_get_real), a bound taken as
+ * outside (1e6, 1e-6, 10000000, 2^62).
+ */
+Test(config, the_arrival_keys_have_defaults_and_take_what_is_written)
+{
+	cr_assert_eq(ttft_cfg(1, "", ""), 0, "%s", err);
+	cr_assert_eq(cfg.wafer.arrivals, KVSS_ARRIVALS_CLOSED);
+	cr_assert(cfg.wafer.time_scale == 1.0, "time_scale %g", cfg.wafer.time_scale);
+	cr_assert(cfg.wafer.arrival_rate == 5.0, "arrival_rate %g", cfg.wafer.arrival_rate);
+	cr_assert_eq(cfg.wafer.arrival_seed, 1);
+	cr_assert_eq(cfg.wafer.prefill_overhead_us, 0);
+	cr_assert_eq(cfg.driver.refill_policy, KVSS_POLICY_ADAPTIVE);
+	cr_assert_eq(ttft_cfg(1, "refill_policy = \"io-only\";",
+			      "arrivals = \"trace\"; time_scale = 0.25; arrival_rate = 2;"
+			      " arrival_seed = 99; prefill_overhead_us = 1500;"),
+		     0, "%s", err);
+	cr_assert_eq(cfg.wafer.arrivals, KVSS_ARRIVALS_TRACE);
+	cr_assert(cfg.wafer.time_scale == 0.25, "time_scale %g", cfg.wafer.time_scale);
+	cr_assert(cfg.wafer.arrival_rate == 2.0, "an integer rate: %g", cfg.wafer.arrival_rate);
+	cr_assert_eq(cfg.wafer.arrival_seed, 99);
+	cr_assert_eq(cfg.wafer.prefill_overhead_us, 1500);
+	cr_assert_eq(cfg.driver.refill_policy, KVSS_POLICY_IO_ONLY);
+	cr_assert_eq(ttft_cfg(1, "refill_policy = \"compute-only\";",
+			      "arrivals = \"poisson\"; time_scale = 3; arrival_rate = 0.5;"
+			      " arrival_seed = 0;"),
+		     0, "%s", err);
+	cr_assert_eq(cfg.wafer.arrivals, KVSS_ARRIVALS_POISSON);
+	cr_assert(cfg.wafer.time_scale == 3.0, "an integer scale: %g", cfg.wafer.time_scale);
+	cr_assert(cfg.wafer.arrival_rate == 0.5, "arrival_rate %g", cfg.wafer.arrival_rate);
+	cr_assert_eq(cfg.wafer.arrival_seed, 0);
+	cr_assert_eq(cfg.driver.refill_policy, KVSS_POLICY_COMPUTE_ONLY);
+	/* The bounds are in. */
+	cr_assert_eq(ttft_cfg(1, "", "arrivals = \"closed\"; time_scale = 1e-6; arrival_rate = 1e6;"
+				     " arrival_seed = 4611686018427387904L; prefill_overhead_us = 10000000;"),
+		     0, "%s", err);
+	cr_assert(cfg.wafer.time_scale == 1e-6 && cfg.wafer.arrival_rate == 1e6);
+	cr_assert_eq(cfg.wafer.arrival_seed, 1ull << 62);
+	cr_assert_eq(cfg.wafer.prefill_overhead_us, 10000000);
+	cr_assert_eq(ttft_cfg(1, "", "time_scale = 1e6; arrival_rate = 1e-6;"), 0, "%s", err);
+	cr_assert(cfg.wafer.time_scale == 1e6 && cfg.wafer.arrival_rate == 1e-6);
+}
+
+/*
+ * Every hostile value of a new key refused, naming the key (and the line:
+ * the wafer group is on line 9 of ttft_cfg's text, the driver's extra on
+ * line 3). Catches: a bound dropped (0, negatives, 1e7, below 1e-6), a
+ * string or a bool taken for a number, an unknown choice taken for the
+ * default, a key named wrongly in the message.
+ */
+Test(config, hostile_arrival_and_policy_values_are_refused_naming_the_key)
+{
+	static const char *const real_keys[] = {"time_scale", "arrival_rate"};
+	static const char *const hostile[] = {"0",   "0.0",  "-1",	 "-0.5", "1e7", "1000001",
+					      "\"x\"", "1e-9", "9e-7", "true", "[1]", "1e400"};
+	static const struct {
+		const char *driver, *wafer, *want;
+	} c[] = {
+		{"", "arrivals = \"open\";", ":9: wafer.arrivals: 'open' is not one of closed, trace, poisson"},
+		{"", "arrivals = \"Trace\";", ":9: wafer.arrivals: 'Trace' is not one of"},
+		{"", "arrivals = 1;", ":9: wafer.arrivals"},
+		{"refill_policy = \"never\";", "",
+		 ":3: driver.refill_policy: 'never' is not one of adaptive, io-only, compute-only"},
+		{"refill_policy = \"io_only\";", "", ":3: driver.refill_policy: 'io_only' is not one of"},
+		{"refill_policy = \"\";", "", ":3: driver.refill_policy"},
+		{"", "prefill_overhead_us = -1;", ":9: wafer.prefill_overhead_us: -1 is out of range"},
+		{"", "prefill_overhead_us = 10000001;",
+		 ":9: wafer.prefill_overhead_us: 10000001 is out of range"},
+		{"", "prefill_overhead_us = 1.5;", ":9: wafer.prefill_overhead_us: must be a whole number"},
+		{"", "prefill_overhead_us = \"x\";", ":9: wafer.prefill_overhead_us"},
+		{"", "arrival_seed = -1;", ":9: wafer.arrival_seed: -1 is out of range"},
+		{"", "arrival_seed = 4611686018427387905L;", ":9: wafer.arrival_seed: 4611686018427387905 is out"},
+		{"", "arrival_seed = \"x\";", ":9: wafer.arrival_seed"},
+	};
+	char wafer[96], want[64];
+	unsigned int i, k;
+
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+			snprintf(wafer, sizeof(wafer), "arrivals = \"poisson\"; %s = %s;", real_keys[k],
+				 hostile[i]);
+			cr_assert_eq(ttft_cfg(1, "", wafer), -1, "accepted: %s", wafer);
+			snprintf(want, sizeof(want), ":9: wafer.%s: ", real_keys[k]);
+			cr_assert(strstr(err, want) != NULL, "'%s': '%s' lacks '%s'", wafer, err, want);
+		}
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		cr_assert_eq(ttft_cfg(1, c[i].driver, c[i].wafer), -1, "accepted: %s%s", c[i].driver,
+			     c[i].wafer);
+		cr_assert(strstr(err, c[i].want) != NULL, "'%s%s': '%s' lacks '%s'", c[i].driver,
+			  c[i].wafer, err, c[i].want);
+	}
+}
+
+/*
+ * The adaptive policy gives every model the wafer's prefill rate in tokens
+ * per ns (driver.recompute_tokens_per_s / 1e9), the rule prefixcache's
+ * lookup compares a refill's estimate with; io-only and compute-only give
+ * none (every hit refilled, or the emulator looks nothing up), and adaptive
+ * without a rate none either.
+ * Catches: the rate set for io-only (or compute-only), not set for
+ * adaptive, set for model 0 only, set in tokens per s or per us, set
+ * before the policy is read.
+ */
+Test(config, the_adaptive_policy_gives_each_model_the_prefill_rate_per_ns)
+{
+	cr_assert_eq(ttft_cfg(2, "recompute_tokens_per_s = 2000000;", ""), 0, "%s", err);
+	cr_assert_eq(cfg.driver.refill_policy, KVSS_POLICY_ADAPTIVE, "the default");
+	cr_assert_eq(cfg.driver.pc.num_models, 2);
+	cr_assert(cfg.driver.pc.model[0].recompute_tokens_per_ns == 2000000 / 1e9 &&
+		  cfg.driver.pc.model[1].recompute_tokens_per_ns == 2000000 / 1e9,
+		  "%g and %g tokens/ns, want 0.002", cfg.driver.pc.model[0].recompute_tokens_per_ns,
+		  cfg.driver.pc.model[1].recompute_tokens_per_ns);
+	cr_assert_eq(ttft_cfg(1, "recompute_tokens_per_s = 3; refill_policy = \"adaptive\";", ""), 0, "%s",
+		     err);
+	cr_assert(cfg.driver.pc.model[0].recompute_tokens_per_ns == 3 / 1e9, "%g",
+		  cfg.driver.pc.model[0].recompute_tokens_per_ns);
+	cr_assert_eq(ttft_cfg(2, "recompute_tokens_per_s = 2000000; refill_policy = \"io-only\";", ""), 0,
+		     "%s", err);
+	cr_assert(cfg.driver.pc.model[0].recompute_tokens_per_ns == 0 &&
+		  cfg.driver.pc.model[1].recompute_tokens_per_ns == 0,
+		  "io-only refills every hit: %g", cfg.driver.pc.model[0].recompute_tokens_per_ns);
+	cr_assert_eq(cfg.driver.recompute_tokens_per_s, 2000000, "the emulator's prefill rate stays");
+	cr_assert_eq(ttft_cfg(1, "recompute_tokens_per_s = 2000000; refill_policy = \"compute-only\";",
+			      ""),
+		     0, "%s", err);
+	cr_assert(cfg.driver.pc.model[0].recompute_tokens_per_ns == 0, "%g",
+		  cfg.driver.pc.model[0].recompute_tokens_per_ns);
+	cr_assert_eq(ttft_cfg(1, "", ""), 0, "%s", err);
+	cr_assert(cfg.driver.pc.model[0].recompute_tokens_per_ns == 0, "adaptive, no rate: %g",
+		  cfg.driver.pc.model[0].recompute_tokens_per_ns);
+}

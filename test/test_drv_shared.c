@@ -570,3 +570,43 @@ Test(drv_shared, a_cluster_failing_for_op_timeout_ms_is_unavailable_then_availab
 	cr_assert_eq(ST->down_cols, 1);
 	cr_assert_eq(ST->generation_refused, 0, "a failed read is no answer: nothing refused");
 }
+
+/* ---- Refill or recompute: a lookup no sooner than computing is given up ---------------- */
+
+/*
+ * With the adaptive policy and a prefill rate, a request whose lookup is
+ * still out when computing its columns would have been done starts without
+ * it (counted abandoned), long before shared.deadline_ms (a second here);
+ * with io-only it waits for the deadline. The organization's generation is
+ * never answered here (no poll), which keeps the lookup out.
+ */
+Test(drv_shared, a_lookup_still_out_when_computing_would_be_done_is_abandoned)
+{
+	uint64_t keys[8], t = SEC, x;
+	uint32_t n, r = request_with(3, keys, &n);
+
+	kvss.cfg.driver.refill_policy = KVSS_POLICY_ADAPTIVE;
+	kvss.cfg.driver.recompute_tokens_per_s = 64000000; /* a column of 64 tokens a us */
+	cr_assert_not(drv_sh_request_ready(d, r, t), "its lookup is sent, its wait starts");
+	x = (uint64_t)n * 1000; /* computing the n columns it looks up, ns */
+	cr_assert_not(drv_sh_request_ready(d, r, t + x - 1), "computing would not be done yet");
+	cr_assert_eq(ST->lookups_abandoned, 0);
+	cr_assert(drv_sh_request_ready(d, r, t + x), "computing would be done: it goes on");
+	cr_assert_eq(ST->lookups_abandoned, 1);
+	cr_assert_eq(ST->started, 1);
+	cr_assert_eq(ST->staged_cols, 0, "nothing came back: nothing staged");
+}
+
+Test(drv_shared, io_only_waits_for_the_deadline_whatever_computing_would_take)
+{
+	uint64_t keys[8], t = SEC;
+	uint32_t n, r = request_with(3, keys, &n);
+
+	kvss.cfg.driver.refill_policy = KVSS_POLICY_IO_ONLY;
+	kvss.cfg.driver.recompute_tokens_per_s = 64000000;
+	cr_assert_not(drv_sh_request_ready(d, r, t));
+	cr_assert_not(drv_sh_request_ready(d, r, t + SEC / 2), "io-only: the deadline alone decides");
+	cr_assert_eq(ST->lookups_abandoned, 0);
+	cr_assert(drv_sh_request_ready(d, r, t + SEC), "the deadline (shared.deadline_ms)");
+	cr_assert_eq(ST->lookups_abandoned, 0);
+}

@@ -107,6 +107,46 @@ h_seq_refilled(void *arg, uint64_t ns, uint64_t est, uint64_t est_bytes)
 
 static const struct emu_hooks hooks = {h_model_up, h_shard_up, h_model_refilled, h_seq_refilled, NULL};
 
+/*
+ * For the next rig_up (the time-to-first-token tests; zero: as before):
+ * emu_params' arrivals, slots, prefill costs and compute_only, and a
+ * workload of its own: request i a prompt of len[i] tokens base[i] + j
+ * (equal bases, equal prompts), one organization, two tokens of answer.
+ */
+static struct rig_opt {
+	const uint64_t *arrival_ns;
+	uint32_t max_inflight;
+	uint32_t recompute_tokens_per_s;
+	uint64_t prefill_overhead_ns;
+	bool compute_only;
+	const uint32_t *len, *base;
+} O;
+
+/* R.wl as O says: @p n requests. */
+static void
+rig_workload(uint32_t n)
+{
+	uint32_t i, j;
+
+	R.wl.r = calloc(n, sizeof(*R.wl.r));
+	cr_assert_not_null(R.wl.r);
+	R.wl.n = R.wl.cap = n;
+	for (i = 0; i < n; i++) {
+		struct wl_req *q = &R.wl.r[i];
+
+		q->n = q->allowed = O.len[i];
+		q->tokens = malloc(sizeof(uint32_t) * q->n);
+		cr_assert_not_null(q->tokens);
+		for (j = 0; j < q->n; j++)
+			q->tokens[j] = O.base[i] + j;
+		q->out = 2;
+		q->iso = 0x77;
+		q->first_mm = UINT32_MAX;
+		q->ts_ms = i;
+		R.wl.tokens += q->n;
+	}
+}
+
 static void
 rig_up(uint32_t requests, uint64_t capacity, bool learned)
 {
@@ -136,7 +176,10 @@ rig_up(uint32_t requests, uint64_t capacity, bool learned)
 	R.pc = prefixcache_create(&R.pp, &sink);
 	cr_assert_not_null(R.pc);
 	drv_learn_init(&R.learn, R.pc, &R.st, learned, 0);
-	cr_assert_eq(workload_generate(requests, &R.wl), 0);
+	if (O.len != NULL)
+		rig_workload(requests);
+	else
+		cr_assert_eq(workload_generate(requests, &R.wl), 0);
 	for (k = 0; k < NSH; k++) {
 		struct kvstore_params kp = {.num_caches = 1, .max_batch_entries = 32, .max_open_batches = 1024,
 					    .max_refill_chunks = 64};
@@ -153,9 +196,13 @@ rig_up(uint32_t requests, uint64_t capacity, bool learned)
 	}
 	R.epoch[0] = 0x1234;
 	ep = (struct emu_params){.pc = R.pc, .pcp = &R.pp, .wl = &R.wl, .nreq = requests,
-				 .num_models = 1, .max_inflight = 8, .step_tokens = 64,
+				 .num_models = 1, .max_inflight = O.max_inflight ? O.max_inflight : 8,
+				 .step_tokens = 64,
 				 .spec_tokens = spk, .spec_reject = spr / 100.0, .spec_seed = 1,
 				 .refill_timeout_ns = 1000 * MS, .resume_estimate = false,
+				 .recompute_tokens_per_s = O.recompute_tokens_per_s,
+				 .prefill_overhead_ns = O.prefill_overhead_ns, .arrival_ns = O.arrival_ns,
+				 .compute_only = O.compute_only,
 				 .nshards = NSH, .shard = es, .hooks = &hooks};
 	R.emu = emu_create(&ep);
 	cr_assert_not_null(R.emu);
@@ -182,6 +229,7 @@ rig_down(void)
 	R.seen = NULL;
 	R.spec_tokens = R.spec_reject_pct = 0;
 	R.ignore_overwrites = false;
+	memset(&O, 0, sizeof(O));
 }
 
 /* Shard @p k runs one queued control message, parsed back from its bytes. */
@@ -620,4 +668,275 @@ Test(emulator, the_expiry_check_counts_a_token_last_evicted_longer_ago_than_the_
 	cr_assert_eq(emu_stats(R.emu)->expired_served, 2, "0xabc is still checked once the table is full");
 	emu_ev_check(e, (const uint64_t[]){(uint64_t)(1u << 22) * 0x9E3779B97F4A7C15ull}, 1);
 	cr_assert_eq(emu_stats(R.emu)->expired_served, 2, "a hash not noted (the table full) is not counted");
+}
+
+/* ---- Arrivals and the time to first token ----------------------------------------------------- */
+
+/* Requests begun by a step at @p now after an origin @p origin, per @p arr. */
+static uint64_t
+arrived_by(const uint64_t *arr, uint32_t n, uint64_t origin, uint64_t now)
+{
+	uint64_t k = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		k += arr[i] <= now - origin;
+	return k;
+}
+
+/*
+ * A request begins no sooner than its arrival (counted from the first
+ * step's time), at the first step at or after it, every slot being free:
+ * arrivals 0, 5, 5.5 and 40 ms after a first step at 10 ms begin at 10, 15,
+ * 16 and 50 ms. With compute free and no hit, each has its first token at
+ * the step it begins: its TTFT is that step less its arrival (500 us for
+ * the third: it arrived between two steps), all of it queueing. The
+ * arrivals are copied: the caller's array may change after emu_create; and
+ * arrivals going back are refused there.
+ * Catches: the arrival check dropped (all begin at the first step), <= for
+ * < (one begins a step late), arrivals taken from 0 instead of the first
+ * step, the caller's array kept (not copied), the TTFT or the queueing
+ * counted from the begin instead of the arrival, a decreasing array taken.
+ */
+Test(emulator, a_request_does_not_begin_before_it_arrives)
+{
+	static const uint32_t len[4] = {100, 100, 100, 100}, base[4] = {1000, 2000, 3000, 4000};
+	uint64_t arr[4] = {0, 5 * MS, 5 * MS + MS / 2, 40 * MS};
+	const uint64_t want[4] = {0, 5 * MS, 5 * MS + MS / 2, 40 * MS};
+	const uint64_t origin = 10 * MS;
+	const uint64_t *tt;
+	uint64_t now = origin;
+	struct emu_params ep;
+	size_t n;
+	unsigned int steps = 0;
+
+	O.len = len;
+	O.base = base;
+	O.arrival_ns = arr;
+	rig_up(4, 1u << 20, false);
+	memset(arr, 0, sizeof(arr)); /* emu_create took a copy */
+	while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0) {
+		emu_step(R.emu, now);
+		cr_assert_eq(emu_stats(R.emu)->requests, arrived_by(want, 4, origin, now),
+			     "%lu begun by %lu ms after the first step, %lu arrived",
+			     (unsigned long)emu_stats(R.emu)->requests, (unsigned long)((now - origin) / MS),
+			     (unsigned long)arrived_by(want, 4, origin, now));
+		shards_turn(now);
+		now += MS;
+		cr_assert_lt(++steps, 10000);
+	}
+	cr_assert(!emu_failed(R.emu));
+	cr_assert_eq(emu_stats(R.emu)->completed, 4);
+	cr_assert_eq(emu_stats(R.emu)->hit_tokens, 0, "prompts of their own: no hit");
+	tt = emu_ttft_us(R.emu, &n);
+	cr_assert_eq(n, 4);
+	cr_assert(tt[0] == 0 && tt[1] == 0 && tt[2] == 500 && tt[3] == 0,
+		  "TTFTs %lu %lu %lu %lu us, want 0 0 500 0", (unsigned long)tt[0],
+		  (unsigned long)tt[1], (unsigned long)tt[2], (unsigned long)tt[3]);
+	cr_assert_eq(emu_stats(R.emu)->first_tokens, 4);
+	cr_assert_eq(emu_stats(R.emu)->ttft_us, 500);
+	cr_assert_eq(emu_stats(R.emu)->queue_us, 500, "arrived at 15.5 ms, begun at 16");
+	emu_stop(R.emu);
+	cr_assert_eq(emu_stats(R.emu)->arrivals_unbegun, 0, "all begun");
+	/* Arrivals going back: refused (the caller orders them, or refuses the trace). */
+	ep = R.emu->p;
+	ep.arrival_ns = (const uint64_t[4]){0, 10 * MS, 5 * MS, 20 * MS};
+	cr_assert_null(emu_create(&ep), "arrivals going back taken");
+	ep.arrival_ns = (const uint64_t[4]){0, 5 * MS, 5 * MS, 20 * MS};
+	{
+		struct emu *e = emu_create(&ep);
+
+		cr_assert_not_null(e, "equal arrivals refused");
+		emu_free(e);
+	}
+}
+
+/*
+ * Three runs of three prompts of 1,000 tokens each their own (no hit), at
+ * a million tokens a second plus 2.5 ms a prefill: each prefill takes
+ * 3.5 ms, its first token at the 4th step (1 ms apart) after it begins.
+ * One slot, a closed loop: each TTFT is 4 ms (it arrives as it begins).
+ * One slot, all arriving at the first step: each after the first waited
+ * for the ones before (the first's prefill, then its decode), and its TTFT
+ * is that wait plus 4 ms, to the microsecond; the waits are queue_us. Two
+ * slots, both arriving at once: one compute, the second's prefill after
+ * the first's (7 ms).
+ * Catches: the TTFT counted from the begin (the queueing left out), the
+ * first token counted before the prefill is done, the fixed cost or the
+ * tokens left out of the prefill, queue_us not kept, the TTFTs' sum
+ * (ttft_us) not kept.
+ */
+Test(emulator, the_time_to_first_token_counts_the_queueing_and_the_prefill)
+{
+	static const uint32_t len[3] = {1000, 1000, 1000}, base[3] = {10000, 20000, 30000};
+	static const uint64_t at0[3] = {0, 0, 0};
+	unsigned int run_;
+
+	for (run_ = 0; run_ < 3; run_++) {
+		uint64_t now = 10 * MS, begun_at[3] = {0}, qsum = 0, tsum = 0;
+		const uint64_t *tt;
+		unsigned int steps = 0, i;
+		size_t n;
+
+		O.len = len;
+		O.base = base;
+		O.max_inflight = run_ == 2 ? 2 : 1;
+		O.recompute_tokens_per_s = 1000000;
+		O.prefill_overhead_ns = 2500000;
+		O.arrival_ns = run_ == 0 ? NULL : at0;
+		rig_up(3, 1u << 20, false);
+		while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0) {
+			uint64_t before = emu_stats(R.emu)->requests;
+
+			emu_step(R.emu, now);
+			for (i = (unsigned int)before; i < emu_stats(R.emu)->requests; i++)
+				begun_at[i] = now;
+			shards_turn(now);
+			now += MS;
+			cr_assert_lt(++steps, 10000);
+		}
+		cr_assert(!emu_failed(R.emu));
+		cr_assert_eq(emu_stats(R.emu)->hit_tokens, 0);
+		cr_assert_eq(emu_stats(R.emu)->compute_us, 3 * 3500);
+		tt = emu_ttft_us(R.emu, &n);
+		cr_assert_eq(n, 3);
+		for (i = 0; i < 3; i++)
+			tsum += tt[i];
+		cr_assert_eq(emu_stats(R.emu)->ttft_us, tsum);
+		if (run_ == 0) {
+			for (i = 0; i < 3; i++)
+				cr_assert_eq(tt[i], 4000, "closed loop, request %u: %lu us, want 4000", i,
+					     (unsigned long)tt[i]);
+			cr_assert_eq(emu_stats(R.emu)->queue_us, 0);
+		} else if (run_ == 1) {
+			cr_assert_gt(begun_at[1], begun_at[0] + 4 * MS, "one slot: the second waits");
+			for (i = 0; i < 3; i++) {
+				uint64_t q = (begun_at[i] - 10 * MS) / 1000;
+
+				cr_assert_eq(tt[i], q + 4000, "request %u: %lu us, want %lu queued + 4000", i,
+					     (unsigned long)tt[i], (unsigned long)q);
+				qsum += q;
+			}
+			cr_assert_eq(emu_stats(R.emu)->queue_us, qsum);
+			cr_assert_gt(qsum, 0);
+		} else {
+			cr_assert(begun_at[0] == 10 * MS && begun_at[1] == 10 * MS, "two slots: both begin");
+			cr_assert(tt[0] == 4000 && tt[1] == 7000, "one compute: %lu and %lu us, want 4000 7000",
+				  (unsigned long)tt[0], (unsigned long)tt[1]);
+		}
+		if (run_ < 2)
+			rig_down(); /* the last: the suite's fini */
+	}
+}
+
+/*
+ * compute_only: the cache off. The same prompt of 200 tokens three times,
+ * one slot, a closed loop: with the cache the second and third hit (the
+ * hit's compute saved, at 1 us a token) and their TTFT counts their
+ * refill's wait; without, nothing is looked up, refilled or stored, every
+ * prompt token is computed, and no TTFT waits for a refill.
+ * Catches: compute_only ignored (a lookup made), its requests counted as
+ * hits or their misses left out, their prefill not charged for the whole
+ * prompt, something evicted for them; compute_saved_us not kept (or kept
+ * at the missed tokens); the first token counted before the refill is
+ * whole.
+ */
+Test(emulator, compute_only_looks_nothing_up_and_computes_every_prompt)
+{
+	static const uint32_t len[3] = {200, 200, 200}, base[3] = {500, 500, 500};
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		const struct emu_stats *st;
+		struct prefixcache_stats ps;
+		const uint64_t *tt;
+		uint64_t now = MS;
+		size_t n;
+
+		O.len = len;
+		O.base = base;
+		O.max_inflight = 1;
+		O.recompute_tokens_per_s = 1000000;
+		O.compute_only = k == 1;
+		rig_up(3, 1u << 20, false);
+		run(&now);
+		st = emu_stats(R.emu);
+		prefixcache_stats(R.pc, &ps);
+		cr_assert_eq(st->completed, 3);
+		cr_assert_eq(st->prompt_tokens, 600);
+		if (k == 0) {
+			cr_assert_gt(st->hit_tokens, 0, "the cache on: the same prompt hits");
+			cr_assert_eq(st->miss_tokens, 600 - st->hit_tokens);
+			cr_assert_eq(st->compute_saved_us, st->hit_tokens, "1 us a hit token");
+			cr_assert_eq(st->compute_us, st->miss_tokens);
+			cr_assert_gt(ps.requests, 0);
+			/* The first: 200 us of prefill, its first token at the next
+			 * step. The others: their refill whole at the shards' second
+			 * turn after they begin (the harness' shard takes a turn to
+			 * queue it, one to serve it), their 8 missed tokens' prefill
+			 * at the step after: 3 ms. */
+			cr_assert_eq(st->refills, 2);
+			tt = emu_ttft_us(R.emu, &n);
+			cr_assert(n == 3 && tt[0] == 1000 && tt[1] == 3000 && tt[2] == 3000,
+				  "TTFTs %lu %lu %lu us, want 1000 3000 3000: the refill's wait counts",
+				  (unsigned long)tt[0], (unsigned long)tt[1], (unsigned long)tt[2]);
+		} else {
+			cr_assert_eq(st->hit_tokens, 0);
+			cr_assert_eq(st->miss_tokens, 600, "every prompt token computed");
+			cr_assert_eq(st->lookup_tokens, 0);
+			cr_assert_eq(st->refills, 0);
+			cr_assert_eq(st->compute_saved_us, 0);
+			cr_assert_eq(st->compute_us, 600, "each prefill the whole prompt");
+			cr_assert_eq(st->evicted_tokens, 0, "nothing stored");
+			cr_assert_eq(ps.requests, 0, "no lookup at all");
+			cr_assert_eq(st->first_tokens, 3);
+			tt = emu_ttft_us(R.emu, &n);
+			cr_assert(n == 3 && tt[0] == 1000 && tt[1] == 1000 && tt[2] == 1000,
+				  "TTFTs %lu %lu %lu us, want 1000 each: no refill to wait for",
+				  (unsigned long)tt[0], (unsigned long)tt[1], (unsigned long)tt[2]);
+		}
+		if (k == 0)
+			rig_down(); /* the last: the suite's fini */
+	}
+}
+
+/*
+ * emu_stop: what had not begun when the run stopped, arrived or not, is
+ * counted once. One slot, five requests, three arriving at once and two
+ * later: stopped while the first runs, four had not begun (two arrived);
+ * stopped again, still four. A run stopped when all had begun: none.
+ * Catches: the count left out, counted at each call (the summary's and
+ * another), only those arrived counted, the begun ones counted.
+ */
+Test(emulator, emu_stop_counts_the_requests_never_begun_once)
+{
+	static const uint32_t len[5] = {300, 300, 300, 300, 300}, base[5] = {1, 5000, 9000, 13000, 17000};
+	static const uint64_t arr[5] = {0, 0, 0, 500 * MS, 600 * MS};
+	uint64_t now = 10 * MS;
+	unsigned int i;
+
+	O.len = len;
+	O.base = base;
+	O.max_inflight = 1;
+	O.arrival_ns = arr;
+	rig_up(5, 1u << 20, false);
+	for (i = 0; i < 3; i++) {
+		emu_step(R.emu, now);
+		shards_turn(now);
+		now += MS;
+	}
+	cr_assert_eq(emu_stats(R.emu)->requests, 1);
+	cr_assert_eq(emu_stats(R.emu)->arrivals_unbegun, 0, "counted before the stop");
+	emu_stop(R.emu);
+	cr_assert_eq(emu_stats(R.emu)->arrivals_unbegun, 4);
+	emu_stop(R.emu);
+	cr_assert_eq(emu_stats(R.emu)->arrivals_unbegun, 4, "counted once");
+	emu_stop(NULL); /* nothing to stop: nothing happens */
+	rig_down();
+	/* Every request begun: none. */
+	rig_up(5, 1u << 20, false);
+	now = MS;
+	run(&now);
+	emu_stop(R.emu);
+	cr_assert_eq(emu_stats(R.emu)->arrivals_unbegun, 0);
 }

@@ -890,6 +890,180 @@ Test(models, the_refill_estimate_is_latency_plus_bytes_over_bandwidth)
 	prefixcache_free(pc);
 }
 
+/*
+ * The adaptive rule (prefixcache.h, recompute_tokens_per_ns), worked by
+ * hand: 8 tokens hit (a prompt of 9, columns of 4, the last never
+ * replayed); refilling them takes 20 us + 8,000 bytes at 1.25 per ns =
+ * 26.4 us; computing them at 1e-3 tokens per ns (a million a second), 8 us.
+ * The hit is not taken: no tokens, no REFILL, counted in
+ * recompute_faster_tokens, each time it is looked up; once the line is 1 us
+ * (learned, prefixcache_set_refill_model) it is taken, counted no more.
+ * Without a rate (0) the slow line's hit is taken. The prompt computed
+ * again is not stored twice.
+ * Catches: the rule dropped, the comparison turned (> for <), the count
+ * not kept or kept when the hit is taken, a REFILL sent (or a refill id
+ * given) for a hit not taken, the configured line used after a learned
+ * one, a rate of 0 taken for "computing is instant" (every hit refused).
+ */
+Test(models, a_dram_hit_slower_to_refill_than_to_compute_is_not_taken)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	struct prefixcache_request q = req_of(1, t, 9, 9);
+	struct prefixcache_stats ps;
+	struct prefixcache_hit hit;
+	struct prefixcache *pc;
+	uint64_t stored;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
+	p.model[0].refill_latency_ns = 20000;
+	p.model[0].refill_bytes_per_ns = 1.25;
+	p.model[0].refill_bytes_per_token = 1000;
+	p.model[0].recompute_tokens_per_ns = 1e-3;
+	pc = prefixcache_create(&p, NULL);
+	cr_assert_not_null(pc);
+	plain_request(pc, 0, &q, 9, 0, &hit);
+	cr_assert_eq(hit.hit_tokens, 0);
+	stored = prefixcache_stored(pc, 0, 0);
+	cr_assert_eq(stored, 8, "the prompt's two whole columns are in DRAM: %lu", (unsigned long)stored);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 0, "a miss is not a hit computed");
+	/* 26.4 us to refill, 8 us to compute: computed. */
+	plain_request(pc, 0, &q, 9, 1, &hit);
+	cr_assert_eq(hit.hit_tokens, 0, "a hit taken though computing it was sooner");
+	cr_assert_eq(hit.num_refills, 0);
+	cr_assert_eq(hit.refill_id, 0);
+	cr_assert_eq(hit.estimate_ns, 0);
+	cr_assert_eq(hit.lookup_tokens, 8);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 8);
+	cr_assert_eq(ps.hit_tokens, 0);
+	cr_assert_eq(ps.refills, 0);
+	cr_assert_eq(prefixcache_stored(pc, 0, 0), stored, "computed again, stored once");
+	/* Computed, not evicted again: its columns are DRAM's already (a copy
+	 * would be sent to every shard and deleted at its end). */
+	cr_assert_eq(ps.dup_columns, 0, "the cached prefix evicted a second time");
+	cr_assert_eq(ps.evicted_tokens, 10, "9 by the first request, then its last token only (not past the cached 8): %lu",
+		     (unsigned long)ps.evicted_tokens);
+	plain_request(pc, 0, &q, 9, 2, &hit);
+	cr_assert_eq(hit.hit_tokens, 0);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 16, "counted at each lookup");
+	cr_assert_eq(prefixcache_stored(pc, 0, 0), stored);
+	/* A line of 1 us (learned): refilling is sooner, the hit is taken. */
+	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 1000, 0), 0);
+	plain_request(pc, 0, &q, 9, 3, &hit);
+	cr_assert_eq(hit.hit_tokens, 8, "the learned line is the rule's");
+	cr_assert_eq(hit.num_refills, 1);
+	cr_assert_neq(hit.refill_id, 0);
+	cr_assert_eq(hit.estimate_ns, 1000);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 16, "a hit taken is not counted");
+	cr_assert_eq(ps.hit_tokens, 8);
+	prefixcache_free(pc);
+	/* No rate: nothing is known to beat, the slow line's hit is taken. */
+	p.model[0].recompute_tokens_per_ns = 0;
+	pc = prefixcache_create(&p, NULL);
+	cr_assert_not_null(pc);
+	plain_request(pc, 0, &q, 9, 0, &hit);
+	plain_request(pc, 0, &q, 9, 1, &hit);
+	cr_assert_eq(hit.hit_tokens, 8);
+	cr_assert_eq(hit.num_refills, 1);
+	cr_assert_eq(hit.estimate_ns, 26400);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 0);
+	prefixcache_free(pc);
+	/* A slow wafer, 1e-4 tokens per ns (80 us for 8): the same line is taken. */
+	p.model[0].recompute_tokens_per_ns = 1e-4;
+	pc = prefixcache_create(&p, NULL);
+	cr_assert_not_null(pc);
+	plain_request(pc, 0, &q, 9, 0, &hit);
+	plain_request(pc, 0, &q, 9, 1, &hit);
+	cr_assert_eq(hit.hit_tokens, 8);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 0);
+	prefixcache_free(pc);
+}
+
+/*
+ * The rule is strict: a refill only where it is sooner. With every value
+ * exact in binary: 8 tokens at 1/1024 tokens per ns take 8,192 ns to
+ * compute; a refill of 4,096 ns + 8 x 512 bytes at 1 byte per ns takes
+ * 8,192 too: not taken. A nanosecond less (4,095 + 4,096): taken.
+ * Catches: <= for < (the tie taken), the bandwidth term left out of the
+ * rule's estimate (4,096 < 8,192 would take the tie's hit), the latency
+ * left out.
+ */
+Test(models, a_refill_no_sooner_than_computing_is_not_taken_one_ns_sooner_is)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	struct prefixcache_request q = req_of(1, t, 9, 9);
+	struct prefixcache_stats ps;
+	struct prefixcache_hit hit;
+	struct prefixcache *pc;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
+	p.model[0].refill_latency_ns = 4096;
+	p.model[0].refill_bytes_per_ns = 1.0;
+	p.model[0].refill_bytes_per_token = 512;
+	p.model[0].recompute_tokens_per_ns = 1.0 / 1024;
+	pc = prefixcache_create(&p, NULL);
+	cr_assert_not_null(pc);
+	plain_request(pc, 0, &q, 9, 0, &hit);
+	plain_request(pc, 0, &q, 9, 1, &hit);
+	cr_assert_eq(hit.hit_tokens, 0, "a refill of 8,192 ns taken against 8,192 ns of computing");
+	cr_assert_eq(hit.num_refills, 0);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 8);
+	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 4095, 1.0), 0);
+	plain_request(pc, 0, &q, 9, 2, &hit);
+	cr_assert_eq(hit.hit_tokens, 8, "8,191 ns beats 8,192");
+	cr_assert_eq(hit.num_refills, 1);
+	cr_assert_eq(hit.estimate_ns, 8191, "the rule's estimate is the hit's");
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 8);
+	prefixcache_free(pc);
+}
+
+/*
+ * Through the replay system (a real store, every refilled byte checked):
+ * a hit computed rather than refilled, then, the line learned faster, the
+ * same prefix and a longer prompt over it refilled: every byte right, the
+ * shard holding what the driver accounts for.
+ * Catches: a hit not taken that still pins, reserves or evicts over the
+ * columns it did not take (wrong bytes, or tokens unaccounted for).
+ */
+Test(models, a_hit_computed_rather_than_refilled_leaves_every_byte_right)
+{
+	struct replay_params p = params_full(4, 1000, 8);
+	struct replay *r;
+	struct prefixcache_request q;
+	struct prefixcache_stats ps;
+	uint32_t t[21], i;
+
+	for (i = 0; i < 21; i++)
+		t[i] = 100 + i;
+	p.pc.model[0].refill_latency_ns = 1000000; /* 1 ms; 8 tokens compute in 8 us */
+	p.pc.model[0].recompute_tokens_per_ns = 1e-3;
+	r = replay_create(&p);
+	q = req_of(1, t, 9, 9);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, SEC), 0);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 2 * SEC), 0, "1 ms against 8 us: computed");
+	prefixcache_stats(replay_pc(r), &ps);
+	cr_assert_eq(ps.recompute_faster_tokens, 8);
+	assert_clean(r);
+	cr_assert_eq(prefixcache_set_refill_model(replay_pc(r), 0, 100, 0), 0);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 3 * SEC), 8);
+	q = req_of(1, t, 21, 21);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 4 * SEC), 8);
+	cr_assert_eq(replay_request(r, 0, &q, NULL, 0, 5 * SEC), 20);
+	assert_clean(r);
+	replay_free(r);
+}
+
 Test(models, several_caches_with_the_same_rule_share_one_map)
 {
 	struct replay_params p = params_full(4, 1000, 8);

@@ -9,6 +9,7 @@
 #include <criterion/parameterized.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,4 +295,227 @@ Test(workload, the_library_of_documents_recurs_and_replays_the_same)
 	workload_free(&b);
 	workload_free(&plain);
 	workload_free(&zero);
+}
+
+/* ---- Arrivals (workload_arrivals) ----------------------------------------------------------- */
+
+/* @p text loaded into w (emptied first): 0, or the load's failure with err. */
+static int
+load_text(const char *name, const char *text)
+{
+	workload_free(&w);
+	memset(&w, 0, sizeof(w));
+	file_of(name, text);
+	return workload_load(path, 512, 0, &w, err, sizeof(err));
+}
+
+/*
+ * At the trace's times: request i arrives (ts_i - ts_0) ms x scale after
+ * the first, exactly; equal timestamps arrive together (not a line going
+ * backwards); n past the trace is cut to it, and nothing past n is written.
+ * Catches: the scale dropped or inverted, ms taken for us (x1e3) or s, the
+ * first timestamp not subtracted, equal timestamps taken for backwards
+ * (<= for <), n not cut to the trace (out_ns written past it).
+ */
+Test(workload, trace_arrivals_are_the_timestamps_times_the_scale_after_the_first)
+{
+	static const struct {
+		double scale;
+		uint64_t want[4];
+	} c[] = {
+		{1.0, {0, 0, 250000000ull, 3000000000ull}},
+		{0.5, {0, 0, 125000000ull, 1500000000ull}},
+		{0.25, {0, 0, 62500000ull, 750000000ull}},
+		{2.0, {0, 0, 500000000ull, 6000000000ull}},
+	};
+	uint64_t out[6];
+	unsigned int i, k;
+
+	cr_assert_eq(load_text("ts.jsonl", "{\"tokens\": [1], \"timestamp\": 1000}\n"
+					   "{\"tokens\": [2], \"timestamp\": 1000}\n"
+					   "\n"
+					   "{\"tokens\": [3], \"timestamp\": 1250}\n"
+					   "{\"tokens\": [4], \"timestamp\": 4000}\n"),
+		     0, "%s", err);
+	cr_assert_eq(w.n, 4);
+	cr_assert_eq(w.ts_missing_line, 0);
+	cr_assert_eq(w.ts_back_line, 0, "equal timestamps do not go backwards");
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		for (k = 0; k < 6; k++)
+			out[k] = 0xdead;
+		cr_assert_eq(workload_arrivals(&w, 6, c[i].scale, 0, 1, out, err, sizeof(err)), 0,
+			     "scale %g: %s", c[i].scale, err);
+		for (k = 0; k < 4; k++)
+			cr_assert_eq(out[k], c[i].want[k], "scale %g, request %u: %lu ns, want %lu",
+				     c[i].scale, k, (unsigned long)out[k], (unsigned long)c[i].want[k]);
+		cr_assert(out[4] == 0xdead && out[5] == 0xdead, "written past the trace's 4 requests");
+	}
+	/* The first n only. */
+	for (k = 0; k < 6; k++)
+		out[k] = 0xdead;
+	cr_assert_eq(workload_arrivals(&w, 3, 1.0, 0, 1, out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(out[2], 250000000ull);
+	cr_assert_eq(out[3], 0xdead, "written past n");
+}
+
+/* Gaps of out[0..n): their mean and standard deviation, in ns. */
+static void
+gaps_of(const uint64_t *out, size_t n, double *mean, double *sd)
+{
+	double s = 0, s2 = 0;
+	size_t i;
+
+	for (i = 1; i < n; i++) {
+		double g = (double)(out[i] - out[i - 1]);
+
+		s += g;
+		s2 += g * g;
+	}
+	*mean = s / (double)(n - 1);
+	*sd = sqrt(s2 / (double)(n - 1) - *mean * *mean);
+}
+
+/*
+ * A Poisson process: the first at 0, never decreasing; the same seed the
+ * same times, another seed other times; over 5,000 requests the mean gap
+ * is 1/rate (within 5%: the mean of 4,999 exponential gaps is within 1.5%
+ * one time in three) and the gaps spread as an exponential's do (standard
+ * deviation near the mean, not a fixed period). The trace's timestamps are
+ * not read: a trace without any is fine.
+ * Catches: the seed ignored (a fixed or global state), the rate multiplied
+ * instead of divided, s taken for ms, a fixed gap of 1/rate, a gap that can
+ * be negative, the first arrival not at 0.
+ */
+Test(workload, poisson_arrivals_are_seeded_non_decreasing_and_one_over_the_rate_apart)
+{
+	enum { N = 5000 };
+	static uint64_t a[N], b[N], c[N], d[N];
+	double mean, sd;
+	size_t i, differ = 0;
+
+	cr_assert_eq(workload_generate(N, &w), 0);
+	cr_assert_eq(workload_arrivals(&w, N, 1.0, 200.0, 7, a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(workload_arrivals(&w, N, 1.0, 200.0, 7, b, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(workload_arrivals(&w, N, 1.0, 200.0, 8, c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "the same seed gave other times");
+	cr_assert_eq(a[0], 0, "the first arrives at 0");
+	cr_assert_eq(c[0], 0);
+	for (i = 1; i < N; i++) {
+		cr_assert_geq(a[i], a[i - 1], "request %zu arrives before %zu", i, i - 1);
+		cr_assert_geq(c[i], c[i - 1], "request %zu arrives before %zu", i, i - 1);
+		differ += a[i] != c[i];
+	}
+	cr_assert_gt(differ, N - 10, "seeds 7 and 8 gave %zu different times of %d", differ, N - 1);
+	gaps_of(a, N, &mean, &sd);
+	cr_assert(mean > 0.95 * 5e6 && mean < 1.05 * 5e6, "mean gap %.0f ns at 200/s, want 5e6", mean);
+	cr_assert(sd > 0.9 * mean && sd < 1.1 * mean, "gaps' sd %.0f, mean %.0f: not exponential", sd,
+		  mean);
+	/* Ten times the rate: a tenth of the gap. */
+	cr_assert_eq(workload_arrivals(&w, N, 1.0, 2000.0, 7, d, err, sizeof(err)), 0, "%s", err);
+	gaps_of(d, N, &mean, &sd);
+	cr_assert(mean > 0.95 * 5e5 && mean < 1.05 * 5e5, "mean gap %.0f ns at 2000/s, want 5e5", mean);
+	/* No timestamps, or timestamps going backwards: Poisson does not read them. */
+	cr_assert_eq(load_text("nots.jsonl", "{\"tokens\": [1]}\n{\"tokens\": [2], \"timestamp\": 9}\n"
+					     "{\"tokens\": [3], \"timestamp\": 5}\n"),
+		     0, "%s", err);
+	cr_assert_eq(workload_arrivals(&w, 3, 1.0, 200.0, 7, d, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(a, d, sizeof(uint64_t) * 3), 0, "the same seed, the same first times");
+}
+
+/*
+ * Replayed at its times, a trace with a line lacking a timestamp is
+ * refused naming that line (its line in the file: blank lines count, and
+ * the first such line is named, not a later one); loading it is not.
+ * Catches: the refusal dropped, the request's index named for the line
+ * (3 here, the file's line is 4), the last missing line named for the first.
+ */
+Test(workload, trace_arrivals_refuse_a_line_without_a_timestamp_naming_it)
+{
+	uint64_t out[8];
+
+	cr_assert_eq(load_text("missing.jsonl", "{\"tokens\": [1], \"timestamp\": 0}\n"
+						"\n"
+						"{\"tokens\": [2], \"timestamp\": 5}\n"
+						"{\"tokens\": [3]}\n"
+						"{\"tokens\": [4], \"timestamp\": 10}\n"
+						"{\"tokens\": [5]}\n"),
+		     0, "loading such a trace is fine: %s", err);
+	cr_assert_eq(w.n, 5);
+	cr_assert_eq(w.ts_missing_line, 4);
+	err[0] = '\0';
+	cr_assert_eq(workload_arrivals(&w, 5, 1.0, 0, 1, out, err, sizeof(err)), -1, "replayed without a time");
+	cr_assert(strstr(err, "line 4 has no timestamp") != NULL, "%s", err);
+}
+
+/*
+ * Replayed at its times, a trace whose timestamp goes back is refused
+ * naming the first line that does (its file line), never reordered.
+ * Catches: the refusal dropped, the check against the first request's
+ * time instead of the line's before it (line 5 goes back from line 4 but
+ * not from line 1), the index named for the line, the later line named.
+ */
+Test(workload, trace_arrivals_refuse_a_timestamp_going_backwards_naming_its_line)
+{
+	uint64_t out[8];
+
+	cr_assert_eq(load_text("back.jsonl", "{\"tokens\": [1], \"timestamp\": 100}\n"
+					     "{\"tokens\": [2], \"timestamp\": 200}\n"
+					     "\n"
+					     "{\"tokens\": [3], \"timestamp\": 300}\n"
+					     "{\"tokens\": [4], \"timestamp\": 150}\n"
+					     "{\"tokens\": [5], \"timestamp\": 50}\n"),
+		     0, "loading such a trace is fine: %s", err);
+	cr_assert_eq(w.ts_back_line, 5);
+	cr_assert_eq(w.ts_missing_line, 0);
+	cr_assert_eq(workload_arrivals(&w, 5, 1.0, 0, 1, out, err, sizeof(err)), -1, "replayed out of order");
+	cr_assert(strstr(err, "line 5's timestamp is earlier than the line's before it") != NULL, "%s",
+		  err);
+}
+
+/*
+ * A span of a day at most (WL_MAX_ARRIVAL_NS): a day exactly is taken, a
+ * millisecond more is refused, as is a day reached through the scale, or
+ * through a slow Poisson process. A rate below 0 or a scale of 0 or below
+ * (or NaN) is refused.
+ * Catches: the bound dropped or off by the scale (compared before scaling),
+ * < for <=, no check of rate and scale.
+ */
+Test(workload, arrivals_spanning_more_than_a_day_are_refused)
+{
+	uint64_t out[4];
+
+	cr_assert_eq(load_text("day.jsonl", "{\"tokens\": [1], \"timestamp\": 5}\n"
+					    "{\"tokens\": [2], \"timestamp\": 86400005}\n"),
+		     0, "%s", err);
+	cr_assert_eq(workload_arrivals(&w, 2, 1.0, 0, 1, out, err, sizeof(err)), 0, "a day: %s", err);
+	cr_assert_eq(out[1], WL_MAX_ARRIVAL_NS);
+	cr_assert_eq(workload_arrivals(&w, 2, 0.5, 0, 1, out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(out[1], WL_MAX_ARRIVAL_NS / 2);
+	err[0] = '\0';
+	cr_assert_eq(workload_arrivals(&w, 2, 1.0000001, 0, 1, out, err, sizeof(err)), -1,
+		     "scaled past a day");
+	cr_assert(strstr(err, "request 2 would arrive") != NULL && strstr(err, "more than a day") != NULL,
+		  "%s", err);
+	cr_assert_eq(load_text("day2.jsonl", "{\"tokens\": [1], \"timestamp\": 5}\n"
+					     "{\"tokens\": [2], \"timestamp\": 86400006}\n"),
+		     0, "%s", err);
+	err[0] = '\0';
+	cr_assert_eq(workload_arrivals(&w, 2, 1.0, 0, 1, out, err, sizeof(err)), -1, "a day and 1 ms");
+	cr_assert(strstr(err, "more than a day") != NULL, "%s", err);
+	/* At a tenth of the speed, 3 hours are 30. */
+	cr_assert_eq(load_text("hours.jsonl", "{\"tokens\": [1], \"timestamp\": 0}\n"
+					      "{\"tokens\": [2], \"timestamp\": 10800000}\n"),
+		     0, "%s", err);
+	cr_assert_eq(workload_arrivals(&w, 2, 1.0, 0, 1, out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(workload_arrivals(&w, 2, 10.0, 0, 1, out, err, sizeof(err)), -1, "30 hours");
+	/* One request a billion seconds: past a day at the second. */
+	cr_assert_eq(workload_arrivals(&w, 2, 1.0, 1e-9, 1, out, err, sizeof(err)), -1,
+		     "a Poisson gap of ~1e9 s");
+	cr_assert(strstr(err, "more than a day") != NULL, "%s", err);
+	/* Nothing that is not a rate or a scale. */
+	cr_assert_eq(workload_arrivals(&w, 2, 1.0, -1.0, 1, out, err, sizeof(err)), -1, "rate -1");
+	cr_assert_eq(workload_arrivals(&w, 2, 0.0, 0, 1, out, err, sizeof(err)), -1, "scale 0");
+	cr_assert_eq(workload_arrivals(&w, 2, -1.0, 0, 1, out, err, sizeof(err)), -1, "scale -1");
+	cr_assert_eq(workload_arrivals(&w, 2, 0.0 / 0.0, 0, 1, out, err, sizeof(err)), -1, "scale NaN");
+	cr_assert_eq(workload_arrivals(&w, 2, 1.0, 0.0 / 0.0, 1, out, err, sizeof(err)), -1, "rate NaN");
 }

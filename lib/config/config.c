@@ -377,6 +377,14 @@ load_driver_choices(struct ctx *c, const config_setting_t *d, struct kvss_config
 		cfg->driver.routed = (uint8_t)r;
 	}
 	{
+		static const char *const policy[] = {"adaptive", "io-only", "compute-only", NULL};
+		int rp = cfg_get_choice(c, d, "refill_policy", policy, KVSS_POLICY_ADAPTIVE, false);
+
+		if (rp < 0)
+			return -1;
+		cfg->driver.refill_policy = (uint8_t)rp;
+	}
+	{
 		static const char *const sources[] = {"configured", "learned", NULL};
 		/* Learned by default: the configured line is a guess that, on the
 		 * README's own example, fell short of every refill. */
@@ -487,6 +495,11 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 			       &cfg->driver.models[i], pp->column, cfg->driver.port) != 0)
 			return -1;
 		pp->model[i].l2_admit = l2_admit;
+		/* The adaptive policy's rule (prefixcache.h): a hit refilled only
+		 * where that beats computing it. Without a rate nothing is known
+		 * to beat, and every hit is refilled. */
+		if (cfg->driver.refill_policy == KVSS_POLICY_ADAPTIVE)
+			pp->model[i].recompute_tokens_per_ns = cfg->driver.recompute_tokens_per_s / 1e9;
 	}
 	return load_driver_orgs(c, d, cfg);
 }
@@ -671,6 +684,38 @@ check_all(struct ctx *c, const config_setting_t *root, const struct kvss_config 
 	return 0;
 }
 
+/*
+ * When requests arrive, and what a prefill costs beside its tokens. A
+ * scale or rate of 0, below, NaN or infinite is refused naming the key:
+ * each would put every arrival at one instant or never.
+ */
+static int
+load_wafer_arrivals(struct ctx *c, const config_setting_t *g, struct kvss_config *cfg)
+{
+	static const char *const arrivals[] = {"closed", "trace", "poisson", NULL};
+	long long seed, over;
+	int a = cfg_get_choice(c, g, "arrivals", arrivals, KVSS_ARRIVALS_CLOSED, false);
+
+	if (a < 0)
+		return -1;
+	cfg->wafer.arrivals = (uint8_t)a;
+	/* Up to a million times faster or slower than the trace: past that
+	 * one request's milliseconds would be a day, or nothing. */
+	if (cfg_get_real(c, g, "time_scale", 0, false, 1e6, 1.0, &cfg->wafer.time_scale) != 0 ||
+	    cfg_get_real(c, g, "arrival_rate", 0, false, 1e6, 5.0, &cfg->wafer.arrival_rate) != 0)
+		return -1;
+	if (cfg->wafer.time_scale < 1e-6)
+		return cfg_fail(c, g, "time_scale", "%g is below 1e-6", cfg->wafer.time_scale);
+	if (cfg->wafer.arrival_rate < 1e-6)
+		return cfg_fail(c, g, "arrival_rate", "%g is below 1e-6", cfg->wafer.arrival_rate);
+	if (cfg_get_int(c, g, "arrival_seed", 0, 1ll << 62, 1, false, &seed) != 0 ||
+	    cfg_get_int(c, g, "prefill_overhead_us", 0, 10000000, 0, false, &over) != 0)
+		return -1;
+	cfg->wafer.arrival_seed = (uint64_t)seed;
+	cfg->wafer.prefill_overhead_us = (uint32_t)over;
+	return 0;
+}
+
 /* wafer = { ... }: the emulator's workload and how it behaves. */
 static int
 load_wafer(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
@@ -711,7 +756,7 @@ load_wafer(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
 	if (r < 0)
 		return -1;
 	cfg->wafer.resume = (uint8_t)r;
-	return 0;
+	return load_wafer_arrivals(c, g, cfg);
 }
 
 /*

@@ -91,6 +91,20 @@ enum kvss_routed {
 };
 
 /* When the wafer emulator picks a sequence with a refill again. */
+/* When the emulated wafer's requests arrive (wafer.arrivals). */
+enum kvss_arrivals {
+	KVSS_ARRIVALS_CLOSED,  /* each as soon as a slot is free: a closed loop, times ignored */
+	KVSS_ARRIVALS_TRACE,   /* at the workload's timestamps, times wafer.time_scale */
+	KVSS_ARRIVALS_POISSON, /* a Poisson process of wafer.arrival_rate a second (seeded) */
+};
+
+/* Which hits the driver has refilled (driver.refill_policy). */
+enum kvss_refill_policy {
+	KVSS_POLICY_ADAPTIVE,	  /* a hit only where refilling it beats computing it */
+	KVSS_POLICY_IO_ONLY,	  /* every hit */
+	KVSS_POLICY_COMPUTE_ONLY, /* none: the cache is off, every prompt computed */
+};
+
 enum kvss_resume {
 	KVSS_RESUME_ESTIMATE, /* the design: once its estimate has passed, and its data is whole */
 	KVSS_RESUME_WHOLE,    /* as soon as its data is whole, whatever the estimate said */
@@ -170,6 +184,7 @@ struct kvss_config {
 		uint32_t away_ms;	    /* a shard silent this long: its model runs as misses (0: never) */
 		uint32_t dead_ms;	    /* ... this long: its model's prefixes are dropped */
 		uint32_t recompute_tokens_per_s; /* the wafer's prefill of missed tokens (0: free) */
+		uint8_t refill_policy;		 /* enum kvss_refill_policy */
 		uint8_t on_loss;	    /* enum kvss_on_loss */
 		uint8_t routed;		    /* enum kvss_routed: a shard reached through a router */
 		uint8_t refill_model;	    /* enum kvss_refill_model */
@@ -218,6 +233,11 @@ struct kvss_config {
 		uint64_t spec_seed;
 		uint32_t lose_data_every;  /* fault injection: withhold every Nth EVICT_DATA (0: none) */
 		uint8_t resume;		   /* enum kvss_resume */
+		uint8_t arrivals;	   /* enum kvss_arrivals */
+		double time_scale;	   /* trace arrivals: a timestamp's ms times this after the first */
+		double arrival_rate;	   /* Poisson arrivals: requests a second */
+		uint64_t arrival_seed;	   /* and their seed */
+		uint32_t prefill_overhead_us; /* a prefill's fixed cost beside its tokens' */
 	} wafer;
 };
 

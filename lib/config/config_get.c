@@ -94,6 +94,34 @@ cfg_get_gbps(struct ctx *c, const config_setting_t *g, const char *name, long lo
 	return 0;
 }
 
+/*
+ * A number member (integer or float) within (@p lo, @p hi] (or [lo, hi]
+ * with @p lo_ok); @p def when missing. NaN, infinity and values outside are
+ * refused naming the key.
+ */
+int
+cfg_get_real(struct ctx *c, const config_setting_t *g, const char *name, double lo, bool lo_ok,
+	     double hi, double def, double *out)
+{
+	const config_setting_t *m = g ? cfg_member(c, g, name) : NULL;
+	double v;
+
+	if (m == NULL) {
+		*out = def;
+		return 0;
+	}
+	if (config_setting_type(m) == CONFIG_TYPE_FLOAT)
+		v = config_setting_get_float(m);
+	else if (config_setting_type(m) == CONFIG_TYPE_INT || config_setting_type(m) == CONFIG_TYPE_INT64)
+		v = (double)config_setting_get_int64(m);
+	else
+		return cfg_fail(c, g, name, "must be a number");
+	if (!(v == v) || !(lo_ok ? v >= lo : v > lo) || !(v <= hi))
+		return cfg_fail(c, g, name, "%g is out of range %s%g, %g]", v, lo_ok ? "[" : "(", lo, hi);
+	*out = v;
+	return 0;
+}
+
 int
 cfg_get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out)
 {

@@ -59,6 +59,9 @@ int cfg_get_int(struct ctx *c, const config_setting_t *g, const char *name, long
 /* A bandwidth member in Gb/s, in (0, 100000] (a float, or a whole number); @p def when missing. */
 int cfg_get_gbps(struct ctx *c, const config_setting_t *g, const char *name, long long def,
 		 double *out);
+/* A number (integer or float) in (lo, hi], or [lo, hi] with @p lo_ok; @p def when missing. */
+int cfg_get_real(struct ctx *c, const config_setting_t *g, const char *name, double lo, bool lo_ok,
+		 double hi, double def, double *out);
 int cfg_get_bool(struct ctx *c, const config_setting_t *g, const char *name, bool def, bool *out);
 /* The index of the member's string among @p choices (NULL-ended); @p def when missing. */
 int cfg_get_choice(struct ctx *c, const config_setting_t *g, const char *name,

@@ -373,6 +373,31 @@ send_reserve(struct prefixcache *pc, const struct prefixcache_seq *s, uint16_t m
 	}
 }
 
+/* DRAM's line for a refill of @p tokens (the estimate send_refill gives). */
+static uint64_t
+dram_estimate_ns(const struct pc_model *m, uint32_t tokens)
+{
+	uint64_t ns = m->p.refill_latency_ns;
+
+	if (m->p.refill_bytes_per_ns > 0)
+		ns += (uint64_t)((double)tokens * (double)m->p.refill_bytes_per_token /
+				 m->p.refill_bytes_per_ns);
+	return ns;
+}
+
+/* Is refilling a DRAM hit of @p tokens sooner than computing them? Counted when not. */
+static bool
+dram_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens)
+{
+	const struct pc_model *m = &pc->m[mi];
+
+	if (m->p.recompute_tokens_per_ns <= 0 ||
+	    (double)dram_estimate_ns(m, tokens) < (double)tokens / m->p.recompute_tokens_per_ns)
+		return true;
+	pc->st.recompute_faster_tokens += tokens;
+	return false;
+}
+
 struct prefixcache_seq *
 prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_request *req,
 		  uint64_t now, struct prefixcache_hit *hit)
@@ -380,6 +405,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	struct pc_model *m;
 	struct prefixcache_seq *s;
 	uint32_t limit, allowed, L, np[MAX_GROUPS] = {0}, org, gi, l2n;
+	bool computed = false; /* the DRAM hit was not worth refilling */
 	uint64_t ec1 = 0;
 
 	memset(hit, 0, sizeof(*hit));
@@ -413,11 +439,22 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	if (pc->pol->sight != NULL)
 		pc->pol->sight(pc, s, req, np, limit);
 	L = hit_length(pc, m, np);
+	/*
+	 * Computing the hit is sooner than refilling it: none of it is
+	 * refilled (what lies past it, in L2, is slower still). Its path is
+	 * kept: the sequence computes from token 0 but caches from the end of
+	 * its last entry on (start_groups), as a group whose hit is longer
+	 * than the others' does, so what DRAM holds is not evicted twice.
+	 */
+	if (L > 0 && !dram_worth(pc, mi, L)) {
+		L = 0;
+		computed = true;
+	}
 	if (pc->pol->hit != NULL)
 		pc->pol->hit(pc, s, np);
 
 	/* Past the DRAM hit, the columns L2 holds (pc_l2.c), when the sequence caches. */
-	l2n = allowed > L ? pc_l2_walk(pc, mi, org, req, L,
+	l2n = allowed > L && !computed ? pc_l2_walk(pc, mi, org, req, L,
 				       np[0] ? pc->e[pc->path[0][np[0] - 1]].hash : req->isolation_id,
 				       limit, now)
 			  : 0;

@@ -150,9 +150,13 @@ struct prefixcache_model {
 	uint64_t shared_latency_ns;
 	double shared_bytes_per_ns;
 	/**
-	 * The wafer's prefill rate, tokens per ns (0: not known): a hit in L2
-	 * whose estimate does not beat recomputing its tokens is not taken
-	 * (counted in l2_recompute_faster_tokens), as the issue's rule says.
+	 * The wafer's prefill rate, tokens per ns (0: not known, every hit
+	 * taken). A hit is refilled only where that beats computing it: a
+	 * DRAM hit whose refill estimate (the line above) is no shorter than
+	 * computing its tokens is not taken at all (recompute_faster_tokens),
+	 * and of the rest, a part in L2 whose line (below the DRAM one's)
+	 * does not beat computing its tokens is not taken either
+	 * (l2_recompute_faster_tokens).
 	 */
 	double recompute_tokens_per_ns;
 };
@@ -559,6 +563,7 @@ struct prefixcache_stats {
 	uint64_t l2_deleted_tokens; /**< L2 let go: room, expiry */
 	uint64_t l2_stored_tokens; /**< now */
 	uint64_t l2_recompute_faster_tokens; /**< hit in L2 but not taken: computing them was faster */
+	uint64_t recompute_faster_tokens; /**< hit in DRAM but not taken: computing them was faster */
 	uint64_t l2_adopted_tokens; /**< taken back from the shards' inventories (kept across restarts) */
 	uint64_t shared_staged_tokens; /**< found in the shared level and staged for lookups */
 	uint64_t shared_hit_tokens;    /**< of them, brought up (hits from the shared level) */

@@ -3,6 +3,7 @@
 #include "workload.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -273,9 +274,11 @@ read_fields(const struct wl_line *w, const char *line, uint64_t default_iso, str
 	int rc;
 
 	rc = json_u64(line, "timestamp", WL_MAX_TS_MS, &q->ts_ms);
-	if (rc == -ENOENT)
+	if (rc == -ENOENT) {
+		/* In order, as kvss-trace reads it; replayed at its time, refused. */
 		q->ts_ms = w->lineno;
-	else if (rc != 0)
+		q->no_ts = 1;
+	} else if (rc != 0)
 		return field_bad(w, "timestamp", "want whole milliseconds, 0 to 2^53");
 	rc = json_u64(line, "output_length", WL_MAX_TOKENS, &v);
 	if (rc == 0)
@@ -417,6 +420,22 @@ read_request(const struct wl_line *w, const char *line, uint32_t block, uint64_t
 	return 0;
 }
 
+/*
+ * The first line without a timestamp, and the first whose timestamp is
+ * earlier than the line's before it: a replay at the trace's times
+ * (workload.h, arrival_ts_*) refuses such a trace naming that line,
+ * rather than reorder it or make up a time.
+ */
+static void
+arrival_note(struct workload *t, const struct wl_req *q, unsigned long lineno)
+{
+	if (q->no_ts && t->ts_missing_line == 0)
+		t->ts_missing_line = lineno;
+	if (!q->no_ts && t->n > 0 && !t->r[t->n - 1].no_ts && q->ts_ms < t->r[t->n - 1].ts_ms &&
+	    t->ts_back_line == 0)
+		t->ts_back_line = lineno;
+}
+
 /* Append @q (its arrays now the workload's): 0, or -ENOMEM. */
 static int
 workload_push(struct workload *t, const struct wl_req *q)
@@ -494,6 +513,8 @@ workload_load_bounded(const char *path, uint32_t block, size_t limit, size_t max
 			rc = line_fail(&w, "more than %zu requests (--limit reads fewer)", max_requests);
 		if (rc == 0)
 			rc = read_request(&w, line, block, default_iso, &q);
+		if (rc == 0)
+			arrival_note(t, &q, w.lineno);
 		if (rc == 0)
 			rc = workload_push(t, &q);
 		if (rc == 0)
@@ -688,4 +709,55 @@ workload_free(struct workload *t)
 	}
 	free(t->r);
 	memset(t, 0, sizeof(*t));
+}
+
+/* A uniform draw in (0, 1] from a splitmix64 state: its log is finite. */
+static double
+unit_draw(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	z ^= z >> 31;
+	return ((double)(z >> 11) + 1.0) / 9007199254740992.0;
+}
+
+int
+workload_arrivals(const struct workload *w, size_t n, double scale, double rate, uint64_t seed,
+		  uint64_t *out_ns, char *err, size_t errlen)
+{
+	double t = 0;
+	size_t i;
+
+	if (n > w->n)
+		n = w->n;
+	if (rate == 0 && w->ts_missing_line != 0) {
+		snprintf(err, errlen, "line %lu has no timestamp (arrivals at the trace's times need "
+			 "one on every line)", w->ts_missing_line);
+		return -1;
+	}
+	if (rate == 0 && w->ts_back_line != 0) {
+		snprintf(err, errlen, "line %lu's timestamp is earlier than the line's before it "
+			 "(arrivals are replayed in the trace's order, never reordered)",
+			 w->ts_back_line);
+		return -1;
+	}
+	if (!(rate >= 0) || !(scale > 0)) {
+		snprintf(err, errlen, "a rate of %g or a scale of %g", rate, scale);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (rate > 0)
+			t += i == 0 ? 0 : -log(unit_draw(&seed)) / rate * 1e9;
+		else
+			t = (double)(w->r[i].ts_ms - w->r[0].ts_ms) * scale * 1e6;
+		if (!(t <= (double)WL_MAX_ARRIVAL_NS)) {
+			snprintf(err, errlen, "request %zu would arrive %.0f s after the first: more than "
+				 "a day", i + 1, t / 1e9);
+			return -1;
+		}
+		out_ns[i] = (uint64_t)t;
+	}
+	return 0;
 }

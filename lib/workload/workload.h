@@ -35,6 +35,8 @@ struct wl_req {
 	 * (generated tokens), and how many (0: none), for counting hits into
 	 * generated tokens. */
 	uint32_t ans_at, ans_len;
+	/* A trace line without a timestamp (ts_ms is then its line number). */
+	uint8_t no_ts;
 };
 
 /* The most tokens a trace line may declare (prompt, or answer): a bound on what a
@@ -54,6 +56,13 @@ struct workload {
 	struct wl_req *r;
 	size_t n, cap;
 	uint64_t tokens; /* prompt tokens of all requests */
+	/*
+	 * A trace's first line without a timestamp, and its first line whose
+	 * timestamp is earlier than the request's before it (0: none). Read
+	 * in order they do no harm; a replay at the trace's times
+	 * (wafer.arrivals = "trace") refuses the trace naming the line.
+	 */
+	unsigned long ts_missing_line, ts_back_line;
 };
 
 /**
@@ -110,6 +119,22 @@ int workload_generate_docs(size_t n, uint32_t documents, struct workload *w);
 size_t workload_mark_multimodal(struct workload *w, uint32_t every, uint32_t len);
 
 void workload_free(struct workload *w);
+
+/* The longest span of arrivals workload_arrivals() makes: a day. */
+#define WL_MAX_ARRIVAL_NS (86400ull * 1000000000ull)
+
+/**
+ * When the first @p n requests of @p w arrive, in ns after the first
+ * (into @p out_ns[n], not decreasing): with @p rate 0, at the workload's
+ * timestamps times @p scale (a trace of 17 minutes at scale 0.1 takes
+ * 1.7); else a Poisson process of @p rate requests a second, drawn from
+ * @p seed (the same seed, the same times). @return 0; -1 with @p err
+ * saying why: a line without a timestamp or with one earlier than the
+ * line's before it (never reordered, never made up: @p err names the
+ * line), or a span of more than WL_MAX_ARRIVAL_NS.
+ */
+int workload_arrivals(const struct workload *w, size_t n, double scale, double rate,
+		      uint64_t seed, uint64_t *out_ns, char *err, size_t errlen);
 
 /**
  * The token a sequence generates at position @p pos (the emulated model's

@@ -230,6 +230,30 @@ builtin_source(struct drv *d, uint32_t documents, bool trace_named)
 		 trace_named ? " (the trace is not there)" : "");
 }
 
+/*
+ * When each request arrives (wafer.arrivals): none for a closed loop. A
+ * trace that cannot be replayed at its times is refused naming its line.
+ */
+static int
+load_arrivals(struct drv *d, const struct kvss_config *cfg)
+{
+	char err[256];
+
+	if (cfg->wafer.arrivals == KVSS_ARRIVALS_CLOSED)
+		return 0;
+	d->arrival_ns = malloc(sizeof(*d->arrival_ns) * (d->nreq ? d->nreq : 1));
+	if (d->arrival_ns == NULL)
+		return -1;
+	if (workload_arrivals(&d->wl, d->nreq, cfg->wafer.time_scale,
+			      cfg->wafer.arrivals == KVSS_ARRIVALS_POISSON ? cfg->wafer.arrival_rate : 0,
+			      cfg->wafer.arrival_seed, d->arrival_ns, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss: %s: wafer.arrivals = \"%s\": %s: %s\n", cfg->path,
+			cfg->wafer.arrivals == KVSS_ARRIVALS_TRACE ? "trace" : "poisson", d->source, err);
+		return -2;
+	}
+	return 0;
+}
+
 /* The requests: the trace, or the built-in workload when it is not there. */
 static int
 load_workload(struct drv *d, const struct kvss_config *cfg)
@@ -263,7 +287,7 @@ load_workload(struct drv *d, const struct kvss_config *cfg)
 	d->nreq = d->wl.n;
 	if (cfg->wafer.limit && d->nreq > cfg->wafer.limit)
 		d->nreq = cfg->wafer.limit;
-	return 0;
+	return load_arrivals(d, cfg);
 }
 
 /* The longest first-use TTL of any organization (theirs, or the driver's
@@ -295,6 +319,9 @@ create_emulator(struct drv *d, const struct kvss_config *cfg)
 		.refill_timeout_ns = (uint64_t)cfg->driver.refill_timeout_ms * 1000000,
 		.expiry_check_ns = expiry_check_ns(cfg),
 		.recompute_tokens_per_s = cfg->driver.recompute_tokens_per_s,
+		.prefill_overhead_ns = (uint64_t)cfg->wafer.prefill_overhead_us * 1000,
+		.arrival_ns = d->arrival_ns,
+		.compute_only = cfg->driver.refill_policy == KVSS_POLICY_COMPUTE_ONLY,
 		.resume_estimate = cfg->wafer.resume == KVSS_RESUME_ESTIMATE,
 		.open_loop = d->open_loop, .nshards = d->nsh, .shard = es,
 		.hooks = &hooks, .arg = d};
@@ -317,6 +344,29 @@ create_emulator(struct drv *d, const struct kvss_config *cfg)
 		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
 			emu_shard_buffers(d->emu, k, c, d->sh[k].ref->buffers[c]);
 	return 0;
+}
+
+/* When requests arrive, what a prefill costs, and which hits are refilled. */
+static void
+drv_say_ttft_setup(const struct drv *d, const struct kvss_config *cfg)
+{
+	const char *pol = cfg->driver.refill_policy == KVSS_POLICY_IO_ONLY ? "io-only: every hit refilled"
+			  : cfg->driver.refill_policy == KVSS_POLICY_COMPUTE_ONLY
+				  ? "compute-only: the cache is off, every prompt computed"
+			  : cfg->driver.recompute_tokens_per_s == 0
+				  ? "adaptive, but no prefill rate (driver.recompute_tokens_per_s): every hit refilled"
+				  : "adaptive: a hit refilled only where that beats computing it";
+
+	if (cfg->wafer.arrivals == KVSS_ARRIVALS_CLOSED)
+		printf("kvss: driver: arrivals closed (each request as a slot frees; its time to first "
+		       "token counts from then)");
+	else
+		printf("kvss: driver: arrivals %s over %.1f s (%s)",
+		       cfg->wafer.arrivals == KVSS_ARRIVALS_TRACE ? "at the trace's times" : "poisson",
+		       d->nreq ? (double)d->arrival_ns[d->nreq - 1] / 1e9 : 0.0,
+		       cfg->wafer.arrivals == KVSS_ARRIVALS_TRACE ? "wafer.time_scale" : "wafer.arrival_rate");
+	printf("; prefill %u tokens/s + %u us a request; refill policy %s\n",
+	       cfg->driver.recompute_tokens_per_s, cfg->wafer.prefill_overhead_us, pol);
 }
 
 struct drv *
@@ -439,6 +489,7 @@ kvss_driver_init(struct drv *d)
 	}
 	printf("kvss: driver: %zu requests from %s; %u model(s), %u shard(s), epoch 0x%08x\n", d->nreq,
 	       d->source, pp.num_models, d->nsh, kvss.epoch);
+	drv_say_ttft_setup(d, cfg);
 	/* Say where the refill estimates come from, and what they start at. */
 	for (m = 0; m < pp.num_models; m++)
 		printf("kvss: driver: model %u refill estimates: %s %" PRIu64 " us + %.3g Gb/s%s\n", m,
@@ -478,6 +529,8 @@ kvss_driver_free(struct drv *d)
 	drv_learn_free(&d->learn);
 	prefixcache_free(d->pc);
 	workload_free(&d->wl);
+	free(d->arrival_ns);
+	d->arrival_ns = NULL;
 	free(d);
 }
 

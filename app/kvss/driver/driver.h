@@ -72,7 +72,11 @@
 	X(model_short)	    /* refills that took longer than their estimate */                     \
 	X(late_us)	    /* by how much those took longer, summed */                            \
 	X(early_us)	    /* by how much the others took less, summed */                         \
-	X(held_us)	    /* sequences with their data whole waiting for their estimate (resume) */
+	X(held_us)	    /* sequences with their data whole waiting for their estimate (resume) */ \
+	X(ttft_p50_us)	    /* time to first token of the requests so far: the median (lib/percentile) */ \
+	X(ttft_p90_us)	    /* ... the 90th percentile */                                          \
+	X(ttft_p99_us)	    /* ... the 99th percentile */                                          \
+	X(recomputed_by_choice_tokens) /* hit tokens computed, not refilled: computing them was sooner */
 
 struct kvss_drv_stats {
 #define KVSS_DRV_FIELD(n) uint64_t n;

@@ -368,6 +368,11 @@ void drv_link_free(struct drv_link *L);
 /** Counters derived when read (streams, the fitted model, late / early / held). */
 void drv_report_derive(struct drv *d);
 
+/* ttft.c: the time to first token, its percentiles derived when read (the
+ * snapshot's, the summary's), and the summary's line and JSON fields. */
+void drv_ttft_derive(struct drv *d);
+void drv_ttft_summary(struct drv *d, char *json, size_t cap);
+
 /** Copy what telemetry shows (the control lcore, every 100 ms). */
 void drv_report_snapshot(struct drv *d);
 
@@ -381,6 +386,8 @@ struct drv {
 	struct emu *emu;
 	struct workload wl;
 	size_t nreq;
+	uint64_t *arrival_ns; /* [nreq] when each request arrives (wafer.arrivals), or NULL: a closed loop */
+	size_t ttft_derived;  /* times to first token the TTFT percentiles were last made from */
 	uint16_t nsh;
 	struct drv_shard *sh; /* [nsh] */
 	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];
@@ -489,6 +496,7 @@ void drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *ms
 	X(lookup_found_cols)	/* of them, found (checked, not expired) */                         \
 	X(found_expired)	/* records found past their organization's TTLs (not used) */       \
 	X(lookups_late)		/* lookups still out at the deadline (the request went on without them) */ \
+	X(lookups_abandoned)	/* of them, given up sooner: computing their columns would have been done */ \
 	X(lookup_late_cols)	/* columns whose record came after their request started */          \
 	X(lookups_skipped)	/* requests that went without a lookup: its slot's reads still out */ \
 	X(lookups_busy)		/* record reads not begun: the cluster's queue full */              \

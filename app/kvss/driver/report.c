@@ -77,6 +77,14 @@ drv_report_derive(struct drv *d)
 	d->st.late_us = d->learn.late_ns / 1000;
 	d->st.early_us = d->learn.early_ns / 1000;
 	d->st.held_us = d->emu != NULL ? emu_held_ns(d->emu) / 1000 : 0;
+	drv_ttft_derive(d);
+	if (d->pc != NULL) {
+		struct prefixcache_stats ps;
+
+		prefixcache_stats(d->pc, &ps);
+		d->st.recomputed_by_choice_tokens =
+			ps.recompute_faster_tokens + ps.l2_recompute_faster_tokens;
+	}
 
 	d->st.control_msgs = d->st.retransmits = 0;
 	for (i = 0; i < d->nsh; i++) {
@@ -566,7 +574,8 @@ summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefi
 			 r > 1 ? "," : "", shared_bad_name((enum shared_bad)r), h->bad[r]);
 	printf("kvss: summary: shared level: hit tokens %" PRIu64 " (staged %" PRIu64 " columns "
 	       "from %" PRIu64 " found in %" PRIu64 " lookups of %" PRIu64 " columns; lookup p50 %"
-	       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline; a request's "
+	       PRIu64 " us, p99 %" PRIu64 " us, %" PRIu64 " past the %u ms deadline or given up "
+	       "when computing would have been done (%" PRIu64 "); a request's "
 	       "start held back p50 %" PRIu64 " us, p99 %" PRIu64 " us); %" PRIu64
 	       " columns sent down, %" PRIu64 " slices written, %" PRIu64 " failed or shed, %"
 	       PRIu64 " records written; %" PRIu64 " bad records, %" PRIu64 " bad and %" PRIu64
@@ -574,7 +583,7 @@ summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefi
 	       " reads refused)%s%s\n",
 	       ps->shared_hit_tokens, h->staged_cols, h->lookup_found_cols, h->lookups,
 	       h->lookup_cols, l50 / 1000, l99 / 1000, h->lookups_late,
-	       kvss.cfg.shared.deadline_ms, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
+	       kvss.cfg.shared.deadline_ms, h->lookups_abandoned, w50 / 1000, w99 / 1000, h->down_cols, h->down_slices, h->down_failed,
 	       h->records_written, h->records_bad, h->slices_bad, h->slices_missing, h->generation,
 	       h->generations_seen, h->generation_refused,
 	       h->unavailable ? "; UNAVAILABLE at the end" : "",
@@ -586,7 +595,8 @@ summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefi
 	snprintf(l2j + n, cap - n,
 		 ",\"hit_tokens_shared\":%" PRIu64 ",\"shared\":{\"lookups\":%" PRIu64
 		 ",\"lookup_cols\":%" PRIu64 ",\"found_cols\":%" PRIu64 ",\"staged_cols\":%" PRIu64
-		 ",\"lookups_late\":%" PRIu64 ",\"found_expired\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
+		 ",\"lookups_late\":%" PRIu64 ",\"lookups_abandoned\":%" PRIu64
+		 ",\"found_expired\":%" PRIu64 ",\"lookup_p50_us\":%" PRIu64
 		 ",\"lookup_p99_us\":%" PRIu64 ",\"start_wait_p50_us\":%" PRIu64
 		 ",\"start_wait_p99_us\":%" PRIu64 ",\"lookup_errors\":%" PRIu64
 		 ",\"down_cols\":%" PRIu64 ",\"down_slices\":%" PRIu64 ",\"down_failed\":%" PRIu64
@@ -600,7 +610,7 @@ summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefi
 		 ",\"generation_refused\":%" PRIu64 ",\"generation_bad\":%" PRIu64
 		 ",\"off_at_start\":%" PRIu64 "}",
 		 ps->shared_hit_tokens, h->lookups, h->lookup_cols, h->lookup_found_cols,
-		 h->staged_cols, h->lookups_late, h->found_expired, l50 / 1000, l99 / 1000,
+		 h->staged_cols, h->lookups_late, h->lookups_abandoned, h->found_expired, l50 / 1000, l99 / 1000,
 		 w50 / 1000, w99 / 1000, h->lookup_errors,
 		 h->down_cols, h->down_slices, h->down_failed, h->down_busy, h->down_no_parent,
 		 h->down_gone, h->records_written,
@@ -785,7 +795,7 @@ struct summary {
 	uint64_t perr, lost;
 	char fitj[112], fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char faultj[512], awayj[16], backj[16];
-	char l2j[3072], pickj[1024];
+	char l2j[3072], pickj[1024], ttftj[640];
 };
 
 static void
@@ -988,6 +998,7 @@ summary_json(struct drv *d, struct summary *x)
 	       ",\"expiries\":%" PRIu64 ",\"expired_served\":%" PRIu64
 	       ",\"faults\":%s"
 	       ",\"unaccounted_tokens\":%s"
+	       ",%s"
 	       ",\"exit_status\":%d,\"finished\":%s}\n",
 	       s->completed, s->prompt_tokens, s->hit_tokens, x->hr, s->evicted_tokens, s->refilled_tokens,
 	       s->evict_bytes, s->refill_bytes, x->egbs, x->rgbs, x->secs, x->busy, s->refills, d->learn.fit.n,
@@ -999,7 +1010,7 @@ summary_json(struct drv *d, struct summary *x)
 	       s->verify_failures, x->perr, s->resyncs,
 	       kvss.cfg.driver.on_loss == KVSS_LOSS_RESYNC ? "resync" : "exact", s->lost_tokens,
 	       s->lost_records, x->ps.loss_dropped_tokens, x->ps.loss_stopped, s->over_capacity,
-	       s->expiries, s->expired_served, x->faultj, lostj,
+	       s->expiries, s->expired_served, x->faultj, lostj, x->ttftj,
 	       kvss_driver_status(d), d->finished ? "true" : "false");
 }
 
@@ -1015,6 +1026,7 @@ kvss_driver_summary(struct drv *d)
 		fprintf(stderr, "kvss: summary: no memory\n");
 		return;
 	}
+	emu_stop(d->emu); /* what had not begun is counted */
 	summary_measure(d, x);
 	if (kvss.plot_refills != NULL && plot_refills(d) != 0)
 		d->plot_failed = true;
@@ -1024,6 +1036,7 @@ kvss_driver_summary(struct drv *d)
 	summary_tier(d, x->s, &x->ps, x->l2j, sizeof(x->l2j));
 	if (kvss.cfg.shared.conf[0] != '\0')
 		summary_shared(d, x->s, &x->ps, x->l2j, sizeof(x->l2j));
+	drv_ttft_summary(d, x->ttftj, sizeof(x->ttftj));
 	summary_verdict(d, x);
 	summary_json(d, x);
 	fflush(stdout);

@@ -95,6 +95,7 @@ struct sh_lookup {
 	uint16_t model;
 	uint32_t first;	  /* the first column asked for */
 	uint32_t n;	  /* columns asked for */
+	uint32_t cols;	  /* columns it covers (asked, or to be asked once the generation is read) */
 	uint32_t outstanding;
 	uint32_t epoch;	  /* lookups of an older one are stale (a new generation) */
 	uint64_t iso;
@@ -733,7 +734,7 @@ lookup_one(struct drv *d, uint32_t req, uint16_t m, uint64_t now, bool again)
 		l->sent_ns = now;
 	}
 	l->state = 2; /* nothing to wait for, unless asked below */
-	l->n = 0;
+	l->n = l->cols = 0;
 	if (!drv_sh_on(d, m))
 		return;
 	n = prefixcache_columns(d->pc, m, &rq, l->keys, max * 2, &known);
@@ -741,6 +742,7 @@ lookup_one(struct drv *d, uint32_t req, uint16_t m, uint64_t now, bool again)
 		return; /* held whole, or nothing to ask */
 	if (n - known > max)
 		n = known + max;
+	l->cols = n - known;
 	if (!names_of(d, m, q->iso, l->keys[known], &gg, &go, &id)) {
 		l->state = 3; /* its organization's generation is being read */
 		return;
@@ -876,6 +878,21 @@ lookup_done(struct drv *d, uint32_t slot, uint32_t k, int status, uint32_t len, 
 	S->st.lookup_found_cols++;
 }
 
+/*
+ * How long the wafer would take to compute @p cols columns (the adaptive
+ * policy's prefill rate); UINT64_MAX when nothing is known to beat: the
+ * policy is another, or no rate is set.
+ */
+static uint64_t
+compute_ns(uint32_t cols)
+{
+	const struct kvss_config *c = &kvss.cfg;
+
+	if (c->driver.refill_policy != KVSS_POLICY_ADAPTIVE || c->driver.recompute_tokens_per_s == 0)
+		return UINT64_MAX;
+	return (uint64_t)cols * c->driver.pc.column * 1000000000ull / c->driver.recompute_tokens_per_s;
+}
+
 bool
 drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 {
@@ -899,6 +916,14 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 		if (l->req != req)
 			continue;
 		late = now - l->sent_ns >= (uint64_t)kvss.cfg.shared.deadline_ms * 1000000ull;
+		if (!late && (l->state == 1 || l->state == 3) && S->wait_req == req + 1 &&
+		    now - S->wait_since >= compute_ns(l->cols)) {
+			/* Its request has waited as long as computing what it
+			 * looks up would take: whatever comes back now cannot
+			 * beat computing it (refill_policy "adaptive"). */
+			late = true;
+			S->st.lookups_abandoned++;
+		}
 		if (l->state == 3 && !late)
 			lookup_one(d, req, m, now, true); /* its generation may be known now */
 		if (l->state == 3 && late) {

@@ -104,6 +104,22 @@ emu_create(const struct emu_params *p)
 		if (e->nshards[m]++ == 0)
 			e->first_shard[m] = k;
 	}
+	e->ttft = malloc(sizeof(*e->ttft) * (e->p.nreq ? e->p.nreq : 1));
+	if (e->ttft == NULL)
+		goto fail;
+	if (p->arrival_ns != NULL) {
+		size_t i;
+
+		e->arr = malloc(sizeof(*e->arr) * (e->p.nreq ? e->p.nreq : 1));
+		if (e->arr == NULL)
+			goto fail;
+		for (i = 0; i < e->p.nreq; i++) {
+			if (i > 0 && p->arrival_ns[i] < p->arrival_ns[i - 1])
+				goto fail; /* the caller orders them (or refuses the trace) */
+			e->arr[i] = p->arrival_ns[i];
+		}
+		e->p.arrival_ns = NULL;
+	}
 	e->nslots = p->max_inflight + p->ahead;
 	e->seq = calloc(e->nslots, sizeof(*e->seq));
 	e->cur = calloc(p->nshards, sizeof(*e->cur));
@@ -163,7 +179,25 @@ emu_free(struct emu *e)
 	free(e->seq);
 	free(e->cur);
 	free(e->shard);
+	free(e->arr);
+	free(e->ttft);
 	free(e);
+}
+
+const uint64_t *
+emu_ttft_us(const struct emu *e, size_t *n)
+{
+	*n = e->nttft;
+	return e->ttft;
+}
+
+void
+emu_stop(struct emu *e)
+{
+	if (e == NULL || e->stopped)
+		return;
+	e->stopped = true;
+	e->st.arrivals_unbegun += e->p.nreq - e->next_req;
 }
 
 bool
@@ -433,13 +467,25 @@ emu_refill_done(struct emu *e, uint16_t k, uint64_t refill_id, uint32_t status, 
 
 /* ---- Sequences ------------------------------------------------------------------ */
 
-/* The prefill of @p tokens missed tokens (0: compute is free). */
+/* What computing @p tokens would take at the recompute rate (0: compute is free). */
 static uint64_t
-emu_compute_ns(const struct emu *e, uint32_t tokens)
+emu_tokens_ns(const struct emu *e, uint32_t tokens)
 {
 	if (e->p.recompute_tokens_per_s == 0)
 		return 0;
 	return (uint64_t)tokens * 1000000000ULL / e->p.recompute_tokens_per_s;
+}
+
+/*
+ * The prefill of a request with @p tokens missed: those tokens, and its
+ * fixed cost. Every request has one, even with its whole prompt hit: the
+ * last prompt token is always run (the lookup's "-1" rule) to produce the
+ * first generated one.
+ */
+static uint64_t
+emu_compute_ns(const struct emu *e, uint32_t tokens)
+{
+	return emu_tokens_ns(e, tokens) + e->p.prefill_overhead_ns;
 }
 
 /* @p s gets a run slot: from now on it sends tokens once its data is whole. */
@@ -478,6 +524,9 @@ seq_start(struct emu *e, uint64_t now)
 		}
 	if (s == NULL)
 		return false;
+	/* Not arrived yet: nothing after it has either. */
+	if (e->arr != NULL && now - e->origin < e->arr[e->next_req])
+		return false;
 	if (e->p.hooks->request_ready != NULL &&
 	    !e->p.hooks->request_ready(e->p.arg, (uint32_t)e->next_req, now))
 		return false;
@@ -503,6 +552,8 @@ seq_start(struct emu *e, uint64_t now)
 		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : q->iso, s->tok[k]);
 	}
 	s->t0 = now;
+	s->arrival = e->arr != NULL ? e->origin + e->arr[e->next_req - 1] : now;
+	st->queue_us += (now - s->arrival) / 1000;
 	s->deadline = now + e->p.refill_timeout_ns;
 	s->state = SEQ_WAIT;
 	e->nactive++;
@@ -514,6 +565,14 @@ seq_start(struct emu *e, uint64_t now)
 						 .first_multimodal = q->first_mm, .sequence_id = s->slot};
 		struct prefixcache_hit hit;
 
+		if (e->p.compute_only) {
+			/* The cache off: no lookup, nothing refilled or stored. */
+			if (m == 0) {
+				st->miss_tokens += q->n;
+				s->compute_ns = emu_compute_ns(e, q->n);
+			}
+			continue;
+		}
 		if (!e->p.hooks->model_up(e->p.arg, m)) {
 			/* A shard of it is away: no lookup, no refill, nothing stored. */
 			if (m == 0) {
@@ -565,6 +624,7 @@ seq_start(struct emu *e, uint64_t now)
 								    : q->ans_len;
 			st->miss_tokens += q->n - hit.hit_tokens;
 			s->compute_ns = emu_compute_ns(e, q->n - hit.hit_tokens);
+			st->compute_saved_us += emu_tokens_ns(e, hit.hit_tokens) / 1000;
 		}
 		if (m == 1)
 			st->model1_hit_tokens += hit.hit_tokens;
@@ -701,6 +761,19 @@ seq_send(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
 	return sent;
 }
 
+/* @p s has its first generated token: its refill is whole and its prefill done. */
+static void
+first_token(struct emu *e, struct emu_seq *s, uint64_t now)
+{
+	uint64_t us = (now - s->arrival) / 1000;
+
+	s->first_token = true;
+	e->st.first_tokens++;
+	e->st.ttft_us += us;
+	if (e->nttft < e->p.nreq)
+		e->ttft[e->nttft++] = us;
+}
+
 int
 emu_step(struct emu *e, uint64_t now)
 {
@@ -708,6 +781,10 @@ emu_step(struct emu *e, uint64_t now)
 	uint16_t m;
 
 	e->now_ns = now; /* for what the library calls back during the step */
+	if (!e->started) {
+		e->started = true;
+		e->origin = now; /* arrivals count from here */
+	}
 	while (e->nactive < e->nslots && e->next_req < e->p.nreq && !e->failed)
 		if (!seq_start(e, now))
 			break;
@@ -746,6 +823,8 @@ emu_step(struct emu *e, uint64_t now)
 			if (now < s->compute_end)
 				continue;
 		}
+		if (!s->first_token)
+			first_token(e, s, now);
 		for (m = 0; m < e->p.num_models; m++) {
 			sent += seq_send(e, s, m, now);
 			done &= s->pos[m] == s->total;

@@ -74,7 +74,12 @@ struct emu;
 	X(l2_hit_seqs)      /* sequences with hits from the second tier */                         \
 	X(l2_ready_at_pick) /* of them, those whose data was whole at the pick */                  \
 	X(seq_refill_failed) /* sequences a refill of which failed: not in the refill times */     \
-	X(refill_stale)   /* REFILL_DATA or REFILL_DONE for no refill awaited: finished, timed out, unknown */
+	X(refill_stale)   /* REFILL_DATA or REFILL_DONE for no refill awaited: finished, timed out, unknown */ \
+	X(first_tokens)     /* requests that reached their first generated token (TTFT counted) */ \
+	X(ttft_us)	    /* their times to first token, from arrival, summed */                 \
+	X(queue_us)	    /* of that, time arrived but not begun (every slot taken), summed */    \
+	X(compute_saved_us) /* the prefill the hit tokens would have cost (recompute_tokens_per_s) */ \
+	X(arrivals_unbegun) /* requests not begun when the run stopped (arrived or not) */
 
 struct emu_stats {
 #define EMU_FIELD(n) uint64_t n;
@@ -132,6 +137,13 @@ struct emu_params {
 	uint64_t refill_timeout_ns;
 	uint64_t expiry_check_ns; /* > 0: count refills of tokens last evicted longer ago (expired_served) */
 	uint32_t recompute_tokens_per_s; /* a sequence's missed tokens take this long to run (0: free) */
+	uint64_t prefill_overhead_ns;	 /* and a prefill this much more, whatever its tokens */
+	/* Request i arrives arrival_ns[i] after the first step ([nreq], copied;
+	 * not decreasing): it begins no sooner, and its time to first token
+	 * counts from then. NULL: a closed loop, each request arriving as it
+	 * begins (when a slot is free). */
+	const uint64_t *arrival_ns;
+	bool compute_only;     /* no lookups: the cache off, every prompt computed (a baseline) */
 	bool resume_estimate;  /* wafer.resume "estimate"; false: "whole" */
 	bool open_loop;	       /* recording: refills are not awaited nor checked */
 	uint16_t nshards;
@@ -221,6 +233,16 @@ void emu_data_gc(struct emu *e);
  * dropped, its refills fail (their sequences go on).
  */
 void emu_model_restart(struct emu *e, uint16_t model, uint64_t now_ns);
+
+/**
+ * Each request's time to first token so far, in us (from its arrival to
+ * the end of its prefill, the refill and queueing included), *@p n of
+ * them, in the order they got there.
+ */
+const uint64_t *emu_ttft_us(const struct emu *e, size_t *n);
+
+/** The run stops here: requests not begun are counted (arrivals_unbegun). */
+void emu_stop(struct emu *e);
 
 /** Time sequences with their data whole waited for their estimate (resume "estimate"). */
 uint64_t emu_held_ns(const struct emu *e);

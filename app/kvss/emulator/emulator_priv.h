@@ -85,6 +85,8 @@ struct emu_seq {
 	uint64_t whole_ns;	 /* when its refills finished (SEQ_HOLD) */
 	uint64_t compute_ns;	 /* its prefill: model 0's missed tokens at the recompute rate */
 	uint64_t compute_end;	 /* when that prefill ends (0: not begun) */
+	uint64_t arrival;	 /* when its request arrived (a closed loop: when it began) */
+	bool first_token;	 /* its time to first token is counted */
 	/* Per model: refills not finished, one of them failed (its time says
 	 * nothing of the model), the bytes it charged. */
 	uint32_t mwait[PREFIXCACHE_MAX_MODELS];
@@ -131,6 +133,11 @@ struct emu {
 	struct emu_shard *shard; /* [nshards], a copy of the caller's */
 	uint64_t held_ns;
 	uint64_t compute_free; /* when the wafer's compute is free (one prefill at a time) */
+	uint64_t *arr;	       /* [nreq] arrivals after the origin (emu_params.arrival_ns), or NULL */
+	uint64_t origin;       /* the first step's time: arrivals count from it */
+	bool started, stopped;
+	uint64_t *ttft;	       /* [nreq] times to first token, us, nttft of them */
+	size_t nttft;
 	bool failed;
 };
 

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What a request's user waits for: its time to first token (TTFT), from
+ * its arrival to the end of its prefill (queueing, the lookup, the refill
+ * and the computing of what was not refilled). The emulator measures each
+ * request's; here they become percentiles for telemetry, a line of the
+ * summary and fields of its JSON, beside what the prefill computed and
+ * what the hits saved it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "driver_priv.h"
+#include "percentile.h"
+#include "emulator/emulator.h"
+#include "kvss.h"
+
+/*
+ * p50, p90 and p99 by lib/percentile's rule, over a sorted copy (the
+ * emulator keeps them in the order they came), made again only when a
+ * request was added: the snapshot for telemetry reads them several times
+ * a second.
+ */
+void
+drv_ttft_derive(struct drv *d)
+{
+	const uint64_t *v;
+	uint64_t *c;
+	size_t n, i;
+
+	if (d->emu == NULL || (v = emu_ttft_us(d->emu, &n), n == d->ttft_derived))
+		return; /* none new since the last time: the same figures */
+	c = malloc(sizeof(*c) * n);
+	if (c == NULL)
+		return; /* made again at the next read: nothing is lost */
+	for (i = 0; i < n; i++)
+		c[i] = v[i];
+	percentile_sort_u64(c, n);
+	d->st.ttft_p50_us = percentile_u64(c, n, 50);
+	d->st.ttft_p90_us = percentile_u64(c, n, 90);
+	d->st.ttft_p99_us = percentile_u64(c, n, 99);
+	d->ttft_derived = n;
+	free(c);
+}
+
+static const char *
+arrivals_name(uint8_t a)
+{
+	return a == KVSS_ARRIVALS_TRACE ? "trace" : a == KVSS_ARRIVALS_POISSON ? "poisson" : "closed";
+}
+
+static const char *
+policy_name(uint8_t p)
+{
+	return p == KVSS_POLICY_IO_ONLY ? "io-only" : p == KVSS_POLICY_COMPUTE_ONLY ? "compute-only"
+										  : "adaptive";
+}
+
+/*
+ * The summary's line, and its JSON fields into @p json (no braces; null
+ * where no request got its first token). Derived first by the caller.
+ */
+void
+drv_ttft_summary(struct drv *d, char *json, size_t cap)
+{
+	const struct kvss_drv_stats *s = &d->st;
+	const struct kvss_config *cfg = &kvss.cfg;
+	double mean = s->first_tokens ? (double)s->ttft_us / (double)s->first_tokens / 1e3 : 0;
+	double queue = s->requests ? (double)s->queue_us / (double)s->requests / 1e3 : 0;
+	char figs[200] = "\"ttft_p50_ms\":null,\"ttft_p90_ms\":null,\"ttft_p99_ms\":null,"
+			 "\"ttft_mean_ms\":null";
+
+	if (s->first_tokens) {
+		printf("kvss: summary: time to first token (arrivals %s, refill policy %s): p50 %.2f ms, "
+		       "p90 %.2f ms, p99 %.2f ms, mean %.2f ms over %" PRIu64 " requests; queued %.2f ms "
+		       "on average before they began\n",
+		       arrivals_name(cfg->wafer.arrivals), policy_name(cfg->driver.refill_policy),
+		       (double)s->ttft_p50_us / 1e3, (double)s->ttft_p90_us / 1e3,
+		       (double)s->ttft_p99_us / 1e3, mean, s->first_tokens, queue);
+		snprintf(figs, sizeof(figs),
+			 "\"ttft_p50_ms\":%.3f,\"ttft_p90_ms\":%.3f,\"ttft_p99_ms\":%.3f,\"ttft_mean_ms\":%.3f",
+			 (double)s->ttft_p50_us / 1e3, (double)s->ttft_p90_us / 1e3,
+			 (double)s->ttft_p99_us / 1e3, mean);
+	}
+	printf("kvss: summary: prefill: %" PRIu64 " prompt tokens computed, %" PRIu64 " refilled "
+	       "(%" PRIu64 " hit tokens computed by choice: sooner than refilling); %.1f ms of "
+	       "compute saved by the hits (driver.recompute_tokens_per_s = %u, "
+	       "wafer.prefill_overhead_us = %u)\n",
+	       s->miss_tokens, s->hit_tokens, s->recomputed_by_choice_tokens,
+	       (double)s->compute_saved_us / 1e3, cfg->driver.recompute_tokens_per_s,
+	       cfg->wafer.prefill_overhead_us);
+	if (s->arrivals_unbegun)
+		printf("kvss: summary: %" PRIu64 " requests had not begun when the run stopped\n",
+		       s->arrivals_unbegun);
+	snprintf(json, cap,
+		 "%s,\"first_tokens\":%" PRIu64 ",\"queue_mean_ms\":%.3f,\"arrivals\":\"%s\","
+		 "\"refill_policy\":\"%s\",\"prefill_computed_tokens\":%" PRIu64
+		 ",\"prefill_refilled_tokens\":%" PRIu64 ",\"recomputed_by_choice_tokens\":%" PRIu64
+		 ",\"compute_saved_ms\":%.3f,\"arrivals_unbegun\":%" PRIu64,
+		 figs, s->first_tokens, queue, arrivals_name(cfg->wafer.arrivals),
+		 policy_name(cfg->driver.refill_policy), s->miss_tokens, s->hit_tokens,
+		 s->recomputed_by_choice_tokens, (double)s->compute_saved_us / 1e3, s->arrivals_unbegun);
+}
