@@ -65,9 +65,25 @@ usage(FILE *f)
 		"                     block used twice or whose request answered in at most\n"
 		"                     63 tokens)\n"
 		"  --recompute-tokens-per-s R  an L2 hit counts only when reading it is faster\n"
-		"                     than computing it at R tokens/s (needs --kv-bytes-per-token)\n"
+		"                     than computing it at R tokens/s (needs --kv-bytes-per-token;\n"
+		"                     with --ttft, the prefill rate, and the replay takes every hit)\n"
 		"  --l2-read-gbps G   L2 read bandwidth for that, GB/s (default 3)\n"
 		"  --l2-latency-us U  and its latency per request (default 100)\n"
+		"  --ttft             also each replay's time to first token (TTFT), p50 and p99,\n"
+		"                     modelled (lib/wafermodel) on the same arrivals three ways:\n"
+		"                     compute-only (no hit), io-only (every hit refilled) and\n"
+		"                     adaptive (a hit refilled only where that beats computing\n"
+		"                     it, the driver's rule); needs --recompute-tokens-per-s and\n"
+		"                     --kv-bytes-per-token (docs/kvss-trace.md)\n"
+		"  --arrivals A       trace (default: the trace's timestamps) or poisson\n"
+		"  --time-scale X     with trace: the timestamps times X (default 1)\n"
+		"  --arrival-rate R   with poisson: R requests a second (default 5)\n"
+		"  --arrival-seed S   with poisson: its seed (default 1)\n"
+		"  --max-inflight N   the wafer's run slots (default 8)\n"
+		"  --prefill-overhead-us U  a prefill's fixed cost beside its tokens (default 0)\n"
+		"  --refill-latency-us U    a refill from DRAM: U us (default 20)\n"
+		"  --refill-read-gbps G     and its bytes at G GB/s (default 12.5); a hit's part\n"
+		"                     from L2 adds --l2-latency-us and --l2-read-gbps's line\n"
 		"  --multimodal-every N  with --generate: an image of 64 tokens ends every Nth\n"
 		"                     prompt (a trace marks its own: \"multimodal\": [START, END, ...])\n"
 		"  --org-ttl NAME:LAST:FIRST  organization NAME's TTLs by last and first use,\n"
@@ -224,6 +240,7 @@ print_l2(const struct opts *o, const struct workload *wl, const struct oracle_bl
 					       lib.l2_read, lib.perr, lib.vfail, lib.wall);
 			}
 			bad |= lib.perr != 0 || lib.vfail != 0;
+			free(lib.ttft);
 			first = false;
 		}
 	if (o->json)
