@@ -552,6 +552,28 @@ check "ttft by hand: hits 160; compute-only 0.192/0.256 ms, io-only 0.208/0.240,
 check "ttft by hand, queued on one slot: compute-only 0.220/0.376, io-only 0.236/0.376, adaptive 0.220/0.360" \
 	test "$("$T" "${ttft_hand[@]}" --time-scale 1e-4 --max-inflight 1 2>/dev/null | ttft_keys)" = \
 	"160 0.22 0.376 0.236 0.376 0.22 0.36 96"
+# With the library's second tier (--l2-dir) the hits come from L2 too: on
+# the trace of --l2-dir above, x's return (10 tokens) hits 5 in DRAM and 5
+# in L2, y's return (5) hits 5 in L2, nothing computed (--no-minus-one).
+# Computing 10 us a token; DRAM's line 10 us + 1 us a token, L2's 100 us +
+# 1 us a token. Compute-only: 100, 50, 100, 50 us. Io-only: the DRAM line
+# over the whole hit and L2's over its L2 part: x 20 + 105 = 125, y 15 +
+# 105 = 120. Adaptive: x's DRAM part is worth it (15 us against 50), its L2
+# part not (105 against 50): 15 + 5 x 10 = 65; y's L2 part not: 50 (5 hit
+# tokens). p50 is the third of four, p99 the fourth. The row above (no L2)
+# hits only the 5 of y.
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json --no-minus-one \
+	--l2 10 --l2-dir "$tmp" --ttft --recompute-tokens-per-s 1e5 --kv-bytes-per-token 1000 \
+	--refill-latency-us 10 --refill-read-gbps 1 --l2-latency-us 100 --l2-read-gbps 1 \
+	>"$tmp/ttft-l2.json" 2>/dev/null
+check "ttft with L2 by hand: exits 0" test $? -eq 0
+check "ttft with L2 by hand: the library's hits 10 from L2 of 15; compute-only 0.100/0.100, io-only 0.120/0.125, adaptive 0.065/0.100 taking 5" \
+	test "$(sed -n 1p "$tmp/ttft-l2.json" | python3 -c 'import json,sys; d=json.load(sys.stdin)["l2"][0]["library"]; print(d["hit_tokens_l2"], json.dumps(d))' |
+		{ read -r l2 j; echo "$l2 $(ttft_keys <<<"$j")"; })" = \
+	"10 15 0.1 0.1 0.12 0.125 0.065 0.1 5"
+check "ttft with L2 by hand: the row (DRAM alone) hits 5, all taken: io-only 0.065/0.100" \
+	test "$(ttft_keys <"$tmp/ttft-l2.json")" = "5 0.1 0.1 0.065 0.1 0.065 0.1 5"
+check "ttft with L2: its files are gone" test -z "$(find "$tmp" -maxdepth 1 -name "*kvss_replay_l2*")"
 # The built-in workload (it has timestamps), with hits.
 ttft=(--generate 200 --capacity 1e5 --ttft --kv-bytes-per-token 256)
 "$T" "${ttft[@]}" --recompute-tokens-per-s 1e4 >"$tmp/ttft.txt" 2>/dev/null

@@ -905,12 +905,12 @@ replay_one(struct opts *o, const struct workload *t, struct oracle_blocks *block
 	else
 		print_text(o, &res);
 	/* --ttft: its line under the row (its keys before the second tier's and the fleet's). */
-	rc2 = o->ttft ? ttft_print(o, arrival_ns, &res) : 0;
+	rc2 = o->ttft ? ttft_print(o, arrival_ns, &res, "") : 0;
 	free(res.ttft);
 	if (rc2 != 0)
 		return 1;
 	/* The second tier and the fleet: their lines under the row, or their keys in the object. */
-	if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k])) != 0) {
+	if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k], arrival_ns)) != 0) {
 		if (rc2 < 0)
 			return 1;
 		*bad = 1;

@@ -159,7 +159,7 @@ double gbps(const struct opts *o, double tokens_per_s);
 void usage(FILE *f);
 int draw(const struct opts *o, const struct curves *cv);
 int print_l2(const struct opts *o, const struct workload *wl, const struct oracle_blocks *b,
-	     uint64_t cap);
+	     uint64_t cap, const uint64_t *arrival_ns);
 /* The fleet's options against each other and a trace of @p n requests: 0, or a message and -1. */
 int fleet_check(const struct opts *o, size_t n, bool shaped);
 /* The fleet's lines at DRAM capacity @p cap (0: unlimited): 0, 1 bad, -1 no memory. */
@@ -177,9 +177,11 @@ int ttft_check(const struct opts *o);
  */
 int ttft_arrivals(const struct opts *o, const struct workload *t, size_t n, uint64_t **arrival_ns);
 /*
- * --ttft: replay @p res's times to first token, modelled three ways, as the
- * line under its row or its JSON object's keys: 0, or -1 (no memory, said).
+ * --ttft: replay @p res's times to first token, modelled three ways, as a
+ * line (after @p indent) or as keys of the JSON object being printed: 0,
+ * or -1 (no memory, said).
  */
-int ttft_print(const struct opts *o, const uint64_t *arrival_ns, const struct result *res);
+int ttft_print(const struct opts *o, const uint64_t *arrival_ns, const struct result *res,
+	       const char *indent);
 
 #endif

@@ -156,7 +156,8 @@ arrivals_str(const struct opts *o, char *b, size_t n)
 }
 
 int
-ttft_print(const struct opts *o, const uint64_t *arrival_ns, const struct result *res)
+ttft_print(const struct opts *o, const uint64_t *arrival_ns, const struct result *res,
+	   const char *indent)
 {
 	static const char *const names[TTFT_MODES] = {"compute-only", "io-only", "adaptive"};
 	static const char *const keys[TTFT_MODES] = {"compute_only", "io_only", "adaptive"};
@@ -196,8 +197,8 @@ ttft_print(const struct opts *o, const uint64_t *arrival_ns, const struct result
 		printf(", \"ttft_adaptive_hit_tokens\": %" PRIu64, hit[TTFT_ADAPTIVE]);
 	} else {
 		arrivals_str(o, arr, sizeof(arr));
-		printf("%-12s ttft (modelled; arrivals %s, %u slots, %g tokens/s):", "", arr,
-		       o->max_inflight, o->recompute_tps);
+		printf("%-12s %sttft (modelled; arrivals %s, %u slots, %g tokens/s):", "", indent,
+		       arr, o->max_inflight, o->recompute_tps);
 		for (m = 0; m < TTFT_MODES; m++)
 			printf("%s %s p50 %.2f ms p99 %.2f ms", m ? ";" : "", names[m],
 			       (double)p50[m] / 1e6, (double)p99[m] / 1e6);
