@@ -141,7 +141,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(PERCENTILE_SRC) $(WAFERMODEL_SRC) test/test_wafermodel.c test/test_percentile.c test/test_ilist.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c bench/bench_wafer.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
-	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
+	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/ttft.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/shard_scenario_l2.c \
 	test/shard_scenario_report.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
@@ -228,8 +228,9 @@ $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC)) $(LIBARGS) $(LIBPLOT) $(LI
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)
 
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c \
-		app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC)) $(LIBARGS) $(LIBPLOT) $(LIBKVDISK) \
-		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
+		app/trace/ttft.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC)) $(LIBARGS) $(LIBPLOT) \
+		$(LIBKVDISK) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) \
+		$(LIBPROTO) $(LIBFILEIO) $(LIBWAFERMODEL) $(LIBPERCENTILE)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
 $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBARGS) $(LIBPROTO)
