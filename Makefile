@@ -41,7 +41,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
 	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared -Ilib/mono \
-	-Ilib/percentile -Ilib/ilist
+	-Ilib/percentile -Ilib/ilist -Ilib/wafermodel
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
 # Library code that needs no DPDK is built without its flags (no -march,
@@ -97,6 +97,10 @@ LIBARGS := $(BUILD)/lib/libargs.a
 PERCENTILE_SRC := $(call lib_dir,percentile)
 LIBPERCENTILE := $(BUILD)/lib/libpercentile.a
 
+# A wafer's times to first token, computed (kvss-trace's sizing, kvss's baseline).
+WAFERMODEL_SRC := $(call lib_dir,wafermodel)
+LIBWAFERMODEL := $(BUILD)/lib/libwafermodel.a
+
 # Requests: the trace reader and the built-in generator (kvss, kvss-trace).
 WORKLOAD_SRC := $(call lib_dir,workload)
 LIBWORKLOAD := $(BUILD)/lib/libworkload.a
@@ -118,7 +122,7 @@ SHARD_SRC := $(call kvss_dir,shard/)
 # What the shard's objects link with beside them: its levels' libraries.
 SHARD_LIBS = $(LIBKVDISK) $(LIBSHARED) $(LIBFILEIO)
 # The libraries the driver's own files call beyond those every role links.
-DRIVER_LIBS = $(LIBPERCENTILE)
+DRIVER_LIBS = $(LIBPERCENTILE) $(LIBWAFERMODEL)
 DRIVER_NOEAL_SRC := $(addprefix app/kvss/driver/,sink.c ctlq.c learn.c)
 DRIVER_SRC := $(filter-out $(DRIVER_NOEAL_SRC),$(call kvss_dir,driver/))
 # The wafer emulator needs no EAL either (test/test_emulator.c).
@@ -134,10 +138,10 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	test/test_proto_ref.c test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
-	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(PERCENTILE_SRC) test/test_percentile.c test/test_ilist.c \
+	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(PERCENTILE_SRC) $(WAFERMODEL_SRC) test/test_wafermodel.c test/test_percentile.c test/test_ilist.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c bench/bench_wafer.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
-	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
+	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/ttft.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
 	test/test_config.c test/shard_scenario.c test/shard_scenario_order.c test/shard_scenario_l2.c \
 	test/shard_scenario_report.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
@@ -194,6 +198,7 @@ $(LIBFILEIO): $(call obj,$(FILEIO_SRC))
 $(LIBKVDISK): $(call obj,$(KVDISK_SRC))
 $(LIBARGS): $(call obj,$(ARGS_SRC))
 $(LIBPERCENTILE): $(call obj,$(PERCENTILE_SRC))
+$(LIBWAFERMODEL): $(call obj,$(WAFERMODEL_SRC))
 $(LIBPLOT): $(call obj,$(PLOT_SRC))
 
 # ---- programs --------------------------------------------------------------
@@ -223,8 +228,9 @@ $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC)) $(LIBARGS) $(LIBPLOT) $(LI
 	$(CC) -o $@ $^ $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS) $(RADOS_LIBS)
 
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c \
-		app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC)) $(LIBARGS) $(LIBPLOT) $(LIBKVDISK) \
-		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
+		app/trace/ttft.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC)) $(LIBARGS) $(LIBPLOT) \
+		$(LIBKVDISK) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) \
+		$(LIBPROTO) $(LIBFILEIO) $(LIBWAFERMODEL) $(LIBPERCENTILE)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
 $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBARGS) $(LIBPROTO)
@@ -255,6 +261,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
 	$(BUILD)/test/test_args $(BUILD)/test/test_percentile $(BUILD)/test/test_ilist \
+	$(BUILD)/test/test_wafermodel \
 	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
 	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_shared
@@ -363,7 +370,7 @@ $(BUILD)/test/test_oracle: $(call obj,test/test_oracle.c app/trace/oracle.c app/
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
 $(BUILD)/test/test_emulator: $(call obj,test/test_emulator.c $(KVSS_PURE_SRC)) $(LIBWORKLOAD) \
-		$(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
+		$(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO) $(LIBWAFERMODEL)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
@@ -380,6 +387,10 @@ $(BUILD)/test/test_args: $(call obj,test/test_args.c) $(LIBARGS)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) -lm
 
 $(BUILD)/test/test_percentile: $(call obj,test/test_percentile.c) $(LIBPERCENTILE)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS)
+
+$(BUILD)/test/test_wafermodel: $(call obj,test/test_wafermodel.c) $(LIBWAFERMODEL)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS)
 
@@ -572,7 +583,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 # ---- top-level targets -----------------------------------------------------
 
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBFILEIO) \
-	$(LIBKVDISK) $(LIBARGS) $(LIBPLOT) $(LIBPERCENTILE) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
+	$(LIBKVDISK) $(LIBARGS) $(LIBPLOT) $(LIBPERCENTILE) $(LIBWAFERMODEL) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 
 ALL += $(LIBSHARED) $(KVSS_SHARED) $(TEST_SHARED_RADOS) $(BENCH_SHARED)
@@ -706,9 +717,11 @@ bench-run: all $(PYLINK) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-ttft.sh $(BUILD)
 	@scripts/bench-demo.sh $(BUILD)
 
+# Requests arrive at the workload's times (KVSS_DEMO_ARRIVALS), so the
+# verdict gives the time to first token beside recomputing.
 demo: deps
 	@$(MAKE) --no-print-directory all $(PYLINK)
-	@scripts/demo.sh $(BUILD)
+	@KVSS_DEMO_ARRIVALS=$${KVSS_DEMO_ARRIVALS-trace} scripts/demo.sh $(BUILD)
 
 # The fault soak: SEEDS seeds from FIRST, each a whole workload through the
 # seeded fault injector in one process (scripts/soak.sh), then PSEEDS with

@@ -28,6 +28,15 @@
 #                       (/var/lib/kvss), kept from run to run: a warm restart
 #   KVSS_DEMO_LOGS=D    keep each process's log in D at the end (made if missing)
 #   KVSS_DEMO_STATS_WIDTH=N   cut each shard's final stats lines at N characters (300)
+#   KVSS_DEMO_ARRIVALS=A   requests arrive as A says (make demo: "trace"): at
+#                       the workload's timestamps ("trace", times
+#                       KVSS_DEMO_TIME_SCALE, default 0.1: the public
+#                       trace's 17 minutes in 1.7) or "poisson" (10 a
+#                       second); the wafer computes what is not refilled at
+#                       KVSS_DEMO_PREFILL_TPS tokens/s (default 607,000),
+#                       and the verdict gives the time to first token beside
+#                       compute-only's on the same arrivals. Unset: the
+#                       driver configuration's (a closed loop, free compute)
 #   KVSS_DEMO_DOCUMENTS=N  without the trace, the built-in workload reads a
 #                       library of N documents (default 300, about 3.75M
 #                       tokens: more than the demo's DRAM, less than its
@@ -83,6 +92,17 @@ for v in KVSS_DEMO_DRIVER_CFG KVSS_DEMO_SHARD0_CFG KVSS_DEMO_SHARD1_CFG; do
 	val=${!v:-}
 	[ -z "$val" ] || [ -f "$val" ] || demo_bad "$v=$val: no such file (a kvss configuration)"
 done
+case "${KVSS_DEMO_ARRIVALS:-}" in
+"" | trace | poisson) ;;
+*) demo_bad "KVSS_DEMO_ARRIVALS=$KVSS_DEMO_ARRIVALS: want trace or poisson (or unset: the configuration's)" ;;
+esac
+demo_tps=${KVSS_DEMO_PREFILL_TPS-607000}
+demo_scale=${KVSS_DEMO_TIME_SCALE-0.1}
+case "$demo_tps" in "" | *[!0-9]* | 0*) demo_bad "KVSS_DEMO_PREFILL_TPS=$demo_tps: want a whole number of tokens a second, 1 to 1000000000" ;; esac
+[ ${#demo_tps} -le 10 ] && [ "$demo_tps" -le 1000000000 ] ||
+	demo_bad "KVSS_DEMO_PREFILL_TPS=$demo_tps: want a whole number of tokens a second, 1 to 1000000000"
+case "$demo_scale" in "" | *[!0-9.]* | .* | *. | *.*.* | [!1-9]) demo_bad "KVSS_DEMO_TIME_SCALE=$demo_scale: want a number above 0, like 0.1" ;; esac
+case "$demo_scale" in *[1-9]*) ;; *) demo_bad "KVSS_DEMO_TIME_SCALE=$demo_scale: want a number above 0, like 0.1" ;; esac
 if [ -n "${KVSS_DEMO_JSON:-}" ] && [ ! -d "$(dirname "$KVSS_DEMO_JSON")" ]; then
 	demo_bad "KVSS_DEMO_JSON=$KVSS_DEMO_JSON: its directory $(dirname "$KVSS_DEMO_JSON") is not there"
 fi
@@ -90,6 +110,24 @@ cd "$(dirname "$0")/.."
 
 run=${KVSS_DEMO_TAG:-$$}
 tmp=$(mktemp -d /tmp/kvss-demo.XXXXXX)
+# Arrivals and a prefill rate: a copy of the driver's configuration with its
+# wafer.arrivals and driver.recompute_tokens_per_s set (the example's lines).
+if [ -n "${KVSS_DEMO_ARRIVALS:-}" ]; then
+	src=${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}
+	sed -e "s/^\( *\)arrivals = \"closed\";/\1arrivals = \"$KVSS_DEMO_ARRIVALS\"; time_scale = $demo_scale; arrival_rate = 10.0;/" \
+		-e "s/^\( *\)# recompute_tokens_per_s = [0-9]*;/\1recompute_tokens_per_s = $demo_tps;/" "$src" >"$tmp/driver-arrivals.cfg"
+	if ! grep -q "arrivals = \"$KVSS_DEMO_ARRIVALS\"" "$tmp/driver-arrivals.cfg" ||
+		! grep -q "^ *recompute_tokens_per_s = $demo_tps;" "$tmp/driver-arrivals.cfg"; then
+		rm -rf "$tmp"
+		demo_bad "KVSS_DEMO_ARRIVALS=$KVSS_DEMO_ARRIVALS: $src has no 'arrivals = \"closed\";' and '# recompute_tokens_per_s = N;' lines to set"
+	fi
+	KVSS_DEMO_DRIVER_CFG=$tmp/driver-arrivals.cfg
+	if [ "$KVSS_DEMO_ARRIVALS" = trace ]; then
+		echo "demo: requests arrive at the workload's times x $demo_scale; the wafer computes what is not refilled at $demo_tps tokens/s"
+	else
+		echo "demo: requests arrive as a Poisson process, 10 a second; the wafer computes what is not refilled at $demo_tps tokens/s"
+	fi
+fi
 pids=()
 prefixes=("kvss_demo_s0_$run" "kvss_demo_s1_$run" "kvss_demo_drv_$run")
 
@@ -388,6 +426,17 @@ print("demo: %.1f s; evicted %.3f GB/s, refilled %.3f GB/s: %s%s"
 for l in own:
     print(l)
 print("demo: refills %d, p50 %s us, p99 %s us" % (j["refills"], j.get("refill_p50_us"), j.get("refill_p99_us")))
+# What the user waits for: time to first token, beside the same arrivals
+# with the cache off (the driver's model of its own wafer, lib/wafermodel).
+t50, t99 = j.get("ttft_p50_ms"), j.get("ttft_p99_ms")
+m50, m99 = j.get("model_compute_only_ttft_p50_ms"), j.get("model_compute_only_ttft_p99_ms")
+if t50 is not None and m50 is not None and t50 > 0 and t99 > 0:
+    print("demo: TTFT p50 %.1f ms, %.1fx sooner than recomputing (%.1f ms); p99 %.1f ms, %.1fx (%.1f ms): "
+          "compute-only on the same arrivals, modelled; refill policy %s"
+          % (t50, m50 / t50, m50, t99, m99 / t99, m99, j.get("refill_policy")))
+elif t50 is not None:
+    print("demo: TTFT p50 %.1f ms, p99 %.1f ms (arrivals %s: no compute-only beside it without arrivals and "
+          "a prefill rate, wafer.arrivals and driver.recompute_tokens_per_s)" % (t50, t99, j.get("arrivals")))
 EOF
 }
 verdict

@@ -523,4 +523,145 @@ for bad in "--restart 1" "--restart 4@10" "--restart 0@2000" "--restart x@5" "--
 done
 "$T" --generate 20 --capacity 1e5 --shared-ttl 60 >/dev/null 2>"$tmp/err"
 check "fleet: --shared-ttl without the fleet is refused" sh -c "[ $? -eq 2 ] && grep -q -- '--shared-ttl' '$tmp/err'"
+# --ttft: times to first token, modelled (lib/wafermodel) on the replay's
+# hits. By hand first: three prompts of one organization, 64, 96 and 128
+# tokens, each the one before and 32 more, columns of 8, 1 s apart: hits
+# 0, 64 and 96. Computing 2 us a token (5e5 tokens/s); a refill 80 us and
+# 1 us a token (1000 bytes at 1 GB/s). Compute-only: 128, 192, 256 us.
+# Io-only: 128; 80 + 64 + 32 x 2 = 208; 80 + 96 + 64 = 240. Adaptive: the
+# hit of 64 costs 144 us to refill against 128 to compute, so it is
+# computed (192), the hit of 96 taken (176 against 192): 128, 192, 240, 96
+# hit tokens. p50 is the middle one, p99 the last.
+for i in 0 1 2; do
+	printf '{"org": "a", "timestamp": %d, "tokens": [%s], "output_length": 0}\n' $((i * 1000)) \
+		"$(seq -s, 1 $((64 + 32 * i)))"
+done >"$tmp/ttft.jsonl"
+ttft_hand=(--trace "$tmp/ttft.jsonl" --capacity inf --column 8 --ttft --recompute-tokens-per-s 5e5
+	--kv-bytes-per-token 1000 --refill-latency-us 80 --refill-read-gbps 1 --json)
+ttft_keys() { # the ttft keys of a JSON line, in order, and the hit tokens
+	python3 -c 'import json,sys; d=json.loads(sys.stdin.readline()); print(d["hit_tokens"], *[d[k] for k in sys.argv[1:]])' \
+		ttft_compute_only_p50_ms ttft_compute_only_p99_ms ttft_io_only_p50_ms ttft_io_only_p99_ms \
+		ttft_adaptive_p50_ms ttft_adaptive_p99_ms ttft_adaptive_hit_tokens
+}
+check "ttft by hand: hits 160; compute-only 0.192/0.256 ms, io-only 0.208/0.240, adaptive 0.192/0.240 taking 96" \
+	test "$("$T" "${ttft_hand[@]}" 2>/dev/null | ttft_keys)" = "160 0.192 0.256 0.208 0.24 0.192 0.24 96"
+# The same 100 us apart (--time-scale 1e-4) on one slot: each waits for the
+# one before. Compute-only: 128; 128 + 192 - 100 = 220; 320 + 256 - 200 =
+# 376. Io-only: 128; 128 + 144 + 64 - 100 = 236; 336 + 176 + 64 - 200 = 376.
+# Adaptive: 128; 220; 320 + 176 + 64 - 200 = 360.
+check "ttft by hand, queued on one slot: compute-only 0.220/0.376, io-only 0.236/0.376, adaptive 0.220/0.360" \
+	test "$("$T" "${ttft_hand[@]}" --time-scale 1e-4 --max-inflight 1 2>/dev/null | ttft_keys)" = \
+	"160 0.22 0.376 0.236 0.376 0.22 0.36 96"
+# With the library's second tier (--l2-dir) the hits come from L2 too: on
+# the trace of --l2-dir above, x's return (10 tokens) hits 5 in DRAM and 5
+# in L2, y's return (5) hits 5 in L2, nothing computed (--no-minus-one).
+# Computing 10 us a token; DRAM's line 10 us + 1 us a token, L2's 100 us +
+# 1 us a token. Compute-only: 100, 50, 100, 50 us. Io-only: the DRAM line
+# over the whole hit and L2's over its L2 part: x 20 + 105 = 125, y 15 +
+# 105 = 120. Adaptive: x's DRAM part is worth it (15 us against 50), its L2
+# part not (105 against 50): 15 + 5 x 10 = 65; y's L2 part not: 50 (5 hit
+# tokens). p50 is the third of four, p99 the fourth. The row above (no L2)
+# hits only the 5 of y.
+"$T" --trace "$tmp/mc4.jsonl" --capacity 10 --block-tokens 10 --column 5 --json --no-minus-one \
+	--l2 10 --l2-dir "$tmp" --ttft --recompute-tokens-per-s 1e5 --kv-bytes-per-token 1000 \
+	--refill-latency-us 10 --refill-read-gbps 1 --l2-latency-us 100 --l2-read-gbps 1 \
+	>"$tmp/ttft-l2.json" 2>/dev/null
+check "ttft with L2 by hand: exits 0" test $? -eq 0
+check "ttft with L2 by hand: the library's hits 10 from L2 of 15; compute-only 0.100/0.100, io-only 0.120/0.125, adaptive 0.065/0.100 taking 5" \
+	test "$(sed -n 1p "$tmp/ttft-l2.json" | python3 -c 'import json,sys; d=json.load(sys.stdin)["l2"][0]["library"]; print(d["hit_tokens_l2"], json.dumps(d))' |
+		{ read -r l2 j; echo "$l2 $(ttft_keys <<<"$j")"; })" = \
+	"10 15 0.1 0.1 0.12 0.125 0.065 0.1 5"
+check "ttft with L2 by hand: the row (DRAM alone) hits 5, all taken: io-only 0.065/0.100" \
+	test "$(ttft_keys <"$tmp/ttft-l2.json")" = "5 0.1 0.1 0.065 0.1 0.065 0.1 5"
+check "ttft with L2: its files are gone" test -z "$(find "$tmp" -maxdepth 1 -name "*kvss_replay_l2*")"
+# The built-in workload (it has timestamps), with hits.
+ttft=(--generate 200 --capacity 1e5 --ttft --kv-bytes-per-token 256)
+"$T" "${ttft[@]}" --recompute-tokens-per-s 1e4 >"$tmp/ttft.txt" 2>/dev/null
+check "ttft: exits 0 and prints the line under the row" sh -c "[ $? -eq 0 ] && grep -qE \
+'^ +ttft \(modelled; arrivals the trace.s times x 1, 8 slots, 10000 tokens/s\): compute-only p50 [0-9.]+ ms p99 [0-9.]+ ms; io-only p50 [0-9.]+ ms p99 [0-9.]+ ms; adaptive p50 [0-9.]+ ms p99 [0-9.]+ ms, [0-9]+ of [0-9]+ hit tokens refilled \(p50 [0-9.]+x sooner than compute-only\)$' '$tmp/ttft.txt'"
+grep ' ttft ' "$tmp/ttft.txt" | sed 's/^ */  /'
+"$T" "${ttft[@]}" --recompute-tokens-per-s 1e4 --json >"$tmp/ttft-slow.json" 2>/dev/null
+"$T" "${ttft[@]}" --recompute-tokens-per-s 1e9 --json >"$tmp/ttft-fast.json" 2>/dev/null
+# Computed, not timed: a hit at 10,000 tokens/s is far sooner than computing it.
+check "ttft: at 10,000 tokens/s, with hits, compute-only p50 >= io-only p50" \
+	holds "$(jfield "$tmp/ttft-slow.json" hit_tokens) > 0 and $(jfield "$tmp/ttft-slow.json" ttft_compute_only_p50_ms) >= $(jfield "$tmp/ttft-slow.json" ttft_io_only_p50_ms)"
+check "ttft: at 10,000 tokens/s adaptive refills every hit the replay took" \
+	test "$(jfield "$tmp/ttft-slow.json" ttft_adaptive_hit_tokens)" = "$(jfield "$tmp/ttft-slow.json" hit_tokens)"
+check "ttft: at 1e9 tokens/s adaptive refills none (computing beats 20 us of latency)" \
+	test "$(jfield "$tmp/ttft-fast.json" ttft_adaptive_hit_tokens)" = 0
+check "ttft: the replay takes the same hits whatever the prefill rate (the io-only view)" \
+	test "$(jfield "$tmp/ttft-fast.json" hit_tokens)" = "$(jfield "$tmp/ttft-slow.json" hit_tokens)"
+# The same options twice: the same output (but the wall time).
+for k in 1 2 3; do
+	"$T" --generate 200 --capacity 1e5,inf --ttft --kv-bytes-per-token 256 \
+		--recompute-tokens-per-s 69400 --policy lru,slru \
+		--arrivals poisson --arrival-rate 10 --arrival-seed $((k < 3 ? 6 : 7)) --json 2>/dev/null |
+		sed 's/"wall_s": [0-9.]*//' >"$tmp/ttft-det$k.json"
+	"$T" "${ttft[@]}" --recompute-tokens-per-s 69400 --arrivals poisson --max-inflight 3 \
+		--prefill-overhead-us 150 --refill-latency-us 0 2>/dev/null | grep ' ttft ' >"$tmp/ttft-det$k.txt"
+done
+check "ttft: the same options twice give the same output, JSON (4 rows) and text" \
+	sh -c "[ \$(wc -l <'$tmp/ttft-det1.json') -eq 4 ] && [ -s '$tmp/ttft-det1.txt' ] && cmp -s '$tmp/ttft-det1.json' '$tmp/ttft-det2.json' && cmp -s '$tmp/ttft-det1.txt' '$tmp/ttft-det2.txt'"
+check "ttft: another Poisson seed (7 against 6), other times" \
+	sh -c "[ \$(wc -l <'$tmp/ttft-det3.json') -eq 4 ] && ! cmp -s '$tmp/ttft-det1.json' '$tmp/ttft-det3.json'"
+# Refused, exit 2, naming what is wrong, before anything runs (nothing on stdout).
+refused() { # refused NAME PATTERN ARGS...: exit 2, no stdout, stderr matching PATTERN
+	local name=$1 pat=$2
+	shift 2
+	"$T" --generate 20 --capacity 1e5 "$@" >"$tmp/ttft-r.out" 2>"$tmp/ttft-r.err"
+	local rc=$?
+	check "ttft refused: $name (exit $rc)" \
+		sh -c "[ $rc -eq 2 ] && [ ! -s '$tmp/ttft-r.out' ] && grep -qE -- \"\$1\" '$tmp/ttft-r.err'" _ "$pat"
+}
+refused "--ttft alone names both" '^kvss-trace: --ttft needs --recompute-tokens-per-s .* and --kv-bytes-per-token ' --ttft
+refused "--ttft without the prefill rate" '^kvss-trace: --ttft needs --recompute-tokens-per-s [^-]*$' \
+	--ttft --kv-bytes-per-token 256
+refused "--ttft without the KV bytes" '^kvss-trace: --ttft needs --kv-bytes-per-token ' \
+	--ttft --recompute-tokens-per-s 1e4
+refused "--arrivals bogus" "^kvss-trace: --arrivals: 'bogus' is not trace or poisson" \
+	--ttft --recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --arrivals bogus
+for opt in --time-scale --arrival-rate --max-inflight --refill-read-gbps --arrival-seed \
+	--prefill-overhead-us --refill-latency-us; do
+	case $opt in
+	--arrival-rate | --arrival-seed) mode=(--arrivals poisson) ;;
+	*) mode=() ;;
+	esac
+	case $opt in
+	--arrival-seed | --prefill-overhead-us | --refill-latency-us) bads=(-1 nan abc 1x '' -0) ;;
+	*) bads=(0 -1 nan abc 1x '' inf) ;;
+	esac
+	for bad in "${bads[@]}"; do
+		refused "$opt '$bad'" "^kvss-trace: $opt: '$bad' " --ttft --recompute-tokens-per-s 1e4 \
+			--kv-bytes-per-token 256 "${mode[@]}" "$opt" "$bad"
+	done
+	refused "$opt without --ttft" "^kvss-trace: $opt: shapes --ttft's times to first token: give --ttft" \
+		"$opt" 1
+done
+refused "--arrival-seed 1.5" "^kvss-trace: --arrival-seed: '1.5' " --ttft --recompute-tokens-per-s 1e4 \
+	--kv-bytes-per-token 256 --arrivals poisson --arrival-seed 1.5
+refused "--max-inflight 4097" "^kvss-trace: --max-inflight: '4097' " --ttft --recompute-tokens-per-s 1e4 \
+	--kv-bytes-per-token 256 --max-inflight 4097
+refused "--arrivals without --ttft" "^kvss-trace: --arrivals: shapes --ttft" --arrivals poisson
+refused "--arrival-rate with the trace's times" "^kvss-trace: --arrival-rate: for --arrivals poisson" \
+	--ttft --recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --arrival-rate 3
+refused "--arrival-seed with the trace's times" "^kvss-trace: --arrival-seed: for --arrivals poisson" \
+	--ttft --recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --arrivals trace --arrival-seed 3
+refused "--time-scale with Poisson arrivals" "^kvss-trace: --time-scale: for --arrivals trace" \
+	--ttft --recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --arrivals poisson --time-scale 2
+refused "--ttft with --replicas 2" "^kvss-trace: --ttft models one wafer: not with --replicas 2" \
+	--ttft --recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --replicas 2
+# A latency, an overhead and a seed of 0 are values (a fitted line's latency may be 0).
+"$T" "${ttft[@]}" --recompute-tokens-per-s 1e4 --arrivals poisson --arrival-seed 0 \
+	--refill-latency-us 0 --prefill-overhead-us 0 --limit 20 >/dev/null 2>&1
+check "ttft: --arrival-seed 0, --refill-latency-us 0 and --prefill-overhead-us 0 are taken" test $? -eq 0
+# A trace without timestamps: refused at the trace's times, naming the line,
+# before any replay; Poisson arrivals need none.
+printf '{"org": "a", "tokens": [1, 2, 3]}\n' >"$tmp/nots.jsonl"
+"$T" --trace "$tmp/nots.jsonl" --capacity inf --ttft --recompute-tokens-per-s 1e4 \
+	--kv-bytes-per-token 256 >"$tmp/ttft-r.out" 2>"$tmp/ttft-r.err"
+check "ttft: a trace without timestamps is refused at its times (exit 2), naming the line" \
+	sh -c "[ $? -eq 2 ] && [ ! -s '$tmp/ttft-r.out' ] && grep -q 'nots.jsonl: line 1 has no timestamp' '$tmp/ttft-r.err'"
+"$T" --trace "$tmp/nots.jsonl" --capacity inf --ttft --recompute-tokens-per-s 1e4 \
+	--kv-bytes-per-token 256 --arrivals poisson >/dev/null 2>&1
+check "ttft: and taken with Poisson arrivals" test $? -eq 0
 check_summary "kvss-trace"

@@ -4,11 +4,13 @@
  * kvstore and an emulated wafer that checks every refilled byte, with the
  * trace's clock, for each shard capacity asked: "what hit ratio do I get
  * from this much shard memory?" This file: the options and the table; the
- * replays are trace_run.c's. Trace formats: workload.h.
+ * replays are trace_run.c's, the times to first token (--ttft) ttft.c's.
+ * Trace formats: workload.h.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,24 @@ num_f(const char *opt, const char *arg, double hi, double *out)
 
 	if (end == arg || *end != '\0' || !(x > 0) || x > hi) {
 		fprintf(stderr, "kvss-trace: %s: '%s' is not a number in (0, %g]\n", opt, arg, hi);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/*
+ * A number @p arg of option @p opt in [0, @p hi]: a latency or an overhead,
+ * where none is a value (a fitted line's latency may be 0); or a message and -1.
+ */
+static int
+num_f0(const char *opt, const char *arg, double hi, double *out)
+{
+	char *end;
+	double x = strtod(arg, &end);
+
+	if (end == arg || *end != '\0' || !(x >= 0) || signbit(x) || x > hi) {
+		fprintf(stderr, "kvss-trace: %s: '%s' is not a number in [0, %g]\n", opt, arg, hi);
 		return -1;
 	}
 	*out = x;
@@ -288,7 +308,14 @@ options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 		{"shared-ttl", required_argument, NULL, 258}, {"disk", required_argument, NULL, 259},
 		{"restart", required_argument, NULL, 260},
 		{"add-replica-at", required_argument, NULL, 261},
-		{"shared-touch", no_argument, NULL, 262}, {NULL, 0, NULL, 0}};
+		{"shared-touch", no_argument, NULL, 262}, {"ttft", no_argument, NULL, 263},
+		{"arrivals", required_argument, NULL, 264}, {"time-scale", required_argument, NULL, 265},
+		{"arrival-rate", required_argument, NULL, 266},
+		{"arrival-seed", required_argument, NULL, 267},
+		{"max-inflight", required_argument, NULL, 268},
+		{"prefill-overhead-us", required_argument, NULL, 269},
+		{"refill-latency-us", required_argument, NULL, 270},
+		{"refill-read-gbps", required_argument, NULL, 271}, {NULL, 0, NULL, 0}};
 	char err[512], name[512];
 	unsigned int pi;
 	int c;
@@ -542,6 +569,54 @@ options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 			o->shared_touch = true;
 			*shared_shaped = true;
 			break;
+		case 263:
+			o->ttft = true;
+			break;
+		case 264:
+			if (strcmp(optarg, "trace") == 0) {
+				o->arrivals = TTFT_ARRIVALS_TRACE;
+			} else if (strcmp(optarg, "poisson") == 0) {
+				o->arrivals = TTFT_ARRIVALS_POISSON;
+			} else {
+				fprintf(stderr, "kvss-trace: --arrivals: '%s' is not trace or poisson\n",
+					optarg);
+				return 2;
+			}
+			o->ttft_given |= 1u << TTFT_OPT_ARRIVALS;
+			break;
+		case 265:
+			if (num_f("--time-scale", optarg, 1e6, &o->time_scale) != 0)
+				return 2;
+			o->ttft_given |= 1u << TTFT_OPT_TIME_SCALE;
+			break;
+		case 266:
+			if (num_f("--arrival-rate", optarg, 1e6, &o->arrival_rate) != 0)
+				return 2;
+			o->ttft_given |= 1u << TTFT_OPT_ARRIVAL_RATE;
+			break;
+		case 267:
+			NUM("--arrival-seed", 0, 1ull << 62, o->arrival_seed);
+			o->ttft_given |= 1u << TTFT_OPT_ARRIVAL_SEED;
+			break;
+		case 268:
+			NUM("--max-inflight", 1, 4096, o->max_inflight);
+			o->ttft_given |= 1u << TTFT_OPT_MAX_INFLIGHT;
+			break;
+		case 269:
+			if (num_f0("--prefill-overhead-us", optarg, 1e7, &o->prefill_overhead_us) != 0)
+				return 2;
+			o->ttft_given |= 1u << TTFT_OPT_PREFILL_OVERHEAD;
+			break;
+		case 270:
+			if (num_f0("--refill-latency-us", optarg, 1e7, &o->refill_lat_us) != 0)
+				return 2;
+			o->ttft_given |= 1u << TTFT_OPT_REFILL_LATENCY;
+			break;
+		case 271:
+			if (num_f("--refill-read-gbps", optarg, 1e4, &o->refill_gbps) != 0)
+				return 2;
+			o->ttft_given |= 1u << TTFT_OPT_REFILL_GBPS;
+			break;
 		case 'V':
 			args_version("kvss-trace", PROTO_VERSION);
 			return 0;
@@ -585,6 +660,8 @@ options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 				"--generate N\n");
 		return 2;
 	}
+	if (ttft_check(o) != 0)
+		return 2;
 	if (o->ncap == 0) {
 		fprintf(stderr, "kvss-trace: --capacity: missing: the shard capacities to replay, "
 				"in tokens (--capacity 1e6,inf; %s)\n", CAPACITY_FORMS);
@@ -799,12 +876,13 @@ print_text(const struct opts *o, const struct result *res)
 
 /*
  * One replay of the trace: policy @p pi at capacity @p k, its line (or
- * JSON) printed, its curves' points kept in @p cv; @p bad set when it
- * counted a protocol error or a verify failure. 0, or 1: it could not run.
+ * JSON) printed, its curves' points kept in @p cv, with --ttft its times
+ * to first token at @p arrival_ns; @p bad set when it counted a protocol
+ * error or a verify failure. 0, or 1: it could not run.
  */
 static int
 replay_one(struct opts *o, const struct workload *t, struct oracle_blocks *blocks,
-	   struct curves *cv, unsigned int pi, unsigned int k, int *bad)
+	   struct curves *cv, const uint64_t *arrival_ns, unsigned int pi, unsigned int k, int *bad)
 {
 	struct result res;
 	int rc2;
@@ -826,8 +904,13 @@ replay_one(struct opts *o, const struct workload *t, struct oracle_blocks *block
 		print_json(o, &res);
 	else
 		print_text(o, &res);
+	/* --ttft: its line under the row (its keys before the second tier's and the fleet's). */
+	rc2 = o->ttft ? ttft_print(o, arrival_ns, &res, "") : 0;
+	free(res.ttft);
+	if (rc2 != 0)
+		return 1;
 	/* The second tier and the fleet: their lines under the row, or their keys in the object. */
-	if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k])) != 0) {
+	if (o->nl2 && (rc2 = print_l2(o, t, blocks, o->capacity[k], arrival_ns)) != 0) {
 		if (rc2 < 0)
 			return 1;
 		*bad = 1;
@@ -846,11 +929,13 @@ main(int argc, char **argv)
 	struct opts o = {.column = 64, .block = 512, .l2_admit = 1u << TIER2_ADMIT_ALL,
 			 .l2_gbps = 3.0, .l2_lat_us = 100, .spec_reject_pct = 20, .spec_seed = 1,
 			 .shared_admit = 1u << FLEET_ADMIT_EVICTED | 1u << FLEET_ADMIT_ALL,
-			 .restart_rep = -1};
+			 .restart_rep = -1, .time_scale = 1, .arrival_rate = 5, .arrival_seed = 1,
+			 .max_inflight = 8, .refill_lat_us = 20, .refill_gbps = 12.5};
 	bool shared_shaped = false;
 	struct workload t = {0};
 	struct oracle_blocks *blocks = NULL;
 	struct curves cv = {0};
+	uint64_t *arrival_ns = NULL;
 	unsigned int pi;
 	char err[512];
 	unsigned int k;
@@ -901,8 +986,15 @@ main(int argc, char **argv)
 		workload_free(&t);
 		return 2;
 	}
+	/* The arrivals before any replay: a trace without its times is refused at once. */
+	if (o.ttft && (c = ttft_arrivals(&o, &t, o.limit && o.limit < t.n ? o.limit : t.n,
+					  &arrival_ns)) != 0) {
+		workload_free(&t);
+		return c;
+	}
 	if ((o.baseline || o.oracle || o.nl2) && (blocks = oracle_blocks_new(&t, o.limit)) == NULL) {
 		fprintf(stderr, "kvss-trace: out of memory\n");
+		free(arrival_ns);
 		workload_free(&t);
 		return 1;
 	}
@@ -920,11 +1012,12 @@ main(int argc, char **argv)
 			pi++;
 			continue;
 		}
-		if (replay_one(&o, &t, blocks, &cv, pi, k, &bad) != 0)
+		if (replay_one(&o, &t, blocks, &cv, arrival_ns, pi, k, &bad) != 0)
 			return 1;
 	}
 	if (o.plot != NULL && draw(&o, &cv) != 0)
 		bad = 1;
+	free(arrival_ns);
 	oracle_blocks_free(blocks);
 	workload_free(&t);
 	return bad ? 1 : 0;

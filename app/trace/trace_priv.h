@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kvss-trace's parts: kvss_trace.c (options, the table), trace_run.c (the
- * replays) and trace_report.c (the usage, the second tier's lines, the plot).
+ * replays), trace_report.c (the usage, the second tier's lines, the plot)
+ * and ttft.c (--ttft: each replay's times to first token, modelled).
  */
 #ifndef KVSS_TRACE_PRIV_H
 #define KVSS_TRACE_PRIV_H
@@ -72,6 +73,41 @@ struct opts {
 	bool disk_set;
 	int32_t restart_rep;
 	size_t restart_at, add_at;
+	/* --ttft (ttft.c): times to first token on a wafer of max_inflight slots, the
+	 * requests arriving at the trace's times x time_scale (arrivals TTFT_ARRIVALS_TRACE)
+	 * or as a Poisson process of arrival_rate a second from arrival_seed; a prefill
+	 * costs prefill_overhead_us beside its tokens at recompute_tps; a refill from DRAM
+	 * refill_lat_us + bytes / refill_gbps (GB/s), from L2 the l2_ line besides. */
+	bool ttft;
+	unsigned int ttft_given; /* bit per TTFT_OPT_*: those options given (checked against --ttft) */
+	unsigned int arrivals;
+	double time_scale, arrival_rate;
+	uint64_t arrival_seed;
+	uint32_t max_inflight;
+	double prefill_overhead_us, refill_lat_us, refill_gbps;
+};
+
+enum { TTFT_ARRIVALS_TRACE, TTFT_ARRIVALS_POISSON };
+
+/* The options that shape --ttft, bits of opts.ttft_given (ttft_opt_names[] in their order). */
+enum {
+	TTFT_OPT_ARRIVALS,
+	TTFT_OPT_TIME_SCALE,
+	TTFT_OPT_ARRIVAL_RATE,
+	TTFT_OPT_ARRIVAL_SEED,
+	TTFT_OPT_MAX_INFLIGHT,
+	TTFT_OPT_PREFILL_OVERHEAD,
+	TTFT_OPT_REFILL_LATENCY,
+	TTFT_OPT_REFILL_GBPS,
+	TTFT_OPTS
+};
+extern const char *const ttft_opt_names[TTFT_OPTS];
+
+/* --ttft: one request of a replay as the library served it, taking every hit. */
+struct ttft_req {
+	uint32_t n;   /* prompt tokens */
+	uint32_t hit; /* hit tokens refilled, those from L2 included */
+	uint32_t l2;  /* of them, those that came up from the second tier */
 };
 
 /* Whether any fleet option was given (the fleet's lines are printed). */
@@ -109,6 +145,9 @@ struct result {
 	/* With the driver's second tier (run_l2). */
 	uint64_t l2_hit, l2_down, l2_read, l2_slower;
 	uint64_t l2_dels, l2_dels_absorbed; /* the L2 files' deletes; absorbed by a put */
+	/* --ttft: each request's, in the trace's order (requests of them); run_tiers
+	 * allocates it, its caller frees it. NULL without --ttft. */
+	struct ttft_req *ttft;
 };
 
 /* The admission rules' names (tier2.h's order). */
@@ -120,10 +159,29 @@ double gbps(const struct opts *o, double tokens_per_s);
 void usage(FILE *f);
 int draw(const struct opts *o, const struct curves *cv);
 int print_l2(const struct opts *o, const struct workload *wl, const struct oracle_blocks *b,
-	     uint64_t cap);
+	     uint64_t cap, const uint64_t *arrival_ns);
 /* The fleet's options against each other and a trace of @p n requests: 0, or a message and -1. */
 int fleet_check(const struct opts *o, size_t n, bool shaped);
 /* The fleet's lines at DRAM capacity @p cap (0: unlimited): 0, 1 bad, -1 no memory. */
 int print_fleet(const struct opts *o, const struct workload *wl, uint64_t cap);
+/*
+ * --ttft's options against each other (a message naming the option and 2),
+ * or 0. Before anything is read.
+ */
+int ttft_check(const struct opts *o);
+/*
+ * --ttft: when each of the first @p n requests of @p t arrives, ns after
+ * the first, into a new array *@p arrival_ns (the caller frees it): 0, or
+ * the exit status with a message (2: a trace that cannot be replayed at its
+ * times, naming its line; 1: no memory).
+ */
+int ttft_arrivals(const struct opts *o, const struct workload *t, size_t n, uint64_t **arrival_ns);
+/*
+ * --ttft: replay @p res's times to first token, modelled three ways, as a
+ * line (after @p indent) or as keys of the JSON object being printed: 0,
+ * or -1 (no memory, said).
+ */
+int ttft_print(const struct opts *o, const uint64_t *arrival_ns, const struct result *res,
+	       const char *indent);
 
 #endif

@@ -65,9 +65,25 @@ usage(FILE *f)
 		"                     block used twice or whose request answered in at most\n"
 		"                     63 tokens)\n"
 		"  --recompute-tokens-per-s R  an L2 hit counts only when reading it is faster\n"
-		"                     than computing it at R tokens/s (needs --kv-bytes-per-token)\n"
+		"                     than computing it at R tokens/s (needs --kv-bytes-per-token;\n"
+		"                     with --ttft, the prefill rate, and the replay takes every hit)\n"
 		"  --l2-read-gbps G   L2 read bandwidth for that, GB/s (default 3)\n"
 		"  --l2-latency-us U  and its latency per request (default 100)\n"
+		"  --ttft             also each replay's time to first token (TTFT), p50 and p99,\n"
+		"                     modelled (lib/wafermodel) on the same arrivals three ways:\n"
+		"                     compute-only (no hit), io-only (every hit refilled) and\n"
+		"                     adaptive (a hit refilled only where that beats computing\n"
+		"                     it, the driver's rule); needs --recompute-tokens-per-s and\n"
+		"                     --kv-bytes-per-token (docs/kvss-trace.md)\n"
+		"  --arrivals A       trace (default: the trace's timestamps) or poisson\n"
+		"  --time-scale X     with trace: the timestamps times X (default 1)\n"
+		"  --arrival-rate R   with poisson: R requests a second (default 5)\n"
+		"  --arrival-seed S   with poisson: its seed (default 1)\n"
+		"  --max-inflight N   the wafer's run slots (default 8)\n"
+		"  --prefill-overhead-us U  a prefill's fixed cost beside its tokens (default 0)\n"
+		"  --refill-latency-us U    a refill from DRAM: U us (default 20)\n"
+		"  --refill-read-gbps G     and its bytes at G GB/s (default 12.5); a hit's part\n"
+		"                     from L2 adds --l2-latency-us and --l2-read-gbps's line\n"
 		"  --multimodal-every N  with --generate: an image of 64 tokens ends every Nth\n"
 		"                     prompt (a trace marks its own: \"multimodal\": [START, END, ...])\n"
 		"  --org-ttl NAME:LAST:FIRST  organization NAME's TTLs by last and first use,\n"
@@ -145,11 +161,13 @@ draw(const struct opts *o, const struct curves *cv)
 
 /*
  * --l2: the two-tier model at L1 capacity @p cap for each L2 capacity and
- * admission rule asked, as a JSON array member or as text lines.
+ * admission rule asked, as a JSON array member or as text lines; with
+ * --l2-dir the library's replay too, and with --ttft its times to first
+ * token at @p arrival_ns (where its hits come from L2 as well).
  */
 int
 print_l2(const struct opts *o, const struct workload *wl, const struct oracle_blocks *b,
-	 uint64_t cap)
+	 uint64_t cap, const uint64_t *arrival_ns)
 {
 	unsigned int i, a;
 	bool first = true, bad = false;
@@ -195,16 +213,22 @@ print_l2(const struct opts *o, const struct workload *wl, const struct oracle_bl
 				if (o->kv_bytes)
 					printf(", \"l2_write_gbps_peak\": %.3f, \"l2_read_gbps_peak\": %.3f",
 					       gbps(o, r.written_peak), gbps(o, r.read_peak));
-				if (o->l2_dir != NULL && o->l2[i] > 0)
+				if (o->l2_dir != NULL && o->l2[i] > 0) {
 					printf(", \"library\": {\"hit_ratio\": %.4f, \"hit_tokens\": %" PRIu64
 					       ", \"hit_tokens_l2\": %" PRIu64 ", \"l2_written_tokens\": %" PRIu64
 					       ", \"l2_read_tokens\": %" PRIu64 ", \"recompute_faster_tokens\": %" PRIu64
 					       ", \"l2_deletes\": %" PRIu64 ", \"l2_deletes_absorbed\": %" PRIu64
 					       ", \"protocol_errors\": %" PRIu64
-					       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.1f}",
+					       ", \"verify_failures\": %" PRIu64 ", \"wall_s\": %.1f",
 					       lib.input ? (double)lib.hit / (double)lib.input : 0, lib.hit,
 					       lib.l2_hit, lib.l2_down, lib.l2_read, lib.l2_slower, lib.l2_dels,
 					       lib.l2_dels_absorbed, lib.perr, lib.vfail, lib.wall);
+					if (o->ttft && ttft_print(o, arrival_ns, &lib, "") != 0) {
+						free(lib.ttft);
+						return -1;
+					}
+					printf("}");
+				}
 				printf("}");
 			} else {
 				printf("%-12s L2 %" PRIu64 " tokens (admit %s): hit ratio %.4f (L1 %.4f, L2 "
@@ -215,15 +239,21 @@ print_l2(const struct opts *o, const struct workload *wl, const struct oracle_bl
 				       r.input ? (double)r.hit_l2 / (double)r.input : 0, r.recompute_faster,
 				       r.written, r.read, (double)r.written / s, r.peak_window_s, r.written_peak,
 				       (double)r.read / s, r.read_peak);
-				if (o->l2_dir != NULL && o->l2[i] > 0)
+				if (o->l2_dir != NULL && o->l2[i] > 0) {
 					printf("%-12s   the driver library with its shards' L2 files: hit ratio "
 					       "%.4f (L2 %.4f), %" PRIu64 " tokens down, %" PRIu64 " up; %" PRIu64
 					       " protocol errors, %" PRIu64 " verify failures (%.1f s)\n", "",
 					       lib.input ? (double)lib.hit / (double)lib.input : 0,
 					       lib.input ? (double)lib.l2_hit / (double)lib.input : 0, lib.l2_down,
 					       lib.l2_read, lib.perr, lib.vfail, lib.wall);
+					if (o->ttft && ttft_print(o, arrival_ns, &lib, "  ") != 0) {
+						free(lib.ttft);
+						return -1;
+					}
+				}
 			}
 			bad |= lib.perr != 0 || lib.vfail != 0;
+			free(lib.ttft);
 			first = false;
 		}
 	if (o->json)

@@ -3,7 +3,8 @@
  * kvss-trace's replays (trace_priv.h): each request of a trace through the
  * driver library, the target and a draft, speculation, a router over
  * replicas; the rates of evictions and refills on the trace's clock and the
- * balance over replicas, for one capacity at a time.
+ * balance over replicas, for one capacity at a time; with --ttft, each
+ * request's hit and its second tier's part, for ttft.c.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -215,7 +216,9 @@ tiers_params(const struct opts *o, const struct workload *t, uint64_t cap, uint6
 	p->pc.model[0].refill_bytes_per_token = o->kv_bytes;
 	p->pc.model[0].l2_latency_ns = (uint64_t)(o->l2_lat_us * 1000);
 	p->pc.model[0].l2_bytes_per_ns = o->l2_gbps; /* GB/s = bytes per ns */
-	p->pc.model[0].recompute_tokens_per_ns = o->recompute_tps / 1e9;
+	/* --ttft takes every hit (the io-only view): ttft.c applies the rule
+	 * to each afterwards, beside refilling all and computing all. */
+	p->pc.model[0].recompute_tokens_per_ns = o->ttft ? 0 : o->recompute_tps / 1e9;
 	p->l2_dir = l2 ? o->l2_dir : NULL;
 	if (o->draft) {
 		/* The draft: the target's settings, its own capacity, no second tier. */
@@ -283,6 +286,10 @@ tiers_request(const struct opts *o, const struct workload *t, size_t i, struct r
 		prefixcache_stats(replay_pc(r[rep]), &before);
 		hit = trace_request(o, r[rep], &rq, q, i, now, res);
 		prefixcache_stats(replay_pc(r[rep]), &after);
+		if (res->ttft != NULL)
+			res->ttft[i] = (struct ttft_req){
+				.n = q->n, .hit = hit,
+				.l2 = (uint32_t)(after.l2_hit_tokens - before.l2_hit_tokens)};
 		if (sec >= rt->nsec)
 			sec = rt->nsec - 1;
 		rt->evict[sec] += after.evicted_tokens - before.evicted_tokens;
@@ -346,7 +353,8 @@ tiers_collect(const struct opts *o, struct replay **r, uint32_t nrep, uint64_t c
  * Replay @p t through one driver, or through o->replicas independent drivers
  * (each with the same capacity) with requests routed by o->route; with @p
  * l2 tokens of second tier behind each (a lib/kvdisk file per replica in
- * o->l2_dir), admitting by rule @p admit.
+ * o->l2_dir), admitting by rule @p admit. With --ttft, each request's
+ * hit in res->ttft, for ttft.c (the caller frees it).
  */
 int
 run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uint64_t l2,
@@ -364,6 +372,7 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 	int rc = -1;
 	struct rates rt = {0};
 
+	memset(res, 0, sizeof(*res));
 	tiers_params(o, t, cap, l2, admit, &p);
 	if (tiers_create(o, &p, cap, r, nrep) != 0)
 		goto out;
@@ -374,8 +383,11 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 		if (router == NULL)
 			goto out;
 	}
-	memset(res, 0, sizeof(*res));
 	res->capacity = capacity;
+	if (o->ttft && (res->ttft = calloc(n ? n : 1, sizeof(*res->ttft))) == NULL) {
+		fprintf(stderr, "kvss-trace: out of memory\n");
+		goto out;
+	}
 	if (rates_init(&rt, t, n) != 0) {
 		fprintf(stderr, "kvss-trace: out of memory\n");
 		goto out;
@@ -401,6 +413,10 @@ run_tiers(const struct opts *o, const struct workload *t, uint64_t capacity, uin
 	res->wall = mono_s() - t0;
 	rc = 0;
 out:
+	if (rc != 0) {
+		free(res->ttft);
+		res->ttft = NULL;
+	}
 	free(rt.evict);
 	free(rt.refill);
 	for (k = 0; k < nrep; k++)

@@ -13,6 +13,7 @@
 
 #include "driver_priv.h"
 #include "percentile.h"
+#include "wafermodel.h"
 #include "emulator/emulator.h"
 #include "kvss.h"
 
@@ -44,6 +45,46 @@ drv_ttft_derive(struct drv *d)
 	free(c);
 }
 
+/*
+ * The same arrivals with the cache off, computed (lib/wafermodel, which is
+ * the emulator's compute-only run: test_emulator checks them equal): every
+ * prompt computed, one prefill at a time, max_inflight slots. Its p50 and
+ * p99 in *@p p50 and *@p p99, ns. -1 when there is nothing to model: a
+ * closed loop (no arrivals), no prefill rate (computing is free), or no
+ * memory.
+ */
+static int
+compute_only_model(const struct drv *d, uint64_t *p50, uint64_t *p99)
+{
+	const struct kvss_config *cfg = &kvss.cfg;
+	struct wafermodel_params mp = {
+		.slots = cfg->wafer.max_inflight,
+		.tokens_per_ns = cfg->driver.recompute_tokens_per_s / 1e9,
+		.overhead_ns = (uint64_t)cfg->wafer.prefill_overhead_us * 1000};
+	struct wafermodel_request *r;
+	uint64_t *t;
+	size_t i;
+	int rc = -1;
+
+	if (d->arrival_ns == NULL || cfg->driver.recompute_tokens_per_s == 0 || d->nreq == 0)
+		return -1;
+	r = malloc(sizeof(*r) * d->nreq);
+	t = malloc(sizeof(*t) * d->nreq);
+	if (r != NULL && t != NULL) {
+		for (i = 0; i < d->nreq; i++)
+			r[i] = (struct wafermodel_request){d->arrival_ns[i], d->wl.r[i].n, 0};
+		if (wafermodel_ttft(&mp, r, d->nreq, t) == 0) {
+			percentile_sort_u64(t, d->nreq);
+			*p50 = percentile_u64(t, d->nreq, 50);
+			*p99 = percentile_u64(t, d->nreq, 99);
+			rc = 0;
+		}
+	}
+	free(r);
+	free(t);
+	return rc;
+}
+
 static const char *
 arrivals_name(uint8_t a)
 {
@@ -70,6 +111,8 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 	double queue = s->requests ? (double)s->queue_us / (double)s->requests / 1e3 : 0;
 	char figs[200] = "\"ttft_p50_ms\":null,\"ttft_p90_ms\":null,\"ttft_p99_ms\":null,"
 			 "\"ttft_mean_ms\":null";
+	char model[120] = "\"model_compute_only_ttft_p50_ms\":null,\"model_compute_only_ttft_p99_ms\":null";
+	uint64_t m50, m99;
 
 	if (s->first_tokens) {
 		printf("kvss: summary: time to first token (arrivals %s, refill policy %s): p50 %.2f ms, "
@@ -90,15 +133,27 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 	       s->miss_tokens, s->hit_tokens, s->recomputed_by_choice_tokens,
 	       (double)s->compute_saved_us / 1e3, cfg->driver.recompute_tokens_per_s,
 	       cfg->wafer.prefill_overhead_us);
+	if (compute_only_model(d, &m50, &m99) == 0) {
+		printf("kvss: summary: compute-only on the same arrivals (modelled, lib/wafermodel): "
+		       "TTFT p50 %.2f ms, p99 %.2f ms", (double)m50 / 1e6, (double)m99 / 1e6);
+		if (s->first_tokens && s->ttft_p50_us && s->ttft_p99_us)
+			printf("; this run's p50 %.2fx sooner, p99 %.2fx",
+			       (double)m50 / 1e3 / (double)s->ttft_p50_us,
+			       (double)m99 / 1e3 / (double)s->ttft_p99_us);
+		printf("\n");
+		snprintf(model, sizeof(model),
+			 "\"model_compute_only_ttft_p50_ms\":%.3f,\"model_compute_only_ttft_p99_ms\":%.3f",
+			 (double)m50 / 1e6, (double)m99 / 1e6);
+	}
 	if (s->arrivals_unbegun)
 		printf("kvss: summary: %" PRIu64 " requests had not begun when the run stopped\n",
 		       s->arrivals_unbegun);
 	snprintf(json, cap,
-		 "%s,\"first_tokens\":%" PRIu64 ",\"queue_mean_ms\":%.3f,\"arrivals\":\"%s\","
+		 "%s,%s,\"first_tokens\":%" PRIu64 ",\"queue_mean_ms\":%.3f,\"arrivals\":\"%s\","
 		 "\"refill_policy\":\"%s\",\"prefill_computed_tokens\":%" PRIu64
 		 ",\"prefill_refilled_tokens\":%" PRIu64 ",\"recomputed_by_choice_tokens\":%" PRIu64
 		 ",\"compute_saved_ms\":%.3f,\"arrivals_unbegun\":%" PRIu64,
-		 figs, s->first_tokens, queue, arrivals_name(cfg->wafer.arrivals),
+		 figs, model, s->first_tokens, queue, arrivals_name(cfg->wafer.arrivals),
 		 policy_name(cfg->driver.refill_policy), s->miss_tokens, s->hit_tokens,
 		 s->recomputed_by_choice_tokens, (double)s->compute_saved_us / 1e3, s->arrivals_unbegun);
 }
