@@ -704,6 +704,7 @@ bench-run: all $(PYLINK) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-shared.sh $(BUILD)
 	@scripts/bench-reports.sh $(BUILD)
 	@scripts/bench-ttft.sh $(BUILD)
+	@scripts/bench-ttft-slow.sh $(BUILD)
 	@scripts/bench-demo.sh $(BUILD)
 
 demo: deps
