@@ -149,6 +149,9 @@ ENDPOINTS = [
     ("/swdriver/refill_latency", "app/kvss/driver/report.c", "tel_drv_refill_latency",
      "The driver: each sequence's refill time, from its REFILLs sent to its data whole "
      "(refills that failed are not timed), by bucket."),
+    ("/swdriver/ttft", "app/kvss/driver/report.c", "tel_drv_ttft",
+     "The driver: each request's time to first token, from its arrival to the end of its "
+     "prefill (queueing and refill included), by bucket."),
     ("/swdriver/shared", "app/kvss/driver/report.c", "tel_drv_shared",
      "The driver: the shared level (Ceph RADOS), as the summary's `shared` object counts it."),
 ]

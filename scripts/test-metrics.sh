@@ -33,9 +33,11 @@ trap cleanup EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 t_start=$(date +%s)
+# It lingers until this test's SIGTERM (below), however long a busy machine
+# makes the checks before it: ten minutes at most.
 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" --log-level lib.eal:error \
 	--file-prefix "$prefix" -- --config config/all-in-one.cfg --trace "" --limit 300 \
-	--linger 60000 >"$tmp/kvss.log" 2>&1 &
+	--linger 600000 >"$tmp/kvss.log" 2>&1 &
 kvss_pid=$!
 pids+=($!)
 for _ in $(seq 150); do
@@ -167,7 +169,7 @@ check "/swdriver/orgs: every isolation_id a decimal string ($(python3 -c "import
 
 # The endpoints the monitoring kit added answer exactly the keys
 # docs/telemetry.md lists (test-e2e checks the others).
-for endpoint in /kvss/build /kvss/lcores /swdriver/refill_latency /swdriver/shared; do
+for endpoint in /kvss/build /kvss/lcores /swdriver/refill_latency /swdriver/ttft /swdriver/shared; do
 	echo "$endpoint" | dpdk-telemetry.py -f "$prefix" 2>/dev/null | tail -n 1 >"$tmp/ep.json"
 	scripts/telemetry-doc.py --keys "$endpoint" >"$tmp/ep.keys"
 	check "telemetry: $endpoint answers exactly the keys docs/telemetry.md lists ($(tr '\n' ' ' <"$tmp/ep.keys" | cut -c1-60))" \
@@ -208,6 +210,7 @@ check "30 concurrent scrapes: the operator's dpdk-telemetry.py is answered meanw
 # counted, and the summary's p50 and p99 in the buckets the histogram puts
 # them in.
 hcount=$(query "kvss_driver_refill_latency_seconds_count{prefix=\"$prefix\"}")
+tcount=$(query "kvss_driver_ttft_seconds_count{prefix=\"$prefix\"}")
 kill -TERM "$kvss_pid" 2>/dev/null
 for _ in $(seq 100); do
 	grep -q '^{"requests"' "$tmp/kvss.log" && break
@@ -243,4 +246,31 @@ PY
 rc=$?
 check "refill latency histogram: Prometheus' count ($hcount) = the summary's refills_timed, p50 and p99 in their buckets ($(tr '\n' ';' <"$tmp/hist.txt" | cut -c1-200))" \
 	sh -c "[ $rc -eq 0 ] && [ '$hcount' = \"\$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"refills_timed\"])' '$tmp/summary.json')\" ]"
+# The time-to-first-token histogram the same way: every request counted,
+# and the summary's p50 and p99 (lib/percentile: the value of rank
+# floor(n p) + 1) in the buckets that hold those ranks.
+/usr/bin/python3 - "$tmp/once.txt" "$tmp/summary.json" "$prefix" >"$tmp/thist.txt" 2>&1 <<'PY'
+import json, re, sys
+summary = json.load(open(sys.argv[2]))
+buckets = []
+for line in open(sys.argv[1]):
+    m = re.match(r'kvss_driver_ttft_seconds_bucket\{le="([^"]+)",prefix="%s"\} (\S+)' % sys.argv[3], line)
+    if m:
+        buckets.append((float(m.group(1)), float(m.group(2))))
+n = buckets[-1][1] if buckets else 0
+ok = n > 0 and n == summary["first_tokens"]
+for p, key in ((50, "ttft_p50_ms"), (99, "ttft_p99_ms")):
+    rank = min(int(n * p // 100) + 1, n)
+    hi = next(le for le, c in buckets if c >= rank)
+    lo = max([le for le, _ in buckets if le < hi], default=0)
+    v = summary[key] / 1e3
+    inb = lo < v + 1e-6 and v <= hi
+    print(f"{key} {summary[key]} ms in ({lo * 1e3:g}, {hi * 1e3:g}] ms: {inb}")
+    ok = ok and inb
+print(f"count {n:g}, the summary's first_tokens {summary['first_tokens']}")
+sys.exit(0 if ok else 1)
+PY
+rc=$?
+check "TTFT histogram: Prometheus' count ($tcount) = the summary's first_tokens, p50 and p99 in their buckets ($(tr '\n' ';' <"$tmp/thist.txt" | cut -c1-200))" \
+	sh -c "[ $rc -eq 0 ] && [ '$tcount' = \"\$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"first_tokens\"])' '$tmp/summary.json')\" ]"
 check_summary "metrics"

@@ -230,6 +230,9 @@ struct drv_model_learn {
 
 /* The refill-time histogram's bounds (/swdriver/refill_latency), us: 1-2-5 from 10 us to 1 s. */
 #define DRV_REFILL_BUCKETS 16
+/* Time to first token by bucket: 1 ms to 60 s, 1, 2, 5 per decade (ttft.c). */
+#define DRV_TTFT_BUCKETS 15
+extern const uint32_t drv_ttft_le_us[DRV_TTFT_BUCKETS];
 extern const uint32_t drv_refill_le_us[DRV_REFILL_BUCKETS];
 
 /* Refill times against estimates. All written by learn.c; reports read them. */
@@ -388,6 +391,10 @@ struct drv {
 	size_t nreq;
 	uint64_t *arrival_ns; /* [nreq] when each request arrives (wafer.arrivals), or NULL: a closed loop */
 	size_t ttft_derived;  /* times to first token the TTFT percentiles were last made from */
+	/* The same by bucket (ttft.c, drv_ttft_le_us): [i] those in
+	 * (le_us[i - 1], le_us[i]], [DRV_TTFT_BUCKETS] those past every bound;
+	 * and their sum, us: /swdriver/ttft, the exporter's histogram. */
+	uint64_t ttft_hist[DRV_TTFT_BUCKETS + 1], ttft_sum_us;
 	uint16_t nsh;
 	struct drv_shard *sh; /* [nsh] */
 	uint16_t first_shard[PREFIXCACHE_MAX_MODELS], nshards[PREFIXCACHE_MAX_MODELS];

@@ -46,6 +46,7 @@ struct snapshot {
 	struct shard_snap sh[DRV_MAX_SHARDS];
 	uint16_t nsh;
 	uint64_t refill_hist[DRV_REFILL_BUCKETS + 1], refill_sum_ns; /* drv_learn's */
+	uint64_t ttft_hist[DRV_TTFT_BUCKETS + 1], ttft_sum_us;       /* ttft.c's */
 	struct drv_sh_stats shared; /* the shared level's (shared.c) */
 };
 
@@ -159,6 +160,8 @@ drv_report_snapshot(struct drv *d)
 	sn->st = d->st;
 	memcpy(sn->refill_hist, d->learn.hist, sizeof(sn->refill_hist));
 	sn->refill_sum_ns = d->learn.hist_sum_ns;
+	memcpy(sn->ttft_hist, d->ttft_hist, sizeof(sn->ttft_hist));
+	sn->ttft_sum_us = d->ttft_sum_us;
 	sn->shared = *drv_sh_stats(d);
 	snapshot_shards(d, sn);
 	prefixcache_stats(d->pc, &sn->pc);
@@ -321,6 +324,45 @@ tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data 
 	return 0;
 }
 
+/*
+ * /swdriver/ttft: each request's time to first token (the summary's TTFT
+ * p50, p90 and p99) by bucket, cumulative as Prometheus' le buckets, as
+ * /swdriver/refill_latency gives refill times.
+ */
+static int
+tel_drv_ttft(const char *cmd, const char *params, struct rte_tel_data *td)
+{
+	struct rte_tel_data *le = rte_tel_data_alloc(), *n = rte_tel_data_alloc();
+	struct snapshot *sn = &snap;
+	uint64_t cum = 0, sum_us;
+	unsigned int b;
+
+	(void)cmd;
+	(void)params;
+	if (le == NULL || n == NULL) {
+		rte_tel_data_free(le);
+		rte_tel_data_free(n);
+		return -ENOMEM;
+	}
+	rte_tel_data_start_dict(td);
+	rte_tel_data_start_array(le, RTE_TEL_U64_VAL);
+	rte_tel_data_start_array(n, RTE_TEL_U64_VAL);
+	rte_spinlock_lock(&sn->lock);
+	for (b = 0; b < DRV_TTFT_BUCKETS; b++) {
+		cum += sn->ttft_hist[b];
+		rte_tel_data_add_array_u64(le, drv_ttft_le_us[b]);
+		rte_tel_data_add_array_u64(n, cum);
+	}
+	cum += sn->ttft_hist[DRV_TTFT_BUCKETS];
+	sum_us = sn->ttft_sum_us;
+	rte_spinlock_unlock(&sn->lock);
+	rte_tel_data_add_dict_container(td, "le_us", le, 0);
+	rte_tel_data_add_dict_container(td, "le_count", n, 0);
+	rte_tel_data_add_dict_u64(td, "count", cum);
+	rte_tel_data_add_dict_u64(td, "sum_us", sum_us);
+	return 0;
+}
+
 /* /swdriver/shared: the shared level as the driver sees it (the summary's "shared"). */
 static int
 tel_drv_shared(const char *cmd, const char *params, struct rte_tel_data *td)
@@ -361,6 +403,9 @@ kvss_driver_telemetry_register(struct drv *d)
 				       "retransmits, round trip, timeout), batches, stored") != 0 ||
 	    rte_telemetry_register_cmd("/swdriver/refill_latency", tel_drv_refill_latency,
 				       "Driver: sequences' refill times by bucket (le_us, "
+				       "cumulative le_count), count, sum_us") != 0 ||
+	    rte_telemetry_register_cmd("/swdriver/ttft", tel_drv_ttft,
+				       "Driver: requests' times to first token by bucket (le_us, "
 				       "cumulative le_count), count, sum_us") != 0 ||
 	    rte_telemetry_register_cmd("/swdriver/shared", tel_drv_shared,
 				       "Driver: the shared level (configured, unavailable, "

@@ -10,12 +10,35 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "driver_priv.h"
 #include "percentile.h"
 #include "wafermodel.h"
 #include "emulator/emulator.h"
 #include "kvss.h"
+
+const uint32_t drv_ttft_le_us[DRV_TTFT_BUCKETS] = {
+	1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000,
+	1000000, 2000000, 5000000, 10000000, 20000000, 60000000,
+};
+
+/* The sorted times @p c[0..n), us, into their buckets (one pass), and their sum. */
+static void
+ttft_buckets(struct drv *d, const uint64_t *c, size_t n)
+{
+	unsigned int k = 0;
+	size_t i;
+
+	memset(d->ttft_hist, 0, sizeof(d->ttft_hist));
+	d->ttft_sum_us = 0;
+	for (i = 0; i < n; i++) {
+		while (k < DRV_TTFT_BUCKETS && c[i] > drv_ttft_le_us[k])
+			k++;
+		d->ttft_hist[k]++;
+		d->ttft_sum_us += c[i];
+	}
+}
 
 /*
  * p50, p90 and p99 by lib/percentile's rule, over a sorted copy (the
@@ -38,6 +61,7 @@ drv_ttft_derive(struct drv *d)
 	for (i = 0; i < n; i++)
 		c[i] = v[i];
 	percentile_sort_u64(c, n);
+	ttft_buckets(d, c, n);
 	d->st.ttft_p50_us = percentile_u64(c, n, 50);
 	d->st.ttft_p90_us = percentile_u64(c, n, 90);
 	d->st.ttft_p99_us = percentile_u64(c, n, 99);
