@@ -32,6 +32,10 @@ run() {
 	sed -e "s/^  generate = 200;\$/&\\n  arrivals = \"poisson\"; arrival_rate = $arr; arrival_seed = 1;/" \
 		-e "s/^  policy = \"lru\";\$/&\\n  recompute_tokens_per_s = $2; refill_policy = \"$1\";/" \
 		config/all-in-one.cfg >"$tmp/$name.cfg"
+	if ! grep -q "refill_policy = \"$1\"" "$tmp/$name.cfg" || ! grep -q 'arrivals = "poisson"' "$tmp/$name.cfg"; then
+		echo "bench-ttft: could not set the policy and arrivals in a copy of config/all-in-one.cfg" >&2
+		exit 1
+	fi
 	if ! timeout 600 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@0,1@1" \
 		--log-level lib.eal:error --no-telemetry --file-prefix "kvss_bench_ttft_$$" -- \
 		--config "$tmp/$name.cfg" --limit "$n" >"$tmp/$name.log" 2>&1; then

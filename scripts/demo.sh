@@ -103,6 +103,8 @@ case "$demo_tps" in "" | *[!0-9]* | 0*) demo_bad "KVSS_DEMO_PREFILL_TPS=$demo_tp
 	demo_bad "KVSS_DEMO_PREFILL_TPS=$demo_tps: want a whole number of tokens a second, 1 to 1000000000"
 case "$demo_scale" in "" | *[!0-9.]* | .* | *. | *.*.* | [!1-9]) demo_bad "KVSS_DEMO_TIME_SCALE=$demo_scale: want a number above 0, like 0.1" ;; esac
 case "$demo_scale" in *[1-9]*) ;; *) demo_bad "KVSS_DEMO_TIME_SCALE=$demo_scale: want a number above 0, like 0.1" ;; esac
+awk -v s="$demo_scale" 'BEGIN { exit !(s >= 1e-6 && s <= 1e6) }' ||
+	demo_bad "KVSS_DEMO_TIME_SCALE=$demo_scale: want a number from 0.000001 to 1000000 (wafer.time_scale's range)"
 if [ -n "${KVSS_DEMO_JSON:-}" ] && [ ! -d "$(dirname "$KVSS_DEMO_JSON")" ]; then
 	demo_bad "KVSS_DEMO_JSON=$KVSS_DEMO_JSON: its directory $(dirname "$KVSS_DEMO_JSON") is not there"
 fi
@@ -431,9 +433,11 @@ print("demo: refills %d, p50 %s us, p99 %s us" % (j["refills"], j.get("refill_p5
 t50, t99 = j.get("ttft_p50_ms"), j.get("ttft_p99_ms")
 m50, m99 = j.get("model_compute_only_ttft_p50_ms"), j.get("model_compute_only_ttft_p99_ms")
 if t50 is not None and m50 is not None and t50 > 0 and t99 > 0:
-    print("demo: TTFT p50 %.1f ms, %.1fx sooner than recomputing (%.1f ms); p99 %.1f ms, %.1fx (%.1f ms): "
+    def than(m, t):
+        return "%.1fx sooner than" % (m / t) if m >= t else "%.1fx slower than" % (t / m)
+    print("demo: TTFT p50 %.1f ms, %s recomputing (%.1f ms); p99 %.1f ms, %s recomputing (%.1f ms): "
           "compute-only on the same arrivals, modelled; refill policy %s"
-          % (t50, m50 / t50, m50, t99, m99 / t99, m99, j.get("refill_policy")))
+          % (t50, than(m50, t50), m50, t99, than(m99, t99), m99, j.get("refill_policy")))
 elif t50 is not None:
     print("demo: TTFT p50 %.1f ms, p99 %.1f ms (arrivals %s: no compute-only beside it without arrivals and "
           "a prefill rate, wafer.arrivals and driver.recompute_tokens_per_s)" % (t50, t99, j.get("arrivals")))

@@ -610,3 +610,15 @@ Test(drv_shared, io_only_waits_for_the_deadline_whatever_computing_would_take)
 	cr_assert(drv_sh_request_ready(d, r, t + SEC), "the deadline (shared.deadline_ms)");
 	cr_assert_eq(ST->lookups_abandoned, 0);
 }
+
+Test(drv_shared, compute_only_looks_nothing_up_and_never_waits)
+{
+	uint64_t keys[8];
+	uint32_t n, r = request_with(3, keys, &n);
+
+	kvss.cfg.driver.refill_policy = KVSS_POLICY_COMPUTE_ONLY;
+	cr_assert(drv_sh_request_ready(d, r, SEC), "the cache off: nothing to wait for");
+	cr_assert_eq(ST->lookups, 0);
+	cr_assert_eq(ST->waits, 0);
+	kvss.cfg.driver.refill_policy = KVSS_POLICY_ADAPTIVE;
+}

@@ -1024,3 +1024,55 @@ Test(emulator, the_wafer_model_gives_the_emulator_s_times_to_first_token)
 		cr_log_info("the wafer model against the emulator: at most %lu us apart", (unsigned long)worst);
 	}
 }
+
+/*
+ * A refill that fails (here, a shard answers so before it is served)
+ * brings nothing: the request's prefill computes its hit tokens
+ * too, and they saved nothing. Three requests of the same 200 tokens, one
+ * slot, 1 us a token: the first computes 200, the second's refill of 192
+ * fails so it computes 200, the third hits 192 and computes 8.
+ * Catches: a failed refill's sequence run on the missed tokens' prefill
+ * alone (compute_us 216), its hit still counted as saved (384).
+ */
+Test(emulator, a_failed_refill_s_tokens_are_computed_and_saved_nothing)
+{
+	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
+	const struct emu_stats *st;
+	uint64_t now = MS;
+	unsigned int steps = 0;
+	bool failed = false;
+
+	O.len = len;
+	O.base = base;
+	O.max_inflight = 1;
+	O.recompute_tokens_per_s = 1000000;
+	rig_up(3, 1u << 20, false);
+	while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0 || R.npend[0] || R.npend[1]) {
+		emu_step(R.emu, now);
+		if (!failed && emu_stats(R.emu)->requests == 2) {
+			struct emu_refill *rf = NULL;
+			uint32_t i;
+
+			cr_assert_eq(emu_stats(R.emu)->refills, 1, "the second request hit");
+			for (i = 0; i < R.emu->nslots && rf == NULL; i++)
+				if (R.emu->seq[i].state == SEQ_WAIT)
+					rf = R.emu->seq[i].rec[0];
+			cr_assert_not_null(rf, "its refill awaited");
+			/* Shard 0 answers it failed, before any shard serves it. */
+			cr_assert(emu_refill_done(R.emu, 0, rf->refill_id, 1, now));
+			failed = true;
+		}
+		shards_turn(now);
+		now += MS;
+		cr_assert_lt(++steps, 100000);
+	}
+	cr_assert(failed);
+	st = emu_stats(R.emu);
+	cr_assert_eq(st->completed, 3);
+	cr_assert_eq(st->refills, 2);
+	cr_assert_eq(st->hit_tokens, 384, "two hits of 192 looked up");
+	cr_assert_eq(st->compute_us, 408, "200 + 200 (the failed refill's tokens computed) + 8: %lu",
+		     (unsigned long)st->compute_us);
+	cr_assert_eq(st->compute_saved_us, 192, "only the hit that came saved compute: %lu",
+		     (unsigned long)st->compute_saved_us);
+}

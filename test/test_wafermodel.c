@@ -127,3 +127,28 @@ Test(wafermodel, what_cannot_be_modelled_is_refused)
 	cr_assert_eq(wafermodel_ttft(&p, r, 2, t), -EINVAL, "NaN");
 	cr_assert_eq(wafermodel_ttft(&one, r, 0, t), 0, "nothing to model");
 }
+
+Test(wafermodel, a_prefill_that_costs_nothing_does_not_wait_for_the_compute)
+{
+	/* The emulator does not queue a prefill of no cost: the second, whole
+	 * from its refill at 3 us with nothing to compute, has its first token
+	 * then, while the first computes to 10 us. */
+	struct wafermodel_params p = {.slots = 2, .tokens_per_ns = 1e-3, .overhead_ns = 0};
+	struct wafermodel_request r[2] = {{0, 10, 0}, {0, 0, 3 * US}};
+	uint64_t t[2];
+
+	cr_assert_eq(wafermodel_ttft(&p, r, 2, t), 0);
+	cr_assert_eq(t[0], 10 * US);
+	cr_assert_eq(t[1], 3 * US, "queued behind the first: %lu", (unsigned long)t[1]);
+}
+
+Test(wafermodel, a_rate_near_zero_is_held_not_wrapped)
+{
+	struct wafermodel_params p = {.slots = 1, .tokens_per_ns = 1e-300, .overhead_ns = 0};
+	struct wafermodel_request r[3] = {{0, 1000, 0}, {0, 1000, 0}, {0, 1000, 0}};
+	uint64_t t[3];
+
+	cr_assert_eq(wafermodel_ttft(&p, r, 3, t), 0);
+	cr_assert(t[0] > 0 && t[0] < t[1] && t[1] < t[2], "%lu %lu %lu: in order, never wrapped",
+		  (unsigned long)t[0], (unsigned long)t[1], (unsigned long)t[2]);
+}

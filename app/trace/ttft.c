@@ -103,8 +103,11 @@ static uint64_t
 line_ns(const struct opts *o, double latency_us, double gb_per_s, uint32_t tokens)
 {
 	/* GB/s is bytes per ns. */
-	return (uint64_t)(latency_us * 1000) +
-	       (uint64_t)((double)tokens * (double)o->kv_bytes / gb_per_s);
+	double ns = latency_us * 1000 + (double)tokens * (double)o->kv_bytes / gb_per_s;
+
+	/* A bandwidth near 0 is centuries: held there, never a double past
+	 * what a uint64_t holds (undefined), nor a sum that wraps. */
+	return ns < (double)(1ull << 50) ? (uint64_t)ns : 1ull << 50;
 }
 
 /* Reading @p tokens in @p ns beats computing them (dram_worth, pc_l2_worth: strictly sooner). */

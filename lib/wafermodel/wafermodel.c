@@ -73,11 +73,13 @@ pop(struct heap *h)
 uint64_t
 wafermodel_prefill_ns(const struct wafermodel_params *p, uint32_t computed)
 {
-	uint64_t ns = p->overhead_ns;
+	double ns = (double)p->overhead_ns;
 
 	if (p->tokens_per_ns > 0)
-		ns += (uint64_t)((double)computed / p->tokens_per_ns);
-	return ns;
+		ns += (double)computed / p->tokens_per_ns;
+	/* A rate near 0 (1e-300 tokens/ns) is centuries: held there, never
+	 * wrapped past 2^64 as the queue adds it up. */
+	return ns < (double)(1ull << 50) ? (uint64_t)ns : 1ull << 50;
 }
 
 int
@@ -117,10 +119,15 @@ wafermodel_ttft(const struct wafermodel_params *p, const struct wafermodel_reque
 			break;
 		case EV_READY: {
 			/* Its data is whole: its prefill, after those before it. */
+			uint64_t cost = wafermodel_prefill_ns(p, r[e.i].computed);
 			uint64_t start = compute_free > e.t ? compute_free : e.t;
-			uint64_t end = start + wafermodel_prefill_ns(p, r[e.i].computed);
+			uint64_t end = start + cost;
 
-			compute_free = end;
+			/* Nothing to compute: the emulator does not queue it. */
+			if (cost == 0)
+				end = e.t;
+			else
+				compute_free = end;
 			ttft_ns[e.i] = end - r[e.i].arrival_ns;
 			push(&h, (struct ev){end, EV_FREE, e.i});
 			break;

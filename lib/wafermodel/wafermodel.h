@@ -11,8 +11,10 @@
  * one compute (first ready, first served) and takes
  * computed / tokens_per_ns + overhead_ns; its first token is at the end of
  * its prefill, and its slot is free again then (the emulator sends the rest
- * of its tokens at once, decoding takes no time). TTFT is first token minus
- * arrival. Events at one instant: slots freed first, then refills done,
+ * of its tokens, and decoding takes no time: the model frees the slot at the
+ * first token, the emulator a few steps later, once it has sent the
+ * rest, step_tokens a step). A prefill that costs nothing does not wait
+ * for the compute. TTFT is first token minus arrival. Events at one instant: slots freed first, then refills done,
  * then begins. No DPDK, no clock: a function of its inputs.
  */
 #ifndef KVSS_WAFERMODEL_H

@@ -503,7 +503,7 @@ void drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *ms
 	X(lookup_found_cols)	/* of them, found (checked, not expired) */                         \
 	X(found_expired)	/* records found past their organization's TTLs (not used) */       \
 	X(lookups_late)		/* lookups still out at the deadline (the request went on without them) */ \
-	X(lookups_abandoned)	/* of them, given up sooner: computing their columns would have been done */ \
+	X(lookups_abandoned)	/* lookups given up before the deadline: computing their columns would have been done */ \
 	X(lookup_late_cols)	/* columns whose record came after their request started */          \
 	X(lookups_skipped)	/* requests that went without a lookup: its slot's reads still out */ \
 	X(lookups_busy)		/* record reads not begun: the cluster's queue full */              \

@@ -900,12 +900,14 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 	uint32_t ahead = kvss.cfg.shared.lookahead, j;
 	uint16_t m;
 
-	if (!S->on)
-		return true;
+	if (!S->on || kvss.cfg.driver.refill_policy == KVSS_POLICY_COMPUTE_ONLY)
+		return true; /* the cache off: nothing to look up or wait for */
 	if (S->next_issue < req)
 		S->next_issue = req;
-	/* The next ones, ahead of their start: lookups take their time. */
-	while (S->next_issue < d->nreq && S->next_issue < req + ahead) {
+	/* The next ones, ahead of their start, once they have arrived:
+	 * lookups take their time. */
+	while (S->next_issue < d->nreq && S->next_issue < req + ahead &&
+	       emu_arrived(d->emu, S->next_issue, now)) {
 		lookup_issue(d, S->next_issue, now);
 		S->next_issue++;
 	}

@@ -160,7 +160,10 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 	if (compute_only_model(d, &m50, &m99) == 0) {
 		printf("kvss: summary: compute-only on the same arrivals (modelled, lib/wafermodel): "
 		       "TTFT p50 %.2f ms, p99 %.2f ms", (double)m50 / 1e6, (double)m99 / 1e6);
-		if (s->first_tokens && s->ttft_p50_us && s->ttft_p99_us)
+		if (s->first_tokens < d->nreq)
+			printf("; no ratio: %" PRIu64 " of %zu requests reached a first token (the run stopped)",
+			       s->first_tokens, d->nreq);
+		else if (s->ttft_p50_us && s->ttft_p99_us)
 			printf("; this run's p50 %.2fx sooner, p99 %.2fx",
 			       (double)m50 / 1e3 / (double)s->ttft_p50_us,
 			       (double)m99 / 1e3 / (double)s->ttft_p99_us);

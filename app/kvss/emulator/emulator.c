@@ -191,6 +191,14 @@ emu_ttft_us(const struct emu *e, size_t *n)
 	return e->ttft;
 }
 
+bool
+emu_arrived(const struct emu *e, size_t req, uint64_t now)
+{
+	if (e == NULL || e->arr == NULL)
+		return true; /* a closed loop: each is there when a slot is free */
+	return e->started && req < e->p.nreq && now - e->origin >= e->arr[req];
+}
+
 void
 emu_stop(struct emu *e)
 {
@@ -257,6 +265,8 @@ seq_refill_failed(const struct emu *e, const struct emu_seq *s)
 	return false;
 }
 
+static uint64_t emu_tokens_ns(const struct emu *e, uint32_t tokens);
+
 /* A refill is finished for its requester (whole, failed or timed out). */
 static void
 refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
@@ -289,6 +299,15 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 		return;
 	if (r->fail_mask != 0) {
 		st->seq_refill_failed += !seq_refill_failed(e, s);
+		/* Model 0's hit did not come: its prefill computes those
+		 * tokens too (once), and they saved nothing. */
+		if (r->model == 0 && !s->mfailed[0] && s->compute_end == 0) {
+			uint64_t ns = emu_tokens_ns(e, s->pos[0]);
+
+			s->compute_ns += ns;
+			st->compute_saved_us -= ns / 1000 < st->compute_saved_us ? ns / 1000
+										 : st->compute_saved_us;
+		}
 		s->mfailed[r->model] = 1;
 	}
 	if (--s->mwait[r->model] == 0 && !s->mfailed[r->model] && e->p.hooks->model_refilled != NULL)

@@ -241,6 +241,13 @@ void emu_model_restart(struct emu *e, uint16_t model, uint64_t now_ns);
  */
 const uint64_t *emu_ttft_us(const struct emu *e, size_t *n);
 
+/**
+ * Has request @p req arrived at @p now (always, in a closed loop)? What
+ * has not arrived is not looked up ahead either: no driver knows a prompt
+ * before it is sent.
+ */
+bool emu_arrived(const struct emu *e, size_t req, uint64_t now);
+
 /** The run stops here: requests not begun are counted (arrivals_unbegun). */
 void emu_stop(struct emu *e);
 
