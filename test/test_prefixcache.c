@@ -1587,3 +1587,58 @@ Test(policy, slru_probation_and_followup_shares_are_checked)
 		prefixcache_free(pc);
 	}
 }
+
+/*
+ * A line that stays slow (learned over a bad minute) would keep every hit
+ * computed for good, the line never learning again: every
+ * PREFIXCACHE_PROBE_EVERY-th refusal in a row is refilled (a probe), and a
+ * hit taken by the rule starts the count again.
+ * Catches: no probe; a probe at the wrong count; the count not reset by a
+ * probe or by a hit the rule takes.
+ */
+Test(models, every_32nd_dram_hit_refused_in_a_row_is_refilled_as_a_probe)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	struct prefixcache_request q = req_of(1, t, 9, 9);
+	struct prefixcache_stats ps;
+	struct prefixcache_hit hit;
+	struct prefixcache *pc;
+	unsigned int i, taken = 0;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
+	p.model[0].refill_latency_ns = 20000; /* 26.4 us against 8 us of computing */
+	p.model[0].refill_bytes_per_ns = 1.25;
+	p.model[0].refill_bytes_per_token = 1000;
+	p.model[0].recompute_tokens_per_ns = 1e-3;
+	pc = prefixcache_create(&p, NULL);
+	cr_assert_not_null(pc);
+	plain_request(pc, 0, &q, 9, 0, &hit); /* stored */
+	for (i = 1; i <= 2 * PREFIXCACHE_PROBE_EVERY; i++) {
+		plain_request(pc, 0, &q, 9, i, &hit);
+		if (hit.hit_tokens != 0) {
+			cr_assert_eq(i % PREFIXCACHE_PROBE_EVERY, 0, "lookup %u probed", i);
+			cr_assert_eq(hit.num_refills, 1);
+			prefixcache_refill_done(pc, hit.refill_id);
+			taken++;
+		}
+	}
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(taken, 2, "one probe each %u refusals", PREFIXCACHE_PROBE_EVERY);
+	cr_assert_eq(ps.refill_probes, 2);
+	cr_assert_eq(ps.recompute_faster_tokens, 8 * (2 * PREFIXCACHE_PROBE_EVERY - 2));
+	/* A hit the rule takes starts the count again. */
+	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 1000, 0), 0);
+	plain_request(pc, 0, &q, 9, 1000, &hit);
+	cr_assert_eq(hit.hit_tokens, 8);
+	prefixcache_refill_done(pc, hit.refill_id);
+	cr_assert_eq(prefixcache_set_refill_model(pc, 0, 20000, 1.25), 0);
+	for (i = 1; i < PREFIXCACHE_PROBE_EVERY; i++) {
+		plain_request(pc, 0, &q, 9, 1000 + i, &hit);
+		cr_assert_eq(hit.hit_tokens, 0, "refusal %u after a hit taken: no probe yet", i);
+	}
+	plain_request(pc, 0, &q, 9, 2000, &hit);
+	cr_assert_eq(hit.hit_tokens, 8, "the %uth refusal in a row: a probe", PREFIXCACHE_PROBE_EVERY);
+	prefixcache_free(pc);
+}

@@ -385,15 +385,26 @@ dram_estimate_ns(const struct pc_model *m, uint32_t tokens)
 	return ns;
 }
 
-/* Is refilling a DRAM hit of @p tokens sooner than computing them? Counted when not. */
+/*
+ * Is refilling a DRAM hit of @p tokens sooner than computing them? Counted
+ * when not; every PREFIXCACHE_PROBE_EVERY-th refusal in a row is refilled
+ * all the same (a probe), so that the learned line can come back.
+ */
 static bool
 dram_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens)
 {
-	const struct pc_model *m = &pc->m[mi];
+	struct pc_model *m = &pc->m[mi];
 
 	if (m->p.recompute_tokens_per_ns <= 0 ||
-	    (double)dram_estimate_ns(m, tokens) < (double)tokens / m->p.recompute_tokens_per_ns)
+	    (double)dram_estimate_ns(m, tokens) < (double)tokens / m->p.recompute_tokens_per_ns) {
+		m->refused_run = 0;
 		return true;
+	}
+	if (++m->refused_run >= PREFIXCACHE_PROBE_EVERY) {
+		m->refused_run = 0;
+		pc->st.refill_probes++;
+		return true;
+	}
 	pc->st.recompute_faster_tokens += tokens;
 	return false;
 }

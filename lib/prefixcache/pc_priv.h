@@ -118,6 +118,8 @@ struct pc_model {
 	/* While columns come up from L2 (pc_l2.c): the batch is theirs. */
 	struct prefixcache_l2col *up;
 	uint32_t nup;
+	/* DRAM hits refused in a row by the refill-or-recompute rule (dram_worth). */
+	uint32_t refused_run;
 };
 
 struct pc_org {

@@ -415,6 +415,15 @@ int prefixcache_speculate(struct prefixcache *pc, struct prefixcache_seq *s,
 int prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t accepted,
 		       uint64_t now_ns);
 
+/*
+ * Of PREFIXCACHE_PROBE_EVERY DRAM hits in a row that the refill-or-recompute
+ * rule refuses, the last is refilled anyway (refill_probes): the rule reads
+ * a line learned from refills, and with none taken the line would never
+ * move again. One line slowed by a bad minute (a shard's restart, its
+ * queues) would otherwise keep the cache unused for good.
+ */
+#define PREFIXCACHE_PROBE_EVERY 32
+
 /** Send the current EVICT batch of every model now (a wafer step ends). */
 void prefixcache_flush(struct prefixcache *pc);
 
@@ -564,6 +573,7 @@ struct prefixcache_stats {
 	uint64_t l2_stored_tokens; /**< now */
 	uint64_t l2_recompute_faster_tokens; /**< hit in L2 but not taken: computing them was faster */
 	uint64_t recompute_faster_tokens; /**< hit in DRAM but not taken: computing them was faster */
+	uint64_t refill_probes; /**< DRAM hits refilled though the rule refused them: the line kept learning */
 	uint64_t l2_adopted_tokens; /**< taken back from the shards' inventories (kept across restarts) */
 	uint64_t shared_staged_tokens; /**< found in the shared level and staged for lookups */
 	uint64_t shared_hit_tokens;    /**< of them, brought up (hits from the shared level) */

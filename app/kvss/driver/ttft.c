@@ -137,6 +137,7 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 			 "\"ttft_mean_ms\":null";
 	char model[120] = "\"model_compute_only_ttft_p50_ms\":null,\"model_compute_only_ttft_p99_ms\":null";
 	uint64_t m50, m99;
+	struct prefixcache_stats ps;
 
 	if (s->first_tokens) {
 		printf("kvss: summary: time to first token (arrivals %s, refill policy %s): p50 %.2f ms, "
@@ -150,11 +151,13 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 			 (double)s->ttft_p50_us / 1e3, (double)s->ttft_p90_us / 1e3,
 			 (double)s->ttft_p99_us / 1e3, mean);
 	}
+	prefixcache_stats(d->pc, &ps);
 	printf("kvss: summary: prefill: %" PRIu64 " prompt tokens computed, %" PRIu64 " refilled "
-	       "(%" PRIu64 " hit tokens computed by choice: sooner than refilling); %.1f ms of "
+	       "(%" PRIu64 " hit tokens computed by choice: sooner than refilling; %" PRIu64
+	       " hits refilled anyway as probes of the line); %.1f ms of "
 	       "compute saved by the hits (driver.recompute_tokens_per_s = %u, "
 	       "wafer.prefill_overhead_us = %u)\n",
-	       s->miss_tokens, s->hit_tokens, s->recomputed_by_choice_tokens,
+	       s->miss_tokens, s->hit_tokens, s->recomputed_by_choice_tokens, ps.refill_probes,
 	       (double)s->compute_saved_us / 1e3, cfg->driver.recompute_tokens_per_s,
 	       cfg->wafer.prefill_overhead_us);
 	if (compute_only_model(d, &m50, &m99) == 0) {
@@ -179,8 +182,9 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 		 "%s,%s,\"first_tokens\":%" PRIu64 ",\"queue_mean_ms\":%.3f,\"arrivals\":\"%s\","
 		 "\"refill_policy\":\"%s\",\"prefill_computed_tokens\":%" PRIu64
 		 ",\"prefill_refilled_tokens\":%" PRIu64 ",\"recomputed_by_choice_tokens\":%" PRIu64
-		 ",\"compute_saved_ms\":%.3f,\"arrivals_unbegun\":%" PRIu64,
+		 ",\"compute_saved_ms\":%.3f,\"arrivals_unbegun\":%" PRIu64 ",\"refill_probes\":%" PRIu64,
 		 figs, model, s->first_tokens, queue, arrivals_name(cfg->wafer.arrivals),
 		 policy_name(cfg->driver.refill_policy), s->miss_tokens, s->hit_tokens,
-		 s->recomputed_by_choice_tokens, (double)s->compute_saved_us / 1e3, s->arrivals_unbegun);
+		 s->recomputed_by_choice_tokens, (double)s->compute_saved_us / 1e3, s->arrivals_unbegun,
+		 ps.refill_probes);
 }
