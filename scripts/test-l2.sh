@@ -10,6 +10,8 @@
 #     flipped column is caught when read (L2_FAILED), never refilled;
 #  4. expiry holds on disk: past the first-use TTL, nothing is taken back,
 #     and the headers are cleared (the next start finds none);
+# 4s. a slow disk (reads throttled) loses nothing; a hung one (its thread
+#     frozen) costs the columns waiting on it, not the model;
 #  5. a file made for another geometry, and a disk too small (a tmpfs of
 #     1 MiB): refused at start with a message naming shard.l2;
 #  9. (run after 5) whose file it is, what is there, who can reach it
@@ -40,7 +42,14 @@ cleanup() {
 	wait 2>/dev/null
 	mountpoint -q "$tmp/small" 2>/dev/null && umount "$tmp/small"
 	[ -n "${dev:-}" ] && losetup -d "$dev" 2>/dev/null
+	[ -n "${slowpid:-}" ] && pkill -KILL -P "$slowpid" 2>/dev/null
 	rm -rf "$tmp" /var/run/dpdk/*"$sfx"*
+	[ -n "${slowdir:-}" ] && mountpoint -q "$slowdir/mnt" && umount "$slowdir/mnt"
+	[ -n "${sloop:-}" ] && losetup -d "$sloop" 2>/dev/null
+	[ -n "${slowdir:-}" ] && rm -rf "$slowdir"
+	[ -d "${frz:-}" ] && echo THAWED >"$frz/freezer.state" 2>/dev/null
+	[ -n "${blk:-}" ] && rmdir "$blk" 2>/dev/null
+	[ -n "${frz:-}" ] && rmdir "$frz" 2>/dev/null
 }
 trap cleanup EXIT
 . scripts/check-lib.sh
@@ -168,6 +177,92 @@ echo "l2: past the TTL: $kept columns on disk before, ${kept2:-?} after one run 
 check "past the TTL: the expired columns' headers were cleared (not found again)" \
 	holds "${kept2:-999999} < ${kept:-0} / 10"
 check "past the TTL: nothing served" test "$(field "$tmp/ttl2.log" l2_adopted_cols)" = 0
+
+# 4s. Load alone loses nothing: a disk that answers slowly (its reads
+#     throttled by the blkio cgroup to 20 a second, the process moved in
+#     once it runs) holds a batch coming up for as long as the disk answers
+#     anything, however far back in its queue the batch's reads are; every
+#     hit refilled (io-only) so the reads queue. Then a disk that stops
+#     answering (the tier's thread frozen by the freezer cgroup for 5 s, past
+#     the batch timeout plus a second): the batches waiting on it are cut
+#     (up_batches_cut) and only their columns lost, the model kept. Both
+#     need cgroup v1's controllers and a loop device (the tier's file
+#     system); the section says when it cannot run.
+slow_run() { # slow_run LOG [freeze]: in $blk, throttled; with freeze, its tier's thread into $frz
+	local p i tid k
+	echo "$sdev 20" >"$blk/blkio.throttle.read_iops_device"
+	(
+		echo "$BASHPID" >"$blk/cgroup.procs"
+		exec timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@(0-1),1@(0-1)" \
+			--log-level lib.eal:error --no-telemetry --file-prefix "slow$sfx" -- \
+			--config "$slowdir/slow.cfg" --limit 60
+	) >"$1" 2>&1 &
+	p=$!
+	slowpid=$p
+	if [ "${2:-}" = freeze ]; then
+		sleep 2 # hits from the disk begin
+		k=$(pgrep -P "$p" | head -n 1) # kvss, under timeout
+		tid=$(grep -l '^kvss-tier$' /proc/"${k:-none}"/task/*/comm 2>/dev/null | head -n 1 | cut -d/ -f5)
+		if [ -n "$tid" ] && echo "$tid" >"$frz/tasks" && echo FROZEN >"$frz/freezer.state"; then
+			sleep 5
+			echo THAWED >"$frz/freezer.state"
+			echo "$tid" >/sys/fs/cgroup/freezer/tasks
+		else
+			echo "l2: could not freeze the tier's thread (${tid:-not found})"
+		fi
+	fi
+	# Unthrottled again once the run is done: closing the tier reads too.
+	for i in $(seq 1 1200); do grep -q "summary: verify failures" "$1" && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	echo "$sdev 0" >"$blk/blkio.throttle.read_iops_device"
+	wait "$p"
+}
+slowdir=$(mktemp -d /var/tmp/kvss-l2-slow.XXXXXX)
+blk=/sys/fs/cgroup/blkio/kvss_l2_slow$$
+frz=/sys/fs/cgroup/freezer/kvss_l2_hung$$
+# The tier on a file system of its own (ext4 on a loop device), so that the
+# throttle slows its reads and not the program's start (its libraries).
+sdev=
+mkdir -p "$slowdir/mnt"
+if command -v mkfs.ext4 >/dev/null && truncate -s 160M "$slowdir/disk.img" &&
+	mkfs.ext4 -q -F "$slowdir/disk.img" >/dev/null 2>&1 &&
+	sloop=$(losetup -f --show "$slowdir/disk.img" 2>/dev/null) && mount "$sloop" "$slowdir/mnt" 2>/dev/null; then
+	sdev=$(lsblk -no MAJ:MIN "$sloop" 2>/dev/null | head -n 1 | tr -d ' ')
+fi
+mkdir -p "$slowdir/mnt/l2"
+mkcfg "$slowdir/slow.cfg" "$slowdir/mnt/l2" 'refill_policy = "io-only"; refill_timeout_ms = 60000;'
+if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.throttle.read_iops_device"; then
+	slow_run "$tmp/slow.log"
+	rc=$?
+	echo "l2: slow disk (20 reads/s): refill p99 $(field "$tmp/slow.log" refill_p99_us) us, L2 hits $(field "$tmp/slow.log" hit_tokens_l2) tokens; shard: $(grep -o 'up_batches_cut=[0-9]*' "$tmp/slow.log" || echo 'up_batches_cut=0')"
+	clean_run "slow disk" "$tmp/slow.log"
+	check "slow disk: zero tokens lost" test "$(field "$tmp/slow.log" lost_tokens)" = 0
+	check "slow disk: hits came up from the slow disk" holds "$(field "$tmp/slow.log" hit_tokens_l2) > 0"
+	check "slow disk: its refills waited seconds (the throttle took)" \
+		holds "$(field "$tmp/slow.log" refill_p99_us) > 1000000"
+	rm -rf "$slowdir/mnt/l2" && mkdir -p "$slowdir/mnt/l2"
+	if mkdir "$frz" 2>/dev/null; then
+		slow_run "$tmp/hung.log" freeze
+		rc=$?
+		cut=$(grep -o 'up_batches_cut=[0-9]*' "$tmp/hung.log" | cut -d= -f2)
+		echo "l2: hung disk (frozen 5 s): exit $rc, up_batches_cut ${cut:-0}, lost $(field "$tmp/hung.log" lost_tokens) tokens, restarts $(field "$tmp/hung.log" resyncs)"
+		check "hung disk: batches waiting on a silent disk were cut" holds "${cut:-0} > 0"
+		check "hung disk: exit 3 (degraded: their tokens lost, no byte wrong)" test "$rc" -eq 3
+		check "hung disk: zero verify failures" test "$(field "$tmp/hung.log" verify_failures)" = 0
+		check "hung disk: every request done" test "$(field "$tmp/hung.log" finished)" = True
+		check "hung disk: the lost columns cost themselves, not the model (0 restarts)" \
+			test "$(field "$tmp/hung.log" resyncs)" = 0
+		rmdir "$frz"
+	else
+		echo "l2: hung disk not run (no cgroup v1 freezer controller)"
+	fi
+	rmdir "$blk"
+else
+	echo "l2: slow and hung disk not run (no cgroup v1 blkio controller, or no loop device with ext4: '$sdev')"
+fi
+mountpoint -q "$slowdir/mnt" && umount "$slowdir/mnt"
+[ -n "${sloop:-}" ] && losetup -d "$sloop"
+sloop=
+rm -rf "$slowdir"
 
 # 5. Another geometry; a disk too small.
 sed 's/column = 64; capacity_tokens = \[200000\]/column = 32; capacity_tokens = [200000]/' "$tmp/l2.cfg" >"$tmp/geo.cfg"

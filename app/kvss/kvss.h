@@ -54,7 +54,7 @@
 	X(batches_lost) /* batches completed with loss: data not whole (batch timeout, or sooner) */ \
 	X(batches_lost_early) /* of them, before the timeout: a later batch's data came first */   \
 	X(up_batches_lost) /* of them, L2_UP or SH_UP batches, once every read had answered */       \
-	X(up_batches_cut) /* of them, with reads still out past the batch and op timeouts */       \
+	X(up_batches_cut) /* of them, with reads out to a tier silent past the batch and op timeouts */      \
 	X(lost_tokens)  /* tokens reported lost in TOKEN_LOST */                                    \
 	X(lost_records) /* TOKEN_LOST records sent (version 2: a range each) */                    \
 	X(reports)      /* ERROR, TOKEN_LOST, L2_DONE frames sent with a report seq (version 2) */ \

@@ -476,8 +476,8 @@ shard_expire_batches(struct kvss_lcore_stats *st)
 {
 	const struct shard_state *s = kvss_me->st;
 	uint64_t b, limit = ms_cycles(kvss_me->cfg->batch_timeout_ms);
-	/* A tier's read that has not answered by then is not coming: a hung
-	 * disk, a cluster past its op timeout (at least a second). */
+	/* A tier silent that long is not answering: a hung disk, a cluster
+	 * past its op timeout (at least a second). */
 	uint64_t up_limit = limit + ms_cycles(RTE_MAX(kvss.cfg.shared.op_timeout_ms, 1000u));
 	uint64_t allow = ms_cycles(RTE_MIN(SHARD_REORDER_MS, kvss_me->cfg->batch_timeout_ms));
 	static __thread struct shard_batcher lost;
@@ -501,9 +501,19 @@ shard_expire_batches(struct kvss_lcore_stats *st)
 			 * cluster costs the columns it fails, never the batch), and
 			 * once every one has answered, what it misses (a column
 			 * missing, bad or failed) will never come: lost at once.
-			 * A read still out past up_limit from its run is not
-			 * waited for.
+			 * Its reads wait in the level's queue behind others, so
+			 * a read still out is waited for while a level it went
+			 * to answers (a slow or busy disk: late, but coming);
+			 * once every such level has said nothing for up_limit
+			 * since the batch ran, it is not waited for.
 			 */
+			if (s->up_reads[b % 256] > 0) {
+				unsigned int k;
+
+				for (k = 0; k < SHARD_LEVELS; k++)
+					if ((s->up_levels[b % 256] >> k & 1) && s->level_heard[k] > from)
+						from = s->level_heard[k];
+			}
 			if (s->up_reads[b % 256] > 0 && !looked_past(from, up_limit))
 				break;
 			if (s->up_reads[b % 256] > 0) {

@@ -242,6 +242,7 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 	/* The reads of this batch, counted as they go (its slot's earlier batch is done). */
 	kvss_me->st->up_no[msg->u.evict.batch_no % 256] = msg->u.evict.batch_no;
 	kvss_me->st->up_reads[msg->u.evict.batch_no % 256] = 0;
+	kvss_me->st->up_levels[msg->u.evict.batch_no % 256] = 0;
 	for (k = 0; k < msg->u.evict.ncols; k++) {
 		struct proto_l2col col;
 		struct level_req *q;
@@ -288,6 +289,7 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			continue;
 		}
 		kvss_me->st->up_reads[q->batch_no % 256]++;
+		kvss_me->st->up_levels[q->batch_no % 256] |= (uint8_t)(1u << level);
 		give(q);
 	}
 	/*
@@ -359,7 +361,7 @@ send_inventory(struct kvss_lcore_stats *st, const struct level_req *q)
 }
 
 void
-shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
+shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
 {
 	const struct kvstore_params *kp;
 	void *qs[32];
@@ -377,6 +379,8 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 		struct level_req *q = qs[i];
 		bool sh = q->level == SHARD_LEVEL_SHARED;
 
+		if (q->level < SHARD_LEVELS)
+			kvss_me->st->level_heard[q->level] = now; /* it answers: batches waiting on it wait on */
 		if (q->epoch != kvss_me->driver_epoch) {
 			st->dropped_restart++; /* asked for by a driver that has restarted since */
 			req_put(q);

@@ -211,10 +211,18 @@ struct shard_state {
 	uint8_t batch_up[256]; /* its bytes come from a tier (L2_UP, SH_UP), not EVICT_DATA */
 	/* Reads of each such batch still with the tier: its bytes come from them,
 	 * and the tier bounds each (shared.op_timeout_ms), so the batch waits for
-	 * them, up to the batch timeout plus that (a hung disk); once none is
-	 * out, what it misses is lost. */
+	 * them while the tier answers, and up to the batch timeout plus that
+	 * once it is silent (a hung disk); once none is out, what it misses is
+	 * lost. */
 	uint16_t up_reads[256];
 	uint64_t up_no[256]; /* the batch up_reads counts for (an answer after it was cut is not) */
+	/* The levels (1 << enum shard_level_kind) each such batch's reads went
+	 * to, and when each level last answered anything (level_msg.c, by the
+	 * poll's clock): a batch's reads wait behind the level's queue, so it
+	 * is the level's silence, not the batch's age, that says a read is not
+	 * coming (a slow disk answers late but answers; a hung one is silent). */
+	uint8_t up_levels[256];
+	uint64_t level_heard[SHARD_LEVELS];
 	/* evict.c: when the first EVICT_DATA frame of each batch arrived (by
 	 * batch_no % 256, the batch in data_no), and the highest batch seen:
 	 * data of a later batch says what an open one misses was lost
@@ -392,6 +400,6 @@ void shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 /** After a STATUS answering a HELLO: the inventory goes out when the second tier has it. */
 void shard_level_inventory(struct kvss_lcore_stats *st);
 /** What the levels finished: L2_DONE, ERROR, tokens stored, the inventory sent. */
-void shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err);
+void shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now);
 
 #endif
