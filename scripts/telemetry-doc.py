@@ -62,10 +62,10 @@ LITERAL = {
     "version": "kvss's release (as every tool's --version says it)",
     "commit": "the git commit it was built from (unknown: not built in a git checkout)",
     "dpdk": "the DPDK it runs on (rte_version())",
-    "le_us": "the buckets' bounds, us (1-2-5 from 10 us to 1 s)",
-    "le_count": "sequences whose refills took at most that bound (cumulative)",
-    "count": "sequences whose refills were timed, whole (the summary's refills_timed)",
-    "sum_us": "their refill times summed",
+    "le_us": "the buckets' bounds, us (refill times: 1-2-5 from 10 us to 1 s; TTFT: 1 ms to 60 s)",
+    "le_count": "those timed at most that bound (cumulative)",
+    "count": "those timed (refill times: the summary's refills_timed; TTFT: its first_tokens)",
+    "sum_us": "their times summed",
     "configured": "1: the configuration has a shared group (shared.conf)",
     "disk_puts": "second tier: columns written (L2_DOWN)",
     "disk_gets": "second tier: columns read (L2_UP, an SH_UP's column with object id 0)",
@@ -200,6 +200,8 @@ def keys_of(path, fn):
         elif '"drop_%s"' in line:
             out += [("drop_" + k, "frames dropped: " + (c or k.replace("_", " ")))
                     for k, c in xmacro("lib/proto/proto.h", "PROTO_REASONS")]
+        elif "tel_cum_hist(" in line and fn != "tel_cum_hist":
+            out += keys_of(path, "tel_cum_hist")  # a histogram's keys, in its helper
         elif "shard_level_counters(" in line:
             out += level_counters()
         elif '"shared_bad_%s"' in line:

@@ -287,80 +287,75 @@ tel_drv_shards(const char *cmd, const char *params, struct rte_tel_data *td)
 }
 
 /*
+ * A histogram as Prometheus' le buckets: @p nb bounds @p le_us, the counts
+ * @p hist by bucket (nb + 1 of them, the last past every bound) made
+ * cumulative (le_count), their total (count) and @p sum_us. @p hist is a
+ * copy taken under the snapshot's lock.
+ */
+static int
+tel_cum_hist(struct rte_tel_data *td, const uint32_t *le_us, const uint64_t *hist, unsigned int nb,
+	     uint64_t sum_us)
+{
+	struct rte_tel_data *le = rte_tel_data_alloc(), *n = rte_tel_data_alloc();
+	uint64_t cum = 0;
+	unsigned int b;
+
+	if (le == NULL || n == NULL) {
+		rte_tel_data_free(le);
+		rte_tel_data_free(n);
+		return -ENOMEM;
+	}
+	rte_tel_data_start_dict(td);
+	rte_tel_data_start_array(le, RTE_TEL_U64_VAL);
+	rte_tel_data_start_array(n, RTE_TEL_U64_VAL);
+	for (b = 0; b < nb; b++) {
+		cum += hist[b];
+		rte_tel_data_add_array_u64(le, le_us[b]);
+		rte_tel_data_add_array_u64(n, cum);
+	}
+	cum += hist[nb];
+	rte_tel_data_add_dict_container(td, "le_us", le, 0);
+	rte_tel_data_add_dict_container(td, "le_count", n, 0);
+	rte_tel_data_add_dict_u64(td, "count", cum);
+	rte_tel_data_add_dict_u64(td, "sum_us", sum_us);
+	return 0;
+}
+
+/*
  * /swdriver/refill_latency: each sequence's refill time (the summary's
  * refill p50 and p99) by bucket, cumulative as Prometheus' le buckets.
  */
 static int
 tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data *td)
 {
-	struct rte_tel_data *le = rte_tel_data_alloc(), *n = rte_tel_data_alloc();
-	struct snapshot *sn = &snap;
-	uint64_t cum = 0, sum_ns;
-	unsigned int b;
+	uint64_t hist[DRV_REFILL_BUCKETS + 1], sum_ns;
 
 	(void)cmd;
 	(void)params;
-	if (le == NULL || n == NULL) {
-		rte_tel_data_free(le);
-		rte_tel_data_free(n);
-		return -ENOMEM;
-	}
-	rte_tel_data_start_dict(td);
-	rte_tel_data_start_array(le, RTE_TEL_U64_VAL);
-	rte_tel_data_start_array(n, RTE_TEL_U64_VAL);
-	rte_spinlock_lock(&sn->lock);
-	for (b = 0; b < DRV_REFILL_BUCKETS; b++) {
-		cum += sn->refill_hist[b];
-		rte_tel_data_add_array_u64(le, drv_refill_le_us[b]);
-		rte_tel_data_add_array_u64(n, cum);
-	}
-	cum += sn->refill_hist[DRV_REFILL_BUCKETS];
-	sum_ns = sn->refill_sum_ns;
-	rte_spinlock_unlock(&sn->lock);
-	rte_tel_data_add_dict_container(td, "le_us", le, 0);
-	rte_tel_data_add_dict_container(td, "le_count", n, 0);
-	rte_tel_data_add_dict_u64(td, "count", cum);
-	rte_tel_data_add_dict_u64(td, "sum_us", sum_ns / 1000);
-	return 0;
+	rte_spinlock_lock(&snap.lock);
+	memcpy(hist, snap.refill_hist, sizeof(hist));
+	sum_ns = snap.refill_sum_ns;
+	rte_spinlock_unlock(&snap.lock);
+	return tel_cum_hist(td, drv_refill_le_us, hist, DRV_REFILL_BUCKETS, sum_ns / 1000);
 }
 
 /*
  * /swdriver/ttft: each request's time to first token (the summary's TTFT
- * p50, p90 and p99) by bucket, cumulative as Prometheus' le buckets, as
- * /swdriver/refill_latency gives refill times.
+ * p50, p90 and p99) by bucket, as /swdriver/refill_latency gives refill
+ * times.
  */
 static int
 tel_drv_ttft(const char *cmd, const char *params, struct rte_tel_data *td)
 {
-	struct rte_tel_data *le = rte_tel_data_alloc(), *n = rte_tel_data_alloc();
-	struct snapshot *sn = &snap;
-	uint64_t cum = 0, sum_us;
-	unsigned int b;
+	uint64_t hist[DRV_TTFT_BUCKETS + 1], sum_us;
 
 	(void)cmd;
 	(void)params;
-	if (le == NULL || n == NULL) {
-		rte_tel_data_free(le);
-		rte_tel_data_free(n);
-		return -ENOMEM;
-	}
-	rte_tel_data_start_dict(td);
-	rte_tel_data_start_array(le, RTE_TEL_U64_VAL);
-	rte_tel_data_start_array(n, RTE_TEL_U64_VAL);
-	rte_spinlock_lock(&sn->lock);
-	for (b = 0; b < DRV_TTFT_BUCKETS; b++) {
-		cum += sn->ttft_hist[b];
-		rte_tel_data_add_array_u64(le, drv_ttft_le_us[b]);
-		rte_tel_data_add_array_u64(n, cum);
-	}
-	cum += sn->ttft_hist[DRV_TTFT_BUCKETS];
-	sum_us = sn->ttft_sum_us;
-	rte_spinlock_unlock(&sn->lock);
-	rte_tel_data_add_dict_container(td, "le_us", le, 0);
-	rte_tel_data_add_dict_container(td, "le_count", n, 0);
-	rte_tel_data_add_dict_u64(td, "count", cum);
-	rte_tel_data_add_dict_u64(td, "sum_us", sum_us);
-	return 0;
+	rte_spinlock_lock(&snap.lock);
+	memcpy(hist, snap.ttft_hist, sizeof(hist));
+	sum_us = snap.ttft_sum_us;
+	rte_spinlock_unlock(&snap.lock);
+	return tel_cum_hist(td, drv_ttft_le_us, hist, DRV_TTFT_BUCKETS, sum_us);
 }
 
 /* /swdriver/shared: the shared level as the driver sees it (the summary's "shared"). */
