@@ -181,6 +181,8 @@ Test(l2, a_freed_column_goes_down_and_a_later_hit_brings_it_up_byte_for_byte)
 	cr_assert_eq(st.l2_columns * 64, ps.l2_stored_tokens,
 		     "the L2 file holds %" PRIu64 " columns, the driver counts %" PRIu64 " tokens",
 		     st.l2_columns, ps.l2_stored_tokens);
+	cr_assert_eq(prefixcache_l2_stored(replay_pc(r), 0, 0), ps.l2_stored_tokens,
+		     "one cache: its count is the driver's whole L2 count");
 	replay_free(r);
 }
 
@@ -313,6 +315,8 @@ Test(l2, a_seeded_workload_over_both_tiers_is_never_wrong)
 		cr_assert_eq(st.l2_columns * 16, after.l2_stored_tokens,
 			     "seed %#" PRIx64 " request %u: L2 holds %" PRIu64 " columns, the driver "
 			     "counts %" PRIu64 " tokens", seed, i, st.l2_columns, after.l2_stored_tokens);
+		cr_assert_eq(prefixcache_l2_stored(replay_pc(r), 0, 0), after.l2_stored_tokens,
+			     "seed %#" PRIx64 " request %u", seed, i);
 	}
 	printf("two-tier model test: %" PRIu64 " hit tokens, %" PRIu64 " of them from L2\n", hits,
 	       l2hits);

@@ -371,6 +371,14 @@ prefixcache_stored(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id)
 	return gid < 0 ? 0 : pc->m[mi].g[gid % MAX_GROUPS].stored;
 }
 
+uint64_t
+prefixcache_l2_stored(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id)
+{
+	int gid = pc_gid_of_cache(pc, mi, cache_id);
+
+	return gid < 0 ? 0 : pc->m[mi].g[gid % MAX_GROUPS].l2_stored;
+}
+
 size_t
 prefixcache_orgs(const struct prefixcache *pc, struct prefixcache_org_stats *out, size_t max)
 {

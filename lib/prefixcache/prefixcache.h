@@ -583,6 +583,12 @@ void prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *s
 
 /** Tokens the driver has asked shards of @p model to hold in @p cache_id. */
 uint64_t prefixcache_stored(const struct prefixcache *pc, uint16_t model, uint16_t cache_id);
+/**
+ * Tokens the driver counts in the second tiers of shards of @p model for
+ * @p cache_id (sent down and not let go): what each such shard's STATUS
+ * should say its tier holds once every L2 message has run.
+ */
+uint64_t prefixcache_l2_stored(const struct prefixcache *pc, uint16_t model, uint16_t cache_id);
 
 struct prefixcache_org_stats {
 	uint64_t isolation_id;

@@ -606,10 +606,12 @@ quiet(struct drv *d, uint64_t tsc)
 	 * tier's work in its shard's queue (a thousand L2_DELETEs of columns let
 	 * go at start, a disk thread slow on a busy machine) it runs later, and
 	 * a STATUS sent meanwhile counts its tokens. The later STATUSes are
-	 * waited for until what the shards hold agrees, for at most
-	 * DRV_SETTLE_MAX_MS; past that the summary says what is off.
+	 * waited for until what the shards hold agrees, in DRAM and in their
+	 * second tiers (whose L2_DELETEs wait for the disk thread), for at
+	 * most DRV_SETTLE_MAX_MS; past that the summary says what is off.
 	 */
-	if (drv_account_off(d, false) != 0 && tsc - d->settle_at < d->hz / 1000 * DRV_SETTLE_MAX_MS)
+	if ((drv_account_off(d, false) != 0 || drv_l2_account_off(d) != 0) &&
+	    tsc - d->settle_at < d->hz / 1000 * DRV_SETTLE_MAX_MS)
 		return false;
 	return true;
 not_yet:

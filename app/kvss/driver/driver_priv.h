@@ -442,6 +442,8 @@ drv_now_ns(struct drv *d, uint64_t tsc)
 uint64_t drv_unaccounted(struct drv *d, bool say);
 /** The same whether or not the run finished: the shards' last STATUS against the account. */
 uint64_t drv_account_off(struct drv *d, bool say);
+/** The same for their second tiers: tokens off, over the shards that have one. */
+uint64_t drv_l2_account_off(const struct drv *d);
 
 /** Protocol errors the run counted (as of the last drv_report_derive()). */
 uint64_t drv_protocol_errors(struct drv *d);

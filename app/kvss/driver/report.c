@@ -1120,6 +1120,35 @@ drv_account_off(struct drv *d, bool say)
 	return sum;
 }
 
+/*
+ * Tokens by which what the shards' latest STATUS says their second tiers
+ * hold differs from the driver's count, over the shards with a tier: an
+ * L2_DELETE or L2_DOWN acknowledged may still wait in a shard's queue
+ * behind a slow disk, and its STATUS then counts the tokens as before.
+ */
+uint64_t
+drv_l2_account_off(const struct drv *d)
+{
+	uint64_t sum = 0;
+	uint16_t i, c;
+
+	if (d->open_loop)
+		return 0;
+	for (i = 0; i < d->nsh; i++) {
+		const struct drv_shard *sh = &d->sh[i];
+
+		if (!sh->up)
+			continue;
+		for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
+			uint64_t mine = prefixcache_l2_stored(d->pc, sh->model, c);
+
+			if (sh->l2_capacity[c] != 0)
+				sum += sh->l2_stored[c] > mine ? sh->l2_stored[c] - mine : mine - sh->l2_stored[c];
+		}
+	}
+	return sum;
+}
+
 uint64_t
 drv_protocol_errors(struct drv *d)
 {
