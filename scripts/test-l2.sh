@@ -204,6 +204,7 @@ slow_run() { # slow_run LOG [freeze]: in $blk, throttled; with freeze, its tier'
 		k=$(pgrep -P "$p" | head -n 1) # kvss, under timeout
 		tid=$(grep -l '^kvss-tier$' /proc/"${k:-none}"/task/*/comm 2>/dev/null | head -n 1 | cut -d/ -f5)
 		if [ -n "$tid" ] && echo "$tid" >"$frz/tasks" && echo FROZEN >"$frz/freezer.state"; then
+			froze=1
 			sleep 5
 			echo THAWED >"$frz/freezer.state"
 			echo "$tid" >/sys/fs/cgroup/freezer/tasks
@@ -241,9 +242,15 @@ if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.th
 		holds "$(field "$tmp/slow.log" refill_p99_us) > 1000000"
 	rm -rf "$slowdir/mnt/l2" && mkdir -p "$slowdir/mnt/l2"
 	if mkdir "$frz" 2>/dev/null; then
+		froze=0
 		slow_run "$tmp/hung.log" freeze
 		rc=$?
 		cut=$(grep -o 'up_batches_cut=[0-9]*' "$tmp/hung.log" | cut -d= -f2)
+	fi
+	if [ -d "$frz" ] && [ "$froze" = 0 ]; then
+		echo "l2: hung disk not run (the tier's thread could not be frozen)"
+		rmdir "$frz"
+	elif [ -d "$frz" ]; then
 		echo "l2: hung disk (frozen 5 s): exit $rc, up_batches_cut ${cut:-0}, lost $(field "$tmp/hung.log" lost_tokens) tokens, restarts $(field "$tmp/hung.log" resyncs)"
 		check "hung disk: batches waiting on a silent disk were cut" holds "${cut:-0} > 0"
 		check "hung disk: exit 3 (degraded: their tokens lost, no byte wrong)" test "$rc" -eq 3

@@ -637,6 +637,12 @@ for opt in --time-scale --arrival-rate --max-inflight --refill-read-gbps --arriv
 	refused "$opt without --ttft" "^kvss-trace: $opt: shapes --ttft's times to first token: give --ttft" \
 		"$opt" 1
 done
+# Below kvss's floor (wafer.time_scale and arrival_rate, 1e-6): what kvss
+# cannot run is not modelled either.
+refused "--time-scale 1e-300" "^kvss-trace: --time-scale: '1e-300' is not a number in \\[1e-06, " --ttft \
+	--recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --time-scale 1e-300
+refused "--arrival-rate 5e-7" "^kvss-trace: --arrival-rate: '5e-7' is not a number in \\[1e-06, " --ttft \
+	--recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --arrivals poisson --arrival-rate 5e-7
 refused "--arrival-seed 1.5" "^kvss-trace: --arrival-seed: '1.5' " --ttft --recompute-tokens-per-s 1e4 \
 	--kv-bytes-per-token 256 --arrivals poisson --arrival-seed 1.5
 refused "--max-inflight 4097" "^kvss-trace: --max-inflight: '4097' " --ttft --recompute-tokens-per-s 1e4 \

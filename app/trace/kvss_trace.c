@@ -104,6 +104,27 @@ num_f(const char *opt, const char *arg, double hi, double *out)
 }
 
 /*
+ * The same with a floor @p lo: kvss's own (wafer.time_scale and
+ * arrival_rate refuse below 1e-6), so that what kvss-trace models, kvss
+ * can run; below it a trace's span or a Poisson gap runs past what a
+ * clock in nanoseconds holds.
+ */
+static int
+num_f_from(const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	double x = strtod(arg, &end);
+
+	if (end == arg || *end != '\0' || !(x >= lo) || x > hi) {
+		fprintf(stderr, "kvss-trace: %s: '%s' is not a number in [%g, %g] (kvss's range)\n", opt,
+			arg, lo, hi);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/*
  * A number @p arg of option @p opt in [0, @p hi]: a latency or an overhead,
  * where none is a value (a fitted line's latency may be 0); or a message and -1.
  */
@@ -585,12 +606,12 @@ options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 			o->ttft_given |= 1u << TTFT_OPT_ARRIVALS;
 			break;
 		case 265:
-			if (num_f("--time-scale", optarg, 1e6, &o->time_scale) != 0)
+			if (num_f_from("--time-scale", optarg, 1e-6, 1e6, &o->time_scale) != 0)
 				return 2;
 			o->ttft_given |= 1u << TTFT_OPT_TIME_SCALE;
 			break;
 		case 266:
-			if (num_f("--arrival-rate", optarg, 1e6, &o->arrival_rate) != 0)
+			if (num_f_from("--arrival-rate", optarg, 1e-6, 1e6, &o->arrival_rate) != 0)
 				return 2;
 			o->ttft_given |= 1u << TTFT_OPT_ARRIVAL_RATE;
 			break;
