@@ -891,6 +891,26 @@ Test(models, the_refill_estimate_is_latency_plus_bytes_over_bandwidth)
 }
 
 /*
+ * The one-cache model the adaptive rule's tests work by hand: columns of
+ * 4, one full cache of 1,000 tokens, a refill line of @p latency_ns +
+ * @p bytes_per_token per token at @p bytes_per_ns, computing at
+ * @p tokens_per_ns.
+ */
+static struct prefixcache_params
+rule_params(uint64_t latency_ns, double bytes_per_ns, uint32_t bytes_per_token, double tokens_per_ns)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 4};
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
+	p.model[0].refill_latency_ns = latency_ns;
+	p.model[0].refill_bytes_per_ns = bytes_per_ns;
+	p.model[0].refill_bytes_per_token = bytes_per_token;
+	p.model[0].recompute_tokens_per_ns = tokens_per_ns;
+	return p;
+}
+
+/*
  * The adaptive rule (prefixcache.h, recompute_tokens_per_ns), worked by
  * hand: 8 tokens hit (a prompt of 9, columns of 4, the last never
  * replayed); refilling them takes 20 us + 8,000 bytes at 1.25 per ns =
@@ -907,7 +927,7 @@ Test(models, the_refill_estimate_is_latency_plus_bytes_over_bandwidth)
  */
 Test(models, a_dram_hit_slower_to_refill_than_to_compute_is_not_taken)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	struct prefixcache_params p = rule_params(20000, 1.25, 1000, 1e-3);
 	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 	struct prefixcache_request q = req_of(1, t, 9, 9);
 	struct prefixcache_stats ps;
@@ -915,12 +935,6 @@ Test(models, a_dram_hit_slower_to_refill_than_to_compute_is_not_taken)
 	struct prefixcache *pc;
 	uint64_t stored;
 
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
-	p.model[0].refill_latency_ns = 20000;
-	p.model[0].refill_bytes_per_ns = 1.25;
-	p.model[0].refill_bytes_per_token = 1000;
-	p.model[0].recompute_tokens_per_ns = 1e-3;
 	pc = prefixcache_create(&p, NULL);
 	cr_assert_not_null(pc);
 	plain_request(pc, 0, &q, 9, 0, &hit);
@@ -997,19 +1011,13 @@ Test(models, a_dram_hit_slower_to_refill_than_to_compute_is_not_taken)
  */
 Test(models, a_refill_no_sooner_than_computing_is_not_taken_one_ns_sooner_is)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	struct prefixcache_params p = rule_params(4096, 1.0, 512, 1.0 / 1024);
 	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 	struct prefixcache_request q = req_of(1, t, 9, 9);
 	struct prefixcache_stats ps;
 	struct prefixcache_hit hit;
 	struct prefixcache *pc;
 
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
-	p.model[0].refill_latency_ns = 4096;
-	p.model[0].refill_bytes_per_ns = 1.0;
-	p.model[0].refill_bytes_per_token = 512;
-	p.model[0].recompute_tokens_per_ns = 1.0 / 1024;
 	pc = prefixcache_create(&p, NULL);
 	cr_assert_not_null(pc);
 	plain_request(pc, 0, &q, 9, 0, &hit);
@@ -1598,7 +1606,8 @@ Test(policy, slru_probation_and_followup_shares_are_checked)
  */
 Test(models, every_32nd_dram_hit_refused_in_a_row_is_refilled_as_a_probe)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = 4};
+	/* 26.4 us to refill against 8 us of computing */
+	struct prefixcache_params p = rule_params(20000, 1.25, 1000, 1e-3);
 	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 	struct prefixcache_request q = req_of(1, t, 9, 9);
 	struct prefixcache_stats ps;
@@ -1606,12 +1615,6 @@ Test(models, every_32nd_dram_hit_refused_in_a_row_is_refilled_as_a_probe)
 	struct prefixcache *pc;
 	unsigned int i, taken = 0;
 
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1000};
-	p.model[0].refill_latency_ns = 20000; /* 26.4 us against 8 us of computing */
-	p.model[0].refill_bytes_per_ns = 1.25;
-	p.model[0].refill_bytes_per_token = 1000;
-	p.model[0].recompute_tokens_per_ns = 1e-3;
 	pc = prefixcache_create(&p, NULL);
 	cr_assert_not_null(pc);
 	plain_request(pc, 0, &q, 9, 0, &hit); /* stored */

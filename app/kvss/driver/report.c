@@ -899,9 +899,10 @@ summary_traffic(struct drv *d, struct summary *x)
 	printf("kvss: summary: ports: %" PRIu64 " restarted after their link went down, %" PRIu64
 	       " frames dropped for a link that was down, %" PRIu64 " control frames for a full queue; %"
 	       PRIu64 " times a shard was away, %" PRIu64 " requests begun as misses meanwhile, %" PRIu64
-	       " shards back\n",
+	       " shards back; %" PRIu64 " times a shard was silent (its model ran as misses until it "
+	       "was heard again)\n",
 	       s->link_restarts, s->tx_link_drops, s->tx_full_drops, s->shards_away, s->away_requests,
-	       s->shards_back);
+	       s->shards_back, s->shards_silent);
 }
 
 /* What happened on the way, each said only when it did: a shard away, a router, drafts. */
