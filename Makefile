@@ -716,6 +716,7 @@ bench-run: all $(PYLINK) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@scripts/bench-reports.sh $(BUILD)
 	@scripts/bench-ttft.sh $(BUILD)
 	@scripts/bench-ttft-slow.sh $(BUILD)
+	@scripts/bench-ttft-trace.sh $(BUILD)
 	@scripts/bench-demo.sh $(BUILD)
 
 # Requests arrive at the workload's times (KVSS_DEMO_ARRIVALS), so the

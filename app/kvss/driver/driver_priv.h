@@ -313,6 +313,7 @@ struct drv_link {
 	uint16_t nrxq[DRV_MAX_PORTS];	     /* RX queues configured: each is polled */
 	uint8_t port_stopped[DRV_MAX_PORTS]; /* a restart failed: no bursts until one works */
 	uint64_t down_since[DRV_MAX_PORTS];  /* tsc its link was first seen down (0: up) */
+	uint32_t down_restarts[DRV_MAX_PORTS]; /* restarts since it went down (said at 1, 2, 4...) */
 	struct drv_txq txq[DRV_MAX_PORTS];
 	struct kvss_drv_stats *st; /* it writes the tx_*, hellos, evict_*, no_mbuf counters */
 	bool open_loop;		   /* recording: what is pushed counts as acknowledged */

@@ -339,9 +339,11 @@ drv_link_watch(struct drv_link *L, struct drv_shard *shards, uint16_t nsh, uint6
 
 	for (i = 0; i < L->nports; i++) {
 		struct rte_eth_link link;
+		bool say;
 
 		if (rte_eth_link_get_nowait(L->ports[i], &link) != 0 || link.link_status) {
 			L->down_since[i] = 0;
+			L->down_restarts[i] = 0;
 			continue;
 		}
 		if (L->down_since[i] == 0) {
@@ -356,14 +358,23 @@ drv_link_watch(struct drv_link *L, struct drv_shard *shards, uint16_t nsh, uint6
 		/* Not while the interrupt thread may be connecting it (portgate.c). */
 		if (!kvss_gate_enter())
 			continue;
-		printf("kvss: driver: port %u is down: restarting it\n", L->ports[i]);
-		fflush(stdout);
+		/* Restarted every second while down; said at the 1st, 2nd, 4th,
+		 * 8th... restart, so a peer gone for an hour is a dozen lines,
+		 * not seven thousand. */
+		L->down_restarts[i]++;
+		say = (L->down_restarts[i] & (L->down_restarts[i] - 1)) == 0;
+		if (say) {
+			printf("kvss: driver: port %u is down: restarting it (restart %u since it went "
+			       "down; said again at the %u%s)\n", L->ports[i], L->down_restarts[i],
+			       2 * L->down_restarts[i], L->down_restarts[i] == 1 ? "nd" : "th");
+			fflush(stdout);
+		}
 		if (!L->port_stopped[i])
 			rte_eth_dev_stop(L->ports[i]);
 		L->port_stopped[i] = rte_eth_dev_start(L->ports[i]) != 0;
-		if (L->port_stopped[i])
+		if (L->port_stopped[i] && say)
 			fprintf(stderr, "kvss: driver: port %u: restart failed (its peer is not there yet?); "
-					"trying again in a second\n", L->ports[i]);
+					"trying again every second\n", L->ports[i]);
 		kvss_gate_leave();
 		L->st->link_restarts++;
 		L->down_since[i] = tsc;
