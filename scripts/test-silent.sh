@@ -75,7 +75,7 @@ check "and heard it again in the same epoch, its prefixes kept" \
 	grep -q "shard 1 heard again (epoch .*, as before)" "$tmp/d.log"
 check "no prefix was dropped for it" bash -c "! grep -q 'prefixes are dropped' '$tmp/d.log'"
 check "the summary counts the silence (not as away)" \
-	grep -q "0 times a shard was away, .*; [1-9][0-9]* times a shard was silent" "$tmp/d.log"
+	grep -q "; 0 times a shard was away, .*; [1-9][0-9]* times a shard was silent" "$tmp/d.log"
 json=$(grep '^{' "$tmp/d.log" | tail -1)
 check "no wrong byte, nothing unaccounted" python3 -c "
 import json, sys

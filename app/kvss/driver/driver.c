@@ -608,7 +608,9 @@ quiet(struct drv *d, uint64_t tsc)
 	 * a STATUS sent meanwhile counts its tokens. The later STATUSes are
 	 * waited for until what the shards hold agrees, in DRAM and in their
 	 * second tiers (whose L2_DELETEs wait for the disk thread), for at
-	 * most DRV_SETTLE_MAX_MS; past that the summary says what is off.
+	 * most DRV_SETTLE_MAX_MS; past that the summary says what is off
+	 * (DRAM's in a line, the tiers' in its JSON: l2_stored_by_status
+	 * against l2_stored_tokens).
 	 */
 	if ((drv_account_off(d, false) != 0 || drv_l2_account_off(d) != 0) &&
 	    tsc - d->settle_at < d->hz / 1000 * DRV_SETTLE_MAX_MS)

@@ -365,8 +365,8 @@ drv_link_watch(struct drv_link *L, struct drv_shard *shards, uint16_t nsh, uint6
 		say = (L->down_restarts[i] & (L->down_restarts[i] - 1)) == 0;
 		if (say) {
 			printf("kvss: driver: port %u is down: restarting it (restart %u since it went "
-			       "down; said again at the %u%s)\n", L->ports[i], L->down_restarts[i],
-			       2 * L->down_restarts[i], L->down_restarts[i] == 1 ? "nd" : "th");
+			       "down; said again at restart %u)\n", L->ports[i], L->down_restarts[i],
+			       2 * L->down_restarts[i]);
 			fflush(stdout);
 		}
 		if (!L->port_stopped[i])

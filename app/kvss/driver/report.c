@@ -1138,7 +1138,9 @@ drv_l2_account_off(const struct drv *d)
 	for (i = 0; i < d->nsh; i++) {
 		const struct drv_shard *sh = &d->sh[i];
 
-		if (!sh->up)
+		/* A shard with a tier its model does not use: the driver never
+		 * takes back or lets go what it kept, and counts none of it. */
+		if (!sh->up || !drv_l2_model(sh->model))
 			continue;
 		for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
 			uint64_t mine = prefixcache_l2_stored(d->pc, sh->model, c);

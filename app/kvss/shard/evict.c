@@ -471,6 +471,31 @@ lost_by_later_data(uint64_t b, uint64_t allow)
 	return looked_past(since, allow);
 }
 
+/* A read out this long past the silence limit is not coming, whatever its
+ * level answers meanwhile: at 20 reads a second a full queue of a level's
+ * requests takes under a minute. */
+#define SHARD_UP_READ_CAP_MS 120000u
+
+/*
+ * Is a read of up batch @p b (run at @p from) not coming: a level it still
+ * has reads at silent for @p limit since @p from or that level's last
+ * answer, whichever is later; or @p cap passed since @p from?
+ */
+static bool
+up_read_dead(uint64_t b, uint64_t from, uint64_t limit, uint64_t cap)
+{
+	const struct shard_state *s = kvss_me->st;
+	unsigned int k;
+
+	if (looked_past(from, cap))
+		return true;
+	for (k = 0; k < SHARD_LEVELS; k++)
+		if (s->up_reads_at[b % 256][k] > 0 &&
+		    looked_past(s->level_heard[k] > from ? s->level_heard[k] : from, limit))
+			return true;
+	return false;
+}
+
 void
 shard_expire_batches(struct kvss_lcore_stats *st)
 {
@@ -479,6 +504,9 @@ shard_expire_batches(struct kvss_lcore_stats *st)
 	/* A tier silent that long is not answering: a hung disk, a cluster
 	 * past its op timeout (at least a second). */
 	uint64_t up_limit = limit + ms_cycles(RTE_MAX(kvss.cfg.shared.op_timeout_ms, 1000u));
+	/* However busy a level is, a read out this long is not coming (one
+	 * read lost in a tier that answers the others). */
+	uint64_t up_cap = up_limit + ms_cycles(SHARD_UP_READ_CAP_MS);
 	uint64_t allow = ms_cycles(RTE_MIN(SHARD_REORDER_MS, kvss_me->cfg->batch_timeout_ms));
 	static __thread struct shard_batcher lost;
 	int any = 0;
@@ -502,19 +530,13 @@ shard_expire_batches(struct kvss_lcore_stats *st)
 			 * once every one has answered, what it misses (a column
 			 * missing, bad or failed) will never come: lost at once.
 			 * Its reads wait in the level's queue behind others, so
-			 * a read still out is waited for while a level it went
-			 * to answers (a slow or busy disk: late, but coming);
-			 * once every such level has said nothing for up_limit
-			 * since the batch ran, it is not waited for.
+			 * a read still out is waited for while its level answers
+			 * (a slow or busy disk: late, but coming); once a level
+			 * it still has reads at has said nothing for up_limit
+			 * since the batch ran, or a read is out SHARD_UP_READ_CAP_MS
+			 * past that, it is not waited for.
 			 */
-			if (s->up_reads[b % 256] > 0) {
-				unsigned int k;
-
-				for (k = 0; k < SHARD_LEVELS; k++)
-					if ((s->up_levels[b % 256] >> k & 1) && s->level_heard[k] > from)
-						from = s->level_heard[k];
-			}
-			if (s->up_reads[b % 256] > 0 && !looked_past(from, up_limit))
+			if (s->up_reads[b % 256] > 0 && !up_read_dead(b, from, up_limit, up_cap))
 				break;
 			if (s->up_reads[b % 256] > 0) {
 				st->up_batches_cut++; /* its late reads' bytes are refused */

@@ -242,7 +242,8 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 	/* The reads of this batch, counted as they go (its slot's earlier batch is done). */
 	kvss_me->st->up_no[msg->u.evict.batch_no % 256] = msg->u.evict.batch_no;
 	kvss_me->st->up_reads[msg->u.evict.batch_no % 256] = 0;
-	kvss_me->st->up_levels[msg->u.evict.batch_no % 256] = 0;
+	memset(kvss_me->st->up_reads_at[msg->u.evict.batch_no % 256], 0,
+	       sizeof(kvss_me->st->up_reads_at[0]));
 	for (k = 0; k < msg->u.evict.ncols; k++) {
 		struct proto_l2col col;
 		struct level_req *q;
@@ -289,7 +290,7 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			continue;
 		}
 		kvss_me->st->up_reads[q->batch_no % 256]++;
-		kvss_me->st->up_levels[q->batch_no % 256] |= (uint8_t)(1u << level);
+		kvss_me->st->up_reads_at[q->batch_no % 256][level]++;
 		give(q);
 	}
 	/*
@@ -387,8 +388,11 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			continue;
 		}
 		if (q->op == LEVEL_GET && kvss_me->st->up_no[q->batch_no % 256] == q->batch_no &&
-		    kvss_me->st->up_reads[q->batch_no % 256] > 0)
+		    kvss_me->st->up_reads[q->batch_no % 256] > 0) {
 			kvss_me->st->up_reads[q->batch_no % 256]--; /* its batch waits for one read less */
+			if (q->level < SHARD_LEVELS && kvss_me->st->up_reads_at[q->batch_no % 256][q->level] > 0)
+				kvss_me->st->up_reads_at[q->batch_no % 256][q->level]--;
+		}
 		if (q->op == LEVEL_LIST) {
 			if (q->status == 0)
 				send_inventory(st, q);

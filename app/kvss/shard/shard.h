@@ -216,12 +216,13 @@ struct shard_state {
 	 * lost. */
 	uint16_t up_reads[256];
 	uint64_t up_no[256]; /* the batch up_reads counts for (an answer after it was cut is not) */
-	/* The levels (1 << enum shard_level_kind) each such batch's reads went
-	 * to, and when each level last answered anything (level_msg.c, by the
-	 * poll's clock): a batch's reads wait behind the level's queue, so it
-	 * is the level's silence, not the batch's age, that says a read is not
-	 * coming (a slow disk answers late but answers; a hung one is silent). */
-	uint8_t up_levels[256];
+	/* Of them, those still out at each level (enum shard_level_kind), and
+	 * when each level last answered anything (level_msg.c, by the poll's
+	 * clock): a batch's reads wait behind the level's queue, so it is the
+	 * silence of a level it still waits on, not the batch's age, that says
+	 * a read is not coming (a slow disk answers late but answers; a hung
+	 * one is silent, however busy the other level is). */
+	uint16_t up_reads_at[256][SHARD_LEVELS];
 	uint64_t level_heard[SHARD_LEVELS];
 	/* evict.c: when the first EVICT_DATA frame of each batch arrived (by
 	 * batch_no % 256, the batch in data_no), and the highest batch seen:
