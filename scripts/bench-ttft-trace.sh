@@ -3,8 +3,8 @@
 # Time to first token on the public trace at its own times: make demo's
 # processes (a driver and two shards over net_memif, each shard with its
 # second tier on disk), the trace's first BENCH_TTFT_TRACE_REQUESTS requests
-# (default 600) arriving at their timestamps (time scale 1: as recorded),
-# the wafer computing what is not refilled at 69,400 tokens/s (the default
+# (default all 3,993; 600 for a check of a few minutes) arriving at their
+# timestamps (time scale 1: as recorded), the wafer computing what is not refilled at 69,400 tokens/s (the default
 # rate, docs/results.md says where it comes from), once with io-only (every
 # hit refilled) and once with the adaptive policy. Compute-only is not run:
 # every TTFT run's summary gives it modelled on the same arrivals
@@ -21,13 +21,14 @@
 # and each run's hit ratio. The trace is read where make demo reads it
 # (../shared/traces/mooncake_synthetic.jsonl, or BENCH_TTFT_TRACE=F); without
 # it the bench says so and is skipped. Each request's arrival is its own, so
-# a run takes about as long as its requests' span (the first 600: 166 s)
-# plus what the last ones wait for.
+# a run takes about as long as its requests' span (the whole trace: 17
+# minutes, so the bench 35; the first 600: 166 s) plus what the last ones
+# wait for.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.." || exit 2
 trace=${BENCH_TTFT_TRACE:-../shared/traces/mooncake_synthetic.jsonl}
-n=${BENCH_TTFT_TRACE_REQUESTS:-600}
+n=${BENCH_TTFT_TRACE_REQUESTS:-3993}
 tps=69400
 case "$n" in '' | *[!0-9]* | 0*) echo "bench-ttft-trace: BENCH_TTFT_TRACE_REQUESTS=$n: want a whole number above 0" >&2; exit 2 ;; esac
 if [ ! -f "$trace" ]; then
