@@ -6,8 +6,9 @@
 # (default all 3,993; 600 for a check of a few minutes) arriving at their
 # timestamps (time scale 1: as recorded), the wafer computing what is not
 # refilled at 69,400 tokens/s (the default rate, docs/results.md says where
-# it comes from), once with io-only (every hit refilled) and once with the adaptive policy. Compute-only is not run:
-# every TTFT run's summary gives it modelled on the same arrivals
+# it comes from), once with io-only (every hit refilled) and once with the
+# adaptive policy. Compute-only is not run: every TTFT run's summary gives
+# it modelled on the same arrivals
 # (lib/wafermodel, equal to the emulator's own compute-only run to the
 # microsecond, test_emulator). Prints:
 #
