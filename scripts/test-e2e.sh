@@ -183,6 +183,31 @@ if want 1p; then
 	# line): the hits taken are those probes' alone.
 	check "ttft adaptive at 1e9 tokens/s: no refill beats computing, every hit but the probes computed instead" \
 		holds "$(field "$tmp/adaptive-1000000000.json" recomputed_by_choice_tokens) > 0 and $(field "$tmp/adaptive-1000000000.json" refills) == $(field "$tmp/adaptive-1000000000.json" refill_probes) and $(field "$tmp/adaptive-1000000000.json" hit_tokens) < 0.1 * $(field "$tmp/adaptive-1000000000.json" recomputed_by_choice_tokens)"
+	# Determinism: the same seed and arrivals, the line fixed (refill_model
+	# "configured", 200 us + the link, where small hits lose to computing at
+	# 2M tokens/s and large ones win), one slot: twice the same decisions
+	# and hit tokens, whatever the machine's TTFT.
+	for k in 1 2; do
+		sed -e 's/^  generate = 200;$/&\n  arrivals = "poisson"; arrival_rate = 40.0; arrival_seed = 7; prefill_overhead_us = 1000;/' \
+			-e 's/^  policy = "lru";$/&\n  recompute_tokens_per_s = 2000000; refill_policy = "adaptive"; refill_model = "configured";/' \
+			-e 's/^  max_inflight = 8;/  max_inflight = 1;/' -e 's/^      refill_latency_us = 20;/      refill_latency_us = 200;/' \
+			config/all-in-one.cfg >"$tmp/det$k.cfg"
+		check "ttft determinism: run $k's configuration took" \
+			test "$(grep -c 'refill_model = "configured"\|max_inflight = 1;\|refill_latency_us = 200;' "$tmp/det$k.cfg")" = 3
+		run_all "$tmp/det$k.cfg" "$tmp/det$k.log" --limit 60
+		check "ttft determinism: run $k exits 0" test $? -eq 0
+		grep '^{' "$tmp/det$k.log" | tail -1 >"$tmp/det$k.json"
+	done
+	det() { # det JSON: the decisions and what they took
+		local f
+		for f in hit_tokens refills recomputed_by_choice_tokens refill_probes evicted_tokens; do
+			printf '%s=%s ' "$f" "$(field "$1" $f)"
+		done
+	}
+	echo "ttft determinism: $(det "$tmp/det1.json")| TTFT p50 $(field "$tmp/det1.json" ttft_p50_ms) and $(field "$tmp/det2.json" ttft_p50_ms) ms"
+	check "ttft determinism: both runs refilled some hits and computed others by choice" \
+		holds "$(field "$tmp/det1.json" refills) > 0 and $(field "$tmp/det1.json" recomputed_by_choice_tokens) > 0"
+	check "ttft determinism: the same decisions and hit tokens twice" test "$(det "$tmp/det1.json")" = "$(det "$tmp/det2.json")"
 	# A trace replayed at its times: one line going back in time, one without a time.
 	printf '%s\n' '{"tokens": [1, 2, 3], "timestamp": 10}' '{"tokens": [4, 5, 6], "timestamp": 5}' >"$tmp/back.jsonl"
 	printf '%s\n' '{"tokens": [1, 2, 3], "timestamp": 10}' '{"tokens": [4, 5, 6]}' >"$tmp/nots.jsonl"
