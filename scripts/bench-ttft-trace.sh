@@ -33,7 +33,7 @@ n=${BENCH_TTFT_TRACE_REQUESTS:-3993}
 tps=69400
 case "$n" in '' | *[!0-9]* | 0*) echo "bench-ttft-trace: BENCH_TTFT_TRACE_REQUESTS=$n: want a whole number above 0" >&2; exit 2 ;; esac
 if [ ! -f "$trace" ]; then
-	echo "bench: ttft on the public trace skipped (no trace at $trace; BENCH_TTFT_TRACE=F names one)"
+	echo "bench: ttft on the public trace skipped (no trace file at $trace; BENCH_TTFT_TRACE=F names one)"
 	exit 0
 fi
 tmp=$(mktemp -d)

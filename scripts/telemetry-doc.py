@@ -200,8 +200,10 @@ def keys_of(path, fn):
         elif '"drop_%s"' in line:
             out += [("drop_" + k, "frames dropped: " + (c or k.replace("_", " ")))
                     for k, c in xmacro("lib/proto/proto.h", "PROTO_REASONS")]
+        elif "tel_snap_hist(" in line and fn != "tel_snap_hist":
+            out += keys_of(path, "tel_snap_hist")  # a histogram's keys, in its helpers
         elif "tel_cum_hist(" in line and fn != "tel_cum_hist":
-            out += keys_of(path, "tel_cum_hist")  # a histogram's keys, in its helper
+            out += keys_of(path, "tel_cum_hist")
         elif "shard_level_counters(" in line:
             out += level_counters()
         elif '"shared_bad_%s"' in line:

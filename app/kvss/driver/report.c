@@ -322,21 +322,34 @@ tel_cum_hist(struct rte_tel_data *td, const uint32_t *le_us, const uint64_t *his
 }
 
 /*
+ * A histogram of the snapshot, copied under its lock: @p nb + 1 counts
+ * from @p hist and the sum @p sum divided by @p sum_div (1,000: ns to
+ * us); made Prometheus' le buckets by tel_cum_hist() outside it.
+ */
+static int
+tel_snap_hist(struct rte_tel_data *td, const uint32_t *le_us, const uint64_t *hist, unsigned int nb,
+	      const uint64_t *sum, uint64_t sum_div)
+{
+	uint64_t h[DRV_REFILL_BUCKETS > DRV_TTFT_BUCKETS ? DRV_REFILL_BUCKETS + 1 : DRV_TTFT_BUCKETS + 1], s;
+
+	rte_spinlock_lock(&snap.lock);
+	memcpy(h, hist, sizeof(h[0]) * (nb + 1));
+	s = *sum;
+	rte_spinlock_unlock(&snap.lock);
+	return tel_cum_hist(td, le_us, h, nb, s / sum_div);
+}
+
+/*
  * /swdriver/refill_latency: each sequence's refill time (the summary's
  * refill p50 and p99) by bucket, cumulative as Prometheus' le buckets.
  */
 static int
 tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data *td)
 {
-	uint64_t hist[DRV_REFILL_BUCKETS + 1], sum_ns;
-
 	(void)cmd;
 	(void)params;
-	rte_spinlock_lock(&snap.lock);
-	memcpy(hist, snap.refill_hist, sizeof(hist));
-	sum_ns = snap.refill_sum_ns;
-	rte_spinlock_unlock(&snap.lock);
-	return tel_cum_hist(td, drv_refill_le_us, hist, DRV_REFILL_BUCKETS, sum_ns / 1000);
+	return tel_snap_hist(td, drv_refill_le_us, snap.refill_hist, DRV_REFILL_BUCKETS,
+			     &snap.refill_sum_ns, 1000);
 }
 
 /*
@@ -347,15 +360,9 @@ tel_drv_refill_latency(const char *cmd, const char *params, struct rte_tel_data 
 static int
 tel_drv_ttft(const char *cmd, const char *params, struct rte_tel_data *td)
 {
-	uint64_t hist[DRV_TTFT_BUCKETS + 1], sum_us;
-
 	(void)cmd;
 	(void)params;
-	rte_spinlock_lock(&snap.lock);
-	memcpy(hist, snap.ttft_hist, sizeof(hist));
-	sum_us = snap.ttft_sum_us;
-	rte_spinlock_unlock(&snap.lock);
-	return tel_cum_hist(td, drv_ttft_le_us, hist, DRV_TTFT_BUCKETS, sum_us);
+	return tel_snap_hist(td, drv_ttft_le_us, snap.ttft_hist, DRV_TTFT_BUCKETS, &snap.ttft_sum_us, 1);
 }
 
 /* /swdriver/shared: the shared level as the driver sees it (the summary's "shared"). */
