@@ -361,7 +361,7 @@ $(BUILD)/test/test_plan: $(call obj,test/test_plan.c app/plan/plan.c) $(LIBCONFI
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c app/trace/fleet.c)
+$(BUILD)/test/test_route: $(call obj,test/test_route.c app/trace/route.c app/trace/fleet.c) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 

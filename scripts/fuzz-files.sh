@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Fuzz the readers of configuration and trace files (test/fuzz/fuzz_files.c)
 # for SECONDS. The seeds are this repository's own files: every config/*.cfg
-# (selector byte 0: the configuration reader), test/data's traces plus a
-# Mooncake-format line written here (1: the trace reader) and the cluster
+# (selector byte 0: the configuration reader), test/data's traces plus
+# Mooncake-format and cache-salted lines written here (1: the trace reader) and the cluster
 # examples (2: kvss-plan's reader and planner). A crash
 # leaves its input in build/fuzz/artifacts/: copy it into
 # test/fuzz/regress_files/ and fix the bug. The run itself is scripts/fuzz.sh.
@@ -29,6 +29,10 @@ done
 { printf '\001'; echo '{"timestamp": 0, "input_length": 1100, "output_length": 5, "hash_ids": [1, 2, 3]}'
   echo '{"timestamp": 9, "input_length": 600, "output_length": 50, "hash_ids": [1, 4]}'; } \
 	>"$CORPUS/seed_mooncake"
+# Cache salts: a salted native line, a salted Mooncake line, a null one.
+{ printf '\001'; echo '{"org": "acme", "cache_salt": "user-42", "tokens": [1, 2, 3], "timestamp": 0}'
+  echo '{"timestamp": 5, "input_length": 600, "hash_ids": [1, 4], "cache_salt": "a+/=~!"}'
+  echo '{"tokens": [1, 2], "cache_salt": null}'; } >"$CORPUS/seed_salts"
 # libconfig 1.5 leaks its scanner's string buffer on some syntax errors (a
 # string cut off at the end of the file); the process exits after a bad file,
 # so that leak is libconfig's alone and suppressed by name.

@@ -34,6 +34,23 @@ check "no verify failures" test "$(field "$tmp/out" 2 verify_failures)" = 0
 check "--no-minus-one hits 144" test "$(field "$tmp/nm" 1 hit_tokens)" = 144
 check "--no-minus-one deletes 3" test "$(field "$tmp/nm" 1 deleted_tokens)" = 3
 
+# Cache salts: one salt on every line shares as before (136 tokens); a
+# salt per line shares nothing, in one replica and in two (the fleet's
+# model), within and across organizations; a salt not of the documented
+# form is refused naming the file and line.
+sed 's/^{/{"cache_salt": "alice", /' test/data/chat.jsonl >"$tmp/salt1.jsonl"
+awk '{sub(/^[{]/, "{\"cache_salt\": \"user-" NR "\", "); print}' test/data/chat.jsonl >"$tmp/saltn.jsonl"
+"$T" --trace "$tmp/salt1.jsonl" --capacity inf --column 8 --json >"$tmp/s1" 2>/dev/null
+check "salt: one salt on every line hits 136, as none" test "$(field "$tmp/s1" 1 hit_tokens)" = 136
+"$T" --trace "$tmp/saltn.jsonl" --capacity inf --column 8 --json >"$tmp/sn" 2>/dev/null
+check "salt: a salt per line hits nothing" test "$(field "$tmp/sn" 1 hit_tokens)" = 0
+"$T" --trace "$tmp/saltn.jsonl" --capacity inf --column 8 --json --replicas 2 >"$tmp/sn2" 2>/dev/null
+check "salt: nor across two replicas (the fleet)" test "$(field "$tmp/sn2" 1 hit_tokens)" = 0
+sed '3s/^{/{"cache_salt": "a b", /' test/data/chat.jsonl >"$tmp/saltbad.jsonl"
+"$T" --trace "$tmp/saltbad.jsonl" --capacity inf >/dev/null 2>"$tmp/err"
+check "salt: 'a b' is refused (exit 2), naming the file, line and field" \
+	sh -c "[ $? -eq 2 ] && grep -q 'saltbad.jsonl:3: cache_salt: want null' '$tmp/err'"
+
 # Rates over the trace's clock (seconds 0 to 5 here: a span of 6 s, shorter
 # than the 10 s window, so the busiest window is the whole span): 115
 # evicted and 136 refilled tokens over 6 s.

@@ -260,7 +260,20 @@ for n in 1 4 5 16; do
 	check "$n cache(s): every check held (exit 0), $((3 * n + 4)) refills" \
 		sh -c "[ $rc = 0 ] && grep -q '^udp-client: PASS: $((3 * n + 4)) refills' '$tmp/caches$n.out' &&
 			test ! -s '$tmp/caches$n.err'"
+	if [ $n = 4 ]; then
+		# A cache salt: the prompt's bytes are its salted chain's (PROTOCOL.md
+		# section 6), evicted and refilled as any other's.
+		client salted --tokens 300 --prompt 601 --salt 'user-42'
+		check "a salted prompt (--salt user-42): every check held (exit 0)" \
+			sh -c "[ $rc_salted = 0 ] && grep -q '^udp-client: PASS: 16 refills' '$tmp/salted.out'"
+	fi
 	stop_shard
 	[ "$rc" = 0 ] || { tail -n 5 "$tmp/caches$n.err" "$tmp/shard$n.log" >&2; }
+done
+# A salt not of the documented form: refused before anything is sent.
+for bad in '' 'a b' 'a"b' 'a\b' "$(printf 'caf\303\251')" "$(head -c 257 /dev/zero | tr '\0' x)"; do
+	"$BUILD/kvss-udp-client" --shard 127.0.0.1 --salt "$bad" >"$tmp/badsalt.out" 2>"$tmp/badsalt.err"
+	check "--salt '${bad:0:12}' (${#bad} bytes): refused (exit 2), naming --salt" \
+		sh -c "[ $? = 2 ] && grep -q '^udp-client: --salt: want 1 to 256' '$tmp/badsalt.err'"
 done
 check_summary "udpclient"

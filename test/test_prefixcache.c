@@ -200,6 +200,65 @@ Test(design, prefixmap_example_with_columns_of_four)
 
 /* ---- The design's sliding-window example ---------------------------------------- */
 
+/* ---- Cache salts: one organization, users who share nothing --------------- */
+
+/* One request of @p q through @p r at @p now, every token sent: its hit. */
+static uint32_t
+salted_request(struct replay *r, const struct prefixcache_request *q, uint64_t now)
+{
+	struct prefixcache_hit hit;
+	struct replay_seq *s = replay_begin(r, 0, q, now, &hit);
+
+	cr_assert_not_null(s);
+	replay_send(r, s, q->num_tokens - hit.hit_tokens, NULL, now);
+	replay_end(r, s, now);
+	return hit.hit_tokens;
+}
+
+Test(tenants, a_cache_salt_shares_no_column_with_another_salt_or_with_none)
+{
+	uint32_t t[12], i;
+	struct replay_params p = params_full(4, 1000, 1);
+	struct replay *r = replay_create(&p);
+	struct prefixcache *pc = replay_pc(r);
+	struct prefixcache_entry_info e;
+	struct prefixcache_org_stats os[4];
+	struct prefixcache_request q;
+	uint64_t iso = proto_ref_isolation_id("acme", 4);
+	uint64_t a = proto_ref_salt("alice", 5), b = proto_ref_salt("bob", 3);
+
+	for (i = 0; i < 12; i++)
+		t[i] = i + 1;
+	q = req_of(iso, t, 12, 12);
+	q.salt = a;
+	cr_assert_eq(salted_request(r, &q, 1 * SEC), 0);
+	/* Alice's columns are keyed from her salted root, not from the isolation id. */
+	cr_assert_eq(prefixcache_find_salted(pc, 0, 0, iso, a, t, 8, 2 * SEC, &e), 0);
+	cr_assert_eq(prefixcache_find_salted(pc, 0, 0, iso, a, t, 4, 2 * SEC, &e), 0);
+	cr_assert_eq(e.hash, prefixcache_column_hash(proto_ref_chain_root(iso, a), t, 4));
+	cr_assert_eq(prefixcache_find_salted(pc, 0, 0, iso, b, t, 4, 2 * SEC, &e), -ENOENT);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, iso, t, 4, 2 * SEC, &e), -ENOENT);
+	/* Bob, and a request without a salt, miss what Alice cached... */
+	q.salt = b;
+	cr_assert_eq(salted_request(r, &q, 2 * SEC), 0, "another salt hit");
+	q.salt = 0;
+	cr_assert_eq(salted_request(r, &q, 3 * SEC), 0, "no salt hit a salted prompt");
+	/* ...and each hits its own (the -1 rule: 8 of 12 tokens). */
+	q.salt = a;
+	cr_assert_eq(salted_request(r, &q, 4 * SEC), 8);
+	q.salt = b;
+	cr_assert_eq(salted_request(r, &q, 5 * SEC), 8);
+	q.salt = 0;
+	cr_assert_eq(salted_request(r, &q, 6 * SEC), 8);
+	cr_assert_eq(prefixcache_find(pc, 0, 0, iso, t, 4, 7 * SEC, &e), 0);
+	cr_assert_eq(e.hash, prefixcache_column_hash(iso, t, 4), "no salt: keys as before salts");
+	/* One organization all along: its TTLs, counts and namespace are acme's. */
+	cr_assert_eq(prefixcache_orgs(pc, os, 4), 1);
+	cr_assert_eq(os[0].isolation_id, iso);
+	cr_assert_eq(os[0].requests, 6);
+	replay_free(r);
+}
+
 Test(design, sliding_window_example_w100_c10_s3)
 {
 	struct replay_params p = params_full(10, 100000, 16);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "frames.h"
 #include "proto.h"
 
@@ -45,6 +47,28 @@ Test(reference, prefix_hashes_of_tokens_1_2_3_match_the_document)
 	cr_assert_eq(h, golden_u64("ref_hash_acme_1_2_3"));
 }
 
+Test(reference, cache_salt_roots_and_first_column_keys_match_the_document)
+{
+	uint64_t iso = proto_ref_isolation_id("acme", 4), salt = proto_ref_salt("user-42", 7);
+	uint64_t root = proto_ref_chain_root(iso, salt);
+	const uint32_t t[4] = {1, 2, 3, 4};
+	uint8_t b[16];
+	unsigned int i;
+
+	cr_assert_eq(salt, golden_u64("ref_salt_user42"));
+	cr_assert_eq(root, golden_u64("ref_root_acme_user42"));
+	cr_assert_eq(proto_ref_chain_root(iso, 0), iso, "no salt: the chain starts at the isolation id");
+	for (i = 0; i < 4; i++)
+		proto_st32(b + 4 * i, t[i]);
+	cr_assert_eq(XXH3_64bits_withSeed(b, sizeof(b), iso), golden_u64("ref_key_acme_1234"));
+	cr_assert_eq(XXH3_64bits_withSeed(b, sizeof(b), root), golden_u64("ref_key_acme_user42_1234"));
+	/* Another salt, another root; one salt in another organization, another root. */
+	cr_assert_neq(proto_ref_chain_root(iso, proto_ref_salt("user-43", 7)), root);
+	cr_assert_neq(proto_ref_chain_root(proto_ref_isolation_id("acne", 4), salt), root);
+	/* A salt whose hash is 0 would read as none: its id is 1. */
+	cr_assert_neq(proto_ref_salt("", 0), 0);
+}
+
 Test(reference, token_bytes_match_the_document)
 {
 	uint64_t h3 = golden_u64("ref_hash_acme_1_2_3");
@@ -64,6 +88,7 @@ Test(golden, every_vector_of_the_document_is_one_the_tests_check)
 	static const char *const known[] = {
 		"ref_isolation_acme", "ref_hash_acme_1", "ref_hash_acme_1_2", "ref_hash_acme_1_2_3",
 		"ref_bytes_m0_s0_c0_16", "ref_bytes_m1_s3_c2_20", "delete", "refill",
+		"ref_salt_user42", "ref_root_acme_user42", "ref_key_acme_1234", "ref_key_acme_user42_1234",
 		/* version 2 */
 		"ack", "token_lost", "evict_data", "status", "delete_v1", "report_ack",
 		/* test_proto_l2.c */

@@ -170,6 +170,22 @@ Test(golden, what_a_receiver_drops_is_dropped)
 
 /* ---- the reference content (section 6) ---------------------------------- */
 
+Test(reference, cache_salt_roots_match_the_document)
+{
+	uint64_t iso = uc_ref_isolation("acme", 4), salt = uc_ref_salt("user-42", 7);
+	uint32_t t;
+	uint64_t h;
+
+	cr_assert_eq(salt, golden_u64("ref_salt_user42"));
+	cr_assert_eq(uc_ref_root(iso, salt), golden_u64("ref_root_acme_user42"));
+	cr_assert_eq(uc_ref_root(iso, 0), iso);
+	/* The prompt's chain starts at the root: its first hash is the root's next. */
+	uc_ref_prompt(uc_ref_root(iso, salt), 1, 1, &h);
+	for (t = 1; t <= 128000 && uc_ref_next(uc_ref_root(iso, salt), t) != h; t++)
+		;
+	cr_assert_leq(t, 128000, "h(0) is the next hash from the salted root");
+}
+
 Test(reference, isolation_hashes_and_bytes_match_the_document)
 {
 	uint64_t h = uc_ref_isolation("acme", 4);

@@ -80,7 +80,7 @@ static struct proto_msg pm;
 static void
 derive(struct fake *f, const char *org, uint64_t seed)
 {
-	uc_ref_prompt(org, seed, f->tokens, f->h);
+	uc_ref_prompt(uc_ref_isolation(org, strlen(org)), seed, f->tokens, f->h);
 }
 
 /* ---- sending ------------------------------------------------------------ */

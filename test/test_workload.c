@@ -200,6 +200,37 @@ Test(workload, a_key_nested_in_another_object_is_not_the_requests)
 	cr_assert_eq(w.r[0].iso, proto_ref_isolation_id("acme", 4));
 }
 
+Test(workload, a_cache_salt_is_read_as_its_id_and_null_or_none_is_no_salt)
+{
+	char big[400], text[600];
+
+	file_of("salt.jsonl", "{\"tokens\": [1, 2], \"cache_salt\": \"user-42\"}\n"
+			      "{\"tokens\": [1, 2]}\n"
+			      "{\"tokens\": [1, 2], \"cache_salt\": null}\n"
+			      "{\"hash_ids\": [5], \"input_length\": 3, \"cache_salt\": \"a+/=~!\"}\n");
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(w.n, 4);
+	cr_assert_eq(w.r[0].salt, proto_ref_salt("user-42", 7));
+	cr_assert_eq(w.r[1].salt, 0, "no field: no salt");
+	cr_assert_eq(w.r[2].salt, 0, "null: no salt");
+	cr_assert_eq(w.r[3].salt, proto_ref_salt("a+/=~!", 6), "Mooncake's lines carry one too");
+	workload_free(&w);
+	/* 256 bytes is a salt, 257 is not, naming the line. */
+	memset(big, 'x', 256);
+	big[256] = '\0';
+	snprintf(text, sizeof(text), "{\"tokens\": [1]}\n{\"tokens\": [1], \"cache_salt\": \"%s\"}\n", big);
+	file_of("salt256.jsonl", text);
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(w.r[1].salt, proto_ref_salt(big, 256));
+	workload_free(&w);
+	big[256] = 'x';
+	big[257] = '\0';
+	snprintf(text, sizeof(text), "{\"tokens\": [1]}\n{\"tokens\": [1], \"cache_salt\": \"%s\"}\n", big);
+	file_of("salt257.jsonl", text);
+	cr_assert_eq(workload_load(path, 512, 0, &w, err, sizeof(err)), -1);
+	cr_assert(strstr(err, ":2: cache_salt: want null, or 1 to 256") != NULL, "%s", err);
+}
+
 /* Arrays, not pointers: Criterion copies the parameters to its workers. */
 struct bad_line {
 	char line[96];
@@ -217,6 +248,15 @@ static struct bad_line bad_lines[] = {
 	{"{\"tokens\": [1], \"output_length\": \"many\"}", ":1: output_length: want a whole number"},
 	{"{\"hash_ids\": [-1], \"input_length\": 5}", ":1: hash_ids: want an array of whole numbers"},
 	{"{\"tokens\": [1], \"org\": 7}", ":1: org: want a name in quotes"},
+	/* A cache salt: 1 to 256 printable ASCII bytes, no space, quote or backslash. */
+	{"{\"tokens\": [1], \"cache_salt\": \"\"}", ":1: cache_salt: want null, or 1 to 256"},
+	{"{\"tokens\": [1], \"cache_salt\": 7}", ":1: cache_salt: want null, or 1 to 256"},
+	{"{\"tokens\": [1], \"cache_salt\": \"a b\"}", ":1: cache_salt: want null, or 1 to 256"},
+	{"{\"tokens\": [1], \"cache_salt\": \"a\\\"b\"}", ":1: cache_salt: want null, or 1 to 256"},
+	{"{\"tokens\": [1], \"cache_salt\": \"caf\xc3\xa9\"}", ":1: cache_salt: want null, or 1 to 256"},
+	{"{\"tokens\": [1], \"cache_salt\": \"a\tb\"}", ":1: cache_salt: want null, or 1 to 256"},
+	{"{\"tokens\": [1], \"cache_salt\": nullx}", ":1: cache_salt: want null, or 1 to 256"},
+	{"{\"tokens\": [1], \"cache_salt\": [\"a\"]}", ":1: cache_salt: want null, or 1 to 256"},
 	/* Not one JSON object: each was taken for a request. */
 	{"{\"tokens\": [1, 2]", ":1: an object with no end"},
 	{"{\"tokens\": [1, 2]} trailing", ":1: more after the object's end"},

@@ -7,6 +7,8 @@
 
 #include <xxhash.h>
 
+#include "proto.h"
+
 const char *const fleet_admit_names[] = {"evicted", "all", NULL};
 
 /* ---- The LRU set ---------------------------------------------------------------- */
@@ -381,7 +383,8 @@ request(struct fleet *f, uint32_t k, const struct wl_req *q, uint64_t iso, uint6
 {
 	struct replica *rp = &f->rep[k];
 	uint32_t C = f->p->column, gen = workload_evicted_answer(q->out);
-	uint64_t len = (uint64_t)q->n + gen, lim, now = q->ts_ms, parent = iso;
+	uint64_t len = (uint64_t)q->n + gen, lim, now = q->ts_ms;
+	uint64_t parent = proto_ref_chain_root(iso, q->salt); /* the chain's root */
 	size_t ncol, maxhit, j, c;
 	bool hitting = true;
 

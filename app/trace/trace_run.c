@@ -262,7 +262,7 @@ tiers_request(const struct opts *o, const struct workload *t, size_t i, struct r
 	const struct wl_req *q = &t->r[i];
 	uint64_t now = q->ts_ms * 1000000ull;
 	struct prefixcache_request rq = {
-		.isolation_id = q->iso, .tokens = q->tokens, .num_tokens = q->n,
+		.isolation_id = q->iso, .salt = q->salt, .tokens = q->tokens, .num_tokens = q->n,
 		.cache_length_allowed = q->allowed, .first_multimodal = q->first_mm,
 		.sequence_id = (uint32_t)i};
 	uint32_t rep = 0, nrep = o->replicas > 1 ? o->replicas : 1, k;

@@ -408,6 +408,27 @@ uc_ref_isolation(const char *name, size_t len)
 }
 
 uint64_t
+uc_ref_salt(const char *salt, size_t len)
+{
+	uint64_t h = XXH3_64bits_withSeed(salt, len, 0);
+
+	return h ? h : 1;
+}
+
+/* Section 6: xxh3 of "salt", a zero byte and the salt's id, seeded with the isolation id. */
+uint64_t
+uc_ref_root(uint64_t isolation, uint64_t salt_id)
+{
+	uint8_t b[13];
+
+	if (salt_id == 0)
+		return isolation;
+	memcpy(b, "salt", 5); /* its zero byte too */
+	st64(b + 5, salt_id);
+	return XXH3_64bits_withSeed(b, sizeof(b), isolation);
+}
+
+uint64_t
 uc_ref_next(uint64_t prev, uint32_t token)
 {
 	uint8_t b[4];
@@ -417,7 +438,7 @@ uc_ref_next(uint64_t prev, uint32_t token)
 }
 
 void
-uc_ref_prompt(const char *org, uint64_t seed, uint64_t n, uint64_t *h)
+uc_ref_prompt(uint64_t root, uint64_t seed, uint64_t n, uint64_t *h)
 {
 	uint64_t x = seed;
 
@@ -427,7 +448,7 @@ uc_ref_prompt(const char *org, uint64_t seed, uint64_t n, uint64_t *h)
 
 		z = (z ^ (z >> 31)) * 0xD6E8FEB86659FD93ULL;
 		tok = (uint32_t)(1 + (z >> 32) % 128000);
-		h[i] = uc_ref_next(i == 0 ? uc_ref_isolation(org, strlen(org)) : h[i - 1], tok);
+		h[i] = uc_ref_next(i == 0 ? root : h[i - 1], tok);
 	}
 }
 

@@ -194,14 +194,18 @@ const char *uc_err_name(unsigned int code);
 
 /** The isolation id of an organization named @p name. */
 uint64_t uc_ref_isolation(const char *name, size_t len);
+/** A cache salt's id: xxh3 of its bytes (seed 0), 1 where that is 0. */
+uint64_t uc_ref_salt(const char *salt, size_t len);
+/** Where a prompt's chain starts: the isolation id, or salted (@p salt_id nonzero). */
+uint64_t uc_ref_root(uint64_t isolation, uint64_t salt_id);
 /** h(i) from h(i-1) and token id @p token. */
 uint64_t uc_ref_next(uint64_t prev, uint32_t token);
 /**
  * The client's prompt: @p n token ids drawn from @p seed (a splitmix64
- * stream, ids 1..128000), and h(i) of each for organization @p org into
- * @p h[0..n).
+ * stream, ids 1..128000), and h(i) of each from the chain's root @p root
+ * (h(-1): the isolation id, or its salted root) into @p h[0..n).
  */
-void uc_ref_prompt(const char *org, uint64_t seed, uint64_t n, uint64_t *h);
+void uc_ref_prompt(uint64_t root, uint64_t seed, uint64_t n, uint64_t *h);
 /** Bytes [@p off, @p off + @p len) of a token's stream for (model, shard, cache). */
 void uc_ref_bytes(uint64_t h, uint32_t model, uint32_t shard, uint32_t cache, uint64_t off,
 		  uint8_t *out, size_t len);

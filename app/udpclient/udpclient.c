@@ -61,6 +61,7 @@
 
 struct opts {
 	const char *shard_ip, *bind_ip, *org;
+	const char *salt; /* the request's cache salt (NULL: none) */
 	uint16_t ctl_port, evict_port, refill_port;
 	uint32_t model, mtu;
 	uint64_t prompt, tokens, batch, seed, timeout_ms, max_mib;
@@ -1062,6 +1063,9 @@ usage(FILE *f)
 		"  --tokens N         its length (default 600)\n"
 		"  --batch N          tokens per EVICT at most (default: what one frame holds)\n"
 		"  --org NAME         the organization (isolation id, reference content; default acme)\n"
+		"  --salt S           a cache salt (1 to 256 printable ASCII bytes, no space, quote\n"
+		"                     or backslash): the prompt's bytes are its salted chain's\n"
+		"                     (PROTOCOL.md section 6; default none)\n"
 		"  --seed N           the token ids' seed (default 1)\n"
 		"  --timeout MS       the whole run's deadline, whatever arrives (default 10000)\n"
 		"  --max-mib N        the most the shard's caches may make this run send, and\n"
@@ -1077,6 +1081,18 @@ usage(FILE *f)
 		MAX_SAID, MAX_CACHES);
 }
 
+/* A cache salt as a trace gives it (PROTOCOL.md section 6). */
+static bool
+salt_ok(const char *s)
+{
+	size_t n;
+
+	for (n = 0; s[n] != '\0'; n++)
+		if (s[n] < 0x21 || s[n] > 0x7e || s[n] == '"' || s[n] == '\\' || n >= 256)
+			return false;
+	return n > 0;
+}
+
 static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -1088,7 +1104,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"org", required_argument, NULL, 'o'},     {"seed", required_argument, NULL, 'S'},
 		{"timeout", required_argument, NULL, 't'}, {"no-udp-checksum", no_argument, NULL, 'C'},
 		{"flip-expected", required_argument, NULL, 'F'}, {"max-mib", required_argument, NULL, 'X'},
-		{"data-gate", required_argument, NULL, 'G'},
+		{"data-gate", required_argument, NULL, 'G'}, {"salt", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},	   {"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
 	char err[160];
@@ -1143,6 +1159,14 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'o':
 			o->org = optarg;
+			break;
+		case 'L':
+			if (!salt_ok(optarg)) {
+				fprintf(stderr, "udp-client: --salt: want 1 to 256 printable ASCII bytes "
+						"without spaces, quotes or backslashes\n");
+				return 2;
+			}
+			o->salt = optarg;
 			break;
 		case 'S':
 			rc = args_u64("--seed", optarg, 0, UINT64_MAX, &o->seed, err, sizeof(err));
@@ -1221,7 +1245,9 @@ main(int argc, char **argv)
 	c.h = alloc(&c, c.o.tokens * sizeof(*c.h), "the token hashes");
 	if (c.h == NULL)
 		return 2;
-	uc_ref_prompt(c.o.org, c.o.seed, c.o.tokens, c.h);
+	uc_ref_prompt(uc_ref_root(uc_ref_isolation(c.o.org, strlen(c.o.org)),
+				  c.o.salt != NULL ? uc_ref_salt(c.o.salt, strlen(c.o.salt)) : 0),
+		      c.o.seed, c.o.tokens, c.h);
 	rc = run(&c);
 	if (c.failures > MAX_SAID)
 		fprintf(stderr, "udp-client: FAIL: %" PRIu64 " more failure(s) not printed\n",

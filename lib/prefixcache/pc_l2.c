@@ -500,7 +500,7 @@ prefixcache_columns(struct prefixcache *pc, uint16_t mi, const struct prefixcach
 	const uint32_t C = pc->p.column;
 	uint8_t gid = (uint8_t)(mi * MAX_GROUPS);
 	uint32_t allowed = req->cache_length_allowed, limit, n = 0, org;
-	uint64_t h = req->isolation_id;
+	uint64_t h = proto_ref_chain_root(req->isolation_id, req->salt);
 	bool held = true;
 
 	*known = 0;

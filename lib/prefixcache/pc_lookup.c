@@ -163,7 +163,7 @@ walk_group(struct prefixcache *pc, uint16_t mi, unsigned int gi, const struct pr
 	const struct pc_group *g = &m->g[gi];
 	const uint32_t C = pc->p.column;
 	uint8_t gid = (uint8_t)(mi * MAX_GROUPS + gi);
-	uint64_t h = req->isolation_id, h2 = 0;
+	uint64_t h = proto_ref_chain_root(req->isolation_id, req->salt), h2 = 0;
 	uint32_t ne, ne2 = 0;
 	struct ttl ttl = org_ttl(pc, org);
 	uint32_t tnow = tick(now);
@@ -243,7 +243,7 @@ hit_length(const struct prefixcache *pc, const struct pc_model *m, uint32_t *np)
  */
 static void
 start_groups(struct prefixcache *pc, struct prefixcache_seq *s, const struct pc_model *m,
-	     const uint32_t *np, uint32_t L, uint64_t isolation_id)
+	     const uint32_t *np, uint32_t L, uint64_t root)
 {
 	unsigned int gi;
 
@@ -255,7 +255,7 @@ start_groups(struct prefixcache *pc, struct prefixcache_seq *s, const struct pc_
 		sg->caching = s->allowed > sg->cur_end;
 		sg->prompt = NIL;
 		sg->last_entry = NIL;
-		sg->last_hash = last != NIL ? pc->e[last].hash : isolation_id;
+		sg->last_hash = last != NIL ? pc->e[last].hash : root;
 		if (sg->caching)
 			pc_seq_pin_last(pc, sg, last);
 	}
@@ -433,6 +433,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	s->model = mi;
 	s->org = org;
 	s->isolation_id = req->isolation_id;
+	s->root = proto_ref_chain_root(req->isolation_id, req->salt);
 	s->seq_id = req->sequence_id;
 	s->priority = req->priority_tokens;
 	allowed = req->cache_length_allowed;
@@ -466,7 +467,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 
 	/* Past the DRAM hit, the columns L2 holds (pc_l2.c), when the sequence caches. */
 	l2n = allowed > L && !computed ? pc_l2_walk(pc, mi, org, req, L,
-				       np[0] ? pc->e[pc->path[0][np[0] - 1]].hash : req->isolation_id,
+				       np[0] ? pc->e[pc->path[0][np[0] - 1]].hash : s->root,
 				       limit, now)
 			  : 0;
 
@@ -481,7 +482,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	hit->prompt_id = s->prompt_id;
 	hit->hit_tokens = L;
 	hit->lookup_tokens = limit;
-	start_groups(pc, s, m, np, L, req->isolation_id);
+	start_groups(pc, s, m, np, L, s->root);
 	/* Taken only when reading them beats computing them (counted when not). */
 	if (l2n > 0 && !pc_l2_worth(pc, mi, pc->l2[pc->l2path[l2n - 1]].length - L,
 				    pc_l2_path_shared(pc, l2n)))

@@ -163,7 +163,7 @@ slru_sight(struct prefixcache *pc, struct prefixcache_seq *s, const struct prefi
 	uint32_t k;
 
 	for (gi = 0; gi < m->ngroups; gi++) {
-		uint64_t h = req->isolation_id;
+		uint64_t h = s->root;
 		uint32_t from = 0, se;
 
 		for (k = 0; k < np[gi]; k++) {

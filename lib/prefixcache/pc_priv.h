@@ -135,7 +135,7 @@ struct seq_group {
 	uint32_t cur_end;    /* end of the last column recorded or hit */
 	uint32_t last_entry; /* its entry (parent of the next), or NIL */
 	uint32_t last_gen;   /* that record's gen: it may be freed and reused */
-	uint64_t last_hash;  /* its hash (isolation_id at the root) */
+	uint64_t last_hash;  /* its hash (the chain's root at the start) */
 };
 
 struct prefixcache_seq {
@@ -143,6 +143,7 @@ struct prefixcache_seq {
 	uint16_t model;
 	uint32_t org;
 	uint64_t isolation_id;
+	uint64_t root; /* where its chain of column hashes starts (proto_ref_chain_root) */
 	uint32_t *tokens; /* tokens from tbase on (those before are hashed: the hit, recorded columns) */
 	uint32_t tbase;
 	uint32_t ntok, cap; /* ntok: absolute count; cap: from tbase */

@@ -393,9 +393,17 @@ int
 prefixcache_find(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint64_t isolation_id,
 		 const uint32_t *tokens, uint32_t len, uint64_t now, struct prefixcache_entry_info *out)
 {
+	return prefixcache_find_salted(pc, mi, cache_id, isolation_id, 0, tokens, len, now, out);
+}
+
+int
+prefixcache_find_salted(const struct prefixcache *pc, uint16_t mi, uint16_t cache_id,
+			uint64_t isolation_id, uint64_t salt, const uint32_t *tokens, uint32_t len,
+			uint64_t now, struct prefixcache_entry_info *out)
+{
 	const struct pc_group *g;
 	uint32_t b, o, i = NIL, end = 0, ne;
-	uint64_t h = isolation_id;
+	uint64_t h = proto_ref_chain_root(isolation_id, salt);
 	int gid = pc_gid_of_cache(pc, mi, cache_id);
 
 	if (gid < 0)

@@ -282,6 +282,14 @@ struct prefixcache_sink {
 /** A request starting on one model. */
 struct prefixcache_request {
 	uint64_t isolation_id; /**< the organization (proto_ref_isolation_id of its name) */
+	/**
+	 * The request's cache salt, as proto_ref_salt() gives it; 0: none.
+	 * Its columns' keys start from proto_ref_chain_root(isolation_id,
+	 * salt), so requests of one organization with different salts share
+	 * no column in any tier; its organization is still isolation_id's
+	 * (its TTLs, its counts, its shared-level namespace).
+	 */
+	uint64_t salt;
 	const uint32_t *tokens; /**< the prompt */
 	uint32_t num_tokens;
 	/** Leftmost tokens that may be cached; may exceed the prompt (generated tokens). */
@@ -621,6 +629,11 @@ int prefixcache_find(const struct prefixcache *pc, uint16_t model, uint16_t cach
 		     uint64_t isolation_id, const uint32_t *tokens, uint32_t len, uint64_t now,
 		     struct prefixcache_entry_info *out);
 
+/** prefixcache_find() of a prompt requested with cache salt @p salt (proto_ref_salt()). */
+int prefixcache_find_salted(const struct prefixcache *pc, uint16_t model, uint16_t cache_id,
+			    uint64_t isolation_id, uint64_t salt, const uint32_t *tokens,
+			    uint32_t len, uint64_t now, struct prefixcache_entry_info *out);
+
 /** Bytes the PrefixMap uses per entry (entry record and index). */
 size_t prefixcache_bytes_per_entry(void);
 
@@ -633,9 +646,11 @@ size_t prefixcache_memory(const struct prefixcache *pc);
 
 /**
  * Hash of one column: xxh3 of its token ids (u32 little-endian) seeded with
- * the parent's hash (the isolation_id for the first column).
+ * the parent's hash (for the first column, the chain's root:
+ * proto_ref_chain_root(), the isolation_id when there is no salt).
  */
 uint64_t prefixcache_column_hash(uint64_t parent, const uint32_t *tokens, uint32_t n);
+
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,25 @@ proto_ref_isolation_id(const void *name, size_t len)
 }
 
 uint64_t
+proto_ref_salt(const void *salt, size_t len)
+{
+	uint64_t h = XXH3_64bits(salt, len);
+
+	return h != 0 ? h : 1;
+}
+
+uint64_t
+proto_ref_chain_root(uint64_t isolation_id, uint64_t salt)
+{
+	uint8_t b[13] = {'s', 'a', 'l', 't', 0};
+
+	if (salt == 0)
+		return isolation_id;
+	proto_st64(b + 5, salt);
+	return XXH3_64bits_withSeed(b, sizeof(b), isolation_id);
+}
+
+uint64_t
 proto_ref_hash_next(uint64_t prev, uint32_t token)
 {
 	uint8_t b[4];

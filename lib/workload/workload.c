@@ -204,6 +204,36 @@ json_str(const char *line, const char *key, char *out, size_t cap)
 	return 0;
 }
 
+/*
+ * A cache salt: "cache_salt": "..." of 1 to WL_MAX_SALT bytes, each
+ * printable ASCII but the space, '"' and '\\' (so that no escape can
+ * make two spellings of one salt), or null (none). Its id (the bytes'
+ * XXH3, proto_ref_salt) into *salt; -ENOENT when absent or null.
+ */
+static int
+json_salt(const char *line, uint64_t *salt)
+{
+	const char *p = json_key(line, "cache_salt"), *q;
+
+	if (p == NULL)
+		return -ENOENT;
+	if (strncmp(p, "null", 4) == 0) {
+		q = skip_ws(p + 4);
+		if (*q == ',' || *q == '}' || *q == '\0')
+			return -ENOENT;
+		return -EINVAL;
+	}
+	if (*p != '"')
+		return -EINVAL;
+	for (q = p + 1; *q != '"'; q++)
+		if (*q < 0x21 || *q > 0x7e || *q == '\\' || q - p > WL_MAX_SALT)
+			return -EINVAL;
+	if (q == p + 1)
+		return -EINVAL;
+	*salt = proto_ref_salt(p + 1, (size_t)(q - p - 1));
+	return 0;
+}
+
 /* Token id of position @pos of the block named @hash_id: the same everywhere. */
 static inline uint32_t
 block_token(uint64_t hash_id, uint32_t pos)
@@ -292,6 +322,10 @@ read_fields(const struct wl_line *w, const char *line, uint64_t default_iso, str
 		q->iso = default_iso;
 	else
 		return field_bad(w, "org", "want a name in quotes, under 256 bytes");
+	rc = json_salt(line, &q->salt);
+	if (rc == -EINVAL)
+		return field_bad(w, "cache_salt", "want null, or 1 to 256 printable ASCII bytes in "
+				 "quotes, without spaces, quotes or backslashes");
 	return 0;
 }
 

@@ -10,6 +10,9 @@
  *    tokens; the last block may be partial.
  *  - native: {"org": "acme", "tokens": [...], "cache_length_allowed": n,
  *    "output_length": k, "timestamp": ms} (all but tokens optional).
+ * Either may carry "cache_salt": "..." (1 to WL_MAX_SALT printable ASCII
+ * bytes, no space, '"' or '\\'; null: none): requests of one organization
+ * with different salts share no cached column (proto_ref_chain_root).
  */
 #ifndef KVSS_WORKLOAD_H
 #define KVSS_WORKLOAD_H
@@ -21,6 +24,7 @@
 struct wl_req {
 	uint64_t ts_ms;
 	uint64_t iso;	   /* the organization's isolation_id */
+	uint64_t salt;	   /* its cache salt's id (proto_ref_salt; 0: none) */
 	uint32_t *tokens;  /* the prompt */
 	uint32_t n;
 	uint32_t allowed;  /* cache_length_allowed (may exceed n: the answer is cached) */
@@ -42,6 +46,9 @@ struct wl_req {
 /* The most tokens a trace line may declare (prompt, or answer): a bound on what a
  * bad line can make the reader allocate. 16M: far above any model's context. */
 #define WL_MAX_TOKENS (1u << 24)
+
+/* A cache salt's bytes at most. */
+#define WL_MAX_SALT 256
 
 /* The largest timestamp a trace may give, in ms: 2^53, what JSON readers keep exactly. */
 #define WL_MAX_TS_MS (1ull << 53)

@@ -716,7 +716,7 @@ lookup_one(struct drv *d, uint32_t req, uint16_t m, uint64_t now, bool again)
 	const struct wl_req *q = &d->wl.r[req];
 	uint32_t max = kvss.cfg.shared.max_columns;
 	struct sh_lookup *l = lk_of(d, req, m);
-	struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
+	struct prefixcache_request rq = {.isolation_id = q->iso, .salt = q->salt, .tokens = q->tokens,
 					 .num_tokens = q->n, .cache_length_allowed = q->allowed,
 					 .first_multimodal = q->first_mm};
 	char ns[SHARED_NS_MAX];

@@ -566,9 +566,13 @@ seq_start(struct emu *e, uint64_t now)
 		return false;
 	}
 	e->next_req++;
+	/* The reference content's chain starts where its keys' does (PROTOCOL.md
+	 * section 6): a salted request's bytes are its own, so a refill that
+	 * brought another salt's would fail the check. */
 	for (k = 0; k < s->total; k++) {
 		s->tok[k] = k < q->n ? q->tokens[k] : workload_answer_token(k);
-		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : q->iso, s->tok[k]);
+		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : proto_ref_chain_root(q->iso, q->salt),
+					      s->tok[k]);
 	}
 	s->t0 = now;
 	s->arrival = e->arr != NULL ? e->origin + e->arr[e->next_req - 1] : now;
@@ -579,7 +583,7 @@ seq_start(struct emu *e, uint64_t now)
 	st->requests++;
 	st->prompt_tokens += q->n;
 	for (m = 0; m < e->p.num_models; m++) {
-		struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
+		struct prefixcache_request rq = {.isolation_id = q->iso, .salt = q->salt, .tokens = q->tokens,
 						 .num_tokens = q->n, .cache_length_allowed = q->allowed,
 						 .first_multimodal = q->first_mm, .sequence_id = s->slot};
 		struct prefixcache_hit hit;
