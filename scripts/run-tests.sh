@@ -85,6 +85,9 @@ run kvss-trace scripts/test-trace.sh "$BUILD"
 run kvss-shard-pcap scripts/test-shard-pcap.sh "$BUILD"
 run kvss-replay-pcap scripts/test-replay-pcap.sh "$BUILD"
 run kvss-e2e scripts/test-e2e.sh "$BUILD"
+# The timing side channel: a probe of another salt or organization looks
+# cold to a two-sample test; with the victim's salt it does not.
+run kvss-audit scripts/test-audit.sh "$BUILD"
 # make demo as a new user meets it: a missing trace, configuration typos,
 # KVSS_DEMO_TRACE, the second tiers as found, Ctrl-C (short runs).
 run kvss-demo scripts/test-demo.sh "$BUILD"

@@ -75,6 +75,40 @@ else
 	echo "--plot-refills /dev/full not tested: no gnuplot (scripts/deps.sh installs gnuplot-nox)"
 fi
 
+# --ttft-out (each request's time to first token, a CSV at the end) and
+# --plot-refills: a path that cannot be written is refused before the run
+# (a directory not there, a directory, a FIFO: which would have held the
+# program at its end for ever, waiting for a reader); one that fails at the
+# end (a full disk) is said, exit 2; a shard refuses the option.
+mkfifo "$tmp/fifo"
+for opt in --ttft-out --plot-refills; do
+	for bad in /nonexistent/t.csv "$tmp" "$tmp/fifo"; do
+		timeout 60 "$K" "${EAL[@]}" --lcores 0@0,1@1 --file-prefix "${base}_out" -- \
+			--config config/all-in-one.cfg --trace "" --limit 10 $opt "$bad" >"$tmp/out.log" 2>&1
+		rc=$?
+		check "$opt $bad: exit 2 before the run, saying why" \
+			sh -c "[ $rc -eq 2 ] && grep -q '^kvss: $opt $bad: .*\(does not exist\|is a directory\|is a FIFO, not a file\)' '$tmp/out.log' &&
+				! grep -q 'final stats' '$tmp/out.log'"
+	done
+done
+timeout 120 "$K" "${EAL[@]}" --lcores 0@0,1@1 --file-prefix "${base}_out" -- \
+	--config config/all-in-one.cfg --trace "" --limit 10 --ttft-out /dev/full >"$tmp/out.log" 2>&1
+rc=$?
+check "--ttft-out /dev/full: exit 2 after the run, saying why (got $rc)" \
+	sh -c "[ $rc -eq 2 ] && grep -q '^kvss: --ttft-out /dev/full: writing it: No space left on device' '$tmp/out.log' &&
+		grep -q '\"exit_status\":2' '$tmp/out.log'"
+timeout 120 "$K" "${EAL[@]}" --lcores 0@0,1@1 --file-prefix "${base}_out" -- \
+	--config config/all-in-one.cfg --trace "" --limit 10 --ttft-out "$tmp/t.csv" >"$tmp/out.log" 2>&1
+rc=$?
+check "--ttft-out FILE: exit 0, a header and a line per request, each timed" \
+	sh -c "[ $rc -eq 0 ] && head -1 '$tmp/t.csv' | grep -qx 'request,ttft_us,hit_tokens,org,salted' &&
+		[ \$(grep -c '^[0-9]*,[0-9][0-9]*,[0-9]*,[0-9a-f]\{16\},[01]\$' '$tmp/t.csv') = 10 ]"
+timeout 60 "$K" "${EAL[@]}" --lcores 0@0,1@1 --file-prefix "${base}_out" -- \
+	--config config/all-in-one.cfg --role shard --ttft-out "$tmp/s.csv" >"$tmp/out.log" 2>&1
+rc=$?
+check "--ttft-out on a shard: exit 2, it means nothing there" \
+	sh -c "[ $rc -eq 2 ] && grep -q '^kvss: --ttft-out: means nothing to a shard' '$tmp/out.log'"
+
 # A driver on memif started 3 s before its shards: it waits, says so once
 # a port (the second may wait for its shard too), and runs; memif's own failure to connect is not repeated every 100 ms.
 LC="0@(0-$(($(nproc) - 1)))"

@@ -124,6 +124,7 @@ struct kvss_app {
 	uint32_t linger_ms;    /* --linger: a finished driver keeps serving telemetry */
 	const char *record_expect; /* driver, --record-expect: open loop, refills written there */
 	const char *plot_refills;  /* driver, --plot-refills: a PNG of refill times at the end */
+	const char *ttft_out;	   /* driver, --ttft-out: each request's TTFT, a CSV at the end */
 	uint32_t epoch;	       /* this process's epoch: random, nonzero */
 	uint64_t start_tsc;
 	struct rte_mempool *pool;

@@ -93,6 +93,9 @@ usage(FILE *f, const char *prog)
 		"  --linger MS          driver: once the run is done, keep answering telemetry\n"
 		"                       for MS (SIGINT/SIGTERM ends it sooner); the summary\n"
 		"                       follows\n"
+		"  --ttft-out FILE      driver: at the end, write each request's time to first\n"
+		"                       token and hit tokens to FILE (CSV: request, ttft_us,\n"
+		"                       hit_tokens, org, salted)\n"
 		"  --plot-refills FILE  driver: at the end, draw the refill times measured\n"
 		"                       against the model's estimates (a PNG, gnuplot)\n"
 		"  --l2-dir DIR         shard: its second tier's file in DIR (shard-MODEL-ID.l2)\n"
@@ -420,6 +423,7 @@ options(int argc, char **argv, const char *prog, const char **configp)
 		{"trace", required_argument, NULL, 't'}, {"limit", required_argument, NULL, 'n'},
 		{"record-expect", required_argument, NULL, 'R'},
 		{"plot-refills", required_argument, NULL, 'P'},
+		{"ttft-out", required_argument, NULL, 'T'},
 		{"l2-dir", required_argument, NULL, 'D'},
 		{"lose-data", required_argument, NULL, 'L'}, {"linger", required_argument, NULL, 'G'},
 		{"faults", required_argument, NULL, 'F'},
@@ -459,6 +463,14 @@ options(int argc, char **argv, const char *prog, const char **configp)
 				return 2;
 			}
 			kvss.plot_refills = optarg;
+			break;
+		case 'T':
+			/* As --plot-refills: refused now, not when the run ends. */
+			if (plot_check_output(optarg, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss: --ttft-out %s: %s\n", plot_shown(optarg, name, sizeof(name)), err);
+				return 2;
+			}
+			kvss.ttft_out = optarg;
 			break;
 		case 'D':
 			l2dir = optarg;
@@ -540,7 +552,8 @@ options(int argc, char **argv, const char *prog, const char **configp)
 				   : lose ? "--lose-data"
 				   : faults ? "--faults"
 				   : linger ? "--linger" : kvss.record_expect ? "--record-expect"
-				   : kvss.plot_refills ? "--plot-refills" : NULL;
+				   : kvss.plot_refills ? "--plot-refills"
+				   : kvss.ttft_out ? "--ttft-out" : NULL;
 
 		if (what != NULL) {
 			fprintf(stderr, "kvss: %s: means nothing to a shard (the driver's wafer "

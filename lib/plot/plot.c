@@ -135,7 +135,12 @@ plot_check_output(const char *png, char *err, size_t errlen)
 	if (stat(png, &st) == 0) {
 		/* There already: it is overwritten, wherever it is. */
 		if (S_ISDIR(st.st_mode)) {
-			snprintf(err, errlen, "%s is a directory; name the PNG file to write", show);
+			snprintf(err, errlen, "%s is a directory; name the file to write in it", show);
+			return -1;
+		}
+		if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s is a %s, not a file to write", show,
+				 S_ISFIFO(st.st_mode) ? "FIFO" : "socket");
 			return -1;
 		}
 		if (access(png, W_OK) != 0) {
@@ -204,6 +209,31 @@ first_words(int fd, char *line, size_t len)
 	}
 }
 
+int
+plot_open_output(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create it: %s",
+			 errno == ENXIO ? "a FIFO (with no reader), not a file" : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "cannot write it: %s",
+			 S_ISFIFO(st.st_mode) ? "a FIFO, not a file" : "not a file");
+		close(fd);
+		return -1;
+	}
+	if (fcntl(fd, F_SETFL, 0) != 0) {
+		snprintf(err, errlen, "cannot write it: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Copy @p in (from its start, @p size bytes) to the file @p png, every write checked. */
 static int
 copy_out(int in, off_t size, const char *png, char *err, size_t errlen)
@@ -216,11 +246,9 @@ copy_out(int in, off_t size, const char *png, char *err, size_t errlen)
 		snprintf(err, errlen, "gnuplot's output: %s", strerror(errno));
 		return -1;
 	}
-	out = open(png, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		snprintf(err, errlen, "cannot create it: %s", strerror(errno));
+	out = plot_open_output(png, err, errlen);
+	if (out < 0)
 		return -1;
-	}
 	while (done < size) {
 		ssize_t n = read(in, buf, sizeof(buf)), w = 0;
 

@@ -407,7 +407,7 @@ struct drv {
 	uint64_t hz, t_start, t_end;
 	bool started, finished, open_loop;
 	int fatal;
-	bool plot_failed; /* --plot-refills could not be drawn: exit status 2 (report.c) */
+	bool plot_failed; /* --plot-refills or --ttft-out not written: exit status 2 (report.c) */
 	uint64_t settle_at; /* tsc when the shards had every batch complete (quiet) */
 	/* Model 0's requests, prompt and hit tokens when a shard was first
 	 * away, and when one last came back: the hit ratio before and after. */

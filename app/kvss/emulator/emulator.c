@@ -105,8 +105,11 @@ emu_create(const struct emu_params *p)
 			e->first_shard[m] = k;
 	}
 	e->ttft = malloc(sizeof(*e->ttft) * (e->p.nreq ? e->p.nreq : 1));
-	if (e->ttft == NULL)
+	e->ttft_req = malloc(sizeof(*e->ttft_req) * (e->p.nreq ? e->p.nreq : 1));
+	e->hit_req = calloc(e->p.nreq ? e->p.nreq : 1, sizeof(*e->hit_req));
+	if (e->ttft == NULL || e->ttft_req == NULL || e->hit_req == NULL)
 		goto fail;
+	memset(e->ttft_req, 0xff, sizeof(*e->ttft_req) * (e->p.nreq ? e->p.nreq : 1));
 	if (p->arrival_ns != NULL) {
 		size_t i;
 
@@ -181,6 +184,8 @@ emu_free(struct emu *e)
 	free(e->shard);
 	free(e->arr);
 	free(e->ttft);
+	free(e->ttft_req);
+	free(e->hit_req);
 	free(e);
 }
 
@@ -189,6 +194,13 @@ emu_ttft_us(const struct emu *e, size_t *n)
 {
 	*n = e->nttft;
 	return e->ttft;
+}
+
+const uint64_t *
+emu_ttft_by_request(const struct emu *e, const uint32_t **hit_tokens)
+{
+	*hit_tokens = e->hit_req;
+	return e->ttft_req;
 }
 
 bool
@@ -551,6 +563,7 @@ seq_start(struct emu *e, uint64_t now)
 		return false;
 	memset(s, 0, sizeof(*s));
 	s->slot = i;
+	s->req = (uint32_t)e->next_req;
 	s->q = q;
 	/* The prompt, and the answer but its last token (never run, so never
 	 * evicted: workload_evicted_answer()). */
@@ -641,6 +654,8 @@ seq_start(struct emu *e, uint64_t now)
 				st->multimodal_trimmed += q->allowed - q->first_mm;
 			st->lookup_tokens += hit.lookup_tokens;
 			st->hit_tokens += hit.hit_tokens;
+			if (s->req < e->p.nreq)
+				e->hit_req[s->req] = hit.hit_tokens;
 			if (q->ans_len != 0 && hit.hit_tokens > q->ans_at)
 				st->generated_hit_tokens += hit.hit_tokens - q->ans_at < q->ans_len
 								    ? hit.hit_tokens - q->ans_at
@@ -795,6 +810,8 @@ first_token(struct emu *e, struct emu_seq *s, uint64_t now)
 	e->st.ttft_us += us;
 	if (e->nttft < e->p.nreq)
 		e->ttft[e->nttft++] = us;
+	if (s->req < e->p.nreq)
+		e->ttft_req[s->req] = us;
 }
 
 int

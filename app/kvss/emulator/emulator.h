@@ -242,6 +242,13 @@ void emu_model_restart(struct emu *e, uint16_t model, uint64_t now_ns);
 const uint64_t *emu_ttft_us(const struct emu *e, size_t *n);
 
 /**
+ * Each request's time to first token in us, by its index in the workload
+ * (UINT64_MAX: it had none), and into *@p hit_tokens model 0's hit tokens
+ * of each (what its lookup found to refill; 0 when computed). nreq of each.
+ */
+const uint64_t *emu_ttft_by_request(const struct emu *e, const uint32_t **hit_tokens);
+
+/**
  * Has request @p req arrived at @p now (always, in a closed loop)? What
  * has not arrived is not looked up ahead either: no driver knows a prompt
  * before it is sent.

@@ -70,6 +70,7 @@ enum { SEQ_FREE, SEQ_WAIT, SEQ_HOLD, SEQ_RUN, SEQ_DONE };
 struct emu_seq {
 	int state;
 	uint32_t slot; /* its wafer sequence id */
+	uint32_t req;  /* its request's index in the workload */
 	const struct wl_req *q;
 	struct prefixcache_seq *s[PREFIXCACHE_MAX_MODELS];
 	uint64_t prompt_id[PREFIXCACHE_MAX_MODELS];
@@ -138,6 +139,10 @@ struct emu {
 	bool started, stopped;
 	uint64_t *ttft;	       /* [nreq] times to first token, us, nttft of them */
 	size_t nttft;
+	/* [nreq] by request: its time to first token, us (UINT64_MAX: none
+	 * yet), and model 0's hit tokens (what it refilled). */
+	uint64_t *ttft_req;
+	uint32_t *hit_req;
 	bool failed;
 };
 
