@@ -51,6 +51,62 @@ sed '3s/^{/{"cache_salt": "a b", /' test/data/chat.jsonl >"$tmp/saltbad.jsonl"
 check "salt: 'a b' is refused (exit 2), naming the file, line and field" \
 	sh -c "[ $? -eq 2 ] && grep -q 'saltbad.jsonl:3: cache_salt: want null' '$tmp/err'"
 
+# A noisy neighbour: one organization sends 90% of the requests, each a
+# new 4,000-token prompt; four quiet ones re-read two documents each (one
+# in ten requests). In 100,000 tokens of DRAM without shares the noisy one
+# flushes them; with a share of 0.1 each, each quiet one hits within 2
+# points of what it gets alone in 10,000 tokens (its share); driver.orgs'
+# dram_share (--orgs-from) gives the same as --org-share.
+python3 - "$tmp" <<'PY'
+import json, random, sys
+rng = random.Random(11)
+docs = {q: [[rng.randrange(1, 1 << 31) for _ in range(4000)] for _ in range(2)] for q in range(4)}
+alone = [open("%s/nn_q%d.jsonl" % (sys.argv[1], q), "w") for q in range(4)]
+with open(sys.argv[1] + "/nn.jsonl", "w") as m:
+    for i in range(2000):
+        if rng.random() < 0.1:
+            q = rng.randrange(4)
+            toks = docs[q][rng.randrange(2)] + [rng.randrange(1, 1 << 31) for _ in range(50)]
+            line = json.dumps({"org": "quiet%d" % q, "timestamp": i * 100, "tokens": toks, "output_length": 8})
+            alone[q].write(line + "\n")
+        else:
+            line = json.dumps({"org": "noisy", "timestamp": i * 100,
+                               "tokens": [rng.randrange(1, 1 << 31) for _ in range(4000)], "output_length": 8})
+        m.write(line + "\n")
+PY
+orgs_json() { # FILE: "org ratio" lines of the first JSON line's orgs
+	head -1 "$1" | python3 -c 'import json,sys; [print(o["org"], o["hit_ratio"]) for o in json.loads(sys.stdin.readline())["orgs"]]'
+}
+named=() shared=()
+for q in 0 1 2 3; do
+	named+=(--org-ttl quiet$q:0:0)
+	shared+=(--org-share quiet$q:0.1)
+	"$T" --trace "$tmp/nn_q$q.jsonl" --capacity 10000 --org-ttl quiet$q:0:0 --json 2>/dev/null >"$tmp/nn_alone$q"
+done
+"$T" --trace "$tmp/nn.jsonl" --capacity 100000 "${named[@]}" --json 2>/dev/null >"$tmp/nn_none"
+"$T" --trace "$tmp/nn.jsonl" --capacity 100000 "${shared[@]}" --json 2>/dev/null >"$tmp/nn_shares"
+printf 'role = "driver";\ndriver = { address = { mac = "02:00:00:00:00:01"; ipv4 = "10.0.0.1"; };\n models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n  address = { mac = "02:00:00:00:00:02"; ipv4 = "10.0.0.2"; };\n  bytes_per_token = [64]; capacity_tokens = [100000]; } ); } );\n orgs = ( %s ); };\n' \
+	"$(for q in 0 1 2 3; do printf '{ name = "quiet%d"; dram_share = 0.1; }, ' $q; done | sed 's/, $//')" >"$tmp/nn.cfg"
+"$T" --trace "$tmp/nn.jsonl" --capacity 100000 --orgs-from "$tmp/nn.cfg" --json 2>/dev/null >"$tmp/nn_cfg"
+for q in 0 1 2 3; do
+	a=$(orgs_json "$tmp/nn_alone$q" | awk '{print $2}')
+	n=$(orgs_json "$tmp/nn_none" | awk -v o=quiet$q '$1 == o {print $2}')
+	w=$(orgs_json "$tmp/nn_shares" | awk -v o=quiet$q '$1 == o {print $2}')
+	c=$(orgs_json "$tmp/nn_cfg" | awk -v o=quiet$q '$1 == o {print $2}')
+	echo "noisy neighbour: quiet$q hit ratio alone in its share ${a:-?}, beside the noisy one ${n:-?} without shares, ${w:-?} with a share of 0.1"
+	check "noisy neighbour: quiet$q with its share hits within 2 points of alone" holds "abs(${a:-9} - ${w:-0}) <= 0.02"
+	check "noisy neighbour: quiet$q without shares hits 20 points less (the test can fail)" holds "${a:-0} - ${n:-9} >= 0.2"
+	check "noisy neighbour: quiet$q: driver.orgs' dram_share gives what --org-share does" test "${c:-x}" = "${w:-y}"
+done
+"$T" --trace "$tmp/nn.jsonl" --capacity 100000 --org-share quiet0:0.6 --org-share quiet1:0.6 >/dev/null 2>"$tmp/err"
+check "--org-share: shares summing above 1 are refused (exit 2), saying so" \
+	sh -c "[ $? -eq 2 ] && grep -q 'the DRAM shares sum to 1.2: above the whole' '$tmp/err'"
+for bad in quiet0 quiet0:x quiet0:0.5:0.4 quiet0:-1 quiet0:nan quiet0:0.1:2 :0.1 quiet0:0.1:0; do
+	"$T" --trace "$tmp/nn.jsonl" --capacity 100000 --org-share "$bad" >/dev/null 2>"$tmp/err"
+	check "--org-share $bad: refused (exit 2), saying the form" \
+		sh -c "[ $? -eq 2 ] && grep -q 'org-share.*want NAME:SHARE\[:CAP\]\|an organization.s name of 1 to 63' '$tmp/err'"
+done
+
 # Rates over the trace's clock (seconds 0 to 5 here: a span of 6 s, shorter
 # than the 10 s window, so the busiest window is the whole span): 115
 # evicted and 136 refilled tokens over 6 s.
@@ -378,7 +434,7 @@ check "--org-ttl: ... and with a TTL above the gap (30 s) the first one hits too
 "$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --capacity 100000 --orgs-from config/memif-driver.cfg \
 	>"$tmp/orgsfrom.out" 2>&1
 check "--orgs-from: the application's driver.orgs, on the trace's clock" \
-	grep -q "org acme (ttl_last_s 600, ttl_first_s 0; 0: the global): 19456 of 21760 prompt tokens hit" \
+	grep -q "org acme (ttl_last_s 600, ttl_first_s 0; 0: the global; DRAM share 0, cap 1): 19456 of 21760 prompt tokens hit" \
 	"$tmp/orgsfrom.out"
 "$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --org-ttl acme-15 >"$tmp/orgbad.out" 2>&1
 check "--org-ttl: a bad value is refused with exit 2, saying the form" \

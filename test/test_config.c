@@ -58,6 +58,47 @@ Test(config, an_empty_refill_list_means_no_refill_lcore)
 	cr_assert_eq(cfg.refill_lcore[0], 2);
 }
 
+Test(config, dram_shares_and_caps_come_from_the_orgs_or_their_default)
+{
+	FILE *f = fopen("/tmp/kvss_test_shares.cfg", "w");
+
+	cr_assert_not_null(f);
+	fputs("role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	      " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	      "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	      "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	      " org_default = { dram_share = 0.1; dram_cap = 0.5; };\n"
+	      " orgs = ( { name = \"a\"; dram_share = 0.4; }, { name = \"b\"; dram_cap = 0.25; },\n"
+	      "  { name = \"c\"; dram_share = 0.5; dram_cap = 1; } ); };\n", f);
+	fclose(f);
+	cr_assert_eq(kvss_config_load("/tmp/kvss_test_shares.cfg", &cfg, err, sizeof(err)), -1,
+		     "0.1 + 0.4 + 0.1 + 0.5 is above 1");
+	f = fopen("/tmp/kvss_test_shares.cfg", "w");
+	cr_assert_not_null(f);
+	fputs("role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	      " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	      "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	      "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	      " org_default = { dram_share = 0.1; dram_cap = 0.5; };\n"
+	      " orgs = ( { name = \"a\"; dram_share = 0.4; }, { name = \"b\"; dram_cap = 0.25; },\n"
+	      "  { name = \"c\"; dram_share = 0.3; dram_cap = 1; } ); };\n", f);
+	fclose(f);
+	cr_assert_eq(kvss_config_load("/tmp/kvss_test_shares.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	unlink("/tmp/kvss_test_shares.cfg");
+	cr_assert_float_eq(cfg.driver.pc.dram_share_default, 0.1, 1e-12);
+	cr_assert_float_eq(cfg.driver.pc.dram_cap_default, 0.5, 1e-12);
+	cr_assert_float_eq(cfg.driver.org[0].dram_share, 0.4, 1e-12);
+	cr_assert_float_eq(cfg.driver.org[0].dram_cap, 0.5, 1e-12, "the default's cap");
+	cr_assert_float_eq(cfg.driver.org[1].dram_share, 0.1, 1e-12, "the default's share");
+	cr_assert_float_eq(cfg.driver.org[1].dram_cap, 0.25, 1e-12);
+	cr_assert_float_eq(cfg.driver.org[2].dram_cap, 1, 1e-12);
+	/* None configured: no share, no cap. */
+	cr_assert_eq(kvss_config_load("config/memif-driver.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_float_eq(cfg.driver.pc.dram_share_default, 0, 1e-12);
+	cr_assert_float_eq(cfg.driver.org[0].dram_share, 0, 1e-12);
+	cr_assert_float_eq(cfg.driver.org[0].dram_cap, 1, 1e-12);
+}
+
 Test(config, refill_estimates_are_learned_unless_configured_otherwise)
 {
 	cr_assert_eq(kvss_config_load("config/all-in-one.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
@@ -415,6 +456,55 @@ static struct bad bads[] = {
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
 	 " orgs = ( { name = \"acme\"; ttl_last_s = 5; }, { name = \"acme\"; } ); };\n",
 	 "driver.orgs.[1].name: 'acme' is named twice (also orgs.[0])"},
+	/* DRAM shares: in range, within their cap, summing to at most the whole. */
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " orgs = ( { name = \"a\"; dram_share = 0.6; }, { name = \"b\"; dram_share = 0.5; } ); };\n",
+	 "driver.orgs.[1].dram_share: the DRAM shares sum to 1.1 with this one: above the whole (1)"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " org_default = { dram_share = 0.3; };\n orgs = ( { name = \"a\"; dram_share = 0.8; } ); };\n",
+	 "driver.orgs.[0].dram_share: the DRAM shares sum to 1.1 with this one and driver.org_default's"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " orgs = ( { name = \"a\"; dram_share = 0.5; dram_cap = 0.4; } ); };\n",
+	 "driver.orgs.[0].dram_share: 0.5 is above dram_cap (0.4)"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " orgs = ( { name = \"a\"; dram_share = -0.1; } ); };\n",
+	 "driver.orgs.[0].dram_share: -0.1 is out of range [0, 1]"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " orgs = ( { name = \"a\"; dram_cap = 0; } ); };\n",
+	 "driver.orgs.[0].dram_cap: 0 is out of range (0, 1]"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " orgs = ( { name = \"a\"; dram_share = \"half\"; } ); };\n",
+	 "driver.orgs.[0].dram_share: must be a number"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " org_default = 0.2; };\n",
+	 "driver.org_default: want a group { dram_share; dram_cap; }"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " org_default = { dram_shares = 0.2; }; };\n",
+	 "driver.org_default.dram_shares: unknown key (did you mean dram_share?)"},
 	/* Messages that say what is wrong (they used to mislead). */
 	{"role = \"shard\";\nlcores = { ingest = [1.0]; };\n",
 	 ":2: lcores.ingest: element 0: want a whole lcore id"},

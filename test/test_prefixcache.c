@@ -259,6 +259,131 @@ Test(tenants, a_cache_salt_shares_no_column_with_another_salt_or_with_none)
 	replay_free(r);
 }
 
+/* ---- DRAM shares: a noisy organization and a quiet one ---------------------- */
+
+/* An organization's DRAM tokens now, and the columns it yielded to others. */
+static uint64_t
+org_dram(struct prefixcache *pc, uint64_t iso, uint64_t *yielded)
+{
+	struct prefixcache_org_stats os[8];
+	size_t n = prefixcache_orgs(pc, os, 8), i;
+
+	for (i = 0; i < n && i < 8; i++)
+		if (os[i].isolation_id == iso) {
+			if (yielded != NULL)
+				*yielded = os[i].dram_yielded;
+			return os[i].dram_tokens;
+		}
+	return 0;
+}
+
+/*
+ * A quiet organization's prompt (24 tokens) between 30 of a noisy one's
+ * (20 tokens each, all different) in a DRAM of 100 tokens: without shares
+ * the noisy one's flush it (the quiet one's next request hits nothing);
+ * with a share of 0.3 (30 tokens) it stays and hits 20. The noisy one,
+ * without a share of its own, fills what the quiet one does not use (work
+ * conserving) and, capped at 0.5, never holds more than 50 tokens.
+ */
+static uint32_t
+noisy_run(double quiet_share, double noisy_cap, uint64_t *quiet_held, uint64_t *noisy_peak,
+	  uint64_t *noisy_end)
+{
+	uint32_t a[24], t[20], i, k, hit;
+	struct replay_params p = params_full(4, 100, 1);
+	struct replay *r = replay_create(&p);
+	struct prefixcache *pc = replay_pc(r);
+	uint64_t quiet = proto_ref_isolation_id("quiet", 5), noisy = proto_ref_isolation_id("noisy", 5);
+	struct prefixcache_request q;
+
+	cr_assert_eq(prefixcache_org_dram_share(pc, quiet, quiet_share, 0), 0);
+	cr_assert_eq(prefixcache_org_dram_share(pc, noisy, 0, noisy_cap), 0);
+	for (i = 0; i < 24; i++)
+		a[i] = 1000 + i;
+	q = req_of(quiet, a, 24, 24);
+	cr_assert_eq(salted_request(r, &q, 1 * SEC), 0);
+	*noisy_peak = 0;
+	for (k = 0; k < 30; k++) {
+		uint64_t held;
+
+		for (i = 0; i < 20; i++)
+			t[i] = 100000 * (k + 1) + i;
+		q = req_of(noisy, t, 20, 20);
+		salted_request(r, &q, (2 + k) * SEC);
+		held = org_dram(pc, noisy, NULL);
+		if (held > *noisy_peak)
+			*noisy_peak = held;
+	}
+	*quiet_held = org_dram(pc, quiet, NULL);
+	*noisy_end = org_dram(pc, noisy, NULL);
+	q = req_of(quiet, a, 24, 24);
+	hit = salted_request(r, &q, 40 * SEC);
+	replay_free(r);
+	return hit;
+}
+
+Test(tenants, a_dram_share_keeps_a_quiet_organization_s_columns_from_a_noisy_one)
+{
+	uint64_t held, peak, end;
+
+	cr_assert_eq(noisy_run(0, 0, &held, &peak, &end), 0, "without shares, the quiet one is flushed");
+	cr_assert_eq(held, 0);
+	cr_assert_eq(noisy_run(0.3, 0, &held, &peak, &end), 20, "with a share of 0.3 it hits its 20");
+	cr_assert_eq(held, 24, "its 24 tokens, within its 30, all kept");
+	cr_assert_geq(end, 70, "the noisy one fills the rest (work conserving): %" PRIu64, end);
+	cr_assert_eq(noisy_run(0.3, 0.5, &held, &peak, &end), 20);
+	cr_assert_leq(peak, 50, "capped at 0.5 of 100: %" PRIu64, peak);
+	cr_assert_geq(peak, 40, "and it did use its cap: %" PRIu64, peak);
+}
+
+Test(tenants, a_share_above_what_is_held_is_lent_and_taken_back)
+{
+	uint32_t a[24], b[24], t[20], i, k;
+	struct replay_params p = params_full(4, 100, 1);
+	struct replay *r = replay_create(&p);
+	struct prefixcache *pc = replay_pc(r);
+	uint64_t quiet = proto_ref_isolation_id("quiet", 5), noisy = proto_ref_isolation_id("noisy", 5);
+	uint64_t yielded = 0;
+	struct prefixcache_request q;
+
+	cr_assert_eq(prefixcache_org_dram_share(pc, quiet, 0.4, 0), 0);
+	/* The noisy one fills the whole DRAM while the quiet one is away. */
+	for (k = 0; k < 10; k++) {
+		for (i = 0; i < 20; i++)
+			t[i] = 100000 * (k + 1) + i;
+		q = req_of(noisy, t, 20, 20);
+		salted_request(r, &q, (1 + k) * SEC);
+	}
+	cr_assert_geq(org_dram(pc, noisy, NULL), 96, "lent: %" PRIu64, org_dram(pc, noisy, NULL));
+	/* The quiet one comes back: its 48 tokens take the noisy one's room... */
+	for (i = 0; i < 24; i++) {
+		a[i] = 1000 + i;
+		b[i] = 2000 + i;
+	}
+	q = req_of(quiet, a, 24, 24);
+	salted_request(r, &q, 20 * SEC);
+	q = req_of(quiet, b, 24, 24);
+	salted_request(r, &q, 21 * SEC);
+	cr_assert_eq(org_dram(pc, quiet, NULL), 48, "taken back: %" PRIu64, org_dram(pc, quiet, NULL));
+	org_dram(pc, noisy, &yielded);
+	cr_assert_gt(yielded, 0, "from the noisy one's columns");
+	/* ... and above its 40, it lends back what the noisy one needs. */
+	for (k = 10; k < 20; k++) {
+		for (i = 0; i < 20; i++)
+			t[i] = 100000 * (k + 1) + i;
+		q = req_of(noisy, t, 20, 20);
+		salted_request(r, &q, (30 + k) * SEC);
+	}
+	cr_assert_leq(org_dram(pc, quiet, NULL), 40, "down to its share: %" PRIu64, org_dram(pc, quiet, NULL));
+	cr_assert_geq(org_dram(pc, quiet, NULL), 36, "not below it by more than a column");
+	/* Out of range: refused. */
+	cr_assert_eq(prefixcache_org_dram_share(pc, quiet, -0.1, 0), -EINVAL);
+	cr_assert_eq(prefixcache_org_dram_share(pc, quiet, 0.6, 0.5), -EINVAL);
+	cr_assert_eq(prefixcache_org_dram_share(pc, quiet, 0.5, 1.5), -EINVAL);
+	cr_assert_eq(prefixcache_org_dram_share(pc, quiet, 0.0 / 0.0, 0), -EINVAL);
+	replay_free(r);
+}
+
 Test(design, sliding_window_example_w100_c10_s3)
 {
 	struct replay_params p = params_full(10, 100000, 16);

@@ -249,8 +249,59 @@ org_ttl_add(struct opts *o, const char *name, uint64_t last_s, uint64_t first_s,
 	snprintf(o->ottl[o->nottl].name, sizeof(o->ottl[0].name), "%s", name);
 	o->ottl[o->nottl].iso = proto_ref_isolation_id(name, strlen(name));
 	o->ottl[o->nottl].last_s = last_s;
+	o->ottl[o->nottl].share = o->share_default;
+	o->ottl[o->nottl].cap = o->cap_default ? o->cap_default : 1;
 	o->ottl[o->nottl++].first_s = first_s;
 	return 0;
+}
+
+/* The named organizations' DRAM shares, and the default's once, sum to at most 1. */
+static int
+shares_fit(const struct opts *o, const char *opt)
+{
+	double sum = o->share_default;
+	unsigned int j;
+
+	for (j = 0; j < o->nottl; j++)
+		sum += o->ottl[j].share;
+	if (sum > 1 + 1e-9) {
+		fprintf(stderr, "kvss-trace: %s: the DRAM shares sum to %g: above the whole (1)\n", opt, sum);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * --org-share NAME:SHARE[:CAP]: an organization's DRAM share and cap, as
+ * driver.orgs' dram_share and dram_cap (fractions of the capacity), and its
+ * hit ratio reported (as --org-ttl's; its TTLs the global ones unless
+ * --org-ttl named it first).
+ */
+static int
+org_share_arg(struct opts *o, const char *arg)
+{
+	char name[64], tail;
+	double share, cap = 1;
+	const char *c = strchr(arg, ':');
+	unsigned int j;
+	int n = c != NULL ? sscanf(c + 1, "%lf:%lf%c", &share, &cap, &tail) : 0;
+
+	if (c == NULL || (size_t)(c - arg) >= sizeof(name) || (n != 1 && n != 2) ||
+	    !(share >= 0 && share <= cap && cap > 0 && cap <= 1) || strchr(c + 1, 'x') != NULL ||
+	    strchr(c + 1, 'X') != NULL) {
+		fprintf(stderr, "kvss-trace: --org-share: '%s': want NAME:SHARE[:CAP], fractions of "
+				"the capacity with 0 <= SHARE <= CAP <= 1 (CAP 1: none)\n", arg);
+		return -1;
+	}
+	memcpy(name, arg, (size_t)(c - arg));
+	name[c - arg] = '\0';
+	for (j = 0; j < o->nottl && strcmp(o->ottl[j].name, name) != 0; j++)
+		;
+	if (j == o->nottl && org_ttl_add(o, name, 0, 0, "--org-share") != 0)
+		return -1;
+	o->ottl[j].share = share;
+	o->ottl[j].cap = cap;
+	return shares_fit(o, "--org-share");
 }
 
 /* --org-ttl NAME:LAST_S:FIRST_S (0: the global TTL), as driver.orgs gives them. */
@@ -287,11 +338,16 @@ orgs_from(struct opts *o, const char *path)
 	}
 	if (cfg.driver.num_orgs == 0)
 		fprintf(stderr, "kvss-trace: --orgs-from: %s names no organization (driver.orgs)\n", path);
-	for (j = 0; j < cfg.driver.num_orgs; j++)
+	o->share_default = cfg.driver.pc.dram_share_default;
+	o->cap_default = cfg.driver.pc.dram_cap_default;
+	for (j = 0; j < cfg.driver.num_orgs; j++) {
 		if (org_ttl_add(o, cfg.driver.org[j].name, cfg.driver.org[j].ttl_last_ns / 1000000000ull,
 				cfg.driver.org[j].ttl_first_ns / 1000000000ull, "--orgs-from") != 0)
 			return -1;
-	return 0;
+		o->ottl[o->nottl - 1].share = cfg.driver.org[j].dram_share;
+		o->ottl[o->nottl - 1].cap = cfg.driver.org[j].dram_cap;
+	}
+	return shares_fit(o, "--orgs-from");
 }
 
 /*
@@ -321,6 +377,7 @@ options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 		{"l2-latency-us", required_argument, NULL, 'Y'},
 		{"l2-dir", required_argument, NULL, 'D'}, {"plot", required_argument, NULL, 'Q'},
 		{"org-ttl", required_argument, NULL, 'X'}, {"orgs-from", required_argument, NULL, 'W'},
+		{"org-share", required_argument, NULL, 1001},
 		{"multimodal-every", required_argument, NULL, 'I'},
 		{"speculate", required_argument, NULL, 'S'},
 		{"spec-reject-pct", required_argument, NULL, 'J'},
@@ -493,6 +550,10 @@ options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 		}
 		case 'X':
 			if (org_ttl_arg(o, optarg) != 0)
+				return 2;
+			break;
+		case 1001:
+			if (org_share_arg(o, optarg) != 0)
 				return 2;
 			break;
 		case 'W':
@@ -774,9 +835,10 @@ print_json_extras(const struct opts *o, const struct result *res)
 		printf(", \"orgs\": [");
 		for (j = 0; j < o->nottl; j++)
 			printf("%s{\"org\": \"%s\", \"ttl_last_s\": %" PRIu64 ", \"ttl_first_s\": %" PRIu64
+			       ", \"dram_share\": %g, \"dram_cap\": %g"
 			       ", \"input_tokens\": %" PRIu64 ", \"hit_tokens\": %" PRIu64
 			       ", \"hit_ratio\": %.4f}", j ? ", " : "", o->ottl[j].name, o->ottl[j].last_s,
-			       o->ottl[j].first_s, res->org_input[j], res->org_hit[j],
+			       o->ottl[j].first_s, o->ottl[j].share, o->ottl[j].cap, res->org_input[j], res->org_hit[j],
 			       res->org_input[j] ? (double)res->org_hit[j] / (double)res->org_input[j] : 0.0);
 		printf("]");
 	}
@@ -851,8 +913,9 @@ print_text_extras(const struct opts *o, const struct result *res)
 		       res->spec_proposed, res->spec_overwrites);
 	for (unsigned int j = 0; j < o->nottl; j++)
 		printf("%-12s org %s (ttl_last_s %" PRIu64 ", ttl_first_s %" PRIu64 "; 0: the "
-		       "global): %" PRIu64 " of %" PRIu64 " prompt tokens hit, hit ratio %.4f\n", "",
-		       o->ottl[j].name, o->ottl[j].last_s, o->ottl[j].first_s, res->org_hit[j],
+		       "global; DRAM share %g, cap %g): %" PRIu64 " of %" PRIu64 " prompt tokens hit, "
+		       "hit ratio %.4f\n", "", o->ottl[j].name, o->ottl[j].last_s, o->ottl[j].first_s,
+		       o->ottl[j].share, o->ottl[j].cap, res->org_hit[j],
 		       res->org_input[j],
 		       res->org_input[j] ? (double)res->org_hit[j] / (double)res->org_input[j] : 0.0);
 }

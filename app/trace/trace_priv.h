@@ -50,8 +50,11 @@ struct opts {
 	struct org_ttl {
 		char name[64];
 		uint64_t iso, last_s, first_s;
+		double share, cap; /* --org-share: its DRAM share and cap (0, 1: none) */
 	} ottl[64];
 	unsigned int nottl;
+	/* driver.org_default's DRAM share and cap (--orgs-from): the others'. */
+	double share_default, cap_default;
 	uint32_t mm_every; /* --multimodal-every N: the built-in workload's images */
 	uint32_t documents; /* --documents N: the built-in workload's library */
 	/* --speculate K, --spec-reject-pct P, --spec-seed S: speculative decoding. */

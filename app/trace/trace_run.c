@@ -205,6 +205,8 @@ tiers_params(const struct opts *o, const struct workload *t, uint64_t cap, uint6
 	p->pc.probation_pct = (uint8_t)o->probation_pct;
 	p->pc.followup_pct = (uint8_t)o->followup_pct;
 	p->pc.no_minus_one = o->no_minus_one;
+	p->pc.dram_share_default = o->share_default;
+	p->pc.dram_cap_default = o->cap_default;
 	p->pc.ttl_last_ns = o->ttl_last_s * 1000000000ull;
 	p->pc.ttl_first_ns = o->ttl_first_s * 1000000000ull;
 	p->pc.model[0].num_caches = 1;
@@ -243,9 +245,12 @@ tiers_create(const struct opts *o, const struct replay_params *p, uint64_t cap,
 			fprintf(stderr, "kvss-trace: cannot set up capacity %" PRIu64 " (memory?)\n", cap);
 			return -1;
 		}
-		for (j = 0; j < o->nottl; j++)
+		for (j = 0; j < o->nottl; j++) {
 			prefixcache_org_ttl(replay_pc(r[k]), o->ottl[j].iso, o->ottl[j].last_s * 1000000000ull,
 					    o->ottl[j].first_s * 1000000000ull);
+			prefixcache_org_dram_share(replay_pc(r[k]), o->ottl[j].iso, o->ottl[j].share,
+						   o->ottl[j].cap);
+		}
 	}
 	return 0;
 }

@@ -76,6 +76,9 @@ struct kvss_model_ref {
 struct kvss_org_ttl {
 	char name[64];
 	uint64_t ttl_last_ns, ttl_first_ns;
+	/* Its DRAM share and cap, fractions of each cache group's capacity
+	 * (driver.org_default's when not given; prefixcache_org_dram_share). */
+	double dram_share, dram_cap;
 };
 
 /* Where the refill-time estimates come from. */

@@ -159,6 +159,7 @@ pc_prompt_truncate(struct prefixcache *pc, uint32_t pi, uint32_t x, bool send)
 		if (send)
 			emit_delete(pc, pi, keep, p->end);
 		g->stored -= p->end - keep;
+		pc->org[p->org].stored[p->gid] -= p->end - keep;
 		pc->stored_total -= p->end - keep;
 		pc->st.deleted_tokens += p->end - keep;
 		p->end = keep;
@@ -269,36 +270,69 @@ pc_delete_subtree(struct prefixcache *pc, uint32_t root, bool send)
 }
 
 /*
- * Free at least one column of group @gid to make room: the policy's leaf,
- * skipping pinned ones, ones in the batch being built, and (unless nothing
- * else is left) live sequences' columns; with @first_list_only, only from the
- * list freed first (admit: new columns). Returns false when nothing can go.
+ * Whether leaf @p e may go, in round @p round, to make room for
+ * organization @p for_org (NIL: for the shard's capacity, anyone's) when
+ * DRAM shares are on: one over its cap makes room from its own columns
+ * only; else first (round 0) from those of organizations above their share
+ * (itself too, when it is), then (round 1) from its own. An organization
+ * at or below its share is not deleted from for another's sake.
+ */
+static inline bool
+share_allows(const struct prefixcache *pc, const struct pc_group *g, uint8_t gid,
+	     const struct pc_entry *e, uint32_t for_org, bool over_cap, int round)
+{
+	if (for_org == NIL)
+		return true;
+	if (over_cap || round == 1)
+		return e->org == for_org;
+	return pc_org_over_share(pc, e->org, g, gid);
+}
+
+/*
+ * Free at least one column of group @gid to make room for @p for_org's
+ * token (NIL: to fit the capacity): the policy's leaf, skipping pinned
+ * ones, ones in the batch being built, and (unless nothing else is left)
+ * live sequences' columns; with @first_list_only, only from the list freed
+ * first (admit: new columns). With DRAM shares, only a leaf share_allows().
+ * Returns false when nothing can go.
  */
 bool
-pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only)
+pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only, uint32_t for_org)
 {
 	struct pc_group *g = group_of(pc, gid);
 	const struct pc_model *m = &pc->m[gid / MAX_GROUPS];
-	int pass, b;
+	/* With shares, the leaves of organizations kept are passed over: look further. */
+	uint32_t visits = pc->shares_on && for_org != NIL ? 4096 : 256;
+	bool over_cap = pc->shares_on && for_org != NIL &&
+			pc->org[for_org].stored[gid] + 1 > pc_org_cap_tokens(pc, for_org, g);
+	int rounds = pc->shares_on && for_org != NIL && !over_cap ? 2 : 1, round, pass, b;
 
 	if (pc->pol->before_free != NULL)
 		pc->pol->before_free(pc, g);
-	for (pass = 0; pass < 2; pass++) {
-		for (b = 0; b < (first_list_only ? 1 : NBUCKETS); b++) {
-			uint32_t i, seen = 0;
+	for (round = 0; round < rounds; round++) {
+		for (pass = 0; pass < 2; pass++) {
+			for (b = 0; b < (first_list_only ? 1 : NBUCKETS); b++) {
+				uint32_t i, seen = 0;
 
-			/* Visits at most 256 leaves per bucket and pass. */
-			for (i = g->lru[b].tail; i != NIL && seen < 256; i = pc->e[i].lru.prev, seen++) {
-				struct pc_entry *e = &pc->e[i];
+				/* At most 256 leaves per bucket and pass (4,096 with shares). */
+				for (i = g->lru[b].tail; i != NIL && seen < visits;
+				     i = pc->e[i].lru.prev, seen++) {
+					struct pc_entry *e = &pc->e[i];
 
-				if (e->pins > 0 || e->evict_count >= current_batch(m))
-					continue;
-				if (pass == 0 && pc->pr[e->prompt].seq != NULL)
-					continue;
-				pc_l2_demote(pc, i); /* down to L2 first, if it admits it */
-				pc_delete_subtree(pc, i, true);
-				pc->st.policy_deletes++;
-				return true;
+					if (e->pins > 0 || e->evict_count >= current_batch(m))
+						continue;
+					if (pass == 0 && pc->pr[e->prompt].seq != NULL)
+						continue;
+					if (pc->shares_on &&
+					    !share_allows(pc, g, gid, e, for_org, over_cap, round))
+						continue;
+					if (pc->shares_on && for_org != NIL && e->org != for_org)
+						pc->org[e->org].st.dram_yielded++;
+					pc_l2_demote(pc, i); /* down to L2 first, if it admits it */
+					pc_delete_subtree(pc, i, true);
+					pc->st.policy_deletes++;
+					return true;
+				}
 			}
 		}
 	}

@@ -84,6 +84,8 @@ pc_org_get(struct prefixcache *pc, uint64_t iso)
 	memset(&pc->org[i], 0, sizeof(pc->org[i]));
 	pc->org[i].isolation_id = iso;
 	pc->org[i].st.isolation_id = iso;
+	pc->org[i].share = pc->p.dram_share_default;
+	pc->org[i].cap = pc->p.dram_cap_default;
 	pc->org[i].hnext = pc->orgbucket[b];
 	pc->orgbucket[b] = i;
 	/* Rehash when the chains grow long on average. */
@@ -118,6 +120,24 @@ prefixcache_org_ttl(struct prefixcache *pc, uint64_t isolation_id, uint64_t ttl_
 		return -ENOMEM;
 	pc->org[o].ttl_last = ttl_last_ns;
 	pc->org[o].ttl_first = ttl_first_ns;
+	return 0;
+}
+
+int
+prefixcache_org_dram_share(struct prefixcache *pc, uint64_t isolation_id, double share, double cap)
+{
+	uint32_t o;
+
+	if (cap == 0)
+		cap = 1;
+	if (!(share >= 0 && share <= cap && cap <= 1))
+		return -EINVAL;
+	if ((o = pc_org_get(pc, isolation_id)) == NIL)
+		return -ENOMEM;
+	pc->org[o].share = share;
+	pc->org[o].cap = cap;
+	if (share > 0 || cap < 1)
+		pc->shares_on = true;
 	return 0;
 }
 
@@ -288,7 +308,7 @@ pc_prompt_new(struct prefixcache *pc, uint8_t gid, uint64_t id, uint32_t offset,
 	i = pc->prfree;
 	pc->prfree = pc->pr[i].hnext;
 	pc->pr[i] = (struct pc_prompt){.id = id, .offset = offset, .end = offset, .hi = offset, .first = NIL,
-				       .last = NIL, .seq = s, .tmp = NIL, .gid = gid};
+				       .last = NIL, .seq = s, .tmp = NIL, .org = s->org, .gid = gid};
 	b = prompt_bucket(pc, gid, id);
 	pc->pr[i].hnext = pc->prbucket[b];
 	pc->prbucket[b] = i;

@@ -75,6 +75,7 @@ struct pc_prompt {
 	struct prefixcache_seq *seq; /* live: evicting into it */
 	uint32_t hnext;		     /* id hash chain; free list */
 	uint32_t tmp;		     /* truncation point during a deletion, or NIL */
+	uint32_t org;		     /* its organization (its tokens count in its DRAM share) */
 	uint8_t gid;
 };
 
@@ -122,11 +123,17 @@ struct pc_model {
 	uint32_t refused_run;
 };
 
+#define MAX_GIDS (PREFIXCACHE_MAX_MODELS * MAX_GROUPS)
+
 struct pc_org {
 	uint64_t isolation_id;
 	uint64_t ttl_last, ttl_first;
 	struct prefixcache_org_stats st;
 	uint32_t hnext;
+	/* DRAM shares (prefixcache_org_dram_share): fractions of a group's
+	 * capacity; cap 1 is none. Tokens it holds in each group. */
+	double share, cap;
+	uint64_t stored[MAX_GIDS];
 };
 
 struct seq_group {
@@ -194,6 +201,7 @@ struct prefixcache {
 	uint32_t norg, orgcap;
 	uint32_t *orgbucket;
 	uint32_t orgmask;
+	bool shares_on; /* some organization has a DRAM share or a cap: room is made by them */
 	/* Refills in flight. */
 	struct pc_refill *rf;
 	uint32_t nrf, rfcap;
@@ -436,7 +444,21 @@ struct pc_run {
 uint32_t pc_up_select(const struct proto_evict_entry *batch, uint32_t g, uint16_t num_caches,
 		      const struct prefixcache_l2col *up, uint32_t nup, struct pc_run *runs,
 		      struct prefixcache_l2col *out);
-bool pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only);
+bool pc_free_one(struct prefixcache *pc, uint8_t gid, bool first_list_only, uint32_t for_org);
+
+/* The tokens organization @p o may hold in group @p g at most (its DRAM cap). */
+static inline uint64_t
+pc_org_cap_tokens(const struct prefixcache *pc, uint32_t o, const struct pc_group *g)
+{
+	return pc->org[o].cap >= 1 ? g->capacity : (uint64_t)(pc->org[o].cap * (double)g->capacity);
+}
+
+/* Whether organization @p o holds more than its DRAM share of group @p g (@p gid). */
+static inline bool
+pc_org_over_share(const struct prefixcache *pc, uint32_t o, const struct pc_group *g, uint8_t gid)
+{
+	return pc->org[o].stored[gid] > (uint64_t)(pc->org[o].share * (double)g->capacity);
+}
 
 /*
  * Tokens a batch takes: max_batch_tokens, or for a batch coming up from L2

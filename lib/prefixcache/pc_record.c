@@ -236,8 +236,10 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 		if (sg->caching) {
 			bool growth = sg->prompt == NIL || pos >= pc->pr[sg->prompt].end;
 
-			while (growth && sg->caching && g->stored + 1 > g->capacity)
-				if (!pc_free_one(pc, gid, is_new)) {
+			while (growth && sg->caching &&
+			       (g->stored + 1 > g->capacity ||
+				(pc->shares_on && pc->org[s->org].stored[gid] + 1 > pc_org_cap_tokens(pc, s->org, g))))
+				if (!pc_free_one(pc, gid, is_new, s->org)) {
 					if (is_new)
 						pc->st.bypassed++;
 					pc_stop_caching(pc, s, gi);
@@ -258,6 +260,7 @@ evict_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t pos, uin
 			if (p->end > p->hi)
 				p->hi = p->end;
 			g->stored++;
+			pc->org[p->org].stored[gid]++;
 			pc->stored_total++;
 			if (pc->stored_total > pc->st.peak_stored_tokens)
 				pc->st.peak_stored_tokens = pc->stored_total;
@@ -432,6 +435,14 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 		k = ne - pos; /* up to the end of the column in progress */
 	if (g->stored + k > g->capacity)
 		k = g->capacity > g->stored ? (uint32_t)(g->capacity - g->stored) : 0;
+	if (pc->shares_on) {
+		/* Within its cap too; past it, the token by token path makes room. */
+		uint64_t cap = pc_org_cap_tokens(pc, s->org, g);
+		uint64_t held = pc->org[s->org].stored[s->model * MAX_GROUPS];
+
+		if (held + k > cap)
+			k = cap > held ? (uint32_t)(cap - held) : 0;
+	}
 	if (k > (uint32_t)(pc_batch_limit(m) - m->batch_g))
 		k = pc_batch_limit(m) - m->batch_g;
 	if (k == 0 || pc_seq_reserve_tokens(s, pos + k) != 0)
@@ -493,6 +504,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 		p->hi = p->end;
 	p->last_batch = batch;
 	g->stored += k;
+	pc->org[p->org].stored[p->gid] += k;
 	pc->stored_total += k;
 	if (pc->stored_total > pc->st.peak_stored_tokens)
 		pc->st.peak_stored_tokens = pc->stored_total;

@@ -143,6 +143,12 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 	if (pc->p.probation_pct > 90 || pc->p.followup_pct > 100 ||
 	    (unsigned int)pc->p.policy > PREFIXCACHE_FOLLOWUP)
 		goto einval;
+	if (pc->p.dram_cap_default == 0)
+		pc->p.dram_cap_default = 1;
+	if (!(pc->p.dram_share_default >= 0 && pc->p.dram_share_default <= pc->p.dram_cap_default &&
+	      pc->p.dram_cap_default <= 1))
+		goto einval;
+	pc->shares_on = pc->p.dram_share_default > 0 || pc->p.dram_cap_default < 1;
 	if (sink != NULL)
 		pc->sink = *sink;
 	for (mi = 0; mi < p->num_models; mi++) {
@@ -297,7 +303,7 @@ prefixcache_status(struct prefixcache *pc, uint16_t mi, uint16_t cache_id, uint6
 	if (capacity < g->capacity) {
 		g->capacity = capacity;
 		/* Live sequences' columns may go too: the shard cannot hold more. */
-		while (g->stored > g->capacity && pc_free_one(pc, (uint8_t)gid, false))
+		while (g->stored > g->capacity && pc_free_one(pc, (uint8_t)gid, false, NIL))
 			;
 	}
 	return g->capacity;
@@ -384,8 +390,22 @@ prefixcache_orgs(const struct prefixcache *pc, struct prefixcache_org_stats *out
 {
 	size_t i;
 
-	for (i = 0; i < pc->norg && i < max; i++)
-		out[i] = pc->org[i].st;
+	for (i = 0; i < pc->norg && i < max; i++) {
+		const struct pc_org *o = &pc->org[i];
+		uint16_t mi;
+		unsigned int gi;
+
+		out[i] = o->st;
+		out[i].dram_tokens = out[i].dram_share_tokens = out[i].dram_cap_tokens = 0;
+		for (mi = 0; mi < pc->p.num_models; mi++)
+			for (gi = 0; gi < pc->m[mi].ngroups; gi++) {
+				uint64_t c = pc->m[mi].g[gi].capacity;
+
+				out[i].dram_tokens += o->stored[mi * MAX_GROUPS + gi];
+				out[i].dram_share_tokens += (uint64_t)(o->share * (double)c);
+				out[i].dram_cap_tokens += (uint64_t)(o->cap * (double)c);
+			}
+	}
 	return pc->norg;
 }
 

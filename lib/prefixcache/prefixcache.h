@@ -199,6 +199,12 @@ struct prefixcache_params {
 	struct prefixcache_model model[PREFIXCACHE_MAX_MODELS];
 	uint32_t column; /**< C, tokens per column; 0: 64 */
 	enum prefixcache_policy policy;
+	/**
+	 * DRAM shares of an organization prefixcache_org_dram_share() did not
+	 * name, as fractions of each cache group's capacity: @p dram_share
+	 * guaranteed (0: none), @p dram_cap at most (0: no cap, the whole).
+	 */
+	double dram_share_default, dram_cap_default;
 	/** Global expiry from last and first use, ns; 0: none. */
 	uint64_t ttl_last_ns;
 	uint64_t ttl_first_ns;
@@ -604,7 +610,26 @@ struct prefixcache_org_stats {
 	uint64_t cached_tokens;
 	uint64_t hit_tokens;
 	uint64_t requests;
+	/** DRAM tokens it holds now (every model and cache group), and the
+	 * tokens its share guarantees and its cap allows, summed the same way. */
+	uint64_t dram_tokens, dram_share_tokens, dram_cap_tokens;
+	/** Columns of it deleted to make room for another organization's. */
+	uint64_t dram_yielded;
 };
+
+/**
+ * An organization's share of DRAM, as fractions of each cache group's
+ * capacity: @p share guaranteed, @p cap at most (0: no cap). Shares are
+ * work-conserving: what an organization does not use, others may fill up
+ * to their caps, and it is taken back by deletion when its owner needs it.
+ * Room is made (whatever the policy) from organizations above their share
+ * first, in the policy's order; an organization at or below its share is
+ * never deleted from for another's sake, only for its own; one at its cap
+ * makes room from its own columns. @return 0, -EINVAL (not 0 <= share <=
+ * cap <= 1 with cap 0 as 1), -ENOMEM.
+ */
+int prefixcache_org_dram_share(struct prefixcache *pc, uint64_t isolation_id, double share,
+			       double cap);
 
 /** Organizations known so far; fills up to @p max, returns how many exist. */
 size_t prefixcache_orgs(const struct prefixcache *pc, struct prefixcache_org_stats *out,

@@ -421,6 +421,9 @@ kvss_driver_init(struct drv *d)
 
 		prefixcache_org_ttl(d->pc, proto_ref_isolation_id(o->name, strlen(o->name)),
 				    o->ttl_last_ns, o->ttl_first_ns);
+		/* In range: the configuration's loader checked it. */
+		prefixcache_org_dram_share(d->pc, proto_ref_isolation_id(o->name, strlen(o->name)),
+					   o->dram_share, o->dram_cap);
 	}
 	for (m = 0; m < pp.num_models; m++)
 		d->nsh = (uint16_t)(d->nsh + cfg->driver.models[m].num_shards);

@@ -244,6 +244,10 @@ tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *td)
 		rte_tel_data_add_dict_u64(o, "cached_tokens", sn->org[i].cached_tokens);
 		rte_tel_data_add_dict_u64(o, "hit_tokens", sn->org[i].hit_tokens);
 		rte_tel_data_add_dict_u64(o, "requests", sn->org[i].requests);
+		rte_tel_data_add_dict_u64(o, "dram_tokens", sn->org[i].dram_tokens);
+		rte_tel_data_add_dict_u64(o, "dram_share_tokens", sn->org[i].dram_share_tokens);
+		rte_tel_data_add_dict_u64(o, "dram_cap_tokens", sn->org[i].dram_cap_tokens);
+		rte_tel_data_add_dict_u64(o, "dram_yielded", sn->org[i].dram_yielded);
 		rte_tel_data_add_dict_container(td, org_name(sn->org[i].isolation_id, buf, sizeof(buf)),
 						o, 0);
 	}
