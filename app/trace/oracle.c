@@ -62,6 +62,10 @@ oracle_blocks_new(const struct workload *t, size_t limit)
 		for (j = 0; j < t->r[i].nids; j++) {
 			uint64_t id = t->r[i].ids[j];
 
+			/* Another cache salt's block is another block (0: none). */
+			if (t->r[i].salt != 0)
+				id = (id ^ t->r[i].salt) * 0xD6E8FEB86659FD93ULL;
+
 			for (k = (id * 0x9E3779B97F4A7C15ULL) >> 20 & mask; val[k] != NONE && key[k] != id;
 			     k = (k + 1) & mask)
 				;

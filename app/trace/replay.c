@@ -469,7 +469,7 @@ replay_begin(struct replay *r, uint16_t model, const struct prefixcache_request 
 		return NULL;
 	}
 	s->model = model;
-	s->iso = req->isolation_id;
+	s->iso = proto_ref_chain_root(req->isolation_id, req->salt); /* h(-1): the chain's root */
 	s->prompt_len = req->num_tokens;
 	for (i = 0; i < req->num_tokens; i++)
 		seq_append(s, req->tokens[i]);

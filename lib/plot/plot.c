@@ -217,12 +217,18 @@ plot_open_output(const char *path, char *err, size_t errlen)
 
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create it: %s",
-			 errno == ENXIO ? "a FIFO (with no reader), not a file" : strerror(errno));
+			 errno == ENXIO ? "a FIFO with no reader, or a socket: not a file"
+					: strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+	if (fstat(fd, &st) != 0) {
+		snprintf(err, errlen, "cannot write it: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
 		snprintf(err, errlen, "cannot write it: %s",
-			 S_ISFIFO(st.st_mode) ? "a FIFO, not a file" : "not a file");
+			 S_ISFIFO(st.st_mode) ? "a FIFO, not a file" : "a socket, not a file");
 		close(fd);
 		return -1;
 	}

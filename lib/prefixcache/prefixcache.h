@@ -22,7 +22,9 @@
  * (the minimum over the model's shards, per cache), never sends an illegal
  * operation (growth only on the right, deletes only of suffixes), never lets
  * one organization reach another's entries (keys carry the organization,
- * and hashes are seeded with its isolation_id), never returns an entry past
+ * and hashes are seeded with its isolation_id, or with its salted root for
+ * a request with a cache salt: another salt's entries are not reached
+ * either), never returns an entry past
  * its expiry, and never deletes a column an in-flight refill needs.
  */
 

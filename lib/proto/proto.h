@@ -931,17 +931,19 @@ struct rte_mbuf *proto_mbuf_frame(struct rte_mempool *mp, const struct proto_add
 uint64_t proto_ref_isolation_id(const void *name, size_t len);
 
 /**
- * A cache salt's id (section 3): xxh3 of its @p len bytes (seed 0), 1
+ * A cache salt's id (section 6): xxh3 of its @p len bytes (seed 0), 1
  * where that is 0 (0 is "no salt").
  */
 uint64_t proto_ref_salt(const void *salt, size_t len);
 
 /**
- * Where a prompt's chain of column keys starts (section 3): @p isolation_id
+ * Where a prompt's chain of column keys starts (section 6): @p isolation_id
  * without a salt (@p salt 0); with one, xxh3 of 13 bytes, "salt", a zero
  * byte and the salt's id (u64 little-endian), seeded with @p isolation_id.
- * A column hashes a multiple of 4 bytes, never 13, so no salt can be
- * chosen to make its root the key of some prompt's column.
+ * The 13 bytes are never a column's input (a multiple of 4 bytes): the
+ * two domains do not share inputs. (XXH3 is no cryptographic hash: what
+ * keeps another user out of a salted prompt's columns is that its keys
+ * depend on a salt that user does not know.)
  */
 uint64_t proto_ref_chain_root(uint64_t isolation_id, uint64_t salt);
 

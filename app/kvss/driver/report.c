@@ -501,18 +501,19 @@ plot_refills(struct drv *d)
 /*
  * --ttft-out: each request's time to first token and hit tokens, by its
  * index in the workload, as CSV (request,ttft_us,hit_tokens,org,salted; a
- * request with no first token has an empty ttft_us): what a timing audit
- * of the cache reads. Said on stdout, or why not on stderr.
+ * request with no first token has an empty ttft_us, one never begun (a run
+ * stopped early) an empty hit_tokens too): what a timing audit of the
+ * cache reads. Said on stdout, or why not on stderr.
  */
 static int
 ttft_out(struct drv *d)
 {
 	const uint32_t *hits;
-	const uint64_t *t = emu_ttft_by_request(d->emu, &hits);
+	size_t i, n, timed = 0;
+	const uint64_t *t = emu_ttft_by_request(d->emu, &hits, &n);
 	char err[512], name[256];
-	size_t i, n = d->nreq;
 	FILE *f;
-	int fd = plot_open_output(kvss.ttft_out, err, sizeof(err)), bad;
+	int fd = plot_open_output(kvss.ttft_out, err, sizeof(err)), bad, e = 0;
 
 	if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
 		fprintf(stderr, "kvss: --ttft-out %s: %s\n", plot_shown(kvss.ttft_out, name, sizeof(name)),
@@ -525,20 +526,32 @@ ttft_out(struct drv *d)
 	for (i = 0; i < n && !bad; i++) {
 		const struct wl_req *q = &d->wl.r[i];
 
-		if (t[i] == UINT64_MAX)
+		if (hits[i] == UINT32_MAX)
+			bad = fprintf(f, "%zu,,,%016" PRIx64 ",%d\n", i, q->iso, q->salt != 0) < 0;
+		else if (t[i] == UINT64_MAX)
 			bad = fprintf(f, "%zu,,%u,%016" PRIx64 ",%d\n", i, hits[i], q->iso, q->salt != 0) < 0;
 		else
 			bad = fprintf(f, "%zu,%" PRIu64 ",%u,%016" PRIx64 ",%d\n", i, t[i], hits[i], q->iso,
 				      q->salt != 0) < 0;
+		timed += t[i] != UINT64_MAX;
+		if (bad)
+			e = errno;
 	}
-	bad |= fflush(f) != 0 || ferror(f);
-	if (fclose(f) != 0 || bad) {
+	if (!bad && (fflush(f) != 0 || ferror(f))) {
+		bad = 1;
+		e = errno;
+	}
+	if (fclose(f) != 0 && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad) {
 		fprintf(stderr, "kvss: --ttft-out %s: writing it: %s\n",
-			plot_shown(kvss.ttft_out, name, sizeof(name)), strerror(errno));
+			plot_shown(kvss.ttft_out, name, sizeof(name)), e ? strerror(e) : "failed");
 		return -1;
 	}
-	printf("kvss: summary: times to first token of %zu requests written to %s\n", n,
-	       plot_shown(kvss.ttft_out, name, sizeof(name)));
+	printf("kvss: summary: times to first token written to %s: %zu of %zu requests timed\n",
+	       plot_shown(kvss.ttft_out, name, sizeof(name)), timed, n);
 	return 0;
 }
 

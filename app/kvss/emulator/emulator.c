@@ -106,10 +106,11 @@ emu_create(const struct emu_params *p)
 	}
 	e->ttft = malloc(sizeof(*e->ttft) * (e->p.nreq ? e->p.nreq : 1));
 	e->ttft_req = malloc(sizeof(*e->ttft_req) * (e->p.nreq ? e->p.nreq : 1));
-	e->hit_req = calloc(e->p.nreq ? e->p.nreq : 1, sizeof(*e->hit_req));
+	e->hit_req = malloc(sizeof(*e->hit_req) * (e->p.nreq ? e->p.nreq : 1));
 	if (e->ttft == NULL || e->ttft_req == NULL || e->hit_req == NULL)
 		goto fail;
 	memset(e->ttft_req, 0xff, sizeof(*e->ttft_req) * (e->p.nreq ? e->p.nreq : 1));
+	memset(e->hit_req, 0xff, sizeof(*e->hit_req) * (e->p.nreq ? e->p.nreq : 1));
 	if (p->arrival_ns != NULL) {
 		size_t i;
 
@@ -197,9 +198,10 @@ emu_ttft_us(const struct emu *e, size_t *n)
 }
 
 const uint64_t *
-emu_ttft_by_request(const struct emu *e, const uint32_t **hit_tokens)
+emu_ttft_by_request(const struct emu *e, const uint32_t **hit_tokens, size_t *n)
 {
 	*hit_tokens = e->hit_req;
+	*n = e->p.nreq;
 	return e->ttft_req;
 }
 
@@ -723,7 +725,8 @@ seq_rehash(struct emu_seq *s, uint32_t a, uint32_t b)
 	uint32_t k;
 
 	for (k = a; k < b; k++)
-		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : s->q->iso, s->tok[k]);
+		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : proto_ref_chain_root(s->q->iso, s->q->salt),
+					      s->tok[k]);
 }
 
 /*

@@ -244,9 +244,10 @@ const uint64_t *emu_ttft_us(const struct emu *e, size_t *n);
 /**
  * Each request's time to first token in us, by its index in the workload
  * (UINT64_MAX: it had none), and into *@p hit_tokens model 0's hit tokens
- * of each (what its lookup found to refill; 0 when computed). nreq of each.
+ * of each (what its lookup found to refill; 0 when computed; UINT32_MAX:
+ * never begun); into *@p n how many requests there are of each.
  */
-const uint64_t *emu_ttft_by_request(const struct emu *e, const uint32_t **hit_tokens);
+const uint64_t *emu_ttft_by_request(const struct emu *e, const uint32_t **hit_tokens, size_t *n);
 
 /**
  * Has request @p req arrived at @p now (always, in a closed loop)? What
