@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The whole system end to end, on the built-in workload (no outside data):
 #  1. role "all": driver, wafer emulator and one shard in one process over a
-#     net_ring pair (with cache salts too);
+#     net_ring pair (with cache salts, and a noisy neighbour with and
+#     without DRAM shares, too);
 #  2. the demo's shape: a driver process and two shard processes with
 #     different bytes per token over net_memif (scripts/demo.sh);
 #  3. the same while running: /swdriver/stats, /swdriver/orgs, /swdriver/shards, /swdriver/shared and a shard's
@@ -436,6 +437,78 @@ PY
 		test "$(field "$tmp/salted.json" hit_tokens)" = 51840
 	check "salts: without them each organization misses once: 55,680" \
 		test "$(field "$tmp/unsalted.json" hit_tokens)" = 55680
+fi
+
+# 1n. A noisy neighbour in the whole system (the scenario test-trace.sh
+#     models): one organization sends 90% of the requests, each a new
+#     4,000-token prompt, four quiet ones re-read two documents each; 100,000
+#     tokens of DRAM, one request at a time. Each quiet one alone in 10,000
+#     tokens (its share), beside the noisy one without shares, and with
+#     driver.orgs' dram_share = 0.1 each: with shares each hits within 2
+#     points of alone; without, 20 points less. Hit tokens per request from
+#     --ttft-out; every refilled byte checked.
+if want 1n; then
+	python3 - "$tmp" <<'PY'
+import json, random, sys
+rng = random.Random(11)
+docs = {q: [[rng.randrange(1, 1 << 31) for _ in range(4000)] for _ in range(2)] for q in range(4)}
+alone = [open("%s/nn_q%d.jsonl" % (sys.argv[1], q), "w") for q in range(4)]
+with open(sys.argv[1] + "/nn.jsonl", "w") as m:
+    for i in range(2000):
+        if rng.random() < 0.1:
+            q = rng.randrange(4)
+            toks = docs[q][rng.randrange(2)] + [rng.randrange(1, 1 << 31) for _ in range(50)]
+            line = json.dumps({"org": "quiet%d" % q, "timestamp": i * 100, "tokens": toks, "output_length": 8})
+            alone[q].write(line + "\n")
+        else:
+            line = json.dumps({"org": "noisy", "timestamp": i * 100,
+                               "tokens": [rng.randrange(1, 1 << 31) for _ in range(4000)], "output_length": 8})
+        m.write(line + "\n")
+PY
+	sed 's/^  max_inflight = 8;/  max_inflight = 1;/' config/all-in-one.cfg >"$tmp/nn_none.cfg"
+	sed -e 's/capacity_tokens = 100000;/capacity_tokens = 10000;/' \
+		-e 's/capacity_tokens = \[100000\];/capacity_tokens = [10000];/' "$tmp/nn_none.cfg" >"$tmp/nn_alone.cfg"
+	python3 - "$tmp/nn_none.cfg" "$tmp/nn_shares.cfg" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+i = s.index("driver = {")
+j = s.index("\n};\n", i) + 1  # the driver group's end
+orgs = ", ".join('{ name = "quiet%d"; dram_share = 0.1; }' % q for q in range(4))
+open(sys.argv[2], "w").write(s[:j] + "  orgs = ( " + orgs + " );\n" + s[j:])
+PY
+	check "noisy neighbour: the configs (one at a time; 10,000 tokens alone; the shares)" \
+		sh -c "grep -q '^  max_inflight = 1;' '$tmp/nn_none.cfg' && [ \$(grep -c 'capacity_tokens = \[*10000\]*;' '$tmp/nn_alone.cfg') = 2 ] &&
+			[ \$(grep -o 'dram_share = 0.1' '$tmp/nn_shares.cfg' | wc -l) = 4 ]"
+	# nn_run TAG CFG TRACE: a run, its CSV in TAG.csv.
+	nn_run() {
+		run_all "$2" "$tmp/nn_$1.log" --trace "$3" --ttft-out "$tmp/nn_$1.csv"
+		check "noisy neighbour ($1): exit 0, zero verify failures" \
+			sh -c "[ $? -eq 0 ] && grep -q '\"verify_failures\":0,' '$tmp/nn_$1.log'"
+	}
+	nn_run none "$tmp/nn_none.cfg" "$tmp/nn.jsonl"
+	nn_run shares "$tmp/nn_shares.cfg" "$tmp/nn.jsonl"
+	for q in 0 1 2 3; do
+		nn_run alone$q "$tmp/nn_alone.cfg" "$tmp/nn_q$q.jsonl"
+	done
+	# ratio TRACE CSV ORG: that organization's hit tokens over its prompt tokens.
+	ratio() {
+		python3 - "$@" <<'PY'
+import csv, json, sys
+reqs = [json.loads(l) for l in open(sys.argv[1])]
+rows = list(csv.DictReader(open(sys.argv[2])))
+hit = sum(int(r["hit_tokens"] or 0) for r, q in zip(rows, reqs) if q["org"] == sys.argv[3])
+n = sum(len(q["tokens"]) for q in reqs if q["org"] == sys.argv[3])
+print("%.4f" % (hit / n if n and len(rows) == len(reqs) else -1))
+PY
+	}
+	for q in 0 1 2 3; do
+		a=$(ratio "$tmp/nn_q$q.jsonl" "$tmp/nn_alone$q.csv" quiet$q)
+		n=$(ratio "$tmp/nn.jsonl" "$tmp/nn_none.csv" quiet$q)
+		w=$(ratio "$tmp/nn.jsonl" "$tmp/nn_shares.csv" quiet$q)
+		echo "noisy neighbour (kvss): quiet$q hit ratio alone in its share $a, beside the noisy one $n without shares, $w with dram_share 0.1"
+		check "noisy neighbour: quiet$q with its share hits within 2 points of alone" holds "$a >= 0 and abs($a - $w) <= 0.02"
+		check "noisy neighbour: quiet$q without shares hits 20 points less (the test can fail)" holds "$a - $n >= 0.2"
+	done
 fi
 
 # 2. Three processes over memif.
