@@ -92,6 +92,8 @@ Test(config, dram_shares_and_caps_come_from_the_orgs_or_their_default)
 	cr_assert_float_eq(cfg.driver.org[1].dram_share, 0.1, 1e-12, "the default's share");
 	cr_assert_float_eq(cfg.driver.org[1].dram_cap, 0.25, 1e-12);
 	cr_assert_float_eq(cfg.driver.org[2].dram_cap, 1, 1e-12);
+	cr_assert_float_eq(cfg.driver.org[0].l2_share, 0, 1e-12, "no second-tier share given");
+	cr_assert_float_eq(cfg.driver.org[0].l2_cap, 1, 1e-12);
 	/* None configured: no share, no cap. */
 	cr_assert_eq(kvss_config_load("config/memif-driver.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
 	cr_assert_float_eq(cfg.driver.pc.dram_share_default, 0, 1e-12);
@@ -498,13 +500,31 @@ static struct bad bads[] = {
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
 	 " org_default = 0.2; };\n",
-	 "driver.org_default: want a group { dram_share; dram_cap; }"},
+	 "driver.org_default: want a group { dram_share; dram_cap; l2_share; l2_cap; }"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
 	 " org_default = { dram_shares = 0.2; }; };\n",
 	 "driver.org_default.dram_shares: unknown key (did you mean dram_share?)"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " orgs = ( { name = \"a\"; l2_share = 0.7; }, { name = \"b\"; l2_share = 0.4; } ); };\n",
+	 "driver.orgs.[1].l2_share: the second tier's shares sum to 1.1 with this one: above the whole (1)"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " orgs = ( { name = \"a\"; l2_share = 0.5; l2_cap = 0.2; } ); };\n",
+	 "driver.orgs.[0].l2_share: 0.5 is above l2_cap (0.2)"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+	 " org_default = { l2_cap = 1.5; }; };\n",
+	 "driver.org_default.l2_cap: 1.5 is out of range (0, 1]"},
 	/* Messages that say what is wrong (they used to mislead). */
 	{"role = \"shard\";\nlcores = { ingest = [1.0]; };\n",
 	 ":2: lcores.ingest: element 0: want a whole lcore id"},

@@ -595,3 +595,77 @@ Test(l2, an_up_batch_names_exactly_the_columns_it_has_tokens_of)
 				     ", not %" PRIu64, seed, round, k, got[k].key, want[k].key);
 	}
 }
+
+/* Prompt @p k of organization @p iso at @p now: its hit, and of it what came from L2. */
+static uint32_t
+org_request(struct replay *r, uint64_t iso, uint32_t k, uint64_t now, uint32_t *l2hit)
+{
+	uint32_t t[129];
+	struct prefixcache_request q = {.isolation_id = iso, .tokens = t, .num_tokens = 129,
+					.cache_length_allowed = 129,
+					.first_multimodal = UINT32_MAX, .sequence_id = k};
+	struct prefixcache_stats before, after;
+	uint32_t hit;
+
+	prompt(k, t);
+	prefixcache_stats(replay_pc(r), &before);
+	hit = replay_request(r, 0, &q, NULL, 0, now);
+	prefixcache_stats(replay_pc(r), &after);
+	*l2hit = (uint32_t)(after.l2_hit_tokens - before.l2_hit_tokens);
+	return hit;
+}
+
+/*
+ * A quiet organization's prompt (two columns) pushed down to L2 by a noisy
+ * one's 30 prompts, which churn through L2 (1,024 tokens, 16 columns):
+ * without a share the quiet one's columns are flushed from L2 too; with
+ * l2_share 0.25 (256 tokens) they stay, and come up, byte for byte.
+ */
+static uint32_t
+l2_noisy_run(double quiet_l2_share, uint64_t *quiet_held)
+{
+	struct replay_params p = params(64, 256, 1024, PREFIXCACHE_L2_ALL);
+	struct replay *r = replay_create(&p);
+	struct prefixcache_org_stats os[4];
+	uint32_t l2hit, k, hit;
+	size_t n, i;
+
+	cr_assert_not_null(r);
+	cr_assert_eq(prefixcache_org_l2_share(replay_pc(r), 55, quiet_l2_share, 0), 0);
+	org_request(r, 55, 500, 1 * SEC, &l2hit);
+	for (k = 0; k < 30; k++)
+		org_request(r, 77, k, (2 + k) * SEC, &l2hit);
+	n = prefixcache_orgs(replay_pc(r), os, 4);
+	*quiet_held = 0;
+	for (i = 0; i < n && i < 4; i++)
+		if (os[i].isolation_id == 55)
+			*quiet_held = os[i].l2_tokens;
+	hit = org_request(r, 55, 500, 40 * SEC, &l2hit);
+	cr_assert_eq(l2hit, hit, "what hit came from L2 (DRAM holds the noisy one's latest)");
+	assert_clean(r);
+	replay_free(r);
+	return hit;
+}
+
+Test(l2, a_second_tier_share_keeps_a_quiet_organization_s_columns_from_a_noisy_one)
+{
+	uint64_t held;
+
+	cr_assert_eq(l2_noisy_run(0, &held), 0, "without a share, flushed from L2 too");
+	cr_assert_eq(held, 0);
+	cr_assert_eq(l2_noisy_run(0.25, &held), 128, "with l2_share 0.25, both columns come up");
+	cr_assert_eq(held, 128, "its two columns, within its 256 tokens, kept on the disk");
+}
+
+Test(l2, a_second_tier_share_out_of_range_is_refused)
+{
+	struct replay_params p = params(64, 256, 1024, PREFIXCACHE_L2_ALL);
+	struct replay *r = replay_create(&p);
+
+	cr_assert_not_null(r);
+	cr_assert_eq(prefixcache_org_l2_share(replay_pc(r), 55, -0.5, 0), -EINVAL);
+	cr_assert_eq(prefixcache_org_l2_share(replay_pc(r), 55, 0.6, 0.5), -EINVAL);
+	cr_assert_eq(prefixcache_org_l2_share(replay_pc(r), 55, 0.5, 2), -EINVAL);
+	cr_assert_eq(prefixcache_org_l2_share(replay_pc(r), 55, 0.5, 0), 0, "cap 0: none");
+	replay_free(r);
+}

@@ -251,6 +251,8 @@ org_ttl_add(struct opts *o, const char *name, uint64_t last_s, uint64_t first_s,
 	o->ottl[o->nottl].last_s = last_s;
 	o->ottl[o->nottl].share = o->share_default;
 	o->ottl[o->nottl].cap = o->cap_default ? o->cap_default : 1;
+	o->ottl[o->nottl].l2_share = o->l2_share_default;
+	o->ottl[o->nottl].l2_cap = o->l2_cap_default ? o->l2_cap_default : 1;
 	o->ottl[o->nottl++].first_s = first_s;
 	return 0;
 }
@@ -340,12 +342,16 @@ orgs_from(struct opts *o, const char *path)
 		fprintf(stderr, "kvss-trace: --orgs-from: %s names no organization (driver.orgs)\n", path);
 	o->share_default = cfg.driver.pc.dram_share_default;
 	o->cap_default = cfg.driver.pc.dram_cap_default;
+	o->l2_share_default = cfg.driver.pc.l2_share_default;
+	o->l2_cap_default = cfg.driver.pc.l2_cap_default;
 	for (j = 0; j < cfg.driver.num_orgs; j++) {
 		if (org_ttl_add(o, cfg.driver.org[j].name, cfg.driver.org[j].ttl_last_ns / 1000000000ull,
 				cfg.driver.org[j].ttl_first_ns / 1000000000ull, "--orgs-from") != 0)
 			return -1;
 		o->ottl[o->nottl - 1].share = cfg.driver.org[j].dram_share;
 		o->ottl[o->nottl - 1].cap = cfg.driver.org[j].dram_cap;
+		o->ottl[o->nottl - 1].l2_share = cfg.driver.org[j].l2_share;
+		o->ottl[o->nottl - 1].l2_cap = cfg.driver.org[j].l2_cap;
 	}
 	return shares_fit(o, "--orgs-from");
 }

@@ -51,10 +51,12 @@ struct opts {
 		char name[64];
 		uint64_t iso, last_s, first_s;
 		double share, cap; /* --org-share: its DRAM share and cap (0, 1: none) */
+		double l2_share, l2_cap; /* --orgs-from: its second tier's (0, 1: none) */
 	} ottl[64];
 	unsigned int nottl;
 	/* driver.org_default's DRAM share and cap (--orgs-from): the others'. */
 	double share_default, cap_default;
+	double l2_share_default, l2_cap_default;
 	uint32_t mm_every; /* --multimodal-every N: the built-in workload's images */
 	uint32_t documents; /* --documents N: the built-in workload's library */
 	/* --speculate K, --spec-reject-pct P, --spec-seed S: speculative decoding. */

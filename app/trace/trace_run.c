@@ -207,6 +207,8 @@ tiers_params(const struct opts *o, const struct workload *t, uint64_t cap, uint6
 	p->pc.no_minus_one = o->no_minus_one;
 	p->pc.dram_share_default = o->share_default;
 	p->pc.dram_cap_default = o->cap_default;
+	p->pc.l2_share_default = o->l2_share_default;
+	p->pc.l2_cap_default = o->l2_cap_default;
 	p->pc.ttl_last_ns = o->ttl_last_s * 1000000000ull;
 	p->pc.ttl_first_ns = o->ttl_first_s * 1000000000ull;
 	p->pc.model[0].num_caches = 1;
@@ -250,6 +252,8 @@ tiers_create(const struct opts *o, const struct replay_params *p, uint64_t cap,
 					    o->ottl[j].first_s * 1000000000ull);
 			prefixcache_org_dram_share(replay_pc(r[k]), o->ottl[j].iso, o->ottl[j].share,
 						   o->ottl[j].cap);
+			prefixcache_org_l2_share(replay_pc(r[k]), o->ottl[j].iso, o->ottl[j].l2_share,
+						 o->ottl[j].l2_cap);
 		}
 	}
 	return 0;

@@ -407,29 +407,30 @@ load_driver_choices(struct ctx *c, const config_setting_t *d, struct kvss_config
 }
 
 /*
- * DRAM shares: @p share guaranteed and @p cap at most, fractions of each
- * cache group's capacity, from group @p g (@p def_share, @p def_cap when
- * not given): 0 <= share <= cap <= 1.
+ * A tier's shares: @p share guaranteed (key @p ks) and @p cap at most (key
+ * @p kc), fractions of each cache group's capacity in that tier, from group
+ * @p g (@p def_share, @p def_cap when not given): 0 <= share <= cap <= 1.
+ * The keys are literals: the loader keeps the names it was asked for.
  */
 static int
-get_dram_share(struct ctx *c, const config_setting_t *g, double def_share, double def_cap,
-	       double *share, double *cap)
+get_share(struct ctx *c, const config_setting_t *g, const char *ks, const char *kc,
+	  double def_share, double def_cap, double *share, double *cap)
 {
-	if (cfg_get_real(c, g, "dram_share", 0, true, 1, def_share, share) != 0 ||
-	    cfg_get_real(c, g, "dram_cap", 0, false, 1, def_cap, cap) != 0)
+	if (cfg_get_real(c, g, ks, 0, true, 1, def_share, share) != 0 ||
+	    cfg_get_real(c, g, kc, 0, false, 1, def_cap, cap) != 0)
 		return -1;
 	if (*share > *cap)
-		return cfg_fail(c, g, "dram_share", "%g is above dram_cap (%g): a guarantee past "
-			    "the cap could not be kept", *share, *cap);
+		return cfg_fail(c, g, ks, "%g is above %s (%g): a guarantee past the cap could "
+			    "not be kept", *share, kc, *cap);
 	return 0;
 }
 
 /*
- * driver.orgs = ( { name; ttl_last_s; ttl_first_s; dram_share; dram_cap; },
- * ... ): TTLs and DRAM shares per organization; driver.org_default = {
- * dram_share; dram_cap; } for those not named. The shares named, and the
- * default's once more (for at least one organization not named), sum to at
- * most the whole.
+ * driver.orgs = ( { name; ttl_last_s; ttl_first_s; dram_share; dram_cap;
+ * l2_share; l2_cap; }, ... ): TTLs and shares of DRAM and of the second
+ * tier per organization; driver.org_default = { the four } for those not
+ * named. In each tier the shares named, and the default's once more (for
+ * at least one organization not named), sum to at most the whole.
  */
 static int
 load_driver_orgs(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
@@ -437,15 +438,20 @@ load_driver_orgs(struct ctx *c, const config_setting_t *d, struct kvss_config *c
 	const config_setting_t *orgs = cfg_member(c, d, "orgs");
 	const config_setting_t *def = cfg_member(c, d, "org_default");
 	struct prefixcache_params *pp = &cfg->driver.pc;
-	double sum;
+	double sum, sum2;
 	uint16_t k;
 	int i;
 
 	if (def != NULL && !config_setting_is_group(def))
-		return cfg_fail(c, d, "org_default", "want a group { dram_share; dram_cap; }");
-	if (get_dram_share(c, def, 0, 1, &pp->dram_share_default, &pp->dram_cap_default) != 0)
+		return cfg_fail(c, d, "org_default", "want a group { dram_share; dram_cap; l2_share; "
+			    "l2_cap; }");
+	if (get_share(c, def, "dram_share", "dram_cap", 0, 1, &pp->dram_share_default,
+		      &pp->dram_cap_default) != 0 ||
+	    get_share(c, def, "l2_share", "l2_cap", 0, 1, &pp->l2_share_default,
+		      &pp->l2_cap_default) != 0)
 		return -1;
 	sum = pp->dram_share_default;
+	sum2 = pp->l2_share_default;
 	if (orgs == NULL)
 		return 0;
 	if (!config_setting_is_list(orgs) || config_setting_length(orgs) > KVSS_MAX_ORGS)
@@ -466,13 +472,20 @@ load_driver_orgs(struct ctx *c, const config_setting_t *d, struct kvss_config *c
 					    ot->name, k);
 		if (get_ttls(c, o, &ot->ttl_last_ns, &ot->ttl_first_ns) != 0)
 			return -1;
-		if (get_dram_share(c, o, pp->dram_share_default, pp->dram_cap_default,
-				   &ot->dram_share, &ot->dram_cap) != 0)
+		if (get_share(c, o, "dram_share", "dram_cap", pp->dram_share_default,
+			      pp->dram_cap_default, &ot->dram_share, &ot->dram_cap) != 0 ||
+		    get_share(c, o, "l2_share", "l2_cap", pp->l2_share_default, pp->l2_cap_default,
+			      &ot->l2_share, &ot->l2_cap) != 0)
 			return -1;
 		sum += ot->dram_share;
+		sum2 += ot->l2_share;
 		if (sum > 1 + 1e-9)
 			return cfg_fail(c, o, "dram_share", "the DRAM shares sum to %g with this one%s: "
 				    "above the whole (1)", sum, pp->dram_share_default > 0
+				    ? " and driver.org_default's" : "");
+		if (sum2 > 1 + 1e-9)
+			return cfg_fail(c, o, "l2_share", "the second tier's shares sum to %g with this "
+				    "one%s: above the whole (1)", sum2, pp->l2_share_default > 0
 				    ? " and driver.org_default's" : "");
 	}
 	return 0;

@@ -79,6 +79,7 @@ struct kvss_org_ttl {
 	/* Its DRAM share and cap, fractions of each cache group's capacity
 	 * (driver.org_default's when not given; prefixcache_org_dram_share). */
 	double dram_share, dram_cap;
+	double l2_share, l2_cap; /* the same of the second tier (prefixcache_org_l2_share) */
 };
 
 /* Where the refill-time estimates come from. */

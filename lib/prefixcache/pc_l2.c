@@ -129,6 +129,7 @@ l2_release(struct prefixcache *pc, uint32_t i)
 
 	if (!e->shared) {
 		g->l2_stored -= e->length - e->start;
+		pc->org[e->org].l2_stored[e->gid] -= e->length - e->start;
 		pc->st.l2_stored_tokens -= e->length - e->start;
 	}
 	pc->l2[i].length = 0;
@@ -164,6 +165,48 @@ l2_drop(struct prefixcache *pc, uint32_t i)
 	l2_release(pc, i);
 }
 
+/*
+ * Room in group @p g (@p gid) of the second tier for @p n tokens of
+ * organization @p org: the LRU's cold end goes; with disk shares, only the
+ * columns of organizations above their share (round 0), then @p org's own
+ * (round 1), or only its own when it is past its cap. False when no more
+ * can go.
+ */
+static bool
+l2_make_room(struct prefixcache *pc, struct pc_group *g, uint8_t gid, uint32_t org, uint32_t n)
+{
+	struct pc_org *o = &pc->org[org];
+	uint64_t cap = o->l2_cap >= 1 ? g->l2_capacity : (uint64_t)(o->l2_cap * (double)g->l2_capacity);
+
+	if (!pc->l2_shares_on) {
+		while (g->l2_stored + n > g->l2_capacity && g->l2_lru.tail != NIL)
+			l2_drop(pc, g->l2_lru.tail);
+		return true;
+	}
+	while (g->l2_stored + n > g->l2_capacity || o->l2_stored[gid] + n > cap) {
+		bool over_cap = o->l2_stored[gid] + n > cap;
+		uint32_t i = NIL, seen;
+		int round;
+
+		for (round = 0; round < (over_cap ? 1 : 2) && i == NIL; round++)
+			for (i = g->l2_lru.tail, seen = 0; i != NIL && seen < 4096;
+			     i = ilist_prev(ILIST_LINKS(pc->l2, lru), i), seen++) {
+				const struct pc_l2e *v = &pc->l2[i];
+				const struct pc_org *vo = &pc->org[v->org];
+
+				if (over_cap || round == 1 ? v->org == org
+				    : vo->l2_stored[gid] > (uint64_t)(vo->l2_share * (double)g->l2_capacity))
+					break;
+			}
+		if (i == NIL)
+			return false;
+		if (pc->l2[i].org != org)
+			pc->org[pc->l2[i].org].st.l2_yielded++;
+		l2_drop(pc, i);
+	}
+	return true;
+}
+
 void
 pc_l2_demote(struct prefixcache *pc, uint32_t i)
 {
@@ -181,10 +224,10 @@ pc_l2_demote(struct prefixcache *pc, uint32_t i)
 	k = l2_find(pc, e->gid, e->org, e->hash);
 	if (k != NIL)
 		l2_drop(pc, k); /* an older copy: this one replaces it */
-	while (g->l2_stored + n > g->l2_capacity && g->l2_lru.tail != NIL)
-		l2_drop(pc, g->l2_lru.tail);
-	/* No room left but columns on their way up: this one is deleted, not kept. */
-	if (g->l2_stored + n > g->l2_capacity || (k = pc->l2free) == NIL)
+	/* No room left (but columns on their way up, or other organizations'
+	 * within their share): this one is deleted, not kept. */
+	if (!l2_make_room(pc, g, e->gid, e->org, n) || g->l2_stored + n > g->l2_capacity ||
+	    (k = pc->l2free) == NIL)
 		return;
 	pc->l2free = pc->l2[k].hnext;
 	parent = e->parent != NIL ? pc->e[e->parent].hash : pc->org[e->org].isolation_id;
@@ -200,6 +243,7 @@ pc_l2_demote(struct prefixcache *pc, uint32_t i)
 	}
 	ilist_push_head(&g->l2_lru, ILIST_LINKS(pc->l2, lru), k);
 	g->l2_stored += n;
+	pc->org[e->org].l2_stored[e->gid] += n;
 	pc->st.l2_stored_tokens += n;
 	pc->st.l2_down_tokens += n;
 	for (c = 0; c < g->ncaches; c++) {
@@ -474,6 +518,7 @@ l2_place(struct prefixcache *pc, uint16_t mi, const struct prefixcache_l2col *c,
 	/* At the LRU's cold end: taken back from a restart, it goes before what this run used. */
 	ilist_push_tail(&g->l2_lru, ILIST_LINKS(pc->l2, lru), k);
 	g->l2_stored += n;
+	pc->org[org].l2_stored[gid] += n;
 	pc->st.l2_stored_tokens += n;
 	pc->st.l2_adopted_tokens += n;
 	return 0;

@@ -86,6 +86,8 @@ pc_org_get(struct prefixcache *pc, uint64_t iso)
 	pc->org[i].st.isolation_id = iso;
 	pc->org[i].share = pc->p.dram_share_default;
 	pc->org[i].cap = pc->p.dram_cap_default;
+	pc->org[i].l2_share = pc->p.l2_share_default;
+	pc->org[i].l2_cap = pc->p.l2_cap_default;
 	pc->org[i].hnext = pc->orgbucket[b];
 	pc->orgbucket[b] = i;
 	/* Rehash when the chains grow long on average. */
@@ -138,6 +140,24 @@ prefixcache_org_dram_share(struct prefixcache *pc, uint64_t isolation_id, double
 	pc->org[o].cap = cap;
 	if (share > 0 || cap < 1)
 		pc->shares_on = true;
+	return 0;
+}
+
+int
+prefixcache_org_l2_share(struct prefixcache *pc, uint64_t isolation_id, double share, double cap)
+{
+	uint32_t o;
+
+	if (cap == 0)
+		cap = 1;
+	if (!(share >= 0 && share <= cap && cap <= 1))
+		return -EINVAL;
+	if ((o = pc_org_get(pc, isolation_id)) == NIL)
+		return -ENOMEM;
+	pc->org[o].l2_share = share;
+	pc->org[o].l2_cap = cap;
+	if (share > 0 || cap < 1)
+		pc->l2_shares_on = true;
 	return 0;
 }
 

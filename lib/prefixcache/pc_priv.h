@@ -134,6 +134,9 @@ struct pc_org {
 	 * capacity; cap 1 is none. Tokens it holds in each group. */
 	double share, cap;
 	uint64_t stored[MAX_GIDS];
+	/* The same in the second tier (prefixcache_org_l2_share). */
+	double l2_share, l2_cap;
+	uint64_t l2_stored[MAX_GIDS];
 };
 
 struct seq_group {
@@ -202,6 +205,7 @@ struct prefixcache {
 	uint32_t *orgbucket;
 	uint32_t orgmask;
 	bool shares_on; /* some organization has a DRAM share or a cap: room is made by them */
+	bool l2_shares_on; /* the same in the second tier */
 	/* Refills in flight. */
 	struct pc_refill *rf;
 	uint32_t nrf, rfcap;

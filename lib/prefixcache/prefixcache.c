@@ -149,6 +149,12 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 	      pc->p.dram_cap_default <= 1))
 		goto einval;
 	pc->shares_on = pc->p.dram_share_default > 0 || pc->p.dram_cap_default < 1;
+	if (pc->p.l2_cap_default == 0)
+		pc->p.l2_cap_default = 1;
+	if (!(pc->p.l2_share_default >= 0 && pc->p.l2_share_default <= pc->p.l2_cap_default &&
+	      pc->p.l2_cap_default <= 1))
+		goto einval;
+	pc->l2_shares_on = pc->p.l2_share_default > 0 || pc->p.l2_cap_default < 1;
 	if (sink != NULL)
 		pc->sink = *sink;
 	for (mi = 0; mi < p->num_models; mi++) {
@@ -397,13 +403,19 @@ prefixcache_orgs(const struct prefixcache *pc, struct prefixcache_org_stats *out
 
 		out[i] = o->st;
 		out[i].dram_tokens = out[i].dram_share_tokens = out[i].dram_cap_tokens = 0;
+		out[i].l2_tokens = out[i].l2_share_tokens = out[i].l2_cap_tokens = 0;
 		for (mi = 0; mi < pc->p.num_models; mi++)
 			for (gi = 0; gi < pc->m[mi].ngroups; gi++) {
 				uint64_t c = pc->m[mi].g[gi].capacity;
 
+				uint64_t c2 = pc->m[mi].g[gi].l2_capacity;
+
 				out[i].dram_tokens += o->stored[mi * MAX_GROUPS + gi];
 				out[i].dram_share_tokens += (uint64_t)(o->share * (double)c);
 				out[i].dram_cap_tokens += (uint64_t)(o->cap * (double)c);
+				out[i].l2_tokens += o->l2_stored[mi * MAX_GROUPS + gi];
+				out[i].l2_share_tokens += (uint64_t)(o->l2_share * (double)c2);
+				out[i].l2_cap_tokens += (uint64_t)(o->l2_cap * (double)c2);
 			}
 	}
 	return pc->norg;

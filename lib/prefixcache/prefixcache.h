@@ -207,6 +207,8 @@ struct prefixcache_params {
 	 * guaranteed (0: none), @p dram_cap at most (0: no cap, the whole).
 	 */
 	double dram_share_default, dram_cap_default;
+	/** The same for the second tier (the shards' disks), of its capacity. */
+	double l2_share_default, l2_cap_default;
 	/** Global expiry from last and first use, ns; 0: none. */
 	uint64_t ttl_last_ns;
 	uint64_t ttl_first_ns;
@@ -617,6 +619,8 @@ struct prefixcache_org_stats {
 	uint64_t dram_tokens, dram_share_tokens, dram_cap_tokens;
 	/** Columns of it deleted to make room for another organization's. */
 	uint64_t dram_yielded;
+	/** The same in the second tier (the shards' disks). */
+	uint64_t l2_tokens, l2_share_tokens, l2_cap_tokens, l2_yielded;
 };
 
 /**
@@ -632,6 +636,14 @@ struct prefixcache_org_stats {
  */
 int prefixcache_org_dram_share(struct prefixcache *pc, uint64_t isolation_id, double share,
 			       double cap);
+
+/**
+ * The same for the second tier (fractions of its capacity): a column goes
+ * down only where room is made from organizations above their disk share,
+ * or from its own; past its cap, from its own only.
+ */
+int prefixcache_org_l2_share(struct prefixcache *pc, uint64_t isolation_id, double share,
+			     double cap);
 
 /** Organizations known so far; fills up to @p max, returns how many exist. */
 size_t prefixcache_orgs(const struct prefixcache *pc, struct prefixcache_org_stats *out,

@@ -424,6 +424,8 @@ kvss_driver_init(struct drv *d)
 		/* In range: the configuration's loader checked it. */
 		prefixcache_org_dram_share(d->pc, proto_ref_isolation_id(o->name, strlen(o->name)),
 					   o->dram_share, o->dram_cap);
+		prefixcache_org_l2_share(d->pc, proto_ref_isolation_id(o->name, strlen(o->name)),
+					 o->l2_share, o->l2_cap);
 	}
 	for (m = 0; m < pp.num_models; m++)
 		d->nsh = (uint16_t)(d->nsh + cfg->driver.models[m].num_shards);

@@ -248,6 +248,10 @@ tel_drv_orgs(const char *cmd, const char *params, struct rte_tel_data *td)
 		rte_tel_data_add_dict_u64(o, "dram_share_tokens", sn->org[i].dram_share_tokens);
 		rte_tel_data_add_dict_u64(o, "dram_cap_tokens", sn->org[i].dram_cap_tokens);
 		rte_tel_data_add_dict_u64(o, "dram_yielded", sn->org[i].dram_yielded);
+		rte_tel_data_add_dict_u64(o, "l2_tokens", sn->org[i].l2_tokens);
+		rte_tel_data_add_dict_u64(o, "l2_share_tokens", sn->org[i].l2_share_tokens);
+		rte_tel_data_add_dict_u64(o, "l2_cap_tokens", sn->org[i].l2_cap_tokens);
+		rte_tel_data_add_dict_u64(o, "l2_yielded", sn->org[i].l2_yielded);
 		rte_tel_data_add_dict_container(td, org_name(sn->org[i].isolation_id, buf, sizeof(buf)),
 						o, 0);
 	}
