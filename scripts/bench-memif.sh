@@ -31,7 +31,7 @@ if ! command -v dpdk-testpmd >/dev/null; then
 fi
 tmp=$(mktemp -d /tmp/kvss-memif.XXXXXX)
 trap 'pkill -INT -f "file-prefix kvmb_[a-z]*_$$" 2>/dev/null; sleep 0.5; rm -rf "$tmp" /var/run/dpdk/kvmb_*_$$' EXIT
-EAL=(--no-pci --no-huge --log-level "lib.*:error" --lcores "0@(0-1),1@(0-1)")
+EAL0=(--no-pci --log-level "lib.*:error" --lcores "0@(0-1),1@(0-1)")
 TP=(--mbuf-size=10240 --total-num-mbufs=16384 --stats-period 1 --nb-cores=1)
 
 # testpmd ROLE_TX TAG: the txonly side in memif role ROLE_TX, rxonly the other.
@@ -42,11 +42,11 @@ testpmd_dir() {
 	# The server first (it makes the socket).
 	for role in server client; do
 		if [ $role = "$rtx" ]; then
-			timeout -s INT 7 dpdk-testpmd "${EAL[@]}" -m 1024 --file-prefix "kvmb_tx_$$" \
+			timeout -s INT 7 dpdk-testpmd "${EAL0[@]}" "${M1024[@]}" --file-prefix "kvmb_tx_$$" \
 				--vdev "net_memif0,role=$rtx,id=0,bsize=10240,socket=$tmp/tp.sock" -- \
 				"${TP[@]}" --txpkts=8960 --forward-mode=txonly >"$tmp/$tag-tx.log" 2>&1 &
 		else
-			timeout -s INT 8 dpdk-testpmd "${EAL[@]}" -m 1024 --file-prefix "kvmb_rx_$$" \
+			timeout -s INT 8 dpdk-testpmd "${EAL0[@]}" "${M1024[@]}" --file-prefix "kvmb_rx_$$" \
 				--vdev "net_memif0,role=$rrx,id=0,bsize=10240,socket=$tmp/tp.sock" -- \
 				"${TP[@]}" --forward-mode=rxonly >"$tmp/$tag-rx.log" 2>&1 &
 		fi
@@ -58,9 +58,6 @@ testpmd_dir() {
 	grep -o 'Rx-pps: *[0-9]*' "$tmp/$tag-rx.log" | awk '$2 > 0 { print $2 }' | sort -n |
 		awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'
 }
-tp_evict=$(testpmd_dir client evict) # the wafer (client) sends to the shard (server)
-tp_refill=$(testpmd_dir server refill)
-
 # kvss: a shard and a driver over memif.
 cat >"$tmp/shard.cfg" <<'EOF'
 role = "shard";
@@ -96,12 +93,18 @@ driver = {
 };
 wafer = { trace = ""; generate = 400; max_inflight = 8; step_tokens = 1024; };
 EOF
-timeout 120 "$BUILD/kvss" "${EAL[@]}" -m 2600 --file-prefix "kvmb_s_$$" \
+
+# run_mode: testpmd both ways, then kvss, in the memory M1024 and M2600 say;
+# its lines named with SUFFIX.
+run_mode() {
+tp_evict=$(testpmd_dir client evict) # the wafer (client) sends to the shard (server)
+tp_refill=$(testpmd_dir server refill)
+timeout 120 "$BUILD/kvss" "${EAL0[@]}" "${M2600[@]}" --file-prefix "kvmb_s_$$" \
 	--vdev "net_memif0,role=server,id=0,bsize=10240,socket=$tmp/kv.sock" -- \
 	--config "$tmp/shard.cfg" --exit-when-idle 1500 >"$tmp/shard.log" 2>&1 &
 sp=$!
 sleep 1
-timeout 120 "$BUILD/kvss" "${EAL[@]}" -m 1024 --file-prefix "kvmb_d_$$" \
+timeout 120 "$BUILD/kvss" "${EAL0[@]}" "${M1024[@]}" --file-prefix "kvmb_d_$$" \
 	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/kv.sock" -- \
 	--config "$tmp/driver.cfg" >"$tmp/driver.log" 2>&1
 drc=$?
@@ -109,11 +112,11 @@ wait $sp
 if [ $drc -ne 0 ] || ! grep -q '^{' "$tmp/driver.log"; then
 	echo "bench-memif: the kvss run failed (exit $drc):" >&2
 	tail -n 5 "$tmp/driver.log" "$tmp/shard.log" >&2
-	exit 1
+	return 1
 fi
-python3 - "$tmp" "$tp_evict" "$tp_refill" <<'PY'
+python3 - "$tmp" "$tp_evict" "$tp_refill" "$SUFFIX" <<'PY'
 import json, re, sys
-tmp, tpe, tpr = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+tmp, tpe, tpr, sfx = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 j = json.loads([l for l in open(tmp + "/driver.log") if l.startswith("{")][-1])
 st = " ".join(l for l in open(tmp + "/shard.log") if "final stats" in l)
 get = lambda k: int(re.search(r"\b%s=(\d+)" % k, st).group(1))
@@ -122,10 +125,34 @@ frame = 8960 + 14
 rows = [("evict", get("rx_frames") / secs, get("rx_bytes") / secs, tpe),
         ("refill", get("tx_frames") / secs, get("tx_bytes") / secs, tpr)]
 for name, fps, bps, tp in rows:
-    print("bench: memif_kvss_%s_frames %.0f frames/s (baseline %.0f frames/s, ratio %.2f)" %
-          (name, fps, tp, fps / tp if tp else 0))
-    print("bench: memif_kvss_%s_bytes %.2f GB/s (baseline %.2f GB/s, ratio %.2f)" %
-          (name, bps / 1e9, tp * frame / 1e9, bps / (tp * frame) if tp else 0))
+    print("bench: memif_kvss_%s_frames%s %.0f frames/s (baseline %.0f frames/s, ratio %.2f)" %
+          (name, sfx, fps, tp, fps / tp if tp else 0))
+    print("bench: memif_kvss_%s_bytes%s %.2f GB/s (baseline %.2f GB/s, ratio %.2f)" %
+          (name, sfx, bps / 1e9, tp * frame / 1e9, bps / (tp * frame) if tp else 0))
+    open("%s/%s%s.gbps" % (tmp, name, sfx), "w").write("%.4f\n" % (bps / 1e9))
 print("bench-memif: kvss ran %.2f s, %d verify failures, %d protocol errors; testpmd's baseline: "
       "its receiver's median second" % (secs, j["verify_failures"], j["protocol_errors"]), file=sys.stderr)
 PY
+}
+
+# Without hugepages, as every figure before them was taken.
+M1024=(--no-huge -m 1024)
+M2600=(--no-huge -m 2600)
+SUFFIX=
+run_mode || exit 1
+# With them, when reserved (scripts/hugepages.sh reserve 3700): the same
+# runs, and what they change, each a figure.
+. scripts/eal-mem.sh
+eal_mem bench-memif 3700
+if [ "$EAL_HUGE" = 1 ]; then
+	M1024=(-m 1024 --huge-unlink)
+	M2600=(-m 2600 --huge-unlink)
+	SUFFIX=_hugepages
+	run_mode || exit 1
+	for d in evict refill; do
+		python3 -c 'import sys; h, n = float(sys.argv[2]), float(sys.argv[3]); print("bench: memif_kvss_%s_bytes_hugepages_gain %.2f GB/s (baseline %.2f GB/s, ratio %.2f)" % (sys.argv[1], h, n, h / n if n else 0))' \
+			$d "$(cat "$tmp/${d}_hugepages.gbps")" "$(cat "$tmp/$d.gbps")"
+	done
+else
+	echo "bench: note memif_hugepages not measured: none reserved (scripts/hugepages.sh reserve 3700)"
+fi

@@ -170,7 +170,11 @@ on_signal() {
 trap 'on_signal INT 130' INT
 trap 'on_signal TERM 143' TERM
 
-EAL=(--no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.memif:error)
+# Three processes of 1 GiB: in hugepages when that much is reserved
+# (scripts/hugepages.sh reserve 3072), else --no-huge; one line says which.
+. scripts/eal-mem.sh
+eal_mem demo 1024 3
+EAL=(--no-pci "${EAL_MEM[@]}" --log-level lib.eal:error --log-level pmd.net.memif:error)
 # The second tiers: in a directory of this run's unless asked otherwise;
 # what they held at the start is what the shards say they found.
 if [ -z "${KVSS_DEMO_L2_DIR:-}" ] && [ "$KVSS_DEMO_KEEP_L2" != 1 ]; then

@@ -100,6 +100,8 @@ run kvss-soak-procs env SEEDS=3 FIRST=1001 scripts/soak-procs.sh "$BUILD"
 # ... a shard silent for a while (SIGSTOP) keeps its cache.
 run kvss-silent scripts/test-silent.sh "$BUILD"
 run kvss-start scripts/test-start.sh "$BUILD"
+# Hugepages reserved by the script, used when free, given back exactly.
+run hugepages scripts/test-hugepages.sh "$BUILD"
 run kvss-l2 scripts/test-l2.sh "$BUILD"
 # The shared level's client and kvss-shared against a throwaway Ceph cluster
 # (started and stopped by the script; an OSD killed, then all).

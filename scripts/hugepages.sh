@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Hugepages for kvss's processes (2 MiB pages; DPDK maps its memory from
+# them, so the store, the mbuf pools and the PrefixMap cost no page walk
+# per 4 KiB and no first-touch fault per page):
+#
+#   scripts/hugepages.sh reserve MB   as root: make MB of 2 MiB pages free,
+#                                     mounting hugetlbfs at /dev/hugepages
+#                                     if nothing is mounted; what it added
+#                                     is written down, so that
+#   scripts/hugepages.sh release      gives back exactly that (pages others
+#                                     reserved, and a mount it did not make,
+#                                     stay)
+#   scripts/hugepages.sh status       what is free, and where it is mounted
+#
+# Exit 0 done; 1 the kernel gave fewer pages than asked (said: how many;
+# what it gave is released again) or not root; 2 a usage error. The
+# scripts that start kvss (demo.sh, the benches) use reserved pages when
+# enough are free and say so in one line, else run with --no-huge
+# (scripts/eal-mem.sh).
+set -u
+SYS=/sys/kernel/mm/hugepages/hugepages-2048kB
+STATE=${KVSS_HUGEPAGES_STATE:-/run/kvss-hugepages}
+MNT=/dev/hugepages
+
+usage() {
+	echo "usage: scripts/hugepages.sh reserve MB | release | status" >&2
+	exit 2
+}
+
+# The hugetlbfs mount of 2 MiB pages, if any.
+mounted() {
+	awk '$3 == "hugetlbfs" && ($4 !~ /pagesize=/ || $4 ~ /pagesize=2M/) { print $2; exit }' /proc/mounts
+}
+
+free_mb() {
+	echo $(($(cat "$SYS/free_hugepages") * 2))
+}
+
+case ${1:-} in
+status)
+	if [ ! -d "$SYS" ]; then
+		echo "hugepages: none (the kernel has no 2 MiB hugepages)"
+		exit 0
+	fi
+	m=$(mounted)
+	where="hugetlbfs not mounted"
+	[ -n "$m" ] && where="hugetlbfs at $m"
+	mine=
+	[ -f "$STATE" ] && mine="; $(($(cut -d' ' -f1 "$STATE") * 2)) MB of them reserved by this script"
+	echo "hugepages: $(free_mb) MB free of $(($(cat "$SYS/nr_hugepages") * 2)) MB (2 MiB pages), $where$mine"
+	;;
+reserve)
+	[ $# -eq 2 ] || usage
+	if ! [[ "$2" =~ ^[0-9]{1,7}$ ]] || [ "$((10#$2))" -lt 2 ]; then
+		echo "hugepages: reserve MB: a whole number of MB from 2 to 9999999 (was '$2')" >&2
+		exit 2
+	fi
+	mb=$((10#$2))
+	if [ "$(id -u)" != 0 ]; then
+		echo "hugepages: reserving needs root (it writes $SYS/nr_hugepages)" >&2
+		exit 1
+	fi
+	if [ ! -d "$SYS" ]; then
+		echo "hugepages: the kernel has no 2 MiB hugepages ($SYS)" >&2
+		exit 1
+	fi
+	want=$(((mb + 1) / 2))
+	have=$(cat "$SYS/free_hugepages")
+	added=0
+	if [ "$have" -lt "$want" ]; then
+		before=$(cat "$SYS/nr_hugepages")
+		echo $((before + want - have)) >"$SYS/nr_hugepages"
+		added=$(($(cat "$SYS/nr_hugepages") - before))
+	fi
+	did_mount=0
+	if [ -z "$(mounted)" ]; then
+		mkdir -p "$MNT"
+		mount -t hugetlbfs -o pagesize=2M nodev "$MNT" || {
+			echo "hugepages: cannot mount hugetlbfs at $MNT" >&2
+			[ "$added" -gt 0 ] && echo $(($(cat "$SYS/nr_hugepages") - added)) >"$SYS/nr_hugepages"
+			exit 1
+		}
+		did_mount=1
+	fi
+	# What was added before (an earlier reserve) is added to.
+	prev=0
+	prev_mount=0
+	[ -f "$STATE" ] && read -r prev prev_mount <"$STATE"
+	echo "$((prev + added)) $((prev_mount | did_mount))" >"$STATE"
+	if [ "$(cat "$SYS/free_hugepages")" -lt "$want" ]; then
+		echo "hugepages: asked for $mb MB, the kernel has $(free_mb) MB free (memory fragmented or short); releasing" >&2
+		"$0" release >/dev/null
+		exit 1
+	fi
+	echo "hugepages: $(free_mb) MB free in 2 MiB pages at $(mounted) ($((added * 2)) MB added by this call)"
+	;;
+release)
+	[ -f "$STATE" ] || { echo "hugepages: nothing reserved by this script"; exit 0; }
+	read -r added did_mount <"$STATE"
+	if [ "${added:-0}" -gt 0 ]; then
+		now=$(cat "$SYS/nr_hugepages")
+		echo $((now > added ? now - added : 0)) >"$SYS/nr_hugepages"
+	fi
+	if [ "${did_mount:-0}" = 1 ] && [ "$(mounted)" = "$MNT" ]; then
+		umount "$MNT" 2>/dev/null || echo "hugepages: $MNT is busy: left mounted" >&2
+	fi
+	rm -f "$STATE"
+	echo "hugepages: released $((${added:-0} * 2)) MB; $(free_mb) MB still free"
+	;;
+*)
+	usage
+	;;
+esac

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Hugepages (scripts/hugepages.sh, scripts/eal-mem.sh): reserved by the
+# script, used by kvss when free (its log says which pages it runs in),
+# nothing left in the mount after it ends, and given back exactly: the
+# pages this test added, not others'. Where they cannot be had (not root,
+# no 2 MiB pages in the kernel) it says "not run". Its own state file, so
+# a reservation made by someone else on this machine is not touched.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+. scripts/check-lib.sh
+. scripts/eal-mem.sh
+tmp=$(mktemp -d)
+export KVSS_HUGEPAGES_STATE=$tmp/state
+SYS=/sys/kernel/mm/hugepages/hugepages-2048kB
+cleanup() {
+	[ -f "$KVSS_HUGEPAGES_STATE" ] && scripts/hugepages.sh release >/dev/null
+	rm -rf "$tmp" /var/run/dpdk/kvss_hp_$$
+}
+trap cleanup EXIT
+
+# Usage errors need nothing.
+scripts/hugepages.sh reserve abc >/dev/null 2>"$tmp/err"
+check "reserve abc: exit 2, saying what MB takes" \
+	sh -c "[ $? -eq 2 ] && grep -q 'reserve MB: a whole number of MB from 2' '$tmp/err'"
+scripts/hugepages.sh reserve 1 >/dev/null 2>&1
+check "reserve 1: exit 2 (less than a page)" test $? -eq 2
+scripts/hugepages.sh frobnicate >/dev/null 2>&1
+check "an unknown command: exit 2" test $? -eq 2
+scripts/hugepages.sh release >"$tmp/out" 2>&1
+check "release with nothing reserved: exit 0, says so" \
+	sh -c "[ $? -eq 0 ] && grep -q 'nothing reserved by this script' '$tmp/out'"
+# KVSS_HUGE=0: --no-huge whatever is free.
+(KVSS_HUGE=0 eal_mem test 64 && echo "${EAL_MEM[*]}") >"$tmp/out" 2>"$tmp/err"
+check "KVSS_HUGE=0: --no-huge, said in one line" \
+	sh -c "grep -qx -- '--no-huge -m 64' '$tmp/out' && [ \$(wc -l <'$tmp/err') = 1 ]"
+
+if [ "$(id -u)" != 0 ] || [ ! -w "$SYS/nr_hugepages" ]; then
+	echo "hugepages: reserving not run (not root, or no 2 MiB hugepages in this kernel)"
+	check_summary "hugepages"
+	exit
+fi
+before=$(cat "$SYS/nr_hugepages")
+scripts/hugepages.sh reserve 1100 >"$tmp/out" 2>&1
+rc=$?
+sed 's/^/  /' "$tmp/out"
+if [ $rc -ne 0 ]; then
+	# The kernel may not find the pages (memory fragmented): the machine's, said.
+	check "reserve 1100: refused only with the kernel's count said" grep -q 'MB free' "$tmp/out"
+	echo "hugepages: not run further: the kernel gave fewer pages than asked"
+	check_summary "hugepages"
+	exit
+fi
+check "reserve 1100: at least 550 pages free, hugetlbfs mounted" \
+	sh -c "[ \$(cat $SYS/free_hugepages) -ge 550 ] && awk '\$3 == \"hugetlbfs\"' /proc/mounts | grep -q ."
+eal_mem test 1024 2>"$tmp/err"
+check "eal_mem: hugepages when free, said in one line" \
+	sh -c "[ '${EAL_MEM[*]}' = '-m 1024 --huge-unlink' ] && grep -q '^test: hugepages: 1024 MB of the' '$tmp/err'"
+mnt=$(awk '$3 == "hugetlbfs" { print $2; exit }' /proc/mounts)
+timeout 120 "$BUILD/kvss" --no-pci "${EAL_MEM[@]}" --lcores 0@0,1@1 --log-level lib.eal:error \
+	--no-telemetry --file-prefix "kvss_hp_$$" -- --config config/all-in-one.cfg --limit 50 \
+	>"$tmp/run.log" 2>&1
+rc=$?
+check "kvss on hugepages: exit 0, its log says so, zero verify failures" \
+	sh -c "[ $rc -eq 0 ] && grep -q '^kvss: memory in hugepages$' '$tmp/run.log' &&
+		grep -q '\"verify_failures\":0,' '$tmp/run.log'"
+check "nothing of it left in $mnt (--huge-unlink)" sh -c "! ls '$mnt' | grep -q 'kvss_hp_$$'"
+check "its pages given back to the free pool" test "$(cat "$SYS/free_hugepages")" -ge 550
+timeout 60 "$BUILD/kvss" --no-pci --no-huge -m 512 --lcores 0@0,1@1 --log-level lib.eal:error \
+	--no-telemetry --file-prefix "kvss_hp_$$" -- --config config/all-in-one.cfg --limit 5 \
+	>"$tmp/nohuge.log" 2>&1
+check "kvss with --no-huge says it runs in 4 KiB pages, and how to have hugepages" \
+	grep -q '^kvss: memory in 4 KiB pages (--no-huge; hugepages are faster: scripts/hugepages.sh reserve MB' \
+	"$tmp/nohuge.log"
+scripts/hugepages.sh release >"$tmp/out" 2>&1
+check "release: exactly the pages it added given back ($before before)" \
+	sh -c "[ $? -eq 0 ] && [ \$(cat $SYS/nr_hugepages) = $before ] && [ ! -f '$KVSS_HUGEPAGES_STATE' ]"
+# KVSS_HUGE=1 with none free: refused, saying how to reserve.
+(KVSS_HUGE=1 eal_mem test 999999) >/dev/null 2>"$tmp/err"
+check "KVSS_HUGE=1 with too few free: exit 1, naming the reserve command" \
+	sh -c "[ $? -eq 1 ] && grep -q 'scripts/hugepages.sh reserve 999999' '$tmp/err'"
+check_summary "hugepages"
