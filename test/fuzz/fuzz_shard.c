@@ -79,7 +79,7 @@ static struct {
 	unsigned int idle; /* polls with nothing received, still to give */
 	bool time_was;	   /* the last poll fired every timeout: put them back */
 	enum { PH_INPUT, PH_DRAIN, PH_LOOK, PH_END } phase;
-	unsigned int round, look;
+	unsigned int round, look, still; /* still: drain rounds in a row that changed nothing */
 	uint64_t sig; /* the drain's progress */
 	/* The buffers last (s_reset zeroes only what an input used of them). */
 	struct rte_mbuf *wire[WIRE_MAX]; /* frames for the next polls */
@@ -1250,20 +1250,30 @@ fz_sched(struct rte_mbuf **pkts, uint16_t n)
 				S.phase = PH_DRAIN;
 				S.round = 0;
 				S.sig = 0;
+				S.still = 0;
 			}
 			if (S.time_was)
 				return 0; /* a poll with every timeout fired */
 			break;
 		}
 		case PH_DRAIN: {
-			/* Everything that can finish, finishes: time passes, the
-			 * refill lcore runs, until two rounds change nothing. */
+			/*
+			 * Everything that can finish, finishes: time passes, the
+			 * refill lcore runs, until two rounds in a row change
+			 * nothing. Two: the shard's timeouts read its looked clock
+			 * (the last poll that read its queue empty), which the
+			 * first round's poll may only set, as it ends, when the
+			 * input's last poll read a full burst; the space timeout
+			 * of an EVICT that waits from before then fires in the
+			 * second.
+			 */
 			uint64_t sig;
 
 			fz_sh_release(); /* the cluster answers what it held */
 			refill_until_idle();
 			sig = progress();
-			if ((sig == S.sig && fz_tier_backlog() == 0) || ++S.round > 512) {
+			S.still = sig == S.sig && fz_tier_backlog() == 0 ? S.still + 1 : 0;
+			if (S.still == 2 || ++S.round > 512) {
 				S.phase = PH_LOOK;
 				S.look = 0;
 				break;
