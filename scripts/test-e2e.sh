@@ -448,23 +448,7 @@ fi
 #     points of alone; without, 20 points less. Hit tokens per request from
 #     --ttft-out; every refilled byte checked.
 if want 1n; then
-	python3 - "$tmp" <<'PY'
-import json, random, sys
-rng = random.Random(11)
-docs = {q: [[rng.randrange(1, 1 << 31) for _ in range(4000)] for _ in range(2)] for q in range(4)}
-alone = [open("%s/nn_q%d.jsonl" % (sys.argv[1], q), "w") for q in range(4)]
-with open(sys.argv[1] + "/nn.jsonl", "w") as m:
-    for i in range(2000):
-        if rng.random() < 0.1:
-            q = rng.randrange(4)
-            toks = docs[q][rng.randrange(2)] + [rng.randrange(1, 1 << 31) for _ in range(50)]
-            line = json.dumps({"org": "quiet%d" % q, "timestamp": i * 100, "tokens": toks, "output_length": 8})
-            alone[q].write(line + "\n")
-        else:
-            line = json.dumps({"org": "noisy", "timestamp": i * 100,
-                               "tokens": [rng.randrange(1, 1 << 31) for _ in range(4000)], "output_length": 8})
-        m.write(line + "\n")
-PY
+	python3 scripts/gen-noisy.py "$tmp"
 	sed 's/^  max_inflight = 8;/  max_inflight = 1;/' config/all-in-one.cfg >"$tmp/nn_none.cfg"
 	sed -e 's/capacity_tokens = 100000;/capacity_tokens = 10000;/' \
 		-e 's/capacity_tokens = \[100000\];/capacity_tokens = [10000];/' "$tmp/nn_none.cfg" >"$tmp/nn_alone.cfg"

@@ -57,23 +57,7 @@ check "salt: 'a b' is refused (exit 2), naming the file, line and field" \
 # flushes them; with a share of 0.1 each, each quiet one hits within 2
 # points of what it gets alone in 10,000 tokens (its share); driver.orgs'
 # dram_share (--orgs-from) gives the same as --org-share.
-python3 - "$tmp" <<'PY'
-import json, random, sys
-rng = random.Random(11)
-docs = {q: [[rng.randrange(1, 1 << 31) for _ in range(4000)] for _ in range(2)] for q in range(4)}
-alone = [open("%s/nn_q%d.jsonl" % (sys.argv[1], q), "w") for q in range(4)]
-with open(sys.argv[1] + "/nn.jsonl", "w") as m:
-    for i in range(2000):
-        if rng.random() < 0.1:
-            q = rng.randrange(4)
-            toks = docs[q][rng.randrange(2)] + [rng.randrange(1, 1 << 31) for _ in range(50)]
-            line = json.dumps({"org": "quiet%d" % q, "timestamp": i * 100, "tokens": toks, "output_length": 8})
-            alone[q].write(line + "\n")
-        else:
-            line = json.dumps({"org": "noisy", "timestamp": i * 100,
-                               "tokens": [rng.randrange(1, 1 << 31) for _ in range(4000)], "output_length": 8})
-        m.write(line + "\n")
-PY
+python3 scripts/gen-noisy.py "$tmp"
 orgs_json() { # FILE: "org ratio" lines of the first JSON line's orgs
 	head -1 "$1" | python3 -c 'import json,sys; [print(o["org"], o["hit_ratio"]) for o in json.loads(sys.stdin.readline())["orgs"]]'
 }

@@ -58,31 +58,29 @@ Test(config, an_empty_refill_list_means_no_refill_lcore)
 	cr_assert_eq(cfg.refill_lcore[0], 2);
 }
 
-Test(config, dram_shares_and_caps_come_from_the_orgs_or_their_default)
+/* A driver's configuration with organization "c"'s DRAM share @p c_share, into @p path. */
+static void
+shares_cfg(const char *path, const char *c_share)
 {
-	FILE *f = fopen("/tmp/kvss_test_shares.cfg", "w");
+	FILE *f = fopen(path, "w");
 
 	cr_assert_not_null(f);
-	fputs("role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
-	      " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
-	      "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
-	      "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
-	      " org_default = { dram_share = 0.1; dram_cap = 0.5; };\n"
-	      " orgs = ( { name = \"a\"; dram_share = 0.4; }, { name = \"b\"; dram_cap = 0.25; },\n"
-	      "  { name = \"c\"; dram_share = 0.5; dram_cap = 1; } ); };\n", f);
+	fprintf(f, "role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+		   " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+		   "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+		   "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
+		   " org_default = { dram_share = 0.1; dram_cap = 0.5; };\n"
+		   " orgs = ( { name = \"a\"; dram_share = 0.4; }, { name = \"b\"; dram_cap = 0.25; },\n"
+		   "  { name = \"c\"; dram_share = %s; dram_cap = 1; } ); };\n", c_share);
 	fclose(f);
+}
+
+Test(config, dram_shares_and_caps_come_from_the_orgs_or_their_default)
+{
+	shares_cfg("/tmp/kvss_test_shares.cfg", "0.5");
 	cr_assert_eq(kvss_config_load("/tmp/kvss_test_shares.cfg", &cfg, err, sizeof(err)), -1,
 		     "0.1 + 0.4 + 0.1 + 0.5 is above 1");
-	f = fopen("/tmp/kvss_test_shares.cfg", "w");
-	cr_assert_not_null(f);
-	fputs("role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
-	      " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
-	      "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
-	      "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } );\n"
-	      " org_default = { dram_share = 0.1; dram_cap = 0.5; };\n"
-	      " orgs = ( { name = \"a\"; dram_share = 0.4; }, { name = \"b\"; dram_cap = 0.25; },\n"
-	      "  { name = \"c\"; dram_share = 0.3; dram_cap = 1; } ); };\n", f);
-	fclose(f);
+	shares_cfg("/tmp/kvss_test_shares.cfg", "0.3");
 	cr_assert_eq(kvss_config_load("/tmp/kvss_test_shares.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
 	unlink("/tmp/kvss_test_shares.cfg");
 	cr_assert_float_eq(cfg.driver.pc.dram_share_default, 0.1, 1e-12);

@@ -134,22 +134,14 @@ prompt(uint32_t k, uint32_t *t)
 		t[i] = k * 1000 + i + 1;
 }
 
+static uint32_t org_request(struct replay *r, uint64_t iso, uint32_t k, uint64_t now,
+			    uint32_t *l2hit);
+
+/* Prompt @p k of the organization 77 at @p now: its hit, and of it what came from L2. */
 static uint32_t
 request(struct replay *r, uint32_t k, uint64_t now, uint32_t *l2hit)
 {
-	uint32_t t[129];
-	struct prefixcache_request q = {.isolation_id = 77, .tokens = t, .num_tokens = 129,
-					.cache_length_allowed = 129,
-					.first_multimodal = UINT32_MAX, .sequence_id = k};
-	struct prefixcache_stats before, after;
-	uint32_t hit;
-
-	prompt(k, t);
-	prefixcache_stats(replay_pc(r), &before);
-	hit = replay_request(r, 0, &q, NULL, 0, now);
-	prefixcache_stats(replay_pc(r), &after);
-	*l2hit = (uint32_t)(after.l2_hit_tokens - before.l2_hit_tokens);
-	return hit;
+	return org_request(r, 77, k, now, l2hit);
 }
 
 Test(l2, a_freed_column_goes_down_and_a_later_hit_brings_it_up_byte_for_byte)

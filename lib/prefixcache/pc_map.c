@@ -125,8 +125,9 @@ prefixcache_org_ttl(struct prefixcache *pc, uint64_t isolation_id, uint64_t ttl_
 	return 0;
 }
 
-int
-prefixcache_org_dram_share(struct prefixcache *pc, uint64_t isolation_id, double share, double cap)
+/* An organization's share and cap of DRAM, or of the second tier (@p l2). */
+static int
+org_share(struct prefixcache *pc, uint64_t isolation_id, double share, double cap, bool l2)
 {
 	uint32_t o;
 
@@ -136,29 +137,23 @@ prefixcache_org_dram_share(struct prefixcache *pc, uint64_t isolation_id, double
 		return -EINVAL;
 	if ((o = pc_org_get(pc, isolation_id)) == NIL)
 		return -ENOMEM;
-	pc->org[o].share = share;
-	pc->org[o].cap = cap;
+	*(l2 ? &pc->org[o].l2_share : &pc->org[o].share) = share;
+	*(l2 ? &pc->org[o].l2_cap : &pc->org[o].cap) = cap;
 	if (share > 0 || cap < 1)
-		pc->shares_on = true;
+		*(l2 ? &pc->l2_shares_on : &pc->shares_on) = true;
 	return 0;
+}
+
+int
+prefixcache_org_dram_share(struct prefixcache *pc, uint64_t isolation_id, double share, double cap)
+{
+	return org_share(pc, isolation_id, share, cap, false);
 }
 
 int
 prefixcache_org_l2_share(struct prefixcache *pc, uint64_t isolation_id, double share, double cap)
 {
-	uint32_t o;
-
-	if (cap == 0)
-		cap = 1;
-	if (!(share >= 0 && share <= cap && cap <= 1))
-		return -EINVAL;
-	if ((o = pc_org_get(pc, isolation_id)) == NIL)
-		return -ENOMEM;
-	pc->org[o].l2_share = share;
-	pc->org[o].l2_cap = cap;
-	if (share > 0 || cap < 1)
-		pc->l2_shares_on = true;
-	return 0;
+	return org_share(pc, isolation_id, share, cap, true);
 }
 
 /* ---- Entries ---------------------------------------------------------------- */
