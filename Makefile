@@ -706,6 +706,7 @@ bench: deps
 # (scripts/bench-demo.sh, about six minutes on the public trace).
 bench-run: all $(PYLINK) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 	@for b in $(BENCHES); do $$b || exit 1; done
+	@scripts/bench-shard-huge.sh $(BUILD)
 	@scripts/bench-kvdisk.sh $(BUILD)
 	@scripts/bench-trace.sh $(BUILD)
 	@scripts/bench-redis.sh $(BUILD)

@@ -709,6 +709,7 @@ bench_ingest_l2(double alone, unsigned int every)
 }
 
 static double ingest_1k_best;
+static const char *name_sfx = ""; /* "_hugepages" when in them */
 
 /*
  * What a token costs in memory, copied into the store (its slot and its
@@ -773,9 +774,9 @@ bench_ingest(const char *name, uint32_t B, int with_refill)
 	printf("bench: %s_lcore_busy %.2f share\n", name, busy);
 	memory_per_token(name, B);
 	if (with_refill) {
-		printf("bench: kvss_shard_ingest_frames_16k %.0f frames/s\n", best_fps);
-		printf("bench: kvss_shard_refill_16k %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n",
-		       best_rf / 1e9, best_rmc / 1e9, best_rf / best_rmc);
+		printf("bench: kvss_shard_ingest_frames_16k%s %.0f frames/s\n", name_sfx, best_fps);
+		printf("bench: kvss_shard_refill_16k%s %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n",
+		       name_sfx, best_rf / 1e9, best_rmc / 1e9, best_rf / best_rmc);
 	}
 	fflush(stdout);
 }
@@ -784,13 +785,23 @@ int
 main(int argc, char **argv)
 {
 	char prefix[64], err[512];
-	char *eal[] = {"bench_shard", "--no-pci", "--no-huge", "-m", "1024", "--no-telemetry",
-		       "--log-level", "lib.eal:error", "-l", "0-1", prefix, NULL};
+	/* BENCH_SHARD_HUGE=1: in hugepages (scripts/bench-shard-huge.sh), the
+	 * figures named _hugepages; else in 4 KiB pages, as before. */
+	const char *huge = getenv("BENCH_SHARD_HUGE");
+	bool in_huge = huge != NULL && strcmp(huge, "1") == 0;
+	/* BENCH_SHARD_IOVA=pa|va: EAL's IOVA mode (unset: EAL's own choice, PA
+	 * in hugepages on this machine, where refills look each buffer's up). */
+	const char *iova = getenv("BENCH_SHARD_IOVA");
+	char iova_arg[32];
+	char *eal[] = {"bench_shard", "--no-pci", in_huge ? "--huge-unlink" : "--no-huge", "-m", "1024",
+		       "--no-telemetry", "--log-level", "lib.eal:error", "-l", "0-1", prefix,
+		       iova != NULL ? iova_arg : NULL, NULL};
 	const char *cfg = argc > 1 ? argv[1] : "bench/shard.cfg";
 	const char *only = getenv("BENCH_SHARD_ONLY");
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=bench_shard_%d", (int)getpid());
-	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])) - 1, eal) < 0) {
+	snprintf(iova_arg, sizeof(iova_arg), "--iova-mode=%s", iova != NULL ? iova : "");
+	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])) - (iova != NULL ? 1 : 2), eal) < 0) {
 		fprintf(stderr, "bench_shard: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
@@ -810,12 +821,16 @@ main(int argc, char **argv)
 	if (only != NULL && strcmp(only, "1k") != 0 && strcmp(only, "1k_l2") != 0 && strcmp(only, "16k") != 0)
 		fail("BENCH_SHARD_ONLY: want 1k, 1k_l2 or 16k");
 	frames_init();
+	if (huge != NULL && !in_huge)
+		fail("BENCH_SHARD_HUGE: want 1 (hugepages) or unset");
+	if (in_huge)
+		name_sfx = "_hugepages";
 	if (only == NULL || strncmp(only, "1k", 2) == 0)
-		bench_ingest("kvss_shard_ingest_1k", 1024, 0);
-	if (only == NULL || strcmp(only, "1k_l2") == 0)
+		bench_ingest(in_huge ? "kvss_shard_ingest_1k_hugepages" : "kvss_shard_ingest_1k", 1024, 0);
+	if ((only == NULL && !in_huge) || (only != NULL && strcmp(only, "1k_l2") == 0))
 		bench_ingest_l2(ingest_1k_best, 16);
 	if (only == NULL || strcmp(only, "16k") == 0)
-		bench_ingest("kvss_shard_ingest_16k", 16384, 1);
+		bench_ingest(in_huge ? "kvss_shard_ingest_16k_hugepages" : "kvss_shard_ingest_16k", 16384, 1);
 	rte_eth_dev_stop(gport);
 	rte_eth_dev_stop(kvss_me->cfg->port);
 	kvss_eal_stop();
