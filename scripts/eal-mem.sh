@@ -13,6 +13,13 @@ eal_mem() {
 	local who=$1 mb=$2 n=${3:-1} free=0 mnt
 	local sys=/sys/kernel/mm/hugepages/hugepages-2048kB
 
+	case ${KVSS_HUGE:-} in
+	'' | 0 | 1) ;;
+	*)
+		echo "$who: KVSS_HUGE=$KVSS_HUGE: 0 (--no-huge), 1 (hugepages or an error) or unset" >&2
+		exit 2
+		;;
+	esac
 	[ -r "$sys/free_hugepages" ] && free=$(($(cat "$sys/free_hugepages") * 2))
 	mnt=$(awk '$3 == "hugetlbfs" { print $2; exit }' /proc/mounts)
 	if [ "${KVSS_HUGE:-}" != 0 ] && [ -n "$mnt" ] && [ -w "$mnt" ] && [ "$free" -ge $((mb * n)) ]; then
@@ -21,7 +28,7 @@ eal_mem() {
 		[ "${_eal_mem_said:-}" = "$who" ] ||
 			echo "$who: hugepages: $((mb * n)) MB of the $free MB free at $mnt ($n x $mb MB)" >&2
 	elif [ "${KVSS_HUGE:-}" = 1 ]; then
-		echo "$who: KVSS_HUGE=1 but $free MB of hugepages free${mnt:+ at $mnt}${mnt:- (hugetlbfs not mounted)}," \
+		echo "$who: KVSS_HUGE=1 but $free MB of hugepages free${mnt:+ at $mnt}$([ -z "$mnt" ] && echo " (hugetlbfs not mounted)")," \
 			"$((mb * n)) MB needed: scripts/hugepages.sh reserve $((mb * n))" >&2
 		exit 1
 	else

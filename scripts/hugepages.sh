@@ -38,8 +38,26 @@ free_mb() {
 	echo $(($(cat "$SYS/free_hugepages") * 2))
 }
 
+# The state file's two numbers (pages added, 1 when it mounted) into
+# st_added and st_mounted, read as digits and never evaluated: bash
+# arithmetic on what a file says runs what a[$(...)] in it names.
+read_state() {
+	local a m
+	st_added=0
+	st_mounted=0
+	[ -f "$STATE" ] || return 0
+	read -r a m <"$STATE"
+	if ! [[ "${a:-}" =~ ^[0-9]{1,9}$ && "${m:-}" =~ ^[01]$ ]]; then
+		echo "hugepages: $STATE is not this script's (want two numbers): left alone" >&2
+		exit 1
+	fi
+	st_added=$((10#$a))
+	st_mounted=$m
+}
+
 case ${1:-} in
 status)
+	[ $# -eq 1 ] || usage
 	if [ ! -d "$SYS" ]; then
 		echo "hugepages: none (the kernel has no 2 MiB hugepages)"
 		exit 0
@@ -48,7 +66,8 @@ status)
 	where="hugetlbfs not mounted"
 	[ -n "$m" ] && where="hugetlbfs at $m"
 	mine=
-	[ -f "$STATE" ] && mine="; $(($(cut -d' ' -f1 "$STATE") * 2)) MB of them reserved by this script"
+	read_state
+	[ -f "$STATE" ] && mine="; $((st_added * 2)) MB of them reserved by this script"
 	echo "hugepages: $(free_mb) MB free of $(($(cat "$SYS/nr_hugepages") * 2)) MB (2 MiB pages), $where$mine"
 	;;
 reserve)
@@ -85,10 +104,8 @@ reserve)
 		did_mount=1
 	fi
 	# What was added before (an earlier reserve) is added to.
-	prev=0
-	prev_mount=0
-	[ -f "$STATE" ] && read -r prev prev_mount <"$STATE"
-	echo "$((prev + added)) $((prev_mount | did_mount))" >"$STATE"
+	read_state
+	echo "$((st_added + added)) $((st_mounted | did_mount))" >"$STATE"
 	if [ "$(cat "$SYS/free_hugepages")" -lt "$want" ]; then
 		echo "hugepages: asked for $mb MB, the kernel has $(free_mb) MB free (memory fragmented or short); releasing" >&2
 		"$0" release >/dev/null
@@ -97,9 +114,12 @@ reserve)
 	echo "hugepages: $(free_mb) MB free in 2 MiB pages at $(mounted) ($((added * 2)) MB added by this call)"
 	;;
 release)
+	[ $# -eq 1 ] || usage
 	[ -f "$STATE" ] || { echo "hugepages: nothing reserved by this script"; exit 0; }
-	read -r added did_mount <"$STATE"
-	if [ "${added:-0}" -gt 0 ]; then
+	read_state
+	added=$st_added
+	did_mount=$st_mounted
+	if [ "$added" -gt 0 ]; then
 		now=$(cat "$SYS/nr_hugepages")
 		echo $((now > added ? now - added : 0)) >"$SYS/nr_hugepages"
 	fi
@@ -107,7 +127,7 @@ release)
 		umount "$MNT" 2>/dev/null || echo "hugepages: $MNT is busy: left mounted" >&2
 	fi
 	rm -f "$STATE"
-	echo "hugepages: released $((${added:-0} * 2)) MB; $(free_mb) MB still free"
+	echo "hugepages: released $((added * 2)) MB; $(free_mb) MB still free"
 	;;
 *)
 	usage

@@ -32,6 +32,14 @@ check "an unknown command: exit 2" test $? -eq 2
 scripts/hugepages.sh release >"$tmp/out" 2>&1
 check "release with nothing reserved: exit 0, says so" \
 	sh -c "[ $? -eq 0 ] && grep -q 'nothing reserved by this script' '$tmp/out'"
+# A state file that is not the script's is refused, never evaluated.
+printf '%s\n' 'a[$(touch '"$tmp"'/PWNED)] 0' >"$tmp/evil"
+KVSS_HUGEPAGES_STATE=$tmp/evil scripts/hugepages.sh status >/dev/null 2>"$tmp/err"
+check "a state file with a command in it: exit 1, nothing run" \
+	sh -c "[ $? -eq 1 ] && [ ! -e '$tmp/PWNED' ] && grep -q 'is not this script.s' '$tmp/err'"
+(KVSS_HUGE=off eal_mem test 64) >/dev/null 2>"$tmp/err"
+check "KVSS_HUGE=off: refused (exit 2), naming the variable and its values" \
+	sh -c "[ $? -eq 2 ] && grep -q 'KVSS_HUGE=off: 0 (--no-huge), 1' '$tmp/err'"
 # KVSS_HUGE=0: --no-huge whatever is free.
 (KVSS_HUGE=0 eal_mem test 64 && echo "${EAL_MEM[*]}") >"$tmp/out" 2>"$tmp/err"
 check "KVSS_HUGE=0: --no-huge, said in one line" \

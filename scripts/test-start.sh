@@ -81,13 +81,16 @@ fi
 # program at its end for ever, waiting for a reader); one that fails at the
 # end (a full disk) is said, exit 2; a shard refuses the option.
 mkfifo "$tmp/fifo"
+touch "$tmp/target"
+ln -s "$tmp/target" "$tmp/link"
+ln -s "$tmp/nowhere/x.csv" "$tmp/dangling"
 for opt in --ttft-out --plot-refills; do
-	for bad in /nonexistent/t.csv "$tmp" "$tmp/fifo"; do
+	for bad in /nonexistent/t.csv "$tmp" "$tmp/fifo" "$tmp/link" "$tmp/dangling"; do
 		timeout 60 "$K" "${EAL[@]}" --lcores 0@0,1@1 --file-prefix "${base}_out" -- \
 			--config config/all-in-one.cfg --trace "" --limit 10 $opt "$bad" >"$tmp/out.log" 2>&1
 		rc=$?
 		check "$opt $bad: exit 2 before the run, saying why" \
-			sh -c "[ $rc -eq 2 ] && grep -q '^kvss: $opt $bad: .*\(does not exist\|is a directory\|is a FIFO, not a file\)' '$tmp/out.log' &&
+			sh -c "[ $rc -eq 2 ] && grep -q '^kvss: $opt $bad: .*\(does not exist\|is a directory\|is a FIFO, not a file\|is a symbolic link\)' '$tmp/out.log' &&
 				! grep -q 'final stats' '$tmp/out.log'"
 	done
 done
@@ -103,6 +106,12 @@ rc=$?
 check "--ttft-out FILE: exit 0, a header and a line per request, each timed" \
 	sh -c "[ $rc -eq 0 ] && head -1 '$tmp/t.csv' | grep -qx 'request,ttft_us,hit_tokens,org,salted' &&
 		[ \$(grep -c '^[0-9]*,[0-9][0-9]*,[0-9]*,[0-9a-f]\{16\},[01]\$' '$tmp/t.csv') = 10 ]"
+cp test/data/chat.jsonl "$tmp/same.jsonl"
+timeout 60 "$K" "${EAL[@]}" --lcores 0@0,1@1 --file-prefix "${base}_out" -- \
+	--config config/all-in-one.cfg --trace "$tmp/same.jsonl" --ttft-out "$tmp/same.jsonl" >"$tmp/out.log" 2>&1
+rc=$?
+check "--ttft-out naming the trace it replays: exit 2, the trace untouched" \
+	sh -c "[ $rc -eq 2 ] && grep -q 'is the trace it replays' '$tmp/out.log' && cmp -s test/data/chat.jsonl '$tmp/same.jsonl'"
 timeout 60 "$K" "${EAL[@]}" --lcores 0@0,1@1 --file-prefix "${base}_out" -- \
 	--config config/all-in-one.cfg --role shard --ttft-out "$tmp/s.csv" >"$tmp/out.log" 2>&1
 rc=$?

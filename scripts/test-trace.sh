@@ -85,7 +85,8 @@ done
 "$T" --trace "$tmp/nn.jsonl" --capacity 100000 --org-share quiet0:0.6 --org-share quiet1:0.6 >/dev/null 2>"$tmp/err"
 check "--org-share: shares summing above 1 are refused (exit 2), saying so" \
 	sh -c "[ $? -eq 2 ] && grep -q 'the DRAM shares sum to 1.2: above the whole' '$tmp/err'"
-for bad in quiet0 quiet0:x quiet0:0.5:0.4 quiet0:-1 quiet0:nan quiet0:0.1:2 :0.1 quiet0:0.1:0; do
+for bad in quiet0 quiet0:x quiet0:0.5:0.4 quiet0:-1 quiet0:nan quiet0:0.1:2 :0.1 quiet0:0.1:0 \
+	quiet0:0,1 quiet0:0.1abc quiet0:1e-400 'quiet0:0.2 :0.1' quiet0:0.5,quiet1:0.9; do
 	"$T" --trace "$tmp/nn.jsonl" --capacity 100000 --org-share "$bad" >/dev/null 2>"$tmp/err"
 	check "--org-share $bad: refused (exit 2), saying the form" \
 		sh -c "[ $? -eq 2 ] && grep -q 'org-share.*want NAME:SHARE\[:CAP\]\|an organization.s name of 1 to 63' '$tmp/err'"

@@ -257,6 +257,12 @@ static struct bad_line bad_lines[] = {
 	{"{\"tokens\": [1], \"cache_salt\": \"a\tb\"}", ":1: cache_salt: want null, or 1 to 256"},
 	{"{\"tokens\": [1], \"cache_salt\": nullx}", ":1: cache_salt: want null, or 1 to 256"},
 	{"{\"tokens\": [1], \"cache_salt\": [\"a\"]}", ":1: cache_salt: want null, or 1 to 256"},
+	/* Read one way here and another by other JSON readers: refused. */
+	{"{\"tokens\": [1], \"cache_salt\": \"a\", \"cache_salt\": \"b\"}", ":1: cache_salt: given twice"},
+	{"{\"tokens\": [1], \"org\": \"a\", \"org\": \"b\"}", ":1: org: given twice"},
+	{"{\"tokens\": [1], \"cache_salt\" \"k\"}", ":1: a key with no ':' after it"},
+	{"{\"tokens\": [1], \"cache_\\u0073alt\": \"k\"}", ":1: a key written with an escape"},
+	{"{\"tokens\": [1], \"x\": \"cache_salt\": \"k\"}", ":1: a ':' after a value"},
 	/* Not one JSON object: each was taken for a request. */
 	{"{\"tokens\": [1, 2]", ":1: an object with no end"},
 	{"{\"tokens\": [1, 2]} trailing", ":1: more after the object's end"},

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -543,6 +544,17 @@ options(int argc, char **argv, const char *prog, const char **configp)
 		if (!any) {
 			fprintf(stderr, "kvss: --l2-dir: %s gives this process no second tier (shard.l2)\n",
 				config);
+			return 2;
+		}
+	}
+	/* An output over the trace it replays would destroy the input. */
+	if (kvss.ttft_out != NULL && trace != NULL && trace[0] != '\0') {
+		struct stat a, b;
+
+		if (stat(kvss.ttft_out, &a) == 0 && stat(trace, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino) {
+			fprintf(stderr, "kvss: --ttft-out %s: is the trace it replays (--trace)\n",
+				plot_shown(kvss.ttft_out, name, sizeof(name)));
 			return 2;
 		}
 	}

@@ -279,18 +279,35 @@ shares_fit(const struct opts *o, const char *opt)
  * hit ratio reported (as --org-ttl's; its TTLs the global ones unless
  * --org-ttl named it first).
  */
+/* A fraction at @p s: digits and one '.', 0 to 1, up to @p stop; its end, or NULL. */
+static const char *
+fraction(const char *s, char stop, double *v)
+{
+	const char *p = s;
+	int dots = 0;
+	char *end;
+
+	for (; *p != stop && *p != '\0'; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p == '.' && dots++ == 0)))
+			return NULL;
+	if (p == s || (p == s + 1 && *s == '.'))
+		return NULL;
+	*v = strtod(s, &end);
+	return end == p && *v >= 0 && *v <= 1 ? p : NULL;
+}
+
 static int
 org_share_arg(struct opts *o, const char *arg)
 {
-	char name[64], tail;
-	double share, cap = 1;
-	const char *c = strchr(arg, ':');
+	char name[64];
+	double share = -1, cap = 1;
+	const char *c = strchr(arg, ':'), *e = c != NULL ? fraction(c + 1, ':', &share) : NULL;
 	unsigned int j;
-	int n = c != NULL ? sscanf(c + 1, "%lf:%lf%c", &share, &cap, &tail) : 0;
 
-	if (c == NULL || (size_t)(c - arg) >= sizeof(name) || (n != 1 && n != 2) ||
-	    !(share >= 0 && share <= cap && cap > 0 && cap <= 1) || strchr(c + 1, 'x') != NULL ||
-	    strchr(c + 1, 'X') != NULL) {
+	if (e != NULL && *e == ':' && fraction(e + 1, '\0', &cap) == NULL)
+		e = NULL;
+	if (c == NULL || c == arg || (size_t)(c - arg) >= sizeof(name) || e == NULL ||
+	    !(share <= cap && cap > 0)) {
 		fprintf(stderr, "kvss-trace: --org-share: '%s': want NAME:SHARE[:CAP], fractions of "
 				"the capacity with 0 <= SHARE <= CAP <= 1 (CAP 1: none)\n", arg);
 		return -1;

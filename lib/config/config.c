@@ -420,8 +420,10 @@ get_share(struct ctx *c, const config_setting_t *g, const char *ks, const char *
 	    cfg_get_real(c, g, kc, 0, false, 1, def_cap, cap) != 0)
 		return -1;
 	if (*share > *cap)
-		return cfg_fail(c, g, ks, "%g is above %s (%g): a guarantee past the cap could "
-			    "not be kept", *share, kc, *cap);
+		return cfg_fail(c, g, ks, "%g is above %s (%g%s): a guarantee past the cap could "
+			    "not be kept", *share, kc, *cap,
+			    g != NULL && config_setting_get_member(g, kc) == NULL
+			    ? ", driver.org_default's" : "");
 	return 0;
 }
 
@@ -479,14 +481,19 @@ load_driver_orgs(struct ctx *c, const config_setting_t *d, struct kvss_config *c
 			return -1;
 		sum += ot->dram_share;
 		sum2 += ot->l2_share;
+		/* An organization without a share of its own has org_default's: said. */
 		if (sum > 1 + 1e-9)
-			return cfg_fail(c, o, "dram_share", "the DRAM shares sum to %g with this one%s: "
+			return cfg_fail(c, o, "dram_share", "the DRAM shares sum to %g with this one%s%s: "
 				    "above the whole (1)", sum, pp->dram_share_default > 0
-				    ? " and driver.org_default's" : "");
+				    ? " and driver.org_default's" : "",
+				    config_setting_get_member(o, "dram_share") == NULL
+				    ? " (which has driver.org_default's, not being given one)" : "");
 		if (sum2 > 1 + 1e-9)
 			return cfg_fail(c, o, "l2_share", "the second tier's shares sum to %g with this "
-				    "one%s: above the whole (1)", sum2, pp->l2_share_default > 0
-				    ? " and driver.org_default's" : "");
+				    "one%s%s: above the whole (1)", sum2, pp->l2_share_default > 0
+				    ? " and driver.org_default's" : "",
+				    config_setting_get_member(o, "l2_share") == NULL
+				    ? " (which has driver.org_default's, not being given one)" : "");
 	}
 	return 0;
 }

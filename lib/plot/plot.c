@@ -132,6 +132,12 @@ plot_check_output(const char *png, char *err, size_t errlen)
 		return -1;
 	}
 	plot_shown(png, show, sizeof(show));
+	/* A link, even one to nowhere, is not followed: the file written is
+	 * the one named (a link placed there would choose another). */
+	if (lstat(png, &st) == 0 && S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen, "%s is a symbolic link; name the file itself", show);
+		return -1;
+	}
 	if (stat(png, &st) == 0) {
 		/* There already: it is overwritten, wherever it is. */
 		if (S_ISDIR(st.st_mode)) {
@@ -213,12 +219,13 @@ int
 plot_open_output(const char *path, char *err, size_t errlen)
 {
 	struct stat st;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0644);
 
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create it: %s",
-			 errno == ENXIO ? "a FIFO with no reader, or a socket: not a file"
-					: strerror(errno));
+			 errno == ENXIO	  ? "a FIFO with no reader, or a socket: not a file"
+			 : errno == ELOOP ? "a symbolic link, not followed"
+					  : strerror(errno));
 		return -1;
 	}
 	if (fstat(fd, &st) != 0) {

@@ -30,7 +30,7 @@ struct plot {
 
 /**
  * Whether @p png can be written: its directory exists and is writable, it
- * is not itself a directory, a FIFO or a socket. For a tool to refuse --plot at once rather
+ * is not itself a directory, a FIFO, a socket or a symbolic link. For a tool to refuse --plot at once rather
  * than after its run. @return 0, or -1 with one line in @p err naming the
  * directory and what to do.
  */
@@ -45,7 +45,8 @@ const char *plot_shown(const char *s, char *buf, size_t len);
 /**
  * Open (create, truncate) an output file the command line named, for
  * writing: a FIFO or a socket is refused (without blocking: a FIFO with
- * no reader would hold the program at its end for ever). @return the
+ * no reader would hold the program at its end for ever), a symbolic link
+ * is not followed. @return the
  * descriptor, or -1 with one line in @p err.
  */
 int plot_open_output(const char *path, char *err, size_t errlen);

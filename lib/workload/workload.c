@@ -39,9 +39,12 @@ string_end(const char *p)
 
 /*
  * Is @p line one JSON object and nothing after it, its brackets matched
- * outside strings? NULL, or what is wrong. The fields are then read by key
- * (json_key); without this, '{...} garbage', '{...}}', '{... "a": [1' and a
- * line with no closing brace were taken for requests.
+ * outside strings, each of its own keys followed by ':' and written
+ * without an escape? NULL, or what is wrong. The fields are then read by
+ * key (json_key); without this, '{...} garbage', '{...}}', '{... "a": [1'
+ * and a line with no closing brace were taken for requests, and so were
+ * '"cache_salt" "k"' (read as no salt) and '"cache_\u0073alt": "k"' (a
+ * salt to any JSON reader, no key to this one).
  */
 static const char *
 json_shape(const char *line)
@@ -49,6 +52,8 @@ json_shape(const char *line)
 	char open[64];
 	unsigned int depth = 0;
 	const char *p = skip_ws(line);
+	bool key_next = false; /* at depth 1, after '{' or ',': a key */
+	bool colon_next = false; /* at depth 1, after a key: its ':' */
 
 	if (*p != '{')
 		return "not a JSON object (each line is one {...})";
@@ -58,8 +63,24 @@ json_shape(const char *line)
 
 			if (e == NULL)
 				return "a string with no closing quote";
+			if (depth == 1 && key_next) {
+				if (memchr(p + 1, '\\', (size_t)(e - p - 2)) != NULL)
+					return "a key written with an escape (keys are read as written)";
+				if (*skip_ws(e) != ':')
+					return "a key with no ':' after it";
+				key_next = false;
+				colon_next = true;
+			}
 			p = e - 1;
+		} else if (*p == ':' && depth == 1) {
+			if (!colon_next)
+				return "a ':' after a value (a key expected before it)";
+			colon_next = false;
+		} else if (*p == ',' && depth == 1) {
+			key_next = true;
 		} else if (*p == '{' || *p == '[') {
+			if (depth == 0)
+				key_next = true;
 			if (depth == sizeof(open))
 				return "nested more than 64 deep";
 			open[depth++] = *p;
@@ -79,7 +100,7 @@ json_shape(const char *line)
  * or NULL.
  */
 static const char *
-json_key(const char *line, const char *key)
+json_key_nth(const char *line, const char *key, unsigned int nth)
 {
 	size_t kl = strlen(key);
 	const char *p = line;
@@ -93,7 +114,7 @@ json_key(const char *line, const char *key)
 				return NULL;
 			q = skip_ws(e);
 			if (depth == 1 && *q == ':' && (size_t)(e - p - 2) == kl &&
-			    strncmp(p + 1, key, kl) == 0)
+			    strncmp(p + 1, key, kl) == 0 && nth-- == 0)
 				return skip_ws(q + 1);
 			p = e;
 			continue;
@@ -105,6 +126,12 @@ json_key(const char *line, const char *key)
 		p++;
 	}
 	return NULL;
+}
+
+static const char *
+json_key(const char *line, const char *key)
+{
+	return json_key_nth(line, key, 0);
 }
 
 /*
@@ -303,6 +330,17 @@ read_fields(const struct wl_line *w, const char *line, uint64_t default_iso, str
 	uint64_t v;
 	int rc;
 
+	/* A field given twice is refused: JSON readers disagree on which one
+	 * counts (Python's json takes the last, this reader the first), and a
+	 * salt or an organization read differently by two tools is not one. */
+	static const char *const fields[] = {"timestamp", "output_length", "org", "cache_salt",
+					     "tokens", "hash_ids", "input_length",
+					     "cache_length_allowed", "multimodal"};
+	unsigned int f;
+
+	for (f = 0; f < sizeof(fields) / sizeof(fields[0]); f++)
+		if (json_key_nth(line, fields[f], 1) != NULL)
+			return field_bad(w, fields[f], "given twice in the line");
 	rc = json_u64(line, "timestamp", WL_MAX_TS_MS, &q->ts_ms);
 	if (rc == -ENOENT) {
 		/* In order, as kvss-trace reads it; replayed at its time, refused. */
