@@ -10,8 +10,9 @@
 #     flipped column is caught when read (L2_FAILED), never refilled;
 #  4. expiry holds on disk: past the first-use TTL, nothing is taken back,
 #     and the headers are cleared (the next start finds none);
-# 4s. a slow disk (reads throttled) loses nothing; a hung one (its thread
-#     frozen) costs the columns waiting on it, not the model;
+# 4s. a slow disk (reads throttled) loses nothing; the tier's thread
+#     frozen (a core taken away) loses nothing; a hung disk (throttled to a
+#     byte a second) costs the columns waiting on it, not the model;
 #  5. a file made for another geometry, and a disk too small (a tmpfs of
 #     1 MiB): refused at start with a message naming shard.l2;
 #  9. (run after 5) whose file it is, what is there, who can reach it
@@ -35,9 +36,14 @@ tmp=$(mktemp -d /tmp/kvss-l2.XXXXXX)
 sfx=_l2$$
 pids=()
 cleanup() {
-	local p
-	# A tier thread frozen (section 4s) first: its process ends only thawed.
+	local p k
+	# A tier thread frozen (section 4s) first: its process ends only thawed;
+	# and a disk throttled to a byte a second freed: a process ends only once
+	# its reads are done.
 	[ -d "${frz:-}" ] && echo THAWED >"$frz/freezer.state" 2>/dev/null
+	if [ -d "${blk:-}" ] && [ -n "${sdev:-}" ]; then
+		for k in read_bps write_bps read_iops; do echo "$sdev 0" >"$blk/blkio.throttle.${k}_device" 2>/dev/null; done
+	fi
 	[ -n "${slowpid:-}" ] && pkill -KILL -P "$slowpid" 2>/dev/null
 	for p in "${pids[@]}"; do
 		kill -KILL "$p" 2>/dev/null
@@ -183,13 +189,17 @@ check "past the TTL: nothing served" test "$(field "$tmp/ttl2.log" l2_adopted_co
 #     throttled by the blkio cgroup to 20 a second, the process moved in
 #     once it runs) holds a batch coming up for as long as the disk answers
 #     anything, however far back in its queue the batch's reads are; every
-#     hit refilled (io-only) so the reads queue. Then a disk that stops
-#     answering (the tier's thread frozen by the freezer cgroup for 5 s, past
-#     the batch timeout plus a second): the batches waiting on it are cut
-#     (up_batches_cut) and only their columns lost, the model kept. Both
+#     hit refilled (io-only) so the reads queue. The tier's thread stopped
+#     for 5 s (the freezer cgroup: what a busy machine does to a thread,
+#     taken to the end) is late, not silent: the level's silence is read on
+#     its own worker's clock, so nothing is cut and nothing lost. Then a
+#     disk that stops answering (reads and writes throttled to a byte a
+#     second for 5 s, past the batch timeout plus a second, while the
+#     tier's thread runs): the batches waiting on it are cut
+#     (up_batches_cut) and only their columns lost, the model kept. All
 #     need cgroup v1's controllers and a loop device (the tier's file
 #     system); the section says when it cannot run.
-slow_run() { # slow_run LOG [freeze]: in $blk, throttled; with freeze, its tier's thread into $frz
+slow_run() { # slow_run LOG [freeze|hang]: in $blk, throttled; frozen or hung 5 s once hits come
 	local p i tid k
 	echo "$sdev 20" >"$blk/blkio.throttle.read_iops_device"
 	(
@@ -212,6 +222,17 @@ slow_run() { # slow_run LOG [freeze]: in $blk, throttled; with freeze, its tier'
 		else
 			echo "l2: could not freeze the tier's thread (${tid:-not found})"
 		fi
+	elif [ "${2:-}" = hang ]; then
+		sleep 2
+		if echo "$sdev 1" >"$blk/blkio.throttle.read_bps_device" &&
+			echo "$sdev 1" >"$blk/blkio.throttle.write_bps_device"; then
+			hung=1
+			sleep 5
+		else
+			echo "l2: could not throttle the disk to a byte a second"
+		fi
+		echo "$sdev 0" >"$blk/blkio.throttle.read_bps_device"
+		echo "$sdev 0" >"$blk/blkio.throttle.write_bps_device" 2>/dev/null
 	fi
 	# Unthrottled again once the run is done: closing the tier reads too.
 	for i in $(seq 1 1200); do grep -q "summary: verify failures" "$1" && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -220,6 +241,11 @@ slow_run() { # slow_run LOG [freeze]: in $blk, throttled; with freeze, its tier'
 	i=$?
 	slowpid=
 	return $i
+}
+cut_of() { # cut_of LOG: the shard's up_batches_cut (said only when not 0)
+	local c
+	c=$(grep -o 'up_batches_cut=[0-9]*' "$1" | cut -d= -f2 | head -n 1)
+	echo "${c:-0}"
 }
 slowdir=$(mktemp -d /var/tmp/kvss-l2-slow.XXXXXX)
 blk=/sys/fs/cgroup/blkio/kvss_l2_slow$$
@@ -239,7 +265,7 @@ if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.th
 	slow_run "$tmp/slow.log"
 	rc=$?
 	[ $rc = 97 ] && echo "l2: slow disk: could not move the run into $blk (its checks fail)"
-	echo "l2: slow disk (20 reads/s): refill p99 $(field "$tmp/slow.log" refill_p99_us) us, L2 hits $(field "$tmp/slow.log" hit_tokens_l2) tokens; shard: $(grep -o 'up_batches_cut=[0-9]*' "$tmp/slow.log" || echo 'up_batches_cut=0')"
+	echo "l2: slow disk (20 reads/s): refill p99 $(field "$tmp/slow.log" refill_p99_us) us, L2 hits $(field "$tmp/slow.log" hit_tokens_l2) tokens; shard: up_batches_cut=$(cut_of "$tmp/slow.log")"
 	clean_run "slow disk" "$tmp/slow.log"
 	check "slow disk: zero tokens lost" test "$(field "$tmp/slow.log" lost_tokens)" = 0
 	check "slow disk: hits came up from the slow disk" holds "$(field "$tmp/slow.log" hit_tokens_l2) > 0"
@@ -248,33 +274,46 @@ if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.th
 	rm -rf "$slowdir/mnt/l2" && mkdir -p "$slowdir/mnt/l2"
 	if mkdir "$frz" 2>/dev/null; then
 		froze=0
-		slow_run "$tmp/hung.log" freeze
+		slow_run "$tmp/frozen.log" freeze
 		rc=$?
-		cut=$(grep -o 'up_batches_cut=[0-9]*' "$tmp/hung.log" | cut -d= -f2)
 	fi
 	if [ -d "$frz" ] && [ "$froze" = 0 ]; then
-		echo "l2: hung disk not run (the tier's thread could not be frozen)"
+		echo "l2: frozen tier thread not run (it could not be frozen)"
 		rmdir "$frz"
 	elif [ -d "$frz" ]; then
-		echo "l2: hung disk (frozen 5 s): exit $rc, up_batches_cut ${cut:-0}, lost $(field "$tmp/hung.log" lost_tokens) tokens, restarts $(field "$tmp/hung.log" resyncs)"
+		echo "l2: tier thread frozen 5 s: exit $rc, up_batches_cut $(cut_of "$tmp/frozen.log"), lost $(field "$tmp/frozen.log" lost_tokens) tokens, refill p99 $(field "$tmp/frozen.log" refill_p99_us) us"
+		clean_run "tier thread frozen" "$tmp/frozen.log"
+		check "tier thread frozen: no batch cut (late, not silent)" test "$(cut_of "$tmp/frozen.log")" = 0
+		check "tier thread frozen: zero tokens lost" test "$(field "$tmp/frozen.log" lost_tokens)" = 0
+		check "tier thread frozen: hits came up from the disk" holds "$(field "$tmp/frozen.log" hit_tokens_l2) > 0"
+		rmdir "$frz"
+	else
+		echo "l2: frozen tier thread not run (no cgroup v1 freezer controller)"
+	fi
+	rm -rf "$slowdir/mnt/l2" && mkdir -p "$slowdir/mnt/l2"
+	hung=0
+	slow_run "$tmp/hung.log" hang
+	rc=$?
+	cut=$(cut_of "$tmp/hung.log")
+	if [ "$hung" = 1 ]; then
+		echo "l2: hung disk (a byte a second for 5 s): exit $rc, up_batches_cut ${cut:-0}, lost $(field "$tmp/hung.log" lost_tokens) tokens, restarts $(field "$tmp/hung.log" resyncs)"
 		if [ "${cut:-0}" -gt 0 ]; then
 			check "hung disk: exit 3 (degraded: their tokens lost, no byte wrong)" test "$rc" -eq 3
 		else
 			# A machine so slow that no read was out in the 5 s: nothing to cut.
-			echo "l2: hung disk: no read of a batch was out while the tier was frozen (not judged: cut)"
+			echo "l2: hung disk: no read of a batch was out while the disk hung (not judged: cut)"
 			clean_run "hung disk, nothing out" "$tmp/hung.log"
 		fi
 		check "hung disk: zero verify failures" test "$(field "$tmp/hung.log" verify_failures)" = 0
 		check "hung disk: every request done" test "$(field "$tmp/hung.log" finished)" = True
 		check "hung disk: the lost columns cost themselves, not the model (0 restarts)" \
 			test "$(field "$tmp/hung.log" resyncs)" = 0
-		rmdir "$frz"
 	else
-		echo "l2: hung disk not run (no cgroup v1 freezer controller)"
+		echo "l2: hung disk not run (the throttle could not be set)"
 	fi
 	rmdir "$blk"
 else
-	echo "l2: slow and hung disk not run (no cgroup v1 blkio controller, or no loop device with ext4: '$sdev')"
+	echo "l2: slow, frozen and hung disk not run (no cgroup v1 blkio controller, or no loop device with ext4: '$sdev')"
 fi
 mountpoint -q "$slowdir/mnt" && umount "$slowdir/mnt"
 [ -n "${sloop:-}" ] && losetup -d "$sloop"

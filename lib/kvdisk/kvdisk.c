@@ -436,6 +436,13 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 unsigned int
 kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wait)
 {
+	return kvdisk_poll_for(d, out, max, wait ? KVDISK_WAIT_FOREVER : 0);
+}
+
+unsigned int
+kvdisk_poll_for(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, uint32_t wait_us)
+{
+	bool wait = wait_us > 0;
 	unsigned int n = 0;
 	struct io_uring_cqe *cqe;
 	struct op *o;
@@ -464,8 +471,18 @@ kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wa
 		d->unsubmitted = 0;
 	}
 	while (n < max && d->inflight > 0) {
-		int rc = (wait && n == 0) ? io_uring_wait_cqe(&d->ring, &cqe)
-					  : io_uring_peek_cqe(&d->ring, &cqe);
+		int rc;
+
+		if (!wait || n > 0) {
+			rc = io_uring_peek_cqe(&d->ring, &cqe);
+		} else if (wait_us == KVDISK_WAIT_FOREVER) {
+			rc = io_uring_wait_cqe(&d->ring, &cqe);
+		} else {
+			struct __kernel_timespec ts = {.tv_sec = wait_us / 1000000u,
+						       .tv_nsec = (long long)(wait_us % 1000000u) * 1000};
+
+			rc = io_uring_wait_cqe_timeout(&d->ring, &cqe, &ts);
+		}
 
 		if (rc != 0)
 			break;

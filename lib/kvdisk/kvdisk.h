@@ -206,6 +206,18 @@ bool kvdisk_has(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t o
  */
 unsigned int kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, bool wait);
 
+/** kvdisk_poll_for()'s wait with no bound: kvdisk_poll(..., true). */
+#define KVDISK_WAIT_FOREVER UINT32_MAX
+
+/**
+ * kvdisk_poll(), waiting at most @p wait_us microseconds for one to finish
+ * (0: not at all; KVDISK_WAIT_FOREVER: until one does). A caller that must
+ * go on noticing time while the disk says nothing (a disk that stopped
+ * answering is told from one that is slow by the caller's clock) waits so.
+ */
+unsigned int kvdisk_poll_for(struct kvdisk *d, struct kvdisk_done *out, unsigned int max,
+			     uint32_t wait_us);
+
 /** Operations not yet given back: in flight, queued, deferred deletes, finished ones. */
 unsigned int kvdisk_inflight(const struct kvdisk *d);
 

@@ -489,9 +489,11 @@ up_read_dead(uint64_t b, uint64_t from, uint64_t limit, uint64_t cap)
 
 	if (looked_past(from, cap))
 		return true;
+	/* The level's silence by its own clock (level.h): a level worker
+	 * starved of its core is late, not silent. */
 	for (k = 0; k < SHARD_LEVELS; k++)
 		if (s->up_reads_at[b % 256][k] > 0 &&
-		    looked_past(s->level_heard[k] > from ? s->level_heard[k] : from, limit))
+		    shard_level_silent(shard_level_of(kvss_me, (enum shard_level_kind)k), from, limit))
 			return true;
 	return false;
 }

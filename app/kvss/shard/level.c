@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
@@ -48,9 +49,21 @@ level_done(struct shard_level *lv, struct level_req *q, uint16_t status)
 	unsigned int turns = 0;
 
 	q->status = status;
+	lv->answers++;
+	/* A read or a write answered is the store speaking; a delete or a list
+	 * may be answered from memory while it is silent. */
+	if (q->op == LEVEL_GET || q->op == LEVEL_PUT)
+		__atomic_store_n(&lv->answered, rte_get_tsc_cycles(), __ATOMIC_RELEASE);
 	/* Not reached while running: the ring holds every request of the pool. */
 	while (rte_ring_enqueue(lv->from, q) != 0 && !__atomic_load_n(&lv->stop, __ATOMIC_RELAXED))
 		kvss_wait_turn(&turns);
+}
+
+void
+level_quiet(struct shard_level *lv, uint64_t t0)
+{
+	if (t0 > lv->looked)
+		__atomic_store_n(&lv->looked, t0, __ATOMIC_RELEASE);
 }
 
 static void *
@@ -61,11 +74,22 @@ level_main(void *arg)
 
 	while (!__atomic_load_n(&lv->stop, __ATOMIC_RELAXED)) {
 		void *qs[32];
-		unsigned int n = rte_ring_dequeue_burst(lv->to, qs, 32, NULL), i;
+		uint64_t answers = lv->answers;
+		unsigned int n, i;
+		bool busy;
 
+		lv->turn = rte_get_tsc_cycles();
+		n = rte_ring_dequeue_burst(lv->to, qs, 32, NULL);
 		for (i = 0; i < n; i++)
 			lv->ops->start(lv, qs[i]);
-		if (lv->ops->poll(lv, n == 0) || n > 0) {
+		busy = lv->ops->poll(lv, n == 0) || n > 0;
+		/* Nothing answered this turn: whatever the backend had finished by
+		 * its start was taken, and there was none; the level's clock moves
+		 * (level.h, looked). A backend's wait is bounded, so a level whose
+		 * answers never come still moves it. */
+		if (lv->answers == answers)
+			level_quiet(lv, lv->turn);
+		if (busy) {
 			idle = 0;
 		} else {
 			struct timespec ts = {0, idle < 64 ? 2000 : 50000};
@@ -143,6 +167,7 @@ level_open(struct kvss_shard_inst *s, enum shard_level_kind k, uint32_t column, 
 	}
 	lv->ops = backends[k];
 	lv->shard = s;
+	lv->turn = lv->looked = lv->answered = rte_get_tsc_cycles();
 	lv->column = column;
 	ls->lv[k] = lv;
 	if (lv->ops->open(lv, err, errlen) != 0) {

@@ -161,14 +161,53 @@ struct shard_level {
 	 * backend holding requests it could finish now (kvdisk's deferred
 	 * deletes) finishes them. */
 	int starved;
+	/*
+	 * The level's own clock (TSC cycles, the worker writes, the ingest
+	 * lcore reads): the start of the worker's last turn in which nothing
+	 * was answered (everything its backend had finished by then was taken
+	 * in, and there was none; or of a poll that found nothing: level_quiet),
+	 * and when it last answered a read or a write (a delete or a list may
+	 * be answered from memory while the store says nothing). A level is silent when the first has gone far
+	 * past the second: a worker late to its own completions (its core
+	 * taken by other work, or stopped) has not seen the time pass, as the
+	 * shard's looked clock (shard.h) does not for its receive queue.
+	 */
+	uint64_t looked;
+	uint64_t answered;
+	uint64_t turn;	  /* the worker's: the start of its current turn */
+	uint64_t answers; /* the worker's: level_done calls so far */
 	void *be; /* the backend's own state */
 };
+
+/**
+ * Has level @p lv said nothing for @p limit cycles since @p from, by its
+ * own clock: not answered since then, and its worker has run a turn that
+ * late (a worker not run since is starved, not silent)?
+ */
+static inline bool
+shard_level_silent(const struct shard_level *lv, uint64_t from, uint64_t limit)
+{
+	uint64_t looked = __atomic_load_n(&lv->looked, __ATOMIC_ACQUIRE);
+	uint64_t answered = __atomic_load_n(&lv->answered, __ATOMIC_ACQUIRE);
+	uint64_t since = answered > from ? answered : from;
+
+	return looked >= since && looked - since >= limit;
+}
 
 extern const struct shard_level_ops level_disk_ops;
 extern const struct shard_level_ops level_shared_ops;
 
 /** The worker: @p q is answered with @p status (0 or a protocol code). */
 void level_done(struct shard_level *lv, struct level_req *q, uint16_t status);
+
+/**
+ * The worker: a poll of the backend begun at @p t0 (TSC) found nothing
+ * finished; the level's clock (looked) moves to it. A backend that waits
+ * for its store inside one turn (a read that must follow a write still in
+ * flight) says so at each such poll: its store's silence is then seen
+ * while the turn goes on.
+ */
+void level_quiet(struct shard_level *lv, uint64_t t0);
 
 /* ---- level.c: the shard's levels, for the ingest lcore and main ---- */
 

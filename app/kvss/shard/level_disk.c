@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <rte_cycles.h>
+
 #include "kvdisk.h"
 #include "level.h"
 #include "shard.h"
@@ -56,14 +58,24 @@ code_of(int status)
 	return PROTO_E_L2_FAILED; /* EBADMSG (checksum: dropped), EIO, a short write */
 }
 
-/* Take what finished; @p wait: for at least one. */
+/*
+ * How long the worker waits for the disk at most before its turn ends: a
+ * turn that ends with nothing answered moves the level's clock (level.h),
+ * so a disk that stopped answering is told from a worker that is late.
+ */
+#define DISK_WAIT_US 1000u
+
+/* Take what finished; @p wait: for at least one, up to DISK_WAIT_US. */
 static unsigned int
 reap(struct shard_level *lv, bool wait)
 {
 	struct disk *b = lv->be;
 	struct kvdisk_done done[32];
-	unsigned int n = kvdisk_poll(b->d, done, 32, wait), i;
+	uint64_t t0 = rte_get_tsc_cycles();
+	unsigned int n = kvdisk_poll_for(b->d, done, 32, wait ? DISK_WAIT_US : 0), i;
 
+	if (n == 0)
+		level_quiet(lv, t0);
 	for (i = 0; i < n; i++) {
 		struct level_req *q = (struct level_req *)(uintptr_t)done[i].cookie;
 

@@ -362,7 +362,7 @@ send_inventory(struct kvss_lcore_stats *st, const struct level_req *q)
 }
 
 void
-shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
+shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 {
 	const struct kvstore_params *kp;
 	void *qs[32];
@@ -380,8 +380,6 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 		struct level_req *q = qs[i];
 		bool sh = q->level == SHARD_LEVEL_SHARED;
 
-		if (q->level < SHARD_LEVELS)
-			kvss_me->st->level_heard[q->level] = now; /* it answers: batches waiting on it wait on */
 		if (q->epoch != kvss_me->driver_epoch) {
 			st->dropped_restart++; /* asked for by a driver that has restarted since */
 			req_put(q);

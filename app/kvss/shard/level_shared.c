@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
@@ -185,8 +186,11 @@ reap(struct shard_level *lv, uint32_t wait_ms)
 {
 	struct sh *sh = lv->be;
 	struct shared_done d[32];
+	uint64_t t0 = rte_get_tsc_cycles();
 	unsigned int n = shared_poll(sh->s, d, 32, wait_ms), i;
 
+	if (n == 0)
+		level_quiet(lv, t0);
 	for (i = 0; i < n; i++) {
 		struct level_req *q = (struct level_req *)(uintptr_t)d[i].cookie;
 		uint16_t code = 0;

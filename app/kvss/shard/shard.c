@@ -495,7 +495,7 @@ ingest_after_burst(struct kvss_lcore_stats *st, struct shard_batcher *err, uint6
 	} else {
 		shard_run_refillq(st, err);
 	}
-	shard_level_poll(st, err, t0);
+	shard_level_poll(st, err);
 	shard_run_evictq(st, err, t0); /* deletes may have made room */
 	shard_expire_batches(st);
 	shard_batcher_flush(err);

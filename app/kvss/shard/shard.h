@@ -216,14 +216,13 @@ struct shard_state {
 	 * lost. */
 	uint16_t up_reads[256];
 	uint64_t up_no[256]; /* the batch up_reads counts for (an answer after it was cut is not) */
-	/* Of them, those still out at each level (enum shard_level_kind), and
-	 * when each level last answered anything (level_msg.c, by the poll's
-	 * clock): a batch's reads wait behind the level's queue, so it is the
-	 * silence of a level it still waits on, not the batch's age, that says
-	 * a read is not coming (a slow disk answers late but answers; a hung
-	 * one is silent, however busy the other level is). */
+	/* Of them, those still out at each level (enum shard_level_kind): a
+	 * batch's reads wait behind the level's queue, so it is the silence of
+	 * a level it still waits on (by the level's own clock, level.h), not
+	 * the batch's age, that says a read is not coming (a slow disk answers
+	 * late but answers; a hung one is silent, however busy the other level
+	 * is; a level's worker starved of its core is neither). */
 	uint16_t up_reads_at[256][SHARD_LEVELS];
-	uint64_t level_heard[SHARD_LEVELS];
 	/* evict.c: when the first EVICT_DATA frame of each batch arrived (by
 	 * batch_no % 256, the batch in data_no), and the highest batch seen:
 	 * data of a later batch says what an open one misses was lost
@@ -401,6 +400,6 @@ void shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 /** After a STATUS answering a HELLO: the inventory goes out when the second tier has it. */
 void shard_level_inventory(struct kvss_lcore_stats *st);
 /** What the levels finished: L2_DONE, ERROR, tokens stored, the inventory sent. */
-void shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now);
+void shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err);
 
 #endif
