@@ -28,7 +28,7 @@ HAVE_PKGS := $(shell pkg-config --exists $(PKGS) criterion 2>/dev/null && echo y
 ifeq ($(HAVE_PKGS),yes)
 DPDK_CFLAGS := $(shell pkg-config --cflags libdpdk)
 DPDK_LIBS := $(shell pkg-config --libs libdpdk)
-DEP_LIBS := $(shell pkg-config --libs libconfig libxxhash) -lpcap -lm -lpthread
+DEP_LIBS := $(shell pkg-config --libs libconfig libxxhash) -lpcap -lm -lpthread -lcrypto
 CRITERION_LIBS := $(shell pkg-config --libs criterion)
 URING_LIBS := $(shell pkg-config --libs liburing)
 # The shard's objects (every program linking them) reach the shared level.
@@ -148,7 +148,8 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
 	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC) \
-	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c test/rados_mem.c
+	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c test/test_shared_seal.c \
+	test/rados_mem.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c \
 	$(filter-out $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/test_drv_rx.c test/test_drv_shared.c \
@@ -264,11 +265,18 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_wafermodel \
 	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
+	$(BUILD)/test/test_shared_seal \
 	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_shared
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
 $(BUILD)/test/test_shared_obj: $(call obj,test/test_shared_obj.c $(SHARED_OBJ_SRC)) $(TEST_COMMON) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+# Sealed slices: libcrypto's AES-256-GCM and HKDF (DEP_LIBS).
+$(BUILD)/test/test_shared_seal: $(call obj,test/test_shared_seal.c lib/shared/shared_seal.c \
+		$(SHARED_OBJ_SRC)) $(TEST_COMMON) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
@@ -498,9 +506,11 @@ $(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) lib/kvdisk/kvdisk.h lib/kv
 FUZZ_SHARED_OBJ := $(BUILD)/fuzz/fuzz_shared_obj
 FUZZ_SHARED_OBJ_CORPUS := $(BUILD)/fuzz/corpus_shared_obj
 
-$(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/shared_obj.h lib/proto/proto.h
+$(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/shared_seal.c \
+		lib/shared/shared_obj.h lib/shared/shared_seal.h lib/proto/proto.h
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -Ilib/shared -o $@ test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) -lxxhash
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/shared -Ilib/proto -o $@ test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) \
+		lib/shared/shared_seal.c -lxxhash -lcrypto
 
 # The shard with its state (test/fuzz/fuzz_shard.c): its own code, as kvss
 # runs it, under ASan and UBSan, over EAL without a port; objects of its
@@ -517,7 +527,7 @@ FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
 FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c \
 	fuzz_shard_rados.c) test/rados_mem.c \
 	$(filter-out app/kvss/shard/hosted.c,$(SHARD_SRC)) $(KVDISK_SRC) $(SHARED_OBJ_SRC) \
-	$(SHARED_COMMON_SRC) $(FILEIO_SRC) $(KVSTORE_SRC) \
+	$(SHARED_COMMON_SRC) lib/shared/shared_seal.c $(FILEIO_SRC) $(KVSTORE_SRC) \
 	$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
 FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 

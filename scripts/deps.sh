@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
 	build-essential pkg-config
 	dpdk dpdk-dev libdpdk-dev
-	libconfig-dev libxxhash-dev libcriterion-dev libpcap-dev liburing-dev fio
+	libconfig-dev libxxhash-dev libcriterion-dev libpcap-dev liburing-dev libssl-dev fio
 	clang libclang-rt-dev
 	python3 iproute2 prometheus python3-prometheus-client python3-yaml gnuplot-nox tshark
 	redis-server redis-tools

@@ -10,6 +10,9 @@ ceph-common): one process per step rather than a rados CLI per object.
                                   (start 0) of a column that has a record;
                                   print NS/SLICE and the record's name
   rados-pool.py CONF has NS/NAME  exit 0 if the object is there, 1 if not
+  rados-pool.py CONF namespaces   the namespaces that hold slices, one a line
+  rados-pool.py CONF versions NS  the slices of namespace NS by their format
+                                  version ("plain=N sealed=M")
 
 The pool is "kvss"; every op waits at most 30 s.
 """
@@ -74,9 +77,26 @@ def has(io, what):
         return 1
 
 
+def namespaces(io):
+    for ns in sorted({ns for ns, key in listing(io) if SLICE.fullmatch(key)}):
+        print(ns)
+    return 0
+
+
+def versions(io, ns):
+    n = {1: 0, 2: 0}
+    io.set_namespace(ns)
+    for o in io.list_objects():
+        if SLICE.fullmatch(o.key):
+            v = struct.unpack_from("<H", io.read(o.key, 8), 4)[0]
+            n[v] = n.get(v, 0) + 1
+    print(f"plain={n[1]} sealed={n[2]}")
+    return 0
+
+
 def main(argv):
-    if len(argv) < 3 or argv[2] not in ("corrupt", "rm-slice", "has") or \
-            (argv[2] == "has") != (len(argv) == 4):
+    if len(argv) < 3 or argv[2] not in ("corrupt", "rm-slice", "has", "versions", "namespaces") or \
+            (argv[2] in ("has", "versions")) != (len(argv) == 4):
         print(__doc__, file=sys.stderr)
         return 2
     c, io = open_pool(argv[1])
@@ -85,6 +105,10 @@ def main(argv):
             return corrupt(io)
         if argv[2] == "rm-slice":
             return rm_slice(io)
+        if argv[2] == "namespaces":
+            return namespaces(io)
+        if argv[2] == "versions":
+            return versions(io, argv[3])
         return has(io, argv[3])
     finally:
         io.close()

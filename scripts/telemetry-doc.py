@@ -93,6 +93,8 @@ LITERAL = {
     "shared_exists": "slices written that were there already (exclusive create, read back: the same slice)",
     "shared_replaced": "slices written over what was under their name (read back: not the slice)",
     "shared_shed": "slice writes answered SHARED_FAILED at once: too many waited",
+    "shared_sealed": "slices sealed (AES-256-GCM) before they were written (shared.key_file)",
+    "shared_opened": "sealed slices read whose tag matched (opened, then served)",
     "shared_timeouts": "cluster operations past the op timeout (shared.op_timeout_ms)",
     "shared_busy": "cluster operations not begun: as many in flight as shared.depth",
     "shared_cluster_puts": "writes asked of the cluster (lib/shared: exclusive creates and writes over)",

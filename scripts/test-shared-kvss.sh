@@ -30,6 +30,14 @@
 #      that column only (no model restart), deletes its record, and the
 #      reader after it never asks for it;
 #  11. kvss-shared sweep deletes a record one of whose slices is gone;
+#  13. (run before 12) sealed slices (shared.key_file): organization delta's
+#      writer seals every slice (the pool holds no plain one); a reader with
+#      the key hits them; one with another key, and one with none, refuse
+#      every slice (KEY, SEALED) and serve none; one with a new key and the
+#      old one as old_key_file (a rotation) hits them; a writer without the
+#      key writes plain slices over them (what anyone who can write the
+#      pool can do), and the reader with the key refuses those (UNSEALED);
+#      a key file readable by others stops kvss at start, naming the key;
 #  12. round 3's generation attacks with rados: the generation object removed
 #      after a reset (a starting replica runs without the level, saying why),
 #      a garbage one (the same, exit 0), kvss-shared gen --repair, and the
@@ -84,7 +92,7 @@ shared() { "$BUILD/kvss-shared" --conf "$conf" "$@"; }
 python3 - "$tmp" "${SHARED_KVSS_REQUESTS:-36}" <<'EOF'
 import json, sys
 d, n = sys.argv[1], int(sys.argv[2])
-for org in ("alpha", "beta", "gamma"):
+for org in ("alpha", "beta", "gamma", "delta"):
     with open(f"{d}/{org}.jsonl", "w") as f:
         for i in range(n):
             p = i % 6
@@ -405,6 +413,93 @@ shared sweep --grace 0 >"$tmp/sweep2.txt" 2>&1
 sed 's/^/  sweep: /' "$tmp/sweep2.txt" | tail -4
 check "sweep: counted a record missing a slice" grep -q " [1-9][0-9]* missing a slice" "$tmp/sweep2.txt"
 check "sweep: ... and deleted it" hasnt "${1%%/*}/${2:-none}"
+
+# 13. Sealed slices. Every delta replica but the writers writes nothing
+# (readcfg), so what each finds is the writer's.
+keycfg() { # keycfg CFG KEY [OLD]: the shared level's keys
+	sed -i "s#^  generation_ms = 200;#&\n  key_file = \"$2\";${3:+ old_key_file = \"$3\";}#" "$1"
+}
+for k in k1 k2; do
+	python3 -c 'import os, sys; open(sys.argv[1], "w").write(os.urandom(32).hex() + "\n")' "$tmp/$k.key"
+	chmod 600 "$tmp/$k.key"
+done
+pool namespaces >"$tmp/ns.before" 2>/dev/null
+mkcfg "$tmp/s1.cfg" "$tmp/s1" "$tmp/delta.jsonl"
+keycfg "$tmp/s1.cfg" "$tmp/k1.key"
+run_all "$tmp/s1.cfg" "$tmp/s1.log"
+rc=$?
+say "S1 (delta, sealed writer)" "$tmp/s1.log"
+right "S1" "$tmp/s1.log" $rc
+check "S1: says its slices are sealed" grep -q "the shared level's slices are sealed (AES-256-GCM, key" "$tmp/s1.log"
+check "S1: sealed the slices it wrote" grep -q "final stats: shared.* shared_sealed=[1-9]" "$tmp/s1.log"
+# Delta's namespace: the one S1 made.
+dns=$(pool namespaces 2>/dev/null | grep -vxF -f "$tmp/ns.before" | head -1)
+v=$(pool versions "${dns:-none}" 2>/dev/null)
+echo "shared level (kvss): S1's namespace ${dns:-(not found)}: slices $v"
+check "S1: the pool holds its slices sealed, none plain" \
+	eval '[[ "$v" =~ ^plain=0\ sealed=[1-9] ]]'
+readcfg "$tmp/s2.cfg" "$tmp/s2" "$tmp/delta.jsonl"
+keycfg "$tmp/s2.cfg" "$tmp/k1.key"
+run_all "$tmp/s2.cfg" "$tmp/s2.log"
+rc=$?
+say "S2 (delta, the key)" "$tmp/s2.log"
+right "S2" "$tmp/s2.log" $rc
+check "S2: hits from the sealed slices" holds "$(field "$tmp/s2.log" hit_tokens_shared) > 0"
+check "S2: opened them" grep -q "final stats: shared.* shared_opened=[1-9]" "$tmp/s2.log"
+readcfg "$tmp/s3.cfg" "$tmp/s3" "$tmp/delta.jsonl"
+keycfg "$tmp/s3.cfg" "$tmp/k2.key"
+run_all "$tmp/s3.cfg" "$tmp/s3.log"
+rc=$?
+say "S3 (delta, another key)" "$tmp/s3.log"
+check "S3: zero verify failures" test "$(field "$tmp/s3.log" verify_failures)" = 0
+check "S3: finished" test "$(field "$tmp/s3.log" finished)" = True
+kept "S3" "$tmp/s3.log"
+check "S3: found the columns, refused every slice (bad_key)" grep -q "final stats: shared.* shared_bad_key=[1-9]" "$tmp/s3.log"
+check "S3: their tokens lost, not served (lost $(field "$tmp/s3.log" lost_tokens))" \
+	holds "$(field "$tmp/s3.log" lost_tokens) > 0"
+check "S3: a shard without the key deletes no record (the slices are good for others)" \
+	test "$(field "$tmp/s3.log" shared.slices_bad)" = 0
+readcfg "$tmp/s5.cfg" "$tmp/s5" "$tmp/delta.jsonl"
+run_all "$tmp/s5.cfg" "$tmp/s5.log"
+rc=$?
+say "S5 (delta, no key)" "$tmp/s5.log"
+check "S5: zero verify failures" test "$(field "$tmp/s5.log" verify_failures)" = 0
+kept "S5" "$tmp/s5.log"
+check "S5: says it reads plain slices only" grep -q "written and read in plain (no shared.key_file)" "$tmp/s5.log"
+check "S5: refused every sealed slice (bad_sealed)" grep -q "final stats: shared.* shared_bad_sealed=[1-9]" "$tmp/s5.log"
+check "S5: their tokens lost, not served (lost $(field "$tmp/s5.log" lost_tokens))" \
+	holds "$(field "$tmp/s5.log" lost_tokens) > 0"
+check "S5: deletes no record" test "$(field "$tmp/s5.log" shared.slices_bad)" = 0
+readcfg "$tmp/s4.cfg" "$tmp/s4" "$tmp/delta.jsonl"
+keycfg "$tmp/s4.cfg" "$tmp/k2.key" "$tmp/k1.key"
+run_all "$tmp/s4.cfg" "$tmp/s4.log"
+rc=$?
+say "S4 (delta, a new key and the old one)" "$tmp/s4.log"
+right "S4" "$tmp/s4.log" $rc
+check "S4: a rotation: the old key's slices still hit" holds "$(field "$tmp/s4.log" hit_tokens_shared) > 0"
+# Anyone who can write the pool: a writer without the key writes its plain
+# slices over the sealed ones (their names taken, read back: not its bytes).
+mkcfg "$tmp/s6.cfg" "$tmp/s6" "$tmp/delta.jsonl"
+run_all "$tmp/s6.cfg" "$tmp/s6.log"
+v=$(pool versions "${dns:-none}" 2>/dev/null)
+echo "shared level (kvss): after a writer without the key: slices $v"
+check "S6: a writer without the key put plain slices in the pool" eval '[[ "$v" =~ ^plain=[1-9] ]]'
+readcfg "$tmp/s7.cfg" "$tmp/s7" "$tmp/delta.jsonl"
+keycfg "$tmp/s7.cfg" "$tmp/k1.key"
+run_all "$tmp/s7.cfg" "$tmp/s7.log"
+rc=$?
+say "S7 (delta, the key, over plain slices)" "$tmp/s7.log"
+check "S7: zero verify failures" test "$(field "$tmp/s7.log" verify_failures)" = 0
+kept "S7" "$tmp/s7.log"
+check "S7: the plain slices refused (bad_unsealed)" grep -q "final stats: shared.* shared_bad_unsealed=[1-9]" "$tmp/s7.log"
+# A key file others can read: kvss stops at start, naming the key.
+chmod 644 "$tmp/k1.key"
+run_all "$tmp/s2.cfg" "$tmp/s8.log"
+rc=$?
+check "a key file readable by others: kvss stops at start (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 3
+check "... naming shared.key_file and the mode" grep -q "shared.key_file: .*mode 0644" "$tmp/s8.log"
+grep -m1 "shared.key_file" "$tmp/s8.log" | sed 's/^/  /'
+chmod 600 "$tmp/k1.key"
 
 # 12. Round 3's generation attacks, replayed with rados. What G0, G and I
 # wrote is of the generation after the reset: removing the generation

@@ -220,6 +220,10 @@ struct kvss_config {
 		uint32_t max_up;	  /* driver: columns awaiting their slices at most */
 		uint8_t admit;		  /* driver: enum kvss_shared_admit */
 		bool write;		  /* driver: false: reads only (a canary, a test) */
+		/* shard: the master key its slices are sealed with ("": plain),
+		 * and the one before it, still opened (a rotation's window). */
+		char key_file[KVSS_PATH_MAX];
+		char old_key_file[KVSS_PATH_MAX];
 	} shared;
 
 	struct {

@@ -7,7 +7,8 @@
  *              op_timeout_ms = 5000; depth = 16; column = 64;
  *              deadline_ms = 20; generation_ms = 1000; lookahead = 32;
  *              max_columns = 32; staged = 4096; admit = "all"; write = true;
- *              max_up = 256; latency_us = 20000; gbps = 2; }
+ *              max_up = 256; latency_us = 20000; gbps = 2;
+ *              key_file = "/etc/kvss/shared.key"; old_key_file = ""; }
  *
  * Without the group (or with conf = "") there is no shared level and
  * nothing changes. Whether the cluster is there is kvss's to find at start
@@ -68,5 +69,16 @@ kvss_cfg_load_shared(struct ctx *c, const config_setting_t *root, struct kvss_co
 	sc->admit = (uint8_t)v;
 	if (cfg_get_bool(c, g, "write", true, &sc->write) != 0)
 		return -1;
+	/* The files themselves are checked where they are read (the shard's
+	 * start, naming the key): here that the pair makes sense. */
+	if (cfg_get_str(c, g, "key_file", sc->key_file, sizeof(sc->key_file)) != 0 ||
+	    cfg_get_str(c, g, "old_key_file", sc->old_key_file, sizeof(sc->old_key_file)) != 0)
+		return -1;
+	if (sc->old_key_file[0] != '\0' && sc->key_file[0] == '\0')
+		return cfg_fail(c, g, "old_key_file",
+				"given without key_file: the key slices are sealed with now comes first");
+	if (sc->old_key_file[0] != '\0' && strcmp(sc->old_key_file, sc->key_file) == 0)
+		return cfg_fail(c, g, "old_key_file", "'%s' is key_file too: name the key before it",
+				sc->old_key_file);
 	return 0;
 }

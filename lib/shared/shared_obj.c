@@ -204,8 +204,10 @@ shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload)
 	memset(out, 0, SHARED_HDR_LEN);
 	h->payload_xxh3 = XXH3_64bits_withSeed(payload != NULL ? payload : out, h->payload_len,
 					       h->object_id);
+	if (h->version != SHARED_OBJ_VERSION_SEALED)
+		h->version = SHARED_OBJ_VERSION;
 	proto_st32(out + 0, SHARED_OBJ_MAGIC);
-	proto_st16(out + 4, SHARED_OBJ_VERSION);
+	proto_st16(out + 4, h->version);
 	proto_st16(out + 6, h->kind);
 	proto_st64(out + 8, h->org);
 	proto_st64(out + 16, h->key);
@@ -224,7 +226,25 @@ shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload)
 	proto_st32(out + 84, h->bytes_per_token);
 	proto_st32(out + 88, h->payload_len);
 	proto_st64(out + 96, h->payload_xxh3);
+	if (h->version == SHARED_OBJ_VERSION_SEALED) {
+		proto_st32(out + 92, h->key_id);
+		memcpy(out + 104, h->nonce, SHARED_SEAL_NONCE_LEN);
+	}
 	proto_st64(out + 120, XXH3_64bits_withSeed(out, 120, SHARED_HDR_SEED));
+}
+
+void
+shared_hdr_aad(const struct shared_hdr *h, uint8_t aad[SHARED_AAD_LEN])
+{
+	uint8_t full[SHARED_HDR_LEN];
+	struct shared_hdr c = *h;
+
+	/* The encoding's first 88 bytes, then the key id in place of the
+	 * payload's length (which the tokens and the tag fix). */
+	c.payload_len = 0; /* no payload hashed here */
+	shared_hdr_encode(full, &c, NULL);
+	memcpy(aad, full, 88);
+	proto_st32(aad + 88, h->key_id);
 }
 
 static bool
@@ -242,7 +262,8 @@ shared_obj_decode(const uint8_t *buf, size_t len, struct shared_hdr *h)
 	memset(h, 0, sizeof(*h));
 	if (len < SHARED_HDR_LEN)
 		return SHARED_BAD_SHORT;
-	if (proto_ld32(buf) != SHARED_OBJ_MAGIC || proto_ld16(buf + 4) != SHARED_OBJ_VERSION)
+	if (proto_ld32(buf) != SHARED_OBJ_MAGIC || (proto_ld16(buf + 4) != SHARED_OBJ_VERSION &&
+						    proto_ld16(buf + 4) != SHARED_OBJ_VERSION_SEALED))
 		return SHARED_BAD_MAGIC;
 	if (proto_ld64(buf + 120) != XXH3_64bits_withSeed(buf, 120, SHARED_HDR_SEED))
 		return SHARED_BAD_HEADER_SUM;
@@ -264,13 +285,25 @@ shared_obj_decode(const uint8_t *buf, size_t len, struct shared_hdr *h)
 	h->bytes_per_token = proto_ld32(buf + 84);
 	h->payload_len = proto_ld32(buf + 88);
 	h->payload_xxh3 = proto_ld64(buf + 96);
+	h->version = proto_ld16(buf + 4);
+	if (h->version == SHARED_OBJ_VERSION_SEALED) {
+		h->key_id = proto_ld32(buf + 92);
+		memcpy(h->nonce, buf + 104, SHARED_SEAL_NONCE_LEN);
+	}
+	/* Only a slice is sealed: a record carries no KV byte. */
 	if ((h->kind != SHARED_SLICE && h->kind != SHARED_RECORD) || proto_ld16(buf + 74) != 0 ||
-	    proto_ld32(buf + 92) != 0 || !zero(buf + 104, 16) || h->key == 0 || h->object_id == 0 ||
-	    h->tokens == 0 || h->payload_len > SHARED_PAYLOAD_MAX)
+	    (h->version == SHARED_OBJ_VERSION_SEALED ?
+		     h->kind != SHARED_SLICE || !zero(buf + 116, 4) :
+		     proto_ld32(buf + 92) != 0 || !zero(buf + 104, 16)) ||
+	    h->key == 0 || h->object_id == 0 || h->tokens == 0 ||
+	    h->payload_len > SHARED_PAYLOAD_MAX)
 		return SHARED_BAD_FORMAT;
-	/* A slice is exactly its tokens' bytes; a record has none. */
+	/* A slice is exactly its tokens' bytes (and a sealed one its tag); a
+	 * record has none. */
 	if (h->kind == SHARED_SLICE ?
-		    (uint64_t)h->tokens * h->bytes_per_token != h->payload_len :
+		    (uint64_t)h->tokens * h->bytes_per_token +
+				    (h->version == SHARED_OBJ_VERSION_SEALED ? 16u : 0u) !=
+			    h->payload_len :
 		    h->payload_len != 0 || h->bytes_per_token != 0)
 		return SHARED_BAD_FORMAT;
 	if (len - SHARED_HDR_LEN != h->payload_len)

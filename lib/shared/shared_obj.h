@@ -32,6 +32,12 @@
 
 #define SHARED_OBJ_MAGIC 0x4F53564Bu /* "KVSO" */
 #define SHARED_OBJ_VERSION 1
+/* A sealed slice (shared_seal.h): its payload encrypted, its tag last. */
+#define SHARED_OBJ_VERSION_SEALED 2
+#define SHARED_SEAL_NONCE_LEN 12
+/* The header's bytes a sealed slice's tag covers (the additional data):
+ * everything from the magic to the bytes per token, then the key's id. */
+#define SHARED_AAD_LEN 92
 #define SHARED_HDR_LEN 128
 /* The largest payload read or written (RADOS takes 128 MiB objects by default). */
 #define SHARED_PAYLOAD_MAX (64u << 20)
@@ -61,6 +67,11 @@ struct shared_hdr {
 	uint32_t bytes_per_token; /* slice: this shard's bytes of a token of the cache; record: 0 */
 	uint32_t payload_len;
 	uint64_t payload_xxh3;/* seeded with object_id */
+	/* A sealed slice's (version SHARED_OBJ_VERSION_SEALED): the master
+	 * key's id and the nonce; 0 and zeros in a plain object. */
+	uint16_t version;
+	uint32_t key_id;
+	uint8_t nonce[SHARED_SEAL_NONCE_LEN];
 };
 
 /** Why an object was refused (counted per reason by whoever read it). */
@@ -73,7 +84,11 @@ struct shared_hdr {
 	X(GEOMETRY, "another shard, cache, token range or token size than asked")                   \
 	X(FORMAT, "a field out of its range (kind, lengths, reserved bytes)")                       \
 	X(TOO_BIG, "longer than the object asked for can be (a record: its 128-byte header)")      \
-	X(FUTURE, "first used or written in the future, past the clock skew allowed")
+	X(FUTURE, "first used or written in the future, past the clock skew allowed")               \
+	X(UNSEALED, "a plain slice where the level is sealed (a key file is configured)")          \
+	X(SEALED, "a sealed slice, and this replica has no key file")                               \
+	X(KEY, "sealed under a master key this replica does not hold")                              \
+	X(TAG, "its seal's tag does not match: forged, tampered, moved or another key")
 
 enum shared_bad {
 	SHARED_OK = 0,
@@ -113,8 +128,9 @@ int shared_parse_name(const char *name, uint64_t *object_id, uint16_t *shard, ui
 int shared_parse_ns(const char *ns, uint64_t *org);
 
 /**
- * Write the header of @p h (payload_len and payload_xxh3 computed here from
- * @p payload) into @p out (SHARED_HDR_LEN bytes).
+ * Write the header of @p h (payload_xxh3 computed here from @p payload's
+ * payload_len bytes) into @p out (SHARED_HDR_LEN bytes). A sealed slice's
+ * (h->version SHARED_OBJ_VERSION_SEALED) carries its key id and nonce.
  */
 void shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload);
 
@@ -124,6 +140,9 @@ void shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload);
  * and checksum. Returns SHARED_OK and fills @p h, or the reason.
  */
 enum shared_bad shared_obj_decode(const uint8_t *buf, size_t len, struct shared_hdr *h);
+
+/** The additional data a sealed slice's tag covers (SHARED_AAD_LEN bytes): as encoded. */
+void shared_hdr_aad(const struct shared_hdr *h, uint8_t aad[SHARED_AAD_LEN]);
 
 /**
  * A decoded header against what was asked: kind, org, key, parent, object

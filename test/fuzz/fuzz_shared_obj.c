@@ -8,8 +8,10 @@
  * record every reader accepts (shared_record_check) is one of the
  * organization and column asked, not written ahead of the reader's clock
  * by more than the skew allowed; a generation read is never followed
- * downwards. Seeds (test/fuzz/regress_shared/): the document's golden
- * slice, a record, and a name of each kind.
+ * downwards; a slice is opened (sealed slices under the document's key)
+ * without reading past it, and a plain one never opens where the level is
+ * sealed. Seeds (test/fuzz/regress_shared/): the document's golden slice,
+ * its sealed form, a record, and a name of each kind.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "shared_obj.h"
+#include "shared_seal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -133,8 +136,34 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* accepted something that is not what it says */
 		if (shared_hdr_match(&h, &h) != SHARED_OK)
 			abort();
-		if (h.kind == SHARED_SLICE && (uint64_t)h.tokens * h.bytes_per_token != size - SHARED_HDR_LEN)
+		if (h.kind == SHARED_SLICE &&
+		    (uint64_t)h.tokens * h.bytes_per_token +
+				    (h.version == SHARED_OBJ_VERSION_SEALED ? SEAL_TAG_LEN : 0) !=
+			    size - SHARED_HDR_LEN)
 			abort();
+		/* A slice opened by a replica holding the document's key (and
+		 * one without): the tag's check reads no byte past the object,
+		 * and what opens is the plain length's bytes. */
+		if (h.kind == SHARED_SLICE) {
+			static struct seal_ring ring;
+			enum shared_bad why;
+
+			if (!ring.cur.loaded) {
+				uint8_t k[SEAL_KEY_LEN];
+				unsigned int i;
+
+				for (i = 0; i < SEAL_KEY_LEN; i++)
+					k[i] = (uint8_t)i;
+				if (seal_key_from(&ring.cur, k) != 0)
+					abort();
+			}
+			why = shared_slice_open(&h, copy + SHARED_HDR_LEN, NULL);
+			if ((why == SHARED_OK) != (h.version != SHARED_OBJ_VERSION_SEALED))
+				abort(); /* without a key: plain opens, sealed never */
+			why = shared_slice_open(&h, copy + SHARED_HDR_LEN, &ring);
+			if (why == SHARED_OK && h.version != SHARED_OBJ_VERSION_SEALED)
+				abort(); /* a plain slice where the level is sealed */
+		}
 		/* The reader's clock: the record's own times moved by the
 		 * input's last eight bytes (either way). */
 		if (h.kind == SHARED_RECORD) {

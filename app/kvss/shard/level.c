@@ -27,6 +27,7 @@
 #include "level.h"
 #include "shard.h"
 #include "shared_obj.h"
+#include "shared_seal.h"
 
 #define LEVEL_RING 1024
 #define LEVEL_POOL 511
@@ -226,7 +227,7 @@ shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen)
 	snprintf(name, sizeof(name), "lvreq_%u", shard_index(s));
 	ls->pool = rte_mempool_create(name, LEVEL_POOL,
 				      sizeof(struct level_req) + SHARED_HDR_LEN + sum +
-					      LEVEL_POS_MAX * 4u,
+					      SEAL_TAG_LEN + LEVEL_POS_MAX * 4u,
 				      0, 0, NULL, NULL, NULL, NULL, (int)rte_socket_id(), 0);
 	if (ls->pool == NULL) {
 		snprintf(err, errlen, "no memory for the levels' requests (%u of %zu bytes)",

@@ -34,6 +34,7 @@
 
 #include "level.h"
 #include "shard.h"
+#include "shared_seal.h"
 #include "shared_obj.h"
 
 
@@ -89,7 +90,7 @@ req_get(enum shard_level_kind level, uint8_t op, uint64_t seq)
 	q->epoch = kvss_me->driver_epoch;
 	q->obj = (uint8_t *)(q + 1);
 	q->data = q->obj + SHARED_HDR_LEN;
-	q->pos = (uint16_t *)(q->data + ls->col_bytes);
+	q->pos = (uint16_t *)(q->data + ls->col_bytes + SEAL_TAG_LEN); /* a sealed slice's tag between */
 	return q;
 }
 

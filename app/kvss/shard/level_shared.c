@@ -33,6 +33,7 @@
 #include "mono.h"
 #include "shard.h"
 #include "shared.h"
+#include "shared_seal.h"
 
 /*
  * Reads before writes: a read is a batch waiting to complete (its tokens
@@ -58,7 +59,17 @@ struct sh {
 	uint64_t bad[SHARED_BAD_COUNT];
 	uint64_t failed, missing, exists, put_shed;
 	uint64_t replaced; /* taken names that were not the slice: written over */
+	/* The keys slices are sealed with and opened by (NULL: plain slices). */
+	struct seal_ring *ring;
+	uint64_t sealed, opened;
 };
+
+/* A slice's object: its header, its bytes, and a sealed one's tag. */
+static uint32_t
+obj_len(const struct sh *sh, const struct level_req *q)
+{
+	return SHARED_HDR_LEN + q->len + (sh->ring != NULL ? SEAL_TAG_LEN : 0);
+}
 
 /*
  * An SH_DOWN's slice whose name is taken is read back and compared before
@@ -105,18 +116,46 @@ slice_names(const struct shard_level *lv, const struct level_req *q, char *ns, c
 	shared_slice_name(name, q->object_id, lv->shard->cfg->id, q->meta.cache);
 }
 
-/* A slice read whole: checked before anything of it is stored. */
+/*
+ * Does the object read into @p buf (@p got bytes) decode, name the slice
+ * of @p q and, where the level is sealed, open under the ring's keys
+ * (decrypted in place: its bytes then follow the header, plain)?
+ */
+static enum shared_bad
+slice_check_open(const struct shard_level *lv, const struct level_req *q, uint8_t *buf,
+		 uint32_t got)
+{
+	const struct sh *sh = lv->be;
+	struct shared_hdr h, want;
+	enum shared_bad why = shared_obj_decode(buf, got, &h);
+
+	if (why != SHARED_OK)
+		return why;
+	hdr_of(lv, q, &want);
+	why = shared_hdr_match(&h, &want);
+	return why != SHARED_OK ? why : shared_slice_open(&h, buf + SHARED_HDR_LEN, sh->ring);
+}
+
+/* A slice read whole: checked (and opened) before anything of it is stored. */
 static uint16_t
 check_get(struct shard_level *lv, struct level_req *q, uint32_t got)
 {
 	struct sh *sh = lv->be;
-	enum shared_bad why = slice_check(lv, q, q->obj, got);
+	enum shared_bad why = slice_check_open(lv, q, q->obj, got);
 
 	if (why != SHARED_OK) {
 		q->bad = (uint8_t)why;
 		__atomic_fetch_add(&sh->bad[why], 1, __ATOMIC_RELAXED);
+		/* Sealed under a key this shard does not hold, or sealed where it
+		 * holds none: this replica's keys, not the slice, are at fault
+		 * (another replica opens it), so its record must stay: answered as
+		 * a read that failed here (PROTOCOL.md section 10). */
+		if (why == SHARED_BAD_KEY || why == SHARED_BAD_SEALED)
+			return PROTO_E_SHARED_FAILED;
 		return PROTO_E_SHARED_BAD;
 	}
+	if (sh->ring != NULL)
+		sh->opened++;
 	return 0;
 }
 
@@ -124,6 +163,13 @@ check_get(struct shard_level *lv, struct level_req *q, uint32_t got)
 static bool
 same_slice(const struct shard_level *lv, const struct level_req *q, int status, uint32_t got)
 {
+	const struct sh *sh = lv->be;
+
+	/* Sealed, each writer's bytes differ (a nonce of its own): a slice of
+	 * the column that opens under the ring was written by a holder of the
+	 * key, and stands for it. */
+	if (sh->ring != NULL)
+		return status == 0 && slice_check_open(lv, q, q->back, got) == SHARED_OK;
 	return status == 0 && slice_check(lv, q, q->back, got) == SHARED_OK &&
 	       memcmp(q->back + SHARED_HDR_LEN, q->data, q->len) == 0;
 }
@@ -137,7 +183,7 @@ put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, 
 {
 	struct sh *sh = lv->be;
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
-	uint32_t len = SHARED_HDR_LEN + q->len;
+	uint32_t len = obj_len(sh, q);
 	bool stopping = __atomic_load_n(&lv->stop, __ATOMIC_RELAXED);
 	int rc;
 
@@ -235,11 +281,21 @@ submit(struct shard_level *lv, struct level_req *q)
 
 		hdr_of(lv, q, &h);
 		h.written_ns = shared_wall_ns();
+		if (sh->ring != NULL && shared_slice_seal(&h, q->data, &sh->ring->cur) != 0) {
+			sh->failed++; /* libcrypto failed: nothing leaves in plain */
+			level_done(lv, q, PROTO_E_SHARED_FAILED);
+			return 0;
+		}
+		if (sh->ring != NULL)
+			sh->sealed++;
 		shared_hdr_encode(q->obj, &h, q->data);
-		rc = shared_put(sh->s, ns, name, q->obj, SHARED_HDR_LEN + q->len, (uintptr_t)q);
+		rc = shared_put(sh->s, ns, name, q->obj, obj_len(sh, q), (uintptr_t)q);
 	} else {
-		/* Exactly the slice's size: a larger object completes -EFBIG. */
-		rc = shared_get(sh->s, ns, name, q->obj, SHARED_HDR_LEN + q->len, (uintptr_t)q);
+		/* The slice's size, sealed or not (its tag's room is always
+		 * there): a larger object completes -EFBIG; a sealed slice read
+		 * by a shard without the key is read whole and said SEALED. */
+		rc = shared_get(sh->s, ns, name, q->obj, SHARED_HDR_LEN + q->len + SEAL_TAG_LEN,
+				(uintptr_t)q);
 	}
 	if (rc != 0 && rc != -EBUSY) {
 		sh->failed++;
@@ -332,6 +388,21 @@ drain(struct shard_level *lv)
 		reap(lv, 100);
 }
 
+static void
+close_shared(struct shard_level *lv)
+{
+	struct sh *sh = lv->be;
+
+	if (sh != NULL) {
+		shared_close(sh->s);
+		if (sh->ring != NULL)
+			memset(sh->ring, 0, sizeof(*sh->ring)); /* the keys leave no copy */
+		free(sh->ring);
+	}
+	free(sh);
+	lv->be = NULL;
+}
+
 static int
 open_shared(struct shard_level *lv, char *err, size_t errlen)
 {
@@ -354,22 +425,48 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 	sh->depth = c->depth;
 	sh->put_limit = c->depth > 1 ? c->depth - (c->depth + 3) / 4 : 1;
 	lv->be = sh;
+	if (c->key_file[0] == '\0') {
+		printf("kvss: shard %u: the shared level's slices are written and read in plain "
+		       "(no shared.key_file): whoever reads the pool reads the KV bytes, whoever "
+		       "writes it can make them\n", lv->shard->cfg->id);
+		return 0;
+	}
+	sh->ring = calloc(1, sizeof(*sh->ring));
+	if (sh->ring == NULL) {
+		snprintf(err, errlen, "shared.key_file: no memory for the keys");
+		close_shared(lv);
+		return -1;
+	}
+	if (seal_key_load(c->key_file, &sh->ring->cur, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "shared.key_file: %s", why);
+		close_shared(lv);
+		return -1;
+	}
+	if (c->old_key_file[0] != '\0' &&
+	    seal_key_load(c->old_key_file, &sh->ring->old, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "shared.old_key_file: %s", why);
+		close_shared(lv);
+		return -1;
+	}
+	if (sh->ring->old.loaded && sh->ring->old.id == sh->ring->cur.id) {
+		snprintf(err, errlen, "shared.old_key_file: %s holds the same key as shared.key_file",
+			 c->old_key_file);
+		close_shared(lv);
+		return -1;
+	}
+	if (sh->ring->old.loaded)
+		printf("kvss: shard %u: the shared level's slices are sealed (AES-256-GCM, key %08x; "
+		       "key %08x still opened)\n", lv->shard->cfg->id, sh->ring->cur.id,
+		       sh->ring->old.id);
+	else
+		printf("kvss: shard %u: the shared level's slices are sealed (AES-256-GCM, key %08x)\n",
+		       lv->shard->cfg->id, sh->ring->cur.id);
 	return 0;
 }
 
-static void
-close_shared(struct shard_level *lv)
-{
-	struct sh *sh = lv->be;
 
-	if (sh != NULL)
-		shared_close(sh->s);
-	free(sh);
-	lv->be = NULL;
-}
-
-/* The refusals by reason, seven of the level's own, ten of lib/shared's. */
-_Static_assert(SHARED_BAD_COUNT - 1 + 17 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
+/* The refusals by reason, nine of the level's own, ten of lib/shared's. */
+_Static_assert(SHARED_BAD_COUNT - 1 + 19 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
 
 static unsigned int
 counters(const struct shard_level *lv, struct level_counter *c)
@@ -390,6 +487,8 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	c[n++] = (struct level_counter){"", "exists", sh->exists, false};
 	c[n++] = (struct level_counter){"", "shed", sh->put_shed, false};
 	c[n++] = (struct level_counter){"", "replaced", sh->replaced, false};
+	c[n++] = (struct level_counter){"", "sealed", sh->sealed, false};
+	c[n++] = (struct level_counter){"", "opened", sh->opened, false};
 	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts, false};
 	c[n++] = (struct level_counter){"", "busy", ls.busy, false};
 	/* lib/shared's own count of what it asked the cluster and how each

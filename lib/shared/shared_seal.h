@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Sealed slices of the shared level (docs/PROTOCOL.md section 10, "Sealed
+ * slices"; docs/SECURITY.md): a slice's bytes leave the replica encrypted
+ * and authenticated with AES-256-GCM (OpenSSL's libcrypto; AES-NI where
+ * the CPU has it), under a key of its organization derived with HKDF-SHA256
+ * from a master key file, the header's identity as additional data. So a
+ * pool reader, a backup or an operator reads no KV byte, and a slice
+ * forged, moved under another column's name (its header rewritten to
+ * match), written under another key or from an older generation fails its
+ * tag: a miss, counted, never served.
+ *
+ * The master key file: exactly 32 bytes, or 64 hexadecimal digits and an
+ * optional newline (`openssl rand -hex 32`); a regular file (no symbolic
+ * link, no FIFO), owned by the user kvss runs as, readable by nobody else
+ * (mode 0600 or 0400). Its id (the first 4 bytes of an HKDF output) goes in
+ * each slice it sealed, so that a replica holding the current key and the
+ * one before (rotation) opens either.
+ */
+#ifndef KVSS_SHARED_SEAL_H
+#define KVSS_SHARED_SEAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shared_obj.h"
+
+#define SEAL_KEY_LEN 32
+#define SEAL_TAG_LEN 16
+#define SEAL_NONCE_LEN 12
+
+/* A master key: its bytes and its id. */
+struct seal_key {
+	uint8_t key[SEAL_KEY_LEN];
+	uint32_t id;
+	int loaded;
+};
+
+/* What a replica holds: the key it seals with, and one it still opens. */
+struct seal_ring {
+	struct seal_key cur, old;
+};
+
+/**
+ * Read master key file @p path into @p k, checked as above. -1: @p err says
+ * why in one line starting with the path ("PATH: readable by group or
+ * others (mode 0644): chmod 600 it").
+ */
+int seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen);
+
+/** An organization's key: HKDF-SHA256(master, salt "kvss seal v1", info "org" || u64le(org)). 0 or -1. */
+int seal_org_key(const struct seal_key *k, uint64_t org, uint8_t out[SEAL_KEY_LEN]);
+
+/**
+ * AES-256-GCM of @p len bytes at @p buf in place under @p key and
+ * @p nonce, @p aad authenticated; the tag into @p tag. 0 or -1.
+ */
+int seal_gcm_encrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
+		     const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
+		     uint8_t tag[SEAL_TAG_LEN]);
+
+/** Its inverse: 0, or -1 when the tag does not match (@p buf is then not to be used). */
+int seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
+		     const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
+		     const uint8_t tag[SEAL_TAG_LEN]);
+
+/**
+ * Seal a slice: @p h (a slice's header, payload_len its plain bytes) and
+ * the @p h->payload_len bytes at @p payload, which has SEAL_TAG_LEN more
+ * bytes of room. The payload is encrypted in place and its tag appended;
+ * @p h becomes sealed (version 2, the key's id, a random nonce,
+ * payload_len the plain bytes plus the tag). The caller then encodes the
+ * header (shared_hdr_encode). 0 or -1.
+ */
+int shared_slice_seal(struct shared_hdr *h, uint8_t *payload, const struct seal_key *k);
+
+/** shared_slice_seal() with the nonce given (golden vectors and tests; a writer's is random). */
+int shared_slice_seal_nonce(struct shared_hdr *h, uint8_t *payload, const struct seal_key *k,
+			    const uint8_t nonce[SEAL_NONCE_LEN]);
+
+/** A key from its @p bytes, its id derived as seal_key_load() does (tests, tools). 0 or -1. */
+int seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN]);
+
+/**
+ * Open a sealed slice decoded into @p h (shared_obj_decode), its payload at
+ * @p payload (h->payload_len bytes, the tag last), with @p ring: decrypted
+ * in place (h->payload_len - SEAL_TAG_LEN plain bytes) when the tag
+ * matches. SHARED_OK, or SHARED_BAD_UNSEALED (a plain slice: the level is
+ * sealed), SHARED_BAD_KEY (sealed under a key the ring does not hold) or
+ * SHARED_BAD_TAG (forged, tampered, moved, another key of the same id).
+ * With @p ring NULL (no key file): a sealed slice is SHARED_BAD_SEALED, a
+ * plain one SHARED_OK.
+ */
+enum shared_bad shared_slice_open(const struct shared_hdr *h, uint8_t *payload,
+				  const struct seal_ring *ring);
+
+#endif
