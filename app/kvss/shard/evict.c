@@ -484,17 +484,31 @@ lost_by_later_data(uint64_t b, uint64_t allow)
 static bool
 up_read_dead(uint64_t b, uint64_t from, uint64_t limit, uint64_t cap)
 {
-	const struct shard_state *s = kvss_me->st;
+	struct shard_state *s = kvss_me->st;
 	unsigned int k;
 
 	if (looked_past(from, cap))
 		return true;
-	/* The level's silence by its own clock (level.h): a level worker
-	 * starved of its core is late, not silent. */
-	for (k = 0; k < SHARD_LEVELS; k++)
-		if (s->up_reads_at[b % 256][k] > 0 &&
-		    shard_level_silent(shard_level_of(kvss_me, (enum shard_level_kind)k), from, limit))
+	/*
+	 * The level's silence by its own clock (level.h): a level worker
+	 * starved of its core is late, not silent. Counted from when it took
+	 * the batch's reads (as the ingest lcore first saw): reads given to a
+	 * worker that was not running wait on its lateness too.
+	 */
+	for (k = 0; k < SHARD_LEVELS; k++) {
+		const struct shard_level *lv = shard_level_of(kvss_me, (enum shard_level_kind)k);
+		uint64_t *took = &s->up_took[b % 256][k];
+
+		if (s->up_reads_at[b % 256][k] == 0 || lv == NULL)
+			continue;
+		if (*took == 0) {
+			if (__atomic_load_n(&lv->taken, __ATOMIC_ACQUIRE) < s->up_need[b % 256][k])
+				continue; /* not taken yet */
+			*took = rte_get_tsc_cycles(); /* no earlier than the take */
+		}
+		if (shard_level_silent(lv, *took > from ? *took : from, limit))
 			return true;
+	}
 	return false;
 }
 

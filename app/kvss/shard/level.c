@@ -81,6 +81,8 @@ level_main(void *arg)
 
 		lv->turn = rte_get_tsc_cycles();
 		n = rte_ring_dequeue_burst(lv->to, qs, 32, NULL);
+		if (n > 0)
+			__atomic_store_n(&lv->taken, lv->taken + n, __ATOMIC_RELEASE);
 		for (i = 0; i < n; i++)
 			lv->ops->start(lv, qs[i]);
 		busy = lv->ops->poll(lv, n == 0) || n > 0;
@@ -108,7 +110,10 @@ shard_level_give(struct shard_levels *ls, struct level_req *q)
 {
 	struct shard_level *lv = ls->lv[q->level];
 
-	return lv != NULL && rte_ring_enqueue(lv->to, q) == 0 ? 0 : -ENOBUFS;
+	if (lv == NULL || rte_ring_enqueue(lv->to, q) != 0)
+		return -ENOBUFS;
+	lv->given++;
+	return 0;
 }
 
 unsigned int

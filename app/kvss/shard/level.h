@@ -174,6 +174,11 @@ struct shard_level {
 	 */
 	uint64_t looked;
 	uint64_t answered;
+	/* Requests given (the ingest lcore's count) and taken by the worker
+	 * (its count, published): a read given but not yet taken waits on the
+	 * worker's lateness, and a level is never silent about it. */
+	uint64_t given;
+	uint64_t taken;
 	uint64_t turn;	  /* the worker's: the start of its current turn */
 	uint64_t answers; /* the worker's: level_done calls so far */
 	void *be; /* the backend's own state */
@@ -187,6 +192,8 @@ struct shard_level {
 static inline bool
 shard_level_silent(const struct shard_level *lv, uint64_t from, uint64_t limit)
 {
+	/* @p from is the later of the batch's run and when the ingest lcore
+	 * first saw the level take its reads (evict.c). */
 	uint64_t looked = __atomic_load_n(&lv->looked, __ATOMIC_ACQUIRE);
 	uint64_t answered = __atomic_load_n(&lv->answered, __ATOMIC_ACQUIRE);
 	uint64_t since = answered > from ? answered : from;

@@ -245,6 +245,7 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 	kvss_me->st->up_reads[msg->u.evict.batch_no % 256] = 0;
 	memset(kvss_me->st->up_reads_at[msg->u.evict.batch_no % 256], 0,
 	       sizeof(kvss_me->st->up_reads_at[0]));
+	memset(kvss_me->st->up_took[msg->u.evict.batch_no % 256], 0, sizeof(kvss_me->st->up_took[0]));
 	for (k = 0; k < msg->u.evict.ncols; k++) {
 		struct proto_l2col col;
 		struct level_req *q;
@@ -293,6 +294,8 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 		kvss_me->st->up_reads[q->batch_no % 256]++;
 		kvss_me->st->up_reads_at[q->batch_no % 256][level]++;
 		give(q);
+		if (kvss_me->levels->lv[level] != NULL)
+			kvss_me->st->up_need[q->batch_no % 256][level] = kvss_me->levels->lv[level]->given;
 	}
 	/*
 	 * Entries no accepted column covers. Padding (prompt 0) and entries the

@@ -223,6 +223,11 @@ struct shard_state {
 	 * late but answers; a hung one is silent, however busy the other level
 	 * is; a level's worker starved of its core is neither). */
 	uint16_t up_reads_at[256][SHARD_LEVELS];
+	/* And for each, the level's given count once its last read was given
+	 * (level.h), and when the ingest lcore first saw the level take them
+	 * all (0: not yet): a level's silence about a batch counts from then. */
+	uint64_t up_need[256][SHARD_LEVELS];
+	uint64_t up_took[256][SHARD_LEVELS];
 	/* evict.c: when the first EVICT_DATA frame of each batch arrived (by
 	 * batch_no % 256, the batch in data_no), and the highest batch seen:
 	 * data of a later batch says what an open one misses was lost
