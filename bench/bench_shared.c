@@ -12,6 +12,14 @@
  *                                                reads; then delete them
  *   bench_shared CONF fill PREFIX N DEPTH SIZE   write them, untimed, and
  *                                                keep them (fio reads them)
+ *   bench_shared CONF sealed PREFIX N DEPTH SIZE as both, each object sealed
+ *                                                as a shard seals a slice
+ *                                                before it is written (its
+ *                                                organization's key derived,
+ *                                                AES-256-GCM, the tag in its
+ *                                                last 16 bytes) and opened
+ *                                                after it is read, on the
+ *                                                thread that submits
  *
  * Objects are named PREFIX.0 .. PREFIX.<N-1>. Prints
  * "shared: write_gbps G p50_ms P p99_ms Q" and the same for read (GB/s of
@@ -27,8 +35,29 @@
 #include "mono.h"
 #include "percentile.h"
 #include "shared.h"
+#include "shared_seal.h"
 
 #define MAX_DEPTH 256
+
+/* "sealed": the key objects are sealed with (its bytes 0..31), and a nonce. */
+static struct seal_key bench_key;
+static bool sealed;
+static const uint8_t bench_nonce[SEAL_NONCE_LEN] = {1};
+static const uint8_t bench_aad[SHARED_AAD_LEN];
+
+/* As a shard seals a slice: the organization's key, then the bytes before the tag. */
+static int
+seal_obj(uint8_t *b, uint32_t size, bool open)
+{
+	uint8_t key[SEAL_KEY_LEN];
+
+	if (seal_org_key(&bench_key, 0x3333, key) != 0)
+		return -1;
+	return open ? seal_gcm_decrypt(key, bench_nonce, bench_aad, sizeof(bench_aad), b,
+				       size - SEAL_TAG_LEN, b + size - SEAL_TAG_LEN)
+		    : seal_gcm_encrypt(key, bench_nonce, bench_aad, sizeof(bench_aad), b,
+				       size - SEAL_TAG_LEN, b + size - SEAL_TAG_LEN);
+}
 
 static void
 stamp(uint8_t *b, uint32_t size, uint64_t i)
@@ -74,7 +103,12 @@ run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, ui
 			snprintf(name, sizeof(name), "%s.%u", prefix, next);
 			t_sub[next] = mono_s();
 			if (op == SHARED_OP_PUT) {
-				stamp(b, size, next);
+				stamp(b, size - (sealed ? SEAL_TAG_LEN : 0), next);
+				if (sealed && seal_obj(b, size, false) != 0) {
+					fprintf(stderr, "bench_shared: sealing %s failed\n", name);
+					bad++;
+					break;
+				}
 				rc = shared_put(s, "", name, b, size, next);
 			} else if (op == SHARED_OP_GET) {
 				rc = shared_get(s, "", name, b, size, next);
@@ -103,7 +137,9 @@ run(struct shared *s, int op, const char *prefix, uint32_t n, uint32_t depth, ui
 				bad++;
 			} else if (op == SHARED_OP_GET &&
 				   (d[k].len != size ||
-				    !stamped(bufs + (size_t)buf_of[c] * size, size, c))) {
+				    (sealed && seal_obj(bufs + (size_t)buf_of[c] * size, size, true) != 0) ||
+				    !stamped(bufs + (size_t)buf_of[c] * size,
+					     size - (sealed ? SEAL_TAG_LEN : 0), c))) {
 				fprintf(stderr, "bench_shared: %s.%" PRIu64 " read back wrong\n", prefix,
 					c);
 				bad++;
@@ -140,11 +176,24 @@ main(int argc, char **argv)
 	bool fill;
 	int ret = 1;
 
-	if (argc != 7 || (strcmp(argv[2], "both") != 0 && strcmp(argv[2], "fill") != 0)) {
-		fprintf(stderr, "usage: bench_shared CONF both|fill PREFIX N DEPTH SIZE\n");
+	if (argc != 7 || (strcmp(argv[2], "both") != 0 && strcmp(argv[2], "fill") != 0 &&
+			  strcmp(argv[2], "sealed") != 0)) {
+		fprintf(stderr, "usage: bench_shared CONF both|fill|sealed PREFIX N DEPTH SIZE\n");
 		return 2;
 	}
 	fill = strcmp(argv[2], "fill") == 0;
+	sealed = strcmp(argv[2], "sealed") == 0;
+	{
+		uint8_t k[SEAL_KEY_LEN];
+		unsigned int i;
+
+		for (i = 0; i < SEAL_KEY_LEN; i++)
+			k[i] = (uint8_t)i;
+		if (seal_key_from(&bench_key, k) != 0) {
+			fprintf(stderr, "bench_shared: no key (libcrypto)\n");
+			return 1;
+		}
+	}
 	n = strtoul(argv[4], NULL, 10);
 	depth = strtoul(argv[5], NULL, 10);
 	size = strtoul(argv[6], NULL, 10);

@@ -9,7 +9,8 @@
 # public trace (../shared/traces/mooncake_synthetic.jsonl; without it, the
 # built-in workload), the second, started empty, the second half: its hits
 # from the shared level are what the first one wrote, every byte checked
-# by its wafer emulator. Then the emergency reset under a running replica
+# by its wafer emulator; the shards seal their slices with a key made for
+# the run. Then the emergency reset under a running replica
 # (how long until it stops finding the old generation), and, with
 # KVSS_DEMO_SHARED_KILL_OSD=1, the second replica again with one OSD killed
 # with kill -9 mid-run.
@@ -89,6 +90,9 @@ shared = {
 };
 EOF
 }
+# The shards seal their slices with a key made for this run (docs/kvss.md,
+# "Sealing the slices"): what the pool holds is ciphertext.
+(umask 077 && python3 -c 'import os; print(os.urandom(32).hex())' >"$tmp/shared.key")
 # A replica's configurations: the demo's, the trace replaced, the shared level added.
 mkcfgs() { # mkcfgs TAG TRACE [GENERATION_MS]
 	sed -e "s#^  trace = .*#  trace = \"$2\";#" -e 's/^  limit = .*/  limit = 0;/' \
@@ -96,7 +100,8 @@ mkcfgs() { # mkcfgs TAG TRACE [GENERATION_MS]
 	shared_group "${3:-}" >>"$tmp/$1-driver.cfg"
 	for k in 0 1; do
 		cp "config/memif-shard$k.cfg" "$tmp/$1-shard$k.cfg"
-		shared_group >>"$tmp/$1-shard$k.cfg"
+		shared_group | sed "s#^  pool = \"kvss\";#&\n  key_file = \"$tmp/shared.key\";#" \
+			>>"$tmp/$1-shard$k.cfg"
 	done
 }
 replica() { # replica TAG TRACE [GENERATION_MS|none]: its status (none: no shared level)

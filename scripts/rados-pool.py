@@ -11,6 +11,10 @@ ceph-common): one process per step rather than a rados CLI per object.
                                   print NS/SLICE and the record's name
   rados-pool.py CONF has NS/NAME  exit 0 if the object is there, 1 if not
   rados-pool.py CONF namespaces   the namespaces that hold slices, one a line
+  rados-pool.py CONF unseal NS    every sealed slice of NS rewritten as a
+                                  plain one that checks (version 1, its
+                                  ciphertext as its bytes, both checksums
+                                  made again: XXH3 is no secret); print how many
   rados-pool.py CONF versions NS  the slices of namespace NS by their format
                                   version ("plain=N sealed=M")
 
@@ -19,6 +23,8 @@ The pool is "kvss"; every op waits at most 30 s.
 import re
 import struct
 import sys
+
+import ctypes
 
 import rados
 
@@ -77,6 +83,37 @@ def has(io, what):
         return 1
 
 
+def xxh3(b, seed):
+    x = ctypes.CDLL("libxxhash.so.0")
+    x.XXH3_64bits_withSeed.restype = ctypes.c_uint64
+    x.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    return x.XXH3_64bits_withSeed(bytes(b), len(b), seed)
+
+
+def unseal(io, ns):
+    n = 0
+    io.set_namespace(ns)
+    for o in list(io.list_objects()):
+        if not SLICE.fullmatch(o.key):
+            continue
+        b = bytearray(io.read(o.key, 1 << 26))
+        if struct.unpack_from("<H", b, 4)[0] != 2:
+            continue
+        payload = bytes(b[128:-16])
+        h = bytearray(b[:128])
+        struct.pack_into("<H", h, 4, 1)
+        struct.pack_into("<I", h, 88, len(payload))
+        h[92:96] = bytes(4)
+        h[104:120] = bytes(16)
+        oid = struct.unpack_from("<Q", h, 32)[0]
+        struct.pack_into("<Q", h, 96, xxh3(payload, oid))
+        struct.pack_into("<Q", h, 120, xxh3(h[:120], 0x6b7673732d6f626a))
+        io.write_full(o.key, bytes(h) + payload)
+        n += 1
+    print(n)
+    return 0
+
+
 def namespaces(io):
     for ns in sorted({ns for ns, key in listing(io) if SLICE.fullmatch(key)}):
         print(ns)
@@ -95,8 +132,8 @@ def versions(io, ns):
 
 
 def main(argv):
-    if len(argv) < 3 or argv[2] not in ("corrupt", "rm-slice", "has", "versions", "namespaces") or \
-            (argv[2] in ("has", "versions")) != (len(argv) == 4):
+    if len(argv) < 3 or argv[2] not in ("corrupt", "rm-slice", "has", "versions", "namespaces", "unseal") or \
+            (argv[2] in ("has", "versions", "unseal")) != (len(argv) == 4):
         print(__doc__, file=sys.stderr)
         return 2
     c, io = open_pool(argv[1])
@@ -107,6 +144,8 @@ def main(argv):
             return rm_slice(io)
         if argv[2] == "namespaces":
             return namespaces(io)
+        if argv[2] == "unseal":
+            return unseal(io, argv[3])
         if argv[2] == "versions":
             return versions(io, argv[3])
         return has(io, argv[3])

@@ -32,12 +32,14 @@
 #  11. kvss-shared sweep deletes a record one of whose slices is gone;
 #  13. (run before 12) sealed slices (shared.key_file): organization delta's
 #      writer seals every slice (the pool holds no plain one); a reader with
-#      the key hits them; one with another key, and one with none, refuse
-#      every slice (KEY, SEALED) and serve none; one with a new key and the
-#      old one as old_key_file (a rotation) hits them; a writer without the
-#      key writes plain slices over them (what anyone who can write the
-#      pool can do), and the reader with the key refuses those (UNSEALED);
-#      a key file readable by others stops kvss at start, naming the key;
+#      the key hits them; one with none refuses every slice (SEALED) and
+#      keeps the records; one with a new key and the old one as
+#      old_key_file (a rotation) hits them; a writer without the key
+#      writes no plain slice over them; one with another key refuses every
+#      slice (KEY) and deletes the records; the sealed slices rewritten as
+#      plain ones that check (what anyone who can write the pool can do)
+#      are refused by the reader with the key (UNSEALED); a key file
+#      readable by others stops kvss at start, naming the key;
 #  12. round 3's generation attacks with rados: the generation object removed
 #      after a reset (a starting replica runs without the level, saying why),
 #      a garbage one (the same, exit 0), kvss-shared gen --repair, and the
@@ -446,19 +448,6 @@ say "S2 (delta, the key)" "$tmp/s2.log"
 right "S2" "$tmp/s2.log" $rc
 check "S2: hits from the sealed slices" holds "$(field "$tmp/s2.log" hit_tokens_shared) > 0"
 check "S2: opened them" grep -q "final stats: shared.* shared_opened=[1-9]" "$tmp/s2.log"
-readcfg "$tmp/s3.cfg" "$tmp/s3" "$tmp/delta.jsonl"
-keycfg "$tmp/s3.cfg" "$tmp/k2.key"
-run_all "$tmp/s3.cfg" "$tmp/s3.log"
-rc=$?
-say "S3 (delta, another key)" "$tmp/s3.log"
-check "S3: zero verify failures" test "$(field "$tmp/s3.log" verify_failures)" = 0
-check "S3: finished" test "$(field "$tmp/s3.log" finished)" = True
-kept "S3" "$tmp/s3.log"
-check "S3: found the columns, refused every slice (bad_key)" grep -q "final stats: shared.* shared_bad_key=[1-9]" "$tmp/s3.log"
-check "S3: their tokens lost, not served (lost $(field "$tmp/s3.log" lost_tokens))" \
-	holds "$(field "$tmp/s3.log" lost_tokens) > 0"
-check "S3: a shard without the key deletes no record (the slices are good for others)" \
-	test "$(field "$tmp/s3.log" shared.slices_bad)" = 0
 readcfg "$tmp/s5.cfg" "$tmp/s5" "$tmp/delta.jsonl"
 run_all "$tmp/s5.cfg" "$tmp/s5.log"
 rc=$?
@@ -477,13 +466,40 @@ rc=$?
 say "S4 (delta, a new key and the old one)" "$tmp/s4.log"
 right "S4" "$tmp/s4.log" $rc
 check "S4: a rotation: the old key's slices still hit" holds "$(field "$tmp/s4.log" hit_tokens_shared) > 0"
-# Anyone who can write the pool: a writer without the key writes its plain
-# slices over the sealed ones (their names taken, read back: not its bytes).
+# A writer without the key writes no plain slice over a sealed one.
 mkcfg "$tmp/s6.cfg" "$tmp/s6" "$tmp/delta.jsonl"
 run_all "$tmp/s6.cfg" "$tmp/s6.log"
+rc=$?
+v6=$(pool versions "${dns:-none}" 2>/dev/null)
+echo "shared level (kvss): after a writer without the key: slices $v6 (before: $v)"
+check "S6: zero verify failures" test "$(field "$tmp/s6.log" verify_failures)" = 0
+kept "S6" "$tmp/s6.log"
+check "S6: it wrote no plain slice over a sealed one (as many sealed as before)" \
+	test "${v6#* }" = "${v#* }"
+check "S6: its writes over sealed slices failed, counted" \
+	grep -q "final stats: shared.* shared_bad_sealed=[1-9]" "$tmp/s6.log"
+readcfg "$tmp/s3.cfg" "$tmp/s3" "$tmp/delta.jsonl"
+keycfg "$tmp/s3.cfg" "$tmp/k2.key"
+run_all "$tmp/s3.cfg" "$tmp/s3.log"
+rc=$?
+say "S3 (delta, another key)" "$tmp/s3.log"
+check "S3: zero verify failures" test "$(field "$tmp/s3.log" verify_failures)" = 0
+check "S3: finished" test "$(field "$tmp/s3.log" finished)" = True
+kept "S3" "$tmp/s3.log"
+check "S3: found the columns, refused every slice (bad_key)" grep -q "final stats: shared.* shared_bad_key=[1-9]" "$tmp/s3.log"
+check "S3: their tokens lost, not served (lost $(field "$tmp/s3.log" lost_tokens))" \
+	holds "$(field "$tmp/s3.log" lost_tokens) > 0"
+check "S3: an unknown key id is the slice's fault: their records deleted" \
+	holds "$(field "$tmp/s3.log" shared.slices_bad) > 0"
+# Anyone who can write the pool: every sealed slice rewritten as a plain
+# one that checks (its ciphertext as its bytes, checksums made again).
+mkcfg "$tmp/s1b.cfg" "$tmp/s1b" "$tmp/delta.jsonl"
+keycfg "$tmp/s1b.cfg" "$tmp/k1.key"
+run_all "$tmp/s1b.cfg" "$tmp/s1b.log" # the records S3 deleted, written again
+u=$(pool unseal "${dns:-none}" 2>/dev/null)
 v=$(pool versions "${dns:-none}" 2>/dev/null)
-echo "shared level (kvss): after a writer without the key: slices $v"
-check "S6: a writer without the key put plain slices in the pool" eval '[[ "$v" =~ ^plain=[1-9] ]]'
+echo "shared level (kvss): $u sealed slices rewritten plain: slices $v"
+check "S7: the pool's slices are plain now" eval '[[ "$v" =~ ^plain=[1-9] ]]'
 readcfg "$tmp/s7.cfg" "$tmp/s7" "$tmp/delta.jsonl"
 keycfg "$tmp/s7.cfg" "$tmp/k1.key"
 run_all "$tmp/s7.cfg" "$tmp/s7.log"

@@ -85,6 +85,12 @@ Test(seal, keys_derive_as_the_document_says)
 	cr_assert_arr_eq(org, want, 32, "organization 0x3333's key");
 	cr_assert_eq(seal_org_key(&k, 0x3334, other), 0);
 	cr_assert_arr_neq(org, other, 32, "two organizations, one key");
+	/* The document's slice's own key (organization 0x3333, its object, shard 3, cache 1). */
+	cr_assert_eq(seal_slice_key(&k, 0x3333, 0x870985c5d46bfa18ull, 3, 1, org), 0);
+	unhex("9c54de406644796c6e6c5f2bbbb37cf66c1c2719cc9f9d660886916a8679605c", want, 32);
+	cr_assert_arr_eq(org, want, 32, "the slice's key");
+	cr_assert_eq(seal_slice_key(&k, 0x3333, 0x870985c5d46bfa18ull, 3, 0, other), 0);
+	cr_assert_arr_neq(org, other, 32, "two caches, one key");
 }
 
 /* The document's slice (test_shared_obj.c's), sealed. */

@@ -842,11 +842,13 @@ check_shared(struct ctx *c, const config_setting_t *root, const struct kvss_conf
 	if ((cfg->role & KVSS_ROLE_DRIVER) && cfg->shared.column != cfg->driver.pc.column)
 		return cfg_fail(c, sg, "column", "%u, but driver.column is %u: the shards' slices are "
 				"the driver's columns", cfg->shared.column, cfg->driver.pc.column);
-	/* A slice is one object of at most SHARED_PAYLOAD_MAX bytes. */
+	/* A slice is one object of at most SHARED_PAYLOAD_MAX bytes (a sealed
+	 * one's 16-byte tag included). */
 	for (i = 0; (cfg->role & KVSS_ROLE_SHARD) && i < cfg->num_local; i++)
 		for (k = 0; k < cfg->local[i].store.num_caches; k++) {
 			uint64_t b = (uint64_t)cfg->shared.column *
-				     cfg->local[i].store.cache[k].bytes_per_token;
+				     cfg->local[i].store.cache[k].bytes_per_token +
+				     (cfg->shared.key_file[0] != '\0' ? 16u : 0u);
 
 			if (b > SHARED_PAYLOAD_MAX)
 				return cfg_fail(c, sg, "column", "%u tokens x shard.caches.[%u]."

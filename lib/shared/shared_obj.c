@@ -13,9 +13,9 @@
  *  56 u32 gen_global    60 u32 gen_org  64 u32 layout
  *  68 u16 model         70 u16 shard    72 u16 cache    74 u16 reserved
  *  76 u32 start         80 u32 tokens   84 u32 bytes_per_token
- *  88 u32 payload_len   92 u32 reserved
+ *  88 u32 payload_len   92 u32 reserved (a sealed slice: key_id)
  *  96 u64 payload_xxh3 (seed: object_id)
- * 104..119 reserved (zero)
+ * 104..119 reserved (zero; a sealed slice: its nonce at 104..115)
  * 120 u64 header_xxh3 of bytes 0..119 (seed: SHARED_HDR_SEED)
  */
 #include <errno.h>

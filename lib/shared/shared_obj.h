@@ -88,7 +88,8 @@ struct shared_hdr {
 	X(UNSEALED, "a plain slice where the level is sealed (a key file is configured)")          \
 	X(SEALED, "a sealed slice, and this replica has no key file")                               \
 	X(KEY, "sealed under a master key this replica does not hold")                              \
-	X(TAG, "its seal's tag does not match: forged, tampered, moved or another key")
+	X(TAG, "its seal's tag does not match: forged, tampered, moved or another key")            \
+	X(LOCAL, "not opened: libcrypto failed on this replica (nothing known of the slice)")
 
 enum shared_bad {
 	SHARED_OK = 0,

@@ -15,6 +15,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include "proto.h"
@@ -45,6 +46,19 @@ seal_org_key(const struct seal_key *k, uint64_t org, uint8_t out[SEAL_KEY_LEN])
 	uint8_t info[11] = {'o', 'r', 'g'};
 
 	proto_st64(info + 3, org);
+	return hkdf(k, info, sizeof(info), out, SEAL_KEY_LEN);
+}
+
+int
+seal_slice_key(const struct seal_key *k, uint64_t org, uint64_t object_id, uint16_t shard,
+	       uint16_t cache, uint8_t out[SEAL_KEY_LEN])
+{
+	uint8_t info[25] = {'s', 'l', 'i', 'c', 'e'};
+
+	proto_st64(info + 5, org);
+	proto_st64(info + 13, object_id);
+	proto_st16(info + 21, shard);
+	proto_st16(info + 23, cache);
 	return hkdf(k, info, sizeof(info), out, SEAL_KEY_LEN);
 }
 
@@ -109,19 +123,19 @@ seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen)
 
 			if (hi < 0 || lo < 0) {
 				snprintf(err, errlen, "%s: 64 bytes that are not all hexadecimal digits", path);
-				memset(buf, 0, sizeof(buf));
-				memset(k, 0, sizeof(*k));
+				OPENSSL_cleanse(buf, sizeof(buf));
+				OPENSSL_cleanse(k, sizeof(*k));
 				return -1;
 			}
 			k->key[i] = (uint8_t)(hi << 4 | lo);
 		}
 	} else {
-		snprintf(err, errlen, "%s: %zd bytes: a key is 32 bytes, or 64 hexadecimal digits (openssl rand -hex 32)",
-			 path, n);
-		memset(buf, 0, sizeof(buf));
+		snprintf(err, errlen, "%s: %lld bytes: a key is 32 bytes, or 64 hexadecimal digits (openssl rand -hex 32)",
+			 path, (long long)st.st_size);
+		OPENSSL_cleanse(buf, sizeof(buf));
 		return -1;
 	}
-	memset(buf, 0, sizeof(buf));
+	OPENSSL_cleanse(buf, sizeof(buf));
 	if (seal_key_from(k, k->key) != 0) {
 		snprintf(err, errlen, "%s: the key's id could not be derived (libcrypto)", path);
 		return -1;
@@ -138,7 +152,7 @@ seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN])
 	memmove(k->key, bytes, SEAL_KEY_LEN);
 	k->loaded = 0;
 	if (hkdf(k, info, sizeof(info), id, sizeof(id)) != 0) {
-		memset(k, 0, sizeof(*k));
+		OPENSSL_cleanse(k, sizeof(*k));
 		return -1;
 	}
 	k->id = proto_ld32(id);
@@ -167,12 +181,16 @@ gcm(int enc, const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN
 	}
 	if (ok && !enc)
 		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, SEAL_TAG_LEN, tag) == 1;
+	if (!ok) {
+		EVP_CIPHER_CTX_free(c);
+		return -2; /* libcrypto itself failed: nothing said of the bytes */
+	}
 	/* Decrypting, this is where the tag is checked. */
-	ok = ok && EVP_CipherFinal_ex(c, buf, &n) == 1;
+	ok = EVP_CipherFinal_ex(c, buf, &n) == 1;
 	if (ok && enc)
 		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, SEAL_TAG_LEN, tag) == 1;
 	EVP_CIPHER_CTX_free(c);
-	return ok ? 0 : -1;
+	return ok ? 0 : enc ? -2 : -1;
 }
 
 int
@@ -199,8 +217,9 @@ shared_slice_seal(struct shared_hdr *h, uint8_t *payload, const struct seal_key 
 {
 	uint8_t nonce[SEAL_NONCE_LEN];
 
-	/* A random nonce per slice: 2^32 slices per organization's key keep
-	 * the chance of a repeat below 2^-32 (NIST SP 800-38D, 8.3). */
+	/* A random nonce per slice, under a key of that slice's own (its
+	 * object, shard and cache): a nonce repeats under one key only across
+	 * rewrites of one object, far below 2^32 (NIST SP 800-38D, 8.3). */
 	if (RAND_bytes(nonce, SEAL_NONCE_LEN) != 1)
 		return -1;
 	return shared_slice_seal_nonce(h, payload, k, nonce);
@@ -219,11 +238,11 @@ shared_slice_seal_nonce(struct shared_hdr *h, uint8_t *payload, const struct sea
 	h->version = SHARED_OBJ_VERSION_SEALED;
 	h->key_id = k->id;
 	memcpy(h->nonce, nonce, SEAL_NONCE_LEN);
-	if (seal_org_key(k, h->org, key) != 0)
+	if (seal_slice_key(k, h->org, h->object_id, h->shard, h->cache, key) != 0)
 		return -1;
 	shared_hdr_aad(h, aad);
 	rc = seal_gcm_encrypt(key, h->nonce, aad, sizeof(aad), payload, plain, payload + plain);
-	memset(key, 0, sizeof(key));
+	OPENSSL_cleanse(key, sizeof(key));
 	if (rc != 0)
 		return -1;
 	h->payload_len = plain + SEAL_TAG_LEN;
@@ -248,11 +267,13 @@ shared_slice_open(const struct shared_hdr *h, uint8_t *payload, const struct sea
 		k = &ring->old;
 	else
 		return SHARED_BAD_KEY;
-	if (h->payload_len < SEAL_TAG_LEN || seal_org_key(k, h->org, key) != 0)
+	if (h->payload_len < SEAL_TAG_LEN)
 		return SHARED_BAD_TAG;
+	if (seal_slice_key(k, h->org, h->object_id, h->shard, h->cache, key) != 0)
+		return SHARED_BAD_LOCAL;
 	plain = h->payload_len - SEAL_TAG_LEN;
 	shared_hdr_aad(h, aad);
 	rc = seal_gcm_decrypt(key, h->nonce, aad, sizeof(aad), payload, plain, payload + plain);
-	memset(key, 0, sizeof(key));
-	return rc == 0 ? SHARED_OK : SHARED_BAD_TAG;
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc == 0 ? SHARED_OK : rc == -1 ? SHARED_BAD_TAG : SHARED_BAD_LOCAL;
 }

@@ -3,17 +3,18 @@
  * Sealed slices of the shared level (docs/PROTOCOL.md section 10, "Sealed
  * slices"; docs/SECURITY.md): a slice's bytes leave the replica encrypted
  * and authenticated with AES-256-GCM (OpenSSL's libcrypto; AES-NI where
- * the CPU has it), under a key of its organization derived with HKDF-SHA256
- * from a master key file, the header's identity as additional data. So a
- * pool reader, a backup or an operator reads no KV byte, and a slice
- * forged, moved under another column's name (its header rewritten to
- * match), written under another key or from an older generation fails its
- * tag: a miss, counted, never served.
+ * the CPU has it), under a key of its organization and object derived with
+ * HKDF-SHA256 from a master key file, the header's identity as additional
+ * data. So a pool reader, a backup or an operator reads no KV byte, and a
+ * slice forged, moved under another column's name (its header rewritten
+ * to match) or from an older generation fails its tag, and one sealed
+ * under a key not held is refused by its key id: a miss, counted, never
+ * served.
  *
  * The master key file: exactly 32 bytes, or 64 hexadecimal digits and an
  * optional newline (`openssl rand -hex 32`); a regular file (no symbolic
  * link, no FIFO), owned by the user kvss runs as, readable by nobody else
- * (mode 0600 or 0400). Its id (the first 4 bytes of an HKDF output) goes in
+ * (no access for group or others: 0600, 0400). Its id (the first 4 bytes of an HKDF output) goes in
  * each slice it sealed, so that a replica holding the current key and the
  * one before (rotation) opens either.
  */
@@ -52,6 +53,15 @@ int seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen
 int seal_org_key(const struct seal_key *k, uint64_t org, uint8_t out[SEAL_KEY_LEN]);
 
 /**
+ * A slice's key: HKDF-SHA256(master, salt "kvss seal v1", info "slice" ||
+ * u64le(org) || u64le(object_id) || u16le(shard) || u16le(cache)): each
+ * organization's, and within it each object's, so that random nonces
+ * repeat under one key only across rewrites of one slice. 0 or -1.
+ */
+int seal_slice_key(const struct seal_key *k, uint64_t org, uint64_t object_id, uint16_t shard,
+		   uint16_t cache, uint8_t out[SEAL_KEY_LEN]);
+
+/**
  * AES-256-GCM of @p len bytes at @p buf in place under @p key and
  * @p nonce, @p aad authenticated; the tag into @p tag. 0 or -1.
  */
@@ -59,7 +69,10 @@ int seal_gcm_encrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_N
 		     const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
 		     uint8_t tag[SEAL_TAG_LEN]);
 
-/** Its inverse: 0, or -1 when the tag does not match (@p buf is then not to be used). */
+/**
+ * Its inverse: 0, -1 when the tag does not match (@p buf is then not to be
+ * used), -2 when libcrypto failed (nothing is known of the bytes).
+ */
 int seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
 		     const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
 		     const uint8_t tag[SEAL_TAG_LEN]);
@@ -86,8 +99,9 @@ int seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN]);
  * @p payload (h->payload_len bytes, the tag last), with @p ring: decrypted
  * in place (h->payload_len - SEAL_TAG_LEN plain bytes) when the tag
  * matches. SHARED_OK, or SHARED_BAD_UNSEALED (a plain slice: the level is
- * sealed), SHARED_BAD_KEY (sealed under a key the ring does not hold) or
- * SHARED_BAD_TAG (forged, tampered, moved, another key of the same id).
+ * sealed), SHARED_BAD_KEY (sealed under a key the ring does not hold),
+ * SHARED_BAD_TAG (forged, tampered, moved, another key of the same id) or
+ * SHARED_BAD_LOCAL (libcrypto failed here: nothing known of the slice).
  * With @p ring NULL (no key file): a sealed slice is SHARED_BAD_SEALED, a
  * plain one SHARED_OK.
  */

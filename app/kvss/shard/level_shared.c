@@ -146,11 +146,14 @@ check_get(struct shard_level *lv, struct level_req *q, uint32_t got)
 	if (why != SHARED_OK) {
 		q->bad = (uint8_t)why;
 		__atomic_fetch_add(&sh->bad[why], 1, __ATOMIC_RELAXED);
-		/* Sealed under a key this shard does not hold, or sealed where it
-		 * holds none: this replica's keys, not the slice, are at fault
-		 * (another replica opens it), so its record must stay: answered as
-		 * a read that failed here (PROTOCOL.md section 10). */
-		if (why == SHARED_BAD_KEY || why == SHARED_BAD_SEALED)
+		/* Sealed where this shard holds no key, or libcrypto failing here:
+		 * this replica, not the slice, is at fault (another opens it), so
+		 * its record must stay: answered as a read that failed here. A key
+		 * id not held is the slice's fault: with keys rolled out in two
+		 * steps (PROTOCOL.md section 10) every replica holds every key a
+		 * slice is sealed with, so an unknown id is a forgery (and a key id
+		 * is not authenticated until the slice opens). */
+		if (why == SHARED_BAD_SEALED || why == SHARED_BAD_LOCAL)
 			return PROTO_E_SHARED_FAILED;
 		return PROTO_E_SHARED_BAD;
 	}
@@ -166,10 +169,17 @@ same_slice(const struct shard_level *lv, const struct level_req *q, int status, 
 	const struct sh *sh = lv->be;
 
 	/* Sealed, each writer's bytes differ (a nonce of its own): a slice of
-	 * the column that opens under the ring was written by a holder of the
-	 * key, and stands for it. */
-	if (sh->ring != NULL)
-		return status == 0 && slice_check_open(lv, q, q->back, got) == SHARED_OK;
+	 * the column that opens under the key this shard writes with was
+	 * written by a holder of that key, and stands for it (one sealed under
+	 * the key before is written over: it would not open once that key
+	 * is dropped). */
+	if (sh->ring != NULL) {
+		struct shared_hdr h;
+
+		return status == 0 && shared_obj_decode(q->back, got, &h) == SHARED_OK &&
+		       h.key_id == sh->ring->cur.id &&
+		       slice_check_open(lv, q, q->back, got) == SHARED_OK;
+	}
 	return status == 0 && slice_check(lv, q, q->back, got) == SHARED_OK &&
 	       memcmp(q->back + SHARED_HDR_LEN, q->data, q->len) == 0;
 }
@@ -183,23 +193,36 @@ put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, 
 {
 	struct sh *sh = lv->be;
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
-	uint32_t len = obj_len(sh, q);
+	uint32_t len = obj_len(sh, q), back_len = SHARED_HDR_LEN + q->len + SEAL_TAG_LEN;
 	bool stopping = __atomic_load_n(&lv->stop, __ATOMIC_RELAXED);
+	struct shared_hdr bh;
 	int rc;
 
 	if (q->phase == SH_PUT && stopping) {
 		rc = -ESHUTDOWN; /* stopping: no new operation on the cluster */
 	} else if (q->phase == SH_PUT) {
-		/* Exactly the slice's size: a larger object completes -EFBIG, not it. */
+		/* The slice's size, sealed or not: a larger object completes -EFBIG, not it. */
 		slice_names(lv, q, ns, name);
-		q->back = malloc(len);
+		q->back = malloc(back_len);
 		rc = q->back == NULL ? -ENOMEM
-				     : shared_get(sh->s, ns, name, q->back, len, (uintptr_t)q);
+				     : shared_get(sh->s, ns, name, q->back, back_len, (uintptr_t)q);
 		q->phase = SH_READ_BACK;
 	} else if (q->phase == SH_READ_BACK) {
 		if (same_slice(lv, q, status, got)) {
 			sh->exists++; /* the same bytes under the same name, written by another */
 			*code = 0;
+			return false;
+		}
+		/* A shard without the key never writes a plain slice over a
+		 * sealed one of this column: that is a replica configured
+		 * otherwise than the one that sealed it, and the pool's slices
+		 * stay sealed (its write fails here; the record is not written). */
+		if (sh->ring == NULL && status == 0 && slice_check(lv, q, q->back, got) == SHARED_OK &&
+		    shared_obj_decode(q->back, got, &bh) == SHARED_OK &&
+		    bh.version == SHARED_OBJ_VERSION_SEALED) {
+			sh->failed++;
+			__atomic_fetch_add(&sh->bad[SHARED_BAD_SEALED], 1, __ATOMIC_RELAXED);
+			*code = PROTO_E_SHARED_FAILED;
 			return false;
 		}
 		if ((status != 0 && status != -ENOENT && status != -EFBIG) || stopping) {
@@ -277,18 +300,7 @@ submit(struct shard_level *lv, struct level_req *q)
 
 	slice_names(lv, q, ns, name);
 	if (q->op == LEVEL_PUT) {
-		struct shared_hdr h;
-
-		hdr_of(lv, q, &h);
-		h.written_ns = shared_wall_ns();
-		if (sh->ring != NULL && shared_slice_seal(&h, q->data, &sh->ring->cur) != 0) {
-			sh->failed++; /* libcrypto failed: nothing leaves in plain */
-			level_done(lv, q, PROTO_E_SHARED_FAILED);
-			return 0;
-		}
-		if (sh->ring != NULL)
-			sh->sealed++;
-		shared_hdr_encode(q->obj, &h, q->data);
+		/* Its object was made when it came (make_put): sealed once. */
 		rc = shared_put(sh->s, ns, name, q->obj, obj_len(sh, q), (uintptr_t)q);
 	} else {
 		/* The slice's size, sealed or not (its tag's room is always
@@ -336,6 +348,31 @@ drain_fifo(struct shard_level *lv, struct fifo *f, unsigned int limit)
 	}
 }
 
+/*
+ * An SH_DOWN's object, made once as it comes: its header and, sealed, its
+ * bytes encrypted in place with the tag after them (a write sent again
+ * after -EBUSY must not seal them twice). false: libcrypto failed, and it
+ * is answered.
+ */
+static bool
+make_put(struct shard_level *lv, struct level_req *q)
+{
+	struct sh *sh = lv->be;
+	struct shared_hdr h;
+
+	hdr_of(lv, q, &h);
+	h.written_ns = shared_wall_ns();
+	if (sh->ring != NULL && shared_slice_seal(&h, q->data, &sh->ring->cur) != 0) {
+		sh->failed++; /* nothing leaves in plain */
+		level_done(lv, q, PROTO_E_SHARED_FAILED);
+		return false;
+	}
+	if (sh->ring != NULL)
+		sh->sealed++;
+	shared_hdr_encode(q->obj, &h, q->data);
+	return true;
+}
+
 static void
 start(struct shard_level *lv, struct level_req *q)
 {
@@ -349,7 +386,7 @@ start(struct shard_level *lv, struct level_req *q)
 	} else if (sh->wputs.n >= SH_PUT_BACKLOG) {
 		sh->put_shed++;
 		level_done(lv, q, PROTO_E_SHARED_FAILED);
-	} else {
+	} else if (make_put(lv, q)) {
 		push(&sh->wputs, q);
 	}
 }
