@@ -18,6 +18,9 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 . scripts/check-lib.sh
 SILENT_S=${SILENT_S:-2.5}
+# Enough requests that the run outlasts the silence on a fast machine (400
+# took 0.4 s here, over before the shard was stopped).
+REQUESTS=${SILENT_REQUESTS:-4000}
 tmp=$(mktemp -d /tmp/kvss-silent.XXXXXX)
 run=$$
 pids=()
@@ -47,7 +50,7 @@ done
 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
 	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/memif0.sock" \
 	--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/memif1.sock" \
-	-- --config config/memif-driver.cfg --poll idle --trace "" --limit 400 >"$tmp/d.log" 2>&1 &
+	-- --config config/memif-driver.cfg --poll idle --trace "" --limit "$REQUESTS" >"$tmp/d.log" 2>&1 &
 dpid=$!
 pids+=($!)
 # Once the driver replays, shard 1 goes silent for SILENT_S seconds.
@@ -55,7 +58,9 @@ for _ in $(seq 1 300); do
 	grep -q "every shard is up" "$tmp/d.log" 2>/dev/null && break
 	sleep 0.1
 done
-sleep 0.5
+sleep 0.2
+running_at_stop=0
+kill -0 "$dpid" 2>/dev/null && running_at_stop=1
 kill -STOP "${spid[1]}"
 sleep "$SILENT_S"
 kill -CONT "${spid[1]}"
@@ -70,6 +75,8 @@ else
 	rc=$?
 fi
 check "the driver finishes, exit 0 (was $rc)" test "$rc" -eq 0
+check "the driver was still running when shard 1 stopped (else raise SILENT_REQUESTS)" \
+	test "$running_at_stop" = 1
 check "it heard nothing from shard 1 for away_ms" grep -q "shard 1: nothing heard for" "$tmp/d.log"
 check "and heard it again in the same epoch, its prefixes kept" \
 	grep -q "shard 1 heard again (epoch .*, as before)" "$tmp/d.log"
