@@ -94,18 +94,22 @@ hdr_of(const struct shard_level *lv, const struct level_req *q, struct shared_hd
 				 .payload_len = q->len};
 }
 
-/* Does the object read into @p buf (@p got bytes) decode and name the slice of @p q? */
+/*
+ * Does the object read into @p buf (@p got bytes) decode and name the
+ * slice of @p q? Its header, decoded, goes to @p h (the caller's, so that
+ * nothing decodes it twice).
+ */
 static enum shared_bad
 slice_check(const struct shard_level *lv, const struct level_req *q, const uint8_t *buf,
-	    uint32_t got)
+	    uint32_t got, struct shared_hdr *h)
 {
-	struct shared_hdr h, want;
-	enum shared_bad why = shared_obj_decode(buf, got, &h);
+	struct shared_hdr want;
+	enum shared_bad why = shared_obj_decode(buf, got, h);
 
 	if (why != SHARED_OK)
 		return why;
 	hdr_of(lv, q, &want);
-	return shared_hdr_match(&h, &want);
+	return shared_hdr_match(h, &want);
 }
 
 /* The namespace and name of @p q's slice: its organization's, this level's shard's. */
@@ -117,23 +121,16 @@ slice_names(const struct shard_level *lv, const struct level_req *q, char *ns, c
 }
 
 /*
- * Does the object read into @p buf (@p got bytes) decode, name the slice
- * of @p q and, where the level is sealed, open under the ring's keys
- * (decrypted in place: its bytes then follow the header, plain)?
+ * Open the slice whose header @p h slice_check() passed: where the level is
+ * sealed, under the ring's keys, decrypted in place in @p buf (its bytes
+ * then follow the header, plain); a plain level's slice is open already.
  */
 static enum shared_bad
-slice_check_open(const struct shard_level *lv, const struct level_req *q, uint8_t *buf,
-		 uint32_t got)
+slice_open(const struct shard_level *lv, const struct shared_hdr *h, uint8_t *buf)
 {
 	const struct sh *sh = lv->be;
-	struct shared_hdr h, want;
-	enum shared_bad why = shared_obj_decode(buf, got, &h);
 
-	if (why != SHARED_OK)
-		return why;
-	hdr_of(lv, q, &want);
-	why = shared_hdr_match(&h, &want);
-	return why != SHARED_OK ? why : shared_slice_open(&h, buf + SHARED_HDR_LEN, sh->ring);
+	return shared_slice_open(h, buf + SHARED_HDR_LEN, sh->ring);
 }
 
 /* A slice read whole: checked (and opened) before anything of it is stored. */
@@ -141,8 +138,11 @@ static uint16_t
 check_get(struct shard_level *lv, struct level_req *q, uint32_t got)
 {
 	struct sh *sh = lv->be;
-	enum shared_bad why = slice_check_open(lv, q, q->obj, got);
+	struct shared_hdr h;
+	enum shared_bad why = slice_check(lv, q, q->obj, got, &h);
 
+	if (why == SHARED_OK)
+		why = slice_open(lv, &h, q->obj);
 	if (why != SHARED_OK) {
 		q->bad = (uint8_t)why;
 		__atomic_fetch_add(&sh->bad[why], 1, __ATOMIC_RELAXED);
@@ -162,9 +162,12 @@ check_get(struct shard_level *lv, struct level_req *q, uint32_t got)
 	return 0;
 }
 
-/* The object found under an SH_DOWN slice's name: is it that slice (@p got bytes)? */
+/*
+ * The object found under an SH_DOWN slice's name, its header @p h passed
+ * by slice_check(): is it that slice?
+ */
 static bool
-same_slice(const struct shard_level *lv, const struct level_req *q, int status, uint32_t got)
+same_slice(const struct shard_level *lv, const struct level_req *q, const struct shared_hdr *h)
 {
 	const struct sh *sh = lv->be;
 
@@ -173,15 +176,9 @@ same_slice(const struct shard_level *lv, const struct level_req *q, int status, 
 	 * written by a holder of that key, and stands for it (one sealed under
 	 * the key before is written over: it would not open once that key
 	 * is dropped). */
-	if (sh->ring != NULL) {
-		struct shared_hdr h;
-
-		return status == 0 && shared_obj_decode(q->back, got, &h) == SHARED_OK &&
-		       h.key_id == sh->ring->cur.id &&
-		       slice_check_open(lv, q, q->back, got) == SHARED_OK;
-	}
-	return status == 0 && slice_check(lv, q, q->back, got) == SHARED_OK &&
-	       memcmp(q->back + SHARED_HDR_LEN, q->data, q->len) == 0;
+	if (sh->ring != NULL)
+		return h->key_id == sh->ring->cur.id && slice_open(lv, h, q->back) == SHARED_OK;
+	return memcmp(q->back + SHARED_HDR_LEN, q->data, q->len) == 0;
 }
 
 /*
@@ -208,7 +205,9 @@ put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, 
 				     : shared_get(sh->s, ns, name, q->back, back_len, (uintptr_t)q);
 		q->phase = SH_READ_BACK;
 	} else if (q->phase == SH_READ_BACK) {
-		if (same_slice(lv, q, status, got)) {
+		bool named = status == 0 && slice_check(lv, q, q->back, got, &bh) == SHARED_OK;
+
+		if (named && same_slice(lv, q, &bh)) {
 			sh->exists++; /* the same bytes under the same name, written by another */
 			*code = 0;
 			return false;
@@ -217,9 +216,7 @@ put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, 
 		 * sealed one of this column: that is a replica configured
 		 * otherwise than the one that sealed it, and the pool's slices
 		 * stay sealed (its write fails here; the record is not written). */
-		if (sh->ring == NULL && status == 0 && slice_check(lv, q, q->back, got) == SHARED_OK &&
-		    shared_obj_decode(q->back, got, &bh) == SHARED_OK &&
-		    bh.version == SHARED_OBJ_VERSION_SEALED) {
+		if (sh->ring == NULL && named && bh.version == SHARED_OBJ_VERSION_SEALED) {
 			sh->failed++;
 			__atomic_fetch_add(&sh->bad[SHARED_BAD_SEALED], 1, __ATOMIC_RELAXED);
 			*code = PROTO_E_SHARED_FAILED;
@@ -440,6 +437,48 @@ close_shared(struct shard_level *lv)
 	lv->be = NULL;
 }
 
+/*
+ * The keys of shared.key_file and shared.old_key_file, checked, into
+ * @p *out (NULL without a key file): read before the cluster is joined, so
+ * that a bad key file stops the shard at once, and no cluster is waited for
+ * on a configuration that cannot run.
+ */
+static int
+ring_load(const struct kvss_shared_cfg *c, struct seal_ring **out, char *err, size_t errlen)
+{
+	struct seal_ring *r;
+	char why[256];
+
+	*out = NULL;
+	if (c->key_file[0] == '\0')
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		snprintf(err, errlen, "shared.key_file: no memory for the keys");
+		return -1;
+	}
+	if (seal_key_load(c->key_file, &r->cur, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "shared.key_file: %s", why);
+		goto fail;
+	}
+	if (c->old_key_file[0] != '\0' &&
+	    seal_key_load(c->old_key_file, &r->old, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "shared.old_key_file: %s", why);
+		goto fail;
+	}
+	if (r->old.loaded && r->old.id == r->cur.id) {
+		snprintf(err, errlen, "shared.old_key_file: %s holds the same key as shared.key_file",
+			 c->old_key_file);
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	memset(r, 0, sizeof(*r)); /* the keys leave no copy */
+	free(r);
+	return -1;
+}
+
 static int
 open_shared(struct shard_level *lv, char *err, size_t errlen)
 {
@@ -453,45 +492,24 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 		snprintf(err, errlen, "shared: no memory for the shared level");
 		return -1;
 	}
+	lv->be = sh;
+	if (ring_load(c, &sh->ring, err, errlen) != 0) {
+		close_shared(lv);
+		return -1;
+	}
 	sh->s = shared_open(&p, why, sizeof(why));
 	if (sh->s == NULL) {
 		snprintf(err, errlen, "shared.conf %s: %s", c->conf, why);
-		free(sh);
+		close_shared(lv);
 		return -1;
 	}
 	sh->depth = c->depth;
 	sh->put_limit = c->depth > 1 ? c->depth - (c->depth + 3) / 4 : 1;
-	lv->be = sh;
-	if (c->key_file[0] == '\0') {
+	if (sh->ring == NULL)
 		printf("kvss: shard %u: the shared level's slices are written and read in plain "
 		       "(no shared.key_file): whoever reads the pool reads the KV bytes, whoever "
 		       "writes it can make them\n", lv->shard->cfg->id);
-		return 0;
-	}
-	sh->ring = calloc(1, sizeof(*sh->ring));
-	if (sh->ring == NULL) {
-		snprintf(err, errlen, "shared.key_file: no memory for the keys");
-		close_shared(lv);
-		return -1;
-	}
-	if (seal_key_load(c->key_file, &sh->ring->cur, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "shared.key_file: %s", why);
-		close_shared(lv);
-		return -1;
-	}
-	if (c->old_key_file[0] != '\0' &&
-	    seal_key_load(c->old_key_file, &sh->ring->old, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "shared.old_key_file: %s", why);
-		close_shared(lv);
-		return -1;
-	}
-	if (sh->ring->old.loaded && sh->ring->old.id == sh->ring->cur.id) {
-		snprintf(err, errlen, "shared.old_key_file: %s holds the same key as shared.key_file",
-			 c->old_key_file);
-		close_shared(lv);
-		return -1;
-	}
-	if (sh->ring->old.loaded)
+	else if (sh->ring->old.loaded)
 		printf("kvss: shard %u: the shared level's slices are sealed (AES-256-GCM, key %08x; "
 		       "key %08x still opened)\n", lv->shard->cfg->id, sh->ring->cur.id,
 		       sh->ring->old.id);
