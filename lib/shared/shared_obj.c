@@ -198,16 +198,15 @@ shared_parse_ns(const char *ns, uint64_t *org)
 
 /* ---- Headers --------------------------------------------------------------- */
 
-void
-shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload)
+/*
+ * The fields every header starts with, magic to bytes per token (bytes 0 to
+ * 87 of @p out): what the header and a sealed slice's additional data share.
+ */
+static void
+hdr_fields(uint8_t *out, const struct shared_hdr *h, uint16_t version)
 {
-	memset(out, 0, SHARED_HDR_LEN);
-	h->payload_xxh3 = XXH3_64bits_withSeed(payload != NULL ? payload : out, h->payload_len,
-					       h->object_id);
-	if (h->version != SHARED_OBJ_VERSION_SEALED)
-		h->version = SHARED_OBJ_VERSION;
 	proto_st32(out + 0, SHARED_OBJ_MAGIC);
-	proto_st16(out + 4, h->version);
+	proto_st16(out + 4, version);
 	proto_st16(out + 6, h->kind);
 	proto_st64(out + 8, h->org);
 	proto_st64(out + 16, h->key);
@@ -221,9 +220,21 @@ shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload)
 	proto_st16(out + 68, h->model);
 	proto_st16(out + 70, h->shard);
 	proto_st16(out + 72, h->cache);
+	proto_st16(out + 74, 0); /* reserved */
 	proto_st32(out + 76, h->start);
 	proto_st32(out + 80, h->tokens);
 	proto_st32(out + 84, h->bytes_per_token);
+}
+
+void
+shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload)
+{
+	memset(out, 0, SHARED_HDR_LEN);
+	h->payload_xxh3 = XXH3_64bits_withSeed(payload != NULL ? payload : out, h->payload_len,
+					       h->object_id);
+	if (h->version != SHARED_OBJ_VERSION_SEALED)
+		h->version = SHARED_OBJ_VERSION;
+	hdr_fields(out, h, h->version);
 	proto_st32(out + 88, h->payload_len);
 	proto_st64(out + 96, h->payload_xxh3);
 	if (h->version == SHARED_OBJ_VERSION_SEALED) {
@@ -236,14 +247,11 @@ shared_hdr_encode(uint8_t *out, struct shared_hdr *h, const void *payload)
 void
 shared_hdr_aad(const struct shared_hdr *h, uint8_t aad[SHARED_AAD_LEN])
 {
-	uint8_t full[SHARED_HDR_LEN];
-	struct shared_hdr c = *h;
-
-	/* The encoding's first 88 bytes, then the key id in place of the
-	 * payload's length (which the tokens and the tag fix). */
-	c.payload_len = 0; /* no payload hashed here */
-	shared_hdr_encode(full, &c, NULL);
-	memcpy(aad, full, 88);
+	/* The header's first 88 bytes as written, then the key id in place of
+	 * the payload's length (which the tokens and the tag fix). A plain
+	 * header's version is written as 1 (shared_hdr_encode's rule). */
+	hdr_fields(aad, h, h->version == SHARED_OBJ_VERSION_SEALED ? SHARED_OBJ_VERSION_SEALED
+								   : SHARED_OBJ_VERSION);
 	proto_st32(aad + 88, h->key_id);
 }
 
