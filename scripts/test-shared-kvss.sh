@@ -421,6 +421,14 @@ check "sweep: ... and deleted it" hasnt "${1%%/*}/${2:-none}"
 keycfg() { # keycfg CFG KEY [OLD]: the shared level's keys
 	sed -i "s#^  generation_ms = 200;#&\n  key_file = \"$2\";${3:+ old_key_file = \"$3\";}#" "$1"
 }
+refused() { # refused LABEL LOG REASON [lost]: no wrong byte, no restart, slices refused for REASON
+	check "$1: zero verify failures" test "$(field "$2" verify_failures)" = 0
+	kept "$1" "$2"
+	check "$1: refused the slices (bad_$3)" grep -q "final stats: shared.* shared_bad_$3=[1-9]" "$2"
+	[ "${4:-}" = lost ] || return 0
+	check "$1: their tokens lost, not served (lost $(field "$2" lost_tokens))" \
+		holds "$(field "$2" lost_tokens) > 0"
+}
 for k in k1 k2; do
 	python3 -c 'import os, sys; open(sys.argv[1], "w").write(os.urandom(32).hex() + "\n")' "$tmp/$k.key"
 	chmod 600 "$tmp/$k.key"
@@ -452,12 +460,8 @@ readcfg "$tmp/s5.cfg" "$tmp/s5" "$tmp/delta.jsonl"
 run_all "$tmp/s5.cfg" "$tmp/s5.log"
 rc=$?
 say "S5 (delta, no key)" "$tmp/s5.log"
-check "S5: zero verify failures" test "$(field "$tmp/s5.log" verify_failures)" = 0
-kept "S5" "$tmp/s5.log"
+refused "S5" "$tmp/s5.log" sealed lost
 check "S5: says it reads plain slices only" grep -q "written and read in plain (no shared.key_file)" "$tmp/s5.log"
-check "S5: refused every sealed slice (bad_sealed)" grep -q "final stats: shared.* shared_bad_sealed=[1-9]" "$tmp/s5.log"
-check "S5: their tokens lost, not served (lost $(field "$tmp/s5.log" lost_tokens))" \
-	holds "$(field "$tmp/s5.log" lost_tokens) > 0"
 check "S5: deletes no record" test "$(field "$tmp/s5.log" shared.slices_bad)" = 0
 readcfg "$tmp/s4.cfg" "$tmp/s4" "$tmp/delta.jsonl"
 keycfg "$tmp/s4.cfg" "$tmp/k2.key" "$tmp/k1.key"
@@ -483,12 +487,8 @@ keycfg "$tmp/s3.cfg" "$tmp/k2.key"
 run_all "$tmp/s3.cfg" "$tmp/s3.log"
 rc=$?
 say "S3 (delta, another key)" "$tmp/s3.log"
-check "S3: zero verify failures" test "$(field "$tmp/s3.log" verify_failures)" = 0
+refused "S3" "$tmp/s3.log" key lost
 check "S3: finished" test "$(field "$tmp/s3.log" finished)" = True
-kept "S3" "$tmp/s3.log"
-check "S3: found the columns, refused every slice (bad_key)" grep -q "final stats: shared.* shared_bad_key=[1-9]" "$tmp/s3.log"
-check "S3: their tokens lost, not served (lost $(field "$tmp/s3.log" lost_tokens))" \
-	holds "$(field "$tmp/s3.log" lost_tokens) > 0"
 check "S3: an unknown key id is the slice's fault: their records deleted" \
 	holds "$(field "$tmp/s3.log" shared.slices_bad) > 0"
 # Anyone who can write the pool: every sealed slice rewritten as a plain
@@ -505,9 +505,7 @@ keycfg "$tmp/s7.cfg" "$tmp/k1.key"
 run_all "$tmp/s7.cfg" "$tmp/s7.log"
 rc=$?
 say "S7 (delta, the key, over plain slices)" "$tmp/s7.log"
-check "S7: zero verify failures" test "$(field "$tmp/s7.log" verify_failures)" = 0
-kept "S7" "$tmp/s7.log"
-check "S7: the plain slices refused (bad_unsealed)" grep -q "final stats: shared.* shared_bad_unsealed=[1-9]" "$tmp/s7.log"
+refused "S7" "$tmp/s7.log" unsealed
 # A key file others can read: kvss stops at start, naming the key.
 chmod 644 "$tmp/k1.key"
 run_all "$tmp/s2.cfg" "$tmp/s8.log"
@@ -515,6 +513,11 @@ rc=$?
 check "a key file readable by others: kvss stops at start (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 3
 check "... naming shared.key_file and the mode" grep -q "shared.key_file: .*mode 0644" "$tmp/s8.log"
 grep -m1 "shared.key_file" "$tmp/s8.log" | sed 's/^/  /'
+# ... before it joins any cluster: with no cluster to join, still the key.
+sed "s#conf = \"$conf\";#conf = \"$tmp/nowhere.conf\";#" "$tmp/s2.cfg" >"$tmp/s8b.cfg"
+run_all "$tmp/s8b.cfg" "$tmp/s8b.log"
+check "... before joining the cluster (no cluster conf: the key is named, not the conf)" \
+	sh -c "grep -q 'shared.key_file: .*mode 0644' '$tmp/s8b.log' && ! grep -q 'nowhere.conf' '$tmp/s8b.log'"
 chmod 600 "$tmp/k1.key"
 
 # 12. Round 3's generation attacks, replayed with rados. What G0, G and I
