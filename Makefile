@@ -40,7 +40,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # app includes its own ("kvss.h" beside it) and the libraries', never
 # another app's. Tests and benchmarks reach into the apps they test.
 LIB_INC := -Ilib/proto -Ilib/kvstore -Ilib/prefixcache -Ilib/config -Ilib/workload -Ilib/wafer \
-	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared -Ilib/mono \
+	-Ilib/fileio -Ilib/args -Ilib/kvdisk -Ilib/plot -Ilib/shared -Ilib/mono -Ilib/seal \
 	-Ilib/percentile -Ilib/ilist -Ilib/wafermodel
 APP_INC := -Iapp/trace -Iapp/kvss -Iapp/plan
 BASE_CFLAGS := -std=gnu11 -O2 -g $(WARN) -MMD -MP $(LIB_INC)
@@ -73,6 +73,10 @@ LIBCONFIG := $(BUILD)/lib/libkvssconfig.a
 # Files from outside, opened without blocking and read with bounds.
 FILEIO_SRC := $(call lib_dir,fileio)
 LIBFILEIO := $(BUILD)/lib/libfileio.a
+# Keys and AES-256-GCM (libcrypto) for what leaves DRAM: the disk tier's
+# columns and the shared level's slices.
+SEAL_SRC := $(call lib_dir,seal)
+LIBSEAL := $(BUILD)/lib/libseal.a
 # The shard's second tier on its own disk (io_uring, O_DIRECT).
 KVDISK_SRC := $(call lib_dir,kvdisk)
 LIBKVDISK := $(BUILD)/lib/libkvdisk.a
@@ -120,7 +124,7 @@ kvss_dir = $(sort $(wildcard app/kvss/$(1)*.c))
 KVSS_COMMON_SRC := $(call kvss_dir,)
 SHARD_SRC := $(call kvss_dir,shard/)
 # What the shard's objects link with beside them: its levels' libraries.
-SHARD_LIBS = $(LIBKVDISK) $(LIBSHARED) $(LIBFILEIO)
+SHARD_LIBS = $(LIBKVDISK) $(LIBSHARED) $(LIBSEAL) $(LIBFILEIO)
 # The libraries the driver's own files call beyond those every role links.
 DRIVER_LIBS = $(LIBPERCENTILE) $(LIBWAFERMODEL)
 DRIVER_NOEAL_SRC := $(addprefix app/kvss/driver/,sink.c ctlq.c learn.c)
@@ -138,7 +142,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	test/test_proto_ref.c test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
-	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(PERCENTILE_SRC) $(WAFERMODEL_SRC) test/test_wafermodel.c test/test_percentile.c test/test_ilist.c \
+	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(SEAL_SRC) $(PERCENTILE_SRC) $(WAFERMODEL_SRC) test/test_wafermodel.c test/test_percentile.c test/test_ilist.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c bench/bench_wafer.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/ttft.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
@@ -151,7 +155,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c test/test_shared_seal.c \
 	test/rados_mem.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c \
-	$(filter-out $(KVDISK_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
+	$(filter-out $(KVDISK_SRC) $(SEAL_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/test_drv_rx.c test/test_drv_shared.c \
 	test/memif_flap.c \
 	bench/bench_shard.c
@@ -197,6 +201,7 @@ $(LIBWAFER): $(call obj,$(WAFER_SRC))
 $(LIBSHARED): $(call obj,$(SHARED_SRC))
 $(LIBFILEIO): $(call obj,$(FILEIO_SRC))
 $(LIBKVDISK): $(call obj,$(KVDISK_SRC))
+$(LIBSEAL): $(call obj,$(SEAL_SRC))
 $(LIBARGS): $(call obj,$(ARGS_SRC))
 $(LIBPERCENTILE): $(call obj,$(PERCENTILE_SRC))
 $(LIBWAFERMODEL): $(call obj,$(WAFERMODEL_SRC))
@@ -230,7 +235,7 @@ $(KVSS): $(call obj,$(KVSS_APP_SRC) $(KVSS_PURE_SRC)) $(LIBARGS) $(LIBPLOT) $(LI
 
 $(KVSS_TRACE): $(call obj,app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c \
 		app/trace/ttft.c app/trace/oracle.c app/trace/tier2.c $(REPLAY_SRC)) $(LIBARGS) $(LIBPLOT) \
-		$(LIBKVDISK) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) \
+		$(LIBKVDISK) $(LIBSEAL) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) \
 		$(LIBPROTO) $(LIBFILEIO) $(LIBWAFERMODEL) $(LIBPERCENTILE)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
@@ -239,14 +244,14 @@ $(KVSS_DUMP): $(call obj,app/dump/kvss_dump.c) $(LIBARGS) $(LIBPROTO)
 
 KVSS_SHARED := $(BUILD)/kvss-shared
 
-$(KVSS_SHARED): $(call obj,$(KVSS_SHARED_SRC)) $(LIBARGS) $(LIBSHARED) $(LIBPROTO) $(LIBFILEIO)
+$(KVSS_SHARED): $(call obj,$(KVSS_SHARED_SRC)) $(LIBARGS) $(LIBSHARED) $(LIBSEAL) $(LIBPROTO) $(LIBFILEIO)
 	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
 # Run by scripts/test-shared.sh against the cluster it starts (not a
 # Criterion suite: run-tests.sh must not run it alone).
 TEST_SHARED_RADOS := $(BUILD)/tools/test_shared_rados
 
-$(TEST_SHARED_RADOS): $(call obj,test/test_shared_rados.c) $(LIBSHARED) $(LIBFILEIO)
+$(TEST_SHARED_RADOS): $(call obj,test/test_shared_rados.c) $(LIBSHARED) $(LIBSEAL) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
@@ -276,7 +281,7 @@ $(BUILD)/test/test_shared_obj: $(call obj,test/test_shared_obj.c $(SHARED_OBJ_SR
 
 # Sealed slices: libcrypto's AES-256-GCM and HKDF (DEP_LIBS).
 $(BUILD)/test/test_shared_seal: $(call obj,test/test_shared_seal.c lib/shared/shared_seal.c \
-		$(SHARED_OBJ_SRC)) $(TEST_COMMON) $(LIBPROTO)
+		$(SHARED_OBJ_SRC)) $(TEST_COMMON) $(LIBSEAL) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
@@ -319,7 +324,7 @@ $(BUILD)/test/stress_kvstore_tsan: $(STRESS_SRC) test/kv_harness.h test/test_rng
 
 $(BUILD)/test/test_prefixcache $(BUILD)/test/test_prefixcache_model $(BUILD)/test/test_prefixcache_l2 \
 		$(BUILD)/test/test_prefixcache_bulk: $(BUILD)/test/%: \
-		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBKVDISK) $(LIBWORKLOAD) $(LIBWAFER) \
+		$(BUILD)/obj/test/%.o $(call obj,$(REPLAY_SRC)) $(LIBKVDISK) $(LIBSEAL) $(LIBWORKLOAD) $(LIBWAFER) \
 		$(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) $(LIBFILEIO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS) $(URING_LIBS)
@@ -355,7 +360,7 @@ $(BUILD)/test/test_drv_shared: $(call obj,test/test_drv_shared.c test/rados_mem.
 		$(SHARED_COMMON_SRC) \
 		$(DRIVER_SRC) $(KVSS_PURE_SRC) app/kvss/app.c app/kvss/portgate.c app/kvss/faults.c) \
 		$(LIBARGS) $(LIBPLOT) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) \
-		$(LIBKVSTORE) $(LIBPROTO) $(LIBKVDISK) $(LIBFILEIO) $(DRIVER_LIBS)
+		$(LIBKVSTORE) $(LIBPROTO) $(LIBKVDISK) $(LIBSEAL) $(LIBFILEIO) $(DRIVER_LIBS)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DPDK_LIBS) -lrte_net_ring $(DEP_LIBS)
 
@@ -386,7 +391,7 @@ $(BUILD)/test/test_workload: $(call obj,test/test_workload.c) $(LIBWORKLOAD) $(L
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_kvdisk: $(call obj,test/test_kvdisk.c) $(LIBKVDISK)
+$(BUILD)/test/test_kvdisk: $(call obj,test/test_kvdisk.c) $(LIBKVDISK) $(LIBSEAL)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS) $(URING_LIBS)
 
@@ -442,11 +447,11 @@ BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD
 # the cluster).
 BENCH_SHARED := $(BUILD)/bench/bench_shared
 
-$(BENCH_SHARED): $(call obj,bench/bench_shared.c) $(LIBSHARED) $(LIBFILEIO) $(LIBPERCENTILE)
+$(BENCH_SHARED): $(call obj,bench/bench_shared.c) $(LIBSHARED) $(LIBSEAL) $(LIBFILEIO) $(LIBPERCENTILE)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
-$(BUILD)/bench/bench_kvdisk: $(call obj,bench/bench_kvdisk.c) $(LIBKVDISK)
+$(BUILD)/bench/bench_kvdisk: $(call obj,bench/bench_kvdisk.c) $(LIBKVDISK) $(LIBSEAL)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS) $(URING_LIBS)
 
@@ -497,20 +502,21 @@ $(FUZZ_FILES): $(FUZZ_FILES_SRC) lib/config/config.h lib/config/cluster.h lib/wo
 FUZZ_KVDISK := $(BUILD)/fuzz/fuzz_kvdisk
 FUZZ_KVDISK_CORPUS := $(BUILD)/fuzz/corpus_kvdisk
 
-$(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) lib/kvdisk/kvdisk.h lib/kvdisk/kvdisk_priv.h
+$(FUZZ_KVDISK): test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) $(SEAL_SRC) lib/kvdisk/kvdisk.h \
+		lib/kvdisk/kvdisk_priv.h lib/seal/seal.h
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -Ilib/mono -o $@ test/fuzz/fuzz_kvdisk.c $(KVDISK_SRC) -lxxhash \
-		$(URING_LIBS)
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/kvdisk -Ilib/mono -Ilib/seal -Ilib/proto -o $@ test/fuzz/fuzz_kvdisk.c \
+		$(KVDISK_SRC) $(SEAL_SRC) -lxxhash $(URING_LIBS) -lcrypto
 
 # Objects and names read from the shared level (lib/shared/shared_obj.c).
 FUZZ_SHARED_OBJ := $(BUILD)/fuzz/fuzz_shared_obj
 FUZZ_SHARED_OBJ_CORPUS := $(BUILD)/fuzz/corpus_shared_obj
 
 $(FUZZ_SHARED_OBJ): test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) lib/shared/shared_seal.c \
-		lib/shared/shared_obj.h lib/shared/shared_seal.h lib/proto/proto.h
+		$(SEAL_SRC) lib/shared/shared_obj.h lib/shared/shared_seal.h lib/seal/seal.h lib/proto/proto.h
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_FLAGS) -Ilib/shared -Ilib/proto -o $@ test/fuzz/fuzz_shared_obj.c $(SHARED_OBJ_SRC) \
-		lib/shared/shared_seal.c -lxxhash -lcrypto
+	$(CLANG) $(FUZZ_FLAGS) -Ilib/shared -Ilib/seal -Ilib/proto -o $@ test/fuzz/fuzz_shared_obj.c \
+		$(SHARED_OBJ_SRC) lib/shared/shared_seal.c $(SEAL_SRC) -lxxhash -lcrypto
 
 # The shard with its state (test/fuzz/fuzz_shard.c): its own code, as kvss
 # runs it, under ASan and UBSan, over EAL without a port; objects of its
@@ -527,7 +533,7 @@ FUZZ_SHARD_CORPUS := $(BUILD)/fuzz/corpus_shard
 FUZZ_SHARD_SRC := $(addprefix test/fuzz/,fuzz_shard.c fuzz_shard_env.c fuzz_shard_check.c \
 	fuzz_shard_rados.c) test/rados_mem.c \
 	$(filter-out app/kvss/shard/hosted.c,$(SHARD_SRC)) $(KVDISK_SRC) $(SHARED_OBJ_SRC) \
-	$(SHARED_COMMON_SRC) lib/shared/shared_seal.c $(FILEIO_SRC) $(KVSTORE_SRC) \
+	$(SHARED_COMMON_SRC) lib/shared/shared_seal.c $(SEAL_SRC) $(FILEIO_SRC) $(KVSTORE_SRC) \
 	$(PROTO_PURE_SRC) $(PROTO_DPDK_SRC)
 FUZZ_SHARD_OBJ := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SHARD_SRC))
 
@@ -593,7 +599,7 @@ $(FUZZ_SEEDS): $(GEN_FRAMES)
 # ---- top-level targets -----------------------------------------------------
 
 ALL := $(LIBPROTO) $(LIBKVSTORE) $(LIBPREFIXCACHE) $(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBFILEIO) \
-	$(LIBKVDISK) $(LIBARGS) $(LIBPLOT) $(LIBPERCENTILE) $(LIBWAFERMODEL) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
+	$(LIBKVDISK) $(LIBSEAL) $(LIBARGS) $(LIBPLOT) $(LIBPERCENTILE) $(LIBWAFERMODEL) $(KVSS) $(KVSS_DUMP) $(KVSS_TRACE) $(KVSS_PLAN) $(TESTS) $(GEN_FRAMES) \
 	$(SHARD_SCENARIO) $(REPLAY_CHECK) $(MEMIF_FLAP) $(BENCHES) $(BUILD)/bench/bench_kvdisk
 
 ALL += $(LIBSHARED) $(KVSS_SHARED) $(TEST_SHARED_RADOS) $(BENCH_SHARED)

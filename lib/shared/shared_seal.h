@@ -11,12 +11,8 @@
  * under a key not held is refused by its key id: a miss, counted, never
  * served.
  *
- * The master key file: exactly 32 bytes, or 64 hexadecimal digits and an
- * optional newline (`openssl rand -hex 32`); a regular file (no symbolic
- * link, no FIFO), owned by the user kvss runs as, readable by nobody else
- * (no access for group or others: 0600, 0400). Its id (the first 4 bytes of an HKDF output) goes in
- * each slice it sealed, so that a replica holding the current key and the
- * one before (rotation) opens either.
+ * The master key file, its checks and the primitives are lib/seal's
+ * (seal.h); the key's id goes in each slice it sealed.
  */
 #ifndef KVSS_SHARED_SEAL_H
 #define KVSS_SHARED_SEAL_H
@@ -24,33 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "seal.h"
 #include "shared_obj.h"
-
-#define SEAL_KEY_LEN 32
-#define SEAL_TAG_LEN 16
-#define SEAL_NONCE_LEN 12
-
-/* A master key: its bytes and its id. */
-struct seal_key {
-	uint8_t key[SEAL_KEY_LEN];
-	uint32_t id;
-	int loaded;
-};
-
-/* What a replica holds: the key it seals with, and one it still opens. */
-struct seal_ring {
-	struct seal_key cur, old;
-};
-
-/**
- * Read master key file @p path into @p k, checked as above. -1: @p err says
- * why in one line starting with the path ("PATH: readable by group or
- * others (mode 0644): chmod 600 it").
- */
-int seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen);
-
-/** An organization's key: HKDF-SHA256(master, salt "kvss seal v1", info "org" || u64le(org)). 0 or -1. */
-int seal_org_key(const struct seal_key *k, uint64_t org, uint8_t out[SEAL_KEY_LEN]);
 
 /**
  * A slice's key: HKDF-SHA256(master, salt "kvss seal v1", info "slice" ||
@@ -60,22 +31,6 @@ int seal_org_key(const struct seal_key *k, uint64_t org, uint8_t out[SEAL_KEY_LE
  */
 int seal_slice_key(const struct seal_key *k, uint64_t org, uint64_t object_id, uint16_t shard,
 		   uint16_t cache, uint8_t out[SEAL_KEY_LEN]);
-
-/**
- * AES-256-GCM of @p len bytes at @p buf in place under @p key and
- * @p nonce, @p aad authenticated; the tag into @p tag. 0 or -1.
- */
-int seal_gcm_encrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
-		     const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
-		     uint8_t tag[SEAL_TAG_LEN]);
-
-/**
- * Its inverse: 0, -1 when the tag does not match (@p buf is then not to be
- * used), -2 when libcrypto failed (nothing is known of the bytes).
- */
-int seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
-		     const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
-		     const uint8_t tag[SEAL_TAG_LEN]);
 
 /**
  * Seal a slice: @p h (a slice's header, payload_len its plain bytes) and
@@ -90,9 +45,6 @@ int shared_slice_seal(struct shared_hdr *h, uint8_t *payload, const struct seal_
 /** shared_slice_seal() with the nonce given (golden vectors and tests; a writer's is random). */
 int shared_slice_seal_nonce(struct shared_hdr *h, uint8_t *payload, const struct seal_key *k,
 			    const uint8_t nonce[SEAL_NONCE_LEN]);
-
-/** A key from its @p bytes, its id derived as seal_key_load() does (tests, tools). 0 or -1. */
-int seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN]);
 
 /**
  * Open a sealed slice decoded into @p h (shared_obj_decode), its payload at
