@@ -150,7 +150,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/shard_scenario_report.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
-	test/test_kvdisk.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
+	test/test_kvdisk.c test/test_kvdisk_seal.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
 	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC) \
 	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c test/test_shared_seal.c \
 	test/rados_mem.c
@@ -268,7 +268,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
 	$(BUILD)/test/test_args $(BUILD)/test/test_percentile $(BUILD)/test/test_ilist \
 	$(BUILD)/test/test_wafermodel \
-	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_prefixcache_l2 \
+	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_kvdisk_seal $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
 	$(BUILD)/test/test_shared_seal \
 	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_shared
@@ -391,7 +391,8 @@ $(BUILD)/test/test_workload: $(call obj,test/test_workload.c) $(LIBWORKLOAD) $(L
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
-$(BUILD)/test/test_kvdisk: $(call obj,test/test_kvdisk.c) $(LIBKVDISK) $(LIBSEAL)
+$(BUILD)/test/test_kvdisk $(BUILD)/test/test_kvdisk_seal: $(BUILD)/test/%: $(BUILD)/obj/test/%.o \
+		$(LIBKVDISK) $(LIBSEAL)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS) $(URING_LIBS)
 

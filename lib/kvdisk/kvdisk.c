@@ -233,14 +233,33 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 		return r->clearing > 0 ? -EAGAIN : -ENOSPC;
 	if ((o = kd_op_get(d)) == NULL)
 		return -EBUSY;
+	/* A deleted column's slot before a free one: this write is its clear. */
+	i = r->npend > 0 ? r->pend[r->pend_head].slot : r->free[r->nfree - 1];
+	h = (struct hdr *)o->buf;
+	*h = (struct hdr){.magic = HDR_MAGIC, .version = VERSION, .cache = m->cache,
+			  .key = m->key, .parent = m->parent, .org = m->org,
+			  .first_use_ns = m->first_use_ns, .start = m->start, .tokens = m->tokens};
+	if (d->keys == NULL) {
+		memcpy(o->buf + KVDISK_HDR_LEN, data, len);
+	} else if (kd_seal(d, m->cache, i, h, data, o->buf + KVDISK_HDR_LEN, len) != 0) {
+		/* Nothing taken yet: the slot stays as it was. */
+		d->st.seal_errors++;
+		kd_op_put(d, o);
+		return -EIO;
+	} else {
+		d->st.sealed++;
+	}
+	/* The checksum is of the bytes written (sealed: the ciphertext). */
+	h->data_hash = data_hash(d, o->buf + KVDISK_HDR_LEN, len);
+	h->hdr_hash = kd_hdr_sum(d, h, m->cache, i);
+	memset(o->buf + KVDISK_HDR_LEN + len + kd_trailer(d), 0,
+	       r->g.slot_bytes - KVDISK_HDR_LEN - len - kd_trailer(d));
 	if (r->npend > 0) {
-		/* A deleted column's slot before a free one: this write is its clear. */
 		o->del = pend_pop(d, m->cache);
 		o->absorbs = true;
-		i = o->del.slot;
 		r->clearing--;
 	} else {
-		i = r->free[--r->nfree];
+		r->nfree--;
 	}
 	r->s[i].m = *m;
 	r->s[i].state = S_PUT;
@@ -249,14 +268,6 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	o->slot = i;
 	o->cookie = cookie;
 	o->old = find(r, m->key, m->org);
-	h = (struct hdr *)o->buf;
-	*h = (struct hdr){.magic = HDR_MAGIC, .version = VERSION, .cache = m->cache,
-			  .key = m->key, .parent = m->parent, .org = m->org,
-			  .first_use_ns = m->first_use_ns, .start = m->start, .tokens = m->tokens,
-			  .data_hash = data_hash(d, data, len)};
-	h->hdr_hash = hdr_hash(d, h, m->cache, i);
-	memcpy(o->buf + KVDISK_HDR_LEN, data, len);
-	memset(o->buf + KVDISK_HDR_LEN + len, 0, r->g.slot_bytes - KVDISK_HDR_LEN - len);
 	kd_submit(d, o, true, (uint32_t)r->g.slot_bytes, slot_off(r, i));
 	return 0;
 }
@@ -326,19 +337,24 @@ kvdisk_has(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org)
 	return cache < d->nc && find(&d->r[cache], key, org) != NIL;
 }
 
-/* Does slot @p i of cache @p c, just read, hold what the index says, whole? */
-static bool
-check_read(const struct kvdisk *d, uint16_t c, uint32_t i, const uint8_t *buf)
+/*
+ * Does slot @p i of cache @p c, just read, hold what the index says, whole
+ * (and, sealed, does it open: then its bytes are plain in @p buf)? 0, or
+ * the kd_open_result that failed (KD_OPEN_TAG for a checksum too).
+ */
+static int
+check_read(struct kvdisk *d, uint16_t c, uint32_t i, uint8_t *buf)
 {
 	const struct region *r = &d->r[c];
 	const struct slot *s = &r->s[i];
 	const struct hdr *h = (const struct hdr *)buf;
+	uint32_t len = (uint32_t)(s->m.tokens * r->g.bytes_per_token);
 
-	return h->magic == HDR_MAGIC && h->version == VERSION &&
-	       h->hdr_hash == hdr_hash(d, h, c, i) && h->key == s->m.key && h->org == s->m.org &&
-	       h->tokens == s->m.tokens &&
-	       h->data_hash == data_hash(d, buf + KVDISK_HDR_LEN,
-					 (size_t)h->tokens * r->g.bytes_per_token);
+	if (!(h->magic == HDR_MAGIC && h->version == VERSION &&
+	      kd_hdr_ok(d, h, c, i) && h->key == s->m.key && h->org == s->m.org &&
+	      h->tokens == s->m.tokens && h->data_hash == data_hash(d, buf + KVDISK_HDR_LEN, len)))
+		return KD_OPEN_TAG;
+	return d->keys == NULL ? KD_OPEN_OK : kd_open(d, c, i, h, buf + KVDISK_HDR_LEN, len);
 }
 
 /* What a finished op means; returns 1 when it gives the caller a kvdisk_done. */
@@ -347,7 +363,7 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 {
 	struct region *r = &d->r[o->cache];
 	struct slot *s = &r->s[o->slot];
-	int give = 0;
+	int give = 0, why;
 
 	*out = (struct kvdisk_done){.type = o->type, .cookie = o->cookie, .meta = s->m};
 	switch (o->type) {
@@ -392,9 +408,17 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 		if (res != (int)r->g.slot_bytes) {
 			d->st.read_errors++;
 			out->status = res < 0 ? res : -EIO;
-		} else if (!check_read(d, o->cache, o->slot, o->buf)) {
-			/* Never returned: dropped, cleared, reported. */
+		} else if ((why = check_read(d, o->cache, o->slot, o->buf)) != KD_OPEN_OK) {
+			/* Never returned: dropped, cleared, reported. A slot that
+			 * did not open for libcrypto's failing here is dropped
+			 * too (its column is read again from below, if at all). */
 			d->st.corrupt++;
+			if (d->keys != NULL && why == KD_OPEN_TAG)
+				d->st.bad_tag++;
+			else if (why == KD_OPEN_KEY)
+				d->st.bad_key++;
+			else if (why == KD_OPEN_LOCAL)
+				d->st.seal_errors++;
 			out->status = -EBADMSG;
 			if (s->state == S_LIVE) {
 				index_del(r, o->slot);
@@ -403,6 +427,7 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 			}
 		} else {
 			d->st.gets++;
+			d->st.opened += d->keys != NULL;
 			d->st.bytes_read += (uint64_t)s->m.tokens * r->g.bytes_per_token;
 			out->data = o->buf + KVDISK_HDR_LEN;
 			out->len = s->m.tokens * r->g.bytes_per_token;

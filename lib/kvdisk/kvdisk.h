@@ -56,6 +56,25 @@
  * system refuses O_DIRECT (tmpfs) it falls back to the page cache, and says
  * so (kvdisk_direct()).
  *
+ * Sealed files (kvdisk_params.ring, the shard's l2.key_file): every
+ * column's bytes are written encrypted and authenticated, AES-256-GCM under
+ * a key derived (seal_derive(), info "disk" || u64le org || the file id ||
+ * u16le cache || u32le slot) from the master key, with a random nonce per
+ * write; the additional data is the header's identity (its first 48
+ * bytes: the column's key, parent, organization, first use, first token
+ * and tokens, its cache), the file id, the owner and the slot's place.
+ * Each slot holds a 32-byte trailer after the bytes: the master key's id,
+ * the nonce, the tag. A get opens the column before it is returned: a
+ * slot forged (by someone who can write the file but holds no key), moved
+ * within the file or from another, or sealed under a key not held, is
+ * dropped as a failed checksum is (EBADMSG), counted (bad_tag, bad_key).
+ * What is written over a column's slot stays readable only by a holder of
+ * the key: the file, a copy of it or a backup gives no KV byte without it.
+ * What sealing does not stop: a holder of the file's write access putting
+ * back an older slot of the same column and place (the same bytes, or the
+ * column's before a delete: the driver decides what is there, and deletes
+ * what it did not ask for).
+ *
  * One thread uses a kvdisk (the shard's tier lcore or thread): no lock.
  */
 #ifndef KVDISK_H
@@ -64,6 +83,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "seal.h"
 
 #define KVDISK_MAX_CACHES 16
 #define KVDISK_ALIGN 4096u
@@ -93,6 +114,15 @@ struct kvdisk_params {
 	 * its slot (kvdisk_del()).
 	 */
 	bool clear_at_once;
+	/**
+	 * Seal every column (AES-256-GCM, a key per organization, file and
+	 * slot derived from the ring's current master key; those of its old
+	 * key still open): see "Sealed files" above. NULL: plain columns. A
+	 * sealed file opened without a ring, or a plain one with a ring, is
+	 * another geometry (refused, or formatted with @p format). The keys
+	 * are copied.
+	 */
+	const struct seal_ring *ring;
 };
 
 /** What a column's header says (also what a put is given). */
@@ -130,6 +160,10 @@ struct kvdisk_stats {
 	uint64_t rebuilt;      /**< columns found at open */
 	uint64_t rebuild_dropped; /**< headers found at open that did not check */
 	uint64_t stored[KVDISK_MAX_CACHES]; /**< columns held, per cache */
+	/* A sealed file's: columns sealed (puts) and opened (gets); gets
+	 * dropped for a tag that failed (forged, tampered, moved) or a key
+	 * id not held (both in corrupt too); seals that failed here. */
+	uint64_t sealed, opened, bad_tag, bad_key, seal_errors;
 };
 
 struct kvdisk;
@@ -139,8 +173,10 @@ struct kvdisk;
  * holds. @return the L2, or NULL with one line in @p err naming the file
  * and errno set: EEXIST when what is there is not this owner's second tier
  * and @p p->format would format it over, EACCES when the path is refused
- * (a link, an owner, a mode), EBUSY when another process has it open, else
- * ENOSPC, EIO, ENOMEM, EINVAL.
+ * (a link, an owner, a mode), EBUSY when another process has it open,
+ * EKEYREJECTED when it is sealed and no column header in it holds under
+ * the keys given (another key's file: nothing is cleared, even with
+ * @p p->format), else ENOSPC, EIO, ENOMEM, EINVAL.
  */
 struct kvdisk *kvdisk_open(const char *path, const struct kvdisk_params *p, char *err,
 			   size_t errlen);

@@ -21,6 +21,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 /* ---- Open, rebuild, close ------------------------------------------------ */
 
 static void __attribute__((format(printf, 4, 5)))
@@ -49,10 +51,12 @@ layout(const struct kvdisk_params *p, struct sb *sb)
 	sb->model = p->model;
 	sb->shard = p->shard;
 	sb->num_caches = p->num_caches;
+	sb->flags = p->ring != NULL ? KD_SB_SEALED : 0;
 	for (c = 0; c < p->num_caches; c++) {
 		struct sb_cache *g = &sb->cache[c];
 		uint64_t bytes = KVDISK_HDR_LEN + (uint64_t)p->cache[c].column_tokens *
-							  p->cache[c].bytes_per_token;
+							  p->cache[c].bytes_per_token +
+				 (p->ring != NULL ? KD_TRAILER_LEN : 0);
 
 		g->bytes_per_token = p->cache[c].bytes_per_token;
 		g->column_tokens = p->cache[c].column_tokens;
@@ -123,7 +127,7 @@ rebuild(struct kvdisk *d)
 				struct slot *s = &r->s[o->slot];
 
 				if (h->magic == HDR_MAGIC && h->version == VERSION &&
-				    h->hdr_hash == hdr_hash(d, h, c, o->slot) && h->cache == c &&
+				    kd_hdr_ok(d, h, c, o->slot) && h->cache == c &&
 				    h->tokens > 0 && h->tokens <= r->g.column_tokens &&
 				    h->key != 0 && find(r, h->key, h->org) == NIL) {
 					s->m = (struct kvdisk_meta){h->key, h->parent, h->org,
@@ -136,6 +140,7 @@ rebuild(struct kvdisk *d)
 					/* Torn, of another file or place, or a second
 					 * copy: cleared, never served. */
 					d->st.rebuild_dropped++;
+					d->unopened += h->magic == HDR_MAGIC;
 					s->state = S_CLEAR;
 					r->clearing++;
 					d->clears[d->nclears++] = (struct clear_req){c, o->slot};
@@ -239,10 +244,18 @@ judge(const struct kvdisk_params *p, const struct kd_file *f, const struct sb *w
 		else if (have->hash != XXH3_64bits(have, offsetof(struct sb, hash)))
 			snprintf(err, errlen, "its superblock fails its checksum: format it or "
 				 "remove it");
-		else if (have->pad != 0)
-			/* Reserved: zero in version 2, so that a later version may use it. */
-			snprintf(err, errlen, "its superblock's reserved field is %u, not 0: not "
-				 "written by this kvss; format it or remove it", have->pad);
+		else if ((have->flags & ~KD_SB_SEALED) != 0)
+			/* Reserved bits: zero in version 2, so that a later version may use them. */
+			snprintf(err, errlen, "its superblock's flags are %#x, of which only %#x is "
+				 "known: not written by this kvss; format it or remove it",
+				 have->flags, KD_SB_SEALED);
+		else if (have->flags != want->flags)
+			snprintf(err, errlen, "%s", have->flags & KD_SB_SEALED
+				 ? "its columns are sealed (written with l2.key_file) and this shard "
+				   "has no key file: they cannot be read; configure the key, or format it"
+				 : "its columns are plain (written without l2.key_file) and this shard "
+				   "seals: a plain file is not sealed in place; format it (its columns are "
+				   "lost), or run without the key");
 		else if (have->model != want->model || have->shard != want->shard ||
 			 have->num_caches != want->num_caches ||
 			 memcmp(have->cache, want->cache, sizeof(want->cache)) != 0) {
@@ -267,7 +280,7 @@ judge(const struct kvdisk_params *p, const struct kd_file *f, const struct sb *w
 	return p->format ? 1 : -1;
 }
 
-/* The caller's geometry: 1 to 16 caches, each of 1 to 2^32 - 2 columns. */
+/* The caller's geometry: 1 to 16 caches, each of 1 to 2^32 - 2 columns; a ring with its key. */
 static int
 check_params(const struct kvdisk_params *p, const char *path, char *err, size_t errlen)
 {
@@ -284,6 +297,10 @@ check_params(const struct kvdisk_params *p, const char *path, char *err, size_t 
 			fail(err, errlen, path, "a cache's capacity must hold 1 to 2^32 - 2 columns");
 			return -1;
 		}
+	if (p->ring != NULL && !p->ring->cur.loaded) {
+		fail(err, errlen, path, "sealed with no key loaded");
+		return -1;
+	}
 	return 0;
 }
 
@@ -427,6 +444,19 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	d->nc = p->num_caches;
 	d->qd = p->queue_depth ? p->queue_depth : 64;
 	d->clear_at_once = p->clear_at_once;
+	d->model = p->model;
+	d->shard = p->shard;
+	if (p->ring != NULL) {
+		if ((d->keys = malloc(sizeof(*d->keys))) == NULL) {
+			fail(err, errlen, path, "out of memory for its keys");
+			goto bad;
+		}
+		*d->keys = *p->ring;
+		if (kd_hdr_keys(d) != 0) {
+			fail(err, errlen, path, "its header keys could not be derived (libcrypto)");
+			goto bad;
+		}
+	}
 	if (alloc_index(d, &want, path, err, errlen) != 0 || alloc_ops(d, path, err, errlen) != 0)
 		goto bad;
 	if ((rc = io_uring_queue_init(d->qd, &d->ring, 0)) != 0) {
@@ -446,6 +476,18 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 	if ((rc = rebuild(d)) != 0) {
 		fail(err, errlen, path, "cannot read its columns back: %s", strerror(-rc));
 		e = -rc;
+		goto bad;
+	}
+	/* Sealed, and not one column's header holds under the keys given:
+	 * another key's file (a key file swapped or mistyped), not columns to
+	 * drop one by one. Refused, nothing cleared: with its key it opens. */
+	if (d->keys != NULL && d->st.rebuilt == 0 && d->unopened > 0) {
+		fail(err, errlen, path, "sealed, and none of its %u column headers holds under the "
+		     "key given (key %08x%s): another key's file? Give its key (or keep it as the "
+		     "old key to rotate), or remove it", d->unopened, d->keys->cur.id,
+		     d->keys->old.loaded ? " or the old one" : "");
+		d->nclears = 0;
+		e = EKEYREJECTED;
 		goto bad;
 	}
 	return d;
@@ -486,5 +528,9 @@ kvdisk_close(struct kvdisk *d)
 	free(d->clears);
 	free(d->ready);
 	free(d->bufs);
+	if (d->keys != NULL)
+		OPENSSL_cleanse(d->keys, sizeof(*d->keys)); /* the keys leave no copy */
+	OPENSSL_cleanse(d->hdr_key, sizeof(d->hdr_key));
+	free(d->keys);
 	free(d);
 }

@@ -25,6 +25,13 @@
  * (no owner) is refused, never upgraded: whose columns it holds is unknown.
  */
 #define VERSION 2
+/*
+ * The superblock's flags (zero in a plain file). KD_SB_SEALED: every slot
+ * is sealed (kvdisk.h, "Sealed files") and holds a KD_TRAILER_LEN trailer
+ * after its bytes: u32 master key id, the nonce, the tag.
+ */
+#define KD_SB_SEALED 1u
+#define KD_TRAILER_LEN (4u + SEAL_NONCE_LEN + SEAL_TAG_LEN)
 #define KD_PROBE_LEN (1u << 20) /* the bytes read to tell blank from not blank */
 /*
  * How long a deleted column's cleared header waits, at most, for a put to
@@ -50,7 +57,7 @@ struct sb_cache {
 struct sb {
 	uint64_t magic;
 	uint32_t version; /* at offset 8 in every version: an old file is told by it */
-	uint16_t num_caches, pad;
+	uint16_t num_caches, flags; /* KD_SB_SEALED; no other bit is set */
 	uint32_t model, shard;	    /* the owner (kvdisk_params) */
 	uint8_t file_id[16];	    /* random, made at format (getrandom) */
 	struct sb_cache cache[KVDISK_MAX_CACHES];
@@ -158,6 +165,12 @@ struct kvdisk {
 	uint32_t nready;
 	bool clear_at_once; /* kvdisk_params.clear_at_once: no delete is deferred */
 	uint8_t *zero; /* a cleared header block */
+	/* A sealed file's keys (kvdisk_params.ring, copied), else NULL. */
+	struct seal_ring *keys;
+	/* Their header keys (kd_hdr_sum()): [0] the current key's, [1] the old one's. */
+	uint8_t hdr_key[2][SEAL_KEY_LEN];
+	uint32_t unopened; /* at open: kvdisk headers that did not hold (rebuild()) */
+	uint32_t model, shard; /* the owner, bound into each sealed column */
 	struct kvdisk_stats st;
 };
 
@@ -229,11 +242,44 @@ hdr_hash(const struct kvdisk *d, const struct hdr *h, uint16_t cache, uint32_t s
 	return XXH3_64bits_withSeed(h, offsetof(struct hdr, hdr_hash), d->seed ^ place);
 }
 
+/* The bytes a slot holds after its column's: a sealed file's trailer. */
+static inline uint32_t
+kd_trailer(const struct kvdisk *d)
+{
+	return d->keys != NULL ? KD_TRAILER_LEN : 0;
+}
+
 static inline uint64_t
 data_hash(const struct kvdisk *d, const void *data, size_t len)
 {
 	return XXH3_64bits_withSeed(data, len, d->seed);
 }
+
+/*
+ * A sealed file's columns (kvdisk_seal.c). kd_seal(): @p len bytes of
+ * @p in sealed into @p out, the trailer after them, for slot @p slot of
+ * cache @p c whose header is @p h (its identity filled in); 0, or -1 when
+ * libcrypto failed. kd_open(): the @p len bytes at @p buf, the trailer
+ * after them, opened in place.
+ */
+enum kd_open_result { KD_OPEN_OK = 0, KD_OPEN_TAG, KD_OPEN_KEY, KD_OPEN_LOCAL };
+int kd_seal(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const uint8_t *in,
+	    uint8_t *out, uint32_t len);
+int kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_t *buf,
+	    uint32_t len);
+/*
+ * A slot header's own checksum, its hdr_hash: in a plain file hdr_hash()
+ * (XXH3); in a sealed one a MAC, the first 8 bytes of HMAC-SHA256 under a
+ * key of the file's (seal_derive(info "disk header" || file id)) of the
+ * same bytes and place, so that a header forged by a writer of the file
+ * who holds no key is dropped at open, before it is in the index (the
+ * inventory a restarted shard gives its driver). kd_hdr_ok(): does @p h's
+ * hold, under the current key or the old one?
+ */
+uint64_t kd_hdr_sum(const struct kvdisk *d, const struct hdr *h, uint16_t c, uint32_t slot);
+bool kd_hdr_ok(const struct kvdisk *d, const struct hdr *h, uint16_t c, uint32_t slot);
+/* The header keys of a sealed file's ring (at open, once its file id is known). 0 or -1. */
+int kd_hdr_keys(struct kvdisk *d);
 
 /* The op pool and the ring (kvdisk.c). */
 struct op *kd_op_get(struct kvdisk *d);

@@ -16,6 +16,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include "proto.h"
 #include "seal.h"
@@ -224,3 +225,9 @@ seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE
 	return gcm(0, key, nonce, aad, aadlen, buf, buf, len, t);
 }
 
+
+int
+seal_nonce(uint8_t nonce[SEAL_NONCE_LEN])
+{
+	return RAND_bytes(nonce, SEAL_NONCE_LEN) == 1 ? 0 : -1;
+}

@@ -77,6 +77,9 @@ int seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_N
 		     const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
 		     const uint8_t tag[SEAL_TAG_LEN]);
 
+/** A random nonce (libcrypto's generator). 0 or -1. */
+int seal_nonce(uint8_t nonce[SEAL_NONCE_LEN]);
+
 /** seal_gcm_encrypt() of @p len bytes from @p in to @p out (which may be @p in). */
 int seal_gcm_encrypt_to(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
 			const uint8_t *aad, size_t aadlen, const uint8_t *in, uint8_t *out,

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 
 #include "proto.h"
 #include "shared_seal.h"
@@ -33,7 +32,7 @@ shared_slice_seal(struct shared_hdr *h, uint8_t *payload, const struct seal_key 
 	/* A random nonce per slice, under a key of that slice's own (its
 	 * object, shard and cache): a nonce repeats under one key only across
 	 * rewrites of one object, far below 2^32 (NIST SP 800-38D, 8.3). */
-	if (RAND_bytes(nonce, SEAL_NONCE_LEN) != 1)
+	if (seal_nonce(nonce) != 0)
 		return -1;
 	return shared_slice_seal_nonce(h, payload, k, nonce);
 }

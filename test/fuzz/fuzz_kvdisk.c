@@ -32,9 +32,12 @@
  *     only the foreign file has;
  *   - a column put now comes back whole; after a close and a reopen,
  *     nothing dropped comes back, and all of the above holds again.
- * A slot forged with this file's own seed is not tried: XXH3 is a
- * checksum, and whoever can write the file and read its id can forge one
- * (docs/SECURITY.md); the file's permissions are what stop them.
+ * Byte 0 & 4 set: the same, every file sealed (kvdisk_params.ring: the
+ * three made under one key). In a plain file a slot forged with the file's
+ * own seed is not tried: XXH3 is a checksum, and whoever can write the
+ * file and read its id can forge one (docs/SECURITY.md); the file's
+ * permissions are what stop them. In a sealed file it is (mutation 7 with
+ * seed 0): the tag must stop it, and every check above holds.
  *
  * KVSS_FUZZ_KVDISK_SEEDS=DIR: write a seed corpus into DIR and exit.
  */
@@ -66,8 +69,25 @@ static const uint32_t nslots[NC] = {8, 4}; /* slots a cache */
 #define NEW_KEY 0x999u
 
 static char dir[64], path[96];
-static uint8_t own[IMG_LEN], foreign[IMG_LEN], stale[IMG_LEN];
+/* The three files, plain ([0]) and sealed ([1]); the input's mode picks. */
+static uint8_t own_m[2][IMG_LEN], foreign_m[2][IMG_LEN], stale_m[2][IMG_LEN];
+static uint64_t foreign_seed_m[2], stale_seed_m[2];
+static const uint8_t *own, *foreign, *stale;
 static uint64_t foreign_seed, stale_seed;
+/* Sealed files: the key they are sealed with (kvdisk_params.ring). */
+static bool sealed;
+static struct seal_ring ring;
+
+static void
+mode(bool s)
+{
+	sealed = s;
+	own = own_m[s];
+	foreign = foreign_m[s];
+	stale = stale_m[s];
+	foreign_seed = foreign_seed_m[s];
+	stale_seed = stale_seed_m[s];
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -123,7 +143,7 @@ static struct kvdisk_params
 params(uint32_t shard)
 {
 	struct kvdisk_params p = {.num_caches = NC, .queue_depth = 8, .model = MODEL,
-				  .shard = shard};
+				  .shard = shard, .ring = sealed ? &ring : NULL};
 	uint16_t c;
 
 	for (c = 0; c < NC; c++)
@@ -252,11 +272,23 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("cannot make its directory in /dev/shm");
 	snprintf(path, sizeof(path), "%s/l2.bin", dir);
 	atexit(cleanup);
-	make(own, SHARD, false);
-	make(foreign, SHARD + 1, true);
-	make(stale, SHARD, false);
-	foreign_seed = seed_of(foreign);
-	stale_seed = seed_of(stale);
+	{
+		uint8_t k[SEAL_KEY_LEN];
+		int m;
+
+		memset(k, 0x5e, sizeof(k));
+		if (seal_key_from(&ring.cur, k) != 0)
+			die("no key (libcrypto)");
+		for (m = 1; m >= 0; m--) {
+			mode(m);
+			make(own_m[m], SHARD, false);
+			make(foreign_m[m], SHARD + 1, true);
+			make(stale_m[m], SHARD, false);
+			foreign_seed_m[m] = seed_of(foreign_m[m]);
+			stale_seed_m[m] = seed_of(stale_m[m]);
+		}
+		mode(false);
+	}
 	if (seeds != NULL) {
 		static const uint8_t mut[][24] = {
 			{0},				      /* the own file as it is */
@@ -268,6 +300,13 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 			{0, 6, 0, 20, 1, 3},		      /* shard 3, its hash fixed */
 			{0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 1},   /* slot 1 forged, seed 0 */
 			{0, 0, 0x00, 0x10, 0x64, 0x01},	      /* a byte of slot 0's bytes */
+			/* Sealed: as it is; slot 1 forged with the file's own seed;
+			 * slot 1 from the foreign file; slot 0's bytes over slot 2's. */
+			{4},
+			{4, 7, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+			{4, 2, 0x00, 0x20, 0x00, 0x10, 0x00},
+			{4, 4, 0x00, 0x10, 0x40, 0x00, 0x30, 0x40, 0x0f, 0xc0, 7, 0, 0, 0, 0, 0, 0,
+			 0, 0, 2},
 		};
 		char f[256];
 		FILE *o;
@@ -399,6 +438,12 @@ mutate(struct rd *r, uint8_t *img, size_t cap)
 		case 7: { /* a slot's checksums made again with a seed no file here has */
 			uint64_t seed = (uint64_t)take(r, 4) << 32 | take(r, 4);
 
+			/* Sealed: with the file's own seed (seed 0), a forgery
+			 * XXH3 cannot catch: the seal must. */
+			if (sealed && seed == 0) {
+				forge(img, len, take(r, 1) % (nslots[0] + nslots[1]), seed_of(img));
+				break;
+			}
 			/* Not one of the three files' seeds: a slot forged with the seed of
 			 * the superblock it ends up under is a forgery XXH3 cannot catch
 			 * (the stale superblock can be copied in after). Another file's
@@ -523,7 +568,7 @@ ours(const uint8_t *img, size_t len)
 	const struct sb *a = (const struct sb *)img, *b = (const struct sb *)own;
 
 	return len >= IMG_LEN && a->magic == b->magic && a->version == b->version &&
-	       a->num_caches == b->num_caches && a->pad == b->pad && a->model == MODEL &&
+	       a->num_caches == b->num_caches && a->flags == b->flags && a->model == MODEL &&
 	       a->shard == SHARD && memcmp(a->cache, b->cache, sizeof(a->cache)) == 0 &&
 	       a->hash == XXH3_64bits(img, offsetof(struct sb, hash));
 }
@@ -542,6 +587,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
+	mode((data[0] & 4) != 0);
+	p = params(SHARD);
 	if (data[0] & 1) {
 		len = size - 1 < sizeof(img) ? size - 1 : sizeof(img);
 		memcpy(img, own, IMG_LEN);

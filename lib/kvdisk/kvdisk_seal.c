@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A sealed file's columns (kvdisk.h, "Sealed files"): sealed as they are
+ * copied into the slot's buffer, opened in it before a get returns them.
+ * The key is the slot's own (organization, file, cache, slot), so random
+ * nonces repeat under one key only across rewrites of one slot, far below
+ * 2^32 (NIST SP 800-38D, 8.3).
+ */
+#include "kvdisk_priv.h"
+
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "proto.h"
+
+/* The header's identity: everything before its checksums. */
+#define KD_AAD_HDR offsetof(struct hdr, data_hash)
+/* That, the file id, the owner, the place and the key's id. */
+#define KD_AAD_LEN (KD_AAD_HDR + 16 + 4 + 4 + 2 + 4 + 4)
+_Static_assert(KD_AAD_HDR == 48, "the header's identity is its first 48 bytes");
+
+static int
+slot_key(const struct kvdisk *d, const struct seal_key *k, uint64_t org, uint16_t c,
+	 uint32_t slot, uint8_t key[SEAL_KEY_LEN])
+{
+	uint8_t info[4 + 8 + 16 + 2 + 4] = {'d', 'i', 's', 'k'};
+
+	proto_st64(info + 4, org);
+	memcpy(info + 12, d->file_id, 16);
+	proto_st16(info + 28, c);
+	proto_st32(info + 30, slot);
+	return seal_derive(k, info, sizeof(info), key);
+}
+
+static void
+aad_of(const struct kvdisk *d, const struct hdr *h, uint16_t c, uint32_t slot, uint32_t key_id,
+       uint8_t aad[KD_AAD_LEN])
+{
+	uint8_t *p = aad + KD_AAD_HDR;
+
+	memcpy(aad, h, KD_AAD_HDR);
+	memcpy(p, d->file_id, 16);
+	proto_st32(p + 16, d->model);
+	proto_st32(p + 20, d->shard);
+	proto_st16(p + 24, c);
+	proto_st32(p + 26, slot);
+	proto_st32(p + 30, key_id);
+}
+
+int
+kd_seal(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const uint8_t *in,
+	uint8_t *out, uint32_t len)
+{
+	const struct seal_key *k = &d->keys->cur;
+	uint8_t key[SEAL_KEY_LEN], aad[KD_AAD_LEN], *t = out + len;
+	int rc;
+
+	proto_st32(t, k->id);
+	if (seal_nonce(t + 4) != 0 || slot_key(d, k, h->org, c, slot, key) != 0)
+		return -1;
+	aad_of(d, h, c, slot, k->id, aad);
+	rc = seal_gcm_encrypt_to(key, t + 4, aad, sizeof(aad), in, out, len,
+				 t + 4 + SEAL_NONCE_LEN);
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc == 0 ? 0 : -1;
+}
+
+int
+kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_t *buf,
+	uint32_t len)
+{
+	const uint8_t *t = buf + len;
+	uint32_t id = proto_ld32(t);
+	const struct seal_key *k;
+	uint8_t key[SEAL_KEY_LEN], aad[KD_AAD_LEN];
+	int rc;
+
+	if (d->keys->cur.loaded && id == d->keys->cur.id)
+		k = &d->keys->cur;
+	else if (d->keys->old.loaded && id == d->keys->old.id)
+		k = &d->keys->old;
+	else
+		return KD_OPEN_KEY;
+	if (slot_key(d, k, h->org, c, slot, key) != 0)
+		return KD_OPEN_LOCAL;
+	aad_of(d, h, c, slot, id, aad);
+	rc = seal_gcm_decrypt(key, t + 4, aad, sizeof(aad), buf, len, t + 4 + SEAL_NONCE_LEN);
+	OPENSSL_cleanse(key, sizeof(key));
+	return rc == 0 ? KD_OPEN_OK : rc == -1 ? KD_OPEN_TAG : KD_OPEN_LOCAL;
+}
+
+int
+kd_hdr_keys(struct kvdisk *d)
+{
+	uint8_t info[11 + 16] = {'d', 'i', 's', 'k', ' ', 'h', 'e', 'a', 'd', 'e', 'r'};
+
+	memcpy(info + 11, d->file_id, 16);
+	if (seal_derive(&d->keys->cur, info, sizeof(info), d->hdr_key[0]) != 0)
+		return -1;
+	if (d->keys->old.loaded && seal_derive(&d->keys->old, info, sizeof(info), d->hdr_key[1]) != 0)
+		return -1;
+	return 0;
+}
+
+static uint64_t
+hdr_mac(const uint8_t key[SEAL_KEY_LEN], const struct hdr *h, uint16_t c, uint32_t slot)
+{
+	uint8_t msg[offsetof(struct hdr, hdr_hash) + 6], mac[32];
+	unsigned int n = 0;
+	uint64_t v = 0;
+
+	memcpy(msg, h, offsetof(struct hdr, hdr_hash));
+	proto_st16(msg + offsetof(struct hdr, hdr_hash), c);
+	proto_st32(msg + offsetof(struct hdr, hdr_hash) + 2, slot);
+	/* A failure here gives 0, which no header's MAC is taken to be. */
+	if (HMAC(EVP_sha256(), key, SEAL_KEY_LEN, msg, sizeof(msg), mac, &n) != NULL && n == 32)
+		v = proto_ld64(mac);
+	return v;
+}
+
+uint64_t
+kd_hdr_sum(const struct kvdisk *d, const struct hdr *h, uint16_t c, uint32_t slot)
+{
+	return d->keys == NULL ? hdr_hash(d, h, c, slot) : hdr_mac(d->hdr_key[0], h, c, slot);
+}
+
+bool
+kd_hdr_ok(const struct kvdisk *d, const struct hdr *h, uint16_t c, uint32_t slot)
+{
+	uint64_t v;
+
+	if (d->keys == NULL)
+		return h->hdr_hash == hdr_hash(d, h, c, slot);
+	if (h->hdr_hash == 0)
+		return false;
+	v = hdr_mac(d->hdr_key[0], h, c, slot);
+	if (v == h->hdr_hash)
+		return true;
+	return d->keys->old.loaded && hdr_mac(d->hdr_key[1], h, c, slot) == h->hdr_hash;
+}

@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/kvdisk's sealed files (kvdisk.h, "Sealed files"), on real files, each
+ * attack made against a plain file too, where it succeeds (so that each
+ * check can fail): a reader of the file finds no byte of a column; a
+ * writer of the file who can read its file id and forge both checksums
+ * (XXH3 is no secret) makes a plain file serve bytes of its choosing, and
+ * a sealed one drops the forged header at open (its MAC fails); a column's
+ * bytes moved under another column's header are dropped when read
+ * (bad_tag); a rotation (the new key and the old one) reads both, and the
+ * new key alone drops the old key's columns at open; a file none of whose
+ * headers holds under the key given is refused, nothing cleared (a key
+ * file swapped); a sealed file opened without a key, or a plain one with,
+ * is refused saying so.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kvdisk.h"
+#include "kvdisk_priv.h"
+
+#define B 96	/* bytes per token */
+#define COL 16	/* tokens per column */
+#define NCOL 8	/* columns of room */
+#define SLOT 4096u /* 64 + 16 x 96 + 32: one 4 KiB block, sealed or not */
+#define SLOT_OFF(i) (4096u + (i) * SLOT)
+
+static char dir[64], path[128], err[512];
+static struct kvdisk_params params;
+static struct seal_ring ring_a, ring_b, ring_ba;
+
+static void
+key_of(struct seal_key *k, uint8_t fill)
+{
+	uint8_t bytes[SEAL_KEY_LEN];
+
+	memset(bytes, fill, sizeof(bytes));
+	cr_assert_eq(seal_key_from(k, bytes), 0);
+}
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/kvss_test_kvdisk_seal_%d", (int)getpid());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/l2.bin", dir);
+	memset(&params, 0, sizeof(params));
+	params.num_caches = 1;
+	params.cache[0] = (struct kvdisk_cache_params){B, COL, (uint64_t)NCOL * COL};
+	params.queue_depth = 8;
+	memset(&ring_a, 0, sizeof(ring_a));
+	memset(&ring_b, 0, sizeof(ring_b));
+	key_of(&ring_a.cur, 0xa1);
+	key_of(&ring_b.cur, 0xb2);
+	ring_ba = (struct seal_ring){.cur = ring_b.cur, .old = ring_a.cur};
+}
+
+static void
+teardown(void)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(kvdisk_seal, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Column @k's bytes, version @v. */
+static void
+fill(uint8_t *out, uint64_t k, uint32_t v)
+{
+	uint32_t i;
+
+	for (i = 0; i < COL * B; i++)
+		out[i] = (uint8_t)(k * 131 + v * 17 + i * 7 + (i >> 8));
+}
+
+static struct kvdisk *
+open_with(const struct seal_ring *ring)
+{
+	struct kvdisk *d;
+
+	params.ring = ring;
+	d = kvdisk_open(path, &params, err, sizeof(err));
+	cr_assert_not_null(d, "%s", err);
+	return d;
+}
+
+static struct kvdisk_done
+wait_for(struct kvdisk *d, uint64_t cookie)
+{
+	struct kvdisk_done done[16];
+	unsigned int i, n;
+
+	for (;;) {
+		n = kvdisk_poll(d, done, 16, true);
+		cr_assert(n > 0 || kvdisk_inflight(d) > 0, "operation %" PRIu64 " never finished",
+			  cookie);
+		for (i = 0; i < n; i++)
+			if (done[i].cookie == cookie)
+				return done[i];
+	}
+}
+
+static void
+put(struct kvdisk *d, uint64_t k, uint32_t v)
+{
+	uint8_t buf[COL * B];
+	struct kvdisk_meta m = {.key = 0x1000 + k, .org = 77, .first_use_ns = k, .start = 0,
+				.tokens = COL, .cache = 0};
+
+	fill(buf, k, v);
+	cr_assert_eq(kvdisk_put(d, &m, buf, sizeof(buf), 100 + k), 0);
+	cr_assert_eq(wait_for(d, 100 + k).status, 0);
+}
+
+/* Column @k read back: its status; when 0, whether its bytes are version @v's in @p same. */
+static int
+get(struct kvdisk *d, uint64_t k, uint32_t v, bool *same)
+{
+	uint8_t want[COL * B];
+	struct kvdisk_done r;
+	int rc = kvdisk_get(d, 0, 0x1000 + k, 77, 500 + k);
+
+	if (rc != 0)
+		return rc;
+	r = wait_for(d, 500 + k);
+	if (r.status == 0) {
+		fill(want, k, v);
+		*same = r.len == sizeof(want) && memcmp(r.data, want, sizeof(want)) == 0;
+	}
+	return r.status;
+}
+
+static void
+file_read(off_t off, void *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, buf, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static void
+file_write(off_t off, const void *buf, size_t len)
+{
+	int fd = open(path, O_RDWR);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, buf, len, off), (ssize_t)len);
+	close(fd);
+}
+
+/*
+ * What a writer of the file who holds no key can do: read the file id from
+ * the superblock, and make slot @p i's header's checksums hold again for
+ * the header and bytes it now has (kvdisk_priv.h's own hashes).
+ */
+static void
+forge_sums(uint32_t i)
+{
+	struct kvdisk fake;
+	struct sb sb;
+	uint8_t slot[SLOT];
+	struct hdr *h = (struct hdr *)slot;
+
+	file_read(0, &sb, sizeof(sb));
+	memset(&fake, 0, sizeof(fake));
+	fake.seed = XXH3_64bits(sb.file_id, sizeof(sb.file_id));
+	file_read(SLOT_OFF(i), slot, SLOT);
+	h->data_hash = data_hash(&fake, slot + KVDISK_HDR_LEN, (size_t)h->tokens * B);
+	h->hdr_hash = hdr_hash(&fake, h, 0, i);
+	file_write(SLOT_OFF(i), slot, SLOT);
+}
+
+/* The slot of column @k (columns are put into slots 0, 1, ... in order here). */
+static uint32_t
+slot_of(uint64_t k)
+{
+	return (uint32_t)k;
+}
+
+Test(kvdisk_seal, sealed_columns_come_back_and_the_file_holds_none_of_their_bytes)
+{
+	struct kvdisk *d = open_with(&ring_a);
+	struct kvdisk_stats st;
+	uint8_t slot[SLOT], col[COL * B];
+	bool same = false;
+	uint64_t k;
+
+	for (k = 0; k < 4; k++)
+		put(d, k, 1);
+	for (k = 0; k < 4; k++) {
+		cr_assert_eq(get(d, k, 1, &same), 0);
+		cr_assert(same, "column %" PRIu64 " read back other bytes", k);
+	}
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.sealed, 4);
+	cr_assert_eq(st.opened, 4);
+	kvdisk_close(d);
+	/* On the disk: not one 32-byte run of a column's bytes. */
+	for (k = 0; k < 4; k++) {
+		file_read(SLOT_OFF(slot_of(k)), slot, SLOT);
+		fill(col, k, 1);
+		cr_assert_null(memmem(slot, SLOT, col + 512, 32), "column %" PRIu64 " in plain", k);
+	}
+	/* And after a reopen (the index rebuilt from the headers). */
+	d = open_with(&ring_a);
+	cr_assert_eq(get(d, 2, 1, &same), 0);
+	cr_assert(same);
+	kvdisk_close(d);
+}
+
+Test(kvdisk_seal, the_same_bytes_in_a_plain_file_are_there_to_read)
+{
+	/* The check above can fail: a plain file holds its columns as they are. */
+	struct kvdisk *d = open_with(NULL);
+	uint8_t slot[SLOT], col[COL * B];
+
+	put(d, 0, 1);
+	kvdisk_close(d);
+	file_read(SLOT_OFF(0), slot, SLOT);
+	fill(col, 0, 1);
+	cr_assert_not_null(memmem(slot, SLOT, col + 512, 32));
+}
+
+/* Overwrite column 1's bytes with the forger's and make the sums hold; read it back. */
+static int
+forged_read(const struct seal_ring *ring, bool *served_forgery, struct kvdisk_stats *st)
+{
+	struct kvdisk *d = open_with(ring);
+	uint8_t forged[COL * B];
+	bool same = false;
+	int rc;
+
+	put(d, 0, 1);
+	put(d, 1, 1);
+	kvdisk_close(d);
+	fill(forged, 1, 9); /* version 9: the forger's bytes */
+	file_write(SLOT_OFF(slot_of(1)) + KVDISK_HDR_LEN, forged, sizeof(forged));
+	forge_sums(slot_of(1));
+	d = open_with(ring);
+	rc = get(d, 1, 9, &same);
+	*served_forgery = rc == 0 && same;
+	cr_assert_eq(get(d, 0, 1, &same), 0, "the other column is whole");
+	cr_assert(same);
+	kvdisk_stats(d, st);
+	kvdisk_close(d);
+	return rc;
+}
+
+Test(kvdisk_seal, a_forged_column_with_its_checksums_made_again_is_dropped_not_served)
+{
+	struct kvdisk_stats st;
+	bool served = false;
+	int rc;
+
+	rc = forged_read(NULL, &served, &st);
+	cr_assert(rc == 0 && served, "plain: XXH3 made again, the forgery is served (rc %d)", rc);
+	teardown();
+	setup();
+	rc = forged_read(&ring_a, &served, &st);
+	cr_assert_eq(rc, -ENOENT, "sealed: the forged header must be dropped at open (rc %d)", rc);
+	cr_assert_not(served);
+	cr_assert_eq(st.rebuild_dropped, 1);
+	cr_assert_eq(st.rebuilt, 1, "the other column is indexed");
+}
+
+/*
+ * Column 0's slot (bytes and trailer) under column 1's header, its sums
+ * made again where that can be done without a key (plain: XXH3; sealed:
+ * the header's MAC cannot be, so the header is left as it was).
+ */
+static int
+moved_read(const struct seal_ring *ring, bool *served_other, struct kvdisk_stats *st)
+{
+	struct kvdisk *d = open_with(ring);
+	uint8_t a[SLOT], b[SLOT];
+	bool same = false;
+	int rc;
+
+	put(d, 0, 1);
+	put(d, 1, 1);
+	kvdisk_close(d);
+	file_read(SLOT_OFF(slot_of(0)), a, SLOT);
+	file_read(SLOT_OFF(slot_of(1)), b, SLOT);
+	memcpy(b + KVDISK_HDR_LEN, a + KVDISK_HDR_LEN, SLOT - KVDISK_HDR_LEN);
+	file_write(SLOT_OFF(slot_of(1)), b, SLOT);
+	if (ring == NULL)
+		forge_sums(slot_of(1));
+	d = open_with(ring);
+	rc = get(d, 1, 1, &same);
+	{
+		uint8_t want0[COL * B];
+		struct kvdisk_done r;
+
+		/* Served: are they column 0's bytes? */
+		*served_other = false;
+		if (rc == 0 && !same) {
+			cr_assert_eq(kvdisk_get(d, 0, 0x1001, 77, 42), 0);
+			r = wait_for(d, 42);
+			fill(want0, 0, 1);
+			*served_other = r.status == 0 && memcmp(r.data, want0, sizeof(want0)) == 0;
+		}
+	}
+	kvdisk_stats(d, st);
+	kvdisk_close(d);
+	return rc;
+}
+
+Test(kvdisk_seal, a_column_moved_under_another_columns_header_is_dropped_not_served)
+{
+	struct kvdisk_stats st;
+	bool other = false;
+	int rc;
+
+	rc = moved_read(NULL, &other, &st);
+	cr_assert(rc == 0 && other, "plain: column 0's bytes are served as column 1 (rc %d)", rc);
+	teardown();
+	setup();
+	rc = moved_read(&ring_a, &other, &st);
+	cr_assert_eq(rc, -EBADMSG, "sealed: moved bytes must be dropped (rc %d)", rc);
+	cr_assert_eq(st.bad_tag, 1);
+}
+
+Test(kvdisk_seal, a_key_not_held_reads_nothing_and_a_rotation_reads_both)
+{
+	struct kvdisk *d = open_with(&ring_a);
+	struct kvdisk_stats st;
+	bool same = false;
+
+	put(d, 0, 1);
+	put(d, 1, 1);
+	put(d, 2, 1);
+	kvdisk_close(d);
+	/* The new key and the old one: the old key's columns open; what is
+	 * written now is sealed under the new key. */
+	d = open_with(&ring_ba);
+	cr_assert_eq(get(d, 0, 1, &same), 0, "rotation: the old key's column");
+	cr_assert(same);
+	put(d, 1, 2);
+	cr_assert_eq(get(d, 1, 2, &same), 0);
+	cr_assert(same);
+	kvdisk_close(d);
+	/* The new key alone: the column it wrote opens, the old key's are
+	 * dropped at open (their headers' MACs are the old key's). */
+	d = open_with(&ring_b);
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.rebuilt, 1);
+	cr_assert_eq(st.rebuild_dropped, 2);
+	cr_assert_eq(get(d, 1, 2, &same), 0, "the new key's column");
+	cr_assert(same);
+	cr_assert_eq(get(d, 2, 1, &same), -ENOENT, "sealed under a key not held");
+	kvdisk_close(d);
+}
+
+Test(kvdisk_seal, a_file_of_another_key_is_refused_and_nothing_in_it_cleared)
+{
+	struct kvdisk *d = open_with(&ring_a);
+	bool same = false;
+
+	put(d, 0, 1);
+	put(d, 1, 1);
+	kvdisk_close(d);
+	params.ring = &ring_b;
+	errno = 0;
+	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)), "opened under another key");
+	cr_assert_eq(errno, EKEYREJECTED);
+	cr_assert_not_null(strstr(err, "none of its 2 column headers"), "%s", err);
+	/* With its own key, everything is there still. */
+	d = open_with(&ring_a);
+	cr_assert_eq(get(d, 0, 1, &same), 0);
+	cr_assert(same);
+	cr_assert_eq(get(d, 1, 1, &same), 0);
+	cr_assert(same);
+	kvdisk_close(d);
+}
+
+Test(kvdisk_seal, a_sealed_file_without_a_key_and_a_plain_one_with_are_refused_saying_so)
+{
+	struct kvdisk *d = open_with(&ring_a);
+
+	put(d, 0, 1);
+	kvdisk_close(d);
+	params.ring = NULL;
+	errno = 0;
+	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)));
+	cr_assert_eq(errno, EEXIST);
+	cr_assert_not_null(strstr(err, "sealed"), "%s", err);
+	cr_assert_not_null(strstr(err, "no key file"), "%s", err);
+	params.format = true; /* told to: formatted plain, its columns gone */
+	d = kvdisk_open(path, &params, err, sizeof(err));
+	cr_assert_not_null(d, "%s", err);
+	cr_assert_not(kvdisk_has(d, 0, 0x1000, 77));
+	put(d, 0, 1);
+	kvdisk_close(d);
+	params.format = false;
+	params.ring = &ring_a;
+	errno = 0;
+	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)));
+	cr_assert_eq(errno, EEXIST);
+	cr_assert_not_null(strstr(err, "plain"), "%s", err);
+}
+
+Test(kvdisk_seal, a_ring_without_a_key_is_refused)
+{
+	struct seal_ring none;
+
+	memset(&none, 0, sizeof(none));
+	params.ring = &none;
+	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)));
+	cr_assert_not_null(strstr(err, "no key"), "%s", err);
+}
+
+/* Byte @p at of column 1's trailer (0: the key id, 4: the nonce, 16: the tag) flipped. */
+static int
+trailer_read(uint32_t at, struct kvdisk_stats *st)
+{
+	struct kvdisk *d = open_with(&ring_a);
+	off_t off = SLOT_OFF(slot_of(1)) + KVDISK_HDR_LEN + COL * B + at;
+	bool same = false;
+	uint8_t x;
+	int rc;
+
+	put(d, 0, 1);
+	put(d, 1, 1);
+	kvdisk_close(d);
+	file_read(off, &x, 1);
+	x ^= 0x01;
+	file_write(off, &x, 1);
+	d = open_with(&ring_a);
+	rc = get(d, 1, 1, &same);
+	cr_assert_eq(get(d, 0, 1, &same), 0, "the other column is whole");
+	cr_assert(same);
+	kvdisk_stats(d, st);
+	kvdisk_close(d);
+	return rc;
+}
+
+Test(kvdisk_seal, a_tampered_trailer_is_dropped_when_read_counted_by_reason)
+{
+	/* The trailer is outside the header's checksums: only the seal sees it. */
+	struct kvdisk_stats st;
+	int rc;
+
+	rc = trailer_read(20, &st);
+	cr_assert_eq(rc, -EBADMSG, "a flipped tag (rc %d)", rc);
+	cr_assert_eq(st.bad_tag, 1);
+	teardown();
+	setup();
+	rc = trailer_read(6, &st);
+	cr_assert_eq(rc, -EBADMSG, "a flipped nonce (rc %d)", rc);
+	cr_assert_eq(st.bad_tag, 1);
+	teardown();
+	setup();
+	rc = trailer_read(0, &st);
+	cr_assert_eq(rc, -EBADMSG, "another key id (rc %d)", rc);
+	cr_assert_eq(st.bad_key, 1);
+	cr_assert_eq(st.bad_tag, 0);
+}
