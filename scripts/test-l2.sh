@@ -8,6 +8,12 @@
 #     takes its columns back and hits them from the first request;
 #  3. a byte flipped in the file: a flipped header is dropped at start, a
 #     flipped column is caught when read (L2_FAILED), never refilled;
+# 3k. sealed columns (shard.l2.key_file): hits as plain, taken back after a
+#     restart; every slot rewritten by a writer of the file who holds no
+#     key (the bytes changed, both XXH3 checksums made again with the
+#     file's id) is served wrong from a plain file and dropped at start
+#     from a sealed one; another key's file refused, left whole; a key
+#     file others can read stops the shard, naming the key;
 #  4. expiry holds on disk: past the first-use TTL, nothing is taken back,
 #     and the headers are cleared (the next start finds none);
 # 4s. a slow disk (reads throttled) loses nothing; the tier's thread
@@ -162,6 +168,105 @@ check "flipped: a column that failed its checksum when read was reported (L2_DON
 	holds "$(field "$tmp/flip.log" l2_failed) > 0"
 check "flipped: ... and counted by the shard" grep -q 'final stats: disk .*disk_corrupt=[1-9]' "$tmp/flip.log"
 check "flipped: the driver said which column failed" grep -q "L2_UP of column .* failed: L2_FAILED" "$tmp/flip.log"
+
+# 3k. Sealed columns. The same runs on a file sealed with k1; then what a
+#     writer of the file can do without a key, done to a copy of the plain
+#     file of section 1 and to the sealed one: every slot's bytes changed
+#     and its checksums made again (kvdisk: XXH3 of the header's first 56
+#     bytes seeded with XXH3(file id) ^ its place, and of the bytes seeded
+#     with XXH3(file id); the file id is in the superblock at byte 24).
+mkdir -p "$tmp/sk"
+for k in k1 k2; do
+	python3 -c 'import os, sys; open(sys.argv[1], "w").write(os.urandom(32).hex() + "\n")' "$tmp/$k.key"
+	chmod 600 "$tmp/$k.key"
+done
+keyed() { # keyed OUT DIR KEY: the second tier of section 1 in DIR, sealed with KEY
+	mkcfg "$1" "$2"
+	sed -i "s#capacity_tokens = \[200000\]; };#capacity_tokens = [200000]; key_file = \"$3\"; };#" "$1"
+}
+keyed "$tmp/sk.cfg" "$tmp/sk" "$tmp/k1.key"
+run_all "$tmp/sk.cfg" "$tmp/sk1.log"
+rc=$?
+clean_run "sealed" "$tmp/sk1.log"
+echo "l2: sealed: hit ratio $(field "$tmp/sk1.log" hit_ratio) (plain $r1), L2 hits $(field "$tmp/sk1.log" hit_tokens_l2) tokens; $(grep -o 'disk_sealed=[0-9]*' "$tmp/sk1.log" | tail -1)"
+check "sealed: says so at start" grep -q "the second tier's columns are sealed (AES-256-GCM, key" "$tmp/sk1.log"
+check "sealed: hits came up from L2" holds "$(field "$tmp/sk1.log" hit_tokens_l2) > 0"
+check "sealed: the shard sealed and opened columns" \
+	bash -c "grep -q 'final stats: disk .*disk_sealed=[1-9].* disk_opened=[1-9]' '$tmp/sk1.log'"
+run_all "$tmp/sk.cfg" "$tmp/sk2.log"
+rc=$?
+clean_run "sealed, restarted" "$tmp/sk2.log"
+check "sealed, restarted: the driver took columns back" holds "$(field "$tmp/sk2.log" l2_adopted_cols) > 0"
+cp "$tmp/sk/shard-0-0.l2" "$tmp/sealed-good.l2"
+forge() { # forge FILE: every other slot's bytes changed, its checksums made again without a key
+	python3 - "$1" <<'EOF2'
+import ctypes, struct, sys
+x = ctypes.CDLL("libxxhash.so.0")
+x.XXH3_64bits_withSeed.restype = ctypes.c_uint64
+x.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+h = lambda b, seed: x.XXH3_64bits_withSeed(bytes(b), len(b), seed)
+f = open(sys.argv[1], "r+b")
+data = bytearray(f.read())
+# The superblock: the file id at 24; cache 0's bytes per token at 40, its
+# slots at 48, slot bytes at 56, first slot's offset at 64.
+seed = h(data[24:40], 0)
+bpt, = struct.unpack_from("<I", data, 40)
+slots, slot_bytes, first = struct.unpack_from("<QQQ", data, 48)
+n = 0
+for i in range(slots):
+    off = first + i * slot_bytes
+    if data[off:off + 4] != b"KVCL":
+        continue
+    n += 1
+    if n % 2:
+        continue  # every other column left as it was
+    tokens, = struct.unpack_from("<I", data, off + 44)
+    body = off + 64
+    for j in range(body, body + tokens * bpt, 61):
+        data[j] ^= 0x5A
+    struct.pack_into("<Q", data, off + 48, h(data[body:body + tokens * bpt], seed))
+    place = (i * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)  # cache 0, slot i
+    struct.pack_into("<Q", data, off + 56, h(data[off:off + 56], seed ^ place))
+f.seek(0)
+f.write(data)
+print(n // 2)
+EOF2
+}
+mkcfg "$tmp/pf.cfg" "$tmp/pf"
+mkdir -p "$tmp/pf"
+cp "$tmp/good.l2" "$tmp/pf/shard-0-0.l2"
+chmod 600 "$tmp/pf/shard-0-0.l2"
+nf=$(forge "$tmp/pf/shard-0-0.l2")
+run_all "$tmp/pf.cfg" "$tmp/pf.log"
+rc=$?
+echo "l2: plain, $nf columns forged: exit $rc, verify failures $(field "$tmp/pf.log" verify_failures)"
+check "plain, forged: the attack works on a plain file (wrong bytes served: verify failures > 0)" \
+	holds "$(field "$tmp/pf.log" verify_failures) > 0"
+nf=$(forge "$tmp/sk/shard-0-0.l2")
+run_all "$tmp/sk.cfg" "$tmp/skf.log"
+rc=$?
+echo "l2: sealed, $nf columns forged: exit $rc, $(grep -o '[0-9]* columns kept from before, [0-9]* dropped' "$tmp/skf.log")"
+check "sealed, forged: zero verify failures (no forged byte refilled)" \
+	test "$(field "$tmp/skf.log" verify_failures)" = 0
+check "sealed, forged: every request done" test "$(field "$tmp/skf.log" finished)" = True
+check "sealed, forged: the forged headers dropped at start (their MACs fail)" \
+	grep -q "columns kept from before, $nf dropped (checksum)" "$tmp/skf.log"
+check "sealed, forged: the model kept (0 restarts)" test "$(field "$tmp/skf.log" resyncs)" = 0
+# Another key's file: refused at start, nothing in it cleared.
+cp "$tmp/sealed-good.l2" "$tmp/sk/shard-0-0.l2"
+keyed "$tmp/sk2.cfg" "$tmp/sk" "$tmp/k2.key"
+run_all "$tmp/sk2.cfg" "$tmp/skk.log"
+rc=$?
+check "another key: kvss stops at start (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 3
+check "... saying no header holds under the key given" grep -q "none of its [0-9]* column headers holds under the key given" "$tmp/skk.log"
+check "... and the file left whole" cmp -s "$tmp/sealed-good.l2" "$tmp/sk/shard-0-0.l2"
+# A key file others can read: a bad configuration (exit 2), naming the key.
+chmod 644 "$tmp/k1.key"
+run_all "$tmp/sk.cfg" "$tmp/skm.log"
+rc=$?
+check "a key file readable by others: exit 2 (got $rc)" test "$rc" -eq 2
+check "... naming shard.l2.key_file and the mode" grep -q "shard.l2.key_file: .*mode 0644" "$tmp/skm.log"
+chmod 600 "$tmp/k1.key"
 
 # 4. Expiry on disk: past the first-use TTL (2 s; 3 s later), nothing comes
 #    back, and what was let go is cleared on disk: the start after finds

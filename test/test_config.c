@@ -285,6 +285,47 @@ Test(config, several_shards_each_have_their_own_levels)
 			      "tier too") != NULL, "%s", err);
 }
 
+/*
+ * The second tier's keys (shard.l2.key_file, old_key_file): taken per
+ * shard; an old key without a current one, or the same file twice, or a
+ * key that is not a path, refused naming the key. (The files themselves
+ * are read and checked by the shard at start: test_kvdisk_seal.c,
+ * scripts/test-l2.sh.)
+ */
+Test(config, the_second_tiers_keys_are_taken_and_their_misuse_refused)
+{
+	static const char *const from[] = {
+		"batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 256;"};
+	static const struct {
+		const char *keys, *want; /* want NULL: loads */
+	} c[] = {
+		{"key_file = \"/k\"; old_key_file = \"/o\";", NULL},
+		{"old_key_file = \"/o\";", "l2.old_key_file: given without key_file"},
+		{"key_file = \"/k\"; old_key_file = \"/k\";", "l2.old_key_file: '/k' is key_file too"},
+		{"key_file = 5;", "l2.key_file"},
+	};
+	char to0[400];
+	const char *to[1] = {to0};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		int rc;
+
+		snprintf(to0, sizeof(to0), "batch_timeout_ms = 1000; l2 = { dir = \"/tmp/kvss_cfg_l2\"; "
+			 "capacity_tokens = [100000]; %s };\n    caches = ( { id = 0; "
+			 "bytes_per_token = 256;", c[i].keys);
+		rc = draft_variant(from, to, 1);
+		if (c[i].want == NULL) {
+			cr_assert_eq(rc, 0, "case %u: %s", i, err);
+			cr_assert_str_eq(cfg.local[0].l2.key_file, "/k");
+			cr_assert_str_eq(cfg.local[0].l2.old_key_file, "/o");
+		} else {
+			cr_assert_neq(rc, 0, "case %u loaded", i);
+			cr_assert(strstr(err, c[i].want) != NULL, "case %u: %s", i, err);
+		}
+	}
+}
+
 struct bad {
 	char text[512];
 	char want[128]; /* what the message must contain */

@@ -386,9 +386,9 @@ shards_start(const char *config)
 		int l2rc = shard_levels_open(si, l2err, sizeof(l2err));
 
 		if (l2rc != 0) {
-			/* -2: the shared level's, whose message names its key:
-			 * a start error of the configuration's (docs/kvss.md,
-			 * "Exit status": 1 is a wrong byte's). */
+			/* -2: the shared level's or a key file's, whose message
+			 * names its key: a start error of the configuration's
+			 * (docs/kvss.md, "Exit status": 1 is a wrong byte's). */
 			fprintf(stderr, "kvss: %s: %s%s\n", config, l2rc == -2 ? "" : "shard.l2: ",
 				l2err);
 			return l2rc == -2 ? 2 : 1;

@@ -73,14 +73,28 @@ load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg
 	/* Formatting over what is not blank loses it: only when told, per shard. */
 	if (cfg_get_bool(c, l2, "format", false, &cfg->shard.l2.format) != 0)
 		return -1;
+	/* Sealed columns: the key files are read (and checked) by the shard at start. */
+	if (cfg_get_str(c, l2, "key_file", cfg->shard.l2.key_file, sizeof(cfg->shard.l2.key_file)) != 0 ||
+	    cfg_get_str(c, l2, "old_key_file", cfg->shard.l2.old_key_file,
+			sizeof(cfg->shard.l2.old_key_file)) != 0)
+		return -1;
+	if (cfg->shard.l2.old_key_file[0] != '\0' && cfg->shard.l2.key_file[0] == '\0')
+		return cfg_fail(c, l2, "old_key_file",
+				"given without key_file: the key columns are sealed with now comes first");
+	if (cfg->shard.l2.old_key_file[0] != '\0' &&
+	    strcmp(cfg->shard.l2.old_key_file, cfg->shard.l2.key_file) == 0)
+		return cfg_fail(c, l2, "old_key_file", "'%s' is key_file too: name the key before it",
+				cfg->shard.l2.old_key_file);
 	GET_INT(c, l2, "column", 1, 4096, 64, false, cfg->shard.l2.column);
 	GET_INT(c, l2, "queue_depth", 1, 4096, 64, false, cfg->shard.l2.queue_depth);
 	if (cfg_get_u64_array(c, l2, "capacity_tokens", n, 1, 1ull << 40, cfg->shard.l2.capacity_tokens) != 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		uint64_t col = (uint64_t)cfg->shard.l2.column * cfg->shard.store.cache[i].bytes_per_token;
-		/* A slot: the column, its 64-byte header, to 4 KiB (lib/kvdisk). */
-		uint64_t slot = (col + 64 + 4095) / 4096 * 4096;
+		/* A slot: the column, its 64-byte header, a sealed file's 32-byte
+		 * trailer, to 4 KiB (lib/kvdisk). */
+		uint64_t slot = (col + 64 + (cfg->shard.l2.key_file[0] != '\0' ? 32 : 0) + 4095) /
+				4096 * 4096;
 
 		if (cfg->shard.l2.capacity_tokens[i] < cfg->shard.l2.column)
 			return cfg_fail(c, l2, "capacity_tokens", "element %u (%" PRIu64 ") holds no whole "

@@ -168,6 +168,11 @@ struct kvss_config {
 			 * something else (another shard's file, a file system):
 			 * false, only what is blank is. */
 			bool format;
+			/* shard.l2.key_file, old_key_file: the master keys its
+			 * columns are sealed with and still opened by (lib/seal,
+			 * lib/kvdisk "Sealed files"); "": plain columns. */
+			char key_file[KVSS_PATH_MAX];
+			char old_key_file[KVSS_PATH_MAX];
 		} l2;
 	} shard;
 	/* Every shard the process hosts: role "shard" one (a copy of shard),

@@ -27,6 +27,7 @@
 #include "level.h"
 #include "shard.h"
 #include "shared_obj.h"
+#include "seal.h"
 #include "shared_seal.h"
 
 #define LEVEL_RING 1024
@@ -166,6 +167,7 @@ level_open(struct kvss_shard_inst *s, enum shard_level_kind k, uint32_t column, 
 	struct shard_levels *ls = s->levels;
 	struct shard_level *lv = calloc(1, sizeof(*lv));
 	char name[RTE_RING_NAMESIZE];
+	int rc;
 
 	if (lv == NULL) {
 		snprintf(err, errlen, "no memory for the level");
@@ -176,10 +178,10 @@ level_open(struct kvss_shard_inst *s, enum shard_level_kind k, uint32_t column, 
 	lv->turn = lv->looked = lv->answered = rte_get_tsc_cycles();
 	lv->column = column;
 	ls->lv[k] = lv;
-	if (lv->ops->open(lv, err, errlen) != 0) {
+	if ((rc = lv->ops->open(lv, err, errlen)) != 0) {
 		free(lv); /* nothing of it to close */
 		ls->lv[k] = NULL;
-		return -1;
+		return rc == -2 ? -2 : -1;
 	}
 	snprintf(name, sizeof(name), "%sto_%u", lv->ops->prefix, shard_index(s));
 	lv->to = rte_ring_create(name, LEVEL_RING, (int)rte_socket_id(),
@@ -216,6 +218,7 @@ shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen)
 	struct shard_levels *ls;
 	char name[RTE_MEMPOOL_NAMESIZE];
 	uint16_t c;
+	int rc;
 
 	if (!disk && !shared)
 		return 0;
@@ -240,9 +243,9 @@ shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen)
 		shard_levels_close(s);
 		return -1;
 	}
-	if (disk && level_open(s, SHARD_LEVEL_DISK, column, err, errlen) != 0) {
+	if (disk && (rc = level_open(s, SHARD_LEVEL_DISK, column, err, errlen)) != 0) {
 		shard_levels_close(s);
-		return -1;
+		return rc; /* -2: its key files' (err names the key) */
 	}
 	if (shared && level_open(s, SHARD_LEVEL_SHARED, shcolumn, err, errlen) != 0) {
 		shard_levels_close(s);
@@ -334,4 +337,49 @@ shard_level_counters(enum shard_level_kind k, struct level_counter *c, const cha
 	}
 	rte_rwlock_read_unlock(&levels_lock);
 	return n;
+}
+
+/* ---- Keys ------------------------------------------------------------------- */
+
+int
+level_keys_load(const char *group, const char *key_file, const char *old_key_file,
+		struct seal_ring **out, char *err, size_t errlen)
+{
+	struct seal_ring *r;
+	char why[256];
+
+	*out = NULL;
+	if (key_file[0] == '\0')
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		snprintf(err, errlen, "%s.key_file: no memory for the keys", group);
+		return -1;
+	}
+	if (seal_key_load(key_file, &r->cur, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "%s.key_file: %s", group, why);
+		goto fail;
+	}
+	if (old_key_file[0] != '\0' && seal_key_load(old_key_file, &r->old, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "%s.old_key_file: %s", group, why);
+		goto fail;
+	}
+	if (r->old.loaded && r->old.id == r->cur.id) {
+		snprintf(err, errlen, "%s.old_key_file: %s holds the same key as %s.key_file", group,
+			 old_key_file, group);
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	level_keys_free(r);
+	return -1;
+}
+
+void
+level_keys_free(struct seal_ring *r)
+{
+	if (r != NULL)
+		memset(r, 0, sizeof(*r)); /* the keys leave no copy */
+	free(r);
 }

@@ -132,7 +132,11 @@ struct shard_level;
 struct shard_level_ops {
 	const char *thread;  /* the worker's name */
 	const char *prefix;  /* its counters' keys start so ("disk_") */
-	/** Connect or open what the level stores in; -1: @p err says why (naming its key). */
+	/**
+	 * Connect or open what the level stores in; -1: @p err says why
+	 * (naming its key); -2: a bad configuration (a key file), @p err
+	 * beginning with the key's name.
+	 */
 	int (*open)(struct shard_level *lv, char *err, size_t errlen);
 	/** A request from the ingest lcore: begin it, or queue it; its answer is a level_done(). */
 	void (*start)(struct shard_level *lv, struct level_req *q);
@@ -203,6 +207,18 @@ shard_level_silent(const struct shard_level *lv, uint64_t from, uint64_t limit)
 
 extern const struct shard_level_ops level_disk_ops;
 extern const struct shard_level_ops level_shared_ops;
+
+struct seal_ring;
+/**
+ * The keys a level seals with (a backend's open): master key files
+ * @p key_file and @p old_key_file (either ""), read and checked
+ * (lib/seal) into *@p out, NULL when @p key_file is "" (plain). An error
+ * names the configuration key: @p group "." "key_file" ("shard.l2",
+ * "shared"). 0 or -1. Freed, its keys wiped, by level_keys_free().
+ */
+int level_keys_load(const char *group, const char *key_file, const char *old_key_file,
+		    struct seal_ring **out, char *err, size_t errlen);
+void level_keys_free(struct seal_ring *r);
 
 /** The worker: @p q is answered with @p status (0 or a protocol code). */
 void level_done(struct shard_level *lv, struct level_req *q, uint16_t status);

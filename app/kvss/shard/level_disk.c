@@ -179,6 +179,7 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 	struct kvdisk_params p = {.num_caches = kp->num_caches, .queue_depth = cfg->l2.queue_depth,
 				  .model = cfg->model, .shard = cfg->id, .format = cfg->l2.format};
 	struct disk *b = calloc(1, sizeof(*b));
+	struct seal_ring *keys = NULL;
 	char dir[KVSS_PATH_MAX];
 	char *slash;
 	uint16_t c;
@@ -187,6 +188,12 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 		snprintf(err, errlen, "no memory for the second tier");
 		return -1;
 	}
+	if (level_keys_load("shard.l2", cfg->l2.key_file, cfg->l2.old_key_file, &keys, err,
+			    errlen) != 0) {
+		free(b);
+		return -2; /* the configuration's: err names the key */
+	}
+	p.ring = keys; /* copied by kvdisk_open() */
 	for (c = 0; c < kp->num_caches; c++) {
 		p.cache[c].bytes_per_token = kp->cache[c].bytes_per_token;
 		p.cache[c].column_tokens = lv->column;
@@ -200,11 +207,20 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 		*slash = '\0';
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 			snprintf(err, errlen, "%s: cannot make the directory: %s", dir, strerror(errno));
+			level_keys_free(keys);
 			free(b);
 			return -1;
 		}
 	}
 	b->d = kvdisk_open(cfg->l2.path, &p, err, errlen);
+	if (b->d != NULL && keys != NULL)
+		printf("kvss: shard %u: the second tier's columns are sealed (AES-256-GCM, key %08x%s)\n",
+		       cfg->id, keys->cur.id, keys->old.loaded ? "; its old key still opened" : "");
+	else if (b->d != NULL)
+		printf("kvss: shard %u: the second tier's columns are written in plain (no "
+		       "shard.l2.key_file): whoever reads %s reads the KV bytes\n", cfg->id,
+		       cfg->l2.path);
+	level_keys_free(keys);
 	if (b->d == NULL) {
 		size_t n = strlen(err);
 
@@ -257,6 +273,13 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	DISK_COUNTER(read_errors, false)
 	DISK_COUNTER(rebuilt, false)
 	DISK_COUNTER(rebuild_dropped, false)
+	/* A sealed file's (lib/kvdisk "Sealed files"): bad_tag and bad_key
+	 * are refusals (and in corrupt too). */
+	DISK_COUNTER(sealed, false)
+	DISK_COUNTER(opened, false)
+	DISK_COUNTER(bad_tag, true)
+	DISK_COUNTER(bad_key, true)
+	DISK_COUNTER(seal_errors, false)
 #undef DISK_COUNTER
 	c[n++] = (struct level_counter){"", "columns", held, false};
 	return n;

@@ -429,54 +429,10 @@ close_shared(struct shard_level *lv)
 
 	if (sh != NULL) {
 		shared_close(sh->s);
-		if (sh->ring != NULL)
-			memset(sh->ring, 0, sizeof(*sh->ring)); /* the keys leave no copy */
-		free(sh->ring);
+		level_keys_free(sh->ring);
 	}
 	free(sh);
 	lv->be = NULL;
-}
-
-/*
- * The keys of shared.key_file and shared.old_key_file, checked, into
- * @p *out (NULL without a key file): read before the cluster is joined, so
- * that a bad key file stops the shard at once, and no cluster is waited for
- * on a configuration that cannot run.
- */
-static int
-ring_load(const struct kvss_shared_cfg *c, struct seal_ring **out, char *err, size_t errlen)
-{
-	struct seal_ring *r;
-	char why[256];
-
-	*out = NULL;
-	if (c->key_file[0] == '\0')
-		return 0;
-	r = calloc(1, sizeof(*r));
-	if (r == NULL) {
-		snprintf(err, errlen, "shared.key_file: no memory for the keys");
-		return -1;
-	}
-	if (seal_key_load(c->key_file, &r->cur, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "shared.key_file: %s", why);
-		goto fail;
-	}
-	if (c->old_key_file[0] != '\0' &&
-	    seal_key_load(c->old_key_file, &r->old, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "shared.old_key_file: %s", why);
-		goto fail;
-	}
-	if (r->old.loaded && r->old.id == r->cur.id) {
-		snprintf(err, errlen, "shared.old_key_file: %s holds the same key as shared.key_file",
-			 c->old_key_file);
-		goto fail;
-	}
-	*out = r;
-	return 0;
-fail:
-	memset(r, 0, sizeof(*r)); /* the keys leave no copy */
-	free(r);
-	return -1;
 }
 
 static int
@@ -493,7 +449,9 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 		return -1;
 	}
 	lv->be = sh;
-	if (ring_load(c, &sh->ring, err, errlen) != 0) {
+	/* The keys before the cluster: a bad key file stops the shard at once,
+	 * with no cluster waited for on a configuration that cannot run. */
+	if (level_keys_load("shared", c->key_file, c->old_key_file, &sh->ring, err, errlen) != 0) {
 		close_shared(lv);
 		return -1;
 	}

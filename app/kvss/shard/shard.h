@@ -361,8 +361,9 @@ void shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batche
 
 /**
  * Open shard @p s's levels (shard.l2, shared) and start their workers
- * (nothing when neither is configured). -1: the second tier's failure,
- * -2: the shared level's; @p err says why, naming its key.
+ * (nothing when neither is configured). -1: the second tier's failure
+ * (its file), -2: the configuration's (the shared level's, or a key
+ * file's); @p err says why, naming its key.
  */
 int shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen);
 /** Stop their workers (what they began, they finish); then their counters hold still. */
