@@ -23,6 +23,10 @@
  * second: once with every delete writing its cleared header at once
  * (kvdisk_params.clear_at_once, the baseline: before issue 42), once with
  * deletes deferred for a put to take their slot.
+ *
+ * Then the first two again on a sealed file (kvdisk_params.ring: every
+ * column encrypted as it is written, opened as it is read): the cost of
+ * shard.l2.key_file, against the plain figures of the same run.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -171,7 +175,8 @@ main(int argc, char **argv)
 	uint64_t slot = (KVDISK_HDR_LEN + TOKENS * BPT + KVDISK_ALIGN - 1) / KVDISK_ALIGN * KVDISK_ALIGN;
 	uint8_t *data = malloc((size_t)16 * TOKENS * BPT);
 	struct kvdisk *d;
-	double tw, tr, rold = -1, rnew = -1;
+	double tw, tr, tws = -1, trs = -1, rold = -1, rnew = -1;
+	struct seal_ring ring = {0};
 	uint64_t wold = 0, wnew = 0;
 	size_t i;
 
@@ -199,18 +204,42 @@ main(int argc, char **argv)
 		printf("bench: note: %s refused O_DIRECT: the page cache was used\n", dir);
 	kvdisk_close(d);
 	unlink(path);
+	/* The same, sealed (a key of bytes 0..31). */
+	{
+		uint8_t k[SEAL_KEY_LEN];
+
+		for (i = 0; i < SEAL_KEY_LEN; i++)
+			k[i] = (uint8_t)i;
+		if (tw >= 0 && tr >= 0 && seal_key_from(&ring.cur, k) == 0) {
+			p.ring = &ring;
+			d = kvdisk_open(path, &p, err, sizeof(err));
+			p.ring = NULL;
+			if (d == NULL) {
+				fprintf(stderr, "bench_kvdisk: %s\n", err);
+			} else {
+				tws = run(d, true, n, data);
+				trs = tws < 0 ? -1 : run(d, false, n, NULL);
+				kvdisk_close(d);
+			}
+			unlink(path);
+		}
+	}
 	if (tw >= 0 && tr >= 0) {
 		rold = replace(path, 4 * n, qd, true, data, &wold);
 		rnew = rold < 0 ? -1 : replace(path, 4 * n, qd, false, data, &wnew);
 	}
 	rmdir(own);
 	free(data);
-	if (tw < 0 || tr < 0 || rold < 0 || rnew < 0)
+	if (tw < 0 || tr < 0 || tws < 0 || trs < 0 || rold < 0 || rnew < 0)
 		return 1;
 	/* Bytes of slots moved (what fio moves at bs = the slot), and of columns. */
 	printf("kvdisk: slot_bytes %" PRIu64 " columns %u qd %u file %s\n", slot, n, qd, path);
 	printf("bench: kvdisk_write %.3f GB/s\n", (double)n * (double)slot / tw / 1e9);
 	printf("bench: kvdisk_read %.3f GB/s\n", (double)n * (double)slot / tr / 1e9);
+	printf("bench: kvdisk_write_sealed %.3f GB/s (baseline %.3f GB/s, ratio %.3f)\n",
+	       (double)n * (double)slot / tws / 1e9, (double)n * (double)slot / tw / 1e9, tw / tws);
+	printf("bench: kvdisk_read_sealed %.3f GB/s (baseline %.3f GB/s, ratio %.3f)\n",
+	       (double)n * (double)slot / trs / 1e9, (double)n * (double)slot / tr / 1e9, tr / trs);
 	printf("bench: kvdisk_write_columns %.0f columns/s\n", n / tw);
 	printf("bench: kvdisk_read_columns %.0f columns/s\n", n / tr);
 	printf("kvdisk: replacements of %u columns of %u B: %" PRIu64 " cleared headers written "

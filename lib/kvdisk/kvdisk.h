@@ -64,7 +64,10 @@
  * bytes: the column's key, parent, organization, first use, first token
  * and tokens, its cache), the file id, the owner and the slot's place.
  * Each slot holds a 32-byte trailer after the bytes: the master key's id,
- * the nonce, the tag. A get opens the column before it is returned: a
+ * the nonce, the tag (which stands for the bytes' XXH3: a sealed header's
+ * data_hash is 0), and its header's hdr_hash is a MAC (kd_hdr_sum(),
+ * kvdisk_priv.h): a header forged without a key is dropped at open, so the
+ * inventory holds none. A get opens the column before it is returned: a
  * slot forged (by someone who can write the file but holds no key), moved
  * within the file or from another, or sealed under a key not held, is
  * dropped as a failed checksum is (EBADMSG), counted (bad_tag, bad_key).

@@ -72,7 +72,8 @@ struct hdr {
 	uint16_t cache;
 	uint64_t key, parent, org, first_use_ns;
 	uint32_t start, tokens;
-	uint64_t data_hash; /* XXH3 of the bytes, seeded with the file's seed */
+	uint64_t data_hash; /* XXH3 of the bytes, seeded with the file's seed (a
+			     * sealed file's: 0, its trailer's tag stands for it) */
 	uint64_t hdr_hash;  /* XXH3 of the 56 bytes before it, seeded with the file's
 			     * seed and the slot's place (see hdr_hash()) */
 };
