@@ -28,6 +28,11 @@
 #                                    against the run at the configuration's
 #                                    value; and its mean refill wait at the
 #                                    pick (demo_ahead_of_pick_wait_at_pick)
+#   bench: demo_sealed_ttft_p50      a fourth run, both tiers with their
+#   bench: demo_sealed_ttft_p99      columns sealed (shard.l2.key_file, a key
+#                                    made for the run; BENCH_DEMO_SEALED=0
+#                                    leaves it out), against the plain run
+#                                    (ratio: sealed / plain, goal <= 1.05)
 #
 # Requests arrive as make demo has them (BENCH_DEMO_ARRIVALS, default
 # "trace": the workload's times x 0.1, the wafer computing what is not
@@ -102,6 +107,19 @@ if [ "$ahead" != 0 ]; then
 	}
 	run ahead "$tmp/ahead-driver.cfg" "$s0cfg" "$s1cfg"
 fi
+if [ "${BENCH_DEMO_SEALED:-1}" != 0 ]; then
+	(umask 077 && python3 -c 'import os; print(os.urandom(32).hex())' >"$tmp/l2.key")
+	for k in 0 1; do
+		src=$s0cfg
+		[ $k = 1 ] && src=$s1cfg
+		sed "s#^\( *l2 = {.*\) };\$#\1 key_file = \"$tmp/l2.key\"; };#" "$src" >"$tmp/sealed-shard$k.cfg"
+		grep -q "key_file = \"$tmp/l2.key\"" "$tmp/sealed-shard$k.cfg" || {
+			echo "bench-demo: no one-line 'l2 = { ... };' in $src to seal" >&2
+			exit 1
+		}
+	done
+	run sealed "$dcfg" "$tmp/sealed-shard0.cfg" "$tmp/sealed-shard1.cfg"
+fi
 
 # The slot the shards read: a column's bytes and its 64-byte header, in
 # 4 KiB pages (lib/kvdisk); the queue depth kvdisk's default (64) unless the
@@ -155,6 +173,14 @@ print(f"demo: {both['requests']} requests; both tiers {ts:.1f} s, hit {hs:.4f} "
       f"({both['hit_tokens_l2']} tokens from the second tier), refill p50 {both['refill_p50_us'] / 1e3:.0f} ms, "
       f"p99 {both['refill_p99_us'] / 1e3:.0f} ms; DRAM alone {td:.1f} s, hit {hd:.4f}; "
       f"the second tiers read {read / 1e9:.2f} GB; fio random reads of {slot} bytes at depth {qd}")
+if os.path.exists(f"{tmp}/sealed.json"):
+    z = js("sealed")
+    for p in ("p50", "p99"):
+        b, d = z.get(f"ttft_{p}_ms"), both.get(f"ttft_{p}_ms")
+        if b is not None and d is not None:
+            print(f"bench: demo_sealed_ttft_{p} {b:.2f} ms (baseline {d:.2f} ms, ratio {b / max(d, 1e-3):.3f})")
+    print(f"demo: sealed: hit {z['hit_ratio']:.4f} (plain {hs:.4f}), {z['hit_tokens_l2']} tokens from the second tier "
+          f"(plain {both['hit_tokens_l2']})")
 if os.path.exists(f"{tmp}/ahead.json"):
     a = js("ahead")
     w0, wa = both["refill_wait_at_pick_us"] / 1e3, a["refill_wait_at_pick_us"] / 1e3

@@ -215,6 +215,21 @@ if [ "$KVSS_DEMO_REFILL_LCORE" = 1 ]; then
 		scfg[k]=$tmp/shard$k.cfg
 	done
 fi
+# A second tier of this run's own is sealed with a key made for the run
+# (shard.l2.key_file; docs/kvss.md, "Sealing the second tier"): its files
+# hold ciphertext. One kept from run to run (KVSS_DEMO_KEEP_L2,
+# KVSS_DEMO_L2_DIR) stays plain: a new key would not open it.
+if [ "${KVSS_DEMO_L2_DIR:-}" = "$tmp/l2" ]; then
+	(umask 077 && python3 -c 'import os; print(os.urandom(32).hex())' >"$tmp/l2.key")
+	for k in 0 1; do
+		grep -q '^ *l2 = {.* };$' "${scfg[$k]}" || continue
+		sed "s#^\( *l2 = {.*\) };\$#\1 key_file = \"$tmp/l2.key\"; };#" "${scfg[$k]}" >"$tmp/shard$k-sealed.cfg"
+		scfg[k]=$tmp/shard$k-sealed.cfg
+	done
+	echo "demo: the second tiers are sealed (AES-256-GCM) with a key made for this run"
+else
+	echo "demo: the second tiers are kept from run to run, in plain (a key made for one run would not open them)"
+fi
 for k in 0 1; do
 	l2=()
 	# KVSS_DEMO_L2_DIR: for the shards whose configuration has a second tier.
