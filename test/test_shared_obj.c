@@ -161,6 +161,12 @@ Test(shared_obj, a_good_object_of_another_column_is_refused_by_what_was_asked)
 	ASK(layout, 7, SHARED_BAD_IDENTITY);
 	ASK(model, 1, SHARED_BAD_IDENTITY);
 	ASK(first_use_ns, FU + 1, SHARED_OK); /* the record's to say (expiry), not an identity */
+	/* ... but a slice first used before its record says, past the skew
+	 * (put back under a record made younger), is stale; younger is not. */
+	ASK(first_use_ns, FU + SHARED_SKEW_NS, SHARED_OK);
+	ASK(first_use_ns, FU + SHARED_SKEW_NS + 1, SHARED_BAD_STALE);
+	ASK(first_use_ns, FU + 3600ull * 1000000000ull, SHARED_BAD_STALE);
+	ASK(first_use_ns, 0, SHARED_OK);
 	ASK(kind, SHARED_RECORD, SHARED_BAD_IDENTITY);
 	ASK(shard, 2, SHARED_BAD_GEOMETRY);
 	ASK(cache, 0, SHARED_BAD_GEOMETRY);

@@ -333,6 +333,9 @@ shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want)
 	if (got->shard != want->shard || got->cache != want->cache || got->start != want->start ||
 	    got->tokens != want->tokens || got->bytes_per_token != want->bytes_per_token)
 		return SHARED_BAD_GEOMETRY;
+	if (want->first_use_ns > got->first_use_ns &&
+	    want->first_use_ns - got->first_use_ns > SHARED_SKEW_NS)
+		return SHARED_BAD_STALE;
 	return SHARED_OK;
 }
 

@@ -89,7 +89,8 @@ struct shared_hdr {
 	X(SEALED, "a sealed slice, and this replica has no key file")                               \
 	X(KEY, "sealed under a master key this replica does not hold")                              \
 	X(TAG, "its seal's tag does not match: forged, tampered, moved or another key")            \
-	X(LOCAL, "not opened: libcrypto failed on this replica (nothing known of the slice)")
+	X(LOCAL, "not opened: libcrypto failed on this replica (nothing known of the slice)")     \
+	X(STALE, "first used earlier than its record says, past the clock skew allowed")
 
 enum shared_bad {
 	SHARED_OK = 0,
@@ -149,8 +150,11 @@ void shared_hdr_aad(const struct shared_hdr *h, uint8_t aad[SHARED_AAD_LEN]);
  * A decoded header against what was asked: kind, org, key, parent, object
  * id, generations, layout, model, shard, cache, start, tokens and bytes per
  * token must all be @p want's. First use and the time written are not
- * compared: the record's first use is the column's (expiry), and a driver
- * holds it only to its clock's tick. Returns SHARED_OK or IDENTITY / GEOMETRY.
+ * identities: the record's first use is the column's (expiry), and a driver
+ * holds it only to its clock's tick; but @p got may not have been first
+ * used earlier than @p want says by more than SHARED_SKEW_NS (a slice put
+ * back under a record made younger would outlive its TTL). Returns
+ * SHARED_OK or IDENTITY / GEOMETRY / STALE.
  */
 enum shared_bad shared_hdr_match(const struct shared_hdr *got, const struct shared_hdr *want);
 

@@ -205,7 +205,12 @@ put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, 
 				     : shared_get(sh->s, ns, name, q->back, back_len, (uintptr_t)q);
 		q->phase = SH_READ_BACK;
 	} else if (q->phase == SH_READ_BACK) {
-		bool named = status == 0 && slice_check(lv, q, q->back, got, &bh) == SHARED_OK;
+		enum shared_bad why = status == 0 ? slice_check(lv, q, q->back, got, &bh)
+						  : SHARED_BAD_SHORT;
+		/* The column's slice, but first used before this one by more
+		 * than the skew: not the same (written over, so that its record
+		 * and its slices agree on the first use), though still ours. */
+		bool named = why == SHARED_OK, ours = named || why == SHARED_BAD_STALE;
 
 		if (named && same_slice(lv, q, &bh)) {
 			sh->exists++; /* the same bytes under the same name, written by another */
@@ -216,7 +221,7 @@ put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, 
 		 * sealed one of this column: that is a replica configured
 		 * otherwise than the one that sealed it, and the pool's slices
 		 * stay sealed (its write fails here; the record is not written). */
-		if (sh->ring == NULL && named && bh.version == SHARED_OBJ_VERSION_SEALED) {
+		if (sh->ring == NULL && ours && bh.version == SHARED_OBJ_VERSION_SEALED) {
 			sh->failed++;
 			__atomic_fetch_add(&sh->bad[SHARED_BAD_SEALED], 1, __ATOMIC_RELAXED);
 			*code = PROTO_E_SHARED_FAILED;
