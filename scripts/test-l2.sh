@@ -240,9 +240,11 @@ nf=$(forge "$tmp/pf/shard-0-0.l2")
 run_all "$tmp/pf.cfg" "$tmp/pf.log"
 rc=$?
 echo "l2: plain, $nf columns forged: exit $rc, verify failures $(field "$tmp/pf.log" verify_failures)"
+check "plain, forged: columns were forged ($nf)" holds "${nf:-0} > 0"
 check "plain, forged: the attack works on a plain file (wrong bytes served: verify failures > 0)" \
 	holds "$(field "$tmp/pf.log" verify_failures) > 0"
 nf=$(forge "$tmp/sk/shard-0-0.l2")
+check "sealed, forged: columns were forged ($nf)" holds "${nf:-0} > 0"
 run_all "$tmp/sk.cfg" "$tmp/skf.log"
 rc=$?
 echo "l2: sealed, $nf columns forged: exit $rc, $(grep -o '[0-9]* columns kept from before, [0-9]* dropped' "$tmp/skf.log")"

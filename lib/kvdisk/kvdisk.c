@@ -413,17 +413,19 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 		if (res != (int)r->g.slot_bytes) {
 			d->st.read_errors++;
 			out->status = res < 0 ? res : -EIO;
-		} else if ((why = check_read(d, o->cache, o->slot, o->buf)) != KD_OPEN_OK) {
-			/* Never returned: dropped, cleared, reported. A slot that
-			 * did not open for libcrypto's failing here is dropped
-			 * too (its column is read again from below, if at all). */
+		} else if ((why = check_read(d, o->cache, o->slot, o->buf)) == KD_OPEN_LOCAL) {
+			/* libcrypto failed here (out of memory, say): nothing is
+			 * known of the column, which stays; this read failed. */
+			d->st.seal_errors++;
+			d->st.read_errors++;
+			out->status = -EIO;
+		} else if (why != KD_OPEN_OK) {
+			/* Never returned: dropped, cleared, reported. */
 			d->st.corrupt++;
 			if (d->keys != NULL && why == KD_OPEN_TAG)
 				d->st.bad_tag++;
 			else if (why == KD_OPEN_KEY)
 				d->st.bad_key++;
-			else if (why == KD_OPEN_LOCAL)
-				d->st.seal_errors++;
 			out->status = -EBADMSG;
 			if (s->state == S_LIVE) {
 				index_del(r, o->slot);

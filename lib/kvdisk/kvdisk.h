@@ -58,25 +58,30 @@
  *
  * Sealed files (kvdisk_params.ring, the shard's l2.key_file): every
  * column's bytes are written encrypted and authenticated, AES-256-GCM under
- * a key derived (seal_derive(), info "disk" || u64le org || the file id ||
- * u16le cache || u32le slot) from the master key, with a random nonce per
- * write; the additional data is the header's identity (its first 48
- * bytes: the column's key, parent, organization, first use, first token
- * and tokens, its cache), the file id, the owner and the slot's place.
- * Each slot holds a 32-byte trailer after the bytes: the master key's id,
- * the nonce, the tag (which stands for the bytes' XXH3: a sealed header's
- * data_hash is 0), and its header's hdr_hash is a MAC (kd_hdr_sum(),
- * kvdisk_priv.h): a header forged without a key is dropped at open, so the
- * inventory holds none. A get opens the column before it is returned: a
- * slot forged (by someone who can write the file but holds no key), moved
- * within the file or from another, or sealed under a key not held, is
- * dropped as a failed checksum is (EBADMSG), counted (bad_tag, bad_key).
- * What is written over a column's slot stays readable only by a holder of
- * the key: the file, a copy of it or a backup gives no KV byte without it.
- * What sealing does not stop: a holder of the file's write access putting
- * back an older slot of the same column and place (the same bytes, or the
- * column's before a delete: the driver decides what is there, and deletes
- * what it did not ask for).
+ * a key of that write's own, derived (seal_derive(), info "disk" || u64le
+ * org || the file id || u32le model || u32le shard || u16le cache || u32le
+ * slot || the nonce) from the master key with a random 96-bit nonce; the
+ * additional data is the header's identity (its first 48 bytes: the
+ * column's key, parent, organization, first use, first token and tokens,
+ * its cache), the file id, the owner, the slot's place and the master
+ * key's id. Each slot holds a 32-byte trailer after the bytes: the master
+ * key's id, the nonce, the tag (which stands for the bytes' XXH3: a sealed
+ * header's data_hash is 0). Its header's hdr_hash is a MAC (kd_hdr_sum(),
+ * kvdisk_priv.h) under a key of the file's and owner's: a header forged
+ * without a key, a slot moved within the file (its place is in the MAC),
+ * or a file copied to another shard are dropped at open, so the inventory
+ * holds none of them. A get opens the column before it is returned: bytes
+ * put under another column's valid header, or a trailer tampered with,
+ * fail the tag and are dropped as a failed checksum is (EBADMSG), counted
+ * (bad_tag, bad_key); libcrypto failing here is a failed read (EIO), the
+ * column kept. The file, a copy of it or a backup gives no KV byte without
+ * the key. A file none of whose headers holds under the keys given (a key
+ * file swapped; or, after a rotation, the new key given without the old
+ * one while no column was rewritten yet) is refused (EKEYREJECTED),
+ * nothing cleared. What sealing does not stop: a holder of the file's
+ * write access putting back an older slot of the same column and place
+ * (the same bytes, or the column's before a delete: the driver decides
+ * what is there, and deletes what it did not ask for).
  *
  * One thread uses a kvdisk (the shard's tier lcore or thread): no lock.
  */

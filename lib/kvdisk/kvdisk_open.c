@@ -3,8 +3,8 @@
  * A shard's second tier (kvdisk.h): open (the path as kvdisk_file.c checks
  * it; the superblock's owner and geometry against the caller's, or a blank
  * file formatted; the ring and the op buffers), the index rebuilt from the
- * slot headers (only what both checksums pass, seeded with the file's id),
- * and close.
+ * slot headers (only those whose own checksum holds: XXH3 seeded with the
+ * file's id and the place, or a sealed file's MAC), and close.
  */
 #define _GNU_SOURCE
 #include "kvdisk_priv.h"

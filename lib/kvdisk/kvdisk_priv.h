@@ -75,7 +75,8 @@ struct hdr {
 	uint64_t data_hash; /* XXH3 of the bytes, seeded with the file's seed (a
 			     * sealed file's: 0, its trailer's tag stands for it) */
 	uint64_t hdr_hash;  /* XXH3 of the 56 bytes before it, seeded with the file's
-			     * seed and the slot's place (see hdr_hash()) */
+			     * seed and the slot's place (see hdr_hash()); a sealed
+			     * file's: a MAC of them and the place (kd_hdr_sum()) */
 };
 _Static_assert(sizeof(struct hdr) == KVDISK_HDR_LEN, "the header is 64 bytes");
 

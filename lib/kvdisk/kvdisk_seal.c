@@ -2,9 +2,12 @@
 /*
  * A sealed file's columns (kvdisk.h, "Sealed files"): sealed as they are
  * copied into the slot's buffer, opened in it before a get returns them.
- * The key is the slot's own (organization, file, cache, slot), so random
- * nonces repeat under one key only across rewrites of one slot, far below
- * 2^32 (NIST SP 800-38D, 8.3).
+ * Each write's key is its own: derived from the master key, the column's
+ * organization, the file (its id and owner), the place and the write's
+ * random 96-bit nonce, so that no key seals two writes (a slot rewritten
+ * without end, a free list that hands one slot out again and again)
+ * unless two nonces meet (about 2^48 writes), and GCM's nonce, under a
+ * key used once, cannot repeat under it.
  */
 #include "kvdisk_priv.h"
 
@@ -22,16 +25,20 @@
 #define KD_AAD_LEN (KD_AAD_HDR + 16 + 4 + 4 + 2 + 4 + 4)
 _Static_assert(KD_AAD_HDR == 48, "the header's identity is its first 48 bytes");
 
+/* The key of one write: info "disk" || u64 org || file id || u32 model || u32 shard || u16 cache || u32 slot || nonce. */
 static int
-slot_key(const struct kvdisk *d, const struct seal_key *k, uint64_t org, uint16_t c,
-	 uint32_t slot, uint8_t key[SEAL_KEY_LEN])
+write_key(const struct kvdisk *d, const struct seal_key *k, uint64_t org, uint16_t c,
+	  uint32_t slot, const uint8_t nonce[SEAL_NONCE_LEN], uint8_t key[SEAL_KEY_LEN])
 {
-	uint8_t info[4 + 8 + 16 + 2 + 4] = {'d', 'i', 's', 'k'};
+	uint8_t info[4 + 8 + 16 + 4 + 4 + 2 + 4 + SEAL_NONCE_LEN] = {'d', 'i', 's', 'k'};
 
 	proto_st64(info + 4, org);
 	memcpy(info + 12, d->file_id, 16);
-	proto_st16(info + 28, c);
-	proto_st32(info + 30, slot);
+	proto_st32(info + 28, d->model);
+	proto_st32(info + 32, d->shard);
+	proto_st16(info + 36, c);
+	proto_st32(info + 38, slot);
+	memcpy(info + 42, nonce, SEAL_NONCE_LEN);
 	return seal_derive(k, info, sizeof(info), key);
 }
 
@@ -59,7 +66,7 @@ kd_seal(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const 
 	int rc;
 
 	proto_st32(t, k->id);
-	if (seal_nonce(t + 4) != 0 || slot_key(d, k, h->org, c, slot, key) != 0)
+	if (seal_nonce(t + 4) != 0 || write_key(d, k, h->org, c, slot, t + 4, key) != 0)
 		return -1;
 	aad_of(d, h, c, slot, k->id, aad);
 	rc = seal_gcm_encrypt_to(key, t + 4, aad, sizeof(aad), in, out, len,
@@ -84,7 +91,7 @@ kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_
 		k = &d->keys->old;
 	else
 		return KD_OPEN_KEY;
-	if (slot_key(d, k, h->org, c, slot, key) != 0)
+	if (write_key(d, k, h->org, c, slot, t + 4, key) != 0)
 		return KD_OPEN_LOCAL;
 	aad_of(d, h, c, slot, id, aad);
 	rc = seal_gcm_decrypt(key, t + 4, aad, sizeof(aad), buf, len, t + 4 + SEAL_NONCE_LEN);
@@ -95,9 +102,14 @@ kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_
 int
 kd_hdr_keys(struct kvdisk *d)
 {
-	uint8_t info[11 + 16] = {'d', 'i', 's', 'k', ' ', 'h', 'e', 'a', 'd', 'e', 'r'};
+	/* info "disk header" || file id || u32 model || u32 shard: the
+	 * owner too, which the superblock says under an XXH3 only (a sealed
+	 * file copied to another shard, its owner rewritten, opens nothing). */
+	uint8_t info[11 + 16 + 4 + 4] = {'d', 'i', 's', 'k', ' ', 'h', 'e', 'a', 'd', 'e', 'r'};
 
 	memcpy(info + 11, d->file_id, 16);
+	proto_st32(info + 27, d->model);
+	proto_st32(info + 31, d->shard);
 	if (seal_derive(&d->keys->cur, info, sizeof(info), d->hdr_key[0]) != 0)
 		return -1;
 	if (d->keys->old.loaded && seal_derive(&d->keys->old, info, sizeof(info), d->hdr_key[1]) != 0)

@@ -37,7 +37,7 @@
  * own seed is not tried: XXH3 is a checksum, and whoever can write the
  * file and read its id can forge one (docs/SECURITY.md); the file's
  * permissions are what stop them. In a sealed file it is (mutation 7 with
- * seed 0): the tag must stop it, and every check above holds.
+ * seed 0): the header's MAC must stop it, and every check above holds.
  *
  * KVSS_FUZZ_KVDISK_SEEDS=DIR: write a seed corpus into DIR and exit.
  */

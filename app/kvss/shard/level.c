@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_mempool.h>
@@ -346,7 +348,7 @@ level_keys_load(const char *group, const char *key_file, const char *old_key_fil
 		struct seal_ring **out, char *err, size_t errlen)
 {
 	struct seal_ring *r;
-	char why[256];
+	char why[512]; /* a path of KVSS_PATH_MAX and what was wrong with it */
 
 	*out = NULL;
 	if (key_file[0] == '\0')
@@ -380,6 +382,6 @@ void
 level_keys_free(struct seal_ring *r)
 {
 	if (r != NULL)
-		memset(r, 0, sizeof(*r)); /* the keys leave no copy */
+		OPENSSL_cleanse(r, sizeof(*r)); /* the keys leave no copy (not a dead store) */
 	free(r);
 }
