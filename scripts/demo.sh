@@ -204,6 +204,9 @@ fi
 SLC="1@(0-$(($(nproc) - 1)))"
 [ "$KVSS_DEMO_REFILL_LCORE" = 1 ] && SLC="$SLC,2@(0-$(($(nproc) - 1)))"
 scfg=("${KVSS_DEMO_SHARD0_CFG:-config/memif-shard0.cfg}" "${KVSS_DEMO_SHARD1_CFG:-config/memif-shard1.cfg}")
+# The files as given: the copies below change lines in place (same line
+# numbers), and a shard's error names the file given, not this run's copy.
+given=("${scfg[@]}")
 # The refill lcore: lcore 2 for EAL and a copy of each shard's file naming it.
 if [ "$KVSS_DEMO_REFILL_LCORE" = 1 ]; then
 	for k in 0 1; do
@@ -255,7 +258,7 @@ for k in 0 1; do
 			[ $? -eq 2 ] && rc=2
 		fi
 		echo "demo: ---------------------------------------------------------------"
-		echo "demo: FAIL: shard $k did not start: $(first_error "$tmp/shard$k.log")"
+		echo "demo: FAIL: shard $k did not start: $(first_error "$tmp/shard$k.log" | sed "s#${scfg[$k]}#${given[$k]}#g")"
 		exit $rc
 	fi
 	sed -n "s/^kvss: \(shard .* up, epoch .*\)/demo: \1/p" "$tmp/shard$k.log"

@@ -91,6 +91,8 @@ check "arrivals: exit 0 (got $rc)" test $rc -eq 0
 check "arrivals: the demo says how requests arrive and what computing costs" \
 	grep -q "^demo: requests arrive at the workload's times x 0.1; the wafer computes what is not refilled at 607000 tokens/s" "$tmp/arr.log"
 check "arrivals: PASS" grep -q '^demo: PASS: 100 requests' "$tmp/arr.log"
+check "arrivals: its second tiers sealed with a key made for the run (the shards started on it)" \
+	grep -q '^demo: the second tiers are sealed (AES-256-GCM) with a key made for this run' "$tmp/arr.log"
 check "arrivals: the verdict gives TTFT p50 and p99 beside recomputing's" \
 	grep -q '^demo: TTFT p50 [0-9.]* ms, [0-9.]*x \(sooner\|slower\) than recomputing ([0-9.]* ms); p99 [0-9.]* ms, [0-9.]*x \(sooner\|slower\) than recomputing ([0-9.]* ms): compute-only on the same arrivals, modelled; refill policy adaptive' "$tmp/arr.log"
 [ "$fail" -eq 0 ] || grep '^demo:' "$tmp/arr.log" | tail -n 12
