@@ -252,15 +252,16 @@ check "sealed, forged: zero verify failures (no forged byte refilled)" \
 	test "$(field "$tmp/skf.log" verify_failures)" = 0
 check "sealed, forged: every request done" test "$(field "$tmp/skf.log" finished)" = True
 check "sealed, forged: the forged headers dropped at start (their MACs fail)" \
-	grep -q "columns kept from before, $nf dropped (checksum)" "$tmp/skf.log"
+	grep -q "columns kept from before, $nf dropped (their MAC: damaged, forged or another key's)" "$tmp/skf.log"
 check "sealed, forged: the model kept (0 restarts)" test "$(field "$tmp/skf.log" resyncs)" = 0
 # Another key's file: refused at start, nothing in it cleared.
 cp "$tmp/sealed-good.l2" "$tmp/sk/shard-0-0.l2"
 keyed "$tmp/sk2.cfg" "$tmp/sk" "$tmp/k2.key"
 run_all "$tmp/sk2.cfg" "$tmp/skk.log"
 rc=$?
-check "another key: kvss stops at start (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 3
-check "... saying no header holds under the key given" grep -q "none of its [0-9]* column headers holds under the key given" "$tmp/skk.log"
+check "another key: a bad configuration, exit 2 (got $rc)" test "$rc" -eq 2
+check "... naming shard.l2.key_file" grep -q "shard.l2.key_file: .*do not hold under the key given" "$tmp/skk.log"
+check "... saying its headers do not hold under the key given" grep -q "[0-9]* of its [0-9]* column headers do not hold under the key given" "$tmp/skk.log"
 check "... and the file left whole" cmp -s "$tmp/sealed-good.l2" "$tmp/sk/shard-0-0.l2"
 # A key file others can read: a bad configuration (exit 2), naming the key.
 chmod 644 "$tmp/k1.key"

@@ -422,9 +422,20 @@ Test(seal, hostile_key_files_are_refused, .init = mkdir_tmp, .fini = rm_tmp)
 	refused(put("empty", raw, 0, 0600), "0 bytes");
 	refused(put("hex66", raw, 66, 0600), "66 bytes");
 	raw[64] = 'x';
-	refused(put("hex65", raw, 65, 0600), "65 bytes");
+	refused(put("hex65", raw, 65, 0600), "64 hexadecimal digits then byte 0x78 at 64");
+	memcpy(raw + 64, "\r\n", 2); /* a key written on Windows */
+	refused(put("crlf", raw, 66, 0600), "64 hexadecimal digits then byte 0xd at 64");
+	raw[63] = '\n'; /* one digit short */
+	refused(put("hex63", raw, 64, 0600), "63 hexadecimal digits then byte 0xa at 63");
 	memcpy(raw, "zz", 2);
-	refused(put("nothex", raw, 64, 0600), "hexadecimal");
+	refused(put("nothex", raw, 64, 0600), "0 hexadecimal digits then byte 0x7a at 0");
+	/* A key of zeros: its id is public, and every key derived from it. */
+	memset(raw, 0, sizeof(raw));
+	refused(put("zeros", raw, 32, 0600), "a key of zeros is no secret");
+	memset(raw, '0', 64);
+	raw[64] = '\n';
+	refused(put("zeroshex", raw, 65, 0600), "a key of zeros is no secret");
+	memset(raw, 'a', sizeof(raw));
 	p = put("open", raw, 32, 0644);
 	refused(p, "mode 0644");
 	p = put("group", raw, 32, 0640);

@@ -398,10 +398,14 @@ shards_start(const char *config)
 			uint64_t held, dropped;
 
 			level_disk_found(disk, &held, &dropped);
+			/* A sealed file's headers fail their MAC when damaged, forged
+			 * or sealed under a key not given (a few: more are refused). */
 			printf("kvss: second tier %s%s: %" PRIu64 " columns kept from before, %" PRIu64
-			       " dropped (checksum)\n", si->cfg->l2.path,
+			       " dropped (%s)\n", si->cfg->l2.path,
 			       level_disk_direct(disk) ? " (O_DIRECT)" : " (page cache: no O_DIRECT here)",
-			       held, dropped);
+			       held, dropped, si->cfg->l2.key_file[0] != '\0'
+						      ? "their MAC: damaged, forged or another key's"
+						      : "checksum");
 		}
 	}
 	if (!want && kvss.cfg.num_refill)

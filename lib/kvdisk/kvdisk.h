@@ -75,10 +75,10 @@
  * fail the tag and are dropped as a failed checksum is (EBADMSG), counted
  * (bad_tag, bad_key); libcrypto failing here is a failed read (EIO), the
  * column kept. The file, a copy of it or a backup gives no KV byte without
- * the key. A file none of whose headers holds under the keys given (a key
- * file swapped; or, after a rotation, the new key given without the old
- * one while no column was rewritten yet) is refused (EKEYREJECTED),
- * nothing cleared. What sealing does not stop: a holder of the file's
+ * the key. A file more of whose headers fail under the keys given than
+ * hold (a key file swapped; a rotation rolled back; the new key given
+ * without the old one while few columns were rewritten yet) is refused
+ * (EKEYREJECTED), nothing cleared. What sealing does not stop: a holder of the file's
  * write access putting back an older slot of the same column and place
  * (the same bytes, or the column's before a delete: the driver decides
  * what is there, and deletes what it did not ask for).
@@ -182,9 +182,9 @@ struct kvdisk;
  * and errno set: EEXIST when what is there is not this owner's second tier
  * and @p p->format would format it over, EACCES when the path is refused
  * (a link, an owner, a mode), EBUSY when another process has it open,
- * EKEYREJECTED when it is sealed and no column header in it holds under
- * the keys given (another key's file: nothing is cleared, even with
- * @p p->format), else ENOSPC, EIO, ENOMEM, EINVAL.
+ * EKEYREJECTED when it is sealed and more of its column headers fail
+ * under the keys given than hold (another key's file: nothing is cleared,
+ * even with @p p->format), else ENOSPC, EIO, ENOMEM, EINVAL.
  */
 struct kvdisk *kvdisk_open(const char *path, const struct kvdisk_params *p, char *err,
 			   size_t errlen);

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -478,13 +479,17 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 		e = -rc;
 		goto bad;
 	}
-	/* Sealed, and not one column's header holds under the keys given:
-	 * another key's file (a key file swapped or mistyped), not columns to
-	 * drop one by one. Refused, nothing cleared: with its key it opens. */
-	if (d->keys != NULL && d->st.rebuilt == 0 && d->unopened > 0) {
-		fail(err, errlen, path, "sealed, and none of its %u column headers holds under the "
-		     "key given (key %08x%s): another key's file? Give its key (or keep it as the "
-		     "old key to rotate), or remove it", d->unopened, d->keys->cur.id,
+	/* Sealed, and more of its column headers fail under the keys given
+	 * than hold: another key's file (a key file swapped or mistyped, a
+	 * rotation rolled back), not columns to drop one by one. Refused,
+	 * nothing cleared: with its key it opens. A disk's damage or a forger
+	 * costs fewer (a forger who can rewrite most of the file can as well
+	 * remove it). */
+	if (d->keys != NULL && d->unopened > 0 && d->unopened > d->st.rebuilt) {
+		fail(err, errlen, path, "sealed, and %u of its %" PRIu64 " column headers do not hold "
+		     "under the key given (key %08x%s): another key's file? Give its key (or keep it as "
+		     "the old key to rotate), or remove it", d->unopened,
+		     d->unopened + d->st.rebuilt, d->keys->cur.id,
 		     d->keys->old.loaded ? " or the old one" : "");
 		d->nclears = 0;
 		e = EKEYREJECTED;

@@ -116,7 +116,11 @@ seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen)
 			int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
 
 			if (hi < 0 || lo < 0) {
-				snprintf(err, errlen, "%s: 64 bytes that are not all hexadecimal digits", path);
+				size_t at = hi < 0 ? 2 * i : 2 * i + 1;
+
+				snprintf(err, errlen, "%s: %zu hexadecimal digits then byte %#x at %zu: a "
+					 "key is 64 hexadecimal digits and at most a newline", path, at,
+					 buf[at], at);
 				OPENSSL_cleanse(buf, sizeof(buf));
 				OPENSSL_cleanse(k, sizeof(*k));
 				return -1;
@@ -124,12 +128,35 @@ seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen)
 			k->key[i] = (uint8_t)(hi << 4 | lo);
 		}
 	} else {
-		snprintf(err, errlen, "%s: %lld bytes: a key is 32 bytes, or 64 hexadecimal digits (openssl rand -hex 32)",
-			 path, (long long)st.st_size);
+		size_t digits = 0;
+
+		while (digits < (size_t)n && hexval(buf[digits]) >= 0)
+			digits++;
+		/* Hexadecimal digits then what is not one (a CR, a space): say both. */
+		if (digits > 0 && digits < (size_t)n)
+			snprintf(err, errlen, "%s: %zu hexadecimal digits then byte %#x at %zu: a key is "
+				 "32 bytes, or 64 hexadecimal digits and at most a newline (openssl rand "
+				 "-hex 32)", path, digits, buf[digits], digits);
+		else
+			snprintf(err, errlen, "%s: %lld bytes: a key is 32 bytes, or 64 hexadecimal digits "
+				 "(openssl rand -hex 32)", path, (long long)st.st_size);
 		OPENSSL_cleanse(buf, sizeof(buf));
 		return -1;
 	}
 	OPENSSL_cleanse(buf, sizeof(buf));
+	{
+		uint8_t any = 0;
+
+		for (i = 0; i < SEAL_KEY_LEN; i++)
+			any |= k->key[i];
+		if (any == 0) {
+			/* Its id is public and anyone derives every key from it. */
+			snprintf(err, errlen, "%s: a key of zeros is no secret: make one with openssl "
+				 "rand -hex 32", path);
+			memset(k, 0, sizeof(*k));
+			return -1;
+		}
+	}
 	if (seal_key_from(k, k->key) != 0) {
 		snprintf(err, errlen, "%s: the key's id could not be derived (libcrypto)", path);
 		return -1;

@@ -181,6 +181,7 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 	struct disk *b = calloc(1, sizeof(*b));
 	struct seal_ring *keys = NULL;
 	char dir[KVSS_PATH_MAX];
+	int e;
 	char *slash;
 	uint16_t c;
 
@@ -213,6 +214,7 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 		}
 	}
 	b->d = kvdisk_open(cfg->l2.path, &p, err, errlen);
+	e = errno;
 	if (b->d != NULL && keys != NULL)
 		printf("kvss: shard %u: the second tier's columns are sealed (AES-256-GCM, key %08x%s)\n",
 		       cfg->id, keys->cur.id, keys->old.loaded ? "; its old key still opened" : "");
@@ -224,11 +226,20 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 	if (b->d == NULL) {
 		size_t n = strlen(err);
 
+		free(b);
+		/* Another key's file: the key given is the configuration's mistake
+		 * (exit 2, naming it); the file is left whole. */
+		if (e == EKEYREJECTED) {
+			char why[768];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "shard.l2.key_file: %s", why);
+			return -2;
+		}
 		/* What formatting would lift: say how, and what it costs. */
-		if (errno == EEXIST && n < errlen)
+		if (e == EEXIST && n < errlen)
 			snprintf(err + n, errlen - n, " (shard.l2.format = true formats it: "
 				 "what it holds is lost)");
-		free(b);
 		return -1;
 	}
 	lv->be = b;
@@ -274,11 +285,11 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	DISK_COUNTER(rebuilt, false)
 	DISK_COUNTER(rebuild_dropped, false)
 	/* A sealed file's (lib/kvdisk "Sealed files"): bad_tag and bad_key
-	 * are refusals (and in corrupt too). */
+	 * are refusals counted in corrupt already (not twice). */
 	DISK_COUNTER(sealed, false)
 	DISK_COUNTER(opened, false)
-	DISK_COUNTER(bad_tag, true)
-	DISK_COUNTER(bad_key, true)
+	DISK_COUNTER(bad_tag, false)
+	DISK_COUNTER(bad_key, false)
 	DISK_COUNTER(seal_errors, false)
 #undef DISK_COUNTER
 	c[n++] = (struct level_counter){"", "columns", held, false};
