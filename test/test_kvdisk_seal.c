@@ -141,6 +141,25 @@ get(struct kvdisk *d, uint64_t k, uint32_t v, bool *same)
 	return r.status;
 }
 
+/* Columns 0 and 1 (version 1) written to a file opened with @p ring, closed. */
+static void
+two_columns(const struct seal_ring *ring)
+{
+	struct kvdisk *d = open_with(ring);
+
+	put(d, 0, 1);
+	put(d, 1, 1);
+	kvdisk_close(d);
+}
+
+/* The next case of a test on a file of its own: the directory made again. */
+static void
+afresh(void)
+{
+	teardown();
+	setup();
+}
+
 static void
 file_read(off_t off, void *buf, size_t len)
 {
@@ -238,14 +257,12 @@ Test(kvdisk_seal, the_same_bytes_in_a_plain_file_are_there_to_read)
 static int
 forged_read(const struct seal_ring *ring, bool *served_forgery, struct kvdisk_stats *st)
 {
-	struct kvdisk *d = open_with(ring);
+	struct kvdisk *d;
 	uint8_t forged[COL * B];
 	bool same = false;
 	int rc;
 
-	put(d, 0, 1);
-	put(d, 1, 1);
-	kvdisk_close(d);
+	two_columns(ring);
 	fill(forged, 1, 9); /* version 9: the forger's bytes */
 	file_write(SLOT_OFF(slot_of(1)) + KVDISK_HDR_LEN, forged, sizeof(forged));
 	forge_sums(slot_of(1));
@@ -267,8 +284,7 @@ Test(kvdisk_seal, a_forged_column_with_its_checksums_made_again_is_dropped_not_s
 
 	rc = forged_read(NULL, &served, &st);
 	cr_assert(rc == 0 && served, "plain: XXH3 made again, the forgery is served (rc %d)", rc);
-	teardown();
-	setup();
+	afresh();
 	rc = forged_read(&ring_a, &served, &st);
 	cr_assert_eq(rc, -ENOENT, "sealed: the forged header must be dropped at open (rc %d)", rc);
 	cr_assert_not(served);
@@ -284,14 +300,12 @@ Test(kvdisk_seal, a_forged_column_with_its_checksums_made_again_is_dropped_not_s
 static int
 moved_read(const struct seal_ring *ring, bool *served_other, struct kvdisk_stats *st)
 {
-	struct kvdisk *d = open_with(ring);
+	struct kvdisk *d;
 	uint8_t a[SLOT], b[SLOT];
 	bool same = false;
 	int rc;
 
-	put(d, 0, 1);
-	put(d, 1, 1);
-	kvdisk_close(d);
+	two_columns(ring);
 	file_read(SLOT_OFF(slot_of(0)), a, SLOT);
 	file_read(SLOT_OFF(slot_of(1)), b, SLOT);
 	memcpy(b + KVDISK_HDR_LEN, a + KVDISK_HDR_LEN, SLOT - KVDISK_HDR_LEN);
@@ -326,8 +340,7 @@ Test(kvdisk_seal, a_column_moved_under_another_columns_header_is_dropped_not_ser
 
 	rc = moved_read(NULL, &other, &st);
 	cr_assert(rc == 0 && other, "plain: column 0's bytes are served as column 1 (rc %d)", rc);
-	teardown();
-	setup();
+	afresh();
 	rc = moved_read(&ring_a, &other, &st);
 	cr_assert_eq(rc, -EBADMSG, "sealed: moved bytes must be dropped (rc %d)", rc);
 	cr_assert_eq(st.bad_tag, 1);
@@ -374,12 +387,10 @@ Test(kvdisk_seal, a_key_not_held_reads_nothing_and_a_rotation_reads_both)
 
 Test(kvdisk_seal, a_file_of_another_key_is_refused_and_nothing_in_it_cleared)
 {
-	struct kvdisk *d = open_with(&ring_a);
+	struct kvdisk *d;
 	bool same = false;
 
-	put(d, 0, 1);
-	put(d, 1, 1);
-	kvdisk_close(d);
+	two_columns(&ring_a);
 	params.ring = &ring_b;
 	errno = 0;
 	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)), "opened under another key");
@@ -434,15 +445,13 @@ Test(kvdisk_seal, a_ring_without_a_key_is_refused)
 static int
 trailer_read(uint32_t at, struct kvdisk_stats *st)
 {
-	struct kvdisk *d = open_with(&ring_a);
+	struct kvdisk *d;
 	off_t off = SLOT_OFF(slot_of(1)) + KVDISK_HDR_LEN + COL * B + at;
 	bool same = false;
 	uint8_t x;
 	int rc;
 
-	put(d, 0, 1);
-	put(d, 1, 1);
-	kvdisk_close(d);
+	two_columns(&ring_a);
 	file_read(off, &x, 1);
 	x ^= 0x01;
 	file_write(off, &x, 1);
@@ -464,13 +473,11 @@ Test(kvdisk_seal, a_tampered_trailer_is_dropped_when_read_counted_by_reason)
 	rc = trailer_read(20, &st);
 	cr_assert_eq(rc, -EBADMSG, "a flipped tag (rc %d)", rc);
 	cr_assert_eq(st.bad_tag, 1);
-	teardown();
-	setup();
+	afresh();
 	rc = trailer_read(6, &st);
 	cr_assert_eq(rc, -EBADMSG, "a flipped nonce (rc %d)", rc);
 	cr_assert_eq(st.bad_tag, 1);
-	teardown();
-	setup();
+	afresh();
 	rc = trailer_read(0, &st);
 	cr_assert_eq(rc, -EBADMSG, "another key id (rc %d)", rc);
 	cr_assert_eq(st.bad_key, 1);
@@ -485,7 +492,7 @@ Test(kvdisk_seal, a_tampered_trailer_is_dropped_when_read_counted_by_reason)
  */
 Test(kvdisk_seal, a_header_rewritten_under_a_good_mac_fails_its_tag)
 {
-	struct kvdisk *d = open_with(&ring_a);
+	struct kvdisk *d;
 	struct kvdisk fake;
 	struct kvdisk_stats st;
 	struct sb sb;
@@ -493,9 +500,7 @@ Test(kvdisk_seal, a_header_rewritten_under_a_good_mac_fails_its_tag)
 	struct hdr *h = (struct hdr *)slot;
 	bool same = false;
 
-	put(d, 0, 1);
-	put(d, 1, 1);
-	kvdisk_close(d);
+	two_columns(&ring_a);
 	file_read(0, &sb, sizeof(sb));
 	memset(&fake, 0, sizeof(fake));
 	memcpy(fake.file_id, sb.file_id, sizeof(fake.file_id));
@@ -521,12 +526,9 @@ Test(kvdisk_seal, a_header_rewritten_under_a_good_mac_fails_its_tag)
 /* Shard 0's sealed file at shard 1's path, its superblock's owner rewritten (hash made good). */
 Test(kvdisk_seal, a_sealed_file_of_another_shard_with_its_owner_rewritten_opens_nothing)
 {
-	struct kvdisk *d = open_with(&ring_a);
 	struct sb sb;
 
-	put(d, 0, 1);
-	put(d, 1, 1);
-	kvdisk_close(d);
+	two_columns(&ring_a);
 	file_read(0, &sb, sizeof(sb));
 	sb.shard = 1;
 	sb.hash = XXH3_64bits(&sb, offsetof(struct sb, hash));
