@@ -302,19 +302,25 @@ check "past the TTL: nothing served" test "$(field "$tmp/ttl2.log" l2_adopted_co
 #     taken to the end) is late, not silent: the level's silence is read on
 #     its own worker's clock, so nothing is cut and nothing lost. Then a
 #     disk that stops answering (reads and writes throttled to a byte a
-#     second for 5 s, past the batch timeout plus a second, while the
-#     tier's thread runs): the batches waiting on it are cut
+#     second for 5 s, past the batch timeout plus the disk's silence limit,
+#     shard.l2.op_timeout_ms, set to 2 s for it, while the tier's thread
+#     runs): the batches waiting on it are cut
 #     (up_batches_cut) and only their columns lost, the model kept. All
 #     need cgroup v1's controllers and a loop device (the tier's file
 #     system); the section says when it cannot run.
 slow_run() { # slow_run LOG [freeze|hang]: in $blk, throttled; frozen or hung 5 s once hits come
+	local cfg=$slowdir/slow.cfg
 	local p i tid k
+	# Hung: the disk's silence limit shortened to 2 s (the default, 10 s,
+	# outlasts what a busy machine's disk was seen to pause, 6 s), so that
+	# a 5 s hang is past it and the batch timeout.
+	[ "${2:-}" = hang ] && cfg=$slowdir/hung.cfg
 	echo "$sdev 20" >"$blk/blkio.throttle.read_iops_device"
 	(
 		echo "$BASHPID" >"$blk/cgroup.procs" || exit 97
 		exec timeout -k 5 120 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@(0-1),1@(0-1)" \
 			--log-level lib.eal:error --no-telemetry --file-prefix "slow$sfx" -- \
-			--config "$slowdir/slow.cfg" --limit 60
+			--config "$cfg" --limit 60
 	) >"$1" 2>&1 &
 	p=$!
 	slowpid=$p
@@ -369,6 +375,7 @@ if command -v mkfs.ext4 >/dev/null && truncate -s 160M "$slowdir/disk.img" &&
 fi
 mkdir -p "$slowdir/mnt/l2"
 mkcfg "$slowdir/slow.cfg" "$slowdir/mnt/l2" 'refill_policy = "io-only"; refill_timeout_ms = 60000;'
+sed 's/capacity_tokens = \[200000\]; }/capacity_tokens = [200000]; op_timeout_ms = 2000; }/' "$slowdir/slow.cfg" >"$slowdir/hung.cfg"
 if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.throttle.read_iops_device"; then
 	slow_run "$tmp/slow.log"
 	rc=$?

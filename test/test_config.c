@@ -326,6 +326,46 @@ Test(config, the_second_tiers_keys_are_taken_and_their_misuse_refused)
 	}
 }
 
+/*
+ * How long the second tier may say nothing while reads wait on it
+ * (shard.l2.op_timeout_ms): 10 s unless given; under a second, over ten
+ * minutes or not a number refused, naming the key.
+ */
+Test(config, the_second_tiers_op_timeout_is_taken_and_bounded)
+{
+	static const char *const from[] = {
+		"batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 256;"};
+	static const struct {
+		const char *line, *want; /* want NULL: loads */
+		uint32_t ms;
+	} c[] = {
+		{"", NULL, 10000},
+		{"op_timeout_ms = 2000;", NULL, 2000},
+		{"op_timeout_ms = 999;", "l2.op_timeout_ms: 999 is out of range 1000..600000", 0},
+		{"op_timeout_ms = 600001;", "l2.op_timeout_ms: 600001 is out of range", 0},
+		{"op_timeout_ms = \"5s\";", "l2.op_timeout_ms", 0},
+	};
+	char to0[400];
+	const char *to[1] = {to0};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		int rc;
+
+		snprintf(to0, sizeof(to0), "batch_timeout_ms = 1000; l2 = { dir = \"/tmp/kvss_cfg_l2\"; "
+			 "capacity_tokens = [100000]; %s };\n    caches = ( { id = 0; "
+			 "bytes_per_token = 256;", c[i].line);
+		rc = draft_variant(from, to, 1);
+		if (c[i].want == NULL) {
+			cr_assert_eq(rc, 0, "case %u: %s", i, err);
+			cr_assert_eq(cfg.local[0].l2.op_timeout_ms, c[i].ms, "case %u", i);
+		} else {
+			cr_assert_neq(rc, 0, "case %u loaded", i);
+			cr_assert(strstr(err, c[i].want) != NULL, "case %u: %s", i, err);
+		}
+	}
+}
+
 struct bad {
 	char text[512];
 	char want[128]; /* what the message must contain */

@@ -87,6 +87,7 @@ load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg
 				cfg->shard.l2.old_key_file);
 	GET_INT(c, l2, "column", 1, 4096, 64, false, cfg->shard.l2.column);
 	GET_INT(c, l2, "queue_depth", 1, 4096, 64, false, cfg->shard.l2.queue_depth);
+	GET_INT(c, l2, "op_timeout_ms", 1000, 600000, 10000, false, cfg->shard.l2.op_timeout_ms);
 	if (cfg_get_u64_array(c, l2, "capacity_tokens", n, 1, 1ull << 40, cfg->shard.l2.capacity_tokens) != 0)
 		return -1;
 	for (i = 0; i < n; i++) {

@@ -163,6 +163,10 @@ struct kvss_config {
 			char path[KVSS_PATH_MAX];
 			uint32_t column;	/* tokens of a whole column (the driver's) */
 			uint32_t queue_depth;	/* operations in flight at most */
+			/* shard.l2.op_timeout_ms: how long the disk may answer
+			 * nothing while reads wait on it before it counts as
+			 * hung (a busy machine's disk is slow, not hung). */
+			uint32_t op_timeout_ms;
 			uint64_t capacity_tokens[KVSTORE_MAX_CACHES];
 			/* shard.l2.format: format the path even when it holds
 			 * something else (another shard's file, a file system):

@@ -18,6 +18,9 @@
  * core taken away) does not count against what waits in it.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_mbuf.h>
@@ -476,38 +479,73 @@ lost_by_later_data(uint64_t b, uint64_t allow)
  * requests takes under a minute. */
 #define SHARD_UP_READ_CAP_MS 120000u
 
+/* Said once a second at most: a hung tier cuts many batches. */
+static void
+say_cut(uint64_t b, const struct shard_level *lv, uint64_t since, bool capped)
+{
+	static __thread uint64_t said;
+	uint64_t now = rte_get_tsc_cycles(), ms = kvss_me->st->hz / 1000;
+
+	if (said != 0 && now - said < kvss_me->st->hz)
+		return;
+	said = now;
+	if (capped)
+		fprintf(stderr,
+			"kvss: shard %u of model %u: batch %" PRIu64 "'s reads at the %s thread still out "
+			"%" PRIu64 " ms after it ran, past %s plus two minutes: not waited for, their tokens lost\n",
+			(unsigned int)kvss_me->cfg->id, (unsigned int)kvss_me->cfg->model, b,
+			lv->ops->thread, (now - since) / ms, lv->ops->timeout_key);
+	else
+		fprintf(stderr,
+			"kvss: shard %u of model %u: batch %" PRIu64 "'s reads at the %s thread not waited for: "
+			"it answered no read or write for %" PRIu64 " ms (the batch timeout plus %s = %u); "
+			"their tokens lost\n",
+			(unsigned int)kvss_me->cfg->id, (unsigned int)kvss_me->cfg->model, b,
+			lv->ops->thread, (now - since) / ms, lv->ops->timeout_key, lv->silent_ms);
+}
+
 /*
  * Is a read of up batch @p b (run at @p from) not coming: a level it still
- * has reads at silent for @p limit since @p from or that level's last
- * answer, whichever is later; or @p cap passed since @p from?
+ * has reads at silent for @p limit (the batch timeout) plus its own
+ * silence limit (level.h, silent_ms) since @p from or that level's last
+ * answer, whichever is later; or two minutes past that since @p from?
  */
 static bool
-up_read_dead(uint64_t b, uint64_t from, uint64_t limit, uint64_t cap)
+up_read_dead(uint64_t b, uint64_t from, uint64_t limit)
 {
 	struct shard_state *s = kvss_me->st;
 	unsigned int k;
 
-	if (looked_past(from, cap))
-		return true;
-	/*
-	 * The level's silence by its own clock (level.h): a level worker
-	 * starved of its core is late, not silent. Counted from when it took
-	 * the batch's reads (as the ingest lcore first saw): reads given to a
-	 * worker that was not running wait on its lateness too.
-	 */
 	for (k = 0; k < SHARD_LEVELS; k++) {
 		const struct shard_level *lv = shard_level_of(kvss_me, (enum shard_level_kind)k);
 		uint64_t *took = &s->up_took[b % 256][k];
+		uint64_t lim, since;
 
 		if (s->up_reads_at[b % 256][k] == 0 || lv == NULL)
 			continue;
+		lim = limit + ms_cycles(RTE_MAX(lv->silent_ms, 1000u));
+		if (looked_past(from, lim + ms_cycles(SHARD_UP_READ_CAP_MS))) {
+			say_cut(b, lv, from, true);
+			return true;
+		}
+		/*
+		 * The level's silence by its own clock (level.h): a level worker
+		 * starved of its core is late, not silent. Counted from when it
+		 * took the batch's reads (as the ingest lcore first saw): reads
+		 * given to a worker that was not running wait on its lateness too.
+		 */
 		if (*took == 0) {
 			if (__atomic_load_n(&lv->taken, __ATOMIC_ACQUIRE) < s->up_need[b % 256][k])
 				continue; /* not taken yet */
 			*took = rte_get_tsc_cycles(); /* no earlier than the take */
 		}
-		if (shard_level_silent(lv, *took > from ? *took : from, limit))
+		since = *took > from ? *took : from;
+		if (shard_level_silent(lv, since, lim)) {
+			uint64_t answered = __atomic_load_n(&lv->answered, __ATOMIC_ACQUIRE);
+
+			say_cut(b, lv, answered > since ? answered : since, false);
 			return true;
+		}
 	}
 	return false;
 }
@@ -517,12 +555,6 @@ shard_expire_batches(struct kvss_lcore_stats *st)
 {
 	const struct shard_state *s = kvss_me->st;
 	uint64_t b, limit = ms_cycles(kvss_me->cfg->batch_timeout_ms);
-	/* A tier silent that long is not answering: a hung disk, a cluster
-	 * past its op timeout (at least a second). */
-	uint64_t up_limit = limit + ms_cycles(RTE_MAX(kvss.cfg.shared.op_timeout_ms, 1000u));
-	/* However busy a level is, a read out this long is not coming (one
-	 * read lost in a tier that answers the others). */
-	uint64_t up_cap = up_limit + ms_cycles(SHARD_UP_READ_CAP_MS);
 	uint64_t allow = ms_cycles(RTE_MIN(SHARD_REORDER_MS, kvss_me->cfg->batch_timeout_ms));
 	static __thread struct shard_batcher lost;
 	int any = 0;
@@ -548,11 +580,12 @@ shard_expire_batches(struct kvss_lcore_stats *st)
 			 * Its reads wait in the level's queue behind others, so
 			 * a read still out is waited for while its level answers
 			 * (a slow or busy disk: late, but coming); once a level
-			 * it still has reads at has said nothing for up_limit
-			 * since the batch ran, or a read is out SHARD_UP_READ_CAP_MS
-			 * past that, it is not waited for.
+			 * it still has reads at has said nothing for the batch
+			 * timeout plus the level's own limit (its op timeout)
+			 * since the batch ran, or a read is out
+			 * SHARD_UP_READ_CAP_MS past that, it is not waited for.
 			 */
-			if (s->up_reads[b % 256] > 0 && !up_read_dead(b, from, up_limit, up_cap))
+			if (s->up_reads[b % 256] > 0 && !up_read_dead(b, from, limit))
 				break;
 			if (s->up_reads[b % 256] > 0) {
 				st->up_batches_cut++; /* its late reads' bytes are refused */

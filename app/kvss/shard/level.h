@@ -132,6 +132,7 @@ struct shard_level;
 struct shard_level_ops {
 	const char *thread;  /* the worker's name */
 	const char *prefix;  /* its counters' keys start so ("disk_") */
+	const char *timeout_key; /* the configuration key of its silence limit */
 	/**
 	 * Connect or open what the level stores in; -1: @p err says why
 	 * (naming its key); -2: a bad configuration (a key file), @p err
@@ -178,6 +179,15 @@ struct shard_level {
 	 */
 	uint64_t looked;
 	uint64_t answered;
+	/*
+	 * How long the level may answer nothing while reads wait on it, by
+	 * its own clock, before the batches waiting on it stop waiting (their
+	 * reads' tokens lost), beyond the batch timeout: its backend's op
+	 * timeout (shard.l2.op_timeout_ms, shared.op_timeout_ms; at least
+	 * 1 s), set at open. A disk on a busy machine was seen to answer
+	 * nothing for 6 s and then go on (docs/results.md, "Load alone").
+	 */
+	uint32_t silent_ms;
 	/* Requests given (the ingest lcore's count) and taken by the worker
 	 * (its count, published): a read given but not yet taken waits on the
 	 * worker's lateness, and a level is never silent about it. */

@@ -243,6 +243,9 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 		return -1;
 	}
 	lv->be = b;
+	/* A disk that answers nothing this long while reads wait on it is
+	 * hung; shorter stalls are a busy machine's (level.h, silent_ms). */
+	lv->silent_ms = lv->shard->cfg->l2.op_timeout_ms;
 	return 0;
 }
 
@@ -299,6 +302,7 @@ counters(const struct shard_level *lv, struct level_counter *c)
 const struct shard_level_ops level_disk_ops = {
 	.thread = "kvss-tier",
 	.prefix = "disk_",
+	.timeout_key = "shard.l2.op_timeout_ms",
 	.open = open_disk,
 	.start = start,
 	.poll = poll_disk,

@@ -454,6 +454,9 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 		return -1;
 	}
 	lv->be = sh;
+	/* Every cluster operation is bounded by the op timeout: a level that
+	 * says nothing for that long is past it (level.h, silent_ms). */
+	lv->silent_ms = c->op_timeout_ms;
 	/* The keys before the cluster: a bad key file stops the shard at once,
 	 * with no cluster waited for on a configuration that cannot run. */
 	if (level_keys_load("shared", c->key_file, c->old_key_file, &sh->ring, err, errlen) != 0) {
@@ -527,6 +530,7 @@ counters(const struct shard_level *lv, struct level_counter *c)
 const struct shard_level_ops level_shared_ops = {
 	.thread = "kvss-shared",
 	.prefix = "shared_",
+	.timeout_key = "shared.op_timeout_ms",
 	.open = open_shared,
 	.start = start,
 	.poll = poll_shared,
