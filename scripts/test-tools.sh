@@ -63,8 +63,8 @@ plan_bad() { # NAME EXPECTED SED
 }
 plan_bad "token_upper" ":41: jobs.[0].token_upper: unknown key (did you mean tokens_upper?)" \
 	's/tokens_upper/token_upper/'
-plan_bad "keep_ration" ":44: policy.keep_ration: unknown key (did you mean keep_ratio?)" \
+plan_bad "keep_ration" ":48: policy.keep_ration: unknown key (did you mean keep_ratio?)" \
 	's/keep_ratio/keep_ration/'
-plan_bad "polcy" ":44: polcy: unknown key (did you mean policy?)" 's/^policy/polcy/'
-plan_bad "kidn" ":44: policy.kidn: unknown key (did you mean kind?)" 's/kind = "fair"/kidn = "equal"/'
+plan_bad "polcy" ":48: polcy: unknown key (did you mean policy?)" 's/^policy/polcy/'
+plan_bad "kidn" ":48: policy.kidn: unknown key (did you mean kind?)" 's/kind = "fair"/kidn = "equal"/'
 check_summary "tools"

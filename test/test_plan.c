@@ -256,6 +256,27 @@ static struct bad bads[] = {
 	 "policy.keep_ratio: must be true or false"},
 	{ONE_NODE "jobs = ( " JOB("j", "") " );\npolicy = \"fair\";\n",
 	 "policy: want a group { ... }, not a value"},
+	/* A job's organizations: named once, at least a token guaranteed, a cap not under it. */
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 5; }, { name = \"a\"; tokens = 6; } );")
+	 " );\n", "jobs.[0].orgs.[1].name: organization 'a' appears twice in job 'j'"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 0; } );") " );\n",
+	 "jobs.[0].orgs.[0].tokens: 0 is out of range"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = -3; } );") " );\n",
+	 "jobs.[0].orgs.[0].tokens: -3 is out of range"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 2.5; } );") " );\n",
+	 "jobs.[0].orgs.[0].tokens: 2.5 is not a whole number"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; } );") " );\n",
+	 "jobs.[0].orgs.[0].tokens"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 10; cap_tokens = 9; } );") " );\n",
+	 "jobs.[0].orgs.[0].cap_tokens: 9 is below its tokens (10)"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 10; cap = 20; } );") " );\n",
+	 "jobs.[0].orgs.[0].cap: unknown key"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\\\"; x\"; tokens = 10; } );") " );\n",
+	 "jobs.[0].orgs.[0].name: 'a\"; x' is not a name"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = { name = \"a\"; tokens = 10; };") " );\n",
+	 "jobs.[0].orgs: want a list of at most 64 organizations"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( 5 );") " );\n",
+	 "jobs.[0].orgs: element 0: want a group"},
 };
 
 ParameterizedTestParameters(plan, a_bad_cluster_names_its_key)
@@ -474,4 +495,148 @@ Test(plan, strict_makes_a_node_that_cannot_hold_its_grants_an_error)
 	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --policy ratio --strict >/dev/null 2>&1", file);
 	cr_assert_eq(system(cmd), 0, "ratios share the node: it fits");
 	unlink(file);
+}
+
+/*
+ * The driver's fraction for a count of tokens, worked by hand: a share is
+ * the least six-decimal fraction whose tokens (rounded down, as the driver
+ * makes them) reach the guarantee; a cap the most whose tokens stay within.
+ */
+Test(plan, a_guarantee_becomes_the_least_share_that_gives_it)
+{
+	cr_assert_float_eq(plan_fraction(1, 3, true), 0.333334, 1e-12); /* 0.333333 x 3 = 0.99.. */
+	cr_assert_float_eq(plan_fraction(2, 3, false), 0.999999, 1e-12); /* any f < 1: 2 of 3 */
+	cr_assert_float_eq(plan_fraction(500000, 1000000, true), 0.5, 1e-12);
+	cr_assert_float_eq(plan_fraction(500000, 1000000, false), 0.5, 1e-12);
+	cr_assert_float_eq(plan_fraction(7, 5, true), 1, 1e-12); /* does not fit: 1, seen by its tokens */
+	cr_assert_float_eq(plan_fraction(1, 0, true), 1, 1e-12);
+}
+
+/*
+ * A job's organizations on a plan whose usable tokens are not round: each
+ * share gives at least its guarantee and one step less would not; each cap
+ * at most its tokens and one step more would pass them; no cap is 1; the
+ * sums are the guarantees'.
+ */
+Test(plan, organizations_get_the_drivers_shares_of_what_the_job_can_use)
+{
+	uint16_t k;
+
+	cr_assert_eq(load(ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"acme\"; tokens = 7001; "
+						    "cap_tokens = 12345; }, { name = \"initech\"; tokens = 333; } );")
+			  " );\npolicy = { kind = \"fair\"; discount = 0.13; round_tokens = 1; };\n"),
+		     0, "%s", err);
+	run();
+	cr_assert_eq(c.job[0].norgs, 2);
+	cr_assert_gt(r.job[0].usable, 12345);
+	for (k = 0; k < 2; k++) {
+		const struct plan_org *o = &c.job[0].org[k];
+		const struct plan_org_result *x = &r.job[0].org[k];
+		double u = (double)r.job[0].usable;
+
+		cr_assert_geq((uint64_t)(x->share * u), o->tokens, "%s: share %.6f", o->name, x->share);
+		cr_assert_lt((uint64_t)((x->share - 1e-6) * u), o->tokens, "%s: not the least", o->name);
+		cr_assert_eq(x->share_tokens, (uint64_t)(x->share * u));
+		if (o->cap_tokens) {
+			cr_assert_leq((uint64_t)(x->cap * u), o->cap_tokens, "%s: cap %.6f", o->name, x->cap);
+			cr_assert_gt((uint64_t)((x->cap + 1e-6) * u), o->cap_tokens, "%s: not the most", o->name);
+		} else {
+			cr_assert_float_eq(x->cap, 1, 1e-12);
+		}
+	}
+	cr_assert_eq(r.job[0].org_tokens, 7001 + 333);
+	cr_assert_float_eq(r.job[0].org_share_sum, r.job[0].org[0].share + r.job[0].org[1].share, 1e-12);
+	cr_assert(!r.job[0].orgs_over);
+}
+
+/*
+ * Guarantees past what the job can use: an error (exit 1) naming the job,
+ * the tokens and jobs.orgs, before any configuration is written; --json
+ * says the organizations do not fit.
+ */
+Test(plan, guarantees_past_what_the_job_can_use_are_an_error)
+{
+	char file[64], cmd[512], dir[64], out[4096];
+	size_t n;
+	FILE *p;
+	int st;
+
+	write_cluster(file, sizeof(file), "orgs_over",
+		      ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 15000; }, "
+						  "{ name = \"b\"; tokens = 10000; } );")
+			       " );\npolicy = { kind = \"fair\"; discount = 0.0; };\n");
+	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_orgs_over_%d.d", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config %s 2>&1", file, dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	cr_assert_eq(WEXITSTATUS(st), 1, "exit %d\n%s", WEXITSTATUS(st), out);
+	cr_assert_not_null(strstr(out, "kvss-plan: job j: its organizations are guaranteed 25000 tokens"),
+			   "%s", out);
+	cr_assert_not_null(strstr(out, "(jobs.orgs)"), "%s", out);
+	cr_assert_not_null(strstr(out, "MORE THAN THE JOB CAN USE"), "%s", out);
+	cr_assert_neq(access(dir, F_OK), 0, "%s was made", dir);
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --json 2>/dev/null | python3 -c 'import json, sys; "
+		 "j = json.load(sys.stdin)[\"jobs\"][0]; "
+		 "sys.exit(0 if j[\"orgs_fit\"] is False and j[\"org_tokens\"] == 25000 else 1)'", file);
+	cr_assert_eq(system(cmd), 0, "--json: orgs_fit false, org_tokens 25000");
+	unlink(file);
+}
+
+/*
+ * What --emit-config writes for the organizations is what a driver loads:
+ * spliced into the all-in-one example's driver section, kvss's own
+ * configuration reader takes it, with the plan's shares and caps.
+ */
+Test(plan, emitted_organizations_load_in_a_kvss_driver)
+{
+	char cmd[512], dir[64], f[128], cfgf[128], kerr[512], line[256];
+	static struct kvss_config kc;
+	FILE *in, *orgs, *out;
+
+	write_cluster(f, sizeof(f), "orgs_emit",
+		      ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"acme\"; tokens = 4000; "
+						  "cap_tokens = 9000; }, { name = \"initech\"; tokens = 333; } );")
+			       " );\npolicy = { kind = \"fair\"; discount = 0.13; round_tokens = 1; };\n");
+	cr_assert_eq(load(ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"acme\"; tokens = 4000; "
+						    "cap_tokens = 9000; }, { name = \"initech\"; tokens = 333; } );")
+			  " );\npolicy = { kind = \"fair\"; discount = 0.13; round_tokens = 1; };\n"),
+		     0, "%s", err);
+	run();
+	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_orgs_emit_%d.d", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config %s >/dev/null", f, dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s/j-orgs.cfg", dir);
+	orgs = fopen(cmd, "r");
+	cr_assert_not_null(orgs, "%s not written", cmd);
+	in = fopen("config/all-in-one.cfg", "r");
+	cr_assert_not_null(in);
+	snprintf(cfgf, sizeof(cfgf), "/tmp/kvss_plan_orgs_driver_%d.cfg", (int)getpid());
+	out = fopen(cfgf, "w");
+	cr_assert_not_null(out);
+	while (fgets(line, sizeof(line), in) != NULL) {
+		fputs(line, out);
+		if (strcmp(line, "driver = {\n") == 0) {
+			char l2[256];
+
+			while (fgets(l2, sizeof(l2), orgs) != NULL)
+				fputs(l2, out);
+		}
+	}
+	fclose(in);
+	fclose(orgs);
+	fclose(out);
+	cr_assert_eq(kvss_config_load(cfgf, &kc, kerr, sizeof(kerr)), 0, "%s", kerr);
+	cr_assert_eq(kc.driver.num_orgs, 2);
+	cr_assert_str_eq(kc.driver.org[0].name, "acme");
+	cr_assert_float_eq(kc.driver.org[0].dram_share, r.job[0].org[0].share, 1e-9);
+	cr_assert_float_eq(kc.driver.org[0].dram_cap, r.job[0].org[0].cap, 1e-9);
+	cr_assert_float_eq(kc.driver.org[1].dram_share, r.job[0].org[1].share, 1e-9);
+	cr_assert_float_eq(kc.driver.org[1].dram_cap, 1, 1e-9);
+	unlink(cfgf);
+	unlink(f);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
 }

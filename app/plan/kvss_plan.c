@@ -6,7 +6,8 @@
  *   --no-keep-ratio                   shards of a job do not scale together
  *   --discount D                      budgets x (1 - D) (default: the file's, else 0.2)
  *   --strict                          a node whose grants do not fit is an error (exit 1)
- *   --emit-config DIR                 write each shard's kvss config (capacity per cache)
+ *   --emit-config DIR                 write each shard's kvss config (capacity per cache),
+ *                                     and each job's organizations' shares (JOB-orgs.cfg)
  *   --compare                         the design's three numbers: an ideal unsharded
  *                                     pool, perfect proportional sharding, and equal
  *                                     memory per shard (no discount); exit 1 when a
@@ -37,6 +38,59 @@ usage(FILE *f)
 	fprintf(f, "usage: kvss-plan CLUSTER.cfg [--policy equal|exact|fair|ratio] [--no-keep-ratio]\n"
 		   "                 [--discount D] [--strict] [--emit-config DIR] [--compare] [--json]\n"
 		   "       kvss-plan --version\n");
+}
+
+/* The driver's lines for job @p j's organizations (driver.orgs), to @p f. */
+static void
+orgs_lines(FILE *f, const struct plan_cluster *c, const struct plan_result *r, uint16_t j,
+	   const char *indent)
+{
+	uint16_t k;
+
+	fprintf(f, "%sorgs = (\n", indent);
+	for (k = 0; k < c->job[j].norgs; k++)
+		fprintf(f, "%s  { name = \"%s\"; dram_share = %.6f; dram_cap = %.6f; }%s\n", indent,
+			c->job[j].org[k].name, r->job[j].org[k].share, r->job[j].org[k].cap,
+			k + 1 < c->job[j].norgs ? "," : "");
+	fprintf(f, "%s);\n", indent);
+}
+
+/*
+ * Job @p j's organizations: each guarantee and cap in tokens and as the
+ * driver's fractions, what the driver makes of them, and its lines.
+ */
+static void
+print_orgs(const struct plan_cluster *c, const struct plan_result *r, uint16_t j)
+{
+	const struct plan_job_result *jr = &r->job[j];
+	uint16_t k;
+
+	if (c->job[j].norgs == 0)
+		return;
+	printf("job %s: its organizations' DRAM, of the %" PRIu64 " tokens it can use "
+	       "(guaranteed: never evicted for another's sake; the rest lent):\n",
+	       c->job[j].name, jr->usable);
+	printf("  %-16s %14s %10s %14s %14s %10s %14s\n", "organization", "guaranteed", "share",
+	       "= tokens", "cap", "cap share", "= tokens");
+	for (k = 0; k < c->job[j].norgs; k++) {
+		const struct plan_org *o = &c->job[j].org[k];
+		const struct plan_org_result *x = &jr->org[k];
+		char cap[24];
+
+		if (o->cap_tokens)
+			snprintf(cap, sizeof(cap), "%" PRIu64, o->cap_tokens);
+		else
+			snprintf(cap, sizeof(cap), "none");
+		printf("  %-16s %14" PRIu64 " %10.6f %14" PRIu64 " %14s %10.6f %14" PRIu64 "\n", o->name,
+		       o->tokens, x->share, x->share_tokens, cap, x->cap, x->cap_tokens);
+	}
+	printf("  guaranteed %" PRIu64 " of %" PRIu64 " tokens (shares sum to %.6f)%s\n",
+	       jr->org_tokens, jr->usable, jr->org_share_sum,
+	       jr->orgs_over ? ": MORE THAN THE JOB CAN USE" : "");
+	if (!jr->orgs_over) {
+		printf("  in its driver's configuration (driver = { ... }):\n");
+		orgs_lines(stdout, c, r, j, "    ");
+	}
 }
 
 static void
@@ -74,6 +128,8 @@ print_plan(const struct plan_cluster *c, const struct plan_result *r)
 			printf("%.1f GB of it not allocated", (double)jr->left / GB);
 		printf("%s\n", jr->below_lower ? "; BELOW tokens_lower" : "");
 	}
+	for (j = 0; j < c->njobs; j++)
+		print_orgs(c, r, j);
 	for (k = 0; k < c->nnodes; k++) {
 		uint64_t av = c->node[k].ram - c->node[k].reserved;
 
@@ -97,6 +153,14 @@ json_str(const char *s)
 			putchar(*s);
 	}
 	putchar('"');
+}
+
+/* A job's organizations in its JSON object: their sums, then the list's opening. */
+static void
+json_orgs_begin(const struct plan_job_result *jr)
+{
+	printf(", \"org_tokens\": %" PRIu64 ", \"org_share_sum\": %.6f, \"orgs_fit\": %s, \"orgs\": [",
+	       jr->org_tokens, jr->org_share_sum, jr->orgs_over ? "false" : "true");
 }
 
 /* --json: the plan as one object; bytes and tokens as numbers (below 2^53). */
@@ -134,9 +198,25 @@ print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
 		printf(", \"usable_tokens\": %" PRIu64 ", \"ideal_tokens\": %" PRIu64
 		       ", \"ratio\": %.6f, \"budget\": %" PRIu64 ", \"bytes\": %" PRIu64
 		       ", \"used\": %" PRIu64 ", \"wasted\": %" PRIu64 ", \"left\": %" PRIu64
-		       ", \"over\": %" PRIu64 ", \"below_tokens_lower\": %s}",
+		       ", \"over\": %" PRIu64 ", \"below_tokens_lower\": %s",
 		       jr->usable, jr->ideal, jr->ratio, jr->budget, jr->bytes, jr->used, jr->wasted,
 		       jr->left, jr->over, jr->below_lower ? "true" : "false");
+		if (c->job[j].norgs > 0) {
+			uint16_t o;
+
+			json_orgs_begin(jr);
+			for (o = 0; o < c->job[j].norgs; o++) {
+				printf("%s{\"name\": ", o ? ", " : "");
+				json_str(c->job[j].org[o].name);
+				printf(", \"tokens\": %" PRIu64 ", \"cap_tokens\": %" PRIu64
+				       ", \"dram_share\": %.6f, \"dram_cap\": %.6f, \"share_tokens\": %" PRIu64
+				       ", \"cap_share_tokens\": %" PRIu64 "}",
+				       c->job[j].org[o].tokens, c->job[j].org[o].cap_tokens, jr->org[o].share,
+				       jr->org[o].cap, jr->org[o].share_tokens, jr->org[o].cap_tokens);
+			}
+			printf("]");
+		}
+		printf("}");
 	}
 	printf("], \"nodes\": [");
 	for (k = 0; k < c->nnodes; k++) {
@@ -233,6 +313,35 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 			close(dfd);
 			return -1;
 		}
+	}
+	for (g = 0; g < c->njobs; g++) {
+		char path[512];
+		FILE *f;
+		int fd;
+
+		if (c->job[g].norgs == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s-orgs.cfg", c->job[g].name);
+		fd = openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		f = fd < 0 ? NULL : fdopen(fd, "w");
+		if (f == NULL) {
+			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			close(dfd);
+			return -1;
+		}
+		fprintf(f, "# kvss-plan: job %s's organizations, for its driver's configuration\n"
+			   "# (inside driver = { ... }): DRAM shares and caps of the %" PRIu64 " tokens\n"
+			   "# the job can use (its smallest shard), each guarantee rounded up.\n",
+			c->job[g].name, r->job[g].usable);
+		orgs_lines(f, c, r, (uint16_t)g, "");
+		if (ferror(f) | fclose(f)) {
+			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+			close(dfd);
+			return -1;
+		}
+		printf("kvss-plan: job %s's organizations in %s/%s\n", c->job[g].name, dir, path);
 	}
 	close(dfd);
 	printf("kvss-plan: %u shard configurations in %s\n", r->ngrants, dir);
@@ -406,6 +515,14 @@ main(int argc, char **argv)
 					(double)c.job[j].base_mem / GB);
 		return 1;
 	}
+	for (uint16_t j = 0; j < c.njobs; j++)
+		if (r.job[j].orgs_over) {
+			fprintf(stderr, "kvss-plan: job %s: its organizations are guaranteed %" PRIu64
+					" tokens (shares summing to %.6f), more than the %" PRIu64 " it can "
+					"use: give the job more memory or its organizations less (jobs.orgs)\n",
+				c.job[j].name, r.job[j].org_tokens, r.job[j].org_share_sum, r.job[j].usable);
+			return 1;
+		}
 	if (r.overcommitted && strict) {
 		fprintf(stderr, "kvss-plan: %u node(s) cannot hold their grants (--strict)\n",
 			r.overcommitted);

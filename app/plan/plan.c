@@ -263,6 +263,66 @@ job_account(const struct plan_cluster *c, struct plan_result *r, uint16_t ji, ui
 	jr->below_lower = jr->usable < j->tokens_lower;
 }
 
+/* @p f as the driver reads it back from its six decimals. */
+static double
+six_decimals(double f)
+{
+	char t[32];
+
+	snprintf(t, sizeof(t), "%.6f", f);
+	return strtod(t, NULL);
+}
+
+double
+plan_fraction(uint64_t tokens, uint64_t usable, bool up)
+{
+	double f;
+
+	if (usable == 0)
+		return up ? 1 : 0;
+	if (tokens >= usable)
+		return 1;
+	f = six_decimals((double)tokens / (double)usable);
+	if (up) {
+		while (f < 1 && (uint64_t)(f * (double)usable) < tokens)
+			f = six_decimals(f + 1e-6);
+		while (f > 1e-6 && (uint64_t)(six_decimals(f - 1e-6) * (double)usable) >= tokens)
+			f = six_decimals(f - 1e-6);
+	} else {
+		while (f > 0 && (uint64_t)(f * (double)usable) > tokens)
+			f = six_decimals(f - 1e-6);
+		while (f < 1 && (uint64_t)(six_decimals(f + 1e-6) * (double)usable) <= tokens)
+			f = six_decimals(f + 1e-6);
+	}
+	return f < 0 ? 0 : f > 1 ? 1 : f;
+}
+
+/*
+ * The job's organizations (plan_cluster.h, plan_org): each guarantee and
+ * cap as the driver's fractions of what the job can use, and whether the
+ * guarantees fit it.
+ */
+static void
+job_orgs(const struct plan_job *j, struct plan_job_result *jr)
+{
+	uint16_t k;
+
+	for (k = 0; k < j->norgs; k++) {
+		const struct plan_org *o = &j->org[k];
+		struct plan_org_result *x = &jr->org[k];
+
+		x->share = plan_fraction(o->tokens, jr->usable, true);
+		x->cap = o->cap_tokens ? plan_fraction(o->cap_tokens, jr->usable, false) : 1;
+		if (x->cap < x->share)
+			x->cap = x->share;
+		x->share_tokens = (uint64_t)(x->share * (double)jr->usable);
+		x->cap_tokens = (uint64_t)(x->cap * (double)jr->usable);
+		jr->org_tokens += o->tokens;
+		jr->org_share_sum += x->share;
+	}
+	jr->orgs_over = j->norgs > 0 && (jr->org_tokens > jr->usable || jr->org_share_sum > 1 + 1e-9);
+}
+
 int
 plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t errlen)
 {
@@ -281,6 +341,7 @@ plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t 
 		if (job_grants(c, r, ji, pairs_on, &jn, err, errlen) != 0)
 			return -1;
 		job_account(c, r, ji, first);
+		job_orgs(&c->job[ji], &r->job[ji]);
 	}
 	for (k = 0; k < c->nnodes; k++)
 		if (r->node_bytes[k] > avail(c, k))

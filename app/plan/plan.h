@@ -45,6 +45,19 @@ struct plan_grant {
 	uint64_t over;	  /* bytes - budget when positive: the base alone does not fit */
 };
 
+/*
+ * An organization's guarantee and cap as the driver takes them
+ * (driver.orgs: dram_share, dram_cap), fractions of the job's usable tokens
+ * written with six decimals: the share the least such fraction whose tokens
+ * (the driver's: the fraction times the capacity, rounded down) reach the
+ * guarantee, the cap the most whose tokens stay within the cap (never below
+ * the share; 1 when there is none).
+ */
+struct plan_org_result {
+	double share, cap;
+	uint64_t share_tokens, cap_tokens; /* what the driver makes of them */
+};
+
 struct plan_job_result {
 	uint64_t usable;	/* the minimum over the job's shards */
 	uint64_t ideal;		/* the job's budget as one unsharded pool */
@@ -52,6 +65,10 @@ struct plan_job_result {
 	uint64_t budget, bytes, used, wasted, left, over; /* sums; bytes = used + wasted,
 							   * budget + over = bytes + left */
 	bool below_lower;
+	struct plan_org_result org[PLAN_MAX_ORGS];
+	uint64_t org_tokens;  /* the guarantees summed */
+	double org_share_sum; /* the shares summed: above 1, the driver refuses them */
+	bool orgs_over;	      /* the guarantees do not fit what the job can use */
 };
 
 struct plan_result {
@@ -67,5 +84,13 @@ struct plan_result {
 int plan_run(const struct plan_cluster *c, struct plan_result *r, char *err, size_t errlen);
 
 const char *plan_policy_name(enum plan_policy p);
+
+/**
+ * The six-decimal fraction of @p usable tokens the driver needs to give
+ * @p tokens: the least whose (uint64_t)(fraction x usable) reaches them
+ * (@p up), or the most whose tokens stay within them (!@p up). 1 at most
+ * when @p up and the tokens do not fit (the caller sees it by the tokens).
+ */
+double plan_fraction(uint64_t tokens, uint64_t usable, bool up);
 
 #endif

@@ -204,6 +204,46 @@ box_known(const struct plan_cluster *c, const char *box)
 	return false;
 }
 
+/*
+ * A job's orgs = ( { name; tokens; cap_tokens; }, ... ): each named once,
+ * a guarantee of at least a token, a cap (when given) no lower than it.
+ */
+static int
+load_orgs(struct ld *l, const config_setting_t *e, struct plan_job *j)
+{
+	const config_setting_t *os = member(l, e, "orgs");
+	int k, n;
+
+	if (os == NULL)
+		return 0;
+	if (!config_setting_is_list(os) || (n = config_setting_length(os)) > PLAN_MAX_ORGS)
+		return fail(l, e, "orgs", "want a list of at most %d organizations "
+				      "( { name; tokens; cap_tokens; } )", PLAN_MAX_ORGS);
+	for (k = 0; k < n; k++) {
+		const config_setting_t *o = config_setting_get_elem(os, (unsigned int)k);
+		struct plan_org *g = &j->org[k];
+		double tok, cap;
+
+		if (!config_setting_is_group(o))
+			return fail(l, e, "orgs", "element %d: want a group { name; tokens; cap_tokens; }", k);
+		if (get_name(l, o, "name", g->name) != 0 ||
+		    get_whole(l, o, "tokens", 1, 1e12, 0, true, &tok) != 0 ||
+		    get_whole(l, o, "cap_tokens", 0, 1e12, 0, false, &cap) != 0)
+			return -1;
+		for (int m = 0; m < k; m++)
+			if (strcmp(j->org[m].name, g->name) == 0)
+				return fail(l, o, "name", "organization '%s' appears twice in job '%s'",
+					    g->name, j->name);
+		if (cap != 0 && cap < tok)
+			return fail(l, o, "cap_tokens", "%g is below its tokens (%g): a cap under the "
+					      "guarantee", cap, tok);
+		g->tokens = (uint64_t)tok;
+		g->cap_tokens = (uint64_t)cap;
+		j->norgs = (uint16_t)(k + 1);
+	}
+	return 0;
+}
+
 static int
 load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 {
@@ -235,6 +275,8 @@ load_jobs(struct ld *l, const config_setting_t *root, struct plan_cluster *c)
 		    get_num(l, e, "ratio", 0.000001, 1e6, 1, false, &j->ratio) != 0)
 			return -1;
 		if (member(l, e, "model") != NULL && get_name(l, e, "model", j->model) != 0)
+			return -1;
+		if (load_orgs(l, e, j) != 0)
 			return -1;
 		if (lo > hi)
 			return fail(l, e, "tokens_lower", "%g is above tokens_upper (%g)", lo, hi);

@@ -16,6 +16,7 @@
 #define PLAN_MAX_SHARDS 256
 #define PLAN_MAX_JOBS 16
 #define PLAN_NAME 48
+#define PLAN_MAX_ORGS 64 /* as many as a driver's orgs (KVSS_MAX_ORGS) */
 
 enum plan_policy { PLAN_EQUAL, PLAN_EXACT, PLAN_FAIR, PLAN_RATIO };
 
@@ -32,6 +33,17 @@ struct plan_shard {
 	uint16_t node;	/* index into nodes */
 };
 
+/*
+ * An organization a job serves, with the tokens of DRAM it is guaranteed
+ * (its working set) and, optionally, at most: kvss-plan turns them into the
+ * driver's dram_share and dram_cap, fractions of what the job can use.
+ */
+struct plan_org {
+	char name[PLAN_NAME];
+	uint64_t tokens;     /* guaranteed */
+	uint64_t cap_tokens; /* at most; 0: no cap */
+};
+
 struct plan_job {
 	char name[PLAN_NAME];
 	char model[PLAN_NAME];
@@ -43,6 +55,8 @@ struct plan_job {
 	double ratio;			      /* PLAN_RATIO: priority */
 	uint64_t grant[PLAN_MAX_SHARDS];      /* PLAN_EXACT: tokens, per shard index */
 	bool has_grant[PLAN_MAX_SHARDS];
+	uint16_t norgs;
+	struct plan_org org[PLAN_MAX_ORGS];
 };
 
 struct plan_cluster {
