@@ -453,6 +453,7 @@ shard_start(uint32_t B)
 
 		kvss_me->cfg->l2.column = G;
 		kvss_me->cfg->l2.queue_depth = 64;
+		kvss_me->cfg->l2.op_timeout_ms = 10000; /* the configuration's default */
 		kvss_me->cfg->l2.capacity_tokens[0] = (uint64_t)L2_SLOTS * G;
 		unlink(kvss_me->cfg->l2.path);
 		if (shard_levels_open(kvss_me, err, sizeof(err)) != 0)

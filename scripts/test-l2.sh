@@ -376,6 +376,7 @@ fi
 mkdir -p "$slowdir/mnt/l2"
 mkcfg "$slowdir/slow.cfg" "$slowdir/mnt/l2" 'refill_policy = "io-only"; refill_timeout_ms = 60000;'
 sed 's/capacity_tokens = \[200000\]; }/capacity_tokens = [200000]; op_timeout_ms = 2000; }/' "$slowdir/slow.cfg" >"$slowdir/hung.cfg"
+check "hung disk: its configuration sets shard.l2.op_timeout_ms" grep -q "op_timeout_ms = 2000;" "$slowdir/hung.cfg"
 if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.throttle.read_iops_device"; then
 	slow_run "$tmp/slow.log"
 	rc=$?

@@ -640,3 +640,31 @@ Test(plan, emitted_organizations_load_in_a_kvss_driver)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/*
+ * Guarantees that fit in tokens, summing to exactly what the job can use,
+ * with shares that are not exact in six decimals: each rounded up, they
+ * sum past 1, which the driver would refuse; the plan says they do not
+ * fit. One token less for one of them and they do.
+ */
+Test(plan, guarantees_that_fit_only_before_rounding_do_not_fit)
+{
+	uint64_t u;
+
+	cr_assert_eq(load(ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 1; }, "
+						    "{ name = \"b\"; tokens = 1; } );")
+			  " );\npolicy = { kind = \"fair\"; discount = 0.13; round_tokens = 1; };\n"),
+		     0, "%s", err);
+	run();
+	u = r.job[0].usable;
+	cr_assert_gt(u, 1000);
+	c.job[0].org[0].tokens = u / 3;
+	c.job[0].org[1].tokens = u - u / 3;
+	run();
+	cr_assert_eq(r.job[0].org_tokens, u);
+	cr_assert(r.job[0].org_share_sum > 1, "shares sum to %.9f", r.job[0].org_share_sum);
+	cr_assert(r.job[0].orgs_over, "the shares past 1 taken as fitting");
+	c.job[0].org[1].tokens -= u / 500; /* room for the rounding */
+	run();
+	cr_assert(!r.job[0].orgs_over, "shares %.9f", r.job[0].org_share_sum);
+}

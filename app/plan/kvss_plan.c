@@ -516,11 +516,19 @@ main(int argc, char **argv)
 		return 1;
 	}
 	for (uint16_t j = 0; j < c.njobs; j++)
-		if (r.job[j].orgs_over) {
+		if (r.job[j].orgs_over && r.job[j].org_tokens > r.job[j].usable) {
 			fprintf(stderr, "kvss-plan: job %s: its organizations are guaranteed %" PRIu64
 					" tokens (shares summing to %.6f), more than the %" PRIu64 " it can "
 					"use: give the job more memory or its organizations less (jobs.orgs)\n",
 				c.job[j].name, r.job[j].org_tokens, r.job[j].org_share_sum, r.job[j].usable);
+			return 1;
+		} else if (r.job[j].orgs_over) {
+			/* The tokens fit, but each share is rounded up to six decimals. */
+			fprintf(stderr, "kvss-plan: job %s: its organizations' %" PRIu64 " guaranteed tokens "
+					"fit the %" PRIu64 " it can use, but as the driver's shares (each "
+					"rounded up to six decimals so that it gives its guarantee) they sum to "
+					"%.6f, above the whole: guarantee less (jobs.orgs)\n",
+				c.job[j].name, r.job[j].org_tokens, r.job[j].usable, r.job[j].org_share_sum);
 			return 1;
 		}
 	if (r.overcommitted && strict) {

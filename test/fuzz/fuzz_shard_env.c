@@ -756,6 +756,7 @@ shard_config(void)
 	snprintf(c->l2.path, sizeof(c->l2.path), "%s/shard.l2", l2_dir);
 	c->l2.column = FZ_COLUMN;
 	c->l2.queue_depth = 8;
+	c->l2.op_timeout_ms = 10000; /* the configuration's default */
 	c->l2.capacity_tokens[0] = c->l2.capacity_tokens[1] = FZ_COLUMN * FZ_L2_SLOTS;
 	/* The shared level (fuzz_shard_rados.c stands in for the cluster): a
 	 * depth small enough to be reached, and the writes' backlog with it. */

@@ -501,7 +501,8 @@ say_cut(uint64_t b, const struct shard_level *lv, uint64_t since, bool capped)
 			"it answered no read or write for %" PRIu64 " ms (the batch timeout plus %s = %u); "
 			"their tokens lost\n",
 			(unsigned int)kvss_me->cfg->id, (unsigned int)kvss_me->cfg->model, b,
-			lv->ops->thread, (now - since) / ms, lv->ops->timeout_key, lv->silent_ms);
+			lv->ops->thread, (now - since) / ms, lv->ops->timeout_key,
+			RTE_MAX(lv->silent_ms, 1000u));
 }
 
 /*

@@ -185,7 +185,7 @@ struct shard_level {
 	 * reads' tokens lost), beyond the batch timeout: its backend's op
 	 * timeout (shard.l2.op_timeout_ms, shared.op_timeout_ms; at least
 	 * 1 s), set at open. A disk on a busy machine was seen to answer
-	 * nothing for 6 s and then go on (docs/results.md, "Load alone").
+	 * nothing for 6 s and then go on (docs/results.md, "A busy machine's disk").
 	 */
 	uint32_t silent_ms;
 	/* Requests given (the ingest lcore's count) and taken by the worker

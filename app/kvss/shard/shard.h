@@ -210,10 +210,10 @@ struct shard_state {
 	uint64_t batch_t[256]; /* when each open batch's EVICT ran, by batch_no % 256 */
 	uint8_t batch_up[256]; /* its bytes come from a tier (L2_UP, SH_UP), not EVICT_DATA */
 	/* Reads of each such batch still with the tier: its bytes come from them,
-	 * and the tier bounds each (shared.op_timeout_ms), so the batch waits for
-	 * them while the tier answers, and up to the batch timeout plus that
-	 * once it is silent (a hung disk); once none is out, what it misses is
-	 * lost. */
+	 * and the tier bounds each (its op timeout: level.h, silent_ms), so the
+	 * batch waits for them while the tier answers, and up to the batch
+	 * timeout plus that once it is silent (a hung disk); once none is out,
+	 * what it misses is lost. */
 	uint16_t up_reads[256];
 	uint64_t up_no[256]; /* the batch up_reads counts for (an answer after it was cut is not) */
 	/* Of them, those still out at each level (enum shard_level_kind): a
