@@ -15,6 +15,10 @@
 #   bench: ttft_p99_vs_best_baseline_R the adaptive p99 against the better of
 #                                      compute-only's and io-only's; ratio:
 #                                      adaptive / best (goal <= 1.05)
+#   bench: ttft_p50_split_vs_adaptive_R Cake's split (refill_policy "split")
+#                                      against adaptive; ratio: adaptive /
+#                                      split (above 1: the split is sooner)
+#   bench: ttft_p99_split_vs_adaptive_R the same at p99
 #
 # Every run must pass (exit 0, no wrong byte): a figure of a failing run
 # would not be the system's (exit 1).
@@ -47,13 +51,13 @@ run() {
 }
 
 for rate in 6940 69400 694000; do
-	for pol in compute-only io-only adaptive; do
+	for pol in compute-only io-only adaptive split; do
 		run $pol $rate
 	done
 	python3 - "$tmp" "$rate" <<'PY'
 import json, sys
 tmp, rate = sys.argv[1], sys.argv[2]
-j = {p: json.loads(open(f"{tmp}/{p}-{rate}.json").read()) for p in ("compute-only", "io-only", "adaptive")}
+j = {p: json.loads(open(f"{tmp}/{p}-{rate}.json").read()) for p in ("compute-only", "io-only", "adaptive", "split")}
 if any(v["verify_failures"] or v["exit_status"] for v in j.values()):
     sys.exit(f"bench-ttft: a run at {rate} tokens/s was not right")
 a, c, io = j["adaptive"], j["compute-only"], j["io-only"]
@@ -62,6 +66,11 @@ print(f"bench: ttft_p50_vs_compute_only_{rate} {a['ttft_p50_ms']:.2f} ms "
 best = min(c["ttft_p99_ms"], io["ttft_p99_ms"])
 print(f"bench: ttft_p99_vs_best_baseline_{rate} {a['ttft_p99_ms']:.2f} ms "
       f"(baseline {best:.2f} ms, ratio {a['ttft_p99_ms'] / max(best, 1e-3):.2f})")
+sp = j["split"]
+for q in ("p50", "p99"):
+    print(f"bench: ttft_{q}_split_vs_adaptive_{rate} {sp[f'ttft_{q}_ms']:.2f} ms "
+          f"(baseline {a[f'ttft_{q}_ms']:.2f} ms, ratio {a[f'ttft_{q}_ms'] / max(sp[f'ttft_{q}_ms'], 1e-3):.2f})")
+print(f"bench-ttft: {rate} tokens/s: split {sp['split_requests']} hits, fronts {sp['split_tokens']} tokens", file=sys.stderr)
 print(f"bench-ttft: {rate} tokens/s: hit ratio {a['hit_ratio']:.3f}, io-only p50 {io['ttft_p50_ms']:.2f} ms, "
       f"hit tokens computed by choice {a['recomputed_by_choice_tokens']}", file=sys.stderr)
 PY

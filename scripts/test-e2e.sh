@@ -153,10 +153,11 @@ fi
 # 1p. Time to first token and the refill policy: the same Poisson arrivals
 #     with the cache off (compute-only), every hit refilled (io-only) and the
 #     adaptive rule, at a prefill rate a refill beats (its hits taken) and at
-#     one no refill beats (every hit computed instead: the decision moved).
+#     one no refill beats (every hit computed instead: the decision moved);
+#     and Cake's split (refill_policy "split"), its hits' fronts computed.
 #     Then a trace that cannot be replayed at its times, refused naming its line.
 if want 1p; then
-	for run in compute-only:50000 io-only:50000 adaptive:50000 adaptive:1000000000; do
+	for run in compute-only:50000 io-only:50000 adaptive:50000 adaptive:1000000000 split:500000; do
 		pol=${run%%:*} rate=${run#*:} name=${run/:/-}
 		sed -e 's/^  generate = 200;$/&\n  arrivals = "poisson"; arrival_rate = 40.0; prefill_overhead_us = 1000;/' \
 			-e "s/^  policy = \"lru\";\$/&\n  recompute_tokens_per_s = $rate; refill_policy = \"$pol\";/" \
@@ -184,6 +185,12 @@ if want 1p; then
 	# line): the hits taken are those probes' alone.
 	check "ttft adaptive at 1e9 tokens/s: no refill beats computing, every hit but the probes computed instead" \
 		holds "$(field "$tmp/adaptive-1000000000.json" recomputed_by_choice_tokens) > 0 and $(field "$tmp/adaptive-1000000000.json" refills) == $(field "$tmp/adaptive-1000000000.json" refill_probes) and $(field "$tmp/adaptive-1000000000.json" hit_tokens) < 0.1 * $(field "$tmp/adaptive-1000000000.json" recomputed_by_choice_tokens)"
+	# Cake's split: hits split (their fronts computed while the rest
+	# refilled), every refilled byte right and in its slot (check_clean: no
+	# verify failure, no bad glue), a front shorter than the hits.
+	check "ttft split: hits split, their fronts part of the hits" \
+		holds "$(field "$tmp/split-500000.json" split_requests) > 0 and 0 < $(field "$tmp/split-500000.json" split_tokens) < $(field "$tmp/split-500000.json" hit_tokens)"
+	check "ttft split: the summary says so" grep -q "summary: split: [1-9][0-9]* hits split" "$tmp/split-500000.log"
 	# Determinism: the same seed and arrivals, the line fixed (refill_model
 	# "configured", 200 us + the link, where small hits lose to computing at
 	# 2M tokens/s and large ones win), one slot: twice the same decisions

@@ -1039,7 +1039,7 @@ Test(config, hostile_arrival_and_policy_values_are_refused_naming_the_key)
 		{"", "arrivals = \"Trace\";", ":9: wafer.arrivals: 'Trace' is not one of"},
 		{"", "arrivals = 1;", ":9: wafer.arrivals"},
 		{"refill_policy = \"never\";", "",
-		 ":3: driver.refill_policy: 'never' is not one of adaptive, io-only, compute-only"},
+		 ":3: driver.refill_policy: 'never' is not one of adaptive, io-only, compute-only, split"},
 		{"refill_policy = \"io_only\";", "", ":3: driver.refill_policy: 'io_only' is not one of"},
 		{"refill_policy = \"\";", "", ":3: driver.refill_policy"},
 		{"", "prefill_overhead_us = -1;", ":9: wafer.prefill_overhead_us: -1 is out of range"},
@@ -1080,6 +1080,26 @@ Test(config, hostile_arrival_and_policy_values_are_refused_naming_the_key)
  * adaptive, set for model 0 only, set in tokens per s or per us, set
  * before the policy is read.
  */
+/*
+ * "split" is adaptive (every model gets the rate) with Cake's split for
+ * the first model only: its prefill is the wafer's one compute, which a
+ * front takes; a draft's front would be neither refilled nor computed.
+ * The other policies split nothing.
+ * Catches: split not read, split for every model, split without the rate,
+ * split left on under adaptive.
+ */
+Test(config, the_split_policy_splits_the_first_models_hits_only)
+{
+	cr_assert_eq(ttft_cfg(2, "recompute_tokens_per_s = 2000000; refill_policy = \"split\";", ""), 0,
+		     "%s", err);
+	cr_assert_eq(cfg.driver.refill_policy, KVSS_POLICY_SPLIT);
+	cr_assert(cfg.driver.pc.model[0].split && !cfg.driver.pc.model[1].split);
+	cr_assert(cfg.driver.pc.model[0].recompute_tokens_per_ns == 2000000 / 1e9 &&
+		  cfg.driver.pc.model[1].recompute_tokens_per_ns == 2000000 / 1e9);
+	cr_assert_eq(ttft_cfg(2, "recompute_tokens_per_s = 2000000;", ""), 0, "%s", err);
+	cr_assert(!cfg.driver.pc.model[0].split && !cfg.driver.pc.model[1].split, "adaptive splits");
+}
+
 Test(config, the_adaptive_policy_gives_each_model_the_prefill_rate_per_ns)
 {
 	cr_assert_eq(ttft_cfg(2, "recompute_tokens_per_s = 2000000;", ""), 0, "%s", err);

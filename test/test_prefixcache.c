@@ -1829,3 +1829,105 @@ Test(models, every_32nd_dram_hit_refused_in_a_row_is_refilled_as_a_probe)
 	cr_assert_eq(hit.hit_tokens, 8, "the %uth refusal in a row: a probe", PREFIXCACHE_PROBE_EVERY);
 	prefixcache_free(pc);
 }
+
+/*
+ * A library made with @p p, @p q looked up and sent twice (at 0 and 1):
+ * *@p hit is the second lookup's, what the first stored.
+ */
+static struct prefixcache *
+second_lookup(const struct prefixcache_params *p, const struct prefixcache_request *q, uint32_t n,
+	      struct prefixcache_hit *hit)
+{
+	struct prefixcache *pc = prefixcache_create(p, NULL);
+
+	cr_assert_not_null(pc);
+	plain_request(pc, 0, q, n, 0, hit);
+	plain_request(pc, 0, q, n, 1, hit);
+	return pc;
+}
+
+/*
+ * Cake's split (struct prefixcache_model's split), worked by hand: a prompt
+ * of 401 tokens hits 400; DRAM's line is 20 us + 1,000 bytes a token at
+ * 1.25 bytes per ns (800 ns a token), computing 1,000 ns a token. The
+ * whole refill takes 340 us, computing all of it 400 us: refilled, and
+ * split where both end together, k = (20,000 + 400 x 800) / (1,000 + 800)
+ * = 188.9, so 188: the wafer computes [0, 188) in 188 us while [188, 400)
+ * refills in 20 + 212 x 0.8 = 189.6 us, 1.8x sooner than the whole
+ * refill. The REFILL brings [188, 400) only, its estimate that line's;
+ * counted; the REFILL names slot 188 for its first token (cache_idx), where
+ * the wafer puts it. Without split (the adaptive policy) the same hit is
+ * refilled whole from slot 0. A hit the rule refuses (computing sooner) is
+ * not split: none of it is refilled. A model whose cache is a sliding
+ * window is not split (its chunks wrap).
+ * Catches: the split point off (a fraction kept, c and b swapped, the
+ * latency left out), chunks from 0 still sent, the estimate of the whole
+ * hit, a split made without the flag or for a hit computed whole.
+ */
+Test(models, a_split_lands_where_computing_the_front_and_refilling_the_back_end_together)
+{
+	struct prefixcache_params p = rule_params(20000, 1.25, 1000, 1e-3);
+	uint32_t t[401], i, n, first;
+	struct prefixcache_request q;
+	struct prefixcache_stats ps;
+	struct prefixcache_hit hit;
+	struct prefixcache *pc;
+
+	for (i = 0; i < 401; i++)
+		t[i] = i + 1;
+	q = req_of(1, t, 401, 401);
+	p.model[0].split = true;
+	pc = second_lookup(&p, &q, 401, &hit);
+	cr_assert_eq(hit.hit_tokens, 400);
+	cr_assert_eq(hit.split_tokens, 188, "split at %u", hit.split_tokens);
+	cr_assert_eq(hit.num_refills, 1);
+	for (i = 0, n = 0, first = UINT32_MAX; i < hit.refills[0].rq.num_chunks; i++) {
+		n += hit.refills[0].chunks[i].num_tokens;
+		if (hit.refills[0].chunks[i].start_token_idx < first)
+			first = hit.refills[0].chunks[i].start_token_idx;
+	}
+	cr_assert_eq(first, 188, "the REFILL begins at %u", first);
+	cr_assert_eq(hit.refills[0].rq.cache_idx, 188, "its first token's slot");
+	cr_assert_eq(n, 212, "the REFILL brings %u tokens", n);
+	cr_assert_eq(hit.estimate_bytes, 212000);
+	cr_assert_eq(hit.estimate_ns, 189600);
+	/* Both end together: within one token's time of each other. */
+	cr_assert_leq(hit.estimate_ns > 188000 ? hit.estimate_ns - 188000 : 188000 - hit.estimate_ns, 1800);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.split_requests, 1);
+	cr_assert_eq(ps.split_tokens, 188);
+	cr_assert_eq(ps.hit_tokens, 400, "the split front is still a hit");
+	prefixcache_free(pc);
+
+	/* Adaptive, no split: the whole hit refilled. */
+	p.model[0].split = false;
+	pc = second_lookup(&p, &q, 401, &hit);
+	cr_assert_eq(hit.hit_tokens, 400);
+	cr_assert_eq(hit.split_tokens, 0);
+	cr_assert_eq(hit.estimate_ns, 340000);
+	cr_assert_eq(hit.refills[0].chunks[0].start_token_idx, 0);
+	cr_assert_eq(hit.refills[0].rq.cache_idx, 0);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.split_requests, 0);
+	prefixcache_free(pc);
+
+	/* A sliding window of 512 (the prompt fits it, yet the rule is not full): not split. */
+	p.model[0].split = true;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_SWA, 512, 2, 1000};
+	pc = second_lookup(&p, &q, 401, &hit);
+	cr_assert_eq(hit.hit_tokens, 400);
+	cr_assert_eq(hit.split_tokens, 0, "a window's hit split");
+	cr_assert_eq(hit.estimate_ns, 340000);
+	prefixcache_free(pc);
+
+	/* A line slower than computing (60 us + 1,250 ns a token): computed whole, not split. */
+	p = rule_params(60000, 0.8, 1000, 1e-3);
+	p.model[0].split = true;
+	pc = second_lookup(&p, &q, 401, &hit);
+	cr_assert_eq(hit.hit_tokens, 0);
+	cr_assert_eq(hit.split_tokens, 0);
+	cr_assert_eq(hit.num_refills, 0);
+	prefixcache_stats(pc, &ps);
+	cr_assert_eq(ps.split_requests, 0);
+	prefixcache_free(pc);
+}

@@ -269,11 +269,26 @@ Test(l2, a_hit_in_l2_that_computing_beats_is_not_taken)
  * L2's file holding what the driver counts, and both tiers within their
  * capacities, after every request.
  */
-Test(l2, a_seeded_workload_over_both_tiers_is_never_wrong)
+static void
+seeded_two_tiers(bool split)
 {
 	uint64_t seed = test_seed("two-tier model test", 0x12c2);
 	struct replay_params p = params(16, 512, 2048, PREFIXCACHE_L2_ALL);
-	struct replay *r = replay_create(&p);
+	struct replay *r;
+	struct prefixcache_stats fin;
+
+	if (split) {
+		/* Lines a wafer of a million tokens a second beats for short hits
+		 * and splits for long ones: 50 us + 16 ns a token from DRAM, 100 us
+		 * more from L2. */
+		p.pc.model[0].refill_latency_ns = 50000;
+		p.pc.model[0].refill_bytes_per_token = 16;
+		p.pc.model[0].refill_bytes_per_ns = 1.0;
+		p.pc.model[0].l2_latency_ns = 100000;
+		p.pc.model[0].recompute_tokens_per_ns = 1e-3;
+		p.pc.model[0].split = true;
+	}
+	r = replay_create(&p);
 	uint64_t x = seed, hits = 0, l2hits = 0;
 	unsigned int i;
 
@@ -310,10 +325,31 @@ Test(l2, a_seeded_workload_over_both_tiers_is_never_wrong)
 		cr_assert_eq(prefixcache_l2_stored(replay_pc(r), 0, 0), after.l2_stored_tokens,
 			     "seed %#" PRIx64 " request %u", seed, i);
 	}
-	printf("two-tier model test: %" PRIu64 " hit tokens, %" PRIu64 " of them from L2\n", hits,
-	       l2hits);
+	prefixcache_stats(replay_pc(r), &fin);
+	printf("two-tier model test%s: %" PRIu64 " hit tokens, %" PRIu64 " of them from L2; %" PRIu64
+	       " hits split, fronts of %" PRIu64 " tokens\n", split ? " (split)" : "", hits, l2hits,
+	       fin.split_requests, fin.split_tokens);
 	cr_assert_gt(l2hits, 0, "the workload never hit L2: the test tests nothing");
+	if (split)
+		cr_assert_gt(fin.split_requests, 0, "no hit split: the test tests nothing");
+	else
+		cr_assert_eq(fin.split_requests, 0);
 	replay_free(r);
+}
+
+Test(l2, a_seeded_workload_over_both_tiers_is_never_wrong)
+{
+	seeded_two_tiers(false);
+}
+
+/*
+ * The same with Cake's split: every split refill's tokens land in their
+ * slots from the front's end on (cache_idx), its bytes right, whether its
+ * hit came from DRAM alone or partly up from L2.
+ */
+Test(l2, a_seeded_workload_over_both_tiers_split_is_never_wrong)
+{
+	seeded_two_tiers(true);
 }
 
 /* ---- Taking back what the shards kept (prefixcache_l2_adopt) ---- */

@@ -428,7 +428,8 @@ seq_append(struct replay_seq *s, uint32_t token)
 
 /*
  * The refills this sequence's begin asked for bring exactly its hit, glued
- * token t being the position the wafer keeps in slot t (prefixcache_slot).
+ * token t being the position the wafer keeps in slot cache_idx + t
+ * (prefixcache_slot; cache_idx > 0: a split's front, the wafer's to compute).
  * The bytes are checked later by position; this checks that the positions
  * are the right ones.
  */
@@ -450,9 +451,9 @@ check_glue(struct replay *r, struct replay_seq *s, uint16_t model, uint32_t L)
 			for (j = 0; j < pr->ch[c].num_tokens; j++, t++) {
 				uint32_t p = pr->ch[c].start_token_idx + j;
 
-				ok = ok && p < L && prefixcache_slot(cc, L, p) == t;
+				ok = ok && p < L && prefixcache_slot(cc, L, p) == pr->req.cache_idx + t;
 			}
-		if (!ok || t != prefixcache_glue_len(cc, L))
+		if (!ok || pr->req.cache_idx + t != prefixcache_glue_len(cc, L))
 			r->st.verify_failures++;
 	}
 }

@@ -392,7 +392,7 @@ load_driver_choices(struct ctx *c, const config_setting_t *d, struct kvss_config
 		cfg->driver.routed = (uint8_t)r;
 	}
 	{
-		static const char *const policy[] = {"adaptive", "io-only", "compute-only", NULL};
+		static const char *const policy[] = {"adaptive", "io-only", "compute-only", "split", NULL};
 		int rp = cfg_get_choice(c, d, "refill_policy", policy, KVSS_POLICY_ADAPTIVE, false);
 
 		if (rp < 0)
@@ -573,8 +573,12 @@ load_driver(struct ctx *c, const config_setting_t *d, struct kvss_config *cfg)
 		/* The adaptive policy's rule (prefixcache.h): a hit refilled only
 		 * where that beats computing it. Without a rate nothing is known
 		 * to beat, and every hit is refilled. */
-		if (cfg->driver.refill_policy == KVSS_POLICY_ADAPTIVE)
+		if (kvss_policy_adaptive(cfg->driver.refill_policy))
 			pp->model[i].recompute_tokens_per_ns = cfg->driver.recompute_tokens_per_s / 1e9;
+		/* The first model's hits only: the wafer's prefill (its one
+		 * compute, which a front takes) is the first model's; a draft's
+		 * front would be neither refilled nor computed. */
+		pp->model[i].split = cfg->driver.refill_policy == KVSS_POLICY_SPLIT && i == 0;
 	}
 	return load_driver_orgs(c, d, cfg);
 }

@@ -107,7 +107,17 @@ enum kvss_refill_policy {
 	KVSS_POLICY_ADAPTIVE,	  /* a hit only where refilling it beats computing it */
 	KVSS_POLICY_IO_ONLY,	  /* every hit */
 	KVSS_POLICY_COMPUTE_ONLY, /* none: the cache is off, every prompt computed */
+	/* as adaptive, and a DRAM hit split: its front computed while its back
+	 * refills (struct prefixcache_model's split) */
+	KVSS_POLICY_SPLIT,
 };
+
+/* Does policy @p p refill a hit only where that beats computing it? */
+static inline int
+kvss_policy_adaptive(unsigned int p)
+{
+	return p == KVSS_POLICY_ADAPTIVE || p == KVSS_POLICY_SPLIT;
+}
 
 enum kvss_resume {
 	KVSS_RESUME_ESTIMATE, /* the design: once its estimate has passed, and its data is whole */

@@ -79,12 +79,13 @@ chunks_of_range(struct prefixcache *pc, const uint32_t *path, uint32_t np, uint3
  */
 static uint16_t
 build_chunks(struct prefixcache *pc, const struct pc_group *g, const uint32_t *path, uint32_t np,
-	     uint32_t L, struct proto_refill_chunk *out)
+	     uint32_t from, uint32_t L, struct proto_refill_chunk *out)
 {
 	uint16_t n = 0;
 
+	/* A split (from > 0) is made only for a full-attention group. */
 	if (g->rule == PREFIXCACHE_FULL || L <= g->window) {
-		chunks_of_range(pc, path, np, 0, L, out, &n);
+		chunks_of_range(pc, path, np, from, L, out, &n);
 	} else {
 		uint32_t W = g->window, S = g->sinks, a = L - (W - S);
 		/* The window token at position S: (t - S) a multiple of W - S. */
@@ -262,12 +263,13 @@ start_groups(struct prefixcache *pc, struct prefixcache_seq *s, const struct pc_
 }
 
 /*
- * The hit of L tokens is refilled: its path pinned, one REFILL per cache,
- * glued from the prompts that hold it, and the estimate in @p hit. -ENOMEM.
+ * The hit of L tokens is refilled from token @p from on (0, or a split's
+ * front the wafer computes): its path pinned, one REFILL per cache, glued
+ * from the prompts that hold it, and the estimate in @p hit. -ENOMEM.
  */
 static int
 send_refill(struct prefixcache *pc, struct prefixcache_seq *s, uint16_t mi, const uint32_t *np,
-	    uint32_t L, uint64_t ec, uint64_t now, struct prefixcache_hit *hit)
+	    uint32_t from, uint32_t L, uint64_t ec, uint64_t now, struct prefixcache_hit *hit)
 {
 	struct pc_model *m = &pc->m[mi];
 	uint32_t at[PREFIXCACHE_MAX_CACHES]; /* each REFILL's first chunk in pc->chunks */
@@ -315,11 +317,11 @@ send_refill(struct prefixcache *pc, struct prefixcache_seq *s, uint16_t mi, cons
 			if (pin_add(r, &pc->e[i], i) == 0)
 				pc->e[i].pins++;
 		}
-		nch = build_chunks(pc, g, pc->path[gi], np[gi], L, ch);
+		nch = build_chunks(pc, g, pc->path[gi], np[gi], from, L, ch);
 		for (c = 0; c < g->ncaches; c++) {
 			struct proto_refill_req rq = {
 				.refill_id = r->id + g->cache_pos[c], .evict_count = ec,
-				.sequence_id = s->seq_id, .cache_idx = 0,
+				.sequence_id = s->seq_id, .cache_idx = from,
 				.cache_id = g->cache[c], .num_chunks = nch};
 
 			if (pc->sink.refill != NULL)
@@ -338,7 +340,7 @@ send_refill(struct prefixcache *pc, struct prefixcache_seq *s, uint16_t mi, cons
 	hit->num_refills = n;
 	hit->refill_id = r->id;
 	hit->evict_count = ec;
-	hit->estimate_bytes = (uint64_t)L * m->p.refill_bytes_per_token;
+	hit->estimate_bytes = (uint64_t)(L - from) * m->p.refill_bytes_per_token;
 	hit->estimate_ns = m->p.refill_latency_ns;
 	if (m->p.refill_bytes_per_ns > 0)
 		hit->estimate_ns += (uint64_t)((double)hit->estimate_bytes / m->p.refill_bytes_per_ns);
@@ -371,6 +373,31 @@ send_reserve(struct prefixcache *pc, const struct prefixcache_seq *s, uint16_t m
 				pc->sink.reserve(pc->sink.arg, mi, &rv);
 		}
 	}
+}
+
+/*
+ * Where a hit of @p L tokens splits (params.split): the k at which
+ * computing [0, k) and refilling [k, L) end together, the refill taking
+ * @p up_ns first (its columns brought up from a tier: their line's time)
+ * and then DRAM's line, k = (up_ns + latency + L x b) / (c + b), at most
+ * @p cap (the front is DRAM's part: a column that comes up is refilled,
+ * never computed); 0 when nothing would be computed. Called only where
+ * refilling all of it is sooner than computing it (not for a probe of
+ * the line), so k < L.
+ */
+static uint32_t
+split_at(const struct pc_model *m, uint32_t L, uint64_t up_ns, uint32_t cap)
+{
+	double c = 1.0 / m->p.recompute_tokens_per_ns, b = 0, k;
+
+	if (m->p.refill_bytes_per_ns > 0)
+		b = (double)m->p.refill_bytes_per_token / m->p.refill_bytes_per_ns;
+	k = ((double)up_ns + (double)m->p.refill_latency_ns + (double)L * b) / (c + b);
+	if (cap >= L)
+		cap = L - 1;
+	if (!(k >= 1))
+		return 0;
+	return k >= (double)cap ? cap : (uint32_t)k;
 }
 
 /* DRAM's line for a refill of @p tokens (the estimate send_refill gives). */
@@ -508,8 +535,26 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 			hit->hit_tokens = L;
 		}
 	}
-	if (L > 0 && send_refill(pc, s, mi, np, L, ec1, now, hit) != 0)
+	/*
+	 * Cake's split: the front computed while the back refills (split_at);
+	 * not a probe's hit (refilled though computing is sooner: its whole
+	 * refill is the sample the line learns from).
+	 */
+	if (L > 0 && m->p.split && m->p.recompute_tokens_per_ns > 0 && m->ngroups == 1 &&
+	    m->g[0].rule == PREFIXCACHE_FULL) {
+		uint64_t up_ns = hit->l2_hit_tokens > 0 ? pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens,
+									     hit->shared_hit_tokens)
+							: 0;
+
+		if ((double)(dram_estimate_ns(m, L) + up_ns) < (double)L / m->p.recompute_tokens_per_ns)
+			hit->split_tokens = split_at(m, L, up_ns, L - hit->l2_hit_tokens);
+	}
+	if (L > 0 && send_refill(pc, s, mi, np, hit->split_tokens, L, ec1, now, hit) != 0)
 		goto enomem;
+	if (hit->split_tokens > 0) {
+		pc->st.split_requests++;
+		pc->st.split_tokens += hit->split_tokens;
+	}
 	/* Bringing them up first: the L2 line's time before the refill's. */
 	if (hit->l2_hit_tokens > 0)
 		hit->estimate_ns += pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens, hit->shared_hit_tokens);

@@ -161,6 +161,18 @@ struct prefixcache_model {
 	 * (l2_recompute_faster_tokens).
 	 */
 	double recompute_tokens_per_ns;
+	/**
+	 * Cake's split ("Compute or Load KV Cache? Why Not Both?", ICML 2025):
+	 * a hit of H tokens worth refilling is refilled from token k on,
+	 * while the wafer computes tokens [0, k): k = (latency + H x b) /
+	 * (c + b), b DRAM's line's ns per token refilled and c the ns per
+	 * token computed, so that both end together, sooner than either
+	 * alone; a part coming up from a tier adds its line's time to the
+	 * refill's, and the front is at most the DRAM part (what comes up is
+	 * refilled, never computed). Only for a model of one full-attention
+	 * group; with a rate to compute by (the rule above).
+	 */
+	bool split;
 };
 
 enum prefixcache_l2_admit {
@@ -320,6 +332,12 @@ struct prefixcache_refill {
 /** What a lookup found. */
 struct prefixcache_hit {
 	uint32_t hit_tokens;	/**< tokens refilled instead of recomputed */
+	/**
+	 * Of them, the front [0, split_tokens) the wafer computes while the
+	 * rest refills (params.split): the REFILLs bring [split_tokens,
+	 * hit_tokens), each token to its own slot. 0: no split.
+	 */
+	uint32_t split_tokens;
 	uint32_t l2_hit_tokens; /**< of them, those that came up from the second tier */
 	uint32_t shared_hit_tokens; /**< of those, the ones staged from the shared level */
 	uint32_t lookup_tokens; /**< tokens the lookup could have hit */
@@ -592,6 +610,8 @@ struct prefixcache_stats {
 	uint64_t l2_recompute_faster_tokens; /**< hit in L2 but not taken: computing them was faster */
 	uint64_t recompute_faster_tokens; /**< hit in DRAM but not taken: computing them was faster */
 	uint64_t refill_probes; /**< DRAM hits refilled though the rule refused them: the line kept learning */
+	uint64_t split_requests; /**< hits split: the front computed while the back refilled */
+	uint64_t split_tokens;	 /**< the fronts they computed (hit tokens, not refilled) */
 	uint64_t l2_adopted_tokens; /**< taken back from the shards' inventories (kept across restarts) */
 	uint64_t shared_staged_tokens; /**< found in the shared level and staged for lookups */
 	uint64_t shared_hit_tokens;    /**< of them, brought up (hits from the shared level) */

@@ -354,7 +354,14 @@ drv_say_ttft_setup(const struct drv *d, const struct kvss_config *cfg)
 			  : cfg->driver.refill_policy == KVSS_POLICY_COMPUTE_ONLY
 				  ? "compute-only: the cache is off, every prompt computed"
 			  : cfg->driver.recompute_tokens_per_s == 0
-				  ? "adaptive, but no prefill rate (driver.recompute_tokens_per_s): every hit refilled"
+				  ? (cfg->driver.refill_policy == KVSS_POLICY_SPLIT
+					     ? "split, but no prefill rate (driver.recompute_tokens_per_s): every hit "
+					       "refilled whole"
+					     : "adaptive, but no prefill rate (driver.recompute_tokens_per_s): every hit "
+					       "refilled")
+			  : cfg->driver.refill_policy == KVSS_POLICY_SPLIT
+				  ? "split: a hit refilled only where that beats computing it, and a DRAM hit's "
+				    "front computed while its back refills (Cake's split)"
 				  : "adaptive: a hit refilled only where that beats computing it";
 
 	if (cfg->wafer.arrivals == KVSS_ARRIVALS_CLOSED)

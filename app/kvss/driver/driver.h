@@ -76,7 +76,9 @@
 	X(ttft_p50_us)	    /* time to first token of the requests so far: the median (lib/percentile) */ \
 	X(ttft_p90_us)	    /* ... the 90th percentile */                                          \
 	X(ttft_p99_us)	    /* ... the 99th percentile */                                          \
-	X(recomputed_by_choice_tokens) /* hit tokens computed, not refilled: computing them was sooner */
+	X(recomputed_by_choice_tokens) /* hit tokens computed, not refilled: computing them was sooner */ \
+	X(split_requests) /* hits split (refill_policy "split"): the front computed while the back refilled */ \
+	X(split_tokens)	  /* the hit tokens those fronts computed, not refilled */
 
 struct kvss_drv_stats {
 #define KVSS_DRV_FIELD(n) uint64_t n;

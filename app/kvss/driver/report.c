@@ -86,6 +86,8 @@ drv_report_derive(struct drv *d)
 		prefixcache_stats(d->pc, &ps);
 		d->st.recomputed_by_choice_tokens =
 			ps.recompute_faster_tokens + ps.l2_recompute_faster_tokens;
+		d->st.split_requests = ps.split_requests;
+		d->st.split_tokens = ps.split_tokens;
 	}
 
 	d->st.control_msgs = d->st.retransmits = 0;

@@ -888,7 +888,7 @@ compute_ns(uint32_t cols)
 {
 	const struct kvss_config *c = &kvss.cfg;
 
-	if (c->driver.refill_policy != KVSS_POLICY_ADAPTIVE || c->driver.recompute_tokens_per_s == 0)
+	if (!kvss_policy_adaptive(c->driver.refill_policy) || c->driver.recompute_tokens_per_s == 0)
 		return UINT64_MAX;
 	return (uint64_t)cols * c->driver.pc.column * 1000000000ull / c->driver.recompute_tokens_per_s;
 }

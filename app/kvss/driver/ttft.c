@@ -118,8 +118,10 @@ arrivals_name(uint8_t a)
 static const char *
 policy_name(uint8_t p)
 {
-	return p == KVSS_POLICY_IO_ONLY ? "io-only" : p == KVSS_POLICY_COMPUTE_ONLY ? "compute-only"
-										  : "adaptive";
+	return p == KVSS_POLICY_IO_ONLY	       ? "io-only"
+	       : p == KVSS_POLICY_COMPUTE_ONLY ? "compute-only"
+	       : p == KVSS_POLICY_SPLIT	       ? "split"
+					       : "adaptive";
 }
 
 /*
@@ -160,6 +162,10 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 	       s->miss_tokens, s->hit_tokens, s->recomputed_by_choice_tokens, ps.refill_probes,
 	       (double)s->compute_saved_us / 1e3, cfg->driver.recompute_tokens_per_s,
 	       cfg->wafer.prefill_overhead_us);
+	if (cfg->driver.refill_policy == KVSS_POLICY_SPLIT)
+		printf("kvss: summary: split: %" PRIu64 " hits split, their fronts' %" PRIu64
+		       " tokens computed while the rest refilled (of the refilled above)\n",
+		       ps.split_requests, ps.split_tokens);
 	if (compute_only_model(d, &m50, &m99) == 0) {
 		printf("kvss: summary: compute-only on the same arrivals (modelled, lib/wafermodel): "
 		       "TTFT p50 %.2f ms, p99 %.2f ms", (double)m50 / 1e6, (double)m99 / 1e6);
@@ -182,9 +188,10 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 		 "%s,%s,\"first_tokens\":%" PRIu64 ",\"queue_mean_ms\":%.3f,\"arrivals\":\"%s\","
 		 "\"refill_policy\":\"%s\",\"prefill_computed_tokens\":%" PRIu64
 		 ",\"prefill_refilled_tokens\":%" PRIu64 ",\"recomputed_by_choice_tokens\":%" PRIu64
-		 ",\"compute_saved_ms\":%.3f,\"arrivals_unbegun\":%" PRIu64 ",\"refill_probes\":%" PRIu64,
+		 ",\"compute_saved_ms\":%.3f,\"arrivals_unbegun\":%" PRIu64 ",\"refill_probes\":%" PRIu64
+		 ",\"split_requests\":%" PRIu64 ",\"split_tokens\":%" PRIu64,
 		 figs, model, s->first_tokens, queue, arrivals_name(cfg->wafer.arrivals),
 		 policy_name(cfg->driver.refill_policy), s->miss_tokens, s->hit_tokens,
 		 s->recomputed_by_choice_tokens, (double)s->compute_saved_us / 1e3, s->arrivals_unbegun,
-		 ps.refill_probes);
+		 ps.refill_probes, ps.split_requests, ps.split_tokens);
 }

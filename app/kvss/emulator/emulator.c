@@ -316,7 +316,7 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 		/* Model 0's hit did not come: its prefill computes those
 		 * tokens too (once), and they saved nothing. */
 		if (r->model == 0 && !s->mfailed[0] && s->compute_end == 0) {
-			uint64_t ns = emu_tokens_ns(e, s->pos[0]);
+			uint64_t ns = emu_tokens_ns(e, s->pos[0] - s->front_tokens);
 
 			s->compute_ns += ns;
 			st->compute_saved_us -= ns / 1000 < st->compute_saved_us ? ns / 1000
@@ -373,6 +373,7 @@ static void
 expect_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 	      const struct proto_refill_chunk *ch)
 {
+	uint32_t from = rq->cache_idx; /* the slot of the first glued token */
 	const struct prefixcache_cache *cc;
 	uint16_t ns, i, k;
 	struct emu_refill *r;
@@ -400,6 +401,7 @@ expect_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 		return;
 	}
 	r->refill_id = rq->refill_id;
+	r->cache_idx = rq->cache_idx;
 	r->seq = s;
 	r->model = model;
 	r->cache_id = rq->cache_id;
@@ -408,19 +410,20 @@ expect_refill(struct emu *e, uint16_t model, const struct proto_refill_req *rq,
 	r->all_mask = (uint32_t)((1ull << ns) - 1);
 	/*
 	 * Glued token t is position chunk.start + j of the requester's own
-	 * prefix, and must land in slot t (prefixcache_slot) of a prefix that
-	 * ends at the last glued position, which emu_step checks is the hit.
+	 * prefix, and must land in slot cache_idx + t (prefixcache_slot) of a
+	 * prefix that ends at the last glued position, which emu_step checks
+	 * is the hit: a split's front [0, cache_idx) is the wafer's to compute.
 	 */
 	for (k = 0; k < rq->num_chunks; k++)
 		if (ch[k].num_tokens && ch[k].start_token_idx + ch[k].num_tokens > r->glue_end)
 			r->glue_end = ch[k].start_token_idx + ch[k].num_tokens;
-	r->glue_bad = cc == NULL || ntok != prefixcache_glue_len(cc, r->glue_end);
+	r->glue_bad = cc == NULL || ntok + from != prefixcache_glue_len(cc, r->glue_end);
 	for (k = 0; k < rq->num_chunks; k++)
 		for (j = 0; j < ch[k].num_tokens; j++, t++) {
 			uint32_t idx = ch[k].start_token_idx + j;
 
 			r->hash[t] = idx < s->total ? s->h[idx] : 0;
-			if (cc != NULL && prefixcache_slot(cc, r->glue_end, idx) != t)
+			if (cc != NULL && prefixcache_slot(cc, r->glue_end, idx) != from + t)
 				r->glue_bad = true;
 		}
 	emu_ev_check(e, r->hash, ntok); /* nothing served past its first-use TTL */
@@ -473,6 +476,12 @@ emu_refill_data(struct emu *e, uint16_t k, const struct proto_refill_data_hdr *h
 		return;
 	}
 	i = (uint16_t)(k - e->first_shard[r->model]);
+	/* Its data lands where the REFILL said its first token goes. */
+	if (h->cache_idx != r->cache_idx && !r->idx_bad) {
+		r->idx_bad = true;
+		e->st.verify_failures++;
+		e->st.verify_bad_glue++;
+	}
 	e->st.refill_bytes += len;
 	wafer_refill_data(&r->chk[i], h, data, len);
 	if (wafer_refill_whole(&r->chk[i]))
@@ -664,7 +673,10 @@ seq_start(struct emu *e, uint64_t now)
 								    : q->ans_len;
 			st->miss_tokens += q->n - hit.hit_tokens;
 			s->compute_ns = emu_compute_ns(e, q->n - hit.hit_tokens);
-			st->compute_saved_us += emu_tokens_ns(e, hit.hit_tokens) / 1000;
+			/* A split's front is computed as the rest refills (emu_step). */
+			s->front_tokens = hit.split_tokens;
+			s->front_ns = emu_tokens_ns(e, hit.split_tokens);
+			st->compute_saved_us += emu_tokens_ns(e, hit.hit_tokens - hit.split_tokens) / 1000;
 		}
 		if (m == 1)
 			st->model1_hit_tokens += hit.hit_tokens;
@@ -849,6 +861,13 @@ emu_step(struct emu *e, uint64_t now)
 
 		if (!s->picked)
 			continue; /* begun ahead of its pick: its data comes meanwhile */
+		if (s->front_ns != 0 && !s->front_begun) {
+			/* A split's front: computed from the pick, while its refill goes. */
+			s->front_begun = true;
+			s->front_end = (e->compute_free > now ? e->compute_free : now) + s->front_ns;
+			e->compute_free = s->front_end;
+			e->st.compute_us += s->front_ns / 1000;
+		}
 
 		if (s->state == SEQ_HOLD && now - s->t0 >= s->estimate_ns) {
 			e->held_ns += now - s->whole_ns;
@@ -866,6 +885,8 @@ emu_step(struct emu *e, uint64_t now)
 			if (now < s->compute_end)
 				continue;
 		}
+		if (now < s->front_end)
+			continue; /* a split's front still computing (no prefill after it) */
 		if (!s->first_token)
 			first_token(e, s, now);
 		for (m = 0; m < e->p.num_models; m++) {

@@ -56,6 +56,8 @@ struct emu_refill {
 	uint64_t finished_ns; /* when: a REFILL_DONE lost on the way is waited for this long at most */
 	uint32_t glue_end; /* the last glued position + 1: must be the requester's hit */
 	bool glue_bad;	   /* a glued token would land in the wrong slot */
+	uint32_t cache_idx; /* the slot of its first glued token (a split's front: its length) */
+	bool idx_bad;	   /* a REFILL_DATA named another slot (counted once) */
 	uint64_t *hash;	   /* prefix hash of every glued token */
 	struct wafer_refill chk[];
 };
@@ -86,6 +88,12 @@ struct emu_seq {
 	uint64_t whole_ns;	 /* when its refills finished (SEQ_HOLD) */
 	uint64_t compute_ns;	 /* its prefill: model 0's missed tokens at the recompute rate */
 	uint64_t compute_end;	 /* when that prefill ends (0: not begun) */
+	/* A split hit (prefixcache_hit.split_tokens): model 0's front, computed
+	 * from its pick while the rest refills, on the same one compute. */
+	uint32_t front_tokens;
+	uint64_t front_ns;
+	uint64_t front_end; /* when the front is computed (0: not begun) */
+	bool front_begun;
 	uint64_t arrival;	 /* when its request arrived (a closed loop: when it began) */
 	bool first_token;	 /* its time to first token is counted */
 	/* Per model: refills not finished, one of them failed (its time says
