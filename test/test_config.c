@@ -286,6 +286,24 @@ Test(config, several_shards_each_have_their_own_levels)
 }
 
 /*
+ * The draft configuration with one shard whose second tier's group holds
+ * @p extra besides its dir and capacity: draft_variant's status.
+ */
+static int
+l2_variant(const char *extra)
+{
+	static const char *const from[] = {
+		"batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 256;"};
+	char to0[400];
+	const char *to[1] = {to0};
+
+	snprintf(to0, sizeof(to0), "batch_timeout_ms = 1000; l2 = { dir = \"/tmp/kvss_cfg_l2\"; "
+		 "capacity_tokens = [100000]; %s };\n    caches = ( { id = 0; "
+		 "bytes_per_token = 256;", extra);
+	return draft_variant(from, to, 1);
+}
+
+/*
  * The second tier's keys (shard.l2.key_file, old_key_file): taken per
  * shard; an old key without a current one, or the same file twice, or a
  * key that is not a path, refused naming the key. (The files themselves
@@ -294,8 +312,6 @@ Test(config, several_shards_each_have_their_own_levels)
  */
 Test(config, the_second_tiers_keys_are_taken_and_their_misuse_refused)
 {
-	static const char *const from[] = {
-		"batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 256;"};
 	static const struct {
 		const char *keys, *want; /* want NULL: loads */
 	} c[] = {
@@ -304,17 +320,11 @@ Test(config, the_second_tiers_keys_are_taken_and_their_misuse_refused)
 		{"key_file = \"/k\"; old_key_file = \"/k\";", "l2.old_key_file: '/k' is key_file too"},
 		{"key_file = 5;", "l2.key_file"},
 	};
-	char to0[400];
-	const char *to[1] = {to0};
 	unsigned int i;
 
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		int rc;
+		int rc = l2_variant(c[i].keys);
 
-		snprintf(to0, sizeof(to0), "batch_timeout_ms = 1000; l2 = { dir = \"/tmp/kvss_cfg_l2\"; "
-			 "capacity_tokens = [100000]; %s };\n    caches = ( { id = 0; "
-			 "bytes_per_token = 256;", c[i].keys);
-		rc = draft_variant(from, to, 1);
 		if (c[i].want == NULL) {
 			cr_assert_eq(rc, 0, "case %u: %s", i, err);
 			cr_assert_str_eq(cfg.local[0].l2.key_file, "/k");
@@ -333,8 +343,6 @@ Test(config, the_second_tiers_keys_are_taken_and_their_misuse_refused)
  */
 Test(config, the_second_tiers_op_timeout_is_taken_and_bounded)
 {
-	static const char *const from[] = {
-		"batch_timeout_ms = 1000;\n    caches = ( { id = 0; bytes_per_token = 256;"};
 	static const struct {
 		const char *line, *want; /* want NULL: loads */
 		uint32_t ms;
@@ -345,17 +353,11 @@ Test(config, the_second_tiers_op_timeout_is_taken_and_bounded)
 		{"op_timeout_ms = 600001;", "l2.op_timeout_ms: 600001 is out of range", 0},
 		{"op_timeout_ms = \"5s\";", "l2.op_timeout_ms", 0},
 	};
-	char to0[400];
-	const char *to[1] = {to0};
 	unsigned int i;
 
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		int rc;
+		int rc = l2_variant(c[i].line);
 
-		snprintf(to0, sizeof(to0), "batch_timeout_ms = 1000; l2 = { dir = \"/tmp/kvss_cfg_l2\"; "
-			 "capacity_tokens = [100000]; %s };\n    caches = ( { id = 0; "
-			 "bytes_per_token = 256;", c[i].line);
-		rc = draft_variant(from, to, 1);
 		if (c[i].want == NULL) {
 			cr_assert_eq(rc, 0, "case %u: %s", i, err);
 			cr_assert_eq(cfg.local[0].l2.op_timeout_ms, c[i].ms, "case %u", i);

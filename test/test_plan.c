@@ -61,6 +61,19 @@ write_cluster(char *file, size_t n, const char *tag, const char *text)
 	fclose(f);
 }
 
+/* Run @p cmd (stderr joined to stdout), its output into @p out: its wait status. */
+static int
+capture(const char *cmd, char *out, size_t cap)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n;
+
+	cr_assert_not_null(p);
+	n = fread(out, 1, cap - 1, p);
+	out[n] = '\0';
+	return pclose(p);
+}
+
 static void
 run(void)
 {
@@ -450,9 +463,7 @@ Test(plan, emit_config_never_writes_outside_its_directory)
 Test(plan, a_plan_over_its_budget_is_an_error)
 {
 	char file[64], cmd[512], dir[64];
-	FILE *p;
 	char out[4096];
-	size_t n;
 	int st;
 
 	write_cluster(file, sizeof(file), "over",
@@ -462,11 +473,7 @@ Test(plan, a_plan_over_its_budget_is_an_error)
 		      "base_mem_gb = 100000; } );\npolicy = { kind = \"equal\"; };\n");
 	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_over_%d.d", (int)getpid());
 	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config %s 2>&1", file, dir);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
+	st = capture(cmd, out, sizeof(out));
 	cr_assert_eq(WEXITSTATUS(st), 1, "over budget: exit 1 (was %d)\n%s", WEXITSTATUS(st), out);
 	cr_assert_not_null(strstr(out, "budget 50000.0 GB, OVER BUDGET by 50000.0 GB"), "%s", out);
 	cr_assert_not_null(strstr(out, "kvss-plan: job j: allocated 100000.0 GB, 50000.0 GB over its "
@@ -557,8 +564,6 @@ Test(plan, organizations_get_the_drivers_shares_of_what_the_job_can_use)
 Test(plan, guarantees_past_what_the_job_can_use_are_an_error)
 {
 	char file[64], cmd[512], dir[64], out[4096];
-	size_t n;
-	FILE *p;
 	int st;
 
 	write_cluster(file, sizeof(file), "orgs_over",
@@ -567,11 +572,7 @@ Test(plan, guarantees_past_what_the_job_can_use_are_an_error)
 			       " );\npolicy = { kind = \"fair\"; discount = 0.0; };\n");
 	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_orgs_over_%d.d", (int)getpid());
 	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config %s 2>&1", file, dir);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
+	st = capture(cmd, out, sizeof(out));
 	cr_assert_eq(WEXITSTATUS(st), 1, "exit %d\n%s", WEXITSTATUS(st), out);
 	cr_assert_not_null(strstr(out, "kvss-plan: job j: its organizations are guaranteed 25000 tokens"),
 			   "%s", out);

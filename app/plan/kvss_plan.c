@@ -229,6 +229,35 @@ print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
 	printf("]}\n");
 }
 
+/*
+ * @p path made (or emptied) inside the directory @p dfd (@p dir), never
+ * through a link placed there; NULL, said, when it cannot be.
+ */
+static FILE *
+create_in(int dfd, const char *dir, const char *path)
+{
+	int fd = openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+
+	if (f == NULL) {
+		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	return f;
+}
+
+/* @p f written and closed: 0, or -1, said, when a write failed. */
+static int
+finish(FILE *f, const char *dir, const char *path)
+{
+	if (ferror(f) | fclose(f)) {
+		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* One kvss shard configuration per (job, shard): deploy the plan as is. */
 /*
  * Addresses: MAC 02:00:00:JJ:GG:GG (JJ the job + 1, so never the wafer's
@@ -261,7 +290,6 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 		const struct plan_shard *s = &c->shard[x->shard];
 		char path[512];
 		FILE *f;
-		int fd;
 
 		if (g > 0 && r->grant[g - 1].job != x->job)
 			first = g;
@@ -282,12 +310,8 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 			close(dfd);
 			return -1;
 		}
-		fd = openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-		f = fd < 0 ? NULL : fdopen(fd, "w");
+		f = create_in(dfd, dir, path);
 		if (f == NULL) {
-			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
-			if (fd >= 0)
-				close(fd);
 			close(dfd);
 			return -1;
 		}
@@ -307,9 +331,7 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 			x->mem_per_token, x->tokens, g - first, x->job + 1, (g >> 8) & 0xff,
 			g & 0xff, 1 + g / 240, 10 + g % 240, x->mem_per_token, s->wio,
 			x->tokens ? x->tokens : 1);
-		if (ferror(f) | fclose(f)) {
-			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path,
-				strerror(errno));
+		if (finish(f, dir, path) != 0) {
 			close(dfd);
 			return -1;
 		}
@@ -317,17 +339,12 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 	for (g = 0; g < c->njobs; g++) {
 		char path[512];
 		FILE *f;
-		int fd;
 
 		if (c->job[g].norgs == 0)
 			continue;
 		snprintf(path, sizeof(path), "%s-orgs.cfg", c->job[g].name);
-		fd = openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-		f = fd < 0 ? NULL : fdopen(fd, "w");
+		f = create_in(dfd, dir, path);
 		if (f == NULL) {
-			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
-			if (fd >= 0)
-				close(fd);
 			close(dfd);
 			return -1;
 		}
@@ -336,8 +353,7 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 			   "# the job can use (its smallest shard), each guarantee rounded up.\n",
 			c->job[g].name, r->job[g].usable);
 		orgs_lines(f, c, r, (uint16_t)g, "");
-		if (ferror(f) | fclose(f)) {
-			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+		if (finish(f, dir, path) != 0) {
 			close(dfd);
 			return -1;
 		}

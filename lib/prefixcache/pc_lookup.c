@@ -444,7 +444,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	struct prefixcache_seq *s;
 	uint32_t limit, allowed, L, np[MAX_GROUPS] = {0}, org, gi, l2n;
 	bool computed = false; /* the DRAM hit was not worth refilling */
-	uint64_t ec1 = 0;
+	uint64_t ec1 = 0, up_ns; /* up_ns: what comes up from a tier, by its line */
 
 	memset(hit, 0, sizeof(*hit));
 	if (mi >= pc->p.num_models || (req->num_tokens > 0 && req->tokens == NULL)) {
@@ -540,15 +540,13 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	 * not a probe's hit (refilled though computing is sooner: its whole
 	 * refill is the sample the line learns from).
 	 */
+	up_ns = hit->l2_hit_tokens > 0
+			? pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens, hit->shared_hit_tokens)
+			: 0;
 	if (L > 0 && m->p.split && m->p.recompute_tokens_per_ns > 0 && m->ngroups == 1 &&
-	    m->g[0].rule == PREFIXCACHE_FULL) {
-		uint64_t up_ns = hit->l2_hit_tokens > 0 ? pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens,
-									     hit->shared_hit_tokens)
-							: 0;
-
-		if ((double)(dram_estimate_ns(m, L) + up_ns) < (double)L / m->p.recompute_tokens_per_ns)
-			hit->split_tokens = split_at(m, L, up_ns, L - hit->l2_hit_tokens);
-	}
+	    m->g[0].rule == PREFIXCACHE_FULL &&
+	    (double)(dram_estimate_ns(m, L) + up_ns) < (double)L / m->p.recompute_tokens_per_ns)
+		hit->split_tokens = split_at(m, L, up_ns, L - hit->l2_hit_tokens);
 	if (L > 0 && send_refill(pc, s, mi, np, hit->split_tokens, L, ec1, now, hit) != 0)
 		goto enomem;
 	if (hit->split_tokens > 0) {
@@ -556,8 +554,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 		pc->st.split_tokens += hit->split_tokens;
 	}
 	/* Bringing them up first: the L2 line's time before the refill's. */
-	if (hit->l2_hit_tokens > 0)
-		hit->estimate_ns += pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens, hit->shared_hit_tokens);
+	hit->estimate_ns += up_ns;
 	if (allowed > L && pc->sink.reserve != NULL)
 		send_reserve(pc, s, mi, np);
 	pc->st.requests++;

@@ -861,9 +861,8 @@ emu_step(struct emu *e, uint64_t now)
 
 		if (!s->picked)
 			continue; /* begun ahead of its pick: its data comes meanwhile */
-		if (s->front_ns != 0 && !s->front_begun) {
+		if (s->front_ns != 0 && s->front_end == 0) {
 			/* A split's front: computed from the pick, while its refill goes. */
-			s->front_begun = true;
 			s->front_end = (e->compute_free > now ? e->compute_free : now) + s->front_ns;
 			e->compute_free = s->front_end;
 			e->st.compute_us += s->front_ns / 1000;

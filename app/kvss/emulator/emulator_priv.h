@@ -93,7 +93,6 @@ struct emu_seq {
 	uint32_t front_tokens;
 	uint64_t front_ns;
 	uint64_t front_end; /* when the front is computed (0: not begun) */
-	bool front_begun;
 	uint64_t arrival;	 /* when its request arrived (a closed loop: when it began) */
 	bool first_token;	 /* its time to first token is counted */
 	/* Per model: refills not finished, one of them failed (its time says
