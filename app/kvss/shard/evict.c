@@ -498,7 +498,7 @@ say_cut(uint64_t b, const struct shard_level *lv, uint64_t since, bool capped)
 	else
 		fprintf(stderr,
 			"kvss: shard %u of model %u: batch %" PRIu64 "'s reads at the %s thread not waited for: "
-			"it answered no read or write for %" PRIu64 " ms (the batch timeout plus %s = %u); "
+			"its store finished nothing for %" PRIu64 " ms (the batch timeout plus %s = %u); "
 			"their tokens lost\n",
 			(unsigned int)kvss_me->cfg->id, (unsigned int)kvss_me->cfg->model, b,
 			lv->ops->thread, (now - since) / ms, lv->ops->timeout_key,

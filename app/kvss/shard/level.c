@@ -54,13 +54,15 @@ level_done(struct shard_level *lv, struct level_req *q, uint16_t status)
 
 	q->status = status;
 	lv->answers++;
-	/* A read or a write answered is the store speaking; a delete or a list
-	 * may be answered from memory while it is silent. */
-	if (q->op == LEVEL_GET || q->op == LEVEL_PUT)
-		__atomic_store_n(&lv->answered, rte_get_tsc_cycles(), __ATOMIC_RELEASE);
 	/* Not reached while running: the ring holds every request of the pool. */
 	while (rte_ring_enqueue(lv->from, q) != 0 && !__atomic_load_n(&lv->stop, __ATOMIC_RELAXED))
 		kvss_wait_turn(&turns);
+}
+
+void
+level_spoke(struct shard_level *lv)
+{
+	__atomic_store_n(&lv->answered, rte_get_tsc_cycles(), __ATOMIC_RELEASE);
 }
 
 void

@@ -171,8 +171,10 @@ struct shard_level {
 	 * lcore reads): the start of the worker's last turn in which nothing
 	 * was answered (everything its backend had finished by then was taken
 	 * in, and there was none; or of a poll that found nothing: level_quiet),
-	 * and when it last answered a read or a write (a delete or a list may
-	 * be answered from memory while the store says nothing). A level is silent when the first has gone far
+	 * and when its store last finished an operation, whatever it was (a
+	 * read, a write, a delete's header cleared: level_spoke; an answer
+	 * given from memory, a request refused or given up, is not the store
+	 * speaking). A level is silent when the first has gone far
 	 * past the second: a worker late to its own completions (its core
 	 * taken by other work, or stopped) has not seen the time pass, as the
 	 * shard's looked clock (shard.h) does not for its receive queue.
@@ -232,6 +234,13 @@ void level_keys_free(struct seal_ring *r);
 
 /** The worker: @p q is answered with @p status (0 or a protocol code). */
 void level_done(struct shard_level *lv, struct level_req *q, uint16_t status);
+
+/**
+ * The worker: the backend's store finished operations (a poll of it
+ * returned some): the level's answered clock moves to now. A disk busy
+ * clearing deletes' headers while reads wait behind them is speaking.
+ */
+void level_spoke(struct shard_level *lv);
 
 /**
  * The worker: a poll of the backend begun at @p t0 (TSC) found nothing

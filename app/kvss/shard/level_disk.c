@@ -76,6 +76,8 @@ reap(struct shard_level *lv, bool wait)
 
 	if (n == 0)
 		level_quiet(lv, t0);
+	else
+		level_spoke(lv); /* reads, writes, deletes' headers cleared: the disk answers */
 	for (i = 0; i < n; i++) {
 		struct level_req *q = (struct level_req *)(uintptr_t)done[i].cookie;
 

@@ -262,6 +262,8 @@ reap(struct shard_level *lv, uint32_t wait_ms)
 
 	if (n == 0)
 		level_quiet(lv, t0);
+	else
+		level_spoke(lv); /* the cluster answered (a read-back step too) */
 	for (i = 0; i < n; i++) {
 		struct level_req *q = (struct level_req *)(uintptr_t)d[i].cookie;
 		uint16_t code = 0;
