@@ -378,6 +378,9 @@ static struct bad bads[] = {
 	{"mtu = 9000;\n", "role: missing"},
 	{"role = \"shard\";\n", "shard: missing"},
 	{"role = \"shard\";\nmtu = 100;\n", ":2: mtu: 100 is out of range 1500..9600"},
+	/* libconfig 1.5 keeps the low 32 bits of 4294968796 (1500): refused, never read so. */
+	{"role = \"shard\";\nmtu = 4294968796;\n",
+	 ":2: 4294968796 does not fit libconfig's 32-bit integers, which would read it wrong: write 4294968796L"},
 	{"role = \"shard\";\nudp = { control = 7400; evict = 7400; };\n", "the three UDP ports must differ"},
 	{"role = \"shard\";\nlcores = { ingest = [1]; refill = [1]; };\n",
 	 ":2: lcores.refill: lcore 1 is also lcores.ingest"},

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,7 +196,7 @@ Test(plan, the_example_cluster_shows_the_designs_point)
 
 struct bad {
 	char text[600];
-	char want[96];
+	char want[160];
 };
 
 static struct bad bads[] = {
@@ -290,6 +291,17 @@ static struct bad bads[] = {
 	 "jobs.[0].orgs: want a list of at most 64 organizations"},
 	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( 5 );") " );\n",
 	 "jobs.[0].orgs: element 0: want a group"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 10; cap_tokens = 0; } );") " );\n",
+	 "jobs.[0].orgs.[0].cap_tokens: 0 is out of range"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 2000000; cap_tokens = 1999999; "
+				"} );") " );\n",
+	 "jobs.[0].orgs.[0].cap_tokens: 1999999 is below its tokens (2000000)"},
+	/* Past 32 bits without its L, libconfig 1.5 keeps the low 32 bits: refused, never read wrong. */
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 4296967296; } );") " );\n",
+	 ":4: 4296967296 does not fit libconfig's 32-bit integers, which would read it wrong: "
+	 "write 4296967296L"},
+	{ONE_NODE "jobs = ( " JOB("j", "tokens_upper = 2147483648;") " );\n",
+	 ":4: 2147483648 does not fit libconfig's 32-bit integers"},
 };
 
 ParameterizedTestParameters(plan, a_bad_cluster_names_its_key)
@@ -668,4 +680,78 @@ Test(plan, guarantees_that_fit_only_before_rounding_do_not_fit)
 	c.job[0].org[1].tokens -= u / 500; /* room for the rounding */
 	run();
 	cr_assert(!r.job[0].orgs_over, "shares %.9f", r.job[0].org_share_sum);
+}
+
+/*
+ * A cap the guarantee's share passes once rounded up (a cap equal to the
+ * guarantee, on a job of billions of tokens, where a millionth is
+ * thousands of them): exit 1,
+ * naming the organization and what to raise its cap to, nothing written.
+ * A cap of 2^32 written with its L is read as written.
+ */
+Test(plan, a_cap_below_its_shares_tokens_is_an_error)
+{
+	char file[64], cmd[512], dir[64], out[4096];
+	int st;
+
+	write_cluster(file, sizeof(file), "capshort",
+		      ONE_NODE "jobs = ( { name = \"j\"; boxes = [\"b0\"]; bytes_per_token_per_wio = 10; "
+			       "base_mem_gb = 10; orgs = ( { name = \"a\"; tokens = 7001; cap_tokens = 7001; } ); } );\n"
+			       "policy = { kind = \"fair\"; discount = 0.13; round_tokens = 1; };\n");
+	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_capshort_%d.d", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --emit-config %s 2>&1", file, dir);
+	st = capture(cmd, out, sizeof(out));
+	cr_assert_eq(WEXITSTATUS(st), 1, "exit %d\n%s", WEXITSTATUS(st), out);
+	cr_assert_not_null(strstr(out, "kvss-plan: job j: organization a's cap of 7001 tokens is below the "),
+			   "%s", out);
+	cr_assert_not_null(strstr(out, "A CAP BELOW ITS SHARE'S TOKENS"), "%s", out);
+	cr_assert_neq(access(dir, F_OK), 0, "%s was made", dir);
+	unlink(file);
+	cr_assert_eq(load(ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 10; "
+						    "cap_tokens = 4294967296L; } );") " );\n"),
+		     0, "%s", err);
+	cr_assert_eq(c.job[0].org[0].cap_tokens, 4294967296ull);
+}
+
+/*
+ * What --emit-config finds at a file's name in DIR: a FIFO is not waited
+ * on, a hard link to a file outside DIR is not written through (that file
+ * keeps its bytes); each an error naming the file.
+ */
+Test(plan, emit_config_refuses_a_fifo_and_a_hard_link_in_its_directory)
+{
+	char file[64], cmd[512], dir[64], out[4096], victim[96], at[160], back[32];
+	FILE *f;
+	int st;
+
+	write_cluster(file, sizeof(file), "emitodd",
+		      ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 10; } );") " );\n");
+	snprintf(dir, sizeof(dir), "/tmp/kvss_plan_emitodd_%d.d", (int)getpid());
+	snprintf(victim, sizeof(victim), "/tmp/kvss_plan_victim_%d", (int)getpid());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	snprintf(at, sizeof(at), "%s/j-orgs.cfg", dir);
+	cr_assert_eq(mkfifo(at, 0600), 0);
+	snprintf(cmd, sizeof(cmd), "timeout 10 build/kvss-plan %s --emit-config %s 2>&1", file, dir);
+	st = capture(cmd, out, sizeof(out));
+	cr_assert_eq(WEXITSTATUS(st), 1, "a FIFO: exit %d (124: it waited)\n%s", WEXITSTATUS(st), out);
+	cr_assert_not_null(strstr(out, "j-orgs.cfg"), "%s", out);
+	unlink(at);
+	f = fopen(victim, "w");
+	cr_assert_not_null(f);
+	fputs("keep", f);
+	fclose(f);
+	cr_assert_eq(link(victim, at), 0);
+	st = capture(cmd, out, sizeof(out));
+	cr_assert_eq(WEXITSTATUS(st), 1, "a hard link: exit %d\n%s", WEXITSTATUS(st), out);
+	cr_assert_not_null(strstr(out, "j-orgs.cfg: a file with another name (a hard link): not written"),
+			   "%s", out);
+	f = fopen(victim, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(back, sizeof(back), f));
+	fclose(f);
+	cr_assert_str_eq(back, "keep", "the file outside DIR was written: %s", back);
+	unlink(victim);
+	unlink(file);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
 }

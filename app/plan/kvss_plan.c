@@ -86,8 +86,11 @@ print_orgs(const struct plan_cluster *c, const struct plan_result *r, uint16_t j
 	}
 	printf("  guaranteed %" PRIu64 " of %" PRIu64 " tokens (shares sum to %.6f)%s\n",
 	       jr->org_tokens, jr->usable, jr->org_share_sum,
-	       jr->orgs_over ? ": MORE THAN THE JOB CAN USE" : "");
-	if (!jr->orgs_over) {
+	       jr->org_tokens > jr->usable ? ": MORE THAN THE JOB CAN USE"
+	       : jr->orgs_over		   ? ": SHARES PAST 1 ONCE ROUNDED UP"
+	       : jr->caps_short		   ? ": A CAP BELOW ITS SHARE'S TOKENS"
+					   : "");
+	if (!jr->orgs_over && !jr->caps_short) {
 		printf("  in its driver's configuration (driver = { ... }):\n");
 		orgs_lines(stdout, c, r, j, "    ");
 	}
@@ -236,14 +239,30 @@ print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
 static FILE *
 create_in(int dfd, const char *dir, const char *path)
 {
-	int fd = openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	/* Not blocking on a FIFO (no reader: ENXIO); not truncated before it
+	 * is known to be a file of its own (a hard link's other name is
+	 * another file's). */
+	int fd = openat(dfd, path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	struct stat st;
+	FILE *f = NULL;
 
-	if (f == NULL) {
-		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0) {
+		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path,
+			errno == ELOOP ? "a symbolic link: not written through" : strerror(errno));
+		return NULL;
 	}
+	if (fstat(fd, &st) != 0) {
+		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+	} else if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s: not written\n", dir, path,
+			!S_ISREG(st.st_mode) ? "not a regular file" : "a file with another name (a hard link)");
+	} else if (ftruncate(fd, 0) != 0) {
+		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+	} else if ((f = fdopen(fd, "w")) == NULL) {
+		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+	}
+	if (f == NULL)
+		close(fd);
 	return f;
 }
 
@@ -537,6 +556,17 @@ main(int argc, char **argv)
 					" tokens (shares summing to %.6f), more than the %" PRIu64 " it can "
 					"use: give the job more memory or its organizations less (jobs.orgs)\n",
 				c.job[j].name, r.job[j].org_tokens, r.job[j].org_share_sum, r.job[j].usable);
+			return 1;
+		} else if (r.job[j].caps_short) {
+			for (uint16_t k = 0; k < c.job[j].norgs; k++)
+				if (r.job[j].org[k].cap_short)
+					fprintf(stderr, "kvss-plan: job %s: organization %s's cap of %" PRIu64
+							" tokens is below the %" PRIu64 " its guarantee's share "
+							"gives (six decimals of %" PRIu64 " tokens): raise its "
+							"cap_tokens to %" PRIu64 " or drop it (jobs.orgs)\n",
+						c.job[j].name, c.job[j].org[k].name, c.job[j].org[k].cap_tokens,
+						r.job[j].org[k].share_tokens, r.job[j].usable,
+						r.job[j].org[k].share_tokens);
 			return 1;
 		} else if (r.job[j].orgs_over) {
 			/* The tokens fit, but each share is rounded up to six decimals. */

@@ -313,8 +313,11 @@ job_orgs(const struct plan_job *j, struct plan_job_result *jr)
 
 		x->share = plan_fraction(o->tokens, jr->usable, true);
 		x->cap = o->cap_tokens ? plan_fraction(o->cap_tokens, jr->usable, false) : 1;
-		if (x->cap < x->share)
+		if (x->cap < x->share) {
 			x->cap = x->share;
+			x->cap_short = true;
+			jr->caps_short++;
+		}
 		x->share_tokens = (uint64_t)(x->share * (double)jr->usable);
 		x->cap_tokens = (uint64_t)(x->cap * (double)jr->usable);
 		jr->org_tokens += o->tokens;

@@ -56,6 +56,9 @@ struct plan_grant {
 struct plan_org_result {
 	double share, cap;
 	uint64_t share_tokens, cap_tokens; /* what the driver makes of them */
+	/* The share's tokens (rounded up to give the guarantee) pass the cap:
+	 * no fraction gives both (the cap written is the share's). */
+	bool cap_short;
 };
 
 struct plan_job_result {
@@ -69,6 +72,7 @@ struct plan_job_result {
 	uint64_t org_tokens;  /* the guarantees summed */
 	double org_share_sum; /* the shares summed: above 1, the driver refuses them */
 	bool orgs_over;	      /* the guarantees do not fit what the job can use */
+	uint16_t caps_short;  /* organizations whose cap the share passes (cap_short) */
 };
 
 struct plan_result {

@@ -228,14 +228,14 @@ load_orgs(struct ld *l, const config_setting_t *e, struct plan_job *j)
 			return fail(l, e, "orgs", "element %d: want a group { name; tokens; cap_tokens; }", k);
 		if (get_name(l, o, "name", g->name) != 0 ||
 		    get_whole(l, o, "tokens", 1, 1e12, 0, true, &tok) != 0 ||
-		    get_whole(l, o, "cap_tokens", 0, 1e12, 0, false, &cap) != 0)
+		    get_whole(l, o, "cap_tokens", 1, 1e12, 0, false, &cap) != 0)
 			return -1;
 		for (int m = 0; m < k; m++)
 			if (strcmp(j->org[m].name, g->name) == 0)
 				return fail(l, o, "name", "organization '%s' appears twice in job '%s'",
 					    g->name, j->name);
 		if (cap != 0 && cap < tok)
-			return fail(l, o, "cap_tokens", "%g is below its tokens (%g): a cap under the "
+			return fail(l, o, "cap_tokens", "%.0f is below its tokens (%.0f): a cap under the "
 					      "guarantee", cap, tok);
 		g->tokens = (uint64_t)tok;
 		g->cap_tokens = (uint64_t)cap;

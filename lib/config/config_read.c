@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fileio.h"
@@ -85,8 +86,11 @@ cfg_fail(struct ctx *c, const config_setting_t *s, const char *child, const char
 }
 
 /*
- * A run of 20 or more digits outside quotes and comments on @p line: a
- * number no setting can hold (libconfig reads 99999999999999999999 as -1).
+ * A number libconfig would misread, outside quotes and comments on
+ * @p line: a run of 20 or more digits (99999999999999999999 reads as -1),
+ * or a decimal integer past 32 bits without its L (libconfig 1.5 keeps
+ * the low 32 bits: 4296967296 reads as 2000000). Never read silently
+ * wrong: refused, saying how to write it.
  */
 static int
 long_number(const char *line, char *err, size_t errlen, const char *path, unsigned int n)
@@ -110,6 +114,14 @@ long_number(const char *line, char *err, size_t errlen, const char *path, unsign
 			if (k >= 20) {
 				snprintf(err, errlen, "%s:%u: %.*s is too large for a number (at most "
 						      "19 digits)", path, n, (int)k, p);
+				return -1;
+			}
+			if (p[k] != '.' && p[k] != 'e' && p[k] != 'E' && p[k] != 'L' &&
+			    !(k > 1 && p[0] == '0') &&
+			    strtoull(p, NULL, 10) > (p > line && p[-1] == '-' ? 2147483648ull : 2147483647ull)) {
+				snprintf(err, errlen, "%s:%u: %.*s does not fit libconfig's 32-bit integers, "
+						      "which would read it wrong: write %.*sL", path, n, (int)k, p,
+					 (int)k, p);
 				return -1;
 			}
 			p += k - 1;
