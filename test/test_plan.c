@@ -288,9 +288,16 @@ static struct bad bads[] = {
 	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\\\"; x\"; tokens = 10; } );") " );\n",
 	 "jobs.[0].orgs.[0].name: 'a\"; x' is not a name"},
 	{ONE_NODE "jobs = ( " JOB("j", "orgs = { name = \"a\"; tokens = 10; };") " );\n",
-	 "jobs.[0].orgs: want a list of at most 64 organizations"},
-	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( 5 );") " );\n",
-	 "jobs.[0].orgs: element 0: want a group"},
+	 "jobs.[0].orgs: want a list of 1 to 64 organizations"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( );") " );\n",
+	 "jobs.[0].orgs: want a list of 1 to 64 organizations ( { name; tokens; cap_tokens; } ); "
+	 "leave it out for none"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 5; },\n 5 );") " );\n",
+	 ":5: jobs.[0].orgs.[1]: want a group"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = 5; tokens = 5; } );") " );\n",
+	 "jobs.[0].orgs.[0].name: not a string"},
+	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"\"; tokens = 5; } );") " );\n",
+	 "jobs.[0].orgs.[0].name: empty"},
 	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 10; cap_tokens = 0; } );") " );\n",
 	 "jobs.[0].orgs.[0].cap_tokens: 0 is out of range"},
 	{ONE_NODE "jobs = ( " JOB("j", "orgs = ( { name = \"a\"; tokens = 2000000; cap_tokens = 1999999; "
@@ -734,7 +741,12 @@ Test(plan, emit_config_refuses_a_fifo_and_a_hard_link_in_its_directory)
 	snprintf(cmd, sizeof(cmd), "timeout 10 build/kvss-plan %s --emit-config %s 2>&1", file, dir);
 	st = capture(cmd, out, sizeof(out));
 	cr_assert_eq(WEXITSTATUS(st), 1, "a FIFO: exit %d (124: it waited)\n%s", WEXITSTATUS(st), out);
-	cr_assert_not_null(strstr(out, "j-orgs.cfg"), "%s", out);
+	cr_assert_not_null(strstr(out, "j-orgs.cfg: not a regular file: not written"), "%s", out);
+	/* Refused before anything is written: not the shard configurations
+	 * of a plan whose organizations' file could not be. */
+	snprintf(victim, sizeof(victim), "%s/j-b0-d0.cfg", dir);
+	cr_assert_neq(access(victim, F_OK), 0, "%s was written before the refusal", victim);
+	snprintf(victim, sizeof(victim), "/tmp/kvss_plan_victim_%d", (int)getpid());
 	unlink(at);
 	f = fopen(victim, "w");
 	cr_assert_not_null(f);

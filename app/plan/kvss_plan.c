@@ -232,6 +232,19 @@ print_plan_json(const struct plan_cluster *c, const struct plan_result *r)
 	printf("]}\n");
 }
 
+/* Why the file at @p st cannot be written as one of ours, or NULL when it can. */
+static const char *
+not_ours(const struct stat *st)
+{
+	if (S_ISLNK(st->st_mode))
+		return "a symbolic link: not written through";
+	if (!S_ISREG(st->st_mode))
+		return "not a regular file: not written";
+	if (st->st_nlink != 1)
+		return "a file with another name (a hard link): not written";
+	return NULL;
+}
+
 /*
  * @p path made (or emptied) inside the directory @p dfd (@p dir), never
  * through a link placed there; NULL, said, when it cannot be.
@@ -253,9 +266,8 @@ create_in(int dfd, const char *dir, const char *path)
 	}
 	if (fstat(fd, &st) != 0) {
 		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
-	} else if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
-		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s: not written\n", dir, path,
-			!S_ISREG(st.st_mode) ? "not a regular file" : "a file with another name (a hard link)");
+	} else if (not_ours(&st) != NULL) {
+		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, not_ours(&st));
 	} else if (ftruncate(fd, 0) != 0) {
 		fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
 	} else if ((f = fdopen(fd, "w")) == NULL) {
@@ -277,22 +289,125 @@ finish(FILE *f, const char *dir, const char *path)
 	return 0;
 }
 
-/* One kvss shard configuration per (job, shard): deploy the plan as is. */
+/*
+ * The name of the @p i th file --emit-config writes, into @p path: first
+ * one kvss shard configuration per grant (JOB-BOX-dD.cfg), then one
+ * JOB-orgs.cfg per job with organizations. False past the last.
+ */
+static bool
+file_name(const struct plan_cluster *c, const struct plan_result *r, uint32_t i, char *path,
+	  size_t n, uint16_t *job)
+{
+	uint16_t j;
+
+	if (i < r->ngrants) {
+		const struct plan_grant *x = &r->grant[i];
+
+		snprintf(path, n, "%s-%s-d%u.cfg", c->job[x->job].name, c->shard[x->shard].box,
+			 c->shard[x->shard].domain);
+		*job = x->job;
+		return true;
+	}
+	for (i -= r->ngrants, j = 0; j < c->njobs; j++)
+		if (c->job[j].norgs > 0 && i-- == 0) {
+			snprintf(path, n, "%s-orgs.cfg", c->job[j].name);
+			*job = j;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Every file's name and what lies there now, before anything is written:
+ * 0, or -1, said, so that a refusal leaves DIR as it was (not the shard
+ * configurations of a plan whose organizations' file could not be written).
+ * create_in checks again as it opens (what lies there may change between).
+ */
+static int
+emit_check(int dfd, const char *dir, const struct plan_cluster *c, const struct plan_result *r)
+{
+	char path[512];
+	uint16_t j;
+	uint32_t i;
+
+	for (i = 0; file_name(c, r, i, path, sizeof(path), &j); i++) {
+		struct stat st;
+
+		if (i < r->ngrants && r->grant[i].tokens > KVSS_MAX_CAPACITY_TOKENS) {
+			const struct plan_shard *s = &c->shard[r->grant[i].shard];
+
+			fprintf(stderr, "kvss-plan: --emit-config: job %s, box %s, domain %u: %" PRIu64
+				" tokens, more than one kvss shard cache holds (%llu, "
+				"shard.caches.capacity_tokens); split the memory over more shards\n",
+				c->job[j].name, s->box, s->domain, r->grant[i].tokens,
+				(unsigned long long)KVSS_MAX_CAPACITY_TOKENS);
+			return -1;
+		}
+		if (strchr(path, '/') != NULL || path[0] == '.') {
+			/* The reader refuses such names; never write outside DIR. */
+			fprintf(stderr, "kvss-plan: --emit-config: '%s' is not a file name in %s\n", path,
+				dir);
+			return -1;
+		}
+		if (fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (not_ours(&st) != NULL) {
+				fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path,
+					not_ours(&st));
+				return -1;
+			}
+		} else if (errno != ENOENT) {
+			fprintf(stderr, "kvss-plan: --emit-config: %s/%s: %s\n", dir, path, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Shard configuration @p g's text, to @p f: deploy the plan as is. */
 /*
  * Addresses: MAC 02:00:00:JJ:GG:GG (JJ the job + 1, so never the wafer's
  * 02:00:00:00:00:01) and IPv4 10.100.(1 + g / 240).(10 + g % 240) (never the
  * wafer's 10.100.0.1), g the grant's index: distinct across every shard of
  * the plan. Shard ids are 0.. within each job (its model 0).
  */
+static void
+shard_text(FILE *f, const struct plan_cluster *c, const struct plan_result *r, uint32_t g)
+{
+	const struct plan_grant *x = &r->grant[g];
+	const struct plan_shard *s = &c->shard[x->shard];
+	uint32_t first = g; /* a job's grants are consecutive: its first */
+
+	while (first > 0 && r->grant[first - 1].job == x->job)
+		first--;
+	fprintf(f,
+		"# kvss-plan: job %s, box %s, domain %u (%u weight-I/O streams), node %s.\n"
+		"# Memory: %" PRIu64 " bytes = base + %" PRIu64 " bytes/token x %" PRIu64 " tokens.\n"
+		"# Addresses are placeholders, unique across the plan (fill in the real ones\n"
+		"# and the port before deploying); shard ids number the job's shards.\n"
+		"role = \"shard\";\nmtu = 9000;\n"
+		"lcores = { ingest = [1]; refill = [2]; control = 0; };\n"
+		"shard = {\n  port = 0;\n  id = %u;\n  model = 0;\n"
+		"  address = { mac = \"02:00:00:%02x:%02x:%02x\"; ipv4 = \"10.100.%u.%u\"; };\n"
+		"  wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.100.0.1\"; };\n"
+		"  caches = (\n    { id = 0; bytes_per_token = %" PRIu64 "; buffers = %u; "
+		"capacity_tokens = %" PRIu64 "; }\n  );\n};\n",
+		c->job[x->job].name, s->box, s->domain, s->wio, c->node[s->node].name, x->bytes,
+		x->mem_per_token, x->tokens, g - first, x->job + 1, (g >> 8) & 0xff, g & 0xff,
+		1 + g / 240, 10 + g % 240, x->mem_per_token, s->wio, x->tokens ? x->tokens : 1);
+}
+
 /*
- * Every file goes into DIR itself: its name is JOB-BOX-dD.cfg, names the
- * cluster reader took (letters, digits, '.', '_', '-'; never '/' nor a
- * leading '.'), opened relative to DIR without following a link there.
+ * Every file goes into DIR itself: its name is JOB-BOX-dD.cfg or
+ * JOB-orgs.cfg, names the cluster reader took (letters, digits, '.', '_',
+ * '-'; never '/' nor a leading '.'), opened relative to DIR without
+ * following a link there. All are checked before the first is written.
  */
 static int
 emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 {
-	uint32_t g, first = 0; /* a job's grants are consecutive: its first */
+	char path[512];
+	uint16_t j;
+	uint32_t i;
 	int dfd;
 
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
@@ -304,79 +419,32 @@ emit(const char *dir, const struct plan_cluster *c, const struct plan_result *r)
 		fprintf(stderr, "kvss-plan: --emit-config %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
-	for (g = 0; g < r->ngrants; g++) {
-		const struct plan_grant *x = &r->grant[g];
-		const struct plan_shard *s = &c->shard[x->shard];
-		char path[512];
-		FILE *f;
-
-		if (g > 0 && r->grant[g - 1].job != x->job)
-			first = g;
-		if (x->tokens > KVSS_MAX_CAPACITY_TOKENS) {
-			fprintf(stderr, "kvss-plan: --emit-config: job %s, box %s, domain %u: %" PRIu64
-				" tokens, more than one kvss shard cache holds (%llu, "
-				"shard.caches.capacity_tokens); split the memory over more shards\n",
-				c->job[x->job].name, s->box, s->domain, x->tokens,
-				(unsigned long long)KVSS_MAX_CAPACITY_TOKENS);
-			close(dfd);
-			return -1;
-		}
-		snprintf(path, sizeof(path), "%s-%s-d%u.cfg", c->job[x->job].name, s->box, s->domain);
-		if (strchr(path, '/') != NULL || path[0] == '.') {
-			/* The reader refuses such names; never write outside DIR. */
-			fprintf(stderr, "kvss-plan: --emit-config: '%s' is not a file name in %s\n", path,
-				dir);
-			close(dfd);
-			return -1;
-		}
-		f = create_in(dfd, dir, path);
-		if (f == NULL) {
-			close(dfd);
-			return -1;
-		}
-		fprintf(f,
-			"# kvss-plan: job %s, box %s, domain %u (%u weight-I/O streams), node %s.\n"
-			"# Memory: %" PRIu64 " bytes = base + %" PRIu64 " bytes/token x %" PRIu64 " tokens.\n"
-			"# Addresses are placeholders, unique across the plan (fill in the real ones\n"
-			"# and the port before deploying); shard ids number the job's shards.\n"
-			"role = \"shard\";\nmtu = 9000;\n"
-			"lcores = { ingest = [1]; refill = [2]; control = 0; };\n"
-			"shard = {\n  port = 0;\n  id = %u;\n  model = 0;\n"
-			"  address = { mac = \"02:00:00:%02x:%02x:%02x\"; ipv4 = \"10.100.%u.%u\"; };\n"
-			"  wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.100.0.1\"; };\n"
-			"  caches = (\n    { id = 0; bytes_per_token = %" PRIu64 "; buffers = %u; "
-			"capacity_tokens = %" PRIu64 "; }\n  );\n};\n",
-			c->job[x->job].name, s->box, s->domain, s->wio, c->node[s->node].name, x->bytes,
-			x->mem_per_token, x->tokens, g - first, x->job + 1, (g >> 8) & 0xff,
-			g & 0xff, 1 + g / 240, 10 + g % 240, x->mem_per_token, s->wio,
-			x->tokens ? x->tokens : 1);
-		if (finish(f, dir, path) != 0) {
-			close(dfd);
-			return -1;
-		}
+	if (emit_check(dfd, dir, c, r) != 0) {
+		close(dfd);
+		return -1;
 	}
-	for (g = 0; g < c->njobs; g++) {
-		char path[512];
-		FILE *f;
+	for (i = 0; file_name(c, r, i, path, sizeof(path), &j); i++) {
+		FILE *f = create_in(dfd, dir, path);
 
-		if (c->job[g].norgs == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s-orgs.cfg", c->job[g].name);
-		f = create_in(dfd, dir, path);
 		if (f == NULL) {
 			close(dfd);
 			return -1;
 		}
-		fprintf(f, "# kvss-plan: job %s's organizations, for its driver's configuration\n"
-			   "# (inside driver = { ... }): DRAM shares and caps of the %" PRIu64 " tokens\n"
-			   "# the job can use (its smallest shard), each guarantee rounded up.\n",
-			c->job[g].name, r->job[g].usable);
-		orgs_lines(f, c, r, (uint16_t)g, "");
+		if (i < r->ngrants) {
+			shard_text(f, c, r, i);
+		} else {
+			fprintf(f, "# kvss-plan: job %s's organizations, for its driver's configuration\n"
+				   "# (inside driver = { ... }): DRAM shares and caps of the %" PRIu64 " tokens\n"
+				   "# the job can use (its smallest shard), each guarantee rounded up.\n",
+				c->job[j].name, r->job[j].usable);
+			orgs_lines(f, c, r, j, "");
+		}
 		if (finish(f, dir, path) != 0) {
 			close(dfd);
 			return -1;
 		}
-		printf("kvss-plan: job %s's organizations in %s/%s\n", c->job[g].name, dir, path);
+		if (i >= r->ngrants)
+			printf("kvss-plan: job %s's organizations in %s/%s\n", c->job[j].name, dir, path);
 	}
 	close(dfd);
 	printf("kvss-plan: %u shard configurations in %s\n", r->ngrants, dir);

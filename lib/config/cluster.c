@@ -80,8 +80,12 @@ get_name(struct ld *l, const config_setting_t *g, const char *key, char *out)
 	const char *v = s != NULL ? config_setting_get_string(s) : NULL;
 	size_t i;
 
-	if (v == NULL || v[0] == '\0')
+	if (s == NULL)
 		return fail(l, g, key, "missing (a name in quotes)");
+	if (v == NULL)
+		return fail(l, g, key, "not a string (a name in quotes)");
+	if (v[0] == '\0')
+		return fail(l, g, key, "empty (a name in quotes)");
 	if (strlen(v) >= PLAN_NAME)
 		return fail(l, g, key, "longer than %d characters", PLAN_NAME - 1);
 	for (i = 0; v[i] != '\0'; i++)
@@ -216,16 +220,20 @@ load_orgs(struct ld *l, const config_setting_t *e, struct plan_job *j)
 
 	if (os == NULL)
 		return 0;
-	if (!config_setting_is_list(os) || (n = config_setting_length(os)) > PLAN_MAX_ORGS)
-		return fail(l, e, "orgs", "want a list of at most %d organizations "
-				      "( { name; tokens; cap_tokens; } )", PLAN_MAX_ORGS);
+	/* An empty list is refused, not read as none: leaving the key out says
+	 * that, and --emit-config then writes no JOB-orgs.cfg (it would leave
+	 * one an earlier plan wrote, which the list seemed to clear). */
+	if (!config_setting_is_list(os) || (n = config_setting_length(os)) > PLAN_MAX_ORGS || n < 1)
+		return fail(l, e, "orgs", "want a list of 1 to %d organizations "
+				      "( { name; tokens; cap_tokens; } ); leave it out for none",
+			    PLAN_MAX_ORGS);
 	for (k = 0; k < n; k++) {
 		const config_setting_t *o = config_setting_get_elem(os, (unsigned int)k);
 		struct plan_org *g = &j->org[k];
 		double tok, cap;
 
 		if (!config_setting_is_group(o))
-			return fail(l, e, "orgs", "element %d: want a group { name; tokens; cap_tokens; }", k);
+			return fail(l, o, NULL, "want a group { name; tokens; cap_tokens; }");
 		if (get_name(l, o, "name", g->name) != 0 ||
 		    get_whole(l, o, "tokens", 1, 1e12, 0, true, &tok) != 0 ||
 		    get_whole(l, o, "cap_tokens", 1, 1e12, 0, false, &cap) != 0)
