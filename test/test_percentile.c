@@ -48,6 +48,8 @@ Test(percentile, an_empty_sample_is_0)
 	cr_expect_eq(percentile_u64(NULL, 0, 99), 0);
 	percentile_sort_double(NULL, 0);
 	percentile_sort_u64(NULL, 0);
+	cr_expect_eq(percentile_u32(NULL, 0, 99), 0);
+	percentile_sort_u32(NULL, 0);
 }
 
 Test(percentile, doubles_are_sorted_then_picked)
@@ -93,4 +95,27 @@ Test(percentile, whole_numbers_compare_exactly_past_2_to_the_53)
 	cr_expect_eq(percentile_u64(v, 5, 50), big - 1);
 	cr_expect_eq(percentile_u64(v, 5, 75), big);
 	cr_expect_eq(percentile_u64(v, 5, 99), UINT64_MAX); /* index floor(4.95): 4 */
+}
+
+/*
+ * The driver's refill times (microseconds, 32 bits): the same rule as the
+ * others, not nearest rank (ceil(n p) - 1, which the summary used before:
+ * p99 of 100 values was the 99th, here it is the greatest).
+ */
+Test(percentile, microseconds_in_32_bits_by_the_same_rule)
+{
+	uint32_t v[100];
+	size_t i;
+
+	for (i = 0; i < 100; i++)
+		v[i] = (uint32_t)(100 - i) * 10; /* 1000, 990, ..., 10 */
+	v[7] = UINT32_MAX;
+	percentile_sort_u32(v, 100);
+	for (i = 1; i < 100; i++)
+		cr_assert_leq(v[i - 1], v[i], "not sorted at %zu", i);
+	cr_expect_eq(percentile_u32(v, 100, 0), 10);
+	cr_expect_eq(percentile_u32(v, 100, 50), 510); /* index 50 */
+	cr_expect_eq(percentile_u32(v, 100, 99), UINT32_MAX); /* index 99, the greatest */
+	cr_expect_eq(percentile_u32(v, 100, 98), 1000);
+	cr_expect_eq(percentile_u32(v, 99, 50), 500); /* index 49 of the 99 below the greatest */
 }

@@ -34,9 +34,14 @@ void percentile_sort_double(double *v, size_t n);
 /** The same for whole numbers (compared exactly, at any size). */
 void percentile_sort_u64(uint64_t *v, size_t n);
 
+/** The same for 32-bit whole numbers (times in microseconds, as the driver keeps them). */
+void percentile_sort_u32(uint32_t *v, size_t n);
+
 /** The @p p-th percentile of @p sorted[0..n) (ascending); 0 when @p n is 0. */
 double percentile_double(const double *sorted, size_t n, unsigned int p);
 /** The same for whole numbers. */
 uint64_t percentile_u64(const uint64_t *sorted, size_t n, unsigned int p);
+/** The same for 32-bit whole numbers. */
+uint32_t percentile_u32(const uint32_t *sorted, size_t n, unsigned int p);
 
 #endif

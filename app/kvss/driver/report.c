@@ -22,6 +22,7 @@
 #include "plot.h"
 #include "emulator/emulator.h"
 #include "kvss.h"
+#include "percentile.h"
 
 /* A shard and its control stream, as /swdriver/shards shows them (u64 each). */
 #define SHARD_SNAP_FIELDS(X)                                                                       \
@@ -444,25 +445,6 @@ drv_report_progress(struct drv *d, uint64_t tsc)
 }
 
 /* ---- The summary -------------------------------------------------------------------- */
-
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static uint32_t
-pct(const uint32_t *v, size_t n, double p)
-{
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	i = (size_t)ceil(p * (double)n) - 1;
-	return v[i < n ? i : n - 1];
-}
 
 /*
  * --plot-refills: the distribution of the refill times measured, beside
@@ -932,12 +914,12 @@ summary_measure(struct drv *d, struct summary *x)
 			  ? (double)cl->busy_cycles / (double)(cl->busy_cycles + cl->idle_cycles)
 			  : 0;
 	if (d->learn.nlat) {
-		qsort(d->learn.lat_us, d->learn.nlat, sizeof(uint32_t), cmp_u32);
-		qsort(d->learn.est_us, d->learn.nlat, sizeof(uint32_t), cmp_u32);
-		x->p50 = pct(d->learn.lat_us, d->learn.nlat, 0.50);
-		x->p99 = pct(d->learn.lat_us, d->learn.nlat, 0.99);
-		x->e50 = pct(d->learn.est_us, d->learn.nlat, 0.50);
-		x->e99 = pct(d->learn.est_us, d->learn.nlat, 0.99);
+		percentile_sort_u32(d->learn.lat_us, d->learn.nlat);
+		percentile_sort_u32(d->learn.est_us, d->learn.nlat);
+		x->p50 = percentile_u32(d->learn.lat_us, d->learn.nlat, 50);
+		x->p99 = percentile_u32(d->learn.lat_us, d->learn.nlat, 99);
+		x->e50 = percentile_u32(d->learn.est_us, d->learn.nlat, 50);
+		x->e99 = percentile_u32(d->learn.est_us, d->learn.nlat, 99);
 	}
 	x->perr = drv_protocol_errors(d);
 	x->lost = drv_unaccounted(d, true);
