@@ -167,7 +167,7 @@ RADOS_LIBS ?= -lrados
 SHARED_SRC := $(call lib_dir,shared)
 LIBSHARED := $(BUILD)/lib/libshared.a
 KVSS_SHARED_SRC := $(sort $(wildcard app/shared/*.c))
-PURE_SRC += $(filter-out $(PURE_SRC),$(SHARED_SRC)) $(KVSS_SHARED_SRC) test/test_shared_rados.c \
+PURE_SRC += $(filter-out $(PURE_SRC),$(SHARED_SRC)) $(KVSS_SHARED_SRC) test/test_shared_rados.c test/test_shares.c \
 	bench/bench_shared.c
 
 $(BUILD)/obj/test/%.o $(BUILD)/obj/bench/%.o: TEST_INC := $(APP_INC)
@@ -247,6 +247,13 @@ KVSS_SHARED := $(BUILD)/kvss-shared
 $(KVSS_SHARED): $(call obj,$(KVSS_SHARED_SRC)) $(LIBARGS) $(LIBSHARED) $(LIBSEAL) $(LIBPROTO) $(LIBFILEIO)
 	$(CC) -o $@ $^ $(RADOS_LIBS) $(DEP_LIBS)
 
+# kvss-shared sweep's shares of the level, picked without a cluster.
+$(BUILD)/obj/test/test_shares.o: TEST_INC := -Iapp/shared
+$(BUILD)/test/test_shares: $(call obj,test/test_shares.c app/shared/shares.c app/shared/listing.c) \
+		$(LIBSHARED) $(LIBSEAL) $(LIBPROTO) $(LIBFILEIO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(RADOS_LIBS) $(DEP_LIBS)
+
 # Run by scripts/test-shared.sh against the cluster it starts (not a
 # Criterion suite: run-tests.sh must not run it alone).
 TEST_SHARED_RADOS := $(BUILD)/tools/test_shared_rados
@@ -271,7 +278,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_kvdisk_seal $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
 	$(BUILD)/test/test_shared_seal \
-	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_shared
+	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_shared $(BUILD)/test/test_shares
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 

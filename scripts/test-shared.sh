@@ -113,6 +113,29 @@ ks sweep --grace 0
 check "sweep --grace 0: the slices without a record go" \
 	eval '[ "$rc" -eq 0 ] && has "2 without a record past the 0 s grace"'
 phase swept2
+# The level's shares, dry runs (phase swept2's objects stay): the live
+# column, 64 tokens of 0x1111, in a level of 32 is above its organization's
+# cap (the whole level: one organization alone never goes for room; that
+# is test_shares'); under a cap of half of 64 too; where it fits, it stays.
+ks sweep --dry-run --verbose --capacity-tokens 32
+check "sweep --capacity-tokens 32: the live column (its record, 2 slices) would go, above the cap (the whole level)" \
+	eval '[ "$rc" -eq 0 ] && has "1 columns (64 tokens) above a cap and 0 (0 tokens) for room" &&
+		has "would delete 3 objects" && has "its organization is above its cap"'
+ks sweep --dry-run --capacity-tokens 64 --share 0x1111:0.25:0.5
+check "sweep --share 0x1111:0.25:0.5 of 64: above its cap of 32" \
+	eval '[ "$rc" -eq 0 ] && has "1 columns (64 tokens) above a cap"'
+ks sweep --dry-run --verbose --capacity-tokens 64 --share 0x1111:1
+check "sweep --share 0x1111:1 of 64: within the level and its share, kept" \
+	eval '[ "$rc" -eq 0 ] && has "would delete 0 objects" && has "guaranteed 64, cap 64"'
+ks sweep --capacity-tokens 64 --share acme:0.7 --share-default 0.4
+check "shares past the whole: exit 2, said" eval '[ "$rc" -eq 2 ] && has "above the whole"'
+ks sweep --share acme:0.5
+check "a share without --capacity-tokens: exit 2, said" \
+	eval '[ "$rc" -eq 2 ] && has "need --capacity-tokens"'
+ks sweep --capacity-tokens 64 --share "acme:0.5:nan"
+check "a cap that is not a fraction: exit 2" eval '[ "$rc" -eq 2 ] && has "fractions"'
+ks ls --share acme:0.5
+check "--share is sweep's alone: exit 2" test "$rc" -eq 2
 ks gen
 check "gen: 0 before any reset" eval '[ "$rc" -eq 0 ] && has "global generation: 0"'
 ks reset

@@ -15,6 +15,7 @@
  *     ls [--org ORG]       namespaces: generation, objects (records, slices,
  *                          not ours), bytes
  *     sweep [--ttl-first S] [--grace S] [--dry-run] [--verbose]
+ *           [--capacity-tokens N [--share ORG:SHARE[:CAP]]... [--share-default S[:C]]]
  *                          delete what no replica may read any more
  *                          (sweep.c)
  *
@@ -62,43 +63,15 @@ usage(FILE *f)
 		"                         delete objects of an older generation, columns past\n"
 		"                         their first-use TTL, slices without a record older\n"
 		"                         than the grace (default 600 s), corrupt records\n"
+		"        [--capacity-tokens N [--share ORG:SHARE[:CAP]]... [--share-default SHARE[:CAP]]]\n"
+		"                         and keep the level within N tokens of columns: each\n"
+		"                         organization within its cap, the one furthest above its\n"
+		"                         guaranteed share giving its oldest columns (fractions of\n"
+		"                         N; organizations not named: share 0, cap 1)\n"
 		"ORG: an organization's name (as in the driver's configuration) or its\n"
 		"isolation id as 0x and hex digits.\n"
 		"       kvss-shared --help | --version\n"
 		"exit status: 0 done, 1 the cluster failed or refused, 2 usage\n");
-}
-
-/* "0x" and 1 to 16 hex digits: an isolation id; anything else a name. */
-static int
-parse_org(const char *s, uint64_t *org)
-{
-	size_t n = strlen(s), i;
-	uint64_t v = 0;
-
-	if (n == 0)
-		return -1;
-	if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		if (n > 18)
-			return -1;
-		for (i = 2; i < n; i++) {
-			char c = s[i];
-			unsigned int d;
-
-			if (c >= '0' && c <= '9')
-				d = (unsigned int)(c - '0');
-			else if (c >= 'a' && c <= 'f')
-				d = (unsigned int)(c - 'a' + 10);
-			else if (c >= 'A' && c <= 'F')
-				d = (unsigned int)(c - 'A' + 10);
-			else
-				return -1;
-			v = v << 4 | d;
-		}
-		*org = v;
-		return 0;
-	}
-	*org = proto_ref_isolation_id(s, n);
-	return 0;
 }
 
 static int
@@ -120,6 +93,9 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 		{ "dry-run", no_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "repair", no_argument, NULL, 'R' },
+		{ "capacity-tokens", required_argument, NULL, 'C' },
+		{ "share", required_argument, NULL, 'S' },
+		{ "share-default", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -180,7 +156,8 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 	argv += optind;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+h", sub, NULL)) != -1) {
-		bool sweep_opt = opt == 'T' || opt == 'g' || opt == 'v' ||
+		bool sweep_opt = opt == 'T' || opt == 'g' || opt == 'v' || opt == 'C' || opt == 'S' ||
+				 opt == 'D' ||
 				 (opt == 'd' && strcmp(c->cmd, "gen") != 0);
 
 		if ((opt == 'o' && strcmp(c->cmd, "sweep") == 0) ||
@@ -192,7 +169,7 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 		}
 		switch (opt) {
 		case 'o':
-			if (parse_org(optarg, &c->org) != 0) {
+			if (ks_parse_org(optarg, &c->org) != 0) {
 				fprintf(stderr, "kvss-shared: --org: '%s' is neither a name nor "
 						"0x and 1 to 16 hex digits\n", optarg);
 				return KS_USAGE;
@@ -211,6 +188,21 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 				c->sweep.ttl_first_s = v;
 			else
 				c->sweep.grace_s = v;
+			break;
+		case 'C':
+			if (args_u64("--capacity-tokens", optarg, 1, UINT64_C(1) << 50, &v, err,
+				     sizeof(err)) != 0) {
+				fprintf(stderr, "kvss-shared: %s\n", err);
+				return KS_USAGE;
+			}
+			c->sweep.shares.capacity_tokens = v;
+			break;
+		case 'S':
+		case 'D':
+			if (ks_share_parse(optarg, opt == 'D', &c->sweep.shares, err, sizeof(err)) != 0) {
+				fprintf(stderr, "kvss-shared: %s\n", err);
+				return KS_USAGE;
+			}
 			break;
 		case 'd':
 			c->sweep.dry_run = true;
@@ -232,6 +224,10 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "kvss-shared %s: unexpected '%s'\n", c->cmd, argv[optind]);
+		return KS_USAGE;
+	}
+	if (ks_shares_check(&c->sweep.shares, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-shared sweep: %s\n", err);
 		return KS_USAGE;
 	}
 	if (c->p.conf == NULL) {

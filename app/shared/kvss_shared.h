@@ -46,11 +46,89 @@ const char *ks_safe(const char *str, char *buf, size_t len);
 /** A namespace for printing: "(default)" for "". */
 const char *ks_ns_label(const char *ns, char *buf, size_t len);
 
+/** ORG as the command line gives it: a name (hashed as the driver does) or 0x and hex; 0 or -1. */
+int ks_parse_org(const char *s, uint64_t *org);
+
+/* ---- Shares of the shared level (shares.c) ---------------------------------- */
+
+#define KS_MAX_SHARES 64
+
+/** An organization's guaranteed share and cap, fractions of the capacity. */
+struct ks_share {
+	uint64_t org; /* isolation id */
+	double share, cap;
+	char label[KS_SAFE_LEN]; /* as given, made printable */
+};
+
+/**
+ * The level's size and its organizations' shares (sweep --capacity-tokens,
+ * --share, --share-default). capacity_tokens 0: no shares, nothing deleted
+ * for room. Organizations not named have the default: share 0, cap 1.
+ */
+struct ks_shares {
+	uint64_t capacity_tokens;
+	struct ks_share org[KS_MAX_SHARES];
+	uint32_t n;
+	double share_default, cap_default; /* cap_default 0: never given (1) */
+	bool default_given;
+};
+
+/** One --share ORG:SHARE[:CAP] (or, @p is_default, --share-default SHARE[:CAP]); 0 or -1, said in @p err. */
+int ks_share_parse(const char *arg, bool is_default, struct ks_shares *sh, char *err, size_t errlen);
+/** The shares together: given only with a capacity, summing to at most 1; 0 or -1, said. */
+int ks_shares_check(const struct ks_shares *sh, char *err, size_t errlen);
+
+/** Why a live column goes, or not. */
+enum ks_victim { KS_KEPT = 0, KS_OVER_CAP, KS_OVER_SHARE };
+
+/** A live column as the sweep read its record. */
+struct ks_live {
+	uint64_t org, object_id;
+	uint64_t key, parent; /* the column's chained hash, and the one before it */
+	uint32_t layout;      /* its model's geometry: a child's parent has the same */
+	uint64_t first_use_ns, written_ns;
+	uint32_t tokens;
+	uint32_t obj; /* its record's index in the listing */
+	enum ks_victim victim;
+	uint32_t child, sib; /* ks_shares_pick's: its first child and next sibling, or UINT32_MAX */
+};
+
+/** An organization's use of the level (ks_shares_pick). */
+struct ks_org_use {
+	uint64_t org;
+	uint64_t tokens;	      /* live, after what is picked */
+	uint64_t guaranteed, cap;     /* in tokens */
+	uint64_t deleted, deleted_tokens;
+	uint32_t first, end, next;    /* its columns in ks_lives.v, oldest first; next to give */
+};
+
+/** Every live column of the pool, and after ks_shares_pick each organization's use. */
+struct ks_lives {
+	struct ks_live *v;
+	uint32_t n, cap;
+	struct ks_org_use *org;
+	uint32_t norg;
+	uint64_t total_tokens; /* live after what is picked */
+};
+
+int ks_lives_add(struct ks_lives *lv, const struct ks_live *x);
+void ks_lives_free(struct ks_lives *lv);
+/**
+ * Pick what goes (each column's victim): every organization within its
+ * cap, then the level within its capacity, the organization furthest
+ * above its guarantee giving its oldest column each time, and with it the
+ * columns that hang on it (a lookup walks a prefix from its start: they
+ * could never be found again); none at or below its guarantee gives any.
+ * Sorts lv->v by organization, then age. 0 or -ENOMEM.
+ */
+int ks_shares_pick(const struct ks_shares *sh, struct ks_lives *lv);
+
 struct ks_sweep_opts {
 	uint64_t ttl_first_s; /* 0: no expiry by first use */
 	uint64_t grace_s;     /* a slice without its record is kept this long */
 	bool dry_run;
 	bool verbose;
+	struct ks_shares shares;
 };
 
 /** The sweep (sweep.c): its report on stdout; KS_OK or KS_FAILED. */

@@ -57,6 +57,9 @@ struct rec {
 	enum verdict v;
 	uint32_t need, have; /* live: slices its model writes (shards x caches), listed */
 	uint64_t written_ns;
+	uint64_t first_use_ns; /* live: what the shares order by */
+	uint64_t key, parent;  /* live: what hangs on what, for the shares */
+	uint32_t layout, tokens;
 };
 
 struct tally {
@@ -67,6 +70,10 @@ struct tally {
 	uint64_t slices_live, slices_newer, slices_dropped, orphans_old, orphans_young, orphans_unknown;
 	uint64_t not_ours;
 	uint64_t deleted, delete_failed;
+	struct ks_lives lives; /* with shares: every live column, for shares_apply */
+	bool lives_short;      /* out of memory collecting them: no column deleted for room */
+	bool shares_done;
+	uint64_t share_before, share_cols[3], share_toks[3]; /* by enum ks_victim */
 };
 
 static int
@@ -190,6 +197,11 @@ judge_one(void *arg, uint32_t i, int status, const uint8_t *buf, uint32_t len)
 		r->v = V_LIVE;
 		r->need = (uint32_t)h.shard * h.cache;
 		r->written_ns = h.written_ns;
+		r->first_use_ns = h.first_use_ns;
+		r->key = h.key;
+		r->parent = h.parent;
+		r->layout = h.layout;
+		r->tokens = h.tokens;
 		t->live++;
 	}
 }
@@ -368,9 +380,119 @@ sweep_ns(struct shared *s, const struct ks_list *l, uint32_t a, uint32_t b, uint
 		delete_all(s, l, dels, ndel, t);
 	else
 		t->deleted += ndel;
+	/* What stays live, for the level's shares once every namespace is read. */
+	for (i = 0; o->shares.capacity_tokens > 0 && i < nrec; i++) {
+		const struct rec *r = &recs[i];
+		struct ks_live x = {.org = l->v[r->obj].org, .object_id = r->object_id,
+				    .key = r->key, .parent = r->parent, .layout = r->layout,
+				    .first_use_ns = r->first_use_ns, .written_ns = r->written_ns,
+				    .tokens = r->tokens, .obj = r->obj};
+
+		if (r->v == V_LIVE && ks_lives_add(&t->lives, &x) != 0)
+			t->lives_short = true;
+	}
 	free(recs);
 	free(dels);
 	return 0;
+}
+
+/*
+ * The level's shares (shares.c): the live columns picked to go, each its
+ * record and then its slices (named by the same object id in the same
+ * namespace, so next to it in the listing's order: "<id>.r", "<id>.s..").
+ */
+static void
+shares_apply(struct shared *s, const struct ks_list *l, const struct ks_sweep_opts *o,
+	     struct tally *t)
+{
+	struct ks_lives *lv = &t->lives;
+	uint64_t before = 0, cols[3] = {0}, toks[3] = {0};
+	uint32_t *dels, ndel = 0, i, k;
+
+	for (i = 0; i < lv->n; i++)
+		before += lv->v[i].tokens;
+	if (t->lives_short || ks_shares_pick(&o->shares, lv) != 0 ||
+	    (dels = calloc(l->n ? l->n : 1, sizeof(*dels))) == NULL) {
+		fprintf(stderr, "kvss-shared sweep: out of memory for the shares: no column "
+				"deleted for room\n");
+		t->delete_failed++; /* said in the exit status */
+		return;
+	}
+	for (i = 0; i < lv->n; i++) {
+		const struct ks_live *x = &lv->v[i];
+		const struct ks_obj *r = &l->v[x->obj];
+
+		cols[x->victim]++;
+		toks[x->victim] += x->tokens;
+		if (x->victim == KS_KEPT)
+			continue;
+		say(o, r, x->victim == KS_OVER_CAP ? "its organization is above its cap"
+						   : "the level is full and its organization is "
+						     "above its guarantee");
+		dels[ndel++] = x->obj;
+	}
+	/* Then the slices of those columns. */
+	for (i = 0; i < lv->n; i++) {
+		const struct ks_live *x = &lv->v[i];
+		uint32_t a = x->obj, b = x->obj + 1;
+
+		if (x->victim == KS_KEPT)
+			continue;
+		while (a > 0 && l->v[a - 1].object_id == x->object_id &&
+		       strcmp(l->v[a - 1].ns, l->v[x->obj].ns) == 0)
+			a--;
+		while (b < l->n && l->v[b].object_id == x->object_id &&
+		       strcmp(l->v[b].ns, l->v[x->obj].ns) == 0)
+			b++;
+		for (k = a; k < b; k++)
+			if (l->v[k].kind == SHARED_SLICE) {
+				say(o, &l->v[k], "its column goes for the shares");
+				dels[ndel++] = k;
+			}
+	}
+	if (!o->dry_run)
+		delete_all(s, l, dels, ndel, t);
+	else
+		t->deleted += ndel;
+	free(dels);
+	t->shares_done = true;
+	memcpy(t->share_cols, cols, sizeof(cols));
+	memcpy(t->share_toks, toks, sizeof(toks));
+	t->share_before = before;
+}
+
+/* What the shares took, in the sweep's report. */
+static void
+shares_say(const struct ks_sweep_opts *o, const struct tally *t)
+{
+	const struct ks_lives *lv = &t->lives;
+	const uint64_t *cols = t->share_cols, *toks = t->share_toks;
+	char label[KS_SAFE_LEN];
+	uint32_t i, k;
+
+	if (!t->shares_done)
+		return;
+	printf("  shares: capacity %" PRIu64 " tokens, %" PRIu64 " live in %" PRIu64
+	       " columns of %u organizations; %s %" PRIu64 " columns (%" PRIu64 " tokens) above "
+	       "a cap and %" PRIu64 " (%" PRIu64 " tokens) for room; %" PRIu64 " tokens left\n",
+	       o->shares.capacity_tokens, t->share_before, (uint64_t)lv->n, lv->norg,
+	       o->dry_run ? "would delete" : "deleting", cols[KS_OVER_CAP], toks[KS_OVER_CAP],
+	       cols[KS_OVER_SHARE], toks[KS_OVER_SHARE], lv->total_tokens);
+	for (k = 0; o->verbose && k < lv->norg; k++) {
+		const struct ks_org_use *u = &lv->org[k];
+		const char *named = "";
+		char ns[SHARED_NS_MAX];
+
+		for (i = 0; i < o->shares.n; i++)
+			if (o->shares.org[i].org == u->org)
+				named = o->shares.org[i].label;
+		shared_ns(ns, u->org);
+		printf("  organization %s%s%s: %" PRIu64 " tokens left, guaranteed %" PRIu64
+		       ", cap %" PRIu64 ", %" PRIu64 " columns (%" PRIu64 " tokens) %s\n",
+		       ks_ns_label(ns, label, sizeof(label)), named[0] ? " " : "", named, u->tokens,
+		       u->guaranteed, u->cap, u->deleted, u->deleted_tokens,
+		       o->dry_run ? "would go" : "deleted");
+	}
 }
 
 int
@@ -413,6 +535,8 @@ ks_sweep(struct shared *s, const struct ks_sweep_opts *o)
 		sweep_ns(s, &l, a, b, gen_global, o, &t, bufs);
 	}
 	free(bufs);
+	if (o->shares.capacity_tokens > 0)
+		shares_apply(s, &l, o, &t);
 
 	printf("sweep%s: global generation %u; %" PRIu64 " namespaces, %" PRIu64
 	       " of organizations", o->dry_run ? " (dry run)" : "", gen_global, t.namespaces,
@@ -449,6 +573,8 @@ ks_sweep(struct shared *s, const struct ks_sweep_opts *o)
 		printf(", %" PRIu64 " of newer columns (kept)", t.slices_newer);
 	printf("\n");
 	printf("  not kvss's: %" PRIu64 " objects (kept)\n", t.not_ours);
+	shares_say(o, &t);
+	ks_lives_free(&t.lives);
 	printf("  %s %" PRIu64 " objects", o->dry_run ? "would delete" : "deleted", t.deleted);
 	if (t.delete_failed > 0)
 		printf(", %" PRIu64 " deletes failed", t.delete_failed);
