@@ -74,8 +74,9 @@ usage(FILE *f)
 		"exit status: 0 done, 1 the cluster failed or refused, 2 usage\n");
 }
 
+/* The tool's options, before the command, and the command: 0, -1 (done: help), or KS_USAGE. */
 static int
-parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
+parse_global(int argc, char **argv, struct ks_cmdline *c)
 {
 	static const struct option global[] = {
 		{ "conf", required_argument, NULL, 'c' },
@@ -84,19 +85,6 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static const struct option sub[] = {
-		{ "org", required_argument, NULL, 'o' },
-		{ "ttl-first", required_argument, NULL, 'T' },
-		{ "grace", required_argument, NULL, 'g' },
-		{ "dry-run", no_argument, NULL, 'd' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "repair", no_argument, NULL, 'R' },
-		{ "capacity-tokens", required_argument, NULL, 'C' },
-		{ "share", required_argument, NULL, 'S' },
-		{ "share-default", required_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char err[600];
@@ -152,76 +140,109 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 			c->cmd);
 		return KS_USAGE;
 	}
+	return 0;
+}
+
+/* One of the command's options (@p opt, getopt's): 0, -1 (done: help), or KS_USAGE. */
+static int
+sub_option(struct ks_cmdline *c, int opt, char **argv)
+{
+	bool sweep_opt = opt == 'T' || opt == 'g' || opt == 'v' || opt == 'C' || opt == 'S' ||
+			 opt == 'D' || (opt == 'd' && strcmp(c->cmd, "gen") != 0);
+	char err[600];
+	uint64_t v;
+
+	if ((opt == 'o' && strcmp(c->cmd, "sweep") == 0) ||
+	    (sweep_opt && strcmp(c->cmd, "sweep") != 0) ||
+	    (opt == 'R' && strcmp(c->cmd, "gen") != 0)) {
+		fprintf(stderr, "kvss-shared %s: %s is not one of its options\n", c->cmd,
+			argv[optind - 1]);
+		return KS_USAGE;
+	}
+	switch (opt) {
+	case 'o':
+		if (ks_parse_org(optarg, &c->org) != 0) {
+			fprintf(stderr, "kvss-shared: --org: '%s' is neither a name nor "
+					"0x and 1 to 16 hex digits\n", optarg);
+			return KS_USAGE;
+		}
+		c->have_org = true;
+		c->org_arg = optarg;
+		break;
+	case 'T':
+	case 'g':
+		if (args_u64(opt == 'T' ? "--ttl-first" : "--grace", optarg, opt == 'T' ? 1 : 0,
+			     UINT64_C(10) * 365 * 86400, &v, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss-shared: %s\n", err);
+			return KS_USAGE;
+		}
+		if (opt == 'T')
+			c->sweep.ttl_first_s = v;
+		else
+			c->sweep.grace_s = v;
+		break;
+	case 'C':
+		if (args_u64("--capacity-tokens", optarg, 1, UINT64_C(1) << 50, &v, err,
+			     sizeof(err)) != 0) {
+			fprintf(stderr, "kvss-shared: %s\n", err);
+			return KS_USAGE;
+		}
+		c->sweep.shares.capacity_tokens = v;
+		break;
+	case 'S':
+	case 'D':
+		if (ks_share_parse(optarg, opt == 'D', &c->sweep.shares, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss-shared: %s\n", err);
+			return KS_USAGE;
+		}
+		break;
+	case 'd':
+		c->sweep.dry_run = true;
+		break;
+	case 'v':
+		c->sweep.verbose = true;
+		break;
+	case 'R':
+		c->repair = true;
+		break;
+	case 'h':
+		usage(stdout);
+		return -1;
+	default:
+		fprintf(stderr, "kvss-shared %s: unknown option %s\n", c->cmd,
+			argv[optind - 1]);
+		return KS_USAGE;
+	}
+	return 0;
+}
+
+static int
+parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
+{
+	static const struct option sub[] = {
+		{ "org", required_argument, NULL, 'o' },
+		{ "ttl-first", required_argument, NULL, 'T' },
+		{ "grace", required_argument, NULL, 'g' },
+		{ "dry-run", no_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "repair", no_argument, NULL, 'R' },
+		{ "capacity-tokens", required_argument, NULL, 'C' },
+		{ "share", required_argument, NULL, 'S' },
+		{ "share-default", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char err[600];
+	int opt, rc = parse_global(argc, argv, c);
+
+	if (rc != 0)
+		return rc;
 	argc -= optind;
 	argv += optind;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+h", sub, NULL)) != -1) {
-		bool sweep_opt = opt == 'T' || opt == 'g' || opt == 'v' || opt == 'C' || opt == 'S' ||
-				 opt == 'D' ||
-				 (opt == 'd' && strcmp(c->cmd, "gen") != 0);
-
-		if ((opt == 'o' && strcmp(c->cmd, "sweep") == 0) ||
-		    (sweep_opt && strcmp(c->cmd, "sweep") != 0) ||
-		    (opt == 'R' && strcmp(c->cmd, "gen") != 0)) {
-			fprintf(stderr, "kvss-shared %s: %s is not one of its options\n", c->cmd,
-				argv[optind - 1]);
-			return KS_USAGE;
-		}
-		switch (opt) {
-		case 'o':
-			if (ks_parse_org(optarg, &c->org) != 0) {
-				fprintf(stderr, "kvss-shared: --org: '%s' is neither a name nor "
-						"0x and 1 to 16 hex digits\n", optarg);
-				return KS_USAGE;
-			}
-			c->have_org = true;
-			c->org_arg = optarg;
-			break;
-		case 'T':
-		case 'g':
-			if (args_u64(opt == 'T' ? "--ttl-first" : "--grace", optarg, opt == 'T' ? 1 : 0,
-				     UINT64_C(10) * 365 * 86400, &v, err, sizeof(err)) != 0) {
-				fprintf(stderr, "kvss-shared: %s\n", err);
-				return KS_USAGE;
-			}
-			if (opt == 'T')
-				c->sweep.ttl_first_s = v;
-			else
-				c->sweep.grace_s = v;
-			break;
-		case 'C':
-			if (args_u64("--capacity-tokens", optarg, 1, UINT64_C(1) << 50, &v, err,
-				     sizeof(err)) != 0) {
-				fprintf(stderr, "kvss-shared: %s\n", err);
-				return KS_USAGE;
-			}
-			c->sweep.shares.capacity_tokens = v;
-			break;
-		case 'S':
-		case 'D':
-			if (ks_share_parse(optarg, opt == 'D', &c->sweep.shares, err, sizeof(err)) != 0) {
-				fprintf(stderr, "kvss-shared: %s\n", err);
-				return KS_USAGE;
-			}
-			break;
-		case 'd':
-			c->sweep.dry_run = true;
-			break;
-		case 'v':
-			c->sweep.verbose = true;
-			break;
-		case 'R':
-			c->repair = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return -1;
-		default:
-			fprintf(stderr, "kvss-shared %s: unknown option %s\n", c->cmd,
-				argv[optind - 1]);
-			return KS_USAGE;
-		}
-	}
+	while ((opt = getopt_long(argc, argv, "+h", sub, NULL)) != -1)
+		if ((rc = sub_option(c, opt, argv)) != 0)
+			return rc;
 	if (optind < argc) {
 		fprintf(stderr, "kvss-shared %s: unexpected '%s'\n", c->cmd, argv[optind]);
 		return KS_USAGE;
