@@ -378,362 +378,373 @@ orgs_from(struct opts *o, const char *path)
  * level, @p shared_shaped), each checked: -1 to go on, or the exit status
  * (0 after --help or --version; 2 a usage error, said on stderr).
  */
+#define NOT_MINE (-2) /* an option group's answer: another group's option */
+
+/* What is replayed: the requests (a trace or the built-in workload), their organizations, multimodal and speculative tokens, the output: -1 taken, 2 refused (said), NOT_MINE another group's. */
 static int
-options(int argc, char **argv, struct opts *o, bool *shared_shaped)
+opt_workload(int c, struct opts *o)
 {
-	static const struct option lo[] = {
-		{"trace", required_argument, NULL, 't'}, {"capacity", required_argument, NULL, 'c'},
-		{"column", required_argument, NULL, 'C'}, {"policy", required_argument, NULL, 'p'},
-		{"ttl-last", required_argument, NULL, 'L'}, {"ttl-first", required_argument, NULL, 'F'},
-		{"block-tokens", required_argument, NULL, 'b'}, {"json", no_argument, NULL, 'j'},
-		{"limit", required_argument, NULL, 'n'}, {"orgs", required_argument, NULL, 'o'},
-		{"baseline", no_argument, NULL, 'B'}, {"no-minus-one", no_argument, NULL, 'M'},
-		{"generate", required_argument, NULL, 'g'}, {"replicas", required_argument, NULL, 'R'},
-		{"documents", required_argument, NULL, 'k'},
-		{"route", required_argument, NULL, 'r'}, {"probation", required_argument, NULL, 'P'},
-		{"oracle", no_argument, NULL, 'O'}, {"followup", required_argument, NULL, 'U'},
-		{"kv-bytes-per-token", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'}, {"l2", required_argument, NULL, '2'},
-		{"l2-admit", required_argument, NULL, 'A'},
-		{"recompute-tokens-per-s", required_argument, NULL, 'T'},
-		{"l2-read-gbps", required_argument, NULL, 'G'},
-		{"l2-latency-us", required_argument, NULL, 'Y'},
-		{"l2-dir", required_argument, NULL, 'D'}, {"plot", required_argument, NULL, 'Q'},
-		{"org-ttl", required_argument, NULL, 'X'}, {"orgs-from", required_argument, NULL, 'W'},
-		{"org-share", required_argument, NULL, 1001},
-		{"multimodal-every", required_argument, NULL, 'I'},
-		{"speculate", required_argument, NULL, 'S'},
-		{"spec-reject-pct", required_argument, NULL, 'J'},
-		{"spec-seed", required_argument, NULL, 'E'}, {"draft", required_argument, NULL, 'd'},
-		{"shared", required_argument, NULL, 256}, {"shared-admit", required_argument, NULL, 257},
-		{"shared-ttl", required_argument, NULL, 258}, {"disk", required_argument, NULL, 259},
-		{"restart", required_argument, NULL, 260},
-		{"add-replica-at", required_argument, NULL, 261},
-		{"shared-touch", no_argument, NULL, 262}, {"ttft", no_argument, NULL, 263},
-		{"arrivals", required_argument, NULL, 264}, {"time-scale", required_argument, NULL, 265},
-		{"arrival-rate", required_argument, NULL, 266},
-		{"arrival-seed", required_argument, NULL, 267},
-		{"max-inflight", required_argument, NULL, 268},
-		{"prefill-overhead-us", required_argument, NULL, 269},
-		{"refill-latency-us", required_argument, NULL, 270},
-		{"refill-read-gbps", required_argument, NULL, 271}, {NULL, 0, NULL, 0}};
 	char err[512], name[512];
-	unsigned int pi;
-	int c;
 
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			o->trace = optarg;
-			break;
-		case 'c':
-			if (parse_capacities(optarg, o->capacity, &o->ncap, err, sizeof(err)) != 0) {
-				fprintf(stderr, "kvss-trace: --capacity: %s\n", err);
-				return 2;
-			}
-			break;
-		case 'O':
-			o->oracle = true;
-			break;
-		case '2':
-			if (parse_capacities(optarg, o->l2, &o->nl2, err, sizeof(err)) != 0) {
-				fprintf(stderr, "kvss-trace: --l2: %s\n", err);
-				return 2;
-			}
-			for (pi = 0; pi < o->nl2; pi++)
-				if (o->l2[pi] == 0) {
-					/* inf is 0 in a capacity list: here it read as no second tier. */
-					fprintf(stderr, "kvss-trace: --l2: %s: a second tier of a positive, "
-							"finite number of tokens (leave --l2 out for none)\n",
-						optarg);
-					return 2;
-				}
-			break;
-		case 'A': {
-			char buf[64], *tok, *save = NULL;
-			unsigned int a;
-
-			if (list_hole(optarg) || strlen(optarg) >= sizeof(buf)) {
-				fprintf(stderr, "kvss-trace: --l2-admit: '%s': a list of all, seen2, short\n",
-					optarg);
-				return 2;
-			}
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			o->l2_admit = 0;
-			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-				for (a = 0; admit_names[a] != NULL && strcmp(tok, admit_names[a]) != 0; a++)
-					;
-				if (admit_names[a] == NULL) {
-					fprintf(stderr, "kvss-trace: --l2-admit: '%s' is not all, seen2 or short\n", tok);
-					return 2;
-				}
-				o->l2_admit |= 1u << a;
-			}
-			break;
-		}
-		case 'T':
-			if (num_f("--recompute-tokens-per-s", optarg, 1e12, &o->recompute_tps) != 0)
-				return 2;
-			break;
-		case 'G':
-			if (num_f("--l2-read-gbps", optarg, 1e4, &o->l2_gbps) != 0)
-				return 2;
-			break;
-		case 'Y':
-			if (num_f("--l2-latency-us", optarg, 1e7, &o->l2_lat_us) != 0)
-				return 2;
-			break;
-		case 'D':
-			o->l2_dir = optarg;
-			break;
-		case 'K':
-			NUM("--kv-bytes-per-token", 1, 1ull << 30, o->kv_bytes);
-			break;
-		case 'P':
-			NUM("--probation", 1, 90, o->probation_pct);
-			break;
-		case 'U':
-			NUM("--followup", 1, 100, o->followup_pct);
-			break;
-		case 'C':
-			NUM("--column", 1, 4096, o->column);
-			break;
-		case 'p': {
-			char buf[128], *tok, *save = NULL;
-
-			if (list_hole(optarg) || strlen(optarg) >= sizeof(buf)) {
-				fprintf(stderr, "kvss-trace: --policy: '%s' has an empty entry or is too "
-						"long (a list of policies)\n", optarg);
-				return 2;
-			}
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			o->npol = 0;
-			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-				int pol = 0;
-
-				while (prefixcache_policy_names[pol] != NULL &&
-				       strcmp(tok, prefixcache_policy_names[pol]) != 0)
-					pol++;
-				if (prefixcache_policy_names[pol] == NULL) {
-					fprintf(stderr, "kvss-trace: --policy: '%s' is not one of", tok);
-					for (pol = 0; prefixcache_policy_names[pol] != NULL; pol++)
-						fprintf(stderr, "%s %s", pol ? "," : "",
-							prefixcache_policy_names[pol]);
-					fprintf(stderr, " (a list: each in turn)\n");
-					return 2;
-				}
-				if (o->npol == 8) {
-					fprintf(stderr, "kvss-trace: --policy: more than 8 policies\n");
-					return 2;
-				}
-				o->pols[o->npol++] = (enum prefixcache_policy)pol;
-			}
-			if (o->npol == 0) {
-				fprintf(stderr, "kvss-trace: --policy: empty\n");
-				return 2;
-			}
-			o->policy = o->pols[0];
-			break;
-		}
-		case 'Q':
-			/* Refused now, not after the run: a directory that is not there. */
-			if (plot_check_output(optarg, err, sizeof(err)) != 0) {
-				fprintf(stderr, "kvss-trace: --plot %s: %s\n", plot_shown(optarg, name, sizeof(name)), err);
-				return 2;
-			}
-			o->plot = optarg;
-			break;
-		case 'I':
-			NUM("--multimodal-every", 1, 1000000, o->mm_every);
-			break;
-		case 'k':
-			NUM("--documents", 0, 1000000, o->documents);
-			break;
-		case 'S':
-			NUM("--speculate", 1, 64, o->spec_tokens);
-			break;
-		case 'J':
-			NUM("--spec-reject-pct", 0, 100, o->spec_reject_pct);
-			break;
-		case 'E':
-			NUM("--spec-seed", 0, 1ull << 62, o->spec_seed);
-			break;
-		case 'd': {
-			uint64_t v[16];
-			unsigned int nv = 0;
-
-			if (parse_capacities(optarg, v, &nv, err, sizeof(err)) != 0 || nv != 1) {
-				fprintf(stderr, "kvss-trace: --draft: '%s' is not one capacity: %s\n", optarg,
-					CAPACITY_FORMS);
-				return 2;
-			}
-			o->draft = true;
-			o->draft_cap = v[0];
-			break;
-		}
-		case 'X':
-			if (org_ttl_arg(o, optarg) != 0)
-				return 2;
-			break;
-		case 1001:
-			if (org_share_arg(o, optarg) != 0)
-				return 2;
-			break;
-		case 'W':
-			if (orgs_from(o, optarg) != 0)
-				return 2;
-			break;
-		case 'L':
-			NUM("--ttl-last", 0, TTL_MAX_S, o->ttl_last_s);
-			break;
-		case 'F':
-			NUM("--ttl-first", 0, TTL_MAX_S, o->ttl_first_s);
-			break;
-		case 'b':
-			NUM("--block-tokens", 1, 1u << 20, o->block);
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'n':
-			NUM("--limit", 1, WL_MAX_REQUESTS, o->limit);
-			break;
-		case 'o':
-			NUM("--orgs", 1, 1u << 20, o->orgs);
-			break;
-		case 'B':
-			o->baseline = true;
-			break;
-		case 'M':
-			o->no_minus_one = true;
-			break;
-		case 'g':
-			NUM("--generate", 1, WL_MAX_REQUESTS, o->generate);
-			break;
-		case 'R':
-			NUM("--replicas", 1, ROUTE_MAX_REPLICAS, o->replicas);
-			break;
-		case 'r': {
-			int pol = route_policy_parse(optarg);
-
-			if (pol < 0) {
-				fprintf(stderr, "kvss-trace: --route: '%s' is not one of affinity, random, "
-						"org, prefix, chash\n", optarg);
-				return 2;
-			}
-			o->route = (enum route_policy)pol;
-			break;
-		}
-		case 256:
-			if (parse_sizes("--shared", optarg, o->shared, 8, &o->nshared) != 0)
-				return 2;
-			break;
-		case 257: {
-			char buf[64], *tok, *save = NULL;
-			unsigned int a;
-
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			o->shared_admit = 0;
-			for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-				for (a = 0; fleet_admit_names[a] != NULL && strcmp(tok, fleet_admit_names[a]); a++)
-					;
-				if (fleet_admit_names[a] == NULL) {
-					fprintf(stderr, "kvss-trace: --shared-admit: '%s' is not evicted or all\n",
-						tok);
-					return 2;
-				}
-				o->shared_admit |= 1u << a;
-			}
-			if (o->shared_admit == 0) {
-				fprintf(stderr, "kvss-trace: --shared-admit: empty\n");
-				return 2;
-			}
-			*shared_shaped = true;
-			break;
-		}
-		case 258:
-			NUM("--shared-ttl", 0, TTL_MAX_S, o->shared_ttl_s);
-			*shared_shaped = true;
-			break;
-		case 259: {
-			unsigned int nd;
-
-			if (parse_sizes("--disk", optarg, &o->disk, 1, &nd) != 0)
-				return 2;
-			o->disk_set = true;
-			break;
-		}
-		case 260:
-			if (restart_arg(o, optarg) != 0)
-				return 2;
-			break;
-		case 261:
-			NUM("--add-replica-at", 1, WL_MAX_REQUESTS, o->add_at);
-			break;
-		case 262:
-			o->shared_touch = true;
-			*shared_shaped = true;
-			break;
-		case 263:
-			o->ttft = true;
-			break;
-		case 264:
-			if (strcmp(optarg, "trace") == 0) {
-				o->arrivals = TTFT_ARRIVALS_TRACE;
-			} else if (strcmp(optarg, "poisson") == 0) {
-				o->arrivals = TTFT_ARRIVALS_POISSON;
-			} else {
-				fprintf(stderr, "kvss-trace: --arrivals: '%s' is not trace or poisson\n",
-					optarg);
-				return 2;
-			}
-			o->ttft_given |= 1u << TTFT_OPT_ARRIVALS;
-			break;
-		case 265:
-			if (num_f_from("--time-scale", optarg, 1e-6, 1e6, &o->time_scale) != 0)
-				return 2;
-			o->ttft_given |= 1u << TTFT_OPT_TIME_SCALE;
-			break;
-		case 266:
-			if (num_f_from("--arrival-rate", optarg, 1e-6, 1e6, &o->arrival_rate) != 0)
-				return 2;
-			o->ttft_given |= 1u << TTFT_OPT_ARRIVAL_RATE;
-			break;
-		case 267:
-			NUM("--arrival-seed", 0, 1ull << 62, o->arrival_seed);
-			o->ttft_given |= 1u << TTFT_OPT_ARRIVAL_SEED;
-			break;
-		case 268:
-			NUM("--max-inflight", 1, 4096, o->max_inflight);
-			o->ttft_given |= 1u << TTFT_OPT_MAX_INFLIGHT;
-			break;
-		case 269:
-			if (num_f0("--prefill-overhead-us", optarg, 1e7, &o->prefill_overhead_us) != 0)
-				return 2;
-			o->ttft_given |= 1u << TTFT_OPT_PREFILL_OVERHEAD;
-			break;
-		case 270:
-			if (num_f0("--refill-latency-us", optarg, 1e7, &o->refill_lat_us) != 0)
-				return 2;
-			o->ttft_given |= 1u << TTFT_OPT_REFILL_LATENCY;
-			break;
-		case 271:
-			if (num_f("--refill-read-gbps", optarg, 1e4, &o->refill_gbps) != 0)
-				return 2;
-			o->ttft_given |= 1u << TTFT_OPT_REFILL_GBPS;
-			break;
-		case 'V':
-			args_version("kvss-trace", PROTO_VERSION);
-			return 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			/* getopt said which option; the list is one command away. */
-			fprintf(stderr, "kvss-trace: 'kvss-trace --help' lists every option\n");
+	switch (c) {
+	case 't':
+		o->trace = optarg;
+		break;
+	case 'Q':
+		/* Refused now, not after the run: a directory that is not there. */
+		if (plot_check_output(optarg, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss-trace: --plot %s: %s\n", plot_shown(optarg, name, sizeof(name)), err);
 			return 2;
 		}
+		o->plot = optarg;
+		break;
+	case 'I':
+		NUM("--multimodal-every", 1, 1000000, o->mm_every);
+		break;
+	case 'k':
+		NUM("--documents", 0, 1000000, o->documents);
+		break;
+	case 'S':
+		NUM("--speculate", 1, 64, o->spec_tokens);
+		break;
+	case 'J':
+		NUM("--spec-reject-pct", 0, 100, o->spec_reject_pct);
+		break;
+	case 'E':
+		NUM("--spec-seed", 0, 1ull << 62, o->spec_seed);
+		break;
+	case 'd': {
+		uint64_t v[16];
+		unsigned int nv = 0;
+
+		if (parse_capacities(optarg, v, &nv, err, sizeof(err)) != 0 || nv != 1) {
+			fprintf(stderr, "kvss-trace: --draft: '%s' is not one capacity: %s\n", optarg,
+				CAPACITY_FORMS);
+			return 2;
+		}
+		o->draft = true;
+		o->draft_cap = v[0];
+		break;
 	}
+	case 'X':
+		if (org_ttl_arg(o, optarg) != 0)
+			return 2;
+		break;
+	case 1001:
+		if (org_share_arg(o, optarg) != 0)
+			return 2;
+		break;
+	case 'W':
+		if (orgs_from(o, optarg) != 0)
+			return 2;
+		break;
+	case 'j':
+		o->json = true;
+		break;
+	case 'n':
+		NUM("--limit", 1, WL_MAX_REQUESTS, o->limit);
+		break;
+	case 'o':
+		NUM("--orgs", 1, 1u << 20, o->orgs);
+		break;
+	case 'B':
+		o->baseline = true;
+		break;
+	case 'M':
+		o->no_minus_one = true;
+		break;
+	case 'g':
+		NUM("--generate", 1, WL_MAX_REQUESTS, o->generate);
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return -1;
+}
+
+/* The tiers replayed: capacities, the second tier and its model, the oracle: -1 taken, 2 refused (said), NOT_MINE another group's. */
+static int
+opt_cache(int c, struct opts *o)
+{
+	char err[512];
+	unsigned int pi;
+
+	switch (c) {
+	case 'c':
+		if (parse_capacities(optarg, o->capacity, &o->ncap, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss-trace: --capacity: %s\n", err);
+			return 2;
+		}
+		break;
+	case 'O':
+		o->oracle = true;
+		break;
+	case '2':
+		if (parse_capacities(optarg, o->l2, &o->nl2, err, sizeof(err)) != 0) {
+			fprintf(stderr, "kvss-trace: --l2: %s\n", err);
+			return 2;
+		}
+		for (pi = 0; pi < o->nl2; pi++)
+			if (o->l2[pi] == 0) {
+				/* inf is 0 in a capacity list: here it read as no second tier. */
+				fprintf(stderr, "kvss-trace: --l2: %s: a second tier of a positive, "
+						"finite number of tokens (leave --l2 out for none)\n",
+					optarg);
+				return 2;
+			}
+		break;
+	case 'A': {
+		char buf[64], *tok, *save = NULL;
+		unsigned int a;
+
+		if (list_hole(optarg) || strlen(optarg) >= sizeof(buf)) {
+			fprintf(stderr, "kvss-trace: --l2-admit: '%s': a list of all, seen2, short\n",
+				optarg);
+			return 2;
+		}
+		snprintf(buf, sizeof(buf), "%s", optarg);
+		o->l2_admit = 0;
+		for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+			for (a = 0; admit_names[a] != NULL && strcmp(tok, admit_names[a]) != 0; a++)
+				;
+			if (admit_names[a] == NULL) {
+				fprintf(stderr, "kvss-trace: --l2-admit: '%s' is not all, seen2 or short\n", tok);
+				return 2;
+			}
+			o->l2_admit |= 1u << a;
+		}
+		break;
+	}
+	case 'G':
+		if (num_f("--l2-read-gbps", optarg, 1e4, &o->l2_gbps) != 0)
+			return 2;
+		break;
+	case 'Y':
+		if (num_f("--l2-latency-us", optarg, 1e7, &o->l2_lat_us) != 0)
+			return 2;
+		break;
+	case 'D':
+		o->l2_dir = optarg;
+		break;
+	case 'K':
+		NUM("--kv-bytes-per-token", 1, 1ull << 30, o->kv_bytes);
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return -1;
+}
+
+/* The policy: columns, blocks, the deletion policy and its parameters, TTLs: -1 taken, 2 refused (said), NOT_MINE another group's. */
+static int
+opt_policy(int c, struct opts *o)
+{
+	switch (c) {
+	case 'P':
+		NUM("--probation", 1, 90, o->probation_pct);
+		break;
+	case 'U':
+		NUM("--followup", 1, 100, o->followup_pct);
+		break;
+	case 'C':
+		NUM("--column", 1, 4096, o->column);
+		break;
+	case 'p': {
+		char buf[128], *tok, *save = NULL;
+
+		if (list_hole(optarg) || strlen(optarg) >= sizeof(buf)) {
+			fprintf(stderr, "kvss-trace: --policy: '%s' has an empty entry or is too "
+					"long (a list of policies)\n", optarg);
+			return 2;
+		}
+		snprintf(buf, sizeof(buf), "%s", optarg);
+		o->npol = 0;
+		for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+			int pol = 0;
+
+			while (prefixcache_policy_names[pol] != NULL &&
+			       strcmp(tok, prefixcache_policy_names[pol]) != 0)
+				pol++;
+			if (prefixcache_policy_names[pol] == NULL) {
+				fprintf(stderr, "kvss-trace: --policy: '%s' is not one of", tok);
+				for (pol = 0; prefixcache_policy_names[pol] != NULL; pol++)
+					fprintf(stderr, "%s %s", pol ? "," : "",
+						prefixcache_policy_names[pol]);
+				fprintf(stderr, " (a list: each in turn)\n");
+				return 2;
+			}
+			if (o->npol == 8) {
+				fprintf(stderr, "kvss-trace: --policy: more than 8 policies\n");
+				return 2;
+			}
+			o->pols[o->npol++] = (enum prefixcache_policy)pol;
+		}
+		if (o->npol == 0) {
+			fprintf(stderr, "kvss-trace: --policy: empty\n");
+			return 2;
+		}
+		o->policy = o->pols[0];
+		break;
+	}
+	case 'L':
+		NUM("--ttl-last", 0, TTL_MAX_S, o->ttl_last_s);
+		break;
+	case 'F':
+		NUM("--ttl-first", 0, TTL_MAX_S, o->ttl_first_s);
+		break;
+	case 'b':
+		NUM("--block-tokens", 1, 1u << 20, o->block);
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return -1;
+}
+
+/* A fleet: replicas, their routing, the shared level, restarts and replicas added: -1 taken, 2 refused (said), NOT_MINE another group's. */
+static int
+opt_fleet(int c, struct opts *o, bool *shared_shaped)
+{
+	switch (c) {
+	case 'R':
+		NUM("--replicas", 1, ROUTE_MAX_REPLICAS, o->replicas);
+		break;
+	case 'r': {
+		int pol = route_policy_parse(optarg);
+
+		if (pol < 0) {
+			fprintf(stderr, "kvss-trace: --route: '%s' is not one of affinity, random, "
+					"org, prefix, chash\n", optarg);
+			return 2;
+		}
+		o->route = (enum route_policy)pol;
+		break;
+	}
+	case 256:
+		if (parse_sizes("--shared", optarg, o->shared, 8, &o->nshared) != 0)
+			return 2;
+		break;
+	case 257: {
+		char buf[64], *tok, *save = NULL;
+		unsigned int a;
+
+		snprintf(buf, sizeof(buf), "%s", optarg);
+		o->shared_admit = 0;
+		for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+			for (a = 0; fleet_admit_names[a] != NULL && strcmp(tok, fleet_admit_names[a]); a++)
+				;
+			if (fleet_admit_names[a] == NULL) {
+				fprintf(stderr, "kvss-trace: --shared-admit: '%s' is not evicted or all\n",
+					tok);
+				return 2;
+			}
+			o->shared_admit |= 1u << a;
+		}
+		if (o->shared_admit == 0) {
+			fprintf(stderr, "kvss-trace: --shared-admit: empty\n");
+			return 2;
+		}
+		*shared_shaped = true;
+		break;
+	}
+	case 258:
+		NUM("--shared-ttl", 0, TTL_MAX_S, o->shared_ttl_s);
+		*shared_shaped = true;
+		break;
+	case 259: {
+		unsigned int nd;
+
+		if (parse_sizes("--disk", optarg, &o->disk, 1, &nd) != 0)
+			return 2;
+		o->disk_set = true;
+		break;
+	}
+	case 260:
+		if (restart_arg(o, optarg) != 0)
+			return 2;
+		break;
+	case 261:
+		NUM("--add-replica-at", 1, WL_MAX_REQUESTS, o->add_at);
+		break;
+	case 262:
+		o->shared_touch = true;
+		*shared_shaped = true;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return -1;
+}
+
+/* Time to first token: arrivals, the prefill and refill models: -1 taken, 2 refused (said), NOT_MINE another group's. */
+static int
+opt_ttft(int c, struct opts *o)
+{
+	switch (c) {
+	case 'T':
+		if (num_f("--recompute-tokens-per-s", optarg, 1e12, &o->recompute_tps) != 0)
+			return 2;
+		break;
+	case 263:
+		o->ttft = true;
+		break;
+	case 264:
+		if (strcmp(optarg, "trace") == 0) {
+			o->arrivals = TTFT_ARRIVALS_TRACE;
+		} else if (strcmp(optarg, "poisson") == 0) {
+			o->arrivals = TTFT_ARRIVALS_POISSON;
+		} else {
+			fprintf(stderr, "kvss-trace: --arrivals: '%s' is not trace or poisson\n",
+				optarg);
+			return 2;
+		}
+		o->ttft_given |= 1u << TTFT_OPT_ARRIVALS;
+		break;
+	case 265:
+		if (num_f_from("--time-scale", optarg, 1e-6, 1e6, &o->time_scale) != 0)
+			return 2;
+		o->ttft_given |= 1u << TTFT_OPT_TIME_SCALE;
+		break;
+	case 266:
+		if (num_f_from("--arrival-rate", optarg, 1e-6, 1e6, &o->arrival_rate) != 0)
+			return 2;
+		o->ttft_given |= 1u << TTFT_OPT_ARRIVAL_RATE;
+		break;
+	case 267:
+		NUM("--arrival-seed", 0, 1ull << 62, o->arrival_seed);
+		o->ttft_given |= 1u << TTFT_OPT_ARRIVAL_SEED;
+		break;
+	case 268:
+		NUM("--max-inflight", 1, 4096, o->max_inflight);
+		o->ttft_given |= 1u << TTFT_OPT_MAX_INFLIGHT;
+		break;
+	case 269:
+		if (num_f0("--prefill-overhead-us", optarg, 1e7, &o->prefill_overhead_us) != 0)
+			return 2;
+		o->ttft_given |= 1u << TTFT_OPT_PREFILL_OVERHEAD;
+		break;
+	case 270:
+		if (num_f0("--refill-latency-us", optarg, 1e7, &o->refill_lat_us) != 0)
+			return 2;
+		o->ttft_given |= 1u << TTFT_OPT_REFILL_LATENCY;
+		break;
+	case 271:
+		if (num_f("--refill-read-gbps", optarg, 1e4, &o->refill_gbps) != 0)
+			return 2;
+		o->ttft_given |= 1u << TTFT_OPT_REFILL_GBPS;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return -1;
+}
+
+/* The options together, once all are read: -1 to go on, or 2 (said). */
+static int
+options_check(int argc, char **argv, const struct opts *o)
+{
+	char err[512];
+
 	/* What is missing, by name, rather than the whole usage. */
 	if (optind < argc) {
 		fprintf(stderr, "kvss-trace: '%s': not an option (a trace is --trace FILE; "
@@ -773,6 +784,79 @@ options(int argc, char **argv, struct opts *o, bool *shared_shaped)
 		return 2;
 	}
 	return -1;
+}
+
+static int
+options(int argc, char **argv, struct opts *o, bool *shared_shaped)
+{
+	static const struct option lo[] = {
+		{"trace", required_argument, NULL, 't'}, {"capacity", required_argument, NULL, 'c'},
+		{"column", required_argument, NULL, 'C'}, {"policy", required_argument, NULL, 'p'},
+		{"ttl-last", required_argument, NULL, 'L'}, {"ttl-first", required_argument, NULL, 'F'},
+		{"block-tokens", required_argument, NULL, 'b'}, {"json", no_argument, NULL, 'j'},
+		{"limit", required_argument, NULL, 'n'}, {"orgs", required_argument, NULL, 'o'},
+		{"baseline", no_argument, NULL, 'B'}, {"no-minus-one", no_argument, NULL, 'M'},
+		{"generate", required_argument, NULL, 'g'}, {"replicas", required_argument, NULL, 'R'},
+		{"documents", required_argument, NULL, 'k'},
+		{"route", required_argument, NULL, 'r'}, {"probation", required_argument, NULL, 'P'},
+		{"oracle", no_argument, NULL, 'O'}, {"followup", required_argument, NULL, 'U'},
+		{"kv-bytes-per-token", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'}, {"l2", required_argument, NULL, '2'},
+		{"l2-admit", required_argument, NULL, 'A'},
+		{"recompute-tokens-per-s", required_argument, NULL, 'T'},
+		{"l2-read-gbps", required_argument, NULL, 'G'},
+		{"l2-latency-us", required_argument, NULL, 'Y'},
+		{"l2-dir", required_argument, NULL, 'D'}, {"plot", required_argument, NULL, 'Q'},
+		{"org-ttl", required_argument, NULL, 'X'}, {"orgs-from", required_argument, NULL, 'W'},
+		{"org-share", required_argument, NULL, 1001},
+		{"multimodal-every", required_argument, NULL, 'I'},
+		{"speculate", required_argument, NULL, 'S'},
+		{"spec-reject-pct", required_argument, NULL, 'J'},
+		{"spec-seed", required_argument, NULL, 'E'}, {"draft", required_argument, NULL, 'd'},
+		{"shared", required_argument, NULL, 256}, {"shared-admit", required_argument, NULL, 257},
+		{"shared-ttl", required_argument, NULL, 258}, {"disk", required_argument, NULL, 259},
+		{"restart", required_argument, NULL, 260},
+		{"add-replica-at", required_argument, NULL, 261},
+		{"shared-touch", no_argument, NULL, 262}, {"ttft", no_argument, NULL, 263},
+		{"arrivals", required_argument, NULL, 264}, {"time-scale", required_argument, NULL, 265},
+		{"arrival-rate", required_argument, NULL, 266},
+		{"arrival-seed", required_argument, NULL, 267},
+		{"max-inflight", required_argument, NULL, 268},
+		{"prefill-overhead-us", required_argument, NULL, 269},
+		{"refill-latency-us", required_argument, NULL, 270},
+		{"refill-read-gbps", required_argument, NULL, 271}, {NULL, 0, NULL, 0}};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		int rc = opt_workload(c, o);
+
+		if (rc == NOT_MINE)
+			rc = opt_cache(c, o);
+		if (rc == NOT_MINE)
+			rc = opt_policy(c, o);
+		if (rc == NOT_MINE)
+			rc = opt_fleet(c, o, shared_shaped);
+		if (rc == NOT_MINE)
+			rc = opt_ttft(c, o);
+		if (rc != NOT_MINE) {
+			if (rc != -1)
+				return rc;
+			continue;
+		}
+		switch (c) {
+		case 'V':
+			args_version("kvss-trace", PROTO_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			/* getopt said which option; the list is one command away. */
+			fprintf(stderr, "kvss-trace: 'kvss-trace --help' lists every option\n");
+			return 2;
+		}
+	}
+	return options_check(argc, argv, o);
 }
 
 /*
