@@ -414,13 +414,15 @@ shards_start(const char *config)
 	return 0;
 }
 
-/*
- * kvss's own options (@p argc, @p argv past EAL's) into kvss.cfg and kvss,
- * the configuration file's name in @p config: 0, or the exit status (2: a
- * usage or configuration error, said on stderr).
- */
+/* kvss's own options as given, before they are read into kvss.cfg and kvss. */
+struct cli {
+	const char *config, *role, *poll, *trace, *limit, *lose, *idle, *linger, *l2dir, *faults,
+		*docs;
+};
+
+/* The options (@p argc, @p argv past EAL's) into @p a: 0, or 2 (said). */
 static int
-options(int argc, char **argv, const char *prog, const char **configp)
+cli_read(int argc, char **argv, const char *prog, struct cli *a)
 {
 	static const struct option lo[] = {
 		{"config", required_argument, NULL, 'c'}, {"role", required_argument, NULL, 'r'},
@@ -434,9 +436,6 @@ options(int argc, char **argv, const char *prog, const char **configp)
 		{"faults", required_argument, NULL, 'F'},
 		{"documents", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-	const char *config = NULL, *role = NULL, *poll = NULL, *trace = NULL, *limit = NULL,
-		   *lose = NULL, *idle = NULL, *linger = NULL, *l2dir = NULL, *faults = NULL,
-		   *docs = NULL;
 	char err[512], name[512];
 	int c;
 
@@ -444,19 +443,19 @@ options(int argc, char **argv, const char *prog, const char **configp)
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			config = optarg;
+			a->config = optarg;
 			break;
 		case 'r':
-			role = optarg;
+			a->role = optarg;
 			break;
 		case 'p':
-			poll = optarg;
+			a->poll = optarg;
 			break;
 		case 'x':
-			idle = optarg;
+			a->idle = optarg;
 			break;
 		case 't':
-			trace = optarg;
+			a->trace = optarg;
 			break;
 		case 'R':
 			kvss.record_expect = optarg;
@@ -478,33 +477,46 @@ options(int argc, char **argv, const char *prog, const char **configp)
 			kvss.ttft_out = optarg;
 			break;
 		case 'D':
-			l2dir = optarg;
+			a->l2dir = optarg;
 			break;
 		case 'n':
-			limit = optarg;
+			a->limit = optarg;
 			break;
 		case 'd':
-			docs = optarg;
+			a->docs = optarg;
 			break;
 		case 'L':
-			lose = optarg;
+			a->lose = optarg;
 			break;
 		case 'G':
-			linger = optarg;
+			a->linger = optarg;
 			break;
 		case 'F':
-			faults = optarg;
+			a->faults = optarg;
 			break;
 		default:
 			usage(stderr, prog);
 			return 2;
 		}
 	}
-	if (config == NULL) {
+	if (a->config == NULL) {
 		fprintf(stderr, "kvss: --config FILE is required\n");
 		usage(stderr, prog);
 		return 2;
 	}
+	return 0;
+}
+
+/* The configuration file, read for the role asked (--role), and --l2-dir: 0, or 2 (said). */
+static int
+cli_load(const struct cli *a)
+{
+	const char *config = a->config;
+	const char *role = a->role;
+	const char *l2dir = a->l2dir;
+	char err[512];
+	unsigned int c;
+
 	{
 		enum kvss_role as = 0;
 
@@ -551,6 +563,21 @@ options(int argc, char **argv, const char *prog, const char **configp)
 			return 2;
 		}
 	}
+	return 0;
+}
+
+/* The driver's options (a shard refuses them), --faults and --trace: 0, or 2 (said). */
+static int
+cli_driver(const struct cli *cl)
+{
+	const char *trace = cl->trace;
+	const char *limit = cl->limit;
+	const char *lose = cl->lose;
+	const char *linger = cl->linger;
+	const char *faults = cl->faults;
+	const char *docs = cl->docs;
+	char err[512], name[512];
+
 	/* An output over the trace it replays would destroy the input. */
 	if (kvss.ttft_out != NULL && trace != NULL && trace[0] != '\0') {
 		struct stat a, b;
@@ -596,6 +623,23 @@ options(int argc, char **argv, const char *prog, const char **configp)
 		}
 		snprintf(kvss.cfg.wafer.trace, sizeof(kvss.cfg.wafer.trace), "%s", trace);
 	}
+	return 0;
+}
+
+/* The numbers, --poll, and the lcores the configuration names: 0, or 2 (said). */
+static int
+cli_numbers(const struct cli *a)
+{
+	const char *config = a->config;
+	const char *poll = a->poll;
+	const char *limit = a->limit;
+	const char *lose = a->lose;
+	const char *idle = a->idle;
+	const char *linger = a->linger;
+	const char *docs = a->docs;
+	char err[512];
+	unsigned int c;
+
 	/* Whole numbers, 1e6 notation too, never a prefix of what was given. */
 	{
 		const struct {
@@ -642,7 +686,24 @@ options(int argc, char **argv, const char *prog, const char **configp)
 					"(-l/--lcores)\n", config, kvss.cfg.ingest_lcore[c]);
 			return 2;
 		}
-	*configp = config;
+	return 0;
+}
+
+/*
+ * kvss's own options (@p argc, @p argv past EAL's) into kvss.cfg and kvss,
+ * the configuration file's name in @p config: 0, or the exit status (2: a
+ * usage or configuration error, said on stderr).
+ */
+static int
+options(int argc, char **argv, const char *prog, const char **configp)
+{
+	struct cli a = {0}; /* its strings are argv's, which outlive the run */
+	int rc;
+
+	if ((rc = cli_read(argc, argv, prog, &a)) != 0 || (rc = cli_load(&a)) != 0 ||
+	    (rc = cli_driver(&a)) != 0 || (rc = cli_numbers(&a)) != 0)
+		return rc;
+	*configp = a.config;
 	return 0;
 }
 
