@@ -16,6 +16,11 @@
 
 static struct ks_shares sh;
 static char err[256];
+static struct ks_lives lv;
+
+static void fresh(void);
+static void col(uint64_t org, uint64_t t, uint32_t tokens);
+static uint32_t gone(uint64_t org, enum ks_victim why, uint64_t *tokens);
 
 static void
 reset(uint64_t capacity)
@@ -33,16 +38,24 @@ Test(shares, an_organization_by_name_or_by_id)
 	cr_assert_eq(ks_share_parse("0x2a:.1", false, &sh, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(sh.n, 2);
 	cr_assert_eq(sh.org[0].org, proto_ref_isolation_id("acme", 4), "hashed as the driver does");
-	cr_assert_float_eq(sh.org[0].share, 0.25, 1e-12);
-	cr_assert_float_eq(sh.org[0].cap, 0.5, 1e-12);
+	cr_assert_eq(sh.org[0].share, 250000000, "billionths, exactly");
+	cr_assert_eq(sh.org[0].cap, 500000000);
 	cr_assert_str_eq(sh.org[0].label, "acme");
 	cr_assert_eq(sh.org[1].org, 0x2a);
-	cr_assert_float_eq(sh.org[1].cap, 1, 1e-12, "no cap given: the whole");
+	cr_assert_eq(sh.org[1].share, 100000000);
+	cr_assert_eq(sh.org[1].cap, 0, "no cap given: the default's");
 	cr_assert_eq(ks_share_parse("0.05:0.2", true, &sh, err, sizeof(err)), 0, "%s", err);
 	cr_assert(sh.default_given);
-	cr_assert_float_eq(sh.share_default, 0.05, 1e-12);
-	cr_assert_float_eq(sh.cap_default, 0.2, 1e-12);
+	cr_assert_eq(sh.share_default, 50000000);
+	cr_assert_eq(sh.cap_default, 200000000);
 	cr_assert_eq(ks_shares_check(&sh, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ks_share_parse("1", true, &sh, err, sizeof(err)), -1, "the default twice");
+	cr_assert_not_null(strstr(err, "given twice"), "%s", err);
+	reset(1000);
+	cr_assert_eq(ks_share_parse("a:1", false, &sh, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sh.org[0].share, 1000000000);
+	cr_assert_eq(ks_share_parse("b:0.000000001", false, &sh, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sh.org[1].share, 1);
 }
 
 struct bad {
@@ -60,6 +73,11 @@ static struct bad bads[] = {
 	{"acme:nan", false, "fractions of the capacity"},
 	{"acme:inf", false, "fractions of the capacity"},
 	{"acme:1e-1", false, "fractions of the capacity"},
+	{"acme:1.1", false, "fractions of the capacity"},
+	{"acme:2", false, "fractions of the capacity"},
+	{"acme:0.0000000001", false, "at most 9 decimals"},
+	{"acme:1.0000000001", false, "fractions of the capacity"},
+	{"acme:99999999999999999999", false, "fractions of the capacity"},
 	{"acme:0x0.8", false, "fractions of the capacity"},
 	{"acme:0.1.2", false, "fractions of the capacity"},
 	{"acme:.", false, "fractions of the capacity"},
@@ -125,7 +143,7 @@ Test(shares, shares_past_the_whole_or_without_a_capacity_are_refused)
 	cr_assert_eq(ks_shares_check(&sh, err, sizeof(err)), 0, "summing to 1 is the whole: %s", err);
 	cr_assert_eq(ks_share_parse("0.01", true, &sh, err, sizeof(err)), 0);
 	cr_assert_eq(ks_shares_check(&sh, err, sizeof(err)), -1);
-	cr_assert_not_null(strstr(err, "sum to 1.010000 (with --share-default's), above the whole"),
+	cr_assert_not_null(strstr(err, "sum to 1.010000000 (with --share-default's), above the whole"),
 			   "%s", err);
 	reset(0);
 	cr_assert_eq(ks_shares_check(&sh, err, sizeof(err)), 0, "no shares, no capacity: a sweep");
@@ -134,9 +152,52 @@ Test(shares, shares_past_the_whole_or_without_a_capacity_are_refused)
 	cr_assert_not_null(strstr(err, "need --capacity-tokens"), "%s", err);
 }
 
+Test(shares, a_share_without_its_cap_takes_the_defaults)
+{
+	reset(100);
+	cr_assert_eq(ks_share_parse("0x77:0.3", false, &sh, err, sizeof(err)), 0);
+	cr_assert_eq(ks_share_parse("0:0.2", true, &sh, err, sizeof(err)), 0);
+	cr_assert_eq(ks_shares_check(&sh, err, sizeof(err)), -1, "0.3 above the default cap 0.2");
+	cr_assert_not_null(strstr(err, "give it a cap of its own"), "%s", err);
+	reset(100);
+	cr_assert_eq(ks_share_parse("0x77:0.3", false, &sh, err, sizeof(err)), 0);
+	cr_assert_eq(ks_share_parse("0:0.5", true, &sh, err, sizeof(err)), 0);
+	cr_assert_eq(ks_shares_check(&sh, err, sizeof(err)), 0, "%s", err);
+	fresh();
+	col(0x77, 1, 10);
+	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
+	cr_assert_eq(lv.org[0].guaranteed, 30);
+	cr_assert_eq(lv.org[0].cap, 50, "the default's cap, as the driver's org_default gives it");
+	fresh();
+}
+
+Test(shares, shares_are_exact_where_a_double_is_not)
+{
+	uint64_t tok;
+
+	/* 0.57 x 100 is 56.99999999999999 as doubles: floor gave 56. */
+	reset(100);
+	cr_assert_eq(ks_share_parse("0x1:0.29:0.57", false, &sh, err, sizeof(err)), 0);
+	fresh();
+	col(1, 1, 57);
+	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
+	cr_assert_eq(lv.org[0].guaranteed, 29);
+	cr_assert_eq(lv.org[0].cap, 57);
+	cr_assert_eq(gone(1, KS_OVER_CAP, &tok), 0, "exactly at its cap: kept");
+	fresh();
+	/* The largest capacity and a billionth: no overflow on the way. */
+	reset(1ull << 50);
+	cr_assert_eq(ks_share_parse("0x1:0.000000001:1", false, &sh, err, sizeof(err)), 0);
+	col(1, 1, 1);
+	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
+	cr_assert_eq(lv.org[0].guaranteed, (1ull << 50) / 1000000000ull);
+	cr_assert_eq(lv.org[0].cap, 1ull << 50);
+	fresh();
+}
+
+
 /* ---- What goes ----------------------------------------------------------------- */
 
-static struct ks_lives lv;
 static uint32_t next_obj;
 
 /* A live column of @p org, first used at @p t (seconds), of @p tokens. */
@@ -321,31 +382,58 @@ Test(shares, the_default_applies_to_those_not_named)
 Test(shares, guarantees_alone_past_the_level_lose_nothing)
 {
 	uint64_t tok;
+	uint32_t i;
 
-	/* Rounding: 0.3334 + 2 x 0.3333 of 10,000 tokens is 10,000, each
-	 * guarantee filled, and one column more of 0x1's. */
+	/*
+	 * 0x1 named with 0.6, every other organization 0.2 by default: the
+	 * shares sum to 0.8 as given, but three organizations take the
+	 * default. Each holds exactly its guarantee, 12,000 in 10,000 tokens:
+	 * none is above, none gives, and the level stays above (said).
+	 */
 	reset(10000);
-	cr_assert_eq(ks_share_parse("0x1:0.3334", false, &sh, err, sizeof(err)), 0);
-	cr_assert_eq(ks_share_parse("0x2:0.3333", false, &sh, err, sizeof(err)), 0);
-	cr_assert_eq(ks_share_parse("0x3:0.3333", false, &sh, err, sizeof(err)), 0);
+	cr_assert_eq(ks_share_parse("0x1:0.6", false, &sh, err, sizeof(err)), 0);
+	cr_assert_eq(ks_share_parse("0.2", true, &sh, err, sizeof(err)), 0);
+	cr_assert_eq(ks_shares_check(&sh, err, sizeof(err)), 0, "%s", err);
 	fresh();
-	for (int i = 0; i < 33; i++) {
-		col(1, (uint64_t)i, 101);
-		col(2, (uint64_t)i, 101);
-		col(3, (uint64_t)i, 101);
+	for (i = 0; i < 60; i++)
+		col(1, i, 100);
+	for (i = 0; i < 20; i++) {
+		col(4, i, 100);
+		col(5, i, 100);
+		col(6, i, 100);
 	}
-	col(1, 40, 1);
-	col(2, 40, 1);
-	col(3, 40, 1);
-	col(1, 41, 1); /* 3,335 / 3,334 / 3,334: 0x1 one above its 3,334, the level 3 above */
 	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
-	cr_assert_eq(gone(1, KS_OVER_SHARE, &tok), 1, "0x1, the one above, gives one column");
-	cr_assert_eq(tok, 101, "its oldest");
-	cr_assert_eq(gone(2, KS_OVER_SHARE, &tok) + gone(3, KS_OVER_SHARE, &tok), 0,
-		     "those at their guarantee give nothing, though the level is still %lu above",
-		     (unsigned long)(lv.total_tokens - 10000));
+	for (uint64_t o = 1; o <= 6; o++)
+		cr_assert_eq(gone(o, KS_OVER_SHARE, &tok) + gone(o, KS_OVER_CAP, &tok), 0,
+			     "organization %lu, at its guarantee, gave %lu tokens", (unsigned long)o,
+			     (unsigned long)tok);
+	cr_assert_eq(lv.total_tokens, 12000, "the level stays above");
+	cr_assert_eq(lv.guaranteed_tokens, 12000);
+	/* One column more of 0x5: it alone is above, and gives just that much. */
+	col(5, 100, 100);
+	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
+	cr_assert_eq(gone(5, KS_OVER_SHARE, &tok), 1);
+	cr_assert_eq(tok, 100);
+	cr_assert_eq(lv.total_tokens, 12000);
 	fresh();
 }
+
+Test(shares, the_furthest_above_gives_whatever_its_id)
+{
+	uint64_t tok;
+
+	reset(1000);
+	fresh();
+	for (int i = 0; i < 6; i++)
+		col(9, (uint64_t)i, 100); /* 600 */
+	for (int i = 0; i < 5; i++)
+		col(1, (uint64_t)i, 100); /* 500 */
+	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
+	cr_assert_eq(gone(9, KS_OVER_SHARE, &tok), 1, "0x9, 600 above 0, gives first");
+	cr_assert_eq(gone(1, KS_OVER_SHARE, &tok), 0);
+	fresh();
+}
+
 
 Test(shares, the_same_pool_gives_the_same_pick_in_any_listing_order)
 {
@@ -402,7 +490,7 @@ victim_of(uint64_t key)
 	return KS_KEPT;
 }
 
-Test(shares, a_column_goes_with_what_hangs_on_it)
+Test(shares, a_prompt_shrinks_from_its_end)
 {
 	/* A prompt of three columns (a <- b <- c) and one of two (d <- e),
 	 * younger; a column of another model under a's key is not its child. */
@@ -413,26 +501,57 @@ Test(shares, a_column_goes_with_what_hangs_on_it)
 	linked(5, 0xc, 0xb, 12, 100);
 	linked(5, 0xd, 1, 20, 100);
 	linked(5, 0xe, 0xd, 21, 100);
-	lv.v[lv.n - 1].layout = 9;
 	{
 		struct ks_live x = {.org = 5, .object_id = 0xf0, .key = 0xf, .parent = 0xa, .layout = 8,
 				    .first_use_ns = 30ull * 1000000000ull, .tokens = 50, .obj = next_obj++};
 
 		cr_assert_eq(ks_lives_add(&lv, &x), 0);
 	}
-	/* 550 in 450: the oldest column (a) goes, and b and c with it, though
-	 * 100 tokens were enough: they could never be found again. */
+	/* 550 in 450 (its cap, the whole level): the oldest leaf (c) goes;
+	 * a, the oldest column, stays: taking it would strand b and c. */
 	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
-	cr_assert_eq(victim_of(0xa), KS_OVER_CAP, "the whole level is its cap");
-	cr_assert_eq(victim_of(0xb), KS_OVER_CAP);
 	cr_assert_eq(victim_of(0xc), KS_OVER_CAP);
+	cr_assert_eq(victim_of(0xa), KS_KEPT);
+	cr_assert_eq(victim_of(0xb), KS_KEPT);
 	cr_assert_eq(victim_of(0xd), KS_KEPT);
 	cr_assert_eq(victim_of(0xe), KS_KEPT);
-	cr_assert_eq(victim_of(0xf), KS_KEPT, "another model's column is not a's child");
+	cr_assert_eq(victim_of(0xf), KS_KEPT);
+	cr_assert_eq(lv.total_tokens, 450);
+	/* 250 in it: c, then b (a leaf once c is gone), then a: the oldest
+	 * leaf each time; the younger prompt d <- e stays whole. */
+	sh.capacity_tokens = 250;
+	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
+	cr_assert_eq(victim_of(0xc), KS_OVER_CAP);
+	cr_assert_eq(victim_of(0xb), KS_OVER_CAP);
+	cr_assert_eq(victim_of(0xa), KS_OVER_CAP);
+	cr_assert_eq(victim_of(0xe), KS_KEPT);
 	cr_assert_eq(lv.total_tokens, 250);
-	cr_assert_eq(lv.org[0].deleted, 3);
 	fresh();
 }
+
+/*
+ * An organization above its guarantee gives leaves, not the root its
+ * children hang on: one token over, it gives one token.
+ */
+Test(shares, over_its_guarantee_it_gives_a_leaf_not_its_tree)
+{
+	reset(10000);
+	cr_assert_eq(ks_share_parse("0x1:0.5", false, &sh, err, sizeof(err)), 0);
+	cr_assert_eq(ks_share_parse("0x2:0.5", false, &sh, err, sizeof(err)), 0);
+	fresh();
+	linked(1, 0x100, 1, 0, 5100); /* a system prompt */
+	for (uint64_t i = 1; i <= 50; i++)
+		linked(1, 0x100 + i, 0x100, i, 1); /* 50 answers hanging on it */
+	linked(2, 0x200, 1, 0, 4851);
+	/* 10,001 in 10,000: 0x1 is 151 above its 5,000 and gives its oldest leaf. */
+	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
+	cr_assert_eq(victim_of(0x100), KS_KEPT, "the root, with 50 columns on it");
+	cr_assert_eq(victim_of(0x101), KS_OVER_SHARE);
+	cr_assert_eq(lv.org[0].deleted, 1);
+	cr_assert_eq(lv.total_tokens, 10000);
+	fresh();
+}
+
 
 /*
  * Records are the pool's: a forged chain as deep as the pool, and forged
@@ -447,12 +566,15 @@ Test(shares, a_forged_chain_a_million_deep_and_a_cycle_end)
 	fresh();
 	for (i = 0; i < deep; i++)
 		linked(3, 100 + i, i ? 100 + i - 1 : 1, i, 1);
-	/* A cycle: x's parent is y, y's is x, both older than the chain. */
+	/* A cycle: x's parent is y, y's is x. Neither is ever a leaf. */
 	linked(3, 50, 51, 0, 1);
 	linked(3, 51, 50, 0, 1);
 	cr_assert_eq(ks_shares_pick(&sh, &lv), 0);
-	/* The cycle goes first (oldest, tie by write, then id), then the chain's root with all of it. */
-	cr_assert_eq(lv.org[0].deleted, deep + 2);
-	cr_assert_eq(lv.total_tokens, 0);
+	/* The chain gives from its end until 10 tokens are left, the cycle's 2 among them. */
+	cr_assert_eq(lv.org[0].deleted, deep - 8);
+	cr_assert_eq(lv.total_tokens, 10);
+	cr_assert_eq(victim_of(50), KS_KEPT);
+	cr_assert_eq(victim_of(51), KS_KEPT);
+	cr_assert_eq(victim_of(100), KS_KEPT, "the chain's root");
 	fresh();
 }

@@ -182,6 +182,10 @@ sub_option(struct ks_cmdline *c, int opt, char **argv)
 			c->sweep.grace_s = v;
 		break;
 	case 'C':
+		if (c->sweep.shares.capacity_tokens != 0) {
+			fprintf(stderr, "kvss-shared: --capacity-tokens: given twice\n");
+			return KS_USAGE;
+		}
 		if (args_u64("--capacity-tokens", optarg, 1, UINT64_C(1) << 50, &v, err,
 			     sizeof(err)) != 0) {
 			fprintf(stderr, "kvss-shared: %s\n", err);

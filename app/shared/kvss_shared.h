@@ -52,30 +52,32 @@ int ks_parse_org(const char *s, uint64_t *org);
 /* ---- Shares of the shared level (shares.c) ---------------------------------- */
 
 #define KS_MAX_SHARES 64
+#define KS_WHOLE 1000000000u /* a share's unit: billionths of the capacity, exact */
 
-/** An organization's guaranteed share and cap, fractions of the capacity. */
+/** An organization's guaranteed share and cap, in billionths of the capacity. */
 struct ks_share {
 	uint64_t org; /* isolation id */
-	double share, cap;
+	uint32_t share, cap; /* cap 0: --share-default's */
 	char label[KS_SAFE_LEN]; /* as given, made printable */
 };
 
 /**
  * The level's size and its organizations' shares (sweep --capacity-tokens,
  * --share, --share-default). capacity_tokens 0: no shares, nothing deleted
- * for room. Organizations not named have the default: share 0, cap 1.
+ * for room. Organizations not named have the default: share 0, cap the
+ * whole, unless --share-default says otherwise.
  */
 struct ks_shares {
 	uint64_t capacity_tokens;
 	struct ks_share org[KS_MAX_SHARES];
 	uint32_t n;
-	double share_default, cap_default; /* cap_default 0: never given (1) */
+	uint32_t share_default, cap_default; /* cap_default 0: never given (the whole) */
 	bool default_given;
 };
 
 /** One --share ORG:SHARE[:CAP] (or, @p is_default, --share-default SHARE[:CAP]); 0 or -1, said in @p err. */
 int ks_share_parse(const char *arg, bool is_default, struct ks_shares *sh, char *err, size_t errlen);
-/** The shares together: given only with a capacity, summing to at most 1; 0 or -1, said. */
+/** The shares together: given only with a capacity, summing to at most 1, caps not below shares; 0 or -1, said. */
 int ks_shares_check(const struct ks_shares *sh, char *err, size_t errlen);
 
 /** Why a live column goes, or not. */
@@ -90,7 +92,7 @@ struct ks_live {
 	uint32_t tokens;
 	uint32_t obj; /* its record's index in the listing */
 	enum ks_victim victim;
-	uint32_t child, sib; /* ks_shares_pick's: its first child and next sibling, or UINT32_MAX */
+	uint32_t up, kids; /* ks_shares_pick's: its parent's index (or UINT32_MAX), children kept */
 };
 
 /** An organization's use of the level (ks_shares_pick). */
@@ -99,7 +101,8 @@ struct ks_org_use {
 	uint64_t tokens;	      /* live, after what is picked */
 	uint64_t guaranteed, cap;     /* in tokens */
 	uint64_t deleted, deleted_tokens;
-	uint32_t first, end, next;    /* its columns in ks_lives.v, oldest first; next to give */
+	uint32_t first, end;	      /* its columns in ks_lives.v, oldest first */
+	uint32_t nleaf;		      /* its leaves (columns nothing kept hangs on), a heap by age */
 };
 
 /** Every live column of the pool, and after ks_shares_pick each organization's use. */
@@ -108,18 +111,20 @@ struct ks_lives {
 	uint32_t n, cap;
 	struct ks_org_use *org;
 	uint32_t norg;
+	uint32_t *leaf;	       /* the organizations' leaf heaps, each in [first, end) */
 	uint64_t total_tokens; /* live after what is picked */
+	uint64_t guaranteed_tokens; /* the guarantees of the organizations present, summed */
 };
 
 int ks_lives_add(struct ks_lives *lv, const struct ks_live *x);
 void ks_lives_free(struct ks_lives *lv);
 /**
- * Pick what goes (each column's victim): every organization within its
- * cap, then the level within its capacity, the organization furthest
- * above its guarantee giving its oldest column each time, and with it the
- * columns that hang on it (a lookup walks a prefix from its start: they
- * could never be found again); none at or below its guarantee gives any.
- * Sorts lv->v by organization, then age. 0 or -ENOMEM.
+ * Pick what goes (each column's victim), as the DRAM shares do, by leaves
+ * (a column nothing kept hangs on: taking it leaves every other column
+ * reachable): every organization within its cap, then the level within
+ * its capacity, the organization furthest above its guarantee giving its
+ * oldest leaf each time; none at or below its guarantee gives any. Sorts
+ * lv->v by organization, then age. 0 or -ENOMEM.
  */
 int ks_shares_pick(const struct ks_shares *sh, struct ks_lives *lv);
 

@@ -13,16 +13,20 @@
  * none. Tokens count as the driver's shares count them: a column's tokens
  * once, whatever its shards and caches hold.
  *
- * The order, per organization, is the oldest first use first (the column
- * nearest its first-use TTL; ties by the older write, then the object id,
- * so that a run is the same on the same pool). A column goes with every
- * column that hangs on it (its record's key is their records' parent, in
- * the same model): a lookup walks a prefix from its start, so they could
- * never be found again, and left alone they would hold the level's room
- * until their own turn.
+ * What goes is a leaf, as in DRAM: a column nothing kept hangs on (no
+ * other record names its key as its parent, in the same model). A lookup
+ * walks a prefix from its start, so taking a column from its middle would
+ * leave what follows unreachable; taking leaves, every column kept stays
+ * reachable, and a prompt shrinks from its end. Among an organization's
+ * leaves the oldest first use goes first (the column nearest its
+ * first-use TTL; ties by the older write, then the object id, so that a
+ * run is the same on the same pool). An organization above its guarantee
+ * gives whole columns, so it may end below it by less than one.
+ *
+ * Shares are exact: billionths of the capacity, parsed from their digits
+ * (0.57 of 100 tokens is 57, where a double gave 56).
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,50 +67,62 @@ ks_parse_org(const char *s, uint64_t *org)
 }
 
 /*
- * A fraction in [0, 1] written as digits with at most one '.': "0.25",
- * "1", ".5". Not strtod's whole language: no sign, exponent, hex, "nan" or
- * "inf", nothing after it.
+ * A fraction from 0 to 1 written as digits with at most one '.' ("0.25",
+ * "1", ".5") into billionths, exactly; -1 for anything else: no sign,
+ * exponent, hex, "nan" or "inf", more than 9 decimals, nothing after it.
  */
 static int
-fraction(const char *s, size_t n, double *out)
+fraction(const char *s, size_t n, uint32_t *out)
 {
-	char buf[32];
-	size_t i, dots = 0, digits = 0;
-	char *end;
+	uint64_t whole = 0, part = 0, scale = KS_WHOLE;
+	size_t i, digits = 0;
+	bool dot = false;
 
-	if (n == 0 || n >= sizeof(buf))
+	if (n == 0)
 		return -1;
 	for (i = 0; i < n; i++) {
-		if (s[i] == '.')
-			dots++;
-		else if (s[i] >= '0' && s[i] <= '9')
-			digits++;
-		else
+		if (s[i] == '.' && !dot) {
+			dot = true;
+			continue;
+		}
+		if (s[i] < '0' || s[i] > '9')
 			return -1;
+		digits++;
+		if (!dot) {
+			whole = whole * 10 + (uint64_t)(s[i] - '0');
+			if (whole > 1)
+				return -1;
+		} else {
+			if (scale == 1)
+				return -1; /* a tenth of a billionth */
+			scale /= 10;
+			part += (uint64_t)(s[i] - '0') * scale;
+		}
 	}
-	if (dots > 1 || digits == 0)
+	if (digits == 0 || whole * KS_WHOLE + part > KS_WHOLE)
 		return -1;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	*out = strtod(buf, &end);
-	return *end == '\0' && *out >= 0 && *out <= 1 ? 0 : -1;
+	*out = (uint32_t)(whole * KS_WHOLE + part);
+	return 0;
 }
 
 int
 ks_share_parse(const char *arg, bool is_default, struct ks_shares *sh, char *err, size_t errlen)
 {
 	const char *opt = is_default ? "--share-default" : "--share";
+	char safe[KS_SAFE_LEN], name[KS_SAFE_LEN] = "";
 	const char *a = arg, *c1, *c2;
-	char safe[KS_SAFE_LEN];
-	double share, cap = 1;
+	uint32_t share, cap = 0;
 	uint64_t org = 0;
 
-	char name[KS_SAFE_LEN] = "";
-
+	if (is_default && sh->default_given) {
+		snprintf(err, errlen, "%s: given twice", opt);
+		return -1;
+	}
 	if (!is_default) {
 		c1 = strchr(arg, ':');
 		if (c1 == NULL || (size_t)(c1 - arg) >= sizeof(name) || c1 == arg) {
-			snprintf(err, errlen, "%s: '%s' is not ORG:SHARE[:CAP]", opt,
+			snprintf(err, errlen, "%s: '%s' is not ORG:SHARE[:CAP] (a name with ':' in "
+					      "it: give its id, 0x and hex)", opt,
 				 ks_safe(arg, safe, sizeof(safe)));
 			return -1;
 		}
@@ -133,10 +149,11 @@ ks_share_parse(const char *arg, bool is_default, struct ks_shares *sh, char *err
 	if (fraction(a, c2 != NULL ? (size_t)(c2 - a) : strlen(a), &share) != 0 ||
 	    (c2 != NULL && fraction(c2 + 1, strlen(c2 + 1), &cap) != 0)) {
 		snprintf(err, errlen, "%s: '%s': SHARE and CAP are fractions of the capacity from 0 "
-				      "to 1 (digits and a '.')", opt, ks_safe(arg, safe, sizeof(safe)));
+				      "to 1 (digits and a '.', at most 9 decimals)", opt,
+			 ks_safe(arg, safe, sizeof(safe)));
 		return -1;
 	}
-	if (cap == 0 || share > cap) {
+	if ((c2 != NULL && cap == 0) || (cap != 0 && share > cap)) {
 		snprintf(err, errlen, "%s: '%s': the cap must be above 0 and at least the share", opt,
 			 ks_safe(arg, safe, sizeof(safe)));
 		return -1;
@@ -150,16 +167,25 @@ ks_share_parse(const char *arg, bool is_default, struct ks_shares *sh, char *err
 
 		o->org = org;
 		o->share = share;
-		o->cap = cap;
+		o->cap = cap; /* 0: the default's, known once every option is read */
 		ks_safe(name, o->label, sizeof(o->label));
 	}
 	return 0;
 }
 
+/* Organization @p i's cap in billionths: its own, else the default's, else the whole. */
+static uint32_t
+cap_of(const struct ks_shares *sh, const struct ks_share *o)
+{
+	if (o != NULL && o->cap != 0)
+		return o->cap;
+	return sh->cap_default != 0 ? sh->cap_default : KS_WHOLE;
+}
+
 int
 ks_shares_check(const struct ks_shares *sh, char *err, size_t errlen)
 {
-	double sum = sh->share_default;
+	uint64_t sum = sh->share_default;
 	uint32_t i;
 
 	if (sh->capacity_tokens == 0) {
@@ -170,32 +196,45 @@ ks_shares_check(const struct ks_shares *sh, char *err, size_t errlen)
 		}
 		return 0;
 	}
-	for (i = 0; i < sh->n; i++)
+	for (i = 0; i < sh->n; i++) {
+		if (sh->org[i].share > cap_of(sh, &sh->org[i])) {
+			snprintf(err, errlen, "--share %s: its share is above --share-default's cap, "
+					      "which it takes: give it a cap of its own",
+				 sh->org[i].label);
+			return -1;
+		}
 		sum += sh->org[i].share;
-	/* The driver's own rule for its DRAM shares (a default share counts once). */
-	if (sum > 1 + 1e-9) {
-		snprintf(err, errlen, "the guaranteed shares sum to %.6f%s, above the whole", sum,
-			 sh->share_default > 0 ? " (with --share-default's)" : "");
+	}
+	/* The driver's own rule for its DRAM shares: the default's share
+	 * counts once (each organization not named is guaranteed it, so the
+	 * guarantees present may still pass the whole: the sweep says so). */
+	if (sum > KS_WHOLE) {
+		snprintf(err, errlen, "the guaranteed shares sum to %.9f%s, above the whole",
+			 (double)sum / KS_WHOLE, sh->share_default > 0 ? " (with --share-default's)" : "");
 		return -1;
 	}
 	return 0;
+}
+
+/* @p ppb billionths of the capacity, in tokens, rounded down (exact). */
+static uint64_t
+of_capacity(const struct ks_shares *sh, uint32_t ppb)
+{
+	return (uint64_t)((unsigned __int128)sh->capacity_tokens * ppb / KS_WHOLE);
 }
 
 /* Organization @p org's share and cap, in tokens of the capacity. */
 static void
 limits(const struct ks_shares *sh, uint64_t org, uint64_t *guar, uint64_t *cap)
 {
-	double s = sh->share_default, c = sh->cap_default > 0 ? sh->cap_default : 1;
+	const struct ks_share *o = NULL;
 	uint32_t i;
 
 	for (i = 0; i < sh->n; i++)
-		if (sh->org[i].org == org) {
-			s = sh->org[i].share;
-			c = sh->org[i].cap;
-			break;
-		}
-	*guar = (uint64_t)floor(s * (double)sh->capacity_tokens);
-	*cap = (uint64_t)floor(c * (double)sh->capacity_tokens);
+		if (sh->org[i].org == org)
+			o = &sh->org[i];
+	*guar = of_capacity(sh, o != NULL ? o->share : sh->share_default);
+	*cap = of_capacity(sh, cap_of(sh, o));
 }
 
 static int
@@ -233,7 +272,121 @@ ks_lives_free(struct ks_lives *lv)
 {
 	free(lv->v);
 	free(lv->org);
+	free(lv->leaf);
 	memset(lv, 0, sizeof(*lv));
+}
+
+#define NONE UINT32_MAX
+
+static uint64_t
+mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/*
+ * Each column's parent among the organization's columns v[a..b): the one
+ * whose key its record names as its parent, in the same model (a prompt's
+ * first names the isolation id, no column's key). An open addressing table
+ * of the keys, twice their number; a key given twice (forged) is found
+ * once.
+ */
+static int
+link_parents(struct ks_live *v, uint32_t a, uint32_t b)
+{
+	uint32_t n = b - a, size = 16, i, *t;
+
+	while (size < 2 * n)
+		size *= 2;
+	t = malloc(size * sizeof(*t));
+	if (t == NULL)
+		return -ENOMEM;
+	for (i = 0; i < size; i++)
+		t[i] = NONE;
+	for (i = a; i < b; i++) {
+		uint32_t h = (uint32_t)mix(v[i].key ^ v[i].layout) & (size - 1);
+
+		v[i].up = NONE;
+		v[i].kids = 0;
+		while (t[h] != NONE)
+			h = (h + 1) & (size - 1);
+		t[h] = i;
+	}
+	for (i = a; i < b; i++) {
+		uint32_t h = (uint32_t)mix(v[i].parent ^ v[i].layout) & (size - 1);
+
+		for (; t[h] != NONE; h = (h + 1) & (size - 1)) {
+			uint32_t p = t[h];
+
+			if (p != i && v[p].key == v[i].parent && v[p].layout == v[i].layout) {
+				v[i].up = p;
+				v[p].kids++;
+				break;
+			}
+		}
+	}
+	free(t);
+	return 0;
+}
+
+/*
+ * An organization's leaves, a heap in lv->leaf[first .. first + nleaf) by
+ * index (the columns are sorted by age within it: the least is the oldest).
+ */
+static void
+leaf_push(uint32_t *h, struct ks_org_use *u, uint32_t x)
+{
+	uint32_t *heap = h + u->first, i = u->nleaf++;
+
+	while (i > 0 && heap[(i - 1) / 2] > x) {
+		heap[i] = heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	heap[i] = x;
+}
+
+static uint32_t
+leaf_pop(uint32_t *h, struct ks_org_use *u)
+{
+	uint32_t *heap = h + u->first, top = heap[0], last = heap[--u->nleaf], i = 0;
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= u->nleaf)
+			break;
+		if (c + 1 < u->nleaf && heap[c + 1] < heap[c])
+			c++;
+		if (heap[c] >= last)
+			break;
+		heap[i] = heap[c];
+		i = c;
+	}
+	if (u->nleaf > 0)
+		heap[i] = last;
+	return top;
+}
+
+/*
+ * The organization's oldest leaf goes: the tokens freed. Its parent, once
+ * nothing kept hangs on it, is a leaf in turn. Columns in a cycle of forged
+ * parents are never leaves: they stay (and count).
+ */
+static uint64_t
+take_leaf(struct ks_lives *lv, struct ks_org_use *u, enum ks_victim why)
+{
+	struct ks_live *x = &lv->v[leaf_pop(lv->leaf, u)];
+
+	x->victim = why;
+	u->tokens -= x->tokens;
+	u->deleted_tokens += x->tokens;
+	u->deleted++;
+	if (x->up != NONE && --lv->v[x->up].kids == 0)
+		leaf_push(lv->leaf, u, x->up);
+	return x->tokens;
 }
 
 /* How far @p u is above its guarantee (the heap's key; only those above are in it). */
@@ -284,123 +437,12 @@ heap_pop(const struct ks_org_use *o, uint32_t *h, uint32_t *n)
 	return top;
 }
 
-#define NONE UINT32_MAX
-
-static uint64_t
-mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
-
-/*
- * Each column's children among the organization's columns v[a..b): a
- * column whose parent is another's key, in the same model. An open
- * addressing table of the keys, twice their number.
- */
+/* Each organization's use, limits, parents and leaves, from lv->v sorted by organization and age. */
 static int
-link_children(struct ks_live *v, uint32_t a, uint32_t b)
+orgs_of(const struct ks_shares *sh, struct ks_lives *lv)
 {
-	uint32_t n = b - a, size = 16, i, *t;
+	uint32_t i, k;
 
-	while (size < 2 * n)
-		size *= 2;
-	t = malloc(size * sizeof(*t));
-	if (t == NULL)
-		return -ENOMEM;
-	for (i = 0; i < size; i++)
-		t[i] = NONE;
-	for (i = a; i < b; i++) {
-		uint32_t h = (uint32_t)mix(v[i].key ^ v[i].layout) & (size - 1);
-
-		v[i].child = v[i].sib = NONE;
-		while (t[h] != NONE)
-			h = (h + 1) & (size - 1);
-		t[h] = i;
-	}
-	for (i = a; i < b; i++) {
-		uint32_t h = (uint32_t)mix(v[i].parent ^ v[i].layout) & (size - 1);
-
-		for (; t[h] != NONE; h = (h + 1) & (size - 1)) {
-			struct ks_live *p = &v[t[h]];
-
-			if (p->key == v[i].parent && p->layout == v[i].layout && t[h] != i) {
-				v[i].sib = p->child;
-				p->child = i;
-				break;
-			}
-		}
-	}
-	free(t);
-	return 0;
-}
-
-/*
- * Column @p i and what hangs on it go (those not gone already): the tokens
- * freed. Without recursion: the records are the pool's, and a forged chain
- * may be as deep as the pool is large; @p stack has room for every column
- * (each is pushed once, as it is marked; a cycle of forged parents ends
- * at a column already marked).
- */
-static uint64_t
-take(struct ks_live *v, uint32_t i, enum ks_victim why, struct ks_org_use *u, uint32_t *stack)
-{
-	uint64_t freed = 0;
-	uint32_t n = 0, c;
-
-	if (v[i].victim != KS_KEPT)
-		return 0;
-	v[i].victim = why;
-	stack[n++] = i;
-	while (n > 0) {
-		i = stack[--n];
-		u->tokens -= v[i].tokens;
-		u->deleted_tokens += v[i].tokens;
-		u->deleted++;
-		freed += v[i].tokens;
-		for (c = v[i].child; c != NONE; c = v[c].sib)
-			if (v[c].victim == KS_KEPT) {
-				v[c].victim = why;
-				stack[n++] = c;
-			}
-	}
-	return freed;
-}
-
-/* The organization's oldest column still kept, from u->next on; false when none. */
-static bool
-oldest_kept(const struct ks_live *v, struct ks_org_use *u)
-{
-	while (u->next < u->end && v[u->next].victim != KS_KEPT)
-		u->next++;
-	return u->next < u->end;
-}
-
-/*
- * Mark the columns to delete (ks_live.victim: KS_OVER_CAP or KS_OVER_SHARE)
- * and sum each organization's use (lv->org[], sorted by organization).
- * Sorts lv->v by organization, then age.
- */
-int
-ks_shares_pick(const struct ks_shares *sh, struct ks_lives *lv)
-{
-	uint64_t total = 0;
-	uint32_t i, k, *stack;
-
-	free(lv->org);
-	lv->org = NULL;
-	lv->norg = 0;
-	if (lv->n == 0)
-		return 0;
-	qsort(lv->v, lv->n, sizeof(lv->v[0]), by_org_age);
-	lv->org = calloc(lv->n, sizeof(*lv->org)); /* at most one per column */
-	stack = malloc(lv->n * sizeof(*stack));
-	if (lv->org == NULL || stack == NULL) {
-		free(stack);
-		return -ENOMEM;
-	}
 	for (i = 0; i < lv->n; i++) {
 		struct ks_org_use *u;
 
@@ -409,53 +451,73 @@ ks_shares_pick(const struct ks_shares *sh, struct ks_lives *lv)
 			u->org = lv->v[i].org;
 			u->first = i;
 			limits(sh, u->org, &u->guaranteed, &u->cap);
+			lv->guaranteed_tokens += u->guaranteed;
 		}
 		u = &lv->org[lv->norg - 1];
 		u->end = i + 1;
-		if ((i + 1 == lv->n || lv->v[i + 1].org != u->org) &&
-		    link_children(lv->v, u->first, u->end) != 0) {
-			free(stack);
-			return -ENOMEM;
-		}
 		u->tokens += lv->v[i].tokens;
 		lv->v[i].victim = KS_KEPT;
-		total += lv->v[i].tokens;
+		lv->total_tokens += lv->v[i].tokens;
 	}
-	/* Caps first: an organization above its own goes down to it, oldest first. */
 	for (k = 0; k < lv->norg; k++) {
 		struct ks_org_use *u = &lv->org[k];
 
-		u->next = u->first;
-		while (u->tokens > u->cap && oldest_kept(lv->v, u))
-			total -= take(lv->v, u->next, KS_OVER_CAP, u, stack);
+		if (link_parents(lv->v, u->first, u->end) != 0)
+			return -ENOMEM;
+		for (i = u->first; i < u->end; i++)
+			if (lv->v[i].kids == 0)
+				leaf_push(lv->leaf, u, i);
+	}
+	return 0;
+}
+
+int
+ks_shares_pick(const struct ks_shares *sh, struct ks_lives *lv)
+{
+	uint32_t *heap, nh = 0, k;
+
+	free(lv->org);
+	free(lv->leaf);
+	lv->org = NULL;
+	lv->leaf = NULL;
+	lv->norg = 0;
+	lv->total_tokens = lv->guaranteed_tokens = 0;
+	if (lv->n == 0)
+		return 0;
+	qsort(lv->v, lv->n, sizeof(lv->v[0]), by_org_age);
+	lv->org = calloc(lv->n, sizeof(*lv->org)); /* at most one per column */
+	lv->leaf = malloc(lv->n * sizeof(*lv->leaf));
+	if (lv->org == NULL || lv->leaf == NULL || orgs_of(sh, lv) != 0)
+		return -ENOMEM;
+	/* Caps first: an organization above its own goes down to it, oldest leaf first. */
+	for (k = 0; k < lv->norg; k++) {
+		struct ks_org_use *u = &lv->org[k];
+
+		while (u->tokens > u->cap && u->nleaf > 0)
+			lv->total_tokens -= take_leaf(lv, u, KS_OVER_CAP);
 	}
 	/*
 	 * Then the capacity: the organization furthest above its guarantee
-	 * gives its oldest column, until the level fits. One at or below its
-	 * guarantee gives nothing; when none is above, the guarantees alone
-	 * fill the level (they sum to at most 1, so only rounding leaves that).
-	 * A heap of the organizations above their guarantee, by how far.
+	 * gives its oldest leaf, until the level fits. One at or below its
+	 * guarantee gives nothing, so the level stays above its capacity when
+	 * the guarantees present pass it (a default share each organization
+	 * not named takes, forged cycles): the sweep says so.
 	 */
-	if (total > sh->capacity_tokens) {
-		uint32_t *heap = malloc(lv->norg * sizeof(*heap)), nh = 0;
+	if (lv->total_tokens <= sh->capacity_tokens)
+		return 0;
+	heap = malloc(lv->norg * sizeof(*heap));
+	if (heap == NULL)
+		return -ENOMEM;
+	for (k = 0; k < lv->norg; k++)
+		if (lv->org[k].tokens > lv->org[k].guaranteed && lv->org[k].nleaf > 0)
+			heap_push(lv->org, heap, &nh, k);
+	while (lv->total_tokens > sh->capacity_tokens && nh > 0) {
+		struct ks_org_use *most = &lv->org[heap_pop(lv->org, heap, &nh)];
 
-		if (heap == NULL) {
-			free(stack);
-			return -ENOMEM;
-		}
-		for (k = 0; k < lv->norg; k++)
-			if (lv->org[k].tokens > lv->org[k].guaranteed && oldest_kept(lv->v, &lv->org[k]))
-				heap_push(lv->org, heap, &nh, k);
-		while (total > sh->capacity_tokens && nh > 0) {
-			struct ks_org_use *most = &lv->org[heap_pop(lv->org, heap, &nh)];
-
-			total -= take(lv->v, most->next, KS_OVER_SHARE, most, stack);
-			if (most->tokens > most->guaranteed && oldest_kept(lv->v, most))
-				heap_push(lv->org, heap, &nh, (uint32_t)(most - lv->org));
-		}
-		free(heap);
+		lv->total_tokens -= take_leaf(lv, most, KS_OVER_SHARE);
+		if (most->tokens > most->guaranteed && most->nleaf > 0)
+			heap_push(lv->org, heap, &nh, (uint32_t)(most - lv->org));
 	}
-	free(stack);
-	lv->total_tokens = total;
+	free(heap);
 	return 0;
 }

@@ -72,7 +72,7 @@ struct tally {
 	uint64_t deleted, delete_failed;
 	struct ks_lives lives; /* with shares: every live column, for shares_apply */
 	bool lives_short;      /* out of memory collecting them: no column deleted for room */
-	bool shares_done;
+	bool shares_done, shares_failed;
 	uint64_t share_before, share_cols[3], share_toks[3]; /* by enum ks_victim */
 };
 
@@ -415,7 +415,7 @@ shares_apply(struct shared *s, const struct ks_list *l, const struct ks_sweep_op
 	    (dels = calloc(l->n ? l->n : 1, sizeof(*dels))) == NULL) {
 		fprintf(stderr, "kvss-shared sweep: out of memory for the shares: no column "
 				"deleted for room\n");
-		t->delete_failed++; /* said in the exit status */
+		t->shares_failed = true; /* said in the exit status */
 		return;
 	}
 	for (i = 0; i < lv->n; i++) {
@@ -478,6 +478,11 @@ shares_say(const struct ks_sweep_opts *o, const struct tally *t)
 	       o->shares.capacity_tokens, t->share_before, (uint64_t)lv->n, lv->norg,
 	       o->dry_run ? "would delete" : "deleting", cols[KS_OVER_CAP], toks[KS_OVER_CAP],
 	       cols[KS_OVER_SHARE], toks[KS_OVER_SHARE], lv->total_tokens);
+	if (lv->total_tokens > o->shares.capacity_tokens)
+		printf("  shares: the level stays %" PRIu64 " tokens above its capacity: no "
+		       "organization above its guarantee has a column to give (the guarantees of "
+		       "the %u present sum to %" PRIu64 " tokens)\n",
+		       lv->total_tokens - o->shares.capacity_tokens, lv->norg, lv->guaranteed_tokens);
 	for (k = 0; o->verbose && k < lv->norg; k++) {
 		const struct ks_org_use *u = &lv->org[k];
 		const char *named = "";
@@ -586,7 +591,8 @@ ks_sweep(struct shared *s, const struct ks_sweep_opts *o)
 				"generation went backwards (its object removed or rewritten lower); they are "
 				"kept; 'kvss-shared gen --repair' sets it above them\n",
 			t.newer, t.newest_global, t.newest_org);
-	return t.skipped_ns > 0 || t.delete_failed > 0 || t.unreadable > 0 || t.newer > 0
+	return t.skipped_ns > 0 || t.delete_failed > 0 || t.unreadable > 0 || t.newer > 0 ||
+			       t.shares_failed
 		       ? KS_FAILED : KS_OK;
 }
 
