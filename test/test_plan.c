@@ -767,3 +767,29 @@ Test(plan, emit_config_refuses_a_fifo_and_a_hard_link_in_its_directory)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/*
+ * --discount is a number from 0 to 0.95 in digits: strtod alone took
+ * "nan" (which passed both bounds), "" (read as 0), leading blanks, hex
+ * and exponents. Each is a usage error naming the option; 0.2 still runs.
+ */
+Test(plan, a_discount_that_is_not_digits_is_refused)
+{
+	static const char *bad[] = {"nan", "", " 0.2", "0x0.1", "2e-1", "-0", "0.96", "inf", "0.2x"};
+	char file[64], cmd[512], out[4096];
+	int st;
+
+	write_cluster(file, sizeof(file), "discount", ONE_NODE "jobs = ( " JOB("j", "") " );\n");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --discount '%s' 2>&1", file, bad[i]);
+		st = capture(cmd, out, sizeof(out));
+		cr_expect_eq(WEXITSTATUS(st), 2, "--discount '%s': exit %d\n%s", bad[i], WEXITSTATUS(st),
+			     out);
+		cr_expect_not_null(strstr(out, "--discount"), "--discount '%s': %s", bad[i], out);
+	}
+	snprintf(cmd, sizeof(cmd), "build/kvss-plan %s --discount 0.2 2>&1", file);
+	st = capture(cmd, out, sizeof(out));
+	cr_expect_eq(WEXITSTATUS(st), 0, "--discount 0.2: exit %d\n%s", WEXITSTATUS(st), out);
+	cr_expect_not_null(strstr(out, "discount 20%"), "%s", out);
+	unlink(file);
+}

@@ -511,8 +511,15 @@ bad:
 	return 1;
 }
 
-int
-main(int argc, char **argv)
+/* kvss-plan's options as given. */
+struct cli {
+	const char *policy, *discount, *emit_dir;
+	int strict, no_keep, cmp, json;
+};
+
+/* The options into @p o: -1 to go on, or the exit status (0 after --help or --version, 2 a usage error). */
+static int
+cli_read(int argc, char **argv, struct cli *o)
 {
 	static const struct option lo[] = {
 		{"policy", required_argument, NULL, 'p'}, {"no-keep-ratio", no_argument, NULL, 'k'},
@@ -521,35 +528,30 @@ main(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
-	static struct plan_cluster c;
-	static struct plan_result r;
-	const char *policy = NULL, *discount = NULL, *emit_dir = NULL;
-	int opt, strict = 0, no_keep = 0, cmp = 0, json = 0;
-	char err[512];
+	int opt;
 
-	args_check_stdout_at_exit("kvss-plan");
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
-			policy = optarg;
+			o->policy = optarg;
 			break;
 		case 'k':
-			no_keep = 1;
+			o->no_keep = 1;
 			break;
 		case 'd':
-			discount = optarg;
+			o->discount = optarg;
 			break;
 		case 's':
-			strict = 1;
+			o->strict = 1;
 			break;
 		case 'e':
-			emit_dir = optarg;
+			o->emit_dir = optarg;
 			break;
 		case 'c':
-			cmp = 1;
+			o->cmp = 1;
 			break;
 		case 'j':
-			json = 1;
+			o->json = 1;
 			break;
 		case 'V':
 			args_version("kvss-plan", PROTO_VERSION);
@@ -566,91 +568,127 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (kvss_cluster_load(argv[optind], &c, err, sizeof(err)) != 0) {
-		fprintf(stderr, "kvss-plan: %s\n", err);
-		return 2;
-	}
-	if (policy != NULL) {
+	return -1;
+}
+
+/* --policy, --no-keep-ratio and --discount over the cluster file's: 0, or 2 (said). */
+static int
+cli_apply(const struct cli *o, struct plan_cluster *c)
+{
+	if (o->policy != NULL) {
 		int i;
 
-		for (i = 0; i < 4 && strcmp(policy, plan_policy_name((enum plan_policy)i)) != 0; i++)
+		for (i = 0; i < 4 && strcmp(o->policy, plan_policy_name((enum plan_policy)i)) != 0; i++)
 			;
 		if (i == 4) {
 			fprintf(stderr, "kvss-plan: --policy: '%s' is not one of equal, exact, fair, ratio\n",
-				policy);
+				o->policy);
 			return 2;
 		}
-		c.policy = (enum plan_policy)i;
+		c->policy = (enum plan_policy)i;
 	}
-	if (no_keep)
-		c.keep_ratio = false;
-	if (discount != NULL) {
+	if (o->no_keep)
+		c->keep_ratio = false;
+	if (o->discount != NULL) {
 		char *end;
-		double d = strtod(discount, &end);
+		double d = strtod(o->discount, &end);
 
-		if (*end != '\0' || d < 0 || d > 0.95) {
-			fprintf(stderr, "kvss-plan: --discount: '%s' is not in 0..0.95\n", discount);
+		/* Digits only: strtod also takes "nan" (which every comparison
+		 * passes), "", leading blanks, hex and exponents. */
+		if (end == o->discount || *end != '\0' || !(d >= 0 && d <= 0.95) ||
+		    strspn(o->discount, "0123456789.") != strlen(o->discount)) {
+			fprintf(stderr, "kvss-plan: --discount: '%s' is not in 0..0.95\n", o->discount);
 			return 2;
 		}
-		c.discount = d;
+		c->discount = d;
 	}
-	if (cmp)
-		return compare(&c, json);
-	if (plan_run(&c, &r, err, sizeof(err)) != 0) {
-		fprintf(stderr, "kvss-plan: %s: %s\n", argv[optind], err);
-		return 2;
-	}
-	if (json)
-		print_plan_json(&c, &r);
-	else
-		print_plan(&c, &r);
-	if (r.over_budget) {
+	return 0;
+}
+
+/* A plan that cannot be kept: each reason said; 1, or 0 when it can. */
+static int
+refused(const struct plan_cluster *c, const struct plan_result *r)
+{
+	if (r->over_budget) {
 		uint16_t j;
 
-		for (j = 0; j < c.njobs; j++)
-			if (r.job[j].over)
+		for (j = 0; j < c->njobs; j++)
+			if (r->job[j].over)
 				fprintf(stderr, "kvss-plan: job %s: allocated %.1f GB, %.1f GB over its "
 						"budget of %.1f GB: a shard's base memory (base_mem_gb = %.1f) "
 						"does not fit what the policy gives it; lower base_mem_gb, give "
 						"the nodes more RAM or the job fewer shards\n",
-					c.job[j].name, (double)r.job[j].bytes / GB,
-					(double)r.job[j].over / GB, (double)r.job[j].budget / GB,
-					(double)c.job[j].base_mem / GB);
+					c->job[j].name, (double)r->job[j].bytes / GB,
+					(double)r->job[j].over / GB, (double)r->job[j].budget / GB,
+					(double)c->job[j].base_mem / GB);
 		return 1;
 	}
-	for (uint16_t j = 0; j < c.njobs; j++)
-		if (r.job[j].orgs_over && r.job[j].org_tokens > r.job[j].usable) {
+	for (uint16_t j = 0; j < c->njobs; j++)
+		if (r->job[j].orgs_over && r->job[j].org_tokens > r->job[j].usable) {
 			fprintf(stderr, "kvss-plan: job %s: its organizations are guaranteed %" PRIu64
 					" tokens (shares summing to %.6f), more than the %" PRIu64 " it can "
 					"use: give the job more memory or its organizations less (jobs.orgs)\n",
-				c.job[j].name, r.job[j].org_tokens, r.job[j].org_share_sum, r.job[j].usable);
+				c->job[j].name, r->job[j].org_tokens, r->job[j].org_share_sum, r->job[j].usable);
 			return 1;
-		} else if (r.job[j].caps_short) {
-			for (uint16_t k = 0; k < c.job[j].norgs; k++)
-				if (r.job[j].org[k].cap_short)
+		} else if (r->job[j].caps_short) {
+			for (uint16_t k = 0; k < c->job[j].norgs; k++)
+				if (r->job[j].org[k].cap_short)
 					fprintf(stderr, "kvss-plan: job %s: organization %s's cap of %" PRIu64
 							" tokens is below the %" PRIu64 " its guarantee's share "
 							"gives (six decimals of %" PRIu64 " tokens): raise its "
 							"cap_tokens to %" PRIu64 " or drop it (jobs.orgs)\n",
-						c.job[j].name, c.job[j].org[k].name, c.job[j].org[k].cap_tokens,
-						r.job[j].org[k].share_tokens, r.job[j].usable,
-						r.job[j].org[k].share_tokens);
+						c->job[j].name, c->job[j].org[k].name, c->job[j].org[k].cap_tokens,
+						r->job[j].org[k].share_tokens, r->job[j].usable,
+						r->job[j].org[k].share_tokens);
 			return 1;
-		} else if (r.job[j].orgs_over) {
+		} else if (r->job[j].orgs_over) {
 			/* The tokens fit, but each share is rounded up to six decimals. */
 			fprintf(stderr, "kvss-plan: job %s: its organizations' %" PRIu64 " guaranteed tokens "
 					"fit the %" PRIu64 " it can use, but as the driver's shares (each "
 					"rounded up to six decimals so that it gives its guarantee) they sum to "
 					"%.6f, above the whole: guarantee less (jobs.orgs)\n",
-				c.job[j].name, r.job[j].org_tokens, r.job[j].usable, r.job[j].org_share_sum);
+				c->job[j].name, r->job[j].org_tokens, r->job[j].usable, r->job[j].org_share_sum);
 			return 1;
 		}
-	if (r.overcommitted && strict) {
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct plan_cluster c;
+	static struct plan_result r;
+	struct cli o = {0};
+	char err[512];
+	int rc;
+
+	args_check_stdout_at_exit("kvss-plan");
+	if ((rc = cli_read(argc, argv, &o)) != -1)
+		return rc;
+	if (kvss_cluster_load(argv[optind], &c, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-plan: %s\n", err);
+		return 2;
+	}
+	if (cli_apply(&o, &c) != 0)
+		return 2;
+	if (o.cmp)
+		return compare(&c, o.json);
+	if (plan_run(&c, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss-plan: %s: %s\n", argv[optind], err);
+		return 2;
+	}
+	if (o.json)
+		print_plan_json(&c, &r);
+	else
+		print_plan(&c, &r);
+	if (refused(&c, &r) != 0)
+		return 1;
+	if (r.overcommitted && o.strict) {
 		fprintf(stderr, "kvss-plan: %u node(s) cannot hold their grants (--strict)\n",
 			r.overcommitted);
 		return 1;
 	}
-	if (emit_dir != NULL && emit(emit_dir, &c, &r) != 0)
+	if (o.emit_dir != NULL && emit(o.emit_dir, &c, &r) != 0)
 		return 1;
 	return 0;
 }
