@@ -188,6 +188,14 @@ check "gen --repair: one above the newest record's generation (3 -> 4)" \
 ks sweep
 check "sweep after the repair: both columns are older now, deleted; exit 0" \
 	eval '[ "$rc" -eq 0 ] && has "records: 0 live, 2 of an older generation"'
+# The level's shares, for real: 384 tokens in a level of 256, a quiet
+# organization guaranteed half of it holding the oldest columns.
+phase shares
+ks sweep --capacity-tokens 256 --share 0x7777:0.5 --verbose
+check "sweep with shares: the noisy organization's two oldest columns go (6 objects), not the quiet one's older ones" \
+	eval '[ "$rc" -eq 0 ] && has "0 columns (0 tokens) above a cap and 2 (128 tokens) for room; 256 tokens left" &&
+		has "deleted 6 objects"'
+phase sharesswept
 # 4294967295 is not a generation: reset, sweep and gen say so, nothing deleted.
 printf 4294967295 >"$tmp/genmax"
 rados -c "$C/ceph.conf" -p kvss put generation "$tmp/genmax"

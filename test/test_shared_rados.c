@@ -8,6 +8,8 @@
  *   test_shared_rados badgen       a generation that is not a number (0x3333's)
  *   test_shared_rados sweptN       after kvss-shared's sweep N (0: none yet):
  *                                  what should be deleted is, the rest is kept
+ *   test_shared_rados shares       two organizations' columns for sweep's shares
+ *   test_shared_rados sharesswept  after the sweep with shares: what went, what stayed
  *   test_shared_rados degraded     one OSD killed: every object still read
  *   test_shared_rados down         every OSD killed: ops end -ETIMEDOUT in time
  *   test_shared_rados unreachable  the cluster stopped: shared_open fails in time
@@ -748,6 +750,62 @@ phase_newer(void)
 	shared_close(s);
 }
 
+/*
+ * The level's shares: a noisy organization (0x6666, no share) and a quiet
+ * one (0x7777, guaranteed half of a 256-token level by test-shared.sh),
+ * each column 64 tokens, a prompt's first, under global generation 1 (the
+ * test's by then). The quiet one's columns are the oldest of all: the
+ * sweep must take the noisy one's two oldest instead. With @p s, written;
+ * without, the table only.
+ */
+static int
+shares_fx(struct shared *s)
+{
+	uint64_t now = wall_ns(), hour = 3600ull * 1000000000u;
+	int rc = 0, k;
+
+	nfx = 0;
+	for (k = 0; k < 4; k++)
+		rc |= fx_column_go(s, 0x6666, 3001 + (uint64_t)k, 1, 0, now - (uint64_t)(4 - k) * hour,
+				   true, k < 2, k < 2,
+				   k < 2 ? "the noisy organization's two oldest columns"
+					 : "its two younger columns");
+	for (k = 0; k < 2; k++)
+		rc |= fx_column_go(s, 0x7777, 3101 + (uint64_t)k, 1, 0, now - (uint64_t)(6 - k) * hour,
+				   true, 0, 0, "the quiet organization's columns (older, guaranteed)");
+	return rc;
+}
+
+/* The shares' columns written (@p after false), or after the sweep, exactly what should remain. */
+static void
+phase_shares(bool after)
+{
+	char err[256], label[160];
+	struct shared *s = open_with(5000, DEPTH, NULL, err, sizeof(err));
+	unsigned int i;
+	uint64_t size;
+	int64_t mtime;
+
+	if (s == NULL) {
+		check(false, "open", "%s", err);
+		return;
+	}
+	if (!after) {
+		check(shares_fx(s) == 0, "6 columns of two organizations written", "failed");
+		shared_close(s);
+		return;
+	}
+	shares_fx(NULL);
+	for (i = 0; i < nfx; i++) {
+		int rc = shared_stat(s, fx[i].ns, fx[i].name, &size, &mtime);
+
+		snprintf(label, sizeof(label), "%s (%s): %s", fx[i].what, fx[i].name,
+			 fx[i].gone_after ? "deleted" : "kept");
+		check(fx[i].gone_after ? rc == -ENOENT : rc == 0, label, "stat %d", rc);
+	}
+	shared_close(s);
+}
+
 /* A generation that is not a number, in organization 0x3333's namespace. */
 static void
 phase_badgen(void)
@@ -889,6 +947,8 @@ main(int argc, char **argv)
 		phase_badgen();
 	else if (strcmp(phase, "newer") == 0)
 		phase_newer();
+	else if (strcmp(phase, "shares") == 0 || strcmp(phase, "sharesswept") == 0)
+		phase_shares(phase[6] != '\0');
 	else if (strncmp(phase, "swept", 5) == 0 && phase[5] >= '0' && phase[5] <= '3' &&
 		 phase[6] == '\0')
 		phase_swept(phase[5] - '0');
@@ -899,8 +959,8 @@ main(int argc, char **argv)
 	else if (strcmp(phase, "unreachable") == 0)
 		phase_unreachable();
 	else {
-		fprintf(stderr, "usage: test_shared_rados live|fixture|badgen|newer|swept0..3|degraded|down|"
-				"unreachable\n");
+		fprintf(stderr, "usage: test_shared_rados live|fixture|badgen|newer|swept0..3|shares|"
+				"sharesswept|degraded|down|unreachable\n");
 		return 2;
 	}
 	printf("test_shared_rados %s: %u passed, %u failed\n", phase, passed, failed);
