@@ -18,6 +18,14 @@
 # usage: scripts/demo-shared.sh [BUILD]
 #   KVSS_DEMO_SHARED_LIMIT=N  requests of the trace in all (default: all of it)
 #   KVSS_DEMO_SHARED_KILL_OSD=1  also run the second half with osd.1 killed
+#   KVSS_DEMO_SHARED_SLOW_MS=D   also run the second half on a slow level (an
+#                             OSD holds KVSS_DEMO_SHARED_SLOW_PCT percent of the
+#                             messages it takes, default 10, for D ms each, and
+#                             what waits behind them: osd_debug_inject_dispatch_delay),
+#                             requests at the trace's times x 0.1 and a prefill
+#                             rate, with refill_policy "io-only" and then
+#                             "adaptive", a lookup deadline of 2 s: their time
+#                             to first token beside compute-only's (modelled)
 #   KVSS_DEMO_SHARED_OUT=D    keep the runs' JSON lines and logs in D
 #
 # Exit status: 0 when the second replica hit the shared level with 0 verify
@@ -136,6 +144,57 @@ python3 -c "import sys; sys.exit(0 if int('$(field "$out/two.json" hit_tokens_sh
 # second tiers, empty).
 replica alone "$second" none
 report alone "replica 2 again without the shared level"
+
+# A slow level: whether the driver's choice keeps a replica's time to first
+# token at or below recomputing's, where refilling every hit (io-only)
+# waits on the level. Both runs find what the first replica wrote; the
+# first of them (io-only) also writes, so the second finds a little more.
+slow_ms=${KVSS_DEMO_SHARED_SLOW_MS:-0}
+slow_pct=${KVSS_DEMO_SHARED_SLOW_PCT:-10}
+case "$slow_ms" in "" | *[!0-9]* | ??????*) say "KVSS_DEMO_SHARED_SLOW_MS=$slow_ms: want whole milliseconds, below 100000"; exit 2 ;; esac
+case "$slow_pct" in "" | *[!0-9]* | ????*) say "KVSS_DEMO_SHARED_SLOW_PCT=$slow_pct: want a whole percent, 1 to 100"; exit 2 ;; esac
+[ "$slow_pct" -ge 1 ] && [ "$slow_pct" -le 100 ] || { say "KVSS_DEMO_SHARED_SLOW_PCT=$slow_pct: want 1 to 100"; exit 2; }
+osd_delay() { # osd_delay SECONDS PROBABILITY
+	local i
+	for i in 0 1 2; do
+		ceph -c "$conf" tell "osd.$i" config set osd_debug_inject_dispatch_delay_duration "$1" >/dev/null 2>&1 &&
+			ceph -c "$conf" tell "osd.$i" config set osd_debug_inject_dispatch_delay_probability "$2" \
+				>/dev/null 2>&1 || say "osd.$i: the delay was not set"
+	done
+}
+ttft() { # ttft TAG: "p50 X ms, p99 Y ms" of its run, and compute-only's beside it
+	python3 - "$out/$1.json" <<'PYEOF'
+import json, sys
+j = json.loads(open(sys.argv[1]).read())
+g = lambda k: j.get(k) if j.get(k) is not None else float("nan")
+print("TTFT p50 %.1f ms, p99 %.1f ms (compute-only, modelled: p50 %.1f ms, p99 %.1f ms); hit tokens %s, "
+      "from the shared level %s, lookups abandoned %s, exit %s, verify failures %s" %
+      (g("ttft_p50_ms"), g("ttft_p99_ms"), g("model_compute_only_ttft_p50_ms"),
+       g("model_compute_only_ttft_p99_ms"), j.get("hit_tokens"), j.get("hit_tokens_shared"),
+       (j.get("shared") or {}).get("lookups_abandoned"), j.get("exit_status"), j.get("verify_failures")))
+PYEOF
+}
+slow_replica() { # slow_replica TAG POLICY
+	mkcfgs "$1" "$second"
+	sed -i -e "s/^\( *\)# refill_policy = \"adaptive\";/\1refill_policy = \"$2\";/" \
+		-e 's/^  deadline_ms = 50;/  deadline_ms = 2000;/' "$tmp/$1-driver.cfg"
+	grep -q "refill_policy = \"$2\";" "$tmp/$1-driver.cfg" || say "$1: refill_policy not set"
+	mkdir -p "$tmp/$1-l2"
+	KVSS_DEMO_DRIVER_CFG=$tmp/$1-driver.cfg KVSS_DEMO_SHARD0_CFG=$tmp/$1-shard0.cfg \
+		KVSS_DEMO_SHARD1_CFG=$tmp/$1-shard1.cfg KVSS_DEMO_L2_DIR=$tmp/$1-l2 \
+		KVSS_DEMO_JSON=$out/$1.json KVSS_DEMO_TAG="sh$1$$" KVSS_DEMO_ARRIVALS=trace \
+		scripts/demo.sh "$BUILD" >"$out/$1.log" 2>&1
+	say "  $2: $(ttft "$1")"
+	[ "$(field "$out/$1.json" verify_failures)" = 0 ] || status=1
+}
+if [ "$slow_ms" -gt 0 ]; then
+	say "a slow level: each OSD holds $slow_pct% of its messages $slow_ms ms; the second half again, at the trace's times x 0.1:"
+	osd_delay "$(awk -v m="$slow_ms" 'BEGIN { printf "%.3f", m / 1000 }')" \
+		"$(awk -v p="$slow_pct" 'BEGIN { printf "%.2f", p / 100 }')"
+	slow_replica slowio io-only
+	slow_replica slowad adaptive
+	osd_delay 0 0
+fi
 
 # The reset under a running replica: how long until it stops finding the
 # old generation (it reads the generation every generation_ms, 200 here).
