@@ -23,9 +23,10 @@
 #                             messages it takes, default 10, for D ms each, and
 #                             what waits behind them: osd_debug_inject_dispatch_delay),
 #                             requests at the trace's times x 0.1 and a prefill
-#                             rate, with refill_policy "io-only" and then
-#                             "adaptive", a lookup deadline of 2 s: their time
-#                             to first token beside compute-only's (modelled)
+#                             rate, with refill_policy "io-only", "adaptive" and
+#                             "compute-only" (the cache off), a lookup deadline
+#                             of 2 s: each one's time to first token, beside
+#                             compute-only's modelled for the same arrivals
 #   KVSS_DEMO_SHARED_OUT=D    keep the runs' JSON lines and logs in D
 #
 # Exit status: 0 when the second replica hit the shared level with 0 verify
@@ -193,6 +194,8 @@ if [ "$slow_ms" -gt 0 ]; then
 		"$(awk -v p="$slow_pct" 'BEGIN { printf "%.2f", p / 100 }')"
 	slow_replica slowio io-only
 	slow_replica slowad adaptive
+	# The baseline measured, not only modelled: the cache off, the same arrivals.
+	slow_replica slowco compute-only
 	osd_delay 0 0
 fi
 

@@ -1093,6 +1093,100 @@ salt_ok(const char *s)
 	return n > 0;
 }
 
+/* One option @p ch (getopt's, its argument in optarg) into @p o: 0, or -1 (refused, said). */
+static int
+opt_one(int ch, struct opts *o)
+{
+	char err[160];
+	uint64_t v;
+	int rc = 0;
+
+	switch (ch) {
+	case 's':
+		o->shard_ip = optarg;
+		break;
+	case 'b':
+		o->bind_ip = optarg;
+		break;
+	case 'p': {
+		unsigned int a, b, cc;
+		char tail;
+
+		if (sscanf(optarg, "%u,%u,%u%c", &a, &b, &cc, &tail) != 3 || a == 0 || b == 0 ||
+		    cc == 0 || a > 65535 || b > 65535 || cc > 65535) {
+			snprintf(err, sizeof(err), "--ports: '%s' is not three ports C,E,R", optarg);
+			rc = -1;
+		} else {
+			o->ctl_port = (uint16_t)a;
+			o->evict_port = (uint16_t)b;
+			o->refill_port = (uint16_t)cc;
+		}
+		break;
+	}
+	case 'm':
+		rc = args_u64("--model", optarg, 0, UINT32_MAX, &v, err, sizeof(err));
+		o->model = (uint32_t)v;
+		break;
+	case 'M':
+		rc = args_u64("--mtu", optarg, 576, 9000, &v, err, sizeof(err));
+		o->mtu = (uint32_t)v;
+		break;
+	case 'P':
+		rc = args_u64("--prompt", optarg, 1, UINT64_MAX - 1, &o->prompt, err, sizeof(err));
+		break;
+	case 'n':
+		rc = args_u64("--tokens", optarg, 1, 1000000, &o->tokens, err, sizeof(err));
+		break;
+	case 'g':
+		rc = args_u64("--batch", optarg, 1, 1024, &o->batch, err, sizeof(err));
+		break;
+	case 'o':
+		o->org = optarg;
+		break;
+	case 'L':
+		if (!salt_ok(optarg)) {
+			fprintf(stderr, "udp-client: --salt: want 1 to 256 printable ASCII bytes "
+					"without spaces, quotes or backslashes\n");
+			return 2;
+		}
+		o->salt = optarg;
+		break;
+	case 'S':
+		rc = args_u64("--seed", optarg, 0, UINT64_MAX, &o->seed, err, sizeof(err));
+		break;
+	case 't':
+		rc = args_u64("--timeout", optarg, 1, 3600000, &o->timeout_ms, err, sizeof(err));
+		break;
+	case 'X':
+		rc = args_u64("--max-mib", optarg, 1, 1 << 20, &o->max_mib, err, sizeof(err));
+		break;
+	case 'C':
+		o->no_csum = true;
+		break;
+	case 'F':
+		rc = args_u64("--flip-expected", optarg, 0, INT64_MAX, &v, err, sizeof(err));
+		o->flip = (int64_t)v;
+		break;
+	case 'G':
+		o->data_gate = optarg;
+		break;
+	case 'h':
+		usage(stdout);
+		exit(0);
+	case 'V':
+		args_version("kvss-udp-client", UC_VERSION);
+		exit(0);
+	default:
+		usage(stderr);
+		return -1;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "kvss-udp-client: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -1107,101 +1201,15 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{"data-gate", required_argument, NULL, 'G'}, {"salt", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},	   {"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}};
-	char err[160];
-	uint64_t v;
 	int ch;
 
 	*o = (struct opts){.org = "acme", .ctl_port = 7400, .evict_port = 7401, .refill_port = 7402,
 			   .mtu = 1500, .prompt = 1000, .tokens = 600, .batch = 1024, .seed = 1,
 			   .timeout_ms = 10000, .max_mib = 1024, .flip = -1};
 	/* -h as every tool takes it. */
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		int rc = 0;
-
-		switch (ch) {
-		case 's':
-			o->shard_ip = optarg;
-			break;
-		case 'b':
-			o->bind_ip = optarg;
-			break;
-		case 'p': {
-			unsigned int a, b, cc;
-			char tail;
-
-			if (sscanf(optarg, "%u,%u,%u%c", &a, &b, &cc, &tail) != 3 || a == 0 || b == 0 ||
-			    cc == 0 || a > 65535 || b > 65535 || cc > 65535) {
-				snprintf(err, sizeof(err), "--ports: '%s' is not three ports C,E,R", optarg);
-				rc = -1;
-			} else {
-				o->ctl_port = (uint16_t)a;
-				o->evict_port = (uint16_t)b;
-				o->refill_port = (uint16_t)cc;
-			}
-			break;
-		}
-		case 'm':
-			rc = args_u64("--model", optarg, 0, UINT32_MAX, &v, err, sizeof(err));
-			o->model = (uint32_t)v;
-			break;
-		case 'M':
-			rc = args_u64("--mtu", optarg, 576, 9000, &v, err, sizeof(err));
-			o->mtu = (uint32_t)v;
-			break;
-		case 'P':
-			rc = args_u64("--prompt", optarg, 1, UINT64_MAX - 1, &o->prompt, err, sizeof(err));
-			break;
-		case 'n':
-			rc = args_u64("--tokens", optarg, 1, 1000000, &o->tokens, err, sizeof(err));
-			break;
-		case 'g':
-			rc = args_u64("--batch", optarg, 1, 1024, &o->batch, err, sizeof(err));
-			break;
-		case 'o':
-			o->org = optarg;
-			break;
-		case 'L':
-			if (!salt_ok(optarg)) {
-				fprintf(stderr, "udp-client: --salt: want 1 to 256 printable ASCII bytes "
-						"without spaces, quotes or backslashes\n");
-				return 2;
-			}
-			o->salt = optarg;
-			break;
-		case 'S':
-			rc = args_u64("--seed", optarg, 0, UINT64_MAX, &o->seed, err, sizeof(err));
-			break;
-		case 't':
-			rc = args_u64("--timeout", optarg, 1, 3600000, &o->timeout_ms, err, sizeof(err));
-			break;
-		case 'X':
-			rc = args_u64("--max-mib", optarg, 1, 1 << 20, &o->max_mib, err, sizeof(err));
-			break;
-		case 'C':
-			o->no_csum = true;
-			break;
-		case 'F':
-			rc = args_u64("--flip-expected", optarg, 0, INT64_MAX, &v, err, sizeof(err));
-			o->flip = (int64_t)v;
-			break;
-		case 'G':
-			o->data_gate = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			args_version("kvss-udp-client", UC_VERSION);
-			exit(0);
-		default:
-			usage(stderr);
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1)
+		if (opt_one(ch, o) != 0)
 			return -1;
-		}
-		if (rc != 0) {
-			fprintf(stderr, "kvss-udp-client: %s\n", err);
-			return -1;
-		}
-	}
 	if (optind < argc) {
 		fprintf(stderr, "kvss-udp-client: a stray argument '%s'\n", argv[optind]);
 		return -1;
