@@ -117,6 +117,19 @@ teardown(void)
 }
 
 TestSuite(drv_shared, .init = setup, .fini = teardown);
+
+/* As setup(), the next 8 requests looked up with each (shared.lookahead, read at start). */
+static void
+setup_ahead(void)
+{
+	prepare();
+	kvss.cfg.shared.lookahead = 8;
+	start();
+	d->sh[0].has_shared = d->sh[1].has_shared = true;
+	cr_assert(drv_sh_on(d, 0));
+}
+
+TestSuite(drv_shared_ahead, .init = setup_ahead, .fini = teardown);
 /* Cases that set the cluster up before the driver starts (each its own .init). */
 TestSuite(drv_shared_start, .fini = teardown);
 
@@ -595,6 +608,46 @@ Test(drv_shared, a_lookup_still_out_when_computing_would_be_done_is_abandoned)
 	cr_assert_eq(ST->lookups_abandoned, 1);
 	cr_assert_eq(ST->started, 1);
 	cr_assert_eq(ST->staged_cols, 0, "nothing came back: nothing staged");
+}
+
+/*
+ * Once a level's lookups take longer than computing (the first request
+ * waited that long and gave up), the next request looking up no more
+ * columns does not wait for it at all: it starts at once, its lookup
+ * counted abandoned, and no wait is counted.
+ */
+Test(drv_shared_ahead, a_level_slower_than_computing_is_not_waited_for)
+{
+	uint64_t keys[8], t = SEC, x;
+	uint32_t n, n2 = 0, r = request_with(3, keys, &n), r2, known;
+
+	kvss.cfg.driver.refill_policy = KVSS_POLICY_ADAPTIVE;
+	kvss.cfg.driver.recompute_tokens_per_s = 64000000; /* a column of 64 tokens a us */
+	for (r2 = r + 1; r2 < d->nreq && r2 < r + kvss.cfg.shared.lookahead; r2++) {
+		const struct wl_req *q = &d->wl.r[r2];
+		struct prefixcache_request rq = {.isolation_id = q->iso, .tokens = q->tokens,
+						 .num_tokens = q->n, .cache_length_allowed = q->allowed,
+						 .first_multimodal = q->first_mm};
+		uint64_t k[16];
+
+		n2 = prefixcache_columns(d->pc, 0, &rq, k, 16, &known);
+		if (n2 > 8)
+			n2 = 8; /* shared.max_columns: what its lookup asks for */
+		if (known == 0 && n2 >= 1 && n2 <= n)
+			break;
+	}
+	cr_assert_lt(r2, r + kvss.cfg.shared.lookahead, "no second request of 1 to %u columns in the "
+		     "%u after request %u", n, kvss.cfg.shared.lookahead, r);
+	cr_assert_not(drv_sh_request_ready(d, r, t), "its lookup is sent, its wait starts");
+	x = (uint64_t)n * 1000;
+	cr_assert(drv_sh_request_ready(d, r, t + x), "computing would be done: it goes on");
+	cr_assert_eq(ST->lookups_abandoned, 1);
+	cr_assert_eq(ST->waits, 1);
+	/* Request r2's lookup went out with r's (ahead of it), and is still out. */
+	cr_assert(drv_sh_request_ready(d, r2, t + x + 1), "the level is slower than computing: at once");
+	cr_assert_eq(ST->lookups_abandoned, 2);
+	cr_assert_eq(ST->waits, 1, "no wait for it");
+	cr_assert_eq(ST->started, 2);
 }
 
 Test(drv_shared, io_only_waits_for_the_deadline_whatever_computing_would_take)

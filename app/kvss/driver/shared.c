@@ -160,6 +160,10 @@ struct drv_shl {
 	struct drv_sh_stats st;
 	uint64_t lookup_ns[4096];
 	uint32_t nlookup_ns;
+	/* What a lookup takes now, as the level's answers show it (an average
+	 * of 1/8 a lookup, every lookup's, whether its request waited or not):
+	 * a request does not wait for a level slower than computing. */
+	uint64_t level_ns;
 	/* Requests held back for their lookups: which one waits, since when; the first 4,096 waits. */
 	uint32_t wait_req; /* its index + 1 (0: none) */
 	uint64_t wait_since;
@@ -211,6 +215,13 @@ note_lookup(struct drv *d, uint64_t ns)
 
 	if (S->nlookup_ns < SH_N(S->lookup_ns))
 		S->lookup_ns[S->nlookup_ns++] = ns;
+}
+
+/* A lookup's whole time (or, given up, at least this): the level's pace. */
+static void
+note_level(struct drv_shl *S, uint64_t ns)
+{
+	S->level_ns = S->level_ns == 0 ? ns : S->level_ns - S->level_ns / 8 + ns / 8;
 }
 
 /* p50 and p99 of @p n values at @p v (sorted here; lib/percentile's rule); 0 and 0 for none. */
@@ -821,8 +832,8 @@ lookup_done(struct drv *d, uint32_t slot, uint32_t k, int status, uint32_t len, 
 	uint64_t id;
 
 	/* A slot is not reused while it has reads in flight: this is its lookup's. */
-	if (l->outstanding > 0)
-		l->outstanding--;
+	if (l->outstanding > 0 && --l->outstanding == 0 && l->epoch == S->epoch)
+		note_level(S, now - l->sent_ns); /* its request waiting for it or not */
 	if (l->state != 1 || l->epoch != S->epoch || k >= l->n) {
 		S->st.lookup_late_cols++; /* its request started without it, or a new generation */
 		return;
@@ -923,6 +934,16 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 			/* Its request has waited as long as computing what it
 			 * looks up would take: whatever comes back now cannot
 			 * beat computing it (refill_policy "adaptive"). */
+			late = true;
+			S->st.lookups_abandoned++;
+			note_level(S, now - l->sent_ns); /* at least that */
+		}
+		if (!late && (l->state == 1 || l->state == 3) && S->wait_req != req + 1 &&
+		    S->level_ns >= compute_ns(l->cols)) {
+			/* The level's lookups lately take longer than computing
+			 * what this one looks up: not waited for at all (its
+			 * answer still comes, and keeps the pace up to date; a
+			 * level that is quick again is waited for again). */
 			late = true;
 			S->st.lookups_abandoned++;
 		}
