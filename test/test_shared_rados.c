@@ -758,6 +758,8 @@ phase_newer(void)
  * sweep must take the noisy one's two oldest instead. With @p s, written;
  * without, the table only.
  */
+static void fx_check(struct shared *s, int after);
+
 static int
 shares_fx(struct shared *s)
 {
@@ -780,11 +782,8 @@ shares_fx(struct shared *s)
 static void
 phase_shares(bool after)
 {
-	char err[256], label[160];
+	char err[256];
 	struct shared *s = open_with(5000, DEPTH, NULL, err, sizeof(err));
-	unsigned int i;
-	uint64_t size;
-	int64_t mtime;
 
 	if (s == NULL) {
 		check(false, "open", "%s", err);
@@ -792,16 +791,9 @@ phase_shares(bool after)
 	}
 	if (!after) {
 		check(shares_fx(s) == 0, "6 columns of two organizations written", "failed");
-		shared_close(s);
-		return;
-	}
-	shares_fx(NULL);
-	for (i = 0; i < nfx; i++) {
-		int rc = shared_stat(s, fx[i].ns, fx[i].name, &size, &mtime);
-
-		snprintf(label, sizeof(label), "%s (%s): %s", fx[i].what, fx[i].name,
-			 fx[i].gone_after ? "deleted" : "kept");
-		check(fx[i].gone_after ? rc == -ENOENT : rc == 0, label, "stat %d", rc);
+	} else {
+		shares_fx(NULL);
+		fx_check(s, 1);
 	}
 	shared_close(s);
 }
@@ -824,28 +816,37 @@ phase_badgen(void)
 	shared_close(s);
 }
 
+/* The table's objects after sweep @p after (0: none yet): exactly what should remain does. */
+static void
+fx_check(struct shared *s, int after)
+{
+	char label[160];
+	unsigned int i;
+	uint64_t size;
+	int64_t mtime;
+
+	for (i = 0; i < nfx; i++) {
+		bool gone = fx[i].gone_after != 0 && fx[i].gone_after <= after;
+		int rc = shared_stat(s, fx[i].ns, fx[i].name, &size, &mtime);
+
+		snprintf(label, sizeof(label), "%s: %s", fx[i].what, gone ? "deleted" : "kept");
+		check(gone ? rc == -ENOENT : rc == 0, label, "%s: stat %d", fx[i].name, rc);
+	}
+}
+
 /* After sweep @p after (0: none yet): exactly what should remain does. */
 static void
 phase_swept(int after)
 {
-	char err[256], label[128];
+	char err[256];
 	struct shared *s = open_with(5000, DEPTH, NULL, err, sizeof(err));
-	unsigned int i;
-	uint64_t size;
-	int64_t mtime;
 
 	if (s == NULL) {
 		check(false, "open", "%s", err);
 		return;
 	}
 	fx_build(NULL);
-	for (i = 0; i < nfx; i++) {
-		bool gone = fx[i].gone_after != 0 && fx[i].gone_after <= after;
-		int rc = shared_stat(s, fx[i].ns, fx[i].name, &size, &mtime);
-
-		snprintf(label, sizeof(label), "%s: %s", fx[i].what, gone ? "deleted" : "kept");
-		check(gone ? rc == -ENOENT : rc == 0, label, "stat %d", rc);
-	}
+	fx_check(s, after);
 	shared_close(s);
 }
 
