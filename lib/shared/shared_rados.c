@@ -142,6 +142,62 @@ keyrings_check(rados_t cl, const char *conf, char *err, size_t errlen)
 	return 0;
 }
 
+/* @p n request slots for @p s, all free: 0, or -1 (out of memory; the caller frees). */
+static int
+slots_make(struct shared *s, uint32_t n)
+{
+	uint32_t i;
+
+	s->slots = calloc(n, sizeof(*s->slots));
+	s->free = calloc(n, sizeof(*s->free));
+	s->live = calloc(n, sizeof(*s->live));
+	if (s->slots == NULL || s->free == NULL || s->live == NULL)
+		return -1;
+	s->nslots = n;
+	for (i = 0; i < n; i++) {
+		s->slots[i].s = s;
+		s->free[i] = n - 1 - i;
+	}
+	s->nfree = n;
+	return 0;
+}
+
+/*
+ * Client @p c configured from file @p conf, its keyrings checked, and its
+ * timeouts @p ms whatever the file says: 0, or -1 (said in @p err).
+ */
+static int
+client_configure(rados_t c, const char *conf, uint32_t ms, char *err, size_t errlen)
+{
+	int rc;
+
+	rc = rados_conf_read_file(c, conf);
+	if (rc < 0) {
+		set_err(err, errlen, "Ceph configuration %s unreadable: %s", conf, strerror(-rc));
+		return -1;
+	}
+	rc = keyrings_check(c, conf, err, errlen);
+	if (rc < 0)
+		return -1;
+	/* After the file: these are the caller's, whatever the file says. */
+	if ((rc = set_secs(c, "rados_osd_op_timeout", ms)) < 0 ||
+	    (rc = set_secs(c, "rados_mon_op_timeout", ms)) < 0 ||
+	    (rc = set_secs(c, "client_mount_timeout", ms)) < 0) {
+		set_err(err, errlen, "setting the op timeouts: %s", strerror(-rc));
+		return -1;
+	}
+	/* An op sent to an OSD that died before the client heard of it waits
+	 * for a newer map, which the objecter asks for only once an op is
+	 * older than objecter_timeout (10 s), checked every tick (5 s): past
+	 * any op timeout. Ask after 1 s, checked every second. */
+	if ((rc = rados_conf_set(c, "objecter_timeout", "1")) < 0 ||
+	    (rc = rados_conf_set(c, "objecter_tick_interval", "1")) < 0) {
+		set_err(err, errlen, "setting the objecter's tick: %s", strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
 struct shared *
 shared_open(const struct shared_params *p, char *err, size_t errlen)
 {
@@ -150,7 +206,6 @@ shared_open(const struct shared_params *p, char *err, size_t errlen)
 	uint32_t ms = p->op_timeout_ms != 0 ? p->op_timeout_ms : DEFAULT_TIMEOUT_MS;
 	uint32_t n = p->max_inflight != 0 ? p->max_inflight : DEFAULT_INFLIGHT;
 	struct shared *s;
-	uint32_t i;
 	int rc;
 
 	if (p->conf == NULL || p->conf[0] == '\0') {
@@ -168,19 +223,10 @@ shared_open(const struct shared_params *p, char *err, size_t errlen)
 		set_err(err, errlen, "out of memory");
 		return NULL;
 	}
-	s->slots = calloc(n, sizeof(*s->slots));
-	s->free = calloc(n, sizeof(*s->free));
-	s->live = calloc(n, sizeof(*s->live));
-	if (s->slots == NULL || s->free == NULL || s->live == NULL) {
+	if (slots_make(s, n) != 0) {
 		set_err(err, errlen, "out of memory");
 		goto out_free;
 	}
-	s->nslots = n;
-	for (i = 0; i < n; i++) {
-		s->slots[i].s = s;
-		s->free[i] = n - 1 - i;
-	}
-	s->nfree = n;
 	s->timeout_ms = (ms + 999) / 1000 * 1000;
 	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->evfd < 0) {
@@ -193,30 +239,8 @@ shared_open(const struct shared_params *p, char *err, size_t errlen)
 		set_err(err, errlen, "rados_create2 as %s: %s", client, strerror(-rc));
 		goto out_evfd;
 	}
-	rc = rados_conf_read_file(s->cluster, p->conf);
-	if (rc < 0) {
-		set_err(err, errlen, "Ceph configuration %s unreadable: %s", p->conf, strerror(-rc));
+	if (client_configure(s->cluster, p->conf, ms, err, errlen) != 0)
 		goto out_shutdown;
-	}
-	rc = keyrings_check(s->cluster, p->conf, err, errlen);
-	if (rc < 0)
-		goto out_shutdown;
-	/* After the file: these are the caller's, whatever the file says. */
-	if ((rc = set_secs(s->cluster, "rados_osd_op_timeout", ms)) < 0 ||
-	    (rc = set_secs(s->cluster, "rados_mon_op_timeout", ms)) < 0 ||
-	    (rc = set_secs(s->cluster, "client_mount_timeout", ms)) < 0) {
-		set_err(err, errlen, "setting the op timeouts: %s", strerror(-rc));
-		goto out_shutdown;
-	}
-	/* An op sent to an OSD that died before the client heard of it waits
-	 * for a newer map, which the objecter asks for only once an op is
-	 * older than objecter_timeout (10 s), checked every tick (5 s): past
-	 * any op timeout. Ask after 1 s, checked every second. */
-	if ((rc = rados_conf_set(s->cluster, "objecter_timeout", "1")) < 0 ||
-	    (rc = rados_conf_set(s->cluster, "objecter_tick_interval", "1")) < 0) {
-		set_err(err, errlen, "setting the objecter's tick: %s", strerror(-rc));
-		goto out_shutdown;
-	}
 	rc = rados_connect(s->cluster);
 	if (rc < 0) {
 		if (rc == -ETIMEDOUT)

@@ -388,35 +388,35 @@ kvss_driver_load(struct drv *d)
 	return load_workload(d, &kvss.cfg); /* -2: the configuration's trace; -3: a signal; -1: no memory */
 }
 
-int
-kvss_driver_init(struct drv *d)
+/*
+ * The driver's library (its PrefixMap) from the configuration: EVICT
+ * batches as large as a frame holds, the shared level's starting line,
+ * the organizations' TTLs and shares. 0, or -2 (said: a configuration the
+ * library refuses).
+ */
+static int
+library_make(struct drv *d, const struct kvss_config *cfg, struct prefixcache_params *pp)
 {
-	struct kvss_config *cfg = &kvss.cfg;
-	struct prefixcache_params pp = cfg->driver.pc;
-
-	pp.l2_confirm = true; /* a column is served once every shard said it is on disk */
-	/* Columns found in the shared level are staged in the library's second tier. */
-	pp.shared_staged = cfg->shared.conf[0] != '\0' ? cfg->shared.staged : 0;
-	struct prefixcache_sink sink;
 	uint32_t max_entries = proto_evict_max_entries(cfg->mtu);
-	uint16_t m, i, k;
-	d->hz = rte_get_tsc_hz();
-	d->link.st = &d->st;
-	d->link.model_epoch = d->model_epoch;
-	d->link.lose_data_every = cfg->wafer.lose_data_every;
-	d->open_loop = d->link.open_loop = kvss.record_expect != NULL;
-	/* One EVICT frame holds G x C entries: G follows from the MTU. */
-	for (m = 0; m < pp.num_models; m++) {
-		uint32_t g = max_entries / pp.model[m].num_caches;
+	struct prefixcache_sink sink;
+	uint16_t m, i;
 
-		if (pp.model[m].max_batch_tokens == 0 || pp.model[m].max_batch_tokens > g)
-			pp.model[m].max_batch_tokens = (uint16_t)(g > 65535 ? 65535 : g);
+	*pp = cfg->driver.pc;
+	pp->l2_confirm = true; /* a column is served once every shard said it is on disk */
+	/* Columns found in the shared level are staged in the library's second tier. */
+	pp->shared_staged = cfg->shared.conf[0] != '\0' ? cfg->shared.staged : 0;
+	/* One EVICT frame holds G x C entries: G follows from the MTU. */
+	for (m = 0; m < pp->num_models; m++) {
+		uint32_t g = max_entries / pp->model[m].num_caches;
+
+		if (pp->model[m].max_batch_tokens == 0 || pp->model[m].max_batch_tokens > g)
+			pp->model[m].max_batch_tokens = (uint16_t)(g > 65535 ? 65535 : g);
 		/* The shared level's line, where its learning starts (learn.c). */
-		pp.model[m].shared_latency_ns = (uint64_t)cfg->shared.latency_us * 1000;
-		pp.model[m].shared_bytes_per_ns = cfg->shared.gbps / 8.0;
+		pp->model[m].shared_latency_ns = (uint64_t)cfg->shared.latency_us * 1000;
+		pp->model[m].shared_bytes_per_ns = cfg->shared.gbps / 8.0;
 	}
 	drv_sink_ops(&d->sink, &sink);
-	d->pc = prefixcache_create(&pp, &sink);
+	d->pc = prefixcache_create(pp, &sink);
 	if (d->pc == NULL) {
 		fprintf(stderr, "kvss: %s: driver: the models do not make a valid driver\n", cfg->path);
 		return -2;
@@ -425,22 +425,28 @@ kvss_driver_init(struct drv *d)
 		       cfg->driver.refill_short_pct);
 	for (i = 0; i < cfg->driver.num_orgs; i++) {
 		const struct kvss_org_ttl *o = &cfg->driver.org[i];
+		uint64_t iso = proto_ref_isolation_id(o->name, strlen(o->name));
 
-		prefixcache_org_ttl(d->pc, proto_ref_isolation_id(o->name, strlen(o->name)),
-				    o->ttl_last_ns, o->ttl_first_ns);
+		prefixcache_org_ttl(d->pc, iso, o->ttl_last_ns, o->ttl_first_ns);
 		/* In range: the configuration's loader checked it. */
-		prefixcache_org_dram_share(d->pc, proto_ref_isolation_id(o->name, strlen(o->name)),
-					   o->dram_share, o->dram_cap);
-		prefixcache_org_l2_share(d->pc, proto_ref_isolation_id(o->name, strlen(o->name)),
-					 o->l2_share, o->l2_cap);
+		prefixcache_org_dram_share(d->pc, iso, o->dram_share, o->dram_cap);
+		prefixcache_org_l2_share(d->pc, iso, o->l2_share, o->l2_cap);
 	}
-	for (m = 0; m < pp.num_models; m++)
+	return 0;
+}
+
+/* The shards of every model: their addresses, control streams and ports. 0, or -1. */
+static int
+shards_make(struct drv *d, const struct kvss_config *cfg, uint16_t num_models)
+{
+	uint16_t m, i, k = 0;
+
+	for (m = 0; m < num_models; m++)
 		d->nsh = (uint16_t)(d->nsh + cfg->driver.models[m].num_shards);
 	d->sh = rte_zmalloc("kvss_drv_shards", sizeof(*d->sh) * d->nsh, 64);
 	if (d->sh == NULL)
 		return -1;
-	k = 0;
-	for (m = 0; m < pp.num_models; m++) {
+	for (m = 0; m < num_models; m++) {
 		d->model_epoch[m] = kvss.epoch;
 		d->l2_pending[m] = drv_l2_model(m);
 		d->first_shard[m] = k;
@@ -460,10 +466,19 @@ kvss_driver_init(struct drv *d)
 				return -1;
 		}
 	}
-	if (kvss.faults.on) {
-		kvss_faults_init(&kvss.faults, kvss.pool);
-		kvss_faults_describe(stdout);
-	}
+	return 0;
+}
+
+/*
+ * What the library's sink reaches: the shards, the wafer emulator, an
+ * expectations file (--record-expect), the shared level. 0, -1, or -2
+ * (said: the shared level's configuration refused).
+ */
+static int
+sink_wire(struct drv *d, const struct kvss_config *cfg)
+{
+	char err[600];
+
 	if (kvss.record_expect != NULL) {
 		d->sink.expect = fopen(kvss.record_expect, "w");
 		if (d->sink.expect == NULL) {
@@ -484,21 +499,41 @@ kvss_driver_init(struct drv *d)
 	d->sink.payload_cap = kvss_payload_cap();
 	d->sink.emu = d->emu;
 	d->sink.st = &d->st;
-	{
-		char err[600];
-
-		if (drv_sh_open(d, err, sizeof(err)) != 0) {
-			fprintf(stderr, "kvss: %s: %s\n", cfg->path, err);
-			return -2;
-		}
-		if (cfg->shared.conf[0] != '\0') {
-			d->sink.sh_drv = d;
-			d->sink.sh_down = drv_sh_down;
-			d->sink.sh_whole = drv_sh_whole;
-			d->sink.sh_name = drv_sh_name;
-			d->sink.sh_on = drv_sh_on;
-		}
+	if (drv_sh_open(d, err, sizeof(err)) != 0) {
+		fprintf(stderr, "kvss: %s: %s\n", cfg->path, err);
+		return -2;
 	}
+	if (cfg->shared.conf[0] != '\0') {
+		d->sink.sh_drv = d;
+		d->sink.sh_down = drv_sh_down;
+		d->sink.sh_whole = drv_sh_whole;
+		d->sink.sh_name = drv_sh_name;
+		d->sink.sh_on = drv_sh_on;
+	}
+	return 0;
+}
+
+int
+kvss_driver_init(struct drv *d)
+{
+	struct kvss_config *cfg = &kvss.cfg;
+	struct prefixcache_params pp;
+	uint16_t m;
+	int rc;
+
+	d->hz = rte_get_tsc_hz();
+	d->link.st = &d->st;
+	d->link.model_epoch = d->model_epoch;
+	d->link.lose_data_every = cfg->wafer.lose_data_every;
+	d->open_loop = d->link.open_loop = kvss.record_expect != NULL;
+	if ((rc = library_make(d, cfg, &pp)) != 0 || (rc = shards_make(d, cfg, pp.num_models)) != 0)
+		return rc;
+	if (kvss.faults.on) {
+		kvss_faults_init(&kvss.faults, kvss.pool);
+		kvss_faults_describe(stdout);
+	}
+	if ((rc = sink_wire(d, cfg)) != 0)
+		return rc;
 	printf("kvss: driver: %zu requests from %s; %u model(s), %u shard(s), epoch 0x%08x\n", d->nreq,
 	       d->source, pp.num_models, d->nsh, kvss.epoch);
 	drv_say_ttft_setup(d, cfg);
