@@ -125,6 +125,68 @@ memif_fits(uint16_t port, const struct rte_eth_dev_info *info, uint32_t mtu)
 	return -1;
 }
 
+/*
+ * A memif client connects as it starts: its shard may come up later (the
+ * demo's order is only a convention). Start port @p port again until it
+ * does, within the driver's start timeout, stopping on a signal: the last
+ * start's result (@p rc, the first one's, when it is not tried again).
+ */
+static int
+memif_start_wait(uint16_t port, int rc)
+{
+	uint64_t waited = 0, limit = kvss.cfg.driver.start_timeout_ms;
+	/* Each try would log memif_connect_client()'s failure, ten a second:
+	 * the PMD is quiet while it waits, and says its reason once more if
+	 * the last try fails. */
+	int lt = rte_log_register("pmd.net.memif"), lvl = lt >= 0 ? rte_log_get_level(lt) : -1;
+
+	printf("kvss: port %u (net_memif): its shard is not there yet; waiting up to %" PRIu64
+	       " ms (driver.start_timeout_ms)\n", port, limit);
+	fflush(stdout);
+	if (lvl >= 0)
+		rte_log_set_level(lt, RTE_LOG_EMERG);
+	while (rc != 0 && waited < limit && !kvss_quitting()) {
+		usleep(100 * 1000);
+		waited += 100;
+		rc = rte_eth_dev_start(port);
+	}
+	if (lvl >= 0)
+		rte_log_set_level(lt, (uint32_t)lvl);
+	if (rc != 0 && !kvss_quitting()) {
+		rc = rte_eth_dev_start(port);
+		if (rc != 0)
+			/* memif's rc is -1 whatever happened: not an EPERM. */
+			fprintf(stderr, "kvss: port %u (net_memif): no shard answered on its socket "
+					"in %" PRIu64 " ms: start the shards first (each says \"up, "
+					"epoch\"), or give them longer (driver.start_timeout_ms)\n",
+				port, limit);
+	}
+	return rc;
+}
+
+/*
+ * Started, a memif client has its socket; the link is up once memif's
+ * interrupt thread has finished the handshake. Until then the port takes
+ * no frame and reads as down, and the driver drops what waits for a link
+ * that is down: on a busy machine its first data frames were lost so (a
+ * TOKEN_LOST a shard, the demo degraded). Wait for it, as for the socket.
+ */
+static void
+memif_link_wait(uint16_t port)
+{
+	struct rte_eth_link link = {0};
+	uint64_t waited = 0, limit = kvss.cfg.driver.start_timeout_ms;
+
+	while ((rte_eth_link_get_nowait(port, &link) != 0 || !link.link_status) &&
+	       waited < limit * 10 && !kvss_quitting()) {
+		usleep(100);
+		waited++;
+	}
+	if (!link.link_status && !kvss_quitting())
+		fprintf(stderr, "kvss: port %u (net_memif): connected, but its link is not up "
+				"after %" PRIu64 " ms; going on\n", port, limit);
+}
+
 int
 kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 {
@@ -181,38 +243,9 @@ kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 			info.driver_name, mtu);
 	rc = rte_eth_dev_start(port);
 	if (rc != 0 && !is_shard && strcmp(info.driver_name, "net_memif") == 0) {
-		/* A memif client connects as it starts: its shard may come up
-		 * later (the demo's order is only a convention). Wait for it,
-		 * within the driver's start timeout, stopping on a signal. */
-		uint64_t waited = 0, limit = kvss.cfg.driver.start_timeout_ms;
-		/* Each try would log memif_connect_client()'s failure, ten a
-		 * second: the PMD is quiet while it waits, and says its reason
-		 * once more if the last try fails. */
-		int lt = rte_log_register("pmd.net.memif"), lvl = lt >= 0 ? rte_log_get_level(lt) : -1;
-
-		printf("kvss: port %u (net_memif): its shard is not there yet; waiting up to %" PRIu64
-		       " ms (driver.start_timeout_ms)\n", port, limit);
-		fflush(stdout);
-		if (lvl >= 0)
-			rte_log_set_level(lt, RTE_LOG_EMERG);
-		while (rc != 0 && waited < limit && !kvss_quitting()) {
-			usleep(100 * 1000);
-			waited += 100;
-			rc = rte_eth_dev_start(port);
-		}
-		if (lvl >= 0)
-			rte_log_set_level(lt, (uint32_t)lvl);
-		if (rc != 0 && !kvss_quitting()) {
-			rc = rte_eth_dev_start(port);
-			if (rc != 0) {
-				/* memif's rc is -1 whatever happened: not an EPERM. */
-				fprintf(stderr, "kvss: port %u (net_memif): no shard answered on its socket "
-						"in %" PRIu64 " ms: start the shards first (each says \"up, "
-						"epoch\"), or give them longer (driver.start_timeout_ms)\n",
-					port, limit);
-				return rc;
-			}
-		}
+		rc = memif_start_wait(port, rc);
+		if (rc != 0 && !kvss_quitting())
+			return rc; /* said */
 	}
 	if (rc != 0) {
 		if (kvss_quitting())
@@ -220,27 +253,8 @@ kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 		fprintf(stderr, "kvss: port %u: start failed: %s\n", port, rte_strerror(-rc));
 		return rc;
 	}
-	if (!is_shard && strcmp(info.driver_name, "net_memif") == 0) {
-		/*
-		 * Started, a memif client has its socket; the link is up once
-		 * memif's interrupt thread has finished the handshake. Until
-		 * then the port takes no frame and reads as down, and the driver
-		 * drops what waits for a link that is down: on a busy machine
-		 * its first data frames were lost so (a TOKEN_LOST a shard, the
-		 * demo degraded). Wait for it, as for the socket.
-		 */
-		struct rte_eth_link link = {0};
-		uint64_t waited = 0, limit = kvss.cfg.driver.start_timeout_ms;
-
-		while ((rte_eth_link_get_nowait(port, &link) != 0 || !link.link_status) &&
-		       waited < limit * 10 && !kvss_quitting()) {
-			usleep(100);
-			waited++;
-		}
-		if (!link.link_status && !kvss_quitting())
-			fprintf(stderr, "kvss: port %u (net_memif): connected, but its link is not up "
-					"after %" PRIu64 " ms; going on\n", port, limit);
-	}
+	if (!is_shard && strcmp(info.driver_name, "net_memif") == 0)
+		memif_link_wait(port);
 	printf("kvss: port %u (%s) started\n", port, info.driver_name);
 	started[port] = 1;
 	if (kvss.cfg.poll == KVSS_POLL_INTERRUPT) {
