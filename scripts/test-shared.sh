@@ -89,8 +89,8 @@ phase fixture
 ks ls
 check "ls exits 0" test "$rc" -eq 0
 check "ls shows the organization's namespace" has "o0000000000001111"
-check "ls counts its objects: generation 2, 18, 8 named as records (5 bad), 8 slices, 1 not ours" \
-	grep -q '^o0000000000001111 *2 *18 *8 *8 *1 ' <<<"$out"
+check "ls counts its objects: generation 2, 19, 9 named as records (6 bad), 8 slices, 1 not ours" \
+	grep -q '^o0000000000001111 *2 *19 *9 *8 *1 ' <<<"$out"
 check "ls prints escapes in names as \\x1b, never raw" \
 	eval 'has "\\x1b[31mevil\\x07" && ! grep -q $'"'"'\x1b'"'"' <<<"$out"'
 ks ls --org 0x1111
@@ -98,14 +98,14 @@ check "ls --org 0x1111: only its namespace" eval \
 	'[ "$rc" -eq 0 ] && has "o0000000000001111" && ! has "many"'
 ks sweep --dry-run --ttl-first 3600
 check "sweep --dry-run exits 0" test "$rc" -eq 0
-check "sweep --dry-run: would delete 2 columns (6) and 5 corrupt records" has "would delete 11 objects"
+check "sweep --dry-run: would delete 2 columns (6) and 6 corrupt records" has "would delete 12 objects"
 phase swept0
 ks sweep --ttl-first 3600 --verbose
 check "sweep exits 0" test "$rc" -eq 0
-check "sweep: 1 live, 1 older generation, 1 past the TTL, 5 corrupt" \
-	has "records: 1 live, 1 of an older generation, 1 past the first-use TTL, 0 missing a slice, 5 corrupt"
+check "sweep: 1 live, 1 older generation, 1 past the TTL, 6 corrupt" \
+	has "records: 1 live, 1 of an older generation, 1 past the first-use TTL, 0 missing a slice, 6 corrupt"
 check "sweep: the corrupt by reason (a first use in the future is one)" \
-	has "(magic 1, identity 2, too_big 1, future 1)"
+	has "(magic 1, identity 3, too_big 1, future 1)"
 check "sweep: young slices without a record are kept" has "2 without a record younger (kept)"
 check "sweep: names not ours are kept" has "not kvss's: "
 phase swept1

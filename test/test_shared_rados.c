@@ -697,6 +697,19 @@ fx_build(struct shared *s)
 	rc |= fx_put(s, ns, name, obj, SHARED_HDR_LEN);
 	fx_add(ns, name, FX_SWEPT1, "a record first used in the future");
 
+	/* A record whose id its own fields do not give (its name and header
+	 * agree): no lookup finds it, and it would pass for the column of its
+	 * key that a lookup does find. */
+	h.first_use_ns = now;
+	h.written_ns = now;
+	h.key = 1008;
+	h.gen_org = FX_GO;
+	h.object_id = shared_object_id(FX_ORG, 1009, 0, FX_GO, h.layout);
+	shared_hdr_encode(obj, &h, NULL);
+	shared_record_name(name, h.object_id);
+	rc |= fx_put(s, ns, name, obj, SHARED_HDR_LEN);
+	fx_add(ns, name, FX_SWEPT1, "a record whose id its key does not give");
+
 	/* 4 KiB under a record's name (a record is 128 bytes). */
 	shared_record_name(name, 0x0123456789abcdefull);
 	rc |= fx_put(s, ns, name, obj, sizeof(obj));

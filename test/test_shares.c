@@ -86,6 +86,8 @@ static struct bad bads[] = {
 	{"acme:0.1:0.2:0.3", false, "fractions of the capacity"},
 	{"acme:0.1 ", false, "fractions of the capacity"},
 	{"0xzz:0.1", false, "neither a name nor 0x"},
+	{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:0.1",
+	 false, "ORG is longer than 95 characters"},
 	{"0x12345678901234567:0.1", false, "neither a name nor 0x"},
 	{"0.5:0.4", true, "at least the share"},
 	{"acme:0.1", true, "fractions of the capacity"},

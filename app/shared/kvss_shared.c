@@ -145,7 +145,7 @@ parse_global(int argc, char **argv, struct ks_cmdline *c)
 
 /* One of the command's options (@p opt, getopt's): 0, -1 (done: help), or KS_USAGE. */
 static int
-sub_option(struct ks_cmdline *c, int opt, char **argv)
+sub_option(struct ks_cmdline *c, int opt, const char *given)
 {
 	bool sweep_opt = opt == 'T' || opt == 'g' || opt == 'v' || opt == 'C' || opt == 'S' ||
 			 opt == 'D' || (opt == 'd' && strcmp(c->cmd, "gen") != 0);
@@ -155,8 +155,7 @@ sub_option(struct ks_cmdline *c, int opt, char **argv)
 	if ((opt == 'o' && strcmp(c->cmd, "sweep") == 0) ||
 	    (sweep_opt && strcmp(c->cmd, "sweep") != 0) ||
 	    (opt == 'R' && strcmp(c->cmd, "gen") != 0)) {
-		fprintf(stderr, "kvss-shared %s: %s is not one of its options\n", c->cmd,
-			argv[optind - 1]);
+		fprintf(stderr, "kvss-shared %s: %s is not one of its options\n", c->cmd, given);
 		return KS_USAGE;
 	}
 	switch (opt) {
@@ -213,8 +212,7 @@ sub_option(struct ks_cmdline *c, int opt, char **argv)
 		usage(stdout);
 		return -1;
 	default:
-		fprintf(stderr, "kvss-shared %s: unknown option %s\n", c->cmd,
-			argv[optind - 1]);
+		fprintf(stderr, "kvss-shared %s: unknown option %s\n", c->cmd, given);
 		return KS_USAGE;
 	}
 	return 0;
@@ -244,9 +242,21 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 	argc -= optind;
 	argv += optind;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+h", sub, NULL)) != -1)
-		if ((rc = sub_option(c, opt, argv)) != 0)
+	for (;;) {
+		char given[80];
+		int idx = -1;
+
+		if ((opt = getopt_long(argc, argv, "+h", sub, &idx)) == -1)
+			break;
+		/* The option by its name: argv[optind - 1] is its value when
+		 * the value is the next word. */
+		if (idx >= 0)
+			snprintf(given, sizeof(given), "--%s", sub[idx].name);
+		else
+			snprintf(given, sizeof(given), "%s", argv[optind - 1]);
+		if ((rc = sub_option(c, opt, given)) != 0)
 			return rc;
+	}
 	if (optind < argc) {
 		fprintf(stderr, "kvss-shared %s: unexpected '%s'\n", c->cmd, argv[optind]);
 		return KS_USAGE;

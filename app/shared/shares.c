@@ -120,7 +120,12 @@ ks_share_parse(const char *arg, bool is_default, struct ks_shares *sh, char *err
 	}
 	if (!is_default) {
 		c1 = strchr(arg, ':');
-		if (c1 == NULL || (size_t)(c1 - arg) >= sizeof(name) || c1 == arg) {
+		if (c1 != NULL && (size_t)(c1 - arg) >= sizeof(name)) {
+			snprintf(err, errlen, "%s: ORG is longer than %zu characters (give its id, 0x "
+					      "and hex)", opt, sizeof(name) - 1);
+			return -1;
+		}
+		if (c1 == NULL || c1 == arg) {
 			snprintf(err, errlen, "%s: '%s' is not ORG:SHARE[:CAP] (a name with ':' in "
 					      "it: give its id, 0x and hex)", opt,
 				 ks_safe(arg, safe, sizeof(safe)));

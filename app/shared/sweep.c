@@ -15,8 +15,9 @@
  *    seconds ago (the header's first use, wall clock): deleted, with its
  *    slices;
  *  - a record that fails its checks (a torn or forged object, another
- *    organization's in this namespace, a name that is not its id, longer
- *    than a record, first used or written in the future past the clock
+ *    organization's in this namespace, a name that is not its id, an id
+ *    that its key, generations and layout do not give, longer than a
+ *    record, first used or written in the future past the clock
  *    skew allowed, SHARED_SKEW_NS): deleted; its slices become slices
  *    without a record;
  *  - a record of a newer generation than the one read (the generation
@@ -174,6 +175,12 @@ judge_one(void *arg, uint32_t i, int status, const uint8_t *buf, uint32_t len)
 		return;
 	}
 	why = shared_record_check(buf, len, x->org, x->object_id, j->now, &h);
+	/* Its id must be the one its fields give, as a lookup derives it: one
+	 * that is not is found by no lookup, and would pass for the column of
+	 * its key that is (the shares would take that one for a leaf). */
+	if (why == SHARED_OK &&
+	    h.object_id != shared_object_id(h.org, h.key, h.gen_global, h.gen_org, h.layout))
+		why = SHARED_BAD_IDENTITY;
 	if (why != SHARED_OK) {
 		r->v = V_CORRUPT;
 		t->bad[why]++;
@@ -618,8 +625,10 @@ gens_one(void *arg, uint32_t i, int status, const uint8_t *buf, uint32_t len)
 		g->unreadable += status != -ENOENT && status != -EFBIG;
 		return;
 	}
-	/* Only what passes every check of a record counts as evidence. */
-	if (shared_record_check(buf, len, x->org, x->object_id, r->now, &h) != SHARED_OK)
+	/* Only what passes every check of a record counts as evidence, its
+	 * id the one its fields give among them. */
+	if (shared_record_check(buf, len, x->org, x->object_id, r->now, &h) != SHARED_OK ||
+	    h.object_id != shared_object_id(h.org, h.key, h.gen_global, h.gen_org, h.layout))
 		return;
 	g->records++;
 	if (h.gen_global > g->max_global)
