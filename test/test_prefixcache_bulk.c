@@ -4,13 +4,16 @@
  * seeded requests, one token by token, the other in runs of random length,
  * must make the same sink calls in the same order and end in the same
  * state, under every deletion policy, with one cache and with two, with
- * room to spare and without.
+ * room to spare and without; the one fed in runs made with its entries
+ * reserved at create (prefixcache_params.reserve) in every other trial, so
+ * a reserved map holds what a grown one does.
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pc_priv.h"
 #include "prefixcache.h"
 #include "test_rng.h"
 
@@ -107,9 +110,10 @@ on_column(void *arg, uint16_t model, uint16_t cache_id, uint64_t iso, uint64_t p
 }
 
 static struct prefixcache *
-driver(struct digest *d, enum prefixcache_policy pol, uint16_t ncaches, uint64_t capacity)
+driver(struct digest *d, enum prefixcache_policy pol, uint16_t ncaches, uint64_t capacity,
+       bool reserve)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = 8, .policy = pol};
+	struct prefixcache_params p = {.num_models = 1, .column = 8, .policy = pol, .reserve = reserve};
 	struct prefixcache_sink sink = {.arg = d, .evict = on_evict, .del = on_del,
 					.refill = on_refill, .reserve = on_reserve,
 					.column = on_column};
@@ -152,8 +156,8 @@ Test(bulk, runs_of_tokens_do_what_one_at_a_time_does)
 
 			for (ci = 0; ci < 2; ci++, trial++) {
 				struct digest da = {0xcbf29ce484222325ULL, 0}, db = da;
-				struct prefixcache *a = driver(&da, pol, nc, caps[ci]);
-				struct prefixcache *b = driver(&db, pol, nc, caps[ci]);
+				struct prefixcache *a = driver(&da, pol, nc, caps[ci], false);
+				struct prefixcache *b = driver(&db, pol, nc, caps[ci], trial % 2 == 1);
 				uint64_t x = seed + trial;
 				unsigned int r;
 
@@ -206,4 +210,131 @@ Test(bulk, runs_of_tokens_do_what_one_at_a_time_does)
 			}
 		}
 	}
+}
+
+/*
+ * A driver made with its entries reserved holds, from its creation, every
+ * entry its capacity can need: recording up to the capacity, and past it
+ * (the policy deleting), never grows its map; two groups' capacities add
+ * up; made without, the same driver's map grows on the way. (A first
+ * column is recorded before measuring: a prompt's and an organization's
+ * records are made at their first use either way.)
+ */
+static struct prefixcache *
+reserved(bool reserve, uint64_t cap0, uint64_t cap1)
+{
+	struct prefixcache_params p = {.num_models = 1, .column = 64, .policy = PREFIXCACHE_LRU,
+				       .reserve = reserve};
+
+	p.model[0].num_caches = cap1 != 0 ? 2 : 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, cap0};
+	/* A window of its own: a second group, with a capacity of its own. */
+	p.model[0].cache[1] = (struct prefixcache_cache){1, PREFIXCACHE_SWA, 640, 0, cap1};
+	return prefixcache_create(&p, NULL);
+}
+
+static void
+record_prompts(struct prefixcache *pc, unsigned int prompts, uint32_t len, unsigned int from)
+{
+	uint32_t *t = malloc(sizeof(uint32_t) * (len + 1)), i;
+	unsigned int k;
+
+	cr_assert(t != NULL);
+	for (k = from; k < from + prompts; k++) {
+		struct prefixcache_request q = {.isolation_id = 5, .tokens = t, .num_tokens = len + 1,
+						.cache_length_allowed = len + 1,
+						.first_multimodal = UINT32_MAX};
+		struct prefixcache_hit hit;
+		struct prefixcache_seq *s;
+
+		for (i = 0; i <= len; i++)
+			t[i] = k * 1000003u + i;
+		s = prefixcache_begin(pc, 0, &q, k, &hit);
+		cr_assert(s != NULL);
+		cr_assert_eq(hit.hit_tokens, 0);
+		prefixcache_tokens(pc, s, t, len + 1, k);
+		prefixcache_flush(pc);
+		prefixcache_end(pc, s, k);
+	}
+	free(t);
+}
+
+Test(reserve, a_reserved_map_records_its_capacity_without_growing)
+{
+	/* 100,000 tokens of 64-token columns: 1,563 entries (1,562.5 rounded up). */
+	struct prefixcache *r = reserved(true, 100000, 0), *g = reserved(false, 100000, 0);
+	struct prefixcache *two = reserved(true, 100000, 3000), *one = reserved(true, 100000, 0);
+	size_t at_start, grown0;
+	struct prefixcache_stats st;
+
+	cr_assert(r != NULL && g != NULL && two != NULL && one != NULL);
+	cr_assert_geq(prefixcache_memory(r), prefixcache_memory(g) + 1563 * 88,
+		      "reserved %zu bytes, unreserved %zu", prefixcache_memory(r),
+		      prefixcache_memory(g));
+	/* The window's group adds its 47 (3,000 / 64 rounded up). */
+	cr_assert_geq(prefixcache_memory(two), prefixcache_memory(one) + 47 * 88);
+	record_prompts(r, 1, 64, 0);
+	record_prompts(g, 1, 64, 0);
+	at_start = prefixcache_memory(r);
+	grown0 = prefixcache_memory(g);
+	/* 1,561 columns more: the capacity less a part column. */
+	record_prompts(r, 1, 99904, 1);
+	prefixcache_stats(r, &st);
+	cr_assert_eq(st.entries, 1562);
+	cr_assert_eq(prefixcache_memory(r), at_start, "recording within the capacity grew the map");
+	record_prompts(r, 3, 20000, 2); /* past it: the policy deletes, the map stays */
+	prefixcache_stats(r, &st);
+	cr_assert_gt(st.policy_deletes, 0);
+	cr_assert_eq(prefixcache_memory(r), at_start, "recording past the capacity grew the map");
+	record_prompts(g, 1, 99904, 1);
+	cr_assert_gt(prefixcache_memory(g), grown0, "the unreserved map did not grow: the test "
+		     "measures nothing");
+	prefixcache_free(r);
+	prefixcache_free(g);
+	prefixcache_free(two);
+	prefixcache_free(one);
+}
+
+/*
+ * Each way of writing a run's EVICT entries (plain, SSE2, AVX2, AVX-512,
+ * as this CPU has them) writes what the plain loop does, for every count
+ * up to past a few vectors (every tail a mask or a half store covers),
+ * from every start (a token_idx about to wrap too), and nothing after
+ * them.
+ */
+Test(reserve, every_way_of_writing_entries_writes_the_same)
+{
+	static const uint32_t starts[] = {0, 7, 0xfffffff0u};
+	struct proto_evict_entry want[80], got[84];
+	int how, tried = 0;
+	unsigned int si;
+	uint32_t k, i;
+
+	for (how = PC_FILL_PLAIN; how <= PC_FILL_AVX512; how++)
+		for (si = 0; si < 3; si++)
+			for (k = 0; k <= 70; k++) {
+				struct proto_evict_entry ent = {0x1122334455667788ull + k, starts[si],
+								0xabcdef01u};
+				int r;
+
+				memset(want, 0xa5, sizeof(want));
+				memset(got, 0xa5, sizeof(got));
+				cr_assert_eq(pc_fill_entries(want, ent, k, PC_FILL_PLAIN), PC_FILL_PLAIN);
+				r = pc_fill_entries(got, ent, k, how);
+				if (r < 0)
+					continue; /* not on this CPU */
+				cr_assert_eq(r, how);
+				tried |= 1 << how;
+				for (i = 0; i < k; i++)
+					cr_assert(got[i].prompt_id == ent.prompt_id &&
+						  got[i].token_idx == starts[si] + i &&
+						  got[i].sequence_id == ent.sequence_id,
+						  "way %d, %u entries from %u: entry %u", how, k, starts[si], i);
+				cr_assert(memcmp(got, want, sizeof(want)) == 0, "way %d, %u entries", how, k);
+				for (i = 0; i < sizeof(got) - k * sizeof(got[0]); i++)
+					cr_assert_eq(((uint8_t *)&got[k])[i], 0xa5,
+						     "way %d wrote past %u entries", how, k);
+			}
+	cr_log_info("ways of writing entries tried: %#x", (unsigned int)tried);
+	cr_assert(tried & (1 << PC_FILL_PLAIN));
 }

@@ -194,16 +194,38 @@ entries_rehash(struct prefixcache *pc, uint32_t nb)
 	return 0;
 }
 
+/* The pool @n records long, the new ones free (the lowest first: taken in address order). */
 static int
-grow_by(struct prefixcache *pc, uint32_t n)
+grow_to(struct prefixcache *pc, uint32_t n)
 {
 	struct pc_entry *q = realloc(pc->e, sizeof(*pc->e) * (size_t)n);
+	uint32_t k;
 
 	if (q == NULL)
 		return -ENOMEM;
 	pc->e = q;
+	for (k = n; k-- > pc->ecap;) {
+		pc->e[k].length = 0;
+		pc->e[k].gen = 0;
+		pc->e[k].hnext = pc->efree;
+		pc->efree = k;
+	}
 	pc->ecap = n;
 	return 0;
+}
+
+int
+pc_entry_reserve(struct prefixcache *pc, uint32_t n)
+{
+	uint32_t nb = pc->emask + 1;
+
+	/* Two buckets an entry, as pc_entry_alloc() keeps them. */
+	while (nb < 2 * n)
+		nb *= 2;
+	if (nb > pc->emask + 1 && entries_rehash(pc, nb) != 0)
+		return -ENOMEM;
+	/* Written whole by grow_to(): every page is mapped here, not at a column's recording. */
+	return n > pc->ecap ? grow_to(pc, n) : 0;
 }
 
 uint32_t
@@ -211,19 +233,9 @@ pc_entry_alloc(struct prefixcache *pc)
 {
 	uint32_t i;
 
-	if (pc->efree == NIL) {
-		uint32_t old = pc->ecap, k;
-
-		/* 1.25x: the pool is the driver's largest structure. */
-		if (grow_by(pc, old + old / 4 + 1024) != 0)
-			return NIL;
-		for (k = pc->ecap; k-- > old;) {
-			pc->e[k].length = 0;
-			pc->e[k].gen = 0;
-			pc->e[k].hnext = pc->efree;
-			pc->efree = k;
-		}
-	}
+	/* 1.25x: the pool is the driver's largest structure. */
+	if (pc->efree == NIL && grow_to(pc, pc->ecap + pc->ecap / 4 + 1024) != 0)
+		return NIL;
 	i = pc->efree;
 	pc->efree = pc->e[i].hnext;
 	/* The next one's record, for writing: a warm driver's free list goes

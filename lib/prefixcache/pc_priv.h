@@ -419,6 +419,16 @@ pc_bucket(const struct prefixcache *pc, const struct pc_entry *e)
 
 /* pc_map.c */
 uint32_t pc_entry_alloc(struct prefixcache *pc);
+/*
+ * @k EVICT entries from @ent on, token_idx counting up, written by the
+ * widest stores the CPU has (PC_FILL_BEST) or by @how's alone (a test
+ * compares them); returns the kind used, or -1 when @how is not on this
+ * build or CPU.
+ */
+enum { PC_FILL_BEST, PC_FILL_PLAIN, PC_FILL_SSE2, PC_FILL_AVX2, PC_FILL_AVX512 };
+int pc_fill_entries(struct proto_evict_entry *be, struct proto_evict_entry ent, uint32_t k, int how);
+/* The pool at least @n records long and the index sized for them, now (prefixcache_params.reserve). */
+int pc_entry_reserve(struct prefixcache *pc, uint32_t n);
 uint32_t pc_entry_find(const struct prefixcache *pc, uint8_t gid, uint32_t org, uint64_t hash);
 void pc_entry_hash_unlink(struct prefixcache *pc, uint32_t i);
 void pc_entry_release(struct prefixcache *pc, uint32_t i);

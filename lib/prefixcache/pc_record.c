@@ -32,7 +32,65 @@ fill_entries_avx2(struct proto_evict_entry *be, __m128i v, uint32_t k)
 	if (i < k)
 		_mm_storeu_si128((__m128i *)&be[i], _mm256_castsi256_si128(w));
 }
+
+/*
+ * The same, four a 64-byte store, where the CPU has AVX-512 (F): a whole
+ * cache line an entry's store, half of AVX2's stores again (a column's 64
+ * entries took a sixth of a cold prompt's recording with AVX2).
+ */
+__attribute__((target("avx512f"))) static void
+fill_entries_avx512(struct proto_evict_entry *be, __m128i v, uint32_t k)
+{
+	__m512i w = _mm512_add_epi32(_mm512_broadcast_i32x4(v),
+				     _mm512_set_epi32(0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0));
+	const __m512i four = _mm512_set_epi32(0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0);
+	uint32_t i;
+
+	for (i = 0; i + 4 <= k; i += 4, w = _mm512_add_epi32(w, four))
+		_mm512_storeu_si512((void *)&be[i], w);
+	/* The last one to three: a mask of their lanes (four 32-bit lanes an entry). */
+	if (i < k)
+		_mm512_mask_storeu_epi32((void *)&be[i], (__mmask16)((1u << (4 * (k - i))) - 1), w);
+}
 #endif
+
+int
+pc_fill_entries(struct proto_evict_entry *be, struct proto_evict_entry ent, uint32_t k, int how)
+{
+	uint32_t i = 0;
+
+#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* An entry a store (token_idx is lane 2), not two. */
+	__m128i v = _mm_set_epi32((int)ent.sequence_id, (int)ent.token_idx, (int)(ent.prompt_id >> 32),
+				  (int)ent.prompt_id);
+	const __m128i one = _mm_set_epi32(0, 1, 0, 0);
+
+#if PC_AVX2
+	if (how == PC_FILL_BEST)
+		how = __builtin_cpu_supports("avx512f") ? PC_FILL_AVX512
+		      : __builtin_cpu_supports("avx2")  ? PC_FILL_AVX2
+							: PC_FILL_SSE2;
+	if (how == PC_FILL_AVX512) {
+		fill_entries_avx512(be, v, k);
+		return how;
+	}
+	if (how == PC_FILL_AVX2) {
+		fill_entries_avx2(be, v, k);
+		return how;
+	}
+#endif
+	if (how == PC_FILL_BEST || how == PC_FILL_SSE2) {
+		for (; i < k; i++, v = _mm_add_epi32(v, one))
+			_mm_storeu_si128((__m128i *)&be[i], v);
+		return PC_FILL_SSE2;
+	}
+#endif
+	if (how != PC_FILL_BEST && how != PC_FILL_PLAIN)
+		return -1; /* not on this build or CPU */
+	for (; i < k; i++, ent.token_idx++)
+		be[i] = ent;
+	return PC_FILL_PLAIN;
+}
 
 /* ---- Evicting tokens and recording columns ------------------------------------------------ */
 
@@ -331,11 +389,12 @@ prefixcache_token(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t to
  * same parent), and none is computed twice. A bucket is prefetched AHEAD - 1
  * columns before its turn, its chain's first entry two columns after that.
  */
-#define AHEAD 4 /* 3 to 6 measured: 4 the fastest warm */
+#define AHEAD 4 /* 3 to 6 measured: 4 the fastest warm; a power of two (a ring) */
 
+/* A ring: the column hashed k-th after the oldest is c[(head + k) % AHEAD]. */
 struct ahead {
-	const uint32_t *end; /* the call's tokens end here */
-	uint32_t n;	     /* columns hashed ahead, in order */
+	const uint32_t *start, *end; /* the call's tokens */
+	uint32_t head, n;	     /* columns hashed ahead, in order */
 	struct {
 		const uint32_t *src;
 		uint64_t parent, h;
@@ -343,13 +402,13 @@ struct ahead {
 	} c[AHEAD];
 };
 
+#define LA(la, k) (&(la)->c[((la)->head + (k)) % AHEAD])
+
+/* The oldest @k gone: a step of the ring's head (copying them down was a fortieth of recording). */
 static inline void
 ahead_pop(struct ahead *la, uint32_t k)
 {
-	uint32_t j;
-
-	for (j = k; j < la->n; j++)
-		la->c[j - k] = la->c[j];
+	la->head = (la->head + k) % AHEAD;
 	la->n -= k;
 }
 
@@ -364,38 +423,39 @@ ahead_hash(struct prefixcache *pc, const struct prefixcache_seq *s, struct ahead
 	uint32_t k;
 
 	/* Columns that went by recorded another way (a run cut by a batch's end). */
-	for (k = 0; k < la->n && la->c[k].src < src; k++)
+	for (k = 0; k < la->n && LA(la, k)->src < src; k++)
 		;
 	ahead_pop(la, k);
-	if (la->n > 0 && la->c[0].src == src && la->c[0].parent == parent) {
-		h = la->c[0].h;
+	if (la->n > 0 && LA(la, 0)->src == src && LA(la, 0)->parent == parent) {
+		h = LA(la, 0)->h;
 		ahead_pop(la, 1);
 	} else {
 		h = prefixcache_column_hash(parent, src, len);
 		la->n = 0;
 	}
-	nsrc = la->n > 0 ? la->c[la->n - 1].src + len : src + len;
+	nsrc = la->n > 0 ? LA(la, la->n - 1)->src + len : src + len;
 	while (la->n < AHEAD && la->end - nsrc >= (ptrdiff_t)len) {
-		uint64_t ph = la->n > 0 ? la->c[la->n - 1].h : h;
+		uint64_t ph = la->n > 0 ? LA(la, la->n - 1)->h : h;
+		__typeof__(&la->c[0]) c = LA(la, la->n);
 
-		la->c[la->n].src = nsrc;
-		la->c[la->n].parent = ph;
-		la->c[la->n].h = prefixcache_column_hash(ph, nsrc, len);
-		la->c[la->n].chased = false;
-		__builtin_prefetch(&pc->ebucket[ebucket_of(pc, gid, s->org, la->c[la->n].h)]);
+		c->src = nsrc;
+		c->parent = ph;
+		c->h = prefixcache_column_hash(ph, nsrc, len);
+		c->chased = false;
+		__builtin_prefetch(&pc->ebucket[ebucket_of(pc, gid, s->org, c->h)]);
 		la->n++;
 		nsrc += len;
 	}
 	/* Buckets fetched two columns ago have come in: the first entry of their chains now. */
 	for (k = 0; k + 2 < AHEAD && k < la->n; k++)
-		if (!la->c[k].chased) {
-			uint32_t i = pc->ebucket[ebucket_of(pc, gid, s->org, la->c[k].h)];
+		if (!LA(la, k)->chased) {
+			uint32_t i = pc->ebucket[ebucket_of(pc, gid, s->org, LA(la, k)->h)];
 
 			if (i != NIL) {
 				__builtin_prefetch(&pc->e[i].hash);
 				__builtin_prefetch(&pc->e[i].hnext);
 			}
-			la->c[k].chased = true;
+			LA(la, k)->chased = true;
 		}
 	return h;
 }
@@ -419,7 +479,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 	struct pc_prompt *p;
 	uint64_t batch;
 	uint16_t c;
-	bool whole;
+	bool whole, tail;
 
 	if (m->ngroups != 1 || g->rule != PREFIXCACHE_FULL || !sg->caching || sg->prompt == NIL ||
 	    s->verified != pos || pos >= s->allowed)
@@ -451,7 +511,16 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 	/* A run that is a whole column is hashed where the caller has it, and
 	 * the sequence forgets it at once: it keeps neither tokens nor batches. */
 	whole = pos == sg->cur_end && pos + k == ne;
-	if (!whole) {
+	/*
+	 * The run that ends a column an earlier run of this call began (a
+	 * batch's end cut it): the whole column is in the caller's array too,
+	 * so it is hashed there, as a whole one is (and was, ahead), and this
+	 * run's tokens are not kept either. Only the first part's are: were
+	 * the rest to go token by token, record_column() would read them.
+	 */
+	tail = !whole && pos > sg->cur_end && pos + k == ne &&
+	       (size_t)(pos - sg->cur_end) <= (size_t)(tokens - la->start);
+	if (!whole && !tail) {
 		uint64_t *tb = &TBATCH(s, pos);
 
 		memcpy(TOKP(s, pos), tokens, sizeof(uint32_t) * k);
@@ -466,28 +535,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 		struct proto_evict_entry ent = {s->prompt_id, pos, s->seq_id};
 
 		if (nc == 1 && stride == 1) { /* a model of one cache: the usual case */
-#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-			/* An entry a store (token_idx is lane 2), not two. */
-			__m128i v = _mm_set_epi32((int)ent.sequence_id, (int)ent.token_idx,
-						  (int)(ent.prompt_id >> 32), (int)ent.prompt_id);
-			const __m128i one = _mm_set_epi32(0, 1, 0, 0);
-
-#if PC_AVX2
-			if (__builtin_cpu_supports("avx2")) {
-				fill_entries_avx2(be, v, k);
-				i = k;
-			} else {
-				i = 0;
-			}
-#else
-			i = 0;
-#endif
-			for (; i < k; i++, v = _mm_add_epi32(v, one))
-				_mm_storeu_si128((__m128i *)&be[i], v);
-#else
-			for (i = 0; i < k; i++, ent.token_idx++)
-				be[i] = ent;
-#endif
+			pc_fill_entries(be, ent, k, PC_FILL_BEST);
 		} else {
 			uint16_t at[PREFIXCACHE_MAX_CACHES];
 
@@ -512,10 +560,12 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 	s->pos = s->verified = pos + k;
 	if (s->pos > s->ntok)
 		s->ntok = s->pos;
-	if (ne <= s->verified && whole) {
-		uint64_t h = ahead_hash(pc, s, la, tokens, k, sg->last_hash);
+	if (ne <= s->verified && (whole || tail)) {
+		const uint32_t *col = tokens - (pos - sg->cur_end);
+		uint64_t h = ahead_hash(pc, s, la, col, ne - sg->cur_end, sg->last_hash);
 
-		record_column(pc, s, 0, sg->cur_end, ne, now, tokens, pos, batch, &h);
+		/* Tokens before @p pos have their batches kept (none in a whole run). */
+		record_column(pc, s, 0, sg->cur_end, ne, now, col, pos, batch, &h);
 	} else if (ne <= s->verified) {
 		record_column(pc, s, 0, sg->cur_end, ne, now, NULL, pos, batch, NULL);
 	}
@@ -534,7 +584,7 @@ int
 prefixcache_tokens(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *tokens,
 		   uint32_t n, uint64_t now)
 {
-	struct ahead la = {.end = tokens + n, .n = 0};
+	struct ahead la = {.start = tokens, .end = tokens + n, .n = 0};
 	int ev = 0;
 
 	while (n > 0) {

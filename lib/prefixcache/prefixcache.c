@@ -119,6 +119,29 @@ build_groups(struct pc_model *m, uint32_t C)
 	return 0;
 }
 
+/*
+ * The entries the groups' capacities can hold: a column holds at least one
+ * token of its group's capacity, and all but a window's first are a whole
+ * column, so capacity over the column (rounded up) per group, in all, up to
+ * PREFIXCACHE_RESERVE_MAX (a group of no capacity limit counts that much).
+ */
+static uint32_t
+reserved_entries(const struct prefixcache *pc)
+{
+	uint64_t n = 0;
+	uint16_t mi, gi;
+
+	for (mi = 0; mi < pc->p.num_models; mi++)
+		for (gi = 0; gi < pc->m[mi].ngroups; gi++) {
+			uint64_t cap = pc->m[mi].g[gi].capacity;
+
+			n += cap / pc->p.column + (cap % pc->p.column != 0);
+			if (n >= PREFIXCACHE_RESERVE_MAX)
+				return PREFIXCACHE_RESERVE_MAX;
+		}
+	return (uint32_t)n;
+}
+
 struct prefixcache *
 prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_sink *sink)
 {
@@ -196,6 +219,8 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 	if (k == EINVAL)
 		goto einval;
 	if (k != 0)
+		goto enomem;
+	if (pc->p.reserve && pc_entry_reserve(pc, reserved_entries(pc)) != 0)
 		goto enomem;
 	pc->next_prompt = 1;
 	pc->next_refill = 1;

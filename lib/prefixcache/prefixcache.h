@@ -245,7 +245,19 @@ struct prefixcache_params {
 	 * for them (nothing goes down: its capacity is 0).
 	 */
 	uint32_t shared_staged;
+	/**
+	 * Make at create every entry the caches' capacities can hold (each
+	 * group's capacity over the column, in all, up to
+	 * PREFIXCACHE_RESERVE_MAX), and the index for them: recording then
+	 * never allocates, reallocates or rehashes until the map holds more
+	 * than that (it grows past it as before). A daemon's driver sets it,
+	 * as DPDK sizes its pools at start; false: the map grows from nothing.
+	 */
+	bool reserve;
 };
+
+/** Entries prefixcache_params.reserve makes at most (88 bytes each). */
+#define PREFIXCACHE_RESERVE_MAX (1u << 22)
 
 /** Where the library's messages go. Each callback may be NULL. */
 /**

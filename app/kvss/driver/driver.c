@@ -390,8 +390,8 @@ kvss_driver_load(struct drv *d)
 
 /*
  * The driver's library (its PrefixMap) from the configuration: EVICT
- * batches as large as a frame holds, the shared level's starting line,
- * the organizations' TTLs and shares. 0, or -2 (said: a configuration the
+ * batches as large as a frame holds, its entries made at start, the
+ * shared level's starting line, the organizations' TTLs and shares. 0, or -2 (said: a configuration the
  * library refuses).
  */
 static int
@@ -403,6 +403,8 @@ library_make(struct drv *d, const struct kvss_config *cfg, struct prefixcache_pa
 
 	*pp = cfg->driver.pc;
 	pp->l2_confirm = true; /* a column is served once every shard said it is on disk */
+	/* Every entry the caches' capacities can hold made now, not while a prompt is recorded. */
+	pp->reserve = true;
 	/* Columns found in the shared level are staged in the library's second tier. */
 	pp->shared_staged = cfg->shared.conf[0] != '\0' ? cfg->shared.staged : 0;
 	/* One EVICT frame holds G x C entries: G follows from the MTU. */
