@@ -725,24 +725,13 @@ fuzz-run: $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK) $(FUZZ_SHARD)
 bench: deps
 	@$(MAKE) --no-print-directory bench-run
 
-# The last: make demo's processes on the same input, DRAM alone, both tiers,
-# both tiers begun ahead of the pick, and fio on their file system
-# (scripts/bench-demo.sh, about six minutes on the public trace).
+# In hugepages where the machine allows (scripts/bench.sh reserves them as
+# root and gives them back). The last: make demo's processes on the same
+# input, DRAM alone, both tiers, both tiers begun ahead of the pick, and fio
+# on their file system (scripts/bench-demo.sh, about six minutes on the
+# public trace).
 bench-run: all $(PYLINK) $(BENCHES) $(BUILD)/bench/bench_kvdisk
-	@for b in $(BENCHES); do $$b || exit 1; done
-	@scripts/bench-shard-huge.sh $(BUILD)
-	@scripts/bench-kvdisk.sh $(BUILD)
-	@scripts/bench-trace.sh $(BUILD)
-	@scripts/bench-redis.sh $(BUILD)
-	@scripts/bench-poll.py $(BUILD)
-	@scripts/bench-memif.sh $(BUILD)
-	@scripts/bench-zerocopy.sh $(BUILD)
-	@scripts/bench-shared.sh $(BUILD)
-	@scripts/bench-reports.sh $(BUILD)
-	@scripts/bench-ttft.sh $(BUILD)
-	@scripts/bench-ttft-slow.sh $(BUILD)
-	@scripts/bench-ttft-trace.sh $(BUILD)
-	@scripts/bench-demo.sh $(BUILD)
+	@scripts/bench.sh $(BUILD) $(BENCHES)
 
 # Requests arrive at the workload's times (KVSS_DEMO_ARRIVALS), so the
 # verdict gives the time to first token beside recomputing.
