@@ -799,24 +799,61 @@ record_end(struct drv *d)
 	d->sink.expect = NULL;
 }
 
-int
-kvss_driver_main(void *arg)
+/* When the driver loop's periodic work is next due (TSC). */
+struct drv_due {
+	uint64_t progress, expire, snap, link;
+};
+
+/* The driver loop's periodic work, each when due: expiry, the telemetry snapshot, the links, progress. */
+static void
+periodic(struct drv *d, struct drv_due *due, uint64_t t0)
 {
-	struct kvss_lcore_stats *st = lst();
-	uint64_t tsc0 = rte_get_tsc_cycles(), next_progress, next_expire, next_snap, start_deadline,
-		 next_link;
-	unsigned int empty = 0;
-	struct drv *d = arg;
+	if (d->started && t0 >= due->expire) {
+		d->st.expiries += prefixcache_expire(d->pc, drv_now_ns(d, t0), 1024);
+		due->expire = t0 + d->hz / 100;
+	}
+	if (t0 >= due->snap) {
+		drv_report_snapshot(d);
+		due->snap = t0 + d->hz / 10;
+	}
+	if (t0 >= due->link && !d->open_loop) {
+		drv_link_watch(&d->link, d->sh, d->nsh, t0, link_went_down, d);
+		if (d->started)
+			watch_silence(d, t0);
+		due->link = t0 + d->hz / 2;
+	}
+	if (d->started && t0 >= due->progress) {
+		drv_report_progress(d, t0);
+		due->progress = t0 + 2 * d->hz;
+	}
+}
+
+/*
+ * --linger: the run is done and its figures final; telemetry keeps
+ * answering (the shards' too in role all) while the links are kept.
+ */
+static void
+linger(struct drv *d)
+{
+	uint64_t until = rte_get_tsc_cycles() + d->hz / 1000 * kvss.linger_ms, t;
+
+	printf("kvss: driver: done; telemetry answers for %u ms more (--linger), or until "
+	       "SIGINT/SIGTERM; then the summary\n", kvss.linger_ms);
+	fflush(stdout);
+	while (!kvss_quitting() && (t = rte_get_tsc_cycles()) < until) {
+		poll_ports(d, t);
+		drv_link_pump_streams(&d->link, d->sh, d->nsh, t);
+		drv_link_flush(&d->link);
+		rte_delay_us_sleep(1000);
+	}
+}
+
+/* Every shard greeted (and its ports watched, poll_mode "interrupt"): the loop's start. */
+static void
+start_links(struct drv *d, uint64_t tsc0)
+{
 	uint16_t i;
 
-	if (d->pc == NULL || d->shl == NULL)
-		return -1; /* never set up (kvss_driver_init did not run or failed): nothing to run */
-	d->t_start = tsc0;
-	next_progress = tsc0 + 2 * d->hz;
-	next_expire = tsc0;
-	next_snap = tsc0;
-	next_link = tsc0 + d->hz;
-	start_deadline = tsc0 + d->hz / 1000 * kvss.cfg.driver.start_timeout_ms;
 	for (i = 0; i < d->link.nports; i++) { /* poll_mode "interrupt": what wakes this lcore */
 		uint16_t q;
 
@@ -828,6 +865,25 @@ kvss_driver_main(void *arg)
 		if (d->open_loop)
 			d->sh[i].up = true;
 	}
+}
+
+int
+kvss_driver_main(void *arg)
+{
+	struct kvss_lcore_stats *st = lst();
+	uint64_t tsc0 = rte_get_tsc_cycles(), start_deadline;
+	struct drv_due due = {.expire = tsc0, .snap = tsc0};
+	unsigned int empty = 0;
+	struct drv *d = arg;
+	uint16_t i;
+
+	if (d->pc == NULL || d->shl == NULL)
+		return -1; /* never set up (kvss_driver_init did not run or failed): nothing to run */
+	d->t_start = tsc0;
+	due.progress = tsc0 + 2 * d->hz;
+	due.link = tsc0 + d->hz;
+	start_deadline = tsc0 + d->hz / 1000 * kvss.cfg.driver.start_timeout_ms;
+	start_links(d, tsc0);
 	while (!kvss_quitting() && !d->fatal) {
 		uint64_t t0 = rte_get_tsc_cycles();
 		int work = poll_ports(d, t0);
@@ -849,24 +905,7 @@ kvss_driver_main(void *arg)
 		drv_link_flush(&d->link);
 		if (d->sink.failed || d->link.failed || emu_failed(d->emu))
 			d->fatal = 1; /* out of memory */
-		if (d->started && t0 >= next_expire) {
-			d->st.expiries += prefixcache_expire(d->pc, drv_now_ns(d, t0), 1024);
-			next_expire = t0 + d->hz / 100;
-		}
-		if (t0 >= next_snap) {
-			drv_report_snapshot(d);
-			next_snap = t0 + d->hz / 10;
-		}
-		if (t0 >= next_link && !d->open_loop) {
-			drv_link_watch(&d->link, d->sh, d->nsh, t0, link_went_down, d);
-			if (d->started)
-				watch_silence(d, t0);
-			next_link = t0 + d->hz / 2;
-		}
-		if (d->started && t0 >= next_progress) {
-			drv_report_progress(d, t0);
-			next_progress = t0 + 2 * d->hz;
-		}
+		periodic(d, &due, t0);
 		if (d->started && quiet(d, t0)) {
 			d->finished = true;
 			break;
@@ -885,21 +924,8 @@ kvss_driver_main(void *arg)
 	drv_report_snapshot(d);
 	if (d->started)
 		drv_report_progress(d, d->t_end);
-	/* --linger: the run is done and its figures final; telemetry keeps
-	 * answering (the shards' too in role all) while the links are kept. */
-	if (d->finished && kvss.linger_ms) {
-		uint64_t until = rte_get_tsc_cycles() + d->hz / 1000 * kvss.linger_ms, t;
-
-		printf("kvss: driver: done; telemetry answers for %u ms more (--linger), or until "
-		       "SIGINT/SIGTERM; then the summary\n", kvss.linger_ms);
-		fflush(stdout);
-		while (!kvss_quitting() && (t = rte_get_tsc_cycles()) < until) {
-			poll_ports(d, t);
-			drv_link_pump_streams(&d->link, d->sh, d->nsh, t);
-			drv_link_flush(&d->link);
-			rte_delay_us_sleep(1000);
-		}
-	}
+	if (d->finished && kvss.linger_ms)
+		linger(d);
 	/* 2, not a signal's 1: main() then takes the exit status from the run. */
 	__atomic_store_n(&kvss.quit, 2, __ATOMIC_RELAXED);
 	return 0;

@@ -51,6 +51,77 @@ heard_again(struct drv *d, struct drv_shard *sh)
 	fflush(stdout);
 }
 
+/*
+ * The first STATUS of a shard's stream: where it is (routers away), that it
+ * stores what the configuration says (its caches, their bytes per token);
+ * then it is up. false: refused (d->fatal set, said).
+ */
+static bool
+shard_comes_up(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
+{
+	uint16_t m = sh->model, c, n = msg->hdr.count;
+	const struct prefixcache_model *pm = &kvss.cfg.driver.pc.model[m];
+
+	sh->hops = proto_hops(&msg->addr);
+	if (sh->hops != 0 && !sh->routed_said) {
+		bool refuse = kvss.cfg.driver.routed == KVSS_ROUTED_REFUSE;
+
+		sh->routed_said = true;
+		d->st.routed_shards++;
+		printf("kvss: driver: shard %u of model %u is %u router(s) away (its STATUS came with "
+		       "IPv4 TTL %u): KVSS traffic belongs on the rail; %s\n", sh->ref->id, m,
+		       sh->hops, msg->addr.ttl,
+		       refuse ? "refusing to serve (driver.routed = \"refuse\")"
+			      : "serving anyway (driver.routed = \"warn\")");
+		fflush(stdout);
+		if (refuse) {
+			d->fatal = 2;
+			return false;
+		}
+	}
+	if (n != pm->num_caches) {
+		fprintf(stderr, "kvss: driver: shard %u of model %u has %u caches; %s says %u\n",
+			sh->ref->id, m, n, kvss.cfg.path, pm->num_caches);
+		d->fatal = 2;
+		return false;
+	}
+	for (c = 0; c < n; c++) {
+		struct proto_cache_info ci;
+
+		proto_get_cache_info(msg, c, &ci);
+		if (ci.cache_id >= n || ci.bytes_per_token != sh->ref->bytes_per_token[ci.cache_id]) {
+			fprintf(stderr,
+				"kvss: driver: shard %u of model %u stores %u bytes per token in cache %u; "
+				"%s: driver.models.[%u] says %u\n",
+				sh->ref->id, m, ci.bytes_per_token, ci.cache_id, kvss.cfg.path, m,
+				ci.cache_id < n ? sh->ref->bytes_per_token[ci.cache_id] : 0);
+			d->fatal = 2;
+			return false;
+		}
+		emu_shard_buffers(d->emu, sh->k, ci.cache_id, ci.num_buffers);
+	}
+	drv_l2_status(d, sh, msg);
+	sh->up = true;
+	sh->last_rx = tsc;
+	sh->epoch = msg->hdr.epoch;
+	sh->report_next = 1; /* its reports of this stream start at 1 */
+	sh->status_reports = 0;
+	proto_stream_reset(&sh->stream);
+	printf("kvss: driver: shard %u of model %u is up (epoch 0x%08x)%s\n", sh->ref->id, m,
+	       sh->epoch, sh->away ? ", back from away: its model caches again" : "");
+	fflush(stdout);
+	if (sh->away) {
+		sh->away = false;
+		d->st.shards_back++;
+		const struct emu_stats *es = emu_stats(d->emu);
+
+		d->back_at[0] = es->requests;
+		d->back_at[1] = es->prompt_tokens;
+		d->back_at[2] = es->hit_tokens;
+	}
+	return true;
+}
+
 static void
 on_status(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint64_t tsc)
 {
@@ -78,65 +149,8 @@ on_status(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg, uint
 	sh->status_uptime = st->uptime_ns;
 	if (sh->up && sh->silent)
 		heard_again(d, sh);
-	if (!sh->up) {
-		sh->hops = proto_hops(&msg->addr);
-		if (sh->hops != 0 && !sh->routed_said) {
-			bool refuse = kvss.cfg.driver.routed == KVSS_ROUTED_REFUSE;
-
-			sh->routed_said = true;
-			d->st.routed_shards++;
-			printf("kvss: driver: shard %u of model %u is %u router(s) away (its STATUS came with "
-			       "IPv4 TTL %u): KVSS traffic belongs on the rail; %s\n", sh->ref->id, m,
-			       sh->hops, msg->addr.ttl,
-			       refuse ? "refusing to serve (driver.routed = \"refuse\")"
-				      : "serving anyway (driver.routed = \"warn\")");
-			fflush(stdout);
-			if (refuse) {
-				d->fatal = 2;
-				return;
-			}
-		}
-		if (n != pm->num_caches) {
-			fprintf(stderr, "kvss: driver: shard %u of model %u has %u caches; %s says %u\n",
-				sh->ref->id, m, n, kvss.cfg.path, pm->num_caches);
-			d->fatal = 2;
-			return;
-		}
-		for (c = 0; c < n; c++) {
-			struct proto_cache_info ci;
-
-			proto_get_cache_info(msg, c, &ci);
-			if (ci.cache_id >= n || ci.bytes_per_token != sh->ref->bytes_per_token[ci.cache_id]) {
-				fprintf(stderr,
-					"kvss: driver: shard %u of model %u stores %u bytes per token in cache %u; "
-					"%s: driver.models.[%u] says %u\n",
-					sh->ref->id, m, ci.bytes_per_token, ci.cache_id, kvss.cfg.path, m,
-					ci.cache_id < n ? sh->ref->bytes_per_token[ci.cache_id] : 0);
-				d->fatal = 2;
-				return;
-			}
-			emu_shard_buffers(d->emu, sh->k, ci.cache_id, ci.num_buffers);
-		}
-		drv_l2_status(d, sh, msg);
-		sh->up = true;
-		sh->last_rx = tsc;
-		sh->epoch = msg->hdr.epoch;
-		sh->report_next = 1; /* its reports of this stream start at 1 */
-		sh->status_reports = 0;
-		proto_stream_reset(&sh->stream);
-		printf("kvss: driver: shard %u of model %u is up (epoch 0x%08x)%s\n", sh->ref->id, m,
-		       sh->epoch, sh->away ? ", back from away: its model caches again" : "");
-		fflush(stdout);
-		if (sh->away) {
-			sh->away = false;
-			d->st.shards_back++;
-			const struct emu_stats *es = emu_stats(d->emu);
-
-			d->back_at[0] = es->requests;
-			d->back_at[1] = es->prompt_tokens;
-			d->back_at[2] = es->hit_tokens;
-		}
-	}
+	if (!sh->up && !shard_comes_up(d, sh, msg, tsc))
+		return;
 	sh->batches_complete = st->batches_complete;
 	sh->status_reports = st->reports;
 	sh->status_at = tsc;

@@ -549,14 +549,155 @@ seq_pick(struct emu *e, struct emu_seq *s, uint64_t now)
 	}
 }
 
-/* Start the next request; false: it may not start yet (its lookups). */
+/*
+ * The prompt's tokens, and the answer but its last one (never run, so never
+ * evicted: workload_evicted_answer()), with the reference content's chain
+ * over them. The chain starts where its keys' does (PROTOCOL.md section
+ * 6): a salted request's bytes are its own, so a refill that brought
+ * another salt's would fail the check. -1: no memory.
+ */
+static int
+seq_tokens(struct emu_seq *s)
+{
+	const struct wl_req *q = s->q;
+	uint32_t k;
+
+	s->total = q->n + workload_evicted_answer(q->out);
+	s->tok = malloc(sizeof(uint32_t) * (s->total ? s->total : 1));
+	s->h = malloc(sizeof(uint64_t) * (s->total ? s->total : 1));
+	if (s->tok == NULL || s->h == NULL) {
+		free(s->tok);
+		free(s->h);
+		s->tok = NULL;
+		s->h = NULL;
+		return -1;
+	}
+	for (k = 0; k < s->total; k++) {
+		s->tok[k] = k < q->n ? q->tokens[k] : workload_answer_token(k);
+		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : proto_ref_chain_root(q->iso, q->salt),
+					      s->tok[k]);
+	}
+	return 0;
+}
+
+/* What model @m's lookup found, counted (its refills are expected already). */
+static void
+hit_count(struct emu *e, struct emu_seq *s, uint16_t m, const struct prefixcache_hit *hit)
+{
+	const struct wl_req *q = s->q;
+	struct emu_stats *st = &e->st;
+	uint32_t k;
+
+	s->prompt_id[m] = hit->prompt_id;
+	s->pos[m] = hit->hit_tokens;
+	/* Every refill brings the whole hit, each token to its slot. */
+	for (k = 0; k < s->nrec; k++)
+		if (s->rec[k] != NULL && s->rec[k]->model == m &&
+		    (s->rec[k]->glue_bad || s->rec[k]->glue_end != hit->hit_tokens)) {
+			st->verify_failures++;
+			st->verify_bad_glue++;
+		}
+	pid_add(e, hit->prompt_id, s);
+	if (m == 0) {
+		/* Caching stops before the first multimodal token (the design). */
+		if (q->first_mm < q->allowed)
+			st->multimodal_trimmed += q->allowed - q->first_mm;
+		st->lookup_tokens += hit->lookup_tokens;
+		st->hit_tokens += hit->hit_tokens;
+		if (s->req < e->p.nreq)
+			e->hit_req[s->req] = hit->hit_tokens;
+		if (q->ans_len != 0 && hit->hit_tokens > q->ans_at)
+			st->generated_hit_tokens += hit->hit_tokens - q->ans_at < q->ans_len
+							    ? hit->hit_tokens - q->ans_at
+							    : q->ans_len;
+		st->miss_tokens += q->n - hit->hit_tokens;
+		s->compute_ns = emu_compute_ns(e, q->n - hit->hit_tokens);
+		/* A split's front is computed as the rest refills (emu_step). */
+		s->front_tokens = hit->split_tokens;
+		s->front_ns = emu_tokens_ns(e, hit->split_tokens);
+		st->compute_saved_us += emu_tokens_ns(e, hit->hit_tokens - hit->split_tokens) / 1000;
+	}
+	if (m == 1)
+		st->model1_hit_tokens += hit->hit_tokens;
+	if (m == 1 && (s->pos[0] != 0) != (hit->hit_tokens != 0) && s->s[0] != NULL) {
+		if (s->pos[0] != 0)
+			st->hit_model0_only++;
+		else
+			st->hit_model1_only++;
+	}
+	if (hit->refill_id != 0) {
+		st->refills += m == 0;
+		s->had_refill = true;
+		if (m == 0 && hit->l2_hit_tokens > 0) {
+			s->l2hit = true;
+			st->l2_hit_seqs++;
+		}
+		s->mbytes[m] = hit->estimate_bytes;
+		s->ml2bytes[m] = (uint64_t)hit->l2_hit_tokens * e->p.pcp->model[m].refill_bytes_per_token;
+		s->mshbytes[m] = (uint64_t)hit->shared_hit_tokens * e->p.pcp->model[m].refill_bytes_per_token;
+		if (hit->estimate_ns > s->estimate_ns) {
+			s->estimate_ns = hit->estimate_ns;
+			s->estimate_bytes = hit->estimate_bytes;
+		}
+	}
+}
+
+/*
+ * Model @m's lookup for @s: its refills expected, what it found counted;
+ * none with the cache off or a shard of the model away.
+ */
+static void
+seq_lookup(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
+{
+	const struct wl_req *q = s->q;
+	struct emu_stats *st = &e->st;
+	struct prefixcache_request rq = {.isolation_id = q->iso, .salt = q->salt, .tokens = q->tokens,
+					 .num_tokens = q->n, .cache_length_allowed = q->allowed,
+					 .first_multimodal = q->first_mm, .sequence_id = s->slot};
+	struct prefixcache_hit hit;
+	uint32_t k;
+
+	if (e->p.compute_only || !e->p.hooks->model_up(e->p.arg, m)) {
+		/* The cache off, or a shard of it away: no lookup, no refill, nothing stored. */
+		if (m == 0) {
+			st->miss_tokens += q->n;
+			s->compute_ns = emu_compute_ns(e, q->n);
+		}
+		st->away_requests += !e->p.compute_only && m == 0;
+		return;
+	}
+	/* Its REFILLs name this sequence by its id; the lookup returns them. */
+	s->s[m] = prefixcache_begin(e->p.pc, m, &rq, now, &hit);
+	if (s->s[m] == NULL) {
+		e->failed = true;
+		return;
+	}
+	for (k = 0; k < hit.num_refills; k++)
+		expect_refill(e, m, &hit.refills[k].rq, hit.refills[k].chunks);
+	/* Open loop: the refills count as done at once (the shard's ordered
+	 * queue still keeps their columns until their data has left). Their
+	 * ids are copied first: hit.refills lasts until the next library call. */
+	if (e->p.open_loop) {
+		uint64_t done[PREFIXCACHE_MAX_CACHES];
+		uint16_t n = hit.num_refills;
+
+		for (k = 0; k < n; k++)
+			done[k] = hit.refills[k].rq.refill_id;
+		for (k = 0; k < n; k++)
+			prefixcache_refill_done(e->p.pc, done[k]);
+	}
+	hit_count(e, s, m, &hit);
+}
+
+/*
+ * Start the next request in a free slot; false: it may not start yet (no
+ * slot free, not arrived, the driver not ready for it) or no memory.
+ */
 static bool
 seq_start(struct emu *e, uint64_t now)
 {
-	const struct wl_req *q = &e->p.wl->r[e->next_req];
-	struct emu_stats *st = &e->st;
 	struct emu_seq *s = NULL;
-	uint32_t i, k;
+	uint32_t i;
 	uint16_t m;
 
 	for (i = 0; i < e->nslots; i++)
@@ -575,134 +716,22 @@ seq_start(struct emu *e, uint64_t now)
 	memset(s, 0, sizeof(*s));
 	s->slot = i;
 	s->req = (uint32_t)e->next_req;
-	s->q = q;
-	/* The prompt, and the answer but its last token (never run, so never
-	 * evicted: workload_evicted_answer()). */
-	s->total = q->n + workload_evicted_answer(q->out);
-	s->tok = malloc(sizeof(uint32_t) * (s->total ? s->total : 1));
-	s->h = malloc(sizeof(uint64_t) * (s->total ? s->total : 1));
-	if (s->tok == NULL || s->h == NULL) {
-		free(s->tok);
-		free(s->h);
-		s->tok = NULL;
-		s->h = NULL;
+	s->q = &e->p.wl->r[e->next_req];
+	if (seq_tokens(s) != 0) {
 		e->failed = true;
 		return false;
 	}
 	e->next_req++;
-	/* The reference content's chain starts where its keys' does (PROTOCOL.md
-	 * section 6): a salted request's bytes are its own, so a refill that
-	 * brought another salt's would fail the check. */
-	for (k = 0; k < s->total; k++) {
-		s->tok[k] = k < q->n ? q->tokens[k] : workload_answer_token(k);
-		s->h[k] = proto_ref_hash_next(k ? s->h[k - 1] : proto_ref_chain_root(q->iso, q->salt),
-					      s->tok[k]);
-	}
 	s->t0 = now;
 	s->arrival = e->arr != NULL ? e->origin + e->arr[e->next_req - 1] : now;
-	st->queue_us += (now - s->arrival) / 1000;
+	e->st.queue_us += (now - s->arrival) / 1000;
 	s->deadline = now + e->p.refill_timeout_ns;
 	s->state = SEQ_WAIT;
 	e->nactive++;
-	st->requests++;
-	st->prompt_tokens += q->n;
-	for (m = 0; m < e->p.num_models; m++) {
-		struct prefixcache_request rq = {.isolation_id = q->iso, .salt = q->salt, .tokens = q->tokens,
-						 .num_tokens = q->n, .cache_length_allowed = q->allowed,
-						 .first_multimodal = q->first_mm, .sequence_id = s->slot};
-		struct prefixcache_hit hit;
-
-		if (e->p.compute_only) {
-			/* The cache off: no lookup, nothing refilled or stored. */
-			if (m == 0) {
-				st->miss_tokens += q->n;
-				s->compute_ns = emu_compute_ns(e, q->n);
-			}
-			continue;
-		}
-		if (!e->p.hooks->model_up(e->p.arg, m)) {
-			/* A shard of it is away: no lookup, no refill, nothing stored. */
-			if (m == 0) {
-				st->miss_tokens += q->n;
-				s->compute_ns = emu_compute_ns(e, q->n);
-			}
-			st->away_requests += m == 0;
-			continue;
-		}
-		/* Its REFILLs name this sequence by its id; the lookup returns them. */
-		s->s[m] = prefixcache_begin(e->p.pc, m, &rq, now, &hit);
-		if (s->s[m] == NULL) {
-			e->failed = true;
-			continue;
-		}
-		for (k = 0; k < hit.num_refills; k++)
-			expect_refill(e, m, &hit.refills[k].rq, hit.refills[k].chunks);
-		/* Open loop: the refills count as done at once (the shard's ordered
-		 * queue still keeps their columns until their data has left). Their
-		 * ids are copied first: hit.refills lasts until the next library call. */
-		if (e->p.open_loop) {
-			uint64_t done[PREFIXCACHE_MAX_CACHES];
-			uint16_t n = hit.num_refills;
-
-			for (k = 0; k < n; k++)
-				done[k] = hit.refills[k].rq.refill_id;
-			for (k = 0; k < n; k++)
-				prefixcache_refill_done(e->p.pc, done[k]);
-		}
-		s->prompt_id[m] = hit.prompt_id;
-		s->pos[m] = hit.hit_tokens;
-		/* Every refill brings the whole hit, each token to its slot. */
-		for (k = 0; k < s->nrec; k++)
-			if (s->rec[k] != NULL && s->rec[k]->model == m &&
-			    (s->rec[k]->glue_bad || s->rec[k]->glue_end != hit.hit_tokens)) {
-				st->verify_failures++;
-				st->verify_bad_glue++;
-			}
-		pid_add(e, hit.prompt_id, s);
-		if (m == 0) {
-			/* Caching stops before the first multimodal token (the design). */
-			if (q->first_mm < q->allowed)
-				st->multimodal_trimmed += q->allowed - q->first_mm;
-			st->lookup_tokens += hit.lookup_tokens;
-			st->hit_tokens += hit.hit_tokens;
-			if (s->req < e->p.nreq)
-				e->hit_req[s->req] = hit.hit_tokens;
-			if (q->ans_len != 0 && hit.hit_tokens > q->ans_at)
-				st->generated_hit_tokens += hit.hit_tokens - q->ans_at < q->ans_len
-								    ? hit.hit_tokens - q->ans_at
-								    : q->ans_len;
-			st->miss_tokens += q->n - hit.hit_tokens;
-			s->compute_ns = emu_compute_ns(e, q->n - hit.hit_tokens);
-			/* A split's front is computed as the rest refills (emu_step). */
-			s->front_tokens = hit.split_tokens;
-			s->front_ns = emu_tokens_ns(e, hit.split_tokens);
-			st->compute_saved_us += emu_tokens_ns(e, hit.hit_tokens - hit.split_tokens) / 1000;
-		}
-		if (m == 1)
-			st->model1_hit_tokens += hit.hit_tokens;
-		if (m == 1 && (s->pos[0] != 0) != (hit.hit_tokens != 0) && s->s[0] != NULL) {
-			if (s->pos[0] != 0)
-				st->hit_model0_only++;
-			else
-				st->hit_model1_only++;
-		}
-		if (hit.refill_id != 0) {
-			st->refills += m == 0;
-			s->had_refill = true;
-			if (m == 0 && hit.l2_hit_tokens > 0) {
-				s->l2hit = true;
-				st->l2_hit_seqs++;
-			}
-			s->mbytes[m] = hit.estimate_bytes;
-			s->ml2bytes[m] = (uint64_t)hit.l2_hit_tokens * e->p.pcp->model[m].refill_bytes_per_token;
-			s->mshbytes[m] =
-				(uint64_t)hit.shared_hit_tokens * e->p.pcp->model[m].refill_bytes_per_token;
-			if (hit.estimate_ns > s->estimate_ns) {
-				s->estimate_ns = hit.estimate_ns;
-				s->estimate_bytes = hit.estimate_bytes;
-			}
-		}
-	}
+	e->st.requests++;
+	e->st.prompt_tokens += s->q->n;
+	for (m = 0; m < e->p.num_models; m++)
+		seq_lookup(e, s, m, now);
 	if (s->wait == 0)
 		s->state = SEQ_RUN;
 	s->order = e->begun++; /* picked in this order (emu_step) */

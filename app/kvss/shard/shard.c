@@ -253,6 +253,59 @@ same_source(const struct proto_addr *a, const struct proto_addr *b)
 	       memcmp(a->src_mac, b->src_mac, 6) == 0;
 }
 
+/*
+ * A HELLO: a driver taking control, or one starting over with a new epoch
+ * (the old stream's state dropped); answered with a STATUS and the second
+ * tier's inventory.
+ */
+static void
+hello(struct kvss_lcore_stats *st, const struct proto_msg *msg)
+{
+	st->hello++;
+	/*
+	 * A HELLO of the epoch in force from another address than the one
+	 * that took control: not a driver starting over (that would bring
+	 * a new epoch) but someone who learned the epoch from a STATUS, and
+	 * may have put another's address as its source. Its answer would
+	 * be the whole inventory (megabytes for 74 bytes): ignored, counted.
+	 */
+	if (msg->hdr.epoch == kvss_me->driver_epoch && kvss_me->driver_epoch != 0 &&
+	    !same_source(&msg->addr, &kvss_me->ctl_addr)) {
+		st->hello_foreign++;
+		return;
+	}
+	kvss_me->driver_addr = msg->addr;
+	kvss_me->ctl_addr = msg->addr;
+	kvss_me->have_driver = 1;
+	if (msg->hdr.epoch != kvss_me->driver_epoch) {
+		/* A new driver: the old one's data can never be asked for.
+		 * The epoch changes first: the old stream's DELETEs and
+		 * REFILLs on the refill lcore see it and are dropped (batch
+		 * numbers restart, so their gates would open again). */
+		uint32_t old = kvss_me->driver_epoch;
+
+		__atomic_store_n(&kvss_me->driver_epoch, msg->hdr.epoch, __ATOMIC_RELEASE);
+		if (old != 0) {
+			reset_stream();
+			kvstore_reset(kvss_me->store);
+		}
+		/*
+		 * Data held before this HELLO belongs to no batch of the new
+		 * stream: an old driver's, or (old == 0, this shard just
+		 * restarted) frames sent to the shard it replaces, which a
+		 * driver queued while the link was down. Batch numbers start
+		 * over, so kept, it would fill the new stream's batches.
+		 */
+		st->dropped_restart += shard_drop_held();
+		kvss_me->st->next_seq = 1;
+		shard_barrier_reset();
+		shard_loss_reset();
+		shard_report_reset(false); /* reports of the old stream are of no use */
+	}
+	shard_send_status(st);
+	shard_level_inventory(st); /* what its second tier holds, kept across restarts */
+}
+
 /* Returns 1 when the mbuf was kept (queued or held). */
 static int
 control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg *msg)
@@ -261,49 +314,7 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 	struct shard_rec r;
 
 	if (msg->hdr.type == PROTO_T_HELLO) {
-		st->hello++;
-		/*
-		 * A HELLO of the epoch in force from another address than the one
-		 * that took control: not a driver starting over (that would bring
-		 * a new epoch) but someone who learned the epoch from a STATUS, and
-		 * may have put another's address as its source. Its answer would
-		 * be the whole inventory (megabytes for 74 bytes): ignored, counted.
-		 */
-		if (msg->hdr.epoch == kvss_me->driver_epoch && kvss_me->driver_epoch != 0 &&
-		    !same_source(&msg->addr, &kvss_me->ctl_addr)) {
-			st->hello_foreign++;
-			return 0;
-		}
-		kvss_me->driver_addr = msg->addr;
-		kvss_me->ctl_addr = msg->addr;
-		kvss_me->have_driver = 1;
-		if (msg->hdr.epoch != kvss_me->driver_epoch) {
-			/* A new driver: the old one's data can never be asked for.
-			 * The epoch changes first: the old stream's DELETEs and
-			 * REFILLs on the refill lcore see it and are dropped (batch
-			 * numbers restart, so their gates would open again). */
-			uint32_t old = kvss_me->driver_epoch;
-
-			__atomic_store_n(&kvss_me->driver_epoch, msg->hdr.epoch, __ATOMIC_RELEASE);
-			if (old != 0) {
-				reset_stream();
-				kvstore_reset(kvss_me->store);
-			}
-			/*
-			 * Data held before this HELLO belongs to no batch of the new
-			 * stream: an old driver's, or (old == 0, this shard just
-			 * restarted) frames sent to the shard it replaces, which a
-			 * driver queued while the link was down. Batch numbers start
-			 * over, so kept, it would fill the new stream's batches.
-			 */
-			st->dropped_restart += shard_drop_held();
-			kvss_me->st->next_seq = 1;
-			shard_barrier_reset();
-			shard_loss_reset();
-			shard_report_reset(false); /* reports of the old stream are of no use */
-		}
-		shard_send_status(st);
-		shard_level_inventory(st); /* what its second tier holds, kept across restarts */
+		hello(st, msg);
 		return 0;
 	}
 	if (msg->hdr.type >= PROTO_T_STATUS) {
