@@ -130,6 +130,54 @@ pc_stop_caching(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int 
 	seq_release_group(pc, s, gi);
 }
 
+/* Entry @i in the hash index, and the last of prompt @p's entries. */
+static inline void
+entry_index(struct prefixcache *pc, uint32_t i, struct pc_prompt *p)
+{
+	struct pc_entry *e = &pc->e[i];
+	uint32_t k = ebucket_of(pc, e->gid, e->org, e->hash);
+
+	e->hnext = pc->ebucket[k];
+	pc->ebucket[k] = i;
+	if (p->last != NIL)
+		pc->e[p->last].p_next = i;
+	else
+		p->first = i;
+	p->last = i;
+}
+
+/* Entry @i the first of @parent's children; the parent no longer a leaf. */
+static inline void
+child_link(struct prefixcache *pc, uint32_t parent, uint32_t i)
+{
+	struct pc_entry *pe = &pc->e[parent];
+
+	pc_lru_unlink(pc, parent);
+	pc->e[i].next_sib = pe->first_child;
+	if (pe->first_child != NIL)
+		pc->e[pe->first_child].prev_sib = i;
+	pe->first_child = i;
+}
+
+/* A whole column of group 0 just recorded as entry @i, told to the sink, one call per cache of the group. */
+static void
+whole_column(struct prefixcache *pc, const struct prefixcache_seq *s, uint32_t i)
+{
+	const struct pc_entry *e = &pc->e[i];
+	const struct pc_group *g = &pc->m[s->model].g[0];
+	uint16_t c;
+
+	for (c = 0; c < g->ncaches; c++) {
+		struct prefixcache_l2col col = {
+			.key = e->hash, .parent = e->parent != NIL ? pc->e[e->parent].hash : s->isolation_id,
+			.isolation_id = s->isolation_id, .prompt_id = pc->pr[e->prompt].id,
+			.evict_count = e->evict_count, .first_use_ns = (uint64_t)e->first_used * TICK_NS,
+			.start = e->start, .tokens = e->length - e->start, .cache_id = g->cache[c]};
+
+		pc->sink.whole_column(pc->sink.arg, s->model, &col);
+	}
+}
+
 /*
  * Record column [a, b) of @p s's group @p gi: its tokens are at @p src, or
  * (NULL) in the sequence. Its evict_count is the largest batch its tokens
@@ -213,26 +261,9 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 	e->prio = b <= s->priority;
 	e->prot = e->cold = e->brief = 0;
 	/* Index, prompt list, family. */
-	{
-		uint32_t k = ebucket_of(pc, gid, s->org, h);
-
-		e->hnext = pc->ebucket[k];
-		pc->ebucket[k] = i;
-	}
-	if (p->last != NIL)
-		pc->e[p->last].p_next = i;
-	else
-		p->first = i;
-	p->last = i;
-	if (parent != NIL) {
-		struct pc_entry *pe = &pc->e[parent];
-
-		pc_lru_unlink(pc, parent); /* no longer a leaf */
-		e->next_sib = pe->first_child;
-		if (pe->first_child != NIL)
-			pc->e[pe->first_child].prev_sib = i;
-		pe->first_child = i;
-	}
+	entry_index(pc, i, p);
+	if (parent != NIL)
+		child_link(pc, parent, i);
 	if (pc->pol->recorded != NULL)
 		pc->pol->recorded(pc, s, i, h, b);
 	pc_lru_insert(pc, i, pc_bucket(pc, e), false);
@@ -241,20 +272,8 @@ record_column(struct prefixcache *pc, struct prefixcache_seq *s, unsigned int gi
 				s->prompt_id, a, b);
 	pc_l2_forget(pc, gid, s->org, h);
 	if (pc->sink.whole_column != NULL && gi == 0 && b - a == pc->p.column &&
-	    pc_l2_on(pc, s->model)) {
-		const struct pc_group *g = &pc->m[s->model].g[0];
-		uint16_t c;
-
-		for (c = 0; c < g->ncaches; c++) {
-			struct prefixcache_l2col col = {
-				.key = h, .parent = parent != NIL ? pc->e[parent].hash : s->isolation_id,
-				.isolation_id = s->isolation_id, .prompt_id = p->id, .evict_count = ec,
-				.first_use_ns = (uint64_t)e->first_used * TICK_NS, .start = a,
-				.tokens = b - a, .cache_id = g->cache[c]};
-
-			pc->sink.whole_column(pc->sink.arg, s->model, &col);
-		}
-	}
+	    pc_l2_on(pc, s->model))
+		whole_column(pc, s, i);
 	pc->org[s->org].st.entries++;
 	pc->org[s->org].st.cached_tokens += b - a;
 	pc_seq_pin_last(pc, sg, i);
@@ -460,6 +479,28 @@ ahead_hash(struct prefixcache *pc, const struct prefixcache_seq *s, struct ahead
 	return h;
 }
 
+/* The EVICT entries of a run of @k tokens from @ent on, in group @g's caches of model @m's batch. */
+static inline void
+run_entries(struct pc_model *m, const struct pc_group *g, struct proto_evict_entry ent, uint32_t k)
+{
+	/* Invariants in locals: stores through be would otherwise make
+	 * the compiler load g's and m's fields again every token. */
+	const uint16_t nc = g->ncaches, stride = m->p.num_caches;
+	struct proto_evict_entry *be = m->batch + (size_t)m->batch_g * stride;
+	uint16_t at[PREFIXCACHE_MAX_CACHES], c;
+	uint32_t i;
+
+	if (nc == 1 && stride == 1) { /* a model of one cache: the usual case */
+		pc_fill_entries(be, ent, k, PC_FILL_BEST);
+		return;
+	}
+	for (c = 0; c < nc; c++)
+		at[c] = g->cache_pos[c];
+	for (i = 0; i < k; i++, ent.token_idx++, be += stride)
+		for (c = 0; c < nc; c++)
+			be[at[c]] = ent;
+}
+
 /*
  * A run of the @p n tokens at @p tokens that evict_token() would take one by
  * one with nothing but bookkeeping: one full-attention group still caching
@@ -478,7 +519,6 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 	uint32_t pos = s->pos, k, i, ne;
 	struct pc_prompt *p;
 	uint64_t batch;
-	uint16_t c;
 	bool whole, tail;
 
 	if (m->ngroups != 1 || g->rule != PREFIXCACHE_FULL || !sg->caching || sg->prompt == NIL ||
@@ -527,25 +567,7 @@ fast_run(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *toke
 		for (i = 0; i < k; i++)
 			tb[i] = batch;
 	}
-	{
-		/* Invariants in locals: stores through be would otherwise make
-		 * the compiler load g's and m's fields again every token. */
-		const uint16_t nc = g->ncaches, stride = m->p.num_caches;
-		struct proto_evict_entry *be = m->batch + (size_t)m->batch_g * stride;
-		struct proto_evict_entry ent = {s->prompt_id, pos, s->seq_id};
-
-		if (nc == 1 && stride == 1) { /* a model of one cache: the usual case */
-			pc_fill_entries(be, ent, k, PC_FILL_BEST);
-		} else {
-			uint16_t at[PREFIXCACHE_MAX_CACHES];
-
-			for (c = 0; c < nc; c++)
-				at[c] = g->cache_pos[c];
-			for (i = 0; i < k; i++, ent.token_idx++, be += stride)
-				for (c = 0; c < nc; c++)
-					be[at[c]] = ent;
-		}
-	}
+	run_entries(m, g, (struct proto_evict_entry){s->prompt_id, pos, s->seq_id}, k);
 	m->batch_g = (uint16_t)(m->batch_g + k);
 	p->end += k;
 	if (p->end > p->hi)
