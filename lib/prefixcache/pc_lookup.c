@@ -436,6 +436,92 @@ dram_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens)
 	return false;
 }
 
+/* A sequence of model @mi for organization @org's request, nothing looked up yet; NULL: no memory. */
+static struct prefixcache_seq *
+seq_new(uint16_t mi, uint32_t org, const struct prefixcache_request *req)
+{
+	struct prefixcache_seq *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->ntok = s->prompt_len = req->num_tokens;
+	s->model = mi;
+	s->org = org;
+	s->isolation_id = req->isolation_id;
+	s->root = proto_ref_chain_root(req->isolation_id, req->salt);
+	s->seq_id = req->sequence_id;
+	s->priority = req->priority_tokens;
+	s->allowed = req->cache_length_allowed;
+	if (req->first_multimodal < s->allowed)
+		s->allowed = req->first_multimodal;
+	return s;
+}
+
+/*
+ * The @l2n columns past the DRAM hit that L2 holds come up into @s's
+ * prompt and join the hit (@hit's hit_tokens, and what of it came from L2
+ * and from the shared level), their entries on the group's path @np and
+ * their batches in @ec1. -ENOMEM.
+ */
+static int
+l2_join(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t l2n,
+	const struct prefixcache_request *req, uint64_t now, uint32_t *np, uint64_t *ec1,
+	struct prefixcache_hit *hit)
+{
+	uint32_t shared_up, up = pc_l2_promote(pc, s, l2n, req, now, &shared_up), i;
+
+	s->pos = s->verified = hit->hit_tokens + up;
+	if (up == 0)
+		return 0;
+	for (i = pc->pr[s->g[0].prompt].first; i != NIL; i = pc->e[i].p_next) {
+		if (np[0] == pc->pathcap[0] &&
+		    pc_grow((void **)&pc->path[0], &pc->pathcap[0], sizeof(uint32_t), np[0] + 1) != 0)
+			return -ENOMEM;
+		pc->path[0][np[0]++] = i;
+		if (pc->e[i].evict_count > *ec1)
+			*ec1 = pc->e[i].evict_count;
+	}
+	hit->l2_hit_tokens = up;
+	hit->shared_hit_tokens = shared_up;
+	hit->hit_tokens += up;
+	return 0;
+}
+
+/*
+ * The hit of @s (hit_tokens of @hit, on the groups' paths @np, its batches
+ * up to @ec1) refilled: Cake's split taken where it pays, the REFILLs sent,
+ * the estimate with what comes up from a tier first. -ENOMEM.
+ */
+static int
+refill_hit(struct prefixcache *pc, struct prefixcache_seq *s, const uint32_t *np, uint64_t ec1,
+	   uint64_t now, struct prefixcache_hit *hit)
+{
+	const struct pc_model *m = &pc->m[s->model];
+	uint32_t L = hit->hit_tokens;
+	uint64_t up_ns = hit->l2_hit_tokens > 0 ? pc_l2_estimate_ns(pc, s->model, hit->l2_hit_tokens,
+								   hit->shared_hit_tokens)
+						: 0;
+
+	/*
+	 * Cake's split: the front computed while the back refills (split_at);
+	 * not a probe's hit (refilled though computing is sooner: its whole
+	 * refill is the sample the line learns from).
+	 */
+	if (m->p.split && m->p.recompute_tokens_per_ns > 0 && m->ngroups == 1 &&
+	    m->g[0].rule == PREFIXCACHE_FULL &&
+	    (double)(dram_estimate_ns(m, L) + up_ns) < (double)L / m->p.recompute_tokens_per_ns)
+		hit->split_tokens = split_at(m, L, up_ns, L - hit->l2_hit_tokens);
+	if (send_refill(pc, s, s->model, np, hit->split_tokens, L, ec1, now, hit) != 0)
+		return -ENOMEM;
+	if (hit->split_tokens > 0) {
+		pc->st.split_requests++;
+		pc->st.split_tokens += hit->split_tokens;
+	}
+	/* Bringing them up first: the L2 line's time before the refill's. */
+	hit->estimate_ns += up_ns;
+	return 0;
+}
+
 struct prefixcache_seq *
 prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_request *req,
 		  uint64_t now, struct prefixcache_hit *hit)
@@ -444,7 +530,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	struct prefixcache_seq *s;
 	uint32_t limit, allowed, L, np[MAX_GROUPS] = {0}, org, gi, l2n;
 	bool computed = false; /* the DRAM hit was not worth refilling */
-	uint64_t ec1 = 0, up_ns; /* up_ns: what comes up from a tier, by its line */
+	uint64_t ec1 = 0;
 
 	memset(hit, 0, sizeof(*hit));
 	if (mi >= pc->p.num_models || (req->num_tokens > 0 && req->tokens == NULL)) {
@@ -453,20 +539,10 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	}
 	m = &pc->m[mi];
 	org = pc_org_get(pc, req->isolation_id);
-	s = calloc(1, sizeof(*s));
-	if (org == NIL || s == NULL)
+	s = org != NIL ? seq_new(mi, org, req) : NULL;
+	if (s == NULL)
 		goto enomem;
-	s->ntok = s->prompt_len = req->num_tokens;
-	s->model = mi;
-	s->org = org;
-	s->isolation_id = req->isolation_id;
-	s->root = proto_ref_chain_root(req->isolation_id, req->salt);
-	s->seq_id = req->sequence_id;
-	s->priority = req->priority_tokens;
-	allowed = req->cache_length_allowed;
-	if (req->first_multimodal < allowed)
-		allowed = req->first_multimodal;
-	s->allowed = allowed;
+	allowed = s->allowed;
 	limit = pc->p.no_minus_one ? req->num_tokens : req->num_tokens ? req->num_tokens - 1 : 0;
 	if (limit > allowed)
 		limit = allowed;
@@ -514,47 +590,11 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	if (l2n > 0 && !pc_l2_worth(pc, mi, pc->l2[pc->l2path[l2n - 1]].length - L,
 				    pc_l2_path_shared(pc, l2n)))
 		l2n = 0;
-	if (l2n > 0) {
-		/* They come up into this sequence's prompt, and join the hit. */
-		uint32_t shared_up, up = pc_l2_promote(pc, s, l2n, req, now, &shared_up), i;
-
-		s->pos = s->verified = L + up;
-		if (up > 0) {
-			for (i = pc->pr[s->g[0].prompt].first; i != NIL; i = pc->e[i].p_next) {
-				if (np[0] == pc->pathcap[0] &&
-				    pc_grow((void **)&pc->path[0], &pc->pathcap[0], sizeof(uint32_t),
-					    np[0] + 1) != 0)
-					goto enomem;
-				pc->path[0][np[0]++] = i;
-				if (pc->e[i].evict_count > ec1)
-					ec1 = pc->e[i].evict_count;
-			}
-			L += up;
-			hit->l2_hit_tokens = up;
-			hit->shared_hit_tokens = shared_up;
-			hit->hit_tokens = L;
-		}
-	}
-	/*
-	 * Cake's split: the front computed while the back refills (split_at);
-	 * not a probe's hit (refilled though computing is sooner: its whole
-	 * refill is the sample the line learns from).
-	 */
-	up_ns = hit->l2_hit_tokens > 0
-			? pc_l2_estimate_ns(pc, mi, hit->l2_hit_tokens, hit->shared_hit_tokens)
-			: 0;
-	if (L > 0 && m->p.split && m->p.recompute_tokens_per_ns > 0 && m->ngroups == 1 &&
-	    m->g[0].rule == PREFIXCACHE_FULL &&
-	    (double)(dram_estimate_ns(m, L) + up_ns) < (double)L / m->p.recompute_tokens_per_ns)
-		hit->split_tokens = split_at(m, L, up_ns, L - hit->l2_hit_tokens);
-	if (L > 0 && send_refill(pc, s, mi, np, hit->split_tokens, L, ec1, now, hit) != 0)
+	if (l2n > 0 && l2_join(pc, s, l2n, req, now, np, &ec1, hit) != 0)
 		goto enomem;
-	if (hit->split_tokens > 0) {
-		pc->st.split_requests++;
-		pc->st.split_tokens += hit->split_tokens;
-	}
-	/* Bringing them up first: the L2 line's time before the refill's. */
-	hit->estimate_ns += up_ns;
+	L = hit->hit_tokens;
+	if (L > 0 && refill_hit(pc, s, np, ec1, now, hit) != 0)
+		goto enomem;
 	if (allowed > L && pc->sink.reserve != NULL)
 		send_reserve(pc, s, mi, np);
 	pc->st.requests++;
