@@ -305,6 +305,81 @@ refills_sent(void)
 	return __atomic_load_n(&kvss.stats[lc].refill_frames, __ATOMIC_RELAXED);
 }
 
+/*
+ * The EVICT at the head of the queue found no room: it waits for DELETEs (or
+ * for batches to complete), its wait counted from @p *since.
+ */
+static void
+evict_no_room(struct kvss_lcore_stats *st, uint64_t *since, uint64_t now)
+{
+	uint64_t p = kvss_me->st->del_applied + kvss_me->st->tier_done +
+		     kvstore_batches_complete(kvss_me->store) + refills_sent();
+
+	/*
+	 * The space timeout counts from the last progress (a DELETE run, a
+	 * tier operation done, a batch published, a refill's frame sent), and
+	 * not while something ahead waits on a clock of its own: the second
+	 * tier's or the shared level's operations in flight (an L2_DOWN ahead
+	 * of a DELETE holds it until its column is written; a slow disk is not
+	 * a shard where nothing moves), or a batch whose EVICT ran waiting for
+	 * its data (the DELETE that makes room waits for it; a wafer late with
+	 * its data, its core taken, is not a shard where nothing moves). Each
+	 * ends, done, failed or timed out by its own clock (a batch:
+	 * batch_timeout_ms from its EVICT's run or its last data), and only
+	 * then does this one count: NO_SPACE comes at most that much later.
+	 * What it still breaks: a REFILL ahead that waits for this very batch,
+	 * or room no DELETE will make.
+	 */
+	if (*since == 0 || p != kvss_me->st->evict_progress ||
+	    kvss_me->st->tier_given != kvss_me->st->tier_done || kvstore_oldest_open(kvss_me->store) != 0) {
+		*since = now;
+		kvss_me->st->evict_progress = p;
+	}
+	st->evict_waits++;
+}
+
+/*
+ * The EVICT @p msg ran (kvstore_evict's @p rc, each entry's refusal in
+ * @p codes): its batch's clock started, and what it refused answered; an
+ * L2_UP or SH_UP's bytes asked of its level.
+ */
+static void
+evict_ran(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg,
+	  const struct proto_evict_entry *e, const uint16_t *codes, int rc, uint64_t now)
+{
+	unsigned int i;
+
+	kvss_me->st->batch_t[msg->u.evict.batch_no % 256] = now;
+	kvss_me->st->batch_up[msg->u.evict.batch_no % 256] = shard_type_up(msg->hdr.type);
+	if (rc == 0 && shard_type_up(msg->hdr.type) && shard_level_on(msg->hdr.type)) {
+		/* Its bytes come from the second tier (or the shared level), not from EVICT_DATA. */
+		for (i = 0; i < msg->hdr.count; i++)
+			if (codes[i] != 0)
+				shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
+					  (uint16_t)(i % msg->u.evict.num_caches), codes[i]);
+		shard_level_up(st, msg, e, codes);
+		st->batches++;
+	} else if (rc == 0 && shard_type_up(msg->hdr.type)) {
+		/* No second tier (shared level) to read its bytes from: refused
+		 * whole, its batch lost at once when its turn comes (sections 9, 10). */
+		kvss_me->st->batch_t[msg->u.evict.batch_no % 256] =
+			now - ms_cycles(kvss_me->cfg->batch_timeout_ms);
+		shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_NO_TIER);
+		st->batches++;
+	} else if (rc == -EPROTO) {
+		shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_BAD_CACHE);
+	} else if (rc != 0) {
+		shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_MALFORMED);
+	} else {
+		for (i = 0; i < msg->hdr.count; i++)
+			if (codes[i] != 0)
+				shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
+					  (uint16_t)(i % msg->u.evict.num_caches),
+					  codes[i]);
+		st->batches++;
+	}
+}
+
 void
 shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
 {
@@ -349,66 +424,10 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			rc = kvstore_evict(kvss_me->store, msg->u.evict.batch_no, msg->u.evict.num_caches,
 					   msg->u.evict.g, e, codes, flags);
 			if (rc == -ENOSPC || rc == -EBUSY) {
-				uint64_t p = kvss_me->st->del_applied + kvss_me->st->tier_done +
-					     kvstore_batches_complete(kvss_me->store) + refills_sent();
-
-				/*
-				 * The space timeout counts from the last progress
-				 * (a DELETE run, a tier operation done, a batch
-				 * published, a refill's frame sent), and not while
-				 * something ahead waits on a clock of its own: the
-				 * second tier's or the shared level's operations in
-				 * flight (an L2_DOWN ahead of a DELETE holds it until
-				 * its column is written; a slow disk is not a shard
-				 * where nothing moves), or a batch whose EVICT ran
-				 * waiting for its data (the DELETE that makes room
-				 * waits for it; a wafer late with its data, its core
-				 * taken, is not a shard where nothing moves). Each
-				 * ends, done, failed or timed out by its own clock
-				 * (a batch: batch_timeout_ms from its EVICT's run or
-				 * its last data), and only then does this one count:
-				 * NO_SPACE comes at most that much later. What it still
-				 * breaks: a REFILL ahead that waits for this very
-				 * batch, or room no DELETE will make.
-				 */
-				if (*since == 0 || p != kvss_me->st->evict_progress ||
-				    kvss_me->st->tier_given != kvss_me->st->tier_done ||
-				    kvstore_oldest_open(kvss_me->store) != 0) {
-					*since = now;
-					kvss_me->st->evict_progress = p;
-				}
-				st->evict_waits++;
+				evict_no_room(st, since, now);
 				return; /* waits for DELETEs (or for batches to complete) */
 			}
-			kvss_me->st->batch_t[msg->u.evict.batch_no % 256] = now;
-			kvss_me->st->batch_up[msg->u.evict.batch_no % 256] = shard_type_up(msg->hdr.type);
-			if (rc == 0 && shard_type_up(msg->hdr.type) && shard_level_on(msg->hdr.type)) {
-				/* Its bytes come from the second tier (or the shared level), not from EVICT_DATA. */
-				for (i = 0; i < msg->hdr.count; i++)
-					if (codes[i] != 0)
-						shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
-							  (uint16_t)(i % msg->u.evict.num_caches), codes[i]);
-				shard_level_up(st, msg, e, codes);
-				st->batches++;
-			} else if (rc == 0 && shard_type_up(msg->hdr.type)) {
-				/* No second tier (shared level) to read its bytes from: refused
-				 * whole, its batch lost at once when its turn comes (sections 9, 10). */
-				kvss_me->st->batch_t[msg->u.evict.batch_no % 256] =
-					now - ms_cycles(kvss_me->cfg->batch_timeout_ms);
-				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_NO_TIER);
-				st->batches++;
-			} else if (rc == -EPROTO) {
-				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_BAD_CACHE);
-			} else if (rc != 0) {
-				shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_MALFORMED);
-			} else {
-				for (i = 0; i < msg->hdr.count; i++)
-					if (codes[i] != 0)
-						shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
-							  (uint16_t)(i % msg->u.evict.num_caches),
-							  codes[i]);
-				st->batches++;
-			}
+			evict_ran(st, err, msg, e, codes, rc, now);
 			*since = 0;
 		}
 		rte_pktmbuf_free(m);
