@@ -120,6 +120,7 @@ static struct rig_opt {
 	uint32_t recompute_tokens_per_s;
 	uint64_t prefill_overhead_ns;
 	bool compute_only;
+	bool give_up;
 	const uint32_t *len, *base;
 } O;
 
@@ -203,7 +204,7 @@ rig_up(uint32_t requests, uint64_t capacity, bool learned)
 				 .refill_timeout_ns = 1000 * MS, .resume_estimate = false,
 				 .recompute_tokens_per_s = O.recompute_tokens_per_s,
 				 .prefill_overhead_ns = O.prefill_overhead_ns, .arrival_ns = O.arrival_ns,
-				 .compute_only = O.compute_only,
+				 .compute_only = O.compute_only, .give_up = O.give_up,
 				 .nshards = NSH, .shard = es, .hooks = &hooks};
 	R.emu = emu_create(&ep);
 	cr_assert_not_null(R.emu);
@@ -1075,4 +1076,81 @@ Test(emulator, a_failed_refill_s_tokens_are_computed_and_saved_nothing)
 		     (unsigned long)st->compute_us);
 	cr_assert_eq(st->compute_saved_us, 192, "only the hit that came saved compute: %lu",
 		     (unsigned long)st->compute_saved_us);
+}
+
+/*
+ * Refill policy adaptive (give_up): the same prompt of 200 tokens three
+ * times, one slot, 1 us a token. The shards serve a refill a turn (1 ms)
+ * after it is asked, so the hits' refills (192 tokens each) are still out
+ * 1 ms after their pick, past the 192 us computing them takes: both are
+ * given up, their tokens computed (600 us of compute in all, nothing
+ * saved), and their data, when it comes, is checked (no verify failure)
+ * but not counted refilled; the model still learns each one's time. Without
+ * give_up, the same run waits for both and counts them refilled. And when
+ * the shards never answer, a refill given up fails at the refill timeout,
+ * and the run ends.
+ * Catches: a refill waited for past computing it; a given-up refill's
+ * tokens counted refilled or its compute not charged; its data unchecked;
+ * its time not learned; a given-up refill that never comes never freed
+ * (the run would not end).
+ */
+static void
+give_up_run(bool give_up, bool answer)
+{
+	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
+	uint64_t now = MS;
+	unsigned int steps = 0;
+
+	O.len = len;
+	O.base = base;
+	O.max_inflight = 1;
+	O.recompute_tokens_per_s = 1000000;
+	O.give_up = give_up;
+	rig_up(3, 1u << 20, false);
+	while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0 || R.npend[0] || R.npend[1]) {
+		emu_step(R.emu, now);
+		if (!answer)
+			R.npend[0] = R.npend[1] = 0; /* the shards never serve a refill */
+		shards_turn(now);
+		emu_check_timeouts(R.emu, now);
+		now += MS;
+		cr_assert_lt(++steps, 100000, "the run ends");
+	}
+	cr_assert(!emu_failed(R.emu));
+}
+
+Test(emulator, a_refill_still_out_when_computing_it_would_be_done_is_given_up)
+{
+	const struct emu_stats *st;
+
+	give_up_run(true, true);
+	st = emu_stats(R.emu);
+	cr_assert_eq(st->completed, 3);
+	cr_assert_eq(st->refills, 2, "the second and third requests hit");
+	cr_assert_eq(st->seqs_given_up, 2);
+	cr_assert_eq(st->refills_given_up, 2);
+	cr_assert_eq(st->given_up_tokens, 384, "two refills of 192 tokens");
+	cr_assert_eq(st->refilled_tokens, 0, "a refill given up is not counted refilled");
+	cr_assert_eq(st->verify_failures, 0);
+	cr_assert_gt(st->refill_bytes, 0, "their data came, and was checked");
+	cr_assert_eq(st->refill_timeouts, 0);
+	cr_assert_eq(st->compute_us, 600, "every prompt token computed: %lu", (unsigned long)st->compute_us);
+	cr_assert_eq(st->compute_saved_us, 0);
+	cr_assert_eq(R.learn.ml[0].fit.n, 2, "each given-up refill's time learned: %lu",
+		     (unsigned long)R.learn.ml[0].fit.n);
+	rig_down();
+
+	give_up_run(false, true);
+	st = emu_stats(R.emu);
+	cr_assert_eq(st->seqs_given_up, 0, "without give_up every refill is waited for");
+	cr_assert_eq(st->refilled_tokens, 2 * 192, "both refills whole: %lu",
+		     (unsigned long)st->refilled_tokens);
+	cr_assert_eq(st->compute_us, 216, "200 + 8 + 8: %lu", (unsigned long)st->compute_us);
+	rig_down();
+
+	give_up_run(true, false);
+	st = emu_stats(R.emu);
+	cr_assert_eq(st->refills_given_up, 2);
+	cr_assert_eq(st->refill_timeouts, 2, "given up, never answered: failed at the timeout");
+	cr_assert_eq(st->completed, 3);
 }

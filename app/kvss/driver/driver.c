@@ -322,6 +322,8 @@ create_emulator(struct drv *d, const struct kvss_config *cfg)
 		.prefill_overhead_ns = (uint64_t)cfg->wafer.prefill_overhead_us * 1000,
 		.arrival_ns = d->arrival_ns,
 		.compute_only = cfg->driver.refill_policy == KVSS_POLICY_COMPUTE_ONLY,
+		.give_up = kvss_policy_adaptive(cfg->driver.refill_policy) &&
+			   cfg->driver.recompute_tokens_per_s > 0,
 		.resume_estimate = cfg->wafer.resume == KVSS_RESUME_ESTIMATE,
 		.open_loop = d->open_loop, .nshards = d->nsh, .shard = es,
 		.hooks = &hooks, .arg = d};

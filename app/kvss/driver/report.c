@@ -821,20 +821,26 @@ summary_picks(struct drv *d, const struct kvss_drv_stats *s, char *pickj, size_t
 		 ",\"spec_proposed\":%" PRIu64 ",\"spec_accepted\":%" PRIu64
 		 ",\"spec_overwrites\":%" PRIu64 ",\"spec_overwrites_draft\":%" PRIu64
 		 ",\"routed_shards\":%" PRIu64
-		 ",\"max_shard_hops\":%u",
+		 ",\"max_shard_hops\":%u,\"seqs_given_up\":%" PRIu64 ",\"refills_given_up\":%" PRIu64
+		 ",\"given_up_tokens\":%" PRIu64,
 		 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
 		 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
 		 s->l2_ready_at_pick, s->multimodal_trimmed, s->generated_hit_tokens,
 		 s->model1_hit_tokens, s->hit_model0_only, s->hit_model1_only,
 		 kvss.cfg.wafer.spec_tokens, s->spec_rounds, s->spec_proposed,
 		 s->spec_accepted, s->spec_overwrites, s->spec_overwrites_draft,
-		 s->routed_shards, max_hops(d));
+		 s->routed_shards, max_hops(d), s->seqs_given_up, s->refills_given_up, s->given_up_tokens);
 	printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
 	       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
 	       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64
 	       " ready at the pick (wafer.ahead_of_pick = %u)\n", np, s->picks_ready,
 	       s->picks_waited, np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
 	       s->l2_ready_at_pick, kvss.cfg.wafer.ahead_of_pick);
+	if (s->seqs_given_up > 0)
+		printf("kvss: summary: picks: %" PRIu64 " stopped waiting for their refills once computing "
+		       "what they bring was sooner (refill policy adaptive): %" PRIu64 " refills, %" PRIu64
+		       " tokens computed instead; their data still checked as it came\n",
+		       s->seqs_given_up, s->refills_given_up, s->given_up_tokens);
 }
 
 /*

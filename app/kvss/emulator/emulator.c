@@ -295,6 +295,8 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 	r->finished = true;
 	r->finished_ns = now;
 	e->nlinger++;
+	if (r->given_up)
+		e->ngiven--;
 	for (i = 0; i < r->nshards; i++) {
 		st->verify_bad_bytes += r->chk[i].bad_bytes;
 		st->verify_bad_frames += r->chk[i].bad_frames;
@@ -306,8 +308,13 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 	st->verify_failures += bad;
 	/* Refilled: whole from every shard, every byte right. A refill that
 	 * failed or timed out brought nothing the wafer could use. */
-	if (!bad && r->fail_mask == 0 && r->whole_mask == r->all_mask)
+	if (!bad && r->fail_mask == 0 && r->whole_mask == r->all_mask && !r->given_up)
 		st->refilled_tokens += r->ntok;
+	/* Given up, but whole in the end: how long it took is the model's to learn. */
+	if (!bad && r->fail_mask == 0 && r->whole_mask == r->all_mask && r->learn &&
+	    e->p.hooks->model_refilled != NULL)
+		e->p.hooks->model_refilled(e->p.arg, r->model, now - r->t0, r->bytes, r->l2_bytes,
+					   r->shared_bytes);
 	r->seq = NULL;
 	if (s == NULL)
 		return;
@@ -615,6 +622,8 @@ hit_count(struct emu *e, struct emu_seq *s, uint16_t m, const struct prefixcache
 		/* A split's front is computed as the rest refills (emu_step). */
 		s->front_tokens = hit->split_tokens;
 		s->front_ns = emu_tokens_ns(e, hit->split_tokens);
+		if (e->p.give_up && hit->refill_id != 0)
+			s->give_up_ns = emu_tokens_ns(e, hit->hit_tokens - hit->split_tokens);
 		st->compute_saved_us += emu_tokens_ns(e, hit->hit_tokens - hit->split_tokens) / 1000;
 	}
 	if (m == 1)
@@ -843,6 +852,55 @@ seq_send(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
 	return sent;
 }
 
+/*
+ * @p s, picked, has waited for its refills as long as computing what they
+ * bring takes: it stops waiting and computes those tokens (after those
+ * queued before it on the wafer's one compute), as for a failed refill; the
+ * refills stay out, their data checked as it comes and their columns kept
+ * until then, and are not waited for.
+ */
+static void
+give_up(struct emu *e, struct emu_seq *s, uint64_t now)
+{
+	struct emu_stats *st = &e->st;
+	uint32_t k;
+
+	st->seqs_given_up++;
+	for (k = 0; k < s->nrec; k++) {
+		struct emu_refill *r = s->rec[k];
+
+		if (r == NULL || r->finished || r->seq != s)
+			continue;
+		r->given_up = true;
+		r->given_up_ns = now;
+		r->seq = NULL;
+		e->ngiven++;
+		st->refills_given_up++;
+		if (s->mwait[r->model] == 1 && !s->mfailed[r->model]) {
+			r->learn = true;
+			r->t0 = s->t0;
+			r->bytes = s->mbytes[r->model];
+			r->l2_bytes = s->ml2bytes[r->model];
+			r->shared_bytes = s->mshbytes[r->model];
+		}
+		st->given_up_tokens += r->ntok;
+		if (r->model == 0 && !s->mfailed[0] && s->compute_end == 0) {
+			uint64_t ns = emu_tokens_ns(e, s->pos[0] - s->front_tokens);
+
+			s->compute_ns += ns;
+			st->compute_saved_us -= ns / 1000 < st->compute_saved_us ? ns / 1000
+										 : st->compute_saved_us;
+		}
+		/* Its time says nothing of the model (as a failed one's). */
+		s->mfailed[r->model] = 1;
+		s->mwait[r->model]--;
+		s->wait--;
+	}
+	st->pick_wait_us += (now - s->pick_ns) / 1000;
+	s->whole_ns = now;
+	s->state = SEQ_RUN;
+}
+
 /* @p s has its first generated token: its refill is whole and its prefill done. */
 static void
 first_token(struct emu *e, struct emu_seq *s, uint64_t now)
@@ -897,6 +955,8 @@ emu_step(struct emu *e, uint64_t now)
 			e->st.compute_us += s->front_ns / 1000;
 		}
 
+		if (s->state == SEQ_WAIT && s->give_up_ns != 0 && now - s->pick_ns >= s->give_up_ns)
+			give_up(e, s, now);
 		if (s->state == SEQ_HOLD && now - s->t0 >= s->estimate_ns) {
 			e->held_ns += now - s->whole_ns;
 			s->state = SEQ_RUN;
@@ -943,13 +1003,21 @@ emu_check_timeouts(struct emu *e, uint64_t now)
 	 * timeout its columns are let go without it (the shard's store keeps
 	 * what a refill in flight reads, whatever the driver deletes).
 	 */
-	if (e->nlinger > 0 && now >= e->next_linger_ns) {
+	if ((e->nlinger > 0 || e->ngiven > 0) && now >= e->next_linger_ns) {
 		e->next_linger_ns = now + e->p.refill_timeout_ns / 4;
 		for (i = 0; i < HBUCKETS; i++) {
 			struct emu_refill *r = e->rf[i], *next;
 
 			for (; r != NULL; r = next) {
 				next = r->hnext;
+				/* Given up and still not whole: it fails as a timed-out one does. */
+				if (r->given_up && !r->finished && now - r->given_up_ns >= e->p.refill_timeout_ns) {
+					e->st.refill_timeouts++;
+					r->fail_mask = r->all_mask;
+					refill_finish(e, r, now);
+					refill_free(e, r);
+					continue;
+				}
 				if (r->finished && now - r->finished_ns >= e->p.refill_timeout_ns) {
 					e->st.refill_done_missing++;
 					refill_free(e, r);

@@ -74,6 +74,9 @@ struct emu;
 	X(l2_hit_seqs)      /* sequences with hits from the second tier */                         \
 	X(l2_ready_at_pick) /* of them, those whose data was whole at the pick */                  \
 	X(seq_refill_failed) /* sequences a refill of which failed: not in the refill times */     \
+	X(seqs_given_up)    /* sequences that stopped waiting for their refills: computing was sooner */ \
+	X(refills_given_up) /* their refills, still out then (checked as they came, not waited for) */ \
+	X(given_up_tokens)  /* the tokens those refills would have brought, computed instead */   \
 	X(refill_stale)   /* REFILL_DATA or REFILL_DONE for no refill awaited: finished, timed out, unknown */ \
 	X(first_tokens)     /* requests that reached their first generated token (TTFT counted) */ \
 	X(ttft_us)	    /* their times to first token, from arrival, summed */                 \
@@ -144,6 +147,13 @@ struct emu_params {
 	 * begins (when a slot is free). */
 	const uint64_t *arrival_ns;
 	bool compute_only;     /* no lookups: the cache off, every prompt computed (a baseline) */
+	/*
+	 * Refill policy "adaptive" with a prefill rate: a picked sequence whose
+	 * refills are still out when computing what they bring would have been
+	 * done (its refilled tokens at the rate, from the pick) stops waiting
+	 * and computes them; the refills are still checked as they come.
+	 */
+	bool give_up;
 	bool resume_estimate;  /* wafer.resume "estimate"; false: "whole" */
 	bool open_loop;	       /* recording: refills are not awaited nor checked */
 	uint16_t nshards;

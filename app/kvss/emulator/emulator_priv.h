@@ -54,6 +54,13 @@ struct emu_refill {
 	uint32_t whole_mask, done_mask, fail_mask, all_mask;
 	bool finished;
 	uint64_t finished_ns; /* when: a REFILL_DONE lost on the way is waited for this long at most */
+	/* Its requester stopped waiting for it (give_up_ns) and computes its
+	 * tokens: still checked as it comes, its tokens not counted refilled,
+	 * failed at the refill timeout from then. Its model's only refill of
+	 * that request (learn): its time, whole, is still the model's sample,
+	 * from the request's start, for the bytes the lookup charged. */
+	bool given_up, learn;
+	uint64_t given_up_ns, t0, bytes, l2_bytes, shared_bytes;
 	uint32_t glue_end; /* the last glued position + 1: must be the requester's hit */
 	bool glue_bad;	   /* a glued token would land in the wrong slot */
 	uint32_t cache_idx; /* the slot of its first glued token (a split's front: its length) */
@@ -106,6 +113,10 @@ struct emu_seq {
 	 * it was begun (the first begun is picked first). */
 	bool picked, had_refill, l2hit;
 	uint64_t order, pick_ns;
+	/* emu_params.give_up: once picked, it waits for its refills this long at
+	 * most (what computing model 0's refilled tokens takes), then computes
+	 * them; 0: it waits (no hit, no rate, or not asked). */
+	uint64_t give_up_ns;
 };
 
 struct pid_node {
@@ -121,6 +132,7 @@ struct emu {
 	size_t next_req;
 	struct emu_seq *seq; /* [nslots]: max_inflight running, ahead more begun */
 	uint32_t nslots, npicked;
+	uint32_t ngiven; /* refills given up, not finished */
 	uint64_t begun;
 	uint32_t nactive;
 	struct pid_node *pid[HBUCKETS]; /* prompt id -> its sequence */
