@@ -603,8 +603,18 @@ wafer_step(struct drv *d, uint64_t tsc)
 	for (i = 0; i < d->nsh; i++)
 		if (d->sh[i].up && d->sh[i].q.backlog > backlog)
 			backlog = d->sh[i].q.backlog;
-	if (backlog > BACKLOG_HIGH || emu_jobs_pending(d->emu, JOBS_HIGH + 1) > JOBS_HIGH)
+	/* The EVICT path backed up: the whole wafer waits (what it holds back is counted). */
+	if (backlog > BACKLOG_HIGH || emu_jobs_pending(d->emu, JOBS_HIGH + 1) > JOBS_HIGH) {
+		if (d->wafer_held_at == 0) {
+			d->wafer_held_at = tsc;
+			d->st.wafer_held++;
+		}
 		return 0;
+	}
+	if (d->wafer_held_at != 0) {
+		d->st.wafer_held_us += (tsc - d->wafer_held_at) * 1000000 / d->hz;
+		d->wafer_held_at = 0;
+	}
 	return emu_step(d->emu, drv_now_ns(d, tsc));
 }
 
@@ -763,7 +773,7 @@ wait_for_shards(struct drv *d, uint64_t t0, uint64_t start_deadline)
 	if (ready) {
 		d->started = true;
 		d->t_start = t0;
-		d->sink.wall_base_ns = drv_wall_ns();
+		d->sink.wall_base_ns = drv_wall_ns() - DRV_PAST_NS; /* the library's time 0 */
 		printf("kvss: driver: every shard is up; replaying\n");
 		fflush(stdout);
 		drv_l2_adopt_ready(d, t0); /* what the second tiers kept, before the first request */

@@ -73,6 +73,8 @@
 	X(late_us)	    /* by how much those took longer, summed */                            \
 	X(early_us)	    /* by how much the others took less, summed */                         \
 	X(held_us)	    /* sequences with their data whole waiting for their estimate (resume) */ \
+	X(wafer_held)	    /* times the wafer stopped: the EVICT path backed up (a shard's queue, its data jobs) */ \
+	X(wafer_held_us)    /* how long it stayed stopped, summed (no request began, no prefill ran) */ \
 	X(ttft_p50_us)	    /* time to first token of the requests so far: the median (lib/percentile) */ \
 	X(ttft_p90_us)	    /* ... the 90th percentile */                                          \
 	X(ttft_p99_us)	    /* ... the 99th percentile */                                          \

@@ -171,7 +171,7 @@ struct drv_sink {
 	struct emu *emu;
 	struct kvss_drv_stats *st; /* it writes deletes, too_big */
 	FILE *expect;		   /* open loop: what each shard must send back (NULL: closed) */
-	uint64_t wall_base_ns;	   /* wall clock (ns since 1970) at the library's time 0 (driver.c) */
+	uint64_t wall_base_ns;	   /* wall clock (ns since 1970) at the library's time 0 (DRV_PAST_NS) */
 	struct drv_l2wait **l2w;   /* columns sent down, L2_DONEs awaited (sink.c) */
 	/*
 	 * The shared level (shared.c; NULL: none). sh_down: does a column sent
@@ -405,6 +405,7 @@ struct drv {
 	struct drv_learn learn;
 	struct kvss_drv_stats st; /* every part writes its own counters (driver.h) */
 	uint64_t hz, t_start, t_end;
+	uint64_t wafer_held_at; /* TSC the wafer stopped at (wafer_step), 0: running */
 	bool started, finished, open_loop;
 	int fatal;
 	bool plot_failed; /* --plot-refills or --ttft-out not written: exit status 2 (report.c) */
@@ -430,11 +431,23 @@ struct drv {
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };
 
-/** Nanoseconds of the run at @p tsc. */
+/*
+ * The library's time 0 lies a year before the run's start (wall_base_ns
+ * too): a column first used before the run (found in the shared level,
+ * kept on a shard's disk) keeps its first use. With time 0 at the start,
+ * those were all taken as first used at the start: their TTLs ran from
+ * then, and a slice of the shared level, put back to a shard against that
+ * later first use, was refused as older than its record (STALE) once the
+ * run was a minute past its writer's. (The library's ticks of 100 ms in 32
+ * bits leave a run 12 years from there.)
+ */
+#define DRV_PAST_NS (365ull * 24 * 3600 * 1000000000ull)
+
+/** Nanoseconds of the library's clock at @p tsc: the run's, plus DRV_PAST_NS. */
 static inline uint64_t
 drv_now_ns(struct drv *d, uint64_t tsc)
 {
-	return (uint64_t)((double)(tsc - d->t_start) * 1e9 / (double)d->hz);
+	return DRV_PAST_NS + (uint64_t)((double)(tsc - d->t_start) * 1e9 / (double)d->hz);
 }
 
 /* ---- report.c: the verdict ---- */
