@@ -23,7 +23,9 @@
 #                             messages it takes, default 10, for D ms each, and
 #                             what waits behind them: osd_debug_inject_dispatch_delay),
 #                             requests at the trace's times x 0.1 and a prefill
-#                             rate, with refill_policy "adaptive", "io-only" and
+#                             rate, with refill_policy "adaptive" (twice: the
+#                             wafer stopped while its EVICT path is backed
+#                             up, and not: wafer.backpressure "skip"), "io-only" and
 #                             "compute-only" (the cache off), a lookup deadline
 #                             of 2 s: each one's time to first token, beside
 #                             compute-only's modelled for the same arrivals
@@ -175,17 +177,21 @@ print("TTFT p50 %.1f ms, p99 %.1f ms (compute-only, modelled: p50 %.1f ms, p99 %
        (j.get("shared") or {}).get("lookups_abandoned"), j.get("exit_status"), j.get("verify_failures")))
 PYEOF
 }
-slow_replica() { # slow_replica TAG POLICY
+slow_replica() { # slow_replica TAG POLICY [BACKPRESSURE]
 	mkcfgs "$1" "$second"
 	sed -i -e "s/^\( *\)# refill_policy = \"adaptive\";/\1refill_policy = \"$2\";/" \
 		-e 's/^  deadline_ms = 50;/  deadline_ms = 2000;/' "$tmp/$1-driver.cfg"
 	grep -q "refill_policy = \"$2\";" "$tmp/$1-driver.cfg" || say "$1: refill_policy not set"
+	if [ -n "${3:-}" ]; then
+		sed -i "s/^wafer = {/wafer = { backpressure = \"$3\";/" "$tmp/$1-driver.cfg"
+		grep -q "backpressure = \"$3\";" "$tmp/$1-driver.cfg" || say "$1: backpressure not set"
+	fi
 	mkdir -p "$tmp/$1-l2"
 	KVSS_DEMO_DRIVER_CFG=$tmp/$1-driver.cfg KVSS_DEMO_SHARD0_CFG=$tmp/$1-shard0.cfg \
 		KVSS_DEMO_SHARD1_CFG=$tmp/$1-shard1.cfg KVSS_DEMO_L2_DIR=$tmp/$1-l2 \
 		KVSS_DEMO_JSON=$out/$1.json KVSS_DEMO_TAG="sh$1$$" KVSS_DEMO_ARRIVALS=trace \
 		scripts/demo.sh "$BUILD" >"$out/$1.log" 2>&1
-	say "  $2: $(ttft "$1")"
+	say "  $2${3:+, backpressure $3}: $(ttft "$1")"
 	[ "$(field "$out/$1.json" verify_failures)" = 0 ] || status=1
 }
 if [ "$slow_ms" -gt 0 ]; then
@@ -195,6 +201,9 @@ if [ "$slow_ms" -gt 0 ]; then
 	# Adaptive first: a run right after io-only's found the cluster still
 	# busy with what io-only read and wrote (its refills 15x their estimate).
 	slow_replica slowad adaptive
+	# The wafer not stopped while its EVICT path is backed up: what is not
+	# sent then is not cached (wafer.backpressure "skip").
+	slow_replica slowsk adaptive skip
 	slow_replica slowio io-only
 	# The baseline measured, not only modelled: the cache off, the same arrivals.
 	slow_replica slowco compute-only

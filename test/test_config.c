@@ -152,6 +152,7 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	}
 	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
 	cr_assert_eq(cfg.wafer.resume, KVSS_RESUME_ESTIMATE);
+	cr_assert_eq(cfg.wafer.backpressure, KVSS_BP_WAIT);
 	/* The rail: warn (this example says so), the production example refuses. */
 	cr_assert_eq(cfg.driver.routed, KVSS_ROUTED_WARN);
 	/* Speculative decoding: off unless asked, 20% rejected, seed 1. */
@@ -466,6 +467,18 @@ static struct bad bads[] = {
 	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
 	 "wafer = { resume = \"data\"; };\n",
 	 ":6: wafer.resume: 'data' is not one of estimate, whole"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
+	 "wafer = { backpressure = \"drop\"; };\n",
+	 ":6: wafer.backpressure: 'drop' is not one of wait, skip"},
+	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
+	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
+	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"
+	 "  bytes_per_token = [64]; capacity_tokens = [10]; } ); } ); };\n"
+	 "wafer = { backpressure = 1; };\n",
+	 ":6: wafer.backpressure"},
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " models = ( { caches = ( { id = 0; } ); shards = ( { id = 0;\n"
 	 "  address = { mac = \"02:00:00:00:00:02\"; ipv4 = \"10.0.0.2\"; };\n"

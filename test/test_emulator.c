@@ -120,7 +120,7 @@ static struct rig_opt {
 	uint32_t recompute_tokens_per_s;
 	uint64_t prefill_overhead_ns;
 	bool compute_only;
-	bool give_up;
+	bool give_up, skip;
 	const uint32_t *len, *base;
 } O;
 
@@ -205,6 +205,7 @@ rig_up(uint32_t requests, uint64_t capacity, bool learned)
 				 .recompute_tokens_per_s = O.recompute_tokens_per_s,
 				 .prefill_overhead_ns = O.prefill_overhead_ns, .arrival_ns = O.arrival_ns,
 				 .compute_only = O.compute_only, .give_up = O.give_up,
+				 .skip_backed_up = O.skip,
 				 .nshards = NSH, .shard = es, .hooks = &hooks};
 	R.emu = emu_create(&ep);
 	cr_assert_not_null(R.emu);
@@ -1153,4 +1154,63 @@ Test(emulator, a_refill_still_out_when_computing_it_would_be_done_is_given_up)
 	cr_assert_eq(st->refills_given_up, 2);
 	cr_assert_eq(st->refill_timeouts, 2, "given up, never answered: failed at the timeout");
 	cr_assert_eq(st->completed, 3);
+}
+
+/*
+ * wafer.backpressure "skip": the built-in workload, 60 requests, with the
+ * driver saying its EVICT path is backed up in every other stretch of 20
+ * steps. A sequence running then stops caching where it is: its tokens left
+ * are not evicted, it completes, and its slot frees; every request still
+ * completes, every refilled byte checks out, and each shard holds exactly
+ * what the driver accounts for (the library ended those prompts at their
+ * last whole column). Without skip, the same saying changes nothing.
+ * Catches: a skipped sequence's tokens still sent, or counted sent; its
+ * prompt left open in the library (the account off from the shards); a
+ * sequence that never completes.
+ */
+static void
+skip_run(bool skip)
+{
+	uint64_t now = MS;
+	unsigned int steps = 0;
+
+	O.skip = skip;
+	rig_up(60, 1u << 20, false);
+	while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0 || R.npend[0] || R.npend[1]) {
+		emu_backed_up(R.emu, steps / 20 % 2 == 1);
+		emu_step(R.emu, now);
+		shards_turn(now);
+		now += MS;
+		cr_assert_lt(++steps, 100000, "the run ends");
+	}
+	cr_assert(!emu_failed(R.emu));
+	cr_assert(!R.sink.failed);
+}
+
+Test(emulator, a_backed_up_evict_path_with_skip_stops_caching_not_the_wafer)
+{
+	struct kvstore_cache_stats cs;
+	const struct emu_stats *st;
+	uint64_t evicted_all;
+	uint16_t k;
+
+	skip_run(false);
+	st = emu_stats(R.emu);
+	cr_assert_eq(st->skipped_seqs, 0, "without skip, nothing is skipped");
+	evicted_all = st->evicted_tokens;
+	rig_down();
+
+	skip_run(true);
+	st = emu_stats(R.emu);
+	cr_assert_eq(st->completed, 60);
+	cr_assert_gt(st->skipped_seqs, 0);
+	cr_assert_gt(st->skipped_tokens, 0);
+	cr_assert_lt(st->evicted_tokens, evicted_all, "skipped tokens are not evicted: %lu of %lu",
+		     (unsigned long)st->evicted_tokens, (unsigned long)evicted_all);
+	cr_assert_eq(st->verify_failures, 0);
+	for (k = 0; k < NSH; k++) {
+		kvstore_cache_stats(R.kv[k], 0, &cs);
+		cr_assert_eq(cs.stored_tokens, prefixcache_stored(R.pc, 0, 0),
+			     "shard %u holds what the driver accounts for", k);
+	}
 }

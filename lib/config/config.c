@@ -800,6 +800,7 @@ static int
 load_wafer(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
 {
 	static const char *const resume[] = {"estimate", "whole", NULL};
+	static const char *const backpressure[] = {"wait", "skip", NULL};
 	const config_setting_t *g = cfg_member(c, root, "wafer");
 	long long lim, gen, docs, inflight, step, lose, ahead, mm, spk, spr, sps;
 	int r;
@@ -835,6 +836,10 @@ load_wafer(struct ctx *c, const config_setting_t *root, struct kvss_config *cfg)
 	if (r < 0)
 		return -1;
 	cfg->wafer.resume = (uint8_t)r;
+	r = cfg_get_choice(c, g, "backpressure", backpressure, KVSS_BP_WAIT, false);
+	if (r < 0)
+		return -1;
+	cfg->wafer.backpressure = (uint8_t)r;
 	return load_wafer_arrivals(c, g, cfg);
 }
 

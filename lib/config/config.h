@@ -119,6 +119,12 @@ kvss_policy_adaptive(unsigned int p)
 	return p == KVSS_POLICY_ADAPTIVE || p == KVSS_POLICY_SPLIT;
 }
 
+/* What the wafer does while its EVICT path is backed up (wafer.backpressure). */
+enum kvss_backpressure {
+	KVSS_BP_WAIT, /* it stops: no request begins, no prefill runs, until the path drains */
+	KVSS_BP_SKIP, /* it goes on; a sequence with tokens to send stops caching there */
+};
+
 enum kvss_resume {
 	KVSS_RESUME_ESTIMATE, /* the design: once its estimate has passed, and its data is whole */
 	KVSS_RESUME_WHOLE,    /* as soon as its data is whole, whatever the estimate said */
@@ -260,6 +266,7 @@ struct kvss_config {
 		uint64_t spec_seed;
 		uint32_t lose_data_every;  /* fault injection: withhold every Nth EVICT_DATA (0: none) */
 		uint8_t resume;		   /* enum kvss_resume */
+		uint8_t backpressure;	   /* enum kvss_backpressure */
 		uint8_t arrivals;	   /* enum kvss_arrivals */
 		double time_scale;	   /* trace arrivals: a timestamp's ms times this after the first */
 		double arrival_rate;	   /* Poisson arrivals: requests a second */

@@ -324,6 +324,7 @@ create_emulator(struct drv *d, const struct kvss_config *cfg)
 		.compute_only = cfg->driver.refill_policy == KVSS_POLICY_COMPUTE_ONLY,
 		.give_up = kvss_policy_adaptive(cfg->driver.refill_policy) &&
 			   cfg->driver.recompute_tokens_per_s > 0,
+		.skip_backed_up = cfg->wafer.backpressure == KVSS_BP_SKIP,
 		.resume_estimate = cfg->wafer.resume == KVSS_RESUME_ESTIMATE,
 		.open_loop = d->open_loop, .nshards = d->nsh, .shard = es,
 		.hooks = &hooks, .arg = d};
@@ -592,6 +593,7 @@ static int
 wafer_step(struct drv *d, uint64_t tsc)
 {
 	uint32_t backlog = 0;
+	bool backed;
 	uint16_t i;
 
 	/*
@@ -603,8 +605,13 @@ wafer_step(struct drv *d, uint64_t tsc)
 	for (i = 0; i < d->nsh; i++)
 		if (d->sh[i].up && d->sh[i].q.backlog > backlog)
 			backlog = d->sh[i].q.backlog;
-	/* The EVICT path backed up: the whole wafer waits (what it holds back is counted). */
-	if (backlog > BACKLOG_HIGH || emu_jobs_pending(d->emu, JOBS_HIGH + 1) > JOBS_HIGH) {
+	/*
+	 * The EVICT path backed up: the whole wafer waits (counted), or, with
+	 * wafer.backpressure "skip", it goes on and what would be sent is not.
+	 */
+	backed = backlog > BACKLOG_HIGH || emu_jobs_pending(d->emu, JOBS_HIGH + 1) > JOBS_HIGH;
+	emu_backed_up(d->emu, backed);
+	if (backed && kvss.cfg.wafer.backpressure == KVSS_BP_WAIT) {
 		if (d->wafer_held_at == 0) {
 			d->wafer_held_at = tsc;
 			d->st.wafer_held++;

@@ -822,7 +822,8 @@ summary_picks(struct drv *d, const struct kvss_drv_stats *s, char *pickj, size_t
 		 ",\"spec_overwrites\":%" PRIu64 ",\"spec_overwrites_draft\":%" PRIu64
 		 ",\"routed_shards\":%" PRIu64
 		 ",\"max_shard_hops\":%u,\"seqs_given_up\":%" PRIu64 ",\"refills_given_up\":%" PRIu64
-		 ",\"given_up_tokens\":%" PRIu64 ",\"wafer_held\":%" PRIu64 ",\"wafer_held_ms\":%.1f",
+		 ",\"given_up_tokens\":%" PRIu64 ",\"wafer_held\":%" PRIu64 ",\"wafer_held_ms\":%.1f"
+		 ",\"skipped_seqs\":%" PRIu64 ",\"skipped_tokens\":%" PRIu64,
 		 kvss.cfg.wafer.ahead_of_pick, s->picks_ready, s->picks_waited,
 		 np ? (double)s->pick_wait_us / (double)np : 0.0, s->l2_hit_seqs,
 		 s->l2_ready_at_pick, s->multimodal_trimmed, s->generated_hit_tokens,
@@ -830,7 +831,7 @@ summary_picks(struct drv *d, const struct kvss_drv_stats *s, char *pickj, size_t
 		 kvss.cfg.wafer.spec_tokens, s->spec_rounds, s->spec_proposed,
 		 s->spec_accepted, s->spec_overwrites, s->spec_overwrites_draft,
 		 s->routed_shards, max_hops(d), s->seqs_given_up, s->refills_given_up, s->given_up_tokens,
-		 s->wafer_held, (double)s->wafer_held_us / 1000.0);
+		 s->wafer_held, (double)s->wafer_held_us / 1000.0, s->skipped_seqs, s->skipped_tokens);
 	printf("kvss: summary: picks: of %" PRIu64 " sequences with a refill, %" PRIu64
 	       " had their data whole when a run slot took them, %" PRIu64 " waited (%.1f us "
 	       "each on average, from the pick); of %" PRIu64 " with hits from L2, %" PRIu64
@@ -846,6 +847,10 @@ summary_picks(struct drv *d, const struct kvss_drv_stats *s, char *pickj, size_t
 		printf("kvss: summary: the wafer stopped %" PRIu64 " times, %.1f ms in all, its EVICT path "
 		       "backed up (a shard's control queue or its data jobs): meanwhile no request began "
 		       "and no prefill ran\n", s->wafer_held, (double)s->wafer_held_us / 1000.0);
+	if (s->skipped_seqs > 0)
+		printf("kvss: summary: %" PRIu64 " sequences stopped caching while the EVICT path was backed "
+		       "up (wafer.backpressure \"skip\"): %" PRIu64 " tokens not evicted\n",
+		       s->skipped_seqs, s->skipped_tokens);
 }
 
 /*

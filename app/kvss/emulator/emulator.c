@@ -901,6 +901,32 @@ give_up(struct emu *e, struct emu_seq *s, uint64_t now)
 	s->state = SEQ_RUN;
 }
 
+/*
+ * The EVICT path backed up (backpressure "skip"): @p s stops caching where
+ * it is, its tokens left not evicted (the library ends its prompt at its
+ * last whole column), and it is done, its run slot free.
+ */
+static void
+seq_skip(struct emu *e, struct emu_seq *s)
+{
+	bool any = false;
+	uint16_t m;
+
+	for (m = 0; m < e->p.num_models; m++)
+		if (s->pos[m] < s->total) {
+			e->st.skipped_tokens += s->total - s->pos[m];
+			s->pos[m] = s->total;
+			any = true;
+		}
+	e->st.skipped_seqs += any;
+}
+
+void
+emu_backed_up(struct emu *e, bool on)
+{
+	e->backed_up = on;
+}
+
 /* @p s has its first generated token: its refill is whole and its prefill done. */
 static void
 first_token(struct emu *e, struct emu_seq *s, uint64_t now)
@@ -977,6 +1003,8 @@ emu_step(struct emu *e, uint64_t now)
 			continue; /* a split's front still computing (no prefill after it) */
 		if (!s->first_token)
 			first_token(e, s, now);
+		if (e->backed_up && e->p.skip_backed_up)
+			seq_skip(e, s);
 		for (m = 0; m < e->p.num_models; m++) {
 			sent += seq_send(e, s, m, now);
 			done &= s->pos[m] == s->total;

@@ -77,6 +77,8 @@ struct emu;
 	X(seqs_given_up)    /* sequences that stopped waiting for their refills: computing was sooner */ \
 	X(refills_given_up) /* their refills, still out then (checked as they came, not waited for) */ \
 	X(given_up_tokens)  /* the tokens those refills would have brought, computed instead */   \
+	X(skipped_seqs)     /* sequences that stopped caching: the EVICT path backed up (backpressure skip) */ \
+	X(skipped_tokens)   /* their tokens not evicted for it */                                  \
 	X(refill_stale)   /* REFILL_DATA or REFILL_DONE for no refill awaited: finished, timed out, unknown */ \
 	X(first_tokens)     /* requests that reached their first generated token (TTFT counted) */ \
 	X(ttft_us)	    /* their times to first token, from arrival, summed */                 \
@@ -154,6 +156,14 @@ struct emu_params {
 	 * and computes them; the refills are still checked as they come.
 	 */
 	bool give_up;
+	/*
+	 * wafer.backpressure "skip": while the driver says the EVICT path is
+	 * backed up (emu_backed_up), a running sequence with tokens left to send
+	 * stops caching there instead (its tokens from there are not evicted;
+	 * what it evicted stays), and its run slot frees; else the driver stops
+	 * the wafer until the path drains.
+	 */
+	bool skip_backed_up;
 	bool resume_estimate;  /* wafer.resume "estimate"; false: "whole" */
 	bool open_loop;	       /* recording: refills are not awaited nor checked */
 	uint16_t nshards;
@@ -176,6 +186,9 @@ const struct emu_stats *emu_stats(const struct emu *e);
  * done. Returns 1 when a token was sent.
  */
 int emu_step(struct emu *e, uint64_t now_ns);
+
+/** The driver's EVICT path is backed up (@p on) or not: with skip_backed_up, steps skip what they would send. */
+void emu_backed_up(struct emu *e, bool on);
 
 /** Refills past the refill timeout fail (their sequences go on). */
 void emu_check_timeouts(struct emu *e, uint64_t now_ns);

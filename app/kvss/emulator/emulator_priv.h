@@ -133,6 +133,7 @@ struct emu {
 	struct emu_seq *seq; /* [nslots]: max_inflight running, ahead more begun */
 	uint32_t nslots, npicked;
 	uint32_t ngiven; /* refills given up, not finished */
+	bool backed_up;	 /* the driver's EVICT path (emu_backed_up) */
 	uint64_t begun;
 	uint32_t nactive;
 	struct pid_node *pid[HBUCKETS]; /* prompt id -> its sequence */
