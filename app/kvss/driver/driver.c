@@ -779,8 +779,7 @@ wait_for_shards(struct drv *d, uint64_t t0, uint64_t start_deadline)
 		ready = ready && drv_l2_ready(d, m);
 	if (ready) {
 		d->started = true;
-		d->t_start = t0;
-		d->sink.wall_base_ns = drv_wall_ns() - DRV_PAST_NS; /* the library's time 0 */
+		drv_clock_start(d, t0);
 		printf("kvss: driver: every shard is up; replaying\n");
 		fflush(stdout);
 		drv_l2_adopt_ready(d, t0); /* what the second tiers kept, before the first request */
