@@ -338,3 +338,84 @@ Test(reserve, every_way_of_writing_entries_writes_the_same)
 	cr_log_info("ways of writing entries tried: %#x", (unsigned int)tried);
 	cr_assert(tried & (1 << PC_FILL_PLAIN));
 }
+
+static void
+l2_down_nop(void *arg, uint16_t model, const struct prefixcache_l2col *c)
+{
+	(void)arg;
+	(void)model;
+	(void)c;
+}
+
+static void
+l2_up_nop(void *arg, uint16_t model, uint64_t batch_no, uint16_t num_caches, uint16_t g,
+	  const struct proto_evict_entry *e, const struct prefixcache_l2col *cols, uint32_t ncols)
+{
+	(void)arg;
+	(void)model;
+	(void)batch_no;
+	(void)num_caches;
+	(void)g;
+	(void)e;
+	(void)cols;
+	(void)ncols;
+}
+
+static void
+l2_del_nop(void *arg, uint16_t model, uint16_t cache_id, uint64_t key, uint64_t isolation_id,
+	   uint64_t evict_count)
+{
+	(void)arg;
+	(void)model;
+	(void)cache_id;
+	(void)key;
+	(void)isolation_id;
+	(void)evict_count;
+}
+
+/*
+ * A sequence that stopped evicting before its end (prefixcache_cut: the
+ * wafer's EVICT path backed up) is not taken for one that answered briefly:
+ * with the second tier's "short" admission, a prompt ended with no answer
+ * marks its columns brief; the same prompt cut does not.
+ * Catches: a cut sequence's prompt length taken for its whole answer.
+ */
+Test(reserve, a_cut_sequence_is_not_taken_for_a_short_answer)
+{
+	unsigned int cut;
+
+	for (cut = 0; cut < 2; cut++) {
+		struct prefixcache_params p = {.num_models = 1, .column = 64, .policy = PREFIXCACHE_LRU};
+		struct prefixcache_sink sink = {.l2_down = l2_down_nop, .l2_up = l2_up_nop,
+						.l2_del = l2_del_nop};
+		uint32_t t[257], i, brief = 0;
+		struct prefixcache_request q = {.isolation_id = 9, .tokens = t, .num_tokens = 257,
+						.cache_length_allowed = 257, .first_multimodal = UINT32_MAX};
+		struct prefixcache_hit hit;
+		struct prefixcache_seq *s;
+		struct prefixcache *pc;
+
+		p.model[0].num_caches = 1;
+		p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1u << 20};
+		p.model[0].l2_capacity_tokens = 1u << 20;
+		p.model[0].l2_admit = PREFIXCACHE_L2_SHORT;
+		pc = prefixcache_create(&p, &sink);
+		cr_assert_not_null(pc);
+		for (i = 0; i < 257; i++)
+			t[i] = 4000 + i;
+		s = prefixcache_begin(pc, 0, &q, 0, &hit);
+		cr_assert_not_null(s);
+		prefixcache_tokens(pc, s, t, 200, 0); /* three whole columns, then it stops */
+		prefixcache_flush(pc);
+		if (cut)
+			prefixcache_cut(s);
+		prefixcache_end(pc, s, 0);
+		for (i = 0; i < pc->ehigh; i++)
+			brief += pc->e[i].length != 0 && pc->e[i].brief;
+		if (cut)
+			cr_assert_eq(brief, 0, "a cut sequence's %u columns taken for a short answer", brief);
+		else
+			cr_assert_eq(brief, 3, "an ended prompt with no answer: its 3 columns brief (%u)", brief);
+		prefixcache_free(pc);
+	}
+}

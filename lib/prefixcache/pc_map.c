@@ -238,6 +238,8 @@ pc_entry_alloc(struct prefixcache *pc)
 		return NIL;
 	i = pc->efree;
 	pc->efree = pc->e[i].hnext;
+	if (i >= pc->ehigh)
+		pc->ehigh = i + 1;
 	/* The next one's record, for writing: a warm driver's free list goes
 	 * all over its pool, and its next link is read at the next alloc. */
 	if (pc->efree != NIL)

@@ -164,6 +164,7 @@ struct prefixcache_seq {
 	bool resumes;	   /* SLRU: the hit reached the end of an earlier prompt (a chat) */
 	uint32_t seen_end; /* admit: the prompt's columns ending here or before were seen before */
 	uint32_t prompt_len; /* followup: what the sequence sent past this is its answer */
+	bool cut;	     /* stopped before its end (prefixcache_cut): its answer's length unknown */
 	uint32_t priority;
 	uint32_t seq_id;
 	uint64_t prompt_id;
@@ -190,6 +191,7 @@ struct prefixcache {
 	/* Entries. */
 	struct pc_entry *e;
 	uint32_t ecap, efree, nentries;
+	uint32_t ehigh; /* records ever handed out: [0, ehigh) (taken lowest first; expiry sweeps these) */
 	uint32_t *ebucket;
 	uint32_t emask;
 	uint32_t expire_cursor;

@@ -70,6 +70,10 @@ pc_fill_entries(struct proto_evict_entry *be, struct proto_evict_entry ent, uint
 		how = __builtin_cpu_supports("avx512f") ? PC_FILL_AVX512
 		      : __builtin_cpu_supports("avx2")  ? PC_FILL_AVX2
 							: PC_FILL_SSE2;
+	/* A way asked for by name that this CPU does not have: not run (an illegal instruction). */
+	if ((how == PC_FILL_AVX512 && !__builtin_cpu_supports("avx512f")) ||
+	    (how == PC_FILL_AVX2 && !__builtin_cpu_supports("avx2")))
+		return -1;
 	if (how == PC_FILL_AVX512) {
 		fill_entries_avx512(be, v, k);
 		return how;
@@ -671,16 +675,22 @@ prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t a
 }
 
 void
+prefixcache_cut(struct prefixcache_seq *s)
+{
+	s->cut = true;
+}
+
+void
 prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now)
 {
 	struct pc_model *m = &pc->m[s->model];
 	unsigned int gi;
 
 	(void)now;
-	if (pc->pol->end != NULL)
+	if (pc->pol->end != NULL && !s->cut)
 		pc->pol->end(pc, s);
 	/* L2 admit short: the columns this sequence stored, if it answered briefly. */
-	if (m->p.l2_admit == PREFIXCACHE_L2_SHORT && pc_l2_on(pc, s->model) &&
+	if (!s->cut && m->p.l2_admit == PREFIXCACHE_L2_SHORT && pc_l2_on(pc, s->model) &&
 	    s->ntok >= s->prompt_len && s->ntok - s->prompt_len <= PREFIXCACHE_L2_SHORT_ANSWER)
 		for (gi = 0; gi < m->ngroups; gi++) {
 			uint32_t pi = s->g[gi].prompt, i;

@@ -375,10 +375,11 @@ prefixcache_expire(struct prefixcache *pc, uint64_t now, size_t max_visits)
 	size_t removed = 0, v;
 	uint64_t deleted0 = pc->st.deleted_tokens;
 
-	if (pc->ecap == 0)
+	/* Only records ever handed out: a reserved pool's untouched tail would slow the sweep. */
+	if (pc->ehigh == 0)
 		return 0;
-	for (v = 0; v < max_visits && v < pc->ecap; v++) {
-		uint32_t i = pc->expire_cursor++ % pc->ecap;
+	for (v = 0; v < max_visits && v < pc->ehigh; v++) {
+		uint32_t i = pc->expire_cursor++ % pc->ehigh;
 
 		if (pc->e[i].length == 0 || !expired(pc, &pc->e[i], now))
 			continue;

@@ -256,8 +256,8 @@ struct prefixcache_params {
 	bool reserve;
 };
 
-/** Entries prefixcache_params.reserve makes at most (88 bytes each). */
-#define PREFIXCACHE_RESERVE_MAX (1u << 22)
+/** Entries prefixcache_params.reserve makes at most (88 bytes each: 92 MB). */
+#define PREFIXCACHE_RESERVE_MAX (1u << 20)
 
 /** Where the library's messages go. Each callback may be NULL. */
 /**
@@ -477,6 +477,13 @@ void prefixcache_flush(struct prefixcache *pc);
 
 /** The sequence ends: its trailing tokens that fill no column are deleted. */
 void prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t now_ns);
+
+/**
+ * The sequence stops evicting before its end (the wafer's EVICT path backed
+ * up): at its prefixcache_end, what it sent is not taken for its whole
+ * answer (no answer-length class for the followup policy, no L2 "short").
+ */
+void prefixcache_cut(struct prefixcache_seq *s);
 
 /** A REFILL_DONE arrived: the refill's columns may be deleted again. */
 void prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id);

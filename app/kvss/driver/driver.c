@@ -589,6 +589,16 @@ kvss_driver_free(struct drv *d)
 /* ---- The loop ----------------------------------------------------------------------- */
 
 /* One wafer step, unless what waits to go out says the shards are behind. */
+/* The wafer goes (again) at @p tsc: how long it was stopped, counted. */
+static void
+wafer_going(struct drv *d, uint64_t tsc)
+{
+	if (d->wafer_held_at != 0) {
+		d->st.wafer_held_us += (uint64_t)((double)(tsc - d->wafer_held_at) * 1e6 / (double)d->hz);
+		d->wafer_held_at = 0;
+	}
+}
+
 static int
 wafer_step(struct drv *d, uint64_t tsc)
 {
@@ -611,17 +621,16 @@ wafer_step(struct drv *d, uint64_t tsc)
 	 */
 	backed = backlog > BACKLOG_HIGH || emu_jobs_pending(d->emu, JOBS_HIGH + 1) > JOBS_HIGH;
 	emu_backed_up(d->emu, backed);
-	if (backed && kvss.cfg.wafer.backpressure == KVSS_BP_WAIT) {
+	/* Skipping too, a control queue four times past its mark stops the wafer:
+	 * new requests' REFILLs and DELETEs would only queue behind it. */
+	if (backed && (kvss.cfg.wafer.backpressure == KVSS_BP_WAIT || backlog > 4 * BACKLOG_HIGH)) {
 		if (d->wafer_held_at == 0) {
 			d->wafer_held_at = tsc;
 			d->st.wafer_held++;
 		}
 		return 0;
 	}
-	if (d->wafer_held_at != 0) {
-		d->st.wafer_held_us += (tsc - d->wafer_held_at) * 1000000 / d->hz;
-		d->wafer_held_at = 0;
-	}
+	wafer_going(d, tsc);
 	return emu_step(d->emu, drv_now_ns(d, tsc));
 }
 
@@ -934,6 +943,7 @@ kvss_driver_main(void *arg)
 			kvss_poll_idle(st, t0, &empty);
 	}
 	d->t_end = rte_get_tsc_cycles();
+	wafer_going(d, d->t_end); /* a stop still open at the end counts too */
 	/* The run's time ends when the shards had it all, not after the check's wait. */
 	if (d->finished && d->settle_at != 0)
 		d->t_end = d->settle_at;

@@ -916,6 +916,8 @@ seq_skip(struct emu *e, struct emu_seq *s)
 		if (s->pos[m] < s->total) {
 			e->st.skipped_tokens += s->total - s->pos[m];
 			s->pos[m] = s->total;
+			if (s->s[m] != NULL)
+				prefixcache_cut(s->s[m]); /* what it sent is not its whole answer */
 			any = true;
 		}
 	e->st.skipped_seqs += any;
