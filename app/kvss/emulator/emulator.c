@@ -281,6 +281,25 @@ seq_refill_failed(const struct emu *e, const struct emu_seq *s)
 
 static uint64_t emu_tokens_ns(const struct emu *e, uint32_t tokens);
 
+/*
+ * Model @p m's hit will not come to @p s (a refill failed, or was given
+ * up): model 0's prefill computes those tokens too (once), and they saved
+ * nothing; the model's time says nothing of its line.
+ */
+static void
+hit_not_come(struct emu *e, struct emu_seq *s, uint16_t m)
+{
+	struct emu_stats *st = &e->st;
+
+	if (m == 0 && !s->mfailed[0] && s->compute_end == 0) {
+		uint64_t ns = emu_tokens_ns(e, s->pos[0] - s->front_tokens);
+
+		s->compute_ns += ns;
+		st->compute_saved_us -= ns / 1000 < st->compute_saved_us ? ns / 1000 : st->compute_saved_us;
+	}
+	s->mfailed[m] = 1;
+}
+
 /* A refill is finished for its requester (whole, failed or timed out). */
 static void
 refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
@@ -320,16 +339,7 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 		return;
 	if (r->fail_mask != 0) {
 		st->seq_refill_failed += !seq_refill_failed(e, s);
-		/* Model 0's hit did not come: its prefill computes those
-		 * tokens too (once), and they saved nothing. */
-		if (r->model == 0 && !s->mfailed[0] && s->compute_end == 0) {
-			uint64_t ns = emu_tokens_ns(e, s->pos[0] - s->front_tokens);
-
-			s->compute_ns += ns;
-			st->compute_saved_us -= ns / 1000 < st->compute_saved_us ? ns / 1000
-										 : st->compute_saved_us;
-		}
-		s->mfailed[r->model] = 1;
+		hit_not_come(e, s, r->model);
 	}
 	if (--s->mwait[r->model] == 0 && !s->mfailed[r->model] && e->p.hooks->model_refilled != NULL)
 		e->p.hooks->model_refilled(e->p.arg, r->model, now - s->t0, s->mbytes[r->model],
@@ -884,15 +894,7 @@ give_up(struct emu *e, struct emu_seq *s, uint64_t now)
 			r->shared_bytes = s->mshbytes[r->model];
 		}
 		st->given_up_tokens += r->ntok;
-		if (r->model == 0 && !s->mfailed[0] && s->compute_end == 0) {
-			uint64_t ns = emu_tokens_ns(e, s->pos[0] - s->front_tokens);
-
-			s->compute_ns += ns;
-			st->compute_saved_us -= ns / 1000 < st->compute_saved_us ? ns / 1000
-										 : st->compute_saved_us;
-		}
-		/* Its time says nothing of the model (as a failed one's). */
-		s->mfailed[r->model] = 1;
+		hit_not_come(e, s, r->model); /* its time says nothing of the model either */
 		s->mwait[r->model]--;
 		s->wait--;
 	}
