@@ -18,6 +18,10 @@ for f in config/*.cfg test/data/*.cfg; do
 	i=$((i + 1))
 	{ printf '\000'; cat "$f"; } >"$CORPUS/seed_cfg_$i"
 done
+# Keys the examples leave commented out, set.
+i=$((i + 1))
+{ printf '\000'; sed 's/^  # backpressure = "wait";/  backpressure = "skip";/' config/memif-driver.cfg; } \
+	>"$CORPUS/seed_cfg_$i"
 for f in config/cluster-*.cfg; do
 	i=$((i + 1))
 	{ printf '\002'; cat "$f"; } >"$CORPUS/seed_plan_$i"

@@ -13,6 +13,15 @@
 #                                     reserved, and a mount it did not make,
 #                                     stay)
 #   scripts/hugepages.sh status       what is free, and where it is mounted
+#   scripts/hugepages.sh run MB CMD...
+#                                     CMD with MB made free for it (as
+#                                     reserve, under a state file of its
+#                                     own), then exactly what that added
+#                                     given back, however CMD ends; its
+#                                     exit status is CMD's. Not root, the
+#                                     kernel short, or KVSS_HUGE=0: one
+#                                     line, and CMD runs without them
+#                                     (make bench: scripts/bench.sh)
 #
 # Exit 0 done; 1 the kernel gave fewer pages than asked (said: how many;
 # what it gave is released again) or not root; 2 a usage error. The
@@ -25,7 +34,7 @@ STATE=${KVSS_HUGEPAGES_STATE:-/run/kvss-hugepages}
 MNT=/dev/hugepages
 
 usage() {
-	echo "usage: scripts/hugepages.sh reserve MB | release | status" >&2
+	echo "usage: scripts/hugepages.sh reserve MB | release | status | run MB CMD..." >&2
 	exit 2
 }
 
@@ -55,7 +64,36 @@ read_state() {
 	st_mounted=$m
 }
 
+# run's MB: digits, 2 to 9999999, or a usage error.
+check_mb() {
+	if ! [[ "$1" =~ ^[0-9]{1,7}$ ]] || [ "$((10#$1))" -lt 2 ]; then
+		echo "hugepages: $2 MB: a whole number of MB from 2 to 9999999 (was '$1')" >&2
+		exit 2
+	fi
+}
+
 case ${1:-} in
+run)
+	[ $# -ge 3 ] || usage
+	check_mb "$2" run
+	mb=$((10#$2))
+	shift 2
+	if [ "${KVSS_HUGE:-}" = 0 ]; then
+		echo "hugepages: none reserved (KVSS_HUGE=0)" >&2
+		"$@"
+		exit
+	fi
+	# A state file of its own: an operator's reservation is never released here.
+	own=$(mktemp /run/kvss-hugepages-run.XXXXXX 2>/dev/null || mktemp)
+	rm -f "$own"
+	trap 'KVSS_HUGEPAGES_STATE=$own "$0" release >&2' EXIT
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
+	KVSS_HUGEPAGES_STATE=$own "$0" reserve "$mb" >&2 ||
+		echo "hugepages: $mb MB not reserved: what follows runs with --no-huge unless some are free" >&2
+	"$@"
+	exit
+	;;
 status)
 	[ $# -eq 1 ] || usage
 	if [ ! -d "$SYS" ]; then
@@ -72,10 +110,7 @@ status)
 	;;
 reserve)
 	[ $# -eq 2 ] || usage
-	if ! [[ "$2" =~ ^[0-9]{1,7}$ ]] || [ "$((10#$2))" -lt 2 ]; then
-		echo "hugepages: reserve MB: a whole number of MB from 2 to 9999999 (was '$2')" >&2
-		exit 2
-	fi
+	check_mb "$2" reserve
 	mb=$((10#$2))
 	if [ "$(id -u)" != 0 ]; then
 		echo "hugepages: reserving needs root (it writes $SYS/nr_hugepages)" >&2

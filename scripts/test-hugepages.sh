@@ -45,6 +45,16 @@ check "KVSS_HUGE=off: refused (exit 2), naming the variable and its values" \
 check "KVSS_HUGE=0: --no-huge, said in one line" \
 	sh -c "grep -qx -- '--no-huge -m 64' '$tmp/out' && [ \$(wc -l <'$tmp/err') = 1 ]"
 
+# run MB CMD: its usage errors, and KVSS_HUGE=0 (CMD runs, nothing reserved).
+scripts/hugepages.sh run abc true >/dev/null 2>"$tmp/err"
+check "run abc CMD: exit 2, saying what MB takes" \
+	sh -c "[ $? -eq 2 ] && grep -q 'run MB: a whole number of MB from 2' '$tmp/err'"
+scripts/hugepages.sh run 64 >/dev/null 2>&1
+check "run 64 with no command: exit 2" test $? -eq 2
+KVSS_HUGE=0 scripts/hugepages.sh run 64 sh -c 'exit 5' >/dev/null 2>"$tmp/err"
+check "KVSS_HUGE=0 run: the command's exit status, nothing reserved, said" \
+	sh -c "[ $? -eq 5 ] && grep -q 'none reserved (KVSS_HUGE=0)' '$tmp/err'"
+
 if [ "$(id -u)" != 0 ] || [ ! -w "$SYS/nr_hugepages" ]; then
 	echo "hugepages: reserving not run (not root, or no 2 MiB hugepages in this kernel)"
 	check_summary "hugepages"
@@ -85,6 +95,20 @@ check "kvss with --no-huge says it runs in 4 KiB pages, and how to have hugepage
 scripts/hugepages.sh release >"$tmp/out" 2>&1
 check "release: exactly the pages it added given back ($before before)" \
 	sh -c "[ $? -eq 0 ] && [ \$(cat $SYS/nr_hugepages) = $before ] && [ ! -f '$KVSS_HUGEPAGES_STATE' ]"
+# run: the pages free while its command runs, and exactly what it added
+# given back however the command ends (an exit status of its own, a
+# signal), an operator's reservation (this test's, made first) kept.
+scripts/hugepages.sh reserve 64 >/dev/null 2>&1
+op=$(cat "$SYS/nr_hugepages")
+scripts/hugepages.sh run 1100 sh -c "[ \$(cat $SYS/free_hugepages) -ge 550 ] && exit 7" >/dev/null 2>&1
+check "run 1100 CMD: the pages free while CMD ran, CMD's exit status (7)" test $? -eq 7
+check "run: exactly what it added given back, the operator's 64 MB kept" \
+	sh -c "[ \$(cat $SYS/nr_hugepages) = $op ] && [ -f '$KVSS_HUGEPAGES_STATE' ]"
+timeout -s TERM 3 scripts/hugepages.sh run 1100 sleep 60 >/dev/null 2>&1
+check "run killed (SIGTERM to its group): exit 124, what it added given back" \
+	sh -c "[ $? -eq 124 ] && [ \$(cat $SYS/nr_hugepages) = $op ]"
+scripts/hugepages.sh release >/dev/null 2>&1
+check "the operator's release: back to $before pages" test "$(cat "$SYS/nr_hugepages")" = "$before"
 # KVSS_HUGE=1 with none free: refused, saying how to reserve.
 (KVSS_HUGE=1 eal_mem test 999999) >/dev/null 2>"$tmp/err"
 check "KVSS_HUGE=1 with too few free: exit 1, naming the reserve command" \

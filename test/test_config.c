@@ -153,6 +153,32 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
 	cr_assert_eq(cfg.wafer.resume, KVSS_RESUME_ESTIMATE);
 	cr_assert_eq(cfg.wafer.backpressure, KVSS_BP_WAIT);
+	{
+		/* "skip" is read as KVSS_BP_SKIP (the example's commented line, set). */
+		char path[64], buf[16384];
+		FILE *f, *in = fopen("config/memif-driver.cfg", "r");
+		const char *key = "  # backpressure = \"wait\";";
+		size_t n;
+		char *d;
+
+		cr_assert_not_null(in);
+		n = fread(buf, 1, sizeof(buf) - 1, in);
+		fclose(in);
+		buf[n] = 0;
+		d = strstr(buf, key);
+		cr_assert_not_null(d, "memif-driver.cfg has no commented backpressure line");
+		snprintf(path, sizeof(path), "/tmp/kvss_cfg_bp_%d.cfg", (int)getpid());
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fwrite(buf, 1, (size_t)(d - buf), f);
+		fputs("  backpressure = \"skip\";", f);
+		fputs(d + strlen(key), f);
+		fclose(f);
+		n = (size_t)kvss_config_load(path, &cfg, err, sizeof(err));
+		unlink(path);
+		cr_assert_eq(n, 0, "%s", err);
+		cr_assert_eq(cfg.wafer.backpressure, KVSS_BP_SKIP);
+	}
 	/* The rail: warn (this example says so), the production example refuses. */
 	cr_assert_eq(cfg.driver.routed, KVSS_ROUTED_WARN);
 	/* Speculative decoding: off unless asked, 20% rejected, seed 1. */
