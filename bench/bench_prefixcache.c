@@ -37,10 +37,12 @@
 #define C 64
 #define N (128 * 1024)
 
+/* A driver of one cache; @p reserve: its entries made at create, as kvss makes its own (library_make). */
 static struct prefixcache *
-make_policy(uint32_t column, uint64_t capacity, enum prefixcache_policy policy)
+make_policy(uint32_t column, uint64_t capacity, enum prefixcache_policy policy, bool reserve)
 {
-	struct prefixcache_params p = {.num_models = 1, .column = column, .policy = policy};
+	struct prefixcache_params p = {.num_models = 1, .column = column, .policy = policy,
+				       .reserve = reserve};
 
 	p.model[0].num_caches = 1;
 	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, capacity};
@@ -50,19 +52,7 @@ make_policy(uint32_t column, uint64_t capacity, enum prefixcache_policy policy)
 static struct prefixcache *
 make(uint32_t column, uint64_t capacity)
 {
-	return make_policy(column, capacity, PREFIXCACHE_LRU);
-}
-
-/* A driver as kvss makes one (library_make): its entries reserved for @p capacity. */
-static struct prefixcache *
-make_reserved(uint32_t column, uint64_t capacity)
-{
-	struct prefixcache_params p = {.num_models = 1, .column = column, .policy = PREFIXCACHE_LRU,
-				       .reserve = true};
-
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, capacity};
-	return prefixcache_create(&p, NULL);
+	return make_policy(column, capacity, PREFIXCACHE_LRU, false);
 }
 
 /*
@@ -142,7 +132,7 @@ warm_record(const uint32_t *t)
 static double
 full_stream(enum prefixcache_policy policy, uint64_t capacity, uint64_t *deleted)
 {
-	struct prefixcache *pc = make_policy(C, capacity, policy);
+	struct prefixcache *pc = make_policy(C, capacity, policy, false);
 	uint32_t *t = malloc(sizeof(uint32_t) * (FULL_SHARED + FULL_OWN + 1)), k, i;
 	uint64_t tokens = 0;
 	struct prefixcache_stats st;
@@ -227,8 +217,8 @@ main(void)
 			grow_dt = mono_s() - a;
 		prefixcache_end(u, s, 0);
 		prefixcache_free(u);
-		f = make_reserved(C, 2ull * N);
-		g = make_reserved(C, 2ull * N);
+		f = make_policy(C, 2ull * N, PREFIXCACHE_LRU, true);
+		g = make_policy(C, 2ull * N, PREFIXCACHE_LRU, true);
 		if (f == NULL || g == NULL) {
 			fprintf(stderr, "bench: out of memory\n");
 			return 1;

@@ -377,9 +377,9 @@ Test(drv_shared, a_column_first_used_before_the_run_keeps_its_first_use)
 	cr_assert_eq(ST->staged_cols, 1);
 	for (i = 0; i < d->pc->l2cap; i++)
 		if (d->pc->l2[i].shared && d->pc->l2[i].hash == keys[0])
-			got = d->sink.wall_base_ns + (uint64_t)d->pc->l2[i].first_used * 100000000ull;
+			got = d->sink.wall_base_ns + (uint64_t)d->pc->l2[i].first_used * TICK_NS;
 	cr_assert_neq(got, 0, "the staged column is in the library");
-	cr_assert(got + 100000000ull > first && got < first + 100000000ull,
+	cr_assert(got + TICK_NS > first && got < first + TICK_NS,
 		  "staged as first used %.1f s from its record's first use", ((double)got - (double)first) / 1e9);
 }
 

@@ -71,8 +71,8 @@ pc_fill_entries(struct proto_evict_entry *be, struct proto_evict_entry ent, uint
 		      : __builtin_cpu_supports("avx2")  ? PC_FILL_AVX2
 							: PC_FILL_SSE2;
 	/* A way asked for by name that this CPU does not have: not run (an illegal instruction). */
-	if ((how == PC_FILL_AVX512 && !__builtin_cpu_supports("avx512f")) ||
-	    (how == PC_FILL_AVX2 && !__builtin_cpu_supports("avx2")))
+	else if ((how == PC_FILL_AVX512 && !__builtin_cpu_supports("avx512f")) ||
+		 (how == PC_FILL_AVX2 && !__builtin_cpu_supports("avx2")))
 		return -1;
 	if (how == PC_FILL_AVX512) {
 		fill_entries_avx512(be, v, k);

@@ -899,16 +899,15 @@ kvss_driver_main(void *arg)
 {
 	struct kvss_lcore_stats *st = lst();
 	uint64_t tsc0 = rte_get_tsc_cycles(), start_deadline;
-	struct drv_due due = {.expire = tsc0, .snap = tsc0};
-	unsigned int empty = 0;
 	struct drv *d = arg;
+	struct drv_due due = {.progress = tsc0 + 2 * d->hz, .expire = tsc0, .snap = tsc0,
+			      .link = tsc0 + d->hz};
+	unsigned int empty = 0;
 	uint16_t i;
 
 	if (d->pc == NULL || d->shl == NULL)
 		return -1; /* never set up (kvss_driver_init did not run or failed): nothing to run */
 	d->t_start = tsc0;
-	due.progress = tsc0 + 2 * d->hz;
-	due.link = tsc0 + d->hz;
 	start_deadline = tsc0 + d->hz / 1000 * kvss.cfg.driver.start_timeout_ms;
 	start_links(d, tsc0);
 	while (!kvss_quitting() && !d->fatal) {

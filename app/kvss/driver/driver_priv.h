@@ -443,14 +443,6 @@ struct drv {
  */
 #define DRV_PAST_NS (365ull * 24 * 3600 * 1000000000ull)
 
-/** The run starts at @p tsc: its clock, and the wall clock at the library's time 0 (DRV_PAST_NS before). */
-static inline void
-drv_clock_start(struct drv *d, uint64_t tsc)
-{
-	d->t_start = tsc;
-	d->sink.wall_base_ns = shared_wall_ns() - DRV_PAST_NS; /* drv_wall_ns(), below */
-}
-
 /** Nanoseconds of the library's clock at @p tsc: the run's, plus DRV_PAST_NS. */
 static inline uint64_t
 drv_now_ns(struct drv *d, uint64_t tsc)
@@ -491,6 +483,14 @@ static inline uint64_t
 drv_wall_ns(void)
 {
 	return shared_wall_ns();
+}
+
+/** The run starts at @p tsc: its clock, and the wall clock at the library's time 0 (DRV_PAST_NS before). */
+static inline void
+drv_clock_start(struct drv *d, uint64_t tsc)
+{
+	d->t_start = tsc;
+	d->sink.wall_base_ns = drv_wall_ns() - DRV_PAST_NS;
 }
 /** Does model @p m have a second tier (l2_tokens)? */
 bool drv_l2_model(uint16_t m);
