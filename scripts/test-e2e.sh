@@ -795,7 +795,12 @@ if want 4r; then
 	check "back: the hit ratio recovers (at least 3/4 of the one before)" \
 		python3 -c "import sys; b, a = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not (b > 0 and a >= 0.75 * b))" "$before" "$after"
 	perr=$(field "$tmp/back.json" protocol_errors)
-	check "back: only the refills in flight failed (at most 8)" test "${perr:-99}" -le 8
+	# The refills in flight fail when the driver sees the shard go, at most
+	# max_inflight (8) each time; it can see one departure twice: on a busy
+	# machine its silence (away_ms) can come before its link going down,
+	# and each fails what is in flight then (seen beside two CPU hogs:
+	# 8 timed out, then 8 failed; nothing lost, the account exact).
+	check "back: only the refills in flight failed (at most 2 x max_inflight = 16)" test "${perr:-99}" -le 16
 fi
 
 # 4c. The driver first, its shards two seconds later (the demo's order is
