@@ -32,6 +32,12 @@ set -u
 SYS=/sys/kernel/mm/hugepages/hugepages-2048kB
 STATE=${KVSS_HUGEPAGES_STATE:-/run/kvss-hugepages}
 MNT=/dev/hugepages
+# This script, by a path that works from anywhere (it calls itself).
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+# Held while the page count and the mount change (reserve, release), and
+# for a whole run: two at once would each count the other's pages as theirs.
+LOCK=/run/kvss-hugepages.lock
+RUNLOCK=/run/kvss-hugepages-run.lock
 
 usage() {
 	echo "usage: scripts/hugepages.sh reserve MB | release | status | run MB CMD..." >&2
@@ -45,6 +51,15 @@ mounted() {
 
 free_mb() {
 	echo $(($(cat "$SYS/free_hugepages") * 2))
+}
+
+# The state file is a regular file of this script's, or absent: anything
+# else (a symlink, a directory, a FIFO) is refused before a page is taken.
+check_state() {
+	if [ -L "$STATE" ] || { [ -e "$STATE" ] && [ ! -f "$STATE" ]; }; then
+		echo "hugepages: $STATE is not a regular file of this script's: left alone" >&2
+		exit 1
+	fi
 }
 
 # The state file's two numbers (pages added, 1 when it mounted) into
@@ -78,21 +93,43 @@ run)
 	check_mb "$2" run
 	mb=$((10#$2))
 	shift 2
-	if [ "${KVSS_HUGE:-}" = 0 ]; then
+	case ${KVSS_HUGE:-} in
+	'' | 1) ;;
+	0)
 		echo "hugepages: none reserved (KVSS_HUGE=0)" >&2
 		"$@"
 		exit
+		;;
+	*)
+		echo "hugepages: KVSS_HUGE=$KVSS_HUGE: 0 (--no-huge), 1 (hugepages or an error) or unset" >&2
+		exit 2
+		;;
+	esac
+	# One run at a time (the second waits, saying so): a run that found
+	# another's pages free would add none, and lose them when it ends.
+	if [ "$(id -u)" = 0 ]; then
+		exec 8>"$RUNLOCK"
+		flock -n 8 || { echo "hugepages: another run holds its pages: waiting for it" >&2; flock 8; }
 	fi
 	# A state file of its own: an operator's reservation is never released here.
 	own=$(mktemp /run/kvss-hugepages-run.XXXXXX 2>/dev/null || mktemp)
 	rm -f "$own"
-	trap 'KVSS_HUGEPAGES_STATE=$own "$0" release >&2' EXIT
-	trap 'exit 143' TERM
-	trap 'exit 130' INT
-	KVSS_HUGEPAGES_STATE=$own "$0" reserve "$mb" >&2 ||
+	KVSS_HUGEPAGES_STATE=$own "$SELF" reserve "$mb" >&2 ||
 		echo "hugepages: $mb MB not reserved: what follows runs with --no-huge unless some are free" >&2
-	"$@"
-	exit
+	# The command runs beside this shell, which passes a signal on to it and
+	# gives the pages back only once it has ended.
+	"$@" 8>&- &
+	child=$!
+	for sig in TERM INT HUP USR1 USR2 ALRM; do
+		trap "kill -TERM $child 2>/dev/null" "$sig"
+	done
+	while :; do
+		wait "$child"
+		rc=$?
+		kill -0 "$child" 2>/dev/null || break # a trap ended the wait, not the command
+	done
+	KVSS_HUGEPAGES_STATE=$own "$SELF" release >&2
+	exit "$rc"
 	;;
 status)
 	[ $# -eq 1 ] || usage
@@ -120,6 +157,10 @@ reserve)
 		echo "hugepages: the kernel has no 2 MiB hugepages ($SYS)" >&2
 		exit 1
 	fi
+	check_state
+	read_state
+	exec 9>"$LOCK"
+	flock 9
 	want=$(((mb + 1) / 2))
 	have=$(cat "$SYS/free_hugepages")
 	added=0
@@ -143,15 +184,19 @@ reserve)
 	echo "$((st_added + added)) $((st_mounted | did_mount))" >"$STATE"
 	if [ "$(cat "$SYS/free_hugepages")" -lt "$want" ]; then
 		echo "hugepages: asked for $mb MB, the kernel has $(free_mb) MB free (memory fragmented or short); releasing" >&2
-		"$0" release >/dev/null
+		flock -u 9
+		"$SELF" release >/dev/null
 		exit 1
 	fi
 	echo "hugepages: $(free_mb) MB free in 2 MiB pages at $(mounted) ($((added * 2)) MB added by this call)"
 	;;
 release)
 	[ $# -eq 1 ] || usage
+	check_state
 	[ -f "$STATE" ] || { echo "hugepages: nothing reserved by this script"; exit 0; }
 	read_state
+	exec 9>"$LOCK"
+	flock 9
 	added=$st_added
 	did_mount=$st_mounted
 	if [ "$added" -gt 0 ]; then

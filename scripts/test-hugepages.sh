@@ -107,6 +107,44 @@ check "run: exactly what it added given back, the operator's 64 MB kept" \
 timeout -s TERM 3 scripts/hugepages.sh run 1100 sleep 60 >/dev/null 2>&1
 check "run killed (SIGTERM to its group): exit 124, what it added given back" \
 	sh -c "[ $? -eq 124 ] && [ \$(cat $SYS/nr_hugepages) = $op ]"
+# Called from another directory by a relative path: it finds itself.
+(cd scripts && bash hugepages.sh run 1100 sh -c "[ \$(cat $SYS/free_hugepages) -ge 550 ] && exit 7") >/dev/null 2>&1
+check "run from scripts/ as 'bash hugepages.sh': pages reserved, CMD's status (7), given back" \
+	sh -c "[ $? -eq 7 ] && [ \$(cat $SYS/nr_hugepages) = $op ]"
+KVSS_HUGE=maybe scripts/hugepages.sh run 64 true >/dev/null 2>"$tmp/err"
+check "KVSS_HUGE=maybe run: exit 2 naming its values, nothing reserved" \
+	sh -c "[ $? -eq 2 ] && grep -q 'KVSS_HUGE=maybe' '$tmp/err' && [ \$(cat $SYS/nr_hugepages) = $op ]"
+# Two runs at once: the second waits for the first (each finding the
+# other's pages free would take none of its own, then lose them).
+scripts/hugepages.sh run 1100 sh -c "sleep 2; [ \$(cat $SYS/free_hugepages) -ge 550 ]" >/dev/null 2>"$tmp/a.err" &
+first=$!
+sleep 0.5
+scripts/hugepages.sh run 1100 sh -c "[ \$(cat $SYS/free_hugepages) -ge 550 ]" >/dev/null 2>"$tmp/b.err"
+second=$?
+wait "$first"
+check "two runs at once: each had its pages, the second waited saying so" \
+	sh -c "[ $? -eq 0 ] && [ $second -eq 0 ] && grep -q 'waiting' '$tmp/b.err'"
+check "two runs at once: the operator's 64 MB kept, nothing else left" test "$(cat "$SYS/nr_hugepages")" = "$op"
+# A hangup to the script alone: passed on as TERM, the pages kept until
+# the command has ended (it takes a second to), then its status.
+scripts/hugepages.sh run 1100 sh -c "trap 'sleep 1; cat $SYS/free_hugepages >$tmp/held; exit 5' TERM; while :; do sleep 0.1; done" >/dev/null 2>&1 &
+hup=$!
+for _ in $(seq 50); do [ "$(cat "$SYS/free_hugepages")" -ge 550 ] && break; sleep 0.1; done
+sleep 0.3
+kill -HUP "$hup"
+wait "$hup"
+check "SIGHUP to run alone: passed on, the command's status (5)" test $? -eq 5
+check "SIGHUP: the pages still free as the command ended, given back after" \
+	sh -c "[ \$(cat '$tmp/held' 2>/dev/null || echo 0) -ge 550 ] && [ \$(cat $SYS/nr_hugepages) = $op ]"
+# A state file that is not a plain file: refused before a page is taken.
+ln -s "$tmp/elsewhere" "$tmp/link"
+mkdir "$tmp/dir"
+mkfifo "$tmp/fifo"
+for bad in link dir fifo; do
+	KVSS_HUGEPAGES_STATE=$tmp/$bad timeout 10 scripts/hugepages.sh reserve 64 >/dev/null 2>"$tmp/err"
+	check "state file a $bad: reserve refused (exit 1), no page taken" \
+		sh -c "[ $? -eq 1 ] && grep -q 'not a regular file' '$tmp/err' && [ \$(cat $SYS/nr_hugepages) = $op ] && [ ! -e '$tmp/elsewhere' ]"
+done
 scripts/hugepages.sh release >/dev/null 2>&1
 check "the operator's release: back to $before pages" test "$(cat "$SYS/nr_hugepages")" = "$before"
 # KVSS_HUGE=1 with none free: refused, saying how to reserve.
