@@ -22,7 +22,6 @@ tag=e2e$$
 # A failing run's logs and summaries stay, named (a passing one's go): what
 # failed beside a busy machine is read afterwards, not run again.
 cleanup() {
-	[ -n "${KEEP:-}" ] && cp "$tmp"/rs.log /tmp/rs_keep.log
 	rm -rf /var/run/dpdk/kvss_e2e_all_$$ /var/run/dpdk/kvss_e2e_flap_$$ /var/run/dpdk/kvss_demo_*_${tag}*
 	if [ "${fail:-1}" -eq 0 ]; then
 		rm -rf "$tmp"
