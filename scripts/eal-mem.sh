@@ -9,9 +9,29 @@
 # says which in one line on stderr (once per WHO). KVSS_HUGE=0 asks for
 # --no-huge whatever is free; KVSS_HUGE=1 for hugepages or nothing (exit 1
 # when they are not there).
-eal_mem() {
-	local who=$1 mb=$2 n=${3:-1} free=0 mnt
+#
+# hugetlb_mount and hugetlb_free_mb are the probes scripts/hugepages.sh
+# reserves by too: one reading of the machine for both.
+
+# Where 2 MiB hugepages are mounted (a mount of another page size, 1 GiB
+# say, is not one: its pages are not the ones counted below), or nothing.
+hugetlb_mount() {
+	awk '$3 == "hugetlbfs" && ($4 !~ /pagesize=/ || $4 ~ /pagesize=2M/) { print $2; exit }' /proc/mounts
+}
+
+# MB free in 2 MiB hugepages (0 where the kernel has none).
+hugetlb_free_mb() {
 	local sys=/sys/kernel/mm/hugepages/hugepages-2048kB
+
+	if [ -r "$sys/free_hugepages" ]; then
+		echo $(($(cat "$sys/free_hugepages") * 2))
+	else
+		echo 0
+	fi
+}
+
+eal_mem() {
+	local who=$1 mb=$2 n=${3:-1} free mnt
 
 	case ${KVSS_HUGE:-} in
 	'' | 0 | 1) ;;
@@ -20,8 +40,8 @@ eal_mem() {
 		exit 2
 		;;
 	esac
-	[ -r "$sys/free_hugepages" ] && free=$(($(cat "$sys/free_hugepages") * 2))
-	mnt=$(awk '$3 == "hugetlbfs" { print $2; exit }' /proc/mounts)
+	free=$(hugetlb_free_mb)
+	mnt=$(hugetlb_mount)
 	if [ "${KVSS_HUGE:-}" != 0 ] && [ -n "$mnt" ] && [ -w "$mnt" ] && [ "$free" -ge $((mb * n)) ]; then
 		EAL_MEM=(-m "$mb" --huge-unlink)
 		EAL_HUGE=1

@@ -45,13 +45,10 @@ usage() {
 }
 
 # The hugetlbfs mount of 2 MiB pages, if any.
-mounted() {
-	awk '$3 == "hugetlbfs" && ($4 !~ /pagesize=/ || $4 ~ /pagesize=2M/) { print $2; exit }' /proc/mounts
-}
-
-free_mb() {
-	echo $(($(cat "$SYS/free_hugepages") * 2))
-}
+# The probes eal-mem.sh starts kvss by (hugetlb_mount, hugetlb_free_mb).
+. "$(dirname "$SELF")/eal-mem.sh"
+mounted() { hugetlb_mount; }
+free_mb() { hugetlb_free_mb; }
 
 # The state file is a regular file of this script's, or absent: anything
 # else (a symlink, a directory, a FIFO) is refused before a page is taken.
