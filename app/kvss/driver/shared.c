@@ -89,9 +89,17 @@ struct sh_floor {
 	uint32_t gen;
 };
 
+/* Where a request's lookup in one model stands. */
+enum sh_lookup_state {
+	LK_FREE = 0,	/* never used (the slots start zeroed) */
+	LK_READING = 1, /* its records asked for: answers outstanding */
+	LK_DONE = 2,	/* back, abandoned, or nothing to ask: its request may go */
+	LK_NO_GEN = 3,	/* its organization's generation is being read: asked again */
+};
+
 struct sh_lookup {
 	uint32_t req;	  /* the workload's request */
-	uint8_t state;	  /* 0 free, 1 reading, 2 back (or abandoned) */
+	uint8_t state;	  /* enum sh_lookup_state */
 	uint16_t model;
 	uint32_t first;	  /* the first column asked for */
 	uint32_t n;	  /* columns asked for */
@@ -717,7 +725,7 @@ lk_of(struct drv *d, uint32_t req, uint16_t m)
 /*
  * Look request @p req up in model @p m: its columns past what the driver
  * holds, their records read all at once. An organization whose generation
- * is not read yet (its first request) waits for it: state 3, asked again
+ * is not read yet (its first request) waits for it: state LK_NO_GEN, asked again
  * by drv_sh_request_ready(d) until the deadline.
  */
 static void
@@ -744,7 +752,7 @@ lookup_one(struct drv *d, uint32_t req, uint16_t m, uint64_t now, bool again)
 		l->req = req;
 		l->sent_ns = now;
 	}
-	l->state = 2; /* nothing to wait for, unless asked below */
+	l->state = LK_DONE; /* nothing to wait for, unless asked below */
 	l->n = l->cols = 0;
 	if (!drv_sh_on(d, m))
 		return;
@@ -755,7 +763,7 @@ lookup_one(struct drv *d, uint32_t req, uint16_t m, uint64_t now, bool again)
 		n = known + max;
 	l->cols = n - known;
 	if (!names_of(d, m, q->iso, l->keys[known], &gg, &go, &id)) {
-		l->state = 3; /* its organization's generation is being read */
+		l->state = LK_NO_GEN; /* its organization's generation is being read */
 		return;
 	}
 	l->model = m;
@@ -763,7 +771,7 @@ lookup_one(struct drv *d, uint32_t req, uint16_t m, uint64_t now, bool again)
 	l->first = known;
 	l->outstanding = 0;
 	l->epoch = S->epoch;
-	l->state = 1;
+	l->state = LK_READING;
 	shared_ns(ns, q->iso);
 	for (j = known; j < n; j++) {
 		char name[SHARED_NAME_MAX];
@@ -784,7 +792,7 @@ lookup_one(struct drv *d, uint32_t req, uint16_t m, uint64_t now, bool again)
 	S->st.lookups++;
 	S->st.lookup_cols += l->n;
 	if (l->outstanding == 0)
-		l->state = 2;
+		l->state = LK_DONE;
 }
 
 static void
@@ -834,12 +842,12 @@ lookup_done(struct drv *d, uint32_t slot, uint32_t k, int status, uint32_t len, 
 	/* A slot is not reused while it has reads in flight: this is its lookup's. */
 	if (l->outstanding > 0 && --l->outstanding == 0 && l->epoch == S->epoch)
 		note_level(S, now - l->sent_ns); /* its request waiting for it or not */
-	if (l->state != 1 || l->epoch != S->epoch || k >= l->n) {
+	if (l->state != LK_READING || l->epoch != S->epoch || k >= l->n) {
 		S->st.lookup_late_cols++; /* its request started without it, or a new generation */
 		return;
 	}
 	if (l->outstanding == 0) {
-		l->state = 2;
+		l->state = LK_DONE;
 		note_lookup(d, now - l->sent_ns);
 	}
 	if (status == -ENOENT) {
@@ -929,7 +937,7 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 		if (l->req != req)
 			continue;
 		late = now - l->sent_ns >= (uint64_t)kvss.cfg.shared.deadline_ms * 1000000ull;
-		if (!late && (l->state == 1 || l->state == 3) && S->wait_req == req + 1 &&
+		if (!late && (l->state == LK_READING || l->state == LK_NO_GEN) && S->wait_req == req + 1 &&
 		    now - S->wait_since >= compute_ns(l->cols)) {
 			/* Its request has waited as long as computing what it
 			 * looks up would take: whatever comes back now cannot
@@ -938,7 +946,7 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 			S->st.lookups_abandoned++;
 			note_level(S, now - l->sent_ns); /* at least that */
 		}
-		if (!late && (l->state == 1 || l->state == 3) && S->wait_req != req + 1 &&
+		if (!late && (l->state == LK_READING || l->state == LK_NO_GEN) && S->wait_req != req + 1 &&
 		    S->level_ns >= compute_ns(l->cols)) {
 			/* The level's lookups lately take longer than computing
 			 * what this one looks up: not waited for at all (its
@@ -947,13 +955,13 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 			late = true;
 			S->st.lookups_abandoned++;
 		}
-		if (l->state == 3 && !late)
+		if (l->state == LK_NO_GEN && !late)
 			lookup_one(d, req, m, now, true); /* its generation may be known now */
-		if (l->state == 3 && late) {
+		if (l->state == LK_NO_GEN && late) {
 			S->st.lookups_no_generation++;
-			l->state = 2;
+			l->state = LK_DONE;
 		}
-		if (l->state != 1 && l->state != 3)
+		if (l->state != LK_READING && l->state != LK_NO_GEN)
 			continue;
 		if (!late) {
 			if (S->wait_req != req + 1) {
@@ -964,7 +972,7 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 		}
 		S->st.lookups_late++;
 		note_lookup(d, now - l->sent_ns);
-		l->state = 2; /* a miss past what came back */
+		l->state = LK_DONE; /* a miss past what came back */
 	}
 	/* Stage what was found, in token order from the first asked: parents first. */
 	for (m = 0; m < kvss.cfg.driver.pc.num_models; m++) {
