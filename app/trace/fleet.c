@@ -259,7 +259,7 @@ shared_get(struct fleet *f, uint64_t key, uint64_t now)
 	return i;
 }
 
-/* A column goes up: written unless there already (or past its TTL). */
+/* A column goes down to the shared level: written unless there already (or past its TTL). */
 static void
 shared_put(struct fleet *f, uint64_t key, uint64_t first_ms, uint64_t now)
 {

@@ -564,7 +564,7 @@ uint32_t prefixcache_columns(struct prefixcache *pc, uint16_t model,
  * Is column @p key of @p model's organization @p isolation_id in DRAM now, in
  * prompt @p prompt_id from token @p start, complete after batch
  * @p evict_count (as the library said when it was recorded)? A column
- * sent up later than recorded is copied only while it still is.
+ * sent down later than recorded is copied only while it still is.
  */
 bool prefixcache_column_held(const struct prefixcache *pc, uint16_t model, uint64_t isolation_id,
 			     uint64_t key, uint64_t prompt_id, uint32_t start, uint64_t evict_count);

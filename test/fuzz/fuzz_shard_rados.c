@@ -4,7 +4,7 @@
  * lib/shared's API (shared.h) over objects in this process's memory
  * (test/rados_mem.c, which the driver's unit tests use too), in place of
  * librados, so that the shard's shared-level thread
- * (app/kvss/shard/shared.c, the real one) runs as in kvss, at the
+ * (app/kvss/shard/level_shared.c, the real one) runs as in kvss, at the
  * fuzzer's pace, with a cluster that lies as the input says.
  *
  * Why not a real cluster: an input runs in milliseconds and starts on an

@@ -205,7 +205,7 @@ void drv_sink_l2_drop(struct drv_sink *s, uint16_t model, uint64_t iso, uint64_t
 /** Forget every awaited column of @p model (a restart), or of all (-1: the end, freed). */
 void drv_sink_l2_clear(struct drv_sink *s, int model);
 
-/** SH_DOWN of @p o to every shard of @p model (a column sent up later than recorded). */
+/** SH_DOWN of @p o to every shard of @p model (a column sent down later than recorded). */
 void drv_sink_sh_down(struct drv_sink *s, uint16_t model, const struct proto_l2col *o);
 /** An L2_DELETE record for shard @p sh alone (a column the others do not hold). */
 void drv_sink_l2_delete_one(struct drv_sink *s, struct drv_shard *sh, const struct proto_l2del *d);

@@ -319,7 +319,7 @@ on_l2_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
 		}
 }
 
-/* A column recorded whole: the shared level's rule may send it up later (shared.c queues it). */
+/* A column recorded whole: the shared level's rule may send it down later (shared.c queues it). */
 static void
 on_whole_column(void *arg, uint16_t model, const struct prefixcache_l2col *c)
 {
