@@ -20,7 +20,7 @@
 #include "args.h"
 #include "eal_fixture.h"
 #include "kvss.h"
-#include "shard/shard.h"
+#include "shard/shard_api.h"
 
 /* The shard's levels, as this test says they counted (telemetry.c's weak one replaced). */
 static struct level_counter lv_counts[SHARD_LEVELS][8];

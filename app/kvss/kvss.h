@@ -5,7 +5,9 @@
  * the poll helpers). Each lcore writes only its own stats struct; telemetry
  * and the final report read them. A role's own parts have their own header:
  * shard/shard.h (the shard), driver/driver_priv.h (the driver), emulator/emulator.h
- * (the wafer). Each role is a folder; this folder holds what they share:
+ * (the wafer); what the launcher and telemetry call of a role is in its
+ * public header (shard/shard_api.h, driver/driver.h), never its private
+ * one. Each role is a folder; this folder holds what they share:
  * main.c (the launcher), app.c, ports.c, portgate.c, telemetry.c, faults.c.
  */
 #ifndef KVSS_APP_H

@@ -36,7 +36,7 @@
 #include "kvdisk.h"
 #include "kvss.h"
 #include "plot.h"
-#include "shard/shard.h"
+#include "shard/shard_api.h"
 
 
 static void

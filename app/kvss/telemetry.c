@@ -16,7 +16,7 @@
 
 #include "args.h"
 #include "kvss.h"
-#include "shard/shard.h"
+#include "shard/shard_api.h"
 
 /*
  * The counters of the shard's levels below DRAM (shard/level.c). Weak: a

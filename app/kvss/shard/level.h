@@ -34,13 +34,12 @@
 
 #include "kvdisk.h"
 #include "proto.h"
+#include "shard_api.h"
 
 struct kvss_shard_inst;
 struct rte_ring;
 struct rte_mempool;
 
-/* The levels of a shard, by what the protocol's messages name (section 9: L2_*, section 10: SH_*). */
-enum shard_level_kind { SHARD_LEVEL_DISK, SHARD_LEVEL_SHARED, SHARD_LEVELS };
 
 /**
  * The level a level message of type @p type is for: SH_DOWN and SH_UP the
@@ -98,21 +97,6 @@ struct level_req {
 	uint64_t t_ns;	  /* GET: when the worker took it (CLOCK_MONOTONIC) */
 };
 
-/*
- * One counter of a level: its telemetry key is the level's prefix, group
- * and name ("shared_bad_checksum"). The backend that declares it says
- * whether it counts columns its check refused (a checksum, an owner, a
- * length that did not match), so that callers sum refusals without
- * knowing any backend's names (shard_level_refused).
- */
-struct level_counter {
-	const char *group; /* "" or a family ("bad_") */
-	const char *name;
-	uint64_t value;
-	bool refusal; /* a column refused by the level's check */
-};
-
-#define LEVEL_COUNTERS_MAX 48
 
 /*
  * An up column's (stream token, column token) pairs: one per entry of its

@@ -359,39 +359,8 @@ void shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batche
 
 /* ---- level.c, level_msg.c: the levels below DRAM (level.h; PROTOCOL.md sections 9, 10) ---- */
 
-/**
- * Open shard @p s's levels (shard.l2, shared) and start their workers
- * (nothing when neither is configured). -1: the second tier's failure
- * (its file), -2: the configuration's (the shared level's, or a key
- * file's); @p err says why, naming its key.
- */
-int shard_levels_open(struct kvss_shard_inst *s, char *err, size_t errlen);
-/** Stop their workers (what they began, they finish); then their counters hold still. */
-void shard_levels_stop(struct kvss_shard_inst *s);
-void shard_levels_close(struct kvss_shard_inst *s);
-/** Shard @p s's level @p k; NULL: not configured. */
-struct shard_level *shard_level_of(const struct kvss_shard_inst *s, enum shard_level_kind k);
 /** Does the calling lcore's shard have the level message type @p type is for (L2_*, SH_*)? */
 bool shard_level_on(unsigned int type);
-/**
- * Level @p k's counters summed over the process's shards, into @p c (at
- * most LEVEL_COUNTERS_MAX; zeros where no shard has it), their keys' prefix
- * in @p prefix; how many.
- */
-unsigned int shard_level_counters(enum shard_level_kind k, struct level_counter *c,
-				  const char **prefix);
-/** The columns level @p lv's check refused (its counters marked refusal), since it opened. */
-uint64_t shard_level_refused(const struct shard_level *lv);
-/** The second tier: does it use O_DIRECT (false: the file system refused it)? */
-bool level_disk_direct(const struct shard_level *lv);
-/** Cache @p cache's second tier in tokens (whole columns), for STATUS (version 2); 0 without one. */
-void level_disk_tokens(const struct shard_level *lv, uint16_t cache, uint64_t *capacity,
-		       uint64_t *stored);
-/**
- * What opening the second tier found on its disk: the columns it kept
- * from before, and those it dropped (their checksum did not match).
- */
-void level_disk_found(const struct shard_level *lv, uint64_t *kept, uint64_t *dropped);
 /** Run L2_DOWN, SH_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the level is behind; again later. */
 int shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
 /** Is there room to run L2_UP or SH_UP @p msg (0), or must it wait (-EAGAIN)? */
