@@ -36,6 +36,8 @@ LITERAL = {
     "capacity_tokens": "tokens the cache may hold",
     "stored_tokens": "tokens it holds",
     "prompts": "prompts it holds",
+    "free_slots": "token slots free to take at once",
+    "limbo_slots": "token slots freed and waiting for the refills reading them to end",
     "lcore": "the lcore id (one array element per lcore)",
     "role": "control, ingest, refill, or none",
     "busy_cycles": "TSC cycles of polls that found work",
@@ -208,6 +210,13 @@ def keys_of(path, fn):
             out += [(k, c) for k, c in xmacro("app/kvss/driver/driver.h", "KVSS_DRV_STATS")]
         elif "EMU_STATS(" in line:
             out += [(k, c) for k, c in xmacro("app/kvss/emulator/emulator.h", "EMU_STATS")]
+        elif '"store_" #n' in line:
+            pass  # the macro that KVSTORE_STATS(KVSTORE_TEL) below expands
+        elif "KVSTORE_STATS(KVSTORE_TEL)" in line:
+            out += [("store_" + k, "the stores' own count: " + c)
+                    for k, c in xmacro("lib/kvstore/kvstore.h", "KVSTORE_STATS")]
+        elif "PREFIXCACHE_STATS(" in line:
+            out += [(k, c) for k, c in xmacro("lib/prefixcache/prefixcache.h", "PREFIXCACHE_STATS")]
         elif "DRV_SH_STATS(" in line:
             out += [(k, c) for k, c in xmacro("app/kvss/driver/driver_priv.h", "DRV_SH_STATS")]
         elif "SHARD_SNAP_FIELDS(" in line:

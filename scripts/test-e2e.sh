@@ -657,6 +657,10 @@ sys.exit(0 if v and set(v) == doc else "live only: %s; documented only: %s" % (s
 			samekeys "$tmp/$file" "$shape" "$name"
 	done
 	check "telemetry: a shard's /kvss/stats counts batches" test "$(jget "$tmp/s1.json" batches)" -gt 0
+	check "telemetry: a shard's /kvss/stats gives its store's own counts (batches opened, bytes written)" \
+		sh -c "[ $(jget "$tmp/s1.json" store_batches_opened) -gt 0 ] && [ $(jget "$tmp/s1.json" store_data_bytes) -gt 0 ]"
+	check "telemetry: the driver's /swdriver/stats gives the prefix map's own counts (requests, tokens looked up)" \
+		sh -c "[ $(jget "$tmp/drv.json" pc_requests) -gt 0 ] && [ $(jget "$tmp/drv.json" pc_lookup_tokens) -gt 0 ]"
 	check "telemetry: a shard's /kvss/stats gives its busy time on ingest, the bytes it stored, its idle time" \
 		holds "$(jget "$tmp/s1.json" ingest_busy_us) > 0 and $(jget "$tmp/s1.json" data_bytes) > 0 and $(jget "$tmp/s1.json" idle_us) > 0"
 	# Epochs as the logs print them: shard 1's (its up line) and the driver's.

@@ -90,6 +90,24 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 			rte_tel_data_add_dict_u64(d, key, lc[k].value);
 		}
 	}
+	{
+		/* The stores' own counters, summed over the process's shards
+		 * (zeros in a process without one). */
+		struct kvstore_stats sum = {0}, ks;
+		unsigned int c;
+
+		for (c = 0; c < kvss.num_shards; c++) {
+			if (kvss_shards[c].store == NULL)
+				continue;
+			kvstore_stats(kvss_shards[c].store, &ks);
+#define KVSTORE_SUM(n) sum.n += ks.n;
+			KVSTORE_STATS(KVSTORE_SUM)
+#undef KVSTORE_SUM
+		}
+#define KVSTORE_TEL(n) rte_tel_data_add_dict_u64(d, "store_" #n, sum.n);
+		KVSTORE_STATS(KVSTORE_TEL)
+#undef KVSTORE_TEL
+	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
 	rte_tel_data_add_dict_u64(d, "driver_hops", __atomic_load_n(&kvss_me->driver_hops, __ATOMIC_RELAXED));
 	rte_tel_data_add_dict_u64(d, "wafer_hops", __atomic_load_n(&kvss_me->wafer_hops, __ATOMIC_RELAXED));
@@ -118,7 +136,8 @@ static int
 tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	uint64_t id[KVSTORE_MAX_CACHES], bpt[KVSTORE_MAX_CACHES], nb[KVSTORE_MAX_CACHES],
-		cap[KVSTORE_MAX_CACHES], stored[KVSTORE_MAX_CACHES], prompts[KVSTORE_MAX_CACHES];
+		cap[KVSTORE_MAX_CACHES], stored[KVSTORE_MAX_CACHES], prompts[KVSTORE_MAX_CACHES],
+		freeslots[KVSTORE_MAX_CACHES], limbo[KVSTORE_MAX_CACHES];
 	unsigned int c, n = 0;
 
 	(void)cmd;
@@ -136,6 +155,8 @@ tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 			cap[c] = cs.capacity_tokens;
 			stored[c] = cs.stored_tokens;
 			prompts[c] = cs.prompts;
+			freeslots[c] = cs.free_slots;
+			limbo[c] = cs.limbo_slots;
 		}
 	}
 	add_u64_array(d, "cache_id", id, n);
@@ -144,6 +165,8 @@ tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 	add_u64_array(d, "capacity_tokens", cap, n);
 	add_u64_array(d, "stored_tokens", stored, n);
 	add_u64_array(d, "prompts", prompts, n);
+	add_u64_array(d, "free_slots", freeslots, n);
+	add_u64_array(d, "limbo_slots", limbo, n);
 	return 0;
 }
 

@@ -285,20 +285,29 @@ struct kvstore_cache_stats {
 void kvstore_cache_stats(const struct kvstore *s, uint16_t cache_id,
 			 struct kvstore_cache_stats *st);
 
-/** Counters of the whole store (owner-written; read approximately). */
+/*
+ * Counters of the whole store (owner-written; read approximately), each
+ * once: X(field) and what it counts. A shard's /kvss/stats shows each as
+ * store_ and the field, summed over the process's shards
+ * (scripts/telemetry-doc.py documents them from this list).
+ */
+#define KVSTORE_STATS(X)                                                                            \
+	X(batches_opened) /* batches an EVICT opened */                                            \
+	X(batches_lost) /* batches that timed out with tokens missing */                           \
+	X(evicted_tokens) /* tokens named by EVICT entries and taken */                            \
+	X(overwritten_tokens) /* of them, tokens that replaced a stored one */                     \
+	X(discarded_entries) /* EVICT entries not taken: prompt 0 or refused */                    \
+	X(data_bytes) /* EVICT_DATA payload bytes written into the store */                        \
+	X(data_dup_bytes) /* of them, bytes received twice */                                      \
+	X(deleted_tokens) /* tokens a DELETE let go */                                             \
+	X(lost_tokens) /* tokens of batches lost */                                                \
+	X(reserves) /* RESERVE records run */                                                      \
+	X(unmarked_refusals) /* a new prompt refused with no record left to mark it */
+
 struct kvstore_stats {
-	uint64_t batches_opened;
-	uint64_t batches_lost;
-	uint64_t evicted_tokens;
-	uint64_t overwritten_tokens;
-	uint64_t discarded_entries; /**< prompt 0 or rejected */
-	uint64_t data_bytes;
-	uint64_t data_dup_bytes; /**< bytes received twice */
-	uint64_t deleted_tokens;
-	uint64_t lost_tokens;
-	uint64_t reserves;
-	uint64_t refills;
-	uint64_t unmarked_refusals; /**< a new prompt refused with no record left to mark it */
+#define KVSTORE_STATS_FIELD(n) uint64_t n;
+	KVSTORE_STATS(KVSTORE_STATS_FIELD)
+#undef KVSTORE_STATS_FIELD
 };
 
 void kvstore_stats(const struct kvstore *s, struct kvstore_stats *st);

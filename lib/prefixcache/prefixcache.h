@@ -592,48 +592,57 @@ bool prefixcache_l2_forget(struct prefixcache *pc, uint16_t model, uint64_t isol
  */
 size_t prefixcache_expire(struct prefixcache *pc, uint64_t now_ns, size_t max_visits);
 
+/*
+ * The library's counters, each once: X(field, "telemetry key") and what it
+ * counts. The driver's /swdriver/stats shows every one under its key
+ * (scripts/telemetry-doc.py documents them from this list); the first
+ * seven keep the names they had before the rest were shown, the others
+ * are pc_ and the field. The loss counters: what lost (or refused) data
+ * cost the cache, tokens dropped from the account (the columns from the
+ * one holding the lost token to where its prompt then ended, and their
+ * descendants, once per prompt whichever shards reported it), and the live
+ * sequences that stopped caching at the cut (what they send after it is
+ * not cached).
+ */
+#define PREFIXCACHE_STATS(X)                                                                        \
+	X(entries, "entries") /* cached columns (entries of every PrefixMap) */                                   \
+	X(policy_deletes, "policy_deletes") /* columns the deletion policy freed for room */     \
+	X(bypassed, "policy_bypassed") /* admit: sequences that stopped caching rather than push out a known column */ \
+	X(cold_columns, "policy_cold_columns") /* followup: columns sent to the cold list */ \
+	X(deleted_tokens, "deleted_tokens") /* tokens deleted (policy, expiry, losses) */               \
+	X(expired_tokens, "expired_tokens") /* tokens deleted by expiry */                         \
+	X(peak_stored_tokens, "peak_stored_tokens") /* most tokens stored at once */           \
+	X(requests, "pc_requests") /* requests the library looked up */                            \
+	X(lookup_tokens, "pc_lookup_tokens") /* tokens the lookups covered */                      \
+	X(hit_tokens, "pc_hit_tokens") /* of them, hits it handed out */                           \
+	X(refills, "pc_refills") /* hits it handed out to be refilled */                                      \
+	X(evicted_tokens, "pc_evicted_tokens") /* tokens it asked shards to store */               \
+	X(expired_entries, "pc_expired_entries") /* entries removed by expiry */                   \
+	X(dup_columns, "pc_dup_columns") /* columns stored twice (concurrent misses), freed later */ \
+	X(protected_columns, "pc_protected_columns") /* SLRU, admit: columns made protected or known (seen before, or hit) */ \
+	X(demotions, "pc_demotions") /* SLRU: protected columns sent back to probation */          \
+	X(stopped, "pc_stopped") /* sequences whose caching stopped (no room, loss) */             \
+	X(lost_tokens, "pc_lost_tokens") /* TOKEN_LOST reports received, one per token */                     \
+	X(loss_dropped_tokens, "pc_loss_dropped_tokens") /* tokens dropped from the account by a loss */ \
+	X(loss_stopped, "pc_loss_stopped") /* live sequences that stopped caching at a loss's cut */ \
+	X(shard_errors, "pc_shard_errors") /* ERROR records received */                            \
+	X(l2_down_tokens, "pc_l2_down_tokens") /* written to the second tier (per cache group) */   \
+	X(l2_hit_tokens, "pc_l2_hit_tokens") /* hit in the second tier and brought up */           \
+	X(l2_deleted_tokens, "pc_l2_deleted_tokens") /* let go from the second tier: room, expiry */ \
+	X(l2_stored_tokens, "pc_l2_stored_tokens") /* in the second tiers now */                   \
+	X(l2_recompute_faster_tokens, "pc_l2_recompute_faster_tokens") /* hit in the second tier but not taken: computing them was faster */ \
+	X(recompute_faster_tokens, "pc_recompute_faster_tokens") /* hit in DRAM but not taken: computing them was faster */ \
+	X(refill_probes, "pc_refill_probes") /* DRAM hits refilled though the rule refused them: the line kept learning */ \
+	X(split_requests, "pc_split_requests") /* hits split: the front computed while the back refilled */ \
+	X(split_tokens, "pc_split_tokens") /* the fronts they computed (hit tokens, not refilled) */ \
+	X(l2_adopted_tokens, "pc_l2_adopted_tokens") /* taken back from the shards' inventories (kept across restarts) */ \
+	X(shared_staged_tokens, "pc_shared_staged_tokens") /* found in the shared level and staged for lookups */ \
+	X(shared_hit_tokens, "pc_shared_hit_tokens") /* of them, brought up (hits from the shared level) */
+
 struct prefixcache_stats {
-	uint64_t requests;
-	uint64_t lookup_tokens; /**< tokens the lookups covered */
-	uint64_t hit_tokens;
-	uint64_t refills;
-	uint64_t evicted_tokens;
-	uint64_t deleted_tokens;
-	uint64_t expired_entries;
-	uint64_t expired_tokens;
-	uint64_t policy_deletes; /**< columns deleted to make room */
-	uint64_t dup_columns;	 /**< columns stored twice (concurrent misses), freed later */
-	uint64_t protected_columns; /**< SLRU, admit: columns made protected or known (seen before, or hit) */
-	uint64_t demotions;	 /**< SLRU: protected columns sent back to probation */
-	uint64_t bypassed;	 /**< admit: sequences that stopped rather than free a known column */
-	uint64_t cold_columns;	 /**< followup: columns sent to the cold list at their sequence's end */
-	uint64_t stopped;	 /**< sequences whose caching stopped (no room, loss) */
-	uint64_t lost_tokens;
-	/**
-	 * What lost (or refused) data cost the cache: tokens dropped from the
-	 * account (the columns from the one holding the lost token to where
-	 * its prompt then ended, and their descendants, once per prompt
-	 * whichever shards reported it), and the live sequences that stopped
-	 * caching at the cut (what they send after it is not cached).
-	 */
-	uint64_t loss_dropped_tokens;
-	uint64_t loss_stopped;
-	uint64_t shard_errors;	 /**< ERROR records received */
-	uint64_t entries;	 /**< now */
-	uint64_t peak_stored_tokens;
-	/* The second tier. */
-	uint64_t l2_down_tokens;   /**< written to L2 (per cache group) */
-	uint64_t l2_hit_tokens;    /**< hit in L2 and moved up */
-	uint64_t l2_deleted_tokens; /**< L2 let go: room, expiry */
-	uint64_t l2_stored_tokens; /**< now */
-	uint64_t l2_recompute_faster_tokens; /**< hit in L2 but not taken: computing them was faster */
-	uint64_t recompute_faster_tokens; /**< hit in DRAM but not taken: computing them was faster */
-	uint64_t refill_probes; /**< DRAM hits refilled though the rule refused them: the line kept learning */
-	uint64_t split_requests; /**< hits split: the front computed while the back refilled */
-	uint64_t split_tokens;	 /**< the fronts they computed (hit tokens, not refilled) */
-	uint64_t l2_adopted_tokens; /**< taken back from the shards' inventories (kept across restarts) */
-	uint64_t shared_staged_tokens; /**< found in the shared level and staged for lookups */
-	uint64_t shared_hit_tokens;    /**< of them, brought up (hits from the shared level) */
+#define PREFIXCACHE_STATS_FIELD(n, k) uint64_t n;
+	PREFIXCACHE_STATS(PREFIXCACHE_STATS_FIELD)
+#undef PREFIXCACHE_STATS_FIELD
 };
 
 void prefixcache_stats(const struct prefixcache *pc, struct prefixcache_stats *st);

@@ -195,13 +195,9 @@ tel_drv_stats(const char *cmd, const char *params, struct rte_tel_data *td)
 		snprintf(key, sizeof(key), "error_%s", proto_err_name((unsigned int)c));
 		rte_tel_data_add_dict_u64(td, key, sn->st.errors_by_code[c]);
 	}
-	rte_tel_data_add_dict_u64(td, "entries", sn->pc.entries);
-	rte_tel_data_add_dict_u64(td, "policy_deletes", sn->pc.policy_deletes);
-	rte_tel_data_add_dict_u64(td, "policy_bypassed", sn->pc.bypassed);
-	rte_tel_data_add_dict_u64(td, "policy_cold_columns", sn->pc.cold_columns);
-	rte_tel_data_add_dict_u64(td, "deleted_tokens", sn->pc.deleted_tokens);
-	rte_tel_data_add_dict_u64(td, "expired_tokens", sn->pc.expired_tokens);
-	rte_tel_data_add_dict_u64(td, "peak_stored_tokens", sn->pc.peak_stored_tokens);
+#define PC_TEL(n, k) rte_tel_data_add_dict_u64(td, k, sn->pc.n);
+	PREFIXCACHE_STATS(PC_TEL)
+#undef PC_TEL
 	rte_spinlock_unlock(&sn->lock);
 	return 0;
 }
