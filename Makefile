@@ -142,7 +142,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 TEST_COMMON_SRC := test/frames.c
 PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_proto.c \
 	test/test_proto_ref.c test/test_proto_stream.c test/test_wafer.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(WAFER_SRC) \
-	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(SEAL_SRC) $(PERCENTILE_SRC) $(WAFERMODEL_SRC) test/test_wafermodel.c test/test_percentile.c test/test_ilist.c \
+	$(FILEIO_SRC) $(ARGS_SRC) $(KVDISK_SRC) $(SEAL_SRC) $(PERCENTILE_SRC) $(WAFERMODEL_SRC) test/test_wafermodel.c test/test_percentile.c test/test_ilist.c test/test_mono.c \
 	$(TEST_COMMON_SRC) test/gen_frames.c test/test_kvstore.c test/test_kvstore_model.c \
 	bench/bench_kvstore.c bench/bench_wafer.c $(PREFIXCACHE_SRC) $(REPLAY_SRC) test/test_prefixcache.c \
 	app/trace/kvss_trace.c app/trace/trace_run.c app/trace/trace_report.c app/trace/ttft.c app/trace/oracle.c app/trace/tier2.c bench/bench_prefixcache.c test/test_prefixcache_model.c \
@@ -273,7 +273,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvss_telemetry $(BUILD)/test/test_plan \
 	$(BUILD)/test/test_route $(BUILD)/test/test_oracle $(BUILD)/test/test_linfit \
 	$(BUILD)/test/test_emulator $(BUILD)/test/test_drv_link $(BUILD)/test/test_workload \
-	$(BUILD)/test/test_args $(BUILD)/test/test_percentile $(BUILD)/test/test_ilist \
+	$(BUILD)/test/test_args $(BUILD)/test/test_percentile $(BUILD)/test/test_ilist $(BUILD)/test/test_mono \
 	$(BUILD)/test/test_wafermodel \
 	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_kvdisk_seal $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
@@ -412,6 +412,11 @@ $(BUILD)/test/test_percentile: $(call obj,test/test_percentile.c) $(LIBPERCENTIL
 	$(CC) -o $@ $^ $(CRITERION_LIBS)
 
 $(BUILD)/test/test_wafermodel: $(call obj,test/test_wafermodel.c) $(LIBWAFERMODEL)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS)
+
+# lib/mono is a header alone too.
+$(BUILD)/test/test_mono: $(call obj,test/test_mono.c)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS)
 

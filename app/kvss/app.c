@@ -14,6 +14,7 @@
 #include <rte_pause.h>
 
 #include "kvss.h"
+#include "mono.h"
 
 struct kvss_app kvss;
 
@@ -41,13 +42,6 @@ kvss_stats_total(struct kvss_lcore_stats *t)
 	}
 }
 
-/* @p c TSC cycles in microseconds, exact for any uint64_t (c * 10^6 would overflow). */
-static uint64_t
-cycles_us(uint64_t c, uint64_t hz)
-{
-	return c / hz * 1000000 + c % hz * 1000000 / hz;
-}
-
 void
 kvss_shard_time(struct kvss_shard_time *t)
 {
@@ -61,9 +55,9 @@ kvss_shard_time(struct kvss_shard_time *t)
 		refill += kvss.stats[l].refill_cycles;
 		idle += kvss.stats[l].idle_cycles;
 	}
-	t->ingest_busy_us = cycles_us(ingest, hz);
-	t->refill_busy_us = cycles_us(refill, hz);
-	t->idle_us = cycles_us(idle, hz);
+	t->ingest_busy_us = mono_ticks_to(ingest, hz, 1000000);
+	t->refill_busy_us = mono_ticks_to(refill, hz, 1000000);
+	t->idle_us = mono_ticks_to(idle, hz, 1000000);
 }
 
 uint64_t

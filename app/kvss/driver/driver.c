@@ -34,6 +34,7 @@
 #include "driver_priv.h"
 #include "emulator/emulator.h"
 #include "kvss.h"
+#include "mono.h"
 
 #define BURST 32
 /* Backpressure: stop sending tokens while this much waits to go out. */
@@ -594,7 +595,7 @@ static void
 wafer_going(struct drv *d, uint64_t tsc)
 {
 	if (d->wafer_held_at != 0) {
-		d->st.wafer_held_us += (uint64_t)((double)(tsc - d->wafer_held_at) * 1e6 / (double)d->hz);
+		d->st.wafer_held_us += mono_ticks_to(tsc - d->wafer_held_at, d->hz, 1000000);
 		d->wafer_held_at = 0;
 	}
 }

@@ -44,6 +44,7 @@
 #include "config.h"
 #include "driver.h"
 #include "linfit.h"
+#include "mono.h"
 #include "prefixcache.h"
 #include "proto.h"
 #include "proto_stream.h"
@@ -447,7 +448,7 @@ struct drv {
 static inline uint64_t
 drv_now_ns(struct drv *d, uint64_t tsc)
 {
-	return DRV_PAST_NS + (uint64_t)((double)(tsc - d->t_start) * 1e9 / (double)d->hz);
+	return DRV_PAST_NS + mono_ticks_to(tsc - d->t_start, d->hz, 1000000000ull);
 }
 
 /* ---- report.c: the verdict ---- */

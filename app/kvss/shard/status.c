@@ -7,6 +7,7 @@
  */
 #include <rte_cycles.h>
 
+#include "mono.h"
 #include "shard.h"
 
 void
@@ -15,13 +16,12 @@ shard_send_status(struct kvss_lcore_stats *st)
 	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN + KVSTORE_MAX_CACHES * PROTO_CACHE_INFO_LEN];
 	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
 	const struct shard_level *disk = shard_level_of(kvss_me, SHARD_LEVEL_DISK);
-	/* In whole seconds and the rest: cycles x 1e9 overflows 64 bits after
-	 * seconds, and a driver orders STATUS frames by it (version 2). */
+	/* Exact (mono_ticks_to): a driver orders STATUS frames by it (version 2). */
 	uint64_t up = rte_get_tsc_cycles() - kvss.start_tsc, hz = kvss_me->st->hz;
 	struct proto_status s = {
 		.batches_complete = kvstore_batches_complete(kvss_me->store),
 		.reports = kvss_me->st->rep_next ? kvss_me->st->rep_next - 1 : 0, /* v2 */
-		.uptime_ns = up / hz * 1000000000ull + up % hz * 1000000000ull / hz,
+		.uptime_ns = mono_ticks_to(up, hz, 1000000000ull),
 		.flags = (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.since[kvss_me->st->evictq.head % SHARD_QMAX]
 				  ? PROTO_STATUS_F_STALLED : 0) |
 			 (disk != NULL ? PROTO_STATUS_F_L2 : 0) |
