@@ -8,7 +8,9 @@
  * shard's configured address to the driver's), hands them to drv_receive()
  * as the poll loop does, and checks the driver's counters (d->st) and what
  * it knows of the shard (d->sh[0]) to the exact count. Nothing is polled
- * or flushed: the HELLOs a restart queues stay in the port's queue.
+ * or flushed: the HELLOs a restart queues stay in the port's queue. The
+ * cases cover each message a shard sends the driver: STATUS, ERROR,
+ * REFILL_DONE, TOKEN_LOST, ACK, L2_DONE, and a frame that does not parse.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -362,4 +364,122 @@ Test(drv_rx, l2_done_takes_every_record_past_a_failed_shared_one)
 	cr_assert_not(drv_l2_expected_unknown(d, sh, 0xa4), "a column written is not let go");
 	cr_assert_eq(d->fatal, 0);
 	cr_assert_eq(d->st.resyncs + d->st.shard_restarts, 0, "the model goes on");
+}
+
+/* ---- ERROR, REFILL_DONE, ACK: counted as the protocol says ------------------------------ */
+
+/* An ERROR report of seq @p seq: one record per code in @p codes. */
+static void
+errors(uint64_t seq, const uint16_t *codes, unsigned int n, uint64_t tsc)
+{
+	struct proto_builder b;
+	unsigned int i;
+
+	begin(&b, PROTO_T_ERROR, 0, sh->ref->id, sh->epoch, seq, 0);
+	for (i = 0; i < n; i++) {
+		struct proto_error e = {.seq = 10 + i, .prompt_id = 0x2000 + i, .token_idx = 0,
+					.cache_id = 0, .code = codes[i]};
+
+		cr_assert_eq(proto_build_error(&b, &e), 0);
+	}
+	deliver(&b, tsc);
+}
+
+Test(drv_rx, errors_are_counted_by_code_and_on_loss_exact_keeps_the_model)
+{
+	static const uint16_t two[] = {PROTO_E_RANGE, PROTO_E_NO_SPACE}, odd[] = {250};
+	uint64_t t = rte_get_tsc_cycles();
+
+	bring_up(t);
+	errors(1, two, 2, t + 1);
+	cr_assert_eq(d->st.errors, 2);
+	cr_assert_eq(d->st.errors_by_code[PROTO_E_RANGE], 1);
+	cr_assert_eq(d->st.errors_by_code[PROTO_E_NO_SPACE], 1);
+	cr_assert_eq(sh->report_next, 2, "a report, taken in order");
+	/* A code this driver does not know: counted, under 0. */
+	errors(2, odd, 1, t + 2);
+	cr_assert_eq(d->st.errors, 3);
+	cr_assert_eq(d->st.errors_by_code[0], 1);
+	/* The same report again (its REPORT_ACK lost): not counted twice. */
+	errors(2, odd, 1, t + 3);
+	cr_assert_eq(d->st.errors, 3);
+	cr_assert_eq(d->st.reports_dropped, 1);
+	cr_assert_eq(d->st.resyncs, 0, "on_loss exact: the library drops what was refused");
+	cr_assert_eq(d->model_epoch[0], DRIVER_EPOCH);
+	cr_assert(sh->up);
+}
+
+Test(drv_rx, an_error_with_on_loss_resync_starts_the_model_over)
+{
+	static const uint16_t one[] = {PROTO_E_HOLE};
+	uint64_t t = rte_get_tsc_cycles();
+
+	kvss.cfg.driver.on_loss = KVSS_LOSS_RESYNC;
+	bring_up(t);
+	errors(1, one, 1, t + 1);
+	cr_assert_eq(d->st.errors_by_code[PROTO_E_HOLE], 1);
+	cr_assert_eq(d->st.resyncs, 1);
+	cr_assert_neq(d->model_epoch[0], DRIVER_EPOCH);
+	cr_assert_not(sh->up);
+}
+
+Test(drv_rx, a_refill_done_naming_no_refill_of_ours_is_counted_and_changes_nothing)
+{
+	struct proto_refill_done rd = {.refill_id = 0xdead0001, .tokens = 64, .status = PROTO_E_RANGE,
+				       .bytes = 0};
+	struct proto_builder b;
+	uint64_t t = rte_get_tsc_cycles();
+
+	kvss.cfg.driver.on_loss = KVSS_LOSS_RESYNC; /* a failed refill of ours would restart the model */
+	bring_up(t);
+	begin(&b, PROTO_T_REFILL_DONE, 0, sh->ref->id, sh->epoch, 0, 0);
+	cr_assert_eq(proto_build_refill_done(&b, &rd), 0);
+	deliver(&b, t + 1);
+	cr_assert_eq(d->st.refill_done, 1);
+	cr_assert_eq(d->st.resyncs, 0, "not a refill the wafer waits for: nothing to resync");
+	cr_assert_eq(d->model_epoch[0], DRIVER_EPOCH);
+	cr_assert(sh->up);
+}
+
+Test(drv_rx, an_ack_past_what_was_sent_is_counted_and_ignored)
+{
+	struct proto_ack a = {.cum_seq = 5, .recv_seq = 5};
+	struct proto_builder b;
+	uint64_t t = rte_get_tsc_cycles();
+
+	bring_up(t);
+	cr_assert_eq(sh->stream.acked, 0, "nothing sent yet");
+	begin(&b, PROTO_T_ACK, 0, sh->ref->id, sh->epoch, 0, 0);
+	cr_assert_eq(proto_build_ack(&b, &a), 0);
+	deliver(&b, t + 1);
+	cr_assert_eq(d->st.acks, 1);
+	cr_assert_eq(sh->stream.st.bogus_acks, 1);
+	cr_assert_eq(sh->stream.acked, 0, "an ACK of what was never sent moves nothing");
+	cr_assert_eq(sh->evict_acked, 0);
+}
+
+Test(drv_rx, a_frame_that_does_not_parse_is_dropped_by_reason)
+{
+	struct proto_builder b;
+	struct rte_mbuf *m;
+	uint64_t t = rte_get_tsc_cycles(), drops = d->st.rx_drops;
+	struct proto_addr a;
+	uint32_t len;
+
+	bring_up(t);
+	begin(&b, PROTO_T_ACK, 0, sh->ref->id, sh->epoch, 0, 0);
+	len = proto_build_end(&b);
+	memset(&a, 0, sizeof(a));
+	a.src_ip = sh->ref->addr.ipv4;
+	a.dst_ip = kvss.cfg.driver.addr.ipv4;
+	a.src_port = a.dst_port = kvss.cfg.udp.ctrl;
+	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
+	cr_assert_not_null(m);
+	/* An ACK with no body: its header says more than the frame holds. */
+	cr_assert_eq(rte_pktmbuf_trim(m, 1), 0);
+	drv_receive(d, m, t + 1);
+	rte_pktmbuf_free(m);
+	cr_assert_eq(d->st.rx_drops, drops + 1);
+	cr_assert_eq(d->st.acks, 0);
+	cr_assert_eq(sh->last_rx, t, "not heard: it did not parse");
 }
