@@ -10,7 +10,8 @@
  * it knows of the shard (d->sh[0]) to the exact count. Nothing is polled
  * or flushed: the HELLOs a restart queues stay in the port's queue. The
  * cases cover each message a shard sends the driver: STATUS, ERROR,
- * REFILL_DONE, TOKEN_LOST, ACK, L2_DONE, and a frame that does not parse.
+ * REFILL_DONE, TOKEN_LOST, ACK, L2_DONE, L2_INVENTORY (in a suite of its own,
+ * the shard given a second tier), and a frame that does not parse.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -62,6 +63,7 @@ TestSuite(drv_rx, .init = setup, .fini = teardown);
 /* ---- Frames as a shard sends them -------------------------------------------------- */
 
 static uint8_t payload[PROTO_PAYLOAD_MAX];
+static uint32_t status_flags; /* what a shard's STATUS says it has (PROTO_STATUS_F_L2: a second tier) */
 
 /* Begin a message of @p type from shard @p shard_id of @p model in shard epoch @p epoch. */
 static void
@@ -115,7 +117,7 @@ status_from(uint32_t model, uint16_t shard_id, uint32_t src_ip, uint32_t epoch,
 	    uint32_t driver_epoch, uint64_t stored, uint64_t uptime_ns, uint64_t tsc)
 {
 	struct proto_status s = {.batches_complete = 3, .reports = 0, .uptime_ns = uptime_ns,
-				 .flags = 0, .driver_epoch = driver_epoch};
+				 .flags = status_flags, .driver_epoch = driver_epoch};
 	struct proto_cache_info ci = {.cache_id = 0, .num_buffers = 2, .bytes_per_token = 256,
 				      .capacity_tokens = 100000, .stored_tokens = stored};
 	struct proto_builder b;
@@ -482,4 +484,118 @@ Test(drv_rx, a_frame_that_does_not_parse_is_dropped_by_reason)
 	cr_assert_eq(d->st.rx_drops, drops + 1);
 	cr_assert_eq(d->st.acks, 0);
 	cr_assert_eq(sh->last_rx, t, "not heard: it did not parse");
+}
+
+/* ---- L2_INVENTORY: a restarted shard's second tier taken back (l2.c) ----------------- */
+
+static char l2cfg[] = "/tmp/kvss-test-drv-l2-XXXXXX";
+
+/* The same example, its shard with a second tier of a million tokens. */
+static void
+setup_l2(void)
+{
+	FILE *in = fopen(CFG, "r"), *out;
+	char line[512];
+	int fd = mkstemp(l2cfg), edits = 0;
+
+	cr_assert_not_null(in);
+	cr_assert_geq(fd, 0);
+	out = fdopen(fd, "w");
+	while (fgets(line, sizeof(line), in) != NULL) {
+		char *at = strstr(line, "capacity_tokens = [100000]; }");
+
+		if (at != NULL) {
+			fprintf(out, "%.*scapacity_tokens = [100000]; l2_tokens = [1000000]; }%s",
+				(int)(at - line), line, at + strlen("capacity_tokens = [100000]; }"));
+			edits++;
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	fclose(out);
+	cr_assert_eq(edits, 1, "the example's one shard found");
+	d = test_driver_loaded(l2cfg, DRIVER_EPOCH);
+	cr_assert_eq(kvss_driver_init(d), 0);
+	cr_assert(drv_l2_model(0));
+	sh = &d->sh[0];
+	status_flags = PROTO_STATUS_F_L2;
+}
+
+static void
+teardown_l2(void)
+{
+	test_driver_stop(d);
+	unlink(l2cfg);
+	status_flags = 0;
+}
+
+TestSuite(drv_l2, .init = setup_l2, .fini = teardown_l2);
+
+#define ISO 0x77aa77aa77aa77aaull
+
+/* One frame of shard 0's inventory: @p n columns from index @p first of @p total. */
+static void
+inventory(uint32_t total, uint32_t first, const struct proto_l2col *c, unsigned int n, uint64_t tsc)
+{
+	struct proto_builder b;
+	unsigned int i;
+
+	begin(&b, PROTO_T_L2_INVENTORY, 0, sh->ref->id, sh->epoch, 0, 0);
+	cr_assert_eq(proto_build_l2_inventory_hdr(&b, total, first), 0);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(proto_build_l2_inventory_col(&b, &c[i]), 0);
+	deliver(&b, tsc);
+}
+
+static struct proto_l2col
+col(uint64_t key, uint64_t parent, uint32_t start)
+{
+	return (struct proto_l2col){.key = key, .parent = parent, .isolation_id = ISO,
+				    .first_use_ns = drv_wall_ns(), .start_token_idx = start,
+				    .num_tokens = 64, .cache_id = 0};
+}
+
+Test(drv_l2, an_inventory_in_order_is_taken_back_parents_first_and_the_rest_let_go)
+{
+	/* Listed child first, and its key sorts first too (the inventory is
+	 * sorted by key before it is walked); a column whose parent nobody
+	 * holds; one listed twice. */
+	struct proto_l2col first[2] = {col(0x1, 0xa0, 64), col(0xa0, ISO, 0)};
+	struct proto_l2col rest[3] = {col(0xc, 0xd, 128), col(0xe, ISO, 0), col(0xe, ISO, 0)};
+	struct prefixcache_stats ps;
+	uint64_t t = rte_get_tsc_cycles();
+
+	bring_up(t);
+	cr_assert(sh->has_l2, "its STATUS says it has a second tier");
+	cr_assert_eq(d->fatal, 0);
+	inventory(5, 0, first, 2, t + 1);
+	cr_assert_eq(d->st.l2_inventory_cols, 2);
+	cr_assert_not(sh->inv_done);
+	/* A frame past a gap (its first is not what came so far): the list waits for the next HELLO. */
+	inventory(5, 3, rest + 1, 2, t + 2);
+	cr_assert_eq(d->st.stale, 1);
+	cr_assert_eq(d->st.l2_inventory_cols, 2);
+	inventory(5, 2, rest, 3, t + 3);
+	cr_assert_eq(d->st.l2_inventory_cols, 5);
+	cr_assert(sh->inv_done, "all 5 listed");
+	d->l2_pending[0] = true;
+	drv_l2_adopt_ready(d, t + 4);
+	cr_assert_not(d->l2_pending[0]);
+	cr_assert_eq(d->st.l2_adopted_cols, 2, "0xa0, then its child 0x1 (listed and sorted before it)");
+	cr_assert_eq(d->st.l2_refused_cols, 2, "0xc (its parent held by none), 0xe (listed twice)");
+	cr_assert_eq(d->st.l2_del_cols, 3, "an L2_DELETE for 0xc and for each copy of 0xe");
+	prefixcache_stats(d->pc, &ps);
+	cr_assert_eq(ps.l2_adopted_tokens, 128);
+	cr_assert_eq(ps.l2_stored_tokens, 128);
+}
+
+Test(drv_l2, a_shard_without_the_second_tier_its_model_counts_on_stops_the_driver)
+{
+	uint64_t t = rte_get_tsc_cycles();
+
+	status_flags = 0;
+	status(SHARD_EPOCH, d->model_epoch[0], 0, 1000, t);
+	cr_assert_eq(d->fatal, 2, "a configuration error: the driver stops, naming the key");
+	cr_assert_not(sh->has_l2);
 }
