@@ -488,7 +488,7 @@ Test(drv_rx, a_frame_that_does_not_parse_is_dropped_by_reason)
 
 /* ---- L2_INVENTORY: a restarted shard's second tier taken back (l2.c) ----------------- */
 
-static char l2cfg[] = "/tmp/kvss-test-drv-l2-XXXXXX";
+static char l2cfg[64];
 
 /* The same example, its shard with a second tier of a million tokens. */
 static void
@@ -496,8 +496,10 @@ setup_l2(void)
 {
 	FILE *in = fopen(CFG, "r"), *out;
 	char line[512];
-	int fd = mkstemp(l2cfg), edits = 0;
+	int fd, edits = 0;
 
+	snprintf(l2cfg, sizeof(l2cfg), "/tmp/kvss-test-drv-l2-XXXXXX");
+	fd = mkstemp(l2cfg);
 	cr_assert_not_null(in);
 	cr_assert_geq(fd, 0);
 	out = fdopen(fd, "w");
