@@ -270,3 +270,53 @@ ParameterizedTest(struct bad_spec *b, faults_spec, a_rate_that_is_not_one_is_ref
 	cr_assert_not_null(strstr(err, b->want), "'%s': message '%s' lacks '%s'", b->spec, err,
 			   b->want);
 }
+
+/* ---- The port's link: down, restarted, up again ------------------------------------------ */
+
+static unsigned int downs, ups;
+
+static void
+went_down(void *arg, struct drv_shard *s, uint64_t tsc)
+{
+	(void)arg;
+	(void)tsc;
+	cr_assert_eq(s, &sh);
+	downs++;
+}
+
+static void
+came_up(void *arg, struct drv_shard *s, uint64_t tsc)
+{
+	(void)arg;
+	(void)tsc;
+	cr_assert_eq(s, &sh);
+	ups++;
+}
+
+Test(drv_link, a_link_down_is_said_once_restarted_after_a_second_and_its_return_said_once)
+{
+	uint64_t t = rte_get_tsc_cycles(), hz = rte_get_tsc_hz();
+
+	downs = ups = 0;
+	drv_link_watch(&L, &sh, 1, t, went_down, came_up, NULL);
+	cr_assert_eq(downs + ups, 0, "up all along: nothing said");
+	cr_assert_eq(rte_eth_dev_set_link_down(0), 0);
+	drv_link_watch(&L, &sh, 1, t + 1, went_down, came_up, NULL);
+	drv_link_watch(&L, &sh, 1, t + 2, went_down, came_up, NULL);
+	cr_assert_eq(downs, 1, "down: said once");
+	cr_assert_eq(st.link_restarts, 0, "not restarted before a second");
+	/* A second on: the port is restarted (net_ring's start brings its link up). */
+	drv_link_watch(&L, &sh, 1, t + 1 + hz, went_down, came_up, NULL);
+	cr_assert_eq(st.link_restarts, 1);
+	cr_assert_eq(ups, 0, "not seen up yet");
+	drv_link_watch(&L, &sh, 1, t + 2 + hz, went_down, came_up, NULL);
+	cr_assert_eq(ups, 1, "up again: said once, so the driver asks who is there");
+	drv_link_watch(&L, &sh, 1, t + 3 + hz, went_down, came_up, NULL);
+	cr_assert_eq(ups, 1);
+	cr_assert_eq(downs, 1);
+	/* Down and up again between two looks at it: not seen, nothing said. */
+	cr_assert_eq(rte_eth_dev_set_link_down(0), 0);
+	cr_assert_eq(rte_eth_dev_set_link_up(0), 0);
+	drv_link_watch(&L, &sh, 1, t + 4 + hz, went_down, came_up, NULL);
+	cr_assert_eq(downs + ups, 2);
+}

@@ -151,6 +151,26 @@ link_went_down(void *arg, struct drv_shard *sh, uint64_t tsc)
 }
 
 /*
+ * Its port's link is up again. A shard still taken for up (away_ms = 0, or
+ * a link that flapped faster than we looked) is sent a HELLO of the epoch in
+ * force: the same shard answers STATUS as before and nothing changes; one
+ * started in its place answers with its new epoch, and its model starts
+ * over (rx.c). Without it, a shard whose stream had nothing in flight when
+ * it was replaced heard nothing from us, and its successor, which speaks
+ * only once it has a HELLO, never spoke: the run waited for ever.
+ */
+static void
+link_came_up(void *arg, struct drv_shard *sh, uint64_t tsc)
+{
+	struct drv *d = arg;
+
+	if (!sh->up)
+		return; /* not up: its HELLOs go every hello_ms anyway */
+	d->st.link_hellos++;
+	drv_link_hello(&d->link, sh, d->model_epoch[sh->model], tsc);
+}
+
+/*
  * Shards that have sent nothing for away_ms are silent: busy, most likely
  * (a shard's second tier on a loaded machine), or gone. Nothing a silent
  * shard holds is lost while its epoch holds, so its model runs as misses
@@ -845,7 +865,7 @@ periodic(struct drv *d, struct drv_due *due, uint64_t t0)
 		due->snap = t0 + d->hz / 10;
 	}
 	if (t0 >= due->link && !d->open_loop) {
-		drv_link_watch(&d->link, d->sh, d->nsh, t0, link_went_down, d);
+		drv_link_watch(&d->link, d->sh, d->nsh, t0, link_went_down, link_came_up, d);
 		if (d->started)
 			watch_silence(d, t0);
 		due->link = t0 + d->hz / 2;

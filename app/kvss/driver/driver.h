@@ -40,6 +40,7 @@
 	X(over_capacity)    /* a STATUS showed a cache over its capacity, or the account did */    \
 	X(data_withheld)    /* EVICT_DATA frames not sent (wafer.lose_data_every) */               \
 	X(link_restarts)    /* ports restarted after their link went down */                       \
+	X(link_hellos)      /* HELLOs to shards still up whose port came back up (who is there now?) */ \
 	X(stale)	    /* frames of an old shard epoch, or of no known shard */               \
 	X(rx_drops)	    /* kvss frames that did not parse (other traffic: by reason only) */   \
 	X(tx_retries)	    /* data frames the port did not take at once */                        \

@@ -361,10 +361,12 @@ void drv_link_reset(struct drv_shard *sh);
 /**
  * Restart ports whose link has been down for a second (a memif client
  * connects when its port starts); @p went_down (with @p arg) is called once for each
- * shard on a port whose link is first seen down.
+ * shard on a port whose link is first seen down, @p came_up (may be NULL)
+ * once for each shard on a port whose link is up again after that.
  */
 void drv_link_watch(struct drv_link *L, struct drv_shard *sh, uint16_t nsh, uint64_t tsc,
-		    void (*went_down)(void *arg, struct drv_shard *sh, uint64_t tsc), void *arg);
+		    void (*went_down)(void *arg, struct drv_shard *sh, uint64_t tsc),
+		    void (*came_up)(void *arg, struct drv_shard *sh, uint64_t tsc), void *arg);
 
 void drv_link_free(struct drv_link *L);
 

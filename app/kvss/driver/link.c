@@ -332,7 +332,8 @@ drv_link_pump_data(struct drv_link *L, struct emu *emu, struct drv_shard *shards
 
 void
 drv_link_watch(struct drv_link *L, struct drv_shard *shards, uint16_t nsh, uint64_t tsc,
-	       void (*went_down)(void *arg, struct drv_shard *sh, uint64_t tsc), void *arg)
+	       void (*went_down)(void *arg, struct drv_shard *sh, uint64_t tsc),
+	       void (*came_up)(void *arg, struct drv_shard *sh, uint64_t tsc), void *arg)
 {
 	uint64_t hz = rte_get_tsc_hz();
 	uint16_t i, k;
@@ -342,6 +343,13 @@ drv_link_watch(struct drv_link *L, struct drv_shard *shards, uint16_t nsh, uint6
 		bool say;
 
 		if (rte_eth_link_get_nowait(L->ports[i], &link) != 0 || link.link_status) {
+			/* Up again after it was seen down: whoever is at the other
+			 * end now (the same shard, or one started in its place)
+			 * is asked who it is. */
+			if (L->down_since[i] != 0 && came_up != NULL)
+				for (k = 0; k < nsh; k++)
+					if (shards[k].ref->port == L->ports[i])
+						came_up(arg, &shards[k], tsc);
 			L->down_since[i] = 0;
 			L->down_restarts[i] = 0;
 			continue;
