@@ -21,7 +21,15 @@
 #                                     exit status is CMD's. Not root, the
 #                                     kernel short, or KVSS_HUGE=0: one
 #                                     line, and CMD runs without them
-#                                     (make bench: scripts/bench.sh)
+#                                     (make bench: scripts/bench.sh).
+#                                     CMD runs in the foreground (its
+#                                     stdin, Ctrl-C and a signal to the
+#                                     group reach it as they would without
+#                                     this script); a signal to the script
+#                                     alone is held until CMD has ended,
+#                                     and the pages go back only then. Two
+#                                     runs at once take turns (the second
+#                                     says it waits).
 #
 # Exit 0 done; 1 the kernel gave fewer pages than asked (said: how many;
 # what it gave is released again) or not root; 2 a usage error. The
@@ -32,21 +40,25 @@ set -u
 SYS=/sys/kernel/mm/hugepages/hugepages-2048kB
 STATE=${KVSS_HUGEPAGES_STATE:-/run/kvss-hugepages}
 MNT=/dev/hugepages
-# This script, by a path that works from anywhere (it calls itself).
-SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+# This script, by a path that works from anywhere (it calls itself),
+# through a symbolic link too.
+SELF=$(readlink -f -- "$0")
 # Held while the page count and the mount change (reserve, release), and
 # for a whole run: two at once would each count the other's pages as theirs.
-LOCK=/run/kvss-hugepages.lock
-RUNLOCK=/run/kvss-hugepages-run.lock
+# KVSS_HUGEPAGES_LOCKDIR: where (a test's own directory; /run else).
+LOCKDIR=${KVSS_HUGEPAGES_LOCKDIR:-/run}
+LOCK=$LOCKDIR/kvss-hugepages.lock
+RUNLOCK=$LOCKDIR/kvss-hugepages-run.lock
 
 usage() {
 	echo "usage: scripts/hugepages.sh reserve MB | release | status | run MB CMD..." >&2
 	exit 2
 }
 
-# The hugetlbfs mount of 2 MiB pages, if any.
-# The probes eal-mem.sh starts kvss by (hugetlb_mount, hugetlb_free_mb).
-. "$(dirname "$SELF")/eal-mem.sh"
+# The probes eal-mem.sh starts kvss by (hugetlb_mount, hugetlb_free_mb):
+# without them, nothing would read as mounted and hugetlbfs be mounted twice.
+. "${SELF%/*}/eal-mem.sh" || { echo "hugepages: ${SELF%/*}/eal-mem.sh not read" >&2; exit 1; }
+command -v flock >/dev/null || { echo "hugepages: flock (util-linux) is needed" >&2; exit 1; }
 mounted() { hugetlb_mount; }
 free_mb() { hugetlb_free_mb; }
 
@@ -84,6 +96,26 @@ check_mb() {
 	fi
 }
 
+# What the state file says was added, given back (the caller holds LOCK:
+# two releases of one file, or a reserve between, would count it twice).
+give_back() {
+	local added did_mount now
+
+	[ -f "$STATE" ] || { echo "hugepages: nothing reserved by this script"; return 0; }
+	read_state
+	added=$st_added
+	did_mount=$st_mounted
+	if [ "$added" -gt 0 ]; then
+		now=$(cat "$SYS/nr_hugepages")
+		echo $((now > added ? now - added : 0)) >"$SYS/nr_hugepages"
+	fi
+	if [ "${did_mount:-0}" = 1 ] && [ "$(mounted)" = "$MNT" ]; then
+		umount "$MNT" 2>/dev/null || echo "hugepages: $MNT is busy: left mounted" >&2
+	fi
+	rm -f "$STATE"
+	echo "hugepages: released $((added * 2)) MB; $(free_mb) MB still free"
+}
+
 case ${1:-} in
 run)
 	[ $# -ge 3 ] || usage
@@ -109,24 +141,25 @@ run)
 		flock -n 8 || { echo "hugepages: another run holds its pages: waiting for it" >&2; flock 8; }
 	fi
 	# A state file of its own: an operator's reservation is never released here.
-	own=$(mktemp /run/kvss-hugepages-run.XXXXXX 2>/dev/null || mktemp)
+	own=$(mktemp "$LOCKDIR/kvss-hugepages-run.XXXXXX" 2>/dev/null || mktemp)
 	rm -f "$own"
+	# Given back however this script ends. A signal that comes while a
+	# command runs in the foreground (reserve, CMD) is held by bash until
+	# that command has ended (a signal to the whole group reaches CMD too,
+	# and ends it), so the pages never go while CMD may be using them.
+	trap 'KVSS_HUGEPAGES_STATE=$own "$SELF" release >&2' EXIT
+	sig=
+	for s in TERM INT HUP USR1 USR2 ALRM; do
+		trap "sig=$s" "$s"
+	done
 	KVSS_HUGEPAGES_STATE=$own "$SELF" reserve "$mb" >&2 ||
 		echo "hugepages: $mb MB not reserved: what follows runs with --no-huge unless some are free" >&2
-	# The command runs beside this shell, which passes a signal on to it and
-	# gives the pages back only once it has ended.
-	"$@" 8>&- &
-	child=$!
-	for sig in TERM INT HUP USR1 USR2 ALRM; do
-		trap "kill -TERM $child 2>/dev/null" "$sig"
-	done
-	while :; do
-		wait "$child"
-		rc=$?
-		kill -0 "$child" 2>/dev/null || break # a trap ended the wait, not the command
-	done
-	KVSS_HUGEPAGES_STATE=$own "$SELF" release >&2
-	exit "$rc"
+	if [ -n "$sig" ]; then
+		echo "hugepages: SIG$sig while reserving: $* not run" >&2
+		exit $((128 + $(kill -l "$sig")))
+	fi
+	"$@" 8>&-
+	exit
 	;;
 status)
 	[ $# -eq 1 ] || usage
@@ -155,9 +188,9 @@ reserve)
 		exit 1
 	fi
 	check_state
-	read_state
 	exec 9>"$LOCK"
 	flock 9
+	read_state
 	want=$(((mb + 1) / 2))
 	have=$(cat "$SYS/free_hugepages")
 	added=0
@@ -181,8 +214,7 @@ reserve)
 	echo "$((st_added + added)) $((st_mounted | did_mount))" >"$STATE"
 	if [ "$(cat "$SYS/free_hugepages")" -lt "$want" ]; then
 		echo "hugepages: asked for $mb MB, the kernel has $(free_mb) MB free (memory fragmented or short); releasing" >&2
-		flock -u 9
-		"$SELF" release >/dev/null
+		give_back >/dev/null
 		exit 1
 	fi
 	echo "hugepages: $(free_mb) MB free in 2 MiB pages at $(mounted) ($((added * 2)) MB added by this call)"
@@ -190,21 +222,9 @@ reserve)
 release)
 	[ $# -eq 1 ] || usage
 	check_state
-	[ -f "$STATE" ] || { echo "hugepages: nothing reserved by this script"; exit 0; }
-	read_state
 	exec 9>"$LOCK"
 	flock 9
-	added=$st_added
-	did_mount=$st_mounted
-	if [ "$added" -gt 0 ]; then
-		now=$(cat "$SYS/nr_hugepages")
-		echo $((now > added ? now - added : 0)) >"$SYS/nr_hugepages"
-	fi
-	if [ "${did_mount:-0}" = 1 ] && [ "$(mounted)" = "$MNT" ]; then
-		umount "$MNT" 2>/dev/null || echo "hugepages: $MNT is busy: left mounted" >&2
-	fi
-	rm -f "$STATE"
-	echo "hugepages: released $((added * 2)) MB; $(free_mb) MB still free"
+	give_back
 	;;
 *)
 	usage

@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 . scripts/eal-mem.sh
 tmp=$(mktemp -d)
 export KVSS_HUGEPAGES_STATE=$tmp/state
+export KVSS_HUGEPAGES_LOCKDIR=$tmp # its locks and run state files are its own
 SYS=/sys/kernel/mm/hugepages/hugepages-2048kB
 cleanup() {
 	[ -f "$KVSS_HUGEPAGES_STATE" ] && scripts/hugepages.sh release >/dev/null
@@ -125,17 +126,39 @@ wait "$first"
 check "two runs at once: each had its pages, the second waited saying so" \
 	sh -c "[ $? -eq 0 ] && [ $second -eq 0 ] && grep -q 'waiting' '$tmp/b.err'"
 check "two runs at once: the operator's 64 MB kept, nothing else left" test "$(cat "$SYS/nr_hugepages")" = "$op"
-# A hangup to the script alone: passed on as TERM, the pages kept until
-# the command has ended (it takes a second to), then its status.
-scripts/hugepages.sh run 1100 sh -c "trap 'sleep 1; cat $SYS/free_hugepages >$tmp/held; exit 5' TERM; while :; do sleep 0.1; done" >/dev/null 2>&1 &
+# A hangup to the script alone: held until the command has ended (it is
+# not the command's to take), the pages kept until then and given back after.
+scripts/hugepages.sh run 1100 sh -c "trap 'cat $SYS/free_hugepages >$tmp/held; exit 5' TERM; while :; do sleep 0.1; done" >/dev/null 2>&1 &
 hup=$!
-for _ in $(seq 50); do [ "$(cat "$SYS/free_hugepages")" -ge 550 ] && break; sleep 0.1; done
-sleep 0.3
+for _ in $(seq 50); do [ "$(cat "$SYS/free_hugepages")" -ge 550 ] && pgrep -P "$hup" >/dev/null && break; sleep 0.1; done
 kill -HUP "$hup"
+sleep 1
+check "SIGHUP to run alone: the script and its command still there, the pages too" \
+	sh -c "kill -0 $hup && [ \$(cat $SYS/free_hugepages) -ge 550 ]"
+kill -TERM "$(pgrep -P "$hup")"
 wait "$hup"
-check "SIGHUP to run alone: passed on, the command's status (5)" test $? -eq 5
-check "SIGHUP: the pages still free as the command ended, given back after" \
-	sh -c "[ \$(cat '$tmp/held' 2>/dev/null || echo 0) -ge 550 ] && [ \$(cat $SYS/nr_hugepages) = $op ]"
+check "the command ended: its status (5), the pages free until then, given back after" \
+	sh -c "[ $? -eq 5 ] && [ \$(cat '$tmp/held' 2>/dev/null || echo 0) -ge 550 ] && [ \$(cat $SYS/nr_hugepages) = $op ]"
+# Ctrl-C (SIGINT to the whole group): the command gets it as it would
+# without the script, and ends; the pages go back; 130. Started as a
+# terminal would start it: in a group of its own, SIGINT not ignored (a
+# background job of this script inherits it ignored, and bash cannot undo
+# that), hence setsid and a reset before the exec.
+t0=$SECONDS
+setsid python3 -c "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])" \
+	scripts/hugepages.sh run 1100 sh -c 'exec sleep 30' >/dev/null 2>&1 &
+grp=$!
+for _ in $(seq 50); do [ "$(cat "$SYS/free_hugepages")" -ge 550 ] && pgrep -P "$grp" >/dev/null && break; sleep 0.1; done
+kill -INT -- -"$grp"
+wait "$grp"
+check "SIGINT to the group: the command ended at once (exit 130), the pages given back" \
+	sh -c "[ $? -eq 130 ] && [ $((SECONDS - t0)) -lt 20 ] && [ \$(cat $SYS/nr_hugepages) = $op ]"
+# Through a symbolic link to it: it finds its own directory.
+ln -s "$PWD/scripts/hugepages.sh" "$tmp/hp-link"
+mounts=$(grep -c hugetlbfs /proc/mounts)
+"$tmp/hp-link" run 1100 sh -c "[ \$(cat $SYS/free_hugepages) -ge 550 ] && [ \$(grep -c hugetlbfs /proc/mounts) = $mounts ] && exit 7" >/dev/null 2>&1
+check "run through a symbolic link: pages reserved, no second mount, CMD's status (7), given back" \
+	sh -c "[ $? -eq 7 ] && [ \$(cat $SYS/nr_hugepages) = $op ] && [ \$(grep -c hugetlbfs /proc/mounts) = $mounts ]"
 # A state file that is not a plain file: refused before a page is taken.
 ln -s "$tmp/elsewhere" "$tmp/link"
 mkdir "$tmp/dir"
