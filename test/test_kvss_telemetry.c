@@ -168,6 +168,25 @@ Test(telemetry, caches_and_prompts_come_from_the_store)
 	cr_assert_not_null(strstr(a, "null"), "%s", a);
 }
 
+/* At the end the stores go before EAL's telemetry thread does: a scrape then sees none. */
+Test(telemetry, once_the_stores_are_gone_a_scrape_reads_none)
+{
+	const char *a;
+
+	kvss.num_shards = 1; /* kvss_me is shard 0 of this process */
+	store_prompt(0xAB, 10, 5);
+	a = ask("/kvss/stats");
+	cr_assert_not_null(strstr(a, "\"store_evicted_tokens\":5"), "%s", a);
+	kvss_telemetry_stores_gone();
+	cr_assert_null(kvss_me->store);
+	a = ask("/kvss/caches");
+	cr_assert_not_null(strstr(a, "\"cache_id\":[]"), "%s", a);
+	a = ask("/kvss/prompt,0,0xab");
+	cr_assert_not_null(strstr(a, "no such prompt"), "%s", a);
+	a = ask("/kvss/stats");
+	cr_assert_not_null(strstr(a, "\"store_evicted_tokens\":0"), "%s", a);
+}
+
 /* Ids beyond 2^53 as kvss-dump --json writes them: decimal in, string out. */
 Test(telemetry, prompt_ids_use_all_64_bits_and_nothing_else)
 {

@@ -238,6 +238,8 @@ void kvss_ring_ports_free(void);
 
 /** Register the /kvss/... telemetry commands (telemetry.c). */
 int kvss_telemetry_register(void);
+/** The shards' stores are about to be freed: the telemetry handlers see none from now on. */
+void kvss_telemetry_stores_gone(void);
 
 /**
  * End of one poll of an lcore loop that began at @p t0: count it busy, or

@@ -930,6 +930,7 @@ roles_stop(struct drv *d)
 	kvss_driver_free(d);
 	rte_ring_free(kvss_me->ingest_to_refill);
 	rte_ring_free(kvss_me->refill_to_ingest);
+	kvss_telemetry_stores_gone(); /* a scrape now must not read them */
 	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++)
 		rte_free(kvss_shards[c].store_mem);
 	kvss_ring_ports_free();

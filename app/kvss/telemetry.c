@@ -30,6 +30,25 @@ unsigned int shard_level_counters(enum shard_level_kind k, struct level_counter 
 #define KVSS_COMMIT "unknown" /* the Makefile names the commit built from */
 #endif
 
+/*
+ * The shards' stores, as the handlers below read them from DPDK's
+ * telemetry thread, which runs until EAL's cleanup: held while one reads a
+ * store, and by kvss_telemetry_stores_gone() while the stores are let go
+ * (a scrape at the end read memory already freed).
+ */
+static rte_spinlock_t stores_lock = RTE_SPINLOCK_INITIALIZER;
+
+void
+kvss_telemetry_stores_gone(void)
+{
+	unsigned int c;
+
+	rte_spinlock_lock(&stores_lock);
+	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++)
+		kvss_shards[c].store = NULL;
+	rte_spinlock_unlock(&stores_lock);
+}
+
 static int
 tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -96,6 +115,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		struct kvstore_stats sum = {0}, ks;
 		unsigned int c;
 
+		rte_spinlock_lock(&stores_lock);
 		for (c = 0; c < kvss.num_shards; c++) {
 			if (kvss_shards[c].store == NULL)
 				continue;
@@ -104,6 +124,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 			KVSTORE_STATS(KVSTORE_SUM)
 #undef KVSTORE_SUM
 		}
+		rte_spinlock_unlock(&stores_lock);
 #define KVSTORE_TEL(n) rte_tel_data_add_dict_u64(d, "store_" #n, sum.n);
 		KVSTORE_STATS(KVSTORE_TEL)
 #undef KVSTORE_TEL
@@ -143,6 +164,7 @@ tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
+	rte_spinlock_lock(&stores_lock);
 	if (kvss_me->store != NULL) {
 		n = kvstore_params(kvss_me->store)->num_caches;
 		for (c = 0; c < n; c++) {
@@ -159,6 +181,7 @@ tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 			limbo[c] = cs.limbo_slots;
 		}
 	}
+	rte_spinlock_unlock(&stores_lock);
 	add_u64_array(d, "cache_id", id, n);
 	add_u64_array(d, "bytes_per_token", bpt, n);
 	add_u64_array(d, "buffers", nb, n);
@@ -207,6 +230,7 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 	unsigned long long cache, id;
 	char idbuf[24];
 	uint32_t off, n;
+	bool found;
 	char *end;
 
 	(void)cmd;
@@ -225,7 +249,11 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (*end != '\0' || errno == ERANGE)
 		return -EINVAL;
 	rte_tel_data_start_dict(d);
-	if (kvss_me->store == NULL || kvstore_prompt(kvss_me->store, (uint16_t)cache, id, &off, &n) != 0) {
+	rte_spinlock_lock(&stores_lock);
+	found = kvss_me->store != NULL &&
+		kvstore_prompt(kvss_me->store, (uint16_t)cache, id, &off, &n) == 0;
+	rte_spinlock_unlock(&stores_lock);
+	if (!found) {
 		rte_tel_data_add_dict_string(d, "error", "no such prompt");
 		return 0;
 	}
