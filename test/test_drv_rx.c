@@ -465,6 +465,7 @@ Test(drv_rx, a_frame_that_does_not_parse_is_dropped_by_reason)
 	struct proto_builder b;
 	struct rte_mbuf *m;
 	uint64_t t = rte_get_tsc_cycles(), drops = d->st.rx_drops;
+	uint64_t truncated = kvss.stats[rte_lcore_id()].drops[PROTO_R_TRUNCATED];
 	struct proto_addr a;
 	uint32_t len;
 
@@ -477,11 +478,13 @@ Test(drv_rx, a_frame_that_does_not_parse_is_dropped_by_reason)
 	a.src_port = a.dst_port = kvss.cfg.udp.ctrl;
 	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
 	cr_assert_not_null(m);
-	/* An ACK with no body: its header says more than the frame holds. */
+	/* A byte short: its headers say more than the frame holds. */
 	cr_assert_eq(rte_pktmbuf_trim(m, 1), 0);
 	drv_receive(d, m, t + 1);
 	rte_pktmbuf_free(m);
 	cr_assert_eq(d->st.rx_drops, drops + 1);
+	cr_assert_eq(kvss.stats[rte_lcore_id()].drops[PROTO_R_TRUNCATED], truncated + 1,
+		     "its reason: shorter than its headers say");
 	cr_assert_eq(d->st.acks, 0);
 	cr_assert_eq(sh->last_rx, t, "not heard: it did not parse");
 }
@@ -581,7 +584,7 @@ Test(drv_l2, an_inventory_in_order_is_taken_back_parents_first_and_the_rest_let_
 	inventory(5, 2, rest, 3, t + 3);
 	cr_assert_eq(d->st.l2_inventory_cols, 5);
 	cr_assert(sh->inv_done, "all 5 listed");
-	d->l2_pending[0] = true;
+	cr_assert(d->l2_pending[0], "a model with a second tier waits for its shards' inventories");
 	drv_l2_adopt_ready(d, t + 4);
 	cr_assert_not(d->l2_pending[0]);
 	cr_assert_eq(d->st.l2_adopted_cols, 2, "0xa0, then its child 0x1 (listed and sorted before it)");

@@ -26,7 +26,7 @@
  * copied (the shared level keeps it), the others computed. What DRAM frees
  * goes down to disk, what disk frees (DRAM's, without a disk) is dropped,
  * or goes down to the shared level under FLEET_ADMIT_EVICTED. Under
- * FLEET_ADMIT_ALL every column computed goes up at once. A column already
+ * FLEET_ADMIT_ALL every column computed goes down to it at once. A column already
  * in the shared level is not written again (exclusive create, counted as
  * exists, and not made more recent by it): the shared level frees its least
  * recently read or written column when full. With shared_touch, a column a

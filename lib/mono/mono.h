@@ -45,7 +45,8 @@ mono_s(void)
  * 1/@p per_s second (1000: ms, 1000000: us, 1000000000: ns), rounded down
  * and exact for any uint64_t @p ticks: ticks x per_s would overflow 64 bits
  * within seconds at nanoseconds, and a double loses the last units past
- * 2^53. @p hz must not be 0, nor @p per_s past 2^64 / hz.
+ * 2^53, as long as the answer itself fits in 64 bits (with @p per_s at
+ * most @p hz, always). @p hz must not be 0, nor @p per_s past 2^64 / hz.
  */
 static inline uint64_t
 mono_ticks_to(uint64_t ticks, uint64_t hz, uint64_t per_s)
