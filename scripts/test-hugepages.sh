@@ -16,7 +16,19 @@ tmp=$(mktemp -d)
 export KVSS_HUGEPAGES_STATE=$tmp/state
 export KVSS_HUGEPAGES_LOCKDIR=$tmp # its locks and run state files are its own
 SYS=/sys/kernel/mm/hugepages/hugepages-2048kB
+# The runs it starts in the background (their commands too): ended however
+# the test ends, a failed check included (a command that outlived its
+# script was left looping once).
+bg=()
 cleanup() {
+	local p
+
+	for p in "${bg[@]}"; do
+		# Its command first: the run then gives back its pages and ends.
+		pkill -KILL -P "$p" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null
+	done
 	[ -f "$KVSS_HUGEPAGES_STATE" ] && scripts/hugepages.sh release >/dev/null
 	rm -rf "$tmp" /var/run/dpdk/kvss_hp_$$
 }
@@ -119,6 +131,7 @@ check "KVSS_HUGE=maybe run: exit 2 naming its values, nothing reserved" \
 # other's pages free would take none of its own, then lose them).
 scripts/hugepages.sh run 1100 sh -c "sleep 2; [ \$(cat $SYS/free_hugepages) -ge 550 ]" >/dev/null 2>"$tmp/a.err" &
 first=$!
+bg+=("$first")
 sleep 0.5
 scripts/hugepages.sh run 1100 sh -c "[ \$(cat $SYS/free_hugepages) -ge 550 ]" >/dev/null 2>"$tmp/b.err"
 second=$?
@@ -130,6 +143,7 @@ check "two runs at once: the operator's 64 MB kept, nothing else left" test "$(c
 # not the command's to take), the pages kept until then and given back after.
 scripts/hugepages.sh run 1100 sh -c "trap 'cat $SYS/free_hugepages >$tmp/held; exit 5' TERM; while :; do sleep 0.1; done" >/dev/null 2>&1 &
 hup=$!
+bg+=("$hup")
 for _ in $(seq 50); do [ "$(cat "$SYS/free_hugepages")" -ge 550 ] && pgrep -P "$hup" >/dev/null && break; sleep 0.1; done
 kill -HUP "$hup"
 sleep 1
@@ -148,6 +162,7 @@ t0=$SECONDS
 setsid python3 -c "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])" \
 	scripts/hugepages.sh run 1100 sh -c 'exec sleep 30' >/dev/null 2>&1 &
 grp=$!
+bg+=("$grp")
 for _ in $(seq 50); do [ "$(cat "$SYS/free_hugepages")" -ge 550 ] && pgrep -P "$grp" >/dev/null && break; sleep 0.1; done
 kill -INT -- -"$grp"
 wait "$grp"
