@@ -12,6 +12,9 @@
 static struct kvss_config cfg;
 static char err[512];
 
+static int example_variant(const char *example, const char *const *from, const char *const *to,
+			   unsigned int n);
+
 Test(config, every_example_in_config_loads)
 {
 	static const char *const files[] = {"config/bare-metal-shard.cfg", "config/ci-pcap-shard.cfg",
@@ -126,28 +129,9 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.driver.pc.model[0].l2_admit, PREFIXCACHE_L2_ALL);
 	{
 		/* "short" is read as PREFIXCACHE_L2_SHORT (the same config, its choice changed). */
-		char path[64];
-		FILE *f = NULL, *in = fopen("config/memif-driver.cfg", "r");
-		char buf[16384];
-		size_t n;
-		char *d;
+		const char *from = "l2_admit = \"all\";", *to = "l2_admit = \"short\";";
 
-		cr_assert_not_null(in);
-		n = fread(buf, 1, sizeof(buf) - 1, in);
-		fclose(in);
-		buf[n] = 0;
-		d = strstr(buf, "l2_admit = \"all\";");
-		cr_assert_not_null(d, "memif-driver.cfg sets no l2_admit = \"all\"");
-		snprintf(path, sizeof(path), "/tmp/kvss_cfg_admit_%d.cfg", (int)getpid());
-		f = fopen(path, "w");
-		cr_assert_not_null(f);
-		fwrite(buf, 1, (size_t)(d - buf), f);
-		fputs("l2_admit = \"short\";", f);
-		fputs(d + strlen("l2_admit = \"all\";"), f);
-		fclose(f);
-		n = (size_t)kvss_config_load(path, &cfg, err, sizeof(err));
-		unlink(path);
-		cr_assert_eq(n, 0, "%s", err);
+		cr_assert_eq(example_variant("config/memif-driver.cfg", &from, &to, 1), 0, "%s", err);
 		cr_assert_eq(cfg.driver.pc.model[0].l2_admit, PREFIXCACHE_L2_SHORT);
 	}
 	cr_assert_eq(cfg.driver.refill_model, KVSS_MODEL_LEARNED);
@@ -155,28 +139,9 @@ Test(config, the_driver_takes_the_smallest_shard_and_the_busiest_one)
 	cr_assert_eq(cfg.wafer.backpressure, KVSS_BP_WAIT);
 	{
 		/* "skip" is read as KVSS_BP_SKIP (the example's commented line, set). */
-		char path[64], buf[16384];
-		FILE *f, *in = fopen("config/memif-driver.cfg", "r");
-		const char *key = "  # backpressure = \"wait\";";
-		size_t n;
-		char *d;
+		const char *from = "  # backpressure = \"wait\";", *to = "  backpressure = \"skip\";";
 
-		cr_assert_not_null(in);
-		n = fread(buf, 1, sizeof(buf) - 1, in);
-		fclose(in);
-		buf[n] = 0;
-		d = strstr(buf, key);
-		cr_assert_not_null(d, "memif-driver.cfg has no commented backpressure line");
-		snprintf(path, sizeof(path), "/tmp/kvss_cfg_bp_%d.cfg", (int)getpid());
-		f = fopen(path, "w");
-		cr_assert_not_null(f);
-		fwrite(buf, 1, (size_t)(d - buf), f);
-		fputs("  backpressure = \"skip\";", f);
-		fputs(d + strlen(key), f);
-		fclose(f);
-		n = (size_t)kvss_config_load(path, &cfg, err, sizeof(err));
-		unlink(path);
-		cr_assert_eq(n, 0, "%s", err);
+		cr_assert_eq(example_variant("config/memif-driver.cfg", &from, &to, 1), 0, "%s", err);
 		cr_assert_eq(cfg.wafer.backpressure, KVSS_BP_SKIP);
 	}
 	/* The rail: warn (this example says so), the production example refuses. */
@@ -205,14 +170,14 @@ Test(config, role_all_hosts_a_shard_per_group_of_its_list)
 }
 
 /*
- * config/all-in-one-draft.cfg with each of @p n @p from[i] replaced by
- * @p to[i]: loaded into cfg; 0, or the load's failure with err.
+ * The example @p example with each of @p n @p from[i] replaced by @p to[i]:
+ * loaded into cfg; 0, or the load's failure with err.
  */
 static int
-draft_variant(const char *const *from, const char *const *to, unsigned int n)
+example_variant(const char *example, const char *const *from, const char *const *to, unsigned int n)
 {
-	char path[] = "/tmp/kvss_cfg_draft_XXXXXX", *text, *out;
-	FILE *f = fopen("config/all-in-one-draft.cfg", "r");
+	char path[] = "/tmp/kvss_cfg_variant_XXXXXX", *text, *out;
+	FILE *f = fopen(example, "r");
 	size_t len;
 	unsigned int i;
 	int fd, rc;
@@ -226,7 +191,7 @@ draft_variant(const char *const *from, const char *const *to, unsigned int n)
 	for (i = 0; i < n; i++) {
 		char *at = strstr(text, from[i]);
 
-		cr_assert_not_null(at, "the example has '%s'", from[i]);
+		cr_assert_not_null(at, "%s has '%s'", example, from[i]);
 		snprintf(out, 1 << 16, "%.*s%s%s", (int)(at - text), text, to[i], at + strlen(from[i]));
 		memcpy(text, out, 1 << 16);
 	}
@@ -240,6 +205,13 @@ draft_variant(const char *const *from, const char *const *to, unsigned int n)
 	rc = kvss_config_load(path, &cfg, err, sizeof(err));
 	unlink(path);
 	return rc;
+}
+
+/* config/all-in-one-draft.cfg so changed (example_variant). */
+static int
+draft_variant(const char *const *from, const char *const *to, unsigned int n)
+{
+	return example_variant("config/all-in-one-draft.cfg", from, to, n);
 }
 
 /* config/all-in-one-draft.cfg with @p from replaced by @p to: the load must fail naming @p want. */
