@@ -345,6 +345,50 @@ Test(kvdisk, a_full_tier_and_a_full_queue_say_so)
 	kvdisk_close(d);
 }
 
+/*
+ * Writes into a file's unallocated blocks go through the kernel's io_uring
+ * workers and were seen to finish nothing for 20 s on a busy machine: a
+ * read must still find an op. Submitted and not polled, the writes below
+ * stay in flight while the reads are asked for.
+ */
+Test(kvdisk, writes_leave_a_quarter_of_the_queue_to_reads)
+{
+	struct kvdisk *d = open_ok();
+	uint8_t buf[COL * B];
+	struct kvdisk_meta m;
+	uint64_t k;
+
+	cr_assert_eq(put_sync(d, 20, 1), 0); /* a column to read */
+	for (k = 0; k < 6; k++) {
+		m = meta(k, COL);
+		fill(buf, k, 1, COL);
+		cr_assert_eq(kvdisk_put(d, &m, buf, COL * B, 200 + k), 0, "put %" PRIu64, k);
+	}
+	cr_assert(kvdisk_writing(d, 0, 0x1000 + 5, 77), "its write is in flight");
+	cr_assert_not(kvdisk_writing(d, 0, 0x1000 + 20, 77), "written already");
+	cr_assert_not(kvdisk_writing(d, 0, 0x1000 + 5, 78), "another organization's column");
+	m = meta(6, COL);
+	fill(buf, 6, 1, COL);
+	cr_assert_eq(kvdisk_put(d, &m, buf, COL * B, 206), -EBUSY,
+		     "six writes of a queue of eight: the other two are the reads'");
+	cr_assert_eq(kvdisk_get(d, 0, 0x1000 + 20, 77, 300), 0);
+	cr_assert_eq(kvdisk_get(d, 0, 0x1000 + 20, 77, 301), 0);
+	cr_assert_eq(kvdisk_get(d, 0, 0x1000 + 20, 77, 302), -EBUSY, "the queue is full now");
+	/* A delete of a column being read holds an op for its cleared header: a write. */
+	cr_assert_eq(kvdisk_del(d, 0, 0x1000 + 20, 77, 303), -EBUSY);
+	for (k = 0; k < 6; k++)
+		cr_assert_eq(wait_for(d, 200 + k).status, 0);
+	cr_assert_not(kvdisk_writing(d, 0, 0x1000 + 5, 77), "landed");
+	cr_assert_eq(kvdisk_del(d, 0, 0x1000 + 20, 77, 303), 0);
+	cr_assert_eq(wait_for(d, 300).status, 0);
+	cr_assert_eq(wait_for(d, 301).status, 0);
+	cr_assert_eq(wait_for(d, 303).status, 0, "cleared once its reads ended");
+	for (k = 0; k < 6; k++)
+		cr_assert_eq(get_check(d, k, 1), 0);
+	cr_assert_eq(put_sync(d, 6, 1), 0, "room again");
+	kvdisk_close(d);
+}
+
 Test(kvdisk, a_column_deleted_while_read_is_read_whole_then_cleared)
 {
 	struct kvdisk *d = open_ok();

@@ -44,12 +44,30 @@ kd_op_get(struct kvdisk *d)
 	o->clear_only = false;
 	o->old = NIL;
 	o->absorbs = false;
+	o->write = false;
+	return o;
+}
+
+/* An op for a write: NULL when writes hold their share (kd_write_ops()) or none is free. */
+struct op *
+kd_wop_get(struct kvdisk *d)
+{
+	struct op *o;
+
+	if (d->writing >= kd_write_ops(d) || (o = kd_op_get(d)) == NULL)
+		return NULL;
+	o->write = true;
+	d->writing++;
 	return o;
 }
 
 void
 kd_op_put(struct kvdisk *d, struct op *o)
 {
+	if (o->write) {
+		o->write = false;
+		d->writing--;
+	}
 	o->next_free = d->op_free;
 	d->op_free = (uint32_t)(o - d->ops);
 }
@@ -90,7 +108,7 @@ clear_slot(struct kvdisk *d, uint16_t c, uint32_t i, struct op *o)
 		r->s[i].del_op = o != NULL ? (uint32_t)(o - d->ops) : NIL;
 		return;
 	}
-	if (o == NULL && (o = kd_op_get(d)) != NULL)
+	if (o == NULL && (o = kd_wop_get(d)) != NULL)
 		o->clear_only = true;
 	if (o == NULL) {
 		d->clears[d->nclears++] = (struct clear_req){c, i};
@@ -160,7 +178,7 @@ pend_oldest(const struct kvdisk *d)
 static int
 write_oldest(struct kvdisk *d, uint16_t c)
 {
-	struct op *o = kd_op_get(d);
+	struct op *o = kd_wop_get(d);
 	struct pend_del p;
 
 	if (o == NULL)
@@ -231,7 +249,7 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 		return -EAGAIN;
 	if (r->npend == 0 && r->nfree == 0)
 		return r->clearing > 0 ? -EAGAIN : -ENOSPC;
-	if ((o = kd_op_get(d)) == NULL)
+	if ((o = kd_wop_get(d)) == NULL)
 		return -EBUSY;
 	/* A deleted column's slot before a free one: this write is its clear. */
 	i = r->npend > 0 ? r->pend[r->pend_head].slot : r->free[r->nfree - 1];
@@ -275,6 +293,14 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	return 0;
 }
 
+bool
+kvdisk_writing(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org)
+{
+	const struct kvdisk_meta m = {.cache = cache, .key = key, .org = org};
+
+	return cache < d->nc && put_in_flight(d, &d->r[cache], &m);
+}
+
 int
 kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie)
 {
@@ -315,7 +341,7 @@ kvdisk_del(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_
 	defer = !d->clear_at_once && r->s[i].readers == 0;
 	if (defer && d->npend >= KD_DEFER_MAX && write_oldest(d, pend_oldest(d)) != 0)
 		return -EBUSY;
-	if (!defer && (o = kd_op_get(d)) == NULL)
+	if (!defer && (o = kd_wop_get(d)) == NULL)
 		return -EBUSY;
 	index_del(r, i);
 	d->st.stored[cache]--;
@@ -486,7 +512,7 @@ kvdisk_poll_for(struct kvdisk *d, struct kvdisk_done *out, unsigned int max, uin
 	while (d->nheld > 0)
 		kd_op_put(d, &d->ops[d->held[--d->nheld]]);
 	/* Clears that waited for an op. */
-	while (d->nclears > 0 && (o = kd_op_get(d)) != NULL) {
+	while (d->nclears > 0 && (o = kd_wop_get(d)) != NULL) {
 		struct clear_req c = d->clears[--d->nclears];
 
 		o->clear_only = true;

@@ -107,7 +107,7 @@ struct kvdisk_cache_params {
 struct kvdisk_params {
 	uint16_t num_caches;
 	struct kvdisk_cache_params cache[KVDISK_MAX_CACHES];
-	uint32_t queue_depth; /**< operations in flight at most (0: 64) */
+	uint32_t queue_depth; /**< operations in flight at most (0: 64); writes hold three quarters at most, the rest are kept for reads */
 	uint32_t model;	      /**< whose file: the model's ... */
 	uint32_t shard;	      /**< ... shard (a file of another is refused) */
 	/**
@@ -222,7 +222,21 @@ uint64_t kvdisk_slots(const struct kvdisk *d, uint16_t cache);
 int kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint32_t len,
 	       uint64_t cookie);
 
-/** Read the column @p key of organization @p org in @p cache. -ENOENT, -EBUSY as above. */
+/**
+ * Is a column of @p key of organization @p org in @p cache being written
+ * (a kvdisk_put() submitted, its kvdisk_done not yet taken)? Until then it
+ * is not found: kvdisk_get() and kvdisk_del() see the column it replaces,
+ * or none. A caller that must read or delete what it just wrote waits for
+ * that write only, not for every write in flight.
+ */
+bool kvdisk_writing(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org);
+
+/**
+ * Read the column @p key of organization @p org in @p cache. -ENOENT;
+ * -EBUSY when no op is free. Writes hold three quarters of the queue at
+ * most (kvdisk_put() and kvdisk_del() answer -EBUSY past that): a read
+ * finds an op while writes are slow.
+ */
 int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
 
 /**

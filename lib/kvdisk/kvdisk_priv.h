@@ -130,6 +130,7 @@ struct op {
 	struct pend_del del;
 	bool absorbs;
 	bool clear_only; /* a clear with no caller waiting (a replaced or corrupt column) */
+	bool write;	 /* held by a write (kd_wop_get): counted in kvdisk.writing */
 	uint8_t *buf;	 /* slot_bytes, aligned */
 	uint32_t next_free;
 };
@@ -151,6 +152,9 @@ struct kvdisk {
 	uint16_t nc;
 	struct op *ops;
 	uint32_t op_free, inflight, unsubmitted;
+	/* Ops held by writes (puts, cleared headers): at most kd_write_ops(),
+	 * so that a read always finds one however slow the writes are. */
+	uint32_t writing;
 	uint8_t *bufs;
 	uint64_t max_slot;
 	uint32_t *held, nheld; /* GET ops whose bytes the caller holds until the next poll */
@@ -191,6 +195,19 @@ find(const struct region *r, uint64_t key, uint64_t org)
 		if (r->s[i].m.key == key && r->s[i].m.org == org)
 			return i;
 	return NIL;
+}
+
+/*
+ * Ops writes may hold at once: all but a quarter of the queue, kept for
+ * reads. Writes into a file's unallocated blocks go through the kernel's
+ * io_uring workers and were seen here to finish nothing for 20 s beside
+ * two CPU hogs while reads went on; a read queued behind them would wait
+ * as long. A queue of one op has none to keep.
+ */
+static inline uint32_t
+kd_write_ops(const struct kvdisk *d)
+{
+	return d->qd - d->qd / 4;
 }
 
 /* Each cache's ring of deferred deletes: KD_DEFER_MAX, and those a failed put gives back. */
@@ -285,6 +302,7 @@ int kd_hdr_keys(struct kvdisk *d);
 
 /* The op pool and the ring (kvdisk.c). */
 struct op *kd_op_get(struct kvdisk *d);
+struct op *kd_wop_get(struct kvdisk *d);
 void kd_op_put(struct kvdisk *d, struct op *o);
 void kd_submit(struct kvdisk *d, struct op *o, bool write, uint32_t len, uint64_t off);
 

@@ -33,7 +33,6 @@
 #include "shared_seal.h"
 
 #define LEVEL_RING 1024
-#define LEVEL_POOL 511
 
 /*
  * Telemetry (EAL's thread) sums the levels' counters while they run and

@@ -138,6 +138,20 @@ struct shard_level_ops {
 	unsigned int (*counters)(const struct shard_level *lv, struct level_counter *c);
 };
 
+/*
+ * Requests of a shard's levels, all levels together (a mempool): every
+ * request is in one place at a time, so a ring or a backend's list of
+ * this many holds them all.
+ */
+#define LEVEL_POOL 511
+/*
+ * Requests writes and deletes leave free: the columns of the largest
+ * L2_UP a 9000-byte frame holds (PROTOCOL.md section 7: 32 + 16 + 64 x
+ * ncols <= 8972 with one entry), so that reads start however far behind
+ * the writes are.
+ */
+#define LEVEL_UP_ROOM 140u
+
 struct shard_level {
 	const struct shard_level_ops *ops;
 	struct kvss_shard_inst *shard; /* the shard it serves: its id, model, caches */

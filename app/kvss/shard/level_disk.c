@@ -11,8 +11,15 @@
  *   DEL   (L2_DELETE) its header cleared
  *   LIST  every column held, for the inventory after a HELLO
  *
- * Writes land before a read, a delete or a list begins: a column the
- * driver just sent down may be asked for at once.
+ * A column's write lands before a read or a delete of that column begins
+ * (the driver may ask for a column it just sent down at once), and every
+ * write before a list. Nothing else waits for a write: a request that
+ * cannot start when taken (that wait, or no op free: kvdisk keeps a
+ * quarter of its queue for reads) waits in the backend's list, in the
+ * order taken, while the worker goes on taking requests. Writes into the
+ * file's unallocated blocks go through the kernel's io_uring workers, and
+ * were seen to finish nothing for 20 s beside two CPU hogs while reads
+ * went on: a read queued behind them had its batch cut, its tokens lost.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +37,11 @@
 struct disk {
 	struct kvdisk *d;
 	unsigned int puts; /* writes in flight */
+	/* Requests that could not start when taken, in the order taken
+	 * (start(), again(): at most every request there is). */
+	struct level_req *wait[LEVEL_POOL];
+	unsigned int nwait;
+	uint64_t waited; /* requests that could not start when taken */
 };
 
 static struct kvdisk *
@@ -112,65 +124,145 @@ list(struct shard_level *lv, struct level_req *q)
 	level_done(lv, q, q->inv != NULL ? 0 : PROTO_E_L2_FAILED);
 }
 
-/* Begin one request: retried while the queue is full or a slot is being cleared. */
-static void
-start(struct shard_level *lv, struct level_req *q)
+static bool
+same_column(const struct level_req *a, const struct level_req *b)
+{
+	return a->meta.cache == b->meta.cache && a->meta.key == b->meta.key &&
+	       a->meta.org == b->meta.org;
+}
+
+/*
+ * Must @p q wait behind one of the first @p n waiting requests? A list
+ * follows every write and list before it, and no write passes a waiting
+ * list (it would wait for that write too, and for the next); requests of
+ * one column keep their order, but for two reads.
+ */
+static bool
+behind(const struct disk *b, const struct level_req *q, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		const struct level_req *p = b->wait[i];
+
+		if (q->op == LEVEL_LIST || p->op == LEVEL_LIST) {
+			if (q->op != LEVEL_GET && p->op != LEVEL_GET)
+				return true;
+			continue;
+		}
+		if ((q->op != LEVEL_GET || p->op != LEVEL_GET) && same_column(p, q))
+			return true;
+	}
+	return false;
+}
+
+/* Begin one request: false when it cannot yet (it waits, as start() says). */
+static bool
+begin(struct shard_level *lv, struct level_req *q)
 {
 	struct disk *b = lv->be;
 	int rc;
 
-	/* A column written just before may be read, deleted or listed now: writes land first. */
-	while (q->op != LEVEL_PUT && b->puts > 0)
-		reap(lv, true);
-	if (q->op == LEVEL_LIST) {
+	switch (q->op) {
+	case LEVEL_LIST:
+		if (b->puts > 0)
+			return false; /* what was written before it is listed */
 		list(lv, q);
-		return;
-	}
-	for (;;) {
-		if (q->op == LEVEL_PUT)
-			rc = kvdisk_put(b->d, &q->meta, q->data, q->len, (uintptr_t)q);
-		else if (q->op == LEVEL_GET)
+		return true;
+	case LEVEL_PUT:
+		rc = kvdisk_put(b->d, &q->meta, q->data, q->len, (uintptr_t)q);
+		break;
+	default:
+		/* A column written just before may be read or deleted now: its write lands first. */
+		if (kvdisk_writing(b->d, q->meta.cache, q->meta.key, q->meta.org))
+			return false;
+		if (q->op == LEVEL_GET)
 			rc = kvdisk_get(b->d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
 		else
 			rc = kvdisk_del(b->d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
-		if (rc != -EBUSY && rc != -EAGAIN)
-			break;
-		reap(lv, kvdisk_inflight(b->d) > 0);
+		break;
 	}
+	/* No op free, a slot being cleared, this column's write in flight: later. */
+	if (rc == -EBUSY || rc == -EAGAIN)
+		return false;
 	if (rc == 0 && q->op == LEVEL_PUT)
 		b->puts++;
 	else if (rc != 0)
 		level_done(lv, q, code_of(rc));
+	return true;
+}
+
+/* A request taken: begun, or waiting behind what it must follow or for room. */
+static void
+start(struct shard_level *lv, struct level_req *q)
+{
+	struct disk *b = lv->be;
+
+	if (behind(b, q, b->nwait) || !begin(lv, q)) {
+		b->wait[b->nwait++] = q; /* room: every request there is */
+		b->waited++;
+	}
+}
+
+/* The waiting requests, in order, begun where they now can. */
+static void
+again(struct shard_level *lv)
+{
+	struct disk *b = lv->be;
+	unsigned int i, kept = 0;
+
+	for (i = 0; i < b->nwait; i++) {
+		struct level_req *q = b->wait[i];
+
+		if (behind(b, q, kept) || !begin(lv, q))
+			b->wait[kept++] = q;
+	}
+	b->nwait = kept;
 }
 
 static bool
 poll_disk(struct shard_level *lv, bool idle)
 {
 	struct disk *b = lv->be;
+	unsigned int n;
 
 	/* The ingest lcore waits for requests: the deletes waiting in kvdisk
 	 * for a put, each holding one, are written. */
 	if (__atomic_load_n(&lv->starved, __ATOMIC_RELAXED) &&
 	    __atomic_exchange_n(&lv->starved, 0, __ATOMIC_RELAXED))
 		kvdisk_flush(b->d);
-	if (reap(lv, false) > 0)
-		return true;
 	/* Nothing came: wait for the disk, or let the worker sleep. Deletes
 	 * waiting for a put to take their slot are no I/O to wait for (waiting
 	 * would write them: a third of the demo's deletes were written so):
 	 * they wait their 50 ms. */
-	if (idle && kvdisk_inflight(b->d) > kvdisk_deferred(b->d)) {
-		reap(lv, true);
-		return true;
-	}
-	return false;
+	n = reap(lv, false);
+	if (n == 0 && idle && kvdisk_inflight(b->d) > kvdisk_deferred(b->d))
+		n = reap(lv, true) + 1; /* busy: it waited */
+	/* What waits can begin once something finished (an op, a slot, a
+	 * column's write), or at once when nothing is out (a read's op held
+	 * until this poll). */
+	if (b->nwait > 0 && (n > 0 || kvdisk_inflight(b->d) == 0))
+		again(lv);
+	return n > 0;
 }
 
 static void
 drain(struct shard_level *lv)
 {
-	while (kvdisk_inflight(kd(lv)) > 0)
-		reap(lv, true);
+	struct disk *b = lv->be;
+
+	while (kvdisk_inflight(kd(lv)) > 0 || b->nwait > 0) {
+		unsigned int before = b->nwait;
+
+		if (kvdisk_inflight(kd(lv)) > 0)
+			reap(lv, true);
+		again(lv);
+		if (b->nwait > 0 && b->nwait == before && kvdisk_inflight(kd(lv)) == 0) {
+			/* Stopping, and nothing out will make room: not done. */
+			while (b->nwait > 0)
+				level_done(lv, b->wait[--b->nwait], PROTO_E_L2_FAILED);
+		}
+	}
 }
 
 static int

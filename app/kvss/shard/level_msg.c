@@ -149,7 +149,9 @@ shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const st
 	struct shard_level *lv = shard_level_of(kvss_me, level);
 	unsigned int i;
 
-	if (rte_mempool_avail_count(kvss_me->levels->pool) < msg->hdr.count) {
+	/* Writes and deletes leave room for the largest L2_UP or SH_UP: a
+	 * level slow to write (its requests waiting there) still reads. */
+	if (rte_mempool_avail_count(kvss_me->levels->pool) < msg->hdr.count + LEVEL_UP_ROOM) {
 		levels_starved(kvss_me->levels);
 		return -EAGAIN; /* the levels are behind: the queue waits */
 	}
