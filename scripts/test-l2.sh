@@ -349,7 +349,7 @@ slow_run() { # slow_run LOG [freeze|hang]: in $blk, throttled; frozen or hung 5 
 		echo "$sdev 0" >"$blk/blkio.throttle.write_bps_device" 2>/dev/null
 	fi
 	# Unthrottled again once the run is done: closing the tier reads too.
-	for i in $(seq 1 1200); do grep -q "summary: verify failures" "$1" && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	for i in $(seq 1 1200); do grep -qs "summary: verify failures" "$1" && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 	echo "$sdev 0" >"$blk/blkio.throttle.read_iops_device"
 	wait "$p"
 	i=$?
