@@ -21,16 +21,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Keys a handler adds by name rather than through an X-macro.
 LITERAL = {
-    "driver_epoch": "the driver epoch a HELLO established, 0x%08x as in the logs (0x00000000: none)",
+    "driver_epoch": "the driver epoch a HELLO established, 0x%08x as in the logs (0x00000000: none); "
+                    "of the process's first shard",
+    "driver_epochs": "each shard's of this process, in order (shards of two models may have two drivers)",
     "ingest_busy_us": "the shard's lcores busy on ingest work (EVICT_DATA stored, control, EVICT, "
                       "DELETE, ACK, STATUS)",
     "refill_busy_us": "the shard's lcores busy on refill work (REFILLs received, REFILL_DATA "
                       "built and sent; a refill lcore's busy polls)",
     "idle_us": "the shard's lcores in polls that found no work",
     "gate_parks": "times the port gate parked EAL's interrupt thread (memif)",
-    "driver_hops": "routers the latest control frame crossed (64 - its IPv4 TTL; 0: on the rail)",
-    "wafer_hops": "routers the latest EVICT_DATA frame crossed (64 - its IPv4 TTL; 0: on the rail)",
-    "cache_id": "the cache (one array element per cache)",
+    "driver_hops": "routers the latest control frame crossed (64 - its IPv4 TTL; 0: on the rail); "
+                   "the most any shard of the process saw",
+    "wafer_hops": "routers the latest EVICT_DATA frame crossed (64 - its IPv4 TTL; 0: on the rail); "
+                  "the most any shard of the process saw",
+    "shard": "the shard holding it (its id: a process may host several)",
+    "model": "that shard's model",
+    "cache_id": "the cache (one array element per cache of each shard)",
     "bytes_per_token": "this shard's slice of a token, all buffers",
     "buffers": "buffers per token",
     "capacity_tokens": "tokens the cache may hold",
@@ -143,13 +149,14 @@ def shared_bad():
 
 ENDPOINTS = [
     ("/kvss/stats", "app/kvss/telemetry.c", "tel_stats",
-     "A shard: every lcore's counters summed."),
+     "A shard process: every lcore's counters summed, over every shard it hosts."),
     ("/kvss/caches", "app/kvss/telemetry.c", "tel_caches",
-     "A shard: its caches, one array element per cache."),
+     "A shard process: the caches of every shard it hosts, one array element per cache."),
     ("/kvss/lcores", "app/kvss/telemetry.c", "tel_lcores",
      "The process's lcores, one array element per lcore."),
     ("/kvss/prompt", "app/kvss/telemetry.c", "tel_prompt",
-     "A shard: `/kvss/prompt,CACHE,PROMPT_ID` (decimal, or hex with 0x), that prompt's range."),
+     "A shard process: `/kvss/prompt,CACHE,PROMPT_ID` (decimal, or hex with 0x), that prompt's range "
+     "in the first shard it hosts that holds it."),
     ("/kvss/build", "app/kvss/telemetry.c", "tel_build", "Any kvss process: what it is."),
     ("/swdriver/stats", "app/kvss/driver/report.c", "tel_drv_stats",
      "The driver, from a snapshot the control lcore takes every 100 ms."),

@@ -106,20 +106,28 @@ Test(telemetry, stats_are_the_sum_of_every_lcore)
 	cr_assert_not_null(strstr(a, "\"driver_epoch\":\"0x000000e1\""), "%s", a);
 }
 
-/* Store tokens @first.. @first + @n - 1 of prompt @id as batch 1 (64 bytes each). */
+/* Store tokens @first.. @first + @n - 1 of prompt @id in @store's one cache as batch 1 (@B bytes each). */
 static void
-store_prompt(uint64_t id, uint32_t first, uint32_t n)
+store_prompt_in(struct kvstore *store, uint32_t B, uint64_t id, uint32_t first, uint32_t n)
 {
 	struct proto_evict_entry e[8];
 	uint8_t stream[8 * 64];
 	uint32_t t;
 
 	cr_assert_leq(n, 8);
+	cr_assert_leq(B, 64);
 	for (t = 0; t < n; t++)
 		e[t] = (struct proto_evict_entry){id, first + t, 1};
 	memset(stream, 0x5a, sizeof(stream));
-	cr_assert_eq(kvstore_evict(kvss_me->store, 1, 1, (uint16_t)n, e, NULL, 0), 0);
-	cr_assert_eq(kvstore_data(kvss_me->store, 1, 0, 0, n * 64, stream, n * 64), 0);
+	cr_assert_eq(kvstore_evict(store, 1, 1, (uint16_t)n, e, NULL, 0), 0);
+	cr_assert_eq(kvstore_data(store, 1, 0, 0, n * B, stream, n * B), 0);
+}
+
+/* The same in shard 0's store (64 bytes a token). */
+static void
+store_prompt(uint64_t id, uint32_t first, uint32_t n)
+{
+	store_prompt_in(kvss_me->store, 64, id, first, n);
 }
 
 /* Every counter of each level reaches /kvss/stats under its level's prefix and group. */
@@ -166,6 +174,59 @@ Test(telemetry, caches_and_prompts_come_from_the_store)
 	cr_assert_not_null(strstr(a, "null"), "%s", a);
 	a = ask("/kvss/prompt");
 	cr_assert_not_null(strstr(a, "null"), "%s", a);
+}
+
+/*
+ * A process hosting two shards (role "all" with two models, say): the
+ * telemetry thread is no shard's, so every shard is read, not the first
+ * alone (it once showed shard 0's caches, prompts and driver epoch only).
+ */
+Test(telemetry, every_shard_of_the_process_is_shown)
+{
+	struct kvstore_params kp = {.num_caches = 1};
+	struct kvss_shard_inst *two = &kvss_shards[1];
+	const char *a;
+	size_t sz;
+
+	kp.cache[0] = (struct kvstore_cache_params){32, 2, 500};
+	sz = kvstore_memsize(&kp);
+	two->store_mem = rte_zmalloc("store2", sz, 64);
+	two->store = kvstore_init(two->store_mem, sz, &kp);
+	cr_assert_not_null(two->store);
+	kvss.num_shards = 2;
+	two->cfg->id = 1; /* shard 1 of model 1: its own */
+	two->cfg->model = 1;
+	kvss_me->driver_epoch = 0x11;
+	two->driver_epoch = 0x22;
+	two->wafer_hops = 3;
+	store_prompt(0xAB, 10, 5);
+	store_prompt_in(two->store, 32, 0xCD, 4, 2);
+
+	a = ask("/kvss/caches");
+	cr_assert_not_null(strstr(a, "\"shard\":[0,1],\"model\":[0,1]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"bytes_per_token\":[64,32]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"capacity_tokens\":[1000,500]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"stored_tokens\":[5,2]"), "%s", a);
+	a = ask("/kvss/prompt,0,0xcd");
+	cr_assert_not_null(strstr(a, "\"shard\":1,\"model\":1"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"offset\":4"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"tokens\":2"), "%s", a);
+	a = ask("/kvss/prompt,0,0xab");
+	cr_assert_not_null(strstr(a, "\"shard\":0"), "%s", a);
+	a = ask("/kvss/stats");
+	cr_assert_not_null(strstr(a, "\"driver_epochs\":[\"0x00000011\",\"0x00000022\"]"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"wafer_hops\":3"), "%s", a);
+	cr_assert_not_null(strstr(a, "\"store_evicted_tokens\":7"), "%s", a);
+
+	kvss_telemetry_stores_gone(); /* both, as at the end of a run */
+	rte_free(two->store_mem);
+	two->store_mem = NULL;
+	two->driver_epoch = 0;
+	two->wafer_hops = 0;
+	two->cfg->id = 0;
+	two->cfg->model = 0;
+	kvss_me->driver_epoch = 0;
+	kvss.num_shards = 0;
 }
 
 /* At the end the stores go before EAL's telemetry thread does: a scrape then sees none. */

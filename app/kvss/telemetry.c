@@ -49,6 +49,13 @@ kvss_telemetry_stores_gone(void)
 	rte_spinlock_unlock(&stores_lock);
 }
 
+/* The shards this process hosts (kvss_shards[0 .. n)); none in a driver's. */
+static unsigned int
+shards_here(void)
+{
+	return kvss.num_shards < KVSS_MAX_LOCAL_SHARDS ? kvss.num_shards : KVSS_MAX_LOCAL_SHARDS;
+}
+
 static int
 tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
@@ -81,10 +88,24 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		rte_tel_data_add_dict_u64(d, key, t.refill_errors[r]);
 	}
 	{
-		char ep[16]; /* as the logs print epochs */
+		/* Each shard's driver epoch, as the logs print them: driver_epoch
+		 * the first shard's, driver_epochs every shard's in this
+		 * process, in order (two models may have two drivers). */
+		struct rte_tel_data *eps = rte_tel_data_alloc();
+		char ep[16];
+		unsigned int k;
 
-		snprintf(ep, sizeof(ep), "0x%08x", kvss_me->driver_epoch);
+		snprintf(ep, sizeof(ep), "0x%08x", kvss_shards[0].driver_epoch);
 		rte_tel_data_add_dict_string(d, "driver_epoch", ep);
+		if (eps != NULL) {
+			rte_tel_data_start_array(eps, RTE_TEL_STRING_VAL);
+			for (k = 0; k < shards_here(); k++) {
+				snprintf(ep, sizeof(ep), "0x%08x",
+					 __atomic_load_n(&kvss_shards[k].driver_epoch, __ATOMIC_ACQUIRE));
+				rte_tel_data_add_array_string(eps, ep);
+			}
+			rte_tel_data_add_dict_container(d, "driver_epochs", eps, 0);
+		}
 	}
 	{
 		/* The shard's lcores' time by role, busy and idle (kvss.h). */
@@ -130,8 +151,20 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 #undef KVSTORE_TEL
 	}
 	rte_tel_data_add_dict_u64(d, "gate_parks", kvss_gate_parks());
-	rte_tel_data_add_dict_u64(d, "driver_hops", __atomic_load_n(&kvss_me->driver_hops, __ATOMIC_RELAXED));
-	rte_tel_data_add_dict_u64(d, "wafer_hops", __atomic_load_n(&kvss_me->wafer_hops, __ATOMIC_RELAXED));
+	{
+		/* Routers crossed: the most any shard here saw (any is off the rail). */
+		uint8_t dh = 0, wh = 0, h;
+		unsigned int k;
+
+		for (k = 0; k < shards_here(); k++) {
+			h = __atomic_load_n(&kvss_shards[k].driver_hops, __ATOMIC_RELAXED);
+			dh = h > dh ? h : dh;
+			h = __atomic_load_n(&kvss_shards[k].wafer_hops, __ATOMIC_RELAXED);
+			wh = h > wh ? h : wh;
+		}
+		rte_tel_data_add_dict_u64(d, "driver_hops", dh);
+		rte_tel_data_add_dict_u64(d, "wafer_hops", wh);
+	}
 	return 0;
 }
 
@@ -153,35 +186,50 @@ add_u64_array(struct rte_tel_data *d, const char *name, const uint64_t *v, unsig
 	return rte_tel_data_add_dict_container(d, name, a, 0);
 }
 
+/*
+ * Every cache of every shard this process hosts, a row each: shard and
+ * model say whose (two shards of one process have caches of the same ids).
+ */
 static int
 tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 {
-	uint64_t id[KVSTORE_MAX_CACHES], bpt[KVSTORE_MAX_CACHES], nb[KVSTORE_MAX_CACHES],
-		cap[KVSTORE_MAX_CACHES], stored[KVSTORE_MAX_CACHES], prompts[KVSTORE_MAX_CACHES],
-		freeslots[KVSTORE_MAX_CACHES], limbo[KVSTORE_MAX_CACHES];
-	unsigned int c, n = 0;
+#define ROWS (KVSS_MAX_LOCAL_SHARDS * KVSTORE_MAX_CACHES)
+	static uint64_t shard[ROWS], model[ROWS], id[ROWS], bpt[ROWS], nb[ROWS], cap[ROWS],
+		stored[ROWS], prompts[ROWS], freeslots[ROWS], limbo[ROWS];
+	unsigned int k, c, n = 0;
 
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
+	/* One scrape at a time: the arrays are static (EAL's telemetry
+	 * thread answers the clients one after another). */
 	rte_spinlock_lock(&stores_lock);
-	if (kvss_me->store != NULL) {
-		n = kvstore_params(kvss_me->store)->num_caches;
-		for (c = 0; c < n; c++) {
+	for (k = 0; k < KVSS_MAX_LOCAL_SHARDS; k++) {
+		const struct kvss_shard_inst *sh = &kvss_shards[k];
+		unsigned int nc;
+
+		if (sh->store == NULL)
+			continue;
+		nc = kvstore_params(sh->store)->num_caches;
+		for (c = 0; c < nc && n < ROWS; c++, n++) {
 			struct kvstore_cache_stats cs;
 
-			kvstore_cache_stats(kvss_me->store, (uint16_t)c, &cs);
-			id[c] = c;
-			bpt[c] = cs.bytes_per_token;
-			nb[c] = cs.num_buffers;
-			cap[c] = cs.capacity_tokens;
-			stored[c] = cs.stored_tokens;
-			prompts[c] = cs.prompts;
-			freeslots[c] = cs.free_slots;
-			limbo[c] = cs.limbo_slots;
+			kvstore_cache_stats(sh->store, (uint16_t)c, &cs);
+			shard[n] = sh->cfg->id;
+			model[n] = sh->cfg->model;
+			id[n] = c;
+			bpt[n] = cs.bytes_per_token;
+			nb[n] = cs.num_buffers;
+			cap[n] = cs.capacity_tokens;
+			stored[n] = cs.stored_tokens;
+			prompts[n] = cs.prompts;
+			freeslots[n] = cs.free_slots;
+			limbo[n] = cs.limbo_slots;
 		}
 	}
 	rte_spinlock_unlock(&stores_lock);
+	add_u64_array(d, "shard", shard, n);
+	add_u64_array(d, "model", model, n);
 	add_u64_array(d, "cache_id", id, n);
 	add_u64_array(d, "bytes_per_token", bpt, n);
 	add_u64_array(d, "buffers", nb, n);
@@ -191,6 +239,7 @@ tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 	add_u64_array(d, "free_slots", freeslots, n);
 	add_u64_array(d, "limbo_slots", limbo, n);
 	return 0;
+#undef ROWS
 }
 
 static int
@@ -229,8 +278,10 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	unsigned long long cache, id;
 	char idbuf[24];
+	const struct kvss_shard_inst *sh = NULL;
+	unsigned int k, shard_id = 0, model = 0;
 	uint32_t off, n;
-	bool found;
+	bool found = false;
 	char *end;
 
 	(void)cmd;
@@ -249,14 +300,26 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (*end != '\0' || errno == ERANGE)
 		return -EINVAL;
 	rte_tel_data_start_dict(d);
+	/* The first shard of this process that holds it (prompt ids are the
+	 * driver's, one per request: two shards hold one only if they are
+	 * of two models asked for one request). */
 	rte_spinlock_lock(&stores_lock);
-	found = kvss_me->store != NULL &&
-		kvstore_prompt(kvss_me->store, (uint16_t)cache, id, &off, &n) == 0;
+	for (k = 0; k < KVSS_MAX_LOCAL_SHARDS && !found; k++) {
+		sh = &kvss_shards[k];
+		found = sh->store != NULL && cache < kvstore_params(sh->store)->num_caches &&
+			kvstore_prompt(sh->store, (uint16_t)cache, id, &off, &n) == 0;
+	}
+	if (found) {
+		shard_id = sh->cfg->id;
+		model = sh->cfg->model;
+	}
 	rte_spinlock_unlock(&stores_lock);
 	if (!found) {
 		rte_tel_data_add_dict_string(d, "error", "no such prompt");
 		return 0;
 	}
+	rte_tel_data_add_dict_u64(d, "shard", shard_id);
+	rte_tel_data_add_dict_u64(d, "model", model);
 	rte_tel_data_add_dict_u64(d, "cache_id", cache);
 	/* As kvss-dump --json writes it: a string, exact beyond 2^53. */
 	snprintf(idbuf, sizeof(idbuf), "%llu", id);
