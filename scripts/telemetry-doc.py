@@ -95,6 +95,8 @@ LITERAL = {
     "disk_bad_key": "second tier, sealed file: columns sealed under a key not held: dropped",
     "disk_seal_errors": "second tier, sealed file: seals or opens that failed in libcrypto here",
     "disk_columns": "second tier: columns held now, every cache",
+    "disk_waited": "second tier: requests that could not start when taken (their column's write in flight, "
+                   "or no op free: writes hold three quarters of the queue at most)",
     "shared_failed": "shared-level operations the cluster failed (SHARED_FAILED)",
     "shared_missing": "slices read that were not in the cluster",
     "shared_exists": "slices written that were there already (exclusive create, read back: the same slice)",

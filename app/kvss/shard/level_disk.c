@@ -390,6 +390,10 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	DISK_COUNTER(seal_errors, false)
 #undef DISK_COUNTER
 	c[n++] = (struct level_counter){"", "columns", held, false};
+	/* Requests that could not start when taken (a column's write in
+	 * flight, no op free): writes holding reads up show here. */
+	c[n++] = (struct level_counter){"", "waited", lv != NULL ? ((const struct disk *)lv->be)->waited : 0,
+					false};
 	return n;
 }
 
