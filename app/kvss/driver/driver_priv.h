@@ -376,6 +376,14 @@ void drv_report_derive(struct drv *d);
 
 /* ttft.c: the time to first token, its percentiles derived when read (the
  * snapshot's, the summary's), and the summary's line and JSON fields. */
+struct drv_ttft_figures {
+	/* [i]: times in (drv_ttft_le_us[i - 1], drv_ttft_le_us[i]]; the last,
+	 * those past every bound. */
+	uint64_t hist[DRV_TTFT_BUCKETS + 1];
+	uint64_t sum_us, p50_us, p90_us, p99_us; /* percentiles by lib/percentile's rule */
+};
+/** The times @p v[0..n), us, in any order, as figures into *@p f. 0, or -ENOMEM. */
+int drv_ttft_figures(const uint64_t *v, size_t n, struct drv_ttft_figures *f);
 void drv_ttft_derive(struct drv *d);
 void drv_ttft_summary(struct drv *d, char *json, size_t cap);
 

@@ -7,6 +7,7 @@
  * summary and fields of its JSON, beside what the prefill computed and
  * what the hits saved it.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +26,36 @@ const uint32_t drv_ttft_le_us[DRV_TTFT_BUCKETS] = {
 
 /* The sorted times @p c[0..n), us, into their buckets (one pass), and their sum. */
 static void
-ttft_buckets(struct drv *d, const uint64_t *c, size_t n)
+ttft_buckets(struct drv_ttft_figures *f, const uint64_t *c, size_t n)
 {
 	unsigned int k = 0;
 	size_t i;
 
-	memset(d->ttft_hist, 0, sizeof(d->ttft_hist));
-	d->ttft_sum_us = 0;
+	memset(f->hist, 0, sizeof(f->hist));
+	f->sum_us = 0;
 	for (i = 0; i < n; i++) {
 		while (k < DRV_TTFT_BUCKETS && c[i] > drv_ttft_le_us[k])
 			k++;
-		d->ttft_hist[k]++;
-		d->ttft_sum_us += c[i];
+		f->hist[k]++;
+		f->sum_us += c[i];
 	}
+}
+
+int
+drv_ttft_figures(const uint64_t *v, size_t n, struct drv_ttft_figures *f)
+{
+	uint64_t *c = malloc(sizeof(*c) * (n ? n : 1));
+
+	if (c == NULL)
+		return -ENOMEM;
+	memcpy(c, v, sizeof(*c) * n);
+	percentile_sort_u64(c, n);
+	ttft_buckets(f, c, n);
+	f->p50_us = percentile_u64(c, n, 50);
+	f->p90_us = percentile_u64(c, n, 90);
+	f->p99_us = percentile_u64(c, n, 99);
+	free(c);
+	return 0;
 }
 
 /*
@@ -49,24 +67,20 @@ ttft_buckets(struct drv *d, const uint64_t *c, size_t n)
 void
 drv_ttft_derive(struct drv *d)
 {
+	struct drv_ttft_figures f;
 	const uint64_t *v;
-	uint64_t *c;
-	size_t n, i;
+	size_t n;
 
 	if (d->emu == NULL || (v = emu_ttft_us(d->emu, &n), n == d->ttft_derived))
 		return; /* none new since the last time: the same figures */
-	c = malloc(sizeof(*c) * n);
-	if (c == NULL)
+	if (drv_ttft_figures(v, n, &f) != 0)
 		return; /* made again at the next read: nothing is lost */
-	for (i = 0; i < n; i++)
-		c[i] = v[i];
-	percentile_sort_u64(c, n);
-	ttft_buckets(d, c, n);
-	d->st.ttft_p50_us = percentile_u64(c, n, 50);
-	d->st.ttft_p90_us = percentile_u64(c, n, 90);
-	d->st.ttft_p99_us = percentile_u64(c, n, 99);
+	memcpy(d->ttft_hist, f.hist, sizeof(d->ttft_hist));
+	d->ttft_sum_us = f.sum_us;
+	d->st.ttft_p50_us = f.p50_us;
+	d->st.ttft_p90_us = f.p90_us;
+	d->st.ttft_p99_us = f.p99_us;
 	d->ttft_derived = n;
-	free(c);
 }
 
 /*
