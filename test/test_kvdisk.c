@@ -389,6 +389,36 @@ Test(kvdisk, writes_leave_a_quarter_of_the_queue_to_reads)
 	kvdisk_close(d);
 }
 
+/* A queue of two keeps one op for reads; a read's op comes back at the poll after its answer. */
+Test(kvdisk, a_queue_of_two_keeps_one_op_for_reads_and_says_when_ops_come_back)
+{
+	struct kvdisk *d;
+	struct kvdisk_done done[4];
+	uint8_t buf[COL * B];
+	struct kvdisk_meta m;
+	uint64_t back;
+
+	params.queue_depth = 2;
+	d = open_ok();
+	cr_assert_eq(put_sync(d, 0, 1), 0);
+	m = meta(1, COL);
+	fill(buf, 1, 1, COL);
+	cr_assert_eq(kvdisk_put(d, &m, buf, COL * B, 10), 0);
+	m = meta(2, COL);
+	cr_assert_eq(kvdisk_put(d, &m, buf, COL * B, 11), -EBUSY, "one write of two ops");
+	cr_assert_eq(kvdisk_get(d, 0, 0x1000, 77, 12), 0, "the other is the reads'");
+	cr_assert_eq(wait_for(d, 10).status, 0);
+	cr_assert_eq(wait_for(d, 12).status, 0);
+	/* Read again, alone: the poll that answers it holds its op. */
+	cr_assert_eq(kvdisk_get(d, 0, 0x1000, 77, 13), 0);
+	cr_assert_eq(wait_for(d, 13).status, 0);
+	/* Its bytes are the caller's until the next poll, which gives its op back. */
+	back = kvdisk_ops_back(d);
+	cr_assert_eq(kvdisk_poll(d, done, 4, false), 0, "nothing left to finish");
+	cr_assert_gt(kvdisk_ops_back(d), back, "the read's op came back at this poll");
+	kvdisk_close(d);
+}
+
 Test(kvdisk, a_column_deleted_while_read_is_read_whole_then_cleared)
 {
 	struct kvdisk *d = open_ok();

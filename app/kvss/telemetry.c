@@ -194,15 +194,14 @@ static int
 tel_caches(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 #define ROWS (KVSS_MAX_LOCAL_SHARDS * KVSTORE_MAX_CACHES)
-	static uint64_t shard[ROWS], model[ROWS], id[ROWS], bpt[ROWS], nb[ROWS], cap[ROWS],
-		stored[ROWS], prompts[ROWS], freeslots[ROWS], limbo[ROWS];
+	/* On the stack: EAL answers each client from a thread of its own. */
+	uint64_t shard[ROWS], model[ROWS], id[ROWS], bpt[ROWS], nb[ROWS], cap[ROWS], stored[ROWS],
+		prompts[ROWS], freeslots[ROWS], limbo[ROWS];
 	unsigned int k, c, n = 0;
 
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_dict(d);
-	/* One scrape at a time: the arrays are static (EAL's telemetry
-	 * thread answers the clients one after another). */
 	rte_spinlock_lock(&stores_lock);
 	for (k = 0; k < KVSS_MAX_LOCAL_SHARDS; k++) {
 		const struct kvss_shard_inst *sh = &kvss_shards[k];

@@ -70,6 +70,13 @@ kd_op_put(struct kvdisk *d, struct op *o)
 	}
 	o->next_free = d->op_free;
 	d->op_free = (uint32_t)(o - d->ops);
+	d->ops_back++;
+}
+
+uint64_t
+kvdisk_ops_back(const struct kvdisk *d)
+{
+	return d->ops_back;
 }
 
 void

@@ -107,7 +107,7 @@ struct kvdisk_cache_params {
 struct kvdisk_params {
 	uint16_t num_caches;
 	struct kvdisk_cache_params cache[KVDISK_MAX_CACHES];
-	uint32_t queue_depth; /**< operations in flight at most (0: 64); writes hold three quarters at most, the rest are kept for reads */
+	uint32_t queue_depth; /**< operations in flight at most (0: 64); writes hold three quarters at most (all but one of 2 or 3), the rest are kept for reads */
 	uint32_t model;	      /**< whose file: the model's ... */
 	uint32_t shard;	      /**< ... shard (a file of another is refused) */
 	/**
@@ -234,8 +234,9 @@ bool kvdisk_writing(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64
 /**
  * Read the column @p key of organization @p org in @p cache. -ENOENT;
  * -EBUSY when no op is free. Writes hold three quarters of the queue at
- * most (kvdisk_put() and kvdisk_del() answer -EBUSY past that): a read
- * finds an op while writes are slow.
+ * most, all but one op of a queue of two or three (kvdisk_put() and
+ * kvdisk_del() answer -EBUSY past that): a read finds an op while writes
+ * are slow, unless the queue is one op.
  */
 int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
 
@@ -275,6 +276,15 @@ unsigned int kvdisk_poll(struct kvdisk *d, struct kvdisk_done *out, unsigned int
  */
 unsigned int kvdisk_poll_for(struct kvdisk *d, struct kvdisk_done *out, unsigned int max,
 			     uint32_t wait_us);
+
+/**
+ * Ops given back so far, a count that only rises. A read's op is held
+ * until the poll after its kvdisk_done (its bytes are the caller's until
+ * then), and a poll may take ops too (deferred deletes written): a caller
+ * waiting for an op (-EBUSY) tries again when this moved, not only when
+ * an operation finished.
+ */
+uint64_t kvdisk_ops_back(const struct kvdisk *d);
 
 /** Operations not yet given back: in flight, queued, deferred deletes, finished ones. */
 unsigned int kvdisk_inflight(const struct kvdisk *d);

@@ -152,6 +152,7 @@ struct kvdisk {
 	uint16_t nc;
 	struct op *ops;
 	uint32_t op_free, inflight, unsubmitted;
+	uint64_t ops_back; /* ops given back to the free list so far (kvdisk_ops_back()) */
 	/* Ops held by writes (puts, cleared headers): at most kd_write_ops(),
 	 * so that a read always finds one however slow the writes are. */
 	uint32_t writing;
@@ -198,16 +199,19 @@ find(const struct region *r, uint64_t key, uint64_t org)
 }
 
 /*
- * Ops writes may hold at once: all but a quarter of the queue, kept for
- * reads. Writes into a file's unallocated blocks go through the kernel's
- * io_uring workers and were seen here to finish nothing for 20 s beside
- * two CPU hogs while reads went on; a read queued behind them would wait
- * as long. A queue of one op has none to keep.
+ * Ops writes may hold at once: all but a quarter of the queue (one op at
+ * least from a queue of two), kept for reads. Writes into a file's
+ * unallocated blocks go through the kernel's io_uring workers and were
+ * seen here to finish nothing for 20 s beside two CPU hogs while reads
+ * went on; a read queued behind them would wait as long. A queue of one
+ * op has none to keep.
  */
 static inline uint32_t
 kd_write_ops(const struct kvdisk *d)
 {
-	return d->qd - d->qd / 4;
+	uint32_t keep = d->qd / 4 > 0 ? d->qd / 4 : d->qd > 1;
+
+	return d->qd - keep;
 }
 
 /* Each cache's ring of deferred deletes: KD_DEFER_MAX, and those a failed put gives back. */

@@ -48,7 +48,8 @@ drv_ttft_figures(const uint64_t *v, size_t n, struct drv_ttft_figures *f)
 
 	if (c == NULL)
 		return -ENOMEM;
-	memcpy(c, v, sizeof(*c) * n);
+	if (n > 0)
+		memcpy(c, v, sizeof(*c) * n);
 	percentile_sort_u64(c, n);
 	ttft_buckets(f, c, n);
 	f->p50_us = percentile_u64(c, n, 50);

@@ -145,12 +145,15 @@ struct shard_level_ops {
  */
 #define LEVEL_POOL 511
 /*
- * Requests writes and deletes leave free: the columns of the largest
- * L2_UP a 9000-byte frame holds (PROTOCOL.md section 7: 32 + 16 + 64 x
- * ncols <= 8972 with one entry), so that reads start however far behind
- * the writes are.
+ * Requests writes and deletes leave free, so that an L2_UP or SH_UP of
+ * this many columns starts however far behind the writes are (a larger one
+ * waits for room as before; a batch's columns are far fewer: its tokens
+ * in columns of 64). Not more: kvdisk's deferred deletes hold up to 256
+ * requests, and 256 + the largest L2_DOWN (139 columns at MTU 9000) + 64
+ * fit the pool, so deletes waiting alone never starve a write (which has
+ * them written at once, not taken by the writes that follow).
  */
-#define LEVEL_UP_ROOM 140u
+#define LEVEL_UP_ROOM 64u
 
 struct shard_level {
 	const struct shard_level_ops *ops;

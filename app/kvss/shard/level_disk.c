@@ -42,6 +42,7 @@ struct disk {
 	struct level_req *wait[LEVEL_POOL];
 	unsigned int nwait;
 	uint64_t waited; /* requests that could not start when taken */
+	uint64_t back_then; /* kvdisk's ops given back when again() last ran */
 };
 
 static struct kvdisk *
@@ -218,6 +219,7 @@ again(struct shard_level *lv)
 			b->wait[kept++] = q;
 	}
 	b->nwait = kept;
+	b->back_then = kvdisk_ops_back(b->d);
 }
 
 static bool
@@ -225,6 +227,7 @@ poll_disk(struct shard_level *lv, bool idle)
 {
 	struct disk *b = lv->be;
 	unsigned int n;
+	bool busy;
 
 	/* The ingest lcore waits for requests: the deletes waiting in kvdisk
 	 * for a put, each holding one, are written. */
@@ -236,14 +239,18 @@ poll_disk(struct shard_level *lv, bool idle)
 	 * would write them: a third of the demo's deletes were written so):
 	 * they wait their 50 ms. */
 	n = reap(lv, false);
-	if (n == 0 && idle && kvdisk_inflight(b->d) > kvdisk_deferred(b->d))
-		n = reap(lv, true) + 1; /* busy: it waited */
-	/* What waits can begin once something finished (an op, a slot, a
-	 * column's write), or at once when nothing is out (a read's op held
-	 * until this poll). */
-	if (b->nwait > 0 && (n > 0 || kvdisk_inflight(b->d) == 0))
+	busy = n > 0;
+	if (!busy && idle && kvdisk_inflight(b->d) > kvdisk_deferred(b->d)) {
+		n = reap(lv, true);
+		busy = true; /* it waited */
+	}
+	/* What waits can begin once something finished (a slot, a column's
+	 * write) or an op came free (a read's is held until the poll after its
+	 * answer, which may finish nothing: writes slow, or only deletes
+	 * deferred). */
+	if (b->nwait > 0 && (n > 0 || kvdisk_ops_back(b->d) != b->back_then))
 		again(lv);
-	return n > 0;
+	return busy;
 }
 
 static void
@@ -254,8 +261,8 @@ drain(struct shard_level *lv)
 	while (kvdisk_inflight(kd(lv)) > 0 || b->nwait > 0) {
 		unsigned int before = b->nwait;
 
-		if (kvdisk_inflight(kd(lv)) > 0)
-			reap(lv, true);
+		/* A poll even with nothing out gives back the ops reads held. */
+		reap(lv, kvdisk_inflight(kd(lv)) > 0);
 		again(lv);
 		if (b->nwait > 0 && b->nwait == before && kvdisk_inflight(kd(lv)) == 0) {
 			/* Stopping, and nothing out will make room: not done. */
