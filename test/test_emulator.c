@@ -1157,6 +1157,70 @@ Test(emulator, a_refill_still_out_when_computing_it_would_be_done_is_given_up)
 }
 
 /*
+ * The refill timeout (1 s here) is the shards' silence, not the driver's
+ * own waits. The same prompt three times, one slot, the shards never
+ * serving: the second request's refill is still out. A frame of its data
+ * at 900 ms moves its deadline to 1.9 s (not failed at 1.5 s, failed at
+ * 2 s); the third's, with the wafer held 5 s meanwhile (the driver's queue
+ * to the shards backed up: no REFILL behind it went out), fails 5 s later
+ * than it would have.
+ * Catches: a refill failed while its data still comes; a refill failed for
+ * the time the driver itself held it back (the load of a busy machine,
+ * seen beside two CPU hogs and a Ceph cluster: 7 refills failed, exit 3).
+ */
+static struct emu_refill *
+waiting_refill(uint64_t *now)
+{
+	unsigned int steps = 0;
+
+	for (;;) {
+		uint32_t i;
+
+		emu_step(R.emu, *now);
+		R.npend[0] = R.npend[1] = 0; /* the shards never serve a refill */
+		shards_turn(*now);
+		for (i = 0; i < R.emu->nslots; i++)
+			if (R.emu->seq[i].state == SEQ_WAIT && R.emu->seq[i].rec[0] != NULL)
+				return R.emu->seq[i].rec[0];
+		*now += MS;
+		cr_assert_lt(++steps, 100000, "a request waits for its refill");
+	}
+}
+
+Test(emulator, a_refill_times_out_on_the_shards_silence_not_the_driver_s_waits)
+{
+	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
+	struct proto_refill_data_hdr h = {0};
+	struct emu_refill *rf;
+	uint64_t now = MS, t;
+	uint8_t byte = 0;
+
+	O.len = len;
+	O.base = base;
+	O.max_inflight = 1;
+	rig_up(3, 1u << 20, false);
+	rf = waiting_refill(&now);
+	t = now;
+	h.refill_id = rf->refill_id;
+	h.cache_idx = rf->cache_idx;
+	emu_refill_data(R.emu, 0, &h, &byte, 0, t + 900 * MS);
+	emu_check_timeouts(R.emu, t + 1500 * MS);
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 0, "its data came at 900 ms");
+	emu_check_timeouts(R.emu, t + 2000 * MS);
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 1, "silent for 1.1 s since");
+
+	now = t + 2001 * MS;
+	rf = waiting_refill(&now);
+	t = now;
+	emu_hold_ended(R.emu, 5000 * MS);
+	emu_check_timeouts(R.emu, t + 1500 * MS);
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 1, "the 5 s held are not the shards'");
+	emu_check_timeouts(R.emu, t + 6100 * MS);
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 2, "1 s of its own past the hold");
+	(void)rf;
+}
+
+/*
  * wafer.backpressure "skip": the built-in workload, 60 requests, with the
  * driver saying its EVICT path is backed up in every other stretch of 20
  * steps. A sequence running then stops caching where it is: its tokens left

@@ -616,6 +616,7 @@ wafer_going(struct drv *d, uint64_t tsc)
 {
 	if (d->wafer_held_at != 0) {
 		d->st.wafer_held_us += mono_ticks_to(tsc - d->wafer_held_at, d->hz, 1000000);
+		emu_hold_ended(d->emu, mono_ticks_to(tsc - d->wafer_held_at, d->hz, 1000000000));
 		d->wafer_held_at = 0;
 	}
 }
@@ -945,7 +946,9 @@ kvss_driver_main(void *arg)
 		} else {
 			drv_sh_poll(d, drv_now_ns(d, t0));
 			work += wafer_step(d, t0);
-			emu_check_timeouts(d->emu, drv_now_ns(d, t0));
+			/* Held, the wafer's refills wait on the driver's own queue. */
+			if (d->wafer_held_at == 0)
+				emu_check_timeouts(d->emu, drv_now_ns(d, t0));
 		}
 		drv_link_pump_streams(&d->link, d->sh, d->nsh, t0);
 		work += drv_link_pump_data(&d->link, d->emu, d->sh, d->nsh);

@@ -500,6 +500,9 @@ emu_refill_data(struct emu *e, uint16_t k, const struct proto_refill_data_hdr *h
 		e->st.verify_bad_glue++;
 	}
 	e->st.refill_bytes += len;
+	/* Its data coming: the shard is not silent, its deadline moves on. */
+	if (r->seq != NULL && r->seq->state == SEQ_WAIT && r->seq->deadline < now_ns + e->p.refill_timeout_ns)
+		r->seq->deadline = now_ns + e->p.refill_timeout_ns;
 	wafer_refill_data(&r->chk[i], h, data, len);
 	if (wafer_refill_whole(&r->chk[i]))
 		r->whole_mask |= 1u << i;
@@ -929,6 +932,23 @@ void
 emu_backed_up(struct emu *e, bool on)
 {
 	e->backed_up = on;
+}
+
+void
+emu_hold_ended(struct emu *e, uint64_t ns)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->nslots; i++)
+		if (e->seq[i].state == SEQ_WAIT)
+			e->seq[i].deadline += ns;
+	for (i = 0; i < HBUCKETS; i++) {
+		struct emu_refill *r;
+
+		for (r = e->rf[i]; r != NULL; r = r->hnext)
+			if (r->given_up && !r->finished)
+				r->given_up_ns += ns;
+	}
 }
 
 /* @p s has its first generated token: its refill is whole and its prefill done. */

@@ -190,6 +190,15 @@ int emu_step(struct emu *e, uint64_t now_ns);
 /** The driver's EVICT path is backed up (@p on) or not: with skip_backed_up, steps skip what they would send. */
 void emu_backed_up(struct emu *e, bool on);
 
+/**
+ * The wafer was held @p ns (the driver's own queue to a shard backed up:
+ * no request began, no REFILL behind it went out): that time does not
+ * count toward the refill timeout of what waits (its deadline, and a
+ * given-up refill's), which the driver does not check while it holds the
+ * wafer. A refill's timeout is the shards' lateness, not the driver's.
+ */
+void emu_hold_ended(struct emu *e, uint64_t ns);
+
 /** Refills past the refill timeout fail (their sequences go on). */
 void emu_check_timeouts(struct emu *e, uint64_t now_ns);
 
