@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -75,7 +76,9 @@ teardown(void)
 
 TestSuite(telemetry, .init = setup, .fini = teardown);
 
-/* One command, its JSON answer (NUL-terminated in a static buffer). */
+/* The answer @p a says @p s (a fragment of its JSON). */
+#define assert_says(a, s) cr_assert_not_null(strstr((a), (s)), "%s", (a))
+
 static const char *
 ask(const char *cmd)
 {
@@ -89,6 +92,19 @@ ask(const char *cmd)
 	return buf;
 }
 
+/* Command @p cmd's answer says each fragment given (NULL after the last). */
+static void
+answers(const char *cmd, ...)
+{
+	const char *a = ask(cmd), *frag;
+	va_list ap;
+
+	va_start(ap, cmd);
+	while ((frag = va_arg(ap, const char *)) != NULL)
+		cr_assert_not_null(strstr(a, frag), "%s: no %s in %s", cmd, frag, a);
+	va_end(ap);
+}
+
 Test(telemetry, stats_are_the_sum_of_every_lcore)
 {
 	const char *a;
@@ -99,11 +115,11 @@ Test(telemetry, stats_are_the_sum_of_every_lcore)
 	kvss.stats[0].errors[PROTO_E_HOLE] = 2;
 	kvss_me->driver_epoch = 0xE1;
 	a = ask("/kvss/stats");
-	cr_assert_not_null(strstr(a, "\"rx_frames\":12"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"drop_bad_magic\":3"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"error_HOLE\":2"), "%s", a);
+	assert_says(a, "\"rx_frames\":12");
+	assert_says(a, "\"drop_bad_magic\":3");
+	assert_says(a, "\"error_HOLE\":2");
 	/* As the logs print epochs. */
-	cr_assert_not_null(strstr(a, "\"driver_epoch\":\"0x000000e1\""), "%s", a);
+	assert_says(a, "\"driver_epoch\":\"0x000000e1\"");
 }
 
 /* Store tokens @first.. @first + @n - 1 of prompt @id in @store's one cache as batch 1 (@B bytes each). */
@@ -145,14 +161,14 @@ Test(telemetry, the_levels_counters_are_shown)
 	memcpy(lv_counts[SHARD_LEVEL_DISK], disk, sizeof(disk));
 	lv_n[SHARD_LEVEL_DISK] = RTE_DIM(disk);
 	a = ask("/kvss/stats");
-	cr_assert_not_null(strstr(a, "\"shared_bad_payload_sum\":4"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"shared_bad_too_big\":2"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"shared_bad_identity\":0"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"shared_failed\":5"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"shared_missing\":6"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"shared_shed\":8"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"disk_puts\":3"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"disk_corrupt\":9"), "%s", a);
+	assert_says(a, "\"shared_bad_payload_sum\":4");
+	assert_says(a, "\"shared_bad_too_big\":2");
+	assert_says(a, "\"shared_bad_identity\":0");
+	assert_says(a, "\"shared_failed\":5");
+	assert_says(a, "\"shared_missing\":6");
+	assert_says(a, "\"shared_shed\":8");
+	assert_says(a, "\"disk_puts\":3");
+	assert_says(a, "\"disk_corrupt\":9");
 }
 
 Test(telemetry, caches_and_prompts_come_from_the_store)
@@ -160,20 +176,14 @@ Test(telemetry, caches_and_prompts_come_from_the_store)
 	const char *a;
 
 	store_prompt(0xAB, 10, 5);
-	a = ask("/kvss/caches");
-	cr_assert_not_null(strstr(a, "\"bytes_per_token\":[64]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"buffers\":[2]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"capacity_tokens\":[1000]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"stored_tokens\":[5]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"prompts\":[1]"), "%s", a);
-	a = ask("/kvss/prompt,0,0xab");
-	cr_assert_not_null(strstr(a, "\"offset\":10"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"tokens\":5"), "%s", a);
+	answers("/kvss/caches", "\"bytes_per_token\":[64]", "\"buffers\":[2]", "\"capacity_tokens\":[1000]",
+		"\"stored_tokens\":[5]", "\"prompts\":[1]", NULL);
+	answers("/kvss/prompt,0,0xab", "\"offset\":10", "\"tokens\":5", NULL);
 	/* Bad parameters: no answer but null, and no crash. */
 	a = ask("/kvss/prompt,zero,1");
-	cr_assert_not_null(strstr(a, "null"), "%s", a);
+	assert_says(a, "null");
 	a = ask("/kvss/prompt");
-	cr_assert_not_null(strstr(a, "null"), "%s", a);
+	assert_says(a, "null");
 }
 
 /*
@@ -185,7 +195,6 @@ Test(telemetry, every_shard_of_the_process_is_shown)
 {
 	struct kvstore_params kp = {.num_caches = 1};
 	struct kvss_shard_inst *two = &kvss_shards[1];
-	const char *a;
 	size_t sz;
 
 	kp.cache[0] = (struct kvstore_cache_params){32, 2, 500};
@@ -202,21 +211,12 @@ Test(telemetry, every_shard_of_the_process_is_shown)
 	store_prompt(0xAB, 10, 5);
 	store_prompt_in(two->store, 32, 0xCD, 4, 2);
 
-	a = ask("/kvss/caches");
-	cr_assert_not_null(strstr(a, "\"shard\":[0,1],\"model\":[0,1]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"bytes_per_token\":[64,32]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"capacity_tokens\":[1000,500]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"stored_tokens\":[5,2]"), "%s", a);
-	a = ask("/kvss/prompt,0,0xcd");
-	cr_assert_not_null(strstr(a, "\"shard\":1,\"model\":1"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"offset\":4"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"tokens\":2"), "%s", a);
-	a = ask("/kvss/prompt,0,0xab");
-	cr_assert_not_null(strstr(a, "\"shard\":0"), "%s", a);
-	a = ask("/kvss/stats");
-	cr_assert_not_null(strstr(a, "\"driver_epochs\":[\"0x00000011\",\"0x00000022\"]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"wafer_hops\":3"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"store_evicted_tokens\":7"), "%s", a);
+	answers("/kvss/caches", "\"shard\":[0,1],\"model\":[0,1]", "\"bytes_per_token\":[64,32]",
+		"\"capacity_tokens\":[1000,500]", "\"stored_tokens\":[5,2]", NULL);
+	answers("/kvss/prompt,0,0xcd", "\"shard\":1,\"model\":1", "\"offset\":4", "\"tokens\":2", NULL);
+	answers("/kvss/prompt,0,0xab", "\"shard\":0", NULL);
+	answers("/kvss/stats", "\"driver_epochs\":[\"0x00000011\",\"0x00000022\"]", "\"wafer_hops\":3",
+		"\"store_evicted_tokens\":7", NULL);
 
 	kvss_telemetry_stores_gone(); /* both, as at the end of a run */
 	rte_free(two->store_mem);
@@ -237,15 +237,15 @@ Test(telemetry, once_the_stores_are_gone_a_scrape_reads_none)
 	kvss.num_shards = 1; /* kvss_me is shard 0 of this process */
 	store_prompt(0xAB, 10, 5);
 	a = ask("/kvss/stats");
-	cr_assert_not_null(strstr(a, "\"store_evicted_tokens\":5"), "%s", a);
+	assert_says(a, "\"store_evicted_tokens\":5");
 	kvss_telemetry_stores_gone();
 	cr_assert_null(kvss_me->store);
 	a = ask("/kvss/caches");
-	cr_assert_not_null(strstr(a, "\"cache_id\":[]"), "%s", a);
+	assert_says(a, "\"cache_id\":[]");
 	a = ask("/kvss/prompt,0,0xab");
-	cr_assert_not_null(strstr(a, "no such prompt"), "%s", a);
+	assert_says(a, "no such prompt");
 	a = ask("/kvss/stats");
-	cr_assert_not_null(strstr(a, "\"store_evicted_tokens\":0"), "%s", a);
+	assert_says(a, "\"store_evicted_tokens\":0");
 }
 
 /* Ids beyond 2^53 as kvss-dump --json writes them: decimal in, string out. */
@@ -259,10 +259,10 @@ Test(telemetry, prompt_ids_use_all_64_bits_and_nothing_else)
 
 	store_prompt(UINT64_MAX, 0, 3);
 	a = ask("/kvss/prompt,0,18446744073709551615");
-	cr_assert_not_null(strstr(a, "\"prompt_id\":\"18446744073709551615\""), "%s", a);
-	cr_assert_not_null(strstr(a, "\"tokens\":3"), "%s", a);
+	assert_says(a, "\"prompt_id\":\"18446744073709551615\"");
+	assert_says(a, "\"tokens\":3");
 	a = ask("/kvss/prompt,0,0xffffffffffffffff");
-	cr_assert_not_null(strstr(a, "\"tokens\":3"), "%s", a);
+	assert_says(a, "\"tokens\":3");
 	/* A sign, an empty id, octal-looking or overflowing digits: refused. */
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		a = ask(bad[i]);
@@ -278,8 +278,8 @@ Test(telemetry, lcores_say_their_role_and_cycles)
 	kvss.lcore_role[0] = KVSS_LCORE_INGEST;
 	kvss.stats[0].busy_cycles = 1234;
 	a = ask("/kvss/lcores");
-	cr_assert_not_null(strstr(a, "\"role\":[\"ingest\"]"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"busy_cycles\":[1234]"), "%s", a);
+	assert_says(a, "\"role\":[\"ingest\"]");
+	assert_says(a, "\"busy_cycles\":[1234]");
 	/* ... and how many make a second. */
 	snprintf(hz, sizeof(hz), "\"tsc_hz\":%" PRIu64 "}", rte_get_tsc_hz());
 	cr_assert_not_null(strstr(a, hz), "%s", a);
@@ -306,8 +306,8 @@ Test(telemetry, shard_time_is_its_lcores_cycles_by_role_in_microseconds)
 	kvss.stats[2].idle_cycles = hz;
 	kvss.stats[3].ingest_cycles = kvss.stats[3].refill_cycles = kvss.stats[3].idle_cycles = 7 * hz;
 	a = ask("/kvss/stats");
-	cr_assert_not_null(strstr(a, "\"ingest_busy_us\":3500000,"), "%s", a);
-	cr_assert_not_null(strstr(a, "\"refill_busy_us\":2250000,"), "%s", a);
+	assert_says(a, "\"ingest_busy_us\":3500000,");
+	assert_says(a, "\"refill_busy_us\":2250000,");
 	snprintf(want, sizeof(want), "\"idle_us\":%" PRIu64 ",", (uint64_t)100001 * 1000000);
 	cr_assert_not_null(strstr(a, want), "%s", a);
 }
@@ -321,7 +321,7 @@ Test(telemetry, build_says_release_commit_and_dpdk)
 
 	snprintf(want, sizeof(want), "\"version\":\"%s\"", KVSS_RELEASE);
 	cr_assert_not_null(strstr(a, want), "%s", a);
-	cr_assert_not_null(strstr(a, "\"commit\":\""), "%s", a);
+	assert_says(a, "\"commit\":\"");
 	snprintf(want, sizeof(want), "\"dpdk\":\"%s\"", rte_version());
 	cr_assert_not_null(strstr(a, want), "%s", a);
 }
