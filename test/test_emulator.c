@@ -1209,15 +1209,57 @@ Test(emulator, a_refill_times_out_on_the_shards_silence_not_the_driver_s_waits)
 	emu_check_timeouts(R.emu, t + 2000 * MS);
 	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 1, "silent for 1.1 s since");
 
+	/* The third waits from t; the wafer held from t to t + 5 s, a frame of
+	 * its data at 3 s: 1 s of silence after the hold, not 1 s after the
+	 * frame plus the whole hold again. */
 	now = t + 2001 * MS;
 	rf = waiting_refill(&now);
 	t = now;
-	emu_hold_ended(R.emu, 5000 * MS);
-	emu_check_timeouts(R.emu, t + 1500 * MS);
+	h.refill_id = rf->refill_id;
+	h.cache_idx = rf->cache_idx;
+	emu_refill_data(R.emu, 0, &h, &byte, 0, t + 3000 * MS);
+	emu_hold_ended(R.emu, t, t + 5000 * MS);
+	emu_check_timeouts(R.emu, t + 5900 * MS);
 	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 1, "the 5 s held are not the shards'");
 	emu_check_timeouts(R.emu, t + 6100 * MS);
-	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 2, "1 s of its own past the hold");
-	(void)rf;
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 2, "1 s of its own past the hold, no more");
+}
+
+/* A refill given up (its tokens computed) whose data still comes is not failed while it comes. */
+Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
+{
+	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
+	struct proto_refill_data_hdr h = {0};
+	struct emu_refill *rf = NULL;
+	uint64_t now = MS, t;
+	unsigned int steps = 0, i;
+	uint8_t byte = 0;
+
+	O.len = len;
+	O.base = base;
+	O.max_inflight = 1;
+	O.recompute_tokens_per_s = 1000000;
+	O.give_up = true;
+	rig_up(3, 1u << 20, false);
+	while (rf == NULL) {
+		emu_step(R.emu, now);
+		R.npend[0] = R.npend[1] = 0; /* the shards never serve a refill */
+		shards_turn(now);
+		for (i = 0; i < HBUCKETS && rf == NULL; i++)
+			for (struct emu_refill *r = R.emu->rf[i]; r != NULL && rf == NULL; r = r->hnext)
+				if (r->given_up && !r->finished)
+					rf = r;
+		now += MS;
+		cr_assert_lt(++steps, 100000, "a refill is given up");
+	}
+	t = rf->given_up_ns;
+	h.refill_id = rf->refill_id;
+	h.cache_idx = rf->cache_idx;
+	emu_refill_data(R.emu, 0, &h, &byte, 0, t + 900 * MS);
+	emu_check_timeouts(R.emu, t + 1500 * MS);
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 0, "its data came at 900 ms");
+	emu_check_timeouts(R.emu, t + 2000 * MS);
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 1, "silent for 1.1 s since");
 }
 
 /*

@@ -616,7 +616,7 @@ wafer_going(struct drv *d, uint64_t tsc)
 {
 	if (d->wafer_held_at != 0) {
 		d->st.wafer_held_us += mono_ticks_to(tsc - d->wafer_held_at, d->hz, 1000000);
-		emu_hold_ended(d->emu, mono_ticks_to(tsc - d->wafer_held_at, d->hz, 1000000000));
+		emu_hold_ended(d->emu, drv_now_ns(d, d->wafer_held_at), drv_now_ns(d, tsc));
 		d->wafer_held_at = 0;
 	}
 }

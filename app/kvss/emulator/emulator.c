@@ -500,9 +500,12 @@ emu_refill_data(struct emu *e, uint16_t k, const struct proto_refill_data_hdr *h
 		e->st.verify_bad_glue++;
 	}
 	e->st.refill_bytes += len;
-	/* Its data coming: the shard is not silent, its deadline moves on. */
+	/* Its data coming: the shard is not silent, its deadline moves on
+	 * (its sequence's; a refill given up has its own). */
 	if (r->seq != NULL && r->seq->state == SEQ_WAIT && r->seq->deadline < now_ns + e->p.refill_timeout_ns)
 		r->seq->deadline = now_ns + e->p.refill_timeout_ns;
+	if (r->given_up && r->given_up_ns < now_ns)
+		r->given_up_ns = now_ns;
 	wafer_refill_data(&r->chk[i], h, data, len);
 	if (wafer_refill_whole(&r->chk[i]))
 		r->whole_mask |= 1u << i;
@@ -934,20 +937,30 @@ emu_backed_up(struct emu *e, bool on)
 	e->backed_up = on;
 }
 
-void
-emu_hold_ended(struct emu *e, uint64_t ns)
+/* What of the hold [@p from, @p to) came after @p since (a refill clock's start). */
+static uint64_t
+held_after(uint64_t since, uint64_t from, uint64_t to)
 {
+	uint64_t start = since > from ? since : from;
+
+	return to > start ? to - start : 0;
+}
+
+void
+emu_hold_ended(struct emu *e, uint64_t from_ns, uint64_t to_ns)
+{
+	uint64_t T = e->p.refill_timeout_ns;
 	uint32_t i;
 
 	for (i = 0; i < e->nslots; i++)
 		if (e->seq[i].state == SEQ_WAIT)
-			e->seq[i].deadline += ns;
+			e->seq[i].deadline += held_after(e->seq[i].deadline - T, from_ns, to_ns);
 	for (i = 0; i < HBUCKETS; i++) {
 		struct emu_refill *r;
 
 		for (r = e->rf[i]; r != NULL; r = r->hnext)
 			if (r->given_up && !r->finished)
-				r->given_up_ns += ns;
+				r->given_up_ns += held_after(r->given_up_ns, from_ns, to_ns);
 	}
 }
 

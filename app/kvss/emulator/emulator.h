@@ -191,13 +191,15 @@ int emu_step(struct emu *e, uint64_t now_ns);
 void emu_backed_up(struct emu *e, bool on);
 
 /**
- * The wafer was held @p ns (the driver's own queue to a shard backed up:
- * no request began, no REFILL behind it went out): that time does not
- * count toward the refill timeout of what waits (its deadline, and a
- * given-up refill's), which the driver does not check while it holds the
- * wafer. A refill's timeout is the shards' lateness, not the driver's.
+ * The driver held the wafer from @p from_ns to @p to_ns (a shard's control
+ * queue backed up: no request began, and REFILLs waited behind it): that
+ * time does not count toward the refill timeout of what waits (a
+ * sequence's deadline, a given-up refill's), which the driver does not
+ * check while it holds the wafer; what of it came after a refill's clock
+ * last started (a frame of its data) is added. A shard silent through
+ * such a hold is the driver's to judge (away_ms, dead_ms), not this.
  */
-void emu_hold_ended(struct emu *e, uint64_t ns);
+void emu_hold_ended(struct emu *e, uint64_t from_ns, uint64_t to_ns);
 
 /** Refills past the refill timeout fail (their sequences go on). */
 void emu_check_timeouts(struct emu *e, uint64_t now_ns);
