@@ -1187,6 +1187,21 @@ waiting_refill(uint64_t *now)
 	}
 }
 
+/* A frame of @p rf's data 900 ms after its clock started at @p t: not failed at 1.5 s, failed at 2 s. */
+static void
+data_at_900_ms(struct emu_refill *rf, uint64_t t)
+{
+	struct proto_refill_data_hdr h = {.refill_id = rf->refill_id, .cache_idx = rf->cache_idx};
+	uint64_t before = emu_stats(R.emu)->refill_timeouts;
+	uint8_t byte = 0;
+
+	emu_refill_data(R.emu, 0, &h, &byte, 0, t + 900 * MS);
+	emu_check_timeouts(R.emu, t + 1500 * MS);
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, before, "its data came at 900 ms");
+	emu_check_timeouts(R.emu, t + 2000 * MS);
+	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, before + 1, "silent for 1.1 s since");
+}
+
 Test(emulator, a_refill_times_out_on_the_shards_silence_not_the_driver_s_waits)
 {
 	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
@@ -1201,13 +1216,7 @@ Test(emulator, a_refill_times_out_on_the_shards_silence_not_the_driver_s_waits)
 	rig_up(3, 1u << 20, false);
 	rf = waiting_refill(&now);
 	t = now;
-	h.refill_id = rf->refill_id;
-	h.cache_idx = rf->cache_idx;
-	emu_refill_data(R.emu, 0, &h, &byte, 0, t + 900 * MS);
-	emu_check_timeouts(R.emu, t + 1500 * MS);
-	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 0, "its data came at 900 ms");
-	emu_check_timeouts(R.emu, t + 2000 * MS);
-	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 1, "silent for 1.1 s since");
+	data_at_900_ms(rf, t);
 
 	/* The third waits from t; the wafer held from t to t + 5 s, a frame of
 	 * its data at 3 s: 1 s of silence after the hold, not 1 s after the
@@ -1229,11 +1238,9 @@ Test(emulator, a_refill_times_out_on_the_shards_silence_not_the_driver_s_waits)
 Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
 {
 	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
-	struct proto_refill_data_hdr h = {0};
 	struct emu_refill *rf = NULL;
-	uint64_t now = MS, t;
+	uint64_t now = MS;
 	unsigned int steps = 0, i;
-	uint8_t byte = 0;
 
 	O.len = len;
 	O.base = base;
@@ -1252,14 +1259,7 @@ Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
 		now += MS;
 		cr_assert_lt(++steps, 100000, "a refill is given up");
 	}
-	t = rf->given_up_ns;
-	h.refill_id = rf->refill_id;
-	h.cache_idx = rf->cache_idx;
-	emu_refill_data(R.emu, 0, &h, &byte, 0, t + 900 * MS);
-	emu_check_timeouts(R.emu, t + 1500 * MS);
-	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 0, "its data came at 900 ms");
-	emu_check_timeouts(R.emu, t + 2000 * MS);
-	cr_assert_eq(emu_stats(R.emu)->refill_timeouts, 1, "silent for 1.1 s since");
+	data_at_900_ms(rf, rf->given_up_ns);
 }
 
 /*
