@@ -253,7 +253,8 @@ Test(telemetry, prompt_ids_use_all_64_bits_and_nothing_else)
 {
 	static const char *const bad[] = {"/kvss/prompt,0,-1", "/kvss/prompt,0,",
 					  "/kvss/prompt,0,018446744073709551615",
-					  "/kvss/prompt,0,18446744073709551616", "/kvss/prompt,0,+1"};
+					  "/kvss/prompt,0,18446744073709551616", "/kvss/prompt,0,+1",
+					  "/kvss/prompt,65536,1", "/kvss/prompt,-0,1", "/kvss/prompt, 0,1"};
 	const char *a;
 	unsigned int i;
 
@@ -263,6 +264,9 @@ Test(telemetry, prompt_ids_use_all_64_bits_and_nothing_else)
 	assert_says(a, "\"tokens\":3");
 	a = ask("/kvss/prompt,0,0xffffffffffffffff");
 	assert_says(a, "\"tokens\":3");
+	/* A cache id past the store's caches reads nothing, not past its tables. */
+	a = ask("/kvss/prompt,1,0xffffffffffffffff");
+	assert_says(a, "no such prompt");
 	/* A sign, an empty id, octal-looking or overflowing digits: refused. */
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		a = ask(bad[i]);

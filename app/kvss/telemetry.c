@@ -287,8 +287,11 @@ tel_prompt(const char *cmd, const char *params, struct rte_tel_data *d)
 	if (params == NULL)
 		return -EINVAL;
 	/* Prompt ids use all 64 bits: decimal or 0x hex. */
+	/* Digits only: strtoull takes a sign and spaces ("-0" read as 0). */
+	if (!isdigit((unsigned char)params[0]))
+		return -EINVAL;
 	cache = strtoull(params, &end, 10);
-	if (end == params || *end != ',' || cache > 65535)
+	if (*end != ',' || cache > 65535)
 		return -EINVAL;
 	/* Not empty, no sign (strtoull would wrap "-1"), no octal reading of "01". */
 	params = end + 1;
