@@ -1168,23 +1168,55 @@ Test(emulator, a_refill_still_out_when_computing_it_would_be_done_is_given_up)
  * the time the driver itself held it back (the load of a busy machine,
  * seen beside two CPU hogs and a Ceph cluster: 7 refills failed, exit 3).
  */
+/* Steps the run, the shards never serving a refill, until @p find finds one. */
 static struct emu_refill *
-waiting_refill(uint64_t *now)
+silent_until(uint64_t *now, struct emu_refill *(*find)(void), const char *what)
 {
 	unsigned int steps = 0;
 
 	for (;;) {
-		uint32_t i;
+		struct emu_refill *rf;
 
 		emu_step(R.emu, *now);
-		R.npend[0] = R.npend[1] = 0; /* the shards never serve a refill */
+		R.npend[0] = R.npend[1] = 0;
 		shards_turn(*now);
-		for (i = 0; i < R.emu->nslots; i++)
-			if (R.emu->seq[i].state == SEQ_WAIT && R.emu->seq[i].rec[0] != NULL)
-				return R.emu->seq[i].rec[0];
+		rf = find();
+		if (rf != NULL)
+			return rf;
 		*now += MS;
-		cr_assert_lt(++steps, 100000, "a request waits for its refill");
+		cr_assert_lt(++steps, 100000, "%s", what);
 	}
+}
+
+/* The refill a request waits for. */
+static struct emu_refill *
+waited_for(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < R.emu->nslots; i++)
+		if (R.emu->seq[i].state == SEQ_WAIT && R.emu->seq[i].rec[0] != NULL)
+			return R.emu->seq[i].rec[0];
+	return NULL;
+}
+
+/* A refill given up (its tokens computed) and not finished. */
+static struct emu_refill *
+given_up(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < HBUCKETS; i++)
+		for (struct emu_refill *r = R.emu->rf[i]; r != NULL; r = r->hnext)
+			if (r->given_up && !r->finished)
+				return r;
+	return NULL;
+}
+
+static struct emu_refill *
+waiting_refill(uint64_t *now)
+{
+	return silent_until(now, waited_for, "a request waits for its refill");
 }
 
 /* A frame of @p rf's data 900 ms after its clock started at @p t: not failed at 1.5 s, failed at 2 s. */
@@ -1238,9 +1270,8 @@ Test(emulator, a_refill_times_out_on_the_shards_silence_not_the_driver_s_waits)
 Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
 {
 	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
-	struct emu_refill *rf = NULL;
+	struct emu_refill *rf;
 	uint64_t now = MS;
-	unsigned int steps = 0, i;
 
 	O.len = len;
 	O.base = base;
@@ -1248,17 +1279,7 @@ Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
 	O.recompute_tokens_per_s = 1000000;
 	O.give_up = true;
 	rig_up(3, 1u << 20, false);
-	while (rf == NULL) {
-		emu_step(R.emu, now);
-		R.npend[0] = R.npend[1] = 0; /* the shards never serve a refill */
-		shards_turn(now);
-		for (i = 0; i < HBUCKETS && rf == NULL; i++)
-			for (struct emu_refill *r = R.emu->rf[i]; r != NULL && rf == NULL; r = r->hnext)
-				if (r->given_up && !r->finished)
-					rf = r;
-		now += MS;
-		cr_assert_lt(++steps, 100000, "a refill is given up");
-	}
+	rf = silent_until(&now, given_up, "a refill is given up");
 	data_at_900_ms(rf, rf->given_up_ns);
 }
 
