@@ -156,7 +156,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/rados_mem.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c \
 	$(filter-out $(KVDISK_SRC) $(SEAL_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
-	test/test_kvss_telemetry.c test/test_drv_link.c test/test_drv_rx.c test/test_drv_ttft.c test/test_drv_shared.c \
+	test/test_kvss_telemetry.c test/test_drv_link.c test/test_drv_rx.c test/test_drv_ttft.c test/test_drv_report.c test/test_drv_shared.c \
 	test/memif_flap.c \
 	bench/bench_shard.c
 
@@ -278,7 +278,8 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_kvdisk_seal $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
 	$(BUILD)/test/test_shared_seal \
-	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_ttft $(BUILD)/test/test_drv_shared $(BUILD)/test/test_shares
+	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_ttft $(BUILD)/test/test_drv_report \
+	$(BUILD)/test/test_drv_shared $(BUILD)/test/test_shares
 GEN_FRAMES := $(BUILD)/tools/gen_frames
 TEST_COMMON := $(call obj,$(TEST_COMMON_SRC))
 
@@ -354,8 +355,9 @@ $(BUILD)/test/test_drv_link: $(call obj,test/test_drv_link.c app/kvss/driver/lin
 
 # The driver's receive path, epochs and second-tier answers (rx.c, epoch.c,
 # l2.c) on the whole driver as kvss_driver_init makes it: all its parts; its
-# time-to-first-token figures (ttft.c) with the same parts.
-$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_ttft: $(BUILD)/test/%: $(BUILD)/obj/test/%.o \
+# time-to-first-token figures (ttft.c) and its verdict and summary
+# (report.c) with the same parts.
+$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_ttft $(BUILD)/test/test_drv_report: $(BUILD)/test/%: $(BUILD)/obj/test/%.o \
 		$(call obj,$(DRIVER_SRC) $(KVSS_PURE_SRC) \
 		app/kvss/app.c app/kvss/portgate.c app/kvss/faults.c) $(LIBARGS) $(LIBPLOT) \
 		$(LIBCONFIG) $(LIBWORKLOAD) $(LIBWAFER) $(LIBPREFIXCACHE) $(LIBKVSTORE) $(LIBPROTO) \
@@ -704,7 +706,7 @@ check-run: all $(PYLINK) $(FUZZ_PROTO) $(FUZZ_SEEDS) $(FUZZ_FILES) $(FUZZ_KVDISK
 SAN_BUILD := $(BUILD)/asan
 SAN_CC := $(CC) -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SAN_TESTS := $(filter-out test_proto_mbuf test_kvss_refill test_kvss_telemetry test_drv_link \
-	test_drv_rx test_drv_ttft test_drv_shared,$(notdir $(TESTS)))
+	test_drv_rx test_drv_ttft test_drv_report test_drv_shared,$(notdir $(TESTS)))
 
 check-sanitize-build: need-deps
 	@$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) CC="$(SAN_CC)" \
