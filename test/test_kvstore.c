@@ -297,6 +297,72 @@ Test(rules, too_many_open_batches_is_busy)
 	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), -EBUSY);
 }
 
+/* Two looks at the store's room (kvstore_room) equal field by field. */
+static bool
+room_eq(const struct kvstore_room *a, const struct kvstore_room *b)
+{
+	return a->gen == b->gen && a->oldest_reader == b->oldest_reader;
+}
+
+/*
+ * What a refused EVICT waits for changes the store's room, and nothing
+ * else does: a refusal, again, leaves it as it was; data completing the
+ * oldest batch (the window), a DELETE (capacity), a refill ending while
+ * the slots it read wait for it: each changes it, and the EVICT then runs.
+ * Catches: a path that makes room without saying so (a shard would not
+ * try its waiting EVICT again until the space timeout, then refuse it).
+ */
+Test(rules, a_refused_evict_s_room_changes_with_what_makes_room_only)
+{
+	struct proto_evict_entry e = {1, 0, 1};
+	struct proto_delete d = {.prompt_id = 2, .start_token_idx = 0, .end_token_idx = 0};
+	struct proto_refill_chunk ch = {2, 0, 1};
+	struct kvstore_room r0, r1;
+	struct kvstore_refill *rf;
+	uint64_t b, pr = 1;
+	uint32_t tk = 0, ver = 0;
+	uint16_t code;
+
+	/* The window: 64 batches open, the 65th refused. */
+	for (b = 1; b <= 64; b++) {
+		e.token_idx = (uint32_t)(b - 1);
+		cr_assert_eq(kvstore_evict(s, b, 1, 1, &e, NULL, 0), 0);
+	}
+	e.token_idx = 64;
+	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), -EBUSY);
+	kvstore_room(s, &r0);
+	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), -EBUSY);
+	kvstore_room(s, &r1);
+	cr_assert(room_eq(&r0, &r1), "a refusal makes no room");
+	cr_assert_eq(kvh_send(s, 1, 0, B0, 1, &pr, &tk, &ver, 13), 0);
+	kvstore_room(s, &r1);
+	cr_assert_not(room_eq(&r0, &r1), "the oldest batch completed");
+	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), 0);
+	teardown();
+
+	/* Capacity: 2 tokens, full; a third refused until a DELETE. */
+	make_store(2);
+	evict1(1, 0, 1);
+	evict1(2, 0, 1);
+	e = (struct proto_evict_entry){3, 0, 1};
+	cr_assert_eq(kvstore_evict(s, next_batch, 1, 1, &e, NULL, 0), -ENOSPC);
+	kvstore_room(s, &r0);
+	/* A refill of prompt 2 in flight: deleting it frees its count, not yet its slot. */
+	rf = kvstore_refill_begin(s, 0, &ch, 1, &code);
+	cr_assert_not_null(rf, "code %u", code);
+	kvstore_room(s, &r1);
+	cr_assert(room_eq(&r0, &r1), "a refill beginning makes no room");
+	cr_assert_eq(kvstore_delete(s, &d), 0);
+	kvstore_room(s, &r1);
+	cr_assert_not(room_eq(&r0, &r1), "a DELETE");
+	cr_assert_neq(r1.oldest_reader, 0, "its slot waits for the refill");
+	r0 = r1;
+	kvstore_refill_end(rf);
+	kvstore_room(s, &r1);
+	cr_assert_not(room_eq(&r0, &r1), "the refill ended: its slot may be reused");
+	cr_assert_eq(kvstore_evict(s, next_batch, 1, 1, &e, NULL, 0), 0);
+}
+
 static uint32_t lost_first[256], lost_count[256];
 static unsigned int nlost;
 

@@ -413,7 +413,7 @@ batch_open(struct kvstore *s, uint64_t no, uint16_t g, uint16_t nc)
  * tokens would pass its capacity (@p nc: none), whose count, and every later
  * cache's, it stops at: kvstore_evict refuses the batch there, whatever the
  * rest says, before it looks at their slots. A full store's waiting EVICT
- * is tried again at every poll, and looked up all its entries each time.
+ * is tried again only once kvstore_room() says room may have been made.
  */
 static uint16_t
 evict_needs(struct kvstore *s, uint16_t nc, uint32_t n, const struct proto_evict_entry *e,
@@ -564,6 +564,7 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 		/* BAD_CACHE: complete at once, its data discarded. */
 		b = batch_open(s, batch_no, 0, 0);
 		kv_batches_advance(s);
+		s->room_gen++;
 		return -EPROTO;
 	}
 	if (n > s->p.max_batch_entries)
@@ -635,6 +636,7 @@ kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uint16_
 			refused[i % num_caches] = true;
 	}
 	kv_batches_advance(s);
+	s->room_gen++;
 	return 0;
 }
 
@@ -776,6 +778,7 @@ kvstore_data(struct kvstore *s, uint64_t batch_no, uint16_t cache_id, uint32_t s
 
 	if (b == NULL)
 		return batch_no >= s->next_batch ? -EAGAIN : -ESTALE;
+	s->room_gen++; /* its batch may complete: slots back, the window moves */
 	if (b->done)
 		return -ESTALE;
 	if (cache_id >= b->nc)

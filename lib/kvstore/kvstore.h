@@ -147,6 +147,20 @@ int kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uin
 		  const struct proto_evict_entry *e, uint16_t *codes, unsigned int flags);
 
 /**
+ * What an EVICT refused for room (-ENOSPC or -EBUSY, without FORCE) was
+ * refused on: the store's state that can make room, and the oldest refill
+ * in flight while retired slots wait for refills to end. Two looks equal
+ * field by field: the same EVICT would be refused again, and need not be
+ * tried (a full store's waiting EVICT decodes and looks up all its entries
+ * at every try). Owner only.
+ */
+struct kvstore_room {
+	uint64_t gen;
+	uint64_t oldest_reader;
+};
+void kvstore_room(const struct kvstore *s, struct kvstore_room *r);
+
+/**
  * Store one EVICT_DATA fragment: @p len bytes at @p stream_offset of batch
  * @p batch_no's stream for @p cache_id, whose length is @p stream_len.
  * Fragments may overlap, repeat, and come in any order.

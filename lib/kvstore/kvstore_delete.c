@@ -26,6 +26,22 @@ oldest_ticket(const struct kvstore *s)
 	return m;
 }
 
+void
+kvstore_room(const struct kvstore *s, struct kvstore_room *r)
+{
+	unsigned int ci;
+
+	r->gen = s->room_gen;
+	r->oldest_reader = 0;
+	/* Retired slots wait for the refills that may read them: one ending
+	 * may let them be reused. */
+	for (ci = 0; ci < s->p.num_caches; ci++)
+		if (s->cache[ci].limbo_n > 0) {
+			r->oldest_reader = oldest_ticket(s);
+			break;
+		}
+}
+
 static void
 limbo_free(struct kv_cache *c, const struct kv_limbo *l)
 {
@@ -69,6 +85,7 @@ kv_reclaim(struct kvstore *s)
 			if (tag >= oldest)
 				break;
 			limbo_free(c, l);
+			s->room_gen++;
 			if (++c->limbo_head == c->limbo_cap)
 				c->limbo_head = 0;
 			c->limbo_n--;
@@ -236,6 +253,7 @@ kvstore_batch_lose(struct kvstore *s, uint64_t batch_no, kvstore_lost_fn fn, voi
 
 	if (batch_no == 0 || batch_no != s->oldest_open || (b = kv_batch_get(s, batch_no)) == NULL)
 		return -EINVAL;
+	s->room_gen++;
 	n = (uint32_t)b->g * b->nc;
 	for (i = 0; i < n; i++) {
 		struct kv_entry *e = &b->e[i];
@@ -268,6 +286,7 @@ kvstore_delete(struct kvstore *s, const struct proto_delete *d)
 
 	if (d->cache_id >= s->p.num_caches)
 		return PROTO_E_BAD_CACHE;
+	s->room_gen++;
 	c = &s->cache[d->cache_id];
 	pi = kv_prompt_find(c, d->prompt_id);
 	if (d->prompt_id == 0 || pi == NIL)
@@ -300,6 +319,7 @@ kvstore_reset(struct kvstore *s)
 	uint64_t b;
 	uint32_t i;
 
+	s->room_gen++;
 	/* Every prompt goes; this marks the open batches' entries dead. */
 	for (ci = 0; ci < s->p.num_caches; ci++) {
 		struct kv_cache *c = &s->cache[ci];
