@@ -305,6 +305,16 @@ refills_sent(void)
 	return __atomic_load_n(&kvss.stats[lc].refill_frames, __ATOMIC_RELAXED);
 }
 
+/* The store's room is what @p was says it was when an EVICT was refused. */
+static bool
+room_same(const struct kvstore_room *was)
+{
+	struct kvstore_room now;
+
+	kvstore_room(kvss_me->store, &now);
+	return now.gen == was->gen && now.oldest_reader == was->oldest_reader;
+}
+
 /*
  * The EVICT at the head of the queue found no room: it waits for DELETEs (or
  * for batches to complete), its wait counted from @p *since.
@@ -414,16 +424,22 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			    (q->rec[q->head % SHARD_QMAX].l2gate > kvss_me->st->l2down_done ||
 			     shard_level_up_room(msg) != 0))
 				return; /* an L2_DOWN before it has not run, or the tier thread is behind */
-			for (i = 0; i < msg->hdr.count; i++)
-				proto_get_evict_entry(msg, i, &e[i]);
 			/* Waited long enough, by the looked clock: NO_SPACE. (A DELETE
 			 * that would make room may wait unread in the receive queue
 			 * of a shard that was not running.) */
 			if (*since && looked_past(*since, ms_cycles(kvss_me->cfg->space_timeout_ms)))
 				flags = KVSTORE_EVICT_FORCE;
+			else if (*since && q->refused_head == q->head + 1 && room_same(&q->refused)) {
+				evict_no_room(st, since, now);
+				return; /* refused, and nothing has made room since */
+			}
+			for (i = 0; i < msg->hdr.count; i++)
+				proto_get_evict_entry(msg, i, &e[i]);
 			rc = kvstore_evict(kvss_me->store, msg->u.evict.batch_no, msg->u.evict.num_caches,
 					   msg->u.evict.g, e, codes, flags);
 			if (rc == -ENOSPC || rc == -EBUSY) {
+				kvstore_room(kvss_me->store, &q->refused);
+				q->refused_head = q->head + 1;
 				evict_no_room(st, since, now);
 				return; /* waits for DELETEs (or for batches to complete) */
 			}

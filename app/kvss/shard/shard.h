@@ -120,6 +120,10 @@ struct shard_fifo {
 	uint64_t seq[SHARD_QMAX];   /* control seq of each message */
 	uint64_t since[SHARD_QMAX]; /* when the head first had to wait (0: not yet) */
 	uint32_t head, tail;
+	/* The store's room when the head was last refused for it, and that
+	 * head's index + 1 (0: none): until the room changes, it is not tried. */
+	struct kvstore_room refused;
+	uint32_t refused_head;
 };
 
 /*
