@@ -17,7 +17,9 @@ check() {
 	fi
 }
 holds() {
-	python3 -c "import sys; sys.exit(0 if ($1) else 1)"
+	python3 -c "import sys; sys.exit(0 if ($1) else 1)" && return 0
+	echo "    not so: $1" >&2 # the figures it was given: the failure's own evidence
+	return 1
 }
 # stat_has KEY=VALUE STATS: the final stats (every "final stats" line of a
 # log) say KEY=VALUE; a counter they leave out is 0.

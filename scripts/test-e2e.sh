@@ -283,8 +283,12 @@ if want 1t; then
 		sh -c "grep -q 'shard 0 of model 0 up, .*ingest on lcore 1' '$tmp/draft.log' &&
 		grep -q 'shard 0 of model 1 up, .*ingest on lcore 2' '$tmp/draft.log' &&
 		grep -q 'shard 0 of model 1 on port 2, driver on port 3' '$tmp/draft.log'"
+	# Each model's hits, not the one against the other: the target's are
+	# timing's too (what its shard has taken when a request begins), and
+	# under ASan beside two CPU hogs one run's came under the draft's. That
+	# the draft, smaller, misses where the target hits is the next check.
 	check "draft: 300 requests, each model looked up and hit on its own" \
-		holds "$(field "$tmp/draft.json" requests) == 300 and 0 < $(field "$tmp/draft.json" model1_hit_tokens) < $(field "$tmp/draft.json" hit_tokens)"
+		holds "$(field "$tmp/draft.json" requests) == 300 and $(field "$tmp/draft.json" model1_hit_tokens) > 0 and $(field "$tmp/draft.json" hit_tokens) > 0"
 	check "draft: requests that hit in the target and missed in the smaller draft" \
 		holds "$(field "$tmp/draft.json" hit_model0_only) > 0"
 	check "draft: both models refilled and were timed apart" \
