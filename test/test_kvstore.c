@@ -306,31 +306,25 @@ room_eq(const struct kvstore_room *a, const struct kvstore_room *b)
 
 /*
  * What a refused EVICT waits for changes the store's room, and nothing
- * else does: a refusal, again, leaves it as it was; data completing the
- * oldest batch (the window), a DELETE (capacity), a refill ending while
- * the slots it read wait for it: each changes it, and the EVICT then runs.
+ * else does. The window: a refusal, again, leaves it as it was; data
+ * completing the oldest batch changes it, and the EVICT then runs.
  * Catches: a path that makes room without saying so (a shard would not
  * try its waiting EVICT again until the space timeout, then refuse it).
  */
-Test(rules, a_refused_evict_s_room_changes_with_what_makes_room_only)
+Test(rules, a_refused_evict_s_room_changes_when_the_window_moves)
 {
 	struct proto_evict_entry e = {1, 0, 1};
-	struct proto_delete d = {.prompt_id = 2, .start_token_idx = 0, .end_token_idx = 0};
-	struct proto_refill_chunk ch = {2, 0, 1};
 	struct kvstore_room r0, r1;
-	struct kvstore_refill *rf;
 	uint64_t b, pr = 1;
 	uint32_t tk = 0, ver = 0;
-	uint16_t code;
 
-	/* The window: 64 batches open, the 65th refused. */
 	for (b = 1; b <= 64; b++) {
 		e.token_idx = (uint32_t)(b - 1);
 		cr_assert_eq(kvstore_evict(s, b, 1, 1, &e, NULL, 0), 0);
 	}
 	e.token_idx = 64;
-	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), -EBUSY);
 	kvstore_room(s, &r0);
+	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), -EBUSY);
 	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), -EBUSY);
 	kvstore_room(s, &r1);
 	cr_assert(room_eq(&r0, &r1), "a refusal makes no room");
@@ -338,28 +332,80 @@ Test(rules, a_refused_evict_s_room_changes_with_what_makes_room_only)
 	kvstore_room(s, &r1);
 	cr_assert_not(room_eq(&r0, &r1), "the oldest batch completed");
 	cr_assert_eq(kvstore_evict(s, 65, 1, 1, &e, NULL, 0), 0);
-	teardown();
+}
 
-	/* Capacity: 2 tokens, full; a third refused until a DELETE. */
+/*
+ * Capacity, with a refill in flight holding a retired slot (so the
+ * oldest reader is in the look before and after): a DELETE frees its
+ * count at once, its slot later, and the look changes by the DELETE alone.
+ * Catches: a DELETE that does not say so (the reader's part of the look
+ * would not have moved either).
+ */
+Test(rules, a_refused_evict_s_room_changes_with_a_delete_while_refills_hold_slots)
+{
+	struct proto_evict_entry e = {3, 0, 1};
+	struct proto_delete d = {.prompt_id = 2, .start_token_idx = 0, .end_token_idx = 0};
+	struct proto_refill_chunk ch = {1, 0, 1};
+	struct kvstore_room r0, r1;
+	struct kvstore_refill *rf;
+	uint16_t code;
+
+	teardown();
 	make_store(2);
 	evict1(1, 0, 1);
 	evict1(2, 0, 1);
-	e = (struct proto_evict_entry){3, 0, 1};
-	cr_assert_eq(kvstore_evict(s, next_batch, 1, 1, &e, NULL, 0), -ENOSPC);
-	kvstore_room(s, &r0);
-	/* A refill of prompt 2 in flight: deleting it frees its count, not yet its slot. */
 	rf = kvstore_refill_begin(s, 0, &ch, 1, &code);
 	cr_assert_not_null(rf, "code %u", code);
-	kvstore_room(s, &r1);
-	cr_assert(room_eq(&r0, &r1), "a refill beginning makes no room");
+	evict1(1, 0, 2); /* an overwrite: the old slot waits for the refill */
+	kvstore_room(s, &r0);
+	cr_assert_neq(r0.oldest_reader, 0, "a retired slot waits for the refill");
+	cr_assert_eq(kvstore_evict(s, next_batch, 1, 1, &e, NULL, 0), -ENOSPC);
 	cr_assert_eq(kvstore_delete(s, &d), 0);
 	kvstore_room(s, &r1);
-	cr_assert_not(room_eq(&r0, &r1), "a DELETE");
-	cr_assert_neq(r1.oldest_reader, 0, "its slot waits for the refill");
-	r0 = r1;
+	cr_assert_eq(r1.oldest_reader, r0.oldest_reader, "the same refill holds the oldest slot");
+	cr_assert_not(room_eq(&r0, &r1), "a DELETE made room");
+	cr_assert_eq(kvstore_evict(s, next_batch, 1, 1, &e, NULL, 0), 0);
+	kvstore_refill_end(rf);
+}
+
+/*
+ * Slots, as a shard takes the look: before its try. A store whose every
+ * slot is taken or retired (a refill holds the retired ones) refuses an
+ * overwrite (it needs a slot, not a count); the refill ends after the try
+ * and before the next look, as it may on the refill lcore. The look
+ * differs from the one taken before the try, and the EVICT runs.
+ * Catches: a reader's end lost between a try and its look (the EVICT would
+ * wait for nothing until the space timeout).
+ */
+Test(rules, a_refused_evict_s_room_changes_when_a_refill_ends_after_the_try)
+{
+	struct kvstore_params p = {.num_caches = 1, .spare_tokens = 4, .max_prompts = 64};
+	struct proto_refill_chunk ch = {1, 0, 1};
+	struct proto_evict_entry e = {1, 4, 1};
+	struct kvstore_cache_stats st;
+	struct kvstore_room r0, r1;
+	struct kvstore_refill *rf;
+	uint16_t code;
+	uint32_t t;
+
+	teardown();
+	p.cache[0] = (struct kvstore_cache_params){B0, NB0, 60};
+	s = kvh_create(&p, &mem);
+	cr_assert_not_null(s);
+	next_batch = 1;
+	for (t = 0; t < 60; t++)
+		evict1(1, t, 1);
+	rf = kvstore_refill_begin(s, 0, &ch, 1, &code);
+	cr_assert_not_null(rf, "code %u", code);
+	for (t = 0; t < 4; t++)
+		evict1(1, t, 2); /* overwrites: their old slots wait for the refill */
+	kvstore_cache_stats(s, 0, &st);
+	cr_assert_eq(st.free_slots, 0, "every slot taken or retired (%" PRIu64 " limbo)", st.limbo_slots);
+	kvstore_room(s, &r0);
+	cr_assert_eq(kvstore_evict(s, next_batch, 1, 1, &e, NULL, 0), -ENOSPC, "no slot for the overwrite");
 	kvstore_refill_end(rf);
 	kvstore_room(s, &r1);
-	cr_assert_not(room_eq(&r0, &r1), "the refill ended: its slot may be reused");
+	cr_assert_not(room_eq(&r0, &r1), "the refill ended: its slots may be reused");
 	cr_assert_eq(kvstore_evict(s, next_batch, 1, 1, &e, NULL, 0), 0);
 }
 

@@ -189,6 +189,7 @@ remember_refused(const struct proto_evict_entry *e, uint32_t g)
 	memcpy(refused.e, e, g * NC * sizeof(*e));
 	refused.g = (uint16_t)g;
 	refused.batch = next_batch;
+	/* After the try: one thread here, nothing ended in between. */
 	kvstore_room(s, &refused.room);
 	refused.on = true;
 }
@@ -219,7 +220,7 @@ retry_refused(unsigned int step)
 	cr_assert(rc == -ENOSPC || rc == -EBUSY, "step %u: the room unchanged, an EVICT refused for it ran (%d)",
 		  step, rc);
 	cnt.room_same++;
-	kvstore_room(s, &refused.room); /* a try may reclaim: the room then */
+	refused.room = now; /* the look before this try, as a shard keeps it */
 }
 
 static void

@@ -370,6 +370,7 @@ kv_batches_advance(struct kvstore *s)
 	struct kv_batch *b;
 
 	while (s->oldest_open != 0 && (b = kv_batch_get(s, s->oldest_open)) != NULL && b->done) {
+		s->room_gen++; /* the window moves; its dead entries' slots go back */
 		batch_publish(s, b);
 		s->oldest_open = s->oldest_open + 1 < s->next_batch ? s->oldest_open + 1 : 0;
 	}
@@ -778,7 +779,6 @@ kvstore_data(struct kvstore *s, uint64_t batch_no, uint16_t cache_id, uint32_t s
 
 	if (b == NULL)
 		return batch_no >= s->next_batch ? -EAGAIN : -ESTALE;
-	s->room_gen++; /* its batch may complete: slots back, the window moves */
 	if (b->done)
 		return -ESTALE;
 	if (cache_id >= b->nc)

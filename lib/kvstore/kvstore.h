@@ -149,10 +149,13 @@ int kvstore_evict(struct kvstore *s, uint64_t batch_no, uint16_t num_caches, uin
 /**
  * What an EVICT refused for room (-ENOSPC or -EBUSY, without FORCE) was
  * refused on: the store's state that can make room, and the oldest refill
- * in flight while retired slots wait for refills to end. Two looks equal
- * field by field: the same EVICT would be refused again, and need not be
- * tried (a full store's waiting EVICT decodes and looks up all its entries
- * at every try). Owner only.
+ * in flight while retired slots wait for refills to end. Take the look
+ * just before the try it stands for: when a later look equals it field by
+ * field, the same EVICT would be refused again, and need not be tried (a
+ * full store's waiting EVICT decodes and looks up all its entries at every
+ * try). Taken after the try, a refill that ended in between (on another
+ * lcore) would be in the look and not in the try: the EVICT would wait
+ * for nothing. Owner only.
  */
 struct kvstore_room {
 	uint64_t gen;

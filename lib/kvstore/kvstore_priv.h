@@ -172,8 +172,8 @@ struct kvstore {
 	struct kvstore_refill *refills;
 	uint32_t refill_cursor; /* reader's */
 	uint64_t epoch;		/* rd */
-	/* Bumped by whatever may make room: a DELETE, a loss, data that can
-	 * complete a batch, a batch run, slots reclaimed, a reset (kvstore_room). */
+	/* Bumped by whatever may make room: a DELETE, a loss, a batch run or
+	 * completed, slots reclaimed, a reset (kvstore_room). */
 	uint64_t room_gen;
 	struct kvstore_stats stats;
 };

@@ -400,6 +400,7 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 		const struct proto_msg *msg = shard_msg(&q->rec[q->head % SHARD_QMAX], m, &kvss_me->st->msg2);
 		uint16_t codes[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
 		struct proto_evict_entry e[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
+		struct kvstore_room room;
 		unsigned int i, flags = 0;
 		int rc;
 
@@ -435,10 +436,13 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 			}
 			for (i = 0; i < msg->hdr.count; i++)
 				proto_get_evict_entry(msg, i, &e[i]);
+			/* Looked at before the try: a refill ending during it shows
+			 * as a change (kvstore_room). */
+			kvstore_room(kvss_me->store, &room);
 			rc = kvstore_evict(kvss_me->store, msg->u.evict.batch_no, msg->u.evict.num_caches,
 					   msg->u.evict.g, e, codes, flags);
 			if (rc == -ENOSPC || rc == -EBUSY) {
-				kvstore_room(kvss_me->store, &q->refused);
+				q->refused = room;
 				q->refused_head = q->head + 1;
 				evict_no_room(st, since, now);
 				return; /* waits for DELETEs (or for batches to complete) */
