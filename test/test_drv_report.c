@@ -247,6 +247,19 @@ assert_json(const char *j)
 	cr_assert_eq(depth, 0, "left open: %s", j);
 }
 
+/* The summary printed: its JSON line, which must parse and say exit status @p status. */
+static const char *
+summary_saying(int status)
+{
+	const char *j = summary_json_line();
+	char want[64];
+
+	assert_json(j);
+	snprintf(want, sizeof(want), "\"exit_status\":%d,", status);
+	cr_assert_not_null(strstr(j, want), "%s", j);
+	return j;
+}
+
 /*
  * A run stopped early with a timed-out refill and a shard away: the JSON
  * line parses, says the status the program exits with (3), and says null
@@ -259,15 +272,11 @@ assert_json(const char *j)
 Test(drv_report, the_json_line_parses_and_says_the_exit_status_and_null_for_what_was_not_checked)
 {
 	const char *j;
-	char want[64];
 
 	emu_st()->refill_timeouts = 1;
 	d->st.shards_away = 1;
 	cr_assert_eq(kvss_driver_status(d), KVSS_EXIT_DEGRADED);
-	j = summary_json_line();
-	assert_json(j);
-	snprintf(want, sizeof(want), "\"exit_status\":%d,", KVSS_EXIT_DEGRADED);
-	cr_assert_not_null(strstr(j, want), "%s", j);
+	j = summary_saying(KVSS_EXIT_DEGRADED);
 	cr_assert_not_null(strstr(j, "\"unaccounted_tokens\":null"), "%s", j);
 	cr_assert_not_null(strstr(j, "\"hit_ratio_after_return\":null"), "%s", j);
 	cr_assert_not_null(strstr(j, "\"finished\":false}"), "%s", j);
@@ -278,15 +287,11 @@ Test(drv_report, the_json_line_parses_and_says_the_exit_status_and_null_for_what
 Test(drv_report, a_finished_run_with_the_account_off_says_by_how_much)
 {
 	const char *j;
-	char want[64];
 
 	d->finished = true;
 	d->sh[0].up = true;
 	d->sh[0].stored[0] = 5;
-	j = summary_json_line();
-	assert_json(j);
-	snprintf(want, sizeof(want), "\"exit_status\":%d,", KVSS_EXIT_WRONG);
-	cr_assert_not_null(strstr(j, want), "%s", j);
+	j = summary_saying(KVSS_EXIT_WRONG);
 	cr_assert_not_null(strstr(j, "\"unaccounted_tokens\":5,"), "%s", j);
 	cr_assert_not_null(strstr(out, "accounts for: NO (5 tokens off)"), "%s", out);
 	cr_assert_not_null(strstr(out, "shard 0 of model 0 holds 5 tokens in cache 0; the driver "
