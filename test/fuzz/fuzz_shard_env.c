@@ -646,6 +646,7 @@ disk_restore(void)
 {
 	struct kvdisk *d = tier.d;
 	struct io_uring ring;
+	uint64_t back;
 	unsigned int c;
 
 	if (d == NULL || disk0.ops == NULL)
@@ -668,8 +669,15 @@ disk_restore(void)
 	}
 	memcpy(d->ops, disk0.ops, d->qd * sizeof(d->ops[0]));
 	ring = d->ring;
+	back = d->ops_back;
 	*d = disk0.d;
 	d->ring = ring;
+	/* The count of ops given back only grows, as in a process: the tier
+	 * thread tries its waiting requests again when it differs from the one
+	 * it last saw (level_disk.c), and a count put back to the first
+	 * input's met that one again in a later input, whose waiting write was
+	 * then never tried (a hang the campaign found). */
+	d->ops_back = back;
 }
 
 /* The gaps around each request object, poisoned: level_msg.c must stay inside its own. */
