@@ -1095,12 +1095,11 @@ Test(emulator, a_failed_refill_s_tokens_are_computed_and_saved_nothing)
  * its time not learned; a given-up refill that never comes never freed
  * (the run would not end).
  */
+/* The same 200-token prompt three times, one run slot, a prefill of 1M tokens/s; @p give_up. */
 static void
-give_up_run(bool give_up, bool answer)
+rig_three_prompts(bool give_up)
 {
 	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
-	uint64_t now = MS;
-	unsigned int steps = 0;
 
 	O.len = len;
 	O.base = base;
@@ -1108,6 +1107,15 @@ give_up_run(bool give_up, bool answer)
 	O.recompute_tokens_per_s = 1000000;
 	O.give_up = give_up;
 	rig_up(3, 1u << 20, false);
+}
+
+static void
+give_up_run(bool give_up, bool answer)
+{
+	uint64_t now = MS;
+	unsigned int steps = 0;
+
+	rig_three_prompts(give_up);
 	while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0 || R.npend[0] || R.npend[1]) {
 		emu_step(R.emu, now);
 		if (!answer)
@@ -1269,16 +1277,10 @@ Test(emulator, a_refill_times_out_on_the_shards_silence_not_the_driver_s_waits)
 /* A refill given up (its tokens computed) whose data still comes is not failed while it comes. */
 Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
 {
-	static const uint32_t len[3] = {200, 200, 200}, base[3] = {700, 700, 700};
 	struct emu_refill *rf;
 	uint64_t now = MS;
 
-	O.len = len;
-	O.base = base;
-	O.max_inflight = 1;
-	O.recompute_tokens_per_s = 1000000;
-	O.give_up = true;
-	rig_up(3, 1u << 20, false);
+	rig_three_prompts(true);
 	rf = silent_until(&now, given_up, "a refill is given up");
 	data_at_900_ms(rf, rf->given_up_ns);
 }
