@@ -152,7 +152,7 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
 	test/test_kvdisk.c test/test_kvdisk_seal.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
 	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC) \
-	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c test/test_shared_seal.c \
+	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c test/test_shared_seal.c test/test_orgkeys.c \
 	test/rados_mem.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c \
 	$(filter-out $(KVDISK_SRC) $(SEAL_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
@@ -277,7 +277,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_wafermodel \
 	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_kvdisk_seal $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
-	$(BUILD)/test/test_shared_seal \
+	$(BUILD)/test/test_shared_seal $(BUILD)/test/test_orgkeys \
 	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_ttft $(BUILD)/test/test_drv_report \
 	$(BUILD)/test/test_drv_shared $(BUILD)/test/test_shares
 GEN_FRAMES := $(BUILD)/tools/gen_frames
@@ -289,6 +289,12 @@ $(BUILD)/test/test_shared_obj: $(call obj,test/test_shared_obj.c $(SHARED_OBJ_SR
 
 # Sealed slices: libcrypto's AES-256-GCM and HKDF (DEP_LIBS).
 $(BUILD)/test/test_shared_seal: $(call obj,test/test_shared_seal.c lib/shared/shared_seal.c \
+		$(SHARED_OBJ_SRC)) $(TEST_COMMON) $(LIBSEAL) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+# Organization keys: the store, and slices sealed under its keys.
+$(BUILD)/test/test_orgkeys: $(call obj,test/test_orgkeys.c lib/shared/shared_seal.c \
 		$(SHARED_OBJ_SRC)) $(TEST_COMMON) $(LIBSEAL) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
@@ -506,13 +512,13 @@ $(FUZZ_PROTO): test/fuzz/fuzz_proto.c $(PROTO_PURE_SRC) lib/proto/proto.h lib/pr
 FUZZ_FILES := $(BUILD)/fuzz/fuzz_files
 FUZZ_FILES_CORPUS := $(BUILD)/fuzz/corpus_files
 FUZZ_FILES_SRC := test/fuzz/fuzz_files.c $(CONFIG_SRC) $(WORKLOAD_SRC) $(FILEIO_SRC) app/plan/plan.c \
-	$(PREFIXCACHE_SRC) $(KVSTORE_SRC) $(PROTO_PURE_SRC)
+	$(PREFIXCACHE_SRC) $(KVSTORE_SRC) $(PROTO_PURE_SRC) $(SEAL_SRC)
 
 $(FUZZ_FILES): $(FUZZ_FILES_SRC) lib/config/config.h lib/config/cluster.h lib/workload/workload.h \
-		app/plan/plan.h
+		app/plan/plan.h lib/seal/orgkeys.h lib/seal/seal.h
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_FLAGS) $(LIB_INC) -Iapp/plan -o $@ \
-		$(FUZZ_FILES_SRC) -lconfig -lxxhash -lm
+		$(FUZZ_FILES_SRC) -lconfig -lxxhash -lcrypto -lm
 
 # The second tier's file (lib/kvdisk): mutated images opened, rebuilt and
 # served; its seeds are written by the harness (scripts/fuzz-kvdisk.sh).

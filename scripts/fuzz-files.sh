@@ -4,7 +4,8 @@
 # for SECONDS. The seeds are this repository's own files: every config/*.cfg
 # (selector byte 0: the configuration reader), test/data's traces plus
 # Mooncake-format and cache-salted lines written here (1: the trace reader) and the cluster
-# examples (2: kvss-plan's reader and planner). A crash
+# examples (2: kvss-plan's reader and planner), and organization key
+# stores written here (3: lib/seal/orgkeys.c). A crash
 # leaves its input in build/fuzz/artifacts/: copy it into
 # test/fuzz/regress_files/ and fix the bug. The run itself is scripts/fuzz.sh.
 set -eu
@@ -37,6 +38,13 @@ done
 { printf '\001'; echo '{"org": "acme", "cache_salt": "user-42", "tokens": [1, 2, 3], "timestamp": 0}'
   echo '{"timestamp": 5, "input_length": 600, "hash_ids": [1, 4], "cache_salt": "a+/=~!"}'
   echo '{"tokens": [1, 2], "cache_salt": null}'; } >"$CORPUS/seed_salts"
+# Organization key stores (selector 3): one as kvss-shared writes it, one
+# with comments, empty lines and no newline at its end.
+K1=1111111111111111111111111111111111111111111111111111111111111111
+K2=2222222222222222222222222222222222222222222222222222222222222222
+{ printf '\003# kvss organization keys\ndefault %s\norg 0x5 %s\norg 0x1f %s\n' $K1 $K2 $K1; } \
+	>"$CORPUS/seed_orgkeys"
+{ printf '\003\n# a\n\norg 0xffffffffffffffff %s\ndefault %s' $K2 $K1; } >"$CORPUS/seed_orgkeys_2"
 # libconfig 1.5 leaks its scanner's string buffer on some syntax errors (a
 # string cut off at the end of the file); the process exits after a bad file,
 # so that leak is libconfig's alone and suppressed by name.

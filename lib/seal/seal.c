@@ -69,6 +69,38 @@ hexval(int c)
 }
 
 int
+seal_private_open(const char *path, struct stat *st, char *err, size_t errlen)
+{
+	int fd;
+
+	/* No symbolic link, and a FIFO never blocks the start. */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path,
+			 errno == ELOOP ? "a symbolic link (name the file itself)" : strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		close(fd);
+		return -1;
+	}
+	if (st->st_uid != geteuid()) {
+		snprintf(err, errlen, "%s: owned by uid %u, not by the user kvss runs as (%u)", path,
+			 (unsigned int)st->st_uid, (unsigned int)geteuid());
+		close(fd);
+		return -1;
+	}
+	if ((st->st_mode & 077) != 0) {
+		snprintf(err, errlen, "%s: readable or writable by group or others (mode %04o): chmod 600 it",
+			 path, (unsigned int)(st->st_mode & 07777));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int
 seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen)
 {
 	/* Room for the longest form and one byte more, to tell a longer file. */
@@ -79,30 +111,9 @@ seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen)
 	int fd;
 
 	memset(k, 0, sizeof(*k));
-	/* No symbolic link, and a FIFO never blocks the start. */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path,
-			 errno == ELOOP ? "a symbolic link (name the file itself)" : strerror(errno));
+	fd = seal_private_open(path, &st, err, errlen);
+	if (fd < 0)
 		return -1;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen, "%s: owned by uid %u, not by the user kvss runs as (%u)", path,
-			 (unsigned int)st.st_uid, (unsigned int)geteuid());
-		close(fd);
-		return -1;
-	}
-	if ((st.st_mode & 077) != 0) {
-		snprintf(err, errlen, "%s: readable or writable by group or others (mode %04o): chmod 600 it",
-			 path, (unsigned int)(st.st_mode & 07777));
-		close(fd);
-		return -1;
-	}
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n < 0) {
@@ -186,6 +197,39 @@ seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN])
 		return -1;
 	}
 	k->id = proto_ld32(id);
+	OPENSSL_cleanse(id, sizeof(id));
+	return 0;
+}
+
+int
+seal_key_with_org(const struct seal_key *master, const struct seal_key *org, struct seal_key *out)
+{
+	static const uint8_t info[] = {'i', 'd'};
+	uint8_t ikm[2 * SEAL_KEY_LEN], id[SEAL_KEY_LEN];
+	unsigned int n = 0;
+	int ok;
+
+	memset(out, 0, sizeof(*out));
+	if (!master->loaded || !org->loaded)
+		return -1;
+	/* HKDF-Extract over both secrets, as TLS 1.3's hybrid exchanges
+	 * concatenate theirs: the result is as secret as the one not known. */
+	memcpy(ikm, master->key, SEAL_KEY_LEN);
+	memcpy(ikm + SEAL_KEY_LEN, org->key, SEAL_KEY_LEN);
+	ok = HMAC(EVP_sha256(), seal_salt, (int)sizeof(seal_salt) - 1, ikm, sizeof(ikm), out->prk,
+		  &n) != NULL &&
+	     n == SEAL_KEY_LEN;
+	OPENSSL_cleanse(ikm, sizeof(ikm));
+	if (!ok) {
+		OPENSSL_cleanse(out, sizeof(*out));
+		return -1;
+	}
+	out->loaded = 1;
+	if (seal_derive(out, info, sizeof(info), id) != 0) {
+		OPENSSL_cleanse(out, sizeof(*out));
+		return -1;
+	}
+	out->id = proto_ld32(id);
 	OPENSSL_cleanse(id, sizeof(id));
 	return 0;
 }

@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define SEAL_KEY_LEN 32
 #define SEAL_TAG_LEN 16
@@ -37,9 +38,16 @@ struct seal_key {
 	int loaded;
 };
 
-/* What a replica holds: the key it seals with, and one it still opens. */
+struct seal_orgs; /* organization keys (orgkeys.h) */
+
+/*
+ * What a replica holds: the key it seals with, and one it still opens;
+ * and, where an organization key store is configured, the organizations'
+ * keys that each of those is mixed with (seal_key_with_org()).
+ */
 struct seal_ring {
 	struct seal_key cur, old;
+	struct seal_orgs *orgs; /* NULL: none (owned by whoever loaded it) */
 };
 
 /**
@@ -48,6 +56,14 @@ struct seal_ring {
  * others (mode 0644): chmod 600 it").
  */
 int seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen);
+
+/**
+ * Open @p path for reading with the master key file's checks (a regular
+ * file, no symbolic link, a FIFO never blocking, owned by this user, no
+ * access for group or others); its status into @p st. The descriptor, or
+ * -1 with @p err saying why, starting with the path.
+ */
+int seal_private_open(const char *path, struct stat *st, char *err, size_t errlen);
 
 /**
  * A key derived from @p k for @p info (at most SEAL_INFO_MAX bytes):
@@ -84,6 +100,16 @@ int seal_nonce(uint8_t nonce[SEAL_NONCE_LEN]);
 int seal_gcm_encrypt_to(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
 			const uint8_t *aad, size_t aadlen, const uint8_t *in, uint8_t *out,
 			size_t len, uint8_t tag[SEAL_TAG_LEN]);
+
+/**
+ * The key a master key and an organization's key make together:
+ * HKDF-Extract(salt "kvss seal v1", master || org), its id derived as a
+ * master key's is. Whoever lacks either derives nothing from it, so
+ * replacing the organization's key (orgkeys.h) retires everything sealed
+ * under the pair, wherever a copy of it lies. 0 or -1.
+ */
+int seal_key_with_org(const struct seal_key *master, const struct seal_key *org,
+		      struct seal_key *out);
 
 /** A key from its @p bytes, its id derived as seal_key_load() does (tests, tools). 0 or -1. */
 int seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN]);

@@ -12,7 +12,11 @@
  * served.
  *
  * The master key file, its checks and the primitives are lib/seal's
- * (seal.h); the key's id goes in each slice it sealed.
+ * (seal.h); the key's id goes in each slice it sealed. Where the ring holds
+ * an organization key store (orgkeys.h), the key is the master key mixed
+ * with the slice's organization's (seal_key_with_org()), and its id is
+ * that pair's: replacing the organization's key retires every slice sealed
+ * under the pair.
  */
 #ifndef KVSS_SHARED_SEAL_H
 #define KVSS_SHARED_SEAL_H
@@ -33,6 +37,13 @@ int seal_slice_key(const struct seal_key *k, uint64_t org, uint64_t object_id, u
 		   uint16_t cache, uint8_t out[SEAL_KEY_LEN]);
 
 /**
+ * The key a slice of organization @p org is sealed with under @p ring: the
+ * current master key, mixed with @p org's key where the ring holds a
+ * store. 0 or -1 (libcrypto).
+ */
+int shared_seal_key(const struct seal_ring *ring, uint64_t org, struct seal_key *out);
+
+/**
  * Seal a slice: @p h (a slice's header, payload_len its plain bytes) and
  * the @p h->payload_len bytes at @p payload, which has SEAL_TAG_LEN more
  * bytes of room. The payload is encrypted in place and its tag appended;
@@ -51,7 +62,8 @@ int shared_slice_seal_nonce(struct shared_hdr *h, uint8_t *payload, const struct
  * @p payload (h->payload_len bytes, the tag last), with @p ring: decrypted
  * in place (h->payload_len - SEAL_TAG_LEN plain bytes) when the tag
  * matches. SHARED_OK, or SHARED_BAD_UNSEALED (a plain slice: the level is
- * sealed), SHARED_BAD_KEY (sealed under a key the ring does not hold),
+ * sealed), SHARED_BAD_KEY (sealed under a key the ring does not hold: with
+ * a store, the slice's organization's key mixed with neither master key),
  * SHARED_BAD_TAG (forged, tampered, moved, another key of the same id) or
  * SHARED_BAD_LOCAL (libcrypto failed here: nothing known of the slice).
  * With @p ring NULL (no key file): a sealed slice is SHARED_BAD_SEALED, a

@@ -1,24 +1,61 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libFuzzer target: the files kvss reads from outside. The first byte, modulo
- * 3, picks the reader: 0, a kvss configuration (kvss_config_load: libconfig,
- * then every check); 1, a trace (workload_load: Mooncake or native JSONL);
- * 2, a kvss-plan cluster (kvss_cluster_load, then plan_run). The rest is the file.
- * Each must accept it or refuse it with one line naming the file; never
- * crash, hang or leak.
+ * libFuzzer target: the files kvss reads from outside. The first byte picks
+ * the reader: 3, an organization key store (seal_orgs_load: what it read is
+ * written out and read back the same); otherwise, modulo 3, 0, a kvss
+ * configuration (kvss_config_load: libconfig, then every check); 1, a trace
+ * (workload_load: Mooncake or native JSONL); 2, a kvss-plan cluster
+ * (kvss_cluster_load, then plan_run). The rest is the file. Each must
+ * accept it or refuse it with one line naming the file; never crash, hang
+ * or leak.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "orgkeys.h"
 #include "plan.h"
 #include "workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * A store accepted is written out (seal_orgs_write) and read back: the same
+ * keys, so that what kvss-shared writes is what every replica reads.
+ */
+static void
+orgkeys(const char *path, char *err, size_t errlen)
+{
+	struct seal_orgs *o, *back;
+	uint32_t i;
+
+	if (seal_orgs_load(path, &o, err, errlen) != 0) {
+		if (err[0] == '\0' || strncmp(err, path, strlen(path)) != 0)
+			abort(); /* a refusal must say why, naming the file */
+		return;
+	}
+	if (seal_orgs_write(path, o, err, errlen) != 0 || seal_orgs_load(path, &back, err, errlen) != 0)
+		abort();
+	if (seal_orgs_count(back) != seal_orgs_count(o) ||
+	    seal_orgs_default(back)->id != seal_orgs_default(o)->id)
+		abort();
+	for (i = 0; i < seal_orgs_count(o); i++) {
+		const struct seal_key *a, *b;
+		uint64_t x, y;
+
+		seal_orgs_at(o, i, &x, &a);
+		seal_orgs_at(back, i, &y, &b);
+		if (x != y || a->id != b->id || memcmp(a->key, b->key, SEAL_KEY_LEN) != 0)
+			abort();
+	}
+	seal_orgs_free(o);
+	seal_orgs_free(back);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -42,7 +79,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fclose(f);
 	err[0] = '\0';
-	if (data[0] % 3 == 0) {
+	/* The store's checks want its owner and mode 0600. */
+	if (chmod(path, 0600) != 0) {
+		unlink(path);
+		return 0;
+	}
+	if (data[0] == 3) {
+		orgkeys(path, err, sizeof(err));
+	} else if (data[0] % 3 == 0) {
 		memset(&cfg, 0, sizeof(cfg));
 		if (kvss_config_load(path, &cfg, err, sizeof(err)) != 0 && err[0] == '\0')
 			abort(); /* a refusal must say why */

@@ -1,0 +1,601 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Organization keys (orgkeys.h): the store's text read strictly, kept as
+ * a sorted array (a lookup per slice is a binary search), written so that
+ * the key it replaces is gone from the file system's view and from the
+ * replaced file's blocks.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "orgkeys.h"
+
+struct seal_org {
+	uint64_t org;
+	struct seal_key k;
+};
+
+struct seal_orgs {
+	struct seal_key dflt;
+	struct seal_org *v; /* ascending org */
+	uint32_t n, cap;
+	/* The file it was read from, to tell when that file is replaced. */
+	bool from_file;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* 64 hexadecimal digits that are the whole of @p s (@p n bytes) into @p k. */
+static int
+parse_key(const char *s, size_t n, struct seal_key *k, const char **why)
+{
+	uint8_t b[SEAL_KEY_LEN], any = 0;
+	size_t i;
+
+	if (n != 2 * SEAL_KEY_LEN) {
+		*why = "a key is 64 hexadecimal digits";
+		return -1;
+	}
+	for (i = 0; i < SEAL_KEY_LEN; i++) {
+		int hi = hexval((unsigned char)s[2 * i]), lo = hexval((unsigned char)s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			OPENSSL_cleanse(b, sizeof(b));
+			*why = "a key is 64 hexadecimal digits";
+			return -1;
+		}
+		b[i] = (uint8_t)(hi << 4 | lo);
+		any |= b[i];
+	}
+	if (any == 0) {
+		*why = "a key of zeros is no secret";
+		return -1;
+	}
+	i = (size_t)seal_key_from(k, b);
+	OPENSSL_cleanse(b, sizeof(b));
+	if (i != 0) {
+		*why = "the key's id could not be derived (libcrypto)";
+		return -1;
+	}
+	return 0;
+}
+
+/* "0x" and 1 to 16 hexadecimal digits, the whole of @p s. */
+static int
+parse_org(const char *s, size_t n, uint64_t *org)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (n < 3 || n > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return -1;
+	for (i = 2; i < n; i++) {
+		int d = hexval((unsigned char)s[i]);
+
+		if (d < 0)
+			return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	*org = v;
+	return 0;
+}
+
+static int
+by_org(const void *a, const void *b)
+{
+	const struct seal_org *x = a, *y = b;
+
+	return x->org < y->org ? -1 : x->org > y->org;
+}
+
+static int
+grow(struct seal_orgs *o)
+{
+	struct seal_org *v;
+	uint32_t cap;
+
+	if (o->n < o->cap)
+		return 0;
+	if (o->cap >= SEAL_ORGS_MAX)
+		return -1;
+	cap = o->cap == 0 ? 16 : o->cap * 2;
+	if (cap > SEAL_ORGS_MAX)
+		cap = SEAL_ORGS_MAX;
+	/* A new array, the old one wiped: realloc would leave keys behind. */
+	v = calloc(cap, sizeof(*v));
+	if (v == NULL)
+		return -1;
+	if (o->n > 0)
+		memcpy(v, o->v, o->n * sizeof(*v));
+	if (o->v != NULL) {
+		OPENSSL_cleanse(o->v, o->cap * sizeof(*o->v));
+		free(o->v);
+	}
+	o->v = v;
+	o->cap = cap;
+	return 0;
+}
+
+/* One line (without its newline), number @p line: 0, or -1 with @p err. */
+static int
+parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, uint32_t *lines,
+	   const char *name, char *err, size_t errlen)
+{
+	const char *why = NULL;
+	const char *sp;
+
+	if (n == 0 || s[0] == '#')
+		return 0;
+	if (memchr(s, '\r', n) != NULL)
+		why = "a carriage return (lines end with a newline only)";
+	else if (n > 7 && memcmp(s, "default ", 8) == 0) {
+		if (o->dflt.loaded)
+			why = "a second default line";
+		else
+			parse_key(s + 8, n - 8, &o->dflt, &why);
+	} else if (n > 3 && memcmp(s, "org ", 4) == 0) {
+		uint64_t org;
+
+		sp = memchr(s + 4, ' ', n - 4);
+		if (sp == NULL || parse_org(s + 4, (size_t)(sp - s) - 4, &org) != 0)
+			why = "an organization is 0x and 1 to 16 hexadecimal digits, then one space "
+			      "and its key";
+		else if (grow(o) != 0)
+			why = o->cap >= SEAL_ORGS_MAX ? "more organizations than a store holds (65536)"
+						      : "no memory";
+		else if (parse_key(sp + 1, n - (size_t)(sp + 1 - s), &o->v[o->n].k, &why) == 0) {
+			o->v[o->n].org = org;
+			lines[o->n] = line;
+			o->n++;
+		}
+	} else {
+		why = "neither 'default KEY' nor 'org 0xID KEY' nor a comment";
+	}
+	if (why == NULL)
+		return 0;
+	snprintf(err, errlen, "%s: line %u: %s", name, line, why);
+	return -1;
+}
+
+int
+seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs **out,
+		char *err, size_t errlen)
+{
+	struct seal_orgs *o = calloc(1, sizeof(*o));
+	uint32_t *lines = calloc(SEAL_ORGS_MAX, sizeof(*lines)), line = 0, i;
+	size_t at = 0;
+
+	*out = NULL;
+	if (o == NULL || lines == NULL) {
+		snprintf(err, errlen, "%s: no memory", name);
+		goto fail;
+	}
+	if (len > SEAL_ORGS_FILE_MAX) {
+		snprintf(err, errlen, "%s: %zu bytes: a store is at most %u", name, len,
+			 SEAL_ORGS_FILE_MAX);
+		goto fail;
+	}
+	if (memchr(text, '\0', len) != NULL) {
+		snprintf(err, errlen, "%s: a NUL byte: not a store of keys", name);
+		goto fail;
+	}
+	while (at < len) {
+		const char *nl = memchr(text + at, '\n', len - at);
+		size_t n = nl != NULL ? (size_t)(nl - (text + at)) : len - at;
+
+		if (parse_line(o, text + at, n, ++line, lines, name, err, errlen) != 0)
+			goto fail;
+		at += n + 1;
+	}
+	if (!o->dflt.loaded) {
+		snprintf(err, errlen, "%s: no 'default KEY' line (the key of every organization "
+				      "not named)", name);
+		goto fail;
+	}
+	/* Sorted by id, a line number along with each to name a repeat. */
+	{
+		struct { struct seal_org e; uint32_t line; } *t = calloc(o->n + 1, sizeof(*t));
+
+		if (t == NULL) {
+			snprintf(err, errlen, "%s: no memory", name);
+			goto fail;
+		}
+		for (i = 0; i < o->n; i++) {
+			t[i].e = o->v[i];
+			t[i].line = lines[i];
+		}
+		qsort(t, o->n, sizeof(*t), by_org);
+		for (i = 0; i < o->n; i++) {
+			o->v[i] = t[i].e;
+			if (i > 0 && t[i].e.org == t[i - 1].e.org) {
+				snprintf(err, errlen, "%s: line %u: organization 0x%" PRIx64
+					 " named again (line %u)", name,
+					 t[i].line > t[i - 1].line ? t[i].line : t[i - 1].line,
+					 t[i].e.org,
+					 t[i].line > t[i - 1].line ? t[i - 1].line : t[i].line);
+				OPENSSL_cleanse(t, (o->n + 1) * sizeof(*t));
+				free(t);
+				goto fail;
+			}
+		}
+		OPENSSL_cleanse(t, (o->n + 1) * sizeof(*t));
+		free(t);
+	}
+	free(lines);
+	*out = o;
+	return 0;
+fail:
+	free(lines);
+	seal_orgs_free(o);
+	return -1;
+}
+
+int
+seal_orgs_load(const char *path, struct seal_orgs **out, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf;
+	size_t got = 0;
+	int fd, rc;
+
+	*out = NULL;
+	fd = seal_private_open(path, &st, err, errlen);
+	if (fd < 0)
+		return -1;
+	if (st.st_size > (off_t)SEAL_ORGS_FILE_MAX) {
+		snprintf(err, errlen, "%s: %lld bytes: a store is at most %u", path,
+			 (long long)st.st_size, SEAL_ORGS_FILE_MAX);
+		close(fd);
+		return -1;
+	}
+	/* One byte more than it said, to tell a file that grew. */
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL) {
+		snprintf(err, errlen, "%s: no memory", path);
+		close(fd);
+		return -1;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+			OPENSSL_cleanse(buf, got);
+			free(buf);
+			close(fd);
+			return -1;
+		}
+		if (n == 0 || got + (size_t)n > (size_t)st.st_size)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (got != (size_t)st.st_size) {
+		snprintf(err, errlen, "%s: changed while read (%zu bytes of %lld): read again",
+			 path, got, (long long)st.st_size);
+		rc = -1;
+	} else {
+		rc = seal_orgs_parse(buf, got, path, out, err, errlen);
+	}
+	OPENSSL_cleanse(buf, (size_t)st.st_size + 1);
+	free(buf);
+	if (rc == 0) {
+		(*out)->from_file = true;
+		(*out)->dev = st.st_dev;
+		(*out)->ino = st.st_ino;
+		(*out)->size = st.st_size;
+		(*out)->mtime = st.st_mtim;
+		(*out)->ctime = st.st_ctim;
+	}
+	return rc;
+}
+
+static int
+random_key(struct seal_key *k)
+{
+	uint8_t b[SEAL_KEY_LEN];
+	int rc = RAND_bytes(b, sizeof(b)) == 1 ? seal_key_from(k, b) : -1;
+
+	OPENSSL_cleanse(b, sizeof(b));
+	return rc;
+}
+
+struct seal_orgs *
+seal_orgs_new(void)
+{
+	struct seal_orgs *o = calloc(1, sizeof(*o));
+
+	if (o != NULL && random_key(&o->dflt) != 0) {
+		free(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The index of @p org, or where it would go (@p found says which). */
+static uint32_t
+find(const struct seal_orgs *o, uint64_t org, bool *found)
+{
+	uint32_t lo = 0, hi = o->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (o->v[mid].org < org)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < o->n && o->v[lo].org == org;
+	return lo;
+}
+
+const struct seal_key *
+seal_orgs_key(const struct seal_orgs *o, uint64_t org)
+{
+	bool found;
+	uint32_t i = find(o, org, &found);
+
+	return found ? &o->v[i].k : &o->dflt;
+}
+
+uint32_t
+seal_orgs_count(const struct seal_orgs *o)
+{
+	return o->n;
+}
+
+void
+seal_orgs_at(const struct seal_orgs *o, uint32_t i, uint64_t *org, const struct seal_key **k)
+{
+	*org = o->v[i].org;
+	*k = &o->v[i].k;
+}
+
+const struct seal_key *
+seal_orgs_default(const struct seal_orgs *o)
+{
+	return &o->dflt;
+}
+
+int
+seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org)
+{
+	struct seal_key k;
+	bool found;
+	uint32_t i;
+
+	if (all) {
+		/* Every new key made before any is replaced: all or nothing. */
+		struct seal_key *fresh = calloc(o->n + 1, sizeof(*fresh));
+
+		if (fresh == NULL)
+			return -1;
+		for (i = 0; i <= o->n; i++) {
+			if (random_key(&fresh[i]) != 0) {
+				OPENSSL_cleanse(fresh, (o->n + 1) * sizeof(*fresh));
+				free(fresh);
+				return -1;
+			}
+		}
+		o->dflt = fresh[o->n];
+		for (i = 0; i < o->n; i++)
+			o->v[i].k = fresh[i];
+		OPENSSL_cleanse(fresh, (o->n + 1) * sizeof(*fresh));
+		free(fresh);
+		return 0;
+	}
+	if (random_key(&k) != 0)
+		return -1;
+	i = find(o, org, &found);
+	if (!found) {
+		if (grow(o) != 0) {
+			OPENSSL_cleanse(&k, sizeof(k));
+			return -1;
+		}
+		memmove(&o->v[i + 1], &o->v[i], (o->n - i) * sizeof(*o->v));
+		o->v[i].org = org;
+		o->n++;
+	}
+	o->v[i].k = k;
+	OPENSSL_cleanse(&k, sizeof(k));
+	return 0;
+}
+
+static void
+hex_key(char *out, const struct seal_key *k)
+{
+	static const char digits[] = "0123456789abcdef";
+	int i;
+
+	for (i = 0; i < SEAL_KEY_LEN; i++) {
+		out[2 * i] = digits[k->key[i] >> 4];
+		out[2 * i + 1] = digits[k->key[i] & 15];
+	}
+	out[2 * SEAL_KEY_LEN] = '\0';
+}
+
+/* The store's text into a new buffer (its length into @p len); NULL: no memory. */
+static char *
+format(const struct seal_orgs *o, size_t *len)
+{
+	static const char head[] = "# kvss organization keys: written by kvss-shared (keys, reset "
+				   "--org-keys); docs/SECURITY.md\n";
+	size_t cap = sizeof(head) + 8 + 65 + (size_t)o->n * 96, n;
+	char *buf = malloc(cap), hex[2 * SEAL_KEY_LEN + 1];
+	uint32_t i;
+
+	if (buf == NULL)
+		return NULL;
+	hex_key(hex, &o->dflt);
+	n = (size_t)snprintf(buf, cap, "%sdefault %s\n", head, hex);
+	for (i = 0; i < o->n; i++) {
+		hex_key(hex, &o->v[i].k);
+		n += (size_t)snprintf(buf + n, cap - n, "org 0x%" PRIx64 " %s\n", o->v[i].org, hex);
+	}
+	OPENSSL_cleanse(hex, sizeof(hex));
+	*len = n;
+	return buf;
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Zeros over the whole of the file open at @p fd, synced. */
+static int
+wipe(int fd)
+{
+	static const char zeros[4096];
+	struct stat st;
+	off_t at = 0;
+
+	if (fstat(fd, &st) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+		return -1;
+	while (at < st.st_size) {
+		size_t n = st.st_size - at < (off_t)sizeof(zeros) ? (size_t)(st.st_size - at)
+								  : sizeof(zeros);
+
+		if (write_all(fd, zeros, n) != 0)
+			return -1;
+		at += (off_t)n;
+	}
+	return fsync(fd);
+}
+
+int
+seal_orgs_write(const char *path, const struct seal_orgs *o, char *err, size_t errlen)
+{
+	char tmp[4096], dir[4096];
+	size_t len;
+	char *text;
+	int fd, old, dfd, rc;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new.XXXXXX", path) >= (int)sizeof(tmp) ||
+	    snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
+		snprintf(err, errlen, "%s: name too long", path);
+		return -1;
+	}
+	text = format(o, &len);
+	if (text == NULL) {
+		snprintf(err, errlen, "%s: no memory", path);
+		return -1;
+	}
+	fd = mkstemp(tmp); /* mode 0600, this user's */
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot make a file beside it: %s", path, strerror(errno));
+		OPENSSL_cleanse(text, len);
+		free(text);
+		return -1;
+	}
+	rc = write_all(fd, text, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+	OPENSSL_cleanse(text, len);
+	free(text);
+	if (close(fd) != 0 || rc != 0) {
+		snprintf(err, errlen, "%s: writing %s: %s", path, tmp, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	/* The file replaced, held open to be wiped once nobody finds it. */
+	old = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (old >= 0) {
+		struct stat st;
+
+		if (fstat(old, &st) != 0 || !S_ISREG(st.st_mode)) {
+			close(old);
+			old = -1;
+		}
+	}
+	if (rename(tmp, path) != 0) {
+		snprintf(err, errlen, "%s: renaming %s over it: %s", path, tmp, strerror(errno));
+		unlink(tmp);
+		if (old >= 0)
+			close(old);
+		return -1;
+	}
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rc = dfd >= 0 && fsync(dfd) == 0 ? 0 : -1;
+	if (dfd >= 0)
+		close(dfd);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: written, but its directory could not be synced: %s", path,
+			 strerror(errno));
+		if (old >= 0)
+			close(old);
+		return -1;
+	}
+	if (old >= 0) {
+		rc = wipe(old);
+		close(old);
+		if (rc != 0) {
+			snprintf(err, errlen, "%s: written, but the file it replaced could not be "
+					      "overwritten: %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+bool
+seal_orgs_changed(const char *path, const struct seal_orgs *o)
+{
+	struct stat st;
+
+	if (!o->from_file || lstat(path, &st) != 0)
+		return true;
+	return st.st_dev != o->dev || st.st_ino != o->ino || st.st_size != o->size ||
+	       st.st_mtim.tv_sec != o->mtime.tv_sec || st.st_mtim.tv_nsec != o->mtime.tv_nsec ||
+	       st.st_ctim.tv_sec != o->ctime.tv_sec || st.st_ctim.tv_nsec != o->ctime.tv_nsec;
+}
+
+void
+seal_orgs_free(struct seal_orgs *o)
+{
+	if (o == NULL)
+		return;
+	if (o->v != NULL) {
+		OPENSSL_cleanse(o->v, o->cap * sizeof(*o->v));
+		free(o->v);
+	}
+	OPENSSL_cleanse(o, sizeof(*o));
+	free(o);
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Organization keys (docs/SECURITY.md, "A reset that retires a key"): a
+ * store of one random 32-byte key per organization named in it and one for
+ * every other, each mixed with the master key (seal_key_with_org()) into
+ * the key that seals that organization's slices. Replacing an
+ * organization's key retires every slice sealed under the old one: the
+ * master key and the store that remain derive nothing that opens them, in
+ * the pool, on a disk or in a backup, so nothing has to be found and
+ * deleted first.
+ *
+ * The file is text, checked as the master key file is (seal_private_open())
+ * and written only by kvss-shared (seal_orgs_write()):
+ *
+ *     # comment lines and empty lines are skipped
+ *     default 64-HEX-DIGITS
+ *     org 0xISOLATION-ID 64-HEX-DIGITS
+ *
+ * exactly one `default` line; at most one line per organization (its
+ * isolation id as 0x and 1 to 16 hexadecimal digits, as kvss-shared takes
+ * it); fields separated by one space; lines end with a newline (the last
+ * may not); no key of zeros. Anything else is refused, naming the line.
+ */
+#ifndef KVSS_ORGKEYS_H
+#define KVSS_ORGKEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "seal.h"
+
+/* The most organizations a store names, and its largest file. */
+#define SEAL_ORGS_MAX 65536u
+#define SEAL_ORGS_FILE_MAX (SEAL_ORGS_MAX * 96u + 4096u)
+
+/**
+ * Parse a store's @p len bytes at @p text (@p name says where they came
+ * from in errors: "NAME: line N: ..."). 0 and a new store in @p out, or -1
+ * with @p err saying why in one line.
+ */
+int seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs **out,
+		    char *err, size_t errlen);
+
+/**
+ * Read store file @p path, checked as a master key file (seal_private_open)
+ * and parsed (seal_orgs_parse). 0 or -1 with @p err.
+ */
+int seal_orgs_load(const char *path, struct seal_orgs **out, char *err, size_t errlen);
+
+/** A store with a new random default key and no organization named. NULL: no memory or randomness. */
+struct seal_orgs *seal_orgs_new(void);
+
+/** The key of organization @p org: its own where the store names it, else the default. */
+const struct seal_key *seal_orgs_key(const struct seal_orgs *o, uint64_t org);
+
+/** The organizations named; the i-th's isolation id and key (ascending ids). */
+uint32_t seal_orgs_count(const struct seal_orgs *o);
+void seal_orgs_at(const struct seal_orgs *o, uint32_t i, uint64_t *org, const struct seal_key **k);
+
+/** The default key. */
+const struct seal_key *seal_orgs_default(const struct seal_orgs *o);
+
+/**
+ * Retire keys: a new random key for organization @p org (named from now
+ * on), or with @p all, for the default and every organization named.
+ * 0, or -1 (no memory, no randomness, or the store is full: nothing changed).
+ */
+int seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org);
+
+/**
+ * Write @p o to @p path: a new file beside it (mode 0600), synced, renamed
+ * over it, the directory synced; then the file it replaced, still open, is
+ * overwritten with zeros and synced, so its blocks keep no retired key on a
+ * file system that writes in place. 0 or -1 with @p err.
+ */
+int seal_orgs_write(const char *path, const struct seal_orgs *o, char *err, size_t errlen);
+
+/** Is @p path's file another than the one @p o was loaded from (its inode, size, times)? */
+bool seal_orgs_changed(const char *path, const struct seal_orgs *o);
+
+/** Free @p o, its keys wiped (NULL: nothing). */
+void seal_orgs_free(struct seal_orgs *o);
+
+#endif

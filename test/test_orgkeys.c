@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Organization keys (lib/seal/orgkeys.c; docs/SECURITY.md, "A reset that
+ * retires a key"; PROTOCOL.md section 10, "Sealed slices"): the mixed key
+ * against values another implementation computed (Python's hmac, RFC
+ * 5869); the store's text read strictly, every hostile form refused naming
+ * its line; the file checked as the master key file is; a key retired
+ * leaving the others as they were, and the file it replaced overwritten;
+ * and what a reset is for: a slice sealed under a retired key is refused by
+ * every ring that holds the new store, another organization's still opens.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "orgkeys.h"
+#include "shared_obj.h"
+#include "shared_seal.h"
+
+#define FU 1700000000000000000ULL
+
+static void
+unhex(const char *h, uint8_t *out, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned int v;
+
+		cr_assert_eq(sscanf(h + 2 * i, "%2x", &v), 1);
+		out[i] = (uint8_t)v;
+	}
+}
+
+/* A key of bytes first, first + 1, ... (the document's master key is 00..1f). */
+static struct seal_key
+doc_key(uint8_t first)
+{
+	uint8_t b[32];
+	struct seal_key k;
+	unsigned int i;
+
+	for (i = 0; i < 32; i++)
+		b[i] = (uint8_t)(first + i);
+	cr_assert_eq(seal_key_from(&k, b), 0);
+	return k;
+}
+
+Test(orgkeys, the_mixed_key_derives_as_the_document_says)
+{
+	struct seal_key m = doc_key(0), o = doc_key(0x20), mixed, again;
+	uint8_t key[32], want[32];
+
+	cr_assert_eq(seal_key_with_org(&m, &o, &mixed), 0);
+	cr_assert_eq(mixed.id, 0xfd929a7du, "the pair's id: %08x", mixed.id);
+	cr_assert_neq(mixed.id, m.id, "the master key's id");
+	cr_assert_neq(mixed.id, o.id, "the organization key's id");
+	cr_assert_eq(seal_slice_key(&mixed, 0x3333, 0x870985c5d46bfa18ull, 3, 1, key), 0);
+	unhex("a369e95e4bfde626a7c7858af616a3c584db7dfede3fcd1db515bbe2497efb26", want, 32);
+	cr_assert_arr_eq(key, want, 32, "the document's slice's key under the pair");
+	/* Order matters: the master key first. */
+	cr_assert_eq(seal_key_with_org(&o, &m, &again), 0);
+	cr_assert_neq(again.id, mixed.id);
+	memset(&o, 0, sizeof(o));
+	cr_assert_eq(seal_key_with_org(&m, &o, &again), -1, "an organization key not loaded");
+}
+
+/* ---- The store's text ---------------------------------------------------- */
+
+static const char K1[] = "1111111111111111111111111111111111111111111111111111111111111111";
+static const char K2[] = "2222222222222222222222222222222222222222222222222222222222222222";
+static const char K3[] = "3333333333333333333333333333333333333333333333333333333333333333";
+
+static struct seal_orgs *
+parse_ok(const char *text)
+{
+	struct seal_orgs *o;
+	char err[256] = "";
+
+	cr_assert_eq(seal_orgs_parse(text, strlen(text), "t", &o, err, sizeof(err)), 0,
+		     "refused: %s", err);
+	return o;
+}
+
+/* @p text (@p len bytes) refused, the message saying "t: line LINE" (0: no line) and @p why. */
+static void
+refused_n(const char *text, size_t len, unsigned int line, const char *why)
+{
+	struct seal_orgs *o = (struct seal_orgs *)1;
+	char err[256] = "", at[32];
+
+	cr_assert_eq(seal_orgs_parse(text, len, "t", &o, err, sizeof(err)), -1, "accepted: %.80s",
+		     text);
+	cr_assert_null(o);
+	snprintf(at, sizeof(at), line ? "t: line %u: " : "t: ", line);
+	cr_assert(strncmp(err, at, strlen(at)) == 0, "not '%s': %s", at, err);
+	cr_assert(strstr(err, why) != NULL, "does not say '%s': %s", why, err);
+}
+
+static void
+refused(const char *text, unsigned int line, const char *why)
+{
+	refused_n(text, strlen(text), line, why);
+}
+
+Test(orgkeys, a_store_is_read_and_looked_up)
+{
+	char text[512];
+	struct seal_orgs *o;
+	struct seal_key k1, k2, k3;
+	const struct seal_key *k;
+	uint64_t org;
+	uint8_t b[32];
+
+	snprintf(text, sizeof(text), "# a comment\n\norg 0x20 %s\ndefault %s\norg 0X1f %s", K2, K1,
+		 K3);
+	o = parse_ok(text);
+	memset(b, 0x11, 32);
+	seal_key_from(&k1, b);
+	memset(b, 0x22, 32);
+	seal_key_from(&k2, b);
+	memset(b, 0x33, 32);
+	seal_key_from(&k3, b);
+	cr_assert_eq(seal_orgs_default(o)->id, k1.id);
+	cr_assert_eq(seal_orgs_key(o, 0x20)->id, k2.id, "organization 0x20: its own");
+	cr_assert_eq(seal_orgs_key(o, 0x1f)->id, k3.id, "organization 0x1f: its own");
+	cr_assert_eq(seal_orgs_key(o, 0x21)->id, k1.id, "one not named: the default");
+	cr_assert_eq(seal_orgs_key(o, 0)->id, k1.id);
+	cr_assert_eq(seal_orgs_count(o), 2);
+	seal_orgs_at(o, 0, &org, &k);
+	cr_assert_eq(org, 0x1f, "ascending");
+	seal_orgs_at(o, 1, &org, &k);
+	cr_assert_eq(org, 0x20);
+	seal_orgs_free(o);
+}
+
+Test(orgkeys, hostile_stores_are_refused_naming_the_line)
+{
+	char t[512];
+
+	refused("", 0, "no 'default KEY' line");
+	refused("# only a comment\n", 0, "no 'default KEY' line");
+	snprintf(t, sizeof(t), "default %s\ndefault %s\n", K1, K2);
+	refused(t, 2, "a second default line");
+	snprintf(t, sizeof(t), "default %s\norg 0x5 %s\n\norg 0x05 %s\n", K1, K2, K3);
+	refused(t, 4, "organization 0x5 named again (line 2)");
+	snprintf(t, sizeof(t), "default %.63s\n", K1);
+	refused(t, 1, "a key is 64 hexadecimal digits");
+	snprintf(t, sizeof(t), "default %s1\n", K1);
+	refused(t, 1, "a key is 64 hexadecimal digits");
+	snprintf(t, sizeof(t), "default %.63sg\n", K1);
+	refused(t, 1, "a key is 64 hexadecimal digits");
+	refused("default 0000000000000000000000000000000000000000000000000000000000000000\n", 1,
+		"a key of zeros is no secret");
+	snprintf(t, sizeof(t), "default %s\r\n", K1);
+	refused(t, 1, "a carriage return");
+	snprintf(t, sizeof(t), "default  %s\n", K1);
+	refused(t, 1, "a key is 64 hexadecimal digits");
+	snprintf(t, sizeof(t), "default %s\norg 5 %s\n", K1, K2);
+	refused(t, 2, "an organization is 0x and 1 to 16 hexadecimal digits");
+	snprintf(t, sizeof(t), "default %s\norg 0x %s\n", K1, K2);
+	refused(t, 2, "an organization is 0x");
+	snprintf(t, sizeof(t), "default %s\norg 0x11111111111111111 %s\n", K1, K2);
+	refused(t, 2, "an organization is 0x");
+	snprintf(t, sizeof(t), "default %s\norg 0x-1 %s\n", K1, K2);
+	refused(t, 2, "an organization is 0x");
+	snprintf(t, sizeof(t), "default %s\norg 0x1\n", K1);
+	refused(t, 2, "an organization is 0x");
+	snprintf(t, sizeof(t), "default %s\nDefault %s\n", K1, K2);
+	refused(t, 2, "neither 'default KEY' nor 'org 0xID KEY' nor a comment");
+	snprintf(t, sizeof(t), " # indented\ndefault %s\n", K1);
+	refused(t, 1, "neither");
+	snprintf(t, sizeof(t), "default %s\n", K1);
+	t[3] = '\0';
+	refused_n(t, strlen(K1) + 9, 0, "a NUL byte");
+}
+
+Test(orgkeys, a_store_holds_at_most_its_limit)
+{
+	size_t cap = (size_t)(SEAL_ORGS_MAX + 2) * 90, n;
+	char *t = malloc(cap);
+	struct seal_orgs *o;
+	char err[256];
+	uint32_t i;
+
+	cr_assert_not_null(t);
+	n = (size_t)snprintf(t, cap, "default %s\n", K1);
+	for (i = 0; i < SEAL_ORGS_MAX; i++)
+		n += (size_t)snprintf(t + n, cap - n, "org 0x%x %s\n", i + 1, K2);
+	cr_assert_eq(seal_orgs_parse(t, n, "t", &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_count(o), SEAL_ORGS_MAX);
+	cr_assert_eq(seal_orgs_retire(o, false, 0), -1, "a new organization past the limit");
+	cr_assert_eq(seal_orgs_retire(o, false, 7), 0, "one named: replaced in place");
+	seal_orgs_free(o);
+	n += (size_t)snprintf(t + n, cap - n, "org 0x%x %s\n", 0, K2);
+	refused_n(t, n, SEAL_ORGS_MAX + 2, "more organizations than a store holds");
+	free(t);
+}
+
+/* ---- The file ------------------------------------------------------------ */
+
+static char dir[64];
+
+static void
+mkdir_tmp(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/kvss-orgkeys.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void
+rm_tmp(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static const char *
+path_of(const char *name)
+{
+	static char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return path;
+}
+
+static const char *
+put(const char *name, const char *text, mode_t mode)
+{
+	const char *p = path_of(name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	cr_assert_eq(chmod(p, mode), 0);
+	return p;
+}
+
+static void
+file_refused(const char *path, const char *why)
+{
+	struct seal_orgs *o;
+	char err[256] = "";
+
+	cr_assert_eq(seal_orgs_load(path, &o, err, sizeof(err)), -1, "%s: accepted", path);
+	cr_assert(strstr(err, path) != NULL, "the message does not name the file: %s", err);
+	cr_assert(strstr(err, why) != NULL, "the message does not say '%s': %s", why, err);
+}
+
+Test(orgkeys, hostile_store_files_are_refused, .init = mkdir_tmp, .fini = rm_tmp)
+{
+	char good[128], link[128];
+	const char *p;
+
+	snprintf(good, sizeof(good), "default %s\n", K1);
+	file_refused(path_of("missing"), "No such file");
+	file_refused(put("open", good, 0644), "mode 0644");
+	file_refused(put("group", good, 0640), "mode 0640");
+	p = put("theirs", good, 0600);
+	cr_assert_eq(chown(p, 4242, 4242), 0);
+	file_refused(p, "owned by uid 4242");
+	p = put("target", good, 0600);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	cr_assert_eq(symlink(p, link), 0);
+	file_refused(link, "symbolic link");
+	cr_assert_eq(mkfifo(path_of("fifo"), 0600), 0);
+	file_refused(path_of("fifo"), "not a regular file"); /* and it returned */
+	file_refused(dir, "not a regular file");
+	file_refused("/dev/zero", "not a regular file");
+	file_refused(put("short", "default 11\n", 0600), "line 1: a key is 64");
+}
+
+Test(orgkeys, a_key_retired_leaves_the_others_and_no_copy_in_the_file, .init = mkdir_tmp,
+     .fini = rm_tmp)
+{
+	struct seal_orgs *o, *back;
+	const char *p = path_of("store");
+	uint32_t d, k5, k9, k7;
+	char err[256], buf[4096];
+	struct stat st;
+	ssize_t n, i;
+	int old;
+
+	o = seal_orgs_new();
+	cr_assert_not_null(o);
+	cr_assert_eq(seal_orgs_retire(o, false, 5), 0, "organization 5 named");
+	cr_assert_eq(seal_orgs_retire(o, false, 9), 0, "organization 9 named");
+	cr_assert_eq(seal_orgs_write(p, o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600, "mode %o", st.st_mode & 07777);
+	cr_assert_eq(seal_orgs_load(p, &back, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not(seal_orgs_changed(p, back), "the file as read");
+	d = seal_orgs_default(back)->id;
+	k5 = seal_orgs_key(back, 5)->id;
+	k9 = seal_orgs_key(back, 9)->id;
+	cr_assert_eq(d, seal_orgs_default(o)->id, "written and read back");
+	cr_assert_eq(k5, seal_orgs_key(o, 5)->id);
+	cr_assert(d != k5 && k5 != k9 && d != k9, "three keys, not three");
+	seal_orgs_free(back);
+
+	/* Organization 5's key retired: the file that held it is overwritten. */
+	old = open(p, O_RDONLY);
+	cr_assert_geq(old, 0);
+	cr_assert_eq(seal_orgs_retire(o, false, 5), 0);
+	cr_assert_eq(seal_orgs_write(p, o, err, sizeof(err)), 0, "%s", err);
+	n = pread(old, buf, sizeof(buf), 0);
+	cr_assert_gt(n, 100);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(buf[i], 0, "byte %zd of the replaced file: %#x", i, buf[i]);
+	close(old);
+	cr_assert_eq(seal_orgs_load(p, &back, err, sizeof(err)), 0, "%s", err);
+	cr_assert_neq(seal_orgs_key(back, 5)->id, k5, "organization 5: a new key");
+	cr_assert_eq(seal_orgs_key(back, 9)->id, k9, "organization 9: untouched");
+	cr_assert_eq(seal_orgs_default(back)->id, d, "the default: untouched");
+	/* Another organization reset: named from now on, off the default. */
+	cr_assert_eq(seal_orgs_retire(o, false, 7), 0);
+	k7 = seal_orgs_key(o, 7)->id;
+	cr_assert_neq(k7, d);
+	cr_assert_eq(seal_orgs_count(o), 3);
+	cr_assert_eq(seal_orgs_write(p, o, err, sizeof(err)), 0, "%s", err);
+	cr_assert(seal_orgs_changed(p, back), "a replaced file is seen as changed");
+	seal_orgs_free(back);
+	/* Every key retired. */
+	k5 = seal_orgs_key(o, 5)->id;
+	cr_assert_eq(seal_orgs_retire(o, true, 0), 0);
+	cr_assert_neq(seal_orgs_default(o)->id, d);
+	cr_assert_neq(seal_orgs_key(o, 5)->id, k5);
+	cr_assert_neq(seal_orgs_key(o, 9)->id, k9);
+	cr_assert_neq(seal_orgs_key(o, 7)->id, k7);
+	cr_assert_eq(seal_orgs_count(o), 3);
+	seal_orgs_free(o);
+}
+
+/* ---- What a reset is for ------------------------------------------------- */
+
+static const uint8_t payload[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+static struct shared_hdr
+slice_of(uint64_t org)
+{
+	return (struct shared_hdr){.kind = SHARED_SLICE, .org = org, .key = 0x4444,
+				   .parent = 0x2222, .object_id = 0x870985c5d46bfa18ull,
+				   .first_use_ns = FU, .written_ns = FU + 5, .gen_global = 1,
+				   .gen_org = 2, .layout = 7, .shard = 3, .cache = 1, .start = 64,
+				   .tokens = 2, .bytes_per_token = 4, .payload_len = 8};
+}
+
+/* Seal organization @p org's slice under @p ring as a writer does into @p obj: its length. */
+static size_t
+seal_with(uint8_t *obj, uint64_t org, const struct seal_ring *ring)
+{
+	struct shared_hdr h = slice_of(org);
+	struct seal_key k;
+
+	memcpy(obj + SHARED_HDR_LEN, payload, sizeof(payload));
+	cr_assert_eq(shared_seal_key(ring, org, &k), 0);
+	cr_assert_eq(shared_slice_seal(&h, obj + SHARED_HDR_LEN, &k), 0);
+	shared_hdr_encode(obj, &h, obj + SHARED_HDR_LEN);
+	return SHARED_HDR_LEN + h.payload_len;
+}
+
+static enum shared_bad
+open_with(const uint8_t *obj, size_t n, const struct seal_ring *ring)
+{
+	uint8_t copy[256];
+	struct shared_hdr h;
+	enum shared_bad why;
+
+	memcpy(copy, obj, n);
+	why = shared_obj_decode(copy, n, &h);
+	if (why == SHARED_OK)
+		why = shared_slice_open(&h, copy + SHARED_HDR_LEN, ring);
+	if (why == SHARED_OK)
+		cr_assert_arr_eq(copy + SHARED_HDR_LEN, payload, sizeof(payload), "opened, not the bytes");
+	return why;
+}
+
+Test(orgkeys, a_slice_under_a_retired_key_opens_nowhere)
+{
+	struct seal_orgs *o = seal_orgs_new();
+	struct seal_ring ring = {.cur = doc_key(0)}, plain_master = {.cur = doc_key(0)};
+	struct seal_ring rotated = {.cur = doc_key(1), .old = doc_key(0)};
+	uint8_t a[256], b[256], c[256];
+	size_t na, nb, nc;
+
+	cr_assert_not_null(o);
+	cr_assert_eq(seal_orgs_retire(o, false, 0xa), 0);
+	ring.orgs = o;
+	na = seal_with(a, 0xa, &ring); /* organization 0xa: its own key */
+	nb = seal_with(b, 0xb, &ring); /* 0xb: the default */
+	cr_assert_eq(open_with(a, na, &ring), SHARED_OK);
+	cr_assert_eq(open_with(b, nb, &ring), SHARED_OK);
+	/* The master key alone opens neither: that is what makes a reset stick. */
+	cr_assert_eq(open_with(a, na, &plain_master), SHARED_BAD_KEY);
+	cr_assert_eq(open_with(b, nb, &plain_master), SHARED_BAD_KEY);
+	/* A master key rotation keeps them open (the store is mixed with both). */
+	rotated.orgs = o;
+	cr_assert_eq(open_with(a, na, &rotated), SHARED_OK, "rotation: the old master key");
+	nc = seal_with(c, 0xa, &rotated);
+	cr_assert_eq(open_with(c, nc, &rotated), SHARED_OK, "rotation: the new master key");
+	/* Organization 0xa reset: its slice is refused by its id, 0xb's opens. */
+	cr_assert_eq(seal_orgs_retire(o, false, 0xa), 0);
+	cr_assert_eq(open_with(a, na, &ring), SHARED_BAD_KEY, "retired: refused by the key id");
+	cr_assert_eq(open_with(c, nc, &rotated), SHARED_BAD_KEY);
+	cr_assert_eq(open_with(b, nb, &ring), SHARED_OK, "another organization: untouched");
+	/* A slice under a retired key that claims the new pair's id: its tag fails. */
+	{
+		struct seal_key now;
+		struct shared_hdr h;
+		uint8_t forged[256];
+
+		memcpy(forged, a, na);
+		cr_assert_eq(shared_obj_decode(forged, na, &h), SHARED_OK);
+		cr_assert_eq(shared_seal_key(&ring, 0xa, &now), 0);
+		h.key_id = now.id;
+		shared_hdr_encode(forged, &h, forged + SHARED_HDR_LEN);
+		cr_assert_eq(open_with(forged, na, &ring), SHARED_BAD_TAG);
+	}
+	/* Every key retired: nothing sealed before opens. */
+	cr_assert_eq(seal_orgs_retire(o, true, 0), 0);
+	cr_assert_eq(open_with(b, nb, &ring), SHARED_BAD_KEY, "the default retired");
+	nb = seal_with(b, 0xb, &ring);
+	cr_assert_eq(open_with(b, nb, &ring), SHARED_OK, "sealed anew");
+	seal_orgs_free(o);
+}
