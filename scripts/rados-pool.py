@@ -17,6 +17,12 @@ ceph-common): one process per step rather than a rados CLI per object.
                                   made again: XXH3 is no secret); print how many
   rados-pool.py CONF versions NS  the slices of namespace NS by their format
                                   version ("plain=N sealed=M")
+  rados-pool.py CONF backup NS F  every object of namespace NS (slices, records,
+                                  its generation) copied into file F, as a
+                                  backup of the pool keeps them; print how many
+  rados-pool.py CONF restore F    every object of backup F written back over
+                                  what the pool holds (the generation too);
+                                  print how many
 
 The pool is "kvss"; every op waits at most 30 s.
 """
@@ -25,6 +31,7 @@ import struct
 import sys
 
 import ctypes
+import json
 
 import rados
 
@@ -131,9 +138,31 @@ def versions(io, ns):
     return 0
 
 
+def backup(io, ns, path):
+    io.set_namespace(ns)
+    objs = {o.key: io.read(o.key, 1 << 26).hex() for o in list(io.list_objects())}
+    with open(path, "w") as f:
+        json.dump({"ns": ns, "objects": objs}, f)
+    print(len(objs))
+    return 0
+
+
+def restore(io, path):
+    with open(path) as f:
+        b = json.load(f)
+    io.set_namespace(b["ns"])
+    for key, data in b["objects"].items():
+        io.write_full(key, bytes.fromhex(data))
+    print(len(b["objects"]))
+    return 0
+
+
 def main(argv):
-    if len(argv) < 3 or argv[2] not in ("corrupt", "rm-slice", "has", "versions", "namespaces", "unseal") or \
-            (argv[2] in ("has", "versions", "unseal")) != (len(argv) == 4):
+    two = ("backup",)
+    one = ("has", "versions", "unseal", "restore")
+    if len(argv) < 3 or argv[2] not in ("corrupt", "rm-slice", "has", "versions", "namespaces", "unseal",
+                                        "backup", "restore") or \
+            len(argv) != 3 + (argv[2] in one) + 2 * (argv[2] in two):
         print(__doc__, file=sys.stderr)
         return 2
     c, io = open_pool(argv[1])
@@ -148,6 +177,10 @@ def main(argv):
             return unseal(io, argv[3])
         if argv[2] == "versions":
             return versions(io, argv[3])
+        if argv[2] == "backup":
+            return backup(io, argv[3], argv[4])
+        if argv[2] == "restore":
+            return restore(io, argv[3])
         return has(io, argv[3])
     finally:
         io.close()

@@ -104,6 +104,10 @@ LITERAL = {
     "shared_shed": "slice writes answered SHARED_FAILED at once: too many waited",
     "shared_sealed": "slices sealed (AES-256-GCM) before they were written (shared.key_file)",
     "shared_opened": "sealed slices read whose tag matched (opened, then served)",
+    "shared_org_keys_reloaded": "times the organization key store (shared.org_key_file) was read "
+                                "again after its file was replaced (a reset retired a key)",
+    "shared_org_keys_refused": "times a replaced organization key store was refused (the keys held "
+                               "kept; the log says why)",
     "shared_timeouts": "cluster operations past the op timeout (shared.op_timeout_ms)",
     "shared_busy": "cluster operations not begun: as many in flight as shared.depth",
     "shared_cluster_puts": "writes asked of the cluster (lib/shared: exclusive creates and writes over)",

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kvss-shared: the operator's tool for the shared level on Ceph RADOS
- * (issue 40; docs/kvss.md, "Pointing kvss at a Ceph cluster").
+ * (docs/kvss.md, "Pointing kvss at a Ceph cluster").
  *
  *   kvss-shared --conf C [--pool P] [--client NAME] [--timeout-ms MS] COMMAND
  *     gen [--org ORG]      the global generation, or the organization's
@@ -9,9 +9,15 @@
  *                          the way out of a broken, removed or lowered
  *                          generation object: set it above every generation
  *                          a record names (a reset: nothing older is read)
- *     reset [--org ORG]    the emergency reset: one more generation (every
+ *     reset [--org ORG] [--org-keys FILE]
+ *                          the emergency reset: one more generation (every
  *                          replica stops reading older objects when it reads
- *                          it); prints old -> new
+ *                          it); prints old -> new. With FILE, the
+ *                          organization's key in it (or every key) is
+ *                          retired first (keys.c)
+ *     keys --org-keys FILE [--init]
+ *                          make a store of organization keys, or show its
+ *                          key ids; no cluster
  *     ls [--org ORG]       namespaces: generation, objects (records, slices,
  *                          not ours), bytes
  *     sweep [--ttl-first S] [--grace S] [--dry-run] [--verbose]
@@ -45,6 +51,8 @@ struct ks_cmdline {
 	const char *org_arg;
 	struct ks_sweep_opts sweep;
 	bool repair;
+	const char *org_keys; /* --org-keys: the organization key store */
+	bool init;
 };
 
 static void
@@ -57,7 +65,13 @@ usage(FILE *f)
 		"  gen --repair [--org ORG] [--dry-run]\n"
 		"                         a broken, removed or lowered generation: set it above\n"
 		"                         every generation a record names (nothing older is read)\n"
-		"  reset [--org ORG]      the emergency reset: bump that generation (old -> new)\n"
+		"  reset [--org ORG] [--org-keys FILE]\n"
+		"                         the emergency reset: bump that generation (old -> new);\n"
+		"                         with FILE, first retire the organization's key in it (or\n"
+		"                         every key): every copy of what it sealed is unreadable\n"
+		"  keys --org-keys FILE [--init]\n"
+		"                         make a store of organization keys (--init), or show its\n"
+		"                         key ids (no cluster needed: no --conf)\n"
 		"  ls [--org ORG]         namespaces: generation, objects, bytes\n"
 		"  sweep [--ttl-first SECONDS] [--grace SECONDS] [--dry-run] [--verbose]\n"
 		"                         delete objects of an older generation, columns past\n"
@@ -129,14 +143,15 @@ parse_global(int argc, char **argv, struct ks_cmdline *c)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "kvss-shared: no command (gen, reset, ls, sweep)\n");
+		fprintf(stderr, "kvss-shared: no command (gen, reset, ls, sweep, keys)\n");
 		usage(stderr);
 		return KS_USAGE;
 	}
 	c->cmd = argv[optind];
 	if (strcmp(c->cmd, "gen") != 0 && strcmp(c->cmd, "reset") != 0 &&
-	    strcmp(c->cmd, "ls") != 0 && strcmp(c->cmd, "sweep") != 0) {
-		fprintf(stderr, "kvss-shared: unknown command '%s' (gen, reset, ls, sweep)\n",
+	    strcmp(c->cmd, "ls") != 0 && strcmp(c->cmd, "sweep") != 0 &&
+	    strcmp(c->cmd, "keys") != 0) {
+		fprintf(stderr, "kvss-shared: unknown command '%s' (gen, reset, ls, sweep, keys)\n",
 			c->cmd);
 		return KS_USAGE;
 	}
@@ -152,9 +167,12 @@ sub_option(struct ks_cmdline *c, int opt, const char *given)
 	char err[600];
 	uint64_t v;
 
-	if ((opt == 'o' && strcmp(c->cmd, "sweep") == 0) ||
+	bool keys = strcmp(c->cmd, "keys") == 0;
+
+	if ((opt == 'o' && (strcmp(c->cmd, "sweep") == 0 || keys)) ||
 	    (sweep_opt && strcmp(c->cmd, "sweep") != 0) ||
-	    (opt == 'R' && strcmp(c->cmd, "gen") != 0)) {
+	    (opt == 'R' && strcmp(c->cmd, "gen") != 0) ||
+	    (opt == 'K' && !keys && strcmp(c->cmd, "reset") != 0) || (opt == 'I' && !keys)) {
 		fprintf(stderr, "kvss-shared %s: %s is not one of its options\n", c->cmd, given);
 		return KS_USAGE;
 	}
@@ -208,6 +226,16 @@ sub_option(struct ks_cmdline *c, int opt, const char *given)
 	case 'R':
 		c->repair = true;
 		break;
+	case 'K':
+		if (optarg[0] == '\0') {
+			fprintf(stderr, "kvss-shared: --org-keys: an empty name\n");
+			return KS_USAGE;
+		}
+		c->org_keys = optarg;
+		break;
+	case 'I':
+		c->init = true;
+		break;
 	case 'h':
 		usage(stdout);
 		return -1;
@@ -228,6 +256,8 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 		{ "dry-run", no_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "repair", no_argument, NULL, 'R' },
+		{ "org-keys", required_argument, NULL, 'K' },
+		{ "init", no_argument, NULL, 'I' },
 		{ "capacity-tokens", required_argument, NULL, 'C' },
 		{ "share", required_argument, NULL, 'S' },
 		{ "share-default", required_argument, NULL, 'D' },
@@ -264,6 +294,13 @@ parse_cmdline(int argc, char **argv, struct ks_cmdline *c)
 	if (ks_shares_check(&c->sweep.shares, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss-shared sweep: %s\n", err);
 		return KS_USAGE;
+	}
+	if (strcmp(c->cmd, "keys") == 0) {
+		if (c->org_keys == NULL) {
+			fprintf(stderr, "kvss-shared keys: --org-keys FILE is required\n");
+			return KS_USAGE;
+		}
+		return 0; /* no cluster: --conf is not read */
 	}
 	if (c->p.conf == NULL) {
 		fprintf(stderr, "kvss-shared: --conf CEPH.conf is required\n");
@@ -413,6 +450,14 @@ cmd_reset(struct shared *s, const struct ks_cmdline *c)
 	int rc;
 
 	target_ns(c, ns, what, sizeof(what));
+	/* The keys first: a reset asked to be cryptographic is not done
+	 * halfway (a generation bumped with the keys still able to open what
+	 * it left behind would look done). */
+	if (c->org_keys != NULL) {
+		rc = ks_keys_retire(c->org_keys, c->have_org, c->org, c->org_arg);
+		if (rc != KS_OK)
+			return rc;
+	}
 	rc = shared_gen_bump(s, ns, &g);
 	if (rc == -EOVERFLOW) {
 		fprintf(stderr, "kvss-shared: the %s is %u, the largest: a reset past it would wrap "
@@ -524,6 +569,8 @@ main(int argc, char **argv)
 	rc = parse_cmdline(argc, argv, &c);
 	if (rc != 0)
 		return rc < 0 ? KS_OK : rc;
+	if (strcmp(c.cmd, "keys") == 0)
+		return ks_keys(c.org_keys, c.init);
 	s = shared_open(&c.p, err, sizeof(err));
 	if (s == NULL) {
 		fprintf(stderr, "kvss-shared: %s\n", err);

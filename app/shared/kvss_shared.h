@@ -49,6 +49,18 @@ const char *ks_ns_label(const char *ns, char *buf, size_t len);
 /** ORG as the command line gives it: a name (hashed as the driver does) or 0x and hex; 0 or -1. */
 int ks_parse_org(const char *s, uint64_t *org);
 
+/* ---- Organization keys (keys.c) ---------------------------------------------- */
+
+/** keys --org-keys PATH [--init]: make a store (init) or show its key ids. */
+int ks_keys(const char *path, bool init);
+
+/**
+ * reset --org-keys PATH: a new key for organization @p org (@p org_arg as
+ * typed), or with !@p have_org every key. KS_OK, or KS_USAGE / KS_FAILED
+ * with nothing written (the reset must then not go on).
+ */
+int ks_keys_retire(const char *path, bool have_org, uint64_t org, const char *org_arg);
+
 /* ---- Shares of the shared level (shares.c) ---------------------------------- */
 
 #define KS_MAX_SHARES 64

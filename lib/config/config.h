@@ -249,6 +249,9 @@ struct kvss_config {
 		 * and the one before it, still opened (a rotation's window). */
 		char key_file[KVSS_PATH_MAX];
 		char old_key_file[KVSS_PATH_MAX];
+		/* shard: the organization key store mixed with them ("": none;
+		 * lib/seal/orgkeys.h), read again when the file is replaced. */
+		char org_key_file[KVSS_PATH_MAX];
 	} shared;
 
 	struct {

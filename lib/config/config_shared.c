@@ -8,7 +8,8 @@
  *              deadline_ms = 20; generation_ms = 1000; lookahead = 32;
  *              max_columns = 32; staged = 4096; admit = "all"; write = true;
  *              max_up = 256; latency_us = 20000; gbps = 2;
- *              key_file = "/etc/kvss/shared.key"; old_key_file = ""; }
+ *              key_file = "/etc/kvss/shared.key"; old_key_file = "";
+ *              org_key_file = "/etc/kvss/org.keys"; }
  *
  * Without the group (or with conf = "") there is no shared level and
  * nothing changes. Whether the cluster is there is kvss's to find at start
@@ -72,8 +73,16 @@ kvss_cfg_load_shared(struct ctx *c, const config_setting_t *root, struct kvss_co
 	/* The files themselves are checked where they are read (the shard's
 	 * start, naming the key): here that the pair makes sense. */
 	if (cfg_get_str(c, g, "key_file", sc->key_file, sizeof(sc->key_file)) != 0 ||
-	    cfg_get_str(c, g, "old_key_file", sc->old_key_file, sizeof(sc->old_key_file)) != 0)
+	    cfg_get_str(c, g, "old_key_file", sc->old_key_file, sizeof(sc->old_key_file)) != 0 ||
+	    cfg_get_str(c, g, "org_key_file", sc->org_key_file, sizeof(sc->org_key_file)) != 0)
 		return -1;
+	if (sc->org_key_file[0] != '\0' && sc->key_file[0] == '\0')
+		return cfg_fail(c, g, "org_key_file",
+				"given without key_file: organization keys are mixed with the master key");
+	if (sc->org_key_file[0] != '\0' && (strcmp(sc->org_key_file, sc->key_file) == 0 ||
+					    strcmp(sc->org_key_file, sc->old_key_file) == 0))
+		return cfg_fail(c, g, "org_key_file", "'%s' is a master key file too: the store is "
+				"a file of its own (kvss-shared keys --init)", sc->org_key_file);
 	if (sc->old_key_file[0] != '\0' && sc->key_file[0] == '\0')
 		return cfg_fail(c, g, "old_key_file",
 				"given without key_file: the key slices are sealed with now comes first");

@@ -27,6 +27,7 @@
 #include <rte_rwlock.h>
 
 #include "level.h"
+#include "orgkeys.h"
 #include "shard.h"
 #include "shared_obj.h"
 #include "seal.h"
@@ -382,7 +383,9 @@ fail:
 void
 level_keys_free(struct seal_ring *r)
 {
-	if (r != NULL)
+	if (r != NULL) {
+		seal_orgs_free(r->orgs);
 		OPENSSL_cleanse(r, sizeof(*r)); /* the keys leave no copy (not a dead store) */
+	}
 	free(r);
 }

@@ -29,8 +29,11 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include <openssl/crypto.h>
+
 #include "level.h"
 #include "mono.h"
+#include "orgkeys.h"
 #include "shard.h"
 #include "shared.h"
 #include "shared_seal.h"
@@ -62,6 +65,10 @@ struct sh {
 	/* The keys slices are sealed with and opened by (NULL: plain slices). */
 	struct seal_ring *ring;
 	uint64_t sealed, opened;
+	/* The organization key store: when it was last looked at, how often
+	 * it was read again, and the last refusal said (said once each). */
+	uint64_t orgs_looked_ns, orgs_reloaded, orgs_reload_failed;
+	char orgs_said[512];
 };
 
 /* A slice's object: its header, its bytes, and a sealed one's tag. */
@@ -176,8 +183,13 @@ same_slice(const struct shard_level *lv, const struct level_req *q, const struct
 	 * written by a holder of that key, and stands for it (one sealed under
 	 * the key before is written over: it would not open once that key
 	 * is dropped). */
-	if (sh->ring != NULL)
-		return h->key_id == sh->ring->cur.id && slice_open(lv, h, q->back) == SHARED_OK;
+	if (sh->ring != NULL) {
+		struct seal_key k;
+		bool mine = shared_seal_key(sh->ring, q->meta.org, &k) == 0 && h->key_id == k.id;
+
+		OPENSSL_cleanse(&k, sizeof(k));
+		return mine && slice_open(lv, h, q->back) == SHARED_OK;
+	}
 	return memcmp(q->back + SHARED_HDR_LEN, q->data, q->len) == 0;
 }
 
@@ -366,10 +378,18 @@ make_put(struct shard_level *lv, struct level_req *q)
 
 	hdr_of(lv, q, &h);
 	h.written_ns = shared_wall_ns();
-	if (sh->ring != NULL && shared_slice_seal(&h, q->data, &sh->ring->cur) != 0) {
-		sh->failed++; /* nothing leaves in plain */
-		level_done(lv, q, PROTO_E_SHARED_FAILED);
-		return false;
+	if (sh->ring != NULL) {
+		struct seal_key k;
+		int rc = shared_seal_key(sh->ring, q->meta.org, &k);
+
+		if (rc == 0)
+			rc = shared_slice_seal(&h, q->data, &k);
+		OPENSSL_cleanse(&k, sizeof(k));
+		if (rc != 0) {
+			sh->failed++; /* nothing leaves in plain */
+			level_done(lv, q, PROTO_E_SHARED_FAILED);
+			return false;
+		}
 	}
 	if (sh->ring != NULL)
 		sh->sealed++;
@@ -395,11 +415,59 @@ start(struct shard_level *lv, struct level_req *q)
 	}
 }
 
+/*
+ * The organization key store, read again once its file is replaced (a
+ * reset retired a key: kvss-shared wrote a new one), looked at once per
+ * generation interval, as the driver looks at the generations: within one
+ * interval of a reset this replica neither seals under nor opens the key
+ * retired. A store that does not read keeps the keys held (said once per
+ * reason, counted): every slice this replica then seals under a retired
+ * key is refused by the replicas that read the new store (KEY), never
+ * served.
+ */
+static void
+orgs_look(struct shard_level *lv)
+{
+	const struct kvss_shared_cfg *c = &kvss.cfg.shared;
+	struct sh *sh = lv->be;
+	struct seal_orgs *o;
+	char err[512];
+	uint64_t now;
+
+	if (sh->ring == NULL || sh->ring->orgs == NULL)
+		return;
+	now = mono_ns();
+	if (now - sh->orgs_looked_ns < (uint64_t)c->generation_ms * 1000000ull)
+		return;
+	sh->orgs_looked_ns = now;
+	if (!seal_orgs_changed(c->org_key_file, sh->ring->orgs))
+		return;
+	if (seal_orgs_load(c->org_key_file, &o, err, sizeof(err)) != 0) {
+		sh->orgs_reload_failed++;
+		if (strcmp(err, sh->orgs_said) != 0) {
+			snprintf(sh->orgs_said, sizeof(sh->orgs_said), "%s", err);
+			printf("kvss: shard %u: shared.org_key_file changed but is refused, the keys "
+			       "held are kept: %s\n", lv->shard->cfg->id, err);
+			fflush(stdout);
+		}
+		return;
+	}
+	seal_orgs_free(sh->ring->orgs);
+	sh->ring->orgs = o;
+	sh->orgs_reloaded++;
+	sh->orgs_said[0] = '\0';
+	printf("kvss: shard %u: organization keys read again from %s (%u named, default key "
+	       "%08x)\n", lv->shard->cfg->id, c->org_key_file, seal_orgs_count(o),
+	       seal_orgs_default(o)->id);
+	fflush(stdout);
+}
+
 static bool
 poll_shared(struct shard_level *lv, bool idle)
 {
 	struct sh *sh = lv->be;
 
+	orgs_look(lv);
 	drain_fifo(lv, &sh->gets, sh->depth);
 	drain_fifo(lv, &sh->wputs, sh->put_limit);
 	if (shared_inflight(sh->s) == 0)
@@ -465,6 +533,13 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 		close_shared(lv);
 		return -1;
 	}
+	if (c->org_key_file[0] != '\0' &&
+	    seal_orgs_load(c->org_key_file, &sh->ring->orgs, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "shared.org_key_file: %s", why);
+		close_shared(lv);
+		return -1;
+	}
+	sh->orgs_looked_ns = mono_ns();
 	sh->s = shared_open(&p, why, sizeof(why));
 	if (sh->s == NULL) {
 		snprintf(err, errlen, "shared.conf %s: %s", c->conf, why);
@@ -484,12 +559,20 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 	else
 		printf("kvss: shard %u: the shared level's slices are sealed (AES-256-GCM, key %08x)\n",
 		       lv->shard->cfg->id, sh->ring->cur.id);
+	if (sh->ring != NULL && sh->ring->orgs != NULL)
+		printf("kvss: shard %u: each organization's slices under its own key from %s (%u "
+		       "named, default key %08x): a reset that replaces it makes them unreadable\n",
+		       lv->shard->cfg->id, c->org_key_file, seal_orgs_count(sh->ring->orgs),
+		       seal_orgs_default(sh->ring->orgs)->id);
+	else if (sh->ring != NULL)
+		printf("kvss: shard %u: no shared.org_key_file: a reset does not retire keys (the "
+		       "master key opens every slice sealed before it)\n", lv->shard->cfg->id);
 	return 0;
 }
 
 
-/* The refusals by reason, nine of the level's own, ten of lib/shared's. */
-_Static_assert(SHARED_BAD_COUNT - 1 + 19 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
+/* The refusals by reason, eleven of the level's own, ten of lib/shared's. */
+_Static_assert(SHARED_BAD_COUNT - 1 + 21 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
 
 static unsigned int
 counters(const struct shard_level *lv, struct level_counter *c)
@@ -512,6 +595,8 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	c[n++] = (struct level_counter){"", "replaced", sh->replaced, false};
 	c[n++] = (struct level_counter){"", "sealed", sh->sealed, false};
 	c[n++] = (struct level_counter){"", "opened", sh->opened, false};
+	c[n++] = (struct level_counter){"", "org_keys_reloaded", sh->orgs_reloaded, false};
+	c[n++] = (struct level_counter){"", "org_keys_refused", sh->orgs_reload_failed, false};
 	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts, false};
 	c[n++] = (struct level_counter){"", "busy", ls.busy, false};
 	/* lib/shared's own count of what it asked the cluster and how each
