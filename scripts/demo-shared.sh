@@ -10,8 +10,10 @@
 # built-in workload), the second, started empty, the second half: its hits
 # from the shared level are what the first one wrote, every byte checked
 # by its wafer emulator; the shards seal their slices with a key made for
-# the run. Then the emergency reset under a running replica
-# (how long until it stops finding the old generation), and, with
+# the run, each organization's under its own key from a store made for the
+# run too. Then the emergency reset under a running replica, retiring every
+# organization's key (how long until it stops finding the old generation,
+# and until its shards read the new keys), and, with
 # KVSS_DEMO_SHARED_KILL_OSD=1, the second replica again with one OSD killed
 # with kill -9 mid-run.
 #
@@ -104,6 +106,9 @@ EOF
 # The shards seal their slices with a key made for this run (docs/kvss.md,
 # "Sealing the slices"): what the pool holds is ciphertext.
 (umask 077 && python3 -c 'import os; print(os.urandom(32).hex())' >"$tmp/shared.key")
+# ... and each organization's under a key of its own, which the reset retires
+# (docs/kvss.md, "A reset that retires a key").
+"$BUILD/kvss-shared" keys --org-keys "$tmp/org.keys" --init >/dev/null
 # A replica's configurations: the demo's, the trace replaced, the shared level added.
 mkcfgs() { # mkcfgs TAG TRACE [GENERATION_MS]
 	sed -e "s#^  trace = .*#  trace = \"$2\";#" -e 's/^  limit = .*/  limit = 0;/' \
@@ -111,7 +116,7 @@ mkcfgs() { # mkcfgs TAG TRACE [GENERATION_MS]
 	shared_group "${3:-}" >>"$tmp/$1-driver.cfg"
 	for k in 0 1; do
 		cp "config/memif-shard$k.cfg" "$tmp/$1-shard$k.cfg"
-		shared_group | sed "s#^  pool = \"kvss\";#&\n  key_file = \"$tmp/shared.key\";#" \
+		shared_group "${3:-}" | sed "s#^  pool = \"kvss\";#&\n  key_file = \"$tmp/shared.key\";\n  org_key_file = \"$tmp/org.keys\";#" \
 			>>"$tmp/$1-shard$k.cfg"
 	done
 }
@@ -225,18 +230,28 @@ for _ in $(seq 1 600); do
 done
 sleep 3
 t1=$(date +%s%N)
-"$BUILD/kvss-shared" --conf "$conf" reset >"$tmp/reset.txt" 2>&1
+"$BUILD/kvss-shared" --conf "$conf" reset --org-keys "$tmp/org.keys" >"$tmp/reset.txt" 2>&1
 seen=""
+keyed=""
 for _ in $(seq 1 1000); do
-	if grep -q "generation of every organization" "$out/reset.log" 2>/dev/null; then
+	if [ -z "$seen" ] && grep -q "generation of every organization" "$out/reset.log" 2>/dev/null; then
 		seen=$(( ($(date +%s%N) - t1) / 1000000 ))
-		break
 	fi
+	# Both shards of the replica (their logs: the two that name this run's
+	# store): every slice sealed before is unreadable to it.
+	if [ -z "$keyed" ] &&
+		[ "$(grep -l "organization keys read again from $tmp/org.keys" $(grep -l "$tmp/org.keys" /tmp/kvss-demo.*/shard[01].log 2>/dev/null) /dev/null 2>/dev/null | wc -l)" -ge 2 ]; then
+		keyed=$(( ($(date +%s%N) - t1) / 1000000 ))
+	fi
+	[ -n "$seen" ] && [ -n "$keyed" ] && break
 	sleep 0.01
 done
 wait "$rpid"
-say "reset under a running replica: $(head -1 "$tmp/reset.txt"); the replica stopped reading the old" \
+say "reset under a running replica: $(grep -m1 "generation:" "$tmp/reset.txt"); the replica stopped reading the old" \
 	"generation after ${seen:-?} ms (generation_ms = 200; a lookup in flight ends within deadline_ms = 50)"
+say "... with every organization's key retired ($(head -1 "$tmp/reset.txt" | sed 's/.*(\(default.*\))/\1/')):" \
+	"both shards read the new keys after ${keyed:-?} ms; what they sealed before opens nowhere"
+[ -n "$keyed" ] || status=1
 
 if [ "${KVSS_DEMO_SHARED_KILL_OSD:-0}" = 1 ]; then
 	replica kill0 "$first" # writes under the new generation
