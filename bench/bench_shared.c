@@ -203,7 +203,7 @@ main(int argc, char **argv)
 	if (strcmp(argv[2], "orgkeys") == 0) {
 		/* A store naming the organization (a reset gave it a key of its own). */
 		bench_ring.orgs = seal_orgs_new();
-		if (bench_ring.orgs == NULL || seal_orgs_retire(bench_ring.orgs, false, 0x3333) != 0) {
+		if (bench_ring.orgs == NULL || seal_orgs_name(bench_ring.orgs, 0x3333) != 0) {
 			fprintf(stderr, "bench_shared: no organization keys (libcrypto)\n");
 			return 1;
 		}

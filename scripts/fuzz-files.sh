@@ -42,9 +42,9 @@ done
 # with comments, empty lines and no newline at its end.
 K1=1111111111111111111111111111111111111111111111111111111111111111
 K2=2222222222222222222222222222222222222222222222222222222222222222
-{ printf '\003# kvss organization keys\ndefault %s\norg 0x5 %s\norg 0x1f %s\n' $K1 $K2 $K1; } \
+{ printf '\003# kvss organization keys\ndefault %s\norg 0x5 %s\norg 0x1f %s\nend 2\n' $K1 $K2 $K1; } \
 	>"$CORPUS/seed_orgkeys"
-{ printf '\003\n# a\n\norg 0xffffffffffffffff %s\ndefault %s' $K2 $K1; } >"$CORPUS/seed_orgkeys_2"
+{ printf '\003\n# a\n\norg 0xffffffffffffffff %s\ndefault %s\nend 1' $K2 $K1; } >"$CORPUS/seed_orgkeys_2"
 # libconfig 1.5 leaks its scanner's string buffer on some syntax errors (a
 # string cut off at the end of the file); the process exits after a bad file,
 # so that leak is libconfig's alone and suppressed by name.

@@ -107,7 +107,9 @@ LITERAL = {
     "shared_org_keys_reloaded": "times the organization key store (shared.org_key_file) was read "
                                 "again after its file was replaced (a reset retired a key)",
     "shared_org_keys_refused": "times a replaced organization key store was refused (the keys held "
-                               "kept; the log says why)",
+                               "kept for reading; the log says why)",
+    "shared_org_keys_behind_puts": "slices not written because the organization key store given "
+                                   "was refused (nothing sealed under keys perhaps retired)",
     "shared_timeouts": "cluster operations past the op timeout (shared.op_timeout_ms)",
     "shared_busy": "cluster operations not begun: as many in flight as shared.depth",
     "shared_cluster_puts": "writes asked of the cluster (lib/shared: exclusive creates and writes over)",

@@ -48,8 +48,9 @@
 #      before the reset hits it (what the key alone changes), a reader with
 #      the new store refuses every slice (KEY) and serves none, a zeta
 #      reader still hits; a replica running through a reset reads the new
-#      store within a generation interval; a store readable by others stops
-#      kvss at start, naming the key;
+#      store within a generation interval, one given a store it must refuse
+#      keeps its keys for reading and writes nothing more; a store readable
+#      by others stops kvss at start, naming the key;
 #  12. round 3's generation attacks with rados: the generation object removed
 #      after a reset (a starting replica runs without the level, saying why),
 #      a garbage one (the same, exit 0), kvss-shared gen --repair, and the
@@ -539,15 +540,21 @@ orgcfg() { # orgcfg CFG STORE: sealed with k1, each organization under its key f
 	sed -i "s#^  key_file = \"$tmp/k1.key\";#&\n  org_key_file = \"$2\";#" "$1"
 }
 none_served() { # none_served LABEL LOG: what it staged from the shared level was refused, all lost
-	check "$1: none served: the $(field "$2" hit_tokens_shared) tokens staged from the shared level all lost ($(field "$2" lost_tokens)), $(field "$2" shared.slices_bad) slices refused" \
-		holds "$(field "$2" lost_tokens) >= $(field "$2" hit_tokens_shared) and $(field "$2" shared.slices_bad) > 0"
+	check "$1: none served: the $(field "$2" hit_tokens_shared) tokens staged from the shared level all lost ($(field "$2" lost_tokens)), $(field "$2" shared.up_failed) slices not brought up" \
+		holds "$(field "$2" lost_tokens) >= $(field "$2" hit_tokens_shared) and $(field "$2" shared.up_failed) > 0"
 }
 "$BUILD/kvss-shared" keys --org-keys "$tmp/org.keys" --init >"$tmp/keys.txt" 2>&1
 check "kvss-shared keys --init: a new store, mode 0600" \
 	eval 'grep -q "a new store" "$tmp/keys.txt" && [ "$(stat -c %a "$tmp/org.keys")" = 600 ]'
+# Epsilon gets a key of its own, so that its reset retires its key alone
+# (zeta stays on the default key).
+"$BUILD/kvss-shared" keys --org-keys "$tmp/org.keys" --org epsilon >>"$tmp/keys.txt" 2>&1
+check "kvss-shared keys --org epsilon: a key of its own" \
+	eval 'grep -q "organization epsilon has a key of its own" "$tmp/keys.txt" && grep -q "1 named" "$tmp/keys.txt"'
 # Epsilon's generation object made first (a reset without keys), so that
 # a backup holds the generation its objects were written under.
 shared reset --org epsilon >/dev/null 2>&1
+shared reset --org zeta >/dev/null 2>&1
 pool namespaces >"$tmp/ns.before14" 2>/dev/null
 mkcfg "$tmp/e1.cfg" "$tmp/e1" "$tmp/epsilon.jsonl"
 orgcfg "$tmp/e1.cfg" "$tmp/org.keys"
@@ -565,6 +572,7 @@ orgcfg "$tmp/z1.cfg" "$tmp/org.keys"
 run_all "$tmp/z1.cfg" "$tmp/z1.log"
 rc=$?
 right "Z1 (zeta, writer)" "$tmp/z1.log" $rc
+zns=$(pool namespaces 2>/dev/null | grep -vxF -f "$tmp/ns.before14z" | head -1)
 # A reader with the master key alone opens none of them.
 readcfg "$tmp/e0.cfg" "$tmp/e0" "$tmp/epsilon.jsonl"
 keycfg "$tmp/e0.cfg" "$tmp/k1.key"
@@ -611,6 +619,7 @@ rc=$?
 say "Z2 (zeta, after epsilon's reset)" "$tmp/z2.log"
 right "Z2" "$tmp/z2.log" $rc
 check "Z2: another organization untouched: hits" holds "$(field "$tmp/z2.log" hit_tokens_shared) > 0"
+pool backup "${zns:-none}" "$tmp/zeta.backup" >/dev/null 2>&1
 # A replica running through a reset reads the new store.
 mkcfg "$tmp/e4.cfg" "$tmp/e4" "$tmp/epsilon-long.jsonl"
 orgcfg "$tmp/e4.cfg" "$tmp/org.keys"
@@ -626,6 +635,18 @@ check "E4 (epsilon, running through a reset): zero verify failures, finished" \
 kept "E4" "$tmp/e4.log"
 check "E4: read the new store while it ran, said and counted" \
 	eval 'grep -q "organization keys read again from $tmp/org.keys" "$tmp/e4.log" && grep -q "final stats: shared.* shared_org_keys_reloaded=[1-9]" "$tmp/e4.log"'
+# A store replaced by one it must refuse while it runs: the keys held are
+# kept for reading, and nothing more is written (it may hold retired keys).
+run_all "$tmp/e4.cfg" "$tmp/e5.log" &
+epid=$!
+for i in $(seq 100); do grep -q "the shared level: pool" "$tmp/e5.log" 2>/dev/null && break; sleep 0.1; done
+cp -p "$tmp/org.keys" "$tmp/org.keys.open" && chmod 644 "$tmp/org.keys.open" &&
+	mv "$tmp/org.keys.open" "$tmp/org.keys"
+wait $epid
+check "E5 (a store refused while it runs): zero verify failures, finished" \
+	eval 'test "$(field "$tmp/e5.log" verify_failures)/$(field "$tmp/e5.log" finished)" = 0/True'
+check "E5: the store refused, said once, counted; writes stopped, counted" \
+	eval '[ "$(grep -c "shared.org_key_file changed but is refused" "$tmp/e5.log")" = 1 ] && grep -q "final stats: shared.* shared_org_keys_refused=[1-9].* shared_org_keys_behind_puts=[1-9]" "$tmp/e5.log"'
 # A store others can read stops kvss at start, naming the key.
 chmod 644 "$tmp/org.keys"
 run_all "$tmp/z2.cfg" "$tmp/z3.log"
@@ -633,6 +654,18 @@ rc=$?
 check "an organization key store readable by others: kvss stops at start (exit $rc)" \
 	eval '[ "$rc" -ne 0 ] && [ "$rc" -ne 3 ] && grep -q "shared.org_key_file: .*mode 0644" "$tmp/z3.log"'
 chmod 600 "$tmp/org.keys"
+# Zeta has no key of its own: its reset retires the default key (said), and
+# its slices with it.
+shared reset --org zeta --org-keys "$tmp/org.keys" >"$tmp/reset14z.txt" 2>&1
+check "reset --org zeta (on the default key): the default key retired too, said" \
+	grep -q "organization zeta had no key of its own: its slices were under the default key, which is retired" "$tmp/reset14z.txt"
+r=$(pool restore "$tmp/zeta.backup" 2>/dev/null)
+readcfg "$tmp/z4.cfg" "$tmp/z4" "$tmp/zeta.jsonl"
+orgcfg "$tmp/z4.cfg" "$tmp/org.keys"
+run_all "$tmp/z4.cfg" "$tmp/z4.log"
+say "Z4 (zeta, its backup restored after its reset)" "$tmp/z4.log"
+refused "Z4" "$tmp/z4.log" key lost
+none_served "Z4" "$tmp/z4.log"
 
 # 12. Round 3's generation attacks, replayed with rados. What G0, G and I
 # wrote is of the generation after the reset: removing the generation

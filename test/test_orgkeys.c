@@ -117,8 +117,8 @@ Test(orgkeys, a_store_is_read_and_looked_up)
 	uint64_t org;
 	uint8_t b[32];
 
-	snprintf(text, sizeof(text), "# a comment\n\norg 0x20 %s\ndefault %s\norg 0X1f %s", K2, K1,
-		 K3);
+	snprintf(text, sizeof(text), "# a comment\n\norg 0x20 %s\ndefault %s\norg 0X1f %s\nend 2", K2,
+		 K1, K3);
 	o = parse_ok(text);
 	memset(b, 0x11, 32);
 	seal_key_from(&k1, b);
@@ -172,12 +172,35 @@ Test(orgkeys, hostile_stores_are_refused_naming_the_line)
 	snprintf(t, sizeof(t), "default %s\norg 0x1\n", K1);
 	refused(t, 2, "an organization is 0x");
 	snprintf(t, sizeof(t), "default %s\nDefault %s\n", K1, K2);
-	refused(t, 2, "neither 'default KEY' nor 'org 0xID KEY' nor a comment");
+	refused(t, 2, "neither 'default KEY' nor 'org 0xID KEY' nor 'end N' nor a comment");
 	snprintf(t, sizeof(t), " # indented\ndefault %s\n", K1);
 	refused(t, 1, "neither");
 	snprintf(t, sizeof(t), "default %s\n", K1);
 	t[3] = '\0';
 	refused_n(t, strlen(K1) + 9, 0, "a NUL byte");
+	/* A store cut short: its organizations would fall back on the default. */
+	snprintf(t, sizeof(t), "default %s\norg 0x5 %s\n", K1, K2);
+	refused(t, 0, "no 'end N' line at its end: cut short");
+	snprintf(t, sizeof(t), "default %s\norg 0x5 %s\nend 2\n", K1, K2);
+	refused(t, 3, "the 'end' line's count is not the number of organization lines");
+	snprintf(t, sizeof(t), "default %s\nend 0\norg 0x5 %s\n", K1, K2);
+	refused(t, 3, "a line after the 'end' line");
+	snprintf(t, sizeof(t), "default %s\nend 00\n", K1);
+	refused(t, 2, "'end' and the number of organization lines");
+	snprintf(t, sizeof(t), "default %s\nend -1\n", K1);
+	refused(t, 2, "'end' and the number");
+	snprintf(t, sizeof(t), "default %s\nend 0\n\n# after\n", K1);
+	seal_orgs_free(parse_ok(t)); /* comments and empty lines after it */
+	/* Larger than any store: refused before a line is read. */
+	{
+		size_t n = SEAL_ORGS_FILE_MAX + 1;
+		char *big = malloc(n);
+
+		cr_assert_not_null(big);
+		memset(big, '#', n);
+		refused_n(big, n, 0, "a store is at most");
+		free(big);
+	}
 }
 
 Test(orgkeys, a_store_holds_at_most_its_limit)
@@ -187,15 +210,19 @@ Test(orgkeys, a_store_holds_at_most_its_limit)
 	struct seal_orgs *o;
 	char err[256];
 	uint32_t i;
+	bool dflt;
 
 	cr_assert_not_null(t);
 	n = (size_t)snprintf(t, cap, "default %s\n", K1);
 	for (i = 0; i < SEAL_ORGS_MAX; i++)
 		n += (size_t)snprintf(t + n, cap - n, "org 0x%x %s\n", i + 1, K2);
-	cr_assert_eq(seal_orgs_parse(t, n, "t", &o, err, sizeof(err)), 0, "%s", err);
+	snprintf(t + n, cap - n, "end %u\n", SEAL_ORGS_MAX);
+	cr_assert_eq(seal_orgs_parse(t, strlen(t), "t", &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(seal_orgs_count(o), SEAL_ORGS_MAX);
-	cr_assert_eq(seal_orgs_retire(o, false, 0), -1, "a new organization past the limit");
-	cr_assert_eq(seal_orgs_retire(o, false, 7), 0, "one named: replaced in place");
+	cr_assert_eq(seal_orgs_retire(o, false, 0, &dflt), -1, "a new organization past the limit");
+	cr_assert_eq(seal_orgs_name(o, 0), -1, "named past the limit");
+	cr_assert_eq(seal_orgs_retire(o, false, 7, &dflt), 0, "one named: replaced in place");
+	cr_assert_not(dflt);
 	seal_orgs_free(o);
 	n += (size_t)snprintf(t + n, cap - n, "org 0x%x %s\n", 0, K2);
 	refused_n(t, n, SEAL_ORGS_MAX + 2, "more organizations than a store holds");
@@ -260,7 +287,7 @@ Test(orgkeys, hostile_store_files_are_refused, .init = mkdir_tmp, .fini = rm_tmp
 	char good[128], link[128];
 	const char *p;
 
-	snprintf(good, sizeof(good), "default %s\n", K1);
+	snprintf(good, sizeof(good), "default %s\nend 0\n", K1);
 	file_refused(path_of("missing"), "No such file");
 	file_refused(put("open", good, 0644), "mode 0644");
 	file_refused(put("group", good, 0640), "mode 0640");
@@ -278,65 +305,165 @@ Test(orgkeys, hostile_store_files_are_refused, .init = mkdir_tmp, .fini = rm_tmp
 	file_refused(put("short", "default 11\n", 0600), "line 1: a key is 64");
 }
 
+/* Every byte of the file open at @p fd is zero (and there are more than @p least). */
+static void
+all_zeros(int fd, ssize_t least)
+{
+	static char buf[16384];
+	ssize_t n = pread(fd, buf, sizeof(buf), 0), i;
+
+	cr_assert_gt(n, least, "the replaced file holds %zd bytes", n);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(buf[i], 0, "byte %zd of the replaced file: %#x", i, buf[i]);
+}
+
 Test(orgkeys, a_key_retired_leaves_the_others_and_no_copy_in_the_file, .init = mkdir_tmp,
      .fini = rm_tmp)
 {
 	struct seal_orgs *o, *back;
 	const char *p = path_of("store");
-	uint32_t d, k5, k9, k7;
-	char err[256], buf[4096];
+	uint32_t d, k5, k9, k7, i;
+	char err[256];
 	struct stat st;
-	ssize_t n, i;
+	bool dflt;
 	int old;
 
 	o = seal_orgs_new();
 	cr_assert_not_null(o);
-	cr_assert_eq(seal_orgs_retire(o, false, 5), 0, "organization 5 named");
-	cr_assert_eq(seal_orgs_retire(o, false, 9), 0, "organization 9 named");
-	cr_assert_eq(seal_orgs_write(p, o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_name(o, 5), 0, "organization 5 named");
+	cr_assert_eq(seal_orgs_name(o, 5), 1, "named once");
+	/* Sixty more: the store is more than one 4 KiB block. */
+	for (i = 0; i < 60; i++)
+		cr_assert_eq(seal_orgs_name(o, 100 + i), 0);
+	cr_assert_eq(seal_orgs_name(o, 9), 0, "organization 9 named");
+	d = seal_orgs_default(o)->id;
+	cr_assert_eq(seal_orgs_write(p, o, true, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_write(p, o, true, err, sizeof(err)), -1, "a new store over a file");
+	cr_assert(strstr(err, "File exists") != NULL, "%s", err);
 	cr_assert_eq(stat(p, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0600, "mode %o", st.st_mode & 07777);
+	cr_assert_gt(st.st_size, 4096);
 	cr_assert_eq(seal_orgs_load(p, &back, err, sizeof(err)), 0, "%s", err);
 	cr_assert_not(seal_orgs_changed(p, back), "the file as read");
-	d = seal_orgs_default(back)->id;
 	k5 = seal_orgs_key(back, 5)->id;
 	k9 = seal_orgs_key(back, 9)->id;
-	cr_assert_eq(d, seal_orgs_default(o)->id, "written and read back");
+	cr_assert_eq(seal_orgs_default(back)->id, d, "written and read back");
 	cr_assert_eq(k5, seal_orgs_key(o, 5)->id);
 	cr_assert(d != k5 && k5 != k9 && d != k9, "three keys, not three");
-	seal_orgs_free(back);
+	seal_orgs_free(o);
+	o = back;
 
-	/* Organization 5's key retired: the file that held it is overwritten. */
+	/* Organization 5's key retired: the file that held it is overwritten, whole. */
 	old = open(p, O_RDONLY);
 	cr_assert_geq(old, 0);
-	cr_assert_eq(seal_orgs_retire(o, false, 5), 0);
-	cr_assert_eq(seal_orgs_write(p, o, err, sizeof(err)), 0, "%s", err);
-	n = pread(old, buf, sizeof(buf), 0);
-	cr_assert_gt(n, 100);
-	for (i = 0; i < n; i++)
-		cr_assert_eq(buf[i], 0, "byte %zd of the replaced file: %#x", i, buf[i]);
+	cr_assert_eq(seal_orgs_retire(o, false, 5, &dflt), 0);
+	cr_assert_not(dflt, "a named organization: the default stays");
+	cr_assert_eq(seal_orgs_write(p, o, false, err, sizeof(err)), 0, "%s", err);
+	all_zeros(old, 4096);
 	close(old);
 	cr_assert_eq(seal_orgs_load(p, &back, err, sizeof(err)), 0, "%s", err);
 	cr_assert_neq(seal_orgs_key(back, 5)->id, k5, "organization 5: a new key");
 	cr_assert_eq(seal_orgs_key(back, 9)->id, k9, "organization 9: untouched");
 	cr_assert_eq(seal_orgs_default(back)->id, d, "the default: untouched");
-	/* Another organization reset: named from now on, off the default. */
-	cr_assert_eq(seal_orgs_retire(o, false, 7), 0);
+	cr_assert(seal_orgs_changed(p, o), "a replaced file is seen as changed");
+	/* ... and one written over in place (cp onto it: the same inode). */
+	{
+		struct seal_orgs *same;
+		FILE *f;
+
+		cr_assert_eq(seal_orgs_load(p, &same, err, sizeof(err)), 0, "%s", err);
+		f = fopen(p, "a");
+		cr_assert_not_null(f);
+		fputs("# appended\n", f);
+		fclose(f);
+		cr_assert(seal_orgs_changed(p, same), "a file written in place is seen as changed");
+		seal_orgs_free(same);
+		seal_orgs_free(back); /* read before the append: a write from it is refused */
+		cr_assert_eq(seal_orgs_load(p, &back, err, sizeof(err)), 0, "%s", err);
+	}
+	seal_orgs_free(o);
+	o = back;
+	/* An organization not named reset: its slices were under the
+	 * default key, so the default is retired too; it is named now. */
+	cr_assert_eq(seal_orgs_retire(o, false, 7, &dflt), 0);
+	cr_assert(dflt, "the default retired with it");
 	k7 = seal_orgs_key(o, 7)->id;
 	cr_assert_neq(k7, d);
-	cr_assert_eq(seal_orgs_count(o), 3);
-	cr_assert_eq(seal_orgs_write(p, o, err, sizeof(err)), 0, "%s", err);
-	cr_assert(seal_orgs_changed(p, back), "a replaced file is seen as changed");
-	seal_orgs_free(back);
+	cr_assert_neq(seal_orgs_default(o)->id, d, "the default key: new");
+	cr_assert_eq(seal_orgs_key(o, 9)->id, k9, "organization 9: untouched");
+	cr_assert_eq(seal_orgs_count(o), 63);
+	cr_assert_eq(seal_orgs_write(p, o, false, err, sizeof(err)), 0, "%s", err);
+	seal_orgs_free(o);
+	cr_assert_eq(seal_orgs_load(p, &o, err, sizeof(err)), 0, "%s", err);
 	/* Every key retired. */
+	d = seal_orgs_default(o)->id;
 	k5 = seal_orgs_key(o, 5)->id;
-	cr_assert_eq(seal_orgs_retire(o, true, 0), 0);
+	cr_assert_eq(seal_orgs_retire(o, true, 0, &dflt), 0);
 	cr_assert_neq(seal_orgs_default(o)->id, d);
 	cr_assert_neq(seal_orgs_key(o, 5)->id, k5);
 	cr_assert_neq(seal_orgs_key(o, 9)->id, k9);
 	cr_assert_neq(seal_orgs_key(o, 7)->id, k7);
-	cr_assert_eq(seal_orgs_count(o), 3);
+	cr_assert_eq(seal_orgs_count(o), 63);
 	seal_orgs_free(o);
+}
+
+Test(orgkeys, a_write_never_brings_a_retired_key_back, .init = mkdir_tmp, .fini = rm_tmp)
+{
+	struct seal_orgs *o, *a, *b;
+	const char *p = path_of("store");
+	char err[256], p2[160];
+	uint32_t ka;
+	struct stat st;
+	bool dflt;
+	mode_t um;
+	int old;
+
+	/* A new store is 0600 whatever the umask. */
+	o = seal_orgs_new();
+	cr_assert_eq(seal_orgs_name(o, 5), 0);
+	um = umask(0277);
+	cr_assert_eq(seal_orgs_write(p, o, true, err, sizeof(err)), 0, "%s", err);
+	umask(um);
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600, "mode %o under umask 0277", st.st_mode & 07777);
+	seal_orgs_free(o);
+	/* Two writers read the store; the first retires 5's key; the
+	 * second, writing from what it read, would bring 5's old key back. */
+	cr_assert_eq(seal_orgs_load(p, &a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_load(p, &b, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_retire(a, false, 5, &dflt), 0);
+	ka = seal_orgs_key(a, 5)->id;
+	cr_assert_eq(seal_orgs_write(p, a, false, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_retire(b, false, 9, &dflt), 0);
+	cr_assert_eq(seal_orgs_write(p, b, false, err, sizeof(err)), -1, "a stale writer wrote");
+	cr_assert(strstr(err, "changed since it was read") != NULL, "%s", err);
+	seal_orgs_free(b);
+	cr_assert_eq(seal_orgs_load(p, &b, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_key(b, 5)->id, ka, "the first writer's key stands");
+	seal_orgs_free(b);
+	seal_orgs_free(a);
+	/* A 0400 store is overwritten all the same. */
+	cr_assert_eq(chmod(p, 0400), 0);
+	cr_assert_eq(seal_orgs_load(p, &a, err, sizeof(err)), 0, "%s", err);
+	old = open(p, O_RDONLY);
+	cr_assert_geq(old, 0);
+	cr_assert_eq(seal_orgs_retire(a, false, 5, &dflt), 0);
+	cr_assert_eq(seal_orgs_write(p, a, false, err, sizeof(err)), 0, "%s", err);
+	all_zeros(old, 100);
+	close(old);
+	seal_orgs_free(a);
+	/* A store with two names: its zeros would reach the other; refused, nothing changed. */
+	snprintf(p2, sizeof(p2), "%s/other-name", dir);
+	cr_assert_eq(link(p, p2), 0);
+	cr_assert_eq(seal_orgs_load(p, &a, err, sizeof(err)), 0, "%s", err);
+	ka = seal_orgs_key(a, 5)->id;
+	cr_assert_eq(seal_orgs_retire(a, false, 5, &dflt), 0);
+	cr_assert_eq(seal_orgs_write(p, a, false, err, sizeof(err)), -1, "a store with two names");
+	cr_assert(strstr(err, "hard links") != NULL, "%s", err);
+	seal_orgs_free(a);
+	cr_assert_eq(seal_orgs_load(p2, &a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_key(a, 5)->id, ka, "nothing changed");
+	seal_orgs_free(a);
 }
 
 /* ---- What a reset is for ------------------------------------------------- */
@@ -390,9 +517,10 @@ Test(orgkeys, a_slice_under_a_retired_key_opens_nowhere)
 	struct seal_ring rotated = {.cur = doc_key(1), .old = doc_key(0)};
 	uint8_t a[256], b[256], c[256];
 	size_t na, nb, nc;
+	bool dflt;
 
 	cr_assert_not_null(o);
-	cr_assert_eq(seal_orgs_retire(o, false, 0xa), 0);
+	cr_assert_eq(seal_orgs_name(o, 0xa), 0);
 	ring.orgs = o;
 	na = seal_with(a, 0xa, &ring); /* organization 0xa: its own key */
 	nb = seal_with(b, 0xb, &ring); /* 0xb: the default */
@@ -406,8 +534,13 @@ Test(orgkeys, a_slice_under_a_retired_key_opens_nowhere)
 	cr_assert_eq(open_with(a, na, &rotated), SHARED_OK, "rotation: the old master key");
 	nc = seal_with(c, 0xa, &rotated);
 	cr_assert_eq(open_with(c, nc, &rotated), SHARED_OK, "rotation: the new master key");
+	/* A slice sealed with the master key alone: refused where a store is held. */
+	nc = seal_with(c, 0xa, &plain_master);
+	cr_assert_eq(open_with(c, nc, &ring), SHARED_BAD_KEY, "the master key alone, under a store");
+	nc = seal_with(c, 0xa, &rotated);
 	/* Organization 0xa reset: its slice is refused by its id, 0xb's opens. */
-	cr_assert_eq(seal_orgs_retire(o, false, 0xa), 0);
+	cr_assert_eq(seal_orgs_retire(o, false, 0xa, &dflt), 0);
+	cr_assert_not(dflt);
 	cr_assert_eq(open_with(a, na, &ring), SHARED_BAD_KEY, "retired: refused by the key id");
 	cr_assert_eq(open_with(c, nc, &rotated), SHARED_BAD_KEY);
 	cr_assert_eq(open_with(b, nb, &ring), SHARED_OK, "another organization: untouched");
@@ -424,8 +557,22 @@ Test(orgkeys, a_slice_under_a_retired_key_opens_nowhere)
 		shared_hdr_encode(forged, &h, forged + SHARED_HDR_LEN);
 		cr_assert_eq(open_with(forged, na, &ring), SHARED_BAD_TAG);
 	}
+	/* An organization on the default key reset: every slice under the
+	 * default is retired with it (0xb's too); whoever holds the master
+	 * key and the store as it is now opens none of them. */
+	{
+		uint8_t d[256];
+		size_t nd = seal_with(d, 0xd, &ring);
+
+		cr_assert_eq(open_with(d, nd, &ring), SHARED_OK);
+		cr_assert_eq(seal_orgs_retire(o, false, 0xd, &dflt), 0);
+		cr_assert(dflt, "0xd was on the default key");
+		cr_assert_eq(open_with(d, nd, &ring), SHARED_BAD_KEY, "0xd's slice after its reset");
+		cr_assert_eq(open_with(b, nb, &ring), SHARED_BAD_KEY, "the default's slices went with it");
+		nb = seal_with(b, 0xb, &ring);
+	}
 	/* Every key retired: nothing sealed before opens. */
-	cr_assert_eq(seal_orgs_retire(o, true, 0), 0);
+	cr_assert_eq(seal_orgs_retire(o, true, 0, &dflt), 0);
 	cr_assert_eq(open_with(b, nb, &ring), SHARED_BAD_KEY, "the default retired");
 	nb = seal_with(b, 0xb, &ring);
 	cr_assert_eq(open_with(b, nb, &ring), SHARED_OK, "sealed anew");

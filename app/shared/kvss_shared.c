@@ -15,9 +15,10 @@
  *                          it); prints old -> new. With FILE, the
  *                          organization's key in it (or every key) is
  *                          retired first (keys.c)
- *     keys --org-keys FILE [--init]
- *                          make a store of organization keys, or show its
- *                          key ids; no cluster
+ *     keys --org-keys FILE [--init] [--org ORG]
+ *                          make a store of organization keys, give an
+ *                          organization a key of its own, or show its key
+ *                          ids; no cluster
  *     ls [--org ORG]       namespaces: generation, objects (records, slices,
  *                          not ours), bytes
  *     sweep [--ttl-first S] [--grace S] [--dry-run] [--verbose]
@@ -69,9 +70,10 @@ usage(FILE *f)
 		"                         the emergency reset: bump that generation (old -> new);\n"
 		"                         with FILE, first retire the organization's key in it (or\n"
 		"                         every key): every copy of what it sealed is unreadable\n"
-		"  keys --org-keys FILE [--init]\n"
-		"                         make a store of organization keys (--init), or show its\n"
-		"                         key ids (no cluster needed: no --conf)\n"
+		"  keys --org-keys FILE [--init] [--org ORG]\n"
+		"                         make a store of organization keys (--init), give ORG a\n"
+		"                         key of its own (so that a reset retires it alone), or\n"
+		"                         show its key ids (no cluster needed: no --conf)\n"
 		"  ls [--org ORG]         namespaces: generation, objects, bytes\n"
 		"  sweep [--ttl-first SECONDS] [--grace SECONDS] [--dry-run] [--verbose]\n"
 		"                         delete objects of an older generation, columns past\n"
@@ -85,7 +87,7 @@ usage(FILE *f)
 		"ORG: an organization's name (as in the driver's configuration) or its\n"
 		"isolation id as 0x and hex digits.\n"
 		"       kvss-shared --help | --version\n"
-		"exit status: 0 done, 1 the cluster failed or refused, 2 usage\n");
+		"exit status: 0 done, 1 the cluster or the key store failed or refused, 2 usage\n");
 }
 
 /* The tool's options, before the command, and the command: 0, -1 (done: help), or KS_USAGE. */
@@ -169,7 +171,7 @@ sub_option(struct ks_cmdline *c, int opt, const char *given)
 
 	bool keys = strcmp(c->cmd, "keys") == 0;
 
-	if ((opt == 'o' && (strcmp(c->cmd, "sweep") == 0 || keys)) ||
+	if ((opt == 'o' && strcmp(c->cmd, "sweep") == 0) ||
 	    (sweep_opt && strcmp(c->cmd, "sweep") != 0) ||
 	    (opt == 'R' && strcmp(c->cmd, "gen") != 0) ||
 	    (opt == 'K' && !keys && strcmp(c->cmd, "reset") != 0) || (opt == 'I' && !keys)) {
@@ -570,7 +572,7 @@ main(int argc, char **argv)
 	if (rc != 0)
 		return rc < 0 ? KS_OK : rc;
 	if (strcmp(c.cmd, "keys") == 0)
-		return ks_keys(c.org_keys, c.init);
+		return ks_keys(c.org_keys, c.init, c.have_org, c.org, c.org_arg);
 	s = shared_open(&c.p, err, sizeof(err));
 	if (s == NULL) {
 		fprintf(stderr, "kvss-shared: %s\n", err);

@@ -14,7 +14,7 @@
 
 /* Exit codes. */
 #define KS_OK 0
-#define KS_FAILED 1 /* the cluster refused or failed something */
+#define KS_FAILED 1 /* the cluster or the key store refused or failed something */
 #define KS_USAGE 2
 
 /** One object of a listing; what was parsed from its names. */
@@ -51,8 +51,12 @@ int ks_parse_org(const char *s, uint64_t *org);
 
 /* ---- Organization keys (keys.c) ---------------------------------------------- */
 
-/** keys --org-keys PATH [--init]: make a store (init) or show its key ids. */
-int ks_keys(const char *path, bool init);
+/**
+ * keys --org-keys PATH [--init] [--org ORG]: make a store (init), give an
+ * organization a key of its own (@p have_org; @p org_arg as typed), or
+ * show its key ids.
+ */
+int ks_keys(const char *path, bool init, bool have_org, uint64_t org, const char *org_arg);
 
 /**
  * reset --org-keys PATH: a new key for organization @p org (@p org_arg as

@@ -141,10 +141,33 @@ grow(struct seal_orgs *o)
 	return 0;
 }
 
-/* One line (without its newline), number @p line: 0, or -1 with @p err. */
+/* The `end N` line's count: 0, or -1 when it is not one. */
+static int
+parse_count(const char *s, size_t n, uint32_t *count)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (n == 0 || n > 6 || (n > 1 && s[0] == '0'))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > SEAL_ORGS_MAX)
+		return -1;
+	*count = (uint32_t)v;
+	return 0;
+}
+
+/*
+ * One line (without its newline), number @p line: 0, or -1 with @p err.
+ * @p ended says an `end` line was read (and its count into @p count).
+ */
 static int
 parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, uint32_t *lines,
-	   const char *name, char *err, size_t errlen)
+	   bool *ended, uint32_t *count, const char *name, char *err, size_t errlen)
 {
 	const char *why = NULL;
 	const char *sp;
@@ -153,7 +176,16 @@ parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, uint32_t
 		return 0;
 	if (memchr(s, '\r', n) != NULL)
 		why = "a carriage return (lines end with a newline only)";
-	else if (n > 7 && memcmp(s, "default ", 8) == 0) {
+	else if (*ended)
+		why = "a line after the 'end' line";
+	else if (n > 3 && memcmp(s, "end ", 4) == 0) {
+		if (parse_count(s + 4, n - 4, count) != 0)
+			why = "'end' and the number of organization lines (0 to 65536)";
+		else if (*count != o->n)
+			why = "the 'end' line's count is not the number of organization lines above it";
+		else
+			*ended = true;
+	} else if (n > 7 && memcmp(s, "default ", 8) == 0) {
 		if (o->dflt.loaded)
 			why = "a second default line";
 		else
@@ -174,7 +206,7 @@ parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, uint32_t
 			o->n++;
 		}
 	} else {
-		why = "neither 'default KEY' nor 'org 0xID KEY' nor a comment";
+		why = "neither 'default KEY' nor 'org 0xID KEY' nor 'end N' nor a comment";
 	}
 	if (why == NULL)
 		return 0;
@@ -187,8 +219,9 @@ seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs
 		char *err, size_t errlen)
 {
 	struct seal_orgs *o = calloc(1, sizeof(*o));
-	uint32_t *lines = calloc(SEAL_ORGS_MAX, sizeof(*lines)), line = 0, i;
+	uint32_t *lines = calloc(SEAL_ORGS_MAX, sizeof(*lines)), line = 0, i, count = 0;
 	size_t at = 0;
+	bool ended = false;
 
 	*out = NULL;
 	if (o == NULL || lines == NULL) {
@@ -208,7 +241,7 @@ seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs
 		const char *nl = memchr(text + at, '\n', len - at);
 		size_t n = nl != NULL ? (size_t)(nl - (text + at)) : len - at;
 
-		if (parse_line(o, text + at, n, ++line, lines, name, err, errlen) != 0)
+		if (parse_line(o, text + at, n, ++line, lines, &ended, &count, name, err, errlen) != 0)
 			goto fail;
 		at += n + 1;
 	}
@@ -245,6 +278,14 @@ seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs
 		}
 		OPENSSL_cleanse(t, (o->n + 1) * sizeof(*t));
 		free(t);
+	}
+	/* The last line says the store is whole: a copy cut short (still
+	 * being written, a disk full) would put the organizations it lost
+	 * back on the default key. */
+	if (!ended) {
+		snprintf(err, errlen, "%s: no 'end N' line at its end: cut short (a copy still "
+				      "being written?)", name);
+		goto fail;
 	}
 	free(lines);
 	*out = o;
@@ -298,8 +339,9 @@ seal_orgs_load(const char *path, struct seal_orgs **out, char *err, size_t errle
 	}
 	close(fd);
 	if (got != (size_t)st.st_size) {
-		snprintf(err, errlen, "%s: changed while read (%zu bytes of %lld): read again",
-			 path, got, (long long)st.st_size);
+		snprintf(err, errlen, "%s: changed while read (%s than the %lld bytes it had): read "
+			 "again", path, got < (size_t)st.st_size ? "shorter" : "longer",
+			 (long long)st.st_size);
 		rc = -1;
 	} else {
 		rc = seal_orgs_parse(buf, got, path, out, err, errlen);
@@ -385,33 +427,14 @@ seal_orgs_default(const struct seal_orgs *o)
 	return &o->dflt;
 }
 
-int
-seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org)
+/* A new key for @p org, named from now on. 0 or -1 (nothing changed). */
+static int
+give_key(struct seal_orgs *o, uint64_t org)
 {
 	struct seal_key k;
 	bool found;
 	uint32_t i;
 
-	if (all) {
-		/* Every new key made before any is replaced: all or nothing. */
-		struct seal_key *fresh = calloc(o->n + 1, sizeof(*fresh));
-
-		if (fresh == NULL)
-			return -1;
-		for (i = 0; i <= o->n; i++) {
-			if (random_key(&fresh[i]) != 0) {
-				OPENSSL_cleanse(fresh, (o->n + 1) * sizeof(*fresh));
-				free(fresh);
-				return -1;
-			}
-		}
-		o->dflt = fresh[o->n];
-		for (i = 0; i < o->n; i++)
-			o->v[i].k = fresh[i];
-		OPENSSL_cleanse(fresh, (o->n + 1) * sizeof(*fresh));
-		free(fresh);
-		return 0;
-	}
 	if (random_key(&k) != 0)
 		return -1;
 	i = find(o, org, &found);
@@ -426,6 +449,57 @@ seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org)
 	}
 	o->v[i].k = k;
 	OPENSSL_cleanse(&k, sizeof(k));
+	return 0;
+}
+
+int
+seal_orgs_name(struct seal_orgs *o, uint64_t org)
+{
+	bool found;
+
+	find(o, org, &found);
+	if (found)
+		return 1;
+	return give_key(o, org);
+}
+
+int
+seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org, bool *default_too)
+{
+	struct seal_key *fresh;
+	size_t nfresh, i;
+	bool found;
+
+	*default_too = false;
+	if (!all) {
+		find(o, org, &found);
+		if (found)
+			return give_key(o, org);
+		/* Its slices are under the default key: that is the key to
+		 * retire (and every organization not named loses its slices
+		 * with it); the organization gets a key of its own. */
+		if (o->n >= SEAL_ORGS_MAX)
+			return -1;
+		*default_too = true;
+	}
+	/* Every new key made before any is replaced: all or nothing. */
+	nfresh = all ? (size_t)o->n + 1 : 1;
+	fresh = calloc(nfresh, sizeof(*fresh));
+	if (fresh == NULL)
+		return -1;
+	for (i = 0; i < nfresh; i++)
+		if (random_key(&fresh[i]) != 0)
+			break;
+	if (i < nfresh || (!all && give_key(o, org) != 0)) {
+		OPENSSL_cleanse(fresh, nfresh * sizeof(*fresh));
+		free(fresh);
+		return -1;
+	}
+	o->dflt = fresh[0];
+	for (i = 1; i < nfresh; i++)
+		o->v[i - 1].k = fresh[i];
+	OPENSSL_cleanse(fresh, nfresh * sizeof(*fresh));
+	free(fresh);
 	return 0;
 }
 
@@ -448,7 +522,7 @@ format(const struct seal_orgs *o, size_t *len)
 {
 	static const char head[] = "# kvss organization keys: written by kvss-shared (keys, reset "
 				   "--org-keys); docs/SECURITY.md\n";
-	size_t cap = sizeof(head) + 8 + 65 + (size_t)o->n * 96, n;
+	size_t cap = sizeof(head) + 8 + 65 + (size_t)o->n * 96 + 16, n;
 	char *buf = malloc(cap), hex[2 * SEAL_KEY_LEN + 1];
 	uint32_t i;
 
@@ -460,6 +534,7 @@ format(const struct seal_orgs *o, size_t *len)
 		hex_key(hex, &o->v[i].k);
 		n += (size_t)snprintf(buf + n, cap - n, "org 0x%" PRIx64 " %s\n", o->v[i].org, hex);
 	}
+	n += (size_t)snprintf(buf + n, cap - n, "end %u\n", o->n);
 	OPENSSL_cleanse(hex, sizeof(hex));
 	*len = n;
 	return buf;
@@ -502,77 +577,126 @@ wipe(int fd)
 	return fsync(fd);
 }
 
+/*
+ * The store being replaced, opened to be overwritten once nobody finds it
+ * by its name: the very file @p o was read from (else another writer came
+ * between: refused), with no other name (its zeros would reach them too).
+ * The descriptor, -2 when there is none (a new store), -1 with @p err.
+ */
+static int
+open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0 && errno == EACCES) {
+		/* A 0400 store: made writable through a descriptor (never a
+		 * name a link could redirect), its identity checked below. */
+		int ro = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+		if (ro >= 0 && fchmod(ro, S_IRUSR | S_IWUSR) == 0)
+			fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (ro >= 0)
+			close(ro);
+		if (fd < 0 && ro >= 0)
+			errno = EACCES;
+	}
+	if (fd < 0 && errno == ENOENT && !o->from_file)
+		return -2;
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot open it to overwrite it once replaced: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+	} else if (o->from_file && (st.st_dev != o->dev || st.st_ino != o->ino ||
+				    st.st_size != o->size ||
+				    st.st_mtim.tv_sec != o->mtime.tv_sec ||
+				    st.st_mtim.tv_nsec != o->mtime.tv_nsec)) {
+		snprintf(err, errlen, "%s: changed since it was read (another writer?): read it "
+				      "again", path);
+	} else if (st.st_nlink > 1) {
+		snprintf(err, errlen, "%s: %lu names for one file (hard links): overwriting it would "
+				      "zero them all; give each replica a copy", path,
+			 (unsigned long)st.st_nlink);
+	} else {
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
 int
-seal_orgs_write(const char *path, const struct seal_orgs *o, char *err, size_t errlen)
+seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *err,
+		size_t errlen)
 {
 	char tmp[4096], dir[4096];
 	size_t len;
 	char *text;
-	int fd, old, dfd, rc;
+	int fd, old = -2, dfd, rc;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.new.XXXXXX", path) >= (int)sizeof(tmp) ||
 	    snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
 		snprintf(err, errlen, "%s: name too long", path);
 		return -1;
 	}
+	if (!create) {
+		old = open_replaced(path, o, err, errlen);
+		if (old == -1)
+			return -1;
+	}
 	text = format(o, &len);
 	if (text == NULL) {
 		snprintf(err, errlen, "%s: no memory", path);
+		if (old >= 0)
+			close(old);
 		return -1;
 	}
-	fd = mkstemp(tmp); /* mode 0600, this user's */
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot make a file beside it: %s", path, strerror(errno));
-		OPENSSL_cleanse(text, len);
-		free(text);
-		return -1;
-	}
-	rc = write_all(fd, text, len) == 0 && fsync(fd) == 0 ? 0 : -1;
+	fd = mkstemp(tmp);
+	/* 0600 whatever the umask (mkstemp's mode is under it). */
+	rc = fd >= 0 && fchmod(fd, S_IRUSR | S_IWUSR) == 0 && write_all(fd, text, len) == 0 &&
+			     fsync(fd) == 0
+		     ? 0
+		     : -1;
 	OPENSSL_cleanse(text, len);
 	free(text);
-	if (close(fd) != 0 || rc != 0) {
-		snprintf(err, errlen, "%s: writing %s: %s", path, tmp, strerror(errno));
-		unlink(tmp);
+	if (fd < 0 || close(fd) != 0 || rc != 0) {
+		snprintf(err, errlen, "%s: writing a file beside it: %s", path, strerror(errno));
+		if (fd >= 0)
+			unlink(tmp);
+		if (old >= 0)
+			close(old);
 		return -1;
 	}
-	/* The file replaced, held open to be wiped once nobody finds it. */
-	old = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (old >= 0) {
-		struct stat st;
-
-		if (fstat(old, &st) != 0 || !S_ISREG(st.st_mode)) {
-			close(old);
-			old = -1;
-		}
-	}
-	if (rename(tmp, path) != 0) {
-		snprintf(err, errlen, "%s: renaming %s over it: %s", path, tmp, strerror(errno));
+	/* A new store never takes the place of a file made meanwhile. */
+	rc = create ? link(tmp, path) : rename(tmp, path);
+	if (rc != 0 || (create && unlink(tmp) != 0)) {
+		snprintf(err, errlen, "%s: %s: %s", path, create ? "making it" : "renaming the new file over it",
+			 strerror(errno));
 		unlink(tmp);
 		if (old >= 0)
 			close(old);
 		return -1;
 	}
+	/* From here the new store is in place: what fails is said, and
+	 * returned as 1, the rest still done. */
 	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	rc = dfd >= 0 && fsync(dfd) == 0 ? 0 : -1;
+	rc = dfd >= 0 && fsync(dfd) == 0 ? 0 : 1;
+	if (rc != 0)
+		snprintf(err, errlen, "%s: in place, but its directory could not be synced: %s",
+			 path, strerror(errno));
 	if (dfd >= 0)
 		close(dfd);
-	if (rc != 0) {
-		snprintf(err, errlen, "%s: written, but its directory could not be synced: %s", path,
-			 strerror(errno));
-		if (old >= 0)
-			close(old);
-		return -1;
-	}
 	if (old >= 0) {
-		rc = wipe(old);
-		close(old);
-		if (rc != 0) {
-			snprintf(err, errlen, "%s: written, but the file it replaced could not be "
+		if (wipe(old) != 0 && rc == 0) {
+			snprintf(err, errlen, "%s: in place, but the file it replaced could not be "
 					      "overwritten: %s", path, strerror(errno));
-			return -1;
+			rc = 1;
 		}
+		close(old);
 	}
-	return 0;
+	return rc;
 }
 
 bool

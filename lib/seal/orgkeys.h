@@ -15,11 +15,14 @@
  *     # comment lines and empty lines are skipped
  *     default 64-HEX-DIGITS
  *     org 0xISOLATION-ID 64-HEX-DIGITS
+ *     end N
  *
  * exactly one `default` line; at most one line per organization (its
  * isolation id as 0x and 1 to 16 hexadecimal digits, as kvss-shared takes
- * it); fields separated by one space; lines end with a newline (the last
- * may not); no key of zeros. Anything else is refused, naming the line.
+ * it); last, `end` and the number of organization lines (a copy cut short
+ * lacks it); fields separated by one space; lines end with a newline (the
+ * last may not); no key of zeros. Anything else is refused, naming the
+ * line.
  */
 #ifndef KVSS_ORGKEYS_H
 #define KVSS_ORGKEYS_H
@@ -62,19 +65,36 @@ void seal_orgs_at(const struct seal_orgs *o, uint32_t i, uint64_t *org, const st
 const struct seal_key *seal_orgs_default(const struct seal_orgs *o);
 
 /**
- * Retire keys: a new random key for organization @p org (named from now
- * on), or with @p all, for the default and every organization named.
- * 0, or -1 (no memory, no randomness, or the store is full: nothing changed).
+ * Give organization @p org a key of its own, so that a reset retires its
+ * key alone (kvss-shared keys --org): 0; 1 when it has one already
+ * (nothing changed); -1 (no memory, no randomness, the store full).
+ * Slices it sealed under the default key before are then refused.
  */
-int seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org);
+int seal_orgs_name(struct seal_orgs *o, uint64_t org);
 
 /**
- * Write @p o to @p path: a new file beside it (mode 0600), synced, renamed
- * over it, the directory synced; then the file it replaced, still open, is
- * overwritten with zeros and synced, so its blocks keep no retired key on a
- * file system that writes in place. 0 or -1 with @p err.
+ * Retire keys: with @p all, a new default key and a new key for every
+ * organization named; else a new key for organization @p org. An
+ * organization not named has its slices under the default key: that key
+ * is retired too (@p default_too says so: every organization not named
+ * loses its slices) and @p org is named from now on. 0, or -1 (no memory,
+ * no randomness, or the store is full: nothing changed).
  */
-int seal_orgs_write(const char *path, const struct seal_orgs *o, char *err, size_t errlen);
+int seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org, bool *default_too);
+
+/**
+ * Write @p o to @p path: a new file beside it (mode 0600 whatever the
+ * umask), synced; with @p create, linked as @p path (never over a file),
+ * else renamed over the store, which must be the very file @p o was read
+ * from (another writer came between: refused) and have no other name; the
+ * directory synced; then the file it replaced, held open, is overwritten
+ * with zeros and synced, so its blocks keep no retired key on a file
+ * system that writes in place. 0; -1 with @p err when nothing was
+ * replaced; 1 with @p err when the new store is in place but a later step
+ * failed (the directory's sync, the overwrite).
+ */
+int seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *err,
+		    size_t errlen);
 
 /** Is @p path's file another than the one @p o was loaded from (its inode, size, times)? */
 bool seal_orgs_changed(const char *path, const struct seal_orgs *o);

@@ -39,7 +39,8 @@ orgkeys(const char *path, char *err, size_t errlen)
 			abort(); /* a refusal must say why, naming the file */
 		return;
 	}
-	if (seal_orgs_write(path, o, err, errlen) != 0 || seal_orgs_load(path, &back, err, errlen) != 0)
+	if (seal_orgs_write(path, o, false, err, errlen) < 0 ||
+	    seal_orgs_load(path, &back, err, errlen) != 0)
 		abort();
 	if (seal_orgs_count(back) != seal_orgs_count(o) ||
 	    seal_orgs_default(back)->id != seal_orgs_default(o)->id)

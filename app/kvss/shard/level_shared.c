@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <rte_cycles.h>
 #include <rte_lcore.h>
@@ -66,9 +67,13 @@ struct sh {
 	struct seal_ring *ring;
 	uint64_t sealed, opened;
 	/* The organization key store: when it was last looked at, how often
-	 * it was read again, and the last refusal said (said once each). */
-	uint64_t orgs_looked_ns, orgs_reloaded, orgs_reload_failed;
+	 * it was read again, and the last refusal said (said once each); the
+	 * file refused (not read again until it changes), and whether this
+	 * replica is behind the store it was given (it then writes nothing). */
+	uint64_t orgs_looked_ns, orgs_reloaded, orgs_reload_failed, orgs_behind_puts;
 	char orgs_said[512];
+	struct stat orgs_refused;
+	bool orgs_behind;
 };
 
 /* A slice's object: its header, its bytes, and a sealed one's tag. */
@@ -161,6 +166,14 @@ check_get(struct shard_level *lv, struct level_req *q, uint32_t got)
 		 * slice is sealed with, so an unknown id is a forgery (and a key id
 		 * is not authenticated until the slice opens). */
 		if (why == SHARED_BAD_SEALED || why == SHARED_BAD_LOCAL)
+			return PROTO_E_SHARED_FAILED;
+		/* With organization keys, replicas take a new store one by one
+		 * (a copy each): a key id this one does not make may be a newer
+		 * key it has not read yet, or one it still holds that the others
+		 * retired. Not known to be the slice's fault: its record stays
+		 * (a retired key's slices are of an older generation, which the
+		 * sweeper deletes). */
+		if (why == SHARED_BAD_KEY && sh->ring->orgs != NULL)
 			return PROTO_E_SHARED_FAILED;
 		return PROTO_E_SHARED_BAD;
 	}
@@ -410,6 +423,9 @@ start(struct shard_level *lv, struct level_req *q)
 	} else if (sh->wputs.n >= SH_PUT_BACKLOG) {
 		sh->put_shed++;
 		level_done(lv, q, PROTO_E_SHARED_FAILED);
+	} else if (sh->orgs_behind) {
+		sh->orgs_behind_puts++; /* nothing sealed under keys it may not hold any more */
+		level_done(lv, q, PROTO_E_SHARED_FAILED);
 	} else if (make_put(lv, q)) {
 		push(&sh->wputs, q);
 	}
@@ -431,6 +447,7 @@ orgs_look(struct shard_level *lv)
 	const struct kvss_shared_cfg *c = &kvss.cfg.shared;
 	struct sh *sh = lv->be;
 	struct seal_orgs *o;
+	struct stat st;
 	char err[512];
 	uint64_t now;
 
@@ -442,12 +459,29 @@ orgs_look(struct shard_level *lv)
 	sh->orgs_looked_ns = now;
 	if (!seal_orgs_changed(c->org_key_file, sh->ring->orgs))
 		return;
+	/* A file refused once is read again only when it changes (a large one
+	 * would stall the level's I/O every interval). */
+	if (sh->orgs_behind && lstat(c->org_key_file, &st) == 0 &&
+	    st.st_dev == sh->orgs_refused.st_dev && st.st_ino == sh->orgs_refused.st_ino &&
+	    st.st_size == sh->orgs_refused.st_size &&
+	    st.st_mtim.tv_sec == sh->orgs_refused.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == sh->orgs_refused.st_mtim.tv_nsec &&
+	    st.st_ctim.tv_sec == sh->orgs_refused.st_ctim.tv_sec &&
+	    st.st_ctim.tv_nsec == sh->orgs_refused.st_ctim.tv_nsec)
+		return;
+	if (lstat(c->org_key_file, &sh->orgs_refused) != 0)
+		memset(&sh->orgs_refused, 0, sizeof(sh->orgs_refused));
 	if (seal_orgs_load(c->org_key_file, &o, err, sizeof(err)) != 0) {
 		sh->orgs_reload_failed++;
+		/* Behind the store it was given: it may hold keys the others
+		 * retired, so it seals nothing more under them (its writes
+		 * fail, counted) until it reads a store; it still reads. */
+		sh->orgs_behind = true;
 		if (strcmp(err, sh->orgs_said) != 0) {
 			snprintf(sh->orgs_said, sizeof(sh->orgs_said), "%s", err);
-			printf("kvss: shard %u: shared.org_key_file changed but is refused, the keys "
-			       "held are kept: %s\n", lv->shard->cfg->id, err);
+			printf("kvss: shard %u: shared.org_key_file changed but is refused: the keys "
+			       "held are kept for reading, nothing is written to the shared level "
+			       "until it reads: %s\n", lv->shard->cfg->id, err);
 			fflush(stdout);
 		}
 		return;
@@ -455,6 +489,7 @@ orgs_look(struct shard_level *lv)
 	seal_orgs_free(sh->ring->orgs);
 	sh->ring->orgs = o;
 	sh->orgs_reloaded++;
+	sh->orgs_behind = false;
 	sh->orgs_said[0] = '\0';
 	printf("kvss: shard %u: organization keys read again from %s (%u named, default key "
 	       "%08x)\n", lv->shard->cfg->id, c->org_key_file, seal_orgs_count(o),
@@ -571,8 +606,8 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 }
 
 
-/* The refusals by reason, eleven of the level's own, ten of lib/shared's. */
-_Static_assert(SHARED_BAD_COUNT - 1 + 21 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
+/* The refusals by reason, twelve of the level's own, ten of lib/shared's. */
+_Static_assert(SHARED_BAD_COUNT - 1 + 22 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
 
 static unsigned int
 counters(const struct shard_level *lv, struct level_counter *c)
@@ -597,6 +632,7 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	c[n++] = (struct level_counter){"", "opened", sh->opened, false};
 	c[n++] = (struct level_counter){"", "org_keys_reloaded", sh->orgs_reloaded, false};
 	c[n++] = (struct level_counter){"", "org_keys_refused", sh->orgs_reload_failed, false};
+	c[n++] = (struct level_counter){"", "org_keys_behind_puts", sh->orgs_behind_puts, false};
 	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts, false};
 	c[n++] = (struct level_counter){"", "busy", ls.busy, false};
 	/* lib/shared's own count of what it asked the cluster and how each
