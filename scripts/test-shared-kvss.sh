@@ -539,9 +539,11 @@ orgcfg() { # orgcfg CFG STORE: sealed with k1, each organization under its key f
 	keycfg "$1" "$tmp/k1.key"
 	sed -i "s#^  key_file = \"$tmp/k1.key\";#&\n  org_key_file = \"$2\";#" "$1"
 }
-none_served() { # none_served LABEL LOG: what it staged from the shared level was refused, all lost
-	check "$1: none served: the $(field "$2" hit_tokens_shared) tokens staged from the shared level all lost ($(field "$2" lost_tokens)), $(field "$2" shared.up_failed) slices not brought up" \
-		holds "$(field "$2" lost_tokens) >= $(field "$2" hit_tokens_shared) and $(field "$2" shared.up_failed) > 0"
+none_served() { # none_served LABEL LOG: no slice it read was opened (so none served), its tokens lost
+	local opened=0
+	grep -q "final stats: shared.* shared_opened=[1-9]" "$2" && opened=1
+	check "$1: none served: no slice opened, $(field "$2" shared.up_failed) not brought up, $(field "$2" lost_tokens) tokens lost of $(field "$2" hit_tokens_shared) staged" \
+		holds "$opened == 0 and $(field "$2" lost_tokens) > 0 and $(field "$2" shared.up_failed) > 0"
 }
 "$BUILD/kvss-shared" keys --org-keys "$tmp/org.keys" --init >"$tmp/keys.txt" 2>&1
 check "kvss-shared keys --init: a new store, mode 0600" \
@@ -620,9 +622,11 @@ say "Z2 (zeta, after epsilon's reset)" "$tmp/z2.log"
 right "Z2" "$tmp/z2.log" $rc
 check "Z2: another organization untouched: hits" holds "$(field "$tmp/z2.log" hit_tokens_shared) > 0"
 pool backup "${zns:-none}" "$tmp/zeta.backup" >/dev/null 2>&1
-# A replica running through a reset reads the new store.
+# A replica running through a reset reads the new store, on its shared
+# level and on its second tier (sealed under the same store here).
 mkcfg "$tmp/e4.cfg" "$tmp/e4" "$tmp/epsilon-long.jsonl"
 orgcfg "$tmp/e4.cfg" "$tmp/org.keys"
+sed -i "s#^  l2 = { dir = \"\([^\"]*\)\";#  l2 = { dir = \"\1\"; key_file = \"$tmp/k1.key\"; org_key_file = \"$tmp/org.keys\";#" "$tmp/e4.cfg"
 run_all "$tmp/e4.cfg" "$tmp/e4.log" &
 epid=$!
 for i in $(seq 100); do grep -q "the shared level: pool" "$tmp/e4.log" 2>/dev/null && break; sleep 0.1; done
@@ -634,7 +638,9 @@ check "E4 (epsilon, running through a reset): zero verify failures, finished" \
 	eval 'test "$(field "$tmp/e4.log" verify_failures)/$(field "$tmp/e4.log" finished)" = 0/True'
 kept "E4" "$tmp/e4.log"
 check "E4: read the new store while it ran, said and counted" \
-	eval 'grep -q "organization keys read again from $tmp/org.keys" "$tmp/e4.log" && grep -q "final stats: shared.* shared_org_keys_reloaded=[1-9]" "$tmp/e4.log"'
+	eval 'grep -q "organization keys read again from $tmp/org.keys for the shared level" "$tmp/e4.log" && grep -q "final stats: shared.* shared_org_keys_reloaded=[1-9]" "$tmp/e4.log"'
+check "E4: its second tier too" \
+	eval 'grep -q "the second tier.s columns under each organization.s own key" "$tmp/e4.log" && grep -q "organization keys read again from $tmp/org.keys for the second tier" "$tmp/e4.log" && grep -q "disk_org_keys_reloaded=[1-9]" "$tmp/e4.log"'
 # A store replaced by one it must refuse while it runs: the keys held are
 # kept for reading, and nothing more is written (it may hold retired keys).
 run_all "$tmp/e4.cfg" "$tmp/e5.log" &

@@ -303,7 +303,7 @@ l2_variant(const char *extra)
 }
 
 /*
- * The second tier's keys (shard.l2.key_file, old_key_file): taken per
+ * The second tier's keys (shard.l2.key_file, old_key_file, org_key_file): taken per
  * shard; an old key without a current one, or the same file twice, or a
  * key that is not a path, refused naming the key. (The files themselves
  * are read and checked by the shard at start: test_kvdisk_seal.c,
@@ -315,6 +315,9 @@ Test(config, the_second_tiers_keys_are_taken_and_their_misuse_refused)
 		const char *keys, *want; /* want NULL: loads */
 	} c[] = {
 		{"key_file = \"/k\"; old_key_file = \"/o\";", NULL},
+		{"key_file = \"/k\"; org_key_file = \"/s\";", NULL},
+		{"org_key_file = \"/s\";", "l2.org_key_file: given without key_file"},
+		{"key_file = \"/k\"; org_key_file = \"/k\";", "l2.org_key_file: '/k' is a master key file too"},
 		{"old_key_file = \"/o\";", "l2.old_key_file: given without key_file"},
 		{"key_file = \"/k\"; old_key_file = \"/k\";", "l2.old_key_file: '/k' is key_file too"},
 		{"key_file = 5;", "l2.key_file"},
@@ -327,7 +330,8 @@ Test(config, the_second_tiers_keys_are_taken_and_their_misuse_refused)
 		if (c[i].want == NULL) {
 			cr_assert_eq(rc, 0, "case %u: %s", i, err);
 			cr_assert_str_eq(cfg.local[0].l2.key_file, "/k");
-			cr_assert_str_eq(cfg.local[0].l2.old_key_file, "/o");
+			cr_assert_str_eq(cfg.local[0].l2.old_key_file, i == 0 ? "/o" : "");
+			cr_assert_str_eq(cfg.local[0].l2.org_key_file, i == 0 ? "" : "/s");
 		} else {
 			cr_assert_neq(rc, 0, "case %u loaded", i);
 			cr_assert(strstr(err, c[i].want) != NULL, "case %u: %s", i, err);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "kvdisk.h"
+#include "orgkeys.h"
 #include "kvdisk_priv.h"
 
 #define B 96	/* bytes per token */
@@ -538,4 +539,85 @@ Test(kvdisk_seal, a_sealed_file_of_another_shard_with_its_owner_rewritten_opens_
 	errno = 0;
 	cr_assert_null(kvdisk_open(path, &params, err, sizeof(err)), "another shard's columns opened");
 	cr_assert_eq(errno, EKEYREJECTED, "%s", err);
+}
+
+/* ---- Organization keys (kvdisk_set_orgs) ----------------------------------- */
+
+/* Column @p k of organization @p org, version 1, written and waited for. */
+static void
+put_org(struct kvdisk *d, uint64_t k, uint64_t org)
+{
+	uint8_t buf[COL * B];
+	struct kvdisk_meta m = {.key = 0x1000 + k, .org = org, .first_use_ns = k, .start = 0,
+				.tokens = COL, .cache = 0};
+
+	fill(buf, k, 1);
+	cr_assert_eq(kvdisk_put(d, &m, buf, sizeof(buf), 100 + k), 0);
+	cr_assert_eq(wait_for(d, 100 + k).status, 0);
+}
+
+/* Column @p k of @p org read back: its status (0: its bytes checked). */
+static int
+get_org(struct kvdisk *d, uint64_t k, uint64_t org)
+{
+	uint8_t want[COL * B];
+	struct kvdisk_done r;
+	int rc = kvdisk_get(d, 0, 0x1000 + k, org, 500 + k);
+
+	if (rc != 0)
+		return rc;
+	r = wait_for(d, 500 + k);
+	if (r.status == 0) {
+		fill(want, k, 1);
+		cr_assert(r.len == sizeof(want) && memcmp(r.data, want, sizeof(want)) == 0,
+			  "column %" PRIu64 ": other bytes", k);
+	}
+	return r.status;
+}
+
+Test(kvdisk_seal, a_reset_retires_one_organizations_columns_on_the_disk)
+{
+	struct seal_orgs *o = seal_orgs_new();
+	struct kvdisk_stats st;
+	struct kvdisk *d;
+	bool dflt;
+
+	cr_assert_not_null(o);
+	cr_assert_eq(seal_orgs_name(o, 77), 0);
+	d = open_with(&ring_a);
+	cr_assert_eq(kvdisk_set_orgs(d, o), 0);
+	put_org(d, 0, 77); /* under 77's own key */
+	put_org(d, 1, 88); /* under the default key */
+	put_org(d, 2, 77);
+	cr_assert_eq(get_org(d, 0, 77), 0);
+	cr_assert_eq(get_org(d, 1, 88), 0);
+	/* The master key alone opens none of them. */
+	cr_assert_eq(kvdisk_set_orgs(d, NULL), 0);
+	cr_assert_eq(get_org(d, 2, 77), -EBADMSG, "the master key alone opened a column");
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.bad_key, 1);
+	/* 77 reset: its column refused by its key id, 88's opens. */
+	cr_assert_eq(kvdisk_set_orgs(d, o), 0);
+	cr_assert_eq(seal_orgs_retire(o, false, 77, &dflt), 0);
+	cr_assert_not(dflt);
+	cr_assert_eq(get_org(d, 0, 77), -EBADMSG, "a retired key's column was served");
+	cr_assert_eq(get_org(d, 1, 88), 0, "another organization's column");
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.bad_key, 2);
+	/* After the reset, 77's new columns open. */
+	put_org(d, 3, 77);
+	cr_assert_eq(get_org(d, 3, 77), 0);
+	/* The file opens again (its headers are the master key's) and keeps 88's and 77's new one. */
+	kvdisk_close(d);
+	d = open_with(&ring_a);
+	cr_assert_eq(kvdisk_set_orgs(d, o), 0);
+	cr_assert_eq(get_org(d, 1, 88), 0);
+	cr_assert_eq(get_org(d, 3, 77), 0);
+	kvdisk_close(d);
+	/* A plain file takes no organization keys. */
+	afresh();
+	d = open_with(NULL);
+	cr_assert_eq(kvdisk_set_orgs(d, o), -EINVAL);
+	kvdisk_close(d);
+	seal_orgs_free(o);
 }

@@ -76,8 +76,18 @@ load_shard_l2(struct ctx *c, const config_setting_t *sh, struct kvss_config *cfg
 	/* Sealed columns: the key files are read (and checked) by the shard at start. */
 	if (cfg_get_str(c, l2, "key_file", cfg->shard.l2.key_file, sizeof(cfg->shard.l2.key_file)) != 0 ||
 	    cfg_get_str(c, l2, "old_key_file", cfg->shard.l2.old_key_file,
-			sizeof(cfg->shard.l2.old_key_file)) != 0)
+			sizeof(cfg->shard.l2.old_key_file)) != 0 ||
+	    cfg_get_str(c, l2, "org_key_file", cfg->shard.l2.org_key_file,
+			sizeof(cfg->shard.l2.org_key_file)) != 0)
 		return -1;
+	if (cfg->shard.l2.org_key_file[0] != '\0' && cfg->shard.l2.key_file[0] == '\0')
+		return cfg_fail(c, l2, "org_key_file",
+				"given without key_file: organization keys are mixed with the master key");
+	if (cfg->shard.l2.org_key_file[0] != '\0' &&
+	    (strcmp(cfg->shard.l2.org_key_file, cfg->shard.l2.key_file) == 0 ||
+	     strcmp(cfg->shard.l2.org_key_file, cfg->shard.l2.old_key_file) == 0))
+		return cfg_fail(c, l2, "org_key_file", "'%s' is a master key file too: the store is "
+				"a file of its own (kvss-shared keys --init)", cfg->shard.l2.org_key_file);
 	if (cfg->shard.l2.old_key_file[0] != '\0' && cfg->shard.l2.key_file[0] == '\0')
 		return cfg_fail(c, l2, "old_key_file",
 				"given without key_file: the key columns are sealed with now comes first");

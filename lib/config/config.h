@@ -193,6 +193,9 @@ struct kvss_config {
 			 * lib/kvdisk "Sealed files"); "": plain columns. */
 			char key_file[KVSS_PATH_MAX];
 			char old_key_file[KVSS_PATH_MAX];
+			/* shard.l2.org_key_file: the organization key store
+			 * mixed with them (lib/seal/orgkeys.h); "": none. */
+			char org_key_file[KVSS_PATH_MAX];
 		} l2;
 	} shard;
 	/* Every shard the process hosts: role "shard" one (a copy of shard),

@@ -128,7 +128,8 @@ struct kvdisk_params {
 	 * key still open): see "Sealed files" above. NULL: plain columns. A
 	 * sealed file opened without a ring, or a plain one with a ring, is
 	 * another geometry (refused, or formatted with @p format). The keys
-	 * are copied.
+	 * are copied; the ring's organization keys are not taken from here
+	 * (kvdisk_set_orgs()).
 	 */
 	const struct seal_ring *ring;
 };
@@ -198,6 +199,19 @@ struct kvdisk *kvdisk_open(const char *path, const struct kvdisk_params *p, char
  */
 int kvdisk_dir_check(const char *dir, char *err, size_t errlen);
 void kvdisk_close(struct kvdisk *d);
+
+/**
+ * Seal and open a sealed file's columns under organization keys
+ * (lib/seal/orgkeys.h): each column's key derived from the master key
+ * mixed with its organization's key in @p o (seal_key_with_org()), the
+ * pair's id in its trailer. @p o is borrowed: the caller keeps it until it
+ * gives another (or NULL: the master keys alone) or closes the file. A
+ * column sealed under a key that @p o no longer holds (a reset retired its
+ * organization's key) is refused by its key id when read (counted
+ * bad_key): lost, never served. The headers' MACs stay the master key's,
+ * so the file opens whatever the store. 0, or -EINVAL on a plain file.
+ */
+int kvdisk_set_orgs(struct kvdisk *d, struct seal_orgs *o);
 
 /** Does it use O_DIRECT (false: the file system refused it; the page cache is used)? */
 bool kvdisk_direct(const struct kvdisk *d);

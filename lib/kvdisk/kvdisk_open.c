@@ -453,6 +453,7 @@ kvdisk_open(const char *path, const struct kvdisk_params *p, char *err, size_t e
 			goto bad;
 		}
 		*d->keys = *p->ring;
+		d->keys->orgs = NULL; /* kvdisk_set_orgs()'s */
 		if (kd_hdr_keys(d) != 0) {
 			fail(err, errlen, path, "its header keys could not be derived (libcrypto)");
 			goto bad;

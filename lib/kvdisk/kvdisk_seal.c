@@ -11,12 +11,14 @@
  */
 #include "kvdisk_priv.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "orgkeys.h"
 #include "proto.h"
 
 /* The header's identity: everything before its checksums. */
@@ -61,17 +63,26 @@ int
 kd_seal(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const uint8_t *in,
 	uint8_t *out, uint32_t len)
 {
+	struct seal_key mixed;
 	const struct seal_key *k = &d->keys->cur;
 	uint8_t key[SEAL_KEY_LEN], aad[KD_AAD_LEN], *t = out + len;
 	int rc;
 
+	if (d->keys->orgs != NULL) {
+		/* The master key mixed with the column's organization's. */
+		if (seal_key_with_org(k, seal_orgs_key(d->keys->orgs, h->org), &mixed) != 0)
+			return -1;
+		k = &mixed;
+	}
 	proto_st32(t, k->id);
-	if (seal_nonce(t + 4) != 0 || write_key(d, k, h->org, c, slot, t + 4, key) != 0)
-		return -1;
-	aad_of(d, h, c, slot, k->id, aad);
-	rc = seal_gcm_encrypt_to(key, t + 4, aad, sizeof(aad), in, out, len,
-				 t + 4 + SEAL_NONCE_LEN);
+	rc = seal_nonce(t + 4) != 0 || write_key(d, k, h->org, c, slot, t + 4, key) != 0 ? -1 : 0;
+	if (rc == 0) {
+		aad_of(d, h, c, slot, k->id, aad);
+		rc = seal_gcm_encrypt_to(key, t + 4, aad, sizeof(aad), in, out, len,
+					 t + 4 + SEAL_NONCE_LEN);
+	}
 	OPENSSL_cleanse(key, sizeof(key));
+	OPENSSL_cleanse(&mixed, sizeof(mixed));
 	return rc == 0 ? 0 : -1;
 }
 
@@ -81,17 +92,37 @@ kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_
 {
 	const uint8_t *t = buf + len;
 	uint32_t id = proto_ld32(t);
-	const struct seal_key *k;
+	struct seal_key mixed[2];
+	const struct seal_key *k, *cur = &d->keys->cur, *old = &d->keys->old;
 	uint8_t key[SEAL_KEY_LEN], aad[KD_AAD_LEN];
 	int rc;
 
-	if (d->keys->cur.loaded && id == d->keys->cur.id)
-		k = &d->keys->cur;
-	else if (d->keys->old.loaded && id == d->keys->old.id)
-		k = &d->keys->old;
+	memset(mixed, 0, sizeof(mixed));
+	if (d->keys->orgs != NULL) {
+		/* The organization's key with each master key held: a column
+		 * sealed under a key the store no longer has (retired by a
+		 * reset) has an id neither makes. */
+		const struct seal_key *ok = seal_orgs_key(d->keys->orgs, h->org);
+
+		if (seal_key_with_org(cur, ok, &mixed[0]) != 0 ||
+		    (old->loaded && seal_key_with_org(old, ok, &mixed[1]) != 0)) {
+			OPENSSL_cleanse(mixed, sizeof(mixed));
+			return KD_OPEN_LOCAL;
+		}
+		cur = &mixed[0];
+		old = &mixed[1];
+	}
+	if (cur->loaded && id == cur->id)
+		k = cur;
+	else if (old->loaded && id == old->id)
+		k = old;
 	else
+		k = NULL;
+	rc = k == NULL ? 0 : write_key(d, k, h->org, c, slot, t + 4, key);
+	OPENSSL_cleanse(mixed, sizeof(mixed));
+	if (k == NULL)
 		return KD_OPEN_KEY;
-	if (write_key(d, k, h->org, c, slot, t + 4, key) != 0)
+	if (rc != 0)
 		return KD_OPEN_LOCAL;
 	aad_of(d, h, c, slot, id, aad);
 	rc = seal_gcm_decrypt(key, t + 4, aad, sizeof(aad), buf, len, t + 4 + SEAL_NONCE_LEN);
@@ -152,4 +183,13 @@ kd_hdr_ok(const struct kvdisk *d, const struct hdr *h, uint16_t c, uint32_t slot
 	if (v == h->hdr_hash)
 		return true;
 	return d->keys->old.loaded && hdr_mac(d->hdr_key[1], h, c, slot) == h->hdr_hash;
+}
+
+int
+kvdisk_set_orgs(struct kvdisk *d, struct seal_orgs *o)
+{
+	if (d->keys == NULL)
+		return -EINVAL;
+	d->keys->orgs = o;
+	return 0;
 }

@@ -27,6 +27,7 @@
 #include <rte_rwlock.h>
 
 #include "level.h"
+#include "mono.h"
 #include "orgkeys.h"
 #include "shard.h"
 #include "shared_obj.h"
@@ -383,9 +384,93 @@ fail:
 void
 level_keys_free(struct seal_ring *r)
 {
-	if (r != NULL) {
-		seal_orgs_free(r->orgs);
-		OPENSSL_cleanse(r, sizeof(*r)); /* the keys leave no copy (not a dead store) */
-	}
+	if (r != NULL)
+		OPENSSL_cleanse(r, sizeof(*r)); /* the keys leave no copy (its store is level_orgs') */
 	free(r);
+}
+
+/* ---- Organization keys ------------------------------------------------------ */
+
+int
+level_orgs_load(struct level_orgs *lo, const char *key, const char *path, char *err,
+		size_t errlen)
+{
+	char why[512];
+
+	memset(lo, 0, sizeof(*lo));
+	lo->path = path;
+	lo->key = key;
+	lo->looked_ns = mono_ns();
+	if (path[0] == '\0')
+		return 0;
+	if (seal_orgs_load(path, &lo->cur, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "%s: %s", key, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Is the file at @p path the one @p st describes (the one refused)? */
+static bool
+same_file(const char *path, const struct stat *st)
+{
+	struct stat now;
+
+	return lstat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
+	       now.st_size == st->st_size && now.st_mtim.tv_sec == st->st_mtim.tv_sec &&
+	       now.st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
+	       now.st_ctim.tv_sec == st->st_ctim.tv_sec && now.st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+bool
+level_orgs_look(struct level_orgs *lo, uint32_t every_ms, unsigned int shard, const char *what,
+		struct seal_orgs **old)
+{
+	struct seal_orgs *o;
+	char err[512];
+	uint64_t now;
+
+	*old = NULL;
+	if (lo->cur == NULL)
+		return false;
+	now = mono_ns();
+	if (now - lo->looked_ns < (uint64_t)every_ms * 1000000ull)
+		return false;
+	lo->looked_ns = now;
+	if (!seal_orgs_changed(lo->path, lo->cur))
+		return false;
+	/* A file refused once is read again only when it changes (a large one
+	 * would stall the level's I/O every interval). */
+	if (lo->behind && same_file(lo->path, &lo->refused_st))
+		return false;
+	if (lstat(lo->path, &lo->refused_st) != 0)
+		memset(&lo->refused_st, 0, sizeof(lo->refused_st));
+	if (seal_orgs_load(lo->path, &o, err, sizeof(err)) != 0) {
+		lo->refused++;
+		lo->behind = true;
+		if (strcmp(err, lo->said) != 0) {
+			snprintf(lo->said, sizeof(lo->said), "%s", err);
+			printf("kvss: shard %u: %s changed but is refused: %s keeps the keys it holds "
+			       "for reading and writes nothing until it reads one: %s\n", shard,
+			       lo->key, what, err);
+			fflush(stdout);
+		}
+		return false;
+	}
+	*old = lo->cur;
+	lo->cur = o;
+	lo->reloaded++;
+	lo->behind = false;
+	lo->said[0] = '\0';
+	printf("kvss: shard %u: organization keys read again from %s for %s (%u named, default "
+	       "key %08x)\n", shard, lo->path, what, seal_orgs_count(o), seal_orgs_default(o)->id);
+	fflush(stdout);
+	return true;
+}
+
+void
+level_orgs_free(struct level_orgs *lo)
+{
+	seal_orgs_free(lo->cur);
+	lo->cur = NULL;
 }

@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "kvdisk.h"
 #include "proto.h"
@@ -232,6 +233,44 @@ struct seal_ring;
 int level_keys_load(const char *group, const char *key_file, const char *old_key_file,
 		    struct seal_ring **out, char *err, size_t errlen);
 void level_keys_free(struct seal_ring *r);
+
+struct seal_orgs;
+
+/*
+ * A level's organization key store (lib/seal/orgkeys.h), looked at by its
+ * worker: read at open, read again once its file is replaced (a reset
+ * retired a key). A replaced file that is refused keeps the store held
+ * for reading, makes the level "behind" (it writes nothing sealed under
+ * keys perhaps retired, until it reads a store) and is not read again
+ * until it changes; each refusal is said once per reason.
+ */
+struct level_orgs {
+	struct seal_orgs *cur; /* the store held (NULL: none configured) */
+	const char *path, *key; /* its file and its configuration key */
+	uint64_t looked_ns, reloaded, refused, behind_puts;
+	bool behind;
+	struct stat refused_st;
+	char said[512];
+};
+
+/**
+ * Read @p path (the configuration's @p key, "" for none) into @p lo at a
+ * level's open. 0, or -1 with @p err naming @p key.
+ */
+int level_orgs_load(struct level_orgs *lo, const char *key, const char *path, char *err,
+		    size_t errlen);
+
+/**
+ * Look at the store's file once per @p every_ms (shard @p shard's level
+ * @p what, for what is said): true when a new store took lo->cur's place,
+ * the one it replaced in *@p old for the caller to free once its backend
+ * holds the new one.
+ */
+bool level_orgs_look(struct level_orgs *lo, uint32_t every_ms, unsigned int shard,
+		     const char *what, struct seal_orgs **old);
+
+/** Free the store held. */
+void level_orgs_free(struct level_orgs *lo);
 
 /** The worker: @p q is answered with @p status (0 or a protocol code). */
 void level_done(struct shard_level *lv, struct level_req *q, uint16_t status);

@@ -32,6 +32,7 @@
 
 #include "kvdisk.h"
 #include "level.h"
+#include "orgkeys.h"
 #include "shard.h"
 
 struct disk {
@@ -43,7 +44,12 @@ struct disk {
 	unsigned int nwait;
 	uint64_t waited; /* requests that could not start when taken */
 	uint64_t back_then; /* kvdisk's ops given back when again() last ran */
+	/* The organization key store kvdisk seals under (kvdisk_set_orgs). */
+	struct level_orgs orgs;
 };
+
+/* How often the second tier looks at its organization key store's file. */
+#define DISK_ORGS_LOOK_MS 1000
 
 static struct kvdisk *
 kd(const struct shard_level *lv)
@@ -171,6 +177,12 @@ begin(struct shard_level *lv, struct level_req *q)
 		list(lv, q);
 		return true;
 	case LEVEL_PUT:
+		if (b->orgs.behind) {
+			/* Its store refused: nothing sealed under keys perhaps retired. */
+			b->orgs.behind_puts++;
+			level_done(lv, q, PROTO_E_L2_FAILED);
+			return true;
+		}
 		rc = kvdisk_put(b->d, &q->meta, q->data, q->len, (uintptr_t)q);
 		break;
 	default:
@@ -226,8 +238,17 @@ static bool
 poll_disk(struct shard_level *lv, bool idle)
 {
 	struct disk *b = lv->be;
+	struct seal_orgs *old;
 	unsigned int n;
 	bool busy;
+
+	/* A reset retired an organization's key: what it sealed on this disk
+	 * is not opened any more (its columns lost as they are read). */
+	if (level_orgs_look(&b->orgs, DISK_ORGS_LOOK_MS, lv->shard->cfg->id, "the second tier",
+			    &old)) {
+		kvdisk_set_orgs(b->d, b->orgs.cur);
+		seal_orgs_free(old);
+	}
 
 	/* The ingest lcore waits for requests: the deletes waiting in kvdisk
 	 * for a put, each holding one, are written. */
@@ -316,6 +337,16 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 	}
 	b->d = kvdisk_open(cfg->l2.path, &p, err, errlen);
 	e = errno;
+	if (b->d != NULL && keys != NULL &&
+	    level_orgs_load(&b->orgs, "shard.l2.org_key_file", cfg->l2.org_key_file, err,
+			    errlen) != 0) {
+		kvdisk_close(b->d);
+		level_keys_free(keys);
+		free(b);
+		return -2; /* the configuration's: err names the key */
+	}
+	if (b->d != NULL && b->orgs.cur != NULL)
+		kvdisk_set_orgs(b->d, b->orgs.cur);
 	if (b->d != NULL && keys != NULL)
 		printf("kvss: shard %u: the second tier's columns are sealed (AES-256-GCM, key %08x%s)\n",
 		       cfg->id, keys->cur.id, keys->old.loaded ? "; its old key still opened" : "");
@@ -323,6 +354,11 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 		printf("kvss: shard %u: the second tier's columns are written in plain (no "
 		       "shard.l2.key_file): whoever reads %s reads the KV bytes\n", cfg->id,
 		       cfg->l2.path);
+	if (b->d != NULL && b->orgs.cur != NULL)
+		printf("kvss: shard %u: the second tier's columns under each organization's own key "
+		       "from %s (%u named, default key %08x): a reset that replaces it makes them "
+		       "unreadable\n", cfg->id, cfg->l2.org_key_file, seal_orgs_count(b->orgs.cur),
+		       seal_orgs_default(b->orgs.cur)->id);
 	level_keys_free(keys);
 	if (b->d == NULL) {
 		size_t n = strlen(err);
@@ -355,8 +391,10 @@ close_disk(struct shard_level *lv)
 {
 	struct disk *b = lv->be;
 
-	if (b != NULL)
+	if (b != NULL) {
 		kvdisk_close(b->d);
+		level_orgs_free(&b->orgs);
+	}
 	free(b);
 	lv->be = NULL;
 }
@@ -401,6 +439,14 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	 * flight, no op free): writes holding reads up show here. */
 	c[n++] = (struct level_counter){"", "waited", lv != NULL ? ((const struct disk *)lv->be)->waited : 0,
 					false};
+	{
+		static const struct level_orgs none;
+		const struct level_orgs *o = lv != NULL ? &((const struct disk *)lv->be)->orgs : &none;
+
+		c[n++] = (struct level_counter){"", "org_keys_reloaded", o->reloaded, false};
+		c[n++] = (struct level_counter){"", "org_keys_refused", o->refused, false};
+		c[n++] = (struct level_counter){"", "org_keys_behind_puts", o->behind_puts, false};
+	}
 	return n;
 }
 

@@ -66,14 +66,8 @@ struct sh {
 	/* The keys slices are sealed with and opened by (NULL: plain slices). */
 	struct seal_ring *ring;
 	uint64_t sealed, opened;
-	/* The organization key store: when it was last looked at, how often
-	 * it was read again, and the last refusal said (said once each); the
-	 * file refused (not read again until it changes), and whether this
-	 * replica is behind the store it was given (it then writes nothing). */
-	uint64_t orgs_looked_ns, orgs_reloaded, orgs_reload_failed, orgs_behind_puts;
-	char orgs_said[512];
-	struct stat orgs_refused;
-	bool orgs_behind;
+	/* The organization key store (ring->orgs is its store held). */
+	struct level_orgs orgs;
 };
 
 /* A slice's object: its header, its bytes, and a sealed one's tag. */
@@ -423,8 +417,8 @@ start(struct shard_level *lv, struct level_req *q)
 	} else if (sh->wputs.n >= SH_PUT_BACKLOG) {
 		sh->put_shed++;
 		level_done(lv, q, PROTO_E_SHARED_FAILED);
-	} else if (sh->orgs_behind) {
-		sh->orgs_behind_puts++; /* nothing sealed under keys it may not hold any more */
+	} else if (sh->orgs.behind) {
+		sh->orgs.behind_puts++; /* nothing sealed under keys it may not hold any more */
 		level_done(lv, q, PROTO_E_SHARED_FAILED);
 	} else if (make_put(lv, q)) {
 		push(&sh->wputs, q);
@@ -436,65 +430,23 @@ start(struct shard_level *lv, struct level_req *q)
  * reset retired a key: kvss-shared wrote a new one), looked at once per
  * generation interval, as the driver looks at the generations: within one
  * interval of a reset this replica neither seals under nor opens the key
- * retired. A store that does not read keeps the keys held (said once per
- * reason, counted): every slice this replica then seals under a retired
- * key is refused by the replicas that read the new store (KEY), never
- * served.
+ * retired. One refused keeps the keys held for reading, and the level
+ * writes nothing until it reads a store (level_orgs_look): what it sealed
+ * under a retired key would be refused by the replicas that read the new
+ * store, never served, but it would be a copy of data under a key the
+ * operator takes for gone.
  */
 static void
 orgs_look(struct shard_level *lv)
 {
-	const struct kvss_shared_cfg *c = &kvss.cfg.shared;
 	struct sh *sh = lv->be;
-	struct seal_orgs *o;
-	struct stat st;
-	char err[512];
-	uint64_t now;
+	struct seal_orgs *old;
 
-	if (sh->ring == NULL || sh->ring->orgs == NULL)
-		return;
-	now = mono_ns();
-	if (now - sh->orgs_looked_ns < (uint64_t)c->generation_ms * 1000000ull)
-		return;
-	sh->orgs_looked_ns = now;
-	if (!seal_orgs_changed(c->org_key_file, sh->ring->orgs))
-		return;
-	/* A file refused once is read again only when it changes (a large one
-	 * would stall the level's I/O every interval). */
-	if (sh->orgs_behind && lstat(c->org_key_file, &st) == 0 &&
-	    st.st_dev == sh->orgs_refused.st_dev && st.st_ino == sh->orgs_refused.st_ino &&
-	    st.st_size == sh->orgs_refused.st_size &&
-	    st.st_mtim.tv_sec == sh->orgs_refused.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == sh->orgs_refused.st_mtim.tv_nsec &&
-	    st.st_ctim.tv_sec == sh->orgs_refused.st_ctim.tv_sec &&
-	    st.st_ctim.tv_nsec == sh->orgs_refused.st_ctim.tv_nsec)
-		return;
-	if (lstat(c->org_key_file, &sh->orgs_refused) != 0)
-		memset(&sh->orgs_refused, 0, sizeof(sh->orgs_refused));
-	if (seal_orgs_load(c->org_key_file, &o, err, sizeof(err)) != 0) {
-		sh->orgs_reload_failed++;
-		/* Behind the store it was given: it may hold keys the others
-		 * retired, so it seals nothing more under them (its writes
-		 * fail, counted) until it reads a store; it still reads. */
-		sh->orgs_behind = true;
-		if (strcmp(err, sh->orgs_said) != 0) {
-			snprintf(sh->orgs_said, sizeof(sh->orgs_said), "%s", err);
-			printf("kvss: shard %u: shared.org_key_file changed but is refused: the keys "
-			       "held are kept for reading, nothing is written to the shared level "
-			       "until it reads: %s\n", lv->shard->cfg->id, err);
-			fflush(stdout);
-		}
-		return;
+	if (level_orgs_look(&sh->orgs, kvss.cfg.shared.generation_ms, lv->shard->cfg->id,
+			    "the shared level", &old)) {
+		sh->ring->orgs = sh->orgs.cur;
+		seal_orgs_free(old);
 	}
-	seal_orgs_free(sh->ring->orgs);
-	sh->ring->orgs = o;
-	sh->orgs_reloaded++;
-	sh->orgs_behind = false;
-	sh->orgs_said[0] = '\0';
-	printf("kvss: shard %u: organization keys read again from %s (%u named, default key "
-	       "%08x)\n", lv->shard->cfg->id, c->org_key_file, seal_orgs_count(o),
-	       seal_orgs_default(o)->id);
-	fflush(stdout);
 }
 
 static bool
@@ -540,6 +492,7 @@ close_shared(struct shard_level *lv)
 	if (sh != NULL) {
 		shared_close(sh->s);
 		level_keys_free(sh->ring);
+		level_orgs_free(&sh->orgs);
 	}
 	free(sh);
 	lv->be = NULL;
@@ -568,13 +521,12 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 		close_shared(lv);
 		return -1;
 	}
-	if (c->org_key_file[0] != '\0' &&
-	    seal_orgs_load(c->org_key_file, &sh->ring->orgs, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "shared.org_key_file: %s", why);
+	if (level_orgs_load(&sh->orgs, "shared.org_key_file", c->org_key_file, err, errlen) != 0) {
 		close_shared(lv);
 		return -1;
 	}
-	sh->orgs_looked_ns = mono_ns();
+	if (sh->ring != NULL)
+		sh->ring->orgs = sh->orgs.cur;
 	sh->s = shared_open(&p, why, sizeof(why));
 	if (sh->s == NULL) {
 		snprintf(err, errlen, "shared.conf %s: %s", c->conf, why);
@@ -630,9 +582,9 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	c[n++] = (struct level_counter){"", "replaced", sh->replaced, false};
 	c[n++] = (struct level_counter){"", "sealed", sh->sealed, false};
 	c[n++] = (struct level_counter){"", "opened", sh->opened, false};
-	c[n++] = (struct level_counter){"", "org_keys_reloaded", sh->orgs_reloaded, false};
-	c[n++] = (struct level_counter){"", "org_keys_refused", sh->orgs_reload_failed, false};
-	c[n++] = (struct level_counter){"", "org_keys_behind_puts", sh->orgs_behind_puts, false};
+	c[n++] = (struct level_counter){"", "org_keys_reloaded", sh->orgs.reloaded, false};
+	c[n++] = (struct level_counter){"", "org_keys_refused", sh->orgs.refused, false};
+	c[n++] = (struct level_counter){"", "org_keys_behind_puts", sh->orgs.behind_puts, false};
 	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts, false};
 	c[n++] = (struct level_counter){"", "busy", ls.busy, false};
 	/* lib/shared's own count of what it asked the cluster and how each
