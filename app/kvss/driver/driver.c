@@ -531,10 +531,7 @@ sink_wire(struct drv *d, const struct kvss_config *cfg)
 	}
 	if (cfg->shared.conf[0] != '\0') {
 		d->sink.sh_drv = d;
-		d->sink.sh_down = drv_sh_down;
-		d->sink.sh_whole = drv_sh_whole;
-		d->sink.sh_name = drv_sh_name;
-		d->sink.sh_on = drv_sh_on;
+		d->sink.shl = &drv_sh_sink_ops;
 	}
 	return 0;
 }

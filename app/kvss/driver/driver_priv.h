@@ -161,6 +161,25 @@ struct drv_shard {
  * library call into records for every shard of the model it names; the
  * requester of a REFILL is the wafer sequence its sequence_id names.
  */
+/*
+ * The shared level as the sink reaches it: an ops table (shared.c's
+ * drv_sh_sink_ops), so that the sink, which the library calls for every
+ * column, names no function of the level's and holds nothing of it.
+ */
+struct drv_sink_shared_ops {
+	/* Does a column sent down go up too (then @p o's object fields are
+	 * set: SH_DOWN)? */
+	bool (*down)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c,
+		     struct proto_l2col *o);
+	/* A column just recorded whole (the rule "all" queues it). */
+	void (*whole)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c);
+	/* A staged column's object, for SH_UP (false: not nameable now). */
+	bool (*name)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c,
+		     struct proto_l2col *o);
+	/* Does every shard of the model reach the level (drv_sh_on)? */
+	bool (*on)(struct drv *d, uint16_t model);
+};
+
 struct drv_sink {
 	/* Set at start, read-only after. */
 	uint16_t nsh;
@@ -173,20 +192,9 @@ struct drv_sink {
 	FILE *expect;		   /* open loop: what each shard must send back (NULL: closed) */
 	uint64_t wall_base_ns;	   /* wall clock (ns since 1970) at the library's time 0 (DRV_PAST_NS) */
 	struct drv_l2wait **l2w;   /* columns sent down, L2_DONEs awaited (sink.c) */
-	/*
-	 * The shared level (shared.c; NULL: none). sh_down: does a column sent
-	 * down go up too (then @p o's object fields are set: SH_DOWN)? sh_name:
-	 * a staged column's object, for SH_UP (false: not nameable now).
-	 */
-	struct drv *sh_drv; /* what each is called with */
-	bool (*sh_down)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c,
-			struct proto_l2col *o);
-	/* sh_whole: a column just recorded whole (the rule "all" queues it). */
-	void (*sh_whole)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c);
-	bool (*sh_name)(struct drv *d, uint16_t model, const struct prefixcache_l2col *c,
-			struct proto_l2col *o);
-	/* sh_on: does every shard of the model reach the level (drv_sh_on)? */
-	bool (*sh_on)(struct drv *d, uint16_t model);
+	/* The shared level (NULL: none), and the driver its ops are called with. */
+	const struct drv_sink_shared_ops *shl;
+	struct drv *sh_drv;
 	bool failed;		   /* out of memory: the run stops */
 	uint8_t scratch[PROTO_PAYLOAD_MAX];
 };
@@ -591,11 +599,14 @@ void drv_sh_close(struct drv *d);
 bool drv_expired_wall(uint64_t iso, uint64_t first_wall, uint64_t now);
 /** Does model @p m use the shared level now? */
 bool drv_sh_on(struct drv *d, uint16_t m);
+
+/** The shared level's ops for the sink (drv_sink.shl). */
+extern const struct drv_sink_shared_ops drv_sh_sink_ops;
 /** Completions, the generations again when due. */
 void drv_sh_poll(struct drv *d, uint64_t now_ns);
 /** May request @p req start (its lookups back or late)? Begins the lookups of the next ones. */
 bool drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now_ns);
-/** The sink's callbacks (drv_sink.sh_down, sh_whole, sh_name). */
+/** What drv_sh_sink_ops calls (drv_sink.shl). */
 bool drv_sh_down(struct drv *d, uint16_t m, const struct prefixcache_l2col *c,
 		 struct proto_l2col *o);
 void drv_sh_whole(struct drv *d, uint16_t m, const struct prefixcache_l2col *c);

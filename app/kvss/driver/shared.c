@@ -1411,3 +1411,10 @@ drv_sh_close(struct drv *d)
 	free(S);
 	d->shl = NULL;
 }
+
+const struct drv_sink_shared_ops drv_sh_sink_ops = {
+	.down = drv_sh_down,
+	.whole = drv_sh_whole,
+	.name = drv_sh_name,
+	.on = drv_sh_on,
+};

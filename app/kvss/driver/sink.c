@@ -309,7 +309,7 @@ on_l2_down(void *arg, uint16_t model, const struct prefixcache_l2col *c)
 	s->st->l2_down_cols++;
 	/* The shared level takes it too (its rule, shared.c): every shard writes
 	 * its slice from DRAM, in the same turn of the refill queue. */
-	if (s->sh_down != NULL && s->sh_down(s->sh_drv, model, c, &o))
+	if (s->shl != NULL && s->shl->down(s->sh_drv, model, c, &o))
 		for (i = 0; i < s->nshards[model]; i++) {
 			struct proto_builder *b = open_for(s, shard_of(s, model, i), PROTO_T_SH_DOWN,
 							   PROTO_SHCOL_LEN);
@@ -325,8 +325,8 @@ on_whole_column(void *arg, uint16_t model, const struct prefixcache_l2col *c)
 {
 	struct drv_sink *s = arg;
 
-	if (s->sh_whole != NULL)
-		s->sh_whole(s->sh_drv, model, c);
+	if (s->shl != NULL)
+		s->shl->whole(s->sh_drv, model, c);
 }
 
 void
@@ -366,7 +366,7 @@ on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 	 * batch still goes, numbered, since the shards count batches in turn.
 	 * Only where every shard reaches the level (STATUS bit 2): one without
 	 * it refuses an SH_UP whole as well. */
-	if (ncols == 0 && s->sh_on != NULL && s->sh_on(s->sh_drv, model))
+	if (ncols == 0 && s->shl != NULL && s->shl->on(s->sh_drv, model))
 		type = PROTO_T_SH_UP;
 	for (i = 0; i < s->nshards[model]; i++) {
 		struct drv_shard *sh = shard_of(s, model, i);
@@ -389,8 +389,8 @@ on_l2_up(void *arg, uint16_t model, uint64_t batch_no, uint16_t nc, uint16_t g,
 			/* Not nameable (a new generation since it was staged): its
 			 * object id stays 0 and the shard has no such column on disk,
 			 * so the batch loses it, as any column that does not come up. */
-			if (cols[k].shared && s->sh_name != NULL)
-				s->sh_name(s->sh_drv, model, &cols[k], &o);
+			if (cols[k].shared && s->shl != NULL)
+				s->shl->name(s->sh_drv, model, &cols[k], &o);
 			rc = proto_build_l2_up_col(&b, &o);
 		}
 		if (rc != 0) {
