@@ -20,36 +20,11 @@
 
 #include "orgkeys.h"
 #include "shared_obj.h"
+#include "seal_fixture.h"
 #include "shared_seal.h"
+#include "tmpdir.h"
 
 #define FU 1700000000000000000ULL
-
-static void
-unhex(const char *h, uint8_t *out, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		unsigned int v;
-
-		cr_assert_eq(sscanf(h + 2 * i, "%2x", &v), 1);
-		out[i] = (uint8_t)v;
-	}
-}
-
-/* A key of bytes first, first + 1, ... (the document's master key is 00..1f). */
-static struct seal_key
-doc_key(uint8_t first)
-{
-	uint8_t b[32];
-	struct seal_key k;
-	unsigned int i;
-
-	for (i = 0; i < 32; i++)
-		b[i] = (uint8_t)(first + i);
-	cr_assert_eq(seal_key_from(&k, b), 0);
-	return k;
-}
 
 Test(orgkeys, the_mixed_key_derives_as_the_document_says)
 {
@@ -236,17 +211,13 @@ static char dir[64];
 static void
 mkdir_tmp(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/kvss-orgkeys.XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	tmpdir_make(dir, sizeof(dir), "kvss-orgkeys");
 }
 
 static void
 rm_tmp(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
+	tmpdir_remove(dir);
 }
 
 static const char *

@@ -22,23 +22,12 @@
 
 #include "frames.h"
 #include "shared_obj.h"
+#include "seal_fixture.h"
 #include "shared_seal.h"
+#include "tmpdir.h"
 #include "xxhash.h"
 
 #define FU 1700000000000000000ULL
-
-static void
-unhex(const char *h, uint8_t *out, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		unsigned int v;
-
-		cr_assert_eq(sscanf(h + 2 * i, "%2x", &v), 1);
-		out[i] = (uint8_t)v;
-	}
-}
 
 /* The GCM specification's test cases 13 and 14 (AES-256, zero key and nonce). */
 Test(seal, aes_256_gcm_meets_the_specification_vectors)
@@ -58,19 +47,6 @@ Test(seal, aes_256_gcm_meets_the_specification_vectors)
 	cr_assert_arr_eq(buf, want, 16, "case 14 decrypted");
 	buf[3] ^= 1;
 	cr_assert_eq(seal_gcm_decrypt(key, nonce, NULL, 0, buf, 16, tag), -1, "a flipped bit opens");
-}
-
-static struct seal_key
-doc_key(uint8_t first)
-{
-	uint8_t b[32];
-	struct seal_key k;
-	unsigned int i;
-
-	for (i = 0; i < 32; i++)
-		b[i] = (uint8_t)(first + i);
-	cr_assert_eq(seal_key_from(&k, b), 0);
-	return k;
 }
 
 /* HKDF-SHA256 (RFC 5869) as Python's hmac computes it, for master key 00..1f. */
@@ -343,17 +319,13 @@ static char dir[64];
 static void
 mkdir_tmp(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/kvss-seal.XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	tmpdir_make(dir, sizeof(dir), "kvss-seal");
 }
 
 static void
 rm_tmp(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
+	tmpdir_remove(dir);
 }
 
 /* Write @p n bytes of @p b to DIR/NAME with @p mode: its path. */

@@ -38,18 +38,6 @@ struct seal_orgs {
 	struct timespec mtime, ctime;
 };
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* 64 hexadecimal digits that are the whole of @p s (@p n bytes) into @p k. */
 static int
 parse_key(const char *s, size_t n, struct seal_key *k, const char **why)
@@ -62,7 +50,7 @@ parse_key(const char *s, size_t n, struct seal_key *k, const char **why)
 		return -1;
 	}
 	for (i = 0; i < SEAL_KEY_LEN; i++) {
-		int hi = hexval((unsigned char)s[2 * i]), lo = hexval((unsigned char)s[2 * i + 1]);
+		int hi = seal_hexval((unsigned char)s[2 * i]), lo = seal_hexval((unsigned char)s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0) {
 			OPENSSL_cleanse(b, sizeof(b));
@@ -95,7 +83,7 @@ parse_org(const char *s, size_t n, uint64_t *org)
 	if (n < 3 || n > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
 		return -1;
 	for (i = 2; i < n; i++) {
-		int d = hexval((unsigned char)s[i]);
+		int d = seal_hexval((unsigned char)s[i]);
 
 		if (d < 0)
 			return -1;

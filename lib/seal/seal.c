@@ -56,8 +56,8 @@ seal_org_key(const struct seal_key *k, uint64_t org, uint8_t out[SEAL_KEY_LEN])
 	return seal_derive(k, info, sizeof(info), out);
 }
 
-static int
-hexval(int c)
+int
+seal_hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -124,7 +124,7 @@ seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen)
 		memcpy(k->key, buf, SEAL_KEY_LEN);
 	} else if (n == 64 || (n == 65 && buf[64] == '\n')) {
 		for (i = 0; i < SEAL_KEY_LEN; i++) {
-			int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
+			int hi = seal_hexval(buf[2 * i]), lo = seal_hexval(buf[2 * i + 1]);
 
 			if (hi < 0 || lo < 0) {
 				size_t at = hi < 0 ? 2 * i : 2 * i + 1;
@@ -141,7 +141,7 @@ seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen)
 	} else {
 		size_t digits = 0;
 
-		while (digits < (size_t)n && hexval(buf[digits]) >= 0)
+		while (digits < (size_t)n && seal_hexval(buf[digits]) >= 0)
 			digits++;
 		/* Hexadecimal digits then what is not one (a CR, a space): say both. */
 		if (digits > 0 && digits < (size_t)n)

@@ -93,6 +93,9 @@ int seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_N
 		     const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
 		     const uint8_t tag[SEAL_TAG_LEN]);
 
+/** A hexadecimal digit's value (either case), or -1 (the key files' readers). */
+int seal_hexval(int c);
+
 /** A random nonce (libcrypto's generator). 0 or -1. */
 int seal_nonce(uint8_t nonce[SEAL_NONCE_LEN]);
 
