@@ -108,14 +108,14 @@ LITERAL = {
                                 "again after its file was replaced (a reset retired a key)",
     "shared_org_keys_refused": "times a replaced organization key store was refused (the keys held "
                                "kept for reading; the log says why)",
-    "shared_org_keys_behind_puts": "slices not written because the organization key store given "
-                                   "was refused (nothing sealed under keys perhaps retired)",
+    "shared_org_keys_behind_refused": "slices not written because the organization key store given "
+                                      "was refused (nothing sealed under keys perhaps retired)",
     "disk_org_keys_reloaded": "times the second tier read its organization key store "
                               "(shard.l2.org_key_file) again after its file was replaced",
     "disk_org_keys_refused": "times a replaced organization key store was refused by the second "
                              "tier (the keys held kept for reading; the log says why)",
-    "disk_org_keys_behind_puts": "columns not written to the second tier because its organization "
-                                 "key store was refused",
+    "disk_org_keys_behind_refused": "columns neither written to nor read from the second tier "
+                                    "because its organization key store was refused (L2_FAILED)",
     "shared_timeouts": "cluster operations past the op timeout (shared.op_timeout_ms)",
     "shared_busy": "cluster operations not begun: as many in flight as shared.depth",
     "shared_cluster_puts": "writes asked of the cluster (lib/shared: exclusive creates and writes over)",

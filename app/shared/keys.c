@@ -130,8 +130,10 @@ ks_keys(const char *path, bool init, bool have_org, uint64_t org, const char *or
 			rc = KS_FAILED;
 		} else if ((rc = written("keys", path, o, false)) == KS_OK) {
 			printf("%s: organization %s has a key of its own (%08x): a reset retires it "
-			       "alone; what it sealed under the default key before is not opened "
-			       "any more; copy the store to every replica\n", path,
+			       "alone. What it sealed under the default key before is not opened by "
+			       "replicas with this store, but whoever holds the master key and the "
+			       "default key still can, until every key is retired (reset with no "
+			       "--org); copy the store to every replica\n", path,
 			       ks_safe(org_arg, safe, sizeof(safe)), seal_orgs_key(o, org)->id);
 		}
 		close(lk);
@@ -151,7 +153,7 @@ ks_keys_retire(const char *path, bool have_org, uint64_t org, const char *org_ar
 	struct seal_orgs *o;
 	char err[600], safe[KS_SAFE_LEN];
 	uint32_t before, dflt;
-	bool default_too;
+	bool default_too; /* never, for a named organization (refused above otherwise) */
 	int lk, rc;
 
 	lk = lock_dir(path, "reset");
@@ -163,6 +165,21 @@ ks_keys_retire(const char *path, bool have_org, uint64_t org, const char *org_ar
 		return KS_USAGE;
 	}
 	dflt = seal_orgs_default(o)->id;
+	/* One organization's slices under the default key are every other
+	 * unnamed organization's key too: retiring it for one would leave the
+	 * others' records pointing at slices nobody opens, under a generation
+	 * nobody bumped. Not done for one: said how. */
+	if (have_org && seal_orgs_key(o, org) == seal_orgs_default(o)) {
+		fprintf(stderr, "kvss-shared reset: organization %s has no key of its own in %s: its "
+				"slices are under the default key (%08x), which every organization not "
+				"named shares. Retire every key with 'reset --org-keys %s' (no --org; the "
+				"global generation is bumped), and name an organization with 'keys --org' "
+				"before it writes to reset it alone (not reset)\n",
+			ks_safe(org_arg, safe, sizeof(safe)), path, dflt, path);
+		seal_orgs_free(o);
+		close(lk);
+		return KS_USAGE;
+	}
 	before = have_org ? seal_orgs_key(o, org)->id : dflt;
 	if (seal_orgs_retire(o, !have_org, org, &default_too) != 0) {
 		fprintf(stderr, "kvss-shared reset: --org-keys %s: no new key (no memory, no "
@@ -178,14 +195,7 @@ ks_keys_retire(const char *path, bool have_org, uint64_t org, const char *org_ar
 		seal_orgs_free(o);
 		return rc;
 	}
-	if (have_org && default_too)
-		printf("%s: organization %s had no key of its own: its slices were under the default "
-		       "key, which is retired (%08x -> %08x): every organization not named loses its "
-		       "slices too (name an organization with 'keys --org' to reset it alone); %s "
-		       "now has a key of its own (%08x)\n", path,
-		       ks_safe(org_arg, safe, sizeof(safe)), dflt, seal_orgs_default(o)->id,
-		       safe, seal_orgs_key(o, org)->id);
-	else if (have_org)
+	if (have_org)
 		printf("%s: organization %s's key retired (%08x -> %08x)\n", path,
 		       ks_safe(org_arg, safe, sizeof(safe)), before, seal_orgs_key(o, org)->id);
 	else

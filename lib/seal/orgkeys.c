@@ -165,7 +165,7 @@ parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, uint32_t
 	if (memchr(s, '\r', n) != NULL)
 		why = "a carriage return (lines end with a newline only)";
 	else if (*ended)
-		why = "a line after the 'end' line";
+		why = "a line after the 'end' line (it comes last)";
 	else if (n > 3 && memcmp(s, "end ", 4) == 0) {
 		if (parse_count(s + 4, n - 4, count) != 0)
 			why = "'end' and the number of organization lines (0 to 65536)";
@@ -468,7 +468,6 @@ seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org, bool *default_too)
 		 * with it); the organization gets a key of its own. */
 		if (o->n >= SEAL_ORGS_MAX)
 			return -1;
-		*default_too = true;
 	}
 	/* Every new key made before any is replaced: all or nothing. */
 	nfresh = all ? (size_t)o->n + 1 : 1;
@@ -486,6 +485,7 @@ seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org, bool *default_too)
 	o->dflt = fresh[0];
 	for (i = 1; i < nfresh; i++)
 		o->v[i - 1].k = fresh[i];
+	*default_too = !all;
 	OPENSSL_cleanse(fresh, nfresh * sizeof(*fresh));
 	free(fresh);
 	return 0;
@@ -565,6 +565,29 @@ wipe(int fd)
 	return fsync(fd);
 }
 
+/* May the file @p st describes be replaced and overwritten? false with @p err. */
+static bool
+replaceable(const char *path, const struct stat *st, const struct seal_orgs *o, char *err,
+	    size_t errlen)
+{
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+	} else if (o->from_file && (st->st_dev != o->dev || st->st_ino != o->ino ||
+				    st->st_size != o->size ||
+				    st->st_mtim.tv_sec != o->mtime.tv_sec ||
+				    st->st_mtim.tv_nsec != o->mtime.tv_nsec)) {
+		snprintf(err, errlen, "%s: changed since it was read (another writer?): read it "
+				      "again", path);
+	} else if (st->st_nlink > 1) {
+		snprintf(err, errlen, "%s: %lu names for one file (hard links; a %s.new.* left by a "
+				      "write that stopped is one): overwriting it would zero them all; "
+				      "give each replica a copy", path, (unsigned long)st->st_nlink, path);
+	} else {
+		return true;
+	}
+	return false;
+}
+
 /*
  * The store being replaced, opened to be overwritten once nobody finds it
  * by its name: the very file @p o was read from (else another writer came
@@ -578,10 +601,14 @@ open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t err
 	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0 && errno == EACCES) {
-		/* A 0400 store: made writable through a descriptor (never a
-		 * name a link could redirect), its identity checked below. */
+		/* A 0400 store: checked as below first, then made writable
+		 * through a descriptor (never a name a link could redirect). */
 		int ro = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
+		if (ro >= 0 && (fstat(ro, &st) != 0 || !replaceable(path, &st, o, err, errlen))) {
+			close(ro);
+			return -1;
+		}
 		if (ro >= 0 && fchmod(ro, S_IRUSR | S_IWUSR) == 0)
 			fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (ro >= 0)
@@ -596,21 +623,8 @@ open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t err
 			 strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-	} else if (o->from_file && (st.st_dev != o->dev || st.st_ino != o->ino ||
-				    st.st_size != o->size ||
-				    st.st_mtim.tv_sec != o->mtime.tv_sec ||
-				    st.st_mtim.tv_nsec != o->mtime.tv_nsec)) {
-		snprintf(err, errlen, "%s: changed since it was read (another writer?): read it "
-				      "again", path);
-	} else if (st.st_nlink > 1) {
-		snprintf(err, errlen, "%s: %lu names for one file (hard links): overwriting it would "
-				      "zero them all; give each replica a copy", path,
-			 (unsigned long)st.st_nlink);
-	} else {
+	if (fstat(fd, &st) == 0 && replaceable(path, &st, o, err, errlen))
 		return fd;
-	}
 	close(fd);
 	return -1;
 }
@@ -659,7 +673,7 @@ seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *
 	}
 	/* A new store never takes the place of a file made meanwhile. */
 	rc = create ? link(tmp, path) : rename(tmp, path);
-	if (rc != 0 || (create && unlink(tmp) != 0)) {
+	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s: %s", path, create ? "making it" : "renaming the new file over it",
 			 strerror(errno));
 		unlink(tmp);
@@ -669,11 +683,19 @@ seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *
 	}
 	/* From here the new store is in place: what fails is said, and
 	 * returned as 1, the rest still done. */
+	rc = 0;
+	if (create && unlink(tmp) != 0) {
+		snprintf(err, errlen, "%s: in place, but %s, a second name of it, could not be "
+				      "removed (remove it: a store with two names is not written "
+				      "again): %s", path, tmp, strerror(errno));
+		rc = 1;
+	}
 	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	rc = dfd >= 0 && fsync(dfd) == 0 ? 0 : 1;
-	if (rc != 0)
+	if ((dfd < 0 || fsync(dfd) != 0) && rc == 0) {
 		snprintf(err, errlen, "%s: in place, but its directory could not be synced: %s",
 			 path, strerror(errno));
+		rc = 1;
+	}
 	if (dfd >= 0)
 		close(dfd);
 	if (old >= 0) {

@@ -439,10 +439,13 @@ level_orgs_look(struct level_orgs *lo, uint32_t every_ms, unsigned int shard, co
 	lo->looked_ns = now;
 	if (!seal_orgs_changed(lo->path, lo->cur))
 		return false;
-	/* A file refused once is read again only when it changes (a large one
-	 * would stall the level's I/O every interval). */
-	if (lo->behind && same_file(lo->path, &lo->refused_st))
+	/* A file refused is read again when it changes, else every ten looks
+	 * (a large one would stall the level's I/O every interval; an error
+	 * that passes must not keep the level behind for good). */
+	if (lo->behind && same_file(lo->path, &lo->refused_st) &&
+	    now - lo->refused_ns < 10ull * every_ms * 1000000ull)
 		return false;
+	lo->refused_ns = now;
 	if (lstat(lo->path, &lo->refused_st) != 0)
 		memset(&lo->refused_st, 0, sizeof(lo->refused_st));
 	if (seal_orgs_load(lo->path, &o, err, sizeof(err)) != 0) {
@@ -450,8 +453,8 @@ level_orgs_look(struct level_orgs *lo, uint32_t every_ms, unsigned int shard, co
 		lo->behind = true;
 		if (strcmp(err, lo->said) != 0) {
 			snprintf(lo->said, sizeof(lo->said), "%s", err);
-			printf("kvss: shard %u: %s changed but is refused: %s keeps the keys it holds "
-			       "for reading and writes nothing until it reads one: %s\n", shard,
+			printf("kvss: shard %u: %s changed but is refused: %s writes nothing (the "
+			       "second tier reads nothing either) until it reads one: %s\n", shard,
 			       lo->key, what, err);
 			fflush(stdout);
 		}

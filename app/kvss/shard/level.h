@@ -239,15 +239,18 @@ struct seal_orgs;
 /*
  * A level's organization key store (lib/seal/orgkeys.h), looked at by its
  * worker: read at open, read again once its file is replaced (a reset
- * retired a key). A replaced file that is refused keeps the store held
- * for reading, makes the level "behind" (it writes nothing sealed under
- * keys perhaps retired, until it reads a store) and is not read again
- * until it changes; each refusal is said once per reason.
+ * retired a key). A replaced file that is refused makes the level
+ * "behind" until it reads a store: it seals nothing more under keys
+ * perhaps retired (and the second tier, whose columns no generation
+ * hides, opens none either); the file is tried again when it changes, or
+ * every ten looks (an error that passes: no memory, a read that raced);
+ * each refusal is said once per reason.
  */
 struct level_orgs {
 	struct seal_orgs *cur; /* the store held (NULL: none configured) */
 	const char *path, *key; /* its file and its configuration key */
-	uint64_t looked_ns, reloaded, refused, behind_puts;
+	uint64_t looked_ns, reloaded, refused, behind_refused;
+	uint64_t refused_ns; /* when the refused file was last tried */
 	bool behind;
 	struct stat refused_st;
 	char said[512];

@@ -170,6 +170,15 @@ begin(struct shard_level *lv, struct level_req *q)
 	struct disk *b = lv->be;
 	int rc;
 
+	/* Its store refused (a reset it could not read): nothing sealed under
+	 * keys perhaps retired, nothing opened under them either (no
+	 * generation hides this disk's columns). L2_FAILED: the shard has
+	 * said why. */
+	if (b->orgs.behind && (q->op == LEVEL_PUT || q->op == LEVEL_GET)) {
+		b->orgs.behind_refused++;
+		level_done(lv, q, PROTO_E_L2_FAILED);
+		return true;
+	}
 	switch (q->op) {
 	case LEVEL_LIST:
 		if (b->puts > 0)
@@ -177,12 +186,6 @@ begin(struct shard_level *lv, struct level_req *q)
 		list(lv, q);
 		return true;
 	case LEVEL_PUT:
-		if (b->orgs.behind) {
-			/* Its store refused: nothing sealed under keys perhaps retired. */
-			b->orgs.behind_puts++;
-			level_done(lv, q, PROTO_E_L2_FAILED);
-			return true;
-		}
 		rc = kvdisk_put(b->d, &q->meta, q->data, q->len, (uintptr_t)q);
 		break;
 	default:
@@ -335,18 +338,20 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	b->d = kvdisk_open(cfg->l2.path, &p, err, errlen);
-	e = errno;
-	if (b->d != NULL && keys != NULL &&
-	    level_orgs_load(&b->orgs, "shard.l2.org_key_file", cfg->l2.org_key_file, err,
+	/* The store before the file: a bad one stops the shard with its file
+	 * untouched (format = true would have formatted it first). */
+	if (level_orgs_load(&b->orgs, "shard.l2.org_key_file", cfg->l2.org_key_file, err,
 			    errlen) != 0) {
-		kvdisk_close(b->d);
 		level_keys_free(keys);
 		free(b);
 		return -2; /* the configuration's: err names the key */
 	}
+	b->d = kvdisk_open(cfg->l2.path, &p, err, errlen);
+	e = errno;
 	if (b->d != NULL && b->orgs.cur != NULL)
 		kvdisk_set_orgs(b->d, b->orgs.cur);
+	if (b->d == NULL)
+		level_orgs_free(&b->orgs);
 	if (b->d != NULL && keys != NULL)
 		printf("kvss: shard %u: the second tier's columns are sealed (AES-256-GCM, key %08x%s)\n",
 		       cfg->id, keys->cur.id, keys->old.loaded ? "; its old key still opened" : "");
@@ -445,7 +450,7 @@ counters(const struct shard_level *lv, struct level_counter *c)
 
 		c[n++] = (struct level_counter){"", "org_keys_reloaded", o->reloaded, false};
 		c[n++] = (struct level_counter){"", "org_keys_refused", o->refused, false};
-		c[n++] = (struct level_counter){"", "org_keys_behind_puts", o->behind_puts, false};
+		c[n++] = (struct level_counter){"", "org_keys_behind_refused", o->behind_refused, false};
 	}
 	return n;
 }

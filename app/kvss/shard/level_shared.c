@@ -418,7 +418,7 @@ start(struct shard_level *lv, struct level_req *q)
 		sh->put_shed++;
 		level_done(lv, q, PROTO_E_SHARED_FAILED);
 	} else if (sh->orgs.behind) {
-		sh->orgs.behind_puts++; /* nothing sealed under keys it may not hold any more */
+		sh->orgs.behind_refused++; /* nothing sealed under keys perhaps retired */
 		level_done(lv, q, PROTO_E_SHARED_FAILED);
 	} else if (make_put(lv, q)) {
 		push(&sh->wputs, q);
@@ -584,7 +584,7 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	c[n++] = (struct level_counter){"", "opened", sh->opened, false};
 	c[n++] = (struct level_counter){"", "org_keys_reloaded", sh->orgs.reloaded, false};
 	c[n++] = (struct level_counter){"", "org_keys_refused", sh->orgs.refused, false};
-	c[n++] = (struct level_counter){"", "org_keys_behind_puts", sh->orgs.behind_puts, false};
+	c[n++] = (struct level_counter){"", "org_keys_behind_refused", sh->orgs.behind_refused, false};
 	c[n++] = (struct level_counter){"", "timeouts", ls.timeouts, false};
 	c[n++] = (struct level_counter){"", "busy", ls.busy, false};
 	/* lib/shared's own count of what it asked the cluster and how each
