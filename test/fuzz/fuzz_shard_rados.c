@@ -61,6 +61,15 @@ static struct {
 	/* Reads answered with a lie: their answers are checked at the next call. */
 	const struct level_req *lied[OPS];
 	unsigned int nlied;
+	/* The bits rotted in objects (an object's version: a write makes a new
+	 * one), so that a read is told a lie only when its bytes are not the
+	 * ones written: a lie that flips back a rotted bit is the truth. */
+	struct {
+		uint64_t ver;
+		uint32_t at;
+		uint8_t mask;
+	} rot[OBJS];
+	unsigned int nrot;
 	/* The thread's turns (fuzz_shard_env.c). */
 	int gated;
 	struct rte_ring *to, *from;
@@ -75,6 +84,7 @@ fz_sh_reset(void)
 	rmem_clear();
 	R.fhead = R.fn = 0;
 	R.nlied = 0;
+	R.nrot = 0;
 }
 
 void
@@ -93,7 +103,15 @@ fz_sh_act(uint8_t how, uint8_t which)
 		return;
 	if ((how & 1) == 0) {
 		/* A bit rots on an OSD (replicated: the same on every copy). */
-		o->b[(which * 131u + how) % o->len] ^= (uint8_t)(1u << (how >> 5));
+		uint32_t at = (which * 131u + how) % o->len;
+		uint8_t mask = (uint8_t)(1u << (how >> 5));
+
+		if (R.nrot == OBJS)
+			return; /* no room to remember it: no rot */
+		R.rot[R.nrot].ver = o->ver;
+		R.rot[R.nrot].at = at;
+		R.rot[R.nrot++].mask = mask;
+		o->b[at] ^= mask;
 		FZ_TRACE("  cluster: %s/%s rots\n", o->ns, o->name);
 	} else {
 		/* Gone: swept, or reset, by another replica's kvss-shared. */
@@ -303,10 +321,30 @@ lie(const struct rmem_op *o, struct rmem_obj *x, struct shared_done *d)
 	}
 }
 
+/* Are the @p d->len bytes a read delivered into @p o->buf the ones written as @p x? */
+static bool
+as_written(const struct rmem_op *o, const struct rmem_obj *x, const struct shared_done *d)
+{
+	uint32_t i, j;
+
+	if (d->status != 0 || d->len != x->len)
+		return false;
+	for (i = 0; i < x->len; i++) {
+		uint8_t b = x->b[i];
+
+		for (j = 0; j < R.nrot; j++)
+			if (R.rot[j].ver == x->ver && R.rot[j].at == i)
+				b ^= R.rot[j].mask; /* undone: the byte as written */
+		if (o->buf[i] != b)
+			return false;
+	}
+	return true;
+}
+
 static void
 read_done(const struct rmem_op *o, struct rmem_obj *x, struct shared_done *d)
 {
-	if (lie(o, x, d)) {
+	if (lie(o, x, d) && !as_written(o, x, d)) {
 		if (R.nlied < OPS)
 			R.lied[R.nlied++] = (const struct level_req *)(uintptr_t)o->cookie;
 		FZ_TRACE("  cluster: the read of %s/%s lies (%u)\n", o->ns, o->name, o->tag & 0x0f);
