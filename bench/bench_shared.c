@@ -70,7 +70,7 @@ seal_obj(uint8_t *b, uint32_t size, struct shared_hdr *h, uint64_t i, bool open)
 	*h = (struct shared_hdr){.kind = SHARED_SLICE, .org = 0x3333, .object_id = i + 1,
 				 .payload_len = size - SEAL_TAG_LEN};
 	/* The key a shard seals with: the master key, or the pair with a store. */
-	rc = shared_seal_key(&bench_ring, h->org, &k);
+	rc = seal_ring_key(&bench_ring, h->org, &k);
 	return rc == 0 ? shared_slice_seal(h, b, &k) : rc;
 }
 

@@ -459,7 +459,7 @@ seal_with(uint8_t *obj, uint64_t org, const struct seal_ring *ring)
 	struct seal_key k;
 
 	memcpy(obj + SHARED_HDR_LEN, payload, sizeof(payload));
-	cr_assert_eq(shared_seal_key(ring, org, &k), 0);
+	cr_assert_eq(seal_ring_key(ring, org, &k), 0);
 	cr_assert_eq(shared_slice_seal(&h, obj + SHARED_HDR_LEN, &k), 0);
 	shared_hdr_encode(obj, &h, obj + SHARED_HDR_LEN);
 	return SHARED_HDR_LEN + h.payload_len;
@@ -523,7 +523,7 @@ Test(orgkeys, a_slice_under_a_retired_key_opens_nowhere)
 
 		memcpy(forged, a, na);
 		cr_assert_eq(shared_obj_decode(forged, na, &h), SHARED_OK);
-		cr_assert_eq(shared_seal_key(&ring, 0xa, &now), 0);
+		cr_assert_eq(seal_ring_key(&ring, 0xa, &now), 0);
 		h.key_id = now.id;
 		shared_hdr_encode(forged, &h, forged + SHARED_HDR_LEN);
 		cr_assert_eq(open_with(forged, na, &ring), SHARED_BAD_TAG);

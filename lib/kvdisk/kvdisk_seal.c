@@ -63,26 +63,21 @@ int
 kd_seal(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const uint8_t *in,
 	uint8_t *out, uint32_t len)
 {
-	struct seal_key mixed;
-	const struct seal_key *k = &d->keys->cur;
+	struct seal_key k; /* the master key, mixed with the organization's under a store */
 	uint8_t key[SEAL_KEY_LEN], aad[KD_AAD_LEN], *t = out + len;
-	int rc;
+	int rc = seal_ring_key(d->keys, h->org, &k);
 
-	if (d->keys->orgs != NULL) {
-		/* The master key mixed with the column's organization's. */
-		if (seal_key_with_org(k, seal_orgs_key(d->keys->orgs, h->org), &mixed) != 0)
-			return -1;
-		k = &mixed;
-	}
-	proto_st32(t, k->id);
-	rc = seal_nonce(t + 4) != 0 || write_key(d, k, h->org, c, slot, t + 4, key) != 0 ? -1 : 0;
 	if (rc == 0) {
-		aad_of(d, h, c, slot, k->id, aad);
+		proto_st32(t, k.id);
+		rc = seal_nonce(t + 4) != 0 || write_key(d, &k, h->org, c, slot, t + 4, key) != 0 ? -1 : 0;
+	}
+	if (rc == 0) {
+		aad_of(d, h, c, slot, k.id, aad);
 		rc = seal_gcm_encrypt_to(key, t + 4, aad, sizeof(aad), in, out, len,
 					 t + 4 + SEAL_NONCE_LEN);
 	}
 	OPENSSL_cleanse(key, sizeof(key));
-	OPENSSL_cleanse(&mixed, sizeof(mixed));
+	OPENSSL_cleanse(&k, sizeof(k));
 	return rc == 0 ? 0 : -1;
 }
 
@@ -92,36 +87,17 @@ kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_
 {
 	const uint8_t *t = buf + len;
 	uint32_t id = proto_ld32(t);
-	struct seal_key mixed[2];
-	const struct seal_key *k, *cur = &d->keys->cur, *old = &d->keys->old;
+	struct seal_key k;
 	uint8_t key[SEAL_KEY_LEN], aad[KD_AAD_LEN];
 	int rc;
 
-	memset(mixed, 0, sizeof(mixed));
-	if (d->keys->orgs != NULL) {
-		/* The organization's key with each master key held: a column
-		 * sealed under a key the store no longer has (retired by a
-		 * reset) has an id neither makes. */
-		const struct seal_key *ok = seal_orgs_key(d->keys->orgs, h->org);
-
-		if (seal_key_with_org(cur, ok, &mixed[0]) != 0 ||
-		    (old->loaded && seal_key_with_org(old, ok, &mixed[1]) != 0)) {
-			OPENSSL_cleanse(mixed, sizeof(mixed));
-			return KD_OPEN_LOCAL;
-		}
-		cur = &mixed[0];
-		old = &mixed[1];
-	}
-	if (cur->loaded && id == cur->id)
-		k = cur;
-	else if (old->loaded && id == old->id)
-		k = old;
-	else
-		k = NULL;
-	rc = k == NULL ? 0 : write_key(d, k, h->org, c, slot, t + 4, key);
-	OPENSSL_cleanse(mixed, sizeof(mixed));
-	if (k == NULL)
-		return KD_OPEN_KEY;
+	/* A column sealed under a key the ring no longer makes (its
+	 * organization's retired by a reset) has an id none of its keys has. */
+	rc = seal_ring_find(d->keys, h->org, id, &k);
+	if (rc != 0)
+		return rc > 0 ? KD_OPEN_KEY : KD_OPEN_LOCAL;
+	rc = write_key(d, &k, h->org, c, slot, t + 4, key);
+	OPENSSL_cleanse(&k, sizeof(k));
 	if (rc != 0)
 		return KD_OPEN_LOCAL;
 	aad_of(d, h, c, slot, id, aad);

@@ -23,6 +23,7 @@
 
 struct seal_org {
 	uint64_t org;
+	uint32_t line; /* where the file named it (0: not read from one) */
 	struct seal_key k;
 };
 
@@ -32,11 +33,16 @@ struct seal_orgs {
 	uint32_t n, cap;
 	/* The file it was read from, to tell when that file is replaced. */
 	bool from_file;
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime, ctime;
+	struct stat st;
 };
+
+bool
+seal_file_same(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
 
 /* 64 hexadecimal digits that are the whole of @p s (@p n bytes) into @p k. */
 static int
@@ -154,8 +160,8 @@ parse_count(const char *s, size_t n, uint32_t *count)
  * @p ended says an `end` line was read (and its count into @p count).
  */
 static int
-parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, uint32_t *lines,
-	   bool *ended, uint32_t *count, const char *name, char *err, size_t errlen)
+parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, bool *ended,
+	   uint32_t *count, const char *name, char *err, size_t errlen)
 {
 	const char *why = NULL;
 	const char *sp;
@@ -190,7 +196,7 @@ parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, uint32_t
 						      : "no memory";
 		else if (parse_key(sp + 1, n - (size_t)(sp + 1 - s), &o->v[o->n].k, &why) == 0) {
 			o->v[o->n].org = org;
-			lines[o->n] = line;
+			o->v[o->n].line = line;
 			o->n++;
 		}
 	} else {
@@ -207,12 +213,12 @@ seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs
 		char *err, size_t errlen)
 {
 	struct seal_orgs *o = calloc(1, sizeof(*o));
-	uint32_t *lines = calloc(SEAL_ORGS_MAX, sizeof(*lines)), line = 0, i, count = 0;
+	uint32_t line = 0, i, count = 0;
 	size_t at = 0;
 	bool ended = false;
 
 	*out = NULL;
-	if (o == NULL || lines == NULL) {
+	if (o == NULL) {
 		snprintf(err, errlen, "%s: no memory", name);
 		goto fail;
 	}
@@ -229,7 +235,7 @@ seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs
 		const char *nl = memchr(text + at, '\n', len - at);
 		size_t n = nl != NULL ? (size_t)(nl - (text + at)) : len - at;
 
-		if (parse_line(o, text + at, n, ++line, lines, &ended, &count, name, err, errlen) != 0)
+		if (parse_line(o, text + at, n, ++line, &ended, &count, name, err, errlen) != 0)
 			goto fail;
 		at += n + 1;
 	}
@@ -238,34 +244,18 @@ seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs
 				      "not named)", name);
 		goto fail;
 	}
-	/* Sorted by id, a line number along with each to name a repeat. */
-	{
-		struct { struct seal_org e; uint32_t line; } *t = calloc(o->n + 1, sizeof(*t));
+	/* Sorted by id; a repeat named by its two lines, the later first. */
+	if (o->n > 0)
+		qsort(o->v, o->n, sizeof(*o->v), by_org);
+	for (i = 1; i < o->n; i++) {
+		const struct seal_org *a = &o->v[i - 1], *b = &o->v[i];
 
-		if (t == NULL) {
-			snprintf(err, errlen, "%s: no memory", name);
+		if (a->org == b->org) {
+			snprintf(err, errlen, "%s: line %u: organization 0x%" PRIx64
+				 " named again (line %u)", name, a->line > b->line ? a->line : b->line,
+				 b->org, a->line > b->line ? b->line : a->line);
 			goto fail;
 		}
-		for (i = 0; i < o->n; i++) {
-			t[i].e = o->v[i];
-			t[i].line = lines[i];
-		}
-		qsort(t, o->n, sizeof(*t), by_org);
-		for (i = 0; i < o->n; i++) {
-			o->v[i] = t[i].e;
-			if (i > 0 && t[i].e.org == t[i - 1].e.org) {
-				snprintf(err, errlen, "%s: line %u: organization 0x%" PRIx64
-					 " named again (line %u)", name,
-					 t[i].line > t[i - 1].line ? t[i].line : t[i - 1].line,
-					 t[i].e.org,
-					 t[i].line > t[i - 1].line ? t[i - 1].line : t[i].line);
-				OPENSSL_cleanse(t, (o->n + 1) * sizeof(*t));
-				free(t);
-				goto fail;
-			}
-		}
-		OPENSSL_cleanse(t, (o->n + 1) * sizeof(*t));
-		free(t);
 	}
 	/* The last line says the store is whole: a copy cut short (still
 	 * being written, a disk full) would put the organizations it lost
@@ -275,11 +265,9 @@ seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs
 				      "being written?)", name);
 		goto fail;
 	}
-	free(lines);
 	*out = o;
 	return 0;
 fail:
-	free(lines);
 	seal_orgs_free(o);
 	return -1;
 }
@@ -338,11 +326,7 @@ seal_orgs_load(const char *path, struct seal_orgs **out, char *err, size_t errle
 	free(buf);
 	if (rc == 0) {
 		(*out)->from_file = true;
-		(*out)->dev = st.st_dev;
-		(*out)->ino = st.st_ino;
-		(*out)->size = st.st_size;
-		(*out)->mtime = st.st_mtim;
-		(*out)->ctime = st.st_ctim;
+		(*out)->st = st;
 	}
 	return rc;
 }
@@ -572,10 +556,7 @@ replaceable(const char *path, const struct stat *st, const struct seal_orgs *o, 
 {
 	if (!S_ISREG(st->st_mode)) {
 		snprintf(err, errlen, "%s: not a regular file", path);
-	} else if (o->from_file && (st->st_dev != o->dev || st->st_ino != o->ino ||
-				    st->st_size != o->size ||
-				    st->st_mtim.tv_sec != o->mtime.tv_sec ||
-				    st->st_mtim.tv_nsec != o->mtime.tv_nsec)) {
+	} else if (o->from_file && !seal_file_same(st, &o->st)) {
 		snprintf(err, errlen, "%s: changed since it was read (another writer?): read it "
 				      "again", path);
 	} else if (st->st_nlink > 1) {
@@ -597,15 +578,17 @@ replaceable(const char *path, const struct stat *st, const struct seal_orgs *o, 
 static int
 open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat st, was;
 	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	bool checked = false;
 
 	if (fd < 0 && errno == EACCES) {
 		/* A 0400 store: checked as below first, then made writable
-		 * through a descriptor (never a name a link could redirect). */
+		 * through a descriptor (never a name a link could redirect);
+		 * the file then opened for writing must be that one. */
 		int ro = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-		if (ro >= 0 && (fstat(ro, &st) != 0 || !replaceable(path, &st, o, err, errlen))) {
+		if (ro >= 0 && (fstat(ro, &was) != 0 || !replaceable(path, &was, o, err, errlen))) {
 			close(ro);
 			return -1;
 		}
@@ -615,6 +598,7 @@ open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t err
 			close(ro);
 		if (fd < 0 && ro >= 0)
 			errno = EACCES;
+		checked = fd >= 0;
 	}
 	if (fd < 0 && errno == ENOENT && !o->from_file)
 		return -2;
@@ -623,8 +607,12 @@ open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t err
 			 strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) == 0 && replaceable(path, &st, o, err, errlen))
+	if (fstat(fd, &st) == 0 &&
+	    (checked ? st.st_dev == was.st_dev && st.st_ino == was.st_ino
+		     : replaceable(path, &st, o, err, errlen)))
 		return fd;
+	if (checked)
+		snprintf(err, errlen, "%s: replaced while it was made writable: read it again", path);
 	close(fd);
 	return -1;
 }
@@ -714,11 +702,7 @@ seal_orgs_changed(const char *path, const struct seal_orgs *o)
 {
 	struct stat st;
 
-	if (!o->from_file || lstat(path, &st) != 0)
-		return true;
-	return st.st_dev != o->dev || st.st_ino != o->ino || st.st_size != o->size ||
-	       st.st_mtim.tv_sec != o->mtime.tv_sec || st.st_mtim.tv_nsec != o->mtime.tv_nsec ||
-	       st.st_ctim.tv_sec != o->ctime.tv_sec || st.st_ctim.tv_nsec != o->ctime.tv_nsec;
+	return !o->from_file || lstat(path, &st) != 0 || !seal_file_same(&st, &o->st);
 }
 
 void
@@ -732,4 +716,36 @@ seal_orgs_free(struct seal_orgs *o)
 	}
 	OPENSSL_cleanse(o, sizeof(*o));
 	free(o);
+}
+
+int
+seal_ring_key(const struct seal_ring *r, uint64_t org, struct seal_key *out)
+{
+	if (r->orgs == NULL) {
+		*out = r->cur;
+		return r->cur.loaded ? 0 : -1;
+	}
+	return seal_key_with_org(&r->cur, seal_orgs_key(r->orgs, org), out);
+}
+
+int
+seal_ring_find(const struct seal_ring *r, uint64_t org, uint32_t id, struct seal_key *out)
+{
+	const struct seal_key *master[2] = {&r->cur, &r->old};
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		if (!master[i]->loaded)
+			continue;
+		if (r->orgs == NULL) {
+			*out = *master[i];
+		} else if (seal_key_with_org(master[i], seal_orgs_key(r->orgs, org), out) != 0) {
+			OPENSSL_cleanse(out, sizeof(*out));
+			return -1;
+		}
+		if (out->id == id)
+			return 0;
+	}
+	OPENSSL_cleanse(out, sizeof(*out));
+	return 1;
 }

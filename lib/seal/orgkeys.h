@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "seal.h"
 
@@ -96,8 +97,28 @@ int seal_orgs_retire(struct seal_orgs *o, bool all, uint64_t org, bool *default_
 int seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *err,
 		    size_t errlen);
 
+/** Are @p a and @p b the same file as it was (device, inode, size, modification and change times)? */
+bool seal_file_same(const struct stat *a, const struct stat *b);
+
 /** Is @p path's file another than the one @p o was loaded from (its inode, size, times)? */
 bool seal_orgs_changed(const char *path, const struct seal_orgs *o);
+
+/**
+ * The key a ring seals with for organization @p org: its current master
+ * key, mixed with @p org's key where the ring holds a store (@p r->orgs).
+ * 0 or -1 (libcrypto).
+ */
+int seal_ring_key(const struct seal_ring *r, uint64_t org, struct seal_key *out);
+
+/**
+ * The key of @p r whose id is @p id, for what organization @p org sealed
+ * (the current master key, then the one before it, each mixed with @p
+ * org's key where the ring holds a store: the one before is mixed only
+ * when the current one is not it). 0 and the key in @p out; 1 when the
+ * ring holds none of that id (a retired key's, or a forgery's); -1 when
+ * libcrypto failed here.
+ */
+int seal_ring_find(const struct seal_ring *r, uint64_t org, uint32_t id, struct seal_key *out);
 
 /** Free @p o, its keys wiped (NULL: nothing). */
 void seal_orgs_free(struct seal_orgs *o);

@@ -175,18 +175,20 @@ seal_key_load(const char *path, struct seal_key *k, char *err, size_t errlen)
 	return 0;
 }
 
-int
-seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN])
+/*
+ * @p k's PRK as HKDF-Extract(salt, @p ikm) and its id derived from it
+ * (info "id"): 0, or -1 with @p k wiped.
+ */
+static int
+extract(struct seal_key *k, const uint8_t *ikm, size_t ikmlen)
 {
 	static const uint8_t info[] = {'i', 'd'};
 	uint8_t id[SEAL_KEY_LEN];
 	unsigned int n = 0;
 
-	memmove(k->key, bytes, SEAL_KEY_LEN);
 	k->loaded = 0;
-	/* HKDF-Extract: PRK = HMAC(salt, master key). */
-	if (HMAC(EVP_sha256(), seal_salt, (int)sizeof(seal_salt) - 1, k->key, SEAL_KEY_LEN, k->prk,
-		 &n) == NULL ||
+	if (HMAC(EVP_sha256(), seal_salt, (int)sizeof(seal_salt) - 1, ikm, ikmlen, k->prk, &n) ==
+		    NULL ||
 	    n != SEAL_KEY_LEN) {
 		OPENSSL_cleanse(k, sizeof(*k));
 		return -1;
@@ -202,12 +204,18 @@ seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN])
 }
 
 int
+seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN])
+{
+	/* HKDF-Extract: PRK = HMAC(salt, master key). */
+	memmove(k->key, bytes, SEAL_KEY_LEN);
+	return extract(k, k->key, SEAL_KEY_LEN);
+}
+
+int
 seal_key_with_org(const struct seal_key *master, const struct seal_key *org, struct seal_key *out)
 {
-	static const uint8_t info[] = {'i', 'd'};
-	uint8_t ikm[2 * SEAL_KEY_LEN], id[SEAL_KEY_LEN];
-	unsigned int n = 0;
-	int ok;
+	uint8_t ikm[2 * SEAL_KEY_LEN];
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!master->loaded || !org->loaded)
@@ -216,22 +224,9 @@ seal_key_with_org(const struct seal_key *master, const struct seal_key *org, str
 	 * concatenate theirs: the result is as secret as the one not known. */
 	memcpy(ikm, master->key, SEAL_KEY_LEN);
 	memcpy(ikm + SEAL_KEY_LEN, org->key, SEAL_KEY_LEN);
-	ok = HMAC(EVP_sha256(), seal_salt, (int)sizeof(seal_salt) - 1, ikm, sizeof(ikm), out->prk,
-		  &n) != NULL &&
-	     n == SEAL_KEY_LEN;
+	rc = extract(out, ikm, sizeof(ikm));
 	OPENSSL_cleanse(ikm, sizeof(ikm));
-	if (!ok) {
-		OPENSSL_cleanse(out, sizeof(*out));
-		return -1;
-	}
-	out->loaded = 1;
-	if (seal_derive(out, info, sizeof(info), id) != 0) {
-		OPENSSL_cleanse(out, sizeof(*out));
-		return -1;
-	}
-	out->id = proto_ld32(id);
-	OPENSSL_cleanse(id, sizeof(id));
-	return 0;
+	return rc;
 }
 
 static int

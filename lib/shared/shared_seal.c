@@ -62,21 +62,10 @@ shared_slice_seal_nonce(struct shared_hdr *h, uint8_t *payload, const struct sea
 	return 0;
 }
 
-int
-shared_seal_key(const struct seal_ring *ring, uint64_t org, struct seal_key *out)
-{
-	if (ring->orgs == NULL) {
-		*out = ring->cur;
-		return ring->cur.loaded ? 0 : -1;
-	}
-	return seal_key_with_org(&ring->cur, seal_orgs_key(ring->orgs, org), out);
-}
-
 enum shared_bad
 shared_slice_open(const struct shared_hdr *h, uint8_t *payload, const struct seal_ring *ring)
 {
-	struct seal_key mixed[2];
-	const struct seal_key *k, *cur, *old;
+	struct seal_key k;
 	uint8_t aad[SHARED_AAD_LEN], key[SEAL_KEY_LEN];
 	uint32_t plain;
 	int rc;
@@ -85,39 +74,17 @@ shared_slice_open(const struct shared_hdr *h, uint8_t *payload, const struct sea
 		return ring == NULL ? SHARED_OK : SHARED_BAD_UNSEALED;
 	if (ring == NULL)
 		return SHARED_BAD_SEALED;
-	cur = &ring->cur;
-	old = &ring->old;
-	if (ring->orgs != NULL) {
-		/* The organization's key with each master key held: a slice
-		 * sealed under a key the store no longer has (a reset retired
-		 * it) has an id neither makes, and is refused by it. */
-		const struct seal_key *ok = seal_orgs_key(ring->orgs, h->org);
-
-		memset(mixed, 0, sizeof(mixed));
-		if (seal_key_with_org(&ring->cur, ok, &mixed[0]) != 0 ||
-		    (ring->old.loaded && seal_key_with_org(&ring->old, ok, &mixed[1]) != 0)) {
-			OPENSSL_cleanse(mixed, sizeof(mixed));
-			return SHARED_BAD_LOCAL;
-		}
-		cur = &mixed[0];
-		old = &mixed[1];
-	}
-	if (cur->loaded && h->key_id == cur->id)
-		k = cur;
-	else if (old->loaded && h->key_id == old->id)
-		k = old;
-	else
-		k = NULL;
-	if (k == NULL) {
-		OPENSSL_cleanse(mixed, sizeof(mixed));
-		return SHARED_BAD_KEY;
-	}
+	/* A slice sealed under a key the ring no longer makes (its
+	 * organization's retired by a reset) has an id none of its keys has. */
+	rc = seal_ring_find(ring, h->org, h->key_id, &k);
+	if (rc != 0)
+		return rc > 0 ? SHARED_BAD_KEY : SHARED_BAD_LOCAL;
 	if (h->payload_len < SEAL_TAG_LEN) {
-		OPENSSL_cleanse(mixed, sizeof(mixed));
+		OPENSSL_cleanse(&k, sizeof(k));
 		return SHARED_BAD_TAG;
 	}
-	rc = seal_slice_key(k, h->org, h->object_id, h->shard, h->cache, key);
-	OPENSSL_cleanse(mixed, sizeof(mixed));
+	rc = seal_slice_key(&k, h->org, h->object_id, h->shard, h->cache, key);
+	OPENSSL_cleanse(&k, sizeof(k));
 	if (rc != 0)
 		return SHARED_BAD_LOCAL;
 	plain = h->payload_len - SEAL_TAG_LEN;

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "orgkeys.h"
 #include "seal.h"
 #include "shared_obj.h"
 
@@ -35,13 +36,6 @@
  */
 int seal_slice_key(const struct seal_key *k, uint64_t org, uint64_t object_id, uint16_t shard,
 		   uint16_t cache, uint8_t out[SEAL_KEY_LEN]);
-
-/**
- * The key a slice of organization @p org is sealed with under @p ring: the
- * current master key, mixed with @p org's key where the ring holds a
- * store. 0 or -1 (libcrypto).
- */
-int shared_seal_key(const struct seal_ring *ring, uint64_t org, struct seal_key *out);
 
 /**
  * Seal a slice: @p h (a slice's header, payload_len its plain bytes) and

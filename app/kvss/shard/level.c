@@ -416,10 +416,7 @@ same_file(const char *path, const struct stat *st)
 {
 	struct stat now;
 
-	return lstat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
-	       now.st_size == st->st_size && now.st_mtim.tv_sec == st->st_mtim.tv_sec &&
-	       now.st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
-	       now.st_ctim.tv_sec == st->st_ctim.tv_sec && now.st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+	return lstat(path, &now) == 0 && seal_file_same(&now, st);
 }
 
 bool

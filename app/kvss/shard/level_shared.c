@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <rte_cycles.h>
 #include <rte_lcore.h>
@@ -192,7 +191,7 @@ same_slice(const struct shard_level *lv, const struct level_req *q, const struct
 	 * is dropped). */
 	if (sh->ring != NULL) {
 		struct seal_key k;
-		bool mine = shared_seal_key(sh->ring, q->meta.org, &k) == 0 && h->key_id == k.id;
+		bool mine = seal_ring_key(sh->ring, q->meta.org, &k) == 0 && h->key_id == k.id;
 
 		OPENSSL_cleanse(&k, sizeof(k));
 		return mine && slice_open(lv, h, q->back) == SHARED_OK;
@@ -387,7 +386,7 @@ make_put(struct shard_level *lv, struct level_req *q)
 	h.written_ns = shared_wall_ns();
 	if (sh->ring != NULL) {
 		struct seal_key k;
-		int rc = shared_seal_key(sh->ring, q->meta.org, &k);
+		int rc = seal_ring_key(sh->ring, q->meta.org, &k);
 
 		if (rc == 0)
 			rc = shared_slice_seal(&h, q->data, &k);
