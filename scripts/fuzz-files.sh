@@ -42,7 +42,8 @@ done
 # with comments, empty lines and no newline at its end.
 K1=1111111111111111111111111111111111111111111111111111111111111111
 K2=2222222222222222222222222222222222222222222222222222222222222222
-{ printf '\003# kvss organization keys\ndefault %s\norg 0x5 %s\norg 0x1f %s\nend 2\n' $K1 $K2 $K1; } \
+K3=3333333333333333333333333333333333333333333333333333333333333333
+{ printf '\003# kvss organization keys\ndefault %s\norg 0x5 %s\norg 0x1f %s\nend 2\n' $K1 $K2 $K3; } \
 	>"$CORPUS/seed_orgkeys"
 { printf '\003\n# a\n\norg 0xffffffffffffffff %s\ndefault %s\nend 1' $K2 $K1; } >"$CORPUS/seed_orgkeys_2"
 # libconfig 1.5 leaks its scanner's string buffer on some syntax errors (a

@@ -153,6 +153,12 @@ Test(orgkeys, hostile_stores_are_refused_naming_the_line)
 	snprintf(t, sizeof(t), "default %s\n", K1);
 	t[3] = '\0';
 	refused_n(t, strlen(K1) + 9, 0, "a NUL byte");
+	/* One key on two lines (copied by hand): a reset of one would not
+	 * retire the other's. */
+	snprintf(t, sizeof(t), "default %s\norg 0x5 %s\norg 0x6 %s\nend 2\n", K1, K2, K1);
+	refused(t, 3, "the key of line 1 again");
+	snprintf(t, sizeof(t), "org 0x5 %s\n# x\norg 0x6 %s\ndefault %s\nend 2\n", K2, K2, K1);
+	refused(t, 3, "the key of line 1 again");
 	/* A store cut short: its organizations would fall back on the default. */
 	snprintf(t, sizeof(t), "default %s\norg 0x5 %s\n", K1, K2);
 	refused(t, 0, "no 'end N' line at its end: cut short");
@@ -189,8 +195,8 @@ Test(orgkeys, a_store_holds_at_most_its_limit)
 
 	cr_assert_not_null(t);
 	n = (size_t)snprintf(t, cap, "default %s\n", K1);
-	for (i = 0; i < SEAL_ORGS_MAX; i++)
-		n += (size_t)snprintf(t + n, cap - n, "org 0x%x %s\n", i + 1, K2);
+	for (i = 0; i < SEAL_ORGS_MAX; i++) /* a key each (never one twice) */
+		n += (size_t)snprintf(t + n, cap - n, "org 0x%x %056x%08x\n", i + 1, 0, i + 1);
 	snprintf(t + n, cap - n, "end %u\n", SEAL_ORGS_MAX);
 	cr_assert_eq(seal_orgs_parse(t, strlen(t), "t", &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(seal_orgs_count(o), SEAL_ORGS_MAX);

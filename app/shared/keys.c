@@ -38,6 +38,12 @@ show(const char *path, const struct seal_orgs *o)
 	}
 }
 
+/*
+ * Exit status: 2 for a command line that is wrong; 1 for whatever the
+ * store refuses (its file, its content, or the change asked of it) or
+ * fails to do, as the usage says.
+ */
+
 /* The store's directory, locked (flock) for one change: its descriptor, or -1 (said). */
 static int
 lock_dir(const char *path, const char *what)
@@ -92,10 +98,10 @@ ks_keys(const char *path, bool init, bool have_org, uint64_t org, const char *or
 
 		/* Said plainly here; the link that makes it refuses a file made since. */
 		if (there != ENOENT) {
-			fprintf(stderr, "kvss-shared keys --init: %s: %s: a store is never made over "
-					"another (its keys would be lost)\n", path,
-				there == 0 ? "exists" : strerror(there));
-			return KS_USAGE;
+			fprintf(stderr, "kvss-shared keys --init: %s: %s: a store is made only where "
+					"nothing is (never over a file, whose keys would be lost)\n", path,
+				there == 0 ? "something is there already" : strerror(there));
+			return KS_FAILED;
 		}
 		o = seal_orgs_new();
 		if (o == NULL) {
@@ -116,17 +122,17 @@ ks_keys(const char *path, bool init, bool have_org, uint64_t org, const char *or
 		if (seal_orgs_load(path, &o, err, sizeof(err)) != 0) {
 			fprintf(stderr, "kvss-shared keys: %s\n", err);
 			close(lk);
-			return KS_USAGE;
+			return KS_FAILED;
 		}
 		rc = seal_orgs_name(o, org);
 		if (rc == 1) {
-			fprintf(stderr, "kvss-shared keys: organization %s has a key of its own "
-					"already (reset --org retires it)\n",
+			fprintf(stderr, "kvss-shared keys: %s: organization %s has a key of its own "
+					"already (reset --org retires it)\n", path,
 				ks_safe(org_arg, safe, sizeof(safe)));
-			rc = KS_USAGE;
+			rc = KS_FAILED;
 		} else if (rc != 0) {
-			fprintf(stderr, "kvss-shared keys: no new key (no memory, no randomness, or "
-					"%u organizations named already)\n", SEAL_ORGS_MAX);
+			fprintf(stderr, "kvss-shared keys: %s: no new key (no memory, no randomness, or "
+					"%u organizations named already)\n", path, SEAL_ORGS_MAX);
 			rc = KS_FAILED;
 		} else if ((rc = written("keys", path, o, false)) == KS_OK) {
 			printf("%s: organization %s has a key of its own (%08x): a reset retires it "
@@ -139,7 +145,7 @@ ks_keys(const char *path, bool init, bool have_org, uint64_t org, const char *or
 		close(lk);
 	} else if (seal_orgs_load(path, &o, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss-shared keys: %s\n", err);
-		return KS_USAGE;
+		return KS_FAILED;
 	}
 	if (rc == KS_OK)
 		show(path, o);
@@ -162,7 +168,7 @@ ks_keys_retire(const char *path, bool have_org, uint64_t org, const char *org_ar
 	if (seal_orgs_load(path, &o, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kvss-shared reset: --org-keys: %s (not reset)\n", err);
 		close(lk);
-		return KS_USAGE;
+		return KS_FAILED;
 	}
 	dflt = seal_orgs_default(o)->id;
 	/* One organization's slices under the default key are every other
@@ -178,7 +184,7 @@ ks_keys_retire(const char *path, bool have_org, uint64_t org, const char *org_ar
 			ks_safe(org_arg, safe, sizeof(safe)), path, dflt, path);
 		seal_orgs_free(o);
 		close(lk);
-		return KS_USAGE;
+		return KS_FAILED;
 	}
 	before = have_org ? seal_orgs_key(o, org)->id : dflt;
 	if (seal_orgs_retire(o, !have_org, org, &default_too) != 0) {

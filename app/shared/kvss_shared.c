@@ -180,9 +180,15 @@ sub_option(struct ks_cmdline *c, int opt, const char *given)
 	}
 	switch (opt) {
 	case 'o':
+		if (c->have_org) {
+			fprintf(stderr, "kvss-shared: --org: given twice\n");
+			return KS_USAGE;
+		}
 		if (ks_parse_org(optarg, &c->org) != 0) {
+			char safe[KS_SAFE_LEN];
+
 			fprintf(stderr, "kvss-shared: --org: '%s' is neither a name nor "
-					"0x and 1 to 16 hex digits\n", optarg);
+					"0x and 1 to 16 hex digits\n", ks_safe(optarg, safe, sizeof(safe)));
 			return KS_USAGE;
 		}
 		c->have_org = true;
@@ -229,6 +235,10 @@ sub_option(struct ks_cmdline *c, int opt, const char *given)
 		c->repair = true;
 		break;
 	case 'K':
+		if (c->org_keys != NULL || (opt == 'I' && c->init)) {
+			fprintf(stderr, "kvss-shared: --org-keys: given twice\n");
+			return KS_USAGE;
+		}
 		if (optarg[0] == '\0') {
 			fprintf(stderr, "kvss-shared: --org-keys: an empty name\n");
 			return KS_USAGE;
@@ -236,6 +246,10 @@ sub_option(struct ks_cmdline *c, int opt, const char *given)
 		c->org_keys = optarg;
 		break;
 	case 'I':
+		if (c->init) {
+			fprintf(stderr, "kvss-shared: --init: given twice\n");
+			return KS_USAGE;
+		}
 		c->init = true;
 		break;
 	case 'h':

@@ -29,6 +29,7 @@ struct seal_org {
 
 struct seal_orgs {
 	struct seal_key dflt;
+	uint32_t dflt_line;
 	struct seal_org *v; /* ascending org */
 	uint32_t n, cap;
 	/* The file it was read from, to tell when that file is replaced. */
@@ -97,6 +98,51 @@ parse_org(const char *s, size_t n, uint64_t *org)
 	}
 	*org = v;
 	return 0;
+}
+
+/* A key's bytes and where the file gave it, to find a key given twice. */
+struct key_at {
+	const uint8_t *key;
+	uint32_t line;
+};
+
+static int
+by_key(const void *a, const void *b)
+{
+	return memcmp(((const struct key_at *)a)->key, ((const struct key_at *)b)->key,
+		      SEAL_KEY_LEN);
+}
+
+/*
+ * Two lines with one key (copied by hand): a reset that replaces one
+ * leaves the other, and whoever holds the store still opens what the key
+ * sealed. 0, or -1 with @p err naming both lines.
+ */
+static int
+keys_apart(const struct seal_orgs *o, const char *name, char *err, size_t errlen)
+{
+	struct key_at *k = calloc((size_t)o->n + 1, sizeof(*k));
+	uint32_t i;
+	int rc = 0;
+
+	if (k == NULL) {
+		snprintf(err, errlen, "%s: no memory", name);
+		return -1;
+	}
+	k[0] = (struct key_at){o->dflt.key, o->dflt_line};
+	for (i = 0; i < o->n; i++)
+		k[i + 1] = (struct key_at){o->v[i].k.key, o->v[i].line};
+	qsort(k, (size_t)o->n + 1, sizeof(*k), by_key);
+	for (i = 1; i <= o->n && rc == 0; i++)
+		if (memcmp(k[i - 1].key, k[i].key, SEAL_KEY_LEN) == 0) {
+			snprintf(err, errlen, "%s: line %u: the key of line %u again: a reset of one "
+				 "would not retire the other's (each key is its own)", name,
+				 k[i].line > k[i - 1].line ? k[i].line : k[i - 1].line,
+				 k[i].line > k[i - 1].line ? k[i - 1].line : k[i].line);
+			rc = -1;
+		}
+	free(k); /* pointers only: no key in it */
+	return rc;
 }
 
 static int
@@ -182,8 +228,8 @@ parse_line(struct seal_orgs *o, const char *s, size_t n, uint32_t line, bool *en
 	} else if (n > 7 && memcmp(s, "default ", 8) == 0) {
 		if (o->dflt.loaded)
 			why = "a second default line";
-		else
-			parse_key(s + 8, n - 8, &o->dflt, &why);
+		else if (parse_key(s + 8, n - 8, &o->dflt, &why) == 0)
+			o->dflt_line = line;
 	} else if (n > 3 && memcmp(s, "org ", 4) == 0) {
 		uint64_t org;
 
@@ -257,6 +303,8 @@ seal_orgs_parse(const char *text, size_t len, const char *name, struct seal_orgs
 			goto fail;
 		}
 	}
+	if (keys_apart(o, name, err, errlen) != 0)
+		goto fail;
 	/* The last line says the store is whole: a copy cut short (still
 	 * being written, a disk full) would put the organizations it lost
 	 * back on the default key. */
@@ -576,7 +624,8 @@ replaceable(const char *path, const struct stat *st, const struct seal_orgs *o, 
  * The descriptor, -2 when there is none (a new store), -1 with @p err.
  */
 static int
-open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t errlen)
+open_replaced(const char *path, const struct seal_orgs *o, mode_t *made_writable, char *err,
+	      size_t errlen)
 {
 	struct stat st, was;
 	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -592,8 +641,10 @@ open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t err
 			close(ro);
 			return -1;
 		}
-		if (ro >= 0 && fchmod(ro, S_IRUSR | S_IWUSR) == 0)
+		if (ro >= 0 && fchmod(ro, S_IRUSR | S_IWUSR) == 0) {
+			*made_writable = was.st_mode & 07777; /* given back if nothing is replaced */
 			fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		}
 		if (ro >= 0)
 			close(ro);
 		if (fd < 0 && ro >= 0)
@@ -613,8 +664,22 @@ open_replaced(const char *path, const struct seal_orgs *o, char *err, size_t err
 		return fd;
 	if (checked)
 		snprintf(err, errlen, "%s: replaced while it was made writable: read it again", path);
+	if (*made_writable != 0)
+		fchmod(fd, *made_writable);
 	close(fd);
 	return -1;
+}
+
+/* The replaced file, when nothing replaced it after all: its mode as it was, closed. */
+static void
+give_back(int old, mode_t mode)
+{
+	if (old < 0)
+		return;
+	/* Should that fail, its mode stays 0600: still no access for others. */
+	if (mode != 0)
+		(void)!fchmod(old, mode);
+	close(old);
 }
 
 int
@@ -625,6 +690,7 @@ seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *
 	size_t len;
 	char *text;
 	int fd, old = -2, dfd, rc;
+	mode_t was_mode = 0; /* a 0400 store made writable: its mode, given back on failure */
 
 	if (snprintf(tmp, sizeof(tmp), "%s.new.XXXXXX", path) >= (int)sizeof(tmp) ||
 	    snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
@@ -632,15 +698,14 @@ seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *
 		return -1;
 	}
 	if (!create) {
-		old = open_replaced(path, o, err, errlen);
+		old = open_replaced(path, o, &was_mode, err, errlen);
 		if (old == -1)
 			return -1;
 	}
 	text = format(o, &len);
 	if (text == NULL) {
 		snprintf(err, errlen, "%s: no memory", path);
-		if (old >= 0)
-			close(old);
+		give_back(old, was_mode);
 		return -1;
 	}
 	fd = mkstemp(tmp);
@@ -655,8 +720,7 @@ seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *
 		snprintf(err, errlen, "%s: writing a file beside it: %s", path, strerror(errno));
 		if (fd >= 0)
 			unlink(tmp);
-		if (old >= 0)
-			close(old);
+		give_back(old, was_mode);
 		return -1;
 	}
 	/* A new store never takes the place of a file made meanwhile. */
@@ -665,8 +729,7 @@ seal_orgs_write(const char *path, const struct seal_orgs *o, bool create, char *
 		snprintf(err, errlen, "%s: %s: %s", path, create ? "making it" : "renaming the new file over it",
 			 strerror(errno));
 		unlink(tmp);
-		if (old >= 0)
-			close(old);
+		give_back(old, was_mode);
 		return -1;
 	}
 	/* From here the new store is in place: what fails is said, and

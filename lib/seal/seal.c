@@ -86,7 +86,7 @@ seal_private_open(const char *path, struct stat *st, char *err, size_t errlen)
 		return -1;
 	}
 	if (st->st_uid != geteuid()) {
-		snprintf(err, errlen, "%s: owned by uid %u, not by the user kvss runs as (%u)", path,
+		snprintf(err, errlen, "%s: owned by uid %u, not by the user reading it (uid %u)", path,
 			 (unsigned int)st->st_uid, (unsigned int)geteuid());
 		close(fd);
 		return -1;

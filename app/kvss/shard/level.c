@@ -421,7 +421,7 @@ same_file(const char *path, const struct stat *st)
 
 bool
 level_orgs_look(struct level_orgs *lo, uint32_t every_ms, unsigned int shard, const char *what,
-		struct seal_orgs **old)
+		const char *meanwhile, struct seal_orgs **old)
 {
 	struct seal_orgs *o;
 	char err[512];
@@ -450,9 +450,8 @@ level_orgs_look(struct level_orgs *lo, uint32_t every_ms, unsigned int shard, co
 		lo->behind = true;
 		if (strcmp(err, lo->said) != 0) {
 			snprintf(lo->said, sizeof(lo->said), "%s", err);
-			printf("kvss: shard %u: %s changed but is refused: %s writes nothing (the "
-			       "second tier reads nothing either) until it reads one: %s\n", shard,
-			       lo->key, what, err);
+			printf("kvss: shard %u: %s changed but is refused: until it reads one, %s "
+			       "%s: %s\n", shard, lo->key, what, meanwhile, err);
 			fflush(stdout);
 		}
 		return false;

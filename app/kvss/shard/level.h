@@ -265,12 +265,13 @@ int level_orgs_load(struct level_orgs *lo, const char *key, const char *path, ch
 
 /**
  * Look at the store's file once per @p every_ms (shard @p shard's level
- * @p what, for what is said): true when a new store took lo->cur's place,
+ * @p what, and what it does while behind, @p meanwhile, for what is
+ * said): true when a new store took lo->cur's place,
  * the one it replaced in *@p old for the caller to free once its backend
  * holds the new one.
  */
 bool level_orgs_look(struct level_orgs *lo, uint32_t every_ms, unsigned int shard,
-		     const char *what, struct seal_orgs **old);
+		     const char *what, const char *meanwhile, struct seal_orgs **old);
 
 /** Free the store held. */
 void level_orgs_free(struct level_orgs *lo);

@@ -248,7 +248,7 @@ poll_disk(struct shard_level *lv, bool idle)
 	/* A reset retired an organization's key: what it sealed on this disk
 	 * is not opened any more (its columns lost as they are read). */
 	if (level_orgs_look(&b->orgs, DISK_ORGS_LOOK_MS, lv->shard->cfg->id, "the second tier",
-			    &old)) {
+			    "neither writes nor reads", &old)) {
 		kvdisk_set_orgs(b->d, b->orgs.cur);
 		seal_orgs_free(old);
 	}
@@ -320,6 +320,15 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 		return -2; /* the configuration's: err names the key */
 	}
 	p.ring = keys; /* copied by kvdisk_open() */
+	/* The store before the directory and the file: a bad one stops the
+	 * shard with nothing made or touched (format = true would have
+	 * formatted the file first). */
+	if (level_orgs_load(&b->orgs, "shard.l2.org_key_file", cfg->l2.org_key_file, err,
+			    errlen) != 0) {
+		level_keys_free(keys);
+		free(b);
+		return -2; /* the configuration's: err names the key */
+	}
 	for (c = 0; c < kp->num_caches; c++) {
 		p.cache[c].bytes_per_token = kp->cache[c].bytes_per_token;
 		p.cache[c].column_tokens = lv->column;
@@ -334,17 +343,10 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 			snprintf(err, errlen, "%s: cannot make the directory: %s", dir, strerror(errno));
 			level_keys_free(keys);
+			level_orgs_free(&b->orgs);
 			free(b);
 			return -1;
 		}
-	}
-	/* The store before the file: a bad one stops the shard with its file
-	 * untouched (format = true would have formatted it first). */
-	if (level_orgs_load(&b->orgs, "shard.l2.org_key_file", cfg->l2.org_key_file, err,
-			    errlen) != 0) {
-		level_keys_free(keys);
-		free(b);
-		return -2; /* the configuration's: err names the key */
 	}
 	b->d = kvdisk_open(cfg->l2.path, &p, err, errlen);
 	e = errno;

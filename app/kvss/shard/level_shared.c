@@ -442,7 +442,7 @@ orgs_look(struct shard_level *lv)
 	struct seal_orgs *old;
 
 	if (level_orgs_look(&sh->orgs, kvss.cfg.shared.generation_ms, lv->shard->cfg->id,
-			    "the shared level", &old)) {
+			    "the shared level", "writes nothing", &old)) {
 		sh->ring->orgs = sh->orgs.cur;
 		seal_orgs_free(old);
 	}
