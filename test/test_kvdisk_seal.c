@@ -621,3 +621,111 @@ Test(kvdisk_seal, a_reset_retires_one_organizations_columns_on_the_disk)
 	kvdisk_close(d);
 	seal_orgs_free(o);
 }
+
+/* What kvdisk_retire_orgs() gave up: the columns' metadata. */
+struct gone_list {
+	struct kvdisk_meta m[NCOL];
+	unsigned int n;
+};
+
+static void
+gone_add(void *arg, const struct kvdisk_meta *m)
+{
+	struct gone_list *g = arg;
+
+	cr_assert_lt(g->n, NCOL, "more columns given up than the file holds");
+	g->m[g->n++] = *m;
+}
+
+/* A copy of store @p o, as a replica reads it again: written to the test's directory, loaded. */
+static struct seal_orgs *
+store_copy(const struct seal_orgs *o)
+{
+	char sp[160];
+	struct seal_orgs *c;
+
+	snprintf(sp, sizeof(sp), "%s/org.keys", dir);
+	unlink(sp);
+	cr_assert_eq(seal_orgs_write(sp, o, true, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(seal_orgs_load(sp, &c, err, sizeof(err)), 0, "%s", err);
+	return c;
+}
+
+/* Every operation out finished (the cleared headers written). */
+static void
+settle(struct kvdisk *d)
+{
+	struct kvdisk_done done[16];
+
+	kvdisk_flush(d);
+	while (kvdisk_inflight(d) > 0)
+		kvdisk_poll(d, done, 16, true);
+}
+
+Test(kvdisk_seal, a_new_store_lets_a_retired_keys_columns_go_at_once_and_names_them)
+{
+	struct seal_orgs *o = seal_orgs_new(), *was, *now;
+	struct gone_list g = {.n = 0};
+	uint8_t buf[COL * B];
+	struct kvdisk_meta m4 = {.key = 0x1004, .org = 77, .first_use_ns = 4, .start = 0,
+				 .tokens = COL, .cache = 0};
+	struct kvdisk_stats st;
+	struct kvdisk *d;
+	bool dflt;
+	unsigned int i;
+
+	cr_assert_not_null(o);
+	cr_assert_eq(seal_orgs_name(o, 77), 0);
+	was = store_copy(o);
+	d = open_with(&ring_a);
+	cr_assert_eq(kvdisk_set_orgs(d, was), 0);
+	put_org(d, 0, 77);
+	put_org(d, 1, 88); /* the default key */
+	put_org(d, 2, 77);
+	/* 77's column 4 is being written when the new store comes. */
+	fill(buf, 4, 1);
+	cr_assert_eq(kvdisk_put(d, &m4, buf, sizeof(buf), 104), 0);
+	cr_assert_eq(seal_orgs_retire(o, false, 77, &dflt), 0);
+	now = store_copy(o);
+	cr_assert_eq(kvdisk_retire_orgs(d, now, gone_add, &g), 2, "77's two columns held");
+	cr_assert_eq(g.n, 2);
+	for (i = 0; i < g.n; i++)
+		cr_assert(g.m[i].org == 77 && (g.m[i].key == 0x1000 || g.m[i].key == 0x1002),
+			  "gave up column %" PRIx64 " of %" PRIu64, g.m[i].key, g.m[i].org);
+	/* Out of the index at once: never asked of the disk, never served. */
+	cr_assert_not(kvdisk_has(d, 0, 0x1000, 77));
+	cr_assert_not(kvdisk_has(d, 0, 0x1002, 77));
+	cr_assert_eq(get_org(d, 0, 77), -ENOENT);
+	/* The write in flight ends failed: sealed under the key retired. */
+	cr_assert_eq(wait_for(d, 104).status, -ESTALE);
+	cr_assert_not(kvdisk_has(d, 0, 0x1004, 77));
+	cr_assert_eq(get_org(d, 1, 88), 0, "another organization's column");
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.retired, 3, "%" PRIu64 " retired", st.retired);
+	cr_assert_eq(st.bad_key, 0, "nothing was read under the retired key");
+	cr_assert_eq(st.stored[0], 1);
+	/* 77 writes again under its new key; the same store again gives nothing up. */
+	put_org(d, 5, 77);
+	cr_assert_eq(get_org(d, 5, 77), 0);
+	cr_assert_eq(kvdisk_retire_orgs(d, now, gone_add, &g), 0);
+	cr_assert_eq(g.n, 2);
+	/* Their headers were cleared: a restart does not bring them back. */
+	settle(d);
+	kvdisk_close(d);
+	d = open_with(&ring_a);
+	cr_assert_eq(kvdisk_set_orgs(d, now), 0);
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.rebuilt, 2, "%" PRIu64 " columns found at open (88's and 77's new one)",
+		     st.rebuilt);
+	cr_assert_not(kvdisk_has(d, 0, 0x1000, 77));
+	cr_assert_eq(get_org(d, 5, 77), 0);
+	kvdisk_close(d);
+	/* A plain file has no keys to retire. */
+	afresh();
+	d = open_with(NULL);
+	cr_assert_eq(kvdisk_retire_orgs(d, now, NULL, NULL), -EINVAL);
+	kvdisk_close(d);
+	seal_orgs_free(now);
+	seal_orgs_free(was);
+	seal_orgs_free(o);
+}

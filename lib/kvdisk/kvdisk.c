@@ -28,7 +28,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "mono.h"
+#include "orgkeys.h"
 
 /* ---- Operations ---------------------------------------------------------- */
 
@@ -291,6 +294,7 @@ kvdisk_put(struct kvdisk *d, const struct kvdisk_meta *m, const void *data, uint
 	}
 	r->s[i].m = *m;
 	r->s[i].state = S_PUT;
+	r->s[i].stale = 0;
 	o->type = KVDISK_PUT;
 	o->cache = m->cache;
 	o->slot = i;
@@ -437,6 +441,14 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 				d->ready[d->nready++] = (struct kvdisk_done){
 					.type = KVDISK_DEL, .cookie = o->del.cookie, .meta = o->del.gone};
 				d->st.dels_absorbed++;
+			}
+			if (s->stale) {
+				/* Sealed under a key retired while it was written
+				 * (kvdisk_retire_orgs()): never served, let go. */
+				index_del(r, o->slot);
+				d->st.stored[o->cache]--;
+				clear_slot(d, o->cache, o->slot, NULL);
+				out->status = -ESTALE;
 			}
 		}
 		give = 1; /* kd_op_get() clears absorbs for the op's next use */
@@ -607,6 +619,59 @@ kvdisk_foreach(const struct kvdisk *d, void (*fn)(void *arg, const struct kvdisk
 		for (i = 0; i < d->r[c].g.slots; i++)
 			if (d->r[c].s[i].state == S_LIVE)
 				fn(arg, &d->r[c].s[i].m);
+}
+
+/* Does organization @p org's key differ between stores @p a and @p b (NULL: the master keys alone)? */
+static bool
+org_key_moved(const struct seal_orgs *a, const struct seal_orgs *b, uint64_t org)
+{
+	if (a == NULL || b == NULL)
+		return a != b;
+	return CRYPTO_memcmp(seal_orgs_key(a, org)->key, seal_orgs_key(b, org)->key,
+			     SEAL_KEY_LEN) != 0;
+}
+
+int
+kvdisk_retire_orgs(struct kvdisk *d, struct seal_orgs *o,
+		   void (*gone)(void *arg, const struct kvdisk_meta *m), void *arg)
+{
+	struct seal_orgs *was;
+	int n = 0;
+	uint16_t c;
+	uint64_t i;
+
+	if (d->keys == NULL)
+		return -EINVAL;
+	was = d->keys->orgs;
+	d->keys->orgs = o;
+	if (was == o)
+		return 0;
+	for (c = 0; c < d->nc; c++) {
+		struct region *r = &d->r[c];
+
+		for (i = 0; i < r->g.slots; i++) {
+			struct slot *s = &r->s[i];
+
+			if ((s->state != S_LIVE && s->state != S_PUT) ||
+			    !org_key_moved(was, o, s->m.org))
+				continue;
+			d->st.retired++;
+			if (s->state == S_PUT) {
+				s->stale = 1; /* complete() lets it go */
+				continue;
+			}
+			/* As a corrupt column read (complete()): out of the
+			 * index at once, its header cleared (after the reads
+			 * in flight, which fail their key id). */
+			index_del(r, (uint32_t)i);
+			d->st.stored[c]--;
+			clear_slot(d, c, (uint32_t)i, NULL);
+			if (gone != NULL)
+				gone(arg, &s->m);
+			n++;
+		}
+	}
+	return n;
 }
 
 void

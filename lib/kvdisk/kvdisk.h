@@ -173,6 +173,9 @@ struct kvdisk_stats {
 	 * dropped for a tag that failed (forged, tampered, moved) or a key
 	 * id not held (both in corrupt too); seals that failed here. */
 	uint64_t sealed, opened, bad_tag, bad_key, seal_errors;
+	/* Columns let go because their organization's key was retired
+	 * (kvdisk_retire_orgs()), held or being written. */
+	uint64_t retired;
 };
 
 struct kvdisk;
@@ -212,6 +215,21 @@ void kvdisk_close(struct kvdisk *d);
  * so the file opens whatever the store. 0, or -EINVAL on a plain file.
  */
 int kvdisk_set_orgs(struct kvdisk *d, struct seal_orgs *o);
+
+/**
+ * kvdisk_set_orgs(@p d, @p o), and at once let go of every column the new
+ * store makes unreadable: each of an organization whose key @p o gives
+ * otherwise than the store held before (a reset retired its key, or the
+ * organization was named and its default key is no longer its own). A
+ * column held leaves the index (never served again, its header cleared as
+ * for a delete) and is given to @p gone, if not NULL; a column being
+ * written finishes as a failed put (-ESTALE), also counted. A read in
+ * flight ends as it would have (bad_key). Returns the columns held that
+ * were let go, or -EINVAL on a plain file. Waiting for them to be asked
+ * for would cost each a refill that loses its tokens.
+ */
+int kvdisk_retire_orgs(struct kvdisk *d, struct seal_orgs *o,
+		       void (*gone)(void *arg, const struct kvdisk_meta *m), void *arg);
 
 /** Does it use O_DIRECT (false: the file system refused it; the page cache is used)? */
 bool kvdisk_direct(const struct kvdisk *d);

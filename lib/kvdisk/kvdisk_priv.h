@@ -94,6 +94,9 @@ struct slot {
 	uint8_t state;
 	uint8_t del_pending; /* deleted while read: cleared when the reads end */
 	uint32_t del_op;     /* ... by this op (a caller's DEL), or NIL */
+	/* S_PUT: sealed under an organization key retired since
+	 * (kvdisk_retire_orgs()): its write ends as a failed put. */
+	uint8_t stale;
 };
 
 /* A deferred delete (kvdisk.c): a caller's DEL whose cleared header is not written yet. */
