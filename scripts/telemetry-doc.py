@@ -94,6 +94,9 @@ LITERAL = {
     "disk_bad_tag": "second tier, sealed file: columns whose tag failed (forged, tampered, moved): dropped",
     "disk_bad_key": "second tier, sealed file: columns sealed under a key not held: dropped",
     "disk_seal_errors": "second tier, sealed file: seals or opens that failed in libcrypto here",
+    "disk_retired": "second tier, sealed file: columns let go at once, held or being written, "
+                    "because a new organization key store retired their organization's key",
+    "disk_gone_told": "second tier: of them, columns held that the driver was told of (L2_GONE)",
     "disk_columns": "second tier: columns held now, every cache",
     "disk_waited": "second tier: requests that could not start when taken (their column's write in flight, "
                    "or no op free: writes hold three quarters of the queue at most)",

@@ -595,6 +595,55 @@ Test(drv_l2, an_inventory_in_order_is_taken_back_parents_first_and_the_rest_let_
 	cr_assert_eq(ps.l2_stored_tokens, 128);
 }
 
+/* Report @p seq of shard 0: one L2_GONE record per key of @p keys (cache 0). */
+static void
+gone(uint64_t seq, const uint64_t *keys, unsigned int n, uint64_t tsc)
+{
+	struct proto_builder b;
+	unsigned int i;
+
+	begin(&b, PROTO_T_L2_DONE, 0, sh->ref->id, sh->epoch, seq, 0);
+	for (i = 0; i < n; i++) {
+		struct proto_l2done g = {.key = keys[i], .isolation_id = ISO, .cache_id = 0,
+					 .op = PROTO_L2OP_L2_GONE, .status = PROTO_E_L2_FAILED};
+
+		cr_assert_eq(proto_build_l2_done(&b, &g), 0);
+	}
+	deliver(&b, tsc);
+}
+
+Test(drv_l2, a_column_a_shard_let_go_under_a_retired_key_is_forgotten_before_it_is_asked_for)
+{
+	struct proto_l2col cols[2] = {col(0xa0, ISO, 0), col(0x1, 0xa0, 64)};
+	static const uint64_t first[2] = {0xa0, 0xbad}, again[1] = {0xa0};
+	struct prefixcache_stats ps;
+	uint64_t t = rte_get_tsc_cycles(), del;
+
+	bring_up(t);
+	inventory(2, 0, cols, 2, t + 1);
+	drv_l2_adopt_ready(d, t + 2);
+	cr_assert_eq(d->st.l2_adopted_cols, 2);
+	del = d->st.l2_del_cols;
+	/* 0xa0 let go, and a key the driver never knew (a lying or late shard). */
+	gone(1, first, 2, t + 3);
+	cr_assert_eq(sh->report_next, 2, "taken as report 1");
+	cr_assert_eq(d->st.l2_gone_recs, 2);
+	cr_assert_eq(d->st.l2_gone_cols, 1, "0xa0 forgotten; the unknown key changes nothing");
+	prefixcache_stats(d->pc, &ps);
+	cr_assert_eq(ps.l2_stored_tokens, 64, "0xa0's 64 tokens no longer counted as held");
+	cr_assert_eq(d->st.l2_del_cols, del, "nothing to delete: the shard let it go itself");
+	cr_assert_eq(d->st.l2_done + d->st.l2_failed + d->st.l2_up_failed_cols +
+			     d->st.l2_down_failed_cols, 0, "not an answer to anything asked");
+	/* Another cache's record of the same column: nothing more to forget. */
+	gone(2, again, 1, t + 4);
+	cr_assert_eq(d->st.l2_gone_recs, 3);
+	cr_assert_eq(d->st.l2_gone_cols, 1);
+	/* A delete the library sent before, answered UNKNOWN_PROMPT by that shard: expected. */
+	cr_assert(drv_l2_expected_unknown(d, sh, 0xa0));
+	cr_assert_eq(d->fatal, 0);
+	cr_assert_eq(d->st.resyncs + d->st.shard_restarts, 0, "the model goes on");
+}
+
 Test(drv_l2, a_shard_without_the_second_tier_its_model_counts_on_stops_the_driver)
 {
 	uint64_t t = rte_get_tsc_cycles();

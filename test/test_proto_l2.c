@@ -239,6 +239,22 @@ Test(l2_golden, sh_done_is_built_and_parsed)
 	cr_assert_str_eq(proto_err_name(x.status), "SHARED_BAD");
 }
 
+Test(l2_golden, l2_gone_is_built_and_parsed)
+{
+	uint8_t got[512];
+	struct proto_builder b;
+	struct proto_l2done d = {0x1111, 0x3333, 1, PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED}, x;
+
+	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 6, 0);
+	cr_assert_eq(proto_build_l2_done(&b, &d), 0);
+	same("l2_gone", got, proto_build_end(&b));
+	parse("l2_gone", PROTO_T_L2_DONE);
+	proto_get_l2_done(&msg, 0, &x);
+	cr_assert_eq(x.op, 5);
+	cr_assert_eq(x.cache_id, 1);
+	cr_assert_eq(x.status, PROTO_E_L2_FAILED);
+}
+
 Test(l2_golden, a_shared_column_is_not_an_l2_column)
 {
 	uint8_t p[512];

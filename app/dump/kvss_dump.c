@@ -258,7 +258,8 @@ l2_done_rec(struct out *o, const struct proto_msg *m, unsigned int i)
 	field_w64(o, "isolation_id", d.isolation_id);
 	field_u64(o, "cache_id", d.cache_id);
 	field_str(o, "op", d.op == PROTO_L2OP_L2_DOWN ? "L2_DOWN" : d.op == PROTO_L2OP_L2_UP ? "L2_UP" :
-			   d.op == PROTO_L2OP_SH_DOWN ? "SH_DOWN" : d.op == PROTO_L2OP_SH_UP ? "SH_UP" : "UNKNOWN");
+			   d.op == PROTO_L2OP_SH_DOWN ? "SH_DOWN" : d.op == PROTO_L2OP_SH_UP ? "SH_UP" :
+			   d.op == PROTO_L2OP_L2_GONE ? "L2_GONE" : "UNKNOWN");
 	field_u64(o, "status", d.status);
 	field_str(o, "status_name", name ? name : "UNKNOWN");
 }

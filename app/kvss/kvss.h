@@ -83,6 +83,7 @@
 	X(l2_down)      /* columns written to the second tier (L2_DOWN) */                         \
 	X(l2_up)        /* columns read from it into a batch (L2_UP) */                            \
 	X(l2_deleted)   /* columns it let go (L2_DELETE) */                                        \
+	X(l2_gone)      /* columns it let go on its own, the driver told (L2_GONE: a key retired) */ \
 	X(l2_errors)    /* second-tier operations that failed (L2_DONE or ERROR sent) */           \
 	X(shared_down)  /* slices written to the shared level (SH_DOWN; one already there counts) */ \
 	X(shared_up)    /* slices read from it, checked, into a batch (SH_UP) */                   \

@@ -605,8 +605,9 @@ prefixcache_l2_forget(struct prefixcache *pc, uint16_t mi, uint64_t isolation_id
 	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi) || pc->l2 == NULL)
 		return false;
 	org = pc_org_get(pc, isolation_id);
-	if (org == NIL || (i = l2_find(pc, (uint8_t)(mi * MAX_GROUPS), org, key)) == NIL)
-		return false;
+	if (org == NIL || (i = l2_find(pc, (uint8_t)(mi * MAX_GROUPS), org, key)) == NIL ||
+	    pc->l2[i].shared)
+		return false; /* a shared level's column is on no shard's disk */
 	l2_detach(pc, i);
 	l2_release(pc, i);
 	return true;

@@ -578,8 +578,10 @@ bool prefixcache_l2_confirm(struct prefixcache *pc, uint16_t model, uint64_t iso
 
 /**
  * A column did not go down on some shard (L2_DONE with an error: no room, a
- * failed write): the driver forgets it, sending nothing (the caller has the
- * shards that hold it let it go). @return whether it was known.
+ * failed write), or a shard's disk let it go on its own (L2_GONE: its key
+ * retired): the driver forgets it, sending nothing (the caller has the
+ * shards that hold it let it go). @return whether it was known as a
+ * column of the shards' disks (a shared level's staged one is not).
  */
 bool prefixcache_l2_forget(struct prefixcache *pc, uint16_t model, uint64_t isolation_id,
 			   uint64_t key);

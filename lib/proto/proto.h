@@ -273,6 +273,7 @@ enum proto_l2done_op {
 	PROTO_L2OP_L2_UP = 2,	/* a column read from it (also an SH_UP's column of object id 0) */
 	PROTO_L2OP_SH_DOWN = 3, /* a slice written to the shared level */
 	PROTO_L2OP_SH_UP = 4,	/* a slice read from it */
+	PROTO_L2OP_L2_GONE = 5, /* unasked: a column the shard's disk let go (its key retired) */
 };
 
 /** L2Done: @c op an enum proto_l2done_op. */

@@ -89,6 +89,14 @@ touch_records(const struct proto_msg *m)
 			sink += l.prompt_id;
 		}
 		break;
+	case PROTO_T_L2_DONE:
+		for (i = 0; i < m->hdr.count; i++) {
+			struct proto_l2done l;
+
+			proto_get_l2_done(m, i, &l);
+			sink += l.key + l.op + l.status;
+		}
+		break;
 	default:
 		break;
 	}

@@ -61,6 +61,8 @@
 	X(l2_failed)        /* of them, failures */                                                \
 	X(l2_down_failed_cols) /* columns that did not go down: forgotten, DRAM untouched */       \
 	X(l2_up_failed_cols) /* columns that did not come up: forgotten, their tokens lost (not the model) */ \
+	X(l2_gone_recs)     /* L2_GONE records: a column a shard's disk let go, its key retired */  \
+	X(l2_gone_cols)     /* columns forgotten by them before they were asked for */             \
 	X(l2_unknown_expected) /* L2_DELETEs after such a failure to a shard that had failed too */ \
 	X(l2_tolerated_dropped) /* such expectations dropped, the oldest, past 4096 waiting */     \
 	X(l2_inventory_cols) /* columns shards listed in their inventories */                      \

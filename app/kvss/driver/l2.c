@@ -15,7 +15,8 @@
  *   - L2_DONE: a column that did not go down is forgotten, and the shards
  *     that wrote it let it go (DRAM untouched); one that did not come up
  *     lost its tokens: the model starts over, as for any loss, and the
- *     inventories say again what is there.
+ *     inventories say again what is there. One a shard's disk let go on
+ *     its own (op L2_GONE: its organization's key retired) is forgotten.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -331,6 +332,24 @@ drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 		proto_get_l2_done(msg, i, &done);
 		if (done.op == PROTO_L2OP_SH_DOWN || done.op == PROTO_L2OP_SH_UP) {
 			drv_sh_done(d, sh, &done); /* the shared level's (section 10) */
+			continue;
+		}
+		if (done.op == PROTO_L2OP_L2_GONE) {
+			/*
+			 * Unasked: the shard's disk let the column go, its
+			 * organization's key retired. Forgotten before it is
+			 * asked for: a lookup misses it, no refill loses it.
+			 * No L2_DELETE is sent: every shard sealing under that
+			 * store lets its own copies go and says so (a shard
+			 * under another store keeps its copy until its next
+			 * inventory). A delete the library sent before may find
+			 * it gone: expected.
+			 */
+			d->st.l2_gone_recs++;
+			tolerate_add(d, sh->k, done.key);
+			drv_sink_l2_drop(&d->sink, sh->model, done.isolation_id, done.key);
+			if (prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key))
+				d->st.l2_gone_cols++;
 			continue;
 		}
 		d->st.l2_done++;

@@ -876,11 +876,11 @@ summary_tier(struct drv *d, const struct kvss_drv_stats *s, const struct prefixc
 		 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
 		 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
 		 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
-		 ",\"l2_up_failed_cols\":%" PRIu64
+		 ",\"l2_up_failed_cols\":%" PRIu64 ",\"l2_gone_cols\":%" PRIu64
 		 ",\"l2_recompute_faster_tokens\":%" PRIu64 "%s",
 		 s->hit_tokens - l2hit, l2hit, l2_status, ps->l2_down_tokens, ps->l2_stored_tokens,
 		 ps->l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
-		 s->l2_up_failed_cols,
+		 s->l2_up_failed_cols, s->l2_gone_cols,
 		 ps->l2_recompute_faster_tokens, l2fitj);
 	if (drv_l2_model(0))
 		printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
@@ -892,6 +892,10 @@ summary_tier(struct drv *d, const struct kvss_drv_stats *s, const struct prefixc
 		       (double)ps->l2_down_tokens * (double)kvss.cfg.driver.pc.model[0].refill_bytes_per_token / 1e6,
 		       ps->l2_deleted_tokens, ps->l2_stored_tokens, s->l2_adopted_cols,
 		       s->l2_refused_cols, s->l2_failed, ps->l2_recompute_faster_tokens);
+	if (drv_l2_model(0) && s->l2_gone_recs > 0)
+		printf("kvss: summary: second tier: %" PRIu64 " columns forgotten before they were "
+		       "asked for: a shard's disk let them go, their organization's key retired "
+		       "(%" PRIu64 " L2_GONE records)\n", s->l2_gone_cols, s->l2_gone_recs);
 }
 
 /* What the summary's lines and its JSON share, measured once. */

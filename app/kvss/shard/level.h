@@ -59,6 +59,7 @@ enum level_op {
 	LEVEL_GET,  /* read the column whole (L2_UP, SH_UP) */
 	LEVEL_DEL,  /* forget the column (L2_DELETE) */
 	LEVEL_LIST, /* every column held (the inventory after a HELLO) */
+	LEVEL_GONE, /* from a worker, unasked: columns its level let go (inv) */
 };
 
 /*
@@ -82,7 +83,7 @@ struct level_req {
 	uint32_t stream_len;
 	uint16_t npos;
 	uint16_t *pos;	  /* npos pairs (stream token, column token), after data */
-	/* LIST: the columns, malloc'd by the worker, freed with the request. */
+	/* LIST, GONE: the columns, malloc'd by the worker, freed with the request. */
 	struct kvdisk_meta *inv;
 	uint32_t ninv;
 	/* The shared level's name for the column (section 10): what the driver sent. */

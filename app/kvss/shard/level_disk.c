@@ -10,6 +10,9 @@
  *         a missing or corrupt one answers a code, its tokens are lost
  *   DEL   (L2_DELETE) its header cleared
  *   LIST  every column held, for the inventory after a HELLO
+ *   GONE  (from the worker, unasked) the columns a new organization key
+ *         store made unreadable, let go at once: the driver is told
+ *         (L2_GONE) before it asks for them
  *
  * A column's write lands before a read or a delete of that column begins
  * (the driver may ask for a column it just sent down at once), and every
@@ -29,6 +32,7 @@
 #include <sys/stat.h>
 
 #include <rte_cycles.h>
+#include <rte_mempool.h>
 
 #include "kvdisk.h"
 #include "level.h"
@@ -46,6 +50,11 @@ struct disk {
 	uint64_t back_then; /* kvdisk's ops given back when again() last ran */
 	/* The organization key store kvdisk seals under (kvdisk_set_orgs). */
 	struct level_orgs orgs;
+	/* Columns let go under a retired key, not yet handed to the ingest
+	 * lcore (a request of the pool carries them: tell_gone()). */
+	struct kvdisk_meta *gone;
+	uint32_t ngone, gone_cap;
+	uint64_t gone_told; /* columns let go that the ingest lcore was given to tell */
 };
 
 /* How often the second tier looks at its organization key store's file. */
@@ -237,6 +246,49 @@ again(struct shard_level *lv)
 	b->back_then = kvdisk_ops_back(b->d);
 }
 
+static void
+gone_add(void *arg, const struct kvdisk_meta *m)
+{
+	struct disk *b = arg;
+
+	if (b->ngone == b->gone_cap) {
+		uint32_t cap = b->gone_cap ? 2 * b->gone_cap : 256;
+		struct kvdisk_meta *g = realloc(b->gone, cap * sizeof(*g));
+
+		if (g == NULL)
+			return; /* unsaid: asked for, it is lost as before (UNKNOWN_PROMPT) */
+		b->gone = g;
+		b->gone_cap = cap;
+	}
+	b->gone[b->ngone++] = *m;
+}
+
+/*
+ * The columns let go, to the ingest lcore in one request of the shard's
+ * pool (its inv), which sends each as an L2_GONE record. No request free
+ * (every one in use): the next poll tries again.
+ */
+static void
+tell_gone(struct shard_level *lv)
+{
+	struct disk *b = lv->be;
+	struct level_req *q;
+	void *p;
+
+	if (b->ngone == 0 || rte_mempool_get(lv->shard->levels->pool, &p) != 0)
+		return;
+	q = p;
+	memset(q, 0, sizeof(*q));
+	q->op = LEVEL_GONE;
+	q->level = SHARD_LEVEL_DISK;
+	q->inv = b->gone;
+	q->ninv = b->ngone;
+	b->gone_told += b->ngone;
+	b->gone = NULL;
+	b->ngone = b->gone_cap = 0;
+	level_done(lv, q, 0);
+}
+
 static bool
 poll_disk(struct shard_level *lv, bool idle)
 {
@@ -246,12 +298,21 @@ poll_disk(struct shard_level *lv, bool idle)
 	bool busy;
 
 	/* A reset retired an organization's key: what it sealed on this disk
-	 * is not opened any more (its columns lost as they are read). */
+	 * can no longer be opened. It is let go now and the driver told, so
+	 * that a lookup misses it rather than a refill losing its tokens. */
 	if (level_orgs_look(&b->orgs, DISK_ORGS_LOOK_MS, lv->shard->cfg->id, "the second tier",
 			    "neither writes nor reads", &old)) {
-		kvdisk_set_orgs(b->d, b->orgs.cur);
+		int k = kvdisk_retire_orgs(b->d, b->orgs.cur, gone_add, b);
+
 		seal_orgs_free(old);
+		if (k > 0) {
+			printf("kvss: shard %u: the second tier let %d columns go, sealed under "
+			       "organization keys the new store retired; the driver is told\n",
+			       lv->shard->cfg->id, k);
+			fflush(stdout);
+		}
 	}
+	tell_gone(lv);
 
 	/* The ingest lcore waits for requests: the deletes waiting in kvdisk
 	 * for a put, each holding one, are written. */
@@ -401,6 +462,7 @@ close_disk(struct shard_level *lv)
 	if (b != NULL) {
 		kvdisk_close(b->d);
 		level_orgs_free(&b->orgs);
+		free(b->gone);
 	}
 	free(b);
 	lv->be = NULL;
@@ -440,6 +502,7 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	DISK_COUNTER(bad_tag, false)
 	DISK_COUNTER(bad_key, false)
 	DISK_COUNTER(seal_errors, false)
+	DISK_COUNTER(retired, false)
 #undef DISK_COUNTER
 	c[n++] = (struct level_counter){"", "columns", held, false};
 	/* Requests that could not start when taken (a column's write in
@@ -453,6 +516,8 @@ counters(const struct shard_level *lv, struct level_counter *c)
 		c[n++] = (struct level_counter){"", "org_keys_reloaded", o->reloaded, false};
 		c[n++] = (struct level_counter){"", "org_keys_refused", o->refused, false};
 		c[n++] = (struct level_counter){"", "org_keys_behind_refused", o->behind_refused, false};
+		c[n++] = (struct level_counter){"", "gone_told",
+						lv != NULL ? ((const struct disk *)lv->be)->gone_told : 0, false};
 	}
 	return n;
 }

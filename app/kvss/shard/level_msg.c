@@ -386,6 +386,18 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 		struct level_req *q = qs[i];
 		bool sh = q->level == SHARD_LEVEL_SHARED;
 
+		if (q->op == LEVEL_GONE) {
+			/* Unasked (no request was given for it), so not in
+			 * tier_done; told whatever the epoch: a driver that
+			 * started since finds nothing to forget. */
+			kvss_me->st->tier_done--;
+			for (j = 0; j < q->ninv; j++)
+				add_done(&l2done, q->inv[j].key, q->inv[j].org, q->inv[j].cache,
+					 PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED);
+			st->l2_gone += q->ninv;
+			req_put(q);
+			continue;
+		}
 		if (q->epoch != kvss_me->driver_epoch) {
 			st->dropped_restart++; /* asked for by a driver that has restarted since */
 			req_put(q);
