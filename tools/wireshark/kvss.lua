@@ -339,7 +339,7 @@ local function body(tree, t, b, count)
 			local op, st = r(18, 1):uint(), r(20, 2):le_uint()
 			u(s, "key", r(0, 8)); u(s, "isolation_id", r(8, 8)); u(s, "cache_id", r(16, 2))
 			s:add(F.op, r(18, 1), op == 1 and "L2_DOWN" or op == 2 and "L2_UP" or
-			      op == 3 and "SH_DOWN" or op == 4 and "SH_UP" or "UNKNOWN")
+			      op == 3 and "SH_DOWN" or op == 4 and "SH_UP" or op == 5 and "L2_GONE" or "UNKNOWN")
 			u(s, "status", r(20, 2))
 			s:add(F.status_name, r(20, 2), CODES[st] or "UNKNOWN")
 		end
