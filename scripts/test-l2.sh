@@ -16,7 +16,8 @@
 #     file others can read stops the shard, naming the key;
 # 3o. sealed under an organization key store replaced mid-run: the disk
 #     lets the columns under retired keys go at once and tells the driver
-#     (L2_GONE), which forgets them: nothing lost on a refill;
+#     (L2_GONE), which forgets them: nothing lost on a refill; replaced
+#     while the shard is down: let go at its start, never offered;
 #  4. expiry holds on disk: past the first-use TTL, nothing is taken back,
 #     and the headers are cleared (the next start finds none);
 # 4s. a slow disk (reads throttled) loses nothing; the tier's thread
@@ -311,6 +312,19 @@ check "store replaced: at most one in twenty of them asked for and lost (${upf:-
 check "store replaced: the model kept (0 restarts)" test "$(field "$tmp/so.log" resyncs)" = 0
 check "store replaced: the shard holds what the driver accounts for" \
 	eval 'test "$(field "$tmp/so.log" unaccounted_tokens)" = 0 && [ "$(field "$tmp/so.log" l2_stored_by_status)" = "$(field "$tmp/so.log" l2_stored_tokens)" ]'
+# ... and replaced again while the shard is down: at its start it lets go
+# of what it wrote under the keys retired (each column's trailer names its
+# key), so its inventory offers nothing that no read would open.
+"$BUILD/kvss-shared" keys --org-keys "$tmp/org.new" --init >/dev/null
+mv "$tmp/org.new" "$tmp/org.keys"
+run_all "$tmp/so.cfg" "$tmp/so2.log"
+rc=$?
+echo "l2: organization keys replaced while down: exit $rc; $(grep -o 'the second tier let [0-9]* columns go at start' "$tmp/so2.log"); taken back $(field "$tmp/so2.log" l2_adopted_cols), $(field "$tmp/so2.log" lost_tokens) tokens lost"
+clean_run "store replaced while down" "$tmp/so2.log"
+check "store replaced while down: its columns let go at start, said" \
+	grep -q "the second tier let [1-9][0-9]* columns go at start, sealed under organization keys the store no longer holds" "$tmp/so2.log"
+check "store replaced while down: none offered, none lost" \
+	eval 'test "$(field "$tmp/so2.log" l2_adopted_cols)/$(field "$tmp/so2.log" lost_tokens)/$(field "$tmp/so2.log" l2_up_failed_cols)" = 0/0/0'
 
 # 4. Expiry on disk: past the first-use TTL (2 s; 3 s later), nothing comes
 #    back, and what was let go is cleared on disk: the start after finds

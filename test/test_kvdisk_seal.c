@@ -729,3 +729,54 @@ Test(kvdisk_seal, a_new_store_lets_a_retired_keys_columns_go_at_once_and_names_t
 	seal_orgs_free(was);
 	seal_orgs_free(o);
 }
+
+Test(kvdisk_seal, a_file_written_under_a_store_replaced_since_lets_those_columns_go_at_open)
+{
+	struct seal_orgs *o = seal_orgs_new(), *was, *now;
+	struct kvdisk_stats st;
+	struct kvdisk *d;
+	bool dflt;
+
+	cr_assert_not_null(o);
+	cr_assert_eq(seal_orgs_name(o, 77), 0);
+	was = store_copy(o);
+	d = open_with(&ring_a);
+	cr_assert_eq(kvdisk_set_orgs(d, was), 0);
+	put_org(d, 0, 77);
+	put_org(d, 1, 88);
+	put_org(d, 2, 77);
+	kvdisk_close(d);
+	/* A reset while the shard was down. */
+	cr_assert_eq(seal_orgs_retire(o, false, 77, &dflt), 0);
+	now = store_copy(o);
+	d = open_with(&ring_a);
+	cr_assert_eq(kvdisk_set_orgs(d, now), 0);
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.rebuilt, 3, "the headers hold under the master key");
+	cr_assert_eq(kvdisk_retire_unheld(d), 2, "77's two columns");
+	cr_assert_not(kvdisk_has(d, 0, 0x1000, 77));
+	cr_assert_not(kvdisk_has(d, 0, 0x1002, 77));
+	cr_assert(kvdisk_has(d, 0, 0x1001, 88));
+	cr_assert_eq(get_org(d, 1, 88), 0);
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.retired, 2);
+	cr_assert_eq(st.stored[0], 1);
+	cr_assert_eq(st.bad_key, 0, "nothing read under the retired key");
+	/* Their headers cleared: the next start finds 88's alone. */
+	settle(d);
+	kvdisk_close(d);
+	d = open_with(&ring_a);
+	cr_assert_eq(kvdisk_set_orgs(d, now), 0);
+	kvdisk_stats(d, &st);
+	cr_assert_eq(st.rebuilt, 1);
+	cr_assert_eq(kvdisk_retire_unheld(d), 0, "nothing more to let go");
+	kvdisk_close(d);
+	/* A plain file has no key ids. */
+	afresh();
+	d = open_with(NULL);
+	cr_assert_eq(kvdisk_retire_unheld(d), -EINVAL);
+	kvdisk_close(d);
+	seal_orgs_free(now);
+	seal_orgs_free(was);
+	seal_orgs_free(o);
+}

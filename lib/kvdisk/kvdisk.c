@@ -32,6 +32,7 @@
 
 #include "mono.h"
 #include "orgkeys.h"
+#include "proto.h"
 
 /* ---- Operations ---------------------------------------------------------- */
 
@@ -669,6 +670,91 @@ kvdisk_retire_orgs(struct kvdisk *d, struct seal_orgs *o,
 			if (gone != NULL)
 				gone(arg, &s->m);
 			n++;
+		}
+	}
+	return n;
+}
+
+/* Column @p i of cache @p c let go at open: out of the index, its header cleared by the next poll. */
+static void
+drop_at_open(struct kvdisk *d, uint16_t c, uint32_t i)
+{
+	struct region *r = &d->r[c];
+
+	index_del(r, i);
+	d->st.stored[c]--;
+	d->st.retired++;
+	r->s[i].state = S_CLEAR;
+	r->clearing++;
+	d->clears[d->nclears++] = (struct clear_req){c, i};
+}
+
+int
+kvdisk_retire_unheld(struct kvdisk *d)
+{
+	int n = 0;
+	uint16_t c;
+
+	if (d->keys == NULL)
+		return -EINVAL;
+	if (d->inflight > 0)
+		return -EBUSY;
+	for (c = 0; c < d->nc; c++) {
+		struct region *r = &d->r[c];
+		uint64_t next = 0, out = 0;
+
+		while (next < r->g.slots || out > 0) {
+			struct io_uring_cqe *cqe;
+			struct op *o;
+
+			/* Each held column's block holding its trailer's key id
+			 * (two when the id straddles them), as many at once as
+			 * there are ops. */
+			for (; next < r->g.slots; next++) {
+				const struct slot *s = &r->s[next];
+				uint64_t at, blk;
+
+				if (s->state != S_LIVE)
+					continue;
+				if ((o = kd_op_get(d)) == NULL)
+					break;
+				at = KVDISK_HDR_LEN + (uint64_t)s->m.tokens * r->g.bytes_per_token;
+				blk = at / KVDISK_ALIGN * KVDISK_ALIGN;
+				o->type = KVDISK_GET;
+				o->cache = c;
+				o->slot = (uint32_t)next;
+				o->cookie = at - blk;
+				kd_submit(d, o, false, at + 4 > blk + KVDISK_ALIGN ? 2 * KVDISK_ALIGN : KVDISK_ALIGN,
+					  slot_off(r, o->slot) + blk);
+				out++;
+			}
+			if (out == 0)
+				break;
+			io_uring_submit(&d->ring);
+			d->unsubmitted = 0;
+			if (io_uring_wait_cqe(&d->ring, &cqe) != 0)
+				return -EIO;
+			o = &d->ops[io_uring_cqe_get_data64(cqe)];
+			d->inflight--;
+			out--;
+			if (cqe->res <= 0 || (uint64_t)cqe->res < o->cookie + 4) {
+				/* Unread: kept, as any column a read may fail on later. */
+				d->st.read_errors++;
+			} else {
+				struct seal_key k;
+				int rc = seal_ring_find(d->keys, r->s[o->slot].m.org,
+							proto_ld32(o->buf + o->cookie), &k);
+
+				OPENSSL_cleanse(&k, sizeof(k));
+				if (rc > 0) {
+					drop_at_open(d, c, o->slot);
+					n++;
+				} else if (rc < 0) {
+					d->st.seal_errors++; /* libcrypto failed: kept, checked when read */
+				}
+			}
+			io_uring_cqe_seen(&d->ring, cqe);
+			kd_op_put(d, o);
 		}
 	}
 	return n;

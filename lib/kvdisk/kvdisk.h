@@ -231,6 +231,19 @@ int kvdisk_set_orgs(struct kvdisk *d, struct seal_orgs *o);
 int kvdisk_retire_orgs(struct kvdisk *d, struct seal_orgs *o,
 		       void (*gone)(void *arg, const struct kvdisk_meta *m), void *arg);
 
+/**
+ * Once a sealed file is open and has its organization keys
+ * (kvdisk_set_orgs()), before anything else is asked of it: let go of
+ * every column sealed under a key its ring no longer makes (the file was
+ * written under a store a reset has replaced since), reading the key id
+ * in each column's trailer (one or two 4 KiB reads a column held, as many
+ * at once as the queue). They leave the index (a restarted shard's
+ * inventory does not list them) and their headers are cleared by the next
+ * poll; counted in retired. Returns how many, -EINVAL on a plain file,
+ * -EBUSY with operations out, -EIO when the ring fails.
+ */
+int kvdisk_retire_unheld(struct kvdisk *d);
+
 /** Does it use O_DIRECT (false: the file system refused it; the page cache is used)? */
 bool kvdisk_direct(const struct kvdisk *d);
 

@@ -422,11 +422,24 @@ open_disk(struct shard_level *lv, char *err, size_t errlen)
 		printf("kvss: shard %u: the second tier's columns are written in plain (no "
 		       "shard.l2.key_file): whoever reads %s reads the KV bytes\n", cfg->id,
 		       cfg->l2.path);
-	if (b->d != NULL && b->orgs.cur != NULL)
+	if (b->d != NULL && b->orgs.cur != NULL) {
+		/* Written under a store replaced since (a reset while it was
+		 * down): let go now, so that the inventory does not offer what
+		 * no read would open. */
+		int k = kvdisk_retire_unheld(b->d);
+
 		printf("kvss: shard %u: the second tier's columns under each organization's own key "
 		       "from %s (%u named, default key %08x): a reset that replaces it makes them "
 		       "unreadable\n", cfg->id, cfg->l2.org_key_file, seal_orgs_count(b->orgs.cur),
 		       seal_orgs_default(b->orgs.cur)->id);
+		if (k > 0)
+			printf("kvss: shard %u: the second tier let %d columns go at start, sealed under "
+			       "organization keys the store no longer holds\n", cfg->id, k);
+		else if (k < 0)
+			printf("kvss: shard %u: the second tier could not read its columns' key ids "
+			       "(%s): those under retired keys are dropped as they are read\n", cfg->id,
+			       strerror(-k));
+	}
 	level_keys_free(keys);
 	if (b->d == NULL) {
 		size_t n = strlen(err);
