@@ -33,7 +33,8 @@
  *   - a column put now comes back whole; after a close and a reopen,
  *     nothing dropped comes back, and all of the above holds again.
  * Byte 0 & 4 set: the same, every file sealed (kvdisk_params.ring: the
- * three made under one key). In a plain file a slot forged with the file's
+ * three made under one key), and each open followed by
+ * kvdisk_retire_unheld() (every trailer's key id read). In a plain file a slot forged with the file's
  * own seed is not tried: XXH3 is a checksum, and whoever can write the
  * file and read its id can forge one (docs/SECURITY.md); the file's
  * permissions are what stop them. In a sealed file it is (mutation 7 with
@@ -620,6 +621,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (!blank(img, len) && !ours(img, len))
 		die("opened a file that is neither blank nor this shard's");
+	/* A sealed file's columns whose trailer names a key not held go at
+	 * once (an organization key store replaced while the shard was down):
+	 * never more than the index holds, never an error on a file that
+	 * opened. */
+	if (sealed && kvdisk_retire_unheld(d) < 0)
+		die("kvdisk_retire_unheld failed on a file that opened");
 	/* The file's id: the image's, or a new one when it was blank. */
 	seed = file_seed();
 	if (!blank(img, len) && seed != seed_of(img))
@@ -656,6 +663,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	d = kvdisk_open(path, &p, err, sizeof(err));
 	if (d == NULL)
 		die(err);
+	if (sealed && kvdisk_retire_unheld(d) < 0)
+		die("kvdisk_retire_unheld failed on a file that opened again");
 	kvdisk_foreach(d, list, &second);
 	if (second.bad)
 		die("after a reopen, the index holds a column the own file does not");
