@@ -97,6 +97,7 @@ LITERAL = {
     "disk_retired": "second tier, sealed file: columns let go at once, held or being written, "
                     "because a new organization key store retired their organization's key",
     "disk_gone_told": "second tier: of them, columns held that the driver was told of (L2_GONE)",
+    "disk_gone_dels": "second tier: deletes of a column such a store let go, answered as done",
     "disk_columns": "second tier: columns held now, every cache",
     "disk_waited": "second tier: requests that could not start when taken (their column's write in flight, "
                    "or no op free: writes hold three quarters of the queue at most)",

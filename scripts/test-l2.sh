@@ -309,7 +309,10 @@ check "store replaced: the driver forgot them before asking (l2_gone_cols ${gone
 # forgotten first and none was lost.
 check "store replaced: at most one in twenty of them asked for and lost (${upf:-?})" \
 	holds "${upf:-1} * 20 <= ${gone:-0}"
-check "store replaced: the model kept (0 restarts)" test "$(field "$tmp/so.log" resyncs)" = 0
+check "store replaced: exit 0, or 3 for reads that raced the reload alone (exit $rc)" \
+	eval '[ "$rc" -eq 0 ] || { [ "$rc" -eq 3 ] && [ "${upf:-0}" -gt 0 ]; }'
+check "store replaced: no error but those reads' lost tokens (no ERROR, no refill failed)" \
+	eval 'test "$(field "$tmp/so.log" protocol_errors)" = "$(field "$tmp/so.log" lost_tokens)"'
 check "store replaced: the shard holds what the driver accounts for" \
 	eval 'test "$(field "$tmp/so.log" unaccounted_tokens)" = 0 && [ "$(field "$tmp/so.log" l2_stored_by_status)" = "$(field "$tmp/so.log" l2_stored_tokens)" ]'
 # ... and replaced again while the shard is down: at its start it lets go

@@ -631,6 +631,8 @@ sed -i 's/^  generate = 200;$/&\n  arrivals = "poisson"; arrival_rate = 100.0; a
 run_all "$tmp/e4.cfg" "$tmp/e4.log" &
 epid=$!
 for i in $(seq 100); do grep -q "the shared level: pool" "$tmp/e4.log" 2>/dev/null && break; sleep 0.1; done
+# A second of requests first (100 of them): its disk holds epsilon's columns.
+sleep 1
 shared reset --org epsilon --org-keys "$tmp/org.keys" >/dev/null 2>&1
 wait $epid
 # A lookup that raced the reset may lose a column read under the retired

@@ -614,20 +614,29 @@ gone(uint64_t seq, const uint64_t *keys, unsigned int n, uint64_t tsc)
 
 Test(drv_l2, a_column_a_shard_let_go_under_a_retired_key_is_forgotten_before_it_is_asked_for)
 {
-	struct proto_l2col cols[2] = {col(0xa0, ISO, 0), col(0x1, 0xa0, 64)};
-	static const uint64_t first[2] = {0xa0, 0xbad}, again[1] = {0xa0};
+	struct proto_l2col cols[3] = {col(0xa0, ISO, 0), col(0x1, 0xa0, 64), col(0xe, ISO, 0)};
+	static const uint64_t first[2] = {0xa0, 0xbad}, again[1] = {0xa0}, listed[1] = {0xe};
+	struct proto_l2done stranger = {.key = 0xa0, .isolation_id = 0xdeadbeef, .cache_id = 0,
+					.op = PROTO_L2OP_L2_GONE, .status = PROTO_E_L2_FAILED};
 	struct prefixcache_stats ps;
+	struct proto_builder b;
 	uint64_t t = rte_get_tsc_cycles(), del;
+	size_t orgs;
 
 	bring_up(t);
-	inventory(2, 0, cols, 2, t + 1);
-	drv_l2_adopt_ready(d, t + 2);
-	cr_assert_eq(d->st.l2_adopted_cols, 2);
+	inventory(3, 0, cols, 3, t + 1);
+	/* 0xe let go after it was listed, before the inventory is taken back:
+	 * not taken back, and nothing to delete (the shard let it go). */
 	del = d->st.l2_del_cols;
+	gone(1, listed, 1, t + 2);
+	drv_l2_adopt_ready(d, t + 2);
+	cr_assert_eq(d->st.l2_adopted_cols, 2, "0xa0 and 0x1; not 0xe, let go since it was listed");
+	cr_assert_eq(d->st.l2_refused_cols, 0);
+	cr_assert_eq(d->st.l2_del_cols, del);
 	/* 0xa0 let go, and a key the driver never knew (a lying or late shard). */
-	gone(1, first, 2, t + 3);
-	cr_assert_eq(sh->report_next, 2, "taken as report 1");
-	cr_assert_eq(d->st.l2_gone_recs, 2);
+	gone(2, first, 2, t + 3);
+	cr_assert_eq(sh->report_next, 3, "taken as report 2");
+	cr_assert_eq(d->st.l2_gone_recs, 3);
 	cr_assert_eq(d->st.l2_gone_cols, 1, "0xa0 forgotten; the unknown key changes nothing");
 	prefixcache_stats(d->pc, &ps);
 	cr_assert_eq(ps.l2_stored_tokens, 64, "0xa0's 64 tokens no longer counted as held");
@@ -635,11 +644,16 @@ Test(drv_l2, a_column_a_shard_let_go_under_a_retired_key_is_forgotten_before_it_
 	cr_assert_eq(d->st.l2_done + d->st.l2_failed + d->st.l2_up_failed_cols +
 			     d->st.l2_down_failed_cols, 0, "not an answer to anything asked");
 	/* Another cache's record of the same column: nothing more to forget. */
-	gone(2, again, 1, t + 4);
-	cr_assert_eq(d->st.l2_gone_recs, 3);
+	gone(3, again, 1, t + 4);
+	cr_assert_eq(d->st.l2_gone_recs, 4);
 	cr_assert_eq(d->st.l2_gone_cols, 1);
-	/* A delete the library sent before, answered UNKNOWN_PROMPT by that shard: expected. */
-	cr_assert(drv_l2_expected_unknown(d, sh, 0xa0));
+	/* An organization the driver never saw: no entry made for it. */
+	orgs = prefixcache_orgs(d->pc, NULL, 0);
+	begin(&b, PROTO_T_L2_DONE, 0, sh->ref->id, sh->epoch, 4, 0);
+	cr_assert_eq(proto_build_l2_done(&b, &stranger), 0);
+	deliver(&b, t + 5);
+	cr_assert_eq(d->st.l2_gone_recs, 5);
+	cr_assert_eq(prefixcache_orgs(d->pc, NULL, 0), orgs, "a shard's word made an organization");
 	cr_assert_eq(d->fatal, 0);
 	cr_assert_eq(d->st.resyncs + d->st.shard_restarts, 0, "the model goes on");
 }

@@ -604,7 +604,12 @@ prefixcache_l2_forget(struct prefixcache *pc, uint16_t mi, uint64_t isolation_id
 
 	if (mi >= pc->p.num_models || !pc_l2_on(pc, mi) || pc->l2 == NULL)
 		return false;
-	org = pc_org_get(pc, isolation_id);
+	/* The organization, without creating it: a shard's word on a column
+	 * of an organization never seen makes no entry. */
+	for (org = pc->orgbucket[(uint32_t)mix64(isolation_id) & pc->orgmask]; org != NIL;
+	     org = pc->org[org].hnext)
+		if (pc->org[org].isolation_id == isolation_id)
+			break;
 	if (org == NIL || (i = l2_find(pc, (uint8_t)(mi * MAX_GROUPS), org, key)) == NIL ||
 	    pc->l2[i].shared)
 		return false; /* a shared level's column is on no shard's disk */

@@ -147,7 +147,8 @@ adopt(struct drv *d, uint16_t m, uint64_t tsc)
 		const struct drv_shard *sh = &d->sh[d->first_shard[m] + i];
 
 		for (k = 0; k < sh->inv_n; k++)
-			r[n++] = (struct inv_rec){sh->inv[k], i};
+			if (sh->inv[k].key != 0) /* 0: let go since it was listed (L2_GONE) */
+				r[n++] = (struct inv_rec){sh->inv[k], i};
 	}
 	qsort(r, n, sizeof(*r), by_key);
 	/* A column is whole when every shard lists it in every cache, alike. */
@@ -279,6 +280,22 @@ tolerate_add(struct drv *d, uint16_t k, uint64_t key)
 	d->tolerate[d->ntolerate++] = (struct drv_tolerated){k, key};
 }
 
+/*
+ * An L2_GONE for a column shard @p sh listed in an inventory not taken back
+ * yet: the record is not taken back (key 0 skipped by adopt()), or the
+ * driver would ask for what the shard let go.
+ */
+static void
+gone_not_offered(struct drv_shard *sh, const struct proto_l2done *done)
+{
+	uint32_t i;
+
+	for (i = 0; i < sh->inv_n; i++)
+		if (sh->inv[i].key == done->key && sh->inv[i].isolation_id == done->isolation_id &&
+		    sh->inv[i].cache_id == done->cache_id)
+			sh->inv[i].key = 0;
+}
+
 bool
 drv_l2_expected_unknown(struct drv *d, const struct drv_shard *sh, uint64_t key)
 {
@@ -342,11 +359,12 @@ drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 			 * No L2_DELETE is sent: every shard sealing under that
 			 * store lets its own copies go and says so (a shard
 			 * under another store keeps its copy until its next
-			 * inventory). A delete the library sent before may find
-			 * it gone: expected.
+			 * inventory). A delete the library sent before (it had
+			 * let the column go already) finds it gone, which the
+			 * shard answers as done (section 9).
 			 */
 			d->st.l2_gone_recs++;
-			tolerate_add(d, sh->k, done.key);
+			gone_not_offered(sh, &done);
 			drv_sink_l2_drop(&d->sink, sh->model, done.isolation_id, done.key);
 			if (prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key))
 				d->st.l2_gone_cols++;

@@ -152,7 +152,10 @@ level_free(struct shard_levels *ls, enum shard_level_kind k)
 	/* The requests still in its rings are the pool's. */
 	while (lv->from != NULL && rte_ring_dequeue(lv->from, &p) == 0) {
 		free(((struct level_req *)p)->inv);
-		rte_mempool_put(ls->pool, p);
+		if (((struct level_req *)p)->op == LEVEL_GONE)
+			free(p); /* the worker's own (level_disk.c), not the pool's */
+		else
+			rte_mempool_put(ls->pool, p);
 	}
 	while (lv->to != NULL && rte_ring_dequeue(lv->to, &p) == 0)
 		rte_mempool_put(ls->pool, p);

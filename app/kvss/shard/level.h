@@ -59,7 +59,8 @@ enum level_op {
 	LEVEL_GET,  /* read the column whole (L2_UP, SH_UP) */
 	LEVEL_DEL,  /* forget the column (L2_DELETE) */
 	LEVEL_LIST, /* every column held (the inventory after a HELLO) */
-	LEVEL_GONE, /* from a worker, unasked: columns its level let go (inv) */
+	LEVEL_GONE, /* from a worker, unasked: columns its level let go (inv);
+		     * calloc'd by the worker, not the pool's */
 };
 
 /*

@@ -32,7 +32,6 @@
 #include <sys/stat.h>
 
 #include <rte_cycles.h>
-#include <rte_mempool.h>
 
 #include "kvdisk.h"
 #include "level.h"
@@ -55,6 +54,12 @@ struct disk {
 	struct kvdisk_meta *gone;
 	uint32_t ngone, gone_cap;
 	uint64_t gone_told; /* columns let go that the ingest lcore was given to tell */
+	/* The organizations whose columns the last store read let go
+	 * (ascending): a delete of one of their columns that finds nothing
+	 * was let go with them, and is done (PROTOCOL.md section 9). */
+	uint64_t *retired_orgs;
+	uint32_t nretired_orgs;
+	uint64_t gone_dels; /* such deletes answered as done */
 };
 
 /* How often the second tier looks at its organization key store's file. */
@@ -172,6 +177,21 @@ behind(const struct disk *b, const struct level_req *q, unsigned int n)
 	return false;
 }
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool
+org_retired(const struct disk *b, uint64_t org)
+{
+	return b->nretired_orgs > 0 &&
+	       bsearch(&org, b->retired_orgs, b->nretired_orgs, sizeof(org), cmp_u64) != NULL;
+}
+
 /* Begin one request: false when it cannot yet (it waits, as start() says). */
 static bool
 begin(struct shard_level *lv, struct level_req *q)
@@ -205,6 +225,11 @@ begin(struct shard_level *lv, struct level_req *q)
 			rc = kvdisk_get(b->d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
 		else
 			rc = kvdisk_del(b->d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
+		if (rc == -ENOENT && q->op == LEVEL_DEL && org_retired(b, q->meta.org)) {
+			b->gone_dels++;
+			level_done(lv, q, 0);
+			return true;
+		}
 		break;
 	}
 	/* No op free, a slot being cleared, this column's write in flight: later. */
@@ -246,6 +271,26 @@ again(struct shard_level *lv)
 	b->back_then = kvdisk_ops_back(b->d);
 }
 
+/* The organizations of b->gone[from..]: the set org_retired() looks in, made again. */
+static void
+retired_orgs_of(struct disk *b, uint32_t from)
+{
+	uint64_t *o = NULL;
+	uint32_t i, n = 0;
+
+	if (b->ngone > from && (o = malloc(sizeof(*o) * (b->ngone - from))) != NULL) {
+		for (i = from; i < b->ngone; i++)
+			o[i - from] = b->gone[i].org;
+		qsort(o, b->ngone - from, sizeof(*o), cmp_u64);
+		for (i = 0; i < b->ngone - from; i++)
+			if (n == 0 || o[i] != o[n - 1])
+				o[n++] = o[i]; /* each organization once */
+	}
+	free(b->retired_orgs);
+	b->retired_orgs = o;
+	b->nretired_orgs = n;
+}
+
 static void
 gone_add(void *arg, const struct kvdisk_meta *m)
 {
@@ -264,21 +309,19 @@ gone_add(void *arg, const struct kvdisk_meta *m)
 }
 
 /*
- * The columns let go, to the ingest lcore in one request of the shard's
- * pool (its inv), which sends each as an L2_GONE record. No request free
- * (every one in use): the next poll tries again.
+ * The columns let go, to the ingest lcore in one request (its inv), which
+ * sends each as an L2_GONE record. The request is not the pool's: the
+ * pool's requests are the ingest lcore's to count (an L2_UP takes as many
+ * as it has columns, counted first). No memory: the next poll tries again.
  */
 static void
 tell_gone(struct shard_level *lv)
 {
 	struct disk *b = lv->be;
 	struct level_req *q;
-	void *p;
 
-	if (b->ngone == 0 || rte_mempool_get(lv->shard->levels->pool, &p) != 0)
+	if (b->ngone == 0 || (q = calloc(1, sizeof(*q))) == NULL)
 		return;
-	q = p;
-	memset(q, 0, sizeof(*q));
 	q->op = LEVEL_GONE;
 	q->level = SHARD_LEVEL_DISK;
 	q->inv = b->gone;
@@ -302,9 +345,11 @@ poll_disk(struct shard_level *lv, bool idle)
 	 * that a lookup misses it rather than a refill losing its tokens. */
 	if (level_orgs_look(&b->orgs, DISK_ORGS_LOOK_MS, lv->shard->cfg->id, "the second tier",
 			    "neither writes nor reads", &old)) {
+		uint32_t from = b->ngone;
 		int k = kvdisk_retire_orgs(b->d, b->orgs.cur, gone_add, b);
 
 		seal_orgs_free(old);
+		retired_orgs_of(b, from);
 		if (k > 0) {
 			printf("kvss: shard %u: the second tier let %d columns go, sealed under "
 			       "organization keys the new store retired; the driver is told\n",
@@ -476,6 +521,7 @@ close_disk(struct shard_level *lv)
 		kvdisk_close(b->d);
 		level_orgs_free(&b->orgs);
 		free(b->gone);
+		free(b->retired_orgs);
 	}
 	free(b);
 	lv->be = NULL;
@@ -531,6 +577,8 @@ counters(const struct shard_level *lv, struct level_counter *c)
 		c[n++] = (struct level_counter){"", "org_keys_behind_refused", o->behind_refused, false};
 		c[n++] = (struct level_counter){"", "gone_told",
 						lv != NULL ? ((const struct disk *)lv->be)->gone_told : 0, false};
+		c[n++] = (struct level_counter){"", "gone_dels",
+						lv != NULL ? ((const struct disk *)lv->be)->gone_dels : 0, false};
 	}
 	return n;
 }

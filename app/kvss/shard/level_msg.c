@@ -367,6 +367,53 @@ send_inventory(struct kvss_lcore_stats *st, const struct level_req *q)
 	} while (i < q->ninv);
 }
 
+/*
+ * The columns a level let go on its own, told as L2_GONE records (section
+ * 9): as many a poll as half the report window has room for, so that a
+ * large retire neither goes out unsequenced (past the window) nor keeps
+ * other reports waiting. This lcore's: the list being told, and where.
+ */
+static __thread struct kvdisk_meta *gone;
+static __thread uint32_t ngone, gone_at;
+
+/* Take GONE request @p q's columns after those still to tell; the request is freed. */
+static void
+gone_take(struct level_req *q)
+{
+	struct kvdisk_meta *m;
+
+	if (gone == NULL) {
+		gone = q->inv;
+		ngone = q->ninv;
+		gone_at = 0;
+		q->inv = NULL;
+	} else if ((m = realloc(gone, sizeof(*m) * ((size_t)ngone + q->ninv))) != NULL) {
+		memcpy(m + ngone, q->inv, sizeof(*m) * q->ninv);
+		gone = m;
+		ngone += q->ninv;
+	} /* else unsaid: asked for, they answer UNKNOWN_PROMPT, as before L2_GONE */
+	free(q->inv);
+	free(q);
+}
+
+static void
+gone_tell(struct kvss_lcore_stats *st)
+{
+	uint32_t per = (kvss_payload_cap() - PROTO_HDR_LEN) / PROTO_L2DONE_LEN;
+	uint64_t budget = (uint64_t)shard_report_room() / 2 * per;
+
+	for (; gone_at < ngone && budget > 0; gone_at++, budget--) {
+		add_done(&l2done, gone[gone_at].key, gone[gone_at].org, gone[gone_at].cache,
+			 PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED);
+		st->l2_gone++;
+	}
+	if (gone_at == ngone) {
+		free(gone);
+		gone = NULL;
+		ngone = gone_at = 0;
+	}
+}
+
 void
 shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 {
@@ -377,7 +424,7 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 	if (kvss_me->levels == NULL)
 		return;
 	n = shard_level_take(kvss_me->levels, qs, 32);
-	if (n == 0)
+	if (n == 0 && gone == NULL)
 		return;
 	kp = kvstore_params(kvss_me->store);
 	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
@@ -388,14 +435,11 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 
 		if (q->op == LEVEL_GONE) {
 			/* Unasked (no request was given for it), so not in
-			 * tier_done; told whatever the epoch: a driver that
-			 * started since finds nothing to forget. */
+			 * tier_done; told whatever the epoch (a driver that
+			 * started since forgets nothing, or takes the record
+			 * out of an inventory it has not taken back yet). */
 			kvss_me->st->tier_done--;
-			for (j = 0; j < q->ninv; j++)
-				add_done(&l2done, q->inv[j].key, q->inv[j].org, q->inv[j].cache,
-					 PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED);
-			st->l2_gone += q->ninv;
-			req_put(q);
+			gone_take(q);
 			continue;
 		}
 		if (q->epoch != kvss_me->driver_epoch) {
@@ -439,5 +483,7 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 		}
 		req_put(q);
 	}
+	if (gone != NULL)
+		gone_tell(st);
 	shard_batcher_flush(&l2done);
 }

@@ -310,6 +310,8 @@ void shard_report_acked(struct kvss_lcore_stats *st, uint64_t cum);
 void shard_report_poll(struct kvss_lcore_stats *st, uint64_t now);
 /** A new stream (HELLO with a new driver epoch), or the end: nothing kept. */
 void shard_report_reset(bool release);
+/** Reports that may be sent now before one goes unsequenced (SHARD_REPORTS less those unacknowledged). */
+unsigned int shard_report_room(void);
 /** The cumulative ACK now (PROTOCOL.md section 3, AckBody). */
 uint64_t shard_ack_value(void);
 void shard_send_ack(struct kvss_lcore_stats *st);

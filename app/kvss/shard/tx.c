@@ -177,6 +177,15 @@ shard_report_reset(bool release)
 	s->rep_base = s->rep_rto = s->hz / 1000 * REPORT_RTO_MS;
 }
 
+unsigned int
+shard_report_room(void)
+{
+	const struct shard_state *s = kvss_me->st;
+	uint64_t out = s->rep_next > 0 ? s->rep_next - 1 - s->rep_acked : 0;
+
+	return out >= SHARD_REPORTS ? 0 : (unsigned int)(SHARD_REPORTS - out);
+}
+
 /*
  * Send report @p payload, kept until acknowledged: its header's seq is the
  * report seq. With SHARD_REPORTS unacknowledged already (a driver that does
