@@ -662,6 +662,25 @@ settle(struct kvdisk *d)
 		kvdisk_poll(d, done, 16, true);
 }
 
+/*
+ * Organization 77 named in store @p o; a file opened under a copy of it
+ * (*@p was) holding columns 0 and 2 of 77 and 1 of 88 (the default key).
+ */
+static struct kvdisk *
+three_columns(struct seal_orgs *o, struct seal_orgs **was)
+{
+	struct kvdisk *d;
+
+	cr_assert_eq(seal_orgs_name(o, 77), 0);
+	*was = store_copy(o);
+	d = open_with(&ring_a);
+	cr_assert_eq(kvdisk_set_orgs(d, *was), 0);
+	put_org(d, 0, 77);
+	put_org(d, 1, 88);
+	put_org(d, 2, 77);
+	return d;
+}
+
 Test(kvdisk_seal, a_new_store_lets_a_retired_keys_columns_go_at_once_and_names_them)
 {
 	struct seal_orgs *o = seal_orgs_new(), *was, *now;
@@ -675,13 +694,7 @@ Test(kvdisk_seal, a_new_store_lets_a_retired_keys_columns_go_at_once_and_names_t
 	unsigned int i;
 
 	cr_assert_not_null(o);
-	cr_assert_eq(seal_orgs_name(o, 77), 0);
-	was = store_copy(o);
-	d = open_with(&ring_a);
-	cr_assert_eq(kvdisk_set_orgs(d, was), 0);
-	put_org(d, 0, 77);
-	put_org(d, 1, 88); /* the default key */
-	put_org(d, 2, 77);
+	d = three_columns(o, &was);
 	/* 77's column 4 is being written when the new store comes. */
 	fill(buf, 4, 1);
 	cr_assert_eq(kvdisk_put(d, &m4, buf, sizeof(buf), 104), 0);
@@ -738,13 +751,7 @@ Test(kvdisk_seal, a_file_written_under_a_store_replaced_since_lets_those_columns
 	bool dflt;
 
 	cr_assert_not_null(o);
-	cr_assert_eq(seal_orgs_name(o, 77), 0);
-	was = store_copy(o);
-	d = open_with(&ring_a);
-	cr_assert_eq(kvdisk_set_orgs(d, was), 0);
-	put_org(d, 0, 77);
-	put_org(d, 1, 88);
-	put_org(d, 2, 77);
+	d = three_columns(o, &was);
 	kvdisk_close(d);
 	/* A reset while the shard was down. */
 	cr_assert_eq(seal_orgs_retire(o, false, 77, &dflt), 0);

@@ -77,6 +77,17 @@ kd_op_put(struct kvdisk *d, struct op *o)
 	d->ops_back++;
 }
 
+struct op *
+kd_submit_wait(struct kvdisk *d, struct io_uring_cqe **cqe)
+{
+	io_uring_submit(&d->ring);
+	d->unsubmitted = 0;
+	if (io_uring_wait_cqe(&d->ring, cqe) != 0)
+		return NULL;
+	d->inflight--;
+	return &d->ops[io_uring_cqe_get_data64(*cqe)];
+}
+
 uint64_t
 kvdisk_ops_back(const struct kvdisk *d)
 {
@@ -730,12 +741,8 @@ kvdisk_retire_unheld(struct kvdisk *d)
 			}
 			if (out == 0)
 				break;
-			io_uring_submit(&d->ring);
-			d->unsubmitted = 0;
-			if (io_uring_wait_cqe(&d->ring, &cqe) != 0)
+			if ((o = kd_submit_wait(d, &cqe)) == NULL)
 				return -EIO;
-			o = &d->ops[io_uring_cqe_get_data64(cqe)];
-			d->inflight--;
 			out--;
 			if (cqe->res <= 0 || (uint64_t)cqe->res < o->cookie + 4) {
 				/* Unread: kept, as any column a read may fail on later. */

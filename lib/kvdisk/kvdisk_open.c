@@ -110,12 +110,8 @@ rebuild(struct kvdisk *d)
 				o->slot = (uint32_t)next++;
 				kd_submit(d, o, false, KVDISK_ALIGN, slot_off(r, o->slot));
 			}
-			io_uring_submit(&d->ring);
-			d->unsubmitted = 0;
-			if (io_uring_wait_cqe(&d->ring, &cqe) != 0)
+			if ((o = kd_submit_wait(d, &cqe)) == NULL)
 				return -EIO;
-			o = &d->ops[io_uring_cqe_get_data64(cqe)];
-			d->inflight--;
 			done++;
 			if (cqe->res != (int)KVDISK_ALIGN) {
 				int e = cqe->res < 0 ? -cqe->res : EIO;

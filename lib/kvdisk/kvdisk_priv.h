@@ -312,6 +312,10 @@ struct op *kd_op_get(struct kvdisk *d);
 struct op *kd_wop_get(struct kvdisk *d);
 void kd_op_put(struct kvdisk *d, struct op *o);
 void kd_submit(struct kvdisk *d, struct op *o, bool write, uint32_t len, uint64_t off);
+/* What is queued submitted, one completion waited for (*@p cqe, to be
+ * marked seen), its op given: at open, when nothing else is out. NULL: the
+ * ring failed. */
+struct op *kd_submit_wait(struct kvdisk *d, struct io_uring_cqe **cqe);
 
 /*
  * The path (kvdisk_file.c): opened read-write, O_CLOEXEC, O_NONBLOCK (a
