@@ -578,6 +578,67 @@ Test(drv_shared, an_sh_up_of_a_missing_or_bad_slice_deletes_the_record_and_costs
 	cr_assert(drv_sh_on(d, 0), "the level stays in use");
 }
 
+/* A request after @p r whose first column is @p key (the same prefix). */
+static uint32_t
+request_like(uint32_t r, uint64_t key)
+{
+	uint32_t q, known;
+
+	for (q = r + 1; q < d->nreq; q++) {
+		const struct wl_req *w = &d->wl.r[q];
+		struct prefixcache_request rq = {.isolation_id = w->iso, .tokens = w->tokens,
+						 .num_tokens = w->n, .cache_length_allowed = w->allowed,
+						 .first_multimodal = w->first_mm};
+		uint64_t k[16];
+
+		if (prefixcache_columns(d->pc, 0, &rq, k, 16, &known) > 0 && k[0] == key)
+			return q;
+	}
+	cr_assert_fail("no other request of that prefix in the workload");
+	return 0;
+}
+
+/*
+ * A slice a shard refuses as sealed under a key its organization key store
+ * does not make (SHARED_KEY): its record stays, and the driver stages
+ * neither that column nor what follows it again until a generation
+ * changes, so that each later lookup is a miss, not a refill that loses it.
+ */
+Test(drv_shared, a_slice_refused_by_key_keeps_its_record_and_is_not_staged_again)
+{
+	uint64_t keys[8], wall = shared_wall_ns();
+	uint32_t n, r = request_with(3, keys, &n), r2;
+	uint64_t iso = d->wl.r[r].iso;
+	struct proto_l2done done = {.key = keys[0], .isolation_id = iso, .op = PROTO_L2OP_SH_UP,
+				    .status = PROTO_E_SHARED_KEY, .cache_id = 0};
+
+	put_record(iso, keys, 0, wall - SEC);
+	put_record(iso, keys, 1, wall - SEC);
+	cr_assert(look_up(r, SEC));
+	cr_assert_eq(ST->staged_cols, 2);
+	drv_sh_done(d, &d->sh[0], &done);
+	cr_assert_eq(ST->up_failed, 1);
+	cr_assert_eq(ST->up_keyless, 1);
+	cr_assert_eq(ST->records_deleted, 0, "its record stays: another replica may open it");
+	cr_assert_eq(rmem_count(NULL), 2);
+	/* Another request of the same prefix finds both again: neither staged. */
+	prefixcache_shared_unstage(d->pc);
+	r2 = request_like(r, keys[0]);
+	cr_assert_not(drv_sh_request_ready(d, r2, 2 * SEC), "its records are being read");
+	drv_sh_poll(d, 2 * SEC + 1);
+	cr_assert(drv_sh_request_ready(d, r2, 2 * SEC + 2));
+	cr_assert_eq(ST->lookup_found_cols, 4, "both records found again");
+	cr_assert_eq(ST->staged_cols, 2, "nothing more staged");
+	cr_assert_eq(ST->keyless_skipped, 1);
+	/* Another column's refusal for another reason is not remembered so. */
+	done.status = PROTO_E_SHARED_FAILED;
+	done.key = keys[1];
+	drv_sh_done(d, &d->sh[0], &done);
+	cr_assert_eq(ST->up_keyless, 1);
+	cr_assert_eq(d->fatal, 0);
+	cr_assert_eq(d->st.resyncs + d->st.shard_restarts, 0);
+}
+
 /* ---- A cluster that does not answer ----------------------------------------------------------- */
 
 Test(drv_shared, a_cluster_failing_for_op_timeout_ms_is_unavailable_then_available_again)

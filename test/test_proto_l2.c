@@ -239,6 +239,21 @@ Test(l2_golden, sh_done_is_built_and_parsed)
 	cr_assert_str_eq(proto_err_name(x.status), "SHARED_BAD");
 }
 
+Test(l2_golden, sh_key_is_built_and_parsed)
+{
+	uint8_t got[512];
+	struct proto_builder b;
+	struct proto_l2done d = {0x1111, 0x3333, 0, PROTO_L2OP_SH_UP, PROTO_E_SHARED_KEY}, x;
+
+	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 7, 0);
+	cr_assert_eq(proto_build_l2_done(&b, &d), 0);
+	same("sh_key", got, proto_build_end(&b));
+	parse("sh_key", PROTO_T_L2_DONE);
+	proto_get_l2_done(&msg, 0, &x);
+	cr_assert_eq(x.status, 13);
+	cr_assert_str_eq(proto_err_name(x.status), "SHARED_KEY");
+}
+
 Test(l2_golden, l2_gone_is_built_and_parsed)
 {
 	uint8_t got[512];

@@ -396,7 +396,7 @@ uc_err_name(unsigned int code)
 	static const char *const names[] = {
 		"OK",	     "HOLE",	 "LEFT_GROWTH", "DELETE_NOT_RIGHT", "UNKNOWN_PROMPT",
 		"RANGE",     "NO_SPACE", "MALFORMED",	"BAD_CACHE",	    "NO_TIER",
-		"L2_FAILED", "SHARED_FAILED", "SHARED_BAD"};
+		"L2_FAILED", "SHARED_FAILED", "SHARED_BAD", "SHARED_KEY"};
 
 	return code < sizeof(names) / sizeof(names[0]) ? names[code] : "?";
 }

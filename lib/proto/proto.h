@@ -152,7 +152,8 @@ bool proto_type_is_control(unsigned int type);
 	X(NO_TIER, 9)                                                                              \
 	X(L2_FAILED, 10)                                                                           \
 	X(SHARED_FAILED, 11)                                                                       \
-	X(SHARED_BAD, 12)
+	X(SHARED_BAD, 12)                                                                          \
+	X(SHARED_KEY, 13)
 
 enum proto_err {
 	PROTO_E_OK = 0,

@@ -31,7 +31,7 @@ local CODES = {
 	[0] = "OK", [1] = "HOLE", [2] = "LEFT_GROWTH", [3] = "DELETE_NOT_RIGHT",
 	[4] = "UNKNOWN_PROMPT", [5] = "RANGE", [6] = "NO_SPACE", [7] = "MALFORMED",
 	[8] = "BAD_CACHE", [9] = "NO_TIER", [10] = "L2_FAILED", [11] = "SHARED_FAILED",
-	[12] = "SHARED_BAD",
+	[12] = "SHARED_BAD", [13] = "SHARED_KEY",
 }
 local PAYLOAD_MAX = 9600 - 20 - 8
 

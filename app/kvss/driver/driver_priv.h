@@ -576,6 +576,8 @@ void drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *ms
 	X(up_failed)		/* slices a shard did not bring up (SH_UP failed: their tokens lost) */ \
 	X(slices_bad)		/* of them, slices that failed their checks (SHARED_BAD: the record deleted) */ \
 	X(slices_missing)	/* of them, slices not in the cluster (UNKNOWN_PROMPT: the record deleted) */ \
+	X(up_keyless)		/* slices refused as sealed under a key the shard's store does not make (SHARED_KEY): the record kept, the column not asked for again this generation */ \
+	X(keyless_skipped)	/* lookups that found such a column and staged neither it nor what follows it */ \
 	X(up_failed_kept)	/* missing or bad slices whose record was left alone: read just after a generation changed, it may name another column's record */ \
 	X(generation_refused)	/* generation reads refused: lower than the highest read, absent where a higher one was read, or not a generation (the highest is kept) */ \
 	X(generation_bad)	/* of them, generation objects that are not a generation (garbage, 4294967295) */ \

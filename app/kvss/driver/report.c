@@ -697,7 +697,8 @@ summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefi
 		 ",\"records_written\":%" PRIu64 ",\"records_failed\":%" PRIu64
 		 ",\"records_bad\":%" PRIu64 ",\"records_deleted\":%" PRIu64
 		 ",\"up_batches\":%" PRIu64 ",\"up_failed\":%" PRIu64 ",\"slices_bad\":%" PRIu64
-		 ",\"slices_missing\":%" PRIu64 ",\"down_restart\":%" PRIu64
+		 ",\"slices_missing\":%" PRIu64 ",\"up_keyless\":%" PRIu64
+		 ",\"keyless_skipped\":%" PRIu64 ",\"down_restart\":%" PRIu64
 		 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
 		 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s"
 		 ",\"generation_refused\":%" PRIu64 ",\"generation_bad\":%" PRIu64
@@ -708,7 +709,8 @@ summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefi
 		 h->down_cols, h->down_slices, h->down_failed, h->down_busy, h->down_no_parent,
 		 h->down_gone, h->records_written,
 		 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
-		 h->up_failed, h->slices_bad, h->slices_missing, h->down_restart, badj,
+		 h->up_failed, h->slices_bad, h->slices_missing, h->up_keyless, h->keyless_skipped,
+		 h->down_restart, badj,
 		 h->generation, h->generations_seen,
 		 h->unavailable_times, h->unavailable ? "true" : "false", h->generation_refused,
 		 h->generation_bad, h->off_at_start);

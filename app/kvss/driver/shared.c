@@ -134,6 +134,7 @@ struct sh_whole {
 
 #define SH_WHOLE 8192
 #define SH_KNOWN_BITS 16
+#define SH_KEYLESS_BITS 12
 
 struct drv_shl {
 	struct shared *s;
@@ -161,6 +162,10 @@ struct drv_shl {
 	uint32_t whole_head, nwhole;
 	uint32_t npend;			  /* columns awaiting their slices */
 	uint64_t known[1u << SH_KNOWN_BITS];	  /* keys written or found (known_has) */
+	/* Columns whose slice a shard refused as sealed under a key its store
+	 * does not make (SHARED_KEY): not staged again this generation
+	 * (keyless_has; one a slot, the last one kept). */
+	uint64_t keyless[1u << SH_KEYLESS_BITS];
 	uint64_t busy_since;
 	bool busy_given_up;
 	uint64_t gen_changed_ns; /* when a generation last changed (0: never) */
@@ -356,6 +361,7 @@ new_generation(struct drv *d, const char *what, uint32_t from, uint32_t to)
 		S->pend[i].used = false;
 	S->npend = 0;
 	memset(S->known, 0, sizeof(S->known)); /* what was known is of the old generation */
+	memset(S->keyless, 0, sizeof(S->keyless)); /* a reset: the shards' stores changed */
 }
 
 /* A generation read refused: counted every time, said once per value. */
@@ -544,6 +550,18 @@ known_has(struct drv *d, uint64_t iso, uint64_t key)
 	struct drv_shl *S = d->shl;
 
 	return S->known[known_slot(iso, key)] == (key ^ iso) && key != 0;
+}
+
+static uint32_t
+keyless_slot(uint64_t iso, uint64_t key)
+{
+	return (uint32_t)((key ^ iso * 0x9E3779B97F4A7C15ull) >> (64 - SH_KEYLESS_BITS));
+}
+
+static bool
+keyless_has(const struct drv *d, uint64_t iso, uint64_t key)
+{
+	return d->shl->keyless[keyless_slot(iso, key)] == (key ^ iso) && key != 0;
 }
 
 static struct sh_pend *
@@ -990,7 +1008,15 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 							? l->first_use[j] - d->sink.wall_base_ns
 							: 0,
 				.start = i * C, .tokens = C};
-			int rc = prefixcache_shared_stage(d->pc, m, &c, now);
+			int rc;
+
+			if (keyless_has(d, l->iso, c.key)) {
+				/* Refused by key this generation: a miss, and what
+				 * follows it (its parent not staged) too. */
+				S->st.keyless_skipped++;
+				break;
+			}
+			rc = prefixcache_shared_stage(d->pc, m, &c, now);
 
 			if (rc == -ETIME)
 				S->st.found_expired++;
@@ -1071,6 +1097,14 @@ drv_sh_done(struct drv *d, struct drv_shard *sh, const struct proto_l2done *done
 	 * may find it well.
 	 */
 	S->st.up_failed++;
+	if (done->status == PROTO_E_SHARED_KEY && done->key != 0) {
+		/* Sealed under a key the shard's store does not make: its record
+		 * stays (another replica may open it), and this driver does not
+		 * ask for it again until a generation changes (a reset). */
+		S->st.up_keyless++;
+		S->keyless[keyless_slot(done->isolation_id, done->key)] = done->key ^ done->isolation_id;
+		return;
+	}
 	if (done->status == PROTO_E_SHARED_BAD || done->status == PROTO_E_UNKNOWN_PROMPT) {
 		uint64_t now = drv_now_ns(d, rte_rdtsc());
 		uint64_t window = 3ull * kvss.cfg.shared.op_timeout_ms * 1000000ull;

@@ -165,9 +165,10 @@ check_get(struct shard_level *lv, struct level_req *q, uint32_t got)
 		 * key it has not read yet, or one it still holds that the others
 		 * retired. Not known to be the slice's fault: its record stays
 		 * (a retired key's slices are of an older generation, which the
-		 * sweeper deletes). */
+		 * sweeper deletes); SHARED_KEY, not SHARED_FAILED: it will not
+		 * open here until this shard's store changes. */
 		if (why == SHARED_BAD_KEY && sh->ring->orgs != NULL)
-			return PROTO_E_SHARED_FAILED;
+			return PROTO_E_SHARED_KEY; /* the driver asks no more this generation */
 		return PROTO_E_SHARED_BAD;
 	}
 	if (sh->ring != NULL)
