@@ -135,6 +135,7 @@ struct sh_whole {
 #define SH_WHOLE 8192
 #define SH_KNOWN_BITS 16
 #define SH_KEYLESS_BITS 12
+#define SH_KEYLESS_ROUNDS 10
 
 struct drv_shl {
 	struct shared *s;
@@ -163,9 +164,13 @@ struct drv_shl {
 	uint32_t npend;			  /* columns awaiting their slices */
 	uint64_t known[1u << SH_KNOWN_BITS];	  /* keys written or found (known_has) */
 	/* Columns whose slice a shard refused as sealed under a key its store
-	 * does not make (SHARED_KEY): not staged again this generation
-	 * (keyless_has; one a slot, the last one kept). */
+	 * does not make (SHARED_KEY), by model: not staged again until a
+	 * generation changes, SH_KEYLESS_ROUNDS generation intervals pass (a
+	 * shard may read its new store after the reset's bump) or this driver
+	 * writes the column's record itself (keyless_has; one a slot, the
+	 * last one kept). */
 	uint64_t keyless[1u << SH_KEYLESS_BITS];
+	uint32_t keyless_rounds; /* generation intervals since the table was last cleared */
 	uint64_t busy_since;
 	bool busy_given_up;
 	uint64_t gen_changed_ns; /* when a generation last changed (0: never) */
@@ -362,6 +367,7 @@ new_generation(struct drv *d, const char *what, uint32_t from, uint32_t to)
 	S->npend = 0;
 	memset(S->known, 0, sizeof(S->known)); /* what was known is of the old generation */
 	memset(S->keyless, 0, sizeof(S->keyless)); /* a reset: the shards' stores changed */
+	S->keyless_rounds = 0;
 }
 
 /* A generation read refused: counted every time, said once per value. */
@@ -552,16 +558,35 @@ known_has(struct drv *d, uint64_t iso, uint64_t key)
 	return S->known[known_slot(iso, key)] == (key ^ iso) && key != 0;
 }
 
-static uint32_t
-keyless_slot(uint64_t iso, uint64_t key)
+/* A column's tag in the keyless table: its model's too (a column's key is the same in every model). */
+static uint64_t
+keyless_tag(uint16_t m, uint64_t iso, uint64_t key)
 {
-	return (uint32_t)((key ^ iso * 0x9E3779B97F4A7C15ull) >> (64 - SH_KEYLESS_BITS));
+	return key ^ iso ^ ((uint64_t)m + 1) * 0xC2B2AE3D27D4EB4Full;
+}
+
+static uint32_t
+keyless_slot(uint64_t tag)
+{
+	return (uint32_t)((tag * 0x9E3779B97F4A7C15ull) >> (64 - SH_KEYLESS_BITS));
 }
 
 static bool
-keyless_has(const struct drv *d, uint64_t iso, uint64_t key)
+keyless_has(const struct drv *d, uint16_t m, uint64_t iso, uint64_t key)
 {
-	return d->shl->keyless[keyless_slot(iso, key)] == (key ^ iso) && key != 0;
+	uint64_t t = keyless_tag(m, iso, key);
+
+	return key != 0 && d->shl->keyless[keyless_slot(t)] == t;
+}
+
+/* This driver writes column @p key's record: what it refused before may open now. */
+static void
+keyless_forget(struct drv *d, uint16_t m, uint64_t iso, uint64_t key)
+{
+	uint64_t t = keyless_tag(m, iso, key);
+
+	if (d->shl->keyless[keyless_slot(t)] == t)
+		d->shl->keyless[keyless_slot(t)] = 0;
 }
 
 static struct sh_pend *
@@ -710,6 +735,8 @@ record_write(struct drv *d, const struct sh_pend *p)
 	char ns[SHARED_NS_MAX], name[SHARED_NAME_MAX];
 	struct shared_hdr h;
 	uint32_t i;
+
+	keyless_forget(d, p->model, p->iso, p->key); /* its slices are this driver's now */
 
 	for (i = 0; i < SH_RECS && S->rec[i].used; i++)
 		;
@@ -1010,7 +1037,7 @@ drv_sh_request_ready(struct drv *d, uint32_t req, uint64_t now)
 				.start = i * C, .tokens = C};
 			int rc;
 
-			if (keyless_has(d, l->iso, c.key)) {
+			if (keyless_has(d, m, l->iso, c.key)) {
 				/* Refused by key this generation: a miss, and what
 				 * follows it (its parent not staged) too. */
 				S->st.keyless_skipped++;
@@ -1101,8 +1128,10 @@ drv_sh_done(struct drv *d, struct drv_shard *sh, const struct proto_l2done *done
 		/* Sealed under a key the shard's store does not make: its record
 		 * stays (another replica may open it), and this driver does not
 		 * ask for it again until a generation changes (a reset). */
+		uint64_t t = keyless_tag(m, done->isolation_id, done->key);
+
 		S->st.up_keyless++;
-		S->keyless[keyless_slot(done->isolation_id, done->key)] = done->key ^ done->isolation_id;
+		S->keyless[keyless_slot(t)] = t;
 		return;
 	}
 	if (done->status == PROTO_E_SHARED_BAD || done->status == PROTO_E_UNKNOWN_PROMPT) {
@@ -1220,6 +1249,13 @@ drv_sh_poll(struct drv *d, uint64_t now)
 	}
 	if (now >= S->next_gen_ns) {
 		S->next_gen_ns = now + (uint64_t)kvss.cfg.shared.generation_ms * 1000000ull;
+		if (++S->keyless_rounds >= SH_KEYLESS_ROUNDS) {
+			/* A shard that read its new store after the reset's bump
+			 * opens what it refused: asked for again, at most once an
+			 * interval of this many. */
+			memset(S->keyless, 0, sizeof(S->keyless));
+			S->keyless_rounds = 0;
+		}
 		if (!S->gen_reading)
 			gen_read(d, -1);
 		for (k = 0; k < S->norg; k++)
