@@ -55,6 +55,9 @@
 #include "mono.h"
 #include "shard/shard.h"
 
+/* The shard under test: the process's first. */
+static struct kvss_shard_inst *const shard0 = &kvss_shards[0];
+
 #define G 64		    /* tokens per batch */
 #define PROMPT_TOKENS 1024  /* 16 batches per prompt */
 #define FRAMES 8192
@@ -110,12 +113,12 @@ fail(const char *what)
 	fprintf(stderr, "bench_shard: %s\n", what);
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 	rte_eal_mp_wait_lcore();
-	shard_levels_close(kvss_me);
-	if (kvss_me->cfg->l2.path[0] != '\0') {
+	shard_levels_close(shard0);
+	if (shard0->cfg->l2.path[0] != '\0') {
 		/* Its second tier's file and directory, if it ran one. */
-		unlink(kvss_me->cfg->l2.path);
-		*strrchr(kvss_me->cfg->l2.path, '/') = '\0';
-		rmdir(kvss_me->cfg->l2.path);
+		unlink(shard0->cfg->l2.path);
+		*strrchr(shard0->cfg->l2.path, '/') = '\0';
+		rmdir(shard0->cfg->l2.path);
 	}
 	kvss_eal_stop();
 	exit(1);
@@ -436,14 +439,15 @@ shard_stat(size_t off)
 static void
 shard_start(uint32_t B)
 {
-	struct kvstore_params *kp = &kvss_me->cfg->store;
+	struct kvstore_params *kp = &shard0->cfg->store;
 	size_t sz;
 
 	kp->cache[0].bytes_per_token = B;
 	kp->cache[0].capacity_tokens = (uint64_t)(256u << 20) / B;
 	sz = kvstore_memsize(kp);
-	kvss_me->store_mem = rte_zmalloc("bench_store", sz, 64);
-	if (kvss_me->store_mem == NULL || (kvss_me->store = kvstore_init(kvss_me->store_mem, sz, kp)) == NULL)
+	shard0->store_mem = rte_zmalloc("bench_store", sz, 64);
+	if (shard0->store_mem == NULL ||
+	    (shard0->store = kvstore_init(shard0->store_mem, sz, kp)) == NULL)
 		fail("no memory for the store (raise -m)");
 	memset(&kvss.stats[SHARD_LCORE], 0, sizeof(kvss.stats[SHARD_LCORE]));
 	__atomic_store_n(&kvss.quit, 0, __ATOMIC_RELAXED);
@@ -451,12 +455,12 @@ shard_start(uint32_t B)
 	if (l2_every) {
 		char err[512];
 
-		kvss_me->cfg->l2.column = G;
-		kvss_me->cfg->l2.queue_depth = 64;
-		kvss_me->cfg->l2.op_timeout_ms = 10000; /* the configuration's default */
-		kvss_me->cfg->l2.capacity_tokens[0] = (uint64_t)L2_SLOTS * G;
-		unlink(kvss_me->cfg->l2.path);
-		if (shard_levels_open(kvss_me, err, sizeof(err)) != 0)
+		shard0->cfg->l2.column = G;
+		shard0->cfg->l2.queue_depth = 64;
+		shard0->cfg->l2.op_timeout_ms = 10000; /* the configuration's default */
+		shard0->cfg->l2.capacity_tokens[0] = (uint64_t)L2_SLOTS * G;
+		unlink(shard0->cfg->l2.path);
+		if (shard_levels_open(shard0, err, sizeof(err)) != 0)
 			fail(err);
 		l2_sent = l2_done = 0;
 	}
@@ -471,7 +475,7 @@ shard_stop(void)
 {
 	__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 	rte_eal_wait_lcore(SHARD_LCORE);
-	shard_levels_close(kvss_me);
+	shard_levels_close(shard0);
 	poll_rx();
 	rte_pktmbuf_free_bulk(held, nheld);
 	nheld = 0;
@@ -481,9 +485,9 @@ shard_stop(void)
 		rte_pktmbuf_free_bulk(held, nheld);
 		nheld = 0;
 	}
-	rte_free(kvss_me->store_mem);
-	kvss_me->store = NULL;
-	kvss_me->store_mem = NULL;
+	rte_free(shard0->store_mem);
+	shard0->store = NULL;
+	shard0->store_mem = NULL;
 }
 
 /*
@@ -495,7 +499,7 @@ shard_stop(void)
 static double
 ingest(uint64_t total, double *fps, double *busy_share)
 {
-	uint64_t cap = kvss_me->cfg->store.cache[0].capacity_tokens;
+	uint64_t cap = shard0->cfg->store.cache[0].capacity_tokens;
 	uint64_t per_half = cap / 2 / PROMPT_TOKENS, batch = 0, frames = 0, done = 0;
 	uint64_t last[2][256] = {{0}}, gen = 0, i;
 	uint64_t busy0 = STAT(busy_cycles), idle0 = STAT(idle_cycles), busy, idle;
@@ -558,7 +562,7 @@ ingest(uint64_t total, double *fps, double *busy_share)
 static double
 refill(uint64_t total)
 {
-	uint64_t cap = kvss_me->cfg->store.cache[0].capacity_tokens;
+	uint64_t cap = shard0->cfg->store.cache[0].capacity_tokens;
 	uint64_t per_half = cap / 2 / PROMPT_TOKENS, sent = 0, want, id = 0;
 	unsigned int k = 0;
 	double t0;
@@ -640,10 +644,10 @@ ports(void)
 	if (sp < 0 || gp < 0) {
 		fail(rte_strerror(rte_errno));
 	}
-	kvss_me->cfg->port = (uint16_t)sp;
+	shard0->cfg->port = (uint16_t)sp;
 	gport = (uint16_t)gp;
 	for (p = 0; p < 2; p++) {
-		uint16_t port = p ? gport : kvss_me->cfg->port;
+		uint16_t port = p ? gport : shard0->cfg->port;
 
 		if (rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
 		    rte_eth_rx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, NULL, kvss.pool) != 0 ||
@@ -656,7 +660,7 @@ ports(void)
 static void
 addresses(void)
 {
-	const struct kvss_endpoint *w = &kvss_me->cfg->wafer, *s = &kvss_me->cfg->addr;
+	const struct kvss_endpoint *w = &shard0->cfg->wafer, *s = &shard0->cfg->addr;
 
 	memcpy(actl.src_mac, w->mac, 6);
 	memcpy(actl.dst_mac, s->mac, 6);
@@ -682,7 +686,7 @@ bench_ingest_l2(double alone, unsigned int every)
 
 	/* shard_levels_open makes the directory 0700; one that is there already
 	 * (another user's, say) is kvdisk_open's to refuse. */
-	snprintf(kvss_me->cfg->l2.path, sizeof(kvss_me->cfg->l2.path),
+	snprintf(shard0->cfg->l2.path, sizeof(shard0->cfg->l2.path),
 		 "/var/tmp/kvss_bench_l2_%d/shard.l2", (int)getpid());
 	l2_every = every;
 	for (r = 0; r < RUNS; r++) {
@@ -699,10 +703,10 @@ bench_ingest_l2(double alone, unsigned int every)
 		shard_stop();
 	}
 	l2_every = 0;
-	unlink(kvss_me->cfg->l2.path);
-	*strrchr(kvss_me->cfg->l2.path, '/') = '\0';
-	rmdir(kvss_me->cfg->l2.path);
-	kvss_me->cfg->l2.path[0] = '\0'; /* nothing left for fail() to remove */
+	unlink(shard0->cfg->l2.path);
+	*strrchr(shard0->cfg->l2.path, '/') = '\0';
+	rmdir(shard0->cfg->l2.path);
+	shard0->cfg->l2.path[0] = '\0'; /* nothing left for fail() to remove */
 	printf("bench: kvss_shard_ingest_1k_l2 %.2f GB/s (baseline %.2f GB/s, ratio %.2f)\n", best / 1e9,
 	       alone / 1e9, best / alone);
 	printf("bench: kvss_shard_ingest_1k_l2_writes %.0f MB/s\n", wbest / 1e6);
@@ -723,7 +727,7 @@ static const char *name_sfx = ""; /* "_hugepages" when in them */
 static void
 memory_per_token(const char *name, uint32_t B)
 {
-	const struct kvstore_params *kp = &kvss_me->cfg->store;
+	const struct kvstore_params *kp = &shard0->cfg->store;
 	double copy = (double)kvstore_memsize(kp) / (double)kp->cache[0].capacity_tokens;
 	double books = copy - B;
 	uint64_t frames = ((uint64_t)G * B + FRAME_PAYLOAD - 1) / FRAME_PAYLOAD;
@@ -755,7 +759,7 @@ bench_ingest(const char *name, uint32_t B, int with_refill)
 		if (with_refill) {
 			/* The store's slots as the source of the copying refill. */
 			double rf = refill(REFILL_BYTES);
-			double rmc = memcpy_rate(kvss_me->store_mem, (256u << 20), INGEST_BYTES / 2,
+			double rmc = memcpy_rate(shard0->store_mem, (256u << 20), INGEST_BYTES / 2,
 						 FRAME_PAYLOAD - 8);
 
 			if (rf > best_rf)
@@ -833,7 +837,7 @@ main(int argc, char **argv)
 	if (only == NULL || strcmp(only, "16k") == 0)
 		bench_ingest(in_huge ? "kvss_shard_ingest_16k_hugepages" : "kvss_shard_ingest_16k", 16384, 1);
 	rte_eth_dev_stop(gport);
-	rte_eth_dev_stop(kvss_me->cfg->port);
+	rte_eth_dev_stop(shard0->cfg->port);
 	kvss_eal_stop();
 	return 0;
 }

@@ -14,6 +14,9 @@
 #include "eal_fixture.h"
 #include "kvss.h"
 
+/* The shard under test: the process's first. */
+static struct kvss_shard_inst *const shard0 = &kvss_shards[0];
+
 #define B 64
 #define N 100
 
@@ -40,14 +43,14 @@ setup(void)
 	cr_assert_eq(test_eal_start_ring(&kvss.pool), 0, "EAL and a net_ring port");
 	kvss.cfg.mtu = 1500; /* small frames: several per stream */
 	kvss.cfg.udp = proto_ports_default;
-	kvss_me->cfg->port = 0;
-	kvss_me->cfg->addr.ipv4 = 0x0a00000a;
-	kvss_me->cfg->wafer.ipv4 = 0x0a000001;
+	shard0->cfg->port = 0;
+	shard0->cfg->addr.ipv4 = 0x0a00000a;
+	shard0->cfg->wafer.ipv4 = 0x0a000001;
 	kp.cache[0] = (struct kvstore_cache_params){B, 2, 1000};
 	sz = kvstore_memsize(&kp);
-	kvss_me->store_mem = rte_zmalloc("store", sz, 64);
-	kvss_me->store = kvstore_init(kvss_me->store_mem, sz, &kp);
-	cr_assert_not_null(kvss_me->store);
+	shard0->store_mem = rte_zmalloc("store", sz, 64);
+	shard0->store = kvstore_init(shard0->store_mem, sz, &kp);
+	cr_assert_not_null(shard0->store);
 }
 
 static void
@@ -55,7 +58,7 @@ teardown(void)
 {
 	rte_eth_dev_stop(0);
 	rte_eth_dev_close(0);
-	rte_free(kvss_me->store_mem);
+	rte_free(shard0->store_mem);
 	rte_mempool_free(kvss.pool);
 	test_eal_stop();
 }
@@ -74,9 +77,9 @@ store_prompt(void)
 		e[t] = (struct proto_evict_entry){7, t, 1};
 		proto_ref_fill(href(t), 0, 0, 0, 0, stream + t * B, B);
 	}
-	cr_assert_eq(kvstore_evict(kvss_me->store, 1, 1, N, e, NULL, 0), 0);
-	cr_assert_eq(kvstore_data(kvss_me->store, 1, 0, 0, N * B, stream, N * B), 0);
-	cr_assert_eq(kvstore_batches_complete(kvss_me->store), 1);
+	cr_assert_eq(kvstore_evict(shard0->store, 1, 1, N, e, NULL, 0), 0);
+	cr_assert_eq(kvstore_data(shard0->store, 1, 0, 0, N * B, stream, N * B), 0);
+	cr_assert_eq(kvstore_batches_complete(shard0->store), 1);
 }
 
 Test(refill, frames_carry_the_stored_bytes_and_the_memory_waits_for_the_last_mbuf)
@@ -93,13 +96,13 @@ Test(refill, frames_carry_the_stored_bytes_and_the_memory_waits_for_the_last_mbu
 	unsigned int chained = 0;
 
 	store_prompt();
-	r = kvstore_refill_begin(kvss_me->store, 0, &ch, 1, &code);
+	r = kvstore_refill_begin(shard0->store, 0, &ch, 1, &code);
 	cr_assert_not_null(r);
-	cr_assert_eq(kvss_refill_send(&st, 0, &rq, r), N * B);
+	cr_assert_eq(kvss_refill_send(shard0, &st, 0, &rq, r), N * B);
 	cr_assert_eq(kvss_refills_in_flight(), 1, "the frames still reference the store");
 	/* Delete the tokens while the frames are in flight: memory is kept. */
-	cr_assert_eq(kvstore_delete(kvss_me->store, &d), 0);
-	kvstore_cache_stats(kvss_me->store, 0, &cs);
+	cr_assert_eq(kvstore_delete(shard0->store, &d), 0);
+	kvstore_cache_stats(shard0->store, 0, &cs);
 	cr_assert_eq(cs.limbo_slots, N, "the deleted tokens' memory must wait for the refill");
 	/* Receive the frames (net_ring loops them back) and check every byte. */
 	n = rte_eth_rx_burst(0, 0, pkts, 64);
@@ -137,11 +140,11 @@ Test(refill, frames_carry_the_stored_bytes_and_the_memory_waits_for_the_last_mbu
 		struct proto_delete d8 = {8, 2, 0, 0, 0};
 		uint8_t tok[B] = {0};
 
-		cr_assert_eq(kvstore_evict(kvss_me->store, 2, 1, 1, &e, NULL, 0), 0);
-		cr_assert_eq(kvstore_data(kvss_me->store, 2, 0, 0, B, tok, B), 0);
-		cr_assert_eq(kvstore_delete(kvss_me->store, &d8), 0);
+		cr_assert_eq(kvstore_evict(shard0->store, 2, 1, 1, &e, NULL, 0), 0);
+		cr_assert_eq(kvstore_data(shard0->store, 2, 0, 0, B, tok, B), 0);
+		cr_assert_eq(kvstore_delete(shard0->store, &d8), 0);
 	}
-	kvstore_cache_stats(kvss_me->store, 0, &cs);
+	kvstore_cache_stats(shard0->store, 0, &cs);
 	cr_assert_eq(cs.limbo_slots, 0);
 	cr_assert_eq(rte_mempool_in_use_count(kvss.pool), 0, "mbufs leaked");
 }

@@ -23,6 +23,9 @@
 #include "kvss.h"
 #include "shard/shard_api.h"
 
+/* The shard under test: the process's first. */
+static struct kvss_shard_inst *const shard0 = &kvss_shards[0];
+
 /* The shard's levels, as this test says they counted (telemetry.c's weak one replaced). */
 static struct level_counter lv_counts[SHARD_LEVELS][8];
 static unsigned int lv_n[SHARD_LEVELS];
@@ -52,9 +55,9 @@ setup(void)
 	cr_assert_geq(rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv), 0);
 	kp.cache[0] = (struct kvstore_cache_params){64, 2, 1000};
 	sz = kvstore_memsize(&kp);
-	kvss_me->store_mem = rte_zmalloc("store", sz, 64);
-	kvss_me->store = kvstore_init(kvss_me->store_mem, sz, &kp);
-	cr_assert_not_null(kvss_me->store);
+	shard0->store_mem = rte_zmalloc("store", sz, 64);
+	shard0->store = kvstore_init(shard0->store_mem, sz, &kp);
+	cr_assert_not_null(shard0->store);
 	cr_assert_eq(kvss_telemetry_register(), 0);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/dpdk_telemetry.v2", rte_eal_get_runtime_dir());
 	sock = socket(AF_UNIX, SOCK_SEQPACKET, 0);
@@ -69,8 +72,8 @@ teardown(void)
 {
 	if (sock >= 0)
 		close(sock);
-	rte_free(kvss_me->store_mem);
-	kvss_me->store = NULL;
+	rte_free(shard0->store_mem);
+	shard0->store = NULL;
 	test_eal_stop();
 }
 
@@ -113,7 +116,7 @@ Test(telemetry, stats_are_the_sum_of_every_lcore)
 	kvss.stats[3].rx_frames = 5;
 	kvss.stats[3].drops[PROTO_R_BAD_MAGIC] = 3;
 	kvss.stats[0].errors[PROTO_E_HOLE] = 2;
-	kvss_me->driver_epoch = 0xE1;
+	shard0->driver_epoch = 0xE1;
 	a = ask("/kvss/stats");
 	assert_says(a, "\"rx_frames\":12");
 	assert_says(a, "\"drop_bad_magic\":3");
@@ -143,7 +146,7 @@ store_prompt_in(struct kvstore *store, uint32_t B, uint64_t id, uint32_t first, 
 static void
 store_prompt(uint64_t id, uint32_t first, uint32_t n)
 {
-	store_prompt_in(kvss_me->store, 64, id, first, n);
+	store_prompt_in(shard0->store, 64, id, first, n);
 }
 
 /* Every counter of each level reaches /kvss/stats under its level's prefix and group. */
@@ -205,7 +208,7 @@ Test(telemetry, every_shard_of_the_process_is_shown)
 	kvss.num_shards = 2;
 	two->cfg->id = 1; /* shard 1 of model 1: its own */
 	two->cfg->model = 1;
-	kvss_me->driver_epoch = 0x11;
+	shard0->driver_epoch = 0x11;
 	two->driver_epoch = 0x22;
 	two->wafer_hops = 3;
 	store_prompt(0xAB, 10, 5);
@@ -225,7 +228,7 @@ Test(telemetry, every_shard_of_the_process_is_shown)
 	two->wafer_hops = 0;
 	two->cfg->id = 0;
 	two->cfg->model = 0;
-	kvss_me->driver_epoch = 0;
+	shard0->driver_epoch = 0;
 	kvss.num_shards = 0;
 }
 
@@ -234,12 +237,12 @@ Test(telemetry, once_the_stores_are_gone_a_scrape_reads_none)
 {
 	const char *a;
 
-	kvss.num_shards = 1; /* kvss_me is shard 0 of this process */
+	kvss.num_shards = 1; /* shard0 is shard 0 of this process */
 	store_prompt(0xAB, 10, 5);
 	a = ask("/kvss/stats");
 	assert_says(a, "\"store_evicted_tokens\":5");
 	kvss_telemetry_stores_gone();
-	cr_assert_null(kvss_me->store);
+	cr_assert_null(shard0->store);
 	a = ask("/kvss/caches");
 	assert_says(a, "\"cache_id\":[]");
 	a = ask("/kvss/prompt,0,0xab");

@@ -166,7 +166,7 @@ struct kvss_shard_inst {
 	 * that epoch is answered again (ingest lcore: wo). */
 	struct proto_addr ctl_addr;
 	/* The refill lcore (when the port has a second TX queue for it). */
-	int refill_lcore_on;
+	bool refill_lcore_on;
 	struct rte_ring *ingest_to_refill; /* accepted DELETE and REFILL, in order */
 	struct rte_ring *refill_to_ingest; /* DELETEs for the writer to apply */
 	uint64_t deletes_applied;	   /* by the ingest lcore; the refill lcore waits on it */
@@ -178,12 +178,6 @@ struct kvss_shard_inst {
 };
 
 extern struct kvss_shard_inst kvss_shards[KVSS_MAX_LOCAL_SHARDS];
-
-/*
- * The shard the calling thread serves: each ingest and refill lcore sets
- * its own at start; any other thread (main, telemetry) sees the first.
- */
-extern __thread struct kvss_shard_inst *kvss_me;
 
 static inline int
 kvss_quitting(void)
@@ -198,7 +192,8 @@ int kvss_shard_ingest(void *arg);
 int kvss_shard_refill(void *arg);
 
 /** Transmit one frame on @p queue of the shard's port; frees and counts it on failure. */
-void kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len);
+void kvss_tx_one(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16_t queue,
+		 struct rte_mbuf *m, uint32_t len);
 
 /** Largest UDP payload at the configured MTU (every role's). */
 static inline uint32_t
@@ -215,7 +210,7 @@ kvss_payload_cap(void)
  *   buffer's transfer ended short: the prompt was cut under the refill); the
  *   refill is ended all the same.
  */
-int64_t kvss_refill_send(struct kvss_lcore_stats *st, uint16_t queue,
+int64_t kvss_refill_send(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16_t queue,
 			 const struct proto_refill_req *rq, struct kvstore_refill *r);
 
 /** Refills whose mbufs have not all been freed yet. */
@@ -227,9 +222,9 @@ unsigned int kvss_refills_in_flight(void);
  * Set up and start @p port for a shard (@p is_shard: one RX queue, a TX
  * queue for the refill lcore when @p want_refill and the port has two) or
  * the driver: 0, -EDOM for a configuration the port cannot take, or an
- * error, said.
+ * error, said. A shard's @p refill_on says whether it got that queue.
  */
-int kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard);
+int kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard, bool *refill_on);
 int kvss_port_started(uint16_t port);
 /** Stop and close every port kvss_port_init() started (once, on the way out). */
 void kvss_ports_close(void);

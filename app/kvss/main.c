@@ -48,9 +48,9 @@ on_signal(int sig)
 
 /* Whose control the shard takes (shard.drivers), said at start. */
 static void
-say_drivers(void)
+say_drivers(struct kvss_shard_inst *me)
 {
-	const struct kvss_shard_cfg *c = kvss_me->cfg;
+	const struct kvss_shard_cfg *c = me->cfg;
 	uint16_t i;
 
 	printf("kvss: shard %u of model %u at %u.%u.%u.%u: control taken from ", c->id,
@@ -116,21 +116,21 @@ usage(FILE *f, const char *prog)
 
 /* Shard memory from DPDK (hugepages where reserved, --no-huge memory otherwise). */
 static int
-store_init(void)
+store_init(struct kvss_shard_inst *me)
 {
-	const struct kvstore_params *kp = &kvss_me->cfg->store;
+	const struct kvstore_params *kp = &me->cfg->store;
 	size_t sz = kvstore_memsize(kp), per_token = 0;
 	uint64_t tokens = 0, kv = 0;
 	uint16_t c;
 
-	kvss_me->store_mem = rte_zmalloc_socket("kvss_store", sz, 64, (int)rte_socket_id());
-	if (kvss_me->store_mem == NULL) {
+	me->store_mem = rte_zmalloc_socket("kvss_store", sz, 64, (int)rte_socket_id());
+	if (me->store_mem == NULL) {
 		fprintf(stderr, "kvss: cannot get %zu bytes of shard memory from DPDK (raise -m or "
 				"reserve hugepages)\n", sz);
 		return -1;
 	}
-	kvss_me->store = kvstore_init(kvss_me->store_mem, sz, kp);
-	if (kvss_me->store == NULL)
+	me->store = kvstore_init(me->store_mem, sz, kp);
+	if (me->store == NULL)
 		return -1;
 	for (c = 0; c < kp->num_caches; c++) {
 		per_token += kp->cache[c].bytes_per_token;
@@ -141,7 +141,7 @@ store_init(void)
 	/* The memory-scheduling design's form: base + per-token x tokens. */
 	printf("kvss: shard memory %zu bytes = base %" PRIu64 " + %zu bytes/token x %" PRIu64
 	       " tokens\n", sz, (uint64_t)(sz - kv), per_token, tokens);
-	say_drivers();
+	say_drivers(me);
 	return 0;
 }
 
@@ -354,8 +354,8 @@ eal_failed(int e, const char *rundir, int argc, char **argv)
 
 /*
  * The shards this process hosts: each one's store, port and levels below
- * DRAM, the first served by the main thread from here on. 0, or the exit
- * status (what failed is said; what was made is the caller's to free).
+ * DRAM. 0, or the exit status (what failed is said; what was made is the
+ * caller's to free).
  */
 static int
 shards_start(const char *config)
@@ -369,16 +369,18 @@ shards_start(const char *config)
 
 	kvss.num_shards = kvss.cfg.num_local;
 	for (c = kvss.num_shards - 1; c >= 0; c--) {
-		/* The others first: the main thread serves the first from here on. */
-		kvss_me = &kvss_shards[c];
-		kvss_me->ingest_lcore = kvss.cfg.ingest_lcore[c];
-		if (store_init() != 0 ||
-		    (ret = kvss_port_init(kvss_me->cfg->port, kvss.cfg.mtu, c == 0 && want, 1)) != 0) {
-			kvss_me = &kvss_shards[0];
+		struct kvss_shard_inst *me = &kvss_shards[c];
+
+		/* The others first, as ever: their ports are numbered first. */
+		me->ingest_lcore = kvss.cfg.ingest_lcore[c];
+		if (store_init(me) != 0 ||
+		    (ret = kvss_port_init(me->cfg->port, kvss.cfg.mtu, c == 0 && want, 1,
+					  &me->refill_lcore_on)) != 0)
 			return ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
-		}
 	}
-	kvss_me->refill_lcore = rl;
+	/* lcores.refill serves the first shard (of those hosted, the only one with a refill queue).
+	 */
+	kvss_shards[0].refill_lcore = rl;
 	for (c = 0; c < kvss.num_shards; c++) {
 		struct kvss_shard_inst *si = &kvss_shards[c];
 		const struct shard_level *disk;
@@ -800,7 +802,7 @@ driver_start(struct drv *d)
 
 			if (kvss_port_started(port))
 				continue;
-			if ((ret = kvss_port_init(port, kvss.cfg.mtu, 0, 0)) != 0)
+			if ((ret = kvss_port_init(port, kvss.cfg.mtu, 0, 0, NULL)) != 0)
 				return ret == -EDOM ? 2 : kvss_quitting() ? -1 : 1;
 		}
 	ret = kvss_driver_init(d);
@@ -816,6 +818,8 @@ driver_start(struct drv *d)
 static int
 roles_start(const char *config, struct drv *d)
 {
+	/* The shard lcores.refill serves (shards_start). */
+	struct kvss_shard_inst *first = &kvss_shards[0];
 	int status;
 
 	kvss.pool = rte_pktmbuf_pool_create("kvss_pool", 8191, 256, 0,
@@ -831,12 +835,14 @@ roles_start(const char *config, struct drv *d)
 		return status;
 	if (d != NULL && (status = driver_start(d)) != 0)
 		return status;
-	if (kvss_me->refill_lcore_on) {
-		kvss_me->ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, (int)rte_socket_id(),
-						       RING_F_SP_ENQ | RING_F_SC_DEQ);
-		kvss_me->refill_to_ingest = rte_ring_create("refill_to_ingest", 64, (int)rte_socket_id(),
-						       RING_F_SP_ENQ | RING_F_SC_DEQ);
-		if (kvss_me->ingest_to_refill == NULL || kvss_me->refill_to_ingest == NULL) {
+	if (first->refill_lcore_on) {
+		first->ingest_to_refill =
+			rte_ring_create("ingest_to_refill", 1024, (int)rte_socket_id(),
+					RING_F_SP_ENQ | RING_F_SC_DEQ);
+		first->refill_to_ingest =
+			rte_ring_create("refill_to_ingest", 64, (int)rte_socket_id(),
+					RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (first->ingest_to_refill == NULL || first->refill_to_ingest == NULL) {
 			fprintf(stderr, "kvss: rings: %s\n", rte_strerror(rte_errno));
 			return 1;
 		}
@@ -869,9 +875,11 @@ roles_run(struct drv *d)
 		fflush(stdout);
 		rte_eal_remote_launch(kvss_shard_ingest, (void *)(uintptr_t)c, in->ingest_lcore);
 	}
-	if ((kvss.cfg.role & KVSS_ROLE_SHARD) && kvss_me->refill_lcore_on) {
+	if ((kvss.cfg.role & KVSS_ROLE_SHARD) && kvss_shards[0].refill_lcore_on) {
 		kvss.lcore_role[kvss.cfg.refill_lcore[0]] = KVSS_LCORE_REFILL;
-		rte_eal_remote_launch(kvss_shard_refill, NULL, kvss.cfg.refill_lcore[0]);
+		/* The first shard's (shards_start). */
+		rte_eal_remote_launch(kvss_shard_refill, (void *)(uintptr_t)0,
+				      kvss.cfg.refill_lcore[0]);
 	}
 	if (d != NULL) {
 		/* The control lcore is the main lcore: the driver runs here until done. */
@@ -928,8 +936,8 @@ roles_stop(struct drv *d)
 	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++)
 		shard_levels_close(&kvss_shards[c]);
 	kvss_driver_free(d);
-	rte_ring_free(kvss_me->ingest_to_refill);
-	rte_ring_free(kvss_me->refill_to_ingest);
+	rte_ring_free(kvss_shards[0].ingest_to_refill);
+	rte_ring_free(kvss_shards[0].refill_to_ingest);
 	kvss_telemetry_stores_gone(); /* a scrape now must not read them */
 	for (c = 0; c < KVSS_MAX_LOCAL_SHARDS; c++)
 		rte_free(kvss_shards[c].store_mem);

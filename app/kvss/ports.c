@@ -188,7 +188,7 @@ memif_link_wait(uint16_t port)
 }
 
 int
-kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
+kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard, bool *refill_on)
 {
 	struct rte_eth_conf conf = {0};
 	struct rte_eth_dev_info info;
@@ -224,8 +224,8 @@ kvss_port_init(uint16_t port, uint32_t mtu, int want_refill, int is_shard)
 	else if (want_refill)
 		printf("kvss: port %u (%s) has one TX queue: the refill queue runs on the ingest "
 		       "lcore\n", port, info.driver_name);
-	if (is_shard)
-		kvss_me->refill_lcore_on = want_refill && ntx == 2;
+	if (refill_on != NULL)
+		*refill_on = want_refill && ntx == 2;
 	/* poll_mode "interrupt": RX queues that can wake a sleeping lcore. */
 	conf.intr_conf.rxq = kvss.cfg.poll == KVSS_POLL_INTERRUPT;
 	if ((rc = rte_eth_dev_configure(port, nrx, ntx, &conf)) != 0)

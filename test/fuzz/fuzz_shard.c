@@ -963,7 +963,7 @@ op_l2_delete(const uint8_t *a, uint8_t flags)
 static void
 op_report_ack(const uint8_t *a, uint8_t flags)
 {
-	uint64_t taken = kvss_me->st->rep_next ? kvss_me->st->rep_next - 1 : 0;
+	uint64_t taken = fz_shard->st->rep_next ? fz_shard->st->rep_next - 1 : 0;
 	struct proto_builder b;
 	uint64_t cum;
 
@@ -1032,7 +1032,7 @@ static void
 op_odd_data(const uint8_t *a, uint8_t flags)
 {
 	uint64_t b = fz.batch_no > a[0] % 8 ? fz.batch_no - a[0] % 8 : 0;
-	uint64_t complete = kvstore_batches_complete(kvss_me->store);
+	uint64_t complete = kvstore_batches_complete(fz_shard->store);
 	uint32_t len = b ? fz.batch[b].g * FZ_B0 : 64;
 
 	(void)flags;
@@ -1063,11 +1063,11 @@ op_odd_data(const uint8_t *a, uint8_t flags)
 static void
 time_passes(void)
 {
-	struct kvss_shard_cfg *c = kvss_me->cfg;
+	struct kvss_shard_cfg *c = fz_shard->cfg;
 
 	c->batch_timeout_ms = 0;
 	c->space_timeout_ms = 0;
-	kvss_me->st->rep_due = 0;
+	fz_shard->st->rep_due = 0;
 	S.time_was = true;
 }
 
@@ -1179,7 +1179,7 @@ next_op(void)
 static uint64_t
 progress(void)
 {
-	const struct shard_state *s = kvss_me->st;
+	const struct shard_state *s = fz_shard->st;
 	/* Frames sent, but not reports sent again (each round of time resends them). */
 	uint64_t h = kvss.stats[0].tx_frames - kvss.stats[0].reports_resent +
 		     3 * kvss.stats[1].tx_frames;
@@ -1187,10 +1187,10 @@ progress(void)
 	h = h * 31 + s->evictq.head;
 	h = h * 31 + s->refillq.head;
 	h = h * 31 + s->nearly;
-	h = h * 31 + rte_ring_count(kvss_me->ingest_to_refill);
-	h = h * 31 + rte_ring_count(kvss_me->refill_to_ingest);
-	h = h * 31 + kvstore_batches_complete(kvss_me->store);
-	h = h * 31 + kvss_me->deletes_applied;
+	h = h * 31 + rte_ring_count(fz_shard->ingest_to_refill);
+	h = h * 31 + rte_ring_count(fz_shard->refill_to_ingest);
+	h = h * 31 + kvstore_batches_complete(fz_shard->store);
+	h = h * 31 + fz_shard->deletes_applied;
 	return h;
 }
 
@@ -1209,14 +1209,14 @@ refill_until_idle(void)
 uint16_t
 fz_sched(struct rte_mbuf **pkts, uint16_t n)
 {
-	struct kvss_shard_cfg *c = kvss_me->cfg;
+	struct kvss_shard_cfg *c = fz_shard->cfg;
 
 	if (fz.iter == 0)
 		fz_trace = getenv("FUZZ_SHARD_TRACE") != NULL;
 	if (fz.iter++ == 0) {
 		/* A millisecond of the shard's is a thousand seconds here: only
 		 * OP_TIME fires its timeouts. */
-		kvss_me->st->hz = rte_get_tsc_hz() * 1000000ull;
+		fz_shard->st->hz = rte_get_tsc_hz() * 1000000ull;
 	}
 	if (S.time_was) {
 		c->batch_timeout_ms = 50;

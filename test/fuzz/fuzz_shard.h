@@ -125,6 +125,9 @@ void fz_sh_turn(void);
 void fz_sh_park(void);
 /** The mbuf pool of frames the harness sends the shard. */
 extern struct rte_mempool *fz_rx_pool;
+/* The one shard fuzzed (kvss_shards[0]): the shard code takes it as its first argument. */
+struct kvss_shard_inst;
+extern struct kvss_shard_inst *const fz_shard;
 
 /* ---- fuzz_shard_rados.c: the shared level, lib/shared's API in memory ---- */
 

@@ -149,7 +149,7 @@ fz_check_final_look(void)
 static void
 check_status(const struct proto_msg *m)
 {
-	const struct kvstore_params *kp = &kvss_me->cfg->store;
+	const struct kvstore_params *kp = &fz_shard->cfg->store;
 	unsigned int i;
 
 	N.statuses++;
@@ -182,7 +182,7 @@ check_ack(const struct proto_msg *m)
 	if (m->u.ack.cum_seq > m->u.ack.recv_seq)
 		fz_fail("ACK cum_seq %" PRIu64 " past recv_seq %" PRIu64, m->u.ack.cum_seq,
 			m->u.ack.recv_seq);
-	if (!fz.tainted && kvss_me->driver_epoch == fz.epoch && m->u.ack.recv_seq >= fz.next_seq)
+	if (!fz.tainted && fz_shard->driver_epoch == fz.epoch && m->u.ack.recv_seq >= fz.next_seq)
 		fz_fail("ACK recv_seq %" PRIu64 ": only %" PRIu64 " sent", m->u.ack.recv_seq,
 			fz.next_seq - 1);
 }
@@ -237,7 +237,7 @@ take_inventory(const struct proto_msg *m)
 	if (C.inv_bad)
 		return;
 	/* The first of a stream: what the driver takes back (its model's start). */
-	if (C.base_epoch != fz.epoch && kvss_me->driver_epoch == fz.epoch) {
+	if (C.base_epoch != fz.epoch && fz_shard->driver_epoch == fz.epoch) {
 		C.base_epoch = fz.epoch;
 		C.base_known = true;
 		memcpy(C.base, set, sizeof(set));
@@ -305,7 +305,7 @@ take_report(const struct proto_msg *m)
 			fz.tainted = true; /* lost to the shard's own TX: what it said is not known */
 		C.rep_taken = seq;
 	}
-	if (kvss_me->driver_epoch != fz.epoch)
+	if (fz_shard->driver_epoch != fz.epoch)
 		return; /* of a stream the driver has left */
 	if (m->hdr.type == PROTO_T_ERROR) {
 		take_error(m);
@@ -317,7 +317,7 @@ take_report(const struct proto_msg *m)
 		 * says whose they are, which the records (no seq) do not.
 		 */
 		for (i = 0; i < m->hdr.count && C.ndone < DONE_MAX; i++) {
-			C.done_seq[C.ndone] = kvss_me->st->msg2.hdr.seq;
+			C.done_seq[C.ndone] = fz_shard->st->msg2.hdr.seq;
 			proto_get_l2_done(m, i, &C.done[C.ndone++]);
 		}
 	}
@@ -399,10 +399,10 @@ take_refill_data(struct rte_mbuf *m, const struct proto_msg *msg, uint16_t queue
 	const struct proto_refill_data_hdr *h = &msg->u.refill_data;
 	struct fz_refill *f = fz_refill_find(h->refill_id);
 	uint32_t nb, len = msg->data_len, x, t;
-	uint64_t bc = kvstore_batches_complete(kvss_me->store);
+	uint64_t bc = kvstore_batches_complete(fz_shard->store);
 	const uint8_t *p;
 
-	if (f != NULL && kvss_me->driver_epoch != FZ_EPOCH(f->gen))
+	if (f != NULL && fz_shard->driver_epoch != FZ_EPOCH(f->gen))
 		bc = UINT64_MAX; /* the store is another stream's now: its count says nothing */
 	if (f == NULL || f->done) {
 		if (!fz.tainted)
@@ -725,10 +725,10 @@ sh_code(uint16_t status)
 void
 fz_check_poll_end(void)
 {
-	uint64_t done = kvss_me->st->l2down_done;
+	uint64_t done = fz_shard->st->l2down_done;
 	unsigned int i, k, r;
 
-	if (kvss_me->driver_epoch != fz.epoch) {
+	if (fz_shard->driver_epoch != fz.epoch) {
 		C.ndone = 0; /* the shard has not taken the driver's new stream yet */
 		return;
 	}
@@ -821,7 +821,7 @@ trace_counters(void)
 	if (!fz_trace)
 		return;
 	kvss_stats_total(&t);
-	kvstore_stats(kvss_me->store, &ks);
+	kvstore_stats(fz_shard->store, &ks);
 	fprintf(stderr,
 		"counters: batches %" PRIu64 " lost %" PRIu64 " evict_waits %" PRIu64
 		" evict_after_delete %" PRIu64 " data_frames %" PRIu64 " data_dropped %" PRIu64
@@ -831,10 +831,10 @@ trace_counters(void)
 		"; evict queue %u, refill queue %u\n",
 		t.batches, t.batches_lost, t.evict_waits, t.evict_after_delete, t.data_frames,
 		t.data_dropped, t.refills, t.deletes, t.l2_down, t.l2_up, t.l2_errors, t.queue_full,
-		t.out_of_window, ks.batches_opened, kvstore_batches_complete(kvss_me->store),
-		kvstore_oldest_open(kvss_me->store),
-		kvss_me->st->evictq.tail - kvss_me->st->evictq.head,
-		kvss_me->st->refillq.tail - kvss_me->st->refillq.head);
+		t.out_of_window, ks.batches_opened, kvstore_batches_complete(fz_shard->store),
+		kvstore_oldest_open(fz_shard->store),
+		fz_shard->st->evictq.tail - fz_shard->st->evictq.head,
+		fz_shard->st->refillq.tail - fz_shard->st->refillq.head);
 }
 
 void
@@ -869,7 +869,7 @@ fz_check_final(void)
 	 * drain). One that waits for a batch never sent holds those behind it:
 	 * then the model cannot say which ran.
 	 */
-	if (fz.max_gate > kvstore_batches_complete(kvss_me->store)) {
+	if (fz.max_gate > kvstore_batches_complete(fz_shard->store)) {
 		N.l2_waiting++;
 		return;
 	}

@@ -73,7 +73,7 @@ struct kvss_shard_inst kvss_shards[KVSS_MAX_LOCAL_SHARDS] = {
 	[2] = {.cfg = &kvss.cfg.local[2]},
 	[3] = {.cfg = &kvss.cfg.local[3]},
 };
-__thread struct kvss_shard_inst *kvss_me = &kvss_shards[0];
+struct kvss_shard_inst *const fz_shard = &kvss_shards[0]; /* the one shard fuzzed */
 
 struct rte_mempool *fz_rx_pool;
 
@@ -860,35 +860,35 @@ fz_env_init(void)
 	fz_rx_pool = rte_pktmbuf_pool_create_by_ops("fz_rx", 8191, 0, 0,
 						    RTE_PKTMBUF_HEADROOM + PROTO_FRAME_MAX,
 						    SOCKET_ID_ANY, "stack");
-	kvss_me->ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, SOCKET_ID_ANY,
-						    RING_F_SP_ENQ | RING_F_SC_DEQ);
-	kvss_me->refill_to_ingest = rte_ring_create("refill_to_ingest", 64, SOCKET_ID_ANY,
-						    RING_F_SP_ENQ | RING_F_SC_DEQ);
+	fz_shard->ingest_to_refill = rte_ring_create("ingest_to_refill", 1024, SOCKET_ID_ANY,
+						     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	fz_shard->refill_to_ingest = rte_ring_create("refill_to_ingest", 64, SOCKET_ID_ANY,
+						     RING_F_SP_ENQ | RING_F_SC_DEQ);
 	store_len = kvstore_memsize(&c->store);
 	/* The store in plain memory: AddressSanitizer watches its edges. */
-	kvss_me->store_mem = aligned_alloc(64, (store_len + 63) & ~(size_t)63);
-	if (kvss.pool == NULL || fz_rx_pool == NULL || kvss_me->ingest_to_refill == NULL ||
-	    kvss_me->refill_to_ingest == NULL || kvss_me->store_mem == NULL) {
+	fz_shard->store_mem = aligned_alloc(64, (store_len + 63) & ~(size_t)63);
+	if (kvss.pool == NULL || fz_rx_pool == NULL || fz_shard->ingest_to_refill == NULL ||
+	    fz_shard->refill_to_ingest == NULL || fz_shard->store_mem == NULL) {
 		fprintf(stderr, "fuzz_shard: no memory for pools, rings or the store\n");
 		return -1;
 	}
-	kvss_me->store = kvstore_init(kvss_me->store_mem, store_len, &c->store);
+	fz_shard->store = kvstore_init(fz_shard->store_mem, store_len, &c->store);
 	kvss.start_tsc = rte_get_tsc_cycles();
 	/* The workers of the two levels level.c starts: fibers of this one. */
 	make_fibers = true;
-	rc = kvss_me->store == NULL ? -1 : shard_levels_open(kvss_me, err, sizeof(err));
+	rc = fz_shard->store == NULL ? -1 : shard_levels_open(fz_shard, err, sizeof(err));
 	make_fibers = false;
 	tier.f = fiber_named("kvss-tier");
-	if (rc != 0 || shard_level_of(kvss_me, SHARD_LEVEL_DISK) == NULL || tier.f == NULL ||
+	if (rc != 0 || shard_level_of(fz_shard, SHARD_LEVEL_DISK) == NULL || tier.f == NULL ||
 	    fiber_named("kvss-shared") == NULL) {
 		fprintf(stderr, "fuzz_shard: the levels: %s\n", err);
 		return -1;
 	}
-	tier.to = shard_level_of(kvss_me, SHARD_LEVEL_DISK)->to;
-	tier.from = shard_level_of(kvss_me, SHARD_LEVEL_DISK)->from;
-	tier.pool = kvss_me->levels->pool;
-	fz_sh_gate(shard_level_of(kvss_me, SHARD_LEVEL_SHARED)->to,
-		   shard_level_of(kvss_me, SHARD_LEVEL_SHARED)->from);
+	tier.to = shard_level_of(fz_shard, SHARD_LEVEL_DISK)->to;
+	tier.from = shard_level_of(fz_shard, SHARD_LEVEL_DISK)->from;
+	tier.pool = fz_shard->levels->pool;
+	fz_sh_gate(shard_level_of(fz_shard, SHARD_LEVEL_SHARED)->to,
+		   shard_level_of(fz_shard, SHARD_LEVEL_SHARED)->from);
 	remove_dirs();
 	rte_mempool_obj_iter(tier.pool, poison_obj, NULL);
 	__atomic_store_n(&tier.gated, 1, __ATOMIC_RELEASE);
@@ -896,7 +896,8 @@ fz_env_init(void)
 	disk_snapshot();
 	printf("fuzz_shard: store %zu bytes, second tier %s (%s), %u request objects of %u bytes\n",
 	       store_len, c->l2.path,
-	       level_disk_direct(shard_level_of(kvss_me, SHARD_LEVEL_DISK)) ? "O_DIRECT" : "page cache",
+	       level_disk_direct(shard_level_of(fz_shard, SHARD_LEVEL_DISK)) ? "O_DIRECT"
+									     : "page cache",
 	       tier.pool->size, tier.pool->elt_size);
 	return 0;
 }
@@ -914,8 +915,8 @@ static struct shard_report *rep_kept;
 void
 fz_env_keep_reports(void)
 {
-	rep_kept = kvss_me->st->rep;
-	kvss_me->st->rep = NULL;
+	rep_kept = fz_shard->st->rep;
+	fz_shard->st->rep = NULL;
 }
 
 static void
@@ -982,6 +983,7 @@ state_zero(void)
 	uint8_t *s = (uint8_t *)&fz_state;
 	unsigned int i;
 
+	free(fz_state.gone); /* L2_GONE records an input left untold */
 	qsort(sp, RTE_DIM(sp), sizeof(sp[0]), span_cmp);
 	for (i = 0; i < RTE_DIM(sp); i++) {
 		memset(s + at, 0, sp[i].off - at); /* what lies between them: whole */
@@ -997,7 +999,7 @@ fz_env_begin(bool refill_lcore, uint32_t mtu)
 {
 	struct kvss_shard_cfg *c = &kvss.cfg.local[0];
 
-	struct kvss_shard_inst keep = *kvss_me;
+	struct kvss_shard_inst keep = *fz_shard;
 
 	/* A shard as a process starts it: no stream, an empty store; only its
 	 * configuration, memory and rings are kept. */
@@ -1015,16 +1017,16 @@ fz_env_begin(bool refill_lcore, uint32_t mtu)
 	if (check_reset && fz_state.rep != NULL &&
 	    !all_zero(fz_state.rep, SHARD_REPORTS * sizeof(fz_state.rep[0])))
 		fz_fail("reset: the report ring given is not what calloc gives");
-	memset(kvss_me, 0, sizeof(*kvss_me));
-	kvss_me->cfg = keep.cfg;
-	kvss_me->st = keep.st;
-	kvss_me->levels = keep.levels;
-	kvss_me->store_mem = keep.store_mem;
-	kvss_me->ingest_to_refill = keep.ingest_to_refill;
-	kvss_me->refill_to_ingest = keep.refill_to_ingest;
-	kvss_me->routed_said = keep.routed_said; /* said once a process, as kvss does */
-	kvss_me->refill_lcore_on = refill_lcore;
-	kvss_me->store = kvstore_init(kvss_me->store_mem, store_len, &c->store);
+	memset(fz_shard, 0, sizeof(*fz_shard));
+	fz_shard->cfg = keep.cfg;
+	fz_shard->st = keep.st;
+	fz_shard->levels = keep.levels;
+	fz_shard->store_mem = keep.store_mem;
+	fz_shard->ingest_to_refill = keep.ingest_to_refill;
+	fz_shard->refill_to_ingest = keep.refill_to_ingest;
+	fz_shard->routed_said = keep.routed_said; /* said once a process, as kvss does */
+	fz_shard->refill_lcore_on = refill_lcore;
+	fz_shard->store = kvstore_init(fz_shard->store_mem, store_len, &c->store);
 	kvss.cfg.mtu = mtu;
 	c->batch_timeout_ms = 50;
 	c->space_timeout_ms = 100;
@@ -1071,13 +1073,13 @@ fz_env_end(void)
 	/* A DELETE (or L2 message) the ingest lcore took from the refill lcore
 	 * and holds until what it waits for has run: the next input is a new
 	 * shard, which never took it. */
-	if (kvss_me->st->posted_waiting != NULL) {
-		rte_pktmbuf_free(kvss_me->st->posted_waiting);
-		kvss_me->st->posted_waiting = NULL;
+	if (fz_shard->st->posted_waiting != NULL) {
+		rte_pktmbuf_free(fz_shard->st->posted_waiting);
+		fz_shard->st->posted_waiting = NULL;
 	}
-	while (rte_ring_dequeue(kvss_me->ingest_to_refill, &p) == 0)
+	while (rte_ring_dequeue(fz_shard->ingest_to_refill, &p) == 0)
 		rte_pktmbuf_free(p);
-	while (rte_ring_dequeue(kvss_me->refill_to_ingest, &p) == 0)
+	while (rte_ring_dequeue(fz_shard->refill_to_ingest, &p) == 0)
 		rte_pktmbuf_free(p);
 	fz_check_release();
 	rx = rte_mempool_in_use_count(fz_rx_pool);

@@ -33,21 +33,21 @@
  * wait there unread).
  */
 static inline bool
-looked_past(uint64_t from, uint64_t limit)
+looked_past(struct kvss_shard_inst *me, uint64_t from, uint64_t limit)
 {
-	uint64_t seen = kvss_me->st->looked;
+	uint64_t seen = me->st->looked;
 
 	return seen >= from && seen - from >= limit;
 }
 
 static inline uint64_t
-ms_cycles(uint32_t ms)
+ms_cycles(struct kvss_shard_inst *me, uint32_t ms)
 {
-	return kvss_me->st->hz / 1000 * ms;
+	return me->st->hz / 1000 * ms;
 }
 
 int
-shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r)
+shard_store_data(struct kvss_shard_inst *me, const struct rte_mbuf *m, const struct shard_rec *r)
 {
 	uint32_t off = r->data_off, left = r->data_len, so = r->u.data.stream_offset;
 	const struct rte_mbuf *seg = m;
@@ -61,8 +61,9 @@ shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r)
 	while (seg != NULL && left > 0 && rc == 0) {
 		uint32_t n = seg->data_len - off < left ? seg->data_len - off : left;
 
-		rc = kvstore_data(kvss_me->store, r->u.data.batch_no, r->u.data.cache_id, so,
-				  r->u.data.stream_len, rte_pktmbuf_mtod_offset(seg, uint8_t *, off), n);
+		rc = kvstore_data(me->store, r->u.data.batch_no, r->u.data.cache_id, so,
+				  r->u.data.stream_len,
+				  rte_pktmbuf_mtod_offset(seg, uint8_t *, off), n);
 		so += n;
 		left -= n;
 		off = 0;
@@ -80,61 +81,61 @@ shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r)
  * batch furthest ahead gives way to one of a nearer batch.
  */
 bool
-shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct shard_rec *r,
-		uint64_t now)
+shard_hold_data(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct rte_mbuf *m,
+		const struct shard_rec *r, uint64_t now)
 {
 	uint64_t b = r->u.data.batch_no;
 	uint32_t i, far = 0;
 
-	if (b > kvss_me->st->queued_batch + SHARD_HOLD_AHEAD) {
+	if (b > me->st->queued_batch + SHARD_HOLD_AHEAD) {
 		st->data_unannounced++;
 		return false;
 	}
-	if (kvss_me->st->nearly == SHARD_EARLY_MAX) {
-		if (!kvss_me->st->early_far_ok) {
-			for (i = 1; i < kvss_me->st->nearly; i++)
-				if (kvss_me->st->early_no[i] > kvss_me->st->early_no[far])
+	if (me->st->nearly == SHARD_EARLY_MAX) {
+		if (!me->st->early_far_ok) {
+			for (i = 1; i < me->st->nearly; i++)
+				if (me->st->early_no[i] > me->st->early_no[far])
 					far = i;
-			kvss_me->st->early_far = far;
-			kvss_me->st->early_far_ok = true;
+			me->st->early_far = far;
+			me->st->early_far_ok = true;
 		}
-		far = kvss_me->st->early_far;
-		if (kvss_me->st->early_no[far] <= b) {
+		far = me->st->early_far;
+		if (me->st->early_no[far] <= b) {
 			st->data_hold_full++;
 			return false;
 		}
-		rte_pktmbuf_free(kvss_me->st->early[far]);
+		rte_pktmbuf_free(me->st->early[far]);
 		st->data_displaced++;
-		kvss_me->st->nearly--;
-		kvss_me->st->early[far] = kvss_me->st->early[kvss_me->st->nearly];
-		kvss_me->st->early_rec[far] = kvss_me->st->early_rec[kvss_me->st->nearly];
-		kvss_me->st->early_t[far] = kvss_me->st->early_t[kvss_me->st->nearly];
-		kvss_me->st->early_no[far] = kvss_me->st->early_no[kvss_me->st->nearly];
-		kvss_me->st->early_far_ok = false; /* the furthest is gone: looked for again */
+		me->st->nearly--;
+		me->st->early[far] = me->st->early[me->st->nearly];
+		me->st->early_rec[far] = me->st->early_rec[me->st->nearly];
+		me->st->early_t[far] = me->st->early_t[me->st->nearly];
+		me->st->early_no[far] = me->st->early_no[me->st->nearly];
+		me->st->early_far_ok = false; /* the furthest is gone: looked for again */
 	}
 	/* A frame of a batch further ahead is the furthest now (the first such). */
-	if (kvss_me->st->early_far_ok && b > kvss_me->st->early_no[kvss_me->st->early_far])
-		kvss_me->st->early_far = kvss_me->st->nearly;
-	kvss_me->st->early[kvss_me->st->nearly] = m;
-	kvss_me->st->early_rec[kvss_me->st->nearly] = *r;
-	kvss_me->st->early_no[kvss_me->st->nearly] = b;
-	kvss_me->st->early_t[kvss_me->st->nearly++] = now;
+	if (me->st->early_far_ok && b > me->st->early_no[me->st->early_far])
+		me->st->early_far = me->st->nearly;
+	me->st->early[me->st->nearly] = m;
+	me->st->early_rec[me->st->nearly] = *r;
+	me->st->early_no[me->st->nearly] = b;
+	me->st->early_t[me->st->nearly++] = now;
 	return true;
 }
 
 uint32_t
-shard_drop_held(void)
+shard_drop_held(struct kvss_shard_inst *me)
 {
-	uint32_t n = kvss_me->st->nearly;
+	uint32_t n = me->st->nearly;
 
-	kvss_me->st->early_far_ok = false;
-	while (kvss_me->st->nearly)
-		rte_pktmbuf_free(kvss_me->st->early[--kvss_me->st->nearly]);
+	me->st->early_far_ok = false;
+	while (me->st->nearly)
+		rte_pktmbuf_free(me->st->early[--me->st->nearly]);
 	return n;
 }
 
 void
-shard_retry_held(struct kvss_lcore_stats *st)
+shard_retry_held(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 {
 	uint32_t i = 0;
 	/* The last batch asked about, and the answer: held frames come in runs
@@ -142,8 +143,8 @@ shard_retry_held(struct kvss_lcore_stats *st)
 	uint64_t asked = 0;
 	bool unseen = false;
 
-	while (i < kvss_me->st->nearly) {
-		const struct shard_rec *r = &kvss_me->st->early_rec[i];
+	while (i < me->st->nearly) {
+		const struct shard_rec *r = &me->st->early_rec[i];
 		int rc;
 
 		/*
@@ -152,19 +153,19 @@ shard_retry_held(struct kvss_lcore_stats *st)
 		 * would answer again, without reading the frame and its record: a
 		 * thousand held frames were a thousand cache misses a poll.
 		 */
-		if (i == 0 || kvss_me->st->early_no[i] != asked) {
-			asked = kvss_me->st->early_no[i];
-			unseen = kvstore_batch_unseen(kvss_me->store, asked);
+		if (i == 0 || me->st->early_no[i] != asked) {
+			asked = me->st->early_no[i];
+			unseen = kvstore_batch_unseen(me->store, asked);
 		}
-		rc = unseen ? -EAGAIN : shard_store_data(kvss_me->st->early[i], r);
+		rc = unseen ? -EAGAIN : shard_store_data(me, me->st->early[i], r);
 
 		/*
 		 * Held while its EVICT has not arrived (for the batch timeout), or
 		 * while it waits in the evict queue for room (as long as it waits).
 		 */
-		if (rc == -EAGAIN &&
-		    (kvss_me->st->early_no[i] <= kvss_me->st->queued_batch ||
-		     !looked_past(kvss_me->st->early_t[i], ms_cycles(kvss_me->cfg->batch_timeout_ms)))) {
+		if (rc == -EAGAIN && (me->st->early_no[i] <= me->st->queued_batch ||
+				      !looked_past(me, me->st->early_t[i],
+						   ms_cycles(me, me->cfg->batch_timeout_ms)))) {
 			i++;
 			continue;
 		}
@@ -176,13 +177,13 @@ shard_retry_held(struct kvss_lcore_stats *st)
 		} else {
 			st->data_dropped++;
 		}
-		rte_pktmbuf_free(kvss_me->st->early[i]);
-		kvss_me->st->early_far_ok = false;
-		kvss_me->st->nearly--;
-		kvss_me->st->early[i] = kvss_me->st->early[kvss_me->st->nearly];
-		kvss_me->st->early_rec[i] = kvss_me->st->early_rec[kvss_me->st->nearly];
-		kvss_me->st->early_t[i] = kvss_me->st->early_t[kvss_me->st->nearly];
-		kvss_me->st->early_no[i] = kvss_me->st->early_no[kvss_me->st->nearly];
+		rte_pktmbuf_free(me->st->early[i]);
+		me->st->early_far_ok = false;
+		me->st->nearly--;
+		me->st->early[i] = me->st->early[me->st->nearly];
+		me->st->early_rec[i] = me->st->early_rec[me->st->nearly];
+		me->st->early_t[i] = me->st->early_t[me->st->nearly];
+		me->st->early_no[i] = me->st->early_no[me->st->nearly];
 	}
 }
 
@@ -202,7 +203,8 @@ del_slot(uint64_t prompt)
  * driver must not send: waiting, the EVICT would wait for ever.
  */
 void
-shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const struct rte_mbuf *m)
+shard_barrier_accept(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct shard_rec *r,
+		     const struct rte_mbuf *m)
 {
 	static __thread struct proto_msg view; /* the ingest lcore's */
 	const struct proto_msg *msg;
@@ -217,23 +219,24 @@ shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const str
 
 			proto_get_delete(msg, i, &d);
 			k = del_slot(d.prompt_id);
-			if (kvss_me->st->del_seq[k] > kvss_me->st->del_applied && kvss_me->st->del_id[k] != d.prompt_id)
-				kvss_me->st->del_id[k] = 0; /* two prompts' DELETEs wait: either matches */
+			if (me->st->del_seq[k] > me->st->del_applied &&
+			    me->st->del_id[k] != d.prompt_id)
+				me->st->del_id[k] =
+					0; /* two prompts' DELETEs wait: either matches */
 			else
-				kvss_me->st->del_id[k] = d.prompt_id;
-			kvss_me->st->del_seq[k] = seq;
+				me->st->del_id[k] = d.prompt_id;
+			me->st->del_seq[k] = seq;
 		}
-		kvss_me->st->del_last = seq;
-		if (r->gate > kvss_me->st->queued_batch)
+		me->st->del_last = seq;
+		if (r->gate > me->st->queued_batch)
 			st->delete_gate_ahead++;
-		if (r->gate > kvss_me->st->del_gate_max)
-			kvss_me->st->del_gate_max = r->gate;
+		if (r->gate > me->st->del_gate_max)
+			me->st->del_gate_max = r->gate;
 		return;
 	}
 	r->gate = 0;
-	if (!shard_type_batch(r->hdr.type) ||
-	    kvss_me->st->del_last <= kvss_me->st->del_applied ||
-	    kvss_me->st->del_gate_max >= r->u.evict.batch_no)
+	if (!shard_type_batch(r->hdr.type) || me->st->del_last <= me->st->del_applied ||
+	    me->st->del_gate_max >= r->u.evict.batch_no)
 		return;
 	msg = shard_msg(r, m, &view);
 	for (i = 0; i < msg->hdr.count; i++) {
@@ -242,9 +245,9 @@ shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const str
 
 		proto_get_evict_entry(msg, i, &e);
 		k = del_slot(e.prompt_id);
-		s = kvss_me->st->del_seq[k];
-		if (e.prompt_id != 0 && s > kvss_me->st->del_applied && s > r->gate &&
-		    (kvss_me->st->del_id[k] == e.prompt_id || kvss_me->st->del_id[k] == 0))
+		s = me->st->del_seq[k];
+		if (e.prompt_id != 0 && s > me->st->del_applied && s > r->gate &&
+		    (me->st->del_id[k] == e.prompt_id || me->st->del_id[k] == 0))
 			r->gate = s;
 	}
 }
@@ -257,10 +260,10 @@ shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const str
  * false match would hold them until the space timeout.
  */
 bool
-shard_delete_must_wait(const struct proto_msg *msg)
+shard_delete_must_wait(struct kvss_shard_inst *me, const struct proto_msg *msg)
 {
 	static __thread struct proto_msg view; /* the ingest lcore's */
-	const struct shard_fifo *q = &kvss_me->st->evictq;
+	const struct shard_fifo *q = &me->st->evictq;
 	uint32_t i;
 
 	for (i = q->head; i != q->tail && q->seq[i % SHARD_QMAX] < msg->hdr.seq; i++) {
@@ -288,30 +291,30 @@ shard_delete_must_wait(const struct proto_msg *msg)
 }
 
 void
-shard_barrier_reset(void)
+shard_barrier_reset(struct kvss_shard_inst *me)
 {
-	memset(kvss_me->st->del_seq, 0, sizeof(kvss_me->st->del_seq));
-	memset(kvss_me->st->del_id, 0, sizeof(kvss_me->st->del_id));
-	kvss_me->st->del_last = kvss_me->st->del_applied = kvss_me->st->del_gate_max = 0;
-	kvss_me->st->l2down_last = kvss_me->st->l2down_done = 0;
+	memset(me->st->del_seq, 0, sizeof(me->st->del_seq));
+	memset(me->st->del_id, 0, sizeof(me->st->del_id));
+	me->st->del_last = me->st->del_applied = me->st->del_gate_max = 0;
+	me->st->l2down_last = me->st->l2down_done = 0;
 }
 
 /* REFILL_DATA frames this shard has sent, on whichever lcore runs its refill queue. */
 static inline uint64_t
-refills_sent(void)
+refills_sent(struct kvss_shard_inst *me)
 {
-	unsigned int lc = kvss_me->refill_lcore_on ? kvss_me->refill_lcore : kvss_me->ingest_lcore;
+	unsigned int lc = me->refill_lcore_on ? me->refill_lcore : me->ingest_lcore;
 
 	return __atomic_load_n(&kvss.stats[lc].refill_frames, __ATOMIC_RELAXED);
 }
 
 /* The store's room is what @p was says it was when an EVICT was refused. */
 static bool
-room_same(const struct kvstore_room *was)
+room_same(struct kvss_shard_inst *me, const struct kvstore_room *was)
 {
 	struct kvstore_room now;
 
-	kvstore_room(kvss_me->store, &now);
+	kvstore_room(me->store, &now);
 	return now.gen == was->gen && now.oldest_reader == was->oldest_reader;
 }
 
@@ -320,10 +323,11 @@ room_same(const struct kvstore_room *was)
  * for batches to complete), its wait counted from @p *since.
  */
 static void
-evict_no_room(struct kvss_lcore_stats *st, uint64_t *since, uint64_t now)
+evict_no_room(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint64_t *since,
+	      uint64_t now)
 {
-	uint64_t p = kvss_me->st->del_applied + kvss_me->st->tier_done +
-		     kvstore_batches_complete(kvss_me->store) + refills_sent();
+	uint64_t p = me->st->del_applied + me->st->tier_done + kvstore_batches_complete(me->store) +
+		     refills_sent(me);
 
 	/*
 	 * The space timeout counts from the last progress (a DELETE run, a
@@ -340,10 +344,10 @@ evict_no_room(struct kvss_lcore_stats *st, uint64_t *since, uint64_t now)
 	 * What it still breaks: a REFILL ahead that waits for this very batch,
 	 * or room no DELETE will make.
 	 */
-	if (*since == 0 || p != kvss_me->st->evict_progress ||
-	    kvss_me->st->tier_given != kvss_me->st->tier_done || kvstore_oldest_open(kvss_me->store) != 0) {
+	if (*since == 0 || p != me->st->evict_progress || me->st->tier_given != me->st->tier_done ||
+	    kvstore_oldest_open(me->store) != 0) {
 		*since = now;
-		kvss_me->st->evict_progress = p;
+		me->st->evict_progress = p;
 	}
 	st->evict_waits++;
 }
@@ -354,26 +358,27 @@ evict_no_room(struct kvss_lcore_stats *st, uint64_t *since, uint64_t now)
  * L2_UP or SH_UP's bytes asked of its level.
  */
 static void
-evict_ran(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg,
-	  const struct proto_evict_entry *e, const uint16_t *codes, int rc, uint64_t now)
+evict_ran(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct shard_batcher *err,
+	  const struct proto_msg *msg, const struct proto_evict_entry *e, const uint16_t *codes,
+	  int rc, uint64_t now)
 {
 	unsigned int i;
 
-	kvss_me->st->batch_t[msg->u.evict.batch_no % 256] = now;
-	kvss_me->st->batch_up[msg->u.evict.batch_no % 256] = shard_type_up(msg->hdr.type);
-	if (rc == 0 && shard_type_up(msg->hdr.type) && shard_level_on(msg->hdr.type)) {
+	me->st->batch_t[msg->u.evict.batch_no % 256] = now;
+	me->st->batch_up[msg->u.evict.batch_no % 256] = shard_type_up(msg->hdr.type);
+	if (rc == 0 && shard_type_up(msg->hdr.type) && shard_level_on(me, msg->hdr.type)) {
 		/* Its bytes come from the second tier (or the shared level), not from EVICT_DATA. */
 		for (i = 0; i < msg->hdr.count; i++)
 			if (codes[i] != 0)
 				shard_add_error(err, msg->hdr.seq, e[i].prompt_id, e[i].token_idx,
 					  (uint16_t)(i % msg->u.evict.num_caches), codes[i]);
-		shard_level_up(st, msg, e, codes);
+		shard_level_up(me, st, msg, e, codes);
 		st->batches++;
 	} else if (rc == 0 && shard_type_up(msg->hdr.type)) {
 		/* No second tier (shared level) to read its bytes from: refused
 		 * whole, its batch lost at once when its turn comes (sections 9, 10). */
-		kvss_me->st->batch_t[msg->u.evict.batch_no % 256] =
-			now - ms_cycles(kvss_me->cfg->batch_timeout_ms);
+		me->st->batch_t[msg->u.evict.batch_no % 256] =
+			now - ms_cycles(me, me->cfg->batch_timeout_ms);
 		shard_add_error(err, msg->hdr.seq, 0, 0, 0, PROTO_E_NO_TIER);
 		st->batches++;
 	} else if (rc == -EPROTO) {
@@ -391,13 +396,15 @@ evict_ran(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct p
 }
 
 void
-shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now)
+shard_run_evictq(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct shard_batcher *err,
+		 uint64_t now)
 {
-	struct shard_fifo *q = &kvss_me->st->evictq;
+	struct shard_fifo *q = &me->st->evictq;
 
 	while (q->head != q->tail) {
 		struct rte_mbuf *m = q->m[q->head % SHARD_QMAX];
-		const struct proto_msg *msg = shard_msg(&q->rec[q->head % SHARD_QMAX], m, &kvss_me->st->msg2);
+		const struct proto_msg *msg =
+			shard_msg(&q->rec[q->head % SHARD_QMAX], m, &me->st->msg2);
 		uint16_t codes[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
 		struct proto_evict_entry e[PROTO_PAYLOAD_MAX / PROTO_EVICT_ENTRY_LEN];
 		struct kvstore_room room;
@@ -409,45 +416,48 @@ shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_
 				struct proto_reserve r;
 
 				proto_get_reserve(msg, i, &r);
-				kvstore_reserve(kvss_me->store, &r);
+				kvstore_reserve(me->store, &r);
 			}
 		} else {
 			uint64_t *since = &q->since[q->head % SHARD_QMAX];
 
-			if (q->rec[q->head % SHARD_QMAX].gate > kvss_me->st->del_applied) {
-				if (kvss_me->st->evict_counted != q->seq[q->head % SHARD_QMAX]) {
-					kvss_me->st->evict_counted = q->seq[q->head % SHARD_QMAX];
+			if (q->rec[q->head % SHARD_QMAX].gate > me->st->del_applied) {
+				if (me->st->evict_counted != q->seq[q->head % SHARD_QMAX]) {
+					me->st->evict_counted = q->seq[q->head % SHARD_QMAX];
 					st->evict_after_delete++;
 				}
 				return; /* runs once the DELETE before it has */
 			}
-			if (shard_type_up(msg->hdr.type) && shard_level_on(msg->hdr.type) &&
-			    (q->rec[q->head % SHARD_QMAX].l2gate > kvss_me->st->l2down_done ||
-			     shard_level_up_room(msg) != 0))
+			if (shard_type_up(msg->hdr.type) && shard_level_on(me, msg->hdr.type) &&
+			    (q->rec[q->head % SHARD_QMAX].l2gate > me->st->l2down_done ||
+			     shard_level_up_room(me, msg) != 0))
 				return; /* an L2_DOWN before it has not run, or the tier thread is behind */
 			/* Waited long enough, by the looked clock: NO_SPACE. (A DELETE
 			 * that would make room may wait unread in the receive queue
 			 * of a shard that was not running.) */
-			if (*since && looked_past(*since, ms_cycles(kvss_me->cfg->space_timeout_ms)))
+			if (*since &&
+			    looked_past(me, *since, ms_cycles(me, me->cfg->space_timeout_ms)))
 				flags = KVSTORE_EVICT_FORCE;
-			else if (*since && q->refused_head == q->head + 1 && room_same(&q->refused)) {
-				evict_no_room(st, since, now);
+			else if (*since && q->refused_head == q->head + 1 &&
+				 room_same(me, &q->refused)) {
+				evict_no_room(me, st, since, now);
 				return; /* refused, and nothing has made room since */
 			}
 			for (i = 0; i < msg->hdr.count; i++)
 				proto_get_evict_entry(msg, i, &e[i]);
 			/* Looked at before the try: a refill ending during it shows
 			 * as a change (kvstore_room). */
-			kvstore_room(kvss_me->store, &room);
-			rc = kvstore_evict(kvss_me->store, msg->u.evict.batch_no, msg->u.evict.num_caches,
-					   msg->u.evict.g, e, codes, flags);
+			kvstore_room(me->store, &room);
+			rc = kvstore_evict(me->store, msg->u.evict.batch_no,
+					   msg->u.evict.num_caches, msg->u.evict.g, e, codes,
+					   flags);
 			if (rc == -ENOSPC || rc == -EBUSY) {
 				q->refused = room;
 				q->refused_head = q->head + 1;
-				evict_no_room(st, since, now);
+				evict_no_room(me, st, since, now);
 				return; /* waits for DELETEs (or for batches to complete) */
 			}
-			evict_ran(st, err, msg, e, codes, rc, now);
+			evict_ran(me, st, err, msg, e, codes, rc, now);
 			*since = 0;
 		}
 		rte_pktmbuf_free(m);
@@ -465,9 +475,9 @@ on_lost(void *arg, uint16_t cache_id, uint64_t prompt_id, uint32_t first, uint32
 #define SHARD_REORDER_MS 50u
 
 void
-shard_data_seen(uint64_t batch_no, uint64_t now)
+shard_data_seen(struct kvss_shard_inst *me, uint64_t batch_no, uint64_t now)
 {
-	struct shard_state *s = kvss_me->st;
+	struct shard_state *s = me->st;
 
 	if (s->data_no[batch_no % 256] != batch_no) {
 		s->data_no[batch_no % 256] = batch_no;
@@ -479,13 +489,13 @@ shard_data_seen(uint64_t batch_no, uint64_t now)
 }
 
 void
-shard_loss_reset(void)
+shard_loss_reset(struct kvss_shard_inst *me)
 {
-	memset(kvss_me->st->data_no, 0, sizeof(kvss_me->st->data_no));
-	kvss_me->st->data_max = 0;
-	memset(kvss_me->st->up_reads, 0, sizeof(kvss_me->st->up_reads));
-	memset(kvss_me->st->up_no, 0, sizeof(kvss_me->st->up_no));
-	kvss_me->st->data_last = 0;
+	memset(me->st->data_no, 0, sizeof(me->st->data_no));
+	me->st->data_max = 0;
+	memset(me->st->up_reads, 0, sizeof(me->st->up_reads));
+	memset(me->st->up_no, 0, sizeof(me->st->up_no));
+	me->st->data_last = 0;
 }
 
 /*
@@ -496,9 +506,9 @@ shard_loss_reset(void)
  * 255 slots.
  */
 static bool
-lost_by_later_data(uint64_t b, uint64_t allow)
+lost_by_later_data(struct kvss_shard_inst *me, uint64_t b, uint64_t allow)
 {
-	const struct shard_state *s = kvss_me->st;
+	const struct shard_state *s = me->st;
 	uint64_t n, since = s->batch_t[b % 256];
 
 	if (s->batch_up[b % 256] || s->data_max <= b)
@@ -510,7 +520,7 @@ lost_by_later_data(uint64_t b, uint64_t allow)
 		return false;
 	if (s->data_t[n % 256] > since)
 		since = s->data_t[n % 256];
-	return looked_past(since, allow);
+	return looked_past(me, since, allow);
 }
 
 /* A read out this long past the silence limit is not coming, whatever its
@@ -520,28 +530,32 @@ lost_by_later_data(uint64_t b, uint64_t allow)
 
 /* Said once a second at most: a hung tier cuts many batches. */
 static void
-say_cut(uint64_t b, const struct shard_level *lv, uint64_t since, bool capped)
+say_cut(struct kvss_shard_inst *me, uint64_t b, const struct shard_level *lv, uint64_t since,
+	bool capped)
 {
 	static __thread uint64_t said;
-	uint64_t now = rte_get_tsc_cycles(), ms = kvss_me->st->hz / 1000;
+	uint64_t now = rte_get_tsc_cycles(), ms = me->st->hz / 1000;
 
-	if (said != 0 && now - said < kvss_me->st->hz)
+	if (said != 0 && now - said < me->st->hz)
 		return;
 	said = now;
 	if (capped)
 		fprintf(stderr,
-			"kvss: shard %u of model %u: batch %" PRIu64 "'s reads at the %s thread still out "
-			"%" PRIu64 " ms after it ran, past %s plus two minutes: not waited for, their tokens lost\n",
-			(unsigned int)kvss_me->cfg->id, (unsigned int)kvss_me->cfg->model, b,
-			lv->ops->thread, (now - since) / ms, lv->ops->timeout_key);
+			"kvss: shard %u of model %u: batch %" PRIu64
+			"'s reads at the %s thread still out "
+			"%" PRIu64 " ms after it ran, past %s plus two minutes: not waited for, "
+				   "their tokens lost\n",
+			(unsigned int)me->cfg->id, (unsigned int)me->cfg->model, b, lv->ops->thread,
+			(now - since) / ms, lv->ops->timeout_key);
 	else
 		fprintf(stderr,
-			"kvss: shard %u of model %u: batch %" PRIu64 "'s reads at the %s thread not waited for: "
-			"its store finished nothing for %" PRIu64 " ms (the batch timeout plus %s = %u); "
+			"kvss: shard %u of model %u: batch %" PRIu64
+			"'s reads at the %s thread not waited for: "
+			"its store finished nothing for %" PRIu64
+			" ms (the batch timeout plus %s = %u); "
 			"their tokens lost\n",
-			(unsigned int)kvss_me->cfg->id, (unsigned int)kvss_me->cfg->model, b,
-			lv->ops->thread, (now - since) / ms, lv->ops->timeout_key,
-			RTE_MAX(lv->silent_ms, 1000u));
+			(unsigned int)me->cfg->id, (unsigned int)me->cfg->model, b, lv->ops->thread,
+			(now - since) / ms, lv->ops->timeout_key, RTE_MAX(lv->silent_ms, 1000u));
 }
 
 /*
@@ -551,21 +565,21 @@ say_cut(uint64_t b, const struct shard_level *lv, uint64_t since, bool capped)
  * answer, whichever is later; or two minutes past that since @p from?
  */
 static bool
-up_read_dead(uint64_t b, uint64_t from, uint64_t limit)
+up_read_dead(struct kvss_shard_inst *me, uint64_t b, uint64_t from, uint64_t limit)
 {
-	struct shard_state *s = kvss_me->st;
+	struct shard_state *s = me->st;
 	unsigned int k;
 
 	for (k = 0; k < SHARD_LEVELS; k++) {
-		const struct shard_level *lv = shard_level_of(kvss_me, (enum shard_level_kind)k);
+		const struct shard_level *lv = shard_level_of(me, (enum shard_level_kind)k);
 		uint64_t *took = &s->up_took[b % 256][k];
 		uint64_t lim, since;
 
 		if (s->up_reads_at[b % 256][k] == 0 || lv == NULL)
 			continue;
-		lim = limit + ms_cycles(RTE_MAX(lv->silent_ms, 1000u));
-		if (looked_past(from, lim + ms_cycles(SHARD_UP_READ_CAP_MS))) {
-			say_cut(b, lv, from, true);
+		lim = limit + ms_cycles(me, RTE_MAX(lv->silent_ms, 1000u));
+		if (looked_past(me, from, lim + ms_cycles(me, SHARD_UP_READ_CAP_MS))) {
+			say_cut(me, b, lv, from, true);
 			return true;
 		}
 		/*
@@ -583,7 +597,7 @@ up_read_dead(uint64_t b, uint64_t from, uint64_t limit)
 		if (shard_level_silent(lv, since, lim)) {
 			uint64_t answered = __atomic_load_n(&lv->answered, __ATOMIC_ACQUIRE);
 
-			say_cut(b, lv, answered > since ? answered : since, false);
+			say_cut(me, b, lv, answered > since ? answered : since, false);
 			return true;
 		}
 	}
@@ -591,15 +605,15 @@ up_read_dead(uint64_t b, uint64_t from, uint64_t limit)
 }
 
 void
-shard_expire_batches(struct kvss_lcore_stats *st)
+shard_expire_batches(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 {
-	const struct shard_state *s = kvss_me->st;
-	uint64_t b, limit = ms_cycles(kvss_me->cfg->batch_timeout_ms);
-	uint64_t allow = ms_cycles(RTE_MIN(SHARD_REORDER_MS, kvss_me->cfg->batch_timeout_ms));
+	const struct shard_state *s = me->st;
+	uint64_t b, limit = ms_cycles(me, me->cfg->batch_timeout_ms);
+	uint64_t allow = ms_cycles(me, RTE_MIN(SHARD_REORDER_MS, me->cfg->batch_timeout_ms));
 	static __thread struct shard_batcher lost;
 	int any = 0;
 
-	while ((b = kvstore_oldest_open(kvss_me->store)) != 0) {
+	while ((b = kvstore_oldest_open(me->store)) != 0) {
 		/*
 		 * The wafer's silence: from the EVICT's run, or from the last
 		 * EVICT_DATA frame taken if later. Data comes in batch order, so
@@ -625,27 +639,27 @@ shard_expire_batches(struct kvss_lcore_stats *st)
 			 * since the batch ran, or a read is out
 			 * SHARD_UP_READ_CAP_MS past that, it is not waited for.
 			 */
-			if (s->up_reads[b % 256] > 0 && !up_read_dead(b, from, limit))
+			if (s->up_reads[b % 256] > 0 && !up_read_dead(me, b, from, limit))
 				break;
 			if (s->up_reads[b % 256] > 0) {
 				st->up_batches_cut++; /* its late reads' bytes are refused */
-				kvss_me->st->up_reads[b % 256] = 0;
+				me->st->up_reads[b % 256] = 0;
 			} else {
 				st->up_batches_lost++;
 			}
 		} else {
 			if (s->data_last > from)
 				from = s->data_last;
-			if (!looked_past(from, limit)) {
-				if (!lost_by_later_data(b, allow))
+			if (!looked_past(me, from, limit)) {
+				if (!lost_by_later_data(me, b, allow))
 					break;
 				st->batches_lost_early++;
 			}
 		}
 		if (!any)
-			shard_batcher_init(&lost, PROTO_T_TOKEN_LOST, st);
+			shard_batcher_init(&lost, PROTO_T_TOKEN_LOST, me, st);
 		any = 1;
-		kvstore_batch_lose(kvss_me->store, b, on_lost, &lost);
+		kvstore_batch_lose(me->store, b, on_lost, &lost);
 		st->batches_lost++;
 	}
 	if (any)

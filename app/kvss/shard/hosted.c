@@ -13,6 +13,3 @@ static struct shard_state shard_states[KVSS_MAX_LOCAL_SHARDS];
 struct kvss_shard_inst kvss_shards[KVSS_MAX_LOCAL_SHARDS] = {INST(0), INST(1), INST(2), INST(3)};
 #undef INST
 _Static_assert(KVSS_MAX_LOCAL_SHARDS == 4, "kvss_shards[]'s initializer names each");
-
-/* The shard the calling lcore serves (set as each lcore starts; shard 0 before). */
-__thread struct kvss_shard_inst *kvss_me = &kvss_shards[0];

@@ -306,9 +306,9 @@ shard_level_of(const struct kvss_shard_inst *s, enum shard_level_kind k)
 }
 
 bool
-shard_level_on(unsigned int type)
+shard_level_on(struct kvss_shard_inst *me, unsigned int type)
 {
-	return shard_level_of(kvss_me, shard_level_kind_of(type)) != NULL;
+	return shard_level_of(me, shard_level_kind_of(type)) != NULL;
 }
 
 uint64_t

@@ -40,9 +40,9 @@
 
 /* A level's column, tokens; 0 without the level. */
 static uint32_t
-column_of(enum shard_level_kind k)
+column_of(struct kvss_shard_inst *me, enum shard_level_kind k)
 {
-	const struct shard_level *lv = shard_level_of(kvss_me, k);
+	const struct shard_level *lv = shard_level_of(me, k);
 
 	return lv != NULL ? lv->column : 0;
 }
@@ -74,9 +74,9 @@ done_op(const struct level_req *q)
 }
 
 static struct level_req *
-req_get(enum shard_level_kind level, uint8_t op, uint64_t seq)
+req_get(struct kvss_shard_inst *me, enum shard_level_kind level, uint8_t op, uint64_t seq)
 {
-	struct shard_levels *ls = kvss_me->levels;
+	struct shard_levels *ls = me->levels;
 	struct level_req *q;
 	void *p;
 
@@ -87,7 +87,7 @@ req_get(enum shard_level_kind level, uint8_t op, uint64_t seq)
 	q->level = (uint8_t)level;
 	q->op = op;
 	q->seq = seq;
-	q->epoch = kvss_me->driver_epoch;
+	q->epoch = me->driver_epoch;
 	q->obj = (uint8_t *)(q + 1);
 	q->data = q->obj + SHARED_HDR_LEN;
 	q->pos = (uint16_t *)(q->data + ls->col_bytes + SEAL_TAG_LEN); /* a sealed slice's tag between */
@@ -95,20 +95,20 @@ req_get(enum shard_level_kind level, uint8_t op, uint64_t seq)
 }
 
 static void
-req_put(struct level_req *q)
+req_put(struct kvss_shard_inst *me, struct level_req *q)
 {
 	free(q->inv);
-	rte_mempool_put(kvss_me->levels->pool, q);
+	rte_mempool_put(me->levels->pool, q);
 }
 
 /* To its level's worker; each ring holds every request of the pool. */
 static void
-give(struct level_req *q)
+give(struct kvss_shard_inst *me, struct level_req *q)
 {
-	if (shard_level_give(kvss_me->levels, q) != 0)
-		req_put(q); /* cannot happen: the ring is larger than the pool */
+	if (shard_level_give(me->levels, q) != 0)
+		req_put(me, q); /* cannot happen: the ring is larger than the pool */
 	else
-		kvss_me->st->tier_given++;
+		me->st->tier_given++;
 }
 
 static void
@@ -142,24 +142,25 @@ meta_of(struct level_req *q, const struct proto_l2col *c)
 }
 
 int
-shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg)
+shard_level_run(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct shard_batcher *err,
+		const struct proto_msg *msg)
 {
-	const struct kvstore_params *kp = kvss_me->store ? kvstore_params(kvss_me->store) : NULL;
+	const struct kvstore_params *kp = me->store ? kvstore_params(me->store) : NULL;
 	enum shard_level_kind level = shard_level_kind_of(msg->hdr.type);
-	struct shard_level *lv = shard_level_of(kvss_me, level);
+	struct shard_level *lv = shard_level_of(me, level);
 	unsigned int i;
 
 	/* Writes and deletes leave room for the largest L2_UP or SH_UP: a
 	 * level slow to write (its requests waiting there) still reads. */
-	if (rte_mempool_avail_count(kvss_me->levels->pool) < msg->hdr.count + LEVEL_UP_ROOM) {
-		levels_starved(kvss_me->levels);
+	if (rte_mempool_avail_count(me->levels->pool) < msg->hdr.count + LEVEL_UP_ROOM) {
+		levels_starved(me->levels);
 		return -EAGAIN; /* the levels are behind: the queue waits */
 	}
-	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
+	shard_batcher_init(&l2done, PROTO_T_L2_DONE, me, st);
 	for (i = 0; i < msg->hdr.count; i++) {
-		struct level_req *q = req_get(level, msg->hdr.type == PROTO_T_L2_DELETE ? LEVEL_DEL
-											 : LEVEL_PUT,
-					      msg->hdr.seq);
+		struct level_req *q = req_get(
+			me, level, msg->hdr.type == PROTO_T_L2_DELETE ? LEVEL_DEL : LEVEL_PUT,
+			msg->hdr.seq);
 		uint32_t t, B;
 
 		if (q == NULL)
@@ -177,10 +178,10 @@ shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const st
 						d.key == 0 && d.cache_id < kp->num_caches ?
 						PROTO_E_MALFORMED : PROTO_E_BAD_CACHE);
 				st->l2_errors++;
-				req_put(q);
+				req_put(me, q);
 				continue;
 			}
-			give(q);
+			give(me, q);
 			continue;
 		}
 		{
@@ -199,30 +200,31 @@ shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const st
 			B = code ? 0 : kp->cache[c.cache_id].bytes_per_token;
 			/* The tokens as DRAM holds them now: a DELETE after it may free them. */
 			for (t = 0; code == 0 && t < c.num_tokens; t++)
-				if (kvstore_read_token(kvss_me->store, c.cache_id, c.prompt_id,
-						       c.start_token_idx + t, q->data + (size_t)t * B) != 0)
+				if (kvstore_read_token(me->store, c.cache_id, c.prompt_id,
+						       c.start_token_idx + t,
+						       q->data + (size_t)t * B) != 0)
 					code = t == 0 ? PROTO_E_UNKNOWN_PROMPT : PROTO_E_RANGE;
 			if (code != 0) {
 				add_done(&l2done, c.key, c.isolation_id, c.cache_id, done_op(q), code);
 				(*(sh ? &st->shared_errors : &st->l2_errors))++;
-				req_put(q);
+				req_put(me, q);
 				continue;
 			}
 			q->len = c.num_tokens * B;
 			q->bytes_per_token = B;
-			give(q);
+			give(me, q);
 		}
 	}
 	shard_batcher_flush(&l2done);
 	if (shard_type_down(msg->hdr.type))
-		kvss_me->st->l2down_done = msg->hdr.seq; /* L2_UPs after it may run */
+		me->st->l2down_done = msg->hdr.seq; /* L2_UPs after it may run */
 	return 0;
 }
 
 int
-shard_level_up_room(const struct proto_msg *msg)
+shard_level_up_room(struct kvss_shard_inst *me, const struct proto_msg *msg)
 {
-	struct shard_levels *ls = kvss_me->levels;
+	struct shard_levels *ls = me->levels;
 
 	if (ls != NULL && rte_mempool_avail_count(ls->pool) >= msg->u.evict.ncols)
 		return 0;
@@ -231,23 +233,22 @@ shard_level_up_room(const struct proto_msg *msg)
 }
 
 void
-shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
-	    const struct proto_evict_entry *e, const uint16_t *codes)
+shard_level_up(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, const struct proto_msg *msg,
+	       const struct proto_evict_entry *e, const uint16_t *codes)
 {
-	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
+	const struct kvstore_params *kp = kvstore_params(me->store);
 	uint16_t nc = msg->u.evict.num_caches, g = msg->u.evict.g, c;
 	static __thread uint8_t covered[LEVEL_POS_MAX]; /* this lcore's, as l2done */
 	static uint8_t zero[1 << 16];
 	unsigned int k, t;
 
 	memset(covered, 0, (size_t)nc * g);
-	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
+	shard_batcher_init(&l2done, PROTO_T_L2_DONE, me, st);
 	/* The reads of this batch, counted as they go (its slot's earlier batch is done). */
-	kvss_me->st->up_no[msg->u.evict.batch_no % 256] = msg->u.evict.batch_no;
-	kvss_me->st->up_reads[msg->u.evict.batch_no % 256] = 0;
-	memset(kvss_me->st->up_reads_at[msg->u.evict.batch_no % 256], 0,
-	       sizeof(kvss_me->st->up_reads_at[0]));
-	memset(kvss_me->st->up_took[msg->u.evict.batch_no % 256], 0, sizeof(kvss_me->st->up_took[0]));
+	me->st->up_no[msg->u.evict.batch_no % 256] = msg->u.evict.batch_no;
+	me->st->up_reads[msg->u.evict.batch_no % 256] = 0;
+	memset(me->st->up_reads_at[msg->u.evict.batch_no % 256], 0, sizeof(me->st->up_reads_at[0]));
+	memset(me->st->up_took[msg->u.evict.batch_no % 256], 0, sizeof(me->st->up_took[0]));
 	for (k = 0; k < msg->u.evict.ncols; k++) {
 		struct proto_l2col col;
 		struct level_req *q;
@@ -258,20 +259,21 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 		/* An SH_UP's column with object id 0 comes from this shard's disk. */
 		level = msg->hdr.type == PROTO_T_SH_UP && col.object_id != 0 ? SHARD_LEVEL_SHARED
 									     : SHARD_LEVEL_DISK;
-		q = req_get(level, LEVEL_GET, msg->hdr.seq);
-		if (q == NULL) /* not reached: shard_level_up_room() said there is room */
+		q = req_get(me, level, LEVEL_GET, msg->hdr.seq);
+		if (q == NULL) /* not reached: shard_level_up_room(me) said there is room */
 			break;
 		meta_of(q, &col);
 		q->batch_no = msg->u.evict.batch_no;
-		code = col.cache_id >= nc ? PROTO_E_BAD_CACHE
-		       : col.key == 0	  ? PROTO_E_MALFORMED
-		       : shard_level_of(kvss_me, level) == NULL ? PROTO_E_NO_TIER
-		       : col.num_tokens == 0 || col.num_tokens > column_of(level) ? PROTO_E_RANGE
-										: 0;
+		code = col.cache_id >= nc		   ? PROTO_E_BAD_CACHE
+		       : col.key == 0			   ? PROTO_E_MALFORMED
+		       : shard_level_of(me, level) == NULL ? PROTO_E_NO_TIER
+		       : col.num_tokens == 0 || col.num_tokens > column_of(me, level)
+			       ? PROTO_E_RANGE
+			       : 0;
 		if (code != 0) {
 			add_done(&l2done, col.key, col.isolation_id, col.cache_id, done_op(q), code);
 			(*(level == SHARD_LEVEL_SHARED ? &st->shared_errors : &st->l2_errors))++;
-			req_put(q);
+			req_put(me, q);
 			continue;
 		}
 		q->bytes_per_token = kp->cache[col.cache_id].bytes_per_token;
@@ -290,14 +292,14 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			}
 		}
 		if (q->npos == 0) {
-			req_put(q); /* none of its tokens in this batch */
+			req_put(me, q); /* none of its tokens in this batch */
 			continue;
 		}
-		kvss_me->st->up_reads[q->batch_no % 256]++;
-		kvss_me->st->up_reads_at[q->batch_no % 256][level]++;
-		give(q);
-		if (kvss_me->levels->lv[level] != NULL)
-			kvss_me->st->up_need[q->batch_no % 256][level] = kvss_me->levels->lv[level]->given;
+		me->st->up_reads[q->batch_no % 256]++;
+		me->st->up_reads_at[q->batch_no % 256][level]++;
+		give(me, q);
+		if (me->levels->lv[level] != NULL)
+			me->st->up_need[q->batch_no % 256][level] = me->levels->lv[level]->given;
 	}
 	/*
 	 * Entries no accepted column covers. Padding (prompt 0) and entries the
@@ -317,31 +319,31 @@ shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
 			if (e[t * nc + c].prompt_id != 0 && (codes == NULL || codes[t * nc + c] == 0))
 				continue;
 			if (B <= sizeof(zero))
-				kvstore_data(kvss_me->store, msg->u.evict.batch_no, c, t * B, (uint32_t)g * B,
-					     zero, B);
+				kvstore_data(me->store, msg->u.evict.batch_no, c, t * B,
+					     (uint32_t)g * B, zero, B);
 		}
 	}
 	shard_batcher_flush(&l2done);
 }
 
 void
-shard_level_inventory(struct kvss_lcore_stats *st)
+shard_level_inventory(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 {
 	struct level_req *q;
 
-	if (shard_level_of(kvss_me, SHARD_LEVEL_DISK) == NULL)
+	if (shard_level_of(me, SHARD_LEVEL_DISK) == NULL)
 		return;
-	q = req_get(SHARD_LEVEL_DISK, LEVEL_LIST, 0);
+	q = req_get(me, SHARD_LEVEL_DISK, LEVEL_LIST, 0);
 	if (q == NULL) {
 		st->l2_errors++;
 		return;
 	}
-	give(q);
+	give(me, q);
 }
 
 /* The inventory, in as many frames as it takes (section 9). */
 static void
-send_inventory(struct kvss_lcore_stats *st, const struct level_req *q)
+send_inventory(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, const struct level_req *q)
 {
 	uint32_t cap = kvss_payload_cap(), per = (cap - PROTO_HDR_LEN - PROTO_L2INV_HDR_LEN) /
 						 PROTO_L2COL_LEN, i = 0;
@@ -350,9 +352,9 @@ send_inventory(struct kvss_lcore_stats *st, const struct level_req *q)
 	do {
 		uint32_t k;
 
-		shard_batcher_init(&inv, PROTO_T_L2_INVENTORY, st);
+		shard_batcher_init(&inv, PROTO_T_L2_INVENTORY, me, st);
 		/* Only to the driver whose HELLO took control (shard.c). */
-		inv.to = &kvss_me->ctl_addr;
+		inv.to = &me->ctl_addr;
 		proto_build_l2_inventory_hdr(&inv.b, q->ninv, i);
 		for (k = 0; k < per && i < q->ninv; k++, i++) {
 			const struct kvdisk_meta *m = &q->inv[i];
@@ -371,64 +373,65 @@ send_inventory(struct kvss_lcore_stats *st, const struct level_req *q)
  * The columns a level let go on its own, told as L2_GONE records (section
  * 9): as many a poll as half the report window has room for, so that a
  * large retire neither goes out unsequenced (past the window) nor keeps
- * other reports waiting. This lcore's: the list being told, and where.
+ * other reports waiting. The list being told, and where, are the shard's
+ * (shard.h, gone).
  */
-static __thread struct kvdisk_meta *gone;
-static __thread uint32_t ngone, gone_at;
 
-/* Take GONE request @p q's columns after those still to tell; the request is freed. */
+/* Take GONE request @p q's columns after those shard @p s still has to tell; the request is freed. */
 static void
-gone_take(struct level_req *q)
+gone_take(struct shard_state *s, struct level_req *q)
 {
 	struct kvdisk_meta *m;
 
-	if (gone == NULL) {
-		gone = q->inv;
-		ngone = q->ninv;
-		gone_at = 0;
+	if (s->gone == NULL) {
+		s->gone = q->inv;
+		s->ngone = q->ninv;
+		s->gone_at = 0;
 		q->inv = NULL;
-	} else if ((m = realloc(gone, sizeof(*m) * ((size_t)ngone + q->ninv))) != NULL) {
-		memcpy(m + ngone, q->inv, sizeof(*m) * q->ninv);
-		gone = m;
-		ngone += q->ninv;
+	} else if ((m = realloc(s->gone, sizeof(*m) * ((size_t)s->ngone + q->ninv))) != NULL) {
+		memcpy(m + s->ngone, q->inv, sizeof(*m) * q->ninv);
+		s->gone = m;
+		s->ngone += q->ninv;
 	} /* else unsaid: asked for, they answer UNKNOWN_PROMPT, as before L2_GONE */
 	free(q->inv);
 	free(q);
 }
 
 static void
-gone_tell(struct kvss_lcore_stats *st)
+gone_tell(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 {
+	struct shard_state *s = me->st;
 	uint32_t per = (kvss_payload_cap() - PROTO_HDR_LEN) / PROTO_L2DONE_LEN;
-	uint64_t budget = (uint64_t)shard_report_room() / 2 * per;
+	uint64_t budget = (uint64_t)shard_report_room(me) / 2 * per;
 
-	for (; gone_at < ngone && budget > 0; gone_at++, budget--) {
-		add_done(&l2done, gone[gone_at].key, gone[gone_at].org, gone[gone_at].cache,
-			 PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED);
+	for (; s->gone_at < s->ngone && budget > 0; s->gone_at++, budget--) {
+		const struct kvdisk_meta *g = &s->gone[s->gone_at];
+
+		add_done(&l2done, g->key, g->org, g->cache, PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED);
 		st->l2_gone++;
 	}
-	if (gone_at == ngone) {
-		free(gone);
-		gone = NULL;
-		ngone = gone_at = 0;
+	if (s->gone_at == s->ngone) {
+		free(s->gone);
+		s->gone = NULL;
+		s->ngone = s->gone_at = 0;
 	}
 }
 
 void
-shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
+shard_level_poll(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct shard_batcher *err)
 {
 	const struct kvstore_params *kp;
 	void *qs[32];
 	unsigned int n, i, j;
 
-	if (kvss_me->levels == NULL)
+	if (me->levels == NULL)
 		return;
-	n = shard_level_take(kvss_me->levels, qs, 32);
-	if (n == 0 && gone == NULL)
+	n = shard_level_take(me->levels, qs, 32);
+	if (n == 0 && me->st->gone == NULL)
 		return;
-	kp = kvstore_params(kvss_me->store);
-	shard_batcher_init(&l2done, PROTO_T_L2_DONE, st);
-	kvss_me->st->tier_done += n;
+	kp = kvstore_params(me->store);
+	shard_batcher_init(&l2done, PROTO_T_L2_DONE, me, st);
+	me->st->tier_done += n;
 	for (i = 0; i < n; i++) {
 		struct level_req *q = qs[i];
 		bool sh = q->level == SHARD_LEVEL_SHARED;
@@ -438,24 +441,26 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			 * tier_done; told whatever the epoch (a driver that
 			 * started since forgets nothing, or takes the record
 			 * out of an inventory it has not taken back yet). */
-			kvss_me->st->tier_done--;
-			gone_take(q);
+			me->st->tier_done--;
+			gone_take(me->st, q);
 			continue;
 		}
-		if (q->epoch != kvss_me->driver_epoch) {
+		if (q->epoch != me->driver_epoch) {
 			st->dropped_restart++; /* asked for by a driver that has restarted since */
-			req_put(q);
+			req_put(me, q);
 			continue;
 		}
-		if (q->op == LEVEL_GET && kvss_me->st->up_no[q->batch_no % 256] == q->batch_no &&
-		    kvss_me->st->up_reads[q->batch_no % 256] > 0) {
-			kvss_me->st->up_reads[q->batch_no % 256]--; /* its batch waits for one read less */
-			if (q->level < SHARD_LEVELS && kvss_me->st->up_reads_at[q->batch_no % 256][q->level] > 0)
-				kvss_me->st->up_reads_at[q->batch_no % 256][q->level]--;
+		if (q->op == LEVEL_GET && me->st->up_no[q->batch_no % 256] == q->batch_no &&
+		    me->st->up_reads[q->batch_no % 256] > 0) {
+			me->st->up_reads[q->batch_no %
+					 256]--; /* its batch waits for one read less */
+			if (q->level < SHARD_LEVELS &&
+			    me->st->up_reads_at[q->batch_no % 256][q->level] > 0)
+				me->st->up_reads_at[q->batch_no % 256][q->level]--;
 		}
 		if (q->op == LEVEL_LIST) {
 			if (q->status == 0)
-				send_inventory(st, q);
+				send_inventory(me, st, q);
 		} else if (q->op == LEVEL_PUT) {
 			add_done(&l2done, q->meta.key, q->meta.org, q->meta.cache, done_op(q), q->status);
 			if (q->status == 0)
@@ -477,13 +482,14 @@ shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err)
 			uint32_t B = kp->cache[q->meta.cache].bytes_per_token;
 
 			for (j = 0; j < q->npos; j++)
-				kvstore_data(kvss_me->store, q->batch_no, q->meta.cache, q->pos[2 * j] * B,
-					     q->stream_len, q->data + (size_t)q->pos[2 * j + 1] * B, B);
+				kvstore_data(me->store, q->batch_no, q->meta.cache,
+					     q->pos[2 * j] * B, q->stream_len,
+					     q->data + (size_t)q->pos[2 * j + 1] * B, B);
 			(*(sh ? &st->shared_up : &st->l2_up))++;
 		}
-		req_put(q);
+		req_put(me, q);
 	}
-	if (gone != NULL)
-		gone_tell(st);
+	if (me->st->gone != NULL)
+		gone_tell(me, st);
 	shard_batcher_flush(&l2done);
 }

@@ -79,10 +79,10 @@ rctx_get(void)
  * copy). Returns bytes sent, or -1 when out of mbufs or contexts.
  */
 static int64_t
-send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refill_req *rq,
-	    struct kvstore_refill *r, struct refill_ctx *ctx)
+send_refill(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16_t queue,
+	    const struct proto_refill_req *rq, struct kvstore_refill *r, struct refill_ctx *ctx)
 {
-	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
+	const struct kvstore_params *kp = kvstore_params(me->store);
 	uint16_t nb = kp->cache[rq->cache_id].num_buffers, b;
 	uint32_t max = kvss_payload_cap() - PROTO_HDR_LEN - PROTO_REFILL_DATA_HDR_LEN;
 	uint64_t stream_len = kvstore_refill_buffer_len(r), sent = 0;
@@ -90,13 +90,13 @@ send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refi
 	bool cut = false;
 	struct proto_addr a = {0};
 
-	memcpy(a.src_mac, kvss_me->cfg->addr.mac, 6);
-	memcpy(a.dst_mac, kvss_me->cfg->wafer.mac, 6);
-	a.src_ip = kvss_me->cfg->addr.ipv4;
-	a.dst_ip = kvss_me->cfg->wafer.ipv4;
+	memcpy(a.src_mac, me->cfg->addr.mac, 6);
+	memcpy(a.dst_mac, me->cfg->wafer.mac, 6);
+	a.src_ip = me->cfg->addr.ipv4;
+	a.dst_ip = me->cfg->wafer.ipv4;
 	a.src_port = a.dst_port = kvss.cfg.udp.refill;
-	a.has_vlan = kvss_me->cfg->addr.vlan != 0;
-	a.vlan_tci = kvss_me->cfg->addr.vlan;
+	a.has_vlan = me->cfg->addr.vlan != 0;
+	a.vlan_tci = me->cfg->addr.vlan;
 	/* One reference held while building, dropped at the end. */
 	rte_mbuf_ext_refcnt_set(&ctx->sh, 1);
 	ctx->sh.free_cb = refill_release;
@@ -113,8 +113,10 @@ send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refi
 			uint32_t len = 0, hl = proto_l2l4_len(&a);
 			struct proto_refill_data_hdr dh;
 			struct proto_builder bb;
-			struct proto_hdr ph = {.type = PROTO_T_REFILL_DATA, .model_id = kvss_me->cfg->model,
-					       .shard_id = kvss_me->cfg->id, .epoch = kvss.epoch};
+			struct proto_hdr ph = {.type = PROTO_T_REFILL_DATA,
+					       .model_id = me->cfg->model,
+					       .shard_id = me->cfg->id,
+					       .epoch = kvss.epoch};
 			uint8_t *p;
 
 			for (i = 0; i < n; i++)
@@ -156,7 +158,7 @@ send_refill(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refi
 					goto fail;
 				}
 			}
-			kvss_tx_one(st, queue, h, len);
+			kvss_tx_one(me, st, queue, h, len);
 			sent += len;
 			st->refill_frames++;
 		}
@@ -177,8 +179,8 @@ fail:
 }
 
 int64_t
-kvss_refill_send(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_refill_req *rq,
-		 struct kvstore_refill *r)
+kvss_refill_send(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16_t queue,
+		 const struct proto_refill_req *rq, struct kvstore_refill *r)
 {
 	struct refill_ctx *ctx = rctx_get();
 
@@ -186,7 +188,7 @@ kvss_refill_send(struct kvss_lcore_stats *st, uint16_t queue, const struct proto
 		kvstore_refill_end(r);
 		return -1;
 	}
-	return send_refill(st, queue, rq, r, ctx);
+	return send_refill(me, st, queue, rq, r, ctx);
 }
 
 unsigned int

@@ -21,17 +21,18 @@
 
 /* Apply a DELETE message (the kvstore writer's side); ERRORs to its sender. */
 static void
-apply_delete(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg)
+apply_delete(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct shard_batcher *err,
+	     const struct proto_msg *msg)
 {
 	unsigned int i;
 
-	kvss_me->st->del_applied = msg->hdr.seq; /* EVICTs behind it may run (the barrier) */
+	me->st->del_applied = msg->hdr.seq; /* EVICTs behind it may run (the barrier) */
 	for (i = 0; i < msg->hdr.count; i++) {
 		struct proto_delete d;
 		int code;
 
 		proto_get_delete(msg, i, &d);
-		code = kvstore_delete(kvss_me->store, &d);
+		code = kvstore_delete(me->store, &d);
 		if (code != 0)
 			shard_add_error(err, msg->hdr.seq, d.prompt_id, d.start_token_idx, d.cache_id,
 				  (uint16_t)code);
@@ -42,13 +43,14 @@ apply_delete(struct kvss_lcore_stats *st, struct shard_batcher *err, const struc
 
 /* A message of a driver that has restarted since it came (a new epoch is in force). */
 static bool
-stale(const struct proto_msg *msg)
+stale(struct kvss_shard_inst *me, const struct proto_msg *msg)
 {
-	return msg->hdr.epoch != __atomic_load_n(&kvss_me->driver_epoch, __ATOMIC_ACQUIRE);
+	return msg->hdr.epoch != __atomic_load_n(&me->driver_epoch, __ATOMIC_ACQUIRE);
 }
 
 static void
-run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_msg *msg)
+run_refill_msg(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16_t queue,
+	       const struct proto_msg *msg)
 {
 	static struct shard_batcher done[RTE_MAX_LCORE];
 	struct shard_batcher *bt = &done[rte_lcore_id()];
@@ -57,7 +59,7 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 	uint32_t off = 0;
 	unsigned int i;
 
-	shard_batcher_init(bt, PROTO_T_REFILL_DONE, st);
+	shard_batcher_init(bt, PROTO_T_REFILL_DONE, me, st);
 	bt->queue = queue;
 	bt->to = &msg->addr; /* to the REFILL's sender */
 	while (proto_next_refill(msg, &off, &rq, &ch)) {
@@ -77,20 +79,21 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 		 * old refill's: checked again here, and once the refill holds
 		 * the prompt (the store is reset only after the epoch changes).
 		 */
-		if (stale(msg))
+		if (stale(me, msg))
 			break;
 		if (rq.num_chunks > 256)
 			code = PROTO_E_MALFORMED;
 		else
-			r = kvstore_refill_begin(kvss_me->store, rq.cache_id, chunks, rq.num_chunks, &code);
-		if (r != NULL && stale(msg)) {
+			r = kvstore_refill_begin(me->store, rq.cache_id, chunks, rq.num_chunks,
+						 &code);
+		if (r != NULL && stale(me, msg)) {
 			kvstore_refill_end(r);
 			break;
 		}
 		if (r == NULL && code == 0)
 			code = PROTO_E_NO_SPACE; /* too many refills in flight */
 		if (r != NULL) {
-			sent = kvss_refill_send(st, queue, &rq, r);
+			sent = kvss_refill_send(me, st, queue, &rq, r);
 			if (sent == -2) {
 				code = PROTO_E_RANGE; /* cut short under it: the tokens are gone */
 			} else if (sent < 0) {
@@ -106,16 +109,16 @@ run_refill_msg(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_m
 		st->refill_errors[code < PROTO_E_MAX ? code : 0] += code != 0;
 		SHARD_BATCHER_ADD(bt, proto_build_refill_done, &rd);
 	}
-	if (stale(msg))
+	if (stale(me, msg))
 		st->dropped_restart++; /* what it asked from here on: nothing sent */
 	shard_batcher_flush(bt);
 }
 
 /* Is every evict_count the message names complete? */
 static int
-gate_open(const struct proto_msg *msg)
+gate_open(struct kvss_shard_inst *me, const struct proto_msg *msg)
 {
-	uint64_t complete = kvstore_batches_complete(kvss_me->store);
+	uint64_t complete = kvstore_batches_complete(me->store);
 	unsigned int i;
 
 	if (msg->hdr.type == PROTO_T_DELETE) {
@@ -188,11 +191,12 @@ touches(const struct proto_msg *del, const struct proto_msg *refill)
  * lcore (ingest or refill), so one set of parsed messages serves.
  */
 static void
-run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n, uint16_t queue)
+run_ahead(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct rte_mbuf **slot[],
+	  unsigned int n, uint16_t queue)
 {
 	/* The instance's: one lcore runs its queue (too big for each thread's own). */
 	static struct proto_msg msgs[KVSS_MAX_LOCAL_SHARDS][SHARD_REFILL_AHEAD];
-	struct proto_msg *msg = msgs[kvss_me - kvss_shards];
+	struct proto_msg *msg = msgs[me - kvss_shards];
 	const struct proto_msg *del[SHARD_REFILL_AHEAD];
 	unsigned int i, k, nd = 0;
 
@@ -209,13 +213,13 @@ run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n,
 		if (m->hdr.type != PROTO_T_REFILL)
 			continue; /* L2_DOWN, L2_DELETE: in their turn (they change nothing a REFILL reads) */
 		/* The head; or a stale driver's (dropped when it is the head). */
-		if (i == 0 || stale(m) || !gate_open(m) || stale(m))
+		if (i == 0 || stale(me, m) || !gate_open(me, m) || stale(me, m))
 			continue;
 		for (k = 0; k < nd && !touches(del[k], m); k++)
 			;
 		if (k < nd)
 			continue;
-		run_refill_msg(st, queue, m);
+		run_refill_msg(me, st, queue, m);
 		rte_pktmbuf_free(*slot[i]);
 		*slot[i] = NULL;
 		st->refills_ahead++;
@@ -228,10 +232,10 @@ run_ahead(struct kvss_lcore_stats *st, struct rte_mbuf **slot[], unsigned int n,
  * SHARD_REFILL_AHEAD messages; a poll loop would repeat it for nothing.)
  */
 static int
-ahead_changed(uint64_t came, uint64_t gone)
+ahead_changed(struct kvss_shard_inst *me, uint64_t came, uint64_t gone)
 {
-	uint64_t *seen = kvss_me->st->ahead_seen_not; /* complemented: zero is never looked */
-	uint64_t now[3] = {~kvstore_batches_complete(kvss_me->store), ~came, ~gone};
+	uint64_t *seen = me->st->ahead_seen_not; /* complemented: zero is never looked */
+	uint64_t now[3] = {~kvstore_batches_complete(me->store), ~came, ~gone};
 
 	if (memcmp(now, seen, sizeof(now)) == 0)
 		return 0;
@@ -240,46 +244,47 @@ ahead_changed(uint64_t came, uint64_t gone)
 }
 
 void
-shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
+shard_run_refillq(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+		  struct shard_batcher *err)
 {
-	struct shard_fifo *q = &kvss_me->st->refillq;
+	struct shard_fifo *q = &me->st->refillq;
 
 	while (q->head != q->tail) {
 		struct rte_mbuf *m = q->m[q->head % SHARD_QMAX];
-		struct proto_msg *msg = &kvss_me->st->msg2;
+		struct proto_msg *msg = &me->st->msg2;
 
 		if (m == NULL) {
 			q->head++; /* it ran ahead */
 			continue;
 		}
 		/* Its batches: from the record decoded at receive, no parse. */
-		if (q->rec[q->head % SHARD_QMAX].gate > kvstore_batches_complete(kvss_me->store)) {
+		if (q->rec[q->head % SHARD_QMAX].gate > kvstore_batches_complete(me->store)) {
 			struct rte_mbuf **slot[SHARD_REFILL_AHEAD];
 			uint32_t i, n = q->tail - q->head < SHARD_REFILL_AHEAD ? q->tail - q->head : SHARD_REFILL_AHEAD;
 
-			if (n > 1 && ahead_changed(q->tail, q->head)) {
+			if (n > 1 && ahead_changed(me, q->tail, q->head)) {
 				uint64_t t = rte_get_tsc_cycles();
 
 				for (i = 0; i < n; i++)
 					slot[i] = &q->m[(q->head + i) % SHARD_QMAX];
-				run_ahead(st, slot, n, 0);
+				run_ahead(me, st, slot, n, 0);
 				st->refill_cycles += rte_get_tsc_cycles() - t;
 			}
 			return;
 		}
 		shard_msg(&q->rec[q->head % SHARD_QMAX], m, msg);
-		if (msg->hdr.type == PROTO_T_DELETE && shard_delete_must_wait(msg))
+		if (msg->hdr.type == PROTO_T_DELETE && shard_delete_must_wait(me, msg))
 			return; /* an EVICT before it, of its prompt, has not run */
 		if (msg->hdr.type == PROTO_T_DELETE) {
-			apply_delete(st, err, msg);
+			apply_delete(me, st, err, msg);
 		} else if (shard_type_down(msg->hdr.type) || msg->hdr.type == PROTO_T_L2_DELETE) {
-			if (shard_level_run(st, err, msg) != 0)
+			if (shard_level_run(me, st, err, msg) != 0)
 				return; /* the tier thread is behind */
 		} else {
 			/* Refill work, timed (the poll's rest is ingest work or idle). */
 			uint64_t t = rte_get_tsc_cycles();
 
-			run_refill_msg(st, 0, msg);
+			run_refill_msg(me, st, 0, msg);
 			st->refill_cycles += rte_get_tsc_cycles() - t;
 		}
 		rte_pktmbuf_free(m);
@@ -296,12 +301,12 @@ shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err)
  * stays in order.
  */
 void
-shard_pass_to_refill(struct kvss_lcore_stats *st)
+shard_pass_to_refill(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 {
-	struct shard_fifo *q = &kvss_me->st->refillq;
+	struct shard_fifo *q = &me->st->refillq;
 
 	while (q->head != q->tail) {
-		if (rte_ring_enqueue(kvss_me->ingest_to_refill, q->m[q->head % SHARD_QMAX]) != 0) {
+		if (rte_ring_enqueue(me->ingest_to_refill, q->m[q->head % SHARD_QMAX]) != 0) {
 			st->ring_full++;
 			return;
 		}
@@ -310,32 +315,37 @@ shard_pass_to_refill(struct kvss_lcore_stats *st)
 }
 
 void
-shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err)
+shard_apply_posted_deletes(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+			   struct shard_batcher *err)
 {
-	struct rte_mbuf **wait = &kvss_me->st->posted_waiting; /* taken from the ring, waits for an EVICT */
+	struct rte_mbuf **wait =
+		&me->st->posted_waiting; /* taken from the ring, waits for an EVICT */
 	void *p;
 
-	while (*wait != NULL || rte_ring_dequeue(kvss_me->refill_to_ingest, &p) == 0) {
+	while (*wait != NULL || rte_ring_dequeue(me->refill_to_ingest, &p) == 0) {
 		struct rte_mbuf *m = *wait != NULL ? *wait : p;
 
-		proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg2);
-		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type == PROTO_T_DELETE &&
-		    shard_delete_must_wait(&kvss_me->st->msg2)) {
+		proto_parse_mbuf(m, &kvss.cfg.udp, &me->st->msg2);
+		if (me->st->msg2.hdr.epoch == me->driver_epoch &&
+		    me->st->msg2.hdr.type == PROTO_T_DELETE &&
+		    shard_delete_must_wait(me, &me->st->msg2)) {
 			*wait = m; /* an EVICT before it, of its prompt, has not run */
 			return;
 		}
-		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type != PROTO_T_DELETE &&
-		    shard_level_run(st, err, &kvss_me->st->msg2) != 0) {
+		if (me->st->msg2.hdr.epoch == me->driver_epoch &&
+		    me->st->msg2.hdr.type != PROTO_T_DELETE &&
+		    shard_level_run(me, st, err, &me->st->msg2) != 0) {
 			*wait = m; /* L2_DOWN, L2_DELETE: the tier thread is behind */
 			return;
 		}
 		*wait = NULL;
-		if (kvss_me->st->msg2.hdr.epoch == kvss_me->driver_epoch && kvss_me->st->msg2.hdr.type == PROTO_T_DELETE)
-			apply_delete(st, err, &kvss_me->st->msg2);
-		else if (kvss_me->st->msg2.hdr.epoch != kvss_me->driver_epoch)
+		if (me->st->msg2.hdr.epoch == me->driver_epoch &&
+		    me->st->msg2.hdr.type == PROTO_T_DELETE)
+			apply_delete(me, st, err, &me->st->msg2);
+		else if (me->st->msg2.hdr.epoch != me->driver_epoch)
 			st->dropped_restart++;
 		rte_pktmbuf_free(m);
-		__atomic_fetch_add(&kvss_me->deletes_applied, 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&me->deletes_applied, 1, __ATOMIC_RELEASE);
 	}
 }
 
@@ -346,17 +356,19 @@ shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *er
  * lcores: the refill queue fell behind by its whole ring.)
  */
 static void
-deletes_applied(uint64_t posted)
+deletes_applied(struct kvss_shard_inst *me, uint64_t posted)
 {
 	unsigned int turns = 0;
 
-	while (__atomic_load_n(&kvss_me->deletes_applied, __ATOMIC_ACQUIRE) < posted && !kvss_quitting())
+	while (__atomic_load_n(&me->deletes_applied, __ATOMIC_ACQUIRE) < posted && !kvss_quitting())
 		kvss_wait_turn(&turns);
 }
 
 int
 kvss_shard_refill(void *arg)
 {
+	struct kvss_shard_inst *me =
+		&kvss_shards[(uintptr_t)arg]; /* the shard it serves (main.c) */
 	struct kvss_lcore_stats *st = &kvss.stats[rte_lcore_id()];
 	static __thread struct proto_msg msg; /* one per lcore: only this one runs here */
 	struct rte_mbuf *pend[SHARD_REFILL_AHEAD], *parsed = NULL;
@@ -364,7 +376,6 @@ kvss_shard_refill(void *arg)
 	unsigned int empty = 0, np = 0, i, k;
 	void *p;
 
-	(void)arg;
 	while (!kvss_quitting()) {
 		uint64_t t0 = rte_get_tsc_cycles();
 
@@ -374,12 +385,12 @@ kvss_shard_refill(void *arg)
 				pend[k++] = pend[i];
 		gone += np - k;
 		np = k;
-		while (np < SHARD_REFILL_AHEAD && rte_ring_dequeue(kvss_me->ingest_to_refill, &p) == 0) {
+		while (np < SHARD_REFILL_AHEAD && rte_ring_dequeue(me->ingest_to_refill, &p) == 0) {
 			pend[np++] = p;
 			came++;
 		}
 		if (np == 0) {
-			rte_eth_tx_done_cleanup(kvss_me->cfg->port, 1, 0);
+			rte_eth_tx_done_cleanup(me->cfg->port, 1, 0);
 			kvss_poll_idle(st, t0, &empty);
 			continue;
 		}
@@ -391,50 +402,51 @@ kvss_shard_refill(void *arg)
 		 * gate could open on the new driver's batches. Dropped. Checked
 		 * after the gate too: batches the gate saw that were published
 		 * after a reset come after the new epoch's store (acquire). */
-		if (stale(&msg)) {
+		if (stale(me, &msg)) {
 			rte_pktmbuf_free(pend[0]);
 			pend[0] = parsed = NULL;
 			st->dropped_restart++;
 			continue;
 		}
-		if (gate_open(&msg) && !stale(&msg)) {
+		if (gate_open(me, &msg) && !stale(me, &msg)) {
 			if (msg.hdr.type != PROTO_T_REFILL) {
 				/* DELETE, L2_DOWN, L2_DELETE: the writer runs them, in order. */
 				unsigned int turns = 0;
 
 				/* The writer applies it, in order; a REFILL waits for that. */
-				while (rte_ring_enqueue(kvss_me->refill_to_ingest, pend[0]) != 0 && !kvss_quitting())
+				while (rte_ring_enqueue(me->refill_to_ingest, pend[0]) != 0 &&
+				       !kvss_quitting())
 					kvss_wait_turn(&turns);
 				posted++;
 			} else {
-				deletes_applied(posted);
-				run_refill_msg(st, 1, &msg);
+				deletes_applied(me, posted);
+				run_refill_msg(me, st, 1, &msg);
 				rte_pktmbuf_free(pend[0]);
 			}
 			pend[0] = parsed = NULL;
 			st->refill_cycles += kvss_poll_busy(st, t0, &empty); /* all of it refill work */
 			continue;
 		}
-		if (np > 1 && ahead_changed(came, gone)) {
+		if (np > 1 && ahead_changed(me, came, gone)) {
 			struct rte_mbuf **slot[SHARD_REFILL_AHEAD];
 			uint64_t before = st->refills_ahead;
 
 			for (i = 0; i < np; i++)
 				slot[i] = &pend[i];
-			deletes_applied(posted);
-			run_ahead(st, slot, np, 1);
+			deletes_applied(me, posted);
+			run_ahead(me, st, slot, np, 1);
 			if (st->refills_ahead != before) {
 				st->refill_cycles += kvss_poll_busy(st, t0, &empty);
 				continue;
 			}
 		}
 		/* Waiting for batches: let completions come. */
-		rte_eth_tx_done_cleanup(kvss_me->cfg->port, 1, 0);
+		rte_eth_tx_done_cleanup(me->cfg->port, 1, 0);
 		kvss_poll_idle(st, t0, &empty);
 	}
 	for (i = 0; i < np; i++)
 		rte_pktmbuf_free(pend[i]);
-	while (rte_ring_dequeue(kvss_me->ingest_to_refill, &p) == 0)
+	while (rte_ring_dequeue(me->ingest_to_refill, &p) == 0)
 		rte_pktmbuf_free(p);
 	return 0;
 }

@@ -90,24 +90,24 @@ shard_rec_of(struct shard_rec *r, const struct proto_msg *msg)
 }
 
 static void
-reset_stream(void)
+reset_stream(struct kvss_shard_inst *me)
 {
 	unsigned int i;
 
 	for (i = 0; i < SHARD_WINDOW; i++) {
-		rte_pktmbuf_free(kvss_me->st->window[i]);
-		kvss_me->st->window[i] = NULL;
+		rte_pktmbuf_free(me->st->window[i]);
+		me->st->window[i] = NULL;
 	}
-	while (kvss_me->st->evictq.head != kvss_me->st->evictq.tail)
-		rte_pktmbuf_free(kvss_me->st->evictq.m[kvss_me->st->evictq.head++ % SHARD_QMAX]);
-	while (kvss_me->st->refillq.head != kvss_me->st->refillq.tail)
-		rte_pktmbuf_free(kvss_me->st->refillq.m[kvss_me->st->refillq.head++ % SHARD_QMAX]);
-	kvss_me->st->next_seq = 1;
-	kvss_me->st->queued_batch = 0;
-	kvss_me->st->ack_sent = 0;
-	kvss_me->st->recv_sent = 0;
-	shard_barrier_reset();
-	shard_loss_reset();
+	while (me->st->evictq.head != me->st->evictq.tail)
+		rte_pktmbuf_free(me->st->evictq.m[me->st->evictq.head++ % SHARD_QMAX]);
+	while (me->st->refillq.head != me->st->refillq.tail)
+		rte_pktmbuf_free(me->st->refillq.m[me->st->refillq.head++ % SHARD_QMAX]);
+	me->st->next_seq = 1;
+	me->st->queued_batch = 0;
+	me->st->ack_sent = 0;
+	me->st->recv_sent = 0;
+	shard_barrier_reset(me);
+	shard_loss_reset(me);
 }
 
 /*
@@ -117,30 +117,31 @@ reset_stream(void)
  * shard.routed = "refuse" dropped: the shard does not serve off the rail.
  */
 static bool
-on_rail(struct kvss_lcore_stats *st, const struct proto_msg *msg)
+on_rail(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, const struct proto_msg *msg)
 {
 	uint8_t hops = proto_hops(&msg->addr);
 	bool data = msg->hdr.type == PROTO_T_EVICT_DATA;
-	uint8_t *seen = data ? &kvss_me->wafer_hops : &kvss_me->driver_hops;
+	uint8_t *seen = data ? &me->wafer_hops : &me->driver_hops;
 
 	if (*seen != hops)
 		__atomic_store_n(seen, hops, __ATOMIC_RELAXED);
 	if (hops == 0)
 		return true;
 	st->routed++;
-	if (!kvss_me->routed_said) {
-		kvss_me->routed_said = true;
-		printf("kvss: shard %u of model %u: %s from %u.%u.%u.%u crossed %u router(s) (IPv4 TTL "
-		       "%u): KVSS traffic belongs on the rail; %s\n", kvss_me->cfg->id,
-		       kvss_me->cfg->model, data ? "EVICT_DATA" : "control",
+	if (!me->routed_said) {
+		me->routed_said = true;
+		printf("kvss: shard %u of model %u: %s from %u.%u.%u.%u crossed %u router(s) (IPv4 "
+		       "TTL "
+		       "%u): KVSS traffic belongs on the rail; %s\n",
+		       me->cfg->id, me->cfg->model, data ? "EVICT_DATA" : "control",
 		       msg->addr.src_ip >> 24, (msg->addr.src_ip >> 16) & 0xff,
 		       (msg->addr.src_ip >> 8) & 0xff, msg->addr.src_ip & 0xff, hops, msg->addr.ttl,
-		       kvss_me->cfg->routed == KVSS_ROUTED_REFUSE
+		       me->cfg->routed == KVSS_ROUTED_REFUSE
 			       ? "refusing it (shard.routed = \"refuse\")"
 			       : "serving it anyway (shard.routed = \"warn\")");
 		fflush(stdout);
 	}
-	if (kvss_me->cfg->routed != KVSS_ROUTED_REFUSE)
+	if (me->cfg->routed != KVSS_ROUTED_REFUSE)
 		return true;
 	st->routed_refused++;
 	return false;
@@ -152,50 +153,51 @@ on_rail(struct kvss_lcore_stats *st, const struct proto_msg *msg)
  * DELETE must not delete here, nor take the next seq. Counted by reason.
  */
 static bool
-for_me(struct kvss_lcore_stats *st, const struct proto_msg *msg)
+for_me(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, const struct proto_msg *msg)
 {
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-	const struct kvss_endpoint *me = &kvss_me->cfg->addr;
+	const struct kvss_endpoint *ep = &me->cfg->addr;
 	uint16_t i;
 
-	if (memcmp(msg->addr.dst_mac, me->mac, 6) != 0 && memcmp(msg->addr.dst_mac, bcast, 6) != 0) {
+	if (memcmp(msg->addr.dst_mac, ep->mac, 6) != 0 &&
+	    memcmp(msg->addr.dst_mac, bcast, 6) != 0) {
 		st->not_mine_mac++;
 		return false;
 	}
-	if (msg->addr.dst_ip != me->ipv4) {
+	if (msg->addr.dst_ip != ep->ipv4) {
 		st->not_mine_ip++;
 		return false;
 	}
-	if (msg->hdr.model_id != kvss_me->cfg->model) {
+	if (msg->hdr.model_id != me->cfg->model) {
 		st->not_mine_model++;
 		return false;
 	}
-	if (msg->hdr.shard_id != kvss_me->cfg->id && msg->hdr.shard_id != PROTO_SHARD_ALL) {
+	if (msg->hdr.shard_id != me->cfg->id && msg->hdr.shard_id != PROTO_SHARD_ALL) {
 		st->not_mine_shard++;
 		return false;
 	}
-	if (kvss_me->cfg->num_drivers != 0 && proto_type_is_control(msg->hdr.type)) {
-		for (i = 0; i < kvss_me->cfg->num_drivers; i++)
-			if (msg->addr.src_ip == kvss_me->cfg->driver_ip[i])
+	if (me->cfg->num_drivers != 0 && proto_type_is_control(msg->hdr.type)) {
+		for (i = 0; i < me->cfg->num_drivers; i++)
+			if (msg->addr.src_ip == me->cfg->driver_ip[i])
 				break;
-		if (i == kvss_me->cfg->num_drivers) {
+		if (i == me->cfg->num_drivers) {
 			st->not_a_driver++;
 			return false;
 		}
 	}
-	return on_rail(st, msg);
+	return on_rail(me, st, msg);
 }
 
 /* Queue an accepted message (the mbuf now belongs to the queue), with its record. */
 static void
-queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct shard_rec *r)
+queue_accepted(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct rte_mbuf *m,
+	       const struct shard_rec *r)
 {
 	uint8_t type = r->hdr.type;
-	struct shard_fifo *q = type == PROTO_T_RESERVE || shard_type_batch(type)
-				       ? &kvss_me->st->evictq
-				       : &kvss_me->st->refillq;
+	struct shard_fifo *q = type == PROTO_T_RESERVE || shard_type_batch(type) ? &me->st->evictq
+										 : &me->st->refillq;
 
-	if ((shard_type_down(type) || type == PROTO_T_L2_DELETE) && !shard_level_on(type)) {
+	if ((shard_type_down(type) || type == PROTO_T_L2_DELETE) && !shard_level_on(me, type)) {
 		/* No second tier (or no shared level) here (PROTOCOL.md sections 9,
 		 * 10): each record refused; the seq is taken. */
 		static __thread struct shard_batcher nt;
@@ -203,7 +205,7 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 		const struct proto_msg *msg = shard_msg(r, m, &view);
 		unsigned int i;
 
-		shard_batcher_init(&nt, PROTO_T_ERROR, st);
+		shard_batcher_init(&nt, PROTO_T_ERROR, me, st);
 		for (i = 0; i < msg->hdr.count; i++) {
 			struct proto_l2col c = {0};
 			struct proto_l2del d = {0};
@@ -218,7 +220,7 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 		}
 		shard_batcher_flush(&nt);
 		rte_pktmbuf_free(m);
-		kvss_me->st->next_seq++;
+		me->st->next_seq++;
 		return;
 	}
 
@@ -234,15 +236,15 @@ queue_accepted(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct sha
 	q->m[q->tail % SHARD_QMAX] = m;
 	q->rec[q->tail % SHARD_QMAX] = *r;
 	if (shard_type_batch(type) || type == PROTO_T_DELETE)
-		shard_barrier_accept(st, &q->rec[q->tail % SHARD_QMAX], m);
+		shard_barrier_accept(me, st, &q->rec[q->tail % SHARD_QMAX], m);
 	if (shard_type_down(type))
-		kvss_me->st->l2down_last = kvss_me->st->next_seq;
-	q->rec[q->tail % SHARD_QMAX].l2gate = shard_type_up(type) ? kvss_me->st->l2down_last : 0;
-	q->seq[q->tail % SHARD_QMAX] = kvss_me->st->next_seq;
+		me->st->l2down_last = me->st->next_seq;
+	q->rec[q->tail % SHARD_QMAX].l2gate = shard_type_up(type) ? me->st->l2down_last : 0;
+	q->seq[q->tail % SHARD_QMAX] = me->st->next_seq;
 	q->tail++;
-	kvss_me->st->next_seq++;
-	if (shard_type_batch(type) && r->u.evict.batch_no > kvss_me->st->queued_batch)
-		kvss_me->st->queued_batch = r->u.evict.batch_no;
+	me->st->next_seq++;
+	if (shard_type_batch(type) && r->u.evict.batch_no > me->st->queued_batch)
+		me->st->queued_batch = r->u.evict.batch_no;
 }
 
 /* Do @p a and @p b come from one sender (MAC, IPv4 address, UDP port)? */
@@ -259,7 +261,7 @@ same_source(const struct proto_addr *a, const struct proto_addr *b)
  * tier's inventory.
  */
 static void
-hello(struct kvss_lcore_stats *st, const struct proto_msg *msg)
+hello(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, const struct proto_msg *msg)
 {
 	st->hello++;
 	/*
@@ -269,25 +271,25 @@ hello(struct kvss_lcore_stats *st, const struct proto_msg *msg)
 	 * may have put another's address as its source. Its answer would
 	 * be the whole inventory (megabytes for 74 bytes): ignored, counted.
 	 */
-	if (msg->hdr.epoch == kvss_me->driver_epoch && kvss_me->driver_epoch != 0 &&
-	    !same_source(&msg->addr, &kvss_me->ctl_addr)) {
+	if (msg->hdr.epoch == me->driver_epoch && me->driver_epoch != 0 &&
+	    !same_source(&msg->addr, &me->ctl_addr)) {
 		st->hello_foreign++;
 		return;
 	}
-	kvss_me->driver_addr = msg->addr;
-	kvss_me->ctl_addr = msg->addr;
-	kvss_me->have_driver = 1;
-	if (msg->hdr.epoch != kvss_me->driver_epoch) {
+	me->driver_addr = msg->addr;
+	me->ctl_addr = msg->addr;
+	me->have_driver = 1;
+	if (msg->hdr.epoch != me->driver_epoch) {
 		/* A new driver: the old one's data can never be asked for.
 		 * The epoch changes first: the old stream's DELETEs and
 		 * REFILLs on the refill lcore see it and are dropped (batch
 		 * numbers restart, so their gates would open again). */
-		uint32_t old = kvss_me->driver_epoch;
+		uint32_t old = me->driver_epoch;
 
-		__atomic_store_n(&kvss_me->driver_epoch, msg->hdr.epoch, __ATOMIC_RELEASE);
+		__atomic_store_n(&me->driver_epoch, msg->hdr.epoch, __ATOMIC_RELEASE);
 		if (old != 0) {
-			reset_stream();
-			kvstore_reset(kvss_me->store);
+			reset_stream(me);
+			kvstore_reset(me->store);
 		}
 		/*
 		 * Data held before this HELLO belongs to no batch of the new
@@ -296,25 +298,26 @@ hello(struct kvss_lcore_stats *st, const struct proto_msg *msg)
 		 * driver queued while the link was down. Batch numbers start
 		 * over, so kept, it would fill the new stream's batches.
 		 */
-		st->dropped_restart += shard_drop_held();
-		kvss_me->st->next_seq = 1;
-		shard_barrier_reset();
-		shard_loss_reset();
-		shard_report_reset(false); /* reports of the old stream are of no use */
+		st->dropped_restart += shard_drop_held(me);
+		me->st->next_seq = 1;
+		shard_barrier_reset(me);
+		shard_loss_reset(me);
+		shard_report_reset(me, false); /* reports of the old stream are of no use */
 	}
-	shard_send_status(st);
-	shard_level_inventory(st); /* what its second tier holds, kept across restarts */
+	shard_send_status(me, st);
+	shard_level_inventory(me, st); /* what its second tier holds, kept across restarts */
 }
 
 /* Returns 1 when the mbuf was kept (queued or held). */
 static int
-control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg *msg)
+control(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct rte_mbuf *m,
+	const struct proto_msg *msg)
 {
 	uint64_t seq = msg->hdr.seq;
 	struct shard_rec r;
 
 	if (msg->hdr.type == PROTO_T_HELLO) {
-		hello(st, msg);
+		hello(me, st, msg);
 		return 0;
 	}
 	if (msg->hdr.type >= PROTO_T_STATUS) {
@@ -323,56 +326,56 @@ control(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct proto_msg 
 	}
 	if (msg->hdr.type == PROTO_T_REPORT_ACK) {
 		/* Outside the ordered stream, as HELLO: seq 0, the epoch ours. */
-		if (msg->hdr.epoch == kvss_me->driver_epoch && kvss_me->driver_epoch != 0) {
+		if (msg->hdr.epoch == me->driver_epoch && me->driver_epoch != 0) {
 			st->report_acks++;
-			shard_report_acked(st, msg->u.ack.cum_seq);
+			shard_report_acked(me, st, msg->u.ack.cum_seq);
 		} else {
 			st->stale_epoch++;
 		}
 		return 0;
 	}
-	if (msg->hdr.epoch != kvss_me->driver_epoch || kvss_me->driver_epoch == 0) {
+	if (msg->hdr.epoch != me->driver_epoch || me->driver_epoch == 0) {
 		/* Stale or unknown driver: drop, and tell it both epochs. */
 		st->stale_epoch++;
-		kvss_me->driver_addr = msg->addr;
-		kvss_me->have_driver = 1;
-		shard_send_status(st);
+		me->driver_addr = msg->addr;
+		me->have_driver = 1;
+		shard_send_status(me, st);
 		return 0;
 	}
-	kvss_me->driver_addr = msg->addr;
-	kvss_me->st->ack_due = 1;
-	if (seq < kvss_me->st->next_seq) {
+	me->driver_addr = msg->addr;
+	me->st->ack_due = 1;
+	if (seq < me->st->next_seq) {
 		st->duplicates++;
 		return 0;
 	}
-	if (seq >= kvss_me->st->next_seq + SHARD_WINDOW) {
+	if (seq >= me->st->next_seq + SHARD_WINDOW) {
 		st->out_of_window++;
 		return 0;
 	}
-	if (seq > kvss_me->st->next_seq) {
+	if (seq > me->st->next_seq) {
 		unsigned int w = seq % SHARD_WINDOW;
 
-		if (kvss_me->st->window[w] != NULL) {
+		if (me->st->window[w] != NULL) {
 			st->duplicates++;
 			return 0;
 		}
-		kvss_me->st->window[w] = m;
-		shard_rec_of(&kvss_me->st->window_rec[w], msg);
-		kvss_me->st->window_seq[w] = seq;
+		me->st->window[w] = m;
+		shard_rec_of(&me->st->window_rec[w], msg);
+		me->st->window_seq[w] = seq;
 		st->early++;
 		return 1;
 	}
 	shard_rec_of(&r, msg);
-	queue_accepted(st, m, &r);
+	queue_accepted(me, st, m, &r);
 	/* Held successors follow in order. */
 	for (;;) {
-		unsigned int w = kvss_me->st->next_seq % SHARD_WINDOW;
-		struct rte_mbuf *x = kvss_me->st->window[w];
+		unsigned int w = me->st->next_seq % SHARD_WINDOW;
+		struct rte_mbuf *x = me->st->window[w];
 
-		if (x == NULL || kvss_me->st->window_seq[w] != kvss_me->st->next_seq)
+		if (x == NULL || me->st->window_seq[w] != me->st->next_seq)
 			break;
-		kvss_me->st->window[w] = NULL;
-		queue_accepted(st, x, &kvss_me->st->window_rec[w]);
+		me->st->window[w] = NULL;
+		queue_accepted(me, st, x, &me->st->window_rec[w]);
 	}
 	return 1;
 }
@@ -422,14 +425,15 @@ account_poll(struct kvss_lcore_stats *st, uint64_t t0, uint64_t refill0, bool in
  * has room, or dropped. 1: @m is kept (held); 0: the caller frees it.
  */
 static int
-ingest_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint64_t t0)
+ingest_data(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct rte_mbuf *m,
+	    uint64_t t0)
 {
 	struct shard_rec rec;
 	int rc, kept = 0;
 
-	shard_rec_of(&rec, &kvss_me->st->msg);
-	rc = shard_store_data(m, &rec);
-	if (rc == -EAGAIN && shard_hold_data(st, m, &rec, t0)) {
+	shard_rec_of(&rec, &me->st->msg);
+	rc = shard_store_data(me, m, &rec);
+	if (rc == -EAGAIN && shard_hold_data(me, st, m, &rec, t0)) {
 		kept = 1;
 	} else if (rc == 0) {
 		st->data_frames++;
@@ -439,7 +443,7 @@ ingest_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint64_t t0)
 	}
 	/* Taken (stored or held): evidence for the batches before it. */
 	if (kept || rc == 0)
-		shard_data_seen(rec.u.data.batch_no, t0);
+		shard_data_seen(me, rec.u.data.batch_no, t0);
 	return kept;
 }
 
@@ -448,44 +452,44 @@ ingest_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, uint64_t t0)
  * counted by why not; freed unless kept. True: a REFILL (account_poll).
  */
 static bool
-ingest_frame(struct kvss_lcore_stats *st, struct rte_mbuf *m, struct shard_batcher *err,
-	     uint64_t t0)
+ingest_frame(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct rte_mbuf *m,
+	     struct shard_batcher *err, uint64_t t0)
 {
-	enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &kvss_me->st->msg);
+	enum proto_reason r = proto_parse_mbuf(m, &kvss.cfg.udp, &me->st->msg);
 	bool refill = false;
 	int kept = 0;
 
 	st->rx_frames++;
 	st->rx_bytes += rte_pktmbuf_pkt_len(m);
-	if (r == PROTO_OK && kvss_me->st->msg.hdr.type == PROTO_T_REFILL)
+	if (r == PROTO_OK && me->st->msg.hdr.type == PROTO_T_REFILL)
 		refill = true;
 	if (r != PROTO_OK) {
 		st->drops[r]++;
-	} else if (!for_me(st, &kvss_me->st->msg)) {
+	} else if (!for_me(me, st, &me->st->msg)) {
 		/* counted by reason */
-	} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA &&
-		   kvss_me->st->msg.u.data.driver_epoch != kvss_me->driver_epoch) {
+	} else if (me->st->msg.hdr.type == PROTO_T_EVICT_DATA &&
+		   me->st->msg.u.data.driver_epoch != me->driver_epoch) {
 		/* Version 2: data names its stream. An old driver's, or
 		 * one sent before this shard's HELLO: batch numbers
 		 * restart with every stream, so it is never taken. */
 		st->data_stale_stream++;
-	} else if (kvss_me->st->msg.hdr.type == PROTO_T_EVICT_DATA) {
-		kept = ingest_data(st, m, t0);
-	} else if (kvss_me->st->msg.hdr.type == PROTO_T_REFILL_DATA) {
+	} else if (me->st->msg.hdr.type == PROTO_T_EVICT_DATA) {
+		kept = ingest_data(me, st, m, t0);
+	} else if (me->st->msg.hdr.type == PROTO_T_REFILL_DATA) {
 		st->not_handled++;
 	} else {
-		uint32_t epoch = kvss_me->driver_epoch;
+		uint32_t epoch = me->driver_epoch;
 
-		kept = control(st, m, &kvss_me->st->msg);
+		kept = control(me, st, m, &me->st->msg);
 		/* A new stream (a HELLO of another epoch): the errors of
 		 * the old one's messages that ran in this burst go with
 		 * its reports. Sent now, they would be reports of the new
 		 * stream, naming seqs its driver gave other messages. */
-		if (kvss_me->driver_epoch != epoch)
-			shard_batcher_init(err, PROTO_T_ERROR, st);
+		if (me->driver_epoch != epoch)
+			shard_batcher_init(err, PROTO_T_ERROR, me, st);
 		/* An EVICT runs at once: its data, often next in this
 		 * burst, is then stored on arrival, not held. */
-		shard_run_evictq(st, err, t0);
+		shard_run_evictq(me, st, err, t0);
 	}
 	if (!kept)
 		rte_pktmbuf_free(m);
@@ -494,26 +498,27 @@ ingest_frame(struct kvss_lcore_stats *st, struct rte_mbuf *m, struct shard_batch
 
 /* After a burst: the queues, in order; then what the time says (ACK, STATUS). */
 static void
-ingest_after_burst(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t t0,
-		   uint64_t *next_status, uint64_t status_every)
+ingest_after_burst(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+		   struct shard_batcher *err, uint64_t t0, uint64_t *next_status,
+		   uint64_t status_every)
 {
-	shard_run_evictq(st, err, t0);
-	if (kvss_me->st->nearly)
-		shard_retry_held(st);
-	if (kvss_me->refill_lcore_on) {
-		shard_pass_to_refill(st);
-		shard_apply_posted_deletes(st, err);
+	shard_run_evictq(me, st, err, t0);
+	if (me->st->nearly)
+		shard_retry_held(me, st);
+	if (me->refill_lcore_on) {
+		shard_pass_to_refill(me, st);
+		shard_apply_posted_deletes(me, st, err);
 	} else {
-		shard_run_refillq(st, err);
+		shard_run_refillq(me, st, err);
 	}
-	shard_level_poll(st, err);
-	shard_run_evictq(st, err, t0); /* deletes may have made room */
-	shard_expire_batches(st);
+	shard_level_poll(me, st, err);
+	shard_run_evictq(me, st, err, t0); /* deletes may have made room */
+	shard_expire_batches(me, st);
 	shard_batcher_flush(err);
-	shard_report_poll(st, t0);
-	if (kvss_me->st->ack_due || (kvss_me->have_driver && shard_ack_value() != kvss_me->st->ack_sent)) {
-		shard_send_ack(st);
-		kvss_me->st->ack_due = 0;
+	shard_report_poll(me, st, t0);
+	if (me->st->ack_due || (me->have_driver && shard_ack_value(me) != me->st->ack_sent)) {
+		shard_send_ack(me, st);
+		me->st->ack_due = 0;
 	}
 	/*
 	 * The periodic STATUS goes out busy or not: a shard that receives
@@ -521,13 +526,13 @@ ingest_after_burst(struct kvss_lcore_stats *st, struct shard_batcher *err, uint6
 	 * waits on the second tier, so no ACK moves) sent nothing else, and
 	 * its driver, hearing nothing for away_ms, declared it away.
 	 */
-	if (kvss_me->have_driver && t0 >= *next_status) {
-		shard_send_status(st);
+	if (me->have_driver && t0 >= *next_status) {
+		shard_send_status(me, st);
 		/* Version 2: the ACK again. A driver never resends what
 		 * arrived (recv_seq), so a lost ACK of what then ran
 		 * would otherwise never be repeated. */
-		if (kvss_me->st->next_seq > 1)
-			shard_send_ack(st);
+		if (me->st->next_seq > 1)
+			shard_send_ack(me, st);
 		*next_status = t0 + status_every;
 	}
 }
@@ -536,20 +541,20 @@ int
 kvss_shard_ingest(void *arg)
 {
 	struct kvss_lcore_stats *st = &kvss.stats[rte_lcore_id()];
-	/* The shard this lcore serves (main.c): set before anything reads it. */
-	struct kvss_shard_inst *me = kvss_me = &kvss_shards[(uintptr_t)arg];
+	struct kvss_shard_inst *me =
+		&kvss_shards[(uintptr_t)arg]; /* the shard it serves (main.c) */
 	uint16_t port = me->cfg->port;
 	uint64_t status_every, last_rx, next_status;
 	unsigned int empty = 0;
 	struct rte_mbuf *pkts[BURST];
 	static __thread struct shard_batcher err;
 
-	kvss_me->st->hz = rte_get_tsc_hz();
-	status_every = kvss_me->st->hz * kvss_me->cfg->status_interval_ms / 1000;
+	me->st->hz = rte_get_tsc_hz();
+	status_every = me->st->hz * me->cfg->status_interval_ms / 1000;
 	last_rx = rte_get_tsc_cycles();
-	kvss_me->st->looked = last_rx;
+	me->st->looked = last_rx;
 	next_status = last_rx + status_every;
-	shard_batcher_init(&err, PROTO_T_ERROR, st);
+	shard_batcher_init(&err, PROTO_T_ERROR, me, st);
 	kvss_intr_watch(port, 0); /* poll_mode "interrupt": what wakes this lcore */
 	while (!kvss_quitting()) {
 		uint64_t t0 = rte_get_tsc_cycles();
@@ -560,22 +565,24 @@ kvss_shard_ingest(void *arg)
 		uint16_t n = kvss_rx_burst_read(port, 0, pkts, BURST, &read), i, nrefill = 0;
 
 		for (i = 0; i < n; i++)
-			nrefill += ingest_frame(st, pkts[i], &err, t0);
-		ingest_after_burst(st, &err, t0, &next_status, status_every);
+			nrefill += ingest_frame(me, st, pkts[i], &err, t0);
+		ingest_after_burst(me, st, &err, t0, &next_status, status_every);
 		/* Everything that had arrived by t0 is in and has run: the
 		 * timeouts' clock moves (shard.h, looked). */
 		if (read && n < BURST)
-			kvss_me->st->looked = t0;
+			me->st->looked = t0;
 		if (n > 0)
 			last_rx = t0;
-		if (n == 0 && kvss.exit_idle_ms && t0 - last_rx > kvss_me->st->hz / 1000 * kvss.exit_idle_ms &&
-		    kvss_me->st->evictq.head == kvss_me->st->evictq.tail && kvss_me->st->refillq.head == kvss_me->st->refillq.tail &&
-		    (!kvss_me->refill_lcore_on || rte_ring_empty(kvss_me->ingest_to_refill)))
+		if (n == 0 && kvss.exit_idle_ms &&
+		    t0 - last_rx > me->st->hz / 1000 * kvss.exit_idle_ms &&
+		    me->st->evictq.head == me->st->evictq.tail &&
+		    me->st->refillq.head == me->st->refillq.tail &&
+		    (!me->refill_lcore_on || rte_ring_empty(me->ingest_to_refill)))
 			__atomic_store_n(&kvss.quit, 1, __ATOMIC_RELAXED);
 		account_poll(st, t0, refill0, n > nrefill || ingest_work(st) != work0, nrefill > 0, &empty);
 	}
-	reset_stream();
-	shard_drop_held();
-	shard_report_reset(true);
+	reset_stream(me);
+	shard_drop_held(me);
+	shard_report_reset(me, true);
 	return 0;
 }

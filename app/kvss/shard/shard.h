@@ -252,6 +252,10 @@ struct shard_state {
 	uint64_t looked;
 	struct proto_msg msg, msg2; /* the frame received; a view of a queued one */
 	uint64_t hz;
+	/* level_msg.c: the columns a level let go on its own, being told as
+	 * L2_GONE records (NULL: none), and how far the telling is. */
+	struct kvdisk_meta *gone;
+	uint32_t ngone, gone_at;
 };
 
 
@@ -264,10 +268,12 @@ struct shard_batcher {
 	uint8_t type;
 	uint16_t queue;
 	const struct proto_addr *to; /* NULL: the driver's last control source */
+	struct kvss_shard_inst *me;  /* the shard whose frames these are */
 	struct kvss_lcore_stats *st;
 };
 
-void shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_lcore_stats *st);
+void shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_shard_inst *me,
+			struct kvss_lcore_stats *st);
 /** Send what it holds (if anything) and begin the next frame. */
 void shard_batcher_flush(struct shard_batcher *bt);
 /** Send its frame even with no record (a header alone), and begin the next. */
@@ -290,14 +296,16 @@ void shard_add_lost(struct shard_batcher *bt, uint16_t cache_id, uint64_t prompt
 		    uint32_t first, uint32_t count);
 
 /** Begin a reply frame of @p type in @p buf from this shard (its ids, its epoch). */
-void shard_begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type);
+void shard_begin_reply(struct kvss_shard_inst *me, struct proto_builder *b, uint8_t *buf,
+		       uint32_t cap, uint8_t type);
 /** From the ingest lcore: @p payload to where the driver's last control came from. */
-void shard_send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len);
+void shard_send_control(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+			const uint8_t *payload, uint32_t len);
 
 /* ---- status.c ---- */
 
 /** STATUS now: both tiers' counts, batches complete, uptime (PROTOCOL.md section 5). */
-void shard_send_status(struct kvss_lcore_stats *st);
+void shard_send_status(struct kvss_shard_inst *me, struct kvss_lcore_stats *st);
 
 /* ---- tx.c: reports ---- */
 
@@ -305,51 +313,54 @@ void shard_send_status(struct kvss_lcore_stats *st);
  * A REPORT_ACK: every report <= @p cum arrived. Its round trip sets the
  * timeout; after a timeout, one that stops short sends the next at once.
  */
-void shard_report_acked(struct kvss_lcore_stats *st, uint64_t cum);
+void shard_report_acked(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint64_t cum);
 /** At the timeout, the oldest report not acknowledged again (the ingest lcore's loop). */
-void shard_report_poll(struct kvss_lcore_stats *st, uint64_t now);
+void shard_report_poll(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint64_t now);
 /** A new stream (HELLO with a new driver epoch), or the end: nothing kept. */
-void shard_report_reset(bool release);
+void shard_report_reset(struct kvss_shard_inst *me, bool release);
 /** Reports that may be sent now before one goes unsequenced (SHARD_REPORTS less those unacknowledged). */
-unsigned int shard_report_room(void);
+unsigned int shard_report_room(struct kvss_shard_inst *me);
 /** The cumulative ACK now (PROTOCOL.md section 3, AckBody). */
-uint64_t shard_ack_value(void);
-void shard_send_ack(struct kvss_lcore_stats *st);
+uint64_t shard_ack_value(struct kvss_shard_inst *me);
+void shard_send_ack(struct kvss_shard_inst *me, struct kvss_lcore_stats *st);
 
 /* ---- evict.c ---- */
 
 /** Store EVICT_DATA frame @p m; -EAGAIN when its batch's EVICT has not run. */
-int shard_store_data(const struct rte_mbuf *m, const struct shard_rec *r);
+int shard_store_data(struct kvss_shard_inst *me, const struct rte_mbuf *m,
+		     const struct shard_rec *r);
 /**
  * Hold @p m (its EVICT has not run) until @p now + the batch timeout.
  * false (counted): its batch is too far ahead, or no room is left that a
  * batch further ahead holds.
  */
-bool shard_hold_data(struct kvss_lcore_stats *st, struct rte_mbuf *m, const struct shard_rec *r,
-		     uint64_t now);
+bool shard_hold_data(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, struct rte_mbuf *m,
+		     const struct shard_rec *r, uint64_t now);
 /** Store what was held, now that its EVICT ran; drop what waited too long (by the looked clock). */
-void shard_retry_held(struct kvss_lcore_stats *st);
+void shard_retry_held(struct kvss_shard_inst *me, struct kvss_lcore_stats *st);
 /** Drop everything held (a new driver epoch); returns how many. */
-uint32_t shard_drop_held(void);
+uint32_t shard_drop_held(struct kvss_shard_inst *me);
 /** At acceptance, in seq order: a DELETE's slots; the DELETE an EVICT waits for (its gate). */
-void shard_barrier_accept(struct kvss_lcore_stats *st, struct shard_rec *r, const struct rte_mbuf *m);
+void shard_barrier_accept(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+			  struct shard_rec *r, const struct rte_mbuf *m);
 /** Must DELETE @p msg wait for an EVICT before it naming its prompt to run? */
-bool shard_delete_must_wait(const struct proto_msg *msg);
+bool shard_delete_must_wait(struct kvss_shard_inst *me, const struct proto_msg *msg);
 /** Forget the barrier (a new stream). */
-void shard_barrier_reset(void);
+void shard_barrier_reset(struct kvss_shard_inst *me);
 /** Run the evict queue's head messages; stop at one that must wait. */
-void shard_run_evictq(struct kvss_lcore_stats *st, struct shard_batcher *err, uint64_t now);
+void shard_run_evictq(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+		      struct shard_batcher *err, uint64_t now);
 /** An EVICT_DATA frame of batch @p batch_no arrived at @p now (stored or held). */
-void shard_data_seen(uint64_t batch_no, uint64_t now);
+void shard_data_seen(struct kvss_shard_inst *me, uint64_t batch_no, uint64_t now);
 /** Forget which batches' data came (a new stream). */
-void shard_loss_reset(void);
+void shard_loss_reset(struct kvss_shard_inst *me);
 /**
  * Batches whose streams are not whole by the timeout complete with loss;
  * sooner, by the reorder allowance, once data of a later batch came. Both
  * by the looked clock (struct shard_state), from the later of the EVICT's
  * run and the last EVICT_DATA frame taken: the wafer's silence.
  */
-void shard_expire_batches(struct kvss_lcore_stats *st);
+void shard_expire_batches(struct kvss_shard_inst *me, struct kvss_lcore_stats *st);
 
 /* ---- refillq.c ---- */
 
@@ -357,30 +368,35 @@ void shard_expire_batches(struct kvss_lcore_stats *st);
  * The refill queue on the ingest lcore (a port with one TX queue). The
  * cycles of the REFILLs it runs go to st->refill_cycles (kvss.h).
  */
-void shard_run_refillq(struct kvss_lcore_stats *st, struct shard_batcher *err);
+void shard_run_refillq(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+		       struct shard_batcher *err);
 /** With a refill lcore: the refill queue, in order, onto its ring. */
-void shard_pass_to_refill(struct kvss_lcore_stats *st);
+void shard_pass_to_refill(struct kvss_shard_inst *me, struct kvss_lcore_stats *st);
 /** DELETEs the refill lcore handed back: applied by the store's writer. */
-void shard_apply_posted_deletes(struct kvss_lcore_stats *st, struct shard_batcher *err);
+void shard_apply_posted_deletes(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+				struct shard_batcher *err);
 
 /* ---- level.c, level_msg.c: the levels below DRAM (level.h; PROTOCOL.md sections 9, 10) ---- */
 
-/** Does the calling lcore's shard have the level message type @p type is for (L2_*, SH_*)? */
-bool shard_level_on(unsigned int type);
+/** Does shard @p me have the level message type @p type is for (L2_*, SH_*)? */
+bool shard_level_on(struct kvss_shard_inst *me, unsigned int type);
 /** Run L2_DOWN, SH_DOWN or L2_DELETE @p msg (its gate open). -EAGAIN: the level is behind; again later. */
-int shard_level_run(struct kvss_lcore_stats *st, struct shard_batcher *err, const struct proto_msg *msg);
+int shard_level_run(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+		    struct shard_batcher *err, const struct proto_msg *msg);
 /** Is there room to run L2_UP or SH_UP @p msg (0), or must it wait (-EAGAIN)? */
-int shard_level_up_room(const struct proto_msg *msg);
+int shard_level_up_room(struct kvss_shard_inst *me, const struct proto_msg *msg);
 /**
  * L2_UP or SH_UP @p msg, its batch just opened (entries @p e, kvstore's
  * @p codes for them): its columns are read, their tokens stored; an accepted
  * entry no column covers is lost with its batch, never stored.
  */
-void shard_level_up(struct kvss_lcore_stats *st, const struct proto_msg *msg,
-		    const struct proto_evict_entry *e, const uint16_t *codes);
+void shard_level_up(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+		    const struct proto_msg *msg, const struct proto_evict_entry *e,
+		    const uint16_t *codes);
 /** After a STATUS answering a HELLO: the inventory goes out when the second tier has it. */
-void shard_level_inventory(struct kvss_lcore_stats *st);
+void shard_level_inventory(struct kvss_shard_inst *me, struct kvss_lcore_stats *st);
 /** What the levels finished: L2_DONE, ERROR, tokens stored, the inventory sent. */
-void shard_level_poll(struct kvss_lcore_stats *st, struct shard_batcher *err);
+void shard_level_poll(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
+		      struct shard_batcher *err);
 
 #endif

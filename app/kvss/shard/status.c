@@ -11,37 +11,40 @@
 #include "shard.h"
 
 void
-shard_send_status(struct kvss_lcore_stats *st)
+shard_send_status(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_STATUS_LEN + KVSTORE_MAX_CACHES * PROTO_CACHE_INFO_LEN];
-	const struct kvstore_params *kp = kvstore_params(kvss_me->store);
-	const struct shard_level *disk = shard_level_of(kvss_me, SHARD_LEVEL_DISK);
+	const struct kvstore_params *kp = kvstore_params(me->store);
+	const struct shard_level *disk = shard_level_of(me, SHARD_LEVEL_DISK);
 	/* Exact (mono_ticks_to): a driver orders STATUS frames by it (version 2). */
-	uint64_t up = rte_get_tsc_cycles() - kvss.start_tsc, hz = kvss_me->st->hz;
+	uint64_t up = rte_get_tsc_cycles() - kvss.start_tsc, hz = me->st->hz;
 	struct proto_status s = {
-		.batches_complete = kvstore_batches_complete(kvss_me->store),
-		.reports = kvss_me->st->rep_next ? kvss_me->st->rep_next - 1 : 0, /* v2 */
+		.batches_complete = kvstore_batches_complete(me->store),
+		.reports = me->st->rep_next ? me->st->rep_next - 1 : 0, /* v2 */
 		.uptime_ns = mono_ticks_to(up, hz, 1000000000ull),
-		.flags = (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.since[kvss_me->st->evictq.head % SHARD_QMAX]
-				  ? PROTO_STATUS_F_STALLED : 0) |
+		.flags = (me->st->evictq.head != me->st->evictq.tail &&
+					  me->st->evictq.since[me->st->evictq.head % SHARD_QMAX]
+				  ? PROTO_STATUS_F_STALLED
+				  : 0) |
 			 (disk != NULL ? PROTO_STATUS_F_L2 : 0) |
-			 (shard_level_of(kvss_me, SHARD_LEVEL_SHARED) != NULL ? PROTO_STATUS_F_SHARED : 0),
-		.driver_epoch = kvss_me->driver_epoch};
+			 (shard_level_of(me, SHARD_LEVEL_SHARED) != NULL ? PROTO_STATUS_F_SHARED
+									 : 0),
+		.driver_epoch = me->driver_epoch};
 	struct proto_builder b;
 	uint16_t c;
 
-	shard_begin_reply(&b, buf, sizeof(buf), PROTO_T_STATUS);
+	shard_begin_reply(me, &b, buf, sizeof(buf), PROTO_T_STATUS);
 	proto_build_status(&b, &s);
 	for (c = 0; c < kp->num_caches; c++) {
 		struct kvstore_cache_stats cs;
 		struct proto_cache_info ci;
 
-		kvstore_cache_stats(kvss_me->store, c, &cs);
+		kvstore_cache_stats(me->store, c, &cs);
 		ci = (struct proto_cache_info){c, cs.num_buffers, cs.bytes_per_token,
 					       cs.capacity_tokens, cs.stored_tokens, cs.prompts, 0, 0};
 		level_disk_tokens(disk, c, &ci.l2_capacity_tokens, &ci.l2_stored_tokens);
 		proto_build_cache_info(&b, &ci);
 	}
-	shard_send_control(st, buf, proto_build_end(&b));
+	shard_send_control(me, st, buf, proto_build_end(&b));
 	st->status_sent++;
 }

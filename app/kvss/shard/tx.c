@@ -27,12 +27,13 @@
  */
 #define KVSS_TX_WAIT_MS 1000
 void
-kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uint32_t len)
+kvss_tx_one(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16_t queue,
+	    struct rte_mbuf *m, uint32_t len)
 {
 	uint64_t t0 = 0, first = 0, hz = rte_get_tsc_hz();
 	unsigned int tries = 0;
 
-	while (kvss_tx_burst(kvss_me->cfg->port, queue, &m, 1) != 1) {
+	while (kvss_tx_burst(me->cfg->port, queue, &m, 1) != 1) {
 		uint64_t now = rte_get_tsc_cycles();
 
 		if (first == 0)
@@ -46,7 +47,7 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 			struct rte_eth_link link;
 
 			/* No peer (a memif driver that went away): nothing to wait for. */
-			if (rte_eth_link_get_nowait(kvss_me->cfg->port, &link) == 0 &&
+			if (rte_eth_link_get_nowait(me->cfg->port, &link) == 0 &&
 			    !link.link_status) {
 				rte_pktmbuf_free(m);
 				st->tx_drops++;
@@ -68,47 +69,51 @@ kvss_tx_one(struct kvss_lcore_stats *st, uint16_t queue, struct rte_mbuf *m, uin
 
 /* The reply to a control message that came from @d. */
 static void
-reply_addr(struct proto_addr *a, const struct proto_addr *d)
+reply_addr(struct kvss_shard_inst *me, struct proto_addr *a, const struct proto_addr *d)
 {
 	memcpy(a->dst_mac, d->src_mac, 6);
-	memcpy(a->src_mac, kvss_me->cfg->addr.mac, 6);
+	memcpy(a->src_mac, me->cfg->addr.mac, 6);
 	a->dst_ip = d->src_ip;
-	a->src_ip = kvss_me->cfg->addr.ipv4;
+	a->src_ip = me->cfg->addr.ipv4;
 	a->dst_port = d->src_port;
 	a->src_port = kvss.cfg.udp.ctrl;
-	a->has_vlan = kvss_me->cfg->addr.vlan != 0;
-	a->vlan_tci = kvss_me->cfg->addr.vlan;
+	a->has_vlan = me->cfg->addr.vlan != 0;
+	a->vlan_tci = me->cfg->addr.vlan;
 }
 
 /* Send one control payload back to @to (a driver's control source), on @queue. */
 static void
-send_control_to(struct kvss_lcore_stats *st, uint16_t queue, const struct proto_addr *to,
-		const uint8_t *payload, uint32_t len)
+send_control_to(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16_t queue,
+		const struct proto_addr *to, const uint8_t *payload, uint32_t len)
 {
 	struct proto_addr a;
 	struct rte_mbuf *m;
 
-	reply_addr(&a, to);
+	reply_addr(me, &a, to);
 	m = proto_mbuf_frame(kvss.pool, &a, payload, len);
 	if (m == NULL) {
 		st->no_mbuf++;
 		return;
 	}
-	kvss_tx_one(st, queue, m, len);
+	kvss_tx_one(me, st, queue, m, len);
 }
 
 /* From the ingest lcore: to where the driver's last control came from. */
 void
-shard_send_control(struct kvss_lcore_stats *st, const uint8_t *payload, uint32_t len)
+shard_send_control(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, const uint8_t *payload,
+		   uint32_t len)
 {
-	send_control_to(st, 0, &kvss_me->driver_addr, payload, len);
+	send_control_to(me, st, 0, &me->driver_addr, payload, len);
 }
 
 void
-shard_begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t type)
+shard_begin_reply(struct kvss_shard_inst *me, struct proto_builder *b, uint8_t *buf, uint32_t cap,
+		  uint8_t type)
 {
-	struct proto_hdr h = {.type = type, .model_id = kvss_me->cfg->model,
-			      .shard_id = kvss_me->cfg->id, .epoch = kvss.epoch};
+	struct proto_hdr h = {.type = type,
+			      .model_id = me->cfg->model,
+			      .shard_id = me->cfg->id,
+			      .epoch = kvss.epoch};
 
 	proto_build_begin(b, buf, cap, &h);
 }
@@ -128,29 +133,30 @@ shard_begin_reply(struct proto_builder *b, uint8_t *buf, uint32_t cap, uint8_t t
  * is dropped unacknowledged (queue_full) and comes again.
  */
 uint64_t
-shard_ack_value(void)
+shard_ack_value(struct kvss_shard_inst *me)
 {
-	uint64_t a = kvss_me->st->next_seq ? kvss_me->st->next_seq - 1 : 0;
+	uint64_t a = me->st->next_seq ? me->st->next_seq - 1 : 0;
 
 	if (a == 0)
 		return 0;
-	if (kvss_me->st->evictq.head != kvss_me->st->evictq.tail && kvss_me->st->evictq.seq[kvss_me->st->evictq.head % SHARD_QMAX] - 1 < a)
-		a = kvss_me->st->evictq.seq[kvss_me->st->evictq.head % SHARD_QMAX] - 1;
+	if (me->st->evictq.head != me->st->evictq.tail &&
+	    me->st->evictq.seq[me->st->evictq.head % SHARD_QMAX] - 1 < a)
+		a = me->st->evictq.seq[me->st->evictq.head % SHARD_QMAX] - 1;
 	return a;
 }
 
 void
-shard_send_ack(struct kvss_lcore_stats *st)
+shard_send_ack(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 {
 	uint8_t buf[PROTO_HDR_LEN + PROTO_ACK_LEN];
-	struct proto_ack a = {shard_ack_value(), kvss_me->st->next_seq ? kvss_me->st->next_seq - 1 : 0};
+	struct proto_ack a = {shard_ack_value(me), me->st->next_seq ? me->st->next_seq - 1 : 0};
 	struct proto_builder b;
 
-	shard_begin_reply(&b, buf, sizeof(buf), PROTO_T_ACK);
+	shard_begin_reply(me, &b, buf, sizeof(buf), PROTO_T_ACK);
 	proto_build_ack(&b, &a);
-	shard_send_control(st, buf, proto_build_end(&b));
-	kvss_me->st->ack_sent = a.cum_seq;
-	kvss_me->st->recv_sent = a.recv_seq;
+	shard_send_control(me, st, buf, proto_build_end(&b));
+	me->st->ack_sent = a.cum_seq;
+	me->st->recv_sent = a.recv_seq;
 	st->acks++;
 }
 
@@ -161,9 +167,9 @@ shard_send_ack(struct kvss_lcore_stats *st)
 #define REPORT_RTO_MAX_MS 200
 
 void
-shard_report_reset(bool release)
+shard_report_reset(struct kvss_shard_inst *me, bool release)
 {
-	struct shard_state *s = kvss_me->st;
+	struct shard_state *s = me->st;
 
 	if (release) {
 		free(s->rep);
@@ -178,9 +184,9 @@ shard_report_reset(bool release)
 }
 
 unsigned int
-shard_report_room(void)
+shard_report_room(struct kvss_shard_inst *me)
 {
-	const struct shard_state *s = kvss_me->st;
+	const struct shard_state *s = me->st;
 	uint64_t out = s->rep_next > 0 ? s->rep_next - 1 - s->rep_acked : 0;
 
 	return out >= SHARD_REPORTS ? 0 : (unsigned int)(SHARD_REPORTS - out);
@@ -192,19 +198,19 @@ shard_report_room(void)
  * not answer), it goes unsequenced (seq 0), as version 1 sent every report.
  */
 static void
-report_send(struct kvss_lcore_stats *st, const struct proto_addr *to, uint8_t *payload,
-	    uint32_t len)
+report_send(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, const struct proto_addr *to,
+	    uint8_t *payload, uint32_t len)
 {
-	struct shard_state *s = kvss_me->st;
+	struct shard_state *s = me->st;
 	struct shard_report *r;
 
 	if (s->rep == NULL)
 		s->rep = calloc(SHARD_REPORTS, sizeof(*s->rep));
 	if (s->rep_next == 0)
-		shard_report_reset(false);
+		shard_report_reset(me, false);
 	if (s->rep == NULL || s->rep_next - 1 - s->rep_acked >= SHARD_REPORTS) {
 		st->reports_unsequenced++;
-		send_control_to(st, 0, to, payload, len);
+		send_control_to(me, st, 0, to, payload, len);
 		return;
 	}
 	proto_st64(payload + 24, s->rep_next);
@@ -218,17 +224,17 @@ report_send(struct kvss_lcore_stats *st, const struct proto_addr *to, uint8_t *p
 		s->rep_due = rte_get_tsc_cycles() + s->rep_rto; /* the oldest: its timer starts */
 	s->rep_next++;
 	st->reports++;
-	send_control_to(st, 0, to, payload, len);
+	send_control_to(me, st, 0, to, payload, len);
 }
 
 /* Send report @p q again, flagged, and count it. */
 static void
-report_resend(struct kvss_lcore_stats *st, uint64_t q, uint64_t now)
+report_resend(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint64_t q, uint64_t now)
 {
-	struct shard_report *r = &kvss_me->st->rep[q % SHARD_REPORTS];
+	struct shard_report *r = &me->st->rep[q % SHARD_REPORTS];
 
 	proto_st16(r->p + 6, (uint16_t)(proto_ld16(r->p + 6) | PROTO_F_RETRANSMIT));
-	send_control_to(st, 0, &r->to, r->p, r->len);
+	send_control_to(me, st, 0, &r->to, r->p, r->len);
 	r->sent = now;
 	r->sends++;
 	st->reports_resent++;
@@ -247,9 +253,9 @@ report_resend(struct kvss_lcore_stats *st, uint64_t q, uint64_t now)
  * (NewReno).
  */
 void
-shard_report_acked(struct kvss_lcore_stats *st, uint64_t cum)
+shard_report_acked(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint64_t cum)
 {
-	struct shard_state *s = kvss_me->st;
+	struct shard_state *s = me->st;
 	const struct shard_report *r;
 	uint64_t now = rte_get_tsc_cycles();
 
@@ -264,20 +270,20 @@ shard_report_acked(struct kvss_lcore_stats *st, uint64_t cum)
 	s->rep_rto = s->rep_base;
 	s->rep_due = now + s->rep_rto;
 	if (s->rep_recover != 0 && cum < s->rep_recover)
-		report_resend(st, cum + 1, now); /* partial: the next was dropped after a gap */
+		report_resend(me, st, cum + 1, now); /* partial: the next was dropped after a gap */
 	else
 		s->rep_recover = 0;
 }
 
 /* A timeout: the oldest report not acknowledged, again, alone; then wait twice as long. */
 void
-shard_report_poll(struct kvss_lcore_stats *st, uint64_t now)
+shard_report_poll(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint64_t now)
 {
-	struct shard_state *s = kvss_me->st;
+	struct shard_state *s = me->st;
 
 	if (s->rep == NULL || s->rep_next == 0 || s->rep_acked + 1 >= s->rep_next || now < s->rep_due)
 		return;
-	report_resend(st, s->rep_acked + 1, now);
+	report_resend(me, st, s->rep_acked + 1, now);
 	s->rep_recover = s->rep_next - 1;
 	/* Doubles up to the cap, never past it (section 5: 5 ms doubling to 200 ms;
 	 * doubling 160 gave 320). */
@@ -298,32 +304,34 @@ shard_batcher_flush(struct shard_batcher *bt)
 {
 	if (bt->b.count > 0) {
 		uint32_t len = proto_build_end(&bt->b);
-		const struct proto_addr *to = bt->to ? bt->to : &kvss_me->driver_addr;
+		const struct proto_addr *to = bt->to ? bt->to : &bt->me->driver_addr;
 
 		if (reliable(bt))
-			report_send(bt->st, to, bt->buf, len);
+			report_send(bt->me, bt->st, to, bt->buf, len);
 		else
-			send_control_to(bt->st, bt->queue, to, bt->buf, len);
+			send_control_to(bt->me, bt->st, bt->queue, to, bt->buf, len);
 	}
-	shard_begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
+	shard_begin_reply(bt->me, &bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }
 
 void
 shard_batcher_send(struct shard_batcher *bt)
 {
-	send_control_to(bt->st, bt->queue, bt->to ? bt->to : &kvss_me->driver_addr, bt->buf,
+	send_control_to(bt->me, bt->st, bt->queue, bt->to ? bt->to : &bt->me->driver_addr, bt->buf,
 			proto_build_end(&bt->b));
-	shard_begin_reply(&bt->b, bt->buf, kvss_payload_cap(), bt->type);
+	shard_begin_reply(bt->me, &bt->b, bt->buf, kvss_payload_cap(), bt->type);
 }
 
 void
-shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_lcore_stats *st)
+shard_batcher_init(struct shard_batcher *bt, uint8_t type, struct kvss_shard_inst *me,
+		   struct kvss_lcore_stats *st)
 {
 	bt->type = type;
+	bt->me = me;
 	bt->st = st;
 	bt->queue = 0;
 	bt->to = NULL;
-	shard_begin_reply(&bt->b, bt->buf, kvss_payload_cap(), type);
+	shard_begin_reply(me, &bt->b, bt->buf, kvss_payload_cap(), type);
 }
 
 void
