@@ -599,6 +599,24 @@ request_like(uint32_t r, uint64_t key)
 }
 
 /*
+ * Another request of the prefix request @p r starts with (its first column
+ * @p key), its records read from the level at @p at: the request waits for
+ * the read, then is ready. The request.
+ */
+static uint32_t
+look_up_again(uint32_t r, uint64_t key, uint64_t at)
+{
+	uint32_t q;
+
+	prefixcache_shared_unstage(d->pc);
+	q = request_like(r, key);
+	cr_assert_not(drv_sh_request_ready(d, q, at), "its records are being read");
+	drv_sh_poll(d, at + 1);
+	cr_assert(drv_sh_request_ready(d, q, at + 2));
+	return q;
+}
+
+/*
  * A slice a shard refuses as sealed under a key its organization key store
  * does not make (SHARED_KEY): its record stays, and the driver stages
  * neither that column nor what follows it again until a generation
@@ -607,7 +625,7 @@ request_like(uint32_t r, uint64_t key)
 Test(drv_shared, a_slice_refused_by_key_keeps_its_record_and_is_not_staged_again)
 {
 	uint64_t keys[8], wall = shared_wall_ns();
-	uint32_t n, r = request_with(3, keys, &n), r2, r3;
+	uint32_t n, r = request_with(3, keys, &n), r2;
 	uint64_t t;
 	uint64_t iso = d->wl.r[r].iso;
 	struct proto_l2done done = {.key = keys[0], .isolation_id = iso, .op = PROTO_L2OP_SH_UP,
@@ -623,11 +641,7 @@ Test(drv_shared, a_slice_refused_by_key_keeps_its_record_and_is_not_staged_again
 	cr_assert_eq(ST->records_deleted, 0, "its record stays: another replica may open it");
 	cr_assert_eq(rmem_count(NULL), 2);
 	/* Another request of the same prefix finds both again: neither staged. */
-	prefixcache_shared_unstage(d->pc);
-	r2 = request_like(r, keys[0]);
-	cr_assert_not(drv_sh_request_ready(d, r2, 2 * SEC), "its records are being read");
-	drv_sh_poll(d, 2 * SEC + 1);
-	cr_assert(drv_sh_request_ready(d, r2, 2 * SEC + 2));
+	r2 = look_up_again(r, keys[0], 2 * SEC);
 	cr_assert_eq(ST->lookup_found_cols, 4, "both records found again");
 	cr_assert_eq(ST->staged_cols, 2, "nothing more staged");
 	cr_assert_eq(ST->keyless_skipped, 1);
@@ -635,11 +649,7 @@ Test(drv_shared, a_slice_refused_by_key_keeps_its_record_and_is_not_staged_again
 	 * after the reset's bump), a request of that prefix stages it again. */
 	for (t = 3; t < 3 + 10; t++)
 		gen_round(t * SEC);
-	prefixcache_shared_unstage(d->pc);
-	r3 = request_like(r2, keys[0]);
-	cr_assert_not(drv_sh_request_ready(d, r3, 14 * SEC), "its records are being read");
-	drv_sh_poll(d, 14 * SEC + 1);
-	cr_assert(drv_sh_request_ready(d, r3, 14 * SEC + 2));
+	look_up_again(r2, keys[0], 14 * SEC);
 	cr_assert_eq(ST->staged_cols, 4, "asked for again");
 	cr_assert_eq(ST->keyless_skipped, 1);
 	cr_assert_eq(d->fatal, 0);

@@ -222,18 +222,29 @@ Test(l2_golden, sh_up_is_built_and_parsed)
 	sh_is(&c, &w);
 }
 
-Test(l2_golden, sh_done_is_built_and_parsed)
+/*
+ * One L2_DONE record @p d in a report of seq @p seq: built as golden frame
+ * @p name is, that frame parsed, its record into @p x.
+ */
+static void
+l2done_golden(const char *name, uint64_t seq, const struct proto_l2done *d, struct proto_l2done *x)
 {
 	uint8_t got[512];
 	struct proto_builder b;
+
+	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, seq, 0);
+	cr_assert_eq(proto_build_l2_done(&b, d), 0);
+	same(name, got, proto_build_end(&b));
+	parse(name, PROTO_T_L2_DONE);
+	cr_assert_eq(msg.hdr.seq, seq, "%s: a report: its report seq, never 0", name);
+	proto_get_l2_done(&msg, 0, x);
+}
+
+Test(l2_golden, sh_done_is_built_and_parsed)
+{
 	struct proto_l2done d = {0x1111, 0x3333, 0, 4, PROTO_E_SHARED_BAD}, x;
 
-	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 5, 0);
-	cr_assert_eq(proto_build_l2_done(&b, &d), 0);
-	same("sh_done", got, proto_build_end(&b));
-	parse("sh_done", PROTO_T_L2_DONE);
-	cr_assert_eq(msg.hdr.seq, 5, "a report: its report seq, never 0");
-	proto_get_l2_done(&msg, 0, &x);
+	l2done_golden("sh_done", 5, &d, &x);
 	cr_assert_eq(x.op, 4);
 	cr_assert_eq(x.status, PROTO_E_SHARED_BAD);
 	cr_assert_str_eq(proto_err_name(x.status), "SHARED_BAD");
@@ -241,30 +252,18 @@ Test(l2_golden, sh_done_is_built_and_parsed)
 
 Test(l2_golden, sh_key_is_built_and_parsed)
 {
-	uint8_t got[512];
-	struct proto_builder b;
 	struct proto_l2done d = {0x1111, 0x3333, 0, PROTO_L2OP_SH_UP, PROTO_E_SHARED_KEY}, x;
 
-	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 7, 0);
-	cr_assert_eq(proto_build_l2_done(&b, &d), 0);
-	same("sh_key", got, proto_build_end(&b));
-	parse("sh_key", PROTO_T_L2_DONE);
-	proto_get_l2_done(&msg, 0, &x);
+	l2done_golden("sh_key", 7, &d, &x);
 	cr_assert_eq(x.status, 13);
 	cr_assert_str_eq(proto_err_name(x.status), "SHARED_KEY");
 }
 
 Test(l2_golden, l2_gone_is_built_and_parsed)
 {
-	uint8_t got[512];
-	struct proto_builder b;
 	struct proto_l2done d = {0x1111, 0x3333, 1, PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED}, x;
 
-	begin(&b, got, sizeof(got), PROTO_T_L2_DONE, 6, 0);
-	cr_assert_eq(proto_build_l2_done(&b, &d), 0);
-	same("l2_gone", got, proto_build_end(&b));
-	parse("l2_gone", PROTO_T_L2_DONE);
-	proto_get_l2_done(&msg, 0, &x);
+	l2done_golden("l2_gone", 6, &d, &x);
 	cr_assert_eq(x.op, 5);
 	cr_assert_eq(x.cache_id, 1);
 	cr_assert_eq(x.status, PROTO_E_L2_FAILED);
