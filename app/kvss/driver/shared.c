@@ -162,7 +162,7 @@ struct drv_shl {
 	struct sh_whole whole[SH_WHOLE];
 	uint32_t whole_head, nwhole;
 	uint32_t npend;			  /* columns awaiting their slices */
-	uint64_t known[1u << SH_KNOWN_BITS];	  /* keys written or found (known_has) */
+	uint64_t known[1u << SH_KNOWN_BITS];	  /* columns written or found (known_has) */
 	/* Columns whose slice a shard refused as sealed under a key its store
 	 * does not make (SHARED_KEY), by model: not staged again until a
 	 * generation changes, SH_KEYLESS_ROUNDS generation intervals pass (a
@@ -535,58 +535,68 @@ pend_free(struct drv *d, struct sh_pend *p)
 		S->npend--;
 }
 
-/* Columns this driver wrote or found (lossy: a newer key takes a slot). */
-static uint32_t
-known_slot(uint64_t iso, uint64_t key)
+/*
+ * Two lossy sets of columns, one tag a slot (a newer tag takes it): known
+ * (columns this driver wrote or found, whatever the model) and keyless
+ * (columns a shard refused by key, by model). A column's tag mixes its
+ * organization and, for keyless, its model (a column's key is the same in
+ * every model); column key 0 is never in either (0 is an empty slot).
+ */
+static uint64_t
+col_tag(uint64_t iso, uint64_t key, uint64_t salt)
 {
-	return (uint32_t)((key ^ iso * 0xC2B2AE3D27D4EB4Full) >> (64 - SH_KNOWN_BITS));
+	return key ^ iso ^ salt * 0xC2B2AE3D27D4EB4Full;
+}
+
+static uint64_t *
+col_slot(uint64_t *set, unsigned int bits, uint64_t tag)
+{
+	return &set[(tag * 0x9E3779B97F4A7C15ull) >> (64 - bits)];
+}
+
+static bool
+col_has(uint64_t *set, unsigned int bits, uint64_t key, uint64_t tag)
+{
+	return key != 0 && *col_slot(set, bits, tag) == tag;
 }
 
 static void
 known_add(struct drv *d, uint64_t iso, uint64_t key)
 {
-	struct drv_shl *S = d->shl;
+	uint64_t t = col_tag(iso, key, 0);
 
-	S->known[known_slot(iso, key)] = key ^ iso;
+	*col_slot(d->shl->known, SH_KNOWN_BITS, t) = t;
 }
 
 static bool
 known_has(struct drv *d, uint64_t iso, uint64_t key)
 {
-	struct drv_shl *S = d->shl;
-
-	return S->known[known_slot(iso, key)] == (key ^ iso) && key != 0;
+	return col_has(d->shl->known, SH_KNOWN_BITS, key, col_tag(iso, key, 0));
 }
 
-/* A column's tag in the keyless table: its model's too (a column's key is the same in every model). */
-static uint64_t
-keyless_tag(uint16_t m, uint64_t iso, uint64_t key)
+static void
+keyless_add(struct drv *d, uint16_t m, uint64_t iso, uint64_t key)
 {
-	return key ^ iso ^ ((uint64_t)m + 1) * 0xC2B2AE3D27D4EB4Full;
-}
+	uint64_t t = col_tag(iso, key, (uint64_t)m + 1);
 
-static uint32_t
-keyless_slot(uint64_t tag)
-{
-	return (uint32_t)((tag * 0x9E3779B97F4A7C15ull) >> (64 - SH_KEYLESS_BITS));
+	*col_slot(d->shl->keyless, SH_KEYLESS_BITS, t) = t;
 }
 
 static bool
-keyless_has(const struct drv *d, uint16_t m, uint64_t iso, uint64_t key)
+keyless_has(struct drv *d, uint16_t m, uint64_t iso, uint64_t key)
 {
-	uint64_t t = keyless_tag(m, iso, key);
-
-	return key != 0 && d->shl->keyless[keyless_slot(t)] == t;
+	return col_has(d->shl->keyless, SH_KEYLESS_BITS, key, col_tag(iso, key, (uint64_t)m + 1));
 }
 
 /* This driver writes column @p key's record: what it refused before may open now. */
 static void
 keyless_forget(struct drv *d, uint16_t m, uint64_t iso, uint64_t key)
 {
-	uint64_t t = keyless_tag(m, iso, key);
+	uint64_t t = col_tag(iso, key, (uint64_t)m + 1);
+	uint64_t *slot = col_slot(d->shl->keyless, SH_KEYLESS_BITS, t);
 
-	if (d->shl->keyless[keyless_slot(t)] == t)
-		d->shl->keyless[keyless_slot(t)] = 0;
+	if (*slot == t)
+		*slot = 0;
 }
 
 static struct sh_pend *
@@ -1128,10 +1138,8 @@ drv_sh_done(struct drv *d, struct drv_shard *sh, const struct proto_l2done *done
 		/* Sealed under a key the shard's store does not make: its record
 		 * stays (another replica may open it), and this driver does not
 		 * ask for it again until a generation changes (a reset). */
-		uint64_t t = keyless_tag(m, done->isolation_id, done->key);
-
 		S->st.up_keyless++;
-		S->keyless[keyless_slot(t)] = t;
+		keyless_add(d, m, done->isolation_id, done->key);
 		return;
 	}
 	if (done->status == PROTO_E_SHARED_BAD || done->status == PROTO_E_UNKNOWN_PROMPT) {
