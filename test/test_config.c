@@ -387,6 +387,10 @@ static struct bad bads[] = {
 	{"role = \"shard\";\nudp = { control = 7400; evict = 7400; };\n", "the three UDP ports must differ"},
 	{"role = \"shard\";\nlcores = { ingest = [1]; refill = [1]; };\n",
 	 ":2: lcores.refill: lcore 1 is also lcores.ingest"},
+	{"role = \"shard\";\nlcores = { ingest = [1, 1]; };\n",
+	 ":2: lcores.ingest: lcore 1 listed twice (each runs one loop)"},
+	{"role = \"shard\";\nlcores = { ingest = [1]; refill = [2, 2]; };\n",
+	 ":2: lcores.refill: lcore 2 listed twice (each runs one loop)"},
 	/* With no refill lcore, ingest and control still may not meet. */
 	{"role = \"shard\";\nlcores = { ingest = [0]; refill = []; };\n",
 	 ":2: lcores.ingest: lcore 0 is also lcores.control"},

@@ -185,10 +185,10 @@ kvss_quitting(void)
 	return __atomic_load_n(&kvss.quit, __ATOMIC_RELAXED);
 }
 
-/** The shard's ingest lcore (shard.c). */
+/** The ingest lcore of shard kvss_shards[(uintptr_t)@p arg] (shard.c). */
 int kvss_shard_ingest(void *arg);
 
-/** The shard's refill lcore (shard.c). */
+/** The refill lcore of shard kvss_shards[(uintptr_t)@p arg] (refillq.c). */
 int kvss_shard_refill(void *arg);
 
 /** Transmit one frame on @p queue of the shard's port; frees and counts it on failure. */
@@ -213,7 +213,7 @@ kvss_payload_cap(void)
 int64_t kvss_refill_send(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16_t queue,
 			 const struct proto_refill_req *rq, struct kvstore_refill *r);
 
-/** Refills whose mbufs have not all been freed yet. */
+/** Refills whose mbufs have not all been freed yet, sent by any lcore. */
 unsigned int kvss_refills_in_flight(void);
 
 /* ---- ports.c ---- */

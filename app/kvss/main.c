@@ -371,15 +371,14 @@ shards_start(const char *config)
 	for (c = kvss.num_shards - 1; c >= 0; c--) {
 		struct kvss_shard_inst *me = &kvss_shards[c];
 
-		/* The others first, as ever: their ports are numbered first. */
+		/* Last to first, as before: the start's log keeps its order. */
 		me->ingest_lcore = kvss.cfg.ingest_lcore[c];
 		if (store_init(me) != 0 ||
 		    (ret = kvss_port_init(me->cfg->port, kvss.cfg.mtu, c == 0 && want, 1,
 					  &me->refill_lcore_on)) != 0)
 			return ret == -EDOM ? 2 : 1; /* -EDOM: the configuration */
 	}
-	/* lcores.refill serves the first shard (of those hosted, the only one with a refill queue).
-	 */
+	/* lcores.refill serves the first shard, the only one given a refill queue. */
 	kvss_shards[0].refill_lcore = rl;
 	for (c = 0; c < kvss.num_shards; c++) {
 		struct kvss_shard_inst *si = &kvss_shards[c];
@@ -856,11 +855,34 @@ roles_start(const char *config, struct drv *d)
 	return 0;
 }
 
-/* Each shard's lcores, then the driver on the main lcore (or a wait for a signal); back when all stopped. */
-static void
+/*
+ * Run @p fn for shard @p shard on @p lcore: 0, or -1 when the lcore cannot
+ * take it (said). A shard whose loop never runs would answer nothing,
+ * silently; the configuration gives each loop its own lcore, so this is
+ * EAL's refusal, not the operator's.
+ */
+static int
+launch(lcore_function_t *fn, unsigned int shard, unsigned int lcore, const char *what)
+{
+	int rc = rte_eal_remote_launch(fn, (void *)(uintptr_t)shard, lcore);
+
+	if (rc != 0)
+		fprintf(stderr, "kvss: shard %u's %s loop not started on lcore %u: %s\n", shard, what,
+			lcore, strerror(-rc));
+	return rc != 0 ? -1 : 0;
+}
+
+/*
+ * Each shard's lcores, then the driver on the main lcore (or a wait for a
+ * signal); back when all stopped: 0, or when a loop could not start the
+ * exit status (docs/kvss.md, "Exit status": 4 with a driver, could not
+ * run; 1 for a shard process, could not start).
+ */
+static int
 roles_run(struct drv *d)
 {
 	unsigned int c;
+	int failed = 0;
 
 	kvss.lcore_role[rte_get_main_lcore()] = KVSS_LCORE_CONTROL;
 	for (c = 0; (kvss.cfg.role & KVSS_ROLE_SHARD) && c < kvss.num_shards; c++) {
@@ -873,13 +895,17 @@ roles_run(struct drv *d)
 			printf(", refill on lcore %u", in->refill_lcore);
 		printf("\n");
 		fflush(stdout);
-		rte_eal_remote_launch(kvss_shard_ingest, (void *)(uintptr_t)c, in->ingest_lcore);
+		failed |= launch(kvss_shard_ingest, c, in->ingest_lcore, "ingest");
 	}
 	if ((kvss.cfg.role & KVSS_ROLE_SHARD) && kvss_shards[0].refill_lcore_on) {
 		kvss.lcore_role[kvss.cfg.refill_lcore[0]] = KVSS_LCORE_REFILL;
 		/* The first shard's (shards_start). */
-		rte_eal_remote_launch(kvss_shard_refill, (void *)(uintptr_t)0,
-				      kvss.cfg.refill_lcore[0]);
+		failed |= launch(kvss_shard_refill, 0, kvss.cfg.refill_lcore[0], "refill");
+	}
+	if (failed) {
+		__atomic_store_n(&kvss.quit, 2, __ATOMIC_RELAXED); /* what did start stops */
+		rte_eal_mp_wait_lcore();
+		return d != NULL ? 4 : 1;
 	}
 	if (d != NULL) {
 		/* The control lcore is the main lcore: the driver runs here until done. */
@@ -892,6 +918,7 @@ roles_run(struct drv *d)
 			usleep(10000);
 	}
 	rte_eal_mp_wait_lcore();
+	return 0;
 }
 
 /* What the run did: the shards' counters, rails and levels, the driver's summary; the exit status. */
@@ -975,10 +1002,8 @@ main(int argc, char **argv)
 	if ((kvss.cfg.role & KVSS_ROLE_DRIVER) && (status = driver_load(&drv)) != 0)
 		goto out_eal;
 	status = roles_start(config, drv);
-	if (status == 0) {
-		roles_run(drv);
+	if (status == 0 && (status = roles_run(drv)) == 0)
 		status = roles_report(drv);
-	}
 	if (status < 0)
 		status = 0; /* a signal stopped the start: nothing ran, nothing failed */
 	roles_stop(drv);

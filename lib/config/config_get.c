@@ -280,6 +280,7 @@ cfg_get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsig
 	for (i = 0; i < config_setting_length(a); i++) {
 		const config_setting_t *el = config_setting_get_elem(a, i);
 		long long v;
+		int j;
 
 		if (config_setting_type(el) != CONFIG_TYPE_INT && config_setting_type(el) != CONFIG_TYPE_INT64)
 			return cfg_fail(c, g, name, "element %d: want a whole lcore id", i);
@@ -287,6 +288,11 @@ cfg_get_lcores(struct ctx *c, const config_setting_t *g, const char *name, unsig
 		if (v < 0 || v > 1023)
 			return cfg_fail(c, g, name, "lcore %lld out of range 0..1023", v);
 		out[i] = (unsigned int)v;
+		/* An lcore runs one loop: a second shard on it would never run. */
+		for (j = 0; j < i; j++)
+			if (out[j] == out[i])
+				return cfg_fail(c, g, name, "lcore %u listed twice (each runs one loop)",
+						out[i]);
 	}
 	*n = (uint16_t)config_setting_length(a);
 	return 0;

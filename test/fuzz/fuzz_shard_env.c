@@ -116,7 +116,9 @@ static size_t store_len;
  * ingest lcore's otherwise), so the threads sharing them changes nothing;
  * and what lasts from one poll to the next is the shard's (struct
  * shard_state, zeroed for each input), not a static of its code, so that
- * no input's run depends on the inputs before it.
+ * no input's run depends on the inputs before it. (Two statics do last:
+ * the refill contexts, each ended with its mbufs before an input ends,
+ * and when a cut batch was last said, which quiets a message only.)
  * AddressSanitizer is told of every switch (its stack bounds).
  */
 #define FIBER_STACK (256u << 10)

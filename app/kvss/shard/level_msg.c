@@ -121,11 +121,11 @@ add_done(struct shard_batcher *bt, uint64_t key, uint64_t iso, uint16_t cache, u
 }
 
 /*
- * The L2Done records being packed: one per lcore (__thread). The ingest
- * lcore of each shard answers what its levels finished, and a refill lcore
- * runs L2_DOWN from the refill queue: two lcores packing into one batcher
- * would send frames of each other's records (bad body lengths, found with
- * two shards in one process).
+ * The L2Done records being packed: one per lcore (__thread), begun for its
+ * shard at each use. Each shard's ingest lcore answers what its levels
+ * finished (the refill lcore posts level messages back to it): two
+ * shards' lcores packing into one batcher would send frames of each
+ * other's records (bad body lengths, found with two shards in one process).
  */
 static __thread struct shard_batcher l2done;
 
@@ -397,6 +397,14 @@ gone_take(struct shard_state *s, struct level_req *q)
 	free(q);
 }
 
+void
+shard_level_gone_drop(struct kvss_shard_inst *me)
+{
+	free(me->st->gone);
+	me->st->gone = NULL;
+	me->st->ngone = me->st->gone_at = 0;
+}
+
 static void
 gone_tell(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 {
@@ -410,11 +418,8 @@ gone_tell(struct kvss_shard_inst *me, struct kvss_lcore_stats *st)
 		add_done(&l2done, g->key, g->org, g->cache, PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED);
 		st->l2_gone++;
 	}
-	if (s->gone_at == s->ngone) {
-		free(s->gone);
-		s->gone = NULL;
-		s->ngone = s->gone_at = 0;
-	}
+	if (s->gone_at == s->ngone)
+		shard_level_gone_drop(me);
 }
 
 void

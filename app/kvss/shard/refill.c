@@ -24,7 +24,6 @@ struct refill_ctx {
 	int used; /* taken by the sending lcore, given back by the free callback */
 } __rte_cache_aligned; /* whoever frees one refill's mbufs does not slow the next one's */
 
-/* The sending lcore's own (each shard's ingest or refill lcore sends its refills). */
 /*
  * The IOVA of stored bytes at @p addr, for a buffer attached to them.
  * rte_mem_virt2iova() reads /proc/self/pagemap when IOVA is a physical
@@ -48,7 +47,22 @@ store_iova(void *addr)
 	return rte_mem_virt2iova(addr);
 }
 
-static __thread struct refill_ctx rctx[REFILLS_MAX];
+/*
+ * Each lcore's own, by lcore id (each shard's ingest or refill lcore sends
+ * its refills; a thread that is no lcore takes the last row): taken by
+ * that lcore only, given back by whoever frees the last mbuf, and counted
+ * from any thread (kvss_refills_in_flight: a shard stopping waits for
+ * them before its store's memory goes).
+ */
+static struct refill_ctx rctx[RTE_MAX_LCORE + 1][REFILLS_MAX];
+
+static struct refill_ctx *
+rctx_mine(void)
+{
+	unsigned int id = rte_lcore_id();
+
+	return rctx[id < RTE_MAX_LCORE ? id : RTE_MAX_LCORE];
+}
 
 static void
 refill_release(void *addr, void *opaque)
@@ -63,12 +77,13 @@ refill_release(void *addr, void *opaque)
 static struct refill_ctx *
 rctx_get(void)
 {
+	struct refill_ctx *row = rctx_mine();
 	unsigned int i;
 
 	for (i = 0; i < REFILLS_MAX; i++)
-		if (!__atomic_load_n(&rctx[i].used, __ATOMIC_ACQUIRE)) {
-			rctx[i].used = 1;
-			return &rctx[i];
+		if (!__atomic_load_n(&row[i].used, __ATOMIC_ACQUIRE)) {
+			row[i].used = 1;
+			return &row[i];
 		}
 	return NULL;
 }
@@ -194,9 +209,10 @@ kvss_refill_send(struct kvss_shard_inst *me, struct kvss_lcore_stats *st, uint16
 unsigned int
 kvss_refills_in_flight(void)
 {
-	unsigned int i, n = 0;
+	unsigned int l, i, n = 0;
 
-	for (i = 0; i < REFILLS_MAX; i++)
-		n += __atomic_load_n(&rctx[i].used, __ATOMIC_ACQUIRE) != 0;
+	for (l = 0; l <= RTE_MAX_LCORE; l++)
+		for (i = 0; i < REFILLS_MAX; i++)
+			n += __atomic_load_n(&rctx[l][i].used, __ATOMIC_ACQUIRE) != 0;
 	return n;
 }

@@ -584,5 +584,6 @@ kvss_shard_ingest(void *arg)
 	reset_stream(me);
 	shard_drop_held(me);
 	shard_report_reset(me, true);
+	shard_level_gone_drop(me);
 	return 0;
 }

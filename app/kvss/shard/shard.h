@@ -127,8 +127,9 @@ struct shard_fifo {
 };
 
 /*
- * The shard's state. The ingest lcore writes all of it; the refill lcore
- * touches none of it (it has its ring, kvss.h).
+ * The shard's state. The ingest lcore writes all of it but ahead_seen_not,
+ * which the lcore running the refill queue writes: the refill lcore when
+ * the shard has one (it has its rings, kvss.h), the ingest lcore when not.
  */
 #define SHARD_REPORTS 256
 
@@ -398,5 +399,10 @@ void shard_level_inventory(struct kvss_shard_inst *me, struct kvss_lcore_stats *
 /** What the levels finished: L2_DONE, ERROR, tokens stored, the inventory sent. */
 void shard_level_poll(struct kvss_shard_inst *me, struct kvss_lcore_stats *st,
 		      struct shard_batcher *err);
+/**
+ * The ingest lcore ends: the L2_GONE records it had yet to send are
+ * dropped (a driver that asks for those columns is answered UNKNOWN_PROMPT).
+ */
+void shard_level_gone_drop(struct kvss_shard_inst *me);
 
 #endif
