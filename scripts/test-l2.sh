@@ -18,6 +18,8 @@
 #     lets the columns under retired keys go at once and tells the driver
 #     (L2_GONE), which forgets them: nothing lost on a refill; replaced
 #     while the shard is down: let go at its start, never offered;
+# 3p. two shards of one model, their stores replaced one after the other:
+#     the driver has the other shard delete what one let go, no copy stays;
 #  4. expiry holds on disk: past the first-use TTL, nothing is taken back,
 #     and the headers are cleared (the next start finds none);
 # 4s. a slow disk (reads throttled) loses nothing; the tier's thread
@@ -328,6 +330,71 @@ check "store replaced while down: its columns let go at start, said" \
 	grep -q "the second tier let [1-9][0-9]* columns go at start, sealed under organization keys the store no longer holds" "$tmp/so2.log"
 check "store replaced while down: none offered, none lost" \
 	eval 'test "$(field "$tmp/so2.log" l2_adopted_cols)/$(field "$tmp/so2.log" lost_tokens)/$(field "$tmp/so2.log" l2_up_failed_cols)" = 0/0/0'
+
+# 3p. Two shards of one model in one process, each sealing under its own
+#     copy of the organization key store, and only shard 0's copy replaced
+#     mid-run (a rollout half done): shard 0 lets its columns go and says
+#     so; the driver forgets them and has shard 1 delete its copies, sealed
+#     under keys shard 1 still holds, which nothing else would ever delete
+#     (they filled its disk: 5,895 L2_DOWNs refused for room, its STATUS
+#     at 233,600 tokens against the driver's 2 x 33,600). Then shard 1's
+#     copy replaced too: what it wrote under the old key meanwhile goes,
+#     and the driver has shard 0 delete its copies of those.
+two_shards() { # two_shards OUT DIR STORE0 STORE1
+	{
+		echo 'role = "all"; poll_mode = "idle"; mtu = 9000;'
+		echo 'lcores = { ingest = [1, 2]; refill = []; control = 0; };'
+		echo 'shard = ('
+		for k in 0 1; do
+			[ "$k" = 0 ] && st=$3 || st=$4
+			echo "  { id = $k; model = 0; batch_timeout_ms = 1000;"
+			echo "    address = { mac = \"02:00:00:00:01:0$k\"; ipv4 = \"10.99.0.1$k\"; };"
+			echo '    wafer = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };'
+			echo '    caches = ( { id = 0; bytes_per_token = 128; buffers = 2; capacity_tokens = 20000; } );'
+			echo "    l2 = { dir = \"$2\"; column = 64; capacity_tokens = [200000]; key_file = \"$tmp/k1.key\"; org_key_file = \"$st\"; }; }$([ "$k" = 0 ] && echo ,)"
+		done
+		echo ');'
+		echo 'driver = { address = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };'
+		echo '  column = 64; policy = "lru"; retransmit_ms = 5;'
+		echo '  models = ( { name = "demo-model"; caches = ( { id = 0; rule = "full"; } );'
+		echo '    refill_latency_us = 20; refill_gbps = 10; shards = ('
+		for k in 0 1; do
+			echo "      { id = $k; address = { mac = \"02:00:00:00:01:0$k\"; ipv4 = \"10.99.0.1$k\"; };"
+			echo "        bytes_per_token = [128]; capacity_tokens = [20000]; l2_tokens = [200000]; }$([ "$k" = 0 ] && echo ,)"
+		done
+		echo '    ); } );'
+		echo '};'
+		echo 'wafer = { trace = ""; generate = 400; max_inflight = 8; arrivals = "poisson"; arrival_rate = 40.0; arrival_seed = 1; };'
+	} >"$1"
+	mkdir -p "$2"
+}
+"$BUILD/kvss-shared" keys --org-keys "$tmp/tp0.keys" --init >/dev/null
+cp -p "$tmp/tp0.keys" "$tmp/tp1.keys"
+"$BUILD/kvss-shared" keys --org-keys "$tmp/tp.new" --init >/dev/null
+two_shards "$tmp/tp.cfg" "$tmp/tp" "$tmp/tp0.keys" "$tmp/tp1.keys"
+timeout 120 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@(0-1),1@(0-1),2@(0-1)" \
+	--log-level lib.eal:error --no-telemetry --file-prefix "one$sfx" -- --config "$tmp/tp.cfg" \
+	>"$tmp/tp.log" 2>&1 &
+sopid=$!
+for i in $(seq 200); do grep -q "columns under each organization's own key" "$tmp/tp.log" 2>/dev/null && break; sleep 0.05; done
+sleep 4
+cp -p "$tmp/tp.new" "$tmp/tp0.new" && mv "$tmp/tp0.new" "$tmp/tp0.keys"
+sleep 2
+mv "$tmp/tp.new" "$tmp/tp1.keys"
+wait "$sopid"
+rc=$?
+sopid=
+tpst=$(field "$tmp/tp.log" l2_stored_by_status)
+tpdrv=$(field "$tmp/tp.log" l2_stored_tokens)
+echo "l2: two shards, their stores replaced one after the other: exit $rc; $(grep -o 'shard [01]: the second tier let [0-9]* columns go' "$tmp/tp.log" | tr '\n' ';') the driver forgot $(field "$tmp/tp.log" l2_gone_cols) and had the other shard delete them; the shards' STATUS says ${tpst:-?} tokens on disk, the driver accounts for 2 x ${tpdrv:-?}"
+check "two shards: zero verify failures" test "$(field "$tmp/tp.log" verify_failures)" = 0
+check "two shards: shard 0 let its columns go, said" \
+	grep -q "shard 0: the second tier let [1-9][0-9]* columns go, sealed under organization keys the new store retired" "$tmp/tp.log"
+check "two shards: the driver forgot them before asking" holds "$(field "$tmp/tp.log" l2_gone_cols) > 0"
+check "two shards: exit 0, or 3 for reads that raced a reload alone (exit $rc)" \
+	eval '[ "$rc" -eq 0 ] || { [ "$rc" -eq 3 ] && [ "$(field "$tmp/tp.log" l2_up_failed_cols)" -gt 0 ]; }'
+check "two shards: no copy left behind (each shard's disk holds what the driver accounts for)" \
+	holds "0 < ${tpst:-1} == 2 * ${tpdrv:-0}"
 
 # 4. Expiry on disk: past the first-use TTL (2 s; 3 s later), nothing comes
 #    back, and what was let go is cleared on disk: the start after finds

@@ -658,6 +658,31 @@ Test(drv_l2, a_column_a_shard_let_go_under_a_retired_key_is_forgotten_before_it_
 	cr_assert_eq(d->st.resyncs + d->st.shard_restarts, 0, "the model goes on");
 }
 
+/*
+ * An L2_GONE may come before the inventory frame that lists its column
+ * (reports and the inventory are separate streams): the column is not
+ * taken back either, and what hangs on it has no parent to hang on.
+ */
+Test(drv_l2, a_column_let_go_before_it_is_listed_is_not_taken_back)
+{
+	struct proto_l2col cols[3] = {col(0xa0, ISO, 0), col(0x1, 0xa0, 64), col(0xe, ISO, 0)};
+	static const uint64_t early[1] = {0xa0};
+	uint64_t t = rte_get_tsc_cycles(), del;
+
+	bring_up(t);
+	del = d->st.l2_del_cols;
+	gone(1, early, 1, t + 1);
+	cr_assert_eq(d->st.l2_gone_recs, 1);
+	cr_assert_eq(d->st.l2_gone_cols, 0, "not held yet: nothing to forget");
+	inventory(3, 0, cols, 3, t + 2);
+	drv_l2_adopt_ready(d, t + 3);
+	cr_assert_eq(d->st.l2_adopted_cols, 1, "0xe alone; not 0xa0, let go before it was listed");
+	cr_assert_eq(d->st.l2_refused_cols, 1, "0x1: its parent is held by none");
+	cr_assert_eq(d->st.l2_del_cols, del + 1, "an L2_DELETE for 0x1, none for 0xa0 (let go)");
+	cr_assert_eq(d->fatal, 0);
+	cr_assert_eq(d->st.resyncs + d->st.shard_restarts, 0, "the model goes on");
+}
+
 Test(drv_l2, a_shard_without_the_second_tier_its_model_counts_on_stops_the_driver)
 {
 	uint64_t t = rte_get_tsc_cycles();

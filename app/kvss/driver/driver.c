@@ -590,6 +590,7 @@ kvss_driver_free(struct drv *d)
 		drv_l2_forget_tolerated(d, UINT16_MAX);
 	for (i = 0; d->sh != NULL && i < d->nsh; i++) {
 		free(d->sh[i].inv);
+		free(d->sh[i].inv_gone);
 		drv_ctlq_clear(&d->sh[i].q);
 		proto_stream_fini(&d->sh[i].stream);
 	}

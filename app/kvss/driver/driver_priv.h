@@ -111,6 +111,12 @@ void drv_ctlq_clear(struct drv_ctlq *q);
 
 /* ---- A shard as the driver knows it -------------------------------------------------- */
 
+/* A column a shard's second tier let go, by organization, key and cache (l2.c). */
+struct drv_gone {
+	uint64_t iso, key;
+	uint16_t cache;
+};
+
 struct drv_shard {
 	/* Set at start, read-only after. */
 	uint16_t model, idx; /* idx: position in the model's shard list */
@@ -152,6 +158,10 @@ struct drv_shard {
 	bool inv_done;
 	struct proto_l2col *inv;
 	uint32_t inv_n, inv_cap, inv_total;
+	/* Columns it let go (L2_GONE) while its inventory waits to be taken
+	 * back, listed or not yet: adopt() takes none of them. */
+	struct drv_gone *inv_gone;
+	uint32_t inv_gone_n, inv_gone_cap;
 };
 
 /* ---- sink.c ------------------------------------------------------------------------ */

@@ -76,6 +76,29 @@ drv_l2_forget_inventory(struct drv_shard *sh)
 	sh->inv_done = false;
 	sh->inv_n = 0;
 	sh->inv_total = 0;
+	sh->inv_gone_n = 0;
+}
+
+static int
+gone_cmp(const void *a, const void *b)
+{
+	const struct drv_gone *x = a, *y = b;
+
+	if (x->iso != y->iso)
+		return x->iso < y->iso ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->cache < y->cache ? -1 : x->cache > y->cache;
+}
+
+/* Did shard @p sh let column @p c go while its inventory waited (its inv_gone sorted)? */
+static bool
+gone_since_listed(const struct drv_shard *sh, const struct proto_l2col *c)
+{
+	struct drv_gone g = {c->isolation_id, c->key, c->cache_id};
+
+	return sh->inv_gone_n > 0 &&
+	       bsearch(&g, sh->inv_gone, sh->inv_gone_n, sizeof(g), gone_cmp) != NULL;
 }
 
 /* Order: organization, key, then shard and cache (a column's copies side by side). */
@@ -144,10 +167,11 @@ adopt(struct drv *d, uint16_t m, uint64_t tsc)
 		return;
 	}
 	for (i = 0; i < ns; i++) {
-		const struct drv_shard *sh = &d->sh[d->first_shard[m] + i];
+		struct drv_shard *sh = &d->sh[d->first_shard[m] + i];
 
+		qsort(sh->inv_gone, sh->inv_gone_n, sizeof(*sh->inv_gone), gone_cmp);
 		for (k = 0; k < sh->inv_n; k++)
-			if (sh->inv[k].key != 0) /* 0: let go since it was listed (L2_GONE) */
+			if (sh->inv[k].key != 0 && !gone_since_listed(sh, &sh->inv[k]))
 				r[n++] = (struct inv_rec){sh->inv[k], i};
 	}
 	qsort(r, n, sizeof(*r), by_key);
@@ -201,6 +225,9 @@ adopt(struct drv *d, uint16_t m, uint64_t tsc)
 		free(sh->inv);
 		sh->inv = NULL;
 		sh->inv_n = sh->inv_cap = 0;
+		free(sh->inv_gone);
+		sh->inv_gone = NULL;
+		sh->inv_gone_n = sh->inv_gone_cap = 0;
 	}
 }
 
@@ -281,15 +308,37 @@ tolerate_add(struct drv *d, uint16_t k, uint64_t key)
 }
 
 /*
- * An L2_GONE for a column shard @p sh listed in an inventory not taken back
- * yet: the record is not taken back (key 0 skipped by adopt()), or the
- * driver would ask for what the shard let go.
+ * An L2_GONE from shard @p sh while its model's inventories wait to be
+ * taken back: the column, listed already or listed later, is not taken
+ * back, or the driver would ask for what the shard let go. Kept in a list
+ * adopt() sorts once (a scan of the inventory for each record was
+ * quadratic: 100,000 records against 100,000 columns held the driver 33
+ * s). Past INV_GONE_MAX, or without memory, the columns listed so far are
+ * scanned as before (key 0: skipped by adopt()).
  */
+#define INV_GONE_MAX (1u << 20)
+
 static void
-gone_not_offered(struct drv_shard *sh, const struct proto_l2done *done)
+gone_not_offered(struct drv *d, struct drv_shard *sh, const struct proto_l2done *done)
 {
 	uint32_t i;
 
+	if (!d->l2_pending[sh->model])
+		return; /* taken back: nothing to keep it out of */
+	if (sh->inv_gone_n == sh->inv_gone_cap && sh->inv_gone_cap < INV_GONE_MAX) {
+		uint32_t cap = sh->inv_gone_cap ? 2 * sh->inv_gone_cap : 256;
+		struct drv_gone *g = realloc(sh->inv_gone, sizeof(*g) * cap);
+
+		if (g != NULL) {
+			sh->inv_gone = g;
+			sh->inv_gone_cap = cap;
+		}
+	}
+	if (sh->inv_gone_n < sh->inv_gone_cap) {
+		sh->inv_gone[sh->inv_gone_n++] =
+			(struct drv_gone){done->isolation_id, done->key, done->cache_id};
+		return;
+	}
 	for (i = 0; i < sh->inv_n; i++)
 		if (sh->inv[i].key == done->key && sh->inv[i].isolation_id == done->isolation_id &&
 		    sh->inv[i].cache_id == done->cache_id)
@@ -356,18 +405,31 @@ drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 			 * Unasked: the shard's disk let the column go, its
 			 * organization's key retired. Forgotten before it is
 			 * asked for: a lookup misses it, no refill loses it.
-			 * No L2_DELETE is sent: every shard sealing under that
-			 * store lets its own copies go and says so (a shard
-			 * under another store keeps its copy until its next
-			 * inventory). A delete the library sent before (it had
-			 * let the column go already) finds it gone, which the
-			 * shard answers as done (section 9).
+			 * The model's other shards are told to let their copies
+			 * go: one under another store (not read the new one
+			 * yet, or given another) still holds its copy, which
+			 * nothing would delete and which would fill its disk.
+			 * One under the same store let its copy go too and
+			 * answers the delete as done, as the shard does a
+			 * delete the library sent before (section 9).
 			 */
 			d->st.l2_gone_recs++;
-			gone_not_offered(sh, &done);
+			gone_not_offered(d, sh, &done);
 			drv_sink_l2_drop(&d->sink, sh->model, done.isolation_id, done.key);
-			if (prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key))
-				d->st.l2_gone_cols++;
+			if (!prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key))
+				continue; /* not held, or forgotten at another shard's word */
+			d->st.l2_gone_cols++;
+			for (j = 0; j < d->nshards[sh->model]; j++) {
+				struct drv_shard *o = &d->sh[d->first_shard[sh->model] + j];
+
+				for (c = 0; o != sh && c < kvss.cfg.driver.pc.model[sh->model].num_caches;
+				     c++) {
+					struct proto_l2del del = {done.key, done.isolation_id, 0, c};
+
+					drv_sink_l2_delete_one(&d->sink, o, &del);
+					d->st.l2_del_cols++;
+				}
+			}
 			continue;
 		}
 		d->st.l2_done++;

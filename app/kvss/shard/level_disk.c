@@ -271,22 +271,28 @@ again(struct shard_level *lv)
 	b->back_then = kvdisk_ops_back(b->d);
 }
 
-/* The organizations of b->gone[from..]: the set org_retired() looks in, made again. */
+/*
+ * The organizations of b->gone[from..] added to the set org_retired() looks
+ * in: every organization a store read since the tier opened let columns
+ * of go. Cumulative, not the last read's alone: the driver deletes a
+ * column let go from its other shards (PROTOCOL.md section 9, L2_GONE),
+ * and those deletes may come after a later read here. No memory: the set
+ * stays as it was (such a delete is then answered UNKNOWN_PROMPT).
+ */
 static void
-retired_orgs_of(struct disk *b, uint32_t from)
+retired_orgs_add(struct disk *b, uint32_t from)
 {
-	uint64_t *o = NULL;
-	uint32_t i, n = 0;
+	uint32_t i, all = b->nretired_orgs, n = 1, add = b->ngone > from ? b->ngone - from : 0;
+	uint64_t *o;
 
-	if (b->ngone > from && (o = malloc(sizeof(*o) * (b->ngone - from))) != NULL) {
-		for (i = from; i < b->ngone; i++)
-			o[i - from] = b->gone[i].org;
-		qsort(o, b->ngone - from, sizeof(*o), cmp_u64);
-		for (i = 0; i < b->ngone - from; i++)
-			if (n == 0 || o[i] != o[n - 1])
-				o[n++] = o[i]; /* each organization once */
-	}
-	free(b->retired_orgs);
+	if (add == 0 || (o = realloc(b->retired_orgs, sizeof(*o) * ((size_t)all + add))) == NULL)
+		return;
+	for (i = from; i < b->ngone; i++)
+		o[all++] = b->gone[i].org;
+	qsort(o, all, sizeof(*o), cmp_u64);
+	for (i = 1; i < all; i++)
+		if (o[i] != o[n - 1])
+			o[n++] = o[i]; /* each organization once */
 	b->retired_orgs = o;
 	b->nretired_orgs = n;
 }
@@ -349,7 +355,7 @@ poll_disk(struct shard_level *lv, bool idle)
 		int k = kvdisk_retire_orgs(b->d, b->orgs.cur, gone_add, b);
 
 		seal_orgs_free(old);
-		retired_orgs_of(b, from);
+		retired_orgs_add(b, from);
 		if (k > 0) {
 			printf("kvss: shard %u: the second tier let %d columns go, sealed under "
 			       "organization keys the new store retired; the driver is told\n",
