@@ -48,7 +48,9 @@
 #      over the pool (its generation too): a reader with the store from
 #      before the reset hits it (what the key alone changes), a reader with
 #      the new store refuses every slice (KEY) and serves none, a zeta
-#      reader still hits; a replica running through a reset reads the new
+#      reader still hits; a writer on the store from before a reset writes
+#      over none of the slices one with the new store put (a reader with
+#      it then loses nothing); a replica running through a reset reads the new
 #      store within a generation interval (its second tier too), one given
 #      a store it must refuse writes nothing more; a store readable by
 #      others stops kvss at start, naming the key; zeta's reset alone (it
@@ -630,6 +632,39 @@ rc=$?
 say "Z2 (zeta, after epsilon's reset)" "$tmp/z2.log"
 right "Z2" "$tmp/z2.log" $rc
 check "Z2: another organization untouched: hits" holds "$(field "$tmp/z2.log" hit_tokens_shared) > 0"
+# A replica that has not read the new store yet writes over nothing the
+# ones that have wrote: epsilon's key retired again, a writer with the
+# new store (G) puts epsilon's slices, then one still on the store from
+# before (L) finds each name taken under a key id its store does not make,
+# and keeps it; a reader with the new store then loses nothing. (Before,
+# L wrote over 160 of G's slices and the reader lost 180 columns.)
+cp -p "$tmp/org.keys" "$tmp/org.keys.lag"
+shared reset --org epsilon --org-keys "$tmp/org.keys" >/dev/null 2>&1
+mkcfg "$tmp/eg.cfg" "$tmp/eg" "$tmp/epsilon.jsonl"
+orgcfg "$tmp/eg.cfg" "$tmp/org.keys"
+run_all "$tmp/eg.cfg" "$tmp/eg.log"
+rc=$?
+right "EG (epsilon, a writer with the new store)" "$tmp/eg.log" $rc
+mkcfg "$tmp/el.cfg" "$tmp/el" "$tmp/epsilon.jsonl"
+orgcfg "$tmp/el.cfg" "$tmp/org.keys.lag"
+run_all "$tmp/el.cfg" "$tmp/el.log"
+rc=$?
+# (The final stats leave a counter at 0 out.)
+elk=$(grep -o 'shared_kept_unknown_key=[0-9]*' "$tmp/el.log" | tail -1 | cut -d= -f2)
+elr=$(grep -o 'shared_replaced=[0-9]*' "$tmp/el.log" | tail -1 | cut -d= -f2)
+elr=${elr:-0}
+check "EL (epsilon, a writer on the store from before): zero verify failures, finished" \
+	eval 'test "$(field "$tmp/el.log" verify_failures)/$(field "$tmp/el.log" finished)" = 0/True'
+check "EL: kept the slices sealed under the new key (${elk:-?} kept, ${elr:-?} written over)" \
+	holds "${elk:-0} > 0 and $elr == 0"
+readcfg "$tmp/er.cfg" "$tmp/er" "$tmp/epsilon.jsonl"
+orgcfg "$tmp/er.cfg" "$tmp/org.keys"
+run_all "$tmp/er.cfg" "$tmp/er.log"
+rc=$?
+say "ER (epsilon, a reader with the new store, after EL)" "$tmp/er.log"
+right "ER" "$tmp/er.log" $rc
+check "ER: hits from the shared level, none refused by key, nothing lost" \
+	holds "$(field "$tmp/er.log" hit_tokens_shared) > 0 and $(field "$tmp/er.log" shared.up_keyless) == 0 and $(field "$tmp/er.log" lost_tokens) == 0"
 # A replica running through a reset reads the new store, on its shared
 # level and on its second tier (sealed under the same store here).
 mkcfg "$tmp/e4.cfg" "$tmp/e4" "$tmp/epsilon-long.jsonl"

@@ -62,6 +62,7 @@ struct sh {
 	uint64_t bad[SHARED_BAD_COUNT];
 	uint64_t failed, missing, exists, put_shed;
 	uint64_t replaced; /* taken names that were not the slice: written over */
+	uint64_t kept_unknown_key; /* taken names sealed under a key id the store does not make: kept */
 	/* The keys slices are sealed with and opened by (NULL: plain slices). */
 	struct seal_ring *ring;
 	uint64_t sealed, opened;
@@ -201,6 +202,27 @@ same_slice(const struct shard_level *lv, const struct level_req *q, const struct
 }
 
 /*
+ * Under an organization key store, is the slice whose header @p h holds
+ * sealed under a key id the store does not make? Replicas take a new store
+ * one by one: a key this one does not make may be a newer one, and the
+ * slice the only copy every replica that holds it can open. Never written
+ * over (PROTOCOL.md, SH_DOWN); a key this one still holds (its master key
+ * before) is, as a slice that would not open once that key is dropped.
+ */
+static bool
+newer_key_maybe(const struct sh *sh, const struct level_req *q, const struct shared_hdr *h)
+{
+	struct seal_key k;
+	bool held;
+
+	if (sh->ring == NULL || sh->ring->orgs == NULL || h->version != SHARED_OBJ_VERSION_SEALED)
+		return false;
+	held = seal_ring_find(sh->ring, q->meta.org, h->key_id, &k) == 0;
+	OPENSSL_cleanse(&k, sizeof(k));
+	return !held; /* libcrypto failing here too: kept, not known to be the slice's fault */
+}
+
+/*
  * The next step of an SH_DOWN whose name was taken (enum sh_phase); true
  * when it went on (its answer comes with a later completion).
  */
@@ -234,6 +256,12 @@ put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, 
 		if (named && same_slice(lv, q, &bh)) {
 			sh->exists++; /* the same bytes under the same name, written by another */
 			*code = 0;
+			return false;
+		}
+		if (ours && newer_key_maybe(sh, q, &bh)) {
+			sh->failed++;
+			sh->kept_unknown_key++;
+			*code = PROTO_E_SHARED_FAILED;
 			return false;
 		}
 		/* A shard without the key never writes a plain slice over a
@@ -558,8 +586,8 @@ open_shared(struct shard_level *lv, char *err, size_t errlen)
 }
 
 
-/* The refusals by reason, twelve of the level's own, ten of lib/shared's. */
-_Static_assert(SHARED_BAD_COUNT - 1 + 22 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
+/* The refusals by reason, thirteen of the level's own, ten of lib/shared's. */
+_Static_assert(SHARED_BAD_COUNT - 1 + 23 <= LEVEL_COUNTERS_MAX, "the shared level's counters fit");
 
 static unsigned int
 counters(const struct shard_level *lv, struct level_counter *c)
@@ -580,6 +608,7 @@ counters(const struct shard_level *lv, struct level_counter *c)
 	c[n++] = (struct level_counter){"", "exists", sh->exists, false};
 	c[n++] = (struct level_counter){"", "shed", sh->put_shed, false};
 	c[n++] = (struct level_counter){"", "replaced", sh->replaced, false};
+	c[n++] = (struct level_counter){"", "kept_unknown_key", sh->kept_unknown_key, false};
 	c[n++] = (struct level_counter){"", "sealed", sh->sealed, false};
 	c[n++] = (struct level_counter){"", "opened", sh->opened, false};
 	c[n++] = (struct level_counter){"", "org_keys_reloaded", sh->orgs.reloaded, false};
