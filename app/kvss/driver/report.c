@@ -887,7 +887,7 @@ summary_tier(struct drv *d, const struct kvss_drv_stats *s, const struct prefixc
 	if (drv_l2_model(0))
 		printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
 		       " from L2 (moved up in %" PRIu64 " batches); %" PRIu64 " tokens written down "
-		       "(%.1f MB), %" PRIu64 " let go, %" PRIu64 " held at the end; %" PRIu64
+		       "(%.1f MB), %" PRIu64 " deleted by the driver, %" PRIu64 " held at the end; %" PRIu64
 		       " columns taken back after restarts, %" PRIu64 " let go instead; %" PRIu64
 		       " failures; %" PRIu64 " tokens recomputed, faster than L2\n",
 		       s->hit_tokens - l2hit, l2hit, s->l2_up_batches, ps->l2_down_tokens,
