@@ -73,6 +73,7 @@ cleanup() {
 }
 trap cleanup EXIT
 . scripts/check-lib.sh
+. scripts/cfg-two-shards.sh
 
 field() {
 	python3 -c 'import json,sys; print(json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])[sys.argv[2]])' "$1" "$2" 2>/dev/null
@@ -341,32 +342,9 @@ check "store replaced while down: none offered, none lost" \
 #     copy replaced too: what it wrote under the old key meanwhile goes,
 #     and the driver has shard 0 delete its copies of those.
 two_shards() { # two_shards OUT DIR STORE0 STORE1
-	{
-		echo 'role = "all"; poll_mode = "idle"; mtu = 9000;'
-		echo 'lcores = { ingest = [1, 2]; refill = []; control = 0; };'
-		echo 'shard = ('
-		for k in 0 1; do
-			[ "$k" = 0 ] && st=$3 || st=$4
-			echo "  { id = $k; model = 0; batch_timeout_ms = 1000;"
-			echo "    address = { mac = \"02:00:00:00:01:0$k\"; ipv4 = \"10.99.0.1$k\"; };"
-			echo '    wafer = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };'
-			echo '    caches = ( { id = 0; bytes_per_token = 128; buffers = 2; capacity_tokens = 20000; } );'
-			echo "    l2 = { dir = \"$2\"; column = 64; capacity_tokens = [200000]; key_file = \"$tmp/k1.key\"; org_key_file = \"$st\"; }; }$([ "$k" = 0 ] && echo ,)"
-		done
-		echo ');'
-		echo 'driver = { address = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };'
-		echo '  column = 64; policy = "lru"; retransmit_ms = 5;'
-		echo '  models = ( { name = "demo-model"; caches = ( { id = 0; rule = "full"; } );'
-		echo '    refill_latency_us = 20; refill_gbps = 10; shards = ('
-		for k in 0 1; do
-			echo "      { id = $k; address = { mac = \"02:00:00:00:01:0$k\"; ipv4 = \"10.99.0.1$k\"; };"
-			echo "        bytes_per_token = [128]; capacity_tokens = [20000]; l2_tokens = [200000]; }$([ "$k" = 0 ] && echo ,)"
-		done
-		echo '    ); } );'
-		echo '};'
-		echo 'wafer = { trace = ""; generate = 400; max_inflight = 8; arrivals = "poisson"; arrival_rate = 40.0; arrival_seed = 1; };'
-	} >"$1"
-	mkdir -p "$2"
+	two_shards_cfg "$1" "$2" 20000 200000 "key_file = \"$tmp/k1.key\"; org_key_file = \"$3\"; " \
+		"key_file = \"$tmp/k1.key\"; org_key_file = \"$4\"; "
+	echo 'wafer = { trace = ""; generate = 400; max_inflight = 8; arrivals = "poisson"; arrival_rate = 40.0; arrival_seed = 1; };' >>"$1"
 }
 "$BUILD/kvss-shared" keys --org-keys "$tmp/tp0.keys" --init >/dev/null
 cp -p "$tmp/tp0.keys" "$tmp/tp1.keys"

@@ -84,6 +84,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 . scripts/check-lib.sh
+. scripts/cfg-two-shards.sh
 
 field() { # field LOG KEY[.KEY]: a field of the run's JSON line
 	python3 -c '
@@ -228,34 +229,12 @@ check "C: the summary says the shared level's line" grep -q "summary: the shared
 # first's names and a reader would be served the first's bytes: verify
 # failures. Organization gamma: its own namespace.
 mk2cfg() { # mk2cfg OUT DIR TRACE [write]
-	local sh k
+	two_shards_cfg "$1" "$2" 8192 65536
 	{
-		echo 'role = "all"; poll_mode = "idle"; mtu = 9000;'
-		echo 'lcores = { ingest = [1, 2]; refill = []; control = 0; };'
-		echo 'shard = ('
-		for k in 0 1; do
-			echo "  { id = $k; model = 0; batch_timeout_ms = 1000; status_interval_ms = 20;"
-			echo "    address = { mac = \"02:00:00:00:01:0$k\"; ipv4 = \"10.99.0.1$k\"; };"
-			echo '    wafer = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };'
-			echo '    caches = ( { id = 0; bytes_per_token = 128; buffers = 2; capacity_tokens = 8192; } );'
-			echo "    l2 = { dir = \"$2\"; column = 64; capacity_tokens = [65536]; }; }$([ $k = 0 ] && echo ,)"
-		done
-		echo ');'
-		echo 'driver = { address = { mac = "02:00:00:00:00:01"; ipv4 = "10.99.0.1"; };'
-		echo '  column = 64; policy = "lru"; retransmit_ms = 5;'
-		echo '  models = ( { name = "demo-model"; caches = ( { id = 0; rule = "full"; } );'
-		echo '    refill_latency_us = 20; refill_gbps = 10; shards = ('
-		for k in 0 1; do
-			sh="{ id = $k; address = { mac = \"02:00:00:00:01:0$k\"; ipv4 = \"10.99.0.1$k\"; };"
-			echo "      $sh bytes_per_token = [128]; capacity_tokens = [8192]; l2_tokens = [65536]; }$([ $k = 0 ] && echo ,)"
-		done
-		echo '    ); } );'
-		echo '};'
 		echo "wafer = { trace = \"$3\"; max_inflight = 8; };"
 		echo "shared = { conf = \"$conf\"; pool = \"kvss\"; deadline_ms = 200; generation_ms = 200;"
 		echo "  write = ${4:-true}; };"
-	} >"$1"
-	mkdir -p "$2"
+	} >>"$1"
 }
 run_two() { # run_two CFG LOG: its status (three lcores: the driver and two ingest)
 	timeout 180 "$BUILD/kvss" --no-pci --no-huge -m 1024 --lcores "0@(0-1),1@(0-1),2@(0-1)" \
