@@ -144,6 +144,24 @@ refuse(struct drv *d, struct inv_rec *r, size_t n, uint16_t m)
 	d->st.l2_refused_cols++;
 }
 
+/* Model @p m's inventories, taken back: their lists go. */
+static void
+inv_free(struct drv *d, uint16_t m)
+{
+	uint16_t i;
+
+	for (i = 0; i < d->nshards[m]; i++) {
+		struct drv_shard *sh = &d->sh[d->first_shard[m] + i];
+
+		free(sh->inv);
+		sh->inv = NULL;
+		sh->inv_n = sh->inv_cap = 0;
+		free(sh->inv_gone);
+		sh->inv_gone = NULL;
+		sh->inv_gone_n = sh->inv_gone_cap = 0;
+	}
+}
+
 /* Every shard of model @p m has listed its L2: take back what all hold. */
 static void
 adopt(struct drv *d, uint16_t m, uint64_t tsc)
@@ -156,8 +174,10 @@ adopt(struct drv *d, uint16_t m, uint64_t tsc)
 
 	for (i = 0; i < ns; i++)
 		total += d->sh[d->first_shard[m] + i].inv_n;
-	if (total == 0)
+	if (total == 0) {
+		inv_free(d, m);
 		return;
+	}
 	r = malloc(sizeof(*r) * total);
 	heads = malloc(sizeof(*heads) * total);
 	if (r == NULL || heads == NULL) {
@@ -169,7 +189,8 @@ adopt(struct drv *d, uint16_t m, uint64_t tsc)
 	for (i = 0; i < ns; i++) {
 		struct drv_shard *sh = &d->sh[d->first_shard[m] + i];
 
-		qsort(sh->inv_gone, sh->inv_gone_n, sizeof(*sh->inv_gone), gone_cmp);
+		if (sh->inv_gone_n > 1)
+			qsort(sh->inv_gone, sh->inv_gone_n, sizeof(*sh->inv_gone), gone_cmp);
 		for (k = 0; k < sh->inv_n; k++)
 			if (sh->inv[k].key != 0 && !gone_since_listed(sh, &sh->inv[k]))
 				r[n++] = (struct inv_rec){sh->inv[k], i};
@@ -219,16 +240,7 @@ adopt(struct drv *d, uint16_t m, uint64_t tsc)
 	fflush(stdout);
 	free(r);
 	free(heads);
-	for (i = 0; i < ns; i++) {
-		struct drv_shard *sh = &d->sh[d->first_shard[m] + i];
-
-		free(sh->inv);
-		sh->inv = NULL;
-		sh->inv_n = sh->inv_cap = 0;
-		free(sh->inv_gone);
-		sh->inv_gone = NULL;
-		sh->inv_gone_n = sh->inv_gone_cap = 0;
-	}
+	inv_free(d, m);
 }
 
 void
@@ -308,18 +320,20 @@ tolerate_add(struct drv *d, uint16_t k, uint64_t key)
 }
 
 /*
- * An L2_GONE from shard @p sh while its model's inventories wait to be
- * taken back: the column, listed already or listed later, is not taken
- * back, or the driver would ask for what the shard let go. Kept in a list
- * adopt() sorts once (a scan of the inventory for each record was
- * quadratic: 100,000 records against 100,000 columns held the driver 33
- * s). Past INV_GONE_MAX, or without memory, the columns listed so far are
- * scanned as before (key 0: skipped by adopt()).
+ * Column @p key of @p iso in cache @p cache, let go by shard @p sh or
+ * deleted from it on an L2_GONE, while its model's inventories wait to be
+ * taken back: listed already or listed later, it is not taken back (the
+ * driver would ask for what the shard let go) nor refused (a second
+ * L2_DELETE would find nothing). Kept in a list adopt() sorts once (a scan
+ * of the inventory for each record was quadratic: 100,000 records against
+ * 100,000 columns held the driver 33 s). Past INV_GONE_MAX, or without
+ * memory, the columns listed so far are scanned as before (key 0: skipped
+ * by adopt()).
  */
 #define INV_GONE_MAX (1u << 20)
 
 static void
-gone_not_offered(struct drv *d, struct drv_shard *sh, const struct proto_l2done *done)
+inv_keep_out(struct drv *d, struct drv_shard *sh, uint64_t iso, uint64_t key, uint16_t cache)
 {
 	uint32_t i;
 
@@ -335,13 +349,12 @@ gone_not_offered(struct drv *d, struct drv_shard *sh, const struct proto_l2done 
 		}
 	}
 	if (sh->inv_gone_n < sh->inv_gone_cap) {
-		sh->inv_gone[sh->inv_gone_n++] =
-			(struct drv_gone){done->isolation_id, done->key, done->cache_id};
+		sh->inv_gone[sh->inv_gone_n++] = (struct drv_gone){iso, key, cache};
 		return;
 	}
 	for (i = 0; i < sh->inv_n; i++)
-		if (sh->inv[i].key == done->key && sh->inv[i].isolation_id == done->isolation_id &&
-		    sh->inv[i].cache_id == done->cache_id)
+		if (sh->inv[i].key == key && sh->inv[i].isolation_id == iso &&
+		    sh->inv[i].cache_id == cache)
 			sh->inv[i].key = 0;
 }
 
@@ -405,16 +418,17 @@ drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 			 * Unasked: the shard's disk let the column go, its
 			 * organization's key retired. Forgotten before it is
 			 * asked for: a lookup misses it, no refill loses it.
-			 * The model's other shards are told to let their copies
+			 * Every shard of the model is told to let its copies
 			 * go: one under another store (not read the new one
 			 * yet, or given another) still holds its copy, which
-			 * nothing would delete and which would fill its disk.
-			 * One under the same store let its copy go too and
-			 * answers the delete as done, as the shard does a
-			 * delete the library sent before (section 9).
+			 * nothing would delete and which would fill its disk;
+			 * the one that said so may hold a copy written again
+			 * since (the record says nothing of which). One that
+			 * let its copy go answers the delete as done, as it
+			 * does a delete the library sent before (section 9).
 			 */
 			d->st.l2_gone_recs++;
-			gone_not_offered(d, sh, &done);
+			inv_keep_out(d, sh, done.isolation_id, done.key, done.cache_id);
 			drv_sink_l2_drop(&d->sink, sh->model, done.isolation_id, done.key);
 			if (!prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key))
 				continue; /* not held, or forgotten at another shard's word */
@@ -422,12 +436,12 @@ drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 			for (j = 0; j < d->nshards[sh->model]; j++) {
 				struct drv_shard *o = &d->sh[d->first_shard[sh->model] + j];
 
-				for (c = 0; o != sh && c < kvss.cfg.driver.pc.model[sh->model].num_caches;
-				     c++) {
+				for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
 					struct proto_l2del del = {done.key, done.isolation_id, 0, c};
 
 					drv_sink_l2_delete_one(&d->sink, o, &del);
 					d->st.l2_del_cols++;
+					inv_keep_out(d, o, done.isolation_id, done.key, c);
 				}
 			}
 			continue;
