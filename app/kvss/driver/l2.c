@@ -358,6 +358,30 @@ inv_keep_out(struct drv *d, struct drv_shard *sh, uint64_t iso, uint64_t key, ui
 			sh->inv[i].key = 0;
 }
 
+/*
+ * Column @p key of @p iso, forgotten: every shard of model @p m lets it go,
+ * in every cache (an L2_DELETE each), and while the inventories wait it
+ * is kept out of each one's (adopt() would refuse it again: a second
+ * delete, which finds nothing).
+ */
+static void
+delete_everywhere(struct drv *d, uint16_t m, uint64_t iso, uint64_t key)
+{
+	uint16_t j, c;
+
+	for (j = 0; j < d->nshards[m]; j++) {
+		struct drv_shard *o = &d->sh[d->first_shard[m] + j];
+
+		for (c = 0; c < kvss.cfg.driver.pc.model[m].num_caches; c++) {
+			struct proto_l2del del = {key, iso, 0, c};
+
+			drv_sink_l2_delete_one(&d->sink, o, &del);
+			d->st.l2_del_cols++;
+			inv_keep_out(d, o, iso, key, c);
+		}
+	}
+}
+
 bool
 drv_l2_expected_unknown(struct drv *d, const struct drv_shard *sh, uint64_t key)
 {
@@ -403,7 +427,7 @@ drv_l2_forget_tolerated(struct drv *d, uint16_t model)
 void
 drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 {
-	uint16_t i, j, c;
+	uint16_t i;
 
 	for (i = 0; i < msg->hdr.count; i++) {
 		struct proto_l2done done;
@@ -433,17 +457,7 @@ drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 			if (!prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key))
 				continue; /* not held, or forgotten at another shard's word */
 			d->st.l2_gone_cols++;
-			for (j = 0; j < d->nshards[sh->model]; j++) {
-				struct drv_shard *o = &d->sh[d->first_shard[sh->model] + j];
-
-				for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
-					struct proto_l2del del = {done.key, done.isolation_id, 0, c};
-
-					drv_sink_l2_delete_one(&d->sink, o, &del);
-					d->st.l2_del_cols++;
-					inv_keep_out(d, o, done.isolation_id, done.key, c);
-				}
-			}
+			delete_everywhere(d, sh->model, done.isolation_id, done.key);
 			continue;
 		}
 		d->st.l2_done++;
@@ -476,15 +490,6 @@ drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 			continue; /* forgotten at another shard's (or cache's) failure */
 		tolerate_add(d, sh->k, done.key);
 		d->st.l2_down_failed_cols++;
-		for (j = 0; j < d->nshards[sh->model]; j++) {
-			struct drv_shard *o = &d->sh[d->first_shard[sh->model] + j];
-
-			for (c = 0; c < kvss.cfg.driver.pc.model[sh->model].num_caches; c++) {
-				struct proto_l2del del = {done.key, done.isolation_id, 0, c};
-
-				drv_sink_l2_delete_one(&d->sink, o, &del);
-				d->st.l2_del_cols++;
-			}
-		}
+		delete_everywhere(d, sh->model, done.isolation_id, done.key);
 	}
 }
