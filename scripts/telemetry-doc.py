@@ -105,7 +105,7 @@ LITERAL = {
     "shared_missing": "slices read that were not in the cluster",
     "shared_exists": "slices written that were there already (exclusive create, read back: the same slice)",
     "shared_replaced": "slices written over what was under their name (read back: not the slice)",
-    "shared_kept_unknown_key": "taken names kept, not written over: a slice sealed under a key id the organization key store does not make (it may be newer); that SH_DOWN answered SHARED_FAILED",
+    "shared_kept_unknown_key": "taken names kept, not written over: a slice sealed under a key id the organization key store does not make (it may be newer); that SH_DOWN answered SHARED_KEY",
     "shared_shed": "slice writes answered SHARED_FAILED at once: too many waited",
     "shared_sealed": "slices sealed (AES-256-GCM) before they were written (shared.key_file)",
     "shared_opened": "sealed slices read whose tag matched (opened, then served)",

@@ -638,6 +638,8 @@ check "EL (epsilon, a writer on the store from before): zero verify failures, fi
 	eval 'test "$(field "$tmp/el.log" verify_failures)/$(field "$tmp/el.log" finished)" = 0/True'
 check "EL: kept the slices sealed under the new key (${elk:-?} kept, ${elr:-?} written over)" \
 	holds "${elk:-0} > 0 and $elr == 0"
+check "EL: answered SHARED_KEY, its driver sent those columns down no more ($(field "$tmp/el.log" shared.down_keyless) answered, $(field "$tmp/el.log" shared.down_keyless_skipped) kept local)" \
+	holds "$(field "$tmp/el.log" shared.down_keyless) > 0"
 readcfg "$tmp/er.cfg" "$tmp/er" "$tmp/epsilon.jsonl"
 orgcfg "$tmp/er.cfg" "$tmp/org.keys"
 run_all "$tmp/er.cfg" "$tmp/er.log"

@@ -531,6 +531,32 @@ Test(drv_shared, a_failed_sh_down_counts_down_failed_and_writes_no_record)
 	cr_assert_eq(rmem_count(NULL), 0);
 }
 
+/*
+ * A shard that finds its slice's name taken by another's slice, sealed
+ * under a key its store does not make (maybe newer), keeps it and answers
+ * SHARED_KEY: the column is neither written nor sent down again (writing
+ * it again would find the same slice, at a put and a read-back each time).
+ */
+Test(drv_shared, an_sh_down_answered_shared_key_is_not_sent_down_again)
+{
+	struct proto_l2col o;
+
+	know_org(9, SEC);
+	cr_assert(down(0xd1, &o));
+	answer(0, PROTO_L2OP_SH_DOWN, 0xd1, PROTO_E_SHARED_KEY);
+	cr_assert_eq(ST->down_failed, 1);
+	cr_assert_eq(ST->down_keyless, 1);
+	answer(1, PROTO_L2OP_SH_DOWN, 0xd1, 0);
+	drv_sh_poll(d, SEC + 1);
+	cr_assert_eq(ST->records_written, 0, "no record: another's slice stays under its name");
+	cr_assert_not(down(0xd1, &o), "not sent down again");
+	cr_assert_eq(ST->down_keyless_skipped, 1);
+	cr_assert_eq(ST->down_cols, 1);
+	cr_assert(down(0xd2, &o), "another column goes down as ever");
+	cr_assert_eq(d->fatal, 0);
+	cr_assert_eq(d->st.resyncs + d->st.shard_restarts, 0);
+}
+
 /* ---- Up: a slice that does not come up ------------------------------------------------------ */
 
 /* Column @p key's record (a prompt's first of organization 9) in the cluster: its name. */

@@ -94,7 +94,7 @@ Test(golden, every_vector_of_the_document_is_one_the_tests_check)
 		/* test_proto_l2.c */
 		"l2_down", "l2_up", "l2_delete", "l2_done", "l2_gone", "l2_inventory",
 		/* test_proto_l2.c: the shared level (section 10); test_shared_obj.c */
-		"sh_down", "sh_up", "sh_done", "sh_key", "shared_slice", "shared_layout", "shared_object_id",
+		"sh_down", "sh_up", "sh_done", "sh_key", "sh_down_key", "shared_slice", "shared_layout", "shared_object_id",
 		"shared_slice_name", "shared_record_name", "shared_namespace", "shared_generation",
 		/* test_shared_seal.c */
 		"shared_slice_sealed"};

@@ -259,6 +259,16 @@ Test(l2_golden, sh_key_is_built_and_parsed)
 	cr_assert_str_eq(proto_err_name(x.status), "SHARED_KEY");
 }
 
+Test(l2_golden, sh_down_key_is_built_and_parsed)
+{
+	struct proto_l2done d = {0x1111, 0x3333, 0, PROTO_L2OP_SH_DOWN, PROTO_E_SHARED_KEY}, x;
+
+	l2done_golden("sh_down_key", 8, &d, &x);
+	cr_assert_eq(x.op, PROTO_L2OP_SH_DOWN);
+	cr_assert_eq(x.status, 13);
+	cr_assert_str_eq(proto_err_name(x.status), "SHARED_KEY");
+}
+
 Test(l2_golden, l2_gone_is_built_and_parsed)
 {
 	struct proto_l2done d = {0x1111, 0x3333, 1, PROTO_L2OP_L2_GONE, PROTO_E_L2_FAILED}, x;

@@ -572,6 +572,8 @@ void drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *ms
 	X(down_cols)		/* columns sent to the shared level (SH_DOWN) */                    \
 	X(down_slices)		/* slices the shards wrote */                                       \
 	X(down_failed)		/* slices a shard did not write (SH_DOWN answered with a failure) */ \
+	X(down_keyless)		/* of them, names a shard kept another's slice under, sealed under a key its store does not make (SHARED_KEY): the column not sent down again this generation */ \
+	X(down_keyless_skipped)	/* columns kept local: a shard kept another's slice of it (SHARED_KEY) */ \
 	X(down_busy)		/* columns kept local: too many awaited their slices */             \
 	X(down_no_generation)	/* columns kept local: their organization's generation unread */   \
 	X(down_no_parent)	/* columns kept local: their parent neither written nor found */    \

@@ -698,7 +698,8 @@ summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefi
 		 ",\"records_bad\":%" PRIu64 ",\"records_deleted\":%" PRIu64
 		 ",\"up_batches\":%" PRIu64 ",\"up_failed\":%" PRIu64 ",\"slices_bad\":%" PRIu64
 		 ",\"slices_missing\":%" PRIu64 ",\"up_keyless\":%" PRIu64
-		 ",\"keyless_skipped\":%" PRIu64 ",\"down_restart\":%" PRIu64
+		 ",\"keyless_skipped\":%" PRIu64 ",\"down_keyless\":%" PRIu64
+		 ",\"down_keyless_skipped\":%" PRIu64 ",\"down_restart\":%" PRIu64
 		 ",\"bad\":{%s},\"generation\":%" PRIu64 ",\"generations_seen\":%" PRIu64
 		 ",\"unavailable_times\":%" PRIu64 ",\"unavailable\":%s"
 		 ",\"generation_refused\":%" PRIu64 ",\"generation_bad\":%" PRIu64
@@ -710,7 +711,7 @@ summary_shared(struct drv *d, const struct kvss_drv_stats *s, const struct prefi
 		 h->down_gone, h->records_written,
 		 h->records_failed, h->records_bad, h->records_deleted, s->shared_up_batches,
 		 h->up_failed, h->slices_bad, h->slices_missing, h->up_keyless, h->keyless_skipped,
-		 h->down_restart, badj,
+		 h->down_keyless, h->down_keyless_skipped, h->down_restart, badj,
 		 h->generation, h->generations_seen,
 		 h->unavailable_times, h->unavailable ? "true" : "false", h->generation_refused,
 		 h->generation_bad, h->off_at_start);

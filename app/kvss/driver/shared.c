@@ -625,6 +625,10 @@ send_down(struct drv *d, uint16_t m, const struct prefixcache_l2col *c, struct p
 	uint32_t gg, go;
 	uint64_t id;
 
+	if (keyless_has(d, m, c->isolation_id, c->key)) {
+		S->st.down_keyless_skipped++; /* a shard keeps another's slice of it (drv_sh_done) */
+		return false;
+	}
 	if (!names_of(d, m, c->isolation_id, c->key, &gg, &go, &id)) {
 		S->st.down_no_generation++;
 		return false;
@@ -1111,6 +1115,14 @@ drv_sh_done(struct drv *d, struct drv_shard *sh, const struct proto_l2done *done
 			S->st.down_failed++;
 			if (p != NULL)
 				pend_free(d, p); /* no record: its slices are swept */
+			if (done->status == PROTO_E_SHARED_KEY && done->key != 0) {
+				/* Another's slice kept under its name, sealed under
+				 * a key this shard's store does not make (maybe
+				 * newer): writing it again finds the same, and
+				 * reading it here would be refused the same. */
+				S->st.down_keyless++;
+				keyless_add(d, m, done->isolation_id, done->key);
+			}
 			return;
 		}
 		if (p == NULL) {

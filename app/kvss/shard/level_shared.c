@@ -259,9 +259,8 @@ put_step(struct shard_level *lv, struct level_req *q, int status, uint32_t got, 
 			return false;
 		}
 		if (ours && newer_key_maybe(sh, q, &bh)) {
-			sh->failed++;
-			sh->kept_unknown_key++;
-			*code = PROTO_E_SHARED_FAILED;
+			sh->kept_unknown_key++; /* not the cluster's failure: SHARED_KEY says why */
+			*code = PROTO_E_SHARED_KEY;
 			return false;
 		}
 		/* A shard without the key never writes a plain slice over a
