@@ -364,7 +364,7 @@ rc=$?
 sopid=
 tpst=$(field "$tmp/tp.log" l2_stored_by_status)
 tpdrv=$(field "$tmp/tp.log" l2_stored_tokens)
-echo "l2: two shards, their stores replaced one after the other: exit $rc; $(grep -o 'shard [01]: the second tier let [0-9]* columns go' "$tmp/tp.log" | tr '\n' ';') the driver forgot $(field "$tmp/tp.log" l2_gone_cols) and had the other shard delete them; the shards' STATUS says ${tpst:-?} tokens on disk, the driver accounts for 2 x ${tpdrv:-?}"
+echo "l2: two shards, their stores replaced one after the other: exit $rc; $(grep -o 'shard [01]: the second tier let [0-9]* columns go' "$tmp/tp.log" | tr '\n' ';') the driver forgot $(field "$tmp/tp.log" l2_gone_cols) and had every shard delete them; the shards' STATUS says ${tpst:-?} tokens on disk, the driver accounts for 2 x ${tpdrv:-?}"
 check "two shards: zero verify failures" test "$(field "$tmp/tp.log" verify_failures)" = 0
 check "two shards: shard 0 let its columns go, said" \
 	grep -q "shard 0: the second tier let [1-9][0-9]* columns go, sealed under organization keys the new store retired" "$tmp/tp.log"
