@@ -486,6 +486,32 @@ Test(emulator, learned_estimates_follow_the_refills)
 		     (unsigned long)lat0);
 }
 
+/*
+ * A pause at the start (the first 20 refills 3 s each, as when a disk
+ * answered nothing for seconds on a busy machine), then refills of 5 ms +
+ * 2 GB/s: the estimates take the last refills' line, not the whole run's
+ * (which still says 3e9 / 84 ns more for each), so sequences are not held
+ * for the pause that ended. The summary's fit keeps every refill.
+ */
+Test(emulator, learned_estimates_forget_a_pause_that_ended)
+{
+	uint64_t lat, i;
+	double bpn, fit_us, fit_gbps;
+
+	rig_up(1, 1u << 20, true);
+	for (i = 0; i < 20 + LINWIN; i++) {
+		uint64_t bytes = 100000 + (i * 7919) % 100 * 100000;
+
+		drv_learn_model(&R.learn, 0, 5000000 + bytes / 2 + (i < 20 ? 3000000000ull : 0), bytes, 0, 0);
+	}
+	cr_assert_gt(R.st.model_updates, 0);
+	cr_assert_eq(prefixcache_refill_model(R.pc, 0, &lat, &bpn), 0);
+	cr_assert(lat > 4000000 && lat < 6000000, "latency %lu ns, want 5 ms", (unsigned long)lat);
+	cr_assert(bpn > 1.8 && bpn < 2.2, "%.3f bytes/ns, want 2", bpn);
+	cr_assert_eq(drv_learn_fit(&R.learn.ml[0].fit, &fit_us, &fit_gbps), 0);
+	cr_assert_gt(fit_us, 50000, "the whole run's line keeps the pause: %.0f us", fit_us);
+}
+
 /* /swdriver/refill_latency's buckets: a time on a bound counts in it (Prometheus' le). */
 Test(emulator, the_refill_histogram_counts_each_sequence_in_its_bucket)
 {

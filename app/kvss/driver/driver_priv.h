@@ -236,7 +236,7 @@ void drv_hdr_for(struct proto_hdr *h, const struct drv_shard *sh, uint32_t epoch
 /* What refill_model "learned" knows of one model's refills. */
 struct drv_model_learn {
 	struct linfit fit; /* time (ns) from the lookup to its refills whole, by the bytes charged */
-	struct ratioq rq;  /* those times over what its fitted line said (refill_short_pct) */
+	struct ratioq rq;  /* those times over its line in force, unscaled (refill_short_pct) */
 	double factor;	   /* its line's scale: 1, or from rq */
 	/* Refills with hits from the second tier: what they took past the
 	 * line above, by the bytes brought up from L2 (the L2 line). */
@@ -244,6 +244,13 @@ struct drv_model_learn {
 	/* Those with hits staged from the shared level: what they took past
 	 * both lines above, by the bytes brought up from there (its line). */
 	struct linfit fit3;
+	/* The same points, the last LINWIN of each: the lines the estimates
+	 * take (linfit.h says why not the whole run's). The fits above are
+	 * what the summary reports, for an operator to configure. */
+	struct linwin win, win2, win3;
+	/* win's line when last refitted (line_ok: it has been), unscaled. */
+	bool line_ok;
+	double lat_ns, ns_per_byte;
 };
 
 /* The refill-time histogram's bounds (/swdriver/refill_latency), us: 1-2-5 from 10 us to 1 s. */
@@ -304,6 +311,9 @@ void drv_learn_seq(struct drv_learn *l, uint64_t ns, uint64_t est_ns, uint64_t e
  * can be told: the slope is 0 and the latency is their mean time.
  */
 int drv_learn_line(const struct linfit *f, double *lat_ns, double *ns_per_byte);
+
+/** The same for a window's robust line (linfit.h): the line the estimates take. */
+int drv_learn_wline(const struct linwin *w, double *lat_ns, double *ns_per_byte);
 
 /** The same in the configuration's units (refill_latency_us, refill_gbps; 0: no bound). */
 int drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps);

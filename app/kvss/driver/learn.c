@@ -46,6 +46,18 @@ drv_learn_line(const struct linfit *f, double *lat_ns, double *ns_per_byte)
 }
 
 int
+drv_learn_wline(const struct linwin *w, double *lat_ns, double *ns_per_byte)
+{
+	double a, b, level;
+
+	if (linwin_solve(w, 20, &a, &b, &level) != 0)
+		return -1;
+	*lat_ns = b > 0 ? (a > 0 ? a : 0) : level;
+	*ns_per_byte = b > 0 ? b : 0;
+	return 0;
+}
+
+int
 drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps)
 {
 	double lat_ns, ns_per_byte;
@@ -59,19 +71,21 @@ drv_learn_fit(const struct linfit *f, double *lat_us, double *gbps)
 
 /*
  * A point (@p x bytes brought up from @p level, @p y ns past the lines
- * above it) of model @p m's line for that level, in @p f; with refill_model
- * "learned", from its 20th point on and every 16th after, the library's
- * estimates take the line refitted, counted in *@p updates.
+ * above it) of model @p m's line for that level, in @p f and @p w; with
+ * refill_model "learned", from its 20th point on and every 16th after, the
+ * library's estimates take the window's line refitted, counted in
+ * *@p updates.
  */
 static void
 learn_level(struct drv_learn *l, uint16_t m, enum prefixcache_level level, struct linfit *f,
-	    double x, double y, uint64_t *updates)
+	    struct linwin *w, double x, double y, uint64_t *updates)
 {
 	double lat_ns, ns_per_byte;
 
 	linfit_add(f, x, y);
-	if (!l->learned || f->n < 20 || (f->n - 20) % 16 != 0 ||
-	    drv_learn_line(f, &lat_ns, &ns_per_byte) != 0)
+	linwin_add(w, x, y);
+	if (!l->learned || w->n < 20 || (w->n - 20) % 16 != 0 ||
+	    drv_learn_wline(w, &lat_ns, &ns_per_byte) != 0)
 		return;
 	prefixcache_set_level_model(l->pc, m, level, lat_ns > 0 ? (uint64_t)lat_ns : 0,
 				    ns_per_byte > 0 ? 1 / ns_per_byte : 0);
@@ -80,8 +94,8 @@ learn_level(struct drv_learn *l, uint16_t m, enum prefixcache_level level, struc
 
 /*
  * refill_model "learned": the model's estimates take the line fitted to its
- * own refills (draft and target models have their own shards), from its
- * 20th refill on and every 16th after. With refill_short_pct, the line is
+ * own last refills (draft and target models have their own shards), from
+ * its 20th refill on and every 16th after. With refill_short_pct, the line is
  * scaled by the factor that share of its refills exceeded over what the
  * line said when each came (once 20 are counted).
  */
@@ -105,8 +119,8 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		past = (double)ns - (double)lat0 - (bpn0 > 0 ? (double)bytes / bpn0 : 0);
 		if (shared_bytes == 0) {
 			/* From the shards' disks only: a point of the L2 line. */
-			learn_level(l, m, PREFIXCACHE_LEVEL_L2, &ml->fit2, (double)l2_bytes, past,
-				    &l->st->l2_model_updates);
+			learn_level(l, m, PREFIXCACHE_LEVEL_L2, &ml->fit2, &ml->win2,
+				    (double)l2_bytes, past, &l->st->l2_model_updates);
 			return;
 		}
 		/* Some from the shared level: a point of its line, past the L2
@@ -116,12 +130,12 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		disk = l2_bytes > shared_bytes ? l2_bytes - shared_bytes : 0;
 		if (disk > 0)
 			past -= (double)lat2 + (bpn2 > 0 ? (double)disk / bpn2 : 0);
-		learn_level(l, m, PREFIXCACHE_LEVEL_SHARED, &ml->fit3, (double)shared_bytes, past,
-			    &l->shared_updates);
+		learn_level(l, m, PREFIXCACHE_LEVEL_SHARED, &ml->fit3, &ml->win3,
+			    (double)shared_bytes, past, &l->shared_updates);
 		return;
 	}
-	if (l->short_pct && drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) == 0) {
-		double line = lat_ns + (double)bytes * ns_per_byte;
+	if (l->short_pct && ml->line_ok) {
+		double line = ml->lat_ns + (double)bytes * ml->ns_per_byte;
 
 		ratioq_add(&ml->rq, (double)ns, line);
 		l->line_timed++;
@@ -129,9 +143,13 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		l->line_short_scaled += (double)ns > line * ml->factor;
 	}
 	linfit_add(&ml->fit, (double)bytes, (double)ns);
-	if (!l->learned || ml->fit.n < 20 || (ml->fit.n - 20) % 16 != 0 ||
-	    drv_learn_line(&ml->fit, &lat_ns, &ns_per_byte) != 0)
+	linwin_add(&ml->win, (double)bytes, (double)ns);
+	if (!l->learned || ml->win.n < 20 || (ml->win.n - 20) % 16 != 0 ||
+	    drv_learn_wline(&ml->win, &lat_ns, &ns_per_byte) != 0)
 		return;
+	ml->line_ok = true;
+	ml->lat_ns = lat_ns;
+	ml->ns_per_byte = ns_per_byte;
 	ml->factor = l->short_pct && ml->rq.n >= 20 ? ratioq_factor(&ml->rq, l->short_pct / 100.0) : 1;
 	prefixcache_set_refill_model(l->pc, m, (uint64_t)(lat_ns * ml->factor),
 				     ns_per_byte > 0 ? 1 / (ns_per_byte * ml->factor) : 0);

@@ -738,9 +738,10 @@ summary_model(struct drv *d, const struct kvss_drv_stats *s, char *fitj, size_t 
 		       100.0 * (double)s->model_short / (double)d->learn.fit.n,
 		       !learned ? "; the estimates stayed as configured (refill_model = \"configured\")"
 		       : kvss.cfg.driver.refill_short_pct
-			       ? "; the estimates followed the fitted model, scaled for a share short "
-				 "(refill_model = \"learned\", refill_short_pct)"
-			       : "; the estimates followed the fitted model (refill_model = \"learned\")");
+			       ? "; the estimates followed the line of the last 64 refills, scaled for a "
+				 "share short (refill_model = \"learned\", refill_short_pct)"
+			       : "; the estimates followed the line of the last 64 refills (refill_model = "
+				 "\"learned\")");
 	if (learned && kvss.cfg.driver.refill_short_pct)
 		printf("kvss: summary: the learned model's scale: %.3f, for %u%% of refills to take "
 		       "longer than estimated\n", d->learn.ml[0].factor, kvss.cfg.driver.refill_short_pct);
