@@ -90,7 +90,12 @@ say_geometry(const struct sb *sb, char *out, size_t cap)
 				      (unsigned long long)sb->cache[c].slots);
 }
 
-/* Read every slot's header: what checks goes in the index; the rest is cleared. */
+/*
+ * Read every slot's header: what checks goes in the index; the rest is
+ * cleared. A file this open made holds zeros only (write_once): every slot
+ * free, none read (a tier's worth of 4 KiB reads at start, through a disk
+ * that may be slow).
+ */
 static int
 rebuild(struct kvdisk *d)
 {
@@ -98,7 +103,7 @@ rebuild(struct kvdisk *d)
 
 	for (c = 0; c < d->nc; c++) {
 		struct region *r = &d->r[c];
-		uint64_t next = 0, done = 0;
+		uint64_t next = 0, done = d->made ? r->g.slots : 0;
 
 		while (done < r->g.slots) {
 			struct io_uring_cqe *cqe;
@@ -399,6 +404,8 @@ open_file(struct kvdisk *d, const char *path, const struct kvdisk_params *p, str
 		fail(err, errlen, path, "%s", why);
 		*e = ENOSPC;
 		goto out;
+	} else {
+		d->made = !f.blk; /* a device's past format: its headers are read */
 	}
 	rc = 0;
 out:

@@ -149,6 +149,9 @@ struct kvdisk {
 	uint8_t file_id[16]; /* the superblock's */
 	uint64_t seed;	     /* XXH3 of file_id: every slot checksum's seed */
 	bool fixed; /* the op buffers are registered with the ring */
+	/* A regular file this open made (formatted and written once, zeros):
+	 * every slot is free, known without reading a header back. */
+	bool made;
 	struct io_uring ring;
 	uint32_t qd;
 	struct region r[KVDISK_MAX_CACHES];
