@@ -514,14 +514,21 @@ Test(drv_shared, sh_down_answers_from_every_shard_lead_to_an_exclusive_create_re
 	cr_assert_eq(rmem_count(NULL), 2);
 }
 
-Test(drv_shared, a_failed_sh_down_counts_down_failed_and_writes_no_record)
+/* Column 0xd1 of organization 9 sent down, and shard 0 answering @p code: counted failed. */
+static void
+down_answered(uint16_t code)
 {
 	struct proto_l2col o;
 
 	know_org(9, SEC);
 	cr_assert(down(0xd1, &o));
-	answer(0, PROTO_L2OP_SH_DOWN, 0xd1, PROTO_E_SHARED_FAILED);
+	answer(0, PROTO_L2OP_SH_DOWN, 0xd1, code);
 	cr_assert_eq(ST->down_failed, 1);
+}
+
+Test(drv_shared, a_failed_sh_down_counts_down_failed_and_writes_no_record)
+{
+	down_answered(PROTO_E_SHARED_FAILED);
 	answer(1, PROTO_L2OP_SH_DOWN, 0xd1, 0);
 	cr_assert_eq(ST->down_unmatched, 1, "its column was given up at the failure");
 	cr_assert_eq(ST->down_slices, 0);
@@ -541,10 +548,7 @@ Test(drv_shared, an_sh_down_answered_shared_key_is_not_sent_down_again)
 {
 	struct proto_l2col o;
 
-	know_org(9, SEC);
-	cr_assert(down(0xd1, &o));
-	answer(0, PROTO_L2OP_SH_DOWN, 0xd1, PROTO_E_SHARED_KEY);
-	cr_assert_eq(ST->down_failed, 1);
+	down_answered(PROTO_E_SHARED_KEY);
 	cr_assert_eq(ST->down_keyless, 1);
 	answer(1, PROTO_L2OP_SH_DOWN, 0xd1, 0);
 	drv_sh_poll(d, SEC + 1);

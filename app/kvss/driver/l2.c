@@ -452,10 +452,14 @@ drv_l2_done(struct drv *d, struct drv_shard *sh, const struct proto_msg *msg)
 			 * does a delete the library sent before (section 9).
 			 */
 			d->st.l2_gone_recs++;
-			inv_keep_out(d, sh, done.isolation_id, done.key, done.cache_id);
 			drv_sink_l2_drop(&d->sink, sh->model, done.isolation_id, done.key);
-			if (!prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key))
-				continue; /* not held, or forgotten at another shard's word */
+			if (!prefixcache_l2_forget(d->pc, sh->model, done.isolation_id, done.key)) {
+				/* Not held, or forgotten at another shard's word:
+				 * kept out of this one's inventory all the same
+				 * (delete_everywhere keeps it out of every one's). */
+				inv_keep_out(d, sh, done.isolation_id, done.key, done.cache_id);
+				continue;
+			}
 			d->st.l2_gone_cols++;
 			delete_everywhere(d, sh->model, done.isolation_id, done.key);
 			continue;
