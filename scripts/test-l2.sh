@@ -314,8 +314,17 @@ check "store replaced: at most one in twenty of them asked for and lost (${upf:-
 	holds "${upf:-1} * 20 <= ${gone:-0}"
 check "store replaced: exit 0, or 3 for reads that raced the reload alone (exit $rc)" \
 	eval '[ "$rc" -eq 0 ] || { [ "$rc" -eq 3 ] && [ "${upf:-0}" -gt 0 ]; }'
-check "store replaced: no error but those reads' lost tokens (no ERROR, no refill failed)" \
-	eval 'test "$(field "$tmp/so.log" protocol_errors)" = "$(field "$tmp/so.log" lost_tokens)"'
+# What a read lost to the reload costs besides its tokens (PROTOCOL.md
+# section 4): the EVICTs already out for its prompt past the cut refused
+# (HOLE), a refill already out for it failed (UNKNOWN_PROMPT: emptied;
+# RANGE: cut short). Beside two CPU hogs, 2 runs in 3 showed them (1,563
+# HOLE records, 1 refill). Any other code, or any of these without a lost
+# read, is not that cost.
+socodes=$(grep "final stats: errors" "$tmp/so.log" | grep -o "\(error\|refill_failed\)_[A-Z_]*=" | sort -u | tr '\n' ' ')
+check "store replaced: no error but what those reads' loss causes (${socodes:-none})" \
+	eval '[ -z "$socodes" ] || { [ "${upf:-0}" -gt 0 ] &&
+		! echo "$socodes" | tr " " "\n" | grep -v "^\$" |
+		grep -qv "^\(error_HOLE\|refill_failed_UNKNOWN_PROMPT\|refill_failed_RANGE\)=\$"; }'
 check "store replaced: the shard holds what the driver accounts for" \
 	eval 'test "$(field "$tmp/so.log" unaccounted_tokens)" = 0 && [ "$(field "$tmp/so.log" l2_stored_by_status)" = "$(field "$tmp/so.log" l2_stored_tokens)" ]'
 # ... and replaced again while the shard is down: at its start it lets go
