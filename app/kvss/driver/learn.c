@@ -33,6 +33,18 @@ drv_learn_free(struct drv_learn *l)
 	l->nlat = l->latcap = 0;
 }
 
+/*
+ * The estimate's terms from a line a + b x: with no slope (the times did not
+ * grow with the bytes), a fixed time, @p level; a line below 0 at x = 0
+ * starts at 0.
+ */
+static void
+line_terms(double a, double b, double level, double *lat_ns, double *ns_per_byte)
+{
+	*lat_ns = b > 0 ? (a > 0 ? a : 0) : level;
+	*ns_per_byte = b > 0 ? b : 0;
+}
+
 int
 drv_learn_line(const struct linfit *f, double *lat_ns, double *ns_per_byte)
 {
@@ -40,8 +52,7 @@ drv_learn_line(const struct linfit *f, double *lat_ns, double *ns_per_byte)
 
 	if (linfit_solve(f, 20, &a, &b) != 0)
 		return -1;
-	*lat_ns = b > 0 ? (a > 0 ? a : 0) : f->my;
-	*ns_per_byte = b > 0 ? b : 0;
+	line_terms(a, b, f->my, lat_ns, ns_per_byte);
 	return 0;
 }
 
@@ -52,8 +63,7 @@ drv_learn_wline(const struct linwin *w, double *lat_ns, double *ns_per_byte)
 
 	if (linwin_solve(w, 20, &a, &b, &level) != 0)
 		return -1;
-	*lat_ns = b > 0 ? (a > 0 ? a : 0) : level;
-	*ns_per_byte = b > 0 ? b : 0;
+	line_terms(a, b, level, lat_ns, ns_per_byte);
 	return 0;
 }
 
