@@ -26,7 +26,9 @@
  *    checksums made again (a replica of another generation, geometry or
  *    range). Each is a lie the shard's check must see: the request's
  *    answer must be SHARED_BAD (fz_sh_check_lies, at the thread's next
- *    call here), whatever the model knows;
+ *    call here), whatever the model knows; unless the bytes delivered
+ *    decode and name exactly the slice asked (names_the_slice_asked): on
+ *    this plain level that is a forgery no check without a key can see;
  *  - an object rots or vanishes where it lies (FZ_SH_ROT, FZ_SH_GONE).
  *
  * Every PUT is checked as it comes: an object that decodes (both
@@ -341,10 +343,36 @@ as_written(const struct rmem_op *o, const struct rmem_obj *x, const struct share
 	return true;
 }
 
+/*
+ * Do the @p d->len bytes a read delivered decode (both checksums) and name
+ * exactly the slice its request asks for, as the shard's check sees it
+ * (level_shared.c, hdr_of)? Then no check of a plain level can tell them
+ * from the slice's own: a lie that lands there (a header moved by a column
+ * onto the column asked, where the SH_UP named an object of the column
+ * before it) is a forgery only a key refuses, which docs/SECURITY.md says
+ * of a level without one. This stand-in's level is plain.
+ */
+static bool
+names_the_slice_asked(const struct rmem_op *o, const struct shared_done *d)
+{
+	const struct level_req *q = (const struct level_req *)(uintptr_t)o->cookie;
+	struct shared_hdr h;
+
+	/* Field by field here, not by lib/shared's shared_hdr_match(): a
+	 * field that function failed to compare would hide itself. */
+	return d->status == 0 && shared_obj_decode(o->buf, d->len, &h) == SHARED_OK &&
+	       h.kind == SHARED_SLICE && h.org == q->meta.org && h.key == q->meta.key &&
+	       h.parent == q->meta.parent && h.object_id == q->object_id &&
+	       h.gen_global == q->gen_global && h.gen_org == q->gen_org && h.layout == q->layout &&
+	       h.model == fz_shard->cfg->model && h.shard == fz_shard->cfg->id &&
+	       h.cache == q->meta.cache && h.start == q->meta.start && h.tokens == q->meta.tokens &&
+	       h.bytes_per_token == q->bytes_per_token;
+}
+
 static void
 read_done(const struct rmem_op *o, struct rmem_obj *x, struct shared_done *d)
 {
-	if (lie(o, x, d) && !as_written(o, x, d)) {
+	if (lie(o, x, d) && !as_written(o, x, d) && !names_the_slice_asked(o, d)) {
 		if (R.nlied < OPS)
 			R.lied[R.nlied++] = (const struct level_req *)(uintptr_t)o->cookie;
 		FZ_TRACE("  cluster: the read of %s/%s lies (%u)\n", o->ns, o->name, o->tag & 0x0f);
