@@ -12,19 +12,29 @@
 # accounts for. Before, a silent shard was "away" at once: the model's
 # prefixes dropped, its refills failed.
 #
+# Then the driver itself stopped for DRIVER_STOP_S seconds (default 12: past
+# driver.dead_ms): what the shards sent meanwhile waited in its queues, so
+# the time it did not run is not their silence. It must say it did not run,
+# take no shard for away or silent, drop no prefix, time out no refill, and
+# lose nothing but what the shards reported lost (a batch whose data the
+# stopped driver held past shard.batch_timeout_ms: TOKEN_LOST, exact).
+# Before, every shard was "away" once it ran again (a VM's snapshot did the
+# same here: the clock jumped 89,094 s).
+#
 # usage: scripts/test-silent.sh [BUILD]
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 . scripts/check-lib.sh
 SILENT_S=${SILENT_S:-2.5}
+DRIVER_STOP_S=${DRIVER_STOP_S:-12}
 # Enough requests that the run outlasts the silence on a fast machine (400
 # took 0.4 s here, over before the shard was stopped).
 REQUESTS=${SILENT_REQUESTS:-4000}
 tmp=$(mktemp -d /tmp/kvss-silent.XXXXXX)
 run=$$
 pids=()
-prefixes=("kvss_silent_s0_$run" "kvss_silent_s1_$run" "kvss_silent_drv_$run")
+prefixes=()
 . scripts/procs-lib.sh
 trap 'procs_stop KILL; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
@@ -33,63 +43,133 @@ EAL=(--no-pci --no-huge -m 1024 --log-level lib.eal:error --log-level pmd.net.me
 LC="0@(0-$(($(nproc) - 1)))"
 SLC="1@(0-$(($(nproc) - 1)))"
 declare -a spid
-for k in 0 1; do
-	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,$SLC" \
-		--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/memif$k.sock" \
-		-- --config "config/memif-shard$k.cfg" --poll idle --l2-dir "$tmp/l2s$k" \
-		>"$tmp/s$k.log" 2>&1 &
-	spid[k]=$!
+
+# scenario TAG WHO SECONDS: two shards and a driver over memif (logs
+# $tmp/TAG.s0.log, .s1.log, .d.log), and once the driver replays WHO ("shard1"
+# or "driver") stopped for SECONDS and continued; sets rc (the driver's exit
+# status, 124 if it did not end) and running_at_stop.
+scenario() {
+	local tag=$1 who=$2 secs=$3 k dpid target
+	prefixes=("kvss_silent_${tag}_s0_$run" "kvss_silent_${tag}_s1_$run" "kvss_silent_${tag}_drv_$run")
+	for k in 0 1; do
+		"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[$k]}" --lcores "$LC,$SLC" \
+			--vdev "net_memif0,role=server,id=$k,bsize=10240,socket=$tmp/$tag.memif$k.sock" \
+			-- --config "config/memif-shard$k.cfg" --poll idle --l2-dir "$tmp/$tag.l2s$k" \
+			>"$tmp/$tag.s$k.log" 2>&1 &
+		spid[k]=$!
+		pids+=($!)
+	done
+	for k in 0 1; do
+		for _ in $(seq 1 300); do
+			grep -q "up, epoch" "$tmp/$tag.s$k.log" 2>/dev/null && break
+			sleep 0.1
+		done
+	done
+	"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
+		--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/$tag.memif0.sock" \
+		--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/$tag.memif1.sock" \
+		-- --config config/memif-driver.cfg --poll idle --trace "" --limit "$REQUESTS" \
+		>"$tmp/$tag.d.log" 2>&1 &
+	dpid=$!
 	pids+=($!)
-done
-for k in 0 1; do
+	# Once the driver replays, WHO stops for SECONDS.
 	for _ in $(seq 1 300); do
-		grep -q "up, epoch" "$tmp/s$k.log" 2>/dev/null && break
+		grep -q "every shard is up" "$tmp/$tag.d.log" 2>/dev/null && break
 		sleep 0.1
 	done
-done
-"$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
-	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/memif0.sock" \
-	--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/memif1.sock" \
-	-- --config config/memif-driver.cfg --poll idle --trace "" --limit "$REQUESTS" >"$tmp/d.log" 2>&1 &
-dpid=$!
-pids+=($!)
-# Once the driver replays, shard 1 goes silent for SILENT_S seconds.
-for _ in $(seq 1 300); do
-	grep -q "every shard is up" "$tmp/d.log" 2>/dev/null && break
-	sleep 0.1
-done
-sleep 0.2
-running_at_stop=0
-kill -0 "$dpid" 2>/dev/null && running_at_stop=1
-kill -STOP "${spid[1]}"
-sleep "$SILENT_S"
-kill -CONT "${spid[1]}"
-for _ in $(seq 1 1200); do
-	kill -0 "$dpid" 2>/dev/null || break
-	sleep 0.1
-done
-if kill -0 "$dpid" 2>/dev/null; then
-	rc=124
-else
-	wait "$dpid"
-	rc=$?
-fi
+	sleep 0.2
+	running_at_stop=0
+	kill -0 "$dpid" 2>/dev/null && running_at_stop=1
+	target=${spid[1]}
+	[ "$who" = driver ] && target=$dpid
+	kill -STOP "$target"
+	sleep "$secs"
+	kill -CONT "$target"
+	for _ in $(seq 1 1200); do
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$dpid" 2>/dev/null; then
+		rc=124
+	else
+		wait "$dpid"
+		rc=$?
+	fi
+	procs_stop TERM
+}
+
+# field LOG KEY: a field of the summary's JSON line in LOG.
+field() {
+	grep '^{' "$1" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]))' "$2"
+}
+
+# 1. Shard 1 silent past away_ms, short of dead_ms.
+scenario shard shard1 "$SILENT_S"
+d=$tmp/shard.d.log
 check "the driver finishes, exit 0 (was $rc)" test "$rc" -eq 0
 check "the driver was still running when shard 1 stopped (else raise SILENT_REQUESTS)" \
 	test "$running_at_stop" = 1
-check "it heard nothing from shard 1 for away_ms" grep -q "shard 1: nothing heard for" "$tmp/d.log"
+check "it heard nothing from shard 1 for away_ms" grep -q "shard 1: nothing heard for" "$d"
 check "and heard it again in the same epoch, its prefixes kept" \
-	grep -q "shard 1 heard again (epoch .*, as before)" "$tmp/d.log"
-check "no prefix was dropped for it" bash -c "! grep -q 'prefixes are dropped' '$tmp/d.log'"
+	grep -q "shard 1 heard again (epoch .*, as before)" "$d"
+check "no prefix was dropped for it" bash -c "! grep -q 'prefixes are dropped' '$d'"
 check "the summary counts the silence (not as away)" \
-	grep -q "; 0 times a shard was away, .*; [1-9][0-9]* times a shard was silent" "$tmp/d.log"
-json=$(grep '^{' "$tmp/d.log" | tail -1)
+	grep -q "; 0 times a shard was away, .*; [1-9][0-9]* times a shard was silent" "$d"
+json=$(grep '^{' "$d" | tail -1)
 check "no wrong byte, nothing unaccounted" python3 -c "
 import json, sys
 d = json.loads(sys.argv[1])
 sys.exit(0 if d['verify_failures'] == 0 and d['unaccounted_tokens'] == 0 and d['finished'] else 1)" "$json"
 if [ "$fail" -ne 0 ]; then
 	echo "test-silent: the driver's log:" >&2
-	grep -v '^kvss: driver: .* s  ' "$tmp/d.log" | tail -30 >&2
+	grep -v '^kvss: driver: .* s  ' "$d" | tail -30 >&2
 fi
-check_summary "silent shard"
+
+# 2. The driver stopped past dead_ms: its own absence, not the shards' silence.
+fail0=$fail
+scenario driver driver "$DRIVER_STOP_S"
+d=$tmp/driver.d.log
+json=$(grep '^{' "$d" | tail -1)
+check "stopped driver: it was still running when stopped (else raise SILENT_REQUESTS)" \
+	test "$running_at_stop" = 1
+# What a stop past the batch timeout may cost (PROTOCOL.md section 4): the
+# batches whose data the stopped driver held, lost by the shards
+# (TOKEN_LOST), and the EVICTs already out past those cuts, refused HOLE.
+# Nothing else, and none of these without a loss.
+only_loss() {
+	python3 -c "
+import re, sys
+log = open(sys.argv[1]).read()
+m = re.search(r'protocol errors (\d+) \(ERROR records (\d+), refill failures (\d+), refill timeouts (\d+), lost tokens (\d+), dropped frames (\d+)\)', log)
+p, e, rf, rt, lost, dropped = map(int, m.groups())
+codes = set(re.findall(r'shard \d+: ERROR (\w+) \(', log))
+ok = p == e + lost and rf == rt == dropped == 0 and codes <= {'HOLE'} and (e == 0 or lost > 0)
+sys.exit(0 if ok else 'protocol errors %d: ERROR %d %s, refill failures %d, timeouts %d, lost %d, dropped %d' % (p, e, sorted(codes), rf, rt, lost, dropped))" "$1"
+}
+loss_only=0
+only_loss "$d" 2>/dev/null && loss_only=1
+check "stopped driver: it finishes, exit 0, or 3 for what the shards lost only (was $rc)" \
+	bash -c '[ "$1" -eq 0 ] || { [ "$1" -eq 3 ] && [ "$2" = 1 ]; }' _ "$rc" "$loss_only"
+check "stopped driver: it says it did not run, for about the stop" \
+	python3 -c "
+import re, sys
+ms = [int(m) for m in re.findall(r'this process did not run for (\d+) ms', open(sys.argv[1]).read())]
+sys.exit(0 if ms and max(ms) >= float(sys.argv[2]) * 1000 * 0.9 else 1)" "$d" "$DRIVER_STOP_S"
+check "stopped driver: no shard taken for away or silent" \
+	grep -q "; 0 times a shard was away, .*; 0 times a shard was silent" "$d"
+check "stopped driver: no prefix dropped" bash -c "! grep -q 'prefixes are dropped' '$d'"
+check "stopped driver: no refill timed out or failed; errors only what the shards lost" only_loss "$d"
+check "stopped driver: and its JSON says no shard restart" test "$(field "$d" shard_restarts)" = 0
+check "stopped driver: no wrong byte, nothing unaccounted, finished" python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+sys.exit(0 if d['verify_failures'] == 0 and d['unaccounted_tokens'] == 0 and d['finished'] else 1)" "$json"
+python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+print('test-silent: the driver stopped %s s: %s tokens lost (reported by the shards), %s protocol errors, %s shard restarts, exit %s' % (sys.argv[2], d['lost_tokens'], d['protocol_errors'], d['shard_restarts'], sys.argv[3]))" "$json" "$DRIVER_STOP_S" "$rc"
+if [ "$fail" -ne "$fail0" ]; then
+	echo "test-silent: the stopped driver's log:" >&2
+	grep -v '^kvss: driver: .* s  ' "$d" | tail -30 >&2
+fi
+check_summary "silent shard, stopped driver"

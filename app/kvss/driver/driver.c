@@ -191,7 +191,8 @@ watch_silence(struct drv *d, uint64_t tsc)
 		return;
 	for (i = 0; i < d->nsh; i++) {
 		struct drv_shard *sh = &d->sh[i];
-		uint64_t quiet = tsc - sh->last_rx;
+		/* A clock that went back (another CPU's TSC) is no silence. */
+		uint64_t quiet = tsc > sh->last_rx ? tsc - sh->last_rx : 0;
 
 		if (!sh->up)
 			continue;
@@ -208,6 +209,52 @@ watch_silence(struct drv *d, uint64_t tsc)
 			fflush(stdout);
 		}
 	}
+}
+
+/*
+ * The loop's longest own wait is 1 ms (a sleep in poll_mode "interrupt"),
+ * and none of its steps takes a tenth of this: a gap between two turns as
+ * long as this is time the process did not run.
+ */
+#define DRV_ABSENT_MS 250u
+
+/*
+ * The loop did not run from @p from to @p to: the process was stopped
+ * (SIGSTOP, a VM's snapshot), its core was taken, or the clock jumped (a
+ * VM restored on another host: the TSC this VM reads went 89,094 s forward
+ * once here). What the shards sent meanwhile waits in the receive queues,
+ * so the gap says nothing of them: their silence is measured while this
+ * loop listens, and each shard's last word moves on by the gap (a shard
+ * gone is still found away_ms after the loop runs again). The refills'
+ * deadlines move on by it too, as for a hold of the wafer (which covers
+ * them already when the wafer was held). Without this, one stop past
+ * dead_ms took every shard for gone: each model's prefixes dropped, its
+ * refills failed.
+ */
+static void
+driver_absent(struct drv *d, uint64_t from, uint64_t to)
+{
+	uint64_t gap = to - from, ms = gap * 1000 / d->hz;
+	uint16_t i;
+
+	for (i = 0; i < d->nsh; i++) {
+		struct drv_shard *sh = &d->sh[i];
+
+		if (sh->last_rx < from)
+			sh->last_rx += gap;
+		else if (sh->last_rx < to)
+			sh->last_rx = to;
+	}
+	if (d->wafer_held_at == 0)
+		emu_hold_ended(d->emu, drv_now_ns(d, from), drv_now_ns(d, to));
+	d->st.driver_absent++;
+	d->st.driver_absent_ms += ms;
+	if (ms < 1000)
+		return; /* counted; a busy machine's shorter ones would crowd the log */
+	printf("kvss: driver: this process did not run for %" PRIu64 " ms (stopped, its core taken, "
+	       "or the clock jumped): its shards' silence and its refills' deadlines leave it out\n",
+	       ms);
+	fflush(stdout);
 }
 
 /* ---- Set-up ------------------------------------------------------------------------- */
@@ -918,7 +965,7 @@ int
 kvss_driver_main(void *arg)
 {
 	struct kvss_lcore_stats *st = lst();
-	uint64_t tsc0 = rte_get_tsc_cycles(), start_deadline;
+	uint64_t tsc0 = rte_get_tsc_cycles(), start_deadline, prev;
 	struct drv *d = arg;
 	struct drv_due due = {.progress = tsc0 + 2 * d->hz, .expire = tsc0, .snap = tsc0,
 			      .link = tsc0 + d->hz};
@@ -930,9 +977,16 @@ kvss_driver_main(void *arg)
 	d->t_start = tsc0;
 	start_deadline = tsc0 + d->hz / 1000 * kvss.cfg.driver.start_timeout_ms;
 	start_links(d, tsc0);
+	prev = tsc0;
 	while (!kvss_quitting() && !d->fatal) {
 		uint64_t t0 = rte_get_tsc_cycles();
-		int work = poll_ports(d, t0);
+		int work;
+
+		/* Before the ports are read: what waited there came while it did not run. */
+		if (d->started && t0 > prev && t0 - prev >= d->hz / 1000 * DRV_ABSENT_MS)
+			driver_absent(d, prev, t0);
+		prev = t0;
+		work = poll_ports(d, t0);
 
 		for (i = 0; i < d->nsh; i++)
 			if (!d->sh[i].up &&
