@@ -213,8 +213,9 @@ watch_silence(struct drv *d, uint64_t tsc)
 
 /*
  * The loop's longest own wait is 1 ms (a sleep in poll_mode "interrupt"),
- * and none of its steps takes a tenth of this: a gap between two turns as
- * long as this is time the process did not run.
+ * and its turns are short (a burst, a wafer step): a gap this long between
+ * two turns is time the process did not run (or, were a turn ever this
+ * long, time it did not listen either way).
  */
 #define DRV_ABSENT_MS 250u
 
@@ -234,7 +235,7 @@ watch_silence(struct drv *d, uint64_t tsc)
 static void
 driver_absent(struct drv *d, uint64_t from, uint64_t to)
 {
-	uint64_t gap = to - from, ms = gap * 1000 / d->hz;
+	uint64_t gap = to - from, ms = mono_ticks_to(gap, d->hz, 1000);
 	uint16_t i;
 
 	for (i = 0; i < d->nsh; i++) {
@@ -248,7 +249,7 @@ driver_absent(struct drv *d, uint64_t from, uint64_t to)
 	if (d->wafer_held_at == 0)
 		emu_hold_ended(d->emu, drv_now_ns(d, from), drv_now_ns(d, to));
 	d->st.driver_absent++;
-	d->st.driver_absent_ms += ms;
+	d->st.driver_absent_us += mono_ticks_to(gap, d->hz, 1000000);
 	if (ms < 1000)
 		return; /* counted; a busy machine's shorter ones would crowd the log */
 	printf("kvss: driver: this process did not run for %" PRIu64 " ms (stopped, its core taken, "
