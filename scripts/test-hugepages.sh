@@ -139,12 +139,24 @@ wait "$first"
 check "two runs at once: each had its pages, the second waited saying so" \
 	sh -c "[ $? -eq 0 ] && [ $second -eq 0 ] && grep -q 'waiting' '$tmp/b.err'"
 check "two runs at once: the operator's 64 MB kept, nothing else left" test "$(cat "$SYS/nr_hugepages")" = "$op"
+# ready FILE: wait (up to 60 s) until the run's command has made FILE, the
+# first thing it does. Not "pages free and a child there": the child may
+# be the script's own reserve, the pages free before it returns, and a
+# signal then is one while reserving (the run ends, as it should).
+ready() {
+	local _
+	for _ in $(seq 600); do
+		[ -e "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # A hangup to the script alone: held until the command has ended (it is
 # not the command's to take), the pages kept until then and given back after.
-scripts/hugepages.sh run 1100 sh -c "trap 'cat $SYS/free_hugepages >$tmp/held; exit 5' TERM; while :; do sleep 0.1; done" >/dev/null 2>&1 &
+scripts/hugepages.sh run 1100 sh -c "trap 'cat $SYS/free_hugepages >$tmp/held; exit 5' TERM; : >$tmp/hup.up; while :; do sleep 0.1; done" >/dev/null 2>&1 &
 hup=$!
 bg+=("$hup")
-for _ in $(seq 50); do [ "$(cat "$SYS/free_hugepages")" -ge 550 ] && pgrep -P "$hup" >/dev/null && break; sleep 0.1; done
+check "SIGHUP to run alone: its command started within 60 s" ready "$tmp/hup.up"
 kill -HUP "$hup"
 sleep 1
 check "SIGHUP to run alone: the script and its command still there, the pages too" \
@@ -158,12 +170,12 @@ check "the command ended: its status (5), the pages free until then, given back 
 # terminal would start it: in a group of its own, SIGINT not ignored (a
 # background job of this script inherits it ignored, and bash cannot undo
 # that), hence setsid and a reset before the exec.
-t0=$SECONDS
 setsid python3 -c "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])" \
-	scripts/hugepages.sh run 1100 sh -c 'exec sleep 30' >/dev/null 2>&1 &
+	scripts/hugepages.sh run 1100 sh -c ": >$tmp/int.up; exec sleep 30" >/dev/null 2>&1 &
 grp=$!
 bg+=("$grp")
-for _ in $(seq 50); do [ "$(cat "$SYS/free_hugepages")" -ge 550 ] && pgrep -P "$grp" >/dev/null && break; sleep 0.1; done
+check "SIGINT to the group: its command started within 60 s" ready "$tmp/int.up"
+t0=$SECONDS
 kill -INT -- -"$grp"
 wait "$grp"
 check "SIGINT to the group: the command ended at once (exit 130), the pages given back" \
