@@ -3,7 +3,8 @@
 # counts it passed or failed (naming it on stderr); `check_summary TITLE`
 # prints "TITLE: N passed, M failed" and returns nonzero on any failure;
 # `holds EXPR` is true when the Python expression EXPR is (figures pasted
-# in by the caller), for comparing numbers.
+# in by the caller), for comparing numbers; `log_field LOG KEY` prints a
+# field of the last JSON line (a driver's summary) of LOG.
 ok=0
 fail=0
 check() {
@@ -26,6 +27,9 @@ holds() {
 stat_has() {
 	local key=${1%%=*} val=${1#*=}
 	grep -q " $1\b" <<<"$2" || { [ "$val" = 0 ] && ! grep -q " $key=" <<<"$2"; }
+}
+log_field() {
+	python3 -c 'import json,sys; print(json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])[sys.argv[2]])' "$1" "$2" 2>/dev/null
 }
 check_summary() {
 	echo "$1: $ok passed, $fail failed"

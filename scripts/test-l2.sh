@@ -75,10 +75,6 @@ trap cleanup EXIT
 . scripts/check-lib.sh
 . scripts/cfg-two-shards.sh
 
-field() {
-	python3 -c 'import json,sys; print(json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])[sys.argv[2]])' "$1" "$2" 2>/dev/null
-}
-
 # The all-in-one example with a DRAM of 20,000 tokens and an L2 of 200,000.
 mkcfg() { # mkcfg OUT DIR [extra driver line]
 	sed -e "s#capacity_tokens = 100000; }#capacity_tokens = 20000; }\n  );\n  l2 = { dir = \"$2\"; column = 64; capacity_tokens = [200000]; };\n  xx = (#" \
@@ -92,9 +88,9 @@ run_all() { # run_all CFG LOG: its status
 }
 clean_run() { # clean_run LABEL LOG
 	check "$1: exits 0" test "$rc" -eq 0
-	check "$1: zero verify failures" test "$(field "$2" verify_failures)" = 0
-	check "$1: zero protocol errors" test "$(field "$2" protocol_errors)" = 0
-	check "$1: the shard holds what the driver accounts for" test "$(field "$2" unaccounted_tokens)" = 0
+	check "$1: zero verify failures" test "$(log_field "$2" verify_failures)" = 0
+	check "$1: zero protocol errors" test "$(log_field "$2" protocol_errors)" = 0
+	check "$1: the shard holds what the driver accounts for" test "$(log_field "$2" unaccounted_tokens)" = 0
 }
 
 mkdir -p "$tmp/l2" "$tmp/dram"
@@ -105,38 +101,38 @@ sed -e '/^  l2 = {/d' -e 's/ l2_tokens = \[200000\];//' "$tmp/l2.cfg" >"$tmp/dra
 run_all "$tmp/dram.cfg" "$tmp/dram.log"
 rc=$?
 clean_run "DRAM alone" "$tmp/dram.log"
-dram=$(field "$tmp/dram.log" hit_ratio)
+dram=$(log_field "$tmp/dram.log" hit_ratio)
 
 # 1. With the second tier.
 run_all "$tmp/l2.cfg" "$tmp/run1.log"
 rc=$?
 clean_run "two tiers" "$tmp/run1.log"
-r1=$(field "$tmp/run1.log" hit_ratio)
-echo "l2: hit ratio DRAM alone $dram, with L2 $r1 (L2 hits $(field "$tmp/run1.log" hit_tokens_l2) tokens)"
-check "two tiers: hits came up from L2" holds "$(field "$tmp/run1.log" hit_tokens_l2) > 0"
+r1=$(log_field "$tmp/run1.log" hit_ratio)
+echo "l2: hit ratio DRAM alone $dram, with L2 $r1 (L2 hits $(log_field "$tmp/run1.log" hit_tokens_l2) tokens)"
+check "two tiers: hits came up from L2" holds "$(log_field "$tmp/run1.log" hit_tokens_l2) > 0"
 # Version 2's STATUS gives each tier's count: the shard's word for its L2
 # at the end, against the driver's own account of what it sent down.
-echo "l2: the shard's STATUS says its L2 holds $(field "$tmp/run1.log" l2_stored_by_status) tokens; the driver accounts for $(field "$tmp/run1.log" l2_stored_tokens)"
+echo "l2: the shard's STATUS says its L2 holds $(log_field "$tmp/run1.log" l2_stored_by_status) tokens; the driver accounts for $(log_field "$tmp/run1.log" l2_stored_tokens)"
 check "two tiers: STATUS gives the L2's tokens, as the driver accounts them" \
-	holds "0 < $(field "$tmp/run1.log" l2_stored_by_status) == $(field "$tmp/run1.log" l2_stored_tokens)"
+	holds "0 < $(log_field "$tmp/run1.log" l2_stored_by_status) == $(log_field "$tmp/run1.log" l2_stored_tokens)"
 check "two tiers: more hits than DRAM alone" holds "$r1 > $dram"
 check "two tiers: the shard wrote, read and let go columns" \
 	bash -c "grep -q 'final stats: tier l2_down=[1-9].* l2_up=[1-9].* l2_deleted=[1-9]' '$tmp/run1.log'"
 check "two tiers: the file is 0600" test "$(stat -c %a "$tmp/l2/shard-0-0.l2")" = 600
 check "two tiers: the summary gives hits by tier" grep -q "summary: second tier: hit tokens" "$tmp/run1.log"
 check "two tiers: the second tier's line of the refill-time model was learned (20 refills or more)" \
-	holds "$(field "$tmp/run1.log" fit_l2_refills) >= 20 and $(field "$tmp/run1.log" l2_model_updates) >= 1"
+	holds "$(log_field "$tmp/run1.log" fit_l2_refills) >= 20 and $(log_field "$tmp/run1.log" l2_model_updates) >= 1"
 
 # 2. Restarted: what L2 kept is taken back and hit at once.
 run_all "$tmp/l2.cfg" "$tmp/run2.log"
 rc=$?
 clean_run "restarted" "$tmp/run2.log"
 kept=$(grep -o 'second tier [^ ]* (.*): [0-9]* columns kept' "$tmp/run2.log" | grep -o '[0-9]* columns' | cut -d' ' -f1)
-echo "l2: restarted: ${kept:-?} columns kept, $(field "$tmp/run2.log" l2_adopted_cols) taken back, hit ratio $(field "$tmp/run2.log" hit_ratio)"
+echo "l2: restarted: ${kept:-?} columns kept, $(log_field "$tmp/run2.log" l2_adopted_cols) taken back, hit ratio $(log_field "$tmp/run2.log" hit_ratio)"
 check "restarted: the shard rebuilt its index from the file" holds "${kept:-0} > 0"
-check "restarted: the driver took columns back" holds "$(field "$tmp/run2.log" l2_adopted_cols) > 0"
+check "restarted: the driver took columns back" holds "$(log_field "$tmp/run2.log" l2_adopted_cols) > 0"
 check "restarted: more hits than the first run (its first requests hit L2)" \
-	holds "$(field "$tmp/run2.log" hit_ratio) > $r1"
+	holds "$(log_field "$tmp/run2.log" hit_ratio) > $r1"
 
 # 3. A flipped byte: in one column's header (dropped at start) and in every
 #    first column's bytes (caught when read, reported; that column and what
@@ -164,16 +160,16 @@ run_all "$tmp/l2.cfg" "$tmp/flip.log"
 rc=$?
 check "flipped: exit status 3 (degraded: columns lost to their checksum, no byte wrong), got $rc" \
 	test "$rc" -eq 3
-check "flipped: every request done" test "$(field "$tmp/flip.log" finished)" = True
+check "flipped: every request done" test "$(log_field "$tmp/flip.log" finished)" = True
 check "flipped: a column that did not come up cost that column, not the model (0 restarts)" \
-	test "$(field "$tmp/flip.log" resyncs)" = 0
+	test "$(log_field "$tmp/flip.log" resyncs)" = 0
 check "flipped: ... its tokens lost (TOKEN_LOST), the column forgotten" \
-	holds "$(field "$tmp/flip.log" lost_tokens) > 0 and $(field "$tmp/flip.log" l2_up_failed_cols) > 0"
-check "flipped: zero verify failures (no corrupt byte refilled)" test "$(field "$tmp/flip.log" verify_failures)" = 0
+	holds "$(log_field "$tmp/flip.log" lost_tokens) > 0 and $(log_field "$tmp/flip.log" l2_up_failed_cols) > 0"
+check "flipped: zero verify failures (no corrupt byte refilled)" test "$(log_field "$tmp/flip.log" verify_failures)" = 0
 check "flipped: the header that failed its checksum was dropped at start" \
 	grep -q 'columns kept from before, [1-9][0-9]* dropped (checksum)' "$tmp/flip.log"
 check "flipped: a column that failed its checksum when read was reported (L2_DONE)" \
-	holds "$(field "$tmp/flip.log" l2_failed) > 0"
+	holds "$(log_field "$tmp/flip.log" l2_failed) > 0"
 check "flipped: ... and counted by the shard" grep -q 'final stats: disk .*disk_corrupt=[1-9]' "$tmp/flip.log"
 check "flipped: the driver said which column failed" grep -q "L2_UP of column .* failed: L2_FAILED" "$tmp/flip.log"
 
@@ -196,15 +192,15 @@ keyed "$tmp/sk.cfg" "$tmp/sk" "$tmp/k1.key"
 run_all "$tmp/sk.cfg" "$tmp/sk1.log"
 rc=$?
 clean_run "sealed" "$tmp/sk1.log"
-echo "l2: sealed: hit ratio $(field "$tmp/sk1.log" hit_ratio) (plain $r1), L2 hits $(field "$tmp/sk1.log" hit_tokens_l2) tokens; $(grep -o 'disk_sealed=[0-9]*' "$tmp/sk1.log" | tail -1)"
+echo "l2: sealed: hit ratio $(log_field "$tmp/sk1.log" hit_ratio) (plain $r1), L2 hits $(log_field "$tmp/sk1.log" hit_tokens_l2) tokens; $(grep -o 'disk_sealed=[0-9]*' "$tmp/sk1.log" | tail -1)"
 check "sealed: says so at start" grep -q "the second tier's columns are sealed (AES-256-GCM, key" "$tmp/sk1.log"
-check "sealed: hits came up from L2" holds "$(field "$tmp/sk1.log" hit_tokens_l2) > 0"
+check "sealed: hits came up from L2" holds "$(log_field "$tmp/sk1.log" hit_tokens_l2) > 0"
 check "sealed: the shard sealed and opened columns" \
 	bash -c "grep -q 'final stats: disk .*disk_sealed=[1-9].* disk_opened=[1-9]' '$tmp/sk1.log'"
 run_all "$tmp/sk.cfg" "$tmp/sk2.log"
 rc=$?
 clean_run "sealed, restarted" "$tmp/sk2.log"
-check "sealed, restarted: the driver took columns back" holds "$(field "$tmp/sk2.log" l2_adopted_cols) > 0"
+check "sealed, restarted: the driver took columns back" holds "$(log_field "$tmp/sk2.log" l2_adopted_cols) > 0"
 cp "$tmp/sk/shard-0-0.l2" "$tmp/sealed-good.l2"
 forge() { # forge FILE: every other slot's bytes changed, its checksums made again without a key
 	python3 - "$1" <<'EOF2'
@@ -247,21 +243,21 @@ chmod 600 "$tmp/pf/shard-0-0.l2"
 nf=$(forge "$tmp/pf/shard-0-0.l2")
 run_all "$tmp/pf.cfg" "$tmp/pf.log"
 rc=$?
-echo "l2: plain, $nf columns forged: exit $rc, verify failures $(field "$tmp/pf.log" verify_failures)"
+echo "l2: plain, $nf columns forged: exit $rc, verify failures $(log_field "$tmp/pf.log" verify_failures)"
 check "plain, forged: columns were forged ($nf)" holds "${nf:-0} > 0"
 check "plain, forged: the attack works on a plain file (wrong bytes served: verify failures > 0)" \
-	holds "$(field "$tmp/pf.log" verify_failures) > 0"
+	holds "$(log_field "$tmp/pf.log" verify_failures) > 0"
 nf=$(forge "$tmp/sk/shard-0-0.l2")
 check "sealed, forged: columns were forged ($nf)" holds "${nf:-0} > 0"
 run_all "$tmp/sk.cfg" "$tmp/skf.log"
 rc=$?
 echo "l2: sealed, $nf columns forged: exit $rc, $(grep -o '[0-9]* columns kept from before, [0-9]* dropped' "$tmp/skf.log")"
 check "sealed, forged: zero verify failures (no forged byte refilled)" \
-	test "$(field "$tmp/skf.log" verify_failures)" = 0
-check "sealed, forged: every request done" test "$(field "$tmp/skf.log" finished)" = True
+	test "$(log_field "$tmp/skf.log" verify_failures)" = 0
+check "sealed, forged: every request done" test "$(log_field "$tmp/skf.log" finished)" = True
 check "sealed, forged: the forged headers dropped at start (their MACs fail)" \
 	grep -q "columns kept from before, $nf dropped (their MAC: damaged, forged or another key's)" "$tmp/skf.log"
-check "sealed, forged: the model kept (0 restarts)" test "$(field "$tmp/skf.log" resyncs)" = 0
+check "sealed, forged: the model kept (0 restarts)" test "$(log_field "$tmp/skf.log" resyncs)" = 0
 # Another key's file: refused at start, nothing in it cleared.
 cp "$tmp/sealed-good.l2" "$tmp/sk/shard-0-0.l2"
 keyed "$tmp/sk2.cfg" "$tmp/sk" "$tmp/k2.key"
@@ -299,10 +295,10 @@ mv "$tmp/org.new" "$tmp/org.keys"
 wait "$sopid"
 rc=$?
 sopid=
-gone=$(field "$tmp/so.log" l2_gone_cols)
-upf=$(field "$tmp/so.log" l2_up_failed_cols)
-echo "l2: organization keys replaced mid-run: exit $rc; $(grep -o 'the second tier let [0-9]* columns go' "$tmp/so.log"), the driver forgot ${gone:-?} before asking; ${upf:-?} columns did not come up (read as the store changed), $(field "$tmp/so.log" lost_tokens) tokens lost, hit ratio $(field "$tmp/so.log" hit_ratio)"
-check "store replaced: zero verify failures" test "$(field "$tmp/so.log" verify_failures)" = 0
+gone=$(log_field "$tmp/so.log" l2_gone_cols)
+upf=$(log_field "$tmp/so.log" l2_up_failed_cols)
+echo "l2: organization keys replaced mid-run: exit $rc; $(grep -o 'the second tier let [0-9]* columns go' "$tmp/so.log"), the driver forgot ${gone:-?} before asking; ${upf:-?} columns did not come up (read as the store changed), $(log_field "$tmp/so.log" lost_tokens) tokens lost, hit ratio $(log_field "$tmp/so.log" hit_ratio)"
+check "store replaced: zero verify failures" test "$(log_field "$tmp/so.log" verify_failures)" = 0
 check "store replaced: the disk read the new store, let its columns go, said so" \
 	eval 'grep -q "organization keys read again from $tmp/org.keys for the second tier" "$tmp/so.log" && grep -q "the second tier let [1-9][0-9]* columns go, sealed under organization keys the new store retired" "$tmp/so.log"'
 check "store replaced: the driver forgot them before asking (l2_gone_cols ${gone:-?})" holds "${gone:-0} > 0"
@@ -326,7 +322,7 @@ check "store replaced: no error but what those reads' loss causes (${socodes:-no
 		! echo "$socodes" | tr " " "\n" | grep -v "^\$" |
 		grep -qv "^\(error_HOLE\|refill_failed_UNKNOWN_PROMPT\|refill_failed_RANGE\)=\$"; }'
 check "store replaced: the shard holds what the driver accounts for" \
-	eval 'test "$(field "$tmp/so.log" unaccounted_tokens)" = 0 && [ "$(field "$tmp/so.log" l2_stored_by_status)" = "$(field "$tmp/so.log" l2_stored_tokens)" ]'
+	eval 'test "$(log_field "$tmp/so.log" unaccounted_tokens)" = 0 && [ "$(log_field "$tmp/so.log" l2_stored_by_status)" = "$(log_field "$tmp/so.log" l2_stored_tokens)" ]'
 # ... and replaced again while the shard is down: at its start it lets go
 # of what it wrote under the keys retired (each column's trailer names its
 # key), so its inventory offers nothing that no read would open.
@@ -334,12 +330,12 @@ check "store replaced: the shard holds what the driver accounts for" \
 mv "$tmp/org.new" "$tmp/org.keys"
 run_all "$tmp/so.cfg" "$tmp/so2.log"
 rc=$?
-echo "l2: organization keys replaced while down: exit $rc; $(grep -o 'the second tier let [0-9]* columns go at start' "$tmp/so2.log"); taken back $(field "$tmp/so2.log" l2_adopted_cols), $(field "$tmp/so2.log" lost_tokens) tokens lost"
+echo "l2: organization keys replaced while down: exit $rc; $(grep -o 'the second tier let [0-9]* columns go at start' "$tmp/so2.log"); taken back $(log_field "$tmp/so2.log" l2_adopted_cols), $(log_field "$tmp/so2.log" lost_tokens) tokens lost"
 clean_run "store replaced while down" "$tmp/so2.log"
 check "store replaced while down: its columns let go at start, said" \
 	grep -q "the second tier let [1-9][0-9]* columns go at start, sealed under organization keys the store no longer holds" "$tmp/so2.log"
 check "store replaced while down: none offered, none lost" \
-	eval 'test "$(field "$tmp/so2.log" l2_adopted_cols)/$(field "$tmp/so2.log" lost_tokens)/$(field "$tmp/so2.log" l2_up_failed_cols)" = 0/0/0'
+	eval 'test "$(log_field "$tmp/so2.log" l2_adopted_cols)/$(log_field "$tmp/so2.log" lost_tokens)/$(log_field "$tmp/so2.log" l2_up_failed_cols)" = 0/0/0'
 
 # 3p. Two shards of one model in one process, each sealing under its own
 #     copy of the organization key store, and only shard 0's copy replaced
@@ -371,15 +367,15 @@ mv "$tmp/tp.new" "$tmp/tp1.keys"
 wait "$sopid"
 rc=$?
 sopid=
-tpst=$(field "$tmp/tp.log" l2_stored_by_status)
-tpdrv=$(field "$tmp/tp.log" l2_stored_tokens)
-echo "l2: two shards, their stores replaced one after the other: exit $rc; $(grep -o 'shard [01]: the second tier let [0-9]* columns go' "$tmp/tp.log" | tr '\n' ';') the driver forgot $(field "$tmp/tp.log" l2_gone_cols) and had every shard delete them; the shards' STATUS says ${tpst:-?} tokens on disk, the driver accounts for 2 x ${tpdrv:-?}"
-check "two shards: zero verify failures" test "$(field "$tmp/tp.log" verify_failures)" = 0
+tpst=$(log_field "$tmp/tp.log" l2_stored_by_status)
+tpdrv=$(log_field "$tmp/tp.log" l2_stored_tokens)
+echo "l2: two shards, their stores replaced one after the other: exit $rc; $(grep -o 'shard [01]: the second tier let [0-9]* columns go' "$tmp/tp.log" | tr '\n' ';') the driver forgot $(log_field "$tmp/tp.log" l2_gone_cols) and had every shard delete them; the shards' STATUS says ${tpst:-?} tokens on disk, the driver accounts for 2 x ${tpdrv:-?}"
+check "two shards: zero verify failures" test "$(log_field "$tmp/tp.log" verify_failures)" = 0
 check "two shards: shard 0 let its columns go, said" \
 	grep -q "shard 0: the second tier let [1-9][0-9]* columns go, sealed under organization keys the new store retired" "$tmp/tp.log"
-check "two shards: the driver forgot them before asking" holds "$(field "$tmp/tp.log" l2_gone_cols) > 0"
+check "two shards: the driver forgot them before asking" holds "$(log_field "$tmp/tp.log" l2_gone_cols) > 0"
 check "two shards: exit 0, or 3 for reads that raced a reload alone (exit $rc)" \
-	eval '[ "$rc" -eq 0 ] || { [ "$rc" -eq 3 ] && [ "$(field "$tmp/tp.log" l2_up_failed_cols)" -gt 0 ]; }'
+	eval '[ "$rc" -eq 0 ] || { [ "$rc" -eq 3 ] && [ "$(log_field "$tmp/tp.log" l2_up_failed_cols)" -gt 0 ]; }'
 check "two shards: no copy left behind (each shard's disk holds what the driver accounts for)" \
 	holds "0 < ${tpst:-1} == 2 * ${tpdrv:-0}"
 
@@ -393,17 +389,17 @@ sleep 3
 run_all "$tmp/ttl.cfg" "$tmp/ttl.log"
 rc=$?
 clean_run "past the TTL" "$tmp/ttl.log"
-check "past the TTL: no column taken back" test "$(field "$tmp/ttl.log" l2_adopted_cols)" = 0
+check "past the TTL: no column taken back" test "$(log_field "$tmp/ttl.log" l2_adopted_cols)" = 0
 kept=$(grep -o '[0-9]* columns kept' "$tmp/ttl.log" | cut -d' ' -f1)
 check "past the TTL: every kept column let go" \
-	test "$(field "$tmp/ttl.log" l2_refused_cols)" = "$kept"
+	test "$(log_field "$tmp/ttl.log" l2_refused_cols)" = "$kept"
 sleep 3
 run_all "$tmp/ttl.cfg" "$tmp/ttl2.log"
 kept2=$(grep -o '[0-9]* columns kept' "$tmp/ttl2.log" | cut -d' ' -f1)
 echo "l2: past the TTL: $kept columns on disk before, ${kept2:-?} after one run that let them go"
 check "past the TTL: the expired columns' headers were cleared (not found again)" \
 	holds "${kept2:-999999} < ${kept:-0} / 10"
-check "past the TTL: nothing served" test "$(field "$tmp/ttl2.log" l2_adopted_cols)" = 0
+check "past the TTL: nothing served" test "$(log_field "$tmp/ttl2.log" l2_adopted_cols)" = 0
 
 # 4s. Load alone loses nothing: a disk that answers slowly (its reads
 #     throttled by the blkio cgroup to 20 a second, the process moved in
@@ -493,12 +489,12 @@ if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.th
 	slow_run "$tmp/slow.log"
 	rc=$?
 	[ $rc = 97 ] && echo "l2: slow disk: could not move the run into $blk (its checks fail)"
-	echo "l2: slow disk (20 reads/s): refill p99 $(field "$tmp/slow.log" refill_p99_us) us, L2 hits $(field "$tmp/slow.log" hit_tokens_l2) tokens; shard: up_batches_cut=$(cut_of "$tmp/slow.log")"
+	echo "l2: slow disk (20 reads/s): refill p99 $(log_field "$tmp/slow.log" refill_p99_us) us, L2 hits $(log_field "$tmp/slow.log" hit_tokens_l2) tokens; shard: up_batches_cut=$(cut_of "$tmp/slow.log")"
 	clean_run "slow disk" "$tmp/slow.log"
-	check "slow disk: zero tokens lost" test "$(field "$tmp/slow.log" lost_tokens)" = 0
-	check "slow disk: hits came up from the slow disk" holds "$(field "$tmp/slow.log" hit_tokens_l2) > 0"
+	check "slow disk: zero tokens lost" test "$(log_field "$tmp/slow.log" lost_tokens)" = 0
+	check "slow disk: hits came up from the slow disk" holds "$(log_field "$tmp/slow.log" hit_tokens_l2) > 0"
 	check "slow disk: its refills waited seconds (the throttle took)" \
-		holds "$(field "$tmp/slow.log" refill_p99_us) > 1000000"
+		holds "$(log_field "$tmp/slow.log" refill_p99_us) > 1000000"
 	rm -rf "$slowdir/mnt/l2" && mkdir -p "$slowdir/mnt/l2"
 	if mkdir "$frz" 2>/dev/null; then
 		froze=0
@@ -509,11 +505,11 @@ if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.th
 		echo "l2: frozen tier thread not run (it could not be frozen)"
 		rmdir "$frz"
 	elif [ -d "$frz" ]; then
-		echo "l2: tier thread frozen 5 s: exit $rc, up_batches_cut $(cut_of "$tmp/frozen.log"), lost $(field "$tmp/frozen.log" lost_tokens) tokens, refill p99 $(field "$tmp/frozen.log" refill_p99_us) us"
+		echo "l2: tier thread frozen 5 s: exit $rc, up_batches_cut $(cut_of "$tmp/frozen.log"), lost $(log_field "$tmp/frozen.log" lost_tokens) tokens, refill p99 $(log_field "$tmp/frozen.log" refill_p99_us) us"
 		clean_run "tier thread frozen" "$tmp/frozen.log"
 		check "tier thread frozen: no batch cut (late, not silent)" test "$(cut_of "$tmp/frozen.log")" = 0
-		check "tier thread frozen: zero tokens lost" test "$(field "$tmp/frozen.log" lost_tokens)" = 0
-		check "tier thread frozen: hits came up from the disk" holds "$(field "$tmp/frozen.log" hit_tokens_l2) > 0"
+		check "tier thread frozen: zero tokens lost" test "$(log_field "$tmp/frozen.log" lost_tokens)" = 0
+		check "tier thread frozen: hits came up from the disk" holds "$(log_field "$tmp/frozen.log" hit_tokens_l2) > 0"
 		rmdir "$frz"
 	else
 		echo "l2: frozen tier thread not run (no cgroup v1 freezer controller)"
@@ -524,7 +520,7 @@ if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.th
 	rc=$?
 	cut=$(cut_of "$tmp/hung.log")
 	if [ "$hung" = 1 ]; then
-		echo "l2: hung disk (a byte a second for 5 s): exit $rc, up_batches_cut ${cut:-0}, lost $(field "$tmp/hung.log" lost_tokens) tokens, restarts $(field "$tmp/hung.log" resyncs)"
+		echo "l2: hung disk (a byte a second for 5 s): exit $rc, up_batches_cut ${cut:-0}, lost $(log_field "$tmp/hung.log" lost_tokens) tokens, restarts $(log_field "$tmp/hung.log" resyncs)"
 		if [ "${cut:-0}" -gt 0 ]; then
 			check "hung disk: exit 3 (degraded: their tokens lost, no byte wrong)" test "$rc" -eq 3
 		else
@@ -532,10 +528,10 @@ if [ -n "$sdev" ] && mkdir "$blk" 2>/dev/null && echo "$sdev 20" >"$blk/blkio.th
 			echo "l2: hung disk: no read of a batch was out while the disk hung (not judged: cut)"
 			clean_run "hung disk, nothing out" "$tmp/hung.log"
 		fi
-		check "hung disk: zero verify failures" test "$(field "$tmp/hung.log" verify_failures)" = 0
-		check "hung disk: every request done" test "$(field "$tmp/hung.log" finished)" = True
+		check "hung disk: zero verify failures" test "$(log_field "$tmp/hung.log" verify_failures)" = 0
+		check "hung disk: every request done" test "$(log_field "$tmp/hung.log" finished)" = True
 		check "hung disk: the lost columns cost themselves, not the model (0 restarts)" \
-			test "$(field "$tmp/hung.log" resyncs)" = 0
+			test "$(log_field "$tmp/hung.log" resyncs)" = 0
 	else
 		echo "l2: hung disk not run (the throttle could not be set)"
 	fi
@@ -646,11 +642,11 @@ check "L2 full: the shard's L2 is 50 columns, the driver counts 3,125" grep -q '
 run_all "$tmp/full.cfg" "$tmp/full.log"
 rc=$?
 clean_run "L2 full" "$tmp/full.log"
-echo "l2: L2 full: $(field "$tmp/full.log" l2_failed) columns refused (NO_SPACE), $(field "$tmp/full.log" resyncs) restarts, hit ratio $(field "$tmp/full.log" hit_ratio)"
-check "L2 full: columns were refused and counted" holds "$(field "$tmp/full.log" l2_failed) > 0"
+echo "l2: L2 full: $(log_field "$tmp/full.log" l2_failed) columns refused (NO_SPACE), $(log_field "$tmp/full.log" resyncs) restarts, hit ratio $(log_field "$tmp/full.log" hit_ratio)"
+check "L2 full: columns were refused and counted" holds "$(log_field "$tmp/full.log" l2_failed) > 0"
 check "L2 full: the driver said so" grep -q "L2_DOWN of column .* failed: NO_SPACE" "$tmp/full.log"
-check "L2 full: no restart (DRAM kept)" test "$(field "$tmp/full.log" resyncs)" = 0
-check "L2 full: the shard kept serving DRAM (hits)" holds "$(field "$tmp/full.log" hit_tokens_l1) > 0"
+check "L2 full: no restart (DRAM kept)" test "$(log_field "$tmp/full.log" resyncs)" = 0
+check "L2 full: the shard kept serving DRAM (hits)" holds "$(log_field "$tmp/full.log" hit_tokens_l1) > 0"
 
 # 7. Ahead of the pick: four sequences run, eight more are begun while they
 #    wait for a run slot, so their refills (and their columns coming up from
@@ -664,9 +660,9 @@ for a in 0 8; do
 	clean_run "ahead of the pick ($a)" "$tmp/ahead$a.log"
 	echo "l2: ahead_of_pick $a: $(grep -o 'picks: .*' "$tmp/ahead$a.log")"
 done
-check "begun when picked: no refill is whole at the pick" test "$(field "$tmp/ahead0.log" picks_ready)" = 0
-check "begun ahead: refills were whole at the pick" holds "$(field "$tmp/ahead8.log" picks_ready) > 0"
-check "begun ahead: hits from L2 were ready at the pick" holds "$(field "$tmp/ahead8.log" l2_ready_at_pick) > 0"
+check "begun when picked: no refill is whole at the pick" test "$(log_field "$tmp/ahead0.log" picks_ready)" = 0
+check "begun ahead: refills were whole at the pick" holds "$(log_field "$tmp/ahead8.log" picks_ready) > 0"
+check "begun ahead: hits from L2 were ready at the pick" holds "$(log_field "$tmp/ahead8.log" l2_ready_at_pick) > 0"
 
 # 6. kill -9 mid-run over memif, and back on its L2 file. Missed tokens cost
 #    the wafer's prefill (recompute_tokens_per_s), so that the run goes on
@@ -714,18 +710,18 @@ wait $drv
 rc=$?
 kill -TERM "${pids[0]}" "${pids[-1]}" 2>/dev/null
 wait "${pids[0]}" "${pids[-1]}" 2>/dev/null
-echo "l2: kill -9: $(grep -c 'columns kept' "$tmp/m_s1.log") starts of shard 1; $(grep -o '[0-9]* columns kept' "$tmp/m_s1.log" | tail -1); taken back $(field "$tmp/m_drv.log" l2_adopted_cols), L2 hits $(field "$tmp/m_drv.log" hit_tokens_l2) tokens, hit ratio after return $(field "$tmp/m_drv.log" hit_ratio_after_return)"
-check "kill -9: the driver finished every request" test "$(field "$tmp/m_drv.log" finished)" = True
+echo "l2: kill -9: $(grep -c 'columns kept' "$tmp/m_s1.log") starts of shard 1; $(grep -o '[0-9]* columns kept' "$tmp/m_s1.log" | tail -1); taken back $(log_field "$tmp/m_drv.log" l2_adopted_cols), L2 hits $(log_field "$tmp/m_drv.log" hit_tokens_l2) tokens, hit ratio after return $(log_field "$tmp/m_drv.log" hit_ratio_after_return)"
+check "kill -9: the driver finished every request" test "$(log_field "$tmp/m_drv.log" finished)" = True
 check "kill -9: zero verify failures (every byte from either tier right)" \
-	test "$(field "$tmp/m_drv.log" verify_failures)" = 0
-check "kill -9: the shards hold what the driver accounts for" test "$(field "$tmp/m_drv.log" unaccounted_tokens)" = 0
-check "kill -9: shard 1 came back" holds "$(field "$tmp/m_drv.log" shards_back) >= 1"
+	test "$(log_field "$tmp/m_drv.log" verify_failures)" = 0
+check "kill -9: the shards hold what the driver accounts for" test "$(log_field "$tmp/m_drv.log" unaccounted_tokens)" = 0
+check "kill -9: shard 1 came back" holds "$(log_field "$tmp/m_drv.log" shards_back) >= 1"
 check "kill -9: shard 1 found its columns on disk again" \
 	bash -c "grep -o '[0-9]* columns kept' '$tmp/m_s1.log' | tail -1 | grep -q '^[1-9]'"
-check "kill -9: the driver took back what both shards kept" holds "$(field "$tmp/m_drv.log" l2_adopted_cols) > 0"
-check "kill -9: hits came up from L2" holds "$(field "$tmp/m_drv.log" hit_tokens_l2) > 0"
+check "kill -9: the driver took back what both shards kept" holds "$(log_field "$tmp/m_drv.log" l2_adopted_cols) > 0"
+check "kill -9: hits came up from L2" holds "$(log_field "$tmp/m_drv.log" hit_tokens_l2) > 0"
 check "kill -9: the model hit again after the shard came back" \
-	holds "$(field "$tmp/m_drv.log" hit_ratio_after_return) > 0.1"
+	holds "$(log_field "$tmp/m_drv.log" hit_ratio_after_return) > 0.1"
 
 [ "$fail" -eq 0 ] || { mkdir -p "${KVSS_TEST_LOGS:-/tmp}/l2$sfx" && cp "$tmp"/*.log "${KVSS_TEST_LOGS:-/tmp}/l2$sfx/" && echo "l2: logs kept in ${KVSS_TEST_LOGS:-/tmp}/l2$sfx" >&2; }
 check_summary "second tier"

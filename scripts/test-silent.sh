@@ -98,11 +98,6 @@ scenario() {
 	procs_stop TERM
 }
 
-# field LOG KEY: a field of the summary's JSON line in LOG.
-field() {
-	grep '^{' "$1" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]))' "$2"
-}
-
 # 1. Shard 1 silent past away_ms, short of dead_ms.
 scenario shard shard1 "$SILENT_S"
 d=$tmp/shard.d.log
@@ -112,7 +107,7 @@ check "the driver was still running when shard 1 stopped (else raise SILENT_REQU
 check "it heard nothing from shard 1 for away_ms" grep -q "shard 1: nothing heard for" "$d"
 check "and heard it again in the same epoch, its prefixes kept" \
 	grep -q "shard 1 heard again (epoch .*, as before)" "$d"
-check "no prefix was dropped for it" bash -c "! grep -q 'prefixes are dropped' '$d'"
+check "no prefix was dropped for it" bash -c "[ -s '$d' ] && ! grep -q 'prefixes are dropped' '$d'"
 check "the summary counts the silence (not as away)" \
 	grep -q "; 0 times a shard was away, .*; [1-9][0-9]* times a shard was silent" "$d"
 json=$(grep '^{' "$d" | tail -1)
@@ -143,12 +138,17 @@ only_loss() {
 import re, sys
 log = open(sys.argv[1]).read()
 m = re.search(r'protocol errors (\d+) \(ERROR records (\d+), refill failures (\d+), refill timeouts (\d+), lost tokens (\d+), dropped frames (\d+)\)', log)
+if m is None:
+    sys.exit('no summary in ' + sys.argv[1])
 p, e, rf, rt, lost, dropped = map(int, m.groups())
 codes = set()
 for f in sys.argv[2:]:
-    for line in open(f):
+    text = open(f).read()
+    if 'kvss: final stats:' not in text:
+        sys.exit('no final stats in ' + f + ': its error counts unknown')
+    for line in text.splitlines():
         if 'final stats: errors' in line:
-            codes |= set(re.findall(r'((?:error|refill_failed)_[A-Z_]+)=', line))
+            codes |= set(re.findall(r'((?:error|refill_failed)_[A-Z0-9_]+)=', line))
 allowed = {'error_HOLE', 'refill_failed_UNKNOWN_PROMPT', 'refill_failed_RANGE'}
 ok = p == e + rf + lost and rt == dropped == 0 and codes <= allowed and (e + rf == 0 or lost > 0)
 sys.exit(0 if ok else 'protocol errors %d: ERROR %d, refill failures %d, timeouts %d, lost %d, dropped %d; the shards: %s' % (p, e, rf, rt, lost, dropped, sorted(codes)))" "$@"
@@ -162,12 +162,20 @@ check "stopped driver: it says it did not run, for about the stop" \
 import re, sys
 ms = [int(m) for m in re.findall(r'this process did not run for (\d+) ms', open(sys.argv[1]).read())]
 sys.exit(0 if ms and max(ms) >= float(sys.argv[2]) * 1000 * 0.9 else 1)" "$d" "$DRIVER_STOP_S"
-check "stopped driver: no shard taken for away or silent" \
-	grep -q "; 0 times a shard was away, .*; 0 times a shard was silent" "$d"
-check "stopped driver: no prefix dropped" bash -c "! grep -q 'prefixes are dropped' '$d'"
+# A shard silent for a second of its own on a busy machine is the
+# machine's; one the driver took for silent for as long as it was stopped
+# is the driver's absence counted as the shard's.
+check "stopped driver: no shard taken for away, none for silent through the stop" \
+	python3 -c "
+import re, sys
+log = open(sys.argv[1]).read()
+quiet = [int(m) for m in re.findall(r'nothing heard for (\d+) ms', log)]
+ok = re.search(r'; 0 times a shard was away, ', log) and all(q < float(sys.argv[2]) * 1000 for q in quiet)
+sys.exit(0 if ok else 'away, or silent through the stop: %s ms' % quiet)" "$d" "$DRIVER_STOP_S"
+check "stopped driver: no prefix dropped" bash -c "[ -s '$d' ] && ! grep -q 'prefixes are dropped' '$d'"
 check "stopped driver: no refill timed out; errors only what the shards' losses cause" \
 	only_loss "$d" "$tmp/driver.s0.log" "$tmp/driver.s1.log"
-check "stopped driver: and its JSON says no shard restart" test "$(field "$d" shard_restarts)" = 0
+check "stopped driver: and its JSON says no shard restart" test "$(log_field "$d" shard_restarts)" = 0
 check "stopped driver: no wrong byte, nothing unaccounted, finished" python3 -c "
 import json, sys
 d = json.loads(sys.argv[1])
