@@ -11,9 +11,12 @@
  * or flushed: the HELLOs a restart queues stay in the port's queue. The
  * cases cover each message a shard sends the driver: STATUS, ERROR,
  * REFILL_DONE, TOKEN_LOST, ACK, L2_DONE, L2_INVENTORY (in a suite of its own,
- * the shard given a second tier), and a frame that does not parse.
+ * the shard given a second tier), and a frame that does not parse; and
+ * what the driver's own absence (driver.c, drv_absent) does to its shard's
+ * silence and its run's clock.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include <rte_cycles.h>
@@ -693,4 +696,37 @@ Test(drv_l2, a_shard_without_the_second_tier_its_model_counts_on_stops_the_drive
 	status(SHARD_EPOCH, d->model_epoch[0], 0, 1000, t);
 	cr_assert_eq(d->fatal, 2, "a configuration error: the driver stops, naming the key");
 	cr_assert_not(sh->has_l2);
+}
+
+/* ---- The driver's own absence (driver.c, drv_absent) ----------------------------------- */
+
+Test(drv_rx, a_jump_of_the_clock_is_neither_the_shards_silence_nor_the_runs_time)
+{
+	uint64_t t = rte_get_tsc_cycles(), hz = d->hz;
+	/* What a VM restored on another host did here: 89,094 s of TSC in a
+	 * gap that CLOCK_MONOTONIC saw as 2 s (and 10 ms of turns before it). */
+	uint64_t from = t + hz / 100, gap = 89094 * hz, jump = gap - 2 * hz, before, ran;
+
+	status(SHARD_EPOCH, DRIVER_EPOCH, 40, 1000, t);
+	cr_assert(sh->up);
+	d->settle_at = t;
+	before = drv_now_ns(d, t);
+	drv_absent(d, from, from + gap, jump);
+	ran = drv_now_ns(d, from + gap) - before;
+	cr_assert(ran > 2010000000ull - 1000 && ran < 2010000000ull + 1000,
+		  "the run's clock took the 2 s that passed and the 10 ms before: %" PRIu64 " ns", ran);
+	cr_assert_eq(sh->last_rx, t + gap, "its last word moved on by the gap: 10 ms of silence");
+	cr_assert_eq(d->settle_at, 0, "the settle starts over");
+	cr_assert_eq(d->st.driver_absent, 1);
+	cr_assert_eq(d->st.driver_absent_us, 2000000, "the time that passed, the jump not counted");
+}
+
+Test(drv_rx, a_shard_never_heard_stays_never_heard_through_an_absence)
+{
+	uint64_t t = rte_get_tsc_cycles();
+
+	cr_assert_eq(sh->last_rx, 0);
+	drv_absent(d, t, t + 3 * d->hz, 0);
+	cr_assert_eq(sh->last_rx, 0, "telemetry still says never heard");
+	cr_assert_eq(d->st.driver_absent_us, 3000000);
 }

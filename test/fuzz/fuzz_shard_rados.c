@@ -366,7 +366,10 @@ names_the_slice_asked(const struct rmem_op *o, const struct shared_done *d)
 	       h.gen_global == q->gen_global && h.gen_org == q->gen_org && h.layout == q->layout &&
 	       h.model == fz_shard->cfg->model && h.shard == fz_shard->cfg->id &&
 	       h.cache == q->meta.cache && h.start == q->meta.start && h.tokens == q->meta.tokens &&
-	       h.bytes_per_token == q->bytes_per_token;
+	       h.bytes_per_token == q->bytes_per_token && h.payload_len == q->len &&
+	       /* and not older than asked past the skew (an earlier write of it) */
+	       !(q->meta.first_use_ns > h.first_use_ns &&
+		 q->meta.first_use_ns - h.first_use_ns > SHARED_SKEW_NS);
 }
 
 static void

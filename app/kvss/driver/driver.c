@@ -220,41 +220,80 @@ watch_silence(struct drv *d, uint64_t tsc)
 #define DRV_ABSENT_MS 250u
 
 /*
+ * At TSC @p t0: how far the TSC has run ahead of CLOCK_MONOTONIC since
+ * they were last read together (a VM restored on another host), in TSC
+ * ticks; 0 within 50 ms (the two clocks' reads are not one instant).
+ */
+static uint64_t
+tsc_jump(const struct drv *d, uint64_t t0)
+{
+	uint64_t seen = mono_ns() - d->clk_mono_ns;
+	uint64_t ran = mono_ticks_to(t0 - d->clk_tsc, d->hz, 1000000000);
+
+	if (t0 < d->clk_tsc || ran < seen + 50000000)
+		return 0;
+	return mono_ticks_to(ran - seen, 1000000000, d->hz);
+}
+
+/*
  * The loop did not run from @p from to @p to: the process was stopped
  * (SIGSTOP, a VM's snapshot), its core was taken, or the clock jumped (a
  * VM restored on another host: the TSC this VM reads went 89,094 s forward
- * once here). What the shards sent meanwhile waits in the receive queues,
- * so the gap says nothing of them: their silence is measured while this
- * loop listens, and each shard's last word moves on by the gap (a shard
- * gone is still found away_ms after the loop runs again). The refills'
- * deadlines move on by it too, as for a hold of the wafer (which covers
- * them already when the wafer was held). Without this, one stop past
- * dead_ms took every shard for gone: each model's prefixes dropped, its
- * refills failed.
+ * once here, CLOCK_MONOTONIC 2 s). What the shards sent meanwhile waits in
+ * the receive queues, so the gap says nothing of them: their silence is
+ * measured while this loop listens, and each shard's last word moves on by
+ * the gap (a shard gone is still found away_ms after the loop runs again).
+ * The end-of-run settle starts over (a STATUS read now may be from before
+ * the gap), and what the shared level owes is not later by it.
+ *
+ * The @p jump of the TSC is no time at all: the run's clock (drv_now_ns:
+ * expiry by first and last use, records' first use, arrivals) starts that
+ * much later, so that a jump neither expires the prefix map nor dates
+ * records in the future. The rest of the gap is time that passed: the
+ * refills' deadlines move on by it, as for a hold of the wafer (which
+ * covers them already when the wafer was held).
  */
-static void
-driver_absent(struct drv *d, uint64_t from, uint64_t to)
+void
+drv_absent(struct drv *d, uint64_t from, uint64_t to, uint64_t jump)
 {
-	uint64_t gap = to - from, ms = mono_ticks_to(gap, d->hz, 1000);
+	uint64_t gap = to - from, from_ns, us, jump_ms;
+	char more[80];
 	uint16_t i;
 
+	if (jump > gap)
+		jump = gap;
 	for (i = 0; i < d->nsh; i++) {
 		struct drv_shard *sh = &d->sh[i];
 
+		if (sh->last_rx == 0)
+			continue; /* never heard: it stays so */
 		if (sh->last_rx < from)
 			sh->last_rx += gap;
 		else if (sh->last_rx < to)
 			sh->last_rx = to;
 	}
-	if (d->wafer_held_at == 0)
-		emu_hold_ended(d->emu, drv_now_ns(d, from), drv_now_ns(d, to));
+	from_ns = drv_now_ns(d, from);
+	d->t_start += jump;
+	if (d->wafer_held_at != 0)
+		d->wafer_held_at += jump; /* its hold counts no jump either */
+	else
+		emu_hold_ended(d->emu, from_ns, drv_now_ns(d, to));
+	d->settle_at = 0;
+	us = mono_ticks_to(gap - jump, d->hz, 1000000);
+	jump_ms = mono_ticks_to(jump, d->hz, 1000);
+	drv_sh_absent(d, us * 1000);
 	d->st.driver_absent++;
-	d->st.driver_absent_us += mono_ticks_to(gap, d->hz, 1000000);
-	if (ms < 1000)
+	d->st.driver_absent_us += us;
+	if (us < 1000000 && jump_ms < 1000)
 		return; /* counted; a busy machine's shorter ones would crowd the log */
-	printf("kvss: driver: this process did not run for %" PRIu64 " ms (stopped, its core taken, "
-	       "or the clock jumped): its shards' silence and its refills' deadlines leave it out\n",
-	       ms);
+	more[0] = '\0';
+	if (jump_ms != 0)
+		snprintf(more, sizeof(more),
+			 ", and its clock jumped %" PRIu64 " ms more (not counted)", jump_ms);
+	printf("kvss: driver: this process did not run for %" PRIu64
+	       " ms (stopped, its core taken)%s: "
+	       "its shards' silence and its refills' deadlines leave it out\n",
+	       us / 1000, more);
 	fflush(stdout);
 }
 
@@ -908,6 +947,8 @@ periodic(struct drv *d, struct drv_due *due, uint64_t t0)
 		due->expire = t0 + d->hz / 100;
 	}
 	if (t0 >= due->snap) {
+		d->clk_tsc = t0;
+		d->clk_mono_ns = mono_ns();
 		drv_report_snapshot(d);
 		due->snap = t0 + d->hz / 10;
 	}
@@ -966,7 +1007,7 @@ int
 kvss_driver_main(void *arg)
 {
 	struct kvss_lcore_stats *st = lst();
-	uint64_t tsc0 = rte_get_tsc_cycles(), start_deadline, prev;
+	uint64_t tsc0 = rte_get_tsc_cycles(), start_deadline, prev, absent;
 	struct drv *d = arg;
 	struct drv_due due = {.progress = tsc0 + 2 * d->hz, .expire = tsc0, .snap = tsc0,
 			      .link = tsc0 + d->hz};
@@ -978,14 +1019,16 @@ kvss_driver_main(void *arg)
 	d->t_start = tsc0;
 	start_deadline = tsc0 + d->hz / 1000 * kvss.cfg.driver.start_timeout_ms;
 	start_links(d, tsc0);
-	prev = tsc0;
+	prev = d->clk_tsc = tsc0;
+	d->clk_mono_ns = mono_ns();
+	absent = d->hz / 1000 * DRV_ABSENT_MS;
 	while (!kvss_quitting() && !d->fatal) {
 		uint64_t t0 = rte_get_tsc_cycles();
 		int work;
 
 		/* Before the ports are read: what waited there came while it did not run. */
-		if (d->started && t0 > prev && t0 - prev >= d->hz / 1000 * DRV_ABSENT_MS)
-			driver_absent(d, prev, t0);
+		if (d->started && t0 > prev && t0 - prev >= absent)
+			drv_absent(d, prev, t0, tsc_jump(d, t0));
 		prev = t0;
 		work = poll_ports(d, t0);
 

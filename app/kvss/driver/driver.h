@@ -51,7 +51,7 @@
 	X(shards_silent)    /* shards silent for away_ms: their models ran as misses */            \
 	X(shards_heard_again) /* silent shards heard again, same epoch: prefixes kept */           \
 	X(driver_absent)    /* times this process did not run for 250 ms or more (stopped, its core taken, the clock jumped) */ \
-	X(driver_absent_us) /* the time it did not run, those times: its shards' silence and its refills' deadlines leave it out */ \
+	X(driver_absent_us) /* the time it did not run, those times (a jump of the TSC not counted): its shards' silence and its refills' deadlines leave it out */ \
 	X(routed_shards)    /* shards whose STATUS crossed a router (IPv4 TTL below 64): off the rail */ \
 	X(no_mbuf)  /* the pool was empty */                                                       \
 	X(too_big)	    /* a control record that cannot fit a frame */                         \

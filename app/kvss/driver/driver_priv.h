@@ -448,6 +448,9 @@ struct drv {
 	int fatal;
 	bool plot_failed; /* --plot-refills or --ttft-out not written: exit status 2 (report.c) */
 	uint64_t settle_at; /* tsc when the shards had every batch complete (quiet) */
+	/* The TSC and CLOCK_MONOTONIC read together (every 100 ms, driver.c):
+	 * what of a gap the monotonic clock did not see is a jump of the TSC. */
+	uint64_t clk_tsc, clk_mono_ns;
 	/* Model 0's requests, prompt and hit tokens when a shard was first
 	 * away, and when one last came back: the hit ratio before and after. */
 	uint64_t away_at[3], back_at[3];
@@ -534,6 +537,12 @@ drv_clock_start(struct drv *d, uint64_t tsc)
 	d->t_start = tsc;
 	d->sink.wall_base_ns = drv_wall_ns() - DRV_PAST_NS;
 }
+/**
+ * The loop did not run from TSC @p from to @p to, of which @p jump ticks
+ * (at most to - from) are a jump of the TSC that CLOCK_MONOTONIC did not
+ * see (driver.c).
+ */
+void drv_absent(struct drv *d, uint64_t from, uint64_t to, uint64_t jump);
 /** Does model @p m have a second tier (l2_tokens)? */
 bool drv_l2_model(uint16_t m);
 /** Has every shard of @p m listed its inventory (true without a second tier)? */
@@ -652,6 +661,11 @@ const struct drv_sh_stats *drv_sh_stats(struct drv *d);
  * the run's end.
  */
 bool drv_sh_busy(struct drv *d, uint64_t now_ns);
+/**
+ * The driver did not run for @p ns (driver.c, drv_absent): what the
+ * shared level owes is not later by it.
+ */
+void drv_sh_absent(struct drv *d, uint64_t ns);
 /** The lookups' cost (sent to back or abandoned), p50 and p99, ns. */
 void drv_sh_lookup_pct(struct drv *d, uint64_t *p50, uint64_t *p99);
 /** What they held requests back at their start, over every request started: p50, p99, ns. */

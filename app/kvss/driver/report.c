@@ -997,7 +997,7 @@ summary_events(struct drv *d, struct summary *x)
 	}
 	if (s->driver_absent)
 		printf("kvss: summary: this process did not run for %" PRIu64 " ms in all, %" PRIu64
-		       " times (stopped, its core taken, or the clock jumped): left out of its shards' "
+		       " times (stopped, its core taken; a jump of its clock not counted): left out of its shards' "
 		       "silence and its refills' deadlines\n", s->driver_absent_us / 1000, s->driver_absent);
 	if (s->multimodal_trimmed)
 		printf("kvss: summary: multimodal: %" PRIu64 " tokens not cached, after a multimodal token "

@@ -1207,6 +1207,15 @@ drv_sh_model_restart(struct drv *d, uint16_t m)
 	}
 }
 
+void
+drv_sh_absent(struct drv *d, uint64_t ns)
+{
+	struct drv_shl *S = d->shl;
+
+	if (S != NULL && S->busy_since != 0)
+		S->busy_since += ns;
+}
+
 bool
 drv_sh_busy(struct drv *d, uint64_t now)
 {
