@@ -730,3 +730,17 @@ Test(drv_rx, a_shard_never_heard_stays_never_heard_through_an_absence)
 	cr_assert_eq(sh->last_rx, 0, "telemetry still says never heard");
 	cr_assert_eq(d->st.driver_absent_us, 3000000);
 }
+
+Test(drv_rx, a_driver_stopped_before_its_start_gives_its_shards_the_time_it_did_not_run)
+{
+	uint64_t t = rte_get_tsc_cycles(), deadline = t + d->hz;
+
+	d->started = false;
+	drv_gap(d, t, t + 5 * d->hz, &deadline);
+	cr_assert_eq(deadline, t + 6 * d->hz, "5 s stopped: the deadline 5 s later");
+	cr_assert_eq(d->st.driver_absent, 0, "nothing to leave out before the run");
+	d->started = true;
+	drv_gap(d, t, t + d->hz, &deadline);
+	cr_assert_eq(deadline, t + 6 * d->hz, "started: the deadline is past use");
+	cr_assert_eq(d->st.driver_absent, 1);
+}

@@ -1312,6 +1312,36 @@ Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
 }
 
 /*
+ * A hold of the wafer (or the driver's own absence) is no time toward
+ * giving a refill up: the same prompt three times, 1 us a token, the
+ * shards silent. The second request is picked and waits for its refill
+ * (192 us of computing); the wafer is held 5 s from its pick. 100 us after
+ * the hold it still waits (what was held may come now); 300 us after, past
+ * the 192 us, it gives the refill up.
+ * Catches: a request that gives its refill up at once after a hold, its
+ * refill's data then wasted on a wafer computing the same tokens.
+ */
+Test(emulator, a_hold_is_no_time_toward_giving_a_refill_up)
+{
+	struct emu_refill *rf;
+	struct emu_seq *s;
+	uint64_t now = MS, t;
+
+	rig_three_prompts(true);
+	rf = waiting_refill(&now);
+	s = rf->seq;
+	cr_assert(s->picked && s->give_up_ns == 192000, "picked, 192 us to give up: %lu",
+		  (unsigned long)s->give_up_ns);
+	cr_assert_eq(emu_stats(R.emu)->seqs_given_up, 0);
+	t = s->pick_ns;
+	emu_hold_ended(R.emu, t, t + 5000 * MS);
+	emu_step(R.emu, t + 5000 * MS + 100000);
+	cr_assert_eq(emu_stats(R.emu)->seqs_given_up, 0, "the 5 s held are no time toward it");
+	emu_step(R.emu, t + 5000 * MS + 300000);
+	cr_assert_eq(emu_stats(R.emu)->seqs_given_up, 1, "192 us of its own past the hold");
+}
+
+/*
  * wafer.backpressure "skip": the built-in workload, 60 requests, with the
  * driver saying its EVICT path is backed up in every other stretch of 20
  * steps. A sequence running then stops caching where it is: its tokens left

@@ -297,6 +297,15 @@ drv_absent(struct drv *d, uint64_t from, uint64_t to, uint64_t jump)
 	fflush(stdout);
 }
 
+void
+drv_gap(struct drv *d, uint64_t prev, uint64_t t0, uint64_t *start_deadline)
+{
+	if (d->started)
+		drv_absent(d, prev, t0, tsc_jump(d, t0));
+	else
+		*start_deadline += t0 - prev; /* the shards' time to answer HELLO, not its own */
+}
+
 /* ---- Set-up ------------------------------------------------------------------------- */
 
 static void
@@ -1027,8 +1036,8 @@ kvss_driver_main(void *arg)
 		int work;
 
 		/* Before the ports are read: what waited there came while it did not run. */
-		if (d->started && t0 > prev && t0 - prev >= absent)
-			drv_absent(d, prev, t0, tsc_jump(d, t0));
+		if (t0 > prev && t0 - prev >= absent)
+			drv_gap(d, prev, t0, &start_deadline);
 		prev = t0;
 		work = poll_ports(d, t0);
 

@@ -543,6 +543,14 @@ drv_clock_start(struct drv *d, uint64_t tsc)
  * see (driver.c).
  */
 void drv_absent(struct drv *d, uint64_t from, uint64_t to, uint64_t jump);
+/**
+ * The loop's turns at TSC @p prev and @p t0 are DRV_ABSENT_MS or more
+ * apart (driver.c): this process did not run. Started, drv_absent(); before
+ * the start, the shards' time to answer HELLO (@p start_deadline, TSC)
+ * moves on by the gap, so that a driver stopped while it waited does not
+ * give up on shards that answered meanwhile.
+ */
+void drv_gap(struct drv *d, uint64_t prev, uint64_t t0, uint64_t *start_deadline);
 /** Does model @p m have a second tier (l2_tokens)? */
 bool drv_l2_model(uint16_t m);
 /** Has every shard of @p m listed its inventory (true without a second tier)? */

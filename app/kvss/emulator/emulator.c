@@ -952,15 +952,24 @@ emu_hold_ended(struct emu *e, uint64_t from_ns, uint64_t to_ns)
 	uint64_t T = e->p.refill_timeout_ns;
 	uint32_t i;
 
-	for (i = 0; i < e->nslots; i++)
-		if (e->seq[i].state == SEQ_WAIT)
-			e->seq[i].deadline += held_after(e->seq[i].deadline - T, from_ns, to_ns);
+	for (i = 0; i < e->nslots; i++) {
+		struct emu_seq *s = &e->seq[i];
+
+		if (s->state != SEQ_WAIT)
+			continue;
+		s->deadline += held_after(s->deadline - T, from_ns, to_ns);
+		/* Nor toward giving its refill up: what was held comes now. */
+		if (s->picked && s->give_up_ns != 0)
+			s->give_up_ns += held_after(s->pick_ns, from_ns, to_ns);
+	}
 	for (i = 0; i < HBUCKETS; i++) {
 		struct emu_refill *r;
 
 		for (r = e->rf[i]; r != NULL; r = r->hnext)
 			if (r->given_up && !r->finished)
 				r->given_up_ns += held_after(r->given_up_ns, from_ns, to_ns);
+			else if (r->finished) /* its REFILL_DONE may wait behind the hold */
+				r->finished_ns += held_after(r->finished_ns, from_ns, to_ns);
 	}
 }
 

@@ -194,9 +194,11 @@ void emu_backed_up(struct emu *e, bool on);
  * The driver held the wafer from @p from_ns to @p to_ns (a shard's control
  * queue backed up: no request began, and REFILLs waited behind it): that
  * time does not count toward the refill timeout of what waits (a
- * sequence's deadline, a given-up refill's), which the driver does not
- * check while it holds the wafer; what of it came after a refill's clock
- * last started (a frame of its data) is added. A shard silent through
+ * sequence's deadline, a given-up refill's, a finished one's wait for its
+ * REFILL_DONE), which the driver does not check while it holds the wafer,
+ * nor toward a picked sequence's giving its refill up (emu_params.give_up);
+ * what of it came after each clock last started (a frame of data, the
+ * pick) is added. A shard silent through
  * such a hold is the driver's to judge (away_ms, dead_ms), not this.
  */
 void emu_hold_ended(struct emu *e, uint64_t from_ns, uint64_t to_ns);
