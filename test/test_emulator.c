@@ -1312,6 +1312,51 @@ Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
 }
 
 /*
+ * What a refill took while the driver did not run is the process's, not the
+ * tiers': the same prompt three times, the shards answering a turn later,
+ * no give-up. With the driver absent while the second request's refill is
+ * out, only the third's is learned (each model's line and the whole
+ * sequence's); without, both are.
+ * Catches: a stop of seconds learned as a refill's time, which would make
+ * the adaptive driver compute every hit after it.
+ */
+static void
+absent_run(bool absent)
+{
+	uint64_t now = MS;
+	unsigned int steps = 0;
+	bool was = false;
+
+	rig_three_prompts(false);
+	while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0 || R.npend[0] || R.npend[1]) {
+		emu_step(R.emu, now);
+		if (absent && !was && waited_for() != NULL) {
+			emu_absent(R.emu);
+			was = true;
+		}
+		shards_turn(now);
+		emu_check_timeouts(R.emu, now);
+		now += MS;
+		cr_assert_lt(++steps, 100000, "the run ends");
+	}
+	cr_assert(!emu_failed(R.emu));
+	cr_assert_eq(emu_stats(R.emu)->refilled_tokens, 2 * 192, "both refills whole");
+}
+
+Test(emulator, a_refill_out_while_the_driver_did_not_run_is_not_learned)
+{
+	absent_run(false);
+	cr_assert_eq(R.learn.ml[0].fit.n, 2, "both refills learned: %lu",
+		     (unsigned long)R.learn.ml[0].fit.n);
+	cr_assert_eq(R.learn.fit.n, 2);
+	rig_down();
+	absent_run(true);
+	cr_assert_eq(R.learn.ml[0].fit.n, 1, "the third's alone: %lu",
+		     (unsigned long)R.learn.ml[0].fit.n);
+	cr_assert_eq(R.learn.fit.n, 1);
+}
+
+/*
  * A hold of the wafer (or the driver's own absence) is no time toward
  * giving a refill up: the same prompt three times, 1 us a token, the
  * shards silent. The second request is picked and waits for its refill

@@ -278,6 +278,7 @@ drv_absent(struct drv *d, uint64_t from, uint64_t to, uint64_t jump)
 		d->wafer_held_at += jump; /* its hold counts no jump either */
 	else
 		emu_hold_ended(d->emu, from_ns, drv_now_ns(d, to));
+	emu_absent(d->emu); /* what was out took the gap too: no sample of the tiers */
 	d->settle_at = 0;
 	us = mono_ticks_to(gap - jump, d->hz, 1000000);
 	jump_ms = mono_ticks_to(jump, d->hz, 1000);

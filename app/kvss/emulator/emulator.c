@@ -341,7 +341,8 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 		st->seq_refill_failed += !seq_refill_failed(e, s);
 		hit_not_come(e, s, r->model);
 	}
-	if (--s->mwait[r->model] == 0 && !s->mfailed[r->model] && e->p.hooks->model_refilled != NULL)
+	if (--s->mwait[r->model] == 0 && !s->mfailed[r->model] && !s->unsampled &&
+	    e->p.hooks->model_refilled != NULL)
 		e->p.hooks->model_refilled(e->p.arg, r->model, now - s->t0, s->mbytes[r->model],
 					   s->ml2bytes[r->model], s->mshbytes[r->model]);
 	if (s->wait == 1 && s->picked)
@@ -349,7 +350,7 @@ refill_finish(struct emu *e, struct emu_refill *r, uint64_t now)
 	if (--s->wait == 0 && s->state == SEQ_WAIT) {
 		/* A refill that failed (a shard restarted, or it timed out) took
 		 * however long the failure did: it would skew the learned model. */
-		if (!seq_refill_failed(e, s) && e->p.hooks->seq_refilled != NULL)
+		if (!seq_refill_failed(e, s) && !s->unsampled && e->p.hooks->seq_refilled != NULL)
 			e->p.hooks->seq_refilled(e->p.arg, now - s->t0, s->estimate_ns, s->estimate_bytes);
 		s->whole_ns = now;
 		s->state = e->p.resume_estimate && now - s->t0 < s->estimate_ns ? SEQ_HOLD : SEQ_RUN;
@@ -892,7 +893,7 @@ give_up(struct emu *e, struct emu_seq *s, uint64_t now)
 		r->seq = NULL;
 		e->ngiven++;
 		st->refills_given_up++;
-		if (s->mwait[r->model] == 1 && !s->mfailed[r->model]) {
+		if (s->mwait[r->model] == 1 && !s->mfailed[r->model] && !s->unsampled) {
 			r->learn = true;
 			r->t0 = s->t0;
 			r->bytes = s->mbytes[r->model];
@@ -970,6 +971,23 @@ emu_hold_ended(struct emu *e, uint64_t from_ns, uint64_t to_ns)
 				r->given_up_ns += held_after(r->given_up_ns, from_ns, to_ns);
 			else if (r->finished) /* its REFILL_DONE may wait behind the hold */
 				r->finished_ns += held_after(r->finished_ns, from_ns, to_ns);
+	}
+}
+
+void
+emu_absent(struct emu *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->nslots; i++)
+		if (e->seq[i].wait > 0)
+			e->seq[i].unsampled = true;
+	for (i = 0; i < HBUCKETS; i++) {
+		struct emu_refill *r;
+
+		for (r = e->rf[i]; r != NULL; r = r->hnext)
+			if (r->given_up && !r->finished)
+				r->learn = false;
 	}
 }
 

@@ -203,6 +203,15 @@ void emu_backed_up(struct emu *e, bool on);
  */
 void emu_hold_ended(struct emu *e, uint64_t from_ns, uint64_t to_ns);
 
+/**
+ * The driver did not run for a while (stopped, its core taken, a VM's
+ * snapshot): the refills out now took that time too, which says nothing
+ * of the tiers, so none of them is a sample of the refill-time model
+ * (emu_hooks model_refilled, seq_refilled). Their deadlines are
+ * emu_hold_ended()'s.
+ */
+void emu_absent(struct emu *e);
+
 /** Refills past the refill timeout fail (their sequences go on). */
 void emu_check_timeouts(struct emu *e, uint64_t now_ns);
 

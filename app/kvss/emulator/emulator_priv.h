@@ -102,6 +102,9 @@ struct emu_seq {
 	uint64_t front_end; /* when the front is computed (0: not begun) */
 	uint64_t arrival;	 /* when its request arrived (a closed loop: when it began) */
 	bool first_token;	 /* its time to first token is counted */
+	/* A refill of it was out while the driver did not run (emu_absent):
+	 * its time is the process's, not the tiers', and is not learned. */
+	bool unsampled;
 	/* Per model: refills not finished, one of them failed (its time says
 	 * nothing of the model), the bytes it charged. */
 	uint32_t mwait[PREFIXCACHE_MAX_MODELS];
