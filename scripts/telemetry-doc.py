@@ -66,7 +66,7 @@ LITERAL = {
     "l2_share_tokens": "the second tier's tokens its share guarantees (`l2_share` x each group's second-tier capacity, summed; 0: none)",
     "l2_cap_tokens": "the second tier's tokens its cap allows at most (`l2_cap` x capacity, summed)",
     "l2_yielded": "its second-tier columns let go to make room for another organization's (only when it was above its share)",
-    "heard_ms_ago": "ms since its last frame (-1: never)",
+    "heard_ms_ago": "ms since its last frame while the driver ran (its own stops left out; -1: never)",
     "status_ms_ago": "ms since its last STATUS (-1: never)",
     "epoch": "its epoch, 0x%08x as in the logs",
     "version": "kvss's release (as every tool's --version says it)",
