@@ -25,6 +25,7 @@
 
 #include "drv_fixture.h"
 #include "kvss.h"
+#include "mono.h"
 
 #define CFG "config/all-in-one.cfg"
 #define DRIVER_EPOCH 0x0d0d0d0du /* the process's epoch: model 0's first driver epoch */
@@ -53,6 +54,9 @@ setup(void)
 	cr_assert_eq(sh->ref->bytes_per_token[0], 256, "what status_from()'s cache info says");
 	cr_assert_eq(d->model_epoch[0], DRIVER_EPOCH);
 	cr_assert_not(sh->up);
+	/* tsc_jump()'s pair, as the loop reads it at its start. */
+	d->clk_tsc = rte_get_tsc_cycles();
+	d->clk_mono_ns = mono_ns();
 }
 
 static void
@@ -743,4 +747,35 @@ Test(drv_rx, a_driver_stopped_before_its_start_gives_its_shards_the_time_it_did_
 	drv_gap(d, t, t + d->hz, &deadline);
 	cr_assert_eq(deadline, t + 6 * d->hz, "started: the deadline is past use");
 	cr_assert_eq(d->st.driver_absent, 1);
+}
+
+/*
+ * The jump itself, from the pair of clocks: both moved 5 s since they were
+ * read (a stop: all of it counted), then the TSC 100 s and CLOCK_MONOTONIC
+ * 2 s (a VM restored on another host: 2 s counted, the run's clock 2 s on).
+ * Catches: a stop taken for a jump (its time dropped from the run's clock
+ * and from driver_absent_us), a jump taken for time that passed.
+ */
+Test(drv_rx, a_jump_is_what_the_tsc_ran_ahead_of_the_monotonic_clock)
+{
+	uint64_t hz = d->hz, t = rte_get_tsc_cycles(), deadline = 0, before, ran;
+
+	d->started = true;
+	d->clk_tsc = t - 5 * hz;
+	d->clk_mono_ns = mono_ns() - 5000000000ull;
+	drv_gap(d, t - 5 * hz, t, &deadline);
+	cr_assert(d->st.driver_absent_us > 4950000 && d->st.driver_absent_us < 5050000,
+		  "a stop: %" PRIu64 " us counted", d->st.driver_absent_us);
+
+	t = rte_get_tsc_cycles();
+	d->clk_tsc = t - 100 * hz;
+	d->clk_mono_ns = mono_ns() - 2000000000ull;
+	before = drv_now_ns(d, t - 100 * hz);
+	drv_gap(d, t - 100 * hz, t, &deadline);
+	ran = drv_now_ns(d, t) - before;
+	cr_assert(d->st.driver_absent_us > 6950000 && d->st.driver_absent_us < 7050000,
+		  "a jump: 2 s more counted, not 100: %" PRIu64 " us", d->st.driver_absent_us);
+	cr_assert(ran > 1950000000ull && ran < 2050000000ull, "the run's clock: %" PRIu64 " ns",
+		  ran);
+	cr_assert_eq(d->st.driver_absent, 2);
 }

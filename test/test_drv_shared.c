@@ -799,6 +799,43 @@ Test(drv_shared, io_only_waits_for_the_deadline_whatever_computing_would_take)
 	cr_assert_eq(ST->lookups_abandoned, 0);
 }
 
+/*
+ * The driver not running for 5 s (drv_sh_absent, from drv_absent) is no
+ * time of a lookup's or of its request's wait: neither the deadline (io-only)
+ * nor the give-up against computing (adaptive) comes by it.
+ * Catches: every lookup out given up at once after a stop, its stop learned
+ * as the level's pace.
+ */
+Test(drv_shared, a_stop_of_the_driver_is_no_time_of_a_lookup)
+{
+	uint64_t keys[8], t = SEC, gap = 5 * SEC;
+	uint32_t n, r = request_with(3, keys, &n);
+
+	kvss.cfg.driver.refill_policy = KVSS_POLICY_IO_ONLY;
+	cr_assert_not(drv_sh_request_ready(d, r, t));
+	drv_sh_absent(d, gap);
+	cr_assert_not(drv_sh_request_ready(d, r, t + SEC + gap - 1),
+		      "the deadline moved on by the stop");
+	cr_assert(drv_sh_request_ready(d, r, t + SEC + gap), "and comes after it");
+	cr_assert_eq(ST->lookups_abandoned, 0);
+}
+
+Test(drv_shared, a_stop_of_the_driver_is_no_time_toward_computing_instead)
+{
+	uint64_t keys[8], t = SEC, x, gap = 5 * SEC;
+	uint32_t n, r = request_with(3, keys, &n);
+
+	kvss.cfg.driver.refill_policy = KVSS_POLICY_ADAPTIVE;
+	kvss.cfg.driver.recompute_tokens_per_s = 64000000; /* a column of 64 tokens a us */
+	cr_assert_not(drv_sh_request_ready(d, r, t));
+	x = (uint64_t)n * 1000;
+	drv_sh_absent(d, gap);
+	cr_assert_not(drv_sh_request_ready(d, r, t + x + gap - 1), "its wait left the stop out");
+	cr_assert_eq(ST->lookups_abandoned, 0);
+	cr_assert(drv_sh_request_ready(d, r, t + x + gap), "computing would be done: it goes on");
+	cr_assert_eq(ST->lookups_abandoned, 1);
+}
+
 Test(drv_shared, compute_only_looks_nothing_up_and_never_waits)
 {
 	uint64_t keys[8];

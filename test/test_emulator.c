@@ -1321,16 +1321,16 @@ Test(emulator, a_given_up_refill_times_out_on_its_shards_silence_too)
  * the adaptive driver compute every hit after it.
  */
 static void
-absent_run(bool absent)
+absent_run(bool absent, bool give_up)
 {
 	uint64_t now = MS;
 	unsigned int steps = 0;
 	bool was = false;
 
-	rig_three_prompts(false);
+	rig_three_prompts(give_up);
 	while (!emu_done(R.emu) || emu_jobs_pending(R.emu, 1) > 0 || R.npend[0] || R.npend[1]) {
 		emu_step(R.emu, now);
-		if (absent && !was && waited_for() != NULL) {
+		if (absent && !was && (give_up ? given_up() : waited_for()) != NULL) {
 			emu_absent(R.emu);
 			was = true;
 		}
@@ -1340,20 +1340,35 @@ absent_run(bool absent)
 		cr_assert_lt(++steps, 100000, "the run ends");
 	}
 	cr_assert(!emu_failed(R.emu));
-	cr_assert_eq(emu_stats(R.emu)->refilled_tokens, 2 * 192, "both refills whole");
+	cr_assert_eq(emu_stats(R.emu)->refilled_tokens, give_up ? 0 : 2 * 192,
+		     "both refills whole (given up: not counted refilled)");
 }
 
 Test(emulator, a_refill_out_while_the_driver_did_not_run_is_not_learned)
 {
-	absent_run(false);
+	absent_run(false, false);
 	cr_assert_eq(R.learn.ml[0].fit.n, 2, "both refills learned: %lu",
 		     (unsigned long)R.learn.ml[0].fit.n);
 	cr_assert_eq(R.learn.fit.n, 2);
 	rig_down();
-	absent_run(true);
+	absent_run(true, false);
 	cr_assert_eq(R.learn.ml[0].fit.n, 1, "the third's alone: %lu",
 		     (unsigned long)R.learn.ml[0].fit.n);
 	cr_assert_eq(R.learn.fit.n, 1);
+}
+
+/* The same with give_up: a given-up refill out while the driver did not run is not learned. */
+Test(emulator, a_given_up_refill_out_while_the_driver_did_not_run_is_not_learned)
+{
+	absent_run(false, true);
+	cr_assert_eq(emu_stats(R.emu)->refills_given_up, 2);
+	cr_assert_eq(R.learn.ml[0].fit.n, 2, "both given-up refills learned: %lu",
+		     (unsigned long)R.learn.ml[0].fit.n);
+	rig_down();
+	absent_run(true, true);
+	cr_assert_eq(emu_stats(R.emu)->refills_given_up, 2);
+	cr_assert_eq(R.learn.ml[0].fit.n, 1, "the third's alone: %lu",
+		     (unsigned long)R.learn.ml[0].fit.n);
 }
 
 /*

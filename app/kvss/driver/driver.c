@@ -227,12 +227,24 @@ watch_silence(struct drv *d, uint64_t tsc)
 static uint64_t
 tsc_jump(const struct drv *d, uint64_t t0)
 {
-	uint64_t seen = mono_ns() - d->clk_mono_ns;
-	uint64_t ran = mono_ticks_to(t0 - d->clk_tsc, d->hz, 1000000000);
+	uint64_t seen, ran;
 
-	if (t0 < d->clk_tsc || ran < seen + 50000000)
+	if (t0 < d->clk_tsc)
+		return 0;
+	seen = mono_ns() - d->clk_mono_ns;
+	ran = mono_ticks_to(t0 - d->clk_tsc, d->hz, 1000000000);
+	/* 50 ms, and 1% of what passed for an error in the TSC's measured rate. */
+	if (ran < seen + 50000000 + seen / 100)
 		return 0;
 	return mono_ticks_to(ran - seen, 1000000000, d->hz);
+}
+
+/* The TSC and CLOCK_MONOTONIC, read back to back (tsc_jump's pair). */
+static void
+clk_pair(struct drv *d)
+{
+	d->clk_tsc = rte_get_tsc_cycles();
+	d->clk_mono_ns = mono_ns();
 }
 
 /*
@@ -957,8 +969,7 @@ periodic(struct drv *d, struct drv_due *due, uint64_t t0)
 		due->expire = t0 + d->hz / 100;
 	}
 	if (t0 >= due->snap) {
-		d->clk_tsc = t0;
-		d->clk_mono_ns = mono_ns();
+		clk_pair(d);
 		drv_report_snapshot(d);
 		due->snap = t0 + d->hz / 10;
 	}
@@ -1029,8 +1040,8 @@ kvss_driver_main(void *arg)
 	d->t_start = tsc0;
 	start_deadline = tsc0 + d->hz / 1000 * kvss.cfg.driver.start_timeout_ms;
 	start_links(d, tsc0);
-	prev = d->clk_tsc = tsc0;
-	d->clk_mono_ns = mono_ns();
+	prev = tsc0;
+	clk_pair(d);
 	absent = d->hz / 1000 * DRV_ABSENT_MS;
 	while (!kvss_quitting() && !d->fatal) {
 		uint64_t t0 = rte_get_tsc_cycles();

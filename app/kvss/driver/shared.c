@@ -1211,9 +1211,21 @@ void
 drv_sh_absent(struct drv *d, uint64_t ns)
 {
 	struct drv_shl *S = d->shl;
+	uint32_t i;
 
-	if (S != NULL && S->busy_since != 0)
+	if (S == NULL)
+		return;
+	if (S->busy_since != 0)
 		S->busy_since += ns;
+	/* A request waiting for its lookups has not waited the gap, nor have
+	 * the lookups out taken it: neither the deadline, the give-up against
+	 * computing, nor the level's pace (level_ns) counts it. */
+	if (S->wait_req != 0)
+		S->wait_since += ns;
+	for (i = 0; i < S->nlk; i++)
+		if (S->lk[i].outstanding > 0 || S->lk[i].state == LK_READING ||
+		    S->lk[i].state == LK_NO_GEN)
+			S->lk[i].sent_ns += ns;
 }
 
 bool
