@@ -268,6 +268,30 @@ Test(stream, the_timeout_follows_the_measured_round_trip)
 	cr_assert_eq(s.srtt8, 0);
 }
 
+/*
+ * A sender that did not run from 1,100 to 50,000: the ACK of the message
+ * sent at 1,000 waited for it, so its round trip (49,000) is no sample; a
+ * message sent after it is one.
+ * Catches: a stop of the sender taken as the link's round trip, which
+ * holds the timeout at its maximum for many messages after.
+ */
+Test(stream, a_round_trip_over_the_senders_absence_is_no_sample)
+{
+	uint8_t buf[PROTO_PAYLOAD_MAX];
+	uint64_t seq;
+
+	cr_assert_eq(proto_stream_init(&s, 8, 10), 0);
+	seq = proto_stream_push(&s, buf, build(buf, 1), 1000);
+	proto_stream_absent(&s, 50000);
+	cr_assert_eq(proto_stream_ack2(&s, seq, seq, 50000), 1);
+	cr_assert_eq(s.st.rtt_samples, 0, "its ACK waited for the sender");
+	cr_assert_eq(s.timeout, 10);
+	seq = proto_stream_push(&s, buf, build(buf, 2), 50000);
+	cr_assert_eq(proto_stream_ack2(&s, seq, seq, 50100), 1);
+	cr_assert_eq(s.st.rtt_samples, 1, "sent after it: a sample");
+	cr_assert_eq(s.timeout, 300);
+}
+
 Test(stream, reset_starts_over_at_seq_1)
 {
 	uint8_t buf[PROTO_PAYLOAD_MAX];

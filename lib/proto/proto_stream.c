@@ -44,6 +44,7 @@ proto_stream_reset(struct proto_stream *s)
 	s->progress_at = 0;
 	s->recover = 0;
 	s->rtx_seq = 0;
+	s->sample_after = 0;
 }
 
 static struct proto_stream_msg *
@@ -126,11 +127,17 @@ rtt_sample(struct proto_stream *s, uint64_t seq, uint64_t now)
 {
 	const struct proto_stream_msg *m = slot(s, seq);
 
-	if (m->sends == 1 && now >= m->last_send) {
+	if (m->sends == 1 && now >= m->last_send && m->last_send >= s->sample_after) {
 		s->timeout = proto_rtt_sample(&s->srtt8, &s->rttvar4, now - m->last_send, s->min_timeout,
 					      s->max_timeout);
 		s->st.rtt_samples++;
 	}
+}
+
+void
+proto_stream_absent(struct proto_stream *s, uint64_t now)
+{
+	s->sample_after = now;
 }
 
 uint32_t

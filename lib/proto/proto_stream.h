@@ -56,6 +56,7 @@ struct proto_stream {
 	uint64_t progress_at;	/* when an ACK last released something (proto_stream_ack_at) */
 	uint64_t recover;	/* at the last timeout: the last seq sent then (0: none yet) */
 	uint64_t rtx_seq;	/* the seq last sent again (0: none yet) */
+	uint64_t sample_after;	/* messages last sent before it give no sample (proto_stream_absent) */
 	uint32_t window;
 	struct proto_stream_msg *msg; /* window slots, by seq % window */
 	struct proto_stream_stats st;
@@ -126,6 +127,13 @@ uint32_t proto_stream_ack2(struct proto_stream *s, uint64_t done_seq, uint64_t r
 			   uint64_t now);
 
 const struct proto_stream_msg *proto_stream_due(struct proto_stream *s, uint64_t now);
+
+/**
+ * The sender did not run until @p now (stopped, its core taken): the ACKs of
+ * what it had sent waited for it, so their round trips hold its absence and
+ * are no samples (as Karn's resent messages are not).
+ */
+void proto_stream_absent(struct proto_stream *s, uint64_t now);
 
 /**
  * One round-trip sample @p r (any unit) into a Jacobson/Karels estimate, in

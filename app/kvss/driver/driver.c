@@ -277,6 +277,7 @@ drv_absent(struct drv *d, uint64_t from, uint64_t to, uint64_t jump)
 	for (i = 0; i < d->nsh; i++) {
 		struct drv_shard *sh = &d->sh[i];
 
+		proto_stream_absent(&sh->stream, to); /* what is acked now waited for it */
 		if (sh->last_rx == 0)
 			continue; /* never heard: it stays so */
 		if (sh->last_rx < from)
