@@ -56,7 +56,7 @@ struct proto_stream {
 	uint64_t progress_at;	/* when an ACK last released something (proto_stream_ack_at) */
 	uint64_t recover;	/* at the last timeout: the last seq sent then (0: none yet) */
 	uint64_t rtx_seq;	/* the seq last sent again (0: none yet) */
-	uint64_t sample_after;	/* messages last sent before it give no sample (proto_stream_absent) */
+	uint64_t sample_after;	/* a message last sent before it: no sample (proto_stream_absent) */
 	uint32_t window;
 	struct proto_stream_msg *msg; /* window slots, by seq % window */
 	struct proto_stream_stats st;
