@@ -150,10 +150,10 @@ PURE_SRC := $(PROTO_PURE_SRC) $(KVSTORE_SRC) app/dump/kvss_dump.c test/test_prot
 	test/shard_scenario_report.c test/replay_check.c \
 	app/plan/plan.c app/plan/kvss_plan.c test/test_plan.c test/test_route.c \
 	test/test_oracle.c test/test_linfit.c test/test_emulator.c test/test_workload.c test/test_args.c \
-	test/test_kvdisk.c test/test_kvdisk_seal.c bench/bench_kvdisk.c test/test_prefixcache_l2.c \
+	test/test_kvdisk.c test/test_kvdisk_seal.c bench/bench_kvdisk.c bench/bench_seal.c test/test_prefixcache_l2.c \
 	test/test_proto_l2.c test/test_prefixcache_bulk.c $(PLOT_SRC) $(KVSS_PURE_SRC) \
 	$(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC) test/test_shared_obj.c test/test_shared_seal.c test/test_orgkeys.c \
-	test/rados_mem.c
+	test/test_seal_thread.c test/rados_mem.c
 DPDK_SRC := $(PROTO_DPDK_SRC) test/test_proto_mbuf.c \
 	$(filter-out $(KVDISK_SRC) $(SEAL_SRC) $(SHARED_OBJ_SRC) $(SHARED_RADOS_SRC),$(KVSS_APP_SRC)) test/test_kvss_refill.c \
 	test/test_kvss_telemetry.c test/test_drv_link.c test/test_drv_rx.c test/test_drv_ttft.c test/test_drv_report.c test/test_drv_shared.c \
@@ -277,7 +277,7 @@ TESTS := $(BUILD)/test/test_proto $(BUILD)/test/test_proto_stream $(BUILD)/test/
 	$(BUILD)/test/test_wafermodel \
 	$(BUILD)/test/test_kvdisk $(BUILD)/test/test_kvdisk_seal $(BUILD)/test/test_prefixcache_l2 \
 	$(BUILD)/test/test_proto_l2 $(BUILD)/test/test_prefixcache_bulk $(BUILD)/test/test_shared_obj \
-	$(BUILD)/test/test_shared_seal $(BUILD)/test/test_orgkeys \
+	$(BUILD)/test/test_shared_seal $(BUILD)/test/test_orgkeys $(BUILD)/test/test_seal_thread \
 	$(BUILD)/test/test_drv_rx $(BUILD)/test/test_drv_ttft $(BUILD)/test/test_drv_report \
 	$(BUILD)/test/test_drv_shared $(BUILD)/test/test_shares
 GEN_FRAMES := $(BUILD)/tools/gen_frames
@@ -290,6 +290,11 @@ $(BUILD)/test/test_shared_obj: $(call obj,test/test_shared_obj.c $(SHARED_OBJ_SR
 # Sealed slices: libcrypto's AES-256-GCM and HKDF (DEP_LIBS).
 $(BUILD)/test/test_shared_seal: $(call obj,test/test_shared_seal.c lib/shared/shared_seal.c \
 		$(SHARED_OBJ_SRC)) $(TEST_COMMON) $(LIBSEAL) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
+
+# Each thread's sealing state: kept contexts, nonces, organization keys.
+$(BUILD)/test/test_seal_thread: $(call obj,test/test_seal_thread.c) $(LIBSEAL) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(CRITERION_LIBS) $(DEP_LIBS)
 
@@ -464,7 +469,12 @@ $(GEN_FRAMES): $(call obj,test/gen_frames.c) $(TEST_COMMON) $(LIBPROTO)
 # ---- benchmarks --------------------------------------------------------------
 
 BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD)/bench/bench_shard \
-	$(BUILD)/bench/bench_wafer
+	$(BUILD)/bench/bench_wafer $(BUILD)/bench/bench_seal
+
+# Sealing a column on a shard's CPU beyond AES-256-GCM itself.
+$(BUILD)/bench/bench_seal: $(call obj,bench/bench_seal.c) $(LIBSEAL) $(LIBPROTO)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(DEP_LIBS)
 
 # The shared level against fio's rados engine (scripts/bench-shared.sh starts
 # the cluster).

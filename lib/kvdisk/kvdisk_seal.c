@@ -15,8 +15,6 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "orgkeys.h"
 #include "proto.h"
@@ -128,14 +126,13 @@ static uint64_t
 hdr_mac(const uint8_t key[SEAL_KEY_LEN], const struct hdr *h, uint16_t c, uint32_t slot)
 {
 	uint8_t msg[offsetof(struct hdr, hdr_hash) + 6], mac[32];
-	unsigned int n = 0;
 	uint64_t v = 0;
 
 	memcpy(msg, h, offsetof(struct hdr, hdr_hash));
 	proto_st16(msg + offsetof(struct hdr, hdr_hash), c);
 	proto_st32(msg + offsetof(struct hdr, hdr_hash) + 2, slot);
 	/* A failure here gives 0, which no header's MAC is taken to be. */
-	if (HMAC(EVP_sha256(), key, SEAL_KEY_LEN, msg, sizeof(msg), mac, &n) != NULL && n == 32)
+	if (seal_hmac(key, SEAL_KEY_LEN, msg, sizeof(msg), mac) == 0)
 		v = proto_ld64(mac);
 	return v;
 }

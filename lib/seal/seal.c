@@ -3,8 +3,8 @@
  * Sealing (seal.h): the master key file read with the checks the shard's
  * L2 directory gets, keys by HKDF-SHA256, and AES-256-GCM through
  * OpenSSL's EVP interface (which takes AES-NI and PCLMULQDQ where the CPU
- * has them). A cipher context per call: a microsecond against a column's
- * or a slice's bytes.
+ * has them), through contexts each thread makes once and keeps
+ * (seal_thread.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,11 +15,10 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 #include "proto.h"
 #include "seal.h"
+#include "seal_thread.h"
 
 static const char seal_salt[] = "kvss seal v1";
 
@@ -35,16 +34,12 @@ seal_derive(const struct seal_key *k, const uint8_t *info, size_t infolen,
 	    uint8_t out[SEAL_KEY_LEN])
 {
 	uint8_t msg[SEAL_INFO_MAX + 1];
-	unsigned int n = 0;
 
 	if (!k->loaded || infolen > SEAL_INFO_MAX)
 		return -1;
 	memcpy(msg, info, infolen);
 	msg[infolen] = 1; /* T(1) = HMAC(PRK, info || 0x01) */
-	return HMAC(EVP_sha256(), k->prk, SEAL_KEY_LEN, msg, infolen + 1, out, &n) != NULL &&
-			       n == SEAL_KEY_LEN
-		       ? 0
-		       : -1;
+	return seal_hmac(k->prk, SEAL_KEY_LEN, msg, infolen + 1, out);
 }
 
 int
@@ -184,12 +179,10 @@ extract(struct seal_key *k, const uint8_t *ikm, size_t ikmlen)
 {
 	static const uint8_t info[] = {'i', 'd'};
 	uint8_t id[SEAL_KEY_LEN];
-	unsigned int n = 0;
 
 	k->loaded = 0;
-	if (HMAC(EVP_sha256(), seal_salt, (int)sizeof(seal_salt) - 1, ikm, ikmlen, k->prk, &n) ==
-		    NULL ||
-	    n != SEAL_KEY_LEN) {
+	if (seal_hmac((const uint8_t *)seal_salt, sizeof(seal_salt) - 1, ikm, ikmlen, k->prk) !=
+	    0) {
 		OPENSSL_cleanse(k, sizeof(*k));
 		return -1;
 	}
@@ -224,7 +217,15 @@ seal_key_with_org(const struct seal_key *master, const struct seal_key *org, str
 	 * concatenate theirs: the result is as secret as the one not known. */
 	memcpy(ikm, master->key, SEAL_KEY_LEN);
 	memcpy(ikm + SEAL_KEY_LEN, org->key, SEAL_KEY_LEN);
-	rc = extract(out, ikm, sizeof(ikm));
+	/* Every column a shard seals or opens asks for its pair's key: kept
+	 * per thread, the two HMACs are made once per pair. */
+	if (seal_thread_org_get(ikm, out)) {
+		rc = 0;
+	} else {
+		rc = extract(out, ikm, sizeof(ikm));
+		if (rc == 0)
+			seal_thread_org_put(ikm, out);
+	}
 	OPENSSL_cleanse(ikm, sizeof(ikm));
 	return rc;
 }
@@ -234,12 +235,12 @@ gcm(int enc, const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN
     const uint8_t *aad, size_t aadlen, const uint8_t *in, uint8_t *buf, size_t len,
     uint8_t tag[SEAL_TAG_LEN])
 {
-	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	EVP_CIPHER_CTX *c = seal_thread_gcm();
 	int n = 0, ok;
 
-	ok = c != NULL && EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) == 1 &&
-	     EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, SEAL_NONCE_LEN, NULL) == 1 &&
-	     EVP_CipherInit_ex(c, NULL, NULL, key, nonce, enc) == 1 &&
+	/* The context keeps its cipher and nonce length from call to call:
+	 * each call sets the direction, the key and the nonce anew. */
+	ok = c != NULL && EVP_CipherInit_ex(c, NULL, NULL, key, nonce, enc) == 1 &&
 	     (aadlen == 0 || EVP_CipherUpdate(c, NULL, &n, aad, (int)aadlen) == 1);
 	/* In pieces of at most 1 GiB (an int's worth); a slice is far less. */
 	while (ok && len > 0) {
@@ -252,15 +253,12 @@ gcm(int enc, const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN
 	}
 	if (ok && !enc)
 		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, SEAL_TAG_LEN, tag) == 1;
-	if (!ok) {
-		EVP_CIPHER_CTX_free(c);
+	if (!ok)
 		return -2; /* libcrypto itself failed: nothing said of the bytes */
-	}
 	/* Decrypting, this is where the tag is checked. */
 	ok = EVP_CipherFinal_ex(c, buf, &n) == 1;
 	if (ok && enc)
 		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, SEAL_TAG_LEN, tag) == 1;
-	EVP_CIPHER_CTX_free(c);
 	return ok ? 0 : enc ? -2 : -1;
 }
 
@@ -289,11 +287,4 @@ seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE
 
 	memcpy(t, tag, SEAL_TAG_LEN);
 	return gcm(0, key, nonce, aad, aadlen, buf, buf, len, t);
-}
-
-
-int
-seal_nonce(uint8_t nonce[SEAL_NONCE_LEN])
-{
-	return RAND_bytes(nonce, SEAL_NONCE_LEN) == 1 ? 0 : -1;
 }

@@ -96,7 +96,10 @@ int seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_N
 /** A hexadecimal digit's value (either case), or -1 (the key files' readers). */
 int seal_hexval(int c);
 
-/** A random nonce (libcrypto's generator). 0 or -1. */
+/**
+ * A random nonce (libcrypto's generator, drawn many at a time per thread
+ * and process; each handed out once). 0 or -1.
+ */
 int seal_nonce(uint8_t nonce[SEAL_NONCE_LEN]);
 
 /** seal_gcm_encrypt() of @p len bytes from @p in to @p out (which may be @p in). */
@@ -113,6 +116,12 @@ int seal_gcm_encrypt_to(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEA
  */
 int seal_key_with_org(const struct seal_key *master, const struct seal_key *org,
 		      struct seal_key *out);
+
+/**
+ * HMAC-SHA256 of @p len bytes at @p msg under the @p klen bytes of @p k
+ * into @p out, through a context this thread keeps. 0 or -1.
+ */
+int seal_hmac(const uint8_t *k, size_t klen, const uint8_t *msg, size_t len, uint8_t out[32]);
 
 /** A key from its @p bytes, its id derived as seal_key_load() does (tests, tools). 0 or -1. */
 int seal_key_from(struct seal_key *k, const uint8_t bytes[SEAL_KEY_LEN]);
