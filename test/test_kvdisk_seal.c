@@ -142,6 +142,28 @@ get(struct kvdisk *d, uint64_t k, uint32_t v, bool *same)
 	return r.status;
 }
 
+/* get(), its bytes read into a buffer of @p cap bytes of the caller's (kvdisk_get_into()). */
+static int
+get_into(struct kvdisk *d, uint64_t k, uint32_t v, uint32_t cap, bool *same)
+{
+	static uint8_t room[2 * COL * B];
+	uint8_t want[COL * B];
+	struct kvdisk_done r;
+	int rc;
+
+	memset(room, 0x5a, sizeof(room));
+	rc = kvdisk_get_into(d, 0, 0x1000 + k, 77, room, cap, 600 + k);
+	if (rc != 0)
+		return rc;
+	r = wait_for(d, 600 + k);
+	if (r.status == 0) {
+		fill(want, k, v);
+		*same = r.data == room && r.len == sizeof(want) &&
+			memcmp(room, want, sizeof(want)) == 0 && room[sizeof(want)] == 0x5a;
+	}
+	return r.status;
+}
+
 /* Columns 0 and 1 (version 1) written to a file opened with @p ring, closed. */
 static void
 two_columns(const struct seal_ring *ring)
@@ -239,6 +261,51 @@ Test(kvdisk_seal, sealed_columns_come_back_and_the_file_holds_none_of_their_byte
 	cr_assert_eq(get(d, 2, 1, &same), 0);
 	cr_assert(same);
 	kvdisk_close(d);
+}
+
+/*
+ * A column read into the caller's buffer (the shard's disk tier reads so:
+ * a sealed column opened straight into it): the same bytes, sealed or
+ * plain, none past the column; a byte of the column changed on the disk
+ * fails the read (tag or checksum) and the column is dropped; a buffer
+ * short of the column fails the read and keeps the column.
+ */
+Test(kvdisk_seal, a_column_read_into_the_callers_buffer_is_opened_there_or_not_at_all)
+{
+	const struct seal_ring *rings[2] = {&ring_a, NULL};
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		struct kvdisk *d;
+		struct kvdisk_stats st;
+		uint8_t b = 0;
+		bool same = false;
+
+		if (i > 0)
+			afresh();
+		two_columns(rings[i]);
+		d = open_with(rings[i]);
+		cr_assert_eq(get_into(d, 0, 1, COL * B, &same), 0, "%s", i ? "plain" : "sealed");
+		cr_assert(same, "%s: other bytes, or not in the caller's buffer",
+			  i ? "plain" : "sealed");
+		cr_assert_eq(get_into(d, 0, 1, COL * B - 1, &same), -EMSGSIZE);
+		cr_assert_eq(get_into(d, 0, 1, 2 * COL * B, &same), 0, "kept after a short buffer");
+		cr_assert(same);
+		cr_assert_eq(kvdisk_get_into(d, 0, 0x1000, 77, NULL, 8, 1), -EINVAL);
+		kvdisk_close(d);
+		/* One byte of column 1 changed where it lies. */
+		file_read(SLOT_OFF(slot_of(1)) + KVDISK_HDR_LEN + 300, &b, 1);
+		b ^= 0x40;
+		file_write(SLOT_OFF(slot_of(1)) + KVDISK_HDR_LEN + 300, &b, 1);
+		d = open_with(rings[i]);
+		cr_assert_eq(get_into(d, 1, 1, COL * B, &same), -EBADMSG, "%s",
+			     i ? "plain" : "sealed");
+		cr_assert_eq(get_into(d, 1, 1, COL * B, &same), -ENOENT, "dropped after it failed");
+		kvdisk_stats(d, &st);
+		cr_assert_eq(st.corrupt, 1);
+		cr_assert_eq(st.bad_tag, i == 0 ? 1 : 0);
+		kvdisk_close(d);
+	}
 }
 
 Test(kvdisk_seal, the_same_bytes_in_a_plain_file_are_there_to_read)

@@ -49,6 +49,7 @@ kd_op_get(struct kvdisk *d)
 	o->old = NIL;
 	o->absorbs = false;
 	o->write = false;
+	o->dst = NULL;
 	return o;
 }
 
@@ -327,11 +328,18 @@ kvdisk_writing(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t or
 int
 kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie)
 {
+	return kvdisk_get_into(d, cache, key, org, NULL, 0, cookie);
+}
+
+int
+kvdisk_get_into(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, void *dst,
+		uint32_t cap, uint64_t cookie)
+{
 	struct region *r;
 	struct op *o;
 	uint32_t i;
 
-	if (cache >= d->nc)
+	if (cache >= d->nc || (dst == NULL && cap != 0))
 		return -EINVAL;
 	r = &d->r[cache];
 	if ((i = find(r, key, org)) == NIL)
@@ -342,6 +350,8 @@ kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_
 	o->cache = cache;
 	o->slot = i;
 	o->cookie = cookie;
+	o->dst = dst;
+	o->dst_cap = cap;
 	r->s[i].readers++;
 	kd_submit(d, o, false, (uint32_t)r->g.slot_bytes, slot_off(r, i));
 	return 0;
@@ -390,12 +400,14 @@ kvdisk_has(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org)
 }
 
 /*
- * Does slot @p i of cache @p c, just read, hold what the index says, whole
- * (and, sealed, does it open: then its bytes are plain in @p buf)? 0, or
- * the kd_open_result that failed (KD_OPEN_TAG for a checksum too).
+ * Does slot @p i of cache @p c, just read into @p buf, hold what the index
+ * says, whole (and, sealed, does it open)? Then its column's bytes are
+ * plain at @p out (NULL: in @p buf, after the header): a sealed column is
+ * opened straight into @p out, a plain one checked in @p buf and copied.
+ * 0, or the kd_open_result that failed (KD_OPEN_TAG for a checksum too).
  */
 static int
-check_read(struct kvdisk *d, uint16_t c, uint32_t i, uint8_t *buf)
+check_read(struct kvdisk *d, uint16_t c, uint32_t i, uint8_t *buf, uint8_t *out)
 {
 	const struct region *r = &d->r[c];
 	const struct slot *s = &r->s[i];
@@ -406,9 +418,16 @@ check_read(struct kvdisk *d, uint16_t c, uint32_t i, uint8_t *buf)
 	      kd_hdr_ok(d, h, c, i) && h->key == s->m.key && h->org == s->m.org &&
 	      h->tokens == s->m.tokens))
 		return KD_OPEN_TAG;
+	if (out == NULL)
+		out = buf + KVDISK_HDR_LEN;
 	if (d->keys != NULL)
-		return h->data_hash != 0 ? KD_OPEN_TAG : kd_open(d, c, i, h, buf + KVDISK_HDR_LEN, len);
-	return h->data_hash == data_hash(d, buf + KVDISK_HDR_LEN, len) ? KD_OPEN_OK : KD_OPEN_TAG;
+		return h->data_hash != 0 ? KD_OPEN_TAG
+					 : kd_open(d, c, i, h, buf + KVDISK_HDR_LEN, out, len);
+	if (h->data_hash != data_hash(d, buf + KVDISK_HDR_LEN, len))
+		return KD_OPEN_TAG;
+	if (out != buf + KVDISK_HDR_LEN)
+		memcpy(out, buf + KVDISK_HDR_LEN, len);
+	return KD_OPEN_OK;
 }
 
 /* What a finished op means; returns 1 when it gives the caller a kvdisk_done. */
@@ -470,7 +489,12 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 		if (res != (int)r->g.slot_bytes) {
 			d->st.read_errors++;
 			out->status = res < 0 ? res : -EIO;
-		} else if ((why = check_read(d, o->cache, o->slot, o->buf)) == KD_OPEN_LOCAL) {
+		} else if (o->dst != NULL &&
+			   (uint64_t)s->m.tokens * r->g.bytes_per_token > o->dst_cap) {
+			/* The caller's room is short of the column, which stays. */
+			out->status = -EMSGSIZE;
+		} else if ((why = check_read(d, o->cache, o->slot, o->buf, o->dst)) ==
+			   KD_OPEN_LOCAL) {
 			/* libcrypto failed here (out of memory, say): nothing is
 			 * known of the column, which stays; this read failed. */
 			d->st.seal_errors++;
@@ -493,7 +517,7 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 			d->st.gets++;
 			d->st.opened += d->keys != NULL;
 			d->st.bytes_read += (uint64_t)s->m.tokens * r->g.bytes_per_token;
-			out->data = o->buf + KVDISK_HDR_LEN;
+			out->data = o->dst != NULL ? o->dst : o->buf + KVDISK_HDR_LEN;
 			out->len = s->m.tokens * r->g.bytes_per_token;
 		}
 		if (s->readers == 0 && s->del_pending) {

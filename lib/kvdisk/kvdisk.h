@@ -286,6 +286,17 @@ bool kvdisk_writing(const struct kvdisk *d, uint16_t cache, uint64_t key, uint64
 int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uint64_t cookie);
 
 /**
+ * kvdisk_get() whose column lands in @p dst, at most @p cap bytes: a
+ * sealed column is opened straight into it (no copy after the cipher), a
+ * plain one checked in the read's buffer, then copied. Its kvdisk_done's
+ * data is @p dst; a column longer than @p cap fails the read with
+ * -EMSGSIZE, the column kept. On any failed read @p dst holds nothing to
+ * use. -EINVAL also for a @p cap with no @p dst.
+ */
+int kvdisk_get_into(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, void *dst,
+		    uint32_t cap, uint64_t cookie);
+
+/**
  * Delete a column: not served, found or listed from now on; its header is
  * cleared on disk before its kvdisk_done comes, by a put that takes its
  * slot (kvdisk_put()) or by a cleared header. The latter waits, deferred

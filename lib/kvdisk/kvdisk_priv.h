@@ -135,6 +135,10 @@ struct op {
 	bool clear_only; /* a clear with no caller waiting (a replaced or corrupt column) */
 	bool write;	 /* held by a write (kd_wop_get): counted in kvdisk.writing */
 	uint8_t *buf;	 /* slot_bytes, aligned */
+	/* GET: where its column's bytes go (kvdisk_get_into()), at most
+	 * dst_cap of them; NULL: they stay in buf. */
+	uint8_t *dst;
+	uint32_t dst_cap;
 	uint32_t next_free;
 };
 
@@ -289,13 +293,14 @@ data_hash(const struct kvdisk *d, const void *data, size_t len)
  * @p in sealed into @p out, the trailer after them, for slot @p slot of
  * cache @p c whose header is @p h (its identity filled in); 0, or -1 when
  * libcrypto failed. kd_open(): the @p len bytes at @p buf, the trailer
- * after them, opened in place.
+ * after them, opened into @p out (which may be @p buf; on a result other
+ * than KD_OPEN_OK it holds nothing to use).
  */
 enum kd_open_result { KD_OPEN_OK = 0, KD_OPEN_TAG, KD_OPEN_KEY, KD_OPEN_LOCAL };
 int kd_seal(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const uint8_t *in,
 	    uint8_t *out, uint32_t len);
-int kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_t *buf,
-	    uint32_t len);
+int kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const uint8_t *buf,
+	    uint8_t *out, uint32_t len);
 /*
  * A slot header's own checksum, its hdr_hash: in a plain file hdr_hash()
  * (XXH3); in a sealed one a MAC, the first 8 bytes of HMAC-SHA256 under a

@@ -80,8 +80,8 @@ kd_seal(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const 
 }
 
 int
-kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_t *buf,
-	uint32_t len)
+kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, const uint8_t *buf,
+	uint8_t *out, uint32_t len)
 {
 	const uint8_t *t = buf + len;
 	uint32_t id = proto_ld32(t);
@@ -99,7 +99,8 @@ kd_open(struct kvdisk *d, uint16_t c, uint32_t slot, const struct hdr *h, uint8_
 	if (rc != 0)
 		return KD_OPEN_LOCAL;
 	aad_of(d, h, c, slot, id, aad);
-	rc = seal_gcm_decrypt(key, t + 4, aad, sizeof(aad), buf, len, t + 4 + SEAL_NONCE_LEN);
+	rc = seal_gcm_decrypt_to(key, t + 4, aad, sizeof(aad), buf, out, len,
+				 t + 4 + SEAL_NONCE_LEN);
 	OPENSSL_cleanse(key, sizeof(key));
 	return rc == 0 ? KD_OPEN_OK : rc == -1 ? KD_OPEN_TAG : KD_OPEN_LOCAL;
 }

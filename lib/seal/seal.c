@@ -283,8 +283,16 @@ seal_gcm_decrypt(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE
 		 const uint8_t *aad, size_t aadlen, uint8_t *buf, size_t len,
 		 const uint8_t tag[SEAL_TAG_LEN])
 {
+	return seal_gcm_decrypt_to(key, nonce, aad, aadlen, buf, buf, len, tag);
+}
+
+int
+seal_gcm_decrypt_to(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
+		    const uint8_t *aad, size_t aadlen, const uint8_t *in, uint8_t *out, size_t len,
+		    const uint8_t tag[SEAL_TAG_LEN])
+{
 	uint8_t t[SEAL_TAG_LEN];
 
 	memcpy(t, tag, SEAL_TAG_LEN);
-	return gcm(0, key, nonce, aad, aadlen, buf, buf, len, t);
+	return gcm(0, key, nonce, aad, aadlen, in, out, len, t);
 }

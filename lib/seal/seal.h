@@ -102,6 +102,14 @@ int seal_hexval(int c);
  */
 int seal_nonce(uint8_t nonce[SEAL_NONCE_LEN]);
 
+/**
+ * seal_gcm_decrypt() of @p len bytes from @p in to @p out (which may be
+ * @p in): on -1 or -2, @p out holds bytes not to be used.
+ */
+int seal_gcm_decrypt_to(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
+			const uint8_t *aad, size_t aadlen, const uint8_t *in, uint8_t *out,
+			size_t len, const uint8_t tag[SEAL_TAG_LEN]);
+
 /** seal_gcm_encrypt() of @p len bytes from @p in to @p out (which may be @p in). */
 int seal_gcm_encrypt_to(const uint8_t key[SEAL_KEY_LEN], const uint8_t nonce[SEAL_NONCE_LEN],
 			const uint8_t *aad, size_t aadlen, const uint8_t *in, uint8_t *out,

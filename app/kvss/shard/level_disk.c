@@ -121,7 +121,8 @@ reap(struct shard_level *lv, bool wait)
 				level_done(lv, q, PROTO_E_L2_FAILED);
 				continue;
 			}
-			memcpy(q->data, done[i].data, q->len);
+			if (done[i].data != q->data) /* kvdisk_get_into() put it there */
+				memcpy(q->data, done[i].data, q->len);
 		}
 		level_done(lv, q, code_of(done[i].status));
 	}
@@ -222,7 +223,9 @@ begin(struct shard_level *lv, struct level_req *q)
 		if (kvdisk_writing(b->d, q->meta.cache, q->meta.key, q->meta.org))
 			return false;
 		if (q->op == LEVEL_GET)
-			rc = kvdisk_get(b->d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
+			/* Opened straight into the request: the worker's one copy. */
+			rc = kvdisk_get_into(b->d, q->meta.cache, q->meta.key, q->meta.org, q->data,
+					     q->len, (uintptr_t)q);
 		else
 			rc = kvdisk_del(b->d, q->meta.cache, q->meta.key, q->meta.org, (uintptr_t)q);
 		if (rc == -ENOENT && q->op == LEVEL_DEL && org_retired(b, q->meta.org)) {
