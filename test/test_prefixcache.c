@@ -1781,6 +1781,38 @@ Test(policy, slru_probation_and_followup_shares_are_checked)
 }
 
 /*
+ * A hit is worth refilling when its refill ends before computing it would,
+ * the wafer's compute first taken by others' prefills for the request's
+ * compute_wait_ns: 26.4 us of refill against 8 us of computing is refused
+ * with no wait or 18 us of it (26 us), taken with 19 us (27 us).
+ * Catches: the wait not counted; counted twice or as the whole time.
+ */
+Test(models, a_refill_that_ends_within_the_prefill_queue_is_worth_taking)
+{
+	struct prefixcache_params p = rule_params(20000, 1.25, 1000, 1e-3);
+	uint32_t t[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	struct prefixcache_request q = req_of(1, t, 9, 9);
+	const uint64_t waits[3] = {0, 18000, 19000};
+	const uint32_t want[3] = {0, 0, 8};
+	struct prefixcache_hit hit;
+	struct prefixcache *pc;
+	unsigned int i;
+
+	pc = prefixcache_create(&p, NULL);
+	cr_assert_not_null(pc);
+	plain_request(pc, 0, &q, 9, 0, &hit); /* stored */
+	for (i = 0; i < 3; i++) {
+		q.compute_wait_ns = waits[i];
+		plain_request(pc, 0, &q, 9, 1 + i, &hit);
+		cr_assert_eq(hit.hit_tokens, want[i], "a wait of %" PRIu64 " ns: hit %u", waits[i],
+			     hit.hit_tokens);
+		if (hit.num_refills > 0)
+			prefixcache_refill_done(pc, hit.refill_id);
+	}
+	prefixcache_free(pc);
+}
+
+/*
  * A line that stays slow (learned over a bad minute) would keep every hit
  * computed for good, the line never learning again: every
  * PREFIXCACHE_PROBE_EVERY-th refusal in a row is refilled (a probe), and a

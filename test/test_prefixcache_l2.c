@@ -556,6 +556,147 @@ Test(l2, a_column_staged_from_the_shared_level_comes_up_by_its_own_line)
 	}
 }
 
+/* Prompt @p k's two columns staged from the shared level, then looked up
+ * at @p now, the wafer's compute taken for @p wait_ns, and ended: the
+ * tokens that came up (0: computed instead). */
+static uint32_t
+staged_lookup_waiting(struct prefixcache *pc, uint32_t k, uint64_t now, uint64_t wait_ns)
+{
+	const uint64_t iso = 4242;
+	uint32_t tok[129], n, known, j;
+	struct prefixcache_request rq = {.isolation_id = iso,
+					 .tokens = tok,
+					 .num_tokens = 129,
+					 .cache_length_allowed = 129,
+					 .first_multimodal = UINT32_MAX,
+					 .sequence_id = k,
+					 .compute_wait_ns = wait_ns};
+	struct prefixcache_hit hit;
+	struct prefixcache_seq *s;
+	uint64_t keys[4];
+
+	prompt(k, tok);
+	n = prefixcache_columns(pc, 0, &rq, keys, 4, &known);
+	cr_assert_eq(n, 2);
+	for (j = 0; j < n; j++) {
+		struct prefixcache_l2col c = {.key = keys[j],
+					      .parent = j ? keys[j - 1] : iso,
+					      .isolation_id = iso,
+					      .first_use_ns = now,
+					      .start = 64 * j,
+					      .tokens = 64};
+
+		cr_assert_eq(prefixcache_shared_stage(pc, 0, &c, now), 0);
+	}
+	s = prefixcache_begin(pc, 0, &rq, now, &hit);
+	cr_assert_not_null(s);
+	if (hit.num_refills > 0)
+		prefixcache_refill_done(pc, hit.refill_id);
+	prefixcache_end(pc, s, now + 1);
+	return hit.l2_hit_tokens;
+}
+
+static uint32_t
+staged_lookup(struct prefixcache *pc, uint32_t k, uint64_t now)
+{
+	return staged_lookup_waiting(pc, k, now, 0);
+}
+
+/*
+ * A level whose line says computing is sooner (learned over a bad minute,
+ * say) would never be read again, its line never learning: every
+ * PREFIXCACHE_PROBE_EVERY-th refusal in a row is brought up all the same
+ * (l2_refill_probes); while the probes come back in under half their
+ * line's time (prefixcache_l2_sampled), every PREFIXCACHE_PROBE_FAST-th;
+ * once one does not, every PREFIXCACHE_PROBE_EVERY-th again; a hit the
+ * rule takes starts the count again.
+ * Catches: no probe below DRAM (the line stuck for good); probes at the
+ * wrong count; the fast count kept after a probe that did not beat the line.
+ */
+Test(l2, hits_a_slow_level_refuses_are_probed_and_faster_while_probes_beat_its_line)
+{
+	struct prefixcache_sink sink = {
+	    .l2_down = sh_obs_down, .l2_up = obs_up, .l2_del = obs_l2del};
+	struct prefixcache_params p = {.num_models = 1, .column = 64, .shared_staged = 16};
+	struct prefixcache_stats st;
+	struct prefixcache *pc;
+	uint32_t k = 1, i, taken[3] = {0};
+	uint64_t now = SEC;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1 << 16};
+	p.model[0].max_batch_tokens = 16;
+	p.model[0].refill_bytes_per_token = 16;
+	p.model[0].l2_latency_ns = 1000;
+	p.model[0].shared_latency_ns = 1000000;	   /* 1 ms */
+	p.model[0].recompute_tokens_per_ns = 1e-3; /* 128 tokens in 128 us */
+	pc = prefixcache_create(&p, &sink);
+	cr_assert_not_null(pc);
+	for (i = 1; i <= 2 * PREFIXCACHE_PROBE_EVERY; i++, k++, now += SEC)
+		if (staged_lookup(pc, k, now) > 0) {
+			cr_assert_eq(i % PREFIXCACHE_PROBE_EVERY, 0, "lookup %u probed", i);
+			taken[0]++;
+		}
+	cr_assert_eq(taken[0], 2);
+	/* The probes come back well under the line: faster. */
+	cr_assert_eq(prefixcache_l2_sampled(pc, 0, true), 0);
+	for (i = 1; i <= 4 * PREFIXCACHE_PROBE_FAST; i++, k++, now += SEC)
+		if (staged_lookup(pc, k, now) > 0) {
+			cr_assert_eq(i % PREFIXCACHE_PROBE_FAST, 0, "lookup %u probed fast", i);
+			taken[1]++;
+		}
+	cr_assert_eq(taken[1], 4);
+	/* One that does not: back to the slow count. */
+	cr_assert_eq(prefixcache_l2_sampled(pc, 0, false), 0);
+	for (i = 1; i <= PREFIXCACHE_PROBE_EVERY; i++, k++, now += SEC)
+		if (staged_lookup(pc, k, now) > 0) {
+			cr_assert_eq(i, PREFIXCACHE_PROBE_EVERY, "lookup %u probed", i);
+			taken[2]++;
+		}
+	cr_assert_eq(taken[2], 1);
+	prefixcache_stats(pc, &st);
+	cr_assert_eq(st.l2_refill_probes, 7);
+	cr_assert_eq(st.l2_recompute_faster_tokens,
+		     128 * (2 * PREFIXCACHE_PROBE_EVERY + 4 * PREFIXCACHE_PROBE_FAST +
+			    PREFIXCACHE_PROBE_EVERY - 7));
+	/* A hit the rule takes starts the count again. */
+	cr_assert_eq(prefixcache_set_level_model(pc, 0, PREFIXCACHE_LEVEL_SHARED, 10000, 0), 0);
+	cr_assert_eq(staged_lookup(pc, k++, now), 128);
+	now += SEC;
+	cr_assert_eq(prefixcache_set_level_model(pc, 0, PREFIXCACHE_LEVEL_SHARED, 1000000, 0), 0);
+	for (i = 1; i < PREFIXCACHE_PROBE_EVERY; i++, k++, now += SEC)
+		cr_assert_eq(staged_lookup(pc, k, now), 0, "refusal %u after a hit taken", i);
+	cr_assert_eq(staged_lookup(pc, k, now), 128, "the %uth refusal in a row: a probe",
+		     PREFIXCACHE_PROBE_EVERY);
+	cr_assert_eq(prefixcache_l2_sampled(pc, 1, true), -EINVAL);
+	prefixcache_free(pc);
+}
+
+/*
+ * The same rule below DRAM counts the prefill queue: 1 ms to bring up 128
+ * tokens a wafer computes in 128 us is refused with 871 us of others'
+ * prefills ahead (999 us), taken with 873 us (1,001 us).
+ */
+Test(l2, a_level_slower_than_computing_is_read_when_the_prefill_queue_hides_it)
+{
+	struct prefixcache_sink sink = {
+	    .l2_down = sh_obs_down, .l2_up = obs_up, .l2_del = obs_l2del};
+	struct prefixcache_params p = {.num_models = 1, .column = 64, .shared_staged = 16};
+	struct prefixcache *pc;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1 << 16};
+	p.model[0].max_batch_tokens = 16;
+	p.model[0].refill_bytes_per_token = 16;
+	p.model[0].shared_latency_ns = 1000000;
+	p.model[0].recompute_tokens_per_ns = 1e-3;
+	pc = prefixcache_create(&p, &sink);
+	cr_assert_not_null(pc);
+	cr_assert_eq(staged_lookup_waiting(pc, 1, SEC, 871000), 0);
+	cr_assert_eq(staged_lookup_waiting(pc, 2, 2 * SEC, 873000), 128);
+	prefixcache_free(pc);
+}
+
 /*
  * Which columns an L2_UP batch names (pc_up_select, by runs of tokens)
  * against the definition: every column of which some entry of the batch, in

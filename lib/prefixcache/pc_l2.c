@@ -347,16 +347,38 @@ pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens, ui
 }
 
 bool
-pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared)
+pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared, uint64_t wait_ns)
 {
-	const struct prefixcache_model *p = &pc->m[mi].p;
+	struct pc_model *m = &pc->m[mi];
+	const struct prefixcache_model *p = &m->p;
+	uint32_t every = m->l2_probe_every ? m->l2_probe_every : PREFIXCACHE_PROBE_EVERY;
 
 	if (p->recompute_tokens_per_ns <= 0 ||
 	    (double)pc_l2_estimate_ns(pc, mi, tokens, shared) <
-		    (double)tokens / p->recompute_tokens_per_ns)
+		(double)wait_ns + (double)tokens / p->recompute_tokens_per_ns) {
+		m->l2_refused_run = 0;
 		return true;
+	}
+	/* A probe, as dram_worth() takes one: the lines below DRAM are
+	 * learned from what comes up, and a line slowed at the start (a
+	 * disk busy with the first writes) would otherwise keep every hit
+	 * there computed for the rest of the run. */
+	if (++m->l2_refused_run >= every) {
+		m->l2_refused_run = 0;
+		pc->st.l2_refill_probes++;
+		return true;
+	}
 	pc->st.l2_recompute_faster_tokens += tokens;
 	return false;
+}
+
+int
+prefixcache_l2_sampled(struct prefixcache *pc, uint16_t model, bool under_line)
+{
+	if (model >= pc->p.num_models)
+		return -EINVAL;
+	pc->m[model].l2_probe_every = under_line ? PREFIXCACHE_PROBE_FAST : PREFIXCACHE_PROBE_EVERY;
+	return 0;
 }
 
 uint32_t

@@ -413,17 +413,19 @@ dram_estimate_ns(const struct pc_model *m, uint32_t tokens)
 }
 
 /*
- * Is refilling a DRAM hit of @p tokens sooner than computing them? Counted
- * when not; every PREFIXCACHE_PROBE_EVERY-th refusal in a row is refilled
- * all the same (a probe), so that the learned line can come back.
+ * Is refilling a DRAM hit of @p tokens sooner than computing them, the
+ * wafer's compute first taken for @p wait_ns by others? Counted when not;
+ * every PREFIXCACHE_PROBE_EVERY-th refusal in a row is refilled all the
+ * same (a probe), so that the learned line can come back.
  */
 static bool
-dram_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens)
+dram_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint64_t wait_ns)
 {
 	struct pc_model *m = &pc->m[mi];
 
 	if (m->p.recompute_tokens_per_ns <= 0 ||
-	    (double)dram_estimate_ns(m, tokens) < (double)tokens / m->p.recompute_tokens_per_ns) {
+	    (double)dram_estimate_ns(m, tokens) <
+		(double)wait_ns + (double)tokens / m->p.recompute_tokens_per_ns) {
 		m->refused_run = 0;
 		return true;
 	}
@@ -561,7 +563,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	 * its last entry on (start_groups), as a group whose hit is longer
 	 * than the others' does, so what DRAM holds is not evicted twice.
 	 */
-	if (L > 0 && !dram_worth(pc, mi, L)) {
+	if (L > 0 && !dram_worth(pc, mi, L, req->compute_wait_ns)) {
 		L = 0;
 		computed = true;
 	}
@@ -588,7 +590,7 @@ prefixcache_begin(struct prefixcache *pc, uint16_t mi, const struct prefixcache_
 	start_groups(pc, s, m, np, L, s->root);
 	/* Taken only when reading them beats computing them (counted when not). */
 	if (l2n > 0 && !pc_l2_worth(pc, mi, pc->l2[pc->l2path[l2n - 1]].length - L,
-				    pc_l2_path_shared(pc, l2n)))
+				    pc_l2_path_shared(pc, l2n), req->compute_wait_ns))
 		l2n = 0;
 	if (l2n > 0 && l2_join(pc, s, l2n, req, now, np, &ec1, hit) != 0)
 		goto enomem;

@@ -121,6 +121,11 @@ struct pc_model {
 	uint32_t nup;
 	/* DRAM hits refused in a row by the refill-or-recompute rule (dram_worth). */
 	uint32_t refused_run;
+	/* Hits below DRAM refused in a row (pc_l2_worth), and the run that
+	 * takes one all the same: 0 is PREFIXCACHE_PROBE_EVERY
+	 * (prefixcache_l2_sampled()). */
+	uint32_t l2_refused_run;
+	uint32_t l2_probe_every;
 };
 
 #define MAX_GIDS (PREFIXCACHE_MAX_MODELS * MAX_GROUPS)
@@ -510,8 +515,11 @@ uint32_t pc_l2_path_shared(const struct prefixcache *pc, uint32_t n);
  * shards' disks, the shared level's for the @p shared of them staged from it. */
 uint64_t pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens,
 			   uint32_t shared);
-/* Are @p tokens found (@p shared of them staged) worth taking, or is computing them faster (counted)? */
-bool pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared);
+/* Are @p tokens found (@p shared of them staged) worth taking, or is
+ * computing them faster, the compute taken by others for @p wait_ns first
+ * (counted)? */
+bool pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared,
+		 uint64_t wait_ns);
 /* Move the @n columns of pc->l2path up into @s's prompt; the tokens now in
  * DRAM (@p shared_up: of them, those staged from the shared level). */
 uint32_t pc_l2_promote(struct prefixcache *pc, struct prefixcache_seq *s, uint32_t n,

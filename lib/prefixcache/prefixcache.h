@@ -333,6 +333,15 @@ struct prefixcache_request {
 	/** Hint: the first this many tokens will be reused often (PRIORITY policy). */
 	uint32_t priority_tokens;
 	uint32_t sequence_id; /**< on-wafer id, written into EVICT entries and REFILLs */
+	/**
+	 * How long the wafer's compute is taken by others' prefills before it
+	 * could begin this request's (its prefill queue, ns; 0: free now). A
+	 * refill ending within that costs the request nothing: a hit is
+	 * worth refilling when its estimate is under this wait plus the time
+	 * computing it takes (prefixcache_model.recompute_tokens_per_ns), not
+	 * under that time alone. Cake's split is judged without it.
+	 */
+	uint64_t compute_wait_ns;
 };
 
 /** One REFILL a lookup asked for (one per cache of its model), as the sink was given it. */
@@ -472,6 +481,18 @@ int prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32
  */
 #define PREFIXCACHE_PROBE_EVERY 32
 
+/*
+ * The same for a hit's part below DRAM (the second tier, the shared level:
+ * l2_refill_probes), and while the probes' refills come back in under half
+ * the time their level's line gave them (prefixcache_l2_sampled()), every
+ * PREFIXCACHE_PROBE_FAST-th: a window of a line's points is 64 wide and
+ * moves by its median, so a line learned slow flips only once half of its
+ * points are new, and a probe each 32 refusals takes a thousand refusals
+ * for that. Probing costs at most twice a request's computing: a refill
+ * still out when computing would have ended is given up (the driver).
+ */
+#define PREFIXCACHE_PROBE_FAST 2
+
 /** Send the current EVICT batch of every model now (a wafer step ends). */
 void prefixcache_flush(struct prefixcache *pc);
 
@@ -484,6 +505,14 @@ void prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t
  * answer (no answer-length class for the followup policy, no L2 "short").
  */
 void prefixcache_cut(struct prefixcache_seq *s);
+
+/**
+ * A refill of @p model from below DRAM came back: @p under_line when in
+ * under half the time its level's line gave it (the line is behind: hits
+ * refused by it are probed every PREFIXCACHE_PROBE_FAST-th), else not
+ * (every PREFIXCACHE_PROBE_EVERY-th). 0, or -EINVAL.
+ */
+int prefixcache_l2_sampled(struct prefixcache *pc, uint16_t model, bool under_line);
 
 /** A REFILL_DONE arrived: the refill's columns may be deleted again. */
 void prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id);
@@ -606,40 +635,57 @@ size_t prefixcache_expire(struct prefixcache *pc, uint64_t now_ns, size_t max_vi
  * sequences that stopped caching at the cut (what they send after it is
  * not cached).
  */
-#define PREFIXCACHE_STATS(X)                                                                        \
-	X(entries, "entries") /* cached columns (entries of every PrefixMap) */                                   \
-	X(policy_deletes, "policy_deletes") /* columns the deletion policy freed for room */     \
-	X(bypassed, "policy_bypassed") /* admit: sequences that stopped caching rather than push out a known column */ \
-	X(cold_columns, "policy_cold_columns") /* followup: columns sent to the cold list */ \
-	X(deleted_tokens, "deleted_tokens") /* tokens deleted (policy, expiry, losses) */               \
-	X(expired_tokens, "expired_tokens") /* tokens deleted by expiry */                         \
-	X(peak_stored_tokens, "peak_stored_tokens") /* most tokens stored at once */           \
-	X(requests, "pc_requests") /* requests the library looked up */                            \
-	X(lookup_tokens, "pc_lookup_tokens") /* tokens the lookups covered */                      \
-	X(hit_tokens, "pc_hit_tokens") /* of them, hits it handed out */                           \
-	X(refills, "pc_refills") /* hits it handed out to be refilled */                                      \
-	X(evicted_tokens, "pc_evicted_tokens") /* tokens it asked shards to store */               \
-	X(expired_entries, "pc_expired_entries") /* entries removed by expiry */                   \
-	X(dup_columns, "pc_dup_columns") /* columns stored twice (concurrent misses), freed later */ \
-	X(protected_columns, "pc_protected_columns") /* SLRU, admit: columns made protected or known (seen before, or hit) */ \
-	X(demotions, "pc_demotions") /* SLRU: protected columns sent back to probation */          \
-	X(stopped, "pc_stopped") /* sequences whose caching stopped (no room, loss) */             \
-	X(lost_tokens, "pc_lost_tokens") /* TOKEN_LOST reports received, one per token */                     \
-	X(loss_dropped_tokens, "pc_loss_dropped_tokens") /* tokens dropped from the account by a loss */ \
-	X(loss_stopped, "pc_loss_stopped") /* live sequences that stopped caching at a loss's cut */ \
-	X(shard_errors, "pc_shard_errors") /* ERROR records received */                            \
-	X(l2_down_tokens, "pc_l2_down_tokens") /* written to the second tier (per cache group) */   \
-	X(l2_hit_tokens, "pc_l2_hit_tokens") /* hit in the second tier and brought up */           \
-	X(l2_deleted_tokens, "pc_l2_deleted_tokens") /* let go from the second tier: room, expiry */ \
+#define PREFIXCACHE_STATS(X)                                                                       \
+	X(entries, "entries")		    /* cached columns (entries of every PrefixMap) */      \
+	X(policy_deletes, "policy_deletes") /* columns the deletion policy freed for room */       \
+	X(bypassed, "policy_bypassed") /* admit: sequences that stopped caching rather than push   \
+					  out a known column */                                    \
+	X(cold_columns, "policy_cold_columns")	    /* followup: columns sent to the cold list */  \
+	X(deleted_tokens, "deleted_tokens")	    /* tokens deleted (policy, expiry, losses) */  \
+	X(expired_tokens, "expired_tokens")	    /* tokens deleted by expiry */                 \
+	X(peak_stored_tokens, "peak_stored_tokens") /* most tokens stored at once */               \
+	X(requests, "pc_requests")		    /* requests the library looked up */           \
+	X(lookup_tokens, "pc_lookup_tokens")	    /* tokens the lookups covered */               \
+	X(hit_tokens, "pc_hit_tokens")		    /* of them, hits it handed out */              \
+	X(refills, "pc_refills")		    /* hits it handed out to be refilled */        \
+	X(evicted_tokens, "pc_evicted_tokens")	    /* tokens it asked shards to store */          \
+	X(expired_entries, "pc_expired_entries")    /* entries removed by expiry */                \
+	X(dup_columns,                                                                             \
+	  "pc_dup_columns") /* columns stored twice (concurrent misses), freed later */            \
+	X(protected_columns, "pc_protected_columns") /* SLRU, admit: columns made protected or     \
+							known (seen before, or hit) */             \
+	X(demotions, "pc_demotions")	 /* SLRU: protected columns sent back to probation */      \
+	X(stopped, "pc_stopped")	 /* sequences whose caching stopped (no room, loss) */     \
+	X(lost_tokens, "pc_lost_tokens") /* TOKEN_LOST reports received, one per token */          \
+	X(loss_dropped_tokens,                                                                     \
+	  "pc_loss_dropped_tokens") /* tokens dropped from the account by a loss */                \
+	X(loss_stopped,                                                                            \
+	  "pc_loss_stopped") /* live sequences that stopped caching at a loss's cut */             \
+	X(shard_errors, "pc_shard_errors")     /* ERROR records received */                        \
+	X(l2_down_tokens, "pc_l2_down_tokens") /* written to the second tier (per cache group) */  \
+	X(l2_hit_tokens, "pc_l2_hit_tokens")   /* hit in the second tier and brought up */         \
+	X(l2_deleted_tokens,                                                                       \
+	  "pc_l2_deleted_tokens")		   /* let go from the second tier: room, expiry */ \
 	X(l2_stored_tokens, "pc_l2_stored_tokens") /* in the second tiers now */                   \
-	X(l2_recompute_faster_tokens, "pc_l2_recompute_faster_tokens") /* hit in the second tier but not taken: computing them was faster */ \
-	X(recompute_faster_tokens, "pc_recompute_faster_tokens") /* hit in DRAM but not taken: computing them was faster */ \
-	X(refill_probes, "pc_refill_probes") /* DRAM hits refilled though the rule refused them: the line kept learning */ \
-	X(split_requests, "pc_split_requests") /* hits split: the front computed while the back refilled */ \
-	X(split_tokens, "pc_split_tokens") /* the fronts they computed (hit tokens, not refilled) */ \
-	X(l2_adopted_tokens, "pc_l2_adopted_tokens") /* taken back from the shards' inventories (kept across restarts) */ \
-	X(shared_staged_tokens, "pc_shared_staged_tokens") /* found in the shared level and staged for lookups */ \
-	X(shared_hit_tokens, "pc_shared_hit_tokens") /* of them, brought up (hits from the shared level) */
+	X(l2_recompute_faster_tokens,                                                              \
+	  "pc_l2_recompute_faster_tokens") /* hit in the second tier but not taken: computing them \
+					      was faster */                                        \
+	X(recompute_faster_tokens,                                                                 \
+	  "pc_recompute_faster_tokens") /* hit in DRAM but not taken: computing them was faster */ \
+	X(refill_probes, "pc_refill_probes") /* DRAM hits refilled though the rule refused them:   \
+						the line kept learning */                          \
+	X(l2_refill_probes, "pc_l2_refill_probes") /* hits below DRAM brought up though the rule   \
+						      refused them: their lines kept learning */   \
+	X(split_requests,                                                                          \
+	  "pc_split_requests") /* hits split: the front computed while the back refilled */        \
+	X(split_tokens,                                                                            \
+	  "pc_split_tokens") /* the fronts they computed (hit tokens, not refilled) */             \
+	X(l2_adopted_tokens, "pc_l2_adopted_tokens") /* taken back from the shards' inventories    \
+							(kept across restarts) */                  \
+	X(shared_staged_tokens,                                                                    \
+	  "pc_shared_staged_tokens") /* found in the shared level and staged for lookups */        \
+	X(shared_hit_tokens,                                                                       \
+	  "pc_shared_hit_tokens") /* of them, brought up (hits from the shared level) */
 
 struct prefixcache_stats {
 #define PREFIXCACHE_STATS_FIELD(n, k) uint64_t n;

@@ -103,6 +103,25 @@ learn_level(struct drv_learn *l, uint16_t m, enum prefixcache_level level, struc
 }
 
 /*
+ * With refill_model "learned", whether a refill's time @p past from level
+ * @p level (@p bytes of it from there) came in under half what that
+ * level's line says now, told to the library: while such refills come
+ * back, the hits its line refuses are probed more often, so that a line
+ * learned slow (a disk busy with the first writes) catches up.
+ */
+static void
+tell_sampled(struct drv_learn *l, uint16_t m, enum prefixcache_level level, double bytes,
+	     double past)
+{
+	uint64_t lat;
+	double bpn;
+
+	if (!l->learned || prefixcache_level_model(l->pc, m, level, &lat, &bpn) != 0)
+		return;
+	prefixcache_l2_sampled(l->pc, m, past < ((double)lat + (bpn > 0 ? bytes / bpn : 0)) / 2);
+}
+
+/*
  * refill_model "learned": the model's estimates take the line fitted to its
  * own last refills (draft and target models have their own shards), from
  * its 20th refill on and every 16th after. With refill_short_pct, the line is
@@ -129,6 +148,7 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		past = (double)ns - (double)lat0 - (bpn0 > 0 ? (double)bytes / bpn0 : 0);
 		if (shared_bytes == 0) {
 			/* From the shards' disks only: a point of the L2 line. */
+			tell_sampled(l, m, PREFIXCACHE_LEVEL_L2, (double)l2_bytes, past);
 			learn_level(l, m, PREFIXCACHE_LEVEL_L2, &ml->fit2, &ml->win2,
 				    (double)l2_bytes, past, &l->st->l2_model_updates);
 			return;
@@ -140,6 +160,7 @@ drv_learn_model(struct drv_learn *l, uint16_t m, uint64_t ns, uint64_t bytes, ui
 		disk = l2_bytes > shared_bytes ? l2_bytes - shared_bytes : 0;
 		if (disk > 0)
 			past -= (double)lat2 + (bpn2 > 0 ? (double)disk / bpn2 : 0);
+		tell_sampled(l, m, PREFIXCACHE_LEVEL_SHARED, (double)shared_bytes, past);
 		learn_level(l, m, PREFIXCACHE_LEVEL_SHARED, &ml->fit3, &ml->win3,
 			    (double)shared_bytes, past, &l->shared_updates);
 		return;

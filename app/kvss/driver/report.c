@@ -875,27 +875,33 @@ summary_tier(struct drv *d, const struct kvss_drv_stats *s, const struct prefixc
 	for (k = 0; k < d->nsh; k++)
 		for (c = 0; c < PREFIXCACHE_MAX_CACHES; c++)
 			l2_status += d->sh[k].up ? d->sh[k].l2_stored[c] : 0;
-	snprintf(l2j, cap, "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
-		 ",\"l2_stored_by_status\":%" PRIu64
-		 ",\"l2_down_tokens\":%" PRIu64 ",\"l2_stored_tokens\":%" PRIu64
-		 ",\"l2_deleted_tokens\":%" PRIu64 ",\"l2_adopted_cols\":%" PRIu64
-		 ",\"l2_refused_cols\":%" PRIu64 ",\"l2_failed\":%" PRIu64
-		 ",\"l2_up_failed_cols\":%" PRIu64 ",\"l2_gone_cols\":%" PRIu64
-		 ",\"l2_recompute_faster_tokens\":%" PRIu64 "%s",
+	snprintf(l2j, cap,
+		 "\"hit_tokens_l1\":%" PRIu64 ",\"hit_tokens_l2\":%" PRIu64
+		 ",\"l2_stored_by_status\":%" PRIu64 ",\"l2_down_tokens\":%" PRIu64
+		 ",\"l2_stored_tokens\":%" PRIu64 ",\"l2_deleted_tokens\":%" PRIu64
+		 ",\"l2_adopted_cols\":%" PRIu64 ",\"l2_refused_cols\":%" PRIu64
+		 ",\"l2_failed\":%" PRIu64 ",\"l2_up_failed_cols\":%" PRIu64
+		 ",\"l2_gone_cols\":%" PRIu64 ",\"l2_recompute_faster_tokens\":%" PRIu64
+		 ",\"l2_refill_probes\":%" PRIu64 "%s",
 		 s->hit_tokens - l2hit, l2hit, l2_status, ps->l2_down_tokens, ps->l2_stored_tokens,
 		 ps->l2_deleted_tokens, s->l2_adopted_cols, s->l2_refused_cols, s->l2_failed,
-		 s->l2_up_failed_cols, s->l2_gone_cols,
-		 ps->l2_recompute_faster_tokens, l2fitj);
+		 s->l2_up_failed_cols, s->l2_gone_cols, ps->l2_recompute_faster_tokens,
+		 ps->l2_refill_probes, l2fitj);
 	if (drv_l2_model(0))
 		printf("kvss: summary: second tier: hit tokens %" PRIu64 " from DRAM, %" PRIu64
-		       " from L2 (moved up in %" PRIu64 " batches); %" PRIu64 " tokens written down "
-		       "(%.1f MB), %" PRIu64 " deleted by the driver, %" PRIu64 " held at the end; %" PRIu64
-		       " columns taken back after restarts, %" PRIu64 " let go instead; %" PRIu64
-		       " failures; %" PRIu64 " tokens recomputed, faster than L2\n",
+		       " from L2 (moved up in %" PRIu64 " batches); %" PRIu64
+		       " tokens written down "
+		       "(%.1f MB), %" PRIu64 " deleted by the driver, %" PRIu64
+		       " held at the end; %" PRIu64 " columns taken back after restarts, %" PRIu64
+		       " let go instead; %" PRIu64 " failures; %" PRIu64
+		       " tokens recomputed, faster than L2 (%" PRIu64
+		       " hits brought up anyway as probes of its line)\n",
 		       s->hit_tokens - l2hit, l2hit, s->l2_up_batches, ps->l2_down_tokens,
-		       (double)ps->l2_down_tokens * (double)kvss.cfg.driver.pc.model[0].refill_bytes_per_token / 1e6,
+		       (double)ps->l2_down_tokens *
+			   (double)kvss.cfg.driver.pc.model[0].refill_bytes_per_token / 1e6,
 		       ps->l2_deleted_tokens, ps->l2_stored_tokens, s->l2_adopted_cols,
-		       s->l2_refused_cols, s->l2_failed, ps->l2_recompute_faster_tokens);
+		       s->l2_refused_cols, s->l2_failed, ps->l2_recompute_faster_tokens,
+		       ps->l2_refill_probes);
 	if (drv_l2_model(0) && s->l2_gone_recs > 0)
 		printf("kvss: summary: second tier: %" PRIu64 " columns forgotten before they were "
 		       "asked for: a shard's disk let them go, their organization's key retired "

@@ -640,7 +640,8 @@ hit_count(struct emu *e, struct emu_seq *s, uint16_t m, const struct prefixcache
 		s->front_tokens = hit->split_tokens;
 		s->front_ns = emu_tokens_ns(e, hit->split_tokens);
 		if (e->p.give_up && hit->refill_id != 0)
-			s->give_up_ns = emu_tokens_ns(e, hit->hit_tokens - hit->split_tokens);
+			s->give_up_ns =
+			    s->wait_ns + emu_tokens_ns(e, hit->hit_tokens - hit->split_tokens);
 		st->compute_saved_us += emu_tokens_ns(e, hit->hit_tokens - hit->split_tokens) / 1000;
 	}
 	if (m == 1)
@@ -683,6 +684,11 @@ seq_lookup(struct emu *e, struct emu_seq *s, uint16_t m, uint64_t now)
 	struct prefixcache_hit hit;
 	uint32_t k;
 
+	/* The prefills queued before it: a refill that ends within them costs
+	 * it nothing (those picked and still waiting for refills are not
+	 * counted: they may yet come after it). */
+	s->wait_ns = e->compute_free > now ? e->compute_free - now : 0;
+	rq.compute_wait_ns = s->wait_ns;
 	if (e->p.compute_only || !e->p.hooks->model_up(e->p.arg, m)) {
 		/* The cache off, or a shard of it away: no lookup, no refill, nothing stored. */
 		if (m == 0) {

@@ -117,9 +117,13 @@ struct emu_seq {
 	bool picked, had_refill, l2hit;
 	uint64_t order, pick_ns;
 	/* emu_params.give_up: once picked, it waits for its refills this long at
-	 * most (what computing model 0's refilled tokens takes), then computes
-	 * them; 0: it waits (no hit, no rate, or not asked). */
+	 * most (what computing model 0's refilled tokens takes, after the
+	 * others' prefills queued when it was looked up), then computes them;
+	 * 0: it waits (no hit, no rate, or not asked). */
 	uint64_t give_up_ns;
+	/* When it was looked up, how long the wafer's compute was taken by
+	 * others' prefills (prefixcache_request.compute_wait_ns). */
+	uint64_t wait_ns;
 };
 
 struct pid_node {
