@@ -635,57 +635,41 @@ size_t prefixcache_expire(struct prefixcache *pc, uint64_t now_ns, size_t max_vi
  * sequences that stopped caching at the cut (what they send after it is
  * not cached).
  */
-#define PREFIXCACHE_STATS(X)                                                                       \
-	X(entries, "entries")		    /* cached columns (entries of every PrefixMap) */      \
-	X(policy_deletes, "policy_deletes") /* columns the deletion policy freed for room */       \
-	X(bypassed, "policy_bypassed") /* admit: sequences that stopped caching rather than push   \
-					  out a known column */                                    \
-	X(cold_columns, "policy_cold_columns")	    /* followup: columns sent to the cold list */  \
-	X(deleted_tokens, "deleted_tokens")	    /* tokens deleted (policy, expiry, losses) */  \
-	X(expired_tokens, "expired_tokens")	    /* tokens deleted by expiry */                 \
-	X(peak_stored_tokens, "peak_stored_tokens") /* most tokens stored at once */               \
-	X(requests, "pc_requests")		    /* requests the library looked up */           \
-	X(lookup_tokens, "pc_lookup_tokens")	    /* tokens the lookups covered */               \
-	X(hit_tokens, "pc_hit_tokens")		    /* of them, hits it handed out */              \
-	X(refills, "pc_refills")		    /* hits it handed out to be refilled */        \
-	X(evicted_tokens, "pc_evicted_tokens")	    /* tokens it asked shards to store */          \
-	X(expired_entries, "pc_expired_entries")    /* entries removed by expiry */                \
-	X(dup_columns,                                                                             \
-	  "pc_dup_columns") /* columns stored twice (concurrent misses), freed later */            \
-	X(protected_columns, "pc_protected_columns") /* SLRU, admit: columns made protected or     \
-							known (seen before, or hit) */             \
-	X(demotions, "pc_demotions")	 /* SLRU: protected columns sent back to probation */      \
-	X(stopped, "pc_stopped")	 /* sequences whose caching stopped (no room, loss) */     \
-	X(lost_tokens, "pc_lost_tokens") /* TOKEN_LOST reports received, one per token */          \
-	X(loss_dropped_tokens,                                                                     \
-	  "pc_loss_dropped_tokens") /* tokens dropped from the account by a loss */                \
-	X(loss_stopped,                                                                            \
-	  "pc_loss_stopped") /* live sequences that stopped caching at a loss's cut */             \
-	X(shard_errors, "pc_shard_errors")     /* ERROR records received */                        \
-	X(l2_down_tokens, "pc_l2_down_tokens") /* written to the second tier (per cache group) */  \
-	X(l2_hit_tokens, "pc_l2_hit_tokens")   /* hit in the second tier and brought up */         \
-	X(l2_deleted_tokens,                                                                       \
-	  "pc_l2_deleted_tokens")		   /* let go from the second tier: room, expiry */ \
+#define PREFIXCACHE_STATS(X)                                                                        \
+	X(entries, "entries") /* cached columns (entries of every PrefixMap) */                                   \
+	X(policy_deletes, "policy_deletes") /* columns the deletion policy freed for room */     \
+	X(bypassed, "policy_bypassed") /* admit: sequences that stopped caching rather than push out a known column */ \
+	X(cold_columns, "policy_cold_columns") /* followup: columns sent to the cold list */ \
+	X(deleted_tokens, "deleted_tokens") /* tokens deleted (policy, expiry, losses) */               \
+	X(expired_tokens, "expired_tokens") /* tokens deleted by expiry */                         \
+	X(peak_stored_tokens, "peak_stored_tokens") /* most tokens stored at once */           \
+	X(requests, "pc_requests") /* requests the library looked up */                            \
+	X(lookup_tokens, "pc_lookup_tokens") /* tokens the lookups covered */                      \
+	X(hit_tokens, "pc_hit_tokens") /* of them, hits it handed out */                           \
+	X(refills, "pc_refills") /* hits it handed out to be refilled */                                      \
+	X(evicted_tokens, "pc_evicted_tokens") /* tokens it asked shards to store */               \
+	X(expired_entries, "pc_expired_entries") /* entries removed by expiry */                   \
+	X(dup_columns, "pc_dup_columns") /* columns stored twice (concurrent misses), freed later */ \
+	X(protected_columns, "pc_protected_columns") /* SLRU, admit: columns made protected or known (seen before, or hit) */ \
+	X(demotions, "pc_demotions") /* SLRU: protected columns sent back to probation */          \
+	X(stopped, "pc_stopped") /* sequences whose caching stopped (no room, loss) */             \
+	X(lost_tokens, "pc_lost_tokens") /* TOKEN_LOST reports received, one per token */                     \
+	X(loss_dropped_tokens, "pc_loss_dropped_tokens") /* tokens dropped from the account by a loss */ \
+	X(loss_stopped, "pc_loss_stopped") /* live sequences that stopped caching at a loss's cut */ \
+	X(shard_errors, "pc_shard_errors") /* ERROR records received */                            \
+	X(l2_down_tokens, "pc_l2_down_tokens") /* written to the second tier (per cache group) */   \
+	X(l2_hit_tokens, "pc_l2_hit_tokens") /* hit in the second tier and brought up */           \
+	X(l2_deleted_tokens, "pc_l2_deleted_tokens") /* let go from the second tier: room, expiry */ \
 	X(l2_stored_tokens, "pc_l2_stored_tokens") /* in the second tiers now */                   \
-	X(l2_recompute_faster_tokens,                                                              \
-	  "pc_l2_recompute_faster_tokens") /* hit in the second tier but not taken: computing them \
-					      was faster */                                        \
-	X(recompute_faster_tokens,                                                                 \
-	  "pc_recompute_faster_tokens") /* hit in DRAM but not taken: computing them was faster */ \
-	X(refill_probes, "pc_refill_probes") /* DRAM hits refilled though the rule refused them:   \
-						the line kept learning */                          \
-	X(l2_refill_probes, "pc_l2_refill_probes") /* hits below DRAM brought up though the rule   \
-						      refused them: their lines kept learning */   \
-	X(split_requests,                                                                          \
-	  "pc_split_requests") /* hits split: the front computed while the back refilled */        \
-	X(split_tokens,                                                                            \
-	  "pc_split_tokens") /* the fronts they computed (hit tokens, not refilled) */             \
-	X(l2_adopted_tokens, "pc_l2_adopted_tokens") /* taken back from the shards' inventories    \
-							(kept across restarts) */                  \
-	X(shared_staged_tokens,                                                                    \
-	  "pc_shared_staged_tokens") /* found in the shared level and staged for lookups */        \
-	X(shared_hit_tokens,                                                                       \
-	  "pc_shared_hit_tokens") /* of them, brought up (hits from the shared level) */
+	X(l2_recompute_faster_tokens, "pc_l2_recompute_faster_tokens") /* hit in the second tier but not taken: computing them was faster */ \
+	X(recompute_faster_tokens, "pc_recompute_faster_tokens") /* hit in DRAM but not taken: computing them was faster */ \
+	X(refill_probes, "pc_refill_probes") /* DRAM hits refilled though the rule refused them: the line kept learning */ \
+	X(l2_refill_probes, "pc_l2_refill_probes") /* hits below DRAM brought up though the rule refused them: their lines kept learning */ \
+	X(split_requests, "pc_split_requests") /* hits split: the front computed while the back refilled */ \
+	X(split_tokens, "pc_split_tokens") /* the fronts they computed (hit tokens, not refilled) */ \
+	X(l2_adopted_tokens, "pc_l2_adopted_tokens") /* taken back from the shards' inventories (kept across restarts) */ \
+	X(shared_staged_tokens, "pc_shared_staged_tokens") /* found in the shared level and staged for lookups */ \
+	X(shared_hit_tokens, "pc_shared_hit_tokens") /* of them, brought up (hits from the shared level) */
 
 struct prefixcache_stats {
 #define PREFIXCACHE_STATS_FIELD(n, k) uint64_t n;
