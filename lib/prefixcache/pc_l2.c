@@ -372,6 +372,14 @@ pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t share
 	return false;
 }
 
+uint32_t
+prefixcache_l2_probe_every(const struct prefixcache *pc, uint16_t model)
+{
+	if (model >= pc->p.num_models)
+		return 0;
+	return pc->m[model].l2_probe_every ? pc->m[model].l2_probe_every : PREFIXCACHE_PROBE_EVERY;
+}
+
 int
 prefixcache_l2_sampled(struct prefixcache *pc, uint16_t model, bool under_line)
 {

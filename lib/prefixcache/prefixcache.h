@@ -514,6 +514,9 @@ void prefixcache_cut(struct prefixcache_seq *s);
  */
 int prefixcache_l2_sampled(struct prefixcache *pc, uint16_t model, bool under_line);
 
+/** Every how many refusals in a row below DRAM @p model probes now (0: no such model). */
+uint32_t prefixcache_l2_probe_every(const struct prefixcache *pc, uint16_t model);
+
 /** A REFILL_DONE arrived: the refill's columns may be deleted again. */
 void prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id);
 
