@@ -257,3 +257,63 @@ Test(seal_thread, threads_sealing_at_once_each_have_their_own)
 		cr_assert_eq(w[i].failed, 0, "thread %u", i);
 	}
 }
+
+/*
+ * Keys let go (seal_forget(): an organization store freed, a file's keys
+ * wiped) leave what a thread keeps: its calls after give what they gave
+ * before, the pairs made again, the contexts keyed anew, on this thread
+ * and on another that sealed before.
+ * Catches: a wipe that leaves a context unusable (its cipher or nonce
+ * length lost) or a pair answered from wiped memory.
+ */
+static void *
+forget_worker(void *arg)
+{
+	int *failed = arg;
+	struct seal_key m, o, a, b;
+	uint8_t mk[32], ok[32], key[32] = {7}, nonce[12] = {9}, buf[256], plain[256], tag[16];
+
+	memset(mk, 0x11, sizeof(mk));
+	memset(ok, 0x22, sizeof(ok));
+	fill(plain, sizeof(plain), 5);
+	if (seal_key_from(&m, mk) != 0 || seal_key_from(&o, ok) != 0 ||
+	    seal_key_with_org(&m, &o, &a) != 0) {
+		*failed = 1;
+		return NULL;
+	}
+	seal_forget();
+	if (seal_key_with_org(&m, &o, &b) != 0 || memcmp(a.prk, b.prk, 32) != 0 || a.id != b.id ||
+	    seal_gcm_encrypt_to(key, nonce, NULL, 0, plain, buf, sizeof(buf), tag) != 0 ||
+	    seal_gcm_decrypt(key, nonce, NULL, 0, buf, sizeof(buf), tag) != 0 ||
+	    memcmp(buf, plain, sizeof(buf)) != 0)
+		*failed = 2;
+	return NULL;
+}
+
+Test(seal_thread, calls_after_keys_are_let_go_give_what_they_gave)
+{
+	struct seal_key m = doc_key(0), o = doc_key(50), a, b;
+	uint8_t key[32], nonce[12], in[1000], out[1000], want[1000], tag[16], wtag[16], mac[32],
+	    mac2[32];
+	pthread_t t;
+	int failed = 0;
+
+	fill(key, sizeof(key), 1);
+	fill(nonce, sizeof(nonce), 2);
+	fill(in, sizeof(in), 3);
+	cr_assert_eq(seal_key_with_org(&m, &o, &a), 0);
+	cr_assert_eq(seal_hmac(key, 32, in, 100, mac), 0);
+	fresh_gcm(key, nonce, NULL, 0, in, want, (int)sizeof(in), wtag);
+	seal_forget();
+	cr_assert_eq(seal_key_with_org(&m, &o, &b), 0);
+	cr_assert_arr_eq(a.prk, b.prk, 32);
+	cr_assert_eq(a.id, b.id);
+	cr_assert_eq(seal_hmac(key, 32, in, 100, mac2), 0);
+	cr_assert_arr_eq(mac, mac2, 32);
+	cr_assert_eq(seal_gcm_encrypt_to(key, nonce, NULL, 0, in, out, sizeof(in), tag), 0);
+	cr_assert_arr_eq(out, want, sizeof(in));
+	cr_assert_arr_eq(tag, wtag, 16);
+	cr_assert_eq(pthread_create(&t, NULL, forget_worker, &failed), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(failed, 0, "another thread after a forget: %d", failed);
+}

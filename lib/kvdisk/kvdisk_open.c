@@ -581,8 +581,10 @@ kvdisk_close(struct kvdisk *d)
 	free(d->clears);
 	free(d->ready);
 	free(d->bufs);
-	if (d->keys != NULL)
+	if (d->keys != NULL) {
 		OPENSSL_cleanse(d->keys, sizeof(*d->keys)); /* the keys leave no copy */
+		seal_forget();				    /* nor do threads' */
+	}
 	OPENSSL_cleanse(d->hdr_key, sizeof(d->hdr_key));
 	free(d->keys);
 	free(d);

@@ -779,6 +779,7 @@ seal_orgs_free(struct seal_orgs *o)
 	}
 	OPENSSL_cleanse(o, sizeof(*o));
 	free(o);
+	seal_forget(); /* what threads keep of its keys */
 }
 
 int

@@ -126,6 +126,13 @@ int seal_key_with_org(const struct seal_key *master, const struct seal_key *org,
 		      struct seal_key *out);
 
 /**
+ * Keys were let go (an organization store freed, a file's keys wiped):
+ * what each thread keeps of keys it derived (seal_thread.c) is wiped, this
+ * thread's now, another's at its next sealing call or when it ends.
+ */
+void seal_forget(void);
+
+/**
  * HMAC-SHA256 of @p len bytes at @p msg under the @p klen bytes of @p k
  * into @p out, through a context this thread keeps. 0 or -1.
  */

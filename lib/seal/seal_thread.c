@@ -13,7 +13,12 @@
  * all (bench/bench_seal.c, `seal_column_*` and `open_column_*`).
  *
  * A thread's state lives as long as the thread: a pthread key's
- * destructor frees it, its secrets wiped, when the thread ends. A thread
+ * destructor frees it, its secrets wiped, when the thread ends. Keys a
+ * store or ring let go (seal_forget()) leave it at the thread's next call:
+ * its kept pairs wiped, its contexts keyed with zeros. Its nonces lie in a
+ * page the kernel zeroes in a forked child (MADV_WIPEONFORK), and a fork
+ * that runs the atfork handlers is counted too: a child never hands out
+ * its parent's. A thread
  * whose state cannot be made (no memory, libcrypto refusing) fails each
  * call as libcrypto failing does.
  */
@@ -21,6 +26,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -43,15 +49,23 @@ struct org_memo {
 	bool valid;
 };
 
-struct seal_thread {
-	EVP_CIPHER_CTX *gcm; /* AES-256-GCM, 96-bit nonces; keyed per call */
-	EVP_MAC_CTX *hmac;   /* HMAC-SHA256; keyed per call */
+/* Nonces drawn, in a page of their own (thread_state(): zeroed in a
+ * forked child, so that nonces_left is 0 there). */
+struct nonce_page {
 	uint8_t nonces[NONCES_AT_ONCE * SEAL_NONCE_LEN];
 	unsigned int nonces_left;
 	/* The forks before they were drawn (forks, below): a fork's child
 	 * draws its own (two processes writing one file must never share a
 	 * nonce). */
 	unsigned long nonces_forks;
+};
+
+struct seal_thread {
+	EVP_CIPHER_CTX *gcm; /* AES-256-GCM, 96-bit nonces; keyed per call */
+	EVP_MAC_CTX *hmac;   /* HMAC-SHA256; keyed per call */
+	struct nonce_page *np;
+	size_t np_len;
+	uint64_t forgot; /* the seal_forget() count its secrets were last wiped at */
 	struct org_memo org[ORG_MEMO];
 };
 
@@ -67,6 +81,8 @@ static __thread struct seal_thread *mine;
  * starts (pthread_atfork): a getpid() per nonce is a system call, a
  * tenth of a sealed 16 KiB slice's overhead on a virtual machine. */
 static volatile unsigned long forks;
+/* seal_forget() calls: a thread whose count is behind wipes its secrets. */
+static uint64_t forgotten;
 
 static void
 forked(void)
@@ -83,6 +99,8 @@ thread_free(void *p)
 		return;
 	EVP_CIPHER_CTX_free(t->gcm);
 	EVP_MAC_CTX_free(t->hmac);
+	if (t->np != NULL)
+		munmap(t->np, t->np_len);
 	OPENSSL_cleanse(t, sizeof(*t));
 	free(t);
 	if (mine == t)
@@ -98,20 +116,51 @@ init_once(void)
 	hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
 }
 
+/* Its kept pairs wiped, its contexts keyed with zeros (seal_forget()). */
+static void
+wipe(struct seal_thread *t)
+{
+	static const uint8_t zero[SEAL_KEY_LEN];
+
+	OPENSSL_cleanse(t->org, sizeof(t->org));
+	(void)EVP_CipherInit_ex(t->gcm, NULL, NULL, zero, NULL, 1);
+	(void)EVP_MAC_init(t->hmac, zero, sizeof(zero), NULL);
+}
+
 static struct seal_thread *
 thread_state(void)
 {
 	struct seal_thread *t = mine;
 	OSSL_PARAM p[2];
 	char digest[] = "SHA256";
+	uint64_t f;
 
-	if (t != NULL)
+	if (t != NULL) {
+		f = __atomic_load_n(&forgotten, __ATOMIC_ACQUIRE);
+		if (t->forgot != f) {
+			wipe(t);
+			t->forgot = f;
+		}
 		return t;
+	}
 	if (pthread_once(&once, init_once) != 0 || !key_ok || aes_gcm == NULL || hmac_alg == NULL)
 		return NULL;
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
+	t->forgot = __atomic_load_n(&forgotten, __ATOMIC_ACQUIRE);
+	/* Where the kernel has no MADV_WIPEONFORK (before 4.14), the atfork
+	 * count alone. */
+	t->np_len = (sizeof(*t->np) + 4095) & ~(size_t)4095;
+	t->np = mmap(NULL, t->np_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t->np == MAP_FAILED) {
+		t->np = NULL;
+		free(t);
+		return NULL;
+	}
+#ifdef MADV_WIPEONFORK
+	(void)madvise(t->np, t->np_len, MADV_WIPEONFORK);
+#endif
 	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0);
 	p[1] = OSSL_PARAM_construct_end();
 	t->gcm = EVP_CIPHER_CTX_new();
@@ -155,18 +204,23 @@ seal_nonce(uint8_t nonce[SEAL_NONCE_LEN])
 {
 	struct seal_thread *t = thread_state();
 
+	struct nonce_page *np;
+
 	if (t == NULL)
 		return -1;
-	if (t->nonces_left == 0 || t->nonces_forks != forks) {
-		if (RAND_bytes(t->nonces, sizeof(t->nonces)) != 1)
+	np = t->np;
+	if (np->nonces_left == 0 || np->nonces_forks != forks) {
+		if (RAND_bytes(np->nonces, sizeof(np->nonces)) != 1) {
+			np->nonces_left = 0;
 			return -1;
-		t->nonces_left = NONCES_AT_ONCE;
-		t->nonces_forks = forks;
+		}
+		np->nonces_left = NONCES_AT_ONCE;
+		np->nonces_forks = forks;
 	}
-	t->nonces_left--;
-	memcpy(nonce, t->nonces + (size_t)t->nonces_left * SEAL_NONCE_LEN, SEAL_NONCE_LEN);
+	np->nonces_left--;
+	memcpy(nonce, np->nonces + (size_t)np->nonces_left * SEAL_NONCE_LEN, SEAL_NONCE_LEN);
 	/* Handed out once: never again from this buffer. */
-	memset(t->nonces + (size_t)t->nonces_left * SEAL_NONCE_LEN, 0, SEAL_NONCE_LEN);
+	memset(np->nonces + (size_t)np->nonces_left * SEAL_NONCE_LEN, 0, SEAL_NONCE_LEN);
 	return 0;
 }
 
@@ -205,4 +259,12 @@ seal_thread_org_put(const uint8_t in[2 * SEAL_KEY_LEN], const struct seal_key *o
 	memcpy(m->in, in, sizeof(m->in));
 	m->out = *out;
 	m->valid = true;
+}
+
+void
+seal_forget(void)
+{
+	__atomic_add_fetch(&forgotten, 1, __ATOMIC_RELEASE);
+	/* This thread's at once; the others' at their next call. */
+	(void)thread_state();
 }
