@@ -142,11 +142,13 @@ get(struct kvdisk *d, uint64_t k, uint32_t v, bool *same)
 	return r.status;
 }
 
+/* The caller's buffer get_into() reads into (0x5a before each read). */
+static uint8_t room[2 * COL * B];
+
 /* get(), its bytes read into a buffer of @p cap bytes of the caller's (kvdisk_get_into()). */
 static int
 get_into(struct kvdisk *d, uint64_t k, uint32_t v, uint32_t cap, bool *same)
 {
-	static uint8_t room[2 * COL * B];
 	uint8_t want[COL * B];
 	struct kvdisk_done r;
 	int rc;
@@ -273,7 +275,7 @@ Test(kvdisk_seal, sealed_columns_come_back_and_the_file_holds_none_of_their_byte
 Test(kvdisk_seal, a_column_read_into_the_callers_buffer_is_opened_there_or_not_at_all)
 {
 	const struct seal_ring *rings[2] = {&ring_a, NULL};
-	unsigned int i;
+	unsigned int i, j;
 
 	for (i = 0; i < 2; i++) {
 		struct kvdisk *d;
@@ -300,6 +302,9 @@ Test(kvdisk_seal, a_column_read_into_the_callers_buffer_is_opened_there_or_not_a
 		d = open_with(rings[i]);
 		cr_assert_eq(get_into(d, 1, 1, COL * B, &same), -EBADMSG, "%s",
 			     i ? "plain" : "sealed");
+		for (j = 0; j < COL * B; j++)
+			cr_assert_eq(room[j], 0, "%s: byte %u of a failed read left in the buffer",
+				     i ? "plain" : "sealed", j);
 		cr_assert_eq(get_into(d, 1, 1, COL * B, &same), -ENOENT, "dropped after it failed");
 		kvdisk_stats(d, &st);
 		cr_assert_eq(st.corrupt, 1);

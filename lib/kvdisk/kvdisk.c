@@ -344,6 +344,9 @@ kvdisk_get_into(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, vo
 	r = &d->r[cache];
 	if ((i = find(r, key, org)) == NIL)
 		return -ENOENT;
+	/* The index says its length: a short buffer fails before the read. */
+	if (dst != NULL && (uint64_t)r->s[i].m.tokens * r->g.bytes_per_token > cap)
+		return -EMSGSIZE;
 	if ((o = kd_op_get(d)) == NULL)
 		return -EBUSY;
 	o->type = KVDISK_GET;
@@ -501,7 +504,10 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 			d->st.read_errors++;
 			out->status = -EIO;
 		} else if (why != KD_OPEN_OK) {
-			/* Never returned: dropped, cleared, reported. */
+			/* Never returned: dropped, cleared, reported; what a
+			 * failed tag opened into the caller's buffer wiped. */
+			if (o->dst != NULL)
+				memset(o->dst, 0, (size_t)s->m.tokens * r->g.bytes_per_token);
 			d->st.corrupt++;
 			if (d->keys != NULL && why == KD_OPEN_TAG)
 				d->st.bad_tag++;

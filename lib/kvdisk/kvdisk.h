@@ -289,9 +289,10 @@ int kvdisk_get(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, uin
  * kvdisk_get() whose column lands in @p dst, at most @p cap bytes: a
  * sealed column is opened straight into it (no copy after the cipher), a
  * plain one checked in the read's buffer, then copied. Its kvdisk_done's
- * data is @p dst; a column longer than @p cap fails the read with
- * -EMSGSIZE, the column kept. On any failed read @p dst holds nothing to
- * use. -EINVAL also for a @p cap with no @p dst.
+ * data is @p dst. -EMSGSIZE at once for a column longer than @p cap (the
+ * column kept); -EINVAL also for a @p cap with no @p dst. On any failed
+ * read @p dst holds nothing to use (a column that failed its tag or
+ * checksum: zeros).
  */
 int kvdisk_get_into(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, void *dst,
 		    uint32_t cap, uint64_t cookie);
