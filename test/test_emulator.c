@@ -514,10 +514,10 @@ Test(emulator, learned_estimates_forget_a_pause_that_ended)
 
 /*
  * A refill from the disks (or the shared level) that comes back in under
- * half what its level's line gave it tells the library its line is
- * behind: the hits it refuses are probed every 2nd, until one comes back
- * that is not (every 32nd again). Only with learned lines: configured ones
- * never move, and decisions stay the same run to run.
+ * half what its level's line gave it tells the library that level's line
+ * is behind: the hits it refuses are probed every 2nd, until one comes back
+ * that is not (every 32nd again); each level's count its own. Only with
+ * learned lines: configured ones never move (no faster probing).
  */
 Test(emulator, a_refill_from_below_dram_well_under_its_line_makes_the_library_probe_faster)
 {
@@ -536,19 +536,25 @@ Test(emulator, a_refill_from_below_dram_well_under_its_line_makes_the_library_pr
 		    prefixcache_set_level_model(R.pc, 0, PREFIXCACHE_LEVEL_SHARED, 20000000, 0), 0);
 		cr_assert_eq(prefixcache_level_model(R.pc, 0, PREFIXCACHE_LEVEL_L2, &lat, &bpn), 0);
 		cr_assert_eq(prefixcache_refill_model(R.pc, 0, &lat, &bpn), 0);
-		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0), PREFIXCACHE_PROBE_EVERY);
+		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0, PREFIXCACHE_LEVEL_L2),
+			     PREFIXCACHE_PROBE_EVERY);
 		/* 1 MB from the disks: the line says 11 ms; 3 ms past DRAM's line. */
 		drv_learn_model(&R.learn, 0, lat + (uint64_t)(mb / bpn) + 3000000, mb, mb, 0);
-		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0),
+		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0, PREFIXCACHE_LEVEL_L2),
 			     learned ? PREFIXCACHE_PROBE_FAST : PREFIXCACHE_PROBE_EVERY,
 			     "learned %d", learned);
+		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0, PREFIXCACHE_LEVEL_SHARED),
+			     PREFIXCACHE_PROBE_EVERY, "the shared level's count is its own");
 		/* 6 ms: over half of 11 ms. */
 		drv_learn_model(&R.learn, 0, lat + (uint64_t)(mb / bpn) + 6000000, mb, mb, 0);
-		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0), PREFIXCACHE_PROBE_EVERY);
+		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0, PREFIXCACHE_LEVEL_L2),
+			     PREFIXCACHE_PROBE_EVERY);
 		/* The shared level's (20 ms): 9 ms is under half. */
 		drv_learn_model(&R.learn, 0, lat + (uint64_t)(mb / bpn) + 9000000, mb, mb, mb);
-		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0),
+		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0, PREFIXCACHE_LEVEL_SHARED),
 			     learned ? PREFIXCACHE_PROBE_FAST : PREFIXCACHE_PROBE_EVERY);
+		cr_assert_eq(prefixcache_l2_probe_every(R.pc, 0, PREFIXCACHE_LEVEL_L2),
+			     PREFIXCACHE_PROBE_EVERY);
 		if (i == 0)
 			rig_down(); /* the last: the suite's fini */
 	}

@@ -606,12 +606,16 @@ staged_lookup(struct prefixcache *pc, uint32_t k, uint64_t now)
  * A level whose line says computing is sooner (learned over a bad minute,
  * say) would never be read again, its line never learning: every
  * PREFIXCACHE_PROBE_EVERY-th refusal in a row is brought up all the same
- * (l2_refill_probes); while the probes come back in under half their
- * line's time (prefixcache_l2_sampled), every PREFIXCACHE_PROBE_FAST-th;
+ * (l2_refill_probes); while the level's refills come back in under half
+ * its line's time (prefixcache_l2_sampled), every PREFIXCACHE_PROBE_FAST-th;
  * once one does not, every PREFIXCACHE_PROBE_EVERY-th again; a hit the
- * rule takes starts the count again.
+ * rule takes starts the count again. The disks' count is their own: it
+ * moves nothing for hits all from the shared level. Fast probes whose
+ * refills never come back end after PREFIXCACHE_PROBE_FAST_MAX of them.
  * Catches: no probe below DRAM (the line stuck for good); probes at the
- * wrong count; the fast count kept after a probe that did not beat the line.
+ * wrong count; the fast count kept after a refill that did not beat the
+ * line, or for good when none comes back; one level's count moving the
+ * other's.
  */
 Test(l2, hits_a_slow_level_refuses_are_probed_and_faster_while_probes_beat_its_line)
 {
@@ -638,8 +642,18 @@ Test(l2, hits_a_slow_level_refuses_are_probed_and_faster_while_probes_beat_its_l
 			taken[0]++;
 		}
 	cr_assert_eq(taken[0], 2);
-	/* The probes come back well under the line: faster. */
-	cr_assert_eq(prefixcache_l2_sampled(pc, 0, true), 0);
+	/* The disks' refills under their line: nothing moves for these hits. */
+	cr_assert_eq(prefixcache_l2_sampled(pc, 0, PREFIXCACHE_LEVEL_L2, true), 0);
+	cr_assert_eq(prefixcache_l2_probe_every(pc, 0, PREFIXCACHE_LEVEL_L2),
+		     PREFIXCACHE_PROBE_FAST);
+	for (i = 1; i < PREFIXCACHE_PROBE_EVERY; i++, k++, now += SEC)
+		cr_assert_eq(staged_lookup(pc, k, now), 0,
+			     "a shared hit probed at the disks' count");
+	cr_assert_eq(staged_lookup(pc, k++, now), 128);
+	now += SEC;
+	cr_assert_eq(prefixcache_l2_sampled(pc, 0, PREFIXCACHE_LEVEL_L2, false), 0);
+	/* The shared level's refills come back well under its line: faster. */
+	cr_assert_eq(prefixcache_l2_sampled(pc, 0, PREFIXCACHE_LEVEL_SHARED, true), 0);
 	for (i = 1; i <= 4 * PREFIXCACHE_PROBE_FAST; i++, k++, now += SEC)
 		if (staged_lookup(pc, k, now) > 0) {
 			cr_assert_eq(i % PREFIXCACHE_PROBE_FAST, 0, "lookup %u probed fast", i);
@@ -647,7 +661,7 @@ Test(l2, hits_a_slow_level_refuses_are_probed_and_faster_while_probes_beat_its_l
 		}
 	cr_assert_eq(taken[1], 4);
 	/* One that does not: back to the slow count. */
-	cr_assert_eq(prefixcache_l2_sampled(pc, 0, false), 0);
+	cr_assert_eq(prefixcache_l2_sampled(pc, 0, PREFIXCACHE_LEVEL_SHARED, false), 0);
 	for (i = 1; i <= PREFIXCACHE_PROBE_EVERY; i++, k++, now += SEC)
 		if (staged_lookup(pc, k, now) > 0) {
 			cr_assert_eq(i, PREFIXCACHE_PROBE_EVERY, "lookup %u probed", i);
@@ -655,10 +669,17 @@ Test(l2, hits_a_slow_level_refuses_are_probed_and_faster_while_probes_beat_its_l
 		}
 	cr_assert_eq(taken[2], 1);
 	prefixcache_stats(pc, &st);
-	cr_assert_eq(st.l2_refill_probes, 7);
+	cr_assert_eq(st.l2_refill_probes, 8);
 	cr_assert_eq(st.l2_recompute_faster_tokens,
-		     128 * (2 * PREFIXCACHE_PROBE_EVERY + 4 * PREFIXCACHE_PROBE_FAST +
-			    PREFIXCACHE_PROBE_EVERY - 7));
+		     128 * (3 * PREFIXCACHE_PROBE_EVERY + 4 * PREFIXCACHE_PROBE_FAST +
+			    PREFIXCACHE_PROBE_EVERY - 8));
+	/* Fast, and no refill comes back: PREFIXCACHE_PROBE_FAST_MAX probes, then slow. */
+	cr_assert_eq(prefixcache_l2_sampled(pc, 0, PREFIXCACHE_LEVEL_SHARED, true), 0);
+	for (i = 1; i <= PREFIXCACHE_PROBE_FAST * PREFIXCACHE_PROBE_FAST_MAX; i++, k++, now += SEC)
+		cr_assert_eq(staged_lookup(pc, k, now) > 0, i % PREFIXCACHE_PROBE_FAST == 0,
+			     "lookup %u", i);
+	cr_assert_eq(prefixcache_l2_probe_every(pc, 0, PREFIXCACHE_LEVEL_SHARED),
+		     PREFIXCACHE_PROBE_EVERY, "fast for good with no refill coming back");
 	/* A hit the rule takes starts the count again. */
 	cr_assert_eq(prefixcache_set_level_model(pc, 0, PREFIXCACHE_LEVEL_SHARED, 10000, 0), 0);
 	cr_assert_eq(staged_lookup(pc, k++, now), 128);
@@ -668,7 +689,8 @@ Test(l2, hits_a_slow_level_refuses_are_probed_and_faster_while_probes_beat_its_l
 		cr_assert_eq(staged_lookup(pc, k, now), 0, "refusal %u after a hit taken", i);
 	cr_assert_eq(staged_lookup(pc, k, now), 128, "the %uth refusal in a row: a probe",
 		     PREFIXCACHE_PROBE_EVERY);
-	cr_assert_eq(prefixcache_l2_sampled(pc, 1, true), -EINVAL);
+	cr_assert_eq(prefixcache_l2_sampled(pc, 1, PREFIXCACHE_LEVEL_SHARED, true), -EINVAL);
+	cr_assert_eq(prefixcache_l2_sampled(pc, 0, (enum prefixcache_level)7, true), -EINVAL);
 	prefixcache_free(pc);
 }
 

@@ -120,7 +120,9 @@ worth(const struct opts *o, uint64_t ns, uint32_t tokens)
 /*
  * Request @p q under @p mode: the tokens its prefill computes and its
  * refill's time, into @p w; the hit tokens it refills, returned. The
- * adaptive rule is the driver's (pc_lookup.c, pc_l2.c): the hit's DRAM
+ * adaptive rule is the driver's (pc_lookup.c, pc_l2.c) without the wafer's
+ * prefill queue and without probes (DESIGN.md, "Refill or recompute"):
+ * a loaded wafer's TTFT is predicted under the simpler rule. The hit's DRAM
  * part not worth its refill, none of the hit is taken (the prompt is
  * computed from its first token, and the L2 part past it is not looked
  * at); else its L2 part not worth its own line, only the DRAM part is. A

@@ -346,12 +346,24 @@ pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens, ui
 	return ns;
 }
 
+/* A level's probe interval now (PREFIXCACHE_LEVEL_L2: index 0, SHARED: 1). */
+static uint32_t
+probe_every(const struct pc_model *m, unsigned int lv)
+{
+	return m->l2_probe_every[lv] ? m->l2_probe_every[lv] : PREFIXCACHE_PROBE_EVERY;
+}
+
 bool
 pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared, uint64_t wait_ns)
 {
 	struct pc_model *m = &pc->m[mi];
 	const struct prefixcache_model *p = &m->p;
-	uint32_t every = m->l2_probe_every ? m->l2_probe_every : PREFIXCACHE_PROBE_EVERY;
+	/* The levels the hit's part comes from: probed at the shorter interval of theirs. */
+	unsigned int lv = shared == 0				  ? 0
+			  : shared >= tokens			  ? 1
+			  : probe_every(m, 1) < probe_every(m, 0) ? 1
+								  : 0;
+	uint32_t every = probe_every(m, lv);
 
 	if (p->recompute_tokens_per_ns <= 0 ||
 	    (double)pc_l2_estimate_ns(pc, mi, tokens, shared) <
@@ -366,6 +378,13 @@ pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t share
 	if (++m->l2_refused_run >= every) {
 		m->l2_refused_run = 0;
 		pc->st.l2_refill_probes++;
+		/* Fast probes whose refills never come back (failed, given
+		 * up and timed out) end it: the slow count again. */
+		if (every == PREFIXCACHE_PROBE_FAST &&
+		    ++m->l2_fast_probes[lv] >= PREFIXCACHE_PROBE_FAST_MAX) {
+			m->l2_probe_every[lv] = PREFIXCACHE_PROBE_EVERY;
+			m->l2_fast_probes[lv] = 0;
+		}
 		return true;
 	}
 	pc->st.l2_recompute_faster_tokens += tokens;
@@ -373,19 +392,27 @@ pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t share
 }
 
 uint32_t
-prefixcache_l2_probe_every(const struct prefixcache *pc, uint16_t model)
+prefixcache_l2_probe_every(const struct prefixcache *pc, uint16_t model,
+			   enum prefixcache_level level)
 {
-	if (model >= pc->p.num_models)
+	if (model >= pc->p.num_models ||
+	    (level != PREFIXCACHE_LEVEL_L2 && level != PREFIXCACHE_LEVEL_SHARED))
 		return 0;
-	return pc->m[model].l2_probe_every ? pc->m[model].l2_probe_every : PREFIXCACHE_PROBE_EVERY;
+	return probe_every(&pc->m[model], level == PREFIXCACHE_LEVEL_SHARED);
 }
 
 int
-prefixcache_l2_sampled(struct prefixcache *pc, uint16_t model, bool under_line)
+prefixcache_l2_sampled(struct prefixcache *pc, uint16_t model, enum prefixcache_level level,
+		       bool under_line)
 {
-	if (model >= pc->p.num_models)
+	unsigned int lv = level == PREFIXCACHE_LEVEL_SHARED;
+
+	if (model >= pc->p.num_models ||
+	    (level != PREFIXCACHE_LEVEL_L2 && level != PREFIXCACHE_LEVEL_SHARED))
 		return -EINVAL;
-	pc->m[model].l2_probe_every = under_line ? PREFIXCACHE_PROBE_FAST : PREFIXCACHE_PROBE_EVERY;
+	pc->m[model].l2_probe_every[lv] =
+	    under_line ? PREFIXCACHE_PROBE_FAST : PREFIXCACHE_PROBE_EVERY;
+	pc->m[model].l2_fast_probes[lv] = 0;
 	return 0;
 }
 

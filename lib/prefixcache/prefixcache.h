@@ -483,15 +483,18 @@ int prefixcache_verify(struct prefixcache *pc, struct prefixcache_seq *s, uint32
 
 /*
  * The same for a hit's part below DRAM (the second tier, the shared level:
- * l2_refill_probes), and while the probes' refills come back in under half
- * the time their level's line gave them (prefixcache_l2_sampled()), every
+ * l2_refill_probes), and, while a level's refills come back in under half
+ * the time its line gave them (prefixcache_l2_sampled()), every
  * PREFIXCACHE_PROBE_FAST-th: a window of a line's points is 64 wide and
  * moves by its median, so a line learned slow flips only once half of its
  * points are new, and a probe each 32 refusals takes a thousand refusals
- * for that. Probing costs at most twice a request's computing: a refill
- * still out when computing would have ended is given up (the driver).
+ * for that. After PREFIXCACHE_PROBE_FAST_MAX probes with no refill of the
+ * level come back, the slow count again. A probe costs its request at
+ * most the prefills queued before it and twice its computing: a refill
+ * still out then is given up (the driver).
  */
 #define PREFIXCACHE_PROBE_FAST 2
+#define PREFIXCACHE_PROBE_FAST_MAX 16
 
 /** Send the current EVICT batch of every model now (a wafer step ends). */
 void prefixcache_flush(struct prefixcache *pc);
@@ -507,15 +510,18 @@ void prefixcache_end(struct prefixcache *pc, struct prefixcache_seq *s, uint64_t
 void prefixcache_cut(struct prefixcache_seq *s);
 
 /**
- * A refill of @p model from below DRAM came back: @p under_line when in
- * under half the time its level's line gave it (the line is behind: hits
- * refused by it are probed every PREFIXCACHE_PROBE_FAST-th), else not
- * (every PREFIXCACHE_PROBE_EVERY-th). 0, or -EINVAL.
+ * A refill of @p model from @p level (PREFIXCACHE_LEVEL_L2 or _SHARED) came
+ * back: @p under_line when in under half the time the level's line gave it
+ * (the line is behind: hits it refuses are probed every
+ * PREFIXCACHE_PROBE_FAST-th), else not (every PREFIXCACHE_PROBE_EVERY-th).
+ * 0, or -EINVAL.
  */
-int prefixcache_l2_sampled(struct prefixcache *pc, uint16_t model, bool under_line);
+int prefixcache_l2_sampled(struct prefixcache *pc, uint16_t model, enum prefixcache_level level,
+			   bool under_line);
 
-/** Every how many refusals in a row below DRAM @p model probes now (0: no such model). */
-uint32_t prefixcache_l2_probe_every(const struct prefixcache *pc, uint16_t model);
+/** Every how many refusals in a row @p model probes @p level now (0: no such model or level). */
+uint32_t prefixcache_l2_probe_every(const struct prefixcache *pc, uint16_t model,
+				    enum prefixcache_level level);
 
 /** A REFILL_DONE arrived: the refill's columns may be deleted again. */
 void prefixcache_refill_done(struct prefixcache *pc, uint64_t refill_id);

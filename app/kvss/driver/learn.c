@@ -118,7 +118,8 @@ tell_sampled(struct drv_learn *l, uint16_t m, enum prefixcache_level level, doub
 
 	if (!l->learned || prefixcache_level_model(l->pc, m, level, &lat, &bpn) != 0)
 		return;
-	prefixcache_l2_sampled(l->pc, m, past < ((double)lat + (bpn > 0 ? bytes / bpn : 0)) / 2);
+	prefixcache_l2_sampled(l->pc, m, level,
+			       past < ((double)lat + (bpn > 0 ? bytes / bpn : 0)) / 2);
 }
 
 /*

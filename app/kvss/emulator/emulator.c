@@ -563,6 +563,14 @@ seq_pick(struct emu *e, struct emu_seq *s, uint64_t now)
 	s->picked = true;
 	s->pick_ns = now;
 	e->npicked++;
+	/* Its give-up deadline counts from the pick: the part of the prefill
+	 * queue it was looked up behind that went by before (picked ahead of
+	 * the pick: wafer.ahead_of_pick) is not waited for again. */
+	if (s->give_up_ns != 0) {
+		uint64_t gone = now - s->t0 < s->wait_ns ? now - s->t0 : s->wait_ns;
+
+		s->give_up_ns -= gone;
+	}
 	if (!s->had_refill)
 		return;
 	if (s->wait == 0) {
