@@ -472,7 +472,7 @@ BENCHES := $(BUILD)/bench/bench_kvstore $(BUILD)/bench/bench_prefixcache $(BUILD
 	$(BUILD)/bench/bench_wafer $(BUILD)/bench/bench_seal
 
 # Sealing a column on a shard's CPU beyond AES-256-GCM itself.
-$(BUILD)/bench/bench_seal: $(call obj,bench/bench_seal.c) $(LIBSEAL) $(LIBPROTO)
+$(BUILD)/bench/bench_seal: $(call obj,bench/bench_seal.c) $(LIBKVDISK) $(LIBSEAL) $(LIBPROTO)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(DEP_LIBS)
 
