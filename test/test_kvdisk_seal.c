@@ -313,6 +313,65 @@ Test(kvdisk_seal, a_column_read_into_the_callers_buffer_is_opened_there_or_not_a
 	}
 }
 
+/*
+ * The room a read into the caller's buffer needs is checked once, at
+ * submit: the column's length cannot change under it. A half column read
+ * into a buffer of exactly its length while the same key is written again
+ * whole: the read returns the half column it began on, and nothing lands
+ * past the buffer; the whole column is what a read after it finds.
+ */
+Test(kvdisk_seal, a_column_rewritten_longer_while_read_into_the_callers_buffer_fills_only_it)
+{
+	const struct seal_ring *rings[2] = {&ring_a, NULL};
+	unsigned int i;
+
+	for (i = 0; i < 2; i++) {
+		const char *how = i ? "plain" : "sealed";
+		struct kvdisk_meta m = {.key = 0x1000, .org = 77, .tokens = COL / 2};
+		uint8_t half[COL * B], whole[COL * B];
+		struct kvdisk_done done[16];
+		struct kvdisk *d;
+		bool got = false, wrote = false, same = false;
+		unsigned int j, n;
+
+		if (i > 0)
+			afresh();
+		d = open_with(rings[i]);
+		fill(half, 0, 1);
+		fill(whole, 0, 2);
+		cr_assert_eq(kvdisk_put(d, &m, half, COL / 2 * B, 1), 0);
+		cr_assert_eq(wait_for(d, 1).status, 0);
+		memset(room, 0x5a, sizeof(room));
+		cr_assert_eq(kvdisk_get_into(d, 0, 0x1000, 77, room, COL / 2 * B, 2), 0);
+		m.tokens = COL;
+		cr_assert_eq(kvdisk_put(d, &m, whole, COL * B, 3), 0, "%s", how);
+		while (!got || !wrote) {
+			n = kvdisk_poll(d, done, 16, true);
+			cr_assert(n > 0 || kvdisk_inflight(d) > 0,
+				  "%s: a read or write never ended", how);
+			for (j = 0; j < n; j++) {
+				if (done[j].cookie == 2) {
+					cr_assert_eq(done[j].status, 0, "%s", how);
+					cr_assert_eq(done[j].len, COL / 2 * B,
+						     "%s: not the half column", how);
+					got = true;
+				} else if (done[j].cookie == 3) {
+					cr_assert_eq(done[j].status, 0, "%s", how);
+					wrote = true;
+				}
+			}
+		}
+		cr_assert_eq(memcmp(room, half, COL / 2 * B), 0, "%s: other bytes than the half",
+			     how);
+		for (j = COL / 2 * B; j < sizeof(room); j++)
+			cr_assert_eq(room[j], 0x5a, "%s: byte %u past the caller's buffer written",
+				     how, j);
+		cr_assert_eq(get_into(d, 0, 2, COL * B, &same), 0, "%s", how);
+		cr_assert(same, "%s: the whole column after the rewrite", how);
+		kvdisk_close(d);
+	}
+}
+
 Test(kvdisk_seal, the_same_bytes_in_a_plain_file_are_there_to_read)
 {
 	/* The check above can fail: a plain file holds its columns as they are. */

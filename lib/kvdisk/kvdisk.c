@@ -354,7 +354,6 @@ kvdisk_get_into(struct kvdisk *d, uint16_t cache, uint64_t key, uint64_t org, vo
 	o->slot = i;
 	o->cookie = cookie;
 	o->dst = dst;
-	o->dst_cap = cap;
 	r->s[i].readers++;
 	kd_submit(d, o, false, (uint32_t)r->g.slot_bytes, slot_off(r, i));
 	return 0;
@@ -492,10 +491,6 @@ complete(struct kvdisk *d, struct op *o, int res, struct kvdisk_done *out)
 		if (res != (int)r->g.slot_bytes) {
 			d->st.read_errors++;
 			out->status = res < 0 ? res : -EIO;
-		} else if (o->dst != NULL &&
-			   (uint64_t)s->m.tokens * r->g.bytes_per_token > o->dst_cap) {
-			/* The caller's room is short of the column, which stays. */
-			out->status = -EMSGSIZE;
 		} else if ((why = check_read(d, o->cache, o->slot, o->buf, o->dst)) ==
 			   KD_OPEN_LOCAL) {
 			/* libcrypto failed here (out of memory, say): nothing is

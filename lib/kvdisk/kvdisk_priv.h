@@ -135,10 +135,12 @@ struct op {
 	bool clear_only; /* a clear with no caller waiting (a replaced or corrupt column) */
 	bool write;	 /* held by a write (kd_wop_get): counted in kvdisk.writing */
 	uint8_t *buf;	 /* slot_bytes, aligned */
-	/* GET: where its column's bytes go (kvdisk_get_into()), at most
-	 * dst_cap of them; NULL: they stay in buf. */
+	/* GET: where its column's bytes go (kvdisk_get_into()), NULL: they
+	 * stay in buf. The room there was checked at submit against the
+	 * column's length, which cannot change while the read is out: a slot
+	 * with readers is neither free nor pending (clear_slot() defers its
+	 * clear until they end), so no put takes it. */
 	uint8_t *dst;
-	uint32_t dst_cap;
 	uint32_t next_free;
 };
 
