@@ -346,24 +346,17 @@ pc_l2_estimate_ns(const struct prefixcache *pc, uint16_t mi, uint32_t tokens, ui
 	return ns;
 }
 
-/* A level's probe interval now (PREFIXCACHE_LEVEL_L2: index 0, SHARED: 1). */
-static uint32_t
-probe_every(const struct pc_model *m, unsigned int lv)
-{
-	return m->l2_probe_every[lv] ? m->l2_probe_every[lv] : PREFIXCACHE_PROBE_EVERY;
-}
-
 bool
 pc_l2_worth(struct prefixcache *pc, uint16_t mi, uint32_t tokens, uint32_t shared, uint64_t wait_ns)
 {
 	struct pc_model *m = &pc->m[mi];
 	const struct prefixcache_model *p = &m->p;
 	/* The levels the hit's part comes from: probed at the shorter interval of theirs. */
-	unsigned int lv = shared == 0				  ? 0
-			  : shared >= tokens			  ? 1
-			  : probe_every(m, 1) < probe_every(m, 0) ? 1
-								  : 0;
-	uint32_t every = probe_every(m, lv);
+	unsigned int lv = shared == 0					? 0
+			  : shared >= tokens				? 1
+			  : m->l2_probe_every[1] < m->l2_probe_every[0] ? 1
+									: 0;
+	uint32_t every = m->l2_probe_every[lv];
 
 	if (p->recompute_tokens_per_ns <= 0 ||
 	    (double)pc_l2_estimate_ns(pc, mi, tokens, shared) <
@@ -398,7 +391,7 @@ prefixcache_l2_probe_every(const struct prefixcache *pc, uint16_t model,
 	if (model >= pc->p.num_models ||
 	    (level != PREFIXCACHE_LEVEL_L2 && level != PREFIXCACHE_LEVEL_SHARED))
 		return 0;
-	return probe_every(&pc->m[model], level == PREFIXCACHE_LEVEL_SHARED);
+	return pc->m[model].l2_probe_every[level == PREFIXCACHE_LEVEL_SHARED];
 }
 
 int

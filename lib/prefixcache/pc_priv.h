@@ -122,10 +122,10 @@ struct pc_model {
 	/* DRAM hits refused in a row by the refill-or-recompute rule (dram_worth). */
 	uint32_t refused_run;
 	/* Hits below DRAM refused in a row (pc_l2_worth); per level (the
-	 * disks, the shared level), the run that takes one all the same (0
-	 * is PREFIXCACHE_PROBE_EVERY: prefixcache_l2_sampled()) and the
-	 * probes taken at PREFIXCACHE_PROBE_FAST since that level's last
-	 * refill came back. */
+	 * disks, the shared level), the run that takes one all the same
+	 * (PREFIXCACHE_PROBE_EVERY from the start, set by
+	 * prefixcache_l2_sampled()) and the probes taken at
+	 * PREFIXCACHE_PROBE_FAST since that level's last refill came back. */
 	uint32_t l2_refused_run;
 	uint32_t l2_probe_every[2];
 	uint32_t l2_fast_probes[2];

@@ -184,6 +184,9 @@ prefixcache_create(const struct prefixcache_params *p, const struct prefixcache_
 		struct pc_model *m = &pc->m[mi];
 
 		m->p = p->model[mi];
+		/* Each level below DRAM probes at the slow count until the
+		 * driver says its refills come back under the line. */
+		m->l2_probe_every[0] = m->l2_probe_every[1] = PREFIXCACHE_PROBE_EVERY;
 		if (m->p.num_caches == 0 || m->p.num_caches > PREFIXCACHE_MAX_CACHES ||
 		    build_groups(m, pc->p.column) != 0)
 			goto einval;
