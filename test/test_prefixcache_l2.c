@@ -603,6 +603,31 @@ staged_lookup(struct prefixcache *pc, uint32_t k, uint64_t now)
 }
 
 /*
+ * A driver over one cache, 128-token hits staged in the shared level, whose
+ * line says 1 ms to bring them up (the disks' 1 us) where the wafer
+ * computes them in 128 us: every such hit is refused by the rule alone.
+ */
+static struct prefixcache *
+slow_shared_level(void)
+{
+	struct prefixcache_sink sink = {
+	    .l2_down = sh_obs_down, .l2_up = obs_up, .l2_del = obs_l2del};
+	struct prefixcache_params p = {.num_models = 1, .column = 64, .shared_staged = 16};
+	struct prefixcache *pc;
+
+	p.model[0].num_caches = 1;
+	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1 << 16};
+	p.model[0].max_batch_tokens = 16;
+	p.model[0].refill_bytes_per_token = 16;
+	p.model[0].l2_latency_ns = 1000;
+	p.model[0].shared_latency_ns = 1000000;	   /* 1 ms */
+	p.model[0].recompute_tokens_per_ns = 1e-3; /* 128 tokens in 128 us */
+	pc = prefixcache_create(&p, &sink);
+	cr_assert_not_null(pc);
+	return pc;
+}
+
+/*
  * A level whose line says computing is sooner (learned over a bad minute,
  * say) would never be read again, its line never learning: every
  * PREFIXCACHE_PROBE_EVERY-th refusal in a row is brought up all the same
@@ -619,23 +644,11 @@ staged_lookup(struct prefixcache *pc, uint32_t k, uint64_t now)
  */
 Test(l2, hits_a_slow_level_refuses_are_probed_and_faster_while_probes_beat_its_line)
 {
-	struct prefixcache_sink sink = {
-	    .l2_down = sh_obs_down, .l2_up = obs_up, .l2_del = obs_l2del};
-	struct prefixcache_params p = {.num_models = 1, .column = 64, .shared_staged = 16};
 	struct prefixcache_stats st;
-	struct prefixcache *pc;
+	struct prefixcache *pc = slow_shared_level();
 	uint32_t k = 1, i, taken[3] = {0};
 	uint64_t now = SEC;
 
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1 << 16};
-	p.model[0].max_batch_tokens = 16;
-	p.model[0].refill_bytes_per_token = 16;
-	p.model[0].l2_latency_ns = 1000;
-	p.model[0].shared_latency_ns = 1000000;	   /* 1 ms */
-	p.model[0].recompute_tokens_per_ns = 1e-3; /* 128 tokens in 128 us */
-	pc = prefixcache_create(&p, &sink);
-	cr_assert_not_null(pc);
 	for (i = 1; i <= 2 * PREFIXCACHE_PROBE_EVERY; i++, k++, now += SEC)
 		if (staged_lookup(pc, k, now) > 0) {
 			cr_assert_eq(i % PREFIXCACHE_PROBE_EVERY, 0, "lookup %u probed", i);
@@ -701,19 +714,8 @@ Test(l2, hits_a_slow_level_refuses_are_probed_and_faster_while_probes_beat_its_l
  */
 Test(l2, a_level_slower_than_computing_is_read_when_the_prefill_queue_hides_it)
 {
-	struct prefixcache_sink sink = {
-	    .l2_down = sh_obs_down, .l2_up = obs_up, .l2_del = obs_l2del};
-	struct prefixcache_params p = {.num_models = 1, .column = 64, .shared_staged = 16};
-	struct prefixcache *pc;
+	struct prefixcache *pc = slow_shared_level();
 
-	p.model[0].num_caches = 1;
-	p.model[0].cache[0] = (struct prefixcache_cache){0, PREFIXCACHE_FULL, 0, 0, 1 << 16};
-	p.model[0].max_batch_tokens = 16;
-	p.model[0].refill_bytes_per_token = 16;
-	p.model[0].shared_latency_ns = 1000000;
-	p.model[0].recompute_tokens_per_ns = 1e-3;
-	pc = prefixcache_create(&p, &sink);
-	cr_assert_not_null(pc);
 	cr_assert_eq(staged_lookup_waiting(pc, 1, SEC, 871000), 0);
 	cr_assert_eq(staged_lookup_waiting(pc, 2, 2 * SEC, 873000), 128);
 	prefixcache_free(pc);
