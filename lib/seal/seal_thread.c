@@ -16,10 +16,10 @@
  * destructor frees it, its secrets wiped, when the thread ends. Keys a
  * store or ring let go (seal_forget()) leave it at the thread's next call:
  * its kept pairs wiped, its contexts keyed with zeros. Its nonces lie in a
- * page the kernel zeroes in a forked child (MADV_WIPEONFORK), and a fork
- * that runs the atfork handlers is counted too: a child never hands out
- * its parent's. A thread
- * whose state cannot be made (no memory, libcrypto refusing) fails each
+ * page the kernel zeroes in a forked child (MADV_WIPEONFORK), so a child
+ * never hands out its parent's; where the kernel cannot (before 4.14) none
+ * are kept: each is drawn as it is handed out. A thread whose state
+ * cannot be made (no memory, libcrypto refusing) fails each
  * call as libcrypto failing does.
  */
 #include <pthread.h>
@@ -50,14 +50,11 @@ struct org_memo {
 };
 
 /* Nonces drawn, in a page of their own (thread_state(): zeroed in a
- * forked child, so that nonces_left is 0 there). */
+ * forked child, so that nonces_left is 0 there and the child draws its
+ * own: two processes writing one file must never share a nonce). */
 struct nonce_page {
 	uint8_t nonces[NONCES_AT_ONCE * SEAL_NONCE_LEN];
 	unsigned int nonces_left;
-	/* The forks before they were drawn (forks, below): a fork's child
-	 * draws its own (two processes writing one file must never share a
-	 * nonce). */
-	unsigned long nonces_forks;
 };
 
 struct seal_thread {
@@ -65,6 +62,7 @@ struct seal_thread {
 	EVP_MAC_CTX *hmac;   /* HMAC-SHA256; keyed per call */
 	struct nonce_page *np;
 	size_t np_len;
+	bool np_wiped;	 /* the kernel wipes np in a child: nonces may be kept */
 	uint64_t forgot; /* the seal_forget() count its secrets were last wiped at */
 	struct org_memo org[ORG_MEMO];
 };
@@ -77,18 +75,8 @@ static bool key_ok;
 static EVP_CIPHER *aes_gcm;
 static EVP_MAC *hmac_alg;
 static __thread struct seal_thread *mine;
-/* Children this process's line has forked, counted in each child as it
- * starts (pthread_atfork): a getpid() per nonce is a system call, a
- * tenth of a sealed 16 KiB slice's overhead on a virtual machine. */
-static volatile unsigned long forks;
 /* seal_forget() calls: a thread whose count is behind wipes its secrets. */
 static uint64_t forgotten;
-
-static void
-forked(void)
-{
-	forks++;
-}
 
 static void
 thread_free(void *p)
@@ -110,8 +98,7 @@ thread_free(void *p)
 static void
 init_once(void)
 {
-	key_ok =
-	    pthread_key_create(&key, thread_free) == 0 && pthread_atfork(NULL, NULL, forked) == 0;
+	key_ok = pthread_key_create(&key, thread_free) == 0;
 	aes_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
 	hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
 }
@@ -149,8 +136,6 @@ thread_state(void)
 	if (t == NULL)
 		return NULL;
 	t->forgot = __atomic_load_n(&forgotten, __ATOMIC_ACQUIRE);
-	/* Where the kernel has no MADV_WIPEONFORK (before 4.14), the atfork
-	 * count alone. */
 	t->np_len = (sizeof(*t->np) + 4095) & ~(size_t)4095;
 	t->np = mmap(NULL, t->np_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (t->np == MAP_FAILED) {
@@ -159,7 +144,7 @@ thread_state(void)
 		return NULL;
 	}
 #ifdef MADV_WIPEONFORK
-	(void)madvise(t->np, t->np_len, MADV_WIPEONFORK);
+	t->np_wiped = madvise(t->np, t->np_len, MADV_WIPEONFORK) == 0;
 #endif
 	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0);
 	p[1] = OSSL_PARAM_construct_end();
@@ -203,19 +188,20 @@ int
 seal_nonce(uint8_t nonce[SEAL_NONCE_LEN])
 {
 	struct seal_thread *t = thread_state();
-
 	struct nonce_page *np;
 
 	if (t == NULL)
 		return -1;
+	/* A getpid() a nonce to tell a child would be a system call, a
+	 * tenth of a sealed 16 KiB slice's overhead on a virtual machine:
+	 * without the kernel's wipe, nothing is kept to hand out twice. */
+	if (!t->np_wiped)
+		return RAND_bytes(nonce, SEAL_NONCE_LEN) == 1 ? 0 : -1;
 	np = t->np;
-	if (np->nonces_left == 0 || np->nonces_forks != forks) {
-		if (RAND_bytes(np->nonces, sizeof(np->nonces)) != 1) {
-			np->nonces_left = 0;
+	if (np->nonces_left == 0) {
+		if (RAND_bytes(np->nonces, sizeof(np->nonces)) != 1)
 			return -1;
-		}
 		np->nonces_left = NONCES_AT_ONCE;
-		np->nonces_forks = forks;
 	}
 	np->nonces_left--;
 	memcpy(nonce, np->nonces + (size_t)np->nonces_left * SEAL_NONCE_LEN, SEAL_NONCE_LEN);
