@@ -282,6 +282,22 @@ drv=(--config "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" --poll idle "${
 drv+=(--documents "${KVSS_DEMO_DOCUMENTS-300}")
 # Its output (stderr too: a configuration's message) shown as it comes.
 : >"$tmp/driver.log"
+# What the machine does beside the run: its CPUs' busy time (/proc/stat)
+# and the shards' own (/proc/PID/stat), now and when the driver ends; the
+# driver's own comes in its summary (process_cpu_s).
+busy_ticks() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+shard_ticks() {
+	local t=0 k f
+	for k in 0 1; do
+		# Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+		read -r -a f < <(sed 's/^.*) //' "/proc/${pids[$k]}/stat" 2>/dev/null) || continue
+		t=$((t + ${f[11]:-0} + ${f[12]:-0}))
+	done
+	echo "$t"
+}
+machine0="$(busy_ticks) $(shard_ticks) $(date +%s.%N)"
 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
 	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/memif0.sock" \
 	--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/memif1.sock" \
@@ -295,6 +311,7 @@ while kill -0 "$dpid" 2>/dev/null; do
 done
 wait "$dpid"
 drv_status=$?
+machine1="$(busy_ticks) $(shard_ticks) $(date +%s.%N)"
 wait "$tpid"
 unset 'pids[2]'
 status=$drv_status
@@ -328,6 +345,7 @@ pids=()
 verdict() {
 	# DRAM alone is computed with the driver's column (kvss-trace's default is 64).
 	DEMO_COLUMN=$(sed -n 's/^ *column = \([0-9]*\);.*/\1/p' "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" | head -n 1) \
+	DEMO_MACHINE="$machine0 $machine1 $(getconf CLK_TCK) $(nproc)" \
 	python3 - "$tmp/driver.log" "$status" "$BUILD" "$sig" "$l2_state" "$(first_error "$tmp/driver.log")" \
 		"$tmp/shard0.log" "$tmp/shard1.log" <<'EOF'
 import json, os, subprocess, sys
@@ -460,6 +478,22 @@ if t50 is not None and m50 is not None and t50 > 0 and t99 > 0:
     print("demo: TTFT p50 %.1f ms, %s recomputing (%.1f ms); p99 %.1f ms, %s recomputing (%.1f ms): "
           "compute-only on the same arrivals, modelled; refill policy %s"
           % (t50, than(m50, t50), m50, t99, than(m99, t99), m99, j.get("refill_policy")))
+    # The model has the wafer's whole time; the emulator only what the
+    # machine left its lcore, and its lateness is in every TTFT: say what
+    # other processes than the run's took of the machine meanwhile.
+    try:
+        b0, s0, t0, b1, s1, t1, hz, ncpu = os.environ["DEMO_MACHINE"].split()
+        wall = float(t1) - float(t0)
+        own = (int(s1) - int(s0)) / int(hz) + float(j.get("process_cpu_s") or 0)
+        others = ((int(b1) - int(b0)) / int(hz) - own) / wall if wall > 0 else None
+    except (KeyError, ValueError, ZeroDivisionError):
+        others = None
+    w = j.get("control_lcore_cpu_wait")
+    if others is not None and others >= 0.25:
+        print("demo: but the machine is busy: other processes took %.1f of its %s CPUs during the run%s, "
+              "and compute-only is modelled, never starved: that ratio is of a starved run"
+              % (others, ncpu, "" if w is None else
+                 " (the wafer emulator's lcore waited for a CPU %.0f%% of it)" % (100 * w)))
 elif t50 is not None:
     print("demo: TTFT p50 %.1f ms, p99 %.1f ms (arrivals %s: no compute-only beside it without arrivals and "
           "a prefill rate, wafer.arrivals and driver.recompute_tokens_per_s)" % (t50, t99, j.get("arrivals")))

@@ -919,6 +919,8 @@ wait_for_shards(struct drv *d, uint64_t t0, uint64_t start_deadline)
 	if (ready) {
 		d->started = true;
 		drv_clock_start(d, t0);
+		d->cpu_wait_start = drv_cpu_wait_ns();
+		d->cpu_wait_tsc[0] = t0;
 		printf("kvss: driver: every shard is up; replaying\n");
 		fflush(stdout);
 		drv_l2_adopt_ready(d, t0); /* what the second tiers kept, before the first request */
@@ -1084,6 +1086,8 @@ kvss_driver_main(void *arg)
 			kvss_poll_idle(st, t0, &empty);
 	}
 	d->t_end = rte_get_tsc_cycles();
+	d->cpu_wait_end = drv_cpu_wait_ns();
+	d->cpu_wait_tsc[1] = d->t_end;
 	wafer_going(d, d->t_end); /* a stop still open at the end counts too */
 	/* The run's time ends when the shards had it all, not after the check's wait. */
 	if (d->finished && d->settle_at != 0)

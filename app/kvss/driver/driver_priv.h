@@ -414,6 +414,17 @@ struct drv_ttft_figures {
 int drv_ttft_figures(const uint64_t *v, size_t n, struct drv_ttft_figures *f);
 void drv_ttft_derive(struct drv *d);
 void drv_ttft_summary(struct drv *d, char *json, size_t cap);
+/**
+ * The calling thread's time waiting for a CPU while runnable, ns, since
+ * it began (the second field of /proc/thread-self/schedstat): what other
+ * processes on its core took from it. UINT64_MAX where the kernel does not
+ * say (no schedstat, or a line that is not three numbers).
+ */
+uint64_t drv_cpu_wait_ns(void);
+/** The same from a schedstat line @p text: 0 and *@p wait_ns, or -EINVAL. */
+int drv_schedstat_wait(const char *text, uint64_t *wait_ns);
+/** The share of the run the control lcore waited for a CPU, in [0, 1]; -1 where unknown. */
+double drv_cpu_wait_share(const struct drv *d);
 
 /** Copy what telemetry shows (the control lcore, every 100 ms). */
 void drv_report_snapshot(struct drv *d);
@@ -443,6 +454,12 @@ struct drv {
 	struct drv_learn learn;
 	struct kvss_drv_stats st; /* every part writes its own counters (driver.h) */
 	uint64_t hz, t_start, t_end;
+	/* The control lcore's time waiting for a CPU (drv_cpu_wait_ns()) at
+	 * the run's start and end: how far another process starved the
+	 * wafer emulator. UINT64_MAX: the kernel does not say. Each with the
+	 * TSC it was read at (the run's end may be moved back to when the
+	 * shards had it all). */
+	uint64_t cpu_wait_start, cpu_wait_end, cpu_wait_tsc[2];
 	uint64_t wafer_held_at; /* TSC the wafer stopped at (wafer_step), 0: running */
 	bool started, finished, open_loop;
 	int fatal;

@@ -918,7 +918,7 @@ struct summary {
 	uint64_t perr, lost;
 	char fitj[112], fitsj[PREFIXCACHE_MAX_MODELS * 112 + 4];
 	char faultj[512], awayj[16], backj[16];
-	char l2j[3072], pickj[1024], ttftj[640];
+	char l2j[3072], pickj[1024], ttftj[768];
 };
 
 static void

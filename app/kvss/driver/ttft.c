@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "driver_priv.h"
 #include "percentile.h"
@@ -84,6 +85,48 @@ drv_ttft_derive(struct drv *d)
 	d->ttft_derived = n;
 }
 
+int
+drv_schedstat_wait(const char *text, uint64_t *wait_ns)
+{
+	unsigned long long run, wait, slices;
+	int end = 0;
+
+	if (sscanf(text, "%llu %llu %llu%n", &run, &wait, &slices, &end) != 3 ||
+	    (text[end] != '\0' && text[end] != '\n'))
+		return -EINVAL;
+	*wait_ns = wait;
+	return 0;
+}
+
+uint64_t
+drv_cpu_wait_ns(void)
+{
+	char line[128];
+	uint64_t w;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	bool ok =
+	    f != NULL && fgets(line, sizeof(line), f) != NULL && drv_schedstat_wait(line, &w) == 0;
+
+	if (f != NULL)
+		fclose(f);
+	return ok ? w : UINT64_MAX;
+}
+
+double
+drv_cpu_wait_share(const struct drv *d)
+{
+	double secs = d->hz && d->cpu_wait_tsc[1] > d->cpu_wait_tsc[0]
+			  ? (double)(d->cpu_wait_tsc[1] - d->cpu_wait_tsc[0]) / (double)d->hz
+			  : 0;
+	double w;
+
+	if (!d->started || secs <= 0 || d->cpu_wait_start == UINT64_MAX ||
+	    d->cpu_wait_end == UINT64_MAX || d->cpu_wait_end < d->cpu_wait_start)
+		return -1;
+	w = (double)(d->cpu_wait_end - d->cpu_wait_start) / 1e9 / secs;
+	return w > 1 ? 1 : w;
+}
+
 /*
  * The same arrivals with the cache off, computed (lib/wafermodel, which is
  * the emulator's compute-only run: test_emulator checks them equal): every
@@ -153,6 +196,9 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 	char figs[200] = "\"ttft_p50_ms\":null,\"ttft_p90_ms\":null,\"ttft_p99_ms\":null,"
 			 "\"ttft_mean_ms\":null";
 	char model[120] = "\"model_compute_only_ttft_p50_ms\":null,\"model_compute_only_ttft_p99_ms\":null";
+	char waitj[16] = "null", cpuj[24] = "null";
+	struct rusage ru;
+	double wait = drv_cpu_wait_share(d);
 	uint64_t m50, m99;
 	struct prefixcache_stats ps;
 
@@ -191,6 +237,14 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 			printf("; this run's p50 %.2fx sooner, p99 %.2fx",
 			       (double)m50 / 1e3 / (double)s->ttft_p50_us,
 			       (double)m99 / 1e3 / (double)s->ttft_p99_us);
+		/* The model has the wafer's whole time; the emulator had what
+		 * the machine left its lcore (the shards' lcores and any other
+		 * process on its core), and its lateness is in every TTFT. */
+		if (wait >= 0)
+			printf(
+			    "; the wafer emulator's lcore waited for a CPU %.0f%% of the run, the "
+			    "model never",
+			    100 * wait);
 		printf("\n");
 		snprintf(model, sizeof(model),
 			 "\"model_compute_only_ttft_p50_ms\":%.3f,\"model_compute_only_ttft_p99_ms\":%.3f",
@@ -199,14 +253,24 @@ drv_ttft_summary(struct drv *d, char *json, size_t cap)
 	if (s->arrivals_unbegun)
 		printf("kvss: summary: %" PRIu64 " requests had not begun when the run stopped\n",
 		       s->arrivals_unbegun);
-	snprintf(json, cap,
-		 "%s,%s,\"first_tokens\":%" PRIu64 ",\"queue_mean_ms\":%.3f,\"arrivals\":\"%s\","
-		 "\"refill_policy\":\"%s\",\"prefill_computed_tokens\":%" PRIu64
-		 ",\"prefill_refilled_tokens\":%" PRIu64 ",\"recomputed_by_choice_tokens\":%" PRIu64
-		 ",\"compute_saved_ms\":%.3f,\"arrivals_unbegun\":%" PRIu64 ",\"refill_probes\":%" PRIu64
-		 ",\"split_requests\":%" PRIu64 ",\"split_tokens\":%" PRIu64,
-		 figs, model, s->first_tokens, queue, arrivals_name(cfg->wafer.arrivals),
-		 policy_name(cfg->driver.refill_policy), s->miss_tokens, s->hit_tokens,
-		 s->recomputed_by_choice_tokens, (double)s->compute_saved_us / 1e3, s->arrivals_unbegun,
-		 ps.refill_probes, ps.split_requests, ps.split_tokens);
+	if (wait >= 0)
+		snprintf(waitj, sizeof(waitj), "%.3f", wait);
+	/* This process's CPU time, so that a script beside it can tell what
+	 * other processes took of the machine during the run. */
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		snprintf(cpuj, sizeof(cpuj), "%.3f",
+			 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+			     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	snprintf(
+	    json, cap,
+	    "%s,%s,\"control_lcore_cpu_wait\":%s,\"process_cpu_s\":%s,\"first_tokens\":%" PRIu64
+	    ",\"queue_mean_ms\":%.3f,\"arrivals\":\"%s\","
+	    "\"refill_policy\":\"%s\",\"prefill_computed_tokens\":%" PRIu64
+	    ",\"prefill_refilled_tokens\":%" PRIu64 ",\"recomputed_by_choice_tokens\":%" PRIu64
+	    ",\"compute_saved_ms\":%.3f,\"arrivals_unbegun\":%" PRIu64 ",\"refill_probes\":%" PRIu64
+	    ",\"split_requests\":%" PRIu64 ",\"split_tokens\":%" PRIu64,
+	    figs, model, waitj, cpuj, s->first_tokens, queue, arrivals_name(cfg->wafer.arrivals),
+	    policy_name(cfg->driver.refill_policy), s->miss_tokens, s->hit_tokens,
+	    s->recomputed_by_choice_tokens, (double)s->compute_saved_us / 1e3, s->arrivals_unbegun,
+	    ps.refill_probes, ps.split_requests, ps.split_tokens);
 }
