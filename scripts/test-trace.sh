@@ -610,6 +610,16 @@ check "ttft by hand: hits 160; compute-only 0.192/0.256 ms, io-only 0.208/0.240,
 check "ttft by hand, queued on one slot: compute-only 0.220/0.376, io-only 0.236/0.376, adaptive 0.220/0.360" \
 	test "$("$T" "${ttft_hand[@]}" --time-scale 1e-4 --max-inflight 1 2>/dev/null | ttft_keys)" = \
 	"160 0.22 0.376 0.236 0.376 0.22 0.36 96"
+# The same 100 us apart on 8 slots: adaptive counts the prefills queued
+# when a request begins, as the driver does. The second begins at 100
+# with the first's prefill running to 128: its 64-token hit refilled ends
+# at 244, computed it would end at 128 + 128 = 256 (28 us queued + 128):
+# taken, though alone it is not (144 against 128). Adaptive: 128; 100 +
+# 144 + 64 = 308, less 100 = 208; the third as before, 240; 160 hit tokens.
+# Compute-only: 128; 128 + 192 - 100 = 220; 320 + 256 - 200 = 376.
+check "ttft by hand, the prefill queue in the rule: compute-only 0.220/0.376, adaptive 0.208/0.240 taking 160" \
+	test "$("$T" "${ttft_hand[@]}" --time-scale 1e-4 2>/dev/null | ttft_keys)" = \
+	"160 0.22 0.376 0.208 0.24 0.208 0.24 160"
 # With the library's second tier (--l2-dir) the hits come from L2 too: on
 # the trace of --l2-dir above, x's return (10 tokens) hits 5 in DRAM and 5
 # in L2, y's return (5) hits 5 in L2, nothing computed (--no-minus-one).

@@ -152,3 +152,59 @@ Test(wafermodel, a_rate_near_zero_is_held_not_wrapped)
 	cr_assert(t[0] > 0 && t[0] < t[1] && t[1] < t[2], "%lu %lu %lu: in order, never wrapped",
 		  (unsigned long)t[0], (unsigned long)t[1], (unsigned long)t[2]);
 }
+
+/* What a chooser saw (each request's index and wait) and what it chose. */
+struct seen {
+	size_t n, i[4];
+	uint64_t wait[4];
+};
+
+/* The second request's refill taken only behind a queue (as a driver's
+ * rule); its arrival moved, which the model must not take. */
+static void
+choose_behind_queue(void *arg, size_t i, uint64_t wait_ns, struct wafermodel_request *r)
+{
+	struct seen *s = arg;
+
+	s->i[s->n] = i;
+	s->wait[s->n++] = wait_ns;
+	if (i == 1 && wait_ns > 0) {
+		r->computed = 2;
+		r->refill_ns = 5 * US;
+	}
+	r->arrival_ns = 0; /* never the model's order */
+}
+
+/*
+ * Two slots, one compute (1 token a us, 2 us overhead). The first, 10
+ * tokens at 0, computes 0 to 12 us; the second arrives at 4 us with 10
+ * tokens, and begins with 8 us of the first's prefill queued: the chooser
+ * is told 8 us and makes it 2 tokens behind a 5 us refill (ready at 9,
+ * computed 12 to 16: TTFT 12). The third, at 20 us, finds the compute
+ * free (0). The requests given stay as they were.
+ */
+Test(wafermodel, a_chooser_is_told_the_queue_at_each_begin_and_its_choice_is_run)
+{
+	static const struct wafermodel_params two = {
+	    .slots = 2, .tokens_per_ns = 1e-3, .overhead_ns = 2 * US};
+	struct wafermodel_request r[3] = {{0, 10, 0}, {4 * US, 10, 0}, {20 * US, 10, 0}};
+	struct seen s = {0};
+	uint64_t t[3], plain[3];
+
+	cr_assert_eq(wafermodel_ttft_chosen(&two, r, 3, t, choose_behind_queue, &s), 0);
+	cr_assert_eq(s.n, 3);
+	for (size_t k = 0; k < 3; k++)
+		cr_assert_eq(s.i[k], k, "begun in order");
+	cr_assert_eq(s.wait[0], 0);
+	cr_assert_eq(s.wait[1], 8 * US, "queued ahead of the second: %lu",
+		     (unsigned long)s.wait[1]);
+	cr_assert_eq(s.wait[2], 0);
+	cr_assert_eq(t[0], 12 * US);
+	cr_assert_eq(t[1], 12 * US, "its choice run: %lu", (unsigned long)t[1]);
+	cr_assert_eq(t[2], 12 * US);
+	cr_assert_eq(r[1].computed, 10, "the caller's requests are not written");
+	cr_assert_eq(r[1].refill_ns, 0);
+	/* Without the chooser: the second computes 10 tokens from 12 us (TTFT 20). */
+	cr_assert_eq(wafermodel_ttft_chosen(&two, r, 3, plain, NULL, NULL), 0);
+	cr_assert_eq(plain[1], 20 * US);
+}

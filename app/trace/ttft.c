@@ -110,27 +110,33 @@ line_ns(const struct opts *o, double latency_us, double gb_per_s, uint32_t token
 	return ns < (double)(1ull << 50) ? (uint64_t)ns : 1ull << 50;
 }
 
-/* Reading @p tokens in @p ns beats computing them (dram_worth, pc_l2_worth: strictly sooner). */
+/*
+ * Reading @p tokens in @p ns beats computing them after @p wait_ns of
+ * prefills queued ahead (dram_worth, pc_l2_worth: strictly sooner).
+ */
 static bool
-worth(const struct opts *o, uint64_t ns, uint32_t tokens)
+worth(const struct opts *o, uint64_t ns, uint32_t tokens, uint64_t wait_ns)
 {
-	return (double)ns < (double)tokens / (o->recompute_tps / 1e9);
+	return (double)ns < (double)wait_ns + (double)tokens / (o->recompute_tps / 1e9);
 }
 
 /*
- * Request @p q under @p mode: the tokens its prefill computes and its
- * refill's time, into @p w; the hit tokens it refills, returned. The
- * adaptive rule is the driver's (pc_lookup.c, pc_l2.c) without the wafer's
- * prefill queue and without probes (DESIGN.md, "Refill or recompute"):
- * a loaded wafer's TTFT is predicted under the simpler rule. The hit's DRAM
- * part not worth its refill, none of the hit is taken (the prompt is
- * computed from its first token, and the L2 part past it is not looked
- * at); else its L2 part not worth its own line, only the DRAM part is. A
- * hit's refill is the DRAM line over all its tokens, plus the L2 line
- * over those from L2 (they come up to the shard first).
+ * Request @p q under @p mode, begun with @p wait_ns of prefills queued on
+ * the wafer's compute: the tokens its prefill computes and its refill's
+ * time, into @p w; the hit tokens it refills, returned. The adaptive rule
+ * is the driver's (pc_lookup.c, pc_l2.c) with the wafer's prefill queue
+ * (lib/wafermodel gives it at each begin, as the emulator gives its
+ * driver at the lookup) and without probes (DESIGN.md, "Refill or
+ * recompute"): configured lines are never probed; probes of learned ones
+ * are the driver's. The hit's DRAM part not worth its refill, none of the
+ * hit is taken (the prompt is computed from its first token, and the L2
+ * part past it is not looked at); else its L2 part not worth its own line,
+ * only the DRAM part is. A hit's refill is the DRAM line over all its
+ * tokens, plus the L2 line over those from L2 (they come up to the shard
+ * first).
  */
 static uint32_t
-ttft_choose(const struct opts *o, enum ttft_mode mode, const struct ttft_req *q,
+ttft_choose(const struct opts *o, enum ttft_mode mode, const struct ttft_req *q, uint64_t wait_ns,
 	    struct wafermodel_request *w)
 {
 	uint32_t hit = q->hit, l2 = q->l2, dram = q->hit - q->l2;
@@ -138,9 +144,10 @@ ttft_choose(const struct opts *o, enum ttft_mode mode, const struct ttft_req *q,
 	if (mode == TTFT_COMPUTE_ONLY) {
 		hit = l2 = 0;
 	} else if (mode == TTFT_ADAPTIVE) {
-		if (dram > 0 && !worth(o, line_ns(o, o->refill_lat_us, o->refill_gbps, dram), dram))
+		if (dram > 0 &&
+		    !worth(o, line_ns(o, o->refill_lat_us, o->refill_gbps, dram), dram, wait_ns))
 			hit = l2 = 0;
-		else if (l2 > 0 && !worth(o, line_ns(o, o->l2_lat_us, o->l2_gbps, l2), l2))
+		else if (l2 > 0 && !worth(o, line_ns(o, o->l2_lat_us, o->l2_gbps, l2), l2, wait_ns))
 			hit = dram, l2 = 0;
 	}
 	w->computed = q->n - hit;
@@ -148,6 +155,21 @@ ttft_choose(const struct opts *o, enum ttft_mode mode, const struct ttft_req *q,
 	if (l2)
 		w->refill_ns += line_ns(o, o->l2_lat_us, o->l2_gbps, l2);
 	return hit;
+}
+
+/* The adaptive rule at each begin, with the queue then (wafermodel_choose_fn). */
+struct ttft_adaptive {
+	const struct opts *o;
+	const struct result *res;
+	uint64_t hit; /* the hit tokens it refilled */
+};
+
+static void
+adaptive_at_begin(void *arg, size_t i, uint64_t wait_ns, struct wafermodel_request *w)
+{
+	struct ttft_adaptive *a = arg;
+
+	a->hit += ttft_choose(a->o, TTFT_ADAPTIVE, &a->res->ttft[i], wait_ns, w);
 }
 
 /* The arrivals asked, as the line says them. */
@@ -182,15 +204,25 @@ ttft_print(const struct opts *o, const uint64_t *arrival_ns, const struct result
 		goto out;
 	}
 	for (m = 0; m < TTFT_MODES; m++) {
+		struct ttft_adaptive a = {o, res, 0};
+
+		/* The fixed modes choose before; adaptive as each request begins. */
 		for (i = 0; i < n; i++) {
 			w[i].arrival_ns = arrival_ns[i];
-			hit[m] += ttft_choose(o, (enum ttft_mode)m, &res->ttft[i], &w[i]);
+			w[i].computed = res->ttft[i].n;
+			w[i].refill_ns = 0;
+			if (m != TTFT_ADAPTIVE)
+				hit[m] +=
+				    ttft_choose(o, (enum ttft_mode)m, &res->ttft[i], 0, &w[i]);
 		}
 		/* The arrivals do not go back and there is a slot: only memory fails. */
-		if (wafermodel_ttft(&mp, w, n, t) != 0) {
+		if (wafermodel_ttft_chosen(
+			&mp, w, n, t, m == TTFT_ADAPTIVE ? adaptive_at_begin : NULL, &a) != 0) {
 			fprintf(stderr, "kvss-trace: out of memory\n");
 			goto out;
 		}
+		if (m == TTFT_ADAPTIVE)
+			hit[m] = a.hit;
 		percentile_sort_u64(t, n);
 		p50[m] = percentile_u64(t, n, 50);
 		p99[m] = percentile_u64(t, n, 99);

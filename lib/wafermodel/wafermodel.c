@@ -86,24 +86,40 @@ int
 wafermodel_ttft(const struct wafermodel_params *p, const struct wafermodel_request *r, size_t n,
 		uint64_t *ttft_ns)
 {
+	return wafermodel_ttft_chosen(p, r, n, ttft_ns, NULL, NULL);
+}
+
+int
+wafermodel_ttft_chosen(const struct wafermodel_params *p, const struct wafermodel_request *r0,
+		       size_t n, uint64_t *ttft_ns, wafermodel_choose_fn choose, void *arg)
+{
 	/* At most: every request's arrival or begin (one at a time: the
 	 * next is pushed when this one is taken), its refill done, its slot
 	 * freed. */
 	struct heap h = {.v = malloc(sizeof(struct ev) * (2 * n + 2)), .n = 0};
+	/* The requests as chosen at their begins, read through r (@p r0
+	 * itself where nothing chooses). */
+	struct wafermodel_request *w = choose != NULL ? malloc(sizeof(*w) * (n ? n : 1)) : NULL;
+	const struct wafermodel_request *r = choose != NULL ? w : r0;
 	uint64_t compute_free = 0;
 	size_t waiting_from = 0, arrived = 0, i;
 	uint32_t free_slots;
+	int rc = 0;
 
-	if (h.v == NULL)
-		return -ENOMEM;
+	if (h.v == NULL || (choose != NULL && w == NULL)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; w != NULL && i < n; i++)
+		w[i] = r0[i];
 	if (p->slots == 0 || !(p->tokens_per_ns >= 0)) {
-		free(h.v);
-		return -EINVAL;
+		rc = -EINVAL;
+		goto out;
 	}
 	for (i = 1; i < n; i++)
 		if (r[i].arrival_ns < r[i - 1].arrival_ns) {
-			free(h.v);
-			return -EINVAL;
+			rc = -EINVAL;
+			goto out;
 		}
 	free_slots = p->slots;
 	if (n > 0)
@@ -142,9 +158,17 @@ wafermodel_ttft(const struct wafermodel_params *p, const struct wafermodel_reque
 			uint64_t begin = e.t > r[k].arrival_ns ? e.t : r[k].arrival_ns;
 
 			free_slots--;
+			if (choose != NULL) {
+				choose(arg, k, compute_free > begin ? compute_free - begin : 0,
+				       &w[k]);
+				/* Its place in the arrivals is not the chooser's. */
+				w[k].arrival_ns = r0[k].arrival_ns;
+			}
 			push(&h, (struct ev){begin + r[k].refill_ns, EV_READY, (uint32_t)k});
 		}
 	}
+out:
 	free(h.v);
-	return 0;
+	free(w);
+	return rc;
 }

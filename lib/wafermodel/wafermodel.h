@@ -42,6 +42,23 @@ struct wafermodel_request {
 int wafermodel_ttft(const struct wafermodel_params *p, const struct wafermodel_request *r, size_t n,
 		    uint64_t *ttft_ns);
 
+/**
+ * Called as request @p i begins, with @p wait_ns the prefills already
+ * queued on the compute then (its end past the begin, 0 if free): the
+ * caller may set the request's computed tokens and refill time at *@p r
+ * as a driver chooses at its lookup (refill a hit, or compute it, by
+ * whether its refill ends before the queue and its computing would).
+ */
+typedef void (*wafermodel_choose_fn)(void *arg, size_t i, uint64_t wait_ns,
+				     struct wafermodel_request *r);
+
+/**
+ * wafermodel_ttft(), each request's computed tokens and refill time as
+ * @p choose sets them at its begin (from @p r's, which stay as they are).
+ */
+int wafermodel_ttft_chosen(const struct wafermodel_params *p, const struct wafermodel_request *r,
+			   size_t n, uint64_t *ttft_ns, wafermodel_choose_fn choose, void *arg);
+
 /** One prefill of @p computed tokens (0 for a free compute, but the overhead). */
 uint64_t wafermodel_prefill_ns(const struct wafermodel_params *p, uint32_t computed);
 
