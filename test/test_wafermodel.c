@@ -208,3 +208,28 @@ Test(wafermodel, a_chooser_is_told_the_queue_at_each_begin_and_its_choice_is_run
 	cr_assert_eq(wafermodel_ttft_chosen(&two, r, 3, plain, NULL, NULL), 0);
 	cr_assert_eq(plain[1], 20 * US);
 }
+
+/*
+ * Requests arriving at one instant are all looked up before any of their
+ * prefills is queued (the emulator's step starts its sequences, then
+ * queues the prefills of those whose data is whole): three at 0 on eight
+ * slots, nothing to refill, are each told no queue; the prefills then
+ * queue one behind another (12, 24, 36 us).
+ */
+Test(wafermodel, requests_begun_at_one_instant_are_told_the_queue_before_it)
+{
+	static const struct wafermodel_params eight = {
+	    .slots = 8, .tokens_per_ns = 1e-3, .overhead_ns = 2 * US};
+	struct wafermodel_request r[3] = {{0, 10, 0}, {0, 10, 0}, {0, 10, 0}};
+	struct seen s = {0};
+	uint64_t t[3];
+
+	cr_assert_eq(wafermodel_ttft_chosen(&eight, r, 3, t, choose_behind_queue, &s), 0);
+	cr_assert_eq(s.n, 3);
+	for (size_t k = 0; k < 3; k++)
+		cr_assert_eq(s.wait[k], 0, "request %zu told %lu ns queued", k,
+			     (unsigned long)s.wait[k]);
+	cr_assert_eq(t[0], 12 * US);
+	cr_assert_eq(t[1], 24 * US);
+	cr_assert_eq(t[2], 36 * US);
+}

@@ -101,7 +101,11 @@ wafermodel_ttft_chosen(const struct wafermodel_params *p, const struct wafermode
 	 * itself where nothing chooses). */
 	struct wafermodel_request *w = choose != NULL ? malloc(sizeof(*w) * (n ? n : 1)) : NULL;
 	const struct wafermodel_request *r = choose != NULL ? w : r0;
-	uint64_t compute_free = 0;
+	/* The compute's end as it stood when the instant being run began:
+	 * what a begin at that instant is told is queued (the emulator starts
+	 * its new sequences, and looks them up, before it queues the prefills
+	 * of those whose data became whole at the same instant). */
+	uint64_t compute_free = 0, instant = UINT64_MAX, free_then = 0;
 	size_t waiting_from = 0, arrived = 0, i;
 	uint32_t free_slots;
 	int rc = 0;
@@ -127,6 +131,10 @@ wafermodel_ttft_chosen(const struct wafermodel_params *p, const struct wafermode
 	while (h.n > 0) {
 		struct ev e = pop(&h);
 
+		if (e.t != instant) {
+			instant = e.t;
+			free_then = compute_free;
+		}
 		switch (e.kind) {
 		case EV_ARRIVE:
 			arrived = e.i + 1;
@@ -159,8 +167,7 @@ wafermodel_ttft_chosen(const struct wafermodel_params *p, const struct wafermode
 
 			free_slots--;
 			if (choose != NULL) {
-				choose(arg, k, compute_free > begin ? compute_free - begin : 0,
-				       &w[k]);
+				choose(arg, k, free_then > begin ? free_then - begin : 0, &w[k]);
 				/* Its place in the arrivals is not the chooser's. */
 				w[k].arrival_ns = r0[k].arrival_ns;
 			}

@@ -44,7 +44,9 @@ int wafermodel_ttft(const struct wafermodel_params *p, const struct wafermodel_r
 
 /**
  * Called as request @p i begins, with @p wait_ns the prefills already
- * queued on the compute then (its end past the begin, 0 if free): the
+ * queued on the compute then (its end past the begin, 0 if free; as the
+ * emulator's driver is told at the lookup: not the prefills queued at that
+ * same instant, whose refills ended with it): the
  * caller may set the request's computed tokens and refill time at *@p r
  * as a driver chooses at its lookup (refill a hit, or compute it, by
  * whether its refill ends before the queue and its computing would).
