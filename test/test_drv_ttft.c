@@ -120,11 +120,11 @@ Test(drv_ttft, no_time_gives_zeros)
  * The summary says when the wafer emulator was starved of its CPU (the
  * compute-only model never is): the wait the kernel counts for the
  * driver's thread (schedstat's second field), read as three numbers and
- * nothing else.
+ * nothing else, and none where the kernel counts no run time (0 0 0).
  */
 Test(drv_ttft, a_schedstat_line_is_three_numbers_and_its_second_the_wait)
 {
-	const char *bad[] = {"", "1 2", "a b c", "1 2 3 4", "1 2 3x", "-", "1 2 3 \n"};
+	const char *bad[] = {"", "1 2", "a b c", "1 2 3 4", "1 2 3x", "-", "1 2 3 \n", "0 0 0\n"};
 	uint64_t w = 7;
 
 	cr_assert_eq(drv_schedstat_wait("2451709 984611 1\n", &w), 0);

@@ -418,10 +418,13 @@ void drv_ttft_summary(struct drv *d, char *json, size_t cap);
  * The calling thread's time waiting for a CPU while runnable, ns, since
  * it began (the second field of /proc/thread-self/schedstat): what other
  * processes on its core took from it. UINT64_MAX where the kernel does not
- * say (no schedstat, or a line that is not three numbers).
+ * say (no schedstat, a line that is not three numbers, no run time).
  */
 uint64_t drv_cpu_wait_ns(void);
-/** The same from a schedstat line @p text: 0 and *@p wait_ns, or -EINVAL. */
+/**
+ * The same from a schedstat line @p text: 0 and *@p wait_ns, or -EINVAL
+ * (not three numbers, or no run time counted).
+ */
 int drv_schedstat_wait(const char *text, uint64_t *wait_ns);
 /** The share of the run the control lcore waited for a CPU, in [0, 1]; -1 where unknown. */
 double drv_cpu_wait_share(const struct drv *d);

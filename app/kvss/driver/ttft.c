@@ -91,8 +91,10 @@ drv_schedstat_wait(const char *text, uint64_t *wait_ns)
 	unsigned long long run, wait, slices;
 	int end = 0;
 
+	/* A thread that has run shows its run time; 0 0 0 is a kernel that
+	 * keeps none of it (no schedstats, no delay accounting). */
 	if (sscanf(text, "%llu %llu %llu%n", &run, &wait, &slices, &end) != 3 ||
-	    (text[end] != '\0' && text[end] != '\n'))
+	    (text[end] != '\0' && text[end] != '\n') || run == 0)
 		return -EINVAL;
 	*wait_ns = wait;
 	return 0;
