@@ -282,22 +282,36 @@ drv=(--config "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" --poll idle "${
 drv+=(--documents "${KVSS_DEMO_DOCUMENTS-300}")
 # Its output (stderr too: a configuration's message) shown as it comes.
 : >"$tmp/driver.log"
-# What the machine does beside the run: its CPUs' busy time (/proc/stat)
-# and the shards' own (/proc/PID/stat), now and when the driver ends; the
-# driver's own comes in its summary (process_cpu_s).
-busy_ticks() {
-	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+# What the machine does beside the run: the busy time of the CPUs this
+# script may run on (/proc/stat: user, nice, system and steal; not the
+# interrupts, the run's own disk I/O among them), the run's own CPU time
+# (the shards', alive, from /proc/PID/stat, and the children this shell
+# has waited for: the driver once it ends, a shard that died), and the
+# clock; now and when the driver ends.
+machine_snapshot() {
+	python3 - "$$" "$@" <<'PY'
+import os, sys, time
+def after_comm(pid):
+    with open("/proc/%s/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()
+cpus = os.sched_getaffinity(0)
+busy = 0
+for line in open("/proc/stat"):
+    p = line.split()
+    if p[0].startswith("cpu") and p[0][3:].isdigit() and int(p[0][3:]) in cpus:
+        busy += int(p[1]) + int(p[2]) + int(p[3]) + (int(p[8]) if len(p) > 8 else 0)
+f = after_comm(sys.argv[1])
+own = int(f[13]) + int(f[14])  # cutime, cstime
+for pid in sys.argv[2:]:
+    try:
+        f = after_comm(pid)
+        own += int(f[11]) + int(f[12])  # utime, stime
+    except (OSError, IndexError, ValueError):
+        pass  # gone: reaped, its time is in cutime now
+print(busy, own, "%.3f" % time.monotonic(), len(cpus))
+PY
 }
-shard_ticks() {
-	local t=0 k f
-	for k in 0 1; do
-		# Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-		read -r -a f < <(sed 's/^.*) //' "/proc/${pids[$k]}/stat" 2>/dev/null) || continue
-		t=$((t + ${f[11]:-0} + ${f[12]:-0}))
-	done
-	echo "$t"
-}
-machine0="$(busy_ticks) $(shard_ticks) $(date +%s.%N)"
+machine0=$(machine_snapshot "${pids[0]}" "${pids[1]}" 2>/dev/null)
 "$BUILD/kvss" "${EAL[@]}" --file-prefix "${prefixes[2]}" --lcores "$LC" \
 	--vdev "net_memif0,role=client,id=0,bsize=10240,socket=$tmp/memif0.sock" \
 	--vdev "net_memif1,role=client,id=1,bsize=10240,socket=$tmp/memif1.sock" \
@@ -311,7 +325,7 @@ while kill -0 "$dpid" 2>/dev/null; do
 done
 wait "$dpid"
 drv_status=$?
-machine1="$(busy_ticks) $(shard_ticks) $(date +%s.%N)"
+machine1=$(machine_snapshot "${pids[0]}" "${pids[1]}" 2>/dev/null)
 wait "$tpid"
 unset 'pids[2]'
 status=$drv_status
@@ -345,7 +359,7 @@ pids=()
 verdict() {
 	# DRAM alone is computed with the driver's column (kvss-trace's default is 64).
 	DEMO_COLUMN=$(sed -n 's/^ *column = \([0-9]*\);.*/\1/p' "${KVSS_DEMO_DRIVER_CFG:-config/memif-driver.cfg}" | head -n 1) \
-	DEMO_MACHINE="$machine0 $machine1 $(getconf CLK_TCK) $(nproc)" \
+	DEMO_MACHINE="$machine0 $machine1 $(getconf CLK_TCK)" \
 	python3 - "$tmp/driver.log" "$status" "$BUILD" "$sig" "$l2_state" "$(first_error "$tmp/driver.log")" \
 		"$tmp/shard0.log" "$tmp/shard1.log" <<'EOF'
 import json, os, subprocess, sys
@@ -482,10 +496,9 @@ if t50 is not None and m50 is not None and t50 > 0 and t99 > 0:
     # machine left its lcore, and its lateness is in every TTFT: say what
     # other processes than the run's took of the machine meanwhile.
     try:
-        b0, s0, t0, b1, s1, t1, hz, ncpu = os.environ["DEMO_MACHINE"].split()
+        b0, o0, t0, _, b1, o1, t1, ncpu, hz = os.environ["DEMO_MACHINE"].split()
         wall = float(t1) - float(t0)
-        own = (int(s1) - int(s0)) / int(hz) + float(j.get("process_cpu_s") or 0)
-        others = ((int(b1) - int(b0)) / int(hz) - own) / wall if wall > 0 else None
+        others = ((int(b1) - int(b0)) - (int(o1) - int(o0))) / int(hz) / wall if wall > 0 else None
     except (KeyError, ValueError, ZeroDivisionError):
         others = None
     w = j.get("control_lcore_cpu_wait")
