@@ -705,8 +705,13 @@ for opt in --time-scale --arrival-rate --max-inflight --refill-read-gbps --arriv
 	refused "$opt without --ttft" "^kvss-trace: $opt: shapes --ttft's times to first token: give --ttft" \
 		"$opt" 1
 done
-# Below kvss's floor (wafer.time_scale and arrival_rate, 1e-6): what kvss
-# cannot run is not modelled either.
+# Below kvss's floor (wafer.time_scale and arrival_rate, 1e-6; a token a
+# second for the prefill rate, whose rate per ns would round to 0, read as
+# computing for free): what kvss cannot run is not modelled either.
+for bad in 1e-315 0.5 2e9; do
+	refused "--recompute-tokens-per-s $bad" "^kvss-trace: --recompute-tokens-per-s: '$bad' is not a number in \\[1, 1e\\+09\\]" \
+		--ttft --recompute-tokens-per-s "$bad" --kv-bytes-per-token 256
+done
 refused "--time-scale 1e-300" "^kvss-trace: --time-scale: '1e-300' is not a number in \\[1e-06, " --ttft \
 	--recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --time-scale 1e-300
 refused "--arrival-rate 5e-7" "^kvss-trace: --arrival-rate: '5e-7' is not a number in \\[1e-06, " --ttft \

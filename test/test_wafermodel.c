@@ -153,6 +153,31 @@ Test(wafermodel, a_rate_near_zero_is_held_not_wrapped)
 		  (unsigned long)t[0], (unsigned long)t[1], (unsigned long)t[2]);
 }
 
+/*
+ * More prefills of the 2^50 ns a rate near 0 is held at than 2^64 ns
+ * holds (16,400 of them, all at 0 on 4,096 slots): the queue's end is held
+ * at its most, never wrapped to a small time; the times to first token
+ * never fall as the requests go.
+ */
+Test(wafermodel, a_queue_past_what_a_clock_holds_is_held_not_wrapped)
+{
+	struct wafermodel_params p = {.slots = 4096, .tokens_per_ns = 1e-300, .overhead_ns = 0};
+	size_t n = 16400, i;
+	struct wafermodel_request *r = calloc(n, sizeof(*r));
+	uint64_t *t = calloc(n, sizeof(*t));
+
+	cr_assert(r != NULL && t != NULL);
+	for (i = 0; i < n; i++)
+		r[i].computed = 1;
+	cr_assert_eq(wafermodel_ttft(&p, r, n, t), 0);
+	for (i = 1; i < n; i++)
+		cr_assert_geq(t[i], t[i - 1], "request %zu's time fell: %lu after %lu", i,
+			      (unsigned long)t[i], (unsigned long)t[i - 1]);
+	cr_assert_eq(t[n - 1], UINT64_MAX, "the last held at the clock's end");
+	free(r);
+	free(t);
+}
+
 /* What a chooser saw (each request's index and wait) and what it chose. */
 struct seen {
 	size_t n, i[4];

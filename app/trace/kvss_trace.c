@@ -682,7 +682,10 @@ opt_ttft(int c, struct opts *o)
 {
 	switch (c) {
 	case 'T':
-		if (num_f("--recompute-tokens-per-s", optarg, 1e12, &o->recompute_tps) != 0)
+		/* kvss's range (driver.recompute_tokens_per_s): below a token a
+		 * second the rate per ns rounds to nothing, which the models read
+		 * as computing for free. */
+		if (num_f_from("--recompute-tokens-per-s", optarg, 1, 1e9, &o->recompute_tps) != 0)
 			return 2;
 		break;
 	case 263:

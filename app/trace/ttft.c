@@ -105,8 +105,9 @@ line_ns(const struct opts *o, double latency_us, double gb_per_s, uint32_t token
 	/* GB/s is bytes per ns. */
 	double ns = latency_us * 1000 + (double)tokens * (double)o->kv_bytes / gb_per_s;
 
-	/* A bandwidth near 0 is centuries: held there, never a double past
-	 * what a uint64_t holds (undefined), nor a sum that wraps. */
+	/* A bandwidth near 0 is held at 2^50 ns (13 days): never a double
+	 * past what a uint64_t holds (undefined); lib/wafermodel's sums
+	 * saturate. */
 	return ns < (double)(1ull << 50) ? (uint64_t)ns : 1ull << 50;
 }
 

@@ -77,9 +77,17 @@ wafermodel_prefill_ns(const struct wafermodel_params *p, uint32_t computed)
 
 	if (p->tokens_per_ns > 0)
 		ns += (double)computed / p->tokens_per_ns;
-	/* A rate near 0 (1e-300 tokens/ns) is centuries: held there, never
-	 * wrapped past 2^64 as the queue adds it up. */
+	/* A rate near 0 (1e-300 tokens/ns) is held at 2^50 ns (13 days),
+	 * never a double past what a uint64_t holds; the queue's sums
+	 * saturate (sat_add) rather than wrap. */
 	return ns < (double)(1ull << 50) ? (uint64_t)ns : 1ull << 50;
+}
+
+/* a + b, held at UINT64_MAX: 2^14 prefills of 2^50 ns queued would wrap. */
+static inline uint64_t
+sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 int
@@ -145,7 +153,7 @@ wafermodel_ttft_chosen(const struct wafermodel_params *p, const struct wafermode
 			/* Its data is whole: its prefill, after those before it. */
 			uint64_t cost = wafermodel_prefill_ns(p, r[e.i].computed);
 			uint64_t start = compute_free > e.t ? compute_free : e.t;
-			uint64_t end = start + cost;
+			uint64_t end = sat_add(start, cost);
 
 			/* Nothing to compute: the emulator does not queue it. */
 			if (cost == 0)
@@ -171,7 +179,8 @@ wafermodel_ttft_chosen(const struct wafermodel_params *p, const struct wafermode
 				/* Its place in the arrivals is not the chooser's. */
 				w[k].arrival_ns = r0[k].arrival_ns;
 			}
-			push(&h, (struct ev){begin + r[k].refill_ns, EV_READY, (uint32_t)k});
+			push(&h,
+			     (struct ev){sat_add(begin, r[k].refill_ns), EV_READY, (uint32_t)k});
 		}
 	}
 out:
