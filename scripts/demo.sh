@@ -507,6 +507,8 @@ if t50 is not None and m50 is not None and t50 > 0 and t99 > 0:
               "and compute-only is modelled, never starved: that ratio is of a starved run"
               % (others, ncpu, "" if w is None else
                  " (the wafer emulator's lcore waited for a CPU %.0f%% of it)" % (100 * w)))
+    elif others is not None:
+        print("demo: a quiet machine: other processes took %.2f of its %s CPUs during the run" % (max(others, 0), ncpu))
 elif t50 is not None:
     print("demo: TTFT p50 %.1f ms, p99 %.1f ms (arrivals %s: no compute-only beside it without arrivals and "
           "a prefill rate, wafer.arrivals and driver.recompute_tokens_per_s)" % (t50, t99, j.get("arrivals")))
