@@ -568,8 +568,15 @@ kvdisk_close(struct kvdisk *d)
 			kvdisk_poll(d, done, 16, true);
 		io_uring_queue_exit(&d->ring);
 	}
-	if (d->fd >= 0)
+	/* The lock goes now, not when the file's last reference does: the
+	 * ring's teardown runs after io_uring_queue_exit() returns, and what
+	 * it still holds of the file kept the lock for a while after close(),
+	 * so that this process reopening the file at once was refused as
+	 * another process. Nothing is in flight here. */
+	if (d->fd >= 0) {
+		flock(d->fd, LOCK_UN);
 		close(d->fd);
+	}
 	for (c = 0; c < KVDISK_MAX_CACHES; c++) {
 		free(d->r[c].s);
 		free(d->r[c].bucket);
