@@ -825,8 +825,11 @@ workload_arrivals(const struct workload *w, size_t n, double scale, double rate,
 		else
 			t = (double)(w->r[i].ts_ms - w->r[0].ts_ms) * scale * 1e6;
 		if (!(t <= (double)WL_MAX_ARRIVAL_NS)) {
-			snprintf(err, errlen, "request %zu would arrive %.0f s after the first: more than "
-				 "a day", i + 1, t / 1e9);
+			/* %.9g: 86,400.0001 s is not printed as 86400, a day. */
+			snprintf(err, errlen,
+				 "request %zu would arrive %.9g s after the first: more than "
+				 "a day",
+				 i + 1, t / 1e9);
 			return -1;
 		}
 		out_ns[i] = (uint64_t)t;
