@@ -730,9 +730,12 @@ refused "--time-scale with Poisson arrivals" "^kvss-trace: --time-scale: for --a
 refused "--ttft with --replicas 2" "^kvss-trace: --ttft models one wafer: not with --replicas 2" \
 	--ttft --recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --replicas 2
 # A latency, an overhead and a seed of 0 are values (a fitted line's latency may be 0).
+# kvss's per-model l2_latency_us takes 0 too. One slot is "1 slot".
 "$T" "${ttft[@]}" --recompute-tokens-per-s 1e4 --arrivals poisson --arrival-seed 0 \
-	--refill-latency-us 0 --prefill-overhead-us 0 --limit 20 >/dev/null 2>&1
-check "ttft: --arrival-seed 0, --refill-latency-us 0 and --prefill-overhead-us 0 are taken" test $? -eq 0
+	--refill-latency-us 0 --prefill-overhead-us 0 --l2-latency-us 0 --max-inflight 1 \
+	--limit 20 >"$tmp/ttft-zero.txt" 2>&1
+check "ttft: --arrival-seed 0, --refill-latency-us 0, --prefill-overhead-us 0 and --l2-latency-us 0 are taken" test $? -eq 0
+check "ttft: one run slot is said '1 slot'" grep -q ', 1 slot, 10000 tokens/s' "$tmp/ttft-zero.txt"
 # A trace without timestamps: refused at the trace's times, naming the line,
 # before any replay; Poisson arrivals need none.
 printf '{"org": "a", "tokens": [1, 2, 3]}\n' >"$tmp/nots.jsonl"

@@ -520,7 +520,7 @@ opt_cache(int c, struct opts *o)
 			return 2;
 		break;
 	case 'Y':
-		if (num_f("--l2-latency-us", optarg, 1e7, &o->l2_lat_us) != 0)
+		if (num_f0("--l2-latency-us", optarg, 1e7, &o->l2_lat_us) != 0)
 			return 2;
 		break;
 	case 'D':

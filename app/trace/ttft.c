@@ -235,10 +235,12 @@ ttft_print(const struct opts *o, const uint64_t *arrival_ns, const struct result
 		printf(", \"ttft_adaptive_hit_tokens\": %" PRIu64, hit[TTFT_ADAPTIVE]);
 	} else {
 		arrivals_str(o, arr, sizeof(arr));
-		printf("%-12s %sttft (modelled; arrivals %s, %u slots, %g tokens/s):", "", indent,
-		       arr, o->max_inflight, o->recompute_tps);
+		printf("%-12s %sttft (modelled; arrivals %s, %u slot%s, %g tokens/s):", "", indent,
+		       arr, o->max_inflight, o->max_inflight == 1 ? "" : "s", o->recompute_tps);
+		/* To the microsecond, as the JSON: a refill a few us sooner
+		 * than computing is what the adaptive rule weighs. */
 		for (m = 0; m < TTFT_MODES; m++)
-			printf("%s %s p50 %.2f ms p99 %.2f ms", m ? ";" : "", names[m],
+			printf("%s %s p50 %.3f ms p99 %.3f ms", m ? ";" : "", names[m],
 			       (double)p50[m] / 1e6, (double)p99[m] / 1e6);
 		printf(", %" PRIu64 " of %" PRIu64 " hit tokens refilled", hit[TTFT_ADAPTIVE],
 		       hit[TTFT_IO_ONLY]);
