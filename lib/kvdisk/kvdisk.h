@@ -185,7 +185,9 @@ struct kvdisk;
  * holds. @return the L2, or NULL with one line in @p err naming the file
  * and errno set: EEXIST when what is there is not this owner's second tier
  * and @p p->format would format it over, EACCES when the path is refused
- * (a link, an owner, a mode), EBUSY when another process has it open,
+ * (a link, an owner, a mode), EBUSY when another process has it open (a
+ * held lock is asked for again for a second first: one that just ended
+ * may hold it a moment), flock's errno (ENOLCK) when it cannot be locked,
  * EKEYREJECTED when it is sealed and more of its column headers fail
  * under the keys given than hold (another key's file: nothing is cleared,
  * even with @p p->format), else ENOSPC, EIO, ENOMEM, EINVAL.

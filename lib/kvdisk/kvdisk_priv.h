@@ -33,8 +33,9 @@
 #define KD_SB_SEALED 1u
 #define KD_TRAILER_LEN (4u + SEAL_NONCE_LEN + SEAL_TAG_LEN)
 #define KD_PROBE_LEN (1u << 20) /* the bytes read to tell blank from not blank */
-/* How long a held lock is asked for again at open: a process that just ended
- * may hold it until the kernel has torn its ring down (kvdisk_open.c). */
+/* How many times, a millisecond apart, a held lock is asked for again at
+ * open: a process that just ended may hold it until the kernel has torn
+ * its ring down (kvdisk_open.c). */
 #define KD_LOCK_WAIT_MS 1000u
 /*
  * How long a deleted column's cleared header waits, at most, for a put to

@@ -30,15 +30,15 @@
  *     written for that key into the file as opened (its superblock's id):
  *     never another file's bytes, never the deleted column, never a key
  *     only the foreign file has;
- *   - a column put now comes back whole; after a close and a reopen,
- *     nothing dropped comes back, and all of the above holds again.
+ *   - a column put now comes back whole; the close lets the file's lock
+ *     go (another open file takes it at once); after a reopen, nothing
+ *     dropped comes back, and all of the above holds again.
  * Byte 0 & 4 set: the same, every file sealed (kvdisk_params.ring: the
  * three made under one key), and each open followed by
- * kvdisk_retire_unheld() (every trailer's key id read). In a plain file a slot forged with the file's
- * own seed is not tried: XXH3 is a checksum, and whoever can write the
- * file and read its id can forge one (docs/SECURITY.md); the file's
- * permissions are what stop them. In a sealed file it is (mutation 7 with
- * seed 0): the header's MAC must stop it, and every check above holds.
+ * kvdisk_retire_unheld() (every trailer's key id read). In a plain file a slot forged with the
+ * file's own seed is not tried: XXH3 is a checksum, and whoever can write the file and read its id
+ * can forge one (docs/SECURITY.md); the file's permissions are what stop them. In a sealed file it
+ * is (mutation 7 with seed 0): the header's MAC must stop it, and every check above holds.
  *
  * KVSS_FUZZ_KVDISK_SEEDS=DIR: write a seed corpus into DIR and exit.
  */
@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -667,6 +668,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	kvdisk_close(d);
+	/* The lock went with the close, not when the ring's teardown let the
+	 * file go: taken at once here, with no wait (kvdisk_open() would wait
+	 * a moment for it and hide a lock that outlives the close). */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
+		die("the file's lock outlived kvdisk_close()");
+	close(fd);
 
 	/* Again: what was dropped or cleared stays gone; the rest still checks. */
 	d = kvdisk_open(path, &p, err, sizeof(err));
