@@ -24,11 +24,12 @@ rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$LOG")
 echo "fuzz: $(basename "$BIN") ran ${runs:-0} executions in ${SECONDS_}s (${rate:-0}/s), exit $rc"
 if [ $rc -ne 0 ]; then
 	# First what a reader needs when only the start of this is seen: the
-	# seed (the run again: -seed=N over the same corpus), then what the
-	# target and the sanitizer said, without libFuzzer's progress lines
-	# and stack frames; the stack follows, and the log stays.
-	grep -m1 '^INFO: Seed:' "$LOG" || true
-	grep -v -e '^#[0-9]' -e '^INFO:' -e '^ *#[0-9]' -e 'NEW_FUNC' "$LOG" | head -n 20
+	# seed, then what the target and the sanitizer said (and where the
+	# input was written: "Test unit written to"), without libFuzzer's
+	# progress lines and stack frames; the stack follows, and the log
+	# stays. -a: a target's output may hold bytes grep takes for binary.
+	grep -a -m1 '^INFO: Seed:' "$LOG" || true
+	grep -a -v -e '^#[0-9]' -e '^INFO:' -e '^ *#[0-9]' -e 'NEW_FUNC' "$LOG" | head -n 20
 	echo "fuzz: the stack and the whole run: $LOG"
 	tail -n 40 "$LOG"
 	exit 1
