@@ -646,7 +646,7 @@ check "ttft with L2: its files are gone" test -z "$(find "$tmp" -maxdepth 1 -nam
 ttft=(--generate 200 --capacity 1e5 --ttft --kv-bytes-per-token 256)
 "$T" "${ttft[@]}" --recompute-tokens-per-s 1e4 >"$tmp/ttft.txt" 2>/dev/null
 check "ttft: exits 0 and prints the line under the row" sh -c "[ $? -eq 0 ] && grep -qE \
-'^ +ttft \(modelled; arrivals the trace.s times x 1, 8 slots, 10000 tokens/s\): compute-only p50 [0-9.]+ ms p99 [0-9.]+ ms; io-only p50 [0-9.]+ ms p99 [0-9.]+ ms; adaptive p50 [0-9.]+ ms p99 [0-9.]+ ms, [0-9]+ of [0-9]+ hit tokens refilled \(p50 [0-9.]+x sooner than compute-only\)$' '$tmp/ttft.txt'"
+'^ +ttft \(modelled; arrivals the trace.s times x 1, 8 slots, 10000 tokens/s\): compute-only p50 [0-9]+\.[0-9]{3} ms p99 [0-9]+\.[0-9]{3} ms; io-only p50 [0-9]+\.[0-9]{3} ms p99 [0-9]+\.[0-9]{3} ms; adaptive p50 [0-9]+\.[0-9]{3} ms p99 [0-9]+\.[0-9]{3} ms, [0-9]+ of [0-9]+ hit tokens refilled \(p50 [0-9.]+x sooner than compute-only\)$' '$tmp/ttft.txt'"
 grep ' ttft ' "$tmp/ttft.txt" | sed 's/^ */  /'
 "$T" "${ttft[@]}" --recompute-tokens-per-s 1e4 --json >"$tmp/ttft-slow.json" 2>/dev/null
 "$T" "${ttft[@]}" --recompute-tokens-per-s 1e9 --json >"$tmp/ttft-fast.json" 2>/dev/null
@@ -708,9 +708,15 @@ done
 # Below kvss's floor (wafer.time_scale and arrival_rate, 1e-6; a token a
 # second for the prefill rate, whose rate per ns would round to 0, read as
 # computing for free): what kvss cannot run is not modelled either.
-for bad in 1e-315 0.5 2e9; do
-	refused "--recompute-tokens-per-s $bad" "^kvss-trace: --recompute-tokens-per-s: '$bad' is not a number in \\[1, 1e\\+09\\]" \
+for bad in 1e-315 0.5 2e9 0 -1 nan abc 1x '' inf; do
+	refused "--recompute-tokens-per-s '$bad'" "^kvss-trace: --recompute-tokens-per-s: '$bad' is not a number in \\[1, 1e\\+09\\]" \
 		--ttft --recompute-tokens-per-s "$bad" --kv-bytes-per-token 256
+done
+# The second tier's latency: 0 to 1e7 us, as kvss's per-model l2_latency_us
+# (not a --ttft option: --l2 uses it too).
+for bad in -1 nan abc 1x '' -0 1e8; do
+	refused "--l2-latency-us '$bad'" "^kvss-trace: --l2-latency-us: '$bad' is not a number in \\[0, 1e\\+07\\]" \
+		--l2-latency-us "$bad"
 done
 refused "--time-scale 1e-300" "^kvss-trace: --time-scale: '1e-300' is not a number in \\[1e-06, " --ttft \
 	--recompute-tokens-per-s 1e4 --kv-bytes-per-token 256 --time-scale 1e-300
