@@ -16,12 +16,12 @@
  * directory others can write, such as /var/tmp itself); both are removed
  * at the end.
  *
- * Then replacements as the shard's tier does them when its L2 is full
- * (issue 42): a file of the demo's columns (64 tokens of 256 B, a 20 KiB
+ * Then replacements as the shard's tier does them when its L2 is full:
+ * a file of the demo's columns (64 tokens of 256 B, a 20 KiB
  * slot), 4 x COLUMNS of them written, then each replaced, a delete of the
  * oldest and a put of a new one, in operations (deletes and puts) per
  * second: once with every delete writing its cleared header at once
- * (kvdisk_params.clear_at_once, the baseline: before issue 42), once with
+ * (kvdisk_params.clear_at_once, the baseline: the old way), once with
  * deletes deferred for a put to take their slot.
  *
  * Then the first two again on a sealed file (kvdisk_params.ring: every

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The wafer emulator's cost a byte (issue 42, "the emulator is never the
- * bottleneck"), each printed as `bench: NAME VALUE UNIT` with its baseline
+ * The wafer emulator's cost a byte (the emulator must never be the
+ * bottleneck), each printed as `bench: NAME VALUE UNIT` with its baseline
  * measured in the same run, best of 5 interleaved:
  *  - wafer_fill_8k: lib/wafer making EVICT_DATA payloads (8,916 bytes, a
  *    jumbo frame's) of 8 KiB tokens into a pool of frame buffers much larger

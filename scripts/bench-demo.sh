@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The whole system against its parts (issue 42): make demo's processes (a
+# The whole system against its parts: make demo's processes (a
 # driver and two shards over net_memif, scripts/demo.sh) on the same input
 # twice, side by side on the same minutes: first with DRAM alone (the
 # shards' second tiers taken out of copies of the demo's configurations),

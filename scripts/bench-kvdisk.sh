@@ -3,14 +3,14 @@
 # The second tier's engine (bench/bench_kvdisk.c) against fio (Debian's
 # package) on the same file system, with the same block size (a column's
 # slot, 260 KiB), queue depth (32), O_DIRECT and io_uring, in the same run:
-# write the file, then read it. Goal (issue 27): >= 0.8x of fio both ways.
+# write the file, then read it. Goal: >= 0.8x of fio both ways.
 # kvdisk registers its buffers with the ring; fio is run both without
 # (its default) and with --fixedbufs.
 # Three rounds, each kvdisk then fio, and the median of each (a virtual
 # disk's rate moves by a third from one run to the next). KVSS_BENCH_DIR
 # picks the file system (default /var/tmp).
 # bench_kvdisk also replaces columns of the demo's size in a full file, a
-# delete and a put each (issue 42): deletes deferred for a put to take
+# delete and a put each: deletes deferred for a put to take
 # their slot, against the baseline of every delete writing its cleared
 # header at once, in the same run; the median of the ratios. And the
 # write and read again on a sealed file (shard.l2.key_file: AES-256-GCM

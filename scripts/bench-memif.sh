@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# End to end against the link's ceiling (issue 30, item 2): kvss's
+# End to end against the link's ceiling: kvss's
 # EVICT_DATA (wafer -> shard) and REFILL_DATA (shard -> wafer) over
 # net_memif between two processes, against Debian's dpdk-testpmd on the
 # same kind of link with the same frame size, in the same run.

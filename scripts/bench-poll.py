@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""The three polling modes, measured (issue 29, item 5).
+"""The three polling modes, measured.
 
 The seed says turning the busy loop off slowed eviction 2-3x; a DPDK user
 knows three modes: busy polling, idle (pause, then a 50 us sleep when polls

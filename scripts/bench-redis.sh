@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# What an LMCache user would put behind an accelerator instead (issue 30,
-# item 3): Debian's redis-server, SET and GET of 16 KiB values pipelined
+# What an LMCache user would put behind an accelerator instead:
+# Debian's redis-server, SET and GET of 16 KiB values pipelined
 # over loopback, against kvss storing (EVICT_DATA) and refilling
 # (REFILL_DATA) the same bytes, each on one core, in the same run.
 #

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Reports sent again on a lossless link (issue 41, B): the memif demo's
+# Reports sent again on a lossless link: the memif demo's
 # processes (scripts/demo.sh: a driver and two shards, each with a second
 # tier) replay 1,000 requests; every report (ERROR, TOKEN_LOST, L2_DONE)
 # that a shard sends again went again only because its REPORT_ACK came after
 # the shard's timeout. The share resent, over both shards: a note, not a
 # figure against a baseline (the old fixed 5 ms timeout, resending every
 # report at each timeout, is no longer in the code to run beside it; what it
-# resent is in docs/results.md, "Lost data and resent reports (issue 41,
-# 2026-11-27)": 13.3%, 11.6% and 10.0% in three runs at 8594057). A timing
+# resent is in docs/results.md, "Lost data and resent reports
+# (2026-11-27)": 13.3%, 11.6% and 10.0% in three runs at 8594057). A timing
 # figure (three processes on two shared cores), so make bench, not a test.
 #
 #   scripts/bench-reports.sh [BUILD]

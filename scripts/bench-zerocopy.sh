@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Zero-copy ingest measured against copying (issue 30, item 1). A shard
+# Zero-copy ingest measured against copying. A shard
 # that kept the frames it receives as its storage would do all it does now
 # but the copy; its lcore's ceiling is measured with bench_shard built
 # again with -DKVSTORE_NOCOPY_PROBE (the store keeps its books, copies

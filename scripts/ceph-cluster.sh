@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# A throwaway Ceph cluster for tests and benchmarks (issue 40): one mon, one
+# A throwaway Ceph cluster for tests and benchmarks: one mon, one
 # mgr and N OSDs (bluestore on sparse files), auth none, every address
 # 127.0.0.1, every file under DIR; a pool "kvss" (size 2, min_size 1, 32
 # PGs). No cephadm, no containers, no service: the daemons are this

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# The fault soak with processes (issue 28): a driver and two shard processes
+# The fault soak with processes: a driver and two shard processes
 # over net_memif (the demo's shape, each shard with a small second tier in a
 # directory of its own), the driver's link faulted by its seeded injector
 # (--faults seed=N), and at a moment the seed chooses:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# The fault soak (issue 28): the whole system in one process (role "all":
+# The fault soak: the whole system in one process (role "all":
 # driver, wafer emulator and shard joined by a pair of rte_rings), its link
 # faulted by the driver's seeded injector (--faults seed=N: drop, duplicate,
 # reorder, delay, truncate, corrupt, at rates the seed chooses, both ways),

@@ -239,7 +239,7 @@ if want 1p; then
 		sh -c "test $? -eq 2 && grep -q 'time_scale' '$tmp/scale0.log'"
 fi
 
-# 1b. Multimodal input (issue 31, item 2): an image of 64 tokens ends every
+# 1b. Multimodal input: an image of 64 tokens ends every
 #     4th prompt of the built-in workload (wafer.multimodal_every); caching
 #     stops before it, the summary counts what was not cached.
 if want 1b; then
@@ -253,7 +253,7 @@ if want 1b; then
 	check "multimodal: the summary says so" grep -q "summary: multimodal: [1-9][0-9]* tokens not cached" "$tmp/mm.log"
 fi
 
-# 1s. Speculative decoding (issue 31, item 1) in the application: rounds of
+# 1s. Speculative decoding in the application: rounds of
 #     4 proposals, 30% rejected (wafer.spec_tokens, spec_reject_pct); the
 #     rejected ones are evicted, then overwritten in place on the shard, and
 #     later turns hit into the answers: every refilled byte is checked, so a
@@ -273,7 +273,7 @@ if want 1s; then
 	check "speculation: off by default (no rounds in the first run)" test "$(field "$tmp/all.json" spec_rounds)" = 0
 fi
 
-# 1t. A target and its draft in one process (issue 31, item 4): role all
+# 1t. A target and its draft in one process: role all
 #     hosts a shard per model (config/all-in-one-draft.cfg), each on its
 #     own ingest lcore and ring pair; each model has its own map, capacity
 #     and shard, the draft's smaller, so some requests hit in the target
@@ -788,8 +788,8 @@ if want 4b; then
 		grep -q "times a shard was away, [1-9][0-9]* requests begun as misses" "$tmp/gone.log"
 fi
 
-# 4r. The default away_ms (1000) with a shard that comes back (issue 26,
-#     item 8): killed while the run goes on, restarted a second later. The
+# 4r. The default away_ms (1000) with a shard that comes back: killed
+#     while the run goes on, restarted a second later. The
 #     driver runs its model as misses meanwhile, retries its HELLO, takes it
 #     back, and the hit ratio recovers. The wafer's prefill of missed tokens
 #     takes time here (driver.recompute_tokens_per_s = 1e6), as on a real

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The second tier (issue 27; PROTOCOL.md section 9) end to end, on the
+# The second tier (PROTOCOL.md section 9) end to end, on the
 # built-in workload, every refilled byte checked by the wafer emulator:
 #  1. one process (role "all") with a small DRAM and an L2 ten times larger:
 #     hits come up from L2, more than DRAM alone gets;
@@ -27,8 +27,8 @@
 #     byte a second) costs the columns waiting on it, not the model;
 #  5. a file made for another geometry, and a disk too small (a tmpfs of
 #     1 MiB): refused at start with a message naming shard.l2;
-#  9. (run after 5) whose file it is, what is there, who can reach it
-#     (issue 39): another shard's file of the same geometry refused naming
+#  9. (run after 5) whose file it is, what is there, who can reach it:
+#     another shard's file of the same geometry refused naming
 #     both; an ext4 image (and an ext4 loop device, where losetup works)
 #     refused by name and left whole, formatted with shard.l2.format =
 #     true; a directory others can write, another user's directory, a
@@ -562,7 +562,7 @@ else
 	echo "l2: disk too small: not tested (cannot mount a tmpfs here)"
 fi
 
-# 9. Whose file it is, what is there, who can reach it (issue 39). Each
+# 9. Whose file it is, what is there, who can reach it. Each
 #    refusal stops the shard at start, naming shard.l2, the path and what
 #    was found; the runs that start make one request.
 refused() { # refused LABEL CFG LOG PATTERN

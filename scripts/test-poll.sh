@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# poll_mode "interrupt" (issue 29, item 5): an lcore with nothing to do
+# poll_mode "interrupt": an lcore with nothing to do
 # sleeps in epoll until an RX interrupt, as DPDK's l3fwd-power. On a port
 # that has them (net_tap, here: two taps joined by a bridge in a network
 # namespace this script makes and deletes) the shard and the driver sleep

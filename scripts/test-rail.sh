@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The rail-optimized path (issue 29, item 4; PROTOCOL.md section 1): KVSS
+# The rail-optimized path (PROTOCOL.md section 1): KVSS
 # traffic must not cross a router, and a router decrements the IPv4 TTL.
 # A real router: three network namespaces, the driver's and the shard's
 # joined through a third that forwards (veth pairs, ip_forward), each kvss

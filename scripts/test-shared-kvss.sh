@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The shared level in the whole system (issue 40; PROTOCOL.md section 10),
+# The shared level in the whole system (PROTOCOL.md section 10),
 # on a throwaway Ceph cluster this test starts (scripts/ceph-cluster.sh) and
 # stops, every refilled byte checked by the wafer emulator. Replicas are
 # kvss processes of role "all" (a driver, its emulator and a shard with a

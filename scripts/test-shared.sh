@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The shared level's Ceph side (issue 40) against a real cluster this test
+# The shared level's Ceph side against a real cluster this test
 # starts (scripts/ceph-cluster.sh, in a mktemp directory, stopped on exit
 # whatever happens):
 #  1. lib/shared's client (test/test_shared_rados.c live): whole columns

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# A shard that is silent for a while but lost nothing keeps its cache
-# (issue 39, finding 11): the demo's shape (a driver and two shards over
+# A shard that is silent for a while but lost nothing keeps its cache:
+# the demo's shape (a driver and two shards over
 # net_memif, the built-in workload), shard 1 stopped with SIGSTOP for
 # SILENT_S seconds (default 2.5: past driver.away_ms, 1 s, well short of
 # driver.dead_ms, 10 s) and continued. The driver must say it heard nothing,

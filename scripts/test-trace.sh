@@ -391,7 +391,7 @@ mkfifo "$tmp/fifo"
 timeout 20 "$BUILD/kvss-trace" --trace "$tmp/fifo" --capacity 1e6 >"$tmp/fifo.out" 2>&1
 check "--trace FIFO: exit 2 at once, refused as a FIFO" sh -c \
 	"[ $? -eq 2 ] && grep -q 'not a regular file (a FIFO)' '$tmp/fifo.out'"
-# Per-organization TTLs on the trace's clock (issue 31, item 3): two
+# Per-organization TTLs on the trace's clock: two
 # organizations whose system prompts come back every 20 s of trace time.
 python3 - >"$tmp/orgs.jsonl" <<'PY'
 import json
@@ -427,7 +427,7 @@ check "--org-ttl: a bad value is refused with exit 2, saying the form" \
 "$BUILD/kvss-trace" --trace "$tmp/orgs.jsonl" --orgs-from "$tmp/nonexistent.cfg" >"$tmp/orgbad2.out" 2>&1
 check "--orgs-from: a missing file is refused with exit 2, named" \
 	sh -c "[ $? -eq 2 ] && grep -q 'nonexistent.cfg' '$tmp/orgbad2.out'"
-# Multimodal input (issue 31, item 2): caching stops before the first
+# Multimodal input: caching stops before the first
 # multimodal token. Two requests with the same 1,056 tokens; in the first,
 # tokens 512-575 are an image.
 python3 - "$tmp/mm.jsonl" "$tmp/mm0.jsonl" <<'PY'
@@ -476,7 +476,7 @@ check "documents: exactly the documented figures (0.2823 and 0.7655)" \
 check "documents: --documents with a trace is refused (exit 2), saying why" \
 	sh -c "[ $? -eq 2 ] && grep -q 'only with --generate' '$tmp/docsbad.out'"
 
-# The last generated token (issue 31, item 5): a wafer never runs the last
+# The last generated token: a wafer never runs the last
 # token of an answer, so its KV is never evicted. A 16-token prompt with a
 # 4-token answer allowed 24: 16 + 3 tokens stored; the next turn (prompt,
 # the answer, a new message) hits 16 in columns of 4, where storing all 4
@@ -496,7 +496,7 @@ check "last generated token: the next turn hits 16 (16 + 3 stored), not 20" \
 check "last generated token: 19 tokens evicted by the first request, 28 in all" \
 	test "$(jfield "$tmp/last.json" evicted_tokens)" = 28
 
-# Speculative decoding (issue 31, item 1): rounds of 4 proposals, 30%
+# Speculative decoding: rounds of 4 proposals, 30%
 # rejected; the rejected ones are evicted and then overwritten in place, and
 # the built-in workload's chats hit into earlier answers, so a shard that
 # kept a rejected token's bytes would fail the byte check. The same seed
@@ -524,7 +524,7 @@ check "speculation: off by default (no rounds reported)" \
 check "speculation: --speculate 65 is refused (exit 2), naming the option" \
 	sh -c "[ $? -eq 2 ] && grep -q -- '--speculate' '$tmp/specbad'"
 
-# Draft and target (issue 31, item 4): a draft beside the target, its own
+# Draft and target: a draft beside the target, its own
 # map and shard; a smaller draft hits less (some requests hit in the target
 # only), a larger one more (some in the draft only).
 spec --draft 5e4 >"$tmp/draft-small.json"
@@ -538,7 +538,7 @@ check "draft: a larger draft hits more; requests hit in the draft only" \
 	holds "$(jfield "$tmp/draft-big.json" draft_hit_tokens) > $(jfield "$tmp/draft-big.json" hit_tokens) and $(jfield "$tmp/draft-big.json" requests_hit_draft_only) > 0"
 check "draft: with speculation in both models, every byte right" \
 	holds "$(jfield "$tmp/draft-big.json" spec_overwrites) > 0 and $(jfield "$tmp/draft-big.json" verify_failures) == 0 and $(jfield "$tmp/draft-big.json" protocol_errors) == 0"
-# The fleet model (issue 40, Measured; docs/kvss-trace.md): 4 replicas of
+# The fleet model (docs/kvss-trace.md): 4 replicas of
 # DRAM 1e5 on the built-in workload, a shared level of 4e5 or unbounded,
 # each rule; replica 1 restarted empty at request 1000, a fifth added at
 # 1500. Deterministic: exact figures. Without a shared level the model hits

@@ -190,7 +190,7 @@ check_l2hostile(char **files, int nfiles)
 }
 
 /*
- * gen-l2hello (issue 39 finding 7, HELLO amplification): the driver's HELLO
+ * gen-l2hello (HELLO amplification): the driver's HELLO
  * takes control and an L2_DOWN puts K1 and K2 in the tier; then HELLOs of
  * the same epoch from 10.99.0.66, a host that learned the epoch from a
  * STATUS (any stale frame is answered with one) and names another's

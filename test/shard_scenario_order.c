@@ -219,7 +219,7 @@ static const struct reevict_want {
 #define NRW (sizeof(rw) / sizeof(rw[0]))
 
 /*
- * Issue 26 item 5. A refill reads what complete batches left; DELETE and
+ * A refill reads what complete batches left; DELETE and
  * EVICT act on what was accepted. Batch 1 stores A, B, C, D and F 0..3.
  * A DELETE (waiting for batch 1) removes A and F whole and B 2..3; batch 2
  * evicts A 0..1 and B 2..3 again, overwrites C 0 and grows D by 4..5, and
@@ -228,7 +228,7 @@ static const struct reevict_want {
  * growth). Batch 3 evicts F 0..1 again, overwrites B 0 and creates E, with
  * its data; it completes right after batch 2. Refill 7 (batch 1) runs
  * before; E is deleted while batch 3 is open; refills 8-12 wait for batches
- * 2 or 3. Refills 1 and 7 are the issue's: RANGE before the fix.
+ * 2 or 3. Refills 1 and 7 were answered RANGE before the fix.
  */
 void
 gen_reevict(void)

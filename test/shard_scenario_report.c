@@ -134,8 +134,7 @@ check_backoff(char **files, int nfiles)
  * reads at every poll. check-busy: some STATUS came while it was busy (its
  * batches_complete between the first batch and the last). A shard sent
  * STATUS only when a poll found nothing, so one fed without a pause said
- * nothing, and its driver declared it away after away_ms (issue 39,
- * finding 11).
+ * nothing, and its driver declared it away after away_ms.
  */
 #define BUSY_B 16384
 #define BUSY_G 64

@@ -646,7 +646,7 @@ static struct bad bads[] = {
 	{"\xef\xbb\xbfrole = \"shard\";\n", ":1: starts with a UTF-8 byte-order mark"},
 	{"role = \"shard\";\nshard = 7;\n", ":2: shard: want a group { ... }, not a value"},
 	{"role = \"shard\";\nmtu = ;\n", ":2: syntax error"},
-	/* The second tier (issue 27). */
+	/* The second tier. */
 	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
 	 " caches = ( { id = 0; bytes_per_token = 64; capacity_tokens = 5; } );\n"
@@ -687,7 +687,7 @@ static struct bad bads[] = {
 	{"role = \"driver\";\ndriver = { address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " l2_admit = 2; models = (); };\n",
 	 "driver.l2_admit"},
-	/* Products of values that each check clean (issue 39, finding 2): a
+	/* Products of values that each check clean: a
 	 * column of 4 GiB wrapped the tier's 32-bit request size to 0. */
 	{"role = \"shard\";\nshard = { id = 0; address = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.1\"; };\n"
 	 " wafer = { mac = \"02:00:00:00:00:01\"; ipv4 = \"10.0.0.2\"; };\n"
@@ -787,7 +787,7 @@ Test(config, shard_drivers_lists_the_addresses_control_is_taken_from)
 		     err);
 	cr_assert_eq(cfg.shard.num_drivers, 1);
 	cr_assert_eq(cfg.shard.driver_ip[0], 0x0a140001);
-	/* Every example shard lists its driver (issue 39, finding 7). */
+	/* Every example shard lists its driver (control is taken only from it). */
 	cr_assert_eq(kvss_config_load("config/ci-pcap-shard.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(cfg.shard.num_drivers, 1);
 	cr_assert_eq(cfg.shard.driver_ip[0], 0x0a630001);
@@ -795,7 +795,7 @@ Test(config, shard_drivers_lists_the_addresses_control_is_taken_from)
 	cr_assert_eq(cfg.shard.num_drivers, 1);
 }
 
-/* shard.l2.format (issue 39): false unless said; a bool, named when it is not. */
+/* shard.l2.format: false unless said; a bool, named when it is not. */
 Test(config, shard_l2_format_is_off_unless_set_and_a_bool)
 {
 	static const char *const base =

@@ -5,12 +5,12 @@
  * after a reopen), a flipped byte caught and the column dropped, a file of
  * another configuration or of something else refused, a disk too small
  * refused at open (a 1 MiB tmpfs), and the queue's bounds. Whose the file
- * is (issue 39): another shard's file refused naming both, a slot copied
+ * is: another shard's file refused naming both, a slot copied
  * from another file dropped, an older version's file refused; what is not
  * blank (random bytes, an ext4 image, on a loop device too) never
  * formatted over unless told; a link, another user's file or directory, a
  * file or directory others can write refused; a 0644 file made 0600.
- * Deletes that write nothing (issue 42): a put that takes a deleted
+ * Deletes that write nothing: a put that takes a deleted
  * column's slot clears it with its own write, the delete done only once
  * that write (or a cleared header) has landed, and a delete done never
  * comes back, also after the process is killed with writes in flight.
@@ -422,7 +422,7 @@ Test(kvdisk, a_full_tier_and_a_full_queue_say_so)
 	uint64_t k;
 
 	params.cache[0].capacity_tokens = 3 * COL;
-	/* Written at once, as before issue 42: a put finds the slot being cleared. */
+	/* Written at once, the old way: a put finds the slot being cleared. */
 	params.clear_at_once = true;
 	d = open_ok();
 	for (k = 0; k < 3; k++)
@@ -543,7 +543,7 @@ Test(kvdisk, a_column_deleted_while_read_is_read_whole_then_cleared)
 	kvdisk_close(d);
 }
 
-/* ---- Deletes that write nothing (issue 42) ------------------------------ */
+/* ---- Deletes that write nothing ----------------------------------------- */
 
 /* The key in slot @p slot's header on disk, read past kvdisk (0: cleared). */
 static uint64_t
@@ -1003,7 +1003,7 @@ Test(kvdisk, a_delete_not_done_may_come_back_and_nothing_else_does)
 	kvdisk_close(d);
 }
 
-/* ---- Whose file it is, what it holds, who can reach it (issue 39) ------- */
+/* ---- Whose file it is, what it holds, who can reach it ------------------ */
 
 static struct kvdisk *
 open_as(const char *at, uint32_t shard, bool format)
@@ -1050,7 +1050,7 @@ Test(kvdisk, a_file_of_another_shard_of_the_same_geometry_is_refused_naming_both
 	cr_assert_not_null(d, "%s", err);
 	cr_assert_eq(put_sync(d, 0, 1), 0);
 	kvdisk_close(d);
-	/* Shard 0 given shard 1's file (copied to its path, as in the issue). */
+	/* Shard 0 given shard 1's file (copied to its path). */
 	errno = 0;
 	cr_assert_null(open_as(path, 0, false), "another shard's columns were taken");
 	cr_assert_eq(errno, EEXIST);

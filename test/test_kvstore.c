@@ -715,7 +715,7 @@ refill_ver(uint64_t prompt, uint32_t a, uint32_t n, const uint32_t *ver)
 }
 
 /*
- * Issue 26 item 5: DELETE, a new EVICT and REFILL in every order. DELETE
+ * DELETE, a new EVICT and REFILL in every order. DELETE
  * and EVICT act on what was accepted (open batches included); a REFILL
  * reads what complete batches left, so a prompt that only an open batch
  * holds is UNKNOWN_PROMPT until that batch completes (not RANGE), growth
@@ -874,7 +874,7 @@ Test(rules, reset_forgets_everything)
 }
 
 /*
- * Issue 39 finding 3: a refill lcore reads a refill's buffers one after
+ * A refill lcore reads a refill's buffers one after
  * another while the ingest lcore publishes batches. An overwrite published
  * between buffer 0's transfer and buffer 1's gave buffer 0 of the old
  * version and buffer 1 of the new: bytes that match neither. Every buffer

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/shared's librados client against a real cluster (issue 40), started
+ * lib/shared's librados client against a real cluster, started
  * and stopped by scripts/test-shared.sh around each phase:
  *
  *   test_shared_rados live         a healthy cluster: everything the API says

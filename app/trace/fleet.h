@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A fleet of replicas and a level they share (issue 40's SharedKVSS), for
+ * A fleet of replicas and a level they share (the SharedKVSS), for
  * kvss-trace --shared, --restart and --add-replica-at: what the shared level
  * is worth before it is built, over the trace's columns.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A second tier over a Mooncake trace's blocks, for kvss-trace --l2 (issue
- * 27): what a shard's local disk behind its DRAM is worth before it is
+ * A second tier over a Mooncake trace's blocks, for kvss-trace --l2:
+ * what a shard's local disk behind its DRAM is worth before it is
  * built, in the same block model as the references of oracle.h, so that it
  * compares with them exactly.
  *

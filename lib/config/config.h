@@ -172,7 +172,7 @@ struct kvss_config {
 		/* shard.routed: frames that crossed a router (the rail-optimized
 		 * path must not): served with a warning, or refused. */
 		uint8_t routed; /* enum kvss_routed */
-		/* shard.l2: the second tier on the local disk (issue 27); path ""
+		/* shard.l2: the second tier on the local disk; path ""
 		 * when there is none. The file is shard.l2.path, or under
 		 * shard.l2.dir "shard-MODEL-ID.l2". */
 		struct {

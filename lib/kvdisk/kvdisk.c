@@ -4,7 +4,7 @@
  * GET and DEL on io_uring, and their completions. The layout and the slot
  * state are in kvdisk_priv.h; open, rebuild and close in kvdisk_open.c.
  *
- * Deferred deletes (issue 42). Puts follow deletes: the driver's L2 is
+ * Deferred deletes. Puts follow deletes: the driver's L2 is
  * full, so it deletes its least recent columns, then sends the new ones
  * down, and the room a column that came up leaves (deleted after its
  * batch) goes to the puts that come after. A delete therefore does not

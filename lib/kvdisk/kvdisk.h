@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/kvdisk: a shard's second tier (L2) on its local disk (issue 27). It
+ * lib/kvdisk: a shard's second tier (L2) on its local disk. It
  * stores whole columns and executes what it is told: put a column, get
  * one, delete one; it decides nothing (the driver chooses what goes down,
  * what comes up and what is deleted, and knows what each shard's L2 holds).
@@ -15,8 +15,8 @@
  * the slot rounded up to 4 KiB. A put is one write of the whole slot; a
  * delete clears the slot's header on disk before it is done (a deleted or
  * expired column cannot come back after a restart): by the write of a put
- * that takes its slot, when one comes soon (one I/O instead of two: issue
- * 42; in the demo half the deletes), else by a cleared header, which waits
+ * that takes its slot, when one comes soon (one I/O instead of two;
+ * in the demo half the deletes), else by a cleared header, which waits
  * at most 50 ms for such a put (kvdisk_del()). Every get checks both
  * checksums and the key, and a column that fails is dropped (its header
  * cleared) and reported, never returned. A slot copied from another file,
@@ -117,7 +117,7 @@ struct kvdisk_params {
 	 */
 	bool format;
 	/**
-	 * Every delete writes its cleared header at once, as before issue 42
+	 * Every delete writes its cleared header at once, the old way
 	 * (a benchmark's baseline); false: a delete may wait for a put to take
 	 * its slot (kvdisk_del()).
 	 */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The second tier (pc_priv.h; issue 27): each shard's local disk behind its
+ * The second tier (pc_priv.h): each shard's local disk behind its
  * DRAM, driven by the driver like DRAM, whose every column the driver
  * knows. A column the policy frees goes down when L2 admits it (l2_down,
  * before the DELETE that frees its DRAM); L2 frees its least recent

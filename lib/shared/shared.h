@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/shared: the shared level's client (issue 40), a small librados user.
+ * lib/shared: the shared level's client, a small librados user.
  * It stores, reads and deletes whole objects in one pool, each in a RADOS
  * namespace; it decides nothing (names and namespaces come from
  * shared_obj.h's helpers, what to put or read from the driver) and trusts

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the second tier's file (lib/kvdisk), opened, rebuilt
- * and served as a shard would (issue 39). The harness makes, once, three
+ * and served as a shard would. The harness makes, once, three
  * files of one geometry (two caches: 8 slots of 4 tokens x 16 B, 4 of 4 x
  * 8 B): this shard's ("own": model 1, shard 2, its known columns, one of
  * them deleted), another shard's ("foreign": shard 3, the same keys and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libFuzzer target: the shard with its state (issue 39). An input is a
+ * libFuzzer target: the shard with its state. An input is a
  * driver's and a wafer's acts (fuzz_shard.h: HELLO, RESERVE, EVICT and
  * its EVICT_DATA, REFILL, DELETE, L2_DOWN, L2_UP, L2_DELETE, SH_DOWN,
  * SH_UP, REPORT_ACK, a look at STATUS, control messages as raw bytes, data
@@ -18,7 +18,7 @@
  * and UndefinedBehaviorSanitizer. What the shard sends is checked as it goes
  * and at the end of the input (fuzz_shard_check.c).
  *
- * EAL or not. The issue wished for none; the shard's code keeps its
+ * EAL or not. None was wanted; the shard's code keeps its
  * frames in rte_mbufs from a mempool, hands its refill queue over
  * rte_rings and its tier requests through an rte_mempool and two rings,
  * all of which need EAL's memory. So EAL starts once, in
@@ -36,7 +36,7 @@
  * last poll gave it. The shard's clock runs a million times slow (its hz),
  * so no timeout fires by itself; OP_TIME fires them all at the next poll
  * (batches lost, EVICTs refused NO_SPACE, held data dropped, reports sent
- * again). The race of finding 3 (a refill reading a prompt while a batch
+ * again). The race of a refill (reading a prompt while a batch
  * that overwrites it completes) is OP_RUN_REFILL stopping the refill
  * lcore after so many REFILL_DATA frames, the ingest lcore taking the
  * overwrite's data, and the refill going on.

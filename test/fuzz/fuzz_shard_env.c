@@ -18,8 +18,8 @@
  *    kvss_shard_refill only while the scheduler gives it a turn, until its
  *    next poll ends, it waits for the ingest lcore, or (the input says
  *    when) it has sent so many REFILL_DATA frames: a refill stopped halfway
- *    while batches complete is the race of finding 3, explored in a fixed
- *    order.
+ *    while batches complete is the race with an overwrite, explored in a
+ *    fixed order.
  *  - The tier thread (level.c's level_main over level_disk.c, the real one, started by level.c
  *    and made a fiber by the link's --wrap of pthread_create) parks,
  *    through the --wrap of kvdisk_inflight, where it would otherwise sleep
@@ -33,7 +33,8 @@
  *    says); it parks there when it can do nothing more without the input.
  *  - level.c's requests live in a DPDK mempool, where AddressSanitizer sees
  *    nothing: the gaps between its objects are poisoned, so that writing
- *    past one (finding 1) is a report, not a heap quietly broken.
+ *    past one (as an L2_UP naming one token 200 times once did) is a
+ *    report, not a heap quietly broken.
  */
 #define _GNU_SOURCE
 #include <dirent.h>

@@ -9,7 +9,7 @@
  * from there. None of them is a finding's reproduction.
  *
  * With --regress, it writes instead the reproductions of what the fuzzer
- * found (issue 39), one small input each, named after it: the regression
+ * found, one small input each, named after it: the regression
  * inputs of test/fuzz/regress_shard/ are these files.
  *
  *   fuzz_shard_seeds [--regress] DIR
@@ -226,7 +226,7 @@ seed_reorder(struct seed *s, unsigned char cfg)
 	evict(s, 0, 6, 0, 8, 0);
 }
 
-/* Finding 1: an L2_UP naming one token 200 times wrote past its tier request. */
+/* An L2_UP naming one token 200 times wrote past its tier request. */
 static void
 regress_l2_up_repeats(struct seed *s)
 {
@@ -237,7 +237,7 @@ regress_l2_up_repeats(struct seed *s)
 }
 
 /*
- * Finding 3: with a refill lcore, a refill stopped after two of its four
+ * With a refill lcore, a refill stopped after two of its four
  * buffers while an overwrite's batch completes; its last buffers read the
  * overwrite.
  */
@@ -254,7 +254,7 @@ regress_refill_two_versions(struct seed *s)
 	op(s, OP_RUN_REFILL, 0, 3, 0, 0, 0, 0, 0, 0);
 }
 
-/* Finding 8: two L2_DOWNs of one key left two columns. */
+/* Two L2_DOWNs of one key left two columns. */
 static void
 regress_l2_down_twice(struct seed *s)
 {
@@ -267,7 +267,7 @@ regress_l2_down_twice(struct seed *s)
 }
 
 /*
- * Finding 8's second half, as PROTOCOL.md section 9 now has it: a
+ * The second half of the one above, as PROTOCOL.md section 9 now has it: a
  * replacement needs a free slot while it is written, so the fourth column
  * in the same message as a replacement, three being held, is refused
  * NO_SPACE; a driver deletes the older copy first. Passes when the shard
@@ -345,7 +345,7 @@ regress(const char *dir)
 	rc |= save(dir, "refill_cut_by_loss", &s);
 	regress_refill_across_epochs(&s);
 	rc |= save(dir, "refill_across_epochs", &s);
-	/* Issue 40: reads of the shared level that lie, refused (with a refill lcore). */
+	/* Reads of the shared level that lie, refused (with a refill lcore). */
 	seed_shared(&s, FZ_CFG_REFILL_LCORE);
 	rc |= save(dir, "shared_reads_that_lie", &s);
 	return rc ? 1 : 0;
