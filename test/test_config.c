@@ -80,12 +80,16 @@ shares_cfg(const char *path, const char *c_share)
 
 Test(config, dram_shares_and_caps_come_from_the_orgs_or_their_default)
 {
-	shares_cfg("/tmp/kvss_test_shares.cfg", "0.5");
-	cr_assert_eq(kvss_config_load("/tmp/kvss_test_shares.cfg", &cfg, err, sizeof(err)), -1,
+	char path[64];
+
+	/* This process's file: the suite built plain and with ASan may run at once. */
+	snprintf(path, sizeof(path), "/tmp/kvss_test_shares_%d.cfg", (int)getpid());
+	shares_cfg(path, "0.5");
+	cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), -1,
 		     "0.1 + 0.4 + 0.1 + 0.5 is above 1");
-	shares_cfg("/tmp/kvss_test_shares.cfg", "0.3");
-	cr_assert_eq(kvss_config_load("/tmp/kvss_test_shares.cfg", &cfg, err, sizeof(err)), 0, "%s", err);
-	unlink("/tmp/kvss_test_shares.cfg");
+	shares_cfg(path, "0.3");
+	cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), 0, "%s", err);
+	unlink(path);
 	cr_assert_float_eq(cfg.driver.pc.dram_share_default, 0.1, 1e-12);
 	cr_assert_float_eq(cfg.driver.pc.dram_cap_default, 0.5, 1e-12);
 	cr_assert_float_eq(cfg.driver.org[0].dram_share, 0.4, 1e-12);
