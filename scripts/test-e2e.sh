@@ -18,7 +18,9 @@ set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
-tag=e2e$$
+# Ended by a letter: another test-e2e's pid may begin with this one's digits
+# (both run at once in make check), and the patterns below match prefixes.
+tag=e2e$$x
 # A failing run's logs and summaries stay, named (a passing one's go): what
 # failed beside a busy machine is read afterwards, not run again.
 cleanup() {
@@ -893,6 +895,6 @@ fi
 
 want end
 sleep 0.5
-check "no kvss process is left" test -z "$(pgrep -f "kvss_demo_.*_${tag}|kvss_e2e_all_$$")"
+check "no kvss process is left" test -z "$(pgrep -f "kvss_demo_.*_${tag}|kvss_e2e_all_$$( |\$)")"
 check "no file prefix is left" test -z "$(ls -d /var/run/dpdk/kvss_demo_*_${tag}* /var/run/dpdk/kvss_e2e_all_$$ /var/run/dpdk/kvss_e2e_flap_$$ 2>/dev/null)"
 check_summary "kvss end to end"

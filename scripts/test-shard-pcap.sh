@@ -472,6 +472,6 @@ check "wafer.trace = /dev/zero stops at once, naming it (exit 2)" sh -c "[ $? -e
 	'wafer.trace: /dev/zero: not a regular file (a character device)' '$tmp/optlog'"
 
 # Only this test's own processes: another kvss on the machine is not ours.
-check "no process of this test is left" test -z "$(pgrep -f "file-prefix ${prefix}")"
+check "no process of this test is left" test -z "$(pgrep -f "file-prefix ${prefix}(_[^ ]*)?( |\$)")"
 rm -rf "/var/run/dpdk/$prefix" "/var/run/dpdk/${prefix}_bad" "/var/run/dpdk/${prefix}_opt"
 check_summary "kvss shard over pcap"
