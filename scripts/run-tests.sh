@@ -7,6 +7,7 @@ set -u
 BUILD=${1:-build}
 FUZZ_SECONDS=${2:-30}
 export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
+self=$(realpath "$0")
 cd "$(dirname "$0")/.."
 
 failed=0
@@ -62,6 +63,11 @@ run() {
 	[ "$f" -eq 0 ] || echo "FAILED: $name" >&2
 	passed=$((passed + p))
 	failed=$((failed + f))
+	# The second lane's account so far, in case it ends early.
+	if [ -n "${LANE_DIR:-}" ]; then
+		echo "$passed $failed" >"$LANE_DIR/counts"
+		printf '%s\n' "${times[@]}" >"$LANE_DIR/times"
+	fi
 }
 
 # Two lanes, so that both cores work: every step passed beside two CPU
@@ -71,10 +77,9 @@ run() {
 # at a time) and test-hugepages, after both lanes (another lane's kvss
 # would take the pages it reserves and counts back).
 second_lane() {
-	passed=0
-	failed=0
-	times=()
-	log=$lane/log
+	log=$LANE_DIR/log
+	echo "0 0" >"$LANE_DIR/counts"
+	: >"$LANE_DIR/times"
 	# The Criterion suites built with AddressSanitizer and UBSan (make
 	# check-sanitize-build), one test at a time: the first lane has the
 	# other core.
@@ -129,16 +134,28 @@ second_lane() {
 	run fuzz_shard env FUZZ_SHARD_ARGS="-seed=1 -runs=10000" scripts/fuzz-shard.sh \
 		"$BUILD/fuzz/fuzz_shard" "$BUILD/fuzz/corpus_shard" "$(( FUZZ_SECONDS < 60 ? FUZZ_SECONDS : 60 ))"
 	run kvss-l2 scripts/test-l2.sh "$BUILD"
-	echo "$passed $failed" >"$lane/counts"
-	printf '%s\n' "${times[@]}" >"$lane/times"
+	echo done >"$LANE_DIR/done"
 }
-# A process group of its own (set -m), ended with this script however it ends.
-set -m
-second_lane >"$lane/out" 2>&1 &
+if [ -n "${LANE_DIR:-}" ]; then
+	second_lane
+	exit 0
+fi
+# The second lane: this script again, in a session of its own (setsid: what
+# it starts under timeout(1), a process group of its own, is still in it),
+# so that whatever it left running ends with this script, however this
+# script ends. Never on hugepages: its kvss and the first lane's would both
+# count the same free pages as theirs.
+LANE_DIR=$lane KVSS_HUGE=0 setsid bash "$self" "$BUILD" "$FUZZ_SECONDS" >"$lane/out" 2>&1 </dev/null &
 lane_pid=$!
-set +m
-trap 'kill -- -"$lane_pid" 2>/dev/null; rm -rf "$log" "$lane"' EXIT
-trap 'exit 143' TERM
+lane_end() {
+	if [ -n "$lane_pid" ]; then
+		pkill -TERM -s "$lane_pid" 2>/dev/null
+		echo "check: stopped before the second lane ended; its output so far ends:"
+		tail -n 40 "$lane/out" 2>/dev/null
+	fi
+	rm -rf "$log" "$lane"
+}
+trap lane_end EXIT
 
 # The first lane. The Criterion suites.
 for t in "$BUILD"/test/test_*; do
@@ -181,13 +198,14 @@ run kvss-udpclient scripts/test-udpclient.sh "$BUILD"
 run kvss-examples scripts/test-examples.sh "$BUILD"
 echo "== the second lane, run beside the steps above:"
 wait "$lane_pid"
+lane_pid=
 cat "$lane/out"
-if read -r p f <"$lane/counts" 2>/dev/null; then
-	passed=$((passed + p))
-	failed=$((failed + f))
-	mapfile -t -O "${#times[@]}" times <"$lane/times"
-else
-	echo "FAILED: the second lane ended without its counts" >&2
+read -r p f 2>/dev/null <"$lane/counts"
+passed=$((passed + ${p:-0}))
+failed=$((failed + ${f:-0}))
+mapfile -t -O "${#times[@]}" times <"$lane/times"
+if [ ! -e "$lane/done" ]; then
+	echo "FAILED: the second lane ended before its last step" >&2
 	failed=$((failed + 1))
 fi
 # Hugepages reserved by the script, used when free, given back exactly: alone,
