@@ -6,6 +6,11 @@
 set -u
 BUILD=${1:-build}
 FUZZ_SECONDS=${2:-30}
+# --second-lane DIR: only as this script starts its second lane (below), in
+# an argument, not the environment, where a variable of the same name could
+# run half of make check.
+lane_dir=
+[ "${3:-}" = --second-lane ] && lane_dir=${4:-}
 export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
 self=$(realpath "$0")
 cd "$(dirname "$0")/.."
@@ -64,9 +69,9 @@ run() {
 	passed=$((passed + p))
 	failed=$((failed + f))
 	# The second lane's account so far, in case it ends early.
-	if [ -n "${LANE_DIR:-}" ]; then
-		echo "$passed $failed" >"$LANE_DIR/counts"
-		printf '%s\n' "${times[@]}" >"$LANE_DIR/times"
+	if [ -n "$lane_dir" ]; then
+		echo "$passed $failed" >"$lane_dir/counts"
+		printf '%s\n' "${times[@]}" >"$lane_dir/times"
 	fi
 }
 
@@ -77,9 +82,9 @@ run() {
 # at a time) and test-hugepages, after both lanes (another lane's kvss
 # would take the pages it reserves and counts back).
 second_lane() {
-	log=$LANE_DIR/log
-	echo "0 0" >"$LANE_DIR/counts"
-	: >"$LANE_DIR/times"
+	log=$lane_dir/log
+	echo "0 0" >"$lane_dir/counts"
+	: >"$lane_dir/times"
 	# The Criterion suites built with AddressSanitizer and UBSan (make
 	# check-sanitize-build), one test at a time: the first lane has the
 	# other core.
@@ -134,9 +139,9 @@ second_lane() {
 	run fuzz_shard env FUZZ_SHARD_ARGS="-seed=1 -runs=10000" scripts/fuzz-shard.sh \
 		"$BUILD/fuzz/fuzz_shard" "$BUILD/fuzz/corpus_shard" "$(( FUZZ_SECONDS < 60 ? FUZZ_SECONDS : 60 ))"
 	run kvss-l2 scripts/test-l2.sh "$BUILD"
-	echo done >"$LANE_DIR/done"
+	echo done >"$lane_dir/done"
 }
-if [ -n "${LANE_DIR:-}" ]; then
+if [ -n "$lane_dir" ]; then
 	second_lane
 	exit 0
 fi
@@ -145,7 +150,7 @@ fi
 # so that whatever it left running ends with this script, however this
 # script ends. Never on hugepages: its kvss and the first lane's would both
 # count the same free pages as theirs.
-LANE_DIR=$lane KVSS_HUGE=0 setsid bash "$self" "$BUILD" "$FUZZ_SECONDS" >"$lane/out" 2>&1 </dev/null &
+KVSS_HUGE=0 setsid bash "$self" "$BUILD" "$FUZZ_SECONDS" --second-lane "$lane" >"$lane/out" 2>&1 </dev/null &
 lane_pid=$!
 lane_end() {
 	if [ -n "$lane_pid" ]; then
