@@ -128,10 +128,10 @@ run fuzz_shared_obj env FUZZ_REGRESS=test/fuzz/regress_shared FUZZ_MAX_LEN=4096 
 run fuzz_ucwire scripts/fuzz-ucwire.sh "$BUILD/fuzz/fuzz_ucwire" "$BUILD/fuzz/corpus_ucwire" \
 	"$(( (FUZZ_SECONDS + 1) / 2 ))" "$BUILD/tools/gen_frames"
 # The shard with its state: frames of every type through its lcores and tiers.
-# Here its seeds and regression inputs (issue 39's findings 1, 3, 8 and the
-# refill cut short), then 10,000 inputs from seed 1: bounded, and as far as
-# the threads' turns allow the same run on every machine; make fuzz explores
-# for FUZZ_SECONDS.
+# Here its seeds and regression inputs (every input that once broke it: an
+# L2_UP repeating a token, a refill of two versions, a refill cut short...),
+# then 10,000 inputs from seed 1: bounded, and as far as the threads' turns
+# allow the same run on every machine; make fuzz explores for FUZZ_SECONDS.
 run fuzz_shard env FUZZ_SHARD_ARGS="-seed=1 -runs=10000" scripts/fuzz-shard.sh \
 	"$BUILD/fuzz/fuzz_shard" "$BUILD/fuzz/corpus_shard" "$(( FUZZ_SECONDS < 60 ? FUZZ_SECONDS : 60 ))"
 
