@@ -18,8 +18,9 @@ set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
-# Ended by a letter: another test-e2e's pid may begin with this one's digits
-# (both run at once in make check), and the patterns below match prefixes.
+# Ended by a letter: another test-e2e on the machine (the ASan one, another
+# checkout's) may have a pid that begins with this one's digits, and the
+# patterns below match prefixes.
 tag=e2e$$x
 # A failing run's logs and summaries stay, named (a passing one's go): what
 # failed beside a busy machine is read afterwards, not run again.

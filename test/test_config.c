@@ -82,7 +82,7 @@ Test(config, dram_shares_and_caps_come_from_the_orgs_or_their_default)
 {
 	char path[64];
 
-	/* This process's file: the suite built plain and with ASan may run at once. */
+	/* This process's file: another run of the suite (plain, ASan) may be at work. */
 	snprintf(path, sizeof(path), "/tmp/kvss_test_shares_%d.cfg", (int)getpid());
 	shares_cfg(path, "0.5");
 	cr_assert_eq(kvss_config_load(path, &cfg, err, sizeof(err)), -1,
